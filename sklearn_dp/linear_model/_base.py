@@ -1,0 +1,193 @@
+"""What every sklearn_dp estimator shares: privacy parameters, solver dispatch,
+budget handling and the fitted privacy attributes.
+
+An estimator's ``fit`` validates, bounds the data, then calls
+:meth:`BaseDPEstimator._fit_solver`, which
+
+1. resolves ``solver`` against the registry (a clear error when it does not fit),
+2. asks the solver for its privacy plan from public inputs only,
+3. checks the budget against that plan's DpEvent (before the solver runs),
+4. runs the solver,
+5. spends on the budget (one ledger entry, atomically) and stores the results.
+
+If anything fails, the estimator's attributes are restored to what they were
+before ``fit`` and nothing is spent.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from dp_accounting import dp_event as dpe
+from sklearn.base import BaseEstimator
+
+from .._sklearn_compat import Interval
+from ..budget import PrivacyBudget
+from ..solvers import check_solver_supports, get_solver
+
+__all__ = ["BaseDPEstimator", "restore_on_failure"]
+
+
+def restore_on_failure(fit):
+    """Make ``fit`` all-or-nothing: on any exception the estimator is left as it was."""
+
+    @functools.wraps(fit)
+    def wrapper(self, *args, **kwargs):
+        saved = dict(self.__dict__)
+        try:
+            return fit(self, *args, **kwargs)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+
+    return wrapper
+
+
+class BaseDPEstimator(BaseEstimator):
+    """Privacy parameters, solver dispatch and budget handling.
+
+    Subclasses define ``_parameter_constraints`` (starting from
+    ``_privacy_parameter_constraints``), ``_auto_solver`` and ``fit``.
+    """
+
+    _privacy_parameter_constraints = {
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "delta": [Interval(Real, 0, 1, closed="left")],
+        "solver": [str],
+        "budget": [PrivacyBudget, None],
+        "max_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "learning_rate": [Interval(Real, 0, None, closed="neither"), None],
+        "clip_norm": [Interval(Real, 0, None, closed="neither"), None],
+        "solver_options": [dict, None],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    # Estimator parameters that map onto solver keyword arguments of the same
+    # meaning; each solver declares which of them it uses in ``spec.options``.
+    _generic_solver_options = {
+        "max_iter": "max_iter",
+        "learning_rate": "step_size",
+        "batch_size": "batch_size",
+        "clip_norm": "clip_norm",
+    }
+
+    def _check_privacy_request(self):
+        """Refuse requests that would release data without accounting for it."""
+        if math.isinf(self.epsilon) and self.budget is not None:
+            raise ValueError(
+                "epsilon=inf fits without noise: the model is not private and cannot be "
+                "charged to a finite privacy budget. Use a finite epsilon with budget=, "
+                "or drop budget= for a non-private reference fit."
+            )
+
+    def _warn_weak_delta(self, n_samples):
+        if 0 < self.delta and self.delta * n_samples >= 1:
+            warnings.warn(
+                f"delta={self.delta:g} is not much smaller than 1/n_samples={1 / n_samples:.3g}: "
+                "a mechanism that publishes one random row is (0, 1/n)-DP. "
+                "Choose delta well below 1/n_samples.",
+                UserWarning,
+                stacklevel=3,
+            )
+
+    def _resolve_solver(self, *, loss, penalty, multiclass, sparse, n_samples):
+        name = self.solver
+        if name == "auto":
+            name = self._auto_solver(
+                loss=loss, penalty=penalty, multiclass=multiclass, sparse=sparse, n_samples=n_samples
+            )
+        spec = get_solver(name)
+        check_solver_supports(
+            spec,
+            estimator=type(self).__name__,
+            loss=loss,
+            penalty=penalty,
+            # A noiseless (epsilon=inf) fit runs any solver, whatever its privacy modes.
+            delta=None if math.isinf(self.epsilon) else self.delta,
+            multiclass=multiclass,
+            sparse=sparse,
+        )
+        return spec
+
+    def _solver_kwargs(self, spec):
+        kwargs = {}
+        for param, option in self._generic_solver_options.items():
+            value = getattr(self, param, None)
+            if value is None:
+                continue
+            if option in spec.options:
+                kwargs[option] = value
+            else:
+                warnings.warn(
+                    f"{param}={value!r} is not used by solver={spec.name!r}.",
+                    UserWarning,
+                    stacklevel=4,
+                )
+        extra = dict(self.solver_options or {})
+        unknown = sorted(set(extra) - set(spec.options))
+        if unknown:
+            raise ValueError(
+                f"solver_options {unknown} are not options of solver={spec.name!r}; "
+                f"it accepts {sorted(spec.options)}."
+            )
+        kwargs.update(extra)
+        return kwargs
+
+    def _fit_solver(self, data, loss, *, loss_name, penalty, n_outputs, alpha, multiclass, sparse):
+        """Dispatch to the solver with budget check-before and spend-after.
+
+        Sets ``solver_``, ``n_iter_``, ``dp_event_`` and ``privacy_spent_``;
+        returns the solver's :class:`SolverResult`.
+        """
+        n_samples = data.n_samples
+        spec = self._resolve_solver(
+            loss=loss_name, penalty=penalty, multiclass=multiclass, sparse=sparse, n_samples=n_samples
+        )
+        kwargs = self._solver_kwargs(spec)
+        self._warn_weak_delta(n_samples)
+        private = not math.isinf(self.epsilon)
+        if private and self.budget is not None:
+            plan_parameters = inspect.signature(spec.plan).parameters
+            plan_kwargs = {k: v for k, v in kwargs.items() if k in plan_parameters}
+            plan = spec.plan(
+                n_samples, data.n_columns * n_outputs, self.epsilon, self.delta, **plan_kwargs
+            )
+            self.budget.check(self.epsilon, self.delta, event=plan.event)
+        result = spec.function(
+            data,
+            loss,
+            n_outputs=n_outputs,
+            alpha=alpha,
+            epsilon=self.epsilon,
+            delta=self.delta,
+            random_state=self.random_state,
+            verbose=self.verbose,
+            **kwargs,
+        )
+        if private and self.budget is not None:
+            self.budget.spend(
+                self.epsilon,
+                self.delta,
+                event=result.dp_event,
+                estimator=type(self).__name__,
+                solver=spec.name,
+            )
+        self.solver_ = spec.name
+        self.n_iter_ = int(result.n_iter)
+        if private:
+            self.dp_event_ = result.dp_event
+            self.privacy_spent_ = (float(self.epsilon), float(self.delta))
+        else:
+            self.dp_event_ = dpe.NonPrivateDpEvent()
+            self.privacy_spent_ = (math.inf, 0.0)
+        return result
+
+    def _auto_solver(self, *, loss, penalty, multiclass, sparse, n_samples):  # pragma: no cover
+        raise NotImplementedError

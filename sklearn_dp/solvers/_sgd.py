@@ -1,0 +1,166 @@
+"""Poisson-subsampled DP-SGD (``dp_sgd``) for GLM losses.
+
+Each step draws a Poisson sample of the rows (each row independently with
+probability q), clips every per-sample gradient in closed form (GLM gradients
+are a scalar times x_i, so the clip is a scalar per row), adds Gaussian noise
+to the clipped sum and divides by the expected batch size ``q * n``.  The whole
+fit is ``T`` adaptive compositions of the Poisson-subsampled Gaussian
+mechanism, calibrated with dp_accounting's PLD accountant.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import accounting
+from .._losses import clipped_gradient_sum
+from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
+from ._gradient_descent import gradient_bound, noisy_descent
+
+__all__ = ["dp_sgd", "plan_dp_sgd", "default_batch_size", "poisson_batch"]
+
+DEFAULT_EPOCHS = 10
+
+
+def default_batch_size(n_samples):
+    """Expected batch size from n alone: large batches amplify privacy best per unit noise."""
+    return int(min(n_samples, max(32, round(0.1 * n_samples), round(math.sqrt(n_samples)))))
+
+
+def plan_dp_sgd(n_samples, n_params, epsilon, delta, *, batch_size=None, max_iter=None):
+    """Privacy plan of ``dp_sgd``: T Poisson-subsampled Gaussian steps at rate b/n (n_params unused).
+
+    ``max_iter`` is the number of steps; by default ``DEFAULT_EPOCHS`` passes
+    over the data in expectation.
+    """
+    if batch_size is None:
+        batch_size = default_batch_size(n_samples)
+    if not 1 <= batch_size <= n_samples:
+        raise ValueError(
+            f"batch_size must be between 1 and n_samples={n_samples}, got {batch_size!r}."
+        )
+    rate = batch_size / n_samples
+    if max_iter is None:
+        max_iter = math.ceil(DEFAULT_EPOCHS / rate)
+    max_iter = int(max_iter)
+    details = dict(batch_size=batch_size, sampling_probability=rate)
+    if math.isinf(epsilon):
+        return PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, max_iter, details)
+    sigma = accounting.subsampled_gaussian_noise_multiplier(epsilon, delta, rate, max_iter)
+    event = accounting.subsampled_gaussian_steps_event(sigma, rate, max_iter)
+    return PrivacyPlan(event, sigma, max_iter, details)
+
+
+def poisson_batch(rng, n_samples, rate):
+    """Indices of a Poisson sample: draw its size, then the rows (no per-row coins).
+
+    The size of a Poisson sample is Binomial(n, rate) and, given the size, the
+    rows are a uniformly random subset: the same distribution as n independent
+    coins, at the cost of one draw plus the batch.
+    """
+    size = rng.binomial(n_samples, rate)
+    return np.sort(rng.choice(n_samples, size=size, replace=False))
+
+
+def dp_sgd(
+    data,
+    loss,
+    *,
+    n_outputs,
+    alpha,
+    epsilon,
+    delta,
+    max_iter=None,
+    batch_size=None,
+    step_size=None,
+    clip_norm=None,
+    momentum="nesterov",
+    random_state=None,
+    verbose=0,
+):
+    """DP-SGD with Poisson subsampling on the L2-penalised average loss.
+
+    Parameters
+    ----------
+    data : BoundedData
+        Clipped rows and labels.
+    loss : GLMLoss
+        Any loss with a bounded derivative, or any loss with ``clip_norm`` set.
+        Non-smooth losses need ``step_size``.
+    n_outputs : int
+        Columns of the coefficient matrix.
+    alpha : float
+        L2 penalty strength on the average loss.
+    epsilon, delta : float
+        Target guarantee; ``epsilon=inf`` runs the same steps with no noise.
+    max_iter : int, optional
+        Number of steps; default ``DEFAULT_EPOCHS`` expected passes.
+    batch_size : int, optional
+        Expected batch size ``q * n``; default :func:`default_batch_size`.
+    step_size : float, optional
+        Default ``1 / L`` for smooth losses (the objective's smoothness from
+        public bounds).
+    clip_norm : float, optional
+        Per-sample gradient clip, at most the loss's own bound; default as in
+        :func:`~sklearn_dp.solvers.dp_gd`.
+    momentum : {"nesterov", None}
+        As in :func:`~sklearn_dp.solvers.dp_gd` (post-processing).
+    random_state : None, int, RandomState or Generator
+    verbose : int
+
+    Returns
+    -------
+    SolverResult
+        The average of the iterates of the second half of the run.
+
+    Privacy
+    -------
+    (epsilon, delta)-DP under add/remove-one-row neighbouring.  Each step is
+    the Gaussian mechanism (noise ``N(0, (sigma C)^2 I)``) on the sum of
+    per-sample gradients clipped to ``C`` over a Poisson sample with rate
+    ``q = batch_size / n``; adding or removing a row changes the sum by at most
+    ``C``.  The T steps compose as ``SelfComposed(PoissonSampled(q,
+    Gaussian(sigma)), T)``, and sigma is the smallest multiplier for which the
+    PLD accountant certifies (epsilon, delta).  Dividing by the public
+    expected batch size (not the drawn one) keeps the batch size private.
+    Public: n, bounds, q, T, step size, alpha.
+    """
+    X, y = data.X, data.y
+    n_samples, n_columns = X.shape
+    plan = plan_dp_sgd(
+        n_samples, n_columns * n_outputs, epsilon, delta, batch_size=batch_size, max_iter=max_iter
+    )
+    rate = plan.details["sampling_probability"]
+    expected_batch = rate * n_samples
+    bound = gradient_bound(loss, data.row_norm_bound, clip_norm, private=not math.isinf(epsilon))
+    if step_size is None:
+        if loss.smoothness is None:
+            raise ValueError(
+                f"The {loss.name!r} loss is not smooth: pass a step size (learning_rate) for dp_sgd."
+            )
+        step_size = 1.0 / (loss.smoothness * data.row_norm_bound**2 + alpha)
+    rng = make_rng(random_state)
+    noise_std = plan.noise_multiplier * bound
+
+    def batch_gradient_sum(V):
+        batch = poisson_batch(rng, n_samples, rate)
+        return clipped_gradient_sum(X[batch], y[batch], V, loss, bound, data.row_norms[batch])
+
+    W, W_tail = noisy_descent(
+        batch_gradient_sum,
+        shape=(n_columns, n_outputs),
+        n_steps=plan.n_steps,
+        normalizer=expected_batch,
+        noise_std=noise_std,
+        step_size=step_size,
+        alpha=alpha,
+        penalized=data.penalized,
+        momentum=momentum,
+        rng=rng,
+        progress=Progress("dp_sgd", plan.n_steps, verbose),
+    )
+    check_finite_iterate(W, "dp_sgd")
+    plan.details.update(step_size=step_size, clip_norm=bound, noise_std=noise_std, momentum=momentum)
+    return SolverResult(coef=W_tail, n_iter=plan.n_steps, plan=plan)

@@ -1,0 +1,611 @@
+"""Tests of PrivacyBudget: composition, sharing, and the SQLite ledger."""
+
+import copy
+import dataclasses
+import gc
+import os
+import pickle
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+import pytest
+from joblib import Parallel, delayed
+from sklearn.base import BaseEstimator, clone
+from sklearn.model_selection import GridSearchCV
+
+import sklearn_dp.budget as budget_module
+from sklearn_dp.accounting import (
+    PureEpsilonDpEvent,
+    epsilon_of_events,
+    gaussian_noise_multiplier,
+    gaussian_steps_event,
+    laplace_steps_event,
+)
+from sklearn_dp.budget import LedgerEntry, PrivacyBudget
+from sklearn_dp.exceptions import BudgetExceededError, BudgetStorageError
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _run_python(code, *args, **popen_kwargs):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = REPO_ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code), *map(str, args)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **popen_kwargs,
+    )
+
+
+def _wait_for(path, proc, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        if proc.poll() is not None:
+            raise AssertionError(f"subprocess exited early: {proc.communicate()}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError("subprocess never reached the expected point")
+        time.sleep(0.01)
+
+
+class DummyEstimator(BaseEstimator):
+    """Spends a fixed amount per fit, like a DP estimator would."""
+
+    def __init__(self, budget=None, alpha=1.0, epsilon=0.05):
+        self.budget = budget
+        self.alpha = alpha
+        self.epsilon = epsilon
+
+    def fit(self, X, y=None):
+        self.budget.check(self.epsilon, 0.0)
+        self.budget.spend(self.epsilon, 0.0, estimator=type(self).__name__, solver="none")
+        return self
+
+    def score(self, X, y=None):
+        return -self.alpha
+
+
+# --------------------------------------------------------------------------
+# Validation
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("epsilon", [0, -1.0, float("inf"), float("nan")])
+def test_invalid_epsilon_limit(epsilon):
+    with pytest.raises(ValueError, match="epsilon"):
+        PrivacyBudget(epsilon)
+
+
+@pytest.mark.parametrize("epsilon", ["1", None, True])
+def test_epsilon_limit_wrong_type(epsilon):
+    with pytest.raises(TypeError, match="epsilon"):
+        PrivacyBudget(epsilon)
+
+
+@pytest.mark.parametrize("delta", [-0.1, 1.0, 2.0, float("nan")])
+def test_invalid_delta_limit(delta):
+    with pytest.raises(ValueError, match="delta"):
+        PrivacyBudget(1.0, delta)
+
+
+def test_invalid_storage_and_timeout():
+    with pytest.raises(TypeError, match="storage"):
+        PrivacyBudget(1.0, storage=123)
+    with pytest.raises(ValueError, match="storage"):
+        PrivacyBudget(1.0, storage=":memory:")
+    with pytest.raises(ValueError, match="timeout"):
+        PrivacyBudget(1.0, timeout=-1)
+
+
+def test_invalid_spend_arguments():
+    budget = PrivacyBudget(1.0, 1e-5)
+    with pytest.raises(ValueError, match="epsilon"):
+        budget.spend(-0.1)
+    with pytest.raises(ValueError, match="epsilon"):
+        budget.check(float("nan"))
+    with pytest.raises(ValueError, match="delta"):
+        budget.spend(0.1, 1.5)
+    with pytest.raises(TypeError, match="DpEvent"):
+        budget.spend(0.1, event="gaussian")
+    assert budget.ledger == []
+
+
+def test_numpy_scalars_accepted():
+    budget = PrivacyBudget(np.float64(1.0), np.float32(0.0))
+    budget.spend(np.float64(0.5), np.int64(0))
+    assert budget.spent == (0.5, 0.0)
+
+
+# --------------------------------------------------------------------------
+# Spending and composition
+# --------------------------------------------------------------------------
+
+
+def test_basic_spend_check_remaining_and_ledger():
+    budget = PrivacyBudget(1.0, 1e-5)
+    assert budget.spent == (0.0, 0.0)
+    assert budget.remaining == (1.0, 1e-5)
+    assert budget.check(0.4, 1e-6) is None
+    assert budget.ledger == []  # check records nothing
+    budget.spend(0.4, 1e-6, estimator="DPLogisticRegression", solver="dp_gd")
+    budget.spend(0.1)
+    assert budget.spent == pytest.approx((0.5, 1e-6))
+    assert budget.remaining == pytest.approx((0.5, 9e-6))
+    ledger = budget.ledger
+    assert [e.estimator for e in ledger] == ["DPLogisticRegression", "manual"]
+    assert ledger[0].solver == "dp_gd" and ledger[1].solver is None
+    assert ledger[0].epsilon == 0.4 and ledger[0].delta == 1e-6
+    assert ledger[0].event is None
+    assert abs(ledger[0].timestamp - time.time()) < 60
+    ledger.clear()  # a copy: the budget keeps its entries
+    assert len(budget.ledger) == 2
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        budget.ledger[0].epsilon = 0.0
+
+
+def test_exact_remainder_can_be_spent():
+    budget = PrivacyBudget(1.0)
+    for _ in range(10):
+        budget.spend(0.1)
+    assert budget.remaining[0] == pytest.approx(0.0, abs=1e-12)
+    with pytest.raises(BudgetExceededError):
+        budget.spend(1e-6)
+
+    budget = PrivacyBudget(1.0, 1e-5)
+    budget.spend(0.3, 3e-6)
+    budget.spend(0.123456789, 1.1e-6)
+    budget.spend(*budget.remaining)
+    assert budget.remaining == pytest.approx((0.0, 0.0), abs=1e-12)
+    with pytest.raises(BudgetExceededError):
+        budget.check(1e-3, 0.0)
+
+
+def test_exceeded_leaves_ledger_unchanged_and_explains():
+    budget = PrivacyBudget(1.0, 1e-5)
+    budget.spend(0.8, 1e-6)
+    before = budget.ledger
+    with pytest.raises(BudgetExceededError) as info:
+        budget.spend(0.5, 1e-6, estimator="DPLasso")
+    assert budget.ledger == before
+    assert budget.spent == pytest.approx((0.8, 1e-6))
+    message = str(info.value)
+    assert "epsilon=0.5" in message  # what was asked
+    assert "remaining (epsilon=0.2" in message  # what remains
+    assert "smaller epsilon" in message  # what to do
+    with pytest.raises(BudgetExceededError):
+        budget.check(0.5, 1e-6)
+    with pytest.raises(BudgetExceededError, match="delta"):
+        budget.spend(0.1, 1e-4)
+    assert budget.ledger == before
+
+
+def test_tighter_of_basic_and_numerical_composition():
+    sigma = gaussian_noise_multiplier(1.0, 1e-6)
+    event = gaussian_steps_event(sigma, 1)
+    budget = PrivacyBudget(10.0, 1e-5)
+    for _ in range(10):
+        budget.spend(1.0, 1e-6, event=event, estimator="DPLogisticRegression", solver="dp_gd")
+    numerical = epsilon_of_events([event] * 10, 1e-5)
+    assert numerical < 5.0  # much tighter than basic composition's 10.0
+    eps, delta = budget.spent
+    assert eps == pytest.approx(numerical)
+    assert delta == 1e-5
+    assert budget.remaining[0] == pytest.approx(10.0 - numerical)
+
+    # Basic composition is exhausted (11 > 10), numerical composition is not.
+    budget.check(1.0, 1e-6, event=event)
+    with pytest.raises(BudgetExceededError):
+        budget.check(1.0, 1e-6)  # without an event only basic composition applies
+    budget.spend(1.0, 1e-6, event=event)
+    assert len(budget.ledger) == 11
+    assert budget.spent[0] == pytest.approx(epsilon_of_events([event] * 11, 1e-5))
+
+    # A fit far beyond what numerical composition allows is still refused.
+    big = gaussian_steps_event(0.3, 1)
+    with pytest.raises(BudgetExceededError, match="numerical composition"):
+        budget.spend(50.0, 1e-6, event=big)
+    assert len(budget.ledger) == 11
+
+
+def test_basic_reported_when_tighter_and_missing_event_disables_numerical():
+    sigma = gaussian_noise_multiplier(1.0, 1e-6)
+    event = gaussian_steps_event(sigma, 1)
+    budget = PrivacyBudget(10.0, 1e-5)
+    budget.spend(1.0, 1e-6, event=event)
+    # One Gaussian at delta=1e-5 costs less than 1.0, but basic is reported
+    # only when it is at least as tight.
+    assert budget.spent[0] <= 1.0
+    budget.spend(0.5, 0.0)  # no event: from now on only basic composition
+    assert budget.spent == pytest.approx((1.5, 1e-6))
+
+
+def test_numerical_results_are_cached(monkeypatch):
+    calls = []
+
+    def counting(events, delta):
+        calls.append(len(events))
+        return epsilon_of_events(events, delta)
+
+    monkeypatch.setattr(budget_module, "epsilon_of_events", counting)
+    budget = PrivacyBudget(10.0, 1e-5)
+    event = gaussian_steps_event(3.0, 5)
+    budget.check(1.0, 1e-6, event=event)
+    budget.spend(5.0, 1e-6, event=event)
+    budget.spend(5.0, 1e-6, event=event)
+    n_calls = len(calls)
+    for _ in range(5):
+        budget.spent
+        budget.remaining
+    assert len(calls) == n_calls + 1
+
+
+def test_pure_budget_accepts_only_pure_spends():
+    budget = PrivacyBudget(1.0)  # delta = 0
+    budget.spend(0.5, 0.0, event=PureEpsilonDpEvent(0.5, "objective_perturbation"))
+    budget.spend(0.5, event=laplace_steps_event(2.0, 1), estimator="DPLasso")
+    assert budget.spent == (1.0, 0.0)
+    with pytest.raises(BudgetExceededError, match="delta=0"):
+        budget.check(0.0, 1e-9)
+    with pytest.raises(BudgetExceededError):
+        budget.spend(0.01, 0.0, event=PureEpsilonDpEvent(0.01, "x"))
+    fresh = PrivacyBudget(1.0)
+    with pytest.raises(BudgetExceededError, match="pure"):
+        fresh.spend(0.1, 1e-9, event=gaussian_steps_event(10.0, 1))
+    assert fresh.ledger == []
+
+
+def test_pure_and_gaussian_events_mixed():
+    # No accountant composes PureEpsilonDpEvent with Gaussians; basic
+    # composition must still work.
+    budget = PrivacyBudget(2.0, 1e-5)
+    budget.spend(0.5, 0.0, event=PureEpsilonDpEvent(0.5, "objective_perturbation"))
+    budget.spend(1.0, 1e-6, event=gaussian_steps_event(5.0, 1))
+    assert budget.spent == pytest.approx((1.5, 1e-6))
+    with pytest.raises(BudgetExceededError):
+        budget.spend(0.6, 0.0, event=gaussian_steps_event(5.0, 1))
+
+
+def test_reprs():
+    budget = PrivacyBudget(1.0, 1e-5)
+    budget.spend(0.25, 1e-6, event=gaussian_steps_event(5.0, 2), estimator="DPLasso", solver="dp_cd")
+    text = repr(budget)
+    assert "epsilon=1" in text and "entries=1" in text and "memory" in text
+    entry_text = repr(budget.ledger[0])
+    assert entry_text.startswith("LedgerEntry('DPLasso'")
+    assert "solver='dp_cd'" in entry_text and "epsilon=0.25" in entry_text
+    assert "GaussianDpEvent" in entry_text
+    assert isinstance(budget.ledger[0], LedgerEntry)
+
+
+def test_thread_safe_memory_spending():
+    budget = PrivacyBudget(1.0)
+    wins = []
+
+    def worker():
+        for _ in range(40):
+            try:
+                budget.spend(0.01)
+                wins.append(1)
+            except BudgetExceededError:
+                pass
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(wins) == 100 == len(budget.ledger)
+    assert budget.spent[0] <= 1.0 + 1e-9
+
+
+# --------------------------------------------------------------------------
+# Sharing: clone, copy, pickle, processes
+# --------------------------------------------------------------------------
+
+
+def test_clone_copy_deepcopy_keep_identity():
+    budget = PrivacyBudget(1.0)
+    est = DummyEstimator(budget=budget)
+    assert clone(est).budget is budget
+    assert copy.copy(budget) is budget
+    assert copy.deepcopy(budget) is budget
+    assert copy.deepcopy(est).budget is budget
+    assert copy.deepcopy({"b": [budget]})["b"][0] is budget
+
+
+def test_grid_search_in_process_counts_every_fit():
+    budget = PrivacyBudget(1.0)
+    search = GridSearchCV(DummyEstimator(budget=budget), {"alpha": [1.0, 2.0]}, cv=3)
+    search.fit(np.zeros((6, 1)))
+    assert len(budget.ledger) == 2 * 3 + 1  # folds plus the refit
+    assert budget.spent[0] == pytest.approx(0.35)
+
+
+def test_pickle_round_trip_in_process_returns_same_object():
+    budget = PrivacyBudget(1.0, 1e-5)
+    budget.spend(0.1)
+    assert pickle.loads(pickle.dumps(budget)) is budget
+    est = pickle.loads(pickle.dumps(DummyEstimator(budget=budget)))
+    assert est.budget is budget
+    out = Parallel(n_jobs=2, backend="threading")(
+        delayed(lambda b: b.spend(0.1) or b)(budget) for _ in range(3)
+    )
+    assert all(b is budget for b in out)
+    assert len(budget.ledger) == 4
+
+
+def test_unpickled_after_original_is_gone_refuses():
+    budget = PrivacyBudget(1.0)
+    budget.spend(0.3)
+    data = pickle.dumps(budget)
+    del budget
+    gc.collect()
+    orphan = pickle.loads(data)
+    assert orphan.spent == (0.3, 0.0)
+    with pytest.raises(BudgetStorageError, match="storage="):
+        orphan.spend(0.1)
+
+
+def _attempt_in_worker(b):
+    out = {"pid": os.getpid(), "repr": repr(b), "spent": b.spent}
+    for name, call in (("spend", lambda: b.spend(0.1)), ("check", lambda: b.check(0.1))):
+        try:
+            call()
+            out[name] = None
+        except BudgetStorageError as exc:
+            out[name] = str(exc)
+    return out
+
+
+def test_memory_budget_in_other_process_refuses():
+    budget = PrivacyBudget(1.0)
+    budget.spend(0.2)
+    results = Parallel(n_jobs=2, backend="loky")(
+        delayed(_attempt_in_worker)(budget) for _ in range(2)
+    )
+    for out in results:
+        assert out["pid"] != os.getpid()
+        assert out["spend"] is not None and "storage=" in out["spend"]
+        assert out["check"] is not None and "storage=" in out["check"]
+        assert "detached" in out["repr"]
+        assert out["spent"] == (0.2, 0.0)  # the snapshot stays readable
+    assert budget.spent == (0.2, 0.0)
+    assert len(budget.ledger) == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_forked_copy_refuses():
+    budget = PrivacyBudget(1.0)
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: never return into pytest
+        code = 1
+        try:
+            budget.spend(0.1)
+        except BudgetStorageError:
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(read_fd)
+    os.close(write_fd)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+    assert budget.ledger == []
+
+
+# --------------------------------------------------------------------------
+# SQLite storage
+# --------------------------------------------------------------------------
+
+
+def test_sqlite_durable_across_instances(tmp_path):
+    path = tmp_path / "budget.sqlite"
+    event = gaussian_steps_event(4.0, 3)
+    first = PrivacyBudget(2.0, 1e-5, storage=path)
+    first.spend(0.5, 1e-6, event=event, estimator="DPLogisticRegression", solver="dp_gd")
+    first.spend(0.25)
+    del first
+    second = PrivacyBudget(2.0, 1e-5, storage=str(path))
+    ledger = second.ledger
+    assert [e.estimator for e in ledger] == ["DPLogisticRegression", "manual"]
+    assert ledger[0].event == event and ledger[1].event is None
+    assert ledger[0].solver == "dp_gd"
+    assert second.spent == pytest.approx((0.75, 1e-6))
+    assert str(path) in repr(second) and second.storage == str(path)
+    with sqlite3.connect(path) as raw:
+        reprs = [r for (r,) in raw.execute("SELECT event_repr FROM ledger ORDER BY id")]
+    assert reprs == [repr(event), None]
+    # A pickled SQLite budget reopens the same file.
+    third = pickle.loads(pickle.dumps(second))
+    third.spend(0.25)
+    assert len(second.ledger) == 3
+    assert clone(DummyEstimator(budget=second)).budget is second
+
+
+def test_sqlite_refusal_records_nothing(tmp_path):
+    path = tmp_path / "budget.sqlite"
+    budget = PrivacyBudget(1.0, storage=path)
+    budget.spend(0.9)
+    with pytest.raises(BudgetExceededError):
+        budget.spend(0.2)
+    assert len(PrivacyBudget(1.0, storage=path).ledger) == 1
+
+
+def test_sqlite_numerical_composition(tmp_path):
+    sigma = gaussian_noise_multiplier(1.0, 1e-6)
+    event = gaussian_steps_event(sigma, 1)
+    budget = PrivacyBudget(10.0, 1e-5, storage=tmp_path / "b.sqlite")
+    for _ in range(11):  # the 11th fits only by numerical composition
+        budget.spend(1.0, 1e-6, event=event)
+    assert budget.spent[0] == pytest.approx(epsilon_of_events([event] * 11, 1e-5))
+
+
+def test_sqlite_limit_mismatch(tmp_path):
+    path = tmp_path / "budget.sqlite"
+    PrivacyBudget(1.0, 1e-5, storage=path)
+    with pytest.raises(BudgetStorageError, match="created with limits"):
+        PrivacyBudget(2.0, 1e-5, storage=path)
+    with pytest.raises(BudgetStorageError, match="limits"):
+        PrivacyBudget(1.0, 0.0, storage=path)
+
+
+def test_sqlite_corrupted_file(tmp_path):
+    path = tmp_path / "budget.sqlite"
+    junk = b"this is not an sqlite database " * 200
+    path.write_bytes(junk)
+    with pytest.raises(BudgetStorageError, match="not a usable SQLite database"):
+        PrivacyBudget(1.0, storage=path)
+    assert path.read_bytes() == junk  # never replaced by a fresh budget
+
+
+def test_sqlite_wrong_schema(tmp_path):
+    path = tmp_path / "other.sqlite"
+    with sqlite3.connect(path) as raw:
+        raw.execute("CREATE TABLE users (name TEXT)")
+    with pytest.raises(BudgetStorageError, match="not a sklearn_dp budget ledger"):
+        PrivacyBudget(1.0, storage=path)
+
+
+def test_sqlite_deleted_file_is_not_recreated(tmp_path):
+    path = tmp_path / "budget.sqlite"
+    budget = PrivacyBudget(1.0, storage=path)
+    budget.spend(0.5)
+    path.unlink()
+    with pytest.raises(BudgetStorageError):
+        budget.spend(0.5)
+    assert not path.exists()
+
+
+def test_sqlite_locked_file(tmp_path):
+    path = tmp_path / "budget.sqlite"
+    budget = PrivacyBudget(1.0, storage=path, timeout=0.2)
+    budget.spend(0.1)
+    holder = sqlite3.connect(path, isolation_level=None)
+    try:
+        holder.execute("BEGIN EXCLUSIVE")
+        start = time.monotonic()
+        with pytest.raises(BudgetStorageError, match="locked"):
+            budget.spend(0.1)
+        assert time.monotonic() - start < 5
+        with pytest.raises(BudgetStorageError, match="timeout"):
+            PrivacyBudget(1.0, storage=path, timeout=0.1)
+        assert "unavailable" in repr(budget)
+        holder.execute("ROLLBACK")
+    finally:
+        holder.close()
+    budget.spend(0.1)
+    assert len(budget.ledger) == 2
+
+
+_CONCURRENT_WORKER = """
+import os, sys, time
+from sklearn_dp.budget import PrivacyBudget
+from sklearn_dp.exceptions import BudgetExceededError
+big, small, ready, go = sys.argv[1:5]
+b_big = PrivacyBudget(1.0, storage=big)
+b_small = PrivacyBudget(1.0, storage=small)
+open(ready, "w").close()
+while not os.path.exists(go):
+    time.sleep(0.005)
+wins = [0, 0]
+for _ in range(5):
+    try:
+        b_big.spend(0.3, estimator="worker%d" % os.getpid())
+        wins[0] += 1
+    except BudgetExceededError:
+        pass
+for _ in range(40):
+    try:
+        b_small.spend(0.01)
+        wins[1] += 1
+    except BudgetExceededError:
+        pass
+print(wins[0], wins[1])
+"""
+
+
+def test_sqlite_concurrent_processes_never_overspend(tmp_path):
+    big, small, go = tmp_path / "big.sqlite", tmp_path / "small.sqlite", tmp_path / "go"
+    PrivacyBudget(1.0, storage=big)
+    PrivacyBudget(1.0, storage=small)
+    procs = []
+    for i in range(4):
+        ready = tmp_path / f"ready{i}"
+        procs.append((_run_python(_CONCURRENT_WORKER, big, small, ready, go), ready))
+    for proc, ready in procs:
+        _wait_for(ready, proc)
+    go.touch()
+    wins_big = wins_small = 0
+    for proc, _ in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        a, b = map(int, out.split())
+        wins_big += a
+        wins_small += b
+    assert wins_big == 3 and wins_small == 100
+    big_budget = PrivacyBudget(1.0, storage=big)
+    assert len(big_budget.ledger) == 3
+    assert big_budget.spent[0] == pytest.approx(0.9)
+    small_budget = PrivacyBudget(1.0, storage=small)
+    assert len(small_budget.ledger) == 100
+    assert small_budget.spent[0] <= 1.0 + 1e-9
+
+
+_KILLED_WORKER = """
+import sys, time
+import sklearn_dp.budget as B
+path, marker = sys.argv[1:3]
+original = B._SQLiteStorage._insert
+
+def insert_then_hang(self, conn, row):
+    original(self, conn, row)
+    open(marker, "w").close()  # the write transaction is open and holds the lock
+    time.sleep(600)
+
+B._SQLiteStorage._insert = insert_then_hang
+B.PrivacyBudget(1.0, 1e-5, storage=path).spend(0.5, 1e-6, estimator="killed")
+"""
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+def test_sqlite_killed_mid_spend_leaves_ledger_consistent(tmp_path):
+    path = tmp_path / "budget.sqlite"
+    marker = tmp_path / "inside"
+    budget = PrivacyBudget(1.0, 1e-5, storage=path, timeout=5.0)
+    budget.spend(0.25, 1e-6)
+    proc = _run_python(_KILLED_WORKER, path, marker)
+    try:
+        _wait_for(marker, proc)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    reopened = PrivacyBudget(1.0, 1e-5, storage=path, timeout=5.0)
+    ledger = reopened.ledger
+    assert len(ledger) in (1, 2)
+    assert ledger[0].epsilon == 0.25
+    # The uncommitted entry was rolled back, and the budget keeps working.
+    assert [e.estimator for e in ledger] == ["manual"]
+    reopened.spend(0.5, 1e-6)
+    assert len(budget.ledger) == 2
+    with sqlite3.connect(path) as raw:
+        assert raw.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_sqlite_grid_search_with_process_workers(tmp_path):
+    budget = PrivacyBudget(1.0, storage=tmp_path / "grid.sqlite")
+    search = GridSearchCV(
+        DummyEstimator(budget=budget), {"alpha": [1.0, 2.0]}, cv=2, n_jobs=2
+    )
+    search.fit(np.zeros((4, 1)))
+    assert len(budget.ledger) == 2 * 2 + 1
+    assert budget.spent[0] == pytest.approx(0.25)
