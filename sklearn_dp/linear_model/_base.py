@@ -26,7 +26,7 @@ import numpy as np
 from dp_accounting import dp_event as dpe
 from sklearn.base import BaseEstimator
 
-from .._sklearn_compat import Interval
+from .._sklearn_compat import Interval, Options
 from ..budget import PrivacyBudget
 from ..solvers import check_solver_supports, get_solver
 
@@ -57,7 +57,8 @@ class BaseDPEstimator(BaseEstimator):
     """
 
     _privacy_parameter_constraints = {
-        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        # inf is allowed: the same solver without noise (a non-private reference).
+        "epsilon": [Interval(Real, 0, None, closed="neither"), Options(Real, {math.inf})],
         "delta": [Interval(Real, 0, 1, closed="left")],
         "solver": [str],
         "budget": [PrivacyBudget, None],

@@ -205,7 +205,7 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
                 )
         if classes.size < 2:
             raise ValueError(
-                f"DPLogisticRegression needs at least 2 classes; the data has only class "
+                f"DPLogisticRegression needs at least 2 classes; got one class "
                 f"{classes.tolist()}. Pass classes=[...] with the full public label set "
                 "to fit a model whose classes are not all present in y."
             )

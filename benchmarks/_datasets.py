@@ -1,0 +1,161 @@
+"""Data sets for the benchmarks, scaled with public knowledge only.
+
+Each loader returns a :class:`Dataset` whose features were mapped with
+constants that do not come from the data being fitted, and whose
+``data_norm`` (the public row-norm bound passed to the DP estimators) is
+derived from those constants alone.  Nothing here computes a statistic of the
+data that a fit later relies on.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+from sklearn.datasets import load_breast_cancer, make_classification
+from sklearn.model_selection import train_test_split
+
+__all__ = ["Dataset", "DATASETS", "load_dataset", "breast_cancer_public_ranges"]
+
+
+@dataclass
+class Dataset:
+    """Features, labels, the public row-norm bound and how the split is made.
+
+    Attributes
+    ----------
+    name : str
+        Short identifier (``--datasets`` value).
+    title : str
+        Human-readable name for tables and plots.
+    X, y : ndarray
+        Features after the public scaling, and labels in {0, 1}.
+    data_norm : float
+        Public bound on the L2 norm of a row of ``X`` (from public constants).
+    test_size : float or int
+        ``test_size`` of the per-seed stratified ``train_test_split``.
+    public : list of str
+        What is assumed public, one sentence each (printed with the results).
+    """
+
+    name: str
+    title: str
+    X: np.ndarray
+    y: np.ndarray
+    data_norm: float
+    test_size: float | int
+    public: list = field(default_factory=list)
+
+    def split(self, seed):
+        """Stratified train/test split for one seed: ``(X_train, X_test, y_train, y_test)``."""
+        return train_test_split(
+            self.X, self.y, test_size=self.test_size, random_state=seed, stratify=self.y
+        )
+
+
+# A row of the "Summary Statistics" table in load_breast_cancer().DESCR, e.g.
+# "radius (mean):                        6.981  28.11"
+_RANGE_ROW = re.compile(
+    r"^(?P<feature>[a-z ]+\((?:mean|standard error|worst)\)):\s+"
+    r"(?P<lo>[-+]?\d+(?:\.\d*)?)\s+(?P<hi>[-+]?\d+(?:\.\d*)?)\s*$",
+    re.MULTILINE,
+)
+
+
+def breast_cancer_public_ranges(descr, n_features=30):
+    """Per-feature (min, max) parsed from the data set's documentation.
+
+    The documented ranges are treated as public knowledge about the feature
+    domain (they are printed in scikit-learn's docs), not as statistics
+    computed during the experiment.  The table lists the features in the
+    column order of ``load_breast_cancer().data``.
+    """
+    rows = _RANGE_ROW.findall(descr)
+    if len(rows) != n_features:
+        raise ValueError(
+            f"Expected {n_features} Min/Max rows in the breast cancer DESCR, found {len(rows)}; "
+            "the documentation format changed, update the regex in benchmarks/_datasets.py."
+        )
+    lo = np.array([float(r[1]) for r in rows])
+    hi = np.array([float(r[2]) for r in rows])
+    if np.any(hi <= lo):
+        raise ValueError("A documented feature range is empty (max <= min).")
+    return lo, hi
+
+
+def _breast_cancer():
+    bunch = load_breast_cancer()
+    lo, hi = breast_cancer_public_ranges(bunch.DESCR, bunch.data.shape[1])
+    # Centre and scale each feature with its documented range: [lo, hi] -> [-0.5, 0.5].
+    X = (bunch.data - (lo + hi) / 2.0) / (hi - lo)
+    # The documented ranges are rounded to 3-4 significant digits, so a few
+    # values land just outside [-0.5, 0.5]; clipping each value to the public
+    # range is data-independent and makes data_norm a true bound.
+    X = np.clip(X, -0.5, 0.5)
+    n_features = X.shape[1]
+    return Dataset(
+        name="breast_cancer",
+        title=f"Breast cancer (n={X.shape[0]}, d={n_features})",
+        X=X,
+        y=bunch.target,
+        data_norm=0.5 * math.sqrt(n_features),
+        test_size=0.2,
+        public=[
+            "Feature ranges: the Min/Max table of `load_breast_cancer().DESCR` (the data set's "
+            "documentation); each feature is mapped to [-0.5, 0.5] with `(x - (lo+hi)/2) / "
+            "(hi - lo)` and clipped to that interval.",
+            f"`data_norm = 0.5 * sqrt({n_features}) = {0.5 * math.sqrt(n_features):.4g}`: the "
+            "largest row norm possible after that map (nothing read from the data).",
+            "Split: stratified 80/20 `train_test_split(random_state=seed)` per seed.",
+        ],
+    )
+
+
+def _synthetic_100k():
+    n_train, n_test, n_features = 100_000, 20_000, 100
+    X, y = make_classification(
+        n_samples=n_train + n_test,
+        n_features=n_features,
+        n_informative=20,
+        n_redundant=10,
+        flip_y=0.01,
+        random_state=0,
+    )
+    # The generator's features are on a unit scale per coordinate by
+    # construction; dividing by sqrt(d) uses only that public fact.
+    X = X / math.sqrt(n_features)
+    return Dataset(
+        name="synthetic_100k",
+        title=f"make_classification (n_train={n_train}, d={n_features})",
+        X=X,
+        y=y,
+        data_norm=1.5,
+        test_size=n_test,
+        public=[
+            "Public by construction: `make_classification(n_samples=120000, n_features=100, "
+            "n_informative=20, n_redundant=10, flip_y=0.01, random_state=0)` draws its features on "
+            "a unit scale per coordinate, so dividing by sqrt(100) and `data_norm = 1.5` use the "
+            "generator's definition, not the drawn data. Rows longer than 1.5 are clipped by "
+            "the estimator.",
+            "Split: stratified `train_test_split(test_size=20000, random_state=seed)` per seed "
+            "(100000 training rows).",
+        ],
+    )
+
+
+#: name -> loader; add a data set by adding a loader here.
+DATASETS = {
+    "breast_cancer": _breast_cancer,
+    "synthetic_100k": _synthetic_100k,
+}
+
+
+def load_dataset(name):
+    """The :class:`Dataset` called ``name`` (see :data:`DATASETS`)."""
+    try:
+        loader = DATASETS[name]
+    except KeyError:
+        raise ValueError(f"Unknown data set {name!r}; known: {sorted(DATASETS)}.") from None
+    return loader()

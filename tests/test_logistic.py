@@ -1,0 +1,316 @@
+"""DPLogisticRegression: API, non-private optimum, bad input, budget behaviour."""
+
+import math
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import load_iris, make_classification
+from sklearn.linear_model import LogisticRegression
+
+from sklearn_dp import BudgetExceededError, DPLogisticRegression, PrivacyBudget, PrivacyLeakWarning
+from sklearn_dp._data import bound_data
+from sklearn_dp._losses import get_loss, objective
+from sklearn_dp.accounting import epsilon_of_event
+
+
+@pytest.fixture
+def binary_data():
+    X, y = make_classification(n_samples=400, n_features=5, n_informative=3, random_state=0)
+    return X / 4.0, y
+
+
+@pytest.fixture
+def iris():
+    X, y = load_iris(return_X_y=True)
+    return (X - X.mean(axis=0)) / 4.0, y
+
+
+def _fit(X, y, **params):
+    params.setdefault("classes", np.unique(y))
+    params.setdefault("random_state", 0)
+    return DPLogisticRegression(**params).fit(X, y)
+
+
+# ---------------------------------------------------------------------------
+# Fitted attributes and predictions
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("solver", ["dp_gd", "dp_sgd"])
+def test_fitted_attributes_binary(binary_data, solver):
+    X, y = binary_data
+    model = _fit(X, y, solver=solver, epsilon=2.0, delta=1e-6)
+    assert model.coef_.shape == (1, 5)
+    assert model.intercept_.shape == (1,)
+    assert model.solver_ == solver
+    assert model.n_features_in_ == 5
+    assert model.n_iter_ >= 1
+    assert model.privacy_spent_ == (2.0, 1e-6)
+    assert epsilon_of_event(model.dp_event_, 1e-6) <= 2.0 * (1 + 1e-9)
+    proba = model.predict_proba(X)
+    assert proba.shape == (400, 2)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    np.testing.assert_allclose(np.exp(model.predict_log_proba(X)), proba)
+    assert set(model.predict(X)) <= {0, 1}
+    non_private = LogisticRegression().fit(X, y).score(X, y)
+    assert model.score(X, y) > non_private - 0.1
+
+
+def test_multiclass_is_one_joint_mechanism(iris):
+    X, y = iris
+    model = _fit(X, y, epsilon=1.0, data_norm=1.0)
+    assert model.coef_.shape == (3, 4)
+    assert model.intercept_.shape == (3,)
+    # One Gaussian mechanism over all classes: the event is that of a binary
+    # fit with the same steps, not three events splitting epsilon.
+    binary = _fit(X, (y == 0).astype(int), epsilon=1.0, data_norm=1.0)
+    assert model.dp_event_ == binary.dp_event_
+    assert epsilon_of_event(model.dp_event_, 1e-5) <= 1.0 + 1e-9
+    np.testing.assert_allclose(model.predict_proba(X).sum(axis=1), 1.0)
+
+
+def test_auto_solver_choice(binary_data):
+    X, y = binary_data
+    assert _fit(X, y).solver_ == "dp_gd"
+
+
+def test_random_state_reproducible_and_fresh(binary_data):
+    X, y = binary_data
+    a = _fit(X, y, random_state=3).coef_
+    b = _fit(X, y, random_state=3).coef_
+    np.testing.assert_array_equal(a, b)
+    c = _fit(X, y, random_state=None).coef_
+    d = _fit(X, y, random_state=None).coef_
+    assert not np.array_equal(c, d)
+
+
+def test_verbose_prints_progress(binary_data, capsys):
+    X, y = binary_data
+    _fit(X, y, verbose=1, max_iter=20)
+    err = capsys.readouterr().err
+    assert "[dp_gd] iter 20/20" in err
+
+
+def test_sparse_matches_dense(binary_data):
+    X, y = binary_data
+    dense = _fit(X, y, epsilon=1.0)
+    sparse = _fit(sp.csr_matrix(X), y, epsilon=1.0)
+    np.testing.assert_allclose(dense.coef_, sparse.coef_, rtol=1e-10, atol=1e-12)
+
+
+def test_pickle_roundtrip(binary_data):
+    X, y = binary_data
+    model = _fit(X, y)
+    clone = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(clone.predict(X), model.predict(X))
+
+
+def test_classes_param(binary_data):
+    X, y = binary_data
+    labels = np.where(y == 1, "yes", "no")
+    model = _fit(X, labels, classes=["no", "yes"])
+    assert list(model.classes_) == ["no", "yes"]
+    # A class absent from y is still part of the model (the label set is public).
+    only_no = np.array(["no"] * len(y))
+    model = _fit(X, only_no, classes=["no", "yes"])
+    assert model.coef_.shape == (1, 5)
+    with pytest.raises(ValueError, match="not in classes"):
+        _fit(X, labels, classes=["no", "maybe"])
+
+
+def test_label_set_from_data_warns(binary_data):
+    X, y = binary_data
+    with pytest.warns(PrivacyLeakWarning, match="classes="):
+        DPLogisticRegression(random_state=0).fit(X, y)
+
+
+# ---------------------------------------------------------------------------
+# epsilon = inf reaches the non-private optimum
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("solver", ["dp_gd", "dp_sgd"])
+def test_epsilon_inf_reaches_sklearn_optimum_binary(binary_data, solver):
+    X, y = binary_data
+    C = 1.0
+    reference = LogisticRegression(C=C, tol=1e-10, max_iter=10_000).fit(X, y)
+    params = dict(max_iter=3000) if solver == "dp_gd" else dict(max_iter=3000, batch_size=len(y))
+    model = _fit(X, y, epsilon=math.inf, C=C, data_norm=10.0, solver=solver, **params)
+    assert model.privacy_spent_ == (math.inf, 0.0)
+    # Compare objective values (the optimum is unique, tolerance stated):
+    # relative gap below 1e-6 and coefficients within 1e-3.
+    data = bound_data(X, np.where(y == 1, 1.0, -1.0), data_norm=10.0, fit_intercept=True)
+    loss = get_loss("log_loss")
+    alpha = 1.0 / (C * len(y))
+
+    def f(coef, intercept):
+        W = np.concatenate([coef.ravel(), intercept])[:, None]
+        return objective(data.X, data.y, W, loss, alpha, data.penalized)
+
+    ours = f(model.coef_, model.intercept_)
+    best = f(reference.coef_, reference.intercept_)
+    assert ours - best <= 1e-6 * abs(best)
+    np.testing.assert_allclose(model.coef_, reference.coef_, atol=1e-3)
+    np.testing.assert_allclose(model.intercept_, reference.intercept_, atol=1e-3)
+
+
+def test_epsilon_inf_reaches_sklearn_optimum_multinomial(iris):
+    X, y = iris
+    reference = LogisticRegression(C=1.0, tol=1e-10, max_iter=10_000).fit(X, y)
+    model = _fit(X, y, epsilon=math.inf, data_norm=10.0, max_iter=5000)
+    np.testing.assert_allclose(
+        model.predict_proba(X), reference.predict_proba(X), atol=1e-4
+    )
+
+
+# ---------------------------------------------------------------------------
+# Bad input: clear errors that say what to do
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        (dict(epsilon=0.0), "epsilon"),
+        (dict(epsilon=-1.0), "epsilon"),
+        (dict(delta=1.0), "delta"),
+        (dict(delta=-0.1), "delta"),
+        (dict(solver="newton"), "Unknown solver 'newton'. Known solvers"),
+        (dict(data_norm=0.0), "data_norm"),
+        (dict(delta=0.0), "delta=0"),
+        (dict(solver_options={"colour": 1}), "not options of solver"),
+    ],
+)
+def test_bad_parameters(binary_data, params, match):
+    X, y = binary_data
+    with pytest.raises(ValueError, match=match):
+        _fit(X, y, **params)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_input(binary_data, bad):
+    X, y = binary_data
+    X = X.copy()
+    X[3, 2] = bad
+    with pytest.raises(ValueError, match="(NaN|infinity)"):
+        _fit(X, y)
+
+
+def test_empty_and_one_row(binary_data):
+    X, y = binary_data
+    with pytest.raises(ValueError, match="0 sample"):
+        _fit(X[:0], y[:0], classes=[0, 1])
+    with pytest.raises(ValueError, match="one class"):
+        DPLogisticRegression().fit(X[:1], y[:1])
+    # With the public label set, one row is a valid (if useless) data set.
+    model = _fit(X[:1], y[:1], classes=[0, 1])
+    assert model.coef_.shape == (1, 5)
+
+
+def test_wrong_shapes_and_label_types(binary_data):
+    X, y = binary_data
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        _fit(X, y[:-1], classes=[0, 1])
+    with pytest.raises(ValueError, match="Unknown label type"):
+        _fit(X, y + 0.5, classes=[0.5, 1.5, 2.5])
+    model = _fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        model.predict(X[:, :3])
+
+
+def test_epsilon_inf_refuses_budget(binary_data):
+    X, y = binary_data
+    budget = PrivacyBudget(1.0, 1e-5)
+    with pytest.raises(ValueError, match="not private"):
+        _fit(X, y, epsilon=math.inf, budget=budget)
+    assert budget.ledger == []
+
+
+def test_weak_delta_warns(binary_data):
+    X, y = binary_data
+    with pytest.warns(UserWarning, match="1/n_samples"):
+        _fit(X, y, delta=0.01)
+
+
+def test_unused_option_warns(binary_data):
+    X, y = binary_data
+    with pytest.warns(UserWarning, match="batch_size=10 is not used by solver='dp_gd'"):
+        _fit(X, y, solver="dp_gd", batch_size=10)
+
+
+# ---------------------------------------------------------------------------
+# Budget: checked before the data is touched, one entry per successful fit
+# ---------------------------------------------------------------------------
+
+
+def test_budget_spend_and_exhaust(binary_data):
+    X, y = binary_data
+    budget = PrivacyBudget(1.2, 1e-5)
+    model = _fit(X, y, epsilon=1.0, delta=5e-6, budget=budget)
+    assert len(budget.ledger) == 1
+    entry = budget.ledger[0]
+    assert (entry.estimator, entry.solver) == ("DPLogisticRegression", "dp_gd")
+    assert entry.event == model.dp_event_
+    coef_before = model.coef_.copy()
+    with pytest.raises(BudgetExceededError):
+        model.set_params(epsilon=1.0).fit(X * 2, y)
+    # Nothing spent, the estimator keeps its previous fit.
+    assert len(budget.ledger) == 1
+    np.testing.assert_array_equal(model.coef_, coef_before)
+
+
+def test_budget_checked_before_solver_runs(binary_data, monkeypatch):
+    X, y = binary_data
+    budget = PrivacyBudget(0.5, 1e-5)
+    from sklearn_dp.solvers import _gradient_descent
+
+    def must_not_run(*args, **kwargs):  # pragma: no cover - the assertion is that it is not called
+        raise AssertionError("the solver ran although the budget could not afford it")
+
+    monkeypatch.setattr(_gradient_descent, "clipped_gradient_sum", must_not_run)
+    with pytest.raises(BudgetExceededError):
+        _fit(X, y, epsilon=1.0, budget=budget)
+    assert budget.ledger == []
+
+
+def test_failed_fit_spends_nothing(binary_data):
+    X, y = binary_data
+    budget = PrivacyBudget(5.0, 1e-5)
+    X_bad = X.copy()
+    X_bad[0, 0] = np.nan
+    with pytest.raises(ValueError):
+        _fit(X_bad, y, budget=budget)
+    with pytest.raises(ValueError):
+        _fit(X, y, budget=budget, solver_options={"momentum": "heavy"})
+    assert budget.ledger == []
+    assert budget.spent == (0.0, 0.0)
+
+
+def test_unfitted_estimator_unchanged_by_failed_fit(binary_data):
+    X, y = binary_data
+    model = DPLogisticRegression(epsilon=1.0, budget=PrivacyBudget(0.5, 1e-5), classes=[0, 1])
+    with pytest.raises(BudgetExceededError):
+        model.fit(X, y)
+    assert not hasattr(model, "coef_")
+    assert not hasattr(model, "n_features_in_")
+
+
+def test_numerical_composition_lets_more_fits_in(binary_data):
+    X, y = binary_data
+    # Four fits of epsilon 1 cost 4 by basic composition, noticeably less by
+    # numerical composition of their Gaussian events at the budget's delta.
+    budget = PrivacyBudget(3.5, 1e-5)
+    for seed in range(4):
+        _fit(X, y, epsilon=1.0, delta=1e-7, budget=budget, random_state=seed)
+    assert len(budget.ledger) == 4
+    assert budget.spent[0] < 3.5
+
+
+def test_warning_free_with_public_classes(binary_data):
+    X, y = binary_data
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _fit(X, y)

@@ -1,0 +1,32 @@
+"""scikit-learn conformance: every estimator passes ``parametrize_with_checks``.
+
+Expected failures are listed per estimator with the reason, so a new failure
+is seen, and a fixed one too (strict xfail).
+"""
+
+import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from sklearn_dp import DPLogisticRegression
+
+# Each entry: check name -> why the check cannot pass for a DP estimator.
+EXPECTED_FAILURES = {
+    "DPLogisticRegression": {},
+}
+
+
+def _estimators():
+    # Fixed seeds make fits reproducible, which several checks require.
+    return [
+        DPLogisticRegression(epsilon=1.0, random_state=0),
+        DPLogisticRegression(epsilon=1.0, solver="dp_sgd", random_state=0),
+    ]
+
+
+def _expected_failed_checks(estimator):
+    return EXPECTED_FAILURES.get(type(estimator).__name__, {})
+
+
+@parametrize_with_checks(_estimators(), expected_failed_checks=_expected_failed_checks)
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
