@@ -8,7 +8,7 @@ mechanism in ``dp_event_`` (a dp_accounting ``DpEvent``), and can share one
 
 from .budget import PrivacyBudget
 from .exceptions import BudgetExceededError, BudgetStorageError, PrivacyLeakWarning
-from .linear_model import DPLogisticRegression
+from .linear_model import DPLogisticRegression, DPSCORegressor
 
 __version__ = "0.1.0.dev0"
 
@@ -18,5 +18,6 @@ __all__ = [
     "BudgetStorageError",
     "PrivacyLeakWarning",
     "DPLogisticRegression",
+    "DPSCORegressor",
     "__version__",
 ]

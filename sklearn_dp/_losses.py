@@ -94,10 +94,25 @@ class MultinomialLoss(GLMLoss):
 
 
 class SquaredLoss(GLMLoss):
-    """``(z - y)^2 / 2``: smooth (1), derivative unbounded unless scores are."""
+    """``(z - y)^2 / 2``: smooth (1), derivative unbounded unless scores are.
+
+    Parameters
+    ----------
+    residual_bound : float or None
+        A public bound on ``|z - y|`` (for example ``radius * row_norm_bound +
+        y_bound`` when coefficients live in an L2 ball of ``radius``); it
+        becomes ``derivative_bound``.  None leaves the derivative unbounded,
+        and solvers then need an explicit gradient clip.
+    """
 
     name = "squared"
     smoothness = 1.0
+
+    def __init__(self, residual_bound=None):
+        self.derivative_bound = None if residual_bound is None else float(residual_bound)
+
+    def __repr__(self):
+        return f"SquaredLoss(residual_bound={self.derivative_bound!r})"
 
     def value(self, Z, y):
         return 0.5 * (Z[:, 0] - y) ** 2
@@ -147,7 +162,7 @@ def get_loss(name, n_classes=None, **params):
     if name == "log_loss":
         return MultinomialLoss() if n_classes is not None and n_classes > 2 else BinaryLogisticLoss()
     if name == "squared":
-        return SquaredLoss()
+        return SquaredLoss(**params)
     if name == "huber":
         return HuberLoss(**params)
     if name == "absolute":

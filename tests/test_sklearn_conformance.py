@@ -7,11 +7,12 @@ is seen, and a fixed one too (strict xfail).
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_dp import DPLogisticRegression
+from sklearn_dp import DPLogisticRegression, DPSCORegressor
 
 # Each entry: check name -> why the check cannot pass for a DP estimator.
 EXPECTED_FAILURES = {
     "DPLogisticRegression": {},
+    "DPSCORegressor": {},
 }
 
 
@@ -20,6 +21,12 @@ def _estimators():
     return [
         DPLogisticRegression(epsilon=1.0, random_state=0),
         DPLogisticRegression(epsilon=1.0, solver="dp_sgd", random_state=0),
+        DPSCORegressor(epsilon=1.0, random_state=0),
+        DPSCORegressor(epsilon=1.0, loss="huber", solver="dp_sgd", random_state=0),
+        DPSCORegressor(epsilon=1.0, loss="absolute", random_state=0),
+        # Noiseless fits are held to scikit-learn's accuracy checks (private
+        # regressors declare the poor_score tag: see DPSCORegressor).
+        DPSCORegressor(epsilon=float("inf"), data_norm=5.0, y_bound=5.0, max_iter=500),
     ]
 
 

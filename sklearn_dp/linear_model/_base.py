@@ -77,6 +77,7 @@ class BaseDPEstimator(BaseEstimator):
         "learning_rate": "step_size",
         "batch_size": "batch_size",
         "clip_norm": "clip_norm",
+        "radius": "radius",
     }
 
     def _check_privacy_request(self):

@@ -145,7 +145,7 @@ register_solver(
         penalties=frozenset({None, "l2"}),
         multiclass=True,
         summary="full-batch noisy gradient descent; exact Gaussian composition",
-        options=("max_iter", "step_size", "clip_norm", "output", "momentum"),
+        options=("max_iter", "step_size", "clip_norm", "output", "momentum", "radius"),
     )
 )
 register_solver(
@@ -157,6 +157,6 @@ register_solver(
         penalties=frozenset({None, "l2"}),
         multiclass=True,
         summary="Poisson-subsampled DP-SGD; PLD accounting",
-        options=("max_iter", "batch_size", "step_size", "clip_norm", "momentum"),
+        options=("max_iter", "batch_size", "step_size", "clip_norm", "momentum", "radius"),
     )
 )

@@ -53,6 +53,14 @@ def gradient_bound(loss, row_norm_bound, clip_norm, private=True):
     return float(clip_norm) if natural is None else min(float(clip_norm), natural)
 
 
+def project_l2_ball(W, radius):
+    """Euclidean projection of ``W`` (all entries, intercept included) onto the ball of ``radius``."""
+    if radius is None:
+        return W
+    norm = np.linalg.norm(W)
+    return W if norm <= radius else W * (radius / norm)
+
+
 def noisy_descent(
     gradient_sum,
     *,
@@ -66,14 +74,16 @@ def noisy_descent(
     momentum,
     rng,
     progress,
+    radius=None,
 ):
     """The iteration shared by dp_gd and dp_sgd: noisy sums in, iterates out.
 
     Each step asks ``gradient_sum(V)`` for a (clipped) gradient sum at the
     look-ahead point ``V``, adds ``N(0, noise_std^2)`` to it, divides by the
     public ``normalizer``, adds the penalty gradient ``alpha * V`` and steps.
-    Everything after the noisy sum is post-processing, so the momentum and the
-    averaging do not change privacy.
+    Everything after the noisy sum is post-processing, so the momentum, the
+    projection onto the L2 ball of ``radius`` (when given) and the averaging
+    do not change privacy.
 
     Returns
     -------
@@ -101,7 +111,7 @@ def noisy_descent(
             grad = grad + rng.normal(0.0, noise_std, size=shape)
         grad = grad / normalizer
         grad[penalized] += alpha * V[penalized]
-        W_previous, W = W, V - step_size * grad
+        W_previous, W = W, project_l2_ball(V - step_size * grad, radius)
         if t >= tail_start:
             W_sum += W
         progress(t + 1, grad_norm=float(np.linalg.norm(grad)))
@@ -142,6 +152,7 @@ def dp_gd(
     clip_norm=None,
     output="tail_average",
     momentum="nesterov",
+    radius=None,
     random_state=None,
     verbose=0,
 ):
@@ -177,6 +188,9 @@ def dp_gd(
         post-processes the noisy gradients, so privacy is the same; it needs
         far fewer steps because the public step size ``1 / L`` is
         conservative.
+    radius : float, optional
+        Constrain the coefficients (intercept included) to the L2 ball of this
+        radius by projection after every step.
     output : {"tail_average", "last"}
         Return the average of the iterates of the second half (less noise,
         same privacy: post-processing) or the last iterate (the iterate the PL
@@ -227,6 +241,7 @@ def dp_gd(
         momentum=momentum,
         rng=rng,
         progress=Progress("dp_gd", plan.n_steps, verbose),
+        radius=radius,
     )
     check_finite_iterate(W, "dp_gd")
     coef = W_tail if output == "tail_average" else W

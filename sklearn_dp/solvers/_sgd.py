@@ -77,6 +77,7 @@ def dp_sgd(
     step_size=None,
     clip_norm=None,
     momentum="nesterov",
+    radius=None,
     random_state=None,
     verbose=0,
 ):
@@ -101,12 +102,15 @@ def dp_sgd(
         Expected batch size ``q * n``; default :func:`default_batch_size`.
     step_size : float, optional
         Default ``1 / L`` for smooth losses (the objective's smoothness from
-        public bounds).
+        public bounds); ``radius / (C sqrt(T))`` (radius 1 when unconstrained)
+        for non-smooth ones.
     clip_norm : float, optional
         Per-sample gradient clip, at most the loss's own bound; default as in
         :func:`~sklearn_dp.solvers.dp_gd`.
     momentum : {"nesterov", None}
         As in :func:`~sklearn_dp.solvers.dp_gd` (post-processing).
+    radius : float, optional
+        L2-ball constraint on the coefficients, as in :func:`~sklearn_dp.solvers.dp_gd`.
     random_state : None, int, RandomState or Generator
     verbose : int
 
@@ -137,10 +141,11 @@ def dp_sgd(
     bound = gradient_bound(loss, data.row_norm_bound, clip_norm, private=not math.isinf(epsilon))
     if step_size is None:
         if loss.smoothness is None:
-            raise ValueError(
-                f"The {loss.name!r} loss is not smooth: pass a step size (learning_rate) for dp_sgd."
-            )
-        step_size = 1.0 / (loss.smoothness * data.row_norm_bound**2 + alpha)
+            # Projected subgradient method: D / (G sqrt(T)) with D the radius
+            # of the constraint ball (1 without one), all public.
+            step_size = (radius or 1.0) / (bound * math.sqrt(plan.n_steps))
+        else:
+            step_size = 1.0 / (loss.smoothness * data.row_norm_bound**2 + alpha)
     rng = make_rng(random_state)
     noise_std = plan.noise_multiplier * bound
 
@@ -160,6 +165,7 @@ def dp_sgd(
         momentum=momentum,
         rng=rng,
         progress=Progress("dp_sgd", plan.n_steps, verbose),
+        radius=radius,
     )
     check_finite_iterate(W, "dp_sgd")
     plan.details.update(step_size=step_size, clip_norm=bound, noise_std=noise_std, momentum=momentum)
