@@ -68,8 +68,10 @@ class BoundedData:
     row_norms : ndarray of shape (n_samples,)
         L2 norms of the rows of ``X`` (private; used only inside clipping).
     row_norm_bound : float
-        Public bound on ``row_norms``: ``sqrt(data_norm**2 + intercept_scaling**2)``
-        with an intercept, ``data_norm`` without.
+        Public bound on ``row_norms`` (L2), intercept column included.
+    feature_bound : float or None
+        Public bound on every entry ``|X[i, j]|`` (intercept column included)
+        when the rows were bounded entrywise (``geometry="linf"``), else None.
     penalized : ndarray of bool of shape (n_columns,)
         Which coefficients the penalty applies to (not the intercept).
     fit_intercept : bool
@@ -83,6 +85,7 @@ class BoundedData:
     penalized: np.ndarray
     fit_intercept: bool
     intercept_scaling: float
+    feature_bound: float | None = None
 
     @property
     def n_samples(self):
@@ -99,20 +102,50 @@ class BoundedData:
         return W.T.copy(), np.zeros(W.shape[1])
 
 
-def bound_data(X, y, *, data_norm, fit_intercept, intercept_scaling=1.0):
-    """Clip rows of ``X`` to L2 norm ``data_norm`` and append the intercept column.
+def bound_data(
+    X,
+    y,
+    *,
+    fit_intercept,
+    intercept_scaling=1.0,
+    geometry="l2",
+    data_norm=None,
+    feature_bound=None,
+):
+    """Bound the rows of ``X`` in the geometry a solver needs, append the intercept column.
 
-    The intercept column is constant (public) and not clipped, so every row of
-    the result has L2 norm at most ``sqrt(data_norm**2 + intercept_scaling**2)``.
+    ``geometry="l2"`` scales every row to L2 norm at most ``data_norm``;
+    ``geometry="linf"`` clips every entry to ``[-feature_bound, feature_bound]``.
+    The intercept column is constant (public) and not clipped, so rows of the
+    result are bounded by ``sqrt(data_norm**2 + intercept_scaling**2)`` in L2
+    (for ``"linf"``: ``sqrt(d * feature_bound**2 + intercept_scaling**2)``),
+    and entrywise by ``max(feature_bound, intercept_scaling)``.
     """
-    X = clip_rows_l2(X, data_norm)
-    n_samples, n_features = X.shape
+    n_features = X.shape[1]
+    if geometry == "l2":
+        if data_norm is None:
+            raise ValueError("geometry='l2' needs data_norm.")
+        X = clip_rows_l2(X, data_norm)
+        norm_bound = float(data_norm)
+        entry_bound = None
+    elif geometry == "linf":
+        if feature_bound is None:
+            raise ValueError(
+                "This solver bounds rows entrywise: pass feature_bound (a public bound "
+                "on |X[i, j]|; larger entries are clipped)."
+            )
+        X = clip_rows_linf(X, feature_bound)
+        norm_bound = float(feature_bound) * np.sqrt(n_features)
+        entry_bound = float(feature_bound)
+    else:
+        raise ValueError(f"Unknown geometry {geometry!r}.")
+    n_samples = X.shape[0]
     if fit_intercept:
         column = np.full((n_samples, 1), float(intercept_scaling), dtype=X.dtype)
         X = sp.hstack([X, sp.csr_matrix(column)], format="csr") if sp.issparse(X) else np.hstack([X, column])
-        bound = float(np.hypot(data_norm, intercept_scaling))
-    else:
-        bound = float(data_norm)
+        norm_bound = float(np.hypot(norm_bound, intercept_scaling))
+        if entry_bound is not None:
+            entry_bound = max(entry_bound, float(intercept_scaling))
     penalized = np.ones(X.shape[1], dtype=bool)
     if fit_intercept:
         penalized[-1] = False
@@ -120,8 +153,9 @@ def bound_data(X, y, *, data_norm, fit_intercept, intercept_scaling=1.0):
         X=X,
         y=y,
         row_norms=row_l2_norms(X),
-        row_norm_bound=bound,
+        row_norm_bound=norm_bound,
         penalized=penalized,
         fit_intercept=bool(fit_intercept),
         intercept_scaling=float(intercept_scaling),
+        feature_bound=entry_bound,
     )

@@ -20,17 +20,69 @@ import functools
 import inspect
 import math
 import warnings
+from dataclasses import dataclass
 from numbers import Integral, Real
+from typing import Callable
 
-import numpy as np
+import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 from sklearn.base import BaseEstimator
 
+from .._data import bound_data
 from .._sklearn_compat import Interval, Options
 from ..budget import PrivacyBudget
 from ..solvers import check_solver_supports, get_solver
 
-__all__ = ["BaseDPEstimator", "restore_on_failure"]
+__all__ = ["BaseDPEstimator", "FitProblem", "restore_on_failure", "penalty_strengths"]
+
+
+@dataclass(frozen=True)
+class FitProblem:
+    """The public description of what a fit optimises.
+
+    Attributes
+    ----------
+    loss_name : str
+        Name of the loss (for solver support checks).
+    make_loss : callable
+        ``make_loss(data) -> GLMLoss``; the loss may depend on the public
+        bounds of the bounded data (for example a residual bound).
+    penalty : {None, "l2", "l1", "elasticnet"}
+    alpha : float
+        Penalty strength on the average loss: the penalty is
+        ``alpha * (l1_ratio * ||w||_1 + (1 - l1_ratio) / 2 * ||w||_2^2)``.
+    l1_ratio : float
+        0 for L2, 1 for L1.
+    n_outputs : int
+    multiclass : bool
+    constraint : {None, "l2", "l1"}
+        Ball the coefficients are constrained to.
+    radius : float or None
+        Its radius, in the solver's units.
+    """
+
+    loss_name: str
+    make_loss: Callable
+    penalty: str | None
+    alpha: float
+    l1_ratio: float = 0.0
+    n_outputs: int = 1
+    multiclass: bool = False
+    constraint: str | None = None
+    radius: float | None = None
+
+
+def penalty_strengths(penalty, strength, l1_ratio):
+    """(alpha, l1_ratio) of the solvers' elastic-net convention for an estimator penalty."""
+    if penalty is None:
+        return 0.0, 0.0
+    if penalty == "l2":
+        return float(strength), 0.0
+    if penalty == "l1":
+        return float(strength), 1.0
+    if l1_ratio is None:
+        raise ValueError("penalty='elasticnet' needs l1_ratio in [0, 1].")
+    return float(strength), float(l1_ratio)
 
 
 def restore_on_failure(fit):
@@ -77,7 +129,6 @@ class BaseDPEstimator(BaseEstimator):
         "learning_rate": "step_size",
         "batch_size": "batch_size",
         "clip_norm": "clip_norm",
-        "radius": "radius",
     }
 
     def _check_privacy_request(self):
@@ -99,26 +150,25 @@ class BaseDPEstimator(BaseEstimator):
                 stacklevel=3,
             )
 
-    def _resolve_solver(self, *, loss, penalty, multiclass, sparse, n_samples):
+    def _resolve_solver(self, problem, *, sparse, n_samples):
         name = self.solver
         if name == "auto":
-            name = self._auto_solver(
-                loss=loss, penalty=penalty, multiclass=multiclass, sparse=sparse, n_samples=n_samples
-            )
+            name = self._auto_solver(problem, sparse=sparse, n_samples=n_samples)
         spec = get_solver(name)
         check_solver_supports(
             spec,
             estimator=type(self).__name__,
-            loss=loss,
-            penalty=penalty,
+            loss=problem.loss_name,
+            penalty=problem.penalty,
             # A noiseless (epsilon=inf) fit runs any solver, whatever its privacy modes.
             delta=None if math.isinf(self.epsilon) else self.delta,
-            multiclass=multiclass,
+            multiclass=problem.multiclass,
             sparse=sparse,
+            constraint=problem.constraint,
         )
         return spec
 
-    def _solver_kwargs(self, spec):
+    def _solver_kwargs(self, spec, problem):
         kwargs = {}
         for param, option in self._generic_solver_options.items():
             value = getattr(self, param, None)
@@ -132,6 +182,12 @@ class BaseDPEstimator(BaseEstimator):
                     UserWarning,
                     stacklevel=4,
                 )
+        if problem.l1_ratio:
+            kwargs["l1_ratio"] = problem.l1_ratio
+        if problem.constraint is not None:
+            kwargs["radius"] = problem.radius
+            if "constraint" in spec.options:
+                kwargs["constraint"] = problem.constraint
         extra = dict(self.solver_options or {})
         unknown = sorted(set(extra) - set(spec.options))
         if unknown:
@@ -139,34 +195,63 @@ class BaseDPEstimator(BaseEstimator):
                 f"solver_options {unknown} are not options of solver={spec.name!r}; "
                 f"it accepts {sorted(spec.options)}."
             )
+        reserved = sorted(set(extra) & set(kwargs))
+        if reserved:
+            raise ValueError(
+                f"solver_options {reserved} duplicate estimator parameters; set them on "
+                "the estimator instead."
+            )
         kwargs.update(extra)
         return kwargs
 
-    def _fit_solver(self, data, loss, *, loss_name, penalty, n_outputs, alpha, multiclass, sparse):
-        """Dispatch to the solver with budget check-before and spend-after.
+    def _fit_solver(self, X, y, problem):
+        """Bound the data for the solver, then dispatch with budget check-before and spend-after.
 
-        Sets ``solver_``, ``n_iter_``, ``dp_event_`` and ``privacy_spent_``;
-        returns the solver's :class:`SolverResult`.
+        Parameters
+        ----------
+        X : ndarray or CSR matrix
+            Validated, unbounded features.
+        y : ndarray
+            Encoded labels (classification) or labels in the solver's units.
+        problem : FitProblem
+            The public description of the optimisation problem.
+
+        Returns
+        -------
+        data : BoundedData
+            The bounded data the solver saw (for splitting coefficients).
+        result : SolverResult
+
+        Sets ``solver_``, ``n_iter_``, ``dp_event_`` and ``privacy_spent_``.
         """
-        n_samples = data.n_samples
-        spec = self._resolve_solver(
-            loss=loss_name, penalty=penalty, multiclass=multiclass, sparse=sparse, n_samples=n_samples
+        n_samples = X.shape[0]
+        sparse = sp.issparse(X)
+        spec = self._resolve_solver(problem, sparse=sparse, n_samples=n_samples)
+        data = bound_data(
+            X,
+            y,
+            fit_intercept=self.fit_intercept,
+            intercept_scaling=self.intercept_scaling,
+            geometry=spec.geometry,
+            data_norm=getattr(self, "data_norm", None),
+            feature_bound=getattr(self, "feature_bound", None),
         )
-        kwargs = self._solver_kwargs(spec)
+        loss = problem.make_loss(data)
+        kwargs = self._solver_kwargs(spec, problem)
         self._warn_weak_delta(n_samples)
         private = not math.isinf(self.epsilon)
         if private and self.budget is not None:
             plan_parameters = inspect.signature(spec.plan).parameters
             plan_kwargs = {k: v for k, v in kwargs.items() if k in plan_parameters}
             plan = spec.plan(
-                n_samples, data.n_columns * n_outputs, self.epsilon, self.delta, **plan_kwargs
+                n_samples, data.n_columns * problem.n_outputs, self.epsilon, self.delta, **plan_kwargs
             )
             self.budget.check(self.epsilon, self.delta, event=plan.event)
         result = spec.function(
             data,
             loss,
-            n_outputs=n_outputs,
-            alpha=alpha,
+            n_outputs=problem.n_outputs,
+            alpha=problem.alpha,
             epsilon=self.epsilon,
             delta=self.delta,
             random_state=self.random_state,
@@ -189,7 +274,7 @@ class BaseDPEstimator(BaseEstimator):
         else:
             self.dp_event_ = dpe.NonPrivateDpEvent()
             self.privacy_spent_ = (math.inf, 0.0)
-        return result
+        return data, result
 
-    def _auto_solver(self, *, loss, penalty, multiclass, sparse, n_samples):  # pragma: no cover
+    def _auto_solver(self, problem, *, sparse, n_samples):  # pragma: no cover
         raise NotImplementedError

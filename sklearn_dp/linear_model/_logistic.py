@@ -13,11 +13,10 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from .._data import bound_data
 from .._losses import get_loss
 from .._sklearn_compat import Interval, StrOptions, validate_data
 from ..exceptions import PrivacyLeakWarning
-from ._base import BaseDPEstimator, restore_on_failure
+from ._base import BaseDPEstimator, FitProblem, penalty_strengths, restore_on_failure
 
 __all__ = ["DPLogisticRegression"]
 
@@ -25,9 +24,10 @@ __all__ = ["DPLogisticRegression"]
 class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
     """Logistic regression (binary or multinomial) with differential privacy.
 
-    Minimises ``C * sum_i log_loss(x_i, y_i) + ||coef||^2 / 2`` (the objective of
-    scikit-learn's ``LogisticRegression``; the intercept is not penalised) with
-    a differentially private optimiser chosen by ``solver``.
+    Minimises ``C * sum_i log_loss(x_i, y_i) + penalty(coef)`` (the objective of
+    scikit-learn's ``LogisticRegression``, ``||coef||^2 / 2`` for the default L2
+    penalty; the intercept is not penalised) with a differentially private
+    optimiser chosen by ``solver``.
 
     Parameters
     ----------
@@ -38,12 +38,16 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
     delta : float, default=1e-5
         Privacy parameter delta in [0, 1); choose it well below ``1 / n_samples``.
         ``delta=0`` (pure epsilon-DP) needs a solver with a pure mode.
-    penalty : {"l2"} or None, default="l2"
-        ``None`` fits the unpenalised objective (not strongly convex: slower
-        and noisier; prefer a finite ``C``).
+    penalty : {"l2", "l1", "elasticnet"} or None, default="l2"
+        As in scikit-learn.  ``None`` fits the unpenalised objective (not
+        strongly convex: slower and noisier; prefer a finite ``C``).  Each
+        solver supports some penalties; an unsupported one is refused with
+        the list of solvers that take it.
     C : float, default=1.0
         Inverse regularisation strength, as in scikit-learn.  On the average
-        loss the L2 strength is ``1 / (C * n_samples)``.
+        loss the penalty strength is ``1 / (C * n_samples)``.
+    l1_ratio : float in [0, 1] or None, default=None
+        Elastic-net mixing (``penalty="elasticnet"`` only), as in scikit-learn.
     fit_intercept : bool, default=True
         Fit an unpenalised intercept through a constant column of value
         ``intercept_scaling`` (part of each row's norm bound).
@@ -134,8 +138,9 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
 
     _parameter_constraints = {
         **BaseDPEstimator._privacy_parameter_constraints,
-        "penalty": [StrOptions({"l2"}), None],
+        "penalty": [StrOptions({"l2", "l1", "elasticnet"}), None],
         "C": [Interval(Real, 0, None, closed="neither")],
+        "l1_ratio": [Interval(Real, 0, 1, closed="both"), None],
         "fit_intercept": ["boolean"],
         "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
         "data_norm": [Interval(Real, 0, None, closed="neither")],
@@ -150,6 +155,7 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         *,
         penalty="l2",
         C=1.0,
+        l1_ratio=None,
         fit_intercept=True,
         intercept_scaling=1.0,
         data_norm=1.0,
@@ -168,6 +174,7 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         self.delta = delta
         self.penalty = penalty
         self.C = C
+        self.l1_ratio = l1_ratio
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
         self.data_norm = data_norm
@@ -182,7 +189,7 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _auto_solver(self, *, loss, penalty, multiclass, sparse, n_samples):
+    def _auto_solver(self, problem, *, sparse, n_samples):
         return "dp_gd" if n_samples <= 100_000 else "dp_sgd"
 
     def _encode_labels(self, y):
@@ -241,26 +248,18 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         )
         classes, y_encoded = self._encode_labels(y)
         multiclass = classes.size > 2
-        loss = get_loss("log_loss", n_classes=classes.size)
-        data = bound_data(
-            X,
-            y_encoded,
-            data_norm=self.data_norm,
-            fit_intercept=self.fit_intercept,
-            intercept_scaling=self.intercept_scaling,
-        )
-        n_outputs = classes.size if multiclass else 1
-        alpha = 0.0 if self.penalty is None else 1.0 / (self.C * X.shape[0])
-        result = self._fit_solver(
-            data,
-            loss,
+        strength = 1.0 / (self.C * X.shape[0])
+        alpha, l1_ratio = penalty_strengths(self.penalty, strength, self.l1_ratio)
+        problem = FitProblem(
             loss_name="log_loss",
+            make_loss=lambda data: get_loss("log_loss", n_classes=classes.size),
             penalty=self.penalty,
-            n_outputs=n_outputs,
             alpha=alpha,
+            l1_ratio=l1_ratio,
+            n_outputs=classes.size if multiclass else 1,
             multiclass=multiclass,
-            sparse=sp.issparse(X),
         )
+        data, result = self._fit_solver(X, y_encoded, problem)
         self.classes_ = classes
         self.coef_, self.intercept_ = data.split_coef(result.coef)
         return self

@@ -10,20 +10,35 @@ import scipy.sparse as sp
 from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._data import bound_data, clip_labels
+from .._data import clip_labels
 from .._losses import get_loss
 from .._sklearn_compat import Interval, StrOptions, validate_data
-from ._base import BaseDPEstimator, restore_on_failure
+from ._base import BaseDPEstimator, FitProblem, penalty_strengths, restore_on_failure
 
 __all__ = ["DPSCORegressor"]
+
+
+def _penalty_in_scaled_units(alpha, l1_ratio, scale, degree):
+    """Elastic-net (alpha, l1_ratio) of the same problem with labels and coefficients divided by ``scale``.
+
+    A loss homogeneous of ``degree`` (2 for squared and Huber with a scaled
+    threshold, 1 for absolute) shrinks by ``scale**degree``; the L1 term by
+    ``scale`` and the L2 term by ``scale**2``.  Dividing the whole objective
+    by ``scale**degree`` keeps the minimiser (up to the scaling).
+    """
+    l1_weight = alpha * l1_ratio * scale ** (1 - degree)
+    l2_weight = alpha * (1.0 - l1_ratio) * scale ** (2 - degree)
+    total = l1_weight + l2_weight
+    return total, (l1_weight / total if total > 0 else 0.0)
 
 
 class DPSCORegressor(RegressorMixin, BaseDPEstimator):
     """Linear regression with a convex loss, fitted with differential privacy.
 
-    Minimises ``mean_i loss(x_i @ coef + intercept, y_i) + alpha / 2 * ||coef||^2``
-    (``penalty="l2"``), optionally over the L2 ball ``||(coef, intercept)|| <=
-    radius``, with a differentially private optimiser chosen by ``solver``.
+    Minimises ``mean_i loss(x_i @ coef + intercept, y_i) + penalty(coef)``
+    (``alpha / 2 * ||coef||^2`` for the default L2 penalty), optionally over the
+    ball ``||(coef, intercept)|| <= radius``, with a differentially private
+    optimiser chosen by ``solver``.
 
     Parameters
     ----------
@@ -37,14 +52,21 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
     huber_threshold : float, default=1.35
         Threshold of the Huber loss (scikit-learn's ``HuberRegressor`` calls it
         ``epsilon``, a name taken here by privacy).
-    penalty : {"l2"} or None, default="l2"
+    penalty : {"l2", "l1", "elasticnet"} or None, default="l2"
+        Each solver supports some penalties; an unsupported one is refused
+        with the list of solvers that take it.
     alpha : float, default=1e-4
-        L2 strength on the average loss.
+        Penalty strength on the average loss:
+        ``alpha * (l1_ratio * ||coef||_1 + (1 - l1_ratio) / 2 * ||coef||_2^2)``.
+    l1_ratio : float in [0, 1] or None, default=None
+        Elastic-net mixing (``penalty="elasticnet"`` only).
     radius : float or None, default=None
         Constrain the coefficient vector (the intercept included, in units of
-        ``intercept_scaling``) to the L2 ball of this radius.  With the squared
-        loss it also bounds each residual by ``radius * row_bound + y_bound``,
-        which sets the gradient bound.
+        ``intercept_scaling``) to the ball of this radius in the ``constraint``
+        norm.  With the squared loss it also bounds each residual by
+        ``radius * row_bound + y_bound``, which sets the gradient bound.
+    constraint : {"l2", "l1"}, default="l2"
+        Norm of the constraint ball (used only with ``radius``).
     fit_intercept : bool, default=True
     intercept_scaling : float, default=1.0
         Value of the constant intercept column (part of the row-norm bound).
@@ -89,9 +111,11 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         **BaseDPEstimator._privacy_parameter_constraints,
         "loss": [StrOptions({"squared", "huber", "absolute"})],
         "huber_threshold": [Interval(Real, 0, None, closed="neither")],
-        "penalty": [StrOptions({"l2"}), None],
+        "penalty": [StrOptions({"l2", "l1", "elasticnet"}), None],
         "alpha": [Interval(Real, 0, None, closed="left")],
+        "l1_ratio": [Interval(Real, 0, 1, closed="both"), None],
         "radius": [Interval(Real, 0, None, closed="neither"), None],
+        "constraint": [StrOptions({"l2", "l1"})],
         "fit_intercept": ["boolean"],
         "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
         "data_norm": [Interval(Real, 0, None, closed="neither")],
@@ -108,7 +132,9 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         huber_threshold=1.35,
         penalty="l2",
         alpha=1e-4,
+        l1_ratio=None,
         radius=None,
+        constraint="l2",
         fit_intercept=True,
         intercept_scaling=1.0,
         data_norm=1.0,
@@ -129,7 +155,9 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         self.huber_threshold = huber_threshold
         self.penalty = penalty
         self.alpha = alpha
+        self.l1_ratio = l1_ratio
         self.radius = radius
+        self.constraint = constraint
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
         self.data_norm = data_norm
@@ -144,11 +172,12 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _auto_solver(self, *, loss, penalty, multiclass, sparse, n_samples):
-        return "dp_sgd" if loss == "absolute" else "dp_gd"
+    def _auto_solver(self, problem, *, sparse, n_samples):
+        return "dp_sgd" if problem.loss_name == "absolute" else "dp_gd"
 
-    def _make_loss(self, row_norm_bound):
+    def _make_loss(self, data):
         """The loss in the scaled units of the fit (labels divided by ``y_bound``)."""
+        row_norm_bound = data.row_norm_bound
         if self.loss == "huber":
             return get_loss("huber", epsilon_huber=self.huber_threshold / self.y_bound)
         if self.loss == "squared":
@@ -181,36 +210,25 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         # constants are scale-free; the coefficients are scaled back.  The
         # scaling is public (y_bound), so privacy is unaffected.
         scale = float(self.y_bound)
-        data = bound_data(
-            X,
-            clip_labels(y, scale) / scale,
-            data_norm=self.data_norm,
-            fit_intercept=self.fit_intercept,
-            intercept_scaling=self.intercept_scaling,
+        alpha, l1_ratio = penalty_strengths(self.penalty, self.alpha, self.l1_ratio)
+        alpha, l1_ratio = _penalty_in_scaled_units(
+            alpha, l1_ratio, scale, degree=1 if self.loss == "absolute" else 2
         )
-        alpha = 0.0 if self.penalty is None else self.alpha
-        if self.loss == "absolute":
-            alpha *= scale  # |.| scales linearly, the penalty quadratically
-        result = self._fit_solver(
-            data,
-            self._make_loss(data.row_norm_bound),
+        problem = FitProblem(
             loss_name=self.loss,
+            make_loss=self._make_loss,
             penalty=self.penalty,
-            n_outputs=1,
             alpha=alpha,
-            multiclass=False,
-            sparse=sp.issparse(X),
+            l1_ratio=l1_ratio,
+            constraint=None if self.radius is None else self.constraint,
+            radius=None if self.radius is None else self.radius / scale,
         )
+        data, result = self._fit_solver(X, clip_labels(y, scale) / scale, problem)
         coef, intercept = data.split_coef(result.coef)
         self.coef_ = coef.ravel() * scale
         self.intercept_ = float(intercept[0]) * scale
         return self
 
-    def _solver_kwargs(self, spec):
-        kwargs = super()._solver_kwargs(spec)
-        if "radius" in kwargs:
-            kwargs["radius"] = kwargs["radius"] / self.y_bound
-        return kwargs
 
     def predict(self, X):
         """Predicted values ``X @ coef_ + intercept_``."""

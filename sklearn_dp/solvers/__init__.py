@@ -49,6 +49,13 @@ class SolverSpec:
         Whether it fits multinomial models (jointly, one mechanism).
     sparse : bool
         Whether it accepts scipy sparse input.
+    geometry : {"l2", "linf"}
+        How rows must be bounded: in L2 norm by ``data_norm`` (gradients
+        bounded in L2), or entrywise by ``feature_bound`` (gradients bounded
+        in L-infinity, for l1-geometry solvers).
+    constraints : frozenset
+        Constraint sets it optimises over: ``None`` (unconstrained), ``"l2"``
+        or ``"l1"`` (balls of the estimator's ``radius``).
     pure_dp : bool
         Whether it can give pure epsilon-DP (``delta=0``).
     approximate_dp : bool
@@ -69,6 +76,8 @@ class SolverSpec:
     penalties: frozenset
     multiclass: bool = False
     sparse: bool = True
+    geometry: str = "l2"
+    constraints: frozenset = frozenset({None, "l2"})
     pure_dp: bool = False
     approximate_dp: bool = True
     summary: str = ""
@@ -95,7 +104,9 @@ def get_solver(name: str) -> SolverSpec:
         raise ValueError(f"Unknown solver {name!r}. Known solvers: {known}.") from None
 
 
-def check_solver_supports(spec, *, estimator, loss, penalty, delta, multiclass=False, sparse=False):
+def check_solver_supports(
+    spec, *, estimator, loss, penalty, delta, multiclass=False, sparse=False, constraint=None
+):
     """Raise a ValueError that says what to do when ``spec`` cannot fit this problem.
 
     ``delta=None`` skips the privacy-mode checks (a noiseless reference fit).
@@ -106,6 +117,9 @@ def check_solver_supports(spec, *, estimator, loss, penalty, delta, multiclass=F
     if penalty not in spec.penalties:
         shown = sorted(spec.penalties, key=str)
         problems.append(f"penalty={penalty!r} (it supports {shown})")
+    if constraint not in spec.constraints:
+        shown = sorted(spec.constraints, key=str)
+        problems.append(f"constraint={constraint!r} (it supports {shown})")
     if multiclass and not spec.multiclass:
         problems.append("more than two classes")
     if sparse and not spec.sparse:
@@ -120,6 +134,7 @@ def check_solver_supports(spec, *, estimator, loss, penalty, delta, multiclass=F
             for s in SOLVERS.values()
             if loss in s.losses
             and penalty in s.penalties
+            and constraint in s.constraints
             and (s.multiclass or not multiclass)
             and (s.sparse or not sparse)
             and (delta is None or (s.pure_dp if delta == 0 else s.approximate_dp))
