@@ -40,11 +40,12 @@ def clip_rows_l2(X, bound):
 
 
 def clip_rows_linf(X, bound):
-    """Clip every entry to ``[-bound, bound]`` (the L-infinity row bound)."""
-    bound = float(bound)
+    """Clip every entry to ``[-bound, bound]``; ``bound`` is a scalar or one value per column."""
+    bound = np.asarray(bound, dtype=float)
     if sp.issparse(X):
         X = sp.csr_matrix(X, copy=True)
-        np.clip(X.data, -bound, bound, out=X.data)
+        column_bound = np.broadcast_to(bound, (X.shape[1],))[X.indices]
+        np.clip(X.data, -column_bound, column_bound, out=X.data)
         return X
     return np.clip(X, -bound, bound)
 
@@ -69,9 +70,10 @@ class BoundedData:
         L2 norms of the rows of ``X`` (private; used only inside clipping).
     row_norm_bound : float
         Public bound on ``row_norms`` (L2), intercept column included.
-    feature_bound : float or None
-        Public bound on every entry ``|X[i, j]|`` (intercept column included)
-        when the rows were bounded entrywise (``geometry="linf"``), else None.
+    feature_bound : ndarray of shape (n_columns,) or None
+        Public bound on each column, ``|X[i, j]| <= feature_bound[j]``
+        (intercept column included), when the rows were bounded entrywise
+        (``geometry="linf"``), else None.
     penalized : ndarray of bool of shape (n_columns,)
         Which coefficients the penalty applies to (not the intercept).
     fit_intercept : bool
@@ -115,11 +117,12 @@ def bound_data(
     """Bound the rows of ``X`` in the geometry a solver needs, append the intercept column.
 
     ``geometry="l2"`` scales every row to L2 norm at most ``data_norm``;
-    ``geometry="linf"`` clips every entry to ``[-feature_bound, feature_bound]``.
-    The intercept column is constant (public) and not clipped, so rows of the
-    result are bounded by ``sqrt(data_norm**2 + intercept_scaling**2)`` in L2
-    (for ``"linf"``: ``sqrt(d * feature_bound**2 + intercept_scaling**2)``),
-    and entrywise by ``max(feature_bound, intercept_scaling)``.
+    ``geometry="linf"`` clips every entry to ``[-feature_bound, feature_bound]``
+    (a scalar, or one bound per feature).  The intercept column is constant
+    (public) and not clipped, so rows of the result are bounded by
+    ``sqrt(data_norm**2 + intercept_scaling**2)`` in L2 (for ``"linf"``:
+    ``sqrt(sum_j feature_bound_j**2 + intercept_scaling**2)``), and column j
+    entrywise by ``feature_bound[j]`` (``intercept_scaling`` for the intercept).
     """
     n_features = X.shape[1]
     if geometry == "l2":
@@ -134,9 +137,11 @@ def bound_data(
                 "This solver bounds rows entrywise: pass feature_bound (a public bound "
                 "on |X[i, j]|; larger entries are clipped)."
             )
-        X = clip_rows_linf(X, feature_bound)
-        norm_bound = float(feature_bound) * np.sqrt(n_features)
-        entry_bound = float(feature_bound)
+        entry_bound = np.broadcast_to(np.asarray(feature_bound, dtype=float), (n_features,)).copy()
+        if np.any(entry_bound <= 0) or not np.all(np.isfinite(entry_bound)):
+            raise ValueError("feature_bound must be finite and > 0 for every feature.")
+        X = clip_rows_linf(X, entry_bound)
+        norm_bound = float(np.sqrt(np.sum(entry_bound**2)))
     else:
         raise ValueError(f"Unknown geometry {geometry!r}.")
     n_samples = X.shape[0]
@@ -145,7 +150,7 @@ def bound_data(
         X = sp.hstack([X, sp.csr_matrix(column)], format="csr") if sp.issparse(X) else np.hstack([X, column])
         norm_bound = float(np.hypot(norm_bound, intercept_scaling))
         if entry_bound is not None:
-            entry_bound = max(entry_bound, float(intercept_scaling))
+            entry_bound = np.append(entry_bound, float(intercept_scaling))
     penalized = np.ones(X.shape[1], dtype=bool)
     if fit_intercept:
         penalized[-1] = False

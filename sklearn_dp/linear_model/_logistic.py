@@ -53,6 +53,11 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         ``intercept_scaling`` (part of each row's norm bound).
     intercept_scaling : float, default=1.0
         Value of the constant intercept column.
+    feature_bound : float, array-like of shape (n_features,) or None, default=None
+        Public bound on each feature, ``|X[i, j]| <= feature_bound[j]`` (larger
+        entries are clipped).  Used instead of ``data_norm`` by solvers that
+        bound rows entrywise (l1-geometry and coordinate-wise solvers), which
+        refuse to run without it.
     data_norm : float, default=1.0
         Public bound on the L2 norm of each row of ``X``.  Rows that are longer
         are scaled down to this norm before fitting (they are clipped, not
@@ -144,6 +149,7 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         "fit_intercept": ["boolean"],
         "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
         "data_norm": [Interval(Real, 0, None, closed="neither")],
+        "feature_bound": [Interval(Real, 0, None, closed="neither"), "array-like", None],
         "classes": ["array-like", None],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
     }
@@ -159,6 +165,7 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         fit_intercept=True,
         intercept_scaling=1.0,
         data_norm=1.0,
+        feature_bound=None,
         classes=None,
         solver="auto",
         max_iter=None,
@@ -178,6 +185,7 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
         self.data_norm = data_norm
+        self.feature_bound = feature_bound
         self.classes = classes
         self.solver = solver
         self.max_iter = max_iter

@@ -70,6 +70,11 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
     fit_intercept : bool, default=True
     intercept_scaling : float, default=1.0
         Value of the constant intercept column (part of the row-norm bound).
+    feature_bound : float, array-like of shape (n_features,) or None, default=None
+        Public bound on each feature, ``|X[i, j]| <= feature_bound[j]`` (larger
+        entries are clipped).  Used instead of ``data_norm`` by solvers that
+        bound rows entrywise (l1-geometry and coordinate-wise solvers), which
+        refuse to run without it.
     data_norm : float, default=1.0
         Public L2 bound on the rows of ``X``; longer rows are scaled down to it.
     y_bound : float, default=1.0
@@ -119,6 +124,7 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         "fit_intercept": ["boolean"],
         "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
         "data_norm": [Interval(Real, 0, None, closed="neither")],
+        "feature_bound": [Interval(Real, 0, None, closed="neither"), "array-like", None],
         "y_bound": [Interval(Real, 0, None, closed="neither")],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
     }
@@ -138,6 +144,7 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         fit_intercept=True,
         intercept_scaling=1.0,
         data_norm=1.0,
+        feature_bound=None,
         y_bound=1.0,
         solver="auto",
         max_iter=None,
@@ -161,6 +168,7 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
         self.data_norm = data_norm
+        self.feature_bound = feature_bound
         self.y_bound = y_bound
         self.solver = solver
         self.max_iter = max_iter
