@@ -49,6 +49,7 @@ __all__ = [
     "calibrate_noise_multiplier",
     "epsilon_of_event",
     "epsilon_of_events",
+    "largest_share",
     "is_pure_event",
 ]
 
@@ -226,7 +227,30 @@ def epsilon_of_event(event: dpe.DpEvent, delta: float) -> float:
         return float(gaussian_mechanism.get_epsilon_gaussian(sigma, delta))
     if delta == 0.0:
         return math.inf
-    return _numerical_epsilon(event, delta, _PLD_FINE)
+    return _numerical_epsilon(_fold_gaussians(event), delta, _PLD_FINE)
+
+
+def _fold_gaussians(event: dpe.DpEvent) -> dpe.DpEvent:
+    """The same mechanism with its full-data Gaussian parts folded into one Gaussian.
+
+    Adaptive compositions of full-data Gaussian mechanisms are exactly one
+    Gaussian mechanism (multipliers combine as ``(sum s^-2)^-1/2``), so folding
+    them changes nothing but the cost of numerical accounting: a ledger of
+    many multi-step Gaussian fits becomes a single PLD.
+    """
+    if not isinstance(event, (dpe.ComposedDpEvent, dpe.SelfComposedDpEvent)):
+        return event
+    precision, others = 0.0, []
+    for leaf, count in _flatten(event):
+        if isinstance(leaf, dpe.GaussianDpEvent) and leaf.noise_multiplier > 0:
+            precision += count / leaf.noise_multiplier**2
+        elif isinstance(leaf, dpe.NoOpDpEvent):
+            continue
+        else:
+            others.append(leaf if count == 1 else dpe.SelfComposedDpEvent(leaf, count))
+    if precision > 0:
+        others.append(dpe.GaussianDpEvent(precision**-0.5))
+    return others[0] if len(others) == 1 else dpe.ComposedDpEvent(others)
 
 
 def epsilon_of_events(events: Iterable[dpe.DpEvent], delta: float) -> float:
@@ -387,5 +411,33 @@ def _event_epsilon_fast(event, delta, discretization):
     sigma = _gaussian_only_multiplier(event)
     if sigma is not None:
         return epsilon_of_event(event, delta)
-    return _numerical_epsilon(event, delta, discretization)
+    return _numerical_epsilon(_fold_gaussians(event), delta, discretization)
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_pair_epsilon(first, second, delta):
+    # The coarse grid is pessimistic: a share it certifies is certified.
+    return _event_epsilon_fast(dpe.ComposedDpEvent([first, second]), delta, _PLD_COARSE)
+
+
+def largest_share(make_event, prefix_event, epsilon, delta, floor, *, iterations=5):
+    """Largest ``epsilon_part`` such that ``prefix_event`` composed with ``make_event(epsilon_part)`` meets the target.
+
+    ``make_event(e)`` must return the event of a mechanism calibrated to
+    ``(e, delta)`` (or None when it cannot be planned); ``floor`` is a share
+    known to fit by basic composition, returned when nothing better is
+    certified.  A bisection of ``iterations`` steps between ``floor`` and
+    ``epsilon``: it recovers what basic composition of the two parts wastes.
+    """
+    lower, upper = float(floor), float(epsilon)
+    for _ in range(iterations):
+        middle = 0.5 * (lower + upper)
+        event = make_event(middle)
+        if event is None:
+            return lower
+        if _cached_pair_epsilon(prefix_event, event, delta) <= epsilon:
+            lower = middle
+        else:
+            upper = middle
+    return lower
 

@@ -256,13 +256,15 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         )
         classes, y_encoded = self._encode_labels(y)
         multiclass = classes.size > 2
-        strength = 1.0 / (self.C * X.shape[0])
-        alpha, l1_ratio = penalty_strengths(self.penalty, strength, self.l1_ratio)
+        # scikit-learn's C * sum(loss) + penalty is, on the average loss, a
+        # penalty of strength 1 / (C n); n is the fit's public stand-in.
+        alpha, l1_ratio = penalty_strengths(self.penalty, 1.0, self.l1_ratio)
+        inverse_C = alpha / self.C
         problem = FitProblem(
             loss_name="log_loss",
             make_loss=lambda data: get_loss("log_loss", n_classes=classes.size),
             penalty=self.penalty,
-            alpha=alpha,
+            alpha=lambda n_public: inverse_C / n_public,
             l1_ratio=l1_ratio,
             n_outputs=classes.size if multiclass else 1,
             multiclass=multiclass,

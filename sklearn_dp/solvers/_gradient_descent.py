@@ -123,8 +123,10 @@ def plan_dp_gd(n_samples, n_params, epsilon, delta, *, max_iter=None):
 
     Parameters
     ----------
-    n_samples, n_params : int
-        Public sizes (``n_params`` counts every coefficient, all outputs).
+    n_samples : float or None
+        Public stand-in for the row count (unused: the plan does not depend on it).
+    n_params : int
+        Number of coefficients, all outputs (unused).
     epsilon, delta : float
         Target guarantee; ``epsilon=inf`` gives a noiseless plan.
     max_iter : int, optional
@@ -212,15 +214,17 @@ def dp_gd(
     ``C``), plus ``N(0, (sigma C)^2 I)``.  The T steps are adaptive Gaussian
     mechanisms and compose exactly into one Gaussian mechanism with
     multiplier ``sigma / sqrt(T)``; sigma is the smallest value for which the
-    analytic Gaussian mechanism meets (epsilon, delta).  Public: n, the number
-    of coefficients, the bounds, alpha, the step size, T and the seed-free
-    algorithm; everything else is post-processing.
+    analytic Gaussian mechanism meets (epsilon, delta).  The noisy sums are
+    averaged with ``data.normalizer``, never the true row count, which is
+    private (estimators pass a DP count; a direct call without one treats
+    the row count as public).  Public: the number of coefficients, the
+    bounds, alpha, the step size, T; everything else is post-processing.
     """
     X, y = data.X, data.y
-    n_samples, n_columns = X.shape
+    n_columns = X.shape[1]
     if loss.smoothness is None:
         raise ValueError(f"dp_gd needs a smooth loss; {loss.name!r} is not smooth.")
-    plan = plan_dp_gd(n_samples, n_columns * n_outputs, epsilon, delta, max_iter=max_iter)
+    plan = plan_dp_gd(data.n_public, n_columns * n_outputs, epsilon, delta, max_iter=max_iter)
     bound = gradient_bound(loss, data.row_norm_bound, clip_norm, private=not math.isinf(epsilon))
     if step_size is None:
         step_size = 1.0 / (loss.smoothness * data.row_norm_bound**2 + alpha)
@@ -233,7 +237,7 @@ def dp_gd(
         lambda V: clipped_gradient_sum(X, y, V, loss, bound, data.row_norms),
         shape=(n_columns, n_outputs),
         n_steps=plan.n_steps,
-        normalizer=n_samples,
+        normalizer=data.normalizer,
         noise_std=noise_std,
         step_size=step_size,
         alpha=alpha,
