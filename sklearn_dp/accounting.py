@@ -49,6 +49,8 @@ __all__ = [
     "epsilon_of_event",
     "epsilon_of_events",
     "is_pure_event",
+    "PureEpsilonDpEvent",
+    "ClosedFormDpEvent",
 ]
 
 #: The one neighbouring relation used everywhere in sklearn_dp.
@@ -187,6 +189,24 @@ class PureEpsilonDpEvent(dpe.UnsupportedDpEvent):
         return (PureEpsilonDpEvent, (self.epsilon, self.mechanism))
 
 
+class ClosedFormDpEvent(dpe.UnsupportedDpEvent):
+    """Base of mechanisms whose epsilon(delta) curve is a proven closed form.
+
+    Some mechanisms (for example objective perturbation with Gaussian noise)
+    have a privacy-loss bound that no dp_accounting event describes.  A
+    subclass implements :meth:`epsilon` (a valid upper bound on the epsilon of
+    the whole mechanism at any ``delta``, add/remove-one neighbours);
+    :func:`epsilon_of_event` uses it for the event on its own.  Compositions
+    with other events are not supported numerically (basic composition still
+    applies in a :class:`~sklearn_dp.PrivacyBudget`).
+    """
+
+    __slots__ = ()
+
+    def epsilon(self, delta: float) -> float:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
 def _numerical_epsilon(event: dpe.DpEvent, delta: float, discretization: float) -> float:
     pld = pld_privacy_accountant.PLDAccountant(
         NEIGHBORING_RELATION, value_discretization_interval=discretization
@@ -216,6 +236,8 @@ def epsilon_of_event(event: dpe.DpEvent, delta: float) -> float:
     pure = _pure_epsilon(event)
     if pure is not None:
         return pure
+    if isinstance(event, ClosedFormDpEvent):
+        return float(event.epsilon(delta))
     sigma = _gaussian_only_multiplier(event)
     if sigma is not None:
         if sigma == math.inf:
