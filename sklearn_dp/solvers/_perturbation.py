@@ -564,21 +564,36 @@ def objective_gaussian_delta(epsilon, noise_multiplier, chi_dof):
     t0 = max(epsilon / mu - 0.5 * mu, 0.0)
     if chi_dof == 1:
         value = 2.0 * (stats.norm.sf(t0) - math.exp(epsilon + stats.norm.logsf(t0 + mu)))
-        return float(min(1.0, max(value, 0.0)))
+    else:
+        value = _chi_delta_integral(epsilon, mu, chi_dof)
+    return float(min(1.0, max(value, 0.0)))
+
+
+def _chi_delta_integral(epsilon, mu, chi_dof):
+    """``integral over t > t0 of (1 - exp(epsilon - mu^2/2 - mu t)) chi_pdf(t)``: no cancellation."""
+    t0 = max(epsilon / mu - 0.5 * mu, 0.0)
+    # The chi density is below 1e-300 beyond sqrt(dof) + 40.
     upper = max(t0, math.sqrt(chi_dof)) + 40.0
+    middle = max(t0, math.sqrt(max(chi_dof - 1.0, 0.0))) + 8.0
+
+    # log of the chi density's normalising constant, 2^(k/2 - 1) Gamma(k/2).
+    log_norm = (0.5 * chi_dof - 1.0) * math.log(2.0) + math.lgamma(0.5 * chi_dof)
 
     def integrand(t):
-        return -math.expm1(epsilon - 0.5 * mu * mu - mu * t) * stats.chi.pdf(t, chi_dof)
+        if t <= 0.0:
+            return 0.0
+        density = math.exp((chi_dof - 1) * math.log(t) - 0.5 * t * t - log_norm)
+        return -math.expm1(epsilon - 0.5 * mu * mu - mu * t) * density
 
-    middle = max(t0, math.sqrt(chi_dof - 1.0)) + 8.0
     total = 0.0
     for a, b in ((t0, middle), (middle, upper)):
         if b > a:
             part, _ = integrate.quad(integrand, a, b, epsabs=0.0, epsrel=1e-11, limit=400)
             total += part
-    return float(min(1.0, max(total, 0.0)))
+    return total
 
 
+@functools.lru_cache(maxsize=1024)
 def objective_gaussian_epsilon(noise_multiplier, delta, chi_dof):
     """Smallest epsilon >= 0 with ``objective_gaussian_delta(epsilon) <= delta`` (an upper end)."""
     if delta <= 0 or noise_multiplier <= 0:
