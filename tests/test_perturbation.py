@@ -153,16 +153,17 @@ def test_objective_perturbation_noise_of_stated_scale(small_binary, delta):
     ]
     details = draws[0].plan.details
     R, G, m = data.row_norm_bound, data.row_norm_bound, data.n_columns
-    # Lambda = max(n alpha, c R^2 / (exp(eps/2) - 1)) with c = 1/4 (independent recomputation).
-    expected_lambda = max(data.n_samples * alpha, 0.25 * R**2 / math.expm1(0.5 * epsilon))
+    # Lambda = max(n alpha, c R^2 / (exp(split eps) - 1)) with c = 1/4 (independent recomputation).
+    split = perturbation.DEFAULT_EPSILON_SPLIT
+    expected_lambda = max(data.n_samples * alpha, 0.25 * R**2 / math.expm1(split * epsilon))
     assert details["regularization"] == pytest.approx(expected_lambda, rel=1e-14)
-    assert details["epsilon_det_actual"] <= 0.5 * epsilon * (1 + 1e-12)
+    assert details["epsilon_det_actual"] <= split * epsilon * (1 + 1e-12)
     # Recover b from each output; the residual noise (2 tol / Lambda, 1% of epsilon) is
     # ~1e-4 of b's scale, far below what these KS tests resolve.
     b = np.array([
         _perturbed_gradient_term(data, r.coef, loss, expected_lambda).ravel() for r in draws
     ])
-    epsilon_noise = (epsilon - 0.5 * epsilon - 0.01 * epsilon)
+    epsilon_noise = (epsilon - split * epsilon - 0.01 * epsilon)
     if delta == 0:
         norms = np.linalg.norm(b, axis=1)
         target = stats.gamma(a=m, scale=G / epsilon_noise)
@@ -305,7 +306,8 @@ def test_objective_perturbation_density_ratio_within_epsilon(kind, epsilon):
     lam = details["regularization"]
     R = small.row_norm_bound
     rank, c_dir = (K - 1, 1.0 / K) if kind == "multinomial" else (1, loss.smoothness)
-    assert lam == pytest.approx(max(n * alpha, c_dir * R**2 / math.expm1(0.5 * epsilon / rank)))
+    split = perturbation.DEFAULT_EPSILON_SPLIT
+    assert lam == pytest.approx(max(n * alpha, c_dir * R**2 / math.expm1(split * epsilon / rank)))
     G = details["gradient_bound"]
     beta = details["epsilon_noise"] / G
 
