@@ -222,8 +222,10 @@ quadratically, so this costs about one step more) and verified against
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 from dataclasses import dataclass
+from numbers import Real
 
 import numpy as np
 import scipy.linalg
@@ -434,7 +436,8 @@ def minimize_strongly_convex(
             return (np.asarray(X.T @ SZ) + lam * V).ravel()
 
         operator = LinearOperator((n_params, n_params), matvec=hessian_vector, dtype=float)
-        step, _ = cg(operator, grad.ravel(), rtol=forcing, atol=0.0, maxiter=max(50, 10 * n_params))
+        step, _ = cg(operator, grad.ravel(), atol=0.0, maxiter=max(50, 10 * n_params),
+                     **{_CG_RTOL: forcing})
         return -step.reshape(shape)
 
     W = np.zeros(shape)
@@ -505,6 +508,10 @@ def _multinomial_hessian(X, P, chunk=2048):
         M = (Xc[:, :, None] * P[rows, None, :]).reshape(Xc.shape[0], -1)
         H -= M.T @ M
     return H
+
+
+# scipy renamed cg's relative tolerance from ``tol`` to ``rtol`` in 1.12.
+_CG_RTOL = "rtol" if "rtol" in inspect.signature(cg).parameters else "tol"
 
 
 def _weighted_gram(X, weight):
@@ -724,7 +731,7 @@ class ObjectivePerturbationDpEvent(accounting.ClosedFormDpEvent):
 
 
 def _check_fraction(name, value):
-    if not (isinstance(value, (int, float)) and 0 < value < 1):
+    if isinstance(value, bool) or not (isinstance(value, Real) and 0 < value < 1):
         raise ValueError(f"{name} must be a number in (0, 1), got {value!r}.")
     return float(value)
 
