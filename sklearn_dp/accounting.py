@@ -51,6 +51,8 @@ __all__ = [
     "epsilon_of_events",
     "largest_share",
     "is_pure_event",
+    "PureEpsilonDpEvent",
+    "ClosedFormDpEvent",
 ]
 
 #: The one neighbouring relation used everywhere in sklearn_dp.
@@ -189,6 +191,24 @@ class PureEpsilonDpEvent(dpe.UnsupportedDpEvent):
         return (PureEpsilonDpEvent, (self.epsilon, self.mechanism))
 
 
+class ClosedFormDpEvent(dpe.UnsupportedDpEvent):
+    """Base of mechanisms whose epsilon(delta) curve is a proven closed form.
+
+    Some mechanisms (for example objective perturbation with Gaussian noise)
+    have a privacy-loss bound that no dp_accounting event describes.  A
+    subclass implements :meth:`epsilon` (a valid upper bound on the epsilon of
+    the whole mechanism at any ``delta``, add/remove-one neighbours);
+    :func:`epsilon_of_event` uses it for the event on its own.  Compositions
+    with other events are not supported numerically (basic composition still
+    applies in a :class:`~sklearn_dp.PrivacyBudget`).
+    """
+
+    __slots__ = ()
+
+    def epsilon(self, delta: float) -> float:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
 def _numerical_epsilon(event: dpe.DpEvent, delta: float, discretization: float) -> float:
     pld = pld_privacy_accountant.PLDAccountant(
         NEIGHBORING_RELATION, value_discretization_interval=discretization
@@ -208,16 +228,37 @@ def epsilon_of_event(event: dpe.DpEvent, delta: float) -> float:
 
     Exact for compositions of full-data Gaussian mechanisms and of pure
     mechanisms; otherwise a pessimistic PLD estimate (RDP when PLD does not
-    support the event).  ``inf`` for a non-private event.
+    support the event).  Compositions that include closed-form mechanisms
+    (:class:`ClosedFormDpEvent`) are bounded by basic composition.  ``inf``
+    for a non-private event.
     """
-    delta = _check_delta(delta, allow_zero=True)
-    if isinstance(event, dpe.NonPrivateDpEvent) or any(
-        isinstance(leaf, (dpe.NonPrivateDpEvent,)) for leaf, _ in _flatten(event)
-    ):
+    return _epsilon(event, _check_delta(delta, allow_zero=True), _PLD_FINE)
+
+
+def _epsilon(event, delta, discretization):
+    leaves = list(_flatten(event))
+    if any(isinstance(leaf, dpe.NonPrivateDpEvent) for leaf, _ in leaves):
         return math.inf
     pure = _pure_epsilon(event)
     if pure is not None:
         return pure
+    closed = [(leaf, count) for leaf, count in leaves if isinstance(leaf, ClosedFormDpEvent)]
+    if closed:
+        # Basic composition: pure parts add their epsilons, every other part
+        # gets an equal share of delta.
+        pure_parts, rest = [], []
+        for leaf, count in leaves:
+            if isinstance(leaf, ClosedFormDpEvent):
+                continue
+            target = pure_parts if _pure_epsilon(leaf) is not None else rest
+            target.append(leaf if count == 1 else dpe.SelfComposedDpEvent(leaf, count))
+        shares = sum(count for _, count in closed) + (1 if rest else 0)
+        share = delta / shares
+        total = sum(_pure_epsilon(part) for part in pure_parts)
+        total += sum(count * float(leaf.epsilon(share)) for leaf, count in closed)
+        if rest:
+            total += _epsilon(dpe.ComposedDpEvent(rest), share, discretization)
+        return total
     sigma = _gaussian_only_multiplier(event)
     if sigma is not None:
         if sigma == math.inf:
@@ -227,7 +268,7 @@ def epsilon_of_event(event: dpe.DpEvent, delta: float) -> float:
         return float(gaussian_mechanism.get_epsilon_gaussian(sigma, delta))
     if delta == 0.0:
         return math.inf
-    return _numerical_epsilon(_fold_gaussians(event), delta, _PLD_FINE)
+    return _numerical_epsilon(_fold_gaussians(event), delta, discretization)
 
 
 def _fold_gaussians(event: dpe.DpEvent) -> dpe.DpEvent:
@@ -408,10 +449,7 @@ def _calibrate(make_event, epsilon, delta, upper, guess=None):
 
 
 def _event_epsilon_fast(event, delta, discretization):
-    sigma = _gaussian_only_multiplier(event)
-    if sigma is not None:
-        return epsilon_of_event(event, delta)
-    return _numerical_epsilon(_fold_gaussians(event), delta, discretization)
+    return _epsilon(event, delta, discretization)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -27,6 +27,18 @@ def _estimators():
         # Noiseless fits are held to scikit-learn's accuracy checks (private
         # regressors declare the poor_score tag: see DPSCORegressor).
         DPSCORegressor(epsilon=float("inf"), data_norm=5.0, y_bound=5.0, max_iter=500),
+        # Pure epsilon-DP: solver="auto" with delta=0 is objective_perturbation.
+        DPLogisticRegression(epsilon=1.0, delta=0.0, random_state=0),
+        # Output perturbation's noise scales with 1 / (n alpha) = C: it needs a
+        # stronger penalty than the default C=1 to pass the accuracy check.
+        DPLogisticRegression(
+            epsilon=1.0, delta=0.0, C=0.1, solver="output_perturbation", random_state=0
+        ),
+        DPSCORegressor(epsilon=1.0, delta=0.0, random_state=0),
+        DPSCORegressor(epsilon=1.0, loss="huber", solver="output_perturbation", random_state=0),
+        DPSCORegressor(
+            epsilon=float("inf"), solver="objective_perturbation", data_norm=5.0, y_bound=5.0
+        ),
     ]
 
 

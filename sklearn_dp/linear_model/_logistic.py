@@ -71,9 +71,12 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         ``classes`` given, labels outside it raise an error, and classes
         absent from ``y`` are still part of the model.
     solver : str, default="auto"
-        ``"dp_gd"`` (full-batch noisy gradient descent) or ``"dp_sgd"``
-        (Poisson-subsampled DP-SGD).  ``"auto"`` picks ``dp_gd`` up to 100000
-        rows and ``dp_sgd`` beyond.
+        ``"dp_gd"`` (full-batch noisy gradient descent), ``"dp_sgd"``
+        (Poisson-subsampled DP-SGD), ``"objective_perturbation"`` or
+        ``"output_perturbation"`` (exact solve of the L2-penalised problem with
+        the intercept penalised too; pure epsilon-DP with ``delta=0``).
+        ``"auto"`` picks ``objective_perturbation`` when ``delta=0``, else
+        ``dp_gd`` up to 100000 rows and ``dp_sgd`` beyond.
     max_iter : int or None, default=None
         Number of noisy steps; None computes it from public quantities (n, the
         number of coefficients, epsilon).
@@ -198,6 +201,9 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         self.verbose = verbose
 
     def _auto_solver(self, problem, *, sparse, n_samples):
+        if self.delta == 0:
+            # Only the perturbation solvers give pure epsilon-DP.
+            return "objective_perturbation"
         return "dp_gd" if n_samples <= 100_000 else "dp_sgd"
 
     def _encode_labels(self, y):

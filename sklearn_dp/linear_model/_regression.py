@@ -81,7 +81,12 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         Public bound on ``|y|``; labels outside ``[-y_bound, y_bound]`` are
         clipped to it before fitting.
     solver : str, default="auto"
-        ``"dp_gd"`` or ``"dp_sgd"``; ``"auto"`` picks ``dp_gd`` for smooth
+        ``"dp_gd"``, ``"dp_sgd"``, ``"objective_perturbation"`` or
+        ``"output_perturbation"`` (squared or Huber loss, L2 penalty, no
+        ``radius``; the intercept is penalised too, and the squared loss's
+        derivative is clipped at ``2 * y_bound``, i.e. Huber with that
+        threshold; pure epsilon-DP with ``delta=0``).  ``"auto"`` picks
+        ``objective_perturbation`` when ``delta=0``, else ``dp_gd`` for smooth
         losses and ``dp_sgd`` for the absolute loss.
     max_iter, learning_rate, batch_size, clip_norm, solver_options
         As in :class:`DPLogisticRegression`.  For the squared loss without
@@ -181,6 +186,9 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         self.verbose = verbose
 
     def _auto_solver(self, problem, *, sparse, n_samples):
+        if self.delta == 0:
+            # Only the perturbation solvers give pure epsilon-DP.
+            return "objective_perturbation"
         return "dp_sgd" if problem.loss_name == "absolute" else "dp_gd"
 
     def _make_loss(self, data):
