@@ -40,7 +40,8 @@ def plan_dp_sgd(n_samples, n_params, epsilon, delta, *, batch_size=None, max_ite
     n_params : int
         Unused.
     batch_size : int, optional
-        Expected batch size; the rate is ``min(1, batch_size / n_samples)``.
+        Expected batch size; the rate is ``min(1, batch_size / n_samples)``
+        rounded to two significant digits.
         Default: rate ``DEFAULT_SAMPLING_RATE``, whatever n.
     max_iter : int, optional
         Number of steps; default ``DEFAULT_EPOCHS`` expected passes,
@@ -53,7 +54,9 @@ def plan_dp_sgd(n_samples, n_params, epsilon, delta, *, batch_size=None, max_ite
     else:
         if batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
-        rate = min(1.0, batch_size / n_samples)
+        # Two significant digits: the stand-in for n is a noisy count, and a
+        # rounded rate lets fits share one (cached) calibration.
+        rate = min(1.0, float(f"{batch_size / n_samples:.2g}"))
     if max_iter is None:
         max_iter = math.ceil(DEFAULT_EPOCHS / rate)
     max_iter = int(max_iter)
