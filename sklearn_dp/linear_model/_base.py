@@ -243,6 +243,8 @@ class BaseDPEstimator(BaseEstimator):
         if private and self.budget is not None:
             plan_parameters = inspect.signature(spec.plan).parameters
             plan_kwargs = {k: v for k, v in kwargs.items() if k in plan_parameters}
+            if "n_outputs" in plan_parameters:
+                plan_kwargs["n_outputs"] = problem.n_outputs
             plan = spec.plan(
                 n_samples, data.n_columns * problem.n_outputs, self.epsilon, self.delta, **plan_kwargs
             )

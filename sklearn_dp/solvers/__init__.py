@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ._common import PrivacyPlan, SolverResult, make_rng
+from ._coordinate_descent import dp_cd, plan_dp_cd
 from ._gradient_descent import dp_gd, plan_dp_gd
 from ._sgd import dp_sgd, plan_dp_sgd
 
@@ -27,6 +28,7 @@ __all__ = [
     "make_rng",
     "dp_gd",
     "dp_sgd",
+    "dp_cd",
 ]
 
 
@@ -173,5 +175,25 @@ register_solver(
         multiclass=True,
         summary="Poisson-subsampled DP-SGD; PLD accounting",
         options=("max_iter", "batch_size", "step_size", "clip_norm", "momentum", "radius"),
+    )
+)
+register_solver(
+    SolverSpec(
+        name="dp_cd",
+        function=dp_cd,
+        plan=plan_dp_cd,
+        losses=_GLM_LOSSES,
+        penalties=frozenset({None, "l2", "l1", "elasticnet"}),
+        multiclass=True,
+        geometry="linf",
+        constraints=frozenset({None}),
+        summary=(
+            "DP (block) coordinate descent with uniform, importance, tau-nice or full sampling; "
+            "separable L1/L2 penalties; exact Gaussian composition"
+        ),
+        options=(
+            "max_iter", "clip_norm", "sampling", "blocks", "block_size", "tau", "n_outer",
+            "smoothness", "step_scale", "output", "normalizer",
+        ),
     )
 )
