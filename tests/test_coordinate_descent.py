@@ -10,7 +10,6 @@ recomputed from the definition.
 
 import itertools
 import math
-import warnings
 
 import numpy as np
 import pytest
@@ -24,7 +23,7 @@ from sklearn.linear_model import ElasticNet, Lasso, LogisticRegression, Ridge
 
 from sklearn_dp import BudgetExceededError, DPLogisticRegression, DPSCORegressor, PrivacyBudget
 from sklearn_dp._data import bound_data
-from sklearn_dp._losses import BinaryLogisticLoss, MultinomialLoss, SquaredLoss, get_loss, objective
+from sklearn_dp._losses import BinaryLogisticLoss, MultinomialLoss, SquaredLoss, get_loss
 from sklearn_dp.accounting import epsilon_of_event, gaussian_noise_multiplier
 from sklearn_dp.solvers import SOLVERS, dp_cd, dp_gd
 from sklearn_dp.solvers._coordinate_descent import (
@@ -64,8 +63,9 @@ def reference_dp_cd(data, loss, *, n_outputs, alpha, l1_ratio, M, structure, pro
     bound = np.asarray(data.feature_bound)
     l2 = alpha * (1 - l1_ratio) * data.penalized
     l1 = alpha * l1_ratio * data.penalized
-    if output == "last":
+    if output != "average":
         n_inner, n_outer = n_inner * n_outer, 1
+    first_averaged = n_inner // 2 if output == "tail_average" else 0
     W = np.zeros((d, n_outputs))
     for _ in range(n_outer):
         iterate_sum = np.zeros_like(W)
@@ -93,9 +93,10 @@ def reference_dp_cd(data, loss, *, n_outputs, alpha, l1_ratio, M, structure, pro
                 u = W[j] - step_scale * grad / M[j]
                 t = step_scale * l1[j] / M[j]
                 W[j] = np.sign(u) * np.maximum(np.abs(u) - t, 0.0)
-            iterate_sum += W
-        if output == "average":
-            W = iterate_sum / n_inner
+            if k >= first_averaged:
+                iterate_sum += W
+        if output != "last":
+            W = iterate_sum / (n_inner - first_averaged)
     return W
 
 
@@ -124,7 +125,7 @@ SAMPLING_CASES = [
 
 
 @pytest.mark.parametrize("case", SAMPLING_CASES, ids=lambda c: "-".join(map(str, c.values())))
-@pytest.mark.parametrize("output", ["average", "last"])
+@pytest.mark.parametrize("output", ["average", "tail_average", "last"])
 def test_matches_reference_implementation(problem, case, output):
     data = problem
     loss = BinaryLogisticLoss()
@@ -238,7 +239,7 @@ def test_smoothness_rules_by_hand():
 @pytest.mark.parametrize("rule", ["gershgorin", "eso", "scalar"])
 @pytest.mark.parametrize("tau", [1, 2, 3])
 def test_tau_nice_constants_dominate_every_subset(rule, tau):
-    """Brute force: for every tau-subset U, sum_{j in U} beta X_j^2 / M_j <= 1 (tight for some U)."""
+    """Brute force: every tau-subset U has sum_{j in U} beta X_j^2 / M_j <= 1."""
     bound = np.array([0.5, 3.0, 1.0, 2.0, 0.1])
     beta = 0.25
     M = smoothness_constants(bound, beta, np.zeros(5), sampling_structure(5, "tau_nice", tau=tau),
@@ -251,7 +252,8 @@ def test_tau_nice_constants_dominate_every_subset(rule, tau):
     if rule == "gershgorin":
         # Gershgorin for j: X_j times the largest sum of a tau-set containing j.
         for j in range(5):
-            best = max(bound[list(U)].sum() for U in itertools.combinations(range(5), tau) if j in U)
+            subsets = [U for U in itertools.combinations(range(5), tau) if j in U]
+            best = max(bound[list(U)].sum() for U in subsets)
             assert M[j] == pytest.approx(beta * bound[j] * best)
 
 
@@ -353,6 +355,29 @@ def test_empirical_noise_matches_stated_std():
     std = details["block_noise_std"][0]
     np.testing.assert_allclose(noise.std(axis=0) / std, 1.0, atol=0.12)
     np.testing.assert_allclose(noise.mean(axis=0) / std, 0.0, atol=0.15)
+
+
+@pytest.mark.parametrize("loss_name", ["log_loss", "squared"])
+def test_one_extreme_row_moves_the_gradient_sum_by_at_most_the_clip(loss_name):
+    """Sensitivity C under add/remove: one noiseless full step from 0 with normalizer 1
+    releases -M * coef = the clipped gradient sum; an added extreme row moves it by <= C."""
+    rng = np.random.default_rng(0)
+    bound = np.array([0.5, 2.0, 1.0])
+    clip = 0.8
+    loss = get_loss(loss_name, **({} if loss_name == "log_loss" else {"residual_bound": 3.0}))
+    for trial in range(20):
+        X = rng.uniform(-1, 1, (30, 3)) * bound
+        y = rng.choice([-1.0, 1.0], 30) if loss_name == "log_loss" else rng.uniform(-1, 1, 30)
+        extreme = rng.choice([-1e6, 1e6], 3) * (trial + 1)
+        sums = []
+        for Xi, yi in ((X, y), (np.vstack([X, extreme]), np.append(y, y[0] * 1e3))):
+            yi = np.sign(yi) if loss_name == "log_loss" else np.clip(yi, -1, 1)
+            data = bound_data(Xi, yi, fit_intercept=True, geometry="linf", feature_bound=bound)
+            result = dp_cd(data, loss, n_outputs=1, alpha=0.0, epsilon=math.inf, delta=0.0,
+                           max_iter=1, sampling="full", output="last", clip_norm=clip,
+                           normalizer=1.0)
+            sums.append(-result.coef[:, 0] * result.plan.details["smoothness"])
+        assert np.linalg.norm(sums[1] - sums[0]) <= clip * (1 + 1e-12)
 
 
 def test_spec_worked_example_noise_below_the_papers():
@@ -575,8 +600,10 @@ def test_estimators_refuse_what_dp_cd_cannot_fit(binary):
         DPLogisticRegression(solver="dp_cd", feature_bound=1.0, classes=[0, 1],
                              solver_options=dict(momentum=None)).fit(X, y)
     with pytest.raises(ValueError, match="only valid when single coordinates"):
-        DPLogisticRegression(solver="dp_cd", feature_bound=1.0, classes=[0, 1],
-                             solver_options=dict(sampling="full", smoothness="coordinate")).fit(X, y)
+        DPLogisticRegression(
+            solver="dp_cd", feature_bound=1.0, classes=[0, 1],
+            solver_options=dict(sampling="full", smoothness="coordinate"),
+        ).fit(X, y)
     with pytest.warns(UserWarning, match="learning_rate=0.1 is not used"):
         DPLogisticRegression(solver="dp_cd", feature_bound=1.0, classes=[0, 1], random_state=0,
                              learning_rate=0.1).fit(X, y)
@@ -590,7 +617,8 @@ def test_auto_picks_dp_cd_for_l1_penalties(binary):
     regressor = DPSCORegressor(penalty="elasticnet", l1_ratio=0.5, feature_bound=1.5,
                                random_state=0).fit(X, y.astype(float))
     assert regressor.solver_ == "dp_cd"
-    assert DPSCORegressor(feature_bound=1.5, random_state=0).fit(X, y.astype(float)).solver_ == "dp_gd"
+    default = DPSCORegressor(feature_bound=1.5, random_state=0).fit(X, y.astype(float))
+    assert default.solver_ == "dp_gd"
 
 
 def test_squared_loss_with_l1_penalty_is_registered_for_dplasso():
@@ -688,7 +716,7 @@ def test_audit_does_not_exceed_claimed_epsilon(epsilon, max_iter, options):
 
 
 def test_audit_detects_noise_calibrated_for_one_step(monkeypatch):
-    """Positive control: 64 steps at the one-step multiplier (a Gaussian mechanism with mu = 8 / 3.7)."""
+    """Positive control: 64 steps at the one-step multiplier (a Gaussian with mu = 8 / 3.7)."""
     import sklearn_dp.solvers._coordinate_descent as cd_module
 
     original = cd_module.plan_dp_cd
