@@ -72,14 +72,18 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         absent from ``y`` are still part of the model.
     solver : str, default="auto"
         ``"dp_gd"`` (full-batch noisy gradient descent), ``"dp_sgd"``
-        (Poisson-subsampled DP-SGD), ``"objective_perturbation"`` or
+        (Poisson-subsampled DP-SGD), ``"dp_cd"`` (DP coordinate descent with
+        uniform, importance, block, tau-nice or full sampling; needs
+        ``feature_bound``; its options go in ``solver_options``, see
+        :func:`sklearn_dp.solvers.dp_cd`), ``"objective_perturbation"`` or
         ``"output_perturbation"`` (exact solve of the L2-penalised problem with
         the intercept penalised too; pure epsilon-DP with ``delta=0``).
-        ``"auto"`` picks ``objective_perturbation`` when ``delta=0``, else
-        ``dp_gd`` up to 100000 rows and ``dp_sgd`` beyond.
+        ``"auto"`` picks ``objective_perturbation`` when ``delta=0``, ``dp_cd``
+        for the ``"l1"`` and ``"elasticnet"`` penalties, otherwise ``dp_gd`` up
+        to 100000 rows and ``dp_sgd`` beyond.
     max_iter : int or None, default=None
-        Number of noisy steps; None computes it from public quantities (n, the
-        number of coefficients, epsilon).
+        Number of noisy steps (for ``dp_cd``: passes over the coordinates);
+        None uses the solver's default, computed from public quantities.
     learning_rate : float or None, default=None
         Step size; None uses ``1 / L``, the objective's smoothness computed
         from ``data_norm``.
@@ -127,8 +131,10 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
     Rows are clipped to ``data_norm``; for the logistic loss the per-sample
     gradient is then bounded by ``data_norm`` (by ``sqrt(2) * data_norm`` for
     the multinomial loss, one joint mechanism over all classes, not a split
-    of epsilon), with the intercept column included in the row norm.  Noise
-    is calibrated numerically (see :mod:`sklearn_dp.accounting`).  Choosing
+    of epsilon), with the intercept column included in the row norm.  With
+    ``solver="dp_cd"`` each entry is clipped to ``feature_bound`` instead, and
+    the gradients restricted to each drawn block are clipped per sample to a
+    share of the clip set by the public bounds.  Noise is calibrated numerically (see :mod:`sklearn_dp.accounting`).  Choosing
     hyper-parameters (including epsilon) by validation score on the private
     data leaks beyond this guarantee.
 
@@ -204,6 +210,8 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         if self.delta == 0:
             # Only the perturbation solvers give pure epsilon-DP.
             return "objective_perturbation"
+        if problem.penalty in ("l1", "elasticnet"):
+            return "dp_cd"
         return "dp_gd" if n_samples <= 100_000 else "dp_sgd"
 
     def _encode_labels(self, y):

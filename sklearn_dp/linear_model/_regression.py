@@ -81,13 +81,17 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         Public bound on ``|y|``; labels outside ``[-y_bound, y_bound]`` are
         clipped to it before fitting.
     solver : str, default="auto"
-        ``"dp_gd"``, ``"dp_sgd"``, ``"objective_perturbation"`` or
+        ``"dp_gd"``, ``"dp_sgd"``, ``"dp_cd"`` (DP coordinate descent for the
+        smooth losses, with the L1 and elastic-net penalties too; needs
+        ``feature_bound``; options in ``solver_options``, see
+        :func:`sklearn_dp.solvers.dp_cd`), ``"objective_perturbation"`` or
         ``"output_perturbation"`` (squared or Huber loss, L2 penalty, no
         ``radius``; the intercept is penalised too, and the squared loss's
         derivative is clipped at ``2 * y_bound``, i.e. Huber with that
         threshold; pure epsilon-DP with ``delta=0``).  ``"auto"`` picks
-        ``objective_perturbation`` when ``delta=0``, else ``dp_gd`` for smooth
-        losses and ``dp_sgd`` for the absolute loss.
+        ``objective_perturbation`` when ``delta=0``, ``dp_sgd`` for the
+        absolute loss, ``dp_cd`` for the ``"l1"`` and ``"elasticnet"``
+        penalties and ``dp_gd`` otherwise.
     max_iter, learning_rate, batch_size, clip_norm, solver_options
         As in :class:`DPLogisticRegression`.  For the squared loss without
         ``radius`` the default clip is ``2 * y_bound`` times the row bound.
@@ -114,7 +118,10 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
     gradients are clipped to the public gradient bound of the loss (the
     Huber and absolute losses bound it by themselves; the squared loss
     through ``radius`` or ``clip_norm``), so one row moves each noisy sum by
-    at most that bound.
+    at most that bound.  With ``solver="dp_cd"`` each entry of ``X`` is
+    clipped to ``feature_bound`` instead of rows to ``data_norm``, and the
+    per-sample gradients restricted to each drawn block are clipped to that
+    block's share of the clip.
     """
 
     _parameter_constraints = {
@@ -189,7 +196,9 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         if self.delta == 0:
             # Only the perturbation solvers give pure epsilon-DP.
             return "objective_perturbation"
-        return "dp_sgd" if problem.loss_name == "absolute" else "dp_gd"
+        if problem.loss_name == "absolute":
+            return "dp_sgd"
+        return "dp_cd" if problem.penalty in ("l1", "elasticnet") else "dp_gd"
 
     def _make_loss(self, data):
         """The loss in the scaled units of the fit (labels divided by ``y_bound``)."""

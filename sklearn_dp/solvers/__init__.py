@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ._common import PrivacyPlan, SolverResult, make_rng
+from ._coordinate_descent import dp_cd, plan_dp_cd
 from ._gradient_descent import dp_gd, plan_dp_gd
 from ._sgd import dp_sgd, plan_dp_sgd
 from ._perturbation import (
@@ -35,6 +36,7 @@ __all__ = [
     "dp_sgd",
     "objective_perturbation",
     "output_perturbation",
+    "dp_cd",
 ]
 
 
@@ -213,5 +215,25 @@ register_solver(
         summary="output perturbation (Chaudhuri et al. 2011): exact minimiser plus noise; "
         "pure epsilon-DP with delta=0",
         options=("max_iter", "gradient_tol"),
+    )
+)
+register_solver(
+    SolverSpec(
+        name="dp_cd",
+        function=dp_cd,
+        plan=plan_dp_cd,
+        losses=_GLM_LOSSES,
+        penalties=frozenset({None, "l2", "l1", "elasticnet"}),
+        multiclass=True,
+        geometry="linf",
+        constraints=frozenset({None}),
+        summary=(
+            "DP (block) coordinate descent with uniform, importance, tau-nice or full sampling; "
+            "separable L1/L2 penalties; exact Gaussian composition"
+        ),
+        options=(
+            "max_iter", "clip_norm", "sampling", "blocks", "block_size", "tau", "n_outer",
+            "smoothness", "step_scale", "output", "normalizer",
+        ),
     )
 )
