@@ -83,16 +83,18 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         to 100000 rows and ``dp_sgd`` beyond.
     max_iter : int or None, default=None
         Number of noisy steps (for ``dp_cd``: passes over the coordinates);
-        None uses the solver's default, computed from public quantities.
+        None uses the solver's default (100 steps for ``dp_gd``; 10 expected
+        passes at sampling rate 0.1 for ``dp_sgd``).
     learning_rate : float or None, default=None
         Step size; None uses ``1 / L``, the objective's smoothness computed
         from ``data_norm``.
     batch_size : int or None, default=None
-        Expected batch size of ``dp_sgd``.
+        Expected batch size of ``dp_sgd``, turned into a sampling rate with the
+        private row count's DP stand-in; None uses the rate 0.1.
     clip_norm : float or None, default=None
-        Per-sample gradient clip; None (and the maximum) is the loss's own
-        bound ``data_norm`` (times sqrt(2) for the multinomial loss, with the
-        intercept column included).
+        Per-sample gradient clip, at most the loss's own bound ``data_norm``
+        (times sqrt(2) for the multinomial loss, with the intercept column
+        included); None clips at half that bound when private.
     solver_options : dict or None, default=None
         Further solver-specific options (see each solver's documentation).
     budget : PrivacyBudget or None, default=None
@@ -126,15 +128,19 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
     -------
     The fit is (epsilon, delta)-differentially private with respect to adding
     or removing one row of ``X`` together with its label.  Public (assumed
-    known to an adversary, and not protected): the number of rows n, the
-    number of features, ``data_norm``, ``classes`` and every hyper-parameter.
+    known to an adversary, and not protected): the number of features,
+    ``data_norm``, ``feature_bound``, ``classes`` and every hyper-parameter.
+    The number of rows is protected: 5% of epsilon buys a Laplace count of
+    the rows, which stands in for n wherever n would be used (averaging,
+    ``1 / (C n)``, sampling rates), jointly calibrated with the solver.
     Rows are clipped to ``data_norm``; for the logistic loss the per-sample
     gradient is then bounded by ``data_norm`` (by ``sqrt(2) * data_norm`` for
     the multinomial loss, one joint mechanism over all classes, not a split
     of epsilon), with the intercept column included in the row norm.  With
     ``solver="dp_cd"`` each entry is clipped to ``feature_bound`` instead, and
     the gradients restricted to each drawn block are clipped per sample to a
-    share of the clip set by the public bounds.  Noise is calibrated numerically (see :mod:`sklearn_dp.accounting`).  Choosing
+    share of the clip set by the public bounds.  Noise is calibrated
+    numerically (see :mod:`sklearn_dp.accounting`).  Choosing
     hyper-parameters (including epsilon) by validation score on the private
     data leaks beyond this guarantee.
 

@@ -112,8 +112,11 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
     Privacy
     -------
     (epsilon, delta)-DP with respect to adding or removing one row of ``X``
-    together with its label.  Public: n, the number of features,
-    ``data_norm``, ``y_bound``, ``radius`` and every hyper-parameter.  Rows
+    together with its label.  Public: the number of features, ``data_norm``,
+    ``feature_bound``, ``y_bound``, ``radius`` and every hyper-parameter.
+    The number of rows is protected: 5% of epsilon buys a Laplace count that
+    stands in for n (averaging, sampling rates), jointly calibrated with the
+    solver.  Rows
     are clipped to ``data_norm`` and labels to ``y_bound``; per-sample
     gradients are clipped to the public gradient bound of the loss (the
     Huber and absolute losses bound it by themselves; the squared loss
