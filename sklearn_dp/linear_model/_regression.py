@@ -81,8 +81,14 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         Public bound on ``|y|``; labels outside ``[-y_bound, y_bound]`` are
         clipped to it before fitting.
     solver : str, default="auto"
-        ``"dp_gd"`` or ``"dp_sgd"``; ``"auto"`` picks ``dp_gd`` for smooth
-        losses and ``dp_sgd`` for the absolute loss.
+        ``"dp_gd"`` or ``"dp_sgd"``; with ``constraint="l1"`` (and
+        ``feature_bound``) also the l1-geometry solvers ``"frank_wolfe"``,
+        ``"vr_frank_wolfe"``, ``"mirror_descent"`` and
+        ``"localized_mirror_descent"`` (the intercept is then part of the l1
+        ball).  ``"auto"`` picks ``dp_gd`` for smooth losses and ``dp_sgd`` for
+        the absolute loss; with ``constraint="l1"`` and a radius,
+        ``frank_wolfe`` for smooth losses and ``mirror_descent`` for the
+        absolute loss.
     max_iter, learning_rate, batch_size, clip_norm, solver_options
         As in :class:`DPLogisticRegression`.  For the squared loss without
         ``radius`` the default clip is ``2 * y_bound`` times the row bound.
@@ -181,6 +187,9 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         self.verbose = verbose
 
     def _auto_solver(self, problem, *, sparse, n_samples):
+        if problem.constraint == "l1":
+            # l1 geometry: Frank-Wolfe for smooth losses, mirror descent otherwise.
+            return "mirror_descent" if problem.loss_name == "absolute" else "frank_wolfe"
         return "dp_sgd" if problem.loss_name == "absolute" else "dp_gd"
 
     def _make_loss(self, data):
@@ -190,6 +199,9 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
             return get_loss("huber", epsilon_huber=self.huber_threshold / self.y_bound)
         if self.loss == "squared":
             if self.radius is not None:
+                if self.constraint == "l1" and data.feature_bound is not None:
+                    # |x @ w| <= ||x||_inf ||w||_1 in l1 geometry (rows bounded entrywise).
+                    row_norm_bound = float(np.max(data.feature_bound))
                 residual_bound = self.radius / self.y_bound * row_norm_bound + 1.0
             else:
                 residual_bound = 2.0
