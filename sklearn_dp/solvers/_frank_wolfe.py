@@ -450,7 +450,7 @@ def vr_frank_wolfe_schedule(n_samples, n_params, epsilon, delta, schedule="pure"
             best, best_t = bound, t
         t += 1
     if best_t is None:
-        raise ValueError(f"vr_frank_wolfe needs at least 3 samples, got {n_samples}.")
+        raise ValueError(f"vr_frank_wolfe needs at least 3 samples, got n_samples = {n_samples}.")
     return best_t, _samples_per_root(n_samples, best_t)
 
 
@@ -628,7 +628,9 @@ def vr_frank_wolfe(
             Xs, ys, w_parent, loss, clip, scale_s
         )
         # Clip the whole correction term of each row at C (erratum E12).
-        difference *= np.minimum(1.0, clip / np.maximum(np.abs(difference) * scale_s, np.finfo(float).tiny))
+        size = np.abs(difference) * scale_s
+        over = size > clip
+        difference[over] *= clip / size[over]
         return np.asarray(Xs.T @ difference).ravel() / sizes[slot]
 
     state = {"w": np.zeros(n_columns), "height": 0.0, "k": 0}

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .._losses import clipped_gradient_sum
 from ._gradient_descent import gradient_bound
 
 __all__ = [
@@ -154,13 +153,19 @@ def clipped_derivative(X, y, w, loss, clip, row_scale):
     """Per-sample derivatives ``D_i`` scaled so that ``|D_i| * row_scale_i <= clip``."""
     D = loss.derivative(np.asarray(X @ w)[:, None], y)[:, 0]
     if clip is not None and math.isfinite(clip):
-        D = D * np.minimum(1.0, clip / np.maximum(np.abs(D) * row_scale, np.finfo(float).tiny))
+        size = np.abs(D) * row_scale
+        over = size > clip
+        D[over] *= clip / size[over]
     return D
 
 
 def clipped_sum(X, y, w, loss, clip, row_scale):
-    """Sum of per-sample gradients clipped to ``clip`` in the norm ``row_scale`` measures."""
-    return clipped_gradient_sum(X, y, w[:, None], loss, clip, row_scale)[:, 0]
+    """Sum of per-sample gradients ``D_i x_i`` clipped to ``clip`` in the norm ``row_scale`` measures.
+
+    The gradient of a GLM loss is a scalar times the row, so clipping it
+    rescales the scalar: two mat-vecs, no n x d matrix.
+    """
+    return np.asarray(X.T @ clipped_derivative(X, y, w, loss, clip, row_scale)).ravel()
 
 
 def l1_objective(data, loss, w, domain):

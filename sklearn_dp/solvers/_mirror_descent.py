@@ -138,7 +138,9 @@ def mirror_descent_phases(
             phases.append(Phase(float(block), batch, steps, float(2 ** (i - 1)), r, i))
             i += 1
         if not any(ph.round == r for ph in phases):
-            raise ValueError(f"localized_mirror_descent needs at least 4 samples, got {n_samples}.")
+            raise ValueError(
+                f"localized_mirror_descent needs at least 4 samples, got n_samples = {n_samples}."
+            )
     return tuple(phases)
 
 
