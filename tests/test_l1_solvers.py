@@ -258,7 +258,7 @@ def test_vr_frank_wolfe_schedule_fills_the_data():
 def test_mirror_descent_noise_multiplier_matches_accountant():
     plan = plan_mirror_descent(2000, 101, 1.0, 1e-6)
     (phase,) = plan.details["phases"]
-    b = round(max(math.sqrt(2000 / math.log(101)), math.sqrt(101) / 1.0))
+    b = math.ceil(max(math.sqrt(2000 / math.log(101)), math.sqrt(101) / 1.0, 2000 / math.sqrt(2000)))
     assert phase.batch == b
     assert phase.steps == min(math.ceil((2000 / b) ** 2), 2000)
     sigma = accounting.subsampled_gaussian_noise_multiplier(1.0, 1e-6, b / 2000, phase.steps)
@@ -272,7 +272,8 @@ def test_localized_phases_follow_the_seed_schedule():
     for ph in phases:
         i = ph.index
         n_i = math.floor(n / 2**i)
-        b_i = round(max(math.sqrt(n_i / math.log(d)), math.sqrt(d) / (eps / 2**i)))  # E9
+        # E9: sqrt(d) / eps_i; at least n_i / sqrt(T_max) so that T = n_i^2 / b_i^2 fits the cap
+        b_i = math.ceil(max(math.sqrt(n_i / math.log(d)), math.sqrt(d) / (eps / 2**i), n_i / math.sqrt(2000)))
         assert ph.block == n_i and ph.batch == min(b_i, n_i)
         assert ph.steps == min(math.ceil((n_i / ph.batch) ** 2), 2000)
         assert ph.weight == 2 ** (i - 1)

@@ -77,12 +77,20 @@ def _log_d(n_params):
     return math.log(max(n_params, 3))
 
 
-def _default_batch(n_rows, n_params, epsilon):
-    """The seed's ``b = max(sqrt(n / ln d), sqrt(d) / epsilon)``, in [1, n]."""
+def _default_batch(n_rows, n_params, epsilon, max_steps=None):
+    """The seed's ``b = max(sqrt(n / ln d), sqrt(d) / epsilon)``, in [1, n].
+
+    With a cap T on the steps, b is raised to at least ``n / sqrt(T)``: the
+    seed's ``T = n^2 / b^2`` (sampling rate times sqrt(T) equal to 1, the
+    balance its analysis uses) then still holds instead of the run stopping
+    after a fraction of an epoch.
+    """
     b = math.sqrt(n_rows / _log_d(n_params))
     if not math.isinf(epsilon):
         b = max(b, math.sqrt(n_params) / epsilon)
-    return int(min(max(round(b), 1), max(int(n_rows), 1)))
+    cap = DEFAULT_MAX_STEPS if max_steps is None else int(max_steps)
+    b = max(b, n_rows / math.sqrt(cap))
+    return int(min(max(math.ceil(b), 1), max(int(n_rows), 1)))
 
 
 def _steps(n_rows, batch, max_iter):
@@ -108,8 +116,9 @@ def mirror_descent_phases(
     """The runs of noisy mirror descent a fit makes, from public inputs only.
 
     ``kind="plain"`` (Algorithm 1/5): one run on all rows (per round of the
-    strongly convex wrapper), batch ``max(sqrt(n / ln d), sqrt(d) / epsilon)``
-    and ``T = ceil(n^2 / b^2)`` steps (at most ``DEFAULT_MAX_STEPS``).
+    strongly convex wrapper), batch ``max(sqrt(n / ln d), sqrt(d) / epsilon,
+    n / sqrt(T_max))`` and ``T = ceil(n^2 / b^2)`` steps, ``T_max`` being
+    ``max_iter`` or ``DEFAULT_MAX_STEPS``.
     ``kind="localized"`` (Algorithm 2/6): phases i = 1, 2, ... on disjoint
     blocks of ``n / 2^i`` rows with ``epsilon_i = epsilon / 2^i`` in the batch
     formula (seed erratum E9: ``sqrt(d) / epsilon_i``, not ``sqrt(d /
@@ -120,7 +129,7 @@ def mirror_descent_phases(
     phases = []
     for r, block_total in enumerate(_rounds(n_samples, strongly_convex)):
         if kind == "plain":
-            batch = batch_size or _default_batch(block_total, n_params, epsilon)
+            batch = batch_size or _default_batch(block_total, n_params, epsilon, max_iter)
             batch = int(min(batch, block_total))
             steps = int(max_iter) if max_iter is not None else _steps(block_total, batch, None)
             phases.append(Phase(block_total, batch, steps, 1.0, r, 0))
@@ -131,7 +140,7 @@ def mirror_descent_phases(
             if block < 2:
                 break
             eps_i = epsilon / 2**i
-            batch = _default_batch(block, n_params, eps_i)
+            batch = _default_batch(block, n_params, eps_i, max_iter)
             steps = _steps(block, batch, max_iter)
             if steps <= 1 and i > 1:
                 break
