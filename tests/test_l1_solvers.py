@@ -379,14 +379,14 @@ def test_frank_wolfe_gains_at_most_one_nonzero_per_step(monkeypatch, solver, alp
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("alpha, radius", [(0.0, 0.6), (0.002, 2.0)])
-def test_frank_wolfe_epsilon_inf_reaches_reference(alpha, radius):
+@pytest.mark.parametrize("alpha, l1_ratio, radius", [(0.0, 1.0, 0.6), (0.002, 1.0, 2.0), (0.01, 0.5, 1.0)])
+def test_frank_wolfe_epsilon_inf_reaches_reference(alpha, l1_ratio, radius):
     data, loss = _sparse_problem(n=500, d=20)
-    domain = make_domain(data, radius=radius, intercept_bound=1 + radius, alpha=alpha, l1_ratio=1.0, solver="t")
+    domain = make_domain(data, radius=radius, intercept_bound=1 + radius, alpha=alpha, l1_ratio=l1_ratio, solver="t")
     ref = reference_solve(data, loss, domain)
     best = l1_objective(data, loss, ref, domain)
     res = SOLVERS["frank_wolfe"].function(
-        data, loss, n_outputs=1, alpha=alpha, l1_ratio=1.0, epsilon=math.inf, delta=0.0,
+        data, loss, n_outputs=1, alpha=alpha, l1_ratio=l1_ratio, epsilon=math.inf, delta=0.0,
         max_iter=20_000, radius=radius, intercept_bound=1 + radius,
     )
     w = res.coef[:, 0]
@@ -461,3 +461,57 @@ def test_localized_mirror_descent_iterates_stay_local():
     w = res.coef[:, 0]
     assert domain.contains(w)
     assert l1_objective(data, loss, w, domain) < l1_objective(data, loss, np.zeros_like(w), domain)
+
+
+# --------------------------------------------------------------------------
+# The strongly convex wrapper and lp geometry
+# --------------------------------------------------------------------------
+
+
+def test_strongly_convex_wrapper_rounds_and_accounting():
+    data, loss = _sparse_problem(n=4000, d=20, intercept=False)
+    domain = make_domain(data, radius=1.0, intercept_bound=None, alpha=0.05, l1_ratio=0.0, solver="t")
+    best = l1_objective(data, loss, reference_solve(data, loss, domain), domain)
+    gaps = {}
+    for wrapped in (False, True):
+        res = SOLVERS["mirror_descent"].function(
+            data, loss, n_outputs=1, alpha=0.05, l1_ratio=0.0, epsilon=2.0, delta=1e-6, radius=1.0,
+            strongly_convex=wrapped, max_iter=200, random_state=0,
+        )
+        assert epsilon_of_event(res.dp_event, 1e-6) <= 2.0
+        gaps[wrapped] = l1_objective(data, loss, res.coef[:, 0], domain) - best
+        if wrapped:
+            phases = res.plan.details["phases"]
+            # ceil(log2 log2 n) rounds on blocks of 2^(i-2) n / log2 n rows (seed section 5)
+            log_n = math.log2(4000)
+            assert [ph.round for ph in phases] == list(range(math.ceil(math.log2(log_n))))
+            assert [ph.block for ph in phases] == pytest.approx(
+                [2 ** (i - 2) * 4000 / log_n for i in range(1, len(phases) + 1)]
+            )
+            assert sum(ph.block for ph in phases) <= 4000
+            # l2 strength 0.05 is 0.05 d^(1 - 2/p)-strongly convex in ||.||_p
+            p = res.plan.details["p"]
+            assert res.plan.details["strong_convexity"] == pytest.approx(0.05 * 20 ** (1 - 2 / p))
+    assert all(gap >= 0 for gap in gaps.values())
+
+
+def test_strongly_convex_wrapper_needs_public_strong_convexity():
+    data, loss = _sparse_problem(n=500, d=5)
+    with pytest.raises(ValueError, match="strongly convex from public knowledge"):
+        SOLVERS["mirror_descent"].function(
+            data, loss, n_outputs=1, alpha=0.0, epsilon=1.0, delta=1e-6, radius=1.0,
+            strongly_convex=True,
+        )
+
+
+@pytest.mark.parametrize("solver", ["mirror_descent", "localized_mirror_descent"])
+def test_lp_geometry_runs_and_stays_feasible(solver):
+    data, loss = _sparse_problem(n=1000, d=20)
+    domain = make_domain(data, radius=0.6, intercept_bound=1.6, alpha=0.0, l1_ratio=0.0, solver="t")
+    for p in (1.0, 1.5, 2.0):
+        res = SOLVERS[solver].function(
+            data, loss, n_outputs=1, alpha=0.0, epsilon=2.0, delta=1e-6, radius=0.6,
+            intercept_bound=1.6, p=p, max_iter=50, random_state=0,
+        )
+        assert res.plan.details["p"] == (default_p(21) if p == 1.0 else p)
+        assert domain.contains(res.coef[:, 0])

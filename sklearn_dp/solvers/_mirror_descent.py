@@ -380,6 +380,12 @@ def _mirror_descent_fit(
     p = _resolve_p(p, n_columns)
     q = p / (p - 1.0)
     kappa = 1.0 / (2.0 * (p - 1.0))
+    lam = _strong_convexity(domain, n_columns, p) if strongly_convex else 0.0
+    if strongly_convex and lam <= 0:
+        raise ValueError(
+            f"{solver}: strongly_convex=True needs an objective that is strongly convex from "
+            "public knowledge: an L2 (elastic-net) penalty on every coefficient and no intercept."
+        )
     plan = _plan(kind, n_samples, n_columns, epsilon, delta, max_iter, batch_size, strongly_convex)
     phases = plan.details["phases"]
     scale = plan.noise_multiplier
@@ -389,12 +395,6 @@ def _mirror_descent_fit(
     lipschitz += float(np.max(domain.l2_penalty, initial=0.0)) * domain.vertex_radius
     diameter = domain.diameter  # l1 diameter, an upper bound on the lp one
     smoothness = _pnorm_smoothness(loss, data, q, domain)
-    lam = _strong_convexity(domain, n_columns, p) if strongly_convex else 0.0
-    if strongly_convex and lam <= 0:
-        raise ValueError(
-            f"{solver}: strongly_convex=True needs an objective that is strongly convex from "
-            "public knowledge: an L2 (elastic-net) penalty on every coefficient and no intercept."
-        )
     rng = make_rng(random_state)
     progress = Progress(solver, plan.n_steps, verbose)
     rounds = sorted({ph.round for ph in phases})
