@@ -78,17 +78,43 @@ RADIUS = 1.0
 #: Public settings only; ``max_iter`` caps the mirror-descent runs for time.
 PRIVATE_METHODS = {
     "frank_wolfe": lambda eps, seed: DPLasso(
-        epsilon=eps, delta=DELTA, radius=RADIUS, y_bound=Y_BOUND, fit_intercept=False,
-        solver="frank_wolfe", random_state=seed),
+        epsilon=eps,
+        delta=DELTA,
+        radius=RADIUS,
+        y_bound=Y_BOUND,
+        fit_intercept=False,
+        solver="frank_wolfe",
+        random_state=seed,
+    ),
     "vr_frank_wolfe (pure)": lambda eps, seed: DPLasso(
-        epsilon=eps, delta=0.0, radius=RADIUS, y_bound=Y_BOUND, fit_intercept=False,
-        solver="vr_frank_wolfe", random_state=seed),
+        epsilon=eps,
+        delta=0.0,
+        radius=RADIUS,
+        y_bound=Y_BOUND,
+        fit_intercept=False,
+        solver="vr_frank_wolfe",
+        random_state=seed,
+    ),
     "mirror_descent": lambda eps, seed: DPLasso(
-        epsilon=eps, delta=DELTA, radius=RADIUS, y_bound=Y_BOUND, fit_intercept=False,
-        solver="mirror_descent", max_iter=300, random_state=seed),
+        epsilon=eps,
+        delta=DELTA,
+        radius=RADIUS,
+        y_bound=Y_BOUND,
+        fit_intercept=False,
+        solver="mirror_descent",
+        max_iter=300,
+        random_state=seed,
+    ),
     "localized_mirror_descent": lambda eps, seed: DPLasso(
-        epsilon=eps, delta=DELTA, radius=RADIUS, y_bound=Y_BOUND, fit_intercept=False,
-        solver="localized_mirror_descent", max_iter=100, random_state=seed),
+        epsilon=eps,
+        delta=DELTA,
+        radius=RADIUS,
+        y_bound=Y_BOUND,
+        fit_intercept=False,
+        solver="localized_mirror_descent",
+        max_iter=100,
+        random_state=seed,
+    ),
 }
 
 
@@ -101,9 +127,18 @@ def l2_baseline(eps, seed, d):
     sqrt(d)``) is several times larger here and the fit worse than the zero model.
     """
     return DPSCORegressor(
-        epsilon=eps, delta=DELTA, penalty=None, radius=RADIUS, constraint="l2",
-        data_norm=math.sqrt(d), y_bound=Y_BOUND, fit_intercept=False, solver="dp_sgd",
-        clip_norm=math.sqrt(d), random_state=seed)
+        epsilon=eps,
+        delta=DELTA,
+        penalty=None,
+        radius=RADIUS,
+        constraint="l2",
+        data_norm=math.sqrt(d),
+        y_bound=Y_BOUND,
+        fit_intercept=False,
+        solver="dp_sgd",
+        clip_norm=math.sqrt(d),
+        random_state=seed,
+    )
 
 
 # --------------------------------------------------------------------------
@@ -135,10 +170,21 @@ def support_recovery(coef, truth):
 
 def ball_optimum(X, y):
     """Non-private minimiser over the same l1 ball (same clipped data and scaling)."""
-    data = bound_data(X, np.clip(y, -Y_BOUND, Y_BOUND) / Y_BOUND, fit_intercept=False,
-                      geometry="linf", feature_bound=1.0)
-    domain = make_domain(data, radius=RADIUS / Y_BOUND, intercept_bound=None, alpha=0.0,
-                         l1_ratio=0.0, solver="reference")
+    data = bound_data(
+        X,
+        np.clip(y, -Y_BOUND, Y_BOUND) / Y_BOUND,
+        fit_intercept=False,
+        geometry="linf",
+        feature_bound=1.0,
+    )
+    domain = make_domain(
+        data,
+        radius=RADIUS / Y_BOUND,
+        intercept_bound=None,
+        alpha=0.0,
+        l1_ratio=0.0,
+        solver="reference",
+    )
     return reference_solve(data, get_loss("squared"), domain, max_iter=5000) * Y_BOUND
 
 
@@ -169,7 +215,9 @@ def part_a(dims, epsilons, seeds, log):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 cv = LassoCV(cv=5, fit_intercept=False, alphas=30, random_state=seed).fit(X, y)
-            reference["lassocv"].append((excess_risk(cv.coef_, truth), support_recovery(cv.coef_, truth)))
+            reference["lassocv"].append(
+                (excess_risk(cv.coef_, truth), support_recovery(cv.coef_, truth))
+            )
             reference["zero"].append((excess_risk(np.zeros(d), truth), 0.0))
             for eps in epsilons:
                 methods = dict(PRIVATE_METHODS)
@@ -229,20 +277,47 @@ def diabetes():
 
 DIABETES_METHODS = {
     "frank_wolfe": lambda eps, seed: DPLasso(
-        epsilon=eps, delta=1e-6, feature_bound=DIABETES_FEATURE_BOUND, y_bound=DIABETES_Y_BOUND,
-        solver="frank_wolfe", random_state=seed),
+        epsilon=eps,
+        delta=1e-6,
+        feature_bound=DIABETES_FEATURE_BOUND,
+        y_bound=DIABETES_Y_BOUND,
+        solver="frank_wolfe",
+        random_state=seed,
+    ),
     "vr_frank_wolfe (pure)": lambda eps, seed: DPLasso(
-        epsilon=eps, delta=0.0, feature_bound=DIABETES_FEATURE_BOUND, y_bound=DIABETES_Y_BOUND,
-        solver="vr_frank_wolfe", random_state=seed),
+        epsilon=eps,
+        delta=0.0,
+        feature_bound=DIABETES_FEATURE_BOUND,
+        y_bound=DIABETES_Y_BOUND,
+        solver="vr_frank_wolfe",
+        random_state=seed,
+    ),
     "mirror_descent": lambda eps, seed: DPLasso(
-        epsilon=eps, delta=1e-6, feature_bound=DIABETES_FEATURE_BOUND, y_bound=DIABETES_Y_BOUND,
-        solver="mirror_descent", max_iter=300, random_state=seed),
+        epsilon=eps,
+        delta=1e-6,
+        feature_bound=DIABETES_FEATURE_BOUND,
+        y_bound=DIABETES_Y_BOUND,
+        solver="mirror_descent",
+        max_iter=300,
+        random_state=seed,
+    ),
     "localized_mirror_descent": lambda eps, seed: DPLasso(
-        epsilon=eps, delta=1e-6, feature_bound=DIABETES_FEATURE_BOUND, y_bound=DIABETES_Y_BOUND,
-        solver="localized_mirror_descent", max_iter=100, random_state=seed),
+        epsilon=eps,
+        delta=1e-6,
+        feature_bound=DIABETES_FEATURE_BOUND,
+        y_bound=DIABETES_Y_BOUND,
+        solver="localized_mirror_descent",
+        max_iter=100,
+        random_state=seed,
+    ),
     "dp_gd (l2, DPSCORegressor)": lambda eps, seed: DPSCORegressor(
-        epsilon=eps, delta=1e-6, alpha=1e-4, data_norm=DIABETES_FEATURE_BOUND * math.sqrt(10),
-        y_bound=DIABETES_Y_BOUND, random_state=seed),
+        epsilon=eps,
+        delta=1e-6,
+        alpha=1e-4,
+        data_norm=DIABETES_FEATURE_BOUND * math.sqrt(10),
+        y_bound=DIABETES_Y_BOUND,
+        random_state=seed,
+    ),
 }
 
 
@@ -253,12 +328,18 @@ def part_c(epsilons, seeds, log):
     for seed in seeds:
         rng = np.random.default_rng(seed)
         order = rng.permutation(len(y))
-        train, test = order[: int(0.8 * len(y))], order[int(0.8 * len(y)):]
+        train, test = order[: int(0.8 * len(y))], order[int(0.8 * len(y)) :]
         ols = LinearRegression().fit(X[train], y[train])
         reference["LinearRegression"].append(r2_score(y[test], ols.predict(X[test])))
-        exact = DPLasso(epsilon=math.inf, feature_bound=DIABETES_FEATURE_BOUND,
-                        y_bound=DIABETES_Y_BOUND, max_iter=20_000).fit(X[train], y[train])
-        reference["DPLasso epsilon=inf (same ball)"].append(r2_score(y[test], exact.predict(X[test])))
+        exact = DPLasso(
+            epsilon=math.inf,
+            feature_bound=DIABETES_FEATURE_BOUND,
+            y_bound=DIABETES_Y_BOUND,
+            max_iter=20_000,
+        ).fit(X[train], y[train])
+        reference["DPLasso epsilon=inf (same ball)"].append(
+            r2_score(y[test], exact.predict(X[test]))
+        )
         for eps in epsilons:
             for name, make in DIABETES_METHODS.items():
                 model, _ = timed(lambda: make(eps, seed), X[train], y[train])
@@ -302,14 +383,17 @@ def md_table(headers, rows):
 def report_a(results, epsilons):
     out = []
     for d, res in results.items():
-        out.append(f"\n### (a) d = {d}, n = {N_TRAIN}, k = {K_SPARSE}: median excess risk "
-                   "(support recovery)\n")
+        out.append(
+            f"\n### (a) d = {d}, n = {N_TRAIN}, k = {K_SPARSE}: median excess risk "
+            "(support recovery)\n"
+        )
         ref = res["reference"]
         out.append(
             f"Non-private optimum over the same l1 ball: excess risk "
             f"{fmt_risk([r for r, _ in ref['ball']])}, support "
             f"{med([s for _, s in ref['ball']]):.2f}; scikit-learn LassoCV: "
-            f"{fmt_risk([r for r, _ in ref['lassocv']])}, support {med([s for _, s in ref['lassocv']]):.2f}; "
+            f"{fmt_risk([r for r, _ in ref['lassocv']])}, "
+            f"support {med([s for _, s in ref['lassocv']]):.2f}; "
             f"the zero model: {fmt_risk([r for r, _ in ref['zero']])}.\n"
         )
         headers = ["method"] + [f"eps={e:g}" for e in epsilons] + ["median fit time"]
@@ -317,7 +401,9 @@ def report_a(results, epsilons):
         for name in res["risk"]:
             row = [name]
             for eps in epsilons:
-                row.append(f"{fmt_risk(res['risk'][name][eps])} ({med(res['recovery'][name][eps]):.2f})")
+                row.append(
+                    f"{fmt_risk(res['risk'][name][eps])} ({med(res['recovery'][name][eps]):.2f})"
+                )
             row.append(f"{med(res['seconds'][name]):.2f} s")
             rows.append(row)
         out.append(md_table(headers, rows))
@@ -330,9 +416,11 @@ def report_b(risk, epsilon, dims):
     for name, by_d in risk.items():
         first, last = med(by_d[dims[0]]), med(by_d[dims[-1]])
         rows.append([name] + [fmt_risk(by_d[d]) for d in dims] + [f"x{last / first:.1f}"])
-    note = (f"\n### (b) median excess risk against d (n = {N_DIMENSION}, epsilon = {epsilon:g})\n\n"
-            f"For reference, log(d) grows x{math.log(dims[-1]) / math.log(dims[0]):.1f} and sqrt(d) "
-            f"x{math.sqrt(dims[-1] / dims[0]):.1f} over this range.\n")
+    note = (
+        f"\n### (b) median excess risk against d (n = {N_DIMENSION}, epsilon = {epsilon:g})\n\n"
+        f"For reference, log(d) grows x{math.log(dims[-1]) / math.log(dims[0]):.1f} and sqrt(d) "
+        f"x{math.sqrt(dims[-1] / dims[0]):.1f} over this range.\n"
+    )
     return note + md_table(headers, rows)
 
 
@@ -340,8 +428,10 @@ def report_c(r2, reference, epsilons):
     headers = ["method"] + [f"eps={e:g}" for e in epsilons]
     rows = [[name] + [fmt(r2[name][e]) for e in epsilons] for name in r2]
     ref = "; ".join(f"{name}: {fmt(values)}" for name, values in reference.items())
-    return (f"\n### (c) diabetes: median test R^2 (interquartile range) over splits\n\n"
-            f"Non-private: {ref}.\n\n" + md_table(headers, rows))
+    return (
+        f"\n### (c) diabetes: median test R^2 (interquartile range) over splits\n\n"
+        f"Non-private: {ref}.\n\n" + md_table(headers, rows)
+    )
 
 
 def plot_a(results, epsilons, path):
@@ -353,12 +443,21 @@ def plot_a(results, epsilons, path):
     fig, axes = plt.subplots(2, len(results), figsize=(5.5 * len(results), 7.5), squeeze=False)
     for col, (d, res) in enumerate(results.items()):
         for name in res["risk"]:
-            axes[0, col].plot(epsilons, [med(res["risk"][name][e]) for e in epsilons], marker="o", label=name)
-            axes[1, col].plot(epsilons, [med(res["recovery"][name][e]) for e in epsilons], marker="o", label=name)
-        axes[0, col].axhline(med([r for r, _ in res["reference"]["ball"]]), color="k", ls="--",
-                             label="non-private, same l1 ball")
-        axes[0, col].axhline(med([r for r, _ in res["reference"]["zero"]]), color="grey", ls=":",
-                             label="zero model")
+            axes[0, col].plot(
+                epsilons, [med(res["risk"][name][e]) for e in epsilons], marker="o", label=name
+            )
+            axes[1, col].plot(
+                epsilons, [med(res["recovery"][name][e]) for e in epsilons], marker="o", label=name
+            )
+        axes[0, col].axhline(
+            med([r for r, _ in res["reference"]["ball"]]),
+            color="k",
+            ls="--",
+            label="non-private, same l1 ball",
+        )
+        axes[0, col].axhline(
+            med([r for r, _ in res["reference"]["zero"]]), color="grey", ls=":", label="zero model"
+        )
         axes[1, col].axhline(med([s for _, s in res["reference"]["ball"]]), color="k", ls="--")
         axes[0, col].set_yscale("log")
         for row in range(2):
@@ -392,7 +491,9 @@ def plot_b(risk, dims, epsilon, path):
     ax.set_yscale("log")
     ax.set_xlabel("d")
     ax.set_ylabel("median excess risk")
-    ax.set_title(f"Excess risk against d (n = {N_DIMENSION}, epsilon = {epsilon:g}, k = {K_SPARSE})")
+    ax.set_title(
+        f"Excess risk against d (n = {N_DIMENSION}, epsilon = {epsilon:g}, k = {K_SPARSE})"
+    )
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -426,10 +527,12 @@ def plot_c(r2, reference, epsilons, path):
 def environment():
     from importlib.metadata import version
 
-    return (f"Python {platform.python_version()}, numpy {np.__version__}, scikit-learn "
-            f"{sklearn.__version__}, dp-accounting {version('dp-accounting')}, sklearn_dp "
-            f"{sklearn_dp.__version__}; {os.cpu_count()} CPUs (shared); OPENBLAS_NUM_THREADS="
-            f"{os.environ.get('OPENBLAS_NUM_THREADS')}; {platform.platform()}")
+    return (
+        f"Python {platform.python_version()}, numpy {np.__version__}, scikit-learn "
+        f"{sklearn.__version__}, dp-accounting {version('dp-accounting')}, sklearn_dp "
+        f"{sklearn_dp.__version__}; {os.cpu_count()} CPUs (shared); OPENBLAS_NUM_THREADS="
+        f"{os.environ.get('OPENBLAS_NUM_THREADS')}; {platform.platform()}"
+    )
 
 
 def main(argv=None):

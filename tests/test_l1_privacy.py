@@ -62,7 +62,9 @@ def audit(run, n_runs, delta, seed_offset=0):
     cal_d, cal_dp = sample(0, 0), sample(1, 0)
     pooled = np.concatenate([cal_d, cal_dp])
     # Statistics may be discrete (a chosen vertex): every observed value is a threshold.
-    candidates = np.unique(np.concatenate([np.quantile(pooled, np.linspace(0.01, 0.99, 99)), pooled]))
+    candidates = np.unique(
+        np.concatenate([np.quantile(pooled, np.linspace(0.01, 0.99, 99)), pooled])
+    )
     threshold = max(candidates, key=lambda t: empirical_epsilon(cal_d, cal_dp, t, delta))
     return epsilon_lower_bound(sample(0, 1), sample(1, 1), threshold, delta)
 
@@ -82,8 +84,15 @@ def canary_coefficient(epsilon, delta, solver, **params):
     def run(dataset, seed):
         X, y = datasets[dataset]
         model = DPLasso(
-            epsilon=epsilon, delta=delta, radius=1.0, feature_bound=1.0, y_bound=1.0,
-            fit_intercept=False, solver=solver, random_state=seed, **params,
+            epsilon=epsilon,
+            delta=delta,
+            radius=1.0,
+            feature_bound=1.0,
+            y_bound=1.0,
+            fit_intercept=False,
+            solver=solver,
+            random_state=seed,
+            **params,
         ).fit(X, y)
         return model.coef_[1]
 
@@ -109,7 +118,8 @@ def test_audit_does_not_exceed_claimed_epsilon(solver, epsilon, delta, params):
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "solver, epsilon, delta, params",
-    AUDITS + [
+    AUDITS
+    + [
         ("localized_mirror_descent", 2.0, DELTA, {"max_iter": 3, "clip_norm": 0.5}),
         ("vr_frank_wolfe", 4.0, 0.0, {"solver_options": {"n_phases": 2}}),
     ],
@@ -144,7 +154,9 @@ def test_audit_detects_miscalibrated_vr_frank_wolfe(monkeypatch):
     def broken(n_samples, n_params, epsilon, delta, **kwargs):
         plan = original(n_samples, n_params, 20.0 * epsilon, delta, **kwargs)
         honest = original(n_samples, n_params, epsilon, delta, **kwargs)
-        return fw_module.PrivacyPlan(honest.event, plan.noise_multiplier, plan.n_steps, plan.details)
+        return fw_module.PrivacyPlan(
+            honest.event, plan.noise_multiplier, plan.n_steps, plan.details
+        )
 
     monkeypatch.setattr(fw_module, "plan_vr_frank_wolfe", broken)
     run = canary_coefficient(1.0, 0.0, "vr_frank_wolfe", solver_options={"n_phases": 1})

@@ -1,4 +1,4 @@
-"""l1-geometry solvers: exact Bregman steps, noise scales, one pass, sparsity, non-private optimum."""
+"""l1-geometry solvers: exact Bregman steps, noise scales, one pass, sparsity, the optimum."""
 
 import math
 
@@ -14,7 +14,6 @@ from sklearn_dp.accounting import epsilon_of_event
 from sklearn_dp.solvers import SOLVERS
 from sklearn_dp.solvers._frank_wolfe import (
     frank_wolfe_step_epsilon,
-    plan_frank_wolfe,
     plan_vr_frank_wolfe,
     vertex_scales,
     vr_frank_wolfe_schedule,
@@ -66,7 +65,7 @@ def _primal(x, s, c, kappa, p, m):
 
 
 def _dual(w, s, c, kappa, p, ball, radius, box, m, R):
-    """Lagrange dual of the step at the dual point w (the conjugate of the lp-ball-restricted map)."""
+    """Lagrange dual of the step at the dual point w (conjugate of the lp-ball-restricted map)."""
     q = p / (p - 1)
     wq = pnorm(w, q)
     conjugate = wq**2 / (4 * kappa) if wq / (2 * kappa) <= R else R * wq - kappa * R**2
@@ -77,8 +76,15 @@ def _dual(w, s, c, kappa, p, ball, radius, box, m, R):
 
 def _solve(pb):
     return bregman_step(
-        pb["s"], pb["c"], kappa=pb["kappa"], p=pb["p"], ball=pb["ball"], radius=pb["radius"],
-        box=pb["box"], l1_weights=pb["m"], p_radius=pb["R"],
+        pb["s"],
+        pb["c"],
+        kappa=pb["kappa"],
+        p=pb["p"],
+        ball=pb["ball"],
+        radius=pb["radius"],
+        box=pb["box"],
+        l1_weights=pb["m"],
+        p_radius=pb["R"],
     )
 
 
@@ -94,8 +100,18 @@ def test_bregman_step_duality_gap_certifies_optimality():
         assert np.all(np.abs(x[~pb["ball"]]) <= pb["box"][~pb["ball"]] * (1 + 1e-12))
         assert pnorm(x - pb["c"], pb["p"]) <= pb["R"] * (1 + 1e-12)
         primal = _primal(x, pb["s"], pb["c"], pb["kappa"], pb["p"], pb["m"])
-        dual = _dual(res.w, pb["s"], pb["c"], pb["kappa"], pb["p"], pb["ball"], pb["radius"],
-                     pb["box"], pb["m"], pb["R"])
+        dual = _dual(
+            res.w,
+            pb["s"],
+            pb["c"],
+            pb["kappa"],
+            pb["p"],
+            pb["ball"],
+            pb["radius"],
+            pb["box"],
+            pb["m"],
+            pb["R"],
+        )
         scale = abs(primal) + np.max(np.abs(pb["s"])) * pb["radius"]
         assert -1e-10 <= (primal - dual) / scale <= 1e-10, trial
 
@@ -144,8 +160,14 @@ def test_bregman_step_matches_generic_solver():
             return -s @ x + kappa * pnorm(x, p) ** 2
 
         cons = [{"type": "ineq", "fun": lambda z: 1.0 - z.sum()}]
-        ref = minimize(objective, np.full(2 * d, 0.05), method="SLSQP", bounds=[(0, None)] * 2 * d,
-                       constraints=cons, options=dict(ftol=1e-15, maxiter=1000))
+        ref = minimize(
+            objective,
+            np.full(2 * d, 0.05),
+            method="SLSQP",
+            bounds=[(0, None)] * 2 * d,
+            constraints=cons,
+            options=dict(ftol=1e-15, maxiter=1000),
+        )
         ours = _primal(res.x, s, c, kappa, p, np.zeros(d))
         assert ours <= ref.fun + 1e-7 * abs(ref.fun)  # SLSQP stops within ~1e-9 of the constraint
 
@@ -159,10 +181,17 @@ def test_mirror_map_round_trip_and_strong_convexity():
             u, v = rng.normal(size=20), rng.normal(size=20)
             theta = pnorm_mirror_gradient(u, p, kappa)
             # grad psi*(theta) = ||theta||_q^(2-q) sign(theta)|theta|^(q-1) / (2 kappa)
-            back = pnorm(theta, q) * np.sign(theta) * (np.abs(theta) / pnorm(theta, q)) ** (q - 1) / (2 * kappa)
+            back = (
+                pnorm(theta, q)
+                * np.sign(theta)
+                * (np.abs(theta) / pnorm(theta, q)) ** (q - 1)
+                / (2 * kappa)
+            )
             np.testing.assert_allclose(back, u, rtol=1e-9, atol=1e-12)
             # psi = ||.||_p^2 / (2 (p-1)) is 1-strongly convex in ||.||_p.
-            assert pnorm_bregman_divergence(u, v, 0.0, p, kappa) >= 0.5 * pnorm(u - v, p) ** 2 - 1e-9
+            assert (
+                pnorm_bregman_divergence(u, v, 0.0, p, kappa) >= 0.5 * pnorm(u - v, p) ** 2 - 1e-9
+            )
 
 
 def test_default_p_is_one_plus_one_over_ln_d():
@@ -192,8 +221,17 @@ def test_frank_wolfe_pure_noise_scales_exact():
     data, loss = _sparse_problem(n=400, d=30)
     radius, box = 1.5, 2.5
     res = SOLVERS["frank_wolfe"].function(
-        data, loss, n_outputs=1, alpha=0.0, epsilon=2.0, delta=0.0, max_iter=10, radius=radius,
-        intercept_bound=box, clip_norm=0.8, random_state=0,
+        data,
+        loss,
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=2.0,
+        delta=0.0,
+        max_iter=10,
+        radius=radius,
+        intercept_bound=box,
+        clip_norm=0.8,
+        random_state=0,
     )
     eps0 = 2.0 / 10 * (1 - 1e-12)
     assert res.plan.details["step_epsilon"] == pytest.approx(eps0, rel=1e-15)
@@ -227,7 +265,9 @@ def test_vertex_scale_is_half_the_seed_lambda():
     # Seed Theorem 6 (replace-one, correction terms clipped at L): lambda_t = 2 L D 2^t / (b eps)
     # with D = 2r.  Add/remove halves it: 2^(t+1) r C / (b eps).
     data, _ = _sparse_problem(n=50, d=1000, intercept=False)
-    domain = make_domain(data, radius=1.0, intercept_bound=None, alpha=0.0, l1_ratio=0.0, solver="t")
+    domain = make_domain(
+        data, radius=1.0, intercept_bound=None, alpha=0.0, l1_ratio=0.0, solver="t"
+    )
     b, L, eps = 2517, 1.0, 1.0
     for t in (1, 2, 3, 4):
         scale, _ = vertex_scales(domain, unit=L / b, eps0=eps / 2**t)
@@ -258,7 +298,9 @@ def test_vr_frank_wolfe_schedule_fills_the_data():
 def test_mirror_descent_noise_multiplier_matches_accountant():
     plan = plan_mirror_descent(2000, 101, 1.0, 1e-6)
     (phase,) = plan.details["phases"]
-    b = math.ceil(max(math.sqrt(2000 / math.log(101)), math.sqrt(101) / 1.0, 2000 / math.sqrt(2000)))
+    b = math.ceil(
+        max(math.sqrt(2000 / math.log(101)), math.sqrt(101) / 1.0, 2000 / math.sqrt(2000))
+    )
     assert phase.batch == b
     assert phase.steps == min(math.ceil((2000 / b) ** 2), 2000)
     sigma = accounting.subsampled_gaussian_noise_multiplier(1.0, 1e-6, b / 2000, phase.steps)
@@ -273,7 +315,9 @@ def test_localized_phases_follow_the_seed_schedule():
         i = ph.index
         n_i = math.floor(n / 2**i)
         # E9: sqrt(d) / eps_i; at least n_i / sqrt(T_max) so that T = n_i^2 / b_i^2 fits the cap
-        b_i = math.ceil(max(math.sqrt(n_i / math.log(d)), math.sqrt(d) / (eps / 2**i), n_i / math.sqrt(2000)))
+        b_i = math.ceil(
+            max(math.sqrt(n_i / math.log(d)), math.sqrt(d) / (eps / 2**i), n_i / math.sqrt(2000))
+        )
         assert ph.block == n_i and ph.batch == min(b_i, n_i)
         assert ph.steps == min(math.ceil((n_i / ph.batch) ** 2), 2000)
         assert ph.weight == 2 ** (i - 1)
@@ -300,7 +344,9 @@ def test_clip_bounds_every_gradient_in_l_infinity():
     X[0] = 1e9
     y = data.y.copy()
     y[0] = 1e9
-    bounded = bound_data(X[:, :-1], np.clip(y, -1, 1), fit_intercept=True, geometry="linf", feature_bound=1.0)
+    bounded = bound_data(
+        X[:, :-1], np.clip(y, -1, 1), fit_intercept=True, geometry="linf", feature_bound=1.0
+    )
     assert np.abs(bounded.X).max() <= 1.0
     from sklearn_dp.solvers._l1_geometry import clipped_sum, linf_row_norms
 
@@ -318,10 +364,22 @@ def test_clip_bounds_every_gradient_in_l_infinity():
 def test_vr_frank_wolfe_is_one_pass():
     data, loss = _sparse_problem(n=3000, d=40)
     res = SOLVERS["vr_frank_wolfe"].function(
-        data, loss, n_outputs=1, alpha=0.0, epsilon=1.0, delta=0.0, radius=1.0, intercept_bound=2.0,
-        n_phases=4, random_state=0,
+        data,
+        loss,
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=1.0,
+        delta=0.0,
+        radius=1.0,
+        intercept_bound=2.0,
+        n_phases=4,
+        random_state=0,
     )
-    uses, allocation, sizes = res.info["sample_uses"], res.info["allocation"], res.info["slot_sizes"]
+    uses, allocation, sizes = (
+        res.info["sample_uses"],
+        res.info["allocation"],
+        res.info["slot_sizes"],
+    )
     T, b = res.plan.details["n_phases"], res.plan.details["root_batch"]
     assert uses.max() <= 2  # every row's gradient is evaluated at most twice
     # Slots in DFS order: per phase the root (b) and 2^t - 1 right children.
@@ -337,7 +395,9 @@ def test_vr_frank_wolfe_is_one_pass():
     # right children at depth j hold b / 2^j rows: 2^(j-1) of them per depth
     for t in range(1, T + 1):
         right = sorted(fw_module._right_child_sizes(t, b), reverse=True)
-        expected = sorted([b / 2**j for j in range(1, t + 1) for _ in range(2 ** (j - 1))], reverse=True)
+        expected = sorted(
+            [b / 2**j for j in range(1, t + 1) for _ in range(2 ** (j - 1))], reverse=True
+        )
         assert right == expected
     assert res.n_iter == 2 ** (T + 1) - 2
 
@@ -357,8 +417,17 @@ def test_frank_wolfe_gains_at_most_one_nonzero_per_step(monkeypatch, solver, alp
     monkeypatch.setattr(fw_module, "select_vertex", recording)
     options = dict(max_iter=30) if solver == "frank_wolfe" else dict(n_phases=3)
     res = SOLVERS[solver].function(
-        data, loss, n_outputs=1, alpha=alpha, l1_ratio=1.0, epsilon=5.0, delta=0.0, radius=1.0,
-        intercept_bound=2.0, random_state=0, **options,
+        data,
+        loss,
+        n_outputs=1,
+        alpha=alpha,
+        l1_ratio=1.0,
+        epsilon=5.0,
+        delta=0.0,
+        radius=1.0,
+        intercept_bound=2.0,
+        random_state=0,
+        **options,
     )
     penalized = data.penalized
     w = np.zeros(data.n_columns)
@@ -379,15 +448,27 @@ def test_frank_wolfe_gains_at_most_one_nonzero_per_step(monkeypatch, solver, alp
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("alpha, l1_ratio, radius", [(0.0, 1.0, 0.6), (0.002, 1.0, 2.0), (0.01, 0.5, 1.0)])
+@pytest.mark.parametrize(
+    "alpha, l1_ratio, radius", [(0.0, 1.0, 0.6), (0.002, 1.0, 2.0), (0.01, 0.5, 1.0)]
+)
 def test_frank_wolfe_epsilon_inf_reaches_reference(alpha, l1_ratio, radius):
     data, loss = _sparse_problem(n=500, d=20)
-    domain = make_domain(data, radius=radius, intercept_bound=1 + radius, alpha=alpha, l1_ratio=l1_ratio, solver="t")
+    domain = make_domain(
+        data, radius=radius, intercept_bound=1 + radius, alpha=alpha, l1_ratio=l1_ratio, solver="t"
+    )
     ref = reference_solve(data, loss, domain)
     best = l1_objective(data, loss, ref, domain)
     res = SOLVERS["frank_wolfe"].function(
-        data, loss, n_outputs=1, alpha=alpha, l1_ratio=l1_ratio, epsilon=math.inf, delta=0.0,
-        max_iter=20_000, radius=radius, intercept_bound=1 + radius,
+        data,
+        loss,
+        n_outputs=1,
+        alpha=alpha,
+        l1_ratio=l1_ratio,
+        epsilon=math.inf,
+        delta=0.0,
+        max_iter=20_000,
+        radius=radius,
+        intercept_bound=1 + radius,
     )
     w = res.coef[:, 0]
     assert domain.contains(w)
@@ -403,14 +484,26 @@ def test_mirror_descent_epsilon_inf_reaches_reference(p):
     # with step eta <= 1/beta_p is within D_psi(x*, 0) / (eta T) of the optimum.
     data, loss = _sparse_problem(n=500, d=20)
     radius = 0.6
-    domain = make_domain(data, radius=radius, intercept_bound=1 + radius, alpha=0.0, l1_ratio=0.0, solver="t")
+    domain = make_domain(
+        data, radius=radius, intercept_bound=1 + radius, alpha=0.0, l1_ratio=0.0, solver="t"
+    )
     ref = reference_solve(data, loss, domain)
     best = l1_objective(data, loss, ref, domain)
     gaps = []
     for steps in (250, 1000):
         res = SOLVERS["mirror_descent"].function(
-            data, loss, n_outputs=1, alpha=0.0, epsilon=math.inf, delta=0.0, radius=radius,
-            intercept_bound=1 + radius, batch_size=500, max_iter=steps, p=p, random_state=0,
+            data,
+            loss,
+            n_outputs=1,
+            alpha=0.0,
+            epsilon=math.inf,
+            delta=0.0,
+            radius=radius,
+            intercept_bound=1 + radius,
+            batch_size=500,
+            max_iter=steps,
+            p=p,
+            random_state=0,
         )
         w = res.coef[:, 0]
         assert domain.contains(w)
@@ -429,8 +522,17 @@ def test_mirror_descent_epsilon_inf_reaches_reference_precisely():
     domain = make_domain(data, radius=0.6, intercept_bound=1.6, alpha=0.0, l1_ratio=0.0, solver="t")
     best = l1_objective(data, loss, reference_solve(data, loss, domain), domain)
     res = SOLVERS["mirror_descent"].function(
-        data, loss, n_outputs=1, alpha=0.0, epsilon=math.inf, delta=0.0, radius=0.6,
-        intercept_bound=1.6, batch_size=500, max_iter=30_000, random_state=0,
+        data,
+        loss,
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=math.inf,
+        delta=0.0,
+        radius=0.6,
+        intercept_bound=1.6,
+        batch_size=500,
+        max_iter=30_000,
+        random_state=0,
     )
     assert 0 <= l1_objective(data, loss, res.coef[:, 0], domain) - best < 1e-4
 
@@ -440,11 +542,20 @@ def test_vr_frank_wolfe_epsilon_inf_improves_with_n():
     gaps = []
     for n in (2000, 200_000):
         data, loss = _sparse_problem(n=n, d=10, seed=1)
-        domain = make_domain(data, radius=0.6, intercept_bound=1.6, alpha=0.0, l1_ratio=0.0, solver="t")
+        domain = make_domain(
+            data, radius=0.6, intercept_bound=1.6, alpha=0.0, l1_ratio=0.0, solver="t"
+        )
         best = l1_objective(data, loss, reference_solve(data, loss, domain), domain)
         res = SOLVERS["vr_frank_wolfe"].function(
-            data, loss, n_outputs=1, alpha=0.0, epsilon=math.inf, delta=0.0, radius=0.6,
-            intercept_bound=1.6, random_state=0,
+            data,
+            loss,
+            n_outputs=1,
+            alpha=0.0,
+            epsilon=math.inf,
+            delta=0.0,
+            radius=0.6,
+            intercept_bound=1.6,
+            random_state=0,
         )
         gaps.append(l1_objective(data, loss, res.coef[:, 0], domain) - best)
     assert gaps[1] < gaps[0] / 3
@@ -454,8 +565,15 @@ def test_vr_frank_wolfe_epsilon_inf_improves_with_n():
 def test_localized_mirror_descent_iterates_stay_local():
     data, loss = _sparse_problem(n=800, d=10)
     res = SOLVERS["localized_mirror_descent"].function(
-        data, loss, n_outputs=1, alpha=0.0, epsilon=math.inf, delta=0.0, radius=0.6,
-        intercept_bound=1.6, random_state=0,
+        data,
+        loss,
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=math.inf,
+        delta=0.0,
+        radius=0.6,
+        intercept_bound=1.6,
+        random_state=0,
     )
     domain = make_domain(data, radius=0.6, intercept_bound=1.6, alpha=0.0, l1_ratio=0.0, solver="t")
     w = res.coef[:, 0]
@@ -470,13 +588,24 @@ def test_localized_mirror_descent_iterates_stay_local():
 
 def test_strongly_convex_wrapper_rounds_and_accounting():
     data, loss = _sparse_problem(n=4000, d=20, intercept=False)
-    domain = make_domain(data, radius=1.0, intercept_bound=None, alpha=0.05, l1_ratio=0.0, solver="t")
+    domain = make_domain(
+        data, radius=1.0, intercept_bound=None, alpha=0.05, l1_ratio=0.0, solver="t"
+    )
     best = l1_objective(data, loss, reference_solve(data, loss, domain), domain)
     gaps = {}
     for wrapped in (False, True):
         res = SOLVERS["mirror_descent"].function(
-            data, loss, n_outputs=1, alpha=0.05, l1_ratio=0.0, epsilon=2.0, delta=1e-6, radius=1.0,
-            strongly_convex=wrapped, max_iter=200, random_state=0,
+            data,
+            loss,
+            n_outputs=1,
+            alpha=0.05,
+            l1_ratio=0.0,
+            epsilon=2.0,
+            delta=1e-6,
+            radius=1.0,
+            strongly_convex=wrapped,
+            max_iter=200,
+            random_state=0,
         )
         assert epsilon_of_event(res.dp_event, 1e-6) <= 2.0
         gaps[wrapped] = l1_objective(data, loss, res.coef[:, 0], domain) - best
@@ -499,7 +628,13 @@ def test_strongly_convex_wrapper_needs_public_strong_convexity():
     data, loss = _sparse_problem(n=500, d=5)
     with pytest.raises(ValueError, match="strongly convex from public knowledge"):
         SOLVERS["mirror_descent"].function(
-            data, loss, n_outputs=1, alpha=0.0, epsilon=1.0, delta=1e-6, radius=1.0,
+            data,
+            loss,
+            n_outputs=1,
+            alpha=0.0,
+            epsilon=1.0,
+            delta=1e-6,
+            radius=1.0,
             strongly_convex=True,
         )
 
@@ -510,8 +645,17 @@ def test_lp_geometry_runs_and_stays_feasible(solver):
     domain = make_domain(data, radius=0.6, intercept_bound=1.6, alpha=0.0, l1_ratio=0.0, solver="t")
     for p in (1.0, 1.5, 2.0):
         res = SOLVERS[solver].function(
-            data, loss, n_outputs=1, alpha=0.0, epsilon=2.0, delta=1e-6, radius=0.6,
-            intercept_bound=1.6, p=p, max_iter=50, random_state=0,
+            data,
+            loss,
+            n_outputs=1,
+            alpha=0.0,
+            epsilon=2.0,
+            delta=1e-6,
+            radius=0.6,
+            intercept_bound=1.6,
+            p=p,
+            max_iter=50,
+            random_state=0,
         )
         assert res.plan.details["p"] == (default_p(21) if p == 1.0 else p)
         assert domain.contains(res.coef[:, 0])

@@ -13,7 +13,7 @@ from sklearn_dp._losses import get_loss
 from sklearn_dp.accounting import epsilon_of_event
 from sklearn_dp.linear_model._lasso import alpha_for_l1_radius, l1_radius_for_alpha
 from sklearn_dp.solvers import SOLVERS, PrivacyPlan, SolverResult, SolverSpec, register_solver
-from sklearn_dp.solvers._l1_geometry import l1_objective, make_domain, reference_solve
+from sklearn_dp.solvers._l1_geometry import make_domain, reference_solve
 
 L1_SOLVERS = ["frank_wolfe", "vr_frank_wolfe", "mirror_descent", "localized_mirror_descent"]
 
@@ -31,10 +31,21 @@ def sparse_data():
 
 def _constrained_reference(X, y, radius, y_bound, fit_intercept=True, alpha=0.0):
     """High-precision minimiser over the same ball, in original units (non-private)."""
-    data = bound_data(X, np.clip(y, -y_bound, y_bound) / y_bound, fit_intercept=fit_intercept,
-                      geometry="linf", feature_bound=1.0)
-    domain = make_domain(data, radius=radius / y_bound, intercept_bound=(1 + radius / y_bound) if fit_intercept else None,
-                         alpha=alpha / y_bound, l1_ratio=1.0, solver="reference")
+    data = bound_data(
+        X,
+        np.clip(y, -y_bound, y_bound) / y_bound,
+        fit_intercept=fit_intercept,
+        geometry="linf",
+        feature_bound=1.0,
+    )
+    domain = make_domain(
+        data,
+        radius=radius / y_bound,
+        intercept_bound=(1 + radius / y_bound) if fit_intercept else None,
+        alpha=alpha / y_bound,
+        l1_ratio=1.0,
+        solver="reference",
+    )
     loss = get_loss("squared")
     w = reference_solve(data, loss, domain) * y_bound
     residual = data.X @ (w / y_bound) - data.y
@@ -51,8 +62,16 @@ def _constrained_reference(X, y, radius, y_bound, fit_intercept=True, alpha=0.0)
 def test_fitted_attributes(sparse_data, solver):
     X, y = sparse_data
     budget = PrivacyBudget(3.0, 1e-5)
-    model = DPLasso(epsilon=2.0, delta=1e-6, radius=1.5, y_bound=2.0, solver=solver, budget=budget,
-                    max_iter=100, random_state=0).fit(X, y)
+    model = DPLasso(
+        epsilon=2.0,
+        delta=1e-6,
+        radius=1.5,
+        y_bound=2.0,
+        solver=solver,
+        budget=budget,
+        max_iter=100,
+        random_state=0,
+    ).fit(X, y)
     assert model.coef_.shape == (30,)
     assert isinstance(model.intercept_, float)
     assert model.solver_ == solver
@@ -74,8 +93,9 @@ def test_auto_solver_and_pure_dp(sparse_data):
     assert model.solver_ == "frank_wolfe"
     assert model.privacy_spent_ == (1.0, 0.0)
     assert epsilon_of_event(model.dp_event_, 0.0) <= 1.0
-    vr = DPLasso(epsilon=1.0, delta=0.0, radius=1.0, y_bound=2.0, solver="vr_frank_wolfe",
-                 random_state=0).fit(X, y)
+    vr = DPLasso(
+        epsilon=1.0, delta=0.0, radius=1.0, y_bound=2.0, solver="vr_frank_wolfe", random_state=0
+    ).fit(X, y)
     assert epsilon_of_event(vr.dp_event_, 0.0) <= 1.0
 
 
@@ -115,9 +135,15 @@ def test_outlying_entries_and_labels_are_clipped(sparse_data):
     y_out[1] = -1e9
     X_clip, y_clip = np.clip(X_out, -1, 1), np.clip(y_out, -2, 2)
     for solver in ("frank_wolfe", "mirror_descent"):
-        a = DPLasso(epsilon=1.0, radius=1.0, y_bound=2.0, solver=solver, max_iter=50, random_state=0)
-        b = DPLasso(epsilon=1.0, radius=1.0, y_bound=2.0, solver=solver, max_iter=50, random_state=0)
-        np.testing.assert_allclose(a.fit(X_out, y_out).coef_, b.fit(X_clip, y_clip).coef_, atol=1e-12)
+        a = DPLasso(
+            epsilon=1.0, radius=1.0, y_bound=2.0, solver=solver, max_iter=50, random_state=0
+        )
+        b = DPLasso(
+            epsilon=1.0, radius=1.0, y_bound=2.0, solver=solver, max_iter=50, random_state=0
+        )
+        np.testing.assert_allclose(
+            a.fit(X_out, y_out).coef_, b.fit(X_clip, y_clip).coef_, atol=1e-12
+        )
 
 
 def test_refused_solvers_say_what_fits(sparse_data):
@@ -159,10 +185,14 @@ def test_constrained_epsilon_inf_reaches_reference(sparse_data):
 def test_penalised_epsilon_inf_matches_sklearn_lasso(sparse_data):
     X, y = sparse_data
     alpha, y_bound = 0.02, 2.0
-    reference = Lasso(alpha=alpha, tol=1e-12, max_iter=100_000).fit(X, np.clip(y, -y_bound, y_bound))
+    reference = Lasso(alpha=alpha, tol=1e-12, max_iter=100_000).fit(
+        X, np.clip(y, -y_bound, y_bound)
+    )
     radius = 1.2
     assert np.abs(reference.coef_).sum() < radius  # the ball does not bind
-    model = DPLasso(epsilon=math.inf, alpha=alpha, radius=radius, y_bound=y_bound, max_iter=20_000).fit(X, y)
+    model = DPLasso(
+        epsilon=math.inf, alpha=alpha, radius=radius, y_bound=y_bound, max_iter=20_000
+    ).fit(X, y)
     np.testing.assert_allclose(model.coef_, reference.coef_, atol=3e-3)
     assert model.intercept_ == pytest.approx(reference.intercept_, abs=3e-3)
     assert np.sum(model.coef_ != 0) <= 20_000
@@ -188,7 +218,9 @@ def test_radius_alpha_mapping_is_public_and_valid():
 
 def test_no_intercept(sparse_data):
     X, y = sparse_data
-    model = DPLasso(epsilon=math.inf, radius=1.0, y_bound=2.0, fit_intercept=False, max_iter=2000).fit(X, y - 0.3)
+    model = DPLasso(
+        epsilon=math.inf, radius=1.0, y_bound=2.0, fit_intercept=False, max_iter=2000
+    ).fit(X, y - 0.3)
     assert model.intercept_ == 0.0 and model.intercept_bound_ == 0.0
 
 
@@ -203,7 +235,9 @@ def test_penalised_form_dispatches_to_an_unconstrained_l1_solver(sparse_data):
 
     def fake_cd(data, loss, *, n_outputs, alpha, epsilon, delta, random_state, verbose, **options):
         seen.update(alpha=alpha, options=options, loss=loss.name)
-        return SolverResult(coef=np.zeros((data.n_columns, 1)), n_iter=1, plan=fake_plan(1, 1, epsilon, delta))
+        return SolverResult(
+            coef=np.zeros((data.n_columns, 1)), n_iter=1, plan=fake_plan(1, 1, epsilon, delta)
+        )
 
     def fake_plan(n_samples, n_params, epsilon, delta):
         from sklearn_dp.accounting import gaussian_noise_multiplier, gaussian_steps_event
@@ -211,11 +245,18 @@ def test_penalised_form_dispatches_to_an_unconstrained_l1_solver(sparse_data):
         sigma = gaussian_noise_multiplier(epsilon, delta, 1)
         return PrivacyPlan(gaussian_steps_event(sigma, 1), sigma, 1)
 
-    register_solver(SolverSpec(
-        name="fake_l1_cd", function=fake_cd, plan=fake_plan, losses=frozenset({"squared"}),
-        penalties=frozenset({"l1", "elasticnet"}), geometry="linf", constraints=frozenset({None}),
-        options=("max_iter",),
-    ))
+    register_solver(
+        SolverSpec(
+            name="fake_l1_cd",
+            function=fake_cd,
+            plan=fake_plan,
+            losses=frozenset({"squared"}),
+            penalties=frozenset({"l1", "elasticnet"}),
+            geometry="linf",
+            constraints=frozenset({None}),
+            options=("max_iter",),
+        )
+    )
     try:
         DPLasso(epsilon=1.0, alpha=0.1, y_bound=2.0, solver="fake_l1_cd").fit(X, y)
         # alpha in scaled units (labels / y_bound), an L1 penalty, and no ball.
@@ -235,13 +276,23 @@ def test_penalised_form_dispatches_to_an_unconstrained_l1_solver(sparse_data):
 
 def test_regressor_l1_constraint_auto_solvers(sparse_data):
     X, y = sparse_data
-    smooth = DPSCORegressor(epsilon=1.0, constraint="l1", radius=1.5, feature_bound=1.0, y_bound=2.0,
-                            random_state=0).fit(X, y)
+    smooth = DPSCORegressor(
+        epsilon=1.0, constraint="l1", radius=1.5, feature_bound=1.0, y_bound=2.0, random_state=0
+    ).fit(X, y)
     assert smooth.solver_ == "frank_wolfe"
     # Here the intercept is part of the ball (DPSCORegressor's documented constraint).
     assert np.abs(smooth.coef_).sum() + abs(smooth.intercept_) <= 1.5 * (1 + 1e-9)
-    absolute = DPSCORegressor(epsilon=1.0, loss="absolute", penalty=None, constraint="l1", radius=1.5,
-                              feature_bound=1.0, y_bound=2.0, max_iter=200, random_state=0).fit(X, y)
+    absolute = DPSCORegressor(
+        epsilon=1.0,
+        loss="absolute",
+        penalty=None,
+        constraint="l1",
+        radius=1.5,
+        feature_bound=1.0,
+        y_bound=2.0,
+        max_iter=200,
+        random_state=0,
+    ).fit(X, y)
     assert absolute.solver_ == "mirror_descent"
     assert epsilon_of_event(absolute.dp_event_, 1e-5) <= 1.0 + 1e-9
     assert np.abs(absolute.coef_).sum() + abs(absolute.intercept_) <= 1.5 * (1 + 1e-9)
@@ -255,8 +306,18 @@ def test_regressor_l1_needs_feature_bound(sparse_data):
 
 def test_regressor_absolute_loss_mirror_descent_epsilon_inf_improves(sparse_data):
     X, y = sparse_data
-    model = DPSCORegressor(epsilon=math.inf, loss="absolute", penalty=None, constraint="l1", radius=1.5,
-                           feature_bound=1.0, y_bound=2.0, solver="mirror_descent", batch_size=600,
-                           max_iter=400, random_state=0).fit(X, y)
+    model = DPSCORegressor(
+        epsilon=math.inf,
+        loss="absolute",
+        penalty=None,
+        constraint="l1",
+        radius=1.5,
+        feature_bound=1.0,
+        y_bound=2.0,
+        solver="mirror_descent",
+        batch_size=600,
+        max_iter=400,
+        random_state=0,
+    ).fit(X, y)
     baseline = np.mean(np.abs(y - np.median(y)))
     assert np.mean(np.abs(model.predict(X) - y)) < 0.5 * baseline

@@ -242,7 +242,9 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
                     f"DPLasso: solver={spec.name!r} would put the intercept inside the l1 ball; "
                     "use a solver that accepts intercept_bound, or fit_intercept=False."
                 )
-            kwargs["intercept_bound"] = self._intercept_bound(problem.radius) / self.intercept_scaling
+            kwargs["intercept_bound"] = (
+                self._intercept_bound(problem.radius) / self.intercept_scaling
+            )
         return kwargs
 
     def _intercept_bound(self, radius):
@@ -282,8 +284,16 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
             name = self._auto_solver(None, sparse=False, n_samples=n_samples)
         spec = get_solver(name)
         radius = self._scaled_radius(n_features)
-        if self.radius is None and alpha > 0 and "l1" not in spec.constraints and None in spec.constraints:
-            constraint, radius = None, None  # an unconstrained L1-penalised solver (e.g. coordinate descent)
+        if (
+            self.radius is None
+            and alpha > 0
+            and "l1" not in spec.constraints
+            and None in spec.constraints
+        ):
+            constraint, radius = (
+                None,
+                None,
+            )  # an unconstrained L1-penalised solver (e.g. coordinate descent)
         else:
             constraint = "l1"
         problem = FitProblem(

@@ -227,7 +227,7 @@ register_solver(
         penalties=_ANY_PENALTY,
         geometry="linf",
         constraints=frozenset({"l1"}),
-        summary="noisy minibatch mirror descent, p-norm map, l1 / lp geometry (Asi et al. 2021, Alg. 1/5)",
+        summary="noisy minibatch mirror descent, p-norm map, l1 / lp geometry (Alg. 1/5)",
         options=("max_iter", "batch_size", "step_size") + _L1_OPTIONS + ("p", "strongly_convex"),
     )
 )

@@ -34,7 +34,6 @@ from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, 
 from ._l1_geometry import (
     clipped_derivative,
     clipped_sum,
-    l1_smoothness,
     linf_gradient_bound,
     linf_row_norms,
     make_domain,
@@ -98,8 +97,9 @@ def frank_wolfe_step_epsilon(epsilon, delta, n_steps):
     n_steps = int(n_steps)
     # A hair below epsilon / T so that T * eps0 cannot round above epsilon.
     eps_pure = epsilon / n_steps * (1.0 - 1e-12)
-    best, event = eps_pure, accounting.dpe.SelfComposedDpEvent(
-        PureEpsilonDpEvent(eps_pure, _EM_NAME), n_steps
+    best, event = (
+        eps_pure,
+        accounting.dpe.SelfComposedDpEvent(PureEpsilonDpEvent(eps_pure, _EM_NAME), n_steps),
     )
     if delta > 0:
         rho = zcdp_budget(epsilon, delta)
@@ -181,7 +181,9 @@ def vertex_scales(domain, unit, eps0):
         return 0.0, np.zeros(box_index.size)
     n_candidates = 2 * int(domain.ball.sum()) + int(domain.has_l1_penalty)
     deltas = np.concatenate([[domain.radius * unit], domain.box[box_index] * unit])
-    logs = np.concatenate([[math.log(max(n_candidates, 2))], np.full(box_index.size, math.log(2.0))])
+    logs = np.concatenate(
+        [[math.log(max(n_candidates, 2))], np.full(box_index.size, math.log(2.0))]
+    )
     weights = np.sqrt(deltas * logs)
     shares = eps0 * weights / weights.sum()
     scales = 2.0 * deltas / shares
@@ -350,7 +352,12 @@ def frank_wolfe(
     n_samples, n_columns = X.shape
     private = not math.isinf(epsilon)
     domain = make_domain(
-        data, radius=radius, intercept_bound=intercept_bound, alpha=alpha, l1_ratio=l1_ratio, solver=solver
+        data,
+        radius=radius,
+        intercept_bound=intercept_bound,
+        alpha=alpha,
+        l1_ratio=l1_ratio,
+        solver=solver,
     )
     plan = plan_frank_wolfe(
         n_samples, n_columns * n_outputs, epsilon, delta, max_iter=max_iter, radius=radius
@@ -389,7 +396,7 @@ def frank_wolfe(
 
 
 def _samples_per_root(n_samples, n_phases):
-    """Root batch b(T) that uses (almost) every sample: b (T + T(T+1)/4) <= n, b a multiple of 2^T."""
+    """Root batch b(T) using (almost) every row: b (T + T(T+1)/4) <= n, b a multiple of 2^T."""
     per_sample = n_phases + n_phases * (n_phases + 1) / 4.0
     unit = 2**n_phases
     return unit * int(math.floor(n_samples / (unit * per_sample)))
@@ -584,7 +591,12 @@ def vr_frank_wolfe(
     n_samples, n_columns = X.shape
     private = not math.isinf(epsilon)
     domain = make_domain(
-        data, radius=radius, intercept_bound=intercept_bound, alpha=alpha, l1_ratio=l1_ratio, solver=solver
+        data,
+        radius=radius,
+        intercept_bound=intercept_bound,
+        alpha=alpha,
+        l1_ratio=l1_ratio,
+        solver=solver,
     )
     plan = plan_vr_frank_wolfe(
         n_samples, n_columns * n_outputs, epsilon, delta, schedule=schedule, n_phases=n_phases
@@ -653,7 +665,9 @@ def vr_frank_wolfe(
         v_root = root_estimate(w, next(slots))
         w = visit(0, t, w, v_root, phase_scales[t - 1])
     check_finite_iterate(w, solver)
-    plan.details.update(clip_norm=clip, sensitivity_root=domain.vertex_radius * unit, gumbel_scales=phase_scales)
+    plan.details.update(
+        clip_norm=clip, sensitivity_root=domain.vertex_radius * unit, gumbel_scales=phase_scales
+    )
     info = dict(sample_uses=uses, allocation=allocation, slot_sizes=sizes)
     return SolverResult(coef=w[:, None], n_iter=plan.n_steps, plan=plan, info=info)
 

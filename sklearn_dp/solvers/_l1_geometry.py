@@ -100,7 +100,9 @@ def make_domain(data, *, radius, intercept_bound, alpha, l1_ratio, solver):
     box = np.full(n_columns, np.inf)
     if intercept_bound is not None:
         if not intercept_bound > 0 or not math.isfinite(intercept_bound):
-            raise ValueError(f"intercept_bound must be a finite float > 0, got {intercept_bound!r}.")
+            raise ValueError(
+                f"intercept_bound must be a finite float > 0, got {intercept_bound!r}."
+            )
         free = ~data.penalized
         ball[free] = False
         box[free] = float(intercept_bound)
@@ -160,7 +162,7 @@ def clipped_derivative(X, y, w, loss, clip, row_scale):
 
 
 def clipped_sum(X, y, w, loss, clip, row_scale):
-    """Sum of per-sample gradients ``D_i x_i`` clipped to ``clip`` in the norm ``row_scale`` measures.
+    """Sum of per-sample gradients ``D_i x_i``, each clipped to ``clip`` (norm of ``row_scale``).
 
     The gradient of a GLM loss is a scalar times the row, so clipping it
     rescales the scalar: two mat-vecs, no n x d matrix.
@@ -201,17 +203,26 @@ def reference_solve(data, loss, domain, *, max_iter=100_000, tol=1e-13):
     n = X.shape[0]
     if loss.smoothness is None:
         raise ValueError("reference_solve needs a smooth loss.")
-    top = spla.svds(sp.csr_matrix(X), k=1, return_singular_vectors=False)[0] if min(X.shape) > 1 else np.linalg.norm(X)
+    top = (
+        spla.svds(sp.csr_matrix(X), k=1, return_singular_vectors=False)[0]
+        if min(X.shape) > 1
+        else np.linalg.norm(X)
+    )
     lipschitz = loss.smoothness * top**2 / n + float(np.max(domain.l2_penalty, initial=0.0))
     step = 1.0 / lipschitz
 
     def grad(w):
-        return np.asarray(X.T @ loss.derivative(np.asarray(X @ w)[:, None], y)[:, 0]) / n + domain.l2_penalty * w
+        return (
+            np.asarray(X.T @ loss.derivative(np.asarray(X @ w)[:, None], y)[:, 0]) / n
+            + domain.l2_penalty * w
+        )
 
     def prox(v):
         w = np.sign(v) * np.maximum(np.abs(v) - step * domain.l1_penalty, 0.0)
         w[domain.ball] = project_l1_ball(w[domain.ball], domain.radius)
-        w[~domain.ball] = np.clip(w[~domain.ball], -domain.box[~domain.ball], domain.box[~domain.ball])
+        w[~domain.ball] = np.clip(
+            w[~domain.ball], -domain.box[~domain.ball], domain.box[~domain.ball]
+        )
         return w
 
     w = np.zeros(X.shape[1])

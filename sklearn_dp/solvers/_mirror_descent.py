@@ -157,14 +157,16 @@ def _phases_event(phases, scale):
     events = []
     for ph in phases:
         events.append(
-            accounting.subsampled_gaussian_steps_event(scale * ph.weight, ph.sampling_probability, ph.steps)
+            accounting.subsampled_gaussian_steps_event(
+                scale * ph.weight, ph.sampling_probability, ph.steps
+            )
         )
     return events[0] if len(events) == 1 else accounting.dpe.ComposedDpEvent(events)
 
 
 @functools.lru_cache(maxsize=512)
 def _calibrate_phases(phases, epsilon, delta):
-    """Scale s such that the composition of every phase (multipliers s * weight) is (epsilon, delta)-DP."""
+    """Scale s such that the phases (multipliers s * weight) compose to (epsilon, delta)-DP."""
     if len(phases) == 1:
         ph = phases[0]
         return accounting.subsampled_gaussian_noise_multiplier(
@@ -175,7 +177,13 @@ def _calibrate_phases(phases, epsilon, delta):
 
 def _plan(kind, n_samples, n_params, epsilon, delta, max_iter, batch_size, strongly_convex):
     phases = mirror_descent_phases(
-        kind, int(n_samples), int(n_params), float(epsilon), max_iter, batch_size, bool(strongly_convex)
+        kind,
+        int(n_samples),
+        int(n_params),
+        float(epsilon),
+        max_iter,
+        batch_size,
+        bool(strongly_convex),
     )
     n_steps = sum(ph.steps for ph in phases)
     details = dict(phases=phases)
@@ -195,7 +203,9 @@ def plan_mirror_descent(
     n_samples, n_params, epsilon, delta, *, max_iter=None, batch_size=None, strongly_convex=False
 ):
     """Privacy plan of ``mirror_descent``: T Poisson-subsampled Gaussian steps per round."""
-    return _plan("plain", n_samples, n_params, epsilon, delta, max_iter, batch_size, strongly_convex)
+    return _plan(
+        "plain", n_samples, n_params, epsilon, delta, max_iter, batch_size, strongly_convex
+    )
 
 
 def plan_localized_mirror_descent(
@@ -375,7 +385,12 @@ def _mirror_descent_fit(
     n_samples, n_columns = X.shape
     private = not math.isinf(epsilon)
     domain = make_domain(
-        data, radius=radius, intercept_bound=intercept_bound, alpha=alpha, l1_ratio=l1_ratio, solver=solver
+        data,
+        radius=radius,
+        intercept_bound=intercept_bound,
+        alpha=alpha,
+        l1_ratio=l1_ratio,
+        solver=solver,
     )
     p = _resolve_p(p, n_columns)
     q = p / (p - 1.0)
@@ -423,10 +438,25 @@ def _mirror_descent_fit(
             if step_size is not None:
                 eta = float(step_size)
             x = _run(
-                X, y, loss, domain, round_rows, phase=ph, noise_std=noise_std, clip2=clip2,
-                row_norms=data.row_norms, p=p, kappa=kappa, center=x,
-                step_sizes=lambda k, eta=eta: eta, regularization=0.0, p_radius=round_radius,
-                weighted_average=False, rng=rng, progress=progress, step_offset=offset,
+                X,
+                y,
+                loss,
+                domain,
+                round_rows,
+                phase=ph,
+                noise_std=noise_std,
+                clip2=clip2,
+                row_norms=data.row_norms,
+                p=p,
+                kappa=kappa,
+                center=x,
+                step_sizes=lambda k, eta=eta: eta,
+                regularization=0.0,
+                p_radius=round_radius,
+                weighted_average=False,
+                rng=rng,
+                progress=progress,
+                step_offset=offset,
             )
             offset += ph.steps
             plan.details.setdefault("step_sizes", []).append(eta)
@@ -434,12 +464,30 @@ def _mirror_descent_fit(
             bound = d_psi / (eta * ph.steps) + eta * g_sq / 2.0
         else:
             x, offset, bound = _localized_round(
-                X, y, loss, domain, round_rows, round_phases, x,
-                n_rows=_rounds(n_samples, strongly_convex)[r], round_radius=round_radius,
-                scale=scale, private=private, clip2=clip2, lipschitz=lipschitz, data=data,
-                p=p, kappa=kappa, diameter=min(diameter, 2 * round_radius), epsilon=epsilon,
-                delta=delta, n_columns=n_columns, step_size=step_size, rng=rng,
-                progress=progress, offset=offset,
+                X,
+                y,
+                loss,
+                domain,
+                round_rows,
+                round_phases,
+                x,
+                n_rows=_rounds(n_samples, strongly_convex)[r],
+                round_radius=round_radius,
+                scale=scale,
+                private=private,
+                clip2=clip2,
+                lipschitz=lipschitz,
+                data=data,
+                p=p,
+                kappa=kappa,
+                diameter=min(diameter, 2 * round_radius),
+                epsilon=epsilon,
+                delta=delta,
+                n_columns=n_columns,
+                step_size=step_size,
+                rng=rng,
+                progress=progress,
+                offset=offset,
             )
         if strongly_convex:
             # lambda-strong convexity: F(x) - F* >= lambda/2 ||x - x*||_p^2, so the next
@@ -452,15 +500,41 @@ def _mirror_descent_fit(
 
 
 def _localized_round(
-    X, y, loss, domain, rows, phases, start, *, n_rows, round_radius, scale, private, clip2, lipschitz, data, p, kappa,
-    diameter, epsilon, delta, n_columns, step_size, rng, progress, offset,
+    X,
+    y,
+    loss,
+    domain,
+    rows,
+    phases,
+    start,
+    *,
+    n_rows,
+    round_radius,
+    scale,
+    private,
+    clip2,
+    lipschitz,
+    data,
+    p,
+    kappa,
+    diameter,
+    epsilon,
+    delta,
+    n_columns,
+    step_size,
+    rng,
+    progress,
+    offset,
 ):
-    """Algorithm 2/6: phases on disjoint blocks, each a regularised, localised strongly convex run."""
+    """Algorithm 2/6: phases on disjoint blocks, each a regularised, localised run."""
     log_d = _log_d(n_columns)
-    # Base step (Theorem 4 / 13): (D / L) min{1 / sqrt((p - 1) n), eps / sqrt(d ln(1/delta) (1 + ln d [p<2]))}.
+    # Base step (Theorem 4 / 13):
+    # (D / L) min{1 / sqrt((p - 1) n), eps / sqrt(d ln(1/delta) (1 + ln d [p < 2]))}.
     eta = 1.0 / math.sqrt((p - 1.0) * n_rows)
     if private:
-        eta = min(eta, epsilon / math.sqrt(n_columns * math.log(1.0 / delta) * (1.0 + log_d * (p < 2))))
+        eta = min(
+            eta, epsilon / math.sqrt(n_columns * math.log(1.0 / delta) * (1.0 + log_d * (p < 2)))
+        )
     eta *= diameter / lipschitz
     if step_size is not None:
         eta = float(step_size)
@@ -479,19 +553,36 @@ def _localized_round(
             p_radius = min(p_radius, round_radius)
         noise_std = scale * ph.weight * clip2 if private else 0.0
         x = _run(
-            X, y, loss, domain, rows[block], phase=ph, noise_std=noise_std, clip2=clip2,
-            row_norms=data.row_norms, p=p, kappa=kappa, center=x,
+            X,
+            y,
+            loss,
+            domain,
+            rows[block],
+            phase=ph,
+            noise_std=noise_std,
+            clip2=clip2,
+            row_norms=data.row_norms,
+            p=p,
+            kappa=kappa,
+            center=x,
             step_sizes=lambda k, lam_i=lam_i: 2.0 / (lam_i * (k + 1.0)),
-            regularization=lam_i, p_radius=p_radius, weighted_average=True, rng=rng,
-            progress=progress, step_offset=offset,
+            regularization=lam_i,
+            p_radius=p_radius,
+            weighted_average=True,
+            rng=rng,
+            progress=progress,
+            step_offset=offset,
         )
         offset += ph.steps
     # Theorem 13's rate with constant 1 (public; used only by the strongly convex wrapper).
     bound = lipschitz * diameter * (1.0 / math.sqrt((p - 1.0) * n_rows))
     if private:
-        bound += lipschitz * diameter * math.sqrt(
-            n_columns * math.log(1.0 / delta) * (1.0 + log_d * (p < 2))
-        ) / ((p - 1.0) * n_rows * epsilon)
+        bound += (
+            lipschitz
+            * diameter
+            * math.sqrt(n_columns * math.log(1.0 / delta) * (1.0 + log_d * (p < 2)))
+            / ((p - 1.0) * n_rows * epsilon)
+        )
     return x, offset, bound
 
 
@@ -584,10 +675,25 @@ def mirror_descent(
     n, d, the bounds, radius, alpha, p, b, T.
     """
     return _mirror_descent_fit(
-        "mirror_descent", "plain", data, loss, n_outputs=n_outputs, alpha=alpha, epsilon=epsilon,
-        delta=delta, max_iter=max_iter, batch_size=batch_size, step_size=step_size,
-        clip_norm=clip_norm, radius=radius, l1_ratio=l1_ratio, intercept_bound=intercept_bound,
-        p=p, strongly_convex=strongly_convex, random_state=random_state, verbose=verbose,
+        "mirror_descent",
+        "plain",
+        data,
+        loss,
+        n_outputs=n_outputs,
+        alpha=alpha,
+        epsilon=epsilon,
+        delta=delta,
+        max_iter=max_iter,
+        batch_size=batch_size,
+        step_size=step_size,
+        clip_norm=clip_norm,
+        radius=radius,
+        l1_ratio=l1_ratio,
+        intercept_bound=intercept_bound,
+        p=p,
+        strongly_convex=strongly_convex,
+        random_state=random_state,
+        verbose=verbose,
     )
 
 
@@ -664,8 +770,23 @@ def localized_mirror_descent(
     alpha, p and the schedule.
     """
     return _mirror_descent_fit(
-        "localized_mirror_descent", "localized", data, loss, n_outputs=n_outputs, alpha=alpha,
-        epsilon=epsilon, delta=delta, max_iter=max_iter, batch_size=None, step_size=step_size,
-        clip_norm=clip_norm, radius=radius, l1_ratio=l1_ratio, intercept_bound=intercept_bound,
-        p=p, strongly_convex=strongly_convex, random_state=random_state, verbose=verbose,
+        "localized_mirror_descent",
+        "localized",
+        data,
+        loss,
+        n_outputs=n_outputs,
+        alpha=alpha,
+        epsilon=epsilon,
+        delta=delta,
+        max_iter=max_iter,
+        batch_size=None,
+        step_size=step_size,
+        clip_norm=clip_norm,
+        radius=radius,
+        l1_ratio=l1_ratio,
+        intercept_bound=intercept_bound,
+        p=p,
+        strongly_convex=strongly_convex,
+        random_state=random_state,
+        verbose=verbose,
     )

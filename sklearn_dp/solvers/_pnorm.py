@@ -85,7 +85,7 @@ def pnorm_mirror_gradient(u, p, kappa):
 
 
 def pnorm_bregman_divergence(x, y, center, p, kappa):
-    """``D(x, y) = psi(x) - psi(y) - <grad psi(y), x - y>`` for ``psi = kappa ||. - center||_p^2``."""
+    """``D(x, y) = psi(x) - psi(y) - <grad psi(y), x - y>``, ``psi = kappa ||. - center||_p^2``."""
     ux, uy = np.asarray(x) - center, np.asarray(y) - center
     return float(
         kappa * pnorm(ux, p) ** 2
@@ -159,7 +159,8 @@ class _Problem:
             # Decide clipping in dual coordinates (exact): x_j reaches +-box_j exactly
             # when theta_j passes the dual value of that bound.
             x[self.box_index] = np.where(
-                theta_box >= high, self.box_values,
+                theta_box >= high,
+                self.box_values,
                 np.where(theta_box <= low, -self.box_values, x[self.box_index]),
             )
             moving_mask[self.box_index] = True
@@ -248,7 +249,9 @@ class _Problem:
         if math.isfinite(log_rho_ball) and gap(log_rho_ball) >= 0.0:
             log_ptau = self._solve_ball(rho_of, self.log_ptau_of_rho(log_rho_ball))
         else:
-            start = warm_log_rho if warm_log_rho is not None and math.isfinite(warm_log_rho) else 0.0
+            start = (
+                warm_log_rho if warm_log_rho is not None and math.isfinite(warm_log_rho) else 0.0
+            )
             start = min(start, log_rho_ball)
             lo, hi = _bracket_decreasing(gap, start, upper=log_rho_ball)
             if lo is None:
@@ -261,7 +264,7 @@ class _Problem:
         return x, rho, log_ptau
 
     def _solve_ball(self, rho_of, log_ptau_min):
-        """The lp ball is active: raise tau from its unconstrained value until ||u||_p = p_radius."""
+        """The lp ball is active: raise tau from its free value until ||u||_p = p_radius."""
         target = math.log(self.p_radius)
 
         def gap(log_ptau):
@@ -342,7 +345,9 @@ def bregman_step(
         raise ValueError(f"p must be in (1, 2], got {p!r}.")
     d = len(s)
     ball = np.asarray(ball, dtype=bool)
-    box = np.full(d, np.inf) if box is None else np.where(ball, np.inf, np.asarray(box, dtype=float))
+    box = (
+        np.full(d, np.inf) if box is None else np.where(ball, np.inf, np.asarray(box, dtype=float))
+    )
     l1_weights = np.zeros(d) if l1_weights is None else np.asarray(l1_weights, dtype=float)
     problem = _Problem(s, center, kappa, p, ball, float(radius), box, l1_weights, float(p_radius))
     warm_log_rho = math.log(warm.rho) if warm is not None and warm.rho > 0 else None
@@ -365,7 +370,9 @@ def bregman_step(
             lo, hi = hi, 2.0 * hi
         if guess and lo == 0.0 and excess(guess / 2.0) > 0.0:
             lo = guess / 2.0
-        mu = brentq(excess, lo, hi, xtol=1e-15 * max(hi, 1.0), rtol=4 * np.finfo(float).eps, maxiter=300)
+        mu = brentq(
+            excess, lo, hi, xtol=1e-15 * max(hi, 1.0), rtol=4 * np.finfo(float).eps, maxiter=300
+        )
         x, rho, log_ptau = problem.solve_tau(mu, last["log_rho"])
     x, rho, w = problem.dual_point(log_ptau, mu)
     # Last-ulp safety: the root finds stop within rounding of the boundary;
