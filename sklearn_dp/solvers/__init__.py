@@ -201,7 +201,7 @@ register_solver(
         constraints=frozenset({"l1"}),
         pure_dp=True,
         summary="noisy Frank-Wolfe over an l1 ball; exponential mechanism per step, pure or zCDP",
-        options=("max_iter",) + _L1_OPTIONS,
+        options=("max_iter", "output") + _L1_OPTIONS,
     )
 )
 register_solver(
@@ -215,7 +215,7 @@ register_solver(
         constraints=frozenset({"l1"}),
         pure_dp=True,
         summary="one-pass variance-reduced Frank-Wolfe over an l1 ball (Asi et al. 2021, Alg. 3)",
-        options=_L1_OPTIONS + ("schedule", "n_phases"),
+        options=_L1_OPTIONS + ("schedule", "n_phases", "output"),
     )
 )
 register_solver(
