@@ -69,7 +69,7 @@ def test_fitted_attributes(sparse_data, solver):
         y_bound=2.0,
         solver=solver,
         budget=budget,
-        max_iter=100,
+        max_iter=None if solver == "vr_frank_wolfe" else 100,  # one pass: no step count
         random_state=0,
     ).fit(X, y)
     assert model.coef_.shape == (30,)
@@ -144,6 +144,12 @@ def test_outlying_entries_and_labels_are_clipped(sparse_data):
         np.testing.assert_allclose(
             a.fit(X_out, y_out).coef_, b.fit(X_clip, y_clip).coef_, atol=1e-12
         )
+
+
+def test_unused_options_warn(sparse_data):
+    X, y = sparse_data
+    with pytest.warns(UserWarning, match="max_iter=100 is not used by solver='vr_frank_wolfe'"):
+        DPLasso(epsilon=1.0, solver="vr_frank_wolfe", max_iter=100, random_state=0).fit(X, y)
 
 
 def test_refused_solvers_say_what_fits(sparse_data):
