@@ -88,10 +88,15 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         ``"output_perturbation"`` (squared or Huber loss, L2 penalty, no
         ``radius``; the intercept is penalised too, and the squared loss's
         derivative is clipped at ``2 * y_bound``, i.e. Huber with that
-        threshold; pure epsilon-DP with ``delta=0``).  ``"auto"`` picks
-        ``objective_perturbation`` when ``delta=0``, ``dp_sgd`` for the
-        absolute loss, ``dp_cd`` for the ``"l1"`` and ``"elasticnet"``
-        penalties and ``dp_gd`` otherwise.
+        threshold; pure epsilon-DP with ``delta=0``); with ``constraint="l1"``
+        (and ``feature_bound``) also the l1-geometry solvers
+        ``"frank_wolfe"``, ``"vr_frank_wolfe"``, ``"mirror_descent"`` and
+        ``"localized_mirror_descent"`` (the intercept is then part of the l1
+        ball).  ``"auto"`` picks, with ``constraint="l1"`` and a radius,
+        ``frank_wolfe`` for smooth losses and ``mirror_descent`` for the
+        absolute loss; otherwise ``objective_perturbation`` when ``delta=0``,
+        ``dp_sgd`` for the absolute loss, ``dp_cd`` for the ``"l1"`` and
+        ``"elasticnet"`` penalties and ``dp_gd`` otherwise.
     max_iter, learning_rate, batch_size, clip_norm, solver_options
         As in :class:`DPLogisticRegression`.  For the squared loss without
         ``radius`` the default clip is ``2 * y_bound`` times the row bound.
@@ -196,6 +201,9 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         self.verbose = verbose
 
     def _auto_solver(self, problem, *, sparse, n_samples):
+        if problem.constraint == "l1":
+            # l1 geometry: Frank-Wolfe for smooth losses, mirror descent otherwise.
+            return "mirror_descent" if problem.loss_name == "absolute" else "frank_wolfe"
         if self.delta == 0:
             # Only the perturbation solvers give pure epsilon-DP.
             return "objective_perturbation"
@@ -210,6 +218,9 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
             return get_loss("huber", epsilon_huber=self.huber_threshold / self.y_bound)
         if self.loss == "squared":
             if self.radius is not None:
+                if self.constraint == "l1" and data.feature_bound is not None:
+                    # |x @ w| <= ||x||_inf ||w||_1 in l1 geometry (rows bounded entrywise).
+                    row_norm_bound = float(np.max(data.feature_bound))
                 residual_bound = self.radius / self.y_bound * row_norm_bound + 1.0
             else:
                 residual_bound = 2.0
