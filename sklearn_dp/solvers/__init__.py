@@ -27,6 +27,7 @@ __all__ = [
     "make_rng",
     "dp_gd",
     "dp_sgd",
+    "resque",
 ]
 
 
@@ -168,10 +169,31 @@ register_solver(
         name="dp_sgd",
         function=dp_sgd,
         plan=plan_dp_sgd,
-        losses=_GLM_LOSSES | {"absolute"},
+        losses=_GLM_LOSSES | {"absolute", "quantile"},
         penalties=frozenset({None, "l2"}),
         multiclass=True,
         summary="Poisson-subsampled DP-SGD; PLD accounting",
         options=("max_iter", "batch_size", "step_size", "clip_norm", "momentum", "radius"),
+    )
+)
+
+from ._resque import GLOBALLY_LIPSCHITZ_LOSSES, plan_resque, resque  # noqa: E402
+
+register_solver(
+    SolverSpec(
+        name="resque",
+        function=resque,
+        plan=plan_resque,
+        losses=GLOBALLY_LIPSCHITZ_LOSSES,
+        penalties=frozenset({None, "l2"}),
+        sparse=False,
+        summary=(
+            "ReSQue ball acceleration (one batched query round per ball subproblem) with "
+            "Poisson-subsampled Gaussian steps on weight-capped ReSQue gradients; PLD accounting"
+        ),
+        options=(
+            "batch_size", "radius", "constraint", "tol", "passes", "n_probes", "max_weight",
+            "schedule", "max_inner", "n_jobs",
+        ),
     )
 )
