@@ -545,14 +545,21 @@ def test_regressor_resque_refuses_unsupported_settings():
         DPSCORegressor(solver="resque").fit(X, y)
     with pytest.raises(ValueError, match="constraint='l1'"):
         DPSCORegressor(loss="absolute", solver="resque", radius=1.0, constraint="l1").fit(X, y)
-    import scipy.sparse as sp
-
-    with pytest.raises(ValueError, match="sparse"):
-        DPSCORegressor(loss="absolute", solver="resque").fit(sp.csr_matrix(X), y)
     with pytest.raises(ValueError, match="epsilon=inf"):
         DPSCORegressor(loss="absolute", solver="resque", solver_options={"schedule": "theory"}).fit(
             X, y
         )
+
+
+def test_sparse_input_gives_the_dense_result():
+    import scipy.sparse as sp
+
+    X, y = _lad_problem(n=300)
+    X[X < 0.1] = 0.0
+    params = dict(epsilon=1.0, loss="absolute", solver="resque", random_state=0)
+    dense = DPSCORegressor(**params).fit(X, y)
+    sparse = DPSCORegressor(**params).fit(sp.csr_matrix(X), y)
+    np.testing.assert_allclose(sparse.coef_, dense.coef_, rtol=1e-10, atol=1e-12)
 
 
 def test_logistic_regression_binary_runs_on_resque():
@@ -565,3 +572,95 @@ def test_logistic_regression_binary_runs_on_resque():
         epsilon=math.inf, solver="resque", classes=[0, 1], random_state=0
     ).fit(X, y)
     assert model.score(X, y) > 0.8
+
+
+# --------------------------------------------------------------------------
+# Statistical audit on neighbouring data sets (D vs D plus one canary row)
+# --------------------------------------------------------------------------
+
+AUDIT_DELTA = 1e-5
+
+
+def _cp_upper(k, n, alpha=0.025):
+    from scipy.stats import beta
+
+    return 1.0 if k >= n else float(beta.ppf(1 - alpha, k + 1, n - k))
+
+
+def _epsilon_lower_bound(stat_d, stat_d_prime, threshold, delta=AUDIT_DELTA):
+    """95% lower bound on epsilon from the test "statistic > threshold means D' was used"."""
+    fpr = _cp_upper(int(np.sum(stat_d > threshold)), len(stat_d))
+    fnr = _cp_upper(int(np.sum(stat_d_prime <= threshold)), len(stat_d_prime))
+    bounds = [0.0]
+    for a, b in ((fpr, fnr), (fnr, fpr)):
+        if 1 - delta - b > 0:
+            bounds.append(math.log((1 - delta - b) / a))
+    return max(bounds)
+
+
+def _audit(run, n_runs):
+    """Pick the threshold on one set of runs, bound epsilon on fresh runs."""
+
+    def sample(dataset, block):
+        return np.array([run(dataset, (2 * block + dataset) * 100_003 + i) for i in range(n_runs)])
+
+    cal_d, cal_dp = sample(0, 0), sample(1, 0)
+    candidates = np.quantile(np.concatenate([cal_d, cal_dp]), np.linspace(0.01, 0.99, 99))
+
+    def point_estimate(t):
+        fpr = max(np.mean(cal_d > t), 1 / n_runs)
+        fnr = max(np.mean(cal_dp <= t), 1 / n_runs)
+        return math.log(max(1 - fnr, 1e-12) / fpr)
+
+    threshold = max(candidates, key=point_estimate)
+    return _epsilon_lower_bound(sample(0, 1), sample(1, 1), threshold)
+
+
+def _canary_run(epsilon):
+    """Statistic: the coefficient of a feature only the canary uses.
+
+    tol=0.1 keeps the smoothing radius small enough that the canary's
+    derivative has a stable sign (so its pushes add up) and the fit short.
+    """
+    rng = np.random.default_rng(0)
+    n = 20
+    X = np.column_stack([rng.uniform(-1, 1, n) * 0.7, np.zeros(n)])  # column 1 unused by D
+    y = np.clip(0.5 * X[:, 0] + 0.1 * rng.normal(size=n), -1, 1)
+    datasets = ((X, y), (np.vstack([X, [0.0, 1e6]]), np.append(y, 1.0)))  # canary clipped to norm 1
+
+    def run(dataset, seed):
+        Xd, yd = datasets[dataset]
+        model = DPSCORegressor(
+            epsilon=epsilon, delta=AUDIT_DELTA, loss="absolute", penalty=None, solver="resque",
+            fit_intercept=False, batch_size=5, solver_options={"tol": 0.1}, random_state=seed,
+        ).fit(Xd, yd)
+        return model.coef_[1]
+
+    return run
+
+
+def test_audit_on_neighbouring_data_stays_below_epsilon():
+    epsilon = 2.0
+    eps_lb = _audit(_canary_run(epsilon), n_runs=200)
+    assert eps_lb <= epsilon, f"audit found epsilon >= {eps_lb:.3f} > claimed {epsilon}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("epsilon", [1.0, 4.0])
+def test_audit_on_neighbouring_data_thorough(epsilon):
+    eps_lb = _audit(_canary_run(epsilon), n_runs=2000)
+    assert eps_lb <= epsilon, f"audit found epsilon >= {eps_lb:.3f} > claimed {epsilon}"
+
+
+def test_audit_detects_under_noised_steps(monkeypatch):
+    """Positive control: noise 20x below the calibration is caught by the same audit."""
+    real_plan = resque_module.plan_resque
+
+    def under_noised(*args, **kwargs):
+        plan = real_plan(*args, **kwargs)
+        return type(plan)(plan.event, plan.noise_multiplier / 20, plan.n_steps, plan.details)
+
+    monkeypatch.setattr(resque_module, "plan_resque", under_noised)
+    epsilon = 2.0
+    eps_lb = _audit(_canary_run(epsilon), n_runs=200)
+    assert eps_lb > epsilon + 0.5, eps_lb

@@ -27,6 +27,12 @@ def _estimators():
         # Noiseless fits are held to scikit-learn's accuracy checks (private
         # regressors declare the poor_score tag: see DPSCORegressor).
         DPSCORegressor(epsilon=float("inf"), data_norm=5.0, y_bound=5.0, max_iter=500),
+        DPSCORegressor(epsilon=1.0, loss="quantile", quantile=0.3, random_state=0),
+        DPSCORegressor(epsilon=1.0, loss="absolute", solver="resque", random_state=0),
+        DPSCORegressor(
+            epsilon=float("inf"), loss="absolute", solver="resque", data_norm=5.0, y_bound=5.0,
+            random_state=0,
+        ),
     ]
 
 

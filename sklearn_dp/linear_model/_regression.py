@@ -87,8 +87,8 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         clipped to it before fitting.
     solver : str, default="auto"
         ``"dp_gd"``, ``"dp_sgd"`` or ``"resque"`` (ReSQue ball acceleration
-        for Lipschitz losses: absolute, quantile, Huber; it needs dense input
-        and solves over the L2 ball of ``radius``, or unconstrained).
+        for Lipschitz losses: absolute, quantile, Huber; it solves over the L2
+        ball of ``radius``, or unconstrained).
         ``"auto"`` picks ``dp_gd`` for smooth losses and ``dp_sgd`` for the
         absolute and quantile losses; it never picks ``resque``, which is
         less accurate than ``dp_sgd`` at equal epsilon on one machine (see

@@ -186,7 +186,6 @@ register_solver(
         plan=plan_resque,
         losses=GLOBALLY_LIPSCHITZ_LOSSES,
         penalties=frozenset({None, "l2"}),
-        sparse=False,
         summary=(
             "ReSQue ball acceleration (one batched query round per ball subproblem) with "
             "Poisson-subsampled Gaussian steps on weight-capped ReSQue gradients; PLD accounting"

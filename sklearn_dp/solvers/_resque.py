@@ -440,6 +440,9 @@ def _evaluate_chunk(X, y, loss, center, rows, rho, entropy, key):
     # perturbations do not depend on how chunks are spread over workers.
     rng = np.random.default_rng(np.random.SeedSequence(entropy=entropy, spawn_key=key))
     features = X[rows]
+    if sp.issparse(features):
+        # xi is dense anyway: a dense copy of the chunk's rows costs no more.
+        features = features.toarray()
     xi = rho * rng.standard_normal(features.shape)
     margins = features @ center + np.einsum("ij,ij->i", features, xi)
     derivative = loss.derivative(margins[:, None], y[rows])[:, 0]
@@ -680,7 +683,8 @@ def resque(
     Parameters
     ----------
     data : BoundedData
-        Dense rows clipped to L2 norm ``data.row_norm_bound`` (B) and labels.
+        Rows clipped to L2 norm ``data.row_norm_bound`` (B) and labels; CSR
+        rows are densified a chunk of queries at a time.
     loss : GLMLoss
         A Lipschitz single-output loss (``derivative_bound`` not None):
         absolute, quantile, Huber, hinge, binary logistic.  ``L = derivative_bound * B``.
@@ -753,8 +757,6 @@ def resque(
     """
     if n_outputs != 1:
         raise ValueError("resque fits single-output losses only (binary, regression).")
-    if sp.issparse(data.X):
-        raise ValueError("resque needs dense input (convert with X.toarray()).")
     if loss.name not in GLOBALLY_LIPSCHITZ_LOSSES or loss.multi_output:
         raise ValueError(
             f"resque needs a Lipschitz single-output loss ({sorted(GLOBALLY_LIPSCHITZ_LOSSES)}); "
