@@ -234,10 +234,10 @@ def test_epoch_lengths_double_and_use_every_step():
 def test_plan_formulas_for_given_parameters():
     """K = ceil((2 sqrt(d) / tol)^(2/3)), T_in, S = K * probes * T_in, sigma from the accountant."""
     n, d, epsilon, delta = 5000, 9, 2.0, 1e-6
-    tol = 0.1 * (1 / math.sqrt(n) + math.sqrt(d * math.log(1 / delta)) / (n * epsilon))
+    tol = 1 / math.sqrt(n) + math.sqrt(d * math.log(1 / delta)) / (n * epsilon)
     assert default_tolerance(n, d, epsilon, delta) == pytest.approx(tol, rel=1e-12)
     k = math.ceil((2 * math.sqrt(d) / tol) ** (2 / 3))
-    assert k == 250  # tol = 0.0015257..., (6 / tol)^(2/3) = 249.2
+    assert k == 54  # tol = 0.015257..., (6 / tol)^(2/3) = 53.7
     assert outer_iterations(d, tol) == k
     for probes in (1, 3):
         plan = plan_resque(n, d, epsilon, delta, n_probes=probes)
@@ -324,7 +324,7 @@ def test_epsilon_inf_reaches_the_lp_optimum(schedule):
     # Ball acceleration with the short-step weight lambda_* = tol L K^2 / R
     # guarantees about 2 lambda_* ||x*||^2 / K^2 = 2 tol L ||x*||^2 / R.
     assert -1e-12 <= excess <= 2 * tol * lipschitz * np.sum(w_star**2) / radius
-    assert excess <= 2e-3 * f_star, excess  # within 0.2% of the LP optimum
+    assert excess <= 1e-3 * f_star, excess  # within 0.1% of the LP optimum
     assert result.plan.noise_multiplier == 0.0
     assert np.linalg.norm(result.coef) <= radius + 1e-9
 
@@ -335,9 +335,10 @@ def test_outer_loop_invariants():
     radius = 0.5  # active: the unconstrained optimum is longer
     result = resque(
         data, AbsoluteLoss(), n_outputs=1, alpha=0.0, epsilon=2.0, delta=1e-5, radius=radius,
-        tol=0.02, random_state=0,
+        tol=0.02, restart=False, random_state=0,
     )
     info = result.info
+    assert info["restarts"] == 0
     assert np.all(np.diff(info["A"]) > 0)
     assert max(info["step_lengths"]) <= info["ball_radius"] * (1 + 1e-9)
     assert np.linalg.norm(result.coef) <= radius + 1e-9
@@ -347,6 +348,21 @@ def test_outer_loop_invariants():
     assert np.all(lambdas <= details["lambda_max"] * (1 + 1e-12))
     assert info["ball_radius"] == pytest.approx(0.5 * info["smoothing_radius"])
     assert info["smoothing_radius"] == pytest.approx(0.02 * radius / math.sqrt(data.n_columns))
+
+
+def test_restarts_reset_the_acceleration():
+    X, y = _lad_problem(n=300)
+    data = bound_data(X, y, fit_intercept=True, data_norm=1.0)
+    result = resque(
+        data, AbsoluteLoss(), n_outputs=1, alpha=0.0, epsilon=math.inf, delta=1e-5, radius=3.0,
+        tol=0.002, random_state=0,
+    )
+    A = np.array(result.info["A"])
+    drops = np.flatnonzero(np.diff(A) < 0)
+    assert result.info["restarts"] >= 1
+    # A grows between restarts and is zero right after one
+    assert np.sum(A == 0) == result.info["restarts"]
+    assert np.all(A[drops + 1] == 0)
 
 
 class _CountingLoss(AbsoluteLoss):

@@ -90,9 +90,9 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         for Lipschitz losses: absolute, quantile, Huber; it solves over the L2
         ball of ``radius``, or unconstrained).
         ``"auto"`` picks ``dp_gd`` for smooth losses and ``dp_sgd`` for the
-        absolute and quantile losses; it never picks ``resque``, which is
-        less accurate than ``dp_sgd`` at equal epsilon on one machine (see
-        ``docs/solvers/resque.md``).
+        absolute and quantile losses; it never picks ``resque``, which was
+        less accurate and slower than ``dp_sgd`` at equal epsilon on the
+        benchmarks (see ``docs/solvers/resque.md``).
     max_iter, learning_rate, batch_size, clip_norm, solver_options
         As in :class:`DPLogisticRegression`.  For the squared loss without
         ``radius`` the default clip is ``2 * y_bound`` times the row bound.
@@ -207,10 +207,11 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         self.verbose = verbose
 
     def _auto_solver(self, problem, *, sparse, n_samples):
-        # Non-smooth losses go to dp_sgd.  resque is never picked: at equal
-        # epsilon it was less accurate than dp_sgd on every benchmark
-        # (benchmarks/results/resque.md); its advantage is a low query depth,
-        # which matters only when queries are distributed, so it is opt-in.
+        # Non-smooth losses go to dp_sgd.  resque is never picked: on the LAD
+        # benchmarks (benchmarks/results/resque.md) it was 5-30x less accurate
+        # than dp_sgd's defaults on synthetic data at n = 1e4 and 1e5 and 10-20x
+        # slower; it won only against dp_sgd's defaults on the 442-row diabetes
+        # data.  Its low query depth matters only for distributed queries.
         return "dp_sgd" if problem.loss_name in ("absolute", "quantile") else "dp_gd"
 
     def _make_loss(self, data):

@@ -192,7 +192,7 @@ register_solver(
         ),
         options=(
             "batch_size", "radius", "constraint", "tol", "passes", "n_probes", "max_weight",
-            "schedule", "max_inner", "n_jobs",
+            "schedule", "max_inner", "restart", "n_jobs",
         ),
     )
 )

@@ -65,14 +65,15 @@ __all__ = [
 #: ``max_weight * L`` (the sensitivity).  3 matches the paper's 3 L^2 second
 #: moment bound; with r = rho / 2 the capping bias is below 0.005 L.
 DEFAULT_MAX_WEIGHT = 3.0
-#: The default target accuracy is this fraction of the DP-SCO rate.  The
-#: ball-acceleration parameters (rho, r, K, lambda_*) are derived from the
-#: target and the method stops near it by design: with the short-step weight
-#: lambda_* its guarantee is about ``2 lambda_* ||x*||^2 / K^2 = 2 tol L ||x*||^2 / R``.
-#: The rate itself is a loose statistical bound, far above what the optimiser
-#: can reach (spec section 9.9), so the default aims 10x lower; measured
-#: excess risks are in benchmarks/results/resque.md.
-DEFAULT_TOL_FACTOR = 0.1
+#: The default target accuracy is this fraction of the DP-SCO rate (1: the
+#: spec's choice).  The ball-acceleration parameters (rho, r, K, lambda_*)
+#: are derived from the target and the method stops near it by design: with
+#: the short-step weight lambda_* its guarantee is about
+#: ``2 lambda_* ||x*||^2 / K^2 = 2 tol L ||x*||^2 / R``.  Smaller targets mean
+#: more outer iterations, and private fits then accumulate more noise; the
+#: ablation in benchmarks/results/resque.md shows 1 is the best private choice
+#: and that noiseless fits gain from a smaller ``tol``.
+DEFAULT_TOL_FACTOR = 1.0
 #: Ball radius of a subproblem as a fraction of the smoothing radius rho.
 BALL_TO_SMOOTHING = 0.5
 #: Expected passes over the data of a private fit (the gradient budget).
@@ -97,6 +98,12 @@ LAMBDA_FACTOR = 1.5
 #: Losses whose derivative in the score is bounded by ``derivative_bound``
 #: everywhere (the squared loss's bound holds only on a ball of scores).
 GLOBALLY_LIPSCHITZ_LOSSES = frozenset({"absolute", "quantile", "huber", "hinge", "log_loss"})
+#: Restart the acceleration (A = 0, v = x) when the momentum points uphill,
+#: i.e. when the new prox gradient ``lam (y - x_new)`` has a positive inner
+#: product with the step ``x_new - x`` (O'Donoghue and Candes' gradient
+#: restart).  Not in the paper: without it the last iterate of the
+#: inexact, noisy acceleration overshoots and oscillates around the optimum.
+RESTART = True
 #: Queries evaluated per task (and per random stream) in a query round.  Fixed,
 #: so results do not depend on n_jobs.
 QUERY_CHUNK = 4096
@@ -554,6 +561,7 @@ def ball_acceleration(
     n_probes=1,
     domain_radius=None,
     lambda_start=None,
+    restart=RESTART,
     progress=None,
 ):
     """Monteiro-Svaiter acceleration with ball-constrained proximal steps (spec section 3.4).
@@ -581,6 +589,9 @@ def ball_acceleration(
         R: keep ``v`` (and, through ``solve_ball``, ``x``) in ``B_R``.
     lambda_start : float, optional
         First lambda; default ``sqrt(lambda_min * lambda_max)``.
+    restart : bool
+        Reset ``A = 0, v = x`` after an iteration whose step goes uphill
+        along the new prox gradient (``<lam (y - x_new), x_new - x> > 0``).
     progress : callable, optional
 
     Returns
@@ -588,14 +599,15 @@ def ball_acceleration(
     x : ndarray
         The last iterate ``x_K``.
     trace : dict
-        Per outer iteration: ``A``, accepted ``lambda`` and step length.
+        Per outer iteration: ``A``, accepted ``lambda`` and step length; and
+        the number of ``restarts``.
     """
     x = np.array(x0, dtype=float)
     v = x.copy()
     A = 0.0
     lam = math.sqrt(lambda_min * lambda_max) if lambda_start is None else float(lambda_start)
     low, high = STEP_WINDOW[0] * ball_radius, STEP_WINDOW[1] * ball_radius
-    trace = {"A": [], "lambda": [], "step": []}
+    trace = {"A": [], "lambda": [], "step": [], "restarts": 0}
     for k in range(n_outer):
         bracket = [lambda_min, lambda_max]
         start = None
@@ -615,12 +627,19 @@ def ball_acceleration(
                 bracket[1] = lam
                 lam = math.sqrt(lam * bracket[0]) if bracket[0] > lambda_min else lam / LAMBDA_FACTOR
             lam = min(max(lam, lambda_min), lambda_max)
-        lam_k, a, y, x, step = accepted
-        # lam (y - x) approximates a (sub)gradient of F at the prox point x.
-        v = v - a * lam_k * (y - x)
-        if domain_radius is not None:
-            v = _project_ball(v, np.zeros_like(v), domain_radius)
-        A += a
+        lam_k, a, y, x_new, step = accepted
+        # lam (y - x_new) approximates a (sub)gradient of F at the prox point.
+        gradient = lam_k * (y - x_new)
+        restarted = restart and A > 0 and gradient @ (x_new - x) > 0
+        x = x_new
+        if restarted:
+            A, v = 0.0, x.copy()
+        else:
+            v = v - a * gradient
+            if domain_radius is not None:
+                v = _project_ball(v, np.zeros_like(v), domain_radius)
+            A += a
+        trace["restarts"] += int(restarted)
         trace["A"].append(A)
         trace["lambda"].append(lam_k)
         trace["step"].append(step)
@@ -655,6 +674,7 @@ def resque(
     max_weight=DEFAULT_MAX_WEIGHT,
     schedule="budget",
     max_inner=None,
+    restart=RESTART,
     n_jobs=None,
     random_state=None,
     verbose=0,
@@ -677,6 +697,8 @@ def resque(
       ``y``; all its queries ``x_i @ (y + xi)`` are drawn and evaluated in
       one batched round before the first step (query depth = number of
       subproblems);
+    * the acceleration restarts (``A = 0``, ``v = x``) when its momentum
+      points uphill (``restart``);
     * every inner step sums ``min(w_i(x), max_weight) * l'_i * x_i`` over a
       Poisson sample of rate ``q = batch_size / n`` and adds Gaussian noise.
 
@@ -725,6 +747,9 @@ def resque(
     max_inner : int, optional
         Cap on the queries of one subproblem in the theory schedule (default
         100000).
+    restart : bool, default=True
+        Gradient restart of the acceleration (see ``RESTART``); ``False`` runs
+        the plain Monteiro-Svaiter recursion of the spec.
     n_jobs : int, optional
         joblib threads that evaluate the queries of a round in chunks of
         ``QUERY_CHUNK``; results do not depend on it.
@@ -737,8 +762,8 @@ def resque(
         ``info`` holds ``query_depth`` (rounds of queries: one per
         subproblem, ``K * n_probes``), ``n_queries`` (per-sample gradient
         evaluations), ``n_outer``, ``inner_steps``, ``smoothing_radius``,
-        ``ball_radius``, ``radius`` and the accepted ``lambdas`` and
-        ``step_lengths``.
+        ``ball_radius``, ``radius``, ``restarts`` and the accepted
+        ``lambdas``, ``step_lengths`` and ``A`` per outer iteration.
 
     Privacy
     -------
@@ -860,6 +885,7 @@ def resque(
             n_outer=n_outer,
             n_probes=details["n_probes"],
             domain_radius=R if constrained else None,
+            restart=bool(restart),
             progress=Progress("resque", n_outer, verbose),
         )
     finally:
@@ -891,5 +917,6 @@ def resque(
         lambdas=trace["lambda"],
         step_lengths=trace["step"],
         A=trace["A"],
+        restarts=trace["restarts"],
     )
     return SolverResult(coef=coef[:, None], n_iter=counters["steps"], plan=plan, info=info)
