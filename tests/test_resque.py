@@ -536,6 +536,16 @@ def test_regressor_with_resque_records_parallel_cost():
     assert not hasattr(model, "query_depth_") and not hasattr(model, "n_queries_")
 
 
+def test_regressor_n_jobs_reaches_the_solver_and_changes_nothing():
+    X, y = _lad_problem(n=2000)
+    params = dict(epsilon=1.0, loss="absolute", solver="resque", batch_size=256, random_state=1)
+    one = DPSCORegressor(**params).fit(X, y)
+    two = DPSCORegressor(n_jobs=2, **params).fit(X, y)
+    np.testing.assert_array_equal(one.coef_, two.coef_)
+    with pytest.warns(UserWarning, match="n_jobs=2 is not used by solver='dp_sgd'"):
+        DPSCORegressor(loss="absolute", solver="dp_sgd", n_jobs=2).fit(X, y)
+
+
 def test_regressor_resque_quantile_and_unconstrained():
     X, y = _lad_problem(n=600)
     model = DPSCORegressor(

@@ -70,9 +70,9 @@ DEFAULT_MAX_WEIGHT = 3.0
 #: are derived from the target and the method stops near it by design: with
 #: the short-step weight lambda_* its guarantee is about
 #: ``2 lambda_* ||x*||^2 / K^2 = 2 tol L ||x*||^2 / R``.  Smaller targets mean
-#: more outer iterations, and private fits then accumulate more noise; the
-#: ablation in benchmarks/results/resque.md shows 1 is the best private choice
-#: and that noiseless fits gain from a smaller ``tol``.
+#: more outer iterations, and private fits then accumulate more noise: in the
+#: ablation of benchmarks/results/resque.md, 1 is within 2x of the best private
+#: setting at epsilon 0.5 and 1, while noiseless fits gain from a smaller ``tol``.
 DEFAULT_TOL_FACTOR = 1.0
 #: Ball radius of a subproblem as a fraction of the smoothing radius rho.
 BALL_TO_SMOOTHING = 0.5
