@@ -85,7 +85,8 @@ def synthetic(n, d=10, seed=0):
         title=f"synthetic LAD, n={n}, d={d}",
         X=X, y=y, data_norm=1.0, y_bound=1.0, radius=2.0,
         public=[
-            "data_norm=1 and y_bound=1: the generator keeps rows in the unit ball and labels in [-1, 1]",
+            "data_norm=1 and y_bound=1: the generator keeps rows in the unit ball and labels "
+            "in [-1, 1]",
             "radius=2: the generating coefficients have norm 0.8 and intercept 0.1",
         ],
     )
@@ -362,7 +363,9 @@ def main(argv=None):
         results[dataset.name] = run_dataset(dataset, epsilons, seeds, log)
 
     log("tolerance ablation")
-    ablation_eps, ablation_rows = tolerance_ablation(datasets[0], seeds, epsilons=(0.5, 1.0, math.inf))
+    ablation_eps, ablation_rows = tolerance_ablation(
+        datasets[0], seeds, epsilons=(0.5, 1.0, math.inf)
+    )
     log("time breakdown")
     breakdown = {d.name: time_breakdown(d) for d in datasets[:2]}
 

@@ -98,7 +98,7 @@ def test_unbiased_for_smoothed_hinge_loss(fraction):
 
 @pytest.mark.parametrize("fraction", [0.25, 0.5, 1.0])
 def test_second_moment_within_radius(fraction):
-    """E||estimate||^2 = L^2 exp(||x - c||^2 / rho^2) exactly for the absolute loss, <= 3 L^2 in B_rho."""
+    """E||estimate||^2 = L^2 exp(||x - c||^2 / rho^2) for the absolute loss; <= 3 L^2 in B_rho."""
     rng = np.random.default_rng(4)
     d, rho = 5, 0.2
     a, b = _absolute_setting(rng, d)
@@ -418,9 +418,12 @@ def test_query_counts_theory_schedule():
     )
     info = result.info
     lipschitz, r = data.row_norm_bound, info["ball_radius"]
-    per_call = [min(math.ceil(768 * lipschitz**2 / (lam**2 * r**2)), cap) for lam in info["lambdas"]]
+    per_call = [
+        min(math.ceil(768 * lipschitz**2 / (lam**2 * r**2)), cap) for lam in info["lambdas"]
+    ]
     assert info["query_depth"] == len(info["lambdas"]) == info["n_outer"]
-    assert info["n_queries"] == loss.evaluations == sum(batch * math.ceil(t / batch) for t in per_call)
+    expected = sum(batch * math.ceil(t / batch) for t in per_call)
+    assert info["n_queries"] == loss.evaluations == expected
     assert result.n_iter == sum(math.ceil(t / batch) for t in per_call)
 
 

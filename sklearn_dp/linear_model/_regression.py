@@ -127,7 +127,8 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
     gradients are clipped to the public gradient bound of the loss (the
     Huber and absolute losses bound it by themselves; the squared loss
     through ``radius`` or ``clip_norm``), so one row moves each noisy sum by
-    at most that bound.
+    at most that bound (``solver="resque"`` multiplies it by the cap on its
+    ReSQue weights, see ``docs/solvers/resque.md``).
     """
 
     _parameter_constraints = {

@@ -45,7 +45,6 @@ import scipy.sparse as sp
 
 from .. import accounting
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
-from ._sgd import poisson_batch
 
 __all__ = [
     "resque_log_weights",
@@ -139,7 +138,7 @@ def resque_log_weights(x, center, xi, rho):
 
 
 def resque_weights(x, center, xi, rho, max_weight=None):
-    """ReSQue weights ``w_xi(x)``, optionally capped at ``max_weight`` (see :func:`resque_log_weights`)."""
+    """ReSQue weights ``w_xi(x)``, capped at ``max_weight`` if given (see resque_log_weights)."""
     log_weights = resque_log_weights(x, center, xi, rho)
     if max_weight is None or not math.isfinite(max_weight):
         return np.exp(log_weights)
@@ -321,7 +320,8 @@ def _check_options(n_samples, *, tol, passes, batch_size, n_probes, schedule):
         not isinstance(batch_size, Integral) or not 1 <= batch_size <= n_samples
     ):
         raise ValueError(
-            f"batch_size must be an integer between 1 and n_samples={n_samples}, got {batch_size!r}."
+            f"batch_size must be an integer between 1 and n_samples={n_samples}, "
+            f"got {batch_size!r}."
         )
     if not isinstance(n_probes, Integral) or n_probes < 1:
         raise ValueError(f"n_probes must be an integer >= 1, got {n_probes!r}.")
@@ -374,7 +374,8 @@ def plan_resque(
         ``batch_size``, ``sampling_probability``, ``n_probes``, ``schedule``.
     """
     _check_options(
-        n_samples, tol=tol, passes=passes, batch_size=batch_size, n_probes=n_probes, schedule=schedule
+        n_samples, tol=tol, passes=passes, batch_size=batch_size, n_probes=n_probes,
+        schedule=schedule,
     )
     private = not math.isinf(epsilon)
     if schedule == "theory" and private:
@@ -473,7 +474,9 @@ def _query_round(X, y, loss, center, rows, starts, rho, entropy, round_index, pa
         from joblib import delayed
 
         parts = parallel(
-            delayed(_evaluate_chunk)(X, y, loss, center, rows[lo:hi], rho, entropy, (round_index, i))
+            delayed(_evaluate_chunk)(
+                X, y, loss, center, rows[lo:hi], rho, entropy, (round_index, i)
+            )
             for i, (lo, hi) in enumerate(chunks)
         )
     if not parts:
@@ -622,10 +625,12 @@ def ball_acceleration(
             # step: less.  Post-processing of the (noisy) solution only.
             if step > high:
                 bracket[0] = lam
-                lam = math.sqrt(lam * bracket[1]) if bracket[1] < lambda_max else lam * LAMBDA_FACTOR
+                bracketed = bracket[1] < lambda_max
+                lam = math.sqrt(lam * bracket[1]) if bracketed else lam * LAMBDA_FACTOR
             elif step < low:
                 bracket[1] = lam
-                lam = math.sqrt(lam * bracket[0]) if bracket[0] > lambda_min else lam / LAMBDA_FACTOR
+                bracketed = bracket[0] > lambda_min
+                lam = math.sqrt(lam * bracket[0]) if bracketed else lam / LAMBDA_FACTOR
             lam = min(max(lam, lambda_min), lambda_max)
         lam_k, a, y, x_new, step = accepted
         # lam (y - x_new) approximates a (sub)gradient of F at the prox point.
@@ -840,6 +845,8 @@ def resque(
     def solve_ball(center, lam, start):
         if schedule == "budget":
             n_steps = details["inner_steps"]
+            # One Poisson sample per step, drawn as dp_sgd's poisson_batch
+            # does: its size ~ Binomial(n, q), then a uniform subset.
             sizes = rng.binomial(n_samples, rate, size=n_steps)
             rows = np.concatenate(
                 [np.sort(rng.choice(n_samples, size=s, replace=False)) for s in sizes]
