@@ -27,6 +27,8 @@ __all__ = [
     "SquaredLoss",
     "HuberLoss",
     "AbsoluteLoss",
+    "QuantileLoss",
+    "HingeLoss",
     "get_loss",
     "clipped_gradient_sum",
     "objective",
@@ -157,6 +159,50 @@ class AbsoluteLoss(GLMLoss):
         return np.sign(Z[:, 0] - y)[:, None]
 
 
+class QuantileLoss(GLMLoss):
+    """Pinball loss ``max(q (y - z), (q - 1) (y - z))`` of the ``quantile`` q in (0, 1).
+
+    Not smooth; ``|dl/dz| <= max(q, 1 - q)``.  ``quantile=0.5`` is half the
+    absolute loss.
+    """
+
+    name = "quantile"
+    smoothness = None
+
+    def __init__(self, quantile=0.5):
+        quantile = float(quantile)
+        if not 0.0 < quantile < 1.0:
+            raise ValueError(f"quantile must be in (0, 1), got {quantile!r}.")
+        self.quantile = quantile
+        self.derivative_bound = max(quantile, 1.0 - quantile)
+
+    def value(self, Z, y):
+        residual = y - Z[:, 0]
+        return np.maximum(self.quantile * residual, (self.quantile - 1.0) * residual)
+
+    def derivative(self, Z, y):
+        # A subgradient: 1 - q above the label, -q below (and at) it.
+        return np.where(Z[:, 0] > y, 1.0 - self.quantile, -self.quantile)[:, None]
+
+    def __repr__(self):
+        return f"QuantileLoss(quantile={self.quantile!r})"
+
+
+class HingeLoss(GLMLoss):
+    """``max(0, 1 - y z)`` with labels ``y`` in {-1, +1}; ``|dl/dz| <= 1``, not smooth."""
+
+    name = "hinge"
+    derivative_bound = 1.0
+    smoothness = None
+    is_classification = True
+
+    def value(self, Z, y):
+        return np.maximum(0.0, 1.0 - y * Z[:, 0])
+
+    def derivative(self, Z, y):
+        return np.where(y * Z[:, 0] < 1.0, -y, 0.0)[:, None]
+
+
 def get_loss(name, n_classes=None, **params):
     """The loss object for a public loss name."""
     if name == "log_loss":
@@ -167,6 +213,10 @@ def get_loss(name, n_classes=None, **params):
         return HuberLoss(**params)
     if name == "absolute":
         return AbsoluteLoss()
+    if name == "quantile":
+        return QuantileLoss(**params)
+    if name == "hinge":
+        return HingeLoss()
     raise ValueError(f"Unknown loss {name!r}.")
 
 

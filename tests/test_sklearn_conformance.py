@@ -65,6 +65,12 @@ def _estimators():
         # the mirror_descent one above plus tests/test_lasso.py.
         DPLasso(epsilon=float("inf"), solver="localized_mirror_descent", max_iter=20),
         DPLasso(epsilon=float("inf"), radius=5.0, feature_bound=5.0, y_bound=5.0, max_iter=500),
+        DPSCORegressor(epsilon=1.0, loss="quantile", quantile=0.3, random_state=0),
+        DPSCORegressor(epsilon=1.0, loss="absolute", solver="resque", random_state=0),
+        DPSCORegressor(
+            epsilon=float("inf"), loss="absolute", solver="resque", data_norm=5.0, y_bound=5.0,
+            random_state=0,
+        ),
     ]
 
 

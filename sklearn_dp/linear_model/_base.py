@@ -137,7 +137,13 @@ class BaseDPEstimator(BaseEstimator):
         "learning_rate": "step_size",
         "batch_size": "batch_size",
         "clip_norm": "clip_norm",
+        "n_jobs": "n_jobs",
     }
+
+    # Keys of ``SolverResult.info`` stored as fitted attributes ``<key>_`` when
+    # the solver reports them (for example the query depth of ``resque``);
+    # each estimator declares and documents its own.
+    _solver_info_attributes = ()
 
     def _check_privacy_request(self):
         """Refuse requests that would release data without accounting for it."""
@@ -316,6 +322,11 @@ class BaseDPEstimator(BaseEstimator):
             self.privacy_spent_ = (math.inf, 0.0)
         self.solver_ = spec.name
         self.n_iter_ = int(result.n_iter)
+        for key in self._solver_info_attributes:
+            if key in result.info:
+                setattr(self, f"{key}_", result.info[key])
+            else:  # not reported by this solver: drop a previous fit's value
+                self.__dict__.pop(f"{key}_", None)
         return data, result
 
     def _auto_solver(self, problem, *, sparse, n_samples):  # pragma: no cover

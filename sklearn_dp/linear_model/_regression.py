@@ -47,11 +47,16 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         private, spends nothing, cannot be combined with ``budget``).
     delta : float, default=1e-5
         Privacy parameter delta in [0, 1); choose it well below ``1 / n_samples``.
-    loss : {"squared", "huber", "absolute"}, default="squared"
-        ``"absolute"`` is not smooth and needs a solver that allows it.
+    loss : {"squared", "huber", "absolute", "quantile"}, default="squared"
+        ``"absolute"`` and ``"quantile"`` (the pinball loss of
+        ``quantile``) are not smooth and need a solver that allows them
+        (``dp_sgd``, ``resque``).
     huber_threshold : float, default=1.35
         Threshold of the Huber loss (scikit-learn's ``HuberRegressor`` calls it
         ``epsilon``, a name taken here by privacy).
+    quantile : float in (0, 1), default=0.5
+        Quantile of the pinball loss (``loss="quantile"`` only), as in
+        scikit-learn's ``QuantileRegressor``.
     penalty : {"l2", "l1", "elasticnet"} or None, default="l2"
         Each solver supports some penalties; an unsupported one is refused
         with the list of solvers that take it.
@@ -96,10 +101,17 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         ``frank_wolfe`` for smooth losses and ``mirror_descent`` for the
         absolute loss; otherwise ``objective_perturbation`` when ``delta=0``,
         ``dp_sgd`` for the absolute loss, ``dp_cd`` for the ``"l1"`` and
-        ``"elasticnet"`` penalties and ``dp_gd`` otherwise.
+        ``"elasticnet"`` penalties and ``dp_gd`` otherwise, and ``"resque"`` (ReSQue ball
+        acceleration for Lipschitz losses: absolute, quantile, Huber; over the
+        L2 ball of ``radius``, or unconstrained), which ``"auto"`` never picks:
+        it was less accurate and slower than ``dp_sgd`` at equal epsilon on
+        the benchmarks (see ``docs/solvers/resque.md``).
     max_iter, learning_rate, batch_size, clip_norm, solver_options
         As in :class:`DPLogisticRegression`.  For the squared loss without
         ``radius`` the default clip is ``2 * y_bound`` times the row bound.
+    n_jobs : int or None, default=None
+        Threads for solvers with parallel work (``resque`` evaluates each
+        round of queries in chunks over them); results do not depend on it.
     budget : PrivacyBudget or None, default=None
     random_state : None, int, RandomState or Generator, default=None
     verbose : int, default=0
@@ -113,6 +125,11 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
     solver_ : str
     privacy_spent_ : tuple of (float, float)
     dp_event_ : dp_accounting.DpEvent
+    query_depth_ : int
+        Only with ``solver="resque"``: sequential rounds of gradient queries
+        (one per ball subproblem; all queries of a round are independent).
+    n_queries_ : int
+        Only with ``solver="resque"``: per-sample gradient evaluations.
 
     Privacy
     -------
@@ -129,13 +146,16 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
     at most that bound.  With ``solver="dp_cd"`` each entry of ``X`` is
     clipped to ``feature_bound`` instead of rows to ``data_norm``, and the
     per-sample gradients restricted to each drawn block are clipped to that
-    block's share of the clip.
+    block's share of the clip;
+    ``solver="resque"`` multiplies the bound by the cap on its ReSQue weights
+    (see ``docs/solvers/resque.md``).
     """
 
     _parameter_constraints = {
         **BaseDPEstimator._privacy_parameter_constraints,
-        "loss": [StrOptions({"squared", "huber", "absolute"})],
+        "loss": [StrOptions({"squared", "huber", "absolute", "quantile"})],
         "huber_threshold": [Interval(Real, 0, None, closed="neither")],
+        "quantile": [Interval(Real, 0, 1, closed="neither")],
         "penalty": [StrOptions({"l2", "l1", "elasticnet"}), None],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "l1_ratio": [Interval(Real, 0, 1, closed="both"), None],
@@ -147,7 +167,10 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         "feature_bound": [Interval(Real, 0, None, closed="neither"), "array-like", None],
         "y_bound": [Interval(Real, 0, None, closed="neither")],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
+        "n_jobs": [Integral, None],
     }
+
+    _solver_info_attributes = ("query_depth", "n_queries")
 
     def __init__(
         self,
@@ -156,6 +179,7 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         *,
         loss="squared",
         huber_threshold=1.35,
+        quantile=0.5,
         penalty="l2",
         alpha=1e-4,
         l1_ratio=None,
@@ -172,6 +196,7 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         batch_size=None,
         clip_norm=None,
         solver_options=None,
+        n_jobs=None,
         budget=None,
         random_state=None,
         verbose=0,
@@ -180,6 +205,7 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         self.delta = delta
         self.loss = loss
         self.huber_threshold = huber_threshold
+        self.quantile = quantile
         self.penalty = penalty
         self.alpha = alpha
         self.l1_ratio = l1_ratio
@@ -196,6 +222,7 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         self.batch_size = batch_size
         self.clip_norm = clip_norm
         self.solver_options = solver_options
+        self.n_jobs = n_jobs
         self.budget = budget
         self.random_state = random_state
         self.verbose = verbose
@@ -207,7 +234,12 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         if self.delta == 0:
             # Only the perturbation solvers give pure epsilon-DP.
             return "objective_perturbation"
-        if problem.loss_name == "absolute":
+        # Non-smooth losses go to dp_sgd.  resque is never picked: on the LAD
+        # benchmarks (benchmarks/results/resque.md) it was 5-30x less accurate
+        # than dp_sgd's defaults on synthetic data at n = 1e4 and 1e5 and 10-20x
+        # slower; it won only against dp_sgd's defaults on the 442-row diabetes
+        # data.  Its low query depth matters only for distributed queries.
+        if problem.loss_name in ("absolute", "quantile"):
             return "dp_sgd"
         return "dp_cd" if problem.penalty in ("l1", "elasticnet") else "dp_gd"
 
@@ -225,6 +257,8 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
             else:
                 residual_bound = 2.0
             return get_loss("squared", residual_bound=residual_bound)
+        if self.loss == "quantile":
+            return get_loss("quantile", quantile=self.quantile)
         return get_loss(self.loss)
 
     @restore_on_failure
@@ -251,7 +285,7 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         scale = float(self.y_bound)
         alpha, l1_ratio = penalty_strengths(self.penalty, self.alpha, self.l1_ratio)
         alpha, l1_ratio = _penalty_in_scaled_units(
-            alpha, l1_ratio, scale, degree=1 if self.loss == "absolute" else 2
+            alpha, l1_ratio, scale, degree=1 if self.loss in ("absolute", "quantile") else 2
         )
         problem = FitProblem(
             loss_name=self.loss,

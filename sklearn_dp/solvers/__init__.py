@@ -37,6 +37,7 @@ __all__ = [
     "objective_perturbation",
     "output_perturbation",
     "dp_cd",
+    "resque",
 ]
 
 
@@ -178,7 +179,7 @@ register_solver(
         name="dp_sgd",
         function=dp_sgd,
         plan=plan_dp_sgd,
-        losses=_GLM_LOSSES | {"absolute"},
+        losses=_GLM_LOSSES | {"absolute", "quantile"},
         penalties=frozenset({None, "l2"}),
         multiclass=True,
         summary="Poisson-subsampled DP-SGD; PLD accounting",
@@ -304,5 +305,25 @@ register_solver(
         constraints=frozenset({"l1"}),
         summary="localized noisy mirror descent on disjoint phases, l1 / lp geometry (Alg. 2/6)",
         options=("max_iter", "step_size") + _L1_OPTIONS + ("p", "strongly_convex"),
+    )
+)
+
+from ._resque import GLOBALLY_LIPSCHITZ_LOSSES, plan_resque, resque  # noqa: E402
+
+register_solver(
+    SolverSpec(
+        name="resque",
+        function=resque,
+        plan=plan_resque,
+        losses=GLOBALLY_LIPSCHITZ_LOSSES,
+        penalties=frozenset({None, "l2"}),
+        summary=(
+            "ReSQue ball acceleration (one batched query round per ball subproblem) with "
+            "Poisson-subsampled Gaussian steps on weight-capped ReSQue gradients; PLD accounting"
+        ),
+        options=(
+            "batch_size", "radius", "constraint", "tol", "passes", "n_probes", "max_weight",
+            "schedule", "max_inner", "restart", "n_jobs",
+        ),
     )
 )

@@ -1,0 +1,934 @@
+"""ReSQue estimators, ball acceleration and the ``resque`` solver.
+
+Carmon, Jambulapati, Jin, Lee, Liu, Sidford and Tian (2023), "ReSQue-ing
+parallel and private stochastic convex optimization" (spec:
+``specs/resque_sco.md``).
+
+The ReSQue estimator
+--------------------
+For a loss ``f`` and its Gaussian smoothing ``f_rho = f * N(0, rho^2 I)``,
+
+    w_xi(x) * g(c + xi),   xi ~ N(0, rho^2 I),
+    w_xi(x) = exp((2 <x - c, xi> - ||x - c||^2) / (2 rho^2)),
+
+is an unbiased estimate of ``grad f_rho(x)`` at *every* ``x``, where ``g`` is
+a subgradient of ``f`` queried at the perturbed reference point ``c + xi``.
+``w`` is the likelihood ratio of ``N(x - c, rho^2 I)`` to ``N(0, rho^2 I)``,
+so ``E w = 1`` and ``E w^2 = exp(||x - c||^2 / rho^2)``: the estimate is well
+behaved within about ``rho`` of ``c``.  The queries do not depend on ``x``,
+so every gradient a solver needs inside a ball around ``c`` comes from one
+batch of queries made at once (one parallel "round"); later iterates only
+re-weight the stored answers.
+
+The solver
+----------
+``resque`` runs Monteiro-Svaiter "ball acceleration" on the smoothed
+empirical risk: each outer iteration picks a proximal weight ``lambda`` and
+solves ``min F_rho(x) + lambda / 2 ||x - y||^2`` over the small ball
+``B_r(y)`` (intersected with the constraint ball ``B_R``) with EpochSGD on
+ReSQue gradients centred at ``y``; the queries of one ball subproblem are one
+batched NumPy operation (split over joblib threads with ``n_jobs``).  The
+private version is the spec's recommended mechanism (its S4): every inner
+step is a Poisson-subsampled Gaussian mechanism on the sum of weight-capped
+ReSQue gradients, so the fit is "ReSQue-smoothed, ball-accelerated DP-SGD",
+not the paper's own private algorithm (see ``docs/solvers/resque.md`` for why
+the paper's mechanism is not offered).
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+
+from .. import accounting
+from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
+
+__all__ = [
+    "resque_log_weights",
+    "resque_weights",
+    "resque_gradient",
+    "gaussian_queries",
+    "project_two_balls",
+    "epoch_lengths",
+    "outer_iterations",
+    "default_tolerance",
+    "ball_acceleration",
+    "plan_resque",
+    "resque",
+]
+
+#: Cap on the ReSQue weight in private fits; it bounds each per-sample term by
+#: ``max_weight * L`` (the sensitivity).  3 matches the paper's 3 L^2 second
+#: moment bound; with r = rho / 2 the capping bias is below 0.005 L.
+DEFAULT_MAX_WEIGHT = 3.0
+#: The default target accuracy is this fraction of the DP-SCO rate (1: the
+#: spec's choice).  The ball-acceleration parameters (rho, r, K, lambda_*)
+#: are derived from the target and the method stops near it by design: with
+#: the short-step weight lambda_* its guarantee is about
+#: ``2 lambda_* ||x*||^2 / K^2 = 2 tol L ||x*||^2 / R``.  Smaller targets mean
+#: more outer iterations, and private fits then accumulate more noise: in the
+#: ablation of benchmarks/results/resque.md, 1 is within 2x of the best private
+#: setting at epsilon 0.5 and 1, while noiseless fits gain from a smaller ``tol``.
+DEFAULT_TOL_FACTOR = 1.0
+#: Ball radius of a subproblem as a fraction of the smoothing radius rho.
+BALL_TO_SMOOTHING = 0.5
+#: Expected passes over the data of a private fit (the gradient budget).
+DEFAULT_PASSES = 20
+#: Expected Poisson batch of one inner step.
+DEFAULT_BATCH_SIZE = 32
+#: Fewest inner steps per ball subproblem (two EpochSGD epochs).
+MIN_INNER_STEPS = 32
+#: Length of EpochSGD's first epoch (spec section 4.1).
+FIRST_EPOCH = 16
+#: Unconstrained fits use R = DEFAULT_RADIUS_SCALE / row_norm_bound as the
+#: (public) distance scale of the acceleration: coefficients of that norm
+#: reach scores of DEFAULT_RADIUS_SCALE label units.
+DEFAULT_RADIUS_SCALE = 4.0
+#: Cap on the queries of one ball subproblem in the non-private "theory"
+#: schedule (the paper's count grows like kappa^2 / K).
+DEFAULT_MAX_INNER = 100_000
+#: Line search: accepted step lengths ||x_lambda - y|| / r, and the factor by
+#: which lambda moves when the step falls outside that window.
+STEP_WINDOW = (0.5, 0.75)
+LAMBDA_FACTOR = 1.5
+#: Losses whose derivative in the score is bounded by ``derivative_bound``
+#: everywhere (the squared loss's bound holds only on a ball of scores).
+GLOBALLY_LIPSCHITZ_LOSSES = frozenset({"absolute", "quantile", "huber", "hinge", "log_loss"})
+#: Restart the acceleration (A = 0, v = x) when the momentum points uphill,
+#: i.e. when the new prox gradient ``lam (y - x_new)`` has a positive inner
+#: product with the step ``x_new - x`` (O'Donoghue and Candes' gradient
+#: restart).  Not in the paper: without it the last iterate of the
+#: inexact, noisy acceleration overshoots and oscillates around the optimum.
+RESTART = True
+#: Queries evaluated per task (and per random stream) in a query round.  Fixed,
+#: so results do not depend on n_jobs.
+QUERY_CHUNK = 4096
+
+
+# --------------------------------------------------------------------------
+# The ReSQue estimator
+# --------------------------------------------------------------------------
+
+
+def resque_log_weights(x, center, xi, rho):
+    """Logarithm of the ReSQue weights ``w_xi(x)`` for each row of ``xi``.
+
+    ``log w = (2 <x - c, xi> - ||x - c||^2) / (2 rho^2)``: the log-likelihood
+    ratio of ``N(x - c, rho^2 I)`` to ``N(0, rho^2 I)`` at ``xi``.  Computed in
+    closed form, never as a ratio of two Gaussian densities (whose
+    ``(2 pi rho^2)^(-d/2)`` factors under- or overflow).
+
+    Parameters
+    ----------
+    x, center : ndarray of shape (d,)
+    xi : ndarray of shape (m, d)
+        The Gaussian perturbations the queries were made at (``center + xi``).
+    rho : float
+        Smoothing radius (standard deviation of each coordinate of ``xi``).
+
+    Returns
+    -------
+    ndarray of shape (m,)
+    """
+    offset = np.asarray(x, dtype=float) - np.asarray(center, dtype=float)
+    return (2.0 * (xi @ offset) - offset @ offset) / (2.0 * rho**2)
+
+
+def resque_weights(x, center, xi, rho, max_weight=None):
+    """ReSQue weights ``w_xi(x)``, capped at ``max_weight`` if given (see resque_log_weights)."""
+    log_weights = resque_log_weights(x, center, xi, rho)
+    if max_weight is None or not math.isfinite(max_weight):
+        return np.exp(log_weights)
+    # Cap in log space (no overflow), then exactly: exp(log(3)) rounds above 3.
+    np.minimum(log_weights, math.log(max_weight), out=log_weights)
+    return np.minimum(np.exp(log_weights), max_weight)
+
+
+def resque_gradient(x, center, xi, subgradients, rho, *, max_weight=None, average=True):
+    """ReSQue estimates of the gradient of the Gaussian-smoothed loss at ``x``.
+
+    Parameters
+    ----------
+    x : ndarray of shape (d,)
+        Point at which the gradient of ``f_rho = f * N(0, rho^2 I)`` is wanted.
+    center : ndarray of shape (d,)
+        Reference point the queries were made around.
+    xi : ndarray of shape (m, d)
+        Perturbations, ``xi ~ N(0, rho^2 I)`` i.i.d. (see :func:`gaussian_queries`).
+    subgradients : ndarray of shape (m, d)
+        ``g(center + xi_i)``: (stochastic) subgradients of ``f`` at the query
+        points.
+    rho : float
+        Smoothing radius.
+    max_weight : float, optional
+        Cap on the weights (biased, but bounds each term by ``max_weight``
+        times ``||g||``); ``None`` for the exact, unbiased estimator.
+    average : bool, default=True
+        Return the mean of the m estimates, or all of them.
+
+    Returns
+    -------
+    ndarray of shape (d,) or (m, d)
+        ``mean_i w_i(x) g_i`` or the rows ``w_i(x) g_i``.
+
+    Notes
+    -----
+    Unbiased for ``grad f_rho(x)`` for every ``x`` and ``center`` (Lemma 1 of
+    the paper): substituting ``z = center + xi`` gives
+    ``E w g = int N(z; x, rho^2 I) E g(z) dz``.  Its second moment is at most
+    ``L^2 exp(||x - center||^2 / rho^2)`` when ``E ||g||^2 <= L^2`` (at most
+    ``3 L^2`` within ``rho`` of the centre), with equality when ``||g|| = L``.
+    """
+    weights = resque_weights(x, center, xi, rho, max_weight)
+    if average:
+        return weights @ subgradients / len(weights)
+    return weights[:, None] * subgradients
+
+
+def gaussian_queries(center, rho, n_queries, rng):
+    """Query points ``center + xi`` and the perturbations ``xi ~ N(0, rho^2 I)``."""
+    rng = make_rng(rng)
+    center = np.asarray(center, dtype=float)
+    xi = rho * rng.standard_normal((int(n_queries), center.size))
+    return center + xi, xi
+
+
+# --------------------------------------------------------------------------
+# Geometry
+# --------------------------------------------------------------------------
+
+
+def _project_ball(u, center, radius):
+    offset = u - center
+    norm = math.sqrt(offset @ offset)
+    return u if norm <= radius else center + offset * (radius / norm)
+
+
+def project_two_balls(u, c1, r1, c2, r2):
+    """Euclidean projection of ``u`` onto ``B_r1(c1) ∩ B_r2(c2)`` (assumed non-empty).
+
+    Either a projection onto one ball lies in the other, or the answer lies
+    on the intersection's boundary circle (the (d-2)-sphere where both
+    spheres meet), where it is the point closest to ``u``.
+    """
+    u = np.asarray(u, dtype=float)
+    c1 = np.asarray(c1, dtype=float)
+    c2 = np.asarray(c2, dtype=float)
+    tolerance = 1e-12 * (1.0 + r1 + r2)
+    if np.linalg.norm(u - c1) <= r1 and np.linalg.norm(u - c2) <= r2:
+        return u
+    p1 = _project_ball(u, c1, r1)
+    if np.linalg.norm(p1 - c2) <= r2 + tolerance:
+        return p1
+    p2 = _project_ball(u, c2, r2)
+    if np.linalg.norm(p2 - c1) <= r1 + tolerance:
+        return p2
+    distance = float(np.linalg.norm(c2 - c1))
+    if distance + min(r1, r2) <= max(r1, r2):  # one ball inside the other
+        return p1 if r1 <= r2 else p2
+    e = (c2 - c1) / distance
+    t = (distance**2 + r1**2 - r2**2) / (2.0 * distance)
+    h = math.sqrt(max(r1**2 - t**2, 0.0))
+    circle_center = c1 + t * e
+    w = (u - circle_center) - ((u - circle_center) @ e) * e
+    norm_w = float(np.linalg.norm(w))
+    if norm_w == 0.0:  # u on the axis: every point of the circle is closest
+        w = np.zeros_like(u)
+        w[np.argmin(np.abs(e))] = 1.0
+        w -= (w @ e) * e
+        norm_w = float(np.linalg.norm(w))
+    return circle_center + h * w / norm_w
+
+
+class _Domain:
+    """Projection onto ``B_r(center)``, intersected with ``B_R(0)`` when constrained."""
+
+    def __init__(self, center, r, domain_radius):
+        self.center = center
+        self.r = r
+        self.domain_radius = domain_radius
+
+    def __call__(self, u):
+        if self.domain_radius is None:
+            return _project_ball(u, self.center, self.r)
+        if u @ u <= self.domain_radius**2:
+            return _project_ball(u, self.center, self.r)
+        return project_two_balls(u, self.center, self.r, np.zeros_like(u), self.domain_radius)
+
+
+# --------------------------------------------------------------------------
+# Public parameter schedule
+# --------------------------------------------------------------------------
+
+
+def default_tolerance(n_samples, n_params, epsilon, delta):
+    """Target accuracy as a fraction of ``L R``: ``DEFAULT_TOL_FACTOR`` times the DP-SCO rate.
+
+    The rate is ``1/sqrt(n) + sqrt(d log(1/delta)) / (n epsilon)`` (the
+    optimal one without logarithmic factors, spec section 9.5; ``1/sqrt(n)``
+    when ``epsilon`` is infinite).  Public inputs only.
+    """
+    tol = 1.0 / math.sqrt(n_samples)
+    if not math.isinf(epsilon):
+        tol += math.sqrt(n_params * math.log(1.0 / delta)) / (n_samples * epsilon)
+    return DEFAULT_TOL_FACTOR * tol
+
+
+def outer_iterations(n_params, tol):
+    """Outer iterations ``K = ceil((R / r)^(2/3))`` with ``R / r = 2 sqrt(d) / tol``.
+
+    With ``rho = tol R / sqrt(d)`` (smoothing bias ``L rho sqrt(d) = tol L R``)
+    and ``r = rho / 2``.  Ball acceleration needs about ``(R / r)^(2/3)``
+    subproblems of radius r (its rate is tight), so this is never capped.
+    """
+    ratio = 2.0 * math.sqrt(n_params) / tol
+    # Guard against 4.0000000001 -> 5 from floating point.
+    return max(1, math.ceil(ratio ** (2.0 / 3.0) * (1.0 - 1e-12)))
+
+
+def epoch_lengths(n_steps, first=FIRST_EPOCH):
+    """EpochSGD epochs: ``first, 2 first, 4 first, ...`` and a shorter last one with the rest.
+
+    The paper stops at the last full epoch; using the leftover steps (as one
+    more epoch when there are at least ``first`` of them, else in the last
+    epoch) spends every step the privacy budget paid for.
+    """
+    n_steps = int(n_steps)
+    lengths = []
+    length = min(first, n_steps)
+    remaining = n_steps
+    while length > 0 and remaining >= length:
+        lengths.append(length)
+        remaining -= length
+        length *= 2
+    if remaining >= first:
+        lengths.append(remaining)
+    elif remaining:
+        lengths[-1] += remaining
+    return lengths
+
+
+def _check_options(n_samples, *, tol, passes, batch_size, n_probes, schedule):
+    if tol is not None and (not isinstance(tol, Real) or not 0 < tol < math.inf):
+        raise ValueError(f"tol must be a float > 0 (a fraction of L * R), got {tol!r}.")
+    if passes is not None and (not isinstance(passes, Real) or not 0 < passes < math.inf):
+        raise ValueError(f"passes must be a float > 0, got {passes!r}.")
+    if batch_size is not None and (not isinstance(batch_size, Integral) or batch_size < 1):
+        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}.")
+    if not isinstance(n_probes, Integral) or n_probes < 1:
+        raise ValueError(f"n_probes must be an integer >= 1, got {n_probes!r}.")
+    if schedule not in ("budget", "theory"):
+        raise ValueError(f"schedule must be 'budget' or 'theory', got {schedule!r}.")
+
+
+def plan_resque(
+    n_samples,
+    n_params,
+    epsilon,
+    delta,
+    *,
+    tol=None,
+    passes=None,
+    batch_size=None,
+    n_probes=1,
+    schedule="budget",
+):
+    """Privacy plan and public schedule of ``resque``, from public inputs only.
+
+    Parameters
+    ----------
+    n_samples : float or None
+        Public stand-in for the row count (the estimators' DP count); None
+        (before it is released) returns None.
+    n_params : int
+        Number of coefficients (the intercept column included).
+    epsilon, delta : float
+    tol : float, optional
+        Target accuracy as a fraction of ``L R``; default
+        :func:`default_tolerance`.
+    passes : float, optional
+        Expected passes over the data (gradient budget ``passes * n``); default
+        ``DEFAULT_PASSES``.  Raised when needed so that every ball subproblem
+        gets at least ``MIN_INNER_STEPS`` steps.
+    batch_size : int, optional
+        Expected Poisson batch of an inner step; default ``min(32, n)``.
+    n_probes : int, default=1
+        Ball subproblems solved per outer iteration (line-search probes).
+    schedule : {"budget", "theory"}
+        ``"budget"`` fixes the inner steps from the gradient budget (private
+        or not); ``"theory"`` (non-private only) sizes each subproblem as the
+        paper's EpochSGD does, from its proximal weight.
+
+    Returns
+    -------
+    PrivacyPlan
+        ``event`` is ``n_steps = K * n_probes * T_in`` Poisson-subsampled
+        Gaussian steps at rate ``batch_size / n``, noise multiplier relative
+        to the per-sample bound ``max_weight * L``.  ``details`` holds the
+        schedule: ``tol``, ``n_outer`` (K), ``inner_steps`` (T_in),
+        ``batch_size``, ``sampling_probability``, ``n_probes``, ``schedule``.
+    """
+    _check_options(
+        n_samples, tol=tol, passes=passes, batch_size=batch_size, n_probes=n_probes,
+        schedule=schedule,
+    )
+    if n_samples is None:
+        return None  # the schedule needs the (not yet released) public row count
+    private = not math.isinf(epsilon)
+    if schedule == "theory" and private:
+        raise ValueError(
+            "schedule='theory' sizes each subproblem from a proximal weight chosen on the "
+            "data, so its number of noisy steps is not public; it is only available with "
+            "epsilon=inf. Use schedule='budget' for private fits."
+        )
+    if tol is None:
+        tol = default_tolerance(n_samples, n_params, epsilon, delta)
+    if batch_size is None:
+        batch_size = max(1, min(DEFAULT_BATCH_SIZE, math.floor(n_samples)))
+    batch_size = max(1, min(batch_size, math.floor(n_samples)))
+    if passes is None:
+        passes = DEFAULT_PASSES
+    n_outer = outer_iterations(n_params, tol)
+    # Two significant digits: n_samples is a noisy count, and a rounded rate
+    # lets fits share one (cached) calibration.
+    rate = min(1.0, float(f"{batch_size / n_samples:.2g}"))
+    inner_steps = max(
+        MIN_INNER_STEPS, math.floor(passes * n_samples / (batch_size * n_outer * n_probes))
+    )
+    details = dict(
+        tol=float(tol),
+        n_outer=n_outer,
+        n_probes=int(n_probes),
+        batch_size=int(batch_size),
+        sampling_probability=rate,
+        schedule=schedule,
+    )
+    if schedule == "theory":
+        details["inner_steps"] = None
+        return PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, 0, details)
+    details["inner_steps"] = inner_steps
+    n_steps = n_outer * n_probes * inner_steps
+    if not private:
+        return PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, n_steps, details)
+    sigma = accounting.subsampled_gaussian_noise_multiplier(epsilon, delta, rate, n_steps)
+    event = accounting.subsampled_gaussian_steps_event(sigma, rate, n_steps)
+    return PrivacyPlan(event, sigma, n_steps, details)
+
+
+# --------------------------------------------------------------------------
+# One round of queries (the paper's parallel round)
+# --------------------------------------------------------------------------
+
+
+class _QueryRound:
+    """The answers of one ball subproblem's queries, made at once.
+
+    For GLMs a query of sample i at ``center + xi`` returns the scalar
+    ``l'(<x_i, center + xi>, y_i)``; the subgradient is that scalar times
+    ``x_i``.  The round stores the scalars, the perturbations and the rows
+    (never per-query gradient vectors).  ``starts[t]:starts[t + 1]`` are the
+    queries of inner step t.
+    """
+
+    def __init__(self, center, rows, starts, xi, features, derivative):
+        self.center = center
+        self.rows = rows
+        self.starts = starts
+        self.xi = xi
+        self.features = features
+        self.derivative = derivative
+
+    @property
+    def n_queries(self):
+        return len(self.rows)
+
+
+def _evaluate_chunk(X, y, loss, center, rows, rho, entropy, key):
+    # Each chunk has its own random stream keyed by (round, chunk), so the
+    # perturbations do not depend on how chunks are spread over workers.
+    rng = np.random.default_rng(np.random.SeedSequence(entropy=entropy, spawn_key=key))
+    features = X[rows]
+    if sp.issparse(features):
+        # xi is dense anyway: a dense copy of the chunk's rows costs no more.
+        features = features.toarray()
+    xi = rho * rng.standard_normal(features.shape)
+    margins = features @ center + np.einsum("ij,ij->i", features, xi)
+    derivative = loss.derivative(margins[:, None], y[rows])[:, 0]
+    # Already true for the accepted losses; the clip makes the sensitivity
+    # hold by construction whatever the query point.
+    bound = loss.derivative_bound
+    return xi, features, np.clip(derivative, -bound, bound)
+
+
+def _query_round(X, y, loss, center, rows, starts, rho, entropy, round_index, parallel):
+    """Evaluate every query of a ball subproblem (one parallel round)."""
+    chunks = [
+        (lo, min(lo + QUERY_CHUNK, len(rows))) for lo in range(0, len(rows), QUERY_CHUNK)
+    ]
+    if parallel is None or len(chunks) <= 1:
+        parts = [
+            _evaluate_chunk(X, y, loss, center, rows[lo:hi], rho, entropy, (round_index, i))
+            for i, (lo, hi) in enumerate(chunks)
+        ]
+    else:
+        from joblib import delayed
+
+        parts = parallel(
+            delayed(_evaluate_chunk)(
+                X, y, loss, center, rows[lo:hi], rho, entropy, (round_index, i)
+            )
+            for i, (lo, hi) in enumerate(chunks)
+        )
+    if not parts:
+        empty = np.zeros((0, X.shape[1]))
+        return _QueryRound(center, rows, starts, empty, empty, np.zeros(0))
+    xi, features, derivative = (np.concatenate(part) for part in zip(*parts))
+    return _QueryRound(center, rows, starts, xi, features, derivative)
+
+
+# --------------------------------------------------------------------------
+# Inner solver: EpochSGD on ReSQue gradients over one ball
+# --------------------------------------------------------------------------
+
+
+def _epoch_sgd(
+    round_,
+    *,
+    lam,
+    start,
+    project,
+    epochs,
+    rho,
+    max_weight,
+    normalizer,
+    noise,
+    alpha_mask,
+):
+    """EpochSGD (spec section 4.1) for ``F_rho(x) + lam / 2 ||x - c||^2`` over the ball.
+
+    Step t uses the queries ``starts[t]:starts[t + 1]`` of the round: the
+    gradient estimate is ``(sum_i min(w_i(x), w_max) l'_i x_i + noise_t) /
+    normalizer`` plus the exact gradient of the public L2 penalty.  Epoch k
+    has step size ``1 / (4 lam 2^(k-1))`` and returns the average of its
+    iterates; the next epoch starts with a regularisation-only step from it.
+    """
+    center = round_.center
+    xi, features, derivative, starts = round_.xi, round_.features, round_.derivative, round_.starts
+    scale = 1.0 / (2.0 * rho**2)
+    max_log_weight = math.log(max_weight)
+    eta = 1.0 / (4.0 * lam)
+    x = start
+    step = 0
+    for length in epochs:
+        shrink = 1.0 / (1.0 + eta * lam)
+        pull = eta * lam * center
+        x = project((x + pull) * shrink)
+        total = np.zeros_like(x)
+        for _ in range(length):
+            lo, hi = starts[step], starts[step + 1]
+            offset = x - center
+            if hi > lo:
+                log_w = (2.0 * (xi[lo:hi] @ offset) - offset @ offset) * scale
+                np.minimum(log_w, max_log_weight, out=log_w)
+                weights = np.exp(log_w, out=log_w)
+                np.minimum(weights, max_weight, out=weights)
+                gradient = (weights * derivative[lo:hi]) @ features[lo:hi]
+            else:
+                gradient = np.zeros_like(x)
+            if noise is not None:
+                gradient = gradient + noise[step]
+            gradient = gradient / normalizer
+            if alpha_mask is not None:
+                gradient = gradient + alpha_mask * x
+            x = project((x - eta * gradient + pull) * shrink)
+            total += x
+            step += 1
+        x = total / length
+        eta *= 0.5
+    return x
+
+
+# --------------------------------------------------------------------------
+# Outer loop: Monteiro-Svaiter ball acceleration
+# --------------------------------------------------------------------------
+
+
+def ball_acceleration(
+    solve_ball,
+    x0,
+    *,
+    ball_radius,
+    lambda_min,
+    lambda_max,
+    n_outer,
+    n_probes=1,
+    domain_radius=None,
+    lambda_start=None,
+    restart=RESTART,
+    progress=None,
+):
+    """Monteiro-Svaiter acceleration with ball-constrained proximal steps (spec section 3.4).
+
+    Parameters
+    ----------
+    solve_ball : callable
+        ``solve_ball(y, lam, start) -> x``: an (approximate) minimiser of
+        ``F(x) + lam / 2 ||x - y||^2`` over ``B_r(y)`` (intersected with
+        ``B_R``), started from ``start``.
+    x0 : ndarray of shape (d,)
+    ball_radius : float
+        r.
+    lambda_min, lambda_max : float
+        Range of the proximal weight (``lambda_*`` and ``2 L / r``).
+    n_outer : int
+        Number of outer iterations (fixed, public).
+    n_probes : int
+        Subproblems per iteration.  Every probe is solved (fixed count, so
+        the cost and privacy are public); lambda moves by ``LAMBDA_FACTOR``
+        (or bisects once bracketed) when the step ``||x - y||`` leaves
+        ``STEP_WINDOW * r``, and the last probe is accepted.  The adjusted
+        lambda warm-starts the next iteration.
+    domain_radius : float, optional
+        R: keep ``v`` (and, through ``solve_ball``, ``x``) in ``B_R``.
+    lambda_start : float, optional
+        First lambda; default ``sqrt(lambda_min * lambda_max)``.
+    restart : bool
+        Reset ``A = 0, v = x`` after an iteration whose step goes uphill
+        along the new prox gradient (``<lam (y - x_new), x_new - x> > 0``).
+    progress : callable, optional
+
+    Returns
+    -------
+    x : ndarray
+        The last iterate ``x_K``.
+    trace : dict
+        Per outer iteration: ``A``, accepted ``lambda`` and step length; and
+        the number of ``restarts``.
+    """
+    x = np.array(x0, dtype=float)
+    v = x.copy()
+    A = 0.0
+    lam = math.sqrt(lambda_min * lambda_max) if lambda_start is None else float(lambda_start)
+    low, high = STEP_WINDOW[0] * ball_radius, STEP_WINDOW[1] * ball_radius
+    trace = {"A": [], "lambda": [], "step": [], "restarts": 0}
+    for k in range(n_outer):
+        bracket = [lambda_min, lambda_max]
+        start = None
+        for _ in range(n_probes):
+            a = (1.0 + math.sqrt(1.0 + 4.0 * lam * A)) / (2.0 * lam)
+            y = (A * x + a * v) / (A + a)
+            x_new = solve_ball(y, lam, y if start is None else start)
+            step = float(np.linalg.norm(x_new - y))
+            accepted = (lam, a, y, x_new, step)
+            start = x_new
+            # Long step: the ball may bind, so more regularisation; short
+            # step: less.  Post-processing of the (noisy) solution only.
+            if step > high:
+                bracket[0] = lam
+                bracketed = bracket[1] < lambda_max
+                lam = math.sqrt(lam * bracket[1]) if bracketed else lam * LAMBDA_FACTOR
+            elif step < low:
+                bracket[1] = lam
+                bracketed = bracket[0] > lambda_min
+                lam = math.sqrt(lam * bracket[0]) if bracketed else lam / LAMBDA_FACTOR
+            lam = min(max(lam, lambda_min), lambda_max)
+        lam_k, a, y, x_new, step = accepted
+        # lam (y - x_new) approximates a (sub)gradient of F at the prox point.
+        gradient = lam_k * (y - x_new)
+        restarted = restart and A > 0 and gradient @ (x_new - x) > 0
+        x = x_new
+        if restarted:
+            A, v = 0.0, x.copy()
+        else:
+            v = v - a * gradient
+            if domain_radius is not None:
+                v = _project_ball(v, np.zeros_like(v), domain_radius)
+            A += a
+        trace["restarts"] += int(restarted)
+        trace["A"].append(A)
+        trace["lambda"].append(lam_k)
+        trace["step"].append(step)
+        if progress is not None:
+            progress(k + 1, step_over_r=step / ball_radius, lam=lam_k)
+    return x, trace
+
+
+# --------------------------------------------------------------------------
+# The solver
+# --------------------------------------------------------------------------
+
+
+def _default_radius(data):
+    return DEFAULT_RADIUS_SCALE / data.row_norm_bound
+
+
+def resque(
+    data,
+    loss,
+    *,
+    n_outputs,
+    alpha,
+    epsilon,
+    delta,
+    radius=None,
+    constraint=None,
+    tol=None,
+    passes=None,
+    batch_size=None,
+    n_probes=1,
+    max_weight=DEFAULT_MAX_WEIGHT,
+    schedule="budget",
+    max_inner=None,
+    restart=RESTART,
+    n_jobs=None,
+    random_state=None,
+    verbose=0,
+):
+    """ReSQue ball acceleration for Lipschitz losses (parallel queries; DP-SGD-style privacy).
+
+    Minimises the Gaussian-smoothed empirical risk
+    ``F_rho(w) = E_z mean_i l(x_i @ (w + z), y_i)``, ``z ~ N(0, rho^2 I)``
+    (plus ``alpha / 2 * ||w[penalized]||^2``), over the L2 ball of ``radius``
+    (or unconstrained).  ``|F_rho - F| <= L rho sqrt(d) = tol L R``, so this is
+    the original objective up to the target accuracy.
+
+    Algorithm (spec sections 3.4, 4.1 and 9.4):
+
+    * ``K = ceil((R / r)^(2/3))`` outer iterations of Monteiro-Svaiter ball
+      acceleration (:func:`ball_acceleration`), with ``rho = tol R / sqrt(d)``,
+      ``r = rho / 2``, ``lambda`` in ``[tol L K^2 / R, 2 L / r]``;
+    * each ball subproblem ``min F_rho(x) + lambda / 2 ||x - y||^2`` over
+      ``B_r(y) ∩ B_R`` is solved by EpochSGD on ReSQue gradients centred at
+      ``y``; all its queries ``x_i @ (y + xi)`` are drawn and evaluated in
+      one batched round before the first step (query depth = number of
+      subproblems);
+    * the acceleration restarts (``A = 0``, ``v = x``) when its momentum
+      points uphill (``restart``);
+    * every inner step sums ``min(w_i(x), max_weight) * l'_i * x_i`` over a
+      Poisson sample of rate ``q = batch_size / n`` and adds Gaussian noise.
+
+    Parameters
+    ----------
+    data : BoundedData
+        Rows clipped to L2 norm ``data.row_norm_bound`` (B) and labels; CSR
+        rows are densified a chunk of queries at a time.
+    loss : GLMLoss
+        A Lipschitz single-output loss (``derivative_bound`` not None):
+        absolute, quantile, Huber, hinge, binary logistic.  ``L = derivative_bound * B``.
+    n_outputs : int
+        Must be 1.
+    alpha : float
+        L2 penalty on the penalised coefficients (added exactly, not smoothed).
+    epsilon, delta : float
+        Target guarantee; ``epsilon=inf`` runs the same algorithm without noise.
+    radius : float, optional
+        R, the radius of the L2 constraint ball.  Without it the fit is
+        unconstrained and R = ``DEFAULT_RADIUS_SCALE / B`` only sets the
+        solver's scale (smoothing radius, ball radius, number of outer
+        iterations).
+    constraint : {None, "l2"}
+        Only the L2 ball is supported (ReSQue smoothing and the ball
+        subproblems are Euclidean).
+    tol : float, optional
+        Target accuracy as a fraction of ``L R`` (it fixes rho, r and K);
+        default ``1/sqrt(n) + sqrt(d log(1/delta)) / (n epsilon)``.  Smaller
+        values mean more, smaller balls (K grows like ``tol^(-2/3)``).
+    passes : float, optional
+        Gradient budget in expected passes over the data (default 20); raised
+        when needed so each subproblem gets at least 32 inner steps.
+    batch_size : int, optional
+        Expected Poisson batch per inner step; default ``min(32, n)``.
+    n_probes : int, default=1
+        Line-search probes (subproblems) per outer iteration.
+    max_weight : float, default=3.0
+        Cap on the ReSQue weights.  Private fits need a finite cap (it sets
+        the sensitivity ``max_weight * L``); ``inf`` (non-private only) gives
+        the unbiased estimator.
+    schedule : {"budget", "theory"}, default="budget"
+        ``"theory"`` (epsilon=inf only): each subproblem makes the paper's
+        ``T = ceil(768 L^2 / (lambda^2 r^2))`` queries (EpochSGD with
+        ``phi = lambda r^2 / 16``), capped at ``max_inner``, sampled uniformly
+        with replacement in steps of ``batch_size``.
+    max_inner : int, optional
+        Cap on the queries of one subproblem in the theory schedule (default
+        100000).
+    restart : bool, default=True
+        Gradient restart of the acceleration (see ``RESTART``); ``False`` runs
+        the plain Monteiro-Svaiter recursion of the spec.
+    n_jobs : int, optional
+        joblib threads that evaluate the queries of a round in chunks of
+        ``QUERY_CHUNK``; results do not depend on it.
+    random_state : None, int, RandomState or Generator
+    verbose : int
+
+    Returns
+    -------
+    SolverResult
+        ``info`` holds ``query_depth`` (rounds of queries: one per
+        subproblem, ``K * n_probes``), ``n_queries`` (per-sample gradient
+        evaluations), ``n_outer``, ``inner_steps``, ``smoothing_radius``,
+        ``ball_radius``, ``radius``, ``restarts`` and the accepted
+        ``lambdas``, ``step_lengths`` and ``A`` per outer iteration.
+
+    Privacy
+    -------
+    (epsilon, delta)-DP under add/remove-one-row neighbouring.  Inner step t
+    releases ``sum_{i in S_t} min(w_i, w_max) l'(x_i @ (y + xi_i), y_i) x_i +
+    N(0, (sigma w_max L)^2 I)`` with ``S_t`` a Poisson sample of rate q.
+    Each term has norm at most ``w_max * L`` whatever the query point (the
+    loss is L-Lipschitz on all of R^d and rows are clipped), the
+    perturbations ``xi`` are drawn independently of the data, and a row
+    added or removed contributes at most one term: sensitivity ``w_max * L``.
+    The ``K * n_probes * T_in`` steps are adaptive Poisson-subsampled
+    Gaussian mechanisms (PLD accounting); the line search, projections,
+    averaging and acceleration only post-process the noisy sums.  All
+    counts are fixed from public inputs before the data is touched.  Public:
+    n, d, B, R, tol, q, every count and option.
+    """
+    if n_outputs != 1:
+        raise ValueError("resque fits single-output losses only (binary, regression).")
+    if loss.name not in GLOBALLY_LIPSCHITZ_LOSSES or loss.multi_output:
+        raise ValueError(
+            f"resque needs a Lipschitz single-output loss ({sorted(GLOBALLY_LIPSCHITZ_LOSSES)}); "
+            f"{loss.name!r} is not: its derivative is bounded at most on a ball of scores, "
+            "and ReSQue queries lie far outside any ball."
+        )
+    if constraint not in (None, "l2"):
+        raise ValueError(
+            f"resque supports only an L2-ball constraint, got constraint={constraint!r}: "
+            "its smoothing and ball subproblems are Euclidean."
+        )
+    if radius is not None and not (isinstance(radius, Real) and 0 < radius < math.inf):
+        raise ValueError(f"radius must be a finite float > 0, got {radius!r}.")
+    private = not math.isinf(epsilon)
+    if not (isinstance(max_weight, Real) and max_weight >= 1):
+        raise ValueError(f"max_weight must be a float >= 1, got {max_weight!r}.")
+    if private and math.isinf(max_weight):
+        raise ValueError("A private fit needs a finite max_weight (it sets the sensitivity).")
+    if max_inner is not None and not (isinstance(max_inner, Integral) and max_inner >= 1):
+        raise ValueError(f"max_inner must be an integer >= 1, got {max_inner!r}.")
+
+    X, y = data.X, data.y
+    n_samples, n_params = X.shape  # n_samples only indexes rows
+    # The schedule comes from the public stand-in for the row count (a DP
+    # count from the estimators): the true n is private under add/remove.
+    plan = plan_resque(
+        data.n_public, n_params, epsilon, delta, tol=tol, passes=passes, batch_size=batch_size,
+        n_probes=n_probes, schedule=schedule,
+    )
+    details = plan.details
+    n_outer, batch = details["n_outer"], details["batch_size"]
+    rate = details["sampling_probability"]
+
+    constrained = radius is not None
+    R = float(radius) if constrained else _default_radius(data)
+    lipschitz_data = float(loss.derivative_bound) * data.row_norm_bound
+    # The public L2 penalty adds at most alpha * R to the Lipschitz constant on B_R.
+    lipschitz = lipschitz_data + alpha * R
+    rho = details["tol"] * R / math.sqrt(n_params)
+    r = BALL_TO_SMOOTHING * rho
+    lambda_max = 2.0 * lipschitz / r
+    lambda_min = min(details["tol"] * lipschitz * n_outer**2 / R, lambda_max)
+    sensitivity = max_weight * lipschitz_data
+    noise_std = plan.noise_multiplier * sensitivity
+    alpha_mask = alpha * data.penalized.astype(float) if alpha > 0 else None
+    max_inner = DEFAULT_MAX_INNER if max_inner is None else int(max_inner)
+
+    rng = make_rng(random_state)
+    entropy = int(rng.integers(2**63))
+    parallel = None
+    if n_jobs is not None and n_jobs != 1:
+        from joblib import Parallel
+
+        parallel = Parallel(n_jobs=n_jobs, prefer="threads")
+
+    counters = {"rounds": 0, "queries": 0, "steps": 0}
+
+    def solve_ball(center, lam, start):
+        if schedule == "budget":
+            n_steps = details["inner_steps"]
+            # One Poisson sample per step, drawn as dp_sgd's poisson_batch
+            # does: its size ~ Binomial(n, q), then a uniform subset.
+            sizes = rng.binomial(n_samples, rate, size=n_steps)
+            rows = np.concatenate(
+                [np.sort(rng.choice(n_samples, size=s, replace=False)) for s in sizes]
+            ) if n_steps else np.zeros(0, dtype=int)
+            normalizer = float(batch)  # the expected batch q * n, public
+        else:
+            n_queries = min(math.ceil(768.0 * lipschitz**2 / (lam**2 * r**2)), max_inner)
+            n_steps = math.ceil(n_queries / batch)
+            sizes = np.full(n_steps, batch)
+            rows = rng.integers(n_samples, size=n_steps * batch)
+            normalizer = float(batch)
+        starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        noise = rng.normal(0.0, noise_std, size=(n_steps, n_params)) if noise_std > 0 else None
+        round_ = _query_round(
+            X, y, loss, center, rows, starts, rho, entropy, counters["rounds"], parallel
+        )
+        counters["rounds"] += 1
+        counters["queries"] += round_.n_queries
+        counters["steps"] += n_steps
+        domain = _Domain(center, r, R if constrained else None)
+        return _epoch_sgd(
+            round_,
+            lam=lam,
+            start=domain(start),
+            project=domain,
+            epochs=epoch_lengths(n_steps),
+            rho=rho,
+            max_weight=max_weight,
+            normalizer=normalizer,
+            noise=noise,
+            alpha_mask=alpha_mask,
+        )
+
+    if parallel is not None:
+        parallel.__enter__()
+    try:
+        coef, trace = ball_acceleration(
+            solve_ball,
+            np.zeros(n_params),
+            ball_radius=r,
+            lambda_min=lambda_min,
+            lambda_max=lambda_max,
+            n_outer=n_outer,
+            n_probes=details["n_probes"],
+            domain_radius=R if constrained else None,
+            restart=bool(restart),
+            progress=Progress("resque", n_outer, verbose),
+        )
+    finally:
+        if parallel is not None:
+            parallel.__exit__(None, None, None)
+    check_finite_iterate(coef, "resque")
+    if schedule == "budget" and counters["steps"] != plan.n_steps:  # pragma: no cover - invariant
+        raise AssertionError("resque ran a different number of noisy steps than it accounted for.")
+    plan.details.update(
+        noise_std=noise_std,
+        sensitivity=sensitivity,
+        max_weight=float(max_weight),
+        smoothing_radius=rho,
+        ball_radius=r,
+        radius=R,
+        constrained=constrained,
+        lipschitz=lipschitz,
+        lambda_min=lambda_min,
+        lambda_max=lambda_max,
+    )
+    info = dict(
+        query_depth=counters["rounds"],
+        n_queries=counters["queries"],
+        n_outer=n_outer,
+        inner_steps=details["inner_steps"],
+        smoothing_radius=rho,
+        ball_radius=r,
+        radius=R,
+        lambdas=trace["lambda"],
+        step_lengths=trace["step"],
+        A=trace["A"],
+        restarts=trace["restarts"],
+    )
+    return SolverResult(coef=coef[:, None], n_iter=counters["steps"], plan=plan, info=info)
