@@ -79,8 +79,9 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         ``"output_perturbation"`` (exact solve of the L2-penalised problem with
         the intercept penalised too; pure epsilon-DP with ``delta=0``).
         ``"auto"`` picks ``objective_perturbation`` when ``delta=0``, ``dp_cd``
-        for the ``"l1"`` and ``"elasticnet"`` penalties, otherwise ``dp_gd`` up
-        to 100000 rows and ``dp_sgd`` beyond.
+        for the ``"l1"`` and ``"elasticnet"`` penalties, otherwise ``dp_gd``
+        (never a function of the private row count; ``dp_sgd`` is the faster
+        choice for very large data).
     max_iter : int or None, default=None
         Number of noisy steps (for ``dp_cd``: passes over the coordinates);
         None uses the solver's default (100 steps for ``dp_gd``; 10 expected
@@ -218,7 +219,9 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
             return "objective_perturbation"
         if problem.penalty in ("l1", "elasticnet"):
             return "dp_cd"
-        return "dp_gd" if n_samples <= 100_000 else "dp_sgd"
+        # Not a function of n: the chosen solver is released (solver_) and the
+        # row count is private, so a size threshold would leak at its edge.
+        return "dp_gd"
 
     def _encode_labels(self, y):
         check_classification_targets(y)
