@@ -243,6 +243,12 @@ class BaseDPEstimator(BaseEstimator):
         if private and self.budget is not None:
             plan_parameters = inspect.signature(spec.plan).parameters
             plan_kwargs = {k: v for k, v in kwargs.items() if k in plan_parameters}
+            # Public constants of the problem, for plans whose step counts use them.
+            public = dict(
+                loss=loss, row_norm_bound=data.row_norm_bound, alpha=problem.alpha,
+                n_outputs=problem.n_outputs,
+            )
+            plan_kwargs.update({k: v for k, v in public.items() if k in plan_parameters})
             plan = spec.plan(
                 n_samples, data.n_columns * problem.n_outputs, self.epsilon, self.delta, **plan_kwargs
             )

@@ -53,6 +53,13 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         ``intercept_scaling`` (part of each row's norm bound).
     intercept_scaling : float, default=1.0
         Value of the constant intercept column.
+    radius : float or None, default=None
+        Constrain the coefficient vector (the intercept included, in units of
+        ``intercept_scaling``; all classes jointly) to the ball of this radius
+        in the ``constraint`` norm.  Public.  Needed by ``dp_accmd``; the
+        gradient-descent solvers project onto the L2 ball.
+    constraint : {"l2", "l1"}, default="l2"
+        Norm of the constraint ball (used only with ``radius``).
     feature_bound : float, array-like of shape (n_features,) or None, default=None
         Public bound on each feature, ``|X[i, j]| <= feature_bound[j]`` (larger
         entries are clipped).  Used instead of ``data_norm`` by solvers that
@@ -148,6 +155,8 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         "l1_ratio": [Interval(Real, 0, 1, closed="both"), None],
         "fit_intercept": ["boolean"],
         "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
+        "radius": [Interval(Real, 0, None, closed="neither"), None],
+        "constraint": [StrOptions({"l2", "l1"})],
         "data_norm": [Interval(Real, 0, None, closed="neither")],
         "feature_bound": [Interval(Real, 0, None, closed="neither"), "array-like", None],
         "classes": ["array-like", None],
@@ -164,6 +173,8 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         l1_ratio=None,
         fit_intercept=True,
         intercept_scaling=1.0,
+        radius=None,
+        constraint="l2",
         data_norm=1.0,
         feature_bound=None,
         classes=None,
@@ -184,6 +195,8 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         self.l1_ratio = l1_ratio
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
+        self.radius = radius
+        self.constraint = constraint
         self.data_norm = data_norm
         self.feature_bound = feature_bound
         self.classes = classes
@@ -266,6 +279,8 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
             l1_ratio=l1_ratio,
             n_outputs=classes.size if multiclass else 1,
             multiclass=multiclass,
+            constraint=None if self.radius is None else self.constraint,
+            radius=self.radius,
         )
         data, result = self._fit_solver(X, y_encoded, problem)
         self.classes_ = classes
