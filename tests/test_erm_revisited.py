@@ -776,3 +776,76 @@ def test_regressor_refusals(classification):
         DPSCORegressor(solver="dp_svrg_pp", loss="absolute").fit(X, y)
     with pytest.raises(ValueError, match="pl_constant"):
         DPSCORegressor(solver="dp_gd", penalty=None, solver_options={"schedule": "pl"}).fit(X, y)
+
+
+def test_auto_picks_these_solvers_only_where_nothing_else_fits(classification):
+    X, y = classification
+    fit = lambda **p: DPLogisticRegression(classes=[0, 1], random_state=0, **p).fit(X, y)  # noqa: E731
+    assert fit().solver_ == "dp_gd"
+    assert fit(penalty="l1").solver_ == "dp_svrg_pp"
+    assert fit(penalty="elasticnet", l1_ratio=0.5).solver_ == "dp_svrg_pp"
+    assert fit(penalty=None, radius=3.0, constraint="l1").solver_ == "dp_accmd"
+    assert fit(penalty=None, radius=3.0).solver_ == "dp_gd"  # L2 ball: projected dp_gd
+    Xr, yr = make_regression(n_samples=200, n_features=3, random_state=0)
+    reg = lambda **p: DPSCORegressor(random_state=0, **p).fit(Xr / 10, yr / 100)  # noqa: E731
+    assert reg().solver_ == "dp_gd"
+    assert reg(penalty="l1").solver_ == "dp_svrg_pp"
+    assert reg(penalty=None, radius=1.0, constraint="l1").solver_ == "dp_accmd"
+    assert reg(loss="absolute").solver_ == "dp_sgd"
+
+
+# --------------------------------------------------------------------------
+# The paper's explicit bounds hold for the implemented noise (any sigma)
+# --------------------------------------------------------------------------
+
+
+def _logistic_setup(n=200, d=3, alpha=0.0):
+    X, y = make_classification(n_samples=n, n_features=d, n_redundant=0, random_state=4)
+    X = X / (2 * _max_norm(X))
+    data = _bounded(X, np.where(y == 1, 1.0, -1.0), data_norm=0.5)
+    full = data.X
+
+    def value(W):
+        return float(np.mean(np.logaddexp(0, -data.y * (full @ W)))) + 0.5 * alpha * float(W @ W)
+
+    def gradient(W):
+        return full.T @ (-data.y / (1 + np.exp(data.y * (full @ W)))) / n + alpha * W
+
+    best = minimize(lambda w: (value(w), gradient(w)), np.zeros(d), jac=True, method="BFGS",
+                    options={"gtol": 1e-12}).fun
+    return data, value, gradient, best
+
+
+def test_dp_gd_random_iterate_meets_the_gradient_norm_bound():
+    """E ||grad F(x_tau)||^2 <= 2 L e_0 / T + d s^2 (B.9, eqs. 85-87), s the noise std of the mean gradient."""
+    data, value, gradient, best = _logistic_setup()
+    T, eps = 8, 2.0
+    norms, details = [], None
+    for seed in range(300):
+        result = dp_gd(data, LOGISTIC, n_outputs=1, alpha=0.0, epsilon=eps, delta=1e-5,
+                       max_iter=T, schedule="gradient_norm", random_state=seed)
+        norms.append(np.sum(gradient(result.coef[:, 0]) ** 2))
+        details = result.plan.details
+    L = 1.0 / details["step_size"]
+    d, n = data.n_columns, data.n_samples
+    bound = 2 * L * (value(np.zeros(d)) - best) / T + d * (details["noise_std"] / n) ** 2
+    assert np.mean(norms) <= bound
+
+
+def test_dp_gd_last_iterate_meets_the_pl_bound():
+    """E F(x_T) - F* <= (1 - mu/L)^T e_0 + d s^2 / (2 mu) (B.8 with the geometric sum)."""
+    alpha = 0.05
+    data, value, gradient, best = _logistic_setup(alpha=alpha)
+    T = 12
+    gaps, details = [], None
+    for seed in range(300):
+        result = dp_gd(data, LOGISTIC, n_outputs=1, alpha=alpha, epsilon=2.0, delta=1e-5,
+                       max_iter=T, schedule="pl", random_state=seed)
+        gaps.append(value(result.coef[:, 0]) - best)
+        details = result.plan.details
+    L = 1.0 / details["step_size"]
+    d, n = data.n_columns, data.n_samples
+    bound = (1 - alpha / L) ** T * (value(np.zeros(d)) - best) + d * (
+        details["noise_std"] / n
+    ) ** 2 / (2 * alpha)
+    assert np.mean(gaps) <= bound

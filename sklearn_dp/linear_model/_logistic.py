@@ -78,17 +78,25 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         ``classes`` given, labels outside it raise an error, and classes
         absent from ``y`` are still part of the model.
     solver : str, default="auto"
-        ``"dp_gd"`` (full-batch noisy gradient descent) or ``"dp_sgd"``
-        (Poisson-subsampled DP-SGD).  ``"auto"`` picks ``dp_gd`` up to 100000
-        rows and ``dp_sgd`` beyond.
+        ``"dp_gd"`` (full-batch noisy gradient descent), ``"dp_sgd"``
+        (Poisson-subsampled DP-SGD), ``"dp_svrg"`` (noisy proximal SVRG; needs
+        an L2 penalty), ``"dp_svrg_pp"`` (noisy proximal SVRG++; L1, L2,
+        elastic-net or no penalty) or ``"dp_accmd"`` (accelerated mirror
+        descent over the ball of ``radius``; ``penalty=None``).  ``"auto"``
+        picks ``dp_accmd`` for an L1-ball constraint, ``dp_svrg_pp`` for L1
+        and elastic-net penalties, otherwise ``dp_gd`` up to 100000 rows and
+        ``dp_sgd`` beyond (see docs/solvers/erm_revisited.md for the
+        measurements behind this).
     max_iter : int or None, default=None
-        Number of noisy steps; None computes it from public quantities (n, the
+        Number of noisy steps (of epochs for ``dp_svrg`` and ``dp_svrg_pp``);
+        None computes it from public quantities (n, the
         number of coefficients, epsilon).
     learning_rate : float or None, default=None
         Step size; None uses ``1 / L``, the objective's smoothness computed
         from ``data_norm``.
     batch_size : int or None, default=None
-        Expected batch size of ``dp_sgd``.
+        Expected (Poisson) batch size of ``dp_sgd`` and of the inner steps of
+        ``dp_svrg`` / ``dp_svrg_pp``.
     clip_norm : float or None, default=None
         Per-sample gradient clip; None (and the maximum) is the loss's own
         bound ``data_norm`` (times sqrt(2) for the multinomial loss, with the
@@ -127,7 +135,8 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
     The fit is (epsilon, delta)-differentially private with respect to adding
     or removing one row of ``X`` together with its label.  Public (assumed
     known to an adversary, and not protected): the number of rows n, the
-    number of features, ``data_norm``, ``classes`` and every hyper-parameter.
+    number of features, ``data_norm``, ``radius``, ``classes`` and every
+    hyper-parameter.
     Rows are clipped to ``data_norm``; for the logistic loss the per-sample
     gradient is then bounded by ``data_norm`` (by ``sqrt(2) * data_norm`` for
     the multinomial loss, one joint mechanism over all classes, not a split
@@ -211,6 +220,14 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         self.verbose = verbose
 
     def _auto_solver(self, problem, *, sparse, n_samples):
+        # Measured in benchmarks/bench_erm_revisited.py (docs/solvers/erm_revisited.md):
+        # dp_svrg and dp_svrg_pp do not beat dp_gd / dp_sgd where those apply, so they
+        # are picked only for what nothing else here fits (L1 / elastic-net penalties, an
+        # L1-ball constraint).
+        if problem.constraint == "l1":
+            return "dp_accmd"
+        if problem.penalty in ("l1", "elasticnet"):
+            return "dp_svrg_pp"
         return "dp_gd" if n_samples <= 100_000 else "dp_sgd"
 
     def _encode_labels(self, y):

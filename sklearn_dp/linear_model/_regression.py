@@ -81,8 +81,12 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         Public bound on ``|y|``; labels outside ``[-y_bound, y_bound]`` are
         clipped to it before fitting.
     solver : str, default="auto"
-        ``"dp_gd"`` or ``"dp_sgd"``; ``"auto"`` picks ``dp_gd`` for smooth
-        losses and ``dp_sgd`` for the absolute loss.
+        ``"dp_gd"``, ``"dp_sgd"``, ``"dp_svrg"`` (L2 penalty),
+        ``"dp_svrg_pp"`` (L1, L2, elastic-net or none) or ``"dp_accmd"``
+        (``radius`` ball, ``penalty=None``); the last three need a smooth loss
+        (squared or huber).  ``"auto"`` picks ``dp_sgd`` for the absolute
+        loss, ``dp_accmd`` for an L1-ball constraint, ``dp_svrg_pp`` for L1
+        and elastic-net penalties, and ``dp_gd`` otherwise.
     max_iter, learning_rate, batch_size, clip_norm, solver_options
         As in :class:`DPLogisticRegression`.  For the squared loss without
         ``radius`` the default clip is ``2 * y_bound`` times the row bound.
@@ -181,7 +185,15 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         self.verbose = verbose
 
     def _auto_solver(self, problem, *, sparse, n_samples):
-        return "dp_sgd" if problem.loss_name == "absolute" else "dp_gd"
+        if problem.loss_name == "absolute":
+            return "dp_sgd"
+        # The solvers of DP-ERM revisited, only where nothing else here fits
+        # (docs/solvers/erm_revisited.md).
+        if problem.constraint == "l1":
+            return "dp_accmd"
+        if problem.penalty in ("l1", "elasticnet"):
+            return "dp_svrg_pp"
+        return "dp_gd"
 
     def _make_loss(self, data):
         """The loss in the scaled units of the fit (labels divided by ``y_bound``)."""
