@@ -146,6 +146,16 @@ def test_accmd_default_iterations():
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("epsilon, mu", [(0.2, 0.1010), (0.5, 0.2169), (1.0, 0.3884)])
+def test_full_batch_calibration_matches_the_spec_table(epsilon, mu):
+    """Spec 7.2: T full-batch Gaussian steps are mu-GDP; mu for (epsilon, delta=1e-3)."""
+    assert 1.0 / gaussian_noise_multiplier(epsilon, 1e-3, 1) == pytest.approx(mu, rel=2e-3)
+    # T steps need sqrt(T) times the one-step multiplier (exact composition).
+    assert gaussian_noise_multiplier(epsilon, 1e-3, 1500) == pytest.approx(
+        math.sqrt(1500) / mu, rel=2e-3
+    )
+
+
 def test_svrg_noise_multipliers_split_and_calibration():
     eps, delta, q, T, K, share = 1.0, 1e-5, 0.01, 5, 500, 0.75
     snapshot, difference = svrg_noise_multipliers(eps, delta, q, T, K, share)
