@@ -74,6 +74,15 @@ class BoundedData:
         Public bound on each column, ``|X[i, j]| <= feature_bound[j]``
         (intercept column included), when the rows were bounded entrywise
         (``geometry="linf"``), else None.
+    n_public : float
+        What solvers may use in place of the number of rows for
+        hyper-parameters (sampling rates, step counts, penalty scaling).  The
+        true n is private under add/remove neighbouring: estimators set this
+        to a DP count (see :class:`~sklearn_dp.solvers.PrivateCount`).  Direct
+        solver calls that leave it unset treat the row count as public.
+    normalizer : float
+        What solvers divide noisy sums by to average them (an upper
+        confidence bound on n when n_public is a DP count).
     penalized : ndarray of bool of shape (n_columns,)
         Which coefficients the penalty applies to (not the intercept).
     fit_intercept : bool
@@ -87,7 +96,16 @@ class BoundedData:
     penalized: np.ndarray
     fit_intercept: bool
     intercept_scaling: float
-    feature_bound: float | None = None
+    feature_bound: np.ndarray | None = None
+    n_public: float | None = None
+    normalizer: float | None = None
+
+    def __post_init__(self):
+        # Unset: the row count is treated as public (direct solver calls).
+        if self.n_public is None:
+            object.__setattr__(self, "n_public", float(self.X.shape[0]))
+        if self.normalizer is None:
+            object.__setattr__(self, "normalizer", float(self.n_public))
 
     @property
     def n_samples(self):
@@ -113,6 +131,8 @@ def bound_data(
     geometry="l2",
     data_norm=None,
     feature_bound=None,
+    n_public=None,
+    normalizer=None,
 ):
     """Bound the rows of ``X`` in the geometry a solver needs, append the intercept column.
 
@@ -123,6 +143,8 @@ def bound_data(
     ``sqrt(data_norm**2 + intercept_scaling**2)`` in L2 (for ``"linf"``:
     ``sqrt(sum_j feature_bound_j**2 + intercept_scaling**2)``), and column j
     entrywise by ``feature_bound[j]`` (``intercept_scaling`` for the intercept).
+    ``n_public`` and ``normalizer`` are what solvers use in place of the row
+    count (see :class:`BoundedData`); None treats the row count as public.
     """
     n_features = X.shape[1]
     if geometry == "l2":
@@ -163,4 +185,6 @@ def bound_data(
         fit_intercept=bool(fit_intercept),
         intercept_scaling=float(intercept_scaling),
         feature_bound=entry_bound,
+        n_public=n_public,
+        normalizer=normalizer,
     )

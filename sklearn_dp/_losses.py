@@ -201,7 +201,10 @@ def clipped_gradient_sum(X, y, W, loss, clip_norm, row_norms, sample_weight=None
     D = loss.derivative(np.asarray(X @ W), y)
     if clip_norm is not None and np.isfinite(clip_norm):
         norms = np.sqrt(np.einsum("ij,ij->i", D, D)) * row_norms
-        scale = np.minimum(1.0, clip_norm / np.maximum(norms, np.finfo(float).tiny))
+        # Only rows over the clip are rescaled (no division by zero norms).
+        over = norms > clip_norm
+        scale = np.ones_like(norms)
+        scale[over] = clip_norm / norms[over]
         D = D * scale[:, None]
     if sample_weight is not None:
         D = D * sample_weight[:, None]

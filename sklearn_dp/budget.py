@@ -650,8 +650,9 @@ class PrivacyBudget:
             )
         else:
             parts.append(
-                " Ask for a smaller epsilon/delta (at most what remains), or stop: "
-                "a fresh budget is only justified for fresh data."
+                " Ask for a smaller epsilon (or delta), or stop: a fresh budget is only "
+                "justified for fresh data. (When numerical composition is tighter, "
+                "`remaining` summarises it at the budget's delta; check() decides what fits.)"
             )
         return "".join(parts)
 

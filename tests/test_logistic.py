@@ -180,7 +180,7 @@ def test_epsilon_inf_reaches_sklearn_optimum_multinomial(iris):
         (dict(delta=-0.1), "delta"),
         (dict(solver="newton"), "Unknown solver 'newton'. Known solvers"),
         (dict(data_norm=0.0), "data_norm"),
-        (dict(delta=0.0), "delta=0"),
+        (dict(delta=0.0, solver="dp_gd"), "delta=0"),
         (dict(solver_options={"colour": 1}), "not options of solver"),
     ],
 )

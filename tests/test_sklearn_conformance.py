@@ -39,6 +39,32 @@ def _estimators():
         # Noiseless fits are held to scikit-learn's accuracy checks (private
         # regressors declare the poor_score tag: see DPSCORegressor).
         DPSCORegressor(epsilon=float("inf"), data_norm=5.0, y_bound=5.0, max_iter=500),
+        # Pure epsilon-DP: solver="auto" with delta=0 is objective_perturbation.
+        DPLogisticRegression(epsilon=1.0, delta=0.0, random_state=0),
+        # Output perturbation's noise scales with 1 / (n alpha) = C: it needs a
+        # stronger penalty than the default C=1 to pass the accuracy check.
+        DPLogisticRegression(
+            epsilon=1.0, delta=0.0, C=0.1, solver="output_perturbation", random_state=0
+        ),
+        DPSCORegressor(epsilon=1.0, delta=0.0, random_state=0),
+        DPSCORegressor(epsilon=1.0, loss="huber", solver="output_perturbation", random_state=0),
+        DPSCORegressor(
+            epsilon=float("inf"), solver="objective_perturbation", data_norm=5.0, y_bound=5.0
+        ),
+        # dp_cd: coordinate descent bounds entries by feature_bound.
+        DPLogisticRegression(epsilon=1.0, solver="dp_cd", feature_bound=1.0, random_state=0),
+        DPLogisticRegression(
+            epsilon=1.0, solver="dp_cd", feature_bound=1.0, penalty="l1", random_state=0,
+            solver_options={"sampling": "importance", "block_size": 2},
+        ),
+        DPSCORegressor(
+            epsilon=1.0, solver="dp_cd", feature_bound=1.0, penalty="elasticnet", l1_ratio=0.5,
+            random_state=0, solver_options={"sampling": "tau_nice", "tau": 2},
+        ),
+        DPSCORegressor(
+            epsilon=float("inf"), solver="dp_cd", feature_bound=5.0, y_bound=5.0, max_iter=200,
+            solver_options={"sampling": "full"},
+        ),
     ]
 
 

@@ -6,9 +6,13 @@ An estimator's ``fit`` validates, bounds the data, then calls
 
 1. resolves ``solver`` against the registry (a clear error when it does not fit),
 2. asks the solver for its privacy plan from public inputs only,
-3. checks the budget against that plan's DpEvent (before the solver runs),
-4. runs the solver,
-5. spends on the budget (one ledger entry, atomically) and stores the results.
+3. checks the budget against that plan's DpEvent (before the data is touched),
+4. releases a noisy row count (``COUNT_EPSILON_FRACTION`` of epsilon: the row
+   count is private under add/remove neighbouring) and bounds the data in the
+   solver's geometry,
+5. runs the solver with the rest of epsilon,
+6. spends on the budget (one ledger entry, atomically, for the composition of
+   count and solver) and stores the results.
 
 If anything fails, the estimator's attributes are restored to what they were
 before ``fit`` and nothing is spent.
@@ -32,6 +36,8 @@ from .._data import bound_data
 from .._sklearn_compat import Interval, Options
 from ..budget import PrivacyBudget
 from ..solvers import check_solver_supports, get_solver
+from ..accounting import largest_share
+from ..solvers._common import COUNT_EPSILON_FRACTION, make_rng, release_count
 
 __all__ = ["BaseDPEstimator", "FitProblem", "restore_on_failure", "penalty_strengths"]
 
@@ -48,9 +54,11 @@ class FitProblem:
         ``make_loss(data) -> GLMLoss``; the loss may depend on the public
         bounds of the bounded data (for example a residual bound).
     penalty : {None, "l2", "l1", "elasticnet"}
-    alpha : float
+    alpha : float or callable
         Penalty strength on the average loss: the penalty is
-        ``alpha * (l1_ratio * ||w||_1 + (1 - l1_ratio) / 2 * ||w||_2^2)``.
+        ``alpha * (l1_ratio * ||w||_1 + (1 - l1_ratio) / 2 * ||w||_2^2)``.  A
+        callable receives the public stand-in for n (for scikit-learn's
+        ``1 / (C n)`` scaling) and returns the strength.
     l1_ratio : float
         0 for L2, 1 for L1.
     n_outputs : int
@@ -64,7 +72,7 @@ class FitProblem:
     loss_name: str
     make_loss: Callable
     penalty: str | None
-    alpha: float
+    alpha: float | Callable
     l1_ratio: float = 0.0
     n_outputs: int = 1
     multiclass: bool = False
@@ -227,6 +235,72 @@ class BaseDPEstimator(BaseEstimator):
         n_samples = X.shape[0]
         sparse = sp.issparse(X)
         spec = self._resolve_solver(problem, sparse=sparse, n_samples=n_samples)
+        kwargs = self._solver_kwargs(spec, problem)
+        self._warn_weak_delta(n_samples)
+        private = not math.isinf(self.epsilon)
+        # Under add/remove neighbouring the row count is private: a share of
+        # epsilon buys a noisy count that stands in for n (see PrivateCount).
+        epsilon_count = COUNT_EPSILON_FRACTION * self.epsilon if private else math.inf
+        n_params = (X.shape[1] + int(self.fit_intercept)) * problem.n_outputs
+        plan_parameters = inspect.signature(spec.plan).parameters
+        plan_kwargs = {k: v for k, v in kwargs.items() if k in plan_parameters}
+        if "n_outputs" in plan_parameters:
+            plan_kwargs["n_outputs"] = problem.n_outputs
+        if {"loss", "row_norm_bound"} & set(plan_parameters):
+            # Plans whose step sizes and step counts depend on the loss's
+            # public constants get them from a bounding of zero rows, which
+            # carries the public bounds and nothing else.
+            public = bound_data(
+                X[:0], y[:0], fit_intercept=self.fit_intercept,
+                intercept_scaling=self.intercept_scaling, geometry=spec.geometry,
+                data_norm=getattr(self, "data_norm", None),
+                feature_bound=getattr(self, "feature_bound", None),
+            )
+            if "loss" in plan_parameters:
+                plan_kwargs["loss"] = problem.make_loss(public)
+            if "row_norm_bound" in plan_parameters:
+                plan_kwargs["row_norm_bound"] = public.row_norm_bound
+
+        def plan_for(n_public, epsilon_part):
+            extra = {}
+            if "alpha" in plan_parameters:
+                # A strength that scales with n (1 / (C n)) is unknown until the count.
+                extra["alpha"] = (
+                    problem.alpha
+                    if not callable(problem.alpha)
+                    else None if n_public is None else problem.alpha(n_public)
+                )
+            return spec.plan(n_public, n_params, epsilon_part, self.delta, **plan_kwargs, **extra)
+
+        def solver_epsilon(n_public):
+            # The solver gets what the count leaves: at least the basic-
+            # composition remainder, more where numerical composition of the
+            # two mechanisms certifies it.
+            if not private:
+                return math.inf
+            count_event = dpe.LaplaceDpEvent(1.0 / epsilon_count)
+
+            def solver_event(epsilon_part):
+                plan = plan_for(n_public, epsilon_part)
+                return None if plan is None else plan.event
+
+            floor = self.epsilon - epsilon_count
+            return largest_share(solver_event, count_event, self.epsilon, self.delta, floor)
+
+        if private and self.budget is not None:
+            # Checked before anything touches the data.  A plan that needs the
+            # (not yet released) count cannot be known now: basic composition
+            # then decides.
+            plan = plan_for(None, solver_epsilon(None))
+            event = (
+                None
+                if plan is None
+                else dpe.ComposedDpEvent([dpe.LaplaceDpEvent(1.0 / epsilon_count), plan.event])
+            )
+            self.budget.check(self.epsilon, self.delta, event=event)
+        rng = make_rng(self.random_state)
+        count = release_count(n_samples, epsilon_count, rng)
+        epsilon_solver = solver_epsilon(count.estimate)
         data = bound_data(
             X,
             y,
@@ -235,51 +309,38 @@ class BaseDPEstimator(BaseEstimator):
             geometry=spec.geometry,
             data_norm=getattr(self, "data_norm", None),
             feature_bound=getattr(self, "feature_bound", None),
+            n_public=count.estimate,
+            normalizer=count.normalizer,
         )
-        loss = problem.make_loss(data)
-        kwargs = self._solver_kwargs(spec, problem)
-        self._warn_weak_delta(n_samples)
-        private = not math.isinf(self.epsilon)
-        if private and self.budget is not None:
-            plan_parameters = inspect.signature(spec.plan).parameters
-            plan_kwargs = {k: v for k, v in kwargs.items() if k in plan_parameters}
-            # Public constants of the problem, for plans whose step counts use them.
-            public = dict(
-                loss=loss, row_norm_bound=data.row_norm_bound, alpha=problem.alpha,
-                n_outputs=problem.n_outputs,
-            )
-            plan_kwargs.update({k: v for k, v in public.items() if k in plan_parameters})
-            plan = spec.plan(
-                n_samples, data.n_columns * problem.n_outputs, self.epsilon, self.delta, **plan_kwargs
-            )
-            self.budget.check(self.epsilon, self.delta, event=plan.event)
+        alpha = problem.alpha(count.estimate) if callable(problem.alpha) else problem.alpha
         result = spec.function(
             data,
-            loss,
+            problem.make_loss(data),
             n_outputs=problem.n_outputs,
-            alpha=problem.alpha,
-            epsilon=self.epsilon,
+            alpha=alpha,
+            epsilon=epsilon_solver,
             delta=self.delta,
-            random_state=self.random_state,
+            random_state=rng,
             verbose=self.verbose,
             **kwargs,
         )
-        if private and self.budget is not None:
-            self.budget.spend(
-                self.epsilon,
-                self.delta,
-                event=result.dp_event,
-                estimator=type(self).__name__,
-                solver=spec.name,
-            )
-        self.solver_ = spec.name
-        self.n_iter_ = int(result.n_iter)
         if private:
-            self.dp_event_ = result.dp_event
+            dp_event = dpe.ComposedDpEvent([count.event, result.dp_event])
+            if self.budget is not None:
+                self.budget.spend(
+                    self.epsilon,
+                    self.delta,
+                    event=dp_event,
+                    estimator=type(self).__name__,
+                    solver=spec.name,
+                )
+            self.dp_event_ = dp_event
             self.privacy_spent_ = (float(self.epsilon), float(self.delta))
         else:
             self.dp_event_ = dpe.NonPrivateDpEvent()
             self.privacy_spent_ = (math.inf, 0.0)
+        self.solver_ = spec.name
+        self.n_iter_ = int(result.n_iter)
         return data, result
 
     def _auto_solver(self, problem, *, sparse, n_samples):  # pragma: no cover

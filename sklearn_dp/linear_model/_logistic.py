@@ -79,28 +79,38 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         absent from ``y`` are still part of the model.
     solver : str, default="auto"
         ``"dp_gd"`` (full-batch noisy gradient descent), ``"dp_sgd"``
-        (Poisson-subsampled DP-SGD), ``"dp_svrg"`` (noisy proximal SVRG; needs
-        an L2 penalty), ``"dp_svrg_pp"`` (noisy proximal SVRG++; L1, L2,
-        elastic-net or no penalty) or ``"dp_accmd"`` (accelerated mirror
-        descent over the ball of ``radius``; ``penalty=None``).  ``"auto"``
-        picks ``dp_accmd`` for an L1-ball constraint, ``dp_svrg_pp`` for L1
-        and elastic-net penalties, otherwise ``dp_gd`` up to 100000 rows and
-        ``dp_sgd`` beyond (see docs/solvers/erm_revisited.md for the
-        measurements behind this).
+        (Poisson-subsampled DP-SGD), ``"dp_cd"`` (DP coordinate descent with
+        uniform, importance, block, tau-nice or full sampling; needs
+        ``feature_bound``; its options go in ``solver_options``, see
+        :func:`sklearn_dp.solvers.dp_cd`), ``"objective_perturbation"`` or
+        ``"output_perturbation"`` (exact solve of the L2-penalised problem with
+        the intercept penalised too; pure epsilon-DP with ``delta=0``),
+        ``"dp_svrg"`` (noisy proximal SVRG; needs an L2 penalty),
+        ``"dp_svrg_pp"`` (noisy proximal SVRG++; L1, L2, elastic-net or no
+        penalty) or ``"dp_accmd"`` (accelerated mirror descent over the ball of
+        ``radius``; ``penalty=None``); see docs/solvers/erm_revisited.md.
+        ``"auto"`` picks ``objective_perturbation`` when ``delta=0``,
+        ``dp_accmd`` for an L1-ball constraint, for the ``"l1"`` and
+        ``"elasticnet"`` penalties ``dp_cd`` (``dp_svrg_pp`` when no
+        ``feature_bound`` is given, which dp_cd needs), otherwise ``dp_gd`` up
+        to 100000 rows and ``dp_sgd`` beyond.
     max_iter : int or None, default=None
-        Number of noisy steps (of epochs for ``dp_svrg`` and ``dp_svrg_pp``);
-        None computes it from public quantities (n, the
-        number of coefficients, epsilon).
+        Number of noisy steps (for ``dp_cd``: passes over the coordinates; for
+        ``dp_svrg`` and ``dp_svrg_pp``: epochs); None uses the solver's default
+        (100 steps for ``dp_gd``; 10 expected passes at sampling rate 0.1 for
+        ``dp_sgd``; 6 and 5 epochs for ``dp_svrg`` and ``dp_svrg_pp``).
     learning_rate : float or None, default=None
         Step size; None uses ``1 / L``, the objective's smoothness computed
         from ``data_norm``.
     batch_size : int or None, default=None
-        Expected (Poisson) batch size of ``dp_sgd`` and of the inner steps of
-        ``dp_svrg`` / ``dp_svrg_pp``.
+        Expected batch size of ``dp_sgd`` (and of the inner steps of
+        ``dp_svrg`` / ``dp_svrg_pp``), turned into a sampling rate with the
+        private row count's DP stand-in; None uses the rate 0.1 (``dp_sgd``) or
+        ``1 / sqrt(n)`` (the SVRG solvers).
     clip_norm : float or None, default=None
-        Per-sample gradient clip; None (and the maximum) is the loss's own
-        bound ``data_norm`` (times sqrt(2) for the multinomial loss, with the
-        intercept column included).
+        Per-sample gradient clip, at most the loss's own bound ``data_norm``
+        (times sqrt(2) for the multinomial loss, with the intercept column
+        included); None clips at half that bound when private.
     solver_options : dict or None, default=None
         Further solver-specific options (see each solver's documentation).
     budget : PrivacyBudget or None, default=None
@@ -134,14 +144,20 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
     -------
     The fit is (epsilon, delta)-differentially private with respect to adding
     or removing one row of ``X`` together with its label.  Public (assumed
-    known to an adversary, and not protected): the number of rows n, the
-    number of features, ``data_norm``, ``radius``, ``classes`` and every
+    known to an adversary, and not protected): the number of features,
+    ``data_norm``, ``feature_bound``, ``radius``, ``classes`` and every
     hyper-parameter.
+    The number of rows is protected: 5% of epsilon buys a Laplace count of
+    the rows, which stands in for n wherever n would be used (averaging,
+    ``1 / (C n)``, sampling rates), jointly calibrated with the solver.
     Rows are clipped to ``data_norm``; for the logistic loss the per-sample
     gradient is then bounded by ``data_norm`` (by ``sqrt(2) * data_norm`` for
     the multinomial loss, one joint mechanism over all classes, not a split
-    of epsilon), with the intercept column included in the row norm.  Noise
-    is calibrated numerically (see :mod:`sklearn_dp.accounting`).  Choosing
+    of epsilon), with the intercept column included in the row norm.  With
+    ``solver="dp_cd"`` each entry is clipped to ``feature_bound`` instead, and
+    the gradients restricted to each drawn block are clipped per sample to a
+    share of the clip set by the public bounds.  Noise is calibrated
+    numerically (see :mod:`sklearn_dp.accounting`).  Choosing
     hyper-parameters (including epsilon) by validation score on the private
     data leaks beyond this guarantee.
 
@@ -220,14 +236,16 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         self.verbose = verbose
 
     def _auto_solver(self, problem, *, sparse, n_samples):
-        # Measured in benchmarks/bench_erm_revisited.py (docs/solvers/erm_revisited.md):
-        # dp_svrg and dp_svrg_pp do not beat dp_gd / dp_sgd where those apply, so they
-        # are picked only for what nothing else here fits (L1 / elastic-net penalties, an
-        # L1-ball constraint).
+        if self.delta == 0:
+            # Only the perturbation solvers give pure epsilon-DP.
+            return "objective_perturbation"
+        # The solvers of DP-ERM revisited only where nothing else here fits:
+        # measured in benchmarks/bench_erm_revisited.py, dp_svrg and dp_svrg_pp
+        # do not beat dp_gd / dp_sgd (docs/solvers/erm_revisited.md).
         if problem.constraint == "l1":
             return "dp_accmd"
         if problem.penalty in ("l1", "elasticnet"):
-            return "dp_svrg_pp"
+            return "dp_cd" if self.feature_bound is not None else "dp_svrg_pp"
         return "dp_gd" if n_samples <= 100_000 else "dp_sgd"
 
     def _encode_labels(self, y):
@@ -286,13 +304,15 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         )
         classes, y_encoded = self._encode_labels(y)
         multiclass = classes.size > 2
-        strength = 1.0 / (self.C * X.shape[0])
-        alpha, l1_ratio = penalty_strengths(self.penalty, strength, self.l1_ratio)
+        # scikit-learn's C * sum(loss) + penalty is, on the average loss, a
+        # penalty of strength 1 / (C n); n is the fit's public stand-in.
+        alpha, l1_ratio = penalty_strengths(self.penalty, 1.0, self.l1_ratio)
+        inverse_C = alpha / self.C
         problem = FitProblem(
             loss_name="log_loss",
             make_loss=lambda data: get_loss("log_loss", n_classes=classes.size),
             penalty=self.penalty,
-            alpha=alpha,
+            alpha=lambda n_public: inverse_C / n_public,
             l1_ratio=l1_ratio,
             n_outputs=classes.size if multiclass else 1,
             multiclass=multiclass,

@@ -81,12 +81,21 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         Public bound on ``|y|``; labels outside ``[-y_bound, y_bound]`` are
         clipped to it before fitting.
     solver : str, default="auto"
-        ``"dp_gd"``, ``"dp_sgd"``, ``"dp_svrg"`` (L2 penalty),
-        ``"dp_svrg_pp"`` (L1, L2, elastic-net or none) or ``"dp_accmd"``
-        (``radius`` ball, ``penalty=None``); the last three need a smooth loss
-        (squared or huber).  ``"auto"`` picks ``dp_sgd`` for the absolute
-        loss, ``dp_accmd`` for an L1-ball constraint, ``dp_svrg_pp`` for L1
-        and elastic-net penalties, and ``dp_gd`` otherwise.
+        ``"dp_gd"``, ``"dp_sgd"``, ``"dp_cd"`` (DP coordinate descent for the
+        smooth losses, with the L1 and elastic-net penalties too; needs
+        ``feature_bound``; options in ``solver_options``, see
+        :func:`sklearn_dp.solvers.dp_cd`), ``"objective_perturbation"`` or
+        ``"output_perturbation"`` (squared or Huber loss, L2 penalty, no
+        ``radius``; the intercept is penalised too, and the squared loss's
+        derivative is clipped at ``2 * y_bound``, i.e. Huber with that
+        threshold; pure epsilon-DP with ``delta=0``), ``"dp_svrg"`` (L2
+        penalty), ``"dp_svrg_pp"`` (L1, L2, elastic-net or none) or
+        ``"dp_accmd"`` (``radius`` ball, ``penalty=None``); the last three need
+        a smooth loss (see docs/solvers/erm_revisited.md).  ``"auto"`` picks
+        ``objective_perturbation`` when ``delta=0``, ``dp_sgd`` for the
+        absolute loss, ``dp_accmd`` for an L1-ball constraint, for the ``"l1"``
+        and ``"elasticnet"`` penalties ``dp_cd`` (``dp_svrg_pp`` without
+        ``feature_bound``), and ``dp_gd`` otherwise.
     max_iter, learning_rate, batch_size, clip_norm, solver_options
         As in :class:`DPLogisticRegression`.  For the squared loss without
         ``radius`` the default clip is ``2 * y_bound`` times the row bound.
@@ -107,13 +116,19 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
     Privacy
     -------
     (epsilon, delta)-DP with respect to adding or removing one row of ``X``
-    together with its label.  Public: n, the number of features,
-    ``data_norm``, ``y_bound``, ``radius`` and every hyper-parameter.  Rows
+    together with its label.  Public: the number of features, ``data_norm``,
+    ``feature_bound``, ``y_bound``, ``radius`` and every hyper-parameter.
+    The number of rows is protected: 5% of epsilon buys a Laplace count that
+    stands in for n (averaging, sampling rates), jointly calibrated with the
+    solver.  Rows
     are clipped to ``data_norm`` and labels to ``y_bound``; per-sample
     gradients are clipped to the public gradient bound of the loss (the
     Huber and absolute losses bound it by themselves; the squared loss
     through ``radius`` or ``clip_norm``), so one row moves each noisy sum by
-    at most that bound.
+    at most that bound.  With ``solver="dp_cd"`` each entry of ``X`` is
+    clipped to ``feature_bound`` instead of rows to ``data_norm``, and the
+    per-sample gradients restricted to each drawn block are clipped to that
+    block's share of the clip.
     """
 
     _parameter_constraints = {
@@ -185,14 +200,17 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         self.verbose = verbose
 
     def _auto_solver(self, problem, *, sparse, n_samples):
+        if self.delta == 0:
+            # Only the perturbation solvers give pure epsilon-DP.
+            return "objective_perturbation"
         if problem.loss_name == "absolute":
             return "dp_sgd"
-        # The solvers of DP-ERM revisited, only where nothing else here fits
+        # The solvers of DP-ERM revisited only where nothing else here fits
         # (docs/solvers/erm_revisited.md).
         if problem.constraint == "l1":
             return "dp_accmd"
         if problem.penalty in ("l1", "elasticnet"):
-            return "dp_svrg_pp"
+            return "dp_cd" if self.feature_bound is not None else "dp_svrg_pp"
         return "dp_gd"
 
     def _make_loss(self, data):

@@ -13,8 +13,15 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ._common import PrivacyPlan, SolverResult, make_rng
+from ._coordinate_descent import dp_cd, plan_dp_cd
 from ._gradient_descent import dp_gd, plan_dp_gd
 from ._sgd import dp_sgd, plan_dp_sgd
+from ._perturbation import (
+    objective_perturbation,
+    output_perturbation,
+    plan_objective_perturbation,
+    plan_output_perturbation,
+)
 
 __all__ = [
     "SolverSpec",
@@ -27,6 +34,9 @@ __all__ = [
     "make_rng",
     "dp_gd",
     "dp_sgd",
+    "objective_perturbation",
+    "output_perturbation",
+    "dp_cd",
     "dp_svrg",
     "dp_svrg_pp",
     "dp_accmd",
@@ -179,6 +189,58 @@ register_solver(
         multiclass=True,
         summary="Poisson-subsampled DP-SGD; PLD accounting",
         options=("max_iter", "batch_size", "step_size", "clip_norm", "momentum", "radius"),
+    )
+)
+register_solver(
+    SolverSpec(
+        name="objective_perturbation",
+        function=objective_perturbation,
+        plan=plan_objective_perturbation,
+        losses=_GLM_LOSSES,
+        penalties=frozenset({"l2"}),
+        multiclass=True,
+        constraints=frozenset({None}),
+        pure_dp=True,
+        approximate_dp=True,
+        summary="objective perturbation (Chaudhuri et al. 2011; Gaussian: Kifer et al. 2012); "
+        "exact Newton solve; pure epsilon-DP with delta=0",
+        options=("max_iter", "gradient_tol", "epsilon_split", "residual_fraction"),
+    )
+)
+register_solver(
+    SolverSpec(
+        name="output_perturbation",
+        function=output_perturbation,
+        plan=plan_output_perturbation,
+        losses=_GLM_LOSSES,
+        penalties=frozenset({"l2"}),
+        multiclass=True,
+        constraints=frozenset({None}),
+        pure_dp=True,
+        approximate_dp=True,
+        summary="output perturbation (Chaudhuri et al. 2011): exact minimiser plus noise; "
+        "pure epsilon-DP with delta=0",
+        options=("max_iter", "gradient_tol"),
+    )
+)
+register_solver(
+    SolverSpec(
+        name="dp_cd",
+        function=dp_cd,
+        plan=plan_dp_cd,
+        losses=_GLM_LOSSES,
+        penalties=frozenset({None, "l2", "l1", "elasticnet"}),
+        multiclass=True,
+        geometry="linf",
+        constraints=frozenset({None}),
+        summary=(
+            "DP (block) coordinate descent with uniform, importance, tau-nice or full sampling; "
+            "separable L1/L2 penalties; exact Gaussian composition"
+        ),
+        options=(
+            "max_iter", "clip_norm", "sampling", "blocks", "block_size", "tau", "n_outer",
+            "smoothness", "step_scale", "output", "normalizer",
+        ),
     )
 )
 

@@ -94,8 +94,15 @@ def plan_dp_accmd(
     clip_norm=None,
     max_iter=None,
 ):
-    """Privacy plan of ``dp_accmd``: T full-batch Gaussian steps (exact composition)."""
+    """Privacy plan of ``dp_accmd``: T full-batch Gaussian steps (exact composition).
+
+    ``n_samples`` is the public stand-in for the row count (a DP count from
+    the estimator); the default T needs it, so without ``max_iter`` and with
+    ``n_samples=None`` (the count is not released yet) the plan is None.
+    """
     if max_iter is None:
+        if n_samples is None:
+            return None
         if loss is None or row_norm_bound is None or radius is None:
             raise ValueError("The default dp_accmd plan needs the public loss, row_norm_bound and radius.")
         clip = gradient_bound(loss, row_norm_bound, clip_norm, private=not math.isinf(epsilon))
@@ -223,8 +230,10 @@ def dp_accmd(
     (sensitivity C) plus ``N(0, (sigma C)^2 I)``; the T adaptive Gaussian
     mechanisms compose exactly into one with multiplier ``sigma / sqrt(T)``.
     The coupling, mirror steps and y-steps use only these noisy sums and
-    public constants, so the output ``y_T`` is post-processing.  Public: n,
-    the bounds, R, T, the mirror map.
+    public constants, so the output ``y_T`` is post-processing.  The sums are
+    averaged with ``data.normalizer`` and the default T uses
+    ``data.n_public`` (a DP count from the estimators; a direct call without
+    one treats n as public).  Public: the bounds, R, T, the mirror map.
 
     Assumptions of the utility guarantee (Theorem 5.4): convex, smooth loss;
     a centrally symmetric constraint set; no regularizer.
@@ -244,7 +253,7 @@ def dp_accmd(
     n_samples, n_columns = X.shape
     shape = (n_columns, n_outputs)
     plan = plan_dp_accmd(
-        n_samples, n_columns * n_outputs, epsilon, delta, loss=loss,
+        data.n_public, n_columns * n_outputs, epsilon, delta, loss=loss,
         row_norm_bound=data.row_norm_bound, radius=radius, constraint=constraint,
         clip_norm=clip_norm, max_iter=max_iter,
     )
@@ -261,9 +270,10 @@ def dp_accmd(
         step = (k + 2.0) / (4.0 * smooth_c)
         point = coupling * mirror.point() + (1.0 - coupling) * Y
         gradient = noisy_gradient_release(X, y, point, loss, clip, data.row_norms, noise_std, rng)
-        Z = mirror.step(gradient / n_samples, step)
+        # Averaged with the public normaliser, never the (private) row count.
+        Z = mirror.step(gradient / data.normalizer, step)
         Y = coupling * Z + (1.0 - coupling) * Y
-        progress(k + 1, grad_norm=float(np.linalg.norm(gradient)) / n_samples)
+        progress(k + 1, grad_norm=float(np.linalg.norm(gradient)) / data.normalizer)
     check_finite_iterate(Y, "dp_accmd")
     plan.details.update(
         clip_norm=clip, noise_std=noise_std, radius=radius, constraint=constraint,

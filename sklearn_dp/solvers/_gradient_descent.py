@@ -235,8 +235,13 @@ def plan_dp_gd(
 
     Parameters
     ----------
-    n_samples, n_params : int
-        Public sizes (``n_params`` counts every coefficient, all outputs).
+    n_samples : float or None
+        Public stand-in for the row count (a DP count from the estimator).
+        Only the step counts of the ``schedule`` use it; without ``max_iter``
+        they cannot be planned before the count is released, and the plan
+        is then None.
+    n_params : int
+        Number of coefficients, all outputs.
     epsilon, delta : float
         Target guarantee; ``epsilon=inf`` gives a noiseless plan.
     max_iter : int, optional
@@ -250,6 +255,8 @@ def plan_dp_gd(
     if max_iter is None:
         if schedule is None:
             max_iter = DEFAULT_GD_ITERATIONS
+        elif n_samples is None or alpha is None:
+            return None
         else:
             max_iter = _schedule_iterations(
                 schedule, n_samples, n_params, epsilon, delta, loss=loss,
@@ -368,10 +375,13 @@ def dp_gd(
     ``C``), plus ``N(0, (sigma C)^2 I)``.  The T steps are adaptive Gaussian
     mechanisms and compose exactly into one Gaussian mechanism with
     multiplier ``sigma / sqrt(T)``; sigma is the smallest value for which the
-    analytic Gaussian mechanism meets (epsilon, delta).  Public: n, the number
-    of coefficients, the bounds, alpha, the step size, T and the seed-free
-    algorithm; everything else (momentum, averaging, the random index tau,
-    drawn independently of the data) is post-processing.
+    analytic Gaussian mechanism meets (epsilon, delta).  The noisy sums are
+    averaged with ``data.normalizer``, never the true row count, which is
+    private (estimators pass a DP count; a direct call without one treats
+    the row count as public); the schedules' step counts use
+    ``data.n_public``.  Public: the number of coefficients, the bounds,
+    alpha, the step size, T; everything else (momentum, averaging, the
+    random index tau, drawn independently of the data) is post-processing.
     """
     X, y = data.X, data.y
     n_samples, n_columns = X.shape
@@ -386,7 +396,7 @@ def dp_gd(
     if output not in ("tail_average", "last", "random"):
         raise ValueError(f"output must be 'tail_average', 'last' or 'random', got {output!r}.")
     plan = plan_dp_gd(
-        n_samples,
+        data.n_public,
         n_columns * n_outputs,
         epsilon,
         delta,
@@ -421,7 +431,7 @@ def dp_gd(
         lambda V: clipped_gradient_sum(X, y, V, loss, bound, data.row_norms),
         shape=(n_columns, n_outputs),
         n_steps=plan.n_steps,
-        normalizer=n_samples,
+        normalizer=data.normalizer,
         noise_std=noise_std,
         step_size=step_size,
         alpha=alpha,

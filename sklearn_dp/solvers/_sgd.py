@@ -19,33 +19,48 @@ from .._losses import clipped_gradient_sum
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._gradient_descent import gradient_bound, noisy_descent
 
-__all__ = ["dp_sgd", "plan_dp_sgd", "default_batch_size", "poisson_batch"]
+__all__ = ["dp_sgd", "plan_dp_sgd", "poisson_batch", "DEFAULT_SAMPLING_RATE", "DEFAULT_EPOCHS"]
 
+#: Default Poisson sampling rate (expected batch: 10% of the rows).
+DEFAULT_SAMPLING_RATE = 0.1
+#: Default number of expected passes over the data.
 DEFAULT_EPOCHS = 10
 
 
-def default_batch_size(n_samples):
-    """Expected batch size from n alone: large batches amplify privacy best per unit noise."""
-    return int(min(n_samples, max(32, round(0.1 * n_samples), round(math.sqrt(n_samples)))))
-
-
 def plan_dp_sgd(n_samples, n_params, epsilon, delta, *, batch_size=None, max_iter=None):
-    """Privacy plan of ``dp_sgd``: T Poisson-subsampled Gaussian steps at rate b/n (n_params unused).
+    """Privacy plan of ``dp_sgd``: T Poisson-subsampled Gaussian steps at rate q.
 
-    ``max_iter`` is the number of steps; by default ``DEFAULT_EPOCHS`` passes
-    over the data in expectation.
+    Parameters
+    ----------
+    n_samples : float or None
+        Public stand-in for the row count (a DP count from the estimator).  It
+        is needed only to turn a ``batch_size`` into a rate; with
+        ``batch_size`` given and ``n_samples=None`` the plan is not known yet
+        and None is returned.
+    n_params : int
+        Unused.
+    batch_size : int, optional
+        Expected batch size; the rate is ``min(1, batch_size / n_samples)``
+        rounded to two significant digits.
+        Default: rate ``DEFAULT_SAMPLING_RATE``, whatever n.
+    max_iter : int, optional
+        Number of steps; default ``DEFAULT_EPOCHS`` expected passes,
+        ``ceil(DEFAULT_EPOCHS / rate)``.
     """
     if batch_size is None:
-        batch_size = default_batch_size(n_samples)
-    if not 1 <= batch_size <= n_samples:
-        raise ValueError(
-            f"batch_size must be between 1 and n_samples={n_samples}, got {batch_size!r}."
-        )
-    rate = batch_size / n_samples
+        rate = DEFAULT_SAMPLING_RATE
+    elif n_samples is None:
+        return None
+    else:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
+        # Two significant digits: the stand-in for n is a noisy count, and a
+        # rounded rate lets fits share one (cached) calibration.
+        rate = min(1.0, float(f"{batch_size / n_samples:.2g}"))
     if max_iter is None:
         max_iter = math.ceil(DEFAULT_EPOCHS / rate)
     max_iter = int(max_iter)
-    details = dict(batch_size=batch_size, sampling_probability=rate)
+    details = dict(sampling_probability=rate)
     if math.isinf(epsilon):
         return PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, max_iter, details)
     sigma = accounting.subsampled_gaussian_noise_multiplier(epsilon, delta, rate, max_iter)
@@ -99,7 +114,8 @@ def dp_sgd(
     max_iter : int, optional
         Number of steps; default ``DEFAULT_EPOCHS`` expected passes.
     batch_size : int, optional
-        Expected batch size ``q * n``; default :func:`default_batch_size`.
+        Expected batch size; the sampling rate is ``batch_size / n_public``.
+        Default: rate ``DEFAULT_SAMPLING_RATE``.
     step_size : float, optional
         Default ``1 / L`` for smooth losses (the objective's smoothness from
         public bounds); ``radius / (C sqrt(T))`` (radius 1 when unconstrained)
@@ -128,16 +144,19 @@ def dp_sgd(
     ``C``.  The T steps compose as ``SelfComposed(PoissonSampled(q,
     Gaussian(sigma)), T)``, and sigma is the smallest multiplier for which the
     PLD accountant certifies (epsilon, delta).  Dividing by the public
-    expected batch size (not the drawn one) keeps the batch size private.
-    Public: n, bounds, q, T, step size, alpha.
+    expected batch size ``q * data.normalizer`` (not the drawn one, nor the
+    true n) keeps the batch size and the row count private.  Public: bounds,
+    q, T, step size, alpha.
     """
     X, y = data.X, data.y
     n_samples, n_columns = X.shape
     plan = plan_dp_sgd(
-        n_samples, n_columns * n_outputs, epsilon, delta, batch_size=batch_size, max_iter=max_iter
+        data.n_public, n_columns * n_outputs, epsilon, delta, batch_size=batch_size, max_iter=max_iter
     )
     rate = plan.details["sampling_probability"]
-    expected_batch = rate * n_samples
+    # The expected batch size from the public stand-in for n (an upper
+    # confidence bound when it is a DP count), never the drawn batch size.
+    expected_batch = rate * data.normalizer
     bound = gradient_bound(loss, data.row_norm_bound, clip_norm, private=not math.isinf(epsilon))
     if step_size is None:
         if loss.smoothness is None:

@@ -44,6 +44,13 @@ clipped to L2 norm ``C``, at the snapshot and at the inner iterate).
     anyway, so the bound holds by construction even on data that violates
     the public row bound.
 
+The row count is private under add/remove neighbouring: sums are averaged
+with ``data.normalizer`` and every n-dependent default (the sampling rate,
+the epoch lengths) uses ``data.n_public``, the DP count estimators release
+(a direct call without one treats n as public).  Rates and epoch lengths are
+rounded (two and three significant digits) so that fits on noisy counts of
+similar size share one cached calibration.
+
 The fit is ``Compose(SelfComposed(Gaussian(s_snap), T), SelfComposed(
 PoissonSampled(q, Gaussian(s_diff)), K))`` with ``T`` epochs and ``K`` inner
 steps in total.  ``s_snap`` is fixed so that the snapshots alone would use
@@ -108,8 +115,34 @@ _DIFFERENCE_BOUNDS = ("smoothness", "clip")
 
 
 def default_svrg_batch_size(n_samples):
-    """Expected inner mini-batch from n alone: ``sqrt(n)``, at least 16 (at most n)."""
+    """Expected inner mini-batch from (a stand-in for) n: ``sqrt(n)``, at least 16 (at most n)."""
     return int(min(n_samples, max(16, round(math.sqrt(n_samples)))))
+
+
+def _two_digits(value):
+    return float(f"{value:.2g}")
+
+
+def _ceil_three_digits(value):
+    """Smallest number with three significant digits that is >= value (value > 0)."""
+    unit = 10.0 ** (math.floor(math.log10(value)) - 2)
+    return math.ceil(value / unit - 1e-9) * unit
+
+
+def svrg_sampling(n_samples, batch_size=None):
+    """``(rate, nominal_batch)`` of the inner Poisson sampling, from the public stand-in for n.
+
+    The rate ``batch_size / n`` (default batch :func:`default_svrg_batch_size`)
+    is rounded to two significant digits; ``nominal_batch`` is the given
+    ``batch_size``, or ``rate * n`` rounded to two digits, and enters the step
+    size and epoch length.  Both are then stable under the noise of a DP count.
+    """
+    if batch_size is None:
+        rate = min(1.0, _two_digits(default_svrg_batch_size(n_samples) / n_samples))
+        return rate, max(1.0, _two_digits(rate * n_samples))
+    if int(batch_size) != batch_size or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
+    return min(1.0, _two_digits(batch_size / n_samples)), float(batch_size)
 
 
 def _contraction_inputs(smoothness, step_size, batch_size):
@@ -172,8 +205,8 @@ def svrg_pp_step_size(smoothness, batch_size=1):
 
 
 def default_svrg_pp_inner_steps(n_samples, batch_size):
-    """Base epoch length of dp_svrg_pp: ``n / (4 b)`` steps (Allen-Zhu and Yuan's m ~ n/4)."""
-    return max(1, round(n_samples / (4.0 * batch_size)))
+    """Base epoch length of dp_svrg_pp: ``n / (4 b)`` steps (Allen-Zhu and Yuan's m ~ n/4), two digits."""
+    return max(1, int(_two_digits(n_samples / (4.0 * batch_size))))
 
 
 # --------------------------------------------------------------------------
@@ -182,14 +215,18 @@ def default_svrg_pp_inner_steps(n_samples, batch_size):
 
 
 def svrg_event(snapshot_multiplier, difference_multiplier, sampling_probability, n_epochs, n_inner):
-    """DpEvent of a noisy-SVRG fit: T full-data Gaussian snapshots and K subsampled inner steps."""
+    """DpEvent of a noisy-SVRG fit: T full-data Gaussian snapshots and K subsampled inner steps.
+
+    The parts are a tuple (not a list) so that the event is hashable: budgets
+    and the estimators' joint calibration with the row count cache on events.
+    """
     return dpe.ComposedDpEvent(
-        [
+        (
             accounting.gaussian_steps_event(snapshot_multiplier, n_epochs),
             accounting.subsampled_gaussian_steps_event(
                 difference_multiplier, sampling_probability, n_inner
             ),
-        ]
+        )
     )
 
 
@@ -214,6 +251,8 @@ def svrg_noise_multipliers(epsilon, delta, sampling_probability, n_epochs, n_inn
     def make_event(sigma):
         return svrg_event(snapshot, sigma, sampling_probability, n_epochs, n_inner)
 
+    # No upper bound is passed: the search from 1 brackets the answer in a
+    # few accountant calls, while PLDs at very large multipliers are slow.
     difference = accounting.calibrate_noise_multiplier(make_event, epsilon, delta)
     return float(snapshot), float(difference)
 
@@ -227,16 +266,6 @@ def _plan(epsilon, delta, rate, n_epochs, n_inner, snapshot_share, details):
     details = dict(details, snapshot_multiplier=snapshot, difference_multiplier=difference)
     event = svrg_event(snapshot, difference, rate, n_epochs, n_inner)
     return PrivacyPlan(event, difference, n_epochs + n_inner, details)
-
-
-def _check_batch(batch_size, n_samples):
-    if batch_size is None:
-        return default_svrg_batch_size(n_samples)
-    if int(batch_size) != batch_size or not 1 <= batch_size <= n_samples:
-        raise ValueError(
-            f"batch_size must be an integer between 1 and n_samples={n_samples}, got {batch_size!r}."
-        )
-    return int(batch_size)
 
 
 def _check_positive_int(value, name):
@@ -274,22 +303,30 @@ def plan_dp_svrg(
 ):
     """Privacy plan of ``dp_svrg`` from public inputs (n_params unused).
 
-    ``max_iter`` is the number of epochs T; ``inner_steps`` the epoch length m
-    (default: the smallest m meeting the paper's condition (4) for the step
-    size); ``batch_size`` the expected Poisson mini-batch b.
+    ``n_samples`` is the public stand-in for the row count (a DP count from
+    the estimator); the sampling rate needs it, so with ``n_samples=None``
+    (or ``alpha=None``, a strength that scales with the count) the plan is
+    not known yet and None is returned.  ``max_iter`` is the number of
+    epochs T; ``inner_steps`` the epoch length m (default: the smallest m
+    meeting the paper's condition (4) for the step size, rounded up to three
+    significant digits, which only lowers the contraction factor);
+    ``batch_size`` the expected Poisson mini-batch b.
     """
     smoothness = _loss_smoothness(loss, row_norm_bound)
-    batch_size = _check_batch(batch_size, n_samples)
     n_epochs = _check_positive_int(DEFAULT_SVRG_EPOCHS if max_iter is None else max_iter, "max_iter")
+    if n_samples is None or alpha is None:
+        return None
+    rate, batch_size = svrg_sampling(n_samples, batch_size)
     strong_convexity = float(alpha) * (1.0 - float(l1_ratio or 0.0))
     if step_size is None:
         step_size = svrg_step_size(smoothness, batch_size)
     if inner_steps is None:
-        inner_steps = svrg_inner_steps(smoothness, strong_convexity, step_size, batch_size)
+        inner_steps = int(
+            _ceil_three_digits(svrg_inner_steps(smoothness, strong_convexity, step_size, batch_size))
+        )
     elif not strong_convexity > 0:
         raise ValueError("dp_svrg needs a strongly convex objective (an L2 penalty alpha > 0).")
     inner_steps = _check_positive_int(inner_steps, "inner_steps")
-    rate = batch_size / n_samples
     details = dict(
         batch_size=batch_size,
         sampling_probability=rate,
@@ -318,20 +355,23 @@ def plan_dp_svrg_pp(
     """Privacy plan of ``dp_svrg_pp``: epoch s (1-based) has ``2**s * m`` inner steps.
 
     ``K = m (2**(T+1) - 2)`` inner steps in all (the paper's ``2**T m`` is
-    off by about a factor 2, see the spec, section 7.1).
+    off by about a factor 2, see the spec, section 7.1).  ``n_samples`` is
+    the public stand-in for the row count; None (not released yet) gives a
+    None plan.
     """
     smoothness = _loss_smoothness(loss, row_norm_bound)
-    batch_size = _check_batch(batch_size, n_samples)
     n_epochs = _check_positive_int(
         DEFAULT_SVRG_PP_EPOCHS if max_iter is None else max_iter, "max_iter"
     )
+    if n_samples is None:
+        return None
+    rate, batch_size = svrg_sampling(n_samples, batch_size)
     if step_size is None:
         step_size = svrg_pp_step_size(smoothness, batch_size)
     if inner_steps is None:
         inner_steps = default_svrg_pp_inner_steps(n_samples, batch_size)
     inner_steps = _check_positive_int(inner_steps, "inner_steps")
     lengths = [inner_steps * 2**s for s in range(1, n_epochs + 1)]
-    rate = batch_size / n_samples
     details = dict(
         batch_size=batch_size,
         sampling_probability=rate,
@@ -457,8 +497,11 @@ def _noisy_prox_svrg(
     shape = (n_columns, n_outputs)
     details = plan.details
     step = details["step_size"]
-    batch_size = details["batch_size"]
     rate = details["sampling_probability"]
+    # Averages use the public normaliser (an upper confidence bound on n when
+    # n is private), never the true n or the drawn batch size.
+    normalizer = data.normalizer
+    expected_batch = rate * normalizer
     snapshot_std = details.get("snapshot_multiplier", 0.0) * clip
     multiplier = details.get("difference_multiplier", 0.0)
     row_smoothness = float(loss.smoothness) * data.row_norm_bound**2
@@ -471,7 +514,7 @@ def _noisy_prox_svrg(
         snapshot_sum, D_snapshot = snapshot_release(
             X, y, W_snapshot, loss, clip, row_norms, snapshot_std, rng
         )
-        snapshot_gradient = snapshot_sum / n_samples
+        snapshot_gradient = snapshot_sum / normalizer
         evaluations += n_samples
         if restart:
             W = W_snapshot.copy()
@@ -485,7 +528,7 @@ def _noisy_prox_svrg(
                 W, loss, clip, bound, multiplier, rng,
             )
             evaluations += 2 * batch.size
-            direction = noisy / batch_size + snapshot_gradient
+            direction = noisy / expected_batch + snapshot_gradient
             W = prox_elastic_net(W - step * direction, step, alpha, l1_ratio, data.penalized)
             W_sum += W
         check_finite_iterate(W, name)
@@ -599,8 +642,11 @@ def dp_svrg(
     The T + K mechanisms compose into the recorded DpEvent; ``s_snap``
     spends ``snapshot_share`` of the budget and ``s_diff`` is calibrated with
     the PLD accountant.  The batch indices are drawn independently of the
-    data; the step size, m, T, b and C are public.  Everything else (the
-    proximal steps, averaging) is post-processing of the noisy releases.
+    data; the step size, m, T, b and C are public.  Sums are averaged with
+    ``data.normalizer`` and the rate and epoch lengths use ``data.n_public``
+    (the estimators' DP row count; a direct call without one treats n as
+    public).  Everything else (the proximal steps, averaging) is
+    post-processing of the noisy releases.
 
     Assumptions of the utility guarantee (Theorem 4.2): convex, smooth loss;
     objective ``mu``-strongly convex (``mu = alpha (1 - l1_ratio)``; the
@@ -609,9 +655,9 @@ def dp_svrg(
     linear term of norm ``~ s_snap C sqrt(d) / n``.
     """
     _check_common(loss, output, difference_bound)
-    n_samples, n_columns = data.X.shape
+    n_columns = data.X.shape[1]
     plan = plan_dp_svrg(
-        n_samples,
+        data.n_public,
         n_columns * n_outputs,
         epsilon,
         delta,
@@ -709,9 +755,9 @@ def dp_svrg_pp(
     no strong convexity needed.
     """
     _check_common(loss, output, difference_bound)
-    n_samples, n_columns = data.X.shape
+    n_columns = data.X.shape[1]
     plan = plan_dp_svrg_pp(
-        n_samples,
+        data.n_public,
         n_columns * n_outputs,
         epsilon,
         delta,

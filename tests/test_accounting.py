@@ -1,0 +1,343 @@
+"""Tests of noise calibration and epsilon accounting (sklearn_dp.accounting).
+
+Conventions: add/remove-one neighbouring; ``noise std = multiplier * sensitivity``.
+Every calibrated multiplier must be on the private side (its event's epsilon is
+at most the target) and tight (a little less noise fails the target).
+"""
+
+import math
+import time
+
+import numpy as np
+import pytest
+from dp_accounting import dp_event as dpe
+from dp_accounting import gaussian_mechanism
+from dp_accounting.rdp import rdp_privacy_accountant
+from scipy.stats import norm
+
+from sklearn_dp import accounting
+from sklearn_dp.accounting import (
+    NEIGHBORING_RELATION,
+    PureEpsilonDpEvent,
+    epsilon_of_event,
+    epsilon_of_events,
+    gaussian_noise_multiplier,
+    gaussian_steps_event,
+    laplace_noise_multiplier,
+    laplace_steps_event,
+    subsampled_gaussian_noise_multiplier,
+    subsampled_gaussian_steps_event,
+)
+
+
+def analytic_gaussian_delta(epsilon, sigma):
+    """delta(epsilon) of the Gaussian mechanism with multiplier sigma (Balle & Wang 2018).
+
+    Written here from the formula, independently of dp_accounting.
+    """
+    return norm.cdf(-epsilon * sigma + 1 / (2 * sigma)) - math.exp(epsilon) * norm.cdf(
+        -epsilon * sigma - 1 / (2 * sigma)
+    )
+
+
+def rdp_epsilon(event, delta):
+    accountant = rdp_privacy_accountant.RdpAccountant(neighboring_relation=NEIGHBORING_RELATION)
+    accountant.compose(event)
+    return accountant.get_epsilon(delta)
+
+
+# --------------------------------------------------------------------------
+# Full-batch Gaussian: exact closed form
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 0.5, 1.0, 3.0, 10.0])
+@pytest.mark.parametrize("delta", [1e-3, 1e-5, 1e-9])
+@pytest.mark.parametrize("n_steps", [1, 7, 100])
+def test_gaussian_multiplier_is_sqrt_T_times_one_step(epsilon, delta, n_steps):
+    one = gaussian_noise_multiplier(epsilon, delta, 1)
+    many = gaussian_noise_multiplier(epsilon, delta, n_steps)
+    assert many == pytest.approx(math.sqrt(n_steps) * one, rel=1e-12)
+    # and the one-step multiplier is the analytic Gaussian mechanism's
+    assert one == pytest.approx(gaussian_mechanism.get_sigma_gaussian(epsilon, delta), rel=1e-6)
+
+
+# Test vectors of specs/dp_erm_revisited.md section 7.2: G = 1, n = 200000,
+# delta = 1e-3, replace-one sensitivity 2G/n, so sigma = multiplier * 2 / n.
+SPEC_VECTORS = [
+    (0.2, 1000, 3.130e-3),
+    (0.5, 1000, 1.458e-3),
+    (1.0, 1000, 8.142e-4),
+    (0.2, 1500, 3.834e-3),
+    (0.5, 1500, 1.785e-3),
+    (1.0, 1500, 9.972e-4),
+]
+
+
+@pytest.mark.parametrize("epsilon, n_steps, sigma", SPEC_VECTORS)
+def test_gaussian_multiplier_matches_spec_test_vectors(epsilon, n_steps, sigma):
+    n = 200_000
+    multiplier = gaussian_noise_multiplier(epsilon, 1e-3, n_steps)
+    # The spec prints 4 significant digits: agree to well within rounding.
+    assert multiplier * 2.0 / n == pytest.approx(sigma, rel=5e-4)
+
+
+@pytest.mark.parametrize("epsilon", [0.05, 0.3, 1.0, 4.0, 20.0])
+@pytest.mark.parametrize("delta", [1e-2, 1e-5, 1e-10])
+@pytest.mark.parametrize("n_steps", [1, 50])
+def test_gaussian_multiplier_private_side_and_tight(epsilon, delta, n_steps):
+    sigma = gaussian_noise_multiplier(epsilon, delta, n_steps)
+    event = gaussian_steps_event(sigma, n_steps)
+    achieved = epsilon_of_event(event, delta)
+    assert achieved <= epsilon
+    assert achieved >= epsilon * (1 - 1e-6)
+    # 1% less noise is no longer (epsilon, delta)-DP
+    assert epsilon_of_event(gaussian_steps_event(0.99 * sigma, n_steps), delta) > epsilon
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 1.0, 5.0, 20.0])
+@pytest.mark.parametrize("delta", [1e-3, 1e-5, 1e-10])
+def test_analytic_gaussian_mechanism_independent_check(epsilon, delta):
+    """delta(epsilon) from the closed form (scipy only) is at most the target and close to it."""
+    sigma = gaussian_noise_multiplier(epsilon, delta, 1)
+    achieved_delta = analytic_gaussian_delta(epsilon, sigma)
+    assert achieved_delta <= delta
+    assert achieved_delta >= delta * (1 - 1e-6)
+    # and 1% less noise breaks the target delta
+    assert analytic_gaussian_delta(epsilon, 0.99 * sigma) > delta
+
+
+@pytest.mark.parametrize("n_steps", [1, 10])
+def test_gaussian_multiplier_infinite_epsilon_is_zero(n_steps):
+    assert gaussian_noise_multiplier(math.inf, 1e-5, n_steps) == 0.0
+    assert subsampled_gaussian_noise_multiplier(math.inf, 1e-5, 0.1, n_steps) == 0.0
+    assert laplace_noise_multiplier(math.inf, n_steps) == 0.0
+
+
+@pytest.mark.parametrize("epsilon", [0.0, -1.0, float("nan"), "1.0", None])
+def test_bad_epsilon_raises_helpful_error(epsilon):
+    with pytest.raises(ValueError, match="epsilon"):
+        gaussian_noise_multiplier(epsilon, 1e-5, 1)
+    with pytest.raises(ValueError, match="epsilon"):
+        subsampled_gaussian_noise_multiplier(epsilon, 1e-5, 0.1, 10)
+
+
+@pytest.mark.parametrize("delta", [1.0, 1.5, -1e-5, float("nan"), "1e-5", None])
+def test_bad_delta_raises_helpful_error(delta):
+    with pytest.raises(ValueError, match="delta"):
+        gaussian_noise_multiplier(1.0, delta, 1)
+    with pytest.raises(ValueError, match="delta"):
+        subsampled_gaussian_noise_multiplier(1.0, delta, 0.1, 10)
+
+
+def test_zero_delta_raises_and_says_why():
+    with pytest.raises(ValueError, match="delta=0") as info:
+        gaussian_noise_multiplier(1.0, 0.0, 1)
+    assert "delta > 0" in str(info.value)
+    with pytest.raises(ValueError, match="delta=0"):
+        subsampled_gaussian_noise_multiplier(1.0, 0.0, 0.1, 10)
+
+
+@pytest.mark.parametrize("n_steps", [0, -3, 2.5])
+def test_bad_step_count_raises(n_steps):
+    with pytest.raises(ValueError, match="n_steps"):
+        gaussian_noise_multiplier(1.0, 1e-5, n_steps)
+
+
+@pytest.mark.parametrize("q", [0.0, -0.1, 1.5])
+def test_bad_sampling_probability_raises(q):
+    with pytest.raises(ValueError, match="sampling_probability"):
+        subsampled_gaussian_noise_multiplier(1.0, 1e-5, q, 10)
+
+
+# --------------------------------------------------------------------------
+# Poisson-subsampled Gaussian (PLD calibration)
+# --------------------------------------------------------------------------
+
+SUBSAMPLED_SETTINGS = [
+    # epsilon, delta, q, T
+    (1.0, 1e-5, 0.1, 100),
+    (0.5, 1e-6, 0.05, 200),
+    (3.0, 1e-5, 0.5, 50),
+    (1.0, 1e-5, 0.01, 1000),
+    (0.1, 1e-5, 0.2, 10),
+    (0.5, 1e-5, 0.8, 5),
+]
+
+
+@pytest.mark.parametrize("epsilon, delta, q, n_steps", SUBSAMPLED_SETTINGS)
+def test_subsampled_multiplier_private_side_and_tight(epsilon, delta, q, n_steps):
+    sigma = subsampled_gaussian_noise_multiplier(epsilon, delta, q, n_steps)
+    event = subsampled_gaussian_steps_event(sigma, q, n_steps)
+    assert event == dpe.SelfComposedDpEvent(
+        dpe.PoissonSampledDpEvent(q, dpe.GaussianDpEvent(sigma)), n_steps
+    ) or (n_steps == 1 and event == dpe.PoissonSampledDpEvent(q, dpe.GaussianDpEvent(sigma)))
+    assert epsilon_of_event(event, delta) <= epsilon
+    # reasonably tight: 3% less noise fails per the same (PLD) accountant
+    looser = subsampled_gaussian_steps_event(0.97 * sigma, q, n_steps)
+    assert epsilon_of_event(looser, delta) > epsilon
+    # subsampling amplifies: never more noise than full batch
+    assert sigma <= gaussian_noise_multiplier(epsilon, delta, n_steps) * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("epsilon, delta, q, n_steps", SUBSAMPLED_SETTINGS[:4])
+def test_subsampled_multiplier_rdp_cross_check(epsilon, delta, q, n_steps):
+    """RDP (looser) gives a larger epsilon for the same noise, but not wildly larger."""
+    sigma = subsampled_gaussian_noise_multiplier(epsilon, delta, q, n_steps)
+    event = subsampled_gaussian_steps_event(sigma, q, n_steps)
+    pld_eps = epsilon_of_event(event, delta)
+    rdp_eps = rdp_epsilon(event, delta)
+    assert rdp_eps >= pld_eps
+    assert rdp_eps <= 1.25 * epsilon
+
+
+@pytest.mark.parametrize("n_steps", [1, 10, 300])
+def test_subsampled_multiplier_full_rate_is_closed_form(n_steps):
+    full = gaussian_noise_multiplier(1.0, 1e-5, n_steps)
+    assert subsampled_gaussian_noise_multiplier(1.0, 1e-5, 1.0, n_steps) == full
+    # and the event of a full-rate "sample" is the plain Gaussian composition
+    sigma = gaussian_noise_multiplier(1.0, 1e-5, n_steps)
+    full_rate = subsampled_gaussian_steps_event(sigma, 1.0, n_steps)
+    assert full_rate == gaussian_steps_event(sigma, n_steps)
+
+
+def test_subsampled_multiplier_monotone_in_epsilon():
+    # (0.5, 1, 2) at q=0.1, T=100 also serve other tests through the cache
+    sigmas = [subsampled_gaussian_noise_multiplier(e, 1e-5, 0.1, 100) for e in (0.5, 1.0, 2.0)]
+    assert all(a > b for a, b in zip(sigmas, sigmas[1:]))
+
+
+def test_subsampled_multiplier_monotone_in_rate_and_steps():
+    rates = (0.05, 0.1, 0.3, 1.0)
+    by_rate = [subsampled_gaussian_noise_multiplier(1.0, 1e-5, q, 100) for q in rates]
+    assert all(a < b for a, b in zip(by_rate, by_rate[1:]))
+    by_steps = [subsampled_gaussian_noise_multiplier(1.0, 1e-5, 0.1, t) for t in (50, 100, 200)]
+    assert all(a < b for a, b in zip(by_steps, by_steps[1:]))
+
+
+def test_well_known_dp_sgd_sanity_check():
+    """Abadi et al.'s MNIST setting: q = 256/60000, sigma = 1.1, 60 epochs, delta = 1e-5.
+
+    RDP gives epsilon around 3 (TF Privacy reports ~2.9); the PLD accountant
+    under add/remove is tighter, so at most that.
+    """
+    event = subsampled_gaussian_steps_event(1.1, 256 / 60000, 14063)
+    pld_eps = epsilon_of_event(event, 1e-5)
+    rdp_eps = rdp_epsilon(event, 1e-5)
+    assert 1.5 < pld_eps <= 3.01
+    assert pld_eps <= rdp_eps <= 3.1
+
+
+# --------------------------------------------------------------------------
+# epsilon_of_event / epsilon_of_events
+# --------------------------------------------------------------------------
+
+
+def test_gaussian_compositions_are_exact():
+    events = [
+        dpe.GaussianDpEvent(3.0),
+        dpe.SelfComposedDpEvent(dpe.GaussianDpEvent(10.0), 4),
+        dpe.ComposedDpEvent([dpe.GaussianDpEvent(5.0), dpe.NoOpDpEvent()]),
+    ]
+    combined = (1 / 3.0**2 + 4 / 10.0**2 + 1 / 5.0**2) ** -0.5
+    for delta in (1e-3, 1e-5, 1e-8):
+        expected = gaussian_mechanism.get_epsilon_gaussian(combined, delta)
+        assert epsilon_of_events(events, delta) == pytest.approx(expected, rel=1e-12)
+        # The exact value is below dp_accounting's pessimistic PLD estimate and close to it.
+        pld = accounting._numerical_epsilon(dpe.ComposedDpEvent(events), delta, 1e-4)
+        assert expected <= pld * (1 + 1e-9)
+        assert pld == pytest.approx(expected, rel=0.01)
+
+
+def test_gaussian_steps_event_composes_to_one_gaussian():
+    for sigma, steps in [(2.0, 1), (20.0, 100), (0.7, 3)]:
+        event = gaussian_steps_event(sigma, steps)
+        expected = gaussian_mechanism.get_epsilon_gaussian(sigma / math.sqrt(steps), 1e-5)
+        assert epsilon_of_event(event, 1e-5) == pytest.approx(expected, rel=1e-12)
+
+
+def test_pure_mechanisms_add_exactly():
+    events = [
+        dpe.LaplaceDpEvent(2.0),
+        laplace_steps_event(4.0, 3),
+        PureEpsilonDpEvent(0.3, "objective_perturbation"),
+        dpe.SelfComposedDpEvent(PureEpsilonDpEvent(0.1, "x"), 5),
+        dpe.NoOpDpEvent(),
+    ]
+    expected = 1 / 2.0 + 3 / 4.0 + 0.3 + 5 * 0.1
+    for delta in (0.0, 1e-5):
+        assert epsilon_of_events(events, delta) == pytest.approx(expected, rel=1e-12)
+    assert accounting.is_pure_event(dpe.ComposedDpEvent(events))
+    assert not accounting.is_pure_event(dpe.GaussianDpEvent(1.0))
+
+
+def test_laplace_multiplier_round_trip():
+    for epsilon, steps in [(1.0, 1), (0.5, 10), (3.0, 4)]:
+        multiplier = laplace_noise_multiplier(epsilon, steps)
+        assert epsilon_of_event(laplace_steps_event(multiplier, steps), 0.0) == pytest.approx(
+            epsilon, rel=1e-12
+        )
+
+
+def test_non_private_and_noop_events():
+    assert epsilon_of_event(dpe.NonPrivateDpEvent(), 1e-5) == math.inf
+    assert epsilon_of_event(dpe.NonPrivateDpEvent(), 0.0) == math.inf
+    nested = dpe.ComposedDpEvent(
+        [dpe.GaussianDpEvent(100.0), dpe.SelfComposedDpEvent(dpe.NonPrivateDpEvent(), 2)]
+    )
+    assert epsilon_of_event(nested, 1e-5) == math.inf
+    assert epsilon_of_events([dpe.LaplaceDpEvent(1.0), dpe.NonPrivateDpEvent()], 1e-5) == math.inf
+    assert epsilon_of_event(dpe.NoOpDpEvent(), 1e-5) == 0.0
+    assert epsilon_of_event(dpe.SelfComposedDpEvent(dpe.NoOpDpEvent(), 10), 0.0) == 0.0
+    assert epsilon_of_events([], 1e-5) == 0.0
+    # zero noise is not private
+    assert epsilon_of_event(dpe.GaussianDpEvent(0.0), 1e-5) == math.inf
+    assert epsilon_of_event(dpe.LaplaceDpEvent(0.0), 1e-5) == math.inf
+
+
+def test_gaussian_at_zero_delta_is_infinite():
+    assert epsilon_of_event(dpe.GaussianDpEvent(10.0), 0.0) == math.inf
+    event = subsampled_gaussian_steps_event(5.0, 0.1, 10)
+    assert epsilon_of_event(event, 0.0) == math.inf
+
+
+def test_pure_event_cannot_be_mixed_into_numerical_accounting():
+    mixed = dpe.ComposedDpEvent([PureEpsilonDpEvent(0.5, "x"), dpe.GaussianDpEvent(5.0)])
+    with pytest.raises(ValueError, match="accountant"):
+        epsilon_of_event(mixed, 1e-5)
+
+
+def test_subsampled_epsilon_matches_pld_accountant():
+    from dp_accounting.pld import pld_privacy_accountant
+
+    event = subsampled_gaussian_steps_event(1.5, 0.05, 200)
+    pld = pld_privacy_accountant.PLDAccountant(NEIGHBORING_RELATION)
+    pld.compose(event)
+    assert epsilon_of_event(event, 1e-5) == pytest.approx(pld.get_epsilon(1e-5), rel=1e-9)
+
+
+# --------------------------------------------------------------------------
+# Speed and caching
+# --------------------------------------------------------------------------
+
+
+def test_calibration_is_cached_and_fast():
+    # Unusual inputs so that no other test has filled the cache.
+    args = (1.0 + 1e-7 * np.pi, 1e-5, 0.1, 100)
+    start = time.perf_counter()
+    first_sigma = subsampled_gaussian_noise_multiplier(*args)
+    first = time.perf_counter() - start
+    start = time.perf_counter()
+    second_sigma = subsampled_gaussian_noise_multiplier(*args)
+    second = time.perf_counter() - start
+    assert second_sigma == first_sigma
+    assert first < 10.0
+    assert second < max(first / 10, 1e-3)
+
+    start = time.perf_counter()
+    gaussian_noise_multiplier(0.987654321, 1e-5, 100)
+    first = time.perf_counter() - start
+    start = time.perf_counter()
+    gaussian_noise_multiplier(0.987654321, 1e-5, 100)
+    assert time.perf_counter() - start < max(first / 10, 1e-3)
+    assert first < 1.0

@@ -1,0 +1,764 @@
+"""dp_cd: DP (block) coordinate descent with sketches and importance sampling.
+
+The solver is checked against a plain reference implementation written here
+(explicit per-sample gradients, explicit clipping, naive averaging, the same
+random stream), so every sampling mode is verified step for step; against
+dp_gd (full sampling with the scalar constant is DP-GD); against non-private
+optima (scikit-learn and scipy); and for its noise scales, which are
+recomputed from the definition.
+"""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from dp_accounting import dp_event as dpe
+from dp_accounting import gaussian_mechanism
+from scipy.optimize import minimize
+from scipy.special import expit, softmax
+from sklearn.datasets import load_iris, make_classification, make_regression
+from sklearn.linear_model import ElasticNet, Lasso, LogisticRegression, Ridge
+
+from sklearn_dp import BudgetExceededError, DPLogisticRegression, DPSCORegressor, PrivacyBudget
+from sklearn_dp._data import bound_data
+from sklearn_dp._losses import BinaryLogisticLoss, MultinomialLoss, SquaredLoss, get_loss
+from sklearn_dp.accounting import epsilon_of_event, gaussian_noise_multiplier
+from sklearn_dp.solvers import SOLVERS, dp_cd, dp_gd
+from sklearn_dp.solvers._coordinate_descent import (
+    DEFAULT_CD_EPOCHS,
+    block_clip_thresholds,
+    plan_dp_cd,
+    sampling_structure,
+    smoothness_constants,
+)
+from sklearn_dp.solvers._gradient_descent import DEFAULT_CLIP_FRACTION
+
+DELTA = 1e-5
+
+
+# --------------------------------------------------------------------------
+# Reference implementation (slow, explicit, independent of the package kernel)
+# --------------------------------------------------------------------------
+
+
+def reference_derivative(loss, z, y):
+    if isinstance(loss, BinaryLogisticLoss):
+        return np.array([-y * expit(-y * z[0])])
+    if isinstance(loss, MultinomialLoss):
+        d = softmax(z)
+        d[int(y)] -= 1.0
+        return d
+    if isinstance(loss, SquaredLoss):
+        return np.array([z[0] - y])
+    raise AssertionError(loss)
+
+
+def reference_dp_cd(data, loss, *, n_outputs, alpha, l1_ratio, M, structure, probabilities,
+                    clip, noise_multiplier, n_inner, n_outer, output, rng, step_scale=1.0):
+    """Algorithm 1 of the paper with per-sample block clipping, written the obvious way."""
+    X = data.X.toarray() if sp.issparse(data.X) else np.asarray(data.X)
+    n, d = X.shape
+    bound = np.asarray(data.feature_bound)
+    l2 = alpha * (1 - l1_ratio) * data.penalized
+    l1 = alpha * l1_ratio * data.penalized
+    if output != "average":
+        n_inner, n_outer = n_inner * n_outer, 1
+    first_averaged = n_inner // 2 if output == "tail_average" else 0
+    W = np.zeros((d, n_outputs))
+    for _ in range(n_outer):
+        iterate_sum = np.zeros_like(W)
+        draws = None
+        if structure.kind == "partition" and len(structure.blocks) > 1:
+            b = len(structure.blocks)
+            if structure.weighting == "uniform":
+                draws = rng.integers(b, size=n_inner)
+            else:
+                draws = rng.choice(b, size=n_inner, p=probabilities)
+        for k in range(n_inner):
+            if structure.kind == "partition":
+                U = structure.blocks[0 if draws is None else draws[k]]
+            else:
+                U = np.sort(rng.choice(d, size=structure.tau, replace=False))
+            C_U = clip * np.linalg.norm(bound[U]) / np.linalg.norm(bound)
+            total = np.zeros((U.size, n_outputs))
+            for i in range(n):
+                g = np.outer(X[i, U], reference_derivative(loss, X[i] @ W, data.y[i]))
+                norm = np.linalg.norm(g)
+                total += g if norm <= C_U else g * (C_U / norm)
+            total += rng.normal(0.0, noise_multiplier * C_U, size=total.shape)
+            for a, j in enumerate(U):
+                grad = total[a] / n + l2[j] * W[j]
+                u = W[j] - step_scale * grad / M[j]
+                t = step_scale * l1[j] / M[j]
+                W[j] = np.sign(u) * np.maximum(np.abs(u) - t, 0.0)
+            if k >= first_averaged:
+                iterate_sum += W
+        if output != "last":
+            W = iterate_sum / (n_inner - first_averaged)
+    return W
+
+
+@pytest.fixture
+def problem():
+    rng = np.random.default_rng(3)
+    n, p = 60, 5
+    bound = np.array([4.0, 1.0, 0.25, 2.0, 1.0])
+    X = rng.uniform(-1, 1, (n, p)) * bound
+    X[0, 0] = 100.0  # clipped to the bound
+    y = np.where(X @ rng.normal(size=p) + rng.normal(size=n) > 0, 1.0, -1.0)
+    data = bound_data(X, y, fit_intercept=True, geometry="linf", feature_bound=bound)
+    return data
+
+
+SAMPLING_CASES = [
+    dict(sampling="uniform"),
+    dict(sampling="importance"),
+    dict(sampling="uniform", block_size=2),
+    dict(sampling="importance", blocks=[[0, 2], [1, 3, 4]]),
+    dict(sampling="tau_nice", tau=3),
+    dict(sampling="full"),
+    dict(sampling="full", smoothness="scalar"),
+    dict(sampling="uniform", block_size=3, smoothness="eso"),
+]
+
+
+@pytest.mark.parametrize("case", SAMPLING_CASES, ids=lambda c: "-".join(map(str, c.values())))
+@pytest.mark.parametrize("output", ["average", "tail_average", "last"])
+def test_matches_reference_implementation(problem, case, output):
+    data = problem
+    loss = BinaryLogisticLoss()
+    kwargs = dict(n_outputs=1, alpha=0.05, epsilon=2.0, delta=DELTA, max_iter=3, n_outer=2,
+                  clip_norm=1.5, output=output)
+    result = dp_cd(data, loss, l1_ratio=0.3, random_state=7, **kwargs, **case)
+    details = result.plan.details
+    reference = reference_dp_cd(
+        data, loss, n_outputs=1, alpha=0.05, l1_ratio=0.3, M=details["smoothness"],
+        structure=details["structure"], probabilities=details["probabilities"], clip=1.5,
+        noise_multiplier=result.plan.noise_multiplier, n_inner=details["n_inner"],
+        n_outer=details["n_outer"], output=output, rng=np.random.default_rng(7),
+    )
+    np.testing.assert_allclose(result.coef, reference, rtol=1e-10, atol=1e-12)
+
+
+def test_multinomial_and_sparse_match_reference():
+    X, y = load_iris(return_X_y=True)
+    X = (X - 4.0) / 4.0
+    X[X < -0.2] = 0.0  # some zeros, to exercise the sparse row selection
+    for matrix in (X, sp.csr_matrix(X)):
+        data = bound_data(matrix, y, fit_intercept=True, geometry="linf", feature_bound=1.0)
+        result = dp_cd(data, MultinomialLoss(), n_outputs=3, alpha=0.01, epsilon=1.0, delta=DELTA,
+                       max_iter=2, block_size=2, sampling="importance", random_state=1)
+        details = result.plan.details
+        reference = reference_dp_cd(
+            data, MultinomialLoss(), n_outputs=3, alpha=0.01, l1_ratio=0.0,
+            M=details["smoothness"], structure=details["structure"],
+            probabilities=details["probabilities"], clip=details["clip_norm"],
+            noise_multiplier=result.plan.noise_multiplier, n_inner=details["n_inner"],
+            n_outer=details["n_outer"], output="average", rng=np.random.default_rng(1),
+        )
+        np.testing.assert_allclose(result.coef, reference, rtol=1e-10, atol=1e-12)
+
+
+# --------------------------------------------------------------------------
+# Reduction to DP-GD
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n_steps", [1, 2, 5])
+def test_full_sampling_with_scalar_constant_is_dp_gd_step_for_step(n_steps):
+    """S = [d], M = L (the constant of dp_gd), same seed: the same iterates."""
+    X, y = make_classification(n_samples=80, n_features=4, random_state=0)
+    data = bound_data(X / 3, np.where(y == 1, 1.0, -1.0), fit_intercept=False, geometry="linf",
+                      feature_bound=[1.0, 0.5, 2.0, 1.0])
+    loss = BinaryLogisticLoss()
+    common = dict(n_outputs=1, alpha=0.1, epsilon=1.0, delta=DELTA, max_iter=n_steps,
+                  clip_norm=0.7, random_state=11)
+    gd = dp_gd(data, loss, momentum=None, output="last", **common)
+    cd = dp_cd(data, loss, sampling="full", smoothness="scalar", output="last", **common)
+    assert cd.plan.event == gd.plan.event
+    assert cd.plan.details["block_noise_std"][0] == pytest.approx(gd.plan.details["noise_std"])
+    assert 1.0 / cd.plan.details["smoothness"][0] == pytest.approx(gd.plan.details["step_size"])
+    np.testing.assert_allclose(cd.coef, gd.coef, rtol=1e-11, atol=1e-14)
+
+
+def test_full_sampling_is_preconditioned_dp_gd():
+    """With the Gershgorin diagonal, full sampling is DP-GD with step M^-1, same noise draws."""
+    X, y = make_classification(n_samples=50, n_features=3, n_informative=2, n_redundant=0,
+                               random_state=1)
+    bound = np.array([3.0, 0.5, 1.0])
+    data = bound_data(X, np.where(y == 1, 1.0, -1.0), fit_intercept=True, geometry="linf",
+                      feature_bound=bound)
+    loss = BinaryLogisticLoss()
+    result = dp_cd(data, loss, n_outputs=1, alpha=0.0, epsilon=1.0, delta=DELTA, max_iter=4,
+                   sampling="full", output="last", clip_norm=1.0, random_state=5)
+    full_bound = np.append(bound, 1.0)
+    M = 0.25 * full_bound * full_bound.sum()
+    np.testing.assert_allclose(result.plan.details["smoothness"], M)
+    rng = np.random.default_rng(5)
+    W = np.zeros(data.n_columns)
+    sigma = gaussian_noise_multiplier(1.0, DELTA, 4)
+    for _ in range(4):
+        D = -data.y * expit(-data.y * (data.X @ W))
+        norms = np.abs(D) * np.linalg.norm(data.X, axis=1)
+        D = D * np.minimum(1.0, 1.0 / norms)
+        g = data.X.T @ D + rng.normal(0.0, sigma * 1.0, size=(data.n_columns, 1))[:, 0]
+        W = W - g / data.n_samples / M
+    np.testing.assert_allclose(result.coef[:, 0], W, rtol=1e-11)
+
+
+# --------------------------------------------------------------------------
+# Smoothness constants and the divergence case
+# --------------------------------------------------------------------------
+
+
+def test_smoothness_rules_by_hand():
+    bound = np.array([1.0, 2.0, 3.0, 4.0])
+    beta, l2 = 0.25, np.array([0.1, 0.1, 0.1, 0.0])
+    singletons = sampling_structure(4)
+    blocks = sampling_structure(4, blocks=[[0, 1], [2, 3]])
+    full = sampling_structure(4, "full")
+    np.testing.assert_allclose(smoothness_constants(bound, beta, l2, singletons),
+                               beta * bound**2 + l2)
+    for rule in ("gershgorin", "eso", "scalar", "coordinate"):
+        np.testing.assert_allclose(smoothness_constants(bound, beta, l2, singletons, rule),
+                                   beta * bound**2 + l2)
+    np.testing.assert_allclose(smoothness_constants(bound, beta, l2, blocks),
+                               beta * np.array([1 * 3, 2 * 3, 3 * 7, 4 * 7]) + l2)
+    np.testing.assert_allclose(smoothness_constants(bound, beta, l2, blocks, "eso"),
+                               beta * 2 * bound**2 + l2)
+    np.testing.assert_allclose(smoothness_constants(bound, beta, l2, blocks, "scalar"),
+                               beta * np.array([5, 5, 25, 25]) + l2)
+    np.testing.assert_allclose(smoothness_constants(bound, beta, l2, full, "scalar"),
+                               beta * 30 + l2)
+    with pytest.raises(ValueError, match="only valid when single coordinates"):
+        smoothness_constants(bound, beta, l2, blocks, "coordinate")
+
+
+@pytest.mark.parametrize("rule", ["gershgorin", "eso", "scalar"])
+@pytest.mark.parametrize("tau", [1, 2, 3])
+def test_tau_nice_constants_dominate_every_subset(rule, tau):
+    """Brute force: every tau-subset U has sum_{j in U} beta X_j^2 / M_j <= 1."""
+    bound = np.array([0.5, 3.0, 1.0, 2.0, 0.1])
+    beta = 0.25
+    M = smoothness_constants(bound, beta, np.zeros(5), sampling_structure(5, "tau_nice", tau=tau),
+                             rule)
+    worst = max(
+        np.sum(beta * bound[list(U)] ** 2 / M[list(U)])
+        for U in itertools.combinations(range(5), tau)
+    )
+    assert worst <= 1 + 1e-12
+    if rule == "gershgorin":
+        # Gershgorin for j: X_j times the largest sum of a tau-set containing j.
+        for j in range(5):
+            subsets = [U for U in itertools.combinations(range(5), tau) if j in U]
+            best = max(bound[list(U)].sum() for U in subsets)
+            assert M[j] == pytest.approx(beta * bound[j] * best)
+
+
+def test_hessian_diagonal_with_blocks_diverges_and_is_refused():
+    """The spec's pitfall: d identical columns, G = 11^T, diagonal 1, top eigenvalue d.
+
+    A full (Jacobi) step with the Hessian diagonal multiplies the error along 1
+    by (1 - d); the public API refuses that diagonal for any non-singleton
+    sampling, and the Gershgorin diagonal converges.
+    """
+    n, d = 40, 4
+    rng = np.random.default_rng(0)
+    column = rng.uniform(-1, 1, n)
+    X = np.tile(column[:, None], (1, d))
+    y = 2.0 * column
+    data = bound_data(X, y, fit_intercept=False, geometry="linf", feature_bound=1.0)
+    hessian_diagonal = np.mean(X**2, axis=0)  # computed from the data: the "coordinate" M
+    # The update itself, non-private and unclipped, with the Hessian diagonal: diverges.
+    W = np.zeros(d)
+    for _ in range(30):
+        W = W - (X.T @ (X @ W - y) / n) / hessian_diagonal
+    assert np.linalg.norm(W) > 1e10
+    # dp_cd refuses it (and the public coordinate rule) for full and block sampling.
+    for options in (dict(sampling="full"), dict(block_size=2), dict(sampling="tau_nice", tau=2)):
+        with pytest.raises(ValueError, match="not a valid bound|only valid when single"):
+            dp_cd(data, SquaredLoss(), n_outputs=1, alpha=0.0, epsilon=math.inf, delta=0.0,
+                  smoothness=hessian_diagonal, clip_norm=10.0, **options)
+        with pytest.raises(ValueError, match="only valid when single coordinates"):
+            dp_cd(data, SquaredLoss(), n_outputs=1, alpha=0.0, epsilon=math.inf, delta=0.0,
+                  smoothness="coordinate", clip_norm=10.0, **options)
+    # Single coordinates with the public coordinate constant, and full sampling with
+    # Gershgorin, both reach the least-squares fit (residual 0 here).
+    for options in (dict(), dict(sampling="full")):
+        result = dp_cd(data, SquaredLoss(), n_outputs=1, alpha=0.0, epsilon=math.inf, delta=0.0,
+                       clip_norm=100.0, max_iter=200, output="last", **options)
+        assert np.max(np.abs(X @ result.coef[:, 0] - y)) < 1e-8
+
+
+def test_user_constants_that_are_valid_are_accepted(problem):
+    data = problem
+    bound = data.feature_bound
+    M = 0.25 * bound * bound.sum() * 1.5
+    result = dp_cd(data, BinaryLogisticLoss(), n_outputs=1, alpha=0.0, epsilon=1.0, delta=DELTA,
+                   sampling="full", smoothness=M, random_state=0)
+    np.testing.assert_allclose(result.plan.details["smoothness"], M)
+    with pytest.raises(ValueError, match="one constant per column"):
+        dp_cd(data, BinaryLogisticLoss(), n_outputs=1, alpha=0.0, epsilon=1.0, delta=DELTA,
+              smoothness=M[:-1])
+
+
+# --------------------------------------------------------------------------
+# Noise scales and the privacy plan (exact)
+# --------------------------------------------------------------------------
+
+
+def test_noise_scale_per_coordinate_is_exact(problem):
+    """Std of the noise on coordinate j's gradient sum: z * C * X_j / ||X||, z from the exact
+    composition of all K*T steps (checked against the analytic Gaussian mechanism)."""
+    data = problem
+    epsilon, clip, epochs = 0.7, 2.0, 4
+    result = dp_cd(data, BinaryLogisticLoss(), n_outputs=1, alpha=0.0, epsilon=epsilon,
+                   delta=DELTA, max_iter=epochs, clip_norm=clip, random_state=0)
+    d = data.n_columns
+    n_steps = epochs * d
+    assert result.plan.n_steps == n_steps == result.n_iter
+    z = result.plan.noise_multiplier
+    # z is the smallest multiplier whose composition of n_steps Gaussians meets epsilon:
+    # the composition is one Gaussian with multiplier z / sqrt(n_steps).
+    single = z / math.sqrt(n_steps)
+    assert gaussian_mechanism.get_epsilon_gaussian(single, DELTA) <= epsilon
+    assert gaussian_mechanism.get_epsilon_gaussian(single * (1 - 1e-6), DELTA) > epsilon
+    bound = np.append([4.0, 1.0, 0.25, 2.0], 1.0)
+    bound = np.append(bound[:4], [1.0, 1.0])  # five features (last one bound 1) + intercept
+    np.testing.assert_allclose(data.feature_bound, bound)
+    expected = z * clip * bound / np.linalg.norm(bound)
+    np.testing.assert_allclose(result.plan.details["block_noise_std"], expected, rtol=1e-14)
+    # Hand-computed value for one coordinate (feature 0, bound 4), z recomputed independently.
+    z_independent = math.sqrt(n_steps) * gaussian_mechanism.get_sigma_gaussian(epsilon, DELTA)
+    assert result.plan.details["block_noise_std"][0] == pytest.approx(
+        z_independent * 2.0 * 4.0 / math.sqrt(16 + 1 + 0.0625 + 4 + 1 + 1), rel=1e-6
+    )
+    assert epsilon_of_event(result.dp_event, DELTA) <= epsilon * (1 + 1e-9)
+
+
+def test_empirical_noise_matches_stated_std():
+    """All-zero features: every gradient sum is 0, so each step is pure noise; its std is z C_j."""
+    n, d = 10, 3
+    data = bound_data(np.zeros((n, d)), np.ones(n), fit_intercept=False, geometry="linf",
+                      feature_bound=[1.0, 2.0, 4.0])
+    changes = []
+    for seed in range(400):
+        result = dp_cd(data, BinaryLogisticLoss(), n_outputs=1, alpha=0.0, epsilon=1.0,
+                       delta=DELTA, max_iter=1, sampling="full", output="last", clip_norm=1.0,
+                       random_state=seed)
+        changes.append(result.coef[:, 0])
+    details = result.plan.details
+    # coef = -(noise / n) / M_j with M = 0.25 X_j sum(X): noise = -coef * n * M_j.
+    noise = -np.array(changes) * n * details["smoothness"]
+    std = details["block_noise_std"][0]
+    np.testing.assert_allclose(noise.std(axis=0) / std, 1.0, atol=0.12)
+    np.testing.assert_allclose(noise.mean(axis=0) / std, 0.0, atol=0.15)
+
+
+@pytest.mark.parametrize("loss_name", ["log_loss", "squared"])
+def test_one_extreme_row_moves_the_gradient_sum_by_at_most_the_clip(loss_name):
+    """Sensitivity C under add/remove: one noiseless full step from 0 with normalizer 1
+    releases -M * coef = the clipped gradient sum; an added extreme row moves it by <= C."""
+    rng = np.random.default_rng(0)
+    bound = np.array([0.5, 2.0, 1.0])
+    clip = 0.8
+    loss = get_loss(loss_name, **({} if loss_name == "log_loss" else {"residual_bound": 3.0}))
+    for trial in range(20):
+        X = rng.uniform(-1, 1, (30, 3)) * bound
+        y = rng.choice([-1.0, 1.0], 30) if loss_name == "log_loss" else rng.uniform(-1, 1, 30)
+        extreme = rng.choice([-1e6, 1e6], 3) * (trial + 1)
+        sums = []
+        for Xi, yi in ((X, y), (np.vstack([X, extreme]), np.append(y, y[0] * 1e3))):
+            yi = np.sign(yi) if loss_name == "log_loss" else np.clip(yi, -1, 1)
+            data = bound_data(Xi, yi, fit_intercept=True, geometry="linf", feature_bound=bound)
+            result = dp_cd(data, loss, n_outputs=1, alpha=0.0, epsilon=math.inf, delta=0.0,
+                           max_iter=1, sampling="full", output="last", clip_norm=clip,
+                           normalizer=1.0)
+            sums.append(-result.coef[:, 0] * result.plan.details["smoothness"])
+        assert np.linalg.norm(sums[1] - sums[0]) <= clip * (1 + 1e-12)
+
+
+def test_spec_worked_example_noise_below_the_papers():
+    """Spec section 6.7: n=1000, eps=1, delta=1e-5, K=100, T=1.  The paper's RDP closed form
+    (replace-one, 2 L_U / n) is looser than the exact add/remove calibration used here."""
+    paper_sigma = {0.5: 0.0587697, 1.0: 0.117539, math.sqrt(0.5): 0.0831129,
+                   math.sqrt(2.0): 0.166226, math.sqrt(2.5): 0.185846}
+    z = gaussian_noise_multiplier(1.0, 1e-5, 100)
+    for L_U, sigma_paper in paper_sigma.items():
+        recomputed = math.sqrt(12 * L_U**2 * 100 * math.log(1e5) / (1000**2 * 1.0**2))
+        assert recomputed == pytest.approx(sigma_paper, rel=1e-5)
+        ours = z * L_U / 1000  # std on the average gradient, add/remove sensitivity L_U / n
+        assert ours < sigma_paper / 3
+
+
+def test_block_clip_thresholds_split_the_clip():
+    bound = np.array([3.0, 4.0, 12.0])
+    structure = sampling_structure(3, blocks=[[0, 1], [2]])
+    clips = block_clip_thresholds(2.6, bound, structure)
+    np.testing.assert_allclose(clips, [2.6 * 5 / 13, 2.6 * 12 / 13])
+    assert np.sum(clips**2) == pytest.approx(2.6**2)
+
+
+def test_default_clip_is_the_dp_gd_fraction(problem):
+    data = problem
+    result = dp_cd(data, BinaryLogisticLoss(), n_outputs=1, alpha=0.0, epsilon=1.0, delta=DELTA,
+                   max_iter=1, random_state=0)
+    expected = DEFAULT_CLIP_FRACTION * np.linalg.norm(data.feature_bound)
+    assert result.plan.details["clip_norm"] == pytest.approx(expected)
+    noiseless = dp_cd(data, BinaryLogisticLoss(), n_outputs=1, alpha=0.0, epsilon=math.inf,
+                      delta=0.0, max_iter=1)
+    assert noiseless.plan.details["clip_norm"] == pytest.approx(expected / DEFAULT_CLIP_FRACTION)
+    assert isinstance(noiseless.dp_event, dpe.NonPrivateDpEvent)
+
+
+def test_plan_schedule_and_structure():
+    plan = plan_dp_cd(100, 7, 1.0, DELTA)
+    assert plan.n_steps == DEFAULT_CD_EPOCHS * 7
+    assert plan.details["n_outer"] == DEFAULT_CD_EPOCHS and plan.details["n_inner"] == 7
+    assert plan.event == dpe.SelfComposedDpEvent(dpe.GaussianDpEvent(plan.noise_multiplier), 70)
+    plan = plan_dp_cd(100, 21, 1.0, DELTA, n_outputs=3, max_iter=3, block_size=3, n_outer=2)
+    assert plan.details["steps_per_epoch"] == 3  # 7 columns in blocks of 3
+    assert (plan.details["n_inner"], plan.details["n_outer"], plan.n_steps) == (5, 2, 10)
+    assert plan_dp_cd(100, 7, 1.0, DELTA, sampling="tau_nice", tau=3, max_iter=2).n_steps == 6
+    assert plan_dp_cd(100, 7, 1.0, DELTA, sampling="full", max_iter=4).n_steps == 4
+    structure = sampling_structure(5, blocks=[[3, 1], [0]])
+    assert [b.tolist() for b in structure.blocks] == [[1, 3], [0], [2, 4]]
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (dict(sampling="bogus"), "sampling must be one of"),
+        (dict(sampling="tau_nice"), "needs tau"),
+        (dict(sampling="tau_nice", tau=9), "exceeds the number of columns"),
+        (dict(sampling="full", block_size=2), "does not take blocks"),
+        (dict(tau=2), "tau is an option"),
+        (dict(blocks=[[0, 1]], block_size=2), "either blocks or block_size"),
+        (dict(blocks=[[0, 1], [1, 2]]), "disjoint"),
+        (dict(blocks=[[0, 9]]), "outside"),
+        (dict(blocks=[[]]), "non-empty"),
+        (dict(blocks="01"), "sequence of sequences"),
+        (dict(block_size=0), "positive integer"),
+        (dict(max_iter=0), "positive integer"),
+        (dict(n_outer=1.5), "positive integer"),
+    ],
+)
+def test_bad_sampling_options(options, message):
+    with pytest.raises(ValueError, match=message):
+        plan_dp_cd(100, 7, 1.0, DELTA, **options)
+
+
+def test_bad_solver_inputs(problem):
+    data = problem
+    common = dict(n_outputs=1, alpha=0.0, epsilon=1.0, delta=DELTA)
+    with pytest.raises(ValueError, match="smooth loss"):
+        dp_cd(data, get_loss("absolute"), **common)
+    with pytest.raises(ValueError, match="feature_bound"):
+        dp_cd(bound_data(data.X[:, :-1], data.y, fit_intercept=True, data_norm=1.0),
+              BinaryLogisticLoss(), **common)
+    with pytest.raises(ValueError, match="output must be"):
+        dp_cd(data, BinaryLogisticLoss(), output="tail", **common)
+    with pytest.raises(ValueError, match="smoothness must be one of"):
+        dp_cd(data, BinaryLogisticLoss(), smoothness="hessian", **common)
+    with pytest.raises(ValueError, match="step_scale"):
+        dp_cd(data, BinaryLogisticLoss(), step_scale=0.0, **common)
+    with pytest.raises(ValueError, match="unbounded derivative"):
+        dp_cd(data, SquaredLoss(), **common)
+
+
+def test_same_seed_same_result_and_sparse_equals_dense(problem):
+    data = problem
+    kwargs = dict(n_outputs=1, alpha=0.01, epsilon=1.0, delta=DELTA, sampling="importance",
+                  block_size=2, random_state=4)
+    a = dp_cd(data, BinaryLogisticLoss(), **kwargs).coef
+    b = dp_cd(data, BinaryLogisticLoss(), **kwargs).coef
+    np.testing.assert_array_equal(a, b)
+    sparse = bound_data(sp.csr_matrix(data.X[:, :-1]), data.y, fit_intercept=True,
+                        geometry="linf", feature_bound=data.feature_bound[:-1])
+    np.testing.assert_allclose(dp_cd(sparse, BinaryLogisticLoss(), **kwargs).coef, a, rtol=1e-10)
+
+
+# --------------------------------------------------------------------------
+# epsilon = inf reaches the non-private optimum
+# --------------------------------------------------------------------------
+
+
+def _logistic_reference(data, alpha):
+    n = data.n_samples
+
+    def f(w):
+        z = data.X @ w
+        value = np.mean(np.logaddexp(0, -data.y * z)) + 0.5 * alpha * np.sum(w[data.penalized] ** 2)
+        grad = data.X.T @ (-data.y * expit(-data.y * z)) / n + alpha * w * data.penalized
+        return value, grad
+
+    return minimize(f, np.zeros(data.n_columns), jac=True, method="L-BFGS-B",
+                    options=dict(ftol=1e-16, gtol=1e-12, maxiter=10000)).x
+
+
+@pytest.mark.parametrize("case", SAMPLING_CASES[:6], ids=lambda c: "-".join(map(str, c.values())))
+def test_epsilon_inf_reaches_logistic_optimum(case):
+    X, y = make_classification(n_samples=200, n_features=4, n_informative=3, n_redundant=0,
+                               random_state=2)
+    data = bound_data(X / 3, np.where(y == 1, 1.0, -1.0), fit_intercept=True, geometry="linf",
+                      feature_bound=1.0)
+    alpha = 0.05
+    reference = _logistic_reference(data, alpha)
+    result = dp_cd(data, BinaryLogisticLoss(), n_outputs=1, alpha=alpha, epsilon=math.inf,
+                   delta=0.0, max_iter=500, **case)
+    np.testing.assert_allclose(result.coef[:, 0], reference, atol=1e-7)
+
+
+def test_epsilon_inf_estimators_match_scikit_learn():
+    X, y = make_classification(n_samples=300, n_features=5, random_state=0)
+    X = np.clip(X / 4, -1, 1)  # what the estimator sees after clipping to feature_bound
+    ours = DPLogisticRegression(epsilon=math.inf, C=0.05, solver="dp_cd", feature_bound=1.0,
+                                classes=[0, 1], max_iter=300).fit(X, y)
+    theirs = LogisticRegression(C=0.05, tol=1e-12, max_iter=10000).fit(X, y)
+    np.testing.assert_allclose(ours.coef_, theirs.coef_, atol=1e-6)
+    np.testing.assert_allclose(ours.intercept_, theirs.intercept_, atol=1e-6)
+
+    Xr, yr = make_regression(n_samples=200, n_features=5, noise=5.0, bias=2.0, random_state=0)
+    Xr, yr = Xr / 4, yr / 100
+    common = dict(epsilon=math.inf, solver="dp_cd", feature_bound=2.0, y_bound=10.0, max_iter=3000,
+                  solver_options=dict(output="last"))
+    for penalty, reference in [
+        ("l1", Lasso(alpha=0.01, tol=1e-14, max_iter=100000)),
+        ("elasticnet", ElasticNet(alpha=0.01, l1_ratio=0.4, tol=1e-14, max_iter=100000)),
+        ("l2", Ridge(alpha=0.01 * len(yr))),
+    ]:
+        model = DPSCORegressor(penalty=penalty, alpha=0.01,
+                               l1_ratio=0.4 if penalty == "elasticnet" else None, **common)
+        model.fit(Xr, yr)
+        reference.fit(Xr, yr)
+        np.testing.assert_allclose(model.coef_, reference.coef_, atol=1e-6, err_msg=penalty)
+        assert model.intercept_ == pytest.approx(reference.intercept_, abs=1e-6)
+    # The proximal step gives exact zeros, where scikit-learn's Lasso has them.
+    lasso = DPSCORegressor(penalty="l1", alpha=0.2, **common).fit(Xr, yr)
+    reference = Lasso(alpha=0.2, tol=1e-14, max_iter=100000).fit(Xr, yr)
+    np.testing.assert_array_equal(lasso.coef_ == 0.0, reference.coef_ == 0.0)
+    assert np.sum(lasso.coef_ == 0.0) == 2
+
+
+# --------------------------------------------------------------------------
+# Estimators
+# --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def binary():
+    X, y = make_classification(n_samples=400, n_features=5, random_state=0)
+    return X / 4, y
+
+
+@pytest.mark.parametrize("options", [
+    None, dict(sampling="importance"), dict(block_size=2), dict(blocks=[[0, 1], [2, 3, 4]]),
+    dict(sampling="tau_nice", tau=2), dict(sampling="full"),
+])
+def test_logistic_estimator_runs_every_sampling(binary, options):
+    X, y = binary
+    budget = PrivacyBudget(2.0, 1e-5)
+    model = DPLogisticRegression(epsilon=1.0, solver="dp_cd", feature_bound=1.5, classes=[0, 1],
+                                 random_state=0, budget=budget, solver_options=options).fit(X, y)
+    assert model.solver_ == "dp_cd"
+    assert model.privacy_spent_ == (1.0, 1e-5)
+    assert epsilon_of_event(model.dp_event_, 1e-5) <= 1.0 + 1e-9
+    assert budget.ledger[0].event == model.dp_event_
+    assert model.score(X, y) > 0.6  # informative (non-private: 0.85)
+
+
+def test_multiclass_budget_check_uses_the_right_plan():
+    """The estimator checks the budget with plan(n_outputs=K): the same event the solver records."""
+    X, y = load_iris(return_X_y=True)
+    X = (X - 4.0) / 4.0
+    budget = PrivacyBudget(3.0, 1e-5)
+    model = DPLogisticRegression(epsilon=1.0, solver="dp_cd", feature_bound=1.0,
+                                 classes=[0, 1, 2], budget=budget, random_state=0,
+                                 solver_options=dict(block_size=2)).fit(X, y)
+    assert model.coef_.shape == (3, 4)
+    assert model.n_iter_ == DEFAULT_CD_EPOCHS * 3  # 5 columns in blocks of 2
+    plan = SOLVERS["dp_cd"].plan(150, 15, 1.0, 1e-5, n_outputs=3, block_size=2)
+    # The fit composes the estimator's private row count with the plan's
+    # steps (the solver's share of epsilon is what the count leaves).
+    count_event, solver_event = model.dp_event_.events
+    assert solver_event.count == plan.event.count == 30
+    small = PrivacyBudget(0.5, 1e-5)
+    with pytest.raises(BudgetExceededError):
+        DPLogisticRegression(epsilon=1.0, solver="dp_cd", feature_bound=1.0, classes=[0, 1, 2],
+                             budget=small).fit(X, y)
+    assert small.ledger == []
+
+
+def test_estimators_refuse_what_dp_cd_cannot_fit(binary):
+    X, y = binary
+    with pytest.raises(ValueError, match="pass feature_bound"):
+        DPLogisticRegression(solver="dp_cd", classes=[0, 1]).fit(X, y)
+    with pytest.raises(ValueError, match="does not support loss='absolute'"):
+        DPSCORegressor(loss="absolute", solver="dp_cd", feature_bound=1.0).fit(X, y)
+    with pytest.raises(ValueError, match="does not support constraint='l2'"):
+        DPSCORegressor(solver="dp_cd", radius=1.0, feature_bound=1.0).fit(X, y)
+    with pytest.raises(ValueError, match="not options of solver='dp_cd'"):
+        DPLogisticRegression(solver="dp_cd", feature_bound=1.0, classes=[0, 1],
+                             solver_options=dict(momentum=None)).fit(X, y)
+    with pytest.raises(ValueError, match="only valid when single coordinates"):
+        DPLogisticRegression(
+            solver="dp_cd", feature_bound=1.0, classes=[0, 1],
+            solver_options=dict(sampling="full", smoothness="coordinate"),
+        ).fit(X, y)
+    with pytest.warns(UserWarning, match="learning_rate=0.1 is not used"):
+        DPLogisticRegression(solver="dp_cd", feature_bound=1.0, classes=[0, 1], random_state=0,
+                             learning_rate=0.1).fit(X, y)
+
+
+def test_auto_picks_dp_cd_for_l1_penalties(binary):
+    X, y = binary
+    model = DPLogisticRegression(penalty="l1", C=0.05, feature_bound=1.5, classes=[0, 1],
+                                 random_state=0).fit(X, y)
+    assert model.solver_ == "dp_cd"
+    regressor = DPSCORegressor(penalty="elasticnet", l1_ratio=0.5, feature_bound=1.5,
+                               random_state=0).fit(X, y.astype(float))
+    assert regressor.solver_ == "dp_cd"
+    default = DPSCORegressor(feature_bound=1.5, random_state=0).fit(X, y.astype(float))
+    assert default.solver_ == "dp_gd"
+
+
+def test_squared_loss_with_l1_penalty_is_registered_for_dplasso():
+    """DPLasso (penalised form) dispatches loss='squared', penalty='l1' through the registry."""
+    spec = SOLVERS["dp_cd"]
+    assert "squared" in spec.losses and "l1" in spec.penalties and None in spec.constraints
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (200, 6))
+    y = X[:, 0] - 0.5 * X[:, 1]
+    data = bound_data(X, y, fit_intercept=True, geometry="linf", feature_bound=1.0)
+    result = spec.function(data, SquaredLoss(residual_bound=3.0), n_outputs=1, alpha=0.05,
+                           l1_ratio=1.0, epsilon=math.inf, delta=0.0, max_iter=500,
+                           output="last", random_state=0)
+    assert np.count_nonzero(result.coef[2:6, 0]) == 0
+
+
+# --------------------------------------------------------------------------
+# Statistical audit on neighbouring data sets
+# --------------------------------------------------------------------------
+
+
+def _cp_upper(k, n, alpha=0.025):
+    from scipy.stats import beta
+
+    return 1.0 if k >= n else float(beta.ppf(1 - alpha, k + 1, n - k))
+
+
+def _epsilon_lower_bound(stat_d, stat_dp, threshold, delta=DELTA):
+    fpr = _cp_upper(int(np.sum(stat_d > threshold)), len(stat_d))
+    fnr = _cp_upper(int(np.sum(stat_dp <= threshold)), len(stat_dp))
+    bounds = [0.0]
+    for a, b in ((fpr, fnr), (fnr, fpr)):
+        if 1 - delta - b > 0:
+            bounds.append(math.log((1 - delta - b) / a))
+    return max(bounds)
+
+
+def _audit(run, n_runs):
+    """Threshold picked on one half of the runs, Clopper-Pearson bound on fresh runs."""
+
+    def sample(dataset, block):
+        return np.array([run(dataset, (2 * block + dataset) * 100_003 + i) for i in range(n_runs)])
+
+    cal_d, cal_dp = sample(0, 0), sample(1, 0)
+    candidates = np.quantile(np.concatenate([cal_d, cal_dp]), np.linspace(0.02, 0.98, 49))
+
+    def point(t):
+        fpr = max(np.mean(cal_d > t), 1 / n_runs)
+        fnr = max(np.mean(cal_dp <= t), 1 / n_runs)
+        return max(math.log(max(1 - fnr, 1e-12) / fpr), math.log(max(1 - fpr, 1e-12) / fnr))
+
+    threshold = max(candidates, key=point)
+    return _epsilon_lower_bound(sample(0, 1), sample(1, 1), threshold)
+
+
+def _canary_run(epsilon, max_iter, solver_options):
+    """D: column 1 is zero; D' adds a row (0, 1e6) with label 1, clipped to (0, 1).
+
+    Under D the coefficient of column 1 is pure noise; under D' the canary's
+    clipped gradient pushes it up whenever column 1 is updated.  A small clip
+    keeps the canary's gradient at its clip share in every step, and no
+    penalty pulls the coefficient back.
+    """
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.uniform(-1, 1, 20), np.zeros(20)])
+    y = (X[:, 0] > 0).astype(int)
+    datasets = ((X, y), (np.vstack([X, [0.0, 1e6]]), np.append(y, 1)))
+
+    def run(dataset, seed):
+        Xi, yi = datasets[dataset]
+        model = DPLogisticRegression(
+            epsilon=epsilon, delta=DELTA, solver="dp_cd", feature_bound=1.0, max_iter=max_iter,
+            fit_intercept=False, penalty=None, clip_norm=0.05, classes=[0, 1], random_state=seed,
+            solver_options=solver_options,
+        ).fit(Xi, yi)
+        return model.coef_[0, 1]
+
+    return run
+
+
+# Lower bounds found when written (250 runs): 0.0, 1.04, 0.0, 0.0 (the uniform and importance
+# runs touch the canary's coordinate in about half of the steps only).
+AUDITS = [
+    (1.0, 2, dict(sampling="full", output="last")),
+    (6.0, 1, dict(sampling="full", output="last")),
+    (2.0, 3, dict(sampling="uniform", output="last")),
+    (2.0, 2, dict(sampling="importance")),
+]
+
+
+@pytest.mark.parametrize("epsilon, max_iter, options", AUDITS)
+def test_audit_does_not_exceed_claimed_epsilon(epsilon, max_iter, options):
+    eps_lb = _audit(_canary_run(epsilon, max_iter, options), n_runs=250)
+    assert eps_lb <= epsilon, f"audit found epsilon >= {eps_lb:.3f} > claimed {epsilon}"
+
+
+def test_audit_detects_noise_calibrated_for_one_step(monkeypatch):
+    """Positive control: 64 steps at the one-step multiplier (a Gaussian with mu = 8 / 3.7)."""
+    import sklearn_dp.solvers._coordinate_descent as cd_module
+
+    original = cd_module.plan_dp_cd
+
+    def broken(*args, **kwargs):
+        plan = original(*args, **kwargs)
+        one = gaussian_noise_multiplier(1.0, DELTA, 1)
+        return cd_module.PrivacyPlan(plan.event, one, plan.n_steps, plan.details)
+
+    monkeypatch.setattr(cd_module, "plan_dp_cd", broken)
+    eps_lb = _audit(_canary_run(1.0, 64, dict(sampling="full", output="last")), n_runs=250)
+    assert eps_lb > 1.5, eps_lb  # 1.88 when written
+
+
+def test_default_normalizer_does_not_reveal_the_row_count():
+    # Estimators average with their DP row count, never the true n.
+    _row_count_audit(normalizer=None)
+
+
+def test_public_normalizer_does_not_reveal_the_row_count():
+    _row_count_audit(normalizer=5.0)
+
+
+def _row_count_audit(normalizer):
+    n, d, epsilon = 5, 400, 1.0
+    X, y = np.zeros((n, d)), np.array([0, 1, 0, 1, 0])
+    datasets = ((X, y), (np.zeros((n + 1, d)), np.append(y, 1)))
+    options = dict(sampling="full", output="last")
+    if normalizer is not None:
+        options["normalizer"] = normalizer
+
+    def run(dataset, seed):
+        Xi, yi = datasets[dataset]
+        model = DPLogisticRegression(
+            epsilon=epsilon, delta=DELTA, solver="dp_cd", feature_bound=1.0, max_iter=1,
+            fit_intercept=False, penalty=None, classes=[0, 1], random_state=seed,
+            solver_options=options,
+        ).fit(Xi, yi)
+        return -float(np.sum(model.coef_**2))
+
+    eps_lb = _audit(run, n_runs=150)
+    assert eps_lb <= epsilon, f"audit found epsilon >= {eps_lb:.3f} > claimed {epsilon}"

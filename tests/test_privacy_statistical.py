@@ -1,0 +1,319 @@
+"""Statistical privacy audits on neighbouring data sets, and recomputed dp_event_.
+
+The audit: D and D' = D plus one extreme canary row (add/remove-one
+neighbours).  Fit many times on each, reduce each fit to a scalar statistic,
+and test "D' was used" by a threshold on it.  For an (epsilon, delta)-DP
+mechanism every test satisfies
+
+    FPR + e^eps * FNR >= 1 - delta   and   FNR + e^eps * FPR >= 1 - delta,
+
+so Clopper-Pearson upper bounds on FPR and FNR give a lower bound on the
+true epsilon that holds with probability >= 95%.  The threshold is chosen on
+one set of runs and evaluated on fresh runs.  The audit must not find more
+epsilon than claimed; positive controls (deliberately broken mechanisms
+built here) show that it can find a violation.
+
+The canary lives in a feature the rest of D never uses (column 1 is zero in
+D), so the statistic "coefficient of column 1" sees only noise under D and
+noise plus the canary's clipped gradients under D'.  A small public
+``clip_norm`` keeps the canary's gradient at the clip in every step (the
+logistic derivative stays above it), so each step uses its full sensitivity.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from dp_accounting import dp_event as dpe
+from scipy.stats import beta
+
+import sklearn_dp.solvers._gradient_descent as gd_module
+from sklearn_dp import DPLogisticRegression
+from sklearn_dp.accounting import epsilon_of_event
+
+DELTA = 1e-5
+CONFIDENCE_SPLIT = 0.025  # per rate: 95% overall by the union bound
+
+
+# --------------------------------------------------------------------------
+# The audit
+# --------------------------------------------------------------------------
+
+
+def cp_upper(k, n, alpha=CONFIDENCE_SPLIT):
+    """One-sided Clopper-Pearson upper bound for k successes out of n."""
+    return 1.0 if k >= n else float(beta.ppf(1 - alpha, k + 1, n - k))
+
+
+def epsilon_lower_bound(stat_d, stat_d_prime, threshold, delta=DELTA):
+    """Lower bound on epsilon from the test "stat > threshold means D' was used"."""
+    fpr = cp_upper(int(np.sum(stat_d > threshold)), len(stat_d))
+    fnr = cp_upper(int(np.sum(stat_d_prime <= threshold)), len(stat_d_prime))
+    bounds = [0.0]
+    for a, b in ((fpr, fnr), (fnr, fpr)):
+        if 1 - delta - b > 0:
+            bounds.append(math.log((1 - delta - b) / a))
+    return max(bounds)
+
+
+def empirical_epsilon(stat_d, stat_d_prime, threshold, delta=DELTA):
+    """Point estimate (no confidence correction) used to pick a threshold."""
+    fpr = max(np.mean(stat_d > threshold), 1 / len(stat_d))
+    fnr = max(np.mean(stat_d_prime <= threshold), 1 / len(stat_d_prime))
+    return max(
+        math.log(max(1 - delta - fnr, 1e-12) / fpr), math.log(max(1 - delta - fpr, 1e-12) / fnr)
+    )
+
+
+def audit(run, n_runs, seed_offset=0):
+    """run(dataset, seed) -> scalar statistic; dataset 0 is D, 1 is D'."""
+
+    def sample(dataset, block):
+        base = seed_offset * 10_000_019 + (2 * block + dataset) * 1_000_003
+        return np.array([run(dataset, base + i) for i in range(n_runs)])
+
+    cal_d, cal_dp = sample(0, 0), sample(1, 0)
+    pooled = np.concatenate([cal_d, cal_dp])
+    candidates = np.quantile(pooled, np.linspace(0.01, 0.99, 99))
+    threshold = max(candidates, key=lambda t: empirical_epsilon(cal_d, cal_dp, t))
+    test_d, test_dp = sample(0, 1), sample(1, 1)
+    return epsilon_lower_bound(test_d, test_dp, threshold)
+
+
+def canary_data(n=20, seed=0):
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([rng.uniform(-1, 1, n), np.zeros(n)])
+    y = (X[:, 0] + 0.3 * rng.normal(size=n) > 0).astype(int)
+    X_prime = np.vstack([X, [0.0, 1e6]])  # norm 1e6, clipped to data_norm
+    y_prime = np.append(y, 1)
+    return (X, y), (X_prime, y_prime)
+
+
+def coef_on_canary_feature(solver, epsilon, max_iter, **params):
+    datasets = canary_data()
+
+    def run(dataset, seed):
+        X, y = datasets[dataset]
+        model = DPLogisticRegression(
+            epsilon=epsilon, delta=DELTA, solver=solver, max_iter=max_iter, fit_intercept=False,
+            clip_norm=0.05, classes=[0, 1], random_state=seed, **params,
+        ).fit(X, y)
+        return model.coef_[0, 1]
+
+    return run
+
+
+def broken_plan_dp_gd(n_samples, n_params, epsilon, delta, *, max_iter=None):
+    """A deliberate bug: noise calibrated for one step, used for max_iter steps."""
+    one_step = broken_plan_dp_gd.original(n_samples, n_params, epsilon, delta, max_iter=1)
+    return gd_module.PrivacyPlan(one_step.event, one_step.noise_multiplier, int(max_iter))
+
+
+broken_plan_dp_gd.original = gd_module.plan_dp_gd
+
+
+# --------------------------------------------------------------------------
+# Audits of the real mechanisms (must not exceed the claim)
+# --------------------------------------------------------------------------
+
+
+# Plain gradient steps, no penalty, last iterate: the canary coefficient is then
+# exactly the sum of the per-step releases, so the audit sees the whole mechanism.
+GD_LINEAR = {"penalty": None, "solver_options": {"momentum": None, "output": "last"}}
+SGD_LINEAR = {"penalty": None, "solver_options": {"momentum": None}}
+
+AUDITS = [
+    # solver, epsilon, max_iter, extra params
+    ("dp_gd", 1.0, 1, {}),
+    ("dp_gd", 4.0, 16, GD_LINEAR),
+    ("dp_sgd", 2.0, 10, {"batch_size": 5, **SGD_LINEAR}),
+]
+
+
+@pytest.mark.parametrize("solver, epsilon, max_iter, params", AUDITS)
+def test_audit_does_not_exceed_claimed_epsilon(solver, epsilon, max_iter, params):
+    run = coef_on_canary_feature(solver, epsilon, max_iter, **params)
+    eps_lb = audit(run, n_runs=300)
+    assert eps_lb <= epsilon, f"audit found epsilon >= {eps_lb:.3f} > claimed {epsilon}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "solver, epsilon, max_iter, params",
+    AUDITS
+    + [
+        ("dp_gd", 8.0, 4, GD_LINEAR),
+        ("dp_gd", 2.0, 64, {}),
+        ("dp_sgd", 4.0, 30, {"batch_size": 10, **SGD_LINEAR}),
+    ],
+)
+def test_audit_does_not_exceed_claimed_epsilon_thorough(solver, epsilon, max_iter, params):
+    run = coef_on_canary_feature(solver, epsilon, max_iter, **params)
+    eps_lb = audit(run, n_runs=3000, seed_offset=7)
+    assert eps_lb <= epsilon, f"audit found epsilon >= {eps_lb:.3f} > claimed {epsilon}"
+
+
+# --------------------------------------------------------------------------
+# Positive controls: the audit has power against real mistakes
+# --------------------------------------------------------------------------
+
+
+def test_audit_detects_noise_calibrated_for_one_step(monkeypatch):
+    """64 steps at the one-step multiplier: the true epsilon at delta=1e-5 is about 11."""
+    monkeypatch.setattr(gd_module, "plan_dp_gd", broken_plan_dp_gd)
+    epsilon = 1.0
+    run = coef_on_canary_feature("dp_gd", epsilon, 64, **GD_LINEAR)
+    eps_lb = audit(run, n_runs=300)
+    assert eps_lb > epsilon + 0.5, eps_lb
+
+
+# --------------------------------------------------------------------------
+# The private row count n: estimators never release it except through a DP
+# count (fixed after this suite found dp_gd dividing by the true n)
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("solver", ["dp_gd", "dp_sgd"])
+def test_output_scale_does_not_reveal_the_row_count(solver):
+    n, d, epsilon = 5, 1000, 1.0
+    X, y = np.zeros((n, d)), np.array([0, 1, 0, 1, 0])
+    X_prime, y_prime = np.zeros((n + 1, d)), np.append(y, 1)  # canary: one all-zero row
+    datasets = ((X, y), (X_prime, y_prime))
+
+    def run(dataset, seed):
+        Xi, yi = datasets[dataset]
+        # dp_sgd's default batch size is min(n, 32): the full data, normalised by n.
+        model = DPLogisticRegression(
+            epsilon=epsilon, delta=DELTA, solver=solver, max_iter=1, fit_intercept=False,
+            penalty=None, classes=[0, 1], random_state=seed,
+        ).fit(Xi, yi)
+        return -float(np.sum(model.coef_**2))  # the noise is divided by n + 1 under D'
+
+    eps_lb = audit(run, n_runs=200)
+    assert eps_lb <= epsilon, f"audit found epsilon >= {eps_lb:.3f} > claimed {epsilon}"
+
+
+def _gaussian_pair_epsilon(delta, p, q):
+    """Exact epsilon at delta of the pair of 1-d Gaussians p = (mean, std), q = (mean, std),
+    both directions (hockey-stick divergence by quadrature on a fine grid)."""
+    from scipy.optimize import brentq
+    from scipy.stats import norm
+
+    lo = min(p[0], q[0]) - 20 * max(p[1], q[1])
+    hi = max(p[0], q[0]) + 20 * max(p[1], q[1])
+    x = np.linspace(lo, hi, 400_001)
+
+    def divergence(eps, a, b):
+        gap = norm.pdf(x, b[0], b[1]) - math.exp(eps) * norm.pdf(x, a[0], a[1])
+        return np.trapezoid(np.maximum(gap, 0.0), x)
+
+    result = 0.0
+    for a, b in ((p, q), (q, p)):
+        if divergence(0.0, a, b) > delta:
+            result = max(result, brentq(lambda e: divergence(e, a, b) - delta, 0.0, 100.0))
+    return result
+
+
+def test_dp_gd_normalised_release_has_sensitivity_of_the_clip():
+    """Exact computation, no sampling: one step of dp_gd on D (n identical rows whose
+    gradients all sit at the clip) and D' = D + one row with the opposite label.
+
+    Both runs average with the same public normaliser (as estimators do with
+    their DP count): the release then moves by at most the clip."""
+    from sklearn_dp._data import bound_data
+    from sklearn_dp._losses import BinaryLogisticLoss
+    from sklearn_dp.solvers import dp_gd
+
+    n, epsilon, delta = 1000, 1.0, DELTA
+    X, y = np.ones((n, 1)), np.ones(n)
+    X_prime, y_prime = np.ones((n + 1, 1)), np.append(y, -1.0)
+    common = dict(n_outputs=1, alpha=0.0, delta=delta, max_iter=1, momentum=None, output="last")
+    laws = []
+    for Xi, yi in ((X, y), (X_prime, y_prime)):
+        data = bound_data(Xi, yi, data_norm=1.0, fit_intercept=False, n_public=n, normalizer=n)
+        private = dp_gd(data, BinaryLogisticLoss(), epsilon=epsilon, random_state=0, **common)
+        details = private.plan.details
+        # the mean of the release: the same step without noise, same clip
+        mean = dp_gd(
+            data, BinaryLogisticLoss(), epsilon=math.inf, clip_norm=details["clip_norm"], **common
+        ).coef[0, 0]
+        std = details["step_size"] * details["noise_std"] / data.normalizer
+        laws.append((mean, std))
+    # In units of the noise, the release may move by 1 / noise_multiplier at most.
+    shift = abs(laws[1][0] - laws[0][0]) / laws[1][1]
+    true_epsilon = _gaussian_pair_epsilon(delta, laws[0], laws[1])
+    assert shift <= 1.0001 / private.plan.noise_multiplier, (shift, true_epsilon)
+    assert true_epsilon <= epsilon
+
+
+def test_dp_sgd_n_iter_does_not_reveal_the_row_count():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1001, 3)) / 3
+    y = (X[:, 0] > 0).astype(int)
+    fits = [
+        DPLogisticRegression(
+            epsilon=1.0, delta=DELTA, solver="dp_sgd", classes=[0, 1], random_state=0
+        ).fit(X[:m], y[:m])
+        for m in (1000, 1001)
+    ]
+    assert fits[0].n_iter_ == fits[1].n_iter_
+
+
+# --------------------------------------------------------------------------
+# Recorded dp_event_ recomputes to at most the claimed epsilon
+# --------------------------------------------------------------------------
+
+
+def _classification_data(n, n_classes, seed=0):
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(size=(n_classes, 4))
+    y = rng.integers(0, n_classes, size=n)
+    X = centers[y] + rng.normal(size=(n, 4))
+    return X / 4, y
+
+
+EVENT_SETTINGS = [
+    # solver, n_classes, epsilon, delta, extra params, exact (closed form)
+    ("dp_gd", 2, 1.0, 1e-5, {}, True),
+    ("dp_gd", 2, 0.1, 1e-6, {"max_iter": 7}, True),
+    ("dp_gd", 3, 2.0, 1e-5, {"max_iter": 20, "C": 10.0}, True),
+    ("dp_gd", 4, 8.0, 1e-7, {"penalty": None, "max_iter": 5}, True),
+    ("dp_sgd", 2, 1.0, 1e-5, {"batch_size": 50, "max_iter": 100}, False),
+    ("dp_sgd", 3, 2.0, 1e-5, {"batch_size": 50, "max_iter": 100}, False),
+    ("dp_sgd", 2, 1.0, 1e-5, {}, False),
+]
+
+
+@pytest.mark.parametrize("solver, n_classes, epsilon, delta, params, exact", EVENT_SETTINGS)
+def test_recorded_dp_event_meets_claimed_epsilon(solver, n_classes, epsilon, delta, params, exact):
+    X, y = _classification_data(500, n_classes)
+    model = DPLogisticRegression(
+        epsilon=epsilon, delta=delta, solver=solver, classes=list(range(n_classes)),
+        random_state=0, data_norm=1.5, **params,
+    ).fit(X, y)
+    assert model.solver_ == solver
+    assert model.privacy_spent_ == (epsilon, delta)
+    recomputed = epsilon_of_event(model.dp_event_, model.delta)
+    assert recomputed <= epsilon
+    # calibrated, not wasteful
+    assert recomputed >= epsilon * (1 - 1e-6 if exact else 0.97)
+    leaves = model.dp_event_
+    if isinstance(leaves, dpe.SelfComposedDpEvent):
+        assert leaves.count == model.n_iter_
+        leaves = leaves.event
+    if solver == "dp_gd":
+        assert isinstance(leaves, dpe.GaussianDpEvent)
+    else:
+        assert isinstance(leaves, dpe.PoissonSampledDpEvent)
+        assert isinstance(leaves.event, dpe.GaussianDpEvent)
+
+
+@pytest.mark.parametrize("solver", ["dp_gd", "dp_sgd"])
+def test_infinite_epsilon_records_a_non_private_event(solver):
+    X, y = _classification_data(200, 2)
+    model = DPLogisticRegression(
+        epsilon=math.inf, solver=solver, classes=[0, 1], random_state=0
+    ).fit(X, y)
+    assert isinstance(model.dp_event_, dpe.NonPrivateDpEvent)
+    assert model.privacy_spent_ == (math.inf, 0.0)
+    assert epsilon_of_event(model.dp_event_, 1e-5) == math.inf
