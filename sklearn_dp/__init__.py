@@ -9,6 +9,7 @@ mechanism in ``dp_event_`` (a dp_accounting ``DpEvent``), and can share one
 from .budget import PrivacyBudget
 from .exceptions import BudgetExceededError, BudgetStorageError, PrivacyLeakWarning
 from .linear_model import DPLogisticRegression, DPSCORegressor
+from .linear_model import DPLasso
 
 __version__ = "0.1.0.dev0"
 
@@ -19,5 +20,6 @@ __all__ = [
     "PrivacyLeakWarning",
     "DPLogisticRegression",
     "DPSCORegressor",
+    "DPLasso",
     "__version__",
 ]

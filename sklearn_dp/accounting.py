@@ -452,10 +452,20 @@ def _event_epsilon_fast(event, delta, discretization):
     return _epsilon(event, delta, discretization)
 
 
-@functools.lru_cache(maxsize=4096)
+_PAIR_CACHE: dict = {}
+
+
 def _cached_pair_epsilon(first, second, delta):
-    # The coarse grid is pessimistic: a share it certifies is certified.
-    return _event_epsilon_fast(dpe.ComposedDpEvent([first, second]), delta, _PLD_COARSE)
+    # Keyed on the reprs: composed events hold lists and are not hashable.
+    key = (repr(first), repr(second), float(delta))
+    if key not in _PAIR_CACHE:
+        if len(_PAIR_CACHE) > 4096:
+            _PAIR_CACHE.clear()
+        # The coarse grid is pessimistic: a share it certifies is certified.
+        _PAIR_CACHE[key] = _event_epsilon_fast(
+            dpe.ComposedDpEvent([first, second]), delta, _PLD_COARSE
+        )
+    return _PAIR_CACHE[key]
 
 
 def largest_share(make_event, prefix_event, epsilon, delta, floor, *, iterations=5):

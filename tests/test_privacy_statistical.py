@@ -126,7 +126,9 @@ AUDITS = [
     # solver, epsilon, max_iter, extra params
     ("dp_gd", 1.0, 1, {}),
     ("dp_gd", 4.0, 16, GD_LINEAR),
-    ("dp_sgd", 2.0, 10, {"batch_size": 5, **SGD_LINEAR}),
+    # Default sampling rate 0.1: an explicit batch_size is turned into a rate
+    # with the noisy row count, so at n = 20 every fit would calibrate anew.
+    ("dp_sgd", 2.0, 10, SGD_LINEAR),
 ]
 
 
@@ -295,9 +297,11 @@ def test_recorded_dp_event_meets_claimed_epsilon(solver, n_classes, epsilon, del
     assert model.privacy_spent_ == (epsilon, delta)
     recomputed = epsilon_of_event(model.dp_event_, model.delta)
     assert recomputed <= epsilon
-    # calibrated, not wasteful
-    assert recomputed >= epsilon * (1 - 1e-6 if exact else 0.97)
-    leaves = model.dp_event_
+    # Calibrated, not wasteful: the row count and the solver share epsilon by
+    # a numerical (PLD) composition, searched to within a fraction of a percent.
+    assert recomputed >= epsilon * (0.995 if exact else 0.97)
+    count, leaves = model.dp_event_.events
+    assert isinstance(count, dpe.LaplaceDpEvent)
     if isinstance(leaves, dpe.SelfComposedDpEvent):
         assert leaves.count == model.n_iter_
         leaves = leaves.event

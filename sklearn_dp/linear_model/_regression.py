@@ -88,14 +88,20 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         ``"output_perturbation"`` (squared or Huber loss, L2 penalty, no
         ``radius``; the intercept is penalised too, and the squared loss's
         derivative is clipped at ``2 * y_bound``, i.e. Huber with that
-        threshold; pure epsilon-DP with ``delta=0``), ``"dp_svrg"`` (L2
-        penalty), ``"dp_svrg_pp"`` (L1, L2, elastic-net or none) or
-        ``"dp_accmd"`` (``radius`` ball, ``penalty=None``); the last three need
-        a smooth loss (see docs/solvers/erm_revisited.md).  ``"auto"`` picks
-        ``objective_perturbation`` when ``delta=0``, ``dp_sgd`` for the
-        absolute loss, ``dp_accmd`` for an L1-ball constraint, for the ``"l1"``
-        and ``"elasticnet"`` penalties ``dp_cd`` (``dp_svrg_pp`` without
-        ``feature_bound``), and ``dp_gd`` otherwise.
+        threshold; pure epsilon-DP with ``delta=0``); with ``constraint="l1"``
+        (and ``feature_bound``) also the l1-geometry solvers
+        ``"frank_wolfe"``, ``"vr_frank_wolfe"``, ``"mirror_descent"`` and
+        ``"localized_mirror_descent"`` (the intercept is then part of the l1
+        ball).  ``"auto"`` picks, with ``constraint="l1"`` and a radius,
+        ``frank_wolfe`` for smooth losses and ``mirror_descent`` for the
+        absolute loss; otherwise ``objective_perturbation`` when ``delta=0``,
+        ``dp_sgd`` for the absolute loss, ``dp_cd`` for the ``"l1"`` and
+        ``"elasticnet"`` penalties and ``dp_gd`` otherwise.  Without
+        ``feature_bound`` (which those need), smooth losses get ``"dp_accmd"``
+        for the l1 ball (``penalty=None``) and ``"dp_svrg_pp"`` for the L1 and
+        elastic-net penalties; ``"dp_svrg"`` (L2 penalty) and ``"dp_accmd"``
+        (L2 or L1 ball, ``penalty=None``) can also be asked for by name (see
+        docs/solvers/erm_revisited.md).
     max_iter, learning_rate, batch_size, clip_norm, solver_options
         As in :class:`DPLogisticRegression`.  For the squared loss without
         ``radius`` the default clip is ``2 * y_bound`` times the row bound.
@@ -200,17 +206,22 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         self.verbose = verbose
 
     def _auto_solver(self, problem, *, sparse, n_samples):
+        # The solvers of DP-ERM revisited are picked only where nothing else
+        # here can run (docs/solvers/erm_revisited.md): the l1-geometry solvers
+        # and dp_cd need feature_bound, dp_accmd and dp_svrg_pp bound rows in L2.
+        without_bound = self.feature_bound is None and problem.loss_name != "absolute"
+        if problem.constraint == "l1":
+            if without_bound and problem.penalty is None:
+                return "dp_accmd"
+            # l1 geometry: Frank-Wolfe for smooth losses, mirror descent otherwise.
+            return "mirror_descent" if problem.loss_name == "absolute" else "frank_wolfe"
         if self.delta == 0:
             # Only the perturbation solvers give pure epsilon-DP.
             return "objective_perturbation"
         if problem.loss_name == "absolute":
             return "dp_sgd"
-        # The solvers of DP-ERM revisited only where nothing else here fits
-        # (docs/solvers/erm_revisited.md).
-        if problem.constraint == "l1":
-            return "dp_accmd"
         if problem.penalty in ("l1", "elasticnet"):
-            return "dp_cd" if self.feature_bound is not None else "dp_svrg_pp"
+            return "dp_svrg_pp" if without_bound else "dp_cd"
         return "dp_gd"
 
     def _make_loss(self, data):
@@ -220,6 +231,9 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
             return get_loss("huber", epsilon_huber=self.huber_threshold / self.y_bound)
         if self.loss == "squared":
             if self.radius is not None:
+                if self.constraint == "l1" and data.feature_bound is not None:
+                    # |x @ w| <= ||x||_inf ||w||_1 in l1 geometry (rows bounded entrywise).
+                    row_norm_bound = float(np.max(data.feature_bound))
                 residual_bound = self.radius / self.y_bound * row_norm_bound + 1.0
             else:
                 residual_bound = 2.0

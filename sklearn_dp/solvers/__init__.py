@@ -244,6 +244,75 @@ register_solver(
     )
 )
 
+# l1-geometry solvers (specs/dp_sco_l1.md): rows bounded entrywise (feature_bound),
+# optimisation over an l1 ball (constraint="l1"), one output (regression losses;
+# the code is GLM-generic, but no l1-constrained classifier exists yet).
+from ._frank_wolfe import frank_wolfe, plan_frank_wolfe, plan_vr_frank_wolfe, vr_frank_wolfe  # noqa: E402
+from ._mirror_descent import (  # noqa: E402
+    localized_mirror_descent,
+    mirror_descent,
+    plan_localized_mirror_descent,
+    plan_mirror_descent,
+)
+
+_L1_OPTIONS = ("clip_norm", "radius", "constraint", "intercept_bound")
+_ANY_PENALTY = frozenset({None, "l1", "l2", "elasticnet"})
+
+register_solver(
+    SolverSpec(
+        name="frank_wolfe",
+        function=frank_wolfe,
+        plan=plan_frank_wolfe,
+        losses=frozenset({"squared", "huber"}),
+        penalties=_ANY_PENALTY,
+        geometry="linf",
+        constraints=frozenset({"l1"}),
+        pure_dp=True,
+        summary="noisy Frank-Wolfe over an l1 ball; exponential mechanism per step, pure or zCDP",
+        options=("max_iter", "output") + _L1_OPTIONS,
+    )
+)
+register_solver(
+    SolverSpec(
+        name="vr_frank_wolfe",
+        function=vr_frank_wolfe,
+        plan=plan_vr_frank_wolfe,
+        losses=frozenset({"squared", "huber"}),
+        penalties=_ANY_PENALTY,
+        geometry="linf",
+        constraints=frozenset({"l1"}),
+        pure_dp=True,
+        summary="one-pass variance-reduced Frank-Wolfe over an l1 ball (Asi et al. 2021, Alg. 3)",
+        options=_L1_OPTIONS + ("schedule", "n_phases", "output"),
+    )
+)
+register_solver(
+    SolverSpec(
+        name="mirror_descent",
+        function=mirror_descent,
+        plan=plan_mirror_descent,
+        losses=frozenset({"squared", "huber", "absolute"}),
+        penalties=_ANY_PENALTY,
+        geometry="linf",
+        constraints=frozenset({"l1"}),
+        summary="noisy minibatch mirror descent, p-norm map, l1 / lp geometry (Alg. 1/5)",
+        options=("max_iter", "batch_size", "step_size") + _L1_OPTIONS + ("p", "strongly_convex"),
+    )
+)
+register_solver(
+    SolverSpec(
+        name="localized_mirror_descent",
+        function=localized_mirror_descent,
+        plan=plan_localized_mirror_descent,
+        losses=frozenset({"squared", "huber", "absolute"}),
+        penalties=_ANY_PENALTY,
+        geometry="linf",
+        constraints=frozenset({"l1"}),
+        summary="localized noisy mirror descent on disjoint phases, l1 / lp geometry (Alg. 2/6)",
+        options=("max_iter", "step_size") + _L1_OPTIONS + ("p", "strongly_convex"),
+    )
+)
+
 # Solvers of Wang, Ye and Xu (2017), "DP-ERM revisited" (specs/dp_erm_revisited.md).
 from ._accmd import dp_accmd, plan_dp_accmd  # noqa: E402
 from ._svrg import dp_svrg, dp_svrg_pp, plan_dp_svrg, plan_dp_svrg_pp  # noqa: E402

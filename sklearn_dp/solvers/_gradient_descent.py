@@ -395,20 +395,15 @@ def dp_gd(
         momentum = "nesterov" if schedule is None else None
     if output not in ("tail_average", "last", "random"):
         raise ValueError(f"output must be 'tail_average', 'last' or 'random', got {output!r}.")
-    plan = plan_dp_gd(
-        data.n_public,
-        n_columns * n_outputs,
-        epsilon,
-        delta,
-        max_iter=max_iter,
-        schedule=schedule,
-        loss=loss,
-        row_norm_bound=data.row_norm_bound,
-        alpha=alpha,
-        n_outputs=n_outputs,
-        clip_norm=clip_norm,
-        pl_constant=pl_constant,
+    # The schedule's inputs are passed only with a schedule, so that the plain
+    # call stays plan_dp_gd(n, d, epsilon, delta, max_iter=...).
+    schedule_inputs = {} if schedule is None else dict(
+        schedule=schedule, loss=loss, row_norm_bound=data.row_norm_bound, alpha=alpha,
+        n_outputs=n_outputs, clip_norm=clip_norm, pl_constant=pl_constant,
         initial_gap=initial_gap,
+    )
+    plan = plan_dp_gd(
+        data.n_public, n_columns * n_outputs, epsilon, delta, max_iter=max_iter, **schedule_inputs
     )
     bound = gradient_bound(loss, data.row_norm_bound, clip_norm, private=not math.isinf(epsilon))
     if step_size is None:

@@ -1,0 +1,335 @@
+"""Differentially private Lasso: l1-constrained or l1-penalised least squares."""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import RegressorMixin
+from sklearn.utils.validation import check_is_fitted
+
+from .._data import clip_labels
+from .._losses import get_loss
+from .._sklearn_compat import Interval, validate_data
+from ..solvers import get_solver
+from ._base import BaseDPEstimator, FitProblem, restore_on_failure
+
+__all__ = ["DPLasso", "l1_radius_for_alpha", "alpha_for_l1_radius"]
+
+#: Residuals are clipped at this many ``y_bound`` (the squared loss's public
+#: derivative bound; DPSCORegressor uses the same without a radius).  Private
+#: fits clip at half of it, ``y_bound``, unless ``clip_norm`` is given.
+RESIDUAL_BOUND = 2.0
+
+
+def l1_radius_for_alpha(alpha, y_bound):
+    """The l1 ball that contains every minimiser of the penalised Lasso objective.
+
+    For ``(1 / (2 n)) ||y - X w - b||^2 + alpha ||w||_1`` with ``|y_i| <= y_bound``,
+    the point ``(w, b) = (0, 0)`` has objective at most ``y_bound^2 / 2``, and
+    the objective is at least ``alpha ||w||_1``, so every minimiser has
+    ``||w||_1 <= y_bound^2 / (2 alpha)``.  (The same holds with the residuals
+    clipped, which only lowers the loss.)  Only public numbers are involved:
+    constraining the penalised problem to this ball does not change its
+    solution, and gives the l1-geometry solvers the bounded domain they need.
+    """
+    return float(y_bound) ** 2 / (2.0 * float(alpha))
+
+
+def alpha_for_l1_radius(radius, y_bound):
+    """The smallest alpha whose penalised solution is guaranteed inside the l1 ball of ``radius``.
+
+    The inverse of :func:`l1_radius_for_alpha`.  The exact Lagrangian
+    correspondence between ``radius`` and ``alpha`` depends on the data (it is
+    the penalty at which the constrained solution's multiplier equals alpha),
+    so it cannot be computed without spending privacy; this data-independent
+    map only guarantees that the penalised fit is feasible for the
+    constrained problem.
+    """
+    return float(y_bound) ** 2 / (2.0 * float(radius))
+
+
+class DPLasso(RegressorMixin, BaseDPEstimator):
+    """Lasso (l1-regularised least squares) with differential privacy.
+
+    Two forms, as users of scikit-learn know them:
+
+    * **constrained** (``radius``): minimise ``(1 / (2 n)) ||y - X coef -
+      intercept||^2`` over ``||coef||_1 <= radius``;
+    * **penalised** (``alpha``, scikit-learn's ``Lasso`` scaling): minimise
+      ``(1 / (2 n)) ||y - X coef - intercept||^2 + alpha ||coef||_1``.
+
+    With both, the penalised objective is minimised over the ball.  With
+    ``alpha`` alone, solvers that need a bounded domain (all l1-geometry
+    solvers) get the ball of radius ``y_bound^2 / (2 alpha)``
+    (:func:`l1_radius_for_alpha`), which provably contains the penalised
+    solution, so the problem is unchanged and nothing is read from the data;
+    solvers for unconstrained penalised problems get no ball.  With neither,
+    ``radius = y_bound / max(feature_bound)``: the largest l1 norm whose
+    predictions ``|x @ coef| <= ||x||_inf ||coef||_1`` stay within the label
+    range.
+
+    **Intercept.** The intercept is neither penalised nor part of the l1 ball
+    (as in scikit-learn's ``Lasso``): it is constrained to ``|intercept| <=
+    y_bound + radius * max(feature_bound)``, an interval that provably contains
+    the best intercept for any feasible ``coef`` (the mean residual of clipped
+    data lies in it), so the constraint does not change the solution.  It
+    does cost privacy: the l1-geometry solvers choose the intercept's
+    direction privately too, with a share of the budget (see
+    :func:`~sklearn_dp.solvers.frank_wolfe`).  Fit centred labels with
+    ``fit_intercept=False`` when a public centre is known.
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+        Privacy parameter epsilon > 0; ``float("inf")`` fits without noise (not
+        private, spends nothing, cannot be combined with ``budget``).
+    delta : float, default=1e-5
+        Privacy parameter delta in [0, 1).  ``delta=0`` gives pure epsilon-DP
+        (Frank-Wolfe solvers); choose delta well below ``1 / n_samples``.
+    radius : float or None, default=None
+        l1 radius of the coefficient ball (constrained form).
+    alpha : float or None, default=None
+        l1 penalty strength (penalised form), on the ``1 / (2 n)``-scaled loss.
+    feature_bound : float or array-like of shape (n_features,), default=1.0
+        Public bound on each feature, ``|X[i, j]| <= feature_bound[j]``; larger
+        entries are clipped to it (l1-geometry solvers bound rows entrywise).
+    y_bound : float, default=1.0
+        Public bound on ``|y|``; labels outside ``[-y_bound, y_bound]`` are
+        clipped.  Fits run on labels divided by ``y_bound`` (and coefficients
+        likewise); the results are scaled back.
+    fit_intercept : bool, default=True
+    intercept_scaling : float, default=1.0
+        Value of the constant intercept column (part of each row's bounds).
+    solver : str, default="auto"
+        ``"frank_wolfe"``, ``"vr_frank_wolfe"``, ``"mirror_descent"``,
+        ``"localized_mirror_descent"`` or any registered solver for the
+        squared loss with an l1 ball (or, for the penalised form, an L1
+        penalty, such as ``"dp_cd"``).  ``"auto"`` picks ``"dp_cd"`` for the
+        penalised form (``alpha`` without ``radius``, ``delta > 0``) and
+        ``"frank_wolfe"`` otherwise (see the docs for measurements).
+    max_iter, learning_rate, batch_size : int, float, int or None
+        Passed to solvers that use them (a warning says when one does not).
+    clip_norm : float or None, default=None
+        Bound on each per-sample gradient in the solver's norm (l-infinity
+        for Frank-Wolfe, L2 for mirror descent).  None: residuals are clipped
+        at ``2 * y_bound`` without privacy and at ``y_bound`` with it (a Huber
+        loss beyond that; identical to the squared loss while the fit's
+        residuals stay below it).
+    solver_options : dict or None, default=None
+        Further solver-specific options (for example ``{"schedule":
+        "approximate"}`` for ``vr_frank_wolfe``, ``{"p": 1.5}`` for mirror
+        descent).
+    budget : PrivacyBudget or None, default=None
+    random_state : None, int, RandomState or Generator, default=None
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+    intercept_ : float
+    radius_ : float
+        The l1 radius the fit used (original units; ``inf`` when the solver
+        had no ball).
+    intercept_bound_ : float
+        The bound on ``|intercept_|`` (original units; 0 without intercept).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` has string column names.
+    n_iter_ : int
+    solver_ : str
+    privacy_spent_ : tuple of (float, float)
+    dp_event_ : dp_accounting.DpEvent
+
+    Privacy
+    -------
+    (epsilon, delta)-DP with respect to adding or removing one row of ``X``
+    together with its label.  Public: n, the number of features,
+    ``feature_bound``, ``y_bound``, ``radius``, ``alpha`` and every
+    hyper-parameter.  Entries of ``X`` are clipped to ``feature_bound`` and
+    labels to ``y_bound``; per-sample gradients are clipped to ``clip_norm``
+    (its default above), so one row moves every noisy quantity by a known
+    amount.  The radius implied by ``alpha`` is computed from public numbers
+    only.  Choosing ``radius`` or ``alpha`` by validation on the private data
+    leaks beyond this guarantee.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_dp import DPLasso
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1, 1, size=(5000, 50))
+    >>> y = X[:, 0] - X[:, 1] + 0.1 * rng.normal(size=5000)
+    >>> model = DPLasso(epsilon=2.0, radius=2.0, y_bound=3.0, random_state=0).fit(X, y)
+    >>> model.privacy_spent_
+    (2.0, 1e-05)
+    """
+
+    _parameter_constraints = {
+        **BaseDPEstimator._privacy_parameter_constraints,
+        "radius": [Interval(Real, 0, None, closed="neither"), None],
+        "alpha": [Interval(Real, 0, None, closed="left"), None],
+        "feature_bound": [Interval(Real, 0, None, closed="neither"), "array-like"],
+        "y_bound": [Interval(Real, 0, None, closed="neither")],
+        "fit_intercept": ["boolean"],
+        "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
+        "batch_size": [Interval(Integral, 1, None, closed="left"), None],
+    }
+
+    def __init__(
+        self,
+        epsilon=1.0,
+        delta=1e-5,
+        *,
+        radius=None,
+        alpha=None,
+        feature_bound=1.0,
+        y_bound=1.0,
+        fit_intercept=True,
+        intercept_scaling=1.0,
+        solver="auto",
+        max_iter=None,
+        learning_rate=None,
+        batch_size=None,
+        clip_norm=None,
+        solver_options=None,
+        budget=None,
+        random_state=None,
+        verbose=0,
+    ):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.radius = radius
+        self.alpha = alpha
+        self.feature_bound = feature_bound
+        self.y_bound = y_bound
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.solver = solver
+        self.max_iter = max_iter
+        self.learning_rate = learning_rate
+        self.batch_size = batch_size
+        self.clip_norm = clip_norm
+        self.solver_options = solver_options
+        self.budget = budget
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _auto_solver(self, problem, *, sparse, n_samples):
+        # The penalised form (alpha, no radius) is what coordinate descent with
+        # an L1 proximal step solves directly; Frank-Wolfe would need the
+        # (loose) public ball of radius y_bound^2 / (2 alpha), whose vertices
+        # make its steps very noisy.  The constrained form is Frank-Wolfe's.
+        penalised = self.radius is None and self.alpha is not None and self.alpha > 0
+        if penalised and self.delta > 0:  # dp_cd is Gaussian: no pure epsilon-DP mode
+            return "dp_cd"
+        return "frank_wolfe"
+
+    # -- public constants of the fit (all in the scaled units of the solver) --
+
+    def _max_feature_bound(self, n_features):
+        bound = np.broadcast_to(np.asarray(self.feature_bound, dtype=float), (n_features,))
+        if bound.size and (np.any(bound <= 0) or not np.all(np.isfinite(bound))):
+            raise ValueError("feature_bound must be finite and > 0 for every feature.")
+        return float(bound.max()) if bound.size else 1.0
+
+    def _scaled_radius(self, n_features):
+        """l1 radius for scaled labels (y / y_bound); None only if the solver needs no ball."""
+        if self.radius is not None:
+            return float(self.radius) / self.y_bound
+        if self.alpha:
+            return l1_radius_for_alpha(self.alpha / self.y_bound, 1.0)
+        return 1.0 / self._max_feature_bound(n_features)
+
+    def _solver_kwargs(self, spec, problem):
+        kwargs = super()._solver_kwargs(spec, problem)
+        if self.fit_intercept and problem.constraint == "l1":
+            if "intercept_bound" not in spec.options:
+                raise ValueError(
+                    f"DPLasso: solver={spec.name!r} would put the intercept inside the l1 ball; "
+                    "use a solver that accepts intercept_bound, or fit_intercept=False."
+                )
+            kwargs["intercept_bound"] = (
+                self._intercept_bound(problem.radius) / self.intercept_scaling
+            )
+        return kwargs
+
+    def _intercept_bound(self, radius):
+        """Bound on the intercept in scaled units (labels / y_bound).
+
+        The best intercept for any coef in the ball is the mean residual of the
+        clipped data, within ``1 + radius * max(feature_bound)``.
+        """
+        return 1.0 + (radius or 0.0) * self._max_feature_bound(self.n_features_in_)
+
+    def _make_loss(self, data):
+        return get_loss("squared", residual_bound=RESIDUAL_BOUND)
+
+    @restore_on_failure
+    def fit(self, X, y):
+        """Fit the model with differential privacy.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Entries are clipped to ``[-feature_bound, feature_bound]``.
+        y : array-like of shape (n_samples,)
+            Clipped to ``[-y_bound, y_bound]``.
+
+        Returns
+        -------
+        self : DPLasso
+        """
+        self._validate_params()
+        self._check_privacy_request()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=True)
+        n_samples, n_features = X.shape
+        scale = float(self.y_bound)
+        alpha = 0.0 if self.alpha is None else float(self.alpha) / scale
+        name = self.solver
+        if name == "auto":
+            name = self._auto_solver(None, sparse=False, n_samples=n_samples)
+        spec = get_solver(name)
+        radius = self._scaled_radius(n_features)
+        if (
+            self.radius is None
+            and alpha > 0
+            and "l1" not in spec.constraints
+            and None in spec.constraints
+        ):
+            constraint, radius = (
+                None,
+                None,
+            )  # an unconstrained L1-penalised solver (e.g. coordinate descent)
+        else:
+            constraint = "l1"
+        problem = FitProblem(
+            loss_name="squared",
+            make_loss=self._make_loss,
+            penalty="l1" if alpha > 0 else None,
+            alpha=alpha,
+            l1_ratio=1.0 if alpha > 0 else 0.0,
+            constraint=constraint,
+            radius=radius,
+        )
+        data, result = self._fit_solver(X, clip_labels(y, scale) / scale, problem)
+        coef, intercept = data.split_coef(result.coef)
+        self.coef_ = coef.ravel() * scale
+        self.intercept_ = float(intercept[0]) * scale
+        self.radius_ = math.inf if radius is None else radius * scale
+        self.intercept_bound_ = self._intercept_bound(radius) * scale if self.fit_intercept else 0.0
+        return self
+
+    def predict(self, X):
+        """Predicted values ``X @ coef_ + intercept_``."""
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
+        return np.asarray(X @ self.coef_).ravel() + self.intercept_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.regressor_tags.poor_score = not math.isinf(self.epsilon)
+        tags.non_deterministic = self.random_state is None and not math.isinf(self.epsilon)
+        return tags

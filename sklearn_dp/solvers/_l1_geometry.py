@@ -1,0 +1,247 @@
+"""What the l1-geometry solvers share: the feasible polytope, l-infinity clipping, public constants.
+
+The solvers ``frank_wolfe``, ``vr_frank_wolfe``, ``mirror_descent`` and
+``localized_mirror_descent`` optimise over a bounded set
+
+    { x : sum_{j in ball} |x_j| <= radius,  |x_j| <= box_j for j not in ball }
+
+i.e. an l1 ball, times an interval for each coordinate kept out of the ball.
+By default every coordinate (the intercept column included) is in the ball,
+which is what ``DPSCORegressor(constraint="l1", radius=...)`` documents.
+``DPLasso`` keeps its intercept out of the ball (``intercept_bound``): the
+intercept then lives in a public interval that provably contains its optimal
+value, so the l1 constraint applies to the coefficients only, as in
+scikit-learn's ``Lasso``.
+
+The rows of the data are bounded entrywise (``geometry="linf"``), so a
+per-sample gradient ``D_i x_i`` of a GLM loss is bounded in l-infinity by
+``|D_i| * ||x_i||_inf``; clipping it to ``C`` rescales the scalar ``D_i``
+(the gradient of a per-row Huberised loss, still convex), which keeps the
+clipped sums at two mat-vecs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._gradient_descent import gradient_bound
+
+__all__ = [
+    "L1Domain",
+    "make_domain",
+    "linf_row_norms",
+    "linf_gradient_bound",
+    "l1_smoothness",
+    "l1_objective",
+    "clipped_derivative",
+]
+
+
+@dataclass(frozen=True)
+class L1Domain:
+    """The feasible polytope and the penalty, in the solver's (scaled) units.
+
+    Attributes
+    ----------
+    radius : float
+        Radius of the l1 ball on the ``ball`` coordinates.
+    ball : ndarray of bool of shape (n_columns,)
+    box : ndarray of shape (n_columns,)
+        Bound ``|x_j| <= box[j]`` for coordinates outside the ball (inf inside).
+    l1_penalty : ndarray of shape (n_columns,)
+        Weight of ``|x_j|`` in the objective (0 on unpenalised coordinates).
+    l2_penalty : ndarray of shape (n_columns,)
+        Weight of ``x_j^2 / 2`` in the objective.
+    """
+
+    radius: float
+    ball: np.ndarray
+    box: np.ndarray
+    l1_penalty: np.ndarray
+    l2_penalty: np.ndarray
+
+    @property
+    def vertex_radius(self):
+        """Largest l1 norm of a vertex: ``radius + sum of the box bounds``."""
+        return float(self.radius + np.sum(self.box[~self.ball]))
+
+    @property
+    def diameter(self):
+        """l1 diameter of the polytope."""
+        return 2.0 * self.vertex_radius
+
+    @property
+    def has_l1_penalty(self):
+        return bool(np.any(self.l1_penalty > 0))
+
+    def contains(self, x, rtol=1e-9):
+        """Whether ``x`` is feasible (up to a relative tolerance)."""
+        inside_ball = np.sum(np.abs(x[self.ball])) <= self.radius * (1 + rtol)
+        inside_box = np.all(np.abs(x[~self.ball]) <= self.box[~self.ball] * (1 + rtol))
+        return bool(inside_ball and inside_box)
+
+
+def make_domain(data, *, radius, intercept_bound, alpha, l1_ratio, solver):
+    """The :class:`L1Domain` of a fit (all inputs public)."""
+    if radius is None:
+        raise ValueError(
+            f"{solver} optimises over an l1 ball: it needs radius (constraint='l1'), "
+            "a public bound on the l1 norm of the coefficients."
+        )
+    radius = float(radius)
+    if not radius > 0 or not math.isfinite(radius):
+        raise ValueError(f"radius must be a finite float > 0, got {radius!r}.")
+    n_columns = data.n_columns
+    ball = np.ones(n_columns, dtype=bool)
+    box = np.full(n_columns, np.inf)
+    if intercept_bound is not None:
+        if not intercept_bound > 0 or not math.isfinite(intercept_bound):
+            raise ValueError(
+                f"intercept_bound must be a finite float > 0, got {intercept_bound!r}."
+            )
+        free = ~data.penalized
+        ball[free] = False
+        box[free] = float(intercept_bound)
+    l1_ratio = float(l1_ratio or 0.0)
+    penalized = data.penalized.astype(float)
+    return L1Domain(
+        radius=radius,
+        ball=ball,
+        box=box,
+        l1_penalty=alpha * l1_ratio * penalized,
+        l2_penalty=alpha * (1.0 - l1_ratio) * penalized,
+    )
+
+
+def linf_row_norms(X):
+    """``||x_i||_inf`` of each row (dense or CSR)."""
+    if sp.issparse(X):
+        return np.asarray(abs(X).max(axis=1).todense()).ravel()
+    return np.abs(X).max(axis=1) if X.shape[1] else np.zeros(X.shape[0])
+
+
+def _feature_bound(data, solver):
+    if data.feature_bound is None:
+        raise ValueError(
+            f"{solver} bounds rows entrywise: the data must be bounded with feature_bound "
+            "(geometry='linf')."
+        )
+    return np.asarray(data.feature_bound, dtype=float)
+
+
+def linf_gradient_bound(loss, data, clip_norm, private, solver):
+    """Public l-infinity bound ``C`` on each per-sample gradient (the clip).
+
+    The loss alone bounds it by ``loss.derivative_bound * max_j feature_bound[j]``;
+    ``clip_norm=None`` clips at ``DEFAULT_CLIP_FRACTION`` of that when private
+    (as every solver of the library does), not at all otherwise.
+    """
+    row_bound = float(np.max(_feature_bound(data, solver)))
+    return gradient_bound(loss, row_bound, clip_norm, private=private)
+
+
+def l1_smoothness(loss, data, solver):
+    """Smoothness of the average loss w.r.t. ||.||_1 (dual norm l-infinity), from public bounds."""
+    if loss.smoothness is None:
+        return None
+    return float(loss.smoothness) * float(np.max(_feature_bound(data, solver))) ** 2
+
+
+def clipped_derivative(X, y, w, loss, clip, row_scale):
+    """Per-sample derivatives ``D_i`` scaled so that ``|D_i| * row_scale_i <= clip``."""
+    D = loss.derivative(np.asarray(X @ w)[:, None], y)[:, 0]
+    if clip is not None and math.isfinite(clip):
+        size = np.abs(D) * row_scale
+        over = size > clip
+        D[over] *= clip / size[over]
+    return D
+
+
+def clipped_sum(X, y, w, loss, clip, row_scale):
+    """Sum of per-sample gradients ``D_i x_i``, each clipped to ``clip`` (norm of ``row_scale``).
+
+    The gradient of a GLM loss is a scalar times the row, so clipping it
+    rescales the scalar: two mat-vecs, no n x d matrix.
+    """
+    return np.asarray(X.T @ clipped_derivative(X, y, w, loss, clip, row_scale)).ravel()
+
+
+def l1_objective(data, loss, w, domain):
+    """Mean loss plus the penalty (no clipping, no noise): for references and tests."""
+    value = float(np.mean(loss.value(np.asarray(data.X @ w)[:, None], data.y)))
+    return value + float(domain.l1_penalty @ np.abs(w) + 0.5 * domain.l2_penalty @ (w * w))
+
+
+def project_l1_ball(v, radius):
+    """Euclidean projection onto ``{||x||_1 <= radius}`` (sort-based, Duchi et al. 2008)."""
+    if np.sum(np.abs(v)) <= radius:
+        return v.copy()
+    u = np.sort(np.abs(v))[::-1]
+    cumulative = np.cumsum(u) - radius
+    index = np.arange(1, u.size + 1)
+    k = np.flatnonzero(u - cumulative / index > 0)[-1]
+    threshold = cumulative[k] / (k + 1.0)
+    return np.sign(v) * np.maximum(np.abs(v) - threshold, 0.0)
+
+
+def reference_solve(data, loss, domain, *, max_iter=100_000, tol=1e-13):
+    """Non-private high-precision minimiser over the polytope (accelerated proximal gradient).
+
+    For smooth losses: FISTA with step ``1 / L``, ``L = smoothness * ||X||_2^2 / n
+    + max l2`` (read off the data: this is a reference, not a private
+    solver), prox = soft-threshold by the L1 penalty then projection onto the
+    l1 ball (exact for this pair) and clipping to the boxes; restarts when
+    the objective goes up.  Stops when an iterate moves less than ``tol``.
+    """
+    import scipy.sparse.linalg as spla
+
+    X, y = data.X, data.y
+    n = X.shape[0]
+    if loss.smoothness is None:
+        raise ValueError("reference_solve needs a smooth loss.")
+    top = (
+        spla.svds(sp.csr_matrix(X), k=1, return_singular_vectors=False)[0]
+        if min(X.shape) > 1
+        else np.linalg.norm(X)
+    )
+    lipschitz = loss.smoothness * top**2 / n + float(np.max(domain.l2_penalty, initial=0.0))
+    step = 1.0 / lipschitz
+
+    def grad(w):
+        return (
+            np.asarray(X.T @ loss.derivative(np.asarray(X @ w)[:, None], y)[:, 0]) / n
+            + domain.l2_penalty * w
+        )
+
+    def prox(v):
+        w = np.sign(v) * np.maximum(np.abs(v) - step * domain.l1_penalty, 0.0)
+        w[domain.ball] = project_l1_ball(w[domain.ball], domain.radius)
+        w[~domain.ball] = np.clip(
+            w[~domain.ball], -domain.box[~domain.ball], domain.box[~domain.ball]
+        )
+        return w
+
+    w = np.zeros(X.shape[1])
+    z, t, value = w.copy(), 1.0, l1_objective(data, loss, w, domain)
+    stalled = 0
+    for _ in range(max_iter):
+        w_next = prox(z - step * grad(z))
+        value_next = l1_objective(data, loss, w_next, domain)
+        if value_next > value:  # adaptive restart (O'Donoghue and Candes)
+            z, t = w.copy(), 1.0
+            stalled += 1
+            if stalled > 50:
+                break
+            continue
+        t_next = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
+        z = w_next + (t - 1.0) / t_next * (w_next - w)
+        moved = np.max(np.abs(w_next - w))
+        stalled = stalled + 1 if value - value_next <= 1e-16 * abs(value) else 0
+        w, t, value = w_next, t_next, value_next
+        if moved < tol or stalled > 50:
+            break
+    return w

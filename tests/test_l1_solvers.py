@@ -1,0 +1,673 @@
+"""l1-geometry solvers: exact Bregman steps, noise scales, one pass, sparsity, the optimum."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+import sklearn_dp.solvers._frank_wolfe as fw_module
+from sklearn_dp import accounting
+from sklearn_dp._data import bound_data
+from sklearn_dp._losses import get_loss
+from sklearn_dp.accounting import epsilon_of_event
+from sklearn_dp.solvers import SOLVERS
+from sklearn_dp.solvers._frank_wolfe import (
+    frank_wolfe_step_epsilon,
+    plan_vr_frank_wolfe,
+    vertex_scales,
+    vr_frank_wolfe_schedule,
+    zcdp_budget,
+)
+from sklearn_dp.solvers._l1_geometry import l1_objective, make_domain, reference_solve
+from sklearn_dp.solvers._mirror_descent import (
+    mirror_descent_phases,
+    plan_localized_mirror_descent,
+    plan_mirror_descent,
+)
+from sklearn_dp.solvers._pnorm import (
+    bregman_step,
+    default_p,
+    pnorm,
+    pnorm_bregman_divergence,
+    pnorm_mirror_gradient,
+)
+
+# --------------------------------------------------------------------------
+# The exact Bregman step
+# --------------------------------------------------------------------------
+
+
+def _random_step_problem(rng, trial):
+    d = int(rng.integers(2, 30))
+    p = [1.2, default_p(d), 1.5, 2.0, 1.05, default_p(10_000)][trial % 6]
+    kappa = 1 / (2 * (p - 1)) * rng.uniform(0.5, 2)
+    ball = np.ones(d, bool)
+    box = np.full(d, np.inf)
+    if trial % 2:
+        ball[-1] = False
+        box[-1] = rng.uniform(0.2, 2)
+    radius = rng.uniform(0.3, 2)
+    c = rng.normal(size=d) * (rng.uniform(size=d) < 0.5)
+    c[~ball] = np.clip(c[~ball], -box[~ball], box[~ball])
+    if np.abs(c[ball]).sum() > radius:
+        c[ball] *= radius / np.abs(c[ball]).sum() * rng.uniform(0.2, 1)
+    if trial % 3 == 0:
+        c[:] = 0
+    s = rng.normal(size=d) * rng.choice([1e-3, 0.1, 1, 10, 1e3])
+    m = (rng.uniform(size=d) < 0.5) * rng.uniform(0, 1, size=d) * (trial % 4 == 0)
+    R = rng.choice([np.inf, rng.uniform(0.01, 1)])
+    return dict(s=s, c=c, kappa=kappa, p=p, ball=ball, radius=radius, box=box, m=m, R=R)
+
+
+def _primal(x, s, c, kappa, p, m):
+    return -s @ x + kappa * pnorm(x - c, p) ** 2 + m @ np.abs(x)
+
+
+def _dual(w, s, c, kappa, p, ball, radius, box, m, R):
+    """Lagrange dual of the step at the dual point w (conjugate of the lp-ball-restricted map)."""
+    q = p / (p - 1)
+    wq = pnorm(w, q)
+    conjugate = wq**2 / (4 * kappa) if wq / (2 * kappa) <= R else R * wq - kappa * R**2
+    excess = np.maximum(np.abs(w - s) - m, 0.0)
+    inner = -radius * np.max(excess[ball], initial=0.0) - np.sum(box[~ball] * excess[~ball])
+    return inner - w @ c - conjugate
+
+
+def _solve(pb):
+    return bregman_step(
+        pb["s"],
+        pb["c"],
+        kappa=pb["kappa"],
+        p=pb["p"],
+        ball=pb["ball"],
+        radius=pb["radius"],
+        box=pb["box"],
+        l1_weights=pb["m"],
+        p_radius=pb["R"],
+    )
+
+
+def test_bregman_step_duality_gap_certifies_optimality():
+    # Weak duality: primal(x) - dual(w) >= primal(x) - optimum >= 0 for any feasible x
+    # and any w; a gap of ~1e-12 certifies that x is optimal to that precision.
+    rng = np.random.default_rng(1)
+    for trial in range(400):
+        pb = _random_step_problem(rng, trial)
+        res = _solve(pb)
+        x = res.x
+        assert np.abs(x[pb["ball"]]).sum() <= pb["radius"] * (1 + 1e-12)
+        assert np.all(np.abs(x[~pb["ball"]]) <= pb["box"][~pb["ball"]] * (1 + 1e-12))
+        assert pnorm(x - pb["c"], pb["p"]) <= pb["R"] * (1 + 1e-12)
+        primal = _primal(x, pb["s"], pb["c"], pb["kappa"], pb["p"], pb["m"])
+        dual = _dual(
+            res.w,
+            pb["s"],
+            pb["c"],
+            pb["kappa"],
+            pb["p"],
+            pb["ball"],
+            pb["radius"],
+            pb["box"],
+            pb["m"],
+            pb["R"],
+        )
+        scale = abs(primal) + np.max(np.abs(pb["s"])) * pb["radius"]
+        assert -1e-10 <= (primal - dual) / scale <= 1e-10, trial
+
+
+def test_bregman_step_kkt_conditions():
+    # Stationarity of each coordinate with the returned multipliers, and
+    # complementary slackness: mu > 0 only on the l1 sphere, p tau = 2 kappa rho^(2-p)
+    # unless the lp ball is active.
+    rng = np.random.default_rng(2)
+    for trial in range(300):
+        pb = _random_step_problem(rng, trial)
+        pb["R"] = np.inf if trial % 3 else pb["R"]
+        res = _solve(pb)
+        x, p, c = res.x, pb["p"], pb["c"]
+        ball = pb["ball"]
+        l1 = np.abs(x[ball]).sum()
+        if res.mu > 0:
+            assert l1 == pytest.approx(pb["radius"], rel=1e-9)
+        rho = pnorm(x - c, p)
+        if rho < pb["R"] * (1 - 1e-9) and rho > 0:
+            assert p * res.tau == pytest.approx(2 * pb["kappa"] * rho ** (2 - p), rel=1e-8)
+        # In dual coordinates (w = p tau sign(u)|u|^(p-1)), stationarity reads
+        # s - w in (m + mu) * subdifferential of |x| on ball coordinates.
+        weights = pb["m"] + res.mu * ball
+        residual = pb["s"] - res.w
+        scale = np.max(np.abs(pb["s"])) + 1.0
+        on = ball & (x != 0)
+        np.testing.assert_allclose(residual[on], (weights * np.sign(x))[on], atol=1e-9 * scale)
+        off = ball & (x == 0)
+        assert np.all(np.abs(residual[off]) <= weights[off] + 1e-9 * scale)
+
+
+def test_bregman_step_matches_generic_solver():
+    rng = np.random.default_rng(3)
+    for trial in range(20):
+        d = 5
+        p = [1.3, 1.6, 2.0][trial % 3]
+        kappa = 1 / (2 * (p - 1))
+        s = rng.normal(size=d) * 3
+        c = np.zeros(d)
+        ball = np.ones(d, bool)
+        res = bregman_step(s, c, kappa=kappa, p=p, ball=ball, radius=1.0)
+
+        def objective(z):
+            x = z[:d] - z[d:]
+            return -s @ x + kappa * pnorm(x, p) ** 2
+
+        cons = [{"type": "ineq", "fun": lambda z: 1.0 - z.sum()}]
+        ref = minimize(
+            objective,
+            np.full(2 * d, 0.05),
+            method="SLSQP",
+            bounds=[(0, None)] * 2 * d,
+            constraints=cons,
+            options=dict(ftol=1e-15, maxiter=1000),
+        )
+        ours = _primal(res.x, s, c, kappa, p, np.zeros(d))
+        assert ours <= ref.fun + 1e-7 * abs(ref.fun)  # SLSQP stops within ~1e-9 of the constraint
+
+
+def test_mirror_map_round_trip_and_strong_convexity():
+    rng = np.random.default_rng(4)
+    for p in (default_p(1000), 1.5, 2.0):
+        q = p / (p - 1)
+        kappa = 1 / (2 * (p - 1))
+        for _ in range(50):
+            u, v = rng.normal(size=20), rng.normal(size=20)
+            theta = pnorm_mirror_gradient(u, p, kappa)
+            # grad psi*(theta) = ||theta||_q^(2-q) sign(theta)|theta|^(q-1) / (2 kappa)
+            back = (
+                pnorm(theta, q)
+                * np.sign(theta)
+                * (np.abs(theta) / pnorm(theta, q)) ** (q - 1)
+                / (2 * kappa)
+            )
+            np.testing.assert_allclose(back, u, rtol=1e-9, atol=1e-12)
+            # psi = ||.||_p^2 / (2 (p-1)) is 1-strongly convex in ||.||_p.
+            assert (
+                pnorm_bregman_divergence(u, v, 0.0, p, kappa) >= 0.5 * pnorm(u - v, p) ** 2 - 1e-9
+            )
+
+
+def test_default_p_is_one_plus_one_over_ln_d():
+    assert default_p(1000) == pytest.approx(1 + 1 / math.log(1000))
+    assert default_p(2) == 2.0
+    z = np.random.default_rng(0).normal(size=1000)
+    # ||z||_1 <= d^(1 - 1/p) ||z||_p < e ||z||_p (erratum E1: e, not 2, with ln).
+    assert np.abs(z).sum() <= math.e * pnorm(z, default_p(1000))
+
+
+# --------------------------------------------------------------------------
+# Noise scales and sensitivities
+# --------------------------------------------------------------------------
+
+
+def _sparse_problem(n=400, d=30, seed=0, intercept=True):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, d))
+    w = np.zeros(d)
+    w[:3] = [0.5, -0.3, 0.2]
+    y = np.clip(X @ w + 0.2 + 0.05 * rng.normal(size=n), -1, 1)
+    data = bound_data(X, y, fit_intercept=intercept, geometry="linf", feature_bound=1.0)
+    return data, get_loss("squared", residual_bound=2.0)
+
+
+def test_frank_wolfe_pure_noise_scales_exact():
+    data, loss = _sparse_problem(n=400, d=30)
+    radius, box = 1.5, 2.5
+    res = SOLVERS["frank_wolfe"].function(
+        data,
+        loss,
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=2.0,
+        delta=0.0,
+        max_iter=10,
+        radius=radius,
+        intercept_bound=box,
+        clip_norm=0.8,
+        random_state=0,
+    )
+    eps0 = 2.0 / 10 * (1 - 1e-12)
+    assert res.plan.details["step_epsilon"] == pytest.approx(eps0, rel=1e-15)
+    unit = 0.8 / 400  # l-inf change of the gradient average from one row
+    # split eps0 between the ball (60 candidates) and the intercept (2) ~ sqrt(Delta ln m)
+    w_ball, w_box = math.sqrt(radius * unit * math.log(60)), math.sqrt(box * unit * math.log(2))
+    eps_ball, eps_box = eps0 * w_ball / (w_ball + w_box), eps0 * w_box / (w_ball + w_box)
+    ball_scale, box_scales = res.plan.details["gumbel_scales"]
+    assert ball_scale == pytest.approx(2 * radius * unit / eps_ball, rel=1e-12)
+    assert box_scales[0] == pytest.approx(2 * box * unit / eps_box, rel=1e-12)
+    assert res.plan.details["sensitivity"] == pytest.approx((radius + box) * unit)
+    assert epsilon_of_event(res.dp_event, 0.0) <= 2.0
+    assert epsilon_of_event(res.dp_event, 0.0) == pytest.approx(2.0, rel=1e-9)
+
+
+def test_frank_wolfe_zcdp_accounting():
+    eps0, event = frank_wolfe_step_epsilon(1.0, 1e-6, 200)
+    rho = zcdp_budget(1.0, 1e-6)
+    assert eps0 == pytest.approx(math.sqrt(8 * rho / 200))
+    assert isinstance(event.event, accounting.dpe.ZCDpEvent)
+    assert event.event.rho == pytest.approx(eps0**2 / 8)
+    eps = epsilon_of_event(event, 1e-6)
+    assert 0.99 < eps <= 1.0
+    # zCDP wins over pure composition for many steps, loses for a single one.
+    assert eps0 > 1.0 / 200
+    eps1, event1 = frank_wolfe_step_epsilon(1.0, 1e-6, 1)
+    assert eps1 == pytest.approx(1.0, rel=1e-9) and accounting.is_pure_event(event1)
+
+
+def test_vertex_scale_is_half_the_seed_lambda():
+    # Seed Theorem 6 (replace-one, correction terms clipped at L): lambda_t = 2 L D 2^t / (b eps)
+    # with D = 2r.  Add/remove halves it: 2^(t+1) r C / (b eps).
+    data, _ = _sparse_problem(n=50, d=1000, intercept=False)
+    domain = make_domain(
+        data, radius=1.0, intercept_bound=None, alpha=0.0, l1_ratio=0.0, solver="t"
+    )
+    b, L, eps = 2517, 1.0, 1.0
+    for t in (1, 2, 3, 4):
+        scale, _ = vertex_scales(domain, unit=L / b, eps0=eps / 2**t)
+        seed = 2 * L * 2.0 * 2**t / (b * eps)
+        assert scale == pytest.approx(seed / 2, rel=1e-12)
+    assert 2 * L * 2.0 * 2 / (b * eps) == pytest.approx(3.18e-3, rel=1e-3)  # seed's worked example
+
+
+def test_vr_frank_wolfe_schedule_fills_the_data():
+    for n in (1000, 10_000, 100_000):
+        T, b = vr_frank_wolfe_schedule(n, 500, 1.0, 0.0)
+        assert b % 2**T == 0 and b >= 2**T
+        used = b * (T + T * (T + 1) / 4)
+        assert used <= n
+        # the next multiple of 2^T would not fit: the data is filled
+        assert (b + 2**T) * (T + T * (T + 1) / 4) > n
+        # the seed's b = n / log2(n)^2 uses a few percent of it
+        assert used > 5 * (n / math.log2(n) ** 2) * (T + T * (T + 1) / 4)
+    plan = plan_vr_frank_wolfe(10_000, 100, 2.0, 0.0, n_phases=3)
+    assert plan.details["leaf_epsilons"] == [2.0 / 2, 2.0 / 4, 2.0 / 8]
+    assert plan.n_steps == 2**4 - 2
+    approx = plan_vr_frank_wolfe(10_000, 100, 2.0, 1e-6, n_phases=3, schedule="approximate")
+    # One scale for every leaf, set by the deepest vertices: never below the pure one's.
+    assert approx.details["leaf_epsilons"] == [2.0 / 8] * 3
+    assert epsilon_of_event(approx.event, 1e-6) <= 2.0
+
+
+def test_mirror_descent_noise_multiplier_matches_accountant():
+    plan = plan_mirror_descent(2000, 101, 1.0, 1e-6)
+    (phase,) = plan.details["phases"]
+    b = math.ceil(
+        max(math.sqrt(2000 / math.log(101)), math.sqrt(101) / 1.0, 2000 / math.sqrt(2000))
+    )
+    assert phase.batch == b
+    assert phase.steps == min(math.ceil((2000 / b) ** 2), 2000)
+    sigma = accounting.subsampled_gaussian_noise_multiplier(1.0, 1e-6, b / 2000, phase.steps)
+    assert plan.noise_multiplier == pytest.approx(sigma)
+    assert plan.event == accounting.subsampled_gaussian_steps_event(sigma, b / 2000, phase.steps)
+
+
+def test_localized_phases_follow_the_seed_schedule():
+    n, d, eps = 4000, 101, 2.0
+    phases = mirror_descent_phases("localized", n, d, eps)
+    for ph in phases:
+        i = ph.index
+        n_i = math.floor(n / 2**i)
+        # E9: sqrt(d) / eps_i; at least n_i / sqrt(T_max) so that T = n_i^2 / b_i^2 fits the cap
+        b_i = math.ceil(
+            max(math.sqrt(n_i / math.log(d)), math.sqrt(d) / (eps / 2**i), n_i / math.sqrt(2000))
+        )
+        assert ph.block == n_i and ph.batch == min(b_i, n_i)
+        assert ph.steps == min(math.ceil((n_i / ph.batch) ** 2), 2000)
+        assert ph.weight == 2 ** (i - 1)
+    plan = plan_localized_mirror_descent(n, d, eps, 1e-6)
+    assert 0.97 * eps <= epsilon_of_event(plan.event, 1e-6) <= eps
+    assert plan.details["noise_multipliers"] == pytest.approx(
+        [plan.noise_multiplier * ph.weight for ph in phases]
+    )
+
+
+def test_mirror_descent_needs_delta():
+    data, loss = _sparse_problem()
+    with pytest.raises(ValueError, match="needs delta > 0"):
+        SOLVERS["mirror_descent"].function(
+            data, loss, n_outputs=1, alpha=0.0, epsilon=1.0, delta=0.0, radius=1.0
+        )
+
+
+def test_clip_bounds_every_gradient_in_l_infinity():
+    # Adversarial rows (huge features) are clipped entrywise, and each per-sample
+    # gradient is clipped to C in l-infinity: the gradient average moves by <= C / n.
+    data, loss = _sparse_problem(n=100, d=5)
+    X = data.X.copy()
+    X[0] = 1e9
+    y = data.y.copy()
+    y[0] = 1e9
+    bounded = bound_data(
+        X[:, :-1], np.clip(y, -1, 1), fit_intercept=True, geometry="linf", feature_bound=1.0
+    )
+    assert np.abs(bounded.X).max() <= 1.0
+    from sklearn_dp.solvers._l1_geometry import clipped_sum, linf_row_norms
+
+    w = np.full(bounded.n_columns, 0.3)
+    full = clipped_sum(bounded.X, bounded.y, w, loss, 0.5, linf_row_norms(bounded.X))
+    without = clipped_sum(bounded.X[1:], bounded.y[1:], w, loss, 0.5, linf_row_norms(bounded.X[1:]))
+    assert np.max(np.abs(full - without)) <= 0.5 + 1e-12
+
+
+# --------------------------------------------------------------------------
+# One pass, sparsity, feasibility
+# --------------------------------------------------------------------------
+
+
+def test_vr_frank_wolfe_is_one_pass():
+    data, loss = _sparse_problem(n=3000, d=40)
+    res = SOLVERS["vr_frank_wolfe"].function(
+        data,
+        loss,
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=1.0,
+        delta=0.0,
+        radius=1.0,
+        intercept_bound=2.0,
+        n_phases=4,
+        random_state=0,
+    )
+    uses, allocation, sizes = (
+        res.info["sample_uses"],
+        res.info["allocation"],
+        res.info["slot_sizes"],
+    )
+    T, b = res.plan.details["n_phases"], res.plan.details["root_batch"]
+    assert uses.max() <= 2  # every row's gradient is evaluated at most twice
+    # Slots in DFS order: per phase the root (b) and 2^t - 1 right children.
+    roots = np.cumsum([0] + [2**t for t in range(1, T)])
+    assert len(sizes) == sum(2**t for t in range(1, T + 1))
+    assert np.all(sizes[roots] == b)
+    in_root = np.isin(allocation, roots)
+    unused = allocation == len(sizes)
+    assert np.all(uses[in_root] == 1)
+    assert np.all(uses[~in_root & ~unused] == 2)
+    assert np.all(uses[unused] == 0)
+    assert sizes.sum() == b * (T + T * (T + 1) / 4) <= 3000
+    # right children at depth j hold b / 2^j rows: 2^(j-1) of them per depth
+    for t in range(1, T + 1):
+        right = sorted(fw_module._right_child_sizes(t, b), reverse=True)
+        expected = sorted(
+            [b / 2**j for j in range(1, t + 1) for _ in range(2 ** (j - 1))], reverse=True
+        )
+        assert right == expected
+    assert res.n_iter == 2 ** (T + 1) - 2
+
+
+@pytest.mark.parametrize("solver", ["frank_wolfe", "vr_frank_wolfe"])
+@pytest.mark.parametrize("alpha", [0.0, 0.01])
+def test_frank_wolfe_gains_at_most_one_nonzero_per_step(monkeypatch, solver, alpha):
+    data, loss = _sparse_problem(n=2000, d=50)
+    vertices = []
+    original = fw_module.select_vertex
+
+    def recording(gradient, domain, scales, rng):
+        vertex, height = original(gradient, domain, scales, rng)
+        vertices.append(vertex)
+        return vertex, height
+
+    monkeypatch.setattr(fw_module, "select_vertex", recording)
+    options = dict(max_iter=30) if solver == "frank_wolfe" else dict(n_phases=3)
+    options["output"] = "last"
+    res = SOLVERS[solver].function(
+        data,
+        loss,
+        n_outputs=1,
+        alpha=alpha,
+        l1_ratio=1.0,
+        epsilon=5.0,
+        delta=0.0,
+        radius=1.0,
+        intercept_bound=2.0,
+        random_state=0,
+        **options,
+    )
+    penalized = data.penalized
+    w = np.zeros(data.n_columns)
+    support = 0
+    for k, vertex in enumerate(vertices, start=1):
+        assert np.count_nonzero(vertex[penalized]) <= 1  # a vertex of the l1 ball (or 0)
+        eta = 2.0 / (k + 1)
+        w = (1 - eta) * w + eta * vertex
+        new_support = np.count_nonzero(w[penalized])
+        assert new_support <= support + 1
+        support = new_support
+        assert np.abs(w[penalized]).sum() <= 1.0 + 1e-12
+    np.testing.assert_allclose(w, res.coef[:, 0], atol=1e-12)
+    # The default output, the average of the second half of the iterates, has
+    # the support of the last iterate (supports only grow along the run).
+    vertices.clear()
+    options["output"] = "tail_average"
+    averaged = SOLVERS[solver].function(
+        data, loss, n_outputs=1, alpha=alpha, l1_ratio=1.0, epsilon=5.0, delta=0.0, radius=1.0,
+        intercept_bound=2.0, random_state=0, **options,
+    ).coef[:, 0]
+    assert set(np.flatnonzero(averaged[penalized])) <= set(np.flatnonzero(w[penalized]))
+    assert np.abs(averaged[penalized]).sum() <= 1.0 + 1e-12
+
+
+# --------------------------------------------------------------------------
+# epsilon = inf reaches the non-private optimum over the same polytope
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "alpha, l1_ratio, radius", [(0.0, 1.0, 0.6), (0.002, 1.0, 2.0), (0.01, 0.5, 1.0)]
+)
+def test_frank_wolfe_epsilon_inf_reaches_reference(alpha, l1_ratio, radius):
+    data, loss = _sparse_problem(n=500, d=20)
+    domain = make_domain(
+        data, radius=radius, intercept_bound=1 + radius, alpha=alpha, l1_ratio=l1_ratio, solver="t"
+    )
+    ref = reference_solve(data, loss, domain)
+    best = l1_objective(data, loss, ref, domain)
+    res = SOLVERS["frank_wolfe"].function(
+        data,
+        loss,
+        n_outputs=1,
+        alpha=alpha,
+        l1_ratio=l1_ratio,
+        epsilon=math.inf,
+        delta=0.0,
+        max_iter=20_000,
+        radius=radius,
+        intercept_bound=1 + radius,
+    )
+    w = res.coef[:, 0]
+    assert domain.contains(w)
+    gap = l1_objective(data, loss, w, domain) - best
+    # Frank-Wolfe: F(x_t) - F* <= 2 beta D^2 / (t + 2) (beta = 1 as |x_ij| <= 1, D the l1
+    # diameter), so the average of the iterates t > T/2 is within 2 beta D^2 / (T/2 + 2).
+    assert -1e-12 <= gap <= 2 * domain.diameter**2 / (10_000 + 2)
+    assert gap < 1e-4
+
+
+@pytest.mark.parametrize("p", [None, 1.5, 2.0])
+def test_mirror_descent_epsilon_inf_reaches_reference(p):
+    # Full batch, no noise, smooth loss: the average of T mirror-descent iterates
+    # with step eta <= 1/beta_p is within D_psi(x*, 0) / (eta T) of the optimum.
+    data, loss = _sparse_problem(n=500, d=20)
+    radius = 0.6
+    domain = make_domain(
+        data, radius=radius, intercept_bound=1 + radius, alpha=0.0, l1_ratio=0.0, solver="t"
+    )
+    ref = reference_solve(data, loss, domain)
+    best = l1_objective(data, loss, ref, domain)
+    gaps = []
+    for steps in (250, 1000):
+        res = SOLVERS["mirror_descent"].function(
+            data,
+            loss,
+            n_outputs=1,
+            alpha=0.0,
+            epsilon=math.inf,
+            delta=0.0,
+            radius=radius,
+            intercept_bound=1 + radius,
+            batch_size=500,
+            max_iter=steps,
+            p=p,
+            random_state=0,
+        )
+        w = res.coef[:, 0]
+        assert domain.contains(w)
+        q_p = res.plan.details["p"]
+        d_psi = pnorm(ref, q_p) ** 2 / (2 * (q_p - 1))
+        gap = l1_objective(data, loss, w, domain) - best
+        assert 0 <= gap <= d_psi / (res.plan.details["step_sizes"][0] * steps)
+        gaps.append(gap)
+    assert gaps[1] < gaps[0] / 2.5  # the O(1/T) rate
+    assert gaps[1] < 2e-3
+
+
+@pytest.mark.slow
+def test_mirror_descent_epsilon_inf_reaches_reference_precisely():
+    data, loss = _sparse_problem(n=500, d=20)
+    domain = make_domain(data, radius=0.6, intercept_bound=1.6, alpha=0.0, l1_ratio=0.0, solver="t")
+    best = l1_objective(data, loss, reference_solve(data, loss, domain), domain)
+    res = SOLVERS["mirror_descent"].function(
+        data,
+        loss,
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=math.inf,
+        delta=0.0,
+        radius=0.6,
+        intercept_bound=1.6,
+        batch_size=500,
+        max_iter=30_000,
+        random_state=0,
+    )
+    assert 0 <= l1_objective(data, loss, res.coef[:, 0], domain) - best < 1e-4
+
+
+def test_vr_frank_wolfe_epsilon_inf_improves_with_n():
+    # One pass: the error is statistical (~ sqrt(ln d / b)), so it shrinks with n.
+    gaps = []
+    for n in (2000, 200_000):
+        data, loss = _sparse_problem(n=n, d=10, seed=1)
+        domain = make_domain(
+            data, radius=0.6, intercept_bound=1.6, alpha=0.0, l1_ratio=0.0, solver="t"
+        )
+        best = l1_objective(data, loss, reference_solve(data, loss, domain), domain)
+        res = SOLVERS["vr_frank_wolfe"].function(
+            data,
+            loss,
+            n_outputs=1,
+            alpha=0.0,
+            epsilon=math.inf,
+            delta=0.0,
+            radius=0.6,
+            intercept_bound=1.6,
+            random_state=0,
+        )
+        gaps.append(l1_objective(data, loss, res.coef[:, 0], domain) - best)
+    assert gaps[1] < gaps[0] / 3
+    assert gaps[1] < 2e-3
+
+
+def test_localized_mirror_descent_iterates_stay_local():
+    data, loss = _sparse_problem(n=800, d=10)
+    res = SOLVERS["localized_mirror_descent"].function(
+        data,
+        loss,
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=math.inf,
+        delta=0.0,
+        radius=0.6,
+        intercept_bound=1.6,
+        random_state=0,
+    )
+    domain = make_domain(data, radius=0.6, intercept_bound=1.6, alpha=0.0, l1_ratio=0.0, solver="t")
+    w = res.coef[:, 0]
+    assert domain.contains(w)
+    assert l1_objective(data, loss, w, domain) < l1_objective(data, loss, np.zeros_like(w), domain)
+
+
+# --------------------------------------------------------------------------
+# The strongly convex wrapper and lp geometry
+# --------------------------------------------------------------------------
+
+
+def test_strongly_convex_wrapper_rounds_and_accounting():
+    data, loss = _sparse_problem(n=4000, d=20, intercept=False)
+    domain = make_domain(
+        data, radius=1.0, intercept_bound=None, alpha=0.05, l1_ratio=0.0, solver="t"
+    )
+    best = l1_objective(data, loss, reference_solve(data, loss, domain), domain)
+    gaps = {}
+    for wrapped in (False, True):
+        res = SOLVERS["mirror_descent"].function(
+            data,
+            loss,
+            n_outputs=1,
+            alpha=0.05,
+            l1_ratio=0.0,
+            epsilon=2.0,
+            delta=1e-6,
+            radius=1.0,
+            strongly_convex=wrapped,
+            max_iter=200,
+            random_state=0,
+        )
+        assert epsilon_of_event(res.dp_event, 1e-6) <= 2.0
+        gaps[wrapped] = l1_objective(data, loss, res.coef[:, 0], domain) - best
+        if wrapped:
+            phases = res.plan.details["phases"]
+            # ceil(log2 log2 n) rounds on blocks of 2^(i-2) n / log2 n rows (seed section 5)
+            log_n = math.log2(4000)
+            assert [ph.round for ph in phases] == list(range(math.ceil(math.log2(log_n))))
+            assert [ph.block for ph in phases] == pytest.approx(
+                [2 ** (i - 2) * 4000 / log_n for i in range(1, len(phases) + 1)]
+            )
+            assert sum(ph.block for ph in phases) <= 4000
+            # l2 strength 0.05 is 0.05 d^(1 - 2/p)-strongly convex in ||.||_p
+            p = res.plan.details["p"]
+            assert res.plan.details["strong_convexity"] == pytest.approx(0.05 * 20 ** (1 - 2 / p))
+    assert all(gap >= 0 for gap in gaps.values())
+
+
+def test_strongly_convex_wrapper_needs_public_strong_convexity():
+    data, loss = _sparse_problem(n=500, d=5)
+    with pytest.raises(ValueError, match="strongly convex from public knowledge"):
+        SOLVERS["mirror_descent"].function(
+            data,
+            loss,
+            n_outputs=1,
+            alpha=0.0,
+            epsilon=1.0,
+            delta=1e-6,
+            radius=1.0,
+            strongly_convex=True,
+        )
+
+
+@pytest.mark.parametrize("solver", ["mirror_descent", "localized_mirror_descent"])
+def test_lp_geometry_runs_and_stays_feasible(solver):
+    data, loss = _sparse_problem(n=1000, d=20)
+    domain = make_domain(data, radius=0.6, intercept_bound=1.6, alpha=0.0, l1_ratio=0.0, solver="t")
+    for p in (1.0, 1.5, 2.0):
+        res = SOLVERS[solver].function(
+            data,
+            loss,
+            n_outputs=1,
+            alpha=0.0,
+            epsilon=2.0,
+            delta=1e-6,
+            radius=0.6,
+            intercept_bound=1.6,
+            p=p,
+            max_iter=50,
+            random_state=0,
+        )
+        assert res.plan.details["p"] == (default_p(21) if p == 1.0 else p)
+        assert domain.contains(res.coef[:, 0])
