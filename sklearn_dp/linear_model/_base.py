@@ -252,6 +252,31 @@ class BaseDPEstimator(BaseEstimator):
         plan_kwargs = {k: v for k, v in kwargs.items() if k in plan_parameters}
         if "n_outputs" in plan_parameters:
             plan_kwargs["n_outputs"] = problem.n_outputs
+        if {"loss", "row_norm_bound"} & set(plan_parameters):
+            # Plans whose step sizes and step counts depend on the loss's
+            # public constants get them from a bounding of zero rows, which
+            # carries the public bounds and nothing else.
+            public = bound_data(
+                X[:0], y[:0], fit_intercept=self.fit_intercept,
+                intercept_scaling=self.intercept_scaling, geometry=spec.geometry,
+                data_norm=getattr(self, "data_norm", None),
+                feature_bound=getattr(self, "feature_bound", None),
+            )
+            if "loss" in plan_parameters:
+                plan_kwargs["loss"] = problem.make_loss(public)
+            if "row_norm_bound" in plan_parameters:
+                plan_kwargs["row_norm_bound"] = public.row_norm_bound
+
+        def plan_for(n_public, epsilon_part):
+            extra = {}
+            if "alpha" in plan_parameters:
+                # A strength that scales with n (1 / (C n)) is unknown until the count.
+                extra["alpha"] = (
+                    problem.alpha
+                    if not callable(problem.alpha)
+                    else None if n_public is None else problem.alpha(n_public)
+                )
+            return spec.plan(n_public, n_params, epsilon_part, self.delta, **plan_kwargs, **extra)
 
         def solver_epsilon(n_public):
             # The solver gets what the count leaves: at least the basic-
@@ -262,7 +287,7 @@ class BaseDPEstimator(BaseEstimator):
             count_event = dpe.LaplaceDpEvent(1.0 / epsilon_count)
 
             def solver_event(epsilon_part):
-                plan = spec.plan(n_public, n_params, epsilon_part, self.delta, **plan_kwargs)
+                plan = plan_for(n_public, epsilon_part)
                 return None if plan is None else plan.event
 
             floor = self.epsilon - epsilon_count
@@ -272,7 +297,7 @@ class BaseDPEstimator(BaseEstimator):
             # Checked before anything touches the data.  A plan that needs the
             # (not yet released) count cannot be known now: basic composition
             # then decides.
-            plan = spec.plan(None, n_params, solver_epsilon(None), self.delta, **plan_kwargs)
+            plan = plan_for(None, solver_epsilon(None))
             event = (
                 None
                 if plan is None

@@ -106,6 +106,11 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         L2 ball of ``radius``, or unconstrained), which ``"auto"`` never picks:
         it was less accurate and slower than ``dp_sgd`` at equal epsilon on
         the benchmarks (see ``docs/solvers/resque.md``).
+        Without ``feature_bound`` (which those need), smooth losses get
+        ``"dp_accmd"`` for the l1 ball (``penalty=None``) and ``"dp_svrg_pp"``
+        for the L1 and elastic-net penalties; ``"dp_svrg"`` (L2 penalty) and
+        ``"dp_accmd"`` (L2 or L1 ball, ``penalty=None``) can also be asked for
+        by name (see docs/solvers/erm_revisited.md).
     max_iter, learning_rate, batch_size, clip_norm, solver_options
         As in :class:`DPLogisticRegression`.  For the squared loss without
         ``radius`` the default clip is ``2 * y_bound`` times the row bound.
@@ -228,7 +233,13 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         self.verbose = verbose
 
     def _auto_solver(self, problem, *, sparse, n_samples):
+        # The solvers of DP-ERM revisited are picked only where nothing else
+        # here can run (docs/solvers/erm_revisited.md): the l1-geometry solvers
+        # and dp_cd need feature_bound, dp_accmd and dp_svrg_pp bound rows in L2.
+        without_bound = self.feature_bound is None and problem.loss_name != "absolute"
         if problem.constraint == "l1":
+            if without_bound and problem.penalty is None:
+                return "dp_accmd"
             # l1 geometry: Frank-Wolfe for smooth losses, mirror descent otherwise.
             return "mirror_descent" if problem.loss_name == "absolute" else "frank_wolfe"
         if self.delta == 0:
@@ -241,7 +252,9 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         # data.  Its low query depth matters only for distributed queries.
         if problem.loss_name in ("absolute", "quantile"):
             return "dp_sgd"
-        return "dp_cd" if problem.penalty in ("l1", "elasticnet") else "dp_gd"
+        if problem.penalty in ("l1", "elasticnet"):
+            return "dp_svrg_pp" if without_bound else "dp_cd"
+        return "dp_gd"
 
     def _make_loss(self, data):
         """The loss in the scaled units of the fit (labels divided by ``y_bound``)."""

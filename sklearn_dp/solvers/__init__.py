@@ -38,6 +38,9 @@ __all__ = [
     "output_perturbation",
     "dp_cd",
     "resque",
+    "dp_svrg",
+    "dp_svrg_pp",
+    "dp_accmd",
 ]
 
 
@@ -171,7 +174,10 @@ register_solver(
         penalties=frozenset({None, "l2"}),
         multiclass=True,
         summary="full-batch noisy gradient descent; exact Gaussian composition",
-        options=("max_iter", "step_size", "clip_norm", "output", "momentum", "radius"),
+        options=(
+            "max_iter", "step_size", "clip_norm", "output", "momentum", "radius",
+            "schedule", "pl_constant", "initial_gap",
+        ),
     )
 )
 register_solver(
@@ -325,5 +331,56 @@ register_solver(
             "batch_size", "radius", "constraint", "tol", "passes", "n_probes", "max_weight",
             "schedule", "max_inner", "restart", "n_jobs",
         ),
+    )
+)
+
+# Solvers of Wang, Ye and Xu (2017), "DP-ERM revisited" (specs/dp_erm_revisited.md).
+from ._accmd import dp_accmd, plan_dp_accmd  # noqa: E402
+from ._svrg import dp_svrg, dp_svrg_pp, plan_dp_svrg, plan_dp_svrg_pp  # noqa: E402
+
+_SVRG_OPTIONS = (
+    "max_iter", "batch_size", "step_size", "clip_norm", "inner_steps", "difference_bound",
+    "snapshot_share", "output",
+)
+
+register_solver(
+    SolverSpec(
+        name="dp_svrg",
+        function=dp_svrg,
+        plan=plan_dp_svrg,
+        losses=_GLM_LOSSES,
+        penalties=frozenset({"l2", "elasticnet"}),
+        multiclass=True,
+        constraints=frozenset({None}),
+        summary="noisy proximal SVRG (strongly convex: needs an L2 penalty); Poisson inner "
+        "mini-batches, PLD accounting",
+        options=_SVRG_OPTIONS,
+    )
+)
+register_solver(
+    SolverSpec(
+        name="dp_svrg_pp",
+        function=dp_svrg_pp,
+        plan=plan_dp_svrg_pp,
+        losses=_GLM_LOSSES,
+        penalties=frozenset({None, "l2", "l1", "elasticnet"}),
+        multiclass=True,
+        constraints=frozenset({None}),
+        summary="noisy proximal SVRG++ with doubling epochs (convex; L1/L2/none); PLD accounting",
+        options=_SVRG_OPTIONS,
+    )
+)
+register_solver(
+    SolverSpec(
+        name="dp_accmd",
+        function=dp_accmd,
+        plan=plan_dp_accmd,
+        losses=_GLM_LOSSES,
+        penalties=frozenset({None}),
+        multiclass=True,
+        constraints=frozenset({"l2", "l1"}),
+        summary="noisy accelerated mirror descent over an L2 or L1 ball (needs radius, no "
+        "penalty); exact Gaussian composition",
+        options=("max_iter", "clip_norm", "radius", "constraint"),
     )
 )

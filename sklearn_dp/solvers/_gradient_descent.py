@@ -16,7 +16,16 @@ from .. import accounting
 from .._losses import clipped_gradient_sum
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 
-__all__ = ["dp_gd", "plan_dp_gd", "gradient_bound", "DEFAULT_CLIP_FRACTION", "DEFAULT_GD_ITERATIONS"]
+__all__ = [
+    "dp_gd",
+    "plan_dp_gd",
+    "gradient_bound",
+    "initial_gap_bound",
+    "pl_iterations",
+    "gradient_norm_iterations",
+    "DEFAULT_CLIP_FRACTION",
+    "DEFAULT_GD_ITERATIONS",
+]
 
 
 #: Default clip as a fraction of the loss's own gradient bound.  Most
@@ -26,6 +35,12 @@ DEFAULT_CLIP_FRACTION = 0.5
 
 #: Default number of noisy steps of dp_gd (with Nesterov momentum).
 DEFAULT_GD_ITERATIONS = 100
+
+#: Cap on the step counts of the paper's schedules (``schedule="pl"`` and
+#: ``"gradient_norm"``), whose formulas grow with n and the condition number.
+MAX_SCHEDULE_ITERATIONS = 5000
+
+_SCHEDULES = (None, "pl", "gradient_norm")
 
 
 def gradient_bound(loss, row_norm_bound, clip_norm, private=True):
@@ -75,6 +90,7 @@ def noisy_descent(
     rng,
     progress,
     radius=None,
+    callback=None,
 ):
     """The iteration shared by dp_gd and dp_sgd: noisy sums in, iterates out.
 
@@ -83,7 +99,9 @@ def noisy_descent(
     public ``normalizer``, adds the penalty gradient ``alpha * V`` and steps.
     Everything after the noisy sum is post-processing, so the momentum, the
     projection onto the L2 ball of ``radius`` (when given) and the averaging
-    do not change privacy.
+    do not change privacy.  ``callback(t, W)``, when given, sees every
+    iterate ``W = x_t`` for t = 0 (the start) to ``n_steps``: released
+    quantities only.
 
     Returns
     -------
@@ -103,6 +121,8 @@ def noisy_descent(
     W_previous = W
     W_sum = np.zeros(shape)
     tail_start = n_steps // 2
+    if callback is not None:
+        callback(0, W)
     for t in range(n_steps):
         beta = min(t / (t + 3.0), momentum_cap)
         V = W + beta * (W - W_previous) if beta > 0 else W
@@ -114,26 +134,135 @@ def noisy_descent(
         W_previous, W = W, project_l2_ball(V - step_size * grad, radius)
         if t >= tail_start:
             W_sum += W
+        if callback is not None:
+            callback(t + 1, W)
         progress(t + 1, grad_norm=float(np.linalg.norm(grad)))
     return W, W_sum / (n_steps - tail_start)
 
 
-def plan_dp_gd(n_samples, n_params, epsilon, delta, *, max_iter=None):
+def initial_gap_bound(loss, n_outputs=1):
+    """Public bound on ``F(0) - F*`` for a nonnegative loss: ``sup_y l(0, y)``.
+
+    ``ln 2`` for the logistic loss, ``ln K`` for the multinomial loss, and
+    ``l(0, 1)`` for regression losses on labels scaled to [-1, 1] (0.5 for
+    the squared loss).  Penalties are nonnegative and vanish at 0.
+    """
+    if loss.multi_output:
+        return math.log(max(2, int(n_outputs)))
+    scores = np.zeros((2, 1))
+    return float(np.max(loss.value(scores, np.array([-1.0, 1.0]))))
+
+
+def pl_iterations(n_samples, n_params, epsilon, delta, *, smoothness, pl_constant, clip, initial_gap):
+    """Steps of DP-GD under the PL condition (Theorem 6.2, with the exact noise).
+
+    With step ``1 / L``, ``E F(x_T) - F* <= (1 - mu/L)^T e_0 + d s^2 / (2 mu)``
+    where ``s^2 = T sigma_1^2 C^2 / n^2`` is the per-coordinate noise variance
+    of the averaged gradient (``sigma_1`` the exact one-step multiplier); the
+    minimiser over T is ``(L / mu) ln(2 mu^2 n^2 e_0 / (L d sigma_1^2 C^2))``
+    (spec, section 2.4: the tighter geometric sum, not the paper's loose one).
+    """
+    if math.isinf(epsilon):
+        value = (smoothness / pl_constant) * math.log(1e12)
+    else:
+        single = accounting.gaussian_noise_multiplier(epsilon, delta, 1)
+        ratio = 2.0 * pl_constant**2 * n_samples**2 * initial_gap / (
+            smoothness * n_params * single**2 * clip**2
+        )
+        value = (smoothness / pl_constant) * math.log(max(ratio, math.e))
+    return int(min(MAX_SCHEDULE_ITERATIONS, max(1, math.ceil(value))))
+
+
+def gradient_norm_iterations(n_samples, n_params, epsilon, delta, *, smoothness, clip, initial_gap):
+    """Steps of DP-GD for the gradient-norm guarantee (Theorem 6.3, with the exact noise).
+
+    ``E ||grad F(x_tau)||^2 <= 2 L e_0 / T + d s^2`` with ``s^2 = T sigma_1^2
+    C^2 / n^2`` (B.9, eqs. 85-87), minimised at
+    ``T = (n / (sigma_1 C)) sqrt(2 L e_0 / d)``.
+    """
+    if math.isinf(epsilon):
+        return MAX_SCHEDULE_ITERATIONS
+    single = accounting.gaussian_noise_multiplier(epsilon, delta, 1)
+    value = n_samples / (single * clip) * math.sqrt(2.0 * smoothness * initial_gap / n_params)
+    return int(min(MAX_SCHEDULE_ITERATIONS, max(1, math.ceil(value))))
+
+
+def _schedule_iterations(
+    schedule, n_samples, n_params, epsilon, delta, *, loss, row_norm_bound, alpha, n_outputs,
+    clip_norm, pl_constant, initial_gap,
+):
+    if loss is None or row_norm_bound is None:
+        raise ValueError(f"schedule={schedule!r} needs the public loss and row_norm_bound.")
+    smoothness = loss.smoothness * row_norm_bound**2 + alpha
+    clip = gradient_bound(loss, row_norm_bound, clip_norm, private=not math.isinf(epsilon))
+    if initial_gap is None:
+        initial_gap = initial_gap_bound(loss, n_outputs)
+    if schedule == "pl":
+        if pl_constant is None:
+            pl_constant = alpha
+        if not pl_constant > 0:
+            raise ValueError(
+                "schedule='pl' needs a Polyak-Lojasiewicz constant: pass pl_constant > 0 "
+                "(a public lower bound), or use an L2 penalty (alpha is then the default)."
+            )
+        return pl_iterations(
+            n_samples, n_params, epsilon, delta, smoothness=smoothness,
+            pl_constant=pl_constant, clip=clip, initial_gap=initial_gap,
+        )
+    return gradient_norm_iterations(
+        n_samples, n_params, epsilon, delta, smoothness=smoothness, clip=clip,
+        initial_gap=initial_gap,
+    )
+
+
+def plan_dp_gd(
+    n_samples,
+    n_params,
+    epsilon,
+    delta,
+    *,
+    max_iter=None,
+    schedule=None,
+    loss=None,
+    row_norm_bound=None,
+    alpha=0.0,
+    n_outputs=1,
+    clip_norm=None,
+    pl_constant=None,
+    initial_gap=None,
+):
     """Privacy plan of ``dp_gd``: ``max_iter`` full-batch Gaussian steps.
 
     Parameters
     ----------
     n_samples : float or None
-        Public stand-in for the row count (unused: the plan does not depend on it).
+        Public stand-in for the row count (a DP count from the estimator).
+        Only the step counts of the ``schedule`` use it; without ``max_iter``
+        they cannot be planned before the count is released, and the plan
+        is then None.
     n_params : int
-        Number of coefficients, all outputs (unused).
+        Number of coefficients, all outputs.
     epsilon, delta : float
         Target guarantee; ``epsilon=inf`` gives a noiseless plan.
     max_iter : int, optional
-        Number of steps; default ``DEFAULT_GD_ITERATIONS``.
+        Number of steps; default ``DEFAULT_GD_ITERATIONS``, or the step count
+        of the paper's ``schedule`` (``"pl"``: :func:`pl_iterations`,
+        ``"gradient_norm"``: :func:`gradient_norm_iterations`), which need the
+        public ``loss``, ``row_norm_bound``, ``alpha`` and ``clip_norm``.
     """
+    if schedule not in _SCHEDULES:
+        raise ValueError(f"schedule must be one of {_SCHEDULES}, got {schedule!r}.")
     if max_iter is None:
-        max_iter = DEFAULT_GD_ITERATIONS
+        if schedule is None:
+            max_iter = DEFAULT_GD_ITERATIONS
+        elif n_samples is None or alpha is None:
+            return None
+        else:
+            max_iter = _schedule_iterations(
+                schedule, n_samples, n_params, epsilon, delta, loss=loss,
+                row_norm_bound=row_norm_bound, alpha=alpha, n_outputs=n_outputs,
+                clip_norm=clip_norm, pl_constant=pl_constant, initial_gap=initial_gap,
+            )
     max_iter = int(max_iter)
     if math.isinf(epsilon):
         return PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, max_iter)
@@ -152,8 +281,11 @@ def dp_gd(
     max_iter=None,
     step_size=None,
     clip_norm=None,
-    output="tail_average",
-    momentum="nesterov",
+    output="auto",
+    momentum="auto",
+    schedule=None,
+    pl_constant=None,
+    initial_gap=None,
     radius=None,
     random_state=None,
     verbose=0,
@@ -175,7 +307,8 @@ def dp_gd(
     epsilon, delta : float
         Target guarantee; ``epsilon=inf`` runs the same iterations with no noise.
     max_iter : int, optional
-        Number of full-batch steps; default ``DEFAULT_GD_ITERATIONS`` (100).
+        Number of full-batch steps; default ``DEFAULT_GD_ITERATIONS`` (100),
+        or the step count of ``schedule``.
     step_size : float, optional
         Default ``1 / L`` with ``L = loss.smoothness * row_norm_bound**2 + alpha``,
         the smoothness of the objective, from public bounds only.
@@ -183,22 +316,50 @@ def dp_gd(
         Per-sample gradient clip, at most the loss's own bound
         ``loss.derivative_bound * row_norm_bound``; default half that bound
         when private, no clipping when ``epsilon=inf``.
-    momentum : {"nesterov", None}
+    output : {"auto", "tail_average", "last", "random"}
+        The average of the iterates of the second half (less noise, same
+        privacy: post-processing), the last iterate ``x_T`` (what Theorem 6.2,
+        the PL analysis of Wang et al. 2017, covers), or a random iterate
+        ``x_tau`` with ``tau`` uniform on {0, ..., T-1} (what Theorem 6.3, the
+        gradient-norm guarantee, covers; ``x_0 = 0`` can be drawn).  ``"auto"``
+        is ``"tail_average"``, or what the ``schedule`` analyses.
+    momentum : {"auto", "nesterov", None}
         Nesterov's accelerated gradient (momentum ``(t - 1) / (t + 2)``, capped
         at ``(sqrt(kappa) - 1) / (sqrt(kappa) + 1)`` with the public condition
         number ``kappa = L / alpha``) or plain gradient descent.  Momentum only
         post-processes the noisy gradients, so privacy is the same; it needs
         far fewer steps because the public step size ``1 / L`` is
-        conservative.
+        conservative.  ``"auto"`` is ``"nesterov"`` without a ``schedule``
+        and plain gradient descent (Algorithm 4 of the paper) with one.
+    schedule : {None, "pl", "gradient_norm"}, default=None
+        Algorithm 4 of Wang, Ye and Xu (2017) with the step count its
+        analysis prescribes, computed from public inputs and the exact noise
+        multiplier (not the paper's constant):
+
+        * ``"pl"`` (Theorem 6.2): assumes the objective satisfies the
+          Polyak-Lojasiewicz inequality ``||grad F||^2 >= 2 mu (F - F*)``
+          with the public ``pl_constant`` mu (default ``alpha``: an L2
+          penalty makes a convex objective mu-strongly convex, hence PL;
+          the loss need not be convex), and is L-smooth.  Plain steps of
+          ``1 / L``, last iterate, ``T = (L / mu) ln(2 mu^2 n^2 e_0 / (L d
+          sigma_1^2 C^2))`` (see :func:`pl_iterations`).
+        * ``"gradient_norm"`` (Theorem 6.3): any L-smooth loss, possibly
+          non-convex; bounds ``E ||grad F(x_tau)||^2``.  Plain steps of
+          ``1 / L``, random iterate, ``T = (n / (sigma_1 C)) sqrt(2 L e_0 /
+          d)`` (see :func:`gradient_norm_iterations`).
+
+        Both are capped at ``MAX_SCHEDULE_ITERATIONS`` steps.  ``max_iter``,
+        ``output`` and ``momentum`` override what the schedule sets.
+    pl_constant : float, optional
+        Public PL constant for ``schedule="pl"``.
+    initial_gap : float, optional
+        Public bound ``e_0`` on ``F(0) - F*`` for the schedules; default
+        :func:`initial_gap_bound` (``ln 2`` for the logistic loss).
     radius : float, optional
         Constrain the coefficients (intercept included) to the L2 ball of this
         radius by projection after every step.
-    output : {"tail_average", "last"}
-        Return the average of the iterates of the second half (less noise,
-        same privacy: post-processing) or the last iterate (the iterate the PL
-        analysis of Wang et al. 2017 covers).
     random_state : None, int, RandomState or Generator
-        Source of the noise; ``None`` draws fresh OS entropy.
+        Source of the noise (and of ``tau``); ``None`` draws fresh OS entropy.
     verbose : int
         Progress lines on stderr when > 0.
 
@@ -217,21 +378,49 @@ def dp_gd(
     analytic Gaussian mechanism meets (epsilon, delta).  The noisy sums are
     averaged with ``data.normalizer``, never the true row count, which is
     private (estimators pass a DP count; a direct call without one treats
-    the row count as public).  Public: the number of coefficients, the
-    bounds, alpha, the step size, T; everything else is post-processing.
+    the row count as public); the schedules' step counts use
+    ``data.n_public``.  Public: the number of coefficients, the bounds,
+    alpha, the step size, T; everything else (momentum, averaging, the
+    random index tau, drawn independently of the data) is post-processing.
     """
     X, y = data.X, data.y
-    n_columns = X.shape[1]
+    n_samples, n_columns = X.shape
     if loss.smoothness is None:
         raise ValueError(f"dp_gd needs a smooth loss; {loss.name!r} is not smooth.")
-    plan = plan_dp_gd(data.n_public, n_columns * n_outputs, epsilon, delta, max_iter=max_iter)
+    if schedule not in _SCHEDULES:
+        raise ValueError(f"schedule must be one of {_SCHEDULES}, got {schedule!r}.")
+    if output == "auto":
+        output = {None: "tail_average", "pl": "last", "gradient_norm": "random"}[schedule]
+    if momentum == "auto":
+        momentum = "nesterov" if schedule is None else None
+    if output not in ("tail_average", "last", "random"):
+        raise ValueError(f"output must be 'tail_average', 'last' or 'random', got {output!r}.")
+    # The schedule's inputs are passed only with a schedule, so that the plain
+    # call stays plan_dp_gd(n, d, epsilon, delta, max_iter=...).
+    schedule_inputs = {} if schedule is None else dict(
+        schedule=schedule, loss=loss, row_norm_bound=data.row_norm_bound, alpha=alpha,
+        n_outputs=n_outputs, clip_norm=clip_norm, pl_constant=pl_constant,
+        initial_gap=initial_gap,
+    )
+    plan = plan_dp_gd(
+        data.n_public, n_columns * n_outputs, epsilon, delta, max_iter=max_iter, **schedule_inputs
+    )
     bound = gradient_bound(loss, data.row_norm_bound, clip_norm, private=not math.isinf(epsilon))
     if step_size is None:
         step_size = 1.0 / (loss.smoothness * data.row_norm_bound**2 + alpha)
-    if output not in ("tail_average", "last"):
-        raise ValueError(f"output must be 'tail_average' or 'last', got {output!r}.")
     rng = make_rng(random_state)
     noise_std = plan.noise_multiplier * bound
+
+    chosen = {}
+    callback = None
+    if output == "random":
+        # tau is drawn before the run from the solver's own randomness, so it
+        # is independent of the data.
+        tau = int(rng.integers(plan.n_steps))
+
+        def callback(t, W):
+            if t == tau:
+                chosen["W"] = W.copy()
 
     W, W_tail = noisy_descent(
         lambda V: clipped_gradient_sum(X, y, V, loss, bound, data.row_norms),
@@ -246,11 +435,20 @@ def dp_gd(
         rng=rng,
         progress=Progress("dp_gd", plan.n_steps, verbose),
         radius=radius,
+        callback=callback,
     )
     check_finite_iterate(W, "dp_gd")
-    coef = W_tail if output == "tail_average" else W
+    coef = {"tail_average": W_tail, "last": W}.get(output)
+    if output == "random":
+        coef = chosen["W"]
     details = dict(
-        step_size=step_size, clip_norm=bound, noise_std=noise_std, output=output, momentum=momentum
+        step_size=step_size, clip_norm=bound, noise_std=noise_std, output=output,
+        momentum=momentum, schedule=schedule,
     )
+    if output == "random":
+        details["random_index"] = tau
     plan.details.update(details)
-    return SolverResult(coef=coef, n_iter=plan.n_steps, plan=plan)
+    return SolverResult(
+        coef=coef, n_iter=plan.n_steps, plan=plan,
+        info=dict(gradient_evaluations=n_samples * plan.n_steps),
+    )

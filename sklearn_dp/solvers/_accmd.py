@@ -1,0 +1,285 @@
+"""Noisy accelerated mirror descent over a ball: ``dp_accmd`` (Wang, Ye and Xu, 2017, Alg. 3).
+
+Linear coupling of a mirror-descent sequence ``z`` and a gradient sequence
+``y`` (Allen-Zhu and Orecchia), with full-batch noisy gradients, over an L2
+or L1 ball of public radius R.
+
+The printed algorithm is not private: its y-step takes a gradient step with
+the *exact* gradient and the output is ``y_T``.  Here (the fix the spec
+derives, section 2.3) the y-step is the "similar triangles" update
+``y_{k+1} = r_k z_{k+1} + (1 - r_k) y_k``: a convex combination of points of
+the ball built from the noisy mirror step only, so the whole output is
+post-processing of the T noisy gradients.  The utility proof (B.7, eqs.
+66-70) needs only that ``y_{k+1}`` makes the quadratic model no larger than at
+that point, which it meets with equality.
+
+Geometry
+--------
+The norm of the constraint set is ``||v||_C = ||v||_ball / R`` and the
+smoothness constant in it is ``L' = L R^2`` with ``L = loss.smoothness *
+row_norm_bound**2`` (``||v||_2 <= R ||v||_C`` for both balls: the spec's
+Lemma 5.1 with the radius instead of the diameter, which suffices for a
+centrally symmetric set).
+
+* L2 ball: mirror map ``||x||^2 / (2 R^2)``; the mirror step is a projected
+  gradient step ``z <- Proj(z - alpha R^2 g)``.
+* L1 ball: ``x = R (u+ - u-)`` with ``(u+, u-)`` on the 2d-simplex and the
+  entropy as mirror map (1-strongly convex in the L1 norm there); the mirror
+  step is an exponentiated-gradient update of ``u``, started at the uniform
+  point (``x_0 = 0``), and ``B_w(u*, u_0) <= ln(2d)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import accounting
+from .._losses import clipped_gradient_sum
+from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
+from ._gradient_descent import gradient_bound, project_l2_ball
+
+__all__ = ["dp_accmd", "plan_dp_accmd", "accmd_iterations", "accmd_constants"]
+
+#: Iterations used when epsilon is infinite (the noise-optimal formula is unbounded).
+NON_PRIVATE_ITERATIONS = 500
+
+#: Cap on the default number of iterations.
+MAX_DEFAULT_ITERATIONS = 2000
+
+
+def accmd_constants(constraint, radius, n_params):
+    """``(bregman_bound, width)`` of the ball: ``sup B_w(x, x_0)`` and ``W = E sup_{w in C} <w, v>^2``.
+
+    ``W`` is in the normalised geometry (``v ~ N(0, I)``): ``R^2 d`` for the
+    L2 ball, ``R^2 E ||v||_inf^2 <= R^2 (2 ln(2d) + 1)`` for the L1 ball.
+    """
+    if constraint == "l2":
+        return 0.5, radius**2 * n_params
+    if constraint == "l1":
+        return math.log(2 * n_params), radius**2 * (2.0 * math.log(2 * n_params) + 1.0)
+    raise ValueError(f"constraint must be 'l2' or 'l1', got {constraint!r}.")
+
+
+def accmd_iterations(
+    n_samples, n_params, epsilon, delta, *, smoothness, row_norm_bound, radius, constraint, clip
+):
+    """Default T from public inputs: the minimiser of the spec's explicit bound (eqs. 74-76).
+
+    ``E F(y_T) - F* <~ 8 L' B / T^2 + T^2 sigma_1^2 C^2 W / (6 L' n^2)`` (the
+    noise of T full-batch steps has per-step std ``sqrt(T) sigma_1 C / n`` for
+    the exact single-step multiplier ``sigma_1``), minimised at
+    ``T = (48 L'^2 B n^2 / (sigma_1^2 C^2 W))^(1/4)``.
+    """
+    if math.isinf(epsilon):
+        return NON_PRIVATE_ITERATIONS
+    single = accounting.gaussian_noise_multiplier(epsilon, delta, 1)
+    smooth_c = smoothness * row_norm_bound**2 * radius**2
+    bregman, width = accmd_constants(constraint, radius, n_params)
+    value = (48.0 * smooth_c**2 * bregman * n_samples**2 / (single**2 * clip**2 * width)) ** 0.25
+    return int(min(MAX_DEFAULT_ITERATIONS, max(1, math.ceil(value))))
+
+
+def plan_dp_accmd(
+    n_samples,
+    n_params,
+    epsilon,
+    delta,
+    *,
+    loss=None,
+    row_norm_bound=None,
+    radius=None,
+    constraint="l2",
+    clip_norm=None,
+    max_iter=None,
+):
+    """Privacy plan of ``dp_accmd``: T full-batch Gaussian steps (exact composition).
+
+    ``n_samples`` is the public stand-in for the row count (a DP count from
+    the estimator); the default T needs it, so without ``max_iter`` and with
+    ``n_samples=None`` (the count is not released yet) the plan is None.
+    """
+    if max_iter is None:
+        if n_samples is None:
+            return None
+        if loss is None or row_norm_bound is None or radius is None:
+            raise ValueError("The default dp_accmd plan needs the public loss, row_norm_bound and radius.")
+        clip = gradient_bound(loss, row_norm_bound, clip_norm, private=not math.isinf(epsilon))
+        max_iter = accmd_iterations(
+            n_samples, n_params, epsilon, delta, smoothness=loss.smoothness,
+            row_norm_bound=row_norm_bound, radius=radius, constraint=constraint, clip=clip,
+        )
+    max_iter = int(max_iter)
+    if max_iter < 1:
+        raise ValueError(f"max_iter must be >= 1, got {max_iter}.")
+    if math.isinf(epsilon):
+        return PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, max_iter)
+    sigma = accounting.gaussian_noise_multiplier(epsilon, delta, max_iter)
+    return PrivacyPlan(accounting.gaussian_steps_event(sigma, max_iter), sigma, max_iter)
+
+
+def noisy_gradient_release(X, y, W, loss, clip, row_norms, noise_std, rng):
+    """The only place dp_accmd reads the data: ``sum_i clip(grad_i(W)) + N(0, noise_std^2 I)``."""
+    total = clipped_gradient_sum(X, y, W, loss, clip, row_norms)
+    if noise_std > 0:
+        total = total + rng.normal(0.0, noise_std, size=total.shape)
+    return total
+
+
+class _L2Mirror:
+    """Mirror map ``||x||^2 / (2 R^2)`` on the L2 ball: projected steps."""
+
+    def __init__(self, shape, radius):
+        self.radius = radius
+        self.z = np.zeros(shape)
+
+    def point(self):
+        return self.z
+
+    def step(self, gradient, alpha):
+        self.z = project_l2_ball(self.z - alpha * self.radius**2 * gradient, self.radius)
+        return self.z
+
+
+class _L1Mirror:
+    """Entropy on the 2d-simplex, ``x = R (u+ - u-)``: exponentiated-gradient steps."""
+
+    def __init__(self, shape, radius):
+        self.radius = radius
+        size = int(np.prod(shape))
+        self.shape = shape
+        self.log_u = np.full(2 * size, -math.log(2 * size))
+
+    def point(self):
+        u = np.exp(self.log_u)
+        half = u.size // 2
+        return (self.radius * (u[:half] - u[half:])).reshape(self.shape)
+
+    def step(self, gradient, alpha):
+        g = self.radius * gradient.ravel()
+        # The gradient in u-space is R [g; -g]; multiplicative update in logs.
+        self.log_u = self.log_u - alpha * np.concatenate([g, -g])
+        self.log_u -= np.logaddexp.reduce(self.log_u)
+        return self.point()
+
+
+def dp_accmd(
+    data,
+    loss,
+    *,
+    n_outputs,
+    alpha,
+    epsilon,
+    delta,
+    radius=None,
+    constraint="l2",
+    max_iter=None,
+    clip_norm=None,
+    random_state=None,
+    verbose=0,
+):
+    """DP-AccMD: noisy accelerated mirror descent over an L2 or L1 ball.
+
+    Minimises ``mean_i l(x_i @ W, y_i)`` over ``{W : ||W||_ball <= radius}``
+    (intercept included) with Algorithm 3 of Wang, Ye and Xu (2017), with the
+    privacy fix of its y-step and the constant ``L' = L R^2`` used
+    consistently (spec, sections 2.3 and 7.1).
+
+    For k = 0..T-1, with ``alpha_{k+1} = (k + 2) / (4 L')`` and
+    ``r_k = 2 / (k + 2)``::
+
+        x_{k+1} = r_k z_k + (1 - r_k) y_k
+        g       = (sum_i clip(grad f(x_{k+1}, z_i)) + N(0, (sigma C)^2 I)) / n
+        z_{k+1} = argmin_{z in ball} B_w(z, z_k) + alpha_{k+1} <g, z>
+        y_{k+1} = r_k z_{k+1} + (1 - r_k) y_k
+
+    and the output is ``y_T``.
+
+    Parameters
+    ----------
+    data : BoundedData
+    loss : GLMLoss
+        A smooth convex loss.
+    n_outputs : int
+    alpha : float
+        Must be 0: the algorithm has no regularizer (use the radius instead).
+    epsilon, delta : float
+        Target guarantee; ``epsilon=inf`` runs the same iterations without noise.
+    radius : float
+        Radius R of the constraint ball (public; required).
+    constraint : {"l2", "l1"}, default="l2"
+        The ball's norm (the L1 ball is the paper's high-dimensional case).
+    max_iter : int, optional
+        T; default the minimiser of the spec's explicit utility bound (see
+        :func:`accmd_iterations`), at most ``MAX_DEFAULT_ITERATIONS``, and
+        ``NON_PRIVATE_ITERATIONS`` when ``epsilon=inf``.
+    clip_norm : float, optional
+        Per-sample gradient clip C, as in :func:`~sklearn_dp.solvers.dp_gd`.
+    random_state : None, int, RandomState or Generator
+    verbose : int
+
+    Returns
+    -------
+    SolverResult
+
+    Privacy
+    -------
+    (epsilon, delta)-DP under add/remove-one-row neighbouring.  Each of the T
+    iterations releases the sum of per-sample gradients clipped to C
+    (sensitivity C) plus ``N(0, (sigma C)^2 I)``; the T adaptive Gaussian
+    mechanisms compose exactly into one with multiplier ``sigma / sqrt(T)``.
+    The coupling, mirror steps and y-steps use only these noisy sums and
+    public constants, so the output ``y_T`` is post-processing.  The sums are
+    averaged with ``data.normalizer`` and the default T uses
+    ``data.n_public`` (a DP count from the estimators; a direct call without
+    one treats n as public).  Public: the bounds, R, T, the mirror map.
+
+    Assumptions of the utility guarantee (Theorem 5.4): convex, smooth loss;
+    a centrally symmetric constraint set; no regularizer.
+    """
+    if loss.smoothness is None:
+        raise ValueError(f"dp_accmd needs a smooth loss; {loss.name!r} is not smooth.")
+    if alpha:
+        raise ValueError(
+            "dp_accmd optimises over a constraint ball and takes no penalty; use penalty=None "
+            "(the radius plays the role of the regulariser)."
+        )
+    if radius is None or not radius > 0 or not math.isfinite(radius):
+        raise ValueError("dp_accmd needs a finite constraint radius > 0 (pass radius=...).")
+    if constraint not in ("l2", "l1"):
+        raise ValueError(f"constraint must be 'l2' or 'l1', got {constraint!r}.")
+    X, y = data.X, data.y
+    n_samples, n_columns = X.shape
+    shape = (n_columns, n_outputs)
+    plan = plan_dp_accmd(
+        data.n_public, n_columns * n_outputs, epsilon, delta, loss=loss,
+        row_norm_bound=data.row_norm_bound, radius=radius, constraint=constraint,
+        clip_norm=clip_norm, max_iter=max_iter,
+    )
+    clip = gradient_bound(loss, data.row_norm_bound, clip_norm, private=not math.isinf(epsilon))
+    noise_std = plan.noise_multiplier * clip
+    smooth_c = loss.smoothness * data.row_norm_bound**2 * radius**2
+    rng = make_rng(random_state)
+    mirror = (_L2Mirror if constraint == "l2" else _L1Mirror)(shape, radius)
+    progress = Progress("dp_accmd", plan.n_steps, verbose)
+
+    Y = np.zeros(shape)
+    for k in range(plan.n_steps):
+        coupling = 2.0 / (k + 2.0)
+        step = (k + 2.0) / (4.0 * smooth_c)
+        point = coupling * mirror.point() + (1.0 - coupling) * Y
+        gradient = noisy_gradient_release(X, y, point, loss, clip, data.row_norms, noise_std, rng)
+        # Averaged with the public normaliser, never the (private) row count.
+        Z = mirror.step(gradient / data.normalizer, step)
+        Y = coupling * Z + (1.0 - coupling) * Y
+        progress(k + 1, grad_norm=float(np.linalg.norm(gradient)) / data.normalizer)
+    check_finite_iterate(Y, "dp_accmd")
+    plan.details.update(
+        clip_norm=clip, noise_std=noise_std, radius=radius, constraint=constraint,
+        smoothness=smooth_c,
+    )
+    return SolverResult(
+        coef=Y, n_iter=plan.n_steps, plan=plan,
+        info=dict(gradient_evaluations=n_samples * plan.n_steps),
+    )
