@@ -341,3 +341,33 @@ def test_calibration_is_cached_and_fast():
     gaussian_noise_multiplier(0.987654321, 1e-5, 100)
     assert time.perf_counter() - start < max(first / 10, 1e-3)
     assert first < 1.0
+
+
+def test_largest_share_is_certified_and_near_optimal():
+    # The count (Laplace) and a Gaussian solver share epsilon; the share is
+    # only ever one the accountant certifies, and within 0.2% of the best.
+    from sklearn_dp.accounting import _PLD_COARSE, _epsilon, largest_share
+
+    delta, calls = 1e-5, []
+    for epsilon in (0.3, 1.0, 4.0):
+        count = dpe.LaplaceDpEvent(1.0 / (0.05 * epsilon))
+
+        def make_event(part):
+            calls.append(part)
+            return dpe.GaussianDpEvent(accounting.gaussian_noise_multiplier(part, delta, 1))
+
+        share = largest_share(make_event, count, epsilon, delta, 0.95 * epsilon)
+        composed = _epsilon(dpe.ComposedDpEvent([count, make_event(share)]), delta, _PLD_COARSE)
+        assert composed <= epsilon
+        above = _epsilon(
+            dpe.ComposedDpEvent([count, make_event(share + 0.002 * epsilon)]), delta, _PLD_COARSE
+        )
+        assert above > epsilon
+    assert len(calls) <= 3 * (4 + 2)
+
+
+def test_largest_share_falls_back_to_the_floor():
+    from sklearn_dp.accounting import largest_share
+
+    count = dpe.LaplaceDpEvent(20.0)
+    assert largest_share(lambda part: None, count, 1.0, 1e-5, 0.95) == 0.95
