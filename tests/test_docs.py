@@ -1,5 +1,7 @@
 """The documentation builds with the one documented command, without warnings."""
 
+import importlib.util
+import inspect
 import os
 import subprocess
 import sys
@@ -7,7 +9,37 @@ from pathlib import Path
 
 import pytest
 
+from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor
+from sklearn_dp.solvers import SOLVERS
+
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _privacy_section_extension():
+    path = ROOT / "docs" / "_ext" / "privacy_section.py"
+    spec = importlib.util.spec_from_file_location("privacy_section", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [DPLogisticRegression, DPSCORegressor, DPLasso]
+    + [spec.function for spec in SOLVERS.values()],
+    ids=lambda obj: obj.__name__,
+)
+def test_public_docstrings_have_a_privacy_section_the_docs_render(obj):
+    # Every estimator and registered solver states its guarantee in a
+    # "Privacy" section; the docs extension moves it past numpydoc intact.
+    extension = _privacy_section_extension()
+    lines = inspect.cleandoc(obj.__doc__).splitlines()
+    body = extension.extract_privacy(lines)
+    assert body, f"{obj.__name__} has no Privacy section"
+    assert not any(line.strip() == "Privacy" for line in lines)
+    rendered = ["Summary.", "", ".. rubric:: Examples", "", ">>> 1"]
+    extension.insert_privacy(rendered, body)
+    assert rendered.index(".. rubric:: Privacy") < rendered.index(".. rubric:: Examples")
 
 
 @pytest.mark.slow
