@@ -403,8 +403,9 @@ def test_query_depth_and_counts_budget_schedule(monkeypatch):
     assert all(s == inner for s in steps)
     # every noisy step is accounted for, and every query was an evaluation
     assert result.n_iter == result.plan.n_steps == k * probes * inner
-    assert result.info["n_queries"] == loss.evaluations
     expected = result.n_iter * 32  # each step a Poisson sample of expected size q n = 32
+    # The released count is the expected one: the realised one reveals n.
+    assert result.info["n_queries"] == expected
     assert abs(loss.evaluations - expected) <= 5 * math.sqrt(expected)
 
 
@@ -704,3 +705,18 @@ def test_audit_detects_under_noised_steps(monkeypatch):
     epsilon = 2.0
     eps_lb = _audit(_canary_run(epsilon), n_runs=200)
     assert eps_lb > epsilon + 0.5, eps_lb
+
+
+def test_query_count_does_not_reveal_the_row_count():
+    """n_queries is computed from the public stand-in for n, not from the sampled batches."""
+    X, y = _lad_problem(n=400, d=3)
+    X2, y2 = np.vstack([X, X[:37]]), np.append(y, y[:37])
+    infos = [
+        resque(
+            bound_data(Xd, yd, fit_intercept=True, data_norm=1.0, n_public=400.0), AbsoluteLoss(),
+            n_outputs=1, alpha=0.0, epsilon=1.0, delta=1e-6, radius=2.0, tol=0.1, random_state=seed,
+        ).info
+        for Xd, yd in ((X, y), (X2, y2))
+        for seed in (0, 1)
+    ]
+    assert len({info["n_queries"] for info in infos}) == 1

@@ -134,7 +134,9 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         Only with ``solver="resque"``: sequential rounds of gradient queries
         (one per ball subproblem; all queries of a round are independent).
     n_queries_ : int
-        Only with ``solver="resque"``: per-sample gradient evaluations.
+        Only with ``solver="resque"``: per-sample gradient evaluations (their
+        expected number under Poisson sampling, from the private row count's
+        DP stand-in: the realised number would reveal the row count).
 
     Privacy
     -------

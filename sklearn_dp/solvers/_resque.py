@@ -769,7 +769,9 @@ def resque(
     SolverResult
         ``info`` holds ``query_depth`` (rounds of queries: one per
         subproblem, ``K * n_probes``), ``n_queries`` (per-sample gradient
-        evaluations), ``n_outer``, ``inner_steps``, ``smoothing_radius``,
+        evaluations; with ``schedule="budget"`` their expected number
+        ``q * n_public`` per step, since the realised Poisson batch sizes
+        would reveal the row count), ``n_outer``, ``inner_steps``, ``smoothing_radius``,
         ``ball_radius``, ``radius``, ``restarts`` and the accepted
         ``lambdas``, ``step_lengths`` and ``A`` per outer iteration.
 
@@ -869,7 +871,10 @@ def resque(
             X, y, loss, center, rows, starts, rho, entropy, counters["rounds"], parallel
         )
         counters["rounds"] += 1
-        counters["queries"] += round_.n_queries
+        # The expected count, q * n_public per step, not round_.n_queries: the
+        # realised Poisson batch sizes sum to about q * n and would release
+        # the private row count.
+        counters["queries"] += round_.n_queries if schedule != "budget" else n_steps * batch
         counters["steps"] += n_steps
         domain = _Domain(center, r, R if constrained else None)
         return _epoch_sgd(
