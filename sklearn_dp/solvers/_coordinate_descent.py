@@ -30,6 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import accounting
+from .._data import row_l2_norms
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._gradient_descent import gradient_bound
 
@@ -465,11 +466,10 @@ class _ColumnBlocks:
 
 
 def _row_norms(X_block):
-    if sp.issparse(X_block):
-        return np.sqrt(np.asarray(X_block.multiply(X_block).sum(axis=1)).ravel())
-    if X_block.shape[1] == 1:
+    if not sp.issparse(X_block) and X_block.shape[1] == 1:
         return np.abs(X_block[:, 0])
-    return np.sqrt(np.einsum("ij,ij->i", X_block, X_block))
+    # Underflow-safe: a row whose squares underflow must not look like a zero row to the clip.
+    return row_l2_norms(X_block)
 
 
 def set_clip_threshold(clip_norm, feature_bound, cols):
