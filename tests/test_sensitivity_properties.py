@@ -198,7 +198,10 @@ def reference_gradient(name, x, y, W):
 # The shared strategy: a data set and its neighbour, one hostile row apart
 # --------------------------------------------------------------------------
 
-ROW_KINDS = ("ordinary", "huge", "tiny", "zero", "at_bound", "spike", "subnormal")
+ROW_KINDS = (
+    "ordinary", "huge", "tiny", "zero", "at_bound", "spike", "underflow", "deep_underflow",
+    "subnormal",
+)
 REGRESSION_LABELS = (0.0, 1.0, -1.0, 3.0, -1e6, 1e12, -1e100, 1e300)
 
 
@@ -233,6 +236,10 @@ def _hostile_row(kind, d, rng, geometry, bound):
         return 1e12 * x
     if kind == "tiny":
         return 1e-12 * x
+    if kind == "underflow":  # squares underflow to subnormals: sum-of-squares norms lose digits
+        return 1e-160 * x
+    if kind == "deep_underflow":  # squares underflow to 0
+        return 1e-300 * x
     if kind == "subnormal":
         return 1e-310 * np.sign(x)
     if kind == "zero":
@@ -326,6 +333,87 @@ def test_row_count_moves_by_at_most_one(n, epsilon_count, seed):
     assert 0.0 <= big.normalizer - small.normalizer <= 1.0 + rounding
     scale = 1.0 / epsilon_count
     assert big.event.noise_multiplier == small.event.noise_multiplier == pytest.approx(scale)
+
+
+# --------------------------------------------------------------------------
+# Regression: rows whose sum-of-squares norm underflows escaped the per-sample clip
+# --------------------------------------------------------------------------
+
+
+def _underflow_neighbours(geometry):
+    """D, and D plus a row of norm ~1e-300 (its squares underflow to 0) with a label of 1e300."""
+    X = np.array([[0.5, 0.2], [0.1, -0.3]])
+    y = np.array([0.1, 0.2])
+    big_X = np.vstack([X, [[1e-300, -1e-300]]])
+    big_y = np.append(y, -1e300)
+    kwargs = dict(fit_intercept=False)
+    if geometry == "l2":
+        kwargs["data_norm"] = 1.0
+    else:
+        kwargs.update(geometry="linf", feature_bound=1.0)
+    return bound_data(X, y, **kwargs), bound_data(big_X, big_y, **kwargs)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_underflowing_row_norms_are_exact(sparse):
+    from sklearn_dp._data import row_l2_norms
+
+    X = np.array([[1e-300, -1e-300, 0.0], [3e-170, 4e-170, 0.0], [0.0, 0.0, 0.0], [3.0, 4.0, 0.0],
+                  [1e200, 1e200, 0.0]])
+    expected = np.array([math.sqrt(2) * 1e-300, 5e-170, 0.0, 5.0, math.sqrt(2) * 1e200])
+    got = row_l2_norms(sp.csr_matrix(X) if sparse else X)
+    np.testing.assert_allclose(got, expected, rtol=1e-15)
+    # ...and a block of the data (what dp_cd clips with)
+    from sklearn_dp.solvers._coordinate_descent import _row_norms
+
+    block = sp.csr_matrix(X[:, :2]) if sparse else np.asfortranarray(X)[:, :2]
+    np.testing.assert_allclose(_row_norms(block), expected, rtol=1e-15)
+
+
+def test_underflowing_row_cannot_escape_the_clip():
+    """Regression: sqrt(sum x^2) underflowed to 0 for a row of entries ~1e-300, so the clip saw a
+    zero-norm row; with an unclipped label of 1e300 (squared loss, direct solver call) the
+    derivative squared overflowed, the clip factor was nan and the row entered unclipped: the
+    sums moved by ~1.4 for a clip of 0.01 (and by ~1e100 for a row of 1e-200)."""
+    from sklearn_dp._losses import clipped_gradient_sum
+
+    clip = 0.01
+    loss = SquaredLoss()
+    small, big = _underflow_neighbours("l2")
+    W = np.zeros((2, 1))
+    rng = np.random.default_rng(0)
+    moved = {}
+    # dp_gd, dp_sgd (the same sum on a batch), dp_accmd
+    sums = [clipped_gradient_sum(d.X, d.y, W, loss, clip, d.row_norms) for d in (small, big)]
+    moved["clipped_gradient_sum"] = sums[1] - sums[0]
+    sums = [noisy_gradient_release(d.X, d.y, W, loss, clip, d.row_norms, 0.0, rng)
+            for d in (small, big)]
+    moved["dp_accmd"] = sums[1] - sums[0]
+    # dp_svrg / dp_svrg_pp: snapshot and inner difference
+    snaps = [snapshot_release(d.X, d.y, W, loss, clip, d.row_norms, 0.0, rng)
+             for d in (small, big)]
+    moved["svrg snapshot"] = snaps[1][0] - snaps[0][0]
+    W_now = np.full((2, 1), 0.3)
+    diffs = [difference_release(d.X, d.y, d.row_norms, D, W_now, loss, clip, 2 * clip, 0.0, rng)
+             for d, (_, D) in zip((small, big), snaps)]
+    moved["svrg difference"] = diffs[1] - diffs[0]
+    # mirror descent (L2 clip on rows bounded entrywise)
+    small_l, big_l = _underflow_neighbours("linf")
+    sums = [clipped_sum(d.X, d.y, W[:, 0], loss, clip, d.row_norms) for d in (small_l, big_l)]
+    moved["mirror_descent"] = sums[1] - sums[0]
+    # dp_cd: the full block
+    sums = []
+    for d in (small_l, big_l):
+        rows, X_block = _ColumnBlocks(d.X).block(np.arange(2))
+        sums.append(block_clipped_gradient_sum(X_block, np.asarray(d.X @ W), d.y, loss, clip))
+    moved["dp_cd"] = sums[1] - sums[0]
+    stated = {name: 2 * clip if name == "svrg difference" else clip for name in moved}
+    over = {
+        name: float(np.linalg.norm(value))
+        for name, value in moved.items()
+        if not (np.all(np.isfinite(value)) and np.linalg.norm(value) <= stated[name] * (1 + REL))
+    }
+    assert not over, f"moved by more than the stated sensitivity: {over}"
 
 
 # --------------------------------------------------------------------------
