@@ -55,12 +55,13 @@ def _scaled_row_norms(X):
     norms = np.where(np.isinf(top), np.inf, 0.0)  # an infinite entry keeps an infinite norm
     nonzero = np.flatnonzero((top > 0) & np.isfinite(top))
     if nonzero.size:
-        inverse = 1.0 / top[nonzero]
+        # Divide (1 / top overflows for subnormal rows).
         if sp.issparse(X):
-            scaled = sp.csr_matrix(sp.diags(inverse) @ X[nonzero])
+            scaled = sp.csr_matrix(X[nonzero], dtype=float, copy=True)
+            scaled.data /= np.repeat(top[nonzero], np.diff(scaled.indptr))
             sums = np.asarray(scaled.multiply(scaled).sum(axis=1)).ravel()
         else:
-            scaled = X[nonzero] * inverse[:, None]
+            scaled = X[nonzero] / top[nonzero][:, None]
             sums = np.einsum("ij,ij->i", scaled, scaled)
         norms[nonzero] = top[nonzero] * np.sqrt(sums)
     return norms
