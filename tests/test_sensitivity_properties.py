@@ -15,9 +15,10 @@ property asserted is the one the solver's noise is calibrated with:
   taken from the package).
 
 The extra row is drawn to be hostile: huge (1e12) or tiny (1e-12) norms,
-zero, exactly at the public bound, one large entry in a sparse row, with
-extreme (finite) labels; iterates, snapshots, query points and perturbations
-are drawn by hypothesis as well.  The noise itself is not drawn here (its
+entries whose squares underflow (1e-160, 1e-300) or are subnormal, zero,
+exactly at the public bound, one large entry in a sparse row, with extreme
+(finite, up to 1e300) labels; iterates, snapshots, query points and
+perturbations are drawn by hypothesis as well.  The noise itself is not drawn here (its
 scale is tested in the solvers' own test files); the links between the
 sensitivity tested here and the noise a fit draws are checked for each solver
 at the end (``test_*_noise_is_calibrated_to_the_tested_sensitivity``).
@@ -27,8 +28,9 @@ dp_gd, dp_sgd and output_perturbation already have such properties in
 ``test_every_registered_solver_has_a_sensitivity_property`` fails when a
 registered solver is covered nowhere.
 
-Runtime: the default run draws a few dozen examples per property (well under
-a minute in all).  For a thorough run::
+Runtime: the default run draws 20 to 120 examples per property (about 15 s
+for the whole module on this machine).  For a thorough run (25 times the
+examples, about 4 minutes)::
 
     HYPOTHESIS_PROFILE=thorough PYTHONPATH=. python -m pytest -q -p no:cacheprovider \\
         tests/test_sensitivity_properties.py
@@ -668,6 +670,25 @@ def test_vr_frank_wolfe_root_and_correction_move_by_at_most_clip_over_slot_size(
     _check_scores(nb, domain, roots, clip / slot)
 
 
+@prop(40)
+@given(
+    n=st.integers(0, 300),
+    n_public=st.floats(1.0, 1e4),
+    sizes=st.lists(st.floats(0.0, 500.0), min_size=1, max_size=8),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_row_allocation_is_independent_per_row(n, n_public, sizes, seed):
+    """vr_frank_wolfe and (localized) mirror descent allocate rows to slots independently with
+    public probabilities: an added row draws its own slot and leaves every other row's unchanged
+    (the coupling their per-slot sensitivity argument uses)."""
+    from sklearn_dp.solvers._l1_geometry import allocate_rows
+
+    small = allocate_rows(np.random.default_rng(seed), n, n_public, sizes)
+    big = allocate_rows(np.random.default_rng(seed), n + 1, n_public, sizes)
+    np.testing.assert_array_equal(big[:n], small)
+    assert np.all((0 <= big) & (big <= len(sizes)))
+
+
 # --------------------------------------------------------------------------
 # mirror_descent / localized_mirror_descent: L2 clipped minibatch sum (and its q-norm)
 # --------------------------------------------------------------------------
@@ -1196,10 +1217,15 @@ PROPERTY_TESTS = {
     "vr_frank_wolfe": [
         (THIS, "test_vr_frank_wolfe_root_and_correction_move_by_at_most_clip_over_slot_size"),
         (THIS, "test_vertex_scales_spend_exactly_eps0_on_the_score_sensitivities"),
+        (THIS, "test_row_allocation_is_independent_per_row"),
     ],
-    "mirror_descent": [(THIS, "test_mirror_descent_batch_sum_moves_by_at_most_the_l2_clip")],
+    "mirror_descent": [
+        (THIS, "test_mirror_descent_batch_sum_moves_by_at_most_the_l2_clip"),
+        (THIS, "test_row_allocation_is_independent_per_row"),  # strongly_convex rounds
+    ],
     "localized_mirror_descent": [
         (THIS, "test_mirror_descent_batch_sum_moves_by_at_most_the_l2_clip"),
+        (THIS, "test_row_allocation_is_independent_per_row"),
     ],
     "resque": [(THIS, "test_resque_step_sum_moves_by_at_most_max_weight_times_lipschitz")],
     "dp_svrg": [
