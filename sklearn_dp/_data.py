@@ -22,11 +22,49 @@ __all__ = [
 ]
 
 
+#: Below this, a norm computed as ``sqrt(sum x^2)`` may have lost digits (or
+#: everything) to the underflow of the squares; such rows are recomputed.
+_UNDERFLOW_NORM = 1e-140
+
+
 def row_l2_norms(X):
-    """``||x_i||_2`` for each row of a dense array or a sparse matrix."""
+    """``||x_i||_2`` for each row of a dense array or a sparse matrix.
+
+    Computed as ``sqrt(sum x^2)``; rows where that underflows (entries below
+    ~1e-154: the clip would see a zero-norm row, and a per-sample gradient
+    with a huge derivative would escape it) or overflows are recomputed with
+    the row scaled by its largest entry.  Other rows are unaffected.
+    """
     if sp.issparse(X):
-        return np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
-    return np.sqrt(np.einsum("ij,ij->i", X, X))
+        norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    else:
+        norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+    redo = np.flatnonzero((norms < _UNDERFLOW_NORM) | np.isinf(norms))
+    if redo.size:
+        norms[redo] = _scaled_row_norms(X[redo])
+    return norms
+
+
+def _scaled_row_norms(X):
+    """``max_j |x_ij| * ||x_i / max_j |x_ij|||_2`` (no under- or overflow of the squares)."""
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        top = np.asarray(abs(X).max(axis=1).todense()).ravel()
+    else:
+        top = np.max(np.abs(X), axis=1) if X.shape[1] else np.zeros(X.shape[0])
+    norms = np.where(np.isinf(top), np.inf, 0.0)  # an infinite entry keeps an infinite norm
+    nonzero = np.flatnonzero((top > 0) & np.isfinite(top))
+    if nonzero.size:
+        # Divide (1 / top overflows for subnormal rows).
+        if sp.issparse(X):
+            scaled = sp.csr_matrix(X[nonzero], dtype=float, copy=True)
+            scaled.data /= np.repeat(top[nonzero], np.diff(scaled.indptr))
+            sums = np.asarray(scaled.multiply(scaled).sum(axis=1)).ravel()
+        else:
+            scaled = X[nonzero] / top[nonzero][:, None]
+            sums = np.einsum("ij,ij->i", scaled, scaled)
+        norms[nonzero] = top[nonzero] * np.sqrt(sums)
+    return norms
 
 
 def clip_rows_l2(X, bound):

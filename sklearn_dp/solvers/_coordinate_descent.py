@@ -30,6 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import accounting
+from .._data import row_l2_norms
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._gradient_descent import gradient_bound
 
@@ -39,6 +40,8 @@ __all__ = [
     "sampling_structure",
     "smoothness_constants",
     "block_clip_thresholds",
+    "block_clipped_gradient_sum",
+    "set_clip_threshold",
     "DEFAULT_CD_EPOCHS",
 ]
 
@@ -463,11 +466,45 @@ class _ColumnBlocks:
 
 
 def _row_norms(X_block):
-    if sp.issparse(X_block):
-        return np.sqrt(np.asarray(X_block.multiply(X_block).sum(axis=1)).ravel())
-    if X_block.shape[1] == 1:
+    if not sp.issparse(X_block) and X_block.shape[1] == 1:
         return np.abs(X_block[:, 0])
-    return np.sqrt(np.einsum("ij,ij->i", X_block, X_block))
+    # Underflow-safe: a row whose squares underflow must not look like a zero row to the clip.
+    return row_l2_norms(X_block)
+
+
+def set_clip_threshold(clip_norm, feature_bound, cols):
+    """Clip ``C_U = C * ||X_U|| / ||X||`` of a drawn coordinate set ``U`` (tau-nice sampling).
+
+    The same split as :func:`block_clip_thresholds`, for a set drawn at a step.
+    """
+    feature_bound = np.asarray(feature_bound, dtype=float)
+    feature_norm = float(np.sqrt(np.sum(feature_bound**2)))
+    return clip_norm * np.sqrt(np.sum(feature_bound[cols] ** 2)) / feature_norm
+
+
+def block_clipped_gradient_sum(X_block, Z_rows, y_rows, loss, block_bound):
+    """Sum over rows of the block-restricted per-sample gradients, each clipped to ``block_bound``.
+
+    The gradient of row i restricted to the block's columns is ``outer(X_block[i], D_i)``
+    with ``D = dl/dz`` at the scores ``Z_rows``; its norm is ``||D_i|| * ||X_block[i]||``,
+    so clipping rescales ``D_i``.  Adding or removing a row moves the sum by at most
+    ``block_bound`` (the pre-noise quantity of a dp_cd step).  ``X_block`` may hold only
+    the rows where the block is non-zero (sparse data); the others contribute nothing.
+
+    Returns
+    -------
+    ndarray of shape (X_block.shape[1], n_outputs)
+    """
+    D = loss.derivative(Z_rows, y_rows)
+    if X_block.shape[0] == 0:
+        return np.zeros((X_block.shape[1], D.shape[1]))
+    if D.shape[1] == 1:
+        derivative_norm = np.abs(D[:, 0])
+    else:
+        derivative_norm = np.sqrt(np.einsum("ij,ij->i", D, D))
+    norms = derivative_norm * _row_norms(X_block)
+    scale = block_bound / np.maximum(norms, block_bound)
+    return np.asarray(X_block.T @ (D * scale[:, None]))
 
 
 def dp_cd(
@@ -708,21 +745,11 @@ def dp_cd(
             else:
                 cols = np.sort(rng.choice(n_columns, size=structure.tau, replace=False))
                 rows, X_block = columns.block(cols)
-                block_bound = clip * np.sqrt(np.sum(feature_bound[cols] ** 2)) / feature_norm
+                block_bound = set_clip_threshold(clip, feature_bound, cols)
 
             Z_rows = Z if rows is None else Z[rows]
             y_rows = y if rows is None else y[rows]
-            D = loss.derivative(Z_rows, y_rows)
-            if rows is not None and rows.size == 0:
-                grad = np.zeros((cols.size, n_outputs))
-            else:
-                if n_outputs == 1:
-                    derivative_norm = np.abs(D[:, 0])
-                else:
-                    derivative_norm = np.sqrt(np.einsum("ij,ij->i", D, D))
-                norms = derivative_norm * _row_norms(X_block)
-                scale = block_bound / np.maximum(norms, block_bound)
-                grad = np.asarray(X_block.T @ (D * scale[:, None]))
+            grad = block_clipped_gradient_sum(X_block, Z_rows, y_rows, loss, block_bound)
             if z > 0:
                 grad = grad + rng.normal(0.0, z * block_bound, size=grad.shape)
             grad /= normalizer

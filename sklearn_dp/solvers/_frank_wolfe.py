@@ -32,6 +32,7 @@ from .. import accounting
 from ..accounting import PureEpsilonDpEvent
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._l1_geometry import (
+    allocate_rows,
     clipped_derivative,
     clipped_sum,
     linf_gradient_bound,
@@ -45,6 +46,10 @@ __all__ = [
     "plan_frank_wolfe",
     "plan_vr_frank_wolfe",
     "select_vertex",
+    "vertex_scores",
+    "frank_wolfe_gradient",
+    "vr_root_estimate",
+    "vr_correction",
     "zcdp_budget",
     "frank_wolfe_step_epsilon",
     "vr_frank_wolfe_schedule",
@@ -142,11 +147,7 @@ def select_vertex(gradient, domain, scales, rng):
     ball_scale, box_scales = scales
     ball_index = np.flatnonzero(domain.ball)
     radius = domain.radius
-    g = gradient[ball_index]
-    penalty = domain.l1_penalty[ball_index] * radius
-    scores = np.concatenate([radius * g + penalty, -radius * g + penalty])
-    if domain.has_l1_penalty:
-        scores = np.append(scores, 0.0)
+    scores, box_scores = vertex_scores(gradient, domain)
     choice = _exponential_mechanism(scores, ball_scale, rng)
     vertex = np.zeros_like(gradient)
     height = 0.0
@@ -155,11 +156,39 @@ def select_vertex(gradient, domain, scales, rng):
         j = ball_index[choice % k]
         vertex[j] = radius if choice < k else -radius
         height = domain.l1_penalty[j] * radius
-    for j, box_scale in zip(np.flatnonzero(~domain.ball), box_scales):
-        box_scores = np.array([domain.box[j] * gradient[j], -domain.box[j] * gradient[j]])
-        sign = 1.0 if _exponential_mechanism(box_scores, box_scale, rng) == 0 else -1.0
+    for j, box_scale, scores_j in zip(np.flatnonzero(~domain.ball), box_scales, box_scores):
+        sign = 1.0 if _exponential_mechanism(scores_j, box_scale, rng) == 0 else -1.0
         vertex[j] = sign * domain.box[j]
     return vertex, height
+
+
+def vertex_scores(gradient, domain):
+    """The scores the exponential mechanisms of :func:`select_vertex` draw from.
+
+    Returns
+    -------
+    ball_scores : ndarray of shape (2 k,) or (2 k + 1,)
+        ``radius * gradient_j + penalty_j`` then ``-radius * gradient_j + penalty_j``
+        for the k ball coordinates, and 0 (the origin) with an L1 penalty.
+    box_scores : list of ndarray of shape (2,)
+        ``(box_j * gradient_j, -box_j * gradient_j)`` per box coordinate j.
+
+    When the gradient estimate moves by ``u`` in l-infinity, the ball scores
+    move by at most ``radius * u`` and box coordinate j's by ``box_j * u``
+    (the sensitivities :func:`vertex_scales` calibrates with).
+    """
+    ball_index = np.flatnonzero(domain.ball)
+    radius = domain.radius
+    g = gradient[ball_index]
+    penalty = domain.l1_penalty[ball_index] * radius
+    scores = np.concatenate([radius * g + penalty, -radius * g + penalty])
+    if domain.has_l1_penalty:
+        scores = np.append(scores, 0.0)
+    box_scores = [
+        np.array([domain.box[j] * gradient[j], -domain.box[j] * gradient[j]])
+        for j in np.flatnonzero(~domain.ball)
+    ]
+    return scores, box_scores
 
 
 def vertex_scales(domain, unit, eps0):
@@ -415,8 +444,7 @@ def frank_wolfe(
     tail = _TailAverage(plan.n_steps)
     height = 0.0  # epigraph coordinate: an upper bound on the L1 penalty of w
     for t in range(plan.n_steps):
-        gradient = clipped_sum(X, y, w, loss, clip, row_scale) / data.normalizer
-        gradient += domain.l2_penalty * w
+        gradient = frank_wolfe_gradient(X, y, w, loss, clip, row_scale, data.normalizer, domain)
         vertex, vertex_height = select_vertex(gradient, domain, scales, rng)
         eta = 2.0 / (t + 2.0)
         w = (1.0 - eta) * w + eta * vertex
@@ -433,6 +461,18 @@ def frank_wolfe(
         n_vertices_max=plan.n_steps,
     )
     return SolverResult(coef=w[:, None], n_iter=plan.n_steps, plan=plan)
+
+
+def frank_wolfe_gradient(X, y, w, loss, clip, row_scale, normalizer, domain):
+    """The gradient estimate a frank_wolfe step scores the vertices with.
+
+    ``(sum of per-sample gradients clipped to C in l-infinity) / normalizer``
+    plus the (data-independent) L2 penalty's gradient: one row moves it by at
+    most ``C / normalizer`` in l-infinity.
+    """
+    gradient = clipped_sum(X, y, w, loss, clip, row_scale) / normalizer
+    gradient += domain.l2_penalty * w
+    return gradient
 
 
 # --------------------------------------------------------------------------
@@ -669,12 +709,9 @@ def vr_frank_wolfe(
         sizes.append(b)
         sizes.extend(_right_child_sizes(t, b))
     sizes = np.asarray(sizes, dtype=float)
-    probabilities = np.append(sizes / n_samples, max(0.0, 1.0 - sizes.sum() / n_samples))
-    probabilities = np.maximum(probabilities, 0.0)
-    probabilities /= probabilities.sum()
-    allocation = rng.choice(len(probabilities), size=n_rows, p=probabilities)
+    allocation = allocate_rows(rng, n_rows, n_samples, sizes)
     order = np.argsort(allocation, kind="stable")
-    starts = np.searchsorted(allocation[order], np.arange(len(probabilities) + 1))
+    starts = np.searchsorted(allocation[order], np.arange(len(sizes) + 2))
     slots = iter(range(len(sizes)))
     uses = np.zeros(n_rows, dtype=np.int64)
 
@@ -684,20 +721,14 @@ def vr_frank_wolfe(
     def root_estimate(w, slot):
         index = rows(slot)
         uses[index] += 1
-        return clipped_sum(X[index], y[index], w, loss, clip, row_scale[index]) / sizes[slot]
+        return vr_root_estimate(X[index], y[index], w, loss, clip, row_scale[index], sizes[slot])
 
     def correction(w_now, w_parent, slot):
         index = rows(slot)
         uses[index] += 2
-        Xs, ys, scale_s = X[index], y[index], row_scale[index]
-        difference = clipped_derivative(Xs, ys, w_now, loss, clip, scale_s) - clipped_derivative(
-            Xs, ys, w_parent, loss, clip, scale_s
+        return vr_correction(
+            X[index], y[index], w_now, w_parent, loss, clip, row_scale[index], sizes[slot]
         )
-        # Clip the whole correction term of each row at C (erratum E12).
-        size = np.abs(difference) * scale_s
-        over = size > clip
-        difference[over] *= clip / size[over]
-        return np.asarray(Xs.T @ difference).ravel() / sizes[slot]
 
     _check_output(output)
     tail = _TailAverage(plan.n_steps)
@@ -730,6 +761,31 @@ def vr_frank_wolfe(
     )
     info = dict(sample_uses=uses, allocation=allocation, slot_sizes=sizes)
     return SolverResult(coef=w[:, None], n_iter=plan.n_steps, plan=plan, info=info)
+
+
+def vr_root_estimate(X, y, w, loss, clip, row_scale, size):
+    """Root estimate of a vr_frank_wolfe phase: clipped gradient sum over its rows / ``size``.
+
+    ``size`` is the slot's public expected size; one row moves the estimate by
+    at most ``clip / size`` in l-infinity.
+    """
+    return clipped_sum(X, y, w, loss, clip, row_scale) / size
+
+
+def vr_correction(X, y, w_now, w_parent, loss, clip, row_scale, size):
+    """SPIDER correction of a right child: ``sum_i clip_C(g_i(w_now) - g_i(w_parent)) / size``.
+
+    Each row's correction term is clipped as a whole to ``clip`` in l-infinity
+    (erratum E12), so one row moves the correction by at most ``clip / size``.
+    """
+    difference = clipped_derivative(X, y, w_now, loss, clip, row_scale) - clipped_derivative(
+        X, y, w_parent, loss, clip, row_scale
+    )
+    # Clip the whole correction term of each row at C (erratum E12).
+    size_i = np.abs(difference) * row_scale
+    over = size_i > clip
+    difference[over] *= clip / size_i[over]
+    return np.asarray(X.T @ difference).ravel() / size
 
 
 def _right_child_sizes(t, b):

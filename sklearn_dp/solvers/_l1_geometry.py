@@ -38,6 +38,7 @@ __all__ = [
     "l1_smoothness",
     "l1_objective",
     "clipped_derivative",
+    "allocate_rows",
 ]
 
 
@@ -168,6 +169,22 @@ def clipped_sum(X, y, w, loss, clip, row_scale):
     rescales the scalar: two mat-vecs, no n x d matrix.
     """
     return np.asarray(X.T @ clipped_derivative(X, y, w, loss, clip, row_scale)).ravel()
+
+
+def allocate_rows(rng, n_rows, n_public, sizes):
+    """Independent random allocation of rows to slots of public expected sizes.
+
+    Row i goes to slot k with probability ``sizes[k] / n_public`` and to no
+    slot (index ``len(sizes)``) with the rest, independently of the other
+    rows, so adding or removing a row leaves the others' slots unchanged.  The
+    probabilities use the public stand-in for the row count; every one of the
+    ``n_rows`` actual rows draws its slot.  Returns the slot index of each row.
+    """
+    sizes = np.asarray(sizes, dtype=float)
+    probabilities = np.append(sizes / n_public, max(0.0, 1.0 - sizes.sum() / n_public))
+    probabilities = np.maximum(probabilities, 0.0)
+    probabilities /= probabilities.sum()
+    return rng.choice(len(probabilities), size=n_rows, p=probabilities)
 
 
 def l1_objective(data, loss, w, domain):

@@ -27,7 +27,7 @@ from scipy.special import gammaln
 from .. import accounting
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._gradient_descent import gradient_bound
-from ._l1_geometry import clipped_sum, make_domain
+from ._l1_geometry import allocate_rows, clipped_sum, make_domain
 from ._pnorm import bregman_step, default_p, pnorm_mirror_gradient
 from ._sgd import poisson_batch
 
@@ -349,10 +349,7 @@ def _allocate(rng, n_rows, n_public, blocks):
     sizes = np.asarray(blocks, dtype=float)
     if n_rows == 0:
         return [np.zeros(0, dtype=np.int64) for _ in sizes]
-    probabilities = np.append(sizes / n_public, max(0.0, 1.0 - sizes.sum() / n_public))
-    probabilities = np.maximum(probabilities, 0.0)
-    probabilities /= probabilities.sum()
-    allocation = rng.choice(len(probabilities), size=n_rows, p=probabilities)
+    allocation = allocate_rows(rng, n_rows, n_public, sizes)
     return [np.flatnonzero(allocation == i) for i in range(len(sizes))]
 
 

@@ -50,6 +50,7 @@ __all__ = [
     "resque_log_weights",
     "resque_weights",
     "resque_gradient",
+    "capped_resque_sum",
     "gaussian_queries",
     "project_two_balls",
     "epoch_lengths",
@@ -494,6 +495,23 @@ def _query_round(X, y, loss, center, rows, starts, rho, entropy, round_index, pa
 # --------------------------------------------------------------------------
 
 
+def capped_resque_sum(xi, derivative, features, offset, scale, max_log_weight, max_weight):
+    """``sum_i min(w_i, max_weight) l'_i x_i``: the pre-noise sum of one resque inner step.
+
+    ``w_i = exp((2 <offset, xi_i> - ||offset||^2) * scale)`` with ``offset = x -
+    center`` and ``scale = 1 / (2 rho^2)`` (the ReSQue weight, capped in log
+    space first so that it cannot overflow), ``l'_i`` the query's derivative
+    (clipped to the loss's bound) and ``x_i`` the row.  Each term has norm at
+    most ``max_weight * derivative_bound * ||x_i||``: one row added or removed
+    moves the sum by at most ``max_weight * L``.
+    """
+    log_w = (2.0 * (xi @ offset) - offset @ offset) * scale
+    np.minimum(log_w, max_log_weight, out=log_w)
+    weights = np.exp(log_w, out=log_w)
+    np.minimum(weights, max_weight, out=weights)
+    return (weights * derivative) @ features
+
+
 def _epoch_sgd(
     round_,
     *,
@@ -531,11 +549,10 @@ def _epoch_sgd(
             lo, hi = starts[step], starts[step + 1]
             offset = x - center
             if hi > lo:
-                log_w = (2.0 * (xi[lo:hi] @ offset) - offset @ offset) * scale
-                np.minimum(log_w, max_log_weight, out=log_w)
-                weights = np.exp(log_w, out=log_w)
-                np.minimum(weights, max_weight, out=weights)
-                gradient = (weights * derivative[lo:hi]) @ features[lo:hi]
+                gradient = capped_resque_sum(
+                    xi[lo:hi], derivative[lo:hi], features[lo:hi], offset, scale,
+                    max_log_weight, max_weight,
+                )
             else:
                 gradient = np.zeros_like(x)
             if noise is not None:

@@ -542,6 +542,33 @@ def _noisy_prox_svrg(
     return coef, info
 
 
+def _fit_svrg(
+    name, data, loss, plan, *, restart, n_outputs, alpha, l1_ratio, epsilon, clip_norm,
+    difference_bound, output, random_state, verbose,
+):
+    """What dp_svrg and dp_svrg_pp do once their plan is known: clip, run, record."""
+    clip = gradient_bound(loss, data.row_norm_bound, clip_norm, private=not math.isinf(epsilon))
+    rng = make_rng(random_state)
+    n_epochs = len(plan.details["epoch_lengths"])
+    coef, info = _noisy_prox_svrg(
+        data,
+        loss,
+        plan=plan,
+        n_outputs=n_outputs,
+        alpha=alpha,
+        l1_ratio=l1_ratio,
+        clip=clip,
+        difference_bound=difference_bound,
+        restart=restart,
+        output=output,
+        rng=rng,
+        progress=Progress(name, n_epochs, verbose),
+        name=name,
+    )
+    plan.details.update(clip_norm=clip, difference_bound=difference_bound, output=output)
+    return SolverResult(coef=coef, n_iter=n_epochs, plan=plan, info=info)
+
+
 def _check_common(loss, output, difference_bound):
     if loss.smoothness is None:
         raise ValueError(f"This solver needs a smooth loss; {loss.name!r} is not smooth.")
@@ -655,10 +682,9 @@ def dp_svrg(
     linear term of norm ``~ s_snap C sqrt(d) / n``.
     """
     _check_common(loss, output, difference_bound)
-    n_columns = data.X.shape[1]
     plan = plan_dp_svrg(
         data.n_public,
-        n_columns * n_outputs,
+        data.X.shape[1] * n_outputs,
         epsilon,
         delta,
         loss=loss,
@@ -671,26 +697,12 @@ def dp_svrg(
         inner_steps=inner_steps,
         snapshot_share=snapshot_share,
     )
-    clip = gradient_bound(loss, data.row_norm_bound, clip_norm, private=not math.isinf(epsilon))
-    rng = make_rng(random_state)
-    n_epochs = len(plan.details["epoch_lengths"])
-    coef, info = _noisy_prox_svrg(
-        data,
-        loss,
-        plan=plan,
-        n_outputs=n_outputs,
-        alpha=alpha,
-        l1_ratio=l1_ratio,
-        clip=clip,
-        difference_bound=difference_bound,
-        restart=True,
-        output=output,
-        rng=rng,
-        progress=Progress("dp_svrg", n_epochs, verbose),
-        name="dp_svrg",
+    return _fit_svrg(
+        "dp_svrg", data, loss, plan, restart=True, n_outputs=n_outputs, alpha=alpha,
+        l1_ratio=l1_ratio, epsilon=epsilon, clip_norm=clip_norm,
+        difference_bound=difference_bound, output=output, random_state=random_state,
+        verbose=verbose,
     )
-    plan.details.update(clip_norm=clip, difference_bound=difference_bound, output=output)
-    return SolverResult(coef=coef, n_iter=n_epochs, plan=plan, info=info)
 
 
 def dp_svrg_pp(
@@ -755,10 +767,9 @@ def dp_svrg_pp(
     no strong convexity needed.
     """
     _check_common(loss, output, difference_bound)
-    n_columns = data.X.shape[1]
     plan = plan_dp_svrg_pp(
         data.n_public,
-        n_columns * n_outputs,
+        data.X.shape[1] * n_outputs,
         epsilon,
         delta,
         loss=loss,
@@ -769,23 +780,9 @@ def dp_svrg_pp(
         inner_steps=inner_steps,
         snapshot_share=snapshot_share,
     )
-    clip = gradient_bound(loss, data.row_norm_bound, clip_norm, private=not math.isinf(epsilon))
-    rng = make_rng(random_state)
-    n_epochs = len(plan.details["epoch_lengths"])
-    coef, info = _noisy_prox_svrg(
-        data,
-        loss,
-        plan=plan,
-        n_outputs=n_outputs,
-        alpha=alpha,
-        l1_ratio=l1_ratio,
-        clip=clip,
-        difference_bound=difference_bound,
-        restart=False,
-        output=output,
-        rng=rng,
-        progress=Progress("dp_svrg_pp", n_epochs, verbose),
-        name="dp_svrg_pp",
+    return _fit_svrg(
+        "dp_svrg_pp", data, loss, plan, restart=False, n_outputs=n_outputs, alpha=alpha,
+        l1_ratio=l1_ratio, epsilon=epsilon, clip_norm=clip_norm,
+        difference_bound=difference_bound, output=output, random_state=random_state,
+        verbose=verbose,
     )
-    plan.details.update(clip_norm=clip, difference_bound=difference_bound, output=output)
-    return SolverResult(coef=coef, n_iter=n_epochs, plan=plan, info=info)
