@@ -145,13 +145,15 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
     Privacy
     -------
     (epsilon, delta)-DP with respect to adding or removing one row of ``X``
-    together with its label.  Public: n, the number of features,
+    together with its label.  Public: the number of features,
     ``feature_bound``, ``y_bound``, ``radius``, ``alpha`` and every
-    hyper-parameter.  Entries of ``X`` are clipped to ``feature_bound`` and
-    labels to ``y_bound``; per-sample gradients are clipped to ``clip_norm``
-    (its default above), so one row moves every noisy quantity by a known
-    amount.  The radius implied by ``alpha`` is computed from public numbers
-    only.  Choosing ``radius`` or ``alpha`` by validation on the private data
+    hyper-parameter.  The number of rows is protected: 5% of epsilon buys a
+    Laplace count that stands in for n (averaging, step counts, and the
+    radius implied by ``alpha``), jointly calibrated with the solver.
+    Entries of ``X`` are clipped to ``feature_bound`` and labels to
+    ``y_bound``; per-sample gradients are clipped to ``clip_norm`` (its
+    default above), so one row moves every noisy quantity by a known
+    amount.  Choosing ``radius`` or ``alpha`` by validation on the private data
     leaks beyond this guarantee.
 
     Examples

@@ -100,7 +100,7 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         ball).  ``"auto"`` picks, with ``constraint="l1"`` and a radius,
         ``frank_wolfe`` for smooth losses and ``mirror_descent`` for the
         absolute loss; otherwise ``objective_perturbation`` when ``delta=0``,
-        ``dp_sgd`` for the absolute loss, ``dp_cd`` for the ``"l1"`` and
+        ``dp_sgd`` for the absolute and quantile losses, ``dp_cd`` for the ``"l1"`` and
         ``"elasticnet"`` penalties and ``dp_gd`` otherwise, and ``"resque"`` (ReSQue ball
         acceleration for Lipschitz losses: absolute, quantile, Huber; over the
         L2 ball of ``radius``, or unconstrained), which ``"auto"`` never picks:
@@ -113,7 +113,9 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         by name (see docs/solvers/erm_revisited.md).
     max_iter, learning_rate, batch_size, clip_norm, solver_options
         As in :class:`DPLogisticRegression`.  For the squared loss without
-        ``radius`` the default clip is ``2 * y_bound`` times the row bound.
+        ``radius`` the loss's own gradient bound is ``2 * y_bound`` times the
+        row bound (labels and residuals are clipped); private ``dp_gd`` and
+        ``dp_sgd`` fits clip at half of it by default.
     n_jobs : int or None, default=None
         Threads for solvers with parallel work (``resque`` evaluates each
         round of queries in chunks over them); results do not depend on it.

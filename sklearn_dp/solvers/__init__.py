@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ._common import PrivacyPlan, SolverResult, make_rng
+from ._common import PrivacyPlan, PrivateCount, SolverResult, make_rng, release_count
 from ._coordinate_descent import dp_cd, plan_dp_cd
 from ._gradient_descent import dp_gd, plan_dp_gd
 from ._sgd import dp_sgd, plan_dp_sgd
@@ -30,13 +30,19 @@ __all__ = [
     "get_solver",
     "check_solver_supports",
     "PrivacyPlan",
+    "PrivateCount",
     "SolverResult",
     "make_rng",
+    "release_count",
     "dp_gd",
     "dp_sgd",
     "objective_perturbation",
     "output_perturbation",
     "dp_cd",
+    "frank_wolfe",
+    "vr_frank_wolfe",
+    "mirror_descent",
+    "localized_mirror_descent",
     "resque",
     "dp_svrg",
     "dp_svrg_pp",

@@ -401,9 +401,9 @@ def frank_wolfe(
     Privacy
     -------
     Under add/remove-one-row neighbouring, one row changes the gradient
-    average (sum over the rows divided by the public n) by at most ``C / n``
-    in l-infinity, so every vertex score changes by at most ``Delta =
-    vertex_radius * C / n``.  Each step is the exponential mechanism with
+    average (sum over the rows divided by the public normaliser N) by at
+    most ``C / N`` in l-infinity, so every vertex score changes by at most
+    ``Delta = vertex_radius * C / N``.  Each step is the exponential mechanism with
     Gumbel scale ``2 Delta / eps0``: ``eps0``-DP and ``eps0^2/8``-zCDP.  The
     T steps are adaptive compositions: pure composition gives epsilon with
     ``eps0 = epsilon / T`` (delta = 0); with ``delta > 0`` the zCDP composition
@@ -673,7 +673,7 @@ def vr_frank_wolfe(
     each vertex's computation to be private against a change of the whole
     vertex batch, not of one row), so the approximate schedule is certified
     by composition alone and is never less noisy than the pure one.
-    Public: n, the bounds, radius, alpha, T and b.
+    Public: the bounds, radius, alpha, T and b; the row count is private: the estimators pass a DP count (``data.n_public``, ``data.normalizer``); a direct call on data without one treats n as public.
     """
     solver = "vr_frank_wolfe"
     _check_single_output(n_outputs, solver)

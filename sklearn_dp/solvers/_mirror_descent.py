@@ -679,7 +679,7 @@ def mirror_descent(
     probability, independently), and their events are composed; that is an
     upper bound of the guarantee (parallel composition would give the
     maximum), recorded because DpEvents must compose in a budget.  Public:
-    n, d, the bounds, radius, alpha, p, b, T.
+    d, the bounds, radius, alpha, p, b, T; the row count is private: the estimators pass a DP count (``data.n_public``, ``data.normalizer``); a direct call on data without one treats n as public.
     """
     return _mirror_descent_fit(
         "mirror_descent",
@@ -773,8 +773,8 @@ def localized_mirror_descent(
     disjoint data would allow the maximum instead of the composition
     (parallel composition); a DpEvent cannot express that, and the recorded
     event must compose with other fits in a budget.  The regulariser is
-    data-independent and needs no noise.  Public: n, d, the bounds, radius,
-    alpha, p and the schedule.
+    data-independent and needs no noise.  Public: d, the bounds, radius,
+    alpha, p and the schedule; the row count is private: the estimators pass a DP count (``data.n_public``, ``data.normalizer``); a direct call on data without one treats n as public.
     """
     return _mirror_descent_fit(
         "localized_mirror_descent",

@@ -805,7 +805,7 @@ def resque(
     Gaussian mechanisms (PLD accounting); the line search, projections,
     averaging and acceleration only post-process the noisy sums.  All
     counts are fixed from public inputs before the data is touched.  Public:
-    n, d, B, R, tol, q, every count and option.
+    d, B, R, tol, q, every count and option; the row count is private: the estimators pass a DP count (``data.n_public``, ``data.normalizer``); a direct call on data without one treats n as public.
     """
     if n_outputs != 1:
         raise ValueError("resque fits single-output losses only (binary, regression).")
