@@ -16,11 +16,11 @@ bound 1.5 but for rare noise, which is clipped).  For rows uniform in
 [-1, 1]^d the population excess risk is exactly ``||w - w*||^2 / 6``; the zero
 model has 1/30 = 0.033.
 
-Left: ``frank_wolfe``'s excess risk and support recovery against epsilon at
-n = 800, d = 1000 (d > n).  Right: both methods' excess risk against d at
-n = 2000, epsilon = 8.  Three seeds per point here to stay under a minute; ``benchmarks/bench_lasso.py`` (results in
-``benchmarks/results/lasso.md``) runs all four l1 solvers, d up to 10000, and the
-diabetes data.
+Left: ``frank_wolfe``'s excess risk and support recovery against epsilon at n =
+800, d = 1000 (d > n). Right: both methods' excess risk against d at n = 2000,
+epsilon = 8. Three seeds per point here to stay under a minute;
+``benchmarks/bench_lasso.py`` (results in ``benchmarks/results/lasso.md``) runs
+all four l1 solvers, d up to 10000, and the diabetes data.
 """
 
 # %%

@@ -32,7 +32,8 @@ data_norm = 0.5 * math.sqrt(X.shape[1])  # the largest row norm the map allows
 X_train, X_test, y_train, y_test = train_test_split(
     X, y, test_size=0.2, random_state=0, stratify=y
 )
-print(f"{X_train.shape[0]} training rows, {X_test.shape[0]} test rows, data_norm = {data_norm:.3f}")'''
+print(f"{X_train.shape[0]} training rows, {X_test.shape[0]} test rows, "
+      f"data_norm = {data_norm:.3f}")'''
 
 
 def first_private_model():
