@@ -11,14 +11,14 @@ independent and could run in parallel).  After a fit,
 total number of per-sample gradient queries in ``n_queries_``.
 
 We fit least-absolute-deviation regression (``loss="absolute"``) on generated
-data (n = 10000, d = 10, rows in the unit ball, labels in [-1, 1] with heavy-tailed
+data (n = 5000, d = 10, rows in the unit ball, labels in [-1, 1] with heavy-tailed
 noise) with ``resque`` and with ``dp_sgd``, both with their defaults, and with
 ``dp_sgd`` given the same gradient budget as ``resque`` (batches of 32, 20
 passes).  The metric is the excess empirical risk ``mean|y - X w - b| - F*``
 against the exact optimum ``F*`` of the same problem (a linear program).
 
-Three seeds and two finite epsilons keep this example under a minute; the
-full benchmark (n = 10^4 and 10^5, epsilon from 0.5 to 4, diabetes, an ablation
+n = 5000, three seeds and two finite epsilons keep this example under a
+minute; the full benchmark (n = 10^4 and 10^5, epsilon from 0.5 to 4, diabetes, an ablation
 of resque's tolerance) is ``benchmarks/bench_resque.py``, results in
 ``benchmarks/results/resque.md``.
 """
@@ -37,7 +37,7 @@ from scipy.optimize import linprog
 from sklearn_dp import DPSCORegressor
 
 start = time.perf_counter()
-n, d = 10_000, 10
+n, d = 5_000, 10
 rng = np.random.default_rng(0)
 X = rng.normal(size=(n, d)) / math.sqrt(d)
 X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]  # rows in the unit ball
@@ -125,20 +125,19 @@ fig.tight_layout()
 # %%
 # What it shows
 # -------------
-# ``resque`` **loses to** ``dp_sgd`` here.  In our run, with its defaults
+# ``resque`` **loses to** ``dp_sgd`` here. In our run, with its defaults
 # ``dp_sgd`` (100 steps on batches of 10% of the data) has a median excess risk
-# of 2.9e-5 at epsilon = 0.5 and 2.0e-5 at epsilon = 1, against ``resque``'s
-# 6.9e-4 and 1.6e-4 (24x and 8x worse), and each fit is about 10x faster once
-# calibrated.  Even without noise ``resque`` stops at its target tolerance
-# (4.4e-5 against 2.1e-5).  ``resque``'s query depth (67 to 77 rounds,
-# depending on epsilon) is about 90x lower than that of ``dp_sgd`` with the same small
-# batches and gradient budget (6250 steps), which is the paper's point, but it
-# is *not* lower than ``dp_sgd``'s default large-batch schedule (100 rounds),
-# which is also more accurate.  The benchmark finds the same at n = 10^5, and a
-# mixed picture on the small diabetes data (``resque`` beats ``dp_sgd``'s
-# defaults there).  Use ``resque`` to study the method, or where the number of
-# sequential rounds at a small fixed batch is what costs; on one machine, pick
-# ``dp_sgd``.
+# of 6.3e-5 at epsilon = 0.5 and 4.1e-5 at epsilon = 1, against ``resque``'s
+# 2.4e-3 and 7.4e-4 (38x and 18x worse), and each fit is many times faster. Even
+# without noise ``resque`` stops at its target tolerance (1.7e-4 against
+# 4.7e-5). ``resque``'s query depth (about 60 rounds) is 50x lower than that of
+# ``dp_sgd`` with the same small batches and gradient budget (3125 steps), which
+# is the paper's point, but it is *not* lower than ``dp_sgd``'s default large-
+# batch schedule (100 rounds), which is also more accurate. The benchmark finds
+# the same at n = 10^4 and 10^5 (8x and 5x worse at epsilon = 1), and a mixed
+# picture on the small diabetes data (``resque`` beats ``dp_sgd``'s defaults
+# there). Use ``resque`` to study the method, or where the number of sequential
+# rounds at a small fixed batch is what costs; on one machine, pick ``dp_sgd``.
 print(f"example ran in {time.perf_counter() - start:.1f} s")
 if matplotlib.get_backend().lower() != "agg":  # an interactive session: show the window
     plt.show()
