@@ -101,6 +101,7 @@ def test_readme_solver_table_matches_registry():
 @pytest.mark.slow
 @pytest.mark.parametrize("script", EXAMPLES, ids=[p.name for p in EXAMPLES])
 def test_example_runs(script, tmp_path):
+    pytest.importorskip("matplotlib", reason="the examples need the examples extra (matplotlib)")
     start = time.perf_counter()
     result = subprocess.run(
         [sys.executable, str(script)],
