@@ -1,5 +1,10 @@
-"""Quickstart: private logistic regression with a shared privacy budget.
+"""
+Quickstart: private logistic regression with a shared budget
+============================================================
 
+Fit :class:`~sklearn_dp.DPLogisticRegression` on public-scaled data, compare it
+with scikit-learn, recompute its epsilon from ``dp_event_``, share one
+:class:`~sklearn_dp.PrivacyBudget` between several fits and run out of it.
 Run with ``python examples/quickstart.py`` (a few seconds).
 """
 
