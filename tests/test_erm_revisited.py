@@ -111,9 +111,10 @@ def test_svrg_plan_counts_epochs_times_inner_steps():
         10_000, 11, math.inf, 1e-5, loss=LOGISTIC, row_norm_bound=1.0, alpha=0.01,
         max_iter=7, batch_size=1,
     )
-    # 4801 rounded up to three significant digits (fits on noisy counts share calibrations).
-    assert plan.details["inner_steps"] == 4810
-    assert plan.n_steps == 7 + 7 * 4810
+    # 4801 rounded up to the grid 10^(k/20): 10^(74/20) = 5011.9 (fits on noisy
+    # counts share calibrations).
+    assert plan.details["inner_steps"] == 5012
+    assert plan.n_steps == 7 + 7 * 5012
     assert plan.details["step_size"] == pytest.approx(1 / 12)
 
 
@@ -877,3 +878,18 @@ def test_dp_gd_last_iterate_meets_the_pl_bound():
         details["noise_std"] / n
     ) ** 2 / (2 * alpha)
     assert np.mean(gaps) <= bound
+
+
+def test_default_epoch_length_is_shared_by_nearby_counts():
+    # A Laplace count of about 455 rows varies by a few percent; the default
+    # epoch length (which grows with C n) takes at most two values over +-4%.
+    from sklearn_dp.solvers._svrg import _ceil_to_grid
+
+    lengths = {
+        plan_dp_svrg(
+            n, 11, 1.0, 1e-5, loss=LOGISTIC, row_norm_bound=1.0, alpha=1.0 / n, max_iter=3,
+        ).details["inner_steps"]
+        for n in np.linspace(437.0, 473.0, 13)
+    }
+    assert len(lengths) <= 2
+    assert [_ceil_to_grid(v) for v in (1, 1.5, 9.9, 10, 10.01, 4801)] == [1, 2, 10, 10, 12, 5012]

@@ -48,8 +48,9 @@ The row count is private under add/remove neighbouring: sums are averaged
 with ``data.normalizer`` and every n-dependent default (the sampling rate,
 the epoch lengths) uses ``data.n_public``, the DP count estimators release
 (a direct call without one treats n as public).  Rates and epoch lengths are
-rounded (two and three significant digits) so that fits on noisy counts of
-similar size share one cached calibration.
+rounded (rates to two significant digits, epoch lengths up to a geometric
+grid with 12% steps) so that fits on noisy counts of similar size share one
+cached calibration.
 
 The fit is ``Compose(SelfComposed(Gaussian(s_snap), T), SelfComposed(
 PoissonSampled(q, Gaussian(s_diff)), K))`` with ``T`` epochs and ``K`` inner
@@ -123,10 +124,21 @@ def _two_digits(value):
     return float(f"{value:.2g}")
 
 
-def _ceil_three_digits(value):
-    """Smallest number with three significant digits that is >= value (value > 0)."""
-    unit = 10.0 ** (math.floor(math.log10(value)) - 2)
-    return math.ceil(value / unit - 1e-9) * unit
+#: Points per decade of the geometric grid that default epoch lengths are
+#: rounded up to (steps of about 12%).
+EPOCH_GRID_POINTS = 20
+
+
+def _ceil_to_grid(value):
+    """Smallest integer >= value on the geometric grid ``10 ** (k / EPOCH_GRID_POINTS)``, rounded up.
+
+    The default epoch length grows with the L2 strength's inverse ``C n``, so
+    with a noisy count it differs on every fit; on a grid with 12% steps, fits
+    on counts of similar size share one cached calibration.  Rounding up only
+    lowers the contraction factor of the analysis.
+    """
+    k = math.ceil(EPOCH_GRID_POINTS * math.log10(value) - 1e-9)
+    return int(math.ceil(10.0 ** (k / EPOCH_GRID_POINTS) - 1e-9))
 
 
 def svrg_sampling(n_samples, batch_size=None):
@@ -308,8 +320,8 @@ def plan_dp_svrg(
     (or ``alpha=None``, a strength that scales with the count) the plan is
     not known yet and None is returned.  ``max_iter`` is the number of
     epochs T; ``inner_steps`` the epoch length m (default: the smallest m
-    meeting the paper's condition (4) for the step size, rounded up to three
-    significant digits, which only lowers the contraction factor);
+    meeting the paper's condition (4) for the step size, rounded up to a
+    geometric grid with 12% steps, which only lowers the contraction factor);
     ``batch_size`` the expected Poisson mini-batch b.
     """
     smoothness = _loss_smoothness(loss, row_norm_bound)
@@ -321,8 +333,8 @@ def plan_dp_svrg(
     if step_size is None:
         step_size = svrg_step_size(smoothness, batch_size)
     if inner_steps is None:
-        inner_steps = int(
-            _ceil_three_digits(svrg_inner_steps(smoothness, strong_convexity, step_size, batch_size))
+        inner_steps = _ceil_to_grid(
+            svrg_inner_steps(smoothness, strong_convexity, step_size, batch_size)
         )
     elif not strong_convexity > 0:
         raise ValueError("dp_svrg needs a strongly convex objective (an L2 penalty alpha > 0).")
