@@ -153,6 +153,16 @@ _LOGISTIC = dict(classes=[0, 1], penalty=None, clip_norm=0.05)
 _GD = dict(momentum=None, output="last")
 _SVRG = dict(batch_size=4, inner_steps=3, max_iter=2)
 
+def _perturbation(solver, note):
+    # Huber(0.5) with a saturating canary along column 1; the same public alpha on D and D'.
+    return (
+        1.0, dict(loss="huber", task="regression", geometry="l2", alpha=0.2),
+        (DPSCORegressor, "regression",
+         dict(solver=solver, loss="huber", huber_threshold=0.5, alpha=0.2, delta=0.0)),
+        note,
+    )
+
+
 # solver -> (claimed epsilon, solver-level options, estimator-level (class, task, params), note)
 _CONFIGS = {
     "dp_gd": (
@@ -177,19 +187,11 @@ _CONFIGS = {
               solver_options=dict(sampling="full", output="last"), **_LOGISTIC)),
         "full sampling (every coordinate every step): the tightest dp_cd setting",
     ),
-    "objective_perturbation": (
-        1.0, dict(loss="huber", task="regression", geometry="l2", alpha=0.2),
-        (DPSCORegressor, "regression",
-         dict(solver="objective_perturbation", loss="huber", huber_threshold=0.5, alpha=0.2,
-              delta=0.0)),
-        "pure epsilon-DP; canary saturates the Huber derivative along column 1",
+    "objective_perturbation": _perturbation(
+        "objective_perturbation", "pure epsilon-DP; canary saturates the Huber derivative"
     ),
-    "output_perturbation": (
-        1.0, dict(loss="huber", task="regression", geometry="l2", alpha=0.2),
-        (DPSCORegressor, "regression",
-         dict(solver="output_perturbation", loss="huber", huber_threshold=0.5, alpha=0.2,
-              delta=0.0)),
-        "pure epsilon-DP; the minimiser moves by the full sensitivity along column 1",
+    "output_perturbation": _perturbation(
+        "output_perturbation", "pure epsilon-DP; the minimiser moves by the full sensitivity"
     ),
     "frank_wolfe": (
         1.0, dict(loss="squared", task="noise", geometry="linf", n=200, max_iter=1,
