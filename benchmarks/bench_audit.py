@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 import sklearn_dp.solvers._gradient_descent as gd_module  # noqa: E402
-from audit_configs import solver_audits  # noqa: E402
+from audit_configs import estimator_variants, solver_audits  # noqa: E402
 from sklearn_dp.accounting import (  # noqa: E402
     gaussian_noise_multiplier,
     subsampled_gaussian_noise_multiplier,
@@ -60,6 +60,7 @@ RUNS = {
     "dp_svrg_pp-estimator": 1000,
     # ~3 s per fit: its PLD calibration depends on the (continuous) noisy row count.
     "localized_mirror_descent-estimator": 60,
+    # Second-estimator variants share their id, so the counts above, with their solver.
 }
 CONTROL_RUNS = 200
 
@@ -93,11 +94,14 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10x fewer runs (a smoke test)")
     parser.add_argument("--only", nargs="*", help="audit ids (e.g. dp_gd-solver) to run")
+    parser.add_argument("--variants-only", action="store_true",
+                        help="only the second-estimator audits (results/audit_variants.md)")
     parser.add_argument("--output", help="default results/audit.md (partial runs: audit_quick.md)")
     args = parser.parse_args(argv)
     if args.output is None:
         partial = args.quick or args.only
-        args.output = str(RESULTS / ("audit_quick.md" if partial else "audit.md"))
+        name = "audit_variants.md" if args.variants_only else "audit.md"
+        args.output = str(RESULTS / ("audit_quick.md" if partial else name))
     scale = 10 if args.quick else 1
     total_start = time.perf_counter()
     rows, controls = [], []
@@ -105,7 +109,9 @@ def main(argv=None):
     def log(text):
         print(text, flush=True)
 
-    for audit in solver_audits():
+    audits = [] if args.variants_only else solver_audits()
+    audits += estimator_variants()
+    for audit in audits:
         if args.only and audit.id not in args.only:
             continue
         n_runs = RUNS.get(audit.id, DEFAULT_RUNS) // scale
@@ -117,16 +123,16 @@ def main(argv=None):
                                     n_runs)
         rows.append((audit, result, seconds))
         flag = "" if result.consistent else "   <-- PRIVACY BUG?"
-        log(f"{audit.id:40s} eps={audit.epsilon:g} delta={audit.delta:g} runs={n_runs} "
+        log(f"{audit.id + " " + audit.estimator:55s} eps={audit.epsilon:g} delta={audit.delta:g} runs={n_runs} "
             f"lb={result.epsilon_lower_bound:.3f} max={result.max_lower_bound:.2f} "
             f"({seconds:.0f}s){flag}")
         # Positive control: the same audit with the noise off.
         result, seconds = run_audit(audit.make_run(math.inf), audit.epsilon, audit.delta,
                                     max(8, CONTROL_RUNS // scale))
-        controls.append((f"{audit.id}: noise off", audit.epsilon, audit.delta, result, seconds))
+        controls.append((f"{audit.id} ({audit.estimator}): noise off", audit.epsilon, audit.delta, result, seconds))
         log(f"  control noise off: lb={result.epsilon_lower_bound:.3f} ({seconds:.0f}s)")
 
-    if not args.only:
+    if not args.only and not args.variants_only:
         # Subtler positive controls: noise calibrated for one step of T.
         audit = next(a for a in solver_audits("solver") if a.solver == "dp_gd")
         gd_module.plan_dp_gd = broken_plan_dp_gd

@@ -286,3 +286,45 @@ def solver_audits(level=None):
 
 def configured_solvers():
     return set(_CONFIGS)
+
+
+# --------------------------------------------------------------------------
+# More estimators per solver (estimator level only; thorough runs)
+# --------------------------------------------------------------------------
+
+_REGRESSOR = dict(penalty=None, clip_norm=0.05)
+_L1_REGRESSOR = dict(penalty=None, constraint="l1", radius=1.0, feature_bound=1.0)
+
+# solver -> (estimator, task, rows, claimed epsilon, params)
+_VARIANTS = [
+    ("dp_gd", DPSCORegressor, "regression", 20, 2.0,
+     dict(solver="dp_gd", max_iter=8, solver_options=_GD, **_REGRESSOR)),
+    ("dp_sgd", DPSCORegressor, "regression", 1000, 2.0,
+     dict(solver="dp_sgd", loss="huber", max_iter=10, solver_options={"momentum": None},
+          **_REGRESSOR)),
+    ("dp_cd", DPSCORegressor, "regression", 20, 2.0,
+     dict(solver="dp_cd", max_iter=2, feature_bound=1.0,
+          solver_options=dict(sampling="full", output="last"), **_REGRESSOR)),
+    ("dp_cd", DPLasso, "regression", 20, 2.0,
+     dict(solver="dp_cd", alpha=1e-6, max_iter=2, feature_bound=1.0, clip_norm=0.05,
+          solver_options=dict(sampling="full", output="last"))),
+    ("frank_wolfe", DPSCORegressor, "noise", 200, 1.0,
+     dict(solver="frank_wolfe", max_iter=1, delta=0.0, **_L1_REGRESSOR)),
+    ("mirror_descent", DPSCORegressor, "regression", 200, 2.0,
+     dict(solver="mirror_descent", max_iter=3, batch_size=10**6, clip_norm=0.5,
+          **_L1_REGRESSOR)),
+    ("dp_accmd", DPSCORegressor, "regression", 20, 2.0,
+     dict(solver="dp_accmd", max_iter=4, radius=2.0, **_REGRESSOR)),
+]
+
+
+def estimator_variants():
+    """Estimator-level audits of solvers with a second estimator (thorough runs only)."""
+    audits = []
+    for solver, estimator, task, n, epsilon, params in _VARIANTS:
+        params = {"delta": DELTA, **params}
+        audits.append(SolverAudit(
+            solver, "estimator", estimator.__name__, epsilon, params["delta"],
+            _estimator_run(estimator, task, n=n, **params), "second estimator", params,
+        ))
+    return audits
