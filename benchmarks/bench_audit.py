@@ -123,7 +123,8 @@ def main(argv=None):
                                     n_runs)
         rows.append((audit, result, seconds))
         flag = "" if result.consistent else "   <-- PRIVACY BUG?"
-        log(f"{audit.id + " " + audit.estimator:55s} eps={audit.epsilon:g} delta={audit.delta:g} runs={n_runs} "
+        name = f"{audit.id} {audit.estimator}"
+        log(f"{name:55s} eps={audit.epsilon:g} delta={audit.delta:g} runs={n_runs} "
             f"lb={result.epsilon_lower_bound:.3f} max={result.max_lower_bound:.2f} "
             f"({seconds:.0f}s){flag}")
         # Positive control: the same audit with the noise off.
