@@ -130,7 +130,7 @@ def main(argv=None):
         # Positive control: the same audit with the noise off.
         result, seconds = run_audit(audit.make_run(math.inf), audit.epsilon, audit.delta,
                                     max(8, CONTROL_RUNS // scale))
-        controls.append((f"{audit.id} ({audit.estimator}): noise off", audit.epsilon, audit.delta, result, seconds))
+        controls.append((f"{name}: noise off", audit.epsilon, audit.delta, result, seconds))
         log(f"  control noise off: lb={result.epsilon_lower_bound:.3f} ({seconds:.0f}s)")
 
     if not args.only and not args.variants_only:
