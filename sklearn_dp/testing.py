@@ -17,14 +17,18 @@ proves nothing by itself: audits find bugs, they do not prove privacy.
 
 Two levels are provided:
 
-* :func:`audit_noisy_gradient_sum`: the noisy clipped-gradient-sum kernel with
-  an extreme canary row; fast and powerful.
+* :func:`audit_noisy_gradient_sum`: T noisy clipped-gradient-sum releases
+  (optionally Poisson-sampled) with an extreme canary row; fast and powerful,
+  catches noise calibrated for fewer steps than it is used for.
 * :func:`audit_estimator`: a whole estimator fitted on D and on D plus a
   canary row; catches bounds read from the data and forgotten noise on any
   code path.
 
-and :func:`check_dp_event`, which recomputes a fitted model's recorded
-``dp_event_`` with dp_accounting.
+Both are built on :func:`audit_mechanism` (any ``run(with_canary, seed)``),
+:func:`choose_threshold` and :func:`epsilon_lower_bound`;
+:func:`max_epsilon_lower_bound` says how large a bound a number of runs can
+give at all.  :func:`check_dp_event` recomputes a fitted model's recorded
+``dp_event_`` with dp_accounting.  See ``docs/audits.md``.
 """
 
 from __future__ import annotations
