@@ -147,11 +147,11 @@ def main(argv=None):
                          result, seconds))
         log(f"control dp_gd one-step noise: lb={result.epsilon_lower_bound:.3f}")
         for label, steps, rate, broken_steps in (
-            ("kernel, 8 full-batch steps", 8, 1.0, 1),
-            ("kernel, 100 Poisson steps q=0.1", 100, 0.1, 10),
+            ("kernel, 8 full-batch steps", 8, 1.0, (1,)),
+            ("kernel, 100 Poisson steps q=0.1", 100, 0.1, (1, 10)),
         ):
-            for name, calibrated_for in (("calibrated", steps), ("noise for fewer steps",
-                                                                  broken_steps)):
+            cases = [("calibrated", steps)] + [("noise for fewer steps", b) for b in broken_steps]
+            for name, calibrated_for in cases:
                 epsilon, delta, clip = 2.0, 1e-5, 1.0
                 if rate >= 1:
                     sigma = gaussian_noise_multiplier(epsilon, delta, calibrated_for)
