@@ -29,7 +29,6 @@ find a lower bound above the claimed epsilon.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Callable
 
