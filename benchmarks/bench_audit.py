@@ -10,8 +10,8 @@ same audits have the power to find a violation.
 
 Writes ``benchmarks/results/audit.md``.  One command, one core::
 
-    PYTHONPATH=. python benchmarks/bench_audit.py            # ~35 min
-    PYTHONPATH=. python benchmarks/bench_audit.py --quick    # ~3 min, 10x fewer runs
+    PYTHONPATH=. python benchmarks/bench_audit.py            # 9-15 min
+    PYTHONPATH=. python benchmarks/bench_audit.py --quick    # ~2 min, 10x fewer runs
 
 Any lower bound above the claimed epsilon is a privacy bug.
 """
@@ -123,7 +123,7 @@ def main(argv=None):
                                     n_runs)
         rows.append((audit, result, seconds))
         flag = "" if result.consistent else "   <-- PRIVACY BUG?"
-        name = f"{audit.id} {audit.estimator}"
+        name = audit.id if audit.level == "solver" else f"{audit.id} {audit.estimator}"
         log(f"{name:55s} eps={audit.epsilon:g} delta={audit.delta:g} runs={n_runs} "
             f"lb={result.epsilon_lower_bound:.3f} max={result.max_lower_bound:.2f} "
             f"({seconds:.0f}s){flag}")
