@@ -34,6 +34,7 @@ from sklearn_dp.solvers._coordinate_descent import (
     smoothness_constants,
 )
 from sklearn_dp.solvers._gradient_descent import DEFAULT_CLIP_FRACTION
+from sklearn_dp.testing import audit_mechanism
 
 DELTA = 1e-5
 
@@ -643,38 +644,12 @@ def test_squared_loss_with_l1_penalty_is_registered_for_dplasso():
 # --------------------------------------------------------------------------
 
 
-def _cp_upper(k, n, alpha=0.025):
-    from scipy.stats import beta
-
-    return 1.0 if k >= n else float(beta.ppf(1 - alpha, k + 1, n - k))
-
-
-def _epsilon_lower_bound(stat_d, stat_dp, threshold, delta=DELTA):
-    fpr = _cp_upper(int(np.sum(stat_d > threshold)), len(stat_d))
-    fnr = _cp_upper(int(np.sum(stat_dp <= threshold)), len(stat_dp))
-    bounds = [0.0]
-    for a, b in ((fpr, fnr), (fnr, fpr)):
-        if 1 - delta - b > 0:
-            bounds.append(math.log((1 - delta - b) / a))
-    return max(bounds)
-
-
 def _audit(run, n_runs):
-    """Threshold picked on one half of the runs, Clopper-Pearson bound on fresh runs."""
-
-    def sample(dataset, block):
-        return np.array([run(dataset, (2 * block + dataset) * 100_003 + i) for i in range(n_runs)])
-
-    cal_d, cal_dp = sample(0, 0), sample(1, 0)
-    candidates = np.quantile(np.concatenate([cal_d, cal_dp]), np.linspace(0.02, 0.98, 49))
-
-    def point(t):
-        fpr = max(np.mean(cal_d > t), 1 / n_runs)
-        fnr = max(np.mean(cal_dp <= t), 1 / n_runs)
-        return max(math.log(max(1 - fnr, 1e-12) / fpr), math.log(max(1 - fpr, 1e-12) / fnr))
-
-    threshold = max(candidates, key=point)
-    return _epsilon_lower_bound(sample(0, 1), sample(1, 1), threshold)
+    """Threshold picked on ``n_runs`` runs per data set, 95% Clopper-Pearson bound on fresh runs."""
+    return audit_mechanism(
+        run, claimed_epsilon=math.inf, delta=DELTA, n_runs=2 * n_runs, calibration_runs=n_runs,
+        candidates=49, criterion="empirical",
+    ).epsilon_lower_bound
 
 
 def _canary_run(epsilon, max_iter, solver_options):

@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from scipy.optimize import minimize, minimize_scalar
-from scipy.stats import beta
 from sklearn.datasets import make_classification, make_regression
 from sklearn.linear_model import Lasso, LogisticRegression, Ridge
 
@@ -48,6 +47,7 @@ from sklearn_dp.solvers._svrg import (
     svrg_pp_step_size,
     svrg_step_size,
 )
+from sklearn_dp.testing import audit_mechanism
 
 LOGISTIC = get_loss("log_loss")
 
@@ -618,37 +618,12 @@ def test_svrg_output_depends_on_data_only_through_noisy_releases(monkeypatch, so
 AUDIT_DELTA = 1e-5
 
 
-def _cp_upper(k, n, alpha=0.025):
-    return 1.0 if k >= n else float(beta.ppf(1 - alpha, k + 1, n - k))
-
-
-def _epsilon_lower_bound(stat_d, stat_dp, threshold):
-    """95% lower bound on epsilon from the test "stat > threshold means D' was used"."""
-    fpr = _cp_upper(int(np.sum(stat_d > threshold)), len(stat_d))
-    fnr = _cp_upper(int(np.sum(stat_dp <= threshold)), len(stat_dp))
-    bounds = [0.0]
-    for a, b in ((fpr, fnr), (fnr, fpr)):
-        if 1 - AUDIT_DELTA - b > 0:
-            bounds.append(math.log((1 - AUDIT_DELTA - b) / a))
-    return max(bounds)
-
-
 def _audit(run, n_runs):
-    """Pick the threshold on one set of runs, evaluate it on fresh runs."""
-
-    def sample(dataset, block):
-        return np.array([run(dataset, (2 * block + dataset) * 100_003 + i) for i in range(n_runs)])
-
-    cal_d, cal_dp = sample(0, 0), sample(1, 0)
-    candidates = np.quantile(np.concatenate([cal_d, cal_dp]), np.linspace(0.02, 0.98, 49))
-
-    def point(t):
-        fpr = max(np.mean(cal_d > t), 1 / n_runs)
-        fnr = max(np.mean(cal_dp <= t), 1 / n_runs)
-        return max(math.log(max(1 - fnr, 1e-12) / fpr), math.log(max(1 - fpr, 1e-12) / fnr))
-
-    threshold = max(candidates, key=point)
-    return _epsilon_lower_bound(sample(0, 1), sample(1, 1), threshold)
+    """Pick the threshold on ``n_runs`` runs per data set, bound epsilon on fresh runs."""
+    return audit_mechanism(
+        run, claimed_epsilon=math.inf, delta=AUDIT_DELTA, n_runs=2 * n_runs,
+        calibration_runs=n_runs, candidates=49, criterion="empirical",
+    ).epsilon_lower_bound
 
 
 def _canary_datasets(n=20):

@@ -20,44 +20,26 @@ import math
 
 import numpy as np
 import pytest
-from scipy.stats import beta
 
 from sklearn_dp._data import bound_data
 from sklearn_dp._losses import HuberLoss
 from sklearn_dp.solvers import objective_perturbation, output_perturbation
+from sklearn_dp.testing import audit_mechanism
 
-CONFIDENCE_SPLIT = 0.025  # per error rate: 95% overall (union bound)
 N_RUNS = 1000
 
 
-def cp_upper(k, n, alpha=CONFIDENCE_SPLIT):
-    """One-sided Clopper-Pearson upper bound for k successes in n trials."""
-    return 1.0 if k >= n else float(beta.ppf(1 - alpha, k + 1, n - k))
-
-
-def epsilon_lower_bound(stat_d, stat_d_prime, threshold, delta):
-    fpr = cp_upper(int(np.sum(stat_d > threshold)), len(stat_d))
-    fnr = cp_upper(int(np.sum(stat_d_prime <= threshold)), len(stat_d_prime))
-    bounds = [0.0]
-    for a, b in ((fpr, fnr), (fnr, fpr)):
-        if 1 - delta - b > 0:
-            bounds.append(math.log((1 - delta - b) / a))
-    return max(bounds)
-
-
 def audit(run, delta, n_runs=N_RUNS):
-    """run(dataset_index, seed) -> statistic; 0 is D, 1 is D'."""
+    """run(dataset_index, seed) -> statistic; 0 is D, 1 is D'.
 
-    def sample(dataset, block):
-        base = (2 * block + dataset) * 1_000_003
-        return np.array([run(dataset, base + i) for i in range(n_runs)])
-
-    cal_d, cal_dp = sample(0, 0), sample(1, 0)
-    candidates = np.quantile(np.concatenate([cal_d, cal_dp]), np.linspace(0.005, 0.995, 199))
-    # Pick the threshold whose confidence bound is best on the calibration runs
-    # (a point estimate would favour extreme thresholds that rest on a few runs).
-    threshold = max(candidates, key=lambda t: epsilon_lower_bound(cal_d, cal_dp, t, delta))
-    return epsilon_lower_bound(sample(0, 1), sample(1, 1), threshold, delta)
+    ``n_runs`` runs per data set choose the threshold whose confidence bound is
+    best on them (a point estimate would favour extreme thresholds that rest
+    on a few runs); ``n_runs`` fresh ones give the 95% lower bound.
+    """
+    return audit_mechanism(
+        run, claimed_epsilon=math.inf, delta=delta, n_runs=2 * n_runs, calibration_runs=n_runs,
+        candidates=199, criterion="bound",
+    ).epsilon_lower_bound
 
 
 def canary_datasets():

@@ -25,14 +25,13 @@ import math
 import numpy as np
 import pytest
 from dp_accounting import dp_event as dpe
-from scipy.stats import beta
 
 import sklearn_dp.solvers._gradient_descent as gd_module
 from sklearn_dp import DPLogisticRegression
 from sklearn_dp.accounting import epsilon_of_event
+from sklearn_dp.testing import audit_mechanism
 
 DELTA = 1e-5
-CONFIDENCE_SPLIT = 0.025  # per rate: 95% overall by the union bound
 
 
 # --------------------------------------------------------------------------
@@ -40,44 +39,16 @@ CONFIDENCE_SPLIT = 0.025  # per rate: 95% overall by the union bound
 # --------------------------------------------------------------------------
 
 
-def cp_upper(k, n, alpha=CONFIDENCE_SPLIT):
-    """One-sided Clopper-Pearson upper bound for k successes out of n."""
-    return 1.0 if k >= n else float(beta.ppf(1 - alpha, k + 1, n - k))
-
-
-def epsilon_lower_bound(stat_d, stat_d_prime, threshold, delta=DELTA):
-    """Lower bound on epsilon from the test "stat > threshold means D' was used"."""
-    fpr = cp_upper(int(np.sum(stat_d > threshold)), len(stat_d))
-    fnr = cp_upper(int(np.sum(stat_d_prime <= threshold)), len(stat_d_prime))
-    bounds = [0.0]
-    for a, b in ((fpr, fnr), (fnr, fpr)):
-        if 1 - delta - b > 0:
-            bounds.append(math.log((1 - delta - b) / a))
-    return max(bounds)
-
-
-def empirical_epsilon(stat_d, stat_d_prime, threshold, delta=DELTA):
-    """Point estimate (no confidence correction) used to pick a threshold."""
-    fpr = max(np.mean(stat_d > threshold), 1 / len(stat_d))
-    fnr = max(np.mean(stat_d_prime <= threshold), 1 / len(stat_d_prime))
-    return max(
-        math.log(max(1 - delta - fnr, 1e-12) / fpr), math.log(max(1 - delta - fpr, 1e-12) / fnr)
-    )
-
-
 def audit(run, n_runs, seed_offset=0):
-    """run(dataset, seed) -> scalar statistic; dataset 0 is D, 1 is D'."""
+    """run(dataset, seed) -> scalar statistic; dataset 0 is D, 1 is D'.
 
-    def sample(dataset, block):
-        base = seed_offset * 10_000_019 + (2 * block + dataset) * 1_000_003
-        return np.array([run(dataset, base + i) for i in range(n_runs)])
-
-    cal_d, cal_dp = sample(0, 0), sample(1, 0)
-    pooled = np.concatenate([cal_d, cal_dp])
-    candidates = np.quantile(pooled, np.linspace(0.01, 0.99, 99))
-    threshold = max(candidates, key=lambda t: empirical_epsilon(cal_d, cal_dp, t))
-    test_d, test_dp = sample(0, 1), sample(1, 1)
-    return epsilon_lower_bound(test_d, test_dp, threshold)
+    ``n_runs`` runs per data set choose the threshold and ``n_runs`` fresh ones
+    give the 95% lower bound (:func:`sklearn_dp.testing.audit_mechanism`).
+    """
+    return audit_mechanism(
+        run, claimed_epsilon=math.inf, delta=DELTA, n_runs=2 * n_runs, calibration_runs=n_runs,
+        seed_offset=seed_offset * 10_000_019, criterion="empirical",
+    ).epsilon_lower_bound
 
 
 def canary_data(n=20, seed=0):

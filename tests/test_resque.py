@@ -23,6 +23,7 @@ from sklearn_dp.solvers._resque import (
     resque_gradient,
     resque_weights,
 )
+from sklearn_dp.testing import audit_mechanism
 
 N_MC = 200_000  # Monte Carlo draws for the estimator's moments
 
@@ -615,39 +616,12 @@ def test_logistic_regression_binary_runs_on_resque():
 AUDIT_DELTA = 1e-5
 
 
-def _cp_upper(k, n, alpha=0.025):
-    from scipy.stats import beta
-
-    return 1.0 if k >= n else float(beta.ppf(1 - alpha, k + 1, n - k))
-
-
-def _epsilon_lower_bound(stat_d, stat_d_prime, threshold, delta=AUDIT_DELTA):
-    """95% lower bound on epsilon from the test "statistic > threshold means D' was used"."""
-    fpr = _cp_upper(int(np.sum(stat_d > threshold)), len(stat_d))
-    fnr = _cp_upper(int(np.sum(stat_d_prime <= threshold)), len(stat_d_prime))
-    bounds = [0.0]
-    for a, b in ((fpr, fnr), (fnr, fpr)):
-        if 1 - delta - b > 0:
-            bounds.append(math.log((1 - delta - b) / a))
-    return max(bounds)
-
-
 def _audit(run, n_runs):
-    """Pick the threshold on one set of runs, bound epsilon on fresh runs."""
-
-    def sample(dataset, block):
-        return np.array([run(dataset, (2 * block + dataset) * 100_003 + i) for i in range(n_runs)])
-
-    cal_d, cal_dp = sample(0, 0), sample(1, 0)
-    candidates = np.quantile(np.concatenate([cal_d, cal_dp]), np.linspace(0.01, 0.99, 99))
-
-    def point_estimate(t):
-        fpr = max(np.mean(cal_d > t), 1 / n_runs)
-        fnr = max(np.mean(cal_dp <= t), 1 / n_runs)
-        return math.log(max(1 - fnr, 1e-12) / fpr)
-
-    threshold = max(candidates, key=point_estimate)
-    return _epsilon_lower_bound(sample(0, 1), sample(1, 1), threshold)
+    """Pick the threshold on ``n_runs`` runs per data set, bound epsilon (95%) on fresh runs."""
+    return audit_mechanism(
+        run, claimed_epsilon=math.inf, delta=AUDIT_DELTA, n_runs=2 * n_runs,
+        calibration_runs=n_runs, criterion="empirical",
+    ).epsilon_lower_bound
 
 
 def _canary_run(epsilon):
