@@ -19,7 +19,34 @@ __all__ = [
     "clip_labels",
     "row_l2_norms",
     "bound_data",
+    "check_feature_bound",
 ]
+
+#: Range of public bounds (see sklearn_dp.linear_model._base.MIN_SCALE).
+_MIN_BOUND, _MAX_BOUND = 1e-30, 1e30
+
+
+def check_feature_bound(feature_bound, n_features):
+    """``feature_bound`` as one public bound per feature, or a ValueError that says why not."""
+    try:
+        bound = np.asarray(feature_bound, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(
+            "feature_bound must be a float or a list of floats (one per feature); "
+            f"got {feature_bound!r}."
+        ) from None
+    if bound.ndim > 1 or (bound.ndim == 1 and bound.shape[0] != n_features):
+        raise ValueError(
+            f"feature_bound has shape {bound.shape}; pass a float or one bound per feature "
+            f"(shape ({n_features},)) for X with {n_features} features."
+        )
+    bound = np.broadcast_to(bound, (n_features,)).copy()
+    if not np.all((bound >= _MIN_BOUND) & (bound <= _MAX_BOUND)):
+        raise ValueError(
+            f"feature_bound must be finite and in [{_MIN_BOUND:g}, {_MAX_BOUND:g}] for every "
+            "feature (a public bound on |X[:, j]|)."
+        )
+    return bound
 
 
 def row_l2_norms(X):
@@ -159,9 +186,7 @@ def bound_data(
                 "This solver bounds rows entrywise: pass feature_bound (a public bound "
                 "on |X[i, j]|; larger entries are clipped)."
             )
-        entry_bound = np.broadcast_to(np.asarray(feature_bound, dtype=float), (n_features,)).copy()
-        if np.any(entry_bound <= 0) or not np.all(np.isfinite(entry_bound)):
-            raise ValueError("feature_bound must be finite and > 0 for every feature.")
+        entry_bound = check_feature_bound(feature_bound, n_features)
         X = clip_rows_linf(X, entry_bound)
         norm_bound = float(np.sqrt(np.sum(entry_bound**2)))
     else:

@@ -13,7 +13,13 @@ from sklearn.utils.validation import check_is_fitted
 from .._data import clip_labels
 from .._losses import get_loss
 from .._sklearn_compat import Interval, StrOptions, validate_data
-from ._base import BaseDPEstimator, FitProblem, penalty_strengths, restore_on_failure
+from ._base import (
+    BaseDPEstimator,
+    FitProblem,
+    penalty_strengths,
+    public_scale,
+    restore_on_failure,
+)
 
 __all__ = ["DPSCORegressor"]
 
@@ -159,18 +165,18 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
     _parameter_constraints = {
         **BaseDPEstimator._privacy_parameter_constraints,
         "loss": [StrOptions({"squared", "huber", "absolute", "quantile"})],
-        "huber_threshold": [Interval(Real, 0, None, closed="neither")],
+        "huber_threshold": [*public_scale()],
         "quantile": [Interval(Real, 0, 1, closed="neither")],
         "penalty": [StrOptions({"l2", "l1", "elasticnet"}), None],
-        "alpha": [Interval(Real, 0, None, closed="left")],
+        "alpha": [*public_scale(zero=True)],
         "l1_ratio": [Interval(Real, 0, 1, closed="both"), None],
-        "radius": [Interval(Real, 0, None, closed="neither"), None],
+        "radius": [*public_scale(), None],
         "constraint": [StrOptions({"l2", "l1"})],
         "fit_intercept": ["boolean"],
-        "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
-        "data_norm": [Interval(Real, 0, None, closed="neither")],
-        "feature_bound": [Interval(Real, 0, None, closed="neither"), "array-like", None],
-        "y_bound": [Interval(Real, 0, None, closed="neither")],
+        "intercept_scaling": [*public_scale()],
+        "data_norm": [*public_scale()],
+        "feature_bound": [*public_scale(), "array-like", None],
+        "y_bound": [*public_scale()],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
         "n_jobs": [Integral, None],
     }
@@ -291,7 +297,7 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         """
         self._validate_params()
         self._check_privacy_request()
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=True)
+        X, y = self._validate_fit_data(X, y, y_numeric=True)
         # The fit runs on labels scaled to [-1, 1] so that step sizes and
         # constants are scale-free; the coefficients are scaled back.  The
         # scaling is public (y_bound), so privacy is unaffected.
