@@ -62,9 +62,13 @@ MIN_SCALE, MAX_SCALE = 1e-30, 1e30
 #: Range of a finite epsilon.  Beyond MAX_EPSILON a guarantee says nothing
 #: (a likelihood ratio above e^100), and the numerical composition of the row
 #: count with the solver slows down in proportion to epsilon (about a minute at
-#: 1000); below MIN_EPSILON the noise calibration underflows.  epsilon=inf is
+#: 1000); far below MIN_EPSILON the noise calibration underflows (shares of
+#: epsilon down to MIN_EPSILON * MIN_FRACTION are calibrated).  epsilon=inf is
 #: the same solver without noise.
-MIN_EPSILON, MAX_EPSILON = 1e-4, 100.0
+MIN_EPSILON, MAX_EPSILON = 1e-3, 100.0
+
+#: Smallest share of epsilon a solver option may give a part of a mechanism.
+MIN_FRACTION = 1e-3
 
 
 def public_scale(*, zero=False):
@@ -79,7 +83,7 @@ def public_scale(*, zero=False):
 # structures such as ``sampling`` or ``blocks``) are checked by the solver.
 _COUNT = Interval(Integral, 1, None, closed="left")
 _POSITIVE = Interval(Real, MIN_SCALE, MAX_SCALE, closed="both")
-_FRACTION = Interval(Real, 0, 1, closed="neither")
+_FRACTION = Interval(Real, MIN_FRACTION, 1, closed="left")
 SOLVER_OPTION_CONSTRAINTS = {
     **{
         name: [_COUNT, None]
