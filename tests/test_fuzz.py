@@ -33,6 +33,7 @@ from sklearn_dp import (
     DPLogisticRegression,
     DPSCORegressor,
     PrivacyBudget,
+    PrivacyLeakWarning,
 )
 from sklearn_dp.accounting import epsilon_of_event
 from sklearn_dp.solvers import SOLVERS
@@ -652,9 +653,16 @@ def run_case(estimator, solver, X, y, overrides, *, budget_kind=None, ledger_dir
     outcome = run_fit(model, X, y, check_event=check_event)
     if solver not in SUPPORTED[estimator] and outcome.fitted and model.solver == solver:
         raise AssertionError(f"{estimator} fitted with the unsupported solver={solver!r}")
-    if outcome.fitted:
+    if outcome.fitted and _moderate(X):
+        # Predictions on rows of huge norm overflow (with numpy's warning):
+        # rows are clipped for the fit only.
         check_predict(model, X)
     return outcome
+
+
+def _moderate(X):
+    values = sp.csr_matrix(X).data if sp.issparse(X) else np.asarray(X, dtype=float)
+    return values.size == 0 or float(np.max(np.abs(values))) < 1e100
 
 
 def _private(estimator, solver, everything):
@@ -707,19 +715,19 @@ def _option_case(data, *, private_everywhere, ledger_dir):
 # ---------------------------------------------------------------------------
 
 
-@fuzz_settings(max_examples=250)
+@fuzz_settings(max_examples=1000)
 @given(data=st.data())
 def test_fuzz_data(data, ledger_dir):
     _data_case(data, private_everywhere=False, ledger_dir=ledger_dir)
 
 
-@fuzz_settings(max_examples=250)
+@fuzz_settings(max_examples=800)
 @given(data=st.data())
 def test_fuzz_parameters(data, ledger_dir):
     _parameter_case(data, private_everywhere=False, ledger_dir=ledger_dir)
 
 
-@fuzz_settings(max_examples=200)
+@fuzz_settings(max_examples=600)
 @given(data=st.data())
 def test_fuzz_solver_options(data, ledger_dir):
     _option_case(data, private_everywhere=False, ledger_dir=ledger_dir)
@@ -749,3 +757,332 @@ def test_fuzz_parameters_campaign(data, ledger_dir):
 @given(data=st.data())
 def test_fuzz_solver_options_campaign(data, ledger_dir):
     _option_case(data, private_everywhere=True, ledger_dir=ledger_dir)
+
+
+# ---------------------------------------------------------------------------
+# Every (estimator, solver) pair: fits, or is refused clearly
+# ---------------------------------------------------------------------------
+
+FAST_PAIRS = [pair for pair in SUPPORTED_PAIRS if pair not in SLOW_CALIBRATION]
+
+
+@pytest.mark.parametrize("estimator, solver", UNSUPPORTED_PAIRS)
+def test_unsupported_pairs_are_refused(estimator, solver):
+    X, y = base_data(estimator)
+    budget = PrivacyBudget(10.0, 1e-3)
+    outcome = run_fit(make_estimator(estimator, solver, budget=budget), X, y)
+    assert isinstance(outcome.error, ValueError)
+    assert solver in str(outcome.error)
+    assert budget.spent == (0.0, 0.0) and budget.ledger == []
+
+
+@pytest.mark.parametrize("budget_kind", ["memory", "sqlite"])
+@pytest.mark.parametrize("estimator, solver", FAST_PAIRS)
+def test_supported_pairs_fit_and_spend_once(estimator, solver, budget_kind, ledger_dir):
+    X, y = base_data(estimator)
+    outcome = run_case(estimator, solver, X, y, {}, budget_kind=budget_kind,
+                       ledger_dir=ledger_dir, check_event=True)
+    assert outcome.fitted, outcome
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("estimator, solver", sorted(SLOW_CALIBRATION))
+def test_slow_pairs_fit_and_spend_once(estimator, solver, ledger_dir):
+    X, y = base_data(estimator)
+    for budget_kind in ("memory", "sqlite"):
+        outcome = run_case(estimator, solver, X, y, {}, budget_kind=budget_kind,
+                           ledger_dir=ledger_dir, check_event=True)
+        assert outcome.fitted, outcome
+
+
+# ---------------------------------------------------------------------------
+# Budgets: exhausted, nearly exhausted, without delta
+# ---------------------------------------------------------------------------
+
+
+def _budget_with_spend(kind, ledger_dir, epsilon, delta, spent):
+    budget = make_budget(kind, ledger_dir, epsilon=epsilon, delta=delta)
+    if spent:
+        budget.spend(spent, 0.0)
+    return budget
+
+
+def _check_budget_refusal(estimator, solver, budget, **overrides):
+    X, y = base_data(estimator)
+    spent, ledger = budget.spent, len(budget.ledger)
+    outcome = run_fit(make_estimator(estimator, solver, budget=budget, **overrides), X, y)
+    assert isinstance(outcome.error, BudgetExceededError), outcome
+    assert (budget.spent, len(budget.ledger)) == (spent, ledger)
+    return outcome
+
+
+def _budget_cases(pairs):
+    return [
+        pytest.param(estimator, solver, kind, id=f"{estimator}-{solver}-{kind}")
+        for estimator, solver in pairs
+        for kind in ("memory", "sqlite")
+    ]
+
+
+def _check_budget_states(estimator, solver, kind, ledger_dir):
+    # Exhausted.
+    budget = _budget_with_spend(kind, ledger_dir, 1.0, 1e-3, 1.0)
+    _check_budget_refusal(estimator, solver, budget)
+    # Nearly exhausted: 0.5 left, the fit needs 1.
+    budget = _budget_with_spend(kind, ledger_dir, 1.5, 1e-3, 1.0)
+    _check_budget_refusal(estimator, solver, budget)
+    # Exactly enough left: the fit runs and records one entry.
+    budget = _budget_with_spend(kind, ledger_dir, 2.0, 1e-3, 1.0)
+    X, y = base_data(estimator)
+    assert run_fit(make_estimator(estimator, solver, budget=budget), X, y).fitted
+    assert len(budget.ledger) == 2
+    # A pure (delta=0) budget refuses a fit that needs delta > 0.
+    budget = _budget_with_spend(kind, ledger_dir, 10.0, 0.0, 0.0)
+    if SOLVERS[solver].pure_dp:
+        assert run_fit(make_estimator(estimator, solver, budget=budget, delta=0.0), X, y).fitted
+        assert len(budget.ledger) == 1
+    else:
+        message = str(_check_budget_refusal(estimator, solver, budget).error)
+        assert "delta" in message
+
+
+@pytest.mark.parametrize("estimator, solver, kind", _budget_cases(FAST_PAIRS))
+def test_budget_exhausted_nearly_exhausted_and_pure(estimator, solver, kind, ledger_dir):
+    _check_budget_states(estimator, solver, kind, ledger_dir)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("estimator, solver, kind", _budget_cases(sorted(SLOW_CALIBRATION)))
+def test_budget_states_slow_pairs(estimator, solver, kind, ledger_dir):
+    _check_budget_states(estimator, solver, kind, ledger_dir)
+
+
+def test_budget_refuses_noiseless_fit():
+    X, y = base_data("DPSCORegressor")
+    budget = PrivacyBudget(1.0, 1e-5)
+    outcome = run_fit(DPSCORegressor(epsilon=math.inf, budget=budget), X, y)
+    assert isinstance(outcome.error, ValueError) and "epsilon=inf" in str(outcome.error)
+
+
+# ---------------------------------------------------------------------------
+# Prediction and the fit signature
+# ---------------------------------------------------------------------------
+
+_FAST_SOLVER = {"DPLogisticRegression": "dp_gd", "DPSCORegressor": "dp_gd", "DPLasso": "frank_wolfe"}
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_predict_before_fit_and_with_other_features(estimator):
+    X, y = base_data(estimator)
+    model = make_estimator(estimator, _FAST_SOLVER[estimator])
+    methods = ["predict"] + (
+        ["predict_proba", "predict_log_proba", "decision_function"]
+        if estimator == "DPLogisticRegression" else []
+    )
+    for method in methods:
+        with pytest.raises(NotFittedError, match="not fitted"):
+            getattr(model, method)(X)
+    model.fit(X, y)
+    for bad, match in [
+        (X[:, :2], "features"),
+        (np.hstack([X, X]), "features"),
+        (np.where(X > 0.4, np.nan, X), "NaN"),
+        (X[:, 0], "2D array"),
+    ]:
+        for method in methods:
+            with pytest.raises(ValueError, match=match):
+                getattr(model, method)(bad)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_sample_weight_is_refused(estimator):
+    # No estimator takes sample_weight (a weight would scale a row's
+    # sensitivity); the refusal is Python's own TypeError, before any work.
+    X, y = base_data(estimator)
+    budget = PrivacyBudget(10.0, 1e-3)
+    model = make_estimator(estimator, _FAST_SOLVER[estimator], budget=budget)
+    outcome = run_fit(model, X, y, fit_kwargs={"sample_weight": np.ones(len(y))})
+    assert isinstance(outcome.error, TypeError) and "sample_weight" in str(outcome.error)
+    assert budget.ledger == []
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_pandas_input(estimator):
+    pd = pytest.importorskip("pandas")
+    X, y = base_data(estimator)
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(X.shape[1])])
+    model = run_fit(make_estimator(estimator, _FAST_SOLVER[estimator]), frame, pd.Series(y)).model
+    assert list(model.feature_names_in_) == list(frame.columns)
+    frame["f0"] = frame["f0"].astype(object)
+    frame.loc[3, "f0"] = SECRET_LABEL
+    outcome = run_fit(make_estimator(estimator, _FAST_SOLVER[estimator]), frame, y)
+    assert isinstance(outcome.error, ValueError)
+
+
+# ---------------------------------------------------------------------------
+# Regression tests: one per failure the fuzzing found
+# ---------------------------------------------------------------------------
+
+
+def _error(estimator, X, y, solver=None, **overrides):
+    model = make_estimator(estimator, solver or _FAST_SOLVER[estimator], **overrides)
+    outcome = run_fit(model, X, y)
+    assert not outcome.fitted
+    return outcome.error
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_regression_string_in_X_not_echoed(estimator):
+    # Was: numpy's "could not convert string to float: '<the private value>'".
+    X, y = base_data(estimator)
+    X = X.astype(object)
+    X[5, 2] = SECRET_LABEL
+    error = _error(estimator, X, y)
+    assert isinstance(error, ValueError) and "real numbers" in str(error)
+
+
+@pytest.mark.parametrize("estimator", ["DPSCORegressor", "DPLasso"])
+def test_regression_string_in_y_not_echoed(estimator):
+    X, y = base_data(estimator)
+    y = y.astype(object)
+    y[0] = SECRET_LABEL
+    assert "real numbers" in str(_error(estimator, X, y))
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_regression_1d_and_scalar_X_not_dumped(estimator):
+    # Was: scikit-learn's "Expected 2D array, got 1D array instead: array=[...]".
+    X, y = base_data(estimator)
+    X[:, 0] = SECRET
+    for bad, got in [(X[:, 0], "1-d array"), (np.float64(SECRET), "scalar")]:
+        error = _error(estimator, bad, y)
+        assert got in str(error) and "reshape" in str(error)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_regression_complex_X_not_dumped(estimator):
+    # Was: scikit-learn's "Complex data not supported" followed by the whole array.
+    X, y = base_data(estimator)
+    X = X.astype(complex)
+    X[4, 0] = SECRET + 1j
+    assert "complex" in str(_error(estimator, X, y))
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_regression_ragged_X(estimator):
+    # Was: "setting an array element with a sequence ... inhomogeneous shape".
+    X, y = base_data(estimator)
+    rows = X.tolist()
+    rows[7] = [SECRET]
+    assert "rectangular" in str(_error(estimator, rows, y))
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_regression_row_counts_not_in_messages(estimator):
+    # Was: "inconsistent numbers of samples: [40, 39]" and "(shape=(40, 0))":
+    # the row count is private under add/remove neighbouring.
+    X, y = base_data(estimator)
+    for bad_X, bad_y in [(X, y[:-1]), (X[:, :0], y)]:
+        message = str(_error(estimator, bad_X, bad_y))
+        assert str(N_ROWS) not in message and str(N_ROWS - 1) not in message
+
+
+def test_regression_unknown_label_not_echoed():
+    # Was: "y contains labels ['<private label>'] that are not in classes=[0, 1]",
+    # or for mixed label types "'<' not supported between instances of 'int' and 'str'".
+    X, y = base_data("DPLogisticRegression")
+    y = y.astype(object)
+    y[0] = SECRET_LABEL
+    error = _error("DPLogisticRegression", X, y)
+    assert "one comparable type" in str(error)
+    y = np.arange(N_ROWS) % 2
+    y[3] = 8642
+    assert "not in classes=[0, 1]" in str(_error("DPLogisticRegression", X, y))
+
+
+def test_regression_single_class_read_from_y_not_echoed():
+    X, _ = base_data("DPLogisticRegression")
+    y = np.full(N_ROWS, "s3cr3t-label")
+    with pytest.warns(PrivacyLeakWarning):
+        error = _error("DPLogisticRegression", X, y, classes=None)
+    assert "at least 2 classes" in str(error)
+
+
+def test_regression_huge_label_no_runtime_warning():
+    # Was: numpy's "invalid value encountered in cast" (a RuntimeWarning) from
+    # scikit-learn's label-type check.
+    X, y = base_data("DPLogisticRegression")
+    y = y.astype(float)
+    y[0] = 1e300
+    assert isinstance(_error("DPLogisticRegression", X, y), ValueError)
+
+
+@pytest.mark.parametrize(
+    "option, value",
+    [("step_size", 0), ("step_size", -1), ("step_size", "x"), ("step_size", np.nan),
+     ("step_size", np.inf), ("clip_norm", []), ("max_iter", 1.5), ("max_iter", np.inf),
+     ("radius", np.nan), ("max_iter", 0)],
+)
+def test_regression_solver_option_types_and_ranges(option, value):
+    # Were: ZeroDivisionError, "math domain error", "unsupported operand type(s)",
+    # "cannot convert float NaN to integer", OverflowError, FloatingPointError.
+    X, y = base_data("DPLogisticRegression")
+    solver = "objective_perturbation" if option == "max_iter" else "dp_gd"
+    budget = PrivacyBudget(10.0, 1e-3)
+    error = _error("DPLogisticRegression", X, y, solver, budget=budget,
+                   solver_options={option: value})
+    assert isinstance(error, ValueError) and f"'{option}' parameter of solver_options" in str(error)
+    assert budget.ledger == []
+
+
+@pytest.mark.parametrize(
+    "estimator, solver, overrides",
+    [
+        ("DPLogisticRegression", "dp_gd", dict(data_norm=1e300)),
+        ("DPLogisticRegression", "dp_gd", dict(intercept_scaling=1e300)),
+        ("DPLogisticRegression", "resque", dict(radius=1e-300)),
+        ("DPLogisticRegression", "resque", dict(C=1e-300)),
+        ("DPSCORegressor", "dp_gd", dict(y_bound=1e300)),
+        ("DPLasso", "frank_wolfe", dict(alpha=1e-300)),
+        ("DPLogisticRegression", "dp_gd", dict(epsilon=1e3)),
+        ("DPLogisticRegression", "dp_gd", dict(epsilon=1e-8)),
+        ("DPLogisticRegression", "resque", dict(epsilon=1e-300)),
+    ],
+)
+def test_regression_public_scales_in_range(estimator, solver, overrides):
+    # Were: OverflowError in row_norm_bound**2, ZeroDivisionError, a diverged
+    # resque, RuntimeWarnings of the calibration, and minutes of numerical
+    # composition at epsilon=1000.
+    X, y = base_data(estimator)
+    error = _error(estimator, X, y, solver, **overrides)
+    assert "must be a float in the range" in str(error)
+
+
+def test_regression_feature_bound_shape():
+    # Was: "operands could not be broadcast together with remapped shapes".
+    X, y = base_data("DPLasso")
+    for bound in ([1.0, 1.0], [1.0] * 4, [[1.0, 1.0, 1.0]]):
+        error = _error("DPLasso", X, y, "frank_wolfe", feature_bound=bound)
+        assert "one bound per feature" in str(error)
+    error = _error("DPLogisticRegression", *base_data("DPLogisticRegression"), "dp_cd",
+                   feature_bound=[1.0, 1e300, 1.0])
+    assert "feature_bound must be finite" in str(error)
+
+
+def test_regression_inexact_solve_is_a_value_error_without_private_values():
+    # Was: ArithmeticError "... (reached 0.167 after 1 Newton steps)": a gradient
+    # norm computed from the private data without noise.
+    X, y = base_data("DPLogisticRegression")
+    error = _error("DPLogisticRegression", X, y, "output_perturbation",
+                   solver_options={"max_iter": 1})
+    assert isinstance(error, ConvergenceError) and isinstance(error, ValueError)
+    assert isinstance(error, ArithmeticError)  # what callers caught before
+    assert "reached" not in str(error) and "max_iter=1" in str(error)
+
+
+def test_regression_weak_delta_warning_uses_the_dp_count():
+    # Was: "1/n_samples=0.025", the exact (private) row count.
+    X, y = base_data("DPLogisticRegression")
+    with pytest.warns(UserWarning, match="DP row count") as record:
+        make_estimator("DPLogisticRegression", "dp_gd", delta=0.5).fit(X, y)
+    assert all(f"{1 / N_ROWS:.3g}" not in str(w.message) for w in record)
