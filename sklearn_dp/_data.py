@@ -49,21 +49,48 @@ def check_feature_bound(feature_bound, n_features):
     return bound
 
 
+def _scaled_row_norms(X):
+    """``(s, r)`` with ``||x_i||_2 = s[i] * r[i]`` (``s`` a scalar or per row), without overflow.
+
+    Entries beyond about 1e154 overflow when squared: a huge row would get an
+    infinite norm and be clipped to zero instead of to the bound.  When the
+    data holds such entries (or only entries so tiny that their squares
+    underflow), every row is divided by its own largest entry first; a global
+    scale would underflow the norms of the ordinary rows and leave them
+    unclipped.
+    """
+    values = X.data if sp.issparse(X) else X
+    largest = float(np.max(np.abs(values))) if values.size else 0.0
+    if not (largest > 1e150 or 0.0 < largest < 1e-150):
+        if sp.issparse(X):
+            return 1.0, np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+        return 1.0, np.sqrt(np.einsum("ij,ij->i", X, X))
+    if sp.issparse(X):
+        row_max = abs(X).max(axis=1).toarray().ravel()
+    else:
+        row_max = np.max(np.abs(X), axis=1)
+    row_max = np.where(row_max > 0, row_max, 1.0)
+    if sp.issparse(X):
+        scaled = sp.csr_matrix(sp.diags(1.0 / row_max) @ X)
+        return row_max, np.sqrt(np.asarray(scaled.multiply(scaled).sum(axis=1)).ravel())
+    scaled = X / row_max[:, None]
+    return row_max, np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
+
+
 def row_l2_norms(X):
     """``||x_i||_2`` for each row of a dense array or a sparse matrix."""
-    if sp.issparse(X):
-        return np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
-    return np.sqrt(np.einsum("ij,ij->i", X, X))
+    scale, norms = _scaled_row_norms(X)
+    with np.errstate(over="ignore"):  # a norm beyond the float range is inf
+        return scale * norms
 
 
 def clip_rows_l2(X, bound):
     """Scale down every row whose L2 norm exceeds ``bound`` (a copy; X untouched)."""
-    bound = float(bound)
-    norms = row_l2_norms(X)
-    scale = np.minimum(1.0, bound / np.maximum(norms, np.finfo(float).tiny))
+    scale, norms = _scaled_row_norms(X)
+    factor = np.minimum(1.0, (float(bound) / scale) / np.maximum(norms, np.finfo(float).tiny))
     if sp.issparse(X):
-        return sp.csr_matrix(sp.diags(scale) @ X)
-    return X * scale[:, None]
+        return sp.csr_matrix(sp.diags(factor) @ X)
+    return X * factor[:, None]
 
 
 def clip_rows_linf(X, bound):

@@ -35,6 +35,7 @@ from sklearn_dp import (
     PrivacyBudget,
     PrivacyLeakWarning,
 )
+from sklearn_dp._data import clip_rows_l2
 from sklearn_dp.accounting import epsilon_of_event
 from sklearn_dp.solvers import SOLVERS
 
@@ -1086,3 +1087,16 @@ def test_regression_weak_delta_warning_uses_the_dp_count():
     with pytest.warns(UserWarning, match="DP row count") as record:
         make_estimator("DPLogisticRegression", "dp_gd", delta=0.5).fit(X, y)
     assert all(f"{1 / N_ROWS:.3g}" not in str(w.message) for w in record)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_regression_huge_rows_clipped_to_the_bound(sparse):
+    # Was: a row with entries near 1e200 got an infinite norm (its square
+    # overflows) and was clipped to zero instead of to data_norm.  (Scaling all
+    # rows by the largest entry instead would underflow the ordinary rows and
+    # leave them unclipped: the fix scales each row by its own largest entry.)
+    X = np.array([[3e200, 4e200], [3.0, 4.0], [0.3, 0.4], [np.finfo(float).max] * 2, [0.0, 0.0]])
+    clipped = clip_rows_l2(sp.csr_matrix(X) if sparse else X, 1.0)
+    clipped = clipped.toarray() if sparse else clipped
+    np.testing.assert_allclose(np.linalg.norm(clipped, axis=1), [1.0, 1.0, 0.5, 1.0, 0.0])
+    np.testing.assert_allclose(clipped[0], [0.6, 0.8])
