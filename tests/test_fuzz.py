@@ -740,21 +740,21 @@ def test_fuzz_solver_options(data, ledger_dir):
 
 
 @pytest.mark.slow
-@fuzz_settings(max_examples=1500)
+@fuzz_settings(max_examples=800)
 @given(data=st.data())
 def test_fuzz_data_campaign(data, ledger_dir):
     _data_case(data, private_everywhere=True, ledger_dir=ledger_dir, check_event=True)
 
 
 @pytest.mark.slow
-@fuzz_settings(max_examples=1500)
+@fuzz_settings(max_examples=800)
 @given(data=st.data())
 def test_fuzz_parameters_campaign(data, ledger_dir):
     _parameter_case(data, private_everywhere=True, ledger_dir=ledger_dir)
 
 
 @pytest.mark.slow
-@fuzz_settings(max_examples=1000)
+@fuzz_settings(max_examples=500)
 @given(data=st.data())
 def test_fuzz_solver_options_campaign(data, ledger_dir):
     _option_case(data, private_everywhere=True, ledger_dir=ledger_dir)
@@ -869,7 +869,11 @@ def test_budget_refuses_noiseless_fit():
 # Prediction and the fit signature
 # ---------------------------------------------------------------------------
 
-_FAST_SOLVER = {"DPLogisticRegression": "dp_gd", "DPSCORegressor": "dp_gd", "DPLasso": "frank_wolfe"}
+_FAST_SOLVER = {
+    "DPLogisticRegression": "dp_gd",
+    "DPSCORegressor": "dp_gd",
+    "DPLasso": "frank_wolfe",
+}
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)

@@ -288,7 +288,9 @@ class BaseDPEstimator(BaseEstimator):
     def _check_solver_options(self, spec, options):
         """Types and ranges of numeric solver options, before any plan or solver sees them."""
         constraints = {
-            key: SOLVER_OPTION_CONSTRAINTS[key] for key in options if key in SOLVER_OPTION_CONSTRAINTS
+            key: SOLVER_OPTION_CONSTRAINTS[key]
+            for key in options
+            if key in SOLVER_OPTION_CONSTRAINTS
         }
         validate_parameter_constraints(
             constraints,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 from sklearn.base import RegressorMixin
@@ -83,8 +83,10 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
     Parameters
     ----------
     epsilon : float, default=1.0
-        Privacy parameter epsilon > 0; ``float("inf")`` fits without noise (not
-        private, spends nothing, cannot be combined with ``budget``).
+        Privacy parameter epsilon in [1e-3, 100]; ``float("inf")`` fits without
+        noise (not private, spends nothing, cannot be combined with ``budget``).
+        Public scales (bounds, radius, alpha, step sizes) must lie in
+        [1e-30, 1e30] (0 is allowed for alpha).
     delta : float, default=1e-5
         Privacy parameter delta in [0, 1).  ``delta=0`` gives pure epsilon-DP
         (Frank-Wolfe solvers); choose delta well below ``1 / n_samples``.

@@ -38,9 +38,11 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
     Parameters
     ----------
     epsilon : float, default=1.0
-        Privacy parameter epsilon > 0.  ``float("inf")`` runs the same solver
-        without noise: the result is not private and spends nothing (it cannot
-        be combined with ``budget``).
+        Privacy parameter epsilon in [1e-3, 100] (beyond 100 a guarantee says
+        nothing).  ``float("inf")`` runs the same solver without noise: the
+        result is not private and spends nothing (it cannot be combined with
+        ``budget``).  Public scales (bounds, radius, C, step sizes) must lie
+        in [1e-30, 1e30].
     delta : float, default=1e-5
         Privacy parameter delta in [0, 1); choose it well below ``1 / n_samples``.
         ``delta=0`` (pure epsilon-DP) needs a solver with a pure mode.
@@ -286,7 +288,9 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
             )
         else:
             if np.ndim(self.classes) != 1:
-                raise ValueError(f"classes must be a 1-d list of labels; got classes={self.classes!r}.")
+                raise ValueError(
+                    f"classes must be a 1-d list of labels; got classes={self.classes!r}."
+                )
             if unknown.size:
                 raise ValueError(
                     f"y contains labels that are not in classes={classes.tolist()}. Fix the "

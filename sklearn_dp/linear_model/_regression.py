@@ -49,8 +49,10 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
     Parameters
     ----------
     epsilon : float, default=1.0
-        Privacy parameter epsilon > 0; ``float("inf")`` fits without noise (not
-        private, spends nothing, cannot be combined with ``budget``).
+        Privacy parameter epsilon in [1e-3, 100]; ``float("inf")`` fits without
+        noise (not private, spends nothing, cannot be combined with ``budget``).
+        Public scales (bounds, radius, alpha, step sizes) must lie in
+        [1e-30, 1e30] (0 is allowed for alpha).
     delta : float, default=1e-5
         Privacy parameter delta in [0, 1); choose it well below ``1 / n_samples``.
     loss : {"squared", "huber", "absolute", "quantile"}, default="squared"
