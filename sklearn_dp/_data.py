@@ -87,7 +87,8 @@ def row_l2_norms(X):
 def clip_rows_l2(X, bound):
     """Scale down every row whose L2 norm exceeds ``bound`` (a copy; X untouched)."""
     scale, norms = _scaled_row_norms(X)
-    factor = np.minimum(1.0, (float(bound) / scale) / np.maximum(norms, np.finfo(float).tiny))
+    with np.errstate(over="ignore"):  # bound / (a subnormal row's scale) is inf: factor 1
+        factor = np.minimum(1.0, (float(bound) / scale) / np.maximum(norms, np.finfo(float).tiny))
     if sp.issparse(X):
         return sp.csr_matrix(sp.diags(factor) @ X)
     return X * factor[:, None]

@@ -1099,8 +1099,12 @@ def test_regression_huge_rows_clipped_to_the_bound(sparse):
     # overflows) and was clipped to zero instead of to data_norm.  (Scaling all
     # rows by the largest entry instead would underflow the ordinary rows and
     # leave them unclipped: the fix scales each row by its own largest entry.)
-    X = np.array([[3e200, 4e200], [3.0, 4.0], [0.3, 0.4], [np.finfo(float).max] * 2, [0.0, 0.0]])
-    clipped = clip_rows_l2(sp.csr_matrix(X) if sparse else X, 1.0)
+    X = np.array([[3e200, 4e200], [3.0, 4.0], [0.3, 0.4], [np.finfo(float).max] * 2, [0.0, 0.0],
+                  [3e-320, 4e-320]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        clipped = clip_rows_l2(sp.csr_matrix(X) if sparse else X, 1.0)
     clipped = clipped.toarray() if sparse else clipped
-    np.testing.assert_allclose(np.linalg.norm(clipped, axis=1), [1.0, 1.0, 0.5, 1.0, 0.0])
+    np.testing.assert_allclose(np.linalg.norm(clipped[:5], axis=1), [1.0, 1.0, 0.5, 1.0, 0.0])
     np.testing.assert_allclose(clipped[0], [0.6, 0.8])
+    assert np.array_equal(clipped[5], X[5])  # subnormal: far inside the bound, unchanged
