@@ -71,7 +71,9 @@ def _scaled_row_norms(X):
         row_max = np.max(np.abs(X), axis=1)
     row_max = np.where(row_max > 0, row_max, 1.0)
     if sp.issparse(X):
-        scaled = sp.csr_matrix(sp.diags(1.0 / row_max) @ X)
+        scaled = sp.csr_matrix(X, dtype=float, copy=True)
+        # Divide (1 / row_max overflows for subnormal rows).
+        scaled.data /= np.repeat(row_max, np.diff(scaled.indptr))
         return row_max, np.sqrt(np.asarray(scaled.multiply(scaled).sum(axis=1)).ravel())
     scaled = X / row_max[:, None]
     return row_max, np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
