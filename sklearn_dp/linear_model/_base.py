@@ -241,12 +241,19 @@ class BaseDPEstimator(BaseEstimator):
         not where or with which value.  (That the data is malformed at all
         remains visible: validate it against its public schema first.)
         """
-        name = type(self).__name__
         if sp.issparse(y):
             raise TypeError(
-                f"{name}: y is a sparse matrix; pass the labels as a 1-d array "
+                f"{type(self).__name__}: y is a sparse matrix; pass the labels as a 1-d array "
                 "(for example y.toarray().ravel())."
             )
+        return self._validate_private(X, y, y_numeric=y_numeric)
+
+    def _validate_predict_data(self, X):
+        """``validate_data(reset=False)`` for rows to predict on (private too, often)."""
+        return self._validate_private(X, reset=False)
+
+    def _validate_private(self, X, y="no_validation", **kwargs):
+        name = type(self).__name__
         for part, value in (("X", X), ("y", y)):
             dtype = getattr(value, "dtype", None)
             if dtype is not None and getattr(dtype, "kind", None) == "c":
@@ -255,9 +262,7 @@ class BaseDPEstimator(BaseEstimator):
                     f"the real part, {part}.real, if the imaginary part is known to be 0)."
                 )
         try:
-            return validate_data(
-                self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=y_numeric
-            )
+            return validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, **kwargs)
         except (ValueError, TypeError) as exc:
             message = str(exc)
             if "Expected 2D array" in message:

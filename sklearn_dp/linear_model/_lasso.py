@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._data import check_feature_bound, clip_labels
 from .._losses import get_loss
-from .._sklearn_compat import Interval, validate_data
+from .._sklearn_compat import Interval
 from ..solvers import get_solver
 from ._base import BaseDPEstimator, FitProblem, public_scale, restore_on_failure
 
@@ -324,7 +324,7 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
     def predict(self, X):
         """Predicted values ``X @ coef_ + intercept_``."""
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
+        X = self._validate_predict_data(X)
         return np.asarray(X @ self.coef_).ravel() + self.intercept_
 
     def __sklearn_tags__(self):

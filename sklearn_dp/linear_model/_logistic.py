@@ -14,7 +14,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from .._losses import get_loss
-from .._sklearn_compat import Interval, StrOptions, validate_data
+from .._sklearn_compat import Interval, StrOptions
 from ..exceptions import PrivacyLeakWarning
 from ._base import (
     BaseDPEstimator,
@@ -356,7 +356,7 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
     def decision_function(self, X):
         """Scores ``X @ coef_.T + intercept_``; 1-d for two classes (positive: ``classes_[1]``)."""
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
+        X = self._validate_predict_data(X)
         scores = np.asarray(X @ self.coef_.T) + self.intercept_
         return scores.ravel() if scores.shape[1] == 1 else scores
 

@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._data import clip_labels
 from .._losses import get_loss
-from .._sklearn_compat import Interval, StrOptions, validate_data
+from .._sklearn_compat import Interval, StrOptions
 from ._base import (
     BaseDPEstimator,
     FitProblem,
@@ -327,7 +327,7 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
     def predict(self, X):
         """Predicted values ``X @ coef_ + intercept_``."""
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
+        X = self._validate_predict_data(X)
         return np.asarray(X @ self.coef_).ravel() + self.intercept_
 
     def __sklearn_tags__(self):
