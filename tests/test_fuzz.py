@@ -578,7 +578,7 @@ _BAD_OTHERS = ["1", "x", None, [], [1.0], {}, True, object()]
 # Estimator parameters and bad values beyond the generic ones above.
 PARAMETER_VALUES = {
     "epsilon": _BAD_NUMBERS + _BAD_OTHERS + [1e-8, 1e3, 1e8, -np.float32(1)],
-    "delta": [-0.1, 1, 1.0, 1.5, np.nan, np.inf, "x", None, 1e-300],
+    "delta": [-0.1, 1, 1.0, 1.5, np.nan, np.inf, "x", None, 1e-300, 0.5, 0.999999],
     "data_norm": _BAD_NUMBERS + _BAD_OTHERS,
     "feature_bound": _BAD_NUMBERS
     + _BAD_OTHERS
@@ -1109,3 +1109,18 @@ def test_regression_huge_rows_clipped_to_the_bound(sparse):
     np.testing.assert_allclose(np.linalg.norm(clipped[:5], axis=1), [1.0, 1.0, 0.5, 1.0, 0.0])
     np.testing.assert_allclose(clipped[0], [0.6, 0.8])
     assert np.array_equal(clipped[5], X[5])  # subnormal: far inside the bound, unchanged
+
+
+@pytest.mark.slow
+def test_regression_large_delta_calibration_stays_small():
+    # Was: delta=0.5 with dp_sgd (sampling rate 0.1, 3 steps: without noise the
+    # mechanism is already (0, 0.27)-DP) sent the calibration towards sigma=1e-8
+    # and dp_accounting tried to allocate 29 GiB.  The search stops at a floor.
+    from sklearn_dp import accounting
+
+    sigma = accounting.subsampled_gaussian_noise_multiplier(1.0, 0.5, 0.1, 3)
+    assert accounting._CALIBRATION_FLOOR <= sigma < 1.0
+    X, y = base_data("DPLogisticRegression")
+    with pytest.warns(UserWarning, match="DP row count"):
+        outcome = run_case("DPLogisticRegression", "dp_sgd", X, y, {"delta": 0.5})
+    assert outcome.fitted
