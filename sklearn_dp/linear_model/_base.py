@@ -239,7 +239,9 @@ class BaseDPEstimator(BaseEstimator):
         An error message is an output a DP guarantee does not cover, so those
         are replaced by messages that say what is wrong and what to do, but
         not where or with which value.  (That the data is malformed at all
-        remains visible: validate it against its public schema first.)
+        remains visible: validate it against its public schema first.  One
+        exception is kept for scikit-learn's conformance checks: X without
+        columns is refused with scikit-learn's message, which shows its shape.)
         """
         if sp.issparse(y):
             raise TypeError(
@@ -258,8 +260,9 @@ class BaseDPEstimator(BaseEstimator):
             dtype = getattr(value, "dtype", None)
             if dtype is not None and getattr(dtype, "kind", None) == "c":
                 raise ValueError(
-                    f"{name}: {part} has complex values; pass real numbers (for example "
-                    f"the real part, {part}.real, if the imaginary part is known to be 0)."
+                    f"{name}: Complex data not supported: {part} has complex values; pass "
+                    f"real numbers (for example {part}.real, if the imaginary part is known "
+                    "to be 0)."
                 )
         try:
             return validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, **kwargs)
@@ -269,17 +272,13 @@ class BaseDPEstimator(BaseEstimator):
                 got = "a scalar" if "scalar" in message else "a 1-d array"
                 raise ValueError(
                     f"{name}: X must be 2-d, of shape (n_samples, n_features); got {got}. "
-                    "Reshape a single feature with X.reshape(-1, 1), a single sample "
-                    "with X.reshape(1, -1)."
+                    "Reshape your data with X.reshape(-1, 1) if it has a single feature "
+                    "or X.reshape(1, -1) if it is a single sample."
                 ) from None
             if "inconsistent numbers of samples" in message:
                 raise ValueError(
                     f"{name}: X and y have inconsistent numbers of samples (rows); pass one "
                     "label per row of X."
-                ) from None
-            if "0 feature(s)" in message:
-                raise ValueError(
-                    f"{name}: X has no features (0 columns); at least one is required."
                 ) from None
             if any(marker in message for marker in _NON_NUMERIC_MARKERS):
                 raise ValueError(
