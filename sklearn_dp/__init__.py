@@ -7,7 +7,12 @@ mechanism in ``dp_event_`` (a dp_accounting ``DpEvent``), and can share one
 """
 
 from .budget import PrivacyBudget
-from .exceptions import BudgetExceededError, BudgetStorageError, PrivacyLeakWarning
+from .exceptions import (
+    BudgetExceededError,
+    BudgetStorageError,
+    ConvergenceError,
+    PrivacyLeakWarning,
+)
 from .linear_model import DPLogisticRegression, DPSCORegressor
 from .linear_model import DPLasso
 
@@ -17,6 +22,7 @@ __all__ = [
     "PrivacyBudget",
     "BudgetExceededError",
     "BudgetStorageError",
+    "ConvergenceError",
     "PrivacyLeakWarning",
     "DPLogisticRegression",
     "DPSCORegressor",

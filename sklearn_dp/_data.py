@@ -19,7 +19,64 @@ __all__ = [
     "clip_labels",
     "row_l2_norms",
     "bound_data",
+    "check_feature_bound",
 ]
+
+#: Range of public bounds (see sklearn_dp.linear_model._base.MIN_SCALE).
+_MIN_BOUND, _MAX_BOUND = 1e-30, 1e30
+
+
+def check_feature_bound(feature_bound, n_features):
+    """``feature_bound`` as one public bound per feature, or a ValueError that says why not."""
+    try:
+        bound = np.asarray(feature_bound, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(
+            "feature_bound must be a float or a list of floats (one per feature); "
+            f"got {feature_bound!r}."
+        ) from None
+    if bound.ndim > 1 or (bound.ndim == 1 and bound.shape[0] != n_features):
+        raise ValueError(
+            f"feature_bound has shape {bound.shape}; pass a float or one bound per feature "
+            f"(shape ({n_features},)) for X with {n_features} features."
+        )
+    bound = np.broadcast_to(bound, (n_features,)).copy()
+    if not np.all((bound >= _MIN_BOUND) & (bound <= _MAX_BOUND)):
+        raise ValueError(
+            f"feature_bound must be finite and in [{_MIN_BOUND:g}, {_MAX_BOUND:g}] for every "
+            "feature (a public bound on |X[:, j]|)."
+        )
+    return bound
+
+
+def _scaled_row_norms(X):
+    """``(s, r)`` with ``||x_i||_2 = s[i] * r[i]`` (``s`` a scalar or per row), without overflow.
+
+    Entries beyond about 1e154 overflow when squared: a huge row would get an
+    infinite norm and be clipped to zero instead of to the bound.  When the
+    data holds such entries (or only entries so tiny that their squares
+    underflow), every row is divided by its own largest entry first; a global
+    scale would underflow the norms of the ordinary rows and leave them
+    unclipped.
+    """
+    values = X.data if sp.issparse(X) else X
+    largest = float(np.max(np.abs(values))) if values.size else 0.0
+    if not (largest > 1e150 or 0.0 < largest < 1e-150):
+        if sp.issparse(X):
+            return 1.0, np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+        return 1.0, np.sqrt(np.einsum("ij,ij->i", X, X))
+    if sp.issparse(X):
+        row_max = abs(X).max(axis=1).toarray().ravel()
+    else:
+        row_max = np.max(np.abs(X), axis=1)
+    row_max = np.where(row_max > 0, row_max, 1.0)
+    if sp.issparse(X):
+        scaled = sp.csr_matrix(X, dtype=float, copy=True)
+        # Divide (1 / row_max overflows for subnormal rows).
+        scaled.data /= np.repeat(row_max, np.diff(scaled.indptr))
+        return row_max, np.sqrt(np.asarray(scaled.multiply(scaled).sum(axis=1)).ravel())
+    scaled = X / row_max[:, None]
+    return row_max, np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
 
 
 #: Below this, a norm computed as ``sqrt(sum x^2)`` may have lost digits (or
@@ -38,43 +95,24 @@ def row_l2_norms(X):
     if sp.issparse(X):
         norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
     else:
-        norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+        with np.errstate(over="ignore"):
+            norms = np.sqrt(np.einsum("ij,ij->i", X, X))
     redo = np.flatnonzero((norms < _UNDERFLOW_NORM) | np.isinf(norms))
     if redo.size:
-        norms[redo] = _scaled_row_norms(X[redo])
-    return norms
-
-
-def _scaled_row_norms(X):
-    """``max_j |x_ij| * ||x_i / max_j |x_ij|||_2`` (no under- or overflow of the squares)."""
-    if sp.issparse(X):
-        X = sp.csr_matrix(X)
-        top = np.asarray(abs(X).max(axis=1).todense()).ravel()
-    else:
-        top = np.max(np.abs(X), axis=1) if X.shape[1] else np.zeros(X.shape[0])
-    norms = np.where(np.isinf(top), np.inf, 0.0)  # an infinite entry keeps an infinite norm
-    nonzero = np.flatnonzero((top > 0) & np.isfinite(top))
-    if nonzero.size:
-        # Divide (1 / top overflows for subnormal rows).
-        if sp.issparse(X):
-            scaled = sp.csr_matrix(X[nonzero], dtype=float, copy=True)
-            scaled.data /= np.repeat(top[nonzero], np.diff(scaled.indptr))
-            sums = np.asarray(scaled.multiply(scaled).sum(axis=1)).ravel()
-        else:
-            scaled = X[nonzero] / top[nonzero][:, None]
-            sums = np.einsum("ij,ij->i", scaled, scaled)
-        norms[nonzero] = top[nonzero] * np.sqrt(sums)
+        scale, scaled_norms = _scaled_row_norms(X[redo])
+        with np.errstate(over="ignore"):  # a norm beyond the float range is inf
+            norms[redo] = scale * scaled_norms
     return norms
 
 
 def clip_rows_l2(X, bound):
     """Scale down every row whose L2 norm exceeds ``bound`` (a copy; X untouched)."""
-    bound = float(bound)
-    norms = row_l2_norms(X)
-    scale = np.minimum(1.0, bound / np.maximum(norms, np.finfo(float).tiny))
+    scale, norms = _scaled_row_norms(X)
+    with np.errstate(over="ignore"):  # bound / (a subnormal row's scale) is inf: factor 1
+        factor = np.minimum(1.0, (float(bound) / scale) / np.maximum(norms, np.finfo(float).tiny))
     if sp.issparse(X):
-        return sp.csr_matrix(sp.diags(scale) @ X)
-    return X * scale[:, None]
+        return sp.csr_matrix(sp.diags(factor) @ X)
+    return X * factor[:, None]
 
 
 def clip_rows_linf(X, bound):
@@ -197,9 +235,7 @@ def bound_data(
                 "This solver bounds rows entrywise: pass feature_bound (a public bound "
                 "on |X[i, j]|; larger entries are clipped)."
             )
-        entry_bound = np.broadcast_to(np.asarray(feature_bound, dtype=float), (n_features,)).copy()
-        if np.any(entry_bound <= 0) or not np.all(np.isfinite(entry_bound)):
-            raise ValueError("feature_bound must be finite and > 0 for every feature.")
+        entry_bound = check_feature_bound(feature_bound, n_features)
         X = clip_rows_linf(X, entry_bound)
         norm_bound = float(np.sqrt(np.sum(entry_bound**2)))
     else:

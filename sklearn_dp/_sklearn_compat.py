@@ -12,5 +12,6 @@ from sklearn.utils._param_validation import (  # noqa: F401
     InvalidParameterError,
     Options,
     StrOptions,
+    validate_parameter_constraints,
 )
 from sklearn.utils.validation import validate_data  # noqa: F401  (public since 1.6)

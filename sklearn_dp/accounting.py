@@ -414,6 +414,12 @@ def calibrate_noise_multiplier(
     return _calibrate(make_event, epsilon, delta, upper)
 
 
+#: Smallest noise multiplier the numerical calibration tries; any larger
+#: multiplier that meets the target is private, and smaller ones are needed
+#: only for epsilon near MAX_EPSILON of the estimators.
+_CALIBRATION_FLOOR = 0.05
+
+
 def _calibrate(make_event, epsilon, delta, upper, guess=None):
     """Smallest multiplier whose event meets (epsilon, delta), to 0.1% relative.
 
@@ -438,7 +444,10 @@ def _calibrate(make_event, epsilon, delta, upper, guess=None):
     while excess(lo) <= 0:
         hi, lo = lo, lo - step
         step *= 2
-        if lo < math.log(1e-8):
+        if lo < math.log(_CALIBRATION_FLOOR):
+            # hi meets the target; below the floor the PLD grid explodes (a
+            # large delta, e.g. above a subsampled mechanism's sampling
+            # probability, is met by almost no noise: 29 GiB at delta=0.5).
             return float(math.exp(hi))
     log_sigma = optimize.brentq(excess, lo, hi, xtol=1e-4, rtol=1e-6)
     # brentq lands within xtol of the crossing, on either side of it: step up

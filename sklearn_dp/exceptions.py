@@ -18,6 +18,17 @@ class BudgetStorageError(RuntimeError):
     """
 
 
+class ConvergenceError(ValueError, FloatingPointError):
+    """A solver could not produce a usable model with its public settings.
+
+    It diverged (non-finite coefficients, usually a step size too large for
+    the public bounds) or an exact inner solve missed its public tolerance
+    within ``max_iter``.  Nothing is released and nothing is spent.  A
+    ``ValueError`` as in scikit-learn; also a ``FloatingPointError`` (an
+    ``ArithmeticError``) for code that caught those before.
+    """
+
+
 class PrivacyLeakWarning(UserWarning):
     """Something about a fit weakens the privacy guarantee a user may expect.
 

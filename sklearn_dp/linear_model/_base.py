@@ -28,18 +28,101 @@ from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Callable
 
+import numpy as np
 import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 from sklearn.base import BaseEstimator
 
 from .._data import bound_data
-from .._sklearn_compat import Interval, Options
+from .._sklearn_compat import Interval, Options, validate_data, validate_parameter_constraints
 from ..budget import PrivacyBudget
 from ..solvers import check_solver_supports, get_solver
 from ..accounting import largest_share
 from ..solvers._common import COUNT_EPSILON_FRACTION, make_rng, release_count
 
-__all__ = ["BaseDPEstimator", "FitProblem", "restore_on_failure", "penalty_strengths"]
+__all__ = [
+    "BaseDPEstimator",
+    "FitProblem",
+    "restore_on_failure",
+    "penalty_strengths",
+    "public_scale",
+    "MIN_SCALE",
+    "MAX_SCALE",
+    "MIN_EPSILON",
+    "MAX_EPSILON",
+]
+
+#: Range of the public scale parameters (bounds, radii, step sizes, penalty
+#: strengths).  Solvers multiply, square and invert several of them for their
+#: public constants (smoothness, step sizes, noise scales), which overflows or
+#: divides by zero in floating point far outside this range.  Rescale the data
+#: with public constants to stay inside it.
+MIN_SCALE, MAX_SCALE = 1e-30, 1e30
+
+#: Range of a finite epsilon.  Beyond MAX_EPSILON a guarantee says nothing
+#: (a likelihood ratio above e^100), and the numerical composition of the row
+#: count with the solver slows down in proportion to epsilon (about a minute at
+#: 1000); far below MIN_EPSILON the noise calibration underflows (shares of
+#: epsilon down to MIN_EPSILON * MIN_FRACTION are calibrated).  epsilon=inf is
+#: the same solver without noise.
+MIN_EPSILON, MAX_EPSILON = 1e-3, 100.0
+
+#: Smallest share of epsilon a solver option may give a part of a mechanism.
+MIN_FRACTION = 1e-3
+
+
+def public_scale(*, zero=False):
+    """Parameter constraint of a public scale: a float in [MIN_SCALE, MAX_SCALE] (or 0)."""
+    constraint = [Interval(Real, MIN_SCALE, MAX_SCALE, closed="both")]
+    return constraint + [Options(Real, {0.0})] if zero else constraint
+
+
+# Types and ranges of the numeric solver options (``solver_options`` bypasses
+# the estimator's own parameter validation).  Each solver documents what they
+# mean; None is its default where it has one.  Options not listed (strings and
+# structures such as ``sampling`` or ``blocks``) are checked by the solver.
+_COUNT = Interval(Integral, 1, None, closed="left")
+_POSITIVE = Interval(Real, MIN_SCALE, MAX_SCALE, closed="both")
+_FRACTION = Interval(Real, MIN_FRACTION, 1, closed="left")
+SOLVER_OPTION_CONSTRAINTS = {
+    **{
+        name: [_COUNT, None]
+        for name in (
+            "max_iter", "batch_size", "block_size", "inner_steps", "max_inner", "n_outer",
+            "n_phases", "tau",
+        )
+    },
+    "n_probes": [_COUNT],
+    **{
+        name: [_POSITIVE, None]
+        for name in (
+            "step_size", "clip_norm", "radius", "gradient_tol", "tol", "initial_gap",
+            "intercept_bound", "pl_constant", "normalizer", "passes",
+        )
+    },
+    "step_scale": [_POSITIVE],
+    "max_weight": [Interval(Real, 1, MAX_SCALE, closed="both")],
+    "epsilon_split": [_FRACTION],
+    "residual_fraction": [_FRACTION],
+    "snapshot_share": [_FRACTION],
+    "p": [Interval(Real, 1, 2, closed="both"), None],
+    "strongly_convex": ["boolean"],
+    "restart": ["boolean"],
+    "n_jobs": [Integral, None],
+}
+
+# Messages of numpy / scikit-learn conversions that would show private values
+# (numpy's "could not convert string to float: '<value>'", scikit-learn's
+# "array=[...]" dumps of 1-d and complex input) or the private row count
+# (inconsistent lengths): replaced by messages without data.
+_NON_NUMERIC_MARKERS = (
+    "could not convert",
+    "invalid literal",
+    "setting an array element with a sequence",
+    "inhomogeneous",
+    "Complex data not supported",
+    "dtype='numeric' is not compatible",
+)
 
 
 @dataclass(frozen=True)
@@ -118,13 +201,16 @@ class BaseDPEstimator(BaseEstimator):
 
     _privacy_parameter_constraints = {
         # inf is allowed: the same solver without noise (a non-private reference).
-        "epsilon": [Interval(Real, 0, None, closed="neither"), Options(Real, {math.inf})],
+        "epsilon": [
+            Interval(Real, MIN_EPSILON, MAX_EPSILON, closed="both"),
+            Options(Real, {math.inf}),
+        ],
         "delta": [Interval(Real, 0, 1, closed="left")],
         "solver": [str],
         "budget": [PrivacyBudget, None],
         "max_iter": [Interval(Integral, 1, None, closed="left"), None],
-        "learning_rate": [Interval(Real, 0, None, closed="neither"), None],
-        "clip_norm": [Interval(Real, 0, None, closed="neither"), None],
+        "learning_rate": [*public_scale(), None],
+        "clip_norm": [*public_scale(), None],
         "solver_options": [dict, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -145,6 +231,77 @@ class BaseDPEstimator(BaseEstimator):
     # each estimator declares and documents its own.
     _solver_info_attributes = ()
 
+    def _validate_fit_data(self, X, y, *, y_numeric):
+        """``validate_data`` for private training data, with messages free of private values.
+
+        scikit-learn and numpy describe bad input with the data itself (the
+        offending string, a dump of a 1-d or complex array, the row counts).
+        An error message is an output a DP guarantee does not cover, so those
+        are replaced by messages that say what is wrong and what to do, but
+        not where or with which value.  (That the data is malformed at all
+        remains visible: validate it against its public schema first.  One
+        exception is kept for scikit-learn's conformance checks: X without
+        columns is refused with scikit-learn's message, which shows its shape.)
+        """
+        if sp.issparse(y):
+            raise TypeError(
+                f"{type(self).__name__}: y is a sparse matrix; pass the labels as a 1-d array "
+                "(for example y.toarray().ravel())."
+            )
+        return self._validate_private(X, y, y_numeric=y_numeric)
+
+    def _validate_predict_data(self, X):
+        """``validate_data(reset=False)`` for rows to predict on (private too, often)."""
+        return self._validate_private(X, reset=False)
+
+    def _validate_private(self, X, y="no_validation", **kwargs):
+        name = type(self).__name__
+        for part, value in (("X", X), ("y", y)):
+            dtype = getattr(value, "dtype", None)
+            if dtype is not None and getattr(dtype, "kind", None) == "c":
+                raise ValueError(
+                    f"{name}: Complex data not supported: {part} has complex values; pass "
+                    f"real numbers (for example {part}.real, if the imaginary part is known "
+                    "to be 0)."
+                )
+        try:
+            return validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, **kwargs)
+        except (ValueError, TypeError) as exc:
+            message = str(exc)
+            if "Expected 2D array" in message:
+                got = "a scalar" if "scalar" in message else "a 1-d array"
+                raise ValueError(
+                    f"{name}: X must be 2-d, of shape (n_samples, n_features); got {got}. "
+                    "Reshape your data with X.reshape(-1, 1) if it has a single feature "
+                    "or X.reshape(1, -1) if it is a single sample."
+                ) from None
+            if "inconsistent numbers of samples" in message:
+                raise ValueError(
+                    f"{name}: X and y have inconsistent numbers of samples (rows); pass one "
+                    "label per row of X."
+                ) from None
+            if any(marker in message for marker in _NON_NUMERIC_MARKERS):
+                raise ValueError(
+                    f"{name}: X and y must hold real numbers in a rectangular array: found a "
+                    "non-numeric entry (such as a string or None), a ragged row or a complex "
+                    "value. Encode categorical columns with a public encoding and convert the "
+                    "data to a float array before fitting."
+                ) from None
+            raise
+
+    def _check_solver_options(self, spec, options):
+        """Types and ranges of numeric solver options, before any plan or solver sees them."""
+        constraints = {
+            key: SOLVER_OPTION_CONSTRAINTS[key]
+            for key in options
+            if key in SOLVER_OPTION_CONSTRAINTS
+        }
+        validate_parameter_constraints(
+            constraints,
+            {key: options[key] for key in constraints},
+            caller_name=f"solver_options of solver={spec.name!r}",
+        )
+
     def _check_privacy_request(self):
         """Refuse requests that would release data without accounting for it."""
         if math.isinf(self.epsilon) and self.budget is not None:
@@ -154,12 +311,14 @@ class BaseDPEstimator(BaseEstimator):
                 "or drop budget= for a non-private reference fit."
             )
 
-    def _warn_weak_delta(self, n_samples):
-        if 0 < self.delta and self.delta * n_samples >= 1:
+    def _warn_weak_delta(self, n_public):
+        # Compared with the fit's DP row count, not the true one: the warning
+        # (and its text) is an output too, and the row count is private.
+        if 0 < self.delta and self.delta * n_public >= 1:
             warnings.warn(
-                f"delta={self.delta:g} is not much smaller than 1/n_samples={1 / n_samples:.3g}: "
-                "a mechanism that publishes one random row is (0, 1/n)-DP. "
-                "Choose delta well below 1/n_samples.",
+                f"delta={self.delta:g} is not much smaller than 1/n_samples (about "
+                f"{1 / n_public:.3g} from the fit's DP row count): a mechanism that publishes "
+                "one random row is (0, 1/n)-DP. Choose delta well below 1/n_samples.",
                 UserWarning,
                 stacklevel=3,
             )
@@ -215,6 +374,7 @@ class BaseDPEstimator(BaseEstimator):
                 f"solver_options {reserved} duplicate estimator parameters; set them on "
                 "the estimator instead."
             )
+        self._check_solver_options(spec, extra)
         kwargs.update(extra)
         return kwargs
 
@@ -242,7 +402,6 @@ class BaseDPEstimator(BaseEstimator):
         sparse = sp.issparse(X)
         spec = self._resolve_solver(problem, sparse=sparse, n_samples=n_samples)
         kwargs = self._solver_kwargs(spec, problem)
-        self._warn_weak_delta(n_samples)
         private = not math.isinf(self.epsilon)
         # Under add/remove neighbouring the row count is private: a share of
         # epsilon buys a noisy count that stands in for n (see PrivateCount).
@@ -306,6 +465,7 @@ class BaseDPEstimator(BaseEstimator):
             self.budget.check(self.epsilon, self.delta, event=event)
         rng = make_rng(self.random_state)
         count = release_count(n_samples, epsilon_count, rng)
+        self._warn_weak_delta(count.estimate)
         epsilon_solver = solver_epsilon(count.estimate)
         data = bound_data(
             X,

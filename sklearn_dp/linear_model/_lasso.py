@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import math
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._data import clip_labels
+from .._data import check_feature_bound, clip_labels
 from .._losses import get_loss
-from .._sklearn_compat import Interval, validate_data
+from .._sklearn_compat import Interval
 from ..solvers import get_solver
-from ._base import BaseDPEstimator, FitProblem, restore_on_failure
+from ._base import BaseDPEstimator, FitProblem, public_scale, restore_on_failure
 
 __all__ = ["DPLasso", "l1_radius_for_alpha", "alpha_for_l1_radius"]
 
@@ -83,8 +83,10 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
     Parameters
     ----------
     epsilon : float, default=1.0
-        Privacy parameter epsilon > 0; ``float("inf")`` fits without noise (not
-        private, spends nothing, cannot be combined with ``budget``).
+        Privacy parameter epsilon in [1e-3, 100]; ``float("inf")`` fits without
+        noise (not private, spends nothing, cannot be combined with ``budget``).
+        Public scales (bounds, radius, alpha, step sizes) must lie in
+        [1e-30, 1e30] (0 is allowed for alpha).
     delta : float, default=1e-5
         Privacy parameter delta in [0, 1).  ``delta=0`` gives pure epsilon-DP
         (Frank-Wolfe solvers); choose delta well below ``1 / n_samples``.
@@ -170,12 +172,12 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
 
     _parameter_constraints = {
         **BaseDPEstimator._privacy_parameter_constraints,
-        "radius": [Interval(Real, 0, None, closed="neither"), None],
-        "alpha": [Interval(Real, 0, None, closed="left"), None],
-        "feature_bound": [Interval(Real, 0, None, closed="neither"), "array-like"],
-        "y_bound": [Interval(Real, 0, None, closed="neither")],
+        "radius": [*public_scale(), None],
+        "alpha": [*public_scale(zero=True), None],
+        "feature_bound": [*public_scale(), "array-like"],
+        "y_bound": [*public_scale()],
         "fit_intercept": ["boolean"],
-        "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
+        "intercept_scaling": [*public_scale()],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
     }
 
@@ -231,9 +233,7 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
     # -- public constants of the fit (all in the scaled units of the solver) --
 
     def _max_feature_bound(self, n_features):
-        bound = np.broadcast_to(np.asarray(self.feature_bound, dtype=float), (n_features,))
-        if bound.size and (np.any(bound <= 0) or not np.all(np.isfinite(bound))):
-            raise ValueError("feature_bound must be finite and > 0 for every feature.")
+        bound = check_feature_bound(self.feature_bound, n_features)
         return float(bound.max()) if bound.size else 1.0
 
     def _scaled_radius(self, n_features):
@@ -285,7 +285,7 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         """
         self._validate_params()
         self._check_privacy_request()
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=True)
+        X, y = self._validate_fit_data(X, y, y_numeric=True)
         n_samples, n_features = X.shape
         scale = float(self.y_bound)
         alpha = 0.0 if self.alpha is None else float(self.alpha) / scale
@@ -326,7 +326,7 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
     def predict(self, X):
         """Predicted values ``X @ coef_ + intercept_``."""
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
+        X = self._validate_predict_data(X)
         return np.asarray(X @ self.coef_).ravel() + self.intercept_
 
     def __sklearn_tags__(self):

@@ -14,9 +14,15 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from .._losses import get_loss
-from .._sklearn_compat import Interval, StrOptions, validate_data
+from .._sklearn_compat import Interval, StrOptions
 from ..exceptions import PrivacyLeakWarning
-from ._base import BaseDPEstimator, FitProblem, penalty_strengths, restore_on_failure
+from ._base import (
+    BaseDPEstimator,
+    FitProblem,
+    penalty_strengths,
+    public_scale,
+    restore_on_failure,
+)
 
 __all__ = ["DPLogisticRegression"]
 
@@ -32,9 +38,11 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
     Parameters
     ----------
     epsilon : float, default=1.0
-        Privacy parameter epsilon > 0.  ``float("inf")`` runs the same solver
-        without noise: the result is not private and spends nothing (it cannot
-        be combined with ``budget``).
+        Privacy parameter epsilon in [1e-3, 100] (beyond 100 a guarantee says
+        nothing).  ``float("inf")`` runs the same solver without noise: the
+        result is not private and spends nothing (it cannot be combined with
+        ``budget``).  Public scales (bounds, radius, C, step sizes) must lie
+        in [1e-30, 1e30].
     delta : float, default=1e-5
         Privacy parameter delta in [0, 1); choose it well below ``1 / n_samples``.
         ``delta=0`` (pure epsilon-DP) needs a solver with a pure mode.
@@ -177,14 +185,14 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
     _parameter_constraints = {
         **BaseDPEstimator._privacy_parameter_constraints,
         "penalty": [StrOptions({"l2", "l1", "elasticnet"}), None],
-        "C": [Interval(Real, 0, None, closed="neither")],
+        "C": [*public_scale()],
         "l1_ratio": [Interval(Real, 0, 1, closed="both"), None],
         "fit_intercept": ["boolean"],
-        "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
-        "radius": [Interval(Real, 0, None, closed="neither"), None],
+        "intercept_scaling": [*public_scale()],
+        "radius": [*public_scale(), None],
         "constraint": [StrOptions({"l2", "l1"})],
-        "data_norm": [Interval(Real, 0, None, closed="neither")],
-        "feature_bound": [Interval(Real, 0, None, closed="neither"), "array-like", None],
+        "data_norm": [*public_scale()],
+        "feature_bound": [*public_scale(), "array-like", None],
         "classes": ["array-like", None],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
     }
@@ -252,9 +260,26 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         return "dp_gd"
 
     def _encode_labels(self, y):
-        check_classification_targets(y)
+        # Messages name the public classes, never labels read from y (private).
+        try:
+            # scikit-learn casts float labels to int to tell classes from
+            # continuous targets: huge labels overflow the cast (silenced;
+            # they are then refused as continuous or as unknown classes).
+            with np.errstate(invalid="ignore", over="ignore"):
+                check_classification_targets(y)
+            present = np.unique(y)
+            if self.classes is None:
+                classes = present
+            else:
+                classes = np.unique(np.asarray(self.classes))
+                unknown = np.setdiff1d(present, classes)
+        except TypeError:
+            raise ValueError(
+                "DPLogisticRegression: the labels in y (and classes) must be of one comparable "
+                "type, all numbers or all strings; y mixes types or does not match the type of "
+                "classes."
+            ) from None
         if self.classes is None:
-            classes = np.unique(y)
             warnings.warn(
                 "The set of classes was read from the private labels, which reveals which "
                 "labels occur. Pass classes=[...] (the public label set) to avoid this.",
@@ -262,18 +287,21 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
                 stacklevel=3,
             )
         else:
-            classes = np.unique(np.asarray(self.classes))
-            unknown = np.setdiff1d(np.unique(y), classes)
+            if np.ndim(self.classes) != 1:
+                raise ValueError(
+                    f"classes must be a 1-d list of labels; got classes={self.classes!r}."
+                )
             if unknown.size:
                 raise ValueError(
-                    f"y contains labels {unknown.tolist()} that are not in classes="
-                    f"{classes.tolist()}. Fix the labels or pass the full public label set."
+                    f"y contains labels that are not in classes={classes.tolist()}. Fix the "
+                    "labels or pass the full public label set."
                 )
         if classes.size < 2:
+            shown = "" if self.classes is None else f" {classes.tolist()}"
             raise ValueError(
-                f"DPLogisticRegression needs at least 2 classes; got one class "
-                f"{classes.tolist()}. Pass classes=[...] with the full public label set "
-                "to fit a model whose classes are not all present in y."
+                f"DPLogisticRegression needs at least 2 classes; got one class{shown}. Pass "
+                "classes=[...] with the full public label set to fit a model whose classes "
+                "are not all present in y."
             )
         indices = np.searchsorted(classes, y)
         if classes.size == 2:
@@ -302,9 +330,7 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         """
         self._validate_params()
         self._check_privacy_request()
-        X, y = validate_data(
-            self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=False
-        )
+        X, y = self._validate_fit_data(X, y, y_numeric=False)
         classes, y_encoded = self._encode_labels(y)
         multiclass = classes.size > 2
         # scikit-learn's C * sum(loss) + penalty is, on the average loss, a
@@ -330,7 +356,7 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
     def decision_function(self, X):
         """Scores ``X @ coef_.T + intercept_``; 1-d for two classes (positive: ``classes_[1]``)."""
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
+        X = self._validate_predict_data(X)
         scores = np.asarray(X @ self.coef_.T) + self.intercept_
         return scores.ravel() if scores.shape[1] == 1 else scores
 

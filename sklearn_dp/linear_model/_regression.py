@@ -12,8 +12,14 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._data import clip_labels
 from .._losses import get_loss
-from .._sklearn_compat import Interval, StrOptions, validate_data
-from ._base import BaseDPEstimator, FitProblem, penalty_strengths, restore_on_failure
+from .._sklearn_compat import Interval, StrOptions
+from ._base import (
+    BaseDPEstimator,
+    FitProblem,
+    penalty_strengths,
+    public_scale,
+    restore_on_failure,
+)
 
 __all__ = ["DPSCORegressor"]
 
@@ -43,8 +49,10 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
     Parameters
     ----------
     epsilon : float, default=1.0
-        Privacy parameter epsilon > 0; ``float("inf")`` fits without noise (not
-        private, spends nothing, cannot be combined with ``budget``).
+        Privacy parameter epsilon in [1e-3, 100]; ``float("inf")`` fits without
+        noise (not private, spends nothing, cannot be combined with ``budget``).
+        Public scales (bounds, radius, alpha, step sizes) must lie in
+        [1e-30, 1e30] (0 is allowed for alpha).
     delta : float, default=1e-5
         Privacy parameter delta in [0, 1); choose it well below ``1 / n_samples``.
     loss : {"squared", "huber", "absolute", "quantile"}, default="squared"
@@ -163,18 +171,18 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
     _parameter_constraints = {
         **BaseDPEstimator._privacy_parameter_constraints,
         "loss": [StrOptions({"squared", "huber", "absolute", "quantile"})],
-        "huber_threshold": [Interval(Real, 0, None, closed="neither")],
+        "huber_threshold": [*public_scale()],
         "quantile": [Interval(Real, 0, 1, closed="neither")],
         "penalty": [StrOptions({"l2", "l1", "elasticnet"}), None],
-        "alpha": [Interval(Real, 0, None, closed="left")],
+        "alpha": [*public_scale(zero=True)],
         "l1_ratio": [Interval(Real, 0, 1, closed="both"), None],
-        "radius": [Interval(Real, 0, None, closed="neither"), None],
+        "radius": [*public_scale(), None],
         "constraint": [StrOptions({"l2", "l1"})],
         "fit_intercept": ["boolean"],
-        "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
-        "data_norm": [Interval(Real, 0, None, closed="neither")],
-        "feature_bound": [Interval(Real, 0, None, closed="neither"), "array-like", None],
-        "y_bound": [Interval(Real, 0, None, closed="neither")],
+        "intercept_scaling": [*public_scale()],
+        "data_norm": [*public_scale()],
+        "feature_bound": [*public_scale(), "array-like", None],
+        "y_bound": [*public_scale()],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
         "n_jobs": [Integral, None],
     }
@@ -295,7 +303,7 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         """
         self._validate_params()
         self._check_privacy_request()
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=True)
+        X, y = self._validate_fit_data(X, y, y_numeric=True)
         # The fit runs on labels scaled to [-1, 1] so that step sizes and
         # constants are scale-free; the coefficients are scaled back.  The
         # scaling is public (y_bound), so privacy is unaffected.
@@ -323,7 +331,7 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
     def predict(self, X):
         """Predicted values ``X @ coef_ + intercept_``."""
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
+        X = self._validate_predict_data(X)
         return np.asarray(X @ self.coef_).ravel() + self.intercept_
 
     def __sklearn_tags__(self):

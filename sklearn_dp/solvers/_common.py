@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from dp_accounting import dp_event as dpe
 
+from ..exceptions import ConvergenceError
+
 __all__ = [
     "SolverResult",
     "PrivacyPlan",
@@ -131,7 +133,7 @@ def make_rng(random_state):
 
 def check_finite_iterate(W, solver):
     if not np.all(np.isfinite(W)):
-        raise FloatingPointError(
+        raise ConvergenceError(
             f"{solver} diverged (non-finite coefficients). Lower the step size "
             "(learning_rate) or check the data bounds."
         )

@@ -238,6 +238,7 @@ from scipy.special import expit, softmax
 
 from .. import accounting
 from .._losses import BinaryLogisticLoss, HuberLoss, MultinomialLoss, SquaredLoss
+from ..exceptions import ConvergenceError
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 
 __all__ = [
@@ -393,8 +394,9 @@ def minimize_strongly_convex(
 
     Raises
     ------
-    ArithmeticError
-        If ``||grad|| <= tol`` is not reached within ``max_iter`` steps.
+    ConvergenceError
+        If ``||grad|| <= tol`` is not reached within ``max_iter`` steps (an
+        ``ArithmeticError``).
     """
     n_samples, n_columns = X.shape
     shape = (n_columns, n_outputs)
@@ -479,9 +481,11 @@ def minimize_strongly_convex(
     _, grad, _ = value_and_gradient(W)
     grad_norm = float(np.linalg.norm(grad))
     if not grad_norm <= tol:
-        raise ArithmeticError(
+        # The message leaves out the gradient norm reached: computed from the
+        # private data before any noise, it is not differentially private.
+        raise ConvergenceError(
             f"The exact inner solve did not reach the public gradient tolerance {tol:.3g} "
-            f"(reached {grad_norm:.3g} after {n_iter} Newton steps). Nothing was released: "
+            f"(at most max_iter={max_iter} Newton steps). Nothing was released: "
             "the privacy proof needs the minimiser. Raise max_iter or gradient_tol "
             "(solver_options), or check the data for non-finite values."
         )
