@@ -212,7 +212,9 @@ def bound_data(
 ):
     """Bound the rows of ``X`` in the geometry a solver needs, append the intercept column.
 
-    ``geometry="l2"`` scales every row to L2 norm at most ``data_norm``;
+    ``geometry="l2"`` scales every row to L2 norm at most ``data_norm`` (without
+    ``data_norm``, it clips entries to ``feature_bound``, whose L2 norm then
+    bounds the rows);
     ``geometry="linf"`` clips every entry to ``[-feature_bound, feature_bound]``
     (a scalar, or one bound per feature).  The intercept column is constant
     (public) and not clipped, so rows of the result are bounded by
@@ -223,9 +225,19 @@ def bound_data(
     count (see :class:`BoundedData`); None treats the row count as public.
     """
     n_features = X.shape[1]
-    if geometry == "l2":
+    if geometry == "l2" and data_norm is None and feature_bound is not None:
+        # Entrywise bounds imply the L2 bound sqrt(sum_j feature_bound_j^2):
+        # the L2 solvers also run on data with per-feature bounds only.
+        entry_bound = check_feature_bound(feature_bound, n_features)
+        X = clip_rows_linf(X, entry_bound)
+        norm_bound = float(np.sqrt(np.sum(entry_bound**2)))
+    elif geometry == "l2":
         if data_norm is None:
-            raise ValueError("geometry='l2' needs data_norm.")
+            raise ValueError(
+                "This solver bounds rows in L2: pass data_norm (a public bound on "
+                "||X[i]||_2; longer rows are scaled down) or feature_bound (public bounds "
+                "on |X[i, j]|, which imply one)."
+            )
         X = clip_rows_l2(X, data_norm)
         norm_bound = float(data_norm)
         entry_bound = None

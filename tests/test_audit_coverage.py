@@ -218,9 +218,8 @@ _FITTED = set()
 PLD_HEAVY = {"dp_sgd", "dp_svrg", "dp_svrg_pp", "mirror_descent", "localized_mirror_descent",
              "resque"}
 
-#: Known failures (not privacy): DPLasso has no data_norm, so an l2-geometry
-#: solver it lists as fitting (dp_svrg_pp) cannot bound its rows.
-KNOWN_FAILURES = {("DPLasso", "dp_svrg_pp"): "DPLasso has no data_norm for l2-geometry solvers"}
+#: Known failures (not privacy), expected to raise: none at present.
+KNOWN_FAILURES = {}
 
 
 def _pairs():

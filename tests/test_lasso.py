@@ -334,3 +334,17 @@ def test_regressor_absolute_loss_mirror_descent_epsilon_inf_improves(sparse_data
     ).fit(X, y)
     baseline = np.mean(np.abs(y - np.median(y)))
     assert np.mean(np.abs(model.predict(X) - y)) < 0.5 * baseline
+
+
+def test_l2_geometry_solvers_use_the_bound_implied_by_feature_bound():
+    # DPLasso has no data_norm: dp_svrg_pp bounds rows in L2 with
+    # sqrt(sum_j feature_bound_j^2), after clipping entries to feature_bound.
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-3, 3, size=(300, 4))
+    y = X @ np.array([1.0, -1.0, 0.0, 0.0])
+    model = DPLasso(
+        solver="dp_svrg_pp", alpha=0.01, feature_bound=[1.0, 1.0, 2.0, 2.0], y_bound=3.0,
+        epsilon=math.inf, random_state=0,
+    ).fit(X, y)
+    assert model.solver_ == "dp_svrg_pp"
+    assert np.all(np.isfinite(model.coef_))

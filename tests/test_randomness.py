@@ -184,9 +184,6 @@ def test_generator_is_used_as_it_is_by_the_solvers():
     assert make_rng(shared) is shared
 
 
-@pytest.mark.xfail(strict=True, reason="the estimators' docstrings list Generator for "
-                   "random_state, but their parameter validation (scikit-learn's "
-                   "'random_state' constraint) refuses it")
 def test_estimators_accept_a_generator():
     assert np.array_equal(_fit(np.random.default_rng(5)), _fit(np.random.default_rng(5)))
 

@@ -157,10 +157,8 @@ def _lasso_support(spec):
     """Forms of ``DPLasso`` that ``spec`` can fit (mirrors ``DPLasso.fit``), or None."""
     if "squared" not in spec.losses:
         return None
-    if spec.geometry != "linf":
-        # DPLasso has no data_norm: bound_data refuses L2-geometry solvers
-        # ("geometry='l2' needs data_norm"), whatever the registry allows.
-        return None
+    # DPLasso has no data_norm: L2-geometry solvers get the L2 bound that
+    # feature_bound implies (bound_data).
     forms = []
     # Penalised form (alpha, no radius): unconstrained where the solver has
     # no l1 ball but accepts unconstrained problems; else the public l1 ball.

@@ -212,7 +212,7 @@ class BaseDPEstimator(BaseEstimator):
         "learning_rate": [*public_scale(), None],
         "clip_norm": [*public_scale(), None],
         "solver_options": [dict, None],
-        "random_state": ["random_state"],
+        "random_state": ["random_state", np.random.Generator],
         "verbose": ["verbose"],
     }
 
