@@ -743,16 +743,18 @@ def test_mirror_descent_batch_sum_moves_by_at_most_the_l2_clip(
 # --------------------------------------------------------------------------
 
 
+
+
 @st.composite
-def resque_cases(draw):
-    loss_name = draw(st.sampled_from(["absolute", "quantile", "huber", "hinge", "binary"]))
+def l2_cases(draw, losses=("binary", "multinomial", "squared_unbounded", "huber")):
+    loss_name = draw(st.sampled_from(losses))
     data_norm = draw(st.sampled_from([0.5, 1.0, 3.0]))
     return loss_name, data_norm, draw(neighbours(loss_name, "l2", data_norm))
 
 
 @prop(100)
 @given(
-    case=resque_cases(),
+    case=l2_cases(losses=("absolute", "quantile", "huber", "hinge", "binary")),
     fit_intercept=st.booleans(),
     max_weight=st.sampled_from([1.0, 3.0, 50.0]),
     rho=st.sampled_from([1e-6, 1e-2, 1.0, 100.0]),
@@ -807,13 +809,6 @@ def test_resque_step_sum_moves_by_at_most_max_weight_times_lipschitz(
 # --------------------------------------------------------------------------
 # dp_svrg / dp_svrg_pp: the snapshot sum and every inner difference sum
 # --------------------------------------------------------------------------
-
-
-@st.composite
-def l2_cases(draw, losses=("binary", "multinomial", "squared_unbounded", "huber")):
-    loss_name = draw(st.sampled_from(losses))
-    data_norm = draw(st.sampled_from([0.5, 1.0, 3.0]))
-    return loss_name, data_norm, draw(neighbours(loss_name, "l2", data_norm))
 
 
 @prop(120)
