@@ -162,6 +162,9 @@ SUBSAMPLED_SETTINGS = [
     (1.0, 1e-5, 0.01, 1000),
     (0.1, 1e-5, 0.2, 10),
     (0.5, 1e-5, 0.8, 5),
+    # large epsilon: the search grid widens with epsilon (accounting._coarse_grid)
+    (10.0, 1e-5, 0.1, 100),
+    (50.0, 1e-6, 0.05, 20),
 ]
 
 
@@ -346,7 +349,7 @@ def test_calibration_is_cached_and_fast():
 def test_largest_share_is_certified_and_near_optimal():
     # The count (Laplace) and a Gaussian solver share epsilon; the share is
     # only ever one the accountant certifies, and within 0.2% of the best.
-    from sklearn_dp.accounting import _PLD_COARSE, _epsilon, largest_share
+    from sklearn_dp.accounting import _coarse_grid, _epsilon, largest_share
 
     delta, calls = 1e-5, []
     for epsilon in (0.3, 1.0, 4.0):
@@ -357,10 +360,10 @@ def test_largest_share_is_certified_and_near_optimal():
             return dpe.GaussianDpEvent(accounting.gaussian_noise_multiplier(part, delta, 1))
 
         share = largest_share(make_event, count, epsilon, delta, 0.95 * epsilon)
-        composed = _epsilon(dpe.ComposedDpEvent([count, make_event(share)]), delta, _PLD_COARSE)
+        composed = _epsilon(dpe.ComposedDpEvent([count, make_event(share)]), delta, _coarse_grid(epsilon))
         assert composed <= epsilon
         above = _epsilon(
-            dpe.ComposedDpEvent([count, make_event(share + 0.002 * epsilon)]), delta, _PLD_COARSE
+            dpe.ComposedDpEvent([count, make_event(share + 0.002 * epsilon)]), delta, _coarse_grid(epsilon)
         )
         assert above > epsilon
     assert len(calls) <= 3 * (4 + 2)
