@@ -25,6 +25,15 @@ coefficient from being pulled back, so the canary's pushes add up.
 (``epsilon=inf`` while the audit still claims the configured epsilon), or
 with a mechanism whose noise is calibrated for one step of T; the audit must
 find a lower bound above the claimed epsilon.
+
+Solvers whose algorithm dilutes a single row (one-pass trees, disjoint
+phases, snapshot plus difference releases, smoothing and weight caps) are
+audited in the configuration, reached through public options only, where
+the canary's influence is largest (``_STRONG`` below explains each), and get
+a *power control* (``power_factor``): the same audit on a fit calibrated for
+``power_factor`` times the claimed epsilon (about ``1 / power_factor`` of the
+noise) while the claim stays the same, which tells how large an
+under-calibration the audit can see.
 """
 
 from __future__ import annotations
@@ -76,6 +85,8 @@ class SolverAudit:
     make_run: Callable
     note: str = ""
     options: dict = field(default_factory=dict)
+    #: Power control: ``make_run(power_factor * epsilon)`` audited against ``epsilon``.
+    power_factor: float | None = None
 
     @property
     def id(self):
@@ -151,6 +162,15 @@ for _name in ("dp_gd", "dp_sgd", "dp_cd", "mirror_descent", "localized_mirror_de
 _LOGISTIC = dict(classes=[0, 1], penalty=None, clip_norm=0.05)
 _GD = dict(momentum=None, output="last")
 _SVRG = dict(batch_size=4, inner_steps=3, max_iter=2)
+#: The SVRG configuration where the canary counts most: one epoch, one inner
+#: step, inner batches at rate 1 (batch_size above any n), 80% of the budget
+#: on the snapshot release (``snapshot_share``, a public option).  The canary's
+#: clipped gradient is the same at the snapshot and the iterate, so its
+#: difference terms vanish and its whole influence is the snapshot release.
+_SVRG_STRONG = dict(max_iter=1, batch_size=10**6,
+                    solver_options={"inner_steps": 1, "snapshot_share": 0.8})
+_SVRG_STRONG_NOTE = ("one epoch, one inner step (dp_svrg_pp: 2), rate 1, snapshot_share=0.8: "
+                     "the canary's whole influence is the snapshot release")
 
 def _perturbation(solver, note):
     # Huber(0.5) with a saturating canary along column 1; the same public alpha on D and D'.
@@ -202,11 +222,12 @@ _CONFIGS = {
     ),
     "vr_frank_wolfe": (
         1.0, dict(loss="squared", task="noise", geometry="linf", n=200, n_phases=1,
-                  radius=1.0, constraint="l1", clip_norm=2.0),
+                  radius=1.0, constraint="l1", clip_norm=1.0, output="last"),
         (DPLasso, "noise",
          dict(solver="vr_frank_wolfe", radius=1.0, feature_bound=1.0, y_bound=1.0, delta=0.0,
-              solver_options={"n_phases": 1})),
-        "one phase of the one-pass tree; the canary favours the vertex +e_1",
+              clip_norm=1.0, solver_options={"n_phases": 1, "output": "last"})),
+        "one phase (2 selections); clip_norm=1 is the canary's own gradient bound, so its "
+        "score shift is the full sensitivity; last iterate",
     ),
     "mirror_descent": (
         2.0, dict(loss="squared", task="regression", geometry="linf", max_iter=3,
@@ -217,34 +238,40 @@ _CONFIGS = {
         "full batches, 3 noisy steps in the p-norm geometry",
     ),
     "localized_mirror_descent": (
-        2.0, dict(loss="squared", task="regression", geometry="linf", max_iter=3,
+        2.0, dict(loss="squared", task="noise", geometry="linf", max_iter=1,
                   clip_norm=0.5, radius=1.0, constraint="l1"),
-        (DPLasso, "regression",
-         dict(solver="localized_mirror_descent", max_iter=3, clip_norm=0.5, radius=1.0,
+        (DPLasso, "noise",
+         dict(solver="localized_mirror_descent", max_iter=1, clip_norm=0.5, radius=1.0,
               feature_bound=1.0, y_bound=1.0)),
-        "the canary is the last row: it lands in one phase's disjoint block",
+        "max_iter=1: a single phase of one full-batch step on half the rows, so the whole "
+        "budget is that one Gaussian release; the canary is in its block with probability 1/2",
     ),
     "resque": (
-        2.0, dict(loss="absolute", task="regression", geometry="l2", tol=0.1),
-        (DPSCORegressor, "regression",
-         dict(solver="resque", loss="absolute", penalty=None, solver_options={"tol": 0.1})),
-        "tol=0.1 keeps the smoothing radius small so the canary's pushes add up",
+        2.0, dict(loss="absolute", task="regression", geometry="l2", tol=1.0, max_weight=1.0,
+                  radius=0.5, constraint="l2", batch_size=10**6),
+        (DPSCORegressor, "noise",
+         dict(solver="resque", loss="absolute", penalty=None, radius=0.5, constraint="l2",
+              batch_size=10**6, solver_options={"tol": 1.0, "max_weight": 1.0})),
+        "max_weight=1 (sensitivity L, the canary's own term), a radius-0.5 ball and tol=1: "
+        "smoothing radius 0.35 keeps the canary's derivative at -1, 2 x 32 full-batch steps; "
+        "estimator: 200 rows with labels without signal (the private count blurs less, and "
+        "no other coefficient pushes the iterate to the ball's edge)",
     ),
     "dp_svrg": (
         2.0, dict(loss="log_loss", task="classification", geometry="l2", alpha=0.05,
                   clip_norm=0.05, **_SVRG),
         (DPLogisticRegression, "classification",
          dict(solver="dp_svrg", classes=[0, 1], penalty="l2", C=1.0, clip_norm=0.05,
-              max_iter=2, batch_size=4, solver_options={"inner_steps": 3})),
-        "snapshot and difference releases, Poisson inner mini-batches",
+              **_SVRG_STRONG)),
+        "solver level: snapshot and difference releases, Poisson inner mini-batches; "
+        "estimator level: " + _SVRG_STRONG_NOTE,
     ),
     "dp_svrg_pp": (
         2.0, dict(loss="log_loss", task="classification", geometry="l2", clip_norm=0.05,
-                  difference_bound="clip", **_SVRG),
+                  max_iter=1, batch_size=10**6, inner_steps=1, snapshot_share=0.8),
         (DPLogisticRegression, "classification",
-         dict(solver="dp_svrg_pp", max_iter=2, batch_size=4,
-              solver_options={"inner_steps": 3, "difference_bound": "clip"}, **_LOGISTIC)),
-        "doubling epochs, difference releases clipped",
+         dict(solver="dp_svrg_pp", **_SVRG_STRONG, **_LOGISTIC)),
+        _SVRG_STRONG_NOTE,
     ),
     "dp_accmd": (
         2.0, dict(loss="log_loss", task="classification", geometry="l2", clip_norm=0.05,
@@ -260,7 +287,23 @@ _CONFIGS = {
 #: few samples per phase or vertex after the noisy row count; the Poisson
 #: solvers round their sampling rate from the noisy count, and with n = 1000
 #: the rounded rates repeat, so fits share their (PLD) calibrations.
-_ESTIMATOR_ROWS = {"dp_sgd": 1000, "dp_svrg": 1000, "dp_svrg_pp": 1000}
+_ESTIMATOR_ROWS = {"dp_sgd": 1000, "resque": 200}
+
+#: Solvers audited in their strongest configuration, with the factor of
+#: their power control (calibrated for factor x epsilon, audited against epsilon).
+_STRONG = {
+    "vr_frank_wolfe": 3.0,
+    "localized_mirror_descent": 3.0,
+    "resque": 3.0,
+    "dp_svrg": 3.0,  # estimator level only (its solver level was not weak)
+    "dp_svrg_pp": 3.0,
+}
+
+
+def power_factor(solver, level):
+    if solver == "dp_svrg" and level == "solver":
+        return None
+    return _STRONG.get(solver)
 
 
 def solver_audits(level=None):
@@ -271,7 +314,7 @@ def solver_audits(level=None):
         if level in (None, "solver"):
             audits.append(SolverAudit(
                 solver, "solver", "-", epsilon, delta, _solver_run(solver, **solver_options),
-                note, solver_options,
+                note, solver_options, power_factor(solver, "solver"),
             ))
         if level in (None, "estimator"):
             params = {"delta": delta, **params}
@@ -279,6 +322,7 @@ def solver_audits(level=None):
             audits.append(SolverAudit(
                 solver, "estimator", estimator.__name__, epsilon, params["delta"],
                 _estimator_run(estimator, task, n=n, **params), note, params,
+                power_factor(solver, "estimator"),
             ))
     return audits
 
