@@ -49,65 +49,56 @@ def check_feature_bound(feature_bound, n_features):
     return bound
 
 
-def _scaled_row_norms(X):
-    """``(s, r)`` with ``||x_i||_2 = s[i] * r[i]`` (``s`` a scalar or per row), without overflow.
-
-    Entries beyond about 1e154 overflow when squared: a huge row would get an
-    infinite norm and be clipped to zero instead of to the bound.  When the
-    data holds such entries (or only entries so tiny that their squares
-    underflow), every row is divided by its own largest entry first; a global
-    scale would underflow the norms of the ordinary rows and leave them
-    unclipped.
-    """
-    values = X.data if sp.issparse(X) else X
-    largest = float(np.max(np.abs(values))) if values.size else 0.0
-    if not (largest > 1e150 or 0.0 < largest < 1e-150):
-        if sp.issparse(X):
-            return 1.0, np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
-        return 1.0, np.sqrt(np.einsum("ij,ij->i", X, X))
-    if sp.issparse(X):
-        row_max = abs(X).max(axis=1).toarray().ravel()
-    else:
-        row_max = np.max(np.abs(X), axis=1)
-    row_max = np.where(row_max > 0, row_max, 1.0)
-    if sp.issparse(X):
-        scaled = sp.csr_matrix(X, dtype=float, copy=True)
-        # Divide (1 / row_max overflows for subnormal rows).
-        scaled.data /= np.repeat(row_max, np.diff(scaled.indptr))
-        return row_max, np.sqrt(np.asarray(scaled.multiply(scaled).sum(axis=1)).ravel())
-    scaled = X / row_max[:, None]
-    return row_max, np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
-
-
 #: Below this, a norm computed as ``sqrt(sum x^2)`` may have lost digits (or
 #: everything) to the underflow of the squares; such rows are recomputed.
 _UNDERFLOW_NORM = 1e-140
 
 
-def row_l2_norms(X):
-    """``||x_i||_2`` for each row of a dense array or a sparse matrix.
+def _row_norm_factors(X):
+    """``(scale, norms)`` with ``||x_i||_2 = scale[i] * norms[i]``, free of under- and overflow.
 
-    Computed as ``sqrt(sum x^2)``; rows where that underflows (entries below
-    ~1e-154: the clip would see a zero-norm row, and a per-sample gradient
-    with a huge derivative would escape it) or overflows are recomputed with
-    the row scaled by its largest entry.  Other rows are unaffected.
+    Computed as ``sqrt(sum x^2)`` (``scale = 1``); rows where the squares
+    underflow (entries below ~1e-154: the clip would see a zero-norm row, and
+    a per-sample gradient with a huge derivative would escape it) or
+    overflow (entries beyond ~1e154: the row would be clipped to zero instead
+    of to the bound) are recomputed divided by their largest entry, which
+    becomes their ``scale``.  Other rows are unaffected.
     """
-    if sp.issparse(X):
-        norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
-    else:
-        with np.errstate(over="ignore"):
+    with np.errstate(over="ignore"):
+        if sp.issparse(X):
+            norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+        else:
             norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+    scale = np.ones_like(norms)
     redo = np.flatnonzero((norms < _UNDERFLOW_NORM) | np.isinf(norms))
     if redo.size:
-        scale, scaled_norms = _scaled_row_norms(X[redo])
-        with np.errstate(over="ignore"):  # a norm beyond the float range is inf
-            norms[redo] = scale * scaled_norms
-    return norms
+        rows = sp.csr_matrix(X[redo], dtype=float, copy=True) if sp.issparse(X) else X[redo]
+        if sp.issparse(X):
+            row_max = abs(rows).max(axis=1).toarray().ravel()
+        else:
+            row_max = np.max(np.abs(rows), axis=1) if rows.shape[1] else np.zeros(redo.size)
+        row_max = np.where(row_max > 0, row_max, 1.0)
+        # Divide (1 / row_max overflows for subnormal rows).
+        if sp.issparse(X):
+            rows.data /= np.repeat(row_max, np.diff(rows.indptr))
+            norms[redo] = np.sqrt(np.asarray(rows.multiply(rows).sum(axis=1)).ravel())
+        else:
+            scaled = rows / row_max[:, None]
+            norms[redo] = np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
+        scale[redo] = row_max
+    return scale, norms
+
+
+def row_l2_norms(X):
+    """``||x_i||_2`` for each row of a dense array or a sparse matrix (see :func:`_row_norm_factors`)."""
+    scale, norms = _row_norm_factors(X)
+    with np.errstate(over="ignore"):  # a norm beyond the float range is inf
+        return scale * norms
 
 
 def clip_rows_l2(X, bound):
     """Scale down every row whose L2 norm exceeds ``bound`` (a copy; X untouched)."""
-    scale, norms = _scaled_row_norms(X)
+    scale, norms = _row_norm_factors(X)
     with np.errstate(over="ignore"):  # bound / (a subnormal row's scale) is inf: factor 1
         factor = np.minimum(1.0, (float(bound) / scale) / np.maximum(norms, np.finfo(float).tiny))
     if sp.issparse(X):
