@@ -442,10 +442,6 @@ class _QueryRound:
         self.features = features
         self.derivative = derivative
 
-    @property
-    def n_queries(self):
-        return len(self.rows)
-
 
 def _evaluate_chunk(X, y, loss, center, rows, rho, entropy, key):
     # Each chunk has its own random stream keyed by (round, chunk), so the
@@ -786,9 +782,9 @@ def resque(
     SolverResult
         ``info`` holds ``query_depth`` (rounds of queries: one per
         subproblem, ``K * n_probes``), ``n_queries`` (per-sample gradient
-        evaluations; with ``schedule="budget"`` their expected number
-        ``q * n_public`` per step, since the realised Poisson batch sizes
-        would reveal the row count), ``n_outer``, ``inner_steps``, ``smoothing_radius``,
+        evaluations; with ``schedule="budget"`` the nominal batch size per
+        step, about the expected ``q * n_public``, since the realised Poisson
+        batch sizes would reveal the row count), ``n_outer``, ``inner_steps``, ``smoothing_radius``,
         ``ball_radius``, ``radius``, ``restarts`` and the accepted
         ``lambdas``, ``step_lengths`` and ``A`` per outer iteration.
 
@@ -888,10 +884,11 @@ def resque(
             X, y, loss, center, rows, starts, rho, entropy, counters["rounds"], parallel
         )
         counters["rounds"] += 1
-        # The expected count, q * n_public per step, not round_.n_queries: the
-        # realised Poisson batch sizes sum to about q * n and would release
-        # the private row count.
-        counters["queries"] += round_.n_queries if schedule != "budget" else n_steps * batch
+        # The public batch size per step, not the number of rows drawn: under
+        # the budget schedule the realised Poisson batch sizes sum to about
+        # q * n and would release the private row count (the theory
+        # schedule's fixed batches make the two equal).
+        counters["queries"] += n_steps * batch
         counters["steps"] += n_steps
         domain = _Domain(center, r, R if constrained else None)
         return _epoch_sgd(
