@@ -478,7 +478,7 @@ def _event_epsilon_fast(event, delta, discretization):
 _PAIR_CACHE: dict = {}
 
 
-def _cached_pair_epsilon(first, second, delta, grid=_PLD_COARSE):
+def _cached_pair_epsilon(first, second, delta, grid):
     # Keyed on the reprs: composed events hold lists and are not hashable.
     key = (repr(first), repr(second), float(delta), float(grid))
     if key not in _PAIR_CACHE:

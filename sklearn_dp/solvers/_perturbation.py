@@ -916,11 +916,11 @@ def output_perturbation(
         regularization=regularization,
         gradient_tol=tol,
         gradient_norm=grad_norm,
+        newton_steps=n_iter,
         loss=repr(glm.loss),
     )
     # One noisy release.  The Newton count depends on the data and is not
     # part of the accounted mechanism, so it stays with the direct caller.
-    plan.details["newton_steps"] = n_iter
     return SolverResult(coef=coef, n_iter=1, plan=plan)
 
 
@@ -1059,9 +1059,8 @@ def objective_perturbation(
         gradient_tol=tol,
         gradient_norm=grad_norm,
         gradient_bound=G,
+        newton_steps=n_iter,
         loss=repr(glm.loss),
     )
-    # One noisy release.  The Newton count depends on the data and is not
-    # part of the accounted mechanism, so it stays with the direct caller.
-    plan.details["newton_steps"] = n_iter
+    # One noisy release (see output_perturbation).
     return SolverResult(coef=coef, n_iter=1, plan=plan)
