@@ -348,3 +348,14 @@ def test_l2_geometry_solvers_use_the_bound_implied_by_feature_bound():
     ).fit(X, y)
     assert model.solver_ == "dp_svrg_pp"
     assert np.all(np.isfinite(model.coef_))
+
+
+def test_feature_bound_implies_the_l2_row_bound():
+    from sklearn_dp._data import bound_data
+
+    X = np.array([[3.0, -0.5, 9.0], [0.1, 0.2, -0.3]])
+    bounds = np.array([1.0, 2.0, 2.0])
+    data = bound_data(X, np.zeros(2), fit_intercept=True, geometry="l2", feature_bound=bounds)
+    assert np.array_equal(data.X[:, :3], np.clip(X, -bounds, bounds))
+    assert data.row_norm_bound == pytest.approx(math.hypot(3.0, 1.0))  # sqrt(1 + 4 + 4), intercept 1
+    assert np.all(data.row_norms <= data.row_norm_bound + 1e-12)
