@@ -53,6 +53,9 @@ __all__ = [
     "is_pure_event",
     "PureEpsilonDpEvent",
     "ClosedFormDpEvent",
+    "ApproximateDpEvent",
+    "zcdp_rho",
+    "epsilon_of_zcdp",
 ]
 
 #: The one neighbouring relation used everywhere in sklearn_dp.
@@ -221,6 +224,45 @@ class ClosedFormDpEvent(dpe.UnsupportedDpEvent):
         raise NotImplementedError
 
 
+class ApproximateDpEvent(ClosedFormDpEvent):
+    """A mechanism proven ``(epsilon, delta)``-DP for one fixed ``delta`` and nothing finer.
+
+    For example the thresholded noisy histogram that discovers the label set
+    (:func:`sklearn_dp._labels.release_labels`): Laplace noise gives
+    ``epsilon``, the threshold bounds the probability of releasing a label
+    held by one row by ``delta``.  Composed with other events by basic
+    composition: it takes its own ``delta`` and the others share the rest.
+    """
+
+    __slots__ = ("approximate_epsilon", "approximate_delta", "mechanism")
+
+    def __init__(self, epsilon: float, delta: float, mechanism: str):
+        object.__setattr__(self, "approximate_epsilon", float(epsilon))
+        object.__setattr__(self, "approximate_delta", float(delta))
+        object.__setattr__(self, "mechanism", str(mechanism))
+
+    def epsilon(self, delta: float) -> float:
+        return self.approximate_epsilon if delta >= self.approximate_delta else math.inf
+
+    def __repr__(self):
+        return (
+            f"ApproximateDpEvent(epsilon={self.approximate_epsilon!r}, "
+            f"delta={self.approximate_delta!r}, mechanism={self.mechanism!r})"
+        )
+
+    def _key(self):
+        return (self.approximate_epsilon, self.approximate_delta, self.mechanism)
+
+    def __eq__(self, other):
+        return isinstance(other, ApproximateDpEvent) and other._key() == self._key()
+
+    def __hash__(self):
+        return hash((ApproximateDpEvent,) + self._key())
+
+    def __reduce__(self):
+        return (ApproximateDpEvent, self._key())
+
+
 def _numerical_epsilon(event: dpe.DpEvent, delta: float, discretization: float) -> float:
     pld = pld_privacy_accountant.PLDAccountant(
         NEIGHBORING_RELATION, value_discretization_interval=discretization
@@ -254,6 +296,23 @@ def _epsilon(event, delta, discretization):
     pure = _pure_epsilon(event)
     if pure is not None:
         return pure
+    approximate = [(l, c) for l, c in leaves if isinstance(l, ApproximateDpEvent)]
+    if approximate:
+        # Basic composition: each approximate part takes its own delta, the
+        # rest of the mechanism is evaluated at what is left.
+        own_delta = math.fsum(c * l.approximate_delta for l, c in approximate)
+        own_epsilon = math.fsum(c * l.approximate_epsilon for l, c in approximate)
+        rest = [
+            l if c == 1 else dpe.SelfComposedDpEvent(l, c)
+            for l, c in leaves
+            if not isinstance(l, ApproximateDpEvent)
+        ]
+        if own_delta > delta * (1 + 1e-12):
+            return math.inf
+        if not rest:
+            return own_epsilon
+        left = max(0.0, delta - own_delta)
+        return own_epsilon + _epsilon(dpe.ComposedDpEvent(rest), left, discretization)
     closed = [(leaf, count) for leaf, count in leaves if isinstance(leaf, ClosedFormDpEvent)]
     if closed:
         # Basic composition: pure parts add their epsilons, every other part
@@ -527,3 +586,81 @@ def largest_share(make_event, prefix_event, epsilon, delta, floor, *, max_plans=
         candidate = predicted
     return certified
 
+
+
+# --------------------------------------------------------------------------
+# Zero-concentrated DP
+# --------------------------------------------------------------------------
+
+#: Name of the mechanism of exponential-mechanism events: epsilon-DP and
+#: epsilon-bounded-range, hence epsilon^2 / 8-zCDP (Cesar and Rogers 2021).
+EXPONENTIAL_MECHANISM = "exponential mechanism"
+
+
+def zcdp_rho(event: dpe.DpEvent) -> float | None:
+    """The rho for which ``event`` is rho-zCDP (add/remove-one), or None if unknown.
+
+    * Gaussian mechanism of multiplier s: ``1 / (2 s^2)``, exact (Bun and
+      Steinke 2016, Prop. 1.6).
+    * Laplace and any pure epsilon-DP mechanism: ``epsilon^2 / 2`` (Bun and
+      Steinke 2016, Prop. 1.4); exponential mechanisms (a
+      :class:`PureEpsilonDpEvent` whose ``mechanism`` names one):
+      ``epsilon^2 / 8`` (bounded range; Cesar and Rogers 2021).
+    * ``ZCDpEvent(rho)``: rho.  No-ops: 0.  Compositions: the sum.
+    * A Poisson-subsampled Gaussian: ``1 / (2 s^2)``, the Gaussian's own rho
+      (subsampling never increases a Renyi divergence, by its joint
+      quasi-convexity), without amplification.
+    * Anything else (approximate-DP events, closed forms): None.
+    """
+    total = 0.0
+    for leaf, count in _flatten(event):
+        if isinstance(leaf, dpe.NoOpDpEvent):
+            continue
+        if isinstance(leaf, dpe.PoissonSampledDpEvent):
+            leaf = leaf.event
+        if isinstance(leaf, dpe.GaussianDpEvent):
+            if leaf.noise_multiplier <= 0:
+                return math.inf
+            total += count / (2.0 * leaf.noise_multiplier**2)
+        elif isinstance(leaf, dpe.LaplaceDpEvent):
+            if leaf.noise_multiplier <= 0:
+                return math.inf
+            total += count * 0.5 / leaf.noise_multiplier**2
+        elif isinstance(leaf, dpe.ZCDpEvent):
+            total += count * float(leaf.rho)
+        elif isinstance(leaf, PureEpsilonDpEvent):
+            factor = 0.125 if leaf.mechanism.startswith(EXPONENTIAL_MECHANISM) else 0.5
+            total += count * factor * leaf.epsilon**2
+        elif isinstance(leaf, dpe.NonPrivateDpEvent):
+            return math.inf
+        else:
+            return None
+    return total
+
+
+# Orders at which a zCDP guarantee is converted: dp_accounting's defaults
+# plus large orders, where small rhos have their best conversion.
+_ZCDP_ORDERS = tuple(
+    sorted(set(rdp_privacy_accountant.DEFAULT_RDP_ORDERS) | {
+        float(round(x, 6)) for x in (1000.0 * 1.25**k for k in range(40))
+    })
+)
+
+
+@functools.lru_cache(maxsize=4096)
+def epsilon_of_zcdp(rho: float, delta: float) -> float:
+    """Epsilon at ``delta`` of a rho-zCDP mechanism, with dp_accounting's RDP conversion.
+
+    The RDP-to-DP conversion of Canonne, Kamath and Steinke (2020) over a
+    grid of orders (an upper bound on the best conversion); ``inf`` for
+    ``delta = 0``.
+    """
+    if rho <= 0:
+        return 0.0
+    if delta <= 0:
+        return math.inf
+    accountant = rdp_privacy_accountant.RdpAccountant(
+        orders=_ZCDP_ORDERS, neighboring_relation=NEIGHBORING_RELATION
+    )
+    accountant.compose(dpe.ZCDpEvent(float(rho)))
+    return float(accountant.get_epsilon(float(delta)))

@@ -1,9 +1,35 @@
 """A privacy budget shared by many fits, with an in-memory or SQLite ledger.
 
 A :class:`PrivacyBudget` holds a total ``(epsilon, delta)`` and a ledger of
-what has been spent.  Estimators call :meth:`PrivacyBudget.check` before a fit
-touches the data and :meth:`PrivacyBudget.spend` after the fit succeeded, so
-a failed fit spends nothing and a successful fit records exactly one entry.
+spends.  An estimator *reserves* its exact spend with
+:meth:`PrivacyBudget.reserve` before its first read of private values, in one
+atomic check-and-record; from then on the spend stands.  The reservation is
+completed when the fit succeeds and marked failed (with the exception's
+class) when it raises; a process killed mid-fit leaves it charged.  Every fit
+records exactly one ledger entry.
+
+Admission is a *privacy filter*: a stopping rule that stays valid when each
+fit (and its privacy parameters) is chosen after seeing the results of the
+earlier ones.  Two filters are offered, fixed when the budget is created
+(``composition=``):
+
+``"basic"`` (default)
+    Basic composition: a spend is admitted while the sums of the recorded
+    epsilons and deltas stay within the limits.  A valid filter for fully
+    adaptive composition (Rogers, Roth, Ullman and Vadhan 2016).
+``"zcdp"``
+    The zero-concentrated-DP filter: every fit is charged the rho of its
+    mechanism (rho-zCDP, Bun and Steinke 2016), and a spend is admitted while
+    the sum of the rhos stays within the rho whose (epsilon, delta)
+    conversion meets the limits.  Valid for fully adaptive composition by
+    the Renyi filter of Feldman and Zrnic (2021) applied at every order
+    (also Whitehouse, Ramdas, Rogers and Wu 2023).  Much tighter for many
+    Gaussian fits; a single fit pays a conversion cost.
+
+Numerical (PLD) composition of the recorded events is reported by
+:meth:`PrivacyBudget.fixed_sequence_epsilon`, labelled as what it is: the
+epsilon of those fits had they been fixed in advance.  It never admits a
+spend (it is not a valid filter).  See ``docs/guide/budget.md``.
 
 The budget is one shared object: ``sklearn.base.clone``, ``copy.copy``,
 ``copy.deepcopy`` and in-process pickling all return the budget itself, so a
@@ -17,6 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import hashlib
 import math
 import os
@@ -31,16 +58,30 @@ from urllib.parse import quote as _quote
 
 from dp_accounting import dp_event as dpe
 
-from .accounting import epsilon_of_events
+from .accounting import epsilon_of_events, epsilon_of_zcdp, zcdp_rho
 from .exceptions import BudgetExceededError, BudgetStorageError
 
-__all__ = ["PrivacyBudget", "LedgerEntry", "BudgetExceededError", "BudgetStorageError"]
+__all__ = [
+    "PrivacyBudget",
+    "LedgerEntry",
+    "Reservation",
+    "COMPOSITIONS",
+    "BudgetExceededError",
+    "BudgetStorageError",
+]
+
+#: The admission rules a budget can use (see the module docstring).
+COMPOSITIONS = ("basic", "zcdp")
 
 # Relative slack when comparing a total with its limit: spending exactly what
 # `remaining` reports must succeed even though float sums are not exact.
 _RTOL = 1e-9
 
-_SCHEMA_VERSION = 1
+_SCHEMA_VERSION = 2
+
+#: Status of a ledger entry.
+RESERVED, COMPLETED, FAILED = "reserved", "completed", "failed"
+_STATUSES = (RESERVED, COMPLETED, FAILED)
 
 # In-memory budgets alive in this process, by uuid, so that unpickling in the
 # same process (joblib's threading backend, a pickle round-trip in a notebook)
@@ -67,10 +108,21 @@ class LedgerEntry:
     epsilon, delta : float
         The ``(epsilon, delta)`` guarantee claimed for this spend.
     event : dp_accounting.DpEvent or None
-        The mechanism of the whole fit under add/remove-one neighbouring; lets
-        the budget compose the ledger numerically.
+        The mechanism of the whole fit under add/remove-one neighbouring
+        (for anyone to recompute its epsilon).
     timestamp : float
-        ``time.time()`` when the spend was recorded.
+        ``time.time()`` when the spend was reserved.
+    status : {"reserved", "completed", "failed"}
+        ``"reserved"`` while the fit runs (and forever if its process was
+        killed), ``"completed"`` after it succeeded, ``"failed"`` if it
+        raised after the reservation.  Every status is charged.
+    error : str or None
+        The class name of the exception of a failed fit (never its message,
+        which may depend on private data).
+    rho : float or None
+        The zCDP charge of the spend on a ``composition="zcdp"`` budget.
+    id : int or None
+        The entry's number in the ledger (1 for the first).
     """
 
     estimator: str
@@ -79,19 +131,26 @@ class LedgerEntry:
     delta: float
     event: dpe.DpEvent | None = None
     timestamp: float = dataclasses.field(default_factory=time.time)
+    status: str = COMPLETED
+    error: str | None = None
+    rho: float | None = None
+    id: int | None = None
 
     def __repr__(self):
         when = datetime.datetime.fromtimestamp(self.timestamp).isoformat(timespec="seconds")
         solver = "" if self.solver is None else f", solver={self.solver!r}"
+        status = "" if self.status == COMPLETED else f", status={self.status!r}"
+        error = "" if self.error is None else f", error={self.error!r}"
+        rho = "" if self.rho is None else f", rho={self.rho:.6g}"
         event = "" if self.event is None else f", event={self.event!r}"
         return (
             f"LedgerEntry({self.estimator!r}{solver}, epsilon={self.epsilon:.6g}, "
-            f"delta={self.delta:.6g}, at {when}{event})"
+            f"delta={self.delta:.6g}{rho}{status}{error}, at {when}{event})"
         )
 
 
 class _Row:
-    """A ledger entry plus the pickled bytes of its event (the cache key)."""
+    """A ledger entry plus the pickled bytes of its event."""
 
     __slots__ = ("entry", "blob")
 
@@ -141,7 +200,20 @@ class _MemoryStorage:
         self._refuse_if_detached()
         with self._lock:
             decide(self._rows)
-            self._rows.append(row)
+            entry = dataclasses.replace(row.entry, id=len(self._rows) + 1)
+            self._rows.append(_Row(entry, row.blob))
+            return entry.id
+
+    def update(self, entry_id, *, status, error=None, event=None, blob=None):
+        self._refuse_if_detached()
+        with self._lock:
+            old = self._rows[entry_id - 1]
+            changes = dict(status=status, error=error)
+            if blob is not None:
+                changes["event"] = event
+            self._rows[entry_id - 1] = _Row(
+                dataclasses.replace(old.entry, **changes), old.blob if blob is None else blob
+            )
 
     def _refuse_if_detached(self):
         if self.detached:
@@ -180,6 +252,9 @@ class _DetachedStorage:
     def append_if(self, decide, row):
         raise BudgetStorageError(_DETACHED_MESSAGE)
 
+    def update(self, entry_id, **changes):
+        raise BudgetStorageError(_DETACHED_MESSAGE)
+
     def check_usable(self):
         raise BudgetStorageError(_DETACHED_MESSAGE)
 
@@ -187,12 +262,17 @@ class _DetachedStorage:
         return "memory (detached copy in another process: cannot spend)"
 
 
-_LEDGER_COLUMNS = ("id", "estimator", "solver", "epsilon", "delta", "event", "event_repr", "timestamp")
-_META_COLUMNS = ("id", "schema_version", "epsilon", "delta", "created")
+_LEDGER_COLUMNS = (
+    "id", "estimator", "solver", "epsilon", "delta", "event", "event_repr", "timestamp",
+    "status", "error", "rho",
+)
+_LEDGER_COLUMNS_V1 = _LEDGER_COLUMNS[:8]
+_META_COLUMNS = ("id", "schema_version", "epsilon", "delta", "created", "composition")
+_META_COLUMNS_V1 = _META_COLUMNS[:5]
 
 
 class _SQLiteStorage:
-    """Ledger in an SQLite file; every spend is one ``BEGIN IMMEDIATE`` transaction.
+    """Ledger in an SQLite file; every check-and-record is one ``BEGIN IMMEDIATE`` transaction.
 
     A connection is opened per operation: it is cheap next to a fit, it is
     safe across threads and across ``fork``, and it never keeps the file
@@ -202,12 +282,12 @@ class _SQLiteStorage:
     kind = "sqlite"
     detached = False
 
-    def __init__(self, path, epsilon, delta, timeout):
+    def __init__(self, path, epsilon, delta, composition, timeout):
         self.path = os.path.abspath(os.fspath(path))
         self.timeout = timeout
         self._row_cache = {}
         self._cache_lock = threading.Lock()
-        self._initialise(epsilon, delta)
+        self._initialise(epsilon, delta, composition)
 
     # -- connections and errors ---------------------------------------------
 
@@ -232,7 +312,7 @@ class _SQLiteStorage:
             return BudgetStorageError(
                 f"The budget ledger {self.path!r} stayed locked by another process or "
                 f"thread for longer than the timeout ({self.timeout:g} s). Nothing was "
-                "spent. Retry later, or pass a larger timeout= to PrivacyBudget."
+                "recorded. Retry later, or pass a larger timeout= to PrivacyBudget."
             )
         if "unable to open" in text:
             return BudgetStorageError(
@@ -277,7 +357,7 @@ class _SQLiteStorage:
 
     # -- schema ---------------------------------------------------------------
 
-    def _initialise(self, epsilon, delta):
+    def _initialise(self, epsilon, delta, composition):
         def body(conn):
             tables = {
                 name for (name,) in conn.execute(
@@ -289,76 +369,95 @@ class _SQLiteStorage:
                 conn.execute(
                     "CREATE TABLE budget (id INTEGER PRIMARY KEY CHECK (id = 1), "
                     "schema_version INTEGER NOT NULL, epsilon REAL NOT NULL, "
-                    "delta REAL NOT NULL, created REAL NOT NULL)"
+                    "delta REAL NOT NULL, created REAL NOT NULL, composition TEXT NOT NULL)"
                 )
                 conn.execute(
                     "CREATE TABLE ledger (id INTEGER PRIMARY KEY AUTOINCREMENT, "
                     "estimator TEXT NOT NULL, solver TEXT, epsilon REAL NOT NULL, "
                     "delta REAL NOT NULL, event BLOB, event_repr TEXT, "
-                    "timestamp REAL NOT NULL)"
+                    "timestamp REAL NOT NULL, status TEXT NOT NULL, error TEXT, rho REAL)"
                 )
                 conn.execute(
-                    "INSERT INTO budget VALUES (1, ?, ?, ?, ?)",
-                    (_SCHEMA_VERSION, epsilon, delta, time.time()),
+                    "INSERT INTO budget VALUES (1, ?, ?, ?, ?, ?)",
+                    (_SCHEMA_VERSION, epsilon, delta, time.time(), composition),
                 )
                 return
             if tables != {"budget", "ledger"}:
                 raise self._schema_error(f"unexpected tables {sorted(tables)}")
-            for table, expected in (("budget", _META_COLUMNS), ("ledger", _LEDGER_COLUMNS)):
-                columns = tuple(row[1] for row in conn.execute(f"PRAGMA table_info({table})"))
-                if columns != expected:
-                    raise self._schema_error(f"table {table!r} has columns {columns}")
+            budget_columns = tuple(row[1] for row in conn.execute("PRAGMA table_info(budget)"))
+            ledger_columns = tuple(row[1] for row in conn.execute("PRAGMA table_info(ledger)"))
+            if (budget_columns, ledger_columns) == (_META_COLUMNS_V1, _LEDGER_COLUMNS_V1):
+                self._migrate_v1(conn)
+            elif (budget_columns, ledger_columns) != (_META_COLUMNS, _LEDGER_COLUMNS):
+                raise self._schema_error(
+                    f"tables with columns {budget_columns} and {ledger_columns}"
+                )
             meta = conn.execute(
-                "SELECT schema_version, epsilon, delta FROM budget WHERE id = 1"
+                "SELECT schema_version, epsilon, delta, composition FROM budget WHERE id = 1"
             ).fetchone()
             if meta is None:
                 raise self._schema_error("its budget table is empty")
-            version, stored_eps, stored_delta = meta
+            version, stored_eps, stored_delta, stored_composition = meta
             if version != _SCHEMA_VERSION:
                 raise self._schema_error(f"schema version {version!r}")
-            if (stored_eps, stored_delta) != (epsilon, delta):
+            if (stored_eps, stored_delta, stored_composition) != (epsilon, delta, composition):
                 raise BudgetStorageError(
                     f"The budget ledger {self.path!r} was created with limits "
-                    f"(epsilon={stored_eps!r}, delta={stored_delta!r}), but this "
-                    f"PrivacyBudget asks for (epsilon={epsilon!r}, delta={delta!r}). "
-                    "A ledger's limits cannot change: open it with its original "
-                    "limits, or use a new file for a new budget."
+                    f"(epsilon={stored_eps!r}, delta={stored_delta!r}) and "
+                    f"composition={stored_composition!r}, but this PrivacyBudget asks for "
+                    f"(epsilon={epsilon!r}, delta={delta!r}) and composition={composition!r}. "
+                    "A ledger's limits and admission rule cannot change: open it with its "
+                    "original ones, or use a new file for a new budget."
                 )
 
         # IMMEDIATE so that two processes creating the same new file do not
         # both create the schema.
         self._transaction(body, immediate=True, create=True)
 
+    def _migrate_v1(self, conn):
+        # Version 1 ledgers (sklearn_dp 0.1.0.dev0) recorded completed fits only,
+        # under the old admission rule; they become "basic" budgets.
+        version = conn.execute("SELECT schema_version FROM budget WHERE id = 1").fetchone()
+        if version is None or version[0] != 1:
+            raise self._schema_error(f"schema version {version!r}")
+        conn.execute("ALTER TABLE budget ADD COLUMN composition TEXT NOT NULL DEFAULT 'basic'")
+        conn.execute(f"ALTER TABLE ledger ADD COLUMN status TEXT NOT NULL DEFAULT '{COMPLETED}'")
+        conn.execute("ALTER TABLE ledger ADD COLUMN error TEXT")
+        conn.execute("ALTER TABLE ledger ADD COLUMN rho REAL")
+        conn.execute("UPDATE budget SET schema_version = ? WHERE id = 1", (_SCHEMA_VERSION,))
+
     # -- rows -----------------------------------------------------------------
 
+    _SELECT = (
+        "SELECT id, estimator, solver, epsilon, delta, event, timestamp, status, error, rho "
+        "FROM ledger"
+    )
+
     def _read_rows(self, conn):
-        rows = []
-        for record in conn.execute(
-            "SELECT id, estimator, solver, epsilon, delta, event, timestamp "
-            "FROM ledger ORDER BY id"
-        ):
-            rows.append(self._row_from_record(record))
-        return rows
+        return [self._row_from_record(record) for record in conn.execute(self._SELECT + " ORDER BY id")]
 
     def _row_from_record(self, record):
-        # Rows are immutable once committed, so decoded events are cached by
-        # the whole record (a replaced file with reused ids cannot hit).
+        # A committed record with the same values decodes to the same entry,
+        # so decoded events are cached by the whole record.
         with self._cache_lock:
             row = self._row_cache.get(record)
         if row is not None:
             return row
-        _, estimator, solver, epsilon, delta, blob, timestamp = record
+        entry_id, estimator, solver, epsilon, delta, blob, timestamp, status, error, rho = record
         event = None
         if blob is not None:
             try:
                 event = pickle.loads(blob)
             except Exception as exc:  # noqa: BLE001 - any failure means a bad ledger
                 raise BudgetStorageError(
-                    f"Ledger entry {record[0]} of {self.path!r} holds an event that "
+                    f"Ledger entry {entry_id} of {self.path!r} holds an event that "
                     f"cannot be unpickled ({exc!r}); the ledger is corrupted or was "
                     "written by an incompatible version."
                 ) from exc
-        entry = LedgerEntry(estimator, solver, float(epsilon), float(delta), event, float(timestamp))
+        entry = LedgerEntry(
+            estimator, solver, float(epsilon), float(delta), event, float(timestamp),
+            status, error, None if rho is None else float(rho), int(entry_id),
+        )
         row = _Row(entry, None if blob is None else bytes(blob))
         with self._cache_lock:
             if len(self._row_cache) > 100_000:
@@ -372,20 +471,38 @@ class _SQLiteStorage:
     def append_if(self, decide, row):
         def body(conn):
             decide(self._read_rows(conn))
-            self._insert(conn, row)
+            return self._insert(conn, row)
+
+        return self._transaction(body, immediate=True)
+
+    def update(self, entry_id, *, status, error=None, event=None, blob=None):
+        def body(conn):
+            if blob is None:
+                conn.execute(
+                    "UPDATE ledger SET status = ?, error = ? WHERE id = ?",
+                    (status, error, entry_id),
+                )
+            else:
+                conn.execute(
+                    "UPDATE ledger SET status = ?, error = ?, event = ?, event_repr = ? "
+                    "WHERE id = ?",
+                    (status, error, blob, repr(event), entry_id),
+                )
 
         self._transaction(body, immediate=True)
 
     def _insert(self, conn, row):
         entry = row.entry
-        conn.execute(
+        cursor = conn.execute(
             "INSERT INTO ledger (estimator, solver, epsilon, delta, event, event_repr, "
-            "timestamp) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "timestamp, status, error, rho) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 entry.estimator, entry.solver, entry.epsilon, entry.delta, row.blob,
                 None if entry.event is None else repr(entry.event), entry.timestamp,
+                entry.status, entry.error, entry.rho,
             ),
         )
+        return int(cursor.lastrowid)
 
     def check_usable(self):
         pass
@@ -400,7 +517,7 @@ def _uri_quote(path):
 
 
 # --------------------------------------------------------------------------
-# The budget
+# Argument checks
 # --------------------------------------------------------------------------
 
 
@@ -425,6 +542,21 @@ def _check_limit_delta(delta):
     return delta
 
 
+def _check_composition(composition, delta):
+    if composition not in COMPOSITIONS:
+        raise ValueError(
+            f"composition must be one of {COMPOSITIONS}, got {composition!r}: 'basic' "
+            "adds up the spends' epsilons and deltas; 'zcdp' charges each fit its "
+            "zero-concentrated DP cost (tighter for many Gaussian fits)."
+        )
+    if composition == "zcdp" and delta == 0:
+        raise ValueError(
+            "composition='zcdp' needs a budget delta > 0 (zCDP converts to (epsilon, delta)-DP "
+            "only with delta > 0); use composition='basic' for a pure epsilon-DP budget."
+        )
+    return composition
+
+
 def _check_spend_args(epsilon, delta, event):
     if isinstance(epsilon, bool) or not isinstance(epsilon, Real) or math.isnan(epsilon):
         raise ValueError(f"epsilon to spend must be a number >= 0, got {epsilon!r}.")
@@ -441,6 +573,100 @@ def _check_spend_args(epsilon, delta, event):
     return float(epsilon), float(delta)
 
 
+@functools.lru_cache(maxsize=256)
+def _rho_limit(epsilon, delta):
+    """The largest rho whose zCDP guarantee converts to (epsilon, delta)-DP (bisection).
+
+    The conversion is dp_accounting's (the RDP-to-DP bound of Canonne, Kamath
+    and Steinke 2020 over its grid of orders: an upper bound on the true
+    epsilon), so the rho returned is on the safe side.
+    """
+    low, high = 0.0, max(1.0, epsilon)
+    while epsilon_of_zcdp(high, delta) <= epsilon:
+        low, high = high, 2.0 * high
+    for _ in range(100):
+        middle = 0.5 * (low + high)
+        if epsilon_of_zcdp(middle, delta) <= epsilon:
+            low = middle
+        else:
+            high = middle
+        if high - low <= 1e-12 * high:
+            break
+    return low
+
+
+# --------------------------------------------------------------------------
+# Reservations
+# --------------------------------------------------------------------------
+
+
+class Reservation:
+    """A spend recorded on a budget before a fit touches the data.
+
+    Returned by :meth:`PrivacyBudget.reserve`.  The spend stands whatever
+    happens next: :meth:`complete` marks the entry completed (and records the
+    fit's final event), :meth:`fail` marks it failed with the class of the
+    exception.  A reservation that is never settled (its process was killed)
+    stays charged as ``"reserved"``.
+
+    Attributes
+    ----------
+    budget : PrivacyBudget
+    entry_id : int
+        The ledger entry's ``id``.
+    epsilon, delta : float
+        The reserved spend.
+    rho : float or None
+        The zCDP charge (``composition="zcdp"`` budgets).
+    """
+
+    def __init__(self, budget, entry_id, epsilon, delta, rho):
+        self.budget = budget
+        self.entry_id = entry_id
+        self.epsilon = epsilon
+        self.delta = delta
+        self.rho = rho
+        self.status = RESERVED
+
+    def complete(self, event=None):
+        """Mark the entry completed; ``event`` is the fit's final mechanism.
+
+        On a zCDP budget the final event must cost no more than the rho
+        reserved for it; a larger one is an accounting bug and raises.
+        """
+        if event is not None and not isinstance(event, dpe.DpEvent):
+            raise TypeError(f"event must be a dp_accounting DpEvent, got {type(event).__name__}.")
+        if self.rho is not None and event is not None:
+            final = zcdp_rho(event)
+            if final is None or final > self.rho * (1 + _RTOL) + 1e-15:
+                self.budget._storage.update(self.entry_id, status=FAILED, error="AccountingError")
+                self.status = FAILED
+                raise RuntimeError(
+                    "sklearn_dp accounting error: the fit's mechanism costs more rho than was "
+                    "reserved for it. The ledger entry stays charged; please report this bug."
+                )
+        blob = _pickle_event(event)
+        self.budget._storage.update(self.entry_id, status=COMPLETED, event=event, blob=blob)
+        self.status = COMPLETED
+
+    def fail(self, error):
+        """Mark the entry failed; ``error`` is an exception (only its class name is kept)."""
+        name = error if isinstance(error, str) else type(error).__name__
+        self.budget._storage.update(self.entry_id, status=FAILED, error=name)
+        self.status = FAILED
+
+    def __repr__(self):
+        return (
+            f"Reservation(entry {self.entry_id}, epsilon={self.epsilon:.6g}, "
+            f"delta={self.delta:.6g}, status={self.status!r})"
+        )
+
+
+# --------------------------------------------------------------------------
+# The budget
+# --------------------------------------------------------------------------
+
+
 class PrivacyBudget:
     """A total privacy budget shared by many fits, with a ledger of spends.
 
@@ -449,45 +675,71 @@ class PrivacyBudget:
     epsilon : float
         Total epsilon, finite and > 0.
     delta : float, default=0.0
-        Total delta, in ``[0, 1)``. A budget with ``delta=0`` only accepts
+        Total delta, in ``[0, 1)``.  A budget with ``delta=0`` only accepts
         pure epsilon-DP spends (``delta=0``).
     storage : None, str or os.PathLike, default=None
         ``None`` keeps the ledger in memory (this process only).  A path keeps
         it in an SQLite file: durable across restarts and safe for several
-        processes spending at once.  The file records the limits; opening it
-        with other limits raises :class:`BudgetStorageError`.
+        processes spending at once.  The file records the limits and the
+        composition; opening it with others raises :class:`BudgetStorageError`.
     timeout : float, default=30.0
         Seconds to wait for another process holding the SQLite ledger before
         raising :class:`BudgetStorageError`.
+    composition : {"basic", "zcdp"}, default="basic"
+        The admission rule (a privacy filter, valid when each fit is chosen
+        after seeing earlier results).  ``"basic"``: the recorded epsilons
+        and deltas add up, and a spend is admitted while both sums stay within
+        the limits.  ``"zcdp"`` (needs ``delta > 0``): each fit is charged the
+        rho of its mechanism (zero-concentrated DP), and a spend is admitted
+        while the rhos add up to at most the rho whose conversion is
+        ``(epsilon, delta)``-DP; this admits many more Gaussian fits (for
+        example 102 instead of 10 fits of ``DPLogisticRegression(epsilon=1,
+        delta=1e-6)`` on a ``(10, 1e-5)`` budget), but one fit pays a
+        conversion cost (a ``(1, 1e-5)`` zCDP budget cannot afford a
+        ``(1, 1e-5)`` fit), and fits whose mechanism has no zCDP bound known
+        before the data is read are refused.
 
     Attributes
     ----------
     spent : tuple of float
         ``(epsilon, delta)`` spent so far (see Privacy below).
     remaining : tuple of float
-        ``(epsilon - spent_epsilon, delta - spent_delta)``, clipped at 0.
+        What is left (see Privacy below).
     ledger : list of LedgerEntry
         The recorded spends, oldest first (a copy).
 
-    Notes
-    -----
-    **Privacy.**  *Composition:* the budget reports the tighter of two valid guarantees for
-    the whole ledger: (a) basic composition, the sums of the entries'
-    epsilons and deltas; and (b), when the budget's ``delta > 0`` and every
-    entry carries a DpEvent, the numerical (PLD) composition of all events
-    evaluated at the budget's ``delta``, i.e. ``(epsilon_of_events(events,
-    delta), delta)``.  A spend is accepted when *either* rule keeps the total
-    within the limits, so :attr:`remaining` is a summary and :meth:`check`
-    is the authority (a spend with an event may fit under (b) after (a) is
-    used up).  A relative slack of 1e-9 lets one spend exactly the remainder.
+    Privacy
+    -------
+    *Admission* is a privacy filter, valid under fully adaptive composition
+    (each fit and its privacy parameters chosen after seeing the earlier
+    results): with ``"basic"``, basic composition (Rogers, Roth, Ullman and
+    Vadhan 2016); with ``"zcdp"``, the Renyi filter of Feldman and Zrnic
+    (2021, Theorem 3.1) at every order at once, which is a zCDP filter
+    (Whitehouse, Ramdas, Rogers and Wu 2023), followed by the conversion of
+    Canonne, Kamath and Steinke (2020).  Whatever the analyst does, the
+    whole interaction with the data is ``(epsilon, delta)``-DP.
+
+    *Charge before touching*: estimators reserve their spend with
+    :meth:`reserve` before they read any private value; a fit that fails
+    afterwards keeps its (failed) entry, because the failure itself may say
+    something about the data.  Every entry counts, whatever its status.
+
+    *Reports*: with ``"basic"``, :attr:`spent` is the sums of the entries'
+    epsilons and deltas and :attr:`remaining` the difference to the limits.
+    With ``"zcdp"``, :attr:`spent` is the conversion of the recorded rho at
+    the budget's delta and :attr:`remaining` the ``(epsilon, delta)`` of the
+    rho left (the largest zCDP fit still admitted).
+    :meth:`fixed_sequence_epsilon` is the numerical (PLD) composition of the
+    recorded events: what they would cost had they been fixed in advance, a
+    figure for reports that never admits a spend.
 
     *Processes:* the budget is one shared object: ``clone``, ``copy``,
     ``deepcopy`` and unpickling in the same process return the budget
     itself.  An in-memory budget cannot count across processes: a copy that
     reaches another process (e.g. a joblib worker of ``GridSearchCV(n_jobs=2)``)
     refuses to check or spend with :class:`BudgetStorageError`.  Use
-    ``storage="budget.sqlite"`` there; every check-and-spend on the file is one
-    atomic transaction, so racing processes can never overspend.
+    ``storage="budget.sqlite"`` there; every check-and-record on the file is
+    one atomic transaction, so racing processes can never overspend.
 
     The SQLite file stores events with :mod:`pickle`; open only ledger files
     you trust.
@@ -501,9 +753,10 @@ class PrivacyBudget:
     (0.75, 1e-05)
     """
 
-    def __init__(self, epsilon, delta=0.0, *, storage=None, timeout=30.0):
+    def __init__(self, epsilon, delta=0.0, *, storage=None, timeout=30.0, composition="basic"):
         self._epsilon = _check_limit_epsilon(epsilon)
         self._delta = _check_limit_delta(delta)
+        self._composition = _check_composition(composition, self._delta)
         if isinstance(timeout, bool) or not isinstance(timeout, Real) or not timeout >= 0:
             raise ValueError(f"timeout must be a number of seconds >= 0, got {timeout!r}.")
         self._timeout = float(timeout)
@@ -524,7 +777,9 @@ class PrivacyBudget:
                     "in-memory budget or a path such as 'budget.sqlite'."
                 )
             self._uuid = None
-            self._storage = _SQLiteStorage(path, self._epsilon, self._delta, self._timeout)
+            self._storage = _SQLiteStorage(
+                path, self._epsilon, self._delta, self._composition, self._timeout
+            )
         else:
             raise TypeError(
                 f"storage must be None or a file path (str or os.PathLike), got {storage!r}."
@@ -543,6 +798,11 @@ class PrivacyBudget:
         return self._delta
 
     @property
+    def composition(self):
+        """The admission rule: ``"basic"`` or ``"zcdp"``."""
+        return self._composition
+
+    @property
     def storage(self):
         """``None`` for an in-memory budget, else the absolute path of the ledger."""
         return self._storage.path if isinstance(self._storage, _SQLiteStorage) else None
@@ -553,25 +813,40 @@ class PrivacyBudget:
         return [row.entry for row in self._storage.rows()]
 
     @property
+    def rho_limit(self):
+        """The total rho a ``"zcdp"`` budget admits (None for ``"basic"``)."""
+        if self._composition != "zcdp":
+            return None
+        return _rho_limit(self._epsilon, self._delta)
+
+    @property
+    def rho_spent(self):
+        """The rho charged so far on a ``"zcdp"`` budget (None for ``"basic"``)."""
+        if self._composition != "zcdp":
+            return None
+        return self._rho_sum(self._storage.rows())
+
+    @property
     def spent(self):
-        """``(epsilon, delta)`` spent so far: the tighter of basic and numerical composition."""
+        """``(epsilon, delta)`` spent so far (see the class's Privacy section)."""
         return self._spent_of(self._storage.rows())
 
     @property
     def remaining(self):
-        """``(epsilon, delta)`` left, clipped at 0; :meth:`check` decides what fits."""
-        eps, delta = self.spent
+        """``(epsilon, delta)`` left (see the class's Privacy section)."""
+        rows = self._storage.rows()
+        if self._composition == "zcdp":
+            left = max(0.0, self.rho_limit - self._rho_sum(rows))
+            return (_epsilon_of_rho(left, self._delta), self._delta)
+        eps, delta = self._basic(rows)
         return (max(0.0, self._epsilon - eps), max(0.0, self._delta - delta))
 
     def _spent_of(self, rows):
         if not rows:
             return (0.0, 0.0)
-        basic_eps, basic_delta = self._basic(rows)
-        numerical = self._numerical(rows)
-        basic_valid = basic_delta <= self._delta * (1 + _RTOL)
-        if numerical is not None and (not basic_valid or numerical < basic_eps):
-            return (numerical, self._delta)
-        return (basic_eps, basic_delta)
+        if self._composition == "zcdp":
+            return (_epsilon_of_rho(self._rho_sum(rows), self._delta), self._delta)
+        return self._basic(rows)
 
     @staticmethod
     def _basic(rows, extra=(0.0, 0.0)):
@@ -579,28 +854,42 @@ class PrivacyBudget:
         delta = math.fsum([row.entry.delta for row in rows] + [extra[1]])
         return eps, delta
 
-    def _numerical(self, rows, extra=None):
-        """Epsilon at the budget's delta of all events (plus ``extra``), or None."""
-        if self._delta <= 0 or any(row.blob is None for row in rows):
-            return None
-        if extra is not None and extra.blob is None:
-            return None
-        all_rows = list(rows) + ([extra] if extra is not None else [])
-        # Key on the pickled events: exact (reprs need not be), and the ledger
-        # is append-only, so a repeated `.spent` costs one hash.
+    @staticmethod
+    def _rho_sum(rows, extra=0.0):
+        return math.fsum([row.entry.rho or 0.0 for row in rows] + [extra])
+
+    def fixed_sequence_epsilon(self, delta=None):
+        """Numerical (PLD) composition of the recorded events, as if fixed in advance.
+
+        Parameters
+        ----------
+        delta : float, optional
+            Where to evaluate it; default the budget's delta.
+
+        Returns
+        -------
+        float or None
+            The epsilon at ``delta`` of the recorded fits' events composed as a
+            fixed sequence, or None when an entry has no event or no
+            accountant composes them.  It is *not* a guarantee for fits chosen
+            after seeing earlier results, and it never admits a spend; the
+            filter (``composition``) does.
+        """
+        delta = self._delta if delta is None else float(delta)
+        rows = self._storage.rows()
+        if not rows or any(row.blob is None for row in rows):
+            return None if rows else 0.0
         digest = hashlib.sha256()
-        for row in all_rows:
+        for row in rows:
             digest.update(len(row.blob).to_bytes(8, "little"))
             digest.update(row.blob)
-        key = (digest.digest(), self._delta)
+        key = (digest.digest(), delta)
         with self._cache_lock:
             if key in self._cache:
                 return self._cache[key]
         try:
-            value = float(epsilon_of_events([row.entry.event for row in all_rows], self._delta))
+            value = float(epsilon_of_events([row.entry.event for row in rows], delta))
         except (ValueError, TypeError, NotImplementedError, OverflowError, ArithmeticError):
-            # E.g. a pure-DP event mixed with Gaussian ones: no accountant
-            # composes them, and basic composition still applies.
             value = None
         if value is not None and not math.isfinite(value):
             value = None
@@ -610,39 +899,64 @@ class PrivacyBudget:
             self._cache[key] = value
         return value
 
-    # -- checking and spending -------------------------------------------------
+    # -- checking and reserving -------------------------------------------------
 
-    def _fits(self, rows, epsilon, delta, new_row):
-        """None if the spend fits the ledger ``rows``, else an explanation."""
-        tol_eps = self._epsilon * (1 + _RTOL)
-        tol_delta = self._delta * (1 + _RTOL)
-        basic_eps, basic_delta = self._basic(rows, (epsilon, delta))
-        if basic_eps <= tol_eps and basic_delta <= tol_delta:
+    def _charge(self, epsilon, delta, event):
+        """The rho a spend is charged on a zCDP budget (None on a basic one), or a refusal."""
+        if self._composition != "zcdp":
             return None
-        numerical = None
-        if new_row.blob is not None:
-            numerical = self._numerical(rows, new_row)
-            if numerical is not None and numerical <= tol_eps:
-                return None
-        return self._exceeded_message(rows, epsilon, delta, basic_eps, basic_delta, numerical)
+        if event is None:
+            if delta == 0:
+                # Pure epsilon-DP implies epsilon^2 / 2-zCDP (Bun and Steinke 2016).
+                return 0.5 * epsilon * epsilon
+            raise BudgetExceededError(
+                f"This budget uses composition='zcdp', and a spend of (epsilon={epsilon:.6g}, "
+                f"delta={delta:.6g}) without a DpEvent has no zCDP cost (approximate DP is not "
+                "zCDP). Nothing was spent. Pass the mechanism's event, use delta=0, or use a "
+                "budget with composition='basic'."
+            )
+        rho = zcdp_rho(event)
+        if rho is None:
+            raise BudgetExceededError(
+                "This budget uses composition='zcdp', and this spend's mechanism "
+                f"({_short(event)}) has no zCDP bound that is known before the data is read. "
+                "Nothing was spent. Use a solver whose mechanism is Gaussian, Laplace or pure "
+                "(e.g. dp_gd, dp_cd), give the public settings it needs up front (classes=, "
+                "max_iter=), or use a budget with composition='basic'."
+            )
+        return rho
 
-    def _exceeded_message(self, rows, epsilon, delta, basic_eps, basic_delta, numerical):
-        spent_eps, spent_delta = self._spent_of(rows)
-        rem_eps = max(0.0, self._epsilon - spent_eps)
-        rem_delta = max(0.0, self._delta - spent_delta)
+    def _fits(self, rows, epsilon, delta, rho):
+        """None if the spend fits the ledger ``rows``, else an explanation."""
+        if self._composition == "zcdp":
+            total = self._rho_sum(rows, rho)
+            if total <= self.rho_limit * (1 + _RTOL):
+                return None
+            return self._exceeded_message(rows, epsilon, delta, rho=rho)
+        basic_eps, basic_delta = self._basic(rows, (epsilon, delta))
+        if basic_eps <= self._epsilon * (1 + _RTOL) and basic_delta <= self._delta * (1 + _RTOL):
+            return None
+        return self._exceeded_message(rows, epsilon, delta, totals=(basic_eps, basic_delta))
+
+    def _exceeded_message(self, rows, epsilon, delta, *, totals=None, rho=None):
+        rem_eps, rem_delta = self._remaining_of(rows)
         parts = [
             f"Spending (epsilon={epsilon:.6g}, delta={delta:.6g}) would exceed the "
-            f"privacy budget (epsilon={self._epsilon:.6g}, delta={self._delta:.6g}): "
-            f"{len(rows)} spend(s) recorded, remaining (epsilon={rem_eps:.6g}, "
-            f"delta={rem_delta:.6g}). With this spend, basic composition totals "
-            f"(epsilon={basic_eps:.6g}, delta={basic_delta:.6g})"
+            f"privacy budget (epsilon={self._epsilon:.6g}, delta={self._delta:.6g}, "
+            f"composition={self._composition!r}): {len(rows)} spend(s) recorded, remaining "
+            f"(epsilon={rem_eps:.6g}, delta={rem_delta:.6g})."
         ]
-        if numerical is not None:
+        if totals is not None:
             parts.append(
-                f" and numerical composition of the events totals epsilon={numerical:.6g} "
-                f"at delta={self._delta:.6g}"
+                f" With this spend the sums would be (epsilon={totals[0]:.6g}, "
+                f"delta={totals[1]:.6g})."
             )
-        parts.append(". Nothing was spent.")
+        if rho is not None:
+            parts.append(
+                f" Its zCDP cost is rho={rho:.6g}; {self._rho_sum(rows):.6g} of the "
+                f"{self.rho_limit:.6g} this budget admits is spent."
+            )
+        parts.append(" Nothing was spent.")
         if self._delta == 0 and delta > 0:
             parts.append(
                 " This budget has delta=0 and accepts only pure epsilon-DP spends "
@@ -651,17 +965,25 @@ class PrivacyBudget:
         else:
             parts.append(
                 " Ask for a smaller epsilon (or delta), or stop: a fresh budget is only "
-                "justified for fresh data. (When numerical composition is tighter, "
-                "`remaining` summarises it at the budget's delta; check() decides what fits.)"
+                "justified for fresh data."
             )
         return "".join(parts)
 
-    def _new_row(self, epsilon, delta, event, estimator, solver):
+    def _remaining_of(self, rows):
+        if self._composition == "zcdp":
+            left = max(0.0, self.rho_limit - self._rho_sum(rows))
+            return (_epsilon_of_rho(left, self._delta), self._delta)
+        eps, delta = self._basic(rows)
+        return (max(0.0, self._epsilon - eps), max(0.0, self._delta - delta))
+
+    def _new_row(self, epsilon, delta, event, estimator, solver, status, rho):
         if not isinstance(estimator, str):
             estimator = type(estimator).__name__
         if solver is not None and not isinstance(solver, str):
             solver = str(solver)
-        entry = LedgerEntry(estimator, solver, epsilon, delta, event, time.time())
+        entry = LedgerEntry(
+            estimator, solver, epsilon, delta, event, time.time(), status, None, rho
+        )
         return _Row(entry, _pickle_event(event))
 
     def check(self, epsilon, delta=0.0, event=None):
@@ -672,7 +994,7 @@ class PrivacyBudget:
         epsilon, delta : float
             The guarantee the planned fit would claim.
         event : dp_accounting.DpEvent, optional
-            The planned fit's mechanism, so numerical composition can be used.
+            The planned fit's mechanism (needed by ``composition="zcdp"``).
 
         Raises
         ------
@@ -684,24 +1006,31 @@ class PrivacyBudget:
         """
         epsilon, delta = _check_spend_args(epsilon, delta, event)
         self._storage.check_usable()
-        new_row = self._new_row(epsilon, delta, event, "check", None)
-        message = self._fits(self._storage.rows(), epsilon, delta, new_row)
+        rho = self._charge(epsilon, delta, event)
+        message = self._fits(self._storage.rows(), epsilon, delta, rho)
         if message is not None:
             raise BudgetExceededError(message)
 
-    def spend(self, epsilon, delta=0.0, *, event=None, estimator="manual", solver=None):
-        """Atomically check a spend and record it as one ledger entry.
+    def reserve(self, epsilon, delta=0.0, *, event=None, estimator="manual", solver=None):
+        """Atomically check a spend and record it, before the data is touched.
 
         Parameters
         ----------
         epsilon, delta : float
-            The guarantee of the finished fit.
+            The guarantee the fit will claim.
         event : dp_accounting.DpEvent, optional
-            The fit's mechanism under add/remove-one neighbouring.
+            The fit's mechanism as known before the data is read (needed by
+            ``composition="zcdp"``, which charges its rho).
         estimator : str, default="manual"
             Who spends (an estimator passes its class name).
         solver : str, optional
-            The solver that ran the fit.
+            The solver that will run the fit.
+
+        Returns
+        -------
+        Reservation
+            Settle it with :meth:`Reservation.complete` or
+            :meth:`Reservation.fail`; unsettled, it stays charged.
 
         Raises
         ------
@@ -711,14 +1040,52 @@ class PrivacyBudget:
             The ledger cannot be used; nothing is recorded.
         """
         epsilon, delta = _check_spend_args(epsilon, delta, event)
-        new_row = self._new_row(epsilon, delta, event, estimator, solver)
+        self._storage.check_usable()
+        rho = self._charge(epsilon, delta, event)
+        row = self._new_row(epsilon, delta, event, estimator, solver, RESERVED, rho)
 
         def decide(rows):
-            message = self._fits(rows, epsilon, delta, new_row)
+            message = self._fits(rows, epsilon, delta, rho)
             if message is not None:
                 raise BudgetExceededError(message)
 
-        self._storage.append_if(decide, new_row)
+        entry_id = self._storage.append_if(decide, row)
+        return Reservation(self, entry_id, epsilon, delta, rho)
+
+    def spend(self, epsilon, delta=0.0, *, event=None, estimator="manual", solver=None):
+        """Atomically check a spend and record it as one completed ledger entry.
+
+        For spends outside an estimator (a query of your own).  Estimators
+        use :meth:`reserve` instead, before they read the data.
+
+        Parameters
+        ----------
+        epsilon, delta : float
+            The guarantee of the release.
+        event : dp_accounting.DpEvent, optional
+            Its mechanism under add/remove-one neighbouring.
+        estimator : str, default="manual"
+            Who spends.
+        solver : str, optional
+
+        Raises
+        ------
+        BudgetExceededError
+            The spend does not fit; nothing is recorded.
+        BudgetStorageError
+            The ledger cannot be used; nothing is recorded.
+        """
+        epsilon, delta = _check_spend_args(epsilon, delta, event)
+        self._storage.check_usable()
+        rho = self._charge(epsilon, delta, event)
+        row = self._new_row(epsilon, delta, event, estimator, solver, COMPLETED, rho)
+
+        def decide(rows):
+            message = self._fits(rows, epsilon, delta, rho)
+            if message is not None:
+                raise BudgetExceededError(message)
+
+        self._storage.append_if(decide, row)
 
     # -- sharing ---------------------------------------------------------------
 
@@ -735,13 +1102,15 @@ class PrivacyBudget:
         if isinstance(self._storage, _SQLiteStorage):
             return (
                 _reopen_sqlite_budget,
-                (self._epsilon, self._delta, self._storage.path, self._timeout),
+                (self._epsilon, self._delta, self._storage.path, self._timeout,
+                 self._composition),
             )
         pid = self._storage.pid if isinstance(self._storage, _MemoryStorage) else -1
         snapshot = [(row.entry, row.blob) for row in self._storage.rows()]
         return (
             _restore_memory_budget,
-            (self._uuid, pid, self._epsilon, self._delta, snapshot, self._timeout),
+            (self._uuid, pid, self._epsilon, self._delta, snapshot, self._timeout,
+             self._composition),
         )
 
     def __repr__(self):
@@ -751,17 +1120,27 @@ class PrivacyBudget:
             state = f"spent=(epsilon={eps:.6g}, delta={delta:.6g}), entries={len(rows)}"
         except BudgetStorageError as exc:
             state = f"spent=<unavailable: {str(exc).split('. ')[0]}>"
+        composition = "" if self._composition == "basic" else f", composition={self._composition!r}"
         return (
-            f"PrivacyBudget(epsilon={self._epsilon:.6g}, delta={self._delta:.6g}, "
+            f"PrivacyBudget(epsilon={self._epsilon:.6g}, delta={self._delta:.6g}{composition}, "
             f"{state}, storage={self._storage.describe()})"
         )
 
 
-def _reopen_sqlite_budget(epsilon, delta, path, timeout):
-    return PrivacyBudget(epsilon, delta, storage=path, timeout=timeout)
+def _epsilon_of_rho(rho, delta):
+    return 0.0 if rho <= 0 else float(epsilon_of_zcdp(rho, delta))
 
 
-def _restore_memory_budget(budget_id, pid, epsilon, delta, snapshot, timeout):
+def _short(event):
+    text = repr(event)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _reopen_sqlite_budget(epsilon, delta, path, timeout, composition="basic"):
+    return PrivacyBudget(epsilon, delta, storage=path, timeout=timeout, composition=composition)
+
+
+def _restore_memory_budget(budget_id, pid, epsilon, delta, snapshot, timeout, composition="basic"):
     if pid == os.getpid():
         with _REGISTRY_LOCK:
             original = _MEMORY_BUDGETS.get(budget_id)
@@ -770,6 +1149,7 @@ def _restore_memory_budget(budget_id, pid, epsilon, delta, snapshot, timeout):
     budget = PrivacyBudget.__new__(PrivacyBudget)
     budget._epsilon = epsilon
     budget._delta = delta
+    budget._composition = composition
     budget._timeout = timeout
     budget._cache = {}
     budget._cache_lock = threading.Lock()

@@ -21,11 +21,24 @@ class BudgetStorageError(RuntimeError):
 class ConvergenceError(ValueError, FloatingPointError):
     """A solver could not produce a usable model with its public settings.
 
-    It diverged (non-finite coefficients, usually a step size too large for
-    the public bounds) or an exact inner solve missed its public tolerance
-    within ``max_iter``.  Nothing is released and nothing is spent.  A
-    ``ValueError`` as in scikit-learn; also a ``FloatingPointError`` (an
-    ``ArithmeticError``) for code that caught those before.
+    It diverged: its iterates, functions of the noisy releases only, became
+    non-finite (usually a step size too large for the public bounds).  The
+    fit's spend stands (its ledger entry is marked failed): the data was
+    touched.  A ``ValueError`` as in scikit-learn; also a
+    ``FloatingPointError`` (an ``ArithmeticError``) for code that caught
+    those before.
+    """
+
+
+class PrivateFitError(RuntimeError):
+    """A fit failed after its privacy budget was reserved, for a reason that may depend on data.
+
+    Raised in place of an unexpected exception (a library bug, memory
+    exhaustion, ...) that happened after the fit's spend was reserved: its
+    message and its class may describe private values, so only the class
+    name is kept (here and in the ledger).  The spend stands.  Set the
+    environment variable ``SKLEARN_DP_DEBUG=1`` to see the original
+    exception while debugging; that breaks the privacy guarantee.
     """
 
 
@@ -34,3 +47,15 @@ class PrivacyLeakWarning(UserWarning):
 
     The test-suite turns this warning into an error.
     """
+
+
+def public_error(exception):
+    """Mark ``exception`` as a function of public inputs and noisy releases only.
+
+    Exceptions raised after a fit's reservation are withheld (replaced by
+    :class:`PrivateFitError`) unless marked; mark only exceptions whose
+    occurrence and message depend on nothing but public values and released
+    (noisy) values.  Returns the exception, for ``raise public_error(...)``.
+    """
+    exception.__sklearn_dp_public__ = True
+    return exception

@@ -29,10 +29,17 @@ Both are built on :func:`audit_mechanism` (any ``run(with_canary, seed)``),
 :func:`max_epsilon_lower_bound` says how large a bound a number of runs can
 give at all.  :func:`check_dp_event` recomputes a fitted model's recorded
 ``dp_event_`` with dp_accounting.  See ``docs/audits.md``.
+
+Audits are black-box.  :func:`trace_releases` opens the box: it records every
+noisy release of a fit (mechanism, exact pre-noise value, declared
+sensitivity, norm, output) and can substitute data-independent outputs, so a
+test can check that nothing observable escapes the noise (see
+``docs/guide/privacy_model.md``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 
@@ -41,6 +48,7 @@ from joblib import Parallel, delayed
 from scipy import stats
 from sklearn.base import clone
 
+from . import _noise
 from .accounting import epsilon_of_event
 
 __all__ = [
@@ -54,6 +62,8 @@ __all__ = [
     "audit_noisy_gradient_sum",
     "audit_estimator",
     "check_dp_event",
+    "trace_releases",
+    "ReleaseTrace",
 ]
 
 
@@ -566,3 +576,82 @@ def check_dp_event(model, *, rtol=1e-6):
             f"delta={claimed_delta:g}, above the claimed privacy_spent_ epsilon={claimed_epsilon:.6g}."
         )
     return recomputed
+
+
+class ReleaseTrace:
+    """What :func:`trace_releases` recorded.
+
+    Attributes
+    ----------
+    releases : list of Release
+        Every noisy release, in order.  Each has ``mechanism`` (str),
+        ``value`` (the exact pre-noise quantity, or None where privacy does
+        not come from noise on a value), ``sensitivity`` (its declared
+        add/remove-one sensitivity in ``norm``), ``norm`` (``"l1"``,
+        ``"l2"`` or ``"linf"``), ``output`` (what the mechanism released),
+        ``scale`` (noise scale), ``label`` and ``used`` (what the caller got:
+        ``output``, or the substitute).
+    samples : list of Sample
+        Every random draw of private rows (Poisson subsampling, row
+        allocation), in order.
+    """
+
+    def __init__(self, tracer):
+        self._tracer = tracer
+
+    @property
+    def releases(self):
+        return self._tracer.releases
+
+    @property
+    def samples(self):
+        return self._tracer.samples
+
+    def __repr__(self):
+        return f"ReleaseTrace({len(self.releases)} releases, {len(self.samples)} samples)"
+
+
+@contextlib.contextmanager
+def trace_releases(substitute=None):
+    """Record (and optionally replace) every noisy release made inside the block.
+
+    Parameters
+    ----------
+    substitute : callable or None, default=None
+        ``substitute(release) -> output``.  When given, every release's
+        output is replaced by what it returns (reshaped and cast like the
+        real output), and every Poisson sample takes all rows.  A substitute
+        that ignores ``release.value`` and ``release.output`` makes the fit
+        a function of public inputs only: on neighbouring data sets
+        everything observable must then be identical.
+
+    Yields
+    ------
+    ReleaseTrace
+        With ``.releases`` and ``.samples``.
+
+    Notes
+    -----
+    Privacy: the trace holds exact private values; it is a testing tool.
+    A substituted fit is not private and its model is meaningless.
+    Releases made in other processes (loky workers) are not seen; the
+    library draws all noise in the calling process.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_dp import DPLogisticRegression
+    >>> from sklearn_dp.testing import trace_releases
+    >>> X = np.random.default_rng(0).normal(size=(100, 3)) / 4
+    >>> y = (X[:, 0] > 0).astype(int)
+    >>> with trace_releases() as trace:
+    ...     _ = DPLogisticRegression(classes=[0, 1], random_state=0).fit(X, y)
+    >>> trace.releases[0].mechanism, trace.releases[0].label
+    ('laplace', 'row count')
+    """
+    tracer = _noise._Tracer(substitute=substitute)
+    _noise._push(tracer)
+    try:
+        yield ReleaseTrace(tracer)
+    finally:
+        _noise._pop(tracer)

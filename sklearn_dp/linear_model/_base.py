@@ -1,21 +1,28 @@
 """What every sklearn_dp estimator shares: privacy parameters, solver dispatch,
 budget handling and the fitted privacy attributes.
 
-An estimator's ``fit`` validates, bounds the data, then calls
-:meth:`BaseDPEstimator._fit_solver`, which
+An estimator's ``fit`` validates its parameters and the input's schema
+(shape, type, finiteness, labels in the public ``classes``), then calls
+:meth:`BaseDPEstimator._fit_solver`, which follows the privacy protocol:
 
-1. resolves ``solver`` against the registry (a clear error when it does not fit),
-2. asks the solver for its privacy plan from public inputs only,
-3. checks the budget against that plan's DpEvent (before the data is touched),
-4. releases a noisy row count (``COUNT_EPSILON_FRACTION`` of epsilon: the row
-   count is private under add/remove neighbouring) and bounds the data in the
-   solver's geometry,
-5. runs the solver with the rest of epsilon,
-6. spends on the budget (one ledger entry, atomically, for the composition of
-   count and solver) and stores the results.
+1. *Public phase.*  Resolve ``solver`` against the registry, check its
+   options and build its privacy plan, from public inputs only
+   (:class:`PublicSetting`: never the row count).
+2. *Reservation.*  Reserve the fit's exact spend on the budget, atomically,
+   before the first read of a private value.  From then on the spend
+   stands: a fit that raises keeps its ledger entry, marked failed.
+3. *Private phase* (:class:`PrivatePhase`).  Release the label set (when
+   ``classes`` is not given) and the row count, bound the data, run the
+   solver.  Everything observable from here (exceptions, warnings, printed
+   lines, iteration counts, fitted attributes) is a function of public inputs
+   and noisy releases only: numerical warnings are silenced at the source,
+   the library's own warnings are deferred until the phase ends, and an
+   exception not marked public (:func:`~sklearn_dp.exceptions.public_error`)
+   is replaced by :class:`~sklearn_dp.exceptions.PrivateFitError`.
+4. *Completion.*  The reservation is completed with the fit's final event.
 
 If anything fails, the estimator's attributes are restored to what they were
-before ``fit`` and nothing is spent.
+before ``fit``; the budget keeps what was reserved.
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import os
+import sys
 import warnings
 from dataclasses import dataclass
 from numbers import Integral, Real
@@ -33,16 +42,24 @@ import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 from sklearn.base import BaseEstimator
 
+from .. import _noise
 from .._data import bound_data
 from .._sklearn_compat import Interval, Options, validate_data, validate_parameter_constraints
+from ..accounting import ApproximateDpEvent, largest_share
 from ..budget import PrivacyBudget
+from ..exceptions import PrivateFitError, public_error
 from ..solvers import check_solver_supports, get_solver
-from ..accounting import largest_share
 from ..solvers._common import COUNT_EPSILON_FRACTION, make_rng, release_count
 
 __all__ = [
     "BaseDPEstimator",
     "FitProblem",
+    "PublicSetting",
+    "PrivatePhase",
+    "release_labels",
+    "LABEL_EPSILON_FRACTION",
+    "LABEL_DELTA_FRACTION",
+    "user_stacklevel",
     "restore_on_failure",
     "penalty_strengths",
     "public_scale",
@@ -69,6 +86,153 @@ MIN_EPSILON, MAX_EPSILON = 1e-3, 100.0
 
 #: Smallest share of epsilon a solver option may give a part of a mechanism.
 MIN_FRACTION = 1e-3
+
+#: Shares of epsilon and delta a classifier spends on releasing its label set
+#: when ``classes`` is not given (see :func:`release_labels`).
+LABEL_EPSILON_FRACTION = 0.1
+LABEL_DELTA_FRACTION = 0.5
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def user_stacklevel():
+    """``stacklevel`` for ``warnings.warn`` called here that points at the first frame outside sklearn_dp."""
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+@dataclass(frozen=True)
+class PublicSetting:
+    """What a fit knows before it reads a private value: public inputs only.
+
+    Plans and ``auto`` solver choices receive this, never the data; the true
+    row count is not in it (under add/remove neighbouring it is private).
+
+    Attributes
+    ----------
+    n_features : int
+    n_outputs : int
+        Outputs of the model (classes of a multinomial model, else 1).
+    multiclass : bool
+    sparse : bool
+    fit_intercept : bool
+    epsilon, delta : float
+        The fit's privacy parameters.
+    discover_labels : bool
+        Whether the label set is still to be released privately.
+    """
+
+    n_features: int
+    n_outputs: int
+    multiclass: bool
+    sparse: bool
+    fit_intercept: bool
+    epsilon: float
+    delta: float
+    discover_labels: bool = False
+
+
+def _is_public(exception):
+    return bool(getattr(exception, "__sklearn_dp_public__", False))
+
+
+class PrivatePhase:
+    """The part of a fit that reads private values: nothing escapes it but released values.
+
+    A context manager.  Inside it numpy's floating-point errors are ignored
+    and every warning is silenced (numerical warnings of numpy and scipy on
+    private quantities would otherwise print them); the library's own
+    warnings go through :meth:`warn` and are issued when the phase ends.  On
+    an exception the reservation (if any) is marked failed, and an exception
+    not marked with :func:`~sklearn_dp.exceptions.public_error` is replaced
+    by :class:`~sklearn_dp.exceptions.PrivateFitError` (its message may
+    describe private values).  On success the reservation is completed with
+    :attr:`event`, after the deferred warnings are issued (a warning turned
+    into an error by a filter fails the fit, which stays charged).
+
+    Attributes
+    ----------
+    event : DpEvent or None
+        The fit's final event, set by the code inside the phase.
+    """
+
+    def __init__(self, estimator_name, reservation):
+        self.estimator_name = estimator_name
+        self.reservation = reservation
+        self.event = None
+        self._deferred = []
+        self._debug = bool(os.environ.get("SKLEARN_DP_DEBUG"))
+
+    def warn(self, message, category=UserWarning):
+        """Issue ``message`` when the phase ends; it must depend on released values only."""
+        self._deferred.append((message, category))
+
+    def __enter__(self):
+        self._errstate = np.errstate(all="ignore")
+        self._errstate.__enter__()
+        self._catch = warnings.catch_warnings()
+        self._catch.__enter__()
+        if not self._debug:
+            warnings.simplefilter("ignore")
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self._catch.__exit__(None, None, None)
+        self._errstate.__exit__(None, None, None)
+        if exc is None:
+            try:
+                for message, category in self._deferred:
+                    warnings.warn(message, category, stacklevel=user_stacklevel())
+            except BaseException as raised:
+                self._fail(raised)
+                raise
+            if self.reservation is not None:
+                self.reservation.complete(self.event)
+            return False
+        self._fail(exc)
+        if not isinstance(exc, Exception) or _is_public(exc) or self._debug:
+            return False
+        raise PrivateFitError(
+            f"{self.estimator_name}.fit failed after its privacy budget was reserved "
+            f"({type(exc).__name__}). The spend stands. The original message is withheld "
+            "because it may describe private data; set the environment variable "
+            "SKLEARN_DP_DEBUG=1 to see it while debugging (that breaks the guarantee)."
+        ) from None
+
+    def _fail(self, exc):
+        if self.reservation is not None:
+            self.reservation.fail(exc)
+
+
+def release_labels(y, epsilon, delta, rng):
+    """Release the set of labels present in ``y`` with a thresholded noisy histogram.
+
+    Each distinct label's count gets ``Laplace(1 / epsilon)`` noise and the
+    label is released if the noisy count exceeds ``1 + log(1 / (2 delta)) /
+    epsilon``: ``(epsilon, delta)``-DP under add/remove-one neighbouring (see
+    :func:`sklearn_dp._noise.thresholded_histogram`).  A label held by a few
+    rows is almost never released; one held by many rows (several times the
+    threshold) always is.
+
+    Returns
+    -------
+    classes : ndarray
+        The released labels, sorted.
+    event : ApproximateDpEvent
+    threshold : float
+    """
+    scale = 1.0 / epsilon
+    threshold = 1.0 + scale * math.log(1.0 / (2.0 * delta))
+    keys, counts = np.unique(y, return_counts=True)
+    classes = _noise.thresholded_histogram(
+        keys, counts, scale=scale, threshold=threshold, rng=rng, label="label set"
+    )
+    event = ApproximateDpEvent(epsilon, delta, "thresholded Laplace histogram of the labels")
+    return classes, event, threshold
 
 
 def public_scale(*, zero=False):
@@ -161,6 +325,19 @@ class FitProblem:
     multiclass: bool = False
     constraint: str | None = None
     radius: float | None = None
+
+
+def _canonical(X):
+    """A CSR matrix with its duplicate entries summed (a copy; the caller's matrix is untouched).
+
+    Bounds are applied to the stored entries of a sparse matrix, so two
+    stored entries of one cell would each be clipped and then add up to more
+    than the bound: duplicates are summed first.  Dense input is returned as it is.
+    """
+    if sp.issparse(X) and not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+    return X
 
 
 def penalty_strengths(penalty, strength, l1_ratio):
@@ -265,7 +442,7 @@ class BaseDPEstimator(BaseEstimator):
                     "to be 0)."
                 )
         try:
-            return validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, **kwargs)
+            validated = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, **kwargs)
         except (ValueError, TypeError) as exc:
             message = str(exc)
             if "Expected 2D array" in message:
@@ -288,6 +465,9 @@ class BaseDPEstimator(BaseEstimator):
                     "data to a float array before fitting."
                 ) from None
             raise
+        if isinstance(validated, tuple):
+            return (_canonical(validated[0]),) + tuple(validated[1:])
+        return _canonical(validated)
 
     def _check_solver_options(self, spec, options):
         """Types and ranges of numeric solver options, before any plan or solver sees them."""
@@ -311,22 +491,20 @@ class BaseDPEstimator(BaseEstimator):
                 "or drop budget= for a non-private reference fit."
             )
 
-    def _warn_weak_delta(self, n_public):
+    def _warn_weak_delta(self, n_public, phase):
         # Compared with the fit's DP row count, not the true one: the warning
         # (and its text) is an output too, and the row count is private.
         if 0 < self.delta and self.delta * n_public >= 1:
-            warnings.warn(
+            phase.warn(
                 f"delta={self.delta:g} is not much smaller than 1/n_samples (about "
                 f"{1 / n_public:.3g} from the fit's DP row count): a mechanism that publishes "
-                "one random row is (0, 1/n)-DP. Choose delta well below 1/n_samples.",
-                UserWarning,
-                stacklevel=3,
+                "one random row is (0, 1/n)-DP. Choose delta well below 1/n_samples."
             )
 
-    def _resolve_solver(self, problem, *, sparse, n_samples):
+    def _resolve_solver(self, problem, public):
         name = self.solver
         if name == "auto":
-            name = self._auto_solver(problem, sparse=sparse, n_samples=n_samples)
+            name = self._auto_solver(problem, public)
         spec = get_solver(name)
         check_solver_supports(
             spec,
@@ -336,10 +514,22 @@ class BaseDPEstimator(BaseEstimator):
             # A noiseless (epsilon=inf) fit runs any solver, whatever its privacy modes.
             delta=None if math.isinf(self.epsilon) else self.delta,
             multiclass=problem.multiclass,
-            sparse=sparse,
+            sparse=public.sparse,
             constraint=problem.constraint,
         )
         return spec
+
+    def _public_setting(self, X, problem, discover_labels=False):
+        return PublicSetting(
+            n_features=int(X.shape[1]),
+            n_outputs=int(problem.n_outputs),
+            multiclass=bool(problem.multiclass),
+            sparse=bool(sp.issparse(X)),
+            fit_intercept=bool(getattr(self, "fit_intercept", True)),
+            epsilon=float(self.epsilon),
+            delta=float(self.delta),
+            discover_labels=bool(discover_labels),
+        )
 
     def _solver_kwargs(self, spec, problem):
         kwargs = {}
@@ -353,7 +543,7 @@ class BaseDPEstimator(BaseEstimator):
                 warnings.warn(
                     f"{param}={value!r} is not used by solver={spec.name!r}.",
                     UserWarning,
-                    stacklevel=4,
+                    stacklevel=user_stacklevel(),
                 )
         if problem.l1_ratio:
             kwargs["l1_ratio"] = problem.l1_ratio
@@ -378,17 +568,26 @@ class BaseDPEstimator(BaseEstimator):
         kwargs.update(extra)
         return kwargs
 
-    def _fit_solver(self, X, y, problem):
-        """Bound the data for the solver, then dispatch with budget check-before and spend-after.
+    def _fit_solver(self, X, y, problem, *, prepare=None, discover_labels=False):
+        """Plan from public inputs, reserve the spend, then fit in a private phase.
 
         Parameters
         ----------
         X : ndarray or CSR matrix
-            Validated, unbounded features.
+            Validated (schema-checked), unbounded features.
         y : ndarray
-            Encoded labels (classification) or labels in the solver's units.
+            Validated labels, not yet transformed.
         problem : FitProblem
-            The public description of the optimisation problem.
+            The public description of the optimisation problem (for a
+            classifier that discovers its labels: the binary problem, a
+            provisional description used for the public checks).
+        prepare : callable, optional
+            ``prepare(X, y, phase) -> (X, y, problem)``, run inside the
+            private phase before the row count: the label transformation
+            (clipping, encoding, the release of the label set).
+        discover_labels : bool, default=False
+            Whether ``prepare`` releases the label set (it then gets
+            ``phase.label_epsilon`` and ``phase.label_delta``).
 
         Returns
         -------
@@ -398,46 +597,54 @@ class BaseDPEstimator(BaseEstimator):
 
         Sets ``solver_``, ``n_iter_``, ``dp_event_`` and ``privacy_spent_``.
         """
-        n_samples = X.shape[0]
-        sparse = sp.issparse(X)
-        spec = self._resolve_solver(problem, sparse=sparse, n_samples=n_samples)
+        public = self._public_setting(X, problem, discover_labels)
+        spec = self._resolve_solver(problem, public)
         kwargs = self._solver_kwargs(spec, problem)
         private = not math.isinf(self.epsilon)
+        if discover_labels and private and self.delta == 0:
+            raise ValueError(
+                f"{type(self).__name__}: with delta=0 the label set cannot be released "
+                "privately (it needs delta > 0); pass classes=[...], the public label set."
+            )
+        label_epsilon = LABEL_EPSILON_FRACTION * self.epsilon if discover_labels else 0.0
+        label_delta = LABEL_DELTA_FRACTION * self.delta if discover_labels else 0.0
+        # The count and the solver share what the labels leave.
+        epsilon_rest = self.epsilon - label_epsilon
+        delta_rest = self.delta - label_delta
         # Under add/remove neighbouring the row count is private: a share of
         # epsilon buys a noisy count that stands in for n (see PrivateCount).
-        epsilon_count = COUNT_EPSILON_FRACTION * self.epsilon if private else math.inf
-        n_params = (X.shape[1] + int(self.fit_intercept)) * problem.n_outputs
+        epsilon_count = COUNT_EPSILON_FRACTION * epsilon_rest if private else math.inf
         plan_parameters = inspect.signature(spec.plan).parameters
-        plan_kwargs = {k: v for k, v in kwargs.items() if k in plan_parameters}
-        if "n_outputs" in plan_parameters:
-            plan_kwargs["n_outputs"] = problem.n_outputs
-        if {"loss", "row_norm_bound"} & set(plan_parameters):
-            # Plans whose step sizes and step counts depend on the loss's
-            # public constants get them from a bounding of zero rows, which
-            # carries the public bounds and nothing else.
-            public = bound_data(
-                X[:0], y[:0], fit_intercept=self.fit_intercept,
-                intercept_scaling=self.intercept_scaling, geometry=spec.geometry,
-                data_norm=getattr(self, "data_norm", None),
-                feature_bound=getattr(self, "feature_bound", None),
-            )
-            if "loss" in plan_parameters:
-                plan_kwargs["loss"] = problem.make_loss(public)
-            if "row_norm_bound" in plan_parameters:
-                plan_kwargs["row_norm_bound"] = public.row_norm_bound
 
-        def plan_for(n_public, epsilon_part):
-            extra = {}
+        def plan_for(problem, n_public, epsilon_part):
+            n_params = (X.shape[1] + int(self.fit_intercept)) * problem.n_outputs
+            plan_kwargs = {k: v for k, v in kwargs.items() if k in plan_parameters}
+            if "n_outputs" in plan_parameters:
+                plan_kwargs["n_outputs"] = problem.n_outputs
+            if {"loss", "row_norm_bound"} & set(plan_parameters):
+                # Plans whose step sizes and step counts depend on the loss's
+                # public constants get them from a bounding of zero rows, which
+                # carries the public bounds and nothing else.
+                bounds = bound_data(
+                    X[:0], y[:0], fit_intercept=self.fit_intercept,
+                    intercept_scaling=self.intercept_scaling, geometry=spec.geometry,
+                    data_norm=getattr(self, "data_norm", None),
+                    feature_bound=getattr(self, "feature_bound", None),
+                )
+                if "loss" in plan_parameters:
+                    plan_kwargs["loss"] = problem.make_loss(bounds)
+                if "row_norm_bound" in plan_parameters:
+                    plan_kwargs["row_norm_bound"] = bounds.row_norm_bound
             if "alpha" in plan_parameters:
                 # A strength that scales with n (1 / (C n)) is unknown until the count.
-                extra["alpha"] = (
+                plan_kwargs["alpha"] = (
                     problem.alpha
                     if not callable(problem.alpha)
                     else None if n_public is None else problem.alpha(n_public)
                 )
-            return spec.plan(n_public, n_params, epsilon_part, self.delta, **plan_kwargs, **extra)
+            return spec.plan(n_public, n_params, epsilon_part, delta_rest, **plan_kwargs)
 
-        def solver_epsilon(n_public):
+        def solver_epsilon(problem, n_public):
             # The solver gets what the count leaves: at least the basic-
             # composition remainder, more where numerical composition of the
             # two mechanisms certifies it.
@@ -446,61 +653,79 @@ class BaseDPEstimator(BaseEstimator):
             count_event = dpe.LaplaceDpEvent(1.0 / epsilon_count)
 
             def solver_event(epsilon_part):
-                plan = plan_for(n_public, epsilon_part)
+                plan = plan_for(problem, n_public, epsilon_part)
                 return None if plan is None else plan.event
 
-            floor = self.epsilon - epsilon_count
-            return largest_share(solver_event, count_event, self.epsilon, self.delta, floor)
+            floor = epsilon_rest - epsilon_count
+            return largest_share(solver_event, count_event, epsilon_rest, delta_rest, floor)
 
+        def fit_event(label_event, count_event, solver_event):
+            parts = [count_event, solver_event]
+            return dpe.ComposedDpEvent(([label_event] if label_event is not None else []) + parts)
+
+        # The public checks and the plan come before the reservation: a
+        # refused configuration spends nothing.
+        pre_data_plan = plan_for(problem, None, solver_epsilon(problem, None)) if private else None
+        reservation = None
         if private and self.budget is not None:
-            # Checked before anything touches the data.  A plan that needs the
-            # (not yet released) count cannot be known now: basic composition
-            # then decides.
-            plan = plan_for(None, solver_epsilon(None))
-            event = (
-                None
-                if plan is None
-                else dpe.ComposedDpEvent([dpe.LaplaceDpEvent(1.0 / epsilon_count), plan.event])
-            )
-            self.budget.check(self.epsilon, self.delta, event=event)
-        rng = make_rng(self.random_state)
-        count = release_count(n_samples, epsilon_count, rng)
-        self._warn_weak_delta(count.estimate)
-        epsilon_solver = solver_epsilon(count.estimate)
-        data = bound_data(
-            X,
-            y,
-            fit_intercept=self.fit_intercept,
-            intercept_scaling=self.intercept_scaling,
-            geometry=spec.geometry,
-            data_norm=getattr(self, "data_norm", None),
-            feature_bound=getattr(self, "feature_bound", None),
-            n_public=count.estimate,
-            normalizer=count.normalizer,
-        )
-        alpha = problem.alpha(count.estimate) if callable(problem.alpha) else problem.alpha
-        result = spec.function(
-            data,
-            problem.make_loss(data),
-            n_outputs=problem.n_outputs,
-            alpha=alpha,
-            epsilon=epsilon_solver,
-            delta=self.delta,
-            random_state=rng,
-            verbose=self.verbose,
-            **kwargs,
-        )
-        if private:
-            dp_event = dpe.ComposedDpEvent([count.event, result.dp_event])
-            if self.budget is not None:
-                self.budget.spend(
-                    self.epsilon,
-                    self.delta,
-                    event=dp_event,
-                    estimator=type(self).__name__,
-                    solver=spec.name,
+            pre_data_event = None
+            if pre_data_plan is not None:
+                pre_data_event = fit_event(
+                    None if not discover_labels
+                    else ApproximateDpEvent(label_epsilon, label_delta, "label set"),
+                    dpe.LaplaceDpEvent(1.0 / epsilon_count),
+                    pre_data_plan.event,
                 )
-            self.dp_event_ = dp_event
+            reservation = self.budget.reserve(
+                self.epsilon, self.delta, event=pre_data_event,
+                estimator=type(self).__name__, solver=spec.name,
+            )
+
+        with PrivatePhase(type(self).__name__, reservation) as phase:
+            rng = make_rng(self.random_state)
+            phase.rng = rng
+            phase.label_epsilon = label_epsilon
+            phase.label_delta = label_delta
+            phase.label_event = None
+            if prepare is not None:
+                X, y, problem = prepare(X, y, phase)
+                if discover_labels:
+                    public = self._public_setting(X, problem, discover_labels)
+                    try:
+                        spec = self._resolve_solver(problem, public)
+                    except ValueError as exc:
+                        # A function of the released label set.
+                        raise public_error(ValueError(str(exc))) from None
+            count = release_count(X.shape[0], epsilon_count, rng)
+            self._warn_weak_delta(count.estimate, phase)
+            epsilon_solver = solver_epsilon(problem, count.estimate)
+            data = bound_data(
+                X,
+                y,
+                fit_intercept=self.fit_intercept,
+                intercept_scaling=self.intercept_scaling,
+                geometry=spec.geometry,
+                data_norm=getattr(self, "data_norm", None),
+                feature_bound=getattr(self, "feature_bound", None),
+                n_public=count.estimate,
+                normalizer=count.normalizer,
+            )
+            alpha = problem.alpha(count.estimate) if callable(problem.alpha) else problem.alpha
+            result = spec.function(
+                data,
+                problem.make_loss(data),
+                n_outputs=problem.n_outputs,
+                alpha=alpha,
+                epsilon=epsilon_solver,
+                delta=delta_rest,
+                random_state=rng,
+                verbose=self.verbose,
+                **kwargs,
+            )
+            if private:
+                phase.event = fit_event(phase.label_event, count.event, result.dp_event)
+        if private:
+            self.dp_event_ = phase.event
             self.privacy_spent_ = (float(self.epsilon), float(self.delta))
         else:
             self.dp_event_ = dpe.NonPrivateDpEvent()
@@ -514,5 +739,5 @@ class BaseDPEstimator(BaseEstimator):
                 self.__dict__.pop(f"{key}_", None)
         return data, result
 
-    def _auto_solver(self, problem, *, sparse, n_samples):  # pragma: no cover
+    def _auto_solver(self, problem, public):  # pragma: no cover
         raise NotImplementedError

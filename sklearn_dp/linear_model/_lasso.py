@@ -220,7 +220,7 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _auto_solver(self, problem, *, sparse, n_samples):
+    def _auto_solver(self, problem, public):
         # The penalised form (alpha, no radius) is what coordinate descent with
         # an L1 proximal step solves directly; Frank-Wolfe would need the
         # (loose) public ball of radius y_bound^2 / (2 alpha), whose vertices
@@ -286,12 +286,12 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         self._validate_params()
         self._check_privacy_request()
         X, y = self._validate_fit_data(X, y, y_numeric=True)
-        n_samples, n_features = X.shape
+        n_features = X.shape[1]
         scale = float(self.y_bound)
         alpha = 0.0 if self.alpha is None else float(self.alpha) / scale
         name = self.solver
         if name == "auto":
-            name = self._auto_solver(None, sparse=False, n_samples=n_samples)
+            name = self._auto_solver(None, None)
         spec = get_solver(name)
         radius = self._scaled_radius(n_features)
         if (
@@ -315,7 +315,9 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
             constraint=constraint,
             radius=radius,
         )
-        data, result = self._fit_solver(X, clip_labels(y, scale) / scale, problem)
+        data, result = self._fit_solver(
+            X, y, problem, prepare=lambda X, y, phase: (X, clip_labels(y, scale) / scale, problem)
+        )
         coef, intercept = data.split_coef(result.coef)
         self.coef_ = coef.ravel() * scale
         self.intercept_ = float(intercept[0]) * scale

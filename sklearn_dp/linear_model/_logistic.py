@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -15,12 +14,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._losses import get_loss
 from .._sklearn_compat import Interval, StrOptions
-from ..exceptions import PrivacyLeakWarning
+from ..exceptions import public_error
 from ._base import (
     BaseDPEstimator,
     FitProblem,
     penalty_strengths,
     public_scale,
+    release_labels,
     restore_on_failure,
 )
 
@@ -80,11 +80,13 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         with public knowledge (for example documented ranges) so that most
         rows fit inside it; the bound must not be computed from the data.
     classes : array-like or None, default=None
-        The public set of labels.  If None, the labels present in ``y`` are
-        used, which reveals which classes occur in the private data; a
-        :class:`~sklearn_dp.exceptions.PrivacyLeakWarning` says so.  With
-        ``classes`` given, labels outside it raise an error, and classes
-        absent from ``y`` are still part of the model.
+        The public set of labels.  With ``classes`` given (recommended), labels
+        outside it raise an error before anything is spent, and classes
+        absent from ``y`` are still part of the model.  If None, the label set
+        is released privately: 10% of epsilon and half of delta buy a
+        thresholded noisy histogram of the labels present (labels held by
+        few rows, about ``1 + log(1 / delta) / (0.1 epsilon)`` or fewer, are
+        likely left out, and their rows with them); it needs ``delta > 0``.
     solver : str, default="auto"
         ``"dp_gd"`` (full-batch noisy gradient descent), ``"dp_sgd"``
         (Poisson-subsampled DP-SGD), ``"dp_cd"`` (DP coordinate descent with
@@ -244,7 +246,7 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _auto_solver(self, problem, *, sparse, n_samples):
+    def _auto_solver(self, problem, public):
         if self.delta == 0:
             # Only the perturbation solvers give pure epsilon-DP.
             return "objective_perturbation"
@@ -259,7 +261,12 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         # row count is private, so a size threshold would leak at its edge.
         return "dp_gd"
 
-    def _encode_labels(self, y):
+    def _check_labels(self, y):
+        """Schema checks of the labels (before any spend); the public classes, or None.
+
+        These reveal only whether ``y`` is well-formed: discrete labels of one
+        type and, with ``classes`` given, all in it.
+        """
         # Messages name the public classes, never labels read from y (private).
         try:
             # scikit-learn casts float labels to int to tell classes from
@@ -267,46 +274,56 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
             # they are then refused as continuous or as unknown classes).
             with np.errstate(invalid="ignore", over="ignore"):
                 check_classification_targets(y)
-            present = np.unique(y)
             if self.classes is None:
-                classes = present
-            else:
-                classes = np.unique(np.asarray(self.classes))
-                unknown = np.setdiff1d(present, classes)
+                return None
+            if np.ndim(self.classes) != 1:
+                raise ValueError(
+                    f"classes must be a 1-d list of labels; got classes={self.classes!r}."
+                )
+            classes = np.unique(np.asarray(self.classes))
+            unknown = np.setdiff1d(np.unique(y), classes)
         except TypeError:
             raise ValueError(
                 "DPLogisticRegression: the labels in y (and classes) must be of one comparable "
                 "type, all numbers or all strings; y mixes types or does not match the type of "
                 "classes."
             ) from None
-        if self.classes is None:
-            warnings.warn(
-                "The set of classes was read from the private labels, which reveals which "
-                "labels occur. Pass classes=[...] (the public label set) to avoid this.",
-                PrivacyLeakWarning,
-                stacklevel=3,
-            )
-        else:
-            if np.ndim(self.classes) != 1:
-                raise ValueError(
-                    f"classes must be a 1-d list of labels; got classes={self.classes!r}."
-                )
-            if unknown.size:
-                raise ValueError(
-                    f"y contains labels that are not in classes={classes.tolist()}. Fix the "
-                    "labels or pass the full public label set."
-                )
-        if classes.size < 2:
-            shown = "" if self.classes is None else f" {classes.tolist()}"
+        if unknown.size:
             raise ValueError(
-                f"DPLogisticRegression needs at least 2 classes; got one class{shown}. Pass "
-                "classes=[...] with the full public label set to fit a model whose classes "
-                "are not all present in y."
+                f"y contains labels that are not in classes={classes.tolist()}. Fix the "
+                "labels or pass the full public label set."
             )
+        if classes.size < 2:
+            raise ValueError(
+                f"DPLogisticRegression needs at least 2 classes; got classes={classes.tolist()}. "
+                "Pass the full public label set."
+            )
+        return classes
+
+    @staticmethod
+    def _encode(y, classes):
         indices = np.searchsorted(classes, y)
         if classes.size == 2:
-            return classes, np.where(indices == 1, 1.0, -1.0)
-        return classes, indices
+            return np.where(indices == 1, 1.0, -1.0)
+        return indices
+
+    def _problem(self, n_classes):
+        multiclass = n_classes > 2
+        # scikit-learn's C * sum(loss) + penalty is, on the average loss, a
+        # penalty of strength 1 / (C n); n is the fit's public stand-in.
+        alpha, l1_ratio = penalty_strengths(self.penalty, 1.0, self.l1_ratio)
+        inverse_C = alpha / self.C
+        return FitProblem(
+            loss_name="log_loss",
+            make_loss=lambda data: get_loss("log_loss", n_classes=n_classes),
+            penalty=self.penalty,
+            alpha=lambda n_public: inverse_C / n_public,
+            l1_ratio=l1_ratio,
+            n_outputs=n_classes if multiclass else 1,
+            multiclass=multiclass,
+            constraint=None if self.radius is None else self.constraint,
+            radius=self.radius,
+        )
 
     @restore_on_failure
     def fit(self, X, y):
@@ -325,31 +342,46 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         Raises
         ------
         BudgetExceededError
-            If ``budget`` cannot afford this fit; raised before the solver
-            runs, with nothing spent and the estimator unchanged.
+            If ``budget`` cannot afford this fit; raised before the data is
+            read, with nothing spent and the estimator unchanged.
         """
         self._validate_params()
         self._check_privacy_request()
         X, y = self._validate_fit_data(X, y, y_numeric=False)
-        classes, y_encoded = self._encode_labels(y)
-        multiclass = classes.size > 2
-        # scikit-learn's C * sum(loss) + penalty is, on the average loss, a
-        # penalty of strength 1 / (C n); n is the fit's public stand-in.
-        alpha, l1_ratio = penalty_strengths(self.penalty, 1.0, self.l1_ratio)
-        inverse_C = alpha / self.C
-        problem = FitProblem(
-            loss_name="log_loss",
-            make_loss=lambda data: get_loss("log_loss", n_classes=classes.size),
-            penalty=self.penalty,
-            alpha=lambda n_public: inverse_C / n_public,
-            l1_ratio=l1_ratio,
-            n_outputs=classes.size if multiclass else 1,
-            multiclass=multiclass,
-            constraint=None if self.radius is None else self.constraint,
-            radius=self.radius,
+        classes = self._check_labels(y)
+        released = {}
+
+        def prepare(X, y, phase):
+            if classes is not None:
+                released["classes"] = classes
+                return X, self._encode(y, classes), self._problem(classes.size)
+            if math.isinf(self.epsilon):
+                found = np.unique(y)
+            else:
+                found, phase.label_event, _ = release_labels(
+                    y, phase.label_epsilon, phase.label_delta, phase.rng
+                )
+            if found.size < 2:
+                raise public_error(
+                    ValueError(
+                        "DPLogisticRegression: fewer than 2 labels passed the private release "
+                        "of the label set (labels held by few rows are not released). Pass "
+                        "classes=[...], the public label set."
+                    )
+                )
+            released["classes"] = found
+            keep = np.isin(y, found)
+            if not np.all(keep):
+                # Rows whose label was not released take no part in the fit
+                # (a per-row rule: neighbours stay neighbours).
+                X, y = X[keep], y[keep]
+            return X, self._encode(y, found), self._problem(found.size)
+
+        n_classes = 2 if classes is None else classes.size
+        data, result = self._fit_solver(
+            X, y, self._problem(n_classes), prepare=prepare, discover_labels=classes is None
         )
-        data, result = self._fit_solver(X, y_encoded, problem)
-        self.classes_ = classes
+        self.classes_ = released["classes"]
         self.coef_, self.intercept_ = data.split_coef(result.coef)
         return self
 

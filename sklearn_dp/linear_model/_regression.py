@@ -244,7 +244,7 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _auto_solver(self, problem, *, sparse, n_samples):
+    def _auto_solver(self, problem, public):
         # The solvers of DP-ERM revisited are picked only where nothing else
         # here can run (docs/solvers/erm_revisited.md): the l1-geometry solvers
         # and dp_cd need feature_bound, dp_accmd and dp_svrg_pp bound rows in L2.
@@ -321,7 +321,9 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
             constraint=None if self.radius is None else self.constraint,
             radius=None if self.radius is None else self.radius / scale,
         )
-        data, result = self._fit_solver(X, clip_labels(y, scale) / scale, problem)
+        data, result = self._fit_solver(
+            X, y, problem, prepare=lambda X, y, phase: (X, clip_labels(y, scale) / scale, problem)
+        )
         coef, intercept = data.split_coef(result.coef)
         self.coef_ = coef.ravel() * scale
         self.intercept_ = float(intercept[0]) * scale

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from dp_accounting import dp_event as dpe
 
-from ..exceptions import ConvergenceError
+from .. import _noise
+from ..exceptions import ConvergenceError, public_error
 
 __all__ = [
     "SolverResult",
@@ -61,12 +62,14 @@ class PrivateCount:
 def release_count(n_samples, epsilon_count, rng):
     """Release the number of rows with the Laplace mechanism (pure ``epsilon_count``-DP).
 
-    ``epsilon_count=inf`` returns the exact count with a no-op event.
+    A count has add/remove-one sensitivity 1.  ``epsilon_count=inf`` returns
+    the exact count with a no-op event.
     """
     if np.isinf(epsilon_count):
         return PrivateCount(float(n_samples), float(n_samples), dpe.NoOpDpEvent())
     scale = 1.0 / epsilon_count
-    estimate = max(1.0, n_samples + rng.laplace(0.0, scale))
+    noisy = _noise.laplace(float(n_samples), sensitivity=1.0, scale=scale, rng=rng, label="row count")
+    estimate = max(1.0, noisy)
     return PrivateCount(estimate, estimate + COUNT_UPPER_SCALES * scale, dpe.LaplaceDpEvent(scale))
 
 
@@ -132,10 +135,18 @@ def make_rng(random_state):
 
 
 def check_finite_iterate(W, solver):
+    """Raise ConvergenceError if ``W`` has a non-finite entry.
+
+    Only for iterates computed from noisy releases and public values (the
+    error is then a function of released values and marked public); never
+    for a quantity computed from private data directly.
+    """
     if not np.all(np.isfinite(W)):
-        raise ConvergenceError(
-            f"{solver} diverged (non-finite coefficients). Lower the step size "
-            "(learning_rate) or check the data bounds."
+        raise public_error(
+            ConvergenceError(
+                f"{solver} diverged (non-finite coefficients). Lower the step size "
+                "(learning_rate) or check the data bounds."
+            )
         )
 
 

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from .. import accounting
+from .. import _noise, accounting
 from .._losses import clipped_gradient_sum
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 
@@ -83,6 +83,7 @@ def noisy_descent(
     n_steps,
     normalizer,
     noise_std,
+    sensitivity,
     step_size,
     alpha,
     penalized,
@@ -95,7 +96,8 @@ def noisy_descent(
     """The iteration shared by dp_gd and dp_sgd: noisy sums in, iterates out.
 
     Each step asks ``gradient_sum(V)`` for a (clipped) gradient sum at the
-    look-ahead point ``V``, adds ``N(0, noise_std^2)`` to it, divides by the
+    look-ahead point ``V``, of add/remove-one sensitivity ``sensitivity``,
+    releases it with ``N(0, noise_std^2)`` noise through the noise gateway, divides by the
     public ``normalizer``, adds the penalty gradient ``alpha * V`` and steps.
     Everything after the noisy sum is post-processing, so the momentum, the
     projection onto the L2 ball of ``radius`` (when given) and the averaging
@@ -126,9 +128,10 @@ def noisy_descent(
     for t in range(n_steps):
         beta = min(t / (t + 3.0), momentum_cap)
         V = W + beta * (W - W_previous) if beta > 0 else W
-        grad = gradient_sum(V)
-        if noise_std > 0:
-            grad = grad + rng.normal(0.0, noise_std, size=shape)
+        grad = _noise.gaussian(
+            gradient_sum(V), sensitivity=sensitivity, noise_std=noise_std, rng=rng,
+            label="clipped gradient sum",
+        )
         grad = grad / normalizer
         grad[penalized] += alpha * V[penalized]
         W_previous, W = W, project_l2_ball(V - step_size * grad, radius)
@@ -428,6 +431,7 @@ def dp_gd(
         n_steps=plan.n_steps,
         normalizer=data.normalizer,
         noise_std=noise_std,
+        sensitivity=bound,
         step_size=step_size,
         alpha=alpha,
         penalized=data.penalized,

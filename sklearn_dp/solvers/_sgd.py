@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from .. import accounting
+from .. import _noise, accounting
 from .._losses import clipped_gradient_sum
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._gradient_descent import gradient_bound, noisy_descent
@@ -75,8 +75,7 @@ def poisson_batch(rng, n_samples, rate):
     rows are a uniformly random subset: the same distribution as n independent
     coins, at the cost of one draw plus the batch.
     """
-    size = rng.binomial(n_samples, rate)
-    return np.sort(rng.choice(n_samples, size=size, replace=False))
+    return _noise.poisson_sample(n_samples, rate, rng)
 
 
 def dp_sgd(
@@ -169,7 +168,7 @@ def dp_sgd(
     noise_std = plan.noise_multiplier * bound
 
     def batch_gradient_sum(V):
-        batch = poisson_batch(rng, n_samples, rate)
+        batch = _noise.poisson_sample(n_samples, rate, rng)
         return clipped_gradient_sum(X[batch], y[batch], V, loss, bound, data.row_norms[batch])
 
     W, W_tail = noisy_descent(
@@ -178,6 +177,7 @@ def dp_sgd(
         n_steps=plan.n_steps,
         normalizer=expected_batch,
         noise_std=noise_std,
+        sensitivity=bound,
         step_size=step_size,
         alpha=alpha,
         penalized=data.penalized,

@@ -1,0 +1,383 @@
+"""The substitution test: nothing observable escapes the noise.
+
+Every noisy release goes through the noise gateway (``sklearn_dp._noise``).
+With every release replaced by a data-independent output
+(:func:`sklearn_dp.testing.trace_releases` with ``substitute=``), a fit is a
+function of public inputs only, so on a data set D and on D plus one hostile
+row everything a user can observe must be identical: coefficients, every
+fitted attribute, the iteration count, the classes, printed progress,
+warnings and exceptions.  Along that common trajectory each pre-noise value
+may move by at most its declared sensitivity.
+
+The configurations are registry-driven: every registered solver must appear
+under every estimator that accepts it, or ``test_every_solver_is_covered``
+fails.  The default run covers each (estimator, solver) pair with the hostile
+rows that matter; ``-m slow`` adds solver options, multiclass, sparse input and
+more hostile rows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import re
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor, PrivacyBudget
+from sklearn_dp.solvers import SOLVERS
+from sklearn_dp.testing import trace_releases
+
+N_ROWS = 40
+N_FEATURES = 3
+
+ESTIMATORS = {
+    "DPLogisticRegression": DPLogisticRegression,
+    "DPSCORegressor": DPSCORegressor,
+    "DPLasso": DPLasso,
+}
+
+# (estimator, solver) -> parameters of a small, fast fit.  Every registered
+# solver appears under every estimator that accepts it.
+CONFIGS = {
+    ("DPLogisticRegression", "dp_gd"): dict(max_iter=5),
+    ("DPLogisticRegression", "dp_sgd"): dict(max_iter=3),
+    ("DPLogisticRegression", "objective_perturbation"): dict(),
+    ("DPLogisticRegression", "output_perturbation"): dict(),
+    ("DPLogisticRegression", "dp_cd"): dict(feature_bound=1.0, max_iter=2),
+    ("DPLogisticRegression", "dp_svrg"): dict(C=0.01, max_iter=2),
+    ("DPLogisticRegression", "dp_svrg_pp"): dict(penalty="l1", max_iter=2),
+    ("DPLogisticRegression", "dp_accmd"): dict(penalty=None, radius=5.0, max_iter=5),
+    ("DPLogisticRegression", "resque"): dict(),
+    ("DPSCORegressor", "dp_gd"): dict(max_iter=5),
+    ("DPSCORegressor", "dp_sgd"): dict(max_iter=3),
+    ("DPSCORegressor", "objective_perturbation"): dict(),
+    ("DPSCORegressor", "output_perturbation"): dict(),
+    ("DPSCORegressor", "dp_cd"): dict(feature_bound=1.0, max_iter=2),
+    ("DPSCORegressor", "frank_wolfe"): dict(
+        constraint="l1", radius=2.0, feature_bound=1.0, max_iter=5
+    ),
+    ("DPSCORegressor", "vr_frank_wolfe"): dict(constraint="l1", radius=2.0, feature_bound=1.0),
+    ("DPSCORegressor", "mirror_descent"): dict(
+        constraint="l1", radius=2.0, feature_bound=1.0, max_iter=5
+    ),
+    ("DPSCORegressor", "localized_mirror_descent"): dict(
+        constraint="l1", radius=2.0, feature_bound=1.0, max_iter=5
+    ),
+    ("DPSCORegressor", "resque"): dict(loss="absolute"),
+    ("DPSCORegressor", "dp_svrg"): dict(alpha=0.5, max_iter=2),
+    ("DPSCORegressor", "dp_svrg_pp"): dict(penalty="l1", max_iter=2),
+    ("DPSCORegressor", "dp_accmd"): dict(penalty=None, radius=2.0, max_iter=5),
+    ("DPLasso", "frank_wolfe"): dict(max_iter=5),
+    ("DPLasso", "vr_frank_wolfe"): dict(),
+    ("DPLasso", "mirror_descent"): dict(max_iter=5),
+    ("DPLasso", "localized_mirror_descent"): dict(max_iter=5),
+    ("DPLasso", "dp_cd"): dict(alpha=0.1, max_iter=2),
+    ("DPLasso", "dp_svrg_pp"): dict(alpha=0.1, max_iter=2),
+    ("DPLasso", "dp_accmd"): dict(max_iter=5),
+}
+
+# Further configurations for the thorough run (-m slow): options and modes
+# that take other code paths.
+SLOW_CONFIGS = {
+    ("DPLogisticRegression", "dp_gd", "multiclass"): dict(max_iter=5),
+    ("DPLogisticRegression", "dp_gd", "labels-released"): dict(max_iter=5, classes=None),
+    ("DPLogisticRegression", "dp_gd", "momentum-off"): dict(
+        max_iter=5, solver_options=dict(momentum=None, output="last")
+    ),
+    ("DPLogisticRegression", "dp_gd", "random-output"): dict(
+        max_iter=5, solver_options=dict(output="random")
+    ),
+    ("DPLogisticRegression", "objective_perturbation", "pure"): dict(delta=0.0),
+    ("DPLogisticRegression", "output_perturbation", "pure"): dict(delta=0.0),
+    ("DPSCORegressor", "objective_perturbation", "huber"): dict(loss="huber", delta=0.0),
+    ("DPSCORegressor", "output_perturbation", "huber"): dict(
+        loss="huber", huber_threshold=1.35, alpha=1e-3, y_bound=1000.0, delta=0.0,
+        intercept_scaling=50.0,
+    ),
+    ("DPLogisticRegression", "dp_cd", "importance"): dict(
+        feature_bound=[1.0, 2.0, 0.5], max_iter=2, solver_options=dict(sampling="importance")
+    ),
+    ("DPLogisticRegression", "dp_cd", "tau-nice"): dict(
+        feature_bound=1.0, max_iter=2, solver_options=dict(sampling="tau_nice", tau=2)
+    ),
+    ("DPLogisticRegression", "dp_cd", "blocks"): dict(
+        feature_bound=1.0, max_iter=2, solver_options=dict(block_size=2)
+    ),
+    ("DPLogisticRegression", "dp_sgd", "multiclass"): dict(max_iter=3),
+    ("DPSCORegressor", "frank_wolfe", "pure"): dict(
+        constraint="l1", radius=2.0, feature_bound=1.0, max_iter=5, delta=0.0
+    ),
+    ("DPSCORegressor", "vr_frank_wolfe", "pure"): dict(
+        constraint="l1", radius=2.0, feature_bound=1.0, delta=0.0
+    ),
+    ("DPSCORegressor", "mirror_descent", "absolute"): dict(
+        loss="absolute", constraint="l1", radius=2.0, feature_bound=1.0, max_iter=5
+    ),
+    ("DPSCORegressor", "dp_sgd", "quantile"): dict(loss="quantile", max_iter=3),
+    ("DPSCORegressor", "resque", "huber"): dict(loss="huber"),
+    ("DPLasso", "frank_wolfe", "penalised"): dict(alpha=0.1, max_iter=5),
+}
+
+#: Hostile rows: the added row of D' (features, and a label key).
+HOSTILE = {
+    "huge": lambda d: np.full(d, 1e12),
+    "tiny": lambda d: np.full(d, 1e-300),
+    "subnormal": lambda d: np.full(d, 5e-324),
+    "zero": lambda d: np.zeros(d),
+    "at-bound": lambda d: np.eye(d)[0],
+}
+FAST_HOSTILE = ("huge", "tiny")
+#: Labels of the hostile row: regression labels far out of range; for a
+#: classifier, a public class (or, when the label set is released, a new label).
+HOSTILE_LABEL = {"regression": 1e300, "classification": 1}
+
+
+def _task(estimator):
+    return "classification" if estimator == "DPLogisticRegression" else "regression"
+
+
+def _data(estimator, variant=""):
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.5, 0.5, size=(N_ROWS, N_FEATURES))
+    if _task(estimator) == "classification":
+        y = np.arange(N_ROWS) % (3 if variant == "multiclass" else 2)
+    else:
+        y = np.clip(X @ np.linspace(0.5, -0.5, N_FEATURES), -1, 1)
+    return X, y
+
+
+def _model(estimator, solver, params, variant=""):
+    params = dict(params)
+    base = dict(epsilon=1.0, random_state=0, solver=solver, verbose=2)
+    if _task(estimator) == "classification":
+        base["classes"] = [0, 1, 2] if variant == "multiclass" else [0, 1]
+    base.update(params)
+    return ESTIMATORS[estimator](**base)
+
+
+class _Substitute:
+    """Data-independent outputs: a function of the release's position and public shape only."""
+
+    def __init__(self, classes):
+        self.calls = 0
+        self.classes = classes
+
+    def __call__(self, release):
+        self.calls += 1
+        rng = np.random.default_rng(self.calls)
+        if release.mechanism == "thresholded_laplace":
+            return np.asarray(self.classes, dtype=np.asarray(release.output).dtype)
+        if release.label == "row count":
+            return float(N_ROWS)
+        if release.mechanism == "exponential":
+            return int(rng.integers(np.size(release.value)))
+        shape = np.shape(release.output)
+        return 0.05 * rng.standard_normal(shape) if shape else float(0.05 * rng.standard_normal())
+
+
+_TIME = re.compile(r"\(\d+(\.\d+)?s\)")
+
+
+def _observe(model, X, y, classes):
+    """Fit under substitution; everything a user can see, plus the trace."""
+    stream = io.StringIO()
+    substitute = _Substitute(classes)
+    error = None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with trace_releases(substitute=substitute) as trace:
+            with contextlib.redirect_stderr(stream), contextlib.redirect_stdout(stream):
+                try:
+                    model.fit(X, y)
+                except Exception as exc:  # noqa: BLE001 - exceptions are observations
+                    error = (type(exc).__name__, str(exc))
+    attributes = {}
+    if error is None:
+        for key, value in vars(model).items():
+            if key.endswith("_") and not key.startswith("_"):
+                attributes[key] = value
+    return dict(
+        attributes=attributes,
+        printed=_TIME.sub("(t)", stream.getvalue()),
+        warnings=[(type(w.message).__name__, str(w.message)) for w in caught],
+        error=error,
+        trace=trace,
+    )
+
+
+def _assert_same(a, b, path="attributes"):
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and set(a) == set(b), f"{path}: keys differ"
+        for key in a:
+            _assert_same(a[key], b[key], f"{path}.{key}")
+    elif isinstance(a, (np.ndarray, list, tuple)) and not isinstance(a, str):
+        a_arr, b_arr = np.asarray(a), np.asarray(b)
+        assert a_arr.shape == b_arr.shape, f"{path}: shapes differ"
+        if a_arr.dtype.kind in "fc":
+            assert np.array_equal(a_arr, b_arr, equal_nan=True), f"{path} differs"
+        else:
+            assert np.array_equal(a_arr, b_arr), f"{path} differs"
+    elif isinstance(a, float) and math.isnan(a):
+        assert isinstance(b, float) and math.isnan(b), f"{path} differs"
+    else:
+        assert a == b or repr(a) == repr(b), f"{path} differs: {a!r} != {b!r}"
+
+
+def _distance(a, b, norm):
+    diff = np.ravel(np.asarray(a, dtype=float) - np.asarray(b, dtype=float))
+    if norm == "l1":
+        return float(np.sum(np.abs(diff)))
+    if norm == "linf":
+        return float(np.max(np.abs(diff))) if diff.size else 0.0
+    return float(np.linalg.norm(diff))
+
+
+def _check_sensitivities(trace_d, trace_dprime):
+    releases_d, releases_dp = trace_d.releases, trace_dprime.releases
+    assert len(releases_d) == len(releases_dp), "number of releases differs"
+    for i, (r, rp) in enumerate(zip(releases_d, releases_dp)):
+        for field in ("mechanism", "label", "norm", "sensitivity", "scale"):
+            assert getattr(r, field) == getattr(rp, field), f"release {i}: {field} differs"
+        if r.value is None:
+            continue
+        if r.mechanism == "thresholded_laplace":
+            keys = sorted(set(np.asarray(r.candidates).tolist()) | set(np.asarray(rp.candidates).tolist()), key=repr)
+            counts = [dict(zip(np.asarray(t.candidates).tolist(), np.asarray(t.value).tolist())) for t in (r, rp)]
+            a = [counts[0].get(k, 0.0) for k in keys]
+            b = [counts[1].get(k, 0.0) for k in keys]
+        else:
+            a, b = r.value, rp.value
+            assert np.shape(a) == np.shape(b), f"release {i} ({r.label}): value shapes differ"
+        moved = _distance(a, b, r.norm)
+        assert moved <= r.sensitivity * (1 + 1e-6) + 1e-12, (
+            f"release {i} ({r.mechanism}, {r.label}): the pre-noise value moved by {moved:.6g} "
+            f"in {r.norm}, above its declared sensitivity {r.sensitivity:.6g}"
+        )
+
+
+def _hostile_pair(estimator, kind, variant="", sparse=False):
+    X, y = _data(estimator, variant)
+    row = HOSTILE[kind](X.shape[1])
+    label = HOSTILE_LABEL[_task(estimator)]
+    if variant == "labels-released":
+        label = 7  # a label no other row holds
+    X_prime = np.vstack([X, row])
+    y_prime = np.append(y, label)
+    if sparse:
+        X, X_prime = sp.csr_matrix(X), sp.csr_matrix(X_prime)
+    return (X, y), (X_prime, y_prime)
+
+
+def _sparse_duplicates_pair(estimator):
+    """D' adds a row stored as 1000 duplicate entries of 5.0 in one cell."""
+    X, y = _data(estimator)
+    X = sp.csr_matrix(X)
+    data = np.full(1000, 5.0)
+    indices = np.zeros(1000, dtype=np.int32)
+    row = sp.csr_matrix((data, indices, np.array([0, 1000])), shape=(1, X.shape[1]))
+    X_prime = sp.vstack([X, row], format="csr")
+    X_prime = sp.csr_matrix((X_prime.data, X_prime.indices, X_prime.indptr), shape=X_prime.shape)
+    return (X, y), (X_prime, np.append(y, HOSTILE_LABEL[_task(estimator)]))
+
+
+def _run_pair(estimator, solver, params, pair, variant=""):
+    classes = [0, 1, 2] if variant == "multiclass" else [0, 1]
+    (X, y), (X_prime, y_prime) = pair
+    seen = [
+        _observe(_model(estimator, solver, params, variant), Xi, yi, classes)
+        for Xi, yi in ((X, y), (X_prime, y_prime))
+    ]
+    a, b = seen
+    assert a["error"] == b["error"], f"exceptions differ: {a['error']} != {b['error']}"
+    assert a["warnings"] == b["warnings"], "warnings differ"
+    assert a["printed"] == b["printed"], "printed output differs"
+    _assert_same(a["attributes"], b["attributes"])
+    _check_sensitivities(a["trace"], b["trace"])
+    return a
+
+
+def _fast_cases():
+    for (estimator, solver), params in CONFIGS.items():
+        for kind in FAST_HOSTILE:
+            yield pytest.param(estimator, solver, params, kind, id=f"{estimator}-{solver}-{kind}")
+
+
+@pytest.mark.parametrize("estimator, solver, params, kind", list(_fast_cases()))
+def test_substitution(estimator, solver, params, kind):
+    observed = _run_pair(estimator, solver, params, _hostile_pair(estimator, kind))
+    assert observed["error"] is None, observed["error"]
+    assert observed["trace"].releases, "a private fit made no release through the gateway"
+
+
+@pytest.mark.parametrize(
+    "estimator, solver",
+    [pair for pair in CONFIGS if SOLVERS[pair[1]].sparse],
+    ids="-".join,
+)
+def test_substitution_sparse_duplicates(estimator, solver):
+    _run_pair(estimator, solver, CONFIGS[(estimator, solver)], _sparse_duplicates_pair(estimator))
+
+
+def test_every_solver_is_covered():
+    """A new solver must come with substitution configurations (registry-driven)."""
+    from sklearn_dp.exceptions import BudgetExceededError  # noqa: F401
+
+    for name, spec in SOLVERS.items():
+        for estimator, cls in ESTIMATORS.items():
+            if (estimator, name) in CONFIGS:
+                continue
+            # Not configured: the estimator must refuse the solver before any spend.
+            X, y = _data(estimator)
+            budget = PrivacyBudget(10.0, 1e-3)
+            params = dict(solver=name, budget=budget, random_state=0)
+            if estimator == "DPLogisticRegression":
+                params["classes"] = [0, 1]
+            with pytest.raises(ValueError):
+                cls(**params).fit(X, y)
+            assert budget.ledger == [], f"{estimator} with {name} spent before refusing"
+
+
+def _slow_cases():
+    for (estimator, solver, variant), params in SLOW_CONFIGS.items():
+        for kind in HOSTILE:
+            yield pytest.param(
+                estimator, solver, params, variant, kind,
+                id=f"{estimator}-{solver}-{variant}-{kind}",
+            )
+    for (estimator, solver), params in CONFIGS.items():
+        for kind in set(HOSTILE) - set(FAST_HOSTILE):
+            yield pytest.param(estimator, solver, params, "", kind, id=f"{estimator}-{solver}-{kind}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("estimator, solver, params, variant, kind", list(_slow_cases()))
+def test_substitution_thorough(estimator, solver, params, variant, kind):
+    pair = _hostile_pair(estimator, kind, variant, sparse=variant == "sparse")
+    observed = _run_pair(estimator, solver, params, pair, variant)
+    assert observed["error"] is None, observed["error"]
+
+
+def test_reservation_precedes_every_release():
+    """The spend is on the ledger before the first release (the first read of private values)."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.5, 0.5, size=(1000, N_FEATURES))
+    y = np.arange(1000) % 2  # 500 rows a label: far above the release threshold
+    budget = PrivacyBudget(10.0, 1e-3)
+    seen = []
+    original = budget.reserve
+
+    def reserve(*args, **kwargs):
+        seen.append(len(trace.releases) + len(trace.samples))
+        return original(*args, **kwargs)
+
+    budget.reserve = reserve
+    with trace_releases() as trace:
+        DPLogisticRegression(budget=budget, random_state=0, max_iter=3).fit(X, y)
+    assert seen == [0]
+    assert trace.releases[0].label == "label set"
+    assert [entry.status for entry in budget.ledger] == ["completed"]
