@@ -20,6 +20,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, log_expit, logsumexp, softmax
 
+from ._kernels import clipped_gradient_sum
+
 __all__ = [
     "GLMLoss",
     "BinaryLogisticLoss",
@@ -218,47 +220,6 @@ def get_loss(name, n_classes=None, **params):
     if name == "hinge":
         return HingeLoss()
     raise ValueError(f"Unknown loss {name!r}.")
-
-
-def clipped_gradient_sum(X, y, W, loss, clip_norm, row_norms, sample_weight=None):
-    """Sum over rows of per-sample loss gradients, each clipped to ``clip_norm``.
-
-    Parameters
-    ----------
-    X : ndarray or sparse matrix of shape (n_samples, n_features)
-    y : ndarray of shape (n_samples,)
-    W : ndarray of shape (n_features, n_outputs)
-    loss : GLMLoss
-    clip_norm : float or None
-        L2 (Frobenius) bound on each per-sample gradient; ``None`` or ``inf``
-        sums the raw gradients.
-    row_norms : ndarray of shape (n_samples,)
-        ``||x_i||_2``, precomputed once per fit.
-    sample_weight : ndarray of shape (n_samples,), optional
-        Multiplies each (clipped) per-sample term; must lie in [0, 1] for the
-        sensitivity to stay ``clip_norm``.
-
-    Returns
-    -------
-    grad_sum : ndarray of shape (n_features, n_outputs)
-
-    Notes
-    -----
-    The gradient of sample i is ``outer(x_i, D_i)`` with ``D = dl/dz``; its
-    norm is ``||D_i|| * ||x_i||``, so clipping rescales ``D_i`` by a scalar.
-    The cost is ``X @ W`` and ``X.T @ D``, whatever ``n_outputs``.
-    """
-    D = loss.derivative(np.asarray(X @ W), y)
-    if clip_norm is not None and np.isfinite(clip_norm):
-        norms = np.sqrt(np.einsum("ij,ij->i", D, D)) * row_norms
-        # Only rows over the clip are rescaled (no division by zero norms).
-        over = norms > clip_norm
-        scale = np.ones_like(norms)
-        scale[over] = clip_norm / norms[over]
-        D = D * scale[:, None]
-    if sample_weight is not None:
-        D = D * sample_weight[:, None]
-    return np.asarray(X.T @ D)
 
 
 def objective(X, y, W, loss, alpha, penalized):

@@ -568,6 +568,18 @@ class BaseDPEstimator(BaseEstimator):
         kwargs.update(extra)
         return kwargs
 
+    def _check_arguments(self, spec, problem, kwargs, public):
+        """What a solver's public ``check`` receives: the public problem and options."""
+        return dict(
+            loss_name=problem.loss_name,
+            n_outputs=problem.n_outputs,
+            penalty=problem.penalty,
+            alpha=None if callable(problem.alpha) else problem.alpha,
+            l1_ratio=problem.l1_ratio,
+            public=public,
+            options=dict(kwargs),
+        )
+
     def _fit_solver(self, X, y, problem, *, prepare=None, discover_labels=False):
         """Plan from public inputs, reserve the spend, then fit in a private phase.
 
@@ -600,6 +612,15 @@ class BaseDPEstimator(BaseEstimator):
         public = self._public_setting(X, problem, discover_labels)
         spec = self._resolve_solver(problem, public)
         kwargs = self._solver_kwargs(spec, problem)
+        # The bounds the solver's geometry needs, checked on zero rows (public).
+        bound_data(
+            X[:0], y[:0], fit_intercept=self.fit_intercept,
+            intercept_scaling=self.intercept_scaling, geometry=spec.geometry,
+            data_norm=getattr(self, "data_norm", None),
+            feature_bound=getattr(self, "feature_bound", None),
+        )
+        if spec.check is not None:
+            spec.check(**self._check_arguments(spec, problem, kwargs, public))
         private = not math.isinf(self.epsilon)
         if discover_labels and private and self.delta == 0:
             raise ValueError(

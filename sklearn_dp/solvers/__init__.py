@@ -82,6 +82,13 @@ class SolverSpec:
         Whether it supports ``delta > 0``.
     summary : str
         One line for error messages and docs.
+    check : callable or None
+        ``check(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public,
+        options)`` raises a ValueError for options the solver refuses,
+        from public inputs only; estimators call it before they reserve the
+        spend, so a refused configuration costs nothing.  (``alpha`` is None
+        when it scales with the private row count; ``public`` is the
+        estimator's :class:`~sklearn_dp.linear_model._base.PublicSetting`.)
     plan : callable
         ``plan(n_samples, n_params, epsilon, delta, **options)`` -> PrivacyPlan,
         from public inputs only, so an estimator can check a budget against
@@ -102,6 +109,7 @@ class SolverSpec:
     approximate_dp: bool = True
     summary: str = ""
     options: tuple = ()
+    check: Callable | None = None
 
 
 SOLVERS: dict[str, SolverSpec] = {}
