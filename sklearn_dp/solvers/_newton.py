@@ -1,0 +1,359 @@
+r"""The inner solve of the perturbation solvers: a fixed-budget, safeguarded Newton method.
+
+Minimises, for a GLM loss with bounded derivative and bounded curvature,
+
+    F(W) = sum_i l(x_i^T W, y_i) + (Lambda / 2) ||W||_F^2 + <B, W>
+
+(``B`` the linear term of objective perturbation, zero for output
+perturbation).  ``F`` is ``Lambda``-strongly convex, so for every ``W``
+
+    ||W - W*|| <= ||grad F(W)|| / Lambda          (Lemma 2 of ``_perturbation``),
+
+and the gradient norm at a point *certifies* its distance to the exact
+minimiser.  The privacy arguments of both solvers rest on that certificate,
+never on the iteration that produced the point.
+
+Data independence
+-----------------
+The solve runs on private data, so nothing about it may be observable except
+through the noisy release that follows:
+
+* exactly ``n_steps`` Newton steps (public), each with a line search of
+  exactly ``LINE_SEARCH_EVALUATIONS`` directional-derivative evaluations; no
+  convergence test, no early stop, no exception raised because of the data;
+* the point returned is the iterate with the smallest gradient norm (the best
+  certificate); the public start ``W = 0`` is always a candidate, and an
+  iterate whose gradient is not finite is never chosen, so non-finite
+  intermediate values (which bounded, finite inputs cannot produce, but
+  rounding might) are replaced by the public default rather than raised;
+* numerical trouble in a Newton system (a Cholesky factorisation that fails
+  on a nearly singular Hessian) falls back, by a fixed rule, to an
+  eigenvalue-floored solve and then to the scaled gradient direction; numpy
+  floating-point errors are ignored and warnings (scipy's LinAlgWarning
+  prints the private Hessian's condition number) are silenced here, at the
+  source, not only by the estimators' private phase.
+
+Robustness
+----------
+The line search never compares objective values (with labels of 1e15 or
+more the objective's magnitude swamps the differences a line search needs,
+which made the former Armijo search cycle).  It finds the minimiser of the
+convex function ``phi(t) = F(W + t d)`` along the Newton direction ``d`` from
+the sign of ``phi'(t) = <grad F(W + t d), d>``, a sum of bounded per-row
+derivatives times ``<x_i, d>``: safeguarded secant steps (Illinois) inside a
+bracket, geometric expansion or bisection outside it.  It returns the largest
+point known to have ``phi' < 0``, so that ``phi`` decreases at every step in exact
+arithmetic (``phi`` is convex), or the smallest point known to have ``phi' >= 0``
+when its derivative is smaller in magnitude (both are within the bracket of
+the exact line minimiser).  For the Huber loss the Hessian is the generalised
+one (curvature 1 inside the threshold, 0 outside: semismooth Newton); with
+the exact line search this converges even when the threshold is tiny
+compared with the residuals and ``Lambda`` is tiny compared with the
+curvature (the configuration where the Armijo search failed).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
+from scipy.sparse.linalg import LinearOperator, cg
+from scipy.special import expit, softmax
+
+from .._losses import BinaryLogisticLoss, HuberLoss, MultinomialLoss
+
+__all__ = [
+    "minimize_strongly_convex",
+    "InnerSolve",
+    "DEFAULT_NEWTON_STEPS",
+    "LINE_SEARCH_EVALUATIONS",
+    "DENSE_HESSIAN_MAX_PARAMS",
+]
+
+#: Newton steps of the inner solve (public; every solve runs exactly this many).
+DEFAULT_NEWTON_STEPS = 50
+#: Directional-derivative evaluations of each line search (public, fixed).
+LINE_SEARCH_EVALUATIONS = 32
+#: Largest number of coefficients for which the Newton step builds the dense Hessian.
+DENSE_HESSIAN_MAX_PARAMS = 2000
+#: Conjugate-gradient iterations per Newton step beyond ``DENSE_HESSIAN_MAX_PARAMS``.
+CG_ITERATIONS = 200
+
+# scipy renamed cg's relative tolerance from ``tol`` to ``rtol`` in 1.12.
+_CG_RTOL = "rtol" if "rtol" in inspect.signature(cg).parameters else "tol"
+
+
+@dataclass(frozen=True)
+class InnerSolve:
+    """The result of :func:`minimize_strongly_convex`.
+
+    Attributes
+    ----------
+    coef : ndarray of shape (n_columns, n_outputs)
+        The iterate with the smallest gradient norm (finite).
+    gradient_norm : float
+        ``||grad F(coef)||_F``: the certificate ``||coef - W*|| <=
+        gradient_norm / Lambda``.  Computed from the private data without
+        noise: for tests and direct callers only, never printed or returned
+        by the solvers.
+    """
+
+    coef: np.ndarray
+    gradient_norm: float
+
+
+def _curvature(loss, Z, y):
+    """Per-row second derivative ``l''(z)`` (single-output losses), shape (n,)."""
+    if isinstance(loss, BinaryLogisticLoss):
+        z = Z[:, 0]
+        return expit(z) * expit(-z)
+    if isinstance(loss, HuberLoss):
+        # Huber is C^1 with l'' = 1 inside the threshold and 0 outside; Newton
+        # uses this generalised Hessian (semismooth Newton).
+        return (np.abs(Z[:, 0] - y) <= loss.epsilon_huber).astype(float)
+    raise TypeError(f"No curvature for {loss!r}.")  # pragma: no cover
+
+
+def _weighted_gram(X, weight):
+    """``X^T diag(weight) X`` as a dense array."""
+    if sp.issparse(X):
+        return np.asarray((X.T @ sp.diags(weight) @ X).toarray(), dtype=float)
+    return np.asarray(X.T @ (weight[:, None] * X), dtype=float)
+
+
+def _multinomial_hessian(X, P, chunk=2048):
+    """``sum_i (diag(p_i) - p_i p_i^T) (x) x_i x_i^T`` as a dense (pK, pK) array.
+
+    Index ``j * K + k`` (coefficient j, class k), matching ``W.ravel()``.  The
+    rank-one part is ``M^T M`` with ``M[i, j*K + k] = x_ij p_ik``, built by row
+    chunks so memory stays ``O(chunk * p * K)``.
+    """
+    n_samples, n_columns = X.shape
+    n_outputs = P.shape[1]
+    H = np.zeros((n_columns, n_outputs, n_columns, n_outputs))
+    for k in range(n_outputs):
+        H[:, k, :, k] = _weighted_gram(X, P[:, k])
+    H = H.reshape(n_columns * n_outputs, n_columns * n_outputs)
+    for start in range(0, n_samples, chunk):
+        rows = slice(start, min(start + chunk, n_samples))
+        Xc = X[rows]
+        Xc = Xc.toarray() if sp.issparse(Xc) else np.asarray(Xc, dtype=float)
+        M = (Xc[:, :, None] * P[rows, None, :]).reshape(Xc.shape[0], -1)
+        H -= M.T @ M
+    return H
+
+
+def _solve_dense(H, rhs, lam):
+    """``H^{-1} rhs`` for a symmetric ``H >= lam I``, with fixed fallbacks.
+
+    Cholesky first; if it fails (rounding made a nearly singular ``H``
+    indefinite) or gives a non-finite result, an eigendecomposition with the
+    eigenvalues floored at ``lam`` (the exact lower bound of the true
+    Hessian); if that fails too, ``rhs / lam``.  Every branch gives a
+    direction of descent for the gradient ``rhs``.
+    """
+    try:
+        factor = scipy.linalg.cho_factor(H, lower=True, check_finite=False)
+        step = scipy.linalg.cho_solve(factor, rhs, check_finite=False)
+        if np.all(np.isfinite(step)):
+            return step
+    except (np.linalg.LinAlgError, scipy.linalg.LinAlgError, ValueError):
+        pass
+    try:
+        values, vectors = scipy.linalg.eigh(H, check_finite=False)
+        values = np.maximum(values, lam)
+        step = vectors @ ((vectors.T @ rhs) / values)
+        if np.all(np.isfinite(step)):
+            return step
+    except (np.linalg.LinAlgError, scipy.linalg.LinAlgError, ValueError):
+        pass
+    return rhs / lam
+
+
+def _line_search(dphi, slope0, n_evaluations):
+    """A step ``t >= 0`` near the minimiser of a convex ``phi`` with ``phi'(0) = slope0 < 0``.
+
+    ``dphi(t)`` is ``phi'(t)``; it is called exactly ``n_evaluations`` times.
+    The search keeps ``lo``, the largest point found with ``phi' < 0`` (``phi``
+    decreases on ``[0, lo]``, so ``phi(lo) < phi(0)`` in exact arithmetic),
+    and ``hi``, the smallest with ``phi' >= 0`` or not finite.  It starts at the
+    Newton step ``t = 1`` and multiplies by 4 while no upper end is known.
+    Inside a bracket it alternates Illinois-safeguarded secant steps (exact
+    when ``phi'`` is linear: quadratic pieces) with bisections, geometric
+    while the ends are more than a factor 4 apart (``hi / 16`` while ``lo`` is
+    0), so that the bracket shrinks geometrically even when ``phi'`` is nearly
+    a step function (a Huber band or a saturated softmax crossed by a long
+    direction).  It returns ``lo``.
+    """
+    lo, w_lo = 0.0, slope0
+    hi, w_hi = math.inf, math.inf
+    last = 0  # which end moved last (Illinois: halve the weight of an end kept twice)
+    t = 1.0
+    for evaluation in range(n_evaluations):
+        f = dphi(t)
+        if not math.isfinite(f):
+            f = math.inf  # a fixed rule: treated as an overshoot
+        if f < 0:
+            lo, w_lo = t, f
+            if last == -1 and math.isfinite(w_hi):
+                w_hi *= 0.5
+            last = -1
+        else:
+            hi, w_hi = t, f
+            if last == 1:
+                w_lo *= 0.5
+            last = 1
+        if math.isinf(hi):
+            t = 4.0 * lo
+            continue
+        if lo == 0.0:
+            bisection = hi / 16.0
+        elif hi > 4.0 * lo:
+            bisection = math.sqrt(lo * hi)
+        else:
+            bisection = 0.5 * (lo + hi)
+        if evaluation % 2 == 1 or not math.isfinite(w_hi) or not w_hi > w_lo:
+            t = bisection
+        else:
+            width = hi - lo
+            t = lo - w_lo * width / (w_hi - w_lo)
+            t = min(max(t, lo + 1e-3 * width), hi - 1e-3 * width)
+    return lo
+
+
+def minimize_strongly_convex(
+    X,
+    y,
+    loss,
+    *,
+    n_outputs,
+    regularization,
+    linear_term=None,
+    n_steps=DEFAULT_NEWTON_STEPS,
+    progress=None,
+):
+    """Minimise ``sum_i l(x_i W, y_i) + regularization/2 ||W||^2 + <linear_term, W>``.
+
+    Exactly ``n_steps`` safeguarded Newton steps from ``W = 0`` (see the
+    module docstring); returns the iterate with the smallest gradient norm.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n_samples, n_columns)
+        Rows bounded (clipped) by the caller.
+    y : ndarray of shape (n_samples,)
+    loss : BinaryLogisticLoss, MultinomialLoss or HuberLoss
+    n_outputs : int
+    regularization : float
+        ``Lambda > 0``.
+    linear_term : ndarray of shape (n_columns, n_outputs), optional
+    n_steps : int
+        Newton steps (public).
+    progress : callable, optional
+        Called as ``progress(step)`` after each step, with the public step
+        number only.
+
+    Returns
+    -------
+    InnerSolve
+        ``coef`` and its ``gradient_norm`` (private: see :class:`InnerSolve`).
+
+    Notes
+    -----
+    Never raises because of the data and always runs the same number of
+    Newton steps and line-search evaluations.  The Newton system is solved
+    densely up to ``DENSE_HESSIAN_MAX_PARAMS`` coefficients, otherwise by
+    conjugate gradients on Hessian-vector products (two mat-vecs each, at
+    most ``CG_ITERATIONS``).
+    """
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _minimize(
+            X, y, loss, n_outputs=n_outputs, regularization=regularization,
+            linear_term=linear_term, n_steps=int(n_steps), progress=progress,
+        )
+
+
+def _minimize(X, y, loss, *, n_outputs, regularization, linear_term, n_steps, progress):
+    n_columns = X.shape[1]
+    shape = (n_columns, n_outputs)
+    n_params = n_columns * n_outputs
+    lam = float(regularization)
+    B = np.zeros(shape) if linear_term is None else np.asarray(linear_term, dtype=float)
+    multinomial = isinstance(loss, MultinomialLoss)
+
+    def gradient(W, Z):
+        return np.asarray(X.T @ loss.derivative(Z, y), dtype=float) + lam * W + B
+
+    def norm(G):
+        value = float(np.linalg.norm(G))
+        return value if math.isfinite(value) else math.inf
+
+    def direction(Z, grad, forcing):
+        if multinomial:
+            P = softmax(Z, axis=1)
+        else:
+            curvature = _curvature(loss, Z, y)
+        if n_params <= DENSE_HESSIAN_MAX_PARAMS:
+            H = _multinomial_hessian(X, P) if multinomial else _weighted_gram(X, curvature)
+            H[np.diag_indices_from(H)] += lam
+            return -_solve_dense(H, grad.ravel(), lam).reshape(shape)
+
+        def hessian_vector(v):
+            V = v.reshape(shape)
+            ZV = np.asarray(X @ V)
+            if multinomial:
+                SZ = P * ZV - P * np.sum(P * ZV, axis=1, keepdims=True)
+            else:
+                SZ = curvature[:, None] * ZV
+            return (np.asarray(X.T @ SZ) + lam * V).ravel()
+
+        operator = LinearOperator((n_params, n_params), matvec=hessian_vector, dtype=float)
+        step, _ = cg(operator, grad.ravel(), atol=0.0, maxiter=CG_ITERATIONS,
+                     **{_CG_RTOL: forcing})
+        return -step.reshape(shape)
+
+    W = np.zeros(shape)
+    Z = np.zeros((X.shape[0], n_outputs))
+    grad = gradient(W, Z)
+    grad_norm = norm(grad)
+    best, best_norm = W, grad_norm
+    initial_norm = grad_norm if 0 < grad_norm < math.inf else 1.0
+    for step in range(1, n_steps + 1):
+        if math.isfinite(grad_norm):
+            # Inexact Newton forcing term (CG path only): superlinear convergence.
+            forcing = max(min(0.1, math.sqrt(grad_norm / initial_norm)), 1e-12)
+            d = direction(Z, grad, forcing)
+            if not np.all(np.isfinite(d)):
+                d = -grad / lam  # a fixed fallback: the scaled gradient
+            slope = float(np.sum(grad * d))
+        else:  # pragma: no cover - the start and every accepted point are finite
+            d, slope = np.zeros(shape), 0.0
+        if slope < 0 and math.isfinite(slope):
+            Delta = np.asarray(X @ d)
+            wd, dd, bd = float(np.sum(W * d)), float(np.sum(d * d)), float(np.sum(B * d))
+
+            def dphi(t, Z=Z, Delta=Delta, wd=wd, dd=dd, bd=bd):
+                D = loss.derivative(Z + t * Delta, y)
+                return float(np.sum(D * Delta)) + lam * (wd + t * dd) + bd
+
+            t = _line_search(dphi, slope, LINE_SEARCH_EVALUATIONS)
+            W_new = W + t * d
+            Z_new = np.asarray(X @ W_new)
+            grad_new = gradient(W_new, Z_new)
+            norm_new = norm(grad_new)
+            # A step to a non-finite point is not taken (a fixed rule).
+            if np.all(np.isfinite(W_new)) and math.isfinite(norm_new):
+                W, Z, grad, grad_norm = W_new, Z_new, grad_new, norm_new
+                if grad_norm < best_norm:
+                    best, best_norm = W, grad_norm
+        if progress is not None:
+            progress(step)
+    # The certificate of the returned point, recomputed from scratch.
+    final = norm(gradient(best, np.asarray(X @ best)))
+    return InnerSolve(coef=np.array(best, dtype=float), gradient_norm=final)
