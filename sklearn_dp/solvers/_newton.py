@@ -19,8 +19,9 @@ The solve runs on private data, so nothing about it may be observable except
 through the noisy release that follows:
 
 * exactly ``n_steps`` Newton steps (public), each with a line search of
-  exactly ``LINE_SEARCH_EVALUATIONS`` directional-derivative evaluations; no
-  convergence test, no early stop, no exception raised because of the data;
+  exactly ``LINE_SEARCH_ROUNDS`` rounds of ``LINE_SEARCH_WIDTH``
+  directional-derivative evaluations; no convergence test, no early stop,
+  no exception raised because of the data;
 * the point returned is the iterate with the smallest gradient norm (the best
   certificate); the public start ``W = 0`` is always a candidate, and an
   iterate whose gradient is not finite is never chosen, so non-finite
@@ -40,12 +41,11 @@ more the objective's magnitude swamps the differences a line search needs,
 which made the former Armijo search cycle).  It finds the minimiser of the
 convex function ``phi(t) = F(W + t d)`` along the Newton direction ``d`` from
 the sign of ``phi'(t) = <grad F(W + t d), d>``, a sum of bounded per-row
-derivatives times ``<x_i, d>``: safeguarded secant steps (Illinois) inside a
-bracket, geometric expansion or bisection outside it.  It returns the largest
-point known to have ``phi' < 0``, so that ``phi`` decreases at every step in exact
-arithmetic (``phi`` is convex), or the smallest point known to have ``phi' >= 0``
-when its derivative is smaller in magnitude (both are within the bracket of
-the exact line minimiser).  For the Huber loss the Hessian is the generalised
+derivatives times ``<x_i, d>``: rounds of grid points (geometric, then
+linear inside a bracket) plus the secant point of the bracket, evaluated in
+one vectorised call per round.  It returns the largest point known to have
+``phi' < 0``, so that ``phi`` decreases at every step in exact arithmetic
+(``phi`` is convex).  For the Huber loss the Hessian is the generalised
 one (curvature 1 inside the threshold, 0 outside: semismooth Newton); with
 the exact line search this converges even when the threshold is tiny
 compared with the residuals and ``Lambda`` is tiny compared with the
@@ -60,7 +60,6 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator, cg
 from scipy.special import expit, softmax
@@ -71,14 +70,18 @@ __all__ = [
     "minimize_strongly_convex",
     "InnerSolve",
     "DEFAULT_NEWTON_STEPS",
-    "LINE_SEARCH_EVALUATIONS",
+    "LINE_SEARCH_ROUNDS",
+    "LINE_SEARCH_WIDTH",
     "DENSE_HESSIAN_MAX_PARAMS",
 ]
 
 #: Newton steps of the inner solve (public; every solve runs exactly this many).
 DEFAULT_NEWTON_STEPS = 50
-#: Directional-derivative evaluations of each line search (public, fixed).
-LINE_SEARCH_EVALUATIONS = 32
+#: Rounds of each line search, and points evaluated per round (public, fixed).
+LINE_SEARCH_ROUNDS = 8
+LINE_SEARCH_WIDTH = 8
+#: Largest number of entries of one batch of line-search scores.
+_LINE_SEARCH_CHUNK = 1 << 20
 #: Largest number of coefficients for which the Newton step builds the dense Hessian.
 DENSE_HESSIAN_MAX_PARAMS = 2000
 #: Conjugate-gradient iterations per Newton step beyond ``DENSE_HESSIAN_MAX_PARAMS``.
@@ -155,75 +158,114 @@ def _solve_dense(H, rhs, lam):
     indefinite) or gives a non-finite result, an eigendecomposition with the
     eigenvalues floored at ``lam`` (the exact lower bound of the true
     Hessian); if that fails too, ``rhs / lam``.  Every branch gives a
-    direction of descent for the gradient ``rhs``.
+    direction of descent for the gradient ``rhs``.  No branch warns (numpy's
+    Cholesky raises instead of warning about the condition number, unlike
+    ``scipy.linalg.solve``, whose LinAlgWarning prints it).
     """
     try:
-        factor = scipy.linalg.cho_factor(H, lower=True, check_finite=False)
-        step = scipy.linalg.cho_solve(factor, rhs, check_finite=False)
+        L = np.linalg.cholesky(H)
+        step = np.linalg.solve(L.T, np.linalg.solve(L, rhs))
         if np.all(np.isfinite(step)):
             return step
-    except (np.linalg.LinAlgError, scipy.linalg.LinAlgError, ValueError):
+    except (np.linalg.LinAlgError, ValueError):
         pass
     try:
-        values, vectors = scipy.linalg.eigh(H, check_finite=False)
+        values, vectors = np.linalg.eigh(H)
         values = np.maximum(values, lam)
         step = vectors @ ((vectors.T @ rhs) / values)
         if np.all(np.isfinite(step)):
             return step
-    except (np.linalg.LinAlgError, scipy.linalg.LinAlgError, ValueError):
+    except (np.linalg.LinAlgError, ValueError):  # pragma: no cover - eigh on finite input
         pass
-    return rhs / lam
+    return rhs / lam  # pragma: no cover
 
 
-def _line_search(dphi, slope0, n_evaluations):
+def _line_search(dphi, slope0, n_rounds=None, width=None):
     """A step ``t >= 0`` near the minimiser of a convex ``phi`` with ``phi'(0) = slope0 < 0``.
 
-    ``dphi(t)`` is ``phi'(t)``; it is called exactly ``n_evaluations`` times.
-    The search keeps ``lo``, the largest point found with ``phi' < 0`` (``phi``
-    decreases on ``[0, lo]``, so ``phi(lo) < phi(0)`` in exact arithmetic),
-    and ``hi``, the smallest with ``phi' >= 0`` or not finite.  It starts at the
-    Newton step ``t = 1`` and multiplies by 4 while no upper end is known.
-    Inside a bracket it alternates Illinois-safeguarded secant steps (exact
-    when ``phi'`` is linear: quadratic pieces) with bisections, geometric
-    while the ends are more than a factor 4 apart (``hi / 16`` while ``lo`` is
-    0), so that the bracket shrinks geometrically even when ``phi'`` is nearly
-    a step function (a Huber band or a saturated softmax crossed by a long
-    direction).  It returns ``lo``.
+    ``dphi(ts)`` returns ``phi'`` at every point of the array ``ts`` (one
+    vectorised call per round); it is called exactly ``n_rounds`` times, on
+    ``width`` points each.  The search keeps ``lo``, the largest point found
+    with ``phi' < 0`` (``phi`` decreases on ``[0, lo]``, so ``phi(lo) < phi(0)`` in
+    exact arithmetic), and ``hi``, the smallest with ``phi' >= 0`` or not
+    finite.  The first round probes ``4^k`` around the Newton step ``t = 1``;
+    while one end is missing, the next round continues that geometric grid;
+    inside a bracket, a round evaluates a grid (geometric when the ends are
+    more than a factor 4 apart, linear otherwise) plus the secant point of
+    the two ends (exact when ``phi'`` is linear there, i.e. on quadratic
+    pieces).  The grid makes the bracket shrink by ``width`` per round even
+    when ``phi'`` is nearly a step function (a Huber band or a saturated
+    softmax crossed by a long direction).  Returns ``lo``.
     """
-    lo, w_lo = 0.0, slope0
-    hi, w_hi = math.inf, math.inf
-    last = 0  # which end moved last (Illinois: halve the weight of an end kept twice)
-    t = 1.0
-    for evaluation in range(n_evaluations):
-        f = dphi(t)
-        if not math.isfinite(f):
-            f = math.inf  # a fixed rule: treated as an overshoot
-        if f < 0:
-            lo, w_lo = t, f
-            if last == -1 and math.isfinite(w_hi):
-                w_hi *= 0.5
-            last = -1
+    n_rounds = LINE_SEARCH_ROUNDS if n_rounds is None else n_rounds
+    width = LINE_SEARCH_WIDTH if width is None else width
+    lo, f_lo = 0.0, slope0
+    hi, f_hi = math.inf, math.inf
+    grid = np.arange(1, width, dtype=float)
+    for round_ in range(n_rounds):
+        if round_ == 0:
+            ts = 4.0 ** (np.arange(width, dtype=float) - width // 2)
+        elif math.isinf(hi):
+            ts = lo * 4.0 ** np.arange(1, width + 1, dtype=float)
         else:
-            hi, w_hi = t, f
-            if last == 1:
-                w_lo *= 0.5
-            last = 1
-        if math.isinf(hi):
-            t = 4.0 * lo
-            continue
-        if lo == 0.0:
-            bisection = hi / 16.0
-        elif hi > 4.0 * lo:
-            bisection = math.sqrt(lo * hi)
-        else:
-            bisection = 0.5 * (lo + hi)
-        if evaluation % 2 == 1 or not math.isfinite(w_hi) or not w_hi > w_lo:
-            t = bisection
-        else:
-            width = hi - lo
-            t = lo - w_lo * width / (w_hi - w_lo)
-            t = min(max(t, lo + 1e-3 * width), hi - 1e-3 * width)
+            if lo == 0.0:
+                points = hi * 4.0 ** (-grid)
+            elif hi > 4.0 * lo:
+                points = lo * (hi / lo) ** (grid / width)
+            else:
+                points = lo + (hi - lo) * grid / width
+            secant = 0.5 * (lo + hi)
+            if math.isfinite(f_hi) and f_hi > f_lo:
+                secant = lo - f_lo * (hi - lo) / (f_hi - f_lo)
+                secant = min(max(secant, lo + 1e-12 * (hi - lo)), hi - 1e-12 * (hi - lo))
+            ts = np.append(points, secant)
+        # A slope that is not finite counts as an overshoot (a fixed rule).
+        fs = [f if math.isfinite(f) else math.inf for f in np.asarray(dphi(ts), dtype=float).tolist()]
+        new_hi, new_f_hi = hi, f_hi
+        for t, f in zip(ts.tolist(), fs):
+            if f >= 0 and lo < t < new_hi:
+                new_hi, new_f_hi = t, f
+        hi, f_hi = new_hi, new_f_hi
+        for t, f in zip(ts.tolist(), fs):
+            if f < 0 and lo < t < hi:
+                lo, f_lo = t, f
     return lo
+
+
+class _DirectionalDerivatives:
+    """``sum_i <dl/dz(z_i + t delta_i, y_i), delta_i>`` for every ``t`` of a batch.
+
+    One vectorised evaluation of the loss's derivative on ``width`` stacked
+    copies of the rows (by chunks of rows, so memory stays bounded); the
+    stacked labels are built once per solve.
+    """
+
+    def __init__(self, loss, y, n_outputs, width):
+        self.loss = loss
+        self.y = y
+        self.width = width
+        self.n_samples = len(y)
+        self.chunk = max(1, _LINE_SEARCH_CHUNK // max(1, width * n_outputs))
+        self.all_labels = np.tile(y, width) if self.chunk >= self.n_samples else None
+
+    def __call__(self, Z, Delta, ts):
+        n_outputs = Z.shape[1]
+        m = len(ts)
+        total = np.zeros(m)
+        for start in range(0, self.n_samples, self.chunk):
+            stop = min(start + self.chunk, self.n_samples)
+            Zc, Dc = Z[start:stop], Delta[start:stop]
+            size = stop - start
+            stacked = (Zc[None, :, :] + ts[:, None, None] * Dc[None, :, :]).reshape(
+                m * size, n_outputs
+            )
+            if self.all_labels is not None and m == self.width:
+                labels = self.all_labels
+            else:
+                labels = np.tile(self.y[start:stop], m)
+            derivative = self.loss.derivative(stacked, labels)
+            total += (derivative.reshape(m, size, n_outputs) * Dc).sum(axis=(1, 2))
+        return total
 
 
 def minimize_strongly_convex(
@@ -301,7 +343,7 @@ def _minimize(X, y, loss, *, n_outputs, regularization, linear_term, n_steps, pr
             curvature = _curvature(loss, Z, y)
         if n_params <= DENSE_HESSIAN_MAX_PARAMS:
             H = _multinomial_hessian(X, P) if multinomial else _weighted_gram(X, curvature)
-            H[np.diag_indices_from(H)] += lam
+            H.flat[:: n_params + 1] += lam
             return -_solve_dense(H, grad.ravel(), lam).reshape(shape)
 
         def hessian_vector(v):
@@ -318,6 +360,7 @@ def _minimize(X, y, loss, *, n_outputs, regularization, linear_term, n_steps, pr
                      **{_CG_RTOL: forcing})
         return -step.reshape(shape)
 
+    directional = _DirectionalDerivatives(loss, y, n_outputs, LINE_SEARCH_WIDTH)
     W = np.zeros(shape)
     Z = np.zeros((X.shape[0], n_outputs))
     grad = gradient(W, Z)
@@ -338,11 +381,10 @@ def _minimize(X, y, loss, *, n_outputs, regularization, linear_term, n_steps, pr
             Delta = np.asarray(X @ d)
             wd, dd, bd = float(np.sum(W * d)), float(np.sum(d * d)), float(np.sum(B * d))
 
-            def dphi(t, Z=Z, Delta=Delta, wd=wd, dd=dd, bd=bd):
-                D = loss.derivative(Z + t * Delta, y)
-                return float(np.sum(D * Delta)) + lam * (wd + t * dd) + bd
+            def dphi(ts, Z=Z, Delta=Delta, wd=wd, dd=dd, bd=bd):
+                return directional(Z, Delta, ts) + lam * (wd + ts * dd) + bd
 
-            t = _line_search(dphi, slope, LINE_SEARCH_EVALUATIONS)
+            t = _line_search(dphi, slope)
             W_new = W + t * d
             Z_new = np.asarray(X @ W_new)
             grad_new = gradient(W_new, Z_new)
