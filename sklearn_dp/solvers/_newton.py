@@ -54,6 +54,7 @@ curvature (the configuration where the Armijo search failed).
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import warnings
@@ -61,6 +62,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg.lapack import dpotrf as _potrf
+from scipy.linalg.lapack import dpotrs as _potrs
 from scipy.sparse.linalg import LinearOperator, cg
 from scipy.special import expit, softmax
 
@@ -78,8 +81,8 @@ __all__ = [
 #: Newton steps of the inner solve (public; every solve runs exactly this many).
 DEFAULT_NEWTON_STEPS = 50
 #: Rounds of each line search, and points evaluated per round (public, fixed).
-LINE_SEARCH_ROUNDS = 8
-LINE_SEARCH_WIDTH = 8
+LINE_SEARCH_ROUNDS = 6
+LINE_SEARCH_WIDTH = 12
 #: Largest number of entries of one batch of line-search scores.
 _LINE_SEARCH_CHUNK = 1 << 20
 #: Largest number of coefficients for which the Newton step builds the dense Hessian.
@@ -154,21 +157,19 @@ def _multinomial_hessian(X, P, chunk=2048):
 def _solve_dense(H, rhs, lam):
     """``H^{-1} rhs`` for a symmetric ``H >= lam I``, with fixed fallbacks.
 
-    Cholesky first; if it fails (rounding made a nearly singular ``H``
-    indefinite) or gives a non-finite result, an eigendecomposition with the
-    eigenvalues floored at ``lam`` (the exact lower bound of the true
-    Hessian); if that fails too, ``rhs / lam``.  Every branch gives a
-    direction of descent for the gradient ``rhs``.  No branch warns (numpy's
-    Cholesky raises instead of warning about the condition number, unlike
-    ``scipy.linalg.solve``, whose LinAlgWarning prints it).
+    Cholesky first (LAPACK ``potrf``/``potrs``: a failure is a return code,
+    never a warning, unlike ``scipy.linalg.solve``, whose LinAlgWarning prints
+    the private Hessian's condition number); if it fails (rounding made a
+    nearly singular ``H`` indefinite) or gives a non-finite result, an
+    eigendecomposition with the eigenvalues floored at ``lam`` (the exact
+    lower bound of the true Hessian); if that fails too, ``rhs / lam``.  Every
+    branch gives a direction of descent for the gradient ``rhs``.
     """
-    try:
-        L = np.linalg.cholesky(H)
-        step = np.linalg.solve(L.T, np.linalg.solve(L, rhs))
-        if np.all(np.isfinite(step)):
+    factor, info = _potrf(H, lower=1, clean=1)
+    if info == 0:
+        step, info = _potrs(factor, rhs, lower=1)
+        if info == 0 and np.all(np.isfinite(step)):
             return step
-    except (np.linalg.LinAlgError, ValueError):
-        pass
     try:
         values, vectors = np.linalg.eigh(H)
         values = np.maximum(values, lam)
@@ -199,58 +200,86 @@ def _line_search(dphi, slope0, n_rounds=None, width=None):
     """
     n_rounds = LINE_SEARCH_ROUNDS if n_rounds is None else n_rounds
     width = LINE_SEARCH_WIDTH if width is None else width
+    first, up, down, fractions = _grids(width)
     lo, f_lo = 0.0, slope0
     hi, f_hi = math.inf, math.inf
-    grid = np.arange(1, width, dtype=float)
     for round_ in range(n_rounds):
         if round_ == 0:
-            ts = 4.0 ** (np.arange(width, dtype=float) - width // 2)
-        elif math.isinf(hi):
-            ts = lo * 4.0 ** np.arange(1, width + 1, dtype=float)
+            ts = first
+        elif hi == math.inf:
+            ts = lo * up
         else:
             if lo == 0.0:
-                points = hi * 4.0 ** (-grid)
+                points = hi * down
             elif hi > 4.0 * lo:
-                points = lo * (hi / lo) ** (grid / width)
+                points = lo * (hi / lo) ** fractions
             else:
-                points = lo + (hi - lo) * grid / width
+                points = lo + (hi - lo) * fractions
             secant = 0.5 * (lo + hi)
-            if math.isfinite(f_hi) and f_hi > f_lo:
+            if f_hi != math.inf and f_hi > f_lo:
                 secant = lo - f_lo * (hi - lo) / (f_hi - f_lo)
                 secant = min(max(secant, lo + 1e-12 * (hi - lo)), hi - 1e-12 * (hi - lo))
-            ts = np.append(points, secant)
+            ts = np.empty(width)
+            ts[:-1] = points
+            ts[-1] = secant
+        values = dphi(ts).tolist()
+        points = ts.tolist()
         # A slope that is not finite counts as an overshoot (a fixed rule).
-        fs = [f if math.isfinite(f) else math.inf for f in np.asarray(dphi(ts), dtype=float).tolist()]
-        new_hi, new_f_hi = hi, f_hi
-        for t, f in zip(ts.tolist(), fs):
-            if f >= 0 and lo < t < new_hi:
-                new_hi, new_f_hi = t, f
-        hi, f_hi = new_hi, new_f_hi
-        for t, f in zip(ts.tolist(), fs):
+        for t, f in zip(points, values):
+            if not f < 0 and lo < t < hi:
+                hi, f_hi = t, (f if math.isfinite(f) else math.inf)
+        for t, f in zip(points, values):
             if f < 0 and lo < t < hi:
                 lo, f_lo = t, f
     return lo
 
 
+@functools.lru_cache(maxsize=8)
+def _grids(width):
+    """The line search's fixed grids for ``width`` points per round."""
+    exponents = np.arange(width, dtype=float)
+    first = 4.0 ** (exponents - width // 2)
+    up = 4.0 ** (exponents + 1.0)
+    interior = np.arange(1, width, dtype=float)
+    return first, up, 4.0 ** (-interior), interior / width
+
+
 class _DirectionalDerivatives:
     """``sum_i <dl/dz(z_i + t delta_i, y_i), delta_i>`` for every ``t`` of a batch.
 
-    One vectorised evaluation of the loss's derivative on ``width`` stacked
-    copies of the rows (by chunks of rows, so memory stays bounded); the
-    stacked labels are built once per solve.
+    One vectorised evaluation of the loss's derivative at all the points of
+    a round, by chunks of rows so memory stays bounded (single-output losses:
+    an ``n x width`` array; multinomial: ``width`` stacked copies of the rows).
     """
 
     def __init__(self, loss, y, n_outputs, width):
         self.loss = loss
         self.y = y
-        self.width = width
         self.n_samples = len(y)
         self.chunk = max(1, _LINE_SEARCH_CHUNK // max(1, width * n_outputs))
-        self.all_labels = np.tile(y, width) if self.chunk >= self.n_samples else None
+        self.single = n_outputs == 1 and isinstance(loss, (BinaryLogisticLoss, HuberLoss))
+        self.column = np.asarray(y, dtype=float)[:, None] if self.single else None
+        self.huber = isinstance(loss, HuberLoss)
 
     def __call__(self, Z, Delta, ts):
-        n_outputs = Z.shape[1]
         m = len(ts)
+        if self.single:
+            total = np.zeros(m)
+            for start in range(0, self.n_samples, self.chunk):
+                if self.chunk >= self.n_samples:
+                    z, delta, y = Z[:, 0:1], Delta[:, 0], self.column
+                else:
+                    rows = slice(start, start + self.chunk)
+                    z, delta, y = Z[rows, 0:1], Delta[rows, 0], self.column[rows]
+                U = z + delta[:, None] * ts
+                if self.huber:
+                    k = self.loss.epsilon_huber
+                    D = np.minimum(np.maximum(U - y, -k), k)
+                else:
+                    D = -y * expit(-y * U)
+                total += delta @ D
+            return total
+        n_outputs = Z.shape[1]
         total = np.zeros(m)
         for start in range(0, self.n_samples, self.chunk):
             stop = min(start + self.chunk, self.n_samples)
@@ -259,11 +288,7 @@ class _DirectionalDerivatives:
             stacked = (Zc[None, :, :] + ts[:, None, None] * Dc[None, :, :]).reshape(
                 m * size, n_outputs
             )
-            if self.all_labels is not None and m == self.width:
-                labels = self.all_labels
-            else:
-                labels = np.tile(self.y[start:stop], m)
-            derivative = self.loss.derivative(stacked, labels)
+            derivative = self.loss.derivative(stacked, np.tile(self.y[start:stop], m))
             total += (derivative.reshape(m, size, n_outputs) * Dc).sum(axis=(1, 2))
         return total
 
