@@ -364,9 +364,9 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
             if found.size < 2:
                 raise public_error(
                     ValueError(
-                        "DPLogisticRegression: fewer than 2 labels passed the private release "
-                        "of the label set (labels held by few rows are not released). Pass "
-                        "classes=[...], the public label set."
+                        "DPLogisticRegression needs at least 2 classes: at most one class "
+                        "passed the private release of the label set (labels held by few rows "
+                        "are not released). Pass classes=[...], the public label set."
                     )
                 )
             released["classes"] = found
