@@ -224,3 +224,31 @@ def test_sparse_duplicates_move_a_release_by_at_most_its_sensitivity():
         sensitivity = [r.sensitivity for r in trace.releases if r.label != "row count"]
     for a, b, s in zip(*values, sensitivity):
         assert np.linalg.norm(np.asarray(a) - np.asarray(b)) <= s * (1 + 1e-9)
+
+
+def test_concurrent_private_phases_keep_warnings_silenced():
+    import threading
+
+    inside, release = threading.Event(), threading.Event()
+    escaped = []
+
+    def long_phase():
+        with PrivatePhase("A", None):
+            inside.set()
+            release.wait(10)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        thread = threading.Thread(target=long_phase)
+        thread.start()
+        inside.wait(10)
+        with PrivatePhase("B", None):
+            pass
+        # B ended while A still reads private data: still silenced.
+        warnings.warn("private value 42", RuntimeWarning)
+        escaped.extend(caught)
+        release.set()
+        thread.join()
+        warnings.warn("public", UserWarning)
+    assert not any("42" in str(w.message) for w in escaped)
+    assert any("public" in str(w.message) for w in caught)
