@@ -67,6 +67,7 @@ from scipy.linalg.lapack import dpotrs as _potrs
 from scipy.sparse.linalg import LinearOperator, cg
 from scipy.special import expit, softmax
 
+from .._design import Design
 from .._losses import BinaryLogisticLoss, HuberLoss, MultinomialLoss
 
 __all__ = [
@@ -125,31 +126,30 @@ def _curvature(loss, Z, y):
     raise TypeError(f"No curvature for {loss!r}.")  # pragma: no cover
 
 
-def _weighted_gram(X, weight):
-    """``X^T diag(weight) X`` as a dense array."""
-    if sp.issparse(X):
-        return np.asarray((X.T @ sp.diags(weight) @ X).toarray(), dtype=float)
-    return np.asarray(X.T @ (weight[:, None] * X), dtype=float)
+def _as_design(X):
+    """The bounded design as an operator: a :class:`Design` as it is, a matrix wrapped (no copy)."""
+    if isinstance(X, Design):
+        return X
+    return Design(sp.csr_matrix(X) if sp.issparse(X) else np.asarray(X))
 
 
-def _multinomial_hessian(X, P, chunk=2048):
+def _multinomial_hessian(design, P, chunk=2048):
     """``sum_i (diag(p_i) - p_i p_i^T) (x) x_i x_i^T`` as a dense (pK, pK) array.
 
     Index ``j * K + k`` (coefficient j, class k), matching ``W.ravel()``.  The
     rank-one part is ``M^T M`` with ``M[i, j*K + k] = x_ij p_ik``, built by row
     chunks so memory stays ``O(chunk * p * K)``.
     """
-    n_samples, n_columns = X.shape
+    n_samples, n_columns = design.shape
     n_outputs = P.shape[1]
     H = np.zeros((n_columns, n_outputs, n_columns, n_outputs))
     for k in range(n_outputs):
-        H[:, k, :, k] = _weighted_gram(X, P[:, k])
+        H[:, k, :, k] = design.gram(P[:, k])
     H = H.reshape(n_columns * n_outputs, n_columns * n_outputs)
     for start in range(0, n_samples, chunk):
-        rows = slice(start, min(start + chunk, n_samples))
-        Xc = X[rows]
-        Xc = Xc.toarray() if sp.issparse(Xc) else np.asarray(Xc, dtype=float)
-        M = (Xc[:, :, None] * P[rows, None, :]).reshape(Xc.shape[0], -1)
+        stop = min(start + chunk, n_samples)
+        Xc = design.rows(np.arange(start, stop)).toarray()
+        M = (Xc[:, :, None] * P[start:stop, None, :]).reshape(Xc.shape[0], -1)
         H -= M.T @ M
     return H
 
@@ -311,8 +311,9 @@ def minimize_strongly_convex(
 
     Parameters
     ----------
-    X : ndarray or sparse matrix of shape (n_samples, n_columns)
-        Rows bounded (clipped) by the caller.
+    X : Design, ndarray or sparse matrix of shape (n_samples, n_columns)
+        The bounded rows (``BoundedData.design``: products without a copy of
+        the caller's X; a matrix is wrapped).
     y : ndarray of shape (n_samples,)
     loss : BinaryLogisticLoss, MultinomialLoss or HuberLoss
     n_outputs : int
@@ -347,6 +348,7 @@ def minimize_strongly_convex(
 
 
 def _minimize(X, y, loss, *, n_outputs, regularization, linear_term, n_steps, progress):
+    X = _as_design(X)
     n_columns = X.shape[1]
     shape = (n_columns, n_outputs)
     n_params = n_columns * n_outputs
@@ -355,7 +357,7 @@ def _minimize(X, y, loss, *, n_outputs, regularization, linear_term, n_steps, pr
     multinomial = isinstance(loss, MultinomialLoss)
 
     def gradient(W, Z):
-        return np.asarray(X.T @ loss.derivative(Z, y), dtype=float) + lam * W + B
+        return X.rmatmul(loss.derivative(Z, y)) + lam * W + B
 
     def norm(G):
         value = float(np.linalg.norm(G))
@@ -367,18 +369,18 @@ def _minimize(X, y, loss, *, n_outputs, regularization, linear_term, n_steps, pr
         else:
             curvature = _curvature(loss, Z, y)
         if n_params <= DENSE_HESSIAN_MAX_PARAMS:
-            H = _multinomial_hessian(X, P) if multinomial else _weighted_gram(X, curvature)
+            H = _multinomial_hessian(X, P) if multinomial else X.gram(curvature)
             H.flat[:: n_params + 1] += lam
             return -_solve_dense(H, grad.ravel(), lam).reshape(shape)
 
         def hessian_vector(v):
             V = v.reshape(shape)
-            ZV = np.asarray(X @ V)
+            ZV = X.matmul(V)
             if multinomial:
                 SZ = P * ZV - P * np.sum(P * ZV, axis=1, keepdims=True)
             else:
                 SZ = curvature[:, None] * ZV
-            return (np.asarray(X.T @ SZ) + lam * V).ravel()
+            return (X.rmatmul(SZ) + lam * V).ravel()
 
         operator = LinearOperator((n_params, n_params), matvec=hessian_vector, dtype=float)
         step, _ = cg(operator, grad.ravel(), atol=0.0, maxiter=CG_ITERATIONS,
@@ -403,7 +405,7 @@ def _minimize(X, y, loss, *, n_outputs, regularization, linear_term, n_steps, pr
         else:  # pragma: no cover - the start and every accepted point are finite
             d, slope = np.zeros(shape), 0.0
         if slope < 0 and math.isfinite(slope):
-            Delta = np.asarray(X @ d)
+            Delta = X.matmul(d)
             wd, dd, bd = float(np.sum(W * d)), float(np.sum(d * d)), float(np.sum(B * d))
 
             def dphi(ts, Z=Z, Delta=Delta, wd=wd, dd=dd, bd=bd):
@@ -411,7 +413,7 @@ def _minimize(X, y, loss, *, n_outputs, regularization, linear_term, n_steps, pr
 
             t = _line_search(dphi, slope)
             W_new = W + t * d
-            Z_new = np.asarray(X @ W_new)
+            Z_new = X.matmul(W_new)
             grad_new = gradient(W_new, Z_new)
             norm_new = norm(grad_new)
             # A step to a non-finite point is not taken (a fixed rule).
@@ -422,5 +424,5 @@ def _minimize(X, y, loss, *, n_outputs, regularization, linear_term, n_steps, pr
         if progress is not None:
             progress(step)
     # The certificate of the returned point, recomputed from scratch.
-    final = norm(gradient(best, np.asarray(X @ best)))
+    final = norm(gradient(best, X.matmul(best)))
     return InnerSolve(coef=np.array(best, dtype=float), gradient_norm=final)

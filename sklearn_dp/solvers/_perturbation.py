@@ -837,7 +837,7 @@ def output_perturbation(
         "output_perturbation", alpha=alpha, gradient_tol=gradient_tol, max_iter=max_iter
     )
     glm = _smooth_glm(loss, data.row_norm_bound, n_outputs, "output_perturbation")
-    n_samples, n_columns = data.X.shape
+    n_samples, n_columns = data.n_samples, data.n_columns
     plan = plan_output_perturbation(n_samples, n_columns * n_outputs, epsilon, delta)
     # Lambda = n * alpha with the public stand-in for n: the row count is
     # private under add/remove, and the sensitivity G / Lambda needs a Lambda
@@ -850,7 +850,7 @@ def output_perturbation(
     if plan.details["noise"] != "none":
         scale = sensitivity / epsilon if pure else plan.noise_multiplier * sensitivity
     solve = minimize_strongly_convex(
-        data.X,
+        data.design,
         data.y,
         glm.loss,
         n_outputs=n_outputs,
@@ -970,7 +970,7 @@ def objective_perturbation(
         residual_fraction=residual_fraction,
     )
     glm = _smooth_glm(loss, data.row_norm_bound, n_outputs, "objective_perturbation")
-    n_samples, n_columns = data.X.shape
+    n_samples, n_columns = data.n_samples, data.n_columns
     n_params = n_columns * n_outputs
     plan = plan_objective_perturbation(
         n_samples,
@@ -1019,7 +1019,7 @@ def objective_perturbation(
 
     def solve(b):
         return minimize_strongly_convex(
-            data.X,
+            data.design,
             data.y,
             glm.loss,
             n_outputs=n_outputs,
