@@ -23,16 +23,26 @@ through the noisy release that follows:
   directional-derivative evaluations; no convergence test, no early stop,
   no exception raised because of the data;
 * the point returned is the iterate with the smallest gradient norm (the best
-  certificate); the public start ``W = 0`` is always a candidate, and an
-  iterate whose gradient is not finite is never chosen, so non-finite
-  intermediate values (which bounded, finite inputs cannot produce, but
-  rounding might) are replaced by the public default rather than raised;
+  certificate); the public start ``W = 0`` is always a candidate;
+* non-finite intermediate values (which bounded, finite inputs do not
+  produce, but overflow of an astronomically long Newton direction might)
+  are handled by fixed rules, never by an exception: a non-finite Newton
+  direction is replaced by the scaled gradient ``-grad / Lambda``, a step to
+  a point whose coefficients or gradient are not finite is not taken (the
+  iterate stays), and a non-finite slope in the line search counts as an
+  overshoot; so the point returned is always finite;
 * numerical trouble in a Newton system (a Cholesky factorisation that fails
   on a nearly singular Hessian) falls back, by a fixed rule, to an
   eigenvalue-floored solve and then to the scaled gradient direction; numpy
   floating-point errors are ignored and warnings (scipy's LinAlgWarning
   prints the private Hessian's condition number) are silenced here, at the
   source, not only by the estimators' private phase.
+
+These rules are private for the same reason as the rest of the solve: they
+are part of the deterministic map from the data to the returned point, whose
+only use is as the value of a noisy release with a sensitivity that covers
+any point meeting the certificate; they change neither the number of steps,
+nor what is printed, nor whether anything is raised.
 
 Robustness
 ----------
