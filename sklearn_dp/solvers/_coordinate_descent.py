@@ -392,6 +392,7 @@ def _schedule(structure, max_iter, n_outer):
     return epochs, n_inner, n_outer
 
 
+@public_setup()  # a plan reads public inputs (and the released row count) only
 def plan_dp_cd(
     n_samples,
     n_params,

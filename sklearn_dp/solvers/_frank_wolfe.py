@@ -330,6 +330,7 @@ def default_frank_wolfe_iterations(n_samples, n_params, epsilon, delta, radius=1
     return best_t
 
 
+@public_setup()  # a plan reads public inputs (and the released row count) only
 def plan_frank_wolfe(n_samples, n_params, epsilon, delta, *, max_iter=None, radius=None):
     """Privacy plan of ``frank_wolfe``: ``max_iter`` exponential mechanisms on the full data.
 
@@ -584,6 +585,7 @@ def vr_frank_wolfe_schedule(n_samples, n_params, epsilon, delta, schedule="pure"
     return best_t, _samples_per_root(n_samples, best_t)
 
 
+@public_setup()  # a plan reads public inputs (and the released row count) only
 def plan_vr_frank_wolfe(n_samples, n_params, epsilon, delta, *, schedule="pure", n_phases=None):
     """Privacy plan of ``vr_frank_wolfe`` (see its Privacy section).
 

@@ -178,6 +178,7 @@ def _calibrate_phases(phases, epsilon, delta):
     return accounting.calibrate_noise_multiplier(lambda s: _phases_event(phases, s), epsilon, delta)
 
 
+@public_setup()  # a plan reads public inputs (and the released row count) only
 def _plan(kind, n_samples, n_params, epsilon, delta, max_iter, batch_size, strongly_convex):
     if n_samples is None:
         return None  # the phases need the (not yet released) public row count
