@@ -567,7 +567,7 @@ def vr_frank_wolfe_schedule(n_samples, n_params, epsilon, delta, schedule="pure"
             raise ValueError(
                 f"vr_frank_wolfe with n_phases={n_phases} needs at least "
                 f"{math.ceil(2**n_phases * (n_phases + n_phases * (n_phases + 1) / 4))} rows; "
-                f"the public row count (the fit's DP row count) is {n_samples:.4g}."
+                f"got n_samples = {n_samples:.4g} (the public row count: the fit's DP row count)."
             )
         return n_phases, b
     best, best_t = math.inf, None
@@ -579,8 +579,8 @@ def vr_frank_wolfe_schedule(n_samples, n_params, epsilon, delta, schedule="pure"
         t += 1
     if best_t is None:
         raise ValueError(
-            "vr_frank_wolfe needs at least 3 rows; the public row count (the fit's DP row "
-            f"count) is {n_samples:.4g}."
+            f"vr_frank_wolfe needs at least 3 rows; got n_samples = {n_samples:.4g} (the public "
+            "row count: the fit's DP row count)."
         )
     return best_t, _samples_per_root(n_samples, best_t)
 

@@ -150,8 +150,8 @@ def mirror_descent_phases(
             i += 1
         if not any(ph.round == r for ph in phases):
             raise ValueError(
-                "localized_mirror_descent needs at least 4 rows (per round); the public row "
-                f"count (the fit's DP row count) is {n_samples:.4g}."
+                "localized_mirror_descent needs at least 4 rows (per round); got n_samples = "
+                f"{n_samples:.4g} (the public row count: the fit's DP row count)."
             )
     return tuple(phases)
 
