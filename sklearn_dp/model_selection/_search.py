@@ -45,11 +45,15 @@ from .. import _noise
 from .._sklearn_compat import HasMethods, Interval, StrOptions
 from ..budget import PrivacyBudget
 from ..exceptions import public_error
+from ..accounting import ApproximateDpEvent
 from ..linear_model._base import (
+    LABEL_DELTA_FRACTION,
+    LABEL_EPSILON_FRACTION,
     MAX_EPSILON,
     MIN_EPSILON,
     BaseDPEstimator,
     PrivatePhase,
+    release_labels,
     restore_on_failure,
 )
 from ..solvers._common import make_rng
@@ -196,6 +200,21 @@ def _score_range(scoring, bound):
 # --------------------------------------------------------------------------
 
 
+def _released(model, estimator):
+    """``model`` as it may be published: without the generator that drew its noise.
+
+    A fit seeded with a ``numpy.random.Generator`` keeps it as
+    ``random_state``; its state after the fit lets anyone step the stream back
+    and regenerate the noise.  The search's generators are secret, so the
+    released model gets the user's own ``random_state`` back (and the user's
+    budget and ``verbose``, for later fits).
+    """
+    return model.set_params(
+        random_state=estimator.random_state, budget=getattr(estimator, "budget", None),
+        verbose=estimator.verbose,
+    )
+
+
 def _delegate(method):
     def check(self):
         if hasattr(self, "best_estimator_"):
@@ -275,12 +294,6 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
                 "would fit its other steps on private rows outside the accounting: apply a "
                 "public transformation to X first."
             )
-        if is_classifier(self.estimator) and getattr(self.estimator, "classes", None) is None:
-            raise ValueError(
-                f"{name} needs the public label set: set classes=[...] on the estimator "
-                "(each run would otherwise release its own label set, which the search's "
-                "accountant cannot compose)."
-            )
 
     def _check_candidates(self, candidates):
         name = type(self).__name__
@@ -336,8 +349,12 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
             refit = (0.0, 0.0)
         return (self.epsilon - refit[0], self.delta - refit[1]), refit
 
-    def _plan(self, candidates, X_public, y_public, epsilon, delta):
-        """Largest per-run epsilon whose search event meets (epsilon, delta) under RDP."""
+    def _plan(self, candidates, X_public, y_public, epsilon, delta, fixed):
+        """Largest per-run epsilon whose search event meets (epsilon, delta) under RDP.
+
+        ``fixed`` holds parameters set on every candidate (a placeholder
+        label set when the search releases the labels itself).
+        """
         mean = float(self.n_candidates)
         shape = math.inf if self.distribution == "poisson" else float(self.shape)
         score_fraction = float(self.score_fraction)
@@ -350,7 +367,7 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
             searched = repr(candidates)
         key = (
             type(self.estimator).__name__, settings, searched,
-            type(X_public).__name__, X_public.shape[1], repr(y_public.tolist()),
+            type(X_public).__name__, X_public.shape[1], repr(y_public.tolist()), repr(fixed),
             epsilon, delta, mean, shape, score_fraction,
         )
         if key in _PLAN_CACHE:
@@ -360,9 +377,28 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
             fit_epsilon = (1.0 - score_fraction) * run_epsilon
             out = []
             for params in candidates:
-                candidate = clone(self.estimator).set_params(**params)
+                candidate = clone(self.estimator).set_params(**params, **fixed)
                 out.append(_plan_candidate(candidate, fit_epsilon, delta, X_public, y_public))
             return out
+
+        def check_label_set_independence(run_epsilon):
+            # With a released label set, the runs' mechanism must not depend
+            # on how many labels are released (it is planned before).
+            fit_epsilon = (1.0 - score_fraction) * run_epsilon
+            for params in candidates:
+                events = [
+                    _plan_candidate(
+                        clone(self.estimator).set_params(**params, classes=labels),
+                        fit_epsilon, delta, X_public, np.asarray(labels[:2]),
+                    )[0]
+                    for labels in ([0, 1], [0, 1, 2], list(range(7)))
+                ]
+                if not all(event == events[0] for event in events):
+                    raise ValueError(
+                        f"{type(self).__name__}: the mechanism of candidate {params} depends "
+                        "on the number of classes, which the search releases privately when "
+                        "classes=None; pass classes=[...], the public label set."
+                    )
 
         def event_for(run_epsilon, candidate_plans):
             events = [event for event, _ in candidate_plans]
@@ -395,6 +431,8 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         lo = math.log(MIN_EPSILON / (1.0 - score_fraction))
         hi = math.log(min(epsilon, MAX_EPSILON))
         check_events(plans(math.exp(hi)))
+        if "classes" in fixed:
+            check_label_set_independence(math.exp(hi))
         if excess(lo) > 0:
             raise ValueError(
                 f"{type(self).__name__}: epsilon={epsilon:.4g} (the selection's share) is too "
@@ -455,7 +493,8 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         # The candidates (a public output) come from their own stream of the
         # seed; the private phase uses the others.
         rng = make_rng(self.random_state)
-        candidate_rng, split_rng, schedule_rng, count_rng, run_seeds, refit_rng = rng.spawn(6)
+        (candidate_rng, split_rng, schedule_rng, count_rng, run_seeds, refit_rng,
+         label_rng) = rng.spawn(7)
         candidates = self._candidates(candidate_rng)
         self._check_candidates(candidates)
         scoring, bound = self._scoring()
@@ -472,11 +511,29 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         # Schema checks of the input (public: whether it is well-formed).
         validator = clone(self.estimator).set_params(budget=None)
         X, y = validator._validate_fit_data(X, y, y_numeric=not is_classifier(validator))
-        classes = None
-        if is_classifier(validator):
-            classes = validator._check_labels(y)
-        X_public, y_public = _stand_in(X, classes)
-        plan = self._plan(candidates, X_public, y_public, epsilon_selection, delta_selection)
+        classes = validator._check_labels(y) if is_classifier(validator) else None
+        discover_labels = is_classifier(validator) and classes is None
+        # With classes=None the selection first releases the label set (a
+        # thresholded noisy histogram, as the estimators do) with a share of
+        # its epsilon and delta; the runs and the refit then get it as public.
+        if discover_labels:
+            label_epsilon = LABEL_EPSILON_FRACTION * epsilon_selection
+            label_delta = LABEL_DELTA_FRACTION * delta_selection
+            fixed = {"classes": [0, 1]}  # a placeholder for planning
+        else:
+            label_epsilon = label_delta = 0.0
+            fixed = {}
+        X_public, y_public = _stand_in(X, [0, 1] if discover_labels else classes)
+        plan = self._plan(
+            candidates, X_public, y_public, epsilon_selection - label_epsilon,
+            delta_selection - label_delta, fixed,
+        )
+        label_event = (
+            ApproximateDpEvent(label_epsilon, label_delta, "label set") if discover_labels else None
+        )
+        selection_event = (
+            dpe.ComposedDpEvent([label_event, plan.event]) if discover_labels else plan.event
+        )
         if self.verbose:
             print(
                 f"[{name}] {len(candidates)} candidates, {float(self.n_candidates):g} runs on "
@@ -494,7 +551,7 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         if budget is not None:
             budget.check(epsilon_selection + epsilon_refit, delta_selection + delta_refit)
             reservation = budget.reserve(
-                epsilon_selection, delta_selection, event=plan.event, estimator=name,
+                epsilon_selection, delta_selection, event=selection_event, estimator=name,
                 solver="+".join(sorted(set(plan.solvers))),
             )
             if self.refit:
@@ -511,11 +568,15 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         start = time.perf_counter()
         try:
             with PrivatePhase(name, reservation) as phase:
+                if discover_labels:
+                    X, y, released = self._release_labels(X, y, label_epsilon, label_delta,
+                                                          label_rng)
+                    fixed = {"classes": released}
                 best = self._select(
-                    candidates, plan, X, y, scoring, bound, (low, high),
+                    candidates, plan, X, y, scoring, bound, (low, high), fixed,
                     split_rng, schedule_rng, count_rng, run_seeds,
                 )
-                phase.event = plan.event
+                phase.event = selection_event
         except BaseException as exc:
             if refit_reservation is not None:
                 # The refit never ran; its entry stays charged, marked failed.
@@ -533,28 +594,38 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.multimetric_ = False
         self.n_splits_ = 1
         self.cv_results_ = self._results(candidates, index, score)
-        self.selection_dp_event_ = plan.event
+        self.selection_dp_event_ = selection_event
         self.selection_privacy_spent_ = (float(epsilon_selection), float(delta_selection))
         self.run_epsilon_ = float(plan.run_epsilon)
         self.search_time_ = time.perf_counter() - start
         self.n_features_in_ = int(X.shape[1])
 
         if self.refit:
-            refit_model = clone(self.estimator).set_params(**candidates[index]).set_params(
+            refit_model = clone(self.estimator).set_params(**candidates[index], **fixed)
+            refit_model.set_params(
                 epsilon=float(epsilon_refit), delta=float(delta_refit), budget=None,
                 random_state=refit_rng,
             )
             refit_start = time.perf_counter()
-            with PrivatePhase(f"{name}.refit", refit_reservation) as phase:
+            # An ordinary private fit: its own private phase withholds what
+            # must be withheld, and its warnings and public errors (functions
+            # of its own releases) reach the caller.  Its entry was reserved
+            # above; it is settled here.
+            try:
                 refit_model.fit(X, y)
-                phase.event = refit_model.dp_event_
+            except BaseException as exc:
+                if refit_reservation is not None:
+                    refit_reservation.fail(exc)
+                raise
+            if refit_reservation is not None:
+                refit_reservation.complete(refit_model.dp_event_)
             self.refit_time_ = time.perf_counter() - refit_start
-            self.best_estimator_ = refit_model
-            self.dp_event_ = dpe.ComposedDpEvent([plan.event, refit_model.dp_event_])
+            self.best_estimator_ = _released(refit_model, self.estimator)
+            self.dp_event_ = dpe.ComposedDpEvent([selection_event, refit_model.dp_event_])
         else:
             # The selected run's model is part of the selection's output.
-            self.best_estimator_ = model
-            self.dp_event_ = plan.event
+            self.best_estimator_ = _released(model, self.estimator)
+            self.dp_event_ = selection_event
         self.privacy_spent_ = (
             float(epsilon_selection + epsilon_refit), float(delta_selection + delta_refit)
         )
@@ -567,12 +638,29 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
             )
         return self
 
+    def _release_labels(self, X, y, epsilon, delta, rng):
+        """Release the label set once for the whole search; drop rows whose label is not released."""
+        released, _, _ = release_labels(y, epsilon, delta, rng)
+        if released.size < 2:
+            raise public_error(
+                ValueError(
+                    f"{type(self).__name__}: at most one class passed the private release of "
+                    "the label set (labels held by few rows are not released). Pass "
+                    "classes=[...], the public label set, on the estimator."
+                )
+            )
+        keep = np.isin(y, released)
+        if not np.all(keep):
+            # A per-row rule: neighbours stay neighbours.
+            X, y = X[keep], y[keep]
+        return X, y, released.tolist()
+
     def _distribution_name(self):
         if self.distribution == "poisson":
             return "Poisson"
         return f"truncated negative binomial, shape {float(self.shape):g}"
 
-    def _select(self, candidates, plan, X, y, scoring, bound, score_range, split_rng,
+    def _select(self, candidates, plan, X, y, scoring, bound, score_range, fixed, split_rng,
                 schedule_rng, count_rng, run_seeds):
         """The private part: K runs, noisy scores, the best run.  Returns only the best run."""
         low, high = score_range
@@ -595,8 +683,8 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
             index = int(schedule_rng.integers(len(candidates)))
             fit_rng, score_rng = run_seeds.spawn(2)
             outcome = self._run(
-                candidates[index], plan.candidate_events[index], plan, X_train, y_train,
-                X_val, y_val, scoring, bound, middle, fit_rng,
+                {**candidates[index], **fixed}, plan.candidate_events[index], plan, X_train,
+                y_train, X_val, y_val, scoring, bound, middle, fit_rng,
             )
             if outcome is None:
                 continue  # a failed run outputs nothing; it is never selected

@@ -23,6 +23,7 @@ here looks at data.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -75,6 +76,7 @@ def tnb_mean(gamma, shape):
     return 1.0 / (gamma * _expm1_over_x(shape * log_gamma) * _log_over_xm1(gamma))
 
 
+@functools.lru_cache(maxsize=256)
 def tnb_gamma(mean, shape):
     """The ``gamma`` of ``TNB(shape, gamma)`` whose mean is at most ``mean``, and within 1e-12 of it.
 
