@@ -65,7 +65,7 @@ def _data(n=N_ROWS, d=3, seed=0):
 def _search(**params):
     estimator = params.pop("estimator", DPLogisticRegression(classes=[0, 1], max_iter=20))
     grid = params.pop("param_grid", GRID)
-    base = dict(epsilon=2.0, delta=1e-5, random_state=0)
+    base = dict(epsilon=2.0, delta=1e-5, random_state=0, refit_fraction=0.5)
     base.update(params)
     return DPGridSearchCV(estimator, grid, **base)
 
@@ -88,7 +88,7 @@ def test_selection_event_rebuilt_from_its_parts_and_recomputed():
     assert (eps_sel, delta_sel) == (1.0, 5e-6)
     # The candidates' own fit events at the per-run fit epsilon (one fit on
     # the real data: the event is planned from public inputs only).
-    fit_epsilon = (1 - search.score_fraction) * search.run_epsilon_
+    fit_epsilon = search.run_epsilon_
     fit_events = []
     for C in GRID["C"]:
         model = DPLogisticRegression(
@@ -98,12 +98,22 @@ def test_selection_event_rebuilt_from_its_parts_and_recomputed():
         fit_events.append(model.dp_event_)
     # A grid over C with one solver: one mechanism, paid once.
     assert all(event == fit_events[0] for event in fit_events)
-    score_epsilon = search.score_fraction * search.run_epsilon_
-    run = dpe.ComposedDpEvent([fit_events[0], dpe.LaplaceDpEvent(1.0 / score_epsilon)])
+    # The run is accounted as the fit alone, its Gaussian steps folded into
+    # one Gaussian (the same Renyi divergence at every order) ...
+    count, steps = fit_events[0].events
+    folded = steps.event.noise_multiplier / math.sqrt(steps.count)
+    run = dpe.ComposedDpEvent([count, dpe.GaussianDpEvent(folded)])
     expected = dpe.ComposedDpEvent([
         dpe.LaplaceDpEvent(1.0 / (search_module.VALIDATION_COUNT_FRACTION * eps_sel)),
         dpe.RepeatAndSelectDpEvent(run, 10.0, 1.0),
     ])
+    # ... because the score's Gaussian noise has that multiplier (see
+    # test_score_is_dominated_by_the_fit_at_every_order).
+    with trace_releases() as trace:
+        _search().fit(X, y)
+    scores = [r for r in trace.releases if r.label == "validation score"]
+    assert scores and all(r.mechanism == "gaussian" for r in scores)
+    assert all(r.sensitivity == 0.5 and r.scale == pytest.approx(0.5 * folded) for r in scores)
     assert search.selection_dp_event_ == expected
     recomputed = _rdp_epsilon_by_hand(search.selection_dp_event_, delta_sel)
     # Within the claim, and tight (the per-run epsilon is the largest that fits).
@@ -222,14 +232,91 @@ def test_number_of_runs_follows_the_analysed_distribution(shape):
         assert abs(observed - p) <= 4 * math.sqrt(p * (1 - p) / draws.size) + 1e-4, (k, observed, p)
 
 
-def test_grid_over_solvers_pays_for_each_distinct_mechanism():
+def _rdp_curve(event, orders):
+    accountant = rdp.RdpAccountant(list(orders), NEIGHBORING_RELATION)
+    accountant.compose(event)
+    return np.asarray(accountant._rdp)
+
+
+ORDERS = sorted(set(rdp.DEFAULT_RDP_ORDERS) | set(np.linspace(1.01, 5000, 4000).tolist()))
+
+
+def test_score_is_dominated_by_the_fit_at_every_order():
+    from sklearn_dp.model_selection._selection import canonical_event, gaussian_part, run_event
+
     X, y = _data()
-    grid = {"C": [1.0], "solver": ["dp_gd", "output_perturbation"]}
+    fit = DPLogisticRegression(classes=[0, 1], max_iter=20, epsilon=0.4, delta=5e-6).fit(X, y)
+    # Folding the Gaussian steps keeps the Renyi divergence at every order.
+    np.testing.assert_allclose(
+        _rdp_curve(canonical_event(fit.dp_event_), ORDERS),
+        _rdp_curve(fit.dp_event_, ORDERS), rtol=1e-12,
+    )
+    run, mechanism, multiplier = run_event([fit.dp_event_], score_epsilon=0.1)
+    assert mechanism == "gaussian" and multiplier == gaussian_part(fit.dp_event_)
+    # The score (sensitivity s, noise multiplier * s) is a Gaussian mechanism
+    # of that multiplier: below the fit at every order, exactly.
+    score = _rdp_curve(dpe.GaussianDpEvent(multiplier), ORDERS)
+    assert np.all(score <= _rdp_curve(run, ORDERS))
+    assert np.all(np.asarray(ORDERS) / (2 * multiplier**2) <= _rdp_curve(run, ORDERS) * (1 + 1e-12))
+
+
+def test_dominance_is_structural_and_exact():
+    from sklearn_dp.model_selection._selection import _undominated, dominates
+
+    count = dpe.LaplaceDpEvent(40.0)
+    noisy = dpe.ComposedDpEvent([count, dpe.SelfComposedDpEvent(dpe.GaussianDpEvent(90.0), 100)])
+    quiet = dpe.ComposedDpEvent([count, dpe.GaussianDpEvent(5.0)])
+    other_count = dpe.ComposedDpEvent([dpe.LaplaceDpEvent(20.0), dpe.GaussianDpEvent(50.0)])
+    sampled = dpe.ComposedDpEvent([count, dpe.PoissonSampledDpEvent(0.1, dpe.GaussianDpEvent(1.0))])
+    assert dominates(quiet, noisy) and not dominates(noisy, quiet)
+    assert not dominates(quiet, other_count) and not dominates(other_count, quiet)
+    assert not dominates(quiet, sampled) and not dominates(sampled, quiet)
+    assert _undominated([noisy, quiet, other_count, noisy]) == [quiet, other_count]
+    for first, second in ((quiet, noisy),):
+        assert np.all(_rdp_curve(second, ORDERS) <= _rdp_curve(first, ORDERS))
+
+
+def test_score_is_paid_for_when_no_fit_has_a_gaussian_part():
+    X, y = _data()
+    estimator = DPLogisticRegression(classes=[0, 1], solver="dp_sgd", max_iter=20)
+    search = _search(estimator=estimator, refit=False).fit(X, y)
+    run = search.selection_dp_event_.events[1].event
+    *fits, score = run.events
+    fit_epsilon = search.run_epsilon_
+    assert score == dpe.LaplaceDpEvent(
+        1.0 / (fit_epsilon * search.score_fraction / (1 - search.score_fraction))
+    )
+    assert 2.0 * (1 - 1e-3) <= rdp_epsilon(search.selection_dp_event_, 1e-5) <= 2.0
+    with trace_releases() as trace:
+        _search(estimator=estimator, refit=False).fit(X, y)
+    assert {r.mechanism for r in trace.releases if r.label == "validation score"} == {"laplace"}
+
+
+def test_grid_over_solvers_pays_once_per_distinct_mechanism():
+    from sklearn_dp.model_selection._selection import canonical_event
+
+    X, y = _data()
+    # dp_gd and output_perturbation at one epsilon: the same Gaussian once
+    # folded, paid once; dp_sgd (subsampled) is a second mechanism.
+    grid = {"C": [1.0], "solver": ["dp_gd", "output_perturbation", "dp_sgd"]}
     search = _search(param_grid=grid, refit=False).fit(X, y)
     run = search.selection_dp_event_.events[1].event
-    fits = run.events[:-1]
-    assert len(fits) == 2 and fits[0] != fits[1]
-    assert rdp_epsilon(search.selection_dp_event_, 1e-5) <= 2.0
+    assert len(run.events) == 2
+    plain = _search(param_grid={"C": [1.0], "solver": ["dp_gd", "output_perturbation"]},
+                    refit=False).fit(X, y)
+    run = plain.selection_dp_event_.events[1].event
+    fits = [
+        DPLogisticRegression(classes=[0, 1], max_iter=20, solver=solver,
+                             epsilon=plain.run_epsilon_, delta=1e-5).fit(X, y).dp_event_
+        for solver in ("dp_gd", "output_perturbation")
+    ]
+    assert fits[0] != fits[1]
+    # One event bounds both at every order (their Gaussians agree to rounding).
+    assert run in [canonical_event(fit) for fit in fits]
+    for fit in fits:
+        assert np.all(_rdp_curve(fit, ORDERS) <= _rdp_curve(run, ORDERS) * (1 + 1e-12))
+    for result in (search, plain):
+        assert 2.0 * (1 - 1e-3) <= rdp_epsilon(result.selection_dp_event_, 1e-5) <= 2.0
 
 
 def test_label_set_released_once_by_the_search():
@@ -240,12 +327,17 @@ def test_label_set_released_once_by_the_search():
     search = _search(estimator=DPLogisticRegression(max_iter=20)).fit(X, y)
     np.testing.assert_array_equal(search.classes_, ["neg", "pos"])
     assert list(search.best_estimator_.classes) == ["neg", "pos"]
+    # 10% of epsilon and half of delta for the labels; the refit takes half
+    # of the rest, the runs the other half.
     label, rest = search.selection_dp_event_.events
-    assert label == ApproximateDpEvent(0.1, 2.5e-6, "label set")
-    # The rest of the selection meets what the label release leaves, under RDP ...
+    assert label == ApproximateDpEvent(0.2, 5e-6, "label set")
+    assert search.selection_privacy_spent_ == pytest.approx((0.2 + 0.9, 5e-6 + 2.5e-6))
+    assert search.best_estimator_.privacy_spent_ == pytest.approx((0.9, 2.5e-6))
+    assert search.privacy_spent_ == pytest.approx((2.0, 1e-5))
+    # The runs meet what the label release leaves, under RDP ...
     assert 0.9 * (1 - 1e-3) <= _rdp_epsilon_by_hand(rest, 2.5e-6) <= 0.9
     # ... and the whole selection by basic composition with the label release.
-    assert epsilon_of_event(search.selection_dp_event_, 5e-6) <= 1.0
+    assert epsilon_of_event(search.selection_dp_event_, 7.5e-6) <= 1.1 * (1 + 1e-9)
     # One label release in the whole search: the runs and the refit get it as public.
     with trace_releases() as trace:
         _search(estimator=DPLogisticRegression(max_iter=20)).fit(X, y)
@@ -533,6 +625,18 @@ def test_rowwise_kfold_in_a_leaky_grid_search_keeps_fold_fits_neighbours():
 # --------------------------------------------------------------------------
 
 
+def test_default_shares():
+    X, y = _data()
+    search = DPGridSearchCV(
+        DPLogisticRegression(classes=[0, 1], max_iter=20), GRID, epsilon=2.0, delta=1e-5,
+        random_state=0,
+    ).fit(X, y)
+    assert search.selection_privacy_spent_ == pytest.approx((0.4, 2e-6))
+    assert search.best_estimator_.privacy_spent_ == pytest.approx((1.6, 8e-6))
+    assert search.privacy_spent_ == (2.0, 1e-5)
+    assert 0.4 * (1 - 1e-3) <= rdp_epsilon(search.selection_dp_event_, 2e-6) <= 0.4
+
+
 def test_search_api_and_delegation():
     X, y = _data(n=1000)
     search = _search(budget=PrivacyBudget(2.0, 1e-5)).fit(X, y)
@@ -563,7 +667,7 @@ def test_refit_false_returns_the_selected_runs_model():
     X, y = _data()
     search = _search(refit=False).fit(X, y)
     model = search.best_estimator_
-    assert model.epsilon == pytest.approx((1 - search.score_fraction) * search.run_epsilon_)
+    assert model.epsilon == search.run_epsilon_
     assert not hasattr(search, "refit_time_")
     assert search.predict(X).shape == (N_ROWS,)
 

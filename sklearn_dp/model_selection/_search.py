@@ -61,6 +61,7 @@ from ._selection import (
     draw_number_of_runs,
     rdp_epsilon,
     rdp_supports,
+    run_event,
     selection_event,
 )
 from ._split import rowwise_parts
@@ -144,28 +145,39 @@ def _plan_candidate(candidate, epsilon, delta, X_public, y_public):
     )
 
 
-def _distinct(events):
-    distinct = []
-    for event in events:
-        if not any(event == seen for seen in distinct):
-            distinct.append(event)
-    return distinct
-
-
 class _SearchPlan:
-    """The public plan of a search: per-run epsilons, noise scales and the search event."""
+    """The public plan of a search: per-run epsilons, noise scales and the search event.
 
-    def __init__(self, run_epsilon, fit_epsilon, score_epsilon, count_epsilon, delta,
-                 candidate_events, solvers, event, epsilon):
-        self.run_epsilon = run_epsilon
+    Attributes
+    ----------
+    fit_epsilon : float
+        Epsilon each run's candidate is fitted at (with ``delta``).
+    score_mechanism : {"gaussian", "laplace"}
+    score_noise_multiplier : float
+        Noise of the score relative to its sensitivity (Gaussian standard
+        deviation, or Laplace scale).
+    count_epsilon : float
+        Epsilon of the validation row count.
+    run_event : DpEvent
+        One run, as accounted.
+    event : DpEvent
+        The selection (count and repeated runs).
+    candidate_events : list of DpEvent
+        Each candidate's own fit event (a run whose fit reports another one
+        outputs nothing).
+    """
+
+    def __init__(self, fit_epsilon, score_mechanism, score_noise_multiplier, count_epsilon,
+                 delta, run_event, event, candidate_events, solvers):
         self.fit_epsilon = fit_epsilon
-        self.score_epsilon = score_epsilon
+        self.score_mechanism = score_mechanism
+        self.score_noise_multiplier = score_noise_multiplier
         self.count_epsilon = count_epsilon
         self.delta = delta
+        self.run_event = run_event
+        self.event = event
         self.candidate_events = candidate_events
         self.solvers = solvers
-        self.event = event
-        self.epsilon = epsilon
 
 
 # --------------------------------------------------------------------------
@@ -260,7 +272,7 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         validation_fraction=0.3,
         score_fraction=0.25,
         refit=True,
-        refit_fraction=0.5,
+        refit_fraction=0.8,
         random_state=None,
         verbose=0,
     ):
@@ -341,19 +353,32 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
             bound = 2.0 * float(y_bound)
         return scoring, float(bound)
 
-    def _shares(self):
-        """(epsilon, delta) of the selection and of the refit (basic composition)."""
+    def _shares(self, discover_labels):
+        """(epsilon, delta) of the label release, the selection and the refit (basic composition).
+
+        The label release (when the search releases the label set) takes
+        the estimators' share of the total; the refit takes
+        ``refit_fraction`` of what is left, the selection the rest.
+        """
+        if discover_labels:
+            label = (LABEL_EPSILON_FRACTION * self.epsilon, LABEL_DELTA_FRACTION * self.delta)
+        else:
+            label = (0.0, 0.0)
+        rest = (self.epsilon - label[0], self.delta - label[1])
         if self.refit:
-            refit = (self.refit_fraction * self.epsilon, self.refit_fraction * self.delta)
+            refit = (self.refit_fraction * rest[0], self.refit_fraction * rest[1])
         else:
             refit = (0.0, 0.0)
-        return (self.epsilon - refit[0], self.delta - refit[1]), refit
+        selection = (rest[0] - refit[0], rest[1] - refit[1])
+        return label, selection, refit
 
     def _plan(self, candidates, X_public, y_public, epsilon, delta, fixed):
-        """Largest per-run epsilon whose search event meets (epsilon, delta) under RDP.
+        """The largest per-run fit epsilon whose selection event meets (epsilon, delta) under RDP.
 
         ``fixed`` holds parameters set on every candidate (a placeholder
-        label set when the search releases the labels itself).
+        label set when the search releases the labels itself).  See
+        :func:`~sklearn_dp.model_selection._selection.run_event` for how a
+        run is accounted.
         """
         mean = float(self.n_candidates)
         shape = math.inf if self.distribution == "poisson" else float(self.shape)
@@ -372,19 +397,35 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         )
         if key in _PLAN_CACHE:
             return _PLAN_CACHE[key]
+        name = type(self).__name__
 
-        def plans(run_epsilon):
-            fit_epsilon = (1.0 - score_fraction) * run_epsilon
+        def plans(fit_epsilon):
             out = []
             for params in candidates:
                 candidate = clone(self.estimator).set_params(**params, **fixed)
                 out.append(_plan_candidate(candidate, fit_epsilon, delta, X_public, y_public))
             return out
 
-        def check_label_set_independence(run_epsilon):
+        def check_events(candidate_plans):
+            for params, (event, solver) in zip(candidates, candidate_plans):
+                if event is None:
+                    raise ValueError(
+                        f"{name}: the mechanism of candidate {params} (solver={solver!r}) "
+                        "depends on the private row count, so it is not known before the "
+                        "data is read; give it public settings (for example max_iter=, no "
+                        "batch_size=) or leave it out of the grid."
+                    )
+                if not rdp_supports(event):
+                    raise ValueError(
+                        f"{name}: the mechanism of candidate {params} (solver={solver!r}) has "
+                        "no Renyi-DP description, which private selection needs (Papernot and "
+                        "Steinke 2022). Use solvers with Gaussian or Laplace noise (dp_gd, "
+                        "dp_sgd, dp_cd, output_perturbation)."
+                    )
+
+        def check_label_set_independence(fit_epsilon):
             # With a released label set, the runs' mechanism must not depend
             # on how many labels are released (it is planned before).
-            fit_epsilon = (1.0 - score_fraction) * run_epsilon
             for params in candidates:
                 events = [
                     _plan_candidate(
@@ -395,71 +436,55 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
                 ]
                 if not all(event == events[0] for event in events):
                     raise ValueError(
-                        f"{type(self).__name__}: the mechanism of candidate {params} depends "
-                        "on the number of classes, which the search releases privately when "
-                        "classes=None; pass classes=[...], the public label set."
+                        f"{name}: the mechanism of candidate {params} depends on the number "
+                        "of classes, which the search releases privately when classes=None; "
+                        "pass classes=[...], the public label set."
                     )
 
-        def event_for(run_epsilon, candidate_plans):
-            events = [event for event, _ in candidate_plans]
-            return selection_event(
-                _distinct(events), 1.0 / (score_fraction * run_epsilon), 1.0 / count_epsilon,
-                mean, shape,
+        def build(fit_epsilon, candidate_plans):
+            run, mechanism, multiplier = run_event(
+                [event for event, _ in candidate_plans],
+                score_epsilon=fit_epsilon * score_fraction / (1.0 - score_fraction),
             )
+            return run, mechanism, multiplier, selection_event(run, 1.0 / count_epsilon, mean, shape)
 
-        def check_events(candidate_plans):
-            for params, (event, solver) in zip(candidates, candidate_plans):
-                if event is None:
-                    raise ValueError(
-                        f"{type(self).__name__}: the mechanism of candidate {params} "
-                        f"(solver={solver!r}) depends on the private row count, so it is not "
-                        "known before the data is read; give it public settings (for example "
-                        "max_iter=, no batch_size=) or leave it out of the grid."
-                    )
-                if not rdp_supports(event):
-                    raise ValueError(
-                        f"{type(self).__name__}: the mechanism of candidate {params} "
-                        f"(solver={solver!r}) has no Renyi-DP description, which private "
-                        "selection needs (Papernot and Steinke 2022). Use solvers with "
-                        "Gaussian or Laplace noise (dp_gd, dp_sgd, dp_cd, output_perturbation)."
-                    )
+        def excess(log_fit_epsilon):
+            fit_epsilon = math.exp(log_fit_epsilon)
+            event = build(fit_epsilon, plans(fit_epsilon))[3]
+            return rdp_epsilon(event, delta) - epsilon
 
-        def excess(log_run_epsilon):
-            run_epsilon = math.exp(log_run_epsilon)
-            return rdp_epsilon(event_for(run_epsilon, plans(run_epsilon)), delta) - epsilon
-
-        lo = math.log(MIN_EPSILON / (1.0 - score_fraction))
+        lo = math.log(MIN_EPSILON)
         hi = math.log(min(epsilon, MAX_EPSILON))
         check_events(plans(math.exp(hi)))
         if "classes" in fixed:
             check_label_set_independence(math.exp(hi))
         if excess(lo) > 0:
             raise ValueError(
-                f"{type(self).__name__}: epsilon={epsilon:.4g} (the selection's share) is too "
-                f"small for {mean:g} runs on average: each run would need epsilon below "
-                f"{MIN_EPSILON:g}. Raise epsilon, or lower n_candidates."
+                f"{name}: epsilon={epsilon:.4g} (the selection's share) is too small for "
+                f"{mean:g} runs on average: each run would need epsilon below {MIN_EPSILON:g}. "
+                "Raise epsilon, or lower n_candidates."
             )
         if excess(hi) <= 0:
-            log_run = hi
+            log_fit = hi
         else:
-            log_run = optimize.brentq(excess, lo, hi, xtol=1e-4, rtol=1e-6)
+            log_fit = optimize.brentq(excess, lo, hi, xtol=1e-4, rtol=1e-6)
             # brentq lands within xtol of the crossing, on either side of it.
-            while excess(log_run) > 0:
-                log_run -= 1e-4
-        run_epsilon = math.exp(log_run)
-        candidate_plans = plans(run_epsilon)
+            while excess(log_fit) > 0:
+                log_fit -= 1e-4
+        fit_epsilon = math.exp(log_fit)
+        candidate_plans = plans(fit_epsilon)
         check_events(candidate_plans)
-        event = event_for(run_epsilon, candidate_plans)
+        run, mechanism, multiplier, event = build(fit_epsilon, candidate_plans)
         plan = _SearchPlan(
-            run_epsilon=run_epsilon,
-            fit_epsilon=(1.0 - score_fraction) * run_epsilon,
-            score_epsilon=score_fraction * run_epsilon,
+            fit_epsilon=fit_epsilon,
+            score_mechanism=mechanism,
+            score_noise_multiplier=multiplier,
             count_epsilon=count_epsilon,
             delta=delta,
+            run_event=run,
+            event=event,
             candidate_events=[event for event, _ in candidate_plans],
             solvers=[solver for _, solver in candidate_plans],
-            event=event,
-            epsilon=rdp_epsilon(event, delta),
         )
         if len(_PLAN_CACHE) > 256:
             _PLAN_CACHE.clear()
@@ -506,28 +531,22 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
                 "selection has no zCDP bound (its Renyi-DP curve is not linear in the order). "
                 "Use a budget with composition='basic'."
             )
-        (epsilon_selection, delta_selection), (epsilon_refit, delta_refit) = self._shares()
-
         # Schema checks of the input (public: whether it is well-formed).
         validator = clone(self.estimator).set_params(budget=None)
         X, y = validator._validate_fit_data(X, y, y_numeric=not is_classifier(validator))
         classes = validator._check_labels(y) if is_classifier(validator) else None
         discover_labels = is_classifier(validator) and classes is None
-        # With classes=None the selection first releases the label set (a
+        # With classes=None the search first releases the label set (a
         # thresholded noisy histogram, as the estimators do) with a share of
-        # its epsilon and delta; the runs and the refit then get it as public.
-        if discover_labels:
-            label_epsilon = LABEL_EPSILON_FRACTION * epsilon_selection
-            label_delta = LABEL_DELTA_FRACTION * delta_selection
-            fixed = {"classes": [0, 1]}  # a placeholder for planning
-        else:
-            label_epsilon = label_delta = 0.0
-            fixed = {}
-        X_public, y_public = _stand_in(X, [0, 1] if discover_labels else classes)
-        plan = self._plan(
-            candidates, X_public, y_public, epsilon_selection - label_epsilon,
-            delta_selection - label_delta, fixed,
+        # the guarantee; the runs and the refit then get it as public.  The
+        # release is part of the selection's ledger entry.
+        (label_epsilon, label_delta), (runs_epsilon, runs_delta), (epsilon_refit, delta_refit) = (
+            self._shares(discover_labels)
         )
+        epsilon_selection, delta_selection = label_epsilon + runs_epsilon, label_delta + runs_delta
+        fixed = {"classes": [0, 1]} if discover_labels else {}  # a placeholder for planning
+        X_public, y_public = _stand_in(X, [0, 1] if discover_labels else classes)
+        plan = self._plan(candidates, X_public, y_public, runs_epsilon, runs_delta, fixed)
         label_event = (
             ApproximateDpEvent(label_epsilon, label_delta, "label set") if discover_labels else None
         )
@@ -538,7 +557,8 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
             print(
                 f"[{name}] {len(candidates)} candidates, {float(self.n_candidates):g} runs on "
                 f"average ({self._distribution_name()}); each run: fit at epsilon="
-                f"{plan.fit_epsilon:.4g}, score at epsilon={plan.score_epsilon:.4g}; "
+                f"{plan.fit_epsilon:.4g}, score with {plan.score_mechanism} noise of "
+                f"multiplier {plan.score_noise_multiplier:.4g}; "
                 f"selection (epsilon={epsilon_selection:.4g}, delta={delta_selection:.3g})"
                 + (f", refit (epsilon={epsilon_refit:.4g}, delta={delta_refit:.3g})"
                    if self.refit else ""),
@@ -596,7 +616,7 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.cv_results_ = self._results(candidates, index, score)
         self.selection_dp_event_ = selection_event
         self.selection_privacy_spent_ = (float(epsilon_selection), float(delta_selection))
-        self.run_epsilon_ = float(plan.run_epsilon)
+        self.run_epsilon_ = float(plan.fit_epsilon)
         self.search_time_ = time.perf_counter() - start
         self.n_features_in_ = int(X.shape[1])
 
@@ -677,7 +697,6 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         )
         shape = math.inf if self.distribution == "poisson" else float(self.shape)
         n_runs = draw_number_of_runs(self.n_candidates, shape, schedule_rng)
-        score_scale = half_width / plan.score_epsilon
         best = None
         for _ in range(n_runs):
             index = int(schedule_rng.integers(len(candidates)))
@@ -689,10 +708,17 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
             if outcome is None:
                 continue  # a failed run outputs nothing; it is never selected
             model, value = outcome
-            noisy = _noise.laplace(
-                value, sensitivity=half_width, scale=score_scale, rng=score_rng,
-                label="validation score",
-            )
+            scale = plan.score_noise_multiplier * half_width
+            if plan.score_mechanism == "gaussian":
+                noisy = _noise.gaussian(
+                    value, sensitivity=half_width, noise_std=scale, rng=score_rng,
+                    label="validation score",
+                )
+            else:
+                noisy = _noise.laplace(
+                    value, sensitivity=half_width, scale=scale, rng=score_rng,
+                    label="validation score",
+                )
             if best is None or noisy > best[2]:
                 best = (index, model, noisy)
         if best is None:
@@ -810,17 +836,21 @@ _SHARED_DOC = """
     Parameters
     ----------
     estimator : sklearn_dp estimator
-        ``DPLogisticRegression`` (with ``classes=`` given: the label set is a
-        public input of the search), ``DPSCORegressor`` or ``DPLasso``.  Its
+        ``DPLogisticRegression``, ``DPSCORegressor`` or ``DPLasso``.  Its
         ``epsilon``, ``delta``, ``budget``, ``random_state`` and ``verbose``
-        are set by the search.
+        are set by the search.  A classifier with ``classes=None`` has its
+        label set released once by the search (a thresholded noisy
+        histogram with 10% of epsilon and half of delta, as the estimators
+        do; see ``docs/guide/privacy_model.md``); ``classes=[...]`` costs
+        nothing.
     {space}
     epsilon : float, default=1.0
         Total epsilon of the search and its refit, in [1e-3, 100].
     delta : float, default=1e-5
         Total delta, in (0, 1): Renyi-DP selection needs delta > 0.
     budget : PrivacyBudget or None, default=None
-        Charged with one entry for the selection and one for the refit,
+        Charged with one entry for the selection (with the label release,
+        if any) and one for the refit,
         reserved together before any private value is read.  Default: the
         estimator's budget, if it has one.  A ``composition="zcdp"`` budget
         refuses the search (its selection event has no zCDP bound).
@@ -852,8 +882,13 @@ _SHARED_DOC = """
         guarantee.  With False, ``best_estimator_`` is the selected run's
         model (trained on the training part only) and the whole guarantee
         goes to the selection.
-    refit_fraction : float, default=0.5
-        Share of ``epsilon`` and ``delta`` for the refit (with ``refit=True``).
+    refit_fraction : float, default=0.8
+        Share of the guarantee for the refit (with ``refit=True``), after the
+        label release if any.  The selection only has to tell good
+        candidates from bad ones, and the refit is the model you keep:
+        ``benchmarks/bench_search.py`` measures the trade-off (a larger
+        refit share was better on every data set there, and the selection
+        still never picked a grossly bad candidate).
     random_state : int, RandomState, Generator or None, default=None
         Seed of the split, of ``K``, of the candidates drawn and of all noise.
         It is as secret as the noise it draws.
@@ -1014,7 +1049,7 @@ class DPGridSearchCV(BaseDPSearchCV):
         validation_fraction=0.3,
         score_fraction=0.25,
         refit=True,
-        refit_fraction=0.5,
+        refit_fraction=0.8,
         random_state=None,
         verbose=0,
     ):
@@ -1090,7 +1125,7 @@ class DPRandomizedSearchCV(BaseDPSearchCV):
         validation_fraction=0.3,
         score_fraction=0.25,
         refit=True,
-        refit_fraction=0.5,
+        refit_fraction=0.8,
         random_state=None,
         verbose=0,
     ):

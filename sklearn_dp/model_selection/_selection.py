@@ -30,7 +30,7 @@ import numpy as np
 from dp_accounting import dp_event as dpe
 from dp_accounting.rdp import rdp_privacy_accountant
 
-from ..accounting import NEIGHBORING_RELATION
+from ..accounting import NEIGHBORING_RELATION, _flatten, _fold_gaussians
 
 __all__ = [
     "tnb_mean",
@@ -40,6 +40,9 @@ __all__ = [
     "rdp_epsilon",
     "rdp_supports",
     "selection_event",
+    "run_event",
+    "canonical_event",
+    "gaussian_part",
 ]
 
 
@@ -190,18 +193,115 @@ def rdp_epsilon(event, delta):
     return float(accountant.get_epsilon(float(delta)))
 
 
-def selection_event(fit_events, score_noise_multiplier, count_noise_multiplier, mean, shape):
-    """The DpEvent of a private search (without its refit).
+def canonical_event(event):
+    """``event`` with its full-data Gaussian parts folded into one Gaussian (same RDP at every order).
 
-    ``ComposedDpEvent([Laplace(count), RepeatAndSelect(run, mean, shape)])``
-    where one run is ``ComposedDpEvent([*fit_events, Laplace(score)])``: the
-    distinct fit mechanisms of the candidates (a run trains one of them; the
-    composition of all distinct ones bounds each, so a grid whose candidates
-    share one mechanism pays for one), then the Laplace-noised validation
-    score.  The validation row count, released once, normalises the best
-    score.
+    ``T`` Gaussian mechanisms of multipliers ``s_t`` have Renyi divergence
+    ``alpha * sum_t 1 / (2 s_t^2)`` at every order ``alpha``: exactly one
+    Gaussian of multiplier ``(sum_t s_t^-2)^-1/2``.  Folding them makes
+    candidates whose mechanisms differ only in how their Gaussian noise is
+    spread over steps (``dp_gd``, ``dp_cd``, ``output_perturbation`` at one
+    epsilon) one event, paid once.
     """
-    run = dpe.ComposedDpEvent(list(fit_events) + [dpe.LaplaceDpEvent(float(score_noise_multiplier))])
+    return _fold_gaussians(event)
+
+
+def gaussian_part(event):
+    """The multiplier of the full-data Gaussian part of ``event`` (folded), or None if it has none."""
+    precision = 0.0
+    for leaf, count in _flatten(event):
+        if isinstance(leaf, dpe.GaussianDpEvent) and leaf.noise_multiplier > 0:
+            precision += count / leaf.noise_multiplier**2
+    return precision**-0.5 if precision > 0 else None
+
+
+def _split_gaussian(event):
+    """(the leaves other than full-data Gaussians, the folded Gaussian multiplier or inf)."""
+    others = []
+    for leaf, count in _flatten(event):
+        if isinstance(leaf, dpe.GaussianDpEvent) and leaf.noise_multiplier > 0:
+            continue
+        others.append((leaf, count))
+    part = gaussian_part(event)
+    return others, (math.inf if part is None else part)
+
+
+def dominates(first, second):
+    """Whether ``first``'s Renyi divergence is at least ``second``'s at every order (structurally).
+
+    True when both have the same mechanisms apart from their full-data
+    Gaussian parts and ``first``'s Gaussian part is at most as noisy: the
+    divergences then differ by ``alpha / 2 (s1^-2 - s2^-2) >= 0``.
+    """
+    others_1, sigma_1 = _split_gaussian(first)
+    others_2, sigma_2 = _split_gaussian(second)
+    return others_1 == others_2 and sigma_1 <= sigma_2
+
+
+def _undominated(events):
+    """The events no other event dominates (one of each set of equivalent ones), in order."""
+    kept = []
+    for event in events:
+        if any(dominates(seen, event) for seen in kept):
+            continue
+        kept = [seen for seen in kept if not dominates(event, seen)] + [event]
+    return kept
+
+
+def run_event(fit_events, score_epsilon):
+    """How one run (fit a random candidate, score it) is accounted.
+
+    Parameters
+    ----------
+    fit_events : list of DpEvent
+        Each candidate's fit event (one entry per candidate).
+    score_epsilon : float
+        The score's epsilon when it has to be paid for (see below).
+
+    Returns
+    -------
+    run : DpEvent
+        An event whose Renyi divergence bounds the run's at every order.
+    mechanism : {"gaussian", "laplace"}
+        The score's noise.
+    multiplier : float
+        Its noise relative to the score's sensitivity (standard deviation or
+        Laplace scale).
+
+    Notes
+    -----
+    A run draws one candidate uniformly, so (by joint quasi-convexity of the
+    Renyi divergence) it costs at most the most expensive candidate; the
+    composition of the candidate events that no other dominates at every
+    order (:func:`dominates`) bounds that.
+
+    The score is computed on the validation part and the fit on the
+    disjoint training part, with the parts drawn row by row: an added row
+    lands in one of them, so a run costs at most the larger of the fit's and
+    the score's divergence, not their sum.  When the candidates have a
+    full-data Gaussian part, the score gets Gaussian noise of the smallest
+    such part's multiplier: its divergence ``alpha / (2 s^2)`` is then below
+    that candidate's fit at every order, and the score costs nothing on top
+    of the fits.  Otherwise (only Poisson-subsampled fits, ``dp_sgd``) the
+    score is paid for by composition: Laplace noise at ``score_epsilon``.
+    """
+    fits = _undominated([canonical_event(event) for event in fit_events])
+    parts = [gaussian_part(event) for event in fits]
+    parts = [part for part in parts if part is not None]
+    if parts:
+        run = fits[0] if len(fits) == 1 else dpe.ComposedDpEvent(fits)
+        return run, "gaussian", float(min(parts))
+    multiplier = 1.0 / float(score_epsilon)
+    return dpe.ComposedDpEvent(fits + [dpe.LaplaceDpEvent(multiplier)]), "laplace", multiplier
+
+
+def selection_event(run, count_noise_multiplier, mean, shape):
+    """The DpEvent of a private selection (without its refit).
+
+    ``ComposedDpEvent([LaplaceDpEvent(count), RepeatAndSelectDpEvent(run,
+    mean, shape)])``: the validation row count, released once to normalise
+    the best score, and the best of the random number of runs.
+    """
     return dpe.ComposedDpEvent(
         [
             dpe.LaplaceDpEvent(float(count_noise_multiplier)),
