@@ -118,7 +118,7 @@ def test_selection_event_rebuilt_from_its_parts_and_recomputed():
     recomputed = _rdp_epsilon_by_hand(search.selection_dp_event_, delta_sel)
     # Within the claim, and tight (the per-run epsilon is the largest that fits).
     assert recomputed <= eps_sel
-    assert recomputed >= eps_sel * (1 - 1e-3)
+    assert recomputed >= eps_sel * (1 - 5e-3)
     # The whole search: selection plus refit by basic composition.
     refit = search.best_estimator_
     assert refit.privacy_spent_ == (1.0, 5e-6)
@@ -143,7 +143,7 @@ def test_selection_accounting_for_each_distribution(distribution, shape, mean):
     assert event.mean == mean
     assert event.shape == (math.inf if distribution == "poisson" else shape)
     recomputed = _rdp_epsilon_by_hand(search.selection_dp_event_, 1e-5)
-    assert 2.0 * (1 - 1e-3) <= recomputed <= 2.0
+    assert 2.0 * (1 - 5e-3) <= recomputed <= 2.0
     # Without a refit the search is the selection.
     assert search.dp_event_ == search.selection_dp_event_
     assert search.privacy_spent_ == (2.0, 1e-5)
@@ -286,7 +286,7 @@ def test_score_is_paid_for_when_no_fit_has_a_gaussian_part():
     assert score == dpe.LaplaceDpEvent(
         1.0 / (fit_epsilon * search.score_fraction / (1 - search.score_fraction))
     )
-    assert 2.0 * (1 - 1e-3) <= rdp_epsilon(search.selection_dp_event_, 1e-5) <= 2.0
+    assert 2.0 * (1 - 5e-3) <= rdp_epsilon(search.selection_dp_event_, 1e-5) <= 2.0
     with trace_releases() as trace:
         _search(estimator=estimator, refit=False).fit(X, y)
     assert {r.mechanism for r in trace.releases if r.label == "validation score"} == {"laplace"}
@@ -299,11 +299,12 @@ def test_grid_over_solvers_pays_once_per_distinct_mechanism():
     # dp_gd and output_perturbation at one epsilon: the same Gaussian once
     # folded, paid once; dp_sgd (subsampled) is a second mechanism.
     grid = {"C": [1.0], "solver": ["dp_gd", "output_perturbation", "dp_sgd"]}
-    search = _search(param_grid=grid, refit=False).fit(X, y)
+    estimator = DPLogisticRegression(classes=[0, 1], max_iter=20)
+    search = _search(estimator=estimator, param_grid=grid, refit=False).fit(X, y)
     run = search.selection_dp_event_.events[1].event
     assert len(run.events) == 2
-    plain = _search(param_grid={"C": [1.0], "solver": ["dp_gd", "output_perturbation"]},
-                    refit=False).fit(X, y)
+    plain = _search(estimator=estimator, refit=False,
+                    param_grid={"C": [1.0], "solver": ["dp_gd", "output_perturbation"]}).fit(X, y)
     run = plain.selection_dp_event_.events[1].event
     fits = [
         DPLogisticRegression(classes=[0, 1], max_iter=20, solver=solver,
@@ -316,7 +317,7 @@ def test_grid_over_solvers_pays_once_per_distinct_mechanism():
     for fit in fits:
         assert np.all(_rdp_curve(fit, ORDERS) <= _rdp_curve(run, ORDERS) * (1 + 1e-12))
     for result in (search, plain):
-        assert 2.0 * (1 - 1e-3) <= rdp_epsilon(result.selection_dp_event_, 1e-5) <= 2.0
+        assert 2.0 * (1 - 5e-3) <= rdp_epsilon(result.selection_dp_event_, 1e-5) <= 2.0
 
 
 def test_label_set_released_once_by_the_search():
@@ -335,7 +336,7 @@ def test_label_set_released_once_by_the_search():
     assert search.best_estimator_.privacy_spent_ == pytest.approx((0.9, 2.5e-6))
     assert search.privacy_spent_ == pytest.approx((2.0, 1e-5))
     # The runs meet what the label release leaves, under RDP ...
-    assert 0.9 * (1 - 1e-3) <= _rdp_epsilon_by_hand(rest, 2.5e-6) <= 0.9
+    assert 0.9 * (1 - 5e-3) <= _rdp_epsilon_by_hand(rest, 2.5e-6) <= 0.9
     # ... and the whole selection by basic composition with the label release.
     assert epsilon_of_event(search.selection_dp_event_, 7.5e-6) <= 1.1 * (1 + 1e-9)
     # One label release in the whole search: the runs and the refit get it as public.
@@ -634,7 +635,7 @@ def test_default_shares():
     assert search.selection_privacy_spent_ == pytest.approx((0.4, 2e-6))
     assert search.best_estimator_.privacy_spent_ == pytest.approx((1.6, 8e-6))
     assert search.privacy_spent_ == (2.0, 1e-5)
-    assert 0.4 * (1 - 1e-3) <= rdp_epsilon(search.selection_dp_event_, 2e-6) <= 0.4
+    assert 0.4 * (1 - 5e-3) <= rdp_epsilon(search.selection_dp_event_, 2e-6) <= 0.4
 
 
 def test_search_api_and_delegation():

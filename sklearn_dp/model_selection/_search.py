@@ -458,19 +458,13 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         check_events(plans(math.exp(hi)))
         if "classes" in fixed:
             check_label_set_independence(math.exp(hi))
-        if excess(lo) > 0:
+        log_fit = self._largest_passing(excess, lo, hi, math.log(epsilon / (1.0 + math.log(mean))))
+        if log_fit is None:
             raise ValueError(
                 f"{name}: epsilon={epsilon:.4g} (the selection's share) is too small for "
                 f"{mean:g} runs on average: each run would need epsilon below {MIN_EPSILON:g}. "
                 "Raise epsilon, or lower n_candidates."
             )
-        if excess(hi) <= 0:
-            log_fit = hi
-        else:
-            log_fit = optimize.brentq(excess, lo, hi, xtol=1e-4, rtol=1e-6)
-            # brentq lands within xtol of the crossing, on either side of it.
-            while excess(log_fit) > 0:
-                log_fit -= 1e-4
         fit_epsilon = math.exp(log_fit)
         candidate_plans = plans(fit_epsilon)
         check_events(candidate_plans)
@@ -490,6 +484,46 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
             _PLAN_CACHE.clear()
         _PLAN_CACHE[key] = plan
         return plan
+
+    @staticmethod
+    def _largest_passing(excess, lo, hi, guess):
+        """Largest x in [lo, hi] (to 1e-3) with ``excess(x) <= 0``; None if even ``lo`` fails.
+
+        ``excess`` is increasing (more epsilon per run, more epsilon in all).
+        Each evaluation plans every candidate (a calibration each), so the
+        crossing is bracketed from a guess (one run costs about ``1 + log
+        E[K]`` runs' worth of epsilon) before Brent's method.
+        """
+        guess = min(max(guess, lo), hi)
+        step = math.log(1.5)
+        value = excess(guess)
+        if value <= 0:
+            below = guess
+            above = None
+            while above is None:
+                if below >= hi:
+                    return hi
+                candidate = min(below + step, hi)
+                if excess(candidate) > 0:
+                    above = candidate
+                else:
+                    below = candidate
+        else:
+            above = guess
+            below = None
+            while below is None:
+                if above <= lo:
+                    return None
+                candidate = max(above - step, lo)
+                if excess(candidate) <= 0:
+                    below = candidate
+                else:
+                    above = candidate
+        x = optimize.brentq(excess, below, above, xtol=1e-3, rtol=1e-6)
+        # brentq lands within xtol of the crossing, on either side of it.
+        while x > below and excess(x) > 0:
+            x = max(below, x - 1e-3)
+        return x
 
     # -- fit ----------------------------------------------------------------------
 
