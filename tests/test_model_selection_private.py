@@ -85,7 +85,9 @@ def test_selection_event_rebuilt_from_its_parts_and_recomputed():
     X, y = _data()
     search = _search().fit(X, y)
     eps_sel, delta_sel = search.selection_privacy_spent_
-    assert (eps_sel, delta_sel) == (1.0, 5e-6)
+    # 5% of epsilon for the validation count; the refit takes half of the
+    # rest, the runs the other half: the selection is the count and the runs.
+    assert (eps_sel, delta_sel) == pytest.approx((0.1 + 0.95, 5e-6))
     # The candidates' own fit events at the per-run fit epsilon (one fit on
     # the real data: the event is planned from public inputs only).
     fit_epsilon = search.run_epsilon_
@@ -100,11 +102,15 @@ def test_selection_event_rebuilt_from_its_parts_and_recomputed():
     assert all(event == fit_events[0] for event in fit_events)
     # The run is accounted as the fit alone, its Gaussian steps folded into
     # one Gaussian (the same Renyi divergence at every order) ...
+    from sklearn_dp.model_selection._selection import canonical_event
+
     count, steps = fit_events[0].events
-    folded = steps.event.noise_multiplier / math.sqrt(steps.count)
-    run = dpe.ComposedDpEvent([count, dpe.GaussianDpEvent(folded)])
+    run = canonical_event(fit_events[0])
+    assert run.events[0] == count
+    folded = run.events[1].noise_multiplier
+    assert folded == pytest.approx(steps.event.noise_multiplier / math.sqrt(steps.count), rel=1e-12)
     expected = dpe.ComposedDpEvent([
-        dpe.LaplaceDpEvent(1.0 / (search_module.VALIDATION_COUNT_FRACTION * eps_sel)),
+        dpe.LaplaceDpEvent(1.0 / (search_module.VALIDATION_COUNT_FRACTION * 2.0)),
         dpe.RepeatAndSelectDpEvent(run, 10.0, 1.0),
     ])
     # ... because the score's Gaussian noise has that multiplier (see
@@ -121,8 +127,8 @@ def test_selection_event_rebuilt_from_its_parts_and_recomputed():
     assert recomputed >= eps_sel * (1 - 5e-3)
     # The whole search: selection plus refit by basic composition.
     refit = search.best_estimator_
-    assert refit.privacy_spent_ == (1.0, 5e-6)
-    assert epsilon_of_event(refit.dp_event_, 5e-6) <= 1.0 * (1 + 1e-9)
+    assert refit.privacy_spent_ == pytest.approx((0.95, 5e-6))
+    assert epsilon_of_event(refit.dp_event_, 5e-6) <= 0.95 * (1 + 1e-9)
     assert search.privacy_spent_ == (2.0, 1e-5)
     assert search.dp_event_ == dpe.ComposedDpEvent([search.selection_dp_event_, refit.dp_event_])
 
@@ -330,15 +336,17 @@ def test_label_set_released_once_by_the_search():
     assert list(search.best_estimator_.classes) == ["neg", "pos"]
     # 10% of epsilon and half of delta for the labels; the refit takes half
     # of the rest, the runs the other half.
+    # 10% of epsilon and half of delta for the labels, 5% of epsilon for the
+    # validation count; the refit takes half of the rest, the runs the other half.
     label, rest = search.selection_dp_event_.events
     assert label == ApproximateDpEvent(0.2, 5e-6, "label set")
-    assert search.selection_privacy_spent_ == pytest.approx((0.2 + 0.9, 5e-6 + 2.5e-6))
-    assert search.best_estimator_.privacy_spent_ == pytest.approx((0.9, 2.5e-6))
+    assert search.selection_privacy_spent_ == pytest.approx((0.2 + 0.1 + 0.85, 5e-6 + 2.5e-6))
+    assert search.best_estimator_.privacy_spent_ == pytest.approx((0.85, 2.5e-6))
     assert search.privacy_spent_ == pytest.approx((2.0, 1e-5))
-    # The runs meet what the label release leaves, under RDP ...
-    assert 0.9 * (1 - 5e-3) <= _rdp_epsilon_by_hand(rest, 2.5e-6) <= 0.9
+    # The count and the runs meet what the label release leaves, under RDP ...
+    assert 0.95 * (1 - 5e-3) <= _rdp_epsilon_by_hand(rest, 2.5e-6) <= 0.95
     # ... and the whole selection by basic composition with the label release.
-    assert epsilon_of_event(search.selection_dp_event_, 7.5e-6) <= 1.1 * (1 + 1e-9)
+    assert epsilon_of_event(search.selection_dp_event_, 7.5e-6) <= 1.15 * (1 + 1e-9)
     # One label release in the whole search: the runs and the refit get it as public.
     with trace_releases() as trace:
         _search(estimator=DPLogisticRegression(max_iter=20)).fit(X, y)
@@ -632,10 +640,11 @@ def test_default_shares():
         DPLogisticRegression(classes=[0, 1], max_iter=20), GRID, epsilon=2.0, delta=1e-5,
         random_state=0,
     ).fit(X, y)
-    assert search.selection_privacy_spent_ == pytest.approx((0.4, 2e-6))
-    assert search.best_estimator_.privacy_spent_ == pytest.approx((1.6, 8e-6))
+    # 5% for the validation count, then 20% / 80% between the runs and the refit.
+    assert search.selection_privacy_spent_ == pytest.approx((0.1 + 0.38, 2e-6))
+    assert search.best_estimator_.privacy_spent_ == pytest.approx((1.52, 8e-6))
     assert search.privacy_spent_ == (2.0, 1e-5)
-    assert 0.4 * (1 - 5e-3) <= rdp_epsilon(search.selection_dp_event_, 2e-6) <= 0.4
+    assert 0.48 * (1 - 5e-3) <= rdp_epsilon(search.selection_dp_event_, 2e-6) <= 0.48
 
 
 def test_search_api_and_delegation():

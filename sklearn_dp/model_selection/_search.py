@@ -68,8 +68,8 @@ from ._split import rowwise_parts
 
 __all__ = ["DPGridSearchCV", "DPRandomizedSearchCV"]
 
-#: Share of the search's epsilon spent on the validation row count, released
-#: once to turn the best run's noisy score sum into a mean.
+#: Share of the total epsilon spent on the validation row count, released
+#: once to turn the best run's noisy score sum into a mean (``best_score_``).
 VALIDATION_COUNT_FRACTION = 0.05
 
 #: Parameters of the candidates that the search sets itself.
@@ -354,26 +354,33 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         return scoring, float(bound)
 
     def _shares(self, discover_labels):
-        """(epsilon, delta) of the label release, the selection and the refit (basic composition).
+        """How the guarantee is split (basic composition between the parts).
 
-        The label release (when the search releases the label set) takes
-        the estimators' share of the total; the refit takes
-        ``refit_fraction`` of what is left, the selection the rest.
+        Returns ``(label, count, runs, refit)``, each ``(epsilon, delta)``:
+        the label release (when the search releases the label set: the
+        estimators' share of the total), the validation row count (a share
+        of the total epsilon), the runs, and the refit (``refit_fraction`` of
+        what the label release and the count leave).  The selection's entry
+        holds the first three.
         """
         if discover_labels:
             label = (LABEL_EPSILON_FRACTION * self.epsilon, LABEL_DELTA_FRACTION * self.delta)
         else:
             label = (0.0, 0.0)
-        rest = (self.epsilon - label[0], self.delta - label[1])
+        count = (VALIDATION_COUNT_FRACTION * self.epsilon, 0.0)
+        rest = (self.epsilon - label[0] - count[0], self.delta - label[1])
         if self.refit:
             refit = (self.refit_fraction * rest[0], self.refit_fraction * rest[1])
         else:
             refit = (0.0, 0.0)
-        selection = (rest[0] - refit[0], rest[1] - refit[1])
-        return label, selection, refit
+        runs = (rest[0] - refit[0], rest[1] - refit[1])
+        return label, count, runs, refit
 
-    def _plan(self, candidates, X_public, y_public, epsilon, delta, fixed):
+    def _plan(self, candidates, X_public, y_public, epsilon, delta, fixed, count_epsilon):
         """The largest per-run fit epsilon whose selection event meets (epsilon, delta) under RDP.
+
+        ``epsilon`` covers the validation count (Laplace, ``count_epsilon``)
+        and the repeated runs together: the RDP accountant composes them.
 
         ``fixed`` holds parameters set on every candidate (a placeholder
         label set when the search releases the labels itself).  See
@@ -383,7 +390,6 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         mean = float(self.n_candidates)
         shape = math.inf if self.distribution == "poisson" else float(self.shape)
         score_fraction = float(self.score_fraction)
-        count_epsilon = VALIDATION_COUNT_FRACTION * epsilon
         with np.printoptions(threshold=sys.maxsize):
             settings = repr(sorted(
                 (k, v) for k, v in self.estimator.get_params(deep=False).items()
@@ -393,7 +399,7 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         key = (
             type(self.estimator).__name__, settings, searched,
             type(X_public).__name__, X_public.shape[1], repr(y_public.tolist()), repr(fixed),
-            epsilon, delta, mean, shape, score_fraction,
+            epsilon, delta, count_epsilon, mean, shape, score_fraction,
         )
         if key in _PLAN_CACHE:
             return _PLAN_CACHE[key]
@@ -574,13 +580,15 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         # thresholded noisy histogram, as the estimators do) with a share of
         # the guarantee; the runs and the refit then get it as public.  The
         # release is part of the selection's ledger entry.
-        (label_epsilon, label_delta), (runs_epsilon, runs_delta), (epsilon_refit, delta_refit) = (
-            self._shares(discover_labels)
-        )
-        epsilon_selection, delta_selection = label_epsilon + runs_epsilon, label_delta + runs_delta
+        label, count, runs, (epsilon_refit, delta_refit) = self._shares(discover_labels)
+        label_epsilon, label_delta = label
+        epsilon_selection = label[0] + count[0] + runs[0]
+        delta_selection = label[1] + count[1] + runs[1]
         fixed = {"classes": [0, 1]} if discover_labels else {}  # a placeholder for planning
         X_public, y_public = _stand_in(X, [0, 1] if discover_labels else classes)
-        plan = self._plan(candidates, X_public, y_public, runs_epsilon, runs_delta, fixed)
+        plan = self._plan(
+            candidates, X_public, y_public, count[0] + runs[0], runs[1], fixed, count[0]
+        )
         label_event = (
             ApproximateDpEvent(label_epsilon, label_delta, "label set") if discover_labels else None
         )
