@@ -537,31 +537,88 @@ def _observe_search(search, X, y):
     )
 
 
-@pytest.mark.parametrize(
-    "refit, classes", [(True, [0, 1]), (False, [0, 1]), (True, None)],
-    ids=["refit", "no-refit", "labels-released"],
-)
-@pytest.mark.parametrize("kind", ["huge", "tiny"])
-def test_substitution_over_a_search(kind, refit, classes):
+HOSTILE_ROWS = {
+    "huge": lambda d: np.full(d, 1e12),
+    "tiny": lambda d: np.full(d, 1e-300),
+    "subnormal": lambda d: np.full(d, 5e-324),
+    "zero": lambda d: np.zeros(d),
+    "at-bound": lambda d: np.eye(d)[0],
+}
+
+
+def _search_pair(kind, refit, classes, search_class=DPGridSearchCV, solver="dp_gd", **options):
     X, y = _data(n=40)
-    row = np.full((1, 3), 1e12 if kind == "huge" else 1e-300)
+    row = HOSTILE_ROWS[kind](3)[None, :]
     # With a released label set, the hostile row holds a label no other row has.
     X_prime, y_prime = np.vstack([X, row]), np.append(y, 1 if classes else 7)
-    estimator = DPLogisticRegression(classes=classes, max_iter=5, verbose=2)
-    observed = [
+    estimator = DPLogisticRegression(classes=classes, max_iter=5, verbose=2, solver=solver)
+    space = GRID if search_class is DPGridSearchCV else {"C": [0.1, 1.0, 10.0]}
+    base = dict(epsilon=2.0, delta=1e-5, random_state=0, refit_fraction=0.5)
+    base.update(options)
+    return [
         _observe_search(
-            _search(estimator=estimator, refit=refit, verbose=1, budget=PrivacyBudget(5, 1e-4)),
+            search_class(estimator, space, refit=refit, verbose=1,
+                         budget=PrivacyBudget(5, 1e-4), **base),
             Xi, yi,
         )
         for Xi, yi in ((X, y), (X_prime, y_prime))
     ]
-    a, b = observed
+
+
+def _assert_same_search(a, b):
     assert a["error"] is None and b["error"] is None, (a["error"], b["error"])
     assert a["warnings"] == b["warnings"]
     assert a["printed"] == b["printed"]
     _assert_same(a["attributes"], b["attributes"])
     _check_sensitivities(a["trace"], b["trace"])
     assert sum(r.label == "validation score" for r in a["trace"].releases) >= 1
+
+
+@pytest.mark.parametrize(
+    "refit, classes", [(True, [0, 1]), (False, [0, 1]), (True, None)],
+    ids=["refit", "no-refit", "labels-released"],
+)
+@pytest.mark.parametrize("kind", ["huge", "tiny"])
+def test_substitution_over_a_search(kind, refit, classes):
+    _assert_same_search(*_search_pair(kind, refit, classes))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", sorted(HOSTILE_ROWS))
+@pytest.mark.parametrize(
+    "variant", ["refit", "no-refit", "labels-released", "poisson", "logarithmic", "randomized",
+                "sgd"],
+)
+def test_substitution_over_a_search_thorough(kind, variant):
+    options = {
+        "poisson": dict(distribution="poisson"),
+        "logarithmic": dict(shape=0.0, n_candidates=4),
+    }.get(variant, {})
+    search_class = DPRandomizedSearchCV if variant == "randomized" else DPGridSearchCV
+    if variant == "randomized":
+        options["n_iter"] = 3
+    pair = _search_pair(
+        kind, refit=variant != "no-refit", classes=None if variant == "labels-released" else [0, 1],
+        search_class=search_class, solver="dp_sgd" if variant == "sgd" else "dp_gd", **options,
+    )
+    _assert_same_search(*pair)
+
+
+@pytest.mark.slow
+def test_substitution_over_a_regression_search():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.5, 0.5, size=(40, 3))
+    y = np.clip(X @ np.array([1.0, -0.5, 0.2]), -1, 1)
+    X_prime, y_prime = np.vstack([X, np.full((1, 3), 1e12)]), np.append(y, 1e300)
+    observed = [
+        _observe_search(
+            DPGridSearchCV(DPSCORegressor(max_iter=5), {"alpha": [1e-3, 1e-1]}, epsilon=2.0,
+                           random_state=0, verbose=1),
+            Xi, yi,
+        )
+        for Xi, yi in ((X, y), (X_prime, y_prime))
+    ]
+    _assert_same_search(*observed)
 
 
 # --------------------------------------------------------------------------
@@ -765,3 +822,43 @@ def _expected_failed(estimator):
 @parametrize_with_checks(_conformance_estimators(), expected_failed_checks=_expected_failed)
 def test_sklearn_conformance(estimator, check):
     check(estimator)
+
+
+# --------------------------------------------------------------------------
+# Statistical audit (slow)
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("refit", [True, False])
+def test_audit_of_a_search(refit):
+    """A lower bound on the whole search's epsilon, with a canary only it can move.
+
+    D: 40 rows whose last feature is 0; D': plus a canary with that feature
+    at the row bound and label 1.  The statistic is the released model's
+    coefficient on that feature (the refit's, or the selected run's), which
+    only the canary moves.  The bound must stay below the claim.
+    """
+    from sklearn_dp.testing import audit_mechanism
+
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.uniform(-0.5, 0.5, size=(40, 2)), np.zeros(40)])
+    y = (X[:, 0] > 0).astype(int)
+    canary = np.array([[0.0, 0.0, 1.0]])
+    X_prime, y_prime = np.vstack([X, canary]), np.append(y, 1)
+
+    def audit(epsilon, claimed):
+        def run(with_canary, seed):
+            search = DPGridSearchCV(
+                DPLogisticRegression(classes=[0, 1], max_iter=5), {"C": [1.0, 10.0]},
+                epsilon=epsilon, delta=1e-5, n_candidates=3, refit=refit, random_state=seed,
+            )
+            search.fit(X_prime, y_prime) if with_canary else search.fit(X, y)
+            return float(search.best_estimator_.coef_.ravel()[2])
+
+        return audit_mechanism(run, claimed_epsilon=claimed, delta=1e-5, n_runs=300)
+
+    result = audit(1.0, 1.0)
+    assert result.consistent, result
+    # Power control: a search at epsilon=50 claiming 1 is caught by this audit.
+    assert not audit(50.0, 1.0).consistent

@@ -651,6 +651,11 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.best_index_ = int(index)
         self.best_params_ = dict(candidates[index])
         self.best_score_ = score
+        # The noise on best_score_ (public plan over the released count).
+        spread = plan.score_noise_multiplier * 0.5 * (high - low)
+        if plan.score_mechanism == "laplace":
+            spread *= math.sqrt(2.0)
+        self.best_score_noise_ = float(spread / max(1.0, noisy_count))
         self.scorer_ = scoring
         self.score_bound_ = bound
         self.multimetric_ = False
@@ -944,9 +949,13 @@ _SHARED_DOC = """
     best_index_ : int
         Its index in ``cv_results_["params"]``.
     best_score_ : float
-        Its noisy validation score: the selected run's Laplace-noised score
-        sum over a Laplace-noised validation row count, clipped to the
-        score's range.
+        Its noisy validation score: the selected run's noisy score sum over
+        the noisy validation row count, clipped to the score's range.  It is
+        the largest of the runs' noisy scores, so it is optimistic (by one or
+        two times ``best_score_noise_`` with ten runs); it ranks nothing.
+    best_score_noise_ : float
+        Standard deviation of the noise on ``best_score_`` (in score units,
+        from the public plan and the released count).
     best_estimator_ : estimator
         The refit (or, with ``refit=False``, the selected run's model).
     cv_results_ : dict of arrays
