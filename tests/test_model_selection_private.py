@@ -862,3 +862,13 @@ def test_audit_of_a_search(refit):
     assert result.consistent, result
     # Power control: a search at epsilon=50 claiming 1 is caught by this audit.
     assert not audit(50.0, 1.0).consistent
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    from sklearn_dp.model_selection import _split
+
+    for module in (search_module, _split):
+        failures, tried = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        assert tried > 0 and failures == 0, module.__name__

@@ -922,8 +922,10 @@ _SHARED_DOC = """
     validation_fraction : float, default=0.3
         Probability that a row is drawn into the validation part.
     score_fraction : float, default=0.25
-        Share of each run's epsilon for its score (the rest trains the
-        candidate).
+        Used only when no candidate has a full-data Gaussian part (``dp_sgd``
+        alone): the score is then paid for with this share of each run's
+        epsilon.  Otherwise the score costs nothing on top of the fit (see
+        Notes).
     refit : bool, default=True
         Refit the selected candidate on all rows, with its own share of the
         guarantee.  With False, ``best_estimator_`` is the selected run's
@@ -933,9 +935,10 @@ _SHARED_DOC = """
         Share of the guarantee for the refit (with ``refit=True``), after the
         label release if any.  The selection only has to tell good
         candidates from bad ones, and the refit is the model you keep:
-        ``benchmarks/bench_search.py`` measures the trade-off (a larger
-        refit share was better on every data set there, and the selection
-        still never picked a grossly bad candidate).
+        ``benchmarks/bench_search.py`` measures the trade-off (0.8 beat 0.5
+        on every data set there; on the two smallest, about 130 training
+        rows, the selection then picked a grossly bad candidate in 3 of 10
+        splits: lower it for small data sets).
     random_state : int, RandomState, Generator or None, default=None
         Seed of the split, of ``K``, of the candidates drawn and of all noise.
         It is as secret as the noise it draws.
@@ -968,7 +971,7 @@ _SHARED_DOC = """
         The scoring used.
     score_bound_ : float or None
     run_epsilon_ : float
-        Each run's epsilon (fit and score), from the public plan.
+        The epsilon each run's candidate is fitted at, from the public plan.
     privacy_spent_ : tuple of float
         ``(epsilon, delta)`` of the selection and the refit together (basic
         composition of the two ledger entries).
@@ -977,9 +980,13 @@ _SHARED_DOC = """
         with a refit, else ``selection_dp_event_``.
     selection_dp_event_ : dp_accounting.DpEvent
         The selection: ``ComposedDpEvent([LaplaceDpEvent(count),
-        RepeatAndSelectDpEvent(run, n_candidates, shape)])``; dp_accounting's
-        RDP accountant recomputes it to at most ``selection_privacy_spent_``.
+        RepeatAndSelectDpEvent(run, n_candidates, shape)])``, which
+        dp_accounting's RDP accountant recomputes to at most
+        ``selection_privacy_spent_``; with ``classes=None``, preceded by the
+        label release's ``ApproximateDpEvent`` (basic composition: subtract
+        its epsilon and delta first).
     selection_privacy_spent_ : tuple of float
+        ``(epsilon, delta)`` of the selection's ledger entry.
     n_features_in_ : int
     classes_ : ndarray
         The selected estimator's classes (classifiers).
@@ -993,39 +1000,46 @@ _SHARED_DOC = """
     Notes
     -----
     Each run draws one candidate uniformly, fits it on the training part at
-    ``(fit epsilon, delta_selection)`` with ``budget=None`` and releases its
-    validation score sum ``sum_i (s_i - m)`` plus Laplace noise, where
-    ``s_i`` is the per-row score clipped to the public range ``[a, b]`` and
+    ``(run_epsilon_, delta of the runs)`` with ``budget=None`` and releases
+    its validation score sum ``sum_i (s_i - m)`` plus noise, where ``s_i``
+    is the per-row score clipped to the public range ``[a, b]`` and
     ``m = (a + b) / 2``: each term lies in ``[-(b - a) / 2, (b - a) / 2]``,
     so the sum has add/remove sensitivity ``(b - a) / 2`` (0.5 for
     accuracy).  Centring halves the noise against an uncentred count, and
     ranks runs exactly as the mean does, because every run is scored on the
     same validation rows.
 
-    The per-run epsilon is the largest that meets the selection's share:
-    ``ComposedDpEvent([Laplace(count), RepeatAndSelect(ComposedDpEvent(
-    [*distinct fit events, Laplace(score)]), n_candidates, shape)])`` is
-    evaluated with dp_accounting's RDP accountant at ``delta_selection``.
-    Candidates that share one mechanism (a grid over ``C`` with one solver)
-    pay for one; a grid over solvers pays for the composition of their
-    distinct mechanisms, a pessimistic bound on their mixture.
+    The guarantee is split by basic composition: 10% of epsilon and half of
+    delta for the label set (``classes=None`` only), 5% of epsilon for the
+    validation row count, then ``refit_fraction`` of the rest for the refit
+    and the remainder for the runs.  The per-run epsilon is the largest for
+    which ``ComposedDpEvent([Laplace(count), RepeatAndSelect(run,
+    n_candidates, shape)])`` meets the count's and the runs' share under
+    dp_accounting's RDP accountant.  One run is accounted as the candidate
+    fits that no other dominates at every order (a grid over ``C``, or over
+    ``dp_gd``'s number of steps, pays for one fit; ``dp_gd`` beside
+    ``dp_sgd`` pays for both, a pessimistic bound on their mixture); the
+    score adds nothing when the candidates have a full-data Gaussian part
+    (its Gaussian noise has that part's multiplier, and a row is in either
+    the training or the validation part), else it is paid for with Laplace
+    noise at ``score_fraction`` of the run.
 
     Privacy
     -------
-    Under add/remove-one neighbouring, the whole search (selection and
-    refit) is ``(epsilon, delta)``-DP: the selection is
-    ``(epsilon_selection, delta_selection)``-DP by Papernot and Steinke
-    (2022, Theorems 2 and 6) as implemented by dp_accounting's
-    ``RepeatAndSelectDpEvent``, the refit is ``(epsilon_refit,
-    delta_refit)``-DP as any fit, and the two compose by basic composition
-    (the budget's own rule).  The selection's argument needs: the rows split
-    by a draw per row (:class:`RowwiseKFold`'s rule), so one added row lands
-    in one part and both parts stay neighbours; each run an independent
-    draw of the same randomised mechanism (a uniformly drawn candidate,
-    whose Renyi divergence is at most the largest of the candidates', by
-    joint quasi-convexity, and the composition of the distinct candidate
-    mechanisms bounds that); every run's mechanism known before the data is
-    read (each candidate's planned event; a run whose fit reports another
+    Under add/remove-one neighbouring, the whole search (label release,
+    selection and refit) is ``(epsilon, delta)``-DP: the selection is
+    ``selection_privacy_spent_``-DP by Papernot and Steinke (2022, Theorems 2
+    and 6) as implemented by dp_accounting's ``RepeatAndSelectDpEvent``,
+    composed with the label release by basic composition; the refit is an
+    ordinary fit at its share; the two compose by basic composition (the
+    budget's own rule).  The selection's argument needs: the rows split by a
+    draw per row (:class:`RowwiseKFold`'s rule), so one added row lands in
+    one part and both parts stay neighbours (a run then costs the larger of
+    its fit's and its score's divergence); each run an independent draw of
+    the same randomised mechanism (a uniformly drawn candidate, whose Renyi
+    divergence is at most the largest of the candidates', by joint
+    quasi-convexity); every run's mechanism known before the data is read
+    (each candidate's planned event; a run whose fit reports another
     mechanism outputs nothing); and only the best run released.
 
     What is public: the candidates, the estimator's public settings, the
