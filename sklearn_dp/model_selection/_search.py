@@ -627,7 +627,6 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
                     reservation.fail(exc)
                     raise
 
-        start = time.perf_counter()
         try:
             with PrivatePhase(name, reservation) as phase:
                 if discover_labels:
@@ -664,7 +663,6 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.selection_dp_event_ = selection_event
         self.selection_privacy_spent_ = (float(epsilon_selection), float(delta_selection))
         self.run_epsilon_ = float(plan.fit_epsilon)
-        self.search_time_ = time.perf_counter() - start
         self.n_features_in_ = int(X.shape[1])
 
         if self.refit:
@@ -990,8 +988,10 @@ _SHARED_DOC = """
     n_features_in_ : int
     classes_ : ndarray
         The selected estimator's classes (classifiers).
-    refit_time_, search_time_ : float
-        Seconds (see Privacy).
+    refit_time_ : float
+        Seconds the refit took (it does not depend on the number of runs).
+        The selection's time is not recorded: it grows with the number of
+        runs (see Privacy).
     n_splits_ : int
         1: one row-wise train/validation split.
     multimetric_ : bool
@@ -1050,8 +1050,8 @@ _SHARED_DOC = """
     selection breaks the bound, which comes from ``K`` being random and
     unseen), which candidates ran, their scores and models, the split.  No
     run prints, warns or raises: a failed run outputs nothing.  The wall
-    clock of ``fit`` (``search_time_``) grows with ``K``: do not publish it,
-    and keep timing out of what an adversary sees.  The row count is never
+    clock of ``fit`` grows with ``K``: the search does not record it, and
+    timing must stay out of what an adversary sees.  The row count is never
     used for a public decision (the parts are drawn per row).
 """
 
