@@ -282,6 +282,17 @@ def test_dominance_is_structural_and_exact():
         assert np.all(_rdp_curve(second, ORDERS) <= _rdp_curve(first, ORDERS))
 
 
+def test_grid_over_the_number_of_steps_pays_once():
+    X, y = _data()
+    steps = _search(param_grid={"C": [1.0], "max_iter": [5, 20, 60]}, refit=False).fit(X, y)
+    one = _search(param_grid={"C": [1.0], "max_iter": [20]}, refit=False).fit(X, y)
+    # T Gaussian steps at one epsilon fold to the same Gaussian: one mechanism.
+    assert steps.run_epsilon_ == pytest.approx(one.run_epsilon_, rel=1e-9)
+    assert steps.selection_dp_event_.events[1].event.events[0] == dpe.LaplaceDpEvent(
+        1.0 / (0.05 * steps.run_epsilon_)
+    )
+
+
 def test_score_is_paid_for_when_no_fit_has_a_gaussian_part():
     X, y = _data()
     estimator = DPLogisticRegression(classes=[0, 1], solver="dp_sgd", max_iter=20)
