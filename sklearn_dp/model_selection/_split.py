@@ -92,7 +92,11 @@ class RowwiseKFold:
     Adding or removing a row leaves every other row in its fold (the draws
     of the other rows do not depend on it), so the data sets of fold ``k``
     on neighbouring inputs are neighbours, and a fold fit charged as one fit
-    is charged correctly.  ``KFold`` (and ``StratifiedKFold``,
+    is charged correctly.  (Draws are taken in row order: a row appended at
+    the end moves no other row with the same seed; one inserted in the
+    middle shifts the later rows' draws, which changes nothing in
+    distribution, since every row's fold is an independent draw, and a
+    guarantee is a statement about distributions.)  ``KFold`` (and ``StratifiedKFold``,
     ``ShuffleSplit``) derive folds from positions and the row count: one
     added row can move many rows between folds, so a fold fit on
     neighbouring inputs is only protected by group privacy.  This splitter
