@@ -89,7 +89,7 @@ def test_extras_hold_what_their_commands_need():
     assert {"pytest", "hypothesis", "pandas"} <= names["test"]
     assert {"matplotlib"} <= names["examples"]
     # conf.py's extensions, the gallery's matplotlib, and what runs the notebooks.
-    assert {"sphinx", "numpydoc", "sphinx-gallery", "myst-parser", "pydata-sphinx-theme",
+    assert {"sphinx", "numpydoc", "sphinx-gallery", "myst-nb", "pydata-sphinx-theme",
             "matplotlib", "nbclient", "nbformat", "nbconvert", "ipykernel"} <= names["docs"]
 
 
