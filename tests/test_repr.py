@@ -25,11 +25,17 @@ ESTIMATORS = [DPLogisticRegression, DPSCORegressor, DPLasso]
 def _fresh_docstring_parse():
     """Forget scikit-learn's cached docstring parses, so the parse (and any
     warning) happens inside the test rather than in an earlier one."""
-    try:
-        from sklearn.utils._repr_html.common import scrape_estimator_docstring
-    except ImportError:  # scikit-learn < 1.8: no docstring parsing in the repr
-        return
-    scrape_estimator_docstring.cache_clear()
+    import importlib
+
+    for module_name, function in [
+        ("sklearn.utils._repr_html.common", "scrape_estimator_docstring"),  # >= 1.9
+        ("sklearn.utils._repr_html.params", "_scrape_estimator_docstring"),  # 1.8
+    ]:
+        try:
+            cached = getattr(importlib.import_module(module_name), function)
+        except (ImportError, AttributeError):
+            continue
+        cached.cache_clear()
 
 
 def _fitted(cls):
@@ -69,18 +75,18 @@ def test_html_repr_without_warnings(cls, state):
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda cls: cls.__name__)
 def test_repr_docstring_parse_keeps_parameters(cls):
     # scikit-learn >= 1.8 reads parameter descriptions for the repr's tooltips
-    # from the docstring (shown with a documentation link): registering the
-    # Privacy section must leave that parse intact.
-    common = pytest.importorskip(
-        "sklearn.utils._repr_html.common", reason="scikit-learn < 1.8 parses no docstring"
+    # from the docstring, with its copy of numpydoc: registering the Privacy
+    # section must leave that parse silent and intact.
+    docscrape = pytest.importorskip(
+        "sklearn.externals._numpydoc.docscrape", reason="scikit-learn < 1.8 parses no docstring"
     )
-    _fresh_docstring_parse()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        description = common.get_docstring(cls, "Parameters", "epsilon")
-    assert description.startswith("epsilon: float")
-    assert "budget" in [p.name for p in common.scrape_estimator_docstring(
-        inspect.getdoc(cls))["Parameters"]]
+        parsed = docscrape.NumpyDocString(inspect.getdoc(cls))
+    parameters = {p.name: p for p in parsed["Parameters"]}
+    assert parameters["epsilon"].type.startswith("float")
+    assert "budget" in parameters and "random_state" in parameters
+    assert "".join(parsed["Privacy"]).strip()  # kept, as free text
 
 
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda cls: cls.__name__)
