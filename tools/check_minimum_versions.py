@@ -152,11 +152,16 @@ def run(pins, tests, *, python, workdir, pytest_args=()):
             return 2
     # pytest from a directory outside the checkout: the tests import the
     # installed sklearn_dp, not the source tree.
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env.setdefault("MPLBACKEND", "Agg")
+    where = subprocess.run(
+        [env_python, "-c", "import sklearn_dp; print(sklearn_dp.__file__)"],
+        cwd=workdir, env=env, capture_output=True, text=True, check=True,
+    ).stdout.strip()
+    print(f"[minimum versions] sklearn_dp from {where}", flush=True)
     command = [env_python, "-m", "pytest", "-c", str(ROOT / "pyproject.toml"),
                "--rootdir", str(ROOT), "-p", "no:cacheprovider", "-q",
                *pytest_args, *[str(ROOT / t) for t in tests]]
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    env.setdefault("MPLBACKEND", "Agg")
     print("[minimum versions] " + " ".join(command), flush=True)
     return subprocess.run(command, cwd=workdir, env=env).returncode
 
