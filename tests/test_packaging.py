@@ -191,6 +191,9 @@ def test_sdist_and_wheel(tmp_path):
                    "docs/notebooks/first_private_model.ipynb"]:
         assert (tree / needed).exists(), needed
     assert not list(tree.glob(".ci")) and not list(tree.rglob("__pycache__"))
+    for output in ["docs/_build", "docs/generated", "docs/auto_examples",
+                   "docs/sg_execution_times.rst"]:
+        assert not (tree / output).exists(), output  # build outputs of a checkout
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
          "tests/test_budget.py", "tests/test_audit_coverage.py", "tests/test_examples.py",
