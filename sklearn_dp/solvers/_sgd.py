@@ -15,16 +15,58 @@ import math
 import numpy as np
 
 from .. import _noise, accounting
-from .._losses import clipped_gradient_sum
+from .._kernels import clipped_gradient_sum
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
-from ._gradient_descent import gradient_bound, noisy_descent
+from ._gradient_descent import (
+    _check_positive,
+    check_clip_norm,
+    check_max_iter,
+    check_momentum,
+    check_step_size,
+    gradient_bound,
+    noisy_descent,
+)
 
-__all__ = ["dp_sgd", "plan_dp_sgd", "poisson_batch", "DEFAULT_SAMPLING_RATE", "DEFAULT_EPOCHS"]
+__all__ = [
+    "dp_sgd",
+    "plan_dp_sgd",
+    "check_dp_sgd",
+    "check_dp_sgd_options",
+    "poisson_batch",
+    "DEFAULT_SAMPLING_RATE",
+    "DEFAULT_EPOCHS",
+]
 
 #: Default Poisson sampling rate (expected batch: 10% of the rows).
 DEFAULT_SAMPLING_RATE = 0.1
 #: Default number of expected passes over the data.
 DEFAULT_EPOCHS = 10
+
+
+def check_dp_sgd_options(
+    *, max_iter=None, batch_size=None, step_size=None, clip_norm=None, momentum="nesterov",
+    radius=None,
+):
+    """Raise a ValueError for an option of ``dp_sgd`` it refuses, from public inputs only."""
+    check_max_iter(max_iter)
+    if batch_size is not None and (
+        isinstance(batch_size, (bool, np.bool_))
+        or not isinstance(batch_size, (int, float, np.integer, np.floating))
+        or not math.isfinite(batch_size)
+        or int(batch_size) != batch_size
+        or batch_size < 1
+    ):
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
+    check_step_size(step_size)
+    check_clip_norm(clip_norm)
+    check_momentum(momentum)
+    _check_positive(radius, "radius")
+
+
+def check_dp_sgd(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
+    """Public check of a ``dp_sgd`` fit (registered as ``SolverSpec.check``)."""
+    names = ("max_iter", "batch_size", "step_size", "clip_norm", "momentum", "radius")
+    check_dp_sgd_options(**{key: options[key] for key in names if key in options})
 
 
 def plan_dp_sgd(n_samples, n_params, epsilon, delta, *, batch_size=None, max_iter=None):
@@ -147,6 +189,10 @@ def dp_sgd(
     true n) keeps the batch size and the row count private.  Public: bounds,
     q, T, step size, alpha.
     """
+    check_dp_sgd_options(
+        max_iter=max_iter, batch_size=batch_size, step_size=step_size, clip_norm=clip_norm,
+        momentum=momentum, radius=radius,
+    )
     X, y = data.X, data.y
     n_samples, n_columns = X.shape
     plan = plan_dp_sgd(
