@@ -693,7 +693,7 @@ class PrivacyBudget:
         rho of its mechanism (zero-concentrated DP), and a spend is admitted
         while the rhos add up to at most the rho whose conversion is
         ``(epsilon, delta)``-DP; this admits many more Gaussian fits (for
-        example 102 instead of 10 fits of ``DPLogisticRegression(epsilon=1,
+        example 63 instead of 10 fits of ``DPLogisticRegression(epsilon=1,
         delta=1e-6)`` on a ``(10, 1e-5)`` budget), but one fit pays a
         conversion cost (a ``(1, 1e-5)`` zCDP budget cannot afford a
         ``(1, 1e-5)`` fit), and fits whose mechanism has no zCDP bound known

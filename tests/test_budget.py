@@ -20,8 +20,12 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.model_selection import GridSearchCV
 
 import sklearn_dp.budget as budget_module
+from dp_accounting import dp_event as dpe
+
 from sklearn_dp.accounting import (
+    ApproximateDpEvent,
     PureEpsilonDpEvent,
+    epsilon_of_zcdp,
     epsilon_of_events,
     gaussian_noise_multiplier,
     gaussian_steps_event,
@@ -188,47 +192,39 @@ def test_exceeded_leaves_ledger_unchanged_and_explains():
     assert budget.ledger == before
 
 
-def test_tighter_of_basic_and_numerical_composition():
+def test_basic_filter_never_admits_by_numerical_composition():
+    # The old rule admitted an 11th fit because PLD composition of the events
+    # fit; PLD composition of adaptively chosen fits is not a valid filter.
     sigma = gaussian_noise_multiplier(1.0, 1e-6)
     event = gaussian_steps_event(sigma, 1)
     budget = PrivacyBudget(10.0, 1e-5)
     for _ in range(10):
         budget.spend(1.0, 1e-6, event=event, estimator="DPLogisticRegression", solver="dp_gd")
-    numerical = epsilon_of_events([event] * 10, 1e-5)
-    assert numerical < 5.0  # much tighter than basic composition's 10.0
-    eps, delta = budget.spent
-    assert eps == pytest.approx(numerical)
-    assert delta == 1e-5
-    assert budget.remaining[0] == pytest.approx(10.0 - numerical)
-
-    # Basic composition is exhausted (11 > 10), numerical composition is not.
-    budget.check(1.0, 1e-6, event=event)
+    assert budget.spent == pytest.approx((10.0, 1e-5))
+    assert budget.remaining == pytest.approx((0.0, 0.0), abs=1e-12)
     with pytest.raises(BudgetExceededError):
-        budget.check(1.0, 1e-6)  # without an event only basic composition applies
-    budget.spend(1.0, 1e-6, event=event)
-    assert len(budget.ledger) == 11
-    assert budget.spent[0] == pytest.approx(epsilon_of_events([event] * 11, 1e-5))
+        budget.check(1.0, 1e-6, event=event)
+    with pytest.raises(BudgetExceededError):
+        budget.spend(1e-3, 0.0, event=event)
+    assert len(budget.ledger) == 10
+    # The fixed-sequence figure is reported, labelled, and never admits.
+    numerical = epsilon_of_events([event] * 10, 1e-5)
+    assert numerical < 5.0
+    assert budget.fixed_sequence_epsilon() == pytest.approx(numerical)
+    assert budget.fixed_sequence_epsilon(1e-6) == pytest.approx(epsilon_of_events([event] * 10, 1e-6))
 
-    # A fit far beyond what numerical composition allows is still refused.
-    big = gaussian_steps_event(0.3, 1)
-    with pytest.raises(BudgetExceededError, match="numerical composition"):
-        budget.spend(50.0, 1e-6, event=big)
-    assert len(budget.ledger) == 11
 
-
-def test_basic_reported_when_tighter_and_missing_event_disables_numerical():
-    sigma = gaussian_noise_multiplier(1.0, 1e-6)
-    event = gaussian_steps_event(sigma, 1)
+def test_fixed_sequence_epsilon_needs_every_event():
     budget = PrivacyBudget(10.0, 1e-5)
-    budget.spend(1.0, 1e-6, event=event)
-    # One Gaussian at delta=1e-5 costs less than 1.0, but basic is reported
-    # only when it is at least as tight.
-    assert budget.spent[0] <= 1.0
-    budget.spend(0.5, 0.0)  # no event: from now on only basic composition
+    assert budget.fixed_sequence_epsilon() == 0.0
+    budget.spend(1.0, 1e-6, event=gaussian_steps_event(5.0, 1))
+    assert budget.fixed_sequence_epsilon() is not None
+    budget.spend(0.5, 0.0)  # no event: no numerical composition
+    assert budget.fixed_sequence_epsilon() is None
     assert budget.spent == pytest.approx((1.5, 1e-6))
 
 
-def test_numerical_results_are_cached(monkeypatch):
+def test_fixed_sequence_results_are_cached(monkeypatch):
     calls = []
 
     def counting(events, delta):
@@ -238,14 +234,170 @@ def test_numerical_results_are_cached(monkeypatch):
     monkeypatch.setattr(budget_module, "epsilon_of_events", counting)
     budget = PrivacyBudget(10.0, 1e-5)
     event = gaussian_steps_event(3.0, 5)
-    budget.check(1.0, 1e-6, event=event)
     budget.spend(5.0, 1e-6, event=event)
     budget.spend(5.0, 1e-6, event=event)
-    n_calls = len(calls)
     for _ in range(5):
+        budget.fixed_sequence_epsilon()
         budget.spent
         budget.remaining
-    assert len(calls) == n_calls + 1
+    assert calls == [2]
+
+
+# --------------------------------------------------------------------------
+# The zCDP filter
+# --------------------------------------------------------------------------
+
+
+def test_zcdp_charges_the_exact_rho_of_gaussian_and_pure_events():
+    budget = PrivacyBudget(10.0, 1e-5, composition="zcdp")
+    budget.spend(1.0, 1e-6, event=gaussian_steps_event(4.0, 8))  # 8 / (2 * 16)
+    budget.spend(0.5, 0.0, event=laplace_steps_event(2.0, 1))  # (1/2)^2 / 2
+    budget.spend(0.2, 0.0)  # pure, no event: 0.2^2 / 2
+    budget.spend(0.4, 0.0, event=PureEpsilonDpEvent(0.4, "exponential mechanism over 3 items"))
+    rhos = [entry.rho for entry in budget.ledger]
+    assert rhos == pytest.approx([0.25, 0.125, 0.02, 0.02])
+    assert budget.rho_spent == pytest.approx(0.415)
+    assert budget.spent == pytest.approx((epsilon_of_zcdp(0.415, 1e-5), 1e-5))
+
+
+def test_zcdp_limit_is_the_conversion_of_the_budget():
+    budget = PrivacyBudget(10.0, 1e-5, composition="zcdp")
+    rho = budget.rho_limit
+    # dp_accounting's conversion of the limit meets the budget, and a hair more does not.
+    assert epsilon_of_zcdp(rho, 1e-5) <= 10.0
+    assert epsilon_of_zcdp(rho * (1 + 1e-6), 1e-5) > 10.0
+    # The classical bound rho + 2 sqrt(rho log(1 / delta)) is looser: more rho fits.
+    assert rho + 2 * np.sqrt(rho * np.log(1e5)) > 10.0
+    assert budget.remaining == pytest.approx((10.0, 1e-5), rel=1e-6)
+    budget.spend(1.0, 1e-6, event=dpe.GaussianDpEvent(float(np.sqrt(0.5 / rho))))  # all of it
+    with pytest.raises(BudgetExceededError, match="rho"):
+        budget.spend(0.01, 0.0)
+
+
+def test_zcdp_refuses_what_has_no_rho_and_needs_delta():
+    budget = PrivacyBudget(10.0, 1e-5, composition="zcdp")
+    with pytest.raises(BudgetExceededError, match="zCDP"):
+        budget.spend(1.0, 1e-6)  # approximate DP without an event
+    with pytest.raises(BudgetExceededError, match="zCDP"):
+        budget.reserve(1.0, 1e-6, event=ApproximateDpEvent(1.0, 1e-6, "labels"))
+    assert budget.ledger == []
+    with pytest.raises(ValueError, match="delta > 0"):
+        PrivacyBudget(1.0, 0.0, composition="zcdp")
+    with pytest.raises(ValueError, match="composition"):
+        PrivacyBudget(1.0, 1e-5, composition="pld")
+
+
+def test_admitted_fit_counts_on_a_10_1e5_budget():
+    """Fits of (1, 1e-6) with the mechanism of DPLogisticRegression's default fit."""
+    from sklearn_dp.accounting import largest_share
+
+    count_event = dpe.LaplaceDpEvent(1.0 / 0.05)
+    share = largest_share(
+        lambda e: gaussian_steps_event(gaussian_noise_multiplier(e, 1e-6, 100), 100),
+        count_event, 1.0, 1e-6, 0.95,
+    )
+    fit = dpe.ComposedDpEvent(
+        [count_event, gaussian_steps_event(gaussian_noise_multiplier(share, 1e-6, 100), 100)]
+    )
+
+    def admitted(budget):
+        n = 0
+        while True:
+            try:
+                budget.spend(1.0, 1e-6, event=fit)
+            except BudgetExceededError:
+                return n
+            n += 1
+
+    assert admitted(PrivacyBudget(10.0, 1e-5)) == 10
+    zcdp = admitted(PrivacyBudget(10.0, 1e-5, composition="zcdp"))
+    assert 60 <= zcdp <= 120
+    # One (1, 1e-5) fit does not fit a (1, 1e-5) zCDP budget: the conversion's cost.
+    single = PrivacyBudget(1.0, 1e-5, composition="zcdp")
+    sigma = gaussian_noise_multiplier(1.0, 1e-5, 1)
+    with pytest.raises(BudgetExceededError):
+        single.spend(1.0, 1e-5, event=gaussian_steps_event(sigma, 1))
+    PrivacyBudget(1.0, 1e-5).spend(1.0, 1e-5, event=gaussian_steps_event(sigma, 1))
+
+
+# --------------------------------------------------------------------------
+# Reservations
+# --------------------------------------------------------------------------
+
+
+def test_reservation_is_charged_until_settled_and_after():
+    budget = PrivacyBudget(1.0, 1e-5)
+    reservation = budget.reserve(0.6, 1e-6, estimator="DPLasso", solver="dp_cd")
+    (entry,) = budget.ledger
+    assert entry.status == "reserved" and entry.id == 1 and entry.event is None
+    assert budget.spent == pytest.approx((0.6, 1e-6))
+    with pytest.raises(BudgetExceededError):
+        budget.reserve(0.5, 0.0)
+    event = gaussian_steps_event(3.0, 2)
+    reservation.complete(event)
+    (entry,) = budget.ledger
+    assert entry.status == "completed" and entry.event == event and entry.error is None
+    second = budget.reserve(0.4, 0.0)
+    second.fail(ZeroDivisionError("private 1234"))
+    entry = budget.ledger[1]
+    assert entry.status == "failed" and entry.error == "ZeroDivisionError"
+    assert "1234" not in repr(entry)
+    assert budget.spent == pytest.approx((1.0, 1e-6))
+
+
+def test_zcdp_reservation_cannot_complete_with_a_larger_rho():
+    budget = PrivacyBudget(10.0, 1e-5, composition="zcdp")
+    reservation = budget.reserve(1.0, 1e-6, event=gaussian_steps_event(4.0, 1))
+    with pytest.raises(RuntimeError, match="accounting error"):
+        reservation.complete(gaussian_steps_event(1.0, 1))
+    assert budget.ledger[0].status == "failed"
+    ok = budget.reserve(1.0, 1e-6, event=gaussian_steps_event(4.0, 1))
+    ok.complete(gaussian_steps_event(5.0, 1))  # less than reserved: fine
+    assert budget.ledger[1].status == "completed"
+
+
+def test_sqlite_reservations_and_statuses_persist(tmp_path):
+    path = tmp_path / "budget.sqlite"
+    budget = PrivacyBudget(10.0, 1e-5, storage=path, composition="zcdp")
+    first = budget.reserve(1.0, 1e-6, event=gaussian_steps_event(4.0, 1), estimator="A")
+    first.complete(gaussian_steps_event(4.0, 1))
+    budget.reserve(0.5, 0.0, estimator="B").fail(ValueError("x"))
+    budget.reserve(0.1, 0.0, estimator="C")  # never settled
+    reopened = PrivacyBudget(10.0, 1e-5, storage=path, composition="zcdp")
+    ledger = reopened.ledger
+    assert [(e.estimator, e.status, e.error) for e in ledger] == [
+        ("A", "completed", None), ("B", "failed", "ValueError"), ("C", "reserved", None)
+    ]
+    assert [e.id for e in ledger] == [1, 2, 3]
+    assert ledger[0].rho == pytest.approx(1 / 32)
+    assert reopened.rho_spent == pytest.approx(1 / 32 + 0.125 + 0.005)
+    with pytest.raises(BudgetStorageError, match="composition"):
+        PrivacyBudget(10.0, 1e-5, storage=path)
+
+
+def test_sqlite_version_1_ledger_is_migrated(tmp_path):
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as raw:
+        raw.execute(
+            "CREATE TABLE budget (id INTEGER PRIMARY KEY CHECK (id = 1), "
+            "schema_version INTEGER NOT NULL, epsilon REAL NOT NULL, "
+            "delta REAL NOT NULL, created REAL NOT NULL)"
+        )
+        raw.execute(
+            "CREATE TABLE ledger (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+            "estimator TEXT NOT NULL, solver TEXT, epsilon REAL NOT NULL, "
+            "delta REAL NOT NULL, event BLOB, event_repr TEXT, timestamp REAL NOT NULL)"
+        )
+        raw.execute("INSERT INTO budget VALUES (1, 1, 1.0, 1e-5, 0.0)")
+        raw.execute(
+            "INSERT INTO ledger (estimator, solver, epsilon, delta, event, event_repr, "
+            "timestamp) VALUES ('DPLasso', 'dp_cd', 0.5, 1e-6, NULL, NULL, 1.0)"
+        )
+    budget = PrivacyBudget(1.0, 1e-5, storage=path)
+    (entry,) = budget.ledger
+    assert (entry.estimator, entry.status, entry.epsilon) == ("DPLasso", "completed", 0.5)
+    budget.spend(0.5, 0.0)
+    assert budget.spent == pytest.approx((1.0, 1e-6))
 
 
 def test_pure_budget_accepts_only_pure_spends():
@@ -440,13 +592,14 @@ def test_sqlite_refusal_records_nothing(tmp_path):
     assert len(PrivacyBudget(1.0, storage=path).ledger) == 1
 
 
-def test_sqlite_numerical_composition(tmp_path):
+def test_sqlite_zcdp_filter(tmp_path):
     sigma = gaussian_noise_multiplier(1.0, 1e-6)
     event = gaussian_steps_event(sigma, 1)
-    budget = PrivacyBudget(10.0, 1e-5, storage=tmp_path / "b.sqlite")
-    for _ in range(11):  # the 11th fits only by numerical composition
+    budget = PrivacyBudget(10.0, 1e-5, storage=tmp_path / "b.sqlite", composition="zcdp")
+    for _ in range(11):  # beyond basic composition
         budget.spend(1.0, 1e-6, event=event)
-    assert budget.spent[0] == pytest.approx(epsilon_of_events([event] * 11, 1e-5))
+    assert budget.rho_spent == pytest.approx(11 / (2 * sigma**2))
+    assert budget.fixed_sequence_epsilon() == pytest.approx(epsilon_of_events([event] * 11, 1e-5))
 
 
 def test_sqlite_limit_mismatch(tmp_path):

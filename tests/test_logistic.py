@@ -10,7 +10,9 @@ import scipy.sparse as sp
 from sklearn.datasets import load_iris, make_classification
 from sklearn.linear_model import LogisticRegression
 
-from sklearn_dp import BudgetExceededError, DPLogisticRegression, PrivacyBudget, PrivacyLeakWarning
+from sklearn_dp import BudgetExceededError, DPLogisticRegression, PrivacyBudget
+from sklearn_dp.linear_model._base import release_labels
+from sklearn_dp.testing import check_dp_event, trace_releases
 from sklearn_dp._data import bound_data
 from sklearn_dp._losses import get_loss, objective
 from sklearn_dp.accounting import epsilon_of_event
@@ -121,10 +123,58 @@ def test_classes_param(binary_data):
         _fit(X, labels, classes=["no", "maybe"])
 
 
-def test_label_set_from_data_warns(binary_data):
+def test_label_set_released_privately():
+    # classes=None: the label set is released by a thresholded noisy histogram
+    # (10% of epsilon, half of delta), recorded in dp_event_; no warning.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 3)) / 4
+    y = np.where(X[:, 0] > 0, 3, 7)
+    y[:5] = 11  # a label held by 5 rows: below the threshold (about 116 rows at epsilon=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = DPLogisticRegression(random_state=0).fit(X, y)
+    assert model.classes_.tolist() == [3, 7]
+    labels = model.dp_event_.events[0]
+    assert labels.approximate_epsilon == pytest.approx(0.1)
+    assert labels.approximate_delta == pytest.approx(0.5e-5)
+    check_dp_event(model)
+    assert set(model.predict(X)) <= {3, 7}
+
+
+def test_label_release_threshold_and_noise_scale():
+    """Exact: Laplace scale 1 / epsilon_labels, threshold 1 + scale * log(1 / (2 delta_labels))."""
+    y = np.repeat([0, 1, 2], [1000, 1000, 3])
+    with trace_releases() as trace:
+        _, event, threshold = release_labels(y, 0.1, 5e-6, np.random.default_rng(0))
+    (release,) = trace.releases
+    assert release.mechanism == "thresholded_laplace"
+    assert release.scale == 10.0 and release.sensitivity == 1.0 and release.norm == "l1"
+    assert threshold == pytest.approx(1 + 10.0 * math.log(1 / 1e-5))
+    assert release.threshold == threshold
+    assert release.candidates.tolist() == [0, 1, 2]
+    assert release.value.tolist() == [1000, 1000, 3]
+    assert release.output.tolist() == [0, 1]
+    assert event.epsilon(5e-6) == pytest.approx(0.1) and event.epsilon(4e-6) == math.inf
+
+
+def test_label_held_by_one_row_is_released_with_probability_at_most_delta():
+    # The delta of the mechanism, measured: a new label on one row passes the
+    # threshold with probability exp(-(threshold - 1) / scale) / 2 = delta.
+    y = np.array([5] * 1 + [0] * 2000)
+    rng = np.random.default_rng(1)
+    released = sum(
+        5 in release_labels(y, 1.0, 0.05, rng)[0].tolist() for _ in range(4000)
+    )
+    # delta = 0.05: 200 expected; 5 sigma either side.
+    assert 200 - 5 * 14 < released < 200 + 5 * 14
+
+
+def test_label_release_needs_delta_or_classes(binary_data):
     X, y = binary_data
-    with pytest.warns(PrivacyLeakWarning, match="classes="):
-        DPLogisticRegression(random_state=0).fit(X, y)
+    budget = PrivacyBudget(10.0, 0.0)
+    with pytest.raises(ValueError, match="classes="):
+        DPLogisticRegression(delta=0.0, budget=budget).fit(X, y)
+    assert budget.ledger == []
 
 
 # ---------------------------------------------------------------------------
@@ -298,15 +348,20 @@ def test_unfitted_estimator_unchanged_by_failed_fit(binary_data):
     assert not hasattr(model, "n_features_in_")
 
 
-def test_numerical_composition_lets_more_fits_in(binary_data):
+def test_zcdp_budget_lets_more_fits_in(binary_data):
     X, y = binary_data
-    # Four fits of epsilon 1 cost 4 by basic composition, noticeably less by
-    # numerical composition of their Gaussian events at the budget's delta.
-    budget = PrivacyBudget(3.5, 1e-5)
+    # Four fits of epsilon 1 cost 4 by basic composition; a zCDP budget
+    # charges each the rho of its (Gaussian) mechanism and admits them in 3.5.
+    budget = PrivacyBudget(3.5, 1e-5, composition="zcdp")
     for seed in range(4):
         _fit(X, y, epsilon=1.0, delta=1e-7, budget=budget, random_state=seed)
     assert len(budget.ledger) == 4
     assert budget.spent[0] < 3.5
+    basic = PrivacyBudget(3.5, 1e-5)
+    for seed in range(3):
+        _fit(X, y, epsilon=1.0, delta=1e-7, budget=basic, random_state=seed)
+    with pytest.raises(BudgetExceededError):
+        _fit(X, y, epsilon=1.0, delta=1e-7, budget=basic, random_state=3)
 
 
 def test_warning_free_with_public_classes(binary_data):

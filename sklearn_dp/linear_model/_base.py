@@ -687,6 +687,7 @@ class BaseDPEstimator(BaseEstimator):
         # The public checks and the plan come before the reservation: a
         # refused configuration spends nothing.
         pre_data_plan = plan_for(problem, None, solver_epsilon(problem, None)) if private else None
+        rng = make_rng(self.random_state)
         reservation = None
         if private and self.budget is not None:
             pre_data_event = None
@@ -703,7 +704,6 @@ class BaseDPEstimator(BaseEstimator):
             )
 
         with PrivatePhase(type(self).__name__, reservation) as phase:
-            rng = make_rng(self.random_state)
             phase.rng = rng
             phase.label_epsilon = label_epsilon
             phase.label_delta = label_delta

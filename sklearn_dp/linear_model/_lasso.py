@@ -157,6 +157,13 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
     default above), so one row moves every noisy quantity by a known
     amount.  Choosing ``radius`` or ``alpha`` by validation on the private data
     leaks beyond this guarantee.
+    The spend is reserved on ``budget`` before any private value is read
+    (after the public checks of parameters and of the input's schema: shape,
+    type, finiteness), and stands if the fit fails afterwards.
+    Everything observable (coefficients, ``n_iter_``, every fitted
+    attribute, printed progress, warnings, exceptions) is a function of
+    public inputs and of the noisy releases only; see
+    ``docs/guide/privacy_model.md``.
 
     Examples
     --------

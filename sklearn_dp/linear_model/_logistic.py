@@ -156,8 +156,11 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
     The fit is (epsilon, delta)-differentially private with respect to adding
     or removing one row of ``X`` together with its label.  Public (assumed
     known to an adversary, and not protected): the number of features,
-    ``data_norm``, ``feature_bound``, ``radius``, ``classes`` and every
-    hyper-parameter.
+    ``data_norm``, ``feature_bound``, ``radius``, ``classes`` (when given)
+    and every hyper-parameter.  Without ``classes`` the label set is
+    released by a thresholded noisy histogram (10% of epsilon, half of
+    delta; an ``ApproximateDpEvent`` in ``dp_event_``), and labels held by
+    few rows are left out with their rows.
     The number of rows is protected: 5% of epsilon buys a Laplace count of
     the rows, which stands in for n wherever n would be used (averaging,
     ``1 / (C n)``, sampling rates), jointly calibrated with the solver.
@@ -171,6 +174,13 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
     numerically (see :mod:`sklearn_dp.accounting`).  Choosing
     hyper-parameters (including epsilon) by validation score on the private
     data leaks beyond this guarantee.
+    The spend is reserved on ``budget`` before any private value is read
+    (after the public checks of parameters and of the input's schema: shape,
+    type, finiteness, labels in ``classes``), and stands if the fit fails afterwards.
+    Everything observable (coefficients, ``n_iter_``, every fitted
+    attribute, printed progress, warnings, exceptions) is a function of
+    public inputs and of the noisy releases only; see
+    ``docs/guide/privacy_model.md``.
 
     Examples
     --------
@@ -364,9 +374,9 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
             if found.size < 2:
                 raise public_error(
                     ValueError(
-                        "DPLogisticRegression: fewer than 2 labels passed the private release "
-                        "of the label set (labels held by few rows are not released). Pass "
-                        "classes=[...], the public label set."
+                        "DPLogisticRegression needs at least 2 classes: at most one class "
+                        "passed the private release of the label set (labels held by few rows "
+                        "are not released). Pass classes=[...], the public label set."
                     )
                 )
             released["classes"] = found

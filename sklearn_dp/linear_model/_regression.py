@@ -166,6 +166,13 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
     block's share of the clip;
     ``solver="resque"`` multiplies the bound by the cap on its ReSQue weights
     (see ``docs/solvers/resque.md``).
+    The spend is reserved on ``budget`` before any private value is read
+    (after the public checks of parameters and of the input's schema: shape,
+    type, finiteness), and stands if the fit fails afterwards.
+    Everything observable (coefficients, ``n_iter_``, every fitted
+    attribute, printed progress, warnings, exceptions) is a function of
+    public inputs and of the noisy releases only; see
+    ``docs/guide/privacy_model.md``.
     """
 
     _parameter_constraints = {
