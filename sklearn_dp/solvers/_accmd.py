@@ -277,14 +277,23 @@ def dp_accmd(
     Privacy
     -------
     (epsilon, delta)-DP under add/remove-one-row neighbouring.  Each of the T
-    iterations releases the sum of per-sample gradients clipped to C
-    (sensitivity C) plus ``N(0, (sigma C)^2 I)``; the T adaptive Gaussian
+    iterations releases, through the noise gateway
+    (:func:`noisy_gradient_release`, label ``"clipped gradient sum"``), the
+    sum of per-sample gradients clipped to C
+    (:func:`sklearn_dp._kernels.clipped_gradient_sum`, sensitivity C) plus
+    ``N(0, (sigma C)^2 I)``; the T adaptive Gaussian
     mechanisms compose exactly into one with multiplier ``sigma / sqrt(T)``.
     The coupling, mirror steps and y-steps use only these noisy sums and
     public constants, so the output ``y_T`` is post-processing.  The sums are
     averaged with ``data.normalizer`` and the default T uses
     ``data.n_public`` (a DP count from the estimators; a direct call without
     one treats n as public).  Public: the bounds, R, T, the mirror map.
+    Every observable (coefficients, ``n_iter``, details,
+    ``info["gradient_evaluations"] = n_public * T``, the progress lines,
+    which print the norm of the noisy averaged gradient, and exceptions) is
+    a function of public values and of the releases; the options are
+    checked before the data is read (:func:`check_dp_accmd` for
+    estimators, before their reservation).
 
     Assumptions of the utility guarantee (Theorem 5.4): convex, smooth loss;
     a centrally symmetric constraint set; no regularizer.

@@ -461,12 +461,25 @@ def dp_gd(
     Returns
     -------
     SolverResult
+        ``n_iter`` is T; ``info["gradient_evaluations"]`` is ``n_public * T``
+        (from the public stand-in for n, not the true row count).
+
+    Raises
+    ------
+    ValueError
+        For an option it refuses (before reading the data; estimators run
+        the same check, :func:`check_dp_gd`, before they reserve the spend).
+    ConvergenceError
+        When the iterates diverge: they are computed from the noisy releases
+        only, so the error is a function of released values (marked public).
 
     Privacy
     -------
     (epsilon, delta)-DP under add/remove-one-row neighbouring.  Each step
-    releases the sum of per-sample gradients, each clipped to L2 norm ``C``
-    (so adding or removing a row moves the sum by at most ``C``: sensitivity
+    releases, through the noise gateway (:func:`sklearn_dp._noise.gaussian`,
+    label ``"clipped gradient sum"``), the sum of per-sample gradients, each
+    clipped to L2 norm ``C`` (:func:`sklearn_dp._kernels.clipped_gradient_sum`;
+    adding or removing a row moves the sum by at most ``C``: sensitivity
     ``C``), plus ``N(0, (sigma C)^2 I)``.  The T steps are adaptive Gaussian
     mechanisms and compose exactly into one Gaussian mechanism with
     multiplier ``sigma / sqrt(T)``; sigma is the smallest value for which the
@@ -477,6 +490,9 @@ def dp_gd(
     ``data.n_public``.  Public: the number of coefficients, the bounds,
     alpha, the step size, T; everything else (momentum, averaging, the
     random index tau, drawn independently of the data) is post-processing.
+    Every observable (the coefficients, ``n_iter``, the details and info,
+    the progress lines, which print the norm of the noisy averaged gradient,
+    and any exception) is a function of public values and of the releases.
     """
     X, y = data.X, data.y
     n_columns = X.shape[1]

@@ -179,15 +179,22 @@ def dp_sgd(
     Privacy
     -------
     (epsilon, delta)-DP under add/remove-one-row neighbouring.  Each step is
-    the Gaussian mechanism (noise ``N(0, (sigma C)^2 I)``) on the sum of
-    per-sample gradients clipped to ``C`` over a Poisson sample with rate
-    ``q = batch_size / n``; adding or removing a row changes the sum by at most
-    ``C``.  The T steps compose as ``SelfComposed(PoissonSampled(q,
+    the Gaussian mechanism (noise ``N(0, (sigma C)^2 I)``, released through
+    the noise gateway, :func:`sklearn_dp._noise.gaussian`) on the sum of
+    per-sample gradients clipped to ``C``
+    (:func:`sklearn_dp._kernels.clipped_gradient_sum`) over a Poisson sample
+    with rate ``q = batch_size / n`` (drawn by
+    :func:`sklearn_dp._noise.poisson_sample`); adding or removing a row
+    changes the sum by at most ``C``.  The T steps compose as ``SelfComposed(PoissonSampled(q,
     Gaussian(sigma)), T)``, and sigma is the smallest multiplier for which the
     PLD accountant certifies (epsilon, delta).  Dividing by the public
     expected batch size ``q * data.normalizer`` (not the drawn one, nor the
     true n) keeps the batch size and the row count private.  Public: bounds,
-    q, T, step size, alpha.
+    q, T, step size, alpha.  Every observable (coefficients, ``n_iter``,
+    details, progress lines of the noisy gradient's norm, exceptions) is a
+    function of public values and of the releases; options are checked
+    before the data is read (:func:`check_dp_sgd` for estimators, before
+    their reservation).
     """
     check_dp_sgd_options(
         max_iter=max_iter, batch_size=batch_size, step_size=step_size, clip_norm=clip_norm,

@@ -52,6 +52,11 @@ rounded (rates to two significant digits, epoch lengths up to a geometric
 grid with 12% steps) so that fits on noisy counts of similar size share one
 cached calibration.
 
+The pre-noise sums are the kernels ``svrg_snapshot_sum`` and
+``svrg_difference_sum`` of :mod:`sklearn_dp._kernels`; every release goes
+through the noise gateway (:func:`sklearn_dp._noise.gaussian`) and every
+inner batch is drawn by :func:`sklearn_dp._noise.poisson_sample`.
+
 The fit is ``Compose(SelfComposed(Gaussian(s_snap), T), SelfComposed(
 PoissonSampled(q, Gaussian(s_diff)), K))`` with ``T`` epochs and ``K`` inner
 steps in total.  ``s_snap`` is fixed so that the snapshots alone would use
@@ -70,7 +75,7 @@ import numpy as np
 from dp_accounting import dp_event as dpe
 
 from .. import _noise, accounting
-from .._kernels import clipped_derivatives, svrg_difference_sum, svrg_snapshot_sum
+from .._kernels import svrg_difference_sum, svrg_snapshot_sum
 from ..exceptions import public_error
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._gradient_descent import check_clip_norm, check_step_size, gradient_bound
@@ -93,7 +98,6 @@ __all__ = [
     "prox_elastic_net",
     "snapshot_release",
     "difference_release",
-    "clipped_derivatives",
     "DEFAULT_SNAPSHOT_SHARE",
     "MAX_VARIANCE_RATIO",
     "DEFAULT_SVRG_EPOCHS",
@@ -765,7 +769,11 @@ def dp_svrg(
         ``sqrt(n)`` (at least 16).
     step_size : float, optional
         Default ``min(b / (48 L), 1 / L)`` with ``L = loss.smoothness *
-        row_norm_bound**2`` (see :func:`svrg_step_size`).
+        row_norm_bound**2`` (see :func:`svrg_step_size`).  With the default
+        ``inner_steps``, at most :func:`svrg_max_step_size` ``= b / (32 L)``:
+        a larger one is refused when ``batch_size`` is given, and clamped to
+        it when b comes from the row count (``plan.details`` records the
+        ``step_size`` used and the ``requested_step_size``).
     inner_steps : int, optional
         Epoch length m; default the smallest m for which the per-epoch
         contraction factor of the paper's analysis is below 1/2 (condition
@@ -787,17 +795,23 @@ def dp_svrg(
     -------
     SolverResult
         ``n_iter`` is the number of epochs; ``info["gradient_evaluations"]``
-        counts per-sample gradient evaluations (n per snapshot, 2 per sampled
-        row per inner step).
+        is the expected number of per-sample gradient evaluations (n per
+        snapshot, 2 per sampled row per inner step) with ``n = n_public``,
+        the public stand-in for the row count (never the true n or the drawn
+        batch sizes); ``info["mean_difference_bound"]`` the mean of the inner
+        steps' (public) sensitivities.
 
     Privacy
     -------
     (epsilon, delta)-DP under add/remove-one-row neighbouring.  Per epoch,
     one Gaussian mechanism on the full data (the snapshot gradient sum,
-    sensitivity C, multiplier ``s_snap``), and per inner step one
-    Poisson-subsampled Gaussian mechanism (rate b/n) on the sum of
-    per-sample gradient differences, each clipped to ``Delta`` (sensitivity
-    ``Delta``, multiplier ``s_diff``); ``Delta = 2C`` or the adaptive
+    :func:`sklearn_dp._kernels.svrg_snapshot_sum`, sensitivity C, multiplier
+    ``s_snap``), and per inner step one Poisson-subsampled Gaussian mechanism
+    (rate b/n, the sample drawn by :func:`sklearn_dp._noise.poisson_sample`)
+    on the sum of per-sample gradient differences, each clipped to ``Delta``
+    (:func:`sklearn_dp._kernels.svrg_difference_sum`, sensitivity ``Delta``,
+    multiplier ``s_diff``); every release goes through the noise gateway
+    (:func:`sklearn_dp._noise.gaussian`); ``Delta = 2C`` or the adaptive
     ``min(2C, L_row ||W - W_snap||)``, a function of earlier noisy releases.
     The T + K mechanisms compose into the recorded DpEvent; ``s_snap``
     spends ``snapshot_share`` of the budget and ``s_diff`` is calibrated with
@@ -806,7 +820,13 @@ def dp_svrg(
     ``data.normalizer`` and the rate and epoch lengths use ``data.n_public``
     (the estimators' DP row count; a direct call without one treats n as
     public).  Everything else (the proximal steps, averaging) is
-    post-processing of the noisy releases.
+    post-processing of the noisy releases.  Every observable (coefficients,
+    ``n_iter``, details, info, the progress lines, which print the norm of
+    the noisy snapshot gradient, and exceptions) is a function of public
+    values and of the releases: the options are checked before the data is
+    read (:func:`check_dp_svrg` for estimators, before their reservation),
+    and a ``step_size`` too large for a batch size derived from the DP count
+    is clamped (:func:`plan_dp_svrg`), never refused in a count-dependent way.
 
     Assumptions of the utility guarantee (Theorem 4.2): convex, smooth loss;
     objective ``mu``-strongly convex (``mu = alpha (1 - l1_ratio)``; the
@@ -897,8 +917,11 @@ def dp_svrg_pp(
     -------
     As :func:`dp_svrg`, with ``K = m (2**(T+1) - 2)`` inner steps: T
     full-data Gaussian snapshots (sensitivity C) and K Poisson-subsampled
-    Gaussian difference sums (sensitivity ``Delta``), composed into the
-    recorded DpEvent and calibrated with the PLD accountant.
+    Gaussian difference sums (sensitivity ``Delta``), each released through
+    the noise gateway, composed into the recorded DpEvent and calibrated
+    with the PLD accountant.  Every observable is a function of public
+    values and of the releases (as for :func:`dp_svrg`; the step size is
+    used as given).
 
     Assumptions of the utility guarantee (Theorem 4.4): convex, smooth loss;
     no strong convexity needed.
