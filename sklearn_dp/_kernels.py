@@ -19,8 +19,8 @@ import numpy as np
 
 __all__ = [
     "clip_scale",
-    "clipped_derivatives",
     "clipped_gradient_sum",
+    "l2_clipped_derivatives",
     "svrg_snapshot_sum",
     "svrg_difference_sum",
 ]
@@ -45,7 +45,7 @@ def clip_scale(norms, clip_norm):
 # --------------------------------------------------------------------------
 
 
-def clipped_derivatives(X, y, W, loss, clip_norm, row_norms):
+def l2_clipped_derivatives(X, y, W, loss, clip_norm, row_norms):
     """Per-sample ``dl/dz``, each scaled so that the gradient ``outer(x_i, D_i)`` has norm <= ``clip_norm``.
 
     Parameters
@@ -109,10 +109,10 @@ def clipped_gradient_sum(X, y, W, loss, clip_norm, row_norms, sample_weight=None
     -----
     The gradient of sample i is ``outer(x_i, D_i)`` with ``D = dl/dz``; its
     norm is ``||D_i|| * ||x_i||``, so clipping rescales ``D_i`` by a scalar
-    (:func:`clipped_derivatives`).  The cost is ``X @ W`` and ``X.T @ D``,
+    (:func:`l2_clipped_derivatives`).  The cost is ``X @ W`` and ``X.T @ D``,
     whatever ``n_outputs``.
     """
-    D = clipped_derivatives(X, y, W, loss, clip_norm, row_norms)
+    D = l2_clipped_derivatives(X, y, W, loss, clip_norm, row_norms)
     if sample_weight is not None:
         D = D * sample_weight[:, None]
     return np.asarray(X.T @ D)
@@ -131,7 +131,7 @@ def svrg_snapshot_sum(X, y, W_snapshot, loss, clip_norm, row_norms):
     grad_sum : ndarray of shape (n_features, n_outputs)
     D : ndarray of shape (n_samples, n_outputs)
     """
-    D = clipped_derivatives(X, y, W_snapshot, loss, clip_norm, row_norms)
+    D = l2_clipped_derivatives(X, y, W_snapshot, loss, clip_norm, row_norms)
     return np.asarray(X.T @ D), D
 
 
@@ -163,7 +163,7 @@ def svrg_difference_sum(X, y, W, loss, clip_norm, row_norms, D_snapshot, bound):
     """
     if X.shape[0] == 0:
         return np.zeros(np.shape(W))
-    diff = clipped_derivatives(X, y, W, loss, clip_norm, row_norms) - D_snapshot
+    diff = l2_clipped_derivatives(X, y, W, loss, clip_norm, row_norms) - D_snapshot
     norms = np.sqrt(np.einsum("ij,ij->i", diff, diff)) * row_norms
     diff = diff * clip_scale(norms, bound)[:, None]
     return np.asarray(X.T @ diff)

@@ -24,7 +24,7 @@ from dp_accounting import dp_event as dpe
 import sklearn_dp.solvers as solvers_module
 from sklearn_dp import DPLogisticRegression, DPSCORegressor, PrivacyBudget
 from sklearn_dp._data import BoundedData, bound_data
-from sklearn_dp._kernels import clipped_derivatives
+from sklearn_dp._kernels import l2_clipped_derivatives
 from sklearn_dp._losses import get_loss
 from sklearn_dp.accounting import epsilon_of_event, gaussian_noise_multiplier, gaussian_steps_event
 from sklearn_dp.solvers import _accmd, _svrg, dp_accmd, dp_gd, dp_svrg, dp_svrg_pp
@@ -311,7 +311,7 @@ def test_difference_and_snapshot_sensitivity_under_extreme_rows():
     norms = np.linalg.norm(X, axis=1)
     W, W_snap = rng.normal(size=(6, 1)) * 1e3, rng.normal(size=(6, 1)) * 1e3
     C = 0.5
-    D_snap = clipped_derivatives(X, y, W_snap, LOGISTIC, C, norms)
+    D_snap = l2_clipped_derivatives(X, y, W_snap, LOGISTIC, C, norms)
     for bound in (2 * C, 1e-3):
         total = difference_release(X, y, norms, D_snap, W, LOGISTIC, C, bound, 0.0, rng)
         assert np.linalg.norm(total) <= bound * (1 + 1e-12)
@@ -342,7 +342,7 @@ def test_smoothness_bound_of_gradient_differences(loss, n_outputs):
         W = rng.normal(size=(d, n_outputs)) * scale
         W2 = W + rng.normal(size=(d, n_outputs)) * scale
         for clip in (0.2, np.inf):
-            diff = clipped_derivatives(X, y, W, loss, clip, norms) - clipped_derivatives(
+            diff = l2_clipped_derivatives(X, y, W, loss, clip, norms) - l2_clipped_derivatives(
                 X, y, W2, loss, clip, norms
             )
             per_sample = np.linalg.norm(diff, axis=1) * norms
@@ -836,6 +836,11 @@ def test_public_option_checks_fail_before_the_reservation(estimator, params, mes
         assert budget.ledger == []
 
 
+def test_public_checks_are_registered():
+    for name in ("dp_gd", "dp_sgd", "dp_svrg", "dp_svrg_pp", "dp_accmd"):
+        assert solvers_module.SOLVERS[name].check is not None, name
+
+
 def test_divergence_is_a_public_error_and_the_fit_stays_charged():
     """A diverging fit (iterates computed from noisy releases only) fails after the reservation.
 
@@ -852,6 +857,18 @@ def test_divergence_is_a_public_error_and_the_fit_stays_charged():
             random_state=0, solver_options={"momentum": None, "output": "last"},
         ).fit(X / 10, y)
     assert [(e.status, e.error) for e in budget.ledger] == [("failed", "ConvergenceError")]
+
+
+def test_svrg_calibration_failure_is_a_public_error_and_stays_charged():
+    """The plan needs the DP count (for the sampling rate): a calibration that fails then
+    fails after the reservation, with a public message (no private value in it)."""
+    X, y = make_classification(n_samples=100, n_features=3, n_informative=2, n_redundant=0,
+                               random_state=0)
+    budget = PrivacyBudget(5.0, 1e-5)
+    with pytest.raises(ValueError, match="cannot be calibrated for delta=1e-300"):
+        DPLogisticRegression(solver="dp_svrg", delta=1e-300, C=0.1, max_iter=2, classes=[0, 1],
+                             budget=budget, random_state=0).fit(X / 10, y)
+    assert [(e.status, e.error) for e in budget.ledger] == [("failed", "ValueError")]
 
 
 @pytest.mark.parametrize(

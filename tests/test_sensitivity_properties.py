@@ -56,8 +56,8 @@ from scipy.special import expit, softmax
 
 from sklearn_dp._data import bound_data
 from sklearn_dp._kernels import (
-    clipped_derivatives,
     clipped_gradient_sum,
+    l2_clipped_derivatives,
     svrg_difference_sum,
     svrg_snapshot_sum,
 )
@@ -875,7 +875,7 @@ def test_clipped_derivatives_clip_every_sample_gradient(case, W, W_snapshot):
     shape = (big.n_columns, n_outputs_of(loss_name))
     W = W[: shape[0] * shape[1]].reshape(shape)
     clip = gradient_bound(loss, big.row_norm_bound, None, private=True)
-    D = clipped_derivatives(big.X, big.y, W, loss, clip, big.row_norms)
+    D = l2_clipped_derivatives(big.X, big.y, W, loss, clip, big.row_norms)
     norms = np.linalg.norm(D, axis=1) * big.row_norms
     assert np.all(norms <= clip * (1 + REL))
 

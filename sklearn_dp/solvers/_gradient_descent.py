@@ -88,7 +88,7 @@ def check_max_iter(max_iter):
 def check_momentum(momentum, allowed=("nesterov", None)):
     """``momentum`` is one of ``allowed``."""
     if not any(momentum is a or (isinstance(momentum, str) and momentum == a) for a in allowed):
-        shown = " or ".join(repr(a) for a in allowed)
+        shown = ", ".join(repr(a) for a in allowed[:-1]) + f" or {allowed[-1]!r}"
         raise ValueError(f"momentum must be {shown}, got {momentum!r}.")
 
 

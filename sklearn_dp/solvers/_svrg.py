@@ -294,7 +294,18 @@ def svrg_noise_multipliers(epsilon, delta, sampling_probability, n_epochs, n_inn
 
     # No upper bound is passed: the search from 1 brackets the answer in a
     # few accountant calls, while PLDs at very large multipliers are slow.
-    difference = accounting.calibrate_noise_multiplier(make_event, epsilon, delta)
+    try:
+        difference = accounting.calibrate_noise_multiplier(make_event, epsilon, delta)
+    except ValueError:
+        # A function of public inputs and of the rate and step count (which
+        # may come from the released row count): public.
+        raise public_error(
+            ValueError(
+                f"The noisy SVRG steps cannot be calibrated for delta={delta:.3g}: the "
+                "accountant finds no noise multiplier in its range (typically for a delta "
+                "far below 1e-12). Raise delta, or lower max_iter or inner_steps."
+            )
+        ) from None
     return float(snapshot), float(difference)
 
 
@@ -340,11 +351,11 @@ def check_svrg_options(
         _check_positive_int(value, option)
     check_step_size(step_size)
     check_clip_norm(clip_norm)
-    if difference_bound not in _DIFFERENCE_BOUNDS:
+    if not isinstance(difference_bound, str) or difference_bound not in _DIFFERENCE_BOUNDS:
         raise ValueError(
             f"difference_bound must be one of {_DIFFERENCE_BOUNDS}, got {difference_bound!r}."
         )
-    if output not in _OUTPUTS:
+    if not isinstance(output, str) or output not in _OUTPUTS:
         raise ValueError(f"output must be 'average' or 'last', got {output!r}.")
     if (
         isinstance(snapshot_share, bool)
