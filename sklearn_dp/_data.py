@@ -7,10 +7,10 @@ norm contributes at most the bound to any noisy sum.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import scipy.sparse as sp
+
+from ._design import BLOCK_ROWS, EXCESS_FACTOR, Design
 
 __all__ = [
     "BoundedData",
@@ -64,15 +64,28 @@ def _row_norm_factors(X):
     of to the bound) are recomputed divided by their largest entry, which
     becomes their ``scale``.  Other rows are unaffected.
     """
+    # In float64 whatever the input's type (float32 squares lose digits), by
+    # blocks of rows, so no converted copy of X is made.
+    norms = np.empty(X.shape[0])
     with np.errstate(over="ignore"):
-        if sp.issparse(X):
-            norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
-        else:
-            norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+        for start in range(0, X.shape[0], BLOCK_ROWS):
+            stop = min(start + BLOCK_ROWS, X.shape[0])
+            block = X[start:stop]
+            if sp.issparse(block):
+                squares = np.asarray(block.data, dtype=np.float64) ** 2
+                rows = np.repeat(np.arange(stop - start), np.diff(block.indptr))
+                norms[start:stop] = np.sqrt(np.bincount(rows, weights=squares, minlength=stop - start))
+            else:
+                block = np.asarray(block, dtype=np.float64)
+                norms[start:stop] = np.sqrt(np.einsum("ij,ij->i", block, block))
     scale = np.ones_like(norms)
     redo = np.flatnonzero((norms < _UNDERFLOW_NORM) | np.isinf(norms))
     if redo.size:
-        rows = sp.csr_matrix(X[redo], dtype=float, copy=True) if sp.issparse(X) else X[redo]
+        rows = (
+            sp.csr_matrix(X[redo], dtype=float, copy=True)
+            if sp.issparse(X)
+            else np.asarray(X[redo], dtype=np.float64)
+        )
         if sp.issparse(X):
             row_max = abs(rows).max(axis=1).toarray().ravel()
         else:
@@ -122,23 +135,28 @@ def clip_labels(y, bound):
     return np.clip(np.asarray(y, dtype=float), -float(bound), float(bound))
 
 
-@dataclass(frozen=True)
 class BoundedData:
     """Private data after bounding, with the public bounds that hold for it.
 
-    Attributes
-    ----------
-    X : ndarray or CSR matrix of shape (n_samples, n_features + fit_intercept)
-        Clipped rows, with a constant column ``intercept_scaling`` appended
-        when ``fit_intercept``.
+    Parameters and attributes
+    -------------------------
+    design : Design
+        The bounded rows (and the intercept column) as an operator on the
+        caller's ``X``, without a copy (see :class:`sklearn_dp._design.Design`).
+        Solvers compute with it: ``design.matmul(W)``, ``design.rmatmul(V)``,
+        ``design.rows(batch)``, ``design.gram(weights)``, ``design.columns(cols)``.
+    X : ndarray or CSR matrix of shape (n_samples, n_columns), read-only property
+        ``design`` materialised (a full copy, made on first access): for
+        tests and reference computations.  A ``BoundedData`` may also be
+        built from an already bounded ``X`` (``BoundedData(X=..., ...)``).
     y : ndarray of shape (n_samples,)
         Encoded (classification) or clipped (regression) labels.
     row_norms : ndarray of shape (n_samples,)
-        L2 norms of the rows of ``X`` (private; used only inside clipping).
+        L2 norms of the rows of ``X~`` (private; used only inside clipping).
     row_norm_bound : float
         Public bound on ``row_norms`` (L2), intercept column included.
     feature_bound : ndarray of shape (n_columns,) or None
-        Public bound on each column, ``|X[i, j]| <= feature_bound[j]``
+        Public bound on each column, ``|X~[i, j]| <= feature_bound[j]``
         (intercept column included), when the rows were bounded entrywise
         (``geometry="linf"``), else None.
     n_public : float
@@ -156,37 +174,140 @@ class BoundedData:
     intercept_scaling : float
     """
 
-    X: object
-    y: np.ndarray
-    row_norms: np.ndarray
-    row_norm_bound: float
-    penalized: np.ndarray
-    fit_intercept: bool
-    intercept_scaling: float
-    feature_bound: np.ndarray | None = None
-    n_public: float | None = None
-    normalizer: float | None = None
-
-    def __post_init__(self):
+    def __init__(
+        self,
+        X=None,
+        y=None,
+        row_norms=None,
+        row_norm_bound=None,
+        penalized=None,
+        fit_intercept=False,
+        intercept_scaling=1.0,
+        feature_bound=None,
+        n_public=None,
+        normalizer=None,
+        *,
+        design=None,
+    ):
+        if design is None:
+            if X is None:
+                raise TypeError("BoundedData needs X or design.")
+            design = Design(X)
+            self._X = X
+        else:
+            self._X = None
+        self.design = design
+        self.y = y
+        self.row_norms = design.row_norms() if row_norms is None else row_norms
+        self.row_norm_bound = row_norm_bound
+        self.penalized = penalized
+        self.fit_intercept = bool(fit_intercept)
+        self.intercept_scaling = float(intercept_scaling)
+        self.feature_bound = feature_bound
         # Unset: the row count is treated as public (direct solver calls).
-        if self.n_public is None:
-            object.__setattr__(self, "n_public", float(self.X.shape[0]))
-        if self.normalizer is None:
-            object.__setattr__(self, "normalizer", float(self.n_public))
+        self.n_public = float(design.n_rows) if n_public is None else n_public
+        self.normalizer = float(self.n_public) if normalizer is None else normalizer
+
+    @property
+    def X(self):
+        if self._X is None:
+            self._X = self.design.materialize()
+        return self._X
 
     @property
     def n_samples(self):
-        return self.X.shape[0]
+        return self.design.n_rows
 
     @property
     def n_columns(self):
-        return self.X.shape[1]
+        return self.design.n_columns
 
     def split_coef(self, W):
         """(coef of shape (n_outputs, n_features), intercept of shape (n_outputs,))."""
         if self.fit_intercept:
             return W[:-1].T.copy(), W[-1] * self.intercept_scaling
         return W.T.copy(), np.zeros(W.shape[1])
+
+
+def _entrywise(X, bound):
+    """``(excess, patch_rows, patch)`` of X clipped to ``[-bound, bound]`` per column, no copy of X.
+
+    Entries beyond ``EXCESS_FACTOR`` times their bound make their row a
+    patched row (its clipped values stored exactly); other entries beyond the
+    bound go to ``excess`` (amount beyond the bound, with its sign).
+    """
+    n, d = X.shape
+    bound = np.broadcast_to(np.asarray(bound, dtype=np.float64), (d,))
+    rows, cols, values, huge_rows = [], [], [], []
+    if sp.issparse(X):
+        column_bound = bound[X.indices]
+        data = X.data.astype(np.float64)
+        over = np.abs(data) > column_bound
+        if np.any(over):
+            entry_rows = np.repeat(np.arange(n), np.diff(X.indptr))
+            huge = np.abs(data) > EXCESS_FACTOR * column_bound
+            huge_rows = np.unique(entry_rows[huge])
+            moderate = over & ~np.isin(entry_rows, huge_rows)
+            rows = entry_rows[moderate]
+            cols = X.indices[moderate]
+            values = data[moderate] - np.clip(data[moderate], -column_bound[moderate], column_bound[moderate])
+    else:
+        rows, cols, values, huge_rows = [], [], [], []
+        for start in range(0, n, BLOCK_ROWS):
+            block = np.asarray(X[start:start + BLOCK_ROWS], dtype=np.float64)
+            over = np.abs(block) > bound
+            if not np.any(over):
+                continue
+            huge = np.any(np.abs(block) > EXCESS_FACTOR * bound, axis=1)
+            huge_rows.append(start + np.flatnonzero(huge))
+            over[huge] = False
+            r, c = np.nonzero(over)
+            rows.append(start + r)
+            cols.append(c)
+            values.append(block[r, c] - np.clip(block[r, c], -bound[c], bound[c]))
+        rows = np.concatenate(rows) if rows else np.zeros(0, dtype=np.intp)
+        cols = np.concatenate(cols) if cols else np.zeros(0, dtype=np.intp)
+        values = np.concatenate(values) if values else np.zeros(0)
+        huge_rows = np.concatenate(huge_rows) if huge_rows else np.zeros(0, dtype=np.intp)
+    excess = None
+    if len(values):
+        excess = sp.csr_matrix((values, (rows, cols)), shape=(n, d))
+    patch_rows = patch = None
+    if len(huge_rows):
+        patch_rows = np.asarray(huge_rows, dtype=np.intp)
+        raw = X[patch_rows]
+        raw = raw.toarray() if sp.issparse(raw) else np.asarray(raw)
+        patch = np.clip(np.asarray(raw, dtype=np.float64), -bound, bound)
+        if sp.issparse(X):
+            patch = sp.csr_matrix(patch)
+    return excess, patch_rows, patch
+
+
+def _l2_scaling(X, bound):
+    """``(row_scale, patch_rows, patch)`` scaling every row of X to L2 norm at most ``bound``.
+
+    Rows whose norm over- or underflows (see :func:`_row_norm_factors`) are
+    patched: their values divided by their largest entry, with that entry
+    folded into their scale.
+    """
+    scale, norms = _row_norm_factors(X)
+    with np.errstate(over="ignore", divide="ignore"):
+        row_scale = np.minimum(scale, float(bound) / np.maximum(norms, np.finfo(float).tiny))
+    redo = np.flatnonzero(scale != 1.0)
+    patch_rows = patch = None
+    if redo.size:
+        patch_rows = redo
+        raw = X[redo]
+        if sp.issparse(X):
+            raw = sp.csr_matrix(raw, dtype=np.float64)
+            raw.data /= np.repeat(scale[redo], np.diff(raw.indptr))
+            patch = raw
+        else:
+            patch = np.asarray(raw, dtype=np.float64) / scale[redo][:, None]
+    # A factor of 1 everywhere needs no vector.
+    if np.all(row_scale == 1.0):
+        row_scale = None
+    return row_scale, patch_rows, patch
 
 
 def bound_data(
@@ -216,11 +337,12 @@ def bound_data(
     count (see :class:`BoundedData`); None treats the row count as public.
     """
     n_features = X.shape[1]
+    row_scale = excess = patch_rows = patch = None
     if geometry == "l2" and data_norm is None and feature_bound is not None:
         # Entrywise bounds imply the L2 bound sqrt(sum_j feature_bound_j^2):
         # the L2 solvers also run on data with per-feature bounds only.
         entry_bound = check_feature_bound(feature_bound, n_features)
-        X = clip_rows_linf(X, entry_bound)
+        excess, patch_rows, patch = _entrywise(X, entry_bound)
         norm_bound = float(np.sqrt(np.sum(entry_bound**2)))
     elif geometry == "l2":
         if data_norm is None:
@@ -229,7 +351,7 @@ def bound_data(
                 "||X[i]||_2; longer rows are scaled down) or feature_bound (public bounds "
                 "on |X[i, j]|, which imply one)."
             )
-        X = clip_rows_l2(X, data_norm)
+        row_scale, patch_rows, patch = _l2_scaling(X, data_norm)
         norm_bound = float(data_norm)
         entry_bound = None
     elif geometry == "linf":
@@ -239,24 +361,24 @@ def bound_data(
                 "on |X[i, j]|; larger entries are clipped)."
             )
         entry_bound = check_feature_bound(feature_bound, n_features)
-        X = clip_rows_linf(X, entry_bound)
+        excess, patch_rows, patch = _entrywise(X, entry_bound)
         norm_bound = float(np.sqrt(np.sum(entry_bound**2)))
     else:
         raise ValueError(f"Unknown geometry {geometry!r}.")
-    n_samples = X.shape[0]
+    design = Design(
+        X, row_scale=row_scale, excess=excess, patch_rows=patch_rows, patch=patch,
+        intercept=float(intercept_scaling) if fit_intercept else None,
+    )
     if fit_intercept:
-        column = np.full((n_samples, 1), float(intercept_scaling), dtype=X.dtype)
-        X = sp.hstack([X, sp.csr_matrix(column)], format="csr") if sp.issparse(X) else np.hstack([X, column])
         norm_bound = float(np.hypot(norm_bound, intercept_scaling))
         if entry_bound is not None:
             entry_bound = np.append(entry_bound, float(intercept_scaling))
-    penalized = np.ones(X.shape[1], dtype=bool)
+    penalized = np.ones(design.n_columns, dtype=bool)
     if fit_intercept:
         penalized[-1] = False
     return BoundedData(
-        X=X,
+        design=design,
         y=y,
-        row_norms=row_l2_norms(X),
         row_norm_bound=norm_bound,
         penalized=penalized,
         fit_intercept=bool(fit_intercept),

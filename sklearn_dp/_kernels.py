@@ -23,6 +23,8 @@ __all__ = [
     "l2_clipped_derivatives",
     "svrg_snapshot_sum",
     "svrg_difference_sum",
+    "resque_query_derivatives",
+    "capped_resque_sum",
 ]
 
 
@@ -182,3 +184,73 @@ def svrg_difference_sum(X, y, W, loss, clip_norm, row_norms, D_snapshot, bound):
 # --------------------------------------------------------------------------
 # ReSQue sums: resque
 # --------------------------------------------------------------------------
+
+
+def resque_query_derivatives(features, y, loss, center, xi):
+    """Derivatives ``l'(x_i @ (center + xi_i), y_i)`` of ReSQue queries, clipped to the loss's bound.
+
+    Parameters
+    ----------
+    features : ndarray of shape (m, d)
+        The queried rows ``x_i`` (dense; clipped to the public row bound by
+        the data layer).
+    y : ndarray of shape (m,)
+        Their labels.
+    loss : GLMLoss
+        A loss with a finite ``derivative_bound`` (Lipschitz in the score).
+    center : ndarray of shape (d,)
+        Reference point of the round.
+    xi : ndarray of shape (m, d)
+        The perturbations (data-independent draws, ``N(0, rho^2 I)``).
+
+    Returns
+    -------
+    ndarray of shape (m,)
+        ``clip(l'(<x_i, center + xi_i>, y_i), -derivative_bound, derivative_bound)``.
+        The clip is already a no-op for the globally Lipschitz losses resque
+        accepts; it makes ``|l'_i| <= derivative_bound`` hold by construction
+        whatever the query point (``np.clip`` is exact: no rounding above the bound).
+    """
+    margins = features @ center + np.einsum("ij,ij->i", features, xi)
+    derivative = loss.derivative(margins[:, None], y)[:, 0]
+    bound = loss.derivative_bound
+    return np.clip(derivative, -bound, bound)
+
+
+def capped_resque_sum(xi, derivative, features, offset, scale, max_log_weight, max_weight):
+    """``sum_i min(w_i, max_weight) l'_i x_i``: the pre-noise sum of one resque inner step.
+
+    ``w_i = exp((2 <offset, xi_i> - ||offset||^2) * scale)`` with ``offset = x -
+    center`` and ``scale = 1 / (2 rho^2)`` (the ReSQue weight, capped in log
+    space first so that it cannot overflow, then exactly: ``exp(log 3)`` may
+    round above 3), ``l'_i`` the query's derivative (clipped to the loss's
+    bound, :func:`resque_query_derivatives`) and ``x_i`` the row.
+
+    Parameters
+    ----------
+    xi : ndarray of shape (m, d)
+    derivative : ndarray of shape (m,)
+    features : ndarray of shape (m, d)
+    offset : ndarray of shape (d,)
+        ``x - center``: where the gradient is estimated, relative to the round's centre.
+    scale : float
+        ``1 / (2 rho^2)``.
+    max_log_weight, max_weight : float
+        ``log(max_weight)`` and ``max_weight`` (>= 1, finite).
+
+    Returns
+    -------
+    ndarray of shape (d,)
+
+    Notes
+    -----
+    Sensitivity: each term has norm at most ``max_weight * derivative_bound *
+    ||x_i|| <= max_weight * L`` whatever ``xi_i`` and ``offset``; the
+    perturbations are drawn independently of the data, so a row added or
+    removed moves the sum by one term: at most ``max_weight * L`` in L2.
+    """
+    log_w = (2.0 * (xi @ offset) - offset @ offset) * scale
+    np.minimum(log_w, max_log_weight, out=log_w)
+    weights = np.exp(log_w, out=log_w)
+    np.minimum(weights, max_weight, out=weights)
+    return (weights * derivative) @ features

@@ -56,8 +56,10 @@ from scipy.special import expit, softmax
 
 from sklearn_dp._data import bound_data
 from sklearn_dp._kernels import (
+    capped_resque_sum,
     clipped_gradient_sum,
     l2_clipped_derivatives,
+    resque_query_derivatives,
     svrg_difference_sum,
     svrg_snapshot_sum,
 )
@@ -95,7 +97,6 @@ from sklearn_dp.solvers._l1_geometry import (
 )
 from sklearn_dp.solvers._mirror_descent import _resolve_p
 from sklearn_dp.solvers._perturbation import _smooth_glm, minimize_strongly_convex
-from sklearn_dp.solvers._resque import _evaluate_chunk, capped_resque_sum
 from sklearn_dp.solvers._svrg import _difference_bound
 from sklearn_dp.testing import trace_releases
 
@@ -766,23 +767,20 @@ def test_resque_step_sum_moves_by_at_most_max_weight_times_lipschitz(
     n_params = small.n_columns
     center = np.pad(center[:n_params], (0, n_params - min(n_params, center.size)))
     offset = np.pad(offset[:n_params], (0, n_params - min(n_params, offset.size)))
-    # The queries of one step over the big data set (every row sampled), as a round evaluates them.
-    rows = np.arange(big.n_samples)
-    xi, features, derivative = _evaluate_chunk(big.X, big.y, loss, center, rows, rho, seed, (0, 0))
-    # The hostile row's perturbation may be pushed anywhere (aligned with the offset: huge weight).
-    xi = xi.copy()
+    # One step whose batch holds every row (the coupling of the sensitivity):
+    # the perturbations are data-independent draws, one per row, and the
+    # shared rows keep theirs.  The hostile row's may be pushed anywhere
+    # (aligned with the offset: a huge weight before the cap).
+    xi = rho * np.random.default_rng(seed).standard_normal((big.n_samples, n_params))
     xi[nb.index] += xi_scale * offset
-    derivative = derivative.copy()
-    derivative[nb.index] = _evaluate_chunk(
-        big.X, big.y, loss, center + xi[nb.index], rows[nb.index : nb.index + 1], 0.0, 0, (0, 0)
-    )[2][0]
-    others = np.delete(rows, nb.index)
     scale = 1.0 / (2.0 * rho**2)
     args = (offset, scale, math.log(max_weight), max_weight)
-    sums = [
-        capped_resque_sum(xi[keep], derivative[keep], features[keep], *args)
-        for keep in (others, rows)
-    ]
+    sums = []
+    for data, perturbations in ((small, np.delete(xi, nb.index, axis=0)), (big, xi)):
+        features = data.X.toarray() if sp.issparse(data.X) else np.asarray(data.X, dtype=float)
+        derivative = resque_query_derivatives(features, data.y, loss, center, perturbations)
+        assert np.all(np.abs(derivative) <= loss.derivative_bound)
+        sums.append(capped_resque_sum(perturbations, derivative, features, *args))
     moved = change(nb, *sums)
     # resque's stated sensitivity: max_weight * derivative_bound * row_norm_bound.
     sensitivity = max_weight * loss.derivative_bound * small.row_norm_bound
@@ -1120,16 +1118,23 @@ def test_mirror_descent_noise_is_calibrated_to_the_tested_sensitivity(monkeypatc
 def test_resque_noise_is_calibrated_to_the_tested_sensitivity(monkeypatch):
     from sklearn_dp.solvers import _resque as module
 
+    from sklearn_dp.testing import trace_releases
+
     data = _link_data("l2", "binary", n=100)
-    result, spy = _run_spied(monkeypatch, module, "resque", data, make_loss("binary"),
-                             n_outputs=1, alpha=0.0, delta=1e-5, passes=1, max_weight=3.0)
+    with trace_releases() as trace:
+        result, spy = _run_spied(monkeypatch, module, "resque", data, make_loss("binary"),
+                                 n_outputs=1, alpha=0.0, delta=1e-5, passes=1, max_weight=3.0)
     details = result.plan.details
     sensitivity = 3.0 * 1.0 * data.row_norm_bound
     assert details["sensitivity"] == pytest.approx(sensitivity, rel=1e-15)
-    assert spy.normal_scales
+    assert len(spy.normal_scales) == result.n_iter == len(trace.releases)
     for scale in spy.normal_scales:
         assert float(scale) == pytest.approx(result.plan.noise_multiplier * sensitivity,
                                              rel=1e-15)
+    # Each release declares the sensitivity the property above tests.
+    for release in trace.releases:
+        assert (release.mechanism, release.norm) == ("gaussian", "l2")
+        assert release.sensitivity == pytest.approx(sensitivity, rel=1e-15)
 
 
 @pytest.mark.parametrize("name", ["dp_svrg", "dp_svrg_pp"])

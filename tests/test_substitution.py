@@ -315,10 +315,11 @@ def test_substitution(estimator, solver, params, kind):
     assert observed["trace"].releases, "a private fit made no release through the gateway"
 
 
+_SPARSE_PAIRS = [pair for pair in CONFIGS if SOLVERS[pair[1]].sparse]
+
+
 @pytest.mark.parametrize(
-    "estimator, solver",
-    [pair for pair in CONFIGS if SOLVERS[pair[1]].sparse],
-    ids="-".join,
+    "estimator, solver", _SPARSE_PAIRS, ids=[f"{e}-{s}" for e, s in _SPARSE_PAIRS]
 )
 def test_substitution_sparse_duplicates(estimator, solver):
     _run_pair(estimator, solver, CONFIGS[(estimator, solver)], _sparse_duplicates_pair(estimator))

@@ -32,6 +32,7 @@ import inspect
 import math
 import os
 import sys
+import threading
 import warnings
 from dataclasses import dataclass
 from numbers import Integral, Real
@@ -140,6 +141,40 @@ def _is_public(exception):
     return bool(getattr(exception, "__sklearn_dp_public__", False))
 
 
+class _Silence:
+    """Every warning silenced while at least one private phase runs, in any thread.
+
+    Warning filters are process-wide: a per-phase ``catch_warnings`` in two
+    threads would let one restore the filters while the other still reads
+    private data.  One ``catch_warnings`` is entered by the first phase and
+    left by the last.  (Warnings of other threads are silenced meanwhile too:
+    lost, never leaked.)
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._context = None
+
+    def __enter__(self):
+        with self._lock:
+            if self._depth == 0:
+                self._context = warnings.catch_warnings()
+                self._context.__enter__()
+                warnings.simplefilter("ignore")
+            self._depth += 1
+
+    def __exit__(self, *exc_info):
+        with self._lock:
+            self._depth -= 1
+            if self._depth == 0:
+                context, self._context = self._context, None
+                context.__exit__(None, None, None)
+
+
+_SILENCE = _Silence()
+
+
 class PrivatePhase:
     """The part of a fit that reads private values: nothing escapes it but released values.
 
@@ -174,14 +209,13 @@ class PrivatePhase:
     def __enter__(self):
         self._errstate = np.errstate(all="ignore")
         self._errstate.__enter__()
-        self._catch = warnings.catch_warnings()
-        self._catch.__enter__()
         if not self._debug:
-            warnings.simplefilter("ignore")
+            _SILENCE.__enter__()
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        self._catch.__exit__(None, None, None)
+        if not self._debug:
+            _SILENCE.__exit__(None, None, None)
         self._errstate.__exit__(None, None, None)
         if exc is None:
             try:

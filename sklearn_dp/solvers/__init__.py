@@ -330,7 +330,13 @@ register_solver(
     )
 )
 
-from ._resque import GLOBALLY_LIPSCHITZ_LOSSES, plan_resque, resque  # noqa: E402
+from ._resque import (  # noqa: E402
+    GLOBALLY_LIPSCHITZ_LOSSES,
+    OPTION_NAMES as _RESQUE_OPTIONS,
+    check_resque,
+    plan_resque,
+    resque,
+)
 
 register_solver(
     SolverSpec(
@@ -343,10 +349,8 @@ register_solver(
             "ReSQue ball acceleration (one batched query round per ball subproblem) with "
             "Poisson-subsampled Gaussian steps on weight-capped ReSQue gradients; PLD accounting"
         ),
-        options=(
-            "batch_size", "radius", "constraint", "tol", "passes", "n_probes", "max_weight",
-            "schedule", "max_inner", "restart", "n_jobs",
-        ),
+        options=_RESQUE_OPTIONS,
+        check=check_resque,
     )
 )
 

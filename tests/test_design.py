@@ -1,0 +1,105 @@
+"""The bounded design matrix as an operator (sklearn_dp._design): exact against a materialised copy."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sklearn_dp._data import bound_data, clip_rows_l2, clip_rows_linf, row_l2_norms
+from sklearn_dp._design import BLOCK_ROWS, Design
+
+
+def _reference(X, geometry, bound, fit_intercept, scaling=1.5):
+    """The bounded matrix the way sklearn_dp 0.1 materialised it."""
+    X = sp.csr_matrix(X, dtype=float) if sp.issparse(X) else np.asarray(X, dtype=float)
+    Xb = clip_rows_l2(X, bound) if geometry == "l2" else clip_rows_linf(X, bound)
+    Xb = Xb.toarray() if sp.issparse(Xb) else Xb
+    if fit_intercept:
+        Xb = np.hstack([Xb, np.full((Xb.shape[0], 1), scaling)])
+    return Xb
+
+
+def _data(kind, dtype, seed=0, n=300, d=7):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    if kind == "outliers":
+        X[3] *= 1e12
+        X[5, 2] = 1e300
+        X[7] = 1e-200
+        X[9, 1] = 40.0  # moderately beyond an entrywise bound of 1
+        X[11] = 0.0
+        X[13, 4] = -3e7
+    if dtype == np.float32:
+        X = np.clip(X, -1e30, 1e30)
+        X[7] = 1e-30
+    X = X.astype(dtype)
+    return X
+
+
+CASES = [
+    (kind, dtype, sparse, geometry, fit_intercept)
+    for kind in ("plain", "outliers")
+    for dtype in (np.float64, np.float32)
+    for sparse in (False, True)
+    for geometry in ("l2", "linf")
+    for fit_intercept in (False, True)
+]
+
+
+@pytest.mark.parametrize("kind, dtype, sparse, geometry, fit_intercept", CASES)
+def test_design_products_match_the_materialised_matrix(kind, dtype, sparse, geometry, fit_intercept):
+    X = _data(kind, dtype)
+    if sparse:
+        X[np.abs(X) < 0.5] = 0.0
+        X = sp.csr_matrix(X)
+    bounds = {"data_norm": 2.0} if geometry == "l2" else {"feature_bound": [1.0, 2, 1, 0.5, 1, 1, 3]}
+    data = bound_data(X, np.zeros(X.shape[0]), fit_intercept=fit_intercept,
+                      intercept_scaling=1.5, geometry=geometry, **bounds)
+    design = data.design
+    assert design.X is X  # no copy
+    bound = bounds.get("data_norm", np.array(bounds.get("feature_bound", 0.0)))
+    reference = _reference(X.astype(np.float64) if not sparse else X.astype(np.float64),
+                           geometry, bound, fit_intercept)
+    np.testing.assert_allclose(design.toarray(), reference, rtol=1e-12, atol=1e-300)
+    rng = np.random.default_rng(1)
+    W = rng.normal(size=(design.n_columns, 3))
+    V = rng.normal(size=(design.n_rows, 2))
+    rtol = 1e-5 if dtype == np.float32 else 1e-10
+    scale = np.abs(reference) @ np.abs(W) + 1e-300
+    assert np.all(np.abs(design.matmul(W) - reference @ W) <= rtol * scale)
+    np.testing.assert_allclose(design.rmatmul(V), reference.T @ V, rtol=1e-10, atol=1e-12)
+    weights = rng.uniform(0, 2, size=design.n_rows)
+    np.testing.assert_allclose(design.gram(weights), reference.T @ (weights[:, None] * reference),
+                               rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(design.row_norms(), row_l2_norms(reference), rtol=1e-12)
+    rows = np.array([0, 3, 5, 7, 9, 13, 200])
+    np.testing.assert_allclose(design.rows(rows).toarray(), reference[rows], rtol=1e-12)
+    cols = np.array([design.n_columns - 1, 0, 2])
+    block = design.columns(cols)
+    block = block.toarray() if sp.issparse(block) else block
+    np.testing.assert_allclose(block, reference[:, cols], rtol=1e-12)
+    materialized = data.X
+    materialized = materialized.toarray() if sp.issparse(materialized) else materialized
+    np.testing.assert_allclose(materialized, reference, rtol=1e-12)
+    # Only n-vectors and the out-of-bound entries are held beyond X.
+    dense = X.toarray() if sparse else np.asarray(X, dtype=np.float64)
+    beyond = 0 if geometry == "l2" else int(np.sum(np.abs(dense) > bound))
+    assert design.nbytes_beyond_X <= 8 * X.shape[0] + 20 * beyond + 8 * 7 * 10 + 200
+
+
+def test_float32_sums_accumulate_in_float64():
+    rng = np.random.default_rng(0)
+    n = 2 * BLOCK_ROWS + 17
+    X = rng.uniform(0.5, 1.0, size=(n, 3)).astype(np.float32)
+    design = Design(X)
+    V = np.full(n, 1.0 + 1e-9)
+    exact = X.astype(np.float64).T @ V
+    np.testing.assert_allclose(design.rmatmul(V), exact, rtol=1e-13)
+    # float32 accumulation would be off by about 1e-4 here.
+    assert np.max(np.abs(X.T @ V.astype(np.float32) - exact) / exact) > 1e-9
+
+
+def test_design_on_zero_rows():
+    data = bound_data(np.zeros((0, 3)), np.zeros(0), fit_intercept=True, data_norm=1.0)
+    assert data.design.matmul(np.ones(4)).shape == (0,)
+    assert data.design.rmatmul(np.zeros(0)).shape == (4,)
+    assert data.design.gram().shape == (4, 4)
