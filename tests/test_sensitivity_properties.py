@@ -74,23 +74,23 @@ from sklearn_dp._losses import (
 )
 from sklearn_dp.solvers import SOLVERS
 from sklearn_dp.solvers._common import release_count
-from sklearn_dp.solvers._coordinate_descent import (
-    _ColumnBlocks,
-    block_clip_thresholds,
+from sklearn_dp._kernels import (
     block_clipped_gradient_sum,
-    sampling_structure,
-    set_clip_threshold,
-)
-from sklearn_dp.solvers._frank_wolfe import (
+    clipped_sum,
     frank_wolfe_gradient,
-    vertex_scales,
     vertex_scores,
     vr_correction,
     vr_root_estimate,
 )
+from sklearn_dp.solvers._coordinate_descent import (
+    _ColumnBlocks,
+    block_clip_thresholds,
+    sampling_structure,
+    set_clip_threshold,
+)
+from sklearn_dp.solvers._frank_wolfe import vertex_scales
 from sklearn_dp.solvers._gradient_descent import gradient_bound
 from sklearn_dp.solvers._l1_geometry import (
-    clipped_sum,
     linf_gradient_bound,
     linf_row_norms,
     make_domain,
@@ -371,10 +371,10 @@ def test_underflowing_row_norms_are_exact(sparse):
     # (subnormals carry fewer digits)
     np.testing.assert_allclose(got, expected, rtol=1e-12)
     # ...and a block of the data (what dp_cd clips with)
-    from sklearn_dp.solvers._coordinate_descent import _row_norms
+    from sklearn_dp._kernels import block_row_norms
 
     block = sp.csr_matrix(X[:, :2]) if sparse else np.asfortranarray(X)[:, :2]
-    np.testing.assert_allclose(_row_norms(block), expected, rtol=1e-12)
+    np.testing.assert_allclose(block_row_norms(block), expected, rtol=1e-12)
 
 
 def test_underflowing_row_cannot_escape_the_clip():

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ._common import PrivacyPlan, PrivateCount, SolverResult, make_rng, release_count
-from ._coordinate_descent import dp_cd, plan_dp_cd
+from ._coordinate_descent import check_dp_cd, dp_cd, plan_dp_cd
 from ._gradient_descent import check_dp_gd, dp_gd, plan_dp_gd
 from ._sgd import check_dp_sgd, dp_sgd, plan_dp_sgd
 from ._perturbation import (
@@ -258,14 +258,24 @@ register_solver(
             "max_iter", "clip_norm", "sampling", "blocks", "block_size", "tau", "n_outer",
             "smoothness", "step_scale", "output", "normalizer",
         ),
+        check=check_dp_cd,
     )
 )
 
 # l1-geometry solvers (specs/dp_sco_l1.md): rows bounded entrywise (feature_bound),
 # optimisation over an l1 ball (constraint="l1"), one output (regression losses;
 # the code is GLM-generic, but no l1-constrained classifier exists yet).
-from ._frank_wolfe import frank_wolfe, plan_frank_wolfe, plan_vr_frank_wolfe, vr_frank_wolfe  # noqa: E402
+from ._frank_wolfe import (  # noqa: E402
+    check_frank_wolfe,
+    check_vr_frank_wolfe,
+    frank_wolfe,
+    plan_frank_wolfe,
+    plan_vr_frank_wolfe,
+    vr_frank_wolfe,
+)
 from ._mirror_descent import (  # noqa: E402
+    check_localized_mirror_descent,
+    check_mirror_descent,
     localized_mirror_descent,
     mirror_descent,
     plan_localized_mirror_descent,
@@ -287,6 +297,7 @@ register_solver(
         pure_dp=True,
         summary="noisy Frank-Wolfe over an l1 ball; exponential mechanism per step, pure or zCDP",
         options=("max_iter", "output") + _L1_OPTIONS,
+        check=check_frank_wolfe,
     )
 )
 register_solver(
@@ -301,6 +312,7 @@ register_solver(
         pure_dp=True,
         summary="one-pass variance-reduced Frank-Wolfe over an l1 ball (Asi et al. 2021, Alg. 3)",
         options=_L1_OPTIONS + ("schedule", "n_phases", "output"),
+        check=check_vr_frank_wolfe,
     )
 )
 register_solver(
@@ -314,6 +326,7 @@ register_solver(
         constraints=frozenset({"l1"}),
         summary="noisy minibatch mirror descent, p-norm map, l1 / lp geometry (Alg. 1/5)",
         options=("max_iter", "batch_size", "step_size") + _L1_OPTIONS + ("p", "strongly_convex"),
+        check=check_mirror_descent,
     )
 )
 register_solver(
@@ -327,6 +340,7 @@ register_solver(
         constraints=frozenset({"l1"}),
         summary="localized noisy mirror descent on disjoint phases, l1 / lp geometry (Alg. 2/6)",
         options=("max_iter", "step_size") + _L1_OPTIONS + ("p", "strongly_convex"),
+        check=check_localized_mirror_descent,
     )
 )
 
