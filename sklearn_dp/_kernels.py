@@ -23,6 +23,9 @@ from ._data import row_l2_norms
 __all__ = [
     "clip_scale",
     "clipped_gradient_sum",
+    "l2_clipped_derivatives",
+    "svrg_snapshot_sum",
+    "svrg_difference_sum",
     "clipped_derivative",
     "clipped_sum",
     "frank_wolfe_gradient",
@@ -55,8 +58,46 @@ def clip_scale(norms, clip_norm):
 # --------------------------------------------------------------------------
 
 
+def l2_clipped_derivatives(X, y, W, loss, clip_norm, row_norms):
+    """Per-sample ``dl/dz``, each scaled so that the gradient ``outer(x_i, D_i)`` has norm <= ``clip_norm``.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+    W : ndarray of shape (n_features, n_outputs)
+    loss : GLMLoss
+    clip_norm : float or None
+        L2 (Frobenius) bound on each per-sample gradient; ``None`` or ``inf``
+        leaves the derivatives as they are.
+    row_norms : ndarray of shape (n_samples,)
+        ``||x_i||_2``, precomputed once per fit.
+
+    Returns
+    -------
+    D : ndarray of shape (n_samples, n_outputs)
+        The clipped derivatives: ``||D_i|| * ||x_i|| <= clip_norm`` (private;
+        the SVRG solvers keep the snapshot's for their inner steps).
+
+    Notes
+    -----
+    The gradient of sample i is ``outer(x_i, D_i)``; its norm is
+    ``||D_i|| * ||x_i||``, so clipping it rescales ``D_i`` by the scalar
+    :func:`clip_scale` gives.
+    """
+    D = loss.derivative(np.asarray(X @ W), y)
+    if clip_norm is not None and np.isfinite(clip_norm):
+        norms = np.sqrt(np.einsum("ij,ij->i", D, D)) * row_norms
+        D = D * clip_scale(norms, clip_norm)[:, None]
+    return D
+
+
 def clipped_gradient_sum(X, y, W, loss, clip_norm, row_norms, sample_weight=None):
     """Sum over rows of per-sample loss gradients, each clipped to ``clip_norm``.
+
+    The pre-noise quantity of ``dp_gd`` (every step), ``dp_sgd`` (on the
+    Poisson batch) and ``dp_accmd`` (at the coupling point): add/remove-one
+    sensitivity ``clip_norm`` in L2 (with ``sample_weight`` in [0, 1]).
 
     Parameters
     ----------
@@ -80,17 +121,65 @@ def clipped_gradient_sum(X, y, W, loss, clip_norm, row_norms, sample_weight=None
     Notes
     -----
     The gradient of sample i is ``outer(x_i, D_i)`` with ``D = dl/dz``; its
-    norm is ``||D_i|| * ||x_i||``, so clipping rescales ``D_i`` by a scalar.
-    The cost is ``X @ W`` and ``X.T @ D``, whatever ``n_outputs``.
+    norm is ``||D_i|| * ||x_i||``, so clipping rescales ``D_i`` by a scalar
+    (:func:`l2_clipped_derivatives`).  The cost is ``X @ W`` and ``X.T @ D``,
+    whatever ``n_outputs``.
     """
-    D = loss.derivative(np.asarray(X @ W), y)
-    if clip_norm is not None and np.isfinite(clip_norm):
-        norms = np.sqrt(np.einsum("ij,ij->i", D, D)) * row_norms
-        D = D * clip_scale(norms, clip_norm)[:, None]
+    D = l2_clipped_derivatives(X, y, W, loss, clip_norm, row_norms)
     if sample_weight is not None:
         D = D * sample_weight[:, None]
     return np.asarray(X.T @ D)
 
+
+def svrg_snapshot_sum(X, y, W_snapshot, loss, clip_norm, row_norms):
+    """The SVRG snapshot's clipped gradient sum, and the clipped derivatives it sums.
+
+    ``grad_sum`` is :func:`clipped_gradient_sum` at the snapshot (the
+    pre-noise value of ``dp_svrg`` / ``dp_svrg_pp``'s snapshot release,
+    sensitivity ``clip_norm``); ``D`` (private) is kept for the epoch's
+    inner steps, which use it only inside :func:`svrg_difference_sum`.
+
+    Returns
+    -------
+    grad_sum : ndarray of shape (n_features, n_outputs)
+    D : ndarray of shape (n_samples, n_outputs)
+    """
+    D = l2_clipped_derivatives(X, y, W_snapshot, loss, clip_norm, row_norms)
+    return np.asarray(X.T @ D), D
+
+
+def svrg_difference_sum(X, y, W, loss, clip_norm, row_norms, D_snapshot, bound):
+    """Sum over rows of per-sample gradient differences, each clipped to ``bound``.
+
+    ``d_i = clip_C(grad f(W, z_i)) - clip_C(grad f(W_snap, z_i))`` (``C =
+    clip_norm``; the snapshot's clipped derivatives ``D_snapshot`` come from
+    :func:`svrg_snapshot_sum`), re-clipped to L2 norm ``bound``.  The
+    pre-noise value of an SVRG inner step on its Poisson batch: sensitivity
+    ``bound`` (at most ``2 C``) in L2, whatever the rows.
+
+    Parameters
+    ----------
+    X, y, row_norms
+        The rows of the batch.
+    W : ndarray of shape (n_features, n_outputs)
+        The inner iterate.
+    loss : GLMLoss
+    clip_norm : float or None
+    D_snapshot : ndarray of shape (n_batch, n_outputs)
+        The batch's rows of the snapshot's clipped derivatives.
+    bound : float
+        The public bound on each difference (the step's sensitivity).
+
+    Returns
+    -------
+    diff_sum : ndarray of shape (n_features, n_outputs)
+    """
+    if X.shape[0] == 0:
+        return np.zeros(np.shape(W))
+    diff = l2_clipped_derivatives(X, y, W, loss, clip_norm, row_norms) - D_snapshot
+    norms = np.sqrt(np.einsum("ij,ij->i", diff, diff)) * row_norms
+    diff = diff * clip_scale(norms, bound)[:, None]
+    return np.asarray(X.T @ diff)
 
 
 # --------------------------------------------------------------------------

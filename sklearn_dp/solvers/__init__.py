@@ -14,8 +14,8 @@ from typing import Callable
 
 from ._common import PrivacyPlan, PrivateCount, SolverResult, make_rng, release_count
 from ._coordinate_descent import check_dp_cd, dp_cd, plan_dp_cd
-from ._gradient_descent import dp_gd, plan_dp_gd
-from ._sgd import dp_sgd, plan_dp_sgd
+from ._gradient_descent import check_dp_gd, dp_gd, plan_dp_gd
+from ._sgd import check_dp_sgd, dp_sgd, plan_dp_sgd
 from ._perturbation import (
     check_objective_perturbation,
     check_output_perturbation,
@@ -194,6 +194,7 @@ register_solver(
             "max_iter", "step_size", "clip_norm", "output", "momentum", "radius",
             "schedule", "pl_constant", "initial_gap",
         ),
+        check=check_dp_gd,
     )
 )
 register_solver(
@@ -206,6 +207,7 @@ register_solver(
         multiclass=True,
         summary="Poisson-subsampled DP-SGD; PLD accounting",
         options=("max_iter", "batch_size", "step_size", "clip_norm", "momentum", "radius"),
+        check=check_dp_sgd,
     )
 )
 register_solver(
@@ -371,8 +373,15 @@ register_solver(
 )
 
 # Solvers of Wang, Ye and Xu (2017), "DP-ERM revisited" (specs/dp_erm_revisited.md).
-from ._accmd import dp_accmd, plan_dp_accmd  # noqa: E402
-from ._svrg import dp_svrg, dp_svrg_pp, plan_dp_svrg, plan_dp_svrg_pp  # noqa: E402
+from ._accmd import check_dp_accmd, dp_accmd, plan_dp_accmd  # noqa: E402
+from ._svrg import (  # noqa: E402
+    check_dp_svrg,
+    check_dp_svrg_pp,
+    dp_svrg,
+    dp_svrg_pp,
+    plan_dp_svrg,
+    plan_dp_svrg_pp,
+)
 
 _SVRG_OPTIONS = (
     "max_iter", "batch_size", "step_size", "clip_norm", "inner_steps", "difference_bound",
@@ -391,6 +400,7 @@ register_solver(
         summary="noisy proximal SVRG (strongly convex: needs an L2 penalty); Poisson inner "
         "mini-batches, PLD accounting",
         options=_SVRG_OPTIONS,
+        check=check_dp_svrg,
     )
 )
 register_solver(
@@ -404,6 +414,7 @@ register_solver(
         constraints=frozenset({None}),
         summary="noisy proximal SVRG++ with doubling epochs (convex; L1/L2/none); PLD accounting",
         options=_SVRG_OPTIONS,
+        check=check_dp_svrg_pp,
     )
 )
 register_solver(
@@ -418,5 +429,6 @@ register_solver(
         summary="noisy accelerated mirror descent over an L2 or L1 ball (needs radius, no "
         "penalty); exact Gaussian composition",
         options=("max_iter", "clip_norm", "radius", "constraint"),
+        check=check_dp_accmd,
     )
 )
