@@ -276,10 +276,15 @@ def _entrywise(X, bound):
     if len(huge_rows):
         patch_rows = np.asarray(huge_rows, dtype=np.intp)
         raw = X[patch_rows]
-        raw = raw.toarray() if sp.issparse(raw) else np.asarray(raw)
-        patch = np.clip(np.asarray(raw, dtype=np.float64), -bound, bound)
         if sp.issparse(X):
-            patch = sp.csr_matrix(patch)
+            # Clip the stored entries only (zeros stay zeros): densifying the
+            # rows would cost 8 d bytes per patched row, a memory use (and a
+            # MemoryError) that one row with a huge entry controls.
+            patch = sp.csr_matrix(raw, dtype=np.float64, copy=True)
+            column_bound = bound[patch.indices]
+            np.clip(patch.data, -column_bound, column_bound, out=patch.data)
+        else:
+            patch = np.clip(np.asarray(raw, dtype=np.float64), -bound, bound)
     return excess, patch_rows, patch
 
 

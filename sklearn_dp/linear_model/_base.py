@@ -48,9 +48,9 @@ from .._data import bound_data
 from .._sklearn_compat import Interval, Options, validate_data, validate_parameter_constraints
 from ..accounting import ApproximateDpEvent, largest_share
 from ..budget import PrivacyBudget
-from ..exceptions import PrivateFitError, public_error
+from ..exceptions import PrivacyLeakWarning, PrivateFitError, public_error
 from ..solvers import check_solver_supports, get_solver
-from ..solvers._common import COUNT_EPSILON_FRACTION, make_rng, release_count
+from ..solvers._common import COUNT_EPSILON_FRACTION, charged_stream, make_rng, release_count
 
 __all__ = [
     "BaseDPEstimator",
@@ -137,6 +137,17 @@ class PublicSetting:
     discover_labels: bool = False
 
 
+def debug_mode():
+    """Whether ``SKLEARN_DP_DEBUG`` asks for debugging (``1``, ``true``, ``yes`` or ``on``).
+
+    Any other value (``0``, ``false``, ``no``, ``off``, empty) leaves the
+    protection on: a variable set to ``0`` to make sure debugging is off must
+    not switch it on.
+    """
+    value = os.environ.get("SKLEARN_DP_DEBUG", "")
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
 def _is_public(exception):
     return bool(getattr(exception, "__sklearn_dp_public__", False))
 
@@ -200,13 +211,26 @@ class PrivatePhase:
         self.reservation = reservation
         self.event = None
         self._deferred = []
-        self._debug = bool(os.environ.get("SKLEARN_DP_DEBUG"))
+        self._debug = debug_mode()
 
     def warn(self, message, category=UserWarning):
         """Issue ``message`` when the phase ends; it must depend on released values only."""
         self._deferred.append((message, category))
 
     def __enter__(self):
+        if self._debug:
+            try:
+                warnings.warn(
+                    f"{self.estimator_name}: SKLEARN_DP_DEBUG is set, so warnings and the "
+                    "messages of exceptions that depend on private data reach you: this fit "
+                    "is not covered by its privacy guarantee. Unset SKLEARN_DP_DEBUG for "
+                    "anything you release.",
+                    PrivacyLeakWarning,
+                    stacklevel=user_stacklevel(),
+                )
+            except BaseException as raised:  # a filter turned it into an error
+                self._fail(raised)
+                raise
         self._errstate = np.errstate(all="ignore")
         self._errstate.__enter__()
         if not self._debug:
@@ -266,7 +290,33 @@ def release_labels(y, epsilon, delta, rng):
         keys, counts, scale=scale, threshold=threshold, rng=rng, label="label set"
     )
     event = ApproximateDpEvent(epsilon, delta, "thresholded Laplace histogram of the labels")
-    return classes, event, threshold
+    return _canonical_labels(classes), event, threshold
+
+
+def _canonical_labels(classes):
+    """The released labels in a representation that depends on their values only.
+
+    The keys come out of ``np.unique(y)``, so their representation is the
+    private array's: a numpy string dtype is as wide as the *longest* label in
+    ``y`` (``'<U12'`` when one unreleased row holds ``"hippopotamus"``), and of
+    the labels ``0.0`` and ``-0.0`` (equal keys) the one that sorts first is
+    kept, so a single row labelled ``-0.0`` can turn ``classes_`` into
+    ``[-0., 1.]``; an object array keeps the type of one row's label (``str``
+    or ``numpy.str_``).  The released set is rebuilt from its values alone.
+    """
+    classes = np.asarray(classes)
+    kind = classes.dtype.kind
+    if kind in "US":
+        # As narrow as the longest *released* label.
+        return np.array(classes.tolist(), dtype=kind) if classes.size else classes.astype(kind + "1")
+    if kind == "f":
+        return classes + 0.0  # -0.0 + 0.0 is +0.0
+    if kind == "O":
+        values = [str(v) if isinstance(v, str) else v for v in classes.tolist()]
+        out = np.empty(len(values), dtype=object)
+        out[:] = values
+        return out
+    return classes
 
 
 def public_scale(*, zero=False):
@@ -747,6 +797,10 @@ class BaseDPEstimator(BaseEstimator):
                 self.epsilon, self.delta, event=pre_data_event,
                 estimator=type(self).__name__, solver=spec.name,
             )
+            if self.random_state is not None:
+                # A seed (or a cloned Generator) would give every charged fit
+                # the same noise: key the stream on this fit's ledger entry.
+                rng = charged_stream(rng, reservation.entry_id)
 
         with PrivatePhase(type(self).__name__, reservation) as phase:
             phase.rng = rng

@@ -56,7 +56,7 @@ from ..linear_model._base import (
     release_labels,
     restore_on_failure,
 )
-from ..solvers._common import make_rng
+from ..solvers._common import charged_stream, make_rng
 from ._selection import (
     draw_number_of_runs,
     rdp_epsilon,
@@ -626,6 +626,13 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
                     # reservation cannot be taken back) and is marked failed.
                     reservation.fail(exc)
                     raise
+            if self.random_state is not None:
+                # A seeded search would draw the same split, runs and noise as
+                # every other search with that seed charged to this budget:
+                # key its private streams on its ledger entry.
+                (split_rng, schedule_rng, count_rng, run_seeds, refit_rng, label_rng) = (
+                    charged_stream(rng, reservation.entry_id).spawn(6)
+                )
 
         try:
             with PrivatePhase(name, reservation) as phase:
