@@ -1,0 +1,367 @@
+"""Private second-order optimisation of smooth GLM losses (``dp_newton``).
+
+A few Newton steps, each on a noisy gradient sum and a noisy Hessian sum
+(Ganesh, Haghifam, Steinke and Thakurta, "Faster differentially private
+convex optimization via second-order methods", NeurIPS 2023).  The noisy
+Hessian's eigenvalues are raised to a public floor (proportional to the
+spectral norm of its own noise), so that a step never divides by noise.
+
+All releases are full-batch Gaussian mechanisms, so the whole fit composes
+exactly into one Gaussian mechanism (no accountant slack); the budget is split
+between gradient and Hessian releases by a public share of the precision
+``1 / sigma^2``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from dp_accounting import dp_event as dpe
+
+from .. import _noise, accounting
+from .._kernels import curvature_bound, newton_sums, svec, unsvec
+from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
+from ._gradient_descent import gradient_bound
+
+__all__ = [
+    "dp_newton",
+    "plan_dp_newton",
+    "check_dp_newton",
+    "newton_multipliers",
+    "hessian_noise_norm",
+    "modified_newton_direction",
+    "DEFAULT_NEWTON_STEPS",
+    "DEFAULT_HESSIAN_SHARE",
+    "DEFAULT_NEWTON_CLIP_FRACTION",
+    "MAX_HESSIAN_SIZE",
+]
+
+#: Default number of Newton steps (each: one gradient and, with
+#: ``hessian="exact"``, one Hessian release).
+DEFAULT_NEWTON_STEPS = 6
+
+#: Default share of the fit's precision (``1 / sigma^2`` of the one Gaussian
+#: the fit composes into) that goes to the Hessian releases.
+DEFAULT_HESSIAN_SHARE = 0.25
+
+#: Default gradient clip as a fraction of the loss's own bound.  Newton steps
+#: amplify a biased gradient in flat directions, so dp_newton clips less
+#: than the first-order solvers (their default is 0.5).
+DEFAULT_NEWTON_CLIP_FRACTION = 1.0
+
+#: Default multiple of the Hessian noise's expected spectral norm used as
+#: the eigenvalue floor.
+DEFAULT_FLOOR_SCALE = 1.0
+
+#: Relative floor that stays without noise (epsilon=inf), times the
+#: largest curvature ``curvature_bound * R^2``: keeps steps finite along
+#: directions the data does not span.
+RELATIVE_FLOOR = 1e-8
+
+#: Largest Hessian (coefficients x outputs) dp_newton releases: its svec has
+#: m (m + 1) / 2 entries and each step decomposes it (O(m^3)).
+MAX_HESSIAN_SIZE = 3000
+
+_HESSIANS = ("exact", "bound")
+_MODIFICATIONS = ("clip", "add")
+
+
+def _check_options(*, hessian, hessian_share, eigenvalue, floor_scale, n_params=None):
+    if hessian not in _HESSIANS:
+        raise ValueError(f"hessian must be one of {_HESSIANS}, got {hessian!r}.")
+    if eigenvalue not in _MODIFICATIONS:
+        raise ValueError(f"eigenvalue must be one of {_MODIFICATIONS}, got {eigenvalue!r}.")
+    if hessian_share is not None and not (
+        isinstance(hessian_share, (int, float)) and 0.0 < hessian_share < 1.0
+    ):
+        raise ValueError(f"hessian_share must be a float in (0, 1), got {hessian_share!r}.")
+    if floor_scale is not None and not (
+        isinstance(floor_scale, (int, float)) and math.isfinite(floor_scale) and floor_scale >= 0
+    ):
+        raise ValueError(f"floor_scale must be a finite float >= 0, got {floor_scale!r}.")
+    if n_params is not None and n_params > MAX_HESSIAN_SIZE:
+        raise ValueError(
+            f"dp_newton releases a Hessian of {n_params} x {n_params} coefficients (features "
+            f"plus intercept, times the classes); it supports at most {MAX_HESSIAN_SIZE}. Use "
+            "dp_gd for wider problems."
+        )
+
+
+def check_dp_newton(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
+    """Public checks of dp_newton's options (run before the reservation)."""
+    n_params = (public.n_features + int(public.fit_intercept)) * int(n_outputs)
+    _check_options(
+        hessian=options.get("hessian", "exact"),
+        hessian_share=options.get("hessian_share"),
+        eigenvalue=options.get("eigenvalue", "clip"),
+        floor_scale=options.get("floor_scale"),
+        n_params=n_params,
+    )
+
+
+def _constant_hessian(loss):
+    return loss is not None and loss.name == "squared"
+
+
+def _hessian_releases(n_steps, hessian, loss, hessian_steps=None):
+    """How many Hessian releases a fit makes: one for the bound or a constant Hessian."""
+    if hessian == "bound" or _constant_hessian(loss):
+        return 1
+    return int(n_steps) if hessian_steps is None else max(1, min(int(hessian_steps), n_steps))
+
+
+def newton_multipliers(epsilon, delta, n_steps, n_hessian, hessian_share):
+    """``(sigma_gradient, sigma_hessian, sigma_total)``: noise multipliers of one release each.
+
+    The ``n_steps`` gradient releases and ``n_hessian`` Hessian releases are
+    full-batch Gaussian mechanisms: they compose exactly into one Gaussian of
+    multiplier ``(n_steps / sg^2 + n_hessian / sh^2)^(-1/2)``, set to
+    ``sigma_total``, the smallest multiplier of one Gaussian meeting
+    ``(epsilon, delta)`` (analytic Gaussian mechanism).  The Hessian releases
+    get ``hessian_share`` of the precision ``1 / sigma_total^2``.
+    """
+    total = accounting.gaussian_noise_multiplier(epsilon, delta, 1)
+    if total == 0.0:
+        return 0.0, 0.0, 0.0
+    sg = total * math.sqrt(n_steps / (1.0 - hessian_share))
+    sh = total * math.sqrt(n_hessian / hessian_share)
+    return sg, sh, total
+
+
+def plan_dp_newton(
+    n_samples, n_params, epsilon, delta, *, max_iter=None, hessian="exact", hessian_share=None,
+    hessian_steps=None, loss=None,
+):
+    """Privacy plan of ``dp_newton``: ``T`` gradient and ``T`` (or 1) Hessian Gaussian releases.
+
+    ``noise_multiplier`` is the gradient releases' multiplier; ``details``
+    holds the Hessian's.  The event is the composition of the two kinds of
+    releases (dp_accounting folds it into one Gaussian, exactly).
+    """
+    n_steps = int(DEFAULT_NEWTON_STEPS if max_iter is None else max_iter)
+    share = DEFAULT_HESSIAN_SHARE if hessian_share is None else float(hessian_share)
+    n_hessian = _hessian_releases(n_steps, hessian, loss, hessian_steps)
+    details = dict(hessian=hessian, hessian_share=share, hessian_releases=n_hessian)
+    if math.isinf(epsilon):
+        details["hessian_multiplier"] = 0.0
+        return PrivacyPlan(dpe.NonPrivateDpEvent(), 0.0, n_steps, details)
+    sg, sh, total = newton_multipliers(epsilon, delta, n_steps, n_hessian, share)
+    details.update(hessian_multiplier=sh, total_multiplier=total)
+    event = dpe.ComposedDpEvent([
+        accounting.gaussian_steps_event(sg, n_steps),
+        accounting.gaussian_steps_event(sh, n_hessian),
+    ])
+    return PrivacyPlan(event, sg, n_steps, details)
+
+
+def hessian_noise_norm(noise_std, size):
+    """Expected spectral norm of the symmetric noise ``unsvec(N(0, s^2 I))`` of a ``size``-square matrix.
+
+    Diagonal variance ``s^2``, off-diagonal ``s^2 / 2``: a Wigner matrix whose
+    spectrum fills ``[-sqrt(2 m) s, sqrt(2 m) s]`` (semicircle law).
+    """
+    return math.sqrt(2.0 * size) * float(noise_std)
+
+
+def modified_newton_direction(H, g, floor, eigenvalue="clip"):
+    """``V diag(1 / mod(lambda)) V^T g`` for the eigen-decomposition ``H = V diag(lambda) V^T``.
+
+    ``"clip"`` raises every eigenvalue to ``floor``; ``"add"`` adds ``floor``
+    to every eigenvalue after raising negative ones to 0.  Post-processing of
+    released values only.
+    """
+    lam, V = np.linalg.eigh(H)
+    if eigenvalue == "clip":
+        lam = np.maximum(lam, floor)
+    else:
+        lam = np.maximum(lam, 0.0) + floor
+    return V @ ((V.T @ g) / lam[:, None])
+
+
+def dp_newton(
+    data,
+    loss,
+    *,
+    n_outputs,
+    alpha,
+    epsilon,
+    delta,
+    max_iter=None,
+    clip_norm=None,
+    hessian="exact",
+    hessian_share=None,
+    eigenvalue="clip",
+    floor_scale=None,
+    hessian_steps=None,
+    momentum=None,
+    random_state=None,
+    verbose=0,
+):
+    """Private Newton steps on the L2-penalised average loss of a smooth GLM.
+
+    Minimises ``mean_i l(x_i @ W, y_i) + alpha / 2 * ||W[penalized]||^2``
+    with ``max_iter`` steps ``W <- W - H~^{-1} g~`` from ``W = 0``, where
+
+    * ``g~`` is the noisy sum of per-sample gradients (clipped to
+      ``clip_norm``) divided by the public ``data.normalizer``, plus the
+      penalty's gradient;
+    * ``H~`` is the noisy Hessian sum divided by the normaliser, plus
+      ``alpha`` on the penalised coefficients, with its eigenvalues raised to
+      the floor ``max(floor_scale * nu, 1e-8 * beta R^2)``, ``nu`` the
+      expected spectral norm of its noise (:func:`hessian_noise_norm`) and
+      ``beta R^2`` the largest possible curvature.  ``hessian="exact"``
+      releases the Hessian at every step (one release in all for the squared
+      loss, whose Hessian is constant); ``hessian="bound"`` releases the
+      Gram matrix ``X~^T X~`` once and uses ``curvature_bound * X~^T X~``
+      (the quadratic upper bound of Boehning and Lindsay; for the multinomial
+      loss ``I_K (x) X~^T X~ / 2``) at every step: a majorise-minimise
+      method, cheaper (one Gram matrix) and monotone without noise, but with
+      a linear rate.
+
+    Parameters
+    ----------
+    data : BoundedData
+        Rows bounded in L2 by ``data.row_norm_bound`` (intercept included).
+    loss : GLMLoss
+        ``log_loss`` (binary or multinomial), ``squared`` (with a residual
+        bound, or give ``clip_norm``) or ``huber``.
+    n_outputs : int
+    alpha : float
+        L2 penalty on the average loss (0 for none).
+    epsilon, delta : float
+        Target guarantee; ``epsilon=inf`` takes the same steps without noise.
+    max_iter : int, optional
+        Number of Newton steps; default ``DEFAULT_NEWTON_STEPS`` (6).
+    clip_norm : float, optional
+        Per-sample gradient clip, at most the loss's bound; default
+        ``DEFAULT_NEWTON_CLIP_FRACTION`` (1) of it when private.
+    hessian : {"exact", "bound"}, default="exact"
+    hessian_share : float in (0, 1), optional
+        Share of the precision spent on Hessian releases; default
+        ``DEFAULT_HESSIAN_SHARE`` (0.25).
+    eigenvalue : {"clip", "add"}, default="clip"
+        The eigenvalue modification (see :func:`modified_newton_direction`).
+    floor_scale : float, optional
+        The floor in units of the Hessian noise's spectral norm; default 1.
+    random_state : None, int, RandomState or Generator
+    verbose : int
+
+    Returns
+    -------
+    SolverResult
+
+    Privacy
+    -------
+    (epsilon, delta)-DP under add/remove-one neighbouring.  Each step
+    releases the sum of clipped per-sample gradients (L2 sensitivity
+    ``C``, the clip) with ``N(0, (sigma_g C)^2)`` noise, and (``"exact"``)
+    ``svec`` of the Hessian sum ``sum_i A_i (x) x_i x_i^T`` (``A_i`` the
+    loss's curvature in the scores) with ``N(0, (sigma_h S)^2)`` noise per
+    entry, where ``S = curvature_bound * R^2`` bounds the Frobenius norm of
+    one row's term (1/4 for the binary and 1/2 for the multinomial log-loss,
+    1 for the squared and Huber losses; ``R`` the row bound) and ``svec``
+    (diagonal, then sqrt(2) times the upper triangle) makes that Frobenius
+    norm the L2 norm of the released vector.  ``"bound"`` releases ``svec``
+    of ``X~^T X~`` once instead (sensitivity ``R^2``).  All releases are
+    full-batch Gaussian mechanisms and compose exactly into one Gaussian of
+    multiplier ``sigma``, the smallest that meets (epsilon, delta) by the
+    analytic Gaussian mechanism; the Hessian releases get the public
+    ``hessian_share`` of ``1 / sigma^2``.  Averages divide by
+    ``data.normalizer`` (the estimators' DP count; the row count itself is
+    never used), and the eigenvalue floor is a function of public values and
+    that count.  The steps, the eigen-decompositions and the verbose lines
+    (norms of noisy gradients) are post-processing; the number of steps is
+    public.
+    """
+    if curvature_bound(loss) is None:
+        raise ValueError(
+            f"dp_newton needs a smooth GLM loss (log_loss, squared, huber); got {loss.name!r}."
+        )
+    design, y = data.design, data.y
+    n_columns = design.n_columns
+    n_params = n_columns * n_outputs
+    _check_options(hessian=hessian, hessian_share=hessian_share, eigenvalue=eigenvalue,
+                   floor_scale=floor_scale, n_params=n_params)
+    private = not math.isinf(epsilon)
+    plan = plan_dp_newton(
+        data.n_public, n_params, epsilon, delta, max_iter=max_iter, hessian=hessian,
+        hessian_share=hessian_share, hessian_steps=hessian_steps, loss=loss,
+    )
+    if clip_norm is None and private and loss.derivative_bound is not None:
+        clip_norm = DEFAULT_NEWTON_CLIP_FRACTION * loss.derivative_bound * data.row_norm_bound
+    clip = gradient_bound(loss, data.row_norm_bound, clip_norm, private=private)
+    R2 = float(data.row_norm_bound) ** 2
+    beta = curvature_bound(loss)
+    if hessian == "bound":
+        hessian_sensitivity = R2
+    else:
+        hessian_sensitivity = beta * R2
+    sigma_h = plan.details["hessian_multiplier"]
+    gradient_std = plan.noise_multiplier * clip
+    hessian_std = sigma_h * hessian_sensitivity
+    normalizer = float(data.normalizer)
+    # Expected spectral norm of the noise of the averaged Hessian (for
+    # "bound": of the noise on curvature_bound * G, the same on every class block).
+    if hessian == "bound":
+        nu = hessian_noise_norm(hessian_std * beta / normalizer, n_columns)
+    else:
+        nu = hessian_noise_norm(hessian_std / normalizer, n_params)
+    floor = max(
+        (DEFAULT_FLOOR_SCALE if floor_scale is None else float(floor_scale)) * nu,
+        RELATIVE_FLOOR * beta * R2,
+    )
+    penalized = np.tile(data.penalized, n_outputs)  # class-major, as W.ravel("F")
+    rng = make_rng(random_state)
+    progress = Progress("dp_newton", plan.n_steps, verbose)
+
+    W = np.zeros((n_columns, n_outputs))
+    W_previous = W
+    H_avg = None
+    hessian_releases = plan.details["hessian_releases"]
+    released_hessians = 0
+    for t in range(plan.n_steps):
+        need_hessian = released_hessians < hessian_releases
+        if need_hessian:
+            released_hessians += 1
+        if momentum == "nesterov" and t > 0:
+            W, W_previous = W + (t / (t + 3.0)) * (W - W_previous), W
+        else:
+            W_previous = W
+        if need_hessian and hessian == "bound":
+            g_sum, _ = newton_sums(design, y, W, loss, clip, data.row_norms, hessian=False)
+            gram = _noise.gaussian(
+                svec(design.gram()), sensitivity=hessian_sensitivity, noise_std=hessian_std,
+                rng=rng, label="gram matrix",
+            )
+            G = unsvec(gram, n_columns) * (beta / normalizer)
+            H_avg = np.kron(np.eye(n_outputs), G) if n_outputs > 1 else G
+        else:
+            g_sum, H_sum = newton_sums(
+                design, y, W, loss, clip, data.row_norms, hessian=need_hessian
+            )
+        g_noisy = _noise.gaussian(
+            g_sum, sensitivity=clip, noise_std=gradient_std, rng=rng,
+            label="clipped gradient sum",
+        )
+        if need_hessian and hessian == "exact":
+            released = _noise.gaussian(
+                svec(H_sum), sensitivity=hessian_sensitivity, noise_std=hessian_std, rng=rng,
+                label="hessian sum",
+            )
+            H_avg = unsvec(released, n_params) / normalizer
+        grad = g_noisy.ravel(order="F") / normalizer
+        w = W.ravel(order="F")
+        grad[penalized] += alpha * w[penalized]
+        H = H_avg.copy()
+        H[np.diag_indices(n_params)] += alpha * penalized
+        step = modified_newton_direction(H, grad[:, None], floor, eigenvalue)[:, 0]
+        W = (w - step).reshape((n_columns, n_outputs), order="F")
+        check_finite_iterate(W, "dp_newton")
+        progress(t + 1, grad_norm=float(np.linalg.norm(grad)),
+                 step_norm=float(np.linalg.norm(step)))
+    plan.details.update(
+        clip_norm=clip, noise_std=gradient_std, hessian_noise_std=hessian_std,
+        hessian_sensitivity=hessian_sensitivity, eigenvalue=eigenvalue, floor=floor,
+    )
+    return SolverResult(coef=W, n_iter=plan.n_steps, plan=plan)
