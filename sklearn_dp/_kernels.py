@@ -240,7 +240,8 @@ def newton_sums(design, y, W, loss, clip_norm, row_norms, *, hessian=True):
         Frobenius norm (the L2 norm of its ``svec``):
         ``curvature_bound(loss) * R^2``.  Not clipped: the loss bounds it.
     """
-    Z = design.matmul(W)
+    # At W = 0 (the first step) every score is 0: no pass over X.
+    Z = design.matmul(W) if np.any(W) else np.zeros((design.n_rows, W.shape[1]))
     D = loss.derivative(Z, y)
     H = None
     if hessian:

@@ -31,28 +31,31 @@ __all__ = [
     "newton_multipliers",
     "hessian_noise_norm",
     "modified_newton_direction",
+    "modified_eigendecomposition",
     "DEFAULT_NEWTON_STEPS",
     "DEFAULT_HESSIAN_SHARE",
-    "DEFAULT_NEWTON_CLIP_FRACTION",
+    "DEFAULT_HESSIAN",
+    "DEFAULT_FLOOR_SCALE",
     "MAX_HESSIAN_SIZE",
 ]
 
-#: Default number of Newton steps (each: one gradient and, with
-#: ``hessian="exact"``, one Hessian release).
-DEFAULT_NEWTON_STEPS = 6
+#: Default number of steps (each: one gradient release and, with
+#: ``hessian="exact"``, one Hessian release).  Measured in
+#: ``benchmarks/bench_speed.py`` and docs/solvers/second_order.md: five
+#: accelerated steps on the released Gram matrix reach the non-private
+#: accuracy at n >= 1e4, and more steps only add noise.
+DEFAULT_NEWTON_STEPS = 5
+
+#: Default curvature model: the Gram matrix released once (see dp_newton).
+DEFAULT_HESSIAN = "bound"
 
 #: Default share of the fit's precision (``1 / sigma^2`` of the one Gaussian
 #: the fit composes into) that goes to the Hessian releases.
 DEFAULT_HESSIAN_SHARE = 0.25
 
-#: Default gradient clip as a fraction of the loss's own bound.  Newton steps
-#: amplify a biased gradient in flat directions, so dp_newton clips less
-#: than the first-order solvers (their default is 0.5).
-DEFAULT_NEWTON_CLIP_FRACTION = 1.0
-
-#: Default multiple of the Hessian noise's expected spectral norm used as
+#: Default multiple of the curvature noise's expected spectral norm used as
 #: the eigenvalue floor.
-DEFAULT_FLOOR_SCALE = 1.0
+DEFAULT_FLOOR_SCALE = 0.3
 
 #: Relative floor that stays without noise (epsilon=inf), times the
 #: largest curvature ``curvature_bound * R^2``: keeps steps finite along
@@ -64,10 +67,18 @@ RELATIVE_FLOOR = 1e-8
 MAX_HESSIAN_SIZE = 3000
 
 _HESSIANS = ("exact", "bound")
+_MOMENTA = ("auto", "nesterov", None)
 _MODIFICATIONS = ("clip", "add")
 
 
-def _check_options(*, hessian, hessian_share, eigenvalue, floor_scale, n_params=None):
+def _check_options(*, hessian, hessian_share, eigenvalue, floor_scale, momentum="auto",
+                   hessian_steps=None, n_params=None):
+    if momentum not in _MOMENTA:
+        raise ValueError(f"momentum must be one of {_MOMENTA}, got {momentum!r}.")
+    if hessian_steps is not None and not (
+        isinstance(hessian_steps, (int, np.integer)) and hessian_steps >= 1
+    ):
+        raise ValueError(f"hessian_steps must be an integer >= 1, got {hessian_steps!r}.")
     if hessian not in _HESSIANS:
         raise ValueError(f"hessian must be one of {_HESSIANS}, got {hessian!r}.")
     if eigenvalue not in _MODIFICATIONS:
@@ -92,10 +103,12 @@ def check_dp_newton(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, o
     """Public checks of dp_newton's options (run before the reservation)."""
     n_params = (public.n_features + int(public.fit_intercept)) * int(n_outputs)
     _check_options(
-        hessian=options.get("hessian", "exact"),
+        hessian=options.get("hessian", DEFAULT_HESSIAN),
         hessian_share=options.get("hessian_share"),
         eigenvalue=options.get("eigenvalue", "clip"),
         floor_scale=options.get("floor_scale"),
+        momentum=options.get("momentum", "auto"),
+        hessian_steps=options.get("hessian_steps"),
         n_params=n_params,
     )
 
@@ -130,8 +143,8 @@ def newton_multipliers(epsilon, delta, n_steps, n_hessian, hessian_share):
 
 
 def plan_dp_newton(
-    n_samples, n_params, epsilon, delta, *, max_iter=None, hessian="exact", hessian_share=None,
-    hessian_steps=None, loss=None,
+    n_samples, n_params, epsilon, delta, *, max_iter=None, hessian=DEFAULT_HESSIAN,
+    hessian_share=None, hessian_steps=None, loss=None,
 ):
     """Privacy plan of ``dp_newton``: ``T`` gradient and ``T`` (or 1) Hessian Gaussian releases.
 
@@ -164,6 +177,16 @@ def hessian_noise_norm(noise_std, size):
     return math.sqrt(2.0 * size) * float(noise_std)
 
 
+def modified_eigendecomposition(H, floor, eigenvalue="clip"):
+    """``(mod(lambda), V)`` for ``H = V diag(lambda) V^T``: see :func:`modified_newton_direction`."""
+    lam, V = np.linalg.eigh(H)
+    if eigenvalue == "clip":
+        lam = np.maximum(lam, floor)
+    else:
+        lam = np.maximum(lam, 0.0) + floor
+    return lam, V
+
+
 def modified_newton_direction(H, g, floor, eigenvalue="clip"):
     """``V diag(1 / mod(lambda)) V^T g`` for the eigen-decomposition ``H = V diag(lambda) V^T``.
 
@@ -171,11 +194,7 @@ def modified_newton_direction(H, g, floor, eigenvalue="clip"):
     to every eigenvalue after raising negative ones to 0.  Post-processing of
     released values only.
     """
-    lam, V = np.linalg.eigh(H)
-    if eigenvalue == "clip":
-        lam = np.maximum(lam, floor)
-    else:
-        lam = np.maximum(lam, 0.0) + floor
+    lam, V = modified_eigendecomposition(H, floor, eigenvalue)
     return V @ ((V.T @ g) / lam[:, None])
 
 
@@ -189,35 +208,48 @@ def dp_newton(
     delta,
     max_iter=None,
     clip_norm=None,
-    hessian="exact",
+    hessian=DEFAULT_HESSIAN,
     hessian_share=None,
     eigenvalue="clip",
     floor_scale=None,
     hessian_steps=None,
-    momentum=None,
+    momentum="auto",
     random_state=None,
     verbose=0,
 ):
-    """Private Newton steps on the L2-penalised average loss of a smooth GLM.
+    """Private (quasi-)Newton steps on the L2-penalised average loss of a smooth GLM.
 
     Minimises ``mean_i l(x_i @ W, y_i) + alpha / 2 * ||W[penalized]||^2``
-    with ``max_iter`` steps ``W <- W - H~^{-1} g~`` from ``W = 0``, where
+    with ``max_iter`` steps ``W <- V - H~^{-1} g~(V)`` from ``W = 0``, where
 
-    * ``g~`` is the noisy sum of per-sample gradients (clipped to
-      ``clip_norm``) divided by the public ``data.normalizer``, plus the
-      penalty's gradient;
-    * ``H~`` is the noisy Hessian sum divided by the normaliser, plus
+    * ``g~(V)`` is the noisy sum of per-sample gradients at ``V`` (each
+      clipped to ``clip_norm``) divided by the public ``data.normalizer``,
+      plus the penalty's gradient;
+    * ``H~`` is a noisy curvature matrix divided by the normaliser, plus
       ``alpha`` on the penalised coefficients, with its eigenvalues raised to
-      the floor ``max(floor_scale * nu, 1e-8 * beta R^2)``, ``nu`` the
-      expected spectral norm of its noise (:func:`hessian_noise_norm`) and
-      ``beta R^2`` the largest possible curvature.  ``hessian="exact"``
-      releases the Hessian at every step (one release in all for the squared
-      loss, whose Hessian is constant); ``hessian="bound"`` releases the
-      Gram matrix ``X~^T X~`` once and uses ``curvature_bound * X~^T X~``
-      (the quadratic upper bound of Boehning and Lindsay; for the multinomial
-      loss ``I_K (x) X~^T X~ / 2``) at every step: a majorise-minimise
-      method, cheaper (one Gram matrix) and monotone without noise, but with
-      a linear rate.
+      the floor ``max(floor_scale * nu, 1e-8 * beta R^2)`` (``nu`` the
+      expected spectral norm of its noise, :func:`hessian_noise_norm`;
+      ``beta R^2`` the largest curvature one row can have), so that no step
+      divides by noise;
+    * ``V`` is the iterate, or with ``momentum="nesterov"`` Nesterov's
+      look-ahead point ``W_t + k / (k + 3) (W_t - W_{t-1})``, restarted
+      (``k = 0``) whenever a step goes uphill for the noisy gradient
+      (O'Donoghue and Candes 2015).
+
+    The curvature matrix (``hessian``):
+
+    * ``"bound"`` (default): the Gram matrix ``X~^T X~``, released once,
+      times ``curvature_bound(loss)`` (for the multinomial loss ``I_K (x)
+      X~^T X~ / 2``): an upper bound on every Hessian of the loss (Boehning
+      and Lindsay 1988), so without noise each step minimises a quadratic
+      majorant (monotone descent) and Nesterov's momentum accelerates it.
+      One release for the whole fit: less noise per release than a Hessian
+      per step, and one O(n d^2) pass instead of one per step.  This is the
+      improvement the benchmark supports (docs/solvers/second_order.md).
+    * ``"exact"``: the Hessian sum at the current point, released at each of
+      the first ``hessian_steps`` steps (default: every step; later steps
+      reuse the last one), as in Ganesh et al. (2023); for the squared loss,
+      whose Hessian is constant, once.
 
     Parameters
     ----------
@@ -232,18 +264,23 @@ def dp_newton(
     epsilon, delta : float
         Target guarantee; ``epsilon=inf`` takes the same steps without noise.
     max_iter : int, optional
-        Number of Newton steps; default ``DEFAULT_NEWTON_STEPS`` (6).
+        Number of steps; default ``DEFAULT_NEWTON_STEPS`` (5).
     clip_norm : float, optional
-        Per-sample gradient clip, at most the loss's bound; default
-        ``DEFAULT_NEWTON_CLIP_FRACTION`` (1) of it when private.
-    hessian : {"exact", "bound"}, default="exact"
+        Per-sample gradient clip, at most the loss's bound; default half of
+        it when private (as the first-order solvers), none without noise.
+    hessian : {"bound", "exact"}, default="bound"
     hessian_share : float in (0, 1), optional
-        Share of the precision spent on Hessian releases; default
+        Share of the precision spent on the curvature releases; default
         ``DEFAULT_HESSIAN_SHARE`` (0.25).
+    hessian_steps : int, optional
+        With ``hessian="exact"``: how many steps release a fresh Hessian.
     eigenvalue : {"clip", "add"}, default="clip"
         The eigenvalue modification (see :func:`modified_newton_direction`).
     floor_scale : float, optional
-        The floor in units of the Hessian noise's spectral norm; default 1.
+        The floor in units of the curvature noise's spectral norm; default
+        ``DEFAULT_FLOOR_SCALE`` (0.3).
+    momentum : {"auto", "nesterov", None}, default="auto"
+        ``"auto"``: Nesterov with ``hessian="bound"``, none with ``"exact"``.
     random_state : None, int, RandomState or Generator
     verbose : int
 
@@ -254,25 +291,25 @@ def dp_newton(
     Privacy
     -------
     (epsilon, delta)-DP under add/remove-one neighbouring.  Each step
-    releases the sum of clipped per-sample gradients (L2 sensitivity
-    ``C``, the clip) with ``N(0, (sigma_g C)^2)`` noise, and (``"exact"``)
-    ``svec`` of the Hessian sum ``sum_i A_i (x) x_i x_i^T`` (``A_i`` the
-    loss's curvature in the scores) with ``N(0, (sigma_h S)^2)`` noise per
-    entry, where ``S = curvature_bound * R^2`` bounds the Frobenius norm of
-    one row's term (1/4 for the binary and 1/2 for the multinomial log-loss,
-    1 for the squared and Huber losses; ``R`` the row bound) and ``svec``
-    (diagonal, then sqrt(2) times the upper triangle) makes that Frobenius
-    norm the L2 norm of the released vector.  ``"bound"`` releases ``svec``
-    of ``X~^T X~`` once instead (sensitivity ``R^2``).  All releases are
-    full-batch Gaussian mechanisms and compose exactly into one Gaussian of
-    multiplier ``sigma``, the smallest that meets (epsilon, delta) by the
-    analytic Gaussian mechanism; the Hessian releases get the public
-    ``hessian_share`` of ``1 / sigma^2``.  Averages divide by
-    ``data.normalizer`` (the estimators' DP count; the row count itself is
-    never used), and the eigenvalue floor is a function of public values and
-    that count.  The steps, the eigen-decompositions and the verbose lines
-    (norms of noisy gradients) are post-processing; the number of steps is
-    public.
+    releases the sum of clipped per-sample gradients (L2 sensitivity ``C``,
+    the clip) with ``N(0, (sigma_g C)^2)`` noise per entry.  The curvature
+    releases are ``svec`` of a symmetric matrix (the diagonal, then sqrt(2)
+    times the upper triangle: its L2 norm is the Frobenius norm of the
+    matrix) with ``N(0, (sigma_h S)^2)`` noise per entry, where ``S``
+    bounds the Frobenius norm of one row's term: ``R^2`` for ``X~^T X~``
+    (``hessian="bound"``), ``curvature_bound * R^2`` for the Hessian sum
+    ``sum_i A_i (x) x_i x_i^T`` (``A_i`` the loss's curvature in the scores:
+    1/4 for the binary and 1/2 for the multinomial log-loss in Frobenius
+    norm, 1 for the squared and Huber losses; ``R`` the row bound, intercept
+    column included).  All releases are full-batch Gaussian mechanisms and
+    compose exactly into one Gaussian of multiplier ``sigma``, the smallest
+    meeting (epsilon, delta) by the analytic Gaussian mechanism; the public
+    ``hessian_share`` of ``1 / sigma^2`` goes to the curvature releases.
+    Averages divide by ``data.normalizer`` (the estimators' DP count; the
+    row count itself is never used), and the floor is a function of public
+    values and that count.  The steps, the momentum and its restarts, the
+    eigen-decompositions and the verbose lines (norms of noisy gradients and
+    steps) are post-processing; the number of steps is public.
     """
     if curvature_bound(loss) is None:
         raise ValueError(
@@ -282,14 +319,15 @@ def dp_newton(
     n_columns = design.n_columns
     n_params = n_columns * n_outputs
     _check_options(hessian=hessian, hessian_share=hessian_share, eigenvalue=eigenvalue,
-                   floor_scale=floor_scale, n_params=n_params)
+                   floor_scale=floor_scale, momentum=momentum, hessian_steps=hessian_steps,
+                   n_params=n_params)
+    if momentum == "auto":
+        momentum = "nesterov" if hessian == "bound" else None
     private = not math.isinf(epsilon)
     plan = plan_dp_newton(
         data.n_public, n_params, epsilon, delta, max_iter=max_iter, hessian=hessian,
         hessian_share=hessian_share, hessian_steps=hessian_steps, loss=loss,
     )
-    if clip_norm is None and private and loss.derivative_bound is not None:
-        clip_norm = DEFAULT_NEWTON_CLIP_FRACTION * loss.derivative_bound * data.row_norm_bound
     clip = gradient_bound(loss, data.row_norm_bound, clip_norm, private=private)
     R2 = float(data.row_norm_bound) ** 2
     beta = curvature_bound(loss)
@@ -317,19 +355,21 @@ def dp_newton(
 
     W = np.zeros((n_columns, n_outputs))
     W_previous = W
-    H_avg = None
+    since_restart = 0
+    H_avg = eigen = None
     hessian_releases = plan.details["hessian_releases"]
     released_hessians = 0
     for t in range(plan.n_steps):
         need_hessian = released_hessians < hessian_releases
         if need_hessian:
             released_hessians += 1
-        if momentum == "nesterov" and t > 0:
-            W, W_previous = W + (t / (t + 3.0)) * (W - W_previous), W
-        else:
-            W_previous = W
+        # Nesterov's look-ahead point, with O'Donoghue and Candes's restart
+        # (below): post-processing of released gradients.
+        V = W
+        if momentum == "nesterov" and since_restart > 0:
+            V = W + (since_restart / (since_restart + 3.0)) * (W - W_previous)
         if need_hessian and hessian == "bound":
-            g_sum, _ = newton_sums(design, y, W, loss, clip, data.row_norms, hessian=False)
+            g_sum, _ = newton_sums(design, y, V, loss, clip, data.row_norms, hessian=False)
             gram = _noise.gaussian(
                 svec(design.gram()), sensitivity=hessian_sensitivity, noise_std=hessian_std,
                 rng=rng, label="gram matrix",
@@ -338,7 +378,7 @@ def dp_newton(
             H_avg = np.kron(np.eye(n_outputs), G) if n_outputs > 1 else G
         else:
             g_sum, H_sum = newton_sums(
-                design, y, W, loss, clip, data.row_norms, hessian=need_hessian
+                design, y, V, loss, clip, data.row_norms, hessian=need_hessian
             )
         g_noisy = _noise.gaussian(
             g_sum, sensitivity=clip, noise_std=gradient_std, rng=rng,
@@ -350,14 +390,22 @@ def dp_newton(
                 label="hessian sum",
             )
             H_avg = unsvec(released, n_params) / normalizer
+        if need_hessian:
+            H = H_avg.copy()
+            H[np.diag_indices(n_params)] += alpha * penalized
+            eigen = modified_eigendecomposition(H, floor, eigenvalue)
         grad = g_noisy.ravel(order="F") / normalizer
-        w = W.ravel(order="F")
-        grad[penalized] += alpha * w[penalized]
-        H = H_avg.copy()
-        H[np.diag_indices(n_params)] += alpha * penalized
-        step = modified_newton_direction(H, grad[:, None], floor, eigenvalue)[:, 0]
-        W = (w - step).reshape((n_columns, n_outputs), order="F")
-        check_finite_iterate(W, "dp_newton")
+        v = V.ravel(order="F")
+        grad[penalized] += alpha * v[penalized]
+        lam, vectors = eigen
+        step = vectors @ ((vectors.T @ grad) / lam)
+        W_next = (v - step).reshape((n_columns, n_outputs), order="F")
+        check_finite_iterate(W_next, "dp_newton")
+        if momentum == "nesterov":
+            # Restart the momentum when the step goes uphill for the (noisy) gradient.
+            uphill = float(grad @ (W_next - W).ravel(order="F")) > 0
+            since_restart = 0 if uphill else since_restart + 1
+        W_previous, W = W, W_next
         progress(t + 1, grad_norm=float(np.linalg.norm(grad)),
                  step_norm=float(np.linalg.norm(step)))
     plan.details.update(
