@@ -37,6 +37,9 @@ __all__ = [
     "DEFAULT_HESSIAN",
     "DEFAULT_FLOOR_SCALE",
     "MAX_HESSIAN_SIZE",
+    "AUTO_MAX_COLUMNS",
+    "AUTO_SSP_ENTRYWISE_MAX_FEATURES",
+    "second_order_fits",
 ]
 
 #: Default number of steps (each: one gradient release and, with
@@ -53,8 +56,16 @@ DEFAULT_HESSIAN = "bound"
 #: the fit composes into) that goes to the Hessian releases.
 DEFAULT_HESSIAN_SHARE = 0.25
 
-#: Default multiple of the curvature noise's expected spectral norm used as
-#: the eigenvalue floor.
+#: Default eigenvalue modification and floor (in units of the curvature
+#: noise's expected spectral norm), per loss.  The log-loss's curvature bound
+#: has slack away from 0 (``p (1 - p) <= 1/4``), and a low floor (eigenvalues
+#: clipped at 0.3 noise norms) lets the steps move along flat directions; the
+#: squared loss's bound is its Hessian, so noise that lowers an eigenvalue
+#: makes the step overshoot: two noise norms are added to every eigenvalue,
+#: which keeps the model a majorant with high probability.  Huber's bound is
+#: its Hessian on the inliers, with a clipped (small) gradient: half a noise
+#: norm added.  Measured in docs/solvers/second_order.md.
+DEFAULT_FLOOR = {"log_loss": ("clip", 0.3), "squared": ("add", 2.0), "huber": ("add", 0.5)}
 DEFAULT_FLOOR_SCALE = 0.3
 
 #: Relative floor that stays without noise (epsilon=inf), times the
@@ -66,9 +77,34 @@ RELATIVE_FLOOR = 1e-8
 #: m (m + 1) / 2 entries and each step decomposes it (O(m^3)).
 MAX_HESSIAN_SIZE = 3000
 
+#: Widest design (features plus intercept) for which ``solver="auto"`` picks
+#: the second-order solvers (dp_newton, dp_ssp): their d x d Gram matrix
+#: costs about d / 16 gradient passes (a symmetric rank-k product against
+#: memory-bound mat-vecs), so beyond ~1000 columns it costs more than
+#: dp_gd's 100 steps.
+AUTO_MAX_COLUMNS = 1000
+
+#: Widest X for which ``solver="auto"`` picks ``dp_ssp`` when rows are bounded
+#: entrywise (``DPLasso``): the L2 bound that ``feature_bound`` implies grows
+#: as sqrt(d), and the Gram release's noise relative to the data as
+#: d^1.5 / n; at d = 30 it beats dp_cd from n ~ 1e4 (benchmarks).
+AUTO_SSP_ENTRYWISE_MAX_FEATURES = 64
+
+
+def second_order_fits(public, max_columns=AUTO_MAX_COLUMNS):
+    """Whether a fit's public setting is narrow enough for ``auto`` to pick dp_newton / dp_ssp.
+
+    ``public`` is the estimator's ``PublicSetting`` (n_features,
+    fit_intercept): public inputs only, never the row count.
+    """
+    if public is None:
+        return False
+    return public.n_features + int(public.fit_intercept) <= max_columns
+
+
 _HESSIANS = ("exact", "bound")
 _MOMENTA = ("auto", "nesterov", None)
-_MODIFICATIONS = ("clip", "add")
+_MODIFICATIONS = ("auto", "clip", "add")
 
 
 def _check_options(*, hessian, hessian_share, eigenvalue, floor_scale, momentum="auto",
@@ -92,25 +128,32 @@ def _check_options(*, hessian, hessian_share, eigenvalue, floor_scale, momentum=
     ):
         raise ValueError(f"floor_scale must be a finite float >= 0, got {floor_scale!r}.")
     if n_params is not None and n_params > MAX_HESSIAN_SIZE:
+        what = ("a Gram matrix of (features plus intercept)" if hessian == "bound" else
+                "a Hessian of (features plus intercept) x classes")
         raise ValueError(
-            f"dp_newton releases a Hessian of {n_params} x {n_params} coefficients (features "
-            f"plus intercept, times the classes); it supports at most {MAX_HESSIAN_SIZE}. Use "
-            "dp_gd for wider problems."
+            f"dp_newton releases {what} = {n_params} rows and columns; it supports at most "
+            f"{MAX_HESSIAN_SIZE}. Use dp_gd for wider problems."
         )
 
 
 def check_dp_newton(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
     """Public checks of dp_newton's options (run before the reservation)."""
-    n_params = (public.n_features + int(public.fit_intercept)) * int(n_outputs)
+    hessian = options.get("hessian", DEFAULT_HESSIAN)
+    n_columns = public.n_features + int(public.fit_intercept)
     _check_options(
-        hessian=options.get("hessian", DEFAULT_HESSIAN),
+        hessian=hessian,
         hessian_share=options.get("hessian_share"),
-        eigenvalue=options.get("eigenvalue", "clip"),
+        eigenvalue=options.get("eigenvalue", "auto"),
         floor_scale=options.get("floor_scale"),
         momentum=options.get("momentum", "auto"),
         hessian_steps=options.get("hessian_steps"),
-        n_params=n_params,
+        n_params=_curvature_size(hessian, n_columns, n_outputs),
     )
+
+
+def _curvature_size(hessian, n_columns, n_outputs):
+    """Rows of the matrix dp_newton releases and decomposes."""
+    return n_columns if hessian == "bound" else n_columns * int(n_outputs)
 
 
 def _constant_hessian(loss):
@@ -210,7 +253,7 @@ def dp_newton(
     clip_norm=None,
     hessian=DEFAULT_HESSIAN,
     hessian_share=None,
-    eigenvalue="clip",
+    eigenvalue="auto",
     floor_scale=None,
     hessian_steps=None,
     momentum="auto",
@@ -274,11 +317,14 @@ def dp_newton(
         ``DEFAULT_HESSIAN_SHARE`` (0.25).
     hessian_steps : int, optional
         With ``hessian="exact"``: how many steps release a fresh Hessian.
-    eigenvalue : {"clip", "add"}, default="clip"
-        The eigenvalue modification (see :func:`modified_newton_direction`).
+    eigenvalue : {"auto", "clip", "add"}, default="auto"
+        The eigenvalue modification (see :func:`modified_newton_direction`);
+        ``"auto"``: ``DEFAULT_FLOOR`` of the loss (``"clip"`` for the
+        log-loss, ``"add"`` for the squared and Huber losses).
     floor_scale : float, optional
         The floor in units of the curvature noise's spectral norm; default
-        ``DEFAULT_FLOOR_SCALE`` (0.3).
+        from ``DEFAULT_FLOOR`` (0.3 for the log-loss, 2 for the squared
+        loss, 0.5 for the Huber loss).
     momentum : {"auto", "nesterov", None}, default="auto"
         ``"auto"``: Nesterov with ``hessian="bound"``, none with ``"exact"``.
     random_state : None, int, RandomState or Generator
@@ -320,9 +366,14 @@ def dp_newton(
     n_params = n_columns * n_outputs
     _check_options(hessian=hessian, hessian_share=hessian_share, eigenvalue=eigenvalue,
                    floor_scale=floor_scale, momentum=momentum, hessian_steps=hessian_steps,
-                   n_params=n_params)
+                   n_params=_curvature_size(hessian, n_columns, n_outputs))
     if momentum == "auto":
         momentum = "nesterov" if hessian == "bound" else None
+    default_eigenvalue, default_floor = DEFAULT_FLOOR.get(loss.name, ("clip", DEFAULT_FLOOR_SCALE))
+    if eigenvalue == "auto":
+        eigenvalue = default_eigenvalue
+    if floor_scale is None:
+        floor_scale = default_floor
     private = not math.isinf(epsilon)
     plan = plan_dp_newton(
         data.n_public, n_params, epsilon, delta, max_iter=max_iter, hessian=hessian,
@@ -346,7 +397,7 @@ def dp_newton(
     else:
         nu = hessian_noise_norm(hessian_std / normalizer, n_params)
     floor = max(
-        (DEFAULT_FLOOR_SCALE if floor_scale is None else float(floor_scale)) * nu,
+        float(floor_scale) * nu,
         RELATIVE_FLOOR * beta * R2,
     )
     penalized = np.tile(data.penalized, n_outputs)  # class-major, as W.ravel("F")
@@ -374,8 +425,8 @@ def dp_newton(
                 svec(design.gram()), sensitivity=hessian_sensitivity, noise_std=hessian_std,
                 rng=rng, label="gram matrix",
             )
-            G = unsvec(gram, n_columns) * (beta / normalizer)
-            H_avg = np.kron(np.eye(n_outputs), G) if n_outputs > 1 else G
+            # One block for all classes: the bound is I_K (x) beta G.
+            H_avg = unsvec(gram, n_columns) * (beta / normalizer)
         else:
             g_sum, H_sum = newton_sums(
                 design, y, V, loss, clip, data.row_norms, hessian=need_hessian
@@ -392,18 +443,22 @@ def dp_newton(
             H_avg = unsvec(released, n_params) / normalizer
         if need_hessian:
             H = H_avg.copy()
-            H[np.diag_indices(n_params)] += alpha * penalized
+            block_penalized = data.penalized if hessian == "bound" else penalized
+            H[np.diag_indices(H.shape[0])] += alpha * block_penalized
             eigen = modified_eigendecomposition(H, floor, eigenvalue)
-        grad = g_noisy.ravel(order="F") / normalizer
-        v = V.ravel(order="F")
-        grad[penalized] += alpha * v[penalized]
+        grad = g_noisy / normalizer
+        grad[data.penalized] += alpha * V[data.penalized]
         lam, vectors = eigen
-        step = vectors @ ((vectors.T @ grad) / lam)
-        W_next = (v - step).reshape((n_columns, n_outputs), order="F")
+        if hessian == "bound":  # the same block for every class
+            step = vectors @ ((vectors.T @ grad) / lam[:, None])
+        else:  # class-major coefficients, as W.ravel("F")
+            flat = grad.ravel(order="F")
+            step = (vectors @ ((vectors.T @ flat) / lam)).reshape(grad.shape, order="F")
+        W_next = V - step
         check_finite_iterate(W_next, "dp_newton")
         if momentum == "nesterov":
             # Restart the momentum when the step goes uphill for the (noisy) gradient.
-            uphill = float(grad @ (W_next - W).ravel(order="F")) > 0
+            uphill = float(np.sum(grad * (W_next - W))) > 0
             since_restart = 0 if uphill else since_restart + 1
         W_previous, W = W, W_next
         progress(t + 1, grad_norm=float(np.linalg.norm(grad)),

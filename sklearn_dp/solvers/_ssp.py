@@ -230,7 +230,7 @@ def _projected_gradient(Q, c, l1, l2, box, ball, constraint, radius, w, max_step
 def solve_statistics(
     gram, xty, *, normalizer, ridge=0.0, alpha=0.0, l1_ratio=0.0, penalized=None,
     constraint=None, radius=None, intercept_bound=None, coef_init=None,
-    max_iter=DEFAULT_MAX_SWEEPS, tol=DEFAULT_TOL,
+    max_iter=DEFAULT_MAX_SWEEPS, tol=DEFAULT_TOL, force_iterative=False,
 ):
     """Minimise the least-squares objective written with the (released) statistics.
 
@@ -260,7 +260,7 @@ def solve_statistics(
         box[~penalized] = float(intercept_bound)
         ball = penalized.copy()
     has_ball = constraint is not None and radius is not None
-    if not has_ball and not np.any(l1 > 0) and intercept_bound is None:
+    if not has_ball and not np.any(l1 > 0) and intercept_bound is None and not force_iterative:
         lam, V = np.linalg.eigh(Q + np.diag(l2))
         cutoff = max(float(lam[-1]), 0.0) * m * np.finfo(float).eps
         inverse = np.where(lam > cutoff, 1.0 / np.where(lam > cutoff, lam, 1.0), 0.0)
