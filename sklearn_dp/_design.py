@@ -125,9 +125,13 @@ class Design:
         """``X^T U`` for U of shape (n, k), accumulated in float64."""
         if self.dtype == np.float64:
             return np.asarray(self.X.T @ U)
+        # Converted blocks of about GRAM_BLOCK_BYTES, not BLOCK_ROWS rows: a
+        # 65536-row float64 copy of a float32 X is most of X's own size until
+        # X has millions of rows.
         out = np.zeros((self.n_features, U.shape[1]))
-        for start in range(0, self.n_rows, BLOCK_ROWS):
-            stop = min(start + BLOCK_ROWS, self.n_rows)
+        step = self._gram_block_rows()
+        for start in range(0, self.n_rows, step):
+            stop = min(start + step, self.n_rows)
             out += np.asarray(_float64(self.X[start:stop]).T @ U[start:stop])
         return out
 
