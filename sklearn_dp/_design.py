@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["Design", "BLOCK_ROWS", "EXCESS_FACTOR", "GRAM_BLOCK_BYTES"]
+__all__ = ["Design", "BLOCK_ROWS", "EXCESS_FACTOR", "GRAM_BLOCK_BYTES", "block_rows"]
 
 #: Rows per block when a product accumulates in float64 or a bound is
 #: computed (65536 x 100 float64 is 52 MB, far below the X it comes from).
@@ -48,6 +48,23 @@ GRAM_BLOCK_BYTES = 1 << 22
 #: over- or underflows) are patched exactly instead of corrected by
 #: subtraction, whose cancellation would lose digits.
 EXCESS_FACTOR = 1e6
+
+
+def block_rows(n_rows, n_features, nnz=None):
+    """Rows per block of a blockwise pass over X.
+
+    About ``GRAM_BLOCK_BYTES`` of float64 (for a sparse X with ``nnz`` stored
+    entries, of its CSR rows: 12 bytes an entry) and at most a sixteenth of
+    the rows (at least 256, at most ``BLOCK_ROWS``): a block's copy stays
+    small next to X whatever its shape (a fixed count of rows would copy all
+    of a small X, and a wide block most of a float32 one), and sparse blocks
+    are not so small that per-block overhead dominates.
+    """
+    if nnz is None:
+        per_row = 8 * max(1, int(n_features))
+    else:
+        per_row = 12 * max(1.0, nnz / max(1, int(n_rows)))
+    return int(max(256, min(BLOCK_ROWS, GRAM_BLOCK_BYTES // per_row, -(-int(n_rows) // 16))))
 
 
 def _as_2d(V):
@@ -178,9 +195,8 @@ class Design:
         return block
 
     def _gram_block_rows(self):
-        """Rows per block of a Gram product: about GRAM_BLOCK_BYTES of float64, at least 256."""
-        per_row = 8 * max(1, self.n_features)
-        return int(min(BLOCK_ROWS, max(256, GRAM_BLOCK_BYTES // per_row)))
+        """Rows per block of a blockwise product (see :func:`block_rows`)."""
+        return block_rows(self.n_rows, self.n_features, self.X.nnz if self.sparse else None)
 
     def gram(self, weights=None):
         """``X~^T diag(weights) X~`` of shape (n_columns, n_columns), float64.
@@ -233,8 +249,9 @@ class Design:
         d = self.n_features
         G = np.zeros((self.n_columns, self.n_columns))
         column = np.zeros(d)
-        for start in range(0, self.n_rows, BLOCK_ROWS):
-            stop = min(start + BLOCK_ROWS, self.n_rows)
+        step = self._gram_block_rows()
+        for start in range(0, self.n_rows, step):
+            stop = min(start + step, self.n_rows)
             block = self._bounded_block(start, stop)
             weight = square[start:stop]
             if sp.issparse(block):
@@ -319,8 +336,9 @@ class Design:
         from ._data import row_l2_norms
 
         norms = np.empty(self.n_rows)
-        for start in range(0, self.n_rows, BLOCK_ROWS):
-            stop = min(start + BLOCK_ROWS, self.n_rows)
+        step = self._gram_block_rows()
+        for start in range(0, self.n_rows, step):
+            stop = min(start + step, self.n_rows)
             norms[start:stop] = row_l2_norms(self._bounded_block(start, stop))
         if self.row_scale is not None:
             with np.errstate(over="ignore"):

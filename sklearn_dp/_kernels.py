@@ -17,6 +17,7 @@ sufficient statistics (``dp_newton``, ``dp_ssp``).
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import expit
 
 __all__ = [
     "clip_scale",
@@ -32,12 +33,22 @@ __all__ = [
 ]
 
 
-def clip_scale(norms, clip_norm):
+def clip_scale(norms, clip_norm, out=None):
     """Per-row factors ``min(1, clip_norm / norms)`` (1 where the norm is 0 or within the clip).
 
     ``clip_norm`` None or inf gives ones.  Only rows over the clip are
-    divided, so zero norms never divide.
+    divided, so zero norms never divide.  With ``out`` (a float array, which
+    may be ``norms`` itself) the factors are written there without other
+    allocations, as ``clip_norm / fmax(norms, clip_norm)``: the same values
+    (exactly 1 within the clip and for NaN norms).
     """
+    if out is not None:
+        if clip_norm is None or not np.isfinite(clip_norm):
+            out[...] = 1.0
+            return out
+        np.fmax(norms, clip_norm, out=out)
+        np.divide(clip_norm, out, out=out)
+        return out
     scale = np.ones_like(norms, dtype=float)
     if clip_norm is None or not np.isfinite(clip_norm):
         return scale
@@ -242,27 +253,33 @@ def newton_sums(design, y, W, loss, clip_norm, row_norms, *, hessian=True):
     """
     # At W = 0 (the first step) every score is 0: no pass over X.
     Z = design.matmul(W) if np.any(W) else np.zeros((design.n_rows, W.shape[1]))
-    D = loss.derivative(Z, y)
     H = None
     if hessian:
         if loss.multi_output:
             P = Z - Z.max(axis=1, keepdims=True)
             np.exp(P, out=P)
             P /= P.sum(axis=1, keepdims=True)
-            del Z
             H = _multinomial_hessian(design, P)
             del P
         else:
             h = curvature_weights(loss, Z, y)
-            del Z
             H = design.gram(h)
             del h
+    if loss.name == "log_loss" and not loss.multi_output:
+        # -y sigmoid(-y z), in the scores' own buffer (no n-vector temporaries).
+        D = Z
+        D[:, 0] *= y
+        np.negative(D, out=D)
+        expit(D, out=D)
+        D[:, 0] *= y
+        np.negative(D, out=D)
     else:
-        del Z
+        D = loss.derivative(Z, y)
+    del Z
     if clip_norm is not None and np.isfinite(clip_norm):
         norms = np.sqrt(np.einsum("ij,ij->i", D, D)) if D.shape[1] > 1 else np.abs(D[:, 0])
         norms *= row_norms
-        D *= clip_scale(norms, clip_norm)[:, None]
+        D *= clip_scale(norms, clip_norm, out=norms)[:, None]
         del norms
     return design.rmatmul(D), H
 
