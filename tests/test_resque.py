@@ -23,7 +23,7 @@ from sklearn_dp.solvers._resque import (
     resque_gradient,
     resque_weights,
 )
-from sklearn_dp.testing import audit_mechanism
+from sklearn_dp.testing import audit_mechanism, trace_releases
 
 N_MC = 200_000  # Monte Carlo draws for the estimator's moments
 
@@ -426,39 +426,55 @@ def test_query_counts_theory_schedule():
         min(math.ceil(768 * lipschitz**2 / (lam**2 * r**2)), cap) for lam in info["lambdas"]
     ]
     assert info["query_depth"] == len(info["lambdas"]) == info["n_outer"]
-    expected = sum(batch * math.ceil(t / batch) for t in per_call)
-    assert info["n_queries"] == loss.evaluations == expected
-    assert result.n_iter == sum(math.ceil(t / batch) for t in per_call)
+    steps = sum(math.ceil(t / batch) for t in per_call)
+    assert result.n_iter == steps
+    # Steps of Poisson batches of expected size `batch` (rate 16 / 400, exact):
+    # the released count is the nominal one, the evaluations scatter around it.
+    assert info["n_queries"] == batch * steps
+    assert abs(loss.evaluations - batch * steps) <= 5 * math.sqrt(batch * steps)
 
 
 def test_noise_scale_is_exact(monkeypatch):
-    """With all per-sample gradients zero every inner step is pure noise of std sigma w_max L."""
+    """With all per-sample gradients zero every inner step releases pure noise of std sigma w_max L."""
     n, d = 400, 3
     X = np.zeros((n, d))
     y = np.zeros(n)
     data = bound_data(X, y, fit_intercept=False, data_norm=2.0)
-    captured = []
+    normalizers = []
     real_epoch_sgd = resque_module._epoch_sgd
 
     def capture(round_, **kwargs):
         assert np.all(round_.features == 0)
-        captured.append((kwargs["noise"], kwargs["normalizer"]))
+        normalizers.append(kwargs["normalizer"])
         return real_epoch_sgd(round_, **kwargs)
 
     monkeypatch.setattr(resque_module, "_epoch_sgd", capture)
     epsilon, delta = 1.0, 1e-5
-    result = resque(
-        data, QuantileLoss(0.7), n_outputs=1, alpha=0.0, epsilon=epsilon, delta=delta, radius=1.0,
-        tol=0.05, max_weight=2.0, random_state=0,
-    )
+    with trace_releases() as trace:
+        result = resque(
+            data, QuantileLoss(0.7), n_outputs=1, alpha=0.0, epsilon=epsilon, delta=delta,
+            radius=1.0, tol=0.05, max_weight=2.0, random_state=0,
+        )
     sigma = subsampled_gaussian_noise_multiplier(epsilon, delta, 32 / n, result.plan.n_steps)
-    std = sigma * 2.0 * 0.7 * 2.0  # multiplier * max_weight * derivative bound * row bound
+    sensitivity = 2.0 * 0.7 * 2.0  # max_weight * derivative bound * row bound
+    std = sigma * sensitivity
     assert result.plan.noise_multiplier == sigma
-    assert result.plan.details["sensitivity"] == pytest.approx(2.0 * 0.7 * 2.0)
+    assert result.plan.details["sensitivity"] == pytest.approx(sensitivity)
     assert result.plan.details["noise_std"] == pytest.approx(std, rel=1e-15)
-    noise = np.concatenate([c[0] for c in captured])
+    # One gateway release per step, each with the exact pre-noise sum (zero here).
+    releases = trace.releases
+    assert len(releases) == result.plan.n_steps == result.n_iter
+    assert all(r.mechanism == "gaussian" and r.norm == "l2" for r in releases)
+    assert all(r.label == resque_module.STEP_LABEL for r in releases)
+    assert all(r.sensitivity == pytest.approx(sensitivity, rel=1e-15) for r in releases)
+    assert all(r.scale == result.plan.details["noise_std"] for r in releases)
+    assert all(np.array_equal(r.value, np.zeros(d)) for r in releases)
+    # Every batch came from the gateway's Poisson sampler at the plan's rate.
+    assert len(trace.samples) == result.plan.n_steps
+    assert {(s.kind, s.parameters["rate"]) for s in trace.samples} == {("poisson", 32 / n)}
+    noise = np.array([r.output for r in releases])
     assert noise.shape == (result.plan.n_steps, d)
-    assert all(c[1] == 32.0 for c in captured)  # divided by the public expected batch
+    assert all(c == 32.0 for c in normalizers)  # divided by the public expected batch
     # sample std of m Gaussians: relative standard error 1 / sqrt(2 m)
     assert abs(noise.std() / std - 1) <= 5 / math.sqrt(2 * noise.size)
     assert abs(noise.mean()) <= 5 * std / math.sqrt(noise.size)
@@ -514,6 +530,134 @@ def test_solver_refusals():
         resque(data, AbsoluteLoss(), epsilon=1.0, radius=1.0, constraint="l1", **common)
     with pytest.raises(ValueError, match="single-output"):
         resque(data, AbsoluteLoss(), epsilon=1.0, n_outputs=2, alpha=0.0, delta=1e-5)
+    with pytest.raises(ValueError, match="n_jobs"):
+        resque(data, AbsoluteLoss(), epsilon=1.0, n_jobs=0, **common)
+    with pytest.raises(ValueError, match="restart"):
+        resque(data, AbsoluteLoss(), epsilon=1.0, restart="yes", **common)
+    with pytest.raises(ValueError, match="only available with epsilon=inf"):
+        resque(data, AbsoluteLoss(), epsilon=1.0, schedule="theory", **common)
+
+
+# Refused by the registry's check (SolverSpec.check), before the reservation.
+_REFUSED = [
+    (dict(solver_options={"schedule": "theory"}), "only available with epsilon=inf"),
+    (dict(solver_options={"schedule": "fast"}), "schedule must be"),
+    (dict(n_jobs=0), "n_jobs"),
+]
+
+
+@pytest.mark.parametrize("params, message", _REFUSED)
+def test_public_checks_run_before_the_reservation(params, message):
+    X, y = _lad_problem(n=100)
+    budget = PrivacyBudget(10.0, 1e-3)
+    with trace_releases() as trace:
+        with pytest.raises(ValueError, match=message):
+            DPSCORegressor(
+                loss="absolute", solver="resque", budget=budget, random_state=0, **params
+            ).fit(X, y)
+    assert budget.ledger == []
+    assert trace.releases == [] and trace.samples == []
+
+
+def test_check_is_registered_and_shared_with_the_solver():
+    spec = get_solver("resque")
+    assert spec.check is resque_module.check_resque
+    assert set(spec.options) == set(resque_module.OPTION_NAMES)
+    from sklearn_dp.linear_model._base import PublicSetting
+
+    public = PublicSetting(
+        n_features=3, n_outputs=1, multiclass=False, sparse=False, fit_intercept=True,
+        epsilon=1.0, delta=1e-5,
+    )
+    arguments = dict(loss_name="absolute", n_outputs=1, penalty=None, alpha=0.0, l1_ratio=None,
+                     public=public)
+    spec.check(**arguments, options={"batch_size": 8, "restart": False})
+    for options, message in [
+        ({"max_weight": math.inf}, "finite max_weight"),
+        ({"tol": -1.0}, "tol"),
+        ({"passes": 0}, "passes"),
+        ({"n_probes": 0}, "n_probes"),
+        ({"max_inner": 0}, "max_inner"),
+        ({"radius": 0.0}, "radius"),
+        ({"constraint": "l1"}, "L2-ball"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            spec.check(**arguments, options=options)
+    with pytest.raises(ValueError, match="single-output"):
+        spec.check(**dict(arguments, n_outputs=3), options={})
+    with pytest.raises(ValueError, match="Lipschitz"):
+        spec.check(**dict(arguments, loss_name="squared"), options={})
+
+
+def test_release_count_check_is_public_and_fires_on_a_bug_only(monkeypatch):
+    """A schedule that runs more steps than the plan accounted for is caught (a public error)."""
+    X, y = _lad_problem(n=200)
+    data = bound_data(X, y, fit_intercept=True, data_norm=1.0)
+    real = resque_module._BallOracle.n_steps
+    monkeypatch.setattr(resque_module._BallOracle, "n_steps", lambda self, lam: real(self, lam) + 1)
+    with pytest.raises(AssertionError, match="a bug") as caught:
+        resque(data, AbsoluteLoss(), n_outputs=1, alpha=0.0, epsilon=1.0, delta=1e-5, tol=0.3,
+               random_state=0)
+    assert getattr(caught.value, "__sklearn_dp_public__", False)
+    # Through an estimator the fit stays charged (failed), and the error is not withheld.
+    budget = PrivacyBudget(10.0, 1e-3)
+    with pytest.raises(AssertionError, match="a bug"):
+        DPSCORegressor(loss="absolute", solver="resque", budget=budget, random_state=0,
+                       solver_options={"tol": 0.3}).fit(X, y)
+    assert [entry.status for entry in budget.ledger] == ["failed"]
+
+
+def test_perturbation_streams_are_philox_streams_keyed_by_round_step_and_run():
+    entropy = 12345
+    key = np.random.SeedSequence(entropy).generate_state(2, np.uint64)
+    streams = resque_module._Perturbations(entropy)
+    for round_index, step, run in [(0, 0, 0), (3, 17, 2), (0, 0, 0)]:
+        got = np.empty((5, 3))
+        streams.fill(got, (round_index, step, run))
+        expected = np.random.Generator(
+            np.random.Philox(key=key, counter=[0, run, step, round_index])
+        ).standard_normal((5, 3))
+        np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("chunk", [2, 3, 4096])
+def test_shared_rows_keep_their_perturbations_when_a_row_is_added(monkeypatch, chunk):
+    """The coupling of the sensitivity: full batches of D and of D + one row at the end.
+
+    Every step's batch holds every row (what a substituting trace samples);
+    the shared rows get the same perturbations and derivatives, whatever the
+    run length and the number of jobs, so each step's sum moves by the added
+    row's term only.
+    """
+    from joblib import Parallel
+
+    monkeypatch.setattr(resque_module, "QUERY_CHUNK", chunk)
+    X, y = _lad_problem(n=7, d=3)
+    data = bound_data(X, y, fit_intercept=True, data_norm=1.0)
+    big = bound_data(np.vstack([X, [[9.0, 9.0, 9.0]]]), np.append(y, 1e6), fit_intercept=True,
+                     data_norm=1.0)
+    center = np.full(4, 0.1)
+    n_steps, rho = 3, 0.2
+    rounds = []
+    for d, parallel in ((data, None), (big, None), (big, Parallel(n_jobs=2, prefer="threads"))):
+        n = d.n_samples
+        rows = np.tile(np.arange(n), n_steps)
+        starts = np.arange(n_steps + 1) * n
+        if parallel is None:
+            rounds.append(resque_module._query_round(
+                d.X, d.y, AbsoluteLoss(), center, rows, starts, rho, 5, 2, None))
+        else:
+            with parallel:
+                rounds.append(resque_module._query_round(
+                    d.X, d.y, AbsoluteLoss(), center, rows, starts, rho, 5, 2, parallel))
+    small, large, large_parallel = rounds
+    for name in ("xi", "features", "derivative"):
+        np.testing.assert_array_equal(getattr(large, name), getattr(large_parallel, name))
+    shared = np.concatenate([np.arange(t * 8, t * 8 + 7) for t in range(n_steps)])
+    for name in ("xi", "features", "derivative"):
+        np.testing.assert_array_equal(getattr(small, name), getattr(large, name)[shared])
+    # Distinct steps draw distinct perturbations.
+    assert not np.array_equal(small.xi[:7], small.xi[7:14])
 
 
 # --------------------------------------------------------------------------

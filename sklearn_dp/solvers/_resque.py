@@ -33,30 +33,48 @@ step is a Poisson-subsampled Gaussian mechanism on the sum of weight-capped
 ReSQue gradients, so the fit is "ReSQue-smoothed, ball-accelerated DP-SGD",
 not the paper's own private algorithm (see ``docs/solvers/resque.md`` for why
 the paper's mechanism is not offered).
+
+Where privacy is decided
+------------------------
+The Poisson batches come from :func:`sklearn_dp._noise.poisson_sample` and
+every inner step's noisy sum from :func:`sklearn_dp._noise.gaussian`, in the
+calling thread, once per step; joblib workers only evaluate the queries'
+derivatives.  The pre-noise sums are computed by the kernels of the ReSQue
+section of :mod:`sklearn_dp._kernels` (:func:`resque_query_derivatives`,
+:func:`capped_resque_sum`).  The perturbations ``xi`` are public randomness:
+each step's are drawn from a stream keyed by (round, step, chunk of
+``QUERY_CHUNK`` positions in the step's sorted batch), independent of the data
+and of ``n_jobs``.
 """
 
 from __future__ import annotations
 
 import math
+from contextlib import nullcontext
+from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
+from joblib import Parallel, delayed
 
-from .. import accounting
+from .. import _noise, accounting
+from .._kernels import capped_resque_sum, resque_query_derivatives
+from ..exceptions import public_error
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 
 __all__ = [
     "resque_log_weights",
     "resque_weights",
     "resque_gradient",
-    "capped_resque_sum",
     "gaussian_queries",
     "project_two_balls",
     "epoch_lengths",
     "outer_iterations",
     "default_tolerance",
     "ball_acceleration",
+    "check_resque",
+    "check_resque_arguments",
     "plan_resque",
     "resque",
 ]
@@ -104,9 +122,12 @@ GLOBALLY_LIPSCHITZ_LOSSES = frozenset({"absolute", "quantile", "huber", "hinge",
 #: restart).  Not in the paper: without it the last iterate of the
 #: inexact, noisy acceleration overshoots and oscillates around the optimum.
 RESTART = True
-#: Queries evaluated per task (and per random stream) in a query round.  Fixed,
-#: so results do not depend on n_jobs.
+#: Queries per random stream of perturbations (a step's batch is cut into runs
+#: of this many) and, at least, per joblib task of a query round.  Fixed, so
+#: results do not depend on n_jobs.
 QUERY_CHUNK = 4096
+#: Label of the inner steps' releases in traces.
+STEP_LABEL = "resque step sum"
 
 
 # --------------------------------------------------------------------------
@@ -261,6 +282,121 @@ class _Domain:
 
 
 # --------------------------------------------------------------------------
+# Public option checks (estimators run them before the reservation)
+# --------------------------------------------------------------------------
+
+#: Options ``check_resque`` reads (the registry's ``options`` of ``resque``).
+OPTION_NAMES = (
+    "radius", "constraint", "tol", "passes", "batch_size", "n_probes", "max_weight",
+    "schedule", "max_inner", "restart", "n_jobs",
+)
+
+
+def _check_schedule_options(*, tol, passes, batch_size, n_probes, schedule, private):
+    if tol is not None and (not isinstance(tol, Real) or not 0 < tol < math.inf):
+        raise ValueError(f"tol must be a float > 0 (a fraction of L * R), got {tol!r}.")
+    if passes is not None and (not isinstance(passes, Real) or not 0 < passes < math.inf):
+        raise ValueError(f"passes must be a float > 0, got {passes!r}.")
+    if batch_size is not None and (not isinstance(batch_size, Integral) or batch_size < 1):
+        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}.")
+    if not isinstance(n_probes, Integral) or n_probes < 1:
+        raise ValueError(f"n_probes must be an integer >= 1, got {n_probes!r}.")
+    if schedule not in ("budget", "theory"):
+        raise ValueError(f"schedule must be 'budget' or 'theory', got {schedule!r}.")
+    if schedule == "theory" and private:
+        raise ValueError(
+            "schedule='theory' sizes each subproblem from a proximal weight chosen on the "
+            "data, so its number of noisy steps is not public; it is only available with "
+            "epsilon=inf. Use schedule='budget' for private fits."
+        )
+
+
+def check_resque_arguments(
+    *,
+    loss_name,
+    n_outputs,
+    private,
+    multi_output=False,
+    radius=None,
+    constraint=None,
+    tol=None,
+    passes=None,
+    batch_size=None,
+    n_probes=1,
+    max_weight=DEFAULT_MAX_WEIGHT,
+    schedule="budget",
+    max_inner=None,
+    restart=RESTART,
+    n_jobs=None,
+):
+    """Raise a ValueError for a problem or an option ``resque`` refuses; public inputs only.
+
+    Shared by the registry's :func:`check_resque` (estimators call it before
+    they reserve the spend, so a refused configuration costs nothing) and by
+    :func:`resque` itself (direct callers).
+
+    Parameters
+    ----------
+    loss_name : str
+    n_outputs : int
+    private : bool
+        Whether epsilon is finite.
+    multi_output : bool, default=False
+        Whether the loss is a multi-output one (direct calls pass
+        ``loss.multi_output``).
+    radius, constraint, tol, passes, batch_size, n_probes, max_weight, schedule, \
+max_inner, restart, n_jobs
+        The solver's options (see :func:`resque`).
+    """
+    if n_outputs != 1:
+        raise ValueError("resque fits single-output losses only (binary, regression).")
+    if loss_name not in GLOBALLY_LIPSCHITZ_LOSSES or multi_output:
+        raise ValueError(
+            f"resque needs a Lipschitz single-output loss ({sorted(GLOBALLY_LIPSCHITZ_LOSSES)}); "
+            f"{loss_name!r} is not: its derivative is bounded at most on a ball of scores, "
+            "and ReSQue queries lie far outside any ball."
+        )
+    if constraint not in (None, "l2"):
+        raise ValueError(
+            f"resque supports only an L2-ball constraint, got constraint={constraint!r}: "
+            "its smoothing and ball subproblems are Euclidean."
+        )
+    if radius is not None and not (isinstance(radius, Real) and 0 < radius < math.inf):
+        raise ValueError(f"radius must be a finite float > 0, got {radius!r}.")
+    if not (isinstance(max_weight, Real) and max_weight >= 1):
+        raise ValueError(f"max_weight must be a float >= 1, got {max_weight!r}.")
+    if private and math.isinf(max_weight):
+        raise ValueError("A private fit needs a finite max_weight (it sets the sensitivity).")
+    if max_inner is not None and not (isinstance(max_inner, Integral) and max_inner >= 1):
+        raise ValueError(f"max_inner must be an integer >= 1, got {max_inner!r}.")
+    if not isinstance(restart, (bool, np.bool_)):
+        raise ValueError(f"restart must be a bool, got {restart!r}.")
+    if n_jobs is not None and (
+        isinstance(n_jobs, (bool, np.bool_)) or not isinstance(n_jobs, Integral) or n_jobs == 0
+    ):
+        raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}.")
+    _check_schedule_options(
+        tol=tol, passes=passes, batch_size=batch_size, n_probes=n_probes, schedule=schedule,
+        private=private,
+    )
+
+
+def check_resque(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
+    """The registry's public check of ``resque`` (``SolverSpec.check``).
+
+    Runs :func:`check_resque_arguments` on the estimator's public problem and
+    the options it will pass; ``penalty``, ``alpha`` and ``l1_ratio`` are
+    checked by the registry's support checks and the estimators.
+    """
+    check_resque_arguments(
+        loss_name=loss_name,
+        n_outputs=n_outputs,
+        private=not math.isinf(public.epsilon),
+        **{key: value for key, value in options.items() if key in OPTION_NAMES},
+    )
+
+
+# --------------------------------------------------------------------------
 # Public parameter schedule
 # --------------------------------------------------------------------------
 
@@ -312,19 +448,6 @@ def epoch_lengths(n_steps, first=FIRST_EPOCH):
     return lengths
 
 
-def _check_options(n_samples, *, tol, passes, batch_size, n_probes, schedule):
-    if tol is not None and (not isinstance(tol, Real) or not 0 < tol < math.inf):
-        raise ValueError(f"tol must be a float > 0 (a fraction of L * R), got {tol!r}.")
-    if passes is not None and (not isinstance(passes, Real) or not 0 < passes < math.inf):
-        raise ValueError(f"passes must be a float > 0, got {passes!r}.")
-    if batch_size is not None and (not isinstance(batch_size, Integral) or batch_size < 1):
-        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}.")
-    if not isinstance(n_probes, Integral) or n_probes < 1:
-        raise ValueError(f"n_probes must be an integer >= 1, got {n_probes!r}.")
-    if schedule not in ("budget", "theory"):
-        raise ValueError(f"schedule must be 'budget' or 'theory', got {schedule!r}.")
-
-
 def plan_resque(
     n_samples,
     n_params,
@@ -372,19 +495,13 @@ def plan_resque(
         schedule: ``tol``, ``n_outer`` (K), ``inner_steps`` (T_in),
         ``batch_size``, ``sampling_probability``, ``n_probes``, ``schedule``.
     """
-    _check_options(
-        n_samples, tol=tol, passes=passes, batch_size=batch_size, n_probes=n_probes,
-        schedule=schedule,
+    private = not math.isinf(epsilon)
+    _check_schedule_options(
+        tol=tol, passes=passes, batch_size=batch_size, n_probes=n_probes, schedule=schedule,
+        private=private,
     )
     if n_samples is None:
         return None  # the schedule needs the (not yet released) public row count
-    private = not math.isinf(epsilon)
-    if schedule == "theory" and private:
-        raise ValueError(
-            "schedule='theory' sizes each subproblem from a proximal weight chosen on the "
-            "data, so its number of noisy steps is not public; it is only available with "
-            "epsilon=inf. Use schedule='budget' for private fits."
-        )
     if tol is None:
         tol = default_tolerance(n_samples, n_params, epsilon, delta)
     if batch_size is None:
@@ -420,6 +537,104 @@ def plan_resque(
 
 
 # --------------------------------------------------------------------------
+# Public constants of a fit
+# --------------------------------------------------------------------------
+
+
+def _default_radius(data):
+    return DEFAULT_RADIUS_SCALE / data.row_norm_bound
+
+
+@dataclass(frozen=True)
+class _Setting:
+    """Everything public a fit runs with: its plan, the geometry and the noise.
+
+    Computed from the public stand-in for the row count (``data.n_public``),
+    the public bounds and the options, before the data is touched.
+    """
+
+    plan: PrivacyPlan
+    schedule: str
+    n_outer: int
+    n_probes: int
+    inner_steps: int | None
+    batch: int
+    rate: float
+    radius: float
+    constrained: bool
+    rho: float
+    r: float
+    lipschitz: float
+    lambda_min: float
+    lambda_max: float
+    sensitivity: float
+    noise_std: float
+    max_weight: float
+    max_inner: int
+    alpha_mask: np.ndarray | None
+
+
+def _public_setting(
+    data, loss, *, alpha, epsilon, delta, radius, tol, passes, batch_size, n_probes, max_weight,
+    schedule, max_inner,
+):
+    """The plan and the constants of :func:`resque` (see its docstring), from public inputs."""
+    n_params = data.n_columns
+    # The schedule comes from the public stand-in for the row count (a DP
+    # count from the estimators): the true n is private under add/remove.
+    plan = plan_resque(
+        data.n_public, n_params, epsilon, delta, tol=tol, passes=passes, batch_size=batch_size,
+        n_probes=n_probes, schedule=schedule,
+    )
+    details = plan.details
+    n_outer = details["n_outer"]
+    constrained = radius is not None
+    R = float(radius) if constrained else _default_radius(data)
+    lipschitz_data = float(loss.derivative_bound) * data.row_norm_bound
+    # The public L2 penalty adds at most alpha * R to the Lipschitz constant on B_R.
+    lipschitz = lipschitz_data + alpha * R
+    rho = details["tol"] * R / math.sqrt(n_params)
+    r = BALL_TO_SMOOTHING * rho
+    lambda_max = 2.0 * lipschitz / r
+    lambda_min = min(details["tol"] * lipschitz * n_outer**2 / R, lambda_max)
+    sensitivity = max_weight * lipschitz_data
+    noise_std = plan.noise_multiplier * sensitivity
+    details.update(
+        noise_std=noise_std,
+        sensitivity=sensitivity,
+        max_weight=float(max_weight),
+        smoothing_radius=rho,
+        ball_radius=r,
+        radius=R,
+        constrained=constrained,
+        lipschitz=lipschitz,
+        lambda_min=lambda_min,
+        lambda_max=lambda_max,
+    )
+    return _Setting(
+        plan=plan,
+        schedule=schedule,
+        n_outer=n_outer,
+        n_probes=details["n_probes"],
+        inner_steps=details["inner_steps"],
+        batch=details["batch_size"],
+        rate=details["sampling_probability"],
+        radius=R,
+        constrained=constrained,
+        rho=rho,
+        r=r,
+        lipschitz=lipschitz,
+        lambda_min=lambda_min,
+        lambda_max=lambda_max,
+        sensitivity=sensitivity,
+        noise_std=noise_std,
+        max_weight=float(max_weight),
+        max_inner=DEFAULT_MAX_INNER if max_inner is None else int(max_inner),
+        alpha_mask=alpha * data.penalized.astype(float) if alpha > 0 else None,
+    )
+
+
+# --------------------------------------------------------------------------
 # One round of queries (the paper's parallel round)
 # --------------------------------------------------------------------------
 
@@ -443,41 +658,102 @@ class _QueryRound:
         self.derivative = derivative
 
 
-def _evaluate_chunk(X, y, loss, center, rows, rho, entropy, key):
-    # Each chunk has its own random stream keyed by (round, chunk), so the
-    # perturbations do not depend on how chunks are spread over workers.
-    rng = np.random.default_rng(np.random.SeedSequence(entropy=entropy, spawn_key=key))
-    features = X[rows]
+def _round_pieces(starts, round_index):
+    """``(lo, hi, key)``: each step's queries in runs of at most ``QUERY_CHUNK``.
+
+    ``key = (round, step, run)`` names the random stream of the run's
+    perturbations.  Keyed by position in the step's (sorted) batch, not in
+    the round: when a row is added at the end of the data and the batch holds
+    every row (the coupling of a substituting trace), the other rows keep
+    their perturbations (the streams are prefix-consistent), so one step's
+    sum moves by the added row's term only.
+    """
+    pieces = []
+    for step in range(len(starts) - 1):
+        lo, hi = int(starts[step]), int(starts[step + 1])
+        for run, first in enumerate(range(lo, hi, QUERY_CHUNK)):
+            pieces.append((first, min(first + QUERY_CHUNK, hi), (round_index, step, run)))
+    return pieces
+
+
+def _round_tasks(pieces):
+    """Consecutive pieces grouped into tasks of at least ``QUERY_CHUNK`` queries (but the last)."""
+    tasks, current, size = [], [], 0
+    for piece in pieces:
+        current.append(piece)
+        size += piece[1] - piece[0]
+        if size >= QUERY_CHUNK:
+            tasks.append(current)
+            current, size = [], 0
+    if current:
+        tasks.append(current)
+    return tasks
+
+
+class _Perturbations:
+    """Counter-based streams of standard normals for the perturbations ``xi`` (public randomness).
+
+    Stream ``(round, step, run)`` is NumPy's Philox with the fit's key (from
+    ``entropy``) and counter ``(0, run, step, round)``: distinct streams never
+    overlap (a run uses far fewer than 2^64 blocks), any stream can be
+    started in O(1), and a stream does not depend on which task or thread
+    draws it.  Each task makes its own instance (not thread-safe).
+    """
+
+    def __init__(self, entropy):
+        key = np.random.SeedSequence(entropy).generate_state(2, np.uint64)
+        self._bits = np.random.Philox(key=key)
+        self._normal = np.random.Generator(self._bits)
+        self._fresh = self._bits.state  # a fresh generator: empty buffer, counter 0
+
+    def fill(self, out, key):
+        """Fill ``out`` (C-contiguous float64) with the first draws of stream ``key``."""
+        round_index, step, run = key
+        state = dict(self._fresh)
+        state["state"] = dict(
+            self._fresh["state"],
+            counter=np.array([0, run, step, round_index], dtype=np.uint64),
+        )
+        # Same as Generator(Philox(key=..., counter=...)), without building one per step.
+        self._bits.state = state
+        self._normal.standard_normal(out=out)
+
+
+def _evaluate_task(X, y, loss, center, rows, pieces, rho, entropy):
+    """Perturbations, rows and clipped derivatives of consecutive pieces of a round.
+
+    Only exact, noiseless quantities: no noise is added here (joblib workers
+    run this).
+    """
+    lo, hi = pieces[0][0], pieces[-1][1]
+    batch = rows[lo:hi]
+    features = X[batch]
     if sp.issparse(features):
-        # xi is dense anyway: a dense copy of the chunk's rows costs no more.
+        # xi is dense anyway: a dense copy of the task's rows costs no more.
         features = features.toarray()
-    xi = rho * rng.standard_normal(features.shape)
-    margins = features @ center + np.einsum("ij,ij->i", features, xi)
-    derivative = loss.derivative(margins[:, None], y[rows])[:, 0]
-    # Already true for the accepted losses; the clip makes the sensitivity
-    # hold by construction whatever the query point.
-    bound = loss.derivative_bound
-    return xi, features, np.clip(derivative, -bound, bound)
+    xi = np.empty((hi - lo, X.shape[1]))
+    perturbations = _Perturbations(entropy)
+    for first, last, key in pieces:
+        perturbations.fill(xi[first - lo : last - lo], key)
+    xi *= rho
+    return xi, features, resque_query_derivatives(features, y[batch], loss, center, xi)
 
 
 def _query_round(X, y, loss, center, rows, starts, rho, entropy, round_index, parallel):
-    """Evaluate every query of a ball subproblem (one parallel round)."""
-    chunks = [
-        (lo, min(lo + QUERY_CHUNK, len(rows))) for lo in range(0, len(rows), QUERY_CHUNK)
-    ]
-    if parallel is None or len(chunks) <= 1:
+    """Evaluate every query of a ball subproblem (one parallel round).
+
+    ``parallel`` is a running :class:`joblib.Parallel` (or None): its tasks
+    return exact derivatives only; the noise is added later, in the caller.
+    """
+    tasks = _round_tasks(_round_pieces(starts, round_index))
+    if parallel is None or len(tasks) <= 1:
         parts = [
-            _evaluate_chunk(X, y, loss, center, rows[lo:hi], rho, entropy, (round_index, i))
-            for i, (lo, hi) in enumerate(chunks)
+            _evaluate_task(X, y, loss, center, rows, task, rho, entropy) for task in tasks
         ]
     else:
-        from joblib import delayed
-
         parts = parallel(
-            delayed(_evaluate_chunk)(
-                X, y, loss, center, rows[lo:hi], rho, entropy, (round_index, i)
-            )
-            for i, (lo, hi) in enumerate(chunks)
+            delayed(_evaluate_task)(X, y, loss, center, rows, task, rho, entropy)
+            for task in tasks
         )
     if not parts:
         empty = np.zeros((0, X.shape[1]))
@@ -491,23 +767,6 @@ def _query_round(X, y, loss, center, rows, starts, rho, entropy, round_index, pa
 # --------------------------------------------------------------------------
 
 
-def capped_resque_sum(xi, derivative, features, offset, scale, max_log_weight, max_weight):
-    """``sum_i min(w_i, max_weight) l'_i x_i``: the pre-noise sum of one resque inner step.
-
-    ``w_i = exp((2 <offset, xi_i> - ||offset||^2) * scale)`` with ``offset = x -
-    center`` and ``scale = 1 / (2 rho^2)`` (the ReSQue weight, capped in log
-    space first so that it cannot overflow), ``l'_i`` the query's derivative
-    (clipped to the loss's bound) and ``x_i`` the row.  Each term has norm at
-    most ``max_weight * derivative_bound * ||x_i||``: one row added or removed
-    moves the sum by at most ``max_weight * L``.
-    """
-    log_w = (2.0 * (xi @ offset) - offset @ offset) * scale
-    np.minimum(log_w, max_log_weight, out=log_w)
-    weights = np.exp(log_w, out=log_w)
-    np.minimum(weights, max_weight, out=weights)
-    return (weights * derivative) @ features
-
-
 def _epoch_sgd(
     round_,
     *,
@@ -518,15 +777,17 @@ def _epoch_sgd(
     rho,
     max_weight,
     normalizer,
-    noise,
+    release,
     alpha_mask,
 ):
     """EpochSGD (spec section 4.1) for ``F_rho(x) + lam / 2 ||x - c||^2`` over the ball.
 
     Step t uses the queries ``starts[t]:starts[t + 1]`` of the round: the
-    gradient estimate is ``(sum_i min(w_i(x), w_max) l'_i x_i + noise_t) /
-    normalizer`` plus the exact gradient of the public L2 penalty.  Epoch k
-    has step size ``1 / (4 lam 2^(k-1))`` and returns the average of its
+    gradient estimate is ``release(sum_i min(w_i(x), w_max) l'_i x_i) /
+    normalizer`` plus the exact gradient of the public L2 penalty, where
+    ``release`` is the step's noisy release (one call per step, empty
+    batches included, so the number of releases is public).  Epoch k has
+    step size ``1 / (4 lam 2^(k-1))`` and returns the average of its
     iterates; the next epoch starts with a regularisation-only step from it.
     """
     center = round_.center
@@ -543,17 +804,11 @@ def _epoch_sgd(
         total = np.zeros_like(x)
         for _ in range(length):
             lo, hi = starts[step], starts[step + 1]
-            offset = x - center
-            if hi > lo:
-                gradient = capped_resque_sum(
-                    xi[lo:hi], derivative[lo:hi], features[lo:hi], offset, scale,
-                    max_log_weight, max_weight,
-                )
-            else:
-                gradient = np.zeros_like(x)
-            if noise is not None:
-                gradient = gradient + noise[step]
-            gradient = gradient / normalizer
+            exact = capped_resque_sum(
+                xi[lo:hi], derivative[lo:hi], features[lo:hi], x - center, scale,
+                max_log_weight, max_weight,
+            )
+            gradient = release(exact) / normalizer
             if alpha_mask is not None:
                 gradient = gradient + alpha_mask * x
             x = project((x - eta * gradient + pull) * shrink)
@@ -562,6 +817,83 @@ def _epoch_sgd(
         x = total / length
         eta *= 0.5
     return x
+
+
+class _BallOracle:
+    """``solve_ball(center, lam, start)`` of :func:`ball_acceleration` for one fit.
+
+    Each call is one round: the Poisson batches of its steps (through the
+    gateway), the queries (one batched evaluation, over joblib workers when
+    ``parallel`` is given), then EpochSGD with one Gaussian release per step,
+    drawn here in the calling thread.  Counts rounds, steps and releases.
+    """
+
+    def __init__(self, data, loss, setting, rng, parallel):
+        self.X, self.y, self.loss = data.X, data.y, loss
+        self.setting = setting
+        self.rng = rng
+        self.parallel = parallel
+        # Seeds the (public) perturbation streams: drawn before any data is read.
+        self.entropy = int(rng.integers(2**63))
+        self.rounds = 0
+        self.steps = 0
+        self.releases = 0
+
+    def n_steps(self, lam):
+        """Inner steps of a subproblem with proximal weight ``lam`` (public)."""
+        s = self.setting
+        if s.schedule == "budget":
+            return s.inner_steps
+        # The paper's T queries (capped), in steps of the public expected batch.
+        n_queries = min(math.ceil(768.0 * s.lipschitz**2 / (lam**2 * s.r**2)), s.max_inner)
+        return math.ceil(n_queries / s.batch)
+
+    def sample(self, n_steps):
+        """Concatenated Poisson batches of ``n_steps`` steps and where each starts."""
+        # X.shape[0] only indexes rows: the gateway samples them.
+        batches = [
+            _noise.poisson_sample(self.X.shape[0], self.setting.rate, self.rng)
+            for _ in range(n_steps)
+        ]
+        sizes = [len(batch) for batch in batches]
+        rows = np.concatenate(batches) if batches else np.zeros(0, dtype=np.intp)
+        starts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
+        return rows, starts
+
+    def release(self, exact):
+        """The Gaussian mechanism on one step's exact sum (sensitivity ``w_max L``)."""
+        self.releases += 1
+        s = self.setting
+        return _noise.gaussian(
+            exact, sensitivity=s.sensitivity, noise_std=s.noise_std, rng=self.rng,
+            label=STEP_LABEL,
+        )
+
+    def __call__(self, center, lam, start):
+        s = self.setting
+        n_steps = self.n_steps(lam)
+        rows, starts = self.sample(n_steps)
+        round_ = _query_round(
+            self.X, self.y, self.loss, center, rows, starts, s.rho, self.entropy, self.rounds,
+            self.parallel,
+        )
+        self.rounds += 1
+        self.steps += n_steps
+        domain = _Domain(center, s.r, s.radius if s.constrained else None)
+        return _epoch_sgd(
+            round_,
+            lam=lam,
+            start=domain(start),
+            project=domain,
+            epochs=epoch_lengths(n_steps),
+            rho=s.rho,
+            max_weight=s.max_weight,
+            # The public expected batch, never the realised batch size (it
+            # would reveal the row count).
+            normalizer=float(s.batch),
+            release=self.release,
+            alpha_mask=s.alpha_mask,
+        )
 
 
 # --------------------------------------------------------------------------
@@ -674,8 +1006,29 @@ def ball_acceleration(
 # --------------------------------------------------------------------------
 
 
-def _default_radius(data):
-    return DEFAULT_RADIUS_SCALE / data.row_norm_bound
+def _workers(n_jobs):
+    """joblib's public context manager for the query rounds (threads), or none for one job."""
+    if n_jobs is None or n_jobs == 1:
+        return nullcontext(None)
+    return Parallel(n_jobs=n_jobs, prefer="threads")
+
+
+def _check_release_count(oracle, setting):
+    """The steps run are the steps accounted for (the budget schedule) and each was released once.
+
+    Both sides are public: the loops of :func:`ball_acceleration` and
+    :func:`_epoch_sgd` run a fixed number of times (``n_outer * n_probes``
+    rounds of ``inner_steps`` steps, or theory-schedule steps sized from
+    released values), so this fires on a bug only, never on data.
+    """
+    expected = setting.plan.n_steps if setting.schedule == "budget" else oracle.steps
+    if oracle.releases != oracle.steps or oracle.steps != expected:
+        raise public_error(
+            AssertionError(
+                f"resque ran {oracle.steps} noisy steps with {oracle.releases} releases but "
+                f"accounted for {expected} (a bug)."
+            )
+        )
 
 
 def resque(
@@ -763,8 +1116,11 @@ def resque(
     schedule : {"budget", "theory"}, default="budget"
         ``"theory"`` (epsilon=inf only): each subproblem makes the paper's
         ``T = ceil(768 L^2 / (lambda^2 r^2))`` queries (EpochSGD with
-        ``phi = lambda r^2 / 16``), capped at ``max_inner``, sampled uniformly
-        with replacement in steps of ``batch_size``.
+        ``phi = lambda r^2 / 16``), capped at ``max_inner``, in
+        ``ceil(T / batch_size)`` steps on Poisson batches of expected size
+        ``batch_size`` (the paper samples ``batch_size`` rows uniformly with
+        replacement; Poisson batches go through the same gateway sampler as
+        the budget schedule).
     max_inner : int, optional
         Cap on the queries of one subproblem in the theory schedule (default
         100000).
@@ -772,182 +1128,104 @@ def resque(
         Gradient restart of the acceleration (see ``RESTART``); ``False`` runs
         the plain Monteiro-Svaiter recursion of the spec.
     n_jobs : int, optional
-        joblib threads that evaluate the queries of a round in chunks of
-        ``QUERY_CHUNK``; results do not depend on it.
+        joblib threads that evaluate the queries of a round in tasks of at
+        least ``QUERY_CHUNK`` queries; results do not depend on it.
     random_state : None, int, RandomState or Generator
     verbose : int
+        Progress lines per outer iteration: the accepted step length over r
+        and the accepted lambda (functions of the noisy releases).
 
     Returns
     -------
     SolverResult
-        ``info`` holds ``query_depth`` (rounds of queries: one per
-        subproblem, ``K * n_probes``), ``n_queries`` (per-sample gradient
-        evaluations; with ``schedule="budget"`` the nominal batch size per
-        step, about the expected ``q * n_public``, since the realised Poisson
-        batch sizes would reveal the row count), ``n_outer``, ``inner_steps``, ``smoothing_radius``,
-        ``ball_radius``, ``radius``, ``restarts`` and the accepted
-        ``lambdas``, ``step_lengths`` and ``A`` per outer iteration.
+        ``n_iter`` is the number of inner steps (noisy releases).  ``info``
+        holds ``query_depth`` (rounds of queries: one per subproblem,
+        ``K * n_probes``), ``n_queries`` (the nominal number of per-sample
+        gradient evaluations, steps times the public expected batch size:
+        the realised Poisson batch sizes would reveal the row count),
+        ``n_outer``, ``inner_steps``, ``smoothing_radius``, ``ball_radius``,
+        ``radius``, ``restarts`` and the accepted ``lambdas``,
+        ``step_lengths`` and ``A`` per outer iteration.
+
+    Raises
+    ------
+    ValueError
+        For options or a loss it refuses (:func:`check_resque_arguments`),
+        before the data is read.
+    ConvergenceError
+        If the coefficients, computed from the noisy releases only, are not
+        finite (a public error).
 
     Privacy
     -------
     (epsilon, delta)-DP under add/remove-one-row neighbouring.  Inner step t
-    releases ``sum_{i in S_t} min(w_i, w_max) l'(x_i @ (y + xi_i), y_i) x_i +
-    N(0, (sigma w_max L)^2 I)`` with ``S_t`` a Poisson sample of rate q.
-    Each term has norm at most ``w_max * L`` whatever the query point (the
-    loss is L-Lipschitz on all of R^d and rows are clipped), the
+    releases, through :func:`sklearn_dp._noise.gaussian`,
+    ``sum_{i in S_t} min(w_i, w_max) l'(x_i @ (y + xi_i), y_i) x_i +
+    N(0, (sigma w_max L)^2 I)`` (:func:`sklearn_dp._kernels.capped_resque_sum`)
+    with ``S_t`` a Poisson sample of rate q from
+    :func:`sklearn_dp._noise.poisson_sample`.  Each term has norm at most
+    ``w_max * L`` whatever the query point (the loss is L-Lipschitz on all of
+    R^d, the derivative is clipped to its bound and rows are clipped), the
     perturbations ``xi`` are drawn independently of the data, and a row
-    added or removed contributes at most one term: sensitivity ``w_max * L``.
-    The ``K * n_probes * T_in`` steps are adaptive Poisson-subsampled
-    Gaussian mechanisms (PLD accounting); the line search, projections,
-    averaging and acceleration only post-process the noisy sums.  All
-    counts are fixed from public inputs before the data is touched.  Public:
-    d, B, R, tol, q, every count and option; the row count is private: the estimators pass a DP count (``data.n_public``, ``data.normalizer``); a direct call on data without one treats n as public.
+    added or removed contributes at most one term: sensitivity ``w_max * L``
+    (L2).  The ``K * n_probes * T_in`` steps are adaptive Poisson-subsampled
+    Gaussian mechanisms (PLD accounting, :func:`plan_resque`); the line
+    search, projections, averaging and acceleration only post-process the
+    noisy sums.
+
+    Every observable is a function of public values and the releases: all
+    counts (``n_iter``, ``query_depth``, ``n_queries``) are fixed from public
+    inputs before the data is touched (or, in the non-private theory
+    schedule, from released lambdas), ``lambdas``, ``step_lengths``, ``A``,
+    ``restarts`` and the verbose lines are computed from the noisy
+    iterates, there is no early stop, and the only exceptions after the
+    data is read are raised on released values or on a bug
+    (:func:`check_finite_iterate`, the release count check), both public.
+    Public: d, B, R, tol, q, every count and option; the row count is
+    private: the estimators pass a DP count (``data.n_public``,
+    ``data.normalizer``); a direct call on data without one treats n as
+    public.
     """
-    if n_outputs != 1:
-        raise ValueError("resque fits single-output losses only (binary, regression).")
-    if loss.name not in GLOBALLY_LIPSCHITZ_LOSSES or loss.multi_output:
-        raise ValueError(
-            f"resque needs a Lipschitz single-output loss ({sorted(GLOBALLY_LIPSCHITZ_LOSSES)}); "
-            f"{loss.name!r} is not: its derivative is bounded at most on a ball of scores, "
-            "and ReSQue queries lie far outside any ball."
-        )
-    if constraint not in (None, "l2"):
-        raise ValueError(
-            f"resque supports only an L2-ball constraint, got constraint={constraint!r}: "
-            "its smoothing and ball subproblems are Euclidean."
-        )
-    if radius is not None and not (isinstance(radius, Real) and 0 < radius < math.inf):
-        raise ValueError(f"radius must be a finite float > 0, got {radius!r}.")
     private = not math.isinf(epsilon)
-    if not (isinstance(max_weight, Real) and max_weight >= 1):
-        raise ValueError(f"max_weight must be a float >= 1, got {max_weight!r}.")
-    if private and math.isinf(max_weight):
-        raise ValueError("A private fit needs a finite max_weight (it sets the sensitivity).")
-    if max_inner is not None and not (isinstance(max_inner, Integral) and max_inner >= 1):
-        raise ValueError(f"max_inner must be an integer >= 1, got {max_inner!r}.")
-
-    X, y = data.X, data.y
-    n_samples, n_params = X.shape  # n_samples only indexes rows
-    # The schedule comes from the public stand-in for the row count (a DP
-    # count from the estimators): the true n is private under add/remove.
-    plan = plan_resque(
-        data.n_public, n_params, epsilon, delta, tol=tol, passes=passes, batch_size=batch_size,
-        n_probes=n_probes, schedule=schedule,
+    check_resque_arguments(
+        loss_name=loss.name, multi_output=loss.multi_output, n_outputs=n_outputs,
+        private=private, radius=radius, constraint=constraint, tol=tol, passes=passes,
+        batch_size=batch_size, n_probes=n_probes, max_weight=max_weight, schedule=schedule,
+        max_inner=max_inner, restart=restart, n_jobs=n_jobs,
     )
-    details = plan.details
-    n_outer, batch = details["n_outer"], details["batch_size"]
-    rate = details["sampling_probability"]
-
-    constrained = radius is not None
-    R = float(radius) if constrained else _default_radius(data)
-    lipschitz_data = float(loss.derivative_bound) * data.row_norm_bound
-    # The public L2 penalty adds at most alpha * R to the Lipschitz constant on B_R.
-    lipschitz = lipschitz_data + alpha * R
-    rho = details["tol"] * R / math.sqrt(n_params)
-    r = BALL_TO_SMOOTHING * rho
-    lambda_max = 2.0 * lipschitz / r
-    lambda_min = min(details["tol"] * lipschitz * n_outer**2 / R, lambda_max)
-    sensitivity = max_weight * lipschitz_data
-    noise_std = plan.noise_multiplier * sensitivity
-    alpha_mask = alpha * data.penalized.astype(float) if alpha > 0 else None
-    max_inner = DEFAULT_MAX_INNER if max_inner is None else int(max_inner)
-
+    setting = _public_setting(
+        data, loss, alpha=alpha, epsilon=epsilon, delta=delta, radius=radius, tol=tol,
+        passes=passes, batch_size=batch_size, n_probes=n_probes, max_weight=max_weight,
+        schedule=schedule, max_inner=max_inner,
+    )
     rng = make_rng(random_state)
-    entropy = int(rng.integers(2**63))
-    parallel = None
-    if n_jobs is not None and n_jobs != 1:
-        from joblib import Parallel
-
-        parallel = Parallel(n_jobs=n_jobs, prefer="threads")
-
-    counters = {"rounds": 0, "queries": 0, "steps": 0}
-
-    def solve_ball(center, lam, start):
-        if schedule == "budget":
-            n_steps = details["inner_steps"]
-            # One Poisson sample per step, drawn as dp_sgd's poisson_batch
-            # does: its size ~ Binomial(n, q), then a uniform subset.
-            sizes = rng.binomial(n_samples, rate, size=n_steps)
-            rows = np.concatenate(
-                [np.sort(rng.choice(n_samples, size=s, replace=False)) for s in sizes]
-            ) if n_steps else np.zeros(0, dtype=int)
-            normalizer = float(batch)  # the expected batch q * n, public
-        else:
-            n_queries = min(math.ceil(768.0 * lipschitz**2 / (lam**2 * r**2)), max_inner)
-            n_steps = math.ceil(n_queries / batch)
-            sizes = np.full(n_steps, batch)
-            rows = rng.integers(n_samples, size=n_steps * batch)
-            normalizer = float(batch)
-        starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        noise = rng.normal(0.0, noise_std, size=(n_steps, n_params)) if noise_std > 0 else None
-        round_ = _query_round(
-            X, y, loss, center, rows, starts, rho, entropy, counters["rounds"], parallel
-        )
-        counters["rounds"] += 1
-        # The public batch size per step, not the number of rows drawn: under
-        # the budget schedule the realised Poisson batch sizes sum to about
-        # q * n and would release the private row count (the theory
-        # schedule's fixed batches make the two equal).
-        counters["queries"] += n_steps * batch
-        counters["steps"] += n_steps
-        domain = _Domain(center, r, R if constrained else None)
-        return _epoch_sgd(
-            round_,
-            lam=lam,
-            start=domain(start),
-            project=domain,
-            epochs=epoch_lengths(n_steps),
-            rho=rho,
-            max_weight=max_weight,
-            normalizer=normalizer,
-            noise=noise,
-            alpha_mask=alpha_mask,
-        )
-
-    if parallel is not None:
-        parallel.__enter__()
-    try:
+    with _workers(n_jobs) as parallel:
+        oracle = _BallOracle(data, loss, setting, rng, parallel)
         coef, trace = ball_acceleration(
-            solve_ball,
-            np.zeros(n_params),
-            ball_radius=r,
-            lambda_min=lambda_min,
-            lambda_max=lambda_max,
-            n_outer=n_outer,
-            n_probes=details["n_probes"],
-            domain_radius=R if constrained else None,
+            oracle,
+            np.zeros(data.n_columns),
+            ball_radius=setting.r,
+            lambda_min=setting.lambda_min,
+            lambda_max=setting.lambda_max,
+            n_outer=setting.n_outer,
+            n_probes=setting.n_probes,
+            domain_radius=setting.radius if setting.constrained else None,
             restart=bool(restart),
-            progress=Progress("resque", n_outer, verbose),
+            progress=Progress("resque", setting.n_outer, verbose),
         )
-    finally:
-        if parallel is not None:
-            parallel.__exit__(None, None, None)
     check_finite_iterate(coef, "resque")
-    if schedule == "budget" and counters["steps"] != plan.n_steps:  # pragma: no cover - invariant
-        raise AssertionError("resque ran a different number of noisy steps than it accounted for.")
-    plan.details.update(
-        noise_std=noise_std,
-        sensitivity=sensitivity,
-        max_weight=float(max_weight),
-        smoothing_radius=rho,
-        ball_radius=r,
-        radius=R,
-        constrained=constrained,
-        lipschitz=lipschitz,
-        lambda_min=lambda_min,
-        lambda_max=lambda_max,
-    )
+    _check_release_count(oracle, setting)
     info = dict(
-        query_depth=counters["rounds"],
-        n_queries=counters["queries"],
-        n_outer=n_outer,
-        inner_steps=details["inner_steps"],
-        smoothing_radius=rho,
-        ball_radius=r,
-        radius=R,
+        query_depth=oracle.rounds,
+        n_queries=oracle.steps * setting.batch,
+        n_outer=setting.n_outer,
+        inner_steps=setting.inner_steps,
+        smoothing_radius=setting.rho,
+        ball_radius=setting.r,
+        radius=setting.radius,
         lambdas=trace["lambda"],
         step_lengths=trace["step"],
         A=trace["A"],
         restarts=trace["restarts"],
     )
-    return SolverResult(coef=coef[:, None], n_iter=counters["steps"], plan=plan, info=info)
+    return SolverResult(coef=coef[:, None], n_iter=oracle.steps, plan=setting.plan, info=info)
