@@ -17,6 +17,8 @@ from ._coordinate_descent import check_dp_cd, dp_cd, plan_dp_cd
 from ._gradient_descent import check_dp_gd, dp_gd, plan_dp_gd
 from ._sgd import check_dp_sgd, dp_sgd, plan_dp_sgd
 from ._perturbation import (
+    check_objective_perturbation,
+    check_output_perturbation,
     objective_perturbation,
     output_perturbation,
     plan_objective_perturbation,
@@ -222,8 +224,9 @@ register_solver(
         pure_dp=True,
         approximate_dp=True,
         summary="objective perturbation (Chaudhuri et al. 2011; Gaussian: Kifer et al. 2012); "
-        "exact Newton solve; pure epsilon-DP with delta=0",
+        "fixed-budget Newton solve; pure epsilon-DP with delta=0",
         options=("max_iter", "gradient_tol", "epsilon_split", "residual_fraction"),
+        check=check_objective_perturbation,
     )
 )
 register_solver(
@@ -237,9 +240,10 @@ register_solver(
         constraints=frozenset({None}),
         pure_dp=True,
         approximate_dp=True,
-        summary="output perturbation (Chaudhuri et al. 2011): exact minimiser plus noise; "
+        summary="output perturbation (Chaudhuri et al. 2011): certified minimiser plus noise; "
         "pure epsilon-DP with delta=0",
         options=("max_iter", "gradient_tol"),
+        check=check_output_perturbation,
     )
 )
 register_solver(
