@@ -110,9 +110,14 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         ``"frank_wolfe"``, ``"vr_frank_wolfe"``, ``"mirror_descent"``,
         ``"localized_mirror_descent"`` or any registered solver for the
         squared loss with an l1 ball (or, for the penalised form, an L1
-        penalty, such as ``"dp_cd"``).  ``"auto"`` picks ``"dp_cd"`` for the
-        penalised form (``alpha`` without ``radius``, ``delta > 0``) and
-        ``"frank_wolfe"`` otherwise (see the docs for measurements).
+        penalty, such as ``"dp_cd"``), and ``"dp_ssp"`` (one release of
+        ``X^T X`` and ``X^T y``; both forms, and :meth:`path` for free).
+        ``"auto"`` picks ``"dp_ssp"`` with ``delta > 0`` up to 64 features
+        (its Gram release gets noisier with the width: with fewer than about
+        ``10 d^2`` rows prefer ``"dp_cd"``), beyond that ``"dp_cd"`` for the
+        penalised form (``alpha`` without ``radius``, ``delta > 0``), and
+        ``"frank_wolfe"`` otherwise (see docs/solvers/second_order.md and
+        docs/solvers/lasso.md for measurements).
     max_iter, learning_rate, batch_size : int, float, int or None
         Passed to solvers that use them (a warning says when one does not).
     clip_norm : float or None, default=None

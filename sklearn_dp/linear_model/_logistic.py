@@ -89,7 +89,10 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         few rows, about ``1 + log(1 / delta) / (0.1 epsilon)`` or fewer, are
         likely left out, and their rows with them); it needs ``delta > 0``.
     solver : str, default="auto"
-        ``"dp_gd"`` (full-batch noisy gradient descent), ``"dp_sgd"``
+        ``"dp_newton"`` (private Newton-type steps: noisy gradients with a
+        noisy Gram matrix or Hessian as curvature; see
+        docs/solvers/second_order.md), ``"dp_gd"`` (full-batch noisy gradient
+        descent), ``"dp_sgd"``
         (Poisson-subsampled DP-SGD), ``"dp_cd"`` (DP coordinate descent with
         uniform, importance, block, tau-nice or full sampling; needs
         ``feature_bound``; its options go in ``solver_options``, see
@@ -103,9 +106,10 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         ``"auto"`` picks ``objective_perturbation`` when ``delta=0``,
         ``dp_accmd`` for an L1-ball constraint, for the ``"l1"`` and
         ``"elasticnet"`` penalties ``dp_cd`` (``dp_svrg_pp`` when no
-        ``feature_bound`` is given, which dp_cd needs), otherwise ``dp_gd``
-        (never a function of the private row count; ``dp_sgd`` is the faster
-        choice for very large data).
+        ``feature_bound`` is given, which dp_cd needs), otherwise ``dp_newton``
+        up to 1000 columns (features plus intercept) without ``radius`` and
+        ``dp_gd`` beyond or with an L2 ball (never a function of the private
+        row count: the number of features is public).
     max_iter : int or None, default=None
         Number of noisy steps (for ``dp_cd``: passes over the coordinates; for
         ``dp_svrg`` and ``dp_svrg_pp``: epochs); None uses the solver's default

@@ -95,7 +95,10 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         Public bound on ``|y|``; labels outside ``[-y_bound, y_bound]`` are
         clipped to it before fitting.
     solver : str, default="auto"
-        ``"dp_gd"``, ``"dp_sgd"``, ``"dp_cd"`` (DP coordinate descent for the
+        ``"dp_newton"`` (private Newton-type steps for the squared and Huber
+        losses), ``"dp_ssp"`` (sufficient statistics perturbation for the
+        squared loss: ridge, L1, elastic-net, balls; see
+        docs/solvers/second_order.md), ``"dp_gd"``, ``"dp_sgd"``, ``"dp_cd"`` (DP coordinate descent for the
         smooth losses, with the L1 and elastic-net penalties too; needs
         ``feature_bound``; options in ``solver_options``, see
         :func:`sklearn_dp.solvers.dp_cd`), ``"objective_perturbation"`` or
@@ -109,8 +112,11 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         ball).  ``"auto"`` picks, with ``constraint="l1"`` and a radius,
         ``frank_wolfe`` for smooth losses and ``mirror_descent`` for the
         absolute loss; otherwise ``objective_perturbation`` when ``delta=0``,
-        ``dp_sgd`` for the absolute and quantile losses, ``dp_cd`` for the ``"l1"`` and
-        ``"elasticnet"`` penalties and ``dp_gd`` otherwise, and ``"resque"`` (ReSQue ball
+        ``dp_sgd`` for the absolute and quantile losses, for the ``"l1"`` and
+        ``"elasticnet"`` penalties ``dp_ssp`` with the squared loss (up to 1000
+        columns) and ``dp_cd`` otherwise, then ``dp_newton`` up to 1000 columns
+        without ``radius`` and ``dp_gd`` beyond or with an L2 ball (the
+        number of features is public, the row count never consulted); and ``"resque"`` (ReSQue ball
         acceleration for Lipschitz losses: absolute, quantile, Huber; over the
         L2 ball of ``radius``, or unconstrained), which ``"auto"`` never picks:
         it was less accurate and slower than ``dp_sgd`` at equal epsilon on
