@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ._design import BLOCK_ROWS, EXCESS_FACTOR, Design
+from ._design import EXCESS_FACTOR, Design, block_rows
 
 __all__ = [
     "BoundedData",
@@ -68,8 +68,9 @@ def _row_norm_factors(X):
     # blocks of rows, so no converted copy of X is made.
     norms = np.empty(X.shape[0])
     with np.errstate(over="ignore"):
-        for start in range(0, X.shape[0], BLOCK_ROWS):
-            stop = min(start + BLOCK_ROWS, X.shape[0])
+        step = block_rows(*X.shape, X.nnz if sp.issparse(X) else None)
+        for start in range(0, X.shape[0], step):
+            stop = min(start + step, X.shape[0])
             block = X[start:stop]
             if sp.issparse(block):
                 squares = np.asarray(block.data, dtype=np.float64) ** 2
@@ -253,8 +254,9 @@ def _entrywise(X, bound):
             values = data[moderate] - np.clip(data[moderate], -column_bound[moderate], column_bound[moderate])
     else:
         rows, cols, values, huge_rows = [], [], [], []
-        for start in range(0, n, BLOCK_ROWS):
-            block = np.asarray(X[start:start + BLOCK_ROWS], dtype=np.float64)
+        step = block_rows(n, d)
+        for start in range(0, n, step):
+            block = np.asarray(X[start:start + step], dtype=np.float64)
             over = np.abs(block) > bound
             if not np.any(over):
                 continue

@@ -33,16 +33,38 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["Design", "BLOCK_ROWS", "EXCESS_FACTOR"]
+__all__ = ["Design", "BLOCK_ROWS", "EXCESS_FACTOR", "GRAM_BLOCK_BYTES", "block_rows"]
 
 #: Rows per block when a product accumulates in float64 or a bound is
 #: computed (65536 x 100 float64 is 52 MB, far below the X it comes from).
 BLOCK_ROWS = 65536
 
+#: Bytes of one float64 block of rows in a Gram product (4 MiB): the BLAS
+#: symmetric update is as fast on such blocks as on the whole matrix, and
+#: the block costs no memory to speak of next to X.
+GRAM_BLOCK_BYTES = 1 << 22
+
 #: Entries beyond ``EXCESS_FACTOR`` times their bound (and rows whose norm
 #: over- or underflows) are patched exactly instead of corrected by
 #: subtraction, whose cancellation would lose digits.
 EXCESS_FACTOR = 1e6
+
+
+def block_rows(n_rows, n_features, nnz=None):
+    """Rows per block of a blockwise pass over X.
+
+    About ``GRAM_BLOCK_BYTES`` of float64 (for a sparse X with ``nnz`` stored
+    entries, of its CSR rows: 12 bytes an entry) and at most a sixteenth of
+    the rows (at least 256, at most ``BLOCK_ROWS``): a block's copy stays
+    small next to X whatever its shape (a fixed count of rows would copy all
+    of a small X, and a wide block most of a float32 one), and sparse blocks
+    are not so small that per-block overhead dominates.
+    """
+    if nnz is None:
+        per_row = 8 * max(1, int(n_features))
+    else:
+        per_row = 12 * max(1.0, nnz / max(1, int(n_rows)))
+    return int(max(256, min(BLOCK_ROWS, GRAM_BLOCK_BYTES // per_row, -(-int(n_rows) // 16))))
 
 
 def _as_2d(V):
@@ -120,9 +142,13 @@ class Design:
         """``X^T U`` for U of shape (n, k), accumulated in float64."""
         if self.dtype == np.float64:
             return np.asarray(self.X.T @ U)
+        # Converted blocks of about GRAM_BLOCK_BYTES, not BLOCK_ROWS rows: a
+        # 65536-row float64 copy of a float32 X is most of X's own size until
+        # X has millions of rows.
         out = np.zeros((self.n_features, U.shape[1]))
-        for start in range(0, self.n_rows, BLOCK_ROWS):
-            stop = min(start + BLOCK_ROWS, self.n_rows)
+        step = self._gram_block_rows()
+        for start in range(0, self.n_rows, step):
+            stop = min(start + step, self.n_rows)
             out += np.asarray(_float64(self.X[start:stop]).T @ U[start:stop])
         return out
 
@@ -168,17 +194,64 @@ class Design:
                     block[local] = values.toarray() if sp.issparse(values) else values
         return block
 
+    def _gram_block_rows(self):
+        """Rows per block of a blockwise product (see :func:`block_rows`)."""
+        return block_rows(self.n_rows, self.n_features, self.X.nnz if self.sparse else None)
+
     def gram(self, weights=None):
-        """``X~^T diag(weights) X~`` of shape (n_columns, n_columns), float64."""
-        w = np.ones(self.n_rows) if weights is None else np.asarray(weights, dtype=np.float64)
+        """``X~^T diag(weights) X~`` of shape (n_columns, n_columns), float64.
+
+        With nonnegative weights (or none) each block of rows is scaled by
+        ``sqrt(weights) * row_scale`` and multiplied by its own transpose (a
+        symmetric rank-k update: half the flops of a general product); blocks
+        hold about ``GRAM_BLOCK_BYTES`` whatever the size of X.
+        """
+        w = None if weights is None else np.asarray(weights, dtype=np.float64)
+        if w is not None and np.any(w < 0):
+            return self._gram_general(w)
+        d = self.n_features
+        G = np.zeros((self.n_columns, self.n_columns))
+        column = np.zeros(d)
+        total = 0.0
+        step = self._gram_block_rows()
+        for start in range(0, self.n_rows, step):
+            stop = min(start + step, self.n_rows)
+            block = self._bounded_block(start, stop)
+            root = None if w is None else np.sqrt(w[start:stop])
+            factor = root
+            if self.row_scale is not None:
+                scale = self.row_scale[start:stop]
+                factor = scale if root is None else root * scale
+            if sp.issparse(block):
+                if factor is not None:
+                    block = sp.csr_matrix(sp.diags(factor) @ block)
+                G[:d, :d] += np.asarray((block.T @ block).toarray())
+            else:
+                if factor is not None:
+                    block = block * factor[:, None]
+                G[:d, :d] += block.T @ block
+            if self.intercept is not None:
+                # sum_i w_i s_i x_i = sum_i (sqrt(w_i) s_i x_i) sqrt(w_i)
+                weight_root = np.ones(stop - start) if root is None else root
+                column += np.asarray(block.T @ weight_root).ravel()
+                total += float(stop - start) if w is None else float(w[start:stop].sum())
+        if self.intercept is not None:
+            G[:d, d] = self.intercept * column
+            G[d, :d] = self.intercept * column
+            G[d, d] = self.intercept**2 * total
+        return G
+
+    def _gram_general(self, w):
+        """``X~^T diag(w) X~`` for weights of any sign (a general product per block)."""
         # Features-features: w s^2; features-intercept: w s; intercept-intercept: w.
         cross = w if self.row_scale is None else w * self.row_scale
         square = w if self.row_scale is None else cross * self.row_scale
         d = self.n_features
         G = np.zeros((self.n_columns, self.n_columns))
         column = np.zeros(d)
-        for start in range(0, self.n_rows, BLOCK_ROWS):
-            stop = min(start + BLOCK_ROWS, self.n_rows)
+        step = self._gram_block_rows()
+        for start in range(0, self.n_rows, step):
+            stop = min(start + step, self.n_rows)
             block = self._bounded_block(start, stop)
             weight = square[start:stop]
             if sp.issparse(block):
@@ -263,8 +336,9 @@ class Design:
         from ._data import row_l2_norms
 
         norms = np.empty(self.n_rows)
-        for start in range(0, self.n_rows, BLOCK_ROWS):
-            stop = min(start + BLOCK_ROWS, self.n_rows)
+        step = self._gram_block_rows()
+        for start in range(0, self.n_rows, step):
+            stop = min(start + step, self.n_rows)
             norms[start:stop] = row_l2_norms(self._bounded_block(start, stop))
         if self.row_scale is not None:
             with np.errstate(over="ignore"):

@@ -103,3 +103,25 @@ def test_design_on_zero_rows():
     assert data.design.matmul(np.ones(4)).shape == (0,)
     assert data.design.rmatmul(np.zeros(0)).shape == (4,)
     assert data.design.gram().shape == (4, 4)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_gram_with_weights_of_any_sign_and_small_blocks(sparse, dtype, monkeypatch):
+    """Nonnegative weights take the symmetric (syrk) path, weights of any sign the general one;
+    both match the materialised matrix, also when the rows span many blocks."""
+    import sklearn_dp._design as design_module
+
+    monkeypatch.setattr(design_module, "GRAM_BLOCK_BYTES", 8 * 7 * 16)  # 256 rows a block
+    X = _data("outliers", dtype, n=1000)
+    if sparse:
+        X[np.abs(X) < 0.5] = 0.0
+        X = sp.csr_matrix(X)
+    data = bound_data(X, np.zeros(X.shape[0]), fit_intercept=True, intercept_scaling=1.5,
+                      data_norm=2.0)
+    reference = data.design.toarray()
+    rng = np.random.default_rng(3)
+    for weights in (None, rng.uniform(0, 2, size=1000), rng.normal(size=1000)):
+        w = np.ones(1000) if weights is None else weights
+        np.testing.assert_allclose(data.design.gram(weights), reference.T @ (w[:, None] * reference),
+                                   rtol=1e-10, atol=1e-12)

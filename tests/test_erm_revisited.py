@@ -1035,7 +1035,7 @@ def test_regressor_refusals(classification):
 def test_auto_picks_these_solvers_only_where_nothing_else_fits(classification):
     X, y = classification
     fit = lambda **p: DPLogisticRegression(classes=[0, 1], random_state=0, **p).fit(X, y)  # noqa: E731
-    assert fit().solver_ == "dp_gd"
+    assert fit().solver_ == "dp_newton"  # issue #14: second order for L2 / none
     assert fit(penalty="l1").solver_ == "dp_svrg_pp"  # dp_cd needs feature_bound
     assert fit(penalty="l1", feature_bound=1.0).solver_ == "dp_cd"
     assert fit(penalty="elasticnet", l1_ratio=0.5).solver_ == "dp_svrg_pp"
@@ -1043,8 +1043,9 @@ def test_auto_picks_these_solvers_only_where_nothing_else_fits(classification):
     assert fit(penalty=None, radius=3.0).solver_ == "dp_gd"  # L2 ball: projected dp_gd
     Xr, yr = make_regression(n_samples=200, n_features=3, random_state=0)
     reg = lambda **p: DPSCORegressor(random_state=0, **p).fit(Xr / 10, yr / 100)  # noqa: E731
-    assert reg().solver_ == "dp_gd"
-    assert reg(penalty="l1").solver_ == "dp_svrg_pp"
+    assert reg().solver_ == "dp_newton"
+    assert reg(penalty="l1").solver_ == "dp_ssp"  # least squares: sufficient statistics
+    assert reg(loss="huber", penalty="l1").solver_ == "dp_svrg_pp"
     assert reg(penalty=None, radius=1.0, constraint="l1").solver_ == "dp_accmd"
     assert reg(loss="absolute").solver_ == "dp_sgd"
 

@@ -66,6 +66,7 @@ SUPPORTED = {
         "dp_svrg_pp": dict(penalty="l1", max_iter=2),
         "dp_accmd": dict(penalty=None, radius=5.0, max_iter=5),
         "resque": dict(),
+        "dp_newton": dict(max_iter=3),
     },
     "DPSCORegressor": {
         "dp_gd": dict(max_iter=5),
@@ -83,6 +84,8 @@ SUPPORTED = {
         "dp_svrg": dict(alpha=0.5, max_iter=2),
         "dp_svrg_pp": dict(penalty="l1", max_iter=2),
         "dp_accmd": dict(penalty=None, radius=2.0, max_iter=5),
+        "dp_newton": dict(max_iter=3),
+        "dp_ssp": dict(),
     },
     "DPLasso": {
         "frank_wolfe": dict(max_iter=5),
@@ -90,6 +93,7 @@ SUPPORTED = {
         "mirror_descent": dict(max_iter=5),
         "localized_mirror_descent": dict(max_iter=5),
         "dp_cd": dict(alpha=0.1, max_iter=2),
+        "dp_ssp": dict(alpha=0.1),
     },
 }
 

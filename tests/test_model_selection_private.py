@@ -63,7 +63,9 @@ def _data(n=N_ROWS, d=3, seed=0):
 
 
 def _search(**params):
-    estimator = params.pop("estimator", DPLogisticRegression(classes=[0, 1], max_iter=20))
+    # dp_gd: the accounting below is written for its event (T Gaussian steps).
+    estimator = params.pop("estimator", DPLogisticRegression(classes=[0, 1], max_iter=20,
+                                                             solver="dp_gd"))
     grid = params.pop("param_grid", GRID)
     base = dict(epsilon=2.0, delta=1e-5, random_state=0, refit_fraction=0.5)
     base.update(params)
@@ -95,7 +97,7 @@ def test_selection_event_rebuilt_from_its_parts_and_recomputed():
     for C in GRID["C"]:
         model = DPLogisticRegression(
             classes=[0, 1], max_iter=20, C=C, epsilon=fit_epsilon, delta=delta_sel,
-            random_state=1,
+            random_state=1, solver="dp_gd",
         ).fit(X, y)
         fit_events.append(model.dp_event_)
     # A grid over C with one solver: one mechanism, paid once.
@@ -471,7 +473,8 @@ def test_failed_runs_release_nothing_and_a_failed_selection_stays_charged():
     budget = PrivacyBudget(5.0, 1e-4)
     # A step size that diverges: every run raises ConvergenceError (public
     # inside the run), which the search must not show.
-    diverging = DPLogisticRegression(classes=[0, 1], max_iter=20, learning_rate=1e30)
+    diverging = DPLogisticRegression(classes=[0, 1], max_iter=20, learning_rate=1e30,
+                                     solver="dp_gd")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with pytest.raises(RuntimeError, match="returned no candidate") as caught:

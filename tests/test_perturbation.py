@@ -906,7 +906,7 @@ def test_auto_with_delta_zero_picks_objective_perturbation(binary_data):
     Xr, yr = make_regression(n_samples=100, n_features=3, random_state=0)
     reg = DPSCORegressor(epsilon=1.0, delta=0.0, random_state=0).fit(Xr / 10, yr / 100)
     assert reg.solver_ == "objective_perturbation"
-    assert DPLogisticRegression(classes=[0, 1], random_state=0).fit(X, y).solver_ == "dp_gd"
+    assert DPLogisticRegression(classes=[0, 1], random_state=0).fit(X, y).solver_ == "dp_newton"
 
 
 @pytest.mark.parametrize("solver", SOLVER_NAMES)

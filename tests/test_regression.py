@@ -80,7 +80,7 @@ def test_private_fit_records_event(data, loss):
     budget = PrivacyBudget(5.0, 1e-5)
     model = DPSCORegressor(epsilon=1.0, loss=loss, y_bound=2.0, budget=budget, random_state=0)
     model.fit(X, y)
-    assert model.solver_ == ("dp_sgd" if loss == "absolute" else "dp_gd")
+    assert model.solver_ == ("dp_sgd" if loss == "absolute" else "dp_newton")
     assert len(budget.ledger) == 1
     assert epsilon_of_event(model.dp_event_, 1e-5) <= 1.0 + 1e-9
     assert np.all(np.isfinite(model.predict(X)))

@@ -1289,6 +1289,12 @@ PROPERTY_TESTS = {
         (THIS, "test_svrg_snapshot_and_difference_sums_move_by_at_most_their_sensitivities"),
     ],
     "dp_accmd": [(THIS, "test_dp_accmd_gradient_sum_moves_by_at_most_the_clip")],
+    "dp_newton": [
+        (HERE / "test_second_order.py", "test_newton_sums_move_by_at_most_their_sensitivities"),
+    ],
+    "dp_ssp": [
+        (HERE / "test_ssp.py", "test_sufficient_statistics_move_by_at_most_their_sensitivities"),
+    ],
 }
 
 #: The private row count is not a registered solver, but every estimator fit releases it.

@@ -80,6 +80,10 @@ CONFIGS = {
     ("DPLasso", "dp_svrg_pp"): dict(alpha=0.1, max_iter=2),
     # The l1 ball of dp_accmd would hold the intercept: DPLasso refuses it with one.
     ("DPLasso", "dp_accmd"): dict(max_iter=5, fit_intercept=False),
+    ("DPLogisticRegression", "dp_newton"): dict(max_iter=3),
+    ("DPSCORegressor", "dp_newton"): dict(max_iter=3),
+    ("DPSCORegressor", "dp_ssp"): dict(),
+    ("DPLasso", "dp_ssp"): dict(alpha=0.1),
 }
 
 # Further configurations for the thorough run (-m slow): options and modes
@@ -122,6 +126,16 @@ SLOW_CONFIGS = {
     ("DPSCORegressor", "dp_sgd", "quantile"): dict(loss="quantile", max_iter=3),
     ("DPSCORegressor", "resque", "huber"): dict(loss="huber"),
     ("DPLasso", "frank_wolfe", "penalised"): dict(alpha=0.1, max_iter=5),
+    ("DPLogisticRegression", "dp_newton", "multiclass"): dict(max_iter=3),
+    ("DPLogisticRegression", "dp_newton", "bound"): dict(
+        max_iter=3, solver_options=dict(hessian="bound", momentum="nesterov")
+    ),
+    ("DPLogisticRegression", "dp_newton", "labels-released"): dict(max_iter=2, classes=None),
+    ("DPSCORegressor", "dp_newton", "huber"): dict(loss="huber", penalty=None, max_iter=3),
+    ("DPSCORegressor", "dp_ssp", "elasticnet"): dict(penalty="elasticnet", l1_ratio=0.5),
+    ("DPSCORegressor", "dp_ssp", "l1-ball"): dict(constraint="l1", radius=0.5, penalty=None),
+    ("DPSCORegressor", "dp_ssp", "fixed-ridge"): dict(solver_options=dict(ridge=1.0)),
+    ("DPLasso", "dp_ssp", "constrained"): dict(radius=0.5),
 }
 
 #: Hostile rows: the added row of D' (features, and a label key).

@@ -509,13 +509,16 @@ class BaseDPEstimator(BaseEstimator):
                 f"{type(self).__name__}: y is a sparse matrix; pass the labels as a 1-d array "
                 "(for example y.toarray().ravel())."
             )
-        return self._validate_private(X, y, y_numeric=y_numeric)
+        # float32 X stays float32: the bounded design computes with it as it is
+        # (sums accumulate in float64), so a fit makes no float64 copy of X.
+        return self._validate_private(X, y, y_numeric=y_numeric,
+                                      x_dtype=[np.float64, np.float32])
 
     def _validate_predict_data(self, X):
         """``validate_data(reset=False)`` for rows to predict on (private too, often)."""
         return self._validate_private(X, reset=False)
 
-    def _validate_private(self, X, y="no_validation", **kwargs):
+    def _validate_private(self, X, y="no_validation", x_dtype=np.float64, **kwargs):
         name = type(self).__name__
         for part, value in (("X", X), ("y", y)):
             dtype = getattr(value, "dtype", None)
@@ -526,7 +529,7 @@ class BaseDPEstimator(BaseEstimator):
                     "to be 0)."
                 )
         try:
-            validated = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, **kwargs)
+            validated = validate_data(self, X, y, accept_sparse="csr", dtype=x_dtype, **kwargs)
         except (ValueError, TypeError) as exc:
             message = str(exc)
             if "Expected 2D array" in message:

@@ -15,6 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._losses import get_loss
 from .._sklearn_compat import Interval, StrOptions
 from ..exceptions import public_error
+from ..solvers._second_order import second_order_fits
 from ._base import (
     BaseDPEstimator,
     FitProblem,
@@ -88,7 +89,10 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         few rows, about ``1 + log(1 / delta) / (0.1 epsilon)`` or fewer, are
         likely left out, and their rows with them); it needs ``delta > 0``.
     solver : str, default="auto"
-        ``"dp_gd"`` (full-batch noisy gradient descent), ``"dp_sgd"``
+        ``"dp_newton"`` (private Newton-type steps: noisy gradients with a
+        noisy Gram matrix or Hessian as curvature; see
+        docs/solvers/second_order.md), ``"dp_gd"`` (full-batch noisy gradient
+        descent), ``"dp_sgd"``
         (Poisson-subsampled DP-SGD), ``"dp_cd"`` (DP coordinate descent with
         uniform, importance, block, tau-nice or full sampling; needs
         ``feature_bound``; its options go in ``solver_options``, see
@@ -102,9 +106,10 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         ``"auto"`` picks ``objective_perturbation`` when ``delta=0``,
         ``dp_accmd`` for an L1-ball constraint, for the ``"l1"`` and
         ``"elasticnet"`` penalties ``dp_cd`` (``dp_svrg_pp`` when no
-        ``feature_bound`` is given, which dp_cd needs), otherwise ``dp_gd``
-        (never a function of the private row count; ``dp_sgd`` is the faster
-        choice for very large data).
+        ``feature_bound`` is given, which dp_cd needs), otherwise ``dp_newton``
+        up to 1000 columns (features plus intercept) without ``radius`` and
+        ``dp_gd`` beyond or with an L2 ball (never a function of the private
+        row count: the number of features is public).
     max_iter : int or None, default=None
         Number of noisy steps (for ``dp_cd``: passes over the coordinates; for
         ``dp_svrg`` and ``dp_svrg_pp``: epochs); None uses the solver's default
@@ -269,6 +274,12 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
             return "dp_cd" if self.feature_bound is not None else "dp_svrg_pp"
         # Not a function of n: the chosen solver is released (solver_) and the
         # row count is private, so a size threshold would leak at its edge.
+        # dp_newton (one Gram matrix, five accelerated steps) is as accurate
+        # as dp_gd's 100 steps or more and 10-20x faster
+        # (benchmarks/results/speed.md), up to the width where its d x d
+        # Gram matrix costs more than dp_gd's passes (n_features is public).
+        if problem.constraint is None and second_order_fits(public):
+            return "dp_newton"
         return "dp_gd"
 
     def _check_labels(self, y):

@@ -13,6 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._data import clip_labels
 from .._losses import get_loss
 from .._sklearn_compat import Interval, StrOptions
+from ..solvers._second_order import second_order_fits
 from ._base import (
     BaseDPEstimator,
     FitProblem,
@@ -94,7 +95,10 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         Public bound on ``|y|``; labels outside ``[-y_bound, y_bound]`` are
         clipped to it before fitting.
     solver : str, default="auto"
-        ``"dp_gd"``, ``"dp_sgd"``, ``"dp_cd"`` (DP coordinate descent for the
+        ``"dp_newton"`` (private Newton-type steps for the squared and Huber
+        losses), ``"dp_ssp"`` (sufficient statistics perturbation for the
+        squared loss: ridge, L1, elastic-net, balls; see
+        docs/solvers/second_order.md), ``"dp_gd"``, ``"dp_sgd"``, ``"dp_cd"`` (DP coordinate descent for the
         smooth losses, with the L1 and elastic-net penalties too; needs
         ``feature_bound``; options in ``solver_options``, see
         :func:`sklearn_dp.solvers.dp_cd`), ``"objective_perturbation"`` or
@@ -108,8 +112,11 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         ball).  ``"auto"`` picks, with ``constraint="l1"`` and a radius,
         ``frank_wolfe`` for smooth losses and ``mirror_descent`` for the
         absolute loss; otherwise ``objective_perturbation`` when ``delta=0``,
-        ``dp_sgd`` for the absolute and quantile losses, ``dp_cd`` for the ``"l1"`` and
-        ``"elasticnet"`` penalties and ``dp_gd`` otherwise, and ``"resque"`` (ReSQue ball
+        ``dp_sgd`` for the absolute and quantile losses, for the ``"l1"`` and
+        ``"elasticnet"`` penalties ``dp_ssp`` with the squared loss (up to 1000
+        columns) and ``dp_cd`` otherwise, then ``dp_newton`` up to 1000 columns
+        without ``radius`` and ``dp_gd`` beyond or with an L2 ball (the
+        number of features is public, the row count never consulted); and ``"resque"`` (ReSQue ball
         acceleration for Lipschitz losses: absolute, quantile, Huber; over the
         L2 ball of ``radius``, or unconstrained), which ``"auto"`` never picks:
         it was less accurate and slower than ``dp_sgd`` at equal epsilon on
@@ -272,7 +279,16 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         if problem.loss_name in ("absolute", "quantile"):
             return "dp_sgd"
         if problem.penalty in ("l1", "elasticnet"):
+            # Least squares with an L1 / elastic-net penalty is post-processing
+            # of one release of the sufficient statistics (dp_ssp).
+            if problem.loss_name == "squared" and second_order_fits(public):
+                return "dp_ssp"
             return "dp_svrg_pp" if without_bound else "dp_cd"
+        # Smooth losses: dp_newton (as accurate as dp_gd, 8-20x faster;
+        # benchmarks/results/speed.md) unless the design is too wide for its
+        # Gram matrix or the coefficients are constrained to a ball.
+        if problem.constraint is None and second_order_fits(public):
+            return "dp_newton"
         return "dp_gd"
 
     def _make_loss(self, data):

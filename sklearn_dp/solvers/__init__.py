@@ -49,6 +49,8 @@ __all__ = [
     "dp_svrg",
     "dp_svrg_pp",
     "dp_accmd",
+    "dp_newton",
+    "dp_ssp",
 ]
 
 
@@ -430,5 +432,44 @@ register_solver(
         "penalty); exact Gaussian composition",
         options=("max_iter", "clip_norm", "radius", "constraint"),
         check=check_dp_accmd,
+    )
+)
+
+# Second-order methods and sufficient statistics (docs/solvers/second_order.md).
+from ._second_order import check_dp_newton, dp_newton, plan_dp_newton  # noqa: E402
+
+register_solver(
+    SolverSpec(
+        name="dp_newton",
+        function=dp_newton,
+        plan=plan_dp_newton,
+        losses=_GLM_LOSSES,
+        penalties=frozenset({None, "l2"}),
+        multiclass=True,
+        constraints=frozenset({None}),
+        summary="private Newton steps: noisy gradient and noisy Hessian per step, eigenvalues "
+        "raised to a public floor (Ganesh et al. 2023); exact Gaussian composition",
+        options=("max_iter", "clip_norm", "hessian", "hessian_share", "hessian_steps",
+                 "eigenvalue", "floor_scale", "momentum"),
+        check=check_dp_newton,
+    )
+)
+
+from ._ssp import check_dp_ssp, dp_ssp, plan_dp_ssp  # noqa: E402
+
+register_solver(
+    SolverSpec(
+        name="dp_ssp",
+        function=dp_ssp,
+        plan=plan_dp_ssp,
+        losses=frozenset({"squared"}),
+        penalties=frozenset({None, "l2", "l1", "elasticnet"}),
+        constraints=frozenset({None, "l1", "l2"}),
+        summary="sufficient statistics perturbation (AdaSSP, Wang 2018): one Gaussian release "
+        "of X^T X and X^T y and a noisy smallest eigenvalue for an adaptive ridge; ridge, "
+        "Lasso, elastic-net and balls solved on the released statistics",
+        options=("max_iter", "tol", "radius", "constraint", "intercept_bound", "shares",
+                 "ridge", "label_bound"),
+        check=check_dp_ssp,
     )
 )
