@@ -177,10 +177,13 @@ class PureEpsilonDpEvent(dpe.UnsupportedDpEvent):
     """A mechanism proven pure ``epsilon``-DP by a closed-form argument.
 
     dp_accounting has no event for an arbitrary pure-DP mechanism (for example
-    objective perturbation with Gamma-norm noise).  Such a mechanism is
-    recorded with this event; :func:`epsilon_of_event` composes it exactly with
-    other pure events (epsilons add) and refuses to mix it into numerical
-    accounting, where dp_accounting would treat it as unsupported.
+    objective perturbation with Gamma-norm noise, or an exponential
+    mechanism).  Such a mechanism is recorded with this event;
+    :func:`epsilon_of_event` composes it exactly with other pure events
+    (epsilons add), and with Gaussian and other numerically accounted parts by
+    basic composition (its epsilon plus theirs at the full delta) or, when
+    smaller, by zCDP (see :func:`zcdp_rho`; a ``mechanism`` starting with
+    :data:`EXPONENTIAL_MECHANISM` costs ``epsilon^2 / 8``).
     """
 
     __slots__ = ("epsilon", "mechanism")
@@ -283,8 +286,10 @@ def epsilon_of_event(event: dpe.DpEvent, delta: float) -> float:
     Exact for compositions of full-data Gaussian mechanisms and of pure
     mechanisms; otherwise a pessimistic PLD estimate (RDP when PLD does not
     support the event).  Compositions that include closed-form mechanisms
-    (:class:`ClosedFormDpEvent`) are bounded by basic composition.  ``inf``
-    for a non-private event.
+    (:class:`ClosedFormDpEvent`) are bounded by basic composition; pure
+    mechanisms (:class:`PureEpsilonDpEvent`) mixed with numerically accounted
+    ones by the smaller of basic composition (their epsilons plus the rest at
+    the full ``delta``) and zCDP.  ``inf`` for a non-private event.
     """
     return _epsilon(event, _check_delta(delta, allow_zero=True), _PLD_FINE)
 
@@ -330,6 +335,9 @@ def _epsilon(event, delta, discretization):
         if rest:
             total += _epsilon(dpe.ComposedDpEvent(rest), share, discretization)
         return total
+    pure_parts = [(l, c) for l, c in leaves if isinstance(l, PureEpsilonDpEvent)]
+    if pure_parts:
+        return _pure_and_numerical_epsilon(event, leaves, pure_parts, delta, discretization)
     sigma = _gaussian_only_multiplier(event)
     if sigma is not None:
         if sigma == math.inf:
@@ -340,6 +348,35 @@ def _epsilon(event, delta, discretization):
     if delta == 0.0:
         return math.inf
     return _numerical_epsilon(_fold_gaussians(event), delta, discretization)
+
+
+def _pure_and_numerical_epsilon(event, leaves, pure_parts, delta, discretization):
+    """Epsilon of pure mechanisms (:class:`PureEpsilonDpEvent`) composed with numerically accounted ones.
+
+    No accountant of dp_accounting takes an arbitrary pure mechanism, so two
+    valid bounds are computed and the smaller one is returned:
+
+    * basic composition (Dwork, Rothblum and Vadhan 2010, with one part pure):
+      the epsilons of the pure parts add, and the rest of the mechanism is
+      evaluated at the full ``delta`` (a pure part uses no delta);
+    * zCDP (Bun and Steinke 2016), when every part has a known rho
+      (:func:`zcdp_rho`: an exponential mechanism costs ``epsilon^2 / 8``,
+      Cesar and Rogers 2021; a Gaussian ``1 / (2 s^2)``): the rhos add and
+      the total is converted at ``delta``.  This is the tighter one for many
+      small exponential mechanisms (per-feature bounds).
+    """
+    pure = math.fsum(c * l.epsilon for l, c in pure_parts)
+    rest = [
+        l if c == 1 else dpe.SelfComposedDpEvent(l, c)
+        for l, c in leaves
+        if not isinstance(l, PureEpsilonDpEvent)
+    ]
+    basic = pure + (_epsilon(dpe.ComposedDpEvent(rest), delta, discretization) if rest else 0.0)
+    if delta > 0:
+        rho = zcdp_rho(event)
+        if rho is not None and math.isfinite(rho):
+            return min(basic, epsilon_of_zcdp(float(rho), float(delta)))
+    return basic
 
 
 def _fold_gaussians(event: dpe.DpEvent) -> dpe.DpEvent:

@@ -304,10 +304,57 @@ def test_gaussian_at_zero_delta_is_infinite():
     assert epsilon_of_event(event, 0.0) == math.inf
 
 
-def test_pure_event_cannot_be_mixed_into_numerical_accounting():
-    mixed = dpe.ComposedDpEvent([PureEpsilonDpEvent(0.5, "x"), dpe.GaussianDpEvent(5.0)])
-    with pytest.raises(ValueError, match="accountant"):
-        epsilon_of_event(mixed, 1e-5)
+def test_pure_event_mixed_with_gaussian_is_basic_composition():
+    # Basic composition: the pure epsilon plus the Gaussian's epsilon at the
+    # full delta (the zCDP bound is larger here, so basic wins).
+    for delta in (1e-5, 1e-8):
+        gaussian = gaussian_mechanism.get_epsilon_gaussian(5.0, delta)
+        mixed = dpe.ComposedDpEvent([PureEpsilonDpEvent(0.5, "x"), dpe.GaussianDpEvent(5.0)])
+        assert epsilon_of_event(mixed, delta) == pytest.approx(0.5 + gaussian, rel=1e-12)
+        em = PureEpsilonDpEvent(0.1, "exponential mechanism: a bound")
+        count = dpe.LaplaceDpEvent(20.0)
+        with_count = dpe.ComposedDpEvent([count, em, dpe.GaussianDpEvent(5.0)])
+        rest = epsilon_of_event(dpe.ComposedDpEvent([count, dpe.GaussianDpEvent(5.0)]), delta)
+        rho = 0.1**2 / 8 + 0.5 / 20.0**2 + 1 / (2 * 5.0**2)
+        expected = min(0.1 + rest, accounting.epsilon_of_zcdp(rho, delta))
+        assert epsilon_of_event(with_count, delta) == pytest.approx(expected, rel=1e-12)
+    assert expected == pytest.approx(0.1 + rest, rel=1e-12)  # at delta=1e-8 basic is tighter
+    # At delta = 0 the Gaussian part is not private.
+    assert epsilon_of_event(mixed, 0.0) == math.inf
+
+
+def test_many_exponential_mechanisms_use_zcdp_when_tighter():
+    # 60 exponential mechanisms of 0.02 each (per-feature bounds) with a
+    # Gaussian: basic composition says 1.2 + eps_G; zCDP says
+    # rho = 60 * 0.02^2 / 8 + 1 / (2 s^2), converted at delta.
+    delta, sigma = 1e-5, 20.0
+    ems = dpe.SelfComposedDpEvent(PureEpsilonDpEvent(0.02, "exponential mechanism: x"), 60)
+    event = dpe.ComposedDpEvent([ems, dpe.GaussianDpEvent(sigma)])
+    rho = 60 * 0.02**2 / 8 + 1 / (2 * sigma**2)
+    expected = accounting.epsilon_of_zcdp(rho, delta)
+    basic = 1.2 + gaussian_mechanism.get_epsilon_gaussian(sigma, delta)
+    assert expected < basic
+    assert epsilon_of_event(event, delta) == pytest.approx(expected, rel=1e-12)
+    # A pure mechanism that is not an exponential mechanism costs epsilon^2 / 2.
+    other = dpe.ComposedDpEvent(
+        [dpe.SelfComposedDpEvent(PureEpsilonDpEvent(0.02, "other"), 60), dpe.GaussianDpEvent(sigma)]
+    )
+    rho_other = 60 * 0.02**2 / 2 + 1 / (2 * sigma**2)
+    assert epsilon_of_event(other, delta) == pytest.approx(
+        min(basic, accounting.epsilon_of_zcdp(rho_other, delta)), rel=1e-12
+    )
+
+
+def test_pure_event_with_closed_form_and_approximate_parts():
+    # Label set (approximate), exponential mechanism, count and Gaussian solver.
+    delta = 1e-5
+    label = accounting.ApproximateDpEvent(0.1, 0.5e-5, "label set")
+    em = PureEpsilonDpEvent(0.09, "exponential mechanism: bound")
+    count = dpe.LaplaceDpEvent(1 / 0.04)
+    solver = dpe.GaussianDpEvent(4.0)
+    event = dpe.ComposedDpEvent([label, count, em, solver])
+    rest = epsilon_of_event(dpe.ComposedDpEvent([count, solver]), 0.5e-5)
+    assert epsilon_of_event(event, delta) == pytest.approx(0.1 + 0.09 + rest, rel=1e-12)
 
 
 def test_subsampled_epsilon_matches_pld_accountant():
