@@ -284,7 +284,8 @@ def epsilon_of_event(event: dpe.DpEvent, delta: float) -> float:
     """Epsilon at ``delta`` guaranteed by ``event`` (add/remove-one neighbours).
 
     Exact for compositions of full-data Gaussian mechanisms and of pure
-    mechanisms; otherwise a pessimistic PLD estimate (RDP when PLD does not
+    mechanisms (at ``delta > 0`` the smaller of their sum and their zCDP
+    bound); otherwise a pessimistic PLD estimate (RDP when PLD does not
     support the event).  Compositions that include closed-form mechanisms
     (:class:`ClosedFormDpEvent`) are bounded by basic composition; pure
     mechanisms (:class:`PureEpsilonDpEvent`) mixed with numerically accounted
@@ -300,6 +301,12 @@ def _epsilon(event, delta, discretization):
         return math.inf
     pure = _pure_epsilon(event)
     if pure is not None:
+        if delta > 0 and pure > 0:
+            # Many small pure mechanisms compose better under zCDP (a valid
+            # bound too; the smaller one is returned).
+            rho = zcdp_rho(event)
+            if rho is not None and math.isfinite(rho):
+                return min(pure, epsilon_of_zcdp(float(rho), float(delta)))
         return pure
     approximate = [(l, c) for l, c in leaves if isinstance(l, ApproximateDpEvent)]
     if approximate:

@@ -345,6 +345,19 @@ def test_many_exponential_mechanisms_use_zcdp_when_tighter():
     )
 
 
+def test_many_pure_mechanisms_alone_use_zcdp_at_positive_delta():
+    ems = dpe.SelfComposedDpEvent(PureEpsilonDpEvent(0.02, "exponential mechanism: x"), 60)
+    count = dpe.LaplaceDpEvent(20.0)
+    event = dpe.ComposedDpEvent([count, ems])
+    assert epsilon_of_event(event, 0.0) == pytest.approx(0.05 + 1.2, rel=1e-12)
+    rho = 0.5 * 0.05**2 + 60 * 0.02**2 / 8
+    assert accounting.epsilon_of_zcdp(rho, 1e-5) < 1.25
+    assert epsilon_of_event(event, 1e-5) == pytest.approx(
+        accounting.epsilon_of_zcdp(rho, 1e-5), rel=1e-12
+    )
+    assert accounting.is_pure_event(event)
+
+
 def test_pure_event_with_closed_form_and_approximate_parts():
     # Label set (approximate), exponential mechanism, count and Gaussian solver.
     delta = 1e-5
