@@ -360,8 +360,8 @@ def _epsilon(event, delta, discretization):
 def _pure_and_numerical_epsilon(event, leaves, pure_parts, delta, discretization):
     """Epsilon of pure mechanisms (:class:`PureEpsilonDpEvent`) composed with numerically accounted ones.
 
-    No accountant of dp_accounting takes an arbitrary pure mechanism, so two
-    valid bounds are computed and the smaller one is returned:
+    No accountant of dp_accounting takes an arbitrary pure mechanism, so
+    three valid bounds are computed and the smallest one is returned:
 
     * basic composition (Dwork, Rothblum and Vadhan 2010, with one part pure):
       the epsilons of the pure parts add, and the rest of the mechanism is
@@ -370,7 +370,14 @@ def _pure_and_numerical_epsilon(event, leaves, pure_parts, delta, discretization
       (:func:`zcdp_rho`: an exponential mechanism costs ``epsilon^2 / 8``,
       Cesar and Rogers 2021; a Gaussian ``1 / (2 s^2)``): the rhos add and
       the total is converted at ``delta``.  This is the tighter one for many
-      small exponential mechanisms (per-feature bounds).
+      small exponential mechanisms (per-feature bounds);
+    * privacy-loss distributions, each pure part bounded by randomized
+      response with its epsilon (:func:`_pld_with_pure_parts`): the tighter
+      one for a few pure parts beside a large Gaussian mechanism (a fit's
+      bound and its solver).
+
+    All three are valid upper bounds at ``delta > 0`` (basic composition
+    alone at ``delta = 0``), so their minimum is.
     """
     pure = math.fsum(c * l.epsilon for l, c in pure_parts)
     rest = [
@@ -380,10 +387,47 @@ def _pure_and_numerical_epsilon(event, leaves, pure_parts, delta, discretization
     ]
     basic = pure + (_epsilon(dpe.ComposedDpEvent(rest), delta, discretization) if rest else 0.0)
     if delta > 0:
+        bounds = [basic, _pld_with_pure_parts(rest, pure_parts, delta, discretization)]
         rho = zcdp_rho(event)
         if rho is not None and math.isfinite(rho):
-            return min(basic, epsilon_of_zcdp(float(rho), float(delta)))
+            bounds.append(epsilon_of_zcdp(float(rho), float(delta)))
+        return min(bounds)
     return basic
+
+
+def _pld_with_pure_parts(rest, pure_parts, delta, discretization):
+    """PLD bound of pure parts composed with PLD-supported ones, or ``inf`` if not applicable.
+
+    Every pure epsilon-DP mechanism is dominated by randomized response with
+    the same epsilon (Kairouz, Oh and Viswanath 2015): its privacy-loss
+    distribution is bounded by the pessimistic PLD that dp_accounting builds
+    from ``(epsilon, 0)`` (``from_privacy_parameters``), in both directions
+    of add/remove neighbouring.  That PLD is composed with the rest's PLD
+    (dp_accounting's accountant, pessimistic too).  Needs the accountant's
+    internal PLD (``_pld``): if a dp_accounting release renames it, this
+    bound is skipped (the others still hold).
+    """
+    from dp_accounting.pld import common as pld_common
+    from dp_accounting.pld import privacy_loss_distribution
+
+    accountant = pld_privacy_accountant.PLDAccountant(
+        NEIGHBORING_RELATION, value_discretization_interval=discretization
+    )
+    if rest:
+        folded = _fold_gaussians(dpe.ComposedDpEvent(rest))
+        if not accountant.supports(folded):
+            return math.inf
+        accountant.compose(folded)
+    pld = getattr(accountant, "_pld", None)
+    if pld is None:  # pragma: no cover - a dp_accounting internals change
+        return math.inf
+    for leaf, count in pure_parts:
+        part = privacy_loss_distribution.from_privacy_parameters(
+            pld_common.DifferentialPrivacyParameters(float(leaf.epsilon), 0.0),
+            value_discretization_interval=discretization,
+        )
+        pld = pld.compose(part if count == 1 else part.self_compose(int(count)))
+    return float(pld.get_epsilon_for_delta(delta))
 
 
 def _fold_gaussians(event: dpe.DpEvent) -> dpe.DpEvent:
