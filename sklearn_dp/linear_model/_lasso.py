@@ -11,9 +11,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._data import check_feature_bound, clip_labels
 from .._losses import get_loss
-from .._sklearn_compat import Interval
+from .._sklearn_compat import Interval, StrOptions
 from ..solvers import get_solver
-from ._base import BaseDPEstimator, FitProblem, public_scale, restore_on_failure
+from ._base import BaseDPEstimator, FitProblem, _given, public_scale, restore_on_failure
 
 __all__ = ["DPLasso", "l1_radius_for_alpha", "alpha_for_l1_radius"]
 
@@ -181,10 +181,10 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         **BaseDPEstimator._privacy_parameter_constraints,
         "radius": [*public_scale(), None],
         "alpha": [*public_scale(zero=True), None],
-        "feature_bound": [*public_scale(), "array-like"],
-        "y_bound": [*public_scale()],
+        "feature_bound": [*public_scale(), "array-like", StrOptions({"auto"})],
+        "y_bound": [*public_scale(), StrOptions({"auto"})],
         "fit_intercept": ["boolean"],
-        "intercept_scaling": [*public_scale()],
+        "intercept_scaling": [*public_scale(), StrOptions({"auto"})],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
     }
 
@@ -195,10 +195,10 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         *,
         radius=None,
         alpha=None,
-        feature_bound=1.0,
-        y_bound=1.0,
+        feature_bound="auto",
+        y_bound="auto",
         fit_intercept=True,
-        intercept_scaling=1.0,
+        intercept_scaling="auto",
         solver="auto",
         max_iter=None,
         learning_rate=None,
@@ -239,20 +239,48 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
 
     # -- public constants of the fit (all in the scaled units of the solver) --
 
-    def _max_feature_bound(self, n_features):
-        bound = check_feature_bound(self.feature_bound, n_features)
-        return float(bound.max()) if bound.size else 1.0
+    _bounds_labels = True
 
-    def _scaled_radius(self, n_features):
-        """l1 radius for scaled labels (y / y_bound); None only if the solver needs no ball."""
+    @staticmethod
+    def _max_feature_bound(bounds):
+        entry = bounds.entry_bound
+        return float(np.max(entry)) if entry is not None and np.size(entry) else 1.0
+
+    def _scaled_radius(self, scale, max_feature_bound):
+        """l1 radius for scaled labels (y - center) / scale; None only if the solver needs no ball."""
         if self.radius is not None:
-            return float(self.radius) / self.y_bound
+            return float(self.radius) / scale
         if self.alpha:
-            return l1_radius_for_alpha(self.alpha / self.y_bound, 1.0)
-        return 1.0 / self._max_feature_bound(n_features)
+            return l1_radius_for_alpha(self.alpha / scale, 1.0)
+        return 1.0 / max_feature_bound
 
-    def _solver_kwargs(self, spec, problem):
-        kwargs = super()._solver_kwargs(spec, problem)
+    def _problem(self, spec, bounds):
+        """The fit's problem in the units of labels scaled by ``bounds.y_scale`` (public)."""
+        scale = bounds.y_scale
+        alpha = 0.0 if self.alpha is None else float(self.alpha) / scale
+        radius = self._scaled_radius(scale, self._max_feature_bound(bounds))
+        if (
+            self.radius is None
+            and alpha > 0
+            and "l1" not in spec.constraints
+            and None in spec.constraints
+        ):
+            # An unconstrained L1-penalised solver (e.g. coordinate descent).
+            constraint, radius = None, None
+        else:
+            constraint = "l1"
+        return FitProblem(
+            loss_name="squared",
+            make_loss=self._make_loss,
+            penalty="l1" if alpha > 0 else None,
+            alpha=alpha,
+            l1_ratio=1.0 if alpha > 0 else 0.0,
+            constraint=constraint,
+            radius=radius,
+        )
+
+    def _solver_kwargs(self, spec, problem, bounds=None, quiet=False):
+        kwargs = super()._solver_kwargs(spec, problem, bounds, quiet)
         if self.fit_intercept and problem.constraint == "l1":
             if "intercept_bound" not in spec.options:
                 raise ValueError(
@@ -260,17 +288,17 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
                     "use a solver that accepts intercept_bound, or fit_intercept=False."
                 )
             kwargs["intercept_bound"] = (
-                self._intercept_bound(problem.radius) / self.intercept_scaling
+                self._intercept_bound(problem.radius, bounds) / bounds.intercept_scaling
             )
         return kwargs
 
-    def _intercept_bound(self, radius):
-        """Bound on the intercept in scaled units (labels / y_bound).
+    def _intercept_bound(self, radius, bounds):
+        """Bound on the intercept in scaled units (labels centred and divided by the label scale).
 
         The best intercept for any coef in the ball is the mean residual of the
         clipped data, within ``1 + radius * max(feature_bound)``.
         """
-        return 1.0 + (radius or 0.0) * self._max_feature_bound(self.n_features_in_)
+        return 1.0 + (radius or 0.0) * self._max_feature_bound(bounds)
 
     def _make_loss(self, data):
         return get_loss("squared", residual_bound=RESIDUAL_BOUND)
@@ -284,7 +312,8 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Entries are clipped to ``[-feature_bound, feature_bound]``.
         y : array-like of shape (n_samples,)
-            Clipped to ``[-y_bound, y_bound]``.
+            Clipped to the label range (``[-y_bound, y_bound]``, or the
+            released range with ``y_bound="auto"``).
 
         Returns
         -------
@@ -293,43 +322,29 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         self._validate_params()
         self._check_privacy_request()
         X, y = self._validate_fit_data(X, y, y_numeric=True)
-        n_features = X.shape[1]
-        scale = float(self.y_bound)
-        alpha = 0.0 if self.alpha is None else float(self.alpha) / scale
         name = self.solver
         if name == "auto":
             name = self._auto_solver(None, None)
         spec = get_solver(name)
-        radius = self._scaled_radius(n_features)
-        if (
-            self.radius is None
-            and alpha > 0
-            and "l1" not in spec.constraints
-            and None in spec.constraints
-        ):
-            constraint, radius = (
-                None,
-                None,
-            )  # an unconstrained L1-penalised solver (e.g. coordinate descent)
-        else:
-            constraint = "l1"
-        problem = FitProblem(
-            loss_name="squared",
-            make_loss=self._make_loss,
-            penalty="l1" if alpha > 0 else None,
-            alpha=alpha,
-            l1_ratio=1.0 if alpha > 0 else 0.0,
-            constraint=constraint,
-            radius=radius,
-        )
-        data, result = self._fit_solver(
-            X, y, problem, prepare=lambda X, y, phase: (X, clip_labels(y, scale) / scale, problem)
-        )
+        # Placeholder bounds (1.0 for "auto") describe the problem for the
+        # public checks; the fit's problem is rebuilt once they are released.
+        placeholder = self._resolve_bounds(spec, X.shape[1])
+        problem = self._problem(spec, placeholder)
+
+        def finish(y, bounds):
+            y = clip_labels(np.asarray(y, dtype=float) - bounds.y_center, bounds.y_scale)
+            return y / bounds.y_scale, self._problem(spec, bounds)
+
+        data, result, bounds = self._fit_solver(X, y, problem, finish=finish)
+        scale = bounds.y_scale
+        radius = self._problem(spec, bounds).radius
         coef, intercept = data.split_coef(result.coef)
         self.coef_ = coef.ravel() * scale
-        self.intercept_ = float(intercept[0]) * scale
+        self.intercept_ = float(intercept[0]) * scale + bounds.y_center
         self.radius_ = math.inf if radius is None else radius * scale
-        self.intercept_bound_ = self._intercept_bound(radius) * scale if self.fit_intercept else 0.0
+        self.intercept_bound_ = (
+            self._intercept_bound(radius, bounds) * scale if self.fit_intercept else 0.0
+        )
         return self
 
     def predict(self, X):

@@ -18,6 +18,7 @@ from ..exceptions import public_error
 from ._base import (
     BaseDPEstimator,
     FitProblem,
+    _given,
     penalty_strengths,
     public_scale,
     release_labels,
@@ -200,11 +201,11 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         "C": [*public_scale()],
         "l1_ratio": [Interval(Real, 0, 1, closed="both"), None],
         "fit_intercept": ["boolean"],
-        "intercept_scaling": [*public_scale()],
+        "intercept_scaling": [*public_scale(), StrOptions({"auto"})],
         "radius": [*public_scale(), None],
         "constraint": [StrOptions({"l2", "l1"})],
-        "data_norm": [*public_scale()],
-        "feature_bound": [*public_scale(), "array-like", None],
+        "data_norm": [*public_scale(), StrOptions({"auto"})],
+        "feature_bound": [*public_scale(), "array-like", StrOptions({"auto"}), None],
         "classes": ["array-like", None],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
     }
@@ -218,11 +219,11 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         C=1.0,
         l1_ratio=None,
         fit_intercept=True,
-        intercept_scaling=1.0,
+        intercept_scaling="auto",
         radius=None,
         constraint="l2",
-        data_norm=1.0,
-        feature_bound=None,
+        data_norm="auto",
+        feature_bound="auto",
         classes=None,
         solver="auto",
         max_iter=None,
@@ -266,7 +267,8 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         if problem.constraint == "l1":
             return "dp_accmd"
         if problem.penalty in ("l1", "elasticnet"):
-            return "dp_cd" if self.feature_bound is not None else "dp_svrg_pp"
+            # dp_cd bounds rows entrywise: picked when the user gives feature bounds.
+            return "dp_cd" if _given(self.feature_bound) else "dp_svrg_pp"
         # Not a function of n: the chosen solver is released (solver_) and the
         # row count is private, so a size threshold would leak at its edge.
         return "dp_gd"
@@ -388,7 +390,7 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
             return X, self._encode(y, found), self._problem(found.size)
 
         n_classes = 2 if classes is None else classes.size
-        data, result = self._fit_solver(
+        data, result, _ = self._fit_solver(
             X, y, self._problem(n_classes), prepare=prepare, discover_labels=classes is None
         )
         self.classes_ = released["classes"]

@@ -16,6 +16,8 @@ from .._sklearn_compat import Interval, StrOptions
 from ._base import (
     BaseDPEstimator,
     FitProblem,
+    _given,
+    _is_auto,
     penalty_strengths,
     public_scale,
     restore_on_failure,
@@ -186,15 +188,16 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         "radius": [*public_scale(), None],
         "constraint": [StrOptions({"l2", "l1"})],
         "fit_intercept": ["boolean"],
-        "intercept_scaling": [*public_scale()],
-        "data_norm": [*public_scale()],
-        "feature_bound": [*public_scale(), "array-like", None],
-        "y_bound": [*public_scale()],
+        "intercept_scaling": [*public_scale(), StrOptions({"auto"})],
+        "data_norm": [*public_scale(), StrOptions({"auto"})],
+        "feature_bound": [*public_scale(), "array-like", StrOptions({"auto"}), None],
+        "y_bound": [*public_scale(), StrOptions({"auto"})],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
         "n_jobs": [Integral, None],
     }
 
     _solver_info_attributes = ("query_depth", "n_queries")
+    _bounds_labels = True
 
     def __init__(
         self,
@@ -210,10 +213,10 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         radius=None,
         constraint="l2",
         fit_intercept=True,
-        intercept_scaling=1.0,
-        data_norm=1.0,
-        feature_bound=None,
-        y_bound=1.0,
+        intercept_scaling="auto",
+        data_norm="auto",
+        feature_bound="auto",
+        y_bound="auto",
         solver="auto",
         max_iter=None,
         learning_rate=None,
@@ -255,7 +258,7 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         # The solvers of DP-ERM revisited are picked only where nothing else
         # here can run (docs/solvers/erm_revisited.md): the l1-geometry solvers
         # and dp_cd need feature_bound, dp_accmd and dp_svrg_pp bound rows in L2.
-        without_bound = self.feature_bound is None and problem.loss_name != "absolute"
+        without_bound = not _given(self.feature_bound) and problem.loss_name != "absolute"
         if problem.constraint == "l1":
             if without_bound and problem.penalty is None:
                 return "dp_accmd"
@@ -275,23 +278,39 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
             return "dp_svrg_pp" if without_bound else "dp_cd"
         return "dp_gd"
 
-    def _make_loss(self, data):
-        """The loss in the scaled units of the fit (labels divided by ``y_bound``)."""
+    def _make_loss(self, data, scale):
+        """The loss in the scaled units of the fit (labels centred and divided by ``scale``)."""
         row_norm_bound = data.row_norm_bound
         if self.loss == "huber":
-            return get_loss("huber", epsilon_huber=self.huber_threshold / self.y_bound)
+            return get_loss("huber", epsilon_huber=self.huber_threshold / scale)
         if self.loss == "squared":
             if self.radius is not None:
                 if self.constraint == "l1" and data.feature_bound is not None:
                     # |x @ w| <= ||x||_inf ||w||_1 in l1 geometry (rows bounded entrywise).
                     row_norm_bound = float(np.max(data.feature_bound))
-                residual_bound = self.radius / self.y_bound * row_norm_bound + 1.0
+                residual_bound = self.radius / scale * row_norm_bound + 1.0
             else:
                 residual_bound = 2.0
             return get_loss("squared", residual_bound=residual_bound)
         if self.loss == "quantile":
             return get_loss("quantile", quantile=self.quantile)
         return get_loss(self.loss)
+
+    def _problem(self, scale):
+        """The fit's problem for labels scaled to [-1, 1] by ``scale`` (public)."""
+        alpha, l1_ratio = penalty_strengths(self.penalty, self.alpha, self.l1_ratio)
+        alpha, l1_ratio = _penalty_in_scaled_units(
+            alpha, l1_ratio, scale, degree=1 if self.loss in ("absolute", "quantile") else 2
+        )
+        return FitProblem(
+            loss_name=self.loss,
+            make_loss=lambda data: self._make_loss(data, scale),
+            penalty=self.penalty,
+            alpha=alpha,
+            l1_ratio=l1_ratio,
+            constraint=None if self.radius is None else self.constraint,
+            radius=None if self.radius is None else self.radius / scale,
+        )
 
     @restore_on_failure
     def fit(self, X, y):
@@ -311,30 +330,24 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         self._validate_params()
         self._check_privacy_request()
         X, y = self._validate_fit_data(X, y, y_numeric=True)
-        # The fit runs on labels scaled to [-1, 1] so that step sizes and
-        # constants are scale-free; the coefficients are scaled back.  The
-        # scaling is public (y_bound), so privacy is unaffected.
-        scale = float(self.y_bound)
-        alpha, l1_ratio = penalty_strengths(self.penalty, self.alpha, self.l1_ratio)
-        alpha, l1_ratio = _penalty_in_scaled_units(
-            alpha, l1_ratio, scale, degree=1 if self.loss in ("absolute", "quantile") else 2
-        )
-        problem = FitProblem(
-            loss_name=self.loss,
-            make_loss=self._make_loss,
-            penalty=self.penalty,
-            alpha=alpha,
-            l1_ratio=l1_ratio,
-            constraint=None if self.radius is None else self.constraint,
-            radius=None if self.radius is None else self.radius / scale,
-        )
-        data, result = self._fit_solver(
-            X, y, problem, prepare=lambda X, y, phase: (X, clip_labels(y, scale) / scale, problem)
+        # The fit runs on labels centred and scaled to [-1, 1] so that step
+        # sizes and constants are scale-free; the coefficients are scaled
+        # back.  The centre and scale are public (y_bound, or released when
+        # "auto"), so privacy is unaffected.  Before the release the problem
+        # is described with the placeholder scale 1 (public checks only).
+        placeholder = 1.0 if _is_auto(self.y_bound) else float(self.y_bound)
+        data, result, bounds = self._fit_solver(
+            X, y, self._problem(placeholder), finish=self._finish
         )
         coef, intercept = data.split_coef(result.coef)
-        self.coef_ = coef.ravel() * scale
-        self.intercept_ = float(intercept[0]) * scale
+        self.coef_ = coef.ravel() * bounds.y_scale
+        self.intercept_ = float(intercept[0]) * bounds.y_scale + bounds.y_center
         return self
+
+    def _finish(self, y, bounds):
+        """Labels clipped to the label range and scaled to [-1, 1]; the problem in those units."""
+        y = (clip_labels(np.asarray(y, dtype=float) - bounds.y_center, bounds.y_scale)) / bounds.y_scale
+        return y, self._problem(bounds.y_scale)
 
 
     def predict(self, X):
