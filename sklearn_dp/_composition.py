@@ -29,6 +29,10 @@ def _is_public_step(step):
         return params.get("strategy") == "constant"
     if name == "FunctionTransformer":
         return True  # stateless: fit learns the input's schema only
+    if name == "FrozenEstimator":
+        # Fitted before the pipeline (on public data, by the user's
+        # account); its fit inside the pipeline does nothing.
+        return True
     return False
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor
+from sklearn_dp.preprocessing import DPMinMaxScaler, DPStandardScaler, PublicRangeScaler
 from sklearn_dp.solvers import SOLVERS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,6 +27,7 @@ def _privacy_section_extension():
 @pytest.mark.parametrize(
     "obj",
     [DPLogisticRegression, DPSCORegressor, DPLasso]
+    + [DPStandardScaler, DPMinMaxScaler, PublicRangeScaler]
     + [spec.function for spec in SOLVERS.values()],
     ids=lambda obj: obj.__name__,
 )

@@ -94,16 +94,21 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         l1 radius of the coefficient ball (constrained form).
     alpha : float or None, default=None
         l1 penalty strength (penalised form), on the ``1 / (2 n)``-scaled loss.
-    feature_bound : float or array-like of shape (n_features,), default=1.0
-        Public bound on each feature, ``|X[i, j]| <= feature_bound[j]``; larger
+    feature_bound : float, array-like of shape (n_features,) or "auto", default="auto"
+        Bound on each feature, ``|X[i, j]| <= feature_bound[j]``; larger
         entries are clipped to it (l1-geometry solvers bound rows entrywise).
-    y_bound : float, default=1.0
-        Public bound on ``|y|``; labels outside ``[-y_bound, y_bound]`` are
-        clipped.  Fits run on labels divided by ``y_bound`` (and coefficients
-        likewise); the results are scaled back.
+        A number is public and free; ``"auto"`` releases one bound on
+        ``max_j |X[i, j]|`` privately (10% of epsilon; ``feature_bound_``).
+    y_bound : float or "auto", default="auto"
+        Bound on the labels.  A number: labels are clipped to
+        ``[-y_bound, y_bound]``.  ``"auto"``: a label range is released (10%
+        of epsilon: a DP median ``y_center_`` and a DP half-width
+        ``y_bound_``).  Fits run on labels centred and divided by the
+        half-width (and coefficients likewise); the results are mapped back.
     fit_intercept : bool, default=True
-    intercept_scaling : float, default=1.0
-        Value of the constant intercept column (part of each row's bounds).
+    intercept_scaling : float or "auto", default="auto"
+        Value of the constant intercept column (part of each row's bounds);
+        ``"auto"``: the largest feature bound.
     solver : str, default="auto"
         ``"frank_wolfe"``, ``"vr_frank_wolfe"``, ``"mirror_descent"``,
         ``"localized_mirror_descent"`` or any registered solver for the
@@ -135,7 +140,12 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         The l1 radius the fit used (original units; ``inf`` when the solver
         had no ball).
     intercept_bound_ : float
-        The bound on ``|intercept_|`` (original units; 0 without intercept).
+        The bound on ``|intercept_ - y_center_|`` (original units; 0 without
+        intercept).
+    feature_bound_ : ndarray of shape (n_features,)
+    data_norm_, intercept_scaling_, y_bound_, y_center_ : float
+        The bounds the fit used (given or released), as in
+        :class:`DPSCORegressor`.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` has string column names.
@@ -147,9 +157,13 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
     Privacy
     -------
     (epsilon, delta)-DP with respect to adding or removing one row of ``X``
-    together with its label.  Public: the number of features,
-    ``feature_bound``, ``y_bound``, ``radius``, ``alpha`` and every
-    hyper-parameter.  The number of rows is protected: 5% of epsilon buys a
+    together with its label.  Public: the number of features, the bounds
+    that are given (``feature_bound``, ``y_bound``), ``radius``, ``alpha``
+    and every hyper-parameter.  ``"auto"`` bounds are released after the row
+    count by pure epsilon-DP exponential mechanisms over public grids (10% of
+    epsilon for the feature bound, 10% for the label range), recorded in
+    ``dp_event_`` and used as public values from then on (the default radius
+    ``y_bound / max(feature_bound)`` is then a function of released values).  The number of rows is protected: 5% of epsilon buys a
     Laplace count that stands in for n (averaging, step counts, and the
     radius implied by ``alpha``), jointly calibrated with the solver.
     Entries of ``X`` are clipped to ``feature_bound`` and labels to
@@ -172,7 +186,8 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.uniform(-1, 1, size=(5000, 50))
     >>> y = X[:, 0] - X[:, 1] + 0.1 * rng.normal(size=5000)
-    >>> model = DPLasso(epsilon=2.0, radius=2.0, y_bound=3.0, random_state=0).fit(X, y)
+    >>> model = DPLasso(epsilon=2.0, radius=2.0, feature_bound=1.0, y_bound=3.0,
+    ...                 random_state=0).fit(X, y)
     >>> model.privacy_spent_
     (2.0, 1e-05)
     """

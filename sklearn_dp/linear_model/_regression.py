@@ -83,18 +83,26 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
     constraint : {"l2", "l1"}, default="l2"
         Norm of the constraint ball (used only with ``radius``).
     fit_intercept : bool, default=True
-    intercept_scaling : float, default=1.0
-        Value of the constant intercept column (part of the row-norm bound).
-    feature_bound : float, array-like of shape (n_features,) or None, default=None
-        Public bound on each feature, ``|X[i, j]| <= feature_bound[j]`` (larger
-        entries are clipped).  Used instead of ``data_norm`` by solvers that
-        bound rows entrywise (l1-geometry and coordinate-wise solvers), which
-        refuse to run without it.
-    data_norm : float, default=1.0
-        Public L2 bound on the rows of ``X``; longer rows are scaled down to it.
-    y_bound : float, default=1.0
-        Public bound on ``|y|``; labels outside ``[-y_bound, y_bound]`` are
-        clipped to it before fitting.
+    intercept_scaling : float or "auto", default="auto"
+        Value of the constant intercept column (part of the row-norm bound);
+        ``"auto"``: the rows' bound.
+    feature_bound : float, array-like of shape (n_features,), "auto" or None, default="auto"
+        Bound on each feature, ``|X[i, j]| <= feature_bound[j]`` (larger
+        entries are clipped), used by the solvers that bound rows entrywise
+        (l1-geometry and coordinate-wise solvers).  A number is public and
+        free; ``"auto"`` releases one bound on ``max_j |X[i, j]|`` when such
+        a solver runs (10% of epsilon); None refuses those solvers.
+    data_norm : float or "auto", default="auto"
+        L2 bound on the rows of ``X``; longer rows are scaled down to it.  A
+        number is public and free; ``"auto"`` releases it privately (10% of
+        epsilon, see ``docs/guide/choosing_parameters.md``).
+    y_bound : float or "auto", default="auto"
+        Bound on the labels.  A number: labels are clipped to
+        ``[-y_bound, y_bound]`` (public, free).  ``"auto"``: a label range is
+        released privately (10% of epsilon: a DP median ``y_center_`` and a
+        DP bound ``y_bound_`` on ``|y - y_center_|``), labels are clipped to
+        it and the fit runs on ``(y - y_center_) / y_bound_``, so labels in
+        natural units need no preprocessing.
     solver : str, default="auto"
         ``"dp_gd"``, ``"dp_sgd"``, ``"dp_cd"`` (DP coordinate descent for the
         smooth losses, with the L1 and elastic-net penalties too; needs
@@ -137,6 +145,12 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
     ----------
     coef_ : ndarray of shape (n_features,)
     intercept_ : float
+    data_norm_, feature_bound_, intercept_scaling_ : float, ndarray or None
+        The bounds the fit used (given or released), as in
+        :class:`DPLogisticRegression`.
+    y_bound_, y_center_ : float
+        The label range the fit used: ``[y_center_ - y_bound_, y_center_ +
+        y_bound_]`` (``y_center_ = 0`` for a given ``y_bound``).
     n_features_in_ : int
     n_iter_ : int
     solver_ : str
@@ -153,8 +167,14 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
     Privacy
     -------
     (epsilon, delta)-DP with respect to adding or removing one row of ``X``
-    together with its label.  Public: the number of features, ``data_norm``,
-    ``feature_bound``, ``y_bound``, ``radius`` and every hyper-parameter.
+    together with its label.  Public: the number of features, the bounds
+    that are given (``data_norm``, ``feature_bound``, ``y_bound``),
+    ``radius`` and every hyper-parameter.  ``"auto"`` bounds are released
+    after the row count by pure epsilon-DP exponential mechanisms over public
+    grids (10% of epsilon for the rows' bound, 10% for the label range:
+    half for its centre, a median of sensitivity 1/2, half for its
+    half-width, a monotone utility of sensitivity 1), recorded in
+    ``dp_event_``, and used as public values from then on.
     The number of rows is protected: 5% of epsilon buys a Laplace count that
     stands in for n (averaging, sampling rates), jointly calibrated with the
     solver.  Rows
@@ -319,9 +339,9 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Rows longer than ``data_norm`` (L2) are scaled down to it.
+            Rows longer than the row bound (L2) are scaled down to it.
         y : array-like of shape (n_samples,)
-            Clipped to ``[-y_bound, y_bound]``.
+            Clipped to the label range.
 
         Returns
         -------
