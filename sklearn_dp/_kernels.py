@@ -16,10 +16,24 @@ descent); coordinate blocks (``dp_cd``); ReSQue sums (``resque``).
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
+
+from ._data import row_l2_norms
 
 __all__ = [
     "clip_scale",
     "clipped_gradient_sum",
+    "l2_clipped_derivatives",
+    "svrg_snapshot_sum",
+    "svrg_difference_sum",
+    "clipped_derivative",
+    "clipped_sum",
+    "frank_wolfe_gradient",
+    "vr_root_estimate",
+    "vr_correction",
+    "vertex_scores",
+    "block_row_norms",
+    "block_clipped_gradient_sum",
     "resque_query_derivatives",
     "capped_resque_sum",
 ]
@@ -44,8 +58,46 @@ def clip_scale(norms, clip_norm):
 # --------------------------------------------------------------------------
 
 
+def l2_clipped_derivatives(X, y, W, loss, clip_norm, row_norms):
+    """Per-sample ``dl/dz``, each scaled so that the gradient ``outer(x_i, D_i)`` has norm <= ``clip_norm``.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+    W : ndarray of shape (n_features, n_outputs)
+    loss : GLMLoss
+    clip_norm : float or None
+        L2 (Frobenius) bound on each per-sample gradient; ``None`` or ``inf``
+        leaves the derivatives as they are.
+    row_norms : ndarray of shape (n_samples,)
+        ``||x_i||_2``, precomputed once per fit.
+
+    Returns
+    -------
+    D : ndarray of shape (n_samples, n_outputs)
+        The clipped derivatives: ``||D_i|| * ||x_i|| <= clip_norm`` (private;
+        the SVRG solvers keep the snapshot's for their inner steps).
+
+    Notes
+    -----
+    The gradient of sample i is ``outer(x_i, D_i)``; its norm is
+    ``||D_i|| * ||x_i||``, so clipping it rescales ``D_i`` by the scalar
+    :func:`clip_scale` gives.
+    """
+    D = loss.derivative(np.asarray(X @ W), y)
+    if clip_norm is not None and np.isfinite(clip_norm):
+        norms = np.sqrt(np.einsum("ij,ij->i", D, D)) * row_norms
+        D = D * clip_scale(norms, clip_norm)[:, None]
+    return D
+
+
 def clipped_gradient_sum(X, y, W, loss, clip_norm, row_norms, sample_weight=None):
     """Sum over rows of per-sample loss gradients, each clipped to ``clip_norm``.
+
+    The pre-noise quantity of ``dp_gd`` (every step), ``dp_sgd`` (on the
+    Poisson batch) and ``dp_accmd`` (at the coupling point): add/remove-one
+    sensitivity ``clip_norm`` in L2 (with ``sample_weight`` in [0, 1]).
 
     Parameters
     ----------
@@ -69,17 +121,65 @@ def clipped_gradient_sum(X, y, W, loss, clip_norm, row_norms, sample_weight=None
     Notes
     -----
     The gradient of sample i is ``outer(x_i, D_i)`` with ``D = dl/dz``; its
-    norm is ``||D_i|| * ||x_i||``, so clipping rescales ``D_i`` by a scalar.
-    The cost is ``X @ W`` and ``X.T @ D``, whatever ``n_outputs``.
+    norm is ``||D_i|| * ||x_i||``, so clipping rescales ``D_i`` by a scalar
+    (:func:`l2_clipped_derivatives`).  The cost is ``X @ W`` and ``X.T @ D``,
+    whatever ``n_outputs``.
     """
-    D = loss.derivative(np.asarray(X @ W), y)
-    if clip_norm is not None and np.isfinite(clip_norm):
-        norms = np.sqrt(np.einsum("ij,ij->i", D, D)) * row_norms
-        D = D * clip_scale(norms, clip_norm)[:, None]
+    D = l2_clipped_derivatives(X, y, W, loss, clip_norm, row_norms)
     if sample_weight is not None:
         D = D * sample_weight[:, None]
     return np.asarray(X.T @ D)
 
+
+def svrg_snapshot_sum(X, y, W_snapshot, loss, clip_norm, row_norms):
+    """The SVRG snapshot's clipped gradient sum, and the clipped derivatives it sums.
+
+    ``grad_sum`` is :func:`clipped_gradient_sum` at the snapshot (the
+    pre-noise value of ``dp_svrg`` / ``dp_svrg_pp``'s snapshot release,
+    sensitivity ``clip_norm``); ``D`` (private) is kept for the epoch's
+    inner steps, which use it only inside :func:`svrg_difference_sum`.
+
+    Returns
+    -------
+    grad_sum : ndarray of shape (n_features, n_outputs)
+    D : ndarray of shape (n_samples, n_outputs)
+    """
+    D = l2_clipped_derivatives(X, y, W_snapshot, loss, clip_norm, row_norms)
+    return np.asarray(X.T @ D), D
+
+
+def svrg_difference_sum(X, y, W, loss, clip_norm, row_norms, D_snapshot, bound):
+    """Sum over rows of per-sample gradient differences, each clipped to ``bound``.
+
+    ``d_i = clip_C(grad f(W, z_i)) - clip_C(grad f(W_snap, z_i))`` (``C =
+    clip_norm``; the snapshot's clipped derivatives ``D_snapshot`` come from
+    :func:`svrg_snapshot_sum`), re-clipped to L2 norm ``bound``.  The
+    pre-noise value of an SVRG inner step on its Poisson batch: sensitivity
+    ``bound`` (at most ``2 C``) in L2, whatever the rows.
+
+    Parameters
+    ----------
+    X, y, row_norms
+        The rows of the batch.
+    W : ndarray of shape (n_features, n_outputs)
+        The inner iterate.
+    loss : GLMLoss
+    clip_norm : float or None
+    D_snapshot : ndarray of shape (n_batch, n_outputs)
+        The batch's rows of the snapshot's clipped derivatives.
+    bound : float
+        The public bound on each difference (the step's sensitivity).
+
+    Returns
+    -------
+    diff_sum : ndarray of shape (n_features, n_outputs)
+    """
+    if X.shape[0] == 0:
+        return np.zeros(np.shape(W))
+    diff = l2_clipped_derivatives(X, y, W, loss, clip_norm, row_norms) - D_snapshot
+    norms = np.sqrt(np.einsum("ij,ij->i", diff, diff)) * row_norms
+    diff = diff * clip_scale(norms, bound)[:, None]
+    return np.asarray(X.T @ diff)
 
 
 # --------------------------------------------------------------------------
@@ -87,9 +187,137 @@ def clipped_gradient_sum(X, y, W, loss, clip_norm, row_norms, sample_weight=None
 # --------------------------------------------------------------------------
 
 
+def clipped_derivative(X, y, w, loss, clip, row_scale):
+    """Per-sample derivatives ``D_i`` scaled so that ``|D_i| * row_scale_i <= clip``.
+
+    For one output the gradient of row i is ``D_i x_i``; with ``row_scale =
+    ||x_i||_inf`` (Frank-Wolfe) it is clipped in l-infinity, with ``row_scale =
+    ||x_i||_2`` (mirror descent) in L2.  ``clip`` None or inf leaves ``D`` as it is.
+    """
+    D = loss.derivative(np.asarray(X @ w)[:, None], y)[:, 0]
+    if clip is not None and np.isfinite(clip):
+        D = D * clip_scale(np.abs(D) * row_scale, clip)
+    return D
+
+
+def clipped_sum(X, y, w, loss, clip, row_scale):
+    """Sum of per-sample gradients ``D_i x_i``, each clipped to ``clip`` (in the norm of ``row_scale``).
+
+    One row moves the sum by at most ``clip`` in that norm: the pre-noise
+    quantity of a ``mirror_descent`` step (L2, ``row_scale = ||x_i||_2``) and the
+    gradient sums of the Frank-Wolfe solvers (l-infinity, ``row_scale =
+    ||x_i||_inf``).  The gradient of a GLM loss is a scalar times the row, so
+    clipping rescales the scalar: two mat-vecs, no n x d matrix.
+    """
+    return np.asarray(X.T @ clipped_derivative(X, y, w, loss, clip, row_scale)).ravel()
+
+
+def frank_wolfe_gradient(X, y, w, loss, clip, row_scale, normalizer, domain):
+    """The gradient estimate a ``frank_wolfe`` step scores the vertices with.
+
+    ``(sum of per-sample gradients clipped to C in l-infinity) / normalizer``
+    plus the (data-independent) L2 penalty's gradient: one row moves it by at
+    most ``C / normalizer`` in l-infinity.
+    """
+    gradient = clipped_sum(X, y, w, loss, clip, row_scale) / normalizer
+    gradient += domain.l2_penalty * w
+    return gradient
+
+
+def vr_root_estimate(X, y, w, loss, clip, row_scale, size):
+    """Root estimate of a ``vr_frank_wolfe`` phase: clipped gradient sum over its rows / ``size``.
+
+    ``size`` is the slot's public expected size; one row moves the estimate by
+    at most ``clip / size`` in l-infinity.
+    """
+    return clipped_sum(X, y, w, loss, clip, row_scale) / size
+
+
+def vr_correction(X, y, w_now, w_parent, loss, clip, row_scale, size):
+    """SPIDER correction of a right child: ``sum_i clip_C(g_i(w_now) - g_i(w_parent)) / size``.
+
+    Each row's correction term is clipped as a whole to ``clip`` in l-infinity
+    (seed erratum E12), so one row moves the correction by at most ``clip / size``.
+    """
+    difference = clipped_derivative(X, y, w_now, loss, clip, row_scale) - clipped_derivative(
+        X, y, w_parent, loss, clip, row_scale
+    )
+    if clip is not None and np.isfinite(clip):
+        difference = difference * clip_scale(np.abs(difference) * row_scale, clip)
+    return np.asarray(X.T @ difference).ravel() / size
+
+
+def vertex_scores(gradient, domain):
+    """Scores of the vertices of an l1 polytope: the exponential mechanisms of Frank-Wolfe minimise them.
+
+    ``domain`` is an :class:`~sklearn_dp.solvers._l1_geometry.L1Domain`.  The
+    selection releases an index drawn with probability proportional to
+    ``exp(-score / scale)``, i.e. the gateway's utilities are minus these.
+
+    Returns
+    -------
+    ball_scores : ndarray of shape (2 k,) or (2 k + 1,)
+        ``radius * gradient_j + penalty_j`` then ``-radius * gradient_j + penalty_j``
+        for the k ball coordinates, and 0 (the origin) with an L1 penalty.
+    box_scores : list of ndarray of shape (2,)
+        ``(box_j * gradient_j, -box_j * gradient_j)`` per box coordinate j.
+
+    When the gradient estimate moves by ``u`` in l-infinity, the ball scores
+    move by at most ``radius * u`` and box coordinate j's by ``box_j * u`` (the
+    penalty terms are data-independent).
+    """
+    ball_index = np.flatnonzero(domain.ball)
+    radius = domain.radius
+    g = gradient[ball_index]
+    penalty = domain.l1_penalty[ball_index] * radius
+    scores = np.concatenate([radius * g + penalty, -radius * g + penalty])
+    if domain.has_l1_penalty:
+        scores = np.append(scores, 0.0)
+    box_scores = [
+        np.array([domain.box[j] * gradient[j], -domain.box[j] * gradient[j]])
+        for j in np.flatnonzero(~domain.ball)
+    ]
+    return scores, box_scores
+
+
+
 # --------------------------------------------------------------------------
 # Coordinate blocks: dp_cd
 # --------------------------------------------------------------------------
+
+
+def block_row_norms(X_block):
+    """``||x_{i,U}||_2`` of each row of a column block (underflow-safe, dense or sparse)."""
+    if not sp.issparse(X_block) and X_block.shape[1] == 1:
+        return np.abs(X_block[:, 0])
+    # Underflow-safe: a row whose squares underflow must not look like a zero row to the clip.
+    return row_l2_norms(X_block)
+
+
+def block_clipped_gradient_sum(X_block, Z_rows, y_rows, loss, block_bound):
+    """Sum over rows of the block-restricted per-sample gradients, each clipped to ``block_bound``.
+
+    The gradient of row i restricted to the block's columns is ``outer(X_block[i], D_i)``
+    with ``D = dl/dz`` at the scores ``Z_rows``; its norm is ``||D_i|| * ||X_block[i]||``,
+    so clipping rescales ``D_i``.  Adding or removing a row moves the sum by at most
+    ``block_bound`` in L2 (the pre-noise quantity of a ``dp_cd`` step).  ``X_block`` may
+    hold only the rows where the block is non-zero (sparse data); the others contribute
+    nothing.
+
+    Returns
+    -------
+    ndarray of shape (X_block.shape[1], n_outputs)
+    """
+    D = loss.derivative(Z_rows, y_rows)
+    if X_block.shape[0] == 0:
+        return np.zeros((X_block.shape[1], D.shape[1]))
+    if D.shape[1] == 1:
+        derivative_norm = np.abs(D[:, 0])
+    else:
+        derivative_norm = np.sqrt(np.einsum("ij,ij->i", D, D))
+    scale = clip_scale(derivative_norm * block_row_norms(X_block), block_bound)
+    return np.asarray(X_block.T @ (D * scale[:, None]))
+
 
 
 # --------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from sklearn_dp.solvers._coordinate_descent import (
     smoothness_constants,
 )
 from sklearn_dp.solvers._gradient_descent import DEFAULT_CLIP_FRACTION
-from sklearn_dp.testing import audit_mechanism
+from sklearn_dp.testing import audit_mechanism, trace_releases
 
 DELTA = 1e-5
 
@@ -337,6 +337,77 @@ def test_noise_scale_per_coordinate_is_exact(problem):
         z_independent * 2.0 * 4.0 / math.sqrt(16 + 1 + 0.0625 + 4 + 1 + 1), rel=1e-6
     )
     assert epsilon_of_event(result.dp_event, DELTA) <= epsilon * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("case", SAMPLING_CASES, ids=lambda c: "-".join(map(str, c.values())))
+def test_every_step_is_one_gateway_release_with_its_block_sensitivity(problem, case):
+    """Each step releases the block's clipped gradient sum through the noise gateway:
+    Gaussian, L2 sensitivity C_U (the block's clip), noise z * C_U, value = the kernel's sum."""
+    data = problem
+    with trace_releases() as trace:
+        result = dp_cd(data, BinaryLogisticLoss(), n_outputs=1, alpha=0.1, epsilon=1.0,
+                       delta=DELTA, max_iter=2, random_state=0, **case)
+    details = result.plan.details
+    z, clip = details["noise_multiplier"], details["clip_norm"]
+    releases = trace.releases
+    assert len(releases) == result.n_iter
+    bound = np.asarray(data.feature_bound)
+    for release in releases:
+        assert (release.mechanism, release.norm) == ("gaussian", "l2")
+        assert release.label.startswith("dp_cd block gradient sum")
+        # C_U = C ||X_U|| / ||X|| for the drawn set U (its size is the value's row count)
+        assert 0 < release.sensitivity <= clip * (1 + 1e-12)
+        assert release.scale == pytest.approx(z * release.sensitivity, rel=1e-15)
+        assert np.shape(release.value)[1] == 1
+    if details["block_clip"] is not None:
+        allowed = set(details["block_clip"].tolist())
+        assert {r.sensitivity for r in releases} <= allowed
+    else:  # tau-nice: a threshold per drawn set of tau coordinates
+        tau = case["tau"]
+        assert all(np.shape(r.value)[0] == tau for r in releases)
+        largest = clip * np.linalg.norm(np.sort(bound)[-tau:]) / np.linalg.norm(bound)
+        assert max(r.sensitivity for r in releases) <= largest * (1 + 1e-12)
+    assert not trace.samples  # no private rows are sampled: the sets are public draws
+
+
+def test_verbose_lines_are_functions_of_the_releases(problem, capsys):
+    """The step norms printed are computed from the noisy sums: substituting every release
+    by the same data-independent value prints the same lines on two different data sets."""
+    data = problem
+    other = bound_data(np.asarray(data.X)[:, :-1][::-1] * 0.5, data.y, fit_intercept=True,
+                       geometry="linf", feature_bound=data.feature_bound[:-1])
+
+    def printed(d):
+        with trace_releases(substitute=lambda release: np.full(np.shape(release.output), 0.1)):
+            dp_cd(d, BinaryLogisticLoss(), n_outputs=1, alpha=0.1, epsilon=1.0, delta=DELTA,
+                  max_iter=2, random_state=0, verbose=2)
+        return [line.rsplit(" (", 1)[0] for line in capsys.readouterr().err.splitlines()]
+
+    lines = printed(data)
+    assert lines and lines == printed(other)
+
+
+def test_public_option_refusals_spend_nothing(binary):
+    """Options dp_cd refuses are refused by its SolverSpec.check, before the reservation."""
+    X, y = binary
+    bad = [
+        dict(sampling="tau_nice"),
+        dict(sampling="sketchy"),
+        dict(tau=2),
+        dict(block_size=99),
+        dict(blocks=[[0, 1], [1, 2]]),
+        dict(sampling="full", smoothness="coordinate"),
+        dict(smoothness="hessian"),
+        dict(smoothness=[1.0, 2.0]),
+        dict(output="median"),
+        dict(step_scale=0.0),
+    ]
+    for options in bad:
+        budget = PrivacyBudget(10.0, 1e-3)
+        with pytest.raises(ValueError):
+            DPLogisticRegression(solver="dp_cd", feature_bound=1.0, classes=[0, 1],
+                                 budget=budget, solver_options=options).fit(X, y)
+        assert budget.ledger == [], options
 
 
 def test_empirical_noise_matches_stated_std():

@@ -348,7 +348,8 @@ def test_clip_bounds_every_gradient_in_l_infinity():
         X[:, :-1], np.clip(y, -1, 1), fit_intercept=True, geometry="linf", feature_bound=1.0
     )
     assert np.abs(bounded.X).max() <= 1.0
-    from sklearn_dp.solvers._l1_geometry import clipped_sum, linf_row_norms
+    from sklearn_dp._kernels import clipped_sum
+    from sklearn_dp.solvers._l1_geometry import linf_row_norms
 
     w = np.full(bounded.n_columns, 0.3)
     full = clipped_sum(bounded.X, bounded.y, w, loss, 0.5, linf_row_norms(bounded.X))
@@ -409,8 +410,8 @@ def test_frank_wolfe_gains_at_most_one_nonzero_per_step(monkeypatch, solver, alp
     vertices = []
     original = fw_module.select_vertex
 
-    def recording(gradient, domain, scales, rng):
-        vertex, height = original(gradient, domain, scales, rng)
+    def recording(*args, **kwargs):
+        vertex, height = original(*args, **kwargs)
         vertices.append(vertex)
         return vertex, height
 
@@ -671,3 +672,136 @@ def test_lp_geometry_runs_and_stays_feasible(solver):
         )
         assert res.plan.details["p"] == (default_p(21) if p == 1.0 else p)
         assert domain.contains(res.coef[:, 0])
+
+
+# --------------------------------------------------------------------------
+# Every release goes through the noise gateway, with the calibrated scale
+# --------------------------------------------------------------------------
+
+
+def test_frank_wolfe_selections_are_gateway_exponential_mechanisms():
+    """Per step: one release for the l1 ball (utilities -scores, sensitivity radius * C / N)
+    and one for the intercept's interval (box * C / N), at the calibrated temperatures;
+    together they spend eps0."""
+    from sklearn_dp._kernels import frank_wolfe_gradient, vertex_scores
+    from sklearn_dp.solvers._l1_geometry import linf_row_norms
+    from sklearn_dp.testing import trace_releases
+
+    data, loss = _sparse_problem(n=400, d=30)
+    radius, box, clip, steps = 1.5, 2.5, 0.8, 10
+    with trace_releases() as trace:
+        res = SOLVERS["frank_wolfe"].function(
+            data, loss, n_outputs=1, alpha=0.0, epsilon=2.0, delta=0.0, max_iter=steps,
+            radius=radius, intercept_bound=box, clip_norm=clip, random_state=0, output="last",
+        )
+    unit = clip / data.normalizer
+    ball_scale, (box_scale,) = res.plan.details["gumbel_scales"]
+    eps0 = res.plan.details["step_epsilon"]
+    releases = trace.releases
+    assert len(releases) == 2 * steps and not trace.samples
+    domain = make_domain(data, radius=radius, intercept_bound=box, alpha=0.0, l1_ratio=0.0,
+                         solver="frank_wolfe")
+    w = np.zeros(data.n_columns)
+    for t, (ball, interval) in enumerate(zip(releases[::2], releases[1::2])):
+        assert ball.mechanism == interval.mechanism == "exponential"
+        assert ball.norm == interval.norm == "linf"
+        assert ball.sensitivity == pytest.approx(radius * unit, rel=1e-15)
+        assert interval.sensitivity == pytest.approx(box * unit, rel=1e-15)
+        assert (ball.scale, interval.scale) == (ball_scale, box_scale)
+        spent = 2 * ball.sensitivity / ball.scale + 2 * interval.sensitivity / interval.scale
+        assert spent == pytest.approx(eps0, rel=1e-12)
+        # The utilities are minus the vertex scores at the current iterate.
+        gradient = frank_wolfe_gradient(data.X, data.y, w, loss, clip, linf_row_norms(data.X),
+                                        data.normalizer, domain)
+        scores, (box_scores,) = vertex_scores(gradient, domain)
+        np.testing.assert_allclose(ball.value, -scores, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(interval.value, -box_scores, rtol=1e-12, atol=1e-15)
+        # Replay the step from the released indices.
+        vertex = np.zeros(data.n_columns)
+        k = data.n_columns - 1
+        if ball.output < 2 * k:
+            vertex[ball.output % k] = radius if ball.output < k else -radius
+        vertex[-1] = box if interval.output == 0 else -box
+        eta = 2.0 / (t + 2.0)
+        w = (1 - eta) * w + eta * vertex
+    np.testing.assert_allclose(res.coef[:, 0], w, rtol=1e-12, atol=1e-15)
+
+
+def test_frank_wolfe_prints_released_quantities_only(capsys):
+    """No exact duality gap (a function of the exact gradient) in the progress lines."""
+    data, loss = _sparse_problem(n=200, d=10)
+    SOLVERS["frank_wolfe"].function(
+        data, loss, n_outputs=1, alpha=0.0, epsilon=1.0, delta=0.0, max_iter=5, radius=1.0,
+        random_state=0, verbose=2,
+    )
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 5
+    assert all("gap" not in line and "eta=" in line and "l1_norm=" in line for line in lines)
+
+
+def _right_depth(leaf, depth):
+    """Depth of the deepest right child on the path to leaf ``leaf`` of a depth-``depth`` tree."""
+    if leaf == 0:
+        return 0
+    trailing = (leaf & -leaf).bit_length() - 1
+    return depth - trailing
+
+
+def test_vr_frank_wolfe_leaves_declare_the_sensitivity_of_their_path():
+    """A leaf's estimate is a root estimate plus the corrections on its path; a row sits in
+    one slot, so the estimate moves by at most clip / (smallest slot on the path)."""
+    from sklearn_dp.testing import trace_releases
+
+    data, loss = _sparse_problem(n=3000, d=40)
+    with trace_releases() as trace:
+        res = SOLVERS["vr_frank_wolfe"].function(
+            data, loss, n_outputs=1, alpha=0.0, epsilon=1.0, delta=0.0, radius=1.0,
+            intercept_bound=2.0, n_phases=3, clip_norm=0.5, random_state=0,
+        )
+    details = res.plan.details
+    T, b, clip = details["n_phases"], details["root_batch"], details["clip_norm"]
+    (allocation,) = trace.samples
+    assert allocation.kind == "allocation"
+    np.testing.assert_array_equal(allocation.output, res.info["allocation"])
+    releases = trace.releases
+    assert len(releases) == 2 * res.n_iter
+    index = 0
+    for t in range(1, T + 1):
+        ball_scale, (box_scale,) = details["gumbel_scales"][t - 1]
+        for leaf in range(2**t):
+            ball, interval = releases[index], releases[index + 1]
+            index += 2
+            unit = clip * 2 ** _right_depth(leaf, t) / b
+            assert ball.sensitivity == pytest.approx(1.0 * unit, rel=1e-12)
+            assert interval.sensitivity == pytest.approx(2.0 * unit, rel=1e-12)
+            assert (ball.scale, interval.scale) == (ball_scale, box_scale)
+            # the root slot's rows are calibrated exactly to the phase's leaf epsilon
+            if leaf == 0:
+                spent = 2 * ball.sensitivity / ball.scale + 2 * interval.sensitivity / box_scale
+                assert spent == pytest.approx(details["leaf_epsilons"][t - 1], rel=1e-12)
+    assert index == len(releases)
+
+
+@pytest.mark.parametrize("name", ["mirror_descent", "localized_mirror_descent"])
+def test_mirror_descent_steps_are_gateway_gaussians_on_poisson_samples(name):
+    from sklearn_dp.testing import trace_releases
+
+    data, loss = _sparse_problem(n=600, d=10)
+    with trace_releases() as trace:
+        res = SOLVERS[name].function(
+            data, loss, n_outputs=1, alpha=0.0, epsilon=1.0, delta=1e-6, radius=1.0,
+            intercept_bound=2.0, max_iter=5, random_state=0,
+        )
+    details = res.plan.details
+    clip2 = details["clip_norm"]
+    allowed = {m * clip2 for m in details["noise_multipliers"]}
+    assert len(trace.releases) == res.n_iter
+    for release in trace.releases:
+        assert (release.mechanism, release.norm) == ("gaussian", "l2")
+        assert release.sensitivity == clip2 and release.scale in allowed
+    poisson = [s for s in trace.samples if s.kind == "poisson"]
+    allocations = [s for s in trace.samples if s.kind == "allocation"]
+    assert len(poisson) == res.n_iter
+    rates = {ph.sampling_probability for ph in details["phases"]}
+    assert {s.parameters["rate"] for s in poisson} <= rates
+    assert len(allocations) == (1 if name == "localized_mirror_descent" else 0)

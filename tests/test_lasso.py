@@ -377,3 +377,38 @@ def test_feature_bound_implies_the_l2_row_bound():
     assert np.array_equal(data.X[:, :3], np.clip(X, -bounds, bounds))
     assert data.row_norm_bound == pytest.approx(math.hypot(3.0, 1.0))  # sqrt(1 + 4 + 4), intercept 1
     assert np.all(data.row_norms <= data.row_norm_bound + 1e-12)
+
+
+@pytest.mark.parametrize(
+    "solver, options, message",
+    [
+        ("frank_wolfe", dict(output="median"), "output must be"),
+        ("vr_frank_wolfe", dict(schedule="fast"), "schedule must be"),
+        ("vr_frank_wolfe", dict(output="median"), "output must be"),
+        ("mirror_descent", dict(strongly_convex=True), "strongly convex from public"),
+        ("localized_mirror_descent", dict(strongly_convex=True), "strongly convex from public"),
+    ],
+)
+def test_public_option_refusals_spend_nothing(sparse_data, solver, options, message):
+    """The l1 solvers' SolverSpec.check refuses public options before the reservation."""
+    X, y = sparse_data
+    budget = PrivacyBudget(10.0, 1e-3)
+    model = DPLasso(epsilon=1.0, radius=1.0, solver=solver, budget=budget,
+                    solver_options=options)
+    with pytest.raises(ValueError, match=message):
+        model.fit(X, y)
+    assert budget.ledger == [] and not hasattr(model, "coef_")
+
+
+def test_too_few_rows_is_a_public_error_on_the_released_count(sparse_data):
+    """vr_frank_wolfe's schedule needs the (released) row count: a count too small for it is
+    refused after the reservation with a message about the DP count (a released value), and
+    the fit keeps its failed ledger entry."""
+    X, y = sparse_data
+    budget = PrivacyBudget(100.0, 1e-3)
+    model = DPLasso(epsilon=50.0, radius=1.0, solver="vr_frank_wolfe", budget=budget,
+                    random_state=0)
+    with pytest.raises(ValueError, match="DP row count") as raised:
+        model.fit(X[:2], y[:2])
+    assert "PrivateFitError" not in type(raised.value).__name__
+    assert [entry.status for entry in budget.ledger] == ["failed"]

@@ -242,11 +242,11 @@ _SCENARIOS = [
 def _auto_choice(cls, params):
     estimator = cls(**params)
     if cls is DPLasso:
-        name = estimator._auto_solver(None, sparse=False, n_samples=None)
+        name = estimator._auto_solver(None, public=None)
         return name, None
     loss_name = "log_loss" if cls is DPLogisticRegression else estimator.loss
     problem = _glm_problem(estimator, loss_name)
-    name = estimator._auto_solver(problem, sparse=False, n_samples=None)
+    name = estimator._auto_solver(problem, public=None)
     spec = get_solver(name)
     try:
         check_solver_supports(

@@ -543,6 +543,17 @@ class BaseDPEstimator(BaseEstimator):
                 ) from None
             raise
         if isinstance(validated, tuple):
+            labels = validated[1]
+            # scikit-learn checks finiteness before it converts an object array to
+            # float, so a None label becomes NaN unchecked: refuse it here, with
+            # the other schema checks (before any spend).
+            if getattr(labels, "dtype", None) is not None and labels.dtype.kind == "f" and not (
+                np.all(np.isfinite(labels))
+            ):
+                raise ValueError(
+                    f"{name}: y contains NaN, infinity or a missing value (such as None in an "
+                    "object array); pass finite labels."
+                )
             return (_canonical(validated[0]),) + tuple(validated[1:])
         return _canonical(validated)
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ._common import PrivacyPlan, PrivateCount, SolverResult, make_rng, release_count
-from ._coordinate_descent import dp_cd, plan_dp_cd
-from ._gradient_descent import dp_gd, plan_dp_gd
-from ._sgd import dp_sgd, plan_dp_sgd
+from ._coordinate_descent import check_dp_cd, dp_cd, plan_dp_cd
+from ._gradient_descent import check_dp_gd, dp_gd, plan_dp_gd
+from ._sgd import check_dp_sgd, dp_sgd, plan_dp_sgd
 from ._perturbation import (
     objective_perturbation,
     output_perturbation,
@@ -192,6 +192,7 @@ register_solver(
             "max_iter", "step_size", "clip_norm", "output", "momentum", "radius",
             "schedule", "pl_constant", "initial_gap",
         ),
+        check=check_dp_gd,
     )
 )
 register_solver(
@@ -204,6 +205,7 @@ register_solver(
         multiclass=True,
         summary="Poisson-subsampled DP-SGD; PLD accounting",
         options=("max_iter", "batch_size", "step_size", "clip_norm", "momentum", "radius"),
+        check=check_dp_sgd,
     )
 )
 register_solver(
@@ -256,14 +258,24 @@ register_solver(
             "max_iter", "clip_norm", "sampling", "blocks", "block_size", "tau", "n_outer",
             "smoothness", "step_scale", "output", "normalizer",
         ),
+        check=check_dp_cd,
     )
 )
 
 # l1-geometry solvers (specs/dp_sco_l1.md): rows bounded entrywise (feature_bound),
 # optimisation over an l1 ball (constraint="l1"), one output (regression losses;
 # the code is GLM-generic, but no l1-constrained classifier exists yet).
-from ._frank_wolfe import frank_wolfe, plan_frank_wolfe, plan_vr_frank_wolfe, vr_frank_wolfe  # noqa: E402
+from ._frank_wolfe import (  # noqa: E402
+    check_frank_wolfe,
+    check_vr_frank_wolfe,
+    frank_wolfe,
+    plan_frank_wolfe,
+    plan_vr_frank_wolfe,
+    vr_frank_wolfe,
+)
 from ._mirror_descent import (  # noqa: E402
+    check_localized_mirror_descent,
+    check_mirror_descent,
     localized_mirror_descent,
     mirror_descent,
     plan_localized_mirror_descent,
@@ -285,6 +297,7 @@ register_solver(
         pure_dp=True,
         summary="noisy Frank-Wolfe over an l1 ball; exponential mechanism per step, pure or zCDP",
         options=("max_iter", "output") + _L1_OPTIONS,
+        check=check_frank_wolfe,
     )
 )
 register_solver(
@@ -299,6 +312,7 @@ register_solver(
         pure_dp=True,
         summary="one-pass variance-reduced Frank-Wolfe over an l1 ball (Asi et al. 2021, Alg. 3)",
         options=_L1_OPTIONS + ("schedule", "n_phases", "output"),
+        check=check_vr_frank_wolfe,
     )
 )
 register_solver(
@@ -312,6 +326,7 @@ register_solver(
         constraints=frozenset({"l1"}),
         summary="noisy minibatch mirror descent, p-norm map, l1 / lp geometry (Alg. 1/5)",
         options=("max_iter", "batch_size", "step_size") + _L1_OPTIONS + ("p", "strongly_convex"),
+        check=check_mirror_descent,
     )
 )
 register_solver(
@@ -325,6 +340,7 @@ register_solver(
         constraints=frozenset({"l1"}),
         summary="localized noisy mirror descent on disjoint phases, l1 / lp geometry (Alg. 2/6)",
         options=("max_iter", "step_size") + _L1_OPTIONS + ("p", "strongly_convex"),
+        check=check_localized_mirror_descent,
     )
 )
 
@@ -353,8 +369,15 @@ register_solver(
 )
 
 # Solvers of Wang, Ye and Xu (2017), "DP-ERM revisited" (specs/dp_erm_revisited.md).
-from ._accmd import dp_accmd, plan_dp_accmd  # noqa: E402
-from ._svrg import dp_svrg, dp_svrg_pp, plan_dp_svrg, plan_dp_svrg_pp  # noqa: E402
+from ._accmd import check_dp_accmd, dp_accmd, plan_dp_accmd  # noqa: E402
+from ._svrg import (  # noqa: E402
+    check_dp_svrg,
+    check_dp_svrg_pp,
+    dp_svrg,
+    dp_svrg_pp,
+    plan_dp_svrg,
+    plan_dp_svrg_pp,
+)
 
 _SVRG_OPTIONS = (
     "max_iter", "batch_size", "step_size", "clip_norm", "inner_steps", "difference_bound",
@@ -373,6 +396,7 @@ register_solver(
         summary="noisy proximal SVRG (strongly convex: needs an L2 penalty); Poisson inner "
         "mini-batches, PLD accounting",
         options=_SVRG_OPTIONS,
+        check=check_dp_svrg,
     )
 )
 register_solver(
@@ -386,6 +410,7 @@ register_solver(
         constraints=frozenset({None}),
         summary="noisy proximal SVRG++ with doubling epochs (convex; L1/L2/none); PLD accounting",
         options=_SVRG_OPTIONS,
+        check=check_dp_svrg_pp,
     )
 )
 register_solver(
@@ -400,5 +425,6 @@ register_solver(
         summary="noisy accelerated mirror descent over an L2 or L1 ball (needs radius, no "
         "penalty); exact Gaussian composition",
         options=("max_iter", "clip_norm", "radius", "constraint"),
+        check=check_dp_accmd,
     )
 )

@@ -29,10 +29,11 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .. import accounting
-from .._data import row_l2_norms
+from .. import _noise, accounting
+from .._kernels import block_clipped_gradient_sum
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._gradient_descent import gradient_bound
+from ._l1_geometry import public_setup
 
 __all__ = [
     "dp_cd",
@@ -40,8 +41,8 @@ __all__ = [
     "sampling_structure",
     "smoothness_constants",
     "block_clip_thresholds",
-    "block_clipped_gradient_sum",
     "set_clip_threshold",
+    "check_dp_cd",
     "DEFAULT_CD_EPOCHS",
 ]
 
@@ -200,6 +201,47 @@ def _block_validity(ratios, structure):
     return max(float(np.sum(ratios[block])) for block in structure.blocks)
 
 
+def check_smoothness_rule(rule, structure):
+    """Refuse a ``smoothness`` option that no public bound can validate; returns the rule.
+
+    A string must be one of ``SMOOTHNESS_RULES`` (``"coordinate"`` only for
+    single coordinates); an array must hold one finite constant > 0 per
+    column (it is returned as a float array).  Whether an array dominates
+    the Hessian under the feature bounds is checked by
+    :func:`smoothness_constants`.
+    """
+    if isinstance(rule, str):
+        if rule not in SMOOTHNESS_RULES:
+            raise ValueError(
+                f"smoothness must be one of {SMOOTHNESS_RULES} or an array of constants, "
+                f"got {rule!r}."
+            )
+        if rule == "coordinate" and not structure.singletons:
+            raise ValueError(
+                "smoothness='coordinate' (the Hessian diagonal, beta * X_j**2) is only valid when "
+                "single coordinates are sampled: a block or full update with it is a Jacobi step "
+                "that can diverge (d identical columns make the error grow by a factor d - 1 per "
+                "step). Use smoothness='gershgorin' (default), 'eso' or 'scalar'."
+            )
+        return rule
+    try:
+        M = np.asarray(rule, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"smoothness must be one of {SMOOTHNESS_RULES} or an array of constants."
+        ) from None
+    if M.shape != (structure.n_columns,):
+        raise ValueError(
+            f"smoothness array must have one constant per column ({structure.n_columns}, the "
+            f"intercept column last), got shape {M.shape}."
+        )
+    if not np.all(np.isfinite(M)) or np.any(M <= 0):
+        raise ValueError(
+            "smoothness constants must be finite and larger than the L2 penalty strength."
+        )
+    return M
+
+
 def smoothness_constants(feature_bound, loss_smoothness, l2, structure, rule="auto"):
     """Diagonal ``M`` with ``Hessian restricted to every drawable set <= Diag(M)``.
 
@@ -245,21 +287,10 @@ def smoothness_constants(feature_bound, loss_smoothness, l2, structure, rule="au
     beta = float(loss_smoothness)
     l2 = np.asarray(l2, dtype=float)
     squared = beta * X**2
+    rule = check_smoothness_rule(rule, structure)
     if isinstance(rule, str):
-        if rule not in SMOOTHNESS_RULES:
-            raise ValueError(
-                f"smoothness must be one of {SMOOTHNESS_RULES} or an array of constants, "
-                f"got {rule!r}."
-            )
         if rule == "auto":
             rule = "coordinate" if structure.singletons else "gershgorin"
-        if rule == "coordinate" and not structure.singletons:
-            raise ValueError(
-                "smoothness='coordinate' (the Hessian diagonal, beta * X_j**2) is only valid when "
-                "single coordinates are sampled: a block or full update with it is a Jacobi step "
-                "that can diverge (d identical columns make the error grow by a factor d - 1 per "
-                "step). Use smoothness='gershgorin' (default), 'eso' or 'scalar'."
-            )
         M = np.empty_like(X)
         if structure.kind == "tau_nice":
             tau = structure.tau
@@ -287,13 +318,13 @@ def smoothness_constants(feature_bound, loss_smoothness, l2, structure, rule="au
                     M[block] = beta * np.sum(X[block] ** 2)
         M = M + l2
     else:
-        M = np.asarray(rule, dtype=float)
+        M = rule
         if M.shape != X.shape:
             raise ValueError(
                 f"smoothness array must have one constant per column ({X.size}, the "
                 f"intercept column last), got shape {M.shape}."
             )
-        if not np.all(np.isfinite(M)) or np.any(M <= l2):
+        if np.any(M <= l2):
             raise ValueError(
                 "smoothness constants must be finite and larger than the L2 penalty strength."
             )
@@ -361,6 +392,7 @@ def _schedule(structure, max_iter, n_outer):
     return epochs, n_inner, n_outer
 
 
+@public_setup()  # a plan reads public inputs (and the released row count) only
 def plan_dp_cd(
     n_samples,
     n_params,
@@ -437,6 +469,48 @@ def plan_dp_cd(
 # --------------------------------------------------------------------------
 
 
+def _check_options(
+    n_columns, *, n_outputs=1, l1_ratio=0.0, max_iter=None, sampling="uniform", blocks=None,
+    block_size=None, tau=None, n_outer=None, smoothness="auto", clip_norm=None, step_scale=1.0,
+    output="average", normalizer=None,
+):
+    """The options dp_cd refuses, from public inputs only; returns the sampling structure."""
+    n_outputs = _check_positive_int(n_outputs, "n_outputs")
+    if output not in OUTPUTS:
+        raise ValueError(f"output must be one of {OUTPUTS}, got {output!r}.")
+    if not 0.0 <= l1_ratio <= 1.0:
+        raise ValueError(f"l1_ratio must be in [0, 1], got {l1_ratio!r}.")
+    if not (step_scale > 0 and math.isfinite(step_scale)):
+        raise ValueError(f"step_scale must be a finite float > 0, got {step_scale!r}.")
+    if normalizer is not None and not (normalizer > 0 and math.isfinite(normalizer)):
+        raise ValueError(f"normalizer must be a finite float > 0, got {normalizer!r}.")
+    if clip_norm is not None and not (clip_norm > 0 and math.isfinite(clip_norm)):
+        raise ValueError(f"clip_norm must be a finite float > 0, got {clip_norm!r}.")
+    structure = sampling_structure(n_columns, sampling, blocks, block_size, tau)
+    _schedule(structure, max_iter, n_outer)
+    check_smoothness_rule(smoothness, structure)
+    return structure
+
+
+def check_dp_cd(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
+    """Refuse ``dp_cd`` options from public inputs only (``SolverSpec.check``).
+
+    Estimators call it before they reserve the spend, so a refused
+    configuration costs nothing; :func:`dp_cd` repeats the same checks for
+    direct callers.  (Whether a user's ``smoothness`` array dominates the
+    Hessian under the feature bounds is checked by the solver, from public
+    bounds only.)
+    """
+    keys = ("max_iter", "sampling", "blocks", "block_size", "tau", "n_outer", "smoothness",
+            "clip_norm", "step_scale", "output", "normalizer")
+    _check_options(
+        public.n_features + int(public.fit_intercept),
+        n_outputs=n_outputs,
+        l1_ratio=float(l1_ratio or 0.0),
+        **{key: options[key] for key in keys if key in options},
+    )
+
+
 class _ColumnBlocks:
     """Column slices of the data for fast block steps (dense Fortran views, or CSR per block)."""
 
@@ -465,13 +539,6 @@ class _ColumnBlocks:
         return entry
 
 
-def _row_norms(X_block):
-    if not sp.issparse(X_block) and X_block.shape[1] == 1:
-        return np.abs(X_block[:, 0])
-    # Underflow-safe: a row whose squares underflow must not look like a zero row to the clip.
-    return row_l2_norms(X_block)
-
-
 def set_clip_threshold(clip_norm, feature_bound, cols):
     """Clip ``C_U = C * ||X_U|| / ||X||`` of a drawn coordinate set ``U`` (tau-nice sampling).
 
@@ -480,31 +547,6 @@ def set_clip_threshold(clip_norm, feature_bound, cols):
     feature_bound = np.asarray(feature_bound, dtype=float)
     feature_norm = float(np.sqrt(np.sum(feature_bound**2)))
     return clip_norm * np.sqrt(np.sum(feature_bound[cols] ** 2)) / feature_norm
-
-
-def block_clipped_gradient_sum(X_block, Z_rows, y_rows, loss, block_bound):
-    """Sum over rows of the block-restricted per-sample gradients, each clipped to ``block_bound``.
-
-    The gradient of row i restricted to the block's columns is ``outer(X_block[i], D_i)``
-    with ``D = dl/dz`` at the scores ``Z_rows``; its norm is ``||D_i|| * ||X_block[i]||``,
-    so clipping rescales ``D_i``.  Adding or removing a row moves the sum by at most
-    ``block_bound`` (the pre-noise quantity of a dp_cd step).  ``X_block`` may hold only
-    the rows where the block is non-zero (sparse data); the others contribute nothing.
-
-    Returns
-    -------
-    ndarray of shape (X_block.shape[1], n_outputs)
-    """
-    D = loss.derivative(Z_rows, y_rows)
-    if X_block.shape[0] == 0:
-        return np.zeros((X_block.shape[1], D.shape[1]))
-    if D.shape[1] == 1:
-        derivative_norm = np.abs(D[:, 0])
-    else:
-        derivative_norm = np.sqrt(np.einsum("ij,ij->i", D, D))
-    norms = derivative_norm * _row_norms(X_block)
-    scale = block_bound / np.maximum(norms, block_bound)
-    return np.asarray(X_block.T @ (D * scale[:, None]))
 
 
 def dp_cd(
@@ -627,6 +669,15 @@ def dp_cd(
 
     Privacy
     -------
+    Released: at each step, the block's clipped gradient sum plus Gaussian
+    noise, through the noise gateway (:func:`sklearn_dp._noise.gaussian`,
+    sensitivity ``C_U`` in L2, noise standard deviation ``z C_U``).  The
+    coordinate sets are drawn from public probabilities on the generator
+    (public randomness: no data involved).  The iterates, the progress lines
+    (the norm of each step's change, a function of the noisy sums), ``n_iter``
+    and every exception are functions of public values, of the released row
+    count and of the releases only.
+
     (epsilon, delta)-DP under add/remove-one-row neighbouring.  Step ``k``
     releases the sum over rows of the per-sample gradients restricted to the
     drawn set ``U_k``, each clipped to L2 norm ``C_{U_k}`` (adding or removing
@@ -656,62 +707,73 @@ def dp_cd(
     post-processing or public choices, so privacy is unaffected.
     """
     X, y = data.X, data.y
-    n_samples, n_columns = X.shape
-    if loss.smoothness is None:
-        raise ValueError(f"dp_cd needs a smooth loss; {loss.name!r} is not smooth.")
-    if data.feature_bound is None:
-        raise ValueError(
-            "dp_cd needs public per-column bounds (data.feature_bound): bound the data with "
-            "geometry='linf' (pass feature_bound to the estimator)."
+    n_columns = X.shape[1]
+    with public_setup():  # public inputs and the released row count only
+        if loss.smoothness is None:
+            raise ValueError(f"dp_cd needs a smooth loss; {loss.name!r} is not smooth.")
+        if data.feature_bound is None:
+            raise ValueError(
+                "dp_cd needs public per-column bounds (data.feature_bound): bound the data with "
+                "geometry='linf' (pass feature_bound to the estimator)."
+            )
+        _check_options(
+            n_columns,
+            n_outputs=n_outputs,
+            l1_ratio=l1_ratio,
+            max_iter=max_iter,
+            sampling=sampling,
+            blocks=blocks,
+            block_size=block_size,
+            tau=tau,
+            n_outer=n_outer,
+            smoothness=smoothness,
+            clip_norm=clip_norm,
+            step_scale=step_scale,
+            output=output,
+            normalizer=normalizer,
         )
-    if output not in OUTPUTS:
-        raise ValueError(f"output must be one of {OUTPUTS}, got {output!r}.")
-    if not 0.0 <= l1_ratio <= 1.0:
-        raise ValueError(f"l1_ratio must be in [0, 1], got {l1_ratio!r}.")
-    if not (step_scale > 0 and math.isfinite(step_scale)):
-        raise ValueError(f"step_scale must be a finite float > 0, got {step_scale!r}.")
-    feature_bound = np.asarray(data.feature_bound, dtype=float)
-    if feature_bound.shape != (n_columns,):
-        raise ValueError(
-            f"data.feature_bound has shape {feature_bound.shape}; expected ({n_columns},)."
+        feature_bound = np.asarray(data.feature_bound, dtype=float)
+        if feature_bound.shape != (n_columns,):
+            raise ValueError(
+                f"data.feature_bound has shape {feature_bound.shape}; expected ({n_columns},)."
+            )
+
+        plan = plan_dp_cd(
+            data.n_public,
+            n_columns * n_outputs,
+            epsilon,
+            delta,
+            n_outputs=n_outputs,
+            max_iter=max_iter,
+            sampling=sampling,
+            blocks=blocks,
+            block_size=block_size,
+            tau=tau,
+            n_outer=n_outer,
         )
+        structure = plan.details["structure"]
+        n_inner, n_outer = plan.details["n_inner"], plan.details["n_outer"]
+        if output != "average":
+            # One run without restarts: the last iterate, or the average of the second half.
+            n_inner, n_outer = n_inner * n_outer, 1
+        tail_start = n_inner // 2 if output == "tail_average" else 0
 
-    plan = plan_dp_cd(
-        n_samples,
-        n_columns * n_outputs,
-        epsilon,
-        delta,
-        n_outputs=n_outputs,
-        max_iter=max_iter,
-        sampling=sampling,
-        blocks=blocks,
-        block_size=block_size,
-        tau=tau,
-        n_outer=n_outer,
-    )
-    structure = plan.details["structure"]
-    n_inner, n_outer = plan.details["n_inner"], plan.details["n_outer"]
-    if output != "average":
-        # One run without restarts: the last iterate, or the average of the second half.
-        n_inner, n_outer = n_inner * n_outer, 1
-    tail_start = n_inner // 2 if output == "tail_average" else 0
-
-    penalized = np.asarray(data.penalized, dtype=bool)
-    l2 = alpha * (1.0 - l1_ratio) * penalized
-    l1 = alpha * l1_ratio * penalized
-    M = smoothness_constants(feature_bound, loss.smoothness, l2, structure, smoothness)
-    probabilities = block_probabilities(M, structure)
-    private = not math.isinf(epsilon)
-    feature_norm = float(np.sqrt(np.sum(feature_bound**2)))
-    clip = gradient_bound(loss, feature_norm, clip_norm, private=private)
-    block_clip = block_clip_thresholds(clip, feature_bound, structure)
-    z = plan.noise_multiplier
-    if normalizer is None:
-        # The public stand-in for the row count (a DP count from estimators):
-        # the true n is private under add/remove neighbouring.
-        normalizer = data.normalizer
-    if not (normalizer > 0 and math.isfinite(normalizer)):
-        raise ValueError(f"normalizer must be a finite float > 0, got {normalizer!r}.")
+        penalized = np.asarray(data.penalized, dtype=bool)
+        l2 = alpha * (1.0 - l1_ratio) * penalized
+        l1 = alpha * l1_ratio * penalized
+        M = smoothness_constants(feature_bound, loss.smoothness, l2, structure, smoothness)
+        probabilities = block_probabilities(M, structure)
+        private = not math.isinf(epsilon)
+        feature_norm = float(np.sqrt(np.sum(feature_bound**2)))
+        clip = gradient_bound(loss, feature_norm, clip_norm, private=private)
+        block_clip = block_clip_thresholds(clip, feature_bound, structure)
+        z = plan.noise_multiplier
+        if normalizer is None:
+            # The public stand-in for the row count (a DP count from estimators):
+            # the true n is private under add/remove neighbouring.
+            normalizer = data.normalizer
+        if not (normalizer > 0 and math.isfinite(normalizer)):
+            raise ValueError(f"normalizer must be a finite float > 0, got {normalizer!r}.")
 
     step = step_scale / M  # per column
     threshold = l1 * step  # soft-threshold of the L1 prox with step 1 / M_j
@@ -749,9 +811,15 @@ def dp_cd(
 
             Z_rows = Z if rows is None else Z[rows]
             y_rows = y if rows is None else y[rows]
-            grad = block_clipped_gradient_sum(X_block, Z_rows, y_rows, loss, block_bound)
-            if z > 0:
-                grad = grad + rng.normal(0.0, z * block_bound, size=grad.shape)
+            # The Gaussian mechanism of the gateway on the block's clipped gradient sum
+            # (sensitivity block_bound in L2, noise z * block_bound).
+            grad = _noise.gaussian(
+                block_clipped_gradient_sum(X_block, Z_rows, y_rows, loss, block_bound),
+                sensitivity=block_bound,
+                noise_std=z * block_bound,
+                rng=rng,
+                label=f"dp_cd block gradient sum {steps_done + 1}",
+            )
             grad /= normalizer
 
             old = W[cols]
@@ -772,6 +840,7 @@ def dp_cd(
                 Z[rows] += update
             steps_done += 1
             if verbose:
+                # W is a function of the noisy sums and public constants: so is its change.
                 progress(steps_done, step_norm=float(np.linalg.norm(change)))
         if output != "last":
             running += W * (n_inner + 1 - since)[:, None]

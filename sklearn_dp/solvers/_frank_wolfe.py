@@ -4,8 +4,9 @@ Both take Frank-Wolfe steps ``x <- (1 - eta) x + eta * vertex`` over the
 polytope of :mod:`._l1_geometry` (an l1 ball, times an interval per
 coordinate kept out of it), so every iterate is feasible and gains at most
 one new non-zero coefficient per step.  The vertex is chosen privately with
-the **exponential mechanism**, sampled exactly as report-noisy-max with
-Gumbel noise: ``argmin_v <v, g> / lambda - Gumbel``.  Scores change by at most
+the **exponential mechanism** of the noise gateway
+(:func:`sklearn_dp._noise.exponential`), sampled exactly as report-noisy-max
+with Gumbel noise: ``argmin_v <v, g> / lambda - Gumbel``.  Scores change by at most
 ``Delta = vertex_radius * C / N`` when a row is added or removed (``C``: the
 l-infinity clip of each per-sample gradient, ``N``: the public normaliser), so
 one selection with ``lambda = 2 Delta / eps0`` is ``eps0``-DP, and it is
@@ -28,16 +29,22 @@ import math
 
 import numpy as np
 
-from .. import accounting
+from .. import _noise, accounting
+from .._kernels import (
+    frank_wolfe_gradient,
+    vertex_scores,
+    vr_correction,
+    vr_root_estimate,
+)
 from ..accounting import PureEpsilonDpEvent
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._l1_geometry import (
     allocate_rows,
-    clipped_derivative,
-    clipped_sum,
+    check_l1_options,
     linf_gradient_bound,
     linf_row_norms,
     make_domain,
+    public_setup,
 )
 
 __all__ = [
@@ -45,11 +52,9 @@ __all__ = [
     "vr_frank_wolfe",
     "plan_frank_wolfe",
     "plan_vr_frank_wolfe",
+    "check_frank_wolfe",
+    "check_vr_frank_wolfe",
     "select_vertex",
-    "vertex_scores",
-    "frank_wolfe_gradient",
-    "vr_root_estimate",
-    "vr_correction",
     "zcdp_budget",
     "frank_wolfe_step_epsilon",
     "vr_frank_wolfe_schedule",
@@ -124,18 +129,36 @@ def frank_wolfe_step_epsilon(epsilon, delta, n_steps):
 # --------------------------------------------------------------------------
 
 
-def select_vertex(gradient, domain, scales, rng):
-    """Vertex of the polytope (and its epigraph height) minimising ``<vertex, gradient>``.
+def select_vertex(gradient, domain, scales, rng, *, unit, label="vertex"):
+    """Vertex of the polytope (and its epigraph height) minimising ``<vertex, gradient>``, privately.
 
     The polytope is a product: the l1 ball, and an interval per box
     coordinate.  The ball part's candidates are ``+-radius e_j`` (scores
     ``+-radius gradient_j``, plus ``l1_penalty_j * radius`` for the epigraph
     height of a penalised coordinate) and, with an L1 penalty, the origin
-    (score 0); each box coordinate chooses ``+-box_j``.  Each part is drawn
-    with the exponential mechanism ``P(v) ~ exp(-score(v) / scale)`` with its
-    own scale (``scales = (ball_scale, box_scales)``, see
-    :func:`vertex_scales`), as report-noisy-max with Gumbel noise; a zero
-    scale is the exact argmin.
+    (score 0); each box coordinate chooses ``+-box_j``
+    (:func:`sklearn_dp._kernels.vertex_scores`).  Each part is one release
+    of the noise gateway's exponential mechanism
+    (:func:`sklearn_dp._noise.exponential`, utilities ``-score``,
+    ``P(v) ~ exp(-score(v) / scale)``) with its own scale (``scales =
+    (ball_scale, box_scales)``, see :func:`vertex_scales`); a zero scale is
+    the exact argmin.
+
+    Parameters
+    ----------
+    gradient : ndarray of shape (n_columns,)
+        The gradient estimate (exact: private).
+    domain : L1Domain
+    scales : tuple
+        ``(ball_scale, box_scales)``.
+    rng : numpy.random.Generator
+    unit : float
+        Public bound on the l-infinity change of ``gradient`` when one row is
+        added or removed: the ball scores then move by at most ``radius *
+        unit`` and box coordinate j's by ``box_j * unit``, the sensitivities
+        each release declares.
+    label : str
+        Prefix of the releases' labels.
 
     Returns
     -------
@@ -148,7 +171,9 @@ def select_vertex(gradient, domain, scales, rng):
     ball_index = np.flatnonzero(domain.ball)
     radius = domain.radius
     scores, box_scores = vertex_scores(gradient, domain)
-    choice = _exponential_mechanism(scores, ball_scale, rng)
+    choice = _noise.exponential(
+        -scores, sensitivity=radius * unit, scale=ball_scale, rng=rng, label=f"{label} (l1 ball)"
+    )
     vertex = np.zeros_like(gradient)
     height = 0.0
     k = ball_index.size
@@ -157,38 +182,12 @@ def select_vertex(gradient, domain, scales, rng):
         vertex[j] = radius if choice < k else -radius
         height = domain.l1_penalty[j] * radius
     for j, box_scale, scores_j in zip(np.flatnonzero(~domain.ball), box_scales, box_scores):
-        sign = 1.0 if _exponential_mechanism(scores_j, box_scale, rng) == 0 else -1.0
-        vertex[j] = sign * domain.box[j]
+        side = _noise.exponential(
+            -scores_j, sensitivity=domain.box[j] * unit, scale=box_scale, rng=rng,
+            label=f"{label} (box {j})",
+        )
+        vertex[j] = domain.box[j] if side == 0 else -domain.box[j]
     return vertex, height
-
-
-def vertex_scores(gradient, domain):
-    """The scores the exponential mechanisms of :func:`select_vertex` draw from.
-
-    Returns
-    -------
-    ball_scores : ndarray of shape (2 k,) or (2 k + 1,)
-        ``radius * gradient_j + penalty_j`` then ``-radius * gradient_j + penalty_j``
-        for the k ball coordinates, and 0 (the origin) with an L1 penalty.
-    box_scores : list of ndarray of shape (2,)
-        ``(box_j * gradient_j, -box_j * gradient_j)`` per box coordinate j.
-
-    When the gradient estimate moves by ``u`` in l-infinity, the ball scores
-    move by at most ``radius * u`` and box coordinate j's by ``box_j * u``
-    (the sensitivities :func:`vertex_scales` calibrates with).
-    """
-    ball_index = np.flatnonzero(domain.ball)
-    radius = domain.radius
-    g = gradient[ball_index]
-    penalty = domain.l1_penalty[ball_index] * radius
-    scores = np.concatenate([radius * g + penalty, -radius * g + penalty])
-    if domain.has_l1_penalty:
-        scores = np.append(scores, 0.0)
-    box_scores = [
-        np.array([domain.box[j] * gradient[j], -domain.box[j] * gradient[j]])
-        for j in np.flatnonzero(~domain.ball)
-    ]
-    return scores, box_scores
 
 
 def vertex_scales(domain, unit, eps0):
@@ -219,13 +218,6 @@ def vertex_scales(domain, unit, eps0):
     return float(scales[0]), scales[1:]
 
 
-def _exponential_mechanism(scores, scale, rng):
-    """Index drawn with probability proportional to ``exp(-scores / scale)`` (argmin if scale=0)."""
-    if scale == 0:
-        return int(np.argmin(scores))
-    return int(np.argmax(rng.gumbel(size=scores.shape) - scores / scale))
-
-
 class _TailAverage:
     """Running average of the iterates ``k > K / 2`` of a K-step run."""
 
@@ -248,9 +240,46 @@ def _check_output(output):
         raise ValueError(f"output must be 'tail_average' or 'last', got {output!r}.")
 
 
-def _check_single_output(n_outputs, solver):
-    if n_outputs != 1:
-        raise ValueError(f"{solver} fits one output (regression or binary classification).")
+def _check_max_iter(max_iter):
+    if max_iter is not None and (
+        isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1
+    ):
+        raise ValueError(f"max_iter must be a positive integer or None, got {max_iter!r}.")
+
+
+def _check_schedule(schedule, n_phases):
+    if schedule not in ("pure", "approximate"):
+        raise ValueError(f"schedule must be 'pure' or 'approximate', got {schedule!r}.")
+    if n_phases is not None and (
+        isinstance(n_phases, bool) or not isinstance(n_phases, (int, np.integer)) or n_phases < 1
+    ):
+        raise ValueError(f"n_phases must be a positive integer or None, got {n_phases!r}.")
+
+
+def check_frank_wolfe(*, loss_name=None, n_outputs, penalty=None, alpha=None, l1_ratio=None,
+                      public=None, options):
+    """Refuse ``frank_wolfe`` options from public inputs only (``SolverSpec.check``).
+
+    Called by the estimators before they reserve the spend, and by
+    :func:`frank_wolfe` itself.
+    """
+    check_l1_options(
+        "frank_wolfe", n_outputs=n_outputs, radius=options.get("radius"),
+        intercept_bound=options.get("intercept_bound"), clip_norm=options.get("clip_norm"),
+    )
+    _check_output(options.get("output", "tail_average"))
+    _check_max_iter(options.get("max_iter"))
+
+
+def check_vr_frank_wolfe(*, loss_name=None, n_outputs, penalty=None, alpha=None, l1_ratio=None,
+                         public=None, options):
+    """Refuse ``vr_frank_wolfe`` options from public inputs only (``SolverSpec.check``)."""
+    check_l1_options(
+        "vr_frank_wolfe", n_outputs=n_outputs, radius=options.get("radius"),
+        intercept_bound=options.get("intercept_bound"), clip_norm=options.get("clip_norm"),
+    )
+    _check_output(options.get("output", "tail_average"))
+    _check_schedule(options.get("schedule", "pure"), options.get("n_phases"))
 
 
 # --------------------------------------------------------------------------
@@ -301,6 +330,7 @@ def default_frank_wolfe_iterations(n_samples, n_params, epsilon, delta, radius=1
     return best_t
 
 
+@public_setup()  # a plan reads public inputs (and the released row count) only
 def plan_frank_wolfe(n_samples, n_params, epsilon, delta, *, max_iter=None, radius=None):
     """Privacy plan of ``frank_wolfe``: ``max_iter`` exponential mechanisms on the full data.
 
@@ -400,57 +430,74 @@ def frank_wolfe(
 
     Privacy
     -------
-    Under add/remove-one-row neighbouring, one row changes the gradient
-    average (sum over the rows divided by the public normaliser N) by at
-    most ``C / N`` in l-infinity, so every vertex score changes by at most
-    ``Delta = vertex_radius * C / N``.  Each step is the exponential mechanism with
-    Gumbel scale ``2 Delta / eps0``: ``eps0``-DP and ``eps0^2/8``-zCDP.  The
-    T steps are adaptive compositions: pure composition gives epsilon with
-    ``eps0 = epsilon / T`` (delta = 0); with ``delta > 0`` the zCDP composition
-    is used when it allows a larger eps0 (PureEpsilonDpEvent or ZCDpEvent
-    in ``dp_event``).  Public: ``data.n_public`` and ``data.normalizer`` (the
-    estimators' DP row count), the bounds, the radius, alpha, T.
+    Released: at each step, the vertex chosen by the exponential mechanism of
+    the noise gateway (:func:`sklearn_dp._noise.exponential`), one release
+    for the l1 ball's candidates and one per box coordinate (the intercept
+    of ``DPLasso``).  Under add/remove-one-row neighbouring, one row changes
+    the gradient average (sum over the rows of gradients clipped to ``C`` in
+    l-infinity, divided by the public normaliser N) by at most ``C / N`` in
+    l-infinity, so the ball scores change by at most ``Delta_0 = radius * C /
+    N`` and box coordinate j's by ``Delta_j = box_j * C / N``: those are the
+    declared sensitivities.  Part i drawn with temperature ``2 Delta_i /
+    eps_i`` is ``eps_i``-DP and ``eps_i``-bounded-range, with ``sum_i eps_i =
+    eps0`` (:func:`vertex_scales`), so a step is ``eps0``-DP and
+    ``eps0^2/8``-zCDP.  The T steps are adaptive compositions: pure
+    composition gives epsilon with ``eps0 = epsilon / T`` (delta = 0); with
+    ``delta > 0`` the zCDP composition is used when it allows a larger eps0
+    (PureEpsilonDpEvent or ZCDpEvent in ``dp_event``).  The iterates, the
+    tail average, the progress lines (the step size and the iterate's
+    support and l1 norm), ``n_iter`` (T) and every exception are functions
+    of public values and of the released vertices only.  Public:
+    ``data.n_public`` and ``data.normalizer`` (the estimators' DP row count),
+    the bounds, the radius, alpha, T.
     """
     solver = "frank_wolfe"
-    _check_single_output(n_outputs, solver)
     X, y = data.X, data.y
     n_columns = X.shape[1]
-    # Public stand-in for the row count (a DP count from the estimators).
-    n_samples = data.n_public
-    private = not math.isinf(epsilon)
-    domain = make_domain(
-        data,
-        radius=radius,
-        intercept_bound=intercept_bound,
-        alpha=alpha,
-        l1_ratio=l1_ratio,
-        solver=solver,
-    )
-    plan = plan_frank_wolfe(
-        n_samples, n_columns * n_outputs, epsilon, delta, max_iter=max_iter, radius=radius
-    )
-    clip = linf_gradient_bound(loss, data, clip_norm, private, solver)
+    with public_setup():  # public inputs only: a refusal here says nothing about the data
+        check_frank_wolfe(
+            n_outputs=n_outputs,
+            options=dict(radius=radius, intercept_bound=intercept_bound, clip_norm=clip_norm,
+                         output=output, max_iter=max_iter),
+        )
+        # Public stand-in for the row count (a DP count from the estimators).
+        n_samples = data.n_public
+        private = not math.isinf(epsilon)
+        domain = make_domain(
+            data,
+            radius=radius,
+            intercept_bound=intercept_bound,
+            alpha=alpha,
+            l1_ratio=l1_ratio,
+            solver=solver,
+        )
+        plan = plan_frank_wolfe(
+            n_samples, n_columns * n_outputs, epsilon, delta, max_iter=max_iter, radius=radius
+        )
+        clip = linf_gradient_bound(loss, data, clip_norm, private, solver)
+        # l-inf change of the gradient average from one row: averages divide by
+        # the public normaliser, never the private row count.
+        unit = clip / data.normalizer
+        eps0 = plan.details.get("step_epsilon", math.inf)
+        scales = vertex_scales(domain, unit, eps0)
     row_scale = linf_row_norms(X)
-    # l-inf change of the gradient average from one row: averages divide by
-    # the public normaliser, never the private row count.
-    unit = clip / data.normalizer
-    eps0 = plan.details.get("step_epsilon", math.inf)
-    scales = vertex_scales(domain, unit, eps0)
     rng = make_rng(random_state)
     progress = Progress(solver, plan.n_steps, verbose)
 
-    _check_output(output)
     w = np.zeros(n_columns)
     tail = _TailAverage(plan.n_steps)
     height = 0.0  # epigraph coordinate: an upper bound on the L1 penalty of w
     for t in range(plan.n_steps):
         gradient = frank_wolfe_gradient(X, y, w, loss, clip, row_scale, data.normalizer, domain)
-        vertex, vertex_height = select_vertex(gradient, domain, scales, rng)
+        vertex, vertex_height = select_vertex(
+            gradient, domain, scales, rng, unit=unit, label=f"frank_wolfe vertex {t + 1}"
+        )
         eta = 2.0 / (t + 2.0)
         w = (1.0 - eta) * w + eta * vertex
         height = (1.0 - eta) * height + eta * vertex_height
         tail.add(t + 1, w)
-        progress(t + 1, gap=float(gradient @ (w - vertex)))
+        # Released quantities only: the iterate is a function of the chosen vertices.
+        progress(t + 1, eta=eta, nonzeros=np.count_nonzero(w), l1_norm=float(np.abs(w).sum()))
     check_finite_iterate(w, solver)
     if output == "tail_average":
         w = tail.value()
@@ -461,18 +508,6 @@ def frank_wolfe(
         n_vertices_max=plan.n_steps,
     )
     return SolverResult(coef=w[:, None], n_iter=plan.n_steps, plan=plan)
-
-
-def frank_wolfe_gradient(X, y, w, loss, clip, row_scale, normalizer, domain):
-    """The gradient estimate a frank_wolfe step scores the vertices with.
-
-    ``(sum of per-sample gradients clipped to C in l-infinity) / normalizer``
-    plus the (data-independent) L2 penalty's gradient: one row moves it by at
-    most ``C / normalizer`` in l-infinity.
-    """
-    gradient = clipped_sum(X, y, w, loss, clip, row_scale) / normalizer
-    gradient += domain.l2_penalty * w
-    return gradient
 
 
 # --------------------------------------------------------------------------
@@ -531,7 +566,8 @@ def vr_frank_wolfe_schedule(n_samples, n_params, epsilon, delta, schedule="pure"
         if b < 2**n_phases:
             raise ValueError(
                 f"vr_frank_wolfe with n_phases={n_phases} needs at least "
-                f"{math.ceil(2**n_phases * (n_phases + n_phases * (n_phases + 1) / 4))} samples."
+                f"{math.ceil(2**n_phases * (n_phases + n_phases * (n_phases + 1) / 4))} rows; "
+                f"got n_samples = {n_samples:.4g} (the public row count: the fit's DP row count)."
             )
         return n_phases, b
     best, best_t = math.inf, None
@@ -542,10 +578,14 @@ def vr_frank_wolfe_schedule(n_samples, n_params, epsilon, delta, schedule="pure"
             best, best_t = bound, t
         t += 1
     if best_t is None:
-        raise ValueError(f"vr_frank_wolfe needs at least 3 samples, got n_samples = {n_samples}.")
+        raise ValueError(
+            f"vr_frank_wolfe needs at least 3 rows; got n_samples = {n_samples:.4g} (the public "
+            "row count: the fit's DP row count)."
+        )
     return best_t, _samples_per_root(n_samples, best_t)
 
 
+@public_setup()  # a plan reads public inputs (and the released row count) only
 def plan_vr_frank_wolfe(n_samples, n_params, epsilon, delta, *, schedule="pure", n_phases=None):
     """Privacy plan of ``vr_frank_wolfe`` (see its Privacy section).
 
@@ -554,8 +594,7 @@ def plan_vr_frank_wolfe(n_samples, n_params, epsilon, delta, *, schedule="pure",
     depth j has ``2^j`` times that at each of its ``2^(t-j)`` leaves.
     ``noise_multiplier`` is ``2 / leaf_epsilons[0]`` (Gumbel scale over sensitivity).
     """
-    if schedule not in ("pure", "approximate"):
-        raise ValueError(f"schedule must be 'pure' or 'approximate', got {schedule!r}.")
+    _check_schedule(schedule, n_phases)
     if n_samples is None:
         return None  # the schedule needs the (not yet released) public row count
     n_phases, root = vr_frank_wolfe_schedule(
@@ -650,6 +689,20 @@ def vr_frank_wolfe(
 
     Privacy
     -------
+    Released, all through the noise gateway: the allocation of the rows to
+    the tree vertices (:func:`sklearn_dp._noise.allocate_rows`, public
+    probabilities) and, at each leaf, the vertex chosen by the exponential
+    mechanism (:func:`sklearn_dp._noise.exponential`; one release for the l1
+    ball, one per box coordinate, as in :func:`frank_wolfe`).  A leaf's
+    estimate is its phase's root estimate plus the corrections of the right
+    children on its path; a row sits in one slot, so it moves the estimate
+    by at most ``clip / size`` of the smallest slot on the path in
+    l-infinity, and each release declares that bound times ``radius`` (the
+    ball) or ``box_j`` (box coordinate j) as its sensitivity.  The iterates,
+    the progress lines (step size, support and l1 norm of the iterate),
+    ``n_iter`` and every exception are functions of public values, of the
+    released row count and of the released vertices only.
+
     Add/remove-one-row neighbouring.  Rows are allocated to the tree vertices
     independently at random (vertex k with probability ``size_k / n``, where
     the sizes are public, or to no vertex), and every estimate is normalised
@@ -676,39 +729,46 @@ def vr_frank_wolfe(
     Public: the bounds, radius, alpha, T and b; the row count is private: the estimators pass a DP count (``data.n_public``, ``data.normalizer``); a direct call on data without one treats n as public.
     """
     solver = "vr_frank_wolfe"
-    _check_single_output(n_outputs, solver)
     X, y = data.X, data.y
     n_rows, n_columns = X.shape
-    # Public stand-in for the row count (a DP count from the estimators): the
-    # true n only indexes rows.
-    n_samples = data.n_public
-    private = not math.isinf(epsilon)
-    domain = make_domain(
-        data,
-        radius=radius,
-        intercept_bound=intercept_bound,
-        alpha=alpha,
-        l1_ratio=l1_ratio,
-        solver=solver,
-    )
-    plan = plan_vr_frank_wolfe(
-        n_samples, n_columns * n_outputs, epsilon, delta, schedule=schedule, n_phases=n_phases
-    )
-    T, b = plan.details["n_phases"], plan.details["root_batch"]
-    clip = linf_gradient_bound(loss, data, clip_norm, private, solver)
+    with public_setup():  # public inputs and the released row count only
+        check_vr_frank_wolfe(
+            n_outputs=n_outputs,
+            options=dict(radius=radius, intercept_bound=intercept_bound, clip_norm=clip_norm,
+                         output=output, schedule=schedule, n_phases=n_phases),
+        )
+        # Public stand-in for the row count (a DP count from the estimators): the
+        # true n only indexes rows.
+        n_samples = data.n_public
+        private = not math.isinf(epsilon)
+        domain = make_domain(
+            data,
+            radius=radius,
+            intercept_bound=intercept_bound,
+            alpha=alpha,
+            l1_ratio=l1_ratio,
+            solver=solver,
+        )
+        plan = plan_vr_frank_wolfe(
+            n_samples, n_columns * n_outputs, epsilon, delta, schedule=schedule,
+            n_phases=n_phases,
+        )
+        T, b = plan.details["n_phases"], plan.details["root_batch"]
+        clip = linf_gradient_bound(loss, data, clip_norm, private, solver)
+        unit = clip / b  # l-inf change of a root estimate from one row
+        phase_scales = [vertex_scales(domain, unit, eps) for eps in plan.details["leaf_epsilons"]]
+        # Public slot sizes in DFS order: per phase the root (b), then the right
+        # children at depth j (b / 2^j each) in the order the traversal meets them.
+        sizes = []
+        for t in range(1, T + 1):
+            sizes.append(b)
+            sizes.extend(_right_child_sizes(t, b))
+        sizes = np.asarray(sizes, dtype=float)
     row_scale = linf_row_norms(X)
-    unit = clip / b  # l-inf change of a root estimate from one row
-    phase_scales = [vertex_scales(domain, unit, eps) for eps in plan.details["leaf_epsilons"]]
     rng = make_rng(random_state)
     progress = Progress(solver, plan.n_steps, verbose)
 
-    # Public slot sizes in DFS order: per phase the root (b), then the right
-    # children at depth j (b / 2^j each) in the order the traversal meets them.
-    sizes = []
-    for t in range(1, T + 1):
-        sizes.append(b)
-        sizes.extend(_right_child_sizes(t, b))
-    sizes = np.asarray(sizes, dtype=float)
+    # Every row draws its slot (the gateway's allocation, public probabilities).
     allocation = allocate_rows(rng, n_rows, n_samples, sizes)
     order = np.argsort(allocation, kind="stable")
     starts = np.searchsorted(allocation[order], np.arange(len(sizes) + 2))
@@ -730,62 +790,47 @@ def vr_frank_wolfe(
             X[index], y[index], w_now, w_parent, loss, clip, row_scale[index], sizes[slot]
         )
 
-    _check_output(output)
     tail = _TailAverage(plan.n_steps)
     state = {"w": np.zeros(n_columns), "height": 0.0, "k": 0}
 
-    def visit(depth, t, w_node, v_node, scale):
+    def visit(depth, t, w_node, v_node, v_unit, scale):
+        # v_unit: public bound on the l-inf change of v_node from one row, the
+        # largest clip / size over the slots on the path (a row is in one slot).
         if depth == t:
             state["k"] += 1
             eta = 2.0 / (state["k"] + 1.0)
             gradient = v_node + domain.l2_penalty * w_node
-            vertex, vertex_height = select_vertex(gradient, domain, scale, rng)
+            vertex, vertex_height = select_vertex(
+                gradient, domain, scale, rng, unit=v_unit,
+                label=f"vr_frank_wolfe vertex {state['k']}",
+            )
             state["height"] = (1.0 - eta) * state["height"] + eta * vertex_height
-            progress(state["k"])
             w_next = (1.0 - eta) * w_node + eta * vertex
             tail.add(state["k"], w_next)
+            # Released quantities only: the iterate is a function of the chosen vertices.
+            progress(state["k"], eta=eta, nonzeros=np.count_nonzero(w_next),
+                     l1_norm=float(np.abs(w_next).sum()))
             return w_next
-        w_left_end = visit(depth + 1, t, w_node, v_node, scale)
-        v_right = v_node + correction(w_left_end, w_node, next(slots))
-        return visit(depth + 1, t, w_left_end, v_right, scale)
+        w_left_end = visit(depth + 1, t, w_node, v_node, v_unit, scale)
+        slot = next(slots)
+        v_right = v_node + correction(w_left_end, w_node, slot)
+        return visit(depth + 1, t, w_left_end, v_right, max(v_unit, clip / sizes[slot]), scale)
 
     w = state["w"]
     for t in range(1, T + 1):
-        v_root = root_estimate(w, next(slots))
-        w = visit(0, t, w, v_root, phase_scales[t - 1])
+        slot = next(slots)
+        v_root = root_estimate(w, slot)
+        w = visit(0, t, w, v_root, clip / sizes[slot], phase_scales[t - 1])
     check_finite_iterate(w, solver)
     if output == "tail_average":
         w = tail.value()
     plan.details.update(
         clip_norm=clip, sensitivity_root=domain.vertex_radius * unit, gumbel_scales=phase_scales
     )
+    # Per-row diagnostics (private: for tests of the one-pass property; no
+    # estimator exposes them).
     info = dict(sample_uses=uses, allocation=allocation, slot_sizes=sizes)
     return SolverResult(coef=w[:, None], n_iter=plan.n_steps, plan=plan, info=info)
-
-
-def vr_root_estimate(X, y, w, loss, clip, row_scale, size):
-    """Root estimate of a vr_frank_wolfe phase: clipped gradient sum over its rows / ``size``.
-
-    ``size`` is the slot's public expected size; one row moves the estimate by
-    at most ``clip / size`` in l-infinity.
-    """
-    return clipped_sum(X, y, w, loss, clip, row_scale) / size
-
-
-def vr_correction(X, y, w_now, w_parent, loss, clip, row_scale, size):
-    """SPIDER correction of a right child: ``sum_i clip_C(g_i(w_now) - g_i(w_parent)) / size``.
-
-    Each row's correction term is clipped as a whole to ``clip`` in l-infinity
-    (erratum E12), so one row moves the correction by at most ``clip / size``.
-    """
-    difference = clipped_derivative(X, y, w_now, loss, clip, row_scale) - clipped_derivative(
-        X, y, w_parent, loss, clip, row_scale
-    )
-    # Clip the whole correction term of each row at C (erratum E12).
-    size_i = np.abs(difference) * row_scale
-    over = size_i > clip
-    difference[over] *= clip / size_i[over]
-    return np.asarray(X.T @ difference).ravel() / size
 
 
 def _right_child_sizes(t, b):

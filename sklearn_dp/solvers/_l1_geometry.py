@@ -22,22 +22,27 @@ clipped sums at two mat-vecs.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
+from .. import _noise
+from ..exceptions import public_error
 from ._gradient_descent import gradient_bound
 
 __all__ = [
     "L1Domain",
     "make_domain",
+    "check_l1_options",
+    "public_setup",
     "linf_row_norms",
     "linf_gradient_bound",
     "l1_smoothness",
     "l1_objective",
-    "clipped_derivative",
+    "slot_probabilities",
     "allocate_rows",
 ]
 
@@ -86,27 +91,71 @@ class L1Domain:
         return bool(inside_ball and inside_box)
 
 
-def make_domain(data, *, radius, intercept_bound, alpha, l1_ratio, solver):
-    """The :class:`L1Domain` of a fit (all inputs public)."""
+@contextlib.contextmanager
+def public_setup():
+    """Mark the ValueErrors raised in the block as public (:func:`~sklearn_dp.exceptions.public_error`).
+
+    Only for blocks that read public inputs (options, bounds, the released
+    row count ``data.n_public`` / ``data.normalizer``) and never a private
+    value: a solver's own option checks, kept for direct callers, and its
+    plan, which the estimators compute before the count is released.
+    """
+    try:
+        yield
+    except ValueError as exc:
+        raise public_error(exc)
+
+
+def _check_radius(radius, solver):
     if radius is None:
         raise ValueError(
             f"{solver} optimises over an l1 ball: it needs radius (constraint='l1'), "
             "a public bound on the l1 norm of the coefficients."
         )
+    if isinstance(radius, bool) or not isinstance(radius, (int, float, np.integer, np.floating)):
+        raise ValueError(f"radius must be a finite float > 0, got {radius!r}.")
     radius = float(radius)
     if not radius > 0 or not math.isfinite(radius):
         raise ValueError(f"radius must be a finite float > 0, got {radius!r}.")
+    return radius
+
+
+def _check_positive_finite(value, name):
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a finite float > 0, got {value!r}.")
+    if not value > 0 or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite float > 0, got {value!r}.")
+    return float(value)
+
+
+def check_l1_options(solver, *, n_outputs, radius, intercept_bound=None, clip_norm=None):
+    """Refuse, from public inputs only, what every l1-geometry solver refuses.
+
+    One output (regression or binary classification), a finite ``radius`` >
+    0, and a finite ``intercept_bound`` and ``clip_norm`` > 0 when given.
+    The estimators call it (through ``SolverSpec.check``) before they reserve
+    the spend; the solvers call it again for direct callers.
+    """
+    if n_outputs != 1:
+        raise ValueError(f"{solver} fits one output (regression or binary classification).")
+    _check_radius(radius, solver)
+    _check_positive_finite(intercept_bound, "intercept_bound")
+    _check_positive_finite(clip_norm, "clip_norm")
+
+
+def make_domain(data, *, radius, intercept_bound, alpha, l1_ratio, solver):
+    """The :class:`L1Domain` of a fit (all inputs public)."""
+    radius = _check_radius(radius, solver)
+    intercept_bound = _check_positive_finite(intercept_bound, "intercept_bound")
     n_columns = data.n_columns
     ball = np.ones(n_columns, dtype=bool)
     box = np.full(n_columns, np.inf)
     if intercept_bound is not None:
-        if not intercept_bound > 0 or not math.isfinite(intercept_bound):
-            raise ValueError(
-                f"intercept_bound must be a finite float > 0, got {intercept_bound!r}."
-            )
         free = ~data.penalized
         ball[free] = False
-        box[free] = float(intercept_bound)
+        box[free] = intercept_bound
     l1_ratio = float(l1_ratio or 0.0)
     penalized = data.penalized.astype(float)
     return L1Domain(
@@ -152,39 +201,31 @@ def l1_smoothness(loss, data, solver):
     return float(loss.smoothness) * float(np.max(_feature_bound(data, solver))) ** 2
 
 
-def clipped_derivative(X, y, w, loss, clip, row_scale):
-    """Per-sample derivatives ``D_i`` scaled so that ``|D_i| * row_scale_i <= clip``."""
-    D = loss.derivative(np.asarray(X @ w)[:, None], y)[:, 0]
-    if clip is not None and math.isfinite(clip):
-        size = np.abs(D) * row_scale
-        over = size > clip
-        D[over] *= clip / size[over]
-    return D
+def slot_probabilities(n_public, sizes):
+    """Probabilities of the slots of public expected ``sizes`` (and of no slot, last).
 
-
-def clipped_sum(X, y, w, loss, clip, row_scale):
-    """Sum of per-sample gradients ``D_i x_i``, each clipped to ``clip`` (norm of ``row_scale``).
-
-    The gradient of a GLM loss is a scalar times the row, so clipping it
-    rescales the scalar: two mat-vecs, no n x d matrix.
+    Slot k has probability ``sizes[k] / n_public`` (``n_public``: the public
+    stand-in for the row count) and "no slot" the rest; if the sizes add up to
+    more than ``n_public`` they are normalised instead.  Public: a function of
+    public inputs only.
     """
-    return np.asarray(X.T @ clipped_derivative(X, y, w, loss, clip, row_scale)).ravel()
+    sizes = np.asarray(sizes, dtype=float)
+    probabilities = np.append(sizes / n_public, max(0.0, 1.0 - sizes.sum() / n_public))
+    probabilities = np.maximum(probabilities, 0.0)
+    return probabilities / probabilities.sum()
 
 
 def allocate_rows(rng, n_rows, n_public, sizes):
     """Independent random allocation of rows to slots of public expected sizes.
 
     Row i goes to slot k with probability ``sizes[k] / n_public`` and to no
-    slot (index ``len(sizes)``) with the rest, independently of the other
-    rows, so adding or removing a row leaves the others' slots unchanged.  The
-    probabilities use the public stand-in for the row count; every one of the
-    ``n_rows`` actual rows draws its slot.  Returns the slot index of each row.
+    slot (index ``len(sizes)``) with the rest (:func:`slot_probabilities`),
+    independently of the other rows, so adding or removing a row leaves the
+    others' slots unchanged.  The draw goes through the noise gateway
+    (:func:`sklearn_dp._noise.allocate_rows`): every one of the ``n_rows``
+    actual rows draws its slot.  Returns the slot index of each row.
     """
-    sizes = np.asarray(sizes, dtype=float)
-    probabilities = np.append(sizes / n_public, max(0.0, 1.0 - sizes.sum() / n_public))
-    probabilities = np.maximum(probabilities, 0.0)
-    probabilities /= probabilities.sum()
-    return rng.choice(len(probabilities), size=n_rows, p=probabilities)
+    return _noise.allocate_rows(int(n_rows), slot_probabilities(n_public, sizes), rng)
 
 
 def l1_objective(data, loss, w, domain):

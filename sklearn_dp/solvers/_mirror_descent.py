@@ -24,12 +24,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import gammaln
 
-from .. import accounting
+from .. import _noise, accounting
+from .._kernels import clipped_sum
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._gradient_descent import gradient_bound
-from ._l1_geometry import allocate_rows, clipped_sum, make_domain
+from ._l1_geometry import allocate_rows, check_l1_options, make_domain, public_setup
 from ._pnorm import bregman_step, default_p, pnorm_mirror_gradient
-from ._sgd import poisson_batch
 
 __all__ = [
     "mirror_descent",
@@ -37,6 +37,8 @@ __all__ = [
     "plan_mirror_descent",
     "plan_localized_mirror_descent",
     "mirror_descent_phases",
+    "check_mirror_descent",
+    "check_localized_mirror_descent",
     "Phase",
 ]
 
@@ -148,7 +150,8 @@ def mirror_descent_phases(
             i += 1
         if not any(ph.round == r for ph in phases):
             raise ValueError(
-                f"localized_mirror_descent needs at least 4 samples, got n_samples = {n_samples}."
+                "localized_mirror_descent needs at least 4 rows (per round); got n_samples = "
+                f"{n_samples:.4g} (the public row count: the fit's DP row count)."
             )
     return tuple(phases)
 
@@ -175,6 +178,7 @@ def _calibrate_phases(phases, epsilon, delta):
     return accounting.calibrate_noise_multiplier(lambda s: _phases_event(phases, s), epsilon, delta)
 
 
+@public_setup()  # a plan reads public inputs (and the released row count) only
 def _plan(kind, n_samples, n_params, epsilon, delta, max_iter, batch_size, strongly_convex):
     if n_samples is None:
         return None  # the phases need the (not yet released) public row count
@@ -298,6 +302,7 @@ def _run(
     rng,
     progress,
     step_offset,
+    label,
 ):
     """Noisy (composite) mirror descent on the rows ``rows``, started at ``center``.
 
@@ -313,10 +318,16 @@ def _run(
     weight_total = 0.0
     warm = None
     for k in range(1, phase.steps + 1):
-        batch = rows[poisson_batch(rng, rows.size, rate)] if rate < 1 else rows
-        gradient = clipped_sum(X[batch], y[batch], x, loss, clip2, row_norms[batch])
-        if noise_std > 0:
-            gradient = gradient + rng.normal(0.0, noise_std, size=n_columns)
+        # A Poisson sample of the rows (the gateway's sampler) and the Gaussian
+        # mechanism on their clipped gradient sum (sensitivity clip2 in L2).
+        batch = rows[_noise.poisson_sample(rows.size, rate, rng)]
+        gradient = _noise.gaussian(
+            clipped_sum(X[batch], y[batch], x, loss, clip2, row_norms[batch]),
+            sensitivity=clip2,
+            noise_std=noise_std,
+            rng=rng,
+            label=f"{label} gradient sum {step_offset + k}",
+        )
         gradient = gradient / phase.batch + domain.l2_penalty * x
         eta = step_sizes(k)
         s = pnorm_mirror_gradient(x - center, p, kappa) - eta * gradient
@@ -336,6 +347,7 @@ def _run(
         weight = float(k) if weighted_average else 1.0
         total += weight * x
         weight_total += weight
+        # The noisy gradient: a function of the release and the public iterate.
         progress(step_offset + k, grad_norm=float(np.linalg.norm(gradient)))
     return total / weight_total
 
@@ -344,13 +356,98 @@ def _allocate(rng, n_rows, n_public, blocks):
     """Independent random allocation of rows to blocks of public expected sizes (rest unused).
 
     The probabilities come from the public stand-in for the row count
-    (``n_public``); every one of the ``n_rows`` actual rows draws its block.
+    (``n_public``); every one of the ``n_rows`` actual rows draws its block,
+    through the noise gateway's allocation (:func:`._l1_geometry.allocate_rows`).
     """
     sizes = np.asarray(blocks, dtype=float)
-    if n_rows == 0:
-        return [np.zeros(0, dtype=np.int64) for _ in sizes]
     allocation = allocate_rows(rng, n_rows, n_public, sizes)
     return [np.flatnonzero(allocation == i) for i in range(len(sizes))]
+
+
+_STRONGLY_CONVEX_MESSAGE = (
+    "{solver}: strongly_convex=True needs an objective that is strongly convex from public "
+    "knowledge: an L2 (elastic-net) penalty on every coefficient and no intercept."
+)
+
+
+def _is_count(value):
+    return (
+        not isinstance(value, bool) and isinstance(value, (int, np.integer)) and value >= 1
+    )
+
+
+def _check_options(
+    solver, *, n_outputs, radius, intercept_bound=None, clip_norm=None, p=None, max_iter=None,
+    batch_size=None, step_size=None, strongly_convex=False,
+):
+    """The options (local) mirror descent refuses, from public inputs only."""
+    check_l1_options(
+        solver, n_outputs=n_outputs, radius=radius, intercept_bound=intercept_bound,
+        clip_norm=clip_norm,
+    )
+    if p is not None:
+        if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)):
+            raise ValueError(f"p must be in [1, 2], got {p!r}.")
+        if not 1.0 <= float(p) <= 2.0:
+            raise ValueError(f"p must be in [1, 2], got {p!r}.")
+    for name, value in (("max_iter", max_iter), ("batch_size", batch_size)):
+        if value is not None and not _is_count(value):
+            raise ValueError(f"{name} must be a positive integer or None, got {value!r}.")
+    if step_size is not None and (
+        isinstance(step_size, bool)
+        or not isinstance(step_size, (int, float, np.integer, np.floating))
+        or not step_size > 0
+        or not math.isfinite(step_size)
+    ):
+        raise ValueError(f"step_size must be a finite float > 0 or None, got {step_size!r}.")
+    if not isinstance(strongly_convex, (bool, np.bool_)):
+        raise ValueError(f"strongly_convex must be a boolean, got {strongly_convex!r}.")
+
+
+def _check_strongly_convex(solver, *, penalty, alpha, l1_ratio, fit_intercept, n_features):
+    """Refuse ``strongly_convex=True`` when no public L2 penalty covers every coefficient."""
+    l2_share = 1.0 - float(l1_ratio or 0.0)
+    if (
+        fit_intercept
+        or n_features == 0
+        or penalty not in ("l2", "elasticnet")
+        or l2_share <= 0
+        or (alpha is not None and not alpha > 0)
+    ):
+        raise ValueError(_STRONGLY_CONVEX_MESSAGE.format(solver=solver))
+
+
+def _registry_check(solver, kind):
+    def check(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
+        strongly_convex = options.get("strongly_convex", False)
+        _check_options(
+            solver,
+            n_outputs=n_outputs,
+            radius=options.get("radius"),
+            intercept_bound=options.get("intercept_bound"),
+            clip_norm=options.get("clip_norm"),
+            p=options.get("p"),
+            max_iter=options.get("max_iter"),
+            batch_size=options.get("batch_size") if kind == "plain" else None,
+            step_size=options.get("step_size"),
+            strongly_convex=strongly_convex,
+        )
+        if strongly_convex:
+            _check_strongly_convex(
+                solver, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio,
+                fit_intercept=public.fit_intercept, n_features=public.n_features,
+            )
+
+    check.__name__ = f"check_{solver}"
+    check.__doc__ = (
+        f"Refuse ``{solver}`` options from public inputs only (``SolverSpec.check``): called "
+        "by the estimators before they reserve the spend."
+    )
+    return check
+
+
+check_mirror_descent = _registry_check("mirror_descent", "plain")
+check_localized_mirror_descent = _registry_check("localized_mirror_descent", "localized")
 
 
 def _strong_convexity(domain, n_columns, p):
@@ -383,44 +480,59 @@ def _mirror_descent_fit(
     random_state,
     verbose,
 ):
-    if n_outputs != 1:
-        raise ValueError(f"{solver} fits one output (regression or binary classification).")
     X, y = data.X, data.y
     n_rows, n_columns = X.shape
-    # Public stand-in for the row count (a DP count from the estimators): the
-    # true n is private under add/remove and only indexes rows.
-    n_samples = data.n_public
-    private = not math.isinf(epsilon)
-    domain = make_domain(
-        data,
-        radius=radius,
-        intercept_bound=intercept_bound,
-        alpha=alpha,
-        l1_ratio=l1_ratio,
-        solver=solver,
-    )
-    p = _resolve_p(p, n_columns)
-    q = p / (p - 1.0)
-    kappa = 1.0 / (2.0 * (p - 1.0))
-    lam = _strong_convexity(domain, n_columns, p) if strongly_convex else 0.0
-    if strongly_convex and lam <= 0:
-        raise ValueError(
-            f"{solver}: strongly_convex=True needs an objective that is strongly convex from "
-            "public knowledge: an L2 (elastic-net) penalty on every coefficient and no intercept."
+    with public_setup():  # public inputs and the released row count only
+        _check_options(
+            solver,
+            n_outputs=n_outputs,
+            radius=radius,
+            intercept_bound=intercept_bound,
+            clip_norm=clip_norm,
+            p=p,
+            max_iter=max_iter,
+            batch_size=batch_size,
+            step_size=step_size,
+            strongly_convex=strongly_convex,
         )
-    plan = _plan(kind, n_samples, n_columns, epsilon, delta, max_iter, batch_size, strongly_convex)
-    phases = plan.details["phases"]
-    scale = plan.noise_multiplier
-    clip2 = gradient_bound(loss, data.row_norm_bound, clip_norm, private=private)
-    lipschitz = _dual_lipschitz(loss, data, clip2, q)
-    # The l2 part of the penalty adds at most l2 * ||x||_q <= l2 * vertex_radius.
-    lipschitz += float(np.max(domain.l2_penalty, initial=0.0)) * domain.vertex_radius
-    diameter = domain.diameter  # l1 diameter, an upper bound on the lp one
-    smoothness = _pnorm_smoothness(loss, data, q, domain)
+        # Public stand-in for the row count (a DP count from the estimators): the
+        # true n is private under add/remove and only indexes rows.
+        n_samples = data.n_public
+        private = not math.isinf(epsilon)
+        domain = make_domain(
+            data,
+            radius=radius,
+            intercept_bound=intercept_bound,
+            alpha=alpha,
+            l1_ratio=l1_ratio,
+            solver=solver,
+        )
+        p = _resolve_p(p, n_columns)
+        q = p / (p - 1.0)
+        kappa = 1.0 / (2.0 * (p - 1.0))
+        lam = _strong_convexity(domain, n_columns, p) if strongly_convex else 0.0
+        if strongly_convex and lam <= 0:
+            raise ValueError(_STRONGLY_CONVEX_MESSAGE.format(solver=solver))
+        plan = _plan(
+            kind, n_samples, n_columns, epsilon, delta, max_iter, batch_size, strongly_convex
+        )
+        phases = plan.details["phases"]
+        scale = plan.noise_multiplier
+        clip2 = gradient_bound(loss, data.row_norm_bound, clip_norm, private=private)
+        lipschitz = _dual_lipschitz(loss, data, clip2, q)
+        # The l2 part of the penalty adds at most l2 * ||x||_q <= l2 * vertex_radius.
+        lipschitz += float(np.max(domain.l2_penalty, initial=0.0)) * domain.vertex_radius
+        diameter = domain.diameter  # l1 diameter, an upper bound on the lp one
+        smoothness = _pnorm_smoothness(loss, data, q, domain)
+        round_sizes = _rounds(n_samples, strongly_convex)
     rng = make_rng(random_state)
     progress = Progress(solver, plan.n_steps, verbose)
     rounds = sorted({ph.round for ph in phases})
-    round_blocks = _allocate(rng, n_rows, n_samples, _rounds(n_samples, strongly_convex))
+    if strongly_convex:
+        # Disjoint random blocks, one per round (the gateway's allocation).
+        round_blocks = _allocate(rng, n_rows, n_samples, round_sizes)
+    else:
+        round_blocks = [np.arange(n_rows)]
     x = np.zeros(n_columns)
     round_radius = math.inf
     offset = 0
@@ -464,6 +576,7 @@ def _mirror_descent_fit(
                 rng=rng,
                 progress=progress,
                 step_offset=offset,
+                label=solver,
             )
             offset += ph.steps
             plan.details.setdefault("step_sizes", []).append(eta)
@@ -495,6 +608,7 @@ def _mirror_descent_fit(
                 rng=rng,
                 progress=progress,
                 offset=offset,
+                solver=solver,
             )
         if strongly_convex:
             # lambda-strong convexity: F(x) - F* >= lambda/2 ||x - x*||_p^2, so the next
@@ -532,6 +646,7 @@ def _localized_round(
     rng,
     progress,
     offset,
+    solver,
 ):
     """Algorithm 2/6: phases on disjoint blocks, each a regularised, localised run."""
     log_d = _log_d(n_columns)
@@ -579,6 +694,7 @@ def _localized_round(
             rng=rng,
             progress=progress,
             step_offset=offset,
+            label=f"{solver} phase {ph.index}",
         )
         offset += ph.steps
     # Theorem 13's rate with constant 1 (public; used only by the strongly convex wrapper).
@@ -667,6 +783,16 @@ def mirror_descent(
 
     Privacy
     -------
+    Released, all through the noise gateway: at each step, a Poisson sample
+    of the rows (:func:`sklearn_dp._noise.poisson_sample`, public rate) and
+    the Gaussian mechanism (:func:`sklearn_dp._noise.gaussian`) on the sum
+    of their per-sample gradients clipped to L2 norm C (sensitivity C, noise
+    standard deviation ``sigma C``); with ``strongly_convex``, the
+    allocation of the rows to the rounds (:func:`sklearn_dp._noise.allocate_rows`,
+    public probabilities).  The iterates, the progress lines (the norm of
+    the noisy gradient), ``n_iter`` and every exception are functions of
+    public values, of the released row count and of these releases only.
+
     (epsilon, delta)-DP under add/remove-one-row neighbouring.  Every step is
     the Gaussian mechanism with multiplier sigma on the sum of per-sample
     gradients clipped to L2 norm C over a Poisson sample of rate ``b / n``
@@ -760,6 +886,16 @@ def localized_mirror_descent(
 
     Privacy
     -------
+    Released, all through the noise gateway: the allocation of the rows to
+    the phases (:func:`sklearn_dp._noise.allocate_rows`, public
+    probabilities), and at each step of phase i a Poisson sample of its
+    block and the Gaussian mechanism on the sum of the sampled rows'
+    per-sample gradients clipped to L2 norm C (sensitivity C, noise standard
+    deviation ``sigma 2^(i-1) C``).  The iterates, the progress lines (the
+    norm of the noisy gradient), ``n_iter`` and every exception are
+    functions of public values, of the released row count and of these
+    releases only.
+
     (epsilon, delta)-DP under add/remove-one-row neighbouring.  Each row is
     allocated independently to phase i with the public probability
     ``n_i / n`` (or to none); phase i is the Poisson-subsampled Gaussian
