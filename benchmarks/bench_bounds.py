@@ -24,9 +24,8 @@ scaled:
    ``intercept_scaling=1``) at epsilon in {0.5, 1, 2}; the check is that the
    new defaults lose at most 1 point (accuracy or R^2 x 100).
 5. ``--tune``: the same raw-data targets for a grid of the mechanism's
-   constants (``_bounds.WINDOW``, ``_bounds.TILT``,
-   ``_bounds.BOUNDS_EPSILON_FRACTION``), the measurements behind the
-   defaults.
+   constants (the windows of ``sklearn_dp._bounds``, ``TILT``,
+   ``BOUNDS_EPSILON_FRACTION``), the measurements behind the defaults.
 
 Usage::
 
@@ -384,48 +383,68 @@ def run_scaled(seeds, epsilons, lines, large_seeds):
     lines.append(f"\nLargest loss: {-min(worst, 0):.1f} points.\n")
 
 
+_CONSTANTS = (
+    "CLASSIFIER_ROW_WINDOW", "REGRESSOR_ROW_WINDOW", "LABEL_WINDOW", "TILT",
+    "BOUNDS_EPSILON_FRACTION",
+)
+
+
 @contextlib.contextmanager
-def constants(window, tilt, fraction):
-    saved = (_bounds.WINDOW, _bounds.TILT, _bounds.BOUNDS_EPSILON_FRACTION)
-    _bounds.WINDOW, _bounds.TILT, _bounds.BOUNDS_EPSILON_FRACTION = window, tilt, fraction
+def constants(**values):
+    """Temporarily set constants of ``sklearn_dp._bounds`` (for the tuning grid)."""
+    saved = {name: getattr(_bounds, name) for name in values}
+    for name, value in values.items():
+        setattr(_bounds, name, value)
     try:
         yield
     finally:
-        _bounds.WINDOW, _bounds.TILT, _bounds.BOUNDS_EPSILON_FRACTION = saved
+        for name, value in saved.items():
+            setattr(_bounds, name, value)
 
 
 def run_tune(seeds, reg_seeds, lines):
     lines += [
         "## Constants of the bound mechanism\n",
-        "Median over the seeds; raw breast cancer at epsilon=1 (accuracy), the pipeline "
-        "(accuracy), breast cancer with public ranges at epsilon=1 (accuracy), the natural-unit "
-        "regression at epsilon=1 (R^2).\n",
-        "| WINDOW | TILT | share | raw BC | pipeline | scaled BC | StandardScaler + DP(0.7) | regression |",
-        "|---|---|---|---|---|---|---|---|",
+        "Median over the seeds, epsilon=1 unless said: raw breast cancer (accuracy), the "
+        "pipeline (accuracy), breast cancer with public ranges (accuracy), StandardScaler + "
+        "DPLogisticRegression(epsilon=0.7) (accuracy), synthetic_100k (accuracy, 2 seeds), the "
+        "natural-unit regression (R^2), DPSCORegressor and DPLasso on the publicly scaled "
+        "diabetes data (R^2).\n",
+        "| classifier rows | regressor rows, labels | share | raw BC | pipeline | scaled BC | "
+        "StandardScaler + DP | synthetic_100k | regression | diabetes DPSCO | diabetes DPLasso |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     X, y = raw_breast_cancer()
-    for window in (2.0, 4.0, 10.0):
-        for tilt in (0.5,):
-            for fraction in (0.05, 0.1):
-                log(f"tune window={window} tilt={tilt} share={fraction}")
-                with constants(window, tilt, fraction):
-                    raw = target_raw_logistic(seeds)
-                    pipe, _ = target_pipeline(seeds)
-                    scaled = scaled_logistic("breast_cancer", seeds, 1.0, True)
-                    standardized = []
-                    for seed in seeds:
-                        X_train, X_test, y_train, y_test = bc_split(X, y, seed)
-                        model = make_pipeline(
-                            StandardScaler(),
-                            DPLogisticRegression(epsilon=0.7, classes=[0, 1], random_state=seed),
-                        )
-                        standardized.append(model.fit(X_train, y_train).score(X_test, y_test))
-                    reg, _, _ = target_regression(reg_seeds)
-                lines.append(
-                    f"| {window:g} | {tilt:g} | {fraction:g} | {np.median(raw):.3f} | "
-                    f"{np.median(pipe):.3f} | {np.median(scaled):.3f} | "
-                    f"{np.median(standardized):.3f} | {np.median(reg):.4f} |"
+    grid = [
+        (2.0, 4.0, 0.1), (4.0, 4.0, 0.1), (10.0, 10.0, 0.1), (2.0, 4.0, 0.05), (2.0, 10.0, 0.1),
+    ]
+    for classifier, regressor, fraction in grid:
+        log(f"tune classifier={classifier} regressor={regressor} share={fraction}")
+        with constants(
+            CLASSIFIER_ROW_WINDOW=classifier, REGRESSOR_ROW_WINDOW=regressor,
+            LABEL_WINDOW=regressor, BOUNDS_EPSILON_FRACTION=fraction,
+        ):
+            raw = target_raw_logistic(seeds)
+            pipe, _ = target_pipeline(seeds)
+            scaled = scaled_logistic("breast_cancer", seeds, 1.0, True)
+            standardized = []
+            for seed in seeds:
+                X_train, X_test, y_train, y_test = bc_split(X, y, seed)
+                model = make_pipeline(
+                    StandardScaler(),
+                    DPLogisticRegression(epsilon=0.7, classes=[0, 1], random_state=seed),
                 )
+                standardized.append(model.fit(X_train, y_train).score(X_test, y_test))
+            synthetic = scaled_logistic("synthetic_100k", [0, 1], 1.0, True)
+            reg, _, _ = target_regression(reg_seeds)
+            dpsco = scaled_diabetes("DPSCORegressor", seeds, 1.0, True)
+            lasso = scaled_diabetes("DPLasso", seeds, 1.0, True)
+        lines.append(
+            f"| {classifier:g} | {regressor:g} | {fraction:g} | {np.median(raw):.3f} | "
+            f"{np.median(pipe):.3f} | {np.median(scaled):.3f} | {np.median(standardized):.3f} | "
+            f"{np.median(synthetic):.3f} | {np.median(reg):.4f} | {np.median(dpsco):.3f} | "
+            f"{np.median(lasso):.3f} |"
+        )
     lines.append("")
 
 
@@ -445,8 +464,8 @@ def main(argv=None):
         "# Private bounds and DP preprocessing (`benchmarks/bench_bounds.py`)\n",
         f"sklearn_dp {sklearn_dp.__version__}, scikit-learn {sklearn.__version__}, numpy "
         f"{np.__version__}, Python {platform.python_version()}, {platform.machine()}; "
-        f"constants: WINDOW={_bounds.WINDOW:g}, TILT={_bounds.TILT:g}, "
-        f"BOUNDS_EPSILON_FRACTION={_bounds.BOUNDS_EPSILON_FRACTION:g}.\n",
+        "constants: " + ", ".join(f"{name}={getattr(_bounds, name):g}" for name in _CONSTANTS)
+        + f", WINDOW={_bounds.WINDOW:g}.\n",
     ]
     if args.tune:
         run_tune(seeds, reg_seeds, lines)

@@ -11,27 +11,34 @@ Upper bound of nonnegative scores (row norms, ``|x_ij|``, ``|y_i - c|``)
     Candidates ``b_k = 10 ** (-8 + k / 8)`` (129 of them, ratio 1.33).  The
     utility of ``b`` counts the rows it handles badly::
 
-        u(b) = -( #{i : s_i > b}  +  #{i : s_i < b / WINDOW} )  -  TILT * n~ * k / K
+        u(b) = -( #{i : s_i > b}  +  #{i : s_i < b / window} )  -  TILT * n~ * k / K
 
-    rows above ``b`` are clipped; rows below ``b / WINDOW`` would fill less
-    than a ``1 / WINDOW`` share of the bound (the noise, proportional to
+    rows above ``b`` are clipped; rows below ``b / window`` would fill less
+    than a ``1 / window`` share of the bound (the noise, proportional to
     ``b``, would swamp them); the last term, with ``n~`` the fit's released
     row count (public) and ``K`` the number of candidates, prefers the
     smaller of two bounds that handle equally many rows well.  The chosen
-    bound is about the largest score but one that clips the sparse top tail
-    (``#{s_i > b}`` small) and never lies far above the bulk of the scores
-    (``WINDOW``).  One row changes the count term of every candidate by 0 or
-    1, always in the same direction (adding a row never raises a utility):
-    sensitivity 1, *monotone*, so probabilities ``exp(epsilon * u / 1)``
-    give epsilon-DP (McSherry and Talwar 2007; Dwork and Roth 2014, Thm 3.10
-    and the remark after it) and epsilon-bounded range, hence
-    ``epsilon^2 / 8``-zCDP (Cesar and Rogers 2021).  Unlike an
-    exponential-mechanism quantile (Smith 2011), whose utility is flat over
-    all candidates above the data (a high quantile of a few hundred rows is
-    then usually released as some huge candidate), this utility falls again
-    above ``WINDOW`` times the bulk of the data: it needs about
-    ``n * epsilon >= 10`` rows-times-epsilon to be reliable, where a 90%
-    quantile needs ``n * epsilon >= 200``.
+    bound clips a sparse top tail (``#{s_i > b}`` small) and never lies far
+    above the bulk of the scores: it balances the density of the scores at
+    ``b`` against their density at ``b / window``, so a smaller window
+    gives a tighter bound (for the absolute values of a Gaussian: about 2.2
+    standard deviations with window 10, 1.7 with window 4).  The windows are
+    utility choices, measured in ``benchmarks/bench_bounds.py``: 2 for the
+    rows of classifiers (clipping long rows reweights them without biasing
+    the decision much, and the noise is proportional to the bound), 4 for
+    the rows and the label half-widths of regressors (clipping biases them),
+    10 (:data:`WINDOW`) for the scalers' feature bounds.  One row changes
+    the count term of every candidate by 0 or 1, always in the same
+    direction (adding a row never raises a utility): sensitivity 1,
+    *monotone*, so probabilities ``exp(epsilon * u / 1)`` give epsilon-DP
+    (McSherry and Talwar 2007; Dwork and Roth 2014, Thm 3.10 and the remark
+    after it) and epsilon-bounded range, hence ``epsilon^2 / 8``-zCDP (Cesar
+    and Rogers 2021).  Unlike an exponential-mechanism quantile (Smith 2011),
+    whose utility is flat over all candidates above the data (a high
+    quantile of a few hundred rows is then usually released as some huge
+    candidate), this utility falls again above ``window`` times the bulk of
+    the data: it needs about ``n * epsilon >= 10`` to be reliable, where a
+    90% quantile needs ``n * epsilon >= 200``.
 
 Centre of signed values (labels, features of the scalers)
     The median by the exponential mechanism (Smith 2011) over a signed grid
@@ -64,6 +71,9 @@ __all__ = [
     "GRID",
     "CENTER_GRID",
     "WINDOW",
+    "REGRESSOR_ROW_WINDOW",
+    "CLASSIFIER_ROW_WINDOW",
+    "LABEL_WINDOW",
     "TILT",
     "BOUNDS_EPSILON_FRACTION",
     "BoundRelease",
@@ -85,8 +95,17 @@ GRID = 10.0 ** (np.arange(-64, 65) / 8.0)
 _POSITIVE_CENTERS = 10.0 ** (np.arange(-256, 257) / 32.0)
 CENTER_GRID = np.concatenate([-_POSITIVE_CENTERS[::-1], [0.0], _POSITIVE_CENTERS])
 
-#: A bound is penalised for every row below ``bound / WINDOW``.
+#: A bound is penalised for every row below ``bound / WINDOW`` (default of
+#: the scalers' feature bounds and of regressors' labels).
 WINDOW = 10.0
+#: The window of the row bounds of regressors (rows of X clipped: a bias, so
+#: near the largest rows) and of classifiers (clipping long rows reweights
+#: them without biasing the direction much, and the noise is proportional to
+#: the bound: tighter).  Chosen with benchmarks/bench_bounds.py.
+REGRESSOR_ROW_WINDOW = 4.0
+CLASSIFIER_ROW_WINDOW = 2.0
+#: The window of the half-width of regressors' label ranges.
+LABEL_WINDOW = 4.0
 #: Weight of the preference for smaller bounds, in released rows over the grid.
 TILT = 0.5
 
@@ -110,16 +129,18 @@ def _sorted_scores(values):
     return np.sort(values)
 
 
-def upper_bound_utilities(scores, n_public, *, n_zeros=0):
+def upper_bound_utilities(scores, n_public, *, n_zeros=0, window=None):
     """Utilities of the candidates :data:`GRID` for an upper bound of ``scores`` (nonnegative).
 
     ``n_zeros`` more scores equal to 0 (the implicit zeros of a sparse
-    column).  See the module docstring; sensitivity 1, monotone.
+    column); ``window`` (default :data:`WINDOW`): rows below ``b / window``
+    count against ``b``.  See the module docstring; sensitivity 1, monotone.
     """
+    window = WINDOW if window is None else float(window)
     s = _sorted_scores(scores)
     m = s.size
     above = m - np.searchsorted(s, GRID, side="right")
-    small = int(n_zeros) + np.searchsorted(s, GRID / WINDOW, side="left")
+    small = int(n_zeros) + np.searchsorted(s, GRID / window, side="left")
     tilt = TILT * float(n_public) * np.arange(GRID.size) / GRID.size
     return -(above + small).astype(np.float64) - tilt
 
@@ -135,7 +156,7 @@ def _event(epsilon, what):
     return PureEpsilonDpEvent(epsilon, f"{EXPONENTIAL_MECHANISM}: {what}")
 
 
-def release_upper_bound(scores, *, epsilon, n_public, rng, label, n_zeros=0):
+def release_upper_bound(scores, *, epsilon, n_public, rng, label, n_zeros=0, window=None):
     """A DP upper bound of nonnegative ``scores`` (one per row): pure epsilon-DP.
 
     Parameters
@@ -152,6 +173,8 @@ def release_upper_bound(scores, *, epsilon, n_public, rng, label, n_zeros=0):
         What is bounded (for traces and the event's name).
     n_zeros : int
         Further rows whose score is 0.
+    window : float, optional
+        The window of the utility (default :data:`WINDOW`; public).
 
     Returns
     -------
@@ -159,7 +182,7 @@ def release_upper_bound(scores, *, epsilon, n_public, rng, label, n_zeros=0):
         A candidate of :data:`GRID` and ``[PureEpsilonDpEvent]`` (no event
         for ``epsilon=inf``).
     """
-    utilities = upper_bound_utilities(scores, n_public, n_zeros=n_zeros)
+    utilities = upper_bound_utilities(scores, n_public, n_zeros=n_zeros, window=window)
     scale = 0.0 if math.isinf(epsilon) else 1.0 / float(epsilon)
     index = _noise.exponential(utilities, sensitivity=1.0, scale=scale, rng=rng, label=label)
     events = [] if math.isinf(epsilon) else [_event(epsilon, label)]
@@ -176,7 +199,7 @@ def release_center(values, *, epsilon, rng, label):
     return BoundRelease(float(CENTER_GRID[index]), events)
 
 
-def release_range(values, *, epsilon, n_public, rng, label):
+def release_range(values, *, epsilon, n_public, rng, label, window=None):
     """A DP range ``(center, half_width)`` of signed ``values``: half of epsilon each.
 
     ``values`` lie mostly in ``[center - half_width, center + half_width]``:
@@ -192,7 +215,8 @@ def release_range(values, *, epsilon, n_public, rng, label):
     center = release_center(values, epsilon=half, rng=rng, label=f"{label} (centre)")
     spread = np.abs(np.asarray(values, dtype=np.float64) - center.value)
     width = release_upper_bound(
-        spread, epsilon=half, n_public=n_public, rng=rng, label=f"{label} (half-width)"
+        spread, epsilon=half, n_public=n_public, rng=rng, label=f"{label} (half-width)",
+        window=window,
     )
     return center.value, width.value, center.events + width.events
 
@@ -217,17 +241,19 @@ def row_linf_norms(X):
     return out
 
 
-def release_row_norm_bound(X, *, epsilon, n_public, rng):
+def release_row_norm_bound(X, *, epsilon, n_public, rng, window=None):
     """A DP bound on ``||X[i]||_2`` (``data_norm``)."""
     return release_upper_bound(
-        row_l2_norms(X), epsilon=epsilon, n_public=n_public, rng=rng, label="row norm bound"
+        row_l2_norms(X), epsilon=epsilon, n_public=n_public, rng=rng, label="row norm bound",
+        window=window,
     )
 
 
-def release_feature_bound(X, *, epsilon, n_public, rng):
+def release_feature_bound(X, *, epsilon, n_public, rng, window=None):
     """A DP bound on ``max_j |X[i, j]|`` (one ``feature_bound`` for every feature)."""
     return release_upper_bound(
-        row_linf_norms(X), epsilon=epsilon, n_public=n_public, rng=rng, label="feature bound"
+        row_linf_norms(X), epsilon=epsilon, n_public=n_public, rng=rng, label="feature bound",
+        window=window,
     )
 
 

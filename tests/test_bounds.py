@@ -32,14 +32,15 @@ from sklearn_dp.accounting import EXPONENTIAL_MECHANISM, PureEpsilonDpEvent, eps
 from sklearn_dp.testing import audit_mechanism, trace_releases
 
 
-def brute_upper_utilities(scores, n_public):
+def brute_upper_utilities(scores, n_public, window=None):
     """The utility of the module docstring, written out candidate by candidate."""
     scores = np.asarray(scores, dtype=float)
+    window = _bounds.WINDOW if window is None else window
     K = GRID.size
     out = np.empty(K)
     for k, b in enumerate(GRID):
         clipped = np.sum(scores > b)
-        small = np.sum(scores < b / _bounds.WINDOW)
+        small = np.sum(scores < b / window)
         out[k] = -(clipped + small) - _bounds.TILT * n_public * k / K
     return out
 
@@ -71,10 +72,12 @@ SCORES = st.lists(
 
 
 @settings(max_examples=60, deadline=None)
-@given(scores=SCORES, n_public=st.floats(0, 1e4))
-def test_upper_bound_utilities_are_exact(scores, n_public):
+@given(scores=SCORES, n_public=st.floats(0, 1e4), window=st.sampled_from([None, 2.0, 4.0]))
+def test_upper_bound_utilities_are_exact(scores, n_public, window):
     np.testing.assert_allclose(
-        upper_bound_utilities(scores, n_public), brute_upper_utilities(scores, n_public), rtol=1e-12
+        upper_bound_utilities(scores, n_public, window=window),
+        brute_upper_utilities(scores, n_public, window),
+        rtol=1e-12,
     )
 
 
@@ -85,12 +88,15 @@ def test_center_utilities_are_exact(values):
 
 
 @settings(max_examples=100, deadline=None)
-@given(scores=SCORES, row=SCORES.map(lambda s: s[:1] or [0.0]), n_public=st.floats(0, 1e4))
-def test_upper_bound_utility_sensitivity_one_and_monotone(scores, row, n_public):
+@given(
+    scores=SCORES, row=SCORES.map(lambda s: s[:1] or [0.0]), n_public=st.floats(0, 1e4),
+    window=st.sampled_from([1.5, 2.0, 4.0, 10.0]),
+)
+def test_upper_bound_utility_sensitivity_one_and_monotone(scores, row, n_public, window):
     # Adding a row (the public count is the same: a released value) lowers
-    # every utility by 0 or 1: sensitivity 1, monotone.
-    before = upper_bound_utilities(scores, n_public)
-    after = upper_bound_utilities(list(scores) + row, n_public)
+    # every utility by 0 or 1: sensitivity 1, monotone (for any window > 1).
+    before = upper_bound_utilities(scores, n_public, window=window)
+    after = upper_bound_utilities(list(scores) + row, n_public, window=window)
     change = after - before
     assert np.all(change <= 1e-9) and np.all(change >= -1 - 1e-9)
 
@@ -153,16 +159,19 @@ HOSTILE_SCORES = [0.0, 5e-324, 1e-9, 1.0, 3.0, 1e6, 1e9, 1e300, math.inf]
 @pytest.mark.parametrize("hostile", HOSTILE_SCORES)
 @pytest.mark.parametrize("epsilon", [0.1, 1.0, 5.0])
 @pytest.mark.parametrize("n", [1, 5, 200])
-def test_upper_bound_is_epsilon_dp_and_bounded_range_exactly(hostile, epsilon, n):
+@pytest.mark.parametrize("window", [2.0, 10.0])
+def test_upper_bound_is_epsilon_dp_and_bounded_range_exactly(hostile, epsilon, n, window):
     # The exact output law on D and on D plus one hostile row: every
     # log-ratio within [-epsilon, epsilon], and its range at most epsilon
     # (epsilon-bounded range, hence epsilon^2 / 8-zCDP).
     rng = np.random.default_rng(n)
     scores = rng.lognormal(mean=0.5, sigma=1.0, size=n)
     n_public = float(n)  # a released count: the same on both (adaptive composition)
-    log_p = em_log_probabilities(upper_bound_utilities(scores, n_public), 1.0 / epsilon)
+    log_p = em_log_probabilities(
+        upper_bound_utilities(scores, n_public, window=window), 1.0 / epsilon
+    )
     log_q = em_log_probabilities(
-        upper_bound_utilities(np.append(scores, hostile), n_public), 1.0 / epsilon
+        upper_bound_utilities(np.append(scores, hostile), n_public, window=window), 1.0 / epsilon
     )
     ratio = log_p - log_q
     assert np.max(np.abs(ratio)) <= epsilon * (1 + 1e-9)
@@ -256,7 +265,10 @@ def test_logistic_auto_bound_is_released_and_accounted():
     share = _bounds.BOUNDS_EPSILON_FRACTION * epsilon_rest
     assert bound.scale == pytest.approx(1.0 / share) and bound.sensitivity == 1.0
     np.testing.assert_array_equal(
-        bound.value, upper_bound_utilities(row_l2_norms(X), trace.releases[0].used)
+        bound.value,
+        upper_bound_utilities(
+            row_l2_norms(X), trace.releases[0].used, window=_bounds.CLASSIFIER_ROW_WINDOW
+        ),
     )
     assert model.data_norm_ == GRID[bound.output]
     assert model.intercept_scaling_ == model.data_norm_
@@ -299,6 +311,11 @@ def test_regressor_auto_label_range_centres_and_scales_labels():
     assert trace.releases[2].scale == pytest.approx(2.0 / share)
     assert trace.releases[3].scale == pytest.approx(2.0 / share)
     np.testing.assert_array_equal(trace.releases[2].value, center_utilities(y))
+    spread = np.abs(y - model.y_center_)
+    np.testing.assert_array_equal(
+        trace.releases[3].value,
+        upper_bound_utilities(spread, trace.releases[0].used, window=_bounds.LABEL_WINDOW),
+    )
     assert model.y_center_ == CENTER_GRID[trace.releases[2].output]
     assert model.y_bound_ == GRID[trace.releases[3].output]
     assert 150 < model.y_center_ < 350 and model.y_bound_ < 1000
@@ -318,7 +335,10 @@ def test_lasso_auto_feature_bound_is_one_release():
     labels = [r.label for r in trace.releases]
     assert labels[:4] == ["row count", "feature bound", "label range (centre)", "label range (half-width)"]
     np.testing.assert_array_equal(
-        trace.releases[1].value, upper_bound_utilities(np.max(np.abs(X), axis=1), trace.releases[0].used)
+        trace.releases[1].value,
+        upper_bound_utilities(
+            np.max(np.abs(X), axis=1), trace.releases[0].used, window=_bounds.REGRESSOR_ROW_WINDOW
+        ),
     )
     assert np.all(model.feature_bound_ == GRID[trace.releases[1].output])
     assert 20 < model.feature_bound_[0] < 300

@@ -678,6 +678,9 @@ class BaseDPEstimator(BaseEstimator):
 
     #: Whether the estimator bounds labels (regressors: ``y_bound``).
     _bounds_labels = False
+    #: Name of the constant of ``sklearn_dp._bounds`` that sets the window of
+    #: the rows' bound (see ``docs/guide/choosing_parameters.md``).
+    _row_window = "REGRESSOR_ROW_WINDOW"
 
     def _bound_request(self, spec):
         """Which bounds this fit estimates privately, from public inputs only.
@@ -776,17 +779,23 @@ class BaseDPEstimator(BaseEstimator):
         rows, labels = request
         epsilon_rows, epsilon_labels = epsilons
         released, events = {}, []
+        window = getattr(_bounds, self._row_window)
         if rows == "data_norm":
-            bound = release_row_norm_bound(X, epsilon=epsilon_rows, n_public=n_public, rng=rng)
+            bound = release_row_norm_bound(
+                X, epsilon=epsilon_rows, n_public=n_public, rng=rng, window=window
+            )
             released["data_norm"] = bound.value
             events += bound.events
         elif rows == "feature_bound":
-            bound = release_feature_bound(X, epsilon=epsilon_rows, n_public=n_public, rng=rng)
+            bound = release_feature_bound(
+                X, epsilon=epsilon_rows, n_public=n_public, rng=rng, window=window
+            )
             released["feature_bound"] = bound.value
             events += bound.events
         if labels:
             center, half_width, label_events = release_range(
-                y, epsilon=epsilon_labels, n_public=n_public, rng=rng, label="label range"
+                y, epsilon=epsilon_labels, n_public=n_public, rng=rng, label="label range",
+                window=_bounds.LABEL_WINDOW,
             )
             released["labels"] = (center, half_width)
             events += label_events

@@ -279,6 +279,9 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    # Classifiers clip rows tighter than regressors (see sklearn_dp._bounds).
+    _row_window = "CLASSIFIER_ROW_WINDOW"
+
     def _auto_solver(self, problem, public):
         if self.delta == 0:
             # Only the perturbation solvers give pure epsilon-DP.
