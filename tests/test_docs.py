@@ -13,6 +13,7 @@ import pytest
 
 from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor
 from sklearn_dp.model_selection import DPGridSearchCV, DPRandomizedSearchCV, RowwiseKFold
+from sklearn_dp.preprocessing import DPMinMaxScaler, DPStandardScaler, PublicRangeScaler
 from sklearn_dp.solvers import SOLVERS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,6 +31,7 @@ def _privacy_section_extension():
     "obj",
     [DPLogisticRegression, DPSCORegressor, DPLasso]
     + [DPGridSearchCV, DPRandomizedSearchCV, RowwiseKFold]
+    + [DPStandardScaler, DPMinMaxScaler, PublicRangeScaler]
     + [spec.function for spec in SOLVERS.values()],
     ids=lambda obj: obj.__name__,
 )
@@ -55,6 +57,7 @@ PUBLIC_MODULES = [
     "sklearn_dp.accounting",
     "sklearn_dp.exceptions",
     "sklearn_dp.linear_model",
+    "sklearn_dp.preprocessing",
     "sklearn_dp.solvers",
     "sklearn_dp.testing",
 ]

@@ -63,9 +63,13 @@ def _data(n=N_ROWS, d=3, seed=0):
 
 
 def _search(**params):
-    # dp_gd: the accounting below is written for its event (T Gaussian steps).
-    estimator = params.pop("estimator", DPLogisticRegression(classes=[0, 1], max_iter=20,
-                                                             solver="dp_gd"))
+    # dp_gd and a fixed public row bound: the accounting below is written for
+    # its event (T Gaussian steps); test_auto_bounds_are_accounted_by_their_zcdp_bound
+    # and the substitution tests run the default "auto" bounds.
+    estimator = params.pop(
+        "estimator",
+        DPLogisticRegression(classes=[0, 1], max_iter=20, solver="dp_gd", data_norm=1.0),
+    )
     grid = params.pop("param_grid", GRID)
     base = dict(epsilon=2.0, delta=1e-5, random_state=0, refit_fraction=0.5)
     base.update(params)
@@ -97,7 +101,7 @@ def test_selection_event_rebuilt_from_its_parts_and_recomputed():
     for C in GRID["C"]:
         model = DPLogisticRegression(
             classes=[0, 1], max_iter=20, C=C, epsilon=fit_epsilon, delta=delta_sel,
-            random_state=1, solver="dp_gd",
+            random_state=1, solver="dp_gd", data_norm=1.0,
         ).fit(X, y)
         fit_events.append(model.dp_event_)
     # A grid over C with one solver: one mechanism, paid once.
@@ -253,7 +257,9 @@ def test_score_is_dominated_by_the_fit_at_every_order():
     from sklearn_dp.model_selection._selection import canonical_event, gaussian_part, run_event
 
     X, y = _data()
-    fit = DPLogisticRegression(classes=[0, 1], max_iter=20, epsilon=0.4, delta=5e-6).fit(X, y)
+    fit = DPLogisticRegression(
+        classes=[0, 1], max_iter=20, epsilon=0.4, delta=5e-6, data_norm=1.0
+    ).fit(X, y)
     # Folding the Gaussian steps keeps the Renyi divergence at every order.
     np.testing.assert_allclose(
         _rdp_curve(canonical_event(fit.dp_event_), ORDERS),
@@ -311,6 +317,26 @@ def test_score_is_paid_for_when_no_fit_has_a_gaussian_part():
     assert {r.mechanism for r in trace.releases if r.label == "validation score"} == {"laplace"}
 
 
+def test_auto_bounds_are_accounted_by_their_zcdp_bound():
+    # An estimator with "auto" bounds (the default) releases its row bound by
+    # an exponential mechanism (PureEpsilonDpEvent); the search's RDP
+    # accounting bounds it by epsilon^2 / 8-zCDP (rho * alpha at every order).
+    from sklearn_dp.accounting import PureEpsilonDpEvent
+    from sklearn_dp.model_selection._selection import canonical_event, rdp_event
+
+    X, y = _data()
+    fit = DPLogisticRegression(classes=[0, 1], max_iter=20, epsilon=0.4, delta=5e-6).fit(X, y)
+    pure = [e for e in fit.dp_event_.events if isinstance(e, PureEpsilonDpEvent)]
+    assert len(pure) == 1 and pure[0].mechanism.startswith("exponential mechanism")
+    converted = rdp_event(fit.dp_event_)
+    assert dpe.ZCDpEvent(pure[0].epsilon**2 / 8) in converted.events
+    assert canonical_event(fit.dp_event_) == canonical_event(converted)
+    assert rdp_event(PureEpsilonDpEvent(0.3, "other")) == dpe.ZCDpEvent(0.3**2 / 2)
+    search = _search(estimator=DPLogisticRegression(classes=[0, 1], max_iter=20),
+                     refit=False).fit(X, y)
+    assert rdp_epsilon(search.selection_dp_event_, 1e-5) <= 2.0
+
+
 def test_grid_over_solvers_pays_once_per_distinct_mechanism():
     from sklearn_dp.model_selection._selection import canonical_event
 
@@ -318,7 +344,7 @@ def test_grid_over_solvers_pays_once_per_distinct_mechanism():
     # dp_gd and output_perturbation at one epsilon: the same Gaussian once
     # folded, paid once; dp_sgd (subsampled) is a second mechanism.
     grid = {"C": [1.0], "solver": ["dp_gd", "output_perturbation", "dp_sgd"]}
-    estimator = DPLogisticRegression(classes=[0, 1], max_iter=20)
+    estimator = DPLogisticRegression(classes=[0, 1], max_iter=20, data_norm=1.0)
     search = _search(estimator=estimator, param_grid=grid, refit=False).fit(X, y)
     run = search.selection_dp_event_.events[1].event
     assert len(run.events) == 2
@@ -326,7 +352,7 @@ def test_grid_over_solvers_pays_once_per_distinct_mechanism():
                     param_grid={"C": [1.0], "solver": ["dp_gd", "output_perturbation"]}).fit(X, y)
     run = plain.selection_dp_event_.events[1].event
     fits = [
-        DPLogisticRegression(classes=[0, 1], max_iter=20, solver=solver,
+        DPLogisticRegression(classes=[0, 1], max_iter=20, solver=solver, data_norm=1.0,
                              epsilon=plain.run_epsilon_, delta=1e-5).fit(X, y).dp_event_
         for solver in ("dp_gd", "output_perturbation")
     ]
@@ -771,8 +797,8 @@ def test_regression_search():
     X = rng.uniform(-0.5, 0.5, size=(600, 3))
     y = np.clip(X @ np.array([1.0, -0.5, 0.2]), -1, 1)
     for estimator, grid in (
-        (DPSCORegressor(max_iter=20), {"alpha": [1e-3, 1e-1]}),
-        (DPLasso(max_iter=20), {"alpha": [0.01, 0.1]}),
+        (DPSCORegressor(max_iter=20, y_bound=1.0), {"alpha": [1e-3, 1e-1]}),
+        (DPLasso(max_iter=20, y_bound=1.0), {"alpha": [0.01, 0.1]}),
     ):
         search = DPGridSearchCV(estimator, grid, epsilon=2.0, random_state=0).fit(X, y)
         assert search.scorer_ == "neg_mean_absolute_error"

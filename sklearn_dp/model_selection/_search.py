@@ -345,10 +345,12 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         bound = self.score_bound
         if bound is None:
             y_bound = getattr(self.estimator, "y_bound", None)
-            if y_bound is None:
+            if y_bound is None or isinstance(y_bound, str):
+                # y_bound="auto" is released by each fit: not public before the search.
                 raise ValueError(
                     f"{type(self).__name__}: scoring={scoring!r} needs score_bound, a public "
-                    "bound on the absolute error of one row."
+                    "bound on the absolute error of one row (the estimator's y_bound is "
+                    f"{y_bound!r}, not a public number)."
                 )
             bound = 2.0 * float(y_bound)
         return scoring, float(bound)
@@ -923,7 +925,8 @@ _SHARED_DOC = """
     score_bound : float or None, default=None
         Regression scores: per-row absolute errors are clipped at this public
         bound (squared errors at its square).  Default ``2 * y_bound`` of the
-        estimator.
+        estimator, when it is a number (with ``y_bound="auto"``, the default,
+        pass ``score_bound``).
     validation_fraction : float, default=0.3
         Probability that a row is drawn into the validation part.
     score_fraction : float, default=0.25

@@ -30,7 +30,13 @@ import numpy as np
 from dp_accounting import dp_event as dpe
 from dp_accounting.rdp import rdp_privacy_accountant
 
-from ..accounting import NEIGHBORING_RELATION, _flatten, _fold_gaussians
+from ..accounting import (
+    EXPONENTIAL_MECHANISM,
+    NEIGHBORING_RELATION,
+    PureEpsilonDpEvent,
+    _flatten,
+    _fold_gaussians,
+)
 
 __all__ = [
     "tnb_mean",
@@ -39,6 +45,7 @@ __all__ = [
     "runs_pmf",
     "rdp_epsilon",
     "rdp_supports",
+    "rdp_event",
     "selection_event",
     "run_event",
     "canonical_event",
@@ -175,11 +182,33 @@ def runs_pmf(mean, shape, k_max):
     return pmf
 
 
+def rdp_event(event):
+    """``event`` with every :class:`~sklearn_dp.accounting.PureEpsilonDpEvent` replaced by a ``ZCDpEvent``.
+
+    dp_accounting's RDP accountant has no event for an arbitrary pure
+    epsilon-DP mechanism (such as the exponential mechanisms that release
+    ``"auto"`` bounds).  A pure epsilon-DP mechanism is ``epsilon^2 / 2``-zCDP
+    (Bun and Steinke 2016, Prop. 1.4), an exponential mechanism
+    ``epsilon^2 / 8``-zCDP (bounded range; Cesar and Rogers 2021), and rho-zCDP
+    bounds the Renyi divergence of every order ``alpha`` by ``rho * alpha``: the
+    replaced event's Renyi divergence is at least the original's at every
+    order (the same rhos as :func:`sklearn_dp.accounting.zcdp_rho`).
+    """
+    if isinstance(event, PureEpsilonDpEvent):
+        factor = 0.125 if event.mechanism.startswith(EXPONENTIAL_MECHANISM) else 0.5
+        return dpe.ZCDpEvent(factor * event.epsilon**2)
+    if isinstance(event, dpe.ComposedDpEvent):
+        return dpe.ComposedDpEvent([rdp_event(part) for part in event.events])
+    if isinstance(event, dpe.SelfComposedDpEvent):
+        return dpe.SelfComposedDpEvent(rdp_event(event.event), event.count)
+    return event
+
+
 def rdp_supports(event):
-    """Whether dp_accounting's RDP accountant can compose ``event``."""
+    """Whether dp_accounting's RDP accountant can compose ``event`` (see :func:`rdp_event`)."""
     return rdp_privacy_accountant.RdpAccountant(
         neighboring_relation=NEIGHBORING_RELATION
-    ).supports(event)
+    ).supports(rdp_event(event))
 
 
 def rdp_epsilon(event, delta):
@@ -201,9 +230,10 @@ def canonical_event(event):
     Gaussian of multiplier ``(sum_t s_t^-2)^-1/2``.  Folding them makes
     candidates whose mechanisms differ only in how their Gaussian noise is
     spread over steps (``dp_gd``, ``dp_cd``, ``output_perturbation`` at one
-    epsilon) one event, paid once.
+    epsilon) one event, paid once.  Pure parts (the exponential mechanisms of
+    ``"auto"`` bounds) are replaced by their zCDP bound (:func:`rdp_event`).
     """
-    return _fold_gaussians(event)
+    return _fold_gaussians(rdp_event(event))
 
 
 def gaussian_part(event):
