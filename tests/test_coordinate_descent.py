@@ -665,8 +665,9 @@ def test_multiclass_budget_check_uses_the_right_plan():
 
 def test_estimators_refuse_what_dp_cd_cannot_fit(binary):
     X, y = binary
+    # feature_bound="auto" (the default) releases an entrywise bound; None opts out.
     with pytest.raises(ValueError, match="pass feature_bound"):
-        DPLogisticRegression(solver="dp_cd", classes=[0, 1]).fit(X, y)
+        DPLogisticRegression(solver="dp_cd", classes=[0, 1], feature_bound=None).fit(X, y)
     with pytest.raises(ValueError, match="does not support loss='absolute'"):
         DPSCORegressor(loss="absolute", solver="dp_cd", feature_bound=1.0).fit(X, y)
     with pytest.raises(ValueError, match="does not support constraint='l2'"):

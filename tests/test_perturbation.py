@@ -843,8 +843,8 @@ def test_logistic_epsilon_inf_with_penalised_intercept(solver):
 
     reference = minimize(objective, np.zeros(5), jac=True, method="L-BFGS-B",
                          options=dict(gtol=1e-13, ftol=0, maxiter=10000)).x
-    model = DPLogisticRegression(epsilon=math.inf, C=C, data_norm=100.0, solver=solver,
-                                 classes=[0, 1]).fit(X, y)
+    model = DPLogisticRegression(epsilon=math.inf, C=C, data_norm=100.0, intercept_scaling=1.0,
+                                 solver=solver, classes=[0, 1]).fit(X, y)
     np.testing.assert_allclose(np.append(model.coef_, model.intercept_), reference, atol=1e-6)
 
 
@@ -867,7 +867,8 @@ def test_regressor_huber_epsilon_inf_matches_reference(solver):
     X, y = X / 10, y / 100
     threshold, alpha = 0.2, 0.01
     model = DPSCORegressor(epsilon=math.inf, loss="huber", huber_threshold=threshold, alpha=alpha,
-                           data_norm=100.0, y_bound=10.0, solver=solver).fit(X, y)
+                           data_norm=100.0, y_bound=10.0, intercept_scaling=1.0,
+                           solver=solver).fit(X, y)
     A = np.hstack([X, np.ones((len(y), 1))])
 
     def objective(w):
@@ -900,7 +901,8 @@ def test_auto_with_delta_zero_picks_objective_perturbation(binary_data):
     assert model.privacy_spent_ == (1.0, 0.0)
     # The estimator composes its private row count (Laplace, 5% of epsilon)
     # with the solver's pure mechanism: pure, and exactly epsilon in total.
-    count, solver_event = model.dp_event_.events
+    # The count, the "auto" bounds, then the solver.
+    count, *bounds, solver_event = model.dp_event_.events
     assert solver_event.mechanism == "objective_perturbation"
     assert epsilon_of_event(model.dp_event_, 0.0) == pytest.approx(1.0)
     Xr, yr = make_regression(n_samples=100, n_features=3, random_state=0)
@@ -939,7 +941,7 @@ def test_gaussian_variant_records_its_event(solver, n_classes):
     assert budget.ledger[0].event == model.dp_event_
     if solver == "objective_perturbation":
         # The plan the budget checked (before the data was touched) has the same chi(K - 1).
-        assert model.dp_event_.events[1].chi_dof == max(1, n_classes - 1)
+        assert model.dp_event_.events[-1].chi_dof == max(1, n_classes - 1)
 
 
 @pytest.mark.parametrize("solver", SOLVER_NAMES)

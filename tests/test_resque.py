@@ -670,7 +670,7 @@ def test_regressor_with_resque_records_parallel_cost():
     budget = PrivacyBudget(3.0, 1e-5)
     model = DPSCORegressor(
         epsilon=1.0, delta=1e-6, loss="absolute", solver="resque", radius=3.0, budget=budget,
-        random_state=0,
+        random_state=0, data_norm=1.0, y_bound=1.0, intercept_scaling=1.0,  # no bound releases
     ).fit(X, y)
     assert model.solver_ == "resque"
     plan = get_solver("resque").plan(800, 6, 1.0, 1e-6)
@@ -788,6 +788,7 @@ def _canary_run(epsilon):
             # runs share one calibration (an explicit batch_size would turn
             # into a rate through each run's noisy count).
             fit_intercept=False, solver_options={"tol": 0.1}, random_state=seed,
+            data_norm=1.0, y_bound=1.0,  # fixed public bounds: the audit isolates the solver
         ).fit(Xd, yd)
         return model.coef_[1]
 
