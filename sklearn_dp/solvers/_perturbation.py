@@ -279,12 +279,16 @@ from dp_accounting import gaussian_mechanism
 from scipy import integrate, stats
 
 from .. import _noise, accounting
+from ..exceptions import public_error
 from .._losses import BinaryLogisticLoss, HuberLoss, MultinomialLoss, SquaredLoss
 from ._common import PrivacyPlan, Progress, SolverResult, make_rng
 from ._newton import (  # noqa: F401 - re-exported for tests and direct callers
+    CERTIFICATE_MARGIN,
     DEFAULT_NEWTON_STEPS,
     DENSE_HESSIAN_MAX_PARAMS,
     InnerSolve,
+    accelerated_steps,
+    certified_minimize,
     minimize_strongly_convex,
 )
 
@@ -345,6 +349,7 @@ class _SmoothGLM:
     gradient_bound: float
     hessian_rank: int
     direction_curvature: float
+    row_norm_bound: float = 1.0
 
     def epsilon_det(self, row_norm_bound, regularization):
         return self.hessian_rank * math.log1p(
@@ -401,6 +406,7 @@ def _smooth_glm(loss, row_norm_bound, n_outputs, solver):
         gradient_bound=float(loss.derivative_bound) * float(row_norm_bound),
         hessian_rank=rank,
         direction_curvature=curvature,
+        row_norm_bound=float(row_norm_bound),
     )
 
 
@@ -589,15 +595,41 @@ def _check_fraction(name, value):
     return float(value)
 
 
-def plan_output_perturbation(n_samples, n_params, epsilon, delta):
+def plan_output_perturbation(
+    n_samples,
+    n_params,
+    epsilon,
+    delta,
+    *,
+    n_outputs=1,
+    loss=None,
+    row_norm_bound=None,
+    alpha=None,
+    gradient_tol=None,
+):
     """Privacy plan of ``output_perturbation``: one noisy release of the minimiser.
 
     ``noise_multiplier`` is the noise std per coordinate divided by the
     sensitivity: ``sigma`` for Gaussian noise, ``sqrt(m + 1) / epsilon`` for the
     Gamma-norm noise (``E||b||^2 = m (m + 1) scale^2``).
+
+    When the loss, the row bound and ``alpha`` are given (estimators pass
+    them, from public inputs), the plan also runs the public conditions of
+    the certified solve (:func:`check_certifiable`) for ``n_samples`` public
+    rows, or, before the row count is released (``n_samples=None``), for one
+    row: the conditions only get harder with more rows, so a refusal then is
+    conclusive and comes before any spend.
     """
     if math.isinf(epsilon):
         return PrivacyPlan(dpe.NonPrivateDpEvent(), 0.0, 1, dict(noise="none"))
+    if None not in (loss, row_norm_bound, alpha):
+        glm = _glm_or_none(loss, row_norm_bound, n_outputs)
+        if glm is not None:
+            n_public = 1.0 if n_samples is None else float(n_samples)
+            check_certifiable(
+                "output_perturbation", glm, regularization=n_public * float(alpha),
+                n_public=n_public, noise_norm=0.0, gradient_tol=gradient_tol,
+            )
     if delta == 0:
         event = accounting.PureEpsilonDpEvent(epsilon, "output_perturbation")
         multiplier = math.sqrt(n_params + 1.0) / epsilon
@@ -615,6 +647,10 @@ def plan_objective_perturbation(
     n_outputs=1,
     epsilon_split=DEFAULT_EPSILON_SPLIT,
     residual_fraction=DEFAULT_RESIDUAL_FRACTION,
+    loss=None,
+    row_norm_bound=None,
+    alpha=None,
+    gradient_tol=None,
 ):
     """Privacy plan of ``objective_perturbation`` from public inputs.
 
@@ -623,7 +659,32 @@ def plan_objective_perturbation(
     rest for the noise of the perturbed objective.  ``noise_multiplier`` is
     the std of the objective noise ``b`` per coordinate divided by the
     per-row gradient bound G.
+
+    With the loss, the row bound and ``alpha`` (from public inputs), it also
+    runs the public conditions of the certified solve, as
+    :func:`plan_output_perturbation` does, with ``Lambda = max(n alpha,
+    Lambda_needed)`` and the expected norm of ``b``.
     """
+    plan = _plan_objective(n_samples, n_params, epsilon, delta, n_outputs=n_outputs,
+                           epsilon_split=epsilon_split, residual_fraction=residual_fraction)
+    if not math.isinf(epsilon) and None not in (loss, row_norm_bound, alpha):
+        glm = _glm_or_none(loss, row_norm_bound, n_outputs)
+        if glm is not None:
+            n_public = 1.0 if n_samples is None else float(n_samples)
+            regularization = max(
+                n_public * float(alpha),
+                glm.regularization_needed(row_norm_bound, plan.details["epsilon_det"]),
+            )
+            check_certifiable(
+                "objective_perturbation", glm, regularization=regularization,
+                n_public=n_public, noise_norm=_objective_noise_norm(plan, glm, n_params),
+                gradient_tol=gradient_tol,
+            )
+    return plan
+
+
+def _plan_objective(n_samples, n_params, epsilon, delta, *, n_outputs, epsilon_split,
+                    residual_fraction):
     epsilon_split = _check_fraction("epsilon_split", epsilon_split)
     residual_fraction = _check_fraction("residual_fraction", residual_fraction)
     if epsilon_split + residual_fraction >= 1:
@@ -652,6 +713,117 @@ def plan_objective_perturbation(
     )
     details.update(noise="gaussian", chi_dof=chi_dof, residual_noise_multiplier=residual_sigma)
     return PrivacyPlan(event, sigma, 1, details)
+
+
+def _objective_noise_norm(plan, glm, n_params):
+    """The expected norm of objective perturbation's ``b`` (public): its scale for the check."""
+    details = plan.details
+    if details["noise"] == "none":
+        return 0.0
+    if details["noise"] == "gaussian":  # E||b|| <= sqrt(E||b||^2) = sigma G sqrt(m)
+        return plan.noise_multiplier * glm.gradient_bound * math.sqrt(n_params)
+    return n_params * glm.gradient_bound / details["epsilon_noise"]  # Gamma(m, G / eps) mean
+
+
+# --------------------------------------------------------------------------
+# Public conditions of the certified solve
+# --------------------------------------------------------------------------
+
+#: Float64 unit roundoff.
+UNIT_ROUNDOFF = 2.0**-53
+#: Public cap on the accelerated steps the certified solve's last stage may need.
+MAX_ACCELERATED_STEPS = 1_000_000
+
+
+@dataclass(frozen=True)
+class CertificationBounds:
+    """Worst-case quantities of the certified solve, from public values only.
+
+    For any data set of at most ``n_public`` rows of norm ``<= R``: the
+    condition number ``kappa = L / Lambda`` with ``L = Lambda + c R^2
+    n_public`` (``c`` the per-row curvature bound), the rounding scale
+    ``u kappa (G + noise_norm)`` of the gradient at the coefficients' public
+    scale ``(G + ||b||) / Lambda``, the solve's target ``CERTIFICATE_MARGIN *
+    tol`` and the number of accelerated steps that
+    :func:`~sklearn_dp.solvers._newton.accelerated_steps` proves sufficient
+    from the worst start ``||grad F(0)|| <= n_public G + ||b||``.
+    """
+
+    condition_number: float
+    rounding_scale: float
+    target: float
+    accelerated_steps: int
+
+
+def certification_bounds(glm, *, regularization, n_public, noise_norm, gradient_tol=None):
+    """The :class:`CertificationBounds` of a configuration (public inputs only)."""
+    if gradient_tol is None:
+        gradient_tol = DEFAULT_GRADIENT_TOL
+    G = glm.gradient_bound
+    R = glm.row_norm_bound
+    lam = float(regularization)
+    smoothness = lam + float(glm.loss.smoothness) * R**2 * max(float(n_public), 1.0)
+    kappa = smoothness / lam
+    target = CERTIFICATE_MARGIN * float(gradient_tol) * G
+    steps = accelerated_steps(max(float(n_public), 1.0) * G + noise_norm, target, smoothness, lam)
+    return CertificationBounds(
+        condition_number=kappa,
+        rounding_scale=UNIT_ROUNDOFF * kappa * (G + noise_norm),
+        target=target,
+        accelerated_steps=steps,
+    )
+
+
+def check_certifiable(solver, glm, *, regularization, n_public, noise_norm, gradient_tol=None):
+    """Refuse, from public values, a configuration whose solve cannot be certified in practice.
+
+    Two conditions (:class:`CertificationBounds`):
+
+    * the tolerance is attainable in double precision: the rounding scale
+      ``u kappa (G + E||b||)`` is at most the solve's target, half the
+      tolerance (below it, a verified gradient norm means what it says);
+    * the certified solve's last stage, if it ever runs, is bounded: at most
+      ``MAX_ACCELERATED_STEPS`` accelerated steps suffice for every data set
+      of ``n_public`` rows.
+
+    Raises a ValueError (marked public: a function of public inputs and of the
+    released row count) saying what to change.  Both quantities grow with the
+    row count, so a check for fewer rows than the fit's is a conclusive
+    refusal, not a conclusive acceptance.
+    """
+    bounds = certification_bounds(glm, regularization=regularization, n_public=n_public,
+                                  noise_norm=noise_norm, gradient_tol=gradient_tol)
+    penalty = "Use a stronger L2 penalty (a larger alpha, a smaller C)"
+    other = "solver='dp_gd' (delta > 0)"
+    G = glm.gradient_bound
+    if bounds.rounding_scale > bounds.target:
+        raise public_error(ValueError(
+            f"{solver}: the solve cannot be certified in double precision. With L2 strength "
+            f"Lambda={regularization:.3g} for {n_public:.6g} (public) rows of norm at most "
+            f"{glm.row_norm_bound:.3g}, the condition number is up to "
+            f"{bounds.condition_number:.3g}, and the rounding of the gradient at the "
+            f"coefficients' public scale ({bounds.rounding_scale / G:.2g} G) exceeds half the "
+            f"tolerance (gradient_tol={bounds.target / (CERTIFICATE_MARGIN * G):.3g}, in units "
+            f"of G). {penalty}, a larger solver_options['gradient_tol'], or {other}."
+        ))
+    if bounds.accelerated_steps > MAX_ACCELERATED_STEPS:
+        raise public_error(ValueError(
+            f"{solver}: the solve cannot be certified in a bounded time. With L2 strength "
+            f"Lambda={regularization:.3g} for {n_public:.6g} (public) rows of norm at most "
+            f"{glm.row_norm_bound:.3g}, the condition number is up to "
+            f"{bounds.condition_number:.3g}, and the proven fallback of the certified solve "
+            f"could need {bounds.accelerated_steps:.3g} accelerated gradient steps (more than "
+            f"{MAX_ACCELERATED_STEPS:.0e}). {penalty}, or {other}."
+        ))
+    return bounds
+
+
+def _glm_or_none(loss, row_norm_bound, n_outputs):
+    """The proofs' loss constants, or None when the loss is not one these solvers take."""
+    try:
+        return _smooth_glm(loss, row_norm_bound, n_outputs, "plan")
+    except ValueError:
+        return None
 
 
 
@@ -843,20 +1015,26 @@ def output_perturbation(
     # private under add/remove, and the sensitivity G / Lambda needs a Lambda
     # that is the same on neighbouring data sets.
     regularization = data.n_public * float(alpha)
+    private = not math.isinf(epsilon)
+    if private:
+        check_certifiable("output_perturbation", glm, regularization=regularization,
+                          n_public=data.n_public, noise_norm=0.0, gradient_tol=gradient_tol)
     tol = gradient_tol * glm.gradient_bound
     sensitivity = (glm.gradient_bound + 2.0 * tol) / regularization
     pure = plan.details["noise"] != "gaussian"
     scale = 0.0
     if plan.details["noise"] != "none":
         scale = sensitivity / epsilon if pure else plan.noise_multiplier * sensitivity
-    solve = minimize_strongly_convex(
+    solve = certified_minimize(
         data.design,
         data.y,
         glm.loss,
         n_outputs=n_outputs,
         regularization=regularization,
+        tol=tol,
         n_steps=n_steps,
         progress=Progress("output_perturbation", n_steps, verbose),
+        accelerate=private,
     )
     rng = make_rng(random_state)
     if pure:
@@ -1000,6 +1178,12 @@ def objective_perturbation(
         b_scale = G / details["epsilon_noise"]
     else:
         b_scale = plan.noise_multiplier * G
+    private = noise != "none"
+    if private:
+        check_certifiable("objective_perturbation", glm, regularization=regularization,
+                          n_public=data.n_public,
+                          noise_norm=_objective_noise_norm(plan, glm, n_params),
+                          gradient_tol=gradient_tol)
     tol = gradient_tol * G
     residual_sensitivity = 2.0 * tol / regularization
     if noise == "none":
@@ -1018,13 +1202,15 @@ def objective_perturbation(
         return rng.normal(0.0, b_scale, size=shape)
 
     def solve(b):
-        return minimize_strongly_convex(
+        return certified_minimize(
             data.design,
             data.y,
             glm.loss,
             n_outputs=n_outputs,
             regularization=regularization,
+            tol=tol,
             linear_term=b,
+            accelerate=private,
             n_steps=n_steps,
             progress=Progress("objective_perturbation", n_steps, verbose),
         ).coef
