@@ -598,6 +598,8 @@ def certified_minimize(
     n_steps=DEFAULT_NEWTON_STEPS,
     progress=None,
     accelerate=True,
+    public_smoothness=None,
+    public_gradient_bound=None,
 ):
     r"""A point ``W`` with ``||W - W*|| <= tol / Lambda``, whatever the data: a certified solve.
 
@@ -615,9 +617,20 @@ def certified_minimize(
        (returned then);
     3. otherwise Nesterov's accelerated method (:func:`accelerated_descent`)
        from whichever of ``0`` and the best Newton point has the smaller
-       gradient norm ``r_0``, for the number of steps
-       :func:`accelerated_steps` proves sufficient, ``T = ceil(log(2 r_0^2
-       / target^2) / -log(1 - sqrt(Lambda / L)))``; ``x_T`` is returned.
+       gradient norm ``r_0``, with step ``1 / L`` (``L`` from
+       :func:`smoothness_bound`, a valid bound on the data's smoothness), for
+       ``T`` steps, ``x_T`` returned.  ``T`` is the count
+       :func:`accelerated_steps` proves sufficient from the PUBLIC constants
+       when the caller gives them, ``T_pub = ceil(log(2 r_pub^2 / target^2) /
+       -log(1 - sqrt(Lambda / L_pub)))`` with ``L_pub = public_smoothness``
+       (the perturbation solvers: ``Lambda + c R^2 n_public``) and ``r_pub =
+       public_gradient_bound`` (``n_public G + ||b||``), and never less than
+       the count proven from the actual ``r_0`` and ``L``: whenever the public
+       constants bound the actual ones (``L <= L_pub``, ``r_0 <= r_pub``; always
+       for a direct call, whose ``n_public`` is the row count) the latter is
+       at most ``T_pub``, so the number of steps is the public ``T_pub``; when
+       they do not (a DP row count below the true one), the proof still
+       holds with the larger private count, whose only effect is run time.
 
     In exact arithmetic the returned point is therefore always within
     ``target / Lambda = tol / (2 Lambda)`` of the minimiser: by a verified
@@ -636,6 +649,13 @@ def certified_minimize(
     ``accelerate=False`` skips stage 3 (non-private fits, ``epsilon=inf``, which
     need no certificate and no public check of the condition number) and
     returns the best Newton point.
+
+    Parameters
+    ----------
+    public_smoothness, public_gradient_bound : float, optional
+        Public bounds on ``L`` and on ``||grad F(0)||`` that fix the length of
+        stage 3 (see above); without them the count is the one proven from
+        the actual ``r_0`` and ``L``.
 
     Returns
     -------
@@ -671,6 +691,11 @@ def certified_minimize(
             np.zeros(shape), zero_norm)
         smoothness = smoothness_bound(X, loss.smoothness, lam)
         n_accelerated = accelerated_steps(r0, target, smoothness, lam)
+        if public_smoothness is not None and public_gradient_bound is not None:
+            # The public count; the proven private one only when the public
+            # constants fail to bound the actual ones (then it is larger).
+            n_accelerated = max(n_accelerated, accelerated_steps(
+                public_gradient_bound, target, public_smoothness, lam))
         coef = accelerated_descent(X, y, loss, start=start, smoothness=smoothness,
                                    n_steps=n_accelerated, **kwargs)
         return InnerSolve(

@@ -287,6 +287,7 @@ from ._newton import (  # noqa: F401 - re-exported for tests and direct callers
     DEFAULT_NEWTON_STEPS,
     DENSE_HESSIAN_MAX_PARAMS,
     InnerSolve,
+    _EIGENVALUE_SLACK,
     accelerated_steps,
     certified_minimize,
     minimize_strongly_convex,
@@ -742,17 +743,27 @@ class CertificationBounds:
     For any data set of at most ``n_public`` rows of norm ``<= R``: the
     condition number ``kappa = L / Lambda`` with ``L = Lambda + c R^2
     n_public`` (``c`` the per-row curvature bound), the rounding scale
-    ``u kappa (G + noise_norm)`` of the gradient at the coefficients' public
-    scale ``(G + ||b||) / Lambda``, the solve's target ``CERTIFICATE_MARGIN *
+    ``u (kappa + n_public) (G + noise_norm)`` of the gradient at the
+    coefficients' public scale ``(G + ||b||) / Lambda`` (to first order: the
+    rounding of the scores ``X W`` propagated through the loss's curvature,
+    ``u L ||W||``, plus that of a sum of ``n_public`` per-row terms of norm ``G``;
+    an estimate of the floating-point floor, not a rigorous bound), the solve's target ``CERTIFICATE_MARGIN *
     tol`` and the number of accelerated steps that
     :func:`~sklearn_dp.solvers._newton.accelerated_steps` proves sufficient
-    from the worst start ``||grad F(0)|| <= n_public G + ||b||``.
+    from the worst start ``||grad F(0)|| <= n_public G + ||b||``; ``smoothness``
+    (``L``, with the relative slack of
+    :func:`~sklearn_dp.solvers._newton.smoothness_bound`, so that it is at
+    least the data's bound whenever the data has at most ``n_public`` rows)
+    and ``initial_gradient_bound`` (``n_public G + ||b||``) are the public
+    constants the certified solve takes its number of accelerated steps from.
     """
 
     condition_number: float
     rounding_scale: float
     target: float
     accelerated_steps: int
+    smoothness: float = math.inf
+    initial_gradient_bound: float = math.inf
 
 
 def certification_bounds(glm, *, regularization, n_public, noise_norm, gradient_tol=None):
@@ -762,15 +773,19 @@ def certification_bounds(glm, *, regularization, n_public, noise_norm, gradient_
     G = glm.gradient_bound
     R = glm.row_norm_bound
     lam = float(regularization)
-    smoothness = lam + float(glm.loss.smoothness) * R**2 * max(float(n_public), 1.0)
+    n_rows = max(float(n_public), 1.0)
+    smoothness = lam + float(glm.loss.smoothness) * R**2 * n_rows * (1.0 + _EIGENVALUE_SLACK)
     kappa = smoothness / lam
     target = CERTIFICATE_MARGIN * float(gradient_tol) * G
-    steps = accelerated_steps(max(float(n_public), 1.0) * G + noise_norm, target, smoothness, lam)
+    initial = n_rows * G + float(noise_norm)
+    steps = accelerated_steps(initial, target, smoothness, lam)
     return CertificationBounds(
         condition_number=kappa,
-        rounding_scale=UNIT_ROUNDOFF * kappa * (G + noise_norm),
+        rounding_scale=UNIT_ROUNDOFF * (kappa + n_rows) * (G + noise_norm),
         target=target,
         accelerated_steps=steps,
+        smoothness=smoothness,
+        initial_gradient_bound=initial,
     )
 
 
@@ -780,7 +795,7 @@ def check_certifiable(solver, glm, *, regularization, n_public, noise_norm, grad
     Two conditions (:class:`CertificationBounds`):
 
     * the tolerance is attainable in double precision: the rounding scale
-      ``u kappa (G + E||b||)`` is at most the solve's target, half the
+      ``u (kappa + n_public) (G + E||b||)`` is at most the solve's target, half the
       tolerance (below it, a verified gradient norm means what it says);
     * the certified solve's last stage, if it ever runs, is bounded: at most
       ``MAX_ACCELERATED_STEPS`` accelerated steps suffice for every data set
@@ -1016,9 +1031,11 @@ def output_perturbation(
     # that is the same on neighbouring data sets.
     regularization = data.n_public * float(alpha)
     private = not math.isinf(epsilon)
+    bounds = None
     if private:
-        check_certifiable("output_perturbation", glm, regularization=regularization,
-                          n_public=data.n_public, noise_norm=0.0, gradient_tol=gradient_tol)
+        bounds = check_certifiable("output_perturbation", glm, regularization=regularization,
+                                   n_public=data.n_public, noise_norm=0.0,
+                                   gradient_tol=gradient_tol)
     tol = gradient_tol * glm.gradient_bound
     sensitivity = (glm.gradient_bound + 2.0 * tol) / regularization
     pure = plan.details["noise"] != "gaussian"
@@ -1035,6 +1052,8 @@ def output_perturbation(
         n_steps=n_steps,
         progress=Progress("output_perturbation", n_steps, verbose),
         accelerate=private,
+        public_smoothness=None if bounds is None else bounds.smoothness,
+        public_gradient_bound=None if bounds is None else bounds.initial_gradient_bound,
     )
     rng = make_rng(random_state)
     if pure:
@@ -1179,11 +1198,12 @@ def objective_perturbation(
     else:
         b_scale = plan.noise_multiplier * G
     private = noise != "none"
+    bounds = None
     if private:
-        check_certifiable("objective_perturbation", glm, regularization=regularization,
-                          n_public=data.n_public,
-                          noise_norm=_objective_noise_norm(plan, glm, n_params),
-                          gradient_tol=gradient_tol)
+        bounds = check_certifiable("objective_perturbation", glm, regularization=regularization,
+                                   n_public=data.n_public,
+                                   noise_norm=_objective_noise_norm(plan, glm, n_params),
+                                   gradient_tol=gradient_tol)
     tol = gradient_tol * G
     residual_sensitivity = 2.0 * tol / regularization
     if noise == "none":
@@ -1202,6 +1222,11 @@ def objective_perturbation(
         return rng.normal(0.0, b_scale, size=shape)
 
     def solve(b):
+        # The accelerated stage's step count: public constants and the norm of
+        # b (data-independent noise), ||grad J_b(0)|| <= n_public G + ||b||.
+        public_gradient_bound = None
+        if bounds is not None:
+            public_gradient_bound = max(float(data.n_public), 1.0) * G + float(np.linalg.norm(b))
         return certified_minimize(
             data.design,
             data.y,
@@ -1213,6 +1238,8 @@ def objective_perturbation(
             accelerate=private,
             n_steps=n_steps,
             progress=Progress("objective_perturbation", n_steps, verbose),
+            public_smoothness=None if bounds is None else bounds.smoothness,
+            public_gradient_bound=public_gradient_bound,
         ).coef
 
     rng = make_rng(random_state)
