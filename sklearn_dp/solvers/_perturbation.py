@@ -78,52 +78,59 @@ The privacy proofs are stated for the exact minimiser; a numerical solve
 returns a point ``w_hat`` whose *certificate* ``||grad F(w_hat)||`` bounds its
 distance to it.  Both solvers account for a PUBLIC tolerance ``tol =
 gradient_tol * G`` (default ``gradient_tol = 1e-6``): every bound below holds
-for any ``w_hat`` with ``||grad F(w_hat)|| <= tol``, however it was computed.
+for any ``w_hat`` with ``||w_hat - w*|| <= tol / Lambda`` (for instance one with
+``||grad F(w_hat)|| <= tol``), however it was computed.
 
-The inner solve (:func:`sklearn_dp.solvers._newton.minimize_strongly_convex`)
-runs on private data, so it may not reveal anything by itself: it takes a
-fixed, public number of safeguarded Newton steps (``max_iter``, default
+The inner solve (:func:`sklearn_dp.solvers._newton.certified_minimize`) runs
+on private data, so it may not reveal anything by itself: its public phase
+takes a fixed, public number of safeguarded Newton steps (``max_iter``, default
 ``DEFAULT_NEWTON_STEPS = 50``; fewer than ``MIN_NEWTON_STEPS = 10`` are
-refused), each with a fixed number of line-search evaluations; it never
-stops early, never raises and prints nothing but the public step number; it
-returns the iterate with the smallest gradient norm.  Non-finite
-intermediate values are handled by fixed rules, never by an exception: the
-inputs are finite and bounded (rows clipped, labels validated, ``|l'| <= L``),
-so the gradient at every finite point is finite; a Newton direction that is
-not finite is replaced by ``-grad / Lambda`` and a step to a non-finite point
-is not taken, so the point returned is always finite (at worst the public
-start ``0``).  These rules are part of the deterministic map ``D -> w_hat(D)``
-whose output the certificate covers, and they make no observable branch on
-a private value (the trace and the output are the same kind of object
-whatever happens).
+refused), each with a fixed number of line-search evaluations, and prints
+nothing but the public step number.  Non-finite intermediate values are
+handled by fixed rules, never by an exception (the inputs are finite and
+bounded, so the gradient at every finite point is finite; a non-finite Newton
+direction is replaced by ``-grad / Lambda``, a step to a non-finite point is not
+taken): these rules are part of the deterministic map ``D -> w_hat(D)`` whose
+output the certificate covers.
 
-Whether ``w_hat`` meets the certificate is a property of the floating-point
-computation, which no fixed budget can be proved to reach for every data set.
-The solve is built so that it does: Newton converges quadratically near the
-minimiser of these smooth (or, for Huber, semismooth) strongly convex
-problems, the line search finds the minimiser along each direction from the
-signs of bounded per-row derivatives only (robust to labels of 1e300, which
-made a search on objective values cycle), and the tests check the certificate
-on hostile rows and labels, Huber thresholds a thousandth of the label scale
-with weak penalties, and separable classes (``tests/test_perturbation.py``);
-typical fits meet it after 5-10 of the 50 steps.  Should it fail
-(conceivable for penalties so weak that the minimiser's scale exhausts double
-precision), nothing signals it (a signal would itself be a data-dependent
-event); by Lemmas 1 and 2 the released point then moves by at most ``(G + r_D
-+ r_D') / Lambda`` between neighbours (``r`` the achieved gradient norms), so
-output perturbation's pure guarantee degrades to ``epsilon (G + r_D + r_D') /
-(G + 2 tol)`` rather than failing outright.
+The certified solve: the guarantee is unconditional
+---------------------------------------------------
+The bounds below need only that ``w_hat`` lies within ``tol / Lambda`` of the
+exact minimiser, and the solve guarantees it whatever the data, with no
+convergence assumption.  With ``target = tol / 2``: (1) if the best Newton
+iterate's gradient norm is at most ``target``, Lemma 2 (the strong-convexity
+certificate) places it within ``target / Lambda``; (2) otherwise at most
+``EXTENSION_NEWTON_STEPS`` more Newton steps, returned as soon as one verifies;
+(3) otherwise Nesterov's accelerated gradient method for ``Lambda``-strongly
+convex, ``L``-smooth functions (Nesterov 2004, *Introductory Lectures on
+Convex Optimization*, Thm 2.2.3, constant-momentum scheme), which guarantees
+``F(x_T) - F* <= (1 - sqrt(Lambda / L))^T (F(x_0) - F* + Lambda/2 ||x_0 - w*||^2)``
+and hence, by strong convexity, ``||x_T - w*|| <= target / Lambda`` after ``T =
+ceil(log(2 r^2 / target^2) / -log(1 - sqrt(Lambda / L)))`` steps.  ``T`` is
+computed from PUBLIC constants, ``L = Lambda + c R^2 n_public`` and ``r =
+n_public G + ||b||`` (``||grad F(0)|| <= r``), and is never below the count
+proven from the data's own ``L`` and start (larger only when the public
+constants do not bound them, e.g. a DP row count below the true one).  So in
+exact arithmetic ``||w_hat - w*|| <= tol / (2 Lambda)`` always; the other half of
+``tol`` absorbs floating-point rounding.  :func:`check_certifiable` refuses,
+from public values only (before the spend where the public inputs decide it,
+else right after the DP row count), a tolerance below the estimated rounding
+floor ``u (kappa + n_public) (G + E||b||)`` (``kappa = L / Lambda``) or a
+fallback that could need more than ``MAX_ACCELERATED_STEPS`` steps.  Stages 2
+and 3 print, warn and raise nothing and leave ``n_iter`` and every detail
+unchanged: their only effect is run time.
 
 Output perturbation (Algorithm 1, re-derived)
 ---------------------------------------------
 Release ``W_hat + B``, ``W_hat`` the certified numerical minimiser of ``F_D``
-(``||grad F_D(W_hat)|| <= tol``).  By Lemma 2 ``||W_hat(D) - w*(D)|| <= tol /
-Lambda`` on each side, so by Lemma 1 and the triangle inequality, for
-neighbours ``||W_hat(D) - W_hat(D')|| <= G / Lambda + 2 tol / Lambda =: Delta``:
-a public quantity (the tolerance costs a factor ``1 + 2 gradient_tol`` on the
-sensitivity: 2e-6 by default).  ``Delta`` is the declared sensitivity of the
-one release, made through the noise gateway (:func:`sklearn_dp._noise.gamma_norm`
-or :func:`sklearn_dp._noise.gaussian`, label ``"minimiser"``).  Then
+(``||W_hat(D) - w*(D)|| <= tol / (2 Lambda) <= tol / Lambda`` on each side: the
+certified solve above, by Lemma 2 or by Nesterov's bound), so by Lemma 1 and
+the triangle inequality, for neighbours ``||W_hat(D) - W_hat(D')|| <= G / Lambda
++ 2 tol / Lambda =: Delta``: a public quantity (the tolerance costs a factor
+``1 + 2 gradient_tol`` on the sensitivity: 2e-6 by default).  ``Delta`` is the
+declared sensitivity of the one release, made through the noise gateway
+(:func:`sklearn_dp._noise.gamma_norm` or :func:`sklearn_dp._noise.gaussian`,
+label ``"minimiser"``).  Then
 
 * pure epsilon-DP: ``B`` has density proportional to ``exp(-epsilon ||B||_F /
   Delta)`` on R^m (``m = p K``), i.e. ``||B|| ~ Gamma(shape=m, scale=Delta /
@@ -222,9 +229,8 @@ theorem holds for the Huber loss with ``c = 1``.
 
 *Inexact solve (approximate minima perturbation, Iyengar et al. 2019).*  The
 exact minimiser ``W*`` is (epsilon_obj, delta_obj)-DP as above; the solver
-returns ``W_hat`` with ``||grad J_b(W_hat)|| <= tol`` (the certificate of
-Lemma 2, with the same fixed-budget solve), so ``||W_hat - W*|| <= tol
-/ Lambda`` (Lemma 2), and ``W_hat = h(D, W*)`` (given D, b and W* determine
+returns ``W_hat`` with ``||W_hat - W*|| <= tol / (2 Lambda) <= tol / Lambda``
+(the same certified solve, on ``J_b``), and ``W_hat = h(D, W*)`` (given D, b and W* determine
 each other).  For neighbours and the same ``W*``, ``||h(D, W*) - h(D', W*)|| <=
 2 tol / Lambda``: releasing ``W_hat + E`` with ``E`` Gamma-norm (pure) or
 Gaussian noise for sensitivity ``2 tol / Lambda`` at budget ``eps_residual =
@@ -747,8 +753,8 @@ class CertificationBounds:
     coefficients' public scale ``(G + ||b||) / Lambda`` (to first order: the
     rounding of the scores ``X W`` propagated through the loss's curvature,
     ``u L ||W||``, plus that of a sum of ``n_public`` per-row terms of norm ``G``;
-    an estimate of the floating-point floor, not a rigorous bound), the solve's target ``CERTIFICATE_MARGIN *
-    tol`` and the number of accelerated steps that
+    an estimate of the floating-point floor, not a rigorous bound), the
+    solve's target ``CERTIFICATE_MARGIN * tol`` and the number of accelerated steps that
     :func:`~sklearn_dp.solvers._newton.accelerated_steps` proves sufficient
     from the worst start ``||grad F(0)|| <= n_public G + ||b||``; ``smoothness``
     (``L``, with the relative slack of
@@ -884,8 +890,9 @@ def _check_options(
     if n_steps < MIN_NEWTON_STEPS:
         raise ValueError(
             f"{solver}: max_iter={n_steps} Newton steps is below {MIN_NEWTON_STEPS}. The inner "
-            "solve runs a fixed budget of Newton steps and the privacy proof needs it to reach "
-            "the public gradient tolerance; leave max_iter=None (50 steps) or raise it."
+            "solve runs a fixed budget of Newton steps before its (much slower) certified "
+            "fallback, and so few steps would rarely reach the public gradient tolerance; leave "
+            "max_iter=None (50 steps) or raise it."
         )
     if epsilon_split is not None or residual_fraction is not None:
         split = _check_fraction(
@@ -1011,12 +1018,18 @@ def output_perturbation(
     Delta/epsilon), uniform direction; event ``PureEpsilonDpEvent(epsilon,
     "output_perturbation")``), or ``N(0, (sigma Delta)^2 I)`` with the
     analytic-Gaussian ``sigma`` (event ``GaussianDpEvent(sigma)``).  The
-    inner solve runs a fixed public number of steps, never raises, never
-    stops early and prints only its step number; the result's ``n_iter`` and
-    every detail are public: every observable is a function of public values
-    and of the release.  The certificate is a numerical property of the solve
-    (see the module docstring: reached in every tested case; if not, the bound
-    widens to ``(G + r_D + r_D') / Lambda`` silently).  Public:
+    guarantee is unconditional: the certified solve returns a point within
+    ``tol / (2 Lambda)`` of the exact minimiser on every data set, by a
+    verified gradient norm (strong convexity) or, when the public Newton
+    budget does not verify, by Nesterov's accelerated method run for a step
+    count proven sufficient from public constants (``Lambda + c R^2
+    n_public``, ``n_public G``, the tolerance); configurations whose tolerance
+    is below floating-point rounding, or whose fallback could need more than
+    ``MAX_ACCELERATED_STEPS`` steps, are refused from public values.  The
+    public Newton phase runs a fixed number of steps and prints only its step
+    number; the later stages print, warn and raise nothing; the result's
+    ``n_iter`` and every detail are public: every observable is a function of
+    public values and of the release.  Public:
     ``data.n_public`` (a DP count from the estimators; the row count itself
     when called directly), the bounds, alpha, the tolerance, the budget.
     """
@@ -1147,13 +1160,19 @@ def objective_perturbation(
     multinomial ``r = K - 1, c_dir = 1/K``).  Pure: ``||b|| ~ Gamma(m, G /
     eps_noise)``; Gaussian: ``b ~ N(0, (sigma G)^2 I)`` with ``sigma`` from
     :func:`objective_gaussian_noise_multiplier`.  (2) The solve returns a
-    point within ``tol / Lambda`` of the exact perturbed minimiser (its
-    certificate ``||grad|| <= tol = gradient_tol * G``), covered by output
-    noise of sensitivity ``2 tol / Lambda`` at ``residual_fraction`` of the
-    budget (label ``"inexact-solve residual"``).  The inner solve runs a fixed
-    public number of steps, never raises, never stops early and prints only
-    its step number: every observable is a function of public values and of
-    the releases.  The event is ``PureEpsilonDpEvent(epsilon,
+    point within ``tol / Lambda`` of the exact perturbed minimiser (``tol =
+    gradient_tol * G``), covered by output noise of sensitivity ``2 tol /
+    Lambda`` at ``residual_fraction`` of the budget (label ``"inexact-solve
+    residual"``).  That distance is guaranteed, not assumed: the certified
+    solve returns a point within ``tol / (2 Lambda)`` on every data set and
+    every ``b``, by a verified gradient norm (strong convexity) or by
+    Nesterov's accelerated method run for a step count proven sufficient
+    from public constants (``Lambda + c R^2 n_public``, ``n_public G + ||b||``,
+    the tolerance); configurations beyond floating-point rounding or a
+    public step cap are refused from public values.  The public Newton phase
+    runs a fixed number of steps and prints only its step number; the later
+    stages print, warn and raise nothing: every observable is a function of
+    public values and of the releases.  The event is ``PureEpsilonDpEvent(epsilon,
     "objective_perturbation")`` or an :class:`ObjectivePerturbationDpEvent`.
     Public: ``data.n_public``, the bounds, alpha, the splits, the tolerance
     and the budget.  See the module docstring for the proof.
