@@ -118,10 +118,12 @@ class Design:
 
     def _features_dot(self, W):
         """Bounded (before ``row_scale``) features times W, (n, k) float64."""
-        if self.dtype == np.float32:
-            Z = np.asarray(self.X @ W.astype(np.float32)).astype(np.float64)
-        else:
-            Z = np.asarray(self.X @ W, dtype=np.float64)
+        # Overflow here is repaired in matmul (rows recomputed from bounded values).
+        with np.errstate(over="ignore", invalid="ignore"):
+            if self.dtype == np.float32:
+                Z = np.asarray(self.X @ W.astype(np.float32)).astype(np.float64)
+            else:
+                Z = np.asarray(self.X @ W, dtype=np.float64)
         if self.excess is not None:
             Z -= np.asarray(self.excess @ W)
         if self.patch_rows is not None:
@@ -136,6 +138,17 @@ class Design:
             Z *= self.row_scale[:, None]
         if self.intercept is not None:
             Z += self.intercept * W2[self.n_features]
+        # X W is computed before the row factors (in float32 for float32 X):
+        # a long row (entries near the float32 maximum, or beyond ~1e154 in
+        # float64 times a large W) overflows there although its bounded row
+        # (norm at most the bound) has a finite score.  A non-finite score
+        # would turn that row's clipped gradient into NaN, and one hostile
+        # row would change the whole release.  Such rows are recomputed from
+        # their bounded float64 values (the factor applied first).
+        bad = np.flatnonzero(~np.all(np.isfinite(Z), axis=1))
+        if bad.size and np.all(np.isfinite(W2)):
+            bounded = self.rows(bad).materialize()
+            Z[bad] = np.asarray(bounded @ W2, dtype=np.float64)
         return Z[:, 0] if flat else Z
 
     def _x_transpose_dot(self, U):
