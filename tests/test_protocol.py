@@ -260,3 +260,25 @@ def test_concurrent_private_phases_keep_warnings_silenced():
         warnings.warn("public", UserWarning)
     assert not any("42" in str(w.message) for w in escaped)
     assert any("public" in str(w.message) for w in caught)
+
+
+def test_solver_share_chosen_from_released_values_uses_basic_composition():
+    """A solver whose privacy profile depends on the noisy count gets the basic share.
+
+    With an explicit ``batch_size`` DP-SGD's sampling rate is ``batch_size / n~``:
+    its event is chosen from a released value, which is fully adaptive
+    composition; numerical (PLD) composition with the count is proven only for
+    profiles fixed before the data, so the solver gets what basic composition
+    leaves.  A profile fixed in advance (dp_gd) keeps the numerical share.
+    """
+    from sklearn_dp.accounting import epsilon_of_event
+    from sklearn_dp.solvers._common import COUNT_EPSILON_FRACTION
+
+    X, y = _data(n=400)
+    common = dict(epsilon=1.0, delta=1e-6, classes=[0, 1], random_state=0, data_norm=1.0,
+                  intercept_scaling=1.0)
+    floor = 1.0 - COUNT_EPSILON_FRACTION * 1.0
+    adaptive = DPLogisticRegression(solver="dp_sgd", batch_size=32, max_iter=5, **common).fit(X, y)
+    assert epsilon_of_event(adaptive.dp_event_.events[-1], 1e-6) <= floor + 1e-9
+    fixed = DPLogisticRegression(solver="dp_gd", max_iter=5, **common).fit(X, y)
+    assert epsilon_of_event(fixed.dp_event_.events[-1], 1e-6) > floor

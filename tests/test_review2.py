@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+import sklearn_dp
 from sklearn_dp import DPLogisticRegression
 from sklearn_dp._data import bound_data
 from sklearn_dp.testing import trace_releases
@@ -54,3 +55,19 @@ def test_float32_hostile_row_fit_is_finite():
         model = DPLogisticRegression(epsilon=1.0, classes=[0, 1], random_state=seed)
         model.fit(np.vstack([X, hostile]), np.append(y, 1))
         assert np.all(np.isfinite(model.coef_))
+
+
+@pytest.mark.parametrize("make", [
+    lambda: sklearn_dp.DPSCORegressor(fit_intercept=False, random_state=0),
+    lambda: sklearn_dp.DPLasso(fit_intercept=False, alpha=0.1, random_state=0),
+])
+def test_no_intercept_means_no_released_label_centre(make):
+    """fit_intercept=False used to add the released label centre to intercept_."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 3))
+    y = X @ np.array([1.0, 2.0, 3.0]) + 50.0
+    model = make().fit(X, y)
+    assert model.intercept_ == 0.0 and model.y_center_ == 0.0
+    np.testing.assert_array_equal(model.predict(X), X @ model.coef_)
+    labels = [e for e in model.dp_event_.events if "label range" in getattr(e, "mechanism", "")]
+    assert [e.mechanism.split(": ")[-1] for e in labels] == ["label range (half-width)"]

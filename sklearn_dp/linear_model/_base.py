@@ -759,7 +759,11 @@ class BaseDPEstimator(BaseEstimator):
         elif spec.geometry == "linf":
             if _is_auto(feature_bound):
                 rows = "feature_bound"
-        labels = bool(self._bounds_labels) and _is_auto(getattr(self, "y_bound", None))
+        labels = False
+        if self._bounds_labels and _is_auto(getattr(self, "y_bound", None)):
+            # Without an intercept the model has no offset to absorb a centre:
+            # the labels keep centre 0 and only their half-width is released.
+            labels = "range" if self.fit_intercept else "symmetric"
         return rows, labels
 
     def _bounds_epsilons(self, request, epsilon_rest, private):
@@ -848,7 +852,7 @@ class BaseDPEstimator(BaseEstimator):
         if labels:
             center, half_width, label_events = release_range(
                 y, epsilon=epsilon_labels, n_public=n_public, rng=rng, label="label range",
-                window=_bounds.LABEL_WINDOW,
+                window=_bounds.LABEL_WINDOW, center=0.0 if labels == "symmetric" else None,
             )
             released["labels"] = (center, half_width)
             events += label_events
@@ -976,7 +980,22 @@ class BaseDPEstimator(BaseEstimator):
                 return None if plan is None else plan.event
 
             floor = epsilon_rest - epsilon_count - sum(bound_epsilons)
-            return largest_share(solver_event, prefix, epsilon_rest, delta_rest, floor)
+            share = largest_share(solver_event, prefix, epsilon_rest, delta_rest, floor)
+            if n_public is None or share <= floor:
+                return share
+            # Numerical (PLD) composition of the count and bounds with the
+            # solver is valid when the solver's privacy profile is fixed
+            # before the data; a profile chosen from released values (a
+            # sampling rate from the noisy count, steps from released bounds)
+            # is fully adaptive composition, for which only basic composition
+            # (or a zCDP/RDP filter) is proven.  Such solvers get the
+            # basic-composition share.
+            adaptive = solver_event(share) != plan_event_before_data(problem, share, kwargs)
+            return floor if adaptive else share
+
+        def plan_event_before_data(problem, epsilon_part, kwargs):
+            plan = plan_for(problem, None, epsilon_part, planned, kwargs)
+            return None if plan is None else plan.event
 
         def fit_event(label_event, count_event, bound_events, solver_event):
             parts = [count_event] + list(bound_events) + [solver_event]
