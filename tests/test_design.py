@@ -103,3 +103,70 @@ def test_design_on_zero_rows():
     assert data.design.matmul(np.ones(4)).shape == (0,)
     assert data.design.rmatmul(np.zeros(0)).shape == (4,)
     assert data.design.gram().shape == (4, 4)
+
+
+@pytest.mark.parametrize("kind, dtype, sparse, geometry, fit_intercept", CASES)
+def test_columns_norms_and_column_views_match_the_materialised_matrix(
+    kind, dtype, sparse, geometry, fit_intercept
+):
+    X = _data(kind, dtype)
+    if sparse:
+        X[np.abs(X) < 0.5] = 0.0
+        X = sp.csr_matrix(X)
+    bounds = {"data_norm": 2.0} if geometry == "l2" else {"feature_bound": [1.0, 2, 1, 0.5, 1, 1, 3]}
+    data = bound_data(X, np.zeros(X.shape[0]), fit_intercept=fit_intercept,
+                      intercept_scaling=1.5, geometry=geometry, **bounds)
+    design = data.design
+    reference = data.X.toarray() if sparse else data.X  # the materialised copy
+    last = design.n_columns - 1
+    # Unsorted columns, the intercept (if any) in the middle: values bit for bit.
+    for cols in ([4, 0, 2], [last, 3, 1], [5, last, 0, 6], [last], [2]):
+        cols = np.array(sorted(set(cols), key=cols.index))
+        block = design.columns(cols)
+        if sparse:
+            assert sp.isspmatrix_csr(block)
+            csc = design.columns(cols, format="csc")
+            assert sp.isspmatrix_csc(csc) and csc.has_canonical_format
+            np.testing.assert_array_equal(csc.toarray(), reference[:, cols])
+            block = block.toarray()
+        else:
+            assert block.flags.f_contiguous
+            buffer = np.full(design.n_rows * cols.size + 5, np.nan)
+            np.testing.assert_array_equal(design.columns(cols, out=buffer), reference[:, cols])
+        np.testing.assert_array_equal(block, reference[:, cols])
+    np.testing.assert_array_equal(design.row_norms(np.inf), np.max(np.abs(reference), axis=1))
+    np.testing.assert_allclose(data.row_norms, row_l2_norms(reference), rtol=1e-12)
+    rng = np.random.default_rng(2)
+    for cols in ([0, 2, 3], [1, last], [last], list(range(design.n_columns))):
+        cols = np.array(sorted(set(cols)))
+        view = design.column_view(cols)
+        sub = reference[:, cols]
+        W = rng.normal(size=(cols.size, 2))
+        V = rng.normal(size=(design.n_rows, 2))
+        rtol = 1e-5 if dtype == np.float32 else 1e-10
+        scale = np.abs(sub) @ np.abs(W) + 1e-300
+        assert np.all(np.abs(view.matmul(W) - sub @ W) <= rtol * scale)
+        assert np.all(np.abs(view.matmul(W[:, 0]) - view.matmul(W)[:, 0]) <= rtol * scale[:, 0])
+        np.testing.assert_allclose(view.rmatmul(V), sub.T @ V, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(view.row_norms(), row_l2_norms(sub), rtol=1e-12)
+        np.testing.assert_array_equal(view.row_norms(np.inf), np.max(np.abs(sub), axis=1))
+        np.testing.assert_array_equal(view.toarray(), sub)
+
+
+def test_blocks_of_rows_are_a_small_share_of_the_rows():
+    from sklearn_dp._design import MIN_BLOCK_ROWS, block_ranges, block_rows
+
+    for n, d in [(0, 3), (10, 3), (20000, 50), (10**6, 100), (10**6, 10**5)]:
+        ranges = block_ranges(n, d)
+        assert [start for start, _ in ranges] == list(range(0, n, block_rows(n, d)))
+        assert all(stop - start <= block_rows(n, d) for start, stop in ranges)
+        assert (ranges[-1][1] if ranges else 0) == n
+        assert block_rows(n, d) <= max(MIN_BLOCK_ROWS, np.ceil(n / 64))
+
+
+def test_bounded_data_computes_row_norms_on_first_use():
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    data = bound_data(X, np.zeros(50), fit_intercept=True, data_norm=1.0)
+    assert data._row_norms is None
+    np.testing.assert_allclose(data.row_norms, row_l2_norms(data.X), rtol=1e-12)
+    assert data.row_norms is data.row_norms
