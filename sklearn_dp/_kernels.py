@@ -36,18 +36,24 @@ __all__ = [
 ]
 
 
-def clip_scale(norms, clip_norm):
+def clip_scale(norms, clip_norm, out=None):
     """Per-row factors ``min(1, clip_norm / norms)`` (1 where the norm is 0 or within the clip).
 
-    ``clip_norm`` None or inf gives ones.  Only rows over the clip are
-    divided, so zero norms never divide.
+    ``clip_norm`` None or inf gives ones.  A zero (or NaN) norm gives 1, an
+    infinite norm 0; rows over the clip get ``clip_norm / norms`` exactly.
+    ``out`` (float64, may be ``norms`` itself) receives the factors, so a
+    kernel needs no extra n-vector.
     """
-    scale = np.ones_like(norms, dtype=float)
     if clip_norm is None or not np.isfinite(clip_norm):
-        return scale
-    over = norms > clip_norm
-    scale[over] = clip_norm / norms[over]
-    return scale
+        if out is None:
+            return np.ones_like(norms, dtype=float)
+        out[...] = 1.0
+        return out
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # clip / norm >= 1 exactly when norm <= clip (and inf or NaN for a zero norm,
+        # which fmin turns into 1, as it does a NaN norm).
+        scale = np.divide(float(clip_norm), norms, out=out, dtype=np.float64)
+    return np.fmin(scale, 1.0, out=scale)
 
 
 # --------------------------------------------------------------------------
@@ -198,7 +204,13 @@ def vertex_scores(gradient, domain):
 
 
 def block_row_norms(X_block):
-    """``||x_{i,U}||_2`` of each row of a column block (underflow-safe, dense or sparse)."""
+    """``||x_{i,U}||_2`` of each row of a column block (underflow-safe, dense or sparse).
+
+    ``X_block`` is a matrix (a copy of the block's columns) or an operator on
+    them (a :class:`~sklearn_dp._design.ColumnView` of the bounded design).
+    """
+    if hasattr(X_block, "row_norms"):
+        return X_block.row_norms()
     if not sp.issparse(X_block) and X_block.shape[1] == 1:
         return np.abs(X_block[:, 0])
     # Underflow-safe: a row whose squares underflow must not look like a zero row to the clip.
@@ -211,23 +223,34 @@ def block_clipped_gradient_sum(X_block, Z_rows, y_rows, loss, block_bound):
     The gradient of row i restricted to the block's columns is ``outer(X_block[i], D_i)``
     with ``D = dl/dz`` at the scores ``Z_rows``; its norm is ``||D_i|| * ||X_block[i]||``,
     so clipping rescales ``D_i``.  Adding or removing a row moves the sum by at most
-    ``block_bound`` in L2 (the pre-noise quantity of a ``dp_cd`` step).  ``X_block`` may
-    hold only the rows where the block is non-zero (sparse data); the others contribute
-    nothing.
+    ``block_bound`` in L2 (the pre-noise quantity of a ``dp_cd`` step).  ``X_block`` is a
+    copy of the block's columns, which may hold only the rows where the block is non-zero
+    (sparse data; the others contribute nothing), or an operator on the block's columns of
+    the bounded design (:class:`~sklearn_dp._design.ColumnView`: no copy, products through
+    the whole design).
 
     Returns
     -------
     ndarray of shape (X_block.shape[1], n_outputs)
     """
-    D = loss.derivative(Z_rows, y_rows)
+    D = loss.derivative(Z_rows, y_rows)  # a new array (losses never return a view)
     if X_block.shape[0] == 0:
         return np.zeros((X_block.shape[1], D.shape[1]))
-    if D.shape[1] == 1:
-        derivative_norm = np.abs(D[:, 0])
+    # In place where possible: a step holds few n-vectors at once.
+    if D.shape[1] == 1 and isinstance(X_block, np.ndarray) and X_block.shape[1] == 1:
+        # One column: |D_i| * |x_i| = |D_i x_i| exactly (rounding is symmetric in sign).
+        norms = np.multiply(D[:, 0], X_block[:, 0])
+        np.abs(norms, out=norms)
     else:
-        derivative_norm = np.sqrt(np.einsum("ij,ij->i", D, D))
-    scale = clip_scale(derivative_norm * block_row_norms(X_block), block_bound)
-    return np.asarray(X_block.T @ (D * scale[:, None]))
+        if D.shape[1] == 1:
+            norms = np.abs(D[:, 0])
+        else:
+            norms = np.sqrt(np.einsum("ij,ij->i", D, D))
+        norms *= block_row_norms(X_block)
+    D *= clip_scale(norms, block_bound, out=norms)[:, None]
+    if hasattr(X_block, "rmatmul"):
+        return X_block.rmatmul(D)
+    return np.asarray(X_block.T @ D)
 
 
 
