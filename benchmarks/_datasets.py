@@ -14,10 +14,17 @@ import re
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.datasets import load_breast_cancer, make_classification
+from sklearn.datasets import load_breast_cancer, load_digits, load_iris, load_wine, make_classification
 from sklearn.model_selection import train_test_split
 
-__all__ = ["Dataset", "DATASETS", "load_dataset", "breast_cancer_public_ranges"]
+__all__ = [
+    "Dataset",
+    "DATASETS",
+    "MULTICLASS_DATASETS",
+    "load_dataset",
+    "breast_cancer_public_ranges",
+    "documented_ranges",
+]
 
 
 @dataclass
@@ -31,7 +38,8 @@ class Dataset:
     title : str
         Human-readable name for tables and plots.
     X, y : ndarray
-        Features after the public scaling, and labels in {0, 1}.
+        Features after the public scaling, and labels ``0 .. k - 1`` (``{0, 1}``
+        for the data sets of :data:`DATASETS`).
     data_norm : float
         Public bound on the L2 norm of a row of ``X`` (from public constants).
     test_size : float or int
@@ -148,17 +156,92 @@ def _synthetic_100k():
     )
 
 
+# A row of a "Summary Statistics" table of a scikit-learn DESCR (wine, iris), e.g.
+# "Malic Acid:                   0.74  5.80    2.34  1.12"
+_SUMMARY_ROW = re.compile(
+    r"^(?P<feature>[A-Za-z0-9/ ]+?):\s+(?P<lo>[-+]?\d+(?:\.\d*)?)\s+(?P<hi>[-+]?\d+(?:\.\d*)?)"
+    r"\s+[-+]?\d+(?:\.\d*)?\s+[-+]?\d+(?:\.\d*)?.*$",
+    re.MULTILINE,
+)
+
+
+def documented_ranges(descr, n_features):
+    """Per-feature (min, max) from the Min/Max columns of a DESCR's summary table (public)."""
+    rows = _SUMMARY_ROW.findall(descr)
+    if len(rows) != n_features:
+        raise ValueError(
+            f"Expected {n_features} rows in the DESCR's summary statistics, found {len(rows)}; "
+            "the documentation format changed, update the regex in benchmarks/_datasets.py."
+        )
+    lo = np.array([float(r[1]) for r in rows])
+    hi = np.array([float(r[2]) for r in rows])
+    if np.any(hi <= lo):
+        raise ValueError("A documented feature range is empty (max <= min).")
+    return lo, hi
+
+
+def _documented(name, loader):
+    bunch = loader()
+    lo, hi = documented_ranges(bunch.DESCR, bunch.data.shape[1])
+    X = np.clip((bunch.data - (lo + hi) / 2.0) / (hi - lo), -0.5, 0.5)
+    n_samples, n_features = X.shape
+    return Dataset(
+        name=name,
+        title=f"{name.capitalize()} (n={n_samples}, d={n_features}, "
+        f"{len(np.unique(bunch.target))} classes)",
+        X=X,
+        y=bunch.target,
+        data_norm=0.5 * math.sqrt(n_features),
+        test_size=0.2,
+        public=[
+            f"Feature ranges: the Min/Max columns of the summary table in `load_{name}().DESCR`; "
+            "each feature is mapped to [-0.5, 0.5] with `(x - (lo+hi)/2) / (hi - lo)` and "
+            "clipped to it.",
+            f"`data_norm = 0.5 * sqrt({n_features})`; the label set (`classes=`) is public.",
+            "Split: stratified 80/20 `train_test_split(random_state=seed)` per seed.",
+        ],
+    )
+
+
+def _digits():
+    bunch = load_digits()
+    # Pixels are counts in 0..16 (the data set's documentation): a fixed map to [-0.5, 0.5].
+    X = bunch.data / 16.0 - 0.5
+    n_samples, n_features = X.shape
+    return Dataset(
+        name="digits",
+        title=f"Digits (n={n_samples}, d={n_features}, 10 classes)",
+        X=X,
+        y=bunch.target,
+        data_norm=0.5 * math.sqrt(n_features),
+        test_size=0.2,
+        public=[
+            "Pixel range 0..16 (the data set's documentation): `x / 16 - 0.5`; "
+            f"`data_norm = 0.5 * sqrt({n_features}) = 4`; the label set 0..9 is public.",
+            "Split: stratified 80/20 `train_test_split(random_state=seed)` per seed.",
+        ],
+    )
+
+
 #: name -> loader; add a data set by adding a loader here.
 DATASETS = {
     "breast_cancer": _breast_cancer,
     "synthetic_100k": _synthetic_100k,
 }
 
+#: Real data sets bundled with scikit-learn with more than two classes (no
+#: download), scaled with documented ranges; not part of the binary benchmarks.
+MULTICLASS_DATASETS = {
+    "digits": _digits,
+    "wine": lambda: _documented("wine", load_wine),
+    "iris": lambda: _documented("iris", load_iris),
+}
+
 
 def load_dataset(name):
-    """The :class:`Dataset` called ``name`` (see :data:`DATASETS`)."""
-    try:
-        loader = DATASETS[name]
-    except KeyError:
-        raise ValueError(f"Unknown data set {name!r}; known: {sorted(DATASETS)}.") from None
+    """The :class:`Dataset` called ``name`` (see :data:`DATASETS` and :data:`MULTICLASS_DATASETS`)."""
+    loader = DATASETS.get(name) or MULTICLASS_DATASETS.get(name)
+    if loader is None:
+        known = sorted(DATASETS) + sorted(MULTICLASS_DATASETS)
+        raise ValueError(f"Unknown data set {name!r}; known: {known}.") from None
     return loader()

@@ -33,21 +33,22 @@ extensions = [
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
     "numpydoc",
-    "myst_parser",
+    # MyST Markdown pages and the notebooks (docs/notebooks/*.ipynb, rendered
+    # with their committed outputs, never executed by the build).
+    "myst_nb",
     "sphinx_gallery.gen_gallery",
     # Local (docs/_ext): the "Privacy" docstring section, registry tables.
     "privacy_section",
     "solver_tables",
 ]
 
-source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
 root_doc = "index"
 templates_path = ["_templates"]
 exclude_patterns = [
     "_build",
     "README.md",
     "Makefile",
-    "notebooks",
     "**.ipynb_checkpoints",
     # sphinx-gallery writes these next to the generated pages.
     "auto_examples/*.ipynb",
@@ -60,6 +61,12 @@ exclude_patterns = [
 # -- MyST ---------------------------------------------------------------------
 myst_enable_extensions = ["colon_fence", "dollarmath", "deflist"]
 myst_heading_anchors = 3
+
+# -- MyST-NB: notebooks ---------------------------------------------------------
+# The notebooks are committed executed (docs/notebooks/_build_notebooks.py);
+# the build shows those outputs and runs nothing.
+nb_execution_mode = "off"
+nb_merge_streams = True
 
 # -- autodoc / autosummary / numpydoc -----------------------------------------
 autosummary_generate = True

@@ -3,9 +3,12 @@
 Every estimator takes ``epsilon``, ``delta``, ``solver``, ``budget`` and
 ``random_state``, records the privacy it spent in ``privacy_spent_`` and the
 mechanism in ``dp_event_`` (a dp_accounting ``DpEvent``), and can share one
-:class:`PrivacyBudget` with other fits.
+:class:`PrivacyBudget` with other fits.  :mod:`sklearn_dp.preprocessing` holds
+transformers that spend on the same budget, and :func:`privacy_spent` composes
+the spends of a fitted Pipeline's private steps.
 """
 
+from ._composition import privacy_spent
 from .budget import PrivacyBudget
 from .exceptions import (
     BudgetExceededError,
@@ -27,5 +30,6 @@ __all__ = [
     "DPLogisticRegression",
     "DPSCORegressor",
     "DPLasso",
+    "privacy_spent",
     "__version__",
 ]

@@ -68,7 +68,7 @@ def _row_norm_factors(X):
     # blocks of rows, so no converted copy of X is made.
     norms = np.empty(X.shape[0])
     with np.errstate(over="ignore"):
-        for start, stop in block_ranges(X.shape[0], X.shape[1]):
+        for start, stop in block_ranges(*X.shape, X.nnz if sp.issparse(X) else None):
             block = X[start:stop]
             if sp.issparse(block):
                 squares = np.asarray(block.data, dtype=np.float64) ** 2
@@ -251,7 +251,7 @@ def _entrywise(X, bound):
     indptr, cols, values, huge_rows = None, [], [], []
     # Block by block of rows: temporaries are the size of a block, not of X.
     # Entries come row by row, so the excess is built as CSR directly.
-    for start, stop in block_ranges(n, d):
+    for start, stop in block_ranges(n, d, X.nnz if sp.issparse(X) else None):
         if sp.issparse(X):
             lo, hi = X.indptr[start], X.indptr[stop]
             data = np.asarray(X.data[lo:hi], dtype=np.float64)
@@ -297,10 +297,15 @@ def _entrywise(X, bound):
     if len(huge_rows):
         patch_rows = np.asarray(huge_rows, dtype=np.intp)
         raw = X[patch_rows]
-        raw = raw.toarray() if sp.issparse(raw) else np.asarray(raw)
-        patch = np.clip(np.asarray(raw, dtype=np.float64), -bound, bound)
         if sp.issparse(X):
-            patch = sp.csr_matrix(patch)
+            # Clip the stored entries only (zeros stay zeros): densifying the
+            # rows would cost 8 d bytes per patched row, a memory use (and a
+            # MemoryError) that one row with a huge entry controls.
+            patch = sp.csr_matrix(raw, dtype=np.float64, copy=True)
+            column_bound = bound[patch.indices]
+            np.clip(patch.data, -column_bound, column_bound, out=patch.data)
+        else:
+            patch = np.clip(np.asarray(raw, dtype=np.float64), -bound, bound)
     return excess, patch_rows, patch
 
 

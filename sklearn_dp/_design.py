@@ -35,29 +35,49 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["Design", "ColumnView", "as_design", "block_ranges", "BLOCK_ROWS", "EXCESS_FACTOR"]
+__all__ = [
+    "Design", "ColumnView", "as_design", "block_rows", "block_ranges",
+    "BLOCK_ROWS", "EXCESS_FACTOR", "GRAM_BLOCK_BYTES",
+]
 
 #: Most rows per block when a product accumulates in float64 or a bound is
 #: computed (65536 x 100 float64 is 52 MB, far below the X it comes from).
 BLOCK_ROWS = 65536
 
+#: Bytes of one float64 block of rows (4 MiB): the BLAS products (and the
+#: symmetric update of a Gram matrix) are as fast on such blocks as on the
+#: whole matrix, and the block costs no memory to speak of next to X.
+GRAM_BLOCK_BYTES = 1 << 22
+
 #: A block holds at most about this share of the rows (so a float64 working
-#: copy of a block of float32 X stays a small fraction of X), but at least
-#: ``MIN_BLOCK_ROWS`` rows, and at most ``BLOCK_ELEMENTS`` entries.
-BLOCK_SHARE = 1.0 / 64.0
+#: copy of a block of a small or float32 X stays a small fraction of X), but
+#: at least ``MIN_BLOCK_ROWS`` rows.
+BLOCK_SHARE = 1.0 / 16.0
 MIN_BLOCK_ROWS = 256
-BLOCK_ELEMENTS = 2**22
 
 
-def block_rows(n_rows, n_columns):
-    """Rows per block of an ``n_rows x n_columns`` matrix (see ``BLOCK_SHARE``)."""
-    cap = max(MIN_BLOCK_ROWS, min(BLOCK_ROWS, BLOCK_ELEMENTS // max(int(n_columns), 1)))
-    return int(min(cap, max(MIN_BLOCK_ROWS, math.ceil(n_rows * BLOCK_SHARE))))
+def block_rows(n_rows, n_features, nnz=None):
+    """Rows per block of a blockwise pass over X.
+
+    About ``GRAM_BLOCK_BYTES`` of float64 (for a sparse X with ``nnz`` stored
+    entries, of its CSR rows: 12 bytes an entry) and at most ``BLOCK_SHARE``
+    of the rows (at least ``MIN_BLOCK_ROWS``, at most ``BLOCK_ROWS``): a
+    block's copy stays small next to X whatever its shape (a fixed count of
+    rows would copy all of a small X, and a wide block most of a float32
+    one), and sparse blocks are not so small that per-block overhead
+    dominates.
+    """
+    if nnz is None:
+        per_row = 8 * max(1, int(n_features))
+    else:
+        per_row = 12 * max(1.0, nnz / max(1, int(n_rows)))
+    share = math.ceil(int(n_rows) * BLOCK_SHARE)
+    return int(max(MIN_BLOCK_ROWS, min(BLOCK_ROWS, GRAM_BLOCK_BYTES // per_row, share)))
 
 
-def block_ranges(n_rows, n_columns):
-    """``(start, stop)`` of the row blocks of an ``n_rows x n_columns`` matrix."""
-    step = block_rows(n_rows, n_columns)
+def block_ranges(n_rows, n_features, nnz=None):
+    """``(start, stop)`` of the row blocks of a pass over X (see :func:`block_rows`)."""
+    step = block_rows(n_rows, n_features, nnz)
     return [(start, min(start + step, n_rows)) for start in range(0, n_rows, step)]
 
 
@@ -71,6 +91,23 @@ def as_design(X):
 #: over- or underflows) are patched exactly instead of corrected by
 #: subtraction, whose cancellation would lose digits.
 EXCESS_FACTOR = 1e6
+
+
+def block_rows(n_rows, n_features, nnz=None):
+    """Rows per block of a blockwise pass over X.
+
+    About ``GRAM_BLOCK_BYTES`` of float64 (for a sparse X with ``nnz`` stored
+    entries, of its CSR rows: 12 bytes an entry) and at most a sixteenth of
+    the rows (at least 256, at most ``BLOCK_ROWS``): a block's copy stays
+    small next to X whatever its shape (a fixed count of rows would copy all
+    of a small X, and a wide block most of a float32 one), and sparse blocks
+    are not so small that per-block overhead dominates.
+    """
+    if nnz is None:
+        per_row = 8 * max(1, int(n_features))
+    else:
+        per_row = 12 * max(1.0, nnz / max(1, int(n_rows)))
+    return int(max(256, min(BLOCK_ROWS, GRAM_BLOCK_BYTES // per_row, -(-int(n_rows) // 16))))
 
 
 def _as_2d(V):
@@ -126,7 +163,12 @@ class Design:
         self.dtype = X.dtype
 
     def _blocks(self):
-        return block_ranges(self.n_rows, self.n_features)
+        """``(start, stop)`` of the row blocks of a pass over X (see :func:`block_rows`)."""
+        return block_ranges(self.n_rows, self.n_features, self.X.nnz if self.sparse else None)
+
+    def _gram_block_rows(self):
+        """Rows per block of a blockwise product (see :func:`block_rows`)."""
+        return block_rows(self.n_rows, self.n_features, self.X.nnz if self.sparse else None)
 
     # -- products ----------------------------------------------------------------
 
@@ -156,6 +198,9 @@ class Design:
         """``X^T U`` for U of shape (n, k), accumulated in float64."""
         if self.dtype == np.float64:
             return np.asarray(self.X.T @ U)
+        # Converted blocks of about GRAM_BLOCK_BYTES, not BLOCK_ROWS rows: a
+        # 65536-row float64 copy of a float32 X is most of X's own size until
+        # X has millions of rows.
         out = np.zeros((self.n_features, U.shape[1]))
         for start, stop in self._blocks():
             out += np.asarray(_float64(self.X[start:stop]).T @ U[start:stop])
@@ -211,8 +256,48 @@ class Design:
         return block
 
     def gram(self, weights=None):
-        """``X~^T diag(weights) X~`` of shape (n_columns, n_columns), float64."""
-        w = np.ones(self.n_rows) if weights is None else np.asarray(weights, dtype=np.float64)
+        """``X~^T diag(weights) X~`` of shape (n_columns, n_columns), float64.
+
+        With nonnegative weights (or none) each block of rows is scaled by
+        ``sqrt(weights) * row_scale`` and multiplied by its own transpose (a
+        symmetric rank-k update: half the flops of a general product); blocks
+        hold about ``GRAM_BLOCK_BYTES`` whatever the size of X.
+        """
+        w = None if weights is None else np.asarray(weights, dtype=np.float64)
+        if w is not None and np.any(w < 0):
+            return self._gram_general(w)
+        d = self.n_features
+        G = np.zeros((self.n_columns, self.n_columns))
+        column = np.zeros(d)
+        total = 0.0
+        for start, stop in self._blocks():
+            block = self._bounded_block(start, stop)
+            root = None if w is None else np.sqrt(w[start:stop])
+            factor = root
+            if self.row_scale is not None:
+                scale = self.row_scale[start:stop]
+                factor = scale if root is None else root * scale
+            if sp.issparse(block):
+                if factor is not None:
+                    block = sp.csr_matrix(sp.diags(factor) @ block)
+                G[:d, :d] += np.asarray((block.T @ block).toarray())
+            else:
+                if factor is not None:
+                    block = block * factor[:, None]
+                G[:d, :d] += block.T @ block
+            if self.intercept is not None:
+                # sum_i w_i s_i x_i = sum_i (sqrt(w_i) s_i x_i) sqrt(w_i)
+                weight_root = np.ones(stop - start) if root is None else root
+                column += np.asarray(block.T @ weight_root).ravel()
+                total += float(stop - start) if w is None else float(w[start:stop].sum())
+        if self.intercept is not None:
+            G[:d, d] = self.intercept * column
+            G[d, :d] = self.intercept * column
+            G[d, d] = self.intercept**2 * total
+        return G
+
+    def _gram_general(self, w):
+        """``X~^T diag(w) X~`` for weights of any sign (a general product per block)."""
         # Features-features: w s^2; features-intercept: w s; intercept-intercept: w.
         cross = w if self.row_scale is None else w * self.row_scale
         square = w if self.row_scale is None else cross * self.row_scale

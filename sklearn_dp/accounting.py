@@ -177,10 +177,13 @@ class PureEpsilonDpEvent(dpe.UnsupportedDpEvent):
     """A mechanism proven pure ``epsilon``-DP by a closed-form argument.
 
     dp_accounting has no event for an arbitrary pure-DP mechanism (for example
-    objective perturbation with Gamma-norm noise).  Such a mechanism is
-    recorded with this event; :func:`epsilon_of_event` composes it exactly with
-    other pure events (epsilons add) and refuses to mix it into numerical
-    accounting, where dp_accounting would treat it as unsupported.
+    objective perturbation with Gamma-norm noise, or an exponential
+    mechanism).  Such a mechanism is recorded with this event;
+    :func:`epsilon_of_event` composes it exactly with other pure events
+    (epsilons add), and with Gaussian and other numerically accounted parts by
+    basic composition (its epsilon plus theirs at the full delta) or, when
+    smaller, by zCDP (see :func:`zcdp_rho`; a ``mechanism`` starting with
+    :data:`EXPONENTIAL_MECHANISM` costs ``epsilon^2 / 8``).
     """
 
     __slots__ = ("epsilon", "mechanism")
@@ -281,10 +284,13 @@ def epsilon_of_event(event: dpe.DpEvent, delta: float) -> float:
     """Epsilon at ``delta`` guaranteed by ``event`` (add/remove-one neighbours).
 
     Exact for compositions of full-data Gaussian mechanisms and of pure
-    mechanisms; otherwise a pessimistic PLD estimate (RDP when PLD does not
+    mechanisms (at ``delta > 0`` the smaller of their sum and their zCDP
+    bound); otherwise a pessimistic PLD estimate (RDP when PLD does not
     support the event).  Compositions that include closed-form mechanisms
-    (:class:`ClosedFormDpEvent`) are bounded by basic composition.  ``inf``
-    for a non-private event.
+    (:class:`ClosedFormDpEvent`) are bounded by basic composition; pure
+    mechanisms (:class:`PureEpsilonDpEvent`) mixed with numerically accounted
+    ones by the smaller of basic composition (their epsilons plus the rest at
+    the full ``delta``) and zCDP.  ``inf`` for a non-private event.
     """
     return _epsilon(event, _check_delta(delta, allow_zero=True), _PLD_FINE)
 
@@ -295,6 +301,12 @@ def _epsilon(event, delta, discretization):
         return math.inf
     pure = _pure_epsilon(event)
     if pure is not None:
+        if delta > 0 and pure > 0:
+            # Many small pure mechanisms compose better under zCDP (a valid
+            # bound too; the smaller one is returned).
+            rho = zcdp_rho(event)
+            if rho is not None and math.isfinite(rho):
+                return min(pure, epsilon_of_zcdp(float(rho), float(delta)))
         return pure
     approximate = [(l, c) for l, c in leaves if isinstance(l, ApproximateDpEvent)]
     if approximate:
@@ -330,6 +342,9 @@ def _epsilon(event, delta, discretization):
         if rest:
             total += _epsilon(dpe.ComposedDpEvent(rest), share, discretization)
         return total
+    pure_parts = [(l, c) for l, c in leaves if isinstance(l, PureEpsilonDpEvent)]
+    if pure_parts:
+        return _pure_and_numerical_epsilon(event, leaves, pure_parts, delta, discretization)
     sigma = _gaussian_only_multiplier(event)
     if sigma is not None:
         if sigma == math.inf:
@@ -340,6 +355,79 @@ def _epsilon(event, delta, discretization):
     if delta == 0.0:
         return math.inf
     return _numerical_epsilon(_fold_gaussians(event), delta, discretization)
+
+
+def _pure_and_numerical_epsilon(event, leaves, pure_parts, delta, discretization):
+    """Epsilon of pure mechanisms (:class:`PureEpsilonDpEvent`) composed with numerically accounted ones.
+
+    No accountant of dp_accounting takes an arbitrary pure mechanism, so
+    three valid bounds are computed and the smallest one is returned:
+
+    * basic composition (Dwork, Rothblum and Vadhan 2010, with one part pure):
+      the epsilons of the pure parts add, and the rest of the mechanism is
+      evaluated at the full ``delta`` (a pure part uses no delta);
+    * zCDP (Bun and Steinke 2016), when every part has a known rho
+      (:func:`zcdp_rho`: an exponential mechanism costs ``epsilon^2 / 8``,
+      Cesar and Rogers 2021; a Gaussian ``1 / (2 s^2)``): the rhos add and
+      the total is converted at ``delta``.  This is the tighter one for many
+      small exponential mechanisms (per-feature bounds);
+    * privacy-loss distributions, each pure part bounded by randomized
+      response with its epsilon (:func:`_pld_with_pure_parts`): the tighter
+      one for a few pure parts beside a large Gaussian mechanism (a fit's
+      bound and its solver).
+
+    All three are valid upper bounds at ``delta > 0`` (basic composition
+    alone at ``delta = 0``), so their minimum is.
+    """
+    pure = math.fsum(c * l.epsilon for l, c in pure_parts)
+    rest = [
+        l if c == 1 else dpe.SelfComposedDpEvent(l, c)
+        for l, c in leaves
+        if not isinstance(l, PureEpsilonDpEvent)
+    ]
+    basic = pure + (_epsilon(dpe.ComposedDpEvent(rest), delta, discretization) if rest else 0.0)
+    if delta > 0:
+        bounds = [basic, _pld_with_pure_parts(rest, pure_parts, delta, discretization)]
+        rho = zcdp_rho(event)
+        if rho is not None and math.isfinite(rho):
+            bounds.append(epsilon_of_zcdp(float(rho), float(delta)))
+        return min(bounds)
+    return basic
+
+
+def _pld_with_pure_parts(rest, pure_parts, delta, discretization):
+    """PLD bound of pure parts composed with PLD-supported ones, or ``inf`` if not applicable.
+
+    Every pure epsilon-DP mechanism is dominated by randomized response with
+    the same epsilon (Kairouz, Oh and Viswanath 2015): its privacy-loss
+    distribution is bounded by the pessimistic PLD that dp_accounting builds
+    from ``(epsilon, 0)`` (``from_privacy_parameters``), in both directions
+    of add/remove neighbouring.  That PLD is composed with the rest's PLD
+    (dp_accounting's accountant, pessimistic too).  Needs the accountant's
+    internal PLD (``_pld``): if a dp_accounting release renames it, this
+    bound is skipped (the others still hold).
+    """
+    from dp_accounting.pld import common as pld_common
+    from dp_accounting.pld import privacy_loss_distribution
+
+    accountant = pld_privacy_accountant.PLDAccountant(
+        NEIGHBORING_RELATION, value_discretization_interval=discretization
+    )
+    if rest:
+        folded = _fold_gaussians(dpe.ComposedDpEvent(rest))
+        if not accountant.supports(folded):
+            return math.inf
+        accountant.compose(folded)
+    pld = getattr(accountant, "_pld", None)
+    if pld is None:  # pragma: no cover - a dp_accounting internals change
+        return math.inf
+    for leaf, count in pure_parts:
+        part = privacy_loss_distribution.from_privacy_parameters(
+            pld_common.DifferentialPrivacyParameters(float(leaf.epsilon), 0.0),
+            value_discretization_interval=discretization,
+        )
+        pld = pld.compose(part if count == 1 else part.self_compose(int(count)))
+    return float(pld.get_epsilon_for_delta(delta))
 
 
 def _fold_gaussians(event: dpe.DpEvent) -> dpe.DpEvent:

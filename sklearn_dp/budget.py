@@ -282,12 +282,15 @@ class _SQLiteStorage:
     kind = "sqlite"
     detached = False
 
-    def __init__(self, path, epsilon, delta, composition, timeout):
+    def __init__(self, path, epsilon, delta, composition, timeout, *, create=True, created=None):
         self.path = os.path.abspath(os.fspath(path))
         self.timeout = timeout
         self._row_cache = {}
         self._cache_lock = threading.Lock()
-        self._initialise(epsilon, delta, composition)
+        #: The ledger's creation time (its identity: a new file at the same
+        #: path has another one).
+        self.created = None
+        self._initialise(epsilon, delta, composition, create=create, created=created)
 
     # -- connections and errors ---------------------------------------------
 
@@ -357,7 +360,16 @@ class _SQLiteStorage:
 
     # -- schema ---------------------------------------------------------------
 
-    def _initialise(self, epsilon, delta, composition):
+    def _initialise(self, epsilon, delta, composition, *, create=True, created=None):
+        """Open (or, with ``create``, make) the ledger; ``created`` must match an existing one.
+
+        A budget that reaches another process by pickling reopens its ledger
+        with ``create=False`` and its creation time: a file missing there (a
+        worker on another machine or in another container) or replaced by
+        another ledger at the same path must be an error, never a fresh,
+        empty ledger that would count from zero.
+        """
+
         def body(conn):
             tables = {
                 name for (name,) in conn.execute(
@@ -365,6 +377,13 @@ class _SQLiteStorage:
                 )
             }
             tables.discard("sqlite_sequence")
+            if not tables and not create:
+                raise BudgetStorageError(
+                    f"The budget ledger {self.path!r} that this budget was created with is "
+                    "empty or missing here (another machine, container or working "
+                    "directory?). Nothing was spent: a copy of a budget never starts a new "
+                    "ledger. Make the file reachable at the same path in every process."
+                )
             if not tables:
                 conn.execute(
                     "CREATE TABLE budget (id INTEGER PRIMARY KEY CHECK (id = 1), "
@@ -377,10 +396,12 @@ class _SQLiteStorage:
                     "delta REAL NOT NULL, event BLOB, event_repr TEXT, "
                     "timestamp REAL NOT NULL, status TEXT NOT NULL, error TEXT, rho REAL)"
                 )
+                now = time.time()
                 conn.execute(
                     "INSERT INTO budget VALUES (1, ?, ?, ?, ?, ?)",
-                    (_SCHEMA_VERSION, epsilon, delta, time.time(), composition),
+                    (_SCHEMA_VERSION, epsilon, delta, now, composition),
                 )
+                self.created = now
                 return
             if tables != {"budget", "ledger"}:
                 raise self._schema_error(f"unexpected tables {sorted(tables)}")
@@ -393,11 +414,19 @@ class _SQLiteStorage:
                     f"tables with columns {budget_columns} and {ledger_columns}"
                 )
             meta = conn.execute(
-                "SELECT schema_version, epsilon, delta, composition FROM budget WHERE id = 1"
+                "SELECT schema_version, epsilon, delta, composition, created FROM budget "
+                "WHERE id = 1"
             ).fetchone()
             if meta is None:
                 raise self._schema_error("its budget table is empty")
-            version, stored_eps, stored_delta, stored_composition = meta
+            version, stored_eps, stored_delta, stored_composition, stored_created = meta
+            if created is not None and stored_created != created:
+                raise BudgetStorageError(
+                    f"The file {self.path!r} holds another budget ledger than the one this "
+                    "budget was created with (it was created at another time). Nothing was "
+                    "spent: a copy of a budget must reach the same ledger in every process."
+                )
+            self.created = stored_created
             if version != _SCHEMA_VERSION:
                 raise self._schema_error(f"schema version {version!r}")
             if (stored_eps, stored_delta, stored_composition) != (epsilon, delta, composition):
@@ -412,7 +441,7 @@ class _SQLiteStorage:
 
         # IMMEDIATE so that two processes creating the same new file do not
         # both create the schema.
-        self._transaction(body, immediate=True, create=True)
+        self._transaction(body, immediate=True, create=create)
 
     def _migrate_v1(self, conn):
         # Version 1 ledgers (sklearn_dp 0.1.0.dev0) recorded completed fits only,
@@ -1103,7 +1132,7 @@ class PrivacyBudget:
             return (
                 _reopen_sqlite_budget,
                 (self._epsilon, self._delta, self._storage.path, self._timeout,
-                 self._composition),
+                 self._composition, self._storage.created),
             )
         pid = self._storage.pid if isinstance(self._storage, _MemoryStorage) else -1
         snapshot = [(row.entry, row.blob) for row in self._storage.rows()]
@@ -1136,8 +1165,20 @@ def _short(event):
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def _reopen_sqlite_budget(epsilon, delta, path, timeout, composition="basic"):
-    return PrivacyBudget(epsilon, delta, storage=path, timeout=timeout, composition=composition)
+def _reopen_sqlite_budget(epsilon, delta, path, timeout, composition="basic", created=None):
+    # The ledger must exist (and be the same one): a copy never creates a new ledger.
+    budget = PrivacyBudget.__new__(PrivacyBudget)
+    budget._epsilon = epsilon
+    budget._delta = delta
+    budget._composition = composition
+    budget._timeout = timeout
+    budget._cache = {}
+    budget._cache_lock = threading.Lock()
+    budget._uuid = None
+    budget._storage = _SQLiteStorage(
+        path, epsilon, delta, composition, timeout, create=False, created=created
+    )
+    return budget
 
 
 def _restore_memory_budget(budget_id, pid, epsilon, delta, snapshot, timeout, composition="basic"):

@@ -156,7 +156,7 @@ _DELTAS = {
     "output_perturbation": 0.0,
 }
 for _name in ("dp_gd", "dp_sgd", "dp_cd", "mirror_descent", "localized_mirror_descent",
-              "resque", "dp_svrg", "dp_svrg_pp", "dp_accmd"):
+              "resque", "dp_svrg", "dp_svrg_pp", "dp_accmd", "dp_newton", "dp_ssp"):
     _DELTAS[_name] = DELTA
 
 _LOGISTIC = dict(classes=[0, 1], penalty=None, clip_norm=0.05)
@@ -172,12 +172,23 @@ _SVRG_STRONG = dict(max_iter=1, batch_size=10**6,
 _SVRG_STRONG_NOTE = ("one epoch, one inner step (dp_svrg_pp: 2), rate 1, snapshot_share=0.8: "
                      "the canary's whole influence is the snapshot release")
 
+#: The second-order solvers audited where the canary's coefficient is linear
+#: in the release that carries (almost) all of the budget.
+_NEWTON_STRONG = dict(hessian="bound", hessian_share=0.01, floor_scale=1e6)
+_SSP_STRONG = dict(shares=(0.01, 0.99, 0.0), ridge=1e4)
+
+
 def _perturbation(solver, note):
     # Huber(0.5) with a saturating canary along column 1; the same public alpha on D and D'.
+    # The inner solve runs a fixed public budget of Newton steps (50 by default) in
+    # every fit; these audits fit hundreds of times, so they use the smallest budget
+    # accepted, which meets the solve's certificate on this small problem (checked
+    # in tests/test_perturbation_audit.py).
     return (
-        1.0, dict(loss="huber", task="regression", geometry="l2", alpha=0.2),
+        1.0, dict(loss="huber", task="regression", geometry="l2", alpha=0.2, max_iter=10),
         (DPSCORegressor, "regression",
-         dict(solver=solver, loss="huber", huber_threshold=0.5, alpha=0.2, delta=0.0)),
+         dict(solver=solver, loss="huber", huber_threshold=0.5, alpha=0.2, delta=0.0,
+              max_iter=10)),
         note,
     )
 
@@ -280,6 +291,22 @@ _CONFIGS = {
          dict(solver="dp_accmd", max_iter=4, radius=2.0, **_LOGISTIC)),
         "4 full-batch accelerated mirror steps on an L2 ball",
     ),
+    "dp_newton": (
+        2.0, dict(loss="log_loss", task="classification", geometry="l2", clip_norm=0.05,
+                  max_iter=1, **_NEWTON_STRONG),
+        (DPLogisticRegression, "classification",
+         dict(solver="dp_newton", max_iter=1, solver_options=_NEWTON_STRONG, **_LOGISTIC)),
+        "one step; 99% of the precision on the gradient release and a floor far above the "
+        "curvature (public options), so the canary's coefficient is its noisy gradient entry "
+        "over the floor: linear in the release that carries the budget",
+    ),
+    "dp_ssp": (
+        2.0, dict(loss="squared", task="regression", geometry="l2", **_SSP_STRONG),
+        (DPSCORegressor, "regression",
+         dict(solver="dp_ssp", penalty=None, solver_options=_SSP_STRONG)),
+        "99% of the precision on X^T y and a fixed public ridge far above the Gram matrix: the "
+        "canary's coefficient is its noisy X^T y entry over the ridge",
+    ),
 }
 
 
@@ -297,6 +324,8 @@ _STRONG = {
     "resque": 3.0,
     "dp_svrg": 3.0,  # estimator level only (its solver level was not weak)
     "dp_svrg_pp": 3.0,
+    "dp_newton": 3.0,
+    "dp_ssp": 3.0,
 }
 
 

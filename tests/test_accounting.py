@@ -304,10 +304,101 @@ def test_gaussian_at_zero_delta_is_infinite():
     assert epsilon_of_event(event, 0.0) == math.inf
 
 
-def test_pure_event_cannot_be_mixed_into_numerical_accounting():
-    mixed = dpe.ComposedDpEvent([PureEpsilonDpEvent(0.5, "x"), dpe.GaussianDpEvent(5.0)])
-    with pytest.raises(ValueError, match="accountant"):
-        epsilon_of_event(mixed, 1e-5)
+def _pld_bound(pure_epsilons, rest_events, delta):
+    """Independent PLD bound: randomized-response PLDs of the pure parts, the rest's own PLD."""
+    from dp_accounting.pld import common, pld_privacy_accountant, privacy_loss_distribution
+
+    accountant = pld_privacy_accountant.PLDAccountant(NEIGHBORING_RELATION)
+    for event in rest_events:
+        accountant.compose(event)
+    pld = accountant._pld
+    for epsilon in pure_epsilons:
+        pld = pld.compose(
+            privacy_loss_distribution.from_privacy_parameters(
+                common.DifferentialPrivacyParameters(epsilon, 0.0)
+            )
+        )
+    return pld.get_epsilon_for_delta(delta)
+
+
+def test_pure_event_mixed_with_gaussian_is_the_best_of_three_bounds():
+    # Basic composition (the pure epsilon plus the Gaussian's epsilon at the
+    # full delta), zCDP, and PLD with the pure part bounded by randomized
+    # response: each valid; the smallest is returned.
+    for delta in (1e-5, 1e-8):
+        gaussian = gaussian_mechanism.get_epsilon_gaussian(5.0, delta)
+        mixed = dpe.ComposedDpEvent([PureEpsilonDpEvent(0.5, "x"), dpe.GaussianDpEvent(5.0)])
+        basic = 0.5 + gaussian
+        zcdp = accounting.epsilon_of_zcdp(0.5 * 0.5**2 + 1 / (2 * 5.0**2), delta)
+        pld = _pld_bound([0.5], [dpe.GaussianDpEvent(5.0)], delta)
+        assert pld < basic  # randomized response composes better than basic composition
+        assert epsilon_of_event(mixed, delta) == pytest.approx(min(basic, zcdp, pld), rel=1e-9)
+        em = PureEpsilonDpEvent(0.1, "exponential mechanism: a bound")
+        count = dpe.LaplaceDpEvent(20.0)
+        with_count = dpe.ComposedDpEvent([count, em, dpe.GaussianDpEvent(5.0)])
+        rest = epsilon_of_event(dpe.ComposedDpEvent([count, dpe.GaussianDpEvent(5.0)]), delta)
+        rho = 0.1**2 / 8 + 0.5 / 20.0**2 + 1 / (2 * 5.0**2)
+        pld = _pld_bound([0.1], [count, dpe.GaussianDpEvent(5.0)], delta)
+        expected = min(0.1 + rest, accounting.epsilon_of_zcdp(rho, delta), pld)
+        assert epsilon_of_event(with_count, delta) == pytest.approx(expected, rel=1e-9)
+        assert expected <= 0.1 + rest
+    # At delta = 0 the Gaussian part is not private.
+    assert epsilon_of_event(mixed, 0.0) == math.inf
+
+
+def test_many_exponential_mechanisms_use_zcdp_when_tighter():
+    # 60 exponential mechanisms of 0.02 each (per-feature bounds) with a
+    # Gaussian: basic composition says 1.2 + eps_G; zCDP says
+    # rho = 60 * 0.02^2 / 8 + 1 / (2 s^2), converted at delta.
+    delta, sigma = 1e-5, 20.0
+    ems = dpe.SelfComposedDpEvent(PureEpsilonDpEvent(0.02, "exponential mechanism: x"), 60)
+    event = dpe.ComposedDpEvent([ems, dpe.GaussianDpEvent(sigma)])
+    rho = 60 * 0.02**2 / 8 + 1 / (2 * sigma**2)
+    zcdp = accounting.epsilon_of_zcdp(rho, delta)
+    basic = 1.2 + gaussian_mechanism.get_epsilon_gaussian(sigma, delta)
+    pld = _pld_bound([0.02] * 60, [dpe.GaussianDpEvent(sigma)], delta)
+    assert zcdp < basic
+    assert epsilon_of_event(event, delta) == pytest.approx(min(zcdp, pld), rel=1e-9)
+    # A pure mechanism that is not an exponential mechanism costs epsilon^2 / 2.
+    other = dpe.ComposedDpEvent(
+        [dpe.SelfComposedDpEvent(PureEpsilonDpEvent(0.02, "other"), 60), dpe.GaussianDpEvent(sigma)]
+    )
+    rho_other = 60 * 0.02**2 / 2 + 1 / (2 * sigma**2)
+    assert epsilon_of_event(other, delta) == pytest.approx(
+        min(basic, accounting.epsilon_of_zcdp(rho_other, delta), pld), rel=1e-9
+    )
+
+
+def test_many_pure_mechanisms_alone_use_zcdp_at_positive_delta():
+    ems = dpe.SelfComposedDpEvent(PureEpsilonDpEvent(0.02, "exponential mechanism: x"), 60)
+    count = dpe.LaplaceDpEvent(20.0)
+    event = dpe.ComposedDpEvent([count, ems])
+    assert epsilon_of_event(event, 0.0) == pytest.approx(0.05 + 1.2, rel=1e-12)
+    rho = 0.5 * 0.05**2 + 60 * 0.02**2 / 8
+    assert accounting.epsilon_of_zcdp(rho, 1e-5) < 1.25
+    assert epsilon_of_event(event, 1e-5) == pytest.approx(
+        accounting.epsilon_of_zcdp(rho, 1e-5), rel=1e-12
+    )
+    assert accounting.is_pure_event(event)
+
+
+def test_pure_event_with_closed_form_and_approximate_parts():
+    # Label set (approximate), exponential mechanism, count and Gaussian solver.
+    delta = 1e-5
+    label = accounting.ApproximateDpEvent(0.1, 0.5e-5, "label set")
+    em = PureEpsilonDpEvent(0.09, "exponential mechanism: bound")
+    count = dpe.LaplaceDpEvent(1 / 0.04)
+    solver = dpe.GaussianDpEvent(4.0)
+    event = dpe.ComposedDpEvent([label, count, em, solver])
+    # The label set takes its own delta (basic composition); the rest is
+    # the best of the three bounds at what is left.
+    left = 0.5e-5
+    rest = epsilon_of_event(dpe.ComposedDpEvent([count, solver]), left)
+    rho = 0.09**2 / 8 + 0.5 * 0.04**2 + 1 / (2 * 4.0**2)
+    inner = min(
+        0.09 + rest, accounting.epsilon_of_zcdp(rho, left), _pld_bound([0.09], [count, solver], left)
+    )
+    assert epsilon_of_event(event, delta) == pytest.approx(0.1 + inner, rel=1e-9)
 
 
 def test_subsampled_epsilon_matches_pld_accountant():

@@ -190,6 +190,8 @@ SOLVER_PARAMS = {
     "dp_svrg": dict(max_iter=1, solver_options={"inner_steps": 3}),
     "dp_svrg_pp": dict(max_iter=1, solver_options={"inner_steps": 3}),
     "dp_accmd": dict(max_iter=3, radius=2.0, penalty=None),
+    "dp_newton": dict(max_iter=3),
+    "dp_ssp": {},
 }
 
 ESTIMATOR_PARAMS = {

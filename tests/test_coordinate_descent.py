@@ -665,8 +665,9 @@ def test_multiclass_budget_check_uses_the_right_plan():
 
 def test_estimators_refuse_what_dp_cd_cannot_fit(binary):
     X, y = binary
+    # feature_bound="auto" (the default) releases a bound; None leaves none.
     with pytest.raises(ValueError, match="pass feature_bound"):
-        DPLogisticRegression(solver="dp_cd", classes=[0, 1]).fit(X, y)
+        DPLogisticRegression(solver="dp_cd", classes=[0, 1], feature_bound=None).fit(X, y)
     with pytest.raises(ValueError, match="does not support loss='absolute'"):
         DPSCORegressor(loss="absolute", solver="dp_cd", feature_bound=1.0).fit(X, y)
     with pytest.raises(ValueError, match="does not support constraint='l2'"):
@@ -690,10 +691,15 @@ def test_auto_picks_dp_cd_for_l1_penalties(binary):
                                  random_state=0).fit(X, y)
     assert model.solver_ == "dp_cd"
     regressor = DPSCORegressor(penalty="elasticnet", l1_ratio=0.5, feature_bound=1.5,
-                               random_state=0).fit(X, y.astype(float))
+                               loss="huber", random_state=0).fit(X, y.astype(float))
     assert regressor.solver_ == "dp_cd"
+    # Least squares with an L1 / elastic-net penalty and smooth problems without one
+    # go to the second-order solvers (issue #14).
+    squared = DPSCORegressor(penalty="elasticnet", l1_ratio=0.5, feature_bound=1.5,
+                             random_state=0).fit(X, y.astype(float))
+    assert squared.solver_ == "dp_ssp"
     default = DPSCORegressor(feature_bound=1.5, random_state=0).fit(X, y.astype(float))
-    assert default.solver_ == "dp_gd"
+    assert default.solver_ == "dp_newton"
 
 
 def test_squared_loss_with_l1_penalty_is_registered_for_dplasso():

@@ -154,14 +154,20 @@ def test_columns_norms_and_column_views_match_the_materialised_matrix(
 
 
 def test_blocks_of_rows_are_a_small_share_of_the_rows():
-    from sklearn_dp._design import MIN_BLOCK_ROWS, block_ranges, block_rows
+    from sklearn_dp._design import (
+        BLOCK_SHARE, GRAM_BLOCK_BYTES, MIN_BLOCK_ROWS, block_ranges, block_rows,
+    )
 
-    for n, d in [(0, 3), (10, 3), (20000, 50), (10**6, 100), (10**6, 10**5)]:
-        ranges = block_ranges(n, d)
-        assert [start for start, _ in ranges] == list(range(0, n, block_rows(n, d)))
-        assert all(stop - start <= block_rows(n, d) for start, stop in ranges)
+    for n, d, nnz in [(0, 3, None), (10, 3, None), (20000, 50, None), (10**6, 100, None),
+                      (10**6, 10**5, None), (10**5, 500, 10**6), (10**5, 500, 0)]:
+        ranges = block_ranges(n, d, nnz)
+        step = block_rows(n, d, nnz)
+        assert [start for start, _ in ranges] == list(range(0, n, step))
+        assert all(stop - start <= step for start, stop in ranges)
         assert (ranges[-1][1] if ranges else 0) == n
-        assert block_rows(n, d) <= max(MIN_BLOCK_ROWS, np.ceil(n / 64))
+        assert step <= max(MIN_BLOCK_ROWS, np.ceil(n * BLOCK_SHARE))
+        per_row = 8 * d if nnz is None else 12 * max(1, nnz / n)
+        assert step <= max(MIN_BLOCK_ROWS, GRAM_BLOCK_BYTES / per_row)
 
 
 def test_bounded_data_computes_row_norms_on_first_use():
@@ -170,3 +176,23 @@ def test_bounded_data_computes_row_norms_on_first_use():
     assert data._row_norms is None
     np.testing.assert_allclose(data.row_norms, row_l2_norms(data.X), rtol=1e-12)
     assert data.row_norms is data.row_norms
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_gram_with_weights_of_any_sign_and_small_blocks(sparse, dtype, monkeypatch):
+    """Nonnegative weights take the symmetric (syrk) path, weights of any sign the general one;
+    both match the materialised matrix, also when the rows span many blocks."""
+    import sklearn_dp._design as design_module
+
+    monkeypatch.setattr(design_module, "GRAM_BLOCK_BYTES", 8 * 7 * 16)  # 256 rows a block
+    X = _data("outliers", dtype, n=1000)
+    if sparse:
+        X[np.abs(X) < 0.5] = 0.0
+        X = sp.csr_matrix(X)
+    data = bound_data(X, np.zeros(X.shape[0]), fit_intercept=True, intercept_scaling=1.5,
+                      data_norm=2.0)
+    reference = data.design.toarray()
+    rng = np.random.default_rng(3)
+    for weights in (None, rng.uniform(0, 2, size=1000), rng.normal(size=1000)):
+        w = np.ones(1000) if weights is None else weights
+        np.testing.assert_allclose(data.design.gram(weights), reference.T @ (w[:, None] * reference),
+                                   rtol=1e-10, atol=1e-12)

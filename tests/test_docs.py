@@ -1,8 +1,10 @@
 """The documentation builds with the one documented command, without warnings."""
 
+import importlib
 import importlib.util
 import inspect
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor
+from sklearn_dp.model_selection import DPGridSearchCV, DPRandomizedSearchCV, RowwiseKFold
+from sklearn_dp.preprocessing import DPMinMaxScaler, DPStandardScaler, PublicRangeScaler
 from sklearn_dp.solvers import SOLVERS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,6 +30,8 @@ def _privacy_section_extension():
 @pytest.mark.parametrize(
     "obj",
     [DPLogisticRegression, DPSCORegressor, DPLasso]
+    + [DPGridSearchCV, DPRandomizedSearchCV, RowwiseKFold]
+    + [DPStandardScaler, DPMinMaxScaler, PublicRangeScaler]
     + [spec.function for spec in SOLVERS.values()],
     ids=lambda obj: obj.__name__,
 )
@@ -40,6 +46,73 @@ def test_public_docstrings_have_a_privacy_section_the_docs_render(obj):
     rendered = ["Summary.", "", ".. rubric:: Examples", "", ">>> 1"]
     extension.insert_privacy(rendered, body)
     assert rendered.index(".. rubric:: Privacy") < rendered.index(".. rubric:: Examples")
+
+
+#: The public modules: every name in their ``__all__`` is public (the
+#: exceptions module has no ``__all__``: its public names are its classes and
+#: functions without a leading underscore).
+PUBLIC_MODULES = [
+    "sklearn_dp",
+    "sklearn_dp.budget",
+    "sklearn_dp.accounting",
+    "sklearn_dp.exceptions",
+    "sklearn_dp.linear_model",
+    "sklearn_dp.preprocessing",
+    "sklearn_dp.solvers",
+    "sklearn_dp.testing",
+]
+
+
+def _public_names(module_name):
+    module = importlib.import_module(module_name)
+    names = getattr(module, "__all__", None)
+    if names is None:
+        names = [
+            name for name, obj in vars(module).items()
+            if not name.startswith("_") and getattr(obj, "__module__", None) == module_name
+        ]
+    return [name for name in names if not name.startswith("__")]
+
+
+def _documented_names():
+    """``{"sklearn_dp.budget.LedgerEntry", ...}``: the autosummary entries of docs/api.rst."""
+    documented, module = set(), None
+    for line in (ROOT / "docs" / "api.rst").read_text().splitlines():
+        match = re.match(r"\.\. currentmodule:: (\S+)", line)
+        if match:
+            module = match.group(1)
+        elif module and re.fullmatch(r"   [A-Za-z_][A-Za-z0-9_]*", line):
+            documented.add(f"{module}.{line.strip()}")
+    return documented
+
+
+def _defining_names(module_name, name):
+    """Where a public name may be documented: the module it is listed in, or the
+    package that re-exports it (``sklearn_dp.budget.PrivacyBudget`` is
+    ``sklearn_dp.PrivacyBudget``)."""
+    obj = getattr(importlib.import_module(module_name), name)
+    places = {f"{module_name}.{name}", f"{getattr(obj, '__module__', module_name)}.{name}"}
+    for package in ("sklearn_dp",):
+        if getattr(importlib.import_module(package), name, None) is obj:
+            places.add(f"{package}.{name}")
+    return places
+
+
+def test_api_reference_lists_every_public_name():
+    documented = _documented_names()
+    missing = [
+        f"{module}.{name}"
+        for module in PUBLIC_MODULES
+        for name in _public_names(module)
+        if not documented & _defining_names(module, name)
+    ]
+    assert not missing, f"docs/api.rst does not list: {missing}"
+    assert "sklearn_dp.ConvergenceError" in documented
+    assert "sklearn_dp.testing.trace_releases" in documented
+    # Nothing listed that does not exist.
+    for entry in documented:
+        module_name, name = entry.rsplit(".", 1)
+        assert hasattr(importlib.import_module(module_name), name), entry
 
 
 @pytest.mark.slow
@@ -66,3 +139,22 @@ def test_docs_build_without_warnings(tmp_path):
     # The numpydoc "Privacy" section is rendered, not dropped.
     assert '<p class="rubric">Privacy</p>' in privacy
     assert "add/remove" in (html / "guide" / "privacy_model.html").read_text()
+
+
+def test_getting_started_runs(tmp_path, monkeypatch):
+    # The five-minute page: its Python blocks, in order, as one script.
+    pytest.importorskip("matplotlib", reason="the page's plot needs the examples extra")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.chdir(tmp_path)
+    text = (ROOT / "docs" / "getting_started.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert len(blocks) >= 4
+    namespace = {"__name__": "__getting_started__"}
+    exec(compile("\n".join(blocks), "docs/getting_started.md", "exec"), namespace)
+    budget = namespace["budget"]
+    assert [entry.epsilon for entry in budget.ledger] == [1.0, 0.5, 1.5]
+    assert (tmp_path / "getting_started.png").stat().st_size > 10_000
+    assert (ROOT / "docs" / "images" / "getting_started.png").exists()
+    import matplotlib.pyplot as plt
+
+    plt.close("all")

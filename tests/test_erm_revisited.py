@@ -24,6 +24,7 @@ from dp_accounting import dp_event as dpe
 import sklearn_dp.solvers as solvers_module
 from sklearn_dp import DPLogisticRegression, DPSCORegressor, PrivacyBudget
 from sklearn_dp._data import BoundedData, bound_data
+from sklearn_dp._kernels import l2_clipped_derivatives
 from sklearn_dp._losses import get_loss
 from sklearn_dp.accounting import epsilon_of_event, gaussian_noise_multiplier, gaussian_steps_event
 from sklearn_dp.solvers import _accmd, _svrg, dp_accmd, dp_gd, dp_svrg, dp_svrg_pp
@@ -34,7 +35,7 @@ from sklearn_dp.solvers._gradient_descent import (
     pl_iterations,
 )
 from sklearn_dp.solvers._svrg import (
-    clipped_derivatives,
+    MAX_VARIANCE_RATIO,
     difference_release,
     plan_dp_svrg,
     plan_dp_svrg_pp,
@@ -43,11 +44,13 @@ from sklearn_dp.solvers._svrg import (
     svrg_contraction,
     svrg_event,
     svrg_inner_steps,
+    svrg_max_step_size,
     svrg_noise_multipliers,
     svrg_pp_step_size,
     svrg_step_size,
 )
-from sklearn_dp.testing import audit_mechanism
+from sklearn_dp.exceptions import ConvergenceError
+from sklearn_dp.testing import audit_mechanism, trace_releases
 
 LOGISTIC = get_loss("log_loss")
 
@@ -192,20 +195,71 @@ def test_plan_event_is_the_calibrated_composition():
 def test_release_noise_is_exactly_the_stated_gaussian():
     shape = (4, 1)
     X = np.zeros((0, 4))
-    got = difference_release(
-        X, np.zeros(0), np.zeros(0), np.zeros((0, 1)), np.zeros(shape), LOGISTIC, 0.5, 0.7, 2.5,
-        np.random.default_rng(3),
-    )
-    np.testing.assert_array_equal(got, np.random.default_rng(3).normal(0.0, 2.5 * 0.7, size=shape))
-    X = np.zeros((6, 4))
-    total, _ = snapshot_release(
-        X, np.ones(6), np.zeros(shape), LOGISTIC, 0.5, np.zeros(6), 1.3, np.random.default_rng(4)
-    )
-    np.testing.assert_array_equal(total, np.random.default_rng(4).normal(0.0, 1.3, size=shape))
-    total = _accmd.noisy_gradient_release(
-        X, np.ones(6), np.zeros(shape), LOGISTIC, 0.5, np.zeros(6), 0.9, np.random.default_rng(5)
-    )
-    np.testing.assert_array_equal(total, np.random.default_rng(5).normal(0.0, 0.9, size=shape))
+    with trace_releases() as trace:
+        got = difference_release(
+            X, np.zeros(0), np.zeros(0), np.zeros((0, 1)), np.zeros(shape), LOGISTIC, 0.5, 0.7,
+            2.5, np.random.default_rng(3),
+        )
+        np.testing.assert_array_equal(
+            got, np.random.default_rng(3).normal(0.0, 2.5 * 0.7, size=shape)
+        )
+        X = np.zeros((6, 4))
+        total, _ = snapshot_release(
+            X, np.ones(6), np.zeros(shape), LOGISTIC, 0.5, np.zeros(6), 1.3,
+            np.random.default_rng(4),
+        )
+        np.testing.assert_array_equal(total, np.random.default_rng(4).normal(0.0, 1.3, size=shape))
+        total = _accmd.noisy_gradient_release(
+            X, np.ones(6), np.zeros(shape), LOGISTIC, 0.5, np.zeros(6), 0.9,
+            np.random.default_rng(5),
+        )
+        np.testing.assert_array_equal(total, np.random.default_rng(5).normal(0.0, 0.9, size=shape))
+    # Each through the noise gateway, with its declared sensitivity and noise scale.
+    assert [(r.mechanism, r.label, r.sensitivity, r.scale, r.norm) for r in trace.releases] == [
+        ("gaussian", "svrg gradient difference sum", 0.7, 2.5 * 0.7, "l2"),
+        ("gaussian", "svrg snapshot gradient sum", 0.5, 1.3, "l2"),
+        ("gaussian", "clipped gradient sum", 0.5, 0.9, "l2"),
+    ]
+    for release in trace.releases:
+        np.testing.assert_array_equal(release.value, 0.0)
+
+
+@pytest.mark.parametrize("solver", ["dp_svrg", "dp_svrg_pp", "dp_accmd"])
+def test_every_release_and_sample_goes_through_the_gateway(monkeypatch, solver):
+    """No random draw of the fit happens outside the noise gateway but public ones.
+
+    The generator's Gaussian and sampling draws are counted; the gateway's
+    trace must account for all of them: one Gaussian draw per release with
+    noise, one binomial and one choice per Poisson sample.
+    """
+    X, y = make_classification(n_samples=120, n_features=4, random_state=0)
+    data = _bounded(X / 3, np.where(y == 1, 1.0, -1.0))
+    rng = np.random.default_rng(0)
+    draws = {"normal": 0, "binomial": 0, "choice": 0}
+
+    class Counting:
+        def __getattr__(self, name):
+            attribute = getattr(rng, name)
+            if name in draws:
+                def counted(*args, **kwargs):
+                    draws[name] += 1
+                    return attribute(*args, **kwargs)
+                return counted
+            return attribute
+
+    kwargs = dict(n_outputs=1, epsilon=1.0, delta=1e-5, random_state=Counting())
+    if solver == "dp_accmd":
+        kwargs.update(alpha=0.0, radius=2.0, max_iter=6)
+    else:
+        kwargs.update(alpha=0.05, max_iter=2, batch_size=10, inner_steps=4)
+    monkeypatch.setattr(_svrg, "make_rng", lambda random_state: random_state)
+    monkeypatch.setattr(_accmd, "make_rng", lambda random_state: random_state)
+    with trace_releases() as trace:
+        getattr(solvers_module, solver)(data, LOGISTIC, **kwargs)
+    noisy = [r for r in trace.releases if r.scale > 0]
+    assert draws["normal"] == len(noisy) and noisy
+    rate = [s.parameters["rate"] for s in trace.samples]
+    assert draws["binomial"] == draws["choice"] == sum(r < 1 for r in rate)
 
 
 def test_solver_noise_is_a_gaussian_random_walk():
@@ -257,7 +311,7 @@ def test_difference_and_snapshot_sensitivity_under_extreme_rows():
     norms = np.linalg.norm(X, axis=1)
     W, W_snap = rng.normal(size=(6, 1)) * 1e3, rng.normal(size=(6, 1)) * 1e3
     C = 0.5
-    D_snap = clipped_derivatives(X, y, W_snap, LOGISTIC, C, norms)
+    D_snap = l2_clipped_derivatives(X, y, W_snap, LOGISTIC, C, norms)
     for bound in (2 * C, 1e-3):
         total = difference_release(X, y, norms, D_snap, W, LOGISTIC, C, bound, 0.0, rng)
         assert np.linalg.norm(total) <= bound * (1 + 1e-12)
@@ -288,7 +342,7 @@ def test_smoothness_bound_of_gradient_differences(loss, n_outputs):
         W = rng.normal(size=(d, n_outputs)) * scale
         W2 = W + rng.normal(size=(d, n_outputs)) * scale
         for clip in (0.2, np.inf):
-            diff = clipped_derivatives(X, y, W, loss, clip, norms) - clipped_derivatives(
+            diff = l2_clipped_derivatives(X, y, W, loss, clip, norms) - l2_clipped_derivatives(
                 X, y, W2, loss, clip, norms
             )
             per_sample = np.linalg.norm(diff, axis=1) * norms
@@ -673,6 +727,203 @@ def test_audit_detects_under_noised_svrg(monkeypatch):
 
 
 # --------------------------------------------------------------------------
+# Observables after the reservation are public (step clamp, progress, info)
+# --------------------------------------------------------------------------
+
+
+def test_svrg_step_too_large_for_the_count_derived_batch_is_clamped():
+    """Regression: learning_rate=4.49, C=0.01 raised in 5% of fits at n=3000 and 62% at n=2960.
+
+    The largest step of the analysis depends on the batch, which comes from the
+    DP row count: the plan clamps the step for every count instead of raising
+    for some, and records both steps.
+    """
+    L = 0.25 * 2.0  # unit rows plus the intercept column: row_norm_bound**2 = 2
+    for n in np.linspace(2900.0, 3100.0, 21):
+        plan = plan_dp_svrg(
+            n, 4, math.inf, 1e-5, loss=LOGISTIC, row_norm_bound=math.sqrt(2.0),
+            alpha=1.0 / (0.01 * n), max_iter=1, step_size=4.49,
+        )
+        details = plan.details
+        limit = svrg_max_step_size(L, details["batch_size"])
+        assert details["requested_step_size"] == 4.49
+        assert details["step_size"] == pytest.approx(min(4.49, limit), rel=1e-15)
+        assert 8 * L * details["step_size"] / details["batch_size"] <= MAX_VARIANCE_RATIO + 1e-12
+        assert details["inner_steps"] >= 1
+    # A step within the limit is kept; the default step is never clamped.
+    plan = plan_dp_svrg(3000.0, 4, math.inf, 1e-5, loss=LOGISTIC, row_norm_bound=1.0,
+                        alpha=0.01, max_iter=1, step_size=0.5)
+    assert plan.details["step_size"] == 0.5
+    plan = plan_dp_svrg(3000.0, 4, math.inf, 1e-5, loss=LOGISTIC, row_norm_bound=1.0,
+                        alpha=0.01, max_iter=1)
+    assert plan.details["requested_step_size"] is None
+    assert plan.details["step_size"] == svrg_step_size(0.25, plan.details["batch_size"])
+
+
+@pytest.mark.parametrize("n", [2960, 3000])
+def test_svrg_large_learning_rate_fits_whatever_the_count(n):
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.5, 0.5, size=(n, 3))
+    y = np.arange(n) % 2
+    budget = PrivacyBudget(100.0, 1e-3)
+    for seed in range(5):
+        model = DPLogisticRegression(
+            solver="dp_svrg", learning_rate=4.49, C=0.01, max_iter=1, classes=[0, 1],
+            budget=budget, random_state=seed,
+        ).fit(X, y)
+        assert np.all(np.isfinite(model.coef_))
+    assert [entry.status for entry in budget.ledger] == ["completed"] * 5
+
+
+def test_svrg_step_too_large_for_a_public_batch_is_refused_before_the_spend():
+    plan_kwargs = dict(loss=LOGISTIC, row_norm_bound=1.0, alpha=0.01, batch_size=10,
+                       step_size=10 / (32 * 0.25) * 1.01)
+    for n in (None, 1000.0):  # refused before the count is known
+        with pytest.raises(ValueError, match="too large") as raised:
+            plan_dp_svrg(n, 4, 1.0, 1e-5, **plan_kwargs)
+        assert getattr(raised.value, "__sklearn_dp_public__", False)
+    # At the limit it is accepted (and not clamped).
+    plan = plan_dp_svrg(1000.0, 4, 1.0, 1e-5, **dict(plan_kwargs, step_size=10 / 8))
+    assert plan.details["step_size"] == 10 / 8
+    X, y = make_classification(n_samples=200, n_features=3, n_informative=2, n_redundant=0,
+                               random_state=0)
+    for epsilon in (1.0, math.inf):
+        budget = PrivacyBudget(5.0, 1e-5) if epsilon < math.inf else None
+        with pytest.raises(ValueError, match="too large"):
+            DPLogisticRegression(
+                solver="dp_svrg", learning_rate=100.0, batch_size=10, epsilon=epsilon,
+                classes=[0, 1], budget=budget,
+            ).fit(X / 10, y)
+        if budget is not None:
+            assert budget.ledger == []
+
+
+@pytest.mark.parametrize(
+    "estimator, params, message",
+    [
+        ("logistic", dict(solver="dp_gd", solver_options={"momentum": "heavy"}), "momentum"),
+        ("logistic", dict(solver="dp_gd", solver_options={"output": "best"}), "output"),
+        ("logistic", dict(solver="dp_gd", solver_options={"schedule": "fast"}), "schedule"),
+        ("regressor", dict(solver="dp_gd", penalty=None, solver_options={"schedule": "pl"}),
+         "pl_constant"),
+        ("logistic", dict(solver="dp_sgd", solver_options={"momentum": "auto"}), "momentum"),
+        ("logistic", dict(solver="dp_svrg", solver_options={"output": "best"}), "output"),
+        ("logistic", dict(solver="dp_svrg", solver_options={"difference_bound": "x"}),
+         "difference_bound"),
+        ("logistic", dict(solver="dp_svrg", penalty="elasticnet", l1_ratio=1.0),
+         "strongly convex"),
+        ("regressor", dict(solver="dp_svrg", alpha=0.0), "strongly convex"),
+        ("logistic", dict(solver="dp_svrg_pp", solver_options={"output": "tail"}), "output"),
+        ("regressor", dict(solver="dp_accmd", penalty=None, radius=1.0,
+                           solver_options={"max_iter": 0}), "max_iter"),
+    ],
+)
+@pytest.mark.parametrize("epsilon", [1.0, math.inf])
+def test_public_option_checks_fail_before_the_reservation(estimator, params, message, epsilon):
+    """Refused options raise their own message (not PrivateFitError) and spend nothing."""
+    X, y = make_classification(n_samples=100, n_features=3, n_informative=2, n_redundant=0,
+                               random_state=0)
+    budget = PrivacyBudget(5.0, 1e-5) if epsilon < math.inf else None
+    if estimator == "logistic":
+        model = DPLogisticRegression(classes=[0, 1], **params)
+    else:
+        model = DPSCORegressor(**params)
+        y = X[:, 0] / 4
+    model.set_params(epsilon=epsilon, budget=budget)
+    with pytest.raises(ValueError, match=message):
+        model.fit(X / 10, y)
+    if budget is not None:
+        assert budget.ledger == []
+
+
+def test_public_checks_are_registered():
+    for name in ("dp_gd", "dp_sgd", "dp_svrg", "dp_svrg_pp", "dp_accmd"):
+        assert solvers_module.SOLVERS[name].check is not None, name
+
+
+def test_divergence_is_a_public_error_and_the_fit_stays_charged():
+    """A diverging fit (iterates computed from noisy releases only) fails after the reservation.
+
+    Before the reservation protocol such a fit spent nothing; now its ledger
+    entry stands, marked failed, and the ConvergenceError (a function of the
+    released values) keeps its message.
+    """
+    X, y = make_classification(n_samples=200, n_features=3, n_informative=2, n_redundant=0,
+                               random_state=0)
+    budget = PrivacyBudget(5.0, 1e-5)
+    with pytest.raises(ConvergenceError, match="diverged"):
+        DPLogisticRegression(
+            solver="dp_gd", learning_rate=1e30, max_iter=40, classes=[0, 1], budget=budget,
+            random_state=0, solver_options={"momentum": None, "output": "last"},
+        ).fit(X / 10, y)
+    assert [(e.status, e.error) for e in budget.ledger] == [("failed", "ConvergenceError")]
+
+
+def test_svrg_calibration_failure_is_a_public_error_and_stays_charged():
+    """The plan needs the DP count (for the sampling rate): a calibration that fails then
+    fails after the reservation, with a public message (no private value in it)."""
+    X, y = make_classification(n_samples=100, n_features=3, n_informative=2, n_redundant=0,
+                               random_state=0)
+    budget = PrivacyBudget(5.0, 1e-5)
+    with pytest.raises(ValueError, match="cannot be calibrated for delta=1e-300"):
+        DPLogisticRegression(solver="dp_svrg", delta=1e-300, C=0.1, max_iter=2, classes=[0, 1],
+                             budget=budget, random_state=0).fit(X / 10, y)
+    assert [(e.status, e.error) for e in budget.ledger] == [("failed", "ValueError")]
+
+
+@pytest.mark.parametrize(
+    "solver, kwargs, key",
+    [
+        # The settings of test_every_release_and_sample_goes_through_the_gateway (cached calibrations).
+        (dp_svrg, dict(alpha=0.05, max_iter=2, batch_size=10, inner_steps=4),
+         "snapshot_grad_norm"),
+        (dp_svrg_pp, dict(alpha=0.05, max_iter=2, batch_size=10, inner_steps=4),
+         "snapshot_grad_norm"),
+        (dp_accmd, dict(alpha=0.0, radius=2.0, max_iter=6), "grad_norm"),
+        (dp_gd, dict(alpha=0.0, max_iter=4), "grad_norm"),
+    ],
+    ids=lambda v: getattr(v, "__name__", v if isinstance(v, str) else ""),
+)
+def test_progress_lines_print_released_values_only(capsys, solver, kwargs, key):
+    """With every release replaced by zeros, the printed gradient norms are 0.
+
+    The true gradients are not: a line computed from the exact private
+    gradient (or from noise drawn outside the gateway) would print something else.
+    """
+    X, y = make_classification(n_samples=120, n_features=4, random_state=0)
+    data = _bounded(X / 3, np.where(y == 1, 1.0, -1.0))
+    with trace_releases(substitute=lambda release: np.zeros(np.shape(release.output))):
+        result = solver(data, LOGISTIC, n_outputs=1, epsilon=1.0, delta=1e-5, random_state=0,
+                        verbose=2, **kwargs)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == result.n_iter
+    for line in lines:
+        assert f"{key}=0 " in line, line
+
+
+def test_info_counts_use_the_public_row_count():
+    """``gradient_evaluations`` comes from ``n_public`` (the DP count), never the true n."""
+    X, y = make_classification(n_samples=100, n_features=3, n_informative=2, n_redundant=0,
+                               random_state=0)
+    y = np.where(y == 1, 1.0, -1.0)
+    data = bound_data(X / 3, y, fit_intercept=False, data_norm=1.0, n_public=137.0,
+                      normalizer=150.0)
+    # Without noise: the counts do not depend on epsilon.
+    common = dict(n_outputs=1, epsilon=math.inf, delta=1e-5, random_state=0)
+    result = dp_gd(data, LOGISTIC, alpha=0.0, max_iter=3, **common)
+    assert result.info == {"gradient_evaluations": 137.0 * 3}
+    result = dp_accmd(data, LOGISTIC, alpha=0.0, radius=1.0, max_iter=5, **common)
+    assert result.info == {"gradient_evaluations": 137.0 * 5}
+    for solver in (dp_svrg, dp_svrg_pp):
+        result = solver(data, LOGISTIC, alpha=0.05, max_iter=2, batch_size=10, inner_steps=3,
+                        **common)
+        details = result.plan.details
+        n_inner = sum(details["epoch_lengths"])
+        expected = 137.0 * (2 + 2 * details["sampling_probability"] * n_inner)
+        assert result.info["gradient_evaluations"] == pytest.approx(expected, rel=1e-12)
+
+
+# --------------------------------------------------------------------------
 # Estimators
 # --------------------------------------------------------------------------
 
@@ -784,7 +1035,7 @@ def test_regressor_refusals(classification):
 def test_auto_picks_these_solvers_only_where_nothing_else_fits(classification):
     X, y = classification
     fit = lambda **p: DPLogisticRegression(classes=[0, 1], random_state=0, **p).fit(X, y)  # noqa: E731
-    assert fit().solver_ == "dp_gd"
+    assert fit().solver_ == "dp_newton"  # issue #14: second order for L2 / none
     assert fit(penalty="l1").solver_ == "dp_svrg_pp"  # dp_cd needs feature_bound
     assert fit(penalty="l1", feature_bound=1.0).solver_ == "dp_cd"
     assert fit(penalty="elasticnet", l1_ratio=0.5).solver_ == "dp_svrg_pp"
@@ -792,8 +1043,9 @@ def test_auto_picks_these_solvers_only_where_nothing_else_fits(classification):
     assert fit(penalty=None, radius=3.0).solver_ == "dp_gd"  # L2 ball: projected dp_gd
     Xr, yr = make_regression(n_samples=200, n_features=3, random_state=0)
     reg = lambda **p: DPSCORegressor(random_state=0, **p).fit(Xr / 10, yr / 100)  # noqa: E731
-    assert reg().solver_ == "dp_gd"
-    assert reg(penalty="l1").solver_ == "dp_svrg_pp"
+    assert reg().solver_ == "dp_newton"
+    assert reg(penalty="l1").solver_ == "dp_ssp"  # least squares: sufficient statistics
+    assert reg(loss="huber", penalty="l1").solver_ == "dp_svrg_pp"
     assert reg(penalty=None, radius=1.0, constraint="l1").solver_ == "dp_accmd"
     assert reg(loss="absolute").solver_ == "dp_sgd"
 

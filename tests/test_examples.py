@@ -1,7 +1,8 @@
 """The README's code, every example script and every notebook run, so they never rot.
 
-The README checks are cheap and run by default.  Running the examples and the
-notebooks takes minutes, so those tests are marked ``slow``
+The README checks, and the checks of the committed notebooks' outputs, are
+cheap and run by default.  Running the examples and the notebooks takes
+minutes, so those tests are marked ``slow``
 (``python -m pytest -m slow tests/test_examples.py``); the notebooks need the
 ``docs`` extra (nbclient, nbformat, ipykernel) and are skipped without it.
 """
@@ -75,13 +76,34 @@ def test_readme_ten_lines_run(capsys):
     assert 0.8 < float(printed[0]) <= 1.0  # test accuracy
 
 
-def test_readme_relative_links_exist():
+#: README.md is also the package's page on the package index, where relative
+#: links break: it links to the repository with absolute addresses.
+REPO_BLOB = "https://github.com/sklearn-dp/sklearn_dp/blob/main/"
+REPO_TREE = "https://github.com/sklearn-dp/sklearn_dp/tree/main/"
+REPO_RAW = "https://raw.githubusercontent.com/sklearn-dp/sklearn_dp/main/"
+
+
+def test_readme_links_are_absolute_and_exist():
     text = README.read_text()
-    targets = re.findall(r"\]\(([^)#]+)\)", text)
-    local = [t for t in targets if not re.match(r"[a-z]+://", t)]
-    assert local, "expected relative links in the README"
-    missing = [t for t in local if not (ROOT / t).exists()]
-    assert not missing, f"README links to missing files: {missing}"
+    links = re.findall(r"(!?)\[[^\]]*\]\(([^)\s]+)\)", text)
+    assert links, "expected links in the README"
+    relative = [target for _, target in links if not re.match(r"[a-z]+://", target)]
+    assert not relative, f"relative links break on the package index: {relative}"
+    missing = []
+    for bang, target in links:
+        if bang:  # images: the raw file, so the package index can show them
+            assert target.startswith(REPO_RAW), target
+            path = ROOT / target[len(REPO_RAW):]
+            ok = path.is_file()
+        elif target.startswith(REPO_BLOB):
+            ok = (ROOT / target[len(REPO_BLOB):].split("#")[0]).is_file()
+        elif target.startswith(REPO_TREE):
+            ok = (ROOT / target[len(REPO_TREE):]).is_dir()
+        else:
+            continue  # another site
+        if not ok:
+            missing.append(target)
+    assert not missing, f"README links to files this checkout does not have: {missing}"
 
 
 def test_readme_solver_table_matches_registry():
@@ -133,47 +155,68 @@ def test_every_gallery_example_has_a_title():
 # --------------------------------------------------------------------------
 
 
-def _kernel_for_this_interpreter(tmp_path, monkeypatch):
-    """A kernel spec that runs this very interpreter (with sklearn_dp importable).
+def _notebook_builder():
+    """docs/notebooks/_build_notebooks.py as a module (it needs nbformat)."""
+    import importlib.util
 
-    The ``python3`` spec found on a machine may start another interpreter; a spec
-    written into a private JUPYTER_PATH entry cannot.
-    """
-    pytest.importorskip("ipykernel", reason="the notebooks need the docs extra (ipykernel)")
-    name = "sklearn-dp-tests"
-    spec_dir = tmp_path / "jupyter" / "kernels" / name
-    spec_dir.mkdir(parents=True)
-    spec = {
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "sklearn_dp tests",
-        "language": "python",
-    }
-    (spec_dir / "kernel.json").write_text(json.dumps(spec))
-    monkeypatch.setenv("JUPYTER_PATH", os.pathsep.join(
-        filter(None, [str(tmp_path / "jupyter"), os.environ.get("JUPYTER_PATH")])))
-    for key, value in _environment().items():
-        if os.environ.get(key) != value:
-            monkeypatch.setenv(key, value)
-    return name
+    pytest.importorskip("nbformat", reason="the notebooks need the docs extra")
+    path = ROOT / "docs" / "notebooks" / "_build_notebooks.py"
+    spec = importlib.util.spec_from_file_location("_build_notebooks", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _check_outputs(name, cells):
+    """Every code cell ran and printed or displayed something; no error, no warning."""
+    for cell in cells:
+        if cell["cell_type"] != "code":
+            continue
+        source = "".join(cell["source"])
+        assert cell["execution_count"] is not None, (name, source[:60])
+        assert cell["outputs"], (name, source[:60])
+        for output in cell["outputs"]:
+            assert output["output_type"] != "error", (name, source[:60])
+            assert not (output["output_type"] == "stream" and output["name"] == "stderr"), (
+                name, "".join(output["text"])[:300])
+            text = "".join(output.get("text", "")) + "".join(
+                output.get("data", {}).get("text/plain", ""))
+            assert "Warning" not in text, (name, text[:300])
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_committed_notebook_has_its_outputs(path):
+    # Committed executed, so they read as finished notebooks on GitHub and in
+    # the docs (which render them without running them).
+    notebook = json.loads(path.read_text())
+    _check_outputs(path.name, notebook["cells"])
+    if path.name == "first_private_model.ipynb":
+        # A fitted estimator displayed with scikit-learn's HTML repr.
+        html = [o for c in notebook["cells"] if c["cell_type"] == "code"
+                for o in c["outputs"] if "text/html" in o.get("data", {})]
+        assert html and "DPLogisticRegression" in "".join(html[0]["data"]["text/html"])
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_committed_notebook_is_what_the_builder_writes(path):
+    builder = _notebook_builder()
+    expected = builder.build(path.name, run=False)
+    committed = json.loads(path.read_text())
+    assert [(c.cell_type, c.source) for c in expected.cells] == [
+        (c["cell_type"], "".join(c["source"])) for c in committed["cells"]
+    ], f"run python docs/notebooks/_build_notebooks.py and commit {path.name}"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_notebook_runs(path, tmp_path, monkeypatch):
-    nbformat = pytest.importorskip("nbformat", reason="the notebooks need the docs extra")
-    nbclient = pytest.importorskip("nbclient", reason="the notebooks need the docs extra")
-    notebook = nbformat.read(path, as_version=4)
-    # Committed without outputs: the repository holds sources, not results.
-    for cell in notebook.cells:
-        if cell.cell_type == "code":
-            assert not cell.outputs and cell.execution_count is None, path.name
-    kernel = _kernel_for_this_interpreter(tmp_path, monkeypatch)
+def test_notebook_runs(path):
+    pytest.importorskip("nbclient", reason="the notebooks need the docs extra")
+    pytest.importorskip("ipykernel", reason="the notebooks need the docs extra (ipykernel)")
+    builder = _notebook_builder()
     start = time.perf_counter()
-    nbclient.NotebookClient(
-        notebook, timeout=300, kernel_name=kernel,
-        resources={"metadata": {"path": str(tmp_path)}},
-    ).execute()
+    notebook = builder.build(path.name)  # executed with this interpreter
     elapsed = time.perf_counter() - start
+    _check_outputs(path.name, notebook.cells)
     print(f"{path.name}: {elapsed:.1f} s")
     assert elapsed < EXAMPLE_TIME_LIMIT, f"{path.name} took {elapsed:.1f} s"
 

@@ -63,6 +63,7 @@ def test_fitted_attributes(sparse_data, solver):
     X, y = sparse_data
     budget = PrivacyBudget(3.0, 1e-5)
     model = DPLasso(
+        feature_bound=1.0,
         epsilon=2.0,
         delta=1e-6,
         radius=1.5,
@@ -89,11 +90,12 @@ def test_fitted_attributes(sparse_data, solver):
 
 def test_auto_solver_and_pure_dp(sparse_data):
     X, y = sparse_data
-    model = DPLasso(epsilon=1.0, delta=0.0, radius=1.0, y_bound=2.0, random_state=0).fit(X, y)
+    model = DPLasso(feature_bound=1.0, epsilon=1.0, delta=0.0, radius=1.0, y_bound=2.0, random_state=0).fit(X, y)
     assert model.solver_ == "frank_wolfe"
     assert model.privacy_spent_ == (1.0, 0.0)
     assert epsilon_of_event(model.dp_event_, 0.0) <= 1.0
     vr = DPLasso(
+        feature_bound=1.0,
         epsilon=1.0, delta=0.0, radius=1.0, y_bound=2.0, solver="vr_frank_wolfe", random_state=0
     ).fit(X, y)
     assert epsilon_of_event(vr.dp_event_, 0.0) <= 1.0
@@ -120,9 +122,9 @@ def test_budget_exceeded_leaves_model_unchanged(sparse_data):
 
 def test_reproducible_and_sparse_input_equals_dense(sparse_data):
     X, y = sparse_data
-    a = DPLasso(epsilon=1.0, radius=1.0, y_bound=2.0, random_state=3).fit(X, y)
-    b = DPLasso(epsilon=1.0, radius=1.0, y_bound=2.0, random_state=3).fit(X, y)
-    c = DPLasso(epsilon=1.0, radius=1.0, y_bound=2.0, random_state=3).fit(sp.csr_matrix(X), y)
+    a = DPLasso(feature_bound=1.0, epsilon=1.0, radius=1.0, y_bound=2.0, random_state=3).fit(X, y)
+    b = DPLasso(feature_bound=1.0, epsilon=1.0, radius=1.0, y_bound=2.0, random_state=3).fit(X, y)
+    c = DPLasso(feature_bound=1.0, epsilon=1.0, radius=1.0, y_bound=2.0, random_state=3).fit(sp.csr_matrix(X), y)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     np.testing.assert_allclose(a.coef_, c.coef_, atol=1e-12)
     assert a.intercept_ == pytest.approx(c.intercept_, abs=1e-12)
@@ -136,9 +138,11 @@ def test_outlying_entries_and_labels_are_clipped(sparse_data):
     X_clip, y_clip = np.clip(X_out, -1, 1), np.clip(y_out, -2, 2)
     for solver in ("frank_wolfe", "mirror_descent"):
         a = DPLasso(
+            feature_bound=1.0,
             epsilon=1.0, radius=1.0, y_bound=2.0, solver=solver, max_iter=50, random_state=0
         )
         b = DPLasso(
+            feature_bound=1.0,
             epsilon=1.0, radius=1.0, y_bound=2.0, solver=solver, max_iter=50, random_state=0
         )
         np.testing.assert_allclose(
@@ -179,7 +183,7 @@ def test_constrained_epsilon_inf_reaches_reference(sparse_data):
     X, y = sparse_data
     radius, y_bound = 0.8, 2.0
     coef, intercept = _constrained_reference(X, y, radius, y_bound)
-    model = DPLasso(epsilon=math.inf, radius=radius, y_bound=y_bound, max_iter=20_000).fit(X, y)
+    model = DPLasso(feature_bound=1.0, epsilon=math.inf, radius=radius, y_bound=y_bound, max_iter=20_000).fit(X, y)
     np.testing.assert_allclose(model.coef_, coef, atol=3e-3)
     assert model.intercept_ == pytest.approx(intercept, abs=3e-3)
     assert model.privacy_spent_ == (math.inf, 0.0)
@@ -197,6 +201,7 @@ def test_penalised_epsilon_inf_matches_sklearn_lasso(sparse_data):
     radius = 1.2
     assert np.abs(reference.coef_).sum() < radius  # the ball does not bind
     model = DPLasso(
+        feature_bound=1.0,
         epsilon=math.inf, alpha=alpha, radius=radius, y_bound=y_bound, max_iter=20_000
     ).fit(X, y)
     np.testing.assert_allclose(model.coef_, reference.coef_, atol=3e-3)
@@ -206,12 +211,18 @@ def test_penalised_epsilon_inf_matches_sklearn_lasso(sparse_data):
 
 def test_penalised_form_uses_the_implied_ball(sparse_data):
     X, y = sparse_data
-    # solver="auto" solves the penalised form with dp_cd (no ball needed);
-    # Frank-Wolfe works on the implied public ball.
+    # solver="auto" solves the penalised form with dp_ssp up to 64 features
+    # (issue #14) and with dp_cd (no ball needed) beyond; Frank-Wolfe works on
+    # the implied public ball.
     assert DPLasso(epsilon=1.0, alpha=0.5, y_bound=2.0, feature_bound=1.0, random_state=0).fit(
         X, y
+    ).solver_ == "dp_ssp"
+    wide = np.hstack([X, np.zeros((X.shape[0], 40))])
+    assert DPLasso(epsilon=1.0, alpha=0.5, y_bound=2.0, feature_bound=1.0, random_state=0).fit(
+        wide, y
     ).solver_ == "dp_cd"
     model = DPLasso(
+        feature_bound=1.0,
         epsilon=1.0, alpha=0.5, y_bound=2.0, solver="frank_wolfe", random_state=0
     ).fit(X, y)
     assert model.radius_ == pytest.approx(l1_radius_for_alpha(0.5, 2.0)) == pytest.approx(4.0)
@@ -232,6 +243,7 @@ def test_radius_alpha_mapping_is_public_and_valid():
 def test_no_intercept(sparse_data):
     X, y = sparse_data
     model = DPLasso(
+        feature_bound=1.0,
         epsilon=math.inf, radius=1.0, y_bound=2.0, fit_intercept=False, max_iter=2000
     ).fit(X, y - 0.3)
     assert model.intercept_ == 0.0 and model.intercept_bound_ == 0.0
@@ -313,8 +325,19 @@ def test_regressor_l1_constraint_auto_solvers(sparse_data):
 
 def test_regressor_l1_needs_feature_bound(sparse_data):
     X, y = sparse_data
+    budget = PrivacyBudget(5.0, 1e-4)
     with pytest.raises(ValueError, match="feature_bound"):
-        DPSCORegressor(constraint="l1", radius=1.0, solver="frank_wolfe").fit(X, y)
+        DPSCORegressor(
+            constraint="l1", radius=1.0, solver="frank_wolfe", feature_bound=None, budget=budget
+        ).fit(X, y)
+    assert budget.ledger == []
+    # The default "auto" releases one bound on max_j |X[i, j]| (a share of epsilon).
+    model = DPSCORegressor(
+        constraint="l1", radius=1.0, solver="frank_wolfe", random_state=0, budget=budget
+    ).fit(X, y)
+    assert model.feature_bound_.shape == (X.shape[1],)
+    assert np.all(model.feature_bound_ == model.feature_bound_[0])
+    assert len(budget.ledger) == 1
 
 
 def test_regressor_absolute_loss_mirror_descent_epsilon_inf_improves(sparse_data):

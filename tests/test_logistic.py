@@ -76,7 +76,13 @@ def test_multiclass_is_one_joint_mechanism(iris):
 
 def test_auto_solver_choice(binary_data):
     X, y = binary_data
-    assert _fit(X, y).solver_ == "dp_gd"
+    # dp_newton for the L2 / no penalty without a ball (issue #14); dp_gd for a
+    # design too wide for its Gram matrix (a public property: n_features) or a ball.
+    assert _fit(X, y).solver_ == "dp_newton"
+    assert _fit(X, y, penalty=None).solver_ == "dp_newton"
+    wide = np.hstack([X, np.zeros((X.shape[0], 1000))])
+    assert _fit(wide, y, max_iter=2).solver_ == "dp_gd"
+    assert _fit(X, y, radius=5.0).solver_ == "dp_gd"
 
 
 def test_random_state_reproducible_and_fresh(binary_data):
@@ -91,7 +97,7 @@ def test_random_state_reproducible_and_fresh(binary_data):
 
 def test_verbose_prints_progress(binary_data, capsys):
     X, y = binary_data
-    _fit(X, y, verbose=1, max_iter=20)
+    _fit(X, y, verbose=1, max_iter=20, solver="dp_gd")
     err = capsys.readouterr().err
     assert "[dp_gd] iter 20/20" in err
 
@@ -302,7 +308,7 @@ def test_budget_spend_and_exhaust(binary_data):
     model = _fit(X, y, epsilon=1.0, delta=5e-6, budget=budget)
     assert len(budget.ledger) == 1
     entry = budget.ledger[0]
-    assert (entry.estimator, entry.solver) == ("DPLogisticRegression", "dp_gd")
+    assert (entry.estimator, entry.solver) == ("DPLogisticRegression", "dp_newton")
     assert entry.event == model.dp_event_
     coef_before = model.coef_.copy()
     with pytest.raises(BudgetExceededError):

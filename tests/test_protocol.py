@@ -108,7 +108,8 @@ def test_diverged_fit_after_noisy_steps_is_charged():
     X, y = _data()
     budget = PrivacyBudget(10.0, 1e-3)
     model = DPLogisticRegression(
-        classes=[0, 1], budget=budget, learning_rate=1e30, max_iter=50, random_state=0
+        classes=[0, 1], budget=budget, learning_rate=1e30, max_iter=50, random_state=0,
+        solver="dp_gd",
     )
     with pytest.raises(ConvergenceError):
         model.fit(X, y)
@@ -151,7 +152,7 @@ SOLVERS["dp_gd"] = dataclasses.replace(SOLVERS["dp_gd"], function=slow)
 rng = np.random.default_rng(0)
 X = rng.uniform(-0.5, 0.5, size=(100, 3)); y = (X[:, 0] > 0).astype(int)
 budget = PrivacyBudget(2.0, 1e-5, storage=sys.argv[1])
-DPLogisticRegression(classes=[0, 1], budget=budget).fit(X, y)
+DPLogisticRegression(classes=[0, 1], budget=budget, solver="dp_gd").fit(X, y)
 """
 
 

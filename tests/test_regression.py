@@ -51,7 +51,7 @@ def test_epsilon_inf_huber_reaches_reference(data):
     X, y = data
     model = DPSCORegressor(
         epsilon=math.inf, loss="huber", huber_threshold=0.2, alpha=1e-3,
-        data_norm=10.0, y_bound=10.0, max_iter=5000,
+        data_norm=10.0, y_bound=10.0, intercept_scaling=1.0, max_iter=5000,
     ).fit(X, y)
     reference = _huber_reference(X, y, 0.2, 1e-3)
     np.testing.assert_allclose(np.append(model.coef_, model.intercept_), reference, atol=1e-4)
@@ -80,7 +80,7 @@ def test_private_fit_records_event(data, loss):
     budget = PrivacyBudget(5.0, 1e-5)
     model = DPSCORegressor(epsilon=1.0, loss=loss, y_bound=2.0, budget=budget, random_state=0)
     model.fit(X, y)
-    assert model.solver_ == ("dp_sgd" if loss == "absolute" else "dp_gd")
+    assert model.solver_ == ("dp_sgd" if loss == "absolute" else "dp_newton")
     assert len(budget.ledger) == 1
     assert epsilon_of_event(model.dp_event_, 1e-5) <= 1.0 + 1e-9
     assert np.all(np.isfinite(model.predict(X)))

@@ -8,12 +8,16 @@ import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor
+from sklearn_dp.preprocessing import DPMinMaxScaler, DPStandardScaler, PublicRangeScaler
 
 # Each entry: check name -> why the check cannot pass for a DP estimator.
 EXPECTED_FAILURES = {
     "DPLogisticRegression": {},
     "DPSCORegressor": {},
     "DPLasso": {},
+    "DPStandardScaler": {},
+    "DPMinMaxScaler": {},
+    "PublicRangeScaler": {},
 }
 
 
@@ -99,6 +103,17 @@ def _estimators():
             epsilon=float("inf"), loss="absolute", solver="resque", data_norm=5.0, y_bound=5.0,
             random_state=0,
         ),
+        # Given bounds next to the "auto" defaults above.
+        DPLogisticRegression(epsilon=eps, data_norm=3.0, intercept_scaling=1.0, random_state=0),
+        DPSCORegressor(epsilon=1.0, data_norm=3.0, y_bound=3.0, random_state=0),
+        # Preprocessing.
+        DPStandardScaler(random_state=0),
+        DPStandardScaler(delta=0.0, bounds=(-5.0, 5.0), random_state=0),
+        DPStandardScaler(with_mean=False, random_state=0),
+        DPStandardScaler(epsilon=float("inf"), bounds=(-100.0, 100.0)),
+        DPMinMaxScaler(random_state=0),
+        DPMinMaxScaler(bounds=(-10.0, 10.0)),
+        PublicRangeScaler((-10.0, 10.0)),
     ]
 
 

@@ -29,6 +29,7 @@ import pytest
 import scipy.sparse as sp
 
 from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor, PrivacyBudget
+from sklearn_dp.preprocessing import DPMinMaxScaler, DPStandardScaler, PublicRangeScaler
 from sklearn_dp.solvers import SOLVERS
 from sklearn_dp.testing import trace_releases
 
@@ -39,6 +40,11 @@ ESTIMATORS = {
     "DPLogisticRegression": DPLogisticRegression,
     "DPSCORegressor": DPSCORegressor,
     "DPLasso": DPLasso,
+}
+TRANSFORMERS = {
+    "DPStandardScaler": DPStandardScaler,
+    "DPMinMaxScaler": DPMinMaxScaler,
+    "PublicRangeScaler": PublicRangeScaler,
 }
 
 # (estimator, solver) -> parameters of a small, fast fit.  Every registered
@@ -78,7 +84,12 @@ CONFIGS = {
     ("DPLasso", "localized_mirror_descent"): dict(max_iter=5),
     ("DPLasso", "dp_cd"): dict(alpha=0.1, max_iter=2),
     ("DPLasso", "dp_svrg_pp"): dict(alpha=0.1, max_iter=2),
-    ("DPLasso", "dp_accmd"): dict(max_iter=5),
+    # The l1 ball of dp_accmd would hold the intercept: DPLasso refuses it with one.
+    ("DPLasso", "dp_accmd"): dict(max_iter=5, fit_intercept=False),
+    ("DPLogisticRegression", "dp_newton"): dict(max_iter=3),
+    ("DPSCORegressor", "dp_newton"): dict(max_iter=3),
+    ("DPSCORegressor", "dp_ssp"): dict(),
+    ("DPLasso", "dp_ssp"): dict(alpha=0.1),
 }
 
 # Further configurations for the thorough run (-m slow): options and modes
@@ -121,6 +132,51 @@ SLOW_CONFIGS = {
     ("DPSCORegressor", "dp_sgd", "quantile"): dict(loss="quantile", max_iter=3),
     ("DPSCORegressor", "resque", "huber"): dict(loss="huber"),
     ("DPLasso", "frank_wolfe", "penalised"): dict(alpha=0.1, max_iter=5),
+    ("DPLogisticRegression", "dp_newton", "multiclass"): dict(max_iter=3),
+    ("DPLogisticRegression", "dp_newton", "bound"): dict(
+        max_iter=3, solver_options=dict(hessian="bound", momentum="nesterov")
+    ),
+    ("DPLogisticRegression", "dp_newton", "labels-released"): dict(max_iter=2, classes=None),
+    ("DPSCORegressor", "dp_newton", "huber"): dict(loss="huber", penalty=None, max_iter=3),
+    ("DPSCORegressor", "dp_ssp", "elasticnet"): dict(penalty="elasticnet", l1_ratio=0.5),
+    ("DPSCORegressor", "dp_ssp", "l1-ball"): dict(constraint="l1", radius=0.5, penalty=None),
+    ("DPSCORegressor", "dp_ssp", "fixed-ridge"): dict(solver_options=dict(ridge=1.0)),
+    ("DPLasso", "dp_ssp", "constrained"): dict(radius=0.5),
+}
+
+# The bound releases ("auto", the default of data_norm, feature_bound and
+# y_bound) are in every configuration above that does not give the bound;
+# these make each kind explicit (and the given bounds, which release
+# nothing), in the default run.
+BOUNDS_CONFIGS = {
+    ("DPLogisticRegression", "dp_gd", "auto-data-norm"): dict(max_iter=5, data_norm="auto"),
+    ("DPLogisticRegression", "dp_gd", "given-bounds"): dict(
+        max_iter=5, data_norm=1.0, intercept_scaling=1.0
+    ),
+    # The solvers that bound rows entrywise are not ported to the protocol yet
+    # (their progress lines print private values): verbose=0 here, so these
+    # check the feature-bound release and the fitted attributes.
+    ("DPLogisticRegression", "dp_cd", "auto-feature-bound"): dict(
+        max_iter=2, feature_bound="auto", verbose=0
+    ),
+    ("DPSCORegressor", "dp_gd", "auto-data-norm-and-label-range"): dict(max_iter=5),
+    ("DPSCORegressor", "dp_gd", "given-bounds"): dict(max_iter=5, data_norm=1.0, y_bound=1.0),
+    ("DPSCORegressor", "frank_wolfe", "auto-feature-bound"): dict(
+        constraint="l1", radius=2.0, max_iter=5, verbose=0
+    ),
+    ("DPLasso", "frank_wolfe", "auto-feature-bound-and-label-range"): dict(max_iter=5, verbose=0),
+    ("DPLasso", "dp_svrg_pp", "auto-feature-bound-l2"): dict(alpha=0.1, max_iter=2, verbose=0),
+}
+
+# The preprocessing transformers (their y is ignored).
+TRANSFORMER_CONFIGS = {
+    ("DPStandardScaler", "auto"): dict(),
+    ("DPStandardScaler", "pure"): dict(delta=0.0),
+    ("DPStandardScaler", "given-bounds"): dict(bounds=(-2.0, 2.0)),
+    ("DPStandardScaler", "no-centring"): dict(with_mean=False),
+    ("DPMinMaxScaler", "auto"): dict(),
+    ("DPMinMaxScaler", "pure"): dict(delta=0.0),
+    ("PublicRangeScaler", "public"): dict(ranges=(-1.0, 1.0)),
 }
 
 #: Hostile rows: the added row of D' (features, and a label key).
@@ -153,6 +209,10 @@ def _data(estimator, variant=""):
 
 def _model(estimator, solver, params, variant=""):
     params = dict(params)
+    if estimator in TRANSFORMERS:
+        base = dict(epsilon=1.0, random_state=0) if estimator != "PublicRangeScaler" else {}
+        base.update(params)
+        return TRANSFORMERS[estimator](**base)
     base = dict(epsilon=1.0, random_state=0, solver=solver, verbose=2)
     if _task(estimator) == "classification":
         base["classes"] = [0, 1, 2] if variant == "multiclass" else [0, 1]
@@ -312,6 +372,73 @@ def test_substitution(estimator, solver, params, kind):
     observed = _run_pair(estimator, solver, params, _hostile_pair(estimator, kind))
     assert observed["error"] is None, observed["error"]
     assert observed["trace"].releases, "a private fit made no release through the gateway"
+
+
+@pytest.mark.parametrize(
+    "estimator, solver, params, variant, kind",
+    [
+        pytest.param(e, s, p, v, k, id=f"{e}-{s}-{v}-{k}")
+        for (e, s, v), p in BOUNDS_CONFIGS.items()
+        for k in FAST_HOSTILE
+    ],
+)
+def test_substitution_bounds(estimator, solver, params, variant, kind):
+    if solver in NOT_PORTED:
+        # The bound releases and the bound attributes only (the solver's own
+        # releases are checked by test_substitution once it is ported).
+        _run_bounds_only(estimator, solver, params, _hostile_pair(estimator, kind), variant)
+        return
+    observed = _run_pair(estimator, solver, params, _hostile_pair(estimator, kind), variant)
+    assert observed["error"] is None, observed["error"]
+    labels = [r.label for r in observed["trace"].releases]
+    given = variant == "given-bounds"
+    assert given == (not any("bound" in label or "range" in label for label in labels))
+
+
+#: Solvers of BOUNDS_CONFIGS whose own substitution test still fails on main
+#: (being ported to the protocol by their owners).
+NOT_PORTED = {"dp_cd", "frank_wolfe", "dp_svrg_pp"}
+_BOUND_ATTRIBUTES = ("data_norm_", "feature_bound_", "intercept_scaling_", "y_bound_", "y_center_")
+
+
+def _run_bounds_only(estimator, solver, params, pair, variant):
+    (X, y), (X_prime, y_prime) = pair
+    seen = [
+        _observe(_model(estimator, solver, params, variant), Xi, yi, [0, 1])
+        for Xi, yi in ((X, y), (X_prime, y_prime))
+    ]
+    a, b = seen
+    assert a["error"] is None and b["error"] is None
+    for key in _BOUND_ATTRIBUTES:
+        _assert_same(a["attributes"].get(key), b["attributes"].get(key), key)
+    bound_releases = [
+        [r for r in observed["trace"].releases if "bound" in r.label or "range" in r.label]
+        for observed in seen
+    ]
+    assert bound_releases[0], "no bound release"
+
+    class _Trace:
+        def __init__(self, releases):
+            self.releases = releases
+
+    _check_sensitivities(_Trace(bound_releases[0]), _Trace(bound_releases[1]))
+
+
+@pytest.mark.parametrize(
+    "transformer, params, kind",
+    [
+        pytest.param(t, p, k, id=f"{t}-{v}-{k}")
+        for (t, v), p in TRANSFORMER_CONFIGS.items()
+        for k in HOSTILE
+    ],
+)
+def test_substitution_transformers(transformer, params, kind):
+    observed = _run_pair(transformer, None, params, _hostile_pair("regression", kind))
+    assert observed["error"] is None, observed["error"]
+    if transformer == "PublicRangeScaler":
+        assert observed["trace"].releases == []
+    else:
+        assert observed["trace"].releases
 
 
 _SPARSE_PAIRS = [pair for pair in CONFIGS if SOLVERS[pair[1]].sparse]

@@ -14,8 +14,9 @@ Three directives (usable from MyST as ```` ```{solver-capabilities} ```` etc.):
     entrywise-geometry solvers can run).
 ``auto-solver-choices``
     What ``solver="auto"`` picks in typical settings, obtained by calling each
-    estimator's ``_auto_solver``, and whether the registry then accepts the
-    problem.
+    estimator's ``_auto_solver`` with the public setting of a fit (30
+    features unless the scenario says), and whether the registry then
+    accepts the problem.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
 from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor
-from sklearn_dp.linear_model._base import FitProblem
+from sklearn_dp.linear_model._base import FitProblem, PublicSetting
 from sklearn_dp.solvers import SOLVERS, check_solver_supports, get_solver
 
 _ESTIMATOR_LOSSES = {
@@ -236,17 +237,35 @@ _SCENARIOS = [
     (DPLasso, {"alpha": 0.01}, "penalised form"),
     (DPLasso, {"alpha": 0.01, "delta": 0.0}, "penalised form, pure DP"),
     (DPLasso, {}, "neither radius nor alpha"),
+    # The width of X is public: the second-order solvers stop where their
+    # d x d matrices cost more than the first-order passes.
+    (DPLogisticRegression, {}, "defaults, 2000 features", 2000),
+    (DPSCORegressor, {}, "defaults, 2000 features", 2000),
+    (DPLasso, {"alpha": 0.01}, "penalised form, 200 features", 200),
+    (DPLasso, {"radius": 2.0}, "constrained form, 200 features", 200),
 ]
 
+#: Features of X in the scenarios that do not say (the auto rules read n_features).
+_DEFAULT_FEATURES = 30
 
-def _auto_choice(cls, params):
+
+def _public(estimator, n_features):
+    return PublicSetting(
+        n_features=n_features, n_outputs=1, multiclass=False, sparse=False,
+        fit_intercept=bool(getattr(estimator, "fit_intercept", True)),
+        epsilon=float(estimator.epsilon), delta=float(estimator.delta),
+    )
+
+
+def _auto_choice(cls, params, n_features=_DEFAULT_FEATURES):
     estimator = cls(**params)
+    public = _public(estimator, n_features)
     if cls is DPLasso:
-        name = estimator._auto_solver(None, sparse=False, n_samples=None)
+        name = estimator._auto_solver(None, public=public)
         return name, None
     loss_name = "log_loss" if cls is DPLogisticRegression else estimator.loss
     problem = _glm_problem(estimator, loss_name)
-    name = estimator._auto_solver(problem, sparse=False, n_samples=None)
+    name = estimator._auto_solver(problem, public=public)
     spec = get_solver(name)
     try:
         check_solver_supports(
@@ -265,8 +284,8 @@ class AutoSolverChoices(SphinxDirective):
 
     def run(self):
         rows = []
-        for cls, params, note in _SCENARIOS:
-            name, problem = _auto_choice(cls, params)
+        for cls, params, note, *width in _SCENARIOS:
+            name, problem = _auto_choice(cls, params, *width)
             settings = ", ".join(f"{k}={v!r}" for k, v in params.items())
             setting_cell = [(settings, True)] if settings else []
             if note:

@@ -1,15 +1,30 @@
-"""Write the two notebooks of docs/notebooks/ (without outputs) from the cells below.
+"""Write the two notebooks of docs/notebooks/ from the cells below, and execute them.
 
-Run ``python docs/notebooks/_build_notebooks.py`` after editing a cell; commit the
-``.ipynb`` files it writes.  ``tests/test_examples.py`` executes them (marked slow).
+Run ``python docs/notebooks/_build_notebooks.py`` (needs the ``docs`` extra:
+nbformat, nbclient, ipykernel) after editing a cell, and commit the ``.ipynb``
+files it writes: they are committed *with* their outputs, so they read as
+finished notebooks on GitHub and in the documentation (which renders them
+without running them).  The kernel runs this interpreter with this checkout's
+``sklearn_dp`` first on its path; each notebook runs in a temporary
+directory.  ``--no-execute`` writes the sources only.
+
+``tests/test_examples.py`` checks that the committed cells are these cells,
+that their outputs hold no error and no warning, and (marked slow) executes
+them again.
 """
 
+import argparse
+import json
+import os
+import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
 
 PUBLIC_SCALING = '''import math
 import re
@@ -75,6 +90,9 @@ model = DPLogisticRegression(
 model.fit(X_train, y_train)
 print(f"solver used: {model.solver_}, iterations: {model.n_iter_}")
 print(f"test accuracy: {model.score(X_test, y_test):.3f}")'''),
+        md("""A fitted estimator displays as in scikit-learn: its parameters (the ones you set are
+highlighted) and, in a notebook, its fitted attributes."""),
+        code("model"),
         md("""## 3. The guarantee: `privacy_spent_` and `dp_event_`
 
 `privacy_spent_` is the `(epsilon, delta)` this fit guarantees for the training rows, under
@@ -159,6 +177,12 @@ The estimator keeps a reference to the budget; `sklearn.base.clone` (which `Grid
 calls for every fit) returns the same budget object, so every fit of the search is counted:
 3 candidates x 3 folds plus the refit of the best candidate = 10 ledger entries.
 
+The search chooses each fit after seeing earlier results, so the budget must admit spends by a
+rule that stays valid under such *adaptive* composition. `composition="zcdp"` charges every fit
+the rho of its Gaussian mechanism (rho-zCDP) and admits a spend while the rhos add up to no more
+than the rho whose `(epsilon, delta)` conversion meets the limits; for many Gaussian fits it is
+much tighter than the default `"basic"` composition, where the epsilons simply add up.
+
 `error_score="raise"` makes a refused fit stop the search. With scikit-learn's default
 (`error_score=nan`) a `BudgetExceededError` becomes a warning and a NaN score and the search
 continues: nothing is overspent (a refused fit spends nothing) but the results have holes."""),
@@ -166,7 +190,7 @@ continues: nothing is overspent (a refused fit spends nothing) but the results h
 
 from sklearn_dp import BudgetExceededError, DPLogisticRegression, PrivacyBudget
 
-budget = PrivacyBudget(epsilon=5.0, delta=1e-5)
+budget = PrivacyBudget(epsilon=5.0, delta=1e-5, composition="zcdp")
 model = DPLogisticRegression(delta=1e-6, data_norm=data_norm, classes=[0, 1],
                              budget=budget, random_state=0)
 search = GridSearchCV(model, {"epsilon": [0.25, 0.5, 1.0]}, cv=3, error_score="raise")
@@ -177,19 +201,21 @@ for epsilon, score in zip(search.cv_results_["param_epsilon"],
 print("best:", search.best_params_, f"test accuracy {search.score(X_test, y_test):.3f}")'''),
         md("""## The ledger
 
-One entry per fit: who spent, the solver, the `(epsilon, delta)` it guarantees, and its
-`DpEvent`. The budget reports the tighter of two valid totals: **basic composition** (the
-epsilons and the deltas add up) and **numerical composition** of all recorded events at the
-budget's delta (PLD), which is much tighter for many Gaussian fits. When the numerical total is
-used, `spent` and `remaining` are stated at the budget's own delta, so `remaining` shows delta 0;
-`check` is the authority on what still fits."""),
-        code('''for k, entry in enumerate(budget.ledger, 1):
-    print(f"{k:2d}. {entry.estimator:20s} solver={entry.solver:6s} "
-          f"epsilon={entry.epsilon:<5g} delta={entry.delta:g}")
+One entry per fit: who spent, the solver, the `(epsilon, delta)` it guarantees, its `DpEvent`
+and `rho`, what the zCDP filter charged for it. `spent` and `remaining` state the rhos as an
+epsilon at the budget's delta. Basic composition (the sum of the epsilons) is printed beside
+it; so is the budget's `fixed_sequence_epsilon()`, a numerical (PLD) composition of the
+recorded events that is tighter still but valid only for fits fixed in advance, so the budget
+reports it and never admits by it."""),
+        code('''for entry in budget.ledger:
+    print(f"{entry.id:2d}. {entry.estimator:20s} solver={entry.solver:6s} "
+          f"epsilon={entry.epsilon:<5g} delta={entry.delta:g} rho={entry.rho:.4f} {entry.status}")
 print(f"\\nbasic composition: epsilon {sum(e.epsilon for e in budget.ledger):.3f}, "
       f"delta {sum(e.delta for e in budget.ledger):g}")
+print(f"rho charged: {budget.rho_spent:.4f} of {budget.rho_limit:.4f}")
 print("budget.spent     = (epsilon={:.4f}, delta={:g})".format(*budget.spent))
-print("budget.remaining = (epsilon={:.4f}, delta={:g})".format(*budget.remaining))'''),
+print("budget.remaining = (epsilon={:.4f}, delta={:g})".format(*budget.remaining))
+print(f"fixed-sequence (PLD) epsilon, reported only: {budget.fixed_sequence_epsilon():.4f}")'''),
         md("""## Running out
 
 A second search at larger epsilons does not fit. The budget refuses the first fit that would
@@ -197,7 +223,7 @@ take it past its limit, before that fit sees the data; the fits before it happen
 the ledger. A refused fit leaves the estimator exactly as it was."""),
         code('''n_before = len(budget.ledger)
 try:
-    GridSearchCV(model, {"epsilon": [2.0, 4.0]}, cv=3, error_score="raise").fit(X_train, y_train)
+    GridSearchCV(model, {"epsilon": [4.0, 8.0]}, cv=3, error_score="raise").fit(X_train, y_train)
 except BudgetExceededError as exc:
     print("BudgetExceededError:", str(exc).split(". ")[0])
 print(f"fits of the second search on the ledger: {len(budget.ledger) - n_before}")
@@ -205,9 +231,9 @@ print(f"fits of the second search on the ledger: {len(budget.ledger) - n_before}
 best = search.best_estimator_
 ledger, coef = budget.ledger, best.coef_.copy()
 try:
-    best.set_params(epsilon=4.0).fit(X_train, y_train)
+    best.set_params(epsilon=8.0).fit(X_train, y_train)
 except BudgetExceededError:
-    pass
+    print("refused again")
 print("ledger unchanged:", budget.ledger == ledger,
       "| coefficients unchanged:", np.array_equal(best.coef_, coef),
       "| privacy_spent_ still", best.privacy_spent_)'''),
@@ -237,7 +263,7 @@ import tempfile
 from sklearn_dp import BudgetStorageError
 
 path = os.path.join(tempfile.mkdtemp(), "breast_cancer_budget.sqlite")
-shared = PrivacyBudget(epsilon=5.0, delta=1e-5, storage=path)
+shared = PrivacyBudget(epsilon=5.0, delta=1e-5, composition="zcdp", storage=path)
 model = DPLogisticRegression(delta=1e-6, data_norm=data_norm, classes=[0, 1],
                              budget=shared, random_state=0)
 GridSearchCV(model, {"epsilon": [0.5, 1.0]}, cv=3, n_jobs=2, error_score="raise").fit(
@@ -246,10 +272,10 @@ GridSearchCV(model, {"epsilon": [0.5, 1.0]}, cv=3, n_jobs=2, error_score="raise"
 print(f"entries written by two worker processes and the refit: {len(shared.ledger)}")
 
 # Later, in another session: the same file, the same ledger.
-reopened = PrivacyBudget(epsilon=5.0, delta=1e-5, storage=path)
+reopened = PrivacyBudget(epsilon=5.0, delta=1e-5, composition="zcdp", storage=path)
 print("reopened:", reopened)
 try:
-    PrivacyBudget(epsilon=50.0, delta=1e-5, storage=path)
+    PrivacyBudget(epsilon=50.0, delta=1e-5, composition="zcdp", storage=path)
 except BudgetStorageError as exc:
     print("BudgetStorageError:", str(exc).split(". ")[0])'''),
         md("""The file stores events with `pickle`: open only ledger files you trust. See the user
@@ -259,17 +285,82 @@ and a shared budget* for a plot of the ledger."""),
     return cells
 
 
-def write(name, cells):
-    nb = new_notebook(cells=cells)
+def _kernel_spec(directory):
+    """A kernel spec that runs this interpreter, in a private JUPYTER_PATH entry."""
+    name = "sklearn-dp-notebooks"
+    spec_dir = Path(directory) / "kernels" / name
+    spec_dir.mkdir(parents=True)
+    spec = {
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    (spec_dir / "kernel.json").write_text(json.dumps(spec))
+    return name
+
+
+def execute(nb):
+    """Run ``nb`` in place with this interpreter and this checkout's sklearn_dp."""
+    import nbclient
+
+    names = ("JUPYTER_PATH", "PYTHONPATH", "MPLBACKEND", "OPENBLAS_NUM_THREADS")
+    saved = {key: os.environ.get(key) for key in names}
+    with tempfile.TemporaryDirectory() as jupyter, tempfile.TemporaryDirectory() as workdir:
+        kernel = _kernel_spec(jupyter)
+        os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [jupyter, saved["JUPYTER_PATH"]]))
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), saved["PYTHONPATH"]]))
+        os.environ["MPLBACKEND"] = "Agg"
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        try:
+            nbclient.NotebookClient(
+                nb, timeout=600, kernel_name=kernel, resources={"metadata": {"path": workdir}},
+            ).execute()
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+    # The committed files carry no run-specific metadata.
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+    _set_metadata(nb)
+
+
+def _set_metadata(nb):
+    nb.metadata.clear()
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python",
                                  "name": "python3"}
     nb.metadata["language_info"] = {"name": "python"}
-    path = HERE / name
+
+
+NOTEBOOKS = {
+    "first_private_model.ipynb": first_private_model,
+    "tuning_epsilon_with_a_budget.ipynb": tuning_with_a_budget,
+}
+
+
+def build(name, run=True):
+    """The notebook ``name`` from its cells, executed unless ``run`` is false."""
+    nb = new_notebook(cells=NOTEBOOKS[name]())
+    _set_metadata(nb)
+    if run:
+        execute(nb)
     nbformat.validate(nb)
-    nbformat.write(nb, path)
-    print(f"wrote {path}")
+    return nb
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--no-execute", action="store_true", help="write the sources only")
+    parser.add_argument("names", nargs="*", help=f"notebooks to write (default: {list(NOTEBOOKS)})")
+    args = parser.parse_args(argv)
+    for name in args.names or NOTEBOOKS:
+        nb = build(name, run=not args.no_execute)
+        path = HERE / name
+        nbformat.write(nb, path)
+        print(f"wrote {path}")
 
 
 if __name__ == "__main__":
-    write("first_private_model.ipynb", first_private_model())
-    write("tuning_epsilon_with_a_budget.ipynb", tuning_with_a_budget())
+    main()

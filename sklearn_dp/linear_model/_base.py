@@ -44,17 +44,20 @@ from dp_accounting import dp_event as dpe
 from sklearn.base import BaseEstimator
 
 from .. import _noise
-from .._data import bound_data
+from .. import _bounds
+from .._bounds import planned_events, release_feature_bound, release_range, release_row_norm_bound
+from .._data import bound_data, check_feature_bound
 from .._sklearn_compat import Interval, Options, validate_data, validate_parameter_constraints
 from ..accounting import ApproximateDpEvent, largest_share
 from ..budget import PrivacyBudget
-from ..exceptions import PrivateFitError, public_error
+from ..exceptions import PrivacyLeakWarning, PrivateFitError, public_error
 from ..solvers import check_solver_supports, get_solver
-from ..solvers._common import COUNT_EPSILON_FRACTION, make_rng, release_count
+from ..solvers._common import COUNT_EPSILON_FRACTION, charged_stream, make_rng, release_count
 
 __all__ = [
     "BaseDPEstimator",
     "FitProblem",
+    "FitBounds",
     "PublicSetting",
     "PrivatePhase",
     "release_labels",
@@ -137,6 +140,57 @@ class PublicSetting:
     discover_labels: bool = False
 
 
+def debug_mode():
+    """Whether ``SKLEARN_DP_DEBUG`` asks for debugging (``1``, ``true``, ``yes`` or ``on``).
+
+    Any other value (``0``, ``false``, ``no``, ``off``, empty) leaves the
+    protection on: a variable set to ``0`` to make sure debugging is off must
+    not switch it on.
+    """
+    value = os.environ.get("SKLEARN_DP_DEBUG", "")
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def _is_auto(value):
+    return isinstance(value, str) and value == "auto"
+
+
+def _given(value):
+    """Whether a bound parameter holds a number (or numbers) given by the user."""
+    return value is not None and not isinstance(value, str)
+
+
+@dataclass(frozen=True)
+class FitBounds:
+    """The public bounds of a fit: given by the user, or released privately.
+
+    Attributes
+    ----------
+    data_norm : float or None
+        L2 bound of the rows passed to :func:`~sklearn_dp._data.bound_data`
+        (None when the rows are bounded entrywise).
+    feature_bound : float, ndarray or None
+        Entrywise bound passed to ``bound_data`` (None when a ``data_norm`` is used).
+    intercept_scaling : float
+        Value of the constant intercept column.
+    row_bound : float or None
+        L2 bound of the rows of X (``data_norm``, or implied by the feature bounds).
+    entry_bound : ndarray or None
+        The entrywise bound per feature, when the rows are bounded entrywise.
+    y_center, y_scale : float
+        Regressors: labels are clipped to ``[y_center - y_scale, y_center +
+        y_scale]`` and fitted as ``(y - y_center) / y_scale``.
+    """
+
+    data_norm: float | None
+    feature_bound: object
+    intercept_scaling: float
+    row_bound: float | None
+    entry_bound: object = None
+    y_center: float = 0.0
+    y_scale: float = 1.0
+
+
 def _is_public(exception):
     return bool(getattr(exception, "__sklearn_dp_public__", False))
 
@@ -200,13 +254,26 @@ class PrivatePhase:
         self.reservation = reservation
         self.event = None
         self._deferred = []
-        self._debug = bool(os.environ.get("SKLEARN_DP_DEBUG"))
+        self._debug = debug_mode()
 
     def warn(self, message, category=UserWarning):
         """Issue ``message`` when the phase ends; it must depend on released values only."""
         self._deferred.append((message, category))
 
     def __enter__(self):
+        if self._debug:
+            try:
+                warnings.warn(
+                    f"{self.estimator_name}: SKLEARN_DP_DEBUG is set, so warnings and the "
+                    "messages of exceptions that depend on private data reach you: this fit "
+                    "is not covered by its privacy guarantee. Unset SKLEARN_DP_DEBUG for "
+                    "anything you release.",
+                    PrivacyLeakWarning,
+                    stacklevel=user_stacklevel(),
+                )
+            except BaseException as raised:  # a filter turned it into an error
+                self._fail(raised)
+                raise
         self._errstate = np.errstate(all="ignore")
         self._errstate.__enter__()
         if not self._debug:
@@ -266,7 +333,33 @@ def release_labels(y, epsilon, delta, rng):
         keys, counts, scale=scale, threshold=threshold, rng=rng, label="label set"
     )
     event = ApproximateDpEvent(epsilon, delta, "thresholded Laplace histogram of the labels")
-    return classes, event, threshold
+    return _canonical_labels(classes), event, threshold
+
+
+def _canonical_labels(classes):
+    """The released labels in a representation that depends on their values only.
+
+    The keys come out of ``np.unique(y)``, so their representation is the
+    private array's: a numpy string dtype is as wide as the *longest* label in
+    ``y`` (``'<U12'`` when one unreleased row holds ``"hippopotamus"``), and of
+    the labels ``0.0`` and ``-0.0`` (equal keys) the one that sorts first is
+    kept, so a single row labelled ``-0.0`` can turn ``classes_`` into
+    ``[-0., 1.]``; an object array keeps the type of one row's label (``str``
+    or ``numpy.str_``).  The released set is rebuilt from its values alone.
+    """
+    classes = np.asarray(classes)
+    kind = classes.dtype.kind
+    if kind in "US":
+        # As narrow as the longest *released* label.
+        return np.array(classes.tolist(), dtype=kind) if classes.size else classes.astype(kind + "1")
+    if kind == "f":
+        return classes + 0.0  # -0.0 + 0.0 is +0.0
+    if kind == "O":
+        values = [str(v) if isinstance(v, str) else v for v in classes.tolist()]
+        out = np.empty(len(values), dtype=object)
+        out[:] = values
+        return out
+    return classes
 
 
 def public_scale(*, zero=False):
@@ -459,13 +552,16 @@ class BaseDPEstimator(BaseEstimator):
                 f"{type(self).__name__}: y is a sparse matrix; pass the labels as a 1-d array "
                 "(for example y.toarray().ravel())."
             )
-        return self._validate_private(X, y, y_numeric=y_numeric)
+        # float32 X stays float32: the bounded design computes with it as it is
+        # (sums accumulate in float64), so a fit makes no float64 copy of X.
+        return self._validate_private(X, y, y_numeric=y_numeric,
+                                      x_dtype=[np.float64, np.float32])
 
     def _validate_predict_data(self, X):
         """``validate_data(reset=False)`` for rows to predict on (private too, often)."""
         return self._validate_private(X, reset=False)
 
-    def _validate_private(self, X, y="no_validation", **kwargs):
+    def _validate_private(self, X, y="no_validation", x_dtype=np.float64, **kwargs):
         name = type(self).__name__
         for part, value in (("X", X), ("y", y)):
             dtype = getattr(value, "dtype", None)
@@ -476,7 +572,7 @@ class BaseDPEstimator(BaseEstimator):
                     "to be 0)."
                 )
         try:
-            validated = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, **kwargs)
+            validated = validate_data(self, X, y, accept_sparse="csr", dtype=x_dtype, **kwargs)
         except (ValueError, TypeError) as exc:
             message = str(exc)
             if "Expected 2D array" in message:
@@ -576,7 +672,13 @@ class BaseDPEstimator(BaseEstimator):
             discover_labels=bool(discover_labels),
         )
 
-    def _solver_kwargs(self, spec, problem):
+    def _solver_kwargs(self, spec, problem, bounds=None, quiet=False):
+        """The solver's keyword arguments from public inputs (``bounds``: the fit's :class:`FitBounds`).
+
+        ``quiet`` skips the warnings (a second call inside the private phase,
+        once the bounds are released: the first call, before the
+        reservation, warned).
+        """
         kwargs = {}
         for param, option in self._generic_solver_options.items():
             value = getattr(self, param, None)
@@ -584,7 +686,7 @@ class BaseDPEstimator(BaseEstimator):
                 continue
             if option in spec.options:
                 kwargs[option] = value
-            else:
+            elif not quiet:
                 warnings.warn(
                     f"{param}={value!r} is not used by solver={spec.name!r}.",
                     UserWarning,
@@ -625,7 +727,143 @@ class BaseDPEstimator(BaseEstimator):
             options=dict(kwargs),
         )
 
-    def _fit_solver(self, X, y, problem, *, prepare=None, discover_labels=False):
+    # -- bounds ------------------------------------------------------------------
+
+    #: Whether the estimator bounds labels (regressors: ``y_bound``).
+    _bounds_labels = False
+    #: Name of the constant of ``sklearn_dp._bounds`` that sets the window of
+    #: the rows' bound (see ``docs/guide/choosing_parameters.md``).
+    _row_window = "REGRESSOR_ROW_WINDOW"
+
+    def _bound_request(self, spec):
+        """Which bounds this fit estimates privately, from public inputs only.
+
+        Returns ``(rows, labels)``: ``rows`` is None (given), ``"data_norm"``
+        (a DP bound on the rows' L2 norms) or ``"feature_bound"`` (a DP bound
+        on ``max_j |X[i, j]|``); ``labels`` says whether the label range is
+        estimated.  A number given by the user is used as it is and costs
+        nothing; ``"auto"`` is estimated only when the solver's geometry uses
+        it (see :func:`_resolve_bounds`).
+        """
+        data_norm = getattr(self, "data_norm", None)
+        feature_bound = getattr(self, "feature_bound", None)
+        rows = None
+        if spec.geometry == "l2":
+            if _given(data_norm) or _given(feature_bound):
+                rows = None
+            elif _is_auto(data_norm):
+                rows = "data_norm"
+            elif _is_auto(feature_bound):
+                # No data_norm parameter (DPLasso): the entrywise bound implies one.
+                rows = "feature_bound"
+        elif spec.geometry == "linf":
+            if _is_auto(feature_bound):
+                rows = "feature_bound"
+        labels = bool(self._bounds_labels) and _is_auto(getattr(self, "y_bound", None))
+        return rows, labels
+
+    def _bounds_epsilons(self, request, epsilon_rest, private):
+        """Epsilon of each bound release (public): a documented share each."""
+        rows, labels = request
+        share = _bounds.BOUNDS_EPSILON_FRACTION * epsilon_rest if private else math.inf
+        return (share if rows else 0.0), (share if labels else 0.0)
+
+    def _resolve_bounds(self, spec, n_features, released=None, request=None):
+        """The public bounds of the fit: given values, released ones, or placeholders.
+
+        ``released`` maps ``"data_norm"``, ``"feature_bound"`` and
+        ``"labels"`` (a ``(center, half_width)`` pair) to released values;
+        without them, ``"auto"`` bounds take the placeholder 1.0 (used only
+        before the release, for public checks and the pre-data plan, whose
+        privacy cost does not depend on the bound values).
+        """
+        released = released or {}
+        data_norm = getattr(self, "data_norm", None)
+        feature_bound = getattr(self, "feature_bound", None)
+        rows, _ = self._bound_request(spec) if request is None else request
+        if rows == "data_norm":
+            data_norm, feature_bound = released.get("data_norm", 1.0), None
+        elif rows == "feature_bound":
+            data_norm, feature_bound = None, released.get("feature_bound", 1.0)
+        else:
+            data_norm = float(data_norm) if _given(data_norm) else None
+            feature_bound = feature_bound if _given(feature_bound) else None
+        if spec.geometry == "l2" and data_norm is not None:
+            # A data_norm (given or released) bounds the rows in L2.
+            used_norm, used_features = float(data_norm), None
+        else:
+            # Entrywise bounds (which imply an L2 bound for L2 solvers), or
+            # nothing: bound_data then refuses (a public error).
+            used_norm, used_features = None, feature_bound
+        if used_features is not None:
+            entry = check_feature_bound(used_features, n_features)
+            row_bound = float(np.sqrt(np.sum(entry**2)))
+            scale_auto = float(np.max(entry)) if entry.size else 1.0
+        elif used_norm is not None:
+            entry = None
+            row_bound = used_norm
+            scale_auto = used_norm
+        else:
+            entry, row_bound, scale_auto = None, None, 1.0
+        intercept_scaling = self.intercept_scaling
+        if _is_auto(intercept_scaling):
+            intercept_scaling = scale_auto
+        y_center, y_scale = 0.0, 1.0
+        if self._bounds_labels:
+            y_bound = getattr(self, "y_bound", 1.0)
+            if _is_auto(y_bound):
+                y_center, y_scale = released.get("labels", (0.0, 1.0))
+            else:
+                y_scale = float(y_bound)
+        return FitBounds(
+            data_norm=used_norm,
+            feature_bound=None if entry is None else (
+                used_features if np.ndim(used_features) == 0 else entry
+            ),
+            intercept_scaling=float(intercept_scaling),
+            row_bound=row_bound,
+            entry_bound=entry,
+            y_center=float(y_center),
+            y_scale=float(y_scale),
+        )
+
+    def _release_bounds(self, X, y, request, epsilons, n_public, rng):
+        """Release the bounds of ``request`` (inside the private phase); ``(released, events)``."""
+        rows, labels = request
+        epsilon_rows, epsilon_labels = epsilons
+        released, events = {}, []
+        window = getattr(_bounds, self._row_window)
+        if rows == "data_norm":
+            bound = release_row_norm_bound(
+                X, epsilon=epsilon_rows, n_public=n_public, rng=rng, window=window
+            )
+            released["data_norm"] = bound.value
+            events += bound.events
+        elif rows == "feature_bound":
+            bound = release_feature_bound(
+                X, epsilon=epsilon_rows, n_public=n_public, rng=rng, window=window
+            )
+            released["feature_bound"] = bound.value
+            events += bound.events
+        if labels:
+            center, half_width, label_events = release_range(
+                y, epsilon=epsilon_labels, n_public=n_public, rng=rng, label="label range",
+                window=_bounds.LABEL_WINDOW,
+            )
+            released["labels"] = (center, half_width)
+            events += label_events
+        return released, events
+
+    def _set_bound_attributes(self, bounds):
+        """Fitted attributes of the bounds the fit used (given or released: public)."""
+        self.data_norm_ = bounds.row_bound
+        self.feature_bound_ = None if bounds.entry_bound is None else bounds.entry_bound.copy()
+        self.intercept_scaling_ = bounds.intercept_scaling
+        if self._bounds_labels:
+            self.y_bound_ = bounds.y_scale
+            self.y_center_ = bounds.y_center
+
+    def _fit_solver(self, X, y, problem, *, prepare=None, discover_labels=False, finish=None):
         """Plan from public inputs, reserve the spend, then fit in a private phase.
 
         Parameters
@@ -637,32 +875,44 @@ class BaseDPEstimator(BaseEstimator):
         problem : FitProblem
             The public description of the optimisation problem (for a
             classifier that discovers its labels: the binary problem, a
-            provisional description used for the public checks).
+            provisional description used for the public checks; for a
+            regressor with ``"auto"`` bounds: the problem for placeholder
+            bounds, replaced by ``finish``).
         prepare : callable, optional
             ``prepare(X, y, phase) -> (X, y, problem)``, run inside the
-            private phase before the row count: the label transformation
-            (clipping, encoding, the release of the label set).
+            private phase before the row count: the label encoding and the
+            release of the label set.
         discover_labels : bool, default=False
             Whether ``prepare`` releases the label set (it then gets
             ``phase.label_epsilon`` and ``phase.label_delta``).
+        finish : callable, optional
+            ``finish(y, bounds) -> (y, problem)``, run inside the private
+            phase once the bounds are known (given or released): label
+            clipping and scaling, and the problem in the fit's units.
 
         Returns
         -------
         data : BoundedData
             The bounded data the solver saw (for splitting coefficients).
         result : SolverResult
+        bounds : FitBounds
+            The bounds the fit used.
 
-        Sets ``solver_``, ``n_iter_``, ``dp_event_`` and ``privacy_spent_``.
+        Sets ``solver_``, ``n_iter_``, ``dp_event_``, ``privacy_spent_`` and
+        the bound attributes (``data_norm_``, ``feature_bound_``,
+        ``intercept_scaling_``; ``y_bound_`` and ``y_center_`` for regressors).
         """
         public = self._public_setting(X, problem, discover_labels)
         spec = self._resolve_solver(problem, public)
-        kwargs = self._solver_kwargs(spec, problem)
+        n_features = X.shape[1]
+        request = self._bound_request(spec)
         # The bounds the solver's geometry needs, checked on zero rows (public).
+        planned = self._resolve_bounds(spec, n_features, request=request)
+        kwargs = self._solver_kwargs(spec, problem, planned)
         bound_data(
             X[:0], y[:0], fit_intercept=self.fit_intercept,
-            intercept_scaling=self.intercept_scaling, geometry=spec.geometry,
-            data_norm=getattr(self, "data_norm", None),
-            feature_bound=getattr(self, "feature_bound", None),
+            intercept_scaling=planned.intercept_scaling, geometry=spec.geometry,
+            data_norm=planned.data_norm, feature_bound=planned.feature_bound,
         )
         if spec.check is not None:
             spec.check(**self._check_arguments(spec, problem, kwargs, public))
@@ -674,15 +924,19 @@ class BaseDPEstimator(BaseEstimator):
             )
         label_epsilon = LABEL_EPSILON_FRACTION * self.epsilon if discover_labels else 0.0
         label_delta = LABEL_DELTA_FRACTION * self.delta if discover_labels else 0.0
-        # The count and the solver share what the labels leave.
+        # The count, the bounds and the solver share what the labels leave.
         epsilon_rest = self.epsilon - label_epsilon
         delta_rest = self.delta - label_delta
         # Under add/remove neighbouring the row count is private: a share of
         # epsilon buys a noisy count that stands in for n (see PrivateCount).
         epsilon_count = COUNT_EPSILON_FRACTION * epsilon_rest if private else math.inf
+        # "auto" bounds: a share each, released by the exponential mechanism
+        # (pure epsilon-DP; known before the data, so part of the reservation).
+        bound_epsilons = self._bounds_epsilons(request, epsilon_rest, private)
+        planned_bound_events = planned_events(request, bound_epsilons) if private else []
         plan_parameters = inspect.signature(spec.plan).parameters
 
-        def plan_for(problem, n_public, epsilon_part):
+        def plan_for(problem, n_public, epsilon_part, bounds, kwargs):
             n_params = (X.shape[1] + int(self.fit_intercept)) * problem.n_outputs
             plan_kwargs = {k: v for k, v in kwargs.items() if k in plan_parameters}
             if "n_outputs" in plan_parameters:
@@ -691,16 +945,15 @@ class BaseDPEstimator(BaseEstimator):
                 # Plans whose step sizes and step counts depend on the loss's
                 # public constants get them from a bounding of zero rows, which
                 # carries the public bounds and nothing else.
-                bounds = bound_data(
+                zero_rows = bound_data(
                     X[:0], y[:0], fit_intercept=self.fit_intercept,
-                    intercept_scaling=self.intercept_scaling, geometry=spec.geometry,
-                    data_norm=getattr(self, "data_norm", None),
-                    feature_bound=getattr(self, "feature_bound", None),
+                    intercept_scaling=bounds.intercept_scaling, geometry=spec.geometry,
+                    data_norm=bounds.data_norm, feature_bound=bounds.feature_bound,
                 )
                 if "loss" in plan_parameters:
-                    plan_kwargs["loss"] = problem.make_loss(bounds)
+                    plan_kwargs["loss"] = problem.make_loss(zero_rows)
                 if "row_norm_bound" in plan_parameters:
-                    plan_kwargs["row_norm_bound"] = bounds.row_norm_bound
+                    plan_kwargs["row_norm_bound"] = zero_rows.row_norm_bound
             if "alpha" in plan_parameters:
                 # A strength that scales with n (1 / (C n)) is unknown until the count.
                 plan_kwargs["alpha"] = (
@@ -710,28 +963,34 @@ class BaseDPEstimator(BaseEstimator):
                 )
             return spec.plan(n_public, n_params, epsilon_part, delta_rest, **plan_kwargs)
 
-        def solver_epsilon(problem, n_public):
-            # The solver gets what the count leaves: at least the basic-
-            # composition remainder, more where numerical composition of the
-            # two mechanisms certifies it.
+        def solver_epsilon(problem, n_public, bounds, kwargs, bound_events):
+            # The solver gets what the count and the bounds leave: at least
+            # the basic-composition remainder, more where numerical
+            # composition of the mechanisms certifies it.
             if not private:
                 return math.inf
-            count_event = dpe.LaplaceDpEvent(1.0 / epsilon_count)
+            prefix = dpe.ComposedDpEvent([dpe.LaplaceDpEvent(1.0 / epsilon_count)] + bound_events)
 
             def solver_event(epsilon_part):
-                plan = plan_for(problem, n_public, epsilon_part)
+                plan = plan_for(problem, n_public, epsilon_part, bounds, kwargs)
                 return None if plan is None else plan.event
 
-            floor = epsilon_rest - epsilon_count
-            return largest_share(solver_event, count_event, epsilon_rest, delta_rest, floor)
+            floor = epsilon_rest - epsilon_count - sum(bound_epsilons)
+            return largest_share(solver_event, prefix, epsilon_rest, delta_rest, floor)
 
-        def fit_event(label_event, count_event, solver_event):
-            parts = [count_event, solver_event]
+        def fit_event(label_event, count_event, bound_events, solver_event):
+            parts = [count_event] + list(bound_events) + [solver_event]
             return dpe.ComposedDpEvent(([label_event] if label_event is not None else []) + parts)
 
         # The public checks and the plan come before the reservation: a
         # refused configuration spends nothing.
-        pre_data_plan = plan_for(problem, None, solver_epsilon(problem, None)) if private else None
+        pre_data_plan = None
+        if private:
+            pre_data_plan = plan_for(
+                problem, None,
+                solver_epsilon(problem, None, planned, kwargs, planned_bound_events),
+                planned, kwargs,
+            )
         rng = make_rng(self.random_state)
         reservation = None
         if private and self.budget is not None:
@@ -741,12 +1000,17 @@ class BaseDPEstimator(BaseEstimator):
                     None if not discover_labels
                     else ApproximateDpEvent(label_epsilon, label_delta, "label set"),
                     dpe.LaplaceDpEvent(1.0 / epsilon_count),
+                    planned_bound_events,
                     pre_data_plan.event,
                 )
             reservation = self.budget.reserve(
                 self.epsilon, self.delta, event=pre_data_event,
                 estimator=type(self).__name__, solver=spec.name,
             )
+            if self.random_state is not None:
+                # A seed (or a cloned Generator) would give every charged fit
+                # the same noise: key the stream on this fit's ledger entry.
+                rng = charged_stream(rng, reservation.entry_id)
 
         with PrivatePhase(type(self).__name__, reservation) as phase:
             phase.rng = rng
@@ -764,15 +1028,25 @@ class BaseDPEstimator(BaseEstimator):
                         raise public_error(ValueError(str(exc))) from None
             count = release_count(X.shape[0], epsilon_count, rng)
             self._warn_weak_delta(count.estimate, phase)
-            epsilon_solver = solver_epsilon(problem, count.estimate)
+            released, bound_events = self._release_bounds(
+                X, y, request, bound_epsilons, count.estimate, rng
+            )
+            bounds = self._resolve_bounds(spec, n_features, released, request)
+            if finish is not None:
+                y, problem = finish(y, bounds)
+            if released or finish is not None or discover_labels:
+                # Options that depend on the bounds (e.g. DPLasso's intercept
+                # bound), from released values; checked publicly before.
+                kwargs = self._solver_kwargs(spec, problem, bounds, quiet=True)
+            epsilon_solver = solver_epsilon(problem, count.estimate, bounds, kwargs, bound_events)
             data = bound_data(
                 X,
                 y,
                 fit_intercept=self.fit_intercept,
-                intercept_scaling=self.intercept_scaling,
+                intercept_scaling=bounds.intercept_scaling,
                 geometry=spec.geometry,
-                data_norm=getattr(self, "data_norm", None),
-                feature_bound=getattr(self, "feature_bound", None),
+                data_norm=bounds.data_norm,
+                feature_bound=bounds.feature_bound,
                 n_public=count.estimate,
                 normalizer=count.normalizer,
             )
@@ -789,7 +1063,7 @@ class BaseDPEstimator(BaseEstimator):
                 **kwargs,
             )
             if private:
-                phase.event = fit_event(phase.label_event, count.event, result.dp_event)
+                phase.event = fit_event(phase.label_event, count.event, bound_events, result.dp_event)
         if private:
             self.dp_event_ = phase.event
             self.privacy_spent_ = (float(self.epsilon), float(self.delta))
@@ -798,12 +1072,13 @@ class BaseDPEstimator(BaseEstimator):
             self.privacy_spent_ = (math.inf, 0.0)
         self.solver_ = spec.name
         self.n_iter_ = int(result.n_iter)
+        self._set_bound_attributes(bounds)
         for key in self._solver_info_attributes:
             if key in result.info:
                 setattr(self, f"{key}_", result.info[key])
             else:  # not reported by this solver: drop a previous fit's value
                 self.__dict__.pop(f"{key}_", None)
-        return data, result
+        return data, result, bounds
 
     def _auto_solver(self, problem, public):  # pragma: no cover
         raise NotImplementedError

@@ -11,9 +11,11 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._data import check_feature_bound, clip_labels
 from .._losses import get_loss
-from .._sklearn_compat import Interval
+from .._sklearn_compat import Interval, StrOptions
 from ..solvers import get_solver
-from ._base import BaseDPEstimator, FitProblem, public_scale, restore_on_failure
+from ..solvers._second_order import AUTO_SSP_ENTRYWISE_MAX_FEATURES
+from ..solvers._ssp import solve_statistics
+from ._base import BaseDPEstimator, FitProblem, _given, public_scale, restore_on_failure
 
 __all__ = ["DPLasso", "l1_radius_for_alpha", "alpha_for_l1_radius"]
 
@@ -94,23 +96,33 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         l1 radius of the coefficient ball (constrained form).
     alpha : float or None, default=None
         l1 penalty strength (penalised form), on the ``1 / (2 n)``-scaled loss.
-    feature_bound : float or array-like of shape (n_features,), default=1.0
-        Public bound on each feature, ``|X[i, j]| <= feature_bound[j]``; larger
+    feature_bound : float, array-like of shape (n_features,) or "auto", default="auto"
+        Bound on each feature, ``|X[i, j]| <= feature_bound[j]``; larger
         entries are clipped to it (l1-geometry solvers bound rows entrywise).
-    y_bound : float, default=1.0
-        Public bound on ``|y|``; labels outside ``[-y_bound, y_bound]`` are
-        clipped.  Fits run on labels divided by ``y_bound`` (and coefficients
-        likewise); the results are scaled back.
+        A number is public and free; ``"auto"`` releases one bound on
+        ``max_j |X[i, j]|`` privately (10% of epsilon; ``feature_bound_``).
+    y_bound : float or "auto", default="auto"
+        Bound on the labels.  A number: labels are clipped to
+        ``[-y_bound, y_bound]``.  ``"auto"``: a label range is released (10%
+        of epsilon: a DP median ``y_center_`` and a DP half-width
+        ``y_bound_``).  Fits run on labels centred and divided by the
+        half-width (and coefficients likewise); the results are mapped back.
     fit_intercept : bool, default=True
-    intercept_scaling : float, default=1.0
-        Value of the constant intercept column (part of each row's bounds).
+    intercept_scaling : float or "auto", default="auto"
+        Value of the constant intercept column (part of each row's bounds);
+        ``"auto"``: the largest feature bound.
     solver : str, default="auto"
         ``"frank_wolfe"``, ``"vr_frank_wolfe"``, ``"mirror_descent"``,
         ``"localized_mirror_descent"`` or any registered solver for the
         squared loss with an l1 ball (or, for the penalised form, an L1
-        penalty, such as ``"dp_cd"``).  ``"auto"`` picks ``"dp_cd"`` for the
-        penalised form (``alpha`` without ``radius``, ``delta > 0``) and
-        ``"frank_wolfe"`` otherwise (see the docs for measurements).
+        penalty, such as ``"dp_cd"``), and ``"dp_ssp"`` (one release of
+        ``X^T X`` and ``X^T y``; both forms, and :meth:`path` for free).
+        ``"auto"`` picks ``"dp_ssp"`` with ``delta > 0`` up to 64 features
+        (its Gram release gets noisier with the width: with fewer than about
+        ``10 d^2`` rows prefer ``"dp_cd"``), beyond that ``"dp_cd"`` for the
+        penalised form (``alpha`` without ``radius``, ``delta > 0``), and
+        ``"frank_wolfe"`` otherwise (see docs/solvers/second_order.md and
+        docs/solvers/lasso.md for measurements).
     max_iter, learning_rate, batch_size : int, float, int or None
         Passed to solvers that use them (a warning says when one does not).
     clip_norm : float or None, default=None
@@ -135,7 +147,18 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         The l1 radius the fit used (original units; ``inf`` when the solver
         had no ball).
     intercept_bound_ : float
-        The bound on ``|intercept_|`` (original units; 0 without intercept).
+        The bound on ``|intercept_ - y_center_|`` (original units; 0 without
+        intercept).
+    feature_bound_ : ndarray of shape (n_features,)
+    data_norm_, intercept_scaling_, y_bound_, y_center_ : float
+        The bounds the fit used (given or released), as in
+        :class:`DPSCORegressor`.
+    released_statistics_ : dict
+        Only with ``solver="dp_ssp"``: what the fit released (the noisy
+        ``X^T X`` repaired to PSD as ``"gram"``, the noisy ``X^T y`` as
+        ``"xty"``, the adaptive ``"ridge"``), in the fit's scaled units,
+        with the public constants needed to solve again; :meth:`path`
+        computes a whole regularisation path from it at no privacy cost.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` has string column names.
@@ -147,9 +170,13 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
     Privacy
     -------
     (epsilon, delta)-DP with respect to adding or removing one row of ``X``
-    together with its label.  Public: the number of features,
-    ``feature_bound``, ``y_bound``, ``radius``, ``alpha`` and every
-    hyper-parameter.  The number of rows is protected: 5% of epsilon buys a
+    together with its label.  Public: the number of features, the bounds
+    that are given (``feature_bound``, ``y_bound``), ``radius``, ``alpha``
+    and every hyper-parameter.  ``"auto"`` bounds are released after the row
+    count by pure epsilon-DP exponential mechanisms over public grids (10% of
+    epsilon for the feature bound, 10% for the label range), recorded in
+    ``dp_event_`` and used as public values from then on (the default radius
+    ``y_bound / max(feature_bound)`` is then a function of released values).  The number of rows is protected: 5% of epsilon buys a
     Laplace count that stands in for n (averaging, step counts, and the
     radius implied by ``alpha``), jointly calibrated with the solver.
     Entries of ``X`` are clipped to ``feature_bound`` and labels to
@@ -172,7 +199,8 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.uniform(-1, 1, size=(5000, 50))
     >>> y = X[:, 0] - X[:, 1] + 0.1 * rng.normal(size=5000)
-    >>> model = DPLasso(epsilon=2.0, radius=2.0, y_bound=3.0, random_state=0).fit(X, y)
+    >>> model = DPLasso(epsilon=2.0, radius=2.0, feature_bound=1.0, y_bound=3.0,
+    ...                 random_state=0).fit(X, y)
     >>> model.privacy_spent_
     (2.0, 1e-05)
     """
@@ -181,10 +209,10 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         **BaseDPEstimator._privacy_parameter_constraints,
         "radius": [*public_scale(), None],
         "alpha": [*public_scale(zero=True), None],
-        "feature_bound": [*public_scale(), "array-like"],
-        "y_bound": [*public_scale()],
+        "feature_bound": [*public_scale(), "array-like", StrOptions({"auto"})],
+        "y_bound": [*public_scale(), StrOptions({"auto"})],
         "fit_intercept": ["boolean"],
-        "intercept_scaling": [*public_scale()],
+        "intercept_scaling": [*public_scale(), StrOptions({"auto"})],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
     }
 
@@ -195,10 +223,10 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         *,
         radius=None,
         alpha=None,
-        feature_bound=1.0,
-        y_bound=1.0,
+        feature_bound="auto",
+        y_bound="auto",
         fit_intercept=True,
-        intercept_scaling=1.0,
+        intercept_scaling="auto",
         solver="auto",
         max_iter=None,
         learning_rate=None,
@@ -228,6 +256,18 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         self.verbose = verbose
 
     def _auto_solver(self, problem, public):
+        # dp_ssp releases X^T X and X^T y once and solves both forms (and a
+        # whole path of alphas) on them: at n = 30000, d = 30 within 0.3
+        # points of scikit-learn's R^2, 10x faster than dp_cd and far ahead of
+        # Frank-Wolfe (benchmarks/results/speed.md).  Its Gram release gets
+        # noisier with the width (the L2 bound feature_bound implies grows as
+        # sqrt(d)), so wide X keeps the coordinate-wise solvers.  n_features
+        # is public; the row count is not consulted.
+        n_features = public.n_features if public is not None else getattr(
+            self, "n_features_in_", None)
+        if (self.delta > 0 and n_features is not None
+                and n_features <= AUTO_SSP_ENTRYWISE_MAX_FEATURES):
+            return "dp_ssp"
         # The penalised form (alpha, no radius) is what coordinate descent with
         # an L1 proximal step solves directly; Frank-Wolfe would need the
         # (loose) public ball of radius y_bound^2 / (2 alpha), whose vertices
@@ -239,20 +279,48 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
 
     # -- public constants of the fit (all in the scaled units of the solver) --
 
-    def _max_feature_bound(self, n_features):
-        bound = check_feature_bound(self.feature_bound, n_features)
-        return float(bound.max()) if bound.size else 1.0
+    _bounds_labels = True
 
-    def _scaled_radius(self, n_features):
-        """l1 radius for scaled labels (y / y_bound); None only if the solver needs no ball."""
+    @staticmethod
+    def _max_feature_bound(bounds):
+        entry = bounds.entry_bound
+        return float(np.max(entry)) if entry is not None and np.size(entry) else 1.0
+
+    def _scaled_radius(self, scale, max_feature_bound):
+        """l1 radius for scaled labels (y - center) / scale; None only if the solver needs no ball."""
         if self.radius is not None:
-            return float(self.radius) / self.y_bound
+            return float(self.radius) / scale
         if self.alpha:
-            return l1_radius_for_alpha(self.alpha / self.y_bound, 1.0)
-        return 1.0 / self._max_feature_bound(n_features)
+            return l1_radius_for_alpha(self.alpha / scale, 1.0)
+        return 1.0 / max_feature_bound
 
-    def _solver_kwargs(self, spec, problem):
-        kwargs = super()._solver_kwargs(spec, problem)
+    def _problem(self, spec, bounds):
+        """The fit's problem in the units of labels scaled by ``bounds.y_scale`` (public)."""
+        scale = bounds.y_scale
+        alpha = 0.0 if self.alpha is None else float(self.alpha) / scale
+        radius = self._scaled_radius(scale, self._max_feature_bound(bounds))
+        if (
+            self.radius is None
+            and alpha > 0
+            and "l1" not in spec.constraints
+            and None in spec.constraints
+        ):
+            # An unconstrained L1-penalised solver (e.g. coordinate descent).
+            constraint, radius = None, None
+        else:
+            constraint = "l1"
+        return FitProblem(
+            loss_name="squared",
+            make_loss=self._make_loss,
+            penalty="l1" if alpha > 0 else None,
+            alpha=alpha,
+            l1_ratio=1.0 if alpha > 0 else 0.0,
+            constraint=constraint,
+            radius=radius,
+        )
+
+    def _solver_kwargs(self, spec, problem, bounds=None, quiet=False):
+        kwargs = super()._solver_kwargs(spec, problem, bounds, quiet)
         if self.fit_intercept and problem.constraint == "l1":
             if "intercept_bound" not in spec.options:
                 raise ValueError(
@@ -260,17 +328,17 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
                     "use a solver that accepts intercept_bound, or fit_intercept=False."
                 )
             kwargs["intercept_bound"] = (
-                self._intercept_bound(problem.radius) / self.intercept_scaling
+                self._intercept_bound(problem.radius, bounds) / bounds.intercept_scaling
             )
         return kwargs
 
-    def _intercept_bound(self, radius):
-        """Bound on the intercept in scaled units (labels / y_bound).
+    def _intercept_bound(self, radius, bounds):
+        """Bound on the intercept in scaled units (labels centred and divided by the label scale).
 
         The best intercept for any coef in the ball is the mean residual of the
         clipped data, within ``1 + radius * max(feature_bound)``.
         """
-        return 1.0 + (radius or 0.0) * self._max_feature_bound(self.n_features_in_)
+        return 1.0 + (radius or 0.0) * self._max_feature_bound(bounds)
 
     def _make_loss(self, data):
         return get_loss("squared", residual_bound=RESIDUAL_BOUND)
@@ -284,7 +352,8 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Entries are clipped to ``[-feature_bound, feature_bound]``.
         y : array-like of shape (n_samples,)
-            Clipped to ``[-y_bound, y_bound]``.
+            Clipped to the label range (``[-y_bound, y_bound]``, or the
+            released range with ``y_bound="auto"``).
 
         Returns
         -------
@@ -293,44 +362,125 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         self._validate_params()
         self._check_privacy_request()
         X, y = self._validate_fit_data(X, y, y_numeric=True)
-        n_features = X.shape[1]
-        scale = float(self.y_bound)
-        alpha = 0.0 if self.alpha is None else float(self.alpha) / scale
         name = self.solver
         if name == "auto":
             name = self._auto_solver(None, None)
         spec = get_solver(name)
-        radius = self._scaled_radius(n_features)
-        if (
-            self.radius is None
-            and alpha > 0
-            and "l1" not in spec.constraints
-            and None in spec.constraints
-        ):
-            constraint, radius = (
-                None,
-                None,
-            )  # an unconstrained L1-penalised solver (e.g. coordinate descent)
-        else:
-            constraint = "l1"
-        problem = FitProblem(
-            loss_name="squared",
-            make_loss=self._make_loss,
-            penalty="l1" if alpha > 0 else None,
-            alpha=alpha,
-            l1_ratio=1.0 if alpha > 0 else 0.0,
-            constraint=constraint,
-            radius=radius,
-        )
-        data, result = self._fit_solver(
-            X, y, problem, prepare=lambda X, y, phase: (X, clip_labels(y, scale) / scale, problem)
-        )
+        # Placeholder bounds (1.0 for "auto") describe the problem for the
+        # public checks; the fit's problem is rebuilt once they are released.
+        placeholder = self._resolve_bounds(spec, X.shape[1])
+        problem = self._problem(spec, placeholder)
+
+        def finish(y, bounds):
+            y = clip_labels(np.asarray(y, dtype=float) - bounds.y_center, bounds.y_scale)
+            return y / bounds.y_scale, self._problem(spec, bounds)
+
+        data, result, bounds = self._fit_solver(X, y, problem, finish=finish)
+        scale = bounds.y_scale
+        radius = self._problem(spec, bounds).radius
         coef, intercept = data.split_coef(result.coef)
         self.coef_ = coef.ravel() * scale
-        self.intercept_ = float(intercept[0]) * scale
+        self.intercept_ = float(intercept[0]) * scale + bounds.y_center
         self.radius_ = math.inf if radius is None else radius * scale
-        self.intercept_bound_ = self._intercept_bound(radius) * scale if self.fit_intercept else 0.0
+        self.intercept_bound_ = (
+            self._intercept_bound(radius, bounds) * scale if self.fit_intercept else 0.0
+        )
+        statistics = result.info.get("statistics")
+        if statistics is not None:
+            # Released values and public constants only (see path()).
+            self.released_statistics_ = dict(
+                statistics, y_scale=scale, y_center=float(bounds.y_center),
+                intercept_scaling=float(bounds.intercept_scaling),
+                fit_intercept=bool(self.fit_intercept),
+            )
+        else:
+            self.__dict__.pop("released_statistics_", None)
         return self
+
+    def path(self, alphas=None, *, n_alphas=100, eps=1e-3, l1_ratio=1.0):
+        """Coefficients for many penalties from the statistics this fit released: no new spend.
+
+        After a fit with ``solver="dp_ssp"`` (the default for up to 64
+        features with ``delta > 0``) every least-squares problem on the data
+        is post-processing of the released ``X^T X`` and ``X^T y``
+        (:attr:`released_statistics_`), so a whole regularisation path, in
+        the spirit of :func:`sklearn.linear_model.lasso_path`, costs nothing
+        beyond the fit: it reads neither the data nor the budget, and the
+        fit's ``privacy_spent_`` covers it.
+
+        Parameters
+        ----------
+        alphas : array-like of float, optional
+            Penalties (scikit-learn's ``Lasso`` scaling, original units of
+            ``y``).  Default: ``n_alphas`` values log-spaced from
+            ``alpha_max``, the smallest penalty whose solution on the
+            released statistics is all zero, down to ``eps * alpha_max``.
+        n_alphas : int, default=100
+        eps : float, default=1e-3
+        l1_ratio : float in (0, 1], default=1.0
+            Elastic-net mixing (1: Lasso).
+
+        Returns
+        -------
+        alphas : ndarray of shape (n_alphas,)
+            Sorted in decreasing order, as ``lasso_path`` returns them.
+        coefs : ndarray of shape (n_features, n_alphas)
+        intercepts : ndarray of shape (n_alphas,)
+
+        Notes
+        -----
+        The path is of the penalised form without the fit's ball (a public
+        ball only shrinks the noisy solutions; it does not contain the
+        unpenalised ones).  Each alpha is solved by coordinate descent from
+        the previous solution (warm start).  Choosing an alpha by
+        validation on the private training data leaks beyond the fit's
+        guarantee, as for any hyper-parameter.
+        """
+        check_is_fitted(self)
+        stats = getattr(self, "released_statistics_", None)
+        if stats is None:
+            raise ValueError(
+                f"DPLasso.path needs the statistics of a fit with solver='dp_ssp'; this fit "
+                f"used solver={self.solver_!r}. Refit with solver='dp_ssp' (or 'auto' for up "
+                f"to {AUTO_SSP_ENTRYWISE_MAX_FEATURES} features and delta > 0)."
+            )
+        if not 0.0 < float(l1_ratio) <= 1.0:
+            raise ValueError(f"l1_ratio must be in (0, 1], got {l1_ratio!r}.")
+        scale = stats["y_scale"]
+        Q = (stats["gram"] + stats["ridge"] * np.eye(stats["gram"].shape[0])) / stats["normalizer"]
+        c = stats["xty"] / stats["normalizer"]
+        penalized = stats["penalized"]
+        if alphas is None:
+            free = ~penalized
+            residual = c.copy()
+            if np.any(free):
+                # The unpenalised (intercept) fit first: the gradient at that point.
+                block = Q[np.ix_(free, free)]
+                w_free = np.linalg.lstsq(block, c[free], rcond=None)[0]
+                residual = c - Q[:, free] @ w_free
+            alpha_max = float(np.max(np.abs(residual[penalized]), initial=0.0)) / float(l1_ratio)
+            alpha_max = max(alpha_max, np.finfo(float).tiny) * scale
+            alphas = np.geomspace(alpha_max, alpha_max * float(eps), int(n_alphas))
+        alphas = np.sort(np.asarray(alphas, dtype=float).ravel())[::-1]
+        if alphas.size == 0 or not np.all(np.isfinite(alphas)) or np.any(alphas < 0):
+            raise ValueError("alphas must be finite floats >= 0.")
+        m = Q.shape[0]
+        coefs = np.zeros((m, alphas.size))
+        w = np.zeros(m)
+        for k, alpha in enumerate(alphas):
+            w, _ = solve_statistics(
+                stats["gram"], stats["xty"], normalizer=stats["normalizer"],
+                ridge=stats["ridge"], alpha=alpha / scale, l1_ratio=float(l1_ratio),
+                penalized=penalized, coef_init=w, force_iterative=True,
+            )
+            coefs[:, k] = w
+        if stats["fit_intercept"]:
+            intercepts = coefs[-1] * stats["intercept_scaling"] * scale
+            coefs = coefs[:-1]
+        else:
+            intercepts = np.zeros(alphas.size)
+        # Labels were fitted centred on the released (or given) centre.
+        return alphas, coefs * scale, intercepts + stats["y_center"]
 
     def predict(self, X):
         """Predicted values ``X @ coef_ + intercept_``."""

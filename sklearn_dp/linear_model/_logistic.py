@@ -15,9 +15,11 @@ from sklearn.utils.validation import check_is_fitted
 from .._losses import get_loss
 from .._sklearn_compat import Interval, StrOptions
 from ..exceptions import public_error
+from ..solvers._second_order import second_order_fits
 from ._base import (
     BaseDPEstimator,
     FitProblem,
+    _given,
     penalty_strengths,
     public_scale,
     release_labels,
@@ -59,8 +61,10 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
     fit_intercept : bool, default=True
         Fit an unpenalised intercept through a constant column of value
         ``intercept_scaling`` (part of each row's norm bound).
-    intercept_scaling : float, default=1.0
-        Value of the constant intercept column.
+    intercept_scaling : float or "auto", default="auto"
+        Value of the constant intercept column (part of each row's bound).
+        ``"auto"``: the rows' bound (``data_norm_``, or the largest feature
+        bound), so that the intercept is on the scale of the features.
     radius : float or None, default=None
         Constrain the coefficient vector (the intercept included, in units of
         ``intercept_scaling``; all classes jointly) to the ball of this radius
@@ -68,17 +72,25 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         gradient-descent solvers project onto the L2 ball.
     constraint : {"l2", "l1"}, default="l2"
         Norm of the constraint ball (used only with ``radius``).
-    feature_bound : float, array-like of shape (n_features,) or None, default=None
-        Public bound on each feature, ``|X[i, j]| <= feature_bound[j]`` (larger
-        entries are clipped).  Used instead of ``data_norm`` by solvers that
-        bound rows entrywise (l1-geometry and coordinate-wise solvers), which
-        refuse to run without it.
-    data_norm : float, default=1.0
-        Public bound on the L2 norm of each row of ``X``.  Rows that are longer
-        are scaled down to this norm before fitting (they are clipped, not
-        rejected), so no row can raise the sensitivity.  Scale your features
-        with public knowledge (for example documented ranges) so that most
-        rows fit inside it; the bound must not be computed from the data.
+    feature_bound : float, array-like of shape (n_features,), "auto" or None, default="auto"
+        Bound on each feature, ``|X[i, j]| <= feature_bound[j]`` (larger
+        entries are clipped), used by the solvers that bound rows entrywise
+        (``dp_cd``).  A number (or one per feature) is public knowledge and
+        costs nothing; ``"auto"`` releases one bound on ``max_j |X[i, j]|``
+        privately when such a solver runs (10% of epsilon, see
+        ``data_norm``); None refuses those solvers.  A given bound also
+        bounds the rows in L2 for the other solvers when ``data_norm`` is
+        ``"auto"`` (then nothing is released).
+    data_norm : float or "auto", default="auto"
+        Bound on the L2 norm of each row of ``X``.  Rows that are longer are
+        scaled down to it before fitting (clipped, not rejected), so no row
+        can raise the sensitivity.  A number is public knowledge (for
+        example ``sqrt(n_features)`` after mapping documented ranges to
+        [-1, 1]) and costs nothing.  ``"auto"`` estimates it privately: 10%
+        of epsilon (of what the label set leaves) buys an exponential
+        mechanism over the public grid 1e-8..1e8 (see
+        ``docs/guide/choosing_parameters.md``); the result is ``data_norm_``.
+        Never compute it from the data yourself.
     classes : array-like or None, default=None
         The public set of labels.  With ``classes`` given (recommended), labels
         outside it raise an error before anything is spent, and classes
@@ -88,7 +100,10 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         few rows, about ``1 + log(1 / delta) / (0.1 epsilon)`` or fewer, are
         likely left out, and their rows with them); it needs ``delta > 0``.
     solver : str, default="auto"
-        ``"dp_gd"`` (full-batch noisy gradient descent), ``"dp_sgd"``
+        ``"dp_newton"`` (private Newton-type steps: noisy gradients with a
+        noisy Gram matrix or Hessian as curvature; see
+        docs/solvers/second_order.md), ``"dp_gd"`` (full-batch noisy gradient
+        descent), ``"dp_sgd"``
         (Poisson-subsampled DP-SGD), ``"dp_cd"`` (DP coordinate descent with
         uniform, importance, block, tau-nice or full sampling; needs
         ``feature_bound``; its options go in ``solver_options``, see
@@ -102,9 +117,10 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         ``"auto"`` picks ``objective_perturbation`` when ``delta=0``,
         ``dp_accmd`` for an L1-ball constraint, for the ``"l1"`` and
         ``"elasticnet"`` penalties ``dp_cd`` (``dp_svrg_pp`` when no
-        ``feature_bound`` is given, which dp_cd needs), otherwise ``dp_gd``
-        (never a function of the private row count; ``dp_sgd`` is the faster
-        choice for very large data).
+        ``feature_bound`` is given, which dp_cd needs), otherwise ``dp_newton``
+        up to 1000 columns (features plus intercept) without ``radius`` and
+        ``dp_gd`` beyond or with an L2 ball (never a function of the private
+        row count: the number of features is public).
     max_iter : int or None, default=None
         Number of noisy steps (for ``dp_cd``: passes over the coordinates; for
         ``dp_svrg`` and ``dp_svrg_pp``: epochs); None uses the solver's default
@@ -112,7 +128,7 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         ``dp_sgd``; 6 and 5 epochs for ``dp_svrg`` and ``dp_svrg_pp``).
     learning_rate : float or None, default=None
         Step size; None uses ``1 / L``, the objective's smoothness computed
-        from ``data_norm``.
+        from the rows' bound.
     batch_size : int or None, default=None
         Expected batch size of ``dp_sgd`` (and of the inner steps of
         ``dp_svrg`` / ``dp_svrg_pp``), turned into a sampling rate with the
@@ -136,6 +152,13 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
+    data_norm_ : float
+        The L2 bound on the rows of ``X`` the fit used (given, released, or
+        implied by the feature bounds).
+    feature_bound_ : ndarray of shape (n_features,) or None
+        The entrywise bound, when the rows were bounded entrywise.
+    intercept_scaling_ : float
+        The value of the intercept column.
     coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
     intercept_ : ndarray of shape (1,) or (n_classes,)
     n_features_in_ : int
@@ -156,8 +179,13 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
     The fit is (epsilon, delta)-differentially private with respect to adding
     or removing one row of ``X`` together with its label.  Public (assumed
     known to an adversary, and not protected): the number of features,
-    ``data_norm``, ``feature_bound``, ``radius``, ``classes`` (when given)
-    and every hyper-parameter.  Without ``classes`` the label set is
+    ``data_norm`` and ``feature_bound`` when given, ``radius``, ``classes``
+    (when given) and every hyper-parameter.  With ``"auto"`` bounds, the
+    bound the solver needs is released by a pure epsilon-DP exponential
+    mechanism (monotone utility of sensitivity 1 over a public grid; 10% of
+    epsilon; ``PureEpsilonDpEvent`` in ``dp_event_``), after the row count
+    and before the solver, which uses it as a public value; it is composed
+    with the count and the solver numerically.  Without ``classes`` the label set is
     released by a thresholded noisy histogram (10% of epsilon, half of
     delta; an ``ApproximateDpEvent`` in ``dp_event_``), and labels held by
     few rows are left out with their rows.
@@ -187,11 +215,11 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
     >>> from sklearn.datasets import make_classification
     >>> from sklearn_dp import DPLogisticRegression
     >>> X, y = make_classification(n_samples=2000, random_state=0)
-    >>> X = X / 5.0
-    >>> clf = DPLogisticRegression(epsilon=1.0, data_norm=2.0, classes=[0, 1],
-    ...                            random_state=0).fit(X, y)
+    >>> clf = DPLogisticRegression(epsilon=1.0, classes=[0, 1], random_state=0).fit(X, y)
     >>> clf.privacy_spent_
     (1.0, 1e-05)
+    >>> bool(clf.data_norm_ > 1)   # released privately ("auto")
+    True
     """
 
     _parameter_constraints = {
@@ -200,11 +228,11 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         "C": [*public_scale()],
         "l1_ratio": [Interval(Real, 0, 1, closed="both"), None],
         "fit_intercept": ["boolean"],
-        "intercept_scaling": [*public_scale()],
+        "intercept_scaling": [*public_scale(), StrOptions({"auto"})],
         "radius": [*public_scale(), None],
         "constraint": [StrOptions({"l2", "l1"})],
-        "data_norm": [*public_scale()],
-        "feature_bound": [*public_scale(), "array-like", None],
+        "data_norm": [*public_scale(), StrOptions({"auto"})],
+        "feature_bound": [*public_scale(), "array-like", StrOptions({"auto"}), None],
         "classes": ["array-like", None],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
     }
@@ -218,11 +246,11 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         C=1.0,
         l1_ratio=None,
         fit_intercept=True,
-        intercept_scaling=1.0,
+        intercept_scaling="auto",
         radius=None,
         constraint="l2",
-        data_norm=1.0,
-        feature_bound=None,
+        data_norm="auto",
+        feature_bound="auto",
         classes=None,
         solver="auto",
         max_iter=None,
@@ -256,6 +284,9 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    # Classifiers clip rows tighter than regressors (see sklearn_dp._bounds).
+    _row_window = "CLASSIFIER_ROW_WINDOW"
+
     def _auto_solver(self, problem, public):
         if self.delta == 0:
             # Only the perturbation solvers give pure epsilon-DP.
@@ -266,9 +297,16 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         if problem.constraint == "l1":
             return "dp_accmd"
         if problem.penalty in ("l1", "elasticnet"):
-            return "dp_cd" if self.feature_bound is not None else "dp_svrg_pp"
+            # dp_cd bounds rows entrywise: picked when the user gives feature bounds.
+            return "dp_cd" if _given(self.feature_bound) else "dp_svrg_pp"
         # Not a function of n: the chosen solver is released (solver_) and the
         # row count is private, so a size threshold would leak at its edge.
+        # dp_newton (one Gram matrix, five accelerated steps) is as accurate
+        # as dp_gd's 100 steps or more and 10-20x faster
+        # (benchmarks/results/speed.md), up to the width where its d x d
+        # Gram matrix costs more than dp_gd's passes (n_features is public).
+        if problem.constraint is None and second_order_fits(public):
+            return "dp_newton"
         return "dp_gd"
 
     def _check_labels(self, y):
@@ -342,7 +380,7 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Rows longer than ``data_norm`` (L2) are scaled down to it.
+            Rows longer than the row bound (L2) are scaled down to it.
         y : array-like of shape (n_samples,)
 
         Returns
@@ -388,7 +426,7 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
             return X, self._encode(y, found), self._problem(found.size)
 
         n_classes = 2 if classes is None else classes.size
-        data, result = self._fit_solver(
+        data, result, _ = self._fit_solver(
             X, y, self._problem(n_classes), prepare=prepare, discover_labels=classes is None
         )
         self.classes_ = released["classes"]

@@ -14,9 +14,11 @@ from typing import Callable
 
 from ._common import PrivacyPlan, PrivateCount, SolverResult, make_rng, release_count
 from ._coordinate_descent import check_dp_cd, dp_cd, plan_dp_cd
-from ._gradient_descent import dp_gd, plan_dp_gd
-from ._sgd import dp_sgd, plan_dp_sgd
+from ._gradient_descent import check_dp_gd, dp_gd, plan_dp_gd
+from ._sgd import check_dp_sgd, dp_sgd, plan_dp_sgd
 from ._perturbation import (
+    check_objective_perturbation,
+    check_output_perturbation,
     objective_perturbation,
     output_perturbation,
     plan_objective_perturbation,
@@ -47,6 +49,8 @@ __all__ = [
     "dp_svrg",
     "dp_svrg_pp",
     "dp_accmd",
+    "dp_newton",
+    "dp_ssp",
 ]
 
 
@@ -192,6 +196,7 @@ register_solver(
             "max_iter", "step_size", "clip_norm", "output", "momentum", "radius",
             "schedule", "pl_constant", "initial_gap",
         ),
+        check=check_dp_gd,
     )
 )
 register_solver(
@@ -204,6 +209,7 @@ register_solver(
         multiclass=True,
         summary="Poisson-subsampled DP-SGD; PLD accounting",
         options=("max_iter", "batch_size", "step_size", "clip_norm", "momentum", "radius"),
+        check=check_dp_sgd,
     )
 )
 register_solver(
@@ -218,8 +224,9 @@ register_solver(
         pure_dp=True,
         approximate_dp=True,
         summary="objective perturbation (Chaudhuri et al. 2011; Gaussian: Kifer et al. 2012); "
-        "exact Newton solve; pure epsilon-DP with delta=0",
+        "fixed-budget Newton solve; pure epsilon-DP with delta=0",
         options=("max_iter", "gradient_tol", "epsilon_split", "residual_fraction"),
+        check=check_objective_perturbation,
     )
 )
 register_solver(
@@ -233,9 +240,10 @@ register_solver(
         constraints=frozenset({None}),
         pure_dp=True,
         approximate_dp=True,
-        summary="output perturbation (Chaudhuri et al. 2011): exact minimiser plus noise; "
+        summary="output perturbation (Chaudhuri et al. 2011): certified minimiser plus noise; "
         "pure epsilon-DP with delta=0",
         options=("max_iter", "gradient_tol"),
+        check=check_output_perturbation,
     )
 )
 register_solver(
@@ -367,8 +375,15 @@ register_solver(
 )
 
 # Solvers of Wang, Ye and Xu (2017), "DP-ERM revisited" (specs/dp_erm_revisited.md).
-from ._accmd import dp_accmd, plan_dp_accmd  # noqa: E402
-from ._svrg import dp_svrg, dp_svrg_pp, plan_dp_svrg, plan_dp_svrg_pp  # noqa: E402
+from ._accmd import check_dp_accmd, dp_accmd, plan_dp_accmd  # noqa: E402
+from ._svrg import (  # noqa: E402
+    check_dp_svrg,
+    check_dp_svrg_pp,
+    dp_svrg,
+    dp_svrg_pp,
+    plan_dp_svrg,
+    plan_dp_svrg_pp,
+)
 
 _SVRG_OPTIONS = (
     "max_iter", "batch_size", "step_size", "clip_norm", "inner_steps", "difference_bound",
@@ -387,6 +402,7 @@ register_solver(
         summary="noisy proximal SVRG (strongly convex: needs an L2 penalty); Poisson inner "
         "mini-batches, PLD accounting",
         options=_SVRG_OPTIONS,
+        check=check_dp_svrg,
     )
 )
 register_solver(
@@ -400,6 +416,7 @@ register_solver(
         constraints=frozenset({None}),
         summary="noisy proximal SVRG++ with doubling epochs (convex; L1/L2/none); PLD accounting",
         options=_SVRG_OPTIONS,
+        check=check_dp_svrg_pp,
     )
 )
 register_solver(
@@ -414,5 +431,45 @@ register_solver(
         summary="noisy accelerated mirror descent over an L2 or L1 ball (needs radius, no "
         "penalty); exact Gaussian composition",
         options=("max_iter", "clip_norm", "radius", "constraint"),
+        check=check_dp_accmd,
+    )
+)
+
+# Second-order methods and sufficient statistics (docs/solvers/second_order.md).
+from ._second_order import check_dp_newton, dp_newton, plan_dp_newton  # noqa: E402
+
+register_solver(
+    SolverSpec(
+        name="dp_newton",
+        function=dp_newton,
+        plan=plan_dp_newton,
+        losses=_GLM_LOSSES,
+        penalties=frozenset({None, "l2"}),
+        multiclass=True,
+        constraints=frozenset({None}),
+        summary="private Newton steps: noisy gradient and noisy Hessian per step, eigenvalues "
+        "raised to a public floor (Ganesh et al. 2023); exact Gaussian composition",
+        options=("max_iter", "clip_norm", "hessian", "hessian_share", "hessian_steps",
+                 "eigenvalue", "floor_scale", "momentum"),
+        check=check_dp_newton,
+    )
+)
+
+from ._ssp import check_dp_ssp, dp_ssp, plan_dp_ssp  # noqa: E402
+
+register_solver(
+    SolverSpec(
+        name="dp_ssp",
+        function=dp_ssp,
+        plan=plan_dp_ssp,
+        losses=frozenset({"squared"}),
+        penalties=frozenset({None, "l2", "l1", "elasticnet"}),
+        constraints=frozenset({None, "l1", "l2"}),
+        summary="sufficient statistics perturbation (AdaSSP, Wang 2018): one Gaussian release "
+        "of X^T X and X^T y and a noisy smallest eigenvalue for an adaptive ridge; ridge, "
+        "Lasso, elastic-net and balls solved on the released statistics",
+        options=("max_iter", "tol", "radius", "constraint", "intercept_bound", "shares",
+                 "ridge", "label_bound"),
+        check=check_dp_ssp,
     )
 )

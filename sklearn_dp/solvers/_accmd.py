@@ -35,18 +35,65 @@ import math
 
 import numpy as np
 
-from .. import accounting
-from .._losses import clipped_gradient_sum
+from .. import _noise, accounting
+from .._kernels import clipped_gradient_sum
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
-from ._gradient_descent import gradient_bound, project_l2_ball
+from ._gradient_descent import check_clip_norm, check_max_iter, gradient_bound, project_l2_ball
 
-__all__ = ["dp_accmd", "plan_dp_accmd", "accmd_iterations", "accmd_constants"]
+__all__ = [
+    "dp_accmd",
+    "plan_dp_accmd",
+    "check_dp_accmd",
+    "check_dp_accmd_options",
+    "accmd_iterations",
+    "accmd_constants",
+    "noisy_gradient_release",
+]
 
 #: Iterations used when epsilon is infinite (the noise-optimal formula is unbounded).
 NON_PRIVATE_ITERATIONS = 500
 
 #: Cap on the default number of iterations.
 MAX_DEFAULT_ITERATIONS = 2000
+
+
+_CONSTRAINTS = ("l2", "l1")
+
+
+def check_dp_accmd_options(*, alpha, radius, constraint="l2", max_iter=None, clip_norm=None):
+    """Raise a ValueError for an option of ``dp_accmd`` it refuses, from public inputs only.
+
+    ``alpha`` None stands for a strength not known yet (it scales with the
+    private row count); dp_accmd takes no penalty at all.
+    """
+    if alpha is None or alpha != 0:
+        raise ValueError(
+            "dp_accmd optimises over a constraint ball and takes no penalty; use penalty=None "
+            "(the radius plays the role of the regulariser)."
+        )
+    if (
+        radius is None
+        or isinstance(radius, (bool, np.bool_))
+        or not isinstance(radius, (int, float, np.integer, np.floating))
+        or not radius > 0
+        or not math.isfinite(radius)
+    ):
+        raise ValueError("dp_accmd needs a finite constraint radius > 0 (pass radius=...).")
+    if not isinstance(constraint, str) or constraint not in _CONSTRAINTS:
+        raise ValueError(f"constraint must be 'l2' or 'l1', got {constraint!r}.")
+    check_max_iter(max_iter)
+    check_clip_norm(clip_norm)
+
+
+def check_dp_accmd(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
+    """Public check of a ``dp_accmd`` fit (registered as ``SolverSpec.check``)."""
+    check_dp_accmd_options(
+        alpha=0.0 if penalty is None else alpha,
+        radius=options.get("radius"),
+        constraint=options.get("constraint", "l2"),
+        max_iter=options.get("max_iter"),
+        clip_norm=options.get("clip_norm"),
+    )
 
 
 def accmd_constants(constraint, radius, n_params):
@@ -120,11 +167,15 @@ def plan_dp_accmd(
 
 
 def noisy_gradient_release(X, y, W, loss, clip, row_norms, noise_std, rng):
-    """The only place dp_accmd reads the data: ``sum_i clip(grad_i(W)) + N(0, noise_std^2 I)``."""
+    """The only place dp_accmd reads the data: ``sum_i clip(grad_i(W)) + N(0, noise_std^2 I)``.
+
+    The sum is :func:`~sklearn_dp._kernels.clipped_gradient_sum` (sensitivity
+    ``clip``), released through the noise gateway.
+    """
     total = clipped_gradient_sum(X, y, W, loss, clip, row_norms)
-    if noise_std > 0:
-        total = total + rng.normal(0.0, noise_std, size=total.shape)
-    return total
+    return _noise.gaussian(
+        total, sensitivity=clip, noise_std=noise_std, rng=rng, label="clipped gradient sum"
+    )
 
 
 class _L2Mirror:
@@ -226,31 +277,34 @@ def dp_accmd(
     Privacy
     -------
     (epsilon, delta)-DP under add/remove-one-row neighbouring.  Each of the T
-    iterations releases the sum of per-sample gradients clipped to C
-    (sensitivity C) plus ``N(0, (sigma C)^2 I)``; the T adaptive Gaussian
+    iterations releases, through the noise gateway
+    (:func:`noisy_gradient_release`, label ``"clipped gradient sum"``), the
+    sum of per-sample gradients clipped to C
+    (:func:`sklearn_dp._kernels.clipped_gradient_sum`, sensitivity C) plus
+    ``N(0, (sigma C)^2 I)``; the T adaptive Gaussian
     mechanisms compose exactly into one with multiplier ``sigma / sqrt(T)``.
     The coupling, mirror steps and y-steps use only these noisy sums and
     public constants, so the output ``y_T`` is post-processing.  The sums are
     averaged with ``data.normalizer`` and the default T uses
     ``data.n_public`` (a DP count from the estimators; a direct call without
     one treats n as public).  Public: the bounds, R, T, the mirror map.
+    Every observable (coefficients, ``n_iter``, details,
+    ``info["gradient_evaluations"] = n_public * T``, the progress lines,
+    which print the norm of the noisy averaged gradient, and exceptions) is
+    a function of public values and of the releases; the options are
+    checked before the data is read (:func:`check_dp_accmd` for
+    estimators, before their reservation).
 
     Assumptions of the utility guarantee (Theorem 5.4): convex, smooth loss;
     a centrally symmetric constraint set; no regularizer.
     """
     if loss.smoothness is None:
         raise ValueError(f"dp_accmd needs a smooth loss; {loss.name!r} is not smooth.")
-    if alpha:
-        raise ValueError(
-            "dp_accmd optimises over a constraint ball and takes no penalty; use penalty=None "
-            "(the radius plays the role of the regulariser)."
-        )
-    if radius is None or not radius > 0 or not math.isfinite(radius):
-        raise ValueError("dp_accmd needs a finite constraint radius > 0 (pass radius=...).")
-    if constraint not in ("l2", "l1"):
-        raise ValueError(f"constraint must be 'l2' or 'l1', got {constraint!r}.")
+    check_dp_accmd_options(
+        alpha=alpha, radius=radius, constraint=constraint, max_iter=max_iter, clip_norm=clip_norm
+    )
     X, y = data.X, data.y
-    n_samples, n_columns = X.shape
+    n_columns = X.shape[1]
     shape = (n_columns, n_outputs)
     plan = plan_dp_accmd(
         data.n_public, n_columns * n_outputs, epsilon, delta, loss=loss,
@@ -273,13 +327,15 @@ def dp_accmd(
         # Averaged with the public normaliser, never the (private) row count.
         Z = mirror.step(gradient / data.normalizer, step)
         Y = coupling * Z + (1.0 - coupling) * Y
+        # The noisy sum over the public normaliser: a released value.
         progress(k + 1, grad_norm=float(np.linalg.norm(gradient)) / data.normalizer)
     check_finite_iterate(Y, "dp_accmd")
     plan.details.update(
         clip_norm=clip, noise_std=noise_std, radius=radius, constraint=constraint,
         smoothness=smooth_c,
     )
+    # Per-sample gradient evaluations from the public stand-in for n.
     return SolverResult(
         coef=Y, n_iter=plan.n_steps, plan=plan,
-        info=dict(gradient_evaluations=n_samples * plan.n_steps),
+        info=dict(gradient_evaluations=float(data.n_public * plan.n_steps)),
     )

@@ -13,12 +13,16 @@ import math
 import numpy as np
 
 from .. import _noise, accounting
-from .._losses import clipped_gradient_sum
+from .._kernels import clipped_gradient_sum
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 
 __all__ = [
     "dp_gd",
     "plan_dp_gd",
+    "check_dp_gd",
+    "check_dp_gd_options",
+    "check_clip_norm",
+    "check_step_size",
     "gradient_bound",
     "initial_gap_bound",
     "pl_iterations",
@@ -41,6 +45,95 @@ DEFAULT_GD_ITERATIONS = 100
 MAX_SCHEDULE_ITERATIONS = 5000
 
 _SCHEDULES = (None, "pl", "gradient_norm")
+_OUTPUTS = ("auto", "tail_average", "last", "random")
+_MOMENTA = ("auto", "nesterov", None)
+
+
+# --------------------------------------------------------------------------
+# Public option checks (before any reservation; shared with direct calls)
+# --------------------------------------------------------------------------
+
+
+def _is_real(value):
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_)
+    )
+
+
+def _check_positive(value, name):
+    if value is not None and (not _is_real(value) or not value > 0 or not math.isfinite(value)):
+        raise ValueError(f"{name} must be a finite float > 0, got {value!r}.")
+
+
+def check_clip_norm(clip_norm):
+    """``clip_norm`` is None or a finite float > 0."""
+    _check_positive(clip_norm, "clip_norm")
+
+
+def check_step_size(step_size):
+    """``step_size`` is None or a finite float > 0."""
+    _check_positive(step_size, "step_size")
+
+
+def check_max_iter(max_iter):
+    """``max_iter`` is None or a positive integer."""
+    if max_iter is None:
+        return
+    if not _is_real(max_iter) or not math.isfinite(max_iter) or int(max_iter) != max_iter or (
+        max_iter < 1
+    ):
+        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}.")
+
+
+def check_momentum(momentum, allowed=("nesterov", None)):
+    """``momentum`` is one of ``allowed``."""
+    if not any(momentum is a or (isinstance(momentum, str) and momentum == a) for a in allowed):
+        shown = ", ".join(repr(a) for a in allowed[:-1]) + f" or {allowed[-1]!r}"
+        raise ValueError(f"momentum must be {shown}, got {momentum!r}.")
+
+
+def check_dp_gd_options(
+    *, alpha, max_iter=None, step_size=None, clip_norm=None, output="auto", momentum="auto",
+    schedule=None, pl_constant=None, initial_gap=None, radius=None,
+):
+    """Raise a ValueError for an option of ``dp_gd`` it refuses, from public inputs only.
+
+    ``alpha`` None stands for a strength > 0 not known yet (one that scales
+    with the private row count).
+    """
+    check_max_iter(max_iter)
+    check_step_size(step_size)
+    check_clip_norm(clip_norm)
+    _check_positive(pl_constant, "pl_constant")
+    _check_positive(initial_gap, "initial_gap")
+    _check_positive(radius, "radius")
+    if not any(schedule is v or (isinstance(schedule, str) and schedule == v) for v in _SCHEDULES):
+        raise ValueError(f"schedule must be one of {_SCHEDULES}, got {schedule!r}.")
+    if not isinstance(output, str) or output not in _OUTPUTS:
+        raise ValueError(
+            f"output must be 'auto', 'tail_average', 'last' or 'random', got {output!r}."
+        )
+    check_momentum(momentum, _MOMENTA)
+    if schedule == "pl" and pl_constant is None and alpha is not None and not alpha > 0:
+        raise ValueError(
+            "schedule='pl' needs a Polyak-Lojasiewicz constant: pass pl_constant > 0 "
+            "(a public lower bound), or use an L2 penalty (alpha is then the default)."
+        )
+
+
+def _gd_options(options, names):
+    return {key: options[key] for key in names if key in options}
+
+
+def check_dp_gd(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
+    """Public check of a ``dp_gd`` fit (registered as ``SolverSpec.check``)."""
+    check_dp_gd_options(
+        alpha=0.0 if penalty is None else alpha,
+        **_gd_options(options, (
+            "max_iter", "step_size", "clip_norm", "output", "momentum", "schedule",
+            "pl_constant", "initial_gap", "radius",
+        )),
+    )
 
 
 def gradient_bound(loss, row_norm_bound, clip_norm, private=True):
@@ -112,8 +205,7 @@ def noisy_descent(
     tail_average : ndarray
         The average of the iterates of the second half of the run.
     """
-    if momentum not in ("nesterov", None):
-        raise ValueError(f"momentum must be 'nesterov' or None, got {momentum!r}.")
+    check_momentum(momentum)
     momentum_cap = 0.0
     if momentum == "nesterov":
         kappa = (1.0 / step_size) / alpha if alpha > 0 else math.inf
@@ -369,12 +461,25 @@ def dp_gd(
     Returns
     -------
     SolverResult
+        ``n_iter`` is T; ``info["gradient_evaluations"]`` is ``n_public * T``
+        (from the public stand-in for n, not the true row count).
+
+    Raises
+    ------
+    ValueError
+        For an option it refuses (before reading the data; estimators run
+        the same check, :func:`check_dp_gd`, before they reserve the spend).
+    ConvergenceError
+        When the iterates diverge: they are computed from the noisy releases
+        only, so the error is a function of released values (marked public).
 
     Privacy
     -------
     (epsilon, delta)-DP under add/remove-one-row neighbouring.  Each step
-    releases the sum of per-sample gradients, each clipped to L2 norm ``C``
-    (so adding or removing a row moves the sum by at most ``C``: sensitivity
+    releases, through the noise gateway (:func:`sklearn_dp._noise.gaussian`,
+    label ``"clipped gradient sum"``), the sum of per-sample gradients, each
+    clipped to L2 norm ``C`` (:func:`sklearn_dp._kernels.clipped_gradient_sum`;
+    adding or removing a row moves the sum by at most ``C``: sensitivity
     ``C``), plus ``N(0, (sigma C)^2 I)``.  The T steps are adaptive Gaussian
     mechanisms and compose exactly into one Gaussian mechanism with
     multiplier ``sigma / sqrt(T)``; sigma is the smallest value for which the
@@ -385,19 +490,23 @@ def dp_gd(
     ``data.n_public``.  Public: the number of coefficients, the bounds,
     alpha, the step size, T; everything else (momentum, averaging, the
     random index tau, drawn independently of the data) is post-processing.
+    Every observable (the coefficients, ``n_iter``, the details and info,
+    the progress lines, which print the norm of the noisy averaged gradient,
+    and any exception) is a function of public values and of the releases.
     """
     X, y = data.X, data.y
-    n_samples, n_columns = X.shape
+    n_columns = X.shape[1]
     if loss.smoothness is None:
         raise ValueError(f"dp_gd needs a smooth loss; {loss.name!r} is not smooth.")
-    if schedule not in _SCHEDULES:
-        raise ValueError(f"schedule must be one of {_SCHEDULES}, got {schedule!r}.")
+    check_dp_gd_options(
+        alpha=alpha, max_iter=max_iter, step_size=step_size, clip_norm=clip_norm, output=output,
+        momentum=momentum, schedule=schedule, pl_constant=pl_constant, initial_gap=initial_gap,
+        radius=radius,
+    )
     if output == "auto":
         output = {None: "tail_average", "pl": "last", "gradient_norm": "random"}[schedule]
     if momentum == "auto":
         momentum = "nesterov" if schedule is None else None
-    if output not in ("tail_average", "last", "random"):
-        raise ValueError(f"output must be 'tail_average', 'last' or 'random', got {output!r}.")
     # The schedule's inputs are passed only with a schedule, so that the plain
     # call stays plan_dp_gd(n, d, epsilon, delta, max_iter=...).
     schedule_inputs = {} if schedule is None else dict(
@@ -452,7 +561,9 @@ def dp_gd(
     if output == "random":
         details["random_index"] = tau
     plan.details.update(details)
+    # Per-sample gradient evaluations from the public stand-in for n (the
+    # true row count is private): exact for a direct call without a DP count.
     return SolverResult(
         coef=coef, n_iter=plan.n_steps, plan=plan,
-        info=dict(gradient_evaluations=n_samples * plan.n_steps),
+        info=dict(gradient_evaluations=float(data.n_public * plan.n_steps)),
     )

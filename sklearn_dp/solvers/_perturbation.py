@@ -74,22 +74,56 @@ If ``F`` is ``Lambda``-strongly convex then ``||w - w*|| <= ||grad F(w)|| /
 Lambda`` for every ``w``: ``Lambda ||w - w*||^2 <= <grad F(w) - grad F(w*),
 w - w*> <= ||grad F(w)|| ||w - w*||``.
 
-The privacy proofs assume the exact minimiser; a numerical solve only
-reaches ``||grad F(w_hat)|| <= tol``.  The solvers stop on a PUBLIC tolerance
-``tol = gradient_tol * G`` (default ``gradient_tol = 1e-6``), verify the
-achieved gradient norm against it after the solve, and raise (releasing
-nothing and spending nothing) if it was not reached: the guarantee is never
-silently weakened.  (The raise itself depends on the data; for these
-strongly convex, smooth problems the damped Newton method below reaches the
-tolerance in exact arithmetic, so it signals a numerical failure, not a
-property of one row.)
+The privacy proofs are stated for the exact minimiser; a numerical solve
+returns a point ``w_hat`` whose *certificate* ``||grad F(w_hat)||`` bounds its
+distance to it.  Both solvers account for a PUBLIC tolerance ``tol =
+gradient_tol * G`` (default ``gradient_tol = 1e-6``): every bound below holds
+for any ``w_hat`` with ``||grad F(w_hat)|| <= tol``, however it was computed.
+
+The inner solve (:func:`sklearn_dp.solvers._newton.minimize_strongly_convex`)
+runs on private data, so it may not reveal anything by itself: it takes a
+fixed, public number of safeguarded Newton steps (``max_iter``, default
+``DEFAULT_NEWTON_STEPS = 50``; fewer than ``MIN_NEWTON_STEPS = 10`` are
+refused), each with a fixed number of line-search evaluations; it never
+stops early, never raises and prints nothing but the public step number; it
+returns the iterate with the smallest gradient norm.  Non-finite
+intermediate values are handled by fixed rules, never by an exception: the
+inputs are finite and bounded (rows clipped, labels validated, ``|l'| <= L``),
+so the gradient at every finite point is finite; a Newton direction that is
+not finite is replaced by ``-grad / Lambda`` and a step to a non-finite point
+is not taken, so the point returned is always finite (at worst the public
+start ``0``).  These rules are part of the deterministic map ``D -> w_hat(D)``
+whose output the certificate covers, and they make no observable branch on
+a private value (the trace and the output are the same kind of object
+whatever happens).
+
+Whether ``w_hat`` meets the certificate is a property of the floating-point
+computation, which no fixed budget can be proved to reach for every data set.
+The solve is built so that it does: Newton converges quadratically near the
+minimiser of these smooth (or, for Huber, semismooth) strongly convex
+problems, the line search finds the minimiser along each direction from the
+signs of bounded per-row derivatives only (robust to labels of 1e300, which
+made a search on objective values cycle), and the tests check the certificate
+on hostile rows and labels, Huber thresholds a thousandth of the label scale
+with weak penalties, and separable classes (``tests/test_perturbation.py``);
+typical fits meet it after 5-10 of the 50 steps.  Should it fail
+(conceivable for penalties so weak that the minimiser's scale exhausts double
+precision), nothing signals it (a signal would itself be a data-dependent
+event); by Lemmas 1 and 2 the released point then moves by at most ``(G + r_D
++ r_D') / Lambda`` between neighbours (``r`` the achieved gradient norms), so
+output perturbation's pure guarantee degrades to ``epsilon (G + r_D + r_D') /
+(G + 2 tol)`` rather than failing outright.
 
 Output perturbation (Algorithm 1, re-derived)
 ---------------------------------------------
-Release ``W_hat + B``, ``W_hat`` the numerical minimiser of ``F_D``.  By Lemmas
-1 and 2, for neighbours ``||W_hat(D) - W_hat(D')|| <= G / Lambda + 2 tol /
-Lambda =: Delta`` (the tolerance costs a factor ``1 + 2 gradient_tol`` on the
-sensitivity: 2e-6 by default).  Then
+Release ``W_hat + B``, ``W_hat`` the certified numerical minimiser of ``F_D``
+(``||grad F_D(W_hat)|| <= tol``).  By Lemma 2 ``||W_hat(D) - w*(D)|| <= tol /
+Lambda`` on each side, so by Lemma 1 and the triangle inequality, for
+neighbours ``||W_hat(D) - W_hat(D')|| <= G / Lambda + 2 tol / Lambda =: Delta``:
+a public quantity (the tolerance costs a factor ``1 + 2 gradient_tol`` on the
+sensitivity: 2e-6 by default).  ``Delta`` is the declared sensitivity of the
+one release, made through the noise gateway (:func:`sklearn_dp._noise.gamma_norm`
+or :func:`sklearn_dp._noise.gaussian`, label ``"minimiser"``).  Then
 
 * pure epsilon-DP: ``B`` has density proportional to ``exp(-epsilon ||B||_F /
   Delta)`` on R^m (``m = p K``), i.e. ``||B|| ~ Gamma(shape=m, scale=Delta /
@@ -188,7 +222,8 @@ theorem holds for the Huber loss with ``c = 1``.
 
 *Inexact solve (approximate minima perturbation, Iyengar et al. 2019).*  The
 exact minimiser ``W*`` is (epsilon_obj, delta_obj)-DP as above; the solver
-returns ``W_hat`` with ``||grad J_b(W_hat)|| <= tol``, so ``||W_hat - W*|| <= tol
+returns ``W_hat`` with ``||grad J_b(W_hat)|| <= tol`` (the certificate of
+Lemma 2, with the same fixed-budget solve), so ``||W_hat - W*|| <= tol
 / Lambda`` (Lemma 2), and ``W_hat = h(D, W*)`` (given D, b and W* determine
 each other).  For neighbours and the same ``W*``, ``||h(D, W*) - h(D', W*)|| <=
 2 tol / Lambda``: releasing ``W_hat + E`` with ``E`` Gamma-norm (pure) or
@@ -206,46 +241,60 @@ eps_gauss(sigma_res; rho delta)`` (``rho = residual_fraction``), recorded as an
 :class:`ObjectivePerturbationDpEvent` whose :meth:`~ObjectivePerturbationDpEvent.epsilon`
 recomputes it (``accounting.epsilon_of_event`` calls it).
 
-Checked conditions (a clear ``ValueError`` otherwise): a loss with bounded
-derivative and bounded second derivative whose curvature is known here
-(binary or multinomial log-loss, Huber, squared -> clipped); ``alpha > 0``
-(strong convexity); rows bounded by ``R`` (the data layer clips them); no
+Releases through the noise gateway: the objective noise ``b`` and the
+perturbed solve go through :func:`sklearn_dp._noise.objective_perturbation`
+(label ``"perturbed minimiser"``, declared sensitivity ``G``: the shift of
+``b_D(W)``; its value is None because the noise enters the objective), and
+the residual noise through :func:`sklearn_dp._noise.gamma_norm` or
+:func:`sklearn_dp._noise.gaussian` on ``W_hat`` with sensitivity ``2 tol /
+Lambda`` (label ``"inexact-solve residual"``).
+
+Checked conditions (a clear ``ValueError`` otherwise, raised by the public
+checks :func:`check_objective_perturbation` and
+:func:`check_output_perturbation` that estimators run before they reserve
+the spend, and again by the solver functions for direct callers): a loss with
+bounded derivative and bounded second derivative whose curvature is known
+here (binary or multinomial log-loss, Huber, squared -> clipped); ``alpha >
+0`` (strong convexity); ``gradient_tol`` finite and positive; ``max_iter >=
+MIN_NEWTON_STEPS``; the splits of objective perturbation in (0, 1) with a
+positive remainder; rows bounded by ``R`` (the data layer clips them); no
 constraint set.
 
-The exact inner solve is a damped Newton method (dense Hessian up to 2000
+The inner solve is a safeguarded Newton method (dense Hessian up to 2000
 coefficients, conjugate gradients on Hessian-vector products beyond, two
-mat-vecs each), aimed at ``||grad|| <= tol / 1000`` (Newton converges
-quadratically, so this costs about one step more) and verified against
-``tol``; typical fits need 5-10 Newton steps.
+mat-vecs each) with an exact line search on the directional derivative; see
+:mod:`sklearn_dp.solvers._newton`.
 """
 
 from __future__ import annotations
 
 import functools
-import inspect
 import math
 from dataclasses import dataclass
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
-import scipy.linalg
-import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 from dp_accounting import gaussian_mechanism
 from scipy import integrate, stats
-from scipy.sparse.linalg import LinearOperator, cg
-from scipy.special import expit, softmax
 
-from .. import accounting
+from .. import _noise, accounting
 from .._losses import BinaryLogisticLoss, HuberLoss, MultinomialLoss, SquaredLoss
-from ..exceptions import ConvergenceError
-from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
+from ._common import PrivacyPlan, Progress, SolverResult, make_rng
+from ._newton import (  # noqa: F401 - re-exported for tests and direct callers
+    DEFAULT_NEWTON_STEPS,
+    DENSE_HESSIAN_MAX_PARAMS,
+    InnerSolve,
+    minimize_strongly_convex,
+)
 
 __all__ = [
     "output_perturbation",
     "objective_perturbation",
     "plan_output_perturbation",
     "plan_objective_perturbation",
+    "check_output_perturbation",
+    "check_objective_perturbation",
     "ObjectivePerturbationDpEvent",
     "objective_gaussian_delta",
     "objective_gaussian_epsilon",
@@ -253,23 +302,30 @@ __all__ = [
     "sample_gamma_norm_noise",
     "minimize_strongly_convex",
     "DEFAULT_GRADIENT_TOL",
+    "DEFAULT_NEWTON_STEPS",
+    "MIN_NEWTON_STEPS",
     "DEFAULT_EPSILON_SPLIT",
     "DEFAULT_RESIDUAL_FRACTION",
 ]
 
-#: Public stopping tolerance of the inner solve, relative to the per-row gradient bound G.
+#: Public tolerance of the inner solve's certificate, relative to the per-row gradient bound G.
 DEFAULT_GRADIENT_TOL = 1e-6
-#: Newton iterations before giving up (the solve then raises).
-DEFAULT_NEWTON_ITERATIONS = 100
+#: Fewest Newton steps accepted (``max_iter``): a smaller budget would rarely meet the certificate.
+MIN_NEWTON_STEPS = 10
 #: Share of epsilon given to the Jacobian-determinant term of objective perturbation.
 DEFAULT_EPSILON_SPLIT = 0.2
 #: Share of epsilon (and delta) paying for the inexact solve of objective perturbation.
 DEFAULT_RESIDUAL_FRACTION = 0.01
-#: Largest number of coefficients for which the Newton step builds the dense Hessian.
-DENSE_HESSIAN_MAX_PARAMS = 2000
 # Calibrated budgets are shaved by this relative margin, so that float
 # rounding in "eps_det + eps_noise + eps_residual" can never exceed epsilon.
 _ROUNDING_MARGIN = 1e-9
+
+#: Noise with density proportional to ``exp(-||b|| / scale)`` (data-independent;
+#: the gateway's :func:`sklearn_dp._noise.gamma_norm_noise`).
+sample_gamma_norm_noise = _noise.gamma_norm_noise
+
+#: Losses these solvers accept (the squared loss with its public residual bound).
+SMOOTH_LOSSES = frozenset({"log_loss", "squared", "huber"})
 
 
 # --------------------------------------------------------------------------
@@ -347,213 +403,6 @@ def _smooth_glm(loss, row_norm_bound, n_outputs, solver):
         direction_curvature=curvature,
     )
 
-
-def _curvature(loss, Z, y):
-    """Per-row second derivative ``l''(z)`` (single-output losses), shape (n,)."""
-    if isinstance(loss, BinaryLogisticLoss):
-        z = Z[:, 0]
-        return expit(z) * expit(-z)
-    if isinstance(loss, HuberLoss):
-        # Huber is C^1 with l'' = 1 inside the threshold and 0 outside; Newton
-        # uses this generalised Hessian (semismooth Newton).
-        return (np.abs(Z[:, 0] - y) <= loss.epsilon_huber).astype(float)
-    raise TypeError(f"No curvature for {loss!r}.")  # pragma: no cover
-
-
-# --------------------------------------------------------------------------
-# The exact inner solve
-# --------------------------------------------------------------------------
-
-
-def minimize_strongly_convex(
-    X,
-    y,
-    loss,
-    *,
-    n_outputs,
-    regularization,
-    linear_term=None,
-    tol,
-    max_iter=DEFAULT_NEWTON_ITERATIONS,
-    progress=None,
-):
-    """Minimise ``sum_i l(x_i W, y_i) + regularization/2 ||W||^2 + <linear_term, W>`` to ``||grad|| <= tol``.
-
-    Damped Newton with an Armijo backtracking line search (with a rounding
-    allowance, so that steps are not refused for differences below the
-    precision of the objective).  The Newton system is solved densely up to
-    ``DENSE_HESSIAN_MAX_PARAMS`` coefficients, otherwise by conjugate
-    gradients on Hessian-vector products (two mat-vecs each).
-
-    Returns
-    -------
-    W : ndarray of shape (n_columns, n_outputs)
-    gradient_norm : float
-        ``||grad||_F`` at ``W``, recomputed from scratch.
-    n_iter : int
-
-    Raises
-    ------
-    ConvergenceError
-        If ``||grad|| <= tol`` is not reached within ``max_iter`` steps (an
-        ``ArithmeticError``).
-    """
-    n_samples, n_columns = X.shape
-    shape = (n_columns, n_outputs)
-    n_params = n_columns * n_outputs
-    lam = float(regularization)
-    B = np.zeros(shape) if linear_term is None else np.asarray(linear_term, dtype=float)
-    multinomial = isinstance(loss, MultinomialLoss)
-
-    def value_and_gradient(W):
-        Z = np.asarray(X @ W)
-        value = np.sum(loss.value(Z, y)) + 0.5 * lam * np.sum(W * W) + np.sum(B * W)
-        grad = np.asarray(X.T @ loss.derivative(Z, y)) + lam * W + B
-        return value, grad, Z
-
-    def newton_direction(W, grad, Z, forcing):
-        if multinomial:
-            P = softmax(Z, axis=1)
-        else:
-            curvature = _curvature(loss, Z, y)
-        if n_params <= DENSE_HESSIAN_MAX_PARAMS:
-            if multinomial:
-                H = _multinomial_hessian(X, P)
-            else:
-                H = _weighted_gram(X, curvature)
-            H[np.diag_indices_from(H)] += lam
-            try:
-                step = scipy.linalg.solve(H, grad.ravel(), assume_a="pos")
-            except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):  # pragma: no cover
-                step = scipy.linalg.lstsq(H, grad.ravel())[0]
-            return -step.reshape(shape)
-
-        def hessian_vector(v):
-            V = v.reshape(shape)
-            ZV = np.asarray(X @ V)
-            if multinomial:
-                SZ = P * ZV - P * np.sum(P * ZV, axis=1, keepdims=True)
-            else:
-                SZ = curvature[:, None] * ZV
-            return (np.asarray(X.T @ SZ) + lam * V).ravel()
-
-        operator = LinearOperator((n_params, n_params), matvec=hessian_vector, dtype=float)
-        step, _ = cg(operator, grad.ravel(), atol=0.0, maxiter=max(50, 10 * n_params),
-                     **{_CG_RTOL: forcing})
-        return -step.reshape(shape)
-
-    W = np.zeros(shape)
-    value, grad, Z = value_and_gradient(W)
-    grad_norm = initial_norm = max(float(np.linalg.norm(grad)), np.finfo(float).tiny)
-    # Newton converges quadratically: aim far below the tolerance (one more
-    # step at most), and stop early only if progress stalls below it.
-    target = 1e-3 * tol
-    n_iter = 0
-    previous_norm = math.inf
-    while grad_norm > target and n_iter < max_iter:
-        if grad_norm <= tol and grad_norm > 0.5 * previous_norm:
-            break  # at the precision floor, already within the tolerance
-        previous_norm = grad_norm
-        n_iter += 1
-        # Inexact Newton forcing term (CG path only): superlinear convergence.
-        forcing = max(min(0.1, math.sqrt(grad_norm / initial_norm)), 1e-12)
-        direction = newton_direction(W, grad, Z, forcing)
-        slope = float(np.sum(grad * direction))
-        if not slope < 0:  # pragma: no cover - the Hessian is positive definite
-            direction, slope = -grad, -grad_norm**2
-        # Rounding allowance: below this, differences of the objective are noise.
-        allowance = 1e3 * np.finfo(float).eps * (abs(value) + n_samples)
-        t = 1.0
-        while True:
-            W_new = W + t * direction
-            value_new, grad_new, Z_new = value_and_gradient(W_new)
-            if value_new <= value + 1e-4 * t * slope + allowance or t < 1e-12:
-                break
-            t *= 0.5
-        if t < 1e-12 and value_new > value + allowance:
-            break  # no progress possible: reported below
-        W, value, grad, Z = W_new, value_new, grad_new, Z_new
-        grad_norm = float(np.linalg.norm(grad))
-        if progress is not None:
-            progress(n_iter, grad_norm=grad_norm, step=t)
-    check_finite_iterate(W, "the inner Newton solve")
-    # Recompute from scratch: the certified quantity is the gradient at the returned W.
-    _, grad, _ = value_and_gradient(W)
-    grad_norm = float(np.linalg.norm(grad))
-    if not grad_norm <= tol:
-        # The message leaves out the gradient norm reached: computed from the
-        # private data before any noise, it is not differentially private.
-        raise ConvergenceError(
-            f"The exact inner solve did not reach the public gradient tolerance {tol:.3g} "
-            f"(at most max_iter={max_iter} Newton steps). Nothing was released: "
-            "the privacy proof needs the minimiser. Raise max_iter or gradient_tol "
-            "(solver_options), or check the data for non-finite values."
-        )
-    return W, grad_norm, n_iter
-
-
-def _multinomial_hessian(X, P, chunk=2048):
-    """``sum_i (diag(p_i) - p_i p_i^T) (x) x_i x_i^T`` as a dense (pK, pK) array.
-
-    Index ``j * K + k`` (coefficient j, class k), matching ``W.ravel()``.  The
-    rank-one part is ``M^T M`` with ``M[i, j*K + k] = x_ij p_ik``, built by row
-    chunks so memory stays ``O(chunk * p * K)``.
-    """
-    n_samples, n_columns = X.shape
-    n_outputs = P.shape[1]
-    H = np.zeros((n_columns, n_outputs, n_columns, n_outputs))
-    for k in range(n_outputs):
-        H[:, k, :, k] = _weighted_gram(X, P[:, k])
-    H = H.reshape(n_columns * n_outputs, n_columns * n_outputs)
-    for start in range(0, n_samples, chunk):
-        rows = slice(start, min(start + chunk, n_samples))
-        Xc = X[rows]
-        Xc = Xc.toarray() if sp.issparse(Xc) else Xc
-        M = (Xc[:, :, None] * P[rows, None, :]).reshape(Xc.shape[0], -1)
-        H -= M.T @ M
-    return H
-
-
-# scipy renamed cg's relative tolerance from ``tol`` to ``rtol`` in 1.12.
-_CG_RTOL = "rtol" if "rtol" in inspect.signature(cg).parameters else "tol"
-
-
-def _weighted_gram(X, weight):
-    """``X^T diag(weight) X`` as a dense array."""
-    if sp.issparse(X):
-        return np.asarray((X.T @ sp.diags(weight) @ X).toarray())
-    return X.T @ (weight[:, None] * X)
-
-
-# --------------------------------------------------------------------------
-# Noise
-# --------------------------------------------------------------------------
-
-
-def sample_gamma_norm_noise(rng, shape, scale):
-    """Noise with density proportional to ``exp(-||b||_2 / scale)`` on R^m.
-
-    The norm is ``Gamma(shape=m, scale=scale)`` (the density in polar
-    coordinates is ``r^(m-1) exp(-r / scale)``) and the direction is uniform
-    on the sphere (a normalised standard Gaussian vector), independent of it.
-    """
-    size = int(np.prod(shape))
-    direction = rng.standard_normal(size)
-    norm = np.linalg.norm(direction)
-    while norm == 0.0:  # pragma: no cover - probability zero
-        direction = rng.standard_normal(size)
-        norm = np.linalg.norm(direction)
-    radius = rng.gamma(size, scale)
-    return (radius * direction / norm).reshape(shape)
-
-
-def _add_noise(rng, shape, *, pure, scale):
-    """Gamma-norm noise of ``scale`` (pure) or N(0, scale^2) (Gaussian); zeros for scale 0."""
-    if scale == 0.0:
-        return np.zeros(shape)
-    if pure:
-        return sample_gamma_norm_noise(rng, shape, scale)
-    return rng.normal(0.0, scale, size=shape)
 
 
 # --------------------------------------------------------------------------
@@ -805,22 +654,109 @@ def plan_objective_perturbation(
     return PrivacyPlan(event, sigma, 1, details)
 
 
+
 # --------------------------------------------------------------------------
-# Solvers
+# Public checks (before the reservation) and solvers
 # --------------------------------------------------------------------------
 
 
-def _check_common(alpha, gradient_tol, solver):
-    if not (alpha > 0 and math.isfinite(alpha)):
+def _check_options(
+    solver,
+    *,
+    alpha,
+    gradient_tol=None,
+    max_iter=None,
+    epsilon_split=None,
+    residual_fraction=None,
+):
+    """The public option checks both solvers share; returns ``(gradient_tol, n_steps)``.
+
+    ``alpha=None`` (a strength that scales with the private row count, known
+    only inside the fit) skips the penalty check.
+    """
+    if alpha is not None and not (
+        isinstance(alpha, Real) and not isinstance(alpha, bool) and alpha > 0
+        and math.isfinite(alpha)
+    ):
         raise ValueError(
             f"{solver} needs an L2 penalty (alpha > 0): its privacy proof rests on the strong "
             "convexity the penalty gives. Use penalty='l2' with a finite C (or alpha > 0)."
         )
     if gradient_tol is None:
         gradient_tol = DEFAULT_GRADIENT_TOL
-    if not (gradient_tol > 0 and math.isfinite(gradient_tol)):
+    if isinstance(gradient_tol, bool) or not (
+        isinstance(gradient_tol, Real) and gradient_tol > 0 and math.isfinite(gradient_tol)
+    ):
         raise ValueError(f"gradient_tol must be a finite float > 0, got {gradient_tol!r}.")
-    return float(gradient_tol)
+    if max_iter is None:
+        n_steps = DEFAULT_NEWTON_STEPS
+    elif isinstance(max_iter, bool) or not isinstance(max_iter, Integral):
+        raise ValueError(f"max_iter must be an int (Newton steps), got {max_iter!r}.")
+    else:
+        n_steps = int(max_iter)
+    if n_steps < MIN_NEWTON_STEPS:
+        raise ValueError(
+            f"{solver}: max_iter={n_steps} Newton steps is below {MIN_NEWTON_STEPS}. The inner "
+            "solve runs a fixed budget of Newton steps and the privacy proof needs it to reach "
+            "the public gradient tolerance; leave max_iter=None (50 steps) or raise it."
+        )
+    if epsilon_split is not None or residual_fraction is not None:
+        split = _check_fraction(
+            "epsilon_split", DEFAULT_EPSILON_SPLIT if epsilon_split is None else epsilon_split
+        )
+        fraction = _check_fraction(
+            "residual_fraction",
+            DEFAULT_RESIDUAL_FRACTION if residual_fraction is None else residual_fraction,
+        )
+        if split + fraction >= 1:
+            raise ValueError(
+                "epsilon_split + residual_fraction must be < 1 (the noise needs a share)."
+            )
+    return float(gradient_tol), n_steps
+
+
+def _check_loss_name(loss_name, solver):
+    if loss_name not in SMOOTH_LOSSES:
+        raise ValueError(
+            f"{solver} needs a smooth convex loss with bounded derivative and bounded second "
+            f"derivative ({', '.join(sorted(SMOOTH_LOSSES))}); got loss={loss_name!r}. "
+            "Use dp_sgd for non-smooth losses."
+        )
+
+
+def check_output_perturbation(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
+    """Public checks of ``output_perturbation`` (``SolverSpec.check``), before any spend.
+
+    Raises a ValueError for a loss these proofs do not cover, ``alpha <= 0``,
+    a bad ``gradient_tol`` or a Newton budget below ``MIN_NEWTON_STEPS``.  A
+    function of public inputs only.
+    """
+    _check_loss_name(loss_name, "output_perturbation")
+    _check_options(
+        "output_perturbation",
+        alpha=alpha,
+        gradient_tol=options.get("gradient_tol"),
+        max_iter=options.get("max_iter"),
+    )
+
+
+def check_objective_perturbation(
+    *, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options
+):
+    """Public checks of ``objective_perturbation`` (``SolverSpec.check``), before any spend.
+
+    As :func:`check_output_perturbation`, plus ``epsilon_split`` and
+    ``residual_fraction`` in (0, 1) with a sum below 1.
+    """
+    _check_loss_name(loss_name, "objective_perturbation")
+    _check_options(
+        "objective_perturbation",
+        alpha=alpha,
+        gradient_tol=options.get("gradient_tol"),
+        max_iter=options.get("max_iter"),
+        epsilon_split=options.get("epsilon_split", DEFAULT_EPSILON_SPLIT),
+        residual_fraction=options.get("residual_fraction", DEFAULT_RESIDUAL_FRACTION),
+    )
 
 
 def output_perturbation(
@@ -836,11 +772,12 @@ def output_perturbation(
     random_state=None,
     verbose=0,
 ):
-    """Output perturbation: the exact regularised minimiser plus calibrated noise.
+    """Output perturbation: the regularised minimiser plus calibrated noise.
 
     Minimises ``sum_i l(x_i W, y_i) + (n alpha / 2) ||W||^2`` (every
-    coefficient penalised, the intercept too) to a public gradient tolerance,
-    then adds noise scaled to the L2 sensitivity of the minimiser.
+    coefficient penalised, the intercept too) with a fixed number of Newton
+    steps, then adds noise scaled to the L2 sensitivity of the minimiser
+    (widened by the public tolerance of the solve).
 
     Parameters
     ----------
@@ -855,73 +792,91 @@ def output_perturbation(
         L2 penalty on the average loss; must be > 0.
     epsilon, delta : float
         ``delta=0``: pure epsilon-DP with Gamma-norm noise; ``delta > 0``:
-        Gaussian noise; ``epsilon=inf``: the exact minimiser, no noise.
+        Gaussian noise; ``epsilon=inf``: the minimiser, no noise.
     max_iter : int, optional
-        Newton iterations allowed (default 100).
+        Newton steps of the inner solve, all of them always run (default 50,
+        at least 10).
     gradient_tol : float, optional
-        Public stopping tolerance relative to the per-row gradient bound G
-        (default 1e-6): the solve must reach ``||grad|| <= gradient_tol * G``.
+        Public tolerance of the solve's certificate relative to the per-row
+        gradient bound G (default 1e-6): the sensitivity covers any point
+        with ``||grad|| <= gradient_tol * G``.
     random_state : None, int, RandomState or Generator
     verbose : int
+        Progress lines show the public Newton step number only.
 
     Returns
     -------
     SolverResult
+        ``n_iter`` is 1 (one noisy release).
 
     Privacy
     -------
     Pure epsilon-DP (``delta=0``) or (epsilon, delta)-DP under add/remove-one
-    neighbouring.  With ``G = L * R`` (``L`` the loss's derivative bound, ``R``
-    the row bound, sqrt(2) R jointly for the multinomial loss) and ``Lambda =
-    n alpha``, the minimiser moves by at most ``G / Lambda`` when a row is added
-    or removed (strong convexity), and the numerical solution by at most
-    ``Delta = (G + 2 tol) / Lambda`` (tolerance ``tol = gradient_tol * G``,
-    verified; the fit raises if it is not reached).  Noise: density
-    ``~ exp(-epsilon ||b|| / Delta)`` (norm Gamma(m, Delta/epsilon), uniform
-    direction; event ``PureEpsilonDpEvent(epsilon, "output_perturbation")``), or
-    ``N(0, (sigma Delta)^2 I)`` with the analytic-Gaussian ``sigma`` (event
-    ``GaussianDpEvent(sigma)``).  Public: ``data.n_public`` (a DP count from the
-    estimators; the row count itself when called directly), the bounds, alpha,
-    the tolerance.
+    neighbouring.  One release, through the noise gateway (label
+    ``"minimiser"``): the solve's point ``W_hat`` plus noise.  With ``G = L *
+    R`` (``L`` the loss's derivative bound, ``R`` the row bound, sqrt(2) R
+    jointly for the multinomial loss), ``Lambda = n alpha`` and the public
+    tolerance ``tol = gradient_tol * G``, the exact minimiser moves by at
+    most ``G / Lambda`` when a row is added or removed (strong convexity), and
+    a point with ``||grad F(W_hat)|| <= tol`` lies within ``tol / Lambda`` of
+    it, so the declared sensitivity is ``Delta = (G + 2 tol) / Lambda``.
+    Noise: density ``~ exp(-epsilon ||b|| / Delta)`` (norm Gamma(m,
+    Delta/epsilon), uniform direction; event ``PureEpsilonDpEvent(epsilon,
+    "output_perturbation")``), or ``N(0, (sigma Delta)^2 I)`` with the
+    analytic-Gaussian ``sigma`` (event ``GaussianDpEvent(sigma)``).  The
+    inner solve runs a fixed public number of steps, never raises, never
+    stops early and prints only its step number; the result's ``n_iter`` and
+    every detail are public: every observable is a function of public values
+    and of the release.  The certificate is a numerical property of the solve
+    (see the module docstring: reached in every tested case; if not, the bound
+    widens to ``(G + r_D + r_D') / Lambda`` silently).  Public:
+    ``data.n_public`` (a DP count from the estimators; the row count itself
+    when called directly), the bounds, alpha, the tolerance, the budget.
     """
-    gradient_tol = _check_common(alpha, gradient_tol, "output_perturbation")
+    gradient_tol, n_steps = _check_options(
+        "output_perturbation", alpha=alpha, gradient_tol=gradient_tol, max_iter=max_iter
+    )
     glm = _smooth_glm(loss, data.row_norm_bound, n_outputs, "output_perturbation")
-    n_samples, n_columns = data.X.shape
+    n_samples, n_columns = data.n_samples, data.n_columns
     plan = plan_output_perturbation(n_samples, n_columns * n_outputs, epsilon, delta)
     # Lambda = n * alpha with the public stand-in for n: the row count is
     # private under add/remove, and the sensitivity G / Lambda needs a Lambda
     # that is the same on neighbouring data sets.
     regularization = data.n_public * float(alpha)
     tol = gradient_tol * glm.gradient_bound
-    W, grad_norm, n_iter = minimize_strongly_convex(
-        data.X,
+    sensitivity = (glm.gradient_bound + 2.0 * tol) / regularization
+    pure = plan.details["noise"] != "gaussian"
+    scale = 0.0
+    if plan.details["noise"] != "none":
+        scale = sensitivity / epsilon if pure else plan.noise_multiplier * sensitivity
+    solve = minimize_strongly_convex(
+        data.design,
         data.y,
         glm.loss,
         n_outputs=n_outputs,
         regularization=regularization,
-        tol=tol,
-        max_iter=DEFAULT_NEWTON_ITERATIONS if max_iter is None else int(max_iter),
-        progress=Progress("output_perturbation", max_iter or DEFAULT_NEWTON_ITERATIONS, verbose),
+        n_steps=n_steps,
+        progress=Progress("output_perturbation", n_steps, verbose),
     )
-    sensitivity = (glm.gradient_bound + 2.0 * tol) / regularization
     rng = make_rng(random_state)
-    pure = plan.details["noise"] == "gamma_norm"
-    scale = 0.0
-    if plan.details["noise"] != "none":
-        scale = sensitivity / epsilon if pure else plan.noise_multiplier * sensitivity
-    coef = W + _add_noise(rng, W.shape, pure=pure, scale=scale)
+    if pure:
+        coef = _noise.gamma_norm(
+            solve.coef, sensitivity=sensitivity, scale=scale, rng=rng, label="minimiser"
+        )
+    else:
+        coef = _noise.gaussian(
+            solve.coef, sensitivity=sensitivity, noise_std=scale, rng=rng, label="minimiser"
+        )
     plan.details.update(
         sensitivity=sensitivity,
         noise_scale=scale,
         regularization=regularization,
         gradient_tol=tol,
-        gradient_norm=grad_norm,
-        newton_steps=n_iter,
+        gradient_bound=glm.gradient_bound,
+        newton_steps=n_steps,
         loss=repr(glm.loss),
     )
-    # One noisy release.  The Newton count depends on the data and is not
-    # part of the accounted mechanism, so it stays with the direct caller.
-    return SolverResult(coef=coef, n_iter=1, plan=plan)
+    return SolverResult(coef=np.asarray(coef, dtype=float), n_iter=1, plan=plan)
 
 
 def objective_perturbation(
@@ -943,8 +898,8 @@ def objective_perturbation(
 
     Minimises ``sum_i l(x_i W, y_i) + (Lambda / 2) ||W||^2 + <b, W>`` with
     ``Lambda = max(n alpha, Lambda_needed)`` (every coefficient penalised, the
-    intercept too) to a public gradient tolerance, then adds a tiny noise
-    that covers the solver's residual.
+    intercept too) with a fixed number of Newton steps, then adds a tiny
+    noise that covers the solve's public tolerance.
 
     Parameters
     ----------
@@ -961,9 +916,10 @@ def objective_perturbation(
         ``delta=0``: pure epsilon-DP (Gamma-norm ``b``); ``delta > 0``:
         Gaussian ``b``; ``epsilon=inf``: no noise, ``Lambda = n alpha``.
     max_iter : int, optional
-        Newton iterations allowed (default 100).
+        Newton steps of the inner solve, all of them always run (default 50,
+        at least 10).
     gradient_tol : float, optional
-        Public stopping tolerance relative to G (default 1e-6).
+        Public tolerance of the solve's certificate relative to G (default 1e-6).
     epsilon_split : float, default=0.2
         Share of epsilon for the Jacobian-determinant term; it sets the
         extra regularisation ``Lambda_needed``.  Smaller: more regularisation,
@@ -973,31 +929,48 @@ def objective_perturbation(
         Share of epsilon (and delta) paying for the inexact solve.
     random_state : None, int, RandomState or Generator
     verbose : int
+        Progress lines show the public Newton step number only.
 
     Returns
     -------
     SolverResult
+        ``n_iter`` is 1 (one perturbed minimiser, one residual release).
 
     Privacy
     -------
     Pure epsilon-DP (``delta=0``) or (epsilon, delta)-DP under add/remove-one
     neighbouring, for losses with ``|l'| <= L`` and ``0 <= l'' <= c`` (Huber
-    through a smoothing limit) on rows of norm ``<= R``.  Adding a row moves
-    ``b`` (for a fixed output) by its gradient (norm ``<= G = L R``) and
-    multiplies the Jacobian determinant by at most ``exp(eps_det)``,
-    ``eps_det = r log(1 + c_dir R^2 / Lambda) <= epsilon_split * epsilon``
-    (``r = 1, c_dir = c``; multinomial ``r = K - 1, c_dir = 1/K``).  Pure:
-    ``||b|| ~ Gamma(m, G / eps_noise)``; Gaussian: ``b ~ N(0, (sigma G)^2 I)``
-    with ``sigma`` from :func:`objective_gaussian_noise_multiplier`.  The
-    inexact solve (``||grad|| <= tol``, verified) is covered by output noise of
-    sensitivity ``2 tol / Lambda`` at ``residual_fraction`` of the budget.  The
-    event is ``PureEpsilonDpEvent(epsilon, "objective_perturbation")`` or an
-    :class:`ObjectivePerturbationDpEvent`.  Public: ``data.n_public``, the bounds, alpha,
-    the splits and the tolerance.  See the module docstring for the proof.
+    through a smoothing limit) on rows of norm ``<= R``.  Two releases through
+    the noise gateway.  (1) The perturbed minimiser
+    (:func:`sklearn_dp._noise.objective_perturbation`, label ``"perturbed
+    minimiser"``, declared sensitivity ``G = L R``): adding a row moves ``b``
+    (for a fixed output) by its gradient, of norm ``<= G``, and multiplies the
+    Jacobian determinant by at most ``exp(eps_det)``, ``eps_det = r log(1 +
+    c_dir R^2 / Lambda) <= epsilon_split * epsilon`` (``r = 1, c_dir = c``;
+    multinomial ``r = K - 1, c_dir = 1/K``).  Pure: ``||b|| ~ Gamma(m, G /
+    eps_noise)``; Gaussian: ``b ~ N(0, (sigma G)^2 I)`` with ``sigma`` from
+    :func:`objective_gaussian_noise_multiplier`.  (2) The solve returns a
+    point within ``tol / Lambda`` of the exact perturbed minimiser (its
+    certificate ``||grad|| <= tol = gradient_tol * G``), covered by output
+    noise of sensitivity ``2 tol / Lambda`` at ``residual_fraction`` of the
+    budget (label ``"inexact-solve residual"``).  The inner solve runs a fixed
+    public number of steps, never raises, never stops early and prints only
+    its step number: every observable is a function of public values and of
+    the releases.  The event is ``PureEpsilonDpEvent(epsilon,
+    "objective_perturbation")`` or an :class:`ObjectivePerturbationDpEvent`.
+    Public: ``data.n_public``, the bounds, alpha, the splits, the tolerance
+    and the budget.  See the module docstring for the proof.
     """
-    gradient_tol = _check_common(alpha, gradient_tol, "objective_perturbation")
+    gradient_tol, n_steps = _check_options(
+        "objective_perturbation",
+        alpha=alpha,
+        gradient_tol=gradient_tol,
+        max_iter=max_iter,
+        epsilon_split=epsilon_split,
+        residual_fraction=residual_fraction,
+    )
     glm = _smooth_glm(loss, data.row_norm_bound, n_outputs, "objective_perturbation")
-    n_samples, n_columns = data.X.shape
+    n_samples, n_columns = data.n_samples, data.n_columns
     n_params = n_columns * n_outputs
     plan = plan_objective_perturbation(
         n_samples,
@@ -1019,28 +992,15 @@ def objective_perturbation(
         raise AssertionError("Determinant term over its budget; please report this.")
     shape = (n_columns, n_outputs)
     G = glm.gradient_bound
-    rng = make_rng(random_state)
     noise = details["noise"]
-    pure = noise == "gamma_norm"
+    pure = noise != "gaussian"
     if noise == "none":
         b_scale = 0.0
     elif pure:
         b_scale = G / details["epsilon_noise"]
     else:
         b_scale = plan.noise_multiplier * G
-    b = _add_noise(rng, shape, pure=pure, scale=b_scale)
     tol = gradient_tol * G
-    W, grad_norm, n_iter = minimize_strongly_convex(
-        data.X,
-        data.y,
-        glm.loss,
-        n_outputs=n_outputs,
-        regularization=regularization,
-        linear_term=b,
-        tol=tol,
-        max_iter=DEFAULT_NEWTON_ITERATIONS if max_iter is None else int(max_iter),
-        progress=Progress("objective_perturbation", max_iter or DEFAULT_NEWTON_ITERATIONS, verbose),
-    )
     residual_sensitivity = 2.0 * tol / regularization
     if noise == "none":
         residual_scale = 0.0
@@ -1048,7 +1008,42 @@ def objective_perturbation(
         residual_scale = residual_sensitivity / details["epsilon_residual"]
     else:
         residual_scale = details["residual_noise_multiplier"] * residual_sensitivity
-    coef = W + _add_noise(rng, shape, pure=pure, scale=residual_scale)
+
+    def draw_noise(rng):
+        # Data-independent: the linear term of the perturbed objective.
+        if b_scale == 0.0:
+            return np.zeros(shape)
+        if pure:
+            return _noise.gamma_norm_noise(rng, shape, b_scale)
+        return rng.normal(0.0, b_scale, size=shape)
+
+    def solve(b):
+        return minimize_strongly_convex(
+            data.design,
+            data.y,
+            glm.loss,
+            n_outputs=n_outputs,
+            regularization=regularization,
+            linear_term=b,
+            n_steps=n_steps,
+            progress=Progress("objective_perturbation", n_steps, verbose),
+        ).coef
+
+    rng = make_rng(random_state)
+    W = _noise.objective_perturbation(
+        solve, draw_noise=draw_noise, sensitivity=G, scale=b_scale, rng=rng,
+        label="perturbed minimiser",
+    )
+    if pure:
+        coef = _noise.gamma_norm(
+            W, sensitivity=residual_sensitivity, scale=residual_scale, rng=rng,
+            label="inexact-solve residual",
+        )
+    else:
+        coef = _noise.gaussian(
+            W, sensitivity=residual_sensitivity, noise_std=residual_scale, rng=rng,
+            label="inexact-solve residual",
+        )
     details.update(
         regularization=regularization,
         extra_regularization=regularization - base_regularization,
@@ -1057,10 +1052,8 @@ def objective_perturbation(
         residual_sensitivity=residual_sensitivity,
         residual_noise_scale=residual_scale,
         gradient_tol=tol,
-        gradient_norm=grad_norm,
         gradient_bound=G,
-        newton_steps=n_iter,
+        newton_steps=n_steps,
         loss=repr(glm.loss),
     )
-    # One noisy release (see output_perturbation).
-    return SolverResult(coef=coef, n_iter=1, plan=plan)
+    return SolverResult(coef=np.asarray(coef, dtype=float), n_iter=1, plan=plan)

@@ -15,16 +15,58 @@ import math
 import numpy as np
 
 from .. import _noise, accounting
-from .._losses import clipped_gradient_sum
+from .._kernels import clipped_gradient_sum
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
-from ._gradient_descent import gradient_bound, noisy_descent
+from ._gradient_descent import (
+    _check_positive,
+    check_clip_norm,
+    check_max_iter,
+    check_momentum,
+    check_step_size,
+    gradient_bound,
+    noisy_descent,
+)
 
-__all__ = ["dp_sgd", "plan_dp_sgd", "poisson_batch", "DEFAULT_SAMPLING_RATE", "DEFAULT_EPOCHS"]
+__all__ = [
+    "dp_sgd",
+    "plan_dp_sgd",
+    "check_dp_sgd",
+    "check_dp_sgd_options",
+    "poisson_batch",
+    "DEFAULT_SAMPLING_RATE",
+    "DEFAULT_EPOCHS",
+]
 
 #: Default Poisson sampling rate (expected batch: 10% of the rows).
 DEFAULT_SAMPLING_RATE = 0.1
 #: Default number of expected passes over the data.
 DEFAULT_EPOCHS = 10
+
+
+def check_dp_sgd_options(
+    *, max_iter=None, batch_size=None, step_size=None, clip_norm=None, momentum="nesterov",
+    radius=None,
+):
+    """Raise a ValueError for an option of ``dp_sgd`` it refuses, from public inputs only."""
+    check_max_iter(max_iter)
+    if batch_size is not None and (
+        isinstance(batch_size, (bool, np.bool_))
+        or not isinstance(batch_size, (int, float, np.integer, np.floating))
+        or not math.isfinite(batch_size)
+        or int(batch_size) != batch_size
+        or batch_size < 1
+    ):
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
+    check_step_size(step_size)
+    check_clip_norm(clip_norm)
+    check_momentum(momentum)
+    _check_positive(radius, "radius")
+
+
+def check_dp_sgd(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
+    """Public check of a ``dp_sgd`` fit (registered as ``SolverSpec.check``)."""
+    names = ("max_iter", "batch_size", "step_size", "clip_norm", "momentum", "radius")
+    check_dp_sgd_options(**{key: options[key] for key in names if key in options})
 
 
 def plan_dp_sgd(n_samples, n_params, epsilon, delta, *, batch_size=None, max_iter=None):
@@ -137,16 +179,27 @@ def dp_sgd(
     Privacy
     -------
     (epsilon, delta)-DP under add/remove-one-row neighbouring.  Each step is
-    the Gaussian mechanism (noise ``N(0, (sigma C)^2 I)``) on the sum of
-    per-sample gradients clipped to ``C`` over a Poisson sample with rate
-    ``q = batch_size / n``; adding or removing a row changes the sum by at most
-    ``C``.  The T steps compose as ``SelfComposed(PoissonSampled(q,
+    the Gaussian mechanism (noise ``N(0, (sigma C)^2 I)``, released through
+    the noise gateway, :func:`sklearn_dp._noise.gaussian`) on the sum of
+    per-sample gradients clipped to ``C``
+    (:func:`sklearn_dp._kernels.clipped_gradient_sum`) over a Poisson sample
+    with rate ``q = batch_size / n`` (drawn by
+    :func:`sklearn_dp._noise.poisson_sample`); adding or removing a row
+    changes the sum by at most ``C``.  The T steps compose as ``SelfComposed(PoissonSampled(q,
     Gaussian(sigma)), T)``, and sigma is the smallest multiplier for which the
     PLD accountant certifies (epsilon, delta).  Dividing by the public
     expected batch size ``q * data.normalizer`` (not the drawn one, nor the
     true n) keeps the batch size and the row count private.  Public: bounds,
-    q, T, step size, alpha.
+    q, T, step size, alpha.  Every observable (coefficients, ``n_iter``,
+    details, progress lines of the noisy gradient's norm, exceptions) is a
+    function of public values and of the releases; options are checked
+    before the data is read (:func:`check_dp_sgd` for estimators, before
+    their reservation).
     """
+    check_dp_sgd_options(
+        max_iter=max_iter, batch_size=batch_size, step_size=step_size, clip_norm=clip_norm,
+        momentum=momentum, radius=radius,
+    )
     X, y = data.X, data.y
     n_samples, n_columns = X.shape
     plan = plan_dp_sgd(

@@ -52,6 +52,11 @@ rounded (rates to two significant digits, epoch lengths up to a geometric
 grid with 12% steps) so that fits on noisy counts of similar size share one
 cached calibration.
 
+The pre-noise sums are the kernels ``svrg_snapshot_sum`` and
+``svrg_difference_sum`` of :mod:`sklearn_dp._kernels`; every release goes
+through the noise gateway (:func:`sklearn_dp._noise.gaussian`) and every
+inner batch is drawn by :func:`sklearn_dp._noise.poisson_sample`.
+
 The fit is ``Compose(SelfComposed(Gaussian(s_snap), T), SelfComposed(
 PoissonSampled(q, Gaussian(s_diff)), K))`` with ``T`` epochs and ``K`` inner
 steps in total.  ``s_snap`` is fixed so that the snapshots alone would use
@@ -69,24 +74,32 @@ import math
 import numpy as np
 from dp_accounting import dp_event as dpe
 
-from .. import accounting
+from .. import _noise, accounting
+from .._kernels import svrg_difference_sum, svrg_snapshot_sum
+from ..exceptions import public_error
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
-from ._gradient_descent import gradient_bound
-from ._sgd import poisson_batch
+from ._gradient_descent import check_clip_norm, check_step_size, gradient_bound
 
 __all__ = [
     "dp_svrg",
     "dp_svrg_pp",
     "plan_dp_svrg",
     "plan_dp_svrg_pp",
+    "check_dp_svrg",
+    "check_dp_svrg_pp",
+    "check_svrg_options",
     "svrg_event",
     "svrg_noise_multipliers",
     "svrg_step_size",
+    "svrg_max_step_size",
     "svrg_inner_steps",
     "svrg_pp_step_size",
     "default_svrg_batch_size",
     "prox_elastic_net",
+    "snapshot_release",
+    "difference_release",
     "DEFAULT_SNAPSHOT_SHARE",
+    "MAX_VARIANCE_RATIO",
     "DEFAULT_SVRG_EPOCHS",
     "DEFAULT_SVRG_PP_EPOCHS",
 ]
@@ -107,7 +120,14 @@ DEFAULT_SVRG_EPOCHS = 6
 #: Default number of (doubling) epochs of dp_svrg_pp.
 DEFAULT_SVRG_PP_EPOCHS = 5
 
+#: Largest ``a = 8 L step_size / b`` for which dp_svrg derives its epoch length
+#: from condition (4) of the paper.  (4) needs ``a < 1/3``, and the epoch
+#: length it asks for grows without bound as ``a`` approaches 1/3; at ``a = 1/4``
+#: it is about 4/3 of its minimum (reached at ``a = 1/6``, the default step).
+MAX_VARIANCE_RATIO = 0.25
+
 _DIFFERENCE_BOUNDS = ("smoothness", "clip")
+_OUTPUTS = ("average", "last")
 
 
 # --------------------------------------------------------------------------
@@ -176,6 +196,15 @@ def svrg_step_size(smoothness, batch_size=1):
     ``eta <= 1 / L``, which caps it for ``b >= 48``.
     """
     return min(batch_size / (48.0 * smoothness), 1.0 / smoothness)
+
+
+def svrg_max_step_size(smoothness, batch_size=1):
+    """Largest step dp_svrg derives an epoch length for: ``MAX_VARIANCE_RATIO * b / (8 L)``.
+
+    That is ``b / (32 L)``: ``a = 8 L eta / b = 1/4`` (condition (4) of the
+    paper needs ``a < 1/3``; see :data:`MAX_VARIANCE_RATIO`).
+    """
+    return MAX_VARIANCE_RATIO * batch_size / (8.0 * smoothness)
 
 
 def svrg_inner_steps(smoothness, strong_convexity, step_size, batch_size=1):
@@ -265,7 +294,18 @@ def svrg_noise_multipliers(epsilon, delta, sampling_probability, n_epochs, n_inn
 
     # No upper bound is passed: the search from 1 brackets the answer in a
     # few accountant calls, while PLDs at very large multipliers are slow.
-    difference = accounting.calibrate_noise_multiplier(make_event, epsilon, delta)
+    try:
+        difference = accounting.calibrate_noise_multiplier(make_event, epsilon, delta)
+    except ValueError:
+        # A function of public inputs and of the rate and step count (which
+        # may come from the released row count): public.
+        raise public_error(
+            ValueError(
+                f"The noisy SVRG steps cannot be calibrated for delta={delta:.3g}: the "
+                "accountant finds no noise multiplier in its range (typically for a delta "
+                "far below 1e-12). Raise delta, or lower max_iter or inner_steps."
+            )
+        ) from None
     return float(snapshot), float(difference)
 
 
@@ -280,10 +320,93 @@ def _plan(epsilon, delta, rate, n_epochs, n_inner, snapshot_share, details):
     return PrivacyPlan(event, difference, n_epochs + n_inner, details)
 
 
+# --------------------------------------------------------------------------
+# Public option checks (before any reservation; shared with direct calls)
+# --------------------------------------------------------------------------
+
+_STRONGLY_CONVEX = (
+    "dp_svrg needs a strongly convex objective (an L2 penalty alpha > 0): use penalty='l2' "
+    "or 'elasticnet' with l1_ratio < 1, or solver='dp_svrg_pp' for a convex one."
+)
+
+
 def _check_positive_int(value, name):
-    if int(value) != value or value < 1:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer, float, np.floating)):
+        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+    if not math.isfinite(value) or int(value) != value or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}.")
     return int(value)
+
+
+def check_svrg_options(
+    name, *, max_iter=None, batch_size=None, step_size=None, inner_steps=None, clip_norm=None,
+    difference_bound="smoothness", snapshot_share=DEFAULT_SNAPSHOT_SHARE, output="average",
+):
+    """Raise a ValueError for an option of dp_svrg / dp_svrg_pp they refuse (public inputs only)."""
+    for option, value in (
+        ("max_iter", max_iter), ("batch_size", batch_size), ("inner_steps", inner_steps)
+    ):
+        _check_positive_int(value, option)
+    check_step_size(step_size)
+    check_clip_norm(clip_norm)
+    if not isinstance(difference_bound, str) or difference_bound not in _DIFFERENCE_BOUNDS:
+        raise ValueError(
+            f"difference_bound must be one of {_DIFFERENCE_BOUNDS}, got {difference_bound!r}."
+        )
+    if not isinstance(output, str) or output not in _OUTPUTS:
+        raise ValueError(f"output must be 'average' or 'last', got {output!r}.")
+    if (
+        isinstance(snapshot_share, bool)
+        or not isinstance(snapshot_share, (int, float, np.integer, np.floating))
+        or not 0.0 < snapshot_share < 1.0
+    ):
+        raise ValueError(f"snapshot_share must be in (0, 1), got {snapshot_share!r}.")
+
+
+def _check_strongly_convex(penalty, alpha, l1_ratio):
+    """dp_svrg's analysis needs ``alpha * (1 - l1_ratio) > 0`` (alpha None: a positive strength that scales with n)."""
+    if penalty not in ("l2", "elasticnet") or float(l1_ratio or 0.0) >= 1.0:
+        raise ValueError(_STRONGLY_CONVEX)
+    if alpha is not None and not alpha > 0:
+        raise ValueError(_STRONGLY_CONVEX)
+
+
+def _svrg_check_options(options):
+    return {
+        key: options[key]
+        for key in (
+            "max_iter", "batch_size", "step_size", "inner_steps", "clip_norm",
+            "difference_bound", "snapshot_share", "output",
+        )
+        if key in options
+    }
+
+
+def check_dp_svrg(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
+    """Public check of a dp_svrg fit (registered as ``SolverSpec.check``): options and strong convexity."""
+    check_svrg_options("dp_svrg", **_svrg_check_options(options))
+    _check_strongly_convex(penalty, alpha, l1_ratio)
+
+
+def check_dp_svrg_pp(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
+    """Public check of a dp_svrg_pp fit (registered as ``SolverSpec.check``)."""
+    check_svrg_options("dp_svrg_pp", **_svrg_check_options(options))
+
+
+def _check_public_step(smoothness, step_size, batch_size):
+    """A given step with a given (public) batch: refuse one too large for condition (4)."""
+    limit = svrg_max_step_size(smoothness, float(batch_size))
+    if step_size > limit:
+        raise public_error(
+            ValueError(
+                f"step_size={step_size:.4g} is too large for the dp_svrg analysis with "
+                f"batch_size={batch_size} (it needs 8 L step_size / batch_size <= "
+                f"{MAX_VARIANCE_RATIO:g}, i.e. step_size <= {limit:.4g} with L = "
+                f"{smoothness:.4g}); lower it, raise batch_size or pass inner_steps."
+            )
+        )
 
 
 def _loss_smoothness(loss, row_norm_bound):
@@ -323,26 +446,50 @@ def plan_dp_svrg(
     meeting the paper's condition (4) for the step size, rounded up to a
     geometric grid with 12% steps, which only lowers the contraction factor);
     ``batch_size`` the expected Poisson mini-batch b.
+
+    A given ``step_size`` with the default epoch length must satisfy
+    ``8 L step_size / b <= MAX_VARIANCE_RATIO`` (1/4; condition (4) needs
+    less than 1/3).  With a given ``batch_size`` this is public and checked
+    at once (a ValueError, also when ``n_samples`` is None, so estimators
+    refuse it before they reserve the spend).  With the default batch, b
+    comes from ``n_samples`` (the DP count), so instead of a raise that
+    would depend on the count, the step is clamped to the largest one
+    allowed, :func:`svrg_max_step_size`; ``details["step_size"]`` is the
+    step used, ``details["requested_step_size"]`` the one given.
     """
     smoothness = _loss_smoothness(loss, row_norm_bound)
-    n_epochs = _check_positive_int(DEFAULT_SVRG_EPOCHS if max_iter is None else max_iter, "max_iter")
+    check_svrg_options(
+        "dp_svrg", max_iter=max_iter, batch_size=batch_size, step_size=step_size,
+        inner_steps=inner_steps, snapshot_share=snapshot_share,
+    )
+    n_epochs = DEFAULT_SVRG_EPOCHS if max_iter is None else int(max_iter)
+    if step_size is not None and inner_steps is None and batch_size is not None:
+        _check_public_step(smoothness, step_size, batch_size)
     if n_samples is None or alpha is None:
         return None
-    rate, batch_size = svrg_sampling(n_samples, batch_size)
     strong_convexity = float(alpha) * (1.0 - float(l1_ratio or 0.0))
+    if not strong_convexity > 0:
+        # alpha is public, or a function of the released count that is > 0
+        # whenever the public penalty is.
+        raise public_error(ValueError(_STRONGLY_CONVEX))
+    rate, nominal_batch = svrg_sampling(n_samples, batch_size)
+    requested = None if step_size is None else float(step_size)
     if step_size is None:
-        step_size = svrg_step_size(smoothness, batch_size)
+        step_size = svrg_step_size(smoothness, nominal_batch)
+    elif inner_steps is None:
+        # The batch (hence the largest step) may come from the DP count:
+        # clamp rather than raise, so that nothing observable depends on it.
+        step_size = min(float(step_size), svrg_max_step_size(smoothness, nominal_batch))
     if inner_steps is None:
         inner_steps = _ceil_to_grid(
-            svrg_inner_steps(smoothness, strong_convexity, step_size, batch_size)
+            svrg_inner_steps(smoothness, strong_convexity, step_size, nominal_batch)
         )
-    elif not strong_convexity > 0:
-        raise ValueError("dp_svrg needs a strongly convex objective (an L2 penalty alpha > 0).")
-    inner_steps = _check_positive_int(inner_steps, "inner_steps")
+    inner_steps = int(inner_steps)
     details = dict(
-        batch_size=batch_size,
+        batch_size=nominal_batch,
         sampling_probability=rate,
         step_size=float(step_size),
+        requested_step_size=requested,
         inner_steps=inner_steps,
         epoch_lengths=[inner_steps] * n_epochs,
         snapshot_share=float(snapshot_share),
@@ -372,22 +519,26 @@ def plan_dp_svrg_pp(
     None plan.
     """
     smoothness = _loss_smoothness(loss, row_norm_bound)
-    n_epochs = _check_positive_int(
-        DEFAULT_SVRG_PP_EPOCHS if max_iter is None else max_iter, "max_iter"
+    check_svrg_options(
+        "dp_svrg_pp", max_iter=max_iter, batch_size=batch_size, step_size=step_size,
+        inner_steps=inner_steps, snapshot_share=snapshot_share,
     )
+    n_epochs = DEFAULT_SVRG_PP_EPOCHS if max_iter is None else int(max_iter)
     if n_samples is None:
         return None
     rate, batch_size = svrg_sampling(n_samples, batch_size)
+    requested = None if step_size is None else float(step_size)
     if step_size is None:
         step_size = svrg_pp_step_size(smoothness, batch_size)
     if inner_steps is None:
         inner_steps = default_svrg_pp_inner_steps(n_samples, batch_size)
-    inner_steps = _check_positive_int(inner_steps, "inner_steps")
+    inner_steps = int(inner_steps)
     lengths = [inner_steps * 2**s for s in range(1, n_epochs + 1)]
     details = dict(
         batch_size=batch_size,
         sampling_probability=rate,
         step_size=float(step_size),
+        requested_step_size=requested,
         inner_steps=inner_steps,
         epoch_lengths=lengths,
         snapshot_share=float(snapshot_share),
@@ -421,33 +572,20 @@ def prox_elastic_net(W, step, alpha, l1_ratio, penalized):
     return W
 
 
-def clipped_derivatives(X, y, W, loss, clip_norm, row_norms):
-    """Per-sample ``dl/dz`` scaled so that each gradient ``outer(x_i, D_i)`` has norm <= clip_norm."""
-    D = loss.derivative(np.asarray(X @ W), y)
-    if clip_norm is not None and np.isfinite(clip_norm):
-        D = D * _clip_factors(np.sqrt(np.einsum("ij,ij->i", D, D)) * row_norms, clip_norm)[:, None]
-    return D
-
-
-def _clip_factors(norms, bound):
-    """``min(1, bound / norms)`` per row, without dividing by (near) zero."""
-    factors = np.ones_like(norms)
-    over = norms > bound
-    factors[over] = bound / norms[over]
-    return factors
-
-
 def snapshot_release(X, y, W, loss, clip_norm, row_norms, noise_std, rng):
     """The noisy snapshot: ``(sum_i clip(grad_i(W)) + N(0, noise_std^2 I), D)``.
 
-    ``D`` (the clipped per-sample derivatives, private) is kept for the inner
-    steps, which use it only inside :func:`difference_release`.
+    The sum (:func:`~sklearn_dp._kernels.svrg_snapshot_sum`, sensitivity
+    ``clip_norm``) is released through the noise gateway.  ``D`` (the
+    clipped per-sample derivatives, private) is kept for the inner steps,
+    which use it only inside :func:`difference_release`.
     """
-    D = clipped_derivatives(X, y, W, loss, clip_norm, row_norms)
-    total = np.asarray(X.T @ D)
-    if noise_std > 0:
-        total = total + rng.normal(0.0, noise_std, size=total.shape)
-    return total, D
+    total, D = svrg_snapshot_sum(X, y, W, loss, clip_norm, row_norms)
+    noisy = _noise.gaussian(
+        total, sensitivity=clip_norm, noise_std=noise_std, rng=rng,
+        label="svrg snapshot gradient sum",
+    )
+    return noisy, D
 
 
 def difference_release(
@@ -455,20 +593,17 @@ def difference_release(
 ):
     """Noisy sum over a batch of per-sample gradient differences, each clipped to ``bound``.
 
-    Sensitivity (add/remove one row) ``bound``; noise ``N(0, (multiplier * bound)^2 I)``.
+    The sum is :func:`~sklearn_dp._kernels.svrg_difference_sum` (sensitivity
+    ``bound``, add/remove one row), released through the noise gateway with
+    noise ``N(0, (multiplier * bound)^2 I)``.
     """
-    shape = W.shape
-    if X_batch.shape[0] == 0:
-        total = np.zeros(shape)
-    else:
-        D = clipped_derivatives(X_batch, y_batch, W, loss, clip_norm, row_norms_batch)
-        diff = D - D_snapshot_batch
-        norms = np.sqrt(np.einsum("ij,ij->i", diff, diff)) * row_norms_batch
-        diff = diff * _clip_factors(norms, bound)[:, None]
-        total = np.asarray(X_batch.T @ diff)
-    if multiplier > 0 and bound > 0:
-        total = total + rng.normal(0.0, multiplier * bound, size=shape)
-    return total
+    total = svrg_difference_sum(
+        X_batch, y_batch, W, loss, clip_norm, row_norms_batch, D_snapshot_batch, bound
+    )
+    return _noise.gaussian(
+        total, sensitivity=bound, noise_std=multiplier * bound, rng=rng,
+        label="svrg gradient difference sum",
+    )
 
 
 def _difference_bound(kind, clip, row_smoothness, W, W_snapshot):
@@ -520,35 +655,39 @@ def _noisy_prox_svrg(
 
     W_snapshot = np.zeros(shape)
     W = np.zeros(shape)
-    evaluations = 0
     bounds_used = []
     for epoch, length in enumerate(details["epoch_lengths"], start=1):
         snapshot_sum, D_snapshot = snapshot_release(
             X, y, W_snapshot, loss, clip, row_norms, snapshot_std, rng
         )
         snapshot_gradient = snapshot_sum / normalizer
-        evaluations += n_samples
         if restart:
             W = W_snapshot.copy()
         W_sum = np.zeros(shape)
         for _ in range(length):
-            batch = poisson_batch(rng, n_samples, rate)
+            batch = _noise.poisson_sample(n_samples, rate, rng)
             bound = _difference_bound(difference_bound, clip, row_smoothness, W, W_snapshot)
             bounds_used.append(bound)
             noisy = difference_release(
                 X[batch], y[batch], row_norms[batch], D_snapshot[batch],
                 W, loss, clip, bound, multiplier, rng,
             )
-            evaluations += 2 * batch.size
             direction = noisy / expected_batch + snapshot_gradient
             W = prox_elastic_net(W - step * direction, step, alpha, l1_ratio, data.penalized)
             W_sum += W
         check_finite_iterate(W, name)
         W_snapshot = W_sum / length
+        # The noisy snapshot over the public normaliser: a released value.
         progress(epoch, snapshot_grad_norm=float(np.linalg.norm(snapshot_gradient)))
     coef = W_snapshot if output == "average" else W
+    # Public counts only: the expected number of per-sample gradient
+    # evaluations from the public stand-in for n (never the true n or the
+    # drawn batch sizes), and the mean of the public inner sensitivities.
+    n_inner = sum(details["epoch_lengths"])
     info = dict(
-        gradient_evaluations=int(evaluations),
+        gradient_evaluations=float(
+            data.n_public * (len(details["epoch_lengths"]) + 2.0 * rate * n_inner)
+        ),
         mean_difference_bound=float(np.mean(bounds_used)) if bounds_used else 0.0,
     )
     return coef, info
@@ -581,15 +720,12 @@ def _fit_svrg(
     return SolverResult(coef=coef, n_iter=n_epochs, plan=plan, info=info)
 
 
-def _check_common(loss, output, difference_bound):
+def _check_common(name, loss, *, output, difference_bound, clip_norm, **options):
     if loss.smoothness is None:
         raise ValueError(f"This solver needs a smooth loss; {loss.name!r} is not smooth.")
-    if output not in ("average", "last"):
-        raise ValueError(f"output must be 'average' or 'last', got {output!r}.")
-    if difference_bound not in _DIFFERENCE_BOUNDS:
-        raise ValueError(
-            f"difference_bound must be one of {_DIFFERENCE_BOUNDS}, got {difference_bound!r}."
-        )
+    check_svrg_options(
+        name, output=output, difference_bound=difference_bound, clip_norm=clip_norm, **options
+    )
 
 
 def dp_svrg(
@@ -644,7 +780,11 @@ def dp_svrg(
         ``sqrt(n)`` (at least 16).
     step_size : float, optional
         Default ``min(b / (48 L), 1 / L)`` with ``L = loss.smoothness *
-        row_norm_bound**2`` (see :func:`svrg_step_size`).
+        row_norm_bound**2`` (see :func:`svrg_step_size`).  With the default
+        ``inner_steps``, at most :func:`svrg_max_step_size` ``= b / (32 L)``:
+        a larger one is refused when ``batch_size`` is given, and clamped to
+        it when b comes from the row count (``plan.details`` records the
+        ``step_size`` used and the ``requested_step_size``).
     inner_steps : int, optional
         Epoch length m; default the smallest m for which the per-epoch
         contraction factor of the paper's analysis is below 1/2 (condition
@@ -666,17 +806,23 @@ def dp_svrg(
     -------
     SolverResult
         ``n_iter`` is the number of epochs; ``info["gradient_evaluations"]``
-        counts per-sample gradient evaluations (n per snapshot, 2 per sampled
-        row per inner step).
+        is the expected number of per-sample gradient evaluations (n per
+        snapshot, 2 per sampled row per inner step) with ``n = n_public``,
+        the public stand-in for the row count (never the true n or the drawn
+        batch sizes); ``info["mean_difference_bound"]`` the mean of the inner
+        steps' (public) sensitivities.
 
     Privacy
     -------
     (epsilon, delta)-DP under add/remove-one-row neighbouring.  Per epoch,
     one Gaussian mechanism on the full data (the snapshot gradient sum,
-    sensitivity C, multiplier ``s_snap``), and per inner step one
-    Poisson-subsampled Gaussian mechanism (rate b/n) on the sum of
-    per-sample gradient differences, each clipped to ``Delta`` (sensitivity
-    ``Delta``, multiplier ``s_diff``); ``Delta = 2C`` or the adaptive
+    :func:`sklearn_dp._kernels.svrg_snapshot_sum`, sensitivity C, multiplier
+    ``s_snap``), and per inner step one Poisson-subsampled Gaussian mechanism
+    (rate b/n, the sample drawn by :func:`sklearn_dp._noise.poisson_sample`)
+    on the sum of per-sample gradient differences, each clipped to ``Delta``
+    (:func:`sklearn_dp._kernels.svrg_difference_sum`, sensitivity ``Delta``,
+    multiplier ``s_diff``); every release goes through the noise gateway
+    (:func:`sklearn_dp._noise.gaussian`); ``Delta = 2C`` or the adaptive
     ``min(2C, L_row ||W - W_snap||)``, a function of earlier noisy releases.
     The T + K mechanisms compose into the recorded DpEvent; ``s_snap``
     spends ``snapshot_share`` of the budget and ``s_diff`` is calibrated with
@@ -685,7 +831,13 @@ def dp_svrg(
     ``data.normalizer`` and the rate and epoch lengths use ``data.n_public``
     (the estimators' DP row count; a direct call without one treats n as
     public).  Everything else (the proximal steps, averaging) is
-    post-processing of the noisy releases.
+    post-processing of the noisy releases.  Every observable (coefficients,
+    ``n_iter``, details, info, the progress lines, which print the norm of
+    the noisy snapshot gradient, and exceptions) is a function of public
+    values and of the releases: the options are checked before the data is
+    read (:func:`check_dp_svrg` for estimators, before their reservation),
+    and a ``step_size`` too large for a batch size derived from the DP count
+    is clamped (:func:`plan_dp_svrg`), never refused in a count-dependent way.
 
     Assumptions of the utility guarantee (Theorem 4.2): convex, smooth loss;
     objective ``mu``-strongly convex (``mu = alpha (1 - l1_ratio)``; the
@@ -693,7 +845,11 @@ def dp_svrg(
     noise, which the paper does not have, tilts each epoch's objective by a
     linear term of norm ``~ s_snap C sqrt(d) / n``.
     """
-    _check_common(loss, output, difference_bound)
+    _check_common(
+        "dp_svrg", loss, output=output, difference_bound=difference_bound, clip_norm=clip_norm,
+        max_iter=max_iter, batch_size=batch_size, step_size=step_size, inner_steps=inner_steps,
+        snapshot_share=snapshot_share,
+    )
     plan = plan_dp_svrg(
         data.n_public,
         data.X.shape[1] * n_outputs,
@@ -772,13 +928,20 @@ def dp_svrg_pp(
     -------
     As :func:`dp_svrg`, with ``K = m (2**(T+1) - 2)`` inner steps: T
     full-data Gaussian snapshots (sensitivity C) and K Poisson-subsampled
-    Gaussian difference sums (sensitivity ``Delta``), composed into the
-    recorded DpEvent and calibrated with the PLD accountant.
+    Gaussian difference sums (sensitivity ``Delta``), each released through
+    the noise gateway, composed into the recorded DpEvent and calibrated
+    with the PLD accountant.  Every observable is a function of public
+    values and of the releases (as for :func:`dp_svrg`; the step size is
+    used as given).
 
     Assumptions of the utility guarantee (Theorem 4.4): convex, smooth loss;
     no strong convexity needed.
     """
-    _check_common(loss, output, difference_bound)
+    _check_common(
+        "dp_svrg_pp", loss, output=output, difference_bound=difference_bound,
+        clip_norm=clip_norm, max_iter=max_iter, batch_size=batch_size, step_size=step_size,
+        inner_steps=inner_steps, snapshot_share=snapshot_share,
+    )
     plan = plan_dp_svrg_pp(
         data.n_public,
         data.X.shape[1] * n_outputs,

@@ -1,0 +1,264 @@
+"""Benchmark the private hyper-parameter search against the default and non-private search.
+
+Per data set and seed (a stratified 80/20 split), on the same features:
+
+* ``DPGridSearchCV(DPLogisticRegression(...), GRID, epsilon=2, delta=1e-5)``:
+  private selection (epsilon 1) and a refit of the selected candidate
+  (epsilon 1), the whole search (epsilon=2, delta=1e-5)-DP;
+* the same search without a refit (the selected run's model; all of
+  epsilon=2 on the selection);
+* the default estimator ``DPLogisticRegression(epsilon=1)`` (and at epsilon=2,
+  for reference: the same total spend with no tuning);
+* non-private ``GridSearchCV(LogisticRegression(), GRID, cv=5)`` on the same
+  grid.
+
+Test accuracy is the median (and interquartile range) over seeds.  Every
+search's recorded selection event is recomputed with dp_accounting's RDP
+accountant and checked against its claim.  Targets (issue 16): the search at
+total epsilon 2 reaches at least the default estimator's accuracy at
+epsilon 1, and is within 2 points of non-private GridSearchCV.
+
+Usage::
+
+    python benchmarks/bench_search.py                 # 4 data sets, 10 seeds (a few minutes)
+    python benchmarks/bench_search.py --quick         # 2 seeds, writes results/search_quick.md
+    python benchmarks/bench_search.py --datasets breast_cancer --seeds 20
+
+Writes ``benchmarks/results/search.md``.  Only data sets bundled with
+scikit-learn (no download); features are scaled with documented ranges only
+(``_datasets.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import sys
+import time
+import warnings
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import sklearn
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV
+
+import sklearn_dp
+from sklearn_dp import DPLogisticRegression
+from sklearn_dp.model_selection import DPGridSearchCV
+from sklearn_dp.model_selection._selection import rdp_epsilon
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _datasets import load_dataset  # noqa: E402
+
+#: The grid searched, privately and not: the penalty and the number of steps
+#: (both change what DP gradient descent reaches at a given epsilon).
+GRID = {"C": [0.1, 1.0, 10.0], "max_iter": [30, 100]}
+#: The grid with a grossly bad candidate added: does the selection avoid it?
+BAD_C = 0.001
+GRID_WITH_BAD = {"C": [BAD_C] + GRID["C"], "max_iter": GRID["max_iter"]}
+DATASETS = ("breast_cancer", "digits", "wine", "iris")
+EPSILON = 2.0          # total of the search (selection + refit)
+DEFAULT_EPSILON = 1.0  # the default estimator of the targets
+DELTA = 1e-5
+DEFAULT_SEEDS = 10
+QUICK_SEEDS = 2
+#: Options of DPGridSearchCV beyond the defaults (public settings).
+SEARCH_OPTIONS: dict = {}
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def quartiles(values):
+    q1, q2, q3 = np.percentile(values, [25, 50, 75])
+    return q1, q2, q3
+
+
+def fmt(values):
+    q1, q2, q3 = quartiles(values)
+    return f"{q2:.3f} ({q1:.2f}-{q3:.2f})"
+
+
+def md_table(headers, rows):
+    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(headers)]
+    line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
+    return "\n".join(
+        [line(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+        + [line(r) for r in rows]
+    )
+
+
+def run_dataset(dataset, seeds, options, log):
+    classes = sorted(np.unique(dataset.y).tolist())
+    base = dict(data_norm=dataset.data_norm, classes=classes)
+    results = {key: [] for key in ("search", "search_half", "search_norefit", "default",
+                                   "default2", "sklearn")}
+    picks, picks_norefit, times, checks = Counter(), Counter(), [], []
+    bad_picks, bad_accuracy, bad_alone = [], [], []
+    for seed in seeds:
+        X_train, X_test, y_train, y_test = dataset.split(seed)
+        start = time.perf_counter()
+        search = DPGridSearchCV(
+            DPLogisticRegression(**base), GRID, epsilon=EPSILON, delta=DELTA,
+            random_state=seed, **options,
+        ).fit(X_train, y_train)
+        times.append(time.perf_counter() - start)
+        results["search"].append(search.score(X_test, y_test))
+        picks[tuple(search.best_params_[k] for k in GRID)] += 1
+        eps_sel, delta_sel = search.selection_privacy_spent_
+        checks.append(
+            (rdp_epsilon(search.selection_dp_event_, delta_sel) <= eps_sel * (1 + 1e-9))
+            and search.privacy_spent_ == (EPSILON, DELTA)
+        )
+        half = DPGridSearchCV(
+            DPLogisticRegression(**base), GRID, epsilon=EPSILON, delta=DELTA,
+            random_state=seed, **{**options, "refit_fraction": 0.5},
+        ).fit(X_train, y_train)
+        results["search_half"].append(half.score(X_test, y_test))
+        with_bad = DPGridSearchCV(
+            DPLogisticRegression(**base), GRID_WITH_BAD, epsilon=EPSILON, delta=DELTA,
+            random_state=seed, **options,
+        ).fit(X_train, y_train)
+        bad_picks.append(with_bad.best_params_["C"] == BAD_C)
+        bad_accuracy.append(with_bad.score(X_test, y_test))
+        bad_model = DPLogisticRegression(epsilon=DEFAULT_EPSILON, delta=DELTA, C=BAD_C,
+                                         random_state=seed, **base)
+        bad_alone.append(bad_model.fit(X_train, y_train).score(X_test, y_test))
+        norefit = DPGridSearchCV(
+            DPLogisticRegression(**base), GRID, epsilon=EPSILON, delta=DELTA,
+            random_state=seed, **{**options, "refit": False},
+        ).fit(X_train, y_train)
+        results["search_norefit"].append(norefit.score(X_test, y_test))
+        picks_norefit[tuple(norefit.best_params_[k] for k in GRID)] += 1
+        checks.append(rdp_epsilon(norefit.selection_dp_event_, DELTA) <= EPSILON * (1 + 1e-9))
+        for key, eps in (("default", DEFAULT_EPSILON), ("default2", EPSILON)):
+            model = DPLogisticRegression(epsilon=eps, delta=DELTA, random_state=seed, **base)
+            results[key].append(model.fit(X_train, y_train).score(X_test, y_test))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            reference = GridSearchCV(LogisticRegression(), GRID, cv=5).fit(X_train, y_train)
+        results["sklearn"].append(reference.score(X_test, y_test))
+        log(f"  {dataset.name} seed {seed}: search {results['search'][-1]:.3f}, "
+            f"default {results['default'][-1]:.3f}, sklearn {results['sklearn'][-1]:.3f} "
+            f"({times[-1]:.1f} s)")
+    return dict(
+        results=results, picks=picks, picks_norefit=picks_norefit, times=times,
+        checks=checks, run_epsilon=search.run_epsilon_, bad_picks=bad_picks,
+        bad_accuracy=bad_accuracy, bad_alone=bad_alone,
+    )
+
+
+def report(datasets, outcomes, seeds, options, wall, command):
+    lines = ["# Private hyper-parameter search vs the default estimator and non-private search", ""]
+    lines += [f"Command: `{command}`", ""]
+    lines += [
+        f"Run on {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}; whole run "
+        f"{wall:.1f} s wall time; {len(seeds)} seeds ({seeds[0]}..{seeds[-1]}).", "",
+        f"Environment: Python {platform.python_version()}, numpy {np.__version__}, scikit-learn "
+        f"{sklearn.__version__}, sklearn_dp {sklearn_dp.__version__}; {os.cpu_count()} CPUs.", "",
+        f"Grid (private and non-private): `{GRID}`.", "",
+        "Methods:",
+        f"- **search**: `DPGridSearchCV(DPLogisticRegression(data_norm=..., classes=...), GRID, "
+        f"epsilon={EPSILON:g}, delta={DELTA:g}{''.join(f', {k}={v!r}' for k, v in options.items())})`"
+        " with its defaults: 5% of epsilon for the validation row count; of the rest, 20% for the "
+        "runs (10 on average, a geometric number, 30% of the rows drawn for validation) and 80% "
+        "for the refit of the selected candidate on all training rows. The whole search is "
+        "(2, 1e-5)-DP.",
+        "- **search, refit 50%**: the same with `refit_fraction=0.5` (the default is 0.8).",
+        "- **search, no refit**: the same with `refit=False` (all of epsilon 2 on the selection; "
+        "the model is the selected run's, trained on the training part).",
+        f"- **default eps={DEFAULT_EPSILON:g}** / **default eps={EPSILON:g}**: "
+        "`DPLogisticRegression(epsilon, delta=1e-5, data_norm=..., classes=...)`, every other "
+        "parameter at its default (C=1, dp_gd, 100 steps).",
+        "- **sklearn GridSearchCV**: `GridSearchCV(LogisticRegression(), GRID, cv=5)`, not private.",
+        "",
+        "Test accuracy: median over seeds (interquartile range).",
+        "",
+    ]
+    headers = ["data set", "search eps=2", "search, refit 50%", "search, no refit",
+               f"default eps={DEFAULT_EPSILON:g}",
+               f"default eps={EPSILON:g}", "sklearn GridSearchCV", "target >= default",
+               "target within 0.02 of sklearn"]
+    rows = []
+    for name in datasets:
+        r = outcomes[name]["results"]
+        med = {k: float(np.median(v)) for k, v in r.items()}
+        rows.append([
+            name, fmt(r["search"]), fmt(r["search_half"]), fmt(r["search_norefit"]),
+            fmt(r["default"]),
+            fmt(r["default2"]), fmt(r["sklearn"]),
+            "MET" if med["search"] >= med["default"] else "NOT MET",
+            "MET" if med["sklearn"] - med["search"] <= 0.02 else
+            f"NOT MET ({med['sklearn'] - med['search']:.3f} below)",
+        ])
+    lines += [md_table(headers, rows), ""]
+    lines += ["Candidates selected (count over seeds), search time and accounting checks:", ""]
+    rows = []
+    for name in datasets:
+        o = outcomes[name]
+        fmt_picks = lambda c: ", ".join(f"{dict(zip(GRID, k))}: {v}" for k, v in c.most_common())  # noqa: E731
+        rows.append([
+            name, fmt_picks(o["picks"]), fmt_picks(o["picks_norefit"]),
+            f"{np.median(o['times']):.2f} s", f"{o['run_epsilon']:.3f}",
+            "all pass" if all(o["checks"]) else "FAIL",
+        ])
+    lines += [md_table(
+        ["data set", "selected (search)", "selected (no refit)", "search time (median)",
+         "fit epsilon per run", "dp_accounting recompute <= claim"], rows), ""]
+    lines += [
+        f"Does the selection avoid a bad candidate? The same search on `GRID` with `C={BAD_C:g}` "
+        "added (8 candidates):", "",
+    ]
+    rows = []
+    for name in datasets:
+        o = outcomes[name]
+        rows.append([
+            name, f"{sum(o['bad_picks'])} of {len(o['bad_picks'])}", fmt(o["bad_accuracy"]),
+            fmt(o["bad_alone"]),
+        ])
+    lines += [md_table(
+        ["data set", f"selected C={BAD_C:g}", "search accuracy", f"C={BAD_C:g} alone at eps=1"],
+        rows), ""]
+    lines += ["Data sets and what is assumed public:", ""]
+    for name in datasets:
+        dataset = load_dataset(name)
+        lines.append(f"- **{dataset.title}**: " + " ".join(dataset.public))
+    lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    parser.add_argument("--seeds", type=int, default=None)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--options", type=json.loads, default={},
+                        help="extra DPGridSearchCV options as JSON, e.g. '{\"n_candidates\": 5}'")
+    parser.add_argument("--output", default=None)
+    args = parser.parse_args(argv)
+    n_seeds = args.seeds or (QUICK_SEEDS if args.quick else DEFAULT_SEEDS)
+    seeds = list(range(n_seeds))
+    options = {**SEARCH_OPTIONS, **args.options}
+    log = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
+    start = time.perf_counter()
+    outcomes = {}
+    for name in args.datasets:
+        log(f"{name} ...")
+        outcomes[name] = run_dataset(load_dataset(name), seeds, options, log)
+    command = "python benchmarks/bench_search.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    text = report(args.datasets, outcomes, seeds, options, time.perf_counter() - start, command.strip())
+    print(text)
+    output = args.output or (RESULTS_DIR / ("search_quick.md" if args.quick else "search.md"))
+    if not args.options or args.output:
+        Path(output).write_text(text)
+        log(f"wrote {output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

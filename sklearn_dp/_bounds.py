@@ -1,0 +1,302 @@
+"""Private estimates of the bounds a fit needs: row norms, feature magnitudes, label ranges.
+
+A DP fit clips every row (and label) to a bound, and its noise is
+proportional to that bound.  When the user knows no bound (``"auto"``, the
+default), the fit spends a share of its epsilon on estimating one with the
+exponential mechanism (McSherry and Talwar 2007) over a *public* grid of
+candidates wide enough for real data, ``1e-8`` to ``1e8``; nothing about the
+candidates is read off the data.  Two mechanisms:
+
+Upper bound of nonnegative scores (row norms, ``|x_ij|``, ``|y_i - c|``)
+    Candidates ``b_k = 10 ** (-8 + k / 8)`` (129 of them, ratio 1.33).  The
+    utility of ``b`` counts the rows it handles badly::
+
+        u(b) = -( #{i : s_i > b}  +  #{i : s_i < b / window} )  -  TILT * n~ * k / K
+
+    rows above ``b`` are clipped; rows below ``b / window`` would fill less
+    than a ``1 / window`` share of the bound (the noise, proportional to
+    ``b``, would swamp them); the last term, with ``n~`` the fit's released
+    row count (public) and ``K`` the number of candidates, prefers the
+    smaller of two bounds that handle equally many rows well.  The chosen
+    bound clips a sparse top tail (``#{s_i > b}`` small) and never lies far
+    above the bulk of the scores: it balances the density of the scores at
+    ``b`` against their density at ``b / window``, so a smaller window
+    gives a tighter bound (for the absolute values of a Gaussian: about 2.2
+    standard deviations with window 10, 1.7 with window 4).  The windows are
+    utility choices, measured in ``benchmarks/bench_bounds.py``: 2 for the
+    rows of classifiers (clipping long rows reweights them without biasing
+    the decision much, and the noise is proportional to the bound), 4 for
+    the rows and the label half-widths of regressors (clipping biases them),
+    10 (:data:`WINDOW`) for the scalers' feature bounds.  One row changes
+    the count term of every candidate by 0 or 1, always in the same
+    direction (adding a row never raises a utility): sensitivity 1,
+    *monotone*, so probabilities ``exp(epsilon * u / 1)`` give epsilon-DP
+    (McSherry and Talwar 2007; Dwork and Roth 2014, Thm 3.10 and the remark
+    after it) and epsilon-bounded range, hence ``epsilon^2 / 8``-zCDP (Cesar
+    and Rogers 2021).  Unlike an exponential-mechanism quantile (Smith 2011),
+    whose utility is flat over all candidates above the data (a high
+    quantile of a few hundred rows is then usually released as some huge
+    candidate), this utility falls again above ``window`` times the bulk of
+    the data: it needs about ``n * epsilon >= 10`` to be reliable, where a
+    90% quantile needs ``n * epsilon >= 200``.
+
+Centre of signed values (labels, features of the scalers)
+    The median by the exponential mechanism (Smith 2011) over a signed grid
+    ``0, +-10 ** (-8 + k / 32)`` (1027 candidates): ``u(c) = -| #{v_i <= c}
+    - n / 2 |``, sensitivity 1/2 (the count moves by 0 or 1, ``n / 2`` by
+    1/2), not monotone, so probabilities ``exp(epsilon * u / (2 * 1/2))``.
+
+A range is a centre ``c`` and an upper bound ``h`` of ``|v_i - c|`` (half
+of epsilon each): ``[c - h, c + h]``.
+
+Each release goes through the noise gateway (:func:`sklearn_dp._noise.exponential`)
+and is recorded as ``PureEpsilonDpEvent(epsilon, "exponential mechanism: ...")``
+(:data:`sklearn_dp.accounting.EXPONENTIAL_MECHANISM`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import _noise
+from ._data import row_l2_norms
+from ._design import BLOCK_ROWS
+from .accounting import EXPONENTIAL_MECHANISM, PureEpsilonDpEvent
+
+__all__ = [
+    "GRID",
+    "CENTER_GRID",
+    "WINDOW",
+    "REGRESSOR_ROW_WINDOW",
+    "CLASSIFIER_ROW_WINDOW",
+    "LABEL_WINDOW",
+    "TILT",
+    "BOUNDS_EPSILON_FRACTION",
+    "BoundRelease",
+    "upper_bound_utilities",
+    "center_utilities",
+    "release_upper_bound",
+    "release_center",
+    "release_range",
+    "row_linf_norms",
+    "release_row_norm_bound",
+    "release_feature_bound",
+    "feature_columns",
+    "planned_events",
+]
+
+#: Candidates for a bound of nonnegative scores: 10^-8 .. 10^8, 8 per decade.
+GRID = 10.0 ** (np.arange(-64, 65) / 8.0)
+#: Candidates for a centre: 0 and +-10^-8 .. +-10^8, 32 per decade.
+_POSITIVE_CENTERS = 10.0 ** (np.arange(-256, 257) / 32.0)
+CENTER_GRID = np.concatenate([-_POSITIVE_CENTERS[::-1], [0.0], _POSITIVE_CENTERS])
+
+#: A bound is penalised for every row below ``bound / WINDOW`` (default of
+#: the scalers' feature bounds and of regressors' labels).
+WINDOW = 10.0
+#: The window of the row bounds of regressors (rows of X clipped: a bias, so
+#: near the largest rows) and of classifiers (clipping long rows reweights
+#: them without biasing the direction much, and the noise is proportional to
+#: the bound: tighter).  Chosen with benchmarks/bench_bounds.py.
+REGRESSOR_ROW_WINDOW = 4.0
+CLASSIFIER_ROW_WINDOW = 2.0
+#: The window of the half-width of regressors' label ranges.
+LABEL_WINDOW = 4.0
+#: Weight of the preference for smaller bounds, in released rows over the grid.
+TILT = 0.5
+
+#: Share of a fit's epsilon (after the label set) spent on each quantity
+#: whose bound is ``"auto"``: the rows of X (``data_norm`` or
+#: ``feature_bound``) and, for regressors, the labels (``y_bound``).
+#: Chosen with ``benchmarks/bench_bounds.py`` (see ``docs/guide/choosing_parameters.md``).
+BOUNDS_EPSILON_FRACTION = 0.1
+
+
+@dataclass(frozen=True)
+class BoundRelease:
+    """A released bound (or centre), public from now on, with its mechanism."""
+
+    value: float
+    events: list = field(default_factory=list)
+
+
+def _sorted_scores(values):
+    values = np.asarray(values, dtype=np.float64).ravel()
+    return np.sort(values)
+
+
+def upper_bound_utilities(scores, n_public, *, n_zeros=0, window=None):
+    """Utilities of the candidates :data:`GRID` for an upper bound of ``scores`` (nonnegative).
+
+    ``n_zeros`` more scores equal to 0 (the implicit zeros of a sparse
+    column); ``window`` (default :data:`WINDOW`): rows below ``b / window``
+    count against ``b``.  See the module docstring; sensitivity 1, monotone.
+    """
+    window = WINDOW if window is None else float(window)
+    s = _sorted_scores(scores)
+    m = s.size
+    above = m - np.searchsorted(s, GRID, side="right")
+    small = int(n_zeros) + np.searchsorted(s, GRID / window, side="left")
+    tilt = TILT * float(n_public) * np.arange(GRID.size) / GRID.size
+    return -(above + small).astype(np.float64) - tilt
+
+
+def center_utilities(values):
+    """Utilities of the candidates :data:`CENTER_GRID` for the median of ``values`` (sensitivity 1/2)."""
+    s = _sorted_scores(values)
+    at_or_below = np.searchsorted(s, CENTER_GRID, side="right")
+    return -np.abs(at_or_below - 0.5 * s.size)
+
+
+def _event(epsilon, what):
+    return PureEpsilonDpEvent(epsilon, f"{EXPONENTIAL_MECHANISM}: {what}")
+
+
+def release_upper_bound(scores, *, epsilon, n_public, rng, label, n_zeros=0, window=None):
+    """A DP upper bound of nonnegative ``scores`` (one per row): pure epsilon-DP.
+
+    Parameters
+    ----------
+    scores : ndarray
+        One nonnegative score per row (private).
+    epsilon : float
+        Privacy of this release (``inf``: the best candidate, no noise).
+    n_public : float
+        The fit's released row count (public), for the preference for
+        smaller bounds.
+    rng : numpy.random.Generator
+    label : str
+        What is bounded (for traces and the event's name).
+    n_zeros : int
+        Further rows whose score is 0.
+    window : float, optional
+        The window of the utility (default :data:`WINDOW`; public).
+
+    Returns
+    -------
+    BoundRelease
+        A candidate of :data:`GRID` and ``[PureEpsilonDpEvent]`` (no event
+        for ``epsilon=inf``).
+    """
+    utilities = upper_bound_utilities(scores, n_public, n_zeros=n_zeros, window=window)
+    scale = 0.0 if math.isinf(epsilon) else 1.0 / float(epsilon)
+    index = _noise.exponential(utilities, sensitivity=1.0, scale=scale, rng=rng, label=label)
+    events = [] if math.isinf(epsilon) else [_event(epsilon, label)]
+    return BoundRelease(float(GRID[index]), events)
+
+
+def release_center(values, *, epsilon, rng, label):
+    """A DP median of ``values`` on :data:`CENTER_GRID`: pure epsilon-DP."""
+    utilities = center_utilities(values)
+    # Sensitivity 1/2, not monotone: scale 2 * (1/2) / epsilon.
+    scale = 0.0 if math.isinf(epsilon) else 1.0 / float(epsilon)
+    index = _noise.exponential(utilities, sensitivity=0.5, scale=scale, rng=rng, label=label)
+    events = [] if math.isinf(epsilon) else [_event(epsilon, label)]
+    return BoundRelease(float(CENTER_GRID[index]), events)
+
+
+def release_range(values, *, epsilon, n_public, rng, label, window=None):
+    """A DP range ``(center, half_width)`` of signed ``values``: half of epsilon each.
+
+    ``values`` lie mostly in ``[center - half_width, center + half_width]``:
+    the centre is a DP median, the half-width a DP upper bound of
+    ``|values - center|`` (see the module docstring).
+
+    Returns
+    -------
+    center, half_width : float
+    events : list of DpEvent
+    """
+    half = epsilon / 2.0
+    center = release_center(values, epsilon=half, rng=rng, label=f"{label} (centre)")
+    spread = np.abs(np.asarray(values, dtype=np.float64) - center.value)
+    width = release_upper_bound(
+        spread, epsilon=half, n_public=n_public, rng=rng, label=f"{label} (half-width)",
+        window=window,
+    )
+    return center.value, width.value, center.events + width.events
+
+
+def row_linf_norms(X):
+    """``max_j |X[i, j]|`` for each row of a dense array or CSR matrix (float64, no copy of X)."""
+    n = X.shape[0]
+    out = np.zeros(n)
+    if X.shape[1] == 0:
+        return out
+    if sp.issparse(X):
+        lengths = np.diff(X.indptr)
+        nonempty = lengths > 0
+        if np.any(nonempty):
+            magnitudes = np.abs(np.asarray(X.data, dtype=np.float64))
+            starts = X.indptr[:-1][nonempty]
+            out[nonempty] = np.maximum.reduceat(magnitudes, starts)
+        return out
+    for start in range(0, n, BLOCK_ROWS):
+        block = np.asarray(X[start:start + BLOCK_ROWS], dtype=np.float64)
+        out[start:start + BLOCK_ROWS] = np.max(np.abs(block), axis=1)
+    return out
+
+
+def release_row_norm_bound(X, *, epsilon, n_public, rng, window=None):
+    """A DP bound on ``||X[i]||_2`` (``data_norm``)."""
+    return release_upper_bound(
+        row_l2_norms(X), epsilon=epsilon, n_public=n_public, rng=rng, label="row norm bound",
+        window=window,
+    )
+
+
+def release_feature_bound(X, *, epsilon, n_public, rng, window=None):
+    """A DP bound on ``max_j |X[i, j]|`` (one ``feature_bound`` for every feature)."""
+    return release_upper_bound(
+        row_linf_norms(X), epsilon=epsilon, n_public=n_public, rng=rng, label="feature bound",
+        window=window,
+    )
+
+
+def feature_columns(X):
+    """Yield ``(j, column)`` for each column of X: its n values as float64, one column at a time.
+
+    For CSR input the stored values are gathered by one stable sort of the
+    column indices and each column is completed with its implicit zeros (a
+    dense copy of one column at a time, never of X).
+    """
+    n, d = X.shape
+    if sp.issparse(X):
+        order = np.argsort(X.indices, kind="stable")
+        data = np.asarray(X.data, dtype=np.float64)[order]
+        rows = np.repeat(np.arange(n), np.diff(X.indptr))[order]
+        counts = np.bincount(X.indices, minlength=d)
+        ends = np.cumsum(counts)
+        starts = ends - counts
+        for j in range(d):
+            column = np.zeros(n)
+            column[rows[starts[j]:ends[j]]] = data[starts[j]:ends[j]]
+            yield j, column
+        return
+    for j in range(d):
+        yield j, np.asarray(X[:, j], dtype=np.float64)
+
+
+def planned_events(request, epsilons):
+    """The events of the bound releases of an estimator's fit, known before the data.
+
+    ``request = (rows, labels)`` as decided by the estimator (``rows`` in
+    {None, "data_norm", "feature_bound"}), ``epsilons = (epsilon_rows,
+    epsilon_labels)``.  The same events (names included) as the releases
+    record.
+    """
+    rows, labels = request
+    epsilon_rows, epsilon_labels = epsilons
+    events = []
+    if rows == "data_norm":
+        events.append(_event(epsilon_rows, "row norm bound"))
+    elif rows == "feature_bound":
+        events.append(_event(epsilon_rows, "feature bound"))
+    if labels:
+        events.append(_event(epsilon_labels / 2.0, "label range (centre)"))
+        events.append(_event(epsilon_labels / 2.0, "label range (half-width)"))
+    return events

@@ -1,0 +1,1223 @@
+"""Private hyper-parameter search: DPGridSearchCV and DPRandomizedSearchCV.
+
+A search on private data releases the scores it compares and the choice it
+makes.  These searches release only the result of a private selection
+(Liu and Talwar 2019; Papernot and Steinke 2022):
+
+1. *Public phase.*  Validate the parameters, the candidates and the input's
+   schema; plan every candidate's mechanism from public inputs (the fit's
+   own public phase, on a public stand-in of the data); find the largest
+   per-run epsilon whose search event meets the requested guarantee.
+2. *Reservation.*  Reserve the search's exact spend on the budget (and the
+   refit's, if any) before any private value is read.
+3. *Private phase.*  Split the rows into training and validation parts by a
+   draw per row; release the validation row count once; draw the number of
+   runs ``K`` (truncated negative binomial or Poisson); each run trains a
+   uniformly drawn candidate on the training part (``budget=None``: its cost
+   is inside the search's event) and releases its validation score with
+   the Laplace mechanism; the best run is selected.  Nothing but the
+   selected run leaves this phase: not ``K``, not which candidates ran, not
+   the other scores, not the runs' warnings or errors.
+4. *Refit* (optional): one more private fit, of the selected candidate on
+   all rows, with its own share of the guarantee and its own ledger entry.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import sys
+import time
+from collections.abc import Mapping
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from dp_accounting import dp_event as dpe
+from scipy import optimize
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
+from sklearn.metrics import get_scorer
+from sklearn.model_selection import ParameterGrid, ParameterSampler
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted
+
+from .. import _noise
+from .._sklearn_compat import HasMethods, Interval, StrOptions
+from ..budget import PrivacyBudget
+from ..exceptions import public_error
+from ..accounting import ApproximateDpEvent
+from ..linear_model._base import (
+    LABEL_DELTA_FRACTION,
+    LABEL_EPSILON_FRACTION,
+    MAX_EPSILON,
+    MIN_EPSILON,
+    BaseDPEstimator,
+    PrivatePhase,
+    release_labels,
+    restore_on_failure,
+)
+from ..solvers._common import charged_stream, make_rng
+from ._selection import (
+    draw_number_of_runs,
+    rdp_epsilon,
+    rdp_supports,
+    run_event,
+    selection_event,
+)
+from ._split import rowwise_parts
+
+__all__ = ["DPGridSearchCV", "DPRandomizedSearchCV"]
+
+#: Share of the total epsilon spent on the validation row count, released
+#: once to turn the best run's noisy score sum into a mean (``best_score_``).
+VALIDATION_COUNT_FRACTION = 0.05
+
+#: Parameters of the candidates that the search sets itself.
+_RESERVED_PARAMETERS = ("epsilon", "delta", "budget", "random_state", "verbose")
+
+#: Scores the searches can release: per-row terms with a public range.
+SCORINGS = ("accuracy", "neg_mean_absolute_error", "neg_mean_squared_error")
+
+# Plans are expensive (a calibration per candidate per trial epsilon) and
+# the same search is often fitted again (seeds, benchmarks, checks).
+_PLAN_CACHE: dict = {}
+
+
+# --------------------------------------------------------------------------
+# Planning a candidate: the public phase of its fit
+# --------------------------------------------------------------------------
+
+
+class _Planned(BaseException):
+    """Raised by a planning budget at the reservation: the fit's public phase is over."""
+
+    def __init__(self, epsilon, delta, event, solver):
+        super().__init__()
+        self.epsilon = epsilon
+        self.delta = delta
+        self.event = event
+        self.solver = solver
+
+
+class _PlanningBudget(PrivacyBudget):
+    """A budget that records the reservation a fit asks for, and stops the fit there.
+
+    An estimator reserves its exact spend, with the event of its mechanism
+    as planned from public inputs, *before* it reads any private value
+    (privacy rule 5).  Fitting a candidate with this budget runs the public
+    phase of its fit (parameter checks, solver resolution, plan, calibration)
+    and nothing else.  It is used only on a public stand-in of the data.
+    """
+
+    def __init__(self):  # noqa: D107 - holds no ledger
+        pass
+
+    def reserve(self, epsilon, delta=0.0, *, event=None, estimator="manual", solver=None):
+        raise _Planned(epsilon, delta, event, solver)
+
+    def check(self, epsilon, delta=0.0, event=None):  # pragma: no cover - not called by fits
+        return None
+
+    def __repr__(self):
+        return "_PlanningBudget()"
+
+
+def _stand_in(X, classes):
+    """Two public rows with the schema of the validated data (no private value)."""
+    n_features = X.shape[1]
+    X_public = sp.csr_matrix((2, n_features)) if sp.issparse(X) else np.zeros((2, n_features))
+    y_public = np.asarray(classes)[:2] if classes is not None else np.zeros(2)
+    return X_public, y_public
+
+
+def _plan_candidate(candidate, epsilon, delta, X_public, y_public):
+    """(event, solver) of ``candidate`` fitted at (epsilon, delta), from public inputs only."""
+    model = clone(candidate).set_params(
+        epsilon=float(epsilon), delta=float(delta), budget=_PlanningBudget(), verbose=0,
+        random_state=0,
+    )
+    try:
+        model.fit(X_public, y_public)
+    except _Planned as planned:
+        return planned.event, planned.solver
+    raise RuntimeError(  # pragma: no cover - a fit that never reserves is a library bug
+        f"{type(candidate).__name__}.fit did not reserve its spend before fitting."
+    )
+
+
+class _SearchPlan:
+    """The public plan of a search: per-run epsilons, noise scales and the search event.
+
+    Attributes
+    ----------
+    fit_epsilon : float
+        Epsilon each run's candidate is fitted at (with ``delta``).
+    score_mechanism : {"gaussian", "laplace"}
+    score_noise_multiplier : float
+        Noise of the score relative to its sensitivity (Gaussian standard
+        deviation, or Laplace scale).
+    count_epsilon : float
+        Epsilon of the validation row count.
+    run_event : DpEvent
+        One run, as accounted.
+    event : DpEvent
+        The selection (count and repeated runs).
+    candidate_events : list of DpEvent
+        Each candidate's own fit event (a run whose fit reports another one
+        outputs nothing).
+    """
+
+    def __init__(self, fit_epsilon, score_mechanism, score_noise_multiplier, count_epsilon,
+                 delta, run_event, event, candidate_events, solvers):
+        self.fit_epsilon = fit_epsilon
+        self.score_mechanism = score_mechanism
+        self.score_noise_multiplier = score_noise_multiplier
+        self.count_epsilon = count_epsilon
+        self.delta = delta
+        self.run_event = run_event
+        self.event = event
+        self.candidate_events = candidate_events
+        self.solvers = solvers
+
+
+# --------------------------------------------------------------------------
+# Row scores
+# --------------------------------------------------------------------------
+
+
+def _row_scores(scoring, y_true, y_pred, bound):
+    """Per-row terms of the score, each clipped to the public range of ``scoring``."""
+    if scoring == "accuracy":
+        return (np.asarray(y_pred) == np.asarray(y_true)).astype(float)
+    error = np.abs(np.asarray(y_true, dtype=float) - np.asarray(y_pred, dtype=float))
+    if scoring == "neg_mean_squared_error":
+        error = error * error
+        cap = bound * bound
+    else:
+        cap = bound
+    # A non-finite prediction counts as the worst error.
+    return -np.where(np.isfinite(error), np.minimum(error, cap), cap)
+
+
+def _score_range(scoring, bound):
+    if scoring == "accuracy":
+        return 0.0, 1.0
+    if scoring == "neg_mean_squared_error":
+        return -bound * bound, 0.0
+    return -bound, 0.0
+
+
+# --------------------------------------------------------------------------
+# The searches
+# --------------------------------------------------------------------------
+
+
+def _released(model, estimator):
+    """``model`` as it may be published: without the generator that drew its noise.
+
+    A fit seeded with a ``numpy.random.Generator`` keeps it as
+    ``random_state``; its state after the fit lets anyone step the stream back
+    and regenerate the noise.  The search's generators are secret, so the
+    released model gets the user's own ``random_state`` back (and the user's
+    budget and ``verbose``, for later fits).
+    """
+    return model.set_params(
+        random_state=estimator.random_state, budget=getattr(estimator, "budget", None),
+        verbose=estimator.verbose,
+    )
+
+
+def _delegate(method):
+    def check(self):
+        if hasattr(self, "best_estimator_"):
+            return hasattr(self.best_estimator_, method)
+        return hasattr(self.estimator, method)
+
+    return check
+
+
+class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
+    """What DPGridSearchCV and DPRandomizedSearchCV share (see their docstrings)."""
+
+    _parameter_constraints = {
+        "estimator": [HasMethods(["fit"])],
+        "epsilon": [Interval(Real, MIN_EPSILON, MAX_EPSILON, closed="both")],
+        "delta": [Interval(Real, 0, 1, closed="neither")],
+        "budget": [PrivacyBudget, None],
+        "n_candidates": [Interval(Real, 1, 1e4, closed="both")],
+        "distribution": [StrOptions({"truncated_negative_binomial", "poisson"})],
+        "shape": [Interval(Real, 0, 1e3, closed="both")],
+        "scoring": [StrOptions(set(SCORINGS)), None],
+        "score_bound": [Interval(Real, 1e-30, 1e30, closed="both"), None],
+        "validation_fraction": [Interval(Real, 0.01, 0.99, closed="both")],
+        "score_fraction": [Interval(Real, 0.01, 0.99, closed="both")],
+        "refit": ["boolean"],
+        "refit_fraction": [Interval(Real, 0.01, 0.99, closed="both")],
+        "random_state": ["random_state", np.random.Generator],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        estimator,
+        *,
+        epsilon=1.0,
+        delta=1e-5,
+        budget=None,
+        n_candidates=10,
+        distribution="truncated_negative_binomial",
+        shape=1.0,
+        scoring=None,
+        score_bound=None,
+        validation_fraction=0.3,
+        score_fraction=0.25,
+        refit=True,
+        refit_fraction=0.8,
+        random_state=None,
+        verbose=0,
+    ):
+        self.estimator = estimator
+        self.epsilon = epsilon
+        self.delta = delta
+        self.budget = budget
+        self.n_candidates = n_candidates
+        self.distribution = distribution
+        self.shape = shape
+        self.scoring = scoring
+        self.score_bound = score_bound
+        self.validation_fraction = validation_fraction
+        self.score_fraction = score_fraction
+        self.refit = refit
+        self.refit_fraction = refit_fraction
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # -- public checks ---------------------------------------------------------
+
+    def _candidates(self, rng):  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def _check_estimator(self):
+        name = type(self).__name__
+        if not isinstance(self.estimator, BaseDPEstimator):
+            raise TypeError(
+                f"{name} searches over sklearn_dp estimators (DPLogisticRegression, "
+                f"DPSCORegressor, DPLasso); got {type(self.estimator).__name__}. A Pipeline "
+                "would fit its other steps on private rows outside the accounting: apply a "
+                "public transformation to X first."
+            )
+
+    def _check_candidates(self, candidates):
+        name = type(self).__name__
+        if not candidates:
+            raise ValueError(f"{name}: the parameter grid has no candidate.")
+        for params in candidates:
+            reserved = sorted(set(params) & set(_RESERVED_PARAMETERS))
+            if reserved:
+                raise ValueError(
+                    f"{name}: {reserved} cannot be searched: the search sets epsilon and "
+                    "delta of every run from its own guarantee, shares its budget and seeds "
+                    "the runs itself."
+                )
+
+    def _budget(self):
+        own, inner = self.budget, getattr(self.estimator, "budget", None)
+        if own is not None and inner is not None and own is not inner:
+            raise ValueError(
+                f"{type(self).__name__}: the search and its estimator hold different budgets; "
+                "set budget= on the search only (the runs are charged inside the search's "
+                "entry)."
+            )
+        return own if own is not None else inner
+
+    def _scoring(self):
+        if self.scoring is not None:
+            scoring = self.scoring
+        else:
+            scoring = "accuracy" if is_classifier(self.estimator) else "neg_mean_absolute_error"
+        if is_classifier(self.estimator) != (scoring == "accuracy"):
+            raise ValueError(
+                f"{type(self).__name__}: scoring={scoring!r} does not fit a "
+                f"{'classifier' if is_classifier(self.estimator) else 'regressor'}."
+            )
+        if scoring == "accuracy":
+            return scoring, None
+        bound = self.score_bound
+        if bound is None:
+            y_bound = getattr(self.estimator, "y_bound", None)
+            if y_bound is None or isinstance(y_bound, str):
+                # y_bound="auto" is released by each fit: not public before the search.
+                raise ValueError(
+                    f"{type(self).__name__}: scoring={scoring!r} needs score_bound, a public "
+                    "bound on the absolute error of one row (the estimator's y_bound is "
+                    f"{y_bound!r}, not a public number)."
+                )
+            bound = 2.0 * float(y_bound)
+        return scoring, float(bound)
+
+    def _shares(self, discover_labels):
+        """How the guarantee is split (basic composition between the parts).
+
+        Returns ``(label, count, runs, refit)``, each ``(epsilon, delta)``:
+        the label release (when the search releases the label set: the
+        estimators' share of the total), the validation row count (a share
+        of the total epsilon), the runs, and the refit (``refit_fraction`` of
+        what the label release and the count leave).  The selection's entry
+        holds the first three.
+        """
+        if discover_labels:
+            label = (LABEL_EPSILON_FRACTION * self.epsilon, LABEL_DELTA_FRACTION * self.delta)
+        else:
+            label = (0.0, 0.0)
+        count = (VALIDATION_COUNT_FRACTION * self.epsilon, 0.0)
+        rest = (self.epsilon - label[0] - count[0], self.delta - label[1])
+        if self.refit:
+            refit = (self.refit_fraction * rest[0], self.refit_fraction * rest[1])
+        else:
+            refit = (0.0, 0.0)
+        runs = (rest[0] - refit[0], rest[1] - refit[1])
+        return label, count, runs, refit
+
+    def _plan(self, candidates, X_public, y_public, epsilon, delta, fixed, count_epsilon):
+        """The largest per-run fit epsilon whose selection event meets (epsilon, delta) under RDP.
+
+        ``epsilon`` covers the validation count (Laplace, ``count_epsilon``)
+        and the repeated runs together: the RDP accountant composes them.
+
+        ``fixed`` holds parameters set on every candidate (a placeholder
+        label set when the search releases the labels itself).  See
+        :func:`~sklearn_dp.model_selection._selection.run_event` for how a
+        run is accounted.
+        """
+        mean = float(self.n_candidates)
+        shape = math.inf if self.distribution == "poisson" else float(self.shape)
+        score_fraction = float(self.score_fraction)
+        with np.printoptions(threshold=sys.maxsize):
+            settings = repr(sorted(
+                (k, v) for k, v in self.estimator.get_params(deep=False).items()
+                if k not in _RESERVED_PARAMETERS
+            ))
+            searched = repr(candidates)
+        key = (
+            type(self.estimator).__name__, settings, searched,
+            type(X_public).__name__, X_public.shape[1], repr(y_public.tolist()), repr(fixed),
+            epsilon, delta, count_epsilon, mean, shape, score_fraction,
+        )
+        if key in _PLAN_CACHE:
+            return _PLAN_CACHE[key]
+        name = type(self).__name__
+
+        def plans(fit_epsilon):
+            out = []
+            for params in candidates:
+                candidate = clone(self.estimator).set_params(**params, **fixed)
+                out.append(_plan_candidate(candidate, fit_epsilon, delta, X_public, y_public))
+            return out
+
+        def check_events(candidate_plans):
+            for params, (event, solver) in zip(candidates, candidate_plans):
+                if event is None:
+                    raise ValueError(
+                        f"{name}: the mechanism of candidate {params} (solver={solver!r}) "
+                        "depends on the private row count, so it is not known before the "
+                        "data is read; give it public settings (for example max_iter=, no "
+                        "batch_size=) or leave it out of the grid."
+                    )
+                if not rdp_supports(event):
+                    raise ValueError(
+                        f"{name}: the mechanism of candidate {params} (solver={solver!r}) has "
+                        "no Renyi-DP description, which private selection needs (Papernot and "
+                        "Steinke 2022). Use solvers with Gaussian or Laplace noise (dp_gd, "
+                        "dp_sgd, dp_cd, output_perturbation)."
+                    )
+
+        def check_label_set_independence(fit_epsilon):
+            # With a released label set, the runs' mechanism must not depend
+            # on how many labels are released (it is planned before).
+            for params in candidates:
+                events = [
+                    _plan_candidate(
+                        clone(self.estimator).set_params(**params, classes=labels),
+                        fit_epsilon, delta, X_public, np.asarray(labels[:2]),
+                    )[0]
+                    for labels in ([0, 1], [0, 1, 2], list(range(7)))
+                ]
+                if not all(event == events[0] for event in events):
+                    raise ValueError(
+                        f"{name}: the mechanism of candidate {params} depends on the number "
+                        "of classes, which the search releases privately when classes=None; "
+                        "pass classes=[...], the public label set."
+                    )
+
+        def build(fit_epsilon, candidate_plans):
+            run, mechanism, multiplier = run_event(
+                [event for event, _ in candidate_plans],
+                score_epsilon=fit_epsilon * score_fraction / (1.0 - score_fraction),
+            )
+            return run, mechanism, multiplier, selection_event(run, 1.0 / count_epsilon, mean, shape)
+
+        def excess(log_fit_epsilon):
+            fit_epsilon = math.exp(log_fit_epsilon)
+            event = build(fit_epsilon, plans(fit_epsilon))[3]
+            return rdp_epsilon(event, delta) - epsilon
+
+        lo = math.log(MIN_EPSILON)
+        hi = math.log(min(epsilon, MAX_EPSILON))
+        check_events(plans(math.exp(hi)))
+        if "classes" in fixed:
+            check_label_set_independence(math.exp(hi))
+        log_fit = self._largest_passing(excess, lo, hi, math.log(epsilon / (1.0 + math.log(mean))))
+        if log_fit is None:
+            raise ValueError(
+                f"{name}: epsilon={epsilon:.4g} (the selection's share) is too small for "
+                f"{mean:g} runs on average: each run would need epsilon below {MIN_EPSILON:g}. "
+                "Raise epsilon, or lower n_candidates."
+            )
+        fit_epsilon = math.exp(log_fit)
+        candidate_plans = plans(fit_epsilon)
+        check_events(candidate_plans)
+        run, mechanism, multiplier, event = build(fit_epsilon, candidate_plans)
+        plan = _SearchPlan(
+            fit_epsilon=fit_epsilon,
+            score_mechanism=mechanism,
+            score_noise_multiplier=multiplier,
+            count_epsilon=count_epsilon,
+            delta=delta,
+            run_event=run,
+            event=event,
+            candidate_events=[event for event, _ in candidate_plans],
+            solvers=[solver for _, solver in candidate_plans],
+        )
+        if len(_PLAN_CACHE) > 256:
+            _PLAN_CACHE.clear()
+        _PLAN_CACHE[key] = plan
+        return plan
+
+    @staticmethod
+    def _largest_passing(excess, lo, hi, guess):
+        """Largest x in [lo, hi] (to 1e-3) with ``excess(x) <= 0``; None if even ``lo`` fails.
+
+        ``excess`` is increasing (more epsilon per run, more epsilon in all).
+        Each evaluation plans every candidate (a calibration each), so the
+        crossing is bracketed from a guess (one run costs about ``1 + log
+        E[K]`` runs' worth of epsilon) before Brent's method.
+        """
+        guess = min(max(guess, lo), hi)
+        step = math.log(1.5)
+        value = excess(guess)
+        if value <= 0:
+            below = guess
+            above = None
+            while above is None:
+                if below >= hi:
+                    return hi
+                candidate = min(below + step, hi)
+                if excess(candidate) > 0:
+                    above = candidate
+                else:
+                    below = candidate
+        else:
+            above = guess
+            below = None
+            while below is None:
+                if above <= lo:
+                    return None
+                candidate = max(above - step, lo)
+                if excess(candidate) <= 0:
+                    below = candidate
+                else:
+                    above = candidate
+        x = optimize.brentq(excess, below, above, xtol=1e-3, rtol=1e-6)
+        # brentq lands within xtol of the crossing, on either side of it.
+        while x > below and excess(x) > 0:
+            x = max(below, x - 1e-3)
+        return x
+
+    # -- fit ----------------------------------------------------------------------
+
+    @restore_on_failure
+    def fit(self, X, y):
+        """Select a candidate privately (and refit it, if ``refit``).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        BudgetExceededError
+            If ``budget`` cannot afford the search and its refit; raised
+            before the data is read, with nothing spent.
+        """
+        self._validate_params()
+        name = type(self).__name__
+        self._check_estimator()
+        # The candidates (a public output) come from their own stream of the
+        # seed; the private phase uses the others.
+        rng = make_rng(self.random_state)
+        (candidate_rng, split_rng, schedule_rng, count_rng, run_seeds, refit_rng,
+         label_rng) = rng.spawn(7)
+        candidates = self._candidates(candidate_rng)
+        self._check_candidates(candidates)
+        scoring, bound = self._scoring()
+        low, high = _score_range(scoring, bound)
+        budget = self._budget()
+        if budget is not None and budget.composition != "basic":
+            raise ValueError(
+                f"{name}: the budget uses composition={budget.composition!r}, and private "
+                "selection has no zCDP bound (its Renyi-DP curve is not linear in the order). "
+                "Use a budget with composition='basic'."
+            )
+        # Schema checks of the input (public: whether it is well-formed).
+        validator = clone(self.estimator).set_params(budget=None)
+        X, y = validator._validate_fit_data(X, y, y_numeric=not is_classifier(validator))
+        classes = validator._check_labels(y) if is_classifier(validator) else None
+        discover_labels = is_classifier(validator) and classes is None
+        # With classes=None the search first releases the label set (a
+        # thresholded noisy histogram, as the estimators do) with a share of
+        # the guarantee; the runs and the refit then get it as public.  The
+        # release is part of the selection's ledger entry.
+        label, count, runs, (epsilon_refit, delta_refit) = self._shares(discover_labels)
+        label_epsilon, label_delta = label
+        epsilon_selection = label[0] + count[0] + runs[0]
+        delta_selection = label[1] + count[1] + runs[1]
+        fixed = {"classes": [0, 1]} if discover_labels else {}  # a placeholder for planning
+        X_public, y_public = _stand_in(X, [0, 1] if discover_labels else classes)
+        plan = self._plan(
+            candidates, X_public, y_public, count[0] + runs[0], runs[1], fixed, count[0]
+        )
+        label_event = (
+            ApproximateDpEvent(label_epsilon, label_delta, "label set") if discover_labels else None
+        )
+        selection_event = (
+            dpe.ComposedDpEvent([label_event, plan.event]) if discover_labels else plan.event
+        )
+        if self.verbose:
+            print(
+                f"[{name}] {len(candidates)} candidates, {float(self.n_candidates):g} runs on "
+                f"average ({self._distribution_name()}); each run: fit at epsilon="
+                f"{plan.fit_epsilon:.4g}, score with {plan.score_mechanism} noise of "
+                f"multiplier {plan.score_noise_multiplier:.4g}; "
+                f"selection (epsilon={epsilon_selection:.4g}, delta={delta_selection:.3g})"
+                + (f", refit (epsilon={epsilon_refit:.4g}, delta={delta_refit:.3g})"
+                   if self.refit else ""),
+                file=sys.stdout,
+            )
+
+        # Charge before touching: the selection and the refit are reserved
+        # before the first read of a private value.
+        reservation = refit_reservation = None
+        if budget is not None:
+            budget.check(epsilon_selection + epsilon_refit, delta_selection + delta_refit)
+            reservation = budget.reserve(
+                epsilon_selection, delta_selection, event=selection_event, estimator=name,
+                solver="+".join(sorted(set(plan.solvers))),
+            )
+            if self.refit:
+                try:
+                    refit_reservation = budget.reserve(
+                        epsilon_refit, delta_refit, estimator=f"{name}.refit",
+                    )
+                except BaseException as exc:
+                    # Nothing was read; the selection's entry stays charged (a
+                    # reservation cannot be taken back) and is marked failed.
+                    reservation.fail(exc)
+                    raise
+            if self.random_state is not None:
+                # A seeded search would draw the same split, runs and noise as
+                # every other search with that seed charged to this budget:
+                # key its private streams on its ledger entry.
+                (split_rng, schedule_rng, count_rng, run_seeds, refit_rng, label_rng) = (
+                    charged_stream(rng, reservation.entry_id).spawn(6)
+                )
+
+        try:
+            with PrivatePhase(name, reservation) as phase:
+                if discover_labels:
+                    X, y, released = self._release_labels(X, y, label_epsilon, label_delta,
+                                                          label_rng)
+                    fixed = {"classes": released}
+                best = self._select(
+                    candidates, plan, X, y, scoring, bound, (low, high), fixed,
+                    split_rng, schedule_rng, count_rng, run_seeds,
+                )
+                phase.event = selection_event
+        except BaseException as exc:
+            if refit_reservation is not None:
+                # The refit never ran; its entry stays charged, marked failed.
+                refit_reservation.fail(exc)
+            raise
+        index, model, noisy_sum, noisy_count = best
+        middle = 0.5 * (low + high)
+        score = float(np.clip(middle + noisy_sum / max(1.0, noisy_count), low, high))
+
+        self.best_index_ = int(index)
+        self.best_params_ = dict(candidates[index])
+        self.best_score_ = score
+        # The noise on best_score_ (public plan over the released count).
+        spread = plan.score_noise_multiplier * 0.5 * (high - low)
+        if plan.score_mechanism == "laplace":
+            spread *= math.sqrt(2.0)
+        self.best_score_noise_ = float(spread / max(1.0, noisy_count))
+        self.scorer_ = scoring
+        self.score_bound_ = bound
+        self.multimetric_ = False
+        self.n_splits_ = 1
+        self.cv_results_ = self._results(candidates, index, score)
+        self.selection_dp_event_ = selection_event
+        self.selection_privacy_spent_ = (float(epsilon_selection), float(delta_selection))
+        self.run_epsilon_ = float(plan.fit_epsilon)
+        self.n_features_in_ = int(X.shape[1])
+
+        if self.refit:
+            refit_model = clone(self.estimator).set_params(**candidates[index], **fixed)
+            refit_model.set_params(
+                epsilon=float(epsilon_refit), delta=float(delta_refit), budget=None,
+                random_state=refit_rng,
+            )
+            refit_start = time.perf_counter()
+            # An ordinary private fit: its own private phase withholds what
+            # must be withheld, and its warnings and public errors (functions
+            # of its own releases) reach the caller.  Its entry was reserved
+            # above; it is settled here.
+            try:
+                refit_model.fit(X, y)
+            except BaseException as exc:
+                if refit_reservation is not None:
+                    refit_reservation.fail(exc)
+                raise
+            if refit_reservation is not None:
+                refit_reservation.complete(refit_model.dp_event_)
+            self.refit_time_ = time.perf_counter() - refit_start
+            self.best_estimator_ = _released(refit_model, self.estimator)
+            self.dp_event_ = dpe.ComposedDpEvent([selection_event, refit_model.dp_event_])
+        else:
+            # The selected run's model is part of the selection's output.
+            self.best_estimator_ = _released(model, self.estimator)
+            self.dp_event_ = selection_event
+        self.privacy_spent_ = (
+            float(epsilon_selection + epsilon_refit), float(delta_selection + delta_refit)
+        )
+        if self.verbose:
+            print(
+                f"[{name}] selected {self.best_params_} (noisy validation {scoring}: "
+                f"{self.best_score_:.4g}); spent epsilon={self.privacy_spent_[0]:.4g}, "
+                f"delta={self.privacy_spent_[1]:.3g}",
+                file=sys.stdout,
+            )
+        return self
+
+    def _release_labels(self, X, y, epsilon, delta, rng):
+        """Release the label set once for the whole search; drop rows whose label is not released."""
+        released, _, _ = release_labels(y, epsilon, delta, rng)
+        if released.size < 2:
+            raise public_error(
+                ValueError(
+                    f"{type(self).__name__}: at most one class passed the private release of "
+                    "the label set (labels held by few rows are not released). Pass "
+                    "classes=[...], the public label set, on the estimator."
+                )
+            )
+        keep = np.isin(y, released)
+        if not np.all(keep):
+            # A per-row rule: neighbours stay neighbours.
+            X, y = X[keep], y[keep]
+        return X, y, released.tolist()
+
+    def _distribution_name(self):
+        if self.distribution == "poisson":
+            return "Poisson"
+        return f"truncated negative binomial, shape {float(self.shape):g}"
+
+    def _select(self, candidates, plan, X, y, scoring, bound, score_range, fixed, split_rng,
+                schedule_rng, count_rng, run_seeds):
+        """The private part: K runs, noisy scores, the best run.  Returns only the best run."""
+        low, high = score_range
+        middle, half_width = 0.5 * (low + high), 0.5 * (high - low)
+        parts = rowwise_parts(
+            X.shape[0], [1.0 - self.validation_fraction, self.validation_fraction], split_rng
+        )
+        train, validation = np.flatnonzero(parts == 0), np.flatnonzero(parts == 1)
+        X_train, y_train = X[train], y[train]
+        X_val, y_val = X[validation], y[validation]
+        noisy_count = _noise.laplace(
+            float(validation.size), sensitivity=1.0, scale=1.0 / plan.count_epsilon,
+            rng=count_rng, label="validation row count",
+        )
+        shape = math.inf if self.distribution == "poisson" else float(self.shape)
+        n_runs = draw_number_of_runs(self.n_candidates, shape, schedule_rng)
+        best = None
+        for _ in range(n_runs):
+            index = int(schedule_rng.integers(len(candidates)))
+            fit_rng, score_rng = run_seeds.spawn(2)
+            outcome = self._run(
+                {**candidates[index], **fixed}, plan.candidate_events[index], plan, X_train,
+                y_train, X_val, y_val, scoring, bound, middle, fit_rng,
+            )
+            if outcome is None:
+                continue  # a failed run outputs nothing; it is never selected
+            model, value = outcome
+            scale = plan.score_noise_multiplier * half_width
+            if plan.score_mechanism == "gaussian":
+                noisy = _noise.gaussian(
+                    value, sensitivity=half_width, noise_std=scale, rng=score_rng,
+                    label="validation score",
+                )
+            else:
+                noisy = _noise.laplace(
+                    value, sensitivity=half_width, scale=scale, rng=score_rng,
+                    label="validation score",
+                )
+            if best is None or noisy > best[2]:
+                best = (index, model, noisy)
+        if best is None:
+            # The selection's output is "nothing" (no run, or every run failed).
+            raise public_error(
+                RuntimeError(
+                    f"{type(self).__name__}: the private selection returned no candidate "
+                    "(no run was drawn, or every run failed). The spend stands. Check that "
+                    "every candidate fits with the estimator's public settings."
+                )
+            )
+        return best[0], best[1], best[2], noisy_count
+
+    def _run(self, params, planned_event, plan, X_train, y_train, X_val, y_val, scoring,
+             bound, middle, rng):
+        """One run: fit the candidate on the training part, score it on the validation part.
+
+        Returns (model, centred score sum), or None if the run failed.  A
+        failure (any exception, or a mechanism other than planned) is the
+        run's output "nothing", a function of the run's own releases.
+        """
+        model = clone(self.estimator).set_params(**params).set_params(
+            epsilon=float(plan.fit_epsilon), delta=float(plan.delta), budget=None,
+            random_state=rng, verbose=0,
+        )
+        try:
+            model.fit(X_train, y_train)
+            if not model.dp_event_ == planned_event:
+                # Never expected: the plan is the fit's own pre-data plan.
+                return None
+            if X_val.shape[0] == 0:
+                return model, 0.0
+            terms = _row_scores(scoring, y_val, model.predict(X_val), bound)
+            return model, float(np.sum(terms - middle))
+        except Exception:  # noqa: BLE001 - a failed run releases nothing
+            return None
+
+    def _results(self, candidates, index, score):
+        """cv_results_: every candidate of the grid, the selected one's noisy score only."""
+        n = len(candidates)
+        results = {"params": [dict(params) for params in candidates]}
+        names = sorted({key for params in candidates for key in params})
+        for key in names:
+            column = np.ma.masked_all(n, dtype=object)
+            for i, params in enumerate(candidates):
+                if key in params:
+                    column[i] = params[key]
+            results[f"param_{key}"] = column
+        scores = np.full(n, np.nan)
+        scores[index] = score
+        results["mean_test_score"] = scores
+        results["std_test_score"] = np.full(n, np.nan)
+        ranks = np.full(n, 2, dtype=np.int32)
+        ranks[index] = 1
+        results["rank_test_score"] = ranks
+        selected = np.zeros(n, dtype=bool)
+        selected[index] = True
+        results["selected"] = selected
+        return results
+
+    # -- delegation --------------------------------------------------------------
+
+    @property
+    def classes_(self):
+        """Class labels of the selected estimator (classifiers)."""
+        check_is_fitted(self)
+        return self.best_estimator_.classes_
+
+    @available_if(_delegate("predict"))
+    def predict(self, X):
+        """Predict with the selected (refitted) estimator."""
+        check_is_fitted(self)
+        return self.best_estimator_.predict(X)
+
+    @available_if(_delegate("predict_proba"))
+    def predict_proba(self, X):
+        """Class probabilities of the selected (refitted) estimator."""
+        check_is_fitted(self)
+        return self.best_estimator_.predict_proba(X)
+
+    @available_if(_delegate("predict_log_proba"))
+    def predict_log_proba(self, X):
+        """Log class probabilities of the selected (refitted) estimator."""
+        check_is_fitted(self)
+        return self.best_estimator_.predict_log_proba(X)
+
+    @available_if(_delegate("decision_function"))
+    def decision_function(self, X):
+        """Decision function of the selected (refitted) estimator."""
+        check_is_fitted(self)
+        return self.best_estimator_.decision_function(X)
+
+    def score(self, X, y):
+        """The search's scoring (unclipped) of the selected estimator on ``(X, y)``.
+
+        Evaluating on rows is a further use of them: on private rows, the
+        result is not covered by the search's guarantee.
+        """
+        check_is_fitted(self)
+        scoring = self.scorer_
+        return float(get_scorer(scoring)(self.best_estimator_, X, y))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        inner = self.estimator.__sklearn_tags__()
+        tags.estimator_type = inner.estimator_type
+        tags.classifier_tags = copy.deepcopy(inner.classifier_tags)
+        tags.regressor_tags = copy.deepcopy(inner.regressor_tags)
+        tags.input_tags.sparse = inner.input_tags.sparse
+        tags.non_deterministic = self.random_state is None
+        return tags
+
+
+_SHARED_DOC = """
+    Parameters
+    ----------
+    estimator : sklearn_dp estimator
+        ``DPLogisticRegression``, ``DPSCORegressor`` or ``DPLasso``.  Its
+        ``epsilon``, ``delta``, ``budget``, ``random_state`` and ``verbose``
+        are set by the search.  A classifier with ``classes=None`` has its
+        label set released once by the search (a thresholded noisy
+        histogram with 10% of epsilon and half of delta, as the estimators
+        do; see ``docs/guide/privacy_model.md``); ``classes=[...]`` costs
+        nothing.
+    {space}
+    epsilon : float, default=1.0
+        Total epsilon of the search and its refit, in [1e-3, 100].
+    delta : float, default=1e-5
+        Total delta, in (0, 1): Renyi-DP selection needs delta > 0.
+    budget : PrivacyBudget or None, default=None
+        Charged with one entry for the selection (with the label release,
+        if any) and one for the refit,
+        reserved together before any private value is read.  Default: the
+        estimator's budget, if it has one.  A ``composition="zcdp"`` budget
+        refuses the search (its selection event has no zCDP bound).
+    n_candidates : float, default=10
+        Mean number of candidate runs ``K`` (at least 1).  ``K`` is random
+        and secret (see Privacy); each run trains one candidate drawn
+        uniformly from the {what}.
+    distribution : {{"truncated_negative_binomial", "poisson"}}, default="truncated_negative_binomial"
+        Distribution of ``K``.
+    shape : float, default=1.0
+        Shape of the truncated negative binomial (1: geometric, 0:
+        logarithmic).  Smaller shapes cost less privacy and try fewer
+        candidates (Papernot and Steinke 2022, Fig. 2).
+    scoring : {{"accuracy", "neg_mean_absolute_error", "neg_mean_squared_error"}} or None
+        The validation score: a sum of per-row terms with a public range.
+        Default ``"accuracy"`` for classifiers, ``"neg_mean_absolute_error"``
+        for regressors.
+    score_bound : float or None, default=None
+        Regression scores: per-row absolute errors are clipped at this public
+        bound (squared errors at its square).  Default ``2 * y_bound`` of the
+        estimator, when it is a number (with ``y_bound="auto"``, the default,
+        pass ``score_bound``).
+    validation_fraction : float, default=0.3
+        Probability that a row is drawn into the validation part.
+    score_fraction : float, default=0.25
+        Used only when no candidate has a full-data Gaussian part (``dp_sgd``
+        alone): the score is then paid for with this share of each run's
+        epsilon.  Otherwise the score costs nothing on top of the fit (see
+        Notes).
+    refit : bool, default=True
+        Refit the selected candidate on all rows, with its own share of the
+        guarantee.  With False, ``best_estimator_`` is the selected run's
+        model (trained on the training part only) and the whole guarantee
+        goes to the selection.
+    refit_fraction : float, default=0.8
+        Share of the guarantee for the refit (with ``refit=True``), after the
+        label release if any.  The selection only has to tell good
+        candidates from bad ones, and the refit is the model you keep:
+        ``benchmarks/bench_search.py`` measures the trade-off (0.8 beat 0.5
+        on every data set there; on the two smallest, about 130 training
+        rows, the selection then picked a grossly bad candidate in 3 of 10
+        splits: lower it for small data sets).
+    random_state : int, RandomState, Generator or None, default=None
+        Seed of the split, of ``K``, of the candidates drawn and of all noise.
+        It is as secret as the noise it draws.
+    verbose : int, default=0
+        Print the public plan and the released result (never a run).
+
+    Attributes
+    ----------
+    best_params_ : dict
+        Parameters of the selected candidate.
+    best_index_ : int
+        Its index in ``cv_results_["params"]``.
+    best_score_ : float
+        Its noisy validation score: the selected run's noisy score sum over
+        the noisy validation row count, clipped to the score's range.  It is
+        the largest of the runs' noisy scores, so it is optimistic (by one or
+        two times ``best_score_noise_`` with ten runs); it ranks nothing.
+    best_score_noise_ : float
+        Standard deviation of the noise on ``best_score_`` (in score units,
+        from the public plan and the released count).
+    best_estimator_ : estimator
+        The refit (or, with ``refit=False``, the selected run's model).
+    cv_results_ : dict of arrays
+        ``params`` and ``param_<name>`` for every candidate of the {what},
+        ``mean_test_score`` (NaN except the selected candidate),
+        ``std_test_score`` (NaN), ``rank_test_score`` (1 for the selected
+        candidate, 2 for the others: they are not ranked) and ``selected``.
+        Which candidates ran, how often and their scores are not released.
+    scorer_ : str
+        The scoring used.
+    score_bound_ : float or None
+    run_epsilon_ : float
+        The epsilon each run's candidate is fitted at, from the public plan.
+    privacy_spent_ : tuple of float
+        ``(epsilon, delta)`` of the selection and the refit together (basic
+        composition of the two ledger entries).
+    dp_event_ : dp_accounting.DpEvent
+        ``ComposedDpEvent([selection_dp_event_, best_estimator_.dp_event_])``
+        with a refit, else ``selection_dp_event_``.
+    selection_dp_event_ : dp_accounting.DpEvent
+        The selection: ``ComposedDpEvent([LaplaceDpEvent(count),
+        RepeatAndSelectDpEvent(run, n_candidates, shape)])``, which
+        dp_accounting's RDP accountant recomputes to at most
+        ``selection_privacy_spent_``; with ``classes=None``, preceded by the
+        label release's ``ApproximateDpEvent`` (basic composition: subtract
+        its epsilon and delta first).
+    selection_privacy_spent_ : tuple of float
+        ``(epsilon, delta)`` of the selection's ledger entry.
+    n_features_in_ : int
+    classes_ : ndarray
+        The selected estimator's classes (classifiers).
+    refit_time_ : float
+        Seconds the refit took (it does not depend on the number of runs).
+        The selection's time is not recorded: it grows with the number of
+        runs (see Privacy).
+    n_splits_ : int
+        1: one row-wise train/validation split.
+    multimetric_ : bool
+        False.
+
+    Notes
+    -----
+    Each run draws one candidate uniformly, fits it on the training part at
+    ``(run_epsilon_, delta of the runs)`` with ``budget=None`` and releases
+    its validation score sum ``sum_i (s_i - m)`` plus noise, where ``s_i``
+    is the per-row score clipped to the public range ``[a, b]`` and
+    ``m = (a + b) / 2``: each term lies in ``[-(b - a) / 2, (b - a) / 2]``,
+    so the sum has add/remove sensitivity ``(b - a) / 2`` (0.5 for
+    accuracy).  Centring halves the noise against an uncentred count, and
+    ranks runs exactly as the mean does, because every run is scored on the
+    same validation rows.
+
+    The guarantee is split by basic composition: 10% of epsilon and half of
+    delta for the label set (``classes=None`` only), 5% of epsilon for the
+    validation row count, then ``refit_fraction`` of the rest for the refit
+    and the remainder for the runs.  The per-run epsilon is the largest for
+    which ``ComposedDpEvent([Laplace(count), RepeatAndSelect(run,
+    n_candidates, shape)])`` meets the count's and the runs' share under
+    dp_accounting's RDP accountant.  One run is accounted as the candidate
+    fits that no other dominates at every order (a grid over ``C``, or over
+    ``dp_gd``'s number of steps, pays for one fit; ``dp_gd`` beside
+    ``dp_sgd`` pays for both, a pessimistic bound on their mixture); the
+    score adds nothing when the candidates have a full-data Gaussian part
+    (its Gaussian noise has that part's multiplier, and a row is in either
+    the training or the validation part), else it is paid for with Laplace
+    noise at ``score_fraction`` of the run.
+
+    Privacy
+    -------
+    Under add/remove-one neighbouring, the whole search (label release,
+    selection and refit) is ``(epsilon, delta)``-DP: the selection is
+    ``selection_privacy_spent_``-DP by Papernot and Steinke (2022, Theorems 2
+    and 6) as implemented by dp_accounting's ``RepeatAndSelectDpEvent``,
+    composed with the label release by basic composition; the refit is an
+    ordinary fit at its share; the two compose by basic composition (the
+    budget's own rule).  The selection's argument needs: the rows split by a
+    draw per row (:class:`RowwiseKFold`'s rule), so one added row lands in
+    one part and both parts stay neighbours (a run then costs the larger of
+    its fit's and its score's divergence); each run an independent draw of
+    the same randomised mechanism (a uniformly drawn candidate, whose Renyi
+    divergence is at most the largest of the candidates', by joint
+    quasi-convexity); every run's mechanism known before the data is read
+    (each candidate's planned event; a run whose fit reports another
+    mechanism outputs nothing); and only the best run released.
+
+    What is public: the candidates, the estimator's public settings, the
+    plan (per-run epsilons), the schema of the input.  What is released:
+    the selected candidate, its noisy score, the selected run's model (or
+    the refit), the noisy validation row count (through ``best_score_``).
+    What stays secret: the number of runs ``K`` (publishing it with the
+    selection breaks the bound, which comes from ``K`` being random and
+    unseen), which candidates ran, their scores and models, the split.  No
+    run prints, warns or raises: a failed run outputs nothing.  The wall
+    clock of ``fit`` grows with ``K``: the search does not record it, and
+    timing must stay out of what an adversary sees.  The row count is never
+    used for a public decision (the parts are drawn per row).
+"""
+
+
+class DPGridSearchCV(BaseDPSearchCV):
+    __doc__ = (
+        """Differentially private search over a parameter grid (private selection).
+
+    Each of a random number of runs trains a uniformly drawn candidate of
+    the grid privately on a training part of the rows and scores it with a
+    noisy validation score on the disjoint validation part; only the best
+    run is released (Liu and Talwar 2019; Papernot and Steinke 2022).  The
+    selected candidate is then refitted on all rows (``refit=True``).  One
+    ledger entry for the selection and one for the refit.
+"""
+        + _SHARED_DOC.format(
+            space="""param_grid : dict or list of dicts
+        The candidates, as for ``GridSearchCV``.""",
+            what="grid",
+        )
+        + """
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_dp import DPLogisticRegression, PrivacyBudget
+    >>> from sklearn_dp.model_selection import DPGridSearchCV
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1, 1, size=(2000, 3)) / 2
+    >>> y = (X[:, 0] + 0.1 * rng.normal(size=2000) > 0).astype(int)
+    >>> budget = PrivacyBudget(2.0, 1e-5)
+    >>> search = DPGridSearchCV(
+    ...     DPLogisticRegression(classes=[0, 1]), {"C": [0.1, 1.0, 10.0]},
+    ...     epsilon=2.0, delta=1e-5, budget=budget, random_state=0,
+    ... ).fit(X, y)
+    >>> sorted(search.best_params_)
+    ['C']
+    >>> len(budget.ledger), search.privacy_spent_
+    (2, (2.0, 1e-05))
+    """
+    )
+
+    _parameter_constraints = {
+        **BaseDPSearchCV._parameter_constraints,
+        "param_grid": [dict, list],
+    }
+
+    def __init__(
+        self,
+        estimator,
+        param_grid,
+        *,
+        epsilon=1.0,
+        delta=1e-5,
+        budget=None,
+        n_candidates=10,
+        distribution="truncated_negative_binomial",
+        shape=1.0,
+        scoring=None,
+        score_bound=None,
+        validation_fraction=0.3,
+        score_fraction=0.25,
+        refit=True,
+        refit_fraction=0.8,
+        random_state=None,
+        verbose=0,
+    ):
+        super().__init__(
+            estimator, epsilon=epsilon, delta=delta, budget=budget, n_candidates=n_candidates,
+            distribution=distribution, shape=shape, scoring=scoring, score_bound=score_bound,
+            validation_fraction=validation_fraction, score_fraction=score_fraction,
+            refit=refit, refit_fraction=refit_fraction, random_state=random_state,
+            verbose=verbose,
+        )
+        self.param_grid = param_grid
+
+    def _candidates(self, rng):
+        return [dict(params) for params in ParameterGrid(self.param_grid)]
+
+
+class DPRandomizedSearchCV(BaseDPSearchCV):
+    __doc__ = (
+        """Differentially private randomized search (private selection).
+
+    Draws ``n_iter`` candidates from ``param_distributions`` with public
+    randomness (before any data is read, like ``RandomizedSearchCV``), then
+    selects among them privately exactly as :class:`DPGridSearchCV` does.
+"""
+        + _SHARED_DOC.format(
+            space="""param_distributions : dict or list of dicts
+        As for ``RandomizedSearchCV``: lists are sampled uniformly,
+        distributions with an ``rvs`` method are sampled.
+    n_iter : int, default=10
+        Number of candidates drawn (the candidate set; the number of runs
+        is ``n_candidates`` on average).""",
+            what="drawn candidates",
+        )
+        + """
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.stats import loguniform
+    >>> from sklearn_dp import DPLogisticRegression
+    >>> from sklearn_dp.model_selection import DPRandomizedSearchCV
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1, 1, size=(2000, 3)) / 2
+    >>> y = (X[:, 0] > 0).astype(int)
+    >>> search = DPRandomizedSearchCV(
+    ...     DPLogisticRegression(classes=[0, 1]), {"C": loguniform(0.01, 100)},
+    ...     n_iter=5, epsilon=2.0, random_state=0,
+    ... ).fit(X, y)
+    >>> len(search.cv_results_["params"])
+    5
+    """
+    )
+
+    _parameter_constraints = {
+        **BaseDPSearchCV._parameter_constraints,
+        "param_distributions": [dict, list],
+        "n_iter": [Interval(Integral, 1, None, closed="left")],
+    }
+
+    def __init__(
+        self,
+        estimator,
+        param_distributions,
+        *,
+        n_iter=10,
+        epsilon=1.0,
+        delta=1e-5,
+        budget=None,
+        n_candidates=10,
+        distribution="truncated_negative_binomial",
+        shape=1.0,
+        scoring=None,
+        score_bound=None,
+        validation_fraction=0.3,
+        score_fraction=0.25,
+        refit=True,
+        refit_fraction=0.8,
+        random_state=None,
+        verbose=0,
+    ):
+        super().__init__(
+            estimator, epsilon=epsilon, delta=delta, budget=budget, n_candidates=n_candidates,
+            distribution=distribution, shape=shape, scoring=scoring, score_bound=score_bound,
+            validation_fraction=validation_fraction, score_fraction=score_fraction,
+            refit=refit, refit_fraction=refit_fraction, random_state=random_state,
+            verbose=verbose,
+        )
+        self.param_distributions = param_distributions
+        self.n_iter = n_iter
+
+    def _candidates(self, rng):
+        # Public randomness, drawn before the data, from the seed's own stream
+        # for candidates (the private phase draws from the other streams).
+        seed = np.random.RandomState(int(rng.integers(2**32)))
+        sampler = ParameterSampler(self.param_distributions, self.n_iter, random_state=seed)
+        return [dict(params) for params in sampler]
+

@@ -1,0 +1,753 @@
+"""Preprocessing that spends on the same privacy budget as the models.
+
+A ``StandardScaler`` fitted on private data is a release of every feature's
+mean and standard deviation, outside any guarantee.  The transformers here
+compute their statistics with differential privacy and record the spend like
+the estimators do: public checks first, the spend reserved on ``budget``
+before the data is read, every noisy release through the noise gateway, one
+ledger entry per ``fit``, ``dp_event_`` and ``privacy_spent_``.  ``transform``
+uses released statistics only and costs nothing.
+
+* :class:`DPStandardScaler`: DP mean and standard deviation per feature.
+* :class:`DPMinMaxScaler`: DP range per feature.
+* :class:`PublicRangeScaler`: documented public ranges mapped to [-1, 1];
+  costs nothing.
+
+One-hot encoding of categories from a public list is scikit-learn's own
+``OneHotEncoder(categories=[[...], ...])``: with the categories given, the
+encoder reads nothing from the data but the values it encodes (pass
+``handle_unknown="ignore"``, so that a value outside the public list does not
+raise an error that depends on the data).  Without ``categories`` it lists the
+values present in the data: a release outside the guarantee.
+
+:func:`sklearn_dp.privacy_spent` composes the spends of every private step
+of a fitted ``Pipeline`` or ``ColumnTransformer``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from numbers import Real
+
+import numpy as np
+import scipy.sparse as sp
+from dp_accounting import dp_event as dpe
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from . import _noise
+from ._bounds import _event, feature_columns, release_upper_bound
+from ._sklearn_compat import Interval, Options, StrOptions, validate_data
+from .accounting import PureEpsilonDpEvent, calibrate_noise_multiplier, epsilon_of_event
+from .budget import PrivacyBudget
+from .linear_model._base import (
+    MAX_EPSILON,
+    MIN_EPSILON,
+    PrivatePhase,
+    restore_on_failure,
+)
+from .solvers._common import COUNT_EPSILON_FRACTION, make_rng, release_count
+
+__all__ = ["DPStandardScaler", "DPMinMaxScaler", "PublicRangeScaler"]
+
+#: Shares of epsilon of DPStandardScaler: the row count (5%), the feature
+#: bounds ("auto": 35%), the noisy sums (the rest).
+STANDARD_BOUNDS_FRACTION = 0.35
+#: Shares of epsilon of DPMinMaxScaler: the row count (5%), the feature
+#: bounds (35%), the noisy means (the rest), the half-widths (40%).
+MINMAX_BOUNDS_FRACTION = 0.35
+MINMAX_WIDTHS_FRACTION = 0.4
+
+
+def _check_ranges(ranges, n_features, name="ranges"):
+    """Public ranges as two arrays ``(lo, hi)`` of shape (n_features,), or a ValueError."""
+    try:
+        array = np.asarray(ranges, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"{name} must be a (min, max) pair or one (min, max) pair per feature; got {ranges!r}."
+        ) from None
+    if array.shape == (2,):
+        array = np.broadcast_to(array, (n_features, 2))
+    if array.shape != (n_features, 2):
+        raise ValueError(
+            f"{name} has shape {array.shape}; pass a (min, max) pair or one pair per feature "
+            f"(shape ({n_features}, 2)) for X with {n_features} features."
+        )
+    lo, hi = array[:, 0].copy(), array[:, 1].copy()
+    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(hi > lo)):
+        raise ValueError(f"{name}: every range must be finite with min < max.")
+    return lo, hi
+
+
+class _DPTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """The privacy protocol for transformers: check, reserve, private phase, one ledger entry."""
+
+    _privacy_parameter_constraints = {
+        "epsilon": [
+            Interval(Real, MIN_EPSILON, MAX_EPSILON, closed="both"),
+            Options(Real, {math.inf}),
+        ],
+        "delta": [Interval(Real, 0, 1, closed="left")],
+        "budget": [PrivacyBudget, None],
+        "random_state": ["random_state", np.random.Generator],
+    }
+
+    def _check_privacy_request(self):
+        if math.isinf(self.epsilon) and self.budget is not None:
+            raise ValueError(
+                "epsilon=inf computes exact statistics: they are not private and cannot be "
+                "charged to a finite privacy budget. Use a finite epsilon with budget=, or "
+                "drop budget= for a non-private reference."
+            )
+
+    def _validate_fit(self, X, *, accept_sparse):
+        from .linear_model._base import BaseDPEstimator
+
+        # Messages free of private values (see BaseDPEstimator._validate_private);
+        # CSR input is canonicalised (duplicate entries summed).
+        X = BaseDPEstimator._validate_private(self, X)
+        if sp.issparse(X) and not accept_sparse:
+            raise TypeError(
+                f"{type(self).__name__}: A sparse matrix was passed, but dense data is "
+                "required. Use X.toarray() to convert to a dense numpy array."
+            )
+        return X
+
+    def _run_private(self, X, plan_event, release):
+        """Reserve ``plan_event``'s spend, run ``release(X, rng) -> event`` in a private phase."""
+        private = not math.isinf(self.epsilon)
+        rng = make_rng(self.random_state)
+        reservation = None
+        if private and self.budget is not None:
+            reservation = self.budget.reserve(
+                self.epsilon, self.delta, event=plan_event, estimator=type(self).__name__
+            )
+        with PrivatePhase(type(self).__name__, reservation) as phase:
+            event = release(X, rng)
+            if private:
+                phase.event = event
+        if private:
+            self.dp_event_ = phase.event
+            self.privacy_spent_ = (float(self.epsilon), float(self.delta))
+        else:
+            self.dp_event_ = dpe.NonPrivateDpEvent()
+            self.privacy_spent_ = (math.inf, 0.0)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = self.random_state is None and not math.isinf(self.epsilon)
+        return tags
+
+
+def _em_epsilon(n_releases, epsilon_share, delta, prefix):
+    """Epsilon of each of ``n_releases`` exponential mechanisms so that they cost about ``epsilon_share``.
+
+    Basic composition gives ``epsilon_share / n_releases``; with ``delta >
+    0`` zCDP composition (``epsilon^2 / 8`` each) allows more when there are
+    many (per-feature bounds), and the larger is used: the largest epsilon
+    each whose composition with ``prefix`` costs at most ``epsilon_share``
+    more than ``prefix`` under :func:`~sklearn_dp.accounting.epsilon_of_event`
+    (bisection).  A choice of shares only: every fit's whole event is
+    checked against its (epsilon, delta) by the calibration that follows.
+    """
+    basic = epsilon_share / n_releases
+    if delta == 0:
+        return basic
+    base = epsilon_of_event(prefix, delta)
+
+    def cost(each):
+        ems = dpe.SelfComposedDpEvent(
+            PureEpsilonDpEvent(each, "exponential mechanism: bound"), n_releases
+        )
+        return epsilon_of_event(dpe.ComposedDpEvent([prefix, ems]), delta) - base
+
+    if cost(basic * 1.01) > epsilon_share:
+        return basic
+    low, high = basic, 2.0 * basic
+    while cost(high) <= epsilon_share:
+        low, high = high, 2.0 * high
+    for _ in range(30):
+        middle = 0.5 * (low + high)
+        if cost(middle) <= epsilon_share:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def _bound_events(epsilon_each, n_features, what):
+    return [_event(epsilon_each, f"feature {j} {what}") for j in range(n_features)]
+
+
+def _release_feature_bounds(X, epsilon_each, n_public, rng, what="bound", centers=None):
+    """A DP bound ``B_j`` of ``|X[:, j] - centers[j]|`` for each feature (exponential mechanisms)."""
+    d = X.shape[1]
+    bounds, events = np.zeros(d), []
+    for j, column in feature_columns(X):
+        scores = np.abs(column if centers is None else column - centers[j])
+        release = release_upper_bound(
+            scores, epsilon=epsilon_each, n_public=n_public, rng=rng, label=f"feature {j} {what}"
+        )
+        bounds[j] = release.value
+        events += release.events
+    return bounds, events
+
+
+def _noisy_sums(values, *, sensitivity_l2, sensitivity_l1, multiplier, pure, rng, label):
+    """Gaussian (L2 sensitivity) or, for pure DP, Laplace (L1 sensitivity) noise on a vector of sums."""
+    if pure:
+        return _noise.laplace(
+            values, sensitivity=sensitivity_l1, scale=multiplier * sensitivity_l1, rng=rng,
+            label=label,
+        )
+    return _noise.gaussian(
+        values, sensitivity=sensitivity_l2, noise_std=multiplier * sensitivity_l2, rng=rng,
+        label=label,
+    )
+
+
+def _sums_event(multiplier, pure):
+    return dpe.LaplaceDpEvent(multiplier) if pure else dpe.GaussianDpEvent(multiplier)
+
+
+@functools.lru_cache(maxsize=256)
+def _standard_plan(n_features, epsilon, delta, auto):
+    """``(epsilon of each feature bound, noise multiplier of the sums)`` of DPStandardScaler (public, cached)."""
+    count = dpe.LaplaceDpEvent(1.0 / (COUNT_EPSILON_FRACTION * epsilon))
+    prefix, each = [count], math.inf
+    if auto:
+        each = _em_epsilon(n_features, STANDARD_BOUNDS_FRACTION * epsilon, delta, count)
+        prefix += _bound_events(each, n_features, "bound")
+    return each, _calibrate_sums(prefix, epsilon, delta, delta == 0)
+
+
+@functools.lru_cache(maxsize=256)
+def _minmax_plan(n_features, epsilon, delta):
+    """``(epsilon of each bound, of each half-width, noise multiplier of the sums)`` of DPMinMaxScaler."""
+    count = dpe.LaplaceDpEvent(1.0 / (COUNT_EPSILON_FRACTION * epsilon))
+    bound_each = _em_epsilon(n_features, MINMAX_BOUNDS_FRACTION * epsilon, delta, count)
+    bounds = _bound_events(bound_each, n_features, "bound")
+    width_each = _em_epsilon(
+        n_features, MINMAX_WIDTHS_FRACTION * epsilon, delta, dpe.ComposedDpEvent([count] + bounds)
+    )
+    prefix = [count] + bounds + _bound_events(width_each, n_features, "half-width")
+    return bound_each, width_each, _calibrate_sums(prefix, epsilon, delta, delta == 0)
+
+
+def _calibrate_sums(prefix, epsilon, delta, pure):
+    """Noise multiplier of the sums so that ``prefix`` plus the sums meet (epsilon, delta)."""
+    if pure:
+        return _pure_multiplier(prefix, epsilon)
+    return calibrate_noise_multiplier(
+        lambda m: dpe.ComposedDpEvent(prefix + [_sums_event(m, False)]), epsilon, delta
+    )
+
+
+class DPStandardScaler(_DPTransformer):
+    """Standardise features with a differentially private mean and standard deviation.
+
+    The private counterpart of scikit-learn's ``StandardScaler``:
+    ``transform(X) = (X - mean_) / scale_``, with ``mean_`` and ``scale_``
+    released with differential privacy.
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+        Privacy parameter epsilon in [1e-3, 100]; ``float("inf")`` computes
+        the exact statistics (not private, spends nothing, cannot be combined
+        with ``budget``).
+    delta : float, default=1e-5
+        Privacy parameter delta in [0, 1).  ``delta=0`` gives pure epsilon-DP
+        (Laplace noise on the sums instead of Gaussian).
+    bounds : "auto" or array-like, default="auto"
+        Public range of each feature, a ``(min, max)`` pair (for all
+        features) or one pair per feature; values are clipped to it for the
+        sums.  ``"auto"`` estimates a range per feature privately (45% of
+        epsilon: a DP median and a DP bound on the distance to it, see
+        :mod:`sklearn_dp._bounds`).  Given ranges cost nothing.
+    with_mean : bool, default=True
+        Centre the data (refused for sparse input, as in scikit-learn).
+    with_std : bool, default=True
+        Scale the data to unit variance.
+    clip : bool, default=True
+        ``transform`` clips values to each feature's range ``bounds_``
+        first, as the fit did: a noisy range then gives a bounded feature
+        (at worst a constant one), never an exploding one.
+    budget : PrivacyBudget or None, default=None
+        Shared budget, charged once per fit, before the data is read.
+    random_state : None, int, RandomState or Generator, default=None
+
+    Attributes
+    ----------
+    mean_ : ndarray of shape (n_features,)
+        DP mean (released even with ``with_mean=False``, which only skips
+        the centring in ``transform``).
+    var_ : ndarray of shape (n_features,)
+        DP variance.
+    scale_ : ndarray of shape (n_features,)
+        ``sqrt(var_)`` (ones when ``with_std=False``).
+    bounds_ : ndarray of shape (n_features, 2)
+        The range each feature was clipped to (given or released).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` has string column names.
+    privacy_spent_ : tuple of (float, float)
+    dp_event_ : dp_accounting.DpEvent
+
+    Privacy
+    -------
+    (epsilon, delta)-DP with respect to adding or removing one row of ``X``.
+    Public: the number of features, ``bounds`` when given, and the
+    parameters.  Releases, in order: the row count (Laplace, 5% of
+    epsilon); with ``bounds="auto"`` for each feature a DP median ``c_j``
+    and a DP bound ``h_j`` on ``|X[i, j] - c_j|`` (exponential mechanisms,
+    45% of epsilon together, composed by zCDP when that is tighter); then,
+    with ``u_ij = clip((X[i, j] - c_j) / h_j, -1, 1)``, the sums over the
+    rows of ``u_ij`` and ``u_ij^2`` for all features at once, as one
+    Gaussian mechanism of L2 sensitivity ``sqrt(2 d)`` (Laplace of L1
+    sensitivity ``2 d`` when ``delta=0``), calibrated so that the whole fit
+    meets (epsilon, delta).  ``mean_ = c + h * sum(u) / n~``,
+    ``var_ = h^2 * (sum(u^2) / n~ - (sum(u) / n~)^2)`` with the released count
+    ``n~``, the variance floored at the noise level of its estimate.
+    ``transform`` uses these released values only and costs nothing.
+
+    With few rows per feature the statistics are noisy (the standard
+    deviation falls back to about the feature's released range): see
+    ``docs/guide/choosing_parameters.md``.
+    """
+
+    _parameter_constraints = {
+        **_DPTransformer._privacy_parameter_constraints,
+        "bounds": [StrOptions({"auto"}), "array-like"],
+        "with_mean": ["boolean"],
+        "with_std": ["boolean"],
+        "clip": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        epsilon=1.0,
+        delta=1e-5,
+        *,
+        bounds="auto",
+        with_mean=True,
+        with_std=True,
+        clip=True,
+        budget=None,
+        random_state=None,
+    ):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.bounds = bounds
+        self.with_mean = with_mean
+        self.with_std = with_std
+        self.clip = clip
+        self.budget = budget
+        self.random_state = random_state
+
+    @restore_on_failure
+    def fit(self, X, y=None):
+        """Compute the DP mean and standard deviation of each feature.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : DPStandardScaler
+        """
+        self._validate_params()
+        self._check_privacy_request()
+        X = self._validate_fit(X, accept_sparse="csr")
+        if sp.issparse(X) and self.with_mean:
+            raise ValueError(
+                "Cannot center sparse matrices: pass with_mean=False instead (as in "
+                "scikit-learn's StandardScaler)."
+            )
+        d = X.shape[1]
+        auto = isinstance(self.bounds, str)
+        given = None if auto else _check_ranges(self.bounds, d, "bounds")
+        private = not math.isinf(self.epsilon)
+        pure = self.delta == 0
+        # The public plan: shares, events and noise, before the reservation.
+        epsilon_count = COUNT_EPSILON_FRACTION * self.epsilon if private else math.inf
+        prefix, epsilon_each, multiplier = [], math.inf, 0.0
+        if private:
+            epsilon_each, multiplier = _standard_plan(d, float(self.epsilon), float(self.delta), auto)
+            prefix = [dpe.LaplaceDpEvent(1.0 / epsilon_count)]
+            if auto:
+                prefix += _bound_events(epsilon_each, d, "bound")
+        plan_event = dpe.ComposedDpEvent(prefix + [_sums_event(multiplier, pure)]) if private else None
+        # One row moves the 2d sums of u and u^2 (each in [-1, 1] and [0, 1])
+        # by at most sqrt(2 d) in L2 and 2 d in L1.
+        sensitivity_l2, sensitivity_l1 = math.sqrt(2.0 * d), 2.0 * d
+
+        def release(X, rng):
+            count = release_count(X.shape[0], epsilon_count, rng)
+            if auto:
+                widths, events = _release_feature_bounds(X, epsilon_each, count.estimate, rng)
+                centers = np.zeros(d)
+            else:
+                lo, hi = given
+                centers, widths, events = (lo + hi) / 2.0, (hi - lo) / 2.0, []
+            sums = np.zeros(2 * d)
+            for j, column in feature_columns(X):
+                u = np.clip((column - centers[j]) / widths[j], -1.0, 1.0)
+                sums[j] = np.sum(u)
+                sums[d + j] = np.sum(u * u)
+            noisy = _noisy_sums(
+                sums, sensitivity_l2=sensitivity_l2, sensitivity_l1=sensitivity_l1,
+                multiplier=multiplier, pure=pure, rng=rng,
+                label="feature sums and sums of squares",
+            )
+            n = count.estimate
+            mean_u = np.clip(noisy[:d] / n, -1.0, 1.0)
+            square_u = np.clip(noisy[d:] / n, 0.0, 1.0)
+            # Floor the variance at the noise level of its estimate (public):
+            # with few rows per feature the scale falls back to about the
+            # released bound rather than to noise.
+            noise_std = multiplier * (sensitivity_l1 * math.sqrt(2.0) if pure else sensitivity_l2)
+            floor = max(noise_std / n, _MIN_RELATIVE_VARIANCE) if private else 0.0
+            var_u = np.clip(square_u - mean_u**2, floor, 1.0)
+            self.mean_ = centers + widths * mean_u
+            self.var_ = widths**2 * var_u
+            # A constant feature (exact fits only) keeps scale 1, as in scikit-learn.
+            scale = np.sqrt(self.var_)
+            self.scale_ = np.where(scale > 0, scale, 1.0) if self.with_std else np.ones(d)
+            self.bounds_ = np.column_stack([centers - widths, centers + widths])
+            if not private:
+                return None
+            return dpe.ComposedDpEvent([count.event] + events + [_sums_event(multiplier, pure)])
+
+        self._run_private(X, plan_event, release)
+        return self
+
+    def transform(self, X, copy=None):
+        """``(clip(X, bounds_) - mean_) / scale_`` (released statistics only: costs nothing).
+
+        With ``clip=True`` values are first clipped to the feature's range
+        ``bounds_``, as in the fit: a noisy bound then yields a bounded
+        feature (at worst a constant), never an exploding one.
+        """
+        check_is_fitted(self)
+        X = validate_data(
+            self, X, reset=False, accept_sparse="csr", dtype=[np.float64, np.float32],
+            copy=True if copy is None else copy,
+        )
+        if sp.issparse(X):
+            if self.with_mean:
+                raise ValueError("Cannot center sparse matrices: pass with_mean=False.")
+            X = sp.csr_matrix(X, copy=True)
+            if self.clip:
+                lo, hi = self.bounds_[:, 0], self.bounds_[:, 1]
+                np.clip(X.data, lo[X.indices], hi[X.indices], out=X.data)
+            return sp.csr_matrix(X @ sp.diags(1.0 / self.scale_))
+        if self.clip:
+            X = np.clip(X, self.bounds_[:, 0], self.bounds_[:, 1])
+        if self.with_mean:
+            X = X - self.mean_
+        return X / self.scale_
+
+    def inverse_transform(self, X, copy=None):
+        """Undo :meth:`transform`."""
+        check_is_fitted(self)
+        X = validate_data(
+            self, X, reset=False, accept_sparse="csr", dtype=[np.float64, np.float32],
+            copy=True if copy is None else copy,
+        )
+        if sp.issparse(X):
+            return sp.csr_matrix(X @ sp.diags(self.scale_))
+        X = X * self.scale_
+        return X + self.mean_ if self.with_mean else X
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = not self.with_mean
+        tags.input_tags.allow_nan = False
+        return tags
+
+
+#: Smallest variance of a feature relative to its squared released half-width
+#: (private fits; the noise level of the estimate is usually larger).
+_MIN_RELATIVE_VARIANCE = 1e-12
+
+
+def _pure_multiplier(prefix, epsilon):
+    """Laplace multiplier of the sums when everything is pure: the epsilon left after ``prefix``."""
+    spent = epsilon_of_event(dpe.ComposedDpEvent(prefix), 0.0) if prefix else 0.0
+    left = epsilon - spent
+    if left <= 0:
+        raise ValueError("No epsilon left for the noisy sums.")
+    # A hair more noise so that rounding cannot take the sum above epsilon.
+    return 1.0 / (left * (1.0 - 1e-9))
+
+
+class DPMinMaxScaler(_DPTransformer):
+    """Scale each feature to ``feature_range`` with a differentially private range.
+
+    The private counterpart of scikit-learn's ``MinMaxScaler``: each feature's
+    range ``[data_min_, data_max_]`` is released with differential privacy
+    and mapped to ``feature_range``; values outside it are clipped (``clip=True``).
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+        Privacy parameter epsilon in [1e-3, 100]; ``float("inf")`` computes
+        the exact ranges of the mechanism without noise (not private).
+    delta : float, default=1e-5
+        Privacy parameter delta in [0, 1).  The ranges are pure epsilon-DP;
+        with ``delta > 0`` their composition over the features is accounted
+        by zCDP when that is tighter (more epsilon per feature).
+    feature_range : tuple (min, max), default=(0, 1)
+    bounds : "auto" or array-like, default="auto"
+        ``"auto"``: release each feature's range privately.  A ``(min,
+        max)`` pair or one pair per feature: public ranges, used as the data
+        ranges; the fit then spends nothing (it is :class:`PublicRangeScaler`
+        with ``feature_range``).
+    clip : bool, default=True
+        Clip transformed values to ``feature_range`` (a released range does
+        not contain every value).
+    budget : PrivacyBudget or None, default=None
+    random_state : None, int, RandomState or Generator, default=None
+
+    Attributes
+    ----------
+    data_min_, data_max_, data_range_ : ndarray of shape (n_features,)
+        The released (or given) range of each feature.
+    scale_, min_ : ndarray of shape (n_features,)
+        ``transform(X) = X * scale_ + min_`` (then clipped), as in scikit-learn.
+    n_features_in_ : int
+    privacy_spent_ : tuple of (float, float)
+    dp_event_ : dp_accounting.DpEvent
+
+    Privacy
+    -------
+    epsilon-DP (and, with zCDP composition over many features,
+    (epsilon, delta)-DP) with respect to adding or removing one row.
+    Releases the row count (Laplace, 5% of epsilon), then for each feature
+    a DP median ``c_j`` and a DP bound ``h_j`` on ``|X[i, j] - c_j|``
+    (exponential mechanisms over public grids, see :mod:`sklearn_dp._bounds`);
+    the range is ``[c_j - h_j, c_j + h_j]``.  ``transform`` costs nothing.
+    The range is a robust one, not the exact minimum and maximum: it
+    excludes a sparse tail of extreme values (which are then clipped).
+    """
+
+    _parameter_constraints = {
+        **_DPTransformer._privacy_parameter_constraints,
+        "feature_range": [tuple],
+        "bounds": [StrOptions({"auto"}), "array-like"],
+        "clip": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        epsilon=1.0,
+        delta=1e-5,
+        *,
+        feature_range=(0, 1),
+        bounds="auto",
+        clip=True,
+        budget=None,
+        random_state=None,
+    ):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.feature_range = feature_range
+        self.bounds = bounds
+        self.clip = clip
+        self.budget = budget
+        self.random_state = random_state
+
+    @restore_on_failure
+    def fit(self, X, y=None):
+        """Release the range of each feature.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : DPMinMaxScaler
+        """
+        self._validate_params()
+        self._check_privacy_request()
+        low, high = self.feature_range
+        if not low < high:
+            raise ValueError(
+                f"Minimum of desired feature range must be smaller than maximum. Got {self.feature_range}."
+            )
+        X = self._validate_fit(X, accept_sparse=False)
+        d = X.shape[1]
+        auto = isinstance(self.bounds, str)
+        if not auto:
+            lo, hi = _check_ranges(self.bounds, d, "bounds")
+            self._set_range(lo, hi)
+            # Public ranges: nothing is read from the data; nothing is spent.
+            self.dp_event_ = dpe.NoOpDpEvent()
+            self.privacy_spent_ = (0.0, 0.0)
+            return self
+        private = not math.isinf(self.epsilon)
+        pure = self.delta == 0
+        epsilon_count = COUNT_EPSILON_FRACTION * self.epsilon if private else math.inf
+        prefix, bound_each, width_each, multiplier = [], math.inf, math.inf, 0.0
+        if private:
+            bound_each, width_each, multiplier = _minmax_plan(
+                d, float(self.epsilon), float(self.delta)
+            )
+            prefix = (
+                [dpe.LaplaceDpEvent(1.0 / epsilon_count)]
+                + _bound_events(bound_each, d, "bound")
+                + _bound_events(width_each, d, "half-width")
+            )
+        plan_event = dpe.ComposedDpEvent(prefix + [_sums_event(multiplier, pure)]) if private else None
+        # One row moves the d sums of u (each in [-1, 1]) by sqrt(d) in L2, d in L1.
+        sensitivity_l2, sensitivity_l1 = math.sqrt(d), float(d)
+
+        def release(X, rng):
+            count = release_count(X.shape[0], epsilon_count, rng)
+            bounds, bound_events = _release_feature_bounds(X, bound_each, count.estimate, rng)
+            sums = np.zeros(d)
+            for j, column in feature_columns(X):
+                sums[j] = np.sum(np.clip(column / bounds[j], -1.0, 1.0))
+            noisy = _noisy_sums(
+                sums, sensitivity_l2=sensitivity_l2, sensitivity_l1=sensitivity_l1,
+                multiplier=multiplier, pure=pure, rng=rng, label="feature sums",
+            )
+            centers = bounds * np.clip(noisy / count.estimate, -1.0, 1.0)
+            widths, width_events = _release_feature_bounds(
+                X, width_each, count.estimate, rng, what="half-width", centers=centers
+            )
+            self._set_range(centers - widths, centers + widths)
+            if not private:
+                return None
+            return dpe.ComposedDpEvent(
+                [count.event] + bound_events + width_events + [_sums_event(multiplier, pure)]
+            )
+
+        self._run_private(X, plan_event, release)
+        return self
+
+    def _set_range(self, lo, hi):
+        low, high = self.feature_range
+        self.data_min_ = np.asarray(lo, dtype=float)
+        self.data_max_ = np.asarray(hi, dtype=float)
+        self.data_range_ = self.data_max_ - self.data_min_
+        self.scale_ = (high - low) / self.data_range_
+        self.min_ = low - self.data_min_ * self.scale_
+
+    def transform(self, X):
+        """``X * scale_ + min_``, clipped to ``feature_range`` if ``clip`` (costs nothing)."""
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], copy=True)
+        X = X * self.scale_ + self.min_
+        if self.clip:
+            X = np.clip(X, self.feature_range[0], self.feature_range[1])
+        return X
+
+    def inverse_transform(self, X):
+        """Undo :meth:`transform` (clipped values stay at the range's ends)."""
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], copy=True)
+        return (X - self.min_) / self.scale_
+
+
+class PublicRangeScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """Map documented public ranges to [-1, 1]; costs no privacy.
+
+    ``transform(X) = clip(2 * (X - lo) / (hi - lo) - 1, -1, 1)`` per feature,
+    with ``ranges`` known *without looking at the data* (a data sheet, a
+    sensor's specification, a questionnaire's scale).  After it every row
+    has L2 norm at most ``sqrt(n_features)``: a public ``data_norm``.
+
+    Parameters
+    ----------
+    ranges : array-like of shape (n_features, 2) or (2,)
+        ``(min, max)`` of each feature, or one pair for all features.
+    clip : bool, default=True
+        Clip values outside the range to [-1, 1] (keeps ``sqrt(n_features)``
+        a true bound on the row norms).
+
+    Attributes
+    ----------
+    scale_, offset_ : ndarray of shape (n_features,)
+        ``transform(X) = X * scale_ + offset_`` (then clipped).
+    n_features_in_ : int
+    privacy_spent_ : (0.0, 0.0)
+    dp_event_ : NoOpDpEvent
+
+    Privacy
+    -------
+    Nothing is released: ``fit`` reads the input's shape only (its public
+    schema).  Ranges computed from the data (``X.min(axis=0)``) are not
+    public; use :class:`DPMinMaxScaler` for those.
+    """
+
+    _parameter_constraints = {
+        "ranges": ["array-like"],
+        "clip": ["boolean"],
+    }
+
+    def __init__(self, ranges=(-1.0, 1.0), *, clip=True):
+        self.ranges = ranges
+        self.clip = clip
+
+    def fit(self, X, y=None):
+        """Check the ranges against the input's number of features (reads nothing else).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : PublicRangeScaler
+        """
+        self._validate_params()
+        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32])
+        lo, hi = _check_ranges(self.ranges, X.shape[1])
+        self.scale_ = 2.0 / (hi - lo)
+        self.offset_ = -1.0 - lo * self.scale_
+        self.dp_event_ = dpe.NoOpDpEvent()
+        self.privacy_spent_ = (0.0, 0.0)
+        return self
+
+    def transform(self, X):
+        """Map each feature's public range to [-1, 1] (costs nothing)."""
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=[np.float64, np.float32])
+        if sp.issparse(X):
+            if np.any(self.offset_ != 0):
+                raise ValueError(
+                    "PublicRangeScaler: sparse input keeps its zeros only for ranges symmetric "
+                    "around 0 (min = -max); densify X or use symmetric ranges."
+                )
+            X = sp.csr_matrix(X @ sp.diags(self.scale_))
+            if self.clip:
+                np.clip(X.data, -1.0, 1.0, out=X.data)
+            return X
+        X = X * self.scale_ + self.offset_
+        return np.clip(X, -1.0, 1.0) if self.clip else X
+
+    def inverse_transform(self, X):
+        """Map [-1, 1] back to the public ranges."""
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=[np.float64, np.float32])
+        if sp.issparse(X):
+            return sp.csr_matrix(X @ sp.diags(1.0 / self.scale_))
+        return (X - self.offset_) / self.scale_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.requires_fit = True
+        return tags

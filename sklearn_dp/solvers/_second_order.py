@@ -1,0 +1,470 @@
+"""Private second-order optimisation of smooth GLM losses (``dp_newton``).
+
+A few Newton steps, each on a noisy gradient sum and a noisy Hessian sum
+(Ganesh, Haghifam, Steinke and Thakurta, "Faster differentially private
+convex optimization via second-order methods", NeurIPS 2023).  The noisy
+Hessian's eigenvalues are raised to a public floor (proportional to the
+spectral norm of its own noise), so that a step never divides by noise.
+
+All releases are full-batch Gaussian mechanisms, so the whole fit composes
+exactly into one Gaussian mechanism (no accountant slack); the budget is split
+between gradient and Hessian releases by a public share of the precision
+``1 / sigma^2``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from dp_accounting import dp_event as dpe
+
+from .. import _noise, accounting
+from .._kernels import curvature_bound, newton_sums, svec, unsvec
+from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
+from ._gradient_descent import gradient_bound
+
+__all__ = [
+    "dp_newton",
+    "plan_dp_newton",
+    "check_dp_newton",
+    "newton_multipliers",
+    "hessian_noise_norm",
+    "modified_newton_direction",
+    "modified_eigendecomposition",
+    "DEFAULT_NEWTON_STEPS",
+    "DEFAULT_HESSIAN_SHARE",
+    "DEFAULT_HESSIAN",
+    "DEFAULT_FLOOR_SCALE",
+    "MAX_HESSIAN_SIZE",
+    "AUTO_MAX_COLUMNS",
+    "AUTO_SSP_ENTRYWISE_MAX_FEATURES",
+    "second_order_fits",
+]
+
+#: Default number of steps (each: one gradient release and, with
+#: ``hessian="exact"``, one Hessian release).  Measured in
+#: ``benchmarks/bench_speed.py`` and docs/solvers/second_order.md: five
+#: accelerated steps on the released Gram matrix reach the non-private
+#: accuracy at n >= 1e4, and more steps only add noise.
+DEFAULT_NEWTON_STEPS = 5
+
+#: Default curvature model: the Gram matrix released once (see dp_newton).
+DEFAULT_HESSIAN = "bound"
+
+#: Default share of the fit's precision (``1 / sigma^2`` of the one Gaussian
+#: the fit composes into) that goes to the Hessian releases.
+DEFAULT_HESSIAN_SHARE = 0.25
+
+#: Default eigenvalue modification and floor (in units of the curvature
+#: noise's expected spectral norm), per loss.  The log-loss's curvature bound
+#: has slack away from 0 (``p (1 - p) <= 1/4``), and a low floor (eigenvalues
+#: clipped at 0.3 noise norms) lets the steps move along flat directions; the
+#: squared loss's bound is its Hessian, so noise that lowers an eigenvalue
+#: makes the step overshoot: two noise norms are added to every eigenvalue,
+#: which keeps the model a majorant with high probability.  Huber's bound is
+#: its Hessian on the inliers, with a clipped (small) gradient: half a noise
+#: norm added.  Measured in docs/solvers/second_order.md.
+DEFAULT_FLOOR = {"log_loss": ("clip", 0.3), "squared": ("add", 2.0), "huber": ("add", 0.5)}
+DEFAULT_FLOOR_SCALE = 0.3
+
+#: Relative floor that stays without noise (epsilon=inf), times the
+#: largest curvature ``curvature_bound * R^2``: keeps steps finite along
+#: directions the data does not span.
+RELATIVE_FLOOR = 1e-8
+
+#: Largest Hessian (coefficients x outputs) dp_newton releases: its svec has
+#: m (m + 1) / 2 entries and each step decomposes it (O(m^3)).
+MAX_HESSIAN_SIZE = 3000
+
+#: Widest design (features plus intercept) for which ``solver="auto"`` picks
+#: the second-order solvers (dp_newton, dp_ssp): their d x d Gram matrix
+#: costs about d / 16 gradient passes (a symmetric rank-k product against
+#: memory-bound mat-vecs), so beyond ~1000 columns it costs more than
+#: dp_gd's 100 steps.
+AUTO_MAX_COLUMNS = 1000
+
+#: Widest X for which ``solver="auto"`` picks ``dp_ssp`` when rows are bounded
+#: entrywise (``DPLasso``): the L2 bound that ``feature_bound`` implies grows
+#: as sqrt(d), and the Gram release's noise relative to the data as
+#: d^1.5 / n; at d = 30 it beats dp_cd from n ~ 1e4 (benchmarks).
+AUTO_SSP_ENTRYWISE_MAX_FEATURES = 64
+
+
+def second_order_fits(public, max_columns=AUTO_MAX_COLUMNS):
+    """Whether a fit's public setting is narrow enough for ``auto`` to pick dp_newton / dp_ssp.
+
+    ``public`` is the estimator's ``PublicSetting`` (n_features,
+    fit_intercept): public inputs only, never the row count.
+    """
+    if public is None:
+        return False
+    return public.n_features + int(public.fit_intercept) <= max_columns
+
+
+_HESSIANS = ("exact", "bound")
+_MOMENTA = ("auto", "nesterov", None)
+_MODIFICATIONS = ("auto", "clip", "add")
+
+
+def _check_options(*, hessian, hessian_share, eigenvalue, floor_scale, momentum="auto",
+                   hessian_steps=None, n_params=None):
+    if momentum not in _MOMENTA:
+        raise ValueError(f"momentum must be one of {_MOMENTA}, got {momentum!r}.")
+    if hessian_steps is not None and not (
+        isinstance(hessian_steps, (int, np.integer)) and hessian_steps >= 1
+    ):
+        raise ValueError(f"hessian_steps must be an integer >= 1, got {hessian_steps!r}.")
+    if hessian not in _HESSIANS:
+        raise ValueError(f"hessian must be one of {_HESSIANS}, got {hessian!r}.")
+    if eigenvalue not in _MODIFICATIONS:
+        raise ValueError(f"eigenvalue must be one of {_MODIFICATIONS}, got {eigenvalue!r}.")
+    if hessian_share is not None and not (
+        isinstance(hessian_share, (int, float)) and 0.0 < hessian_share < 1.0
+    ):
+        raise ValueError(f"hessian_share must be a float in (0, 1), got {hessian_share!r}.")
+    if floor_scale is not None and not (
+        isinstance(floor_scale, (int, float)) and math.isfinite(floor_scale) and floor_scale >= 0
+    ):
+        raise ValueError(f"floor_scale must be a finite float >= 0, got {floor_scale!r}.")
+    if n_params is not None and n_params > MAX_HESSIAN_SIZE:
+        what = ("a Gram matrix of (features plus intercept)" if hessian == "bound" else
+                "a Hessian of (features plus intercept) x classes")
+        raise ValueError(
+            f"dp_newton releases {what} = {n_params} rows and columns; it supports at most "
+            f"{MAX_HESSIAN_SIZE}. Use dp_gd for wider problems."
+        )
+
+
+def check_dp_newton(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
+    """Public checks of dp_newton's options (run before the reservation)."""
+    hessian = options.get("hessian", DEFAULT_HESSIAN)
+    n_columns = public.n_features + int(public.fit_intercept)
+    _check_options(
+        hessian=hessian,
+        hessian_share=options.get("hessian_share"),
+        eigenvalue=options.get("eigenvalue", "auto"),
+        floor_scale=options.get("floor_scale"),
+        momentum=options.get("momentum", "auto"),
+        hessian_steps=options.get("hessian_steps"),
+        n_params=_curvature_size(hessian, n_columns, n_outputs),
+    )
+
+
+def _curvature_size(hessian, n_columns, n_outputs):
+    """Rows of the matrix dp_newton releases and decomposes."""
+    return n_columns if hessian == "bound" else n_columns * int(n_outputs)
+
+
+def _constant_hessian(loss):
+    return loss is not None and loss.name == "squared"
+
+
+def _hessian_releases(n_steps, hessian, loss, hessian_steps=None):
+    """How many Hessian releases a fit makes: one for the bound or a constant Hessian."""
+    if hessian == "bound" or _constant_hessian(loss):
+        return 1
+    return int(n_steps) if hessian_steps is None else max(1, min(int(hessian_steps), n_steps))
+
+
+def newton_multipliers(epsilon, delta, n_steps, n_hessian, hessian_share):
+    """``(sigma_gradient, sigma_hessian, sigma_total)``: noise multipliers of one release each.
+
+    The ``n_steps`` gradient releases and ``n_hessian`` Hessian releases are
+    full-batch Gaussian mechanisms: they compose exactly into one Gaussian of
+    multiplier ``(n_steps / sg^2 + n_hessian / sh^2)^(-1/2)``, set to
+    ``sigma_total``, the smallest multiplier of one Gaussian meeting
+    ``(epsilon, delta)`` (analytic Gaussian mechanism).  The Hessian releases
+    get ``hessian_share`` of the precision ``1 / sigma_total^2``.
+    """
+    total = accounting.gaussian_noise_multiplier(epsilon, delta, 1)
+    if total == 0.0:
+        return 0.0, 0.0, 0.0
+    sg = total * math.sqrt(n_steps / (1.0 - hessian_share))
+    sh = total * math.sqrt(n_hessian / hessian_share)
+    return sg, sh, total
+
+
+def plan_dp_newton(
+    n_samples, n_params, epsilon, delta, *, max_iter=None, hessian=DEFAULT_HESSIAN,
+    hessian_share=None, hessian_steps=None, loss=None,
+):
+    """Privacy plan of ``dp_newton``: ``T`` gradient and ``T`` (or 1) Hessian Gaussian releases.
+
+    ``noise_multiplier`` is the gradient releases' multiplier; ``details``
+    holds the Hessian's.  The event is the composition of the two kinds of
+    releases (dp_accounting folds it into one Gaussian, exactly).
+    """
+    n_steps = int(DEFAULT_NEWTON_STEPS if max_iter is None else max_iter)
+    share = DEFAULT_HESSIAN_SHARE if hessian_share is None else float(hessian_share)
+    n_hessian = _hessian_releases(n_steps, hessian, loss, hessian_steps)
+    details = dict(hessian=hessian, hessian_share=share, hessian_releases=n_hessian)
+    if math.isinf(epsilon):
+        details["hessian_multiplier"] = 0.0
+        return PrivacyPlan(dpe.NonPrivateDpEvent(), 0.0, n_steps, details)
+    sg, sh, total = newton_multipliers(epsilon, delta, n_steps, n_hessian, share)
+    details.update(hessian_multiplier=sh, total_multiplier=total)
+    event = dpe.ComposedDpEvent([
+        accounting.gaussian_steps_event(sg, n_steps),
+        accounting.gaussian_steps_event(sh, n_hessian),
+    ])
+    return PrivacyPlan(event, sg, n_steps, details)
+
+
+def hessian_noise_norm(noise_std, size):
+    """Expected spectral norm of the symmetric noise ``unsvec(N(0, s^2 I))`` of a ``size``-square matrix.
+
+    Diagonal variance ``s^2``, off-diagonal ``s^2 / 2``: a Wigner matrix whose
+    spectrum fills ``[-sqrt(2 m) s, sqrt(2 m) s]`` (semicircle law).
+    """
+    return math.sqrt(2.0 * size) * float(noise_std)
+
+
+def modified_eigendecomposition(H, floor, eigenvalue="clip"):
+    """``(mod(lambda), V)`` for ``H = V diag(lambda) V^T``: see :func:`modified_newton_direction`."""
+    lam, V = np.linalg.eigh(H)
+    if eigenvalue == "clip":
+        lam = np.maximum(lam, floor)
+    else:
+        lam = np.maximum(lam, 0.0) + floor
+    return lam, V
+
+
+def modified_newton_direction(H, g, floor, eigenvalue="clip"):
+    """``V diag(1 / mod(lambda)) V^T g`` for the eigen-decomposition ``H = V diag(lambda) V^T``.
+
+    ``"clip"`` raises every eigenvalue to ``floor``; ``"add"`` adds ``floor``
+    to every eigenvalue after raising negative ones to 0.  Post-processing of
+    released values only.
+    """
+    lam, V = modified_eigendecomposition(H, floor, eigenvalue)
+    return V @ ((V.T @ g) / lam[:, None])
+
+
+def dp_newton(
+    data,
+    loss,
+    *,
+    n_outputs,
+    alpha,
+    epsilon,
+    delta,
+    max_iter=None,
+    clip_norm=None,
+    hessian=DEFAULT_HESSIAN,
+    hessian_share=None,
+    eigenvalue="auto",
+    floor_scale=None,
+    hessian_steps=None,
+    momentum="auto",
+    random_state=None,
+    verbose=0,
+):
+    """Private (quasi-)Newton steps on the L2-penalised average loss of a smooth GLM.
+
+    Minimises ``mean_i l(x_i @ W, y_i) + alpha / 2 * ||W[penalized]||^2``
+    with ``max_iter`` steps ``W <- V - H~^{-1} g~(V)`` from ``W = 0``, where
+
+    * ``g~(V)`` is the noisy sum of per-sample gradients at ``V`` (each
+      clipped to ``clip_norm``) divided by the public ``data.normalizer``,
+      plus the penalty's gradient;
+    * ``H~`` is a noisy curvature matrix divided by the normaliser, plus
+      ``alpha`` on the penalised coefficients, with its eigenvalues raised to
+      the floor ``max(floor_scale * nu, 1e-8 * beta R^2)`` (``nu`` the
+      expected spectral norm of its noise, :func:`hessian_noise_norm`;
+      ``beta R^2`` the largest curvature one row can have), so that no step
+      divides by noise;
+    * ``V`` is the iterate, or with ``momentum="nesterov"`` Nesterov's
+      look-ahead point ``W_t + k / (k + 3) (W_t - W_{t-1})``, restarted
+      (``k = 0``) whenever a step goes uphill for the noisy gradient
+      (O'Donoghue and Candes 2015).
+
+    The curvature matrix (``hessian``):
+
+    * ``"bound"`` (default): the Gram matrix ``X~^T X~``, released once,
+      times ``curvature_bound(loss)`` (for the multinomial loss ``I_K (x)
+      X~^T X~ / 2``): an upper bound on every Hessian of the loss (Boehning
+      and Lindsay 1988), so without noise each step minimises a quadratic
+      majorant (monotone descent) and Nesterov's momentum accelerates it.
+      One release for the whole fit: less noise per release than a Hessian
+      per step, and one O(n d^2) pass instead of one per step.  This is the
+      improvement the benchmark supports (docs/solvers/second_order.md).
+    * ``"exact"``: the Hessian sum at the current point, released at each of
+      the first ``hessian_steps`` steps (default: every step; later steps
+      reuse the last one), as in Ganesh et al. (2023); for the squared loss,
+      whose Hessian is constant, once.
+
+    Parameters
+    ----------
+    data : BoundedData
+        Rows bounded in L2 by ``data.row_norm_bound`` (intercept included).
+    loss : GLMLoss
+        ``log_loss`` (binary or multinomial), ``squared`` (with a residual
+        bound, or give ``clip_norm``) or ``huber``.
+    n_outputs : int
+    alpha : float
+        L2 penalty on the average loss (0 for none).
+    epsilon, delta : float
+        Target guarantee; ``epsilon=inf`` takes the same steps without noise.
+    max_iter : int, optional
+        Number of steps; default ``DEFAULT_NEWTON_STEPS`` (5).
+    clip_norm : float, optional
+        Per-sample gradient clip, at most the loss's bound; default half of
+        it when private (as the first-order solvers), none without noise.
+    hessian : {"bound", "exact"}, default="bound"
+    hessian_share : float in (0, 1), optional
+        Share of the precision spent on the curvature releases; default
+        ``DEFAULT_HESSIAN_SHARE`` (0.25).
+    hessian_steps : int, optional
+        With ``hessian="exact"``: how many steps release a fresh Hessian.
+    eigenvalue : {"auto", "clip", "add"}, default="auto"
+        The eigenvalue modification (see :func:`modified_newton_direction`);
+        ``"auto"``: ``DEFAULT_FLOOR`` of the loss (``"clip"`` for the
+        log-loss, ``"add"`` for the squared and Huber losses).
+    floor_scale : float, optional
+        The floor in units of the curvature noise's spectral norm; default
+        from ``DEFAULT_FLOOR`` (0.3 for the log-loss, 2 for the squared
+        loss, 0.5 for the Huber loss).
+    momentum : {"auto", "nesterov", None}, default="auto"
+        ``"auto"``: Nesterov with ``hessian="bound"``, none with ``"exact"``.
+    random_state : None, int, RandomState or Generator
+    verbose : int
+
+    Returns
+    -------
+    SolverResult
+
+    Privacy
+    -------
+    (epsilon, delta)-DP under add/remove-one neighbouring.  Each step
+    releases the sum of clipped per-sample gradients (L2 sensitivity ``C``,
+    the clip) with ``N(0, (sigma_g C)^2)`` noise per entry.  The curvature
+    releases are ``svec`` of a symmetric matrix (the diagonal, then sqrt(2)
+    times the upper triangle: its L2 norm is the Frobenius norm of the
+    matrix) with ``N(0, (sigma_h S)^2)`` noise per entry, where ``S``
+    bounds the Frobenius norm of one row's term: ``R^2`` for ``X~^T X~``
+    (``hessian="bound"``), ``curvature_bound * R^2`` for the Hessian sum
+    ``sum_i A_i (x) x_i x_i^T`` (``A_i`` the loss's curvature in the scores:
+    1/4 for the binary and 1/2 for the multinomial log-loss in Frobenius
+    norm, 1 for the squared and Huber losses; ``R`` the row bound, intercept
+    column included).  All releases are full-batch Gaussian mechanisms and
+    compose exactly into one Gaussian of multiplier ``sigma``, the smallest
+    meeting (epsilon, delta) by the analytic Gaussian mechanism; the public
+    ``hessian_share`` of ``1 / sigma^2`` goes to the curvature releases.
+    Averages divide by ``data.normalizer`` (the estimators' DP count; the
+    row count itself is never used), and the floor is a function of public
+    values and that count.  The steps, the momentum and its restarts, the
+    eigen-decompositions and the verbose lines (norms of noisy gradients and
+    steps) are post-processing; the number of steps is public.
+    """
+    if curvature_bound(loss) is None:
+        raise ValueError(
+            f"dp_newton needs a smooth GLM loss (log_loss, squared, huber); got {loss.name!r}."
+        )
+    design, y = data.design, data.y
+    n_columns = design.n_columns
+    n_params = n_columns * n_outputs
+    _check_options(hessian=hessian, hessian_share=hessian_share, eigenvalue=eigenvalue,
+                   floor_scale=floor_scale, momentum=momentum, hessian_steps=hessian_steps,
+                   n_params=_curvature_size(hessian, n_columns, n_outputs))
+    if momentum == "auto":
+        momentum = "nesterov" if hessian == "bound" else None
+    default_eigenvalue, default_floor = DEFAULT_FLOOR.get(loss.name, ("clip", DEFAULT_FLOOR_SCALE))
+    if eigenvalue == "auto":
+        eigenvalue = default_eigenvalue
+    if floor_scale is None:
+        floor_scale = default_floor
+    private = not math.isinf(epsilon)
+    plan = plan_dp_newton(
+        data.n_public, n_params, epsilon, delta, max_iter=max_iter, hessian=hessian,
+        hessian_share=hessian_share, hessian_steps=hessian_steps, loss=loss,
+    )
+    clip = gradient_bound(loss, data.row_norm_bound, clip_norm, private=private)
+    R2 = float(data.row_norm_bound) ** 2
+    beta = curvature_bound(loss)
+    if hessian == "bound":
+        hessian_sensitivity = R2
+    else:
+        hessian_sensitivity = beta * R2
+    sigma_h = plan.details["hessian_multiplier"]
+    gradient_std = plan.noise_multiplier * clip
+    hessian_std = sigma_h * hessian_sensitivity
+    normalizer = float(data.normalizer)
+    # Expected spectral norm of the noise of the averaged Hessian (for
+    # "bound": of the noise on curvature_bound * G, the same on every class block).
+    if hessian == "bound":
+        nu = hessian_noise_norm(hessian_std * beta / normalizer, n_columns)
+    else:
+        nu = hessian_noise_norm(hessian_std / normalizer, n_params)
+    floor = max(
+        float(floor_scale) * nu,
+        RELATIVE_FLOOR * beta * R2,
+    )
+    penalized = np.tile(data.penalized, n_outputs)  # class-major, as W.ravel("F")
+    rng = make_rng(random_state)
+    progress = Progress("dp_newton", plan.n_steps, verbose)
+
+    W = np.zeros((n_columns, n_outputs))
+    W_previous = W
+    since_restart = 0
+    H_avg = eigen = None
+    hessian_releases = plan.details["hessian_releases"]
+    released_hessians = 0
+    for t in range(plan.n_steps):
+        need_hessian = released_hessians < hessian_releases
+        if need_hessian:
+            released_hessians += 1
+        # Nesterov's look-ahead point, with O'Donoghue and Candes's restart
+        # (below): post-processing of released gradients.
+        V = W
+        if momentum == "nesterov" and since_restart > 0:
+            V = W + (since_restart / (since_restart + 3.0)) * (W - W_previous)
+        if need_hessian and hessian == "bound":
+            g_sum, _ = newton_sums(design, y, V, loss, clip, data.row_norms, hessian=False)
+            gram = _noise.gaussian(
+                svec(design.gram()), sensitivity=hessian_sensitivity, noise_std=hessian_std,
+                rng=rng, label="gram matrix",
+            )
+            # One block for all classes: the bound is I_K (x) beta G.
+            H_avg = unsvec(gram, n_columns) * (beta / normalizer)
+        else:
+            g_sum, H_sum = newton_sums(
+                design, y, V, loss, clip, data.row_norms, hessian=need_hessian
+            )
+        g_noisy = _noise.gaussian(
+            g_sum, sensitivity=clip, noise_std=gradient_std, rng=rng,
+            label="clipped gradient sum",
+        )
+        if need_hessian and hessian == "exact":
+            released = _noise.gaussian(
+                svec(H_sum), sensitivity=hessian_sensitivity, noise_std=hessian_std, rng=rng,
+                label="hessian sum",
+            )
+            H_avg = unsvec(released, n_params) / normalizer
+        if need_hessian:
+            H = H_avg.copy()
+            block_penalized = data.penalized if hessian == "bound" else penalized
+            H[np.diag_indices(H.shape[0])] += alpha * block_penalized
+            eigen = modified_eigendecomposition(H, floor, eigenvalue)
+        grad = g_noisy / normalizer
+        grad[data.penalized] += alpha * V[data.penalized]
+        lam, vectors = eigen
+        if hessian == "bound":  # the same block for every class
+            step = vectors @ ((vectors.T @ grad) / lam[:, None])
+        else:  # class-major coefficients, as W.ravel("F")
+            flat = grad.ravel(order="F")
+            step = (vectors @ ((vectors.T @ flat) / lam)).reshape(grad.shape, order="F")
+        W_next = V - step
+        check_finite_iterate(W_next, "dp_newton")
+        if momentum == "nesterov":
+            # Restart the momentum when the step goes uphill for the (noisy) gradient.
+            uphill = float(np.sum(grad * (W_next - W))) > 0
+            since_restart = 0 if uphill else since_restart + 1
+        W_previous, W = W, W_next
+        progress(t + 1, grad_norm=float(np.linalg.norm(grad)),
+                 step_norm=float(np.linalg.norm(step)))
+    plan.details.update(
+        clip_norm=clip, noise_std=gradient_std, hessian_noise_std=hessian_std,
+        hessian_sensitivity=hessian_sensitivity, eigenvalue=eigenvalue, floor=floor,
+    )
+    return SolverResult(coef=W, n_iter=plan.n_steps, plan=plan)

@@ -1,0 +1,357 @@
+"""Private bounds ("auto"): exact utilities, sensitivities, noise scales, DP of the output law, audit.
+
+The bound mechanisms are exponential mechanisms over public grids, so their
+output distribution is explicit: the tests compute it exactly on
+neighbouring data sets (add/remove one row) and check the privacy-loss ratio
+of every output against the claim, beside the sensitivity and scale checks
+and a statistical audit.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor, PrivacyBudget, _bounds
+from sklearn_dp._bounds import (
+    CENTER_GRID,
+    GRID,
+    center_utilities,
+    planned_events,
+    release_center,
+    release_range,
+    release_upper_bound,
+    row_linf_norms,
+    upper_bound_utilities,
+)
+from sklearn_dp._data import row_l2_norms
+from sklearn_dp.accounting import EXPONENTIAL_MECHANISM, PureEpsilonDpEvent, epsilon_of_event
+from sklearn_dp.testing import audit_mechanism, trace_releases
+
+
+def brute_upper_utilities(scores, n_public, window=None):
+    """The utility of the module docstring, written out candidate by candidate."""
+    scores = np.asarray(scores, dtype=float)
+    window = _bounds.WINDOW if window is None else window
+    K = GRID.size
+    out = np.empty(K)
+    for k, b in enumerate(GRID):
+        clipped = np.sum(scores > b)
+        small = np.sum(scores < b / window)
+        out[k] = -(clipped + small) - _bounds.TILT * n_public * k / K
+    return out
+
+
+def brute_center_utilities(values):
+    values = np.asarray(values, dtype=float)
+    return np.array([-abs(np.sum(values <= c) - values.size / 2) for c in CENTER_GRID])
+
+
+def em_log_probabilities(utilities, scale):
+    from scipy.special import logsumexp
+
+    z = np.asarray(utilities, dtype=float) / scale
+    return z - logsumexp(z)
+
+
+def em_probabilities(utilities, scale):
+    return np.exp(em_log_probabilities(utilities, scale))
+
+
+SCORES = st.lists(
+    st.one_of(
+        st.floats(0, 1e12, allow_nan=False),
+        st.sampled_from([0.0, 1e-300, 5e-324, 1e-8, 1.0, 1e8, 1e300, math.inf]),
+    ),
+    min_size=0,
+    max_size=30,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(scores=SCORES, n_public=st.floats(0, 1e4), window=st.sampled_from([None, 2.0, 4.0]))
+def test_upper_bound_utilities_are_exact(scores, n_public, window):
+    np.testing.assert_allclose(
+        upper_bound_utilities(scores, n_public, window=window),
+        brute_upper_utilities(scores, n_public, window),
+        rtol=1e-12,
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=st.lists(st.floats(-1e12, 1e12), max_size=30))
+def test_center_utilities_are_exact(values):
+    np.testing.assert_allclose(center_utilities(values), brute_center_utilities(values))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    scores=SCORES, row=SCORES.map(lambda s: s[:1] or [0.0]), n_public=st.floats(0, 1e4),
+    window=st.sampled_from([1.5, 2.0, 4.0, 10.0]),
+)
+def test_upper_bound_utility_sensitivity_one_and_monotone(scores, row, n_public, window):
+    # Adding a row (the public count is the same: a released value) lowers
+    # every utility by 0 or 1: sensitivity 1, monotone (for any window > 1).
+    before = upper_bound_utilities(scores, n_public, window=window)
+    after = upper_bound_utilities(list(scores) + row, n_public, window=window)
+    change = after - before
+    assert np.all(change <= 1e-9) and np.all(change >= -1 - 1e-9)
+
+
+@settings(max_examples=100, deadline=None)
+@given(values=st.lists(st.floats(-1e12, 1e12), max_size=30), row=st.floats(-1e300, 1e300))
+def test_center_utility_sensitivity_one_half(values, row):
+    change = center_utilities(list(values) + [row]) - center_utilities(values)
+    assert np.max(np.abs(change)) <= 0.5 + 1e-12
+
+
+@pytest.mark.parametrize("epsilon", [0.05, 0.5, 2.0])
+def test_releases_go_through_the_gateway_with_exact_scales(epsilon):
+    rng = np.random.default_rng(0)
+    scores = rng.lognormal(size=50)
+    with trace_releases() as trace:
+        bound = release_upper_bound(scores, epsilon=epsilon, n_public=50.0, rng=rng, label="x")
+        center = release_center(scores, epsilon=epsilon, rng=rng, label="c")
+    upper, middle = trace.releases
+    assert upper.mechanism == middle.mechanism == "exponential"
+    # Monotone utility of sensitivity 1: scale 1 / epsilon.
+    assert upper.sensitivity == 1.0 and upper.scale == pytest.approx(1.0 / epsilon, rel=1e-15)
+    np.testing.assert_array_equal(upper.value, upper_bound_utilities(scores, 50.0))
+    assert bound.value == GRID[upper.output]
+    # Median: sensitivity 1/2, not monotone: scale 2 * (1/2) / epsilon.
+    assert middle.sensitivity == 0.5 and middle.scale == pytest.approx(1.0 / epsilon, rel=1e-15)
+    assert center.value == CENTER_GRID[middle.output]
+    assert bound.events == [PureEpsilonDpEvent(epsilon, f"{EXPONENTIAL_MECHANISM}: x")]
+    assert center.events == [PureEpsilonDpEvent(epsilon, f"{EXPONENTIAL_MECHANISM}: c")]
+
+
+def test_infinite_epsilon_is_the_argmax_without_event():
+    scores = np.linspace(1.0, 3.0, 100)
+    bound = release_upper_bound(scores, epsilon=math.inf, n_public=100, rng=None, label="x")
+    assert bound.events == [] and 3.0 <= bound.value <= 3.0 * 10 ** (1 / 8)
+
+
+def test_output_law_matches_the_claimed_probabilities():
+    # 20000 draws against exp(epsilon * u) / Z: the noise scale is the claimed one.
+    rng = np.random.default_rng(1)
+    scores = rng.lognormal(size=30)
+    epsilon = 0.3
+    expected = em_probabilities(upper_bound_utilities(scores, 30.0), 1.0 / epsilon)
+    draws = [
+        release_upper_bound(scores, epsilon=epsilon, n_public=30.0, rng=rng, label="x").value
+        for _ in range(20000)
+    ]
+    counts = np.array([np.sum(np.asarray(draws) == b) for b in GRID])
+    keep = expected * 20000 >= 5
+    observed = np.append(counts[keep], counts[~keep].sum())
+    wanted = np.append(expected[keep], expected[~keep].sum()) * 20000
+    if wanted[-1] == 0:
+        observed, wanted = observed[:-1], wanted[:-1]
+    assert stats.chisquare(observed, wanted).pvalue > 1e-3
+
+
+HOSTILE_SCORES = [0.0, 5e-324, 1e-9, 1.0, 3.0, 1e6, 1e9, 1e300, math.inf]
+
+
+@pytest.mark.parametrize("hostile", HOSTILE_SCORES)
+@pytest.mark.parametrize("epsilon", [0.1, 1.0, 5.0])
+@pytest.mark.parametrize("n", [1, 5, 200])
+@pytest.mark.parametrize("window", [2.0, 10.0])
+def test_upper_bound_is_epsilon_dp_and_bounded_range_exactly(hostile, epsilon, n, window):
+    # The exact output law on D and on D plus one hostile row: every
+    # log-ratio within [-epsilon, epsilon], and its range at most epsilon
+    # (epsilon-bounded range, hence epsilon^2 / 8-zCDP).
+    rng = np.random.default_rng(n)
+    scores = rng.lognormal(mean=0.5, sigma=1.0, size=n)
+    n_public = float(n)  # a released count: the same on both (adaptive composition)
+    log_p = em_log_probabilities(
+        upper_bound_utilities(scores, n_public, window=window), 1.0 / epsilon
+    )
+    log_q = em_log_probabilities(
+        upper_bound_utilities(np.append(scores, hostile), n_public, window=window), 1.0 / epsilon
+    )
+    ratio = log_p - log_q
+    assert np.max(np.abs(ratio)) <= epsilon * (1 + 1e-9)
+    assert np.max(ratio) - np.min(ratio) <= epsilon * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("hostile", [-1e300, -5.0, 0.0, 1.0, 1e12])
+@pytest.mark.parametrize("epsilon", [0.1, 1.0])
+def test_center_is_epsilon_dp_exactly(hostile, epsilon):
+    rng = np.random.default_rng(0)
+    values = rng.normal(3.0, 2.0, size=21)
+    log_p = em_log_probabilities(center_utilities(values), 1.0 / epsilon)
+    log_q = em_log_probabilities(center_utilities(np.append(values, hostile)), 1.0 / epsilon)
+    assert np.max(np.abs(log_p - log_q)) <= epsilon * (1 + 1e-9)
+
+
+def test_release_range_spends_half_on_each_part():
+    rng = np.random.default_rng(0)
+    y = rng.normal(300.0, 50.0, size=2000)
+    with trace_releases() as trace:
+        center, width, events = release_range(y, epsilon=0.4, n_public=2000.0, rng=rng, label="r")
+    assert [r.scale for r in trace.releases] == [pytest.approx(1 / 0.2)] * 2
+    assert [e.epsilon for e in events] == [pytest.approx(0.2)] * 2
+    # About 2 standard deviations (see the module docstring of _bounds).
+    assert 200 < center < 400 and 80 < width < 1000
+    # The half-width is a bound on the distances to the released centre.
+    np.testing.assert_array_equal(trace.releases[1].value, upper_bound_utilities(np.abs(y - center), 2000.0))
+
+
+def test_row_linf_norms_dense_and_sparse():
+    import scipy.sparse as sp
+
+    X = np.array([[1.0, -5.0, 0.0], [0.0, 0.0, 0.0], [-7.0, 2.0, 3.0]])
+    np.testing.assert_array_equal(row_linf_norms(X), [5.0, 0.0, 7.0])
+    np.testing.assert_array_equal(row_linf_norms(sp.csr_matrix(X)), [5.0, 0.0, 7.0])
+    assert row_linf_norms(np.zeros((2, 0))).tolist() == [0.0, 0.0]
+
+
+def test_audit_of_the_bound_mechanism_stays_below_the_claim():
+    # D: no rows; D': one row of norm 1e4.  On D the output is nearly
+    # uniform; on D' every candidate outside [1e4, 1e5) loses one unit of
+    # utility, so P(1e4 <= bound < 1e5) rises by about e^epsilon: the
+    # statistic is that event.  Positive control: three times less noise.
+    epsilon = 1.0
+
+    def statistic(bound):
+        return 1.0 if 1e4 <= bound < 1e5 else 0.0
+
+    def gateway(with_canary, seed):
+        rng = np.random.default_rng(seed)
+        scores = np.array([1e4]) if with_canary else np.zeros(0)
+        return statistic(
+            release_upper_bound(scores, epsilon=epsilon, n_public=1.0, rng=rng, label="x").value
+        )
+
+    def under_noised(with_canary, seed):
+        rng = np.random.default_rng(seed)
+        scores = np.array([1e4]) if with_canary else np.zeros(0)
+        utilities = upper_bound_utilities(scores, 1.0)
+        index = int(np.argmax(3.0 * epsilon * utilities + rng.gumbel(size=utilities.shape)))
+        return statistic(GRID[index])
+
+    result = audit_mechanism(gateway, claimed_epsilon=epsilon, delta=0.0, n_runs=4000)
+    assert result.epsilon_lower_bound <= epsilon
+    assert result.epsilon_lower_bound > 0.3  # the audit has power at the claim's scale
+    control = audit_mechanism(under_noised, claimed_epsilon=epsilon, delta=0.0, n_runs=4000)
+    assert control.epsilon_lower_bound > epsilon
+
+
+# --------------------------------------------------------------------------
+# Estimators with "auto" bounds
+# --------------------------------------------------------------------------
+
+
+def _classification(n=400, scale=1000.0):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, 3)) * scale + scale
+    y = (X[:, 0] > scale).astype(int)
+    return X, y
+
+
+def test_logistic_auto_bound_is_released_and_accounted():
+    X, y = _classification()
+    budget = PrivacyBudget(2.0, 1e-5)
+    with trace_releases() as trace:
+        model = DPLogisticRegression(epsilon=1.0, classes=[0, 1], budget=budget, random_state=0).fit(X, y)
+    labels = [r.label for r in trace.releases]
+    assert labels[:2] == ["row count", "row norm bound"]
+    bound = trace.releases[1]
+    epsilon_rest = 1.0
+    share = _bounds.BOUNDS_EPSILON_FRACTION * epsilon_rest
+    assert bound.scale == pytest.approx(1.0 / share) and bound.sensitivity == 1.0
+    np.testing.assert_array_equal(
+        bound.value,
+        upper_bound_utilities(
+            row_l2_norms(X), trace.releases[0].used, window=_bounds.CLASSIFIER_ROW_WINDOW
+        ),
+    )
+    assert model.data_norm_ == GRID[bound.output]
+    assert model.intercept_scaling_ == model.data_norm_
+    assert model.feature_bound_ is None
+    events = model.dp_event_.events
+    assert events[1] == PureEpsilonDpEvent(share, f"{EXPONENTIAL_MECHANISM}: row norm bound")
+    assert epsilon_of_event(model.dp_event_, 1e-5) <= 1.0 + 1e-9
+    assert [e.status for e in budget.ledger] == ["completed"]
+    assert planned_events(("data_norm", False), (share, 0.0)) == [events[1]]
+    # Raw features in the thousands: the old default (data_norm=1) clipped
+    # every row to nothing; the released bound is of the rows' size.
+    assert 1e3 < model.data_norm_ < 1e5
+
+
+def test_given_bounds_cost_nothing_and_release_nothing():
+    X, y = _classification(scale=1.0)
+    with trace_releases() as trace:
+        model = DPLogisticRegression(
+            epsilon=1.0, classes=[0, 1], data_norm=2.0, random_state=0
+        ).fit(X, y)
+    assert [r.label for r in trace.releases][:1] == ["row count"]
+    assert all("bound" not in r.label for r in trace.releases)
+    assert model.data_norm_ == 2.0 and model.intercept_scaling_ == 2.0
+    assert not any(
+        isinstance(e, PureEpsilonDpEvent) for e in model.dp_event_.events
+    )
+
+
+def test_regressor_auto_label_range_centres_and_scales_labels():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 4))
+    y = 250.0 + X @ np.array([30.0, -20.0, 10.0, 0.0]) + rng.normal(0, 5, size=3000)
+    with trace_releases() as trace:
+        model = DPSCORegressor(epsilon=2.0, random_state=0).fit(X, y)
+    labels = [r.label for r in trace.releases]
+    assert labels[:4] == [
+        "row count", "row norm bound", "label range (centre)", "label range (half-width)"
+    ]
+    share = _bounds.BOUNDS_EPSILON_FRACTION * 2.0
+    assert trace.releases[2].scale == pytest.approx(2.0 / share)
+    assert trace.releases[3].scale == pytest.approx(2.0 / share)
+    np.testing.assert_array_equal(trace.releases[2].value, center_utilities(y))
+    spread = np.abs(y - model.y_center_)
+    np.testing.assert_array_equal(
+        trace.releases[3].value,
+        upper_bound_utilities(spread, trace.releases[0].used, window=_bounds.LABEL_WINDOW),
+    )
+    assert model.y_center_ == CENTER_GRID[trace.releases[2].output]
+    assert model.y_bound_ == GRID[trace.releases[3].output]
+    assert 150 < model.y_center_ < 350 and model.y_bound_ < 1000
+    assert model.score(X, y) > 0.8
+    assert epsilon_of_event(model.dp_event_, 1e-5) <= 2.0 + 1e-9
+    # Labels in natural units: the old default y_bound=1 clipped every label.
+    old = DPSCORegressor(epsilon=2.0, data_norm=1.0, y_bound=1.0, random_state=0).fit(X, y)
+    assert old.score(X, y) < 0
+
+
+def test_lasso_auto_feature_bound_is_one_release():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-30, 30, size=(2000, 5))
+    y = X[:, 0] / 30 + 0.1 * rng.normal(size=2000)
+    with trace_releases() as trace:
+        model = DPLasso(epsilon=2.0, radius=0.1, random_state=0).fit(X, y)
+    labels = [r.label for r in trace.releases]
+    assert labels[:4] == ["row count", "feature bound", "label range (centre)", "label range (half-width)"]
+    np.testing.assert_array_equal(
+        trace.releases[1].value,
+        upper_bound_utilities(
+            np.max(np.abs(X), axis=1), trace.releases[0].used, window=_bounds.REGRESSOR_ROW_WINDOW
+        ),
+    )
+    assert np.all(model.feature_bound_ == GRID[trace.releases[1].output])
+    assert 20 < model.feature_bound_[0] < 300
+
+
+def test_zcdp_budget_reserves_the_bound_release():
+    # The bound's epsilon is known before the data: a zCDP budget charges
+    # its epsilon^2 / 8 in the reservation, and the completed event costs no more.
+    from sklearn_dp.accounting import zcdp_rho
+
+    X, y = _classification()
+    budget = PrivacyBudget(5.0, 1e-5, composition="zcdp")
+    model = DPLogisticRegression(epsilon=1.0, classes=[0, 1], budget=budget, random_state=0).fit(X, y)
+    entry = budget.ledger[0]
+    assert entry.status == "completed"
+    assert entry.rho == pytest.approx(zcdp_rho(model.dp_event_), rel=1e-9)
