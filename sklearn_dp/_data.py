@@ -254,7 +254,7 @@ def _entrywise(X, bound):
     for start, stop in block_ranges(n, d, X.nnz if sp.issparse(X) else None):
         if sp.issparse(X):
             lo, hi = X.indptr[start], X.indptr[stop]
-            data = np.asarray(X.data[lo:hi], dtype=np.float64)
+            data = X.data[lo:hi]  # a view: compared in its own dtype (exact)
             index = X.indices[lo:hi]
             column_bound = bound[index]
             magnitude = np.abs(data)
@@ -268,9 +268,12 @@ def _entrywise(X, bound):
             huge_rows.append(huge)
             moderate = over & ~np.isin(entry_rows, huge)
             r, c = entry_rows[moderate], index[moderate]
-            v, b = data[moderate], column_bound[moderate]
+            v, b = np.asarray(data[moderate], dtype=np.float64), column_bound[moderate]
         else:
-            block = np.asarray(X[start:stop], dtype=np.float64)
+            # |x| in X's own dtype (exact) compared with the float64 bounds
+            # (numpy compares in float64): a float32 X gets no float64 copy
+            # of its block, only the few values beyond the bound are converted.
+            block = X[start:stop]
             magnitude = np.abs(block)
             over = magnitude > bound
             if not np.any(over):
@@ -279,10 +282,13 @@ def _entrywise(X, bound):
             huge_rows.append(start + np.flatnonzero(huge))
             over[huge] = False
             r, c = np.nonzero(over)
-            v, b = block[r, c], bound[c]
+            v, b = np.asarray(block[r, c], dtype=np.float64), bound[c]
             r = r + start
         if indptr is None:
-            indptr = np.zeros(n + 1, dtype=np.int64)  # entries per row, then their cumulative sum
+            # Entries per row, then their cumulative sum; int32 when every index
+            # fits, so scipy keeps the array instead of converting a copy.
+            index_dtype = np.int32 if n * d < 2**31 - 1 else np.int64
+            indptr = np.zeros(n + 1, dtype=index_dtype)
         indptr[start + 1 : stop + 1] += np.bincount(r - start, minlength=stop - start)
         cols.append(c.astype(np.int32))
         values.append(v - np.clip(v, -b, b))

@@ -179,7 +179,12 @@ class Design:
         else:
             Z = np.asarray(self.X @ W, dtype=np.float64)
         if self.excess is not None:
-            Z -= np.asarray(self.excess @ W)
+            # By blocks of rows: no second (n, k) temporary.
+            excess = self.excess
+            for start, stop in block_ranges(self.n_rows, self.n_features, excess.nnz):
+                lo, hi = excess.indptr[start], excess.indptr[stop]
+                if hi > lo:
+                    Z[start:stop] -= np.asarray(excess[start:stop] @ W)
         if self.patch_rows is not None:
             Z[self.patch_rows] = np.asarray(self.patch @ W)
         return Z

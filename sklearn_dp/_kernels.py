@@ -321,6 +321,10 @@ def block_row_norms(X_block):
     return row_l2_norms(X_block)
 
 
+#: Rows per chunk of a pass that needs no n-vector (the intercept column of dp_cd).
+_CHUNK_ROWS = 8192
+
+
 def block_clipped_gradient_sum(X_block, Z_rows, y_rows, loss, block_bound):
     """Sum over rows of the block-restricted per-sample gradients, each clipped to ``block_bound``.
 
@@ -331,20 +335,47 @@ def block_clipped_gradient_sum(X_block, Z_rows, y_rows, loss, block_bound):
     copy of the block's columns, which may hold only the rows where the block is non-zero
     (sparse data; the others contribute nothing), or an operator on the block's columns of
     the bounded design (:class:`~sklearn_dp._design.ColumnView`: no copy, products through
-    the whole design).
+    the whole design).  For one column and one output the per-sample gradient
+    is the scalar ``D_i x_i`` and its clip is ``np.clip`` to ``[-block_bound,
+    block_bound]`` (the same value up to rounding, and within the bound exactly).
 
     Returns
     -------
     ndarray of shape (X_block.shape[1], n_outputs)
     """
+    if (
+        Z_rows.shape[1] == 1
+        and X_block.shape[1] == 1
+        and getattr(X_block, "features", None) is not None
+        and not X_block.features.size
+    ):
+        # The intercept column alone (a ColumnView of the constant column c):
+        # the per-sample gradient is D_i c, clipped as below, by chunks of rows
+        # (no n-vector).
+        total = 0.0
+        for start in range(0, Z_rows.shape[0], _CHUNK_ROWS):
+            stop = start + _CHUNK_ROWS
+            terms = loss.derivative(Z_rows[start:stop], y_rows[start:stop])[:, 0]
+            terms *= X_block.design.intercept
+            if block_bound is not None and np.isfinite(block_bound):
+                np.clip(terms, -block_bound, block_bound, out=terms)
+            total += terms.sum()
+        return np.array([[total]])
     D = loss.derivative(Z_rows, y_rows)  # a new array (losses never return a view)
     if X_block.shape[0] == 0:
         return np.zeros((X_block.shape[1], D.shape[1]))
     # In place where possible: a step holds few n-vectors at once.
     if D.shape[1] == 1 and isinstance(X_block, np.ndarray) and X_block.shape[1] == 1:
-        # One column: |D_i| * |x_i| = |D_i x_i| exactly (rounding is symmetric in sign).
-        norms = np.multiply(D[:, 0], X_block[:, 0])
-        np.abs(norms, out=norms)
+        # One column, one output: the per-sample gradient is the scalar D_i x_i,
+        # clipped to [-block_bound, block_bound] (every term within the bound
+        # exactly, so the sum moves by at most block_bound when a row is added
+        # or removed), summed pairwise in float64 (no BLAS call, whose threads
+        # cost more than an n-vector pass on a busy machine).
+        terms = D[:, 0]
+        np.multiply(terms, X_block[:, 0], out=terms)
+        if block_bound is not None and np.isfinite(block_bound):
+            np.clip(terms, -block_bound, block_bound, out=terms)
+        return np.array([[terms.sum()]])
     else:
         if D.shape[1] == 1:
             norms = np.abs(D[:, 0])

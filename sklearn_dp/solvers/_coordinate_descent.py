@@ -627,6 +627,9 @@ class _ColumnBlocks:
 def _block_product(X_block, change):
     """``X_block @ change`` for a copied block or a ColumnView (float64)."""
     if hasattr(X_block, "matmul"):
+        if getattr(X_block, "features", None) is not None and not X_block.features.size:
+            # The intercept column alone: a constant for every row (broadcast, no n-vector).
+            return X_block.design.intercept * change[-1:]
         return X_block.matmul(change)
     if not sp.issparse(X_block) and X_block.shape[1] == 1:
         return X_block * change  # one product per entry: no BLAS call for an outer product
@@ -885,7 +888,9 @@ def dp_cd(
 
     W = np.zeros((n_columns, n_outputs))
     steps_done = 0
+    Z = None
     for _ in range(n_outer):
+        Z = None  # the old scores go before the new ones are made
         Z = design.matmul(W)
         # Lazy running sum of the averaged iterates theta^(s+1)..theta^K (s = 0,
         # or half the run for the tail average): column j's current value has
