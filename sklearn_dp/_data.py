@@ -260,6 +260,7 @@ def _entrywise(X, bound):
             magnitude = np.abs(data)
             over = magnitude > column_bound
             if not np.any(over):
+                magnitude = over = None
                 continue
             entry_rows = np.repeat(
                 np.arange(start, stop), np.diff(X.indptr[start : stop + 1])
@@ -277,6 +278,7 @@ def _entrywise(X, bound):
             magnitude = np.abs(block)
             over = magnitude > bound
             if not np.any(over):
+                magnitude = over = None
                 continue
             huge = np.any(magnitude > EXCESS_FACTOR * bound, axis=1)
             huge_rows.append(start + np.flatnonzero(huge))
@@ -292,6 +294,7 @@ def _entrywise(X, bound):
         indptr[start + 1 : stop + 1] += np.bincount(r - start, minlength=stop - start)
         cols.append(c.astype(np.int32))
         values.append(v - np.clip(v, -b, b))
+        magnitude = over = None  # freed before the next block's are made
     cols = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int32)
     values = np.concatenate(values) if values else np.zeros(0)
     huge_rows = np.concatenate(huge_rows) if huge_rows else np.zeros(0, dtype=np.intp)

@@ -288,13 +288,17 @@ class Design:
                 G[:d, :d] += np.asarray((block.T @ block).toarray())
             else:
                 if factor is not None:
-                    block = block * factor[:, None]
+                    if np.shares_memory(block, self.X):
+                        block = block * factor[:, None]
+                    else:  # already a copy (a converted float32 block): scale it in place
+                        block *= factor[:, None]
                 G[:d, :d] += block.T @ block
             if self.intercept is not None:
                 # sum_i w_i s_i x_i = sum_i (sqrt(w_i) s_i x_i) sqrt(w_i)
                 weight_root = np.ones(stop - start) if root is None else root
                 column += np.asarray(block.T @ weight_root).ravel()
                 total += float(stop - start) if w is None else float(w[start:stop].sum())
+            block = None  # freed before the next block is made (one block alive at a time)
         if self.intercept is not None:
             G[:d, d] = self.intercept * column
             G[d, :d] = self.intercept * column
@@ -318,6 +322,7 @@ class Design:
             else:
                 G[:d, :d] += block.T @ (weight[:, None] * block)
                 column += block.T @ cross[start:stop]
+            block = None  # one block alive at a time
         if self.intercept is not None:
             G[:d, d] = self.intercept * column
             G[d, :d] = self.intercept * column
@@ -518,6 +523,7 @@ class Design:
                 norms[start:stop] = abs(block).max(axis=1).toarray().ravel()
             else:
                 norms[start:stop] = np.max(np.abs(block), axis=1) if block.shape[1] else 0.0
+            block = None  # one block alive at a time
         return norms
 
     def row_norms(self, ord=2):
