@@ -79,6 +79,20 @@ def clip_scale(norms, clip_norm, out=None):
 # --------------------------------------------------------------------------
 
 
+def _product(X, W):
+    """``X @ W`` for a matrix or a bounded design (:class:`~sklearn_dp._design.Design`)."""
+    if hasattr(X, "matmul"):
+        return X.matmul(W)
+    return np.asarray(X @ W)
+
+
+def _transpose_product(X, D):
+    """``X.T @ D`` for a matrix or a bounded design (accumulated in float64)."""
+    if hasattr(X, "rmatmul"):
+        return X.rmatmul(D)
+    return np.asarray(X.T @ D)
+
+
 def l2_clipped_derivatives(X, y, W, loss, clip_norm, row_norms):
     """Per-sample ``dl/dz``, each scaled so that the gradient ``outer(x_i, D_i)`` has norm <= ``clip_norm``.
 
@@ -106,7 +120,7 @@ def l2_clipped_derivatives(X, y, W, loss, clip_norm, row_norms):
     ``||D_i|| * ||x_i||``, so clipping it rescales ``D_i`` by the scalar
     :func:`clip_scale` gives.
     """
-    D = loss.derivative(np.asarray(X @ W), y)
+    D = loss.derivative(_product(X, W), y)
     if clip_norm is not None and np.isfinite(clip_norm):
         norms = np.sqrt(np.einsum("ij,ij->i", D, D)) * row_norms
         D = D * clip_scale(norms, clip_norm)[:, None]
@@ -122,7 +136,9 @@ def clipped_gradient_sum(X, y, W, loss, clip_norm, row_norms, sample_weight=None
 
     Parameters
     ----------
-    X : ndarray or sparse matrix of shape (n_samples, n_features)
+    X : ndarray, sparse matrix or Design of shape (n_samples, n_features)
+        A bounded design (:class:`~sklearn_dp._design.Design`) is used
+        through its products, without a copy of the caller's X.
     y : ndarray of shape (n_samples,)
     W : ndarray of shape (n_features, n_outputs)
     loss : GLMLoss
@@ -149,7 +165,7 @@ def clipped_gradient_sum(X, y, W, loss, clip_norm, row_norms, sample_weight=None
     D = l2_clipped_derivatives(X, y, W, loss, clip_norm, row_norms)
     if sample_weight is not None:
         D = D * sample_weight[:, None]
-    return np.asarray(X.T @ D)
+    return _transpose_product(X, D)
 
 
 def svrg_snapshot_sum(X, y, W_snapshot, loss, clip_norm, row_norms):
@@ -166,7 +182,7 @@ def svrg_snapshot_sum(X, y, W_snapshot, loss, clip_norm, row_norms):
     D : ndarray of shape (n_samples, n_outputs)
     """
     D = l2_clipped_derivatives(X, y, W_snapshot, loss, clip_norm, row_norms)
-    return np.asarray(X.T @ D), D
+    return _transpose_product(X, D), D
 
 
 def svrg_difference_sum(X, y, W, loss, clip_norm, row_norms, D_snapshot, bound):
@@ -200,7 +216,7 @@ def svrg_difference_sum(X, y, W, loss, clip_norm, row_norms, D_snapshot, bound):
     diff = l2_clipped_derivatives(X, y, W, loss, clip_norm, row_norms) - D_snapshot
     norms = np.sqrt(np.einsum("ij,ij->i", diff, diff)) * row_norms
     diff = diff * clip_scale(norms, bound)[:, None]
-    return np.asarray(X.T @ diff)
+    return _transpose_product(X, diff)
 
 
 # --------------------------------------------------------------------------
