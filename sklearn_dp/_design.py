@@ -175,7 +175,15 @@ class Design:
     def _features_dot(self, W):
         """Bounded (before ``row_scale``) features times W, (n, k) float64."""
         if self.dtype == np.float32:
-            Z = np.asarray(self.X @ W.astype(np.float32)).astype(np.float64)
+            with np.errstate(over="ignore", invalid="ignore"):
+                Z = np.asarray(self.X @ W.astype(np.float32)).astype(np.float64)
+            # A float32 product overflows (inf, or inf - inf = NaN) for rows of huge
+            # entries that float64 represents exactly, and that the row scale brings
+            # back within the bound: such rows are recomputed in float64, so one
+            # hostile row can never turn a score (hence a release) into inf or NaN.
+            bad = np.flatnonzero(~np.all(np.isfinite(Z), axis=1))
+            if bad.size:
+                Z[bad] = np.asarray(_float64(self.X[bad]) @ W)
         else:
             Z = np.asarray(self.X @ W, dtype=np.float64)
         if self.excess is not None:

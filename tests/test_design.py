@@ -196,3 +196,50 @@ def test_gram_with_weights_of_any_sign_and_small_blocks(sparse, dtype, monkeypat
         w = np.ones(1000) if weights is None else weights
         np.testing.assert_allclose(data.design.gram(weights), reference.T @ (w[:, None] * reference),
                                    rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_float32_rows_keep_their_bound_exactly(sparse):
+    """float32 X is never rounded after clipping: the bounded values (and every product
+    the solvers use) are float64 functions of the exact float32 entries, so the stated
+    bounds hold as for float64 input, with no float32 margin needed.
+
+    Checked exactly: entrywise bounds with no slack; L2 row norms, recomputed in
+    extended precision, within a few float64 ulps of the bound; and the L2 clipped
+    gradient sum through the design moves by at most the clip when a hostile float32
+    row is added."""
+    from sklearn_dp._kernels import clipped_gradient_sum
+    from sklearn_dp._losses import SquaredLoss
+
+    rng = np.random.default_rng(5)
+    n, d = 400, 6
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    # Values just above the bounds (in float32) and huge ones.
+    X[0] = np.nextafter(np.float32(1.0), np.float32(2.0))
+    X[1, 0] = np.float32(3e38)
+    X[2] = np.float32(0.4082483)  # ||row|| ~ 1.0000001 in float32 terms
+    X[3, 2] = np.float32(-1e-30)
+    bound = 1.0
+    Xin = sp.csr_matrix(X) if sparse else X
+    linf = bound_data(Xin, np.zeros(n), fit_intercept=True, geometry="linf", feature_bound=bound)
+    assert linf.design.dtype == np.float32  # no float64 copy of X
+    values = linf.design.toarray()
+    assert np.all(np.abs(values[:, :d]) <= bound)  # exact, no slack
+    l2 = bound_data(Xin, np.zeros(n), fit_intercept=False, geometry="l2", data_norm=bound)
+    rows = l2.design.toarray().astype(np.longdouble)
+    norms = np.sqrt(np.sum(rows * rows, axis=1))
+    assert np.all(norms <= bound * (1 + 4 * np.finfo(np.float64).eps))
+    # The clipped sum through the design (as dp_gd / dp_sgd use it) and a hostile row.
+    hostile = np.full((1, d), np.float32(3e38))
+    X_plus = np.vstack([X, hostile])
+    X_plus = sp.csr_matrix(X_plus) if sparse else X_plus
+    y = rng.normal(size=n)
+    y_plus = np.append(y, 1e6)
+    W = rng.normal(size=(d, 1))
+    clip = 0.5
+    sums = []
+    for Xs, ys in ((Xin, y), (X_plus, y_plus)):
+        data = bound_data(Xs, ys, fit_intercept=False, geometry="l2", data_norm=bound)
+        sums.append(clipped_gradient_sum(data.design, ys, W, SquaredLoss(), clip, data.row_norms))
+    change = np.linalg.norm(sums[1] - sums[0])
+    assert change <= clip * (1 + 1e-12) + 1e-12 * np.abs(sums[0]).sum()
