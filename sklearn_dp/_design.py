@@ -477,7 +477,9 @@ class Design:
                 keep, rows = keep[outside], rows[outside]
             position = position[keep]
             # Group by column; rows stay ascending within a column (stable sort).
-            order = np.argsort(position, kind="stable")
+            # (16-bit keys sort by radix: several times faster than timsort on int32.)
+            key = position.astype(np.uint16) if m <= 65535 else position
+            order = np.argsort(key, kind="stable")
             position = position[order]
             block_counts = np.bincount(position, minlength=m)
             first = np.cumsum(block_counts) - block_counts
