@@ -233,8 +233,12 @@ def lasso_methods():
 
     return [
         Method("sklearn Lasso", lambda e, s: Lasso(alpha=LASSO_ALPHA), reference=True),
-        Method("default (auto: dp_ssp)", dp(),
-               solver_path=_solver_path("dp_ssp", "squared", dict(kind="lasso"))),
+        # auto: dp_ssp up to 64 features (delta > 0), dp_cd beyond; the solver
+        # path follows the same rule.
+        Method("default (auto: dp_ssp / dp_cd)", dp(),
+               solver_path=lambda X, y: _solver_path(
+                   "dp_ssp" if X.shape[1] <= 64 else "dp_cd", "squared", dict(kind="lasso")
+               )(X, y)),
         Method("dp_cd (old default)", dp("dp_cd")),
     ]
 
