@@ -890,7 +890,7 @@ def dp_cd(
     steps_done = 0
     Z = None
     for _ in range(n_outer):
-        Z = None  # the old scores go before the new ones are made
+        Z = None  # the old scores go before the new ones are made (one n-vector, not two)
         Z = design.matmul(W)
         # Lazy running sum of the averaged iterates theta^(s+1)..theta^K (s = 0,
         # or half the run for the tail average): column j's current value has

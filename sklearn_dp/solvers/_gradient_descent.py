@@ -463,6 +463,9 @@ def dp_gd(
     SolverResult
         ``n_iter`` is T; ``info["gradient_evaluations"]`` is ``n_public * T``
         (from the public stand-in for n, not the true row count).
+        Each step is two products with the bounded design (``data.design``:
+        an operator on the caller's X, no clipped or intercept-augmented
+        copy; float32 stays float32, sums accumulate in float64).
 
     Raises
     ------

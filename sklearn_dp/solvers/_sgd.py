@@ -174,7 +174,9 @@ def dp_sgd(
     Returns
     -------
     SolverResult
-        The average of the iterates of the second half of the run.
+        The average of the iterates of the second half of the run.  A step
+        copies its batch's rows of X only (``data.design.rows``), never a
+        clipped or intercept-augmented X.
 
     Privacy
     -------
