@@ -463,6 +463,9 @@ def dp_gd(
     SolverResult
         ``n_iter`` is T; ``info["gradient_evaluations"]`` is ``n_public * T``
         (from the public stand-in for n, not the true row count).
+        Each step is two products with the bounded design (``data.design``:
+        an operator on the caller's X, no clipped or intercept-augmented
+        copy; float32 stays float32, sums accumulate in float64).
 
     Raises
     ------
@@ -494,8 +497,10 @@ def dp_gd(
     the progress lines, which print the norm of the noisy averaged gradient,
     and any exception) is a function of public values and of the releases.
     """
-    X, y = data.X, data.y
-    n_columns = X.shape[1]
+    # The bounded design as an operator on the caller's X: no clipped,
+    # scaled or intercept-augmented copy (float32 stays float32).
+    X, y = data.design, data.y
+    n_columns = X.n_columns
     if loss.smoothness is None:
         raise ValueError(f"dp_gd needs a smooth loss; {loss.name!r} is not smooth.")
     check_dp_gd_options(

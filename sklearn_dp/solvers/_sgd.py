@@ -174,7 +174,9 @@ def dp_sgd(
     Returns
     -------
     SolverResult
-        The average of the iterates of the second half of the run.
+        The average of the iterates of the second half of the run.  A step
+        copies its batch's rows of X only (``data.design.rows``), never a
+        clipped or intercept-augmented X.
 
     Privacy
     -------
@@ -200,7 +202,9 @@ def dp_sgd(
         max_iter=max_iter, batch_size=batch_size, step_size=step_size, clip_norm=clip_norm,
         momentum=momentum, radius=radius,
     )
-    X, y = data.X, data.y
+    # The bounded design as an operator on the caller's X: a step copies its
+    # batch's rows only (Design.rows), never a clipped or augmented X.
+    X, y = data.design, data.y
     n_samples, n_columns = X.shape
     plan = plan_dp_sgd(
         data.n_public, n_columns * n_outputs, epsilon, delta, batch_size=batch_size, max_iter=max_iter
@@ -222,7 +226,7 @@ def dp_sgd(
 
     def batch_gradient_sum(V):
         batch = _noise.poisson_sample(n_samples, rate, rng)
-        return clipped_gradient_sum(X[batch], y[batch], V, loss, bound, data.row_norms[batch])
+        return clipped_gradient_sum(X.rows(batch), y[batch], V, loss, bound, data.row_norms[batch])
 
     W, W_tail = noisy_descent(
         batch_gradient_sum,

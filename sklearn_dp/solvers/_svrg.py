@@ -639,7 +639,8 @@ def _noisy_prox_svrg(
     ``restart=False`` continues from the last iterate (DP-SVRG++).  The
     snapshot of the next epoch is the average of this epoch's iterates.
     """
-    X, y, row_norms = data.X, data.y, data.row_norms
+    # The bounded design as an operator on the caller's X (a batch copies its rows only).
+    X, y, row_norms = data.design, data.y, data.row_norms
     n_samples, n_columns = X.shape
     shape = (n_columns, n_outputs)
     details = plan.details
@@ -669,7 +670,7 @@ def _noisy_prox_svrg(
             bound = _difference_bound(difference_bound, clip, row_smoothness, W, W_snapshot)
             bounds_used.append(bound)
             noisy = difference_release(
-                X[batch], y[batch], row_norms[batch], D_snapshot[batch],
+                X.rows(batch), y[batch], row_norms[batch], D_snapshot[batch],
                 W, loss, clip, bound, multiplier, rng,
             )
             direction = noisy / expected_batch + snapshot_gradient
@@ -852,7 +853,7 @@ def dp_svrg(
     )
     plan = plan_dp_svrg(
         data.n_public,
-        data.X.shape[1] * n_outputs,
+        data.design.n_columns * n_outputs,
         epsilon,
         delta,
         loss=loss,
@@ -944,7 +945,7 @@ def dp_svrg_pp(
     )
     plan = plan_dp_svrg_pp(
         data.n_public,
-        data.X.shape[1] * n_outputs,
+        data.design.n_columns * n_outputs,
         epsilon,
         delta,
         loss=loss,
