@@ -990,8 +990,10 @@ class BaseDPEstimator(BaseEstimator):
             # is fully adaptive composition, for which only basic composition
             # (or a zCDP/RDP filter) is proven.  Such solvers get the
             # basic-composition share.
-            adaptive = solver_event(share) != plan_event_before_data(problem, share, kwargs)
-            return floor if adaptive else share
+            if solver_event(share) == plan_event_before_data(problem, share, kwargs):
+                return share
+            solver_event(floor)  # the plan the solver will make (and cache) at that share
+            return floor
 
         def plan_event_before_data(problem, epsilon_part, kwargs):
             plan = plan_for(problem, None, epsilon_part, planned, kwargs)
