@@ -84,18 +84,15 @@ def _gap(value, optimum):
 # Measured at epsilon=inf (relative objective gap at the defaults); the ones
 # above 1% are the documented exceptions.  dp_gd (1.6% / 1.04% with 100 steps)
 # and dp_newton (2.8% with 5 steps) now default to more steps without noise
-# (400 and 10: gaps 0.0% / 0.24% and 0.0%).
+# (400 and 10: gaps 0.0% / 0.24% and 0.0%), and so do dp_sgd (30 epochs
+# instead of 10: 2% -> 0.04%) and dp_svrg (32 epochs instead of 6: 20% -> 0.6%).
 LOGISTIC_XFAIL = {
     "resque": "resque's default ball schedule stops far from the optimum (gap 248%)",
-    "dp_sgd": "dp_sgd's default epochs stop short (gap 2.0%)",
     "dp_cd": "dp_cd's worst-case coordinate curvature: 50 passes stop short (gap 10%)",
-    "dp_svrg": "dp_svrg's capped epochs stop short (gap 20%)",
     "dp_svrg_pp": "dp_svrg_pp's default epochs stop short (gap 42%)",
 }
 RIDGE_XFAIL = {
-    "dp_sgd": "dp_sgd's default epochs stop at the edge (gap 1.0%)",
     "dp_cd": "dp_cd's worst-case coordinate curvature stops short (gap 1.4%)",
-    "dp_svrg": "dp_svrg's capped epochs stop short (gap 4.5%)",
     "dp_svrg_pp": "dp_svrg_pp's default epochs stop short (gap 9.4%)",
 }
 LASSO_XFAIL = {

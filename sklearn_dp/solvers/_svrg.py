@@ -101,6 +101,7 @@ __all__ = [
     "DEFAULT_SNAPSHOT_SHARE",
     "MAX_VARIANCE_RATIO",
     "DEFAULT_SVRG_EPOCHS",
+    "DEFAULT_SVRG_EPOCHS_NOISELESS",
     "DEFAULT_SVRG_PP_EPOCHS",
 ]
 
@@ -116,6 +117,12 @@ DEFAULT_SNAPSHOT_SHARE = 0.75
 #: T = log2(n^2 eps^2 mu / (d G^2 ln(1/delta))) (about 19 there) assumes the worst-case
 #: contraction 1/2 per epoch; measured epochs contract much faster, and every epoch adds noise.
 DEFAULT_SVRG_EPOCHS = 6
+
+#: Default epochs of dp_svrg without noise (epsilon = inf; epsilon is public):
+#: every private epoch adds noise, a noiseless one only costs time (at most 8
+#: passes, SVRG_MAX_EPOCH_PASSES); 6 epochs stopped 20% above the logistic
+#: optimum of breast cancer (issue #18), 32 reach 0.6%.
+DEFAULT_SVRG_EPOCHS_NOISELESS = 32
 
 #: Default number of (doubling) epochs of dp_svrg_pp.
 DEFAULT_SVRG_PP_EPOCHS = 5
@@ -487,7 +494,9 @@ def plan_dp_svrg(
         "dp_svrg", max_iter=max_iter, batch_size=batch_size, step_size=step_size,
         inner_steps=inner_steps, snapshot_share=snapshot_share,
     )
-    n_epochs = DEFAULT_SVRG_EPOCHS if max_iter is None else int(max_iter)
+    if max_iter is None:
+        max_iter = DEFAULT_SVRG_EPOCHS_NOISELESS if math.isinf(epsilon) else DEFAULT_SVRG_EPOCHS
+    n_epochs = int(max_iter)
     if step_size is not None and inner_steps is None and batch_size is not None:
         _check_public_step(smoothness, step_size, batch_size)
     if n_samples is None or alpha is None:
@@ -798,7 +807,8 @@ def dp_svrg(
     l1_ratio : float, default=0
         Elastic-net mixing; the L1 part enters through soft-thresholding.
     max_iter : int, optional
-        Number of epochs T; default ``DEFAULT_SVRG_EPOCHS``.
+        Number of epochs T; default ``DEFAULT_SVRG_EPOCHS`` (``DEFAULT_SVRG_EPOCHS_NOISELESS``
+        = 32 at epsilon=inf).
     batch_size : int, optional
         Expected size b of the Poisson inner mini-batch (an extension: the
         paper has b = 1, which ``batch_size=1`` reproduces); default
