@@ -331,13 +331,14 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         radius = self._scaled_radius(scale, self._max_feature_bound(bounds))
         if (
             self.radius is None
-            and (alpha > 0 or "l1" in spec.penalties)
+            and (alpha > 0 or spec.name == "dp_cd")
             and "l1" not in spec.constraints
             and None in spec.constraints
         ):
             # An unconstrained solver of the penalised form (e.g. coordinate
             # descent): no ball; with alpha = 0 least squares without the
-            # default ball (what auto picks when no radius is given).
+            # default ball (dp_cd only: what auto picks when no radius is given;
+            # other unconstrained solvers keep refusing the ball-less form).
             constraint, radius = None, None
         else:
             constraint = "l1"
