@@ -90,7 +90,9 @@ def _estimators():
         DPSCORegressor(epsilon=float("inf"), loss="absolute", constraint="l1", radius=2.0,
                        feature_bound=3.0, max_iter=50),
         DPLasso(epsilon=1.0, random_state=0),
-        DPLasso(epsilon=1.0, delta=0.0, solver="vr_frank_wolfe", random_state=0),
+        # A radius: check_regressors_train sets alpha=0.01, and vr_frank_wolfe is refused
+        # on the penalty-implied ball (issue #18; tests/test_default_refusals.py).
+        DPLasso(epsilon=1.0, delta=0.0, solver="vr_frank_wolfe", radius=2.0, random_state=0),
         DPLasso(epsilon=1.0, alpha=0.1, radius=2.0, solver="mirror_descent", max_iter=50, random_state=0),
         # Without noise: its private calibration (a PLD composition per n) is
         # slow for the many data sets the checks use; the private path is

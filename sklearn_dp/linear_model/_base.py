@@ -1085,6 +1085,10 @@ class BaseDPEstimator(BaseEstimator):
             )
             if private:
                 phase.event = fit_event(phase.label_event, count.event, bound_events, result.dp_event)
+            # Solvers do not warn; they hand warnings computed from public values
+            # and releases to the estimator, which defers them through the phase.
+            for message in result.info.pop("warnings", ()):
+                phase.warn(message)
         if private:
             self.dp_event_ = phase.event
             self.privacy_spent_ = (float(self.epsilon), float(self.delta))

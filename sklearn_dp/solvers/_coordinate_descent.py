@@ -383,8 +383,31 @@ def block_clip_thresholds(clip_norm, feature_bound, structure):
 # --------------------------------------------------------------------------
 
 
-def _schedule(structure, max_iter, n_outer):
-    epochs = DEFAULT_CD_EPOCHS if max_iter is None else _check_positive_int(max_iter, "max_iter")
+#: Most passes of the default schedule (reached at epsilon >= 5 and without noise).
+MAX_DEFAULT_CD_EPOCHS = 50
+
+
+def default_cd_epochs(epsilon=None):
+    """Default number of passes of dp_cd, a function of the public epsilon only.
+
+    ``DEFAULT_CD_EPOCHS`` (10) up to epsilon = 1, then ``10 epsilon``, at most
+    :data:`MAX_DEFAULT_CD_EPOCHS` (50, also without noise).  Ten passes are
+    what the noise allows at small epsilon (every pass adds noise), but the
+    step ``1 / M_j`` uses the worst-case curvature ``beta X_j^2`` of the
+    public bounds, so ten passes stop far from the optimum once the noise is
+    small (issue #18: majority class at every epsilon on unit-norm rows).
+    """
+    if epsilon is None:
+        return DEFAULT_CD_EPOCHS
+    epsilon = float(epsilon)
+    if math.isinf(epsilon):
+        return MAX_DEFAULT_CD_EPOCHS
+    return int(min(MAX_DEFAULT_CD_EPOCHS, max(DEFAULT_CD_EPOCHS, math.ceil(10 * epsilon))))
+
+
+def _schedule(structure, max_iter, n_outer, epsilon=None):
+    epochs = (default_cd_epochs(epsilon) if max_iter is None
+              else _check_positive_int(max_iter, "max_iter"))
     total = epochs * structure.steps_per_epoch
     n_outer = epochs if n_outer is None else _check_positive_int(n_outer, "n_outer")
     n_outer = min(n_outer, total)
@@ -449,7 +472,7 @@ def plan_dp_cd(
     if n_params % n_outputs:
         raise ValueError(f"n_params={n_params} is not a multiple of n_outputs={n_outputs}.")
     structure = sampling_structure(n_params // n_outputs, sampling, blocks, block_size, tau)
-    epochs, n_inner, n_outer = _schedule(structure, max_iter, n_outer)
+    epochs, n_inner, n_outer = _schedule(structure, max_iter, n_outer, epsilon)
     n_steps = n_inner * n_outer
     details = dict(
         structure=structure,

@@ -29,6 +29,7 @@ __all__ = [
     "gradient_norm_iterations",
     "DEFAULT_CLIP_FRACTION",
     "DEFAULT_GD_ITERATIONS",
+    "DEFAULT_GD_ITERATIONS_NOISELESS",
 ]
 
 
@@ -39,6 +40,12 @@ DEFAULT_CLIP_FRACTION = 0.5
 
 #: Default number of noisy steps of dp_gd (with Nesterov momentum).
 DEFAULT_GD_ITERATIONS = 100
+
+#: Default steps without noise (epsilon = inf; epsilon is public).  A private
+#: step pays for its noise, a noiseless one only for time: 100 steps stopped
+#: 1.6% (logistic, breast cancer) and 1.04% (ridge, diabetes) above the
+#: optimum (issue #18); 400 reach 0.0% and 0.24%.
+DEFAULT_GD_ITERATIONS_NOISELESS = 400
 
 #: Cap on the step counts of the paper's schedules (``schedule="pl"`` and
 #: ``"gradient_norm"``), whose formulas grow with n and the condition number.
@@ -349,7 +356,8 @@ def plan_dp_gd(
         raise ValueError(f"schedule must be one of {_SCHEDULES}, got {schedule!r}.")
     if max_iter is None:
         if schedule is None:
-            max_iter = DEFAULT_GD_ITERATIONS
+            max_iter = (DEFAULT_GD_ITERATIONS_NOISELESS if math.isinf(epsilon)
+                        else DEFAULT_GD_ITERATIONS)
         elif n_samples is None or alpha is None:
             return None
         else:
@@ -400,9 +408,11 @@ def dp_gd(
     alpha : float
         L2 penalty strength on the average loss (0 for none).
     epsilon, delta : float
-        Target guarantee; ``epsilon=inf`` runs the same iterations with no noise.
+        Target guarantee; ``epsilon=inf`` runs the same iterations with no noise
+        (with more of them by default, see ``max_iter``).
     max_iter : int, optional
-        Number of full-batch steps; default ``DEFAULT_GD_ITERATIONS`` (100),
+        Number of full-batch steps; default ``DEFAULT_GD_ITERATIONS`` (100;
+        ``DEFAULT_GD_ITERATIONS_NOISELESS`` = 400 at ``epsilon=inf``),
         or the step count of ``schedule``.
     step_size : float, optional
         Default ``1 / L`` with ``L = loss.smoothness * row_norm_bound**2 + alpha``,

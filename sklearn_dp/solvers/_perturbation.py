@@ -1086,7 +1086,43 @@ def output_perturbation(
         newton_steps=n_steps,
         loss=repr(glm.loss),
     )
-    return SolverResult(coef=np.asarray(coef, dtype=float), n_iter=1, plan=plan)
+    info = {}
+    warning = output_noise_warning(
+        loss.name, n_columns * n_outputs, n_outputs, float(alpha), scale, pure
+    )
+    if warning:
+        info["warnings"] = [warning]
+    return SolverResult(coef=np.asarray(coef, dtype=float), n_iter=1, plan=plan, info=info)
+
+
+def output_noise_warning(loss_name, n_params, n_outputs, alpha, scale, pure):
+    """A warning when output perturbation's noise outweighs every coefficient the penalty allows.
+
+    The expected norm of the noise (``scale sqrt(p)`` for Gaussian noise,
+    ``p scale`` for the gamma-norm noise of pure epsilon-DP) is compared with
+    the public bound ``sqrt(2 l0 / alpha)`` on the norm of the minimiser of
+    ``mean loss + (alpha / 2) ||W||^2`` (the objective at 0 is at most
+    ``l0``: ``log 2`` for the logistic loss, ``log K`` multinomial, ``1/2``
+    for regression losses on labels scaled to [-1, 1] as the estimators
+    fit them).  Inputs: public values and the released row count (in
+    ``scale``) only, so the warning is an admissible output.  Returns None
+    when the noise is smaller than that bound.
+    """
+    if not scale > 0 or not alpha > 0:
+        return None
+    l0 = math.log(max(2, n_outputs)) if loss_name == "log_loss" else 0.5
+    bound = math.sqrt(2.0 * l0 / alpha)
+    noise = scale * (n_params if pure else math.sqrt(n_params))
+    if noise <= bound:
+        return None
+    needed = alpha * (noise / bound) ** 2
+    return (
+        f"output_perturbation: the noise added to the coefficients (norm about {noise:.3g}) "
+        f"exceeds the largest coefficient norm the L2 penalty allows ({bound:.3g}): the model "
+        f"is mostly noise. The penalty would need to be about {needed:.2g} or more (noise "
+        "shrinks as 1 / (n alpha)); or use solver='dp_newton' or 'objective_perturbation', "
+        "which do not pay for a small penalty this way."
+    )
 
 
 def objective_perturbation(

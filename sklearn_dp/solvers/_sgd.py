@@ -35,12 +35,18 @@ __all__ = [
     "poisson_batch",
     "DEFAULT_SAMPLING_RATE",
     "DEFAULT_EPOCHS",
+    "DEFAULT_EPOCHS_NOISELESS",
 ]
 
 #: Default Poisson sampling rate (expected batch: 10% of the rows).
 DEFAULT_SAMPLING_RATE = 0.1
 #: Default number of expected passes over the data.
 DEFAULT_EPOCHS = 10
+
+#: Default epochs without noise (epsilon = inf; epsilon is public): a
+#: noiseless step costs only time; 10 epochs stopped 2% above the logistic
+#: optimum of breast cancer (issue #18), 30 reach it (gap 0.04%).
+DEFAULT_EPOCHS_NOISELESS = 30
 
 
 def check_dp_sgd_options(
@@ -87,7 +93,7 @@ def plan_dp_sgd(n_samples, n_params, epsilon, delta, *, batch_size=None, max_ite
         Default: rate ``DEFAULT_SAMPLING_RATE``, whatever n.
     max_iter : int, optional
         Number of steps; default ``DEFAULT_EPOCHS`` expected passes,
-        ``ceil(DEFAULT_EPOCHS / rate)``.
+        ``ceil(DEFAULT_EPOCHS / rate)`` (``DEFAULT_EPOCHS_NOISELESS`` = 30 at epsilon=inf).
     """
     if batch_size is None:
         rate = DEFAULT_SAMPLING_RATE
@@ -100,7 +106,8 @@ def plan_dp_sgd(n_samples, n_params, epsilon, delta, *, batch_size=None, max_ite
         # rounded rate lets fits share one (cached) calibration.
         rate = min(1.0, float(f"{batch_size / n_samples:.2g}"))
     if max_iter is None:
-        max_iter = math.ceil(DEFAULT_EPOCHS / rate)
+        epochs = DEFAULT_EPOCHS_NOISELESS if math.isinf(epsilon) else DEFAULT_EPOCHS
+        max_iter = math.ceil(epochs / rate)
     max_iter = int(max_iter)
     details = dict(sampling_probability=rate)
     if math.isinf(epsilon):
@@ -153,7 +160,7 @@ def dp_sgd(
     epsilon, delta : float
         Target guarantee; ``epsilon=inf`` runs the same steps with no noise.
     max_iter : int, optional
-        Number of steps; default ``DEFAULT_EPOCHS`` expected passes.
+        Number of steps; default ``DEFAULT_EPOCHS`` expected passes (30 at epsilon=inf).
     batch_size : int, optional
         Expected batch size; the sampling rate is ``batch_size / n_public``.
         Default: rate ``DEFAULT_SAMPLING_RATE``.
