@@ -143,8 +143,8 @@ def _as_design(X):
     return Design(sp.csr_matrix(X) if sp.issparse(X) else np.asarray(X))
 
 
-def _multinomial_hessian(design, P, chunk=2048):
-    """``sum_i (diag(p_i) - p_i p_i^T) (x) x_i x_i^T`` as a dense (pK, pK) array.
+def _multinomial_hessian(design, P, chunk=2048, sample_weight=None):
+    """``sum_i w_i (diag(p_i) - p_i p_i^T) (x) x_i x_i^T`` as a dense (pK, pK) array.
 
     Index ``j * K + k`` (coefficient j, class k), matching ``W.ravel()``.  The
     rank-one part is ``M^T M`` with ``M[i, j*K + k] = x_ij p_ik``, built by row
@@ -153,13 +153,15 @@ def _multinomial_hessian(design, P, chunk=2048):
     n_samples, n_columns = design.shape
     n_outputs = P.shape[1]
     H = np.zeros((n_columns, n_outputs, n_columns, n_outputs))
+    root = None if sample_weight is None else np.sqrt(sample_weight)
     for k in range(n_outputs):
-        H[:, k, :, k] = design.gram(P[:, k])
+        H[:, k, :, k] = design.gram(P[:, k] if sample_weight is None else P[:, k] * sample_weight)
     H = H.reshape(n_columns * n_outputs, n_columns * n_outputs)
     for start in range(0, n_samples, chunk):
         stop = min(start + chunk, n_samples)
         Xc = design.rows(np.arange(start, stop)).toarray()
-        M = (Xc[:, :, None] * P[start:stop, None, :]).reshape(Xc.shape[0], -1)
+        Pc = P[start:stop] if root is None else P[start:stop] * root[start:stop, None]
+        M = (Xc[:, :, None] * Pc[:, None, :]).reshape(Xc.shape[0], -1)
         H -= M.T @ M
     return H
 
@@ -262,9 +264,10 @@ class _DirectionalDerivatives:
     an ``n x width`` array; multinomial: ``width`` stacked copies of the rows).
     """
 
-    def __init__(self, loss, y, n_outputs, width):
+    def __init__(self, loss, y, n_outputs, width, sample_weight=None):
         self.loss = loss
         self.y = y
+        self.weights = sample_weight
         self.n_samples = len(y)
         self.chunk = max(1, _LINE_SEARCH_CHUNK // max(1, width * n_outputs))
         self.single = n_outputs == 1 and isinstance(loss, (BinaryLogisticLoss, HuberLoss))
@@ -278,16 +281,18 @@ class _DirectionalDerivatives:
             for start in range(0, self.n_samples, self.chunk):
                 if self.chunk >= self.n_samples:
                     z, delta, y = Z[:, 0:1], Delta[:, 0], self.column
+                    w = self.weights
                 else:
                     rows = slice(start, start + self.chunk)
                     z, delta, y = Z[rows, 0:1], Delta[rows, 0], self.column[rows]
+                    w = None if self.weights is None else self.weights[rows]
                 U = z + delta[:, None] * ts
                 if self.huber:
                     k = self.loss.epsilon_huber
                     D = np.minimum(np.maximum(U - y, -k), k)
                 else:
                     D = -y * expit(-y * U)
-                total += delta @ D
+                total += (delta if w is None else delta * w) @ D
             return total
         n_outputs = Z.shape[1]
         total = np.zeros(m)
@@ -299,6 +304,8 @@ class _DirectionalDerivatives:
                 m * size, n_outputs
             )
             derivative = self.loss.derivative(stacked, np.tile(self.y[start:stop], m))
+            if self.weights is not None:
+                Dc = Dc * self.weights[start:stop, None]
             total += (derivative.reshape(m, size, n_outputs) * Dc).sum(axis=(1, 2))
         return total
 
@@ -313,6 +320,7 @@ def minimize_strongly_convex(
     linear_term=None,
     n_steps=DEFAULT_NEWTON_STEPS,
     progress=None,
+    sample_weight=None,
 ):
     """Minimise ``sum_i l(x_i W, y_i) + regularization/2 ||W||^2 + <linear_term, W>``.
 
@@ -335,6 +343,8 @@ def minimize_strongly_convex(
     progress : callable, optional
         Called as ``progress(step)`` after each step, with the public step
         number only.
+    sample_weight : ndarray of shape (n_samples,), optional
+        Non-negative row weights: minimises ``sum_i w_i l(x_i W, y_i) + ...``.
 
     Returns
     -------
@@ -354,10 +364,12 @@ def minimize_strongly_convex(
         return _minimize(
             X, y, loss, n_outputs=n_outputs, regularization=regularization,
             linear_term=linear_term, n_steps=int(n_steps), progress=progress,
+            sample_weight=sample_weight,
         )
 
 
-def _minimize(X, y, loss, *, n_outputs, regularization, linear_term, n_steps, progress):
+def _minimize(X, y, loss, *, n_outputs, regularization, linear_term, n_steps, progress,
+              sample_weight=None):
     X = _as_design(X)
     n_columns = X.shape[1]
     shape = (n_columns, n_outputs)
@@ -366,8 +378,13 @@ def _minimize(X, y, loss, *, n_outputs, regularization, linear_term, n_steps, pr
     B = np.zeros(shape) if linear_term is None else np.asarray(linear_term, dtype=float)
     multinomial = isinstance(loss, MultinomialLoss)
 
+    weights = None if sample_weight is None else np.asarray(sample_weight, dtype=float)
+
     def gradient(W, Z):
-        return X.rmatmul(loss.derivative(Z, y)) + lam * W + B
+        D = loss.derivative(Z, y)
+        if weights is not None:
+            D = D * weights[:, None]
+        return X.rmatmul(D) + lam * W + B
 
     def norm(G):
         value = float(np.linalg.norm(G))
@@ -378,8 +395,13 @@ def _minimize(X, y, loss, *, n_outputs, regularization, linear_term, n_steps, pr
             P = softmax(Z, axis=1)
         else:
             curvature = _curvature(loss, Z, y)
+            if weights is not None:
+                curvature = curvature * weights
         if n_params <= DENSE_HESSIAN_MAX_PARAMS:
-            H = _multinomial_hessian(X, P) if multinomial else X.gram(curvature)
+            H = (
+                _multinomial_hessian(X, P, sample_weight=weights) if multinomial
+                else X.gram(curvature)
+            )
             H.flat[:: n_params + 1] += lam
             return -_solve_dense(H, grad.ravel(), lam).reshape(shape)
 
@@ -388,6 +410,8 @@ def _minimize(X, y, loss, *, n_outputs, regularization, linear_term, n_steps, pr
             ZV = X.matmul(V)
             if multinomial:
                 SZ = P * ZV - P * np.sum(P * ZV, axis=1, keepdims=True)
+                if weights is not None:
+                    SZ *= weights[:, None]
             else:
                 SZ = curvature[:, None] * ZV
             return (X.rmatmul(SZ) + lam * V).ravel()
@@ -397,7 +421,7 @@ def _minimize(X, y, loss, *, n_outputs, regularization, linear_term, n_steps, pr
                      **{_CG_RTOL: forcing})
         return -step.reshape(shape)
 
-    directional = _DirectionalDerivatives(loss, y, n_outputs, LINE_SEARCH_WIDTH)
+    directional = _DirectionalDerivatives(loss, y, n_outputs, LINE_SEARCH_WIDTH, weights)
     W = np.zeros(shape)
     Z = np.zeros((X.shape[0], n_outputs))
     grad = gradient(W, Z)

@@ -114,6 +114,19 @@ event); by Lemmas 1 and 2 the released point then moves by at most ``(G + r_D
 output perturbation's pure guarantee degrades to ``epsilon (G + r_D + r_D') /
 (G + 2 tol)`` rather than failing outright.
 
+Sample weights
+--------------
+With ``data.sample_weight`` (weights in ``[0, M]``, ``M = data.weight_bound``,
+the estimators' public ``max_weight``) both solvers minimise ``sum_i w_i
+l_i(W) + (Lambda / 2) ||W||^2`` (``+ <b, W>``).  The weighted loss is still
+convex, so Lemmas 1 and 2 hold as stated (strong convexity comes from
+``Lambda`` alone), and adding a row with weight ``w <= M`` shifts the gradient
+by ``w g``, ``||w g|| <= M G``: every argument below holds with ``G`` replaced
+by ``M G`` (the tolerance ``tol = gradient_tol * G`` is kept); the Hessian
+gains ``w A (x) x' x'^T``, whose eigenvalues are those of a row of norm
+``sqrt(M) R``, so the determinant term uses ``sqrt(M) R`` for ``R``.
+Without weights ``M = 1`` and nothing changes.
+
 Output perturbation (Algorithm 1, re-derived)
 ---------------------------------------------
 Release ``W_hat + B``, ``W_hat`` the certified numerical minimiser of ``F_D``
@@ -844,7 +857,10 @@ def output_perturbation(
     # that is the same on neighbouring data sets.
     regularization = data.n_public * float(alpha)
     tol = gradient_tol * glm.gradient_bound
-    sensitivity = (glm.gradient_bound + 2.0 * tol) / regularization
+    # Weights in [0, max_weight]: one row shifts the gradient by at most
+    # max_weight * G (Lemma 1 with G scaled; the tolerance is unchanged).
+    weight_bound = float(getattr(data, "weight_bound", 1.0))
+    sensitivity = (weight_bound * glm.gradient_bound + 2.0 * tol) / regularization
     pure = plan.details["noise"] != "gaussian"
     scale = 0.0
     if plan.details["noise"] != "none":
@@ -857,6 +873,7 @@ def output_perturbation(
         regularization=regularization,
         n_steps=n_steps,
         progress=Progress("output_perturbation", n_steps, verbose),
+        sample_weight=getattr(data, "sample_weight", None),
     )
     rng = make_rng(random_state)
     if pure:
@@ -983,6 +1000,11 @@ def objective_perturbation(
     )
     details = plan.details
     R = data.row_norm_bound
+    # Weights in [0, max_weight]: one row adds w A (x) x x^T to the Hessian
+    # and w g to the gradient, so the determinant term is that of rows of
+    # norm sqrt(max_weight) R and the gradient shift is at most max_weight G.
+    weight_bound = float(getattr(data, "weight_bound", 1.0))
+    R = math.sqrt(weight_bound) * R
     base_regularization = data.n_public * float(alpha)  # public stand-in for n
     regularization = max(
         base_regularization, glm.regularization_needed(R, details["epsilon_det"])
@@ -991,7 +1013,7 @@ def objective_perturbation(
     if epsilon_det > details["epsilon_det"] * (1 + 1e-12):  # pragma: no cover - by construction
         raise AssertionError("Determinant term over its budget; please report this.")
     shape = (n_columns, n_outputs)
-    G = glm.gradient_bound
+    G = weight_bound * glm.gradient_bound
     noise = details["noise"]
     pure = noise != "gaussian"
     if noise == "none":
@@ -1000,7 +1022,7 @@ def objective_perturbation(
         b_scale = G / details["epsilon_noise"]
     else:
         b_scale = plan.noise_multiplier * G
-    tol = gradient_tol * G
+    tol = gradient_tol * glm.gradient_bound
     residual_sensitivity = 2.0 * tol / regularization
     if noise == "none":
         residual_scale = 0.0
@@ -1027,6 +1049,7 @@ def objective_perturbation(
             linear_term=b,
             n_steps=n_steps,
             progress=Progress("objective_perturbation", n_steps, verbose),
+            sample_weight=getattr(data, "sample_weight", None),
         ).coef
 
     rng = make_rng(random_state)
