@@ -20,6 +20,7 @@ __all__ = [
     "row_l2_norms",
     "bound_data",
     "check_feature_bound",
+    "clip_weights",
 ]
 
 #: Range of public bounds (see sklearn_dp.linear_model._base.MIN_SCALE).
@@ -172,6 +173,14 @@ class BoundedData:
         Which coefficients the penalty applies to (not the intercept).
     fit_intercept : bool
     intercept_scaling : float
+    sample_weight : ndarray of shape (n_samples,) or None
+        Per-row weights in ``[0, weight_bound]`` (private), multiplying each
+        row's contribution to every sum the solvers release; None for
+        weights 1 (the unweighted fit, unchanged).
+    weight_bound : float
+        Public bound on ``sample_weight`` (1.0 without weights): every
+        per-row term of a released sum, hence every sensitivity, is
+        multiplied by it.
     """
 
     def __init__(
@@ -188,6 +197,8 @@ class BoundedData:
         normalizer=None,
         *,
         design=None,
+        sample_weight=None,
+        weight_bound=1.0,
     ):
         if design is None:
             if X is None:
@@ -207,6 +218,8 @@ class BoundedData:
         # Unset: the row count is treated as public (direct solver calls).
         self.n_public = float(design.n_rows) if n_public is None else n_public
         self.normalizer = float(self.n_public) if normalizer is None else normalizer
+        self.sample_weight = sample_weight
+        self.weight_bound = float(weight_bound)
 
     @property
     def row_norms(self):
@@ -356,6 +369,8 @@ def bound_data(
     feature_bound=None,
     n_public=None,
     normalizer=None,
+    sample_weight=None,
+    max_weight=1.0,
 ):
     """Bound the rows of ``X`` in the geometry a solver needs, append the intercept column.
 
@@ -370,6 +385,9 @@ def bound_data(
     entrywise by ``feature_bound[j]`` (``intercept_scaling`` for the intercept).
     ``n_public`` and ``normalizer`` are what solvers use in place of the row
     count (see :class:`BoundedData`); None treats the row count as public.
+    ``sample_weight`` (finite, non-negative; checked by the caller) is
+    clipped to ``[0, max_weight]`` (a float64 copy); the result's
+    ``weight_bound`` is then ``max_weight`` (1.0 without weights).
     """
     n_features = X.shape[1]
     row_scale = excess = patch_rows = patch = None
@@ -411,6 +429,7 @@ def bound_data(
     penalized = np.ones(design.n_columns, dtype=bool)
     if fit_intercept:
         penalized[-1] = False
+    weights, weight_bound = clip_weights(sample_weight, max_weight)
     return BoundedData(
         design=design,
         y=y,
@@ -421,4 +440,14 @@ def bound_data(
         feature_bound=entry_bound,
         n_public=n_public,
         normalizer=normalizer,
+        sample_weight=weights,
+        weight_bound=weight_bound,
     )
+
+
+def clip_weights(sample_weight, max_weight):
+    """``(weights, weight_bound)``: weights clipped to ``[0, max_weight]`` (float64), or ``(None, 1.0)``."""
+    if sample_weight is None:
+        return None, 1.0
+    weights = np.clip(np.asarray(sample_weight, dtype=np.float64), 0.0, float(max_weight))
+    return weights, float(max_weight)

@@ -132,7 +132,8 @@ def clipped_gradient_sum(X, y, W, loss, clip_norm, row_norms, sample_weight=None
 
     The pre-noise quantity of ``dp_gd`` (every step), ``dp_sgd`` (on the
     Poisson batch) and ``dp_accmd`` (at the coupling point): add/remove-one
-    sensitivity ``clip_norm`` in L2 (with ``sample_weight`` in [0, 1]).
+    sensitivity ``clip_norm`` in L2, ``max_weight * clip_norm`` with
+    ``sample_weight`` in ``[0, max_weight]``.
 
     Parameters
     ----------
@@ -148,8 +149,8 @@ def clipped_gradient_sum(X, y, W, loss, clip_norm, row_norms, sample_weight=None
     row_norms : ndarray of shape (n_samples,)
         ``||x_i||_2``, precomputed once per fit.
     sample_weight : ndarray of shape (n_samples,), optional
-        Multiplies each (clipped) per-sample term; must lie in [0, 1] for the
-        sensitivity to stay ``clip_norm``.
+        Multiplies each (clipped) per-sample term; with weights in ``[0,
+        max_weight]`` the sensitivity is ``max_weight * clip_norm``.
 
     Returns
     -------
@@ -573,13 +574,15 @@ def curvature_weights(loss, Z, y):
     raise ValueError(f"No curvature for the {name!r} loss.")
 
 
-def _multinomial_hessian(design, P):
-    """``sum_i (diag(p_i) - p_i p_i^T) (x) x_i x_i^T`` in the class-major order of ``W.ravel("F")``."""
+def _multinomial_hessian(design, P, sample_weight=None):
+    """``sum_i w_i (diag(p_i) - p_i p_i^T) (x) x_i x_i^T`` in the class-major order of ``W.ravel("F")``."""
     m, K = design.n_columns, P.shape[1]
     H = np.zeros((m * K, m * K))
     for k in range(K):
         for l in range(k, K):
             weights = P[:, k] * ((k == l) - P[:, l])
+            if sample_weight is not None:
+                weights = weights * sample_weight
             block = design.gram(weights)
             H[k * m:(k + 1) * m, l * m:(l + 1) * m] = block
             if l != k:
@@ -587,7 +590,7 @@ def _multinomial_hessian(design, P):
     return H
 
 
-def newton_sums(design, y, W, loss, clip_norm, row_norms, *, hessian=True):
+def newton_sums(design, y, W, loss, clip_norm, row_norms, *, hessian=True, sample_weight=None):
     """The gradient sum and the Hessian sum of dp_newton at ``W``, through the design (no copy of X).
 
     Parameters
@@ -605,6 +608,10 @@ def newton_sums(design, y, W, loss, clip_norm, row_norms, *, hessian=True):
         ``||x~_i||_2``.
     hessian : bool
         Also compute the Hessian sum (else None).
+    sample_weight : ndarray of shape (n,), optional
+        Per-row weights in ``[0, max_weight]``, multiplying each row's
+        (clipped) gradient and its Hessian term: both sensitivities are then
+        multiplied by ``max_weight``.
 
     Returns
     -------
@@ -624,10 +631,12 @@ def newton_sums(design, y, W, loss, clip_norm, row_norms, *, hessian=True):
             P = Z - Z.max(axis=1, keepdims=True)
             np.exp(P, out=P)
             P /= P.sum(axis=1, keepdims=True)
-            H = _multinomial_hessian(design, P)
+            H = _multinomial_hessian(design, P, sample_weight)
             del P
         else:
             h = curvature_weights(loss, Z, y)
+            if sample_weight is not None:
+                h *= sample_weight
             H = design.gram(h)
             del h
     if loss.name == "log_loss" and not loss.multi_output:
@@ -646,6 +655,8 @@ def newton_sums(design, y, W, loss, clip_norm, row_norms, *, hessian=True):
         norms *= row_norms
         D *= clip_scale(norms, clip_norm, out=norms)[:, None]
         del norms
+    if sample_weight is not None:
+        D *= sample_weight[:, None]
     return design.rmatmul(D), H
 
 
@@ -654,15 +665,21 @@ def clip_labels_to(y, y_bound):
     return np.clip(np.asarray(y, dtype=np.float64), -float(y_bound), float(y_bound))
 
 
-def sufficient_statistics(design, y, y_bound):
+def sufficient_statistics(design, y, y_bound, sample_weight=None):
     """``(X~^T X~, X~^T y)`` with the labels clipped to ``y_bound``: what dp_ssp releases.
 
     Add/remove-one sensitivities: ``R^2`` for the Gram matrix in Frobenius
     norm (the L2 norm of its ``svec``; one row adds ``x x^T``, of Frobenius
     norm ``||x||^2``), and ``R * y_bound`` for ``X~^T y`` in L2, where ``R``
-    bounds the rows of the design (intercept column included).
+    bounds the rows of the design (intercept column included).  With
+    ``sample_weight`` in ``[0, max_weight]`` the statistics are ``X~^T W X~``
+    and ``X~^T W y`` (``W = diag(sample_weight)``) and both sensitivities are
+    multiplied by ``max_weight`` (one row adds ``w x x^T`` and ``w y x``).
     """
-    return design.gram(), design.rmatmul(clip_labels_to(y, y_bound))
+    labels = clip_labels_to(y, y_bound)
+    if sample_weight is None:
+        return design.gram(), design.rmatmul(labels)
+    return design.gram(sample_weight), design.rmatmul(labels * sample_weight)
 
 
 def smallest_eigenvalue(gram):

@@ -132,6 +132,19 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
     intercept_scaling : float or "auto", default="auto"
         Value of the constant intercept column (part of each row's bounds);
         ``"auto"``: the largest feature bound.
+    max_weight : float, default=1.0
+        Public bound on the weight of a row: ``sample_weight`` is clipped to
+        ``[0, max_weight]`` and every sensitivity of a weighted fit is
+        multiplied by ``max_weight``, so the noise grows in proportion
+        (``max_weight > 1`` means more noise for the same epsilon).  Unused
+        without weights.
+    warm_start : bool, default=False
+        Start from the previous fit's ``coef_`` and ``intercept_`` (with the
+        solvers that take an initial point: ``dp_newton``, ``dp_gd``,
+        ``dp_sgd``; the others warn and start cold).  Reusing a released
+        model is post-processing: the new fit costs what a cold fit costs and
+        is recorded on ``budget`` as usual.  The previous model must have the
+        new fit's number of features (checked before anything is spent).
     solver : str, default="auto"
         ``"frank_wolfe"``, ``"vr_frank_wolfe"``, ``"mirror_descent"``,
         ``"localized_mirror_descent"`` or any registered solver for the
@@ -207,6 +220,14 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
     default above), so one row moves every noisy quantity by a known
     amount.  Choosing ``radius`` or ``alpha`` by validation on the private data
     leaks beyond this guarantee.
+    With ``sample_weight``, one row with its weight is one record (the
+    neighbouring relation is unchanged): each row's terms in the released
+    sums are multiplied by its weight, clipped to the public ``max_weight``,
+    so every sensitivity of the solver is multiplied by ``max_weight`` and
+    the noise with it; the row count and the ``"auto"`` bounds are released
+    unweighted as before, and averages still divide by the DP row count
+    (not by a sum of weights).  The guarantee is the same (epsilon, delta)
+    for any weights.
     The spend is reserved on ``budget`` before any private value is read
     (after the public checks of parameters and of the input's schema: shape,
     type, finiteness), and stands if the fit fails afterwards.
@@ -237,6 +258,8 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         "fit_intercept": ["boolean"],
         "intercept_scaling": [*public_scale(), StrOptions({"auto"})],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
+        "max_weight": [*public_scale()],
+        "warm_start": ["boolean"],
     }
 
     def __init__(
@@ -250,6 +273,8 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         y_bound="auto",
         fit_intercept=True,
         intercept_scaling="auto",
+        max_weight=1.0,
+        warm_start=False,
         solver="auto",
         max_iter=None,
         learning_rate=None,
@@ -268,6 +293,8 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         self.y_bound = y_bound
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
+        self.max_weight = max_weight
+        self.warm_start = warm_start
         self.solver = solver
         self.max_iter = max_iter
         self.learning_rate = learning_rate
@@ -377,7 +404,7 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         return get_loss("squared", residual_bound=RESIDUAL_BOUND)
 
     @restore_on_failure
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the model with differential privacy.
 
         Parameters
@@ -388,6 +415,13 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
             Clipped to the label range (``[-y_bound, y_bound]``, or the
             released range with ``y_bound="auto"``).
 
+        sample_weight : array-like of shape (n_samples,), default=None
+            Finite, non-negative weight of each row (private), clipped to
+            ``max_weight``; multiplies the row's loss.  A negative, NaN or
+            infinite weight, or a wrong length, is an error raised before
+            anything is spent (its message shows no weight).  Needs a solver
+            that fits weighted rows (``dp_newton``, ``dp_ssp``, ``dp_gd``,
+            ``dp_sgd``, ``objective_perturbation``, ``output_perturbation``).
         Returns
         -------
         self : DPLasso
@@ -395,6 +429,8 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         self._validate_params()
         self._check_privacy_request()
         X, y = self._validate_fit_data(X, y, y_numeric=True)
+        sample_weight = self._check_sample_weight(sample_weight, X)
+        initial_point = self._regressor_warm_start(X.shape[1])
         name = self.solver
         if name == "auto":
             name = self._auto_solver(None, None)
@@ -408,12 +444,16 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
             y = clip_labels(np.asarray(y, dtype=float) - bounds.y_center, bounds.y_scale)
             return y / bounds.y_scale, self._problem(spec, bounds)
 
-        data, result, bounds = self._fit_solver(X, y, problem, finish=finish)
+        data, result, bounds = self._fit_solver(
+            X, y, problem, finish=finish, sample_weight=sample_weight,
+            initial_point=initial_point,
+        )
         scale = bounds.y_scale
         radius = self._problem(spec, bounds).radius
         coef, intercept = data.split_coef(result.coef)
-        self.coef_ = coef.ravel() * scale
-        self.intercept_ = float(intercept[0]) * scale + bounds.y_center
+        # float32 input gives float32 coefficients (as scikit-learn does).
+        self.coef_ = self._as_input_dtype(coef.ravel() * scale, X)
+        self.intercept_ = self._as_input_dtype(float(intercept[0]) * scale + bounds.y_center, X)
         self.radius_ = math.inf if radius is None else radius * scale
         self.intercept_bound_ = (
             self._intercept_bound(radius, bounds) * scale if self.fit_intercept else 0.0

@@ -192,6 +192,7 @@ def noisy_descent(
     progress,
     radius=None,
     callback=None,
+    initial=None,
 ):
     """The iteration shared by dp_gd and dp_sgd: noisy sums in, iterates out.
 
@@ -203,7 +204,8 @@ def noisy_descent(
     projection onto the L2 ball of ``radius`` (when given) and the averaging
     do not change privacy.  ``callback(t, W)``, when given, sees every
     iterate ``W = x_t`` for t = 0 (the start) to ``n_steps``: released
-    quantities only.
+    quantities only.  ``initial`` (a released or public point: a warm start)
+    replaces the starting point 0.
 
     Returns
     -------
@@ -218,7 +220,7 @@ def noisy_descent(
         kappa = (1.0 / step_size) / alpha if alpha > 0 else math.inf
         momentum_cap = 1.0 if math.isinf(kappa) else (math.sqrt(kappa) - 1) / (math.sqrt(kappa) + 1)
 
-    W = np.zeros(shape)
+    W = np.zeros(shape) if initial is None else np.array(initial, dtype=float).reshape(shape)
     W_previous = W
     W_sum = np.zeros(shape)
     tail_start = n_steps // 2
@@ -390,6 +392,7 @@ def dp_gd(
     pl_constant=None,
     initial_gap=None,
     radius=None,
+    coef_init=None,
     random_state=None,
     verbose=0,
 ):
@@ -463,6 +466,9 @@ def dp_gd(
     radius : float, optional
         Constrain the coefficients (intercept included) to the L2 ball of this
         radius by projection after every step.
+    coef_init : ndarray of shape (n_columns, n_outputs), optional
+        Starting point instead of 0 (a warm start from a released model:
+        post-processing, it costs nothing).
     random_state : None, int, RandomState or Generator
         Source of the noise (and of ``tau``); ``None`` draws fresh OS entropy.
     verbose : int
@@ -506,6 +512,9 @@ def dp_gd(
     Every observable (the coefficients, ``n_iter``, the details and info,
     the progress lines, which print the norm of the noisy averaged gradient,
     and any exception) is a function of public values and of the releases.
+    With ``data.sample_weight`` (weights in ``[0, data.weight_bound]``, the
+    public ``max_weight``) each clipped per-sample gradient is multiplied by
+    its row's weight: the sensitivity, and the noise, are ``max_weight * C``.
     """
     # The bounded design as an operator on the caller's X: no clipped,
     # scaled or intercept-augmented copy (float32 stays float32).
@@ -536,7 +545,9 @@ def dp_gd(
     if step_size is None:
         step_size = 1.0 / (loss.smoothness * data.row_norm_bound**2 + alpha)
     rng = make_rng(random_state)
-    noise_std = plan.noise_multiplier * bound
+    weights = getattr(data, "sample_weight", None)
+    sensitivity = float(getattr(data, "weight_bound", 1.0)) * bound
+    noise_std = plan.noise_multiplier * sensitivity
 
     chosen = {}
     callback = None
@@ -550,12 +561,12 @@ def dp_gd(
                 chosen["W"] = W.copy()
 
     W, W_tail = noisy_descent(
-        lambda V: clipped_gradient_sum(X, y, V, loss, bound, data.row_norms),
+        lambda V: clipped_gradient_sum(X, y, V, loss, bound, data.row_norms, weights),
         shape=(n_columns, n_outputs),
         n_steps=plan.n_steps,
         normalizer=data.normalizer,
         noise_std=noise_std,
-        sensitivity=bound,
+        sensitivity=sensitivity,
         step_size=step_size,
         alpha=alpha,
         penalized=data.penalized,
@@ -564,6 +575,7 @@ def dp_gd(
         progress=Progress("dp_gd", plan.n_steps, verbose),
         radius=radius,
         callback=callback,
+        initial=coef_init,
     )
     check_finite_iterate(W, "dp_gd")
     coef = {"tail_average": W_tail, "last": W}.get(output)

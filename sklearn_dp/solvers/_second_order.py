@@ -267,6 +267,7 @@ def dp_newton(
     floor_scale=None,
     hessian_steps=None,
     momentum="auto",
+    coef_init=None,
     random_state=None,
     verbose=0,
 ):
@@ -338,6 +339,9 @@ def dp_newton(
         loss, 0.5 for the Huber loss).
     momentum : {"auto", "nesterov", None}, default="auto"
         ``"auto"``: Nesterov with ``hessian="bound"``, none with ``"exact"``.
+    coef_init : ndarray of shape (n_columns, n_outputs), optional
+        Starting point instead of 0 (a warm start from a released model:
+        public, post-processing; it costs nothing).
     random_state : None, int, RandomState or Generator
     verbose : int
 
@@ -367,6 +371,10 @@ def dp_newton(
     values and that count.  The steps, the momentum and its restarts, the
     eigen-decompositions and the verbose lines (norms of noisy gradients and
     steps) are post-processing; the number of steps is public.
+    With ``data.sample_weight`` (weights in ``[0, data.weight_bound]``, the
+    public ``max_weight``), each row's gradient and curvature terms are
+    multiplied by its weight, so every sensitivity above is multiplied by
+    ``max_weight`` (and the noise with it).
     """
     if curvature_bound(loss) is None:
         raise ValueError(
@@ -393,12 +401,17 @@ def dp_newton(
     clip = gradient_bound(loss, data.row_norm_bound, clip_norm, private=private)
     R2 = float(data.row_norm_bound) ** 2
     beta = curvature_bound(loss)
+    # Sample weights in [0, max_weight] multiply each row's gradient and
+    # Hessian terms: every sensitivity by max_weight (1 without weights).
+    weights = getattr(data, "sample_weight", None)
+    weight_bound = float(getattr(data, "weight_bound", 1.0))
     if hessian == "bound":
-        hessian_sensitivity = R2
+        hessian_sensitivity = weight_bound * R2
     else:
-        hessian_sensitivity = beta * R2
+        hessian_sensitivity = weight_bound * beta * R2
+    gradient_sensitivity = weight_bound * clip
     sigma_h = plan.details["hessian_multiplier"]
-    gradient_std = plan.noise_multiplier * clip
+    gradient_std = plan.noise_multiplier * gradient_sensitivity
     hessian_std = sigma_h * hessian_sensitivity
     normalizer = float(data.normalizer)
     # Expected spectral norm of the noise of the averaged Hessian (for
@@ -416,6 +429,8 @@ def dp_newton(
     progress = Progress("dp_newton", plan.n_steps, verbose)
 
     W = np.zeros((n_columns, n_outputs))
+    if coef_init is not None:  # warm start: a released model (post-processing)
+        W = np.array(coef_init, dtype=float).reshape(n_columns, n_outputs)
     W_previous = W
     since_restart = 0
     H_avg = eigen = None
@@ -431,19 +446,21 @@ def dp_newton(
         if momentum == "nesterov" and since_restart > 0:
             V = W + (since_restart / (since_restart + 3.0)) * (W - W_previous)
         if need_hessian and hessian == "bound":
-            g_sum, _ = newton_sums(design, y, V, loss, clip, data.row_norms, hessian=False)
+            g_sum, _ = newton_sums(design, y, V, loss, clip, data.row_norms, hessian=False,
+                                   sample_weight=weights)
             gram = _noise.gaussian(
-                svec(design.gram()), sensitivity=hessian_sensitivity, noise_std=hessian_std,
+                svec(design.gram(weights)), sensitivity=hessian_sensitivity, noise_std=hessian_std,
                 rng=rng, label="gram matrix",
             )
             # One block for all classes: the bound is I_K (x) beta G.
             H_avg = unsvec(gram, n_columns) * (beta / normalizer)
         else:
             g_sum, H_sum = newton_sums(
-                design, y, V, loss, clip, data.row_norms, hessian=need_hessian
+                design, y, V, loss, clip, data.row_norms, hessian=need_hessian,
+                sample_weight=weights,
             )
         g_noisy = _noise.gaussian(
-            g_sum, sensitivity=clip, noise_std=gradient_std, rng=rng,
+            g_sum, sensitivity=gradient_sensitivity, noise_std=gradient_std, rng=rng,
             label="clipped gradient sum",
         )
         if need_hessian and hessian == "exact":

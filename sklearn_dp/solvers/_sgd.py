@@ -141,6 +141,7 @@ def dp_sgd(
     clip_norm=None,
     momentum="nesterov",
     radius=None,
+    coef_init=None,
     random_state=None,
     verbose=0,
 ):
@@ -175,6 +176,9 @@ def dp_sgd(
         As in :func:`~sklearn_dp.solvers.dp_gd` (post-processing).
     radius : float, optional
         L2-ball constraint on the coefficients, as in :func:`~sklearn_dp.solvers.dp_gd`.
+    coef_init : ndarray of shape (n_columns, n_outputs), optional
+        Starting point instead of 0 (a warm start from a released model:
+        post-processing, it costs nothing).
     random_state : None, int, RandomState or Generator
     verbose : int
 
@@ -203,7 +207,10 @@ def dp_sgd(
     details, progress lines of the noisy gradient's norm, exceptions) is a
     function of public values and of the releases; options are checked
     before the data is read (:func:`check_dp_sgd` for estimators, before
-    their reservation).
+    their reservation).  With ``data.sample_weight`` (weights in ``[0,
+    data.weight_bound]``, the public ``max_weight``) each clipped per-sample
+    gradient is multiplied by its row's weight: the sensitivity, and the
+    noise, are ``max_weight * C``.
     """
     check_dp_sgd_options(
         max_iter=max_iter, batch_size=batch_size, step_size=step_size, clip_norm=clip_norm,
@@ -229,11 +236,16 @@ def dp_sgd(
         else:
             step_size = 1.0 / (loss.smoothness * data.row_norm_bound**2 + alpha)
     rng = make_rng(random_state)
-    noise_std = plan.noise_multiplier * bound
+    weights = getattr(data, "sample_weight", None)
+    sensitivity = float(getattr(data, "weight_bound", 1.0)) * bound
+    noise_std = plan.noise_multiplier * sensitivity
 
     def batch_gradient_sum(V):
         batch = _noise.poisson_sample(n_samples, rate, rng)
-        return clipped_gradient_sum(X.rows(batch), y[batch], V, loss, bound, data.row_norms[batch])
+        return clipped_gradient_sum(
+            X.rows(batch), y[batch], V, loss, bound, data.row_norms[batch],
+            None if weights is None else weights[batch],
+        )
 
     W, W_tail = noisy_descent(
         batch_gradient_sum,
@@ -241,7 +253,7 @@ def dp_sgd(
         n_steps=plan.n_steps,
         normalizer=expected_batch,
         noise_std=noise_std,
-        sensitivity=bound,
+        sensitivity=sensitivity,
         step_size=step_size,
         alpha=alpha,
         penalized=data.penalized,
@@ -249,6 +261,7 @@ def dp_sgd(
         rng=rng,
         progress=Progress("dp_sgd", plan.n_steps, verbose),
         radius=radius,
+        initial=coef_init,
     )
     check_finite_iterate(W, "dp_sgd")
     plan.details.update(step_size=step_size, clip_norm=bound, noise_std=noise_std, momentum=momentum)
