@@ -929,14 +929,17 @@ def test_predict_before_fit_and_with_other_features(estimator):
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
-def test_sample_weight_is_refused(estimator):
-    # No estimator takes sample_weight (a weight would scale a row's
-    # sensitivity); the refusal is Python's own TypeError, before any work.
+def test_malformed_sample_weight_is_refused_before_the_reservation(estimator):
+    # Weights are private: a bad one is refused by its rule, before any spend,
+    # with no weight value or position in the message.
     X, y = base_data(estimator)
     budget = PrivacyBudget(10.0, 1e-3)
     model = make_estimator(estimator, _FAST_SOLVER[estimator], budget=budget)
-    outcome = run_fit(model, X, y, fit_kwargs={"sample_weight": np.ones(len(y))})
-    assert isinstance(outcome.error, TypeError) and "sample_weight" in str(outcome.error)
+    weights = np.ones(len(y))
+    weights[3] = -123.456
+    outcome = run_fit(model, X, y, fit_kwargs={"sample_weight": weights})
+    assert isinstance(outcome.error, ValueError) and "sample_weight" in str(outcome.error)
+    assert "123" not in str(outcome.error)
     assert budget.ledger == []
 
 

@@ -14,7 +14,13 @@ from sklearn_dp.preprocessing import DPMinMaxScaler, DPStandardScaler, PublicRan
 
 # Each entry: check name -> why the check cannot pass for a DP estimator.
 EXPECTED_FAILURES = {
-    "DPLogisticRegression": {},
+    "DPLogisticRegression": {
+        "check_class_weight_classifiers": (
+            "the check sets class_weight={0: 1000, 1: 1e-4, ...}: a DP fit bounds every row's "
+            "weight by the public max_weight (1 by default), which scales the sensitivity, and "
+            "refuses larger class weights before any spend (tests/test_sample_weight.py)"
+        ),
+    },
     "DPSCORegressor": {},
     "DPLasso": {},
     "DPStandardScaler": {},
@@ -70,7 +76,11 @@ def _estimators():
             epsilon=eps, C=0.1, solver="output_perturbation", random_state=0
         ),
         DPSCORegressor(epsilon=1.0, delta=0.0, random_state=0),
-        DPSCORegressor(epsilon=1.0, loss="huber", solver="output_perturbation", random_state=0),
+        # Output perturbation's certified solve needs a condition number it can
+        # certify: a given row bound and a penalty stronger than the default
+        # (with the checks' raw rows and alpha=1e-4 it refuses, publicly).
+        DPSCORegressor(epsilon=1.0, loss="huber", solver="output_perturbation", alpha=0.01,
+                       data_norm=5.0, random_state=0),
         DPSCORegressor(
             epsilon=float("inf"), solver="objective_perturbation", data_norm=5.0, y_bound=5.0
         ),
@@ -162,6 +172,12 @@ def _expected_failed_checks(estimator):
     for check in ("check_sample_weight_equivalence_on_dense_data",
                   "check_sample_weight_equivalence_on_sparse_data"):
         expected[check] = WEIGHTING_IS_NOT_REPETITION
+    if solver == "localized_mirror_descent":
+        expected["check_regressors_train"] = (
+            "its localized phases shrink the step and the ball by design and stop far from "
+            "the optimum even without noise (104% objective gap on diabetes; named in "
+            "docs/solvers/benchmark.md and xfailed in tests/test_default_convergence.py)"
+        )
     if not SOLVERS[solver].sample_weight:
         for check in SAMPLE_WEIGHT_CHECKS:
             expected[check] = (
