@@ -20,6 +20,7 @@ __all__ = [
     "row_l2_norms",
     "bound_data",
     "check_feature_bound",
+    "row_sum",
 ]
 
 #: Range of public bounds (see sklearn_dp.linear_model._base.MIN_SCALE).
@@ -199,7 +200,8 @@ class BoundedData:
             self._X = None
         self.design = design
         self.y = y
-        self.row_norms = design.row_norms() if row_norms is None else row_norms
+        # Computed on first use (kernels on the Gram matrix never need them).
+        self._row_norms = row_norms
         self.row_norm_bound = row_norm_bound
         self.penalized = penalized
         self.fit_intercept = bool(fit_intercept)
@@ -208,6 +210,16 @@ class BoundedData:
         # Unset: the row count is treated as public (direct solver calls).
         self.n_public = float(design.n_rows) if n_public is None else n_public
         self.normalizer = float(self.n_public) if normalizer is None else normalizer
+
+    @property
+    def row_norms(self):
+        if self._row_norms is None:
+            self._row_norms = self.design.row_norms()
+        return self._row_norms
+
+    @row_norms.setter
+    def row_norms(self, value):
+        self._row_norms = value
 
     @property
     def X(self):
@@ -228,6 +240,21 @@ class BoundedData:
         if self.fit_intercept:
             return W[:-1].T.copy(), W[-1] * self.intercept_scaling
         return W.T.copy(), np.zeros(W.shape[1])
+
+
+def row_sum(data, kernel):
+    """``kernel(data)``, summed over the row chunks of data that lives in chunks.
+
+    ``kernel(part)`` computes a sum over the rows of ``part`` (a
+    :class:`BoundedData`): an array, or a tuple of arrays (and None).  For
+    in-memory data this is ``kernel(data)``; data whose rows are split in
+    chunks (:class:`sklearn_dp._dask.DaskBoundedData`) applies the kernel to
+    each chunk, bounded the same way, where the chunk lives and adds the
+    results up: a sum over rows is the sum of its chunks' sums, so the
+    pre-noise value (and its sensitivity) is the same.
+    """
+    reduce = getattr(data, "sum_over_chunks", None)
+    return kernel(data) if reduce is None else reduce(kernel)
 
 
 def _entrywise(X, bound):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from numbers import Integral, Real
 
@@ -12,6 +13,7 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
+from .. import _dask
 from .._losses import get_loss
 from .._sklearn_compat import Interval, StrOptions
 from ..exceptions import public_error
@@ -309,6 +311,27 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
             return "dp_newton"
         return "dp_gd"
 
+    def _public_classes(self):
+        """The public ``classes`` checked without ``y`` (Dask input), or None."""
+        if self.classes is None:
+            return None
+        if np.ndim(self.classes) != 1:
+            raise ValueError(
+                f"classes must be a 1-d list of labels; got classes={self.classes!r}."
+            )
+        try:
+            classes = np.unique(np.asarray(self.classes))
+        except TypeError:
+            raise ValueError(
+                "DPLogisticRegression: the labels in classes must be of one comparable type."
+            ) from None
+        if classes.size < 2:
+            raise ValueError(
+                f"DPLogisticRegression needs at least 2 classes; got classes={classes.tolist()}. "
+                "Pass the full public label set."
+            )
+        return classes
+
     def _check_labels(self, y):
         """Schema checks of the labels (before any spend); the public classes, or None.
 
@@ -395,16 +418,31 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         """
         self._validate_params()
         self._check_privacy_request()
-        X, y = self._validate_fit_data(X, y, y_numeric=False)
-        classes = self._check_labels(y)
+        dask_input = _dask.is_dask_input(X, y)
+        if dask_input:
+            # Lazy Dask arrays: the schema and label checks in one pass.
+            classes = self._public_classes()
+            X, y = _dask.validate_fit_data(
+                self, X, y, y_numeric=False, classes=classes, classification=True
+            )
+        else:
+            X, y = self._validate_fit_data(X, y, y_numeric=False)
+            classes = self._check_labels(y)
         released = {}
+
+        def encode(y, classes):
+            if dask_input:
+                dtype = np.float64 if classes.size == 2 else np.intp
+                return _dask.map_labels(functools.partial(self._encode, classes=classes), y,
+                                        dtype=dtype)
+            return self._encode(y, classes)
 
         def prepare(X, y, phase):
             if classes is not None:
                 released["classes"] = classes
-                return X, self._encode(y, classes), self._problem(classes.size)
+                return X, encode(y, classes), self._problem(classes.size)
             if math.isinf(self.epsilon):
-                found = np.unique(y)
+                found = _dask.label_histogram(y)[0] if dask_input else np.unique(y)
             else:
                 found, phase.label_event, _ = release_labels(
                     y, phase.label_epsilon, phase.label_delta, phase.rng
@@ -418,6 +456,10 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
                     )
                 )
             released["classes"] = found
+            if dask_input:
+                # The same per-row rule, lazily.
+                X, y = _dask.filter_rows(X, y, found)
+                return X, encode(y, found), self._problem(found.size)
             keep = np.isin(y, found)
             if not np.all(keep):
                 # Rows whose label was not released take no part in the fit
@@ -435,6 +477,8 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
 
     def decision_function(self, X):
         """Scores ``X @ coef_.T + intercept_``; 1-d for two classes (positive: ``classes_[1]``)."""
+        if _dask.is_dask_input(X):
+            return _dask.map_rows(self, "decision_function", X)  # lazy, chunk by chunk
         check_is_fitted(self)
         X = self._validate_predict_data(X)
         scores = np.asarray(X @ self.coef_.T) + self.intercept_
@@ -442,12 +486,16 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
 
     def predict(self, X):
         """Most likely class of each row."""
+        if _dask.is_dask_input(X):
+            return _dask.map_rows(self, "predict", X)  # lazy, chunk by chunk
         scores = self.decision_function(X)
         indices = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(axis=1)
         return self.classes_[indices]
 
     def predict_proba(self, X):
         """Class probabilities, columns in the order of ``classes_``."""
+        if _dask.is_dask_input(X):
+            return _dask.map_rows(self, "predict_proba", X)  # lazy, chunk by chunk
         scores = self.decision_function(X)
         if scores.ndim == 1:
             positive = expit(scores)
@@ -456,6 +504,8 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`."""
+        if _dask.is_dask_input(X):
+            return _dask.map_rows(self, "predict_log_proba", X)  # lazy, chunk by chunk
         scores = self.decision_function(X)
         if scores.ndim == 1:
             scores = np.column_stack([np.zeros_like(scores), scores])

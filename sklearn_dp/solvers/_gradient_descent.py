@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from .. import _noise, accounting
+from .._data import row_sum
 from .._kernels import clipped_gradient_sum
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 
@@ -494,8 +495,7 @@ def dp_gd(
     the progress lines, which print the norm of the noisy averaged gradient,
     and any exception) is a function of public values and of the releases.
     """
-    X, y = data.X, data.y
-    n_columns = X.shape[1]
+    n_columns = data.design.n_columns
     if loss.smoothness is None:
         raise ValueError(f"dp_gd needs a smooth loss; {loss.name!r} is not smooth.")
     check_dp_gd_options(
@@ -534,8 +534,14 @@ def dp_gd(
             if t == tau:
                 chosen["W"] = W.copy()
 
+    def gradient_sum(V):
+        # Over the rows of data (or of each of its chunks, summed: row_sum).
+        return row_sum(
+            data, lambda part: clipped_gradient_sum(part.X, part.y, V, loss, bound, part.row_norms)
+        )
+
     W, W_tail = noisy_descent(
-        lambda V: clipped_gradient_sum(X, y, V, loss, bound, data.row_norms),
+        gradient_sum,
         shape=(n_columns, n_outputs),
         n_steps=plan.n_steps,
         normalizer=data.normalizer,

@@ -20,6 +20,7 @@ import numpy as np
 from dp_accounting import dp_event as dpe
 
 from .. import _noise, accounting
+from .._data import row_sum
 from .._kernels import curvature_bound, newton_sums, svec, unsvec
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._gradient_descent import gradient_bound
@@ -361,8 +362,7 @@ def dp_newton(
         raise ValueError(
             f"dp_newton needs a smooth GLM loss (log_loss, squared, huber); got {loss.name!r}."
         )
-    design, y = data.design, data.y
-    n_columns = design.n_columns
+    n_columns = data.design.n_columns
     n_params = n_columns * n_outputs
     _check_options(hessian=hessian, hessian_share=hessian_share, eigenvalue=eigenvalue,
                    floor_scale=floor_scale, momentum=momentum, hessian_steps=hessian_steps,
@@ -420,17 +420,21 @@ def dp_newton(
         if momentum == "nesterov" and since_restart > 0:
             V = W + (since_restart / (since_restart + 3.0)) * (W - W_previous)
         if need_hessian and hessian == "bound":
-            g_sum, _ = newton_sums(design, y, V, loss, clip, data.row_norms, hessian=False)
+            # One pass over the rows (of each chunk, summed: row_sum) for both sums.
+            g_sum, gram_sum = row_sum(data, lambda part: (
+                newton_sums(part.design, part.y, V, loss, clip, part.row_norms, hessian=False)[0],
+                part.design.gram(),
+            ))
             gram = _noise.gaussian(
-                svec(design.gram()), sensitivity=hessian_sensitivity, noise_std=hessian_std,
+                svec(gram_sum), sensitivity=hessian_sensitivity, noise_std=hessian_std,
                 rng=rng, label="gram matrix",
             )
             # One block for all classes: the bound is I_K (x) beta G.
             H_avg = unsvec(gram, n_columns) * (beta / normalizer)
         else:
-            g_sum, H_sum = newton_sums(
-                design, y, V, loss, clip, data.row_norms, hessian=need_hessian
-            )
+            g_sum, H_sum = row_sum(data, lambda part: newton_sums(
+                part.design, part.y, V, loss, clip, part.row_norms, hessian=need_hessian
+            ))
         g_noisy = _noise.gaussian(
             g_sum, sensitivity=clip, noise_std=gradient_std, rng=rng,
             label="clipped gradient sum",

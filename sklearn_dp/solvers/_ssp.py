@@ -22,6 +22,7 @@ import numpy as np
 from dp_accounting import dp_event as dpe
 
 from .. import _noise, accounting
+from .._data import row_sum
 from .._kernels import smallest_eigenvalue, sufficient_statistics, svec, unsvec
 from ..exceptions import public_error
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
@@ -373,15 +374,16 @@ def dp_ssp(
     if loss.name != "squared" or n_outputs != 1:
         raise ValueError("dp_ssp fits the squared loss with one output only.")
     _check_options(shares=shares, ridge=ridge, label_bound=label_bound, constraint=constraint)
-    design = data.design
-    m = design.n_columns
+    m = data.design.n_columns
     plan = plan_dp_ssp(data.n_public, m, epsilon, delta, shares=shares, ridge=ridge)
     sigma_gram, sigma_xty, sigma_eig = plan.details["multipliers"]
     R2 = float(data.row_norm_bound) ** 2
     xty_sensitivity = float(data.row_norm_bound) * float(label_bound)
     rng = make_rng(random_state)
 
-    gram, xty = sufficient_statistics(design, data.y, label_bound)
+    gram, xty = row_sum(
+        data, lambda part: sufficient_statistics(part.design, part.y, label_bound)
+    )
     gram_std = sigma_gram * R2
     noisy_gram = unsvec(
         _noise.gaussian(svec(gram), sensitivity=R2, noise_std=gram_std, rng=rng,
