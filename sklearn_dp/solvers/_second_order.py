@@ -356,7 +356,10 @@ def dp_newton(
     row count itself is never used), and the floor is a function of public
     values and that count.  The steps, the momentum and its restarts, the
     eigen-decompositions and the verbose lines (norms of noisy gradients and
-    steps) are post-processing; the number of steps is public.
+    steps) are post-processing; the number of steps is public.  On data split
+    in row chunks (Dask arrays, :mod:`sklearn_dp._dask`) every sum is the sum
+    of its chunks' sums, computed where the chunks live; the noise is added
+    once to the total, here.
     """
     if curvature_bound(loss) is None:
         raise ValueError(

@@ -369,7 +369,11 @@ def dp_ssp(
     ``sigma``, the smallest meeting (epsilon, delta); the public ``shares``
     split ``1 / sigma^2`` between them.  The PSD repair, the ridge, the solve
     and its iteration count use released values, the public bounds and
-    ``data.normalizer`` (the estimators' DP count) only.
+    ``data.normalizer`` (the estimators' DP count) only.  On data split in row
+    chunks (Dask arrays, :mod:`sklearn_dp._dask`) the statistics are sums of
+    their chunks' sums, computed where the chunks live (the smallest
+    eigenvalue is that of the reduced Gram matrix); the noise is added once,
+    here.
     """
     if loss.name != "squared" or n_outputs != 1:
         raise ValueError("dp_ssp fits the squared loss with one output only.")
