@@ -494,7 +494,7 @@ def dp_gd(
     Every observable (the coefficients, ``n_iter``, the details and info,
     the progress lines, which print the norm of the noisy averaged gradient,
     and any exception) is a function of public values and of the releases.
-    On data split in row chunks (Dask arrays, :mod:`sklearn_dp._dask`) each
+    On data split in row chunks (Dask arrays, ``sklearn_dp._dask``) each
     clipped gradient sum is the sum of its chunks' sums, computed where the
     chunks live; the noise is added once to the total, here.
     """

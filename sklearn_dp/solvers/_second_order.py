@@ -357,7 +357,7 @@ def dp_newton(
     values and that count.  The steps, the momentum and its restarts, the
     eigen-decompositions and the verbose lines (norms of noisy gradients and
     steps) are post-processing; the number of steps is public.  On data split
-    in row chunks (Dask arrays, :mod:`sklearn_dp._dask`) every sum is the sum
+    in row chunks (Dask arrays, ``sklearn_dp._dask``) every sum is the sum
     of its chunks' sums, computed where the chunks live; the noise is added
     once to the total, here.
     """

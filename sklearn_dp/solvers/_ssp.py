@@ -370,7 +370,7 @@ def dp_ssp(
     split ``1 / sigma^2`` between them.  The PSD repair, the ridge, the solve
     and its iteration count use released values, the public bounds and
     ``data.normalizer`` (the estimators' DP count) only.  On data split in row
-    chunks (Dask arrays, :mod:`sklearn_dp._dask`) the statistics are sums of
+    chunks (Dask arrays, ``sklearn_dp._dask``) the statistics are sums of
     their chunks' sums, computed where the chunks live (the smallest
     eigenvalue is that of the reduced Gram matrix); the noise is added once,
     here.
