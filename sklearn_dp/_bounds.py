@@ -232,18 +232,27 @@ def release_center_from_utilities(utilities, *, epsilon, rng, label):
     return BoundRelease(float(CENTER_GRID[index]), events)
 
 
-def release_range(values, *, epsilon, n_public, rng, label, window=None):
+def release_range(values, *, epsilon, n_public, rng, label, window=None, center=None):
     """A DP range ``(center, half_width)`` of signed ``values``: half of epsilon each.
 
     ``values`` lie mostly in ``[center - half_width, center + half_width]``:
     the centre is a DP median, the half-width a DP upper bound of
-    ``|values - center|`` (see the module docstring).
+    ``|values - center|`` (see the module docstring).  With a public
+    ``center`` (0 for a model without intercept) only the half-width is
+    released, on the whole of ``epsilon``.
 
     Returns
     -------
     center, half_width : float
     events : list of DpEvent
     """
+    if center is not None:
+        spread = np.abs(np.asarray(values, dtype=np.float64) - float(center))
+        width = release_upper_bound(
+            spread, epsilon=epsilon, n_public=n_public, rng=rng, label=f"{label} (half-width)",
+            window=window,
+        )
+        return float(center), width.value, width.events
     half = epsilon / 2.0
     center = release_center(values, epsilon=half, rng=rng, label=f"{label} (centre)")
     spread = np.abs(np.asarray(values, dtype=np.float64) - center.value)
@@ -329,7 +338,9 @@ def planned_events(request, epsilons):
         events.append(_event(epsilon_rows, "row norm bound"))
     elif rows == "feature_bound":
         events.append(_event(epsilon_rows, "feature bound"))
-    if labels:
+    if labels == "symmetric":  # a public centre 0 (no intercept): the half-width only
+        events.append(_event(epsilon_labels, "label range (half-width)"))
+    elif labels:
         events.append(_event(epsilon_labels / 2.0, "label range (centre)"))
         events.append(_event(epsilon_labels / 2.0, "label range (half-width)"))
     return events

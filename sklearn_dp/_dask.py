@@ -19,7 +19,8 @@ else works and Dask input gets an error naming the extra
 (``pip install "sklearn_dp[dask]"``).
 
 Supported: the solvers of :data:`DASK_SOLVERS`, the private row count, the
-label set (``classes=None``) and the ``"auto"`` bounds.  Other solvers refuse
+label set (``classes=None``), the ``"auto"`` bounds and warm starts.  Other
+solvers, and weighted fits (``sample_weight``, ``class_weight``), refuse
 Dask input before the budget is charged.
 """
 
@@ -43,6 +44,7 @@ __all__ = [
     "require_dask",
     "validate_fit_data",
     "check_solver",
+    "refuse_weights",
     "row_count",
     "label_histogram",
     "release_bounds",
@@ -173,7 +175,8 @@ class DaskBoundedData:
         self.design = DaskDesign(X, y, bound_args, template.design.n_columns)
         self.y = y
         for name in ("row_norm_bound", "penalized", "fit_intercept", "intercept_scaling",
-                     "feature_bound", "n_public", "normalizer"):
+                     "feature_bound", "n_public", "normalizer", "sample_weight",
+                     "weight_bound"):
             setattr(self, name, getattr(template, name))
         if bound_args.get("n_public") is None:
             # A direct call without a DP count: the row count is treated as public.
@@ -376,6 +379,21 @@ def check_solver(name, *, inside=False):
         f"{list(DASK_SOLVERS)} (pass solver=... explicitly), or pass NumPy arrays."
     )
     raise public_error(error) if inside else error
+
+
+def refuse_weights(estimator_name):
+    """Refuse a weighted fit (``sample_weight`` or ``class_weight``) on Dask input.
+
+    A public ValueError, raised before the budget is reserved: the weights
+    (private, one per row) would have to be chunked like the rows and
+    carried through the label filtering and the bound releases; Dask fits
+    are unweighted for now.
+    """
+    raise ValueError(
+        f"{estimator_name}: sample_weight and class_weight are not supported on Dask input; "
+        "fit without weights, or pass NumPy arrays (X, y and sample_weight) for a weighted "
+        "fit."
+    )
 
 
 # -- releases that are sums over rows ----------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ._design import EXCESS_FACTOR, Design, block_rows
+from ._design import EXCESS_FACTOR, Design, block_ranges
 
 __all__ = [
     "BoundedData",
@@ -21,6 +21,7 @@ __all__ = [
     "bound_data",
     "check_feature_bound",
     "row_sum",
+    "clip_weights",
 ]
 
 #: Range of public bounds (see sklearn_dp.linear_model._base.MIN_SCALE).
@@ -69,9 +70,7 @@ def _row_norm_factors(X):
     # blocks of rows, so no converted copy of X is made.
     norms = np.empty(X.shape[0])
     with np.errstate(over="ignore"):
-        step = block_rows(*X.shape, X.nnz if sp.issparse(X) else None)
-        for start in range(0, X.shape[0], step):
-            stop = min(start + step, X.shape[0])
+        for start, stop in block_ranges(*X.shape, X.nnz if sp.issparse(X) else None):
             block = X[start:stop]
             if sp.issparse(block):
                 squares = np.asarray(block.data, dtype=np.float64) ** 2
@@ -154,7 +153,8 @@ class BoundedData:
     y : ndarray of shape (n_samples,)
         Encoded (classification) or clipped (regression) labels.
     row_norms : ndarray of shape (n_samples,)
-        L2 norms of the rows of ``X~`` (private; used only inside clipping).
+        L2 norms of the rows of ``X~`` (private; used only inside clipping),
+        computed on first access.
     row_norm_bound : float
         Public bound on ``row_norms`` (L2), intercept column included.
     feature_bound : ndarray of shape (n_columns,) or None
@@ -174,6 +174,14 @@ class BoundedData:
         Which coefficients the penalty applies to (not the intercept).
     fit_intercept : bool
     intercept_scaling : float
+    sample_weight : ndarray of shape (n_samples,) or None
+        Per-row weights in ``[0, weight_bound]`` (private), multiplying each
+        row's contribution to every sum the solvers release; None for
+        weights 1 (the unweighted fit, unchanged).
+    weight_bound : float
+        Public bound on ``sample_weight`` (1.0 without weights): every
+        per-row term of a released sum, hence every sensitivity, is
+        multiplied by it.
     """
 
     def __init__(
@@ -190,6 +198,8 @@ class BoundedData:
         normalizer=None,
         *,
         design=None,
+        sample_weight=None,
+        weight_bound=1.0,
     ):
         if design is None:
             if X is None:
@@ -200,8 +210,7 @@ class BoundedData:
             self._X = None
         self.design = design
         self.y = y
-        # Computed on first use (kernels on the Gram matrix never need them).
-        self._row_norms = row_norms
+        self._row_norms = row_norms  # computed on first use (L2 solvers need them, others not)
         self.row_norm_bound = row_norm_bound
         self.penalized = penalized
         self.fit_intercept = bool(fit_intercept)
@@ -210,6 +219,8 @@ class BoundedData:
         # Unset: the row count is treated as public (direct solver calls).
         self.n_public = float(design.n_rows) if n_public is None else n_public
         self.normalizer = float(self.n_public) if normalizer is None else normalizer
+        self.sample_weight = sample_weight
+        self.weight_bound = float(weight_bound)
 
     @property
     def row_norms(self):
@@ -266,41 +277,60 @@ def _entrywise(X, bound):
     """
     n, d = X.shape
     bound = np.broadcast_to(np.asarray(bound, dtype=np.float64), (d,))
-    rows, cols, values, huge_rows = [], [], [], []
-    if sp.issparse(X):
-        column_bound = bound[X.indices]
-        data = X.data.astype(np.float64)
-        over = np.abs(data) > column_bound
-        if np.any(over):
-            entry_rows = np.repeat(np.arange(n), np.diff(X.indptr))
-            huge = np.abs(data) > EXCESS_FACTOR * column_bound
-            huge_rows = np.unique(entry_rows[huge])
-            moderate = over & ~np.isin(entry_rows, huge_rows)
-            rows = entry_rows[moderate]
-            cols = X.indices[moderate]
-            values = data[moderate] - np.clip(data[moderate], -column_bound[moderate], column_bound[moderate])
-    else:
-        rows, cols, values, huge_rows = [], [], [], []
-        step = block_rows(n, d)
-        for start in range(0, n, step):
-            block = np.asarray(X[start:start + step], dtype=np.float64)
-            over = np.abs(block) > bound
+    indptr, cols, values, huge_rows = None, [], [], []
+    # Block by block of rows: temporaries are the size of a block, not of X.
+    # Entries come row by row, so the excess is built as CSR directly.
+    for start, stop in block_ranges(n, d, X.nnz if sp.issparse(X) else None):
+        if sp.issparse(X):
+            lo, hi = X.indptr[start], X.indptr[stop]
+            data = X.data[lo:hi]  # a view: compared in its own dtype (exact)
+            index = X.indices[lo:hi]
+            column_bound = bound[index]
+            magnitude = np.abs(data)
+            over = magnitude > column_bound
             if not np.any(over):
+                magnitude = over = None
                 continue
-            huge = np.any(np.abs(block) > EXCESS_FACTOR * bound, axis=1)
+            entry_rows = np.repeat(
+                np.arange(start, stop), np.diff(X.indptr[start : stop + 1])
+            )
+            huge = np.unique(entry_rows[magnitude > EXCESS_FACTOR * column_bound])
+            huge_rows.append(huge)
+            moderate = over & ~np.isin(entry_rows, huge)
+            r, c = entry_rows[moderate], index[moderate]
+            v, b = np.asarray(data[moderate], dtype=np.float64), column_bound[moderate]
+        else:
+            # |x| in X's own dtype (exact) compared with the float64 bounds
+            # (numpy compares in float64): a float32 X gets no float64 copy
+            # of its block, only the few values beyond the bound are converted.
+            block = X[start:stop]
+            magnitude = np.abs(block)
+            over = magnitude > bound
+            if not np.any(over):
+                magnitude = over = None
+                continue
+            huge = np.any(magnitude > EXCESS_FACTOR * bound, axis=1)
             huge_rows.append(start + np.flatnonzero(huge))
             over[huge] = False
             r, c = np.nonzero(over)
-            rows.append(start + r)
-            cols.append(c)
-            values.append(block[r, c] - np.clip(block[r, c], -bound[c], bound[c]))
-        rows = np.concatenate(rows) if rows else np.zeros(0, dtype=np.intp)
-        cols = np.concatenate(cols) if cols else np.zeros(0, dtype=np.intp)
-        values = np.concatenate(values) if values else np.zeros(0)
-        huge_rows = np.concatenate(huge_rows) if huge_rows else np.zeros(0, dtype=np.intp)
+            v, b = np.asarray(block[r, c], dtype=np.float64), bound[c]
+            r = r + start
+        if indptr is None:
+            # Entries per row, then their cumulative sum; int32 when every index
+            # fits, so scipy keeps the array instead of converting a copy.
+            index_dtype = np.int32 if n * d < 2**31 - 1 else np.int64
+            indptr = np.zeros(n + 1, dtype=index_dtype)
+        indptr[start + 1 : stop + 1] += np.bincount(r - start, minlength=stop - start)
+        cols.append(c.astype(np.int32))
+        values.append(v - np.clip(v, -b, b))
+        magnitude = over = None  # freed before the next block's are made
+    cols = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int32)
+    values = np.concatenate(values) if values else np.zeros(0)
+    huge_rows = np.concatenate(huge_rows) if huge_rows else np.zeros(0, dtype=np.intp)
     excess = None
     if len(values):
-        excess = sp.csr_matrix((values, (rows, cols)), shape=(n, d))
+        np.cumsum(indptr, out=indptr)
+        excess = sp.csr_matrix((values, cols, indptr), shape=(n, d))
     patch_rows = patch = None
     if len(huge_rows):
         patch_rows = np.asarray(huge_rows, dtype=np.intp)
@@ -355,6 +385,8 @@ def bound_data(
     feature_bound=None,
     n_public=None,
     normalizer=None,
+    sample_weight=None,
+    max_weight=1.0,
 ):
     """Bound the rows of ``X`` in the geometry a solver needs, append the intercept column.
 
@@ -369,6 +401,9 @@ def bound_data(
     entrywise by ``feature_bound[j]`` (``intercept_scaling`` for the intercept).
     ``n_public`` and ``normalizer`` are what solvers use in place of the row
     count (see :class:`BoundedData`); None treats the row count as public.
+    ``sample_weight`` (finite, non-negative; checked by the caller) is
+    clipped to ``[0, max_weight]`` (a float64 copy); the result's
+    ``weight_bound`` is then ``max_weight`` (1.0 without weights).
     """
     n_features = X.shape[1]
     row_scale = excess = patch_rows = patch = None
@@ -410,6 +445,7 @@ def bound_data(
     penalized = np.ones(design.n_columns, dtype=bool)
     if fit_intercept:
         penalized[-1] = False
+    weights, weight_bound = clip_weights(sample_weight, max_weight)
     return BoundedData(
         design=design,
         y=y,
@@ -420,4 +456,14 @@ def bound_data(
         feature_bound=entry_bound,
         n_public=n_public,
         normalizer=normalizer,
+        sample_weight=weights,
+        weight_bound=weight_bound,
     )
+
+
+def clip_weights(sample_weight, max_weight):
+    """``(weights, weight_bound)``: weights clipped to ``[0, max_weight]`` (float64), or ``(None, 1.0)``."""
+    if sample_weight is None:
+        return None, 1.0
+    weights = np.clip(np.asarray(sample_weight, dtype=np.float64), 0.0, float(max_weight))
+    return weights, float(max_weight)

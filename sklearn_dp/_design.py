@@ -30,19 +30,62 @@ float32 values, so clipping holds as in float64.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["Design", "BLOCK_ROWS", "EXCESS_FACTOR", "GRAM_BLOCK_BYTES", "block_rows"]
+__all__ = [
+    "Design", "ColumnView", "as_design", "block_rows", "block_ranges",
+    "BLOCK_ROWS", "EXCESS_FACTOR", "GRAM_BLOCK_BYTES",
+]
 
-#: Rows per block when a product accumulates in float64 or a bound is
+#: Most rows per block when a product accumulates in float64 or a bound is
 #: computed (65536 x 100 float64 is 52 MB, far below the X it comes from).
 BLOCK_ROWS = 65536
 
-#: Bytes of one float64 block of rows in a Gram product (4 MiB): the BLAS
-#: symmetric update is as fast on such blocks as on the whole matrix, and
-#: the block costs no memory to speak of next to X.
+#: Bytes of one float64 block of rows (4 MiB): the BLAS products (and the
+#: symmetric update of a Gram matrix) are as fast on such blocks as on the
+#: whole matrix, and the block costs no memory to speak of next to X.
 GRAM_BLOCK_BYTES = 1 << 22
+
+#: A block holds at most about this share of the rows (so a float64 working
+#: copy of a block of a small or float32 X stays a small fraction of X), but
+#: at least ``MIN_BLOCK_ROWS`` rows.
+BLOCK_SHARE = 1.0 / 16.0
+MIN_BLOCK_ROWS = 256
+
+
+def block_rows(n_rows, n_features, nnz=None):
+    """Rows per block of a blockwise pass over X.
+
+    About ``GRAM_BLOCK_BYTES`` of float64 (for a sparse X with ``nnz`` stored
+    entries, of its CSR rows: 12 bytes an entry) and at most ``BLOCK_SHARE``
+    of the rows (at least ``MIN_BLOCK_ROWS``, at most ``BLOCK_ROWS``): a
+    block's copy stays small next to X whatever its shape (a fixed count of
+    rows would copy all of a small X, and a wide block most of a float32
+    one), and sparse blocks are not so small that per-block overhead
+    dominates.
+    """
+    if nnz is None:
+        per_row = 8 * max(1, int(n_features))
+    else:
+        per_row = 12 * max(1.0, nnz / max(1, int(n_rows)))
+    share = math.ceil(int(n_rows) * BLOCK_SHARE)
+    return int(max(MIN_BLOCK_ROWS, min(BLOCK_ROWS, GRAM_BLOCK_BYTES // per_row, share)))
+
+
+def block_ranges(n_rows, n_features, nnz=None):
+    """``(start, stop)`` of the row blocks of a pass over X (see :func:`block_rows`)."""
+    step = block_rows(n_rows, n_features, nnz)
+    return [(start, min(start + step, n_rows)) for start in range(0, n_rows, step)]
+
+
+def as_design(X):
+    """``X`` itself if it is a :class:`Design` or :class:`ColumnView`, else a plain design over it."""
+    if isinstance(X, (Design, ColumnView)):
+        return X
+    return Design(X)
 
 #: Entries beyond ``EXCESS_FACTOR`` times their bound (and rows whose norm
 #: over- or underflows) are patched exactly instead of corrected by
@@ -106,7 +149,12 @@ class Design:
         self.excess = excess if excess is None or excess.nnz else None
         if patch_rows is not None and len(patch_rows) == 0:
             patch_rows, patch = None, None
-        self.patch_rows = None if patch_rows is None else np.asarray(patch_rows, dtype=np.intp)
+        if patch_rows is not None:
+            patch_rows = np.asarray(patch_rows, dtype=np.intp)
+            if np.any(np.diff(patch_rows) < 0):  # kept sorted: rows() looks them up
+                order = np.argsort(patch_rows, kind="stable")
+                patch_rows, patch = patch_rows[order], patch[order]
+        self.patch_rows = patch_rows
         self.patch = patch
         self.intercept = None if intercept is None else float(intercept)
         self.n_columns = self.n_features + (self.intercept is not None)
@@ -114,16 +162,39 @@ class Design:
         self.sparse = sp.issparse(X)
         self.dtype = X.dtype
 
+    def _blocks(self):
+        """``(start, stop)`` of the row blocks of a pass over X (see :func:`block_rows`)."""
+        return block_ranges(self.n_rows, self.n_features, self.X.nnz if self.sparse else None)
+
+    def _gram_block_rows(self):
+        """Rows per block of a blockwise product (see :func:`block_rows`)."""
+        return block_rows(self.n_rows, self.n_features, self.X.nnz if self.sparse else None)
+
     # -- products ----------------------------------------------------------------
 
     def _features_dot(self, W):
         """Bounded (before ``row_scale``) features times W, (n, k) float64."""
         if self.dtype == np.float32:
-            Z = np.asarray(self.X @ W.astype(np.float32)).astype(np.float64)
+            with np.errstate(over="ignore", invalid="ignore"):
+                Z = np.asarray(self.X @ W.astype(np.float32)).astype(np.float64)
+            # A float32 product overflows (inf, or inf - inf = NaN) for rows of huge
+            # entries that float64 represents exactly, and that the row scale brings
+            # back within the bound: such rows are recomputed in float64, so one
+            # hostile row can never turn a score (hence a release) into inf or NaN.
+            bad = np.flatnonzero(~np.all(np.isfinite(Z), axis=1))
+            if bad.size:
+                Z[bad] = np.asarray(_float64(self.X[bad]) @ W)
         else:
-            Z = np.asarray(self.X @ W, dtype=np.float64)
+            # Overflow here is repaired in matmul (rows recomputed from bounded values).
+            with np.errstate(over="ignore", invalid="ignore"):
+                Z = np.asarray(self.X @ W, dtype=np.float64)
         if self.excess is not None:
-            Z -= np.asarray(self.excess @ W)
+            # By blocks of rows: no second (n, k) temporary.
+            excess = self.excess
+            for start, stop in block_ranges(self.n_rows, self.n_features, excess.nnz):
+                lo, hi = excess.indptr[start], excess.indptr[stop]
+                if hi > lo:
+                    Z[start:stop] -= np.asarray(excess[start:stop] @ W)
         if self.patch_rows is not None:
             Z[self.patch_rows] = np.asarray(self.patch @ W)
         return Z
@@ -136,6 +207,17 @@ class Design:
             Z *= self.row_scale[:, None]
         if self.intercept is not None:
             Z += self.intercept * W2[self.n_features]
+        # X W is computed before the row factors (in float32 for float32 X):
+        # a long row (entries near the float32 maximum, or beyond ~1e154 in
+        # float64 times a large W) overflows there although its bounded row
+        # (norm at most the bound) has a finite score.  A non-finite score
+        # would turn that row's clipped gradient into NaN, and one hostile
+        # row would change the whole release.  Such rows are recomputed from
+        # their bounded float64 values (the factor applied first).
+        bad = np.flatnonzero(~np.all(np.isfinite(Z), axis=1))
+        if bad.size and np.all(np.isfinite(W2)):
+            bounded = self.rows(bad).materialize()
+            Z[bad] = np.asarray(bounded @ W2, dtype=np.float64)
         return Z[:, 0] if flat else Z
 
     def _x_transpose_dot(self, U):
@@ -146,9 +228,7 @@ class Design:
         # 65536-row float64 copy of a float32 X is most of X's own size until
         # X has millions of rows.
         out = np.zeros((self.n_features, U.shape[1]))
-        step = self._gram_block_rows()
-        for start in range(0, self.n_rows, step):
-            stop = min(start + step, self.n_rows)
+        for start, stop in self._blocks():
             out += np.asarray(_float64(self.X[start:stop]).T @ U[start:stop])
         return out
 
@@ -173,13 +253,19 @@ class Design:
         """Rows start:stop bounded (before ``row_scale``), float64 (dense or CSR)."""
         block = _float64(self.X[start:stop])
         if self.excess is not None:
-            block = block - self.excess[start:stop]
-            block = sp.csr_matrix(block) if sp.issparse(block) else np.asarray(block)
+            sub = self.excess[start:stop]
+            if sp.issparse(block):
+                block = sp.csr_matrix(block - sub)
+            elif sub.nnz:
+                if np.shares_memory(block, self.X):
+                    block = block.copy()
+                rows = np.repeat(np.arange(stop - start), np.diff(sub.indptr))
+                block[rows, sub.indices] -= sub.data  # x - e, as in a dense subtraction
         if self.patch_rows is not None:
-            inside = (self.patch_rows >= start) & (self.patch_rows < stop)
-            if np.any(inside):
-                local = self.patch_rows[inside] - start
-                values = self.patch[np.flatnonzero(inside)]
+            lo, hi = np.searchsorted(self.patch_rows, [start, stop])
+            if hi > lo:
+                local = self.patch_rows[lo:hi] - start
+                values = self.patch[lo:hi]
                 if sp.issparse(block):
                     keep = np.ones(stop - start)
                     keep[local] = 0.0
@@ -190,13 +276,10 @@ class Design:
                     )
                     block = sp.csr_matrix(block + rows @ sp.csr_matrix(values))
                 else:
-                    block = block.copy() if block is not None else block
+                    if np.shares_memory(block, self.X):
+                        block = block.copy()
                     block[local] = values.toarray() if sp.issparse(values) else values
         return block
-
-    def _gram_block_rows(self):
-        """Rows per block of a blockwise product (see :func:`block_rows`)."""
-        return block_rows(self.n_rows, self.n_features, self.X.nnz if self.sparse else None)
 
     def gram(self, weights=None):
         """``X~^T diag(weights) X~`` of shape (n_columns, n_columns), float64.
@@ -213,9 +296,7 @@ class Design:
         G = np.zeros((self.n_columns, self.n_columns))
         column = np.zeros(d)
         total = 0.0
-        step = self._gram_block_rows()
-        for start in range(0, self.n_rows, step):
-            stop = min(start + step, self.n_rows)
+        for start, stop in self._blocks():
             block = self._bounded_block(start, stop)
             root = None if w is None else np.sqrt(w[start:stop])
             factor = root
@@ -228,13 +309,17 @@ class Design:
                 G[:d, :d] += np.asarray((block.T @ block).toarray())
             else:
                 if factor is not None:
-                    block = block * factor[:, None]
+                    if np.shares_memory(block, self.X):
+                        block = block * factor[:, None]
+                    else:  # already a copy (a converted float32 block): scale it in place
+                        block *= factor[:, None]
                 G[:d, :d] += block.T @ block
             if self.intercept is not None:
                 # sum_i w_i s_i x_i = sum_i (sqrt(w_i) s_i x_i) sqrt(w_i)
                 weight_root = np.ones(stop - start) if root is None else root
                 column += np.asarray(block.T @ weight_root).ravel()
                 total += float(stop - start) if w is None else float(w[start:stop].sum())
+            block = None  # freed before the next block is made (one block alive at a time)
         if self.intercept is not None:
             G[:d, d] = self.intercept * column
             G[d, :d] = self.intercept * column
@@ -249,9 +334,7 @@ class Design:
         d = self.n_features
         G = np.zeros((self.n_columns, self.n_columns))
         column = np.zeros(d)
-        step = self._gram_block_rows()
-        for start in range(0, self.n_rows, step):
-            stop = min(start + step, self.n_rows)
+        for start, stop in self._blocks():
             block = self._bounded_block(start, stop)
             weight = square[start:stop]
             if sp.issparse(block):
@@ -260,6 +343,7 @@ class Design:
             else:
                 G[:d, :d] += block.T @ (weight[:, None] * block)
                 column += block.T @ cross[start:stop]
+            block = None  # one block alive at a time
         if self.intercept is not None:
             G[:d, d] = self.intercept * column
             G[d, :d] = self.intercept * column
@@ -273,14 +357,14 @@ class Design:
         index = np.asarray(index)
         if index.dtype == bool:
             index = np.flatnonzero(index)
+        index = index.astype(np.intp, copy=False)
         patch_rows = patch = None
-        if self.patch_rows is not None:
-            position = np.full(self.n_rows, -1, dtype=np.intp)
-            position[self.patch_rows] = np.arange(self.patch_rows.size)
-            chosen = position[index]
-            inside = chosen >= 0
+        if self.patch_rows is not None and index.size:
+            # patch_rows is sorted: look the chosen rows up (no n-vector).
+            where = np.minimum(np.searchsorted(self.patch_rows, index), self.patch_rows.size - 1)
+            inside = self.patch_rows[where] == index
             patch_rows = np.flatnonzero(inside)
-            patch = self.patch[chosen[inside]]
+            patch = self.patch[where[inside]]
         return Design(
             self.X[index],
             row_scale=None if self.row_scale is None else self.row_scale[index],
@@ -290,61 +374,201 @@ class Design:
             intercept=self.intercept,
         )
 
-    def columns(self, cols):
+    def columns(self, cols, format=None, out=None):
         """Columns ``cols`` of ``X~`` (the intercept is column ``n_features``), float64.
 
-        A dense (n, len(cols)) array, or CSR for sparse X: a copy of the block.
+        A copy of these columns only, made block of rows by block of rows (no
+        temporary of the size of X), with the values of :meth:`materialize`
+        bit for bit: for dense X a Fortran-ordered (n, len(cols)) array (each
+        column contiguous; written into ``out``, a float64 buffer of at least
+        ``n * len(cols)`` entries, when given); for sparse X a CSR matrix, or
+        CSC with ``format="csc"``.
         """
-        cols = np.asarray(cols, dtype=np.intp)
-        features = cols[cols < self.n_features]
+        cols = np.asarray(cols, dtype=np.intp).ravel()
         if self.sparse:
-            block = sp.csr_matrix(self.X[:, features], dtype=np.float64)
+            block = self._sparse_columns(cols)
+            return block if format == "csc" else block.tocsr()
+        is_feature = cols < self.n_features
+        features = cols[is_feature]
+        where = np.flatnonzero(is_feature)
+        if out is None:
+            out = np.empty((self.n_rows, cols.size), order="F")
         else:
-            block = np.asarray(self.X[:, features], dtype=np.float64)
-        if self.excess is not None:
-            block = block - self.excess[:, features]
-            block = sp.csr_matrix(block) if self.sparse else np.asarray(block)
-        if self.patch_rows is not None:
-            values = self.patch[:, features]
-            if self.sparse:
-                keep = np.ones(self.n_rows)
-                keep[self.patch_rows] = 0.0
-                rows = sp.csr_matrix(
-                    (np.ones(self.patch_rows.size),
-                     (self.patch_rows, np.arange(self.patch_rows.size))),
-                    shape=(self.n_rows, self.patch_rows.size),
+            out = out[: self.n_rows * cols.size].reshape((self.n_rows, cols.size), order="F")
+        all_features = where.size == cols.size
+        span = None
+        if features.size and np.all(np.diff(features) == 1):
+            span = slice(int(features[0]), int(features[-1]) + 1)  # a view, no fancy copy
+        if features.size:
+            # Row chunks of at most about 1 MB (and a small share of X): the row-major X
+            # is read once, in cache-sized pieces.
+            step = min(max(MIN_BLOCK_ROWS, 2**17 // features.size),
+                       block_rows(self.n_rows, self.n_features))
+            for start in range(0, self.n_rows, step):
+                stop = min(start + step, self.n_rows)
+                chunk = self.X[start:stop, span] if span is not None else (
+                    self.X[start:stop][:, features]
                 )
-                block = sp.csr_matrix(sp.diags(keep) @ block + rows @ sp.csr_matrix(values))
-            else:
-                block[self.patch_rows] = values.toarray() if sp.issparse(values) else values
+                if all_features:
+                    out[start:stop] = chunk
+                else:
+                    out[start:stop, where] = chunk
+        if self.excess is not None and features.size:
+            sub = self._excess_by_column()[:, features].tocoo()
+            out[sub.row, where[sub.col]] -= sub.data  # (row, column) pairs are distinct
+        if self.patch_rows is not None and features.size:
+            values = self.patch[:, features]
+            values = values.toarray() if sp.issparse(values) else np.asarray(values)
+            out[self.patch_rows[:, None], where[None, :]] = values
         if self.row_scale is not None:
-            block = sp.csr_matrix(sp.diags(self.row_scale) @ block) if self.sparse else (
-                block * self.row_scale[:, None]
-            )
-        if features.size == cols.size:
-            return block
-        # The intercept column, at its place in cols.
-        order = np.argsort(np.argsort(cols))
-        constant = np.full((self.n_rows, 1), self.intercept)
-        if self.sparse:
-            block = sp.hstack([block, sp.csr_matrix(constant)], format="csr")
-            return block[:, order]
-        return np.hstack([block, constant])[:, order]
+            if all_features:
+                out *= self.row_scale[:, None]
+            else:
+                for j in where:
+                    out[:, j] *= self.row_scale
+        if not all_features:
+            out[:, np.flatnonzero(~is_feature)] = self.intercept
+        return out
 
-    def row_norms(self):
-        """L2 norm of each row of ``X~`` (intercept included), float64, under/overflow-safe."""
+    def _excess_by_column(self):
+        """``excess`` in CSC (made once: column blocks read it by column)."""
+        if getattr(self, "_excess_csc", None) is None:
+            self._excess_csc = self.excess.tocsc()
+        return self._excess_csc
+
+    def _column_counts(self):
+        """Stored entries of each column of (sparse) X (made once, one pass over X)."""
+        if getattr(self, "_counts", None) is None:
+            counts = np.zeros(self.n_features, dtype=np.int64)
+            indices, indptr = self.X.indices, self.X.indptr
+            for start, stop in self._blocks():  # bincount makes an int64 copy: by blocks
+                piece = indices[indptr[start] : indptr[stop]]
+                counts += np.bincount(piece, minlength=self.n_features)
+            self._counts = counts
+        return self._counts
+
+    def _sparse_columns(self, cols):
+        """Columns ``cols`` of ``X~`` for CSR X, as CSC: one scan of X's entries, block by block.
+
+        The CSC arrays are allocated at their final size (from the column
+        counts) and filled block by block of rows, so the temporaries are
+        the size of a block.
+        """
+        n, m = self.n_rows, cols.size
+        is_feature = cols < self.n_features
+        features = cols[is_feature]
+        where = np.flatnonzero(is_feature)
+        lookup = np.full(self.n_features, -1, dtype=np.int32 if m < 2**31 else np.intp)
+        lookup[features] = where
+        X = self.X
+        counts = np.zeros(m, dtype=np.int64)
+        counts[where] = self._column_counts()[features]
+        if self.patch_rows is not None:
+            # The patched rows' stored entries are replaced by their exact bounded values.
+            position = lookup[X[self.patch_rows].indices]
+            counts -= np.bincount(position[position >= 0], minlength=m)
+        counts[~is_feature] = n
+        indptr = np.zeros(m + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        index_dtype = np.int32 if max(n, int(indptr[-1])) < 2**31 else np.int64
+        indices = np.empty(int(indptr[-1]), dtype=index_dtype)
+        data = np.zeros(int(indptr[-1]))
+        intercepts = np.flatnonzero(~is_feature)
+        for k in intercepts:  # the intercept column(s) hold every row
+            indices[indptr[k] : indptr[k + 1]] = np.arange(n)
+        fill = indptr[:-1].copy()  # next free slot of each column
+        for start, stop in self._blocks():
+            lo, hi = int(X.indptr[start]), int(X.indptr[stop])
+            position = lookup[X.indices[lo:hi]]
+            keep = np.flatnonzero(position >= 0)
+            if not keep.size:
+                continue
+            rows = start + np.searchsorted(X.indptr[start + 1 : stop + 1], lo + keep, side="right")
+            if self.patch_rows is not None:
+                at = np.minimum(np.searchsorted(self.patch_rows, rows), self.patch_rows.size - 1)
+                outside = self.patch_rows[at] != rows
+                keep, rows = keep[outside], rows[outside]
+            position = position[keep]
+            # Group by column; rows stay ascending within a column (stable sort).
+            # (16-bit keys sort by radix: several times faster than timsort on int32.)
+            key = position.astype(np.uint16) if m <= 65535 else position
+            order = np.argsort(key, kind="stable")
+            position = position[order]
+            block_counts = np.bincount(position, minlength=m)
+            first = np.cumsum(block_counts) - block_counts
+            slot = fill[position] + (np.arange(position.size) - first[position])
+            indices[slot] = rows[order]
+            data[slot] = X.data[lo + keep[order]]
+            fill += block_counts
+        if self.excess is not None and features.size:
+            # x - e at the entries beyond their bound (entries of X), column by column.
+            sub = self._excess_by_column()[:, features]
+            for k in np.flatnonzero(np.diff(sub.indptr)):
+                a, b = indptr[where[k]], indptr[where[k] + 1]
+                e_lo, e_hi = sub.indptr[k], sub.indptr[k + 1]
+                at = a + np.searchsorted(indices[a:b], sub.indices[e_lo:e_hi])
+                data[at] -= sub.data[e_lo:e_hi]
+        if self.row_scale is not None:
+            data *= self.row_scale[indices]  # the intercept column's data is 0 here
+        for k in intercepts:  # unscaled
+            data[indptr[k] : indptr[k + 1]] = self.intercept
+        block = sp.csc_matrix((data, indices, indptr), shape=(n, m))
+        if self.patch_rows is not None and features.size:
+            sub = sp.coo_matrix(self.patch[:, features])
+            values = np.asarray(sub.data, dtype=np.float64)
+            if self.row_scale is not None:
+                values = values * self.row_scale[self.patch_rows[sub.row]]
+            patched = sp.csc_matrix(
+                (values, (self.patch_rows[sub.row], where[sub.col])), shape=(n, m)
+            )
+            block = sp.csc_matrix(block + patched)  # disjoint entries: no rounding
+        return block
+
+    def column_view(self, cols):
+        """Columns ``cols`` of ``X~`` as an operator (no copy): see :class:`ColumnView`."""
+        return ColumnView(self, cols)
+
+    def _row_norms(self, features, ord):
+        """Norms (``ord`` 2 or inf) of the rows of ``X~`` restricted to ``features``, before scaling."""
         from ._data import row_l2_norms
 
         norms = np.empty(self.n_rows)
-        step = self._gram_block_rows()
-        for start in range(0, self.n_rows, step):
-            stop = min(start + step, self.n_rows)
-            norms[start:stop] = row_l2_norms(self._bounded_block(start, stop))
+        every = features is None or (
+            features.size == self.n_features and np.all(features == np.arange(self.n_features))
+        )
+        for start, stop in self._blocks():
+            block = self._bounded_block(start, stop)
+            if not every:
+                block = block[:, features]
+            if ord == 2:
+                norms[start:stop] = row_l2_norms(block)
+            elif sp.issparse(block):
+                norms[start:stop] = abs(block).max(axis=1).toarray().ravel()
+            else:
+                norms[start:stop] = np.max(np.abs(block), axis=1) if block.shape[1] else 0.0
+            block = None  # one block alive at a time
+        return norms
+
+    def row_norms(self, ord=2):
+        """Norm of each row of ``X~`` (intercept included), float64.
+
+        ``ord=2``: L2, under/overflow-safe; ``ord=np.inf``: largest absolute
+        entry (exactly that of the materialised row).
+        """
+        return self._finish_norms(self._row_norms(None, ord), ord, self.intercept is not None)
+
+    def _finish_norms(self, norms, ord, with_intercept):
+        if ord not in (2, np.inf):
+            raise ValueError(f"ord must be 2 or inf, got {ord!r}.")
+        # In place: ``norms`` is a new array.
         if self.row_scale is not None:
             with np.errstate(over="ignore"):
-                norms = norms * self.row_scale
-        if self.intercept is not None:
-            norms = np.hypot(norms, self.intercept)
+                np.multiply(norms, self.row_scale, out=norms)
+        if with_intercept:
+            if ord == 2:
+                np.hypot(norms, self.intercept, out=norms)
+            else:
+                np.maximum(norms, abs(self.intercept), out=norms)
         return norms
 
     def materialize(self):
@@ -355,8 +579,7 @@ class Design:
         """
         if not self.sparse:
             return self.toarray()
-        blocks = [sp.csr_matrix(self._bounded_block(s, min(s + BLOCK_ROWS, self.n_rows)))
-                  for s in range(0, self.n_rows, BLOCK_ROWS)]
+        blocks = [sp.csr_matrix(self._bounded_block(s, e)) for s, e in self._blocks()]
         X = sp.vstack(blocks, format="csr") if blocks else sp.csr_matrix((0, self.n_features))
         if self.row_scale is not None:
             X = sp.csr_matrix(sp.diags(self.row_scale) @ X)
@@ -367,8 +590,7 @@ class Design:
 
     def toarray(self):
         """``X~`` as a dense float64 array (for tests and references only)."""
-        blocks = [self._bounded_block(s, min(s + BLOCK_ROWS, self.n_rows))
-                  for s in range(0, self.n_rows, BLOCK_ROWS)]
+        blocks = [self._bounded_block(s, e) for s, e in self._blocks()]
         blocks = [b.toarray() if sp.issparse(b) else b for b in blocks]
         X = np.vstack(blocks) if blocks else np.zeros((0, self.n_features))
         if self.row_scale is not None:
@@ -391,3 +613,59 @@ class Design:
         if self.patch_rows is not None:
             total += self.patch_rows.nbytes
         return total
+
+
+class ColumnView:
+    """Columns ``cols`` of a :class:`Design` as an operator, without a copy.
+
+    For blocks of columns too large to copy: products go through the whole
+    design (``matmul`` pads the coefficients with zeros, ``rmatmul`` keeps
+    the rows of the full product that belong to ``cols``), so they cost a
+    product with X.  ``cols`` is sorted, the intercept (column
+    ``n_features``) last if present.
+    """
+
+    def __init__(self, design, cols):
+        cols = np.asarray(cols, dtype=np.intp).ravel()
+        if np.any(np.diff(cols) <= 0):
+            raise ValueError("ColumnView needs sorted, distinct columns.")
+        self.design = design
+        self.cols = cols
+        self.features = cols[cols < design.n_features]
+        self.has_intercept = self.features.size < cols.size
+        self.n_rows = design.n_rows
+        self.n_columns = cols.size
+        self.shape = (self.n_rows, self.n_columns)
+        self.sparse = design.sparse
+        self.dtype = design.dtype
+
+    def matmul(self, W):
+        """``X~[:, cols] @ W`` (float64)."""
+        W2, flat = _as_2d(np.asarray(W, dtype=np.float64))
+        if not self.features.size:  # the intercept column alone
+            Z = np.repeat(self.design.intercept * W2[-1:], self.n_rows, axis=0)
+            return Z[:, 0] if flat else Z
+        full = np.zeros((self.design.n_columns, W2.shape[1]))
+        full[self.cols] = W2
+        Z = self.design.matmul(full)
+        return Z[:, 0] if flat else Z
+
+    def rmatmul(self, V):
+        """``X~[:, cols]^T @ V`` (float64)."""
+        if not self.features.size:  # the intercept column alone
+            V2, flat = _as_2d(np.asarray(V, dtype=np.float64))
+            out = self.design.intercept * V2.sum(axis=0, keepdims=True)
+            return out[:, 0] if flat else out
+        return self.design.rmatmul(V)[self.cols]
+
+    def row_norms(self, ord=2):
+        """Norms of the rows of ``X~[:, cols]`` (see :meth:`Design.row_norms`)."""
+        if not self.features.size:  # the intercept column alone (read-only, no n-vector)
+            return np.broadcast_to(abs(self.design.intercept), (self.n_rows,))
+        norms = self.design._row_norms(self.features, ord)
+        return self.design._finish_norms(norms, ord, self.has_intercept)
+
+    def toarray(self):
+        """``X~[:, cols]`` as a dense float64 array."""
+        block = self.design.columns(self.cols)
+        return block.toarray() if sp.issparse(block) else block

@@ -53,10 +53,11 @@ def clip_scale(norms, clip_norm, out=None):
     """Per-row factors ``min(1, clip_norm / norms)`` (1 where the norm is 0 or within the clip).
 
     ``clip_norm`` None or inf gives ones.  Only rows over the clip are
-    divided, so zero norms never divide.  With ``out`` (a float array, which
-    may be ``norms`` itself) the factors are written there without other
-    allocations, as ``clip_norm / fmax(norms, clip_norm)``: the same values
-    (exactly 1 within the clip and for NaN norms).
+    divided, so zero norms never divide (a zero or NaN norm gives 1, an
+    infinite norm 0).  With ``out`` (a float array, which may be ``norms``
+    itself) the factors are written there without other allocations, as
+    ``clip_norm / fmax(norms, clip_norm)``: the same values (exactly 1 within
+    the clip and for NaN norms), so a kernel needs no extra n-vector.
     """
     if out is not None:
         if clip_norm is None or not np.isfinite(clip_norm):
@@ -76,6 +77,20 @@ def clip_scale(norms, clip_norm, out=None):
 # --------------------------------------------------------------------------
 # L2 gradient sums: dp_gd, dp_sgd, the SVRG family, dp_accmd
 # --------------------------------------------------------------------------
+
+
+def _product(X, W):
+    """``X @ W`` for a matrix or a bounded design (:class:`~sklearn_dp._design.Design`)."""
+    if hasattr(X, "matmul"):
+        return X.matmul(W)
+    return np.asarray(X @ W)
+
+
+def _transpose_product(X, D):
+    """``X.T @ D`` for a matrix or a bounded design (accumulated in float64)."""
+    if hasattr(X, "rmatmul"):
+        return X.rmatmul(D)
+    return np.asarray(X.T @ D)
 
 
 def l2_clipped_derivatives(X, y, W, loss, clip_norm, row_norms):
@@ -105,7 +120,7 @@ def l2_clipped_derivatives(X, y, W, loss, clip_norm, row_norms):
     ``||D_i|| * ||x_i||``, so clipping it rescales ``D_i`` by the scalar
     :func:`clip_scale` gives.
     """
-    D = loss.derivative(np.asarray(X @ W), y)
+    D = loss.derivative(_product(X, W), y)
     if clip_norm is not None and np.isfinite(clip_norm):
         norms = np.sqrt(np.einsum("ij,ij->i", D, D)) * row_norms
         D = D * clip_scale(norms, clip_norm)[:, None]
@@ -117,11 +132,14 @@ def clipped_gradient_sum(X, y, W, loss, clip_norm, row_norms, sample_weight=None
 
     The pre-noise quantity of ``dp_gd`` (every step), ``dp_sgd`` (on the
     Poisson batch) and ``dp_accmd`` (at the coupling point): add/remove-one
-    sensitivity ``clip_norm`` in L2 (with ``sample_weight`` in [0, 1]).
+    sensitivity ``clip_norm`` in L2, ``max_weight * clip_norm`` with
+    ``sample_weight`` in ``[0, max_weight]``.
 
     Parameters
     ----------
-    X : ndarray or sparse matrix of shape (n_samples, n_features)
+    X : ndarray, sparse matrix or Design of shape (n_samples, n_features)
+        A bounded design (:class:`~sklearn_dp._design.Design`) is used
+        through its products, without a copy of the caller's X.
     y : ndarray of shape (n_samples,)
     W : ndarray of shape (n_features, n_outputs)
     loss : GLMLoss
@@ -131,8 +149,8 @@ def clipped_gradient_sum(X, y, W, loss, clip_norm, row_norms, sample_weight=None
     row_norms : ndarray of shape (n_samples,)
         ``||x_i||_2``, precomputed once per fit.
     sample_weight : ndarray of shape (n_samples,), optional
-        Multiplies each (clipped) per-sample term; must lie in [0, 1] for the
-        sensitivity to stay ``clip_norm``.
+        Multiplies each (clipped) per-sample term; with weights in ``[0,
+        max_weight]`` the sensitivity is ``max_weight * clip_norm``.
 
     Returns
     -------
@@ -148,7 +166,7 @@ def clipped_gradient_sum(X, y, W, loss, clip_norm, row_norms, sample_weight=None
     D = l2_clipped_derivatives(X, y, W, loss, clip_norm, row_norms)
     if sample_weight is not None:
         D = D * sample_weight[:, None]
-    return np.asarray(X.T @ D)
+    return _transpose_product(X, D)
 
 
 def svrg_snapshot_sum(X, y, W_snapshot, loss, clip_norm, row_norms):
@@ -165,7 +183,7 @@ def svrg_snapshot_sum(X, y, W_snapshot, loss, clip_norm, row_norms):
     D : ndarray of shape (n_samples, n_outputs)
     """
     D = l2_clipped_derivatives(X, y, W_snapshot, loss, clip_norm, row_norms)
-    return np.asarray(X.T @ D), D
+    return _transpose_product(X, D), D
 
 
 def svrg_difference_sum(X, y, W, loss, clip_norm, row_norms, D_snapshot, bound):
@@ -199,7 +217,7 @@ def svrg_difference_sum(X, y, W, loss, clip_norm, row_norms, D_snapshot, bound):
     diff = l2_clipped_derivatives(X, y, W, loss, clip_norm, row_norms) - D_snapshot
     norms = np.sqrt(np.einsum("ij,ij->i", diff, diff)) * row_norms
     diff = diff * clip_scale(norms, bound)[:, None]
-    return np.asarray(X.T @ diff)
+    return _transpose_product(X, diff)
 
 
 # --------------------------------------------------------------------------
@@ -307,11 +325,21 @@ def vertex_scores(gradient, domain):
 
 
 def block_row_norms(X_block):
-    """``||x_{i,U}||_2`` of each row of a column block (underflow-safe, dense or sparse)."""
+    """``||x_{i,U}||_2`` of each row of a column block (underflow-safe, dense or sparse).
+
+    ``X_block`` is a matrix (a copy of the block's columns) or an operator on
+    them (a :class:`~sklearn_dp._design.ColumnView` of the bounded design).
+    """
+    if hasattr(X_block, "row_norms"):
+        return X_block.row_norms()
     if not sp.issparse(X_block) and X_block.shape[1] == 1:
         return np.abs(X_block[:, 0])
     # Underflow-safe: a row whose squares underflow must not look like a zero row to the clip.
     return row_l2_norms(X_block)
+
+
+#: Rows per chunk of a pass that needs no n-vector (the intercept column of dp_cd).
+_CHUNK_ROWS = 8192
 
 
 def block_clipped_gradient_sum(X_block, Z_rows, y_rows, loss, block_bound):
@@ -320,23 +348,61 @@ def block_clipped_gradient_sum(X_block, Z_rows, y_rows, loss, block_bound):
     The gradient of row i restricted to the block's columns is ``outer(X_block[i], D_i)``
     with ``D = dl/dz`` at the scores ``Z_rows``; its norm is ``||D_i|| * ||X_block[i]||``,
     so clipping rescales ``D_i``.  Adding or removing a row moves the sum by at most
-    ``block_bound`` in L2 (the pre-noise quantity of a ``dp_cd`` step).  ``X_block`` may
-    hold only the rows where the block is non-zero (sparse data); the others contribute
-    nothing.
+    ``block_bound`` in L2 (the pre-noise quantity of a ``dp_cd`` step).  ``X_block`` is a
+    copy of the block's columns, which may hold only the rows where the block is non-zero
+    (sparse data; the others contribute nothing), or an operator on the block's columns of
+    the bounded design (:class:`~sklearn_dp._design.ColumnView`: no copy, products through
+    the whole design).  For one column and one output the per-sample gradient
+    is the scalar ``D_i x_i`` and its clip is ``np.clip`` to ``[-block_bound,
+    block_bound]`` (the same value up to rounding, and within the bound exactly).
 
     Returns
     -------
     ndarray of shape (X_block.shape[1], n_outputs)
     """
-    D = loss.derivative(Z_rows, y_rows)
+    if (
+        Z_rows.shape[1] == 1
+        and X_block.shape[1] == 1
+        and getattr(X_block, "features", None) is not None
+        and not X_block.features.size
+    ):
+        # The intercept column alone (a ColumnView of the constant column c):
+        # the per-sample gradient is D_i c, clipped as below, by chunks of rows
+        # (no n-vector).
+        total = 0.0
+        for start in range(0, Z_rows.shape[0], _CHUNK_ROWS):
+            stop = start + _CHUNK_ROWS
+            terms = loss.derivative(Z_rows[start:stop], y_rows[start:stop])[:, 0]
+            terms *= X_block.design.intercept
+            if block_bound is not None and np.isfinite(block_bound):
+                np.clip(terms, -block_bound, block_bound, out=terms)
+            total += terms.sum()
+        return np.array([[total]])
+    D = loss.derivative(Z_rows, y_rows)  # a new array (losses never return a view)
     if X_block.shape[0] == 0:
         return np.zeros((X_block.shape[1], D.shape[1]))
-    if D.shape[1] == 1:
-        derivative_norm = np.abs(D[:, 0])
+    # In place where possible: a step holds few n-vectors at once.
+    if D.shape[1] == 1 and isinstance(X_block, np.ndarray) and X_block.shape[1] == 1:
+        # One column, one output: the per-sample gradient is the scalar D_i x_i,
+        # clipped to [-block_bound, block_bound] (every term within the bound
+        # exactly, so the sum moves by at most block_bound when a row is added
+        # or removed), summed pairwise in float64 (no BLAS call, whose threads
+        # cost more than an n-vector pass on a busy machine).
+        terms = D[:, 0]
+        np.multiply(terms, X_block[:, 0], out=terms)
+        if block_bound is not None and np.isfinite(block_bound):
+            np.clip(terms, -block_bound, block_bound, out=terms)
+        return np.array([[terms.sum()]])
     else:
-        derivative_norm = np.sqrt(np.einsum("ij,ij->i", D, D))
-    scale = clip_scale(derivative_norm * block_row_norms(X_block), block_bound)
-    return np.asarray(X_block.T @ (D * scale[:, None]))
+        if D.shape[1] == 1:
+            norms = np.abs(D[:, 0])
+        else:
+            norms = np.sqrt(np.einsum("ij,ij->i", D, D))
+        norms *= block_row_norms(X_block)
+    D *= clip_scale(norms, block_bound, out=norms)[:, None]
+    if hasattr(X_block, "rmatmul"):
+        return X_block.rmatmul(D)
+    return np.asarray(X_block.T @ D)
 
 
 
@@ -508,13 +574,15 @@ def curvature_weights(loss, Z, y):
     raise ValueError(f"No curvature for the {name!r} loss.")
 
 
-def _multinomial_hessian(design, P):
-    """``sum_i (diag(p_i) - p_i p_i^T) (x) x_i x_i^T`` in the class-major order of ``W.ravel("F")``."""
+def _multinomial_hessian(design, P, sample_weight=None):
+    """``sum_i w_i (diag(p_i) - p_i p_i^T) (x) x_i x_i^T`` in the class-major order of ``W.ravel("F")``."""
     m, K = design.n_columns, P.shape[1]
     H = np.zeros((m * K, m * K))
     for k in range(K):
         for l in range(k, K):
             weights = P[:, k] * ((k == l) - P[:, l])
+            if sample_weight is not None:
+                weights = weights * sample_weight
             block = design.gram(weights)
             H[k * m:(k + 1) * m, l * m:(l + 1) * m] = block
             if l != k:
@@ -522,7 +590,7 @@ def _multinomial_hessian(design, P):
     return H
 
 
-def newton_sums(design, y, W, loss, clip_norm, row_norms, *, hessian=True):
+def newton_sums(design, y, W, loss, clip_norm, row_norms, *, hessian=True, sample_weight=None):
     """The gradient sum and the Hessian sum of dp_newton at ``W``, through the design (no copy of X).
 
     Parameters
@@ -540,6 +608,10 @@ def newton_sums(design, y, W, loss, clip_norm, row_norms, *, hessian=True):
         ``||x~_i||_2``.
     hessian : bool
         Also compute the Hessian sum (else None).
+    sample_weight : ndarray of shape (n,), optional
+        Per-row weights in ``[0, max_weight]``, multiplying each row's
+        (clipped) gradient and its Hessian term: both sensitivities are then
+        multiplied by ``max_weight``.
 
     Returns
     -------
@@ -559,10 +631,12 @@ def newton_sums(design, y, W, loss, clip_norm, row_norms, *, hessian=True):
             P = Z - Z.max(axis=1, keepdims=True)
             np.exp(P, out=P)
             P /= P.sum(axis=1, keepdims=True)
-            H = _multinomial_hessian(design, P)
+            H = _multinomial_hessian(design, P, sample_weight)
             del P
         else:
             h = curvature_weights(loss, Z, y)
+            if sample_weight is not None:
+                h *= sample_weight
             H = design.gram(h)
             del h
     if loss.name == "log_loss" and not loss.multi_output:
@@ -581,6 +655,8 @@ def newton_sums(design, y, W, loss, clip_norm, row_norms, *, hessian=True):
         norms *= row_norms
         D *= clip_scale(norms, clip_norm, out=norms)[:, None]
         del norms
+    if sample_weight is not None:
+        D *= sample_weight[:, None]
     return design.rmatmul(D), H
 
 
@@ -589,15 +665,21 @@ def clip_labels_to(y, y_bound):
     return np.clip(np.asarray(y, dtype=np.float64), -float(y_bound), float(y_bound))
 
 
-def sufficient_statistics(design, y, y_bound):
+def sufficient_statistics(design, y, y_bound, sample_weight=None):
     """``(X~^T X~, X~^T y)`` with the labels clipped to ``y_bound``: what dp_ssp releases.
 
     Add/remove-one sensitivities: ``R^2`` for the Gram matrix in Frobenius
     norm (the L2 norm of its ``svec``; one row adds ``x x^T``, of Frobenius
     norm ``||x||^2``), and ``R * y_bound`` for ``X~^T y`` in L2, where ``R``
-    bounds the rows of the design (intercept column included).
+    bounds the rows of the design (intercept column included).  With
+    ``sample_weight`` in ``[0, max_weight]`` the statistics are ``X~^T W X~``
+    and ``X~^T W y`` (``W = diag(sample_weight)``) and both sensitivities are
+    multiplied by ``max_weight`` (one row adds ``w x x^T`` and ``w y x``).
     """
-    return design.gram(), design.rmatmul(clip_labels_to(y, y_bound))
+    labels = clip_labels_to(y, y_bound)
+    if sample_weight is None:
+        return design.gram(), design.rmatmul(labels)
+    return design.gram(sample_weight), design.rmatmul(labels * sample_weight)
 
 
 def smallest_eigenvalue(gram):

@@ -665,8 +665,9 @@ def test_multiclass_budget_check_uses_the_right_plan():
 
 def test_estimators_refuse_what_dp_cd_cannot_fit(binary):
     X, y = binary
+    # feature_bound="auto" (the default) releases an entrywise bound; None opts out.
     with pytest.raises(ValueError, match="pass feature_bound"):
-        DPLogisticRegression(solver="dp_cd", classes=[0, 1]).fit(X, y)
+        DPLogisticRegression(solver="dp_cd", classes=[0, 1], feature_bound=None).fit(X, y)
     with pytest.raises(ValueError, match="does not support loss='absolute'"):
         DPSCORegressor(loss="absolute", solver="dp_cd", feature_bound=1.0).fit(X, y)
     with pytest.raises(ValueError, match="does not support constraint='l2'"):
@@ -813,3 +814,59 @@ def _row_count_audit(normalizer):
 
     eps_lb = _audit(run, n_runs=150)
     assert eps_lb <= epsilon, f"audit found epsilon >= {eps_lb:.3f} > claimed {epsilon}"
+
+
+# --------------------------------------------------------------------------
+# Column blocks without a copy of X: the cache changes the speed, never a value
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["dense", "float32", "sparse"])
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(),
+        dict(block_size=3),
+        dict(sampling="importance", blocks=[[0, 4], [1, 2, 3], [5]]),
+        dict(sampling="tau_nice", tau=3),
+        dict(sampling="full"),
+    ],
+)
+def test_dp_cd_is_the_same_whatever_the_column_cache_holds(monkeypatch, kind, options):
+    from sklearn_dp.solvers import _coordinate_descent
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(300, 8)) * 0.6
+    X[5, 1] = 40.0  # clipped entrywise (the design's excess)
+    X[7] = 1e9  # a patched row
+    y = np.clip(X[:, 0] - 0.5 * X[:, 2] + 0.1 * rng.normal(size=300), -2, 2)
+    if kind == "sparse":
+        X[np.abs(X) < 0.4] = 0.0
+        X = sp.csr_matrix(X)
+    elif kind == "float32":
+        X = X.astype(np.float32)
+    data = bound_data(X, y, fit_intercept=True, geometry="linf", feature_bound=1.0)
+    assert data.design.X is X  # bounded without a copy
+    loss = get_loss("squared", residual_bound=3.0)
+    results = []
+    # Nothing cached (operators on the design), a few blocks, the default share, everything.
+    for share in (0.0, 0.02, _coordinate_descent.COLUMN_CACHE_SHARE, math.inf):
+        monkeypatch.setattr(_coordinate_descent, "COLUMN_CACHE_SHARE", share)
+        result = dp_cd(data, loss, n_outputs=1, alpha=0.01, l1_ratio=0.5, epsilon=1.0,
+                       delta=DELTA, max_iter=3, random_state=0, **options)
+        results.append(result.coef)
+    # (float32: an operator computes the scores' updates in float32, a copy in float64)
+    rtol = 1e-5 if kind == "float32" else 1e-9
+    for coef in results[1:]:
+        np.testing.assert_allclose(coef, results[0], rtol=rtol, atol=1e-12)
+    # The block of a step is the materialised columns (reference: a full copy).
+    reference = data.X.toarray() if kind == "sparse" else data.X
+    blocks = _coordinate_descent._ColumnBlocks(data.design, [np.array([1]), np.array([2, 3])],
+                                               budget=math.inf)
+    rows, block = blocks.block(1, np.array([2, 3]), upcoming=[1, 0])
+    dense = block.toarray() if sp.issparse(block) else block
+    full = np.zeros((300, 2))
+    full[np.arange(300) if rows is None else rows] = dense
+    np.testing.assert_array_equal(full, reference[:, [2, 3]])
+    rows, block = blocks.block(0, np.array([1]))  # cached by the refill above
+    assert (0 in blocks._cache) and (1 in blocks._cache)

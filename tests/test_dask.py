@@ -7,9 +7,10 @@
 * The substitution test on Dask input: D and D plus a hostile row, every
   release substituted, give identical observables, and each release's
   pre-noise value moves by at most its sensitivity.
-* The budget is charged once per fit; unsupported solvers refuse Dask input
-  before anything is charged; without Dask, Dask input gets an error naming
-  the extra.
+* The budget is charged once per fit; unsupported solvers, and weighted fits
+  (``sample_weight``, ``class_weight``), refuse Dask input before anything is
+  charged; without Dask, Dask input gets an error naming the extra.  Warm
+  starts on Dask input equal in-memory warm starts.
 * No per-row values reach the client: only reduced sums do.
 * ``dask.distributed``: a quick ``LocalCluster`` with worker processes in the
   default run, a larger one under ``-m slow``.
@@ -192,6 +193,57 @@ def test_unsupported_solvers_refuse_dask_input_before_charging(estimator, params
     assert len(budget.ledger) == 0
     assert budget.spent == (0.0, 0.0)
     assert not hasattr(model, "coef_")
+
+
+@pytest.mark.parametrize("estimator, params, weights", [
+    (DPLogisticRegression, dict(solver="dp_newton", classes=[0, 1]), "numpy"),
+    (DPLogisticRegression, dict(solver="dp_gd", classes=[0, 1]), "dask"),
+    (DPLogisticRegression, dict(solver="dp_newton", classes=[0, 1],
+                                class_weight={0: 1.0, 1: 0.5}), None),
+    # class weights with the label set discovered privately.
+    (DPLogisticRegression, dict(solver="dp_newton", class_weight={1: 0.5}), None),
+    (DPSCORegressor, dict(solver="dp_newton"), "numpy"),
+    (DPSCORegressor, dict(solver="dp_ssp", alpha=0.01, penalty="l2"), "dask"),
+    (DPLasso, dict(alpha=0.01), "dask"),
+])
+def test_weighted_fits_refuse_dask_input_before_charging(estimator, params, weights):
+    # Weighted Dask fits are not supported: a public error before the
+    # reservation (nothing charged, nothing computed from the weights).
+    X, y = _classification() if estimator is DPLogisticRegression else _regression()
+    budget = PrivacyBudget(3.0, 1e-5)
+    model = estimator(epsilon=1.0, delta=1e-6, budget=budget, random_state=0, **params)
+    Xd, yd = _dask_pair(X, y)
+    w = np.linspace(0.5, 1.0, X.shape[0])
+    sample_weight = {"numpy": w, "dask": da.from_array(w, chunks=700), None: None}[weights]
+    with pytest.raises(ValueError, match="not supported on Dask input"):
+        model.fit(Xd, yd, sample_weight=sample_weight)
+    assert len(budget.ledger) == 0
+    assert budget.spent == (0.0, 0.0)
+    assert not hasattr(model, "coef_")
+    # Dask weights with in-memory rows are refused as well.
+    if weights == "dask":
+        with pytest.raises(ValueError, match="not supported on Dask input"):
+            model.fit(X, y, sample_weight=sample_weight)
+        assert len(budget.ledger) == 0
+
+
+@pytest.mark.parametrize("name, params, kind", [
+    ("DPLogisticRegression", dict(solver="dp_gd", classes=[0, 1], max_iter=10), "binary"),
+    ("DPSCORegressor", dict(solver="dp_newton", y_bound=3.0, data_norm=2.0), "regression"),
+])
+def test_warm_start_on_dask_input_equals_in_memory(name, params, kind):
+    # A warm start (the previous released model as coef_init) on Dask input:
+    # the same second fit as in memory.
+    X, y = _case_data(kind)
+    fits = []
+    for data in ((X, y), _dask_pair(X, y)):
+        model = ESTIMATORS[name](epsilon=1.0, random_state=3, warm_start=True, **params)
+        model.fit(*data)
+        model.fit(*data)
+        fits.append(model)
+    memory, lazy = fits
+    np.testing.assert_allclose(lazy.coef_, memory.coef_, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(lazy.intercept_, memory.intercept_, rtol=1e-7, atol=1e-9)
 
 
 def test_no_per_row_values_reach_the_client(monkeypatch):

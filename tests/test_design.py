@@ -105,6 +105,77 @@ def test_design_on_zero_rows():
     assert data.design.gram().shape == (4, 4)
 
 
+@pytest.mark.parametrize("kind, dtype, sparse, geometry, fit_intercept", CASES)
+def test_columns_norms_and_column_views_match_the_materialised_matrix(
+    kind, dtype, sparse, geometry, fit_intercept
+):
+    X = _data(kind, dtype)
+    if sparse:
+        X[np.abs(X) < 0.5] = 0.0
+        X = sp.csr_matrix(X)
+    bounds = {"data_norm": 2.0} if geometry == "l2" else {"feature_bound": [1.0, 2, 1, 0.5, 1, 1, 3]}
+    data = bound_data(X, np.zeros(X.shape[0]), fit_intercept=fit_intercept,
+                      intercept_scaling=1.5, geometry=geometry, **bounds)
+    design = data.design
+    reference = data.X.toarray() if sparse else data.X  # the materialised copy
+    last = design.n_columns - 1
+    # Unsorted columns, the intercept (if any) in the middle: values bit for bit.
+    for cols in ([4, 0, 2], [last, 3, 1], [5, last, 0, 6], [last], [2]):
+        cols = np.array(sorted(set(cols), key=cols.index))
+        block = design.columns(cols)
+        if sparse:
+            assert sp.isspmatrix_csr(block)
+            csc = design.columns(cols, format="csc")
+            assert sp.isspmatrix_csc(csc) and csc.has_canonical_format
+            np.testing.assert_array_equal(csc.toarray(), reference[:, cols])
+            block = block.toarray()
+        else:
+            assert block.flags.f_contiguous
+            buffer = np.full(design.n_rows * cols.size + 5, np.nan)
+            np.testing.assert_array_equal(design.columns(cols, out=buffer), reference[:, cols])
+        np.testing.assert_array_equal(block, reference[:, cols])
+    np.testing.assert_array_equal(design.row_norms(np.inf), np.max(np.abs(reference), axis=1))
+    np.testing.assert_allclose(data.row_norms, row_l2_norms(reference), rtol=1e-12)
+    rng = np.random.default_rng(2)
+    for cols in ([0, 2, 3], [1, last], [last], list(range(design.n_columns))):
+        cols = np.array(sorted(set(cols)))
+        view = design.column_view(cols)
+        sub = reference[:, cols]
+        W = rng.normal(size=(cols.size, 2))
+        V = rng.normal(size=(design.n_rows, 2))
+        rtol = 1e-5 if dtype == np.float32 else 1e-10
+        scale = np.abs(sub) @ np.abs(W) + 1e-300
+        assert np.all(np.abs(view.matmul(W) - sub @ W) <= rtol * scale)
+        assert np.all(np.abs(view.matmul(W[:, 0]) - view.matmul(W)[:, 0]) <= rtol * scale[:, 0])
+        np.testing.assert_allclose(view.rmatmul(V), sub.T @ V, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(view.row_norms(), row_l2_norms(sub), rtol=1e-12)
+        np.testing.assert_array_equal(view.row_norms(np.inf), np.max(np.abs(sub), axis=1))
+        np.testing.assert_array_equal(view.toarray(), sub)
+
+
+def test_blocks_of_rows_are_a_small_share_of_the_rows():
+    from sklearn_dp._design import (
+        BLOCK_SHARE, GRAM_BLOCK_BYTES, MIN_BLOCK_ROWS, block_ranges, block_rows,
+    )
+
+    for n, d, nnz in [(0, 3, None), (10, 3, None), (20000, 50, None), (10**6, 100, None),
+                      (10**6, 10**5, None), (10**5, 500, 10**6), (10**5, 500, 0)]:
+        ranges = block_ranges(n, d, nnz)
+        step = block_rows(n, d, nnz)
+        assert [start for start, _ in ranges] == list(range(0, n, step))
+        assert all(stop - start <= step for start, stop in ranges)
+        assert (ranges[-1][1] if ranges else 0) == n
+        assert step <= max(MIN_BLOCK_ROWS, np.ceil(n * BLOCK_SHARE))
+        per_row = 8 * d if nnz is None else 12 * max(1, nnz / n)
+        assert step <= max(MIN_BLOCK_ROWS, GRAM_BLOCK_BYTES / per_row)
+
+
+def test_bounded_data_computes_row_norms_on_first_use():
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    data = bound_data(X, np.zeros(50), fit_intercept=True, data_norm=1.0)
+    assert data._row_norms is None
+    np.testing.assert_allclose(data.row_norms, row_l2_norms(data.X), rtol=1e-12)
+    assert data.row_norms is data.row_norms
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_gram_with_weights_of_any_sign_and_small_blocks(sparse, dtype, monkeypatch):
@@ -125,3 +196,50 @@ def test_gram_with_weights_of_any_sign_and_small_blocks(sparse, dtype, monkeypat
         w = np.ones(1000) if weights is None else weights
         np.testing.assert_allclose(data.design.gram(weights), reference.T @ (w[:, None] * reference),
                                    rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_float32_rows_keep_their_bound_exactly(sparse):
+    """float32 X is never rounded after clipping: the bounded values (and every product
+    the solvers use) are float64 functions of the exact float32 entries, so the stated
+    bounds hold as for float64 input, with no float32 margin needed.
+
+    Checked exactly: entrywise bounds with no slack; L2 row norms, recomputed in
+    extended precision, within a few float64 ulps of the bound; and the L2 clipped
+    gradient sum through the design moves by at most the clip when a hostile float32
+    row is added."""
+    from sklearn_dp._kernels import clipped_gradient_sum
+    from sklearn_dp._losses import SquaredLoss
+
+    rng = np.random.default_rng(5)
+    n, d = 400, 6
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    # Values just above the bounds (in float32) and huge ones.
+    X[0] = np.nextafter(np.float32(1.0), np.float32(2.0))
+    X[1, 0] = np.float32(3e38)
+    X[2] = np.float32(0.4082483)  # ||row|| ~ 1.0000001 in float32 terms
+    X[3, 2] = np.float32(-1e-30)
+    bound = 1.0
+    Xin = sp.csr_matrix(X) if sparse else X
+    linf = bound_data(Xin, np.zeros(n), fit_intercept=True, geometry="linf", feature_bound=bound)
+    assert linf.design.dtype == np.float32  # no float64 copy of X
+    values = linf.design.toarray()
+    assert np.all(np.abs(values[:, :d]) <= bound)  # exact, no slack
+    l2 = bound_data(Xin, np.zeros(n), fit_intercept=False, geometry="l2", data_norm=bound)
+    rows = l2.design.toarray().astype(np.longdouble)
+    norms = np.sqrt(np.sum(rows * rows, axis=1))
+    assert np.all(norms <= bound * (1 + 4 * np.finfo(np.float64).eps))
+    # The clipped sum through the design (as dp_gd / dp_sgd use it) and a hostile row.
+    hostile = np.full((1, d), np.float32(3e38))
+    X_plus = np.vstack([X, hostile])
+    X_plus = sp.csr_matrix(X_plus) if sparse else X_plus
+    y = rng.normal(size=n)
+    y_plus = np.append(y, 1e6)
+    W = rng.normal(size=(d, 1))
+    clip = 0.5
+    sums = []
+    for Xs, ys in ((Xin, y), (X_plus, y_plus)):
+        data = bound_data(Xs, ys, fit_intercept=False, geometry="l2", data_norm=bound)
+        sums.append(clipped_gradient_sum(data.design, ys, W, SquaredLoss(), clip, data.row_norms))
+    change = np.linalg.norm(sums[1] - sums[0])
+    assert change <= clip * (1 + 1e-12) + 1e-12 * np.abs(sums[0]).sum()

@@ -67,7 +67,9 @@ def coef_on_canary_feature(solver, epsilon, max_iter, **params):
         X, y = datasets[dataset]
         model = DPLogisticRegression(
             epsilon=epsilon, delta=DELTA, solver=solver, max_iter=max_iter, fit_intercept=False,
-            clip_norm=0.05, classes=[0, 1], random_state=seed, **params,
+            clip_norm=0.05, classes=[0, 1], random_state=seed,
+            data_norm=1.0,  # a fixed public bound: the audit isolates the solver
+            **params,
         ).fit(X, y)
         return model.coef_[0, 1]
 
@@ -269,8 +271,11 @@ def test_recorded_dp_event_meets_claimed_epsilon(solver, n_classes, epsilon, del
     recomputed = epsilon_of_event(model.dp_event_, model.delta)
     assert recomputed <= epsilon
     # Calibrated, not wasteful: the row count and the solver share epsilon by
-    # a numerical (PLD) composition, searched to within a fraction of a percent.
-    assert recomputed >= epsilon * (0.995 if exact else 0.97)
+    # a numerical (PLD) composition, searched to within a fraction of a percent;
+    # a sampling rate set from the noisy count (an explicit batch_size) makes
+    # the solver's profile adaptive, which gets the basic-composition share.
+    adaptive = "batch_size" in params
+    assert recomputed >= epsilon * (0.995 if exact else 0.95 if adaptive else 0.97)
     count, leaves = model.dp_event_.events
     assert isinstance(count, dpe.LaplaceDpEvent)
     if isinstance(leaves, dpe.SelfComposedDpEvent):

@@ -404,9 +404,15 @@ def test_underflowing_row_cannot_escape_the_clip():
     # dp_cd: the full block
     sums = []
     for d in (small_l, big_l):
-        rows, X_block = _ColumnBlocks(d.X).block(np.arange(2))
-        sums.append(block_clipped_gradient_sum(X_block, np.asarray(d.X @ W), d.y, loss, clip))
+        rows, X_block = _ColumnBlocks(d.design, budget=math.inf).block(None, np.arange(2))
+        sums.append(block_clipped_gradient_sum(X_block, d.design.matmul(W), d.y, loss, clip))
     moved["dp_cd"] = sums[1] - sums[0]
+    # dp_cd: the same block as an operator on the design (no copy)
+    sums = []
+    for d in (small_l, big_l):
+        rows, X_block = _ColumnBlocks(d.design, budget=0).block(None, np.arange(2))
+        sums.append(block_clipped_gradient_sum(X_block, d.design.matmul(W), d.y, loss, clip))
+    moved["dp_cd operator"] = sums[1] - sums[0]
     stated = {name: 2 * clip if name == "svrg difference" else clip for name in moved}
     over = {
         name: float(np.linalg.norm(value))
@@ -447,9 +453,10 @@ def cd_cases(draw):
     clip_norm=st.sampled_from([None, 1e-3, 0.3, 50.0]),
     w_seed=st.integers(0, 2**32 - 1),
     w_scale=st.sampled_from([0.0, 0.1, 1.0, 1e3]),
+    copied=st.booleans(),
 )
 def test_dp_cd_block_sums_move_by_at_most_their_thresholds(
-    case, sampling, fit_intercept, clip_norm, w_seed, w_scale
+    case, sampling, fit_intercept, clip_norm, w_seed, w_scale, copied
 ):
     loss_name, feature_bound, nb = case
     loss = make_loss(loss_name)
@@ -488,8 +495,10 @@ def test_dp_cd_block_sums_move_by_at_most_their_thresholds(
         assert threshold == pytest.approx(expected, rel=1e-14)
         sums = []
         for data in (small, big):
-            rows, X_block = _ColumnBlocks(data.X).block(np.asarray(cols))
-            Z = np.asarray(data.X @ W)
+            # A copy of the block's columns, or an operator on the design (no copy).
+            blocks = _ColumnBlocks(data.design, budget=math.inf if copied else 0)
+            rows, X_block = blocks.block(None, np.asarray(cols))
+            Z = data.design.matmul(W)
             Z_rows = Z if rows is None else Z[rows]
             y_rows = data.y if rows is None else data.y[rows]
             sums.append(block_clipped_gradient_sum(X_block, Z_rows, y_rows, loss, threshold))

@@ -72,6 +72,7 @@ __all__ = [
     "MAX_SCALE",
     "MIN_EPSILON",
     "MAX_EPSILON",
+    "check_weights_supported",
 ]
 
 #: Range of the public scale parameters (bounds, radii, step sizes, penalty
@@ -190,6 +191,19 @@ class FitBounds:
     entry_bound: object = None
     y_center: float = 0.0
     y_scale: float = 1.0
+
+
+def check_weights_supported(spec, estimator):
+    """Refuse (publicly, before any spend) a weighted fit with a solver that ignores weights."""
+    from ..solvers import SOLVERS
+
+    if spec.sample_weight:
+        return
+    supported = ", ".join(name for name, s in SOLVERS.items() if s.sample_weight)
+    raise ValueError(
+        f"{estimator}: solver={spec.name!r} does not support sample_weight or class_weight. "
+        f"Solvers that fit weighted rows: {supported}; pass one as solver=..."
+    )
 
 
 def _is_public(exception):
@@ -565,6 +579,99 @@ class BaseDPEstimator(BaseEstimator):
         return self._validate_private(X, y, y_numeric=y_numeric,
                                       x_dtype=[np.float64, np.float32])
 
+    def _check_sample_weight(self, sample_weight, X):
+        """``sample_weight`` as a float64 vector, or a ValueError that states the rule only.
+
+        Schema checks before any spend, as for X: one finite, non-negative
+        number per row.  The weights are private data, so the messages never
+        show a weight or its position.  Weights above the public
+        ``max_weight`` are not an error: they are clipped to it (silently:
+        a warning would say that some row's weight exceeds it).
+        """
+        if sample_weight is None:
+            return None
+        name = type(self).__name__
+        if _dask.is_dask_input(X, sample_weight):
+            # Refused before any spend (and before computing anything lazy).
+            _dask.refuse_weights(name)
+        rule = (
+            f"{name}: sample_weight must be a 1-d array of finite, non-negative numbers, one "
+            "per row of X (weights above max_weight are clipped to it)"
+        )
+        if sp.issparse(sample_weight):
+            raise ValueError(rule + "; got a sparse matrix.")
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                weights = np.asarray(sample_weight)
+                if weights.dtype.kind not in "biuf":
+                    raise TypeError
+                weights = weights.astype(np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(rule + "; it holds a non-numeric or complex value.") from None
+        if weights.ndim == 0:
+            # A scalar weighs every row alike (as in scikit-learn).
+            weights = np.full(X.shape[0], float(weights))
+        if weights.ndim != 1 or weights.shape[0] != X.shape[0]:
+            raise ValueError(rule + "; its shape does not match the rows of X.")
+        with np.errstate(invalid="ignore"):
+            valid = np.isfinite(weights) & (weights >= 0)
+        if not np.all(valid):
+            raise ValueError(rule + "; it holds a negative, NaN or infinite value.")
+        if weights.size and not np.any(weights > 0):
+            raise ValueError(
+                rule + "; all sample weights are zero (pass at least one non-zero weight)."
+            )
+        return weights
+
+    def _regressor_warm_start(self, n_features):
+        """``initial_point`` for ``_fit_solver``: the previous model in the scaled units, or None."""
+        previous = self._warm_start_model(n_features, 1)
+        if previous is None:
+            return None
+        coef, intercept = previous
+
+        def initial_point(bounds, problem):
+            # Labels are fitted as (y - y_center) / y_scale: the previous
+            # released model in those units (post-processing).
+            W = coef.T / bounds.y_scale
+            if self.fit_intercept:
+                b = (intercept[0] - bounds.y_center) / (bounds.y_scale * bounds.intercept_scaling)
+                W = np.vstack([W, [[b]]])
+            return W
+
+        return initial_point
+
+    @staticmethod
+    def _as_input_dtype(value, X):
+        """``value`` in the input's float type (float32 input gives float32 results)."""
+        if np.ndim(value) == 0:
+            return X.dtype.type(value) if X.dtype == np.float32 else float(value)
+        return np.asarray(value).astype(X.dtype, copy=False)
+
+    def _warm_start_model(self, n_features, n_outputs=None):
+        """The previous fit's released ``(coef_, intercept_)`` for a warm start, or None.
+
+        Public (the previous model is a release; reusing it is
+        post-processing): its shape is checked against the new fit's public
+        shape here, before any spend.  Returns 2-d ``coef`` (n_outputs,
+        n_features) and 1-d ``intercept`` copies.
+        """
+        if not getattr(self, "warm_start", False) or not hasattr(self, "coef_"):
+            return None
+        name = type(self).__name__
+        coef = np.atleast_2d(np.asarray(self.coef_, dtype=np.float64))
+        intercept = np.atleast_1d(np.asarray(self.intercept_, dtype=np.float64))
+        if coef.shape[1] != n_features or (n_outputs is not None and coef.shape[0] != n_outputs):
+            expected = "n_features" if n_outputs is None else "(n_outputs, n_features)"
+            raise ValueError(
+                f"{name}: warm_start=True reuses the previous coef_, of shape "
+                f"{np.shape(self.coef_)}, which does not match this fit ({n_features} features"
+                + ("" if n_outputs is None else f", {n_outputs} output(s)")
+                + f": {expected}). Set warm_start=False, or fit data of the same shape."
+            )
+        return coef.copy(), intercept.copy()
+
     def _validate_predict_data(self, X):
         """``validate_data(reset=False)`` for rows to predict on (private too, often)."""
         return self._validate_private(X, reset=False)
@@ -767,7 +874,11 @@ class BaseDPEstimator(BaseEstimator):
         elif spec.geometry == "linf":
             if _is_auto(feature_bound):
                 rows = "feature_bound"
-        labels = bool(self._bounds_labels) and _is_auto(getattr(self, "y_bound", None))
+        labels = False
+        if self._bounds_labels and _is_auto(getattr(self, "y_bound", None)):
+            # Without an intercept the model has no offset to absorb a centre:
+            # the labels keep centre 0 and only their half-width is released.
+            labels = "range" if self.fit_intercept else "symmetric"
         return rows, labels
 
     def _bounds_epsilons(self, request, epsilon_rest, private):
@@ -859,7 +970,7 @@ class BaseDPEstimator(BaseEstimator):
         if labels:
             center, half_width, label_events = release_range(
                 y, epsilon=epsilon_labels, n_public=n_public, rng=rng, label="label range",
-                window=_bounds.LABEL_WINDOW,
+                window=_bounds.LABEL_WINDOW, center=0.0 if labels == "symmetric" else None,
             )
             released["labels"] = (center, half_width)
             events += label_events
@@ -874,7 +985,8 @@ class BaseDPEstimator(BaseEstimator):
             self.y_bound_ = bounds.y_scale
             self.y_center_ = bounds.y_center
 
-    def _fit_solver(self, X, y, problem, *, prepare=None, discover_labels=False, finish=None):
+    def _fit_solver(self, X, y, problem, *, prepare=None, discover_labels=False, finish=None,
+                    sample_weight=None, weighted=None, initial_point=None):
         """Plan from public inputs, reserve the spend, then fit in a private phase.
 
         Parameters
@@ -900,6 +1012,21 @@ class BaseDPEstimator(BaseEstimator):
             ``finish(y, bounds) -> (y, problem)``, run inside the private
             phase once the bounds are known (given or released): label
             clipping and scaling, and the problem in the fit's units.
+        sample_weight : ndarray of shape (n_samples,) or None
+            Checked weights (:meth:`_check_sample_weight`), clipped to
+            ``[0, max_weight]`` when the data is bounded.  ``prepare`` may
+            replace them (``phase.sample_weight``: class weights, rows
+            dropped with unreleased labels).
+        weighted : bool or None
+            Whether the fit is weighted (public: ``sample_weight`` or
+            ``class_weight`` given); None: ``sample_weight is not None``.
+            A weighted fit needs a solver with ``SolverSpec.sample_weight``
+            (refused before the reservation otherwise), and its sensitivities
+            are multiplied by ``max_weight``.
+        initial_point : callable, optional
+            ``initial_point(bounds, problem) -> ndarray or None``: a warm
+            start (a previous fit's released coefficients in the new fit's
+            units), passed as ``coef_init`` to solvers that take one.
 
         Returns
         -------
@@ -936,6 +1063,23 @@ class BaseDPEstimator(BaseEstimator):
         )
         if spec.check is not None:
             spec.check(**self._check_arguments(spec, problem, kwargs, public))
+        if weighted is None:
+            weighted = sample_weight is not None
+        if weighted:
+            if dask_input:
+                _dask.refuse_weights(type(self).__name__)
+            check_weights_supported(spec, type(self).__name__)
+        if initial_point is not None and not spec.warm_start:
+            from ..solvers import SOLVERS
+
+            takes = ", ".join(name for name, s in SOLVERS.items() if s.warm_start)
+            warnings.warn(
+                f"warm_start=True is ignored by solver={spec.name!r}, which takes no initial "
+                f"point (solvers that do: {takes}); this fit starts cold.",
+                UserWarning,
+                stacklevel=user_stacklevel(),
+            )
+            initial_point = None
         private = not math.isinf(self.epsilon)
         if discover_labels and private and self.delta == 0:
             raise ValueError(
@@ -996,7 +1140,24 @@ class BaseDPEstimator(BaseEstimator):
                 return None if plan is None else plan.event
 
             floor = epsilon_rest - epsilon_count - sum(bound_epsilons)
-            return largest_share(solver_event, prefix, epsilon_rest, delta_rest, floor)
+            share = largest_share(solver_event, prefix, epsilon_rest, delta_rest, floor)
+            if n_public is None or share <= floor:
+                return share
+            # Numerical (PLD) composition of the count and bounds with the
+            # solver is valid when the solver's privacy profile is fixed
+            # before the data; a profile chosen from released values (a
+            # sampling rate from the noisy count, steps from released bounds)
+            # is fully adaptive composition, for which only basic composition
+            # (or a zCDP/RDP filter) is proven.  Such solvers get the
+            # basic-composition share.
+            if solver_event(share) == plan_event_before_data(problem, share, kwargs):
+                return share
+            solver_event(floor)  # the plan the solver will make (and cache) at that share
+            return floor
+
+        def plan_event_before_data(problem, epsilon_part, kwargs):
+            plan = plan_for(problem, None, epsilon_part, planned, kwargs)
+            return None if plan is None else plan.event
 
         def fit_event(label_event, count_event, bound_events, solver_event):
             parts = [count_event] + list(bound_events) + [solver_event]
@@ -1037,6 +1198,7 @@ class BaseDPEstimator(BaseEstimator):
             phase.label_epsilon = label_epsilon
             phase.label_delta = label_delta
             phase.label_event = None
+            phase.sample_weight = sample_weight
             if prepare is not None:
                 X, y, problem = prepare(X, y, phase)
                 if discover_labels:
@@ -1073,8 +1235,18 @@ class BaseDPEstimator(BaseEstimator):
                 feature_bound=bounds.feature_bound,
                 n_public=count.estimate,
                 normalizer=count.normalizer,
+                sample_weight=phase.sample_weight if weighted else None,
+                max_weight=float(getattr(self, "max_weight", 1.0)),
             )
+            if weighted and data.sample_weight is None:
+                # class weights only: every row weighs 1 before them.
+                data.sample_weight = np.ones(data.n_samples)
+                data.weight_bound = float(getattr(self, "max_weight", 1.0))
             alpha = problem.alpha(count.estimate) if callable(problem.alpha) else problem.alpha
+            if initial_point is not None and spec.warm_start:
+                start = initial_point(bounds, problem)
+                if start is not None:
+                    kwargs = dict(kwargs, coef_init=start)
             result = spec.function(
                 data,
                 problem.make_loss(data),
@@ -1088,6 +1260,10 @@ class BaseDPEstimator(BaseEstimator):
             )
             if private:
                 phase.event = fit_event(phase.label_event, count.event, bound_events, result.dp_event)
+            # Solvers do not warn; they hand warnings computed from public values
+            # and releases to the estimator, which defers them through the phase.
+            for message in result.info.pop("warnings", ()):
+                phase.warn(message)
         if private:
             self.dp_event_ = phase.event
             self.privacy_spent_ = (float(self.epsilon), float(self.delta))

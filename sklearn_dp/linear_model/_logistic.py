@@ -101,6 +101,31 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         thresholded noisy histogram of the labels present (labels held by
         few rows, about ``1 + log(1 / delta) / (0.1 epsilon)`` or fewer, are
         likely left out, and their rows with them); it needs ``delta > 0``.
+    class_weight : dict or None, default=None
+        Public weights of the classes, ``{label: weight}`` (labels not in
+        the dict weigh 1), as in scikit-learn: each row's weight is its
+        class's weight times its ``sample_weight``, clipped to
+        ``max_weight``.  Every class weight must lie in ``[0, max_weight]``
+        (checked before anything is spent).  ``"balanced"`` is refused: it
+        needs the class counts, which are private (pass weights from public
+        knowledge of the class frequencies instead).  Needs a solver that
+        fits weighted rows (``dp_newton``, ``dp_gd``, ``dp_sgd``,
+        ``objective_perturbation``, ``output_perturbation``).
+    max_weight : float, default=1.0
+        Public bound on the weight of a row (``sample_weight`` times its
+        class weight): weights are clipped to ``[0, max_weight]`` and every
+        sensitivity of a weighted fit is multiplied by ``max_weight``, so
+        the noise grows in proportion (``max_weight > 1`` means more noise
+        for the same epsilon).  Unused without weights.
+    warm_start : bool, default=False
+        Start from the previous fit's ``coef_`` and ``intercept_`` (with the
+        solvers that take an initial point: ``dp_newton``, ``dp_gd``,
+        ``dp_sgd``; the others warn and start cold).  Reusing a released
+        model is post-processing: the new fit costs what a cold fit costs
+        and is recorded on ``budget`` as usual.  The previous model must
+        have the new fit's shape (checked before anything is spent); when
+        the label set is released privately and differs from the previous
+        ``classes_``, the fit starts cold.
     solver : str, default="auto"
         ``"dp_newton"`` (private Newton-type steps: noisy gradients with a
         noisy Gram matrix or Hessian as curvature; see
@@ -204,6 +229,14 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
     numerically (see :mod:`sklearn_dp.accounting`).  Choosing
     hyper-parameters (including epsilon) by validation score on the private
     data leaks beyond this guarantee.
+    With ``sample_weight`` or ``class_weight``, one row with its weight is
+    one record (the neighbouring relation is unchanged): each row's terms in
+    the released sums are multiplied by its weight, clipped to the public
+    ``max_weight``, so every sensitivity of the solver is multiplied by
+    ``max_weight`` and the noise with it; the row count, the label set and
+    the ``"auto"`` bounds are released unweighted as before, and averages
+    still divide by the DP row count (not by a sum of weights).  The
+    guarantee is the same (epsilon, delta) for any weights.
     The spend is reserved on ``budget`` before any private value is read
     (after the public checks of parameters and of the input's schema: shape,
     type, finiteness, labels in ``classes``), and stands if the fit fails afterwards.
@@ -236,6 +269,9 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         "data_norm": [*public_scale(), StrOptions({"auto"})],
         "feature_bound": [*public_scale(), "array-like", StrOptions({"auto"}), None],
         "classes": ["array-like", None],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
+        "max_weight": [*public_scale()],
+        "warm_start": ["boolean"],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
     }
 
@@ -254,6 +290,9 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         data_norm="auto",
         feature_bound="auto",
         classes=None,
+        class_weight=None,
+        max_weight=1.0,
+        warm_start=False,
         solver="auto",
         max_iter=None,
         learning_rate=None,
@@ -276,6 +315,9 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         self.data_norm = data_norm
         self.feature_bound = feature_bound
         self.classes = classes
+        self.class_weight = class_weight
+        self.max_weight = max_weight
+        self.warm_start = warm_start
         self.solver = solver
         self.max_iter = max_iter
         self.learning_rate = learning_rate
@@ -396,8 +438,37 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
             radius=self.radius,
         )
 
+    def _check_class_weight(self, classes):
+        """The public class weights as a dict, or None; refused before any spend."""
+        class_weight = self.class_weight
+        if class_weight is None:
+            return None
+        if isinstance(class_weight, str):
+            raise ValueError(
+                "DPLogisticRegression: class_weight='balanced' needs the number of rows of "
+                "each class, which is private (releasing it would need its own share of "
+                "epsilon). Pass class_weight={label: weight, ...} with public weights (for "
+                "example from publicly known class frequencies), each at most max_weight."
+            )
+        max_weight = float(self.max_weight)
+        for label, weight in class_weight.items():
+            if not isinstance(weight, Real) or not (0 <= weight <= max_weight):
+                raise ValueError(
+                    f"DPLogisticRegression: class_weight[{label!r}]={weight!r}; class weights "
+                    f"must be numbers in [0, max_weight={max_weight:g}] (raise max_weight, "
+                    "which scales the noise, or rescale the weights)."
+                )
+        if classes is not None:
+            unknown = [label for label in class_weight if label not in set(classes.tolist())]
+            if unknown:
+                raise ValueError(
+                    f"DPLogisticRegression: class_weight has labels {unknown!r} that are not "
+                    f"in classes={classes.tolist()}."
+                )
+        return dict(class_weight)
+
     @restore_on_failure
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the model with differential privacy.
 
         Parameters
@@ -405,6 +476,12 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Rows longer than the row bound (L2) are scaled down to it.
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+            Finite, non-negative weight of each row (private), clipped to
+            ``max_weight``; multiplies the row's loss.  A negative, NaN or
+            infinite weight, or a wrong length, is an error raised before
+            anything is spent (its message shows no weight).  Needs a solver
+            that fits weighted rows (see ``class_weight``).
 
         Returns
         -------
@@ -428,6 +505,25 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         else:
             X, y = self._validate_fit_data(X, y, y_numeric=False)
             classes = self._check_labels(y)
+        sample_weight = self._check_sample_weight(sample_weight, X)
+        class_weight = self._check_class_weight(classes)
+        weighted = sample_weight is not None or class_weight is not None
+        if dask_input and weighted:
+            # Before the reservation: weighted fits need in-memory data.
+            _dask.refuse_weights(type(self).__name__)
+        previous = None
+        if self.warm_start and hasattr(self, "coef_"):
+            n_outputs = None
+            if classes is not None:
+                n_outputs = 1 if classes.size == 2 else classes.size
+                if not np.array_equal(np.asarray(self.classes_), classes):
+                    raise ValueError(
+                        "DPLogisticRegression: warm_start=True reuses the previous model, "
+                        f"fitted on classes_={np.asarray(self.classes_).tolist()}, but this "
+                        f"fit has classes={classes.tolist()}. Set warm_start=False."
+                    )
+            previous = self._warm_start_model(X.shape[1], n_outputs)
+            previous_classes = np.asarray(self.classes_).copy()
         released = {}
 
         def encode(y, classes):
@@ -437,9 +533,20 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
                                         dtype=dtype)
             return self._encode(y, classes)
 
+        def weigh(y, found, phase):
+            # Public class weights become per-row weights (inside the private phase).
+            if class_weight is not None:
+                factors = np.array([float(class_weight.get(c, 1.0)) for c in found.tolist()])
+                row_factors = factors[np.searchsorted(found, y)]
+                phase.sample_weight = (
+                    row_factors if phase.sample_weight is None
+                    else row_factors * phase.sample_weight
+                )
+
         def prepare(X, y, phase):
             if classes is not None:
                 released["classes"] = classes
+                weigh(y, classes, phase)
                 return X, encode(y, classes), self._problem(classes.size)
             if math.isinf(self.epsilon):
                 found = _dask.label_histogram(y)[0] if dask_input else np.unique(y)
@@ -465,14 +572,34 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
                 # Rows whose label was not released take no part in the fit
                 # (a per-row rule: neighbours stay neighbours).
                 X, y = X[keep], y[keep]
+                if phase.sample_weight is not None:
+                    phase.sample_weight = phase.sample_weight[keep]
+            weigh(y, found, phase)
             return X, self._encode(y, found), self._problem(found.size)
+
+        def initial_point(bounds, problem):
+            # The previous released model in the new fit's units (post-processing).
+            if previous is None or not np.array_equal(previous_classes, released["classes"]):
+                return None
+            coef, intercept = previous
+            if coef.shape[0] != problem.n_outputs:
+                return None
+            W = coef.T
+            if self.fit_intercept:
+                W = np.vstack([W, intercept[None, :] / bounds.intercept_scaling])
+            return W
 
         n_classes = 2 if classes is None else classes.size
         data, result, _ = self._fit_solver(
-            X, y, self._problem(n_classes), prepare=prepare, discover_labels=classes is None
+            X, y, self._problem(n_classes), prepare=prepare, discover_labels=classes is None,
+            sample_weight=sample_weight, weighted=weighted,
+            initial_point=None if previous is None else initial_point,
         )
         self.classes_ = released["classes"]
-        self.coef_, self.intercept_ = data.split_coef(result.coef)
+        coef, intercept = data.split_coef(result.coef)
+        # float32 input gives float32 coefficients (as scikit-learn does).
+        self.coef_ = coef.astype(X.dtype, copy=False)
+        self.intercept_ = np.asarray(intercept).astype(X.dtype, copy=False)
         return self
 
     def decision_function(self, X):

@@ -112,6 +112,19 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         DP bound ``y_bound_`` on ``|y - y_center_|``), labels are clipped to
         it and the fit runs on ``(y - y_center_) / y_bound_``, so labels in
         natural units need no preprocessing.
+    max_weight : float, default=1.0
+        Public bound on the weight of a row: ``sample_weight`` is clipped to
+        ``[0, max_weight]`` and every sensitivity of a weighted fit is
+        multiplied by ``max_weight``, so the noise grows in proportion
+        (``max_weight > 1`` means more noise for the same epsilon).  Unused
+        without weights.
+    warm_start : bool, default=False
+        Start from the previous fit's ``coef_`` and ``intercept_`` (with the
+        solvers that take an initial point: ``dp_newton``, ``dp_gd``,
+        ``dp_sgd``; the others warn and start cold).  Reusing a released
+        model is post-processing: the new fit costs what a cold fit costs and
+        is recorded on ``budget`` as usual.  The previous model must have the
+        new fit's number of features (checked before anything is spent).
     solver : str, default="auto"
         ``"dp_newton"`` (private Newton-type steps for the squared and Huber
         losses), ``"dp_ssp"`` (sufficient statistics perturbation for the
@@ -203,6 +216,14 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
     block's share of the clip;
     ``solver="resque"`` multiplies the bound by the cap on its ReSQue weights
     (see ``docs/solvers/resque.md``).
+    With ``sample_weight``, one row with its weight is one record (the
+    neighbouring relation is unchanged): each row's terms in the released
+    sums are multiplied by its weight, clipped to the public ``max_weight``,
+    so every sensitivity of the solver is multiplied by ``max_weight`` and
+    the noise with it; the row count and the ``"auto"`` bounds are released
+    unweighted as before, and averages still divide by the DP row count
+    (not by a sum of weights).  The guarantee is the same (epsilon, delta)
+    for any weights.
     The spend is reserved on ``budget`` before any private value is read
     (after the public checks of parameters and of the input's schema: shape,
     type, finiteness), and stands if the fit fails afterwards.
@@ -228,6 +249,8 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         "feature_bound": [*public_scale(), "array-like", StrOptions({"auto"}), None],
         "y_bound": [*public_scale(), StrOptions({"auto"})],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
+        "max_weight": [*public_scale()],
+        "warm_start": ["boolean"],
         "n_jobs": [Integral, None],
     }
 
@@ -252,6 +275,8 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         data_norm="auto",
         feature_bound="auto",
         y_bound="auto",
+        max_weight=1.0,
+        warm_start=False,
         solver="auto",
         max_iter=None,
         learning_rate=None,
@@ -278,6 +303,8 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         self.data_norm = data_norm
         self.feature_bound = feature_bound
         self.y_bound = y_bound
+        self.max_weight = max_weight
+        self.warm_start = warm_start
         self.solver = solver
         self.max_iter = max_iter
         self.learning_rate = learning_rate
@@ -357,7 +384,7 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         )
 
     @restore_on_failure
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the model with differential privacy.
 
         Parameters
@@ -367,6 +394,13 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         y : array-like of shape (n_samples,)
             Clipped to the label range.
 
+        sample_weight : array-like of shape (n_samples,), default=None
+            Finite, non-negative weight of each row (private), clipped to
+            ``max_weight``; multiplies the row's loss.  A negative, NaN or
+            infinite weight, or a wrong length, is an error raised before
+            anything is spent (its message shows no weight).  Needs a solver
+            that fits weighted rows (``dp_newton``, ``dp_ssp``, ``dp_gd``,
+            ``dp_sgd``, ``objective_perturbation``, ``output_perturbation``).
         Returns
         -------
         self : DPSCORegressor
@@ -374,6 +408,8 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         self._validate_params()
         self._check_privacy_request()
         X, y = self._validate_fit_data(X, y, y_numeric=True)
+        sample_weight = self._check_sample_weight(sample_weight, X)
+        initial_point = self._regressor_warm_start(X.shape[1])
         # The fit runs on labels centred and scaled to [-1, 1] so that step
         # sizes and constants are scale-free; the coefficients are scaled
         # back.  The centre and scale are public (y_bound, or released when
@@ -381,11 +417,15 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         # is described with the placeholder scale 1 (public checks only).
         placeholder = 1.0 if _is_auto(self.y_bound) else float(self.y_bound)
         data, result, bounds = self._fit_solver(
-            X, y, self._problem(placeholder), finish=self._finish
+            X, y, self._problem(placeholder), finish=self._finish,
+            sample_weight=sample_weight, initial_point=initial_point,
         )
         coef, intercept = data.split_coef(result.coef)
-        self.coef_ = coef.ravel() * bounds.y_scale
-        self.intercept_ = float(intercept[0]) * bounds.y_scale + bounds.y_center
+        # float32 input gives float32 coefficients (as scikit-learn does).
+        self.coef_ = self._as_input_dtype(coef.ravel() * bounds.y_scale, X)
+        self.intercept_ = self._as_input_dtype(
+            float(intercept[0]) * bounds.y_scale + bounds.y_center, X
+        )
         return self
 
     def _finish(self, y, bounds):

@@ -98,6 +98,14 @@ class SolverSpec:
         from public inputs only, so an estimator can check a budget against
         the exact event before the solver touches the data.  It takes the
         subset of the solver's options that shape the mechanism.
+    sample_weight : bool
+        Whether it fits weighted rows (``BoundedData.sample_weight``, each
+        sensitivity multiplied by ``BoundedData.weight_bound``).  Estimators
+        refuse ``sample_weight`` / ``class_weight`` with the other solvers
+        before they reserve the spend.
+    warm_start : bool
+        Whether it takes a starting point ``coef_init`` (an estimator's
+        ``warm_start``); the others start from their usual point.
     """
 
     name: str
@@ -114,6 +122,8 @@ class SolverSpec:
     summary: str = ""
     options: tuple = ()
     check: Callable | None = None
+    sample_weight: bool = False
+    warm_start: bool = False
 
 
 SOLVERS: dict[str, SolverSpec] = {}
@@ -197,6 +207,8 @@ register_solver(
             "schedule", "pl_constant", "initial_gap",
         ),
         check=check_dp_gd,
+        sample_weight=True,
+        warm_start=True,
     )
 )
 register_solver(
@@ -210,6 +222,8 @@ register_solver(
         summary="Poisson-subsampled DP-SGD; PLD accounting",
         options=("max_iter", "batch_size", "step_size", "clip_norm", "momentum", "radius"),
         check=check_dp_sgd,
+        sample_weight=True,
+        warm_start=True,
     )
 )
 register_solver(
@@ -227,6 +241,7 @@ register_solver(
         "fixed-budget Newton solve; pure epsilon-DP with delta=0",
         options=("max_iter", "gradient_tol", "epsilon_split", "residual_fraction"),
         check=check_objective_perturbation,
+        sample_weight=False,  # the certified inner solve is unweighted
     )
 )
 register_solver(
@@ -244,6 +259,7 @@ register_solver(
         "pure epsilon-DP with delta=0",
         options=("max_iter", "gradient_tol"),
         check=check_output_perturbation,
+        sample_weight=False,  # the certified inner solve is unweighted
     )
 )
 register_solver(
@@ -452,6 +468,8 @@ register_solver(
         options=("max_iter", "clip_norm", "hessian", "hessian_share", "hessian_steps",
                  "eigenvalue", "floor_scale", "momentum"),
         check=check_dp_newton,
+        sample_weight=True,
+        warm_start=True,
     )
 )
 
@@ -471,5 +489,6 @@ register_solver(
         options=("max_iter", "tol", "radius", "constraint", "intercept_bound", "shares",
                  "ridge", "label_bound"),
         check=check_dp_ssp,
+        sample_weight=True,
     )
 )

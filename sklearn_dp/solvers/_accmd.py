@@ -303,8 +303,8 @@ def dp_accmd(
     check_dp_accmd_options(
         alpha=alpha, radius=radius, constraint=constraint, max_iter=max_iter, clip_norm=clip_norm
     )
-    X, y = data.X, data.y
-    n_columns = X.shape[1]
+    X, y = data.design, data.y  # an operator on the caller's X (no bounded copy)
+    n_columns = X.n_columns
     shape = (n_columns, n_outputs)
     plan = plan_dp_accmd(
         data.n_public, n_columns * n_outputs, epsilon, delta, loss=loss,

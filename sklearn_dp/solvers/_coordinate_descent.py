@@ -383,8 +383,31 @@ def block_clip_thresholds(clip_norm, feature_bound, structure):
 # --------------------------------------------------------------------------
 
 
-def _schedule(structure, max_iter, n_outer):
-    epochs = DEFAULT_CD_EPOCHS if max_iter is None else _check_positive_int(max_iter, "max_iter")
+#: Most passes of the default schedule (reached at epsilon >= 5 and without noise).
+MAX_DEFAULT_CD_EPOCHS = 50
+
+
+def default_cd_epochs(epsilon=None):
+    """Default number of passes of dp_cd, a function of the public epsilon only.
+
+    ``DEFAULT_CD_EPOCHS`` (10) up to epsilon = 1, then ``10 epsilon``, at most
+    :data:`MAX_DEFAULT_CD_EPOCHS` (50, also without noise).  Ten passes are
+    what the noise allows at small epsilon (every pass adds noise), but the
+    step ``1 / M_j`` uses the worst-case curvature ``beta X_j^2`` of the
+    public bounds, so ten passes stop far from the optimum once the noise is
+    small (issue #18: majority class at every epsilon on unit-norm rows).
+    """
+    if epsilon is None:
+        return DEFAULT_CD_EPOCHS
+    epsilon = float(epsilon)
+    if math.isinf(epsilon):
+        return MAX_DEFAULT_CD_EPOCHS
+    return int(min(MAX_DEFAULT_CD_EPOCHS, max(DEFAULT_CD_EPOCHS, math.ceil(10 * epsilon))))
+
+
+def _schedule(structure, max_iter, n_outer, epsilon=None):
+    epochs = (default_cd_epochs(epsilon) if max_iter is None
+              else _check_positive_int(max_iter, "max_iter"))
     total = epochs * structure.steps_per_epoch
     n_outer = epochs if n_outer is None else _check_positive_int(n_outer, "n_outer")
     n_outer = min(n_outer, total)
@@ -449,7 +472,7 @@ def plan_dp_cd(
     if n_params % n_outputs:
         raise ValueError(f"n_params={n_params} is not a multiple of n_outputs={n_outputs}.")
     structure = sampling_structure(n_params // n_outputs, sampling, blocks, block_size, tau)
-    epochs, n_inner, n_outer = _schedule(structure, max_iter, n_outer)
+    epochs, n_inner, n_outer = _schedule(structure, max_iter, n_outer, epsilon)
     n_steps = n_inner * n_outer
     details = dict(
         structure=structure,
@@ -511,32 +534,129 @@ def check_dp_cd(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, optio
     )
 
 
+#: Share of the size of X that dp_cd may hold in copies of column blocks.
+COLUMN_CACHE_SHARE = 0.1
+
+
+def _nbytes(X):
+    if sp.issparse(X):
+        return X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
+    return X.nbytes
+
+
 class _ColumnBlocks:
-    """Column slices of the data for fast block steps (dense Fortran views, or CSR per block)."""
+    """Column blocks of the bounded design for the steps of dp_cd, without a copy of all of X.
 
-    def __init__(self, X):
-        self.sparse = sp.issparse(X)
-        if self.sparse:
-            self.columns = sp.csc_matrix(X)
-        else:
-            self.columns = np.asfortranarray(X)
+    A step needs the drawn columns of ``X~`` for all rows, three times (row
+    norms, the clipped sum, the update of the scores).  Rows of ``X`` are
+    stored one after the other, so reading one column touches every row:
+    blocks are copied once (``design.columns``: Fortran-ordered float64 for
+    dense data; for sparse data the rows where the block is non-zero and the
+    block on them, CSR) and the copies are held in a cache of at most
+    ``budget`` bytes (``COLUMN_CACHE_SHARE`` of the size of X by default).
+
+    The blocks of a round are drawn before its steps (public randomness), so
+    when a drawn block is not cached the cache is refilled with the next
+    distinct blocks of the draw sequence, the drawn one first, all extracted
+    in one pass over X.  A block whose copy would exceed the budget is never
+    copied: it is served as a :class:`~sklearn_dp._design.ColumnView`
+    (products through the whole design).  Tau-nice sets (drawn step by step)
+    are copied for their step only.  What is cached (private sizes of
+    sparse columns decide it) changes the speed, never a value.
+    """
+
+    def __init__(self, design, blocks=None, budget=None):
+        self.design = design
+        self.blocks = blocks
+        self.sparse = design.sparse
+        self.budget = COLUMN_CACHE_SHARE * _nbytes(design.X) if budget is None else budget
         self._cache = {}
+        self._buffer = None  # dense: one buffer of the budget's size, reused by every refill
 
-    def block(self, cols, cache_key=None):
-        """``(rows, X_block)``: the rows where the block is non-zero (None: all) and the block."""
-        if cache_key is not None and cache_key in self._cache:
-            return self._cache[cache_key]
-        contiguous = cols.size == cols[-1] - cols[0] + 1
-        if self.sparse:
-            sub = self.columns[:, cols].tocsr()
+    def _cost(self, cols):
+        """Bytes of the copy of the block ``cols`` (an upper bound for sparse data)."""
+        n = self.design.n_rows
+        features = cols[cols < self.design.n_features]
+        if not features.size:
+            return math.inf  # the intercept column alone: a ColumnView is free
+        if not self.sparse:
+            return 8 * n * cols.size
+        entries = int(np.sum(self.design._column_counts()[features]))
+        entries += n * (features.size < cols.size)
+        if cols.size == 1:
+            return 12 * entries  # values and row indices (views of the CSC copy)
+        # The CSC copy, then CSR on the non-zero rows with their row indices.
+        return 24 * entries + 16 * min(n, entries)
+
+    def _extract(self, blocks):
+        """Copies of several blocks made in one pass over X: ``[(rows, matrix), ...]``."""
+        union = np.concatenate(blocks)
+        edges = np.cumsum([0] + [cols.size for cols in blocks])
+        if not self.sparse:
+            need = self.design.n_rows * union.size
+            if self._buffer is None or self._buffer.size < need:
+                self._buffer = None
+                full = int(self.budget) // 8 if math.isfinite(self.budget) else 0
+                self._buffer = np.empty(max(need, full))
+            copy = self.design.columns(union, out=self._buffer)
+            # Views of one Fortran-ordered array: each block is contiguous.
+            return [(None, copy[:, a:b]) for a, b in zip(edges[:-1], edges[1:])]
+        copy = self.design.columns(union, format="csc")
+        entries = []
+        for a, b in zip(edges[:-1], edges[1:]):
+            if b - a == 1:
+                # One column: its non-zero rows and values, as views of the CSC copy.
+                lo, hi = copy.indptr[a], copy.indptr[b]
+                entries.append((copy.indices[lo:hi], copy.data[lo:hi, None]))
+                continue
+            sub = copy[:, a:b].tocsr()
             rows = np.flatnonzero(np.diff(sub.indptr))
-            entry = (rows, sub[rows])
-        else:
-            sub = self.columns[:, cols[0] : cols[-1] + 1] if contiguous else self.columns[:, cols]
-            entry = (None, sub)
-        if cache_key is not None:
-            self._cache[cache_key] = entry
-        return entry
+            entries.append((rows, sub[rows]))
+        return entries
+
+    def block(self, key, cols, upcoming=None):
+        """``(rows, block)`` for the columns ``cols``.
+
+        ``rows``: the rows the block holds (None: all); ``block``: a matrix or
+        a :class:`~sklearn_dp._design.ColumnView` of those rows.  ``key`` is
+        the block's index in the partition (None for a set drawn for this step
+        only); ``upcoming`` the indices of the blocks drawn next (from this one on).
+        """
+        if key is not None and key in self._cache:
+            return self._cache[key]
+        if self._cost(cols) > self.budget:
+            return None, self.design.column_view(cols)
+        if key is None:
+            self._cache.clear()  # the buffer is reused
+            return self._extract([cols])[0]
+        chosen, total = [], 0
+        for index in [key] if upcoming is None else upcoming:
+            index = int(index)
+            if index in chosen:
+                continue
+            cost = self._cost(self.blocks[index])
+            if cost > self.budget:
+                continue  # served by a ColumnView, never cached
+            if total + cost > self.budget:
+                break
+            chosen.append(index)
+            total += cost
+        self._cache.clear()  # drop the old copies before making the new ones
+        entries = self._extract([self.blocks[index] for index in chosen])
+        self._cache = dict(zip(chosen, entries))
+        return self._cache[key]
+
+
+def _block_product(X_block, change):
+    """``X_block @ change`` for a copied block or a ColumnView (float64)."""
+    if hasattr(X_block, "matmul"):
+        if getattr(X_block, "features", None) is not None and not X_block.features.size:
+            # The intercept column alone: a constant for every row (broadcast, no n-vector).
+            return X_block.design.intercept * change[-1:]
+        return X_block.matmul(change)
+    if not sp.issparse(X_block) and X_block.shape[1] == 1:
+        return X_block * change  # one product per entry: no BLAS call for an outer product
+    return np.asarray(X_block @ change)
 
 
 def set_clip_threshold(clip_norm, feature_bound, cols):
@@ -617,7 +737,7 @@ def dp_cd(
         ``M_j`` (importance sampling); ``tau`` distinct coordinates uniformly;
         or every coordinate (diagonally preconditioned full-batch DP-GD).
     blocks : sequence of sequences of int, optional
-        A partition of the columns of ``data.X`` (intercept column last);
+        A partition of the columns of the bounded data (intercept column last);
         columns that no block names form one extra block.
     block_size : int, optional
         Contiguous blocks of this many columns.
@@ -705,9 +825,16 @@ def dp_cd(
     no composite term), clipping that binds, tau-nice sampling, or the
     ``"tail_average"`` and ``"last"`` outputs; all of these are
     post-processing or public choices, so privacy is unaffected.
+
+    Memory: the solver works on the bounded design as an operator on the
+    caller's X (no clipped or intercept-augmented copy; float32 stays
+    float32).  The columns of the drawn blocks are copied into a cache of at
+    most ``COLUMN_CACHE_SHARE`` (10%) of the size of X, refilled along the
+    public draw sequence (see :class:`_ColumnBlocks`); a block larger than
+    that is used through the design's products instead.
     """
-    X, y = data.X, data.y
-    n_columns = X.shape[1]
+    design, y = data.design, data.y
+    n_columns = design.n_columns
     with public_setup():  # public inputs and the released row count only
         if loss.smoothness is None:
             raise ValueError(f"dp_cd needs a smooth loss; {loss.name!r} is not smooth.")
@@ -778,14 +905,16 @@ def dp_cd(
     step = step_scale / M  # per column
     threshold = l1 * step  # soft-threshold of the L1 prox with step 1 / M_j
     has_l1 = bool(np.any(threshold > 0))
-    columns = _ColumnBlocks(X)
+    columns = _ColumnBlocks(design, structure.blocks)
     rng = make_rng(random_state)
     progress = Progress("dp_cd", plan.n_steps, verbose)
 
     W = np.zeros((n_columns, n_outputs))
     steps_done = 0
+    Z = None
     for _ in range(n_outer):
-        Z = np.asarray(X @ W)
+        Z = None  # the old scores go before the new ones are made (one n-vector, not two)
+        Z = design.matmul(W)
         # Lazy running sum of the averaged iterates theta^(s+1)..theta^K (s = 0,
         # or half the run for the tail average): column j's current value has
         # been counted in every averaged iterate from since[j] on.
@@ -802,11 +931,13 @@ def dp_cd(
             if structure.kind == "partition":
                 index = 0 if draws is None else int(draws[k])
                 cols = structure.blocks[index]
-                rows, X_block = columns.block(cols, cache_key=index)
+                rows, X_block = columns.block(
+                    index, cols, upcoming=None if draws is None else draws[k:]
+                )
                 block_bound = block_clip[index]
             else:
                 cols = np.sort(rng.choice(n_columns, size=structure.tau, replace=False))
-                rows, X_block = columns.block(cols)
+                rows, X_block = columns.block(None, cols)
                 block_bound = set_clip_threshold(clip, feature_bound, cols)
 
             Z_rows = Z if rows is None else Z[rows]
@@ -833,11 +964,12 @@ def dp_cd(
                 running[cols] += old * (k + 1 - since[cols])[:, None]
                 since[cols] = k + 1
             W[cols] = new
-            update = np.asarray(X_block @ change)
             if rows is None:
-                Z += update
+                Z += _block_product(X_block, change)
             else:
-                Z[rows] += update
+                Z[rows] += _block_product(X_block, change)
+            # Release this step's block before the next one may refill the cache.
+            rows = X_block = Z_rows = y_rows = None
             steps_done += 1
             if verbose:
                 # W is a function of the noisy sums and public constants: so is its change.

@@ -280,6 +280,33 @@ def check_vr_frank_wolfe(*, loss_name=None, n_outputs, penalty=None, alpha=None,
     )
     _check_output(options.get("output", "tail_average"))
     _check_schedule(options.get("schedule", "pure"), options.get("n_phases"))
+    check_vr_penalty_ball(penalty, alpha, l1_ratio, options.get("radius"))
+
+
+def check_vr_penalty_ball(penalty, alpha, l1_ratio, radius):
+    """Refuse ``vr_frank_wolfe`` on an l1 ball at least as loose as the penalty's own ball.
+
+    With an l1 penalty of strength ``a`` on labels scaled to ``[-1, 1]``, the
+    ball that provably holds the penalised solution has radius ``1 / (2 a)``
+    (``DPLasso`` uses it when only ``alpha`` is given).  For the usual
+    penalties it is tens to thousands of times the label scale, and the
+    one-pass variance-reduced schedule over its vertices does not come near
+    the solution even without noise (issue #18, diabetes with ``alpha=1``:
+    R^2 -690 at epsilon = inf, -6000 at epsilon = 1).  No default fixes
+    that, so the configuration is refused before any spend.  Public values
+    only (penalty, alpha, l1_ratio and the radius in the solver's units).
+    """
+    if penalty not in ("l1", "elasticnet") or alpha is None or radius is None:
+        return
+    l1 = float(alpha) * (1.0 if penalty == "l1" or l1_ratio is None else float(l1_ratio))
+    if l1 > 0 and float(radius) * l1 >= 0.5 * (1 - 1e-9):
+        raise ValueError(
+            "vr_frank_wolfe does not fit the penalised Lasso over the ball its penalty implies "
+            f"(radius {float(radius):.3g}, at least 1 / (2 alpha)): its one pass over that "
+            "ball's vertices stays far from the solution even without noise. Use "
+            "solver='dp_cd' or 'dp_ssp' (or 'auto') for the penalised form, or pass a "
+            "radius (the constrained form) to use vr_frank_wolfe."
+        )
 
 
 # --------------------------------------------------------------------------

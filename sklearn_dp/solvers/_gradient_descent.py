@@ -30,6 +30,7 @@ __all__ = [
     "gradient_norm_iterations",
     "DEFAULT_CLIP_FRACTION",
     "DEFAULT_GD_ITERATIONS",
+    "DEFAULT_GD_ITERATIONS_NOISELESS",
 ]
 
 
@@ -40,6 +41,12 @@ DEFAULT_CLIP_FRACTION = 0.5
 
 #: Default number of noisy steps of dp_gd (with Nesterov momentum).
 DEFAULT_GD_ITERATIONS = 100
+
+#: Default steps without noise (epsilon = inf; epsilon is public).  A private
+#: step pays for its noise, a noiseless one only for time: 100 steps stopped
+#: 1.6% (logistic, breast cancer) and 1.04% (ridge, diabetes) above the
+#: optimum (issue #18); 400 reach 0.0% and 0.24%.
+DEFAULT_GD_ITERATIONS_NOISELESS = 400
 
 #: Cap on the step counts of the paper's schedules (``schedule="pl"`` and
 #: ``"gradient_norm"``), whose formulas grow with n and the condition number.
@@ -186,6 +193,7 @@ def noisy_descent(
     progress,
     radius=None,
     callback=None,
+    initial=None,
 ):
     """The iteration shared by dp_gd and dp_sgd: noisy sums in, iterates out.
 
@@ -197,7 +205,8 @@ def noisy_descent(
     projection onto the L2 ball of ``radius`` (when given) and the averaging
     do not change privacy.  ``callback(t, W)``, when given, sees every
     iterate ``W = x_t`` for t = 0 (the start) to ``n_steps``: released
-    quantities only.
+    quantities only.  ``initial`` (a released or public point: a warm start)
+    replaces the starting point 0.
 
     Returns
     -------
@@ -212,7 +221,7 @@ def noisy_descent(
         kappa = (1.0 / step_size) / alpha if alpha > 0 else math.inf
         momentum_cap = 1.0 if math.isinf(kappa) else (math.sqrt(kappa) - 1) / (math.sqrt(kappa) + 1)
 
-    W = np.zeros(shape)
+    W = np.zeros(shape) if initial is None else np.array(initial, dtype=float).reshape(shape)
     W_previous = W
     W_sum = np.zeros(shape)
     tail_start = n_steps // 2
@@ -350,7 +359,8 @@ def plan_dp_gd(
         raise ValueError(f"schedule must be one of {_SCHEDULES}, got {schedule!r}.")
     if max_iter is None:
         if schedule is None:
-            max_iter = DEFAULT_GD_ITERATIONS
+            max_iter = (DEFAULT_GD_ITERATIONS_NOISELESS if math.isinf(epsilon)
+                        else DEFAULT_GD_ITERATIONS)
         elif n_samples is None or alpha is None:
             return None
         else:
@@ -383,6 +393,7 @@ def dp_gd(
     pl_constant=None,
     initial_gap=None,
     radius=None,
+    coef_init=None,
     random_state=None,
     verbose=0,
 ):
@@ -401,9 +412,11 @@ def dp_gd(
     alpha : float
         L2 penalty strength on the average loss (0 for none).
     epsilon, delta : float
-        Target guarantee; ``epsilon=inf`` runs the same iterations with no noise.
+        Target guarantee; ``epsilon=inf`` runs the same iterations with no noise
+        (with more of them by default, see ``max_iter``).
     max_iter : int, optional
-        Number of full-batch steps; default ``DEFAULT_GD_ITERATIONS`` (100),
+        Number of full-batch steps; default ``DEFAULT_GD_ITERATIONS`` (100;
+        ``DEFAULT_GD_ITERATIONS_NOISELESS`` = 400 at ``epsilon=inf``),
         or the step count of ``schedule``.
     step_size : float, optional
         Default ``1 / L`` with ``L = loss.smoothness * row_norm_bound**2 + alpha``,
@@ -454,6 +467,9 @@ def dp_gd(
     radius : float, optional
         Constrain the coefficients (intercept included) to the L2 ball of this
         radius by projection after every step.
+    coef_init : ndarray of shape (n_columns, n_outputs), optional
+        Starting point instead of 0 (a warm start from a released model:
+        post-processing, it costs nothing).
     random_state : None, int, RandomState or Generator
         Source of the noise (and of ``tau``); ``None`` draws fresh OS entropy.
     verbose : int
@@ -464,6 +480,9 @@ def dp_gd(
     SolverResult
         ``n_iter`` is T; ``info["gradient_evaluations"]`` is ``n_public * T``
         (from the public stand-in for n, not the true row count).
+        Each step is two products with the bounded design (``data.design``:
+        an operator on the caller's X, no clipped or intercept-augmented
+        copy; float32 stays float32, sums accumulate in float64).
 
     Raises
     ------
@@ -494,10 +513,15 @@ def dp_gd(
     Every observable (the coefficients, ``n_iter``, the details and info,
     the progress lines, which print the norm of the noisy averaged gradient,
     and any exception) is a function of public values and of the releases.
-    On data split in row chunks (Dask arrays, ``sklearn_dp._dask``) each
-    clipped gradient sum is the sum of its chunks' sums, computed where the
-    chunks live; the noise is added once to the total, here.
+    With ``data.sample_weight`` (weights in ``[0, data.weight_bound]``, the
+    public ``max_weight``) each clipped per-sample gradient is multiplied by
+    its row's weight: the sensitivity, and the noise, are ``max_weight * C``.
+    On data split in row chunks (Dask arrays, ``sklearn_dp._dask``; unweighted)
+    each clipped gradient sum is the sum of its chunks' sums, computed where
+    the chunks live; the noise is added once to the total, here.
     """
+    # The bounded design as an operator on the caller's X: no clipped,
+    # scaled or intercept-augmented copy (float32 stays float32).
     n_columns = data.design.n_columns
     if loss.smoothness is None:
         raise ValueError(f"dp_gd needs a smooth loss; {loss.name!r} is not smooth.")
@@ -524,7 +548,8 @@ def dp_gd(
     if step_size is None:
         step_size = 1.0 / (loss.smoothness * data.row_norm_bound**2 + alpha)
     rng = make_rng(random_state)
-    noise_std = plan.noise_multiplier * bound
+    sensitivity = float(getattr(data, "weight_bound", 1.0)) * bound
+    noise_std = plan.noise_multiplier * sensitivity
 
     chosen = {}
     callback = None
@@ -539,9 +564,10 @@ def dp_gd(
 
     def gradient_sum(V):
         # Over the rows of data (or of each of its chunks, summed: row_sum).
-        return row_sum(
-            data, lambda part: clipped_gradient_sum(part.X, part.y, V, loss, bound, part.row_norms)
-        )
+        return row_sum(data, lambda part: clipped_gradient_sum(
+            part.design, part.y, V, loss, bound, part.row_norms,
+            getattr(part, "sample_weight", None),
+        ))
 
     W, W_tail = noisy_descent(
         gradient_sum,
@@ -549,7 +575,7 @@ def dp_gd(
         n_steps=plan.n_steps,
         normalizer=data.normalizer,
         noise_std=noise_std,
-        sensitivity=bound,
+        sensitivity=sensitivity,
         step_size=step_size,
         alpha=alpha,
         penalized=data.penalized,
@@ -558,6 +584,7 @@ def dp_gd(
         progress=Progress("dp_gd", plan.n_steps, verbose),
         radius=radius,
         callback=callback,
+        initial=coef_init,
     )
     check_finite_iterate(W, "dp_gd")
     coef = {"tail_average": W_tail, "last": W}.get(output)

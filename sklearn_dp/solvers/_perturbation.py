@@ -78,52 +78,59 @@ The privacy proofs are stated for the exact minimiser; a numerical solve
 returns a point ``w_hat`` whose *certificate* ``||grad F(w_hat)||`` bounds its
 distance to it.  Both solvers account for a PUBLIC tolerance ``tol =
 gradient_tol * G`` (default ``gradient_tol = 1e-6``): every bound below holds
-for any ``w_hat`` with ``||grad F(w_hat)|| <= tol``, however it was computed.
+for any ``w_hat`` with ``||w_hat - w*|| <= tol / Lambda`` (for instance one with
+``||grad F(w_hat)|| <= tol``), however it was computed.
 
-The inner solve (:func:`sklearn_dp.solvers._newton.minimize_strongly_convex`)
-runs on private data, so it may not reveal anything by itself: it takes a
-fixed, public number of safeguarded Newton steps (``max_iter``, default
+The inner solve (:func:`sklearn_dp.solvers._newton.certified_minimize`) runs
+on private data, so it may not reveal anything by itself: its public phase
+takes a fixed, public number of safeguarded Newton steps (``max_iter``, default
 ``DEFAULT_NEWTON_STEPS = 50``; fewer than ``MIN_NEWTON_STEPS = 10`` are
-refused), each with a fixed number of line-search evaluations; it never
-stops early, never raises and prints nothing but the public step number; it
-returns the iterate with the smallest gradient norm.  Non-finite
-intermediate values are handled by fixed rules, never by an exception: the
-inputs are finite and bounded (rows clipped, labels validated, ``|l'| <= L``),
-so the gradient at every finite point is finite; a Newton direction that is
-not finite is replaced by ``-grad / Lambda`` and a step to a non-finite point
-is not taken, so the point returned is always finite (at worst the public
-start ``0``).  These rules are part of the deterministic map ``D -> w_hat(D)``
-whose output the certificate covers, and they make no observable branch on
-a private value (the trace and the output are the same kind of object
-whatever happens).
+refused), each with a fixed number of line-search evaluations, and prints
+nothing but the public step number.  Non-finite intermediate values are
+handled by fixed rules, never by an exception (the inputs are finite and
+bounded, so the gradient at every finite point is finite; a non-finite Newton
+direction is replaced by ``-grad / Lambda``, a step to a non-finite point is not
+taken): these rules are part of the deterministic map ``D -> w_hat(D)`` whose
+output the certificate covers.
 
-Whether ``w_hat`` meets the certificate is a property of the floating-point
-computation, which no fixed budget can be proved to reach for every data set.
-The solve is built so that it does: Newton converges quadratically near the
-minimiser of these smooth (or, for Huber, semismooth) strongly convex
-problems, the line search finds the minimiser along each direction from the
-signs of bounded per-row derivatives only (robust to labels of 1e300, which
-made a search on objective values cycle), and the tests check the certificate
-on hostile rows and labels, Huber thresholds a thousandth of the label scale
-with weak penalties, and separable classes (``tests/test_perturbation.py``);
-typical fits meet it after 5-10 of the 50 steps.  Should it fail
-(conceivable for penalties so weak that the minimiser's scale exhausts double
-precision), nothing signals it (a signal would itself be a data-dependent
-event); by Lemmas 1 and 2 the released point then moves by at most ``(G + r_D
-+ r_D') / Lambda`` between neighbours (``r`` the achieved gradient norms), so
-output perturbation's pure guarantee degrades to ``epsilon (G + r_D + r_D') /
-(G + 2 tol)`` rather than failing outright.
+The certified solve: the guarantee is unconditional
+---------------------------------------------------
+The bounds below need only that ``w_hat`` lies within ``tol / Lambda`` of the
+exact minimiser, and the solve guarantees it whatever the data, with no
+convergence assumption.  With ``target = tol / 2``: (1) if the best Newton
+iterate's gradient norm is at most ``target``, Lemma 2 (the strong-convexity
+certificate) places it within ``target / Lambda``; (2) otherwise at most
+``EXTENSION_NEWTON_STEPS`` more Newton steps, returned as soon as one verifies;
+(3) otherwise Nesterov's accelerated gradient method for ``Lambda``-strongly
+convex, ``L``-smooth functions (Nesterov 2004, *Introductory Lectures on
+Convex Optimization*, Thm 2.2.3, constant-momentum scheme), which guarantees
+``F(x_T) - F* <= (1 - sqrt(Lambda / L))^T (F(x_0) - F* + Lambda/2 ||x_0 - w*||^2)``
+and hence, by strong convexity, ``||x_T - w*|| <= target / Lambda`` after ``T =
+ceil(log(2 r^2 / target^2) / -log(1 - sqrt(Lambda / L)))`` steps.  ``T`` is
+computed from PUBLIC constants, ``L = Lambda + c R^2 n_public`` and ``r =
+n_public G + ||b||`` (``||grad F(0)|| <= r``), and is never below the count
+proven from the data's own ``L`` and start (larger only when the public
+constants do not bound them, e.g. a DP row count below the true one).  So in
+exact arithmetic ``||w_hat - w*|| <= tol / (2 Lambda)`` always; the other half of
+``tol`` absorbs floating-point rounding.  :func:`check_certifiable` refuses,
+from public values only (before the spend where the public inputs decide it,
+else right after the DP row count), a tolerance below the estimated rounding
+floor ``u (kappa + n_public) (G + E||b||)`` (``kappa = L / Lambda``) or a
+fallback that could need more than ``MAX_ACCELERATED_STEPS`` steps.  Stages 2
+and 3 print, warn and raise nothing and leave ``n_iter`` and every detail
+unchanged: their only effect is run time.
 
 Output perturbation (Algorithm 1, re-derived)
 ---------------------------------------------
 Release ``W_hat + B``, ``W_hat`` the certified numerical minimiser of ``F_D``
-(``||grad F_D(W_hat)|| <= tol``).  By Lemma 2 ``||W_hat(D) - w*(D)|| <= tol /
-Lambda`` on each side, so by Lemma 1 and the triangle inequality, for
-neighbours ``||W_hat(D) - W_hat(D')|| <= G / Lambda + 2 tol / Lambda =: Delta``:
-a public quantity (the tolerance costs a factor ``1 + 2 gradient_tol`` on the
-sensitivity: 2e-6 by default).  ``Delta`` is the declared sensitivity of the
-one release, made through the noise gateway (:func:`sklearn_dp._noise.gamma_norm`
-or :func:`sklearn_dp._noise.gaussian`, label ``"minimiser"``).  Then
+(``||W_hat(D) - w*(D)|| <= tol / (2 Lambda) <= tol / Lambda`` on each side: the
+certified solve above, by Lemma 2 or by Nesterov's bound), so by Lemma 1 and
+the triangle inequality, for neighbours ``||W_hat(D) - W_hat(D')|| <= G / Lambda
++ 2 tol / Lambda =: Delta``: a public quantity (the tolerance costs a factor
+``1 + 2 gradient_tol`` on the sensitivity: 2e-6 by default).  ``Delta`` is the
+declared sensitivity of the one release, made through the noise gateway
+(:func:`sklearn_dp._noise.gamma_norm` or :func:`sklearn_dp._noise.gaussian`,
+label ``"minimiser"``).  Then
 
 * pure epsilon-DP: ``B`` has density proportional to ``exp(-epsilon ||B||_F /
   Delta)`` on R^m (``m = p K``), i.e. ``||B|| ~ Gamma(shape=m, scale=Delta /
@@ -222,9 +229,8 @@ theorem holds for the Huber loss with ``c = 1``.
 
 *Inexact solve (approximate minima perturbation, Iyengar et al. 2019).*  The
 exact minimiser ``W*`` is (epsilon_obj, delta_obj)-DP as above; the solver
-returns ``W_hat`` with ``||grad J_b(W_hat)|| <= tol`` (the certificate of
-Lemma 2, with the same fixed-budget solve), so ``||W_hat - W*|| <= tol
-/ Lambda`` (Lemma 2), and ``W_hat = h(D, W*)`` (given D, b and W* determine
+returns ``W_hat`` with ``||W_hat - W*|| <= tol / (2 Lambda) <= tol / Lambda``
+(the same certified solve, on ``J_b``), and ``W_hat = h(D, W*)`` (given D, b and W* determine
 each other).  For neighbours and the same ``W*``, ``||h(D, W*) - h(D', W*)|| <=
 2 tol / Lambda``: releasing ``W_hat + E`` with ``E`` Gamma-norm (pure) or
 Gaussian noise for sensitivity ``2 tol / Lambda`` at budget ``eps_residual =
@@ -279,12 +285,17 @@ from dp_accounting import gaussian_mechanism
 from scipy import integrate, stats
 
 from .. import _noise, accounting
+from ..exceptions import public_error
 from .._losses import BinaryLogisticLoss, HuberLoss, MultinomialLoss, SquaredLoss
 from ._common import PrivacyPlan, Progress, SolverResult, make_rng
 from ._newton import (  # noqa: F401 - re-exported for tests and direct callers
+    CERTIFICATE_MARGIN,
     DEFAULT_NEWTON_STEPS,
     DENSE_HESSIAN_MAX_PARAMS,
     InnerSolve,
+    _EIGENVALUE_SLACK,
+    accelerated_steps,
+    certified_minimize,
     minimize_strongly_convex,
 )
 
@@ -345,6 +356,7 @@ class _SmoothGLM:
     gradient_bound: float
     hessian_rank: int
     direction_curvature: float
+    row_norm_bound: float = 1.0
 
     def epsilon_det(self, row_norm_bound, regularization):
         return self.hessian_rank * math.log1p(
@@ -401,6 +413,7 @@ def _smooth_glm(loss, row_norm_bound, n_outputs, solver):
         gradient_bound=float(loss.derivative_bound) * float(row_norm_bound),
         hessian_rank=rank,
         direction_curvature=curvature,
+        row_norm_bound=float(row_norm_bound),
     )
 
 
@@ -589,15 +602,41 @@ def _check_fraction(name, value):
     return float(value)
 
 
-def plan_output_perturbation(n_samples, n_params, epsilon, delta):
+def plan_output_perturbation(
+    n_samples,
+    n_params,
+    epsilon,
+    delta,
+    *,
+    n_outputs=1,
+    loss=None,
+    row_norm_bound=None,
+    alpha=None,
+    gradient_tol=None,
+):
     """Privacy plan of ``output_perturbation``: one noisy release of the minimiser.
 
     ``noise_multiplier`` is the noise std per coordinate divided by the
     sensitivity: ``sigma`` for Gaussian noise, ``sqrt(m + 1) / epsilon`` for the
     Gamma-norm noise (``E||b||^2 = m (m + 1) scale^2``).
+
+    When the loss, the row bound and ``alpha`` are given (estimators pass
+    them, from public inputs), the plan also runs the public conditions of
+    the certified solve (:func:`check_certifiable`) for ``n_samples`` public
+    rows, or, before the row count is released (``n_samples=None``), for one
+    row: the conditions only get harder with more rows, so a refusal then is
+    conclusive and comes before any spend.
     """
     if math.isinf(epsilon):
         return PrivacyPlan(dpe.NonPrivateDpEvent(), 0.0, 1, dict(noise="none"))
+    if None not in (loss, row_norm_bound, alpha):
+        glm = _glm_or_none(loss, row_norm_bound, n_outputs)
+        if glm is not None:
+            n_public = 1.0 if n_samples is None else float(n_samples)
+            check_certifiable(
+                "output_perturbation", glm, regularization=n_public * float(alpha),
+                n_public=n_public, noise_norm=0.0, gradient_tol=gradient_tol,
+            )
     if delta == 0:
         event = accounting.PureEpsilonDpEvent(epsilon, "output_perturbation")
         multiplier = math.sqrt(n_params + 1.0) / epsilon
@@ -615,6 +654,10 @@ def plan_objective_perturbation(
     n_outputs=1,
     epsilon_split=DEFAULT_EPSILON_SPLIT,
     residual_fraction=DEFAULT_RESIDUAL_FRACTION,
+    loss=None,
+    row_norm_bound=None,
+    alpha=None,
+    gradient_tol=None,
 ):
     """Privacy plan of ``objective_perturbation`` from public inputs.
 
@@ -623,7 +666,32 @@ def plan_objective_perturbation(
     rest for the noise of the perturbed objective.  ``noise_multiplier`` is
     the std of the objective noise ``b`` per coordinate divided by the
     per-row gradient bound G.
+
+    With the loss, the row bound and ``alpha`` (from public inputs), it also
+    runs the public conditions of the certified solve, as
+    :func:`plan_output_perturbation` does, with ``Lambda = max(n alpha,
+    Lambda_needed)`` and the expected norm of ``b``.
     """
+    plan = _plan_objective(n_samples, n_params, epsilon, delta, n_outputs=n_outputs,
+                           epsilon_split=epsilon_split, residual_fraction=residual_fraction)
+    if not math.isinf(epsilon) and None not in (loss, row_norm_bound, alpha):
+        glm = _glm_or_none(loss, row_norm_bound, n_outputs)
+        if glm is not None:
+            n_public = 1.0 if n_samples is None else float(n_samples)
+            regularization = max(
+                n_public * float(alpha),
+                glm.regularization_needed(row_norm_bound, plan.details["epsilon_det"]),
+            )
+            check_certifiable(
+                "objective_perturbation", glm, regularization=regularization,
+                n_public=n_public, noise_norm=_objective_noise_norm(plan, glm, n_params),
+                gradient_tol=gradient_tol,
+            )
+    return plan
+
+
+def _plan_objective(n_samples, n_params, epsilon, delta, *, n_outputs, epsilon_split,
+                    residual_fraction):
     epsilon_split = _check_fraction("epsilon_split", epsilon_split)
     residual_fraction = _check_fraction("residual_fraction", residual_fraction)
     if epsilon_split + residual_fraction >= 1:
@@ -652,6 +720,131 @@ def plan_objective_perturbation(
     )
     details.update(noise="gaussian", chi_dof=chi_dof, residual_noise_multiplier=residual_sigma)
     return PrivacyPlan(event, sigma, 1, details)
+
+
+def _objective_noise_norm(plan, glm, n_params):
+    """The expected norm of objective perturbation's ``b`` (public): its scale for the check."""
+    details = plan.details
+    if details["noise"] == "none":
+        return 0.0
+    if details["noise"] == "gaussian":  # E||b|| <= sqrt(E||b||^2) = sigma G sqrt(m)
+        return plan.noise_multiplier * glm.gradient_bound * math.sqrt(n_params)
+    return n_params * glm.gradient_bound / details["epsilon_noise"]  # Gamma(m, G / eps) mean
+
+
+# --------------------------------------------------------------------------
+# Public conditions of the certified solve
+# --------------------------------------------------------------------------
+
+#: Float64 unit roundoff.
+UNIT_ROUNDOFF = 2.0**-53
+#: Public cap on the accelerated steps the certified solve's last stage may need.
+MAX_ACCELERATED_STEPS = 1_000_000
+
+
+@dataclass(frozen=True)
+class CertificationBounds:
+    """Worst-case quantities of the certified solve, from public values only.
+
+    For any data set of at most ``n_public`` rows of norm ``<= R``: the
+    condition number ``kappa = L / Lambda`` with ``L = Lambda + c R^2
+    n_public`` (``c`` the per-row curvature bound), the rounding scale
+    ``u (kappa + n_public) (G + noise_norm)`` of the gradient at the
+    coefficients' public scale ``(G + ||b||) / Lambda`` (to first order: the
+    rounding of the scores ``X W`` propagated through the loss's curvature,
+    ``u L ||W||``, plus that of a sum of ``n_public`` per-row terms of norm ``G``;
+    an estimate of the floating-point floor, not a rigorous bound), the
+    solve's target ``CERTIFICATE_MARGIN * tol`` and the number of accelerated steps that
+    :func:`~sklearn_dp.solvers._newton.accelerated_steps` proves sufficient
+    from the worst start ``||grad F(0)|| <= n_public G + ||b||``; ``smoothness``
+    (``L``, with the relative slack of
+    :func:`~sklearn_dp.solvers._newton.smoothness_bound`, so that it is at
+    least the data's bound whenever the data has at most ``n_public`` rows)
+    and ``initial_gradient_bound`` (``n_public G + ||b||``) are the public
+    constants the certified solve takes its number of accelerated steps from.
+    """
+
+    condition_number: float
+    rounding_scale: float
+    target: float
+    accelerated_steps: int
+    smoothness: float = math.inf
+    initial_gradient_bound: float = math.inf
+
+
+def certification_bounds(glm, *, regularization, n_public, noise_norm, gradient_tol=None):
+    """The :class:`CertificationBounds` of a configuration (public inputs only)."""
+    if gradient_tol is None:
+        gradient_tol = DEFAULT_GRADIENT_TOL
+    G = glm.gradient_bound
+    R = glm.row_norm_bound
+    lam = float(regularization)
+    n_rows = max(float(n_public), 1.0)
+    smoothness = lam + float(glm.loss.smoothness) * R**2 * n_rows * (1.0 + _EIGENVALUE_SLACK)
+    kappa = smoothness / lam
+    target = CERTIFICATE_MARGIN * float(gradient_tol) * G
+    initial = n_rows * G + float(noise_norm)
+    steps = accelerated_steps(initial, target, smoothness, lam)
+    return CertificationBounds(
+        condition_number=kappa,
+        rounding_scale=UNIT_ROUNDOFF * (kappa + n_rows) * (G + noise_norm),
+        target=target,
+        accelerated_steps=steps,
+        smoothness=smoothness,
+        initial_gradient_bound=initial,
+    )
+
+
+def check_certifiable(solver, glm, *, regularization, n_public, noise_norm, gradient_tol=None):
+    """Refuse, from public values, a configuration whose solve cannot be certified in practice.
+
+    Two conditions (:class:`CertificationBounds`):
+
+    * the tolerance is attainable in double precision: the rounding scale
+      ``u (kappa + n_public) (G + E||b||)`` is at most the solve's target, half the
+      tolerance (below it, a verified gradient norm means what it says);
+    * the certified solve's last stage, if it ever runs, is bounded: at most
+      ``MAX_ACCELERATED_STEPS`` accelerated steps suffice for every data set
+      of ``n_public`` rows.
+
+    Raises a ValueError (marked public: a function of public inputs and of the
+    released row count) saying what to change.  Both quantities grow with the
+    row count, so a check for fewer rows than the fit's is a conclusive
+    refusal, not a conclusive acceptance.
+    """
+    bounds = certification_bounds(glm, regularization=regularization, n_public=n_public,
+                                  noise_norm=noise_norm, gradient_tol=gradient_tol)
+    penalty = "Use a stronger L2 penalty (a larger alpha, a smaller C)"
+    other = "solver='dp_gd' (delta > 0)"
+    G = glm.gradient_bound
+    if bounds.rounding_scale > bounds.target:
+        raise public_error(ValueError(
+            f"{solver}: the solve cannot be certified in double precision. With L2 strength "
+            f"Lambda={regularization:.3g} for {n_public:.6g} (public) rows of norm at most "
+            f"{glm.row_norm_bound:.3g}, the condition number is up to "
+            f"{bounds.condition_number:.3g}, and the rounding of the gradient at the "
+            f"coefficients' public scale ({bounds.rounding_scale / G:.2g} G) exceeds half the "
+            f"tolerance (gradient_tol={bounds.target / (CERTIFICATE_MARGIN * G):.3g}, in units "
+            f"of G). {penalty}, a larger solver_options['gradient_tol'], or {other}."
+        ))
+    if bounds.accelerated_steps > MAX_ACCELERATED_STEPS:
+        raise public_error(ValueError(
+            f"{solver}: the solve cannot be certified in a bounded time. With L2 strength "
+            f"Lambda={regularization:.3g} for {n_public:.6g} (public) rows of norm at most "
+            f"{glm.row_norm_bound:.3g}, the condition number is up to "
+            f"{bounds.condition_number:.3g}, and the proven fallback of the certified solve "
+            f"could need {bounds.accelerated_steps:.3g} accelerated gradient steps (more than "
+            f"{MAX_ACCELERATED_STEPS:.0e}). {penalty}, or {other}."
+        ))
+    return bounds
+
+
+def _glm_or_none(loss, row_norm_bound, n_outputs):
+    """The proofs' loss constants, or None when the loss is not one these solvers take."""
+    try:
+        return _smooth_glm(loss, row_norm_bound, n_outputs, "plan")
+    except ValueError:
+        return None
 
 
 
@@ -697,8 +890,9 @@ def _check_options(
     if n_steps < MIN_NEWTON_STEPS:
         raise ValueError(
             f"{solver}: max_iter={n_steps} Newton steps is below {MIN_NEWTON_STEPS}. The inner "
-            "solve runs a fixed budget of Newton steps and the privacy proof needs it to reach "
-            "the public gradient tolerance; leave max_iter=None (50 steps) or raise it."
+            "solve runs a fixed budget of Newton steps before its (much slower) certified "
+            "fallback, and so few steps would rarely reach the public gradient tolerance; leave "
+            "max_iter=None (50 steps) or raise it."
         )
     if epsilon_split is not None or residual_fraction is not None:
         split = _check_fraction(
@@ -824,12 +1018,18 @@ def output_perturbation(
     Delta/epsilon), uniform direction; event ``PureEpsilonDpEvent(epsilon,
     "output_perturbation")``), or ``N(0, (sigma Delta)^2 I)`` with the
     analytic-Gaussian ``sigma`` (event ``GaussianDpEvent(sigma)``).  The
-    inner solve runs a fixed public number of steps, never raises, never
-    stops early and prints only its step number; the result's ``n_iter`` and
-    every detail are public: every observable is a function of public values
-    and of the release.  The certificate is a numerical property of the solve
-    (see the module docstring: reached in every tested case; if not, the bound
-    widens to ``(G + r_D + r_D') / Lambda`` silently).  Public:
+    guarantee is unconditional: the certified solve returns a point within
+    ``tol / (2 Lambda)`` of the exact minimiser on every data set, by a
+    verified gradient norm (strong convexity) or, when the public Newton
+    budget does not verify, by Nesterov's accelerated method run for a step
+    count proven sufficient from public constants (``Lambda + c R^2
+    n_public``, ``n_public G``, the tolerance); configurations whose tolerance
+    is below floating-point rounding, or whose fallback could need more than
+    ``MAX_ACCELERATED_STEPS`` steps, are refused from public values.  The
+    public Newton phase runs a fixed number of steps and prints only its step
+    number; the later stages print, warn and raise nothing; the result's
+    ``n_iter`` and every detail are public: every observable is a function of
+    public values and of the release.  Public:
     ``data.n_public`` (a DP count from the estimators; the row count itself
     when called directly), the bounds, alpha, the tolerance, the budget.
     """
@@ -843,20 +1043,30 @@ def output_perturbation(
     # private under add/remove, and the sensitivity G / Lambda needs a Lambda
     # that is the same on neighbouring data sets.
     regularization = data.n_public * float(alpha)
+    private = not math.isinf(epsilon)
+    bounds = None
+    if private:
+        bounds = check_certifiable("output_perturbation", glm, regularization=regularization,
+                                   n_public=data.n_public, noise_norm=0.0,
+                                   gradient_tol=gradient_tol)
     tol = gradient_tol * glm.gradient_bound
     sensitivity = (glm.gradient_bound + 2.0 * tol) / regularization
     pure = plan.details["noise"] != "gaussian"
     scale = 0.0
     if plan.details["noise"] != "none":
         scale = sensitivity / epsilon if pure else plan.noise_multiplier * sensitivity
-    solve = minimize_strongly_convex(
+    solve = certified_minimize(
         data.design,
         data.y,
         glm.loss,
         n_outputs=n_outputs,
         regularization=regularization,
+        tol=tol,
         n_steps=n_steps,
         progress=Progress("output_perturbation", n_steps, verbose),
+        accelerate=private,
+        public_smoothness=None if bounds is None else bounds.smoothness,
+        public_gradient_bound=None if bounds is None else bounds.initial_gradient_bound,
     )
     rng = make_rng(random_state)
     if pure:
@@ -876,7 +1086,43 @@ def output_perturbation(
         newton_steps=n_steps,
         loss=repr(glm.loss),
     )
-    return SolverResult(coef=np.asarray(coef, dtype=float), n_iter=1, plan=plan)
+    info = {}
+    warning = output_noise_warning(
+        loss.name, n_columns * n_outputs, n_outputs, float(alpha), scale, pure
+    )
+    if warning:
+        info["warnings"] = [warning]
+    return SolverResult(coef=np.asarray(coef, dtype=float), n_iter=1, plan=plan, info=info)
+
+
+def output_noise_warning(loss_name, n_params, n_outputs, alpha, scale, pure):
+    """A warning when output perturbation's noise outweighs every coefficient the penalty allows.
+
+    The expected norm of the noise (``scale sqrt(p)`` for Gaussian noise,
+    ``p scale`` for the gamma-norm noise of pure epsilon-DP) is compared with
+    the public bound ``sqrt(2 l0 / alpha)`` on the norm of the minimiser of
+    ``mean loss + (alpha / 2) ||W||^2`` (the objective at 0 is at most
+    ``l0``: ``log 2`` for the logistic loss, ``log K`` multinomial, ``1/2``
+    for regression losses on labels scaled to [-1, 1] as the estimators
+    fit them).  Inputs: public values and the released row count (in
+    ``scale``) only, so the warning is an admissible output.  Returns None
+    when the noise is smaller than that bound.
+    """
+    if not scale > 0 or not alpha > 0:
+        return None
+    l0 = math.log(max(2, n_outputs)) if loss_name == "log_loss" else 0.5
+    bound = math.sqrt(2.0 * l0 / alpha)
+    noise = scale * (n_params if pure else math.sqrt(n_params))
+    if noise <= bound:
+        return None
+    needed = alpha * (noise / bound) ** 2
+    return (
+        f"output_perturbation: the noise added to the coefficients (norm about {noise:.3g}) "
+        f"exceeds the largest coefficient norm the L2 penalty allows ({bound:.3g}): the model "
+        f"is mostly noise. The penalty would need to be about {needed:.2g} or more (noise "
+        "shrinks as 1 / (n alpha)); or use solver='dp_newton' or 'objective_perturbation', "
+        "which do not pay for a small penalty this way."
+    )
 
 
 def objective_perturbation(
@@ -950,13 +1196,19 @@ def objective_perturbation(
     multinomial ``r = K - 1, c_dir = 1/K``).  Pure: ``||b|| ~ Gamma(m, G /
     eps_noise)``; Gaussian: ``b ~ N(0, (sigma G)^2 I)`` with ``sigma`` from
     :func:`objective_gaussian_noise_multiplier`.  (2) The solve returns a
-    point within ``tol / Lambda`` of the exact perturbed minimiser (its
-    certificate ``||grad|| <= tol = gradient_tol * G``), covered by output
-    noise of sensitivity ``2 tol / Lambda`` at ``residual_fraction`` of the
-    budget (label ``"inexact-solve residual"``).  The inner solve runs a fixed
-    public number of steps, never raises, never stops early and prints only
-    its step number: every observable is a function of public values and of
-    the releases.  The event is ``PureEpsilonDpEvent(epsilon,
+    point within ``tol / Lambda`` of the exact perturbed minimiser (``tol =
+    gradient_tol * G``), covered by output noise of sensitivity ``2 tol /
+    Lambda`` at ``residual_fraction`` of the budget (label ``"inexact-solve
+    residual"``).  That distance is guaranteed, not assumed: the certified
+    solve returns a point within ``tol / (2 Lambda)`` on every data set and
+    every ``b``, by a verified gradient norm (strong convexity) or by
+    Nesterov's accelerated method run for a step count proven sufficient
+    from public constants (``Lambda + c R^2 n_public``, ``n_public G + ||b||``,
+    the tolerance); configurations beyond floating-point rounding or a
+    public step cap are refused from public values.  The public Newton phase
+    runs a fixed number of steps and prints only its step number; the later
+    stages print, warn and raise nothing: every observable is a function of
+    public values and of the releases.  The event is ``PureEpsilonDpEvent(epsilon,
     "objective_perturbation")`` or an :class:`ObjectivePerturbationDpEvent`.
     Public: ``data.n_public``, the bounds, alpha, the splits, the tolerance
     and the budget.  See the module docstring for the proof.
@@ -1000,6 +1252,13 @@ def objective_perturbation(
         b_scale = G / details["epsilon_noise"]
     else:
         b_scale = plan.noise_multiplier * G
+    private = noise != "none"
+    bounds = None
+    if private:
+        bounds = check_certifiable("objective_perturbation", glm, regularization=regularization,
+                                   n_public=data.n_public,
+                                   noise_norm=_objective_noise_norm(plan, glm, n_params),
+                                   gradient_tol=gradient_tol)
     tol = gradient_tol * G
     residual_sensitivity = 2.0 * tol / regularization
     if noise == "none":
@@ -1018,15 +1277,24 @@ def objective_perturbation(
         return rng.normal(0.0, b_scale, size=shape)
 
     def solve(b):
-        return minimize_strongly_convex(
+        # The accelerated stage's step count: public constants and the norm of
+        # b (data-independent noise), ||grad J_b(0)|| <= n_public G + ||b||.
+        public_gradient_bound = None
+        if bounds is not None:
+            public_gradient_bound = max(float(data.n_public), 1.0) * G + float(np.linalg.norm(b))
+        return certified_minimize(
             data.design,
             data.y,
             glm.loss,
             n_outputs=n_outputs,
             regularization=regularization,
+            tol=tol,
             linear_term=b,
+            accelerate=private,
             n_steps=n_steps,
             progress=Progress("objective_perturbation", n_steps, verbose),
+            public_smoothness=None if bounds is None else bounds.smoothness,
+            public_gradient_bound=public_gradient_bound,
         ).coef
 
     rng = make_rng(random_state)

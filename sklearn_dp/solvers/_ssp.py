@@ -369,11 +369,14 @@ def dp_ssp(
     ``sigma``, the smallest meeting (epsilon, delta); the public ``shares``
     split ``1 / sigma^2`` between them.  The PSD repair, the ridge, the solve
     and its iteration count use released values, the public bounds and
-    ``data.normalizer`` (the estimators' DP count) only.  On data split in row
-    chunks (Dask arrays, ``sklearn_dp._dask``) the statistics are sums of
-    their chunks' sums, computed where the chunks live (the smallest
-    eigenvalue is that of the reduced Gram matrix); the noise is added once,
-    here.
+    ``data.normalizer`` (the estimators' DP count) only.  With
+    ``data.sample_weight`` (weights in ``[0, data.weight_bound]``, the public
+    ``max_weight``) the statistics are ``X~^T W X~`` and ``X~^T W y`` and
+    every sensitivity above is multiplied by ``max_weight``.  On data split
+    in row chunks (Dask arrays, ``sklearn_dp._dask``; unweighted) the
+    statistics are sums of their chunks' sums, computed where the chunks
+    live (the smallest eigenvalue is that of the reduced Gram matrix); the
+    noise is added once, here.
     """
     if loss.name != "squared" or n_outputs != 1:
         raise ValueError("dp_ssp fits the squared loss with one output only.")
@@ -381,13 +384,15 @@ def dp_ssp(
     m = data.design.n_columns
     plan = plan_dp_ssp(data.n_public, m, epsilon, delta, shares=shares, ridge=ridge)
     sigma_gram, sigma_xty, sigma_eig = plan.details["multipliers"]
-    R2 = float(data.row_norm_bound) ** 2
-    xty_sensitivity = float(data.row_norm_bound) * float(label_bound)
+    # Sample weights in [0, max_weight]: every sensitivity times max_weight.
+    weight_bound = float(getattr(data, "weight_bound", 1.0))
+    R2 = weight_bound * float(data.row_norm_bound) ** 2
+    xty_sensitivity = weight_bound * float(data.row_norm_bound) * float(label_bound)
     rng = make_rng(random_state)
 
-    gram, xty = row_sum(
-        data, lambda part: sufficient_statistics(part.design, part.y, label_bound)
-    )
+    gram, xty = row_sum(data, lambda part: sufficient_statistics(
+        part.design, part.y, label_bound, getattr(part, "sample_weight", None)
+    ))
     gram_std = sigma_gram * R2
     noisy_gram = unsvec(
         _noise.gaussian(svec(gram), sensitivity=R2, noise_std=gram_std, rng=rng,
