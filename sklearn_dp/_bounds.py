@@ -129,6 +129,25 @@ def _sorted_scores(values):
     return np.sort(values)
 
 
+def upper_bound_counts(scores, *, window=None):
+    """``(above, small)``: per candidate b of :data:`GRID`, ``#{s > b}`` and ``#{s < b / window}``.
+
+    Counts over a public grid: the counts of a union of row chunks are the
+    sums of the chunks' counts (how Dask fits compute them).
+    """
+    window = WINDOW if window is None else float(window)
+    s = _sorted_scores(scores)
+    above = s.size - np.searchsorted(s, GRID, side="right")
+    small = np.searchsorted(s, GRID / window, side="left")
+    return above, small
+
+
+def upper_bound_utilities_from_counts(above, small, n_public, *, n_zeros=0):
+    """The utilities of :func:`upper_bound_utilities` from its counts (:func:`upper_bound_counts`)."""
+    tilt = TILT * float(n_public) * np.arange(GRID.size) / GRID.size
+    return -(above + (int(n_zeros) + small)).astype(np.float64) - tilt
+
+
 def upper_bound_utilities(scores, n_public, *, n_zeros=0, window=None):
     """Utilities of the candidates :data:`GRID` for an upper bound of ``scores`` (nonnegative).
 
@@ -136,20 +155,24 @@ def upper_bound_utilities(scores, n_public, *, n_zeros=0, window=None):
     column); ``window`` (default :data:`WINDOW`): rows below ``b / window``
     count against ``b``.  See the module docstring; sensitivity 1, monotone.
     """
-    window = WINDOW if window is None else float(window)
-    s = _sorted_scores(scores)
-    m = s.size
-    above = m - np.searchsorted(s, GRID, side="right")
-    small = int(n_zeros) + np.searchsorted(s, GRID / window, side="left")
-    tilt = TILT * float(n_public) * np.arange(GRID.size) / GRID.size
-    return -(above + small).astype(np.float64) - tilt
+    above, small = upper_bound_counts(scores, window=window)
+    return upper_bound_utilities_from_counts(above, small, n_public, n_zeros=n_zeros)
+
+
+def center_counts(values):
+    """``(at_or_below, size)``: per candidate c of :data:`CENTER_GRID`, ``#{v <= c}``; and ``#v``."""
+    s = _sorted_scores(values)
+    return np.searchsorted(s, CENTER_GRID, side="right"), s.size
+
+
+def center_utilities_from_counts(at_or_below, size):
+    """The utilities of :func:`center_utilities` from its counts (:func:`center_counts`)."""
+    return -np.abs(at_or_below - 0.5 * size)
 
 
 def center_utilities(values):
     """Utilities of the candidates :data:`CENTER_GRID` for the median of ``values`` (sensitivity 1/2)."""
-    s = _sorted_scores(values)
-    at_or_below = np.searchsorted(s, CENTER_GRID, side="right")
-    return -np.abs(at_or_below - 0.5 * s.size)
+    return center_utilities_from_counts(*center_counts(values))
 
 
 def _event(epsilon, what):
@@ -183,6 +206,11 @@ def release_upper_bound(scores, *, epsilon, n_public, rng, label, n_zeros=0, win
         for ``epsilon=inf``).
     """
     utilities = upper_bound_utilities(scores, n_public, n_zeros=n_zeros, window=window)
+    return release_upper_bound_from_utilities(utilities, epsilon=epsilon, rng=rng, label=label)
+
+
+def release_upper_bound_from_utilities(utilities, *, epsilon, rng, label):
+    """The exponential mechanism of :func:`release_upper_bound` on its utilities (sensitivity 1)."""
     scale = 0.0 if math.isinf(epsilon) else 1.0 / float(epsilon)
     index = _noise.exponential(utilities, sensitivity=1.0, scale=scale, rng=rng, label=label)
     events = [] if math.isinf(epsilon) else [_event(epsilon, label)]
@@ -191,7 +219,12 @@ def release_upper_bound(scores, *, epsilon, n_public, rng, label, n_zeros=0, win
 
 def release_center(values, *, epsilon, rng, label):
     """A DP median of ``values`` on :data:`CENTER_GRID`: pure epsilon-DP."""
-    utilities = center_utilities(values)
+    return release_center_from_utilities(center_utilities(values), epsilon=epsilon, rng=rng,
+                                         label=label)
+
+
+def release_center_from_utilities(utilities, *, epsilon, rng, label):
+    """The exponential mechanism of :func:`release_center` on its utilities (sensitivity 1/2)."""
     # Sensitivity 1/2, not monotone: scale 2 * (1/2) / epsilon.
     scale = 0.0 if math.isinf(epsilon) else 1.0 / float(epsilon)
     index = _noise.exponential(utilities, sensitivity=0.5, scale=scale, rng=rng, label=label)

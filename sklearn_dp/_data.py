@@ -20,6 +20,7 @@ __all__ = [
     "row_l2_norms",
     "bound_data",
     "check_feature_bound",
+    "row_sum",
     "clip_weights",
 ]
 
@@ -250,6 +251,21 @@ class BoundedData:
         if self.fit_intercept:
             return W[:-1].T.copy(), W[-1] * self.intercept_scaling
         return W.T.copy(), np.zeros(W.shape[1])
+
+
+def row_sum(data, kernel):
+    """``kernel(data)``, summed over the row chunks of data that lives in chunks.
+
+    ``kernel(part)`` computes a sum over the rows of ``part`` (a
+    :class:`BoundedData`): an array, or a tuple of arrays (and None).  For
+    in-memory data this is ``kernel(data)``; data whose rows are split in
+    chunks (:class:`sklearn_dp._dask.DaskBoundedData`) applies the kernel to
+    each chunk, bounded the same way, where the chunk lives and adds the
+    results up: a sum over rows is the sum of its chunks' sums, so the
+    pre-noise value (and its sensitivity) is the same.
+    """
+    reduce = getattr(data, "sum_over_chunks", None)
+    return kernel(data) if reduce is None else reduce(kernel)
 
 
 def _entrywise(X, bound):

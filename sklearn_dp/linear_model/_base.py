@@ -45,6 +45,7 @@ from sklearn.base import BaseEstimator
 
 from .. import _noise
 from .. import _bounds
+from .. import _dask
 from .._bounds import planned_events, release_feature_bound, release_range, release_row_norm_bound
 from .._data import bound_data, check_feature_bound
 from .._sklearn_compat import Interval, Options, validate_data, validate_parameter_constraints
@@ -342,7 +343,11 @@ def release_labels(y, epsilon, delta, rng):
     """
     scale = 1.0 / epsilon
     threshold = 1.0 + scale * math.log(1.0 / (2.0 * delta))
-    keys, counts = np.unique(y, return_counts=True)
+    if _dask.is_dask_array(y):
+        # The histogram by chunks, merged on the workers (the same keys and counts).
+        keys, counts = _dask.label_histogram(y)
+    else:
+        keys, counts = np.unique(y, return_counts=True)
     classes = _noise.thresholded_histogram(
         keys, counts, scale=scale, threshold=threshold, rng=rng, label="label set"
     )
@@ -566,6 +571,9 @@ class BaseDPEstimator(BaseEstimator):
                 f"{type(self).__name__}: y is a sparse matrix; pass the labels as a 1-d array "
                 "(for example y.toarray().ravel())."
             )
+        if _dask.is_dask_input(X, y):
+            # Dask arrays stay lazy: schema checks in one pass (sklearn_dp._dask).
+            return _dask.validate_fit_data(self, X, y, y_numeric=y_numeric)
         # float32 X stays float32: the bounded design computes with it as it is
         # (sums accumulate in float64), so a fit makes no float64 copy of X.
         return self._validate_private(X, y, y_numeric=y_numeric,
@@ -583,6 +591,9 @@ class BaseDPEstimator(BaseEstimator):
         if sample_weight is None:
             return None
         name = type(self).__name__
+        if _dask.is_dask_input(X, sample_weight):
+            # Refused before any spend (and before computing anything lazy).
+            _dask.refuse_weights(name)
         rule = (
             f"{name}: sample_weight must be a 1-d array of finite, non-negative numbers, one "
             "per row of X (weights above max_weight are clipped to it)"
@@ -941,6 +952,9 @@ class BaseDPEstimator(BaseEstimator):
         epsilon_rows, epsilon_labels = epsilons
         released, events = {}, []
         window = getattr(_bounds, self._row_window)
+        if _dask.is_dask_array(X):
+            # The same releases, their counts summed over the chunks.
+            return _dask.release_bounds(X, y, request, epsilons, n_public, rng, window=window)
         if rows == "data_norm":
             bound = release_row_norm_bound(
                 X, epsilon=epsilon_rows, n_public=n_public, rng=rng, window=window
@@ -1029,12 +1043,21 @@ class BaseDPEstimator(BaseEstimator):
         public = self._public_setting(X, problem, discover_labels)
         spec = self._resolve_solver(problem, public)
         n_features = X.shape[1]
+        dask_input = _dask.is_dask_array(X)
+        if dask_input:
+            # Before the reservation: a solver without a Dask path spends nothing.
+            _dask.check_solver(spec.name)
+        # Zero rows of the input's schema, for the public checks and plans.
+        X0, y0 = (
+            (np.zeros((0, n_features), dtype=X.dtype), np.zeros(0, dtype=y.dtype))
+            if dask_input else (X[:0], y[:0])
+        )
         request = self._bound_request(spec)
         # The bounds the solver's geometry needs, checked on zero rows (public).
         planned = self._resolve_bounds(spec, n_features, request=request)
         kwargs = self._solver_kwargs(spec, problem, planned)
         bound_data(
-            X[:0], y[:0], fit_intercept=self.fit_intercept,
+            X0, y0, fit_intercept=self.fit_intercept,
             intercept_scaling=planned.intercept_scaling, geometry=spec.geometry,
             data_norm=planned.data_norm, feature_bound=planned.feature_bound,
         )
@@ -1043,6 +1066,8 @@ class BaseDPEstimator(BaseEstimator):
         if weighted is None:
             weighted = sample_weight is not None
         if weighted:
+            if dask_input:
+                _dask.refuse_weights(type(self).__name__)
             check_weights_supported(spec, type(self).__name__)
         if initial_point is not None and not spec.warm_start:
             from ..solvers import SOLVERS
@@ -1085,7 +1110,7 @@ class BaseDPEstimator(BaseEstimator):
                 # public constants get them from a bounding of zero rows, which
                 # carries the public bounds and nothing else.
                 zero_rows = bound_data(
-                    X[:0], y[:0], fit_intercept=self.fit_intercept,
+                    X0, y0, fit_intercept=self.fit_intercept,
                     intercept_scaling=bounds.intercept_scaling, geometry=spec.geometry,
                     data_norm=bounds.data_norm, feature_bound=bounds.feature_bound,
                 )
@@ -1183,7 +1208,11 @@ class BaseDPEstimator(BaseEstimator):
                     except ValueError as exc:
                         # A function of the released label set.
                         raise public_error(ValueError(str(exc))) from None
-            count = release_count(X.shape[0], epsilon_count, rng)
+                    if dask_input:
+                        _dask.check_solver(spec.name, inside=True)
+            # The number of rows (of a Dask array: a sum over its chunks).
+            n_rows = _dask.row_count(X) if dask_input else X.shape[0]
+            count = release_count(n_rows, epsilon_count, rng)
             self._warn_weak_delta(count.estimate, phase)
             released, bound_events = self._release_bounds(
                 X, y, request, bound_epsilons, count.estimate, rng
@@ -1196,7 +1225,7 @@ class BaseDPEstimator(BaseEstimator):
                 # bound), from released values; checked publicly before.
                 kwargs = self._solver_kwargs(spec, problem, bounds, quiet=True)
             epsilon_solver = solver_epsilon(problem, count.estimate, bounds, kwargs, bound_events)
-            data = bound_data(
+            data = (_dask.bound_dask_data if dask_input else bound_data)(
                 X,
                 y,
                 fit_intercept=self.fit_intercept,

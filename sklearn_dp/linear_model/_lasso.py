@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from numbers import Integral
 
@@ -9,6 +10,7 @@ import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
+from .. import _dask
 from .._data import check_feature_bound, clip_labels
 from .._losses import get_loss
 from .._sklearn_compat import Interval, StrOptions
@@ -71,6 +73,12 @@ def alpha_for_l1_radius(radius, y_bound):
     constrained problem.
     """
     return float(y_bound) ** 2 / (2.0 * float(radius))
+
+
+
+def _scaled_labels(y, center, scale):
+    """Labels clipped to ``[center - scale, center + scale]``, centred and divided by ``scale``."""
+    return clip_labels(np.asarray(y, dtype=float) - center, scale) / scale
 
 
 class DPLasso(RegressorMixin, BaseDPEstimator):
@@ -441,8 +449,9 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         problem = self._problem(spec, placeholder)
 
         def finish(y, bounds):
-            y = clip_labels(np.asarray(y, dtype=float) - bounds.y_center, bounds.y_scale)
-            return y / bounds.y_scale, self._problem(spec, bounds)
+            y = _dask.map_labels(functools.partial(
+                _scaled_labels, center=bounds.y_center, scale=bounds.y_scale), y)
+            return y, self._problem(spec, bounds)
 
         data, result, bounds = self._fit_solver(
             X, y, problem, finish=finish, sample_weight=sample_weight,
@@ -557,6 +566,8 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
 
     def predict(self, X):
         """Predicted values ``X @ coef_ + intercept_``."""
+        if _dask.is_dask_input(X):
+            return _dask.map_rows(self, "predict", X)  # lazy, chunk by chunk
         check_is_fitted(self)
         X = self._validate_predict_data(X)
         return np.asarray(X @ self.coef_).ravel() + self.intercept_

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from numbers import Integral, Real
 
@@ -12,6 +13,7 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
+from .. import _dask
 from .._losses import get_loss
 from .._sklearn_compat import Interval, StrOptions
 from ..exceptions import public_error
@@ -351,6 +353,27 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
             return "dp_newton"
         return "dp_gd"
 
+    def _public_classes(self):
+        """The public ``classes`` checked without ``y`` (Dask input), or None."""
+        if self.classes is None:
+            return None
+        if np.ndim(self.classes) != 1:
+            raise ValueError(
+                f"classes must be a 1-d list of labels; got classes={self.classes!r}."
+            )
+        try:
+            classes = np.unique(np.asarray(self.classes))
+        except TypeError:
+            raise ValueError(
+                "DPLogisticRegression: the labels in classes must be of one comparable type."
+            ) from None
+        if classes.size < 2:
+            raise ValueError(
+                f"DPLogisticRegression needs at least 2 classes; got classes={classes.tolist()}. "
+                "Pass the full public label set."
+            )
+        return classes
+
     def _check_labels(self, y):
         """Schema checks of the labels (before any spend); the public classes, or None.
 
@@ -472,11 +495,22 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         """
         self._validate_params()
         self._check_privacy_request()
-        X, y = self._validate_fit_data(X, y, y_numeric=False)
+        dask_input = _dask.is_dask_input(X, y)
+        if dask_input:
+            # Lazy Dask arrays: the schema and label checks in one pass.
+            classes = self._public_classes()
+            X, y = _dask.validate_fit_data(
+                self, X, y, y_numeric=False, classes=classes, classification=True
+            )
+        else:
+            X, y = self._validate_fit_data(X, y, y_numeric=False)
+            classes = self._check_labels(y)
         sample_weight = self._check_sample_weight(sample_weight, X)
-        classes = self._check_labels(y)
         class_weight = self._check_class_weight(classes)
         weighted = sample_weight is not None or class_weight is not None
+        if dask_input and weighted:
+            # Before the reservation: weighted fits need in-memory data.
+            _dask.refuse_weights(type(self).__name__)
         previous = None
         if self.warm_start and hasattr(self, "coef_"):
             n_outputs = None
@@ -492,6 +526,13 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
             previous_classes = np.asarray(self.classes_).copy()
         released = {}
 
+        def encode(y, classes):
+            if dask_input:
+                dtype = np.float64 if classes.size == 2 else np.intp
+                return _dask.map_labels(functools.partial(self._encode, classes=classes), y,
+                                        dtype=dtype)
+            return self._encode(y, classes)
+
         def weigh(y, found, phase):
             # Public class weights become per-row weights (inside the private phase).
             if class_weight is not None:
@@ -506,9 +547,9 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
             if classes is not None:
                 released["classes"] = classes
                 weigh(y, classes, phase)
-                return X, self._encode(y, classes), self._problem(classes.size)
+                return X, encode(y, classes), self._problem(classes.size)
             if math.isinf(self.epsilon):
-                found = np.unique(y)
+                found = _dask.label_histogram(y)[0] if dask_input else np.unique(y)
             else:
                 found, phase.label_event, _ = release_labels(
                     y, phase.label_epsilon, phase.label_delta, phase.rng
@@ -522,6 +563,10 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
                     )
                 )
             released["classes"] = found
+            if dask_input:
+                # The same per-row rule, lazily.
+                X, y = _dask.filter_rows(X, y, found)
+                return X, encode(y, found), self._problem(found.size)
             keep = np.isin(y, found)
             if not np.all(keep):
                 # Rows whose label was not released take no part in the fit
@@ -559,6 +604,8 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
 
     def decision_function(self, X):
         """Scores ``X @ coef_.T + intercept_``; 1-d for two classes (positive: ``classes_[1]``)."""
+        if _dask.is_dask_input(X):
+            return _dask.map_rows(self, "decision_function", X)  # lazy, chunk by chunk
         check_is_fitted(self)
         X = self._validate_predict_data(X)
         scores = np.asarray(X @ self.coef_.T) + self.intercept_
@@ -566,12 +613,16 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
 
     def predict(self, X):
         """Most likely class of each row."""
+        if _dask.is_dask_input(X):
+            return _dask.map_rows(self, "predict", X)  # lazy, chunk by chunk
         scores = self.decision_function(X)
         indices = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(axis=1)
         return self.classes_[indices]
 
     def predict_proba(self, X):
         """Class probabilities, columns in the order of ``classes_``."""
+        if _dask.is_dask_input(X):
+            return _dask.map_rows(self, "predict_proba", X)  # lazy, chunk by chunk
         scores = self.decision_function(X)
         if scores.ndim == 1:
             positive = expit(scores)
@@ -580,6 +631,8 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`."""
+        if _dask.is_dask_input(X):
+            return _dask.map_rows(self, "predict_log_proba", X)  # lazy, chunk by chunk
         scores = self.decision_function(X)
         if scores.ndim == 1:
             scores = np.column_stack([np.zeros_like(scores), scores])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from numbers import Integral, Real
 
@@ -10,6 +11,7 @@ import scipy.sparse as sp
 from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
+from .. import _dask
 from .._data import clip_labels
 from .._losses import get_loss
 from .._sklearn_compat import Interval, StrOptions
@@ -39,6 +41,12 @@ def _penalty_in_scaled_units(alpha, l1_ratio, scale, degree):
     l2_weight = alpha * (1.0 - l1_ratio) * scale ** (2 - degree)
     total = l1_weight + l2_weight
     return total, (l1_weight / total if total > 0 else 0.0)
+
+
+
+def _scaled_labels(y, center, scale):
+    """Labels clipped to ``[center - scale, center + scale]``, centred and divided by ``scale``."""
+    return clip_labels(np.asarray(y, dtype=float) - center, scale) / scale
 
 
 class DPSCORegressor(RegressorMixin, BaseDPEstimator):
@@ -422,12 +430,16 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
 
     def _finish(self, y, bounds):
         """Labels clipped to the label range and scaled to [-1, 1]; the problem in those units."""
-        y = (clip_labels(np.asarray(y, dtype=float) - bounds.y_center, bounds.y_scale)) / bounds.y_scale
+        y = _dask.map_labels(
+            functools.partial(_scaled_labels, center=bounds.y_center, scale=bounds.y_scale), y
+        )
         return y, self._problem(bounds.y_scale)
 
 
     def predict(self, X):
         """Predicted values ``X @ coef_ + intercept_``."""
+        if _dask.is_dask_input(X):
+            return _dask.map_rows(self, "predict", X)  # lazy, chunk by chunk
         check_is_fitted(self)
         X = self._validate_predict_data(X)
         return np.asarray(X @ self.coef_).ravel() + self.intercept_

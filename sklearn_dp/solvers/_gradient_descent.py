@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from .. import _noise, accounting
+from .._data import row_sum
 from .._kernels import clipped_gradient_sum
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 
@@ -515,11 +516,13 @@ def dp_gd(
     With ``data.sample_weight`` (weights in ``[0, data.weight_bound]``, the
     public ``max_weight``) each clipped per-sample gradient is multiplied by
     its row's weight: the sensitivity, and the noise, are ``max_weight * C``.
+    On data split in row chunks (Dask arrays, ``sklearn_dp._dask``; unweighted)
+    each clipped gradient sum is the sum of its chunks' sums, computed where
+    the chunks live; the noise is added once to the total, here.
     """
     # The bounded design as an operator on the caller's X: no clipped,
     # scaled or intercept-augmented copy (float32 stays float32).
-    X, y = data.design, data.y
-    n_columns = X.n_columns
+    n_columns = data.design.n_columns
     if loss.smoothness is None:
         raise ValueError(f"dp_gd needs a smooth loss; {loss.name!r} is not smooth.")
     check_dp_gd_options(
@@ -545,7 +548,6 @@ def dp_gd(
     if step_size is None:
         step_size = 1.0 / (loss.smoothness * data.row_norm_bound**2 + alpha)
     rng = make_rng(random_state)
-    weights = getattr(data, "sample_weight", None)
     sensitivity = float(getattr(data, "weight_bound", 1.0)) * bound
     noise_std = plan.noise_multiplier * sensitivity
 
@@ -560,8 +562,15 @@ def dp_gd(
             if t == tau:
                 chosen["W"] = W.copy()
 
+    def gradient_sum(V):
+        # Over the rows of data (or of each of its chunks, summed: row_sum).
+        return row_sum(data, lambda part: clipped_gradient_sum(
+            part.design, part.y, V, loss, bound, part.row_norms,
+            getattr(part, "sample_weight", None),
+        ))
+
     W, W_tail = noisy_descent(
-        lambda V: clipped_gradient_sum(X, y, V, loss, bound, data.row_norms, weights),
+        gradient_sum,
         shape=(n_columns, n_outputs),
         n_steps=plan.n_steps,
         normalizer=data.normalizer,

@@ -20,6 +20,7 @@ import numpy as np
 from dp_accounting import dp_event as dpe
 
 from .. import _noise, accounting
+from .._data import row_sum
 from .._kernels import curvature_bound, newton_sums, svec, unsvec
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._gradient_descent import gradient_bound
@@ -374,14 +375,16 @@ def dp_newton(
     With ``data.sample_weight`` (weights in ``[0, data.weight_bound]``, the
     public ``max_weight``), each row's gradient and curvature terms are
     multiplied by its weight, so every sensitivity above is multiplied by
-    ``max_weight`` (and the noise with it).
+    ``max_weight`` (and the noise with it).  On data split in row chunks
+    (Dask arrays, ``sklearn_dp._dask``; unweighted) every sum is the sum of
+    its chunks' sums, computed where the chunks live; the noise is added
+    once to the total, here.
     """
     if curvature_bound(loss) is None:
         raise ValueError(
             f"dp_newton needs a smooth GLM loss (log_loss, squared, huber); got {loss.name!r}."
         )
-    design, y = data.design, data.y
-    n_columns = design.n_columns
+    n_columns = data.design.n_columns
     n_params = n_columns * n_outputs
     _check_options(hessian=hessian, hessian_share=hessian_share, eigenvalue=eigenvalue,
                    floor_scale=floor_scale, momentum=momentum, hessian_steps=hessian_steps,
@@ -403,7 +406,6 @@ def dp_newton(
     beta = curvature_bound(loss)
     # Sample weights in [0, max_weight] multiply each row's gradient and
     # Hessian terms: every sensitivity by max_weight (1 without weights).
-    weights = getattr(data, "sample_weight", None)
     weight_bound = float(getattr(data, "weight_bound", 1.0))
     if hessian == "bound":
         hessian_sensitivity = weight_bound * R2
@@ -446,19 +448,24 @@ def dp_newton(
         if momentum == "nesterov" and since_restart > 0:
             V = W + (since_restart / (since_restart + 3.0)) * (W - W_previous)
         if need_hessian and hessian == "bound":
-            g_sum, _ = newton_sums(design, y, V, loss, clip, data.row_norms, hessian=False,
-                                   sample_weight=weights)
+            # One pass over the rows (of each chunk, summed: row_sum) for both sums.
+            g_sum, gram_sum = row_sum(data, lambda part: (
+                newton_sums(part.design, part.y, V, loss, clip, part.row_norms, hessian=False,
+                            sample_weight=getattr(part, "sample_weight", None))[0],
+                part.design.gram(getattr(part, "sample_weight", None)),
+            ))
             gram = _noise.gaussian(
-                svec(design.gram(weights)), sensitivity=hessian_sensitivity, noise_std=hessian_std,
+                svec(gram_sum), sensitivity=hessian_sensitivity, noise_std=hessian_std,
                 rng=rng, label="gram matrix",
             )
+            del gram_sum  # not kept into the next pass (peak memory as in memory)
             # One block for all classes: the bound is I_K (x) beta G.
             H_avg = unsvec(gram, n_columns) * (beta / normalizer)
         else:
-            g_sum, H_sum = newton_sums(
-                design, y, V, loss, clip, data.row_norms, hessian=need_hessian,
-                sample_weight=weights,
-            )
+            g_sum, H_sum = row_sum(data, lambda part: newton_sums(
+                part.design, part.y, V, loss, clip, part.row_norms, hessian=need_hessian,
+                sample_weight=getattr(part, "sample_weight", None),
+            ))
         g_noisy = _noise.gaussian(
             g_sum, sensitivity=gradient_sensitivity, noise_std=gradient_std, rng=rng,
             label="clipped gradient sum",

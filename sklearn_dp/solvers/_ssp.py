@@ -22,6 +22,7 @@ import numpy as np
 from dp_accounting import dp_event as dpe
 
 from .. import _noise, accounting
+from .._data import row_sum
 from .._kernels import smallest_eigenvalue, sufficient_statistics, svec, unsvec
 from ..exceptions import public_error
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
@@ -371,13 +372,16 @@ def dp_ssp(
     ``data.normalizer`` (the estimators' DP count) only.  With
     ``data.sample_weight`` (weights in ``[0, data.weight_bound]``, the public
     ``max_weight``) the statistics are ``X~^T W X~`` and ``X~^T W y`` and
-    every sensitivity above is multiplied by ``max_weight``.
+    every sensitivity above is multiplied by ``max_weight``.  On data split
+    in row chunks (Dask arrays, ``sklearn_dp._dask``; unweighted) the
+    statistics are sums of their chunks' sums, computed where the chunks
+    live (the smallest eigenvalue is that of the reduced Gram matrix); the
+    noise is added once, here.
     """
     if loss.name != "squared" or n_outputs != 1:
         raise ValueError("dp_ssp fits the squared loss with one output only.")
     _check_options(shares=shares, ridge=ridge, label_bound=label_bound, constraint=constraint)
-    design = data.design
-    m = design.n_columns
+    m = data.design.n_columns
     plan = plan_dp_ssp(data.n_public, m, epsilon, delta, shares=shares, ridge=ridge)
     sigma_gram, sigma_xty, sigma_eig = plan.details["multipliers"]
     # Sample weights in [0, max_weight]: every sensitivity times max_weight.
@@ -386,9 +390,9 @@ def dp_ssp(
     xty_sensitivity = weight_bound * float(data.row_norm_bound) * float(label_bound)
     rng = make_rng(random_state)
 
-    gram, xty = sufficient_statistics(
-        design, data.y, label_bound, getattr(data, "sample_weight", None)
-    )
+    gram, xty = row_sum(data, lambda part: sufficient_statistics(
+        part.design, part.y, label_bound, getattr(part, "sample_weight", None)
+    ))
     gram_std = sigma_gram * R2
     noisy_gram = unsvec(
         _noise.gaussian(svec(gram), sensitivity=R2, noise_std=gram_std, rng=rng,

@@ -1,0 +1,563 @@
+"""Fits on Dask arrays: per-chunk clipped sums, reduced, noise added once on the client.
+
+A Dask fit follows the in-memory fit step by step.  Every quantity that noise
+is added to is a sum over rows (a clipped gradient sum, a Hessian or Gram sum,
+``X~^T y``, the row count, a label histogram, the counts that score the
+candidates of an ``"auto"`` bound): each chunk of rows is bounded exactly as
+in memory (:func:`sklearn_dp._data.bound_data`: clipping is per row) and
+summed where it lives, the chunk sums are added up in a tree on the workers,
+and only the reduced value (a vector, a ``d x d`` matrix or counts over a
+public grid) reaches the client, which adds the noise through the gateway
+(:mod:`sklearn_dp._noise`) as for in-memory data.  A sum over rows is the sum
+of its chunks' sums, so the pre-noise values, their sensitivities and the
+noise (drawn on the client, in the same order from the same generator) are
+those of the in-memory fit: with the same ``random_state`` the models agree
+up to floating-point rounding of the sums.
+
+Nothing here imports Dask at import time: without it installed, everything
+else works and Dask input gets an error naming the extra
+(``pip install "sklearn_dp[dask]"``).
+
+Supported: the solvers of :data:`DASK_SOLVERS`, the private row count, the
+label set (``classes=None``), the ``"auto"`` bounds and warm starts.  Other
+solvers, and weighted fits (``sample_weight``, ``class_weight``), refuse
+Dask input before the budget is charged.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+
+import numpy as np
+
+from . import _bounds
+from ._data import BoundedData, bound_data, row_l2_norms
+
+__all__ = [
+    "DASK_SOLVERS",
+    "EXTRA",
+    "DaskBoundedData",
+    "DaskDesign",
+    "is_dask_array",
+    "is_dask_input",
+    "require_dask",
+    "validate_fit_data",
+    "check_solver",
+    "refuse_weights",
+    "row_count",
+    "label_histogram",
+    "release_bounds",
+    "bound_dask_data",
+    "reduce_chunks",
+    "map_rows",
+    "map_labels",
+    "filter_rows",
+]
+
+#: Solvers that fit on Dask arrays (all their releases are full-batch sums).
+DASK_SOLVERS = ("dp_gd", "dp_newton", "dp_ssp")
+
+#: How to install the optional dependency.
+EXTRA = 'pip install "sklearn_dp[dask]"'
+
+#: Chunk results added per task of the tree reduction.
+SPLIT_EVERY = 8
+
+
+def is_dask_collection(obj):
+    """Whether ``obj`` is a Dask collection (checked without importing Dask)."""
+    return hasattr(obj, "__dask_graph__") and type(obj).__module__.split(".")[0] == "dask"
+
+
+def is_dask_array(obj):
+    """Whether ``obj`` is a ``dask.array.Array`` (checked without importing Dask)."""
+    return is_dask_collection(obj) and hasattr(obj, "chunks") and hasattr(obj, "map_blocks")
+
+
+def is_dask_input(*objects):
+    """Whether any of ``objects`` is a Dask collection."""
+    return any(is_dask_collection(obj) for obj in objects)
+
+
+def require_dask():
+    """``(dask, dask.array)``, or an ImportError that names the extra."""
+    try:
+        import dask
+        import dask.array as da
+    except ImportError:
+        raise ImportError(
+            "sklearn_dp fits on Dask arrays need the optional dependency dask; install it "
+            f"with {EXTRA} (dask[array] and distributed)."
+        ) from None
+    return dask, da
+
+
+# -- reductions ------------------------------------------------------------------
+
+
+def _add(a, b):
+    """Sum of two chunk results: arrays, numbers, or tuples of them (None stays None)."""
+    if isinstance(a, tuple):
+        return tuple(_add(u, v) for u, v in zip(a, b))
+    if a is None:
+        return None
+    return a + b
+
+
+def _sum_all(combine, *results):
+    return functools.reduce(combine, results)
+
+
+def reduce_chunks(func, *arrays, combine=_add, split_every=SPLIT_EVERY):
+    """``combine`` of ``func(*blocks)`` over the row chunks of ``arrays`` (computed).
+
+    ``arrays`` are Dask arrays with the same row chunks and one chunk across
+    their other axes.  ``func`` runs on each chunk where it lives; the results
+    are combined in a tree of ``split_every`` on the workers, and only the
+    final result comes to the client.  Runs on the current scheduler (a
+    ``dask.distributed`` client when one is active).
+    """
+    dask, _ = require_dask()
+    blocks = [a.to_delayed().ravel() for a in arrays]
+    task = dask.delayed(func, pure=False)
+    parts = [task(*chunk) for chunk in zip(*blocks)]
+    if not parts:
+        raise ValueError("no chunks to reduce")
+    total = dask.delayed(_sum_all, pure=False)
+    while len(parts) > 1:
+        parts = [
+            total(combine, *parts[i:i + split_every]) for i in range(0, len(parts), split_every)
+        ]
+    return parts[0].compute()
+
+
+def _bounded_kernel(X_chunk, y_chunk, bound_args, kernel):
+    part = bound_data(np.asarray(X_chunk), np.asarray(y_chunk), **bound_args)
+    return kernel(part)
+
+
+class DaskDesign:
+    """The bounded design of a Dask fit: rows in chunks, bounded chunk by chunk where they live.
+
+    Holds the public shape and the bounding parameters; its only product is
+    :meth:`sum_over_chunks` (sums over rows, reduced).  Per-row values (scores,
+    norms, scale factors) exist only inside a chunk's task.
+    """
+
+    def __init__(self, X, y, bound_args, n_columns):
+        self.X = X
+        self.y = y
+        self.bound_args = dict(bound_args)
+        self.n_features = int(X.shape[1])
+        self.n_columns = int(n_columns)
+        self.dtype = X.dtype
+        self.sparse = False
+
+    def sum_over_chunks(self, kernel):
+        """``sum_c kernel(bound_data(X_c, y_c, ...))`` over the row chunks ``c``, as NumPy."""
+        func = functools.partial(_bounded_kernel, bound_args=self.bound_args, kernel=kernel)
+        return reduce_chunks(func, self.X, self.y)
+
+
+class DaskBoundedData:
+    """The Dask counterpart of :class:`~sklearn_dp._data.BoundedData`: public attributes only.
+
+    The public attributes (``row_norm_bound``, ``feature_bound``,
+    ``penalized``, ``fit_intercept``, ``intercept_scaling``, ``n_public``,
+    ``normalizer``) are those of the in-memory bounding; the rows stay in
+    their chunks.  Solvers compute through
+    :func:`sklearn_dp._data.row_sum`, which calls :meth:`sum_over_chunks`.
+    """
+
+    def __init__(self, X, y, bound_args):
+        template = bound_data(np.zeros((0, X.shape[1]), dtype=X.dtype), np.zeros(0), **bound_args)
+        self.design = DaskDesign(X, y, bound_args, template.design.n_columns)
+        self.y = y
+        for name in ("row_norm_bound", "penalized", "fit_intercept", "intercept_scaling",
+                     "feature_bound", "n_public", "normalizer", "sample_weight",
+                     "weight_bound"):
+            setattr(self, name, getattr(template, name))
+        if bound_args.get("n_public") is None:
+            # A direct call without a DP count: the row count is treated as public.
+            count = float(row_count(X))
+            self.n_public = count
+            self.normalizer = count if bound_args.get("normalizer") is None else (
+                bound_args["normalizer"])
+
+    split_coef = BoundedData.split_coef
+
+    @property
+    def n_columns(self):
+        return self.design.n_columns
+
+    def sum_over_chunks(self, kernel):
+        """See :meth:`DaskDesign.sum_over_chunks`."""
+        return self.design.sum_over_chunks(kernel)
+
+    def _refuse(self, name):
+        raise TypeError(
+            f"The rows of a Dask fit are not collected to the client ({name}); compute sums "
+            "over rows with sklearn_dp._data.row_sum(data, kernel)."
+        )
+
+    @property
+    def X(self):
+        self._refuse("data.X")
+
+    @property
+    def row_norms(self):
+        self._refuse("data.row_norms")
+
+
+def bound_dask_data(X, y, **bound_args):
+    """:func:`~sklearn_dp._data.bound_data` for Dask arrays: a :class:`DaskBoundedData`."""
+    return DaskBoundedData(X, y, bound_args)
+
+
+# -- schema checks ------------------------------------------------------------------
+
+
+def _as_dask_rows(da, X, name):
+    if is_dask_array(X):
+        return X
+    if is_dask_collection(X):
+        raise TypeError(
+            f"{name} is a Dask collection that is not a dask.array.Array; convert it (for "
+            "example ddf.to_dask_array(lengths=True))."
+        )
+    return None
+
+
+def validate_fit_data(estimator, X, y, *, y_numeric, classes=None, classification=False):
+    """Schema checks of Dask training data (before any spend); ``(X, y)`` chunked by rows.
+
+    X becomes a 2-d Dask array with one chunk across its columns (rechunked
+    if needed; float32 stays float32, other real types become float64), y a
+    1-d Dask array with X's row chunks.  One pass over the data checks what
+    scikit-learn's validation checks in memory: finite values (unless
+    ``sklearn.set_config(assume_finite=True)``), for classifiers discrete
+    labels and, with public ``classes``, labels in them.  Messages never show
+    private values or the row count.
+    """
+    _, da = require_dask()
+    import sklearn
+
+    name = type(estimator).__name__
+    X_dask = _as_dask_rows(da, X, "X")
+    if X_dask is None:
+        raise TypeError(
+            f"{name}: y is a Dask array but X is not; pass X as a dask.array.Array chunked by "
+            "rows (da.from_array(X, chunks=(rows, -1)))."
+        )
+    X = X_dask
+    if X.ndim != 2:
+        raise ValueError(
+            f"{name}: X must be 2-d, of shape (n_samples, n_features); got a {X.ndim}-d Dask "
+            "array."
+        )
+    meta = getattr(X, "_meta", None)
+    if meta is not None and not isinstance(meta, np.ndarray):
+        raise TypeError(
+            f"{name}: Dask arrays of {type(meta).__name__} chunks (e.g. sparse) are not "
+            "supported; chunks must be NumPy arrays."
+        )
+    if X.shape[1] == 0:
+        raise ValueError(f"{name}: X has 0 features; at least one is required.")
+    kind = X.dtype.kind
+    if kind == "c":
+        raise ValueError(f"{name}: Complex data not supported: X has complex values.")
+    if kind not in "fiub":
+        raise ValueError(
+            f"{name}: X and y must hold real numbers; X has dtype {X.dtype}. Convert the data "
+            "to a float array before fitting."
+        )
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(np.float64)
+    if X.numblocks[1] != 1:
+        X = X.rechunk({1: -1})
+    if is_dask_array(y):
+        pass
+    elif is_dask_collection(y):
+        _as_dask_rows(da, y, "y")
+    else:
+        y = np.asarray(y)
+        if any(np.isnan(c) for c in X.chunks[0]):
+            raise ValueError(
+                f"{name}: X has chunks of unknown size; pass y as a Dask array with the same "
+                "row chunks, or call X.compute_chunk_sizes() first."
+            )
+        if y.ndim >= 1 and y.shape[0] != X.shape[0]:
+            raise ValueError(
+                f"{name}: X and y have inconsistent numbers of samples (rows); pass one label "
+                "per row of X."
+            )
+        y = da.from_array(y, chunks=(X.chunks[0],) + tuple((s,) for s in y.shape[1:]))
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ValueError(f"{name}: y must be 1-d, of shape (n_samples,); got {y.ndim}-d.")
+    if y.dtype.kind == "c":
+        raise ValueError(f"{name}: Complex data not supported: y has complex values.")
+    if y.chunks[0] != X.chunks[0]:
+        known = not any(np.isnan(c) for c in X.chunks[0] + y.chunks[0])
+        if known and X.shape[0] != y.shape[0]:
+            raise ValueError(
+                f"{name}: X and y have inconsistent numbers of samples (rows); pass one label "
+                "per row of X."
+            )
+        if not known:
+            raise ValueError(
+                f"{name}: X and y have chunks of unknown size that differ; chunk them alike."
+            )
+        y = y.rechunk({0: X.chunks[0]})
+    if y_numeric:
+        if y.dtype.kind not in "fiub":
+            raise ValueError(f"{name}: y must hold real numbers; it has dtype {y.dtype}.")
+        if y.dtype != np.float64:
+            y = y.astype(np.float64)
+    checks = {}
+    if not sklearn.get_config().get("assume_finite", False):
+        checks["X"] = da.isfinite(X).all()
+    if y.dtype.kind == "f":
+        checks["y"] = da.isfinite(y).all()
+        if classification:
+            checks["discrete"] = (y == da.floor(y)).all()
+    if classification and y.dtype.kind not in "fiubUSO":
+        raise ValueError(f"{name}: unknown label type {y.dtype}.")
+    if classes is not None:
+        try:
+            checks["known"] = y.map_blocks(
+                _in_classes, classes=np.asarray(classes), dtype=bool
+            ).all()
+        except TypeError:
+            raise ValueError(
+                f"{name}: the labels in y (and classes) must be of one comparable type."
+            ) from None
+    if checks:
+        import dask
+
+        try:
+            (results,) = dask.compute(checks)
+        except TypeError:
+            raise ValueError(
+                f"{name}: the labels in y (and classes) must be of one comparable type, all "
+                "numbers or all strings; y mixes types or does not match the type of classes."
+            ) from None
+        if not results.get("X", True):
+            raise ValueError(f"{name}: Input X contains NaN or infinity.")
+        if not results.get("y", True):
+            raise ValueError(
+                f"{name}: y contains NaN, infinity or a missing value; pass finite labels."
+            )
+        if not results.get("discrete", True):
+            raise ValueError(
+                f"{name}: Unknown label type: continuous. Classifiers need discrete labels."
+            )
+        if not results.get("known", True):
+            raise ValueError(
+                f"y contains labels that are not in classes={np.asarray(classes).tolist()}. Fix "
+                "the labels or pass the full public label set."
+            )
+    estimator.n_features_in_ = int(X.shape[1])
+    estimator.__dict__.pop("feature_names_in_", None)
+    return X, y
+
+
+def _in_classes(block, classes):
+    return np.isin(block, classes)
+
+
+def check_solver(name, *, inside=False):
+    """Refuse a solver that does not fit on Dask arrays (a public ValueError)."""
+    if name in DASK_SOLVERS:
+        return
+    from .exceptions import public_error
+
+    error = ValueError(
+        f"solver={name!r} does not fit on Dask arrays; Dask input supports the solvers "
+        f"{list(DASK_SOLVERS)} (pass solver=... explicitly), or pass NumPy arrays."
+    )
+    raise public_error(error) if inside else error
+
+
+def refuse_weights(estimator_name):
+    """Refuse a weighted fit (``sample_weight`` or ``class_weight``) on Dask input.
+
+    A public ValueError, raised before the budget is reserved: the weights
+    (private, one per row) would have to be chunked like the rows and
+    carried through the label filtering and the bound releases; Dask fits
+    are unweighted for now.
+    """
+    raise ValueError(
+        f"{estimator_name}: sample_weight and class_weight are not supported on Dask input; "
+        "fit without weights, or pass NumPy arrays (X, y and sample_weight) for a weighted "
+        "fit."
+    )
+
+
+# -- releases that are sums over rows ----------------------------------------------------
+
+
+def _chunk_rows(block):
+    return int(block.shape[0])
+
+
+def row_count(X):
+    """The number of rows of a Dask array (private: only for the noisy count)."""
+    if not any(np.isnan(c) for c in X.chunks[0]):
+        return int(X.shape[0])
+    return int(reduce_chunks(_chunk_rows, X))
+
+
+def _chunk_labels(block):
+    return np.unique(np.asarray(block), return_counts=True)
+
+
+def _merge_labels(a, b):
+    keys = np.concatenate([a[0], b[0]])
+    counts = np.concatenate([a[1], b[1]])
+    unique, inverse = np.unique(keys, return_inverse=True)
+    return unique, np.bincount(inverse.ravel(), weights=counts, minlength=unique.size).astype(
+        np.int64
+    )
+
+
+def label_histogram(y):
+    """``(labels, counts)`` of a Dask array of labels, as ``np.unique(y, return_counts=True)``.
+
+    A histogram over the labels present, computed chunk by chunk and merged on
+    the workers; only the histogram reaches the client (for the thresholded
+    release of the label set).
+    """
+    return reduce_chunks(_chunk_labels, y, combine=_merge_labels)
+
+
+def _score_counts(block, score, window):
+    return _bounds.upper_bound_counts(score(np.asarray(block)), window=window)
+
+
+def _spread_counts(block, center, window):
+    values = np.abs(np.asarray(block, dtype=np.float64) - center)
+    return _bounds.upper_bound_counts(values, window=window)
+
+
+def _center_counts(block):
+    return _bounds.center_counts(np.asarray(block))
+
+
+def release_upper_bound_of_rows(X, score, *, epsilon, n_public, rng, label, window):
+    """:func:`sklearn_dp._bounds.release_upper_bound` of ``score(rows)``, by chunk counts."""
+    above, small = reduce_chunks(functools.partial(_score_counts, score=score, window=window), X)
+    utilities = _bounds.upper_bound_utilities_from_counts(above, small, n_public)
+    return _bounds.release_upper_bound_from_utilities(
+        utilities, epsilon=epsilon, rng=rng, label=label
+    )
+
+
+def release_range(y, *, epsilon, n_public, rng, label, window=None):
+    """:func:`sklearn_dp._bounds.release_range` of a Dask array, by chunk counts."""
+    half = epsilon / 2.0
+    at_or_below, size = reduce_chunks(_center_counts, y)
+    center = _bounds.release_center_from_utilities(
+        _bounds.center_utilities_from_counts(at_or_below, size), epsilon=half, rng=rng,
+        label=f"{label} (centre)",
+    )
+    above, small = reduce_chunks(
+        functools.partial(_spread_counts, center=center.value, window=window), y
+    )
+    width = _bounds.release_upper_bound_from_utilities(
+        _bounds.upper_bound_utilities_from_counts(above, small, n_public), epsilon=half,
+        rng=rng, label=f"{label} (half-width)",
+    )
+    return center.value, width.value, center.events + width.events
+
+
+def release_bounds(X, y, request, epsilons, n_public, rng, *, window):
+    """The ``"auto"`` bound releases of an estimator's fit on Dask arrays: ``(released, events)``.
+
+    The same releases as in memory (``BaseDPEstimator._release_bounds``):
+    their utilities are counts over public grids, summed over the chunks.
+    """
+    rows, labels = request
+    epsilon_rows, epsilon_labels = epsilons
+    released, events = {}, []
+    if rows == "data_norm":
+        bound = release_upper_bound_of_rows(
+            X, row_l2_norms, epsilon=epsilon_rows, n_public=n_public, rng=rng,
+            label="row norm bound", window=window,
+        )
+        released["data_norm"] = bound.value
+        events += bound.events
+    elif rows == "feature_bound":
+        bound = release_upper_bound_of_rows(
+            X, _bounds.row_linf_norms, epsilon=epsilon_rows, n_public=n_public, rng=rng,
+            label="feature bound", window=window,
+        )
+        released["feature_bound"] = bound.value
+        events += bound.events
+    if labels:
+        center, half_width, label_events = release_range(
+            y, epsilon=epsilon_labels, n_public=n_public, rng=rng, label="label range",
+            window=_bounds.LABEL_WINDOW,
+        )
+        released["labels"] = (center, half_width)
+        events += label_events
+    return released, events
+
+
+# -- row-wise maps (lazy) ----------------------------------------------------------------
+
+
+def map_labels(func, y, dtype=np.float64):
+    """``func`` applied to each chunk of a Dask array of labels (lazy), or to ``y`` itself."""
+    if is_dask_array(y):
+        return y.map_blocks(func, dtype=dtype)
+    return func(y)
+
+
+def _keep_rows(block, keep):
+    return block[np.asarray(keep)]
+
+
+def filter_rows(X, y, found):
+    """Rows of ``(X, y)`` whose label is in ``found`` (lazy; a per-row rule)."""
+    keep = y.map_blocks(_in_classes, classes=np.asarray(found), dtype=bool)
+    return X[keep], y[keep]
+
+
+def map_rows(estimator, method, X):
+    """``estimator.<method>`` on each row chunk of a Dask array: a lazy Dask array.
+
+    The method runs on NumPy chunks exactly as on in-memory input (same
+    validation, same values row by row).  The estimator is shipped without its
+    budget.
+    """
+    require_dask()
+    if not is_dask_array(X):
+        raise TypeError(f"{type(estimator).__name__}.{method}: X is a Dask collection that is "
+                        "not a dask.array.Array.")
+    if X.ndim != 2:
+        raise ValueError(f"{type(estimator).__name__}.{method}: X must be 2-d.")
+    expected = getattr(estimator, "n_features_in_", None)
+    if expected is not None and X.shape[1] != expected:
+        raise ValueError(
+            f"X has {X.shape[1]} features, but {type(estimator).__name__} is expecting "
+            f"{expected} features as input."
+        )
+    if X.numblocks[1] != 1:
+        X = X.rechunk({1: -1})
+    shipped = copy.copy(estimator)
+    if "budget" in shipped.__dict__:
+        shipped.budget = None
+    func = getattr(shipped, method)
+    dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.float64
+    sample = np.asarray(func(np.zeros((1, X.shape[1]), dtype=dtype)))
+    if sample.ndim == 1:
+        return X.map_blocks(
+            func, drop_axis=1, dtype=sample.dtype, meta=np.empty((0,), dtype=sample.dtype)
+        )
+    return X.map_blocks(
+        func, chunks=(X.chunks[0], (sample.shape[1],)), dtype=sample.dtype,
+        meta=np.empty((0, 0), dtype=sample.dtype),
+    )

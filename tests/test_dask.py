@@ -1,0 +1,391 @@
+"""Fits on Dask arrays: the same fit as in memory, noise once on the client, on a real cluster.
+
+* With the same ``random_state`` a Dask fit releases the same values (up to
+  floating-point rounding of the sums) and gives the same model as the
+  in-memory fit, for dp_gd, dp_newton and dp_ssp, the row count, the label
+  set and the ``"auto"`` bounds.
+* The substitution test on Dask input: D and D plus a hostile row, every
+  release substituted, give identical observables, and each release's
+  pre-noise value moves by at most its sensitivity.
+* The budget is charged once per fit; unsupported solvers, and weighted fits
+  (``sample_weight``, ``class_weight``), refuse Dask input before anything is
+  charged; without Dask, Dask input gets an error naming the extra.  Warm
+  starts on Dask input equal in-memory warm starts.
+* No per-row values reach the client: only reduced sums do.
+* ``dask.distributed``: a quick ``LocalCluster`` with worker processes in the
+  default run, a larger one under ``-m slow``.
+"""
+
+import sys
+
+import numpy as np
+import pytest
+
+dask = pytest.importorskip("dask")
+da = pytest.importorskip("dask.array")
+
+from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor, PrivacyBudget  # noqa: E402
+from sklearn_dp import _bounds, _dask  # noqa: E402
+from sklearn_dp.testing import trace_releases  # noqa: E402
+from test_substitution import (  # noqa: E402
+    HOSTILE,
+    _assert_same,
+    _check_sensitivities,
+    _data,
+    _model,
+    _observe,
+)
+
+ESTIMATORS = {
+    "DPLogisticRegression": DPLogisticRegression,
+    "DPSCORegressor": DPSCORegressor,
+    "DPLasso": DPLasso,
+}
+
+
+@pytest.fixture(autouse=True)
+def threaded_scheduler():
+    with dask.config.set(scheduler="threads"):
+        yield
+
+
+def _classification(n=3000, d=4, classes=2, seed=0, dtype=np.float64):
+    rng = np.random.default_rng(seed)
+    X = (rng.normal(size=(n, d)) * 0.5).astype(dtype)
+    W = rng.normal(size=(d, classes))
+    y = np.argmax(X @ W + rng.gumbel(size=(n, classes)), axis=1)
+    return X, y
+
+
+def _regression(n=3000, d=4, seed=1, dtype=np.float64):
+    rng = np.random.default_rng(seed)
+    X = (rng.normal(size=(n, d)) * 0.5).astype(dtype)
+    y = X @ np.linspace(1.0, -1.0, d) + 0.3 + 0.1 * rng.normal(size=n)
+    return X, y
+
+
+def _dask_pair(X, y, rows=700):
+    # Uneven row chunks, and X split across its columns (rechunked by the fit).
+    return da.from_array(X, chunks=(rows, max(1, X.shape[1] // 2))), da.from_array(y, chunks=rows)
+
+
+#: (estimator, parameters, data): Dask fits equal to in-memory fits.
+CASES = {
+    "logistic-newton-auto-bounds": (
+        "DPLogisticRegression", dict(solver="dp_newton", classes=[0, 1]), "binary"),
+    "logistic-newton-discovered-labels": (
+        "DPLogisticRegression", dict(solver="dp_newton", delta=1e-6), "binary"),
+    "logistic-newton-multinomial-exact": (
+        "DPLogisticRegression",
+        dict(solver="dp_newton", delta=1e-6, solver_options=dict(hessian="exact")), "multiclass"),
+    "logistic-gd-given-bounds": (
+        "DPLogisticRegression",
+        dict(solver="dp_gd", classes=[0, 1], data_norm=2.0, max_iter=15), "binary"),
+    "logistic-gd-float32": (
+        "DPLogisticRegression", dict(solver="dp_gd", classes=[0, 1], max_iter=10), "binary32"),
+    "logistic-auto-solver": ("DPLogisticRegression", dict(classes=[0, 1]), "binary"),
+    "regressor-newton-auto-bounds": ("DPSCORegressor", dict(solver="dp_newton"), "regression"),
+    "regressor-gd-huber": (
+        "DPSCORegressor", dict(solver="dp_gd", loss="huber", max_iter=10, y_bound=3.0),
+        "regression"),
+    "regressor-ssp-ridge": (
+        "DPSCORegressor", dict(solver="dp_ssp", alpha=0.01, penalty="l2"), "regression"),
+    "lasso-ssp-auto": ("DPLasso", dict(alpha=0.01), "regression"),
+    "lasso-ssp-given": (
+        "DPLasso", dict(alpha=0.01, feature_bound=2.0, y_bound=3.0, fit_intercept=False),
+        "regression32"),
+}
+
+
+def _case_data(kind):
+    if kind.startswith("binary"):
+        return _classification(dtype=np.float32 if kind.endswith("32") else np.float64)
+    if kind == "multiclass":
+        return _classification(classes=3)
+    return _regression(dtype=np.float32 if kind.endswith("32") else np.float64)
+
+
+def _fit(name, params, X, y):
+    model = ESTIMATORS[name](epsilon=1.0, random_state=3, **params)
+    with trace_releases() as trace:
+        model.fit(X, y)
+    return model, trace
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_dask_fit_equals_in_memory_fit(case):
+    name, params, kind = CASES[case]
+    X, y = _case_data(kind)
+    memory, memory_trace = _fit(name, params, X, y)
+    Xd, yd = _dask_pair(X, y)
+    lazy, lazy_trace = _fit(name, params, Xd, yd)
+    assert lazy.solver_ == memory.solver_
+    assert lazy.solver_ in _dask.DASK_SOLVERS
+    # The same releases, in the same order, of the same values up to rounding.
+    assert [r.label for r in lazy_trace.releases] == [r.label for r in memory_trace.releases]
+    for a, b in zip(lazy_trace.releases, memory_trace.releases):
+        assert a.sensitivity == b.sensitivity
+        if a.mechanism == "thresholded_laplace":
+            np.testing.assert_array_equal(a.candidates, b.candidates)
+        np.testing.assert_allclose(np.asarray(a.value, float), np.asarray(b.value, float),
+                                   rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(lazy.coef_, memory.coef_, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(lazy.intercept_, memory.intercept_, rtol=1e-7, atol=1e-9)
+    assert lazy.n_iter_ == memory.n_iter_
+    assert lazy.privacy_spent_ == memory.privacy_spent_
+    assert lazy.n_features_in_ == X.shape[1]
+    for attribute in ("data_norm_", "intercept_scaling_", "y_bound_", "y_center_", "classes_"):
+        if hasattr(memory, attribute):
+            np.testing.assert_array_equal(getattr(lazy, attribute), getattr(memory, attribute))
+
+
+@pytest.mark.parametrize("method", ["predict", "decision_function", "predict_proba",
+                                    "predict_log_proba"])
+def test_predictions_on_dask_input_are_lazy_dask_arrays(method):
+    X, y = _classification(classes=3)
+    model = DPLogisticRegression(epsilon=1.0, classes=[0, 1, 2], solver="dp_newton",
+                                 random_state=0).fit(X, y)
+    Xd = da.from_array(X, chunks=(500, 2))
+    lazy = getattr(model, method)(Xd)
+    assert isinstance(lazy, da.Array)
+    expected = getattr(model, method)(X)
+    assert lazy.shape == expected.shape
+    np.testing.assert_allclose(lazy.compute(), expected, rtol=1e-12)
+    regressor = DPSCORegressor(epsilon=1.0, random_state=0).fit(*_regression())
+    out = regressor.predict(Xd[:, :4])
+    assert isinstance(out, da.Array)
+    np.testing.assert_allclose(out.compute(), regressor.predict(X[:, :4]))
+    with pytest.raises(ValueError, match="features"):
+        model.predict(da.from_array(X[:, :2], chunks=500))
+
+
+def test_budget_is_charged_once_per_dask_fit():
+    X, y = _classification()
+    budget = PrivacyBudget(3.0, 1e-5)
+    Xd, yd = _dask_pair(X, y)
+    DPLogisticRegression(epsilon=1.0, delta=1e-6, solver="dp_newton", budget=budget,
+                         random_state=0).fit(Xd, yd)
+    assert len(budget.ledger) == 1
+    assert budget.ledger[0].status == "completed"
+    np.testing.assert_allclose(budget.spent, (1.0, 1e-6))
+    DPLasso(epsilon=1.0, delta=1e-6, alpha=0.01, budget=budget, random_state=0).fit(
+        *_dask_pair(*_regression()))
+    assert len(budget.ledger) == 2
+    np.testing.assert_allclose(budget.spent, (2.0, 2e-6))
+
+
+@pytest.mark.parametrize("estimator, params", [
+    (DPLogisticRegression, dict(solver="dp_sgd", classes=[0, 1])),
+    (DPLogisticRegression, dict(solver="objective_perturbation", classes=[0, 1])),
+    # auto picks a perturbation solver for delta=0: refused, named.
+    (DPLogisticRegression, dict(delta=0.0, classes=[0, 1])),
+    (DPSCORegressor, dict(solver="dp_cd", feature_bound=1.0, penalty="l1", alpha=0.1)),
+    (DPLasso, dict(solver="frank_wolfe", radius=1.0)),
+])
+def test_unsupported_solvers_refuse_dask_input_before_charging(estimator, params):
+    X, y = _classification() if estimator is DPLogisticRegression else _regression()
+    budget = PrivacyBudget(3.0, 1e-5)
+    params = dict(params)
+    params.setdefault("delta", 1e-6)
+    model = estimator(epsilon=1.0, budget=budget, random_state=0, **params)
+    with pytest.raises(ValueError, match="does not fit on Dask arrays"):
+        model.fit(*_dask_pair(X, y))
+    assert len(budget.ledger) == 0
+    assert budget.spent == (0.0, 0.0)
+    assert not hasattr(model, "coef_")
+
+
+@pytest.mark.parametrize("estimator, params, weights", [
+    (DPLogisticRegression, dict(solver="dp_newton", classes=[0, 1]), "numpy"),
+    (DPLogisticRegression, dict(solver="dp_gd", classes=[0, 1]), "dask"),
+    (DPLogisticRegression, dict(solver="dp_newton", classes=[0, 1],
+                                class_weight={0: 1.0, 1: 0.5}), None),
+    # class weights with the label set discovered privately.
+    (DPLogisticRegression, dict(solver="dp_newton", class_weight={1: 0.5}), None),
+    (DPSCORegressor, dict(solver="dp_newton"), "numpy"),
+    (DPSCORegressor, dict(solver="dp_ssp", alpha=0.01, penalty="l2"), "dask"),
+    (DPLasso, dict(alpha=0.01), "dask"),
+])
+def test_weighted_fits_refuse_dask_input_before_charging(estimator, params, weights):
+    # Weighted Dask fits are not supported: a public error before the
+    # reservation (nothing charged, nothing computed from the weights).
+    X, y = _classification() if estimator is DPLogisticRegression else _regression()
+    budget = PrivacyBudget(3.0, 1e-5)
+    model = estimator(epsilon=1.0, delta=1e-6, budget=budget, random_state=0, **params)
+    Xd, yd = _dask_pair(X, y)
+    w = np.linspace(0.5, 1.0, X.shape[0])
+    sample_weight = {"numpy": w, "dask": da.from_array(w, chunks=700), None: None}[weights]
+    with pytest.raises(ValueError, match="not supported on Dask input"):
+        model.fit(Xd, yd, sample_weight=sample_weight)
+    assert len(budget.ledger) == 0
+    assert budget.spent == (0.0, 0.0)
+    assert not hasattr(model, "coef_")
+    # Dask weights with in-memory rows are refused as well.
+    if weights == "dask":
+        with pytest.raises(ValueError, match="not supported on Dask input"):
+            model.fit(X, y, sample_weight=sample_weight)
+        assert len(budget.ledger) == 0
+
+
+@pytest.mark.parametrize("name, params, kind", [
+    ("DPLogisticRegression", dict(solver="dp_gd", classes=[0, 1], max_iter=10), "binary"),
+    ("DPSCORegressor", dict(solver="dp_newton", y_bound=3.0, data_norm=2.0), "regression"),
+])
+def test_warm_start_on_dask_input_equals_in_memory(name, params, kind):
+    # A warm start (the previous released model as coef_init) on Dask input:
+    # the same second fit as in memory.
+    X, y = _case_data(kind)
+    fits = []
+    for data in ((X, y), _dask_pair(X, y)):
+        model = ESTIMATORS[name](epsilon=1.0, random_state=3, warm_start=True, **params)
+        model.fit(*data)
+        model.fit(*data)
+        fits.append(model)
+    memory, lazy = fits
+    np.testing.assert_allclose(lazy.coef_, memory.coef_, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(lazy.intercept_, memory.intercept_, rtol=1e-7, atol=1e-9)
+
+
+def test_no_per_row_values_reach_the_client(monkeypatch):
+    X, y = _classification(n=4000)
+    Xd, yd = _dask_pair(X, y, rows=500)
+    reduced = []
+    original = _dask.reduce_chunks
+
+    def recording(*args, **kwargs):
+        result = original(*args, **kwargs)
+        reduced.append(result)
+        return result
+
+    def refuse(self, *args, **kwargs):
+        raise AssertionError("a whole Dask array was collected to the client")
+
+    monkeypatch.setattr(_dask, "reduce_chunks", recording)
+    monkeypatch.setattr(da.Array, "__array__", refuse)
+    monkeypatch.setattr(da.Array, "compute", refuse)
+    DPLogisticRegression(epsilon=1.0, delta=1e-6, solver="dp_newton", random_state=0).fit(Xd, yd)
+    DPSCORegressor(epsilon=1.0, solver="dp_gd", max_iter=3, random_state=0).fit(
+        Xd, yd.astype(float))
+    assert reduced
+
+    def sizes(value):
+        if isinstance(value, tuple):
+            return [s for v in value for s in sizes(v)]
+        return [np.size(value)]
+
+    largest = max(s for value in reduced for s in sizes(value))
+    # Gram matrices, gradients and counts over public grids: nothing of length n.
+    assert largest <= max(_bounds.GRID.size, _bounds.CENTER_GRID.size) < X.shape[0]
+
+
+def test_without_dask_installed_dask_input_names_the_extra(monkeypatch):
+    X, y = _classification()
+    Xd, yd = _dask_pair(X, y)
+    for module in [m for m in list(sys.modules) if m == "dask" or m.startswith("dask.")]:
+        monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(ImportError, match=r"sklearn_dp\[dask\]"):
+        DPLogisticRegression(epsilon=1.0, classes=[0, 1], random_state=0).fit(Xd, yd)
+    with pytest.raises(ImportError, match=r"sklearn_dp\[dask\]"):
+        _dask.require_dask()
+    # Everything else works.
+    model = DPLogisticRegression(epsilon=1.0, classes=[0, 1], random_state=0).fit(X, y)
+    assert model.predict(X).shape == (X.shape[0],)
+
+
+def test_schema_errors_on_dask_input_come_before_any_spend():
+    X, y = _classification()
+    budget = PrivacyBudget(3.0, 1e-5)
+    model = DPLogisticRegression(epsilon=1.0, delta=1e-6, classes=[0, 1], budget=budget)
+    X_nan = X.copy()
+    X_nan[5, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        model.fit(*_dask_pair(X_nan, y))
+    y_bad = y.copy()
+    y_bad[3] = 7
+    with pytest.raises(ValueError, match="not in classes"):
+        model.fit(*_dask_pair(X, y_bad))
+    with pytest.raises(ValueError, match="continuous"):
+        DPLogisticRegression(epsilon=1.0, delta=1e-6, budget=budget).fit(
+            *_dask_pair(X, y + 0.5))
+    with pytest.raises(ValueError, match="inconsistent"):
+        model.fit(da.from_array(X, chunks=500), y[:-1])
+    assert budget.spent == (0.0, 0.0)
+    # A NumPy y beside a Dask X is chunked like X.
+    model.fit(da.from_array(X, chunks=(600, 4)), y)
+    assert len(budget.ledger) == 1
+
+
+# -- substitution on Dask input -------------------------------------------------------------
+
+DASK_SUBSTITUTION = [
+    ("DPLogisticRegression", "dp_newton", dict(max_iter=3)),
+    ("DPLogisticRegression", "dp_gd", dict(max_iter=4)),
+    ("DPSCORegressor", "dp_newton", dict(max_iter=3)),
+    ("DPLasso", "dp_ssp", dict()),
+]
+
+
+@pytest.mark.parametrize("kind", ["huge", "tiny"])
+@pytest.mark.parametrize("estimator, solver, params", DASK_SUBSTITUTION,
+                         ids=[f"{e}-{s}" for e, s, _ in DASK_SUBSTITUTION])
+def test_substitution_on_dask_input(estimator, solver, params, kind):
+    X, y = _data(estimator)
+    row = HOSTILE[kind](X.shape[1])
+    label = 1 if estimator == "DPLogisticRegression" else 1e300
+    X_prime, y_prime = np.vstack([X, row]), np.append(y, label)
+    seen = []
+    for Xi, yi in ((X, y), (X_prime, y_prime)):
+        model = _model(estimator, solver, params)
+        seen.append(_observe(model, *_dask_pair(Xi, yi, rows=37), [0, 1]))
+    a, b = seen
+    assert a["error"] is None, a["error"]
+    assert a["error"] == b["error"]
+    assert a["warnings"] == b["warnings"]
+    assert a["printed"] == b["printed"]
+    _assert_same(a["attributes"], b["attributes"])
+    _check_sensitivities(a["trace"], b["trace"])
+
+
+# -- dask.distributed --------------------------------------------------------------------
+
+
+def _local_cluster(n_workers=2):
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(
+        n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
+        host="127.0.0.1",
+    )
+    return distributed, cluster
+
+
+def test_fit_on_a_local_cluster_with_worker_processes():
+    distributed, cluster = _local_cluster()
+    X, y = _classification(n=2000)
+    try:
+        with distributed.Client(cluster) as client:
+            model = DPLogisticRegression(epsilon=1.0, delta=1e-6, solver="dp_newton",
+                                         random_state=5).fit(*_dask_pair(X, y, rows=400))
+            # The tasks ran on the workers (their processes), not on the client.
+            assert client.run(lambda: True)
+            predicted = model.predict(da.from_array(X, chunks=400)).compute()
+    finally:
+        cluster.close()
+    reference = DPLogisticRegression(epsilon=1.0, delta=1e-6, solver="dp_newton",
+                                     random_state=5).fit(X, y)
+    np.testing.assert_allclose(model.coef_, reference.coef_, rtol=1e-7, atol=1e-9)
+    np.testing.assert_array_equal(predicted, reference.predict(X))
+
+
+@pytest.mark.slow
+def test_larger_fits_on_a_local_cluster():
+    distributed, cluster = _local_cluster()
+    try:
+        with distributed.Client(cluster):
+            for name, params, kind in CASES.values():
+                X, y = _case_data(kind)
+                X, y = np.repeat(X, 20, axis=0), np.repeat(y, 20)
+                memory, _ = _fit(name, params, X, y)
+                lazy, _ = _fit(name, params, *_dask_pair(X, y, rows=7000))
+                np.testing.assert_allclose(lazy.coef_, memory.coef_, rtol=1e-6, atol=1e-8)
+    finally:
+        cluster.close()
