@@ -1165,28 +1165,8 @@ def _short(event):
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def _reopen_sqlite_budget(epsilon, delta, path, timeout, composition="basic", created=None):
-    # The ledger must exist (and be the same one): a copy never creates a new ledger.
-    budget = PrivacyBudget.__new__(PrivacyBudget)
-    budget._epsilon = epsilon
-    budget._delta = delta
-    budget._composition = composition
-    budget._timeout = timeout
-    budget._cache = {}
-    budget._cache_lock = threading.Lock()
-    budget._uuid = None
-    budget._storage = _SQLiteStorage(
-        path, epsilon, delta, composition, timeout, create=False, created=created
-    )
-    return budget
-
-
-def _restore_memory_budget(budget_id, pid, epsilon, delta, snapshot, timeout, composition="basic"):
-    if pid == os.getpid():
-        with _REGISTRY_LOCK:
-            original = _MEMORY_BUDGETS.get(budget_id)
-        if original is not None:
-            return original
+def _bare_budget(epsilon, delta, composition, timeout, budget_id, storage):
+    """A budget over ``storage`` without ``__init__`` (which may create a ledger)."""
     budget = PrivacyBudget.__new__(PrivacyBudget)
     budget._epsilon = epsilon
     budget._delta = delta
@@ -1195,5 +1175,23 @@ def _restore_memory_budget(budget_id, pid, epsilon, delta, snapshot, timeout, co
     budget._cache = {}
     budget._cache_lock = threading.Lock()
     budget._uuid = budget_id
-    budget._storage = _DetachedStorage([_Row(entry, blob) for entry, blob in snapshot])
+    budget._storage = storage
     return budget
+
+
+def _reopen_sqlite_budget(epsilon, delta, path, timeout, composition="basic", created=None):
+    # The ledger must exist (and be the same one): a copy never creates a new ledger.
+    storage = _SQLiteStorage(
+        path, epsilon, delta, composition, timeout, create=False, created=created
+    )
+    return _bare_budget(epsilon, delta, composition, timeout, None, storage)
+
+
+def _restore_memory_budget(budget_id, pid, epsilon, delta, snapshot, timeout, composition="basic"):
+    if pid == os.getpid():
+        with _REGISTRY_LOCK:
+            original = _MEMORY_BUDGETS.get(budget_id)
+        if original is not None:
+            return original
+    storage = _DetachedStorage([_Row(entry, blob) for entry, blob in snapshot])
+    return _bare_budget(epsilon, delta, composition, timeout, budget_id, storage)
