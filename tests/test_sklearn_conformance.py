@@ -153,14 +153,14 @@ def _resolved_solver(estimator):
         return None
     if estimator.solver != "auto":
         return estimator.solver
-    if isinstance(estimator, DPLasso):
-        return estimator._auto_solver(None, None)
-    problem = (estimator._problem(2) if isinstance(estimator, DPLogisticRegression)
-               else estimator._problem(1.0))
     public = PublicSetting(
         n_features=5, n_outputs=1, multiclass=False, sparse=False,
         fit_intercept=estimator.fit_intercept, epsilon=estimator.epsilon, delta=estimator.delta,
     )
+    if isinstance(estimator, DPLasso):
+        return estimator._auto_solver(None, public)
+    problem = (estimator._problem(2) if isinstance(estimator, DPLogisticRegression)
+               else estimator._problem(1.0))
     return estimator._auto_solver(problem, public)
 
 
