@@ -455,8 +455,17 @@ def release_upper_bound_of_rows(X, score, *, epsilon, n_public, rng, label, wind
     )
 
 
-def release_range(y, *, epsilon, n_public, rng, label, window=None):
+def release_range(y, *, epsilon, n_public, rng, label, window=None, center=None):
     """:func:`sklearn_dp._bounds.release_range` of a Dask array, by chunk counts."""
+    if center is not None:  # a public centre: the half-width only, on all of epsilon
+        above, small = reduce_chunks(
+            functools.partial(_spread_counts, center=float(center), window=window), y
+        )
+        width = _bounds.release_upper_bound_from_utilities(
+            _bounds.upper_bound_utilities_from_counts(above, small, n_public), epsilon=epsilon,
+            rng=rng, label=f"{label} (half-width)",
+        )
+        return float(center), width.value, width.events
     half = epsilon / 2.0
     at_or_below, size = reduce_chunks(_center_counts, y)
     center = _bounds.release_center_from_utilities(
@@ -499,7 +508,7 @@ def release_bounds(X, y, request, epsilons, n_public, rng, *, window):
     if labels:
         center, half_width, label_events = release_range(
             y, epsilon=epsilon_labels, n_public=n_public, rng=rng, label="label range",
-            window=_bounds.LABEL_WINDOW,
+            window=_bounds.LABEL_WINDOW, center=0.0 if labels == "symmetric" else None,
         )
         released["labels"] = (center, half_width)
         events += label_events

@@ -91,6 +91,9 @@ CASES = {
     "regressor-ssp-ridge": (
         "DPSCORegressor", dict(solver="dp_ssp", alpha=0.01, penalty="l2"), "regression"),
     "lasso-ssp-auto": ("DPLasso", dict(alpha=0.01), "regression"),
+    # No intercept: the label half-width is released around a public centre 0.
+    "regressor-newton-auto-bounds-no-intercept": (
+        "DPSCORegressor", dict(solver="dp_newton", fit_intercept=False), "regression"),
     "lasso-ssp-given": (
         "DPLasso", dict(alpha=0.01, feature_bound=2.0, y_bound=3.0, fit_intercept=False),
         "regression32"),
