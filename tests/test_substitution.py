@@ -138,6 +138,8 @@ SLOW_CONFIGS = {
     ),
     ("DPLogisticRegression", "dp_newton", "labels-released"): dict(max_iter=2, classes=None),
     ("DPSCORegressor", "dp_newton", "huber"): dict(loss="huber", penalty=None, max_iter=3),
+    # No intercept: the label half-width around the public centre 0 only.
+    ("DPSCORegressor", "dp_newton", "no-intercept"): dict(fit_intercept=False, max_iter=3),
     ("DPSCORegressor", "dp_ssp", "elasticnet"): dict(penalty="elasticnet", l1_ratio=0.5),
     ("DPSCORegressor", "dp_ssp", "l1-ball"): dict(constraint="l1", radius=0.5, penalty=None),
     ("DPSCORegressor", "dp_ssp", "fixed-ridge"): dict(solver_options=dict(ridge=1.0)),
