@@ -55,7 +55,6 @@ from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.sparse as sp
 from joblib import Parallel, delayed
 
 from .. import _noise, accounting
@@ -719,19 +718,19 @@ class _Perturbations:
         self._normal.standard_normal(out=out)
 
 
-def _evaluate_task(X, y, loss, center, rows, pieces, rho, entropy):
+def _evaluate_task(design, y, loss, center, rows, pieces, rho, entropy):
     """Perturbations, rows and clipped derivatives of consecutive pieces of a round.
 
+    ``design`` is the zero-copy bounded design (:class:`sklearn_dp._design.Design`):
+    only the task's rows are copied (dense float64, clipped, intercept column
+    included; ``xi`` is dense anyway, so a dense copy of them costs no more).
     Only exact, noiseless quantities: no noise is added here (joblib workers
     run this).
     """
     lo, hi = pieces[0][0], pieces[-1][1]
     batch = rows[lo:hi]
-    features = X[batch]
-    if sp.issparse(features):
-        # xi is dense anyway: a dense copy of the task's rows costs no more.
-        features = features.toarray()
-    xi = np.empty((hi - lo, X.shape[1]))
+    features = design.rows(batch).toarray()
+    xi = np.empty((hi - lo, design.n_columns))
     perturbations = _Perturbations(entropy)
     for first, last, key in pieces:
         perturbations.fill(xi[first - lo : last - lo], key)
@@ -739,7 +738,7 @@ def _evaluate_task(X, y, loss, center, rows, pieces, rho, entropy):
     return xi, features, resque_query_derivatives(features, y[batch], loss, center, xi)
 
 
-def _query_round(X, y, loss, center, rows, starts, rho, entropy, round_index, parallel):
+def _query_round(design, y, loss, center, rows, starts, rho, entropy, round_index, parallel):
     """Evaluate every query of a ball subproblem (one parallel round).
 
     ``parallel`` is a running :class:`joblib.Parallel` (or None): its tasks
@@ -748,15 +747,16 @@ def _query_round(X, y, loss, center, rows, starts, rho, entropy, round_index, pa
     tasks = _round_tasks(_round_pieces(starts, round_index))
     if parallel is None or len(tasks) <= 1:
         parts = [
-            _evaluate_task(X, y, loss, center, rows, task, rho, entropy) for task in tasks
+            _evaluate_task(design, y, loss, center, rows, task, rho, entropy)
+            for task in tasks
         ]
     else:
         parts = parallel(
-            delayed(_evaluate_task)(X, y, loss, center, rows, task, rho, entropy)
+            delayed(_evaluate_task)(design, y, loss, center, rows, task, rho, entropy)
             for task in tasks
         )
     if not parts:
-        empty = np.zeros((0, X.shape[1]))
+        empty = np.zeros((0, design.n_columns))
         return _QueryRound(center, rows, starts, empty, empty, np.zeros(0))
     xi, features, derivative = (np.concatenate(part) for part in zip(*parts))
     return _QueryRound(center, rows, starts, xi, features, derivative)
@@ -829,7 +829,8 @@ class _BallOracle:
     """
 
     def __init__(self, data, loss, setting, rng, parallel):
-        self.X, self.y, self.loss = data.X, data.y, loss
+        # The zero-copy design: a round copies the rows it queries, never all of X.
+        self.design, self.y, self.loss = data.design, data.y, loss
         self.setting = setting
         self.rng = rng
         self.parallel = parallel
@@ -850,9 +851,9 @@ class _BallOracle:
 
     def sample(self, n_steps):
         """Concatenated Poisson batches of ``n_steps`` steps and where each starts."""
-        # X.shape[0] only indexes rows: the gateway samples them.
+        # n_rows only indexes rows: the gateway samples them.
         batches = [
-            _noise.poisson_sample(self.X.shape[0], self.setting.rate, self.rng)
+            _noise.poisson_sample(self.design.n_rows, self.setting.rate, self.rng)
             for _ in range(n_steps)
         ]
         sizes = [len(batch) for batch in batches]
@@ -874,7 +875,8 @@ class _BallOracle:
         n_steps = self.n_steps(lam)
         rows, starts = self.sample(n_steps)
         round_ = _query_round(
-            self.X, self.y, self.loss, center, rows, starts, s.rho, self.entropy, self.rounds,
+            self.design, self.y, self.loss, center, rows, starts, s.rho, self.entropy,
+            self.rounds,
             self.parallel,
         )
         self.rounds += 1
