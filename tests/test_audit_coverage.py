@@ -207,7 +207,7 @@ _PER_PAIR = {
     ("DPSCORegressor", "vr_frank_wolfe"): dict(penalty=None),
     ("DPSCORegressor", "mirror_descent"): dict(penalty=None),
     ("DPSCORegressor", "localized_mirror_descent"): dict(penalty=None),
-    ("DPLogisticRegression", "resque"): dict(penalty=None),
+    ("DPLogisticRegression", "resque"): dict(penalty=None, radius=5.0),
     ("DPLasso", "dp_accmd"): dict(radius=2.0, constraint=None),
 }
 

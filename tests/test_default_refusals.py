@@ -73,3 +73,23 @@ def test_vr_frank_wolfe_with_a_radius_and_a_penalty_still_fits():
                     feature_bound=0.5, y_bound=2.0, budget=budget, random_state=0).fit(X, y)
     assert model.radius_ == 2.0
     assert budget.spent[0] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("epsilon", [1.0, math.inf])
+def test_resque_on_the_logistic_loss_at_its_defaults_is_refused_before_any_spend(epsilon):
+    # No public default schedule makes resque converge on the smooth logistic
+    # loss (majority class at every epsilon on breast cancer, a 248% objective
+    # gap at epsilon=inf): refused, naming the solvers that converge on it.
+    from sklearn_dp import DPLogisticRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.5, 0.5, size=(100, 4))
+    y = (X[:, 0] > 0).astype(int)
+    budget = PrivacyBudget(10.0, 1e-3) if math.isfinite(epsilon) else None
+    model = DPLogisticRegression(epsilon=epsilon, solver="resque", classes=[0, 1],
+                                 budget=budget, random_state=0)
+    with pytest.raises(ValueError, match="solver='dp_newton', 'dp_gd' or 'dp_sgd'"):
+        model.fit(X, y)
+    if budget is not None:
+        assert budget.spent == (0, 0)
+        assert len(budget.ledger) == 0

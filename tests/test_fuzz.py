@@ -65,7 +65,7 @@ SUPPORTED = {
         "dp_svrg": dict(C=0.01, max_iter=2),
         "dp_svrg_pp": dict(penalty="l1", max_iter=2),
         "dp_accmd": dict(penalty=None, radius=5.0, max_iter=5),
-        "resque": dict(),
+        "resque": dict(radius=5.0, solver_options={"tol": 0.1}),
         "dp_newton": dict(max_iter=3),
     },
     "DPSCORegressor": {

@@ -494,7 +494,7 @@ def test_per_sample_term_is_bounded_by_the_sensitivity():
     rho, max_weight = 0.1, 3.0
     rows = rng.integers(n, size=5000)
     round_ = resque_module._query_round(
-        data.X, data.y, loss, center, rows, np.array([0, 5000]), rho, 1, 0, None
+        data.design, data.y, loss, center, rows, np.array([0, 5000]), rho, 1, 0, None
     )
     bound = max_weight * loss.derivative_bound * data.row_norm_bound
     largest = 0.0
@@ -647,11 +647,11 @@ def test_shared_rows_keep_their_perturbations_when_a_row_is_added(monkeypatch, c
         starts = np.arange(n_steps + 1) * n
         if parallel is None:
             rounds.append(resque_module._query_round(
-                d.X, d.y, AbsoluteLoss(), center, rows, starts, rho, 5, 2, None))
+                d.design, d.y, AbsoluteLoss(), center, rows, starts, rho, 5, 2, None))
         else:
             with parallel:
                 rounds.append(resque_module._query_round(
-                    d.X, d.y, AbsoluteLoss(), center, rows, starts, rho, 5, 2, parallel))
+                    d.design, d.y, AbsoluteLoss(), center, rows, starts, rho, 5, 2, parallel))
     small, large, large_parallel = rounds
     for name in ("xi", "features", "derivative"):
         np.testing.assert_array_equal(getattr(large, name), getattr(large_parallel, name))
@@ -753,10 +753,32 @@ def test_logistic_regression_binary_runs_on_resque():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 3)) / 2
     y = (X[:, 0] + 0.3 * rng.normal(size=400) > 0).astype(int)
+    # resque has no default schedule for the logistic loss: a schedule of the
+    # caller's own (radius and tol) runs.
     model = DPLogisticRegression(
-        epsilon=math.inf, solver="resque", classes=[0, 1], random_state=0
+        epsilon=math.inf, solver="resque", classes=[0, 1], random_state=0, radius=5.0,
+        solver_options={"tol": 0.1},
     ).fit(X, y)
     assert model.score(X, y) > 0.8
+
+
+@pytest.mark.parametrize("kwargs", [{}, dict(radius=5.0), dict(solver_options={"tol": 0.1})])
+def test_logistic_loss_without_a_schedule_is_refused_before_any_spend(kwargs):
+    """Issue #18: no public default makes resque converge on the logistic loss."""
+    from sklearn_dp import DPLogisticRegression, PrivacyBudget
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 3)) / 2
+    y = (X[:, 0] > 0).astype(int)
+    for epsilon in (1.0, math.inf):
+        budget = PrivacyBudget(10.0, 1e-3) if math.isfinite(epsilon) else None
+        model = DPLogisticRegression(epsilon=epsilon, solver="resque", classes=[0, 1],
+                                     budget=budget, **kwargs)
+        with pytest.raises(ValueError, match="no default schedule.*'dp_newton', 'dp_gd'"):
+            model.fit(X, y)
+        if budget is not None:
+            assert budget.spent == (0, 0)
+            assert len(budget.ledger) == 0
 
 
 # --------------------------------------------------------------------------

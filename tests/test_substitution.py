@@ -58,7 +58,8 @@ CONFIGS = {
     ("DPLogisticRegression", "dp_svrg"): dict(C=0.01, max_iter=2),
     ("DPLogisticRegression", "dp_svrg_pp"): dict(penalty="l1", max_iter=2),
     ("DPLogisticRegression", "dp_accmd"): dict(penalty=None, radius=5.0, max_iter=5),
-    ("DPLogisticRegression", "resque"): dict(),
+    # resque refuses the logistic loss without a schedule of the caller's own.
+    ("DPLogisticRegression", "resque"): dict(radius=5.0, solver_options={"tol": 0.1}),
     ("DPSCORegressor", "dp_gd"): dict(max_iter=5),
     ("DPSCORegressor", "dp_sgd"): dict(max_iter=3),
     ("DPSCORegressor", "objective_perturbation"): dict(),
