@@ -285,15 +285,15 @@ from dp_accounting import gaussian_mechanism
 from scipy import integrate, stats
 
 from .. import _noise, accounting
-from ..exceptions import public_error
 from .._losses import BinaryLogisticLoss, HuberLoss, MultinomialLoss, SquaredLoss
+from ..exceptions import public_error
 from ._common import PrivacyPlan, Progress, SolverResult, make_rng
 from ._newton import (  # noqa: F401 - re-exported for tests and direct callers
+    _EIGENVALUE_SLACK,
     CERTIFICATE_MARGIN,
     DEFAULT_NEWTON_STEPS,
     DENSE_HESSIAN_MAX_PARAMS,
     InnerSolve,
-    _EIGENVALUE_SLACK,
     accelerated_steps,
     certified_minimize,
     minimize_strongly_convex,
