@@ -12,6 +12,7 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 from .._limits import MAX_SCALE
+from .._losses import loss_names
 from .._sklearn_compat import Interval
 from ._accmd import check_dp_accmd, dp_accmd, plan_dp_accmd
 from ._common import PrivacyPlan, PrivateCount, SolverResult, make_rng, release_count
@@ -104,7 +105,8 @@ __all__ = [
 ]
 
 
-_GLM_LOSSES = frozenset({"log_loss", "squared", "huber"})
+# Smooth GLM losses (bounded curvature), read off the loss classes.
+_GLM_LOSSES = loss_names(smooth=True)
 
 register_solver(
     SolverSpec(
@@ -125,7 +127,7 @@ register_solver(
         name="dp_sgd",
         function=dp_sgd,
         plan=plan_dp_sgd,
-        losses=_GLM_LOSSES | {"absolute", "quantile"},
+        losses=_GLM_LOSSES | {"absolute", "quantile"},  # any loss with a clipped gradient
         penalties=frozenset({None, "l2"}),
         multiclass=True,
         summary="Poisson-subsampled DP-SGD; PLD accounting",

@@ -75,10 +75,9 @@ import scipy.sparse as sp
 from scipy.linalg.lapack import dpotrf as _potrf
 from scipy.linalg.lapack import dpotrs as _potrs
 from scipy.sparse.linalg import LinearOperator, cg
-from scipy.special import expit, softmax
+from scipy.special import softmax
 
 from .._design import Design
-from .._losses import BinaryLogisticLoss, HuberLoss, MultinomialLoss
 
 __all__ = [
     "minimize_strongly_convex",
@@ -138,18 +137,6 @@ class InnerSolve:
     gradient_norm: float
     stage: str = "newton"
     extra_steps: int = 0
-
-
-def _curvature(loss, Z, y):
-    """Per-row second derivative ``l''(z)`` (single-output losses), shape (n,)."""
-    if isinstance(loss, BinaryLogisticLoss):
-        z = Z[:, 0]
-        return expit(z) * expit(-z)
-    if isinstance(loss, HuberLoss):
-        # Huber is C^1 with l'' = 1 inside the threshold and 0 outside; Newton
-        # uses this generalised Hessian (semismooth Newton).
-        return (np.abs(Z[:, 0] - y) <= loss.epsilon_huber).astype(float)
-    raise TypeError(f"No curvature for {loss!r}.")  # pragma: no cover
 
 
 def _as_design(X):
@@ -283,9 +270,8 @@ class _DirectionalDerivatives:
         self.y = y
         self.n_samples = len(y)
         self.chunk = max(1, _LINE_SEARCH_CHUNK // max(1, width * n_outputs))
-        self.single = n_outputs == 1 and isinstance(loss, (BinaryLogisticLoss, HuberLoss))
+        self.single = n_outputs == 1 and not loss.multi_output
         self.column = np.asarray(y, dtype=float)[:, None] if self.single else None
-        self.huber = isinstance(loss, HuberLoss)
 
     def __call__(self, Z, Delta, ts):
         m = len(ts)
@@ -298,11 +284,7 @@ class _DirectionalDerivatives:
                     rows = slice(start, start + self.chunk)
                     z, delta, y = Z[rows, 0:1], Delta[rows, 0], self.column[rows]
                 U = z + delta[:, None] * ts
-                if self.huber:
-                    k = self.loss.epsilon_huber
-                    D = np.minimum(np.maximum(U - y, -k), k)
-                else:
-                    D = -y * expit(-y * U)
+                D = self.loss.scalar_derivative(U, y)
                 total += delta @ D
             return total
         n_outputs = Z.shape[1]
@@ -388,7 +370,7 @@ def _minimize(X, y, loss, *, n_outputs, regularization, linear_term, n_steps, pr
     n_params = n_columns * n_outputs
     lam = float(regularization)
     B = np.zeros(shape) if linear_term is None else np.asarray(linear_term, dtype=float)
-    multinomial = isinstance(loss, MultinomialLoss)
+    multinomial = loss.multi_output
 
     def gradient(W, Z):
         return X.rmatmul(loss.derivative(Z, y)) + lam * W + B
@@ -401,7 +383,7 @@ def _minimize(X, y, loss, *, n_outputs, regularization, linear_term, n_steps, pr
         if multinomial:
             P = softmax(Z, axis=1)
         else:
-            curvature = _curvature(loss, Z, y)
+            curvature = loss.curvature(Z, y)
         if n_params <= DENSE_HESSIAN_MAX_PARAMS:
             H = _multinomial_hessian(X, P) if multinomial else X.gram(curvature)
             H.flat[:: n_params + 1] += lam

@@ -285,7 +285,7 @@ from dp_accounting import gaussian_mechanism
 from scipy import integrate, stats
 
 from .. import _noise, accounting
-from .._losses import BinaryLogisticLoss, HuberLoss, MultinomialLoss, SquaredLoss
+from .._losses import loss_names
 from ..exceptions import public_error
 from ._common import PrivacyPlan, Progress, SolverResult, make_rng
 from ._newton import (  # noqa: F401 - re-exported for tests and direct callers
@@ -336,7 +336,7 @@ _ROUNDING_MARGIN = 1e-9
 sample_gamma_norm_noise = _noise.gamma_norm_noise
 
 #: Losses these solvers accept (the squared loss with its public residual bound).
-SMOOTH_LOSSES = frozenset({"log_loss", "squared", "huber"})
+SMOOTH_LOSSES = loss_names(smooth=True)
 
 
 # --------------------------------------------------------------------------
@@ -376,36 +376,19 @@ class _SmoothGLM:
 
 def _smooth_glm(loss, row_norm_bound, n_outputs, solver):
     """Check the conditions of the proofs and return the loss actually minimised."""
-    if isinstance(loss, SquaredLoss):
-        if loss.derivative_bound is None:
-            raise ValueError(
-                f"{solver} needs a bounded derivative: the squared loss needs a public "
-                "residual bound (the estimator sets one)."
-            )
-        # Clipping the derivative z - y at +-k *is* the Huber loss with threshold k.
-        loss = HuberLoss(epsilon_huber=loss.derivative_bound)
-    if isinstance(loss, MultinomialLoss):
-        if n_outputs < 2:
-            raise ValueError("The multinomial loss needs n_outputs >= 2.")
-        # S = diag(p) - p p^T: rank <= K - 1, trace <= 1 - 1/K.
-        rank, curvature = n_outputs - 1, 1.0 / n_outputs
-    elif isinstance(loss, (BinaryLogisticLoss, HuberLoss)):
-        if n_outputs != 1:
-            raise ValueError(f"The {loss.name!r} loss has one output, got n_outputs={n_outputs}.")
-        rank, curvature = 1, float(loss.smoothness)
-    else:
-        reason = (
-            "it is not smooth (no bounded second derivative)"
-            if getattr(loss, "smoothness", None) is None
-            else "its curvature is not implemented here"
-        )
+    if loss.smoothness is None:
         raise ValueError(
             f"{solver} needs a smooth convex loss with bounded derivative and bounded "
-            f"second derivative (log_loss, huber, squared); {loss!r} does not fit: {reason}. "
-            "Use dp_sgd for non-smooth losses."
+            f"second derivative ({', '.join(sorted(SMOOTH_LOSSES))}); {loss!r} does not fit: "
+            "it is not smooth (no bounded second derivative). Use dp_sgd for non-smooth losses."
         )
-    if loss.derivative_bound is None or loss.smoothness is None:  # pragma: no cover
-        raise ValueError(f"{solver}: the loss {loss!r} lacks a derivative or curvature bound.")
+    try:
+        loss = loss.with_bounded_derivative()
+        rank, curvature = loss.score_hessian_bound(n_outputs)
+    except ValueError as exc:
+        raise ValueError(f"{solver}: {exc}") from None
+    if loss.derivative_bound is None:  # pragma: no cover
+        raise ValueError(f"{solver}: the loss {loss!r} lacks a derivative bound.")
     if not (row_norm_bound > 0 and math.isfinite(row_norm_bound)):
         raise ValueError(f"row_norm_bound must be finite and > 0, got {row_norm_bound!r}.")
     return _SmoothGLM(
@@ -415,7 +398,6 @@ def _smooth_glm(loss, row_norm_bound, n_outputs, solver):
         direction_curvature=curvature,
         row_norm_bound=float(row_norm_bound),
     )
-
 
 
 # --------------------------------------------------------------------------
