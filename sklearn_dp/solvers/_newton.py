@@ -78,6 +78,7 @@ from scipy.sparse.linalg import LinearOperator, cg
 from scipy.special import softmax
 
 from .._design import Design
+from ..exceptions import public_error
 
 __all__ = [
     "minimize_strongly_convex",
@@ -93,6 +94,10 @@ __all__ = [
     "LINE_SEARCH_ROUNDS",
     "LINE_SEARCH_WIDTH",
     "DENSE_HESSIAN_MAX_PARAMS",
+    "DEFAULT_GRADIENT_TOL",
+    "CertificationBounds",
+    "certification_bounds",
+    "check_certifiable",
 ]
 
 #: Newton steps of the inner solve (public; every solve runs exactly this many).
@@ -686,3 +691,112 @@ def certified_minimize(
             stage="accelerated",
             extra_steps=EXTENSION_NEWTON_STEPS + n_accelerated,
         )
+
+
+# --------------------------------------------------------------------------
+# Public conditions of the certified solve (objective / output perturbation)
+# --------------------------------------------------------------------------
+
+#: Public tolerance of the inner solve's certificate, relative to the per-row gradient bound G.
+DEFAULT_GRADIENT_TOL = 1e-6
+#: Float64 unit roundoff.
+UNIT_ROUNDOFF = 2.0**-53
+#: Public cap on the accelerated steps the certified solve's last stage may need.
+MAX_ACCELERATED_STEPS = 1_000_000
+
+
+@dataclass(frozen=True)
+class CertificationBounds:
+    """Worst-case quantities of the certified solve, from public values only.
+
+    For any data set of at most ``n_public`` rows of norm ``<= R``: the
+    condition number ``kappa = L / Lambda`` with ``L = Lambda + c R^2
+    n_public`` (``c`` the per-row curvature bound), the rounding scale
+    ``u (kappa + n_public) (G + noise_norm)`` of the gradient at the
+    coefficients' public scale ``(G + ||b||) / Lambda`` (to first order: the
+    rounding of the scores ``X W`` propagated through the loss's curvature,
+    ``u L ||W||``, plus that of a sum of ``n_public`` per-row terms of norm ``G``;
+    an estimate of the floating-point floor, not a rigorous bound), the
+    solve's target ``CERTIFICATE_MARGIN * tol`` and the number of accelerated steps that
+    :func:`accelerated_steps` proves sufficient
+    from the worst start ``||grad F(0)|| <= n_public G + ||b||``; ``smoothness``
+    (``L``, with the relative slack of
+    :func:`smoothness_bound`, so that it is at
+    least the data's bound whenever the data has at most ``n_public`` rows)
+    and ``initial_gradient_bound`` (``n_public G + ||b||``) are the public
+    constants the certified solve takes its number of accelerated steps from.
+    """
+
+    condition_number: float
+    rounding_scale: float
+    target: float
+    accelerated_steps: int
+    smoothness: float = math.inf
+    initial_gradient_bound: float = math.inf
+
+
+def certification_bounds(glm, *, regularization, n_public, noise_norm, gradient_tol=None):
+    """The :class:`CertificationBounds` of a configuration (public inputs only)."""
+    if gradient_tol is None:
+        gradient_tol = DEFAULT_GRADIENT_TOL
+    G = glm.gradient_bound
+    R = glm.row_norm_bound
+    lam = float(regularization)
+    n_rows = max(float(n_public), 1.0)
+    smoothness = lam + float(glm.loss.smoothness) * R**2 * n_rows * (1.0 + _EIGENVALUE_SLACK)
+    kappa = smoothness / lam
+    target = CERTIFICATE_MARGIN * float(gradient_tol) * G
+    initial = n_rows * G + float(noise_norm)
+    steps = accelerated_steps(initial, target, smoothness, lam)
+    return CertificationBounds(
+        condition_number=kappa,
+        rounding_scale=UNIT_ROUNDOFF * (kappa + n_rows) * (G + noise_norm),
+        target=target,
+        accelerated_steps=steps,
+        smoothness=smoothness,
+        initial_gradient_bound=initial,
+    )
+
+
+def check_certifiable(solver, glm, *, regularization, n_public, noise_norm, gradient_tol=None):
+    """Refuse, from public values, a configuration whose solve cannot be certified in practice.
+
+    Two conditions (:class:`CertificationBounds`):
+
+    * the tolerance is attainable in double precision: the rounding scale
+      ``u (kappa + n_public) (G + E||b||)`` is at most the solve's target, half the
+      tolerance (below it, a verified gradient norm means what it says);
+    * the certified solve's last stage, if it ever runs, is bounded: at most
+      ``MAX_ACCELERATED_STEPS`` accelerated steps suffice for every data set
+      of ``n_public`` rows.
+
+    Raises a ValueError (marked public: a function of public inputs and of the
+    released row count) saying what to change.  Both quantities grow with the
+    row count, so a check for fewer rows than the fit's is a conclusive
+    refusal, not a conclusive acceptance.
+    """
+    bounds = certification_bounds(glm, regularization=regularization, n_public=n_public,
+                                  noise_norm=noise_norm, gradient_tol=gradient_tol)
+    penalty = "Use a stronger L2 penalty (a larger alpha, a smaller C)"
+    other = "solver='dp_gd' (delta > 0)"
+    G = glm.gradient_bound
+    if bounds.rounding_scale > bounds.target:
+        raise public_error(ValueError(
+            f"{solver}: the solve cannot be certified in double precision. With L2 strength "
+            f"Lambda={regularization:.3g} for {n_public:.6g} (public) rows of norm at most "
+            f"{glm.row_norm_bound:.3g}, the condition number is up to "
+            f"{bounds.condition_number:.3g}, and the rounding of the gradient at the "
+            f"coefficients' public scale ({bounds.rounding_scale / G:.2g} G) exceeds half the "
+            f"tolerance (gradient_tol={bounds.target / (CERTIFICATE_MARGIN * G):.3g}, in units "
+            f"of G). {penalty}, a larger solver_options['gradient_tol'], or {other}."
+        ))
+    if bounds.accelerated_steps > MAX_ACCELERATED_STEPS:
+        raise public_error(ValueError(
+            f"{solver}: the solve cannot be certified in a bounded time. With L2 strength "
+            f"Lambda={regularization:.3g} for {n_public:.6g} (public) rows of norm at most "
+            f"{glm.row_norm_bound:.3g}, the condition number is up to "
+            f"{bounds.condition_number:.3g}, and the proven fallback of the certified solve "
+            f"could need {bounds.accelerated_steps:.3g} accelerated gradient steps (more than "
+            f"{MAX_ACCELERATED_STEPS:.0e}). {penalty}, or {other}."
+        ))
+    return bounds
