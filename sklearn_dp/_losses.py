@@ -12,7 +12,11 @@ output).  Its per-sample gradient in ``W`` is ``outer(x, dl/dz)``, so
 Each loss states ``derivative_bound`` (sup of ``||dl/dz||_2`` over the scores
 and labels it accepts; ``None`` when unbounded) and ``smoothness`` (sup of the
 largest eigenvalue of the Hessian of ``l`` in ``z``; ``None`` when not smooth).
-They are properties of the loss alone, never of the data.
+They are properties of the loss alone, never of the data.  Solvers read what
+they need from the loss objects (``lipschitz``, ``smoothness``,
+:meth:`GLMLoss.score_hessian_bound`, :meth:`GLMLoss.curvature`) and the
+registry reads the loss names by property (:func:`loss_names`): a new loss
+declares its constants here and every solver that can use it sees it.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ __all__ = [
     "QuantileLoss",
     "HingeLoss",
     "get_loss",
+    "loss_names",
+    "LOSSES",
     "clipped_gradient_sum",
     "objective",
     "objective_gradient",
@@ -39,21 +45,60 @@ __all__ = [
 
 
 class GLMLoss:
-    """Base class: ``value`` and ``derivative`` of ``l(z, y)`` per sample."""
+    """Base class: ``value`` and ``derivative`` of ``l(z, y)`` per sample.
+
+    Single-output losses implement :meth:`scalar_derivative` (and, when
+    smooth, :meth:`scalar_curvature`) on scores of any shape; ``derivative``
+    and ``curvature`` are built from them.
+    """
 
     name = "base"
     #: sup over z, y of ||dl/dz||_2, or None if unbounded.
     derivative_bound: float | None = None
     #: sup of the Hessian's largest eigenvalue in z, or None if not smooth.
     smoothness: float | None = None
+    #: Whether the derivative is bounded for every score and label without a
+    #: public bound on the scores (the squared loss needs one: it is not).
+    lipschitz = True
     is_classification = False
     multi_output = False
 
     def value(self, Z, y):  # pragma: no cover - interface
         raise NotImplementedError
 
-    def derivative(self, Z, y):  # pragma: no cover - interface
+    def scalar_derivative(self, U, y):  # pragma: no cover - interface
+        """``dl/dz`` at scores ``U`` (any shape broadcasting with ``y``), single output."""
         raise NotImplementedError
+
+    def scalar_curvature(self, U, y):
+        """``d2l/dz2`` at scores ``U`` (a generalised one where it jumps), single output."""
+        raise ValueError(f"The {self.name!r} loss is not smooth: it has no curvature.")
+
+    def derivative(self, Z, y):
+        return self.scalar_derivative(Z[:, 0], y)[:, None]
+
+    def curvature(self, Z, y):
+        """Per-row second derivative ``l''(z)``, shape (n,) (single-output smooth losses)."""
+        return self.scalar_curvature(Z[:, 0], y)
+
+    def score_hessian_bound(self, n_outputs):
+        """``(rank, bound)`` of the Hessian of ``l`` in the scores, for ``n_outputs`` outputs.
+
+        The Hessian has rank at most ``rank`` and each eigenvalue at most
+        ``bound``: the constants of the determinant term of objective
+        perturbation's privacy proof.  A ValueError for a non-smooth loss or a
+        number of outputs the loss does not have.
+        """
+        if self.smoothness is None:
+            raise ValueError(f"The {self.name!r} loss is not smooth (no bounded second "
+                             "derivative).")
+        if n_outputs != 1:
+            raise ValueError(f"The {self.name!r} loss has one output, got n_outputs={n_outputs}.")
+        return 1, float(self.smoothness)
+
+    def with_bounded_derivative(self):
+        """The loss whose derivative is this one's clipped to ``derivative_bound`` (itself here)."""
+        return self
 
     def __repr__(self):
         return f"{type(self).__name__}()"
@@ -70,8 +115,11 @@ class BinaryLogisticLoss(GLMLoss):
     def value(self, Z, y):
         return -log_expit(y * Z[:, 0])
 
-    def derivative(self, Z, y):
-        return (-y * expit(-y * Z[:, 0]))[:, None]
+    def scalar_derivative(self, U, y):
+        return -y * expit(-y * U)
+
+    def scalar_curvature(self, U, y):
+        return expit(U) * expit(-U)
 
 
 class MultinomialLoss(GLMLoss):
@@ -96,6 +144,16 @@ class MultinomialLoss(GLMLoss):
         P[np.arange(Z.shape[0]), y] -= 1.0
         return P
 
+    def curvature(self, Z, y):  # pragma: no cover - the solvers form diag(p) - p p^T
+        raise ValueError("The multinomial loss has a matrix curvature, not one per row.")
+
+    def score_hessian_bound(self, n_outputs):
+        # S = diag(p) - p p^T: rank <= K - 1, trace <= 1 - 1/K, so that the
+        # determinant term uses K - 1 directions of curvature 1/K each.
+        if n_outputs < 2:
+            raise ValueError("The multinomial loss needs n_outputs >= 2.")
+        return n_outputs - 1, 1.0 / n_outputs
+
 
 class SquaredLoss(GLMLoss):
     """``(z - y)^2 / 2``: smooth (1), derivative unbounded unless scores are.
@@ -111,6 +169,7 @@ class SquaredLoss(GLMLoss):
 
     name = "squared"
     smoothness = 1.0
+    lipschitz = False
 
     def __init__(self, residual_bound=None):
         self.derivative_bound = None if residual_bound is None else float(residual_bound)
@@ -121,8 +180,20 @@ class SquaredLoss(GLMLoss):
     def value(self, Z, y):
         return 0.5 * (Z[:, 0] - y) ** 2
 
-    def derivative(self, Z, y):
-        return (Z[:, 0] - y)[:, None]
+    def scalar_derivative(self, U, y):
+        return U - y
+
+    def scalar_curvature(self, U, y):
+        return np.ones(np.broadcast(U, y).shape)
+
+    def with_bounded_derivative(self):
+        # Clipping the derivative z - y at +-k *is* the Huber loss with threshold k.
+        if self.derivative_bound is None:
+            raise ValueError(
+                "The squared loss needs a public residual bound for a bounded derivative "
+                "(the estimator sets one)."
+            )
+        return HuberLoss(epsilon_huber=self.derivative_bound)
 
 
 class HuberLoss(GLMLoss):
@@ -140,8 +211,13 @@ class HuberLoss(GLMLoss):
         k = self.epsilon_huber
         return np.where(r <= k, 0.5 * r**2, k * r - 0.5 * k**2)
 
-    def derivative(self, Z, y):
-        return np.clip(Z[:, 0] - y, -self.epsilon_huber, self.epsilon_huber)[:, None]
+    def scalar_derivative(self, U, y):
+        return np.clip(U - y, -self.epsilon_huber, self.epsilon_huber)
+
+    def scalar_curvature(self, U, y):
+        # Huber is C^1 with l'' = 1 inside the threshold and 0 outside; Newton
+        # uses this generalised Hessian (semismooth Newton).
+        return (np.abs(U - y) <= self.epsilon_huber).astype(float)
 
     def __repr__(self):
         return f"HuberLoss(epsilon_huber={self.epsilon_huber!r})"
@@ -157,8 +233,8 @@ class AbsoluteLoss(GLMLoss):
     def value(self, Z, y):
         return np.abs(Z[:, 0] - y)
 
-    def derivative(self, Z, y):
-        return np.sign(Z[:, 0] - y)[:, None]
+    def scalar_derivative(self, U, y):
+        return np.sign(U - y)
 
 
 class QuantileLoss(GLMLoss):
@@ -182,9 +258,9 @@ class QuantileLoss(GLMLoss):
         residual = y - Z[:, 0]
         return np.maximum(self.quantile * residual, (self.quantile - 1.0) * residual)
 
-    def derivative(self, Z, y):
+    def scalar_derivative(self, U, y):
         # A subgradient: 1 - q above the label, -q below (and at) it.
-        return np.where(Z[:, 0] > y, 1.0 - self.quantile, -self.quantile)[:, None]
+        return np.where(U > y, 1.0 - self.quantile, -self.quantile)
 
     def __repr__(self):
         return f"QuantileLoss(quantile={self.quantile!r})"
@@ -201,25 +277,38 @@ class HingeLoss(GLMLoss):
     def value(self, Z, y):
         return np.maximum(0.0, 1.0 - y * Z[:, 0])
 
-    def derivative(self, Z, y):
-        return np.where(y * Z[:, 0] < 1.0, -y, 0.0)[:, None]
+    def scalar_derivative(self, U, y):
+        return np.where(y * U < 1.0, -y, 0.0)
+
+
+#: Loss name -> its class (``log_loss``: the binary class; the multinomial
+#: one is chosen by :func:`get_loss` for more than two classes and shares its
+#: properties).
+LOSSES = {
+    cls.name: cls
+    for cls in (BinaryLogisticLoss, SquaredLoss, HuberLoss, AbsoluteLoss, QuantileLoss, HingeLoss)
+}
+
+
+def loss_names(*, smooth=None, lipschitz=None):
+    """The names of the losses with the given properties (None: either)."""
+    return frozenset(
+        name
+        for name, cls in LOSSES.items()
+        if (smooth is None or (cls.smoothness is not None) == smooth)
+        and (lipschitz is None or cls.lipschitz == lipschitz)
+    )
 
 
 def get_loss(name, n_classes=None, **params):
     """The loss object for a public loss name."""
-    if name == "log_loss":
-        return MultinomialLoss() if n_classes is not None and n_classes > 2 else BinaryLogisticLoss()
-    if name == "squared":
-        return SquaredLoss(**params)
-    if name == "huber":
-        return HuberLoss(**params)
-    if name == "absolute":
-        return AbsoluteLoss()
-    if name == "quantile":
-        return QuantileLoss(**params)
-    if name == "hinge":
-        return HingeLoss()
-    raise ValueError(f"Unknown loss {name!r}.")
+    if name == "log_loss" and n_classes is not None and n_classes > 2:
+        return MultinomialLoss()
+    try:
+        cls = LOSSES[name]
+    except KeyError:
+        raise ValueError(f"Unknown loss {name!r}.") from None
+    return cls(**params)
 
 
 def objective(X, y, W, loss, alpha, penalized):

@@ -38,6 +38,7 @@ from scipy.special import expit, softmax
 from sklearn.datasets import make_classification, make_regression
 from sklearn.linear_model import LogisticRegression, Ridge
 
+import sklearn_dp.solvers._objective_accounting as objective_accounting
 import sklearn_dp.solvers._perturbation as perturbation
 from sklearn_dp import BudgetExceededError, DPLogisticRegression, DPSCORegressor, PrivacyBudget
 from sklearn_dp._data import bound_data
@@ -137,7 +138,7 @@ def test_output_perturbation_pure_noise_is_gamma_norm_of_stated_scale(small_bina
                                 alpha=alpha)
     n, m = data.n_samples, data.n_columns
     G = 1.0 * data.row_norm_bound  # logistic: |l'| <= 1
-    tol = perturbation.DEFAULT_GRADIENT_TOL * G
+    tol = _newton.DEFAULT_GRADIENT_TOL * G
     sensitivity = (G + 2 * tol) / (n * alpha)
     assert draws[0].plan.details["sensitivity"] == pytest.approx(sensitivity, rel=1e-15)
     noise = np.array([r.coef.ravel() - exact.coef.ravel() for r in draws])
@@ -194,7 +195,7 @@ def test_objective_perturbation_noise_of_stated_scale(small_binary, delta):
         assert stats.kstest(norms, target.cdf).pvalue > 1e-3
         assert details["objective_noise_scale"] == pytest.approx(G / epsilon_noise, rel=1e-8)
     else:
-        sigma = perturbation.objective_gaussian_noise_multiplier(
+        sigma = objective_accounting.objective_gaussian_noise_multiplier(
             details["epsilon_noise"], 0.99 * delta, 1
         )
         assert stats.kstest(b.ravel() / (sigma * G), "norm").pvalue > 1e-3
@@ -254,7 +255,7 @@ def test_minimiser_sensitivity_is_at_most_the_stated_bound(problem):
     assert results[1].plan.details["regularization"] == pytest.approx(n * alpha, rel=1e-12)
     derivative_bound = {"logistic": 1.0, "huber": 0.7, "squared": 2.0, "multinomial": math.sqrt(2)}
     G = derivative_bound[kind] * small.row_norm_bound
-    stated = (G + 2 * perturbation.DEFAULT_GRADIENT_TOL * G) / (n * alpha)
+    stated = (G + 2 * _newton.DEFAULT_GRADIENT_TOL * G) / (n * alpha)
     assert results[0].plan.details["sensitivity"] == pytest.approx(stated, rel=1e-14)
     moved = np.linalg.norm(results[0].coef - results[1].coef)
     assert moved <= stated
@@ -292,7 +293,7 @@ def test_sensitivity_covers_certified_inexact_solves_with_equality():
                                  delta=0.0)
     tol = result.plan.details["gradient_tol"]
     G = result.plan.details["gradient_bound"]
-    assert tol == perturbation.DEFAULT_GRADIENT_TOL * G and G == 0.7 * R
+    assert tol == _newton.DEFAULT_GRADIENT_TOL * G and G == 0.7 * R
     stated = result.plan.details["sensitivity"]
     assert stated == (G + 2 * tol) / lam
     exact = [output_perturbation(d, loss, n_outputs=1, alpha=alpha * n / d.n_samples,
@@ -327,7 +328,7 @@ def test_output_perturbation_release_goes_through_the_gateway(small_binary, delt
                         epsilon=epsilon, delta=delta, random_state=0)
     (release,) = trace.releases
     G = (1.0 if K == 1 else math.sqrt(2)) * data.row_norm_bound
-    tol = perturbation.DEFAULT_GRADIENT_TOL * G
+    tol = _newton.DEFAULT_GRADIENT_TOL * G
     sensitivity = (G + 2 * tol) / (data.n_samples * alpha)
     assert release.label == "minimiser" and release.norm == "l2"
     assert release.sensitivity == sensitivity
@@ -357,7 +358,7 @@ def test_objective_perturbation_releases_go_through_the_gateway(small_binary, de
     assert first.mechanism == "objective_perturbation" and first.value is None
     assert first.label == "perturbed minimiser" and first.sensitivity == G
     assert second.label == "inexact-solve residual"
-    assert second.sensitivity == 2 * perturbation.DEFAULT_GRADIENT_TOL * G / lam
+    assert second.sensitivity == 2 * _newton.DEFAULT_GRADIENT_TOL * G / lam
     split, rho = perturbation.DEFAULT_EPSILON_SPLIT, perturbation.DEFAULT_RESIDUAL_FRACTION
     if delta == 0:
         assert first.scale == G / details["epsilon_noise"]
@@ -365,7 +366,7 @@ def test_objective_perturbation_releases_go_through_the_gateway(small_binary, de
         assert second.mechanism == "gamma_norm"
         assert second.scale == second.sensitivity / details["epsilon_residual"]
     else:
-        sigma = perturbation.objective_gaussian_noise_multiplier(
+        sigma = objective_accounting.objective_gaussian_noise_multiplier(
             details["epsilon_noise"], (1 - rho) * delta, 1
         )
         assert first.scale == sigma * G
@@ -412,7 +413,7 @@ def test_reproducer_never_raises_and_meets_the_certificate(monkeypatch, extra_ro
     # (hence Lambda) of the seed; the public Newton budget alone verifies it
     # (the certified solve's later stages are not needed here).
     solves = []
-    original = perturbation.certified_minimize
+    original = _newton.certified_minimize
 
     def spy(*args, **kwargs):
         solve = original(*args, **kwargs)
@@ -422,11 +423,11 @@ def test_reproducer_never_raises_and_meets_the_certificate(monkeypatch, extra_ro
     monkeypatch.setattr(perturbation, "certified_minimize", spy)
     X, y = _reproducer_data(extra_row)
     R = math.hypot(1.0, 50.0)
-    tol = perturbation.DEFAULT_GRADIENT_TOL * (1.35 / 1000.0) * R
+    tol = _newton.DEFAULT_GRADIENT_TOL * (1.35 / 1000.0) * R
     for seed in range(100):
         DPSCORegressor(random_state=seed, **REPRODUCER).fit(X, y)
     assert len(solves) == 100
-    assert max(solve.gradient_norm for solve in solves) <= perturbation.CERTIFICATE_MARGIN * tol
+    assert max(solve.gradient_norm for solve in solves) <= _newton.CERTIFICATE_MARGIN * tol
     assert {solve.stage for solve in solves} == {"newton"}
 
 
@@ -480,7 +481,7 @@ HARD_PROBLEMS = _hard_problems()
 def test_inner_solve_meets_its_certificate_on_hard_problems(name, with_noise):
     data, loss, K, lam = HARD_PROBLEMS[name]
     G = loss.derivative_bound * data.row_norm_bound
-    tol = perturbation.DEFAULT_GRADIENT_TOL * G
+    tol = _newton.DEFAULT_GRADIENT_TOL * G
     B = None
     if with_noise:  # objective perturbation's linear term at epsilon = 1
         B = perturbation.sample_gamma_norm_noise(np.random.default_rng(0),
@@ -488,12 +489,12 @@ def test_inner_solve_meets_its_certificate_on_hard_problems(name, with_noise):
     calls = []
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        solve = perturbation.minimize_strongly_convex(
+        solve = _newton.minimize_strongly_convex(
             data.X, data.y, loss, n_outputs=K, regularization=lam, linear_term=B,
             progress=calls.append,
         )
     # Exactly the public budget of steps, reported by their number only.
-    assert calls == list(range(1, perturbation.DEFAULT_NEWTON_STEPS + 1))
+    assert calls == list(range(1, _newton.DEFAULT_NEWTON_STEPS + 1))
     assert np.all(np.isfinite(solve.coef))
     recomputed = _certificate(data, loss, solve.coef, lam, 0.0 if B is None else B)
     assert recomputed == pytest.approx(solve.gradient_norm, rel=1e-6, abs=1e-300)
@@ -504,10 +505,10 @@ def test_unreachable_certificate_still_releases_without_raising():
     # A solve stopped (by a monkeypatched budget of 1 step) far from the
     # minimiser: no exception, no printed value; the release is made.
     data, loss, K, lam = HARD_PROBLEMS["lad-like"]
-    solve = perturbation.minimize_strongly_convex(data.X, data.y, loss, n_outputs=K,
+    solve = _newton.minimize_strongly_convex(data.X, data.y, loss, n_outputs=K,
                                                   regularization=lam, n_steps=1)
     assert np.all(np.isfinite(solve.coef))
-    assert solve.gradient_norm > perturbation.DEFAULT_GRADIENT_TOL * loss.derivative_bound
+    assert solve.gradient_norm > _newton.DEFAULT_GRADIENT_TOL * loss.derivative_bound
 
 
 @pytest.mark.parametrize("solver", SOLVER_NAMES)
@@ -518,7 +519,7 @@ def test_verbose_lines_show_public_step_numbers_only(solver, capsys):
         _solve(SOLVERS[solver].function, data, loss, alpha=lam / data.n_samples, epsilon=1.0,
                random_state=0, verbose=2)
     lines = capsys.readouterr().err.splitlines()
-    steps = perturbation.DEFAULT_NEWTON_STEPS
+    steps = _newton.DEFAULT_NEWTON_STEPS
     assert lines == [f"[{solver}] iter {i}/{steps}  ({line.rsplit('(', 1)[1]}"
                      for i, line in zip(range(1, steps + 1), lines)]
     assert len(lines) == steps
@@ -651,10 +652,10 @@ def _analytic_gaussian_delta(epsilon, sigma):
 
 @pytest.mark.parametrize("epsilon,sigma", [(0.5, 5.0), (1.0, 3.0), (0.1, 40.0), (3.0, 0.8)])
 def test_chi_delta_one_degree_is_twice_the_analytic_gaussian(epsilon, sigma):
-    value = perturbation.objective_gaussian_delta(epsilon, sigma, 1)
+    value = objective_accounting.objective_gaussian_delta(epsilon, sigma, 1)
     assert value == pytest.approx(2 * _analytic_gaussian_delta(epsilon, sigma), rel=1e-9)
     # The numerical integral used for dof >= 2 agrees with the closed form.
-    assert perturbation._chi_delta_integral(epsilon, 1 / sigma, 1) == pytest.approx(value, rel=1e-8)
+    assert objective_accounting._chi_delta_integral(epsilon, 1 / sigma, 1) == pytest.approx(value, rel=1e-8)
 
 
 @pytest.mark.parametrize("dof", [1, 2, 7])
@@ -664,7 +665,7 @@ def test_chi_density_in_the_integral_is_scipys(dof):
     ts = np.linspace(0.0, 12.0, 200001)
     values = -np.expm1(epsilon - mu**2 / 2 - mu * ts) * stats.chi.pdf(ts, dof)
     scipy_value = np.sum(0.5 * (values[1:] + values[:-1]) * np.diff(ts))  # trapezoid rule
-    assert perturbation._chi_delta_integral(epsilon, mu, dof) == pytest.approx(scipy_value,
+    assert objective_accounting._chi_delta_integral(epsilon, mu, dof) == pytest.approx(scipy_value,
                                                                                rel=1e-6)
 
 
@@ -675,7 +676,7 @@ def test_chi_delta_matches_monte_carlo(dof):
     T = np.sqrt(rng.chisquare(dof, size=2_000_000))
     mu = 1 / sigma
     monte_carlo = np.mean(np.maximum(0.0, -np.expm1(epsilon - mu**2 / 2 - mu * T)))
-    assert perturbation.objective_gaussian_delta(epsilon, sigma, dof) == pytest.approx(
+    assert objective_accounting.objective_gaussian_delta(epsilon, sigma, dof) == pytest.approx(
         monte_carlo, rel=0.02
     )
 
@@ -683,10 +684,10 @@ def test_chi_delta_matches_monte_carlo(dof):
 @pytest.mark.parametrize("dof", [1, 3])
 def test_objective_gaussian_calibration_is_tight(dof):
     epsilon, delta = 0.7, 1e-6
-    sigma = perturbation.objective_gaussian_noise_multiplier(epsilon, delta, dof)
-    assert perturbation.objective_gaussian_delta(epsilon, sigma, dof) <= delta
-    assert perturbation.objective_gaussian_delta(epsilon, sigma * (1 - 1e-6), dof) > delta
-    assert perturbation.objective_gaussian_epsilon(sigma, delta, dof) <= epsilon
+    sigma = objective_accounting.objective_gaussian_noise_multiplier(epsilon, delta, dof)
+    assert objective_accounting.objective_gaussian_delta(epsilon, sigma, dof) <= delta
+    assert objective_accounting.objective_gaussian_delta(epsilon, sigma * (1 - 1e-6), dof) > delta
+    assert objective_accounting.objective_gaussian_epsilon(sigma, delta, dof) <= epsilon
     if dof == 1:  # the analytic Gaussian mechanism at delta / 2
         assert sigma == pytest.approx(gaussian_noise_multiplier(epsilon, delta / 2, 1), rel=1e-6)
 

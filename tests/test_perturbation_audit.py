@@ -31,6 +31,7 @@ import numpy as np
 import pytest
 
 import sklearn_dp.solvers._perturbation as perturbation
+from sklearn_dp.solvers import _newton
 from sklearn_dp._data import bound_data
 from sklearn_dp._losses import HuberLoss
 from sklearn_dp.solvers import objective_perturbation, output_perturbation
@@ -44,7 +45,7 @@ FAST_STEPS = perturbation.MIN_NEWTON_STEPS
 @contextlib.contextmanager
 def memoised_solves():
     """Memoise the certified solve of output perturbation (no linear term) per data set."""
-    original = perturbation.certified_minimize
+    original = _newton.certified_minimize
     cache = {}
 
     def solve(X, y, loss, **kwargs):
@@ -56,11 +57,11 @@ def memoised_solves():
             cache[key] = original(X, y, loss, **kwargs)
         return cache[key]
 
-    perturbation.certified_minimize = solve
+    _newton.certified_minimize = solve
     try:
         yield
     finally:
-        perturbation.certified_minimize = original
+        _newton.certified_minimize = original
 
 
 def audit(run, delta, n_runs=N_RUNS):
@@ -144,13 +145,13 @@ def test_audit_solves_meet_their_certificate(seed):
         lam = 0.2 * canary_datasets()[0].n_samples
         G = 0.5 * data.row_norm_bound
         b = perturbation.sample_gamma_norm_noise(np.random.default_rng(seed), (2, 1), G / 0.79)
-        solve = perturbation.certified_minimize(
+        solve = _newton.certified_minimize(
             data.X, data.y, loss, n_outputs=1, regularization=lam, linear_term=b,
-            n_steps=FAST_STEPS, tol=perturbation.DEFAULT_GRADIENT_TOL * G,
+            n_steps=FAST_STEPS, tol=_newton.DEFAULT_GRADIENT_TOL * G,
         )
         assert solve.stage == "newton"
-        assert solve.gradient_norm <= (perturbation.CERTIFICATE_MARGIN
-                                       * perturbation.DEFAULT_GRADIENT_TOL * G)
+        assert solve.gradient_norm <= (_newton.CERTIFICATE_MARGIN
+                                       * _newton.DEFAULT_GRADIENT_TOL * G)
 
 
 @pytest.mark.parametrize("solver", [output_perturbation, objective_perturbation],

@@ -260,9 +260,9 @@ def test_accelerated_step_count_is_public(monkeypatch, kind):
                 bound_data(np.vstack([X, np.full(3, 1e9)]), y, fit_intercept=True,
                            data_norm=1.0)]
     glm = perturbation._smooth_glm(loss, datasets[0].row_norm_bound, K, "test")
-    tol = perturbation.DEFAULT_GRADIENT_TOL * glm.gradient_bound
+    tol = _newton.DEFAULT_GRADIENT_TOL * glm.gradient_bound
     b = rng.normal(size=(datasets[0].n_columns, K))
-    bounds = perturbation.certification_bounds(glm, regularization=lam, n_public=n_public,
+    bounds = _newton.certification_bounds(glm, regularization=lam, n_public=n_public,
                                                noise_norm=float(np.linalg.norm(b)))
     expected = _newton.accelerated_steps(bounds.initial_gradient_bound, bounds.target,
                                          bounds.smoothness, lam)
@@ -366,7 +366,7 @@ def test_objective_residual_moves_at_most_its_sensitivity_for_the_same_minimiser
     big = bound_data(X_prime, y_prime, fit_intercept=fit_intercept, data_norm=1.0)
     lam = max(small.n_samples * alpha, 0.1)
     G = loss.derivative_bound * small.row_norm_bound
-    tol = perturbation.DEFAULT_GRADIENT_TOL * G
+    tol = _newton.DEFAULT_GRADIENT_TOL * G
     shape = (small.n_columns, K)
     b = perturbation.sample_gamma_norm_noise(np.random.default_rng(0), shape, G)
     W_star, r_star = _reference(small, loss, K, lam, b)
@@ -435,9 +435,9 @@ REFUSED_SEEDS = [2, 17, 307]
 @pytest.mark.parametrize("seed", HARD_SEEDS)
 def test_hard_problems_are_certified(seed):
     data, loss, K, lam, G, b = _hard_problem(seed)
-    tol = perturbation.DEFAULT_GRADIENT_TOL * G
+    tol = _newton.DEFAULT_GRADIENT_TOL * G
     glm = perturbation._smooth_glm(loss, data.row_norm_bound, K, "test")
-    perturbation.check_certifiable("objective_perturbation", glm, regularization=lam,
+    _newton.check_certifiable("objective_perturbation", glm, regularization=lam,
                                    n_public=data.n_samples, noise_norm=float(np.linalg.norm(b)))
     public = _newton.minimize_strongly_convex(data.X, data.y, loss, n_outputs=K,
                                               regularization=lam, linear_term=b)
@@ -454,6 +454,6 @@ def test_hard_problems_beyond_double_precision_are_refused(seed):
     data, loss, K, lam, G, b = _hard_problem(seed)
     glm = perturbation._smooth_glm(loss, data.row_norm_bound, K, "test")
     with pytest.raises(ValueError, match="cannot be certified in double precision"):
-        perturbation.check_certifiable("objective_perturbation", glm, regularization=lam,
+        _newton.check_certifiable("objective_perturbation", glm, regularization=lam,
                                        n_public=data.n_samples,
                                        noise_norm=float(np.linalg.norm(b)))

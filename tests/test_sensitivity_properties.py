@@ -96,7 +96,8 @@ from sklearn_dp.solvers._l1_geometry import (
     make_domain,
 )
 from sklearn_dp.solvers._mirror_descent import _resolve_p
-from sklearn_dp.solvers._perturbation import _smooth_glm, minimize_strongly_convex
+from sklearn_dp.solvers._newton import minimize_strongly_convex
+from sklearn_dp.solvers._perturbation import _smooth_glm
 from sklearn_dp.solvers._svrg import _difference_bound
 from sklearn_dp.testing import trace_releases
 

@@ -48,11 +48,12 @@ from .. import _bounds
 from .. import _dask
 from .._bounds import planned_events, release_feature_bound, release_range, release_row_norm_bound
 from .._data import bound_data, check_feature_bound
+from .._limits import MAX_EPSILON, MAX_SCALE, MIN_EPSILON, MIN_FRACTION, MIN_SCALE
 from .._sklearn_compat import Interval, Options, validate_data, validate_parameter_constraints
 from ..accounting import ApproximateDpEvent, largest_share
 from ..budget import PrivacyBudget
 from ..exceptions import PrivacyLeakWarning, PrivateFitError, public_error
-from ..solvers import check_solver_supports, get_solver
+from ..solvers import check_solver_supports, choose_solver, get_solver
 from ..solvers._common import COUNT_EPSILON_FRACTION, charged_stream, make_rng, release_count
 
 __all__ = [
@@ -74,24 +75,6 @@ __all__ = [
     "MAX_EPSILON",
     "check_weights_supported",
 ]
-
-#: Range of the public scale parameters (bounds, radii, step sizes, penalty
-#: strengths).  Solvers multiply, square and invert several of them for their
-#: public constants (smoothness, step sizes, noise scales), which overflows or
-#: divides by zero in floating point far outside this range.  Rescale the data
-#: with public constants to stay inside it.
-MIN_SCALE, MAX_SCALE = 1e-30, 1e30
-
-#: Range of a finite epsilon.  Beyond MAX_EPSILON a guarantee says nothing
-#: (a likelihood ratio above e^100), and the numerical composition of the row
-#: count with the solver slows down in proportion to epsilon (about a minute at
-#: 1000); far below MIN_EPSILON the noise calibration underflows (shares of
-#: epsilon down to MIN_EPSILON * MIN_FRACTION are calibrated).  epsilon=inf is
-#: the same solver without noise.
-MIN_EPSILON, MAX_EPSILON = 1e-3, 100.0
-
-#: Smallest share of epsilon a solver option may give a part of a mechanism.
-MIN_FRACTION = 1e-3
 
 #: Shares of epsilon and delta a classifier spends on releasing its label set
 #: when ``classes`` is not given (see :func:`release_labels`).
@@ -386,40 +369,6 @@ def public_scale(*, zero=False):
     constraint = [Interval(Real, MIN_SCALE, MAX_SCALE, closed="both")]
     return constraint + [Options(Real, {0.0})] if zero else constraint
 
-
-# Types and ranges of the numeric solver options (``solver_options`` bypasses
-# the estimator's own parameter validation).  Each solver documents what they
-# mean; None is its default where it has one.  Options not listed (strings and
-# structures such as ``sampling`` or ``blocks``) are checked by the solver.
-_COUNT = Interval(Integral, 1, None, closed="left")
-_POSITIVE = Interval(Real, MIN_SCALE, MAX_SCALE, closed="both")
-_FRACTION = Interval(Real, MIN_FRACTION, 1, closed="left")
-SOLVER_OPTION_CONSTRAINTS = {
-    **{
-        name: [_COUNT, None]
-        for name in (
-            "max_iter", "batch_size", "block_size", "inner_steps", "max_inner", "n_outer",
-            "n_phases", "tau",
-        )
-    },
-    "n_probes": [_COUNT],
-    **{
-        name: [_POSITIVE, None]
-        for name in (
-            "step_size", "clip_norm", "radius", "gradient_tol", "tol", "initial_gap",
-            "intercept_bound", "pl_constant", "normalizer", "passes",
-        )
-    },
-    "step_scale": [_POSITIVE],
-    "max_weight": [Interval(Real, 1, MAX_SCALE, closed="both")],
-    "epsilon_split": [_FRACTION],
-    "residual_fraction": [_FRACTION],
-    "snapshot_share": [_FRACTION],
-    "p": [Interval(Real, 1, 2, closed="both"), None],
-    "strongly_convex": ["boolean"],
-    "restart": ["boolean"],
-    "n_jobs": [Integral, None],
-}
 
 # Messages of numpy / scikit-learn conversions that would show private values
 # (numpy's "could not convert string to float: '<value>'", scikit-learn's
@@ -727,11 +676,7 @@ class BaseDPEstimator(BaseEstimator):
 
     def _check_solver_options(self, spec, options):
         """Types and ranges of numeric solver options, before any plan or solver sees them."""
-        constraints = {
-            key: SOLVER_OPTION_CONSTRAINTS[key]
-            for key in options
-            if key in SOLVER_OPTION_CONSTRAINTS
-        }
+        constraints = spec.constraints_of(options)
         validate_parameter_constraints(
             constraints,
             {key: options[key] for key in constraints},
@@ -757,6 +702,36 @@ class BaseDPEstimator(BaseEstimator):
                 "one random row is (0, 1/n)-DP. Choose delta well below 1/n_samples."
             )
 
+    #: ``solver="auto"``: an ordered tuple of :class:`~sklearn_dp.solvers.AutoChoice`;
+    #: the first whose condition holds and that the registry's support check
+    #: accepts for this problem is used (so auto never picks a refused solver).
+    _auto_preferences = ()
+
+    def _support_problem(self, spec, problem, public, *, privacy_modes=True):
+        """The keywords of :func:`~sklearn_dp.solvers.unsupported_reasons` for ``spec``.
+
+        ``privacy_modes=False`` skips the checks of ``delta`` (a noiseless fit
+        with an explicit solver runs it whatever its privacy modes).
+        """
+        return dict(
+            loss=problem.loss_name,
+            penalty=problem.penalty,
+            delta=float(self.delta) if privacy_modes else None,
+            multiclass=problem.multiclass,
+            sparse=public.sparse,
+            constraint=problem.constraint,
+        )
+
+    def _auto_solver(self, problem, public):
+        # With the privacy modes also at epsilon=inf: the noiseless fit runs
+        # the solver the private fit would (the same solver with no noise).
+        return choose_solver(
+            self._auto_preferences,
+            estimator=type(self).__name__,
+            context=(self, problem, public),
+            problem_for=lambda spec: self._support_problem(spec, problem, public),
+        )
+
     def _resolve_solver(self, problem, public):
         name = self.solver
         if name == "auto":
@@ -765,21 +740,18 @@ class BaseDPEstimator(BaseEstimator):
         check_solver_supports(
             spec,
             estimator=type(self).__name__,
-            loss=problem.loss_name,
-            penalty=problem.penalty,
-            # A noiseless (epsilon=inf) fit runs any solver, whatever its privacy modes.
-            delta=None if math.isinf(self.epsilon) else self.delta,
-            multiclass=problem.multiclass,
-            sparse=public.sparse,
-            constraint=problem.constraint,
+            **self._support_problem(
+                spec, problem, public, privacy_modes=not math.isinf(self.epsilon)
+            ),
         )
         return spec
 
-    def _public_setting(self, X, problem, discover_labels=False):
+    def _public_setting(self, X, problem=None, discover_labels=False):
+        """What is public about this fit (``problem=None``: one output, as DPLasso's)."""
         return PublicSetting(
             n_features=int(X.shape[1]),
-            n_outputs=int(problem.n_outputs),
-            multiclass=bool(problem.multiclass),
+            n_outputs=int(problem.n_outputs) if problem is not None else 1,
+            multiclass=bool(problem.multiclass) if problem is not None else False,
             sparse=bool(sp.issparse(X)),
             fit_intercept=bool(getattr(self, "fit_intercept", True)),
             epsilon=float(self.epsilon),
@@ -1280,5 +1252,3 @@ class BaseDPEstimator(BaseEstimator):
                 self.__dict__.pop(f"{key}_", None)
         return data, result, bounds
 
-    def _auto_solver(self, problem, public):  # pragma: no cover
-        raise NotImplementedError

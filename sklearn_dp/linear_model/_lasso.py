@@ -14,7 +14,7 @@ from .. import _dask
 from .._data import check_feature_bound, clip_labels
 from .._losses import get_loss
 from .._sklearn_compat import Interval, StrOptions
-from ..solvers import get_solver
+from ..solvers import AutoChoice, get_solver
 from ..solvers._second_order import AUTO_SSP_ENTRYWISE_MAX_FEATURES
 from ..solvers._ssp import solve_statistics
 from ._base import BaseDPEstimator, FitProblem, _given, public_scale, restore_on_failure
@@ -313,7 +313,9 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _auto_solver(self, problem, public):
+    # The first entry that fits wins; the registry's support check filters out
+    # dp_ssp and dp_cd when delta=0 (they are Gaussian: no pure epsilon-DP mode).
+    _auto_preferences = (
         # dp_ssp releases X^T X and X^T y once and solves both forms (and a
         # whole path of alphas) on them: at n = 30000, d = 30 within 0.3
         # points of scikit-learn's R^2, 10x faster than dp_cd and far ahead of
@@ -321,11 +323,12 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         # noisier with the width (the L2 bound feature_bound implies grows as
         # sqrt(d)), so wide X keeps the coordinate-wise solvers.  n_features
         # is public; the row count is not consulted.
-        n_features = public.n_features if public is not None else getattr(
-            self, "n_features_in_", None)
-        if (self.delta > 0 and n_features is not None
-                and n_features <= AUTO_SSP_ENTRYWISE_MAX_FEATURES):
-            return "dp_ssp"
+        AutoChoice(
+            "dp_ssp",
+            when=lambda est, problem, public: public.n_features
+            <= AUTO_SSP_ENTRYWISE_MAX_FEATURES,
+            why="one release of the sufficient statistics solves every form and a path",
+        ),
         # The penalised form (alpha, no radius) is what coordinate descent with
         # an L1 proximal step solves directly; Frank-Wolfe would need the
         # (loose) public ball of radius y_bound^2 / (2 alpha), whose vertices
@@ -334,9 +337,40 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         # (default_l1_radius), a guess that limits the fit when the solution is
         # larger (issue #18): auto steers away from the constrained form then,
         # to dp_cd on the unconstrained (alpha = 0) or penalised problem.
-        if self.radius is None and self.delta > 0:  # dp_cd is Gaussian: no pure epsilon-DP mode
-            return "dp_cd"
-        return "frank_wolfe"
+        AutoChoice(
+            "dp_cd",
+            when=lambda est, problem, public: est.radius is None,
+            why="the penalised form, wide X",
+        ),
+        AutoChoice("frank_wolfe", why="the constrained form (a radius), or pure epsilon-DP"),
+    )
+
+    def _form(self, spec, alpha):
+        """``(penalty, constraint)`` of the problem ``spec`` solves (public)."""
+        penalty = "l1" if alpha > 0 else None
+        if (
+            self.radius is None
+            and (alpha > 0 or spec.name == "dp_cd")
+            and "l1" not in spec.constraints
+            and None in spec.constraints
+        ):
+            # An unconstrained solver of the penalised form (e.g. coordinate
+            # descent): no ball; with alpha = 0 least squares without the
+            # default ball (dp_cd only: what auto picks when no radius is given;
+            # other unconstrained solvers keep refusing the ball-less form).
+            return penalty, None
+        return penalty, "l1"
+
+    def _support_problem(self, spec, problem, public, *, privacy_modes=True):
+        penalty, constraint = self._form(spec, 0.0 if self.alpha is None else float(self.alpha))
+        return dict(
+            loss="squared",
+            penalty=penalty,
+            delta=float(self.delta) if privacy_modes else None,
+            multiclass=False,
+            sparse=public.sparse,
+            constraint=constraint,
+        )
 
     # -- public constants of the fit (all in the scaled units of the solver) --
 
@@ -363,24 +397,15 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         """The fit's problem in the units of labels scaled by ``bounds.y_scale`` (public)."""
         scale = bounds.y_scale
         alpha = 0.0 if self.alpha is None else float(self.alpha) / scale
-        radius = self._scaled_radius(scale, self._max_feature_bound(bounds))
-        if (
-            self.radius is None
-            and (alpha > 0 or spec.name == "dp_cd")
-            and "l1" not in spec.constraints
-            and None in spec.constraints
-        ):
-            # An unconstrained solver of the penalised form (e.g. coordinate
-            # descent): no ball; with alpha = 0 least squares without the
-            # default ball (dp_cd only: what auto picks when no radius is given;
-            # other unconstrained solvers keep refusing the ball-less form).
-            constraint, radius = None, None
-        else:
-            constraint = "l1"
+        penalty, constraint = self._form(spec, alpha)
+        radius = (
+            None if constraint is None
+            else self._scaled_radius(scale, self._max_feature_bound(bounds))
+        )
         return FitProblem(
             loss_name="squared",
             make_loss=self._make_loss,
-            penalty="l1" if alpha > 0 else None,
+            penalty=penalty,
             alpha=alpha,
             l1_ratio=1.0 if alpha > 0 else 0.0,
             constraint=constraint,
@@ -441,7 +466,7 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         initial_point = self._regressor_warm_start(X.shape[1])
         name = self.solver
         if name == "auto":
-            name = self._auto_solver(None, None)
+            name = self._auto_solver(None, self._public_setting(X))
         spec = get_solver(name)
         # Placeholder bounds (1.0 for "auto") describe the problem for the
         # public checks; the fit's problem is rebuilt once they are released.

@@ -17,6 +17,7 @@ from .. import _dask
 from .._losses import get_loss
 from .._sklearn_compat import Interval, StrOptions
 from ..exceptions import public_error
+from ..solvers import AutoChoice
 from ..solvers._second_order import second_order_fits
 from ._base import (
     BaseDPEstimator,
@@ -331,27 +332,38 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
     # Classifiers clip rows tighter than regressors (see sklearn_dp._bounds).
     _row_window = "CLASSIFIER_ROW_WINDOW"
 
-    def _auto_solver(self, problem, public):
-        if self.delta == 0:
-            # Only the perturbation solvers give pure epsilon-DP.
-            return "objective_perturbation"
-        # The solvers of DP-ERM revisited only where nothing else here fits:
-        # measured in benchmarks/bench_erm_revisited.py, dp_svrg and dp_svrg_pp
-        # do not beat dp_gd / dp_sgd (docs/solvers/erm_revisited.md).
-        if problem.constraint == "l1":
-            return "dp_accmd"
-        if problem.penalty in ("l1", "elasticnet"):
-            # dp_cd bounds rows entrywise: picked when the user gives feature bounds.
-            return "dp_cd" if _given(self.feature_bound) else "dp_svrg_pp"
-        # Not a function of n: the chosen solver is released (solver_) and the
-        # row count is private, so a size threshold would leak at its edge.
-        # dp_newton (one Gram matrix, five accelerated steps) is as accurate
-        # as dp_gd's 100 steps or more and 10-20x faster
-        # (benchmarks/results/speed.md), up to the width where its d x d
-        # Gram matrix costs more than dp_gd's passes (n_features is public).
-        if problem.constraint is None and second_order_fits(public):
-            return "dp_newton"
-        return "dp_gd"
+    # Not a function of n anywhere: the chosen solver is released (solver_)
+    # and the row count is private, so a size threshold would leak at its edge.
+    _auto_preferences = (
+        AutoChoice(
+            "objective_perturbation",
+            when=lambda est, problem, public: est.delta == 0,
+            why="only the perturbation solvers give pure epsilon-DP",
+        ),
+        AutoChoice(
+            "dp_accmd",
+            when=lambda est, problem, public: problem.constraint == "l1",
+            why="the one solver here for an l1-ball constraint on log-loss",
+        ),
+        AutoChoice(
+            "dp_newton",
+            when=lambda est, problem, public: second_order_fits(public),
+            why="one Gram matrix and five accelerated steps: as accurate as dp_gd's 100 "
+            "steps or more and 10-20x faster (benchmarks/results/speed.md), up to the "
+            "width where its d x d Gram matrix costs more than dp_gd's passes",
+        ),
+        AutoChoice("dp_gd", why="L2 penalty or none, beyond dp_newton's width or in an L2 ball"),
+        AutoChoice(
+            "dp_cd",
+            when=lambda est, problem, public: _given(est.feature_bound),
+            why="L1 / elastic-net penalties when the user gives entrywise feature bounds",
+        ),
+        AutoChoice(
+            "dp_svrg_pp",
+            why="L1 / elastic-net penalties on L2-bounded rows (the DP-ERM revisited solvers "
+            "do not beat dp_gd elsewhere: docs/solvers/erm_revisited.md)",
+        ),
+    )
 
     def _public_classes(self):
         """The public ``classes`` checked without ``y`` (Dask input), or None."""

@@ -15,6 +15,7 @@ from .. import _dask
 from .._data import clip_labels
 from .._losses import get_loss
 from .._sklearn_compat import Interval, StrOptions
+from ..solvers import AutoChoice
 from ..solvers._second_order import second_order_fits
 from ._base import (
     BaseDPEstimator,
@@ -316,38 +317,54 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _auto_solver(self, problem, public):
-        # The solvers of DP-ERM revisited are picked only where nothing else
-        # here can run (docs/solvers/erm_revisited.md): the l1-geometry solvers
-        # and dp_cd need feature_bound, dp_accmd and dp_svrg_pp bound rows in L2.
-        without_bound = not _given(self.feature_bound) and problem.loss_name != "absolute"
-        if problem.constraint == "l1":
-            if without_bound and problem.penalty is None:
-                return "dp_accmd"
-            # l1 geometry: Frank-Wolfe for smooth losses, mirror descent otherwise.
-            return "mirror_descent" if problem.loss_name == "absolute" else "frank_wolfe"
-        if self.delta == 0:
-            # Only the perturbation solvers give pure epsilon-DP.
-            return "objective_perturbation"
-        # Non-smooth losses go to dp_sgd.  resque is never picked: on the LAD
-        # benchmarks (benchmarks/results/resque.md) it was 5-30x less accurate
-        # than dp_sgd's defaults on synthetic data at n = 1e4 and 1e5 and 10-20x
-        # slower; it won only against dp_sgd's defaults on the 442-row diabetes
-        # data.  Its low query depth matters only for distributed queries.
-        if problem.loss_name in ("absolute", "quantile"):
-            return "dp_sgd"
-        if problem.penalty in ("l1", "elasticnet"):
-            # Least squares with an L1 / elastic-net penalty is post-processing
-            # of one release of the sufficient statistics (dp_ssp).
-            if problem.loss_name == "squared" and second_order_fits(public):
-                return "dp_ssp"
-            return "dp_svrg_pp" if without_bound else "dp_cd"
-        # Smooth losses: dp_newton (as accurate as dp_gd, 8-20x faster;
-        # benchmarks/results/speed.md) unless the design is too wide for its
-        # Gram matrix or the coefficients are constrained to a ball.
-        if problem.constraint is None and second_order_fits(public):
-            return "dp_newton"
-        return "dp_gd"
+    # Conditions read public inputs only (solver_ is released; n is private).
+    _auto_preferences = (
+        AutoChoice(
+            "dp_accmd",
+            when=lambda est, problem, public: problem.constraint == "l1"
+            and not _given(est.feature_bound),
+            why="an l1 ball on L2-bounded rows (the l1-geometry solvers need feature_bound)",
+        ),
+        AutoChoice(
+            "frank_wolfe",
+            when=lambda est, problem, public: problem.constraint == "l1",
+            why="l1 geometry, smooth losses",
+        ),
+        AutoChoice(
+            "mirror_descent",
+            when=lambda est, problem, public: problem.constraint == "l1",
+            why="l1 geometry, non-smooth losses",
+        ),
+        AutoChoice(
+            "objective_perturbation",
+            when=lambda est, problem, public: est.delta == 0,
+            why="only the perturbation solvers give pure epsilon-DP",
+        ),
+        AutoChoice(
+            "dp_ssp",
+            when=lambda est, problem, public: problem.penalty in ("l1", "elasticnet")
+            and second_order_fits(public),
+            why="least squares with an L1 / elastic-net penalty is post-processing of one "
+            "release of the sufficient statistics",
+        ),
+        AutoChoice(
+            "dp_newton",
+            when=lambda est, problem, public: second_order_fits(public),
+            why="as accurate as dp_gd, 8-20x faster (benchmarks/results/speed.md), unless "
+            "the design is too wide for its Gram matrix or the coefficients are in a ball",
+        ),
+        AutoChoice("dp_gd", why="smooth losses beyond dp_newton's width or in an L2 ball"),
+        AutoChoice(
+            "dp_cd",
+            when=lambda est, problem, public: _given(est.feature_bound),
+            why="L1 / elastic-net penalties on entrywise-bounded rows",
+        ),
+        AutoChoice("dp_svrg_pp", why="L1 / elastic-net penalties on L2-bounded rows"),
+        # resque is never picked: on the LAD benchmarks (benchmarks/results/resque.md)
+        # it was 5-30x less accurate than dp_sgd's defaults at n = 1e4 and 1e5 and
+        # 10-20x slower; its low query depth matters only for distributed queries.
+        AutoChoice("dp_sgd", why="non-smooth losses (absolute, quantile)"),
+    )
 
     def _make_loss(self, data, scale):
         """The loss in the scaled units of the fit (labels centred and divided by ``scale``)."""

@@ -9,13 +9,31 @@ is refused with one clear message in one place.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
+from numbers import Integral, Real
 
+from .._limits import MAX_SCALE
+from .._losses import loss_names
+from .._sklearn_compat import Interval
+from ._accmd import check_dp_accmd, dp_accmd, plan_dp_accmd
 from ._common import PrivacyPlan, PrivateCount, SolverResult, make_rng, release_count
 from ._coordinate_descent import check_dp_cd, dp_cd, plan_dp_cd
+from ._frank_wolfe import (
+    check_frank_wolfe,
+    check_vr_frank_wolfe,
+    frank_wolfe,
+    plan_frank_wolfe,
+    plan_vr_frank_wolfe,
+    vr_frank_wolfe,
+)
 from ._gradient_descent import check_dp_gd, dp_gd, plan_dp_gd
-from ._sgd import check_dp_sgd, dp_sgd, plan_dp_sgd
+from ._mirror_descent import (
+    check_localized_mirror_descent,
+    check_mirror_descent,
+    localized_mirror_descent,
+    mirror_descent,
+    plan_localized_mirror_descent,
+    plan_mirror_descent,
+)
 from ._perturbation import (
     check_objective_perturbation,
     check_output_perturbation,
@@ -24,6 +42,36 @@ from ._perturbation import (
     plan_objective_perturbation,
     plan_output_perturbation,
 )
+from ._registry import (
+    COUNT,
+    FRACTION,
+    POSITIVE,
+    SOLVERS,
+    AutoChoice,
+    SolverSpec,
+    check_solver_supports,
+    choose_solver,
+    get_solver,
+    register_solver,
+    unsupported_reasons,
+)
+from ._resque import (
+    GLOBALLY_LIPSCHITZ_LOSSES,
+    check_resque,
+    plan_resque,
+    resque,
+)
+from ._second_order import check_dp_newton, dp_newton, plan_dp_newton
+from ._sgd import check_dp_sgd, dp_sgd, plan_dp_sgd
+from ._ssp import check_dp_ssp, dp_ssp, plan_dp_ssp
+from ._svrg import (
+    check_dp_svrg,
+    check_dp_svrg_pp,
+    dp_svrg,
+    dp_svrg_pp,
+    plan_dp_svrg,
+    plan_dp_svrg_pp,
+)
 
 __all__ = [
     "SolverSpec",
@@ -31,6 +79,9 @@ __all__ = [
     "register_solver",
     "get_solver",
     "check_solver_supports",
+    "unsupported_reasons",
+    "choose_solver",
+    "AutoChoice",
     "PrivacyPlan",
     "PrivateCount",
     "SolverResult",
@@ -54,144 +105,8 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class SolverSpec:
-    """What a solver is and what it supports.
-
-    Attributes
-    ----------
-    name : str
-        The ``solver=`` name.
-    function : callable
-        The solver itself.
-    losses : frozenset of str
-        Loss names it accepts (``"log_loss"``, ``"squared"``, ``"huber"``,
-        ``"absolute"``, ...).
-    penalties : frozenset
-        Penalties it accepts (``None``, ``"l2"``, ``"l1"``, ``"elasticnet"``).
-    multiclass : bool
-        Whether it fits multinomial models (jointly, one mechanism).
-    sparse : bool
-        Whether it accepts scipy sparse input.
-    geometry : {"l2", "linf"}
-        How rows must be bounded: in L2 norm by ``data_norm`` (gradients
-        bounded in L2), or entrywise by ``feature_bound`` (gradients bounded
-        in L-infinity, for l1-geometry solvers).
-    constraints : frozenset
-        Constraint sets it optimises over: ``None`` (unconstrained), ``"l2"``
-        or ``"l1"`` (balls of the estimator's ``radius``).
-    pure_dp : bool
-        Whether it can give pure epsilon-DP (``delta=0``).
-    approximate_dp : bool
-        Whether it supports ``delta > 0``.
-    summary : str
-        One line for error messages and docs.
-    check : callable or None
-        ``check(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public,
-        options)`` raises a ValueError for options the solver refuses,
-        from public inputs only; estimators call it before they reserve the
-        spend, so a refused configuration costs nothing.  (``alpha`` is None
-        when it scales with the private row count; ``public`` is the
-        estimator's :class:`~sklearn_dp.linear_model._base.PublicSetting`.)
-    plan : callable
-        ``plan(n_samples, n_params, epsilon, delta, **options)`` -> PrivacyPlan,
-        from public inputs only, so an estimator can check a budget against
-        the exact event before the solver touches the data.  It takes the
-        subset of the solver's options that shape the mechanism.
-    sample_weight : bool
-        Whether it fits weighted rows (``BoundedData.sample_weight``, each
-        sensitivity multiplied by ``BoundedData.weight_bound``).  Estimators
-        refuse ``sample_weight`` / ``class_weight`` with the other solvers
-        before they reserve the spend.
-    warm_start : bool
-        Whether it takes a starting point ``coef_init`` (an estimator's
-        ``warm_start``); the others start from their usual point.
-    """
-
-    name: str
-    function: Callable
-    plan: Callable
-    losses: frozenset
-    penalties: frozenset
-    multiclass: bool = False
-    sparse: bool = True
-    geometry: str = "l2"
-    constraints: frozenset = frozenset({None, "l2"})
-    pure_dp: bool = False
-    approximate_dp: bool = True
-    summary: str = ""
-    options: tuple = ()
-    check: Callable | None = None
-    sample_weight: bool = False
-    warm_start: bool = False
-
-
-SOLVERS: dict[str, SolverSpec] = {}
-
-
-def register_solver(spec: SolverSpec) -> SolverSpec:
-    """Add a solver to the registry (names are unique)."""
-    if spec.name in SOLVERS:
-        raise ValueError(f"A solver named {spec.name!r} is already registered.")
-    SOLVERS[spec.name] = spec
-    return spec
-
-
-def get_solver(name: str) -> SolverSpec:
-    """The registered solver ``name``, or a ValueError listing the known ones."""
-    try:
-        return SOLVERS[name]
-    except KeyError:
-        known = ", ".join(sorted(SOLVERS))
-        raise ValueError(f"Unknown solver {name!r}. Known solvers: {known}.") from None
-
-
-def check_solver_supports(
-    spec, *, estimator, loss, penalty, delta, multiclass=False, sparse=False, constraint=None
-):
-    """Raise a ValueError that says what to do when ``spec`` cannot fit this problem.
-
-    ``delta=None`` skips the privacy-mode checks (a noiseless reference fit).
-    """
-    problems = []
-    if loss not in spec.losses:
-        problems.append(f"loss={loss!r} (it supports {sorted(spec.losses)})")
-    if penalty not in spec.penalties:
-        shown = sorted(spec.penalties, key=str)
-        problems.append(f"penalty={penalty!r} (it supports {shown})")
-    if constraint not in spec.constraints:
-        shown = sorted(spec.constraints, key=str)
-        problems.append(f"constraint={constraint!r} (it supports {shown})")
-    if multiclass and not spec.multiclass:
-        problems.append("more than two classes")
-    if sparse and not spec.sparse:
-        problems.append("sparse input (convert with X.toarray())")
-    if delta is not None and delta == 0 and not spec.pure_dp:
-        problems.append("delta=0 (it needs delta > 0: pure epsilon-DP is not possible with it)")
-    if delta is not None and delta > 0 and not spec.approximate_dp:
-        problems.append("delta > 0 (it is a pure epsilon-DP solver: set delta=0)")
-    if problems:
-        alternatives = [
-            s.name
-            for s in SOLVERS.values()
-            if loss in s.losses
-            and penalty in s.penalties
-            and constraint in s.constraints
-            and (s.multiclass or not multiclass)
-            and (s.sparse or not sparse)
-            and (delta is None or (s.pure_dp if delta == 0 else s.approximate_dp))
-        ]
-        hint = (
-            f" Solvers that fit: {', '.join(alternatives)} (or solver='auto')."
-            if alternatives
-            else " No registered solver fits this combination; change the loss, penalty or delta."
-        )
-        raise ValueError(
-            f"{estimator}: solver={spec.name!r} does not support " + "; ".join(problems) + "." + hint
-        )
-
-
-_GLM_LOSSES = frozenset({"log_loss", "squared", "huber"})
+# Smooth GLM losses (bounded curvature), read off the loss classes.
+_GLM_LOSSES = loss_names(smooth=True)
 
 register_solver(
     SolverSpec(
@@ -202,13 +117,9 @@ register_solver(
         penalties=frozenset({None, "l2"}),
         multiclass=True,
         summary="full-batch noisy gradient descent; exact Gaussian composition",
-        options=(
-            "max_iter", "step_size", "clip_norm", "output", "momentum", "radius",
-            "schedule", "pl_constant", "initial_gap",
-        ),
         check=check_dp_gd,
         sample_weight=True,
-        warm_start=True,
+        option_constraints={"initial_gap": [POSITIVE, None], "pl_constant": [POSITIVE, None]},
     )
 )
 register_solver(
@@ -216,14 +127,12 @@ register_solver(
         name="dp_sgd",
         function=dp_sgd,
         plan=plan_dp_sgd,
-        losses=_GLM_LOSSES | {"absolute", "quantile"},
+        losses=_GLM_LOSSES | {"absolute", "quantile"},  # any loss with a clipped gradient
         penalties=frozenset({None, "l2"}),
         multiclass=True,
         summary="Poisson-subsampled DP-SGD; PLD accounting",
-        options=("max_iter", "batch_size", "step_size", "clip_norm", "momentum", "radius"),
         check=check_dp_sgd,
         sample_weight=True,
-        warm_start=True,
     )
 )
 register_solver(
@@ -239,9 +148,9 @@ register_solver(
         approximate_dp=True,
         summary="objective perturbation (Chaudhuri et al. 2011; Gaussian: Kifer et al. 2012); "
         "fixed-budget Newton solve; pure epsilon-DP with delta=0",
-        options=("max_iter", "gradient_tol", "epsilon_split", "residual_fraction"),
         check=check_objective_perturbation,
         sample_weight=False,  # the certified inner solve is unweighted
+        option_constraints={"epsilon_split": [FRACTION], "residual_fraction": [FRACTION]},
     )
 )
 register_solver(
@@ -257,7 +166,6 @@ register_solver(
         approximate_dp=True,
         summary="output perturbation (Chaudhuri et al. 2011): certified minimiser plus noise; "
         "pure epsilon-DP with delta=0",
-        options=("max_iter", "gradient_tol"),
         check=check_output_perturbation,
         sample_weight=False,  # the certified inner solve is unweighted
     )
@@ -276,35 +184,19 @@ register_solver(
             "DP (block) coordinate descent with uniform, importance, tau-nice or full sampling; "
             "separable L1/L2 penalties; exact Gaussian composition"
         ),
-        options=(
-            "max_iter", "clip_norm", "sampling", "blocks", "block_size", "tau", "n_outer",
-            "smoothness", "step_scale", "output", "normalizer",
-        ),
         check=check_dp_cd,
+        option_constraints={
+            **{name: [COUNT, None] for name in ("block_size", "n_outer", "tau")},
+            "normalizer": [POSITIVE, None],
+            "step_scale": [POSITIVE],
+        },
     )
 )
 
 # l1-geometry solvers (specs/dp_sco_l1.md): rows bounded entrywise (feature_bound),
 # optimisation over an l1 ball (constraint="l1"), one output (regression losses;
 # the code is GLM-generic, but no l1-constrained classifier exists yet).
-from ._frank_wolfe import (  # noqa: E402
-    check_frank_wolfe,
-    check_vr_frank_wolfe,
-    frank_wolfe,
-    plan_frank_wolfe,
-    plan_vr_frank_wolfe,
-    vr_frank_wolfe,
-)
-from ._mirror_descent import (  # noqa: E402
-    check_localized_mirror_descent,
-    check_mirror_descent,
-    localized_mirror_descent,
-    mirror_descent,
-    plan_localized_mirror_descent,
-    plan_mirror_descent,
-)
 
-_L1_OPTIONS = ("clip_norm", "radius", "constraint", "intercept_bound")
 _ANY_PENALTY = frozenset({None, "l1", "l2", "elasticnet"})
 
 register_solver(
@@ -318,7 +210,6 @@ register_solver(
         constraints=frozenset({"l1"}),
         pure_dp=True,
         summary="noisy Frank-Wolfe over an l1 ball; exponential mechanism per step, pure or zCDP",
-        options=("max_iter", "output") + _L1_OPTIONS,
         check=check_frank_wolfe,
     )
 )
@@ -333,8 +224,8 @@ register_solver(
         constraints=frozenset({"l1"}),
         pure_dp=True,
         summary="one-pass variance-reduced Frank-Wolfe over an l1 ball (Asi et al. 2021, Alg. 3)",
-        options=_L1_OPTIONS + ("schedule", "n_phases", "output"),
         check=check_vr_frank_wolfe,
+        option_constraints={"n_phases": [COUNT, None]},
     )
 )
 register_solver(
@@ -347,7 +238,6 @@ register_solver(
         geometry="linf",
         constraints=frozenset({"l1"}),
         summary="noisy minibatch mirror descent, p-norm map, l1 / lp geometry (Alg. 1/5)",
-        options=("max_iter", "batch_size", "step_size") + _L1_OPTIONS + ("p", "strongly_convex"),
         check=check_mirror_descent,
     )
 )
@@ -361,18 +251,10 @@ register_solver(
         geometry="linf",
         constraints=frozenset({"l1"}),
         summary="localized noisy mirror descent on disjoint phases, l1 / lp geometry (Alg. 2/6)",
-        options=("max_iter", "step_size") + _L1_OPTIONS + ("p", "strongly_convex"),
         check=check_localized_mirror_descent,
     )
 )
 
-from ._resque import (  # noqa: E402
-    GLOBALLY_LIPSCHITZ_LOSSES,
-    OPTION_NAMES as _RESQUE_OPTIONS,
-    check_resque,
-    plan_resque,
-    resque,
-)
 
 register_solver(
     SolverSpec(
@@ -385,26 +267,19 @@ register_solver(
             "ReSQue ball acceleration (one batched query round per ball subproblem) with "
             "Poisson-subsampled Gaussian steps on weight-capped ReSQue gradients; PLD accounting"
         ),
-        options=_RESQUE_OPTIONS,
         check=check_resque,
+        option_constraints={
+            "max_inner": [COUNT, None],
+            "n_probes": [COUNT],
+            "passes": [POSITIVE, None],
+            "max_weight": [Interval(Real, 1, MAX_SCALE, closed="both")],
+            "restart": ["boolean"],
+            "n_jobs": [Integral, None],
+        },
     )
 )
 
 # Solvers of Wang, Ye and Xu (2017), "DP-ERM revisited" (specs/dp_erm_revisited.md).
-from ._accmd import check_dp_accmd, dp_accmd, plan_dp_accmd  # noqa: E402
-from ._svrg import (  # noqa: E402
-    check_dp_svrg,
-    check_dp_svrg_pp,
-    dp_svrg,
-    dp_svrg_pp,
-    plan_dp_svrg,
-    plan_dp_svrg_pp,
-)
-
-_SVRG_OPTIONS = (
-    "max_iter", "batch_size", "step_size", "clip_norm", "inner_steps", "difference_bound",
-    "snapshot_share", "output",
-)
 
 register_solver(
     SolverSpec(
@@ -417,7 +292,6 @@ register_solver(
         constraints=frozenset({None}),
         summary="noisy proximal SVRG (strongly convex: needs an L2 penalty); Poisson inner "
         "mini-batches, PLD accounting",
-        options=_SVRG_OPTIONS,
         check=check_dp_svrg,
     )
 )
@@ -431,7 +305,6 @@ register_solver(
         multiclass=True,
         constraints=frozenset({None}),
         summary="noisy proximal SVRG++ with doubling epochs (convex; L1/L2/none); PLD accounting",
-        options=_SVRG_OPTIONS,
         check=check_dp_svrg_pp,
     )
 )
@@ -446,13 +319,11 @@ register_solver(
         constraints=frozenset({"l2", "l1"}),
         summary="noisy accelerated mirror descent over an L2 or L1 ball (needs radius, no "
         "penalty); exact Gaussian composition",
-        options=("max_iter", "clip_norm", "radius", "constraint"),
         check=check_dp_accmd,
     )
 )
 
 # Second-order methods and sufficient statistics (docs/solvers/second_order.md).
-from ._second_order import check_dp_newton, dp_newton, plan_dp_newton  # noqa: E402
 
 register_solver(
     SolverSpec(
@@ -465,15 +336,11 @@ register_solver(
         constraints=frozenset({None}),
         summary="private Newton steps: noisy gradient and noisy Hessian per step, eigenvalues "
         "raised to a public floor (Ganesh et al. 2023); exact Gaussian composition",
-        options=("max_iter", "clip_norm", "hessian", "hessian_share", "hessian_steps",
-                 "eigenvalue", "floor_scale", "momentum"),
         check=check_dp_newton,
         sample_weight=True,
-        warm_start=True,
     )
 )
 
-from ._ssp import check_dp_ssp, dp_ssp, plan_dp_ssp  # noqa: E402
 
 register_solver(
     SolverSpec(
@@ -486,8 +353,6 @@ register_solver(
         summary="sufficient statistics perturbation (AdaSSP, Wang 2018): one Gaussian release "
         "of X^T X and X^T y and a noisy smallest eigenvalue for an adaptive ridge; ridge, "
         "Lasso, elastic-net and balls solved on the released statistics",
-        options=("max_iter", "tol", "radius", "constraint", "intercept_bound", "shares",
-                 "ridge", "label_bound"),
         check=check_dp_ssp,
         sample_weight=True,
     )

@@ -38,7 +38,12 @@ import numpy as np
 from .. import _noise, accounting
 from .._kernels import clipped_gradient_sum
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
-from ._gradient_descent import check_clip_norm, check_max_iter, gradient_bound, project_l2_ball
+from ._gradient_descent import (
+    check_clip_norm,
+    check_max_iter,
+    gradient_bound,
+    project_l2_ball,
+)
 
 __all__ = [
     "dp_accmd",

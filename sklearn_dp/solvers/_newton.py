@@ -75,10 +75,10 @@ import scipy.sparse as sp
 from scipy.linalg.lapack import dpotrf as _potrf
 from scipy.linalg.lapack import dpotrs as _potrs
 from scipy.sparse.linalg import LinearOperator, cg
-from scipy.special import expit, softmax
+from scipy.special import softmax
 
 from .._design import Design
-from .._losses import BinaryLogisticLoss, HuberLoss, MultinomialLoss
+from ..exceptions import public_error
 
 __all__ = [
     "minimize_strongly_convex",
@@ -94,6 +94,10 @@ __all__ = [
     "LINE_SEARCH_ROUNDS",
     "LINE_SEARCH_WIDTH",
     "DENSE_HESSIAN_MAX_PARAMS",
+    "DEFAULT_GRADIENT_TOL",
+    "CertificationBounds",
+    "certification_bounds",
+    "check_certifiable",
 ]
 
 #: Newton steps of the inner solve (public; every solve runs exactly this many).
@@ -138,18 +142,6 @@ class InnerSolve:
     gradient_norm: float
     stage: str = "newton"
     extra_steps: int = 0
-
-
-def _curvature(loss, Z, y):
-    """Per-row second derivative ``l''(z)`` (single-output losses), shape (n,)."""
-    if isinstance(loss, BinaryLogisticLoss):
-        z = Z[:, 0]
-        return expit(z) * expit(-z)
-    if isinstance(loss, HuberLoss):
-        # Huber is C^1 with l'' = 1 inside the threshold and 0 outside; Newton
-        # uses this generalised Hessian (semismooth Newton).
-        return (np.abs(Z[:, 0] - y) <= loss.epsilon_huber).astype(float)
-    raise TypeError(f"No curvature for {loss!r}.")  # pragma: no cover
 
 
 def _as_design(X):
@@ -283,9 +275,8 @@ class _DirectionalDerivatives:
         self.y = y
         self.n_samples = len(y)
         self.chunk = max(1, _LINE_SEARCH_CHUNK // max(1, width * n_outputs))
-        self.single = n_outputs == 1 and isinstance(loss, (BinaryLogisticLoss, HuberLoss))
+        self.single = n_outputs == 1 and not loss.multi_output
         self.column = np.asarray(y, dtype=float)[:, None] if self.single else None
-        self.huber = isinstance(loss, HuberLoss)
 
     def __call__(self, Z, Delta, ts):
         m = len(ts)
@@ -298,11 +289,7 @@ class _DirectionalDerivatives:
                     rows = slice(start, start + self.chunk)
                     z, delta, y = Z[rows, 0:1], Delta[rows, 0], self.column[rows]
                 U = z + delta[:, None] * ts
-                if self.huber:
-                    k = self.loss.epsilon_huber
-                    D = np.minimum(np.maximum(U - y, -k), k)
-                else:
-                    D = -y * expit(-y * U)
+                D = self.loss.scalar_derivative(U, y)
                 total += delta @ D
             return total
         n_outputs = Z.shape[1]
@@ -388,7 +375,7 @@ def _minimize(X, y, loss, *, n_outputs, regularization, linear_term, n_steps, pr
     n_params = n_columns * n_outputs
     lam = float(regularization)
     B = np.zeros(shape) if linear_term is None else np.asarray(linear_term, dtype=float)
-    multinomial = isinstance(loss, MultinomialLoss)
+    multinomial = loss.multi_output
 
     def gradient(W, Z):
         return X.rmatmul(loss.derivative(Z, y)) + lam * W + B
@@ -401,7 +388,7 @@ def _minimize(X, y, loss, *, n_outputs, regularization, linear_term, n_steps, pr
         if multinomial:
             P = softmax(Z, axis=1)
         else:
-            curvature = _curvature(loss, Z, y)
+            curvature = loss.curvature(Z, y)
         if n_params <= DENSE_HESSIAN_MAX_PARAMS:
             H = _multinomial_hessian(X, P) if multinomial else X.gram(curvature)
             H.flat[:: n_params + 1] += lam
@@ -704,3 +691,112 @@ def certified_minimize(
             stage="accelerated",
             extra_steps=EXTENSION_NEWTON_STEPS + n_accelerated,
         )
+
+
+# --------------------------------------------------------------------------
+# Public conditions of the certified solve (objective / output perturbation)
+# --------------------------------------------------------------------------
+
+#: Public tolerance of the inner solve's certificate, relative to the per-row gradient bound G.
+DEFAULT_GRADIENT_TOL = 1e-6
+#: Float64 unit roundoff.
+UNIT_ROUNDOFF = 2.0**-53
+#: Public cap on the accelerated steps the certified solve's last stage may need.
+MAX_ACCELERATED_STEPS = 1_000_000
+
+
+@dataclass(frozen=True)
+class CertificationBounds:
+    """Worst-case quantities of the certified solve, from public values only.
+
+    For any data set of at most ``n_public`` rows of norm ``<= R``: the
+    condition number ``kappa = L / Lambda`` with ``L = Lambda + c R^2
+    n_public`` (``c`` the per-row curvature bound), the rounding scale
+    ``u (kappa + n_public) (G + noise_norm)`` of the gradient at the
+    coefficients' public scale ``(G + ||b||) / Lambda`` (to first order: the
+    rounding of the scores ``X W`` propagated through the loss's curvature,
+    ``u L ||W||``, plus that of a sum of ``n_public`` per-row terms of norm ``G``;
+    an estimate of the floating-point floor, not a rigorous bound), the
+    solve's target ``CERTIFICATE_MARGIN * tol`` and the number of accelerated steps that
+    :func:`accelerated_steps` proves sufficient
+    from the worst start ``||grad F(0)|| <= n_public G + ||b||``; ``smoothness``
+    (``L``, with the relative slack of
+    :func:`smoothness_bound`, so that it is at
+    least the data's bound whenever the data has at most ``n_public`` rows)
+    and ``initial_gradient_bound`` (``n_public G + ||b||``) are the public
+    constants the certified solve takes its number of accelerated steps from.
+    """
+
+    condition_number: float
+    rounding_scale: float
+    target: float
+    accelerated_steps: int
+    smoothness: float = math.inf
+    initial_gradient_bound: float = math.inf
+
+
+def certification_bounds(glm, *, regularization, n_public, noise_norm, gradient_tol=None):
+    """The :class:`CertificationBounds` of a configuration (public inputs only)."""
+    if gradient_tol is None:
+        gradient_tol = DEFAULT_GRADIENT_TOL
+    G = glm.gradient_bound
+    R = glm.row_norm_bound
+    lam = float(regularization)
+    n_rows = max(float(n_public), 1.0)
+    smoothness = lam + float(glm.loss.smoothness) * R**2 * n_rows * (1.0 + _EIGENVALUE_SLACK)
+    kappa = smoothness / lam
+    target = CERTIFICATE_MARGIN * float(gradient_tol) * G
+    initial = n_rows * G + float(noise_norm)
+    steps = accelerated_steps(initial, target, smoothness, lam)
+    return CertificationBounds(
+        condition_number=kappa,
+        rounding_scale=UNIT_ROUNDOFF * (kappa + n_rows) * (G + noise_norm),
+        target=target,
+        accelerated_steps=steps,
+        smoothness=smoothness,
+        initial_gradient_bound=initial,
+    )
+
+
+def check_certifiable(solver, glm, *, regularization, n_public, noise_norm, gradient_tol=None):
+    """Refuse, from public values, a configuration whose solve cannot be certified in practice.
+
+    Two conditions (:class:`CertificationBounds`):
+
+    * the tolerance is attainable in double precision: the rounding scale
+      ``u (kappa + n_public) (G + E||b||)`` is at most the solve's target, half the
+      tolerance (below it, a verified gradient norm means what it says);
+    * the certified solve's last stage, if it ever runs, is bounded: at most
+      ``MAX_ACCELERATED_STEPS`` accelerated steps suffice for every data set
+      of ``n_public`` rows.
+
+    Raises a ValueError (marked public: a function of public inputs and of the
+    released row count) saying what to change.  Both quantities grow with the
+    row count, so a check for fewer rows than the fit's is a conclusive
+    refusal, not a conclusive acceptance.
+    """
+    bounds = certification_bounds(glm, regularization=regularization, n_public=n_public,
+                                  noise_norm=noise_norm, gradient_tol=gradient_tol)
+    penalty = "Use a stronger L2 penalty (a larger alpha, a smaller C)"
+    other = "solver='dp_gd' (delta > 0)"
+    G = glm.gradient_bound
+    if bounds.rounding_scale > bounds.target:
+        raise public_error(ValueError(
+            f"{solver}: the solve cannot be certified in double precision. With L2 strength "
+            f"Lambda={regularization:.3g} for {n_public:.6g} (public) rows of norm at most "
+            f"{glm.row_norm_bound:.3g}, the condition number is up to "
+            f"{bounds.condition_number:.3g}, and the rounding of the gradient at the "
+            f"coefficients' public scale ({bounds.rounding_scale / G:.2g} G) exceeds half the "
+            f"tolerance (gradient_tol={bounds.target / (CERTIFICATE_MARGIN * G):.3g}, in units "
+            f"of G). {penalty}, a larger solver_options['gradient_tol'], or {other}."
+        ))
+    if bounds.accelerated_steps > MAX_ACCELERATED_STEPS:
+        raise public_error(ValueError(
+            f"{solver}: the solve cannot be certified in a bounded time. With L2 strength "
+            f"Lambda={regularization:.3g} for {n_public:.6g} (public) rows of norm at most "
+            f"{glm.row_norm_bound:.3g}, the condition number is up to "
+            f"{bounds.condition_number:.3g}, and the proven fallback of the certified solve "
+            f"could need {bounds.accelerated_steps:.3g} accelerated gradient steps (more than "
+            f"{MAX_ACCELERATED_STEPS:.0e}). {penalty}, or {other}."
+        ))
+    return bounds

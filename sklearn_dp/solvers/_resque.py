@@ -59,6 +59,7 @@ from joblib import Parallel, delayed
 
 from .. import _noise, accounting
 from .._kernels import capped_resque_sum, resque_query_derivatives
+from .._losses import loss_names
 from ..exceptions import public_error
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 
@@ -113,8 +114,9 @@ DEFAULT_MAX_INNER = 100_000
 STEP_WINDOW = (0.5, 0.75)
 LAMBDA_FACTOR = 1.5
 #: Losses whose derivative in the score is bounded by ``derivative_bound``
-#: everywhere (the squared loss's bound holds only on a ball of scores).
-GLOBALLY_LIPSCHITZ_LOSSES = frozenset({"absolute", "quantile", "huber", "hinge", "log_loss"})
+#: everywhere (the squared loss's bound holds only on a ball of scores), as
+#: the loss classes declare it (``GLMLoss.lipschitz``).
+GLOBALLY_LIPSCHITZ_LOSSES = loss_names(lipschitz=True)
 #: Smooth losses on which no public default schedule was found (issue #18): at
 #: its defaults resque stops near zero on the logistic loss (a 248% objective
 #: gap at epsilon=inf on breast cancer, the majority class at every epsilon);

@@ -1,0 +1,322 @@
+"""The solver registry: what each solver is, supports and accepts, in one place.
+
+A solver is added by writing its module (a free function, its ``plan_*`` and
+``check_*``) and one :class:`SolverSpec` passed to :func:`register_solver`
+(``CONTRIBUTING.md`` walks through it).  Everything else is derived here:
+
+* its options are the keyword parameters of its function, less the arguments
+  every solver receives from the estimator (:data:`SOLVER_ARGUMENTS`);
+* whether it takes a warm start is whether its function has ``coef_init``;
+* the types and ranges of its numeric options come from
+  :data:`OPTION_CONSTRAINTS` (shared names) and the spec's own
+  ``option_constraints``;
+* ``solver="auto"`` is an ordered preference list per estimator, filtered by
+  :func:`unsupported_reasons`, the same check that refuses an explicit
+  ``solver=`` (:func:`choose_solver`): auto can never pick a solver the
+  registry would refuse.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from numbers import Integral, Real
+from typing import Callable
+
+from .._limits import MAX_SCALE, MIN_FRACTION, MIN_SCALE
+from .._sklearn_compat import Interval
+
+__all__ = [
+    "SolverSpec",
+    "SOLVERS",
+    "SOLVER_ARGUMENTS",
+    "OPTION_CONSTRAINTS",
+    "COUNT",
+    "POSITIVE",
+    "FRACTION",
+    "AutoChoice",
+    "register_solver",
+    "get_solver",
+    "unsupported_reasons",
+    "check_solver_supports",
+    "choose_solver",
+]
+
+#: Arguments every solver receives from the estimator (not user options).
+SOLVER_ARGUMENTS = frozenset(
+    {"n_outputs", "alpha", "l1_ratio", "epsilon", "delta", "coef_init", "random_state",
+     "verbose"}
+)
+
+#: Constraints of a count, a positive public scale and a share of epsilon
+#: (for the ``option_constraints`` of specs).
+COUNT = Interval(Integral, 1, None, closed="left")
+POSITIVE = Interval(Real, MIN_SCALE, MAX_SCALE, closed="both")
+FRACTION = Interval(Real, MIN_FRACTION, 1, closed="left")
+
+#: Types and ranges of the numeric options several solvers share
+#: (``solver_options`` bypasses the estimators' own parameter validation).
+#: Each solver documents what they mean; None is the default where it has one.
+#: Options not listed here or in a spec's ``option_constraints`` (strings and
+#: structures such as ``sampling`` or ``blocks``) are checked by the solver's
+#: ``check``.
+OPTION_CONSTRAINTS = {
+    **{name: [COUNT, None] for name in ("max_iter", "batch_size", "inner_steps")},
+    **{
+        name: [POSITIVE, None]
+        for name in ("step_size", "clip_norm", "radius", "gradient_tol", "tol", "intercept_bound")
+    },
+    "snapshot_share": [FRACTION],
+    "p": [Interval(Real, 1, 2, closed="both"), None],
+    "strongly_convex": ["boolean"],
+}
+
+
+def _keyword_parameters(function):
+    # Solvers are ``function(data, loss, *, ...)``: everything after the star.
+    return [
+        p.name
+        for p in inspect.signature(function).parameters.values()
+        if p.kind is p.KEYWORD_ONLY
+    ]
+
+
+@dataclass(frozen=True)
+class SolverSpec:
+    """What a solver is and what it supports.
+
+    Attributes
+    ----------
+    name : str
+        The ``solver=`` name.
+    function : callable
+        The solver itself: ``function(data, loss, *, n_outputs, alpha, epsilon,
+        delta, random_state, verbose, [l1_ratio], [coef_init], **options)``.
+    plan : callable
+        ``plan(n_samples, n_params, epsilon, delta, **options)`` -> PrivacyPlan,
+        from public inputs only, so an estimator can check a budget against
+        the exact event before the solver touches the data.  It takes the
+        subset of the solver's options that shape the mechanism.
+    losses : frozenset of str
+        Loss names it accepts (``"log_loss"``, ``"squared"``, ``"huber"``,
+        ``"absolute"``, ...).
+    penalties : frozenset
+        Penalties it accepts (``None``, ``"l2"``, ``"l1"``, ``"elasticnet"``).
+    multiclass : bool
+        Whether it fits multinomial models (jointly, one mechanism).
+    sparse : bool
+        Whether it accepts scipy sparse input.
+    geometry : {"l2", "linf"}
+        How rows must be bounded: in L2 norm by ``data_norm`` (gradients
+        bounded in L2), or entrywise by ``feature_bound`` (gradients bounded
+        in L-infinity, for l1-geometry solvers).
+    constraints : frozenset
+        Constraint sets it optimises over: ``None`` (unconstrained), ``"l2"``
+        or ``"l1"`` (balls of the estimator's ``radius``).
+    pure_dp : bool
+        Whether it can give pure epsilon-DP (``delta=0``).
+    approximate_dp : bool
+        Whether it supports ``delta > 0``.
+    summary : str
+        One line for error messages and docs.
+    check : callable or None
+        ``check(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public,
+        options)`` raises a ValueError for options the solver refuses,
+        from public inputs only; estimators call it before they reserve the
+        spend, so a refused configuration costs nothing.  (``alpha`` is None
+        when it scales with the private row count; ``public`` is the
+        estimator's :class:`~sklearn_dp.linear_model._base.PublicSetting`.)
+    sample_weight : bool
+        Whether it fits weighted rows (``BoundedData.sample_weight``, each
+        sensitivity multiplied by ``BoundedData.weight_bound``).  Estimators
+        refuse ``sample_weight`` / ``class_weight`` with the other solvers
+        before they reserve the spend.
+    option_constraints : dict
+        Constraints (scikit-learn's parameter-validation format) of options
+        of this solver that :data:`OPTION_CONSTRAINTS` does not list.
+    """
+
+    name: str
+    function: Callable
+    plan: Callable
+    losses: frozenset
+    penalties: frozenset
+    multiclass: bool = False
+    sparse: bool = True
+    geometry: str = "l2"
+    constraints: frozenset = frozenset({None, "l2"})
+    pure_dp: bool = False
+    approximate_dp: bool = True
+    summary: str = ""
+    check: Callable | None = None
+    sample_weight: bool = False
+    option_constraints: dict = field(default_factory=dict, hash=False)
+
+    @property
+    def options(self) -> tuple:
+        """The options a user may set (``solver_options`` or estimator parameters)."""
+        return tuple(
+            name for name in _keyword_parameters(self.function) if name not in SOLVER_ARGUMENTS
+        )
+
+    @property
+    def warm_start(self) -> bool:
+        """Whether it takes a starting point ``coef_init`` (an estimator's ``warm_start``)."""
+        return "coef_init" in inspect.signature(self.function).parameters
+
+    def constraints_of(self, options) -> dict:
+        """The validation constraints of those of ``options`` that have one."""
+        table = {**OPTION_CONSTRAINTS, **self.option_constraints}
+        return {key: table[key] for key in options if key in table}
+
+
+SOLVERS: dict[str, SolverSpec] = {}
+
+
+def register_solver(spec: SolverSpec) -> SolverSpec:
+    """Add a solver to the registry (names are unique)."""
+    if spec.name in SOLVERS:
+        raise ValueError(f"A solver named {spec.name!r} is already registered.")
+    parameters = inspect.signature(spec.function).parameters.values()
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        raise ValueError(
+            f"{spec.name}: a solver function declares each option as a keyword-only "
+            "parameter (its options are read off its signature), not **kwargs."
+        )
+    unknown = sorted(set(spec.option_constraints) - set(spec.options))
+    if unknown:
+        raise ValueError(
+            f"{spec.name}: option_constraints names {unknown}, which are not keyword "
+            "parameters of its function."
+        )
+    SOLVERS[spec.name] = spec
+    return spec
+
+
+def get_solver(name: str) -> SolverSpec:
+    """The registered solver ``name``, or a ValueError listing the known ones."""
+    try:
+        return SOLVERS[name]
+    except KeyError:
+        known = ", ".join(sorted(SOLVERS))
+        raise ValueError(f"Unknown solver {name!r}. Known solvers: {known}.") from None
+
+
+def unsupported_reasons(
+    spec, *, loss, penalty, delta, multiclass=False, sparse=False, constraint=None
+) -> list[str]:
+    """What ``spec`` cannot fit in this problem (empty when it fits).
+
+    ``delta=None`` skips the privacy-mode checks (a noiseless reference fit).
+    """
+    problems = []
+    if loss not in spec.losses:
+        problems.append(f"loss={loss!r} (it supports {sorted(spec.losses)})")
+    if penalty not in spec.penalties:
+        shown = sorted(spec.penalties, key=str)
+        problems.append(f"penalty={penalty!r} (it supports {shown})")
+    if constraint not in spec.constraints:
+        shown = sorted(spec.constraints, key=str)
+        problems.append(f"constraint={constraint!r} (it supports {shown})")
+    if multiclass and not spec.multiclass:
+        problems.append("more than two classes")
+    if sparse and not spec.sparse:
+        problems.append("sparse input (convert with X.toarray())")
+    if delta is not None and delta == 0 and not spec.pure_dp:
+        problems.append("delta=0 (it needs delta > 0: pure epsilon-DP is not possible with it)")
+    if delta is not None and delta > 0 and not spec.approximate_dp:
+        problems.append("delta > 0 (it is a pure epsilon-DP solver: set delta=0)")
+    return problems
+
+
+def _fitting_solvers(**problem):
+    return [s.name for s in SOLVERS.values() if not unsupported_reasons(s, **problem)]
+
+
+def _hint(problem):
+    alternatives = _fitting_solvers(**problem)
+    if alternatives:
+        return f" Solvers that fit: {', '.join(alternatives)} (or solver='auto')."
+    return " No registered solver fits this combination; change the loss, penalty or delta."
+
+
+def check_solver_supports(spec, *, estimator, **problem):
+    """Raise a ValueError that says what to do when ``spec`` cannot fit this problem.
+
+    ``problem``: the keywords of :func:`unsupported_reasons`.
+    """
+    problems = unsupported_reasons(spec, **problem)
+    if problems:
+        raise ValueError(
+            f"{estimator}: solver={spec.name!r} does not support "
+            + "; ".join(problems)
+            + "."
+            + _hint(problem)
+        )
+
+
+@dataclass(frozen=True)
+class AutoChoice:
+    """One entry of an estimator's ``auto`` preference list.
+
+    Attributes
+    ----------
+    solver : str
+        A registered solver name.
+    when : callable or None
+        ``when(estimator, problem, public) -> bool`` from public inputs only
+        (parameters, the public problem and :class:`PublicSetting`, never the
+        data or the row count: ``solver_`` is released).  None: always.
+    why : str
+        The measured reason for its place in the list (shown in the docs).
+    """
+
+    solver: str
+    when: Callable | None = None
+    why: str = ""
+
+
+def choose_solver(preferences, *, estimator, context, problem_for) -> str:
+    """The first solver in ``preferences`` whose condition holds and that fits its problem.
+
+    Parameters
+    ----------
+    preferences : sequence of AutoChoice
+        The estimator's ordered list.
+    estimator : str
+        Estimator name for the error message.
+    context : tuple
+        ``(estimator_object, problem_object, public)``, handed to the conditions.
+    problem_for : callable
+        ``problem_for(spec)`` -> the keywords of :func:`unsupported_reasons`
+        for the problem the estimator would give that solver (DPLasso's form,
+        penalised or constrained, depends on the solver).
+
+    Raises
+    ------
+    ValueError
+        When no entry fits, naming why each was passed over and the
+        registered solvers that fit, if any.
+    """
+    passed_over = []
+    for choice in preferences:
+        spec = get_solver(choice.solver)
+        if choice.when is not None and not choice.when(*context):
+            continue
+        reasons = unsupported_reasons(spec, **problem_for(spec))
+        if not reasons:
+            return choice.solver
+        passed_over.append(f"{choice.solver}: {'; '.join(reasons)}")
+    fitting = [s.name for s in SOLVERS.values() if not unsupported_reasons(s, **problem_for(s))]
+    hint = (
+        f" Solvers that fit: {', '.join(fitting)}; pass one as solver=."
+        if fitting
+        else " No registered solver fits this combination; change the loss, penalty, "
+        "constraint or delta."
+    )
+    raise ValueError(
+        f"{estimator}: solver='auto' found no solver for this problem ("
+        + " | ".join(passed_over)
+        + ")."
+        + hint
+    )

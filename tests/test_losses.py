@@ -1,0 +1,61 @@
+"""Loss classes declare the properties solvers read (no isinstance chains elsewhere)."""
+
+import numpy as np
+import pytest
+
+from sklearn_dp._losses import (
+    LOSSES,
+    BinaryLogisticLoss,
+    HuberLoss,
+    MultinomialLoss,
+    SquaredLoss,
+    get_loss,
+    loss_names,
+)
+
+
+def test_loss_names_by_property():
+    assert loss_names(smooth=True) == {"log_loss", "squared", "huber"}
+    assert loss_names(lipschitz=True) == {"log_loss", "huber", "absolute", "quantile", "hinge"}
+    assert loss_names() == set(LOSSES)
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_scalar_derivative_matches_the_value(name):
+    rng = np.random.default_rng(0)
+    loss = get_loss(name)
+    y = rng.choice([-1.0, 1.0], 50) if loss.is_classification else rng.normal(size=50)
+    Z = rng.normal(size=(50, 1)) * 2
+    h = 1e-6
+    numeric = (loss.value(Z + h, y) - loss.value(Z - h, y)) / (2 * h)
+    analytic = loss.derivative(Z, y)[:, 0]
+    # Kinks (absolute, quantile, hinge, Huber's threshold) are measure zero here.
+    np.testing.assert_allclose(analytic, numeric, atol=1e-5)
+    if loss.derivative_bound is not None:
+        assert np.all(np.abs(analytic) <= loss.derivative_bound + 1e-12)
+
+
+@pytest.mark.parametrize("loss", [BinaryLogisticLoss(), HuberLoss(0.7), SquaredLoss()])
+def test_curvature_matches_the_derivative_and_the_smoothness(loss):
+    rng = np.random.default_rng(1)
+    y = rng.choice([-1.0, 1.0], 40) if loss.is_classification else rng.normal(size=40)
+    Z = rng.normal(size=(40, 1)) * 2
+    h = 1e-6
+    numeric = (loss.derivative(Z + h, y) - loss.derivative(Z - h, y))[:, 0] / (2 * h)
+    np.testing.assert_allclose(loss.curvature(Z, y), numeric, atol=1e-4)
+    assert np.all(loss.curvature(Z, y) <= loss.smoothness + 1e-12)
+    assert loss.score_hessian_bound(1) == (1, loss.smoothness)
+
+
+def test_multinomial_hessian_bound_and_bounded_squared_loss():
+    assert MultinomialLoss().score_hessian_bound(4) == (3, 0.25)
+    with pytest.raises(ValueError, match="n_outputs >= 2"):
+        MultinomialLoss().score_hessian_bound(1)
+    with pytest.raises(ValueError, match="one output"):
+        HuberLoss().score_hessian_bound(2)
+    with pytest.raises(ValueError, match="not smooth"):
+        get_loss("absolute").score_hessian_bound(1)
+    clipped = SquaredLoss(residual_bound=2.0).with_bounded_derivative()
+    assert isinstance(clipped, HuberLoss) and clipped.epsilon_huber == 2.0
+    with pytest.raises(ValueError, match="residual bound"):
+        SquaredLoss().with_bounded_derivative()
