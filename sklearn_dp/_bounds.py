@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp
@@ -297,6 +298,51 @@ def release_feature_bound(X, *, epsilon, n_public, rng, window=None):
         row_linf_norms(X), epsilon=epsilon, n_public=n_public, rng=rng, label="feature bound",
         window=window,
     )
+
+
+@dataclass(frozen=True)
+class BoundReleases:
+    """The ``"auto"`` bound releases of one data backend.
+
+    In memory: :data:`IN_MEMORY`; on Dask arrays: ``sklearn_dp._dask.BOUND_RELEASES``
+    (the same releases, their counts summed over the chunks).  Each has the
+    signature of the in-memory function of the same role.
+    """
+
+    row_norm_bound: Callable
+    feature_bound: Callable
+    label_range: Callable
+
+
+IN_MEMORY = BoundReleases(release_row_norm_bound, release_feature_bound, release_range)
+
+
+def release_bounds(X, y, request, epsilons, *, n_public, rng, window, releases=IN_MEMORY):
+    """The bounds of a fit's ``request``, released: ``(released, events)``.
+
+    ``request`` is ``(rows, labels)``: ``rows`` None, ``"data_norm"`` or
+    ``"feature_bound"``; ``labels`` False, True or ``"symmetric"`` (a public
+    centre 0: the half-width only).  ``epsilons`` are the rows' and the labels'
+    shares.  ``released`` maps ``"data_norm"`` / ``"feature_bound"`` to the
+    released bound and ``"labels"`` to ``(center, half_width)``.
+    """
+    rows, labels = request
+    epsilon_rows, epsilon_labels = epsilons
+    released, events = {}, []
+    if rows is not None:
+        release = {"data_norm": releases.row_norm_bound,
+                   "feature_bound": releases.feature_bound}[rows]
+        bound = release(X, epsilon=epsilon_rows, n_public=n_public, rng=rng, window=window)
+        released[rows] = bound.value
+        events += bound.events
+    if labels:
+        center, half_width, label_events = releases.label_range(
+            y, epsilon=epsilon_labels, n_public=n_public, rng=rng, label="label range",
+            window=LABEL_WINDOW, center=0.0 if labels == "symmetric" else None,
+        )
+        released["labels"] = (center, half_width)
+        events += label_events
+    return released, events
 
 
 def feature_columns(X):

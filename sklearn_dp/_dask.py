@@ -47,7 +47,9 @@ __all__ = [
     "refuse_weights",
     "row_count",
     "label_histogram",
-    "release_bounds",
+    "BOUND_RELEASES",
+    "release_row_norm_bound",
+    "release_feature_bound",
     "bound_dask_data",
     "reduce_chunks",
     "map_rows",
@@ -482,37 +484,24 @@ def release_range(y, *, epsilon, n_public, rng, label, window=None, center=None)
     return center.value, width.value, center.events + width.events
 
 
-def release_bounds(X, y, request, epsilons, n_public, rng, *, window):
-    """The ``"auto"`` bound releases of an estimator's fit on Dask arrays: ``(released, events)``.
+def release_row_norm_bound(X, *, epsilon, n_public, rng, window=None):
+    """:func:`sklearn_dp._bounds.release_row_norm_bound` of a Dask array, by chunk counts."""
+    return release_upper_bound_of_rows(
+        X, row_l2_norms, epsilon=epsilon, n_public=n_public, rng=rng,
+        label="row norm bound", window=window,
+    )
 
-    The same releases as in memory (``BaseDPEstimator._release_bounds``):
-    their utilities are counts over public grids, summed over the chunks.
-    """
-    rows, labels = request
-    epsilon_rows, epsilon_labels = epsilons
-    released, events = {}, []
-    if rows == "data_norm":
-        bound = release_upper_bound_of_rows(
-            X, row_l2_norms, epsilon=epsilon_rows, n_public=n_public, rng=rng,
-            label="row norm bound", window=window,
-        )
-        released["data_norm"] = bound.value
-        events += bound.events
-    elif rows == "feature_bound":
-        bound = release_upper_bound_of_rows(
-            X, _bounds.row_linf_norms, epsilon=epsilon_rows, n_public=n_public, rng=rng,
-            label="feature bound", window=window,
-        )
-        released["feature_bound"] = bound.value
-        events += bound.events
-    if labels:
-        center, half_width, label_events = release_range(
-            y, epsilon=epsilon_labels, n_public=n_public, rng=rng, label="label range",
-            window=_bounds.LABEL_WINDOW, center=0.0 if labels == "symmetric" else None,
-        )
-        released["labels"] = (center, half_width)
-        events += label_events
-    return released, events
+
+def release_feature_bound(X, *, epsilon, n_public, rng, window=None):
+    """:func:`sklearn_dp._bounds.release_feature_bound` of a Dask array, by chunk counts."""
+    return release_upper_bound_of_rows(
+        X, _bounds.row_linf_norms, epsilon=epsilon, n_public=n_public, rng=rng,
+        label="feature bound", window=window,
+    )
+
+
+#: The ``"auto"`` bound releases on Dask arrays (for :func:`sklearn_dp._bounds.release_bounds`).
+BOUND_RELEASES = _bounds.BoundReleases(release_row_norm_bound, release_feature_bound, release_range)
 
 
 # -- row-wise maps (lazy) ----------------------------------------------------------------

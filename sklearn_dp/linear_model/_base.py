@@ -46,9 +46,9 @@ from sklearn.base import BaseEstimator
 from .. import _noise
 from .. import _bounds
 from .. import _dask
-from .._bounds import planned_events, release_feature_bound, release_range, release_row_norm_bound
+from .._bounds import planned_events
 from .._data import bound_data, check_feature_bound
-from .._limits import MAX_EPSILON, MAX_SCALE, MIN_EPSILON, MIN_FRACTION, MIN_SCALE
+from .._limits import MAX_EPSILON, MAX_SCALE, MIN_EPSILON, MIN_SCALE
 from .._sklearn_compat import Interval, Options, validate_data, validate_parameter_constraints
 from ..accounting import ApproximateDpEvent, largest_share
 from ..budget import PrivacyBudget
@@ -920,33 +920,11 @@ class BaseDPEstimator(BaseEstimator):
 
     def _release_bounds(self, X, y, request, epsilons, n_public, rng):
         """Release the bounds of ``request`` (inside the private phase); ``(released, events)``."""
-        rows, labels = request
-        epsilon_rows, epsilon_labels = epsilons
-        released, events = {}, []
-        window = getattr(_bounds, self._row_window)
-        if _dask.is_dask_array(X):
-            # The same releases, their counts summed over the chunks.
-            return _dask.release_bounds(X, y, request, epsilons, n_public, rng, window=window)
-        if rows == "data_norm":
-            bound = release_row_norm_bound(
-                X, epsilon=epsilon_rows, n_public=n_public, rng=rng, window=window
-            )
-            released["data_norm"] = bound.value
-            events += bound.events
-        elif rows == "feature_bound":
-            bound = release_feature_bound(
-                X, epsilon=epsilon_rows, n_public=n_public, rng=rng, window=window
-            )
-            released["feature_bound"] = bound.value
-            events += bound.events
-        if labels:
-            center, half_width, label_events = release_range(
-                y, epsilon=epsilon_labels, n_public=n_public, rng=rng, label="label range",
-                window=_bounds.LABEL_WINDOW, center=0.0 if labels == "symmetric" else None,
-            )
-            released["labels"] = (center, half_width)
-            events += label_events
-        return released, events
+        return _bounds.release_bounds(
+            X, y, request, epsilons, n_public=n_public, rng=rng,
+            window=getattr(_bounds, self._row_window),
+            releases=_dask.BOUND_RELEASES if _dask.is_dask_array(X) else _bounds.IN_MEMORY,
+        )
 
     def _set_bound_attributes(self, bounds):
         """Fitted attributes of the bounds the fit used (given or released: public)."""
