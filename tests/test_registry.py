@@ -205,3 +205,17 @@ def test_a_toy_solver_is_picked_up_from_one_registry_entry():
             DPSCORegressor(solver="toy_zero", solver_options={"max_iter": 0}).fit(X, X[:, 0])
     finally:
         del SOLVERS["toy_zero"]
+
+
+def test_an_option_set_to_none_takes_its_default():
+    """The option table admits None ("its default"); dp_ssp used to crash on tol=None
+    after the reservation (found by tests/test_fuzz.py)."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(80, 3))
+    y = X @ np.array([0.5, -0.2, 0.0])
+    fits = [
+        DPLasso(alpha=0.1, solver="dp_ssp", feature_bound=1.0, y_bound=1.0, random_state=0,
+                solver_options=options).fit(X, y)
+        for options in ({"tol": None}, None)
+    ]
+    np.testing.assert_array_equal(fits[0].coef_, fits[1].coef_)

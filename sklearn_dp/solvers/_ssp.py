@@ -343,8 +343,8 @@ def dp_ssp(
         pass labels already divided by ``y_bound``).
     max_iter : int, optional
         Cap on the sweeps of coordinate descent (default 1000).
-    tol : float
-        Its tolerance (relative change of the coefficients).
+    tol : float, optional
+        Its tolerance (relative change of the coefficients); default ``DEFAULT_TOL``.
     random_state : None, int, RandomState or Generator
     verbose : int
 
@@ -427,7 +427,8 @@ def dp_ssp(
         repaired, noisy_xty, normalizer=float(data.normalizer), ridge=ridge_value, alpha=alpha,
         l1_ratio=l1_ratio, penalized=data.penalized, constraint=constraint, radius=radius,
         intercept_bound=intercept_bound,
-        max_iter=DEFAULT_MAX_SWEEPS if max_iter is None else int(max_iter), tol=tol,
+        max_iter=DEFAULT_MAX_SWEEPS if max_iter is None else int(max_iter),
+        tol=DEFAULT_TOL if tol is None else float(tol),
     )
     check_finite_iterate(w, "dp_ssp")
     Progress("dp_ssp", 1, verbose)(1, ridge=ridge_value, iterations=float(iterations))
