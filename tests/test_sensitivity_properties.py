@@ -1139,7 +1139,10 @@ def test_resque_noise_is_calibrated_to_the_tested_sensitivity(monkeypatch):
     data = _link_data("l2", "binary", n=100)
     with trace_releases() as trace:
         result, spy = _run_spied(monkeypatch, module, "resque", data, make_loss("binary"),
-                                 n_outputs=1, alpha=0.0, delta=1e-5, passes=1, max_weight=3.0)
+                                 n_outputs=1, alpha=0.0, delta=1e-5, passes=1, max_weight=3.0,
+                                 # log-loss needs a schedule of the caller's own
+                                 # (no default converges on it: refused otherwise).
+                                 radius=5.0, tol=0.1)
     details = result.plan.details
     sensitivity = 3.0 * 1.0 * data.row_norm_bound
     assert details["sensitivity"] == pytest.approx(sensitivity, rel=1e-15)
