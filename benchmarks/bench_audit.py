@@ -35,8 +35,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-import sklearn_dp.solvers._gradient_descent as gd_module  # noqa: E402
 from audit_configs import estimator_variants, solver_audits  # noqa: E402
+
+import sklearn_dp.solvers._gradient_descent as gd_module  # noqa: E402
 from sklearn_dp.accounting import (  # noqa: E402
     gaussian_noise_multiplier,
     subsampled_gaussian_noise_multiplier,

@@ -75,7 +75,7 @@ from sklearn_dp.solvers._coordinate_descent import (
 from sklearn_dp.solvers._gradient_descent import DEFAULT_CLIP_FRACTION
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _datasets import breast_cancer_public_ranges  # noqa: E402
+from _datasets import breast_cancer_public_ranges
 
 EPSILONS = (0.1, 0.3, 1.0, 3.0, 10.0)
 QUICK_EPSILONS = (0.3, 3.0)
@@ -691,7 +691,7 @@ def summary(results, problems, epsilons):
             f"- **{problem.name}** (widest-range quarter holds {median(res['star_share']):.0%} of "
             f"the optimum's mass): importance/uniform gap ratio "
             + ", ".join(f"{r:.2f}" for r in ratios)
-            + f" (single coordinates), "
+            + " (single coordinates), "
             + ", ".join(f"{r:.2f}" for r in block_ratios)
             + " (blocks) at epsilon " + ", ".join(f"{e:g}" for e in epsilons)
             + "; lowest median gap: " + ", ".join(f"{best[e]}" for e in epsilons)

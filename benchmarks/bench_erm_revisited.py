@@ -59,7 +59,7 @@ from sklearn_dp._losses import get_loss
 from sklearn_dp.solvers import SOLVERS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _datasets import breast_cancer_public_ranges  # noqa: E402
+from _datasets import breast_cancer_public_ranges
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 EPSILONS = (0.2, 0.5, 1.0)
@@ -393,7 +393,7 @@ def build_report(results, datasets, optima, calibration, args, seeds_large, seed
     ]
     for dataset, _ in datasets:
         out += [f"## {dataset.title}", "", f"Public scaling: {dataset.public}.", ""]
-        for problem, lam, methods in PROBLEMS:
+        for problem, _lam, methods in PROBLEMS:
             f_star, grad_norm, w_norm = optima[(dataset.name, problem)]
             out += [f"### {problem}", "",
                     f"F* = {f_star:.10f} (Newton, gradient norm {grad_norm:.1e}, "

@@ -44,26 +44,26 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import argparse  # noqa: E402
-import math  # noqa: E402
-import platform  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-import warnings  # noqa: E402
-from collections import defaultdict  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import math
+import platform
+import sys
+import time
+import warnings
+from collections import defaultdict
+from pathlib import Path
 
-import numpy as np  # noqa: E402
-import sklearn  # noqa: E402
-from sklearn.datasets import load_diabetes  # noqa: E402
-from sklearn.linear_model import LassoCV, LinearRegression  # noqa: E402
-from sklearn.metrics import r2_score  # noqa: E402
+import numpy as np
+import sklearn
+from sklearn.datasets import load_diabetes
+from sklearn.linear_model import LassoCV, LinearRegression
+from sklearn.metrics import r2_score
 
-import sklearn_dp  # noqa: E402
-from sklearn_dp import DPLasso, DPSCORegressor  # noqa: E402
-from sklearn_dp._data import bound_data  # noqa: E402
-from sklearn_dp._losses import get_loss  # noqa: E402
-from sklearn_dp.solvers._l1_geometry import make_domain, reference_solve  # noqa: E402
+import sklearn_dp
+from sklearn_dp import DPLasso, DPSCORegressor
+from sklearn_dp._data import bound_data
+from sklearn_dp._losses import get_loss
+from sklearn_dp.solvers._l1_geometry import make_domain, reference_solve
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 DELTA = 1e-6  # about 1 / n^2 for n = 800 (seed Theorem 7 needs delta <= 1/n)
@@ -250,9 +250,9 @@ def part_b(dims, epsilon, seeds, log):
             risk["zero model"][d].append(excess_risk(np.zeros(d), truth))
             for name in DIMENSION_METHODS:
                 if name.startswith("dp_sgd"):
-                    make = lambda: l2_baseline(epsilon, seed, d)  # noqa: E731
+                    make = lambda: l2_baseline(epsilon, seed, d)
                 else:
-                    make = lambda name=name: PRIVATE_METHODS[name](epsilon, seed)  # noqa: E731
+                    make = lambda name=name: PRIVATE_METHODS[name](epsilon, seed)
                 model, _ = timed(make, X, y)
                 risk[name][d].append(excess_risk(model.coef_, truth))
         log(f"(b) d={d} done")

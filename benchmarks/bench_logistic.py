@@ -43,7 +43,7 @@ from sklearn_dp import DPLogisticRegression, accounting
 from sklearn_dp.solvers import SOLVERS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _datasets import DATASETS, load_dataset  # noqa: E402
+from _datasets import DATASETS, load_dataset
 
 # --------------------------------------------------------------------------
 # What is benchmarked (edit these lists to extend the benchmark)
@@ -394,7 +394,7 @@ def plot(results, datasets, path):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import matplotlib.ticker  # noqa: F401  (matplotlib.ticker.NullFormatter below)
+    import matplotlib.ticker
 
     fig, axes = plt.subplots(1, len(datasets), figsize=(5.5 * len(datasets), 4.2), squeeze=False)
     for ax, dataset in zip(axes[0], datasets):

@@ -47,7 +47,7 @@ from sklearn_dp import DPLogisticRegression
 from sklearn_dp.accounting import epsilon_of_event
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _datasets import load_dataset  # noqa: E402
+from _datasets import load_dataset
 
 EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0)
 DELTAS = (1e-5, 0.0)

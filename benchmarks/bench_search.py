@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import sys
@@ -54,7 +53,7 @@ from sklearn_dp.model_selection import DPGridSearchCV
 from sklearn_dp.model_selection._selection import rdp_epsilon
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _datasets import load_dataset  # noqa: E402
+from _datasets import load_dataset
 
 #: The grid searched, privately and not: the penalty and the number of steps
 #: (both change what DP gradient descent reaches at a given epsilon).
@@ -86,7 +85,7 @@ def fmt(values):
 
 def md_table(headers, rows):
     widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(headers)]
-    line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
+    line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
     return "\n".join(
         [line(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
         + [line(r) for r in rows]
@@ -201,7 +200,7 @@ def report(datasets, outcomes, seeds, options, wall, command):
     rows = []
     for name in datasets:
         o = outcomes[name]
-        fmt_picks = lambda c: ", ".join(f"{dict(zip(GRID, k))}: {v}" for k, v in c.most_common())  # noqa: E731
+        fmt_picks = lambda c: ", ".join(f"{dict(zip(GRID, k))}: {v}" for k, v in c.most_common())
         rows.append([
             name, fmt_picks(o["picks"]), fmt_picks(o["picks_norefit"]),
             f"{np.median(o['times']):.2f} s", f"{o['run_epsilon']:.3f}",
@@ -244,7 +243,7 @@ def main(argv=None):
     n_seeds = args.seeds or (QUICK_SEEDS if args.quick else DEFAULT_SEEDS)
     seeds = list(range(n_seeds))
     options = {**SEARCH_OPTIONS, **args.options}
-    log = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
+    log = lambda message: print(message, file=sys.stderr, flush=True)
     start = time.perf_counter()
     outcomes = {}
     for name in args.datasets:

@@ -58,7 +58,7 @@ from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor
 from sklearn_dp.solvers import SOLVERS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _datasets import load_dataset  # noqa: E402
+from _datasets import load_dataset
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -199,7 +199,7 @@ def timed_fit(model, X, y, timeout):
             model.fit(X, y)
     except FitTimeout:
         fired = True
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         signal.setitimer(signal.ITIMER_REAL, 0)
         elapsed = time.perf_counter() - start
         if elapsed >= timeout * 0.99 or isinstance(exc.__context__, FitTimeout):
@@ -251,7 +251,7 @@ def run_case(data, est, solvers, epsilons, timeout, log):
                         status = "refused"
                         break
                     raise
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     status = f"error at epsilon={eps:g}: {type(exc).__name__}: {str(exc)[:100]}"
                     break
                 warns.update(w)

@@ -60,7 +60,7 @@ from sklearn_dp._losses import get_loss
 from sklearn_dp.solvers import get_solver
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _datasets import load_dataset  # noqa: E402
+from _datasets import load_dataset
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SIZES = ["1e4x20", "1e5x100", "1e6x20", "1e6x100"]
@@ -328,13 +328,13 @@ def speed_case(problem, size, fmt, repeats, log):
                 timings, peaks = [], []
                 for r in range(repeats):
                     estimator = build(method, problem, 1.0, r, n)
-                    seconds, peak = measure(lambda: estimator.fit(X, y), X)
+                    seconds, peak = measure(lambda: estimator.fit(X, y), X)  # noqa: F821 (del below)
                     timings.append(seconds)
                     peaks.append(peak)
                 row.seconds = float(np.median(timings))
                 row.memory = max(peaks) / size_X
                 if method.solver_path is not None:
-                    _, peak = measure(lambda: method.solver_path(X, y), X)
+                    _, peak = measure(lambda: method.solver_path(X, y), X)  # noqa: F821
                     row.solver_memory = peak / size_X
                 if not method.reference:
                     row.extra["solver_"] = estimator.solver_
@@ -425,7 +425,7 @@ def environment():
 
 def _markdown(header, rows):
     widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(header)]
-    line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
+    line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
     return "\n".join([line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
                      + [line(r) for r in rows])
 
@@ -454,7 +454,7 @@ def speed_section(rows):
 
 def accuracy_section(results, epsilons):
     parts = []
-    for (problem, title, metric, _, _), table in results:
+    for (_problem, title, _metric, _, _), table in results:
         names = []
         for (name, _) in table:
             if name not in names:
@@ -499,7 +499,7 @@ def targets_section(rows, accuracy):
     if r and not r.error:
         lines.append(f"- DPSCORegressor() (squared) fit time <= 1.0x Ridge at 1e6x100: "
                      f"{r.ratio:.2f}x -> {verdict(r.ratio <= 1.0)}")
-    for (problem, title, metric, _, _), table in accuracy:
+    for (problem, title, _metric, _, _), table in accuracy:
         default = next((name for (name, _) in table if name.startswith("default")), None)
         reference = next((name for (name, e) in table if math.isinf(e)), None)
         if default is None or reference is None or (default, 1.0) not in table:

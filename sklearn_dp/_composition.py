@@ -83,6 +83,7 @@ def privacy_spent(estimator, delta=None):
     Parameters
     ----------
     estimator : fitted estimator, Pipeline, ColumnTransformer or FeatureUnion
+        The fitted model; its private steps are found recursively.
     delta : float, optional
         Report epsilon at this delta (at least the sum of the steps' deltas
         is needed by their approximate-DP parts); default: that sum.
@@ -90,6 +91,7 @@ def privacy_spent(estimator, delta=None):
     Returns
     -------
     (epsilon, delta) : tuple of float
+        The guarantee of the whole model (steps composed adaptively).
 
     Examples
     --------

@@ -278,6 +278,8 @@ class DPStandardScaler(_DPTransformer):
     budget : PrivacyBudget or None, default=None
         Shared budget, charged once per fit, before the data is read.
     random_state : None, int, RandomState or Generator, default=None
+        Source of noise.  None draws fresh entropy from the OS; an int makes
+        fits reproducible.
 
     Attributes
     ----------
@@ -360,6 +362,7 @@ class DPStandardScaler(_DPTransformer):
         Returns
         -------
         self : DPStandardScaler
+            The fitted scaler.
         """
         self._validate_params()
         self._check_privacy_request()
@@ -433,6 +436,18 @@ class DPStandardScaler(_DPTransformer):
         With ``clip=True`` values are first clipped to the feature's range
         ``bounds_``, as in the fit: a noisy bound then yields a bounded
         feature (at worst a constant), never an exploding one.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The data (public: costs nothing).
+        copy : bool, default=None
+            Copy ``X`` first (``None``: the ``copy`` parameter of the scaler).
+
+        Returns
+        -------
+        X_new : {ndarray, sparse matrix} of shape (n_samples, n_features)
+            The scaled data.
         """
         check_is_fitted(self)
         X = validate_data(
@@ -454,7 +469,20 @@ class DPStandardScaler(_DPTransformer):
         return X / self.scale_
 
     def inverse_transform(self, X, copy=None):
-        """Undo :meth:`transform`."""
+        """Undo :meth:`transform`.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The data (public: costs nothing).
+        copy : bool, default=None
+            Copy ``X`` first (``None``: the ``copy`` parameter of the scaler).
+
+        Returns
+        -------
+        X_original : {ndarray, sparse matrix} of shape (n_samples, n_features)
+            The data on its original scale.
+        """
         check_is_fitted(self)
         X = validate_data(
             self, X, reset=False, accept_sparse="csr", dtype=[np.float64, np.float32],
@@ -504,6 +532,7 @@ class DPMinMaxScaler(_DPTransformer):
         with ``delta > 0`` their composition over the features is accounted
         by zCDP when that is tighter (more epsilon per feature).
     feature_range : tuple (min, max), default=(0, 1)
+        Desired range of the transformed data.
     bounds : "auto" or array-like, default="auto"
         ``"auto"``: release each feature's range privately.  A ``(min,
         max)`` pair or one pair per feature: public ranges, used as the data
@@ -513,7 +542,10 @@ class DPMinMaxScaler(_DPTransformer):
         Clip transformed values to ``feature_range`` (a released range does
         not contain every value).
     budget : PrivacyBudget or None, default=None
+        Shared budget, charged once per fit, before the data is read.
     random_state : None, int, RandomState or Generator, default=None
+        Source of noise.  None draws fresh entropy from the OS; an int makes
+        fits reproducible.
 
     Attributes
     ----------
@@ -570,12 +602,14 @@ class DPMinMaxScaler(_DPTransformer):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            The private data; entries are clipped to the released ranges.
         y : None
             Ignored.
 
         Returns
         -------
         self : DPMinMaxScaler
+            The fitted scaler.
         """
         self._validate_params()
         self._check_privacy_request()
@@ -644,7 +678,18 @@ class DPMinMaxScaler(_DPTransformer):
         self.min_ = low - self.data_min_ * self.scale_
 
     def transform(self, X):
-        """``X * scale_ + min_``, clipped to ``feature_range`` if ``clip`` (costs nothing)."""
+        """``X * scale_ + min_``, clipped to ``feature_range`` if ``clip`` (costs nothing).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The data (public: costs nothing).
+
+        Returns
+        -------
+        X_new : ndarray of shape (n_samples, n_features)
+            The scaled data.
+        """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], copy=True)
         X = X * self.scale_ + self.min_
@@ -653,7 +698,18 @@ class DPMinMaxScaler(_DPTransformer):
         return X
 
     def inverse_transform(self, X):
-        """Undo :meth:`transform` (clipped values stay at the range's ends)."""
+        """Undo :meth:`transform` (clipped values stay at the range's ends).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The data (public: costs nothing).
+
+        Returns
+        -------
+        X_original : ndarray of shape (n_samples, n_features)
+            The data on its original scale.
+        """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], copy=True)
         return (X - self.min_) / self.scale_
@@ -711,6 +767,7 @@ class PublicRangeScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         Returns
         -------
         self : PublicRangeScaler
+            The fitted scaler.
         """
         self._validate_params()
         X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32])
@@ -722,7 +779,18 @@ class PublicRangeScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return self
 
     def transform(self, X):
-        """Map each feature's public range to [-1, 1] (costs nothing)."""
+        """Map each feature's public range to [-1, 1] (costs nothing).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The data (public: costs nothing).
+
+        Returns
+        -------
+        X_new : {ndarray, sparse matrix} of shape (n_samples, n_features)
+            The scaled data.
+        """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=[np.float64, np.float32])
         if sp.issparse(X):
@@ -739,7 +807,18 @@ class PublicRangeScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return np.clip(X, -1.0, 1.0) if self.clip else X
 
     def inverse_transform(self, X):
-        """Map [-1, 1] back to the public ranges."""
+        """Map [-1, 1] back to the public ranges.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The data (public: costs nothing).
+
+        Returns
+        -------
+        X_original : {ndarray, sparse matrix} of shape (n_samples, n_features)
+            The data on its original scale.
+        """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=[np.float64, np.float32])
         if sp.issparse(X):

@@ -73,6 +73,7 @@ def clopper_pearson(successes, trials, confidence=0.95):
     Parameters
     ----------
     successes, trials : int
+        Number of successes among ``trials`` independent trials.
     confidence : float, default=0.95
         Coverage of the interval; each end is a one-sided bound at
         ``1 - (1 - confidence) / 2``.
@@ -80,6 +81,7 @@ def clopper_pearson(successes, trials, confidence=0.95):
     Returns
     -------
     lower, upper : float
+        The ends of the interval.
     """
     alpha = 1.0 - confidence
     lower = 0.0 if successes == 0 else stats.beta.ppf(alpha / 2, successes, trials - successes + 1)
@@ -137,11 +139,14 @@ def max_epsilon_lower_bound(n_runs, delta, *, confidence=0.95):
     n_runs : int
         Runs per data set used for the bound (not for choosing the threshold).
     delta : float
+        The delta of the claimed guarantee.
     confidence : float, default=0.95
+        Confidence of the bound.
 
     Returns
     -------
     float
+        The bound given by a test without a single error.
     """
     upper = clopper_pearson(0, int(n_runs), confidence)[1]
     return _epsilon_from_rates(upper, upper, delta)
@@ -161,6 +166,7 @@ def choose_threshold(
     without, with_canary : array-like of float
         Calibration runs on D and on D'.
     delta : float
+        The delta of the claimed guarantee.
     candidates : int, default=99
         Number of candidate thresholds: the quantiles ``k / (candidates + 1)``,
         k = 1 .. candidates, of the pooled runs.
@@ -178,6 +184,7 @@ def choose_threshold(
     Returns
     -------
     float
+        The chosen threshold.
     """
     without = np.asarray(without, dtype=float)
     with_canary = np.asarray(with_canary, dtype=float)
@@ -248,16 +255,19 @@ def epsilon_lower_bound(
 class AuditResult:
     """Outcome of an audit.
 
-    Attributes
+    Parameters
     ----------
     epsilon_lower_bound : float
         Epsilon the mechanism provably exceeds (at ``confidence``) — evidence
         of a bug if above ``claimed_epsilon``.
     claimed_epsilon, delta : float
+        The guarantee under audit.
     n_runs : int
         Runs per data set (calibration and bound together).
     confidence : float
+        Confidence of the bound.
     threshold : float
+        Threshold of the test "statistic > threshold means canary present".
     n_bound_runs : int
         Runs per data set used for the bound (the others chose the threshold).
     """
@@ -315,6 +325,7 @@ def audit_mechanism(
         How many of them choose the threshold (default ``n_runs // 2``); the
         rest, fresh runs, give the bound.
     confidence : float, default=0.95
+        Confidence of the bound.
     n_jobs : int, optional
         Runs in parallel with joblib (the results do not depend on it).
     seed_offset : int, default=0
@@ -325,6 +336,7 @@ def audit_mechanism(
     Returns
     -------
     AuditResult
+        The bound, with the claim and the audit's configuration.
 
     Notes
     -----
@@ -399,10 +411,13 @@ def audit_noisy_gradient_sum(
     claimed_epsilon, delta : float
         The guarantee claimed for all ``n_steps`` releases together.
     n_steps : int, default=1
+        Number of releases.
     sampling_rate : float, default=1.0
         Poisson sampling rate of the canary in each step.
     n_runs : int, default=4000
+        Runs per data set.
     confidence : float, default=0.95
+        Confidence of the bound.
     seed : int, default=0
         Seed of the data rows (the runs use :func:`audit_mechanism`'s seeds).
     **audit_options
@@ -411,6 +426,7 @@ def audit_noisy_gradient_sum(
     Returns
     -------
     AuditResult
+        The bound, with the claim and the audit's configuration.
 
     Notes
     -----
@@ -489,7 +505,8 @@ def audit_estimator(
         The data set D.
     canary_x : array-like of shape (n_features,)
         The canary row (make it extreme: large norm, far from the data).
-    canary_y : label of the canary
+    canary_y : object
+        The label of the canary row.
     n_runs : int, default=200
         Fits per data set (2 * n_runs in total).
     statistic : callable, optional
@@ -497,6 +514,7 @@ def audit_estimator(
         the canary (``decision_function`` for classifiers, ``predict``
         otherwise), which a leak of the canary moves.
     confidence : float, default=0.95
+        Confidence of the bound.
     n_jobs : int, optional
         Runs in parallel with joblib.
     **audit_options
@@ -506,6 +524,7 @@ def audit_estimator(
     Returns
     -------
     AuditResult
+        The bound, with the claim and the audit's configuration.
 
     Notes
     -----
@@ -581,6 +600,11 @@ def check_dp_event(model, *, rtol=1e-6):
 class ReleaseTrace:
     """What :func:`trace_releases` recorded.
 
+    Parameters
+    ----------
+    tracer : object
+        The recorder of ``sklearn_dp._noise`` (built by :func:`trace_releases`).
+
     Attributes
     ----------
     releases : list of Release
@@ -601,10 +625,12 @@ class ReleaseTrace:
 
     @property
     def releases(self):
+        """Every noisy release, in order (see the class docstring)."""
         return self._tracer.releases
 
     @property
     def samples(self):
+        """Every random draw of private rows, in order."""
         return self._tracer.samples
 
     def __repr__(self):

@@ -27,8 +27,8 @@ import warnings
 
 import numpy as np
 import pytest
-
 from audit_configs import configured_solvers, solver_audits
+
 from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor
 from sklearn_dp.accounting import epsilon_of_event
 from sklearn_dp.solvers import SOLVERS

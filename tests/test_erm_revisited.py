@@ -15,11 +15,10 @@ import math
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from dp_accounting import dp_event as dpe
 from scipy.optimize import minimize, minimize_scalar
 from sklearn.datasets import make_classification, make_regression
 from sklearn.linear_model import Lasso, LogisticRegression, Ridge
-
-from dp_accounting import dp_event as dpe
 
 import sklearn_dp.solvers as solvers_module
 from sklearn_dp import DPLogisticRegression, DPSCORegressor, PrivacyBudget
@@ -27,6 +26,7 @@ from sklearn_dp._data import BoundedData, bound_data
 from sklearn_dp._kernels import l2_clipped_derivatives
 from sklearn_dp._losses import get_loss
 from sklearn_dp.accounting import epsilon_of_event, gaussian_noise_multiplier, gaussian_steps_event
+from sklearn_dp.exceptions import ConvergenceError
 from sklearn_dp.solvers import _accmd, _svrg, dp_accmd, dp_gd, dp_svrg, dp_svrg_pp
 from sklearn_dp.solvers._accmd import accmd_iterations
 from sklearn_dp.solvers._gradient_descent import (
@@ -49,7 +49,6 @@ from sklearn_dp.solvers._svrg import (
     svrg_pp_step_size,
     svrg_step_size,
 )
-from sklearn_dp.exceptions import ConvergenceError
 from sklearn_dp.testing import audit_mechanism, trace_releases
 
 LOGISTIC = get_loss("log_loss")
@@ -543,7 +542,7 @@ def test_accmd_without_noise_reaches_constrained_least_squares(constraint):
         constraint=constraint, max_iter=3000,
     )
     W = result.coef[:, 0]
-    objective = lambda w: 0.5 * np.mean((X @ w - y) ** 2)  # noqa: E731
+    objective = lambda w: 0.5 * np.mean((X @ w - y) ** 2)
     if constraint == "l1":
         reference = _projected_gradient_l1_ball(X, y, radius)
         assert np.abs(W).sum() <= radius * (1 + 1e-9)
@@ -1034,7 +1033,7 @@ def test_regressor_refusals(classification):
 
 def test_auto_picks_these_solvers_only_where_nothing_else_fits(classification):
     X, y = classification
-    fit = lambda **p: DPLogisticRegression(classes=[0, 1], random_state=0, **p).fit(X, y)  # noqa: E731
+    fit = lambda **p: DPLogisticRegression(classes=[0, 1], random_state=0, **p).fit(X, y)
     assert fit().solver_ == "dp_newton"  # issue #14: second order for L2 / none
     assert fit(penalty="l1").solver_ == "dp_svrg_pp"  # dp_cd needs feature_bound
     assert fit(penalty="l1", feature_bound=1.0).solver_ == "dp_cd"
@@ -1042,7 +1041,7 @@ def test_auto_picks_these_solvers_only_where_nothing_else_fits(classification):
     assert fit(penalty=None, radius=3.0, constraint="l1").solver_ == "dp_accmd"
     assert fit(penalty=None, radius=3.0).solver_ == "dp_gd"  # L2 ball: projected dp_gd
     Xr, yr = make_regression(n_samples=200, n_features=3, random_state=0)
-    reg = lambda **p: DPSCORegressor(random_state=0, **p).fit(Xr / 10, yr / 100)  # noqa: E731
+    reg = lambda **p: DPSCORegressor(random_state=0, **p).fit(Xr / 10, yr / 100)
     assert reg().solver_ == "dp_newton"
     assert reg(penalty="l1").solver_ == "dp_ssp"  # least squares: sufficient statistics
     assert reg(loss="huber", penalty="l1").solver_ == "dp_svrg_pp"

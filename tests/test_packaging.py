@@ -111,7 +111,7 @@ def test_install_page_states_the_declared_minimums():
 def test_sdist_manifest_ships_what_the_tests_read():
     manifest = (ROOT / "MANIFEST.in").read_text().splitlines()
     for needed in ["graft tests", "graft examples", "graft docs", "graft benchmarks",
-                   "include LICENSE README.md pyproject.toml setup.cfg MANIFEST.in"]:
+                   "include LICENSE README.md CHANGELOG.md pyproject.toml MANIFEST.in"]:
         assert needed in manifest
 
 

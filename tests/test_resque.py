@@ -3,8 +3,6 @@
 import math
 
 import numpy as np
-
-from sklearn_dp.solvers._common import COUNT_EPSILON_FRACTION
 import pytest
 from scipy.optimize import linprog, minimize
 from scipy.special import erf
@@ -16,6 +14,7 @@ from sklearn_dp._data import bound_data
 from sklearn_dp._losses import AbsoluteLoss, HingeLoss, QuantileLoss, get_loss
 from sklearn_dp.accounting import epsilon_of_event, subsampled_gaussian_noise_multiplier
 from sklearn_dp.solvers import get_solver, resque
+from sklearn_dp.solvers._common import COUNT_EPSILON_FRACTION
 from sklearn_dp.solvers._resque import (
     default_tolerance,
     epoch_lengths,

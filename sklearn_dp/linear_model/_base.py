@@ -34,18 +34,16 @@ import os
 import sys
 import threading
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from numbers import Integral, Real
-from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 from sklearn.base import BaseEstimator
 
-from .. import _noise
-from .. import _bounds
-from .. import _dask
+from .. import _bounds, _dask, _noise
 from .._bounds import planned_events, release_feature_bound, release_range, release_row_norm_bound
 from .._data import bound_data, check_feature_bound
 from .._sklearn_compat import Interval, Options, validate_data, validate_parameter_constraints

@@ -7,7 +7,6 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.special import expit, log_softmax, softmax
 from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
@@ -74,15 +73,6 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         gradient-descent solvers project onto the L2 ball.
     constraint : {"l2", "l1"}, default="l2"
         Norm of the constraint ball (used only with ``radius``).
-    feature_bound : float, array-like of shape (n_features,), "auto" or None, default="auto"
-        Bound on each feature, ``|X[i, j]| <= feature_bound[j]`` (larger
-        entries are clipped), used by the solvers that bound rows entrywise
-        (``dp_cd``).  A number (or one per feature) is public knowledge and
-        costs nothing; ``"auto"`` releases one bound on ``max_j |X[i, j]|``
-        privately when such a solver runs (10% of epsilon, see
-        ``data_norm``); None refuses those solvers.  A given bound also
-        bounds the rows in L2 for the other solvers when ``data_norm`` is
-        ``"auto"`` (then nothing is released).
     data_norm : float or "auto", default="auto"
         Bound on the L2 norm of each row of ``X``.  Rows that are longer are
         scaled down to it before fitting (clipped, not rejected), so no row
@@ -93,6 +83,15 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         mechanism over the public grid 1e-8..1e8 (see
         ``docs/guide/choosing_parameters.md``); the result is ``data_norm_``.
         Never compute it from the data yourself.
+    feature_bound : float, array-like of shape (n_features,), "auto" or None, default="auto"
+        Bound on each feature, ``|X[i, j]| <= feature_bound[j]`` (larger
+        entries are clipped), used by the solvers that bound rows entrywise
+        (``dp_cd``).  A number (or one per feature) is public knowledge and
+        costs nothing; ``"auto"`` releases one bound on ``max_j |X[i, j]|``
+        privately when such a solver runs (10% of epsilon, see
+        ``data_norm``); None refuses those solvers.  A given bound also
+        bounds the rows in L2 for the other solvers when ``data_norm`` is
+        ``"auto"`` (then nothing is released).
     classes : array-like or None, default=None
         The public set of labels.  With ``classes`` given (recommended), labels
         outside it raise an error before anything is spent, and classes
@@ -476,6 +475,8 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Rows longer than the row bound (L2) are scaled down to it.
         y : array-like of shape (n_samples,)
+            Labels; with ``classes`` given, rows whose label is not in it are
+            an error raised before anything is spent.
         sample_weight : array-like of shape (n_samples,), default=None
             Finite, non-negative weight of each row (private), clipped to
             ``max_weight``; multiplies the row's loss.  A negative, NaN or
@@ -486,6 +487,7 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         Returns
         -------
         self : DPLogisticRegression
+            The fitted estimator.
 
         Raises
         ------
@@ -603,7 +605,18 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         return self
 
     def decision_function(self, X):
-        """Scores ``X @ coef_.T + intercept_``; 1-d for two classes (positive: ``classes_[1]``)."""
+        """Scores ``X @ coef_.T + intercept_``; 1-d for two classes (positive: ``classes_[1]``).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The rows to predict (public: costs nothing).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+            The scores.
+        """
         if _dask.is_dask_input(X):
             return _dask.map_rows(self, "decision_function", X)  # lazy, chunk by chunk
         check_is_fitted(self)
@@ -612,7 +625,18 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         return scores.ravel() if scores.shape[1] == 1 else scores
 
     def predict(self, X):
-        """Most likely class of each row."""
+        """Most likely class of each row.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The rows to predict (public: costs nothing).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The predicted classes.
+        """
         if _dask.is_dask_input(X):
             return _dask.map_rows(self, "predict", X)  # lazy, chunk by chunk
         scores = self.decision_function(X)
@@ -620,7 +644,18 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         return self.classes_[indices]
 
     def predict_proba(self, X):
-        """Class probabilities, columns in the order of ``classes_``."""
+        """Class probabilities, columns in the order of ``classes_``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The rows to predict (public: costs nothing).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            The probability of each class.
+        """
         if _dask.is_dask_input(X):
             return _dask.map_rows(self, "predict_proba", X)  # lazy, chunk by chunk
         scores = self.decision_function(X)
@@ -630,7 +665,18 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         return softmax(scores, axis=1)
 
     def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`."""
+        """Logarithm of :meth:`predict_proba`.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The rows to predict (public: costs nothing).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            The log-probability of each class.
+        """
         if _dask.is_dask_input(X):
             return _dask.map_rows(self, "predict_log_proba", X)  # lazy, chunk by chunk
         scores = self.decision_function(X)

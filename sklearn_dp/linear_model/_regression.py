@@ -7,7 +7,6 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
@@ -92,19 +91,21 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
     constraint : {"l2", "l1"}, default="l2"
         Norm of the constraint ball (used only with ``radius``).
     fit_intercept : bool, default=True
+        Fit an unpenalised intercept through a constant column of value
+        ``intercept_scaling``.
     intercept_scaling : float or "auto", default="auto"
         Value of the constant intercept column (part of the row-norm bound);
         ``"auto"``: the rows' bound.
+    data_norm : float or "auto", default="auto"
+        L2 bound on the rows of ``X``; longer rows are scaled down to it.  A
+        number is public and free; ``"auto"`` releases it privately (10% of
+        epsilon, see ``docs/guide/choosing_parameters.md``).
     feature_bound : float, array-like of shape (n_features,), "auto" or None, default="auto"
         Bound on each feature, ``|X[i, j]| <= feature_bound[j]`` (larger
         entries are clipped), used by the solvers that bound rows entrywise
         (l1-geometry and coordinate-wise solvers).  A number is public and
         free; ``"auto"`` releases one bound on ``max_j |X[i, j]|`` when such
         a solver runs (10% of epsilon); None refuses those solvers.
-    data_norm : float or "auto", default="auto"
-        L2 bound on the rows of ``X``; longer rows are scaled down to it.  A
-        number is public and free; ``"auto"`` releases it privately (10% of
-        epsilon, see ``docs/guide/choosing_parameters.md``).
     y_bound : float or "auto", default="auto"
         Bound on the labels.  A number: labels are clipped to
         ``[-y_bound, y_bound]`` (public, free).  ``"auto"``: a label range is
@@ -157,17 +158,30 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         for the L1 and elastic-net penalties; ``"dp_svrg"`` (L2 penalty) and
         ``"dp_accmd"`` (L2 or L1 ball, ``penalty=None``) can also be asked for
         by name (see docs/solvers/erm_revisited.md).
-    max_iter, learning_rate, batch_size, clip_norm, solver_options
+    max_iter : int or None, default=None
+        As in :class:`DPLogisticRegression`.
+    learning_rate : float or None, default=None
+        As in :class:`DPLogisticRegression`.
+    batch_size : int or None, default=None
+        As in :class:`DPLogisticRegression`.
+    clip_norm : float or None, default=None
         As in :class:`DPLogisticRegression`.  For the squared loss without
         ``radius`` the loss's own gradient bound is ``2 * y_bound`` times the
         row bound (labels and residuals are clipped); private ``dp_gd`` and
         ``dp_sgd`` fits clip at half of it by default.
+    solver_options : dict or None, default=None
+        As in :class:`DPLogisticRegression`.
     n_jobs : int or None, default=None
         Threads for solvers with parallel work (``resque`` evaluates each
         round of queries in chunks over them); results do not depend on it.
     budget : PrivacyBudget or None, default=None
+        Shared budget checked before the fit touches the data and charged
+        once, atomically, after it succeeds.
     random_state : None, int, RandomState or Generator, default=None
+        Source of noise and sampling.  None draws fresh entropy from the OS
+        (use this in production); an int makes fits reproducible.
     verbose : int, default=0
+        Print progress of long fits to stderr.
 
     Attributes
     ----------
@@ -401,9 +415,11 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
             anything is spent (its message shows no weight).  Needs a solver
             that fits weighted rows (``dp_newton``, ``dp_ssp``, ``dp_gd``,
             ``dp_sgd``, ``objective_perturbation``, ``output_perturbation``).
+
         Returns
         -------
         self : DPSCORegressor
+            The fitted estimator.
         """
         self._validate_params()
         self._check_privacy_request()
@@ -437,7 +453,18 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
 
 
     def predict(self, X):
-        """Predicted values ``X @ coef_ + intercept_``."""
+        """Predicted values ``X @ coef_ + intercept_``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The rows to predict (public: costs nothing).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The predicted values.
+        """
         if _dask.is_dask_input(X):
             return _dask.map_rows(self, "predict", X)  # lazy, chunk by chunk
         check_is_fitted(self)

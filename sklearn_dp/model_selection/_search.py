@@ -28,7 +28,6 @@ import copy
 import math
 import sys
 import time
-from collections.abc import Mapping
 from numbers import Integral, Real
 
 import numpy as np
@@ -43,9 +42,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import _noise
 from .._sklearn_compat import HasMethods, Interval, StrOptions
+from ..accounting import ApproximateDpEvent
 from ..budget import PrivacyBudget
 from ..exceptions import public_error
-from ..accounting import ApproximateDpEvent
 from ..linear_model._base import (
     LABEL_DELTA_FRACTION,
     LABEL_EPSILON_FRACTION,
@@ -109,7 +108,7 @@ class _PlanningBudget(PrivacyBudget):
     and nothing else.  It is used only on a public stand-in of the data.
     """
 
-    def __init__(self):  # noqa: D107 - holds no ledger
+    def __init__(self):
         pass
 
     def reserve(self, epsilon, delta=0.0, *, event=None, estimator="manual", solver=None):
@@ -807,7 +806,7 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
                 return model, 0.0
             terms = _row_scores(scoring, y_val, model.predict(X_val), bound)
             return model, float(np.sum(terms - middle))
-        except Exception:  # noqa: BLE001 - a failed run releases nothing
+        except Exception:
             return None
 
     def _results(self, candidates, index, score):

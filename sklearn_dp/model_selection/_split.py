@@ -22,7 +22,7 @@ train/validation split, and what keeps fold fits of a ``GridSearchCV`` or
 
 from __future__ import annotations
 
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 
@@ -156,7 +156,18 @@ class RowwiseKFold:
         return make_rng(self.random_state)
 
     def folds(self, X):
-        """The fold of each row of ``X`` (an array of fold numbers)."""
+        """The fold of each row of ``X`` (an array of fold numbers).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Only its number of rows is read.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The fold number of each row.
+        """
         probabilities = self._probabilities()
         return rowwise_parts(_num_rows(X), probabilities, self._rng())
 
@@ -166,6 +177,7 @@ class RowwiseKFold:
         Parameters
         ----------
         X : array-like or sparse matrix of shape (n_samples, n_features)
+            Only its number of rows is read.
         y, groups : ignored
             For compatibility (folds do not look at labels or groups).
 
@@ -178,7 +190,18 @@ class RowwiseKFold:
             yield np.flatnonzero(folds != k), np.flatnonzero(folds == k)
 
     def get_n_splits(self, X=None, y=None, groups=None):
-        """Number of splits (``n_splits``)."""
+        """Number of splits (``n_splits``).
+
+        Parameters
+        ----------
+        X, y, groups : object
+            Ignored, present for API consistency.
+
+        Returns
+        -------
+        int
+            ``n_splits``.
+        """
         return self.n_splits
 
     def __repr__(self):
