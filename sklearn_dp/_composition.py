@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import TYPE_CHECKING
 
 from dp_accounting import dp_event as dpe
 
 from .accounting import epsilon_of_events
 from .exceptions import PrivacyLeakWarning
+
+if TYPE_CHECKING:
+    from sklearn.base import BaseEstimator
 
 __all__ = ["privacy_spent", "private_steps"]
 
@@ -57,7 +61,7 @@ def private_steps(estimator, path=""):
     yield path.rstrip("."), estimator
 
 
-def privacy_spent(estimator, delta=None):
+def privacy_spent(estimator: BaseEstimator, delta: float | None = None) -> tuple[float, float]:
     """The (epsilon, delta) that a fitted Pipeline, ColumnTransformer or estimator guarantees.
 
     Every step of a Pipeline (or a ColumnTransformer, a FeatureUnion,

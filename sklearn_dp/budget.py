@@ -50,6 +50,7 @@ import time
 import uuid
 import weakref
 from numbers import Real
+from typing import Literal
 
 from dp_accounting import dp_event as dpe
 
@@ -201,7 +202,14 @@ class Reservation:
         The entry's status as this reservation last set it.
     """
 
-    def __init__(self, budget, entry_id, epsilon, delta, rho):
+    def __init__(
+        self,
+        budget: PrivacyBudget,
+        entry_id: int,
+        epsilon: float,
+        delta: float,
+        rho: float | None,
+    ) -> None:
         self.budget = budget
         self.entry_id = entry_id
         self.epsilon = epsilon
@@ -209,7 +217,7 @@ class Reservation:
         self.rho = rho
         self.status = RESERVED
 
-    def complete(self, event=None):
+    def complete(self, event: dpe.DpEvent | None = None) -> None:
         """Mark the entry completed; ``event`` is the fit's final mechanism.
 
         On a zCDP budget the final event must cost no more than the rho
@@ -240,7 +248,7 @@ class Reservation:
         self.budget._storage.update(self.entry_id, status=COMPLETED, event=event, blob=blob)
         self.status = COMPLETED
 
-    def fail(self, error):
+    def fail(self, error: BaseException | str) -> None:
         """Mark the entry failed; ``error`` is an exception (only its class name is kept).
 
         Parameters
@@ -350,7 +358,15 @@ class PrivacyBudget:
     (0.75, 1e-05)
     """
 
-    def __init__(self, epsilon, delta=0.0, *, storage=None, timeout=30.0, composition="basic"):
+    def __init__(
+        self,
+        epsilon: float,
+        delta: float = 0.0,
+        *,
+        storage: str | os.PathLike[str] | None = None,
+        timeout: float = 30.0,
+        composition: Literal["basic", "zcdp"] = "basic",
+    ) -> None:
         self._epsilon = _check_limit_epsilon(epsilon)
         self._delta = _check_limit_delta(delta)
         self._composition = _check_composition(composition, self._delta)
@@ -385,51 +401,51 @@ class PrivacyBudget:
     # -- limits and reports ----------------------------------------------------
 
     @property
-    def epsilon(self):
+    def epsilon(self) -> float:
         """Total epsilon of the budget."""
         return self._epsilon
 
     @property
-    def delta(self):
+    def delta(self) -> float:
         """Total delta of the budget."""
         return self._delta
 
     @property
-    def composition(self):
+    def composition(self) -> str:
         """The admission rule: ``"basic"`` or ``"zcdp"``."""
         return self._composition
 
     @property
-    def storage(self):
+    def storage(self) -> str | None:
         """``None`` for an in-memory budget, else the absolute path of the ledger."""
         return self._storage.path if isinstance(self._storage, _SQLiteStorage) else None
 
     @property
-    def ledger(self):
+    def ledger(self) -> list[LedgerEntry]:
         """The recorded spends, oldest first (a new list of frozen entries)."""
         return [row.entry for row in self._storage.rows()]
 
     @property
-    def rho_limit(self):
+    def rho_limit(self) -> float | None:
         """The total rho a ``"zcdp"`` budget admits (None for ``"basic"``)."""
         if self._composition != "zcdp":
             return None
         return _rho_limit(self._epsilon, self._delta)
 
     @property
-    def rho_spent(self):
+    def rho_spent(self) -> float | None:
         """The rho charged so far on a ``"zcdp"`` budget (None for ``"basic"``)."""
         if self._composition != "zcdp":
             return None
         return self._rho_sum(self._storage.rows())
 
     @property
-    def spent(self):
+    def spent(self) -> tuple[float, float]:
         """``(epsilon, delta)`` spent so far (see the class's Privacy section)."""
         return self._spent_of(self._storage.rows())
 
     @property
-    def remaining(self):
+    def remaining(self) -> tuple[float, float]:
         """``(epsilon, delta)`` left (see the class's Privacy section)."""
         rows = self._storage.rows()
         if self._composition == "zcdp":
@@ -455,7 +471,7 @@ class PrivacyBudget:
     def _rho_sum(rows, extra=0.0):
         return math.fsum([row.entry.rho or 0.0 for row in rows] + [extra])
 
-    def fixed_sequence_epsilon(self, delta=None):
+    def fixed_sequence_epsilon(self, delta: float | None = None) -> float:
         """Numerical (PLD) composition of the recorded events, as if fixed in advance.
 
         Parameters
@@ -583,7 +599,9 @@ class PrivacyBudget:
         )
         return _Row(entry, _pickle_event(event))
 
-    def check(self, epsilon, delta=0.0, event=None):
+    def check(
+        self, epsilon: float, delta: float = 0.0, event: dpe.DpEvent | None = None
+    ) -> None:
         """Raise :class:`BudgetExceededError` if spending ``(epsilon, delta)`` would not fit.
 
         Parameters
@@ -608,7 +626,15 @@ class PrivacyBudget:
         if message is not None:
             raise BudgetExceededError(message)
 
-    def reserve(self, epsilon, delta=0.0, *, event=None, estimator="manual", solver=None):
+    def reserve(
+        self,
+        epsilon: float,
+        delta: float = 0.0,
+        *,
+        event: dpe.DpEvent | None = None,
+        estimator: str = "manual",
+        solver: str | None = None,
+    ) -> Reservation:
         """Atomically check a spend and record it, before the data is touched.
 
         Parameters
@@ -649,7 +675,15 @@ class PrivacyBudget:
         entry_id = self._storage.append_if(decide, row)
         return Reservation(self, entry_id, epsilon, delta, rho)
 
-    def spend(self, epsilon, delta=0.0, *, event=None, estimator="manual", solver=None):
+    def spend(
+        self,
+        epsilon: float,
+        delta: float = 0.0,
+        *,
+        event: dpe.DpEvent | None = None,
+        estimator: str = "manual",
+        solver: str | None = None,
+    ) -> None:
         """Atomically check a spend and record it as one completed ledger entry.
 
         For spends outside an estimator (a query of your own).  Estimators

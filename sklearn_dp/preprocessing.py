@@ -29,6 +29,7 @@ from __future__ import annotations
 import functools
 import math
 from numbers import Real
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -48,6 +49,10 @@ from .linear_model._base import (
     restore_on_failure,
 )
 from .solvers._common import COUNT_EPSILON_FRACTION, make_rng, release_count
+
+if TYPE_CHECKING:
+    from ._typing import ArrayLike, Auto, MatrixLike, RandomStateLike
+
 
 __all__ = ["DPStandardScaler", "DPMinMaxScaler", "PublicRangeScaler"]
 
@@ -330,16 +335,16 @@ class DPStandardScaler(_DPTransformer):
 
     def __init__(
         self,
-        epsilon=1.0,
-        delta=1e-5,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
         *,
-        bounds="auto",
-        with_mean=True,
-        with_std=True,
-        clip=True,
-        budget=None,
-        random_state=None,
-    ):
+        bounds: Auto | ArrayLike = "auto",
+        with_mean: bool = True,
+        with_std: bool = True,
+        clip: bool = True,
+        budget: PrivacyBudget | None = None,
+        random_state: RandomStateLike = None,
+    ) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.bounds = bounds
@@ -350,7 +355,7 @@ class DPStandardScaler(_DPTransformer):
         self.random_state = random_state
 
     @restore_on_failure
-    def fit(self, X, y=None):
+    def fit(self, X: MatrixLike, y: None = None) -> DPStandardScaler:
         """Compute the DP mean and standard deviation of each feature.
 
         Parameters
@@ -430,7 +435,7 @@ class DPStandardScaler(_DPTransformer):
         self._run_private(X, plan_event, release)
         return self
 
-    def transform(self, X, copy=None):
+    def transform(self, X: MatrixLike, copy: bool | None = None) -> MatrixLike:
         """``(clip(X, bounds_) - mean_) / scale_`` (released statistics only: costs nothing).
 
         With ``clip=True`` values are first clipped to the feature's range
@@ -468,7 +473,7 @@ class DPStandardScaler(_DPTransformer):
             X = X - self.mean_
         return X / self.scale_
 
-    def inverse_transform(self, X, copy=None):
+    def inverse_transform(self, X: MatrixLike, copy: bool | None = None) -> MatrixLike:
         """Undo :meth:`transform`.
 
         Parameters
@@ -578,15 +583,15 @@ class DPMinMaxScaler(_DPTransformer):
 
     def __init__(
         self,
-        epsilon=1.0,
-        delta=1e-5,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
         *,
-        feature_range=(0, 1),
-        bounds="auto",
-        clip=True,
-        budget=None,
-        random_state=None,
-    ):
+        feature_range: tuple[float, float] = (0, 1),
+        bounds: Auto | ArrayLike = "auto",
+        clip: bool = True,
+        budget: PrivacyBudget | None = None,
+        random_state: RandomStateLike = None,
+    ) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.feature_range = feature_range
@@ -596,7 +601,7 @@ class DPMinMaxScaler(_DPTransformer):
         self.random_state = random_state
 
     @restore_on_failure
-    def fit(self, X, y=None):
+    def fit(self, X: MatrixLike, y: None = None) -> DPMinMaxScaler:
         """Release the range of each feature.
 
         Parameters
@@ -677,7 +682,7 @@ class DPMinMaxScaler(_DPTransformer):
         self.scale_ = (high - low) / self.data_range_
         self.min_ = low - self.data_min_ * self.scale_
 
-    def transform(self, X):
+    def transform(self, X: MatrixLike) -> MatrixLike:
         """``X * scale_ + min_``, clipped to ``feature_range`` if ``clip`` (costs nothing).
 
         Parameters
@@ -697,7 +702,7 @@ class DPMinMaxScaler(_DPTransformer):
             X = np.clip(X, self.feature_range[0], self.feature_range[1])
         return X
 
-    def inverse_transform(self, X):
+    def inverse_transform(self, X: MatrixLike) -> MatrixLike:
         """Undo :meth:`transform` (clipped values stay at the range's ends).
 
         Parameters
@@ -751,11 +756,11 @@ class PublicRangeScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         "clip": ["boolean"],
     }
 
-    def __init__(self, ranges=(-1.0, 1.0), *, clip=True):
+    def __init__(self, ranges: ArrayLike = (-1.0, 1.0), *, clip: bool = True) -> None:
         self.ranges = ranges
         self.clip = clip
 
-    def fit(self, X, y=None):
+    def fit(self, X: MatrixLike, y: None = None) -> PublicRangeScaler:
         """Check the ranges against the input's number of features (reads nothing else).
 
         Parameters
@@ -778,7 +783,7 @@ class PublicRangeScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.privacy_spent_ = (0.0, 0.0)
         return self
 
-    def transform(self, X):
+    def transform(self, X: MatrixLike) -> MatrixLike:
         """Map each feature's public range to [-1, 1] (costs nothing).
 
         Parameters
@@ -806,7 +811,7 @@ class PublicRangeScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         X = X * self.scale_ + self.offset_
         return np.clip(X, -1.0, 1.0) if self.clip else X
 
-    def inverse_transform(self, X):
+    def inverse_transform(self, X: MatrixLike) -> MatrixLike:
         """Map [-1, 1] back to the public ranges.
 
         Parameters

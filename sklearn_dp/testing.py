@@ -41,7 +41,9 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -50,6 +52,11 @@ from sklearn.base import clone
 
 from . import _noise
 from .accounting import epsilon_of_event
+
+if TYPE_CHECKING:
+    from sklearn.base import BaseEstimator
+
+    from ._typing import ArrayLike
 
 __all__ = [
     "AuditResult",
@@ -67,7 +74,9 @@ __all__ = [
 ]
 
 
-def clopper_pearson(successes, trials, confidence=0.95):
+def clopper_pearson(
+    successes: int, trials: int, confidence: float = 0.95
+) -> tuple[float, float]:
     """Two-sided Clopper-Pearson interval for a binomial proportion.
 
     Parameters
@@ -125,7 +134,7 @@ def _empirical_epsilon(without, with_canary, threshold, delta):
     )
 
 
-def max_epsilon_lower_bound(n_runs, delta, *, confidence=0.95):
+def max_epsilon_lower_bound(n_runs: int, delta: float, *, confidence: float = 0.95) -> float:
     """The largest lower bound an audit with ``n_runs`` runs per data set can give.
 
     It is reached when the test makes no error at all: with ``n_runs`` runs
@@ -153,9 +162,15 @@ def max_epsilon_lower_bound(n_runs, delta, *, confidence=0.95):
 
 
 def choose_threshold(
-    without, with_canary, delta, *, candidates=99, include_observed=False, criterion="bound",
-    confidence=0.95,
-):
+    without: ArrayLike,
+    with_canary: ArrayLike,
+    delta: float,
+    *,
+    candidates: int = 99,
+    include_observed: bool = False,
+    criterion: Literal["bound", "empirical"] = "bound",
+    confidence: float = 0.95,
+) -> float:
     """Choose the threshold of the test "statistic > threshold means canary present".
 
     Use runs that are *not* used for the bound afterwards: choosing and
@@ -203,8 +218,14 @@ def choose_threshold(
 
 
 def epsilon_lower_bound(
-    without, with_canary, delta, *, confidence=0.95, threshold=None, **choose_options
-):
+    without: ArrayLike,
+    with_canary: ArrayLike,
+    delta: float,
+    *,
+    confidence: float = 0.95,
+    threshold: float | None = None,
+    **choose_options: Any,
+) -> tuple[float, float]:
     """Lower bound on epsilon from statistics of runs on neighbouring data sets.
 
     Parameters
@@ -281,12 +302,12 @@ class AuditResult:
     n_bound_runs: int = 0
 
     @property
-    def consistent(self):
+    def consistent(self) -> bool:
         """Whether the audit found no evidence against the claimed epsilon."""
         return self.epsilon_lower_bound <= self.claimed_epsilon
 
     @property
-    def max_lower_bound(self):
+    def max_lower_bound(self) -> float:
         """The largest bound these runs could give (:func:`max_epsilon_lower_bound`)."""
         return max_epsilon_lower_bound(self.n_bound_runs, self.delta, confidence=self.confidence)
 
@@ -298,17 +319,17 @@ SEED_STRIDE = 1_000_003
 
 
 def audit_mechanism(
-    run,
+    run: Callable[[bool, int], float],
     *,
-    claimed_epsilon,
-    delta,
-    n_runs=1000,
-    calibration_runs=None,
-    confidence=0.95,
-    n_jobs=None,
-    seed_offset=0,
-    **choose_options,
-):
+    claimed_epsilon: float,
+    delta: float,
+    n_runs: int = 1000,
+    calibration_runs: int | None = None,
+    confidence: float = 0.95,
+    n_jobs: int | None = None,
+    seed_offset: int = 0,
+    **choose_options: Any,
+) -> AuditResult:
     """Audit any mechanism given as ``run(with_canary: bool, seed: int) -> float``.
 
     Parameters
@@ -376,18 +397,18 @@ def audit_mechanism(
 
 
 def audit_noisy_gradient_sum(
-    noise_std,
-    clip_norm,
+    noise_std: float,
+    clip_norm: float,
     *,
-    claimed_epsilon,
-    delta,
-    n_steps=1,
-    sampling_rate=1.0,
-    n_runs=4000,
-    confidence=0.95,
-    seed=0,
-    **audit_options,
-):
+    claimed_epsilon: float,
+    delta: float,
+    n_steps: int = 1,
+    sampling_rate: float = 1.0,
+    n_runs: int = 4000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    **audit_options: Any,
+) -> AuditResult:
     """Audit ``n_steps`` noisy clipped-gradient-sum releases with an extreme canary.
 
     The kernel of gradient methods: each step releases
@@ -483,18 +504,18 @@ def audit_noisy_gradient_sum(
 
 
 def audit_estimator(
-    estimator,
-    X,
-    y,
-    canary_x,
-    canary_y,
+    estimator: BaseEstimator,
+    X: ArrayLike,
+    y: ArrayLike,
+    canary_x: ArrayLike,
+    canary_y: Any,
     *,
-    n_runs=200,
-    statistic=None,
-    confidence=0.95,
-    n_jobs=None,
-    **audit_options,
-):
+    n_runs: int = 200,
+    statistic: Callable[[BaseEstimator], float] | None = None,
+    confidence: float = 0.95,
+    n_jobs: int | None = None,
+    **audit_options: Any,
+) -> AuditResult:
     """Audit a whole estimator on D = (X, y) against D' = D plus one canary row.
 
     Parameters
@@ -560,7 +581,7 @@ def audit_estimator(
     )
 
 
-def check_dp_event(model, *, rtol=1e-6):
+def check_dp_event(model: BaseEstimator, *, rtol: float = 1e-6) -> float:
     """Recompute a fitted model's ``dp_event_`` with dp_accounting; raise if it exceeds the claim.
 
     Parameters
@@ -620,16 +641,16 @@ class ReleaseTrace:
         allocation), in order.
     """
 
-    def __init__(self, tracer):
+    def __init__(self, tracer: Any) -> None:
         self._tracer = tracer
 
     @property
-    def releases(self):
+    def releases(self) -> list[Any]:
         """Every noisy release, in order (see the class docstring)."""
         return self._tracer.releases
 
     @property
-    def samples(self):
+    def samples(self) -> list[Any]:
         """Every random draw of private rows, in order."""
         return self._tracer.samples
 
@@ -638,7 +659,9 @@ class ReleaseTrace:
 
 
 @contextlib.contextmanager
-def trace_releases(substitute=None):
+def trace_releases(
+    substitute: Callable[[Any], Any] | None = None,
+) -> Iterator[ReleaseTrace]:
     """Record (and optionally replace) every noisy release made inside the block.
 
     Parameters

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import math
 from numbers import Integral
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sklearn.base import RegressorMixin
@@ -18,6 +19,10 @@ from ..solvers import get_solver
 from ..solvers._second_order import AUTO_SSP_ENTRYWISE_MAX_FEATURES
 from ..solvers._ssp import solve_statistics
 from ._base import BaseDPEstimator, FitProblem, public_scale, restore_on_failure
+
+if TYPE_CHECKING:
+    from .._typing import ArrayLike, Auto, FeatureBound, MatrixLike, RandomStateLike
+    from ..budget import PrivacyBudget
 
 __all__ = ["DPLasso", "l1_radius_for_alpha", "alpha_for_l1_radius", "default_l1_radius"]
 
@@ -280,27 +285,27 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
 
     def __init__(
         self,
-        epsilon=1.0,
-        delta=1e-5,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
         *,
-        radius=None,
-        alpha=None,
-        feature_bound="auto",
-        y_bound="auto",
-        fit_intercept=True,
-        intercept_scaling="auto",
-        max_weight=1.0,
-        warm_start=False,
-        solver="auto",
-        max_iter=None,
-        learning_rate=None,
-        batch_size=None,
-        clip_norm=None,
-        solver_options=None,
-        budget=None,
-        random_state=None,
-        verbose=0,
-    ):
+        radius: float | None = None,
+        alpha: float | None = None,
+        feature_bound: FeatureBound = "auto",
+        y_bound: float | Auto = "auto",
+        fit_intercept: bool = True,
+        intercept_scaling: float | Auto = "auto",
+        max_weight: float = 1.0,
+        warm_start: bool = False,
+        solver: str = "auto",
+        max_iter: int | None = None,
+        learning_rate: float | None = None,
+        batch_size: int | None = None,
+        clip_norm: float | None = None,
+        solver_options: dict[str, Any] | None = None,
+        budget: PrivacyBudget | None = None,
+        random_state: RandomStateLike = None,
+        verbose: int = 0,
+    ) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.radius = radius
@@ -420,7 +425,9 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         return get_loss("squared", residual_bound=RESIDUAL_BOUND)
 
     @restore_on_failure
-    def fit(self, X, y, sample_weight=None):
+    def fit(
+        self, X: MatrixLike, y: ArrayLike, sample_weight: ArrayLike | None = None
+    ) -> DPLasso:
         """Fit the model with differential privacy.
 
         Parameters
@@ -489,7 +496,14 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
             self.__dict__.pop("released_statistics_", None)
         return self
 
-    def path(self, alphas=None, *, n_alphas=100, eps=1e-3, l1_ratio=1.0):
+    def path(
+        self,
+        alphas: ArrayLike | None = None,
+        *,
+        n_alphas: int = 100,
+        eps: float = 1e-3,
+        l1_ratio: float = 1.0,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Coefficients for many penalties from the statistics this fit released: no new spend.
 
         After a fit with ``solver="dp_ssp"`` (the default for up to 64
@@ -578,7 +592,7 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         # Labels were fitted centred on the released (or given) centre.
         return alphas, coefs * scale, intercepts + stats["y_center"]
 
-    def predict(self, X):
+    def predict(self, X: MatrixLike) -> np.ndarray:
         """Predicted values ``X @ coef_ + intercept_``.
 
         Parameters

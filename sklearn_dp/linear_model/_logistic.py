@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import math
 from numbers import Integral, Real
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from scipy.special import expit, log_softmax, softmax
@@ -26,6 +27,10 @@ from ._base import (
     release_labels,
     restore_on_failure,
 )
+
+if TYPE_CHECKING:
+    from .._typing import ArrayLike, Auto, FeatureBound, MatrixLike, RandomStateLike
+    from ..budget import PrivacyBudget
 
 __all__ = ["DPLogisticRegression"]
 
@@ -276,32 +281,32 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
 
     def __init__(
         self,
-        epsilon=1.0,
-        delta=1e-5,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
         *,
-        penalty="l2",
-        C=1.0,
-        l1_ratio=None,
-        fit_intercept=True,
-        intercept_scaling="auto",
-        radius=None,
-        constraint="l2",
-        data_norm="auto",
-        feature_bound="auto",
-        classes=None,
-        class_weight=None,
-        max_weight=1.0,
-        warm_start=False,
-        solver="auto",
-        max_iter=None,
-        learning_rate=None,
-        batch_size=None,
-        clip_norm=None,
-        solver_options=None,
-        budget=None,
-        random_state=None,
-        verbose=0,
-    ):
+        penalty: Literal["l2", "l1", "elasticnet"] | None = "l2",
+        C: float = 1.0,
+        l1_ratio: float | None = None,
+        fit_intercept: bool = True,
+        intercept_scaling: float | Auto = "auto",
+        radius: float | None = None,
+        constraint: Literal["l2", "l1"] = "l2",
+        data_norm: float | Auto = "auto",
+        feature_bound: FeatureBound = "auto",
+        classes: ArrayLike | None = None,
+        class_weight: dict[Any, float] | None = None,
+        max_weight: float = 1.0,
+        warm_start: bool = False,
+        solver: str = "auto",
+        max_iter: int | None = None,
+        learning_rate: float | None = None,
+        batch_size: int | None = None,
+        clip_norm: float | None = None,
+        solver_options: dict[str, Any] | None = None,
+        budget: PrivacyBudget | None = None,
+        random_state: RandomStateLike = None,
+        verbose: int = 0,
+    ) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.penalty = penalty
@@ -467,7 +472,9 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         return dict(class_weight)
 
     @restore_on_failure
-    def fit(self, X, y, sample_weight=None):
+    def fit(
+        self, X: MatrixLike, y: ArrayLike, sample_weight: ArrayLike | None = None
+    ) -> DPLogisticRegression:
         """Fit the model with differential privacy.
 
         Parameters
@@ -604,7 +611,7 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         self.intercept_ = np.asarray(intercept).astype(X.dtype, copy=False)
         return self
 
-    def decision_function(self, X):
+    def decision_function(self, X: MatrixLike) -> np.ndarray:
         """Scores ``X @ coef_.T + intercept_``; 1-d for two classes (positive: ``classes_[1]``).
 
         Parameters
@@ -624,7 +631,7 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         scores = np.asarray(X @ self.coef_.T) + self.intercept_
         return scores.ravel() if scores.shape[1] == 1 else scores
 
-    def predict(self, X):
+    def predict(self, X: MatrixLike) -> np.ndarray:
         """Most likely class of each row.
 
         Parameters
@@ -643,7 +650,7 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         indices = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(axis=1)
         return self.classes_[indices]
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: MatrixLike) -> np.ndarray:
         """Class probabilities, columns in the order of ``classes_``.
 
         Parameters
@@ -664,7 +671,7 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
             return np.column_stack([1.0 - positive, positive])
         return softmax(scores, axis=1)
 
-    def predict_log_proba(self, X):
+    def predict_log_proba(self, X: MatrixLike) -> np.ndarray:
         """Logarithm of :meth:`predict_proba`.
 
         Parameters

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import math
 from numbers import Integral, Real
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from sklearn.base import RegressorMixin
@@ -24,6 +25,10 @@ from ._base import (
     public_scale,
     restore_on_failure,
 )
+
+if TYPE_CHECKING:
+    from .._typing import ArrayLike, Auto, FeatureBound, MatrixLike, RandomStateLike
+    from ..budget import PrivacyBudget
 
 __all__ = ["DPSCORegressor"]
 
@@ -273,35 +278,35 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
 
     def __init__(
         self,
-        epsilon=1.0,
-        delta=1e-5,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
         *,
-        loss="squared",
-        huber_threshold=1.35,
-        quantile=0.5,
-        penalty="l2",
-        alpha=1e-4,
-        l1_ratio=None,
-        radius=None,
-        constraint="l2",
-        fit_intercept=True,
-        intercept_scaling="auto",
-        data_norm="auto",
-        feature_bound="auto",
-        y_bound="auto",
-        max_weight=1.0,
-        warm_start=False,
-        solver="auto",
-        max_iter=None,
-        learning_rate=None,
-        batch_size=None,
-        clip_norm=None,
-        solver_options=None,
-        n_jobs=None,
-        budget=None,
-        random_state=None,
-        verbose=0,
-    ):
+        loss: Literal["squared", "huber", "absolute", "quantile"] = "squared",
+        huber_threshold: float = 1.35,
+        quantile: float = 0.5,
+        penalty: Literal["l2", "l1", "elasticnet"] | None = "l2",
+        alpha: float = 1e-4,
+        l1_ratio: float | None = None,
+        radius: float | None = None,
+        constraint: Literal["l2", "l1"] = "l2",
+        fit_intercept: bool = True,
+        intercept_scaling: float | Auto = "auto",
+        data_norm: float | Auto = "auto",
+        feature_bound: FeatureBound = "auto",
+        y_bound: float | Auto = "auto",
+        max_weight: float = 1.0,
+        warm_start: bool = False,
+        solver: str = "auto",
+        max_iter: int | None = None,
+        learning_rate: float | None = None,
+        batch_size: int | None = None,
+        clip_norm: float | None = None,
+        solver_options: dict[str, Any] | None = None,
+        n_jobs: int | None = None,
+        budget: PrivacyBudget | None = None,
+        random_state: RandomStateLike = None,
+        verbose: int = 0,
+    ) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.loss = loss
@@ -398,7 +403,9 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         )
 
     @restore_on_failure
-    def fit(self, X, y, sample_weight=None):
+    def fit(
+        self, X: MatrixLike, y: ArrayLike, sample_weight: ArrayLike | None = None
+    ) -> DPSCORegressor:
         """Fit the model with differential privacy.
 
         Parameters
@@ -452,7 +459,7 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         return y, self._problem(bounds.y_scale)
 
 
-    def predict(self, X):
+    def predict(self, X: MatrixLike) -> np.ndarray:
         """Predicted values ``X @ coef_ + intercept_``.
 
         Parameters
