@@ -1,7 +1,7 @@
 """Benchmark dp_cd (DP coordinate descent) against dp_gd on features of very different scales.
 
 The paper behind dp_cd (Maranjyan, Sadiev, Richtarik, "Differentially Private
-Random Block Coordinate Descent", specs/dp_block_cd.md) has no experiments;
+Random Block Coordinate Descent", 2024; docs/solvers/coordinate_descent.md) has no experiments;
 this is the first test of its claim that importance sampling of coordinates
 (``p_j`` proportional to the smoothness constant ``M_j``) beats uniform DP-CD
 when the ``M_j`` are heterogeneous.

@@ -1,7 +1,8 @@
 """Solvers of "DP-ERM revisited" (Wang, Ye and Xu 2017): dp_svrg, dp_svrg_pp, dp_accmd, and
 the dp_gd schedules (PL last iterate, random iterate).
 
-Covers the spec's test section (specs/dp_erm_revisited.md, section 7.4): exact step sizes,
+Covers the tests that docs/solvers/erm_revisited.md promises for Wang, Ye and Xu (2017),
+"Differentially Private Empirical Risk Minimization Revisited: Faster and More General": exact step sizes,
 epoch lengths and noise scales for given inputs, sensitivities under adversarial rows, the
 count of noisy releases, proximal steps, convergence to a high-precision non-private optimum at
 epsilon=inf, the dp_accmd privacy fix (the output depends on the data only through the noisy

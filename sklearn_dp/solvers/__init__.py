@@ -284,7 +284,7 @@ register_solver(
     )
 )
 
-# l1-geometry solvers (specs/dp_sco_l1.md): rows bounded entrywise (feature_bound),
+# l1-geometry solvers (Asi, Feldman, Koren, Talwar 2021; docs/solvers/lasso.md): rows bounded entrywise (feature_bound),
 # optimisation over an l1 ball (constraint="l1"), one output (regression losses;
 # the code is GLM-generic, but no l1-constrained classifier exists yet).
 from ._frank_wolfe import (  # noqa: E402
@@ -390,7 +390,7 @@ register_solver(
     )
 )
 
-# Solvers of Wang, Ye and Xu (2017), "DP-ERM revisited" (specs/dp_erm_revisited.md).
+# Solvers of Wang, Ye and Xu (2017), "DP-ERM revisited" (docs/solvers/erm_revisited.md).
 from ._accmd import check_dp_accmd, dp_accmd, plan_dp_accmd  # noqa: E402
 from ._svrg import (  # noqa: E402
     check_dp_svrg,
