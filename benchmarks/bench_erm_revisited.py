@@ -41,8 +41,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-import platform
 import sys
 import time
 from collections import defaultdict
@@ -53,12 +51,12 @@ import numpy as np
 from scipy.special import expit, log_expit
 from sklearn.datasets import load_breast_cancer
 
-import sklearn_dp
 from sklearn_dp._data import bound_data
 from sklearn_dp._losses import get_loss
 from sklearn_dp.solvers import SOLVERS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import environment, md_table
 from _datasets import breast_cancer_public_ranges
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -242,15 +240,6 @@ def run_point(method, data, lam, budget, epsilon, seed, loss, optimum_value):
 # --------------------------------------------------------------------------
 
 
-def md_table(headers, rows):
-    cells = [headers] + [[str(c) for c in row] for row in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(cells[0], widths)) + " |"]
-    lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    lines += ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |" for r in cells[1:]]
-    return "\n".join(lines)
-
-
 def summarise(points):
     gaps = [p["gap"] for p in points]
     return dict(
@@ -294,14 +283,6 @@ def plot(results, dataset, problem, methods, epsilons, path):
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
-
-
-def environment():
-    return (
-        f"sklearn_dp {sklearn_dp.__version__}, numpy {np.__version__}, Python "
-        f"{platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs "
-        "(shared with other jobs: times are indicative)"
-    )
 
 
 # --------------------------------------------------------------------------

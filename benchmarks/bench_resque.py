@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import math
 import platform
+import sys
 import time
 import warnings
 from collections import defaultdict
@@ -47,6 +48,9 @@ from sklearn_dp import DPSCORegressor
 from sklearn_dp._data import bound_data, clip_labels
 from sklearn_dp.solvers._resque import DEFAULT_TOL_FACTOR, default_tolerance
 from sklearn_dp.solvers._sgd import default_batch_size
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import fmt_eps, md_table
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 EPSILONS = (0.5, 1.0, 2.0, 4.0, math.inf)
@@ -248,19 +252,6 @@ def fmt(x):
     if x == 0:
         return "0"
     return f"{x:.2e}" if abs(x) < 1e-2 or abs(x) >= 1e3 else f"{x:.4f}"
-
-
-def fmt_eps(e):
-    return "inf" if math.isinf(e) else f"{e:g}"
-
-
-def md_table(headers, rows):
-    cells = [headers] + [[str(c) for c in row] for row in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(cells[0], widths)) + " |"]
-    lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    lines += ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |" for r in cells[1:]]
-    return "\n".join(lines)
 
 
 def report_dataset(dataset, res, epsilons, seeds):

@@ -53,6 +53,7 @@ from sklearn_dp.model_selection import DPGridSearchCV
 from sklearn_dp.model_selection._selection import rdp_epsilon
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import fmt_median_iqr, md_table
 from _datasets import load_dataset
 
 #: The grid searched, privately and not: the penalty and the number of steps
@@ -73,23 +74,8 @@ SEARCH_OPTIONS: dict = {}
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
-def quartiles(values):
-    q1, q2, q3 = np.percentile(values, [25, 50, 75])
-    return q1, q2, q3
-
-
 def fmt(values):
-    q1, q2, q3 = quartiles(values)
-    return f"{q2:.3f} ({q1:.2f}-{q3:.2f})"
-
-
-def md_table(headers, rows):
-    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(headers)]
-    line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
-    return "\n".join(
-        [line(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-        + [line(r) for r in rows]
-    )
+    return fmt_median_iqr(values, 3)
 
 
 def run_dataset(dataset, seeds, options, log):

@@ -40,7 +40,6 @@ import argparse
 import gc
 import math
 import os
-import platform
 import sys
 import time
 import tracemalloc
@@ -50,16 +49,15 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-import sklearn
 from sklearn.linear_model import Lasso, LogisticRegression, Ridge
 
-import sklearn_dp
 from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor
 from sklearn_dp._data import bound_data
 from sklearn_dp._losses import get_loss
 from sklearn_dp.solvers import get_solver
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import add_threads_argument, environment, limit_threads, log
 from _datasets import load_dataset
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -408,21 +406,6 @@ def accuracy_table(problem, splits, epsilons, extra, log):
 # --------------------------------------------------------------------------
 
 
-def environment():
-    try:
-        from threadpoolctl import threadpool_info
-
-        pools = ", ".join(f"{i.get('internal_api')} x{i.get('num_threads')}"
-                          for i in threadpool_info())
-    except Exception:  # pragma: no cover - threadpoolctl missing
-        pools = "unknown"
-    from importlib.metadata import version
-
-    return (f"Python {platform.python_version()}, numpy {np.__version__}, scikit-learn "
-            f"{sklearn.__version__}, dp-accounting {version('dp-accounting')}, sklearn_dp "
-            f"{sklearn_dp.__version__}; {os.cpu_count()} CPUs; thread pools: {pools}")
-
-
 def _markdown(header, rows):
     widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(header)]
     line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
@@ -534,20 +517,13 @@ def main(argv=None):
     parser.add_argument("--problems", nargs="+", choices=list(PROBLEMS))
     parser.add_argument("--repeats", type=int, default=None,
                         help="fits per timing (default 3 below 1e6 rows, 1 at 1e6)")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="cap BLAS/OpenMP threads (threadpoolctl) for every fit")
+    add_threads_argument(parser)
     parser.add_argument("--skip-speed", action="store_true")
     parser.add_argument("--skip-accuracy", action="store_true")
     parser.add_argument("--output", help="report path (default results/speed[_quick].md)")
     args = parser.parse_args(argv)
 
-    def log(message):
-        print(message, file=sys.stderr, flush=True)
-
-    if args.threads:
-        from threadpoolctl import threadpool_limits
-
-        threadpool_limits(limits=args.threads)
+    limit_threads(args.threads)
     sizes = args.sizes or (QUICK_SIZES if args.quick else SIZES)
     formats = args.formats or FORMATS
     problems = args.problems or list(PROBLEMS)
