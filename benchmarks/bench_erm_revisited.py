@@ -4,7 +4,7 @@ The paper compares DP-SVRG (L2-regularised logistic regression, lambda = 1e-2) a
 DP-SVRG++ (lambda = 0) with DP-GD on Covertype (n = 200000 training rows, d = 54) at
 epsilon in {0.2, 0.5, 1}, delta = 1e-3, by the optimality gap against gradient evaluations
 and time, and reports that the SVRG methods win.  Its noise comes from a formula with an
-unknown constant that, at its own settings, gives almost no privacy (spec, section 7.2).
+unknown constant that, at its own settings, gives almost no privacy (docs/solvers/erm_revisited.md).
 Here every method is calibrated by the same accountant (sklearn_dp.accounting: exact
 Gaussian composition for the full-batch methods, PLD for the subsampled inner steps of
 SVRG), and every point of every curve is a complete private fit at its own budget (the

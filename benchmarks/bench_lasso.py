@@ -1,6 +1,7 @@
 """Benchmark DPLasso and the l1-geometry solvers.
 
-Three parts (spec ``dp_sco_l1.md``; the paper has no experiments, so the design is ours):
+Three parts (Asi, Feldman, Koren and Talwar 2021, see docs/solvers/lasso.md; the paper has no
+experiments, so the design is ours):
 
 (a) **Sparse recovery** on generated data, ``d`` in {1000, 10000} > n = 800:
     rows uniform in [-1, 1]^d (public feature bound 1), a k = 5 sparse truth

@@ -47,7 +47,7 @@ import sklearn_dp.solvers._resque as resque_module
 from sklearn_dp import DPSCORegressor
 from sklearn_dp._data import bound_data, clip_labels
 from sklearn_dp.solvers._resque import DEFAULT_TOL_FACTOR, default_tolerance
-from sklearn_dp.solvers._sgd import default_batch_size
+from sklearn_dp.solvers._sgd import DEFAULT_SAMPLING_RATE
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import fmt_eps, md_table
@@ -155,7 +155,7 @@ def cost(model, n):
     """(query rounds, sequential steps, total queries) of a fitted model."""
     if model.solver_ == "resque":
         return model.query_depth_, model.n_iter_, model.n_queries_
-    batch = model.batch_size or default_batch_size(n)
+    batch = model.batch_size or DEFAULT_SAMPLING_RATE * n  # dp_sgd's default expected batch
     return model.n_iter_, model.n_iter_, model.n_iter_ * batch  # expected queries
 
 

@@ -50,13 +50,13 @@ from joblib import Parallel, delayed
 from scipy import stats
 from sklearn.base import clone
 
-from . import _noise
-from .accounting import epsilon_of_event
+from .. import _noise
+from ..accounting import epsilon_of_event
 
 if TYPE_CHECKING:
     from sklearn.base import BaseEstimator
 
-    from ._typing import ArrayLike
+    from .._typing import ArrayLike
 
 __all__ = [
     "AuditResult",
@@ -458,7 +458,7 @@ def audit_noisy_gradient_sum(
     not a solver's use of it: audit solvers with :func:`audit_mechanism` or
     :func:`audit_estimator`.
     """
-    from ._losses import BinaryLogisticLoss, clipped_gradient_sum
+    from .._losses import BinaryLogisticLoss, clipped_gradient_sum
 
     rng = np.random.default_rng(seed)
     d = 5
