@@ -63,6 +63,7 @@ __all__ = [
     "clopper_pearson",
     "epsilon_lower_bound",
     "max_epsilon_lower_bound",
+    "check_audit_power",
     "choose_threshold",
     "SEED_STRIDE",
     "audit_mechanism",
@@ -311,6 +312,52 @@ class AuditResult:
         """The largest bound these runs could give (:func:`max_epsilon_lower_bound`)."""
         return max_epsilon_lower_bound(self.n_bound_runs, self.delta, confidence=self.confidence)
 
+    @property
+    def can_refute(self) -> bool:
+        """Whether these runs could have refuted the claim (``max_lower_bound > claimed_epsilon``)."""
+        return self.max_lower_bound > self.claimed_epsilon
+
+
+def check_audit_power(
+    claimed_epsilon: float, delta: float, n_bound_runs: int, *, confidence: float = 0.95
+) -> float:
+    """Raise if an audit with ``n_bound_runs`` runs cannot refute ``claimed_epsilon``.
+
+    An audit's lower bound never exceeds :func:`max_epsilon_lower_bound`
+    (reached when the test makes no error at all), so an audit of a claim at
+    or above that value passes whatever the mechanism does: it cannot fail.
+
+    Parameters
+    ----------
+    claimed_epsilon : float
+        The epsilon under audit.
+    delta : float
+        The delta of the claimed guarantee.
+    n_bound_runs : int
+        Runs per data set that give the bound (not those that choose the threshold).
+    confidence : float, default=0.95
+        Confidence of the bound.
+
+    Returns
+    -------
+    float
+        The largest bound the audit can give (above ``claimed_epsilon``).
+
+    Raises
+    ------
+    ValueError
+        If that largest bound does not exceed ``claimed_epsilon``.
+    """
+    largest = max_epsilon_lower_bound(n_bound_runs, delta, confidence=confidence)
+    if not largest > claimed_epsilon:
+        raise ValueError(
+            f"This audit cannot refute its claim: with {n_bound_runs} bound runs per data set "
+            f"at confidence {confidence:g} its largest possible lower bound is {largest:.3f} "
+            f"(delta={delta:g}), not above the claimed epsilon {claimed_epsilon:g}. Audit a "
+            "smaller epsilon or use more runs (see max_epsilon_lower_bound)."
+        )
+    return largest
+
 
 #: Seeds of run i of block b (0: calibration, 1: bound) on data set k (0: D, 1: D')
 #: are ``seed_offset + (2 b + k) * SEED_STRIDE + i``: all distinct, so the samples
@@ -328,6 +375,7 @@ def audit_mechanism(
     confidence: float = 0.95,
     n_jobs: int | None = None,
     seed_offset: int = 0,
+    require_power: bool = False,
     **choose_options: Any,
 ) -> AuditResult:
     """Audit any mechanism given as ``run(with_canary: bool, seed: int) -> float``.
@@ -351,6 +399,10 @@ def audit_mechanism(
         Runs in parallel with joblib (the results do not depend on it).
     seed_offset : int, default=0
         Shifts every seed (see :data:`SEED_STRIDE`), for a second independent audit.
+    require_power : bool, default=False
+        Before any run, check that the configuration can refute the claim
+        (:func:`check_audit_power`) and raise ``ValueError`` if it cannot.
+        The test-suite turns this on for every audit (``tests/conftest.py``).
     **choose_options
         ``candidates``, ``include_observed``, ``criterion``: see :func:`choose_threshold`.
 
@@ -374,6 +426,8 @@ def audit_mechanism(
         raise ValueError(
             f"calibration_runs must be in (0, n_runs={n_runs}); got {calibration_runs}."
         )
+    if require_power:
+        check_audit_power(claimed_epsilon, delta, n_runs - calibration_runs, confidence=confidence)
 
     def seed(dataset, i):
         block, j = (0, i) if i < calibration_runs else (1, i - calibration_runs)
