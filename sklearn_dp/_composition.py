@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from dp_accounting import dp_event as dpe
 
+from ._warnings import user_stacklevel
 from .accounting import epsilon_of_events
 from .exceptions import PrivacyLeakWarning
 
@@ -131,7 +132,7 @@ def privacy_spent(estimator: BaseEstimator, delta: float | None = None) -> tuple
                 "its fit read the data outside any privacy guarantee (use sklearn_dp's "
                 "preprocessing, or public parameters). The pipeline is not private.",
                 PrivacyLeakWarning,
-                stacklevel=2,
+                stacklevel=user_stacklevel(),
             )
             return (math.inf, 0.0)
     if not events:

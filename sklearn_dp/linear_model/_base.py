@@ -31,7 +31,6 @@ import functools
 import inspect
 import math
 import os
-import sys
 import threading
 import warnings
 from collections.abc import Callable
@@ -47,6 +46,7 @@ from .. import _bounds, _dask, _noise
 from .._bounds import planned_events, release_feature_bound, release_range, release_row_norm_bound
 from .._data import bound_data, check_feature_bound
 from .._sklearn_compat import Interval, Options, validate_data, validate_parameter_constraints
+from .._warnings import user_stacklevel
 from ..accounting import ApproximateDpEvent, largest_share
 from ..budget import PrivacyBudget
 from ..exceptions import PrivacyLeakWarning, PrivateFitError, public_error
@@ -95,19 +95,6 @@ MIN_FRACTION = 1e-3
 #: when ``classes`` is not given (see :func:`release_labels`).
 LABEL_EPSILON_FRACTION = 0.1
 LABEL_DELTA_FRACTION = 0.5
-
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def user_stacklevel():
-    """``stacklevel`` for ``warnings.warn`` called here that points at the first frame outside sklearn_dp."""
-    frame = sys._getframe(1)
-    level = 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
-        frame = frame.f_back
-        level += 1
-    return level
-
 
 @dataclass(frozen=True)
 class PublicSetting:
