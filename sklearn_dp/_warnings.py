@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+from types import FrameType
 
 __all__ = ["user_stacklevel"]
 
@@ -20,7 +21,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 def user_stacklevel() -> int:
     """``stacklevel`` for ``warnings.warn`` called here that points at the first frame outside sklearn_dp."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     level = 1
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
         frame = frame.f_back

@@ -471,7 +471,7 @@ class PrivacyBudget:
     def _rho_sum(rows, extra=0.0):
         return math.fsum([row.entry.rho or 0.0 for row in rows] + [extra])
 
-    def fixed_sequence_epsilon(self, delta: float | None = None) -> float:
+    def fixed_sequence_epsilon(self, delta: float | None = None) -> float | None:
         """Numerical (PLD) composition of the recorded events, as if fixed in advance.
 
         Parameters
