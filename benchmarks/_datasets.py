@@ -14,7 +14,13 @@ import re
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.datasets import load_breast_cancer, load_digits, load_iris, load_wine, make_classification
+from sklearn.datasets import (
+    load_breast_cancer,
+    load_digits,
+    load_iris,
+    load_wine,
+    make_classification,
+)
 from sklearn.model_selection import train_test_split
 
 __all__ = [

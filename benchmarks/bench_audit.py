@@ -1,6 +1,6 @@
 """Thorough privacy audits of every registered solver, at solver and estimator level.
 
-For each solver (``tests/audit_configs.py`` holds the canaries and statistics)
+For each solver (``sklearn_dp/testing/_audit_configs.py`` holds the canaries and statistics)
 the mechanism runs many times on D and on D' = D plus one canary row; a
 threshold test chosen on the first quarter of the runs is evaluated on the
 rest, and Clopper-Pearson bounds on its error rates give a 95% lower bound on
@@ -15,7 +15,7 @@ Writes ``benchmarks/results/audit.md``.  One command, one core::
     # Re-run some solvers and update their rows of results/audit.md in place:
     PYTHONPATH=. python benchmarks/bench_audit.py --solvers resque,dp_svrg_pp --merge
 
-Audits with a ``power_factor`` (``tests/audit_configs.py``) also get a power
+Audits with a ``power_factor`` (``sklearn_dp/testing/_audit_configs.py``) also get a power
 control: the same audit on fits calibrated for ``power_factor`` times the
 claimed epsilon, with the claim unchanged.
 
@@ -33,10 +33,8 @@ import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
 
 import sklearn_dp.solvers._gradient_descent as gd_module  # noqa: E402
-from audit_configs import estimator_variants, solver_audits  # noqa: E402
 from sklearn_dp.accounting import (  # noqa: E402
     gaussian_noise_multiplier,
     subsampled_gaussian_noise_multiplier,
@@ -46,6 +44,7 @@ from sklearn_dp.testing import (  # noqa: E402
     audit_noisy_gradient_sum,
     max_epsilon_lower_bound,
 )
+from sklearn_dp.testing._audit_configs import estimator_variants, solver_audits  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 CALIBRATION_FRACTION = 4  # a quarter of the runs choose the threshold, the rest bound
@@ -59,7 +58,7 @@ RUNS = {
     "mirror_descent-estimator": 2000,
     "dp_accmd-estimator": 2000,
     "dp_sgd-estimator": 2000,
-    # Strong configurations (tests/audit_configs.py): about 1 ms per fit, and
+    # Strong configurations (sklearn_dp/testing/_audit_configs.py): about 1 ms per fit, and
     # the selection / phase-allocation mechanisms need rare events to show.
     "vr_frank_wolfe-solver": 40000,
     "vr_frank_wolfe-estimator": 20000,

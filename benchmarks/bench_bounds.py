@@ -45,25 +45,25 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import argparse  # noqa: E402
-import contextlib  # noqa: E402
-import math  # noqa: E402
-import platform  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-import warnings  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import contextlib
+import math
+import platform
+import sys
+import time
+import warnings
+from pathlib import Path
 
-import numpy as np  # noqa: E402
-import sklearn  # noqa: E402
-from sklearn.datasets import load_breast_cancer, make_regression  # noqa: E402
-from sklearn.linear_model import LogisticRegression, Ridge  # noqa: E402
-from sklearn.model_selection import train_test_split  # noqa: E402
-from sklearn.pipeline import make_pipeline  # noqa: E402
-from sklearn.preprocessing import StandardScaler  # noqa: E402
+import numpy as np
+import sklearn
+from sklearn.datasets import load_breast_cancer, make_regression
+from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.model_selection import train_test_split
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
-import sklearn_dp  # noqa: E402
-from sklearn_dp import (  # noqa: E402
+import sklearn_dp
+from sklearn_dp import (
     DPLasso,
     DPLogisticRegression,
     DPSCORegressor,
@@ -71,10 +71,10 @@ from sklearn_dp import (  # noqa: E402
     _bounds,
     privacy_spent,
 )
-from sklearn_dp.preprocessing import DPStandardScaler  # noqa: E402
+from sklearn_dp.preprocessing import DPStandardScaler
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _datasets import load_dataset  # noqa: E402
+from _datasets import load_dataset
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 

@@ -1,7 +1,7 @@
 """Benchmark dp_cd (DP coordinate descent) against dp_gd on features of very different scales.
 
 The paper behind dp_cd (Maranjyan, Sadiev, Richtarik, "Differentially Private
-Random Block Coordinate Descent", specs/dp_block_cd.md) has no experiments;
+Random Block Coordinate Descent", 2024; docs/solvers/coordinate_descent.md) has no experiments;
 this is the first test of its claim that importance sampling of coordinates
 (``p_j`` proportional to the smoothness constant ``M_j``) beats uniform DP-CD
 when the ``M_j`` are heterogeneous.
@@ -75,7 +75,8 @@ from sklearn_dp.solvers._coordinate_descent import (
 from sklearn_dp.solvers._gradient_descent import DEFAULT_CLIP_FRACTION
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _datasets import breast_cancer_public_ranges  # noqa: E402
+from _common import fmt_median_iqr, log, md_table, median, quartiles
+from _datasets import breast_cancer_public_ranges
 
 EPSILONS = (0.1, 0.3, 1.0, 3.0, 10.0)
 QUICK_EPSILONS = (0.3, 3.0)
@@ -479,34 +480,8 @@ def run_problem(problem, epsilons, seeds, passes, sweep, log):
 # --------------------------------------------------------------------------
 
 
-def median(values):
-    values = [v for v in values if v is not None and not math.isnan(v)]
-    return float(np.median(values)) if values else math.nan
-
-
-def quartiles(values):
-    values = [v for v in values if v is not None and not math.isnan(v)]
-    if not values:
-        return math.nan, math.nan
-    return float(np.percentile(values, 25)), float(np.percentile(values, 75))
-
-
-def md_table(headers, rows):
-    cells = [headers] + [[str(c) for c in row] for row in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(cells[0], widths)) + " |"]
-    lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    for row in cells[1:]:
-        lines.append("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |")
-    return "\n".join(lines)
-
-
 def fmt(values, digits=3):
-    m = median(values)
-    if math.isnan(m):
-        return "n/a"
-    q1, q3 = quartiles(values)
-    return f"{m:.{digits}f} ({q1:.{digits - 1}f}-{q3:.{digits - 1}f})"
+    return fmt_median_iqr(values, digits)
 
 
 def importance_verdict(res, epsilons):
@@ -691,7 +666,7 @@ def summary(results, problems, epsilons):
             f"- **{problem.name}** (widest-range quarter holds {median(res['star_share']):.0%} of "
             f"the optimum's mass): importance/uniform gap ratio "
             + ", ".join(f"{r:.2f}" for r in ratios)
-            + f" (single coordinates), "
+            + " (single coordinates), "
             + ", ".join(f"{r:.2f}" for r in block_ratios)
             + " (blocks) at epsilon " + ", ".join(f"{e:g}" for e in epsilons)
             + "; lowest median gap: " + ", ".join(f"{best[e]}" for e in epsilons)
@@ -722,9 +697,6 @@ def main(argv=None):
         "passes": RESULTS_DIR / f"coordinate_descent_passes{suffix}.png",
         "passes_score": RESULTS_DIR / f"coordinate_descent_passes_score{suffix}.png",
     }
-
-    def log(message):
-        print(message, file=sys.stderr, flush=True)
 
     start = time.perf_counter()
     problems = [PROBLEMS[name]() for name in args.datasets]

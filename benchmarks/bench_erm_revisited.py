@@ -4,7 +4,7 @@ The paper compares DP-SVRG (L2-regularised logistic regression, lambda = 1e-2) a
 DP-SVRG++ (lambda = 0) with DP-GD on Covertype (n = 200000 training rows, d = 54) at
 epsilon in {0.2, 0.5, 1}, delta = 1e-3, by the optimality gap against gradient evaluations
 and time, and reports that the SVRG methods win.  Its noise comes from a formula with an
-unknown constant that, at its own settings, gives almost no privacy (spec, section 7.2).
+unknown constant that, at its own settings, gives almost no privacy (docs/solvers/erm_revisited.md).
 Here every method is calibrated by the same accountant (sklearn_dp.accounting: exact
 Gaussian composition for the full-batch methods, PLD for the subsampled inner steps of
 SVRG), and every point of every curve is a complete private fit at its own budget (the
@@ -41,8 +41,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-import platform
 import sys
 import time
 from collections import defaultdict
@@ -53,13 +51,13 @@ import numpy as np
 from scipy.special import expit, log_expit
 from sklearn.datasets import load_breast_cancer
 
-import sklearn_dp
 from sklearn_dp._data import bound_data
 from sklearn_dp._losses import get_loss
 from sklearn_dp.solvers import SOLVERS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _datasets import breast_cancer_public_ranges  # noqa: E402
+from _common import environment, md_table
+from _datasets import breast_cancer_public_ranges
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 EPSILONS = (0.2, 0.5, 1.0)
@@ -242,15 +240,6 @@ def run_point(method, data, lam, budget, epsilon, seed, loss, optimum_value):
 # --------------------------------------------------------------------------
 
 
-def md_table(headers, rows):
-    cells = [headers] + [[str(c) for c in row] for row in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(cells[0], widths)) + " |"]
-    lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    lines += ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |" for r in cells[1:]]
-    return "\n".join(lines)
-
-
 def summarise(points):
     gaps = [p["gap"] for p in points]
     return dict(
@@ -294,14 +283,6 @@ def plot(results, dataset, problem, methods, epsilons, path):
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
-
-
-def environment():
-    return (
-        f"sklearn_dp {sklearn_dp.__version__}, numpy {np.__version__}, Python "
-        f"{platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs "
-        "(shared with other jobs: times are indicative)"
-    )
 
 
 # --------------------------------------------------------------------------
@@ -393,7 +374,7 @@ def build_report(results, datasets, optima, calibration, args, seeds_large, seed
     ]
     for dataset, _ in datasets:
         out += [f"## {dataset.title}", "", f"Public scaling: {dataset.public}.", ""]
-        for problem, lam, methods in PROBLEMS:
+        for problem, _lam, methods in PROBLEMS:
             f_star, grad_norm, w_norm = optima[(dataset.name, problem)]
             out += [f"### {problem}", "",
                     f"F* = {f_star:.10f} (Newton, gradient norm {grad_norm:.1e}, "

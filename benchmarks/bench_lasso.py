@@ -1,6 +1,7 @@
 """Benchmark DPLasso and the l1-geometry solvers.
 
-Three parts (spec ``dp_sco_l1.md``; the paper has no experiments, so the design is ours):
+Three parts (Asi, Feldman, Koren and Talwar 2021, see docs/solvers/lasso.md; the paper has no
+experiments, so the design is ours):
 
 (a) **Sparse recovery** on generated data, ``d`` in {1000, 10000} > n = 800:
     rows uniform in [-1, 1]^d (public feature bound 1), a k = 5 sparse truth
@@ -44,26 +45,26 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import argparse  # noqa: E402
-import math  # noqa: E402
-import platform  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-import warnings  # noqa: E402
-from collections import defaultdict  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import math
+import sys
+import time
+import warnings
+from collections import defaultdict
+from pathlib import Path
 
-import numpy as np  # noqa: E402
-import sklearn  # noqa: E402
-from sklearn.datasets import load_diabetes  # noqa: E402
-from sklearn.linear_model import LassoCV, LinearRegression  # noqa: E402
-from sklearn.metrics import r2_score  # noqa: E402
+import numpy as np
+from sklearn.datasets import load_diabetes
+from sklearn.linear_model import LassoCV, LinearRegression
+from sklearn.metrics import r2_score
 
-import sklearn_dp  # noqa: E402
-from sklearn_dp import DPLasso, DPSCORegressor  # noqa: E402
-from sklearn_dp._data import bound_data  # noqa: E402
-from sklearn_dp._losses import get_loss  # noqa: E402
-from sklearn_dp.solvers._l1_geometry import make_domain, reference_solve  # noqa: E402
+from sklearn_dp import DPLasso, DPSCORegressor
+from sklearn_dp._data import bound_data
+from sklearn_dp._losses import get_loss
+from sklearn_dp.solvers._l1_geometry import make_domain, reference_solve
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import environment, fmt_median_iqr, md_table
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 DELTA = 1e-6  # about 1 / n^2 for n = 800 (seed Theorem 7 needs delta <= 1/n)
@@ -250,9 +251,9 @@ def part_b(dims, epsilon, seeds, log):
             risk["zero model"][d].append(excess_risk(np.zeros(d), truth))
             for name in DIMENSION_METHODS:
                 if name.startswith("dp_sgd"):
-                    make = lambda: l2_baseline(epsilon, seed, d)  # noqa: E731
+                    make = lambda: l2_baseline(epsilon, seed, d)
                 else:
-                    make = lambda name=name: PRIVATE_METHODS[name](epsilon, seed)  # noqa: E731
+                    make = lambda name=name: PRIVATE_METHODS[name](epsilon, seed)
                 model, _ = timed(make, X, y)
                 risk[name][d].append(excess_risk(model.coef_, truth))
         log(f"(b) d={d} done")
@@ -358,26 +359,13 @@ def med(values):
 
 
 def fmt(values, digits=3):
-    if not len(values):
-        return "n/a"
-    q1, q3 = np.percentile(values, [25, 75])
-    return f"{np.median(values):.{digits}f} ({q1:.{digits}f}-{q3:.{digits}f})"
+    return fmt_median_iqr(values, digits, iqr_digits=digits)
 
 
 def fmt_risk(values):
     if not len(values):
         return "n/a"
     return f"{np.median(values):.2e}"
-
-
-def md_table(headers, rows):
-    cells = [headers] + [[str(c) for c in row] for row in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(cells[0], widths)) + " |"]
-    lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    for row in cells[1:]:
-        lines.append("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |")
-    return "\n".join(lines)
 
 
 def report_a(results, epsilons):
@@ -522,17 +510,6 @@ def plot_c(r2, reference, epsilons, path):
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
-
-
-def environment():
-    from importlib.metadata import version
-
-    return (
-        f"Python {platform.python_version()}, numpy {np.__version__}, scikit-learn "
-        f"{sklearn.__version__}, dp-accounting {version('dp-accounting')}, sklearn_dp "
-        f"{sklearn_dp.__version__}; {os.cpu_count()} CPUs (shared); OPENBLAS_NUM_THREADS="
-        f"{os.environ.get('OPENBLAS_NUM_THREADS')}; {platform.platform()}"
-    )
 
 
 def main(argv=None):

@@ -26,7 +26,6 @@ import argparse
 import inspect
 import math
 import os
-import platform
 import sys
 import time
 import traceback
@@ -35,15 +34,23 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
-import sklearn
 from sklearn.linear_model import LogisticRegression
 
-import sklearn_dp
 from sklearn_dp import DPLogisticRegression, accounting
 from sklearn_dp.solvers import SOLVERS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _datasets import DATASETS, load_dataset  # noqa: E402
+from _common import (
+    add_threads_argument,
+    environment,
+    fmt_median_iqr,
+    limit_threads,
+    log,
+    md_table,
+    median,
+    quartiles,
+)
+from _datasets import DATASETS, load_dataset
 
 # --------------------------------------------------------------------------
 # What is benchmarked (edit these lists to extend the benchmark)
@@ -131,34 +138,8 @@ def calibration_seconds(name, n_samples, n_params, epsilon):
     return seconds, plan
 
 
-def median(values):
-    values = [v for v in values if not math.isnan(v)]
-    return float(np.median(values)) if values else math.nan
-
-
-def quartiles(values):
-    values = [v for v in values if not math.isnan(v)]
-    if not values:
-        return math.nan, math.nan
-    return float(np.percentile(values, 25)), float(np.percentile(values, 75))
-
-
-def md_table(headers, rows):
-    cells = [headers] + [[str(c) for c in row] for row in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(cells[0], widths)) + " |"]
-    lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    for row in cells[1:]:
-        lines.append("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |")
-    return "\n".join(lines)
-
-
 def fmt_acc(values):
-    m = median(values)
-    if math.isnan(m):
-        return "error"
-    q1, q3 = quartiles(values)
-    return f"{m:.3f} ({q1:.2f}-{q3:.2f})"
+    return fmt_median_iqr(values, 3, missing="error")
 
 
 def fmt_seconds(s):
@@ -394,7 +375,7 @@ def plot(results, datasets, path):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import matplotlib.ticker  # noqa: F401  (matplotlib.ticker.NullFormatter below)
+    import matplotlib.ticker
 
     fig, axes = plt.subplots(1, len(datasets), figsize=(5.5 * len(datasets), 4.2), squeeze=False)
     for ax, dataset in zip(axes[0], datasets):
@@ -428,25 +409,6 @@ def plot(results, datasets, path):
 # --------------------------------------------------------------------------
 
 
-def environment():
-    try:
-        from threadpoolctl import threadpool_info
-
-        blas = ", ".join(
-            f"{i.get('internal_api')} x{i.get('num_threads')}" for i in threadpool_info()
-        )
-    except Exception:  # threadpoolctl missing or failing: not essential
-        blas = "unknown"
-    from importlib.metadata import version
-
-    return (
-        f"Python {platform.python_version()}, numpy {np.__version__}, scikit-learn "
-        f"{sklearn.__version__}, dp-accounting {version('dp-accounting')}, sklearn_dp "
-        f"{sklearn_dp.__version__}; {os.cpu_count()} CPUs; thread pools: {blas}; "
-        f"{platform.platform()}"
-    )
-
-
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=None,
@@ -460,9 +422,7 @@ def parse_args(argv=None):
                         default=list(DATASETS), help="data sets to run (default: all)")
     parser.add_argument("--solvers", nargs="+", default=SOLVERS_TO_BENCH,
                         help="solvers to run (default: %(default)s; unregistered ones are skipped)")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="limit BLAS/OpenMP threads (threadpoolctl) for every fit, DP and "
-                             "sklearn alike; default: the libraries' own defaults")
+    add_threads_argument(parser)
     parser.add_argument("--output-dir", type=Path, default=RESULTS_DIR,
                         help="where to write the Markdown table and the plot")
     return parser.parse_args(argv)
@@ -476,18 +436,12 @@ def main(argv=None):
     epsilons = QUICK_EPSILONS if args.quick else EPSILONS
     suffix = "_quick" if args.quick else ""
 
-    def log(message):
-        print(message, file=sys.stderr, flush=True)
-
     solvers = [s for s in args.solvers if s in SOLVERS]
     skipped = [s for s in args.solvers if s not in SOLVERS]
     if skipped:
         log(f"Not registered in sklearn_dp.solvers.SOLVERS, skipped: {', '.join(skipped)}")
 
-    if args.threads is not None:
-        from threadpoolctl import threadpool_limits
-
-        threadpool_limits(limits=args.threads)
+    limit_threads(args.threads)
 
     results, datasets = {}, []
     caught_warnings = Counter()

@@ -47,7 +47,8 @@ from sklearn_dp import DPLogisticRegression
 from sklearn_dp.accounting import epsilon_of_event
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _datasets import load_dataset  # noqa: E402
+from _common import log, md_table
+from _datasets import load_dataset
 
 EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0)
 DELTAS = (1e-5, 0.0)
@@ -64,16 +65,6 @@ METHODS = [
     ("dp_sgd", "dp_sgd", {}),
 ]
 PURE_CAPABLE = {"objective_perturbation", "output_perturbation"}
-
-
-def md_table(headers, rows):
-    cells = [headers] + [[str(c) for c in row] for row in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(cells[0], widths)) + " |"]
-    lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    for row in cells[1:]:
-        lines.append("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |")
-    return "\n".join(lines)
 
 
 def summary(values):
@@ -238,9 +229,6 @@ def main(argv=None):
     parser.add_argument("--output-dir", type=Path, default=RESULTS_DIR)
     args = parser.parse_args(argv)
     seeds = list(range(args.seeds))
-
-    def log(message):
-        print(message, file=sys.stderr, flush=True)
 
     start = time.perf_counter()
     # Single-threaded fits: on a shared machine, scikit-learn's OpenMP loss and

@@ -16,6 +16,7 @@ Writes ``benchmarks/results/perturbation_split.md``.
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
 import time
@@ -31,10 +32,12 @@ from threadpoolctl import threadpool_limits
 
 from sklearn_dp import DPLogisticRegression, DPSCORegressor
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import RESULTS_DIR, write_report
+
 SPLITS = (0.05, 0.1, 0.2, 0.35, 0.5)
 EPSILON = 1.0
 SEEDS = range(20)
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
 def scaled(X):
@@ -99,9 +102,10 @@ def main():
     lines += ["", f"Whole run {time.perf_counter() - start:.1f} s."]
     text = "\n".join(lines) + "\n"
     print(text)
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    (RESULTS_DIR / "perturbation_split.md").write_text(text)
+    write_report(RESULTS_DIR / "perturbation_split.md", text)
 
 
 if __name__ == "__main__":
+    # No options; --help describes the run instead of starting it.
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     main()

@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import math
 import platform
+import sys
 import time
 import warnings
 from collections import defaultdict
@@ -46,7 +47,10 @@ import sklearn_dp.solvers._resque as resque_module
 from sklearn_dp import DPSCORegressor
 from sklearn_dp._data import bound_data, clip_labels
 from sklearn_dp.solvers._resque import DEFAULT_TOL_FACTOR, default_tolerance
-from sklearn_dp.solvers._sgd import default_batch_size
+from sklearn_dp.solvers._sgd import DEFAULT_SAMPLING_RATE
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import fmt_eps, md_table
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 EPSILONS = (0.5, 1.0, 2.0, 4.0, math.inf)
@@ -151,7 +155,7 @@ def cost(model, n):
     """(query rounds, sequential steps, total queries) of a fitted model."""
     if model.solver_ == "resque":
         return model.query_depth_, model.n_iter_, model.n_queries_
-    batch = model.batch_size or default_batch_size(n)
+    batch = model.batch_size or DEFAULT_SAMPLING_RATE * n  # dp_sgd's default expected batch
     return model.n_iter_, model.n_iter_, model.n_iter_ * batch  # expected queries
 
 
@@ -248,19 +252,6 @@ def fmt(x):
     if x == 0:
         return "0"
     return f"{x:.2e}" if abs(x) < 1e-2 or abs(x) >= 1e3 else f"{x:.4f}"
-
-
-def fmt_eps(e):
-    return "inf" if math.isinf(e) else f"{e:g}"
-
-
-def md_table(headers, rows):
-    cells = [headers] + [[str(c) for c in row] for row in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(cells[0], widths)) + " |"]
-    lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    lines += ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |" for r in cells[1:]]
-    return "\n".join(lines)
 
 
 def report_dataset(dataset, res, epsilons, seeds):

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import sys
@@ -54,7 +53,8 @@ from sklearn_dp.model_selection import DPGridSearchCV
 from sklearn_dp.model_selection._selection import rdp_epsilon
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _datasets import load_dataset  # noqa: E402
+from _common import fmt_median_iqr, md_table
+from _datasets import load_dataset
 
 #: The grid searched, privately and not: the penalty and the number of steps
 #: (both change what DP gradient descent reaches at a given epsilon).
@@ -74,23 +74,8 @@ SEARCH_OPTIONS: dict = {}
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
-def quartiles(values):
-    q1, q2, q3 = np.percentile(values, [25, 50, 75])
-    return q1, q2, q3
-
-
 def fmt(values):
-    q1, q2, q3 = quartiles(values)
-    return f"{q2:.3f} ({q1:.2f}-{q3:.2f})"
-
-
-def md_table(headers, rows):
-    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(headers)]
-    line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
-    return "\n".join(
-        [line(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-        + [line(r) for r in rows]
-    )
+    return fmt_median_iqr(values, 3)
 
 
 def run_dataset(dataset, seeds, options, log):
@@ -201,7 +186,7 @@ def report(datasets, outcomes, seeds, options, wall, command):
     rows = []
     for name in datasets:
         o = outcomes[name]
-        fmt_picks = lambda c: ", ".join(f"{dict(zip(GRID, k))}: {v}" for k, v in c.most_common())  # noqa: E731
+        fmt_picks = lambda c: ", ".join(f"{dict(zip(GRID, k))}: {v}" for k, v in c.most_common())
         rows.append([
             name, fmt_picks(o["picks"]), fmt_picks(o["picks_norefit"]),
             f"{np.median(o['times']):.2f} s", f"{o['run_epsilon']:.3f}",
@@ -244,7 +229,7 @@ def main(argv=None):
     n_seeds = args.seeds or (QUICK_SEEDS if args.quick else DEFAULT_SEEDS)
     seeds = list(range(n_seeds))
     options = {**SEARCH_OPTIONS, **args.options}
-    log = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
+    log = lambda message: print(message, file=sys.stderr, flush=True)
     start = time.perf_counter()
     outcomes = {}
     for name in args.datasets:

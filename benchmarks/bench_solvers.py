@@ -58,7 +58,8 @@ from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor
 from sklearn_dp.solvers import SOLVERS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _datasets import load_dataset  # noqa: E402
+from _common import add_threads_argument, limit_threads, log
+from _datasets import load_dataset
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -199,7 +200,7 @@ def timed_fit(model, X, y, timeout):
             model.fit(X, y)
     except FitTimeout:
         fired = True
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         signal.setitimer(signal.ITIMER_REAL, 0)
         elapsed = time.perf_counter() - start
         if elapsed >= timeout * 0.99 or isinstance(exc.__context__, FitTimeout):
@@ -251,7 +252,7 @@ def run_case(data, est, solvers, epsilons, timeout, log):
                         status = "refused"
                         break
                     raise
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     status = f"error at epsilon={eps:g}: {type(exc).__name__}: {str(exc)[:100]}"
                     break
                 warns.update(w)
@@ -324,20 +325,14 @@ def main(argv=None):
     parser.add_argument("--datasets", default=",".join(DATASETS))
     parser.add_argument("--solvers", default=None, help="comma-separated subset")
     parser.add_argument("--timeout", type=float, default=None)
-    parser.add_argument("--threads", type=int, default=None)
+    add_threads_argument(parser)
     parser.add_argument("--output", default=None)
     parser.add_argument("--docs", action="store_true", help=f"also write {DOCS_TABLE}")
     args = parser.parse_args(argv)
-    if args.threads:
-        from threadpoolctl import threadpool_limits
-
-        threadpool_limits(args.threads)
+    limit_threads(args.threads)
     large_seeds = args.large_seeds or (1 if args.quick else args.seeds)
     timeout = args.timeout or (30.0 if args.quick else 120.0)
     wanted = None if args.solvers is None else set(args.solvers.split(","))
-
-    def log(message):
-        print(message, file=sys.stderr, flush=True)
 
     start = time.time()
     load0 = os.getloadavg()[0]

@@ -40,7 +40,6 @@ import argparse
 import gc
 import math
 import os
-import platform
 import sys
 import time
 import tracemalloc
@@ -50,17 +49,16 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-import sklearn
 from sklearn.linear_model import Lasso, LogisticRegression, Ridge
 
-import sklearn_dp
 from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor
 from sklearn_dp._data import bound_data
 from sklearn_dp._losses import get_loss
 from sklearn_dp.solvers import get_solver
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _datasets import load_dataset  # noqa: E402
+from _common import add_threads_argument, environment, limit_threads, log
+from _datasets import load_dataset
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SIZES = ["1e4x20", "1e5x100", "1e6x20", "1e6x100"]
@@ -328,13 +326,13 @@ def speed_case(problem, size, fmt, repeats, log):
                 timings, peaks = [], []
                 for r in range(repeats):
                     estimator = build(method, problem, 1.0, r, n)
-                    seconds, peak = measure(lambda: estimator.fit(X, y), X)
+                    seconds, peak = measure(lambda: estimator.fit(X, y), X)  # noqa: F821 (del below)
                     timings.append(seconds)
                     peaks.append(peak)
                 row.seconds = float(np.median(timings))
                 row.memory = max(peaks) / size_X
                 if method.solver_path is not None:
-                    _, peak = measure(lambda: method.solver_path(X, y), X)
+                    _, peak = measure(lambda: method.solver_path(X, y), X)  # noqa: F821
                     row.solver_memory = peak / size_X
                 if not method.reference:
                     row.extra["solver_"] = estimator.solver_
@@ -408,24 +406,9 @@ def accuracy_table(problem, splits, epsilons, extra, log):
 # --------------------------------------------------------------------------
 
 
-def environment():
-    try:
-        from threadpoolctl import threadpool_info
-
-        pools = ", ".join(f"{i.get('internal_api')} x{i.get('num_threads')}"
-                          for i in threadpool_info())
-    except Exception:  # pragma: no cover - threadpoolctl missing
-        pools = "unknown"
-    from importlib.metadata import version
-
-    return (f"Python {platform.python_version()}, numpy {np.__version__}, scikit-learn "
-            f"{sklearn.__version__}, dp-accounting {version('dp-accounting')}, sklearn_dp "
-            f"{sklearn_dp.__version__}; {os.cpu_count()} CPUs; thread pools: {pools}")
-
-
 def _markdown(header, rows):
     widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(header)]
-    line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
+    line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
     return "\n".join([line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
                      + [line(r) for r in rows])
 
@@ -454,7 +437,7 @@ def speed_section(rows):
 
 def accuracy_section(results, epsilons):
     parts = []
-    for (problem, title, metric, _, _), table in results:
+    for (_problem, title, _metric, _, _), table in results:
         names = []
         for (name, _) in table:
             if name not in names:
@@ -499,7 +482,7 @@ def targets_section(rows, accuracy):
     if r and not r.error:
         lines.append(f"- DPSCORegressor() (squared) fit time <= 1.0x Ridge at 1e6x100: "
                      f"{r.ratio:.2f}x -> {verdict(r.ratio <= 1.0)}")
-    for (problem, title, metric, _, _), table in accuracy:
+    for (problem, title, _metric, _, _), table in accuracy:
         default = next((name for (name, _) in table if name.startswith("default")), None)
         reference = next((name for (name, e) in table if math.isinf(e)), None)
         if default is None or reference is None or (default, 1.0) not in table:
@@ -534,20 +517,13 @@ def main(argv=None):
     parser.add_argument("--problems", nargs="+", choices=list(PROBLEMS))
     parser.add_argument("--repeats", type=int, default=None,
                         help="fits per timing (default 3 below 1e6 rows, 1 at 1e6)")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="cap BLAS/OpenMP threads (threadpoolctl) for every fit")
+    add_threads_argument(parser)
     parser.add_argument("--skip-speed", action="store_true")
     parser.add_argument("--skip-accuracy", action="store_true")
     parser.add_argument("--output", help="report path (default results/speed[_quick].md)")
     args = parser.parse_args(argv)
 
-    def log(message):
-        print(message, file=sys.stderr, flush=True)
-
-    if args.threads:
-        from threadpoolctl import threadpool_limits
-
-        threadpool_limits(limits=args.threads)
+    limit_threads(args.threads)
     sizes = args.sizes or (QUICK_SIZES if args.quick else SIZES)
     formats = args.formats or FORMATS
     problems = args.problems or list(PROBLEMS)

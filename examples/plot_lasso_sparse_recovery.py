@@ -140,7 +140,7 @@ support_axis.plot(epsilons, np.median(support_eps, axis=1), color="C2", marker="
 support_axis.set_ylim(-0.05, 1.05)
 support_axis.set_ylabel("share of the true support recovered")
 support_axis.legend(fontsize=8, loc="center left")
-for name, make in methods.items():
+for name in methods:
     (line,) = ax1.plot(dims, np.median(risk_dim[name], axis=1), marker="o", label=name)
     ax1.fill_between(dims, risk_dim[name].min(axis=1), risk_dim[name].max(axis=1),
                      color=line.get_color(), alpha=0.15)

@@ -16,8 +16,7 @@ from .exceptions import (
     ConvergenceError,
     PrivacyLeakWarning,
 )
-from .linear_model import DPLogisticRegression, DPSCORegressor
-from .linear_model import DPLasso
+from .linear_model import DPLasso, DPLogisticRegression, DPSCORegressor
 
 __version__ = "0.1.0.dev0"
 

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import TYPE_CHECKING
 
 from dp_accounting import dp_event as dpe
 
+from ._warnings import user_stacklevel
 from .accounting import epsilon_of_events
 from .exceptions import PrivacyLeakWarning
+
+if TYPE_CHECKING:
+    from sklearn.base import BaseEstimator
 
 __all__ = ["privacy_spent", "private_steps"]
 
@@ -57,7 +62,7 @@ def private_steps(estimator, path=""):
     yield path.rstrip("."), estimator
 
 
-def privacy_spent(estimator, delta=None):
+def privacy_spent(estimator: BaseEstimator, delta: float | None = None) -> tuple[float, float]:
     """The (epsilon, delta) that a fitted Pipeline, ColumnTransformer or estimator guarantees.
 
     Every step of a Pipeline (or a ColumnTransformer, a FeatureUnion,
@@ -83,6 +88,7 @@ def privacy_spent(estimator, delta=None):
     Parameters
     ----------
     estimator : fitted estimator, Pipeline, ColumnTransformer or FeatureUnion
+        The fitted model; its private steps are found recursively.
     delta : float, optional
         Report epsilon at this delta (at least the sum of the steps' deltas
         is needed by their approximate-DP parts); default: that sum.
@@ -90,6 +96,7 @@ def privacy_spent(estimator, delta=None):
     Returns
     -------
     (epsilon, delta) : tuple of float
+        The guarantee of the whole model (steps composed adaptively).
 
     Examples
     --------
@@ -125,7 +132,7 @@ def privacy_spent(estimator, delta=None):
                 "its fit read the data outside any privacy guarantee (use sklearn_dp's "
                 "preprocessing, or public parameters). The pipeline is not private.",
                 PrivacyLeakWarning,
-                stacklevel=2,
+                stacklevel=user_stacklevel(),
             )
             return (math.inf, 0.0)
     if not events:

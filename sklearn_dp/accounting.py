@@ -33,10 +33,10 @@ from numbers import Real
 
 import dp_accounting
 from dp_accounting import dp_event as dpe
-from scipy import optimize
 from dp_accounting import gaussian_mechanism
 from dp_accounting.pld import pld_privacy_accountant
 from dp_accounting.rdp import rdp_privacy_accountant
+from scipy import optimize
 
 __all__ = [
     "NEIGHBORING_RELATION",
@@ -86,7 +86,20 @@ def _coarse_grid(epsilon):
 
 
 def gaussian_steps_event(noise_multiplier: float, n_steps: int) -> dpe.DpEvent:
-    """``n_steps`` adaptive Gaussian mechanisms on the full data set."""
+    """``n_steps`` adaptive Gaussian mechanisms on the full data set.
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        Standard deviation of the noise divided by the L2 sensitivity of a step.
+    n_steps : int
+        Number of steps (a positive integer).
+
+    Returns
+    -------
+    dp_accounting.DpEvent
+        A ``GaussianDpEvent``, self-composed ``n_steps`` times.
+    """
     _check_steps(n_steps)
     step = dpe.GaussianDpEvent(float(noise_multiplier))
     return step if n_steps == 1 else dpe.SelfComposedDpEvent(step, int(n_steps))
@@ -95,7 +108,23 @@ def gaussian_steps_event(noise_multiplier: float, n_steps: int) -> dpe.DpEvent:
 def subsampled_gaussian_steps_event(
     noise_multiplier: float, sampling_probability: float, n_steps: int
 ) -> dpe.DpEvent:
-    """``n_steps`` adaptive Gaussian mechanisms, each on a Poisson sample."""
+    """``n_steps`` adaptive Gaussian mechanisms, each on a Poisson sample.
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        Standard deviation of the noise divided by the L2 sensitivity of a step.
+    sampling_probability : float
+        Probability that a row is in a step's sample (``>= 1``: every row).
+    n_steps : int
+        Number of steps (a positive integer).
+
+    Returns
+    -------
+    dp_accounting.DpEvent
+        A ``PoissonSampledDpEvent`` of a Gaussian, self-composed ``n_steps``
+        times (the full-data event when ``sampling_probability >= 1``).
+    """
     _check_steps(n_steps)
     if sampling_probability >= 1.0:
         return gaussian_steps_event(noise_multiplier, n_steps)
@@ -106,7 +135,20 @@ def subsampled_gaussian_steps_event(
 
 
 def laplace_steps_event(noise_multiplier: float, n_steps: int) -> dpe.DpEvent:
-    """``n_steps`` adaptive Laplace mechanisms (L1 sensitivity) on the full data."""
+    """``n_steps`` adaptive Laplace mechanisms (L1 sensitivity) on the full data.
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        Scale of the Laplace noise divided by the L1 sensitivity of a step.
+    n_steps : int
+        Number of steps (a positive integer).
+
+    Returns
+    -------
+    dp_accounting.DpEvent
+        A ``LaplaceDpEvent``, self-composed ``n_steps`` times.
+    """
     _check_steps(n_steps)
     step = dpe.LaplaceDpEvent(float(noise_multiplier))
     return step if n_steps == 1 else dpe.SelfComposedDpEvent(step, int(n_steps))
@@ -169,7 +211,19 @@ def _pure_epsilon(event: dpe.DpEvent) -> float | None:
 
 
 def is_pure_event(event: dpe.DpEvent) -> bool:
-    """Whether ``event`` is pure epsilon-DP (a composition of pure mechanisms)."""
+    """Whether ``event`` is pure epsilon-DP (a composition of pure mechanisms).
+
+    Parameters
+    ----------
+    event : dp_accounting.DpEvent
+        The mechanism.
+
+    Returns
+    -------
+    bool
+        True when every part is a Laplace mechanism, a
+        :class:`PureEpsilonDpEvent` or a no-op.
+    """
     return _pure_epsilon(event) is not None
 
 
@@ -184,6 +238,14 @@ class PureEpsilonDpEvent(dpe.UnsupportedDpEvent):
     basic composition (its epsilon plus theirs at the full delta) or, when
     smaller, by zCDP (see :func:`zcdp_rho`; a ``mechanism`` starting with
     :data:`EXPONENTIAL_MECHANISM` costs ``epsilon^2 / 8``).
+
+    Parameters
+    ----------
+    epsilon : float
+        The mechanism's pure epsilon.
+    mechanism : str
+        What the mechanism is (free text; a name starting with
+        :data:`EXPONENTIAL_MECHANISM` marks an exponential mechanism).
     """
 
     __slots__ = ("epsilon", "mechanism")
@@ -224,6 +286,18 @@ class ClosedFormDpEvent(dpe.UnsupportedDpEvent):
     __slots__ = ()
 
     def epsilon(self, delta: float) -> float:  # pragma: no cover - interface
+        """Epsilon of the mechanism at ``delta`` (add/remove-one neighbours).
+
+        Parameters
+        ----------
+        delta : float
+            The target delta.
+
+        Returns
+        -------
+        float
+            A valid upper bound on epsilon at ``delta``.
+        """
         raise NotImplementedError
 
 
@@ -235,6 +309,15 @@ class ApproximateDpEvent(ClosedFormDpEvent):
     ``epsilon``, the threshold bounds the probability of releasing a label
     held by one row by ``delta``.  Composed with other events by basic
     composition: it takes its own ``delta`` and the others share the rest.
+
+    Parameters
+    ----------
+    epsilon : float
+        The mechanism's epsilon at ``delta``.
+    delta : float
+        The one delta at which ``epsilon`` holds.
+    mechanism : str
+        What the mechanism is (free text).
     """
 
     __slots__ = ("approximate_epsilon", "approximate_delta", "mechanism")
@@ -245,6 +328,18 @@ class ApproximateDpEvent(ClosedFormDpEvent):
         object.__setattr__(self, "mechanism", str(mechanism))
 
     def epsilon(self, delta: float) -> float:
+        """Epsilon at ``delta``: the proven epsilon, or ``inf`` below its delta.
+
+        Parameters
+        ----------
+        delta : float
+            The target delta.
+
+        Returns
+        -------
+        float
+            ``epsilon`` when ``delta`` is at least the proven delta, else ``inf``.
+        """
         return self.approximate_epsilon if delta >= self.approximate_delta else math.inf
 
     def __repr__(self):
@@ -291,6 +386,18 @@ def epsilon_of_event(event: dpe.DpEvent, delta: float) -> float:
     mechanisms (:class:`PureEpsilonDpEvent`) mixed with numerically accounted
     ones by the smaller of basic composition (their epsilons plus the rest at
     the full ``delta``) and zCDP.  ``inf`` for a non-private event.
+
+    Parameters
+    ----------
+    event : dp_accounting.DpEvent
+        The mechanism (usually a fit's ``dp_event_``).
+    delta : float
+        The target delta, in ``[0, 1)``.
+
+    Returns
+    -------
+    float
+        Epsilon of ``event`` at ``delta``.
     """
     return _epsilon(event, _check_delta(delta, allow_zero=True), _PLD_FINE)
 
@@ -454,7 +561,20 @@ def _fold_gaussians(event: dpe.DpEvent) -> dpe.DpEvent:
 
 
 def epsilon_of_events(events: Iterable[dpe.DpEvent], delta: float) -> float:
-    """Epsilon at ``delta`` of the adaptive composition of ``events``."""
+    """Epsilon at ``delta`` of the adaptive composition of ``events``.
+
+    Parameters
+    ----------
+    events : iterable of dp_accounting.DpEvent
+        The mechanisms, in any order.
+    delta : float
+        The target delta, in ``[0, 1)``.
+
+    Returns
+    -------
+    float
+        Epsilon of their composition at ``delta`` (0.0 for no events).
+    """
     events = list(events)
     if not events:
         return 0.0
@@ -493,6 +613,20 @@ def gaussian_noise_multiplier(epsilon: float, delta: float, n_steps: int = 1) ->
     ``s`` is one Gaussian mechanism with multiplier ``s / sqrt(n_steps)``, and
     the analytic Gaussian mechanism gives the smallest multiplier of one step.
     Returns 0.0 for ``epsilon=inf``.
+
+    Parameters
+    ----------
+    epsilon : float
+        Target epsilon (> 0, or ``inf``).
+    delta : float
+        Target delta, in ``(0, 1)``.
+    n_steps : int, default=1
+        Number of full-data Gaussian steps.
+
+    Returns
+    -------
+    float
+        The noise multiplier (standard deviation over L2 sensitivity) of each step.
     """
     epsilon = _check_epsilon(epsilon)
     _check_steps(n_steps)
@@ -509,7 +643,20 @@ def gaussian_noise_multiplier(epsilon: float, delta: float, n_steps: int = 1) ->
 
 
 def laplace_noise_multiplier(epsilon: float, n_steps: int = 1) -> float:
-    """Multiplier (scale / L1 sensitivity) of ``n_steps`` Laplace steps for pure epsilon-DP."""
+    """Multiplier (scale / L1 sensitivity) of ``n_steps`` Laplace steps for pure epsilon-DP.
+
+    Parameters
+    ----------
+    epsilon : float
+        Target epsilon (> 0, or ``inf``).
+    n_steps : int, default=1
+        Number of Laplace steps; each gets ``epsilon / n_steps``.
+
+    Returns
+    -------
+    float
+        The Laplace scale over the L1 sensitivity of each step.
+    """
     epsilon = _check_epsilon(epsilon)
     _check_steps(n_steps)
     if math.isinf(epsilon):
@@ -526,6 +673,22 @@ def subsampled_gaussian_noise_multiplier(
     Calibrated with the PLD accountant (pessimistic estimates, so the result
     never under-noises); a full-data rate (``sampling_probability >= 1``) falls
     back to the exact Gaussian composition.
+
+    Parameters
+    ----------
+    epsilon : float
+        Target epsilon (> 0, or ``inf``).
+    delta : float
+        Target delta, in ``(0, 1)``.
+    sampling_probability : float
+        Probability that a row is in a step's Poisson sample.
+    n_steps : int
+        Number of steps.
+
+    Returns
+    -------
+    float
+        The noise multiplier (standard deviation over L2 sensitivity) of each step.
     """
     if not 0 < sampling_probability <= 1:
         raise ValueError(
@@ -565,6 +728,24 @@ def calibrate_noise_multiplier(
     less epsilon).  ``upper``, when given, is a multiplier known to suffice.
     Results are not cached here (``make_event`` is not hashable in general);
     solvers cache on their own public inputs.
+
+    Parameters
+    ----------
+    make_event : callable
+        ``make_event(s)`` returns the ``DpEvent`` of the whole fit with noise
+        multiplier ``s``.
+    epsilon : float
+        Target epsilon (> 0).
+    delta : float
+        Target delta, in ``[0, 1)``.
+    upper : float, default=None
+        A multiplier known to suffice (bracket of the search).
+
+    Returns
+    -------
+    float
+        The smallest multiplier found, up to the search tolerance, whose event
+        meets ``(epsilon, delta)``.
     """
     epsilon = _check_epsilon(epsilon)
     if math.isinf(epsilon):
@@ -652,6 +833,29 @@ def largest_share(make_event, prefix_event, epsilon, delta, floor, *, max_plans=
     candidate predicts the share that meets ``epsilon``.  It stops after
     ``max_plans`` candidates or when the next one would gain less than
     ``tolerance * epsilon``; two candidates are typical.
+
+    Parameters
+    ----------
+    make_event : callable
+        ``make_event(e)`` returns the event of the mechanism calibrated to
+        ``(e, delta)``, or None.
+    prefix_event : dp_accounting.DpEvent
+        What runs before (the bound releases of a fit, say).
+    epsilon : float
+        The target epsilon of the composition.
+    delta : float
+        The target delta of the composition.
+    floor : float
+        A share known to fit (by basic composition).
+    max_plans : int, default=4
+        Most candidate shares tried.
+    tolerance : float, default=1e-3
+        Stop when the next candidate would gain less than ``tolerance * epsilon``.
+
+    Returns
+    -------
+    float
+        The largest certified share (at least ``floor``).
     """
     certified, failed = float(floor), float(epsilon)
     candidate = 0.5 * (certified + failed)
@@ -699,6 +903,16 @@ def zcdp_rho(event: dpe.DpEvent) -> float | None:
       (subsampling never increases a Renyi divergence, by its joint
       quasi-convexity), without amplification.
     * Anything else (approximate-DP events, closed forms): None.
+
+    Parameters
+    ----------
+    event : dp_accounting.DpEvent
+        The mechanism.
+
+    Returns
+    -------
+    float or None
+        Its rho, ``inf`` for a noiseless part, or None.
     """
     total = 0.0
     for leaf, count in _flatten(event):
@@ -742,6 +956,18 @@ def epsilon_of_zcdp(rho: float, delta: float) -> float:
     The RDP-to-DP conversion of Canonne, Kamath and Steinke (2020) over a
     grid of orders (an upper bound on the best conversion); ``inf`` for
     ``delta = 0``.
+
+    Parameters
+    ----------
+    rho : float
+        The zCDP parameter of the mechanism.
+    delta : float
+        The target delta.
+
+    Returns
+    -------
+    float
+        Epsilon at ``delta``.
     """
     if rho <= 0:
         return 0.0

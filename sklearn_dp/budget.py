@@ -41,23 +41,30 @@ another process refuses to spend instead of silently starting from zero.
 
 from __future__ import annotations
 
-import dataclasses
-import datetime
 import functools
 import hashlib
 import math
 import os
-import pickle
-import sqlite3
 import threading
 import time
 import uuid
 import weakref
 from numbers import Real
-from urllib.parse import quote as _quote
+from typing import Literal
 
 from dp_accounting import dp_event as dpe
 
+from ._ledger import (
+    COMPLETED,
+    FAILED,
+    RESERVED,
+    LedgerEntry,
+    _DetachedStorage,
+    _MemoryStorage,
+    _pickle_event,
+    _Row,
+    _SQLiteStorage,
+)
 from .accounting import epsilon_of_events, epsilon_of_zcdp, zcdp_rho
 from .exceptions import BudgetExceededError, BudgetStorageError
 
@@ -77,472 +84,12 @@ COMPOSITIONS = ("basic", "zcdp")
 # `remaining` reports must succeed even though float sums are not exact.
 _RTOL = 1e-9
 
-_SCHEMA_VERSION = 2
-
-#: Status of a ledger entry.
-RESERVED, COMPLETED, FAILED = "reserved", "completed", "failed"
-_STATUSES = (RESERVED, COMPLETED, FAILED)
 
 # In-memory budgets alive in this process, by uuid, so that unpickling in the
 # same process (joblib's threading backend, a pickle round-trip in a notebook)
 # returns the very object that counts instead of a copy that would not.
-_MEMORY_BUDGETS: "weakref.WeakValueDictionary[str, PrivacyBudget]" = weakref.WeakValueDictionary()
+_MEMORY_BUDGETS: weakref.WeakValueDictionary[str, PrivacyBudget] = weakref.WeakValueDictionary()
 _REGISTRY_LOCK = threading.Lock()
-
-
-# --------------------------------------------------------------------------
-# Ledger entries
-# --------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class LedgerEntry:
-    """One recorded spend of a :class:`PrivacyBudget`.
-
-    Attributes
-    ----------
-    estimator : str
-        Who spent (an estimator's class name, or ``"manual"``).
-    solver : str or None
-        The solver that ran the fit, if any.
-    epsilon, delta : float
-        The ``(epsilon, delta)`` guarantee claimed for this spend.
-    event : dp_accounting.DpEvent or None
-        The mechanism of the whole fit under add/remove-one neighbouring
-        (for anyone to recompute its epsilon).
-    timestamp : float
-        ``time.time()`` when the spend was reserved.
-    status : {"reserved", "completed", "failed"}
-        ``"reserved"`` while the fit runs (and forever if its process was
-        killed), ``"completed"`` after it succeeded, ``"failed"`` if it
-        raised after the reservation.  Every status is charged.
-    error : str or None
-        The class name of the exception of a failed fit (never its message,
-        which may depend on private data).
-    rho : float or None
-        The zCDP charge of the spend on a ``composition="zcdp"`` budget.
-    id : int or None
-        The entry's number in the ledger (1 for the first).
-    """
-
-    estimator: str
-    solver: str | None
-    epsilon: float
-    delta: float
-    event: dpe.DpEvent | None = None
-    timestamp: float = dataclasses.field(default_factory=time.time)
-    status: str = COMPLETED
-    error: str | None = None
-    rho: float | None = None
-    id: int | None = None
-
-    def __repr__(self):
-        when = datetime.datetime.fromtimestamp(self.timestamp).isoformat(timespec="seconds")
-        solver = "" if self.solver is None else f", solver={self.solver!r}"
-        status = "" if self.status == COMPLETED else f", status={self.status!r}"
-        error = "" if self.error is None else f", error={self.error!r}"
-        rho = "" if self.rho is None else f", rho={self.rho:.6g}"
-        event = "" if self.event is None else f", event={self.event!r}"
-        return (
-            f"LedgerEntry({self.estimator!r}{solver}, epsilon={self.epsilon:.6g}, "
-            f"delta={self.delta:.6g}{rho}{status}{error}, at {when}{event})"
-        )
-
-
-class _Row:
-    """A ledger entry plus the pickled bytes of its event."""
-
-    __slots__ = ("entry", "blob")
-
-    def __init__(self, entry, blob):
-        self.entry = entry
-        self.blob = blob
-
-
-def _pickle_event(event):
-    if event is None:
-        return None
-    try:
-        return pickle.dumps(event, protocol=4)
-    except Exception as exc:  # noqa: BLE001 - any pickling failure means the same
-        raise TypeError(
-            f"The DpEvent {event!r} cannot be pickled; a budget must be able to "
-            "store and ship its events."
-        ) from exc
-
-
-# --------------------------------------------------------------------------
-# Storages
-# --------------------------------------------------------------------------
-
-
-class _MemoryStorage:
-    """Ledger in a list, guarded by a lock; valid only in the creating process."""
-
-    kind = "memory"
-
-    def __init__(self, rows=(), pid=None):
-        self._rows = list(rows)
-        self._lock = threading.Lock()
-        self.pid = os.getpid() if pid is None else pid
-
-    @property
-    def detached(self):
-        # A fork copies the object without pickling it; the copy must not count
-        # on its own either.
-        return os.getpid() != self.pid
-
-    def rows(self):
-        with self._lock:
-            return list(self._rows)
-
-    def append_if(self, decide, row):
-        self._refuse_if_detached()
-        with self._lock:
-            decide(self._rows)
-            entry = dataclasses.replace(row.entry, id=len(self._rows) + 1)
-            self._rows.append(_Row(entry, row.blob))
-            return entry.id
-
-    def update(self, entry_id, *, status, error=None, event=None, blob=None):
-        self._refuse_if_detached()
-        with self._lock:
-            old = self._rows[entry_id - 1]
-            changes = dict(status=status, error=error)
-            if blob is not None:
-                changes["event"] = event
-            self._rows[entry_id - 1] = _Row(
-                dataclasses.replace(old.entry, **changes), old.blob if blob is None else blob
-            )
-
-    def _refuse_if_detached(self):
-        if self.detached:
-            raise BudgetStorageError(_DETACHED_MESSAGE)
-
-    def check_usable(self):
-        self._refuse_if_detached()
-
-    def describe(self):
-        return "memory (detached copy: cannot spend)" if self.detached else "memory"
-
-
-_DETACHED_MESSAGE = (
-    "This PrivacyBudget is an in-memory budget that was copied into another "
-    "process (for example a joblib/loky worker of GridSearchCV(n_jobs=2)), or "
-    "whose original no longer exists. An in-memory budget cannot count spends "
-    "across processes, so this copy refuses to check or spend rather than "
-    "silently start from zero. Create the budget with a file ledger, e.g. "
-    'PrivacyBudget(epsilon, delta, storage="budget.sqlite"), which every '
-    "process shares safely, or run the search with n_jobs=1."
-)
-
-
-class _DetachedStorage:
-    """Snapshot of an in-memory ledger that reached another process."""
-
-    kind = "detached"
-    detached = True
-
-    def __init__(self, rows):
-        self._rows = list(rows)
-
-    def rows(self):
-        return list(self._rows)
-
-    def append_if(self, decide, row):
-        raise BudgetStorageError(_DETACHED_MESSAGE)
-
-    def update(self, entry_id, **changes):
-        raise BudgetStorageError(_DETACHED_MESSAGE)
-
-    def check_usable(self):
-        raise BudgetStorageError(_DETACHED_MESSAGE)
-
-    def describe(self):
-        return "memory (detached copy in another process: cannot spend)"
-
-
-_LEDGER_COLUMNS = (
-    "id", "estimator", "solver", "epsilon", "delta", "event", "event_repr", "timestamp",
-    "status", "error", "rho",
-)
-_LEDGER_COLUMNS_V1 = _LEDGER_COLUMNS[:8]
-_META_COLUMNS = ("id", "schema_version", "epsilon", "delta", "created", "composition")
-_META_COLUMNS_V1 = _META_COLUMNS[:5]
-
-
-class _SQLiteStorage:
-    """Ledger in an SQLite file; every check-and-record is one ``BEGIN IMMEDIATE`` transaction.
-
-    A connection is opened per operation: it is cheap next to a fit, it is
-    safe across threads and across ``fork``, and it never keeps the file
-    locked between operations.
-    """
-
-    kind = "sqlite"
-    detached = False
-
-    def __init__(self, path, epsilon, delta, composition, timeout, *, create=True, created=None):
-        self.path = os.path.abspath(os.fspath(path))
-        self.timeout = timeout
-        self._row_cache = {}
-        self._cache_lock = threading.Lock()
-        #: The ledger's creation time (its identity: a new file at the same
-        #: path has another one).
-        self.created = None
-        self._initialise(epsilon, delta, composition, create=create, created=created)
-
-    # -- connections and errors ---------------------------------------------
-
-    def _connect(self, create=False):
-        mode = "rwc" if create else "rw"
-        # URI mode "rw" makes a vanished file an error instead of silently
-        # creating an empty ledger in its place.
-        uri = "file:" + _uri_quote(self.path) + f"?mode={mode}"
-        try:
-            conn = sqlite3.connect(
-                uri, uri=True, timeout=self.timeout, isolation_level=None,
-                check_same_thread=False,
-            )
-        except sqlite3.Error as exc:
-            raise self._storage_error(exc) from exc
-        return conn
-
-    def _storage_error(self, exc):
-        name = getattr(exc, "sqlite_errorname", "") or ""
-        text = str(exc)
-        if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text or "busy" in text:
-            return BudgetStorageError(
-                f"The budget ledger {self.path!r} stayed locked by another process or "
-                f"thread for longer than the timeout ({self.timeout:g} s). Nothing was "
-                "recorded. Retry later, or pass a larger timeout= to PrivacyBudget."
-            )
-        if "unable to open" in text:
-            return BudgetStorageError(
-                f"Cannot open the budget ledger {self.path!r} ({text}). Check that "
-                "the file exists (it is only created when the budget is first made) "
-                "and that its directory is writable."
-            )
-        return BudgetStorageError(
-            f"The budget ledger {self.path!r} is not a usable SQLite database "
-            f"({text}). It may be corrupted or not be a sklearn_dp ledger at all; it "
-            "was left untouched. Restore it from a backup or point storage= at a "
-            "new file (a new file starts a new, empty budget)."
-        )
-
-    def _schema_error(self, detail):
-        return BudgetStorageError(
-            f"The file {self.path!r} is an SQLite database but not a sklearn_dp budget "
-            f"ledger ({detail}). It was left untouched; use another path for storage=."
-        )
-
-    def _transaction(self, body, *, immediate, create=False):
-        conn = self._connect(create=create)
-        try:
-            try:
-                conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
-                result = body(conn)
-                conn.execute("COMMIT")
-                return result
-            except BaseException:
-                # The rollback also runs for BudgetExceededError: nothing of a
-                # refused spend may reach the file.
-                if conn.in_transaction:
-                    try:
-                        conn.execute("ROLLBACK")
-                    except sqlite3.Error:
-                        pass
-                raise
-        except sqlite3.Error as exc:
-            raise self._storage_error(exc) from exc
-        finally:
-            conn.close()
-
-    # -- schema ---------------------------------------------------------------
-
-    def _initialise(self, epsilon, delta, composition, *, create=True, created=None):
-        """Open (or, with ``create``, make) the ledger; ``created`` must match an existing one.
-
-        A budget that reaches another process by pickling reopens its ledger
-        with ``create=False`` and its creation time: a file missing there (a
-        worker on another machine or in another container) or replaced by
-        another ledger at the same path must be an error, never a fresh,
-        empty ledger that would count from zero.
-        """
-
-        def body(conn):
-            tables = {
-                name for (name,) in conn.execute(
-                    "SELECT name FROM sqlite_master WHERE type='table'"
-                )
-            }
-            tables.discard("sqlite_sequence")
-            if not tables and not create:
-                raise BudgetStorageError(
-                    f"The budget ledger {self.path!r} that this budget was created with is "
-                    "empty or missing here (another machine, container or working "
-                    "directory?). Nothing was spent: a copy of a budget never starts a new "
-                    "ledger. Make the file reachable at the same path in every process."
-                )
-            if not tables:
-                conn.execute(
-                    "CREATE TABLE budget (id INTEGER PRIMARY KEY CHECK (id = 1), "
-                    "schema_version INTEGER NOT NULL, epsilon REAL NOT NULL, "
-                    "delta REAL NOT NULL, created REAL NOT NULL, composition TEXT NOT NULL)"
-                )
-                conn.execute(
-                    "CREATE TABLE ledger (id INTEGER PRIMARY KEY AUTOINCREMENT, "
-                    "estimator TEXT NOT NULL, solver TEXT, epsilon REAL NOT NULL, "
-                    "delta REAL NOT NULL, event BLOB, event_repr TEXT, "
-                    "timestamp REAL NOT NULL, status TEXT NOT NULL, error TEXT, rho REAL)"
-                )
-                now = time.time()
-                conn.execute(
-                    "INSERT INTO budget VALUES (1, ?, ?, ?, ?, ?)",
-                    (_SCHEMA_VERSION, epsilon, delta, now, composition),
-                )
-                self.created = now
-                return
-            if tables != {"budget", "ledger"}:
-                raise self._schema_error(f"unexpected tables {sorted(tables)}")
-            budget_columns = tuple(row[1] for row in conn.execute("PRAGMA table_info(budget)"))
-            ledger_columns = tuple(row[1] for row in conn.execute("PRAGMA table_info(ledger)"))
-            if (budget_columns, ledger_columns) == (_META_COLUMNS_V1, _LEDGER_COLUMNS_V1):
-                self._migrate_v1(conn)
-            elif (budget_columns, ledger_columns) != (_META_COLUMNS, _LEDGER_COLUMNS):
-                raise self._schema_error(
-                    f"tables with columns {budget_columns} and {ledger_columns}"
-                )
-            meta = conn.execute(
-                "SELECT schema_version, epsilon, delta, composition, created FROM budget "
-                "WHERE id = 1"
-            ).fetchone()
-            if meta is None:
-                raise self._schema_error("its budget table is empty")
-            version, stored_eps, stored_delta, stored_composition, stored_created = meta
-            if created is not None and stored_created != created:
-                raise BudgetStorageError(
-                    f"The file {self.path!r} holds another budget ledger than the one this "
-                    "budget was created with (it was created at another time). Nothing was "
-                    "spent: a copy of a budget must reach the same ledger in every process."
-                )
-            self.created = stored_created
-            if version != _SCHEMA_VERSION:
-                raise self._schema_error(f"schema version {version!r}")
-            if (stored_eps, stored_delta, stored_composition) != (epsilon, delta, composition):
-                raise BudgetStorageError(
-                    f"The budget ledger {self.path!r} was created with limits "
-                    f"(epsilon={stored_eps!r}, delta={stored_delta!r}) and "
-                    f"composition={stored_composition!r}, but this PrivacyBudget asks for "
-                    f"(epsilon={epsilon!r}, delta={delta!r}) and composition={composition!r}. "
-                    "A ledger's limits and admission rule cannot change: open it with its "
-                    "original ones, or use a new file for a new budget."
-                )
-
-        # IMMEDIATE so that two processes creating the same new file do not
-        # both create the schema.
-        self._transaction(body, immediate=True, create=create)
-
-    def _migrate_v1(self, conn):
-        # Version 1 ledgers (sklearn_dp 0.1.0.dev0) recorded completed fits only,
-        # under the old admission rule; they become "basic" budgets.
-        version = conn.execute("SELECT schema_version FROM budget WHERE id = 1").fetchone()
-        if version is None or version[0] != 1:
-            raise self._schema_error(f"schema version {version!r}")
-        conn.execute("ALTER TABLE budget ADD COLUMN composition TEXT NOT NULL DEFAULT 'basic'")
-        conn.execute(f"ALTER TABLE ledger ADD COLUMN status TEXT NOT NULL DEFAULT '{COMPLETED}'")
-        conn.execute("ALTER TABLE ledger ADD COLUMN error TEXT")
-        conn.execute("ALTER TABLE ledger ADD COLUMN rho REAL")
-        conn.execute("UPDATE budget SET schema_version = ? WHERE id = 1", (_SCHEMA_VERSION,))
-
-    # -- rows -----------------------------------------------------------------
-
-    _SELECT = (
-        "SELECT id, estimator, solver, epsilon, delta, event, timestamp, status, error, rho "
-        "FROM ledger"
-    )
-
-    def _read_rows(self, conn):
-        return [self._row_from_record(record) for record in conn.execute(self._SELECT + " ORDER BY id")]
-
-    def _row_from_record(self, record):
-        # A committed record with the same values decodes to the same entry,
-        # so decoded events are cached by the whole record.
-        with self._cache_lock:
-            row = self._row_cache.get(record)
-        if row is not None:
-            return row
-        entry_id, estimator, solver, epsilon, delta, blob, timestamp, status, error, rho = record
-        event = None
-        if blob is not None:
-            try:
-                event = pickle.loads(blob)
-            except Exception as exc:  # noqa: BLE001 - any failure means a bad ledger
-                raise BudgetStorageError(
-                    f"Ledger entry {entry_id} of {self.path!r} holds an event that "
-                    f"cannot be unpickled ({exc!r}); the ledger is corrupted or was "
-                    "written by an incompatible version."
-                ) from exc
-        entry = LedgerEntry(
-            estimator, solver, float(epsilon), float(delta), event, float(timestamp),
-            status, error, None if rho is None else float(rho), int(entry_id),
-        )
-        row = _Row(entry, None if blob is None else bytes(blob))
-        with self._cache_lock:
-            if len(self._row_cache) > 100_000:
-                self._row_cache.clear()
-            self._row_cache[record] = row
-        return row
-
-    def rows(self):
-        return self._transaction(self._read_rows, immediate=False)
-
-    def append_if(self, decide, row):
-        def body(conn):
-            decide(self._read_rows(conn))
-            return self._insert(conn, row)
-
-        return self._transaction(body, immediate=True)
-
-    def update(self, entry_id, *, status, error=None, event=None, blob=None):
-        def body(conn):
-            if blob is None:
-                conn.execute(
-                    "UPDATE ledger SET status = ?, error = ? WHERE id = ?",
-                    (status, error, entry_id),
-                )
-            else:
-                conn.execute(
-                    "UPDATE ledger SET status = ?, error = ?, event = ?, event_repr = ? "
-                    "WHERE id = ?",
-                    (status, error, blob, repr(event), entry_id),
-                )
-
-        self._transaction(body, immediate=True)
-
-    def _insert(self, conn, row):
-        entry = row.entry
-        cursor = conn.execute(
-            "INSERT INTO ledger (estimator, solver, epsilon, delta, event, event_repr, "
-            "timestamp, status, error, rho) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                entry.estimator, entry.solver, entry.epsilon, entry.delta, row.blob,
-                None if entry.event is None else repr(entry.event), entry.timestamp,
-                entry.status, entry.error, entry.rho,
-            ),
-        )
-        return int(cursor.lastrowid)
-
-    def check_usable(self):
-        pass
-
-    def describe(self):
-        return repr(self.path)
-
-
-def _uri_quote(path):
-    # "?" and "#" in a path would otherwise be read as URI syntax.
-    return _quote(path, safe="/:\\")
 
 
 # --------------------------------------------------------------------------
@@ -638,18 +185,31 @@ class Reservation:
     exception.  A reservation that is never settled (its process was killed)
     stays charged as ``"reserved"``.
 
-    Attributes
+    Parameters
     ----------
     budget : PrivacyBudget
+        The budget charged.
     entry_id : int
         The ledger entry's ``id``.
     epsilon, delta : float
         The reserved spend.
     rho : float or None
         The zCDP charge (``composition="zcdp"`` budgets).
+
+    Attributes
+    ----------
+    status : {"reserved", "completed", "failed"}
+        The entry's status as this reservation last set it.
     """
 
-    def __init__(self, budget, entry_id, epsilon, delta, rho):
+    def __init__(
+        self,
+        budget: PrivacyBudget,
+        entry_id: int,
+        epsilon: float,
+        delta: float,
+        rho: float | None,
+    ) -> None:
         self.budget = budget
         self.entry_id = entry_id
         self.epsilon = epsilon
@@ -657,11 +217,21 @@ class Reservation:
         self.rho = rho
         self.status = RESERVED
 
-    def complete(self, event=None):
+    def complete(self, event: dpe.DpEvent | None = None) -> None:
         """Mark the entry completed; ``event`` is the fit's final mechanism.
 
         On a zCDP budget the final event must cost no more than the rho
         reserved for it; a larger one is an accounting bug and raises.
+
+        Parameters
+        ----------
+        event : dp_accounting.DpEvent, optional
+            The mechanism the fit ran (recorded in the ledger entry).
+
+        Raises
+        ------
+        RuntimeError
+            If, on a zCDP budget, ``event`` costs more rho than was reserved.
         """
         if event is not None and not isinstance(event, dpe.DpEvent):
             raise TypeError(f"event must be a dp_accounting DpEvent, got {type(event).__name__}.")
@@ -678,8 +248,14 @@ class Reservation:
         self.budget._storage.update(self.entry_id, status=COMPLETED, event=event, blob=blob)
         self.status = COMPLETED
 
-    def fail(self, error):
-        """Mark the entry failed; ``error`` is an exception (only its class name is kept)."""
+    def fail(self, error: BaseException | str) -> None:
+        """Mark the entry failed; ``error`` is an exception (only its class name is kept).
+
+        Parameters
+        ----------
+        error : BaseException or str
+            The exception (or its class name).
+        """
         name = error if isinstance(error, str) else type(error).__name__
         self.budget._storage.update(self.entry_id, status=FAILED, error=name)
         self.status = FAILED
@@ -782,7 +358,15 @@ class PrivacyBudget:
     (0.75, 1e-05)
     """
 
-    def __init__(self, epsilon, delta=0.0, *, storage=None, timeout=30.0, composition="basic"):
+    def __init__(
+        self,
+        epsilon: float,
+        delta: float = 0.0,
+        *,
+        storage: str | os.PathLike[str] | None = None,
+        timeout: float = 30.0,
+        composition: Literal["basic", "zcdp"] = "basic",
+    ) -> None:
         self._epsilon = _check_limit_epsilon(epsilon)
         self._delta = _check_limit_delta(delta)
         self._composition = _check_composition(composition, self._delta)
@@ -817,51 +401,51 @@ class PrivacyBudget:
     # -- limits and reports ----------------------------------------------------
 
     @property
-    def epsilon(self):
+    def epsilon(self) -> float:
         """Total epsilon of the budget."""
         return self._epsilon
 
     @property
-    def delta(self):
+    def delta(self) -> float:
         """Total delta of the budget."""
         return self._delta
 
     @property
-    def composition(self):
+    def composition(self) -> str:
         """The admission rule: ``"basic"`` or ``"zcdp"``."""
         return self._composition
 
     @property
-    def storage(self):
+    def storage(self) -> str | None:
         """``None`` for an in-memory budget, else the absolute path of the ledger."""
         return self._storage.path if isinstance(self._storage, _SQLiteStorage) else None
 
     @property
-    def ledger(self):
+    def ledger(self) -> list[LedgerEntry]:
         """The recorded spends, oldest first (a new list of frozen entries)."""
         return [row.entry for row in self._storage.rows()]
 
     @property
-    def rho_limit(self):
+    def rho_limit(self) -> float | None:
         """The total rho a ``"zcdp"`` budget admits (None for ``"basic"``)."""
         if self._composition != "zcdp":
             return None
         return _rho_limit(self._epsilon, self._delta)
 
     @property
-    def rho_spent(self):
+    def rho_spent(self) -> float | None:
         """The rho charged so far on a ``"zcdp"`` budget (None for ``"basic"``)."""
         if self._composition != "zcdp":
             return None
         return self._rho_sum(self._storage.rows())
 
     @property
-    def spent(self):
+    def spent(self) -> tuple[float, float]:
         """``(epsilon, delta)`` spent so far (see the class's Privacy section)."""
         return self._spent_of(self._storage.rows())
 
     @property
-    def remaining(self):
+    def remaining(self) -> tuple[float, float]:
         """``(epsilon, delta)`` left (see the class's Privacy section)."""
         rows = self._storage.rows()
         if self._composition == "zcdp":
@@ -887,7 +471,7 @@ class PrivacyBudget:
     def _rho_sum(rows, extra=0.0):
         return math.fsum([row.entry.rho or 0.0 for row in rows] + [extra])
 
-    def fixed_sequence_epsilon(self, delta=None):
+    def fixed_sequence_epsilon(self, delta: float | None = None) -> float | None:
         """Numerical (PLD) composition of the recorded events, as if fixed in advance.
 
         Parameters
@@ -1015,7 +599,9 @@ class PrivacyBudget:
         )
         return _Row(entry, _pickle_event(event))
 
-    def check(self, epsilon, delta=0.0, event=None):
+    def check(
+        self, epsilon: float, delta: float = 0.0, event: dpe.DpEvent | None = None
+    ) -> None:
         """Raise :class:`BudgetExceededError` if spending ``(epsilon, delta)`` would not fit.
 
         Parameters
@@ -1040,7 +626,15 @@ class PrivacyBudget:
         if message is not None:
             raise BudgetExceededError(message)
 
-    def reserve(self, epsilon, delta=0.0, *, event=None, estimator="manual", solver=None):
+    def reserve(
+        self,
+        epsilon: float,
+        delta: float = 0.0,
+        *,
+        event: dpe.DpEvent | None = None,
+        estimator: str = "manual",
+        solver: str | None = None,
+    ) -> Reservation:
         """Atomically check a spend and record it, before the data is touched.
 
         Parameters
@@ -1081,7 +675,15 @@ class PrivacyBudget:
         entry_id = self._storage.append_if(decide, row)
         return Reservation(self, entry_id, epsilon, delta, rho)
 
-    def spend(self, epsilon, delta=0.0, *, event=None, estimator="manual", solver=None):
+    def spend(
+        self,
+        epsilon: float,
+        delta: float = 0.0,
+        *,
+        event: dpe.DpEvent | None = None,
+        estimator: str = "manual",
+        solver: str | None = None,
+    ) -> None:
         """Atomically check a spend and record it as one completed ledger entry.
 
         For spends outside an estimator (a query of your own).  Estimators
@@ -1096,6 +698,7 @@ class PrivacyBudget:
         estimator : str, default="manual"
             Who spends.
         solver : str, optional
+            The solver that ran the fit.
 
         Raises
         ------

@@ -29,6 +29,7 @@ from __future__ import annotations
 import functools
 import math
 from numbers import Real
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -48,6 +49,10 @@ from .linear_model._base import (
     restore_on_failure,
 )
 from .solvers._common import COUNT_EPSILON_FRACTION, make_rng, release_count
+
+if TYPE_CHECKING:
+    from ._typing import ArrayLike, Auto, MatrixLike, RandomStateLike
+
 
 __all__ = ["DPStandardScaler", "DPMinMaxScaler", "PublicRangeScaler"]
 
@@ -278,6 +283,8 @@ class DPStandardScaler(_DPTransformer):
     budget : PrivacyBudget or None, default=None
         Shared budget, charged once per fit, before the data is read.
     random_state : None, int, RandomState or Generator, default=None
+        Source of noise.  None draws fresh entropy from the OS; an int makes
+        fits reproducible.
 
     Attributes
     ----------
@@ -328,16 +335,16 @@ class DPStandardScaler(_DPTransformer):
 
     def __init__(
         self,
-        epsilon=1.0,
-        delta=1e-5,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
         *,
-        bounds="auto",
-        with_mean=True,
-        with_std=True,
-        clip=True,
-        budget=None,
-        random_state=None,
-    ):
+        bounds: Auto | ArrayLike = "auto",
+        with_mean: bool = True,
+        with_std: bool = True,
+        clip: bool = True,
+        budget: PrivacyBudget | None = None,
+        random_state: RandomStateLike = None,
+    ) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.bounds = bounds
@@ -348,7 +355,7 @@ class DPStandardScaler(_DPTransformer):
         self.random_state = random_state
 
     @restore_on_failure
-    def fit(self, X, y=None):
+    def fit(self, X: MatrixLike, y: None = None) -> DPStandardScaler:
         """Compute the DP mean and standard deviation of each feature.
 
         Parameters
@@ -360,6 +367,7 @@ class DPStandardScaler(_DPTransformer):
         Returns
         -------
         self : DPStandardScaler
+            The fitted scaler.
         """
         self._validate_params()
         self._check_privacy_request()
@@ -427,12 +435,24 @@ class DPStandardScaler(_DPTransformer):
         self._run_private(X, plan_event, release)
         return self
 
-    def transform(self, X, copy=None):
+    def transform(self, X: MatrixLike, copy: bool | None = None) -> MatrixLike:
         """``(clip(X, bounds_) - mean_) / scale_`` (released statistics only: costs nothing).
 
         With ``clip=True`` values are first clipped to the feature's range
         ``bounds_``, as in the fit: a noisy bound then yields a bounded
         feature (at worst a constant), never an exploding one.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The data (public: costs nothing).
+        copy : bool, default=None
+            Copy ``X`` first (``None``: the ``copy`` parameter of the scaler).
+
+        Returns
+        -------
+        X_new : {ndarray, sparse matrix} of shape (n_samples, n_features)
+            The scaled data.
         """
         check_is_fitted(self)
         X = validate_data(
@@ -453,8 +473,21 @@ class DPStandardScaler(_DPTransformer):
             X = X - self.mean_
         return X / self.scale_
 
-    def inverse_transform(self, X, copy=None):
-        """Undo :meth:`transform`."""
+    def inverse_transform(self, X: MatrixLike, copy: bool | None = None) -> MatrixLike:
+        """Undo :meth:`transform`.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The data (public: costs nothing).
+        copy : bool, default=None
+            Copy ``X`` first (``None``: the ``copy`` parameter of the scaler).
+
+        Returns
+        -------
+        X_original : {ndarray, sparse matrix} of shape (n_samples, n_features)
+            The data on its original scale.
+        """
         check_is_fitted(self)
         X = validate_data(
             self, X, reset=False, accept_sparse="csr", dtype=[np.float64, np.float32],
@@ -504,6 +537,7 @@ class DPMinMaxScaler(_DPTransformer):
         with ``delta > 0`` their composition over the features is accounted
         by zCDP when that is tighter (more epsilon per feature).
     feature_range : tuple (min, max), default=(0, 1)
+        Desired range of the transformed data.
     bounds : "auto" or array-like, default="auto"
         ``"auto"``: release each feature's range privately.  A ``(min,
         max)`` pair or one pair per feature: public ranges, used as the data
@@ -513,7 +547,10 @@ class DPMinMaxScaler(_DPTransformer):
         Clip transformed values to ``feature_range`` (a released range does
         not contain every value).
     budget : PrivacyBudget or None, default=None
+        Shared budget, charged once per fit, before the data is read.
     random_state : None, int, RandomState or Generator, default=None
+        Source of noise.  None draws fresh entropy from the OS; an int makes
+        fits reproducible.
 
     Attributes
     ----------
@@ -546,15 +583,15 @@ class DPMinMaxScaler(_DPTransformer):
 
     def __init__(
         self,
-        epsilon=1.0,
-        delta=1e-5,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
         *,
-        feature_range=(0, 1),
-        bounds="auto",
-        clip=True,
-        budget=None,
-        random_state=None,
-    ):
+        feature_range: tuple[float, float] = (0, 1),
+        bounds: Auto | ArrayLike = "auto",
+        clip: bool = True,
+        budget: PrivacyBudget | None = None,
+        random_state: RandomStateLike = None,
+    ) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.feature_range = feature_range
@@ -564,18 +601,20 @@ class DPMinMaxScaler(_DPTransformer):
         self.random_state = random_state
 
     @restore_on_failure
-    def fit(self, X, y=None):
+    def fit(self, X: MatrixLike, y: None = None) -> DPMinMaxScaler:
         """Release the range of each feature.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            The private data; entries are clipped to the released ranges.
         y : None
             Ignored.
 
         Returns
         -------
         self : DPMinMaxScaler
+            The fitted scaler.
         """
         self._validate_params()
         self._check_privacy_request()
@@ -643,8 +682,19 @@ class DPMinMaxScaler(_DPTransformer):
         self.scale_ = (high - low) / self.data_range_
         self.min_ = low - self.data_min_ * self.scale_
 
-    def transform(self, X):
-        """``X * scale_ + min_``, clipped to ``feature_range`` if ``clip`` (costs nothing)."""
+    def transform(self, X: MatrixLike) -> MatrixLike:
+        """``X * scale_ + min_``, clipped to ``feature_range`` if ``clip`` (costs nothing).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The data (public: costs nothing).
+
+        Returns
+        -------
+        X_new : ndarray of shape (n_samples, n_features)
+            The scaled data.
+        """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], copy=True)
         X = X * self.scale_ + self.min_
@@ -652,8 +702,19 @@ class DPMinMaxScaler(_DPTransformer):
             X = np.clip(X, self.feature_range[0], self.feature_range[1])
         return X
 
-    def inverse_transform(self, X):
-        """Undo :meth:`transform` (clipped values stay at the range's ends)."""
+    def inverse_transform(self, X: MatrixLike) -> MatrixLike:
+        """Undo :meth:`transform` (clipped values stay at the range's ends).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The data (public: costs nothing).
+
+        Returns
+        -------
+        X_original : ndarray of shape (n_samples, n_features)
+            The data on its original scale.
+        """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], copy=True)
         return (X - self.min_) / self.scale_
@@ -695,11 +756,11 @@ class PublicRangeScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         "clip": ["boolean"],
     }
 
-    def __init__(self, ranges=(-1.0, 1.0), *, clip=True):
+    def __init__(self, ranges: ArrayLike = (-1.0, 1.0), *, clip: bool = True) -> None:
         self.ranges = ranges
         self.clip = clip
 
-    def fit(self, X, y=None):
+    def fit(self, X: MatrixLike, y: None = None) -> PublicRangeScaler:
         """Check the ranges against the input's number of features (reads nothing else).
 
         Parameters
@@ -711,6 +772,7 @@ class PublicRangeScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         Returns
         -------
         self : PublicRangeScaler
+            The fitted scaler.
         """
         self._validate_params()
         X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32])
@@ -721,8 +783,19 @@ class PublicRangeScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.privacy_spent_ = (0.0, 0.0)
         return self
 
-    def transform(self, X):
-        """Map each feature's public range to [-1, 1] (costs nothing)."""
+    def transform(self, X: MatrixLike) -> MatrixLike:
+        """Map each feature's public range to [-1, 1] (costs nothing).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The data (public: costs nothing).
+
+        Returns
+        -------
+        X_new : {ndarray, sparse matrix} of shape (n_samples, n_features)
+            The scaled data.
+        """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=[np.float64, np.float32])
         if sp.issparse(X):
@@ -738,8 +811,19 @@ class PublicRangeScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         X = X * self.scale_ + self.offset_
         return np.clip(X, -1.0, 1.0) if self.clip else X
 
-    def inverse_transform(self, X):
-        """Map [-1, 1] back to the public ranges."""
+    def inverse_transform(self, X: MatrixLike) -> MatrixLike:
+        """Map [-1, 1] back to the public ranges.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The data (public: costs nothing).
+
+        Returns
+        -------
+        X_original : {ndarray, sparse matrix} of shape (n_samples, n_features)
+            The data on its original scale.
+        """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=[np.float64, np.float32])
         if sp.issparse(X):

@@ -7,11 +7,37 @@ Hypothesis profiles, selected with the ``HYPOTHESIS_PROFILE`` environment variab
   ``HYPOTHESIS_PROFILE=thorough python -m pytest tests/test_sensitivity_properties.py``;
 * ``long``: a long randomised fuzz run (the default run is derandomised, see
   tests/test_fuzz.py).
+
+Audits that can fail: every statistical audit in the suite goes through
+``sklearn_dp.testing.audit_mechanism`` (directly, or through ``audit_estimator``
+and ``audit_noisy_gradient_sum``), and here, before any test module imports
+it, its ``require_power`` default is turned on: an audit whose configuration
+cannot refute its claim (its largest possible lower bound, given the number of
+bound runs and the confidence, is not above the claimed epsilon) raises before
+its first run.  So each audit must state its real claim as ``claimed_epsilon``;
+a test of the audit machinery itself that needs a claim it cannot refute
+passes ``require_power=False``.
 """
 
+import functools
 import os
 
 from hypothesis import HealthCheck, settings
+
+import sklearn_dp.testing as _testing
+
+
+def _require_power_by_default(audit_mechanism):
+    @functools.wraps(audit_mechanism)
+    def audit(*args, require_power=True, **kwargs):
+        return audit_mechanism(*args, require_power=require_power, **kwargs)
+
+    audit.__wrapped_for_tests__ = audit_mechanism
+    return audit
+
+
+if not hasattr(_testing.audit_mechanism, "__wrapped_for_tests__"):
+    _testing.audit_mechanism = _require_power_by_default(_testing.audit_mechanism)
 
 settings.register_profile(
     "thorough",

@@ -62,7 +62,8 @@ def test_gaussian_multiplier_is_sqrt_T_times_one_step(epsilon, delta, n_steps):
     assert one == pytest.approx(gaussian_mechanism.get_sigma_gaussian(epsilon, delta), rel=1e-6)
 
 
-# Test vectors of specs/dp_erm_revisited.md section 7.2: G = 1, n = 200000,
+# Test vectors for the setting of Wang, Ye and Xu (2017), "Differentially Private Empirical Risk
+# Minimization Revisited" (docs/solvers/erm_revisited.md): G = 1, n = 200000,
 # delta = 1e-3, replace-one sensitivity 2G/n, so sigma = multiplier * 2 / n.
 SPEC_VECTORS = [
     (0.2, 1000, 3.130e-3),

@@ -1,7 +1,7 @@
 """Fast privacy audits of every registered solver, driven by the registry.
 
 * Every solver in ``sklearn_dp.solvers.SOLVERS`` must have a canary audit
-  configuration (``tests/audit_configs.py``) at solver level (the solver
+  configuration (``sklearn_dp/testing/_audit_configs.py``) at solver level (the solver
   function on bounded data, n public) and at estimator level; a new solver
   without one fails :func:`test_every_registered_solver_has_both_audits`.
 * Each level's fast audit runs here, or in the solver's own test file
@@ -28,11 +28,11 @@ import warnings
 import numpy as np
 import pytest
 
-from audit_configs import configured_solvers, solver_audits
 from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor
 from sklearn_dp.accounting import epsilon_of_event
 from sklearn_dp.solvers import SOLVERS
 from sklearn_dp.testing import audit_mechanism, check_dp_event
+from sklearn_dp.testing._audit_configs import configured_solvers, solver_audits
 
 FAST_RUNS = 200  # per data set: 100 choose the threshold, 100 give the bound
 #: The noise-off controls are (nearly) deterministic: 60 bound runs can refute

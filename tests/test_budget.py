@@ -15,18 +15,17 @@ import time
 
 import numpy as np
 import pytest
+from dp_accounting import dp_event as dpe
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, clone
 from sklearn.model_selection import GridSearchCV
 
 import sklearn_dp.budget as budget_module
-from dp_accounting import dp_event as dpe
-
 from sklearn_dp.accounting import (
     ApproximateDpEvent,
     PureEpsilonDpEvent,
-    epsilon_of_zcdp,
     epsilon_of_events,
+    epsilon_of_zcdp,
     gaussian_noise_multiplier,
     gaussian_steps_event,
     laplace_steps_event,

@@ -24,9 +24,6 @@ import pytest
 dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
 
-from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor, PrivacyBudget  # noqa: E402
-from sklearn_dp import _bounds, _dask  # noqa: E402
-from sklearn_dp.testing import trace_releases  # noqa: E402
 from test_substitution import (  # noqa: E402
     HOSTILE,
     _assert_same,
@@ -35,6 +32,9 @@ from test_substitution import (  # noqa: E402
     _model,
     _observe,
 )
+
+from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor, PrivacyBudget, _bounds, _dask  # noqa: E402  # noqa: E402
+from sklearn_dp.testing import trace_releases  # noqa: E402
 
 ESTIMATORS = {
     "DPLogisticRegression": DPLogisticRegression,

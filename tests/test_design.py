@@ -155,7 +155,11 @@ def test_columns_norms_and_column_views_match_the_materialised_matrix(
 
 def test_blocks_of_rows_are_a_small_share_of_the_rows():
     from sklearn_dp._design import (
-        BLOCK_SHARE, GRAM_BLOCK_BYTES, MIN_BLOCK_ROWS, block_ranges, block_rows,
+        BLOCK_SHARE,
+        GRAM_BLOCK_BYTES,
+        MIN_BLOCK_ROWS,
+        block_ranges,
+        block_rows,
     )
 
     for n, d, nnz in [(0, 3, None), (10, 3, None), (20000, 50, None), (10**6, 100, None),

@@ -32,6 +32,7 @@ SETUP_COMMANDS = [
     'python3 -m venv .venv && .venv/bin/pip install -e ".[examples]" && '
     ".venv/bin/python examples/quickstart.py",
     'python3 -m venv .venv && .venv/bin/pip install -q -e ".[test]" && '
+    ".venv/bin/ruff check . && .venv/bin/python tools/check_docstrings.py && "
     ".venv/bin/python -m pytest",
 ]
 
@@ -64,6 +65,15 @@ def test_readme_setup_commands_unchanged():
     section = _readme_section("Set-up (fresh machine, Python >= 3.10)")
     blocks = re.findall(r"```bash\n(.*?)\n```", section, re.S)
     assert blocks == SETUP_COMMANDS
+
+
+def test_ci_runs_the_readme_test_command():
+    commands = [
+        line for line in (ROOT / ".ci" / "run").read_text().splitlines()
+        if line.strip() and not line.startswith("#") and not line.startswith("set ")
+        and not line.startswith("cd ")
+    ]
+    assert commands == [SETUP_COMMANDS[1]]
 
 
 def test_readme_ten_lines_run(capsys):

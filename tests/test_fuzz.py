@@ -34,9 +34,9 @@ from sklearn_dp import (
     DPSCORegressor,
     PrivacyBudget,
 )
-from sklearn_dp.exceptions import PrivateFitError
 from sklearn_dp._data import clip_rows_l2
 from sklearn_dp.accounting import epsilon_of_event
+from sklearn_dp.exceptions import PrivateFitError
 from sklearn_dp.solvers import SOLVERS
 
 HANG_SECONDS = 60
@@ -308,7 +308,7 @@ def run_fit(estimator, X, y, *, fit_kwargs=None, check_event=False, secrets=None
                 estimator.fit(X, y, **(fit_kwargs or {}))
     except Hang:
         raise AssertionError(f"{estimator!r} hung on this input") from None
-    except Exception as exc:  # noqa: BLE001 - the property is about which exceptions
+    except Exception as exc:
         internal = isinstance(exc, FORBIDDEN) and not isinstance(exc, ConvergenceError)
         assert isinstance(exc, ALLOWED) and not internal, (
             f"internal error {type(exc).__name__}: {exc}"

@@ -17,7 +17,6 @@ signal either, so the canary's vertex competes with all others at the first
 Frank-Wolfe step.
 """
 
-import math
 
 import numpy as np
 import pytest
@@ -29,7 +28,7 @@ from sklearn_dp.testing import audit_mechanism
 DELTA = 1e-5
 
 
-def audit(run, n_runs, delta, seed_offset=0):
+def audit(run, n_runs, delta, claimed_epsilon, seed_offset=0):
     """run(dataset, seed) -> scalar; dataset 0 is D, 1 is D'.
 
     ``n_runs`` runs per data set choose the threshold (statistics may be
@@ -37,7 +36,8 @@ def audit(run, n_runs, delta, seed_offset=0):
     ``n_runs`` fresh ones give the 95% lower bound.
     """
     return audit_mechanism(
-        run, claimed_epsilon=math.inf, delta=delta, n_runs=2 * n_runs, calibration_runs=n_runs,
+        run, claimed_epsilon=claimed_epsilon, delta=delta, n_runs=2 * n_runs,
+        calibration_runs=n_runs,
         seed_offset=seed_offset, include_observed=True, criterion="empirical",
     ).epsilon_lower_bound
 
@@ -86,7 +86,7 @@ AUDITS = [
 @pytest.mark.parametrize("solver, epsilon, delta, params", AUDITS)
 def test_audit_does_not_exceed_claimed_epsilon(solver, epsilon, delta, params):
     run = canary_coefficient(epsilon, delta, solver, **params)
-    eps_lb = audit(run, n_runs=300, delta=max(delta, 1e-12))
+    eps_lb = audit(run, n_runs=300, delta=max(delta, 1e-12), claimed_epsilon=epsilon)
     assert eps_lb <= epsilon, f"audit found epsilon >= {eps_lb:.3f} > claimed {epsilon}"
 
 
@@ -101,7 +101,8 @@ def test_audit_does_not_exceed_claimed_epsilon(solver, epsilon, delta, params):
 )
 def test_audit_does_not_exceed_claimed_epsilon_thorough(solver, epsilon, delta, params):
     run = canary_coefficient(epsilon, delta, solver, **params)
-    eps_lb = audit(run, n_runs=3000, delta=max(delta, 1e-12), seed_offset=7)
+    eps_lb = audit(run, n_runs=3000, delta=max(delta, 1e-12), claimed_epsilon=epsilon,
+                   seed_offset=7)
     assert eps_lb <= epsilon, f"audit found epsilon >= {eps_lb:.3f} > claimed {epsilon}"
 
 
@@ -115,7 +116,7 @@ def test_audit_detects_miscalibrated_frank_wolfe(monkeypatch):
 
     monkeypatch.setattr(fw_module, "frank_wolfe_step_epsilon", broken)
     run = canary_coefficient(1.0, 0.0, "frank_wolfe", max_iter=1)
-    eps_lb = audit(run, n_runs=300, delta=1e-12)
+    eps_lb = audit(run, n_runs=300, delta=1e-12, claimed_epsilon=1.0)
     assert eps_lb > 1.0, f"the audit missed a 10x privacy violation (found {eps_lb:.3f})"
 
 
@@ -135,5 +136,5 @@ def test_audit_detects_miscalibrated_vr_frank_wolfe(monkeypatch):
 
     monkeypatch.setattr(fw_module, "plan_vr_frank_wolfe", broken)
     run = canary_coefficient(1.0, 0.0, "vr_frank_wolfe", solver_options={"n_phases": 1})
-    eps_lb = audit(run, n_runs=300, delta=1e-12)
+    eps_lb = audit(run, n_runs=300, delta=1e-12, claimed_epsilon=1.0)
     assert eps_lb > 1.0, f"the audit missed a 20x privacy violation (found {eps_lb:.3f})"

@@ -232,7 +232,7 @@ def test_penalised_form_uses_the_implied_ball(sparse_data):
 def test_radius_alpha_mapping_is_public_and_valid():
     assert alpha_for_l1_radius(l1_radius_for_alpha(0.3, 2.0), 2.0) == pytest.approx(0.3)
     rng = np.random.default_rng(1)
-    for trial in range(10):
+    for _ in range(10):
         X = rng.normal(size=(80, 40)) * rng.uniform(0.1, 3)
         y = np.clip(rng.normal(size=80) * 2, -1.5, 1.5)
         for alpha in (1e-3, 1e-2, 0.1, 1.0):

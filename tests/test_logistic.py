@@ -11,11 +11,11 @@ from sklearn.datasets import load_iris, make_classification
 from sklearn.linear_model import LogisticRegression
 
 from sklearn_dp import BudgetExceededError, DPLogisticRegression, PrivacyBudget
-from sklearn_dp.linear_model._base import release_labels
-from sklearn_dp.testing import check_dp_event, trace_releases
 from sklearn_dp._data import bound_data
 from sklearn_dp._losses import get_loss, objective
 from sklearn_dp.accounting import epsilon_of_event
+from sklearn_dp.linear_model._base import release_labels
+from sklearn_dp.testing import check_dp_event, trace_releases
 
 
 @pytest.fixture

@@ -4,11 +4,10 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 from sklearn.datasets import make_classification
+from sklearn.exceptions import FitFailedWarning
 from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
-
-from sklearn.exceptions import FitFailedWarning
 
 from sklearn_dp import BudgetExceededError, BudgetStorageError, DPLogisticRegression, PrivacyBudget
 

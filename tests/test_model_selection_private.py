@@ -26,9 +26,9 @@ import numpy as np
 import pytest
 from dp_accounting import dp_event as dpe
 from dp_accounting.rdp import rdp_privacy_accountant as rdp
-from sklearn.base import clone
 from sklearn.model_selection import KFold
 from sklearn.utils.estimator_checks import parametrize_with_checks
+from test_substitution import _TIME, _assert_same, _check_sensitivities, _Substitute
 
 from sklearn_dp import (
     BudgetExceededError,
@@ -48,8 +48,6 @@ from sklearn_dp.model_selection._selection import (
     tnb_mean,
 )
 from sklearn_dp.testing import trace_releases
-
-from test_substitution import _TIME, _assert_same, _check_sensitivities, _Substitute
 
 N_ROWS = 400
 GRID = {"C": [0.1, 1.0, 10.0]}
@@ -238,7 +236,7 @@ def test_number_of_runs_follows_the_analysed_distribution(shape):
         assert pmf[0] == 0 and draws.min() >= 1
     assert draws.mean() == pytest.approx(mean, rel=0.05)
     # The frequencies of small K match the pmf (4-sigma binomial bands).
-    for k in range(0, 8):
+    for k in range(8):
         p = pmf[k]
         observed = np.mean(draws == k)
         assert abs(observed - p) <= 4 * math.sqrt(p * (1 - p) / draws.size) + 1e-4, (k, observed, p)
@@ -560,7 +558,7 @@ def _observe_search(search, X, y):
             with contextlib.redirect_stdout(stream), contextlib.redirect_stderr(stream):
                 try:
                     search.fit(X, y)
-                except Exception as exc:  # noqa: BLE001 - exceptions are observations
+                except Exception as exc:
                     error = (type(exc).__name__, str(exc))
     attributes = {}
     if error is None:

@@ -111,7 +111,7 @@ def test_install_page_states_the_declared_minimums():
 def test_sdist_manifest_ships_what_the_tests_read():
     manifest = (ROOT / "MANIFEST.in").read_text().splitlines()
     for needed in ["graft tests", "graft examples", "graft docs", "graft benchmarks",
-                   "include LICENSE README.md pyproject.toml setup.cfg MANIFEST.in"]:
+                   "include LICENSE README.md CHANGELOG.md pyproject.toml MANIFEST.in"]:
         assert needed in manifest
 
 
@@ -186,7 +186,7 @@ def test_sdist_and_wheel(tmp_path):
         else:  # pragma: no cover
             archive.extractall(tmp_path / "unpacked")
     tree = tmp_path / "unpacked" / f"sklearn_dp-{version}"
-    for needed in ["tests/conftest.py", "tests/audit_configs.py", "LICENSE", "README.md",
+    for needed in ["tests/conftest.py", "sklearn_dp/testing/_audit_configs.py", "LICENSE", "README.md",
                    "sklearn_dp/py.typed", "examples/quickstart.py", "docs/conf.py",
                    "docs/notebooks/first_private_model.ipynb"]:
         assert (tree / needed).exists(), needed

@@ -64,7 +64,7 @@ def memoised_solves():
         _newton.certified_minimize = original
 
 
-def audit(run, delta, n_runs=N_RUNS):
+def audit(run, delta, claimed_epsilon, n_runs=N_RUNS):
     """run(dataset_index, seed) -> statistic; 0 is D, 1 is D'.
 
     ``n_runs`` runs per data set choose the threshold whose confidence bound is
@@ -73,7 +73,7 @@ def audit(run, delta, n_runs=N_RUNS):
     """
     with memoised_solves():
         return audit_mechanism(
-            run, claimed_epsilon=math.inf, delta=delta, n_runs=2 * n_runs,
+            run, claimed_epsilon=claimed_epsilon, delta=delta, n_runs=2 * n_runs,
             calibration_runs=n_runs, candidates=199, criterion="bound",
         ).epsilon_lower_bound
 
@@ -159,7 +159,7 @@ def test_audit_solves_meet_their_certificate(seed):
 @pytest.mark.parametrize("delta", [0.0, 1e-5], ids=["pure", "gaussian"])
 def test_audit_stays_below_the_claim(solver, delta):
     epsilon = 1.0
-    lower = audit(make_run(solver, epsilon, delta), delta)
+    lower = audit(make_run(solver, epsilon, delta), delta, claimed_epsilon=epsilon)
     assert lower <= epsilon
 
 
@@ -169,7 +169,7 @@ def test_audit_stays_below_the_claim(solver, delta):
 def test_audit_detects_a_mechanism_noised_for_a_larger_epsilon(solver, noised_for):
     # Positive control: noise calibrated for a larger epsilon, claimed epsilon=1.  (The
     # canary exercises objective perturbation's noise term only, about half its epsilon.)
-    lower = audit(make_run(solver, noised_for, 0.0), 0.0)
+    lower = audit(make_run(solver, noised_for, 0.0), 0.0, claimed_epsilon=1.0)
     assert lower > 1.0
 
 
@@ -178,5 +178,5 @@ def test_audit_detects_a_mechanism_noised_for_a_larger_epsilon(solver, noised_fo
                          ids=["output", "objective"])
 @pytest.mark.parametrize("epsilon", [0.5, 2.0])
 def test_audit_more_runs(solver, epsilon):
-    lower = audit(make_run(solver, epsilon, 0.0), 0.0, n_runs=5000)
+    lower = audit(make_run(solver, epsilon, 0.0), 0.0, claimed_epsilon=epsilon, n_runs=5000)
     assert lower <= epsilon

@@ -28,11 +28,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sklearn_dp.solvers._perturbation as perturbation
-from sklearn_dp import DPLogisticRegression, DPSCORegressor, PrivacyBudget
 from sklearn_dp._data import bound_data
 from sklearn_dp._losses import BinaryLogisticLoss, HuberLoss, MultinomialLoss
-from sklearn_dp.exceptions import PrivateFitError
-from sklearn_dp.solvers import _newton, objective_perturbation, output_perturbation
+from sklearn_dp.solvers import _newton, output_perturbation
 from sklearn_dp.testing import trace_releases
 
 LOSSES = {

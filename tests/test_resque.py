@@ -3,8 +3,6 @@
 import math
 
 import numpy as np
-
-from sklearn_dp.solvers._common import COUNT_EPSILON_FRACTION
 import pytest
 from scipy.optimize import linprog, minimize
 from scipy.special import erf
@@ -16,6 +14,7 @@ from sklearn_dp._data import bound_data
 from sklearn_dp._losses import AbsoluteLoss, HingeLoss, QuantileLoss, get_loss
 from sklearn_dp.accounting import epsilon_of_event, subsampled_gaussian_noise_multiplier
 from sklearn_dp.solvers import get_solver, resque
+from sklearn_dp.solvers._common import COUNT_EPSILON_FRACTION
 from sklearn_dp.solvers._resque import (
     default_tolerance,
     epoch_lengths,
@@ -788,10 +787,10 @@ def test_logistic_loss_without_a_schedule_is_refused_before_any_spend(kwargs):
 AUDIT_DELTA = 1e-5
 
 
-def _audit(run, n_runs):
+def _audit(run, n_runs, claimed_epsilon):
     """Pick the threshold on ``n_runs`` runs per data set, bound epsilon (95%) on fresh runs."""
     return audit_mechanism(
-        run, claimed_epsilon=math.inf, delta=AUDIT_DELTA, n_runs=2 * n_runs,
+        run, claimed_epsilon=claimed_epsilon, delta=AUDIT_DELTA, n_runs=2 * n_runs,
         calibration_runs=n_runs, criterion="empirical",
     ).epsilon_lower_bound
 
@@ -826,14 +825,14 @@ def _canary_run(epsilon):
 def test_audit_on_neighbouring_data_stays_below_epsilon():
     # Fast version (resque fits are slow); the thorough one below is -m slow.
     epsilon = 2.0
-    eps_lb = _audit(_canary_run(epsilon), n_runs=100)
+    eps_lb = _audit(_canary_run(epsilon), n_runs=100, claimed_epsilon=epsilon)
     assert eps_lb <= epsilon, f"audit found epsilon >= {eps_lb:.3f} > claimed {epsilon}"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("epsilon", [1.0, 4.0])
 def test_audit_on_neighbouring_data_thorough(epsilon):
-    eps_lb = _audit(_canary_run(epsilon), n_runs=2000)
+    eps_lb = _audit(_canary_run(epsilon), n_runs=2000, claimed_epsilon=epsilon)
     assert eps_lb <= epsilon, f"audit found epsilon >= {eps_lb:.3f} > claimed {epsilon}"
 
 
@@ -850,7 +849,7 @@ def test_audit_detects_under_noised_steps(monkeypatch):
 
     monkeypatch.setattr(resque_module, "plan_resque", under_noised)
     epsilon = 2.0
-    eps_lb = _audit(_canary_run(epsilon), n_runs=200)
+    eps_lb = _audit(_canary_run(epsilon), n_runs=200, claimed_epsilon=epsilon)
     assert eps_lb > epsilon + 0.5, eps_lb
 
 

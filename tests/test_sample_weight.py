@@ -231,7 +231,7 @@ def test_solvers_without_weights_are_refused_before_the_reservation():
 def test_weights_above_max_weight_are_clipped():
     X, y = _classification()
     w = np.random.default_rng(0).uniform(0, 5, size=len(y))
-    fit = lambda weights: DPLogisticRegression(  # noqa: E731
+    fit = lambda weights: DPLogisticRegression(
         epsilon=1.0, classes=[0, 1], max_weight=2.0, random_state=0).fit(X, y, sample_weight=weights)
     np.testing.assert_array_equal(fit(w).coef_, fit(np.minimum(w, 2.0)).coef_)
 
@@ -383,7 +383,7 @@ def test_warm_start_starts_from_the_previous_model(solver):
         optimum.coef_.copy(), optimum.intercept_.copy(), optimum.classes_)
     warm.fit(X, y)
     cold = DPLogisticRegression(max_iter=2 if solver != "dp_sgd" else 1, **params).fit(X, y)
-    distance = lambda m: np.linalg.norm(m.coef_ - optimum.coef_)  # noqa: E731
+    distance = lambda m: np.linalg.norm(m.coef_ - optimum.coef_)
     assert distance(warm) < distance(cold)
     if solver != "dp_sgd":
         assert distance(warm) < 1e-3

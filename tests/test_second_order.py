@@ -21,21 +21,6 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize
 from scipy.special import expit, softmax
 from sklearn.linear_model import LogisticRegression, Ridge
-
-from sklearn_dp import DPLogisticRegression, DPSCORegressor, PrivacyBudget
-from sklearn_dp._data import bound_data
-from sklearn_dp._kernels import curvature_bound, newton_sums, svec, unsvec
-from sklearn_dp._losses import get_loss
-from sklearn_dp.accounting import epsilon_of_event, gaussian_noise_multiplier
-from sklearn_dp.solvers import SOLVERS, dp_newton
-from sklearn_dp.solvers import _second_order as module
-from sklearn_dp.solvers._second_order import (
-    hessian_noise_norm,
-    modified_newton_direction,
-    newton_multipliers,
-    plan_dp_newton,
-)
-from sklearn_dp.testing import trace_releases
 from test_sensitivity_properties import (
     N_CLASSES,
     bound_both,
@@ -51,6 +36,21 @@ from test_sensitivity_properties import (
     reference_gradient,
     slack,
 )
+
+from sklearn_dp import DPLogisticRegression, DPSCORegressor, PrivacyBudget
+from sklearn_dp._data import bound_data
+from sklearn_dp._kernels import curvature_bound, newton_sums, svec, unsvec
+from sklearn_dp._losses import get_loss
+from sklearn_dp.accounting import epsilon_of_event, gaussian_noise_multiplier
+from sklearn_dp.solvers import SOLVERS, dp_newton
+from sklearn_dp.solvers import _second_order as module
+from sklearn_dp.solvers._second_order import (
+    hessian_noise_norm,
+    modified_newton_direction,
+    newton_multipliers,
+    plan_dp_newton,
+)
+from sklearn_dp.testing import trace_releases
 
 # --------------------------------------------------------------------------
 # svec and the curvature bounds

@@ -56,12 +56,18 @@ from scipy.special import expit, softmax
 
 from sklearn_dp._data import bound_data
 from sklearn_dp._kernels import (
+    block_clipped_gradient_sum,
     capped_resque_sum,
     clipped_gradient_sum,
+    clipped_sum,
+    frank_wolfe_gradient,
     l2_clipped_derivatives,
     resque_query_derivatives,
     svrg_difference_sum,
     svrg_snapshot_sum,
+    vertex_scores,
+    vr_correction,
+    vr_root_estimate,
 )
 from sklearn_dp._losses import (
     AbsoluteLoss,
@@ -74,14 +80,6 @@ from sklearn_dp._losses import (
 )
 from sklearn_dp.solvers import SOLVERS
 from sklearn_dp.solvers._common import release_count
-from sklearn_dp._kernels import (
-    block_clipped_gradient_sum,
-    clipped_sum,
-    frank_wolfe_gradient,
-    vertex_scores,
-    vr_correction,
-    vr_root_estimate,
-)
 from sklearn_dp.solvers._coordinate_descent import (
     _ColumnBlocks,
     block_clip_thresholds,
@@ -1133,7 +1131,6 @@ def test_mirror_descent_noise_is_calibrated_to_the_tested_sensitivity(monkeypatc
 
 def test_resque_noise_is_calibrated_to_the_tested_sensitivity(monkeypatch):
     from sklearn_dp.solvers import _resque as module
-
     from sklearn_dp.testing import trace_releases
 
     data = _link_data("l2", "binary", n=100)

@@ -4,13 +4,12 @@ Expected failures are listed per estimator with the reason, so a new failure
 is seen, and a fixed one too (strict xfail).
 """
 
-import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor
 from sklearn_dp.linear_model._base import PublicSetting
-from sklearn_dp.solvers import SOLVERS
 from sklearn_dp.preprocessing import DPMinMaxScaler, DPStandardScaler, PublicRangeScaler
+from sklearn_dp.solvers import SOLVERS
 
 # Each entry: check name -> why the check cannot pass for a DP estimator.
 EXPECTED_FAILURES = {

@@ -11,14 +11,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy.optimize import minimize
 from sklearn.linear_model import ElasticNet, Lasso, Ridge, lasso_path
+from test_sensitivity_properties import bound_both, change, dense_row, l2_cases, prop, slack
 
 from sklearn_dp import DPLasso, DPSCORegressor, PrivacyBudget
 from sklearn_dp._data import bound_data
 from sklearn_dp._kernels import smallest_eigenvalue, sufficient_statistics, svec
 from sklearn_dp._losses import get_loss
 from sklearn_dp.accounting import epsilon_of_event, gaussian_noise_multiplier
-from sklearn_dp.solvers import dp_ssp
 from sklearn_dp.solvers import _ssp as module
+from sklearn_dp.solvers import dp_ssp
 from sklearn_dp.solvers._ssp import (
     adaptive_ridge,
     plan_dp_ssp,
@@ -27,7 +28,6 @@ from sklearn_dp.solvers._ssp import (
     ssp_multipliers,
 )
 from sklearn_dp.testing import trace_releases
-from test_sensitivity_properties import bound_both, change, dense_row, l2_cases, prop, slack
 
 # --------------------------------------------------------------------------
 # Sensitivities of the released statistics (hypothesis)

@@ -11,6 +11,7 @@ from sklearn_dp.testing import (
     audit_estimator,
     audit_mechanism,
     audit_noisy_gradient_sum,
+    check_audit_power,
     check_dp_event,
     choose_threshold,
     clopper_pearson,
@@ -184,9 +185,35 @@ def test_estimator_audit_passes_options_and_catches_noise_off():
     def coefficient(fitted):
         return float(fitted.coef_[0, 2])
 
+    # The claim is epsilon=inf, which no audit can refute: this test checks the machinery.
     broken = audit_estimator(model.set_params(epsilon=math.inf), X, y, [0.0, 0.0, 50.0], 1,
-                             n_runs=100, statistic=coefficient, calibration_runs=20)
+                             n_runs=100, statistic=coefficient, calibration_runs=20,
+                             require_power=False)
     assert broken.n_bound_runs == 80
     # Noise off: D and D' are told apart in every run (the model claims epsilon=inf).
     assert broken.epsilon_lower_bound == pytest.approx(max_epsilon_lower_bound(80, 1e-5))
     assert broken.claimed_epsilon == math.inf
+
+
+def test_audit_power_check_refuses_audits_that_cannot_fail():
+    # 250 bound runs at delta=1e-5 give at most 4.21: a claim of 6 can never be refuted.
+    assert max_epsilon_lower_bound(250, 1e-5) == pytest.approx(4.2087, abs=1e-3)
+    with pytest.raises(ValueError, match="cannot refute"):
+        check_audit_power(6.0, 1e-5, 250)
+    assert check_audit_power(3.0, 1e-5, 250) == pytest.approx(4.2087, abs=1e-3)
+
+    calls = []
+
+    def run(with_canary, seed):
+        calls.append(seed)
+        return float(with_canary)
+
+    # Checked before the first run; the test-suite turns require_power on for every audit.
+    with pytest.raises(ValueError, match="cannot refute"):
+        audit_mechanism(run, claimed_epsilon=6.0, delta=1e-5, n_runs=500, calibration_runs=250)
+    assert calls == []
+    result = audit_mechanism(run, claimed_epsilon=6.0, delta=1e-5, n_runs=500,
+                             calibration_runs=250, require_power=False)
+    assert not result.can_refute and result.max_lower_bound < 6.0
+    result = audit_mechanism(run, claimed_epsilon=3.0, delta=1e-5, n_runs=500, calibration_runs=250)
+    assert result.can_refute and result.epsilon_lower_bound == pytest.approx(result.max_lower_bound)

@@ -31,25 +31,23 @@ import functools
 import inspect
 import math
 import os
-import sys
 import threading
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from numbers import Integral, Real
-from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 from sklearn.base import BaseEstimator
 
-from .. import _noise
-from .. import _bounds
-from .. import _dask
+from .. import _bounds, _dask, _noise
 from .._bounds import planned_events
 from .._data import bound_data, check_feature_bound
 from .._limits import MAX_EPSILON, MAX_SCALE, MIN_EPSILON, MIN_SCALE
 from .._sklearn_compat import Interval, Options, validate_data, validate_parameter_constraints
+from .._warnings import user_stacklevel
 from ..accounting import ApproximateDpEvent, largest_share
 from ..budget import PrivacyBudget
 from ..exceptions import PrivacyLeakWarning, PrivateFitError, public_error
@@ -80,19 +78,6 @@ __all__ = [
 #: when ``classes`` is not given (see :func:`release_labels`).
 LABEL_EPSILON_FRACTION = 0.1
 LABEL_DELTA_FRACTION = 0.5
-
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def user_stacklevel():
-    """``stacklevel`` for ``warnings.warn`` called here that points at the first frame outside sklearn_dp."""
-    frame = sys._getframe(1)
-    level = 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
-        frame = frame.f_back
-        level += 1
-    return level
-
 
 @dataclass(frozen=True)
 class PublicSetting:

@@ -5,19 +5,24 @@ from __future__ import annotations
 import functools
 import math
 from numbers import Integral
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _dask
-from .._data import check_feature_bound, clip_labels
+from .._data import clip_labels
 from .._losses import get_loss
 from .._sklearn_compat import Interval, StrOptions
 from ..solvers import AutoChoice, get_solver
 from ..solvers._second_order import AUTO_SSP_ENTRYWISE_MAX_FEATURES
 from ..solvers._ssp import solve_statistics
-from ._base import BaseDPEstimator, FitProblem, _given, public_scale, restore_on_failure
+from ._base import BaseDPEstimator, FitProblem, public_scale, restore_on_failure
+
+if TYPE_CHECKING:
+    from .._typing import ArrayLike, Auto, FeatureBound, MatrixLike, RandomStateLike
+    from ..budget import PrivacyBudget
 
 __all__ = ["DPLasso", "l1_radius_for_alpha", "alpha_for_l1_radius", "default_l1_radius"]
 
@@ -122,9 +127,9 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         Privacy parameter delta in [0, 1).  ``delta=0`` gives pure epsilon-DP
         (Frank-Wolfe solvers); choose delta well below ``1 / n_samples``.
     radius : float or None, default=None
-        l1 radius of the coefficient ball (constrained form).
+        The l1 radius of the coefficient ball (constrained form).
     alpha : float or None, default=None
-        l1 penalty strength (penalised form), on the ``1 / (2 n)``-scaled loss.
+        The l1 penalty strength (penalised form), on the ``1 / (2 n)``-scaled loss.
     feature_bound : float, array-like of shape (n_features,) or "auto", default="auto"
         Bound on each feature, ``|X[i, j]| <= feature_bound[j]``; larger
         entries are clipped to it (l1-geometry solvers bound rows entrywise).
@@ -137,6 +142,8 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         ``y_bound_``).  Fits run on labels centred and divided by the
         half-width (and coefficients likewise); the results are mapped back.
     fit_intercept : bool, default=True
+        Fit an unpenalised intercept through a constant column of value
+        ``intercept_scaling``.
     intercept_scaling : float or "auto", default="auto"
         Value of the constant intercept column (part of each row's bounds);
         ``"auto"``: the largest feature bound.
@@ -180,8 +187,13 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         "approximate"}`` for ``vr_frank_wolfe``, ``{"p": 1.5}`` for mirror
         descent).
     budget : PrivacyBudget or None, default=None
+        Shared budget checked before the fit touches the data and charged
+        once, atomically, after it succeeds.
     random_state : None, int, RandomState or Generator, default=None
+        Source of noise and sampling.  None draws fresh entropy from the OS
+        (use this in production); an int makes fits reproducible.
     verbose : int, default=0
+        Print progress of long fits to stderr.
 
     Attributes
     ----------
@@ -220,9 +232,10 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
     count by pure epsilon-DP exponential mechanisms over public grids (10% of
     epsilon for the feature bound, 10% for the label range), recorded in
     ``dp_event_`` and used as public values from then on (the default radius
-    ``y_bound / max(feature_bound)`` is then a function of released values).  The number of rows is protected: 5% of epsilon buys a
-    Laplace count that stands in for n (averaging, step counts, and the
-    radius implied by ``alpha``), jointly calibrated with the solver.
+    ``y_bound / max(feature_bound)`` is then a function of released values).
+    The number of rows is protected: 5% of epsilon buys a Laplace count that
+    stands in for n (averaging, step counts, and the radius implied by
+    ``alpha``), jointly calibrated with the solver.
     Entries of ``X`` are clipped to ``feature_bound`` and labels to
     ``y_bound``; per-sample gradients are clipped to ``clip_norm`` (its
     default above), so one row moves every noisy quantity by a known
@@ -272,27 +285,27 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
 
     def __init__(
         self,
-        epsilon=1.0,
-        delta=1e-5,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
         *,
-        radius=None,
-        alpha=None,
-        feature_bound="auto",
-        y_bound="auto",
-        fit_intercept=True,
-        intercept_scaling="auto",
-        max_weight=1.0,
-        warm_start=False,
-        solver="auto",
-        max_iter=None,
-        learning_rate=None,
-        batch_size=None,
-        clip_norm=None,
-        solver_options=None,
-        budget=None,
-        random_state=None,
-        verbose=0,
-    ):
+        radius: float | None = None,
+        alpha: float | None = None,
+        feature_bound: FeatureBound = "auto",
+        y_bound: float | Auto = "auto",
+        fit_intercept: bool = True,
+        intercept_scaling: float | Auto = "auto",
+        max_weight: float = 1.0,
+        warm_start: bool = False,
+        solver: str = "auto",
+        max_iter: int | None = None,
+        learning_rate: float | None = None,
+        batch_size: int | None = None,
+        clip_norm: float | None = None,
+        solver_options: dict[str, Any] | None = None,
+        budget: PrivacyBudget | None = None,
+        random_state: RandomStateLike = None,
+        verbose: int = 0,
+    ) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.radius = radius
@@ -437,7 +450,9 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         return get_loss("squared", residual_bound=RESIDUAL_BOUND)
 
     @restore_on_failure
-    def fit(self, X, y, sample_weight=None):
+    def fit(
+        self, X: MatrixLike, y: ArrayLike, sample_weight: ArrayLike | None = None
+    ) -> DPLasso:
         """Fit the model with differential privacy.
 
         Parameters
@@ -455,9 +470,11 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
             anything is spent (its message shows no weight).  Needs a solver
             that fits weighted rows (``dp_newton``, ``dp_ssp``, ``dp_gd``,
             ``dp_sgd``, ``objective_perturbation``, ``output_perturbation``).
+
         Returns
         -------
         self : DPLasso
+            The fitted estimator.
         """
         self._validate_params()
         self._check_privacy_request()
@@ -504,7 +521,14 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
             self.__dict__.pop("released_statistics_", None)
         return self
 
-    def path(self, alphas=None, *, n_alphas=100, eps=1e-3, l1_ratio=1.0):
+    def path(
+        self,
+        alphas: ArrayLike | None = None,
+        *,
+        n_alphas: int = 100,
+        eps: float = 1e-3,
+        l1_ratio: float = 1.0,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Coefficients for many penalties from the statistics this fit released: no new spend.
 
         After a fit with ``solver="dp_ssp"`` (the default for up to 64
@@ -523,7 +547,9 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
             ``alpha_max``, the smallest penalty whose solution on the
             released statistics is all zero, down to ``eps * alpha_max``.
         n_alphas : int, default=100
+            Number of penalties when ``alphas`` is None.
         eps : float, default=1e-3
+            Ratio of the smallest to the largest penalty when ``alphas`` is None.
         l1_ratio : float in (0, 1], default=1.0
             Elastic-net mixing (1: Lasso).
 
@@ -532,7 +558,9 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         alphas : ndarray of shape (n_alphas,)
             Sorted in decreasing order, as ``lasso_path`` returns them.
         coefs : ndarray of shape (n_features, n_alphas)
+            The coefficients for each penalty (original units).
         intercepts : ndarray of shape (n_alphas,)
+            The intercept for each penalty.
 
         Notes
         -----
@@ -589,8 +617,19 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         # Labels were fitted centred on the released (or given) centre.
         return alphas, coefs * scale, intercepts + stats["y_center"]
 
-    def predict(self, X):
-        """Predicted values ``X @ coef_ + intercept_``."""
+    def predict(self, X: MatrixLike) -> np.ndarray:
+        """Predicted values ``X @ coef_ + intercept_``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The rows to predict (public: costs nothing).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The predicted values.
+        """
         if _dask.is_dask_input(X):
             return _dask.map_rows(self, "predict", X)  # lazy, chunk by chunk
         check_is_fitted(self)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import functools
 import math
 from numbers import Integral, Real
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.special import expit, log_softmax, softmax
 from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
@@ -28,6 +28,10 @@ from ._base import (
     release_labels,
     restore_on_failure,
 )
+
+if TYPE_CHECKING:
+    from .._typing import ArrayLike, Auto, FeatureBound, MatrixLike, RandomStateLike
+    from ..budget import PrivacyBudget
 
 __all__ = ["DPLogisticRegression"]
 
@@ -75,15 +79,6 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         gradient-descent solvers project onto the L2 ball.
     constraint : {"l2", "l1"}, default="l2"
         Norm of the constraint ball (used only with ``radius``).
-    feature_bound : float, array-like of shape (n_features,), "auto" or None, default="auto"
-        Bound on each feature, ``|X[i, j]| <= feature_bound[j]`` (larger
-        entries are clipped), used by the solvers that bound rows entrywise
-        (``dp_cd``).  A number (or one per feature) is public knowledge and
-        costs nothing; ``"auto"`` releases one bound on ``max_j |X[i, j]|``
-        privately when such a solver runs (10% of epsilon, see
-        ``data_norm``); None refuses those solvers.  A given bound also
-        bounds the rows in L2 for the other solvers when ``data_norm`` is
-        ``"auto"`` (then nothing is released).
     data_norm : float or "auto", default="auto"
         Bound on the L2 norm of each row of ``X``.  Rows that are longer are
         scaled down to it before fitting (clipped, not rejected), so no row
@@ -94,6 +89,15 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         mechanism over the public grid 1e-8..1e8 (see
         ``docs/guide/choosing_parameters.md``); the result is ``data_norm_``.
         Never compute it from the data yourself.
+    feature_bound : float, array-like of shape (n_features,), "auto" or None, default="auto"
+        Bound on each feature, ``|X[i, j]| <= feature_bound[j]`` (larger
+        entries are clipped), used by the solvers that bound rows entrywise
+        (``dp_cd``).  A number (or one per feature) is public knowledge and
+        costs nothing; ``"auto"`` releases one bound on ``max_j |X[i, j]|``
+        privately when such a solver runs (10% of epsilon, see
+        ``data_norm``); None refuses those solvers.  A given bound also
+        bounds the rows in L2 for the other solvers when ``data_norm`` is
+        ``"auto"`` (then nothing is released).
     classes : array-like or None, default=None
         The public set of labels.  With ``classes`` given (recommended), labels
         outside it raise an error before anything is spent, and classes
@@ -278,32 +282,32 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
 
     def __init__(
         self,
-        epsilon=1.0,
-        delta=1e-5,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
         *,
-        penalty="l2",
-        C=1.0,
-        l1_ratio=None,
-        fit_intercept=True,
-        intercept_scaling="auto",
-        radius=None,
-        constraint="l2",
-        data_norm="auto",
-        feature_bound="auto",
-        classes=None,
-        class_weight=None,
-        max_weight=1.0,
-        warm_start=False,
-        solver="auto",
-        max_iter=None,
-        learning_rate=None,
-        batch_size=None,
-        clip_norm=None,
-        solver_options=None,
-        budget=None,
-        random_state=None,
-        verbose=0,
-    ):
+        penalty: Literal["l2", "l1", "elasticnet"] | None = "l2",
+        C: float = 1.0,
+        l1_ratio: float | None = None,
+        fit_intercept: bool = True,
+        intercept_scaling: float | Auto = "auto",
+        radius: float | None = None,
+        constraint: Literal["l2", "l1"] = "l2",
+        data_norm: float | Auto = "auto",
+        feature_bound: FeatureBound = "auto",
+        classes: ArrayLike | None = None,
+        class_weight: dict[Any, float] | None = None,
+        max_weight: float = 1.0,
+        warm_start: bool = False,
+        solver: str = "auto",
+        max_iter: int | None = None,
+        learning_rate: float | None = None,
+        batch_size: int | None = None,
+        clip_norm: float | None = None,
+        solver_options: dict[str, Any] | None = None,
+        budget: PrivacyBudget | None = None,
+        random_state: RandomStateLike = None,
+        verbose: int = 0,
+    ) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.penalty = penalty
@@ -480,7 +484,9 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         return dict(class_weight)
 
     @restore_on_failure
-    def fit(self, X, y, sample_weight=None):
+    def fit(
+        self, X: MatrixLike, y: ArrayLike, sample_weight: ArrayLike | None = None
+    ) -> DPLogisticRegression:
         """Fit the model with differential privacy.
 
         Parameters
@@ -488,6 +494,8 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Rows longer than the row bound (L2) are scaled down to it.
         y : array-like of shape (n_samples,)
+            Labels; with ``classes`` given, rows whose label is not in it are
+            an error raised before anything is spent.
         sample_weight : array-like of shape (n_samples,), default=None
             Finite, non-negative weight of each row (private), clipped to
             ``max_weight``; multiplies the row's loss.  A negative, NaN or
@@ -498,6 +506,7 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         Returns
         -------
         self : DPLogisticRegression
+            The fitted estimator.
 
         Raises
         ------
@@ -614,8 +623,19 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         self.intercept_ = np.asarray(intercept).astype(X.dtype, copy=False)
         return self
 
-    def decision_function(self, X):
-        """Scores ``X @ coef_.T + intercept_``; 1-d for two classes (positive: ``classes_[1]``)."""
+    def decision_function(self, X: MatrixLike) -> np.ndarray:
+        """Scores ``X @ coef_.T + intercept_``; 1-d for two classes (positive: ``classes_[1]``).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The rows to predict (public: costs nothing).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+            The scores.
+        """
         if _dask.is_dask_input(X):
             return _dask.map_rows(self, "decision_function", X)  # lazy, chunk by chunk
         check_is_fitted(self)
@@ -623,16 +643,38 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         scores = np.asarray(X @ self.coef_.T) + self.intercept_
         return scores.ravel() if scores.shape[1] == 1 else scores
 
-    def predict(self, X):
-        """Most likely class of each row."""
+    def predict(self, X: MatrixLike) -> np.ndarray:
+        """Most likely class of each row.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The rows to predict (public: costs nothing).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The predicted classes.
+        """
         if _dask.is_dask_input(X):
             return _dask.map_rows(self, "predict", X)  # lazy, chunk by chunk
         scores = self.decision_function(X)
         indices = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(axis=1)
         return self.classes_[indices]
 
-    def predict_proba(self, X):
-        """Class probabilities, columns in the order of ``classes_``."""
+    def predict_proba(self, X: MatrixLike) -> np.ndarray:
+        """Class probabilities, columns in the order of ``classes_``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The rows to predict (public: costs nothing).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            The probability of each class.
+        """
         if _dask.is_dask_input(X):
             return _dask.map_rows(self, "predict_proba", X)  # lazy, chunk by chunk
         scores = self.decision_function(X)
@@ -641,8 +683,19 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
             return np.column_stack([1.0 - positive, positive])
         return softmax(scores, axis=1)
 
-    def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`."""
+    def predict_log_proba(self, X: MatrixLike) -> np.ndarray:
+        """Logarithm of :meth:`predict_proba`.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The rows to predict (public: costs nothing).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            The log-probability of each class.
+        """
         if _dask.is_dask_input(X):
             return _dask.map_rows(self, "predict_log_proba", X)  # lazy, chunk by chunk
         scores = self.decision_function(X)

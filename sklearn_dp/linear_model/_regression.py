@@ -5,9 +5,9 @@ from __future__ import annotations
 import functools
 import math
 from numbers import Integral, Real
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
@@ -26,6 +26,10 @@ from ._base import (
     public_scale,
     restore_on_failure,
 )
+
+if TYPE_CHECKING:
+    from .._typing import ArrayLike, Auto, FeatureBound, MatrixLike, RandomStateLike
+    from ..budget import PrivacyBudget
 
 __all__ = ["DPSCORegressor"]
 
@@ -93,19 +97,21 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
     constraint : {"l2", "l1"}, default="l2"
         Norm of the constraint ball (used only with ``radius``).
     fit_intercept : bool, default=True
+        Fit an unpenalised intercept through a constant column of value
+        ``intercept_scaling``.
     intercept_scaling : float or "auto", default="auto"
         Value of the constant intercept column (part of the row-norm bound);
         ``"auto"``: the rows' bound.
+    data_norm : float or "auto", default="auto"
+        L2 bound on the rows of ``X``; longer rows are scaled down to it.  A
+        number is public and free; ``"auto"`` releases it privately (10% of
+        epsilon, see ``docs/guide/choosing_parameters.md``).
     feature_bound : float, array-like of shape (n_features,), "auto" or None, default="auto"
         Bound on each feature, ``|X[i, j]| <= feature_bound[j]`` (larger
         entries are clipped), used by the solvers that bound rows entrywise
         (l1-geometry and coordinate-wise solvers).  A number is public and
         free; ``"auto"`` releases one bound on ``max_j |X[i, j]|`` when such
         a solver runs (10% of epsilon); None refuses those solvers.
-    data_norm : float or "auto", default="auto"
-        L2 bound on the rows of ``X``; longer rows are scaled down to it.  A
-        number is public and free; ``"auto"`` releases it privately (10% of
-        epsilon, see ``docs/guide/choosing_parameters.md``).
     y_bound : float or "auto", default="auto"
         Bound on the labels.  A number: labels are clipped to
         ``[-y_bound, y_bound]`` (public, free).  ``"auto"``: a label range is
@@ -158,17 +164,30 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         for the L1 and elastic-net penalties; ``"dp_svrg"`` (L2 penalty) and
         ``"dp_accmd"`` (L2 or L1 ball, ``penalty=None``) can also be asked for
         by name (see docs/solvers/erm_revisited.md).
-    max_iter, learning_rate, batch_size, clip_norm, solver_options
+    max_iter : int or None, default=None
+        As in :class:`DPLogisticRegression`.
+    learning_rate : float or None, default=None
+        As in :class:`DPLogisticRegression`.
+    batch_size : int or None, default=None
+        As in :class:`DPLogisticRegression`.
+    clip_norm : float or None, default=None
         As in :class:`DPLogisticRegression`.  For the squared loss without
         ``radius`` the loss's own gradient bound is ``2 * y_bound`` times the
         row bound (labels and residuals are clipped); private ``dp_gd`` and
         ``dp_sgd`` fits clip at half of it by default.
+    solver_options : dict or None, default=None
+        As in :class:`DPLogisticRegression`.
     n_jobs : int or None, default=None
         Threads for solvers with parallel work (``resque`` evaluates each
         round of queries in chunks over them); results do not depend on it.
     budget : PrivacyBudget or None, default=None
+        Shared budget checked before the fit touches the data and charged
+        once, atomically, after it succeeds.
     random_state : None, int, RandomState or Generator, default=None
+        Source of noise and sampling.  None draws fresh entropy from the OS
+        (use this in production); an int makes fits reproducible.
     verbose : int, default=0
+        Print progress of long fits to stderr.
 
     Attributes
     ----------
@@ -260,35 +279,35 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
 
     def __init__(
         self,
-        epsilon=1.0,
-        delta=1e-5,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
         *,
-        loss="squared",
-        huber_threshold=1.35,
-        quantile=0.5,
-        penalty="l2",
-        alpha=1e-4,
-        l1_ratio=None,
-        radius=None,
-        constraint="l2",
-        fit_intercept=True,
-        intercept_scaling="auto",
-        data_norm="auto",
-        feature_bound="auto",
-        y_bound="auto",
-        max_weight=1.0,
-        warm_start=False,
-        solver="auto",
-        max_iter=None,
-        learning_rate=None,
-        batch_size=None,
-        clip_norm=None,
-        solver_options=None,
-        n_jobs=None,
-        budget=None,
-        random_state=None,
-        verbose=0,
-    ):
+        loss: Literal["squared", "huber", "absolute", "quantile"] = "squared",
+        huber_threshold: float = 1.35,
+        quantile: float = 0.5,
+        penalty: Literal["l2", "l1", "elasticnet"] | None = "l2",
+        alpha: float = 1e-4,
+        l1_ratio: float | None = None,
+        radius: float | None = None,
+        constraint: Literal["l2", "l1"] = "l2",
+        fit_intercept: bool = True,
+        intercept_scaling: float | Auto = "auto",
+        data_norm: float | Auto = "auto",
+        feature_bound: FeatureBound = "auto",
+        y_bound: float | Auto = "auto",
+        max_weight: float = 1.0,
+        warm_start: bool = False,
+        solver: str = "auto",
+        max_iter: int | None = None,
+        learning_rate: float | None = None,
+        batch_size: int | None = None,
+        clip_norm: float | None = None,
+        solver_options: dict[str, Any] | None = None,
+        n_jobs: int | None = None,
+        budget: PrivacyBudget | None = None,
+        random_state: RandomStateLike = None,
+        verbose: int = 0,
+    ) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.loss = loss
@@ -401,7 +420,9 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         )
 
     @restore_on_failure
-    def fit(self, X, y, sample_weight=None):
+    def fit(
+        self, X: MatrixLike, y: ArrayLike, sample_weight: ArrayLike | None = None
+    ) -> DPSCORegressor:
         """Fit the model with differential privacy.
 
         Parameters
@@ -418,9 +439,11 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
             anything is spent (its message shows no weight).  Needs a solver
             that fits weighted rows (``dp_newton``, ``dp_ssp``, ``dp_gd``,
             ``dp_sgd``, ``objective_perturbation``, ``output_perturbation``).
+
         Returns
         -------
         self : DPSCORegressor
+            The fitted estimator.
         """
         self._validate_params()
         self._check_privacy_request()
@@ -453,8 +476,19 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         return y, self._problem(bounds.y_scale)
 
 
-    def predict(self, X):
-        """Predicted values ``X @ coef_ + intercept_``."""
+    def predict(self, X: MatrixLike) -> np.ndarray:
+        """Predicted values ``X @ coef_ + intercept_``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The rows to predict (public: costs nothing).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The predicted values.
+        """
         if _dask.is_dask_input(X):
             return _dask.map_rows(self, "predict", X)  # lazy, chunk by chunk
         check_is_fitted(self)

@@ -28,8 +28,8 @@ import copy
 import math
 import sys
 import time
-from collections.abc import Mapping
 from numbers import Integral, Real
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
@@ -43,9 +43,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import _noise
 from .._sklearn_compat import HasMethods, Interval, StrOptions
+from ..accounting import ApproximateDpEvent
 from ..budget import PrivacyBudget
 from ..exceptions import public_error
-from ..accounting import ApproximateDpEvent
 from ..linear_model._base import (
     LABEL_DELTA_FRACTION,
     LABEL_EPSILON_FRACTION,
@@ -65,6 +65,10 @@ from ._selection import (
     selection_event,
 )
 from ._split import rowwise_parts
+
+if TYPE_CHECKING:
+    from .._typing import ArrayLike, MatrixLike, RandomStateLike
+
 
 __all__ = ["DPGridSearchCV", "DPRandomizedSearchCV"]
 
@@ -109,7 +113,7 @@ class _PlanningBudget(PrivacyBudget):
     and nothing else.  It is used only on a public stand-in of the data.
     """
 
-    def __init__(self):  # noqa: D107 - holds no ledger
+    def __init__(self):
         pass
 
     def reserve(self, epsilon, delta=0.0, *, event=None, estimator="manual", solver=None):
@@ -259,23 +263,23 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
 
     def __init__(
         self,
-        estimator,
+        estimator: BaseEstimator,
         *,
-        epsilon=1.0,
-        delta=1e-5,
-        budget=None,
-        n_candidates=10,
-        distribution="truncated_negative_binomial",
-        shape=1.0,
-        scoring=None,
-        score_bound=None,
-        validation_fraction=0.3,
-        score_fraction=0.25,
-        refit=True,
-        refit_fraction=0.8,
-        random_state=None,
-        verbose=0,
-    ):
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        budget: PrivacyBudget | None = None,
+        n_candidates: float = 10,
+        distribution: Literal["truncated_negative_binomial", "poisson"] = "truncated_negative_binomial",
+        shape: float = 1.0,
+        scoring: str | None = None,
+        score_bound: float | None = None,
+        validation_fraction: float = 0.3,
+        score_fraction: float = 0.25,
+        refit: bool = True,
+        refit_fraction: float = 0.8,
+        random_state: RandomStateLike = None,
+        verbose: int = 0,
+    ) -> None:
         self.estimator = estimator
         self.epsilon = epsilon
         self.delta = delta
@@ -536,7 +540,7 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
     # -- fit ----------------------------------------------------------------------
 
     @restore_on_failure
-    def fit(self, X, y):
+    def fit(self, X: MatrixLike, y: ArrayLike) -> BaseDPSearchCV:
         """Select a candidate privately (and refit it, if ``refit``).
 
         Parameters
@@ -807,7 +811,7 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
                 return model, 0.0
             terms = _row_scores(scoring, y_val, model.predict(X_val), bound)
             return model, float(np.sum(terms - middle))
-        except Exception:  # noqa: BLE001 - a failed run releases nothing
+        except Exception:
             return None
 
     def _results(self, candidates, index, score):
@@ -836,36 +840,36 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
     # -- delegation --------------------------------------------------------------
 
     @property
-    def classes_(self):
+    def classes_(self) -> np.ndarray:
         """Class labels of the selected estimator (classifiers)."""
         check_is_fitted(self)
         return self.best_estimator_.classes_
 
     @available_if(_delegate("predict"))
-    def predict(self, X):
+    def predict(self, X: MatrixLike) -> np.ndarray:
         """Predict with the selected (refitted) estimator."""
         check_is_fitted(self)
         return self.best_estimator_.predict(X)
 
     @available_if(_delegate("predict_proba"))
-    def predict_proba(self, X):
+    def predict_proba(self, X: MatrixLike) -> np.ndarray:
         """Class probabilities of the selected (refitted) estimator."""
         check_is_fitted(self)
         return self.best_estimator_.predict_proba(X)
 
     @available_if(_delegate("predict_log_proba"))
-    def predict_log_proba(self, X):
+    def predict_log_proba(self, X: MatrixLike) -> np.ndarray:
         """Log class probabilities of the selected (refitted) estimator."""
         check_is_fitted(self)
         return self.best_estimator_.predict_log_proba(X)
 
     @available_if(_delegate("decision_function"))
-    def decision_function(self, X):
+    def decision_function(self, X: MatrixLike) -> np.ndarray:
         """Decision function of the selected (refitted) estimator."""
         check_is_fitted(self)
         return self.best_estimator_.decision_function(X)
 
-    def score(self, X, y):
+    def score(self, X: MatrixLike, y: ArrayLike) -> float:
         """The search's scoring (unclipped) of the selected estimator on ``(X, y)``.
 
         Evaluating on rows is a further use of them: on private rows, the
@@ -1110,24 +1114,24 @@ class DPGridSearchCV(BaseDPSearchCV):
 
     def __init__(
         self,
-        estimator,
-        param_grid,
+        estimator: BaseEstimator,
+        param_grid: dict[str, Any] | list[dict[str, Any]],
         *,
-        epsilon=1.0,
-        delta=1e-5,
-        budget=None,
-        n_candidates=10,
-        distribution="truncated_negative_binomial",
-        shape=1.0,
-        scoring=None,
-        score_bound=None,
-        validation_fraction=0.3,
-        score_fraction=0.25,
-        refit=True,
-        refit_fraction=0.8,
-        random_state=None,
-        verbose=0,
-    ):
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        budget: PrivacyBudget | None = None,
+        n_candidates: float = 10,
+        distribution: Literal["truncated_negative_binomial", "poisson"] = "truncated_negative_binomial",
+        shape: float = 1.0,
+        scoring: str | None = None,
+        score_bound: float | None = None,
+        validation_fraction: float = 0.3,
+        score_fraction: float = 0.25,
+        refit: bool = True,
+        refit_fraction: float = 0.8,
+        random_state: RandomStateLike = None,
+        verbose: int = 0,
+    ) -> None:
         super().__init__(
             estimator, epsilon=epsilon, delta=delta, budget=budget, n_candidates=n_candidates,
             distribution=distribution, shape=shape, scoring=scoring, score_bound=score_bound,
@@ -1185,25 +1189,25 @@ class DPRandomizedSearchCV(BaseDPSearchCV):
 
     def __init__(
         self,
-        estimator,
-        param_distributions,
+        estimator: BaseEstimator,
+        param_distributions: dict[str, Any] | list[dict[str, Any]],
         *,
-        n_iter=10,
-        epsilon=1.0,
-        delta=1e-5,
-        budget=None,
-        n_candidates=10,
-        distribution="truncated_negative_binomial",
-        shape=1.0,
-        scoring=None,
-        score_bound=None,
-        validation_fraction=0.3,
-        score_fraction=0.25,
-        refit=True,
-        refit_fraction=0.8,
-        random_state=None,
-        verbose=0,
-    ):
+        n_iter: int = 10,
+        epsilon: float = 1.0,
+        delta: float = 1e-5,
+        budget: PrivacyBudget | None = None,
+        n_candidates: float = 10,
+        distribution: Literal["truncated_negative_binomial", "poisson"] = "truncated_negative_binomial",
+        shape: float = 1.0,
+        scoring: str | None = None,
+        score_bound: float | None = None,
+        validation_fraction: float = 0.3,
+        score_fraction: float = 0.25,
+        refit: bool = True,
+        refit_fraction: float = 0.8,
+        random_state: RandomStateLike = None,
+        verbose: int = 0,
+    ) -> None:
         super().__init__(
             estimator, epsilon=epsilon, delta=delta, budget=budget, n_candidates=n_candidates,
             distribution=distribution, shape=shape, scoring=scoring, score_bound=score_bound,

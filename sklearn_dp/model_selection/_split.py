@@ -22,13 +22,20 @@ train/validation split, and what keeps fold fits of a ``GridSearchCV`` or
 
 from __future__ import annotations
 
-from numbers import Integral, Real
+from numbers import Integral
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import _noise
 from .._sklearn_compat import Interval, validate_parameter_constraints
 from ..solvers._common import make_rng
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from .._typing import ArrayLike, MatrixLike, RandomStateLike
+
 
 __all__ = ["RowwiseKFold", "rowwise_parts"]
 
@@ -120,7 +127,13 @@ class RowwiseKFold:
         "random_state": ["random_state", np.random.Generator],
     }
 
-    def __init__(self, n_splits=5, *, fold_probabilities=None, random_state=None):
+    def __init__(
+        self,
+        n_splits: int = 5,
+        *,
+        fold_probabilities: ArrayLike | None = None,
+        random_state: RandomStateLike = None,
+    ) -> None:
         self.n_splits = n_splits
         self.fold_probabilities = fold_probabilities
         self.random_state = random_state
@@ -155,17 +168,31 @@ class RowwiseKFold:
             return np.random.default_rng(int(self.random_state))
         return make_rng(self.random_state)
 
-    def folds(self, X):
-        """The fold of each row of ``X`` (an array of fold numbers)."""
+    def folds(self, X: MatrixLike) -> np.ndarray:
+        """The fold of each row of ``X`` (an array of fold numbers).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Only its number of rows is read.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The fold number of each row.
+        """
         probabilities = self._probabilities()
         return rowwise_parts(_num_rows(X), probabilities, self._rng())
 
-    def split(self, X, y=None, groups=None):
+    def split(
+        self, X: MatrixLike, y: object = None, groups: object = None
+    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Generate (train, test) indices, one pair per fold.
 
         Parameters
         ----------
         X : array-like or sparse matrix of shape (n_samples, n_features)
+            Only its number of rows is read.
         y, groups : ignored
             For compatibility (folds do not look at labels or groups).
 
@@ -177,8 +204,19 @@ class RowwiseKFold:
         for k in range(self.n_splits):
             yield np.flatnonzero(folds != k), np.flatnonzero(folds == k)
 
-    def get_n_splits(self, X=None, y=None, groups=None):
-        """Number of splits (``n_splits``)."""
+    def get_n_splits(self, X: object = None, y: object = None, groups: object = None) -> int:
+        """Number of splits (``n_splits``).
+
+        Parameters
+        ----------
+        X, y, groups : object
+            Ignored, present for API consistency.
+
+        Returns
+        -------
+        int
+            ``n_splits``.
+        """
         return self.n_splits
 
     def __repr__(self):

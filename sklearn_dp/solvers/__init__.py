@@ -193,10 +193,10 @@ register_solver(
     )
 )
 
-# l1-geometry solvers (specs/dp_sco_l1.md): rows bounded entrywise (feature_bound),
-# optimisation over an l1 ball (constraint="l1"), one output (regression losses;
-# the code is GLM-generic, but no l1-constrained classifier exists yet).
-
+# l1-geometry solvers (Asi, Feldman, Koren, Talwar 2021; docs/solvers/lasso.md): rows
+# bounded entrywise (feature_bound), optimisation over an l1 ball (constraint="l1"), one
+# output (regression losses; the code is GLM-generic, but no l1-constrained classifier
+# exists yet).
 _ANY_PENALTY = frozenset({None, "l1", "l2", "elasticnet"})
 
 register_solver(
@@ -279,7 +279,7 @@ register_solver(
     )
 )
 
-# Solvers of Wang, Ye and Xu (2017), "DP-ERM revisited" (specs/dp_erm_revisited.md).
+# Solvers of Wang, Ye and Xu (2017), "DP-ERM revisited" (docs/solvers/erm_revisited.md).
 
 register_solver(
     SolverSpec(

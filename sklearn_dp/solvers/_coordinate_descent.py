@@ -1,7 +1,7 @@
 """Differentially private (block) coordinate descent with diagonal sketches (``dp_cd``).
 
 DP-SkGD of Maranjyan, Sadiev and Richtarik ("Differentially Private Random
-Block Coordinate Descent", see ``specs/dp_block_cd.md``): at each step a
+Block Coordinate Descent", see ``docs/solvers/coordinate_descent.md``): at each step a
 random set ``S`` of coordinates is drawn independently of the data, the
 per-sample gradients restricted to ``S`` are clipped, summed and noised, and
 every coordinate ``j`` of ``S`` moves by ``-(g_j + noise_j) / M_j`` (the step

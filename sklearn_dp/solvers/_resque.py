@@ -1,8 +1,8 @@
 """ReSQue estimators, ball acceleration and the ``resque`` solver.
 
 Carmon, Jambulapati, Jin, Lee, Liu, Sidford and Tian (2023), "ReSQue-ing
-parallel and private stochastic convex optimization" (spec:
-``specs/resque_sco.md``).
+parallel and private stochastic convex optimization" (docs:
+``docs/solvers/resque.md``).
 
 The ReSQue estimator
 --------------------

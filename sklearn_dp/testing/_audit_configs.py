@@ -1,5 +1,5 @@
-"""Canary audit configurations for every registered solver (shared by the tests and
-``benchmarks/bench_audit.py``).
+"""Canary audit configurations for every registered solver (shared by the tests,
+``tests/test_audit_coverage.py``, and ``benchmarks/bench_audit.py``; private: not API).
 
 Each solver gets two audits on neighbouring data sets D and D' = D plus one
 canary row:
@@ -38,8 +38,8 @@ under-calibration the audit can see.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 

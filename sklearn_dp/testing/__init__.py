@@ -41,21 +41,29 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from joblib import Parallel, delayed
 from scipy import stats
 from sklearn.base import clone
 
-from . import _noise
-from .accounting import epsilon_of_event
+from .. import _noise
+from ..accounting import epsilon_of_event
+
+if TYPE_CHECKING:
+    from sklearn.base import BaseEstimator
+
+    from .._typing import ArrayLike
 
 __all__ = [
     "AuditResult",
     "clopper_pearson",
     "epsilon_lower_bound",
     "max_epsilon_lower_bound",
+    "check_audit_power",
     "choose_threshold",
     "SEED_STRIDE",
     "audit_mechanism",
@@ -67,12 +75,15 @@ __all__ = [
 ]
 
 
-def clopper_pearson(successes, trials, confidence=0.95):
+def clopper_pearson(
+    successes: int, trials: int, confidence: float = 0.95
+) -> tuple[float, float]:
     """Two-sided Clopper-Pearson interval for a binomial proportion.
 
     Parameters
     ----------
     successes, trials : int
+        Number of successes among ``trials`` independent trials.
     confidence : float, default=0.95
         Coverage of the interval; each end is a one-sided bound at
         ``1 - (1 - confidence) / 2``.
@@ -80,6 +91,7 @@ def clopper_pearson(successes, trials, confidence=0.95):
     Returns
     -------
     lower, upper : float
+        The ends of the interval.
     """
     alpha = 1.0 - confidence
     lower = 0.0 if successes == 0 else stats.beta.ppf(alpha / 2, successes, trials - successes + 1)
@@ -123,7 +135,7 @@ def _empirical_epsilon(without, with_canary, threshold, delta):
     )
 
 
-def max_epsilon_lower_bound(n_runs, delta, *, confidence=0.95):
+def max_epsilon_lower_bound(n_runs: int, delta: float, *, confidence: float = 0.95) -> float:
     """The largest lower bound an audit with ``n_runs`` runs per data set can give.
 
     It is reached when the test makes no error at all: with ``n_runs`` runs
@@ -137,20 +149,29 @@ def max_epsilon_lower_bound(n_runs, delta, *, confidence=0.95):
     n_runs : int
         Runs per data set used for the bound (not for choosing the threshold).
     delta : float
+        The delta of the claimed guarantee.
     confidence : float, default=0.95
+        Confidence of the bound.
 
     Returns
     -------
     float
+        The bound given by a test without a single error.
     """
     upper = clopper_pearson(0, int(n_runs), confidence)[1]
     return _epsilon_from_rates(upper, upper, delta)
 
 
 def choose_threshold(
-    without, with_canary, delta, *, candidates=99, include_observed=False, criterion="bound",
-    confidence=0.95,
-):
+    without: ArrayLike,
+    with_canary: ArrayLike,
+    delta: float,
+    *,
+    candidates: int = 99,
+    include_observed: bool = False,
+    criterion: Literal["bound", "empirical"] = "bound",
+    confidence: float = 0.95,
+) -> float:
     """Choose the threshold of the test "statistic > threshold means canary present".
 
     Use runs that are *not* used for the bound afterwards: choosing and
@@ -161,6 +182,7 @@ def choose_threshold(
     without, with_canary : array-like of float
         Calibration runs on D and on D'.
     delta : float
+        The delta of the claimed guarantee.
     candidates : int, default=99
         Number of candidate thresholds: the quantiles ``k / (candidates + 1)``,
         k = 1 .. candidates, of the pooled runs.
@@ -178,6 +200,7 @@ def choose_threshold(
     Returns
     -------
     float
+        The chosen threshold.
     """
     without = np.asarray(without, dtype=float)
     with_canary = np.asarray(with_canary, dtype=float)
@@ -196,8 +219,14 @@ def choose_threshold(
 
 
 def epsilon_lower_bound(
-    without, with_canary, delta, *, confidence=0.95, threshold=None, **choose_options
-):
+    without: ArrayLike,
+    with_canary: ArrayLike,
+    delta: float,
+    *,
+    confidence: float = 0.95,
+    threshold: float | None = None,
+    **choose_options: Any,
+) -> tuple[float, float]:
     """Lower bound on epsilon from statistics of runs on neighbouring data sets.
 
     Parameters
@@ -248,16 +277,19 @@ def epsilon_lower_bound(
 class AuditResult:
     """Outcome of an audit.
 
-    Attributes
+    Parameters
     ----------
     epsilon_lower_bound : float
         Epsilon the mechanism provably exceeds (at ``confidence``) — evidence
         of a bug if above ``claimed_epsilon``.
     claimed_epsilon, delta : float
+        The guarantee under audit.
     n_runs : int
         Runs per data set (calibration and bound together).
     confidence : float
+        Confidence of the bound.
     threshold : float
+        Threshold of the test "statistic > threshold means canary present".
     n_bound_runs : int
         Runs per data set used for the bound (the others chose the threshold).
     """
@@ -271,14 +303,60 @@ class AuditResult:
     n_bound_runs: int = 0
 
     @property
-    def consistent(self):
+    def consistent(self) -> bool:
         """Whether the audit found no evidence against the claimed epsilon."""
         return self.epsilon_lower_bound <= self.claimed_epsilon
 
     @property
-    def max_lower_bound(self):
+    def max_lower_bound(self) -> float:
         """The largest bound these runs could give (:func:`max_epsilon_lower_bound`)."""
         return max_epsilon_lower_bound(self.n_bound_runs, self.delta, confidence=self.confidence)
+
+    @property
+    def can_refute(self) -> bool:
+        """Whether these runs could have refuted the claim (``max_lower_bound > claimed_epsilon``)."""
+        return self.max_lower_bound > self.claimed_epsilon
+
+
+def check_audit_power(
+    claimed_epsilon: float, delta: float, n_bound_runs: int, *, confidence: float = 0.95
+) -> float:
+    """Raise if an audit with ``n_bound_runs`` runs cannot refute ``claimed_epsilon``.
+
+    An audit's lower bound never exceeds :func:`max_epsilon_lower_bound`
+    (reached when the test makes no error at all), so an audit of a claim at
+    or above that value passes whatever the mechanism does: it cannot fail.
+
+    Parameters
+    ----------
+    claimed_epsilon : float
+        The epsilon under audit.
+    delta : float
+        The delta of the claimed guarantee.
+    n_bound_runs : int
+        Runs per data set that give the bound (not those that choose the threshold).
+    confidence : float, default=0.95
+        Confidence of the bound.
+
+    Returns
+    -------
+    float
+        The largest bound the audit can give (above ``claimed_epsilon``).
+
+    Raises
+    ------
+    ValueError
+        If that largest bound does not exceed ``claimed_epsilon``.
+    """
+    largest = max_epsilon_lower_bound(n_bound_runs, delta, confidence=confidence)
+    if not largest > claimed_epsilon:
+        raise ValueError(
+            f"This audit cannot refute its claim: with {n_bound_runs} bound runs per data set "
+            f"at confidence {confidence:g} its largest possible lower bound is {largest:.3f} "
+            f"(delta={delta:g}), not above the claimed epsilon {claimed_epsilon:g}. Audit a "
+            "smaller epsilon or use more runs (see max_epsilon_lower_bound)."
+        )
+    return largest
 
 
 #: Seeds of run i of block b (0: calibration, 1: bound) on data set k (0: D, 1: D')
@@ -288,17 +366,18 @@ SEED_STRIDE = 1_000_003
 
 
 def audit_mechanism(
-    run,
+    run: Callable[[bool, int], float],
     *,
-    claimed_epsilon,
-    delta,
-    n_runs=1000,
-    calibration_runs=None,
-    confidence=0.95,
-    n_jobs=None,
-    seed_offset=0,
-    **choose_options,
-):
+    claimed_epsilon: float,
+    delta: float,
+    n_runs: int = 1000,
+    calibration_runs: int | None = None,
+    confidence: float = 0.95,
+    n_jobs: int | None = None,
+    seed_offset: int = 0,
+    require_power: bool = False,
+    **choose_options: Any,
+) -> AuditResult:
     """Audit any mechanism given as ``run(with_canary: bool, seed: int) -> float``.
 
     Parameters
@@ -315,16 +394,22 @@ def audit_mechanism(
         How many of them choose the threshold (default ``n_runs // 2``); the
         rest, fresh runs, give the bound.
     confidence : float, default=0.95
+        Confidence of the bound.
     n_jobs : int, optional
         Runs in parallel with joblib (the results do not depend on it).
     seed_offset : int, default=0
         Shifts every seed (see :data:`SEED_STRIDE`), for a second independent audit.
+    require_power : bool, default=False
+        Before any run, check that the configuration can refute the claim
+        (:func:`check_audit_power`) and raise ``ValueError`` if it cannot.
+        The test-suite turns this on for every audit (``tests/conftest.py``).
     **choose_options
         ``candidates``, ``include_observed``, ``criterion``: see :func:`choose_threshold`.
 
     Returns
     -------
     AuditResult
+        The bound, with the claim and the audit's configuration.
 
     Notes
     -----
@@ -341,6 +426,8 @@ def audit_mechanism(
         raise ValueError(
             f"calibration_runs must be in (0, n_runs={n_runs}); got {calibration_runs}."
         )
+    if require_power:
+        check_audit_power(claimed_epsilon, delta, n_runs - calibration_runs, confidence=confidence)
 
     def seed(dataset, i):
         block, j = (0, i) if i < calibration_runs else (1, i - calibration_runs)
@@ -364,18 +451,18 @@ def audit_mechanism(
 
 
 def audit_noisy_gradient_sum(
-    noise_std,
-    clip_norm,
+    noise_std: float,
+    clip_norm: float,
     *,
-    claimed_epsilon,
-    delta,
-    n_steps=1,
-    sampling_rate=1.0,
-    n_runs=4000,
-    confidence=0.95,
-    seed=0,
-    **audit_options,
-):
+    claimed_epsilon: float,
+    delta: float,
+    n_steps: int = 1,
+    sampling_rate: float = 1.0,
+    n_runs: int = 4000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    **audit_options: Any,
+) -> AuditResult:
     """Audit ``n_steps`` noisy clipped-gradient-sum releases with an extreme canary.
 
     The kernel of gradient methods: each step releases
@@ -399,10 +486,13 @@ def audit_noisy_gradient_sum(
     claimed_epsilon, delta : float
         The guarantee claimed for all ``n_steps`` releases together.
     n_steps : int, default=1
+        Number of releases.
     sampling_rate : float, default=1.0
         Poisson sampling rate of the canary in each step.
     n_runs : int, default=4000
+        Runs per data set.
     confidence : float, default=0.95
+        Confidence of the bound.
     seed : int, default=0
         Seed of the data rows (the runs use :func:`audit_mechanism`'s seeds).
     **audit_options
@@ -411,6 +501,7 @@ def audit_noisy_gradient_sum(
     Returns
     -------
     AuditResult
+        The bound, with the claim and the audit's configuration.
 
     Notes
     -----
@@ -421,7 +512,7 @@ def audit_noisy_gradient_sum(
     not a solver's use of it: audit solvers with :func:`audit_mechanism` or
     :func:`audit_estimator`.
     """
-    from ._losses import BinaryLogisticLoss, clipped_gradient_sum
+    from .._losses import BinaryLogisticLoss, clipped_gradient_sum
 
     rng = np.random.default_rng(seed)
     d = 5
@@ -467,18 +558,18 @@ def audit_noisy_gradient_sum(
 
 
 def audit_estimator(
-    estimator,
-    X,
-    y,
-    canary_x,
-    canary_y,
+    estimator: BaseEstimator,
+    X: ArrayLike,
+    y: ArrayLike,
+    canary_x: ArrayLike,
+    canary_y: Any,
     *,
-    n_runs=200,
-    statistic=None,
-    confidence=0.95,
-    n_jobs=None,
-    **audit_options,
-):
+    n_runs: int = 200,
+    statistic: Callable[[BaseEstimator], float] | None = None,
+    confidence: float = 0.95,
+    n_jobs: int | None = None,
+    **audit_options: Any,
+) -> AuditResult:
     """Audit a whole estimator on D = (X, y) against D' = D plus one canary row.
 
     Parameters
@@ -489,7 +580,8 @@ def audit_estimator(
         The data set D.
     canary_x : array-like of shape (n_features,)
         The canary row (make it extreme: large norm, far from the data).
-    canary_y : label of the canary
+    canary_y : object
+        The label of the canary row.
     n_runs : int, default=200
         Fits per data set (2 * n_runs in total).
     statistic : callable, optional
@@ -497,6 +589,7 @@ def audit_estimator(
         the canary (``decision_function`` for classifiers, ``predict``
         otherwise), which a leak of the canary moves.
     confidence : float, default=0.95
+        Confidence of the bound.
     n_jobs : int, optional
         Runs in parallel with joblib.
     **audit_options
@@ -506,6 +599,7 @@ def audit_estimator(
     Returns
     -------
     AuditResult
+        The bound, with the claim and the audit's configuration.
 
     Notes
     -----
@@ -541,7 +635,7 @@ def audit_estimator(
     )
 
 
-def check_dp_event(model, *, rtol=1e-6):
+def check_dp_event(model: BaseEstimator, *, rtol: float = 1e-6) -> float:
     """Recompute a fitted model's ``dp_event_`` with dp_accounting; raise if it exceeds the claim.
 
     Parameters
@@ -581,6 +675,11 @@ def check_dp_event(model, *, rtol=1e-6):
 class ReleaseTrace:
     """What :func:`trace_releases` recorded.
 
+    Parameters
+    ----------
+    tracer : object
+        The recorder of ``sklearn_dp._noise`` (built by :func:`trace_releases`).
+
     Attributes
     ----------
     releases : list of Release
@@ -596,15 +695,17 @@ class ReleaseTrace:
         allocation), in order.
     """
 
-    def __init__(self, tracer):
+    def __init__(self, tracer: Any) -> None:
         self._tracer = tracer
 
     @property
-    def releases(self):
+    def releases(self) -> list[Any]:
+        """Every noisy release, in order (see the class docstring)."""
         return self._tracer.releases
 
     @property
-    def samples(self):
+    def samples(self) -> list[Any]:
+        """Every random draw of private rows, in order."""
         return self._tracer.samples
 
     def __repr__(self):
@@ -612,7 +713,9 @@ class ReleaseTrace:
 
 
 @contextlib.contextmanager
-def trace_releases(substitute=None):
+def trace_releases(
+    substitute: Callable[[Any], Any] | None = None,
+) -> Iterator[ReleaseTrace]:
     """Record (and optionally replace) every noisy release made inside the block.
 
     Parameters
