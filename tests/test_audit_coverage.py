@@ -27,6 +27,7 @@ import warnings
 
 import numpy as np
 import pytest
+from solver_configs import CONFIGS
 
 from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor
 from sklearn_dp.accounting import epsilon_of_event
@@ -174,42 +175,8 @@ def _data(estimator, n=300, seed=0):
 
 
 #: Settings that make each solver cheap and acceptable to the estimators.
-SOLVER_PARAMS = {
-    "dp_gd": dict(max_iter=5),
-    "dp_sgd": dict(max_iter=5),
-    "objective_perturbation": {},
-    "output_perturbation": {},
-    "dp_cd": dict(max_iter=2, feature_bound=1.0),
-    "frank_wolfe": dict(max_iter=5, feature_bound=1.0, radius=1.0, constraint="l1"),
-    "vr_frank_wolfe": dict(feature_bound=1.0, radius=1.0, constraint="l1",
-                           solver_options={"n_phases": 1}),
-    "mirror_descent": dict(max_iter=5, feature_bound=1.0, radius=1.0, constraint="l1"),
-    "localized_mirror_descent": dict(max_iter=5, feature_bound=1.0, radius=1.0,
-                                     constraint="l1"),
-    "resque": dict(solver_options={"tol": 0.1}),
-    "dp_svrg": dict(max_iter=1, solver_options={"inner_steps": 3}),
-    "dp_svrg_pp": dict(max_iter=1, solver_options={"inner_steps": 3}),
-    "dp_accmd": dict(max_iter=3, radius=2.0, penalty=None),
-    "dp_newton": dict(max_iter=3),
-    "dp_ssp": {},
-}
-
-ESTIMATOR_PARAMS = {
-    DPLogisticRegression: dict(classes=[0, 1]),
-    DPSCORegressor: {},
-    DPLasso: dict(alpha=0.1),
-}
-
-#: Parameters that only some estimators or solvers take.
-_PER_PAIR = {
-    ("DPSCORegressor", "resque"): dict(loss="absolute", penalty=None),
-    ("DPSCORegressor", "frank_wolfe"): dict(penalty=None),
-    ("DPSCORegressor", "vr_frank_wolfe"): dict(penalty=None),
-    ("DPSCORegressor", "mirror_descent"): dict(penalty=None),
-    ("DPSCORegressor", "localized_mirror_descent"): dict(penalty=None),
-    ("DPLogisticRegression", "resque"): dict(penalty=None, radius=5.0),
-    ("DPLasso", "dp_accmd"): dict(radius=2.0, constraint=None),
-}
+#: Parameters every fit of an estimator takes here (the pairs' own: CONFIGS).
+ESTIMATOR_PARAMS = {DPLogisticRegression: dict(classes=[0, 1])}
 
 _ESTIMATORS = [DPLogisticRegression, DPSCORegressor, DPLasso]
 _FITTED = set()
@@ -235,14 +202,10 @@ def _pairs():
                                id=f"{estimator.__name__}-{solver}")
 
 
-def _accepts(estimator, name):
-    return name in estimator().get_params()
-
-
 def _build(estimator, solver):
-    params = {**ESTIMATOR_PARAMS[estimator], **SOLVER_PARAMS[solver],
-              **_PER_PAIR.get((estimator.__name__, solver), {})}
-    params = {k: v for k, v in params.items() if _accepts(estimator, k)}
+    # A pair without a configuration must be refused by the registry (skipped below).
+    params = {**ESTIMATOR_PARAMS.get(estimator, {}),
+              **CONFIGS.get((estimator.__name__, solver), {})}
     return estimator(epsilon=1.0, delta=1e-5 if SOLVERS[solver].approximate_dp else 0.0,
                      solver=solver, random_state=0, **params)
 

@@ -25,6 +25,7 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sklearn.exceptions import NotFittedError
+from solver_configs import CONFIGS
 
 from sklearn_dp import (
     BudgetExceededError,
@@ -55,47 +56,11 @@ ESTIMATORS = {
 # A small configuration under which each supported (estimator, solver) pair
 # fits the base data quickly; pairs not listed must be refused with a clear
 # ValueError.  Few steps: the fuzz tests are about input handling, not accuracy.
-SUPPORTED = {
-    "DPLogisticRegression": {
-        "dp_gd": dict(max_iter=5),
-        "dp_sgd": dict(max_iter=3),
-        "objective_perturbation": dict(),
-        "output_perturbation": dict(),
-        "dp_cd": dict(feature_bound=1.0, max_iter=2),
-        "dp_svrg": dict(C=0.01, max_iter=2),
-        "dp_svrg_pp": dict(penalty="l1", max_iter=2),
-        "dp_accmd": dict(penalty=None, radius=5.0, max_iter=5),
-        "resque": dict(radius=5.0, solver_options={"tol": 0.1}),
-        "dp_newton": dict(max_iter=3),
-    },
-    "DPSCORegressor": {
-        "dp_gd": dict(max_iter=5),
-        "dp_sgd": dict(max_iter=3),
-        "objective_perturbation": dict(),
-        "output_perturbation": dict(),
-        "dp_cd": dict(feature_bound=1.0, max_iter=2),
-        "frank_wolfe": dict(constraint="l1", radius=2.0, feature_bound=1.0, max_iter=5),
-        "vr_frank_wolfe": dict(constraint="l1", radius=2.0, feature_bound=1.0),
-        "mirror_descent": dict(constraint="l1", radius=2.0, feature_bound=1.0, max_iter=5),
-        "localized_mirror_descent": dict(
-            constraint="l1", radius=2.0, feature_bound=1.0, max_iter=5
-        ),
-        "resque": dict(loss="absolute"),
-        "dp_svrg": dict(alpha=0.5, max_iter=2),
-        "dp_svrg_pp": dict(penalty="l1", max_iter=2),
-        "dp_accmd": dict(penalty=None, radius=2.0, max_iter=5),
-        "dp_newton": dict(max_iter=3),
-        "dp_ssp": dict(),
-    },
-    "DPLasso": {
-        "frank_wolfe": dict(max_iter=5),
-        "vr_frank_wolfe": dict(),
-        "mirror_descent": dict(max_iter=5),
-        "localized_mirror_descent": dict(max_iter=5),
-        "dp_cd": dict(alpha=0.1, max_iter=2),
-        "dp_ssp": dict(alpha=0.1),
-    },
-}
+# (estimator -> solver -> parameters of a small fit): the pairs the registry
+# accepts, from the table every registry-driven test shares.
+SUPPORTED = {}
+for (_estimator, _solver), _params in CONFIGS.items():
+    SUPPORTED.setdefault(_estimator, {})[_solver] = _params
 
 PAIRS = [(est, solver) for est in ESTIMATORS for solver in SOLVERS]
 SUPPORTED_PAIRS = [(est, s) for est, s in PAIRS if s in SUPPORTED[est]]
