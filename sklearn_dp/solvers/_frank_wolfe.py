@@ -30,6 +30,7 @@ import math
 import numpy as np
 
 from .. import _noise, accounting
+from .._design import block_rows
 from .._kernels import (
     frank_wolfe_gradient,
     vertex_scores,
@@ -479,8 +480,10 @@ def frank_wolfe(
     the bounds, the radius, alpha, T.
     """
     solver = "frank_wolfe"
-    X, y = data.X, data.y
-    n_columns = X.shape[1]
+    # The bounded design as an operator on the caller's X (no clipped or
+    # intercept-augmented copy; float32 stays float32).
+    X, y = data.design, data.y
+    n_columns = X.n_columns
     with public_setup():  # public inputs only: a refusal here says nothing about the data
         check_frank_wolfe(
             n_outputs=n_outputs,
@@ -756,7 +759,9 @@ def vr_frank_wolfe(
     Public: the bounds, radius, alpha, T and b; the row count is private: the estimators pass a DP count (``data.n_public``, ``data.normalizer``); a direct call on data without one treats n as public.
     """
     solver = "vr_frank_wolfe"
-    X, y = data.X, data.y
+    # The bounded design as an operator on the caller's X: a slot's rows are
+    # copied a block at a time (``design.rows``), never the whole matrix.
+    X, y = data.design, data.y
     n_rows, n_columns = X.shape
     with public_setup():  # public inputs and the released row count only
         check_vr_frank_wolfe(
@@ -805,16 +810,32 @@ def vr_frank_wolfe(
     def rows(slot):
         return order[starts[slot] : starts[slot + 1]]
 
-    def root_estimate(w, slot):
+    chunk = block_rows(n_rows, X.n_features, X.X.nnz if X.sparse else None)
+
+    def slot_sum(kernel, slot):
+        # kernel(rows, labels, row_scale, size) summed over the slot's rows, block
+        # by block of rows (the copy of a block stays small next to X): the
+        # slot's estimate up to rounding.
         index = rows(slot)
-        uses[index] += 1
-        return vr_root_estimate(X[index], y[index], w, loss, clip, row_scale[index], sizes[slot])
+        total = np.zeros(n_columns)
+        for start in range(0, index.size, chunk):
+            part = index[start : start + chunk]
+            total += kernel(X.rows(part), y[part], row_scale[part], sizes[slot])
+        return total
+
+    def root_estimate(w, slot):
+        uses[rows(slot)] += 1
+        return slot_sum(
+            lambda Xs, ys, rs, size: vr_root_estimate(Xs, ys, w, loss, clip, rs, size), slot
+        )
 
     def correction(w_now, w_parent, slot):
-        index = rows(slot)
-        uses[index] += 2
-        return vr_correction(
-            X[index], y[index], w_now, w_parent, loss, clip, row_scale[index], sizes[slot]
+        uses[rows(slot)] += 2
+        return slot_sum(
+            lambda Xs, ys, rs, size: vr_correction(
+                Xs, ys, w_now, w_parent, loss, clip, rs, size
+            ),
+            slot,
         )
 
     tail = _TailAverage(plan.n_steps)

@@ -322,7 +322,7 @@ def _run(
         # mechanism on their clipped gradient sum (sensitivity clip2 in L2).
         batch = rows[_noise.poisson_sample(rows.size, rate, rng)]
         gradient = _noise.gaussian(
-            clipped_sum(X[batch], y[batch], x, loss, clip2, row_norms[batch]),
+            clipped_sum(X.rows(batch), y[batch], x, loss, clip2, row_norms[batch]),
             sensitivity=clip2,
             noise_std=noise_std,
             rng=rng,
@@ -480,7 +480,9 @@ def _mirror_descent_fit(
     random_state,
     verbose,
 ):
-    X, y = data.X, data.y
+    # The bounded design as an operator on the caller's X: each step copies its
+    # Poisson batch's rows only (``design.rows``), never the whole matrix.
+    X, y = data.design, data.y
     n_rows, n_columns = X.shape
     with public_setup():  # public inputs and the released row count only
         _check_options(
