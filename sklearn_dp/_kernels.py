@@ -236,7 +236,12 @@ def clipped_derivative(X, y, w, loss, clip, row_scale):
     """
     D = loss.derivative(np.asarray(_product(X, w))[:, None], y)[:, 0]
     if clip is not None and np.isfinite(clip):
-        D = D * clip_scale(np.abs(D) * row_scale, clip)
+        # In place (one n-vector of factors): the values of
+        # ``D * clip_scale(|D| * row_scale, clip)``.
+        factors = np.abs(D)
+        factors *= row_scale
+        clip_scale(factors, clip, out=factors)
+        D *= factors  # D is a new array (the loss's derivative)
     return D
 
 
