@@ -329,8 +329,12 @@ def _run(
         # A Poisson sample of the rows (the gateway's sampler) and the Gaussian
         # mechanism on their clipped gradient sum (sensitivity clip2 in L2).
         batch = rows[_noise.poisson_sample(rows.size, rate, rng)]
+        if batch.size == X.n_rows:  # every row (rate 1): the design itself, no copy
+            X_batch, y_batch, norms_batch = X, y, row_norms
+        else:
+            X_batch, y_batch, norms_batch = X.rows(batch), y[batch], row_norms[batch]
         gradient = _noise.gaussian(
-            clipped_sum(X.rows(batch), y[batch], x, loss, clip2, row_norms[batch]),
+            clipped_sum(X_batch, y_batch, x, loss, clip2, norms_batch),
             sensitivity=clip2,
             noise_std=noise_std,
             rng=rng,
