@@ -863,3 +863,20 @@ def test_l1_fits_allocate_little_beyond_X(solver, fmt, limit):
                     **options)
     ratio = _peak_ratio(model, X, y)
     assert ratio <= limit, f"{solver} on {fmt}: {ratio:.3f}x of X beyond X"
+
+
+def test_mirror_descent_epsilon_inf_takes_exact_full_batch_steps():
+    """Without noise (issue #18): every row at every step, 2000 steps; a user's
+    batch_size keeps the minibatch schedule."""
+    from sklearn_dp.solvers._mirror_descent import DEFAULT_MAX_STEPS
+
+    plan = plan_mirror_descent(5000, 20, math.inf, 0.0)
+    (phase,) = plan.details["phases"]
+    assert phase.batch == 5000 and phase.sampling_probability == 1.0
+    assert phase.steps == plan.n_steps == DEFAULT_MAX_STEPS
+    assert plan_mirror_descent(5000, 20, math.inf, 0.0, max_iter=50).n_steps == 50
+    (phase,) = plan_mirror_descent(5000, 20, math.inf, 0.0, batch_size=100).details["phases"]
+    assert phase.batch == 100 and phase.steps == min(DEFAULT_MAX_STEPS, (5000 // 100) ** 2)
+    # the private schedule is unchanged
+    (phase,) = plan_mirror_descent(5000, 20, 1.0, 1e-6).details["phases"]
+    assert phase.batch < 5000
