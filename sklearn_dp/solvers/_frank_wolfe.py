@@ -729,11 +729,17 @@ def vr_frank_wolfe(
     output : {"tail_average", "last"}, default="tail_average"
         As in :func:`frank_wolfe` (the seed returns the last iterate).
 
+    With ``epsilon=inf`` nothing is spent and the one-pass split (whose only
+    purpose is to divide the privacy cost among the rows) is dropped: every
+    tree vertex uses every row, so its estimates are exact gradients, over
+    ``NONPRIVATE_VR_PHASES`` phases unless ``n_phases`` is given (1022
+    Frank-Wolfe steps, about ``frank_wolfe``'s 1000; issue #18).
+
     Returns
     -------
     SolverResult
         ``info["sample_uses"]`` counts the gradient evaluations of each row
-        (at most 2: the one-pass property).
+        (at most 2 when private: the one-pass property).
 
     Privacy
     -------

@@ -783,7 +783,11 @@ def mirror_descent(
         most ``DEFAULT_MAX_STEPS`` (2000).
     batch_size : int, optional
         Expected batch b; default ``max(sqrt(n / ln d), sqrt(d) / epsilon)``
-        (the seed's balance of optimisation and noise, Theorem 4).
+        (the seed's balance of optimisation and noise, Theorem 4).  With
+        ``epsilon=inf`` (nothing spent) the default is every row at every
+        step, ``DEFAULT_MAX_STEPS`` steps of ``1 / beta_p`` for smooth losses
+        (beta_p: the public smoothness in ``||.||_p``) and the last iterate
+        as output: deterministic mirror descent (issue #18).
     step_size : float, optional
         Default ``sqrt(2 D_psi / (T G^2))``, the mirror-descent optimum with
         ``D_psi = kappa * radius^2`` and ``G^2`` the public bound on
