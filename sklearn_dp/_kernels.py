@@ -231,10 +231,17 @@ def clipped_derivative(X, y, w, loss, clip, row_scale):
     For one output the gradient of row i is ``D_i x_i``; with ``row_scale =
     ||x_i||_inf`` (Frank-Wolfe) it is clipped in l-infinity, with ``row_scale =
     ||x_i||_2`` (mirror descent) in L2.  ``clip`` None or inf leaves ``D`` as it is.
+    ``X`` may be a bounded design (:class:`~sklearn_dp._design.Design`): its
+    products, no copy of the caller's X.
     """
-    D = loss.derivative(np.asarray(X @ w)[:, None], y)[:, 0]
+    D = loss.derivative(np.asarray(_product(X, w))[:, None], y)[:, 0]
     if clip is not None and np.isfinite(clip):
-        D = D * clip_scale(np.abs(D) * row_scale, clip)
+        # In place (one n-vector of factors): the values of
+        # ``D * clip_scale(|D| * row_scale, clip)``.
+        factors = np.abs(D)
+        factors *= row_scale
+        clip_scale(factors, clip, out=factors)
+        D *= factors  # D is a new array (the loss's derivative)
     return D
 
 
@@ -247,7 +254,8 @@ def clipped_sum(X, y, w, loss, clip, row_scale):
     ||x_i||_inf``).  The gradient of a GLM loss is a scalar times the row, so
     clipping rescales the scalar: two mat-vecs, no n x d matrix.
     """
-    return np.asarray(X.T @ clipped_derivative(X, y, w, loss, clip, row_scale)).ravel()
+    D = clipped_derivative(X, y, w, loss, clip, row_scale)
+    return np.asarray(_transpose_product(X, D)).ravel()
 
 
 def frank_wolfe_gradient(X, y, w, loss, clip, row_scale, normalizer, domain):
@@ -282,7 +290,7 @@ def vr_correction(X, y, w_now, w_parent, loss, clip, row_scale, size):
     )
     if clip is not None and np.isfinite(clip):
         difference = difference * clip_scale(np.abs(difference) * row_scale, clip)
-    return np.asarray(X.T @ difference).ravel() / size
+    return np.asarray(_transpose_product(X, difference)).ravel() / size
 
 
 def vertex_scores(gradient, domain):

@@ -30,6 +30,7 @@ import math
 import numpy as np
 
 from .. import _noise, accounting
+from .._design import block_rows
 from .._kernels import (
     frank_wolfe_gradient,
     vertex_scores,
@@ -62,6 +63,9 @@ __all__ = [
 
 #: Frank-Wolfe steps without noise (epsilon=inf) unless max_iter says otherwise.
 DEFAULT_NONPRIVATE_ITERATIONS = 1000
+#: vr_frank_wolfe's phases without noise (every vertex on every row): 2^10 - 2 = 1022
+#: Frank-Wolfe steps, about frank_wolfe's DEFAULT_NONPRIVATE_ITERATIONS.
+NONPRIVATE_VR_PHASES = 9
 #: Upper end of the search for the number of private steps.
 MAX_DEFAULT_ITERATIONS = 2000
 
@@ -479,8 +483,10 @@ def frank_wolfe(
     the bounds, the radius, alpha, T.
     """
     solver = "frank_wolfe"
-    X, y = data.X, data.y
-    n_columns = X.shape[1]
+    # The bounded design as an operator on the caller's X (no clipped or
+    # intercept-augmented copy; float32 stays float32).
+    X, y = data.design, data.y
+    n_columns = X.n_columns
     with public_setup():  # public inputs only: a refusal here says nothing about the data
         check_frank_wolfe(
             n_outputs=n_outputs,
@@ -624,6 +630,24 @@ def plan_vr_frank_wolfe(n_samples, n_params, epsilon, delta, *, schedule="pure",
     _check_schedule(schedule, n_phases)
     if n_samples is None:
         return None  # the schedule needs the (not yet released) public row count
+    if math.isinf(epsilon):
+        # Without noise nothing is spent and the one-pass split has no purpose:
+        # every tree vertex uses every row (its estimates are exact gradients),
+        # over enough phases for about as many steps as frank_wolfe takes.
+        n_phases = NONPRIVATE_VR_PHASES if n_phases is None else int(n_phases)
+        details = dict(
+            n_phases=n_phases,
+            root_batch=float(n_samples),
+            samples_used=float(n_samples),
+            n_fw_steps=2 ** (n_phases + 1) - 2,
+            schedule=schedule,
+            every_row_at_every_vertex=True,
+            leaf_epsilons=[math.inf] * n_phases,
+            accounting="none",
+        )
+        return PrivacyPlan(
+            accounting.dpe.NonPrivateDpEvent(), 0.0, details["n_fw_steps"], details
+        )
     n_phases, root = vr_frank_wolfe_schedule(
         n_samples, n_params, float(epsilon), float(delta), schedule, n_phases
     )
@@ -636,9 +660,6 @@ def plan_vr_frank_wolfe(n_samples, n_params, epsilon, delta, *, schedule="pure",
         schedule=schedule,
     )
     n_steps = details["n_fw_steps"]
-    if math.isinf(epsilon):
-        details.update(leaf_epsilons=[math.inf] * n_phases, accounting="none")
-        return PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, n_steps, details)
     eps_selection, how = _vr_selection_epsilon(epsilon, delta, schedule)
     if schedule == "pure":
         # lambda_t = 2^(t+1) R C / (b eps): each row is eps-DP whatever its depth.
@@ -708,11 +729,17 @@ def vr_frank_wolfe(
     output : {"tail_average", "last"}, default="tail_average"
         As in :func:`frank_wolfe` (the seed returns the last iterate).
 
+    With ``epsilon=inf`` nothing is spent and the one-pass split (whose only
+    purpose is to divide the privacy cost among the rows) is dropped: every
+    tree vertex uses every row, so its estimates are exact gradients, over
+    ``NONPRIVATE_VR_PHASES`` phases unless ``n_phases`` is given (1022
+    Frank-Wolfe steps, about ``frank_wolfe``'s 1000; issue #18).
+
     Returns
     -------
     SolverResult
         ``info["sample_uses"]`` counts the gradient evaluations of each row
-        (at most 2: the one-pass property).
+        (at most 2 when private: the one-pass property).
 
     Privacy
     -------
@@ -756,7 +783,9 @@ def vr_frank_wolfe(
     Public: the bounds, radius, alpha, T and b; the row count is private: the estimators pass a DP count (``data.n_public``, ``data.normalizer``); a direct call on data without one treats n as public.
     """
     solver = "vr_frank_wolfe"
-    X, y = data.X, data.y
+    # The bounded design as an operator on the caller's X: a slot's rows are
+    # copied a block at a time (``design.rows``), never the whole matrix.
+    X, y = data.design, data.y
     n_rows, n_columns = X.shape
     with public_setup():  # public inputs and the released row count only
         check_vr_frank_wolfe(
@@ -791,30 +820,59 @@ def vr_frank_wolfe(
             sizes.append(b)
             sizes.extend(_right_child_sizes(t, b))
         sizes = np.asarray(sizes, dtype=float)
+        if plan.details.get("every_row_at_every_vertex", False):
+            sizes[:] = data.normalizer  # every vertex averages over every row
     row_scale = linf_row_norms(X)
     rng = make_rng(random_state)
     progress = Progress(solver, plan.n_steps, verbose)
 
-    # Every row draws its slot (the gateway's allocation, public probabilities).
-    allocation = allocate_rows(rng, n_rows, n_samples, sizes)
-    order = np.argsort(allocation, kind="stable")
-    starts = np.searchsorted(allocation[order], np.arange(len(sizes) + 2))
+    every_row = plan.details.get("every_row_at_every_vertex", False)
     slots = iter(range(len(sizes)))
     uses = np.zeros(n_rows, dtype=np.int64)
+    if every_row:
+        # epsilon=inf: no allocation, every vertex's slot is the whole data.
+        allocation = None
+        everything = slice(None)
 
-    def rows(slot):
-        return order[starts[slot] : starts[slot + 1]]
+        def rows(slot):
+            return everything
+    else:
+        # Every row draws its slot (the gateway's allocation, public probabilities).
+        allocation = allocate_rows(rng, n_rows, n_samples, sizes)
+        order = np.argsort(allocation, kind="stable")
+        starts = np.searchsorted(allocation[order], np.arange(len(sizes) + 2))
+
+        def rows(slot):
+            return order[starts[slot] : starts[slot + 1]]
+
+    chunk = block_rows(n_rows, X.n_features, X.X.nnz if X.sparse else None)
+
+    def slot_sum(kernel, slot):
+        # kernel(rows, labels, row_scale, size) summed over the slot's rows, block
+        # by block of rows (the copy of a block stays small next to X): the
+        # slot's estimate up to rounding.
+        if every_row:
+            return kernel(X, y, row_scale, sizes[slot])  # the design itself, no copy
+        index = rows(slot)
+        total = np.zeros(n_columns)
+        for start in range(0, index.size, chunk):
+            part = index[start : start + chunk]
+            total += kernel(X.rows(part), y[part], row_scale[part], sizes[slot])
+        return total
 
     def root_estimate(w, slot):
-        index = rows(slot)
-        uses[index] += 1
-        return vr_root_estimate(X[index], y[index], w, loss, clip, row_scale[index], sizes[slot])
+        uses[rows(slot)] += 1
+        return slot_sum(
+            lambda Xs, ys, rs, size: vr_root_estimate(Xs, ys, w, loss, clip, rs, size), slot
+        )
 
     def correction(w_now, w_parent, slot):
-        index = rows(slot)
-        uses[index] += 2
-        return vr_correction(
-            X[index], y[index], w_now, w_parent, loss, clip, row_scale[index], sizes[slot]
+        uses[rows(slot)] += 2
+        return slot_sum(
+            lambda Xs, ys, rs, size: vr_correction(
+                Xs, ys, w_now, w_parent, loss, clip, rs, size
+            ),
+            slot,
         )
 
     tail = _TailAverage(plan.n_steps)

@@ -168,7 +168,9 @@ def make_domain(data, *, radius, intercept_bound, alpha, l1_ratio, solver):
 
 
 def linf_row_norms(X):
-    """``||x_i||_inf`` of each row (dense or CSR)."""
+    """``||x_i||_inf`` of each row (dense, CSR or a bounded design, without a copy of X)."""
+    if hasattr(X, "row_norms"):
+        return X.row_norms(np.inf)
     if sp.issparse(X):
         return np.asarray(abs(X).max(axis=1).todense()).ravel()
     return np.abs(X).max(axis=1) if X.shape[1] else np.zeros(X.shape[0])
@@ -230,7 +232,7 @@ def allocate_rows(rng, n_rows, n_public, sizes):
 
 def l1_objective(data, loss, w, domain):
     """Mean loss plus the penalty (no clipping, no noise): for references and tests."""
-    value = float(np.mean(loss.value(np.asarray(data.X @ w)[:, None], data.y)))
+    value = float(np.mean(loss.value(data.design.matmul(w)[:, None], data.y)))
     return value + float(domain.l1_penalty @ np.abs(w) + 0.5 * domain.l2_penalty @ (w * w))
 
 
@@ -257,21 +259,23 @@ def reference_solve(data, loss, domain, *, max_iter=100_000, tol=1e-13):
     """
     import scipy.sparse.linalg as spla
 
-    X, y = data.X, data.y
-    n = X.shape[0]
+    design, y = data.design, data.y
+    n, n_columns = design.shape
     if loss.smoothness is None:
         raise ValueError("reference_solve needs a smooth loss.")
-    top = (
-        spla.svds(sp.csr_matrix(X), k=1, return_singular_vectors=False)[0]
-        if min(X.shape) > 1
-        else np.linalg.norm(X)
-    )
+    if min(design.shape) > 1:
+        operator = spla.LinearOperator(
+            design.shape, matvec=design.matmul, rmatvec=design.rmatmul, dtype=np.float64
+        )
+        top = spla.svds(operator, k=1, return_singular_vectors=False)[0]
+    else:
+        top = math.sqrt(float(np.sum(design.row_norms() ** 2)))
     lipschitz = loss.smoothness * top**2 / n + float(np.max(domain.l2_penalty, initial=0.0))
     step = 1.0 / lipschitz
 
     def grad(w):
         return (
-            np.asarray(X.T @ loss.derivative(np.asarray(X @ w)[:, None], y)[:, 0]) / n
+            design.rmatmul(loss.derivative(design.matmul(w)[:, None], y)[:, 0]) / n
             + domain.l2_penalty * w
         )
 
@@ -283,7 +287,7 @@ def reference_solve(data, loss, domain, *, max_iter=100_000, tol=1e-13):
         )
         return w
 
-    w = np.zeros(X.shape[1])
+    w = np.zeros(n_columns)
     z, t, value = w.copy(), 1.0, l1_objective(data, loss, w, domain)
     stalled = 0
     for _ in range(max_iter):

@@ -131,6 +131,13 @@ def mirror_descent_phases(
     phases = []
     for r, block_total in enumerate(_rounds(n_samples, strongly_convex)):
         if kind == "plain":
+            if math.isinf(epsilon) and batch_size is None:
+                # Without noise nothing is spent: every step uses every row (exact
+                # gradients; the seed's batch only balances sampling against noise).
+                batch = max(int(block_total), 1)
+                steps = int(max_iter) if max_iter is not None else DEFAULT_MAX_STEPS
+                phases.append(Phase(block_total, batch, steps, 1.0, r, 0))
+                continue
             batch = batch_size or _default_batch(block_total, n_params, epsilon, max_iter)
             batch = int(min(batch, block_total))
             steps = int(max_iter) if max_iter is not None else _steps(block_total, batch, None)
@@ -300,6 +307,7 @@ def _run(
     p_radius,
     weighted_average,
     rng,
+    last_iterate=False,
     progress,
     step_offset,
     label,
@@ -321,8 +329,12 @@ def _run(
         # A Poisson sample of the rows (the gateway's sampler) and the Gaussian
         # mechanism on their clipped gradient sum (sensitivity clip2 in L2).
         batch = rows[_noise.poisson_sample(rows.size, rate, rng)]
+        if batch.size == X.n_rows:  # every row (rate 1): the design itself, no copy
+            X_batch, y_batch, norms_batch = X, y, row_norms
+        else:
+            X_batch, y_batch, norms_batch = X.rows(batch), y[batch], row_norms[batch]
         gradient = _noise.gaussian(
-            clipped_sum(X[batch], y[batch], x, loss, clip2, row_norms[batch]),
+            clipped_sum(X_batch, y_batch, x, loss, clip2, norms_batch),
             sensitivity=clip2,
             noise_std=noise_std,
             rng=rng,
@@ -349,7 +361,7 @@ def _run(
         weight_total += weight
         # The noisy gradient: a function of the release and the public iterate.
         progress(step_offset + k, grad_norm=float(np.linalg.norm(gradient)))
-    return total / weight_total
+    return x.copy() if last_iterate else total / weight_total
 
 
 def _allocate(rng, n_rows, n_public, blocks):
@@ -480,7 +492,9 @@ def _mirror_descent_fit(
     random_state,
     verbose,
 ):
-    X, y = data.X, data.y
+    # The bounded design as an operator on the caller's X: each step copies its
+    # Poisson batch's rows only (``design.rows``), never the whole matrix.
+    X, y = data.design, data.y
     n_rows, n_columns = X.shape
     with public_setup():  # public inputs and the released row count only
         _check_options(
@@ -549,11 +563,18 @@ def _mirror_descent_fit(
             noise_sq = _noise_q_norm_sq(noise_std / ph.batch, n_columns, q)
             g_sq = lipschitz**2 + noise_sq
             eta = math.sqrt(2.0 * d_psi / (ph.steps * g_sq))
+            # Without noise on every row (epsilon=inf, full batch) the gradient is
+            # exact: deterministic mirror descent.
+            exact = not private and ph.sampling_probability >= 1.0
             if smoothness is not None:
                 # Smooth objective: stochastic mirror descent only pays for the
                 # gradient's variance (sampling L^2 / b plus noise) with a step <= 1 / (2 beta).
                 variance = lipschitz**2 / ph.batch + noise_sq
                 eta = min(1.0 / (2.0 * smoothness), math.sqrt(2.0 * d_psi / (ph.steps * variance)))
+                if exact:
+                    # Deterministic mirror descent: step 1 / beta (beta-smooth relative
+                    # to the 1-strongly convex map) decreases the objective every step.
+                    eta = 1.0 / smoothness
             if step_size is not None:
                 eta = float(step_size)
             x = _run(
@@ -577,6 +598,8 @@ def _mirror_descent_fit(
                 progress=progress,
                 step_offset=offset,
                 label=solver,
+                # Exact steps of 1 / beta descend: the last iterate is the best one.
+                last_iterate=exact and smoothness is not None and step_size is None,
             )
             offset += ph.steps
             plan.details.setdefault("step_sizes", []).append(eta)
@@ -760,7 +783,11 @@ def mirror_descent(
         most ``DEFAULT_MAX_STEPS`` (2000).
     batch_size : int, optional
         Expected batch b; default ``max(sqrt(n / ln d), sqrt(d) / epsilon)``
-        (the seed's balance of optimisation and noise, Theorem 4).
+        (the seed's balance of optimisation and noise, Theorem 4).  With
+        ``epsilon=inf`` (nothing spent) the default is every row at every
+        step, ``DEFAULT_MAX_STEPS`` steps of ``1 / beta_p`` for smooth losses
+        (beta_p: the public smoothness in ``||.||_p``) and the last iterate
+        as output: deterministic mirror descent (issue #18).
     step_size : float, optional
         Default ``sqrt(2 D_psi / (T G^2))``, the mirror-descent optimum with
         ``D_psi = kappa * radius^2`` and ``G^2`` the public bound on
