@@ -460,7 +460,9 @@ def dp_newton(
             )
             del gram_sum  # not kept into the next pass (peak memory as in memory)
             # One block for all classes: the bound is I_K (x) beta G.
-            H_avg = unsvec(gram, n_columns) * (beta / normalizer)
+            H_avg = unsvec(gram, n_columns)
+            del gram
+            H_avg *= beta / normalizer
         else:
             g_sum, H_sum = row_sum(data, lambda part: newton_sums(
                 part.design, part.y, V, loss, clip, part.row_norms, hessian=need_hessian,
@@ -475,12 +477,17 @@ def dp_newton(
                 svec(H_sum), sensitivity=hessian_sensitivity, noise_std=hessian_std, rng=rng,
                 label="hessian sum",
             )
-            H_avg = unsvec(released, n_params) / normalizer
+            del H_sum
+            H_avg = unsvec(released, n_params)
+            del released
+            H_avg /= normalizer
         if need_hessian:
-            H = H_avg.copy()
+            # In place: only the decomposition is kept (later steps reuse it).
+            H, H_avg = H_avg, None
             block_penalized = data.penalized if hessian == "bound" else penalized
             H[np.diag_indices(H.shape[0])] += alpha * block_penalized
             eigen = modified_eigendecomposition(H, floor, eigenvalue)
+            del H
         grad = g_noisy / normalizer
         grad[data.penalized] += alpha * V[data.penalized]
         lam, vectors = eigen
