@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ._design import EXCESS_FACTOR, Design, block_ranges
+from ._design import EXCESS_FACTOR, Design, block_ranges, fine_block_ranges
 
 __all__ = [
     "BoundedData",
@@ -294,7 +294,8 @@ def _entrywise(X, bound):
     indptr, cols, values, huge_rows = None, [], [], []
     # Block by block of rows: temporaries are the size of a block, not of X.
     # Entries come row by row, so the excess is built as CSR directly.
-    for start, stop in block_ranges(n, d, X.nnz if sp.issparse(X) else None):
+    ranges = fine_block_ranges(n, d, X.nnz) if sp.issparse(X) else block_ranges(n, d)
+    for start, stop in ranges:
         if sp.issparse(X):
             lo, hi = X.indptr[start], X.indptr[stop]
             data = X.data[lo:hi]  # a view: compared in its own dtype (exact)

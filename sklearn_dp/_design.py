@@ -36,7 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = [
-    "Design", "ColumnView", "as_design", "block_rows", "block_ranges",
+    "Design", "ColumnView", "as_design", "block_rows", "block_ranges", "fine_block_ranges",
     "BLOCK_ROWS", "EXCESS_FACTOR", "GRAM_BLOCK_BYTES",
 ]
 
@@ -78,6 +78,18 @@ def block_rows(n_rows, n_features, nnz=None):
 def block_ranges(n_rows, n_features, nnz=None):
     """``(start, stop)`` of the row blocks of a pass over X (see :func:`block_rows`)."""
     step = block_rows(n_rows, n_features, nnz)
+    return [(start, min(start + step, n_rows)) for start in range(0, n_rows, step)]
+
+
+def fine_block_ranges(n_rows, n_features, nnz=None):
+    """Blocks of at most ``1/256`` of the rows (at least 16), for scans over entries.
+
+    For passes that hold several index or value arrays (8 bytes an entry
+    each) per entry of their block, where :func:`block_ranges`' blocks (at
+    least ``MIN_BLOCK_ROWS`` rows) would make temporaries a sizeable share
+    of a small sparse X.
+    """
+    step = max(16, min(block_rows(n_rows, n_features, nnz), -(-int(n_rows) // 256)))
     return [(start, min(start + step, n_rows)) for start in range(0, n_rows, step)]
 
 
@@ -521,7 +533,9 @@ class Design:
         for k in intercepts:  # the intercept column(s) hold every row
             indices[indptr[k] : indptr[k + 1]] = np.arange(n)
         fill = indptr[:-1].copy()  # next free slot of each column
-        for start, stop in self._blocks():
+        # Finer blocks than a product's: this scan holds several index arrays
+        # (8 bytes an entry each) per entry of its block.
+        for start, stop in fine_block_ranges(n, self.n_features, X.nnz):
             lo, hi = int(X.indptr[start]), int(X.indptr[stop])
             position = lookup[X.indices[lo:hi]]
             keep = np.flatnonzero(position >= 0)

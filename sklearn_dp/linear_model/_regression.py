@@ -53,7 +53,7 @@ def _scaled_labels(y, center, scale, dtype=np.float64):
     """
     y = np.asarray(y)
     out = np.empty(y.shape, dtype=dtype)
-    step = 1 << 16
+    step = 4096  # float64 temporaries of a few pages
     for start in range(0, y.shape[0], step):
         part = np.asarray(y[start:start + step], dtype=np.float64) - center
         np.clip(part, -float(scale), float(scale), out=part)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import scipy.linalg
 from dp_accounting import dp_event as dpe
 
 from .. import _noise, accounting
@@ -231,9 +232,19 @@ def hessian_noise_norm(noise_std, size):
     return math.sqrt(2.0 * size) * float(noise_std)
 
 
-def modified_eigendecomposition(H, floor, eigenvalue="clip"):
-    """``(mod(lambda), V)`` for ``H = V diag(lambda) V^T``: see :func:`modified_newton_direction`."""
-    lam, V = np.linalg.eigh(H)
+def modified_eigendecomposition(H, floor, eigenvalue="clip", overwrite=False):
+    """``(mod(lambda), V)`` for ``H = V diag(lambda) V^T``: see :func:`modified_newton_direction`.
+
+    ``overwrite=True`` lets LAPACK work in ``H``'s own buffer (its values are
+    then lost): no working copy of the matrix.
+    """
+    if overwrite and H.flags.c_contiguous and H.dtype == np.float64:
+        # H is symmetric: its transpose is the same matrix, Fortran-ordered,
+        # which LAPACK decomposes in place (syevr: a workspace of O(m), where
+        # numpy's syevd takes 2 m^2 more, allocated outside numpy).
+        lam, V = scipy.linalg.eigh(H.T, overwrite_a=True, check_finite=False, driver="evr")
+    else:
+        lam, V = np.linalg.eigh(H)
     if eigenvalue == "clip":
         lam = np.maximum(lam, floor)
     else:
@@ -454,11 +465,13 @@ def dp_newton(
                             sample_weight=getattr(part, "sample_weight", None))[0],
                 part.design.gram(getattr(part, "sample_weight", None)),
             ))
+            value = svec(gram_sum)
+            del gram_sum  # freed before the release's own temporaries are made
             gram = _noise.gaussian(
-                svec(gram_sum), sensitivity=hessian_sensitivity, noise_std=hessian_std,
+                value, sensitivity=hessian_sensitivity, noise_std=hessian_std,
                 rng=rng, label="gram matrix",
             )
-            del gram_sum  # not kept into the next pass (peak memory as in memory)
+            del value
             # One block for all classes: the bound is I_K (x) beta G.
             H_avg = unsvec(gram, n_columns)
             del gram
@@ -486,7 +499,7 @@ def dp_newton(
             H, H_avg = H_avg, None
             block_penalized = data.penalized if hessian == "bound" else penalized
             H[np.diag_indices(H.shape[0])] += alpha * block_penalized
-            eigen = modified_eigendecomposition(H, floor, eigenvalue)
+            eigen = modified_eigendecomposition(H, floor, eigenvalue, overwrite=True)
             del H
         grad = g_noisy / normalizer
         grad[data.penalized] += alpha * V[data.penalized]
