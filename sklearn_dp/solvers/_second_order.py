@@ -515,6 +515,14 @@ def dp_newton(
             # Restart the momentum when the step goes uphill for the (noisy) gradient.
             uphill = float(np.sum(grad * (W_next - W))) > 0
             since_restart = 0 if uphill else since_restart + 1
+            if private and since_restart >= DEFAULT_NEWTON_STEPS:
+                # A public restart schedule: momentum adds up the noise of the
+                # steps it carries (the weight k / (k + 3) of the previous
+                # step nears 1 as k grows), so with noise it restarts every
+                # DEFAULT_NEWTON_STEPS steps.  The default fit (5 steps) is
+                # unchanged; a long run (max_iter=20) no longer amplifies its
+                # (larger, per-step) noise.
+                since_restart = 0
         W_previous, W = W, W_next
         progress(t + 1, grad_norm=float(np.linalg.norm(grad)),
                  step_norm=float(np.linalg.norm(step)))
