@@ -394,7 +394,18 @@ def _l2_scaling(X, bound):
             patch = np.asarray(raw, dtype=np.float64) / row_max[:, None]
     # A factor of 1 everywhere needs no vector.
     if np.all(row_scale == 1.0):
-        row_scale = None
+        return None, patch_rows, patch
+    if X.dtype == np.float32:
+        # float32 factors for float32 X (half the memory), each rounded *down*
+        # to a float32: a scaled row's norm stays within the bound.
+        low = np.empty(row_scale.shape, dtype=np.float32)
+        for start, stop in block_ranges(*X.shape, X.nnz if sp.issparse(X) else None):
+            part = row_scale[start:stop]
+            rounded = part.astype(np.float32)
+            high = rounded > part
+            rounded[high] = np.nextafter(rounded[high], np.float32(0.0))
+            low[start:stop] = rounded
+        row_scale = low
     return row_scale, patch_rows, patch
 
 

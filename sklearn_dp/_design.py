@@ -53,7 +53,7 @@ GRAM_BLOCK_BYTES = 1 << 22
 #: copy of a block of a small or float32 X stays a small fraction of X: 1/32
 #: of a float32 X), but at least ``MIN_BLOCK_ROWS`` rows.
 BLOCK_SHARE = 1.0 / 64.0
-MIN_BLOCK_ROWS = 256
+MIN_BLOCK_ROWS = 128
 
 
 def block_rows(n_rows, n_features, nnz=None):
@@ -146,7 +146,9 @@ class Design:
         The caller's features (float32 or float64; CSR canonical).  Not
         copied, never modified.
     row_scale : ndarray of shape (n,) or None
-        Per-row factors (L2 clipping); None for ones.
+        Per-row factors (L2 clipping); None for ones.  float64, or float32
+        (for float32 X: factors rounded *down*, so scaled rows stay within
+        their bound; half the memory).
     excess : CSR matrix of shape (n, d) or None
         Amounts to subtract from entries beyond their entrywise bound (zero
         on the patched rows).
@@ -161,7 +163,11 @@ class Design:
                  intercept=None):
         self.X = X
         self.n_rows, self.n_features = X.shape
-        self.row_scale = None if row_scale is None else np.asarray(row_scale, dtype=np.float64)
+        if row_scale is not None:
+            row_scale = np.asarray(row_scale)
+            if row_scale.dtype != np.float32:  # float32 factors (of a float32 X) stay so
+                row_scale = row_scale.astype(np.float64, copy=False)
+        self.row_scale = row_scale
         self.excess = excess if excess is None or excess.nnz else None
         if patch_rows is not None and len(patch_rows) == 0:
             patch_rows, patch = None, None
@@ -356,7 +362,9 @@ class Design:
             root = None if w is None else np.sqrt(w[start:stop])
             factor = root
             if self.row_scale is not None:
-                scale = self.row_scale[start:stop]
+                # float64 (a float32 row_scale would make numpy cast through a buffer
+                # of its own, as large as a block of a small X).
+                scale = self.row_scale[start:stop].astype(np.float64, copy=False)
                 factor = scale if root is None else root * scale
             if sp.issparse(block):
                 if factor is not None:
