@@ -119,11 +119,14 @@ def _add_sparse_gram(G, left, right, width):
     is the only temporary, so the update never holds a d x d temporary.
     """
     d = left.shape[1]
-    left_t = left.T
+    left_t = left.T.tocsr()  # (d, rows): one conversion of the block
+    if width >= d:
+        G[:d, :d] += np.asarray((left_t @ right).toarray())
+        return
+    right = right.tocsc()  # column slabs of CSC are contiguous slices
     for j0 in range(0, d, width):
         j1 = min(d, j0 + width)
-        piece = right[:, j0:j1] if (j0, j1) != (0, d) else right
-        G[:d, j0:j1] += np.asarray((left_t @ piece).toarray())
+        G[:d, j0:j1] += np.asarray((left_t @ right[:, j0:j1]).toarray())
 
 
 def _as_2d(V):
@@ -339,8 +342,12 @@ class Design:
 
     def _gram_slab(self, d):
         """Columns per slab of a sparse Gram update (see :func:`_add_sparse_gram`)."""
+        # Temporaries of a slab: at most SPARSE_GRAM_SHARE of X, or half the size
+        # of the dense d x d result itself (which the fit holds anyway): narrower
+        # slabs would only multiply the sparse products' fixed costs.
         nbytes = self.X.data.nbytes + self.X.indices.nbytes + self.X.indptr.nbytes
-        return max(1, int(nbytes * SPARSE_GRAM_SHARE / (20 * max(1, d))))
+        budget = max(nbytes * SPARSE_GRAM_SHARE, 4.0 * d * d)
+        return max(1, int(budget / (20 * max(1, d))))
 
     def gram(self, weights=None):
         """``X~^T diag(weights) X~`` of shape (n_columns, n_columns), float64.
