@@ -12,7 +12,6 @@ from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _dask
-
 from .._losses import get_loss
 from .._sklearn_compat import Interval, StrOptions
 from ..solvers._second_order import second_order_fits
