@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ._design import EXCESS_FACTOR, Design, block_ranges
+from ._design import EXCESS_FACTOR, Design, block_ranges, fine_block_ranges
 
 __all__ = [
     "BoundedData",
@@ -66,6 +66,18 @@ def _row_norm_factors(X):
     of to the bound) are recomputed divided by their largest entry, which
     becomes their ``scale``.  Other rows are unaffected.
     """
+    norms, redo, row_max = _row_norms_rescaled(X)
+    scale = np.ones_like(norms)
+    scale[redo] = row_max
+    return scale, norms
+
+
+def _row_norms_rescaled(X):
+    """``(norms, redo, row_max)``: :func:`_row_norm_factors` with its scale kept sparse.
+
+    ``scale`` is 1 but on the rows ``redo``, where it is ``row_max``: one
+    n-vector instead of two.
+    """
     # In float64 whatever the input's type (float32 squares lose digits), by
     # blocks of rows, so no converted copy of X is made.
     norms = np.empty(X.shape[0])
@@ -79,8 +91,8 @@ def _row_norm_factors(X):
             else:
                 block = np.asarray(block, dtype=np.float64)
                 norms[start:stop] = np.sqrt(np.einsum("ij,ij->i", block, block))
-    scale = np.ones_like(norms)
     redo = np.flatnonzero((norms < _UNDERFLOW_NORM) | np.isinf(norms))
+    row_max = np.ones(redo.size)
     if redo.size:
         rows = (
             sp.csr_matrix(X[redo], dtype=float, copy=True)
@@ -99,8 +111,7 @@ def _row_norm_factors(X):
         else:
             scaled = rows / row_max[:, None]
             norms[redo] = np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
-        scale[redo] = row_max
-    return scale, norms
+    return norms, redo, row_max
 
 
 def row_l2_norms(X):
@@ -225,7 +236,10 @@ class BoundedData:
     @property
     def row_norms(self):
         if self._row_norms is None:
-            self._row_norms = self.design.row_norms()
+            # float32 X: the norms rounded up to float32 (upper bounds: clips
+            # computed from them still hold; half the memory of float64).
+            dtype = np.float32 if self.design.dtype == np.float32 else np.float64
+            self._row_norms = self.design.row_norms(dtype=dtype)
         return self._row_norms
 
     @row_norms.setter
@@ -280,7 +294,8 @@ def _entrywise(X, bound):
     indptr, cols, values, huge_rows = None, [], [], []
     # Block by block of rows: temporaries are the size of a block, not of X.
     # Entries come row by row, so the excess is built as CSR directly.
-    for start, stop in block_ranges(n, d, X.nnz if sp.issparse(X) else None):
+    ranges = fine_block_ranges(n, d, X.nnz) if sp.issparse(X) else block_ranges(n, d)
+    for start, stop in ranges:
         if sp.issparse(X):
             lo, hi = X.indptr[start], X.indptr[stop]
             data = X.data[lo:hi]  # a view: compared in its own dtype (exact)
@@ -354,23 +369,43 @@ def _l2_scaling(X, bound):
     patched: their values divided by their largest entry, with that entry
     folded into their scale.
     """
-    scale, norms = _row_norm_factors(X)
+    norms, redo, row_max = _row_norms_rescaled(X)
+    # row_scale = min(scale, bound / max(norms, tiny)), in the norms' buffer
+    # (one n-vector: the same values as with a dense scale vector).
+    redo_norms = norms[redo]  # (a copy: the buffer is overwritten)
+    row_scale = norms
     with np.errstate(over="ignore", divide="ignore"):
-        row_scale = np.minimum(scale, float(bound) / np.maximum(norms, np.finfo(float).tiny))
-    redo = np.flatnonzero(scale != 1.0)
+        np.maximum(row_scale, np.finfo(float).tiny, out=row_scale)
+        np.divide(float(bound), row_scale, out=row_scale)
+        np.minimum(row_scale, 1.0, out=row_scale)
+        if redo.size:
+            row_scale[redo] = np.minimum(
+                row_max, float(bound) / np.maximum(redo_norms, np.finfo(float).tiny)
+            )
     patch_rows = patch = None
     if redo.size:
         patch_rows = redo
         raw = X[redo]
         if sp.issparse(X):
             raw = sp.csr_matrix(raw, dtype=np.float64)
-            raw.data /= np.repeat(scale[redo], np.diff(raw.indptr))
+            raw.data /= np.repeat(row_max, np.diff(raw.indptr))
             patch = raw
         else:
-            patch = np.asarray(raw, dtype=np.float64) / scale[redo][:, None]
+            patch = np.asarray(raw, dtype=np.float64) / row_max[:, None]
     # A factor of 1 everywhere needs no vector.
     if np.all(row_scale == 1.0):
-        row_scale = None
+        return None, patch_rows, patch
+    if X.dtype == np.float32:
+        # float32 factors for float32 X (half the memory), each rounded *down*
+        # to a float32: a scaled row's norm stays within the bound.
+        low = np.empty(row_scale.shape, dtype=np.float32)
+        for start, stop in block_ranges(*X.shape, X.nnz if sp.issparse(X) else None):
+            part = row_scale[start:stop]
+            rounded = part.astype(np.float32)
+            high = rounded > part
+            rounded[high] = np.nextafter(rounded[high], np.float32(0.0))
+            low[start:stop] = rounded
+        row_scale = low
     return row_scale, patch_rows, patch
 
 

@@ -36,7 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = [
-    "Design", "ColumnView", "as_design", "block_rows", "block_ranges",
+    "Design", "ColumnView", "as_design", "block_rows", "block_ranges", "fine_block_ranges",
     "BLOCK_ROWS", "EXCESS_FACTOR", "GRAM_BLOCK_BYTES",
 ]
 
@@ -50,10 +50,10 @@ BLOCK_ROWS = 65536
 GRAM_BLOCK_BYTES = 1 << 22
 
 #: A block holds at most about this share of the rows (so a float64 working
-#: copy of a block of a small or float32 X stays a small fraction of X), but
-#: at least ``MIN_BLOCK_ROWS`` rows.
-BLOCK_SHARE = 1.0 / 16.0
-MIN_BLOCK_ROWS = 256
+#: copy of a block of a small or float32 X stays a small fraction of X: 1/32
+#: of a float32 X), but at least ``MIN_BLOCK_ROWS`` rows.
+BLOCK_SHARE = 1.0 / 64.0
+MIN_BLOCK_ROWS = 128
 
 
 def block_rows(n_rows, n_features, nnz=None):
@@ -81,6 +81,18 @@ def block_ranges(n_rows, n_features, nnz=None):
     return [(start, min(start + step, n_rows)) for start in range(0, n_rows, step)]
 
 
+def fine_block_ranges(n_rows, n_features, nnz=None):
+    """Blocks of at most ``1/256`` of the rows (at least 16), for scans over entries.
+
+    For passes that hold several index or value arrays (8 bytes an entry
+    each) per entry of their block, where :func:`block_ranges`' blocks (at
+    least ``MIN_BLOCK_ROWS`` rows) would make temporaries a sizeable share
+    of a small sparse X.
+    """
+    step = max(16, min(block_rows(n_rows, n_features, nnz), -(-int(n_rows) // 256)))
+    return [(start, min(start + step, n_rows)) for start in range(0, n_rows, step)]
+
+
 def as_design(X):
     """``X`` itself if it is a :class:`Design` or :class:`ColumnView`, else a plain design over it."""
     if isinstance(X, (Design, ColumnView)):
@@ -93,21 +105,28 @@ def as_design(X):
 EXCESS_FACTOR = 1e6
 
 
-def block_rows(n_rows, n_features, nnz=None):
-    """Rows per block of a blockwise pass over X.
+#: Share of a sparse X's bytes that the temporaries of one slab of a Gram
+#: update may take: ``block^T @ block`` of a sparse block is a nearly dense
+#: d x d matrix, stored sparse (12 bytes an entry) and then dense (8), which
+#: for a sparse X of few entries a row is a sizeable part of X itself.
+SPARSE_GRAM_SHARE = 1.0 / 32.0
 
-    About ``GRAM_BLOCK_BYTES`` of float64 (for a sparse X with ``nnz`` stored
-    entries, of its CSR rows: 12 bytes an entry) and at most a sixteenth of
-    the rows (at least 256, at most ``BLOCK_ROWS``): a block's copy stays
-    small next to X whatever its shape (a fixed count of rows would copy all
-    of a small X, and a wide block most of a float32 one), and sparse blocks
-    are not so small that per-block overhead dominates.
+
+def _add_sparse_gram(G, left, right, width):
+    """``G[:d, :d] += left^T @ right`` for CSR blocks, ``width`` output columns at a time.
+
+    Each slab's product (at most ``d * width`` entries, sparse then dense)
+    is the only temporary, so the update never holds a d x d temporary.
     """
-    if nnz is None:
-        per_row = 8 * max(1, int(n_features))
-    else:
-        per_row = 12 * max(1.0, nnz / max(1, int(n_rows)))
-    return int(max(256, min(BLOCK_ROWS, GRAM_BLOCK_BYTES // per_row, -(-int(n_rows) // 16))))
+    d = left.shape[1]
+    left_t = left.T.tocsr()  # (d, rows): one conversion of the block
+    if width >= d:
+        G[:d, :d] += np.asarray((left_t @ right).toarray())
+        return
+    right = right.tocsc()  # column slabs of CSC are contiguous slices
+    for j0 in range(0, d, width):
+        j1 = min(d, j0 + width)
+        G[:d, j0:j1] += np.asarray((left_t @ right[:, j0:j1]).toarray())
 
 
 def _as_2d(V):
@@ -130,7 +149,9 @@ class Design:
         The caller's features (float32 or float64; CSR canonical).  Not
         copied, never modified.
     row_scale : ndarray of shape (n,) or None
-        Per-row factors (L2 clipping); None for ones.
+        Per-row factors (L2 clipping); None for ones.  float64, or float32
+        (for float32 X: factors rounded *down*, so scaled rows stay within
+        their bound; half the memory).
     excess : CSR matrix of shape (n, d) or None
         Amounts to subtract from entries beyond their entrywise bound (zero
         on the patched rows).
@@ -145,7 +166,11 @@ class Design:
                  intercept=None):
         self.X = X
         self.n_rows, self.n_features = X.shape
-        self.row_scale = None if row_scale is None else np.asarray(row_scale, dtype=np.float64)
+        if row_scale is not None:
+            row_scale = np.asarray(row_scale)
+            if row_scale.dtype != np.float32:  # float32 factors (of a float32 X) stay so
+                row_scale = row_scale.astype(np.float64, copy=False)
+        self.row_scale = row_scale
         self.excess = excess if excess is None or excess.nnz else None
         if patch_rows is not None and len(patch_rows) == 0:
             patch_rows, patch = None, None
@@ -164,7 +189,41 @@ class Design:
 
     def _blocks(self):
         """``(start, stop)`` of the row blocks of a pass over X (see :func:`block_rows`)."""
+        if getattr(self, "_one_block", False):  # a block of a larger design: one pass
+            return [(0, self.n_rows)] if self.n_rows else []
         return block_ranges(self.n_rows, self.n_features, self.X.nnz if self.sparse else None)
+
+    def blocks(self):
+        """``(start, stop)`` of the row blocks of a blockwise pass over ``X~``.
+
+        Kernels that form per-row vectors (scores, derivatives, clip factors)
+        form them block by block (:meth:`row_block`), so a pass holds no
+        n-vector beyond what the fit keeps.
+        """
+        return self._blocks()
+
+    def row_block(self, start, stop):
+        """Rows ``start:stop`` of the design as a design (a view of dense X; no n-vector).
+
+        Its own passes treat it as one block.  Products with it equal the
+        rows ``start:stop`` of products with the whole design.
+        """
+        patch_rows = patch = None
+        if self.patch_rows is not None:
+            lo, hi = np.searchsorted(self.patch_rows, [start, stop])
+            if hi > lo:
+                patch_rows = self.patch_rows[lo:hi] - start
+                patch = self.patch[lo:hi]
+        block = Design(
+            self.X[start:stop],
+            row_scale=None if self.row_scale is None else self.row_scale[start:stop],
+            excess=None if self.excess is None else self.excess[start:stop],
+            patch_rows=patch_rows,
+            patch=patch,
+            intercept=self.intercept,
+        )
+        block._one_block = True
+        return block
 
     def _gram_block_rows(self):
         """Rows per block of a blockwise product (see :func:`block_rows`)."""
@@ -281,6 +340,15 @@ class Design:
                     block[local] = values.toarray() if sp.issparse(values) else values
         return block
 
+    def _gram_slab(self, d):
+        """Columns per slab of a sparse Gram update (see :func:`_add_sparse_gram`)."""
+        # Temporaries of a slab: at most SPARSE_GRAM_SHARE of X, or half the size
+        # of the dense d x d result itself (which the fit holds anyway): narrower
+        # slabs would only multiply the sparse products' fixed costs.
+        nbytes = self.X.data.nbytes + self.X.indices.nbytes + self.X.indptr.nbytes
+        budget = max(nbytes * SPARSE_GRAM_SHARE, 4.0 * d * d)
+        return max(1, int(budget / (20 * max(1, d))))
+
     def gram(self, weights=None):
         """``X~^T diag(weights) X~`` of shape (n_columns, n_columns), float64.
 
@@ -301,12 +369,14 @@ class Design:
             root = None if w is None else np.sqrt(w[start:stop])
             factor = root
             if self.row_scale is not None:
-                scale = self.row_scale[start:stop]
+                # float64 (a float32 row_scale would make numpy cast through a buffer
+                # of its own, as large as a block of a small X).
+                scale = self.row_scale[start:stop].astype(np.float64, copy=False)
                 factor = scale if root is None else root * scale
             if sp.issparse(block):
                 if factor is not None:
                     block = sp.csr_matrix(sp.diags(factor) @ block)
-                G[:d, :d] += np.asarray((block.T @ block).toarray())
+                _add_sparse_gram(G, block, block, self._gram_slab(d))
             else:
                 if factor is not None:
                     if np.shares_memory(block, self.X):
@@ -338,7 +408,8 @@ class Design:
             block = self._bounded_block(start, stop)
             weight = square[start:stop]
             if sp.issparse(block):
-                G[:d, :d] += np.asarray((block.T @ (sp.diags(weight) @ block)).toarray())
+                _add_sparse_gram(G, block, sp.csr_matrix(sp.diags(weight) @ block),
+                                 self._gram_slab(d))
                 column += np.asarray(block.T @ cross[start:stop]).ravel()
             else:
                 G[:d, :d] += block.T @ (weight[:, None] * block)
@@ -477,7 +548,9 @@ class Design:
         for k in intercepts:  # the intercept column(s) hold every row
             indices[indptr[k] : indptr[k + 1]] = np.arange(n)
         fill = indptr[:-1].copy()  # next free slot of each column
-        for start, stop in self._blocks():
+        # Finer blocks than a product's: this scan holds several index arrays
+        # (8 bytes an entry each) per entry of its block.
+        for start, stop in fine_block_ranges(n, self.n_features, X.nnz):
             lo, hi = int(X.indptr[start]), int(X.indptr[stop])
             position = lookup[X.indices[lo:hi]]
             keep = np.flatnonzero(position >= 0)
@@ -528,11 +601,22 @@ class Design:
         """Columns ``cols`` of ``X~`` as an operator (no copy): see :class:`ColumnView`."""
         return ColumnView(self, cols)
 
-    def _row_norms(self, features, ord):
-        """Norms (``ord`` 2 or inf) of the rows of ``X~`` restricted to ``features``, before scaling."""
+    def _row_norms(self, features, ord, with_intercept=False, dtype=np.float64):
+        """Norms (``ord`` 2 or inf) of the rows of ``X~`` restricted to ``features``.
+
+        Each block is finished (``row_scale``, then the intercept column when
+        ``with_intercept``) before the next is read, so no float64 n-vector
+        beyond the result is made.  ``dtype=np.float32`` stores every norm
+        rounded *up* to the next float32 (a bound at least the float64 norm:
+        a clip computed from it still bounds each row's term), half the
+        memory of a float64 vector.
+        """
         from ._data import row_l2_norms
 
-        norms = np.empty(self.n_rows)
+        if ord not in (2, np.inf):
+            raise ValueError(f"ord must be 2 or inf, got {ord!r}.")
+        dtype = np.dtype(dtype)
+        norms = np.empty(self.n_rows, dtype=dtype)
         every = features is None or (
             features.size == self.n_features and np.all(features == np.arange(self.n_features))
         )
@@ -541,29 +625,40 @@ class Design:
             if not every:
                 block = block[:, features]
             if ord == 2:
-                norms[start:stop] = row_l2_norms(block)
+                part = row_l2_norms(block)
             elif sp.issparse(block):
-                norms[start:stop] = abs(block).max(axis=1).toarray().ravel()
+                part = abs(block).max(axis=1).toarray().ravel()
             else:
-                norms[start:stop] = np.max(np.abs(block), axis=1) if block.shape[1] else 0.0
+                part = np.max(np.abs(block), axis=1) if block.shape[1] else np.zeros(stop - start)
             block = None  # one block alive at a time
+            part = self._finish_norms(part, ord, with_intercept, start, stop)
+            if dtype == np.float64:
+                norms[start:stop] = part
+            else:
+                with np.errstate(over="ignore"):
+                    rounded = part.astype(dtype)
+                low = rounded < part
+                rounded[low] = np.nextafter(rounded[low], dtype.type(np.inf))
+                norms[start:stop] = rounded
         return norms
 
-    def row_norms(self, ord=2):
-        """Norm of each row of ``X~`` (intercept included), float64.
+    def row_norms(self, ord=2, dtype=np.float64):
+        """Norm of each row of ``X~`` (intercept included).
 
         ``ord=2``: L2, under/overflow-safe; ``ord=np.inf``: largest absolute
-        entry (exactly that of the materialised row).
+        entry (exactly that of the materialised row).  float64 by default;
+        ``dtype=np.float32`` gives each norm rounded up to a float32 (an upper
+        bound, for clip factors: half the memory).
         """
-        return self._finish_norms(self._row_norms(None, ord), ord, self.intercept is not None)
+        return self._row_norms(None, ord, self.intercept is not None, dtype)
 
-    def _finish_norms(self, norms, ord, with_intercept):
+    def _finish_norms(self, norms, ord, with_intercept, start=0, stop=None):
+        """Row norms of rows ``start:stop`` before scaling -> of ``X~`` (in place)."""
         if ord not in (2, np.inf):
             raise ValueError(f"ord must be 2 or inf, got {ord!r}.")
-        # In place: ``norms`` is a new array.
         if self.row_scale is not None:
             with np.errstate(over="ignore"):
-                np.multiply(norms, self.row_scale, out=norms)
+                np.multiply(norms, self.row_scale[start:stop], out=norms)
         if with_intercept:
             if ord == 2:
                 np.hypot(norms, self.intercept, out=norms)
@@ -662,8 +757,7 @@ class ColumnView:
         """Norms of the rows of ``X~[:, cols]`` (see :meth:`Design.row_norms`)."""
         if not self.features.size:  # the intercept column alone (read-only, no n-vector)
             return np.broadcast_to(abs(self.design.intercept), (self.n_rows,))
-        norms = self.design._row_norms(self.features, ord)
-        return self.design._finish_norms(norms, ord, self.has_intercept)
+        return self.design._row_norms(self.features, ord, self.has_intercept)
 
     def toarray(self):
         """``X~[:, cols]`` as a dense float64 array."""

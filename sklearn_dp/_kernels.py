@@ -522,12 +522,18 @@ def svec(M):
     """The isometric vector of a symmetric ``(m, m)`` matrix: ``||svec(M)||_2 = ||M||_F``.
 
     The diagonal first, then ``sqrt(2) * M[i, j]`` for ``i < j`` in row-major
-    order of the upper triangle; ``m (m + 1) / 2`` entries.
+    order of the upper triangle; ``m (m + 1) / 2`` entries.  Filled row by
+    row (no index arrays of the triangle's size).
     """
     M = np.asarray(M, dtype=float)
     m = M.shape[0]
-    upper = np.triu_indices(m, 1)
-    return np.concatenate([np.diag(M), _SQRT2 * M[upper]])
+    out = np.empty(m * (m + 1) // 2)
+    out[:m] = np.diagonal(M)
+    at = m
+    for i in range(m - 1):
+        np.multiply(M[i, i + 1:], _SQRT2, out=out[at:at + m - 1 - i])
+        at += m - 1 - i
+    return out
 
 
 def unsvec(v, m):
@@ -538,11 +544,14 @@ def unsvec(v, m):
     ``s^2`` on the diagonal and ``s^2 / 2`` off it.
     """
     v = np.asarray(v, dtype=float)
-    M = np.zeros((m, m))
+    M = np.empty((m, m))
     M[np.diag_indices(m)] = v[:m]
-    upper = np.triu_indices(m, 1)
-    M[upper] = v[m:] / _SQRT2
-    M.T[upper] = M[upper]
+    at = m
+    for i in range(m - 1):
+        row = M[i, i + 1:]
+        np.divide(v[at:at + m - 1 - i], _SQRT2, out=row)
+        M[i + 1:, i] = row
+        at += m - 1 - i
     return M
 
 
@@ -631,41 +640,56 @@ def newton_sums(design, y, W, loss, clip_norm, row_norms, *, hessian=True, sampl
         Frobenius norm (the L2 norm of its ``svec``):
         ``curvature_bound(loss) * R^2``.  Not clipped: the loss bounds it.
     """
-    # At W = 0 (the first step) every score is 0: no pass over X.
-    Z = design.matmul(W) if np.any(W) else np.zeros((design.n_rows, W.shape[1]))
+    # Block by block of rows (Design.row_block): scores, derivatives, clip
+    # factors and curvature weights exist for one block at a time, and each
+    # block's sums are added to the d-vector / Gram matrix (no n-vector).
+    m, k = design.n_columns, W.shape[1]
+    gradient = np.zeros((m, k))
     H = None
     if hessian:
-        if loss.multi_output:
-            P = Z - Z.max(axis=1, keepdims=True)
-            np.exp(P, out=P)
-            P /= P.sum(axis=1, keepdims=True)
-            H = _multinomial_hessian(design, P, sample_weight)
-            del P
+        H = np.zeros((m * k, m * k)) if loss.multi_output else np.zeros((m, m))
+    zero = not np.any(W)  # at W = 0 (the first step) every score is 0: no product
+    blocks = design.blocks() if hasattr(design, "row_block") else [(0, design.n_rows)]
+    for start, stop in blocks:
+        part = design.row_block(start, stop) if hasattr(design, "row_block") else design
+        y_part = y[start:stop]
+        weight = None if sample_weight is None else sample_weight[start:stop]
+        Z = np.zeros((stop - start, k)) if zero else part.matmul(W)
+        if hessian:
+            if loss.multi_output:
+                P = Z - Z.max(axis=1, keepdims=True)
+                np.exp(P, out=P)
+                P /= P.sum(axis=1, keepdims=True)
+                H += _multinomial_hessian(part, P, weight)
+                del P
+            else:
+                h = curvature_weights(loss, Z, y_part)
+                if weight is not None:
+                    h *= weight
+                H += part.gram(h)
+                del h
+        if loss.name == "log_loss" and not loss.multi_output:
+            # -y sigmoid(-y z), in the scores' own buffer (no temporaries).
+            D = Z
+            D[:, 0] *= y_part
+            np.negative(D, out=D)
+            expit(D, out=D)
+            D[:, 0] *= y_part
+            np.negative(D, out=D)
         else:
-            h = curvature_weights(loss, Z, y)
-            if sample_weight is not None:
-                h *= sample_weight
-            H = design.gram(h)
-            del h
-    if loss.name == "log_loss" and not loss.multi_output:
-        # -y sigmoid(-y z), in the scores' own buffer (no n-vector temporaries).
-        D = Z
-        D[:, 0] *= y
-        np.negative(D, out=D)
-        expit(D, out=D)
-        D[:, 0] *= y
-        np.negative(D, out=D)
-    else:
-        D = loss.derivative(Z, y)
-    del Z
-    if clip_norm is not None and np.isfinite(clip_norm):
-        norms = np.sqrt(np.einsum("ij,ij->i", D, D)) if D.shape[1] > 1 else np.abs(D[:, 0])
-        norms *= row_norms
-        D *= clip_scale(norms, clip_norm, out=norms)[:, None]
-        del norms
-    if sample_weight is not None:
-        D *= sample_weight[:, None]
-    return design.rmatmul(D), H
+            D = loss.derivative(Z, y_part)
+        del Z
+        if clip_norm is not None and np.isfinite(clip_norm):
+            norms = (np.sqrt(np.einsum("ij,ij->i", D, D)) if D.shape[1] > 1
+                     else np.abs(D[:, 0]))
+            norms *= row_norms[start:stop]
+            D *= clip_scale(norms, clip_norm, out=norms)[:, None]
+            del norms
+        if weight is not None:
+            D *= weight[:, None]
+        gradient += part.rmatmul(D)
+        del D, part
+    return gradient, H
 
 
 def clip_labels_to(y, y_bound):
@@ -684,10 +708,20 @@ def sufficient_statistics(design, y, y_bound, sample_weight=None):
     and ``X~^T W y`` (``W = diag(sample_weight)``) and both sensitivities are
     multiplied by ``max_weight`` (one row adds ``w x x^T`` and ``w y x``).
     """
-    labels = clip_labels_to(y, y_bound)
-    if sample_weight is None:
-        return design.gram(), design.rmatmul(labels)
-    return design.gram(sample_weight), design.rmatmul(labels * sample_weight)
+    if not hasattr(design, "row_block"):
+        labels = clip_labels_to(y, y_bound)
+        if sample_weight is None:
+            return design.gram(), design.rmatmul(labels)
+        return design.gram(sample_weight), design.rmatmul(labels * sample_weight)
+    gram = design.gram(sample_weight)
+    # X~^T y block by block: the clipped (weighted) labels of one block at a time.
+    cross = np.zeros(design.n_columns)
+    for start, stop in design.blocks():
+        labels = clip_labels_to(y[start:stop], y_bound)
+        if sample_weight is not None:
+            labels *= sample_weight[start:stop]
+        cross += design.row_block(start, stop).rmatmul(labels)
+    return gram, cross
 
 
 def smallest_eigenvalue(gram):

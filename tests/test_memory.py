@@ -75,6 +75,12 @@ def _estimator(problem):
         ("ridge", 20000, 100, "dp_newton"),
         ("lasso", 20000, 40, "dp_ssp"),
         ("lasso", 6000, 80, "dp_cd"),
+        # Narrow X: a float64 n-vector is 0.1x of a float32 X with 20 columns,
+        # so per-row vectors are formed block by block and the ones a fit
+        # keeps (labels, row norms) are float32 for float32 X.
+        ("logistic", 20000, 20, "dp_newton"),
+        ("ridge", 20000, 20, "dp_newton"),
+        ("lasso", 20000, 20, "dp_ssp"),
     ],
 )
 def test_default_fits_allocate_at_most_0_3x_of_X(problem, n, d, solver, fmt):
@@ -87,15 +93,23 @@ def test_default_fits_allocate_at_most_0_3x_of_X(problem, n, d, solver, fmt):
 
 
 @pytest.mark.parametrize(
-    "problem, n, d, solver", [("lasso", 4000, 200, "dp_cd"), ("logistic", 20000, 200, "dp_newton")]
+    "problem, n, d, solver, limit",
+    [
+        ("logistic", 20000, 200, "dp_newton", LIMIT),
+        ("ridge", 20000, 200, "dp_newton", LIMIT),
+        ("lasso", 4000, 200, "dp_cd", 0.42),
+    ],
 )
-def test_sparse_default_fits_allocate_little_beyond_X(problem, n, d, solver):
-    """CSR: within 0.45x (not yet the 0.3x target): per-row vectors are a larger
-    share of a sparse X, dp_cd's column copies of CSR rows need temporaries of the
-    size of the copy, and dp_newton's sparse Gram blocks are products of sparse blocks."""
+def test_sparse_default_fits_allocate_little_beyond_X(problem, n, d, solver, limit):
+    """CSR: 0.3x for dp_newton (Gram blocks by column slabs, kernels by row blocks).
+
+    dp_cd stays within 0.42x (not yet the 0.3x target): at 20 stored entries a
+    row, its scores and labels (float64 n-vectors) and the column cache (0.1x)
+    with the temporaries of a refill are a larger share of a sparse X.
+    """
     X, z = _data(n, d, "csr")
     y = (z > 0).astype(int) if problem == "logistic" else z
     estimator = _estimator(problem)
     ratio = _peak_ratio(estimator, X, y)
     assert estimator.solver_ == solver
-    assert ratio <= 0.45, f"{solver} on csr: {ratio:.3f}x"
+    assert ratio <= limit, f"{solver} on csr: {ratio:.3f}x"

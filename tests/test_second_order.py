@@ -186,6 +186,41 @@ def test_gram_release_moves_by_at_most_R_squared():
     assert np.linalg.norm(moved) == pytest.approx(big.row_norm_bound**2, rel=1e-9)
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_float32_sums_keep_their_sensitivities_under_rounding(sparse):
+    """float32 X: row factors (rounded down) and row norms (rounded up) are float32.
+
+    A hostile row (long, in float32) moves the gradient sum by at most the clip and
+    the Gram matrix by at most R^2, and every bounded row stays within its bound,
+    although the factors and norms are stored with float32 rounding.
+    """
+    rng = np.random.default_rng(3)
+    X = (rng.normal(size=(400, 6)) * 3).astype(np.float32)
+    X[::7] *= np.float32(1e4)  # many rows far beyond the bound: scaled by float32 factors
+    row = np.array([[3e37, -2e37, 1e37, 0, 5, -7]], dtype=np.float32)
+    Xs = [X, np.vstack([X, row])]
+    if sparse:
+        Xs = [sp.csr_matrix(A) for A in Xs]
+    y = rng.choice([-1.0, 1.0], size=401).astype(np.float32)
+    small, big = (bound_data(A, y[: A.shape[0]], fit_intercept=True, data_norm=1.7)
+                  for A in Xs)
+    assert small.design.row_scale.dtype == np.float32
+    assert small.row_norms.dtype == np.float32
+    R = big.row_norm_bound
+    bounded = big.design.toarray()
+    norms = np.sqrt(np.einsum("ij,ij->i", bounded, bounded))
+    assert np.all(norms <= R * (1 + 1e-15))
+    assert np.all(big.row_norms.astype(np.float64) >= norms * (1 - 1e-15))
+    loss = get_loss("log_loss", n_classes=2)
+    W = rng.normal(size=(7, 1)) * 3
+    clip = 0.5 * R
+    g_small, _ = newton_sums(small.design, small.y, W, loss, clip, small.row_norms)
+    g_big, _ = newton_sums(big.design, big.y, W, loss, clip, big.row_norms)
+    assert np.linalg.norm(g_big - g_small) <= clip * (1 + 1e-9)
+    moved = svec(big.design.gram()) - svec(small.design.gram())
+    assert np.linalg.norm(moved) <= R**2 * (1 + 1e-9)
+
+
 # --------------------------------------------------------------------------
 # Exact noise scales and calibration
 # --------------------------------------------------------------------------

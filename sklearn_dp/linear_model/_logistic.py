@@ -433,7 +433,10 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
     def _encode(y, classes):
         indices = np.searchsorted(classes, y)
         if classes.size == 2:
-            return np.where(indices == 1, 1.0, -1.0)
+            # +-1 in float32 (exact): half the memory of a float64 label vector.
+            labels = np.full(indices.shape, -1.0, dtype=np.float32)
+            labels[indices == 1] = 1.0
+            return labels
         return indices
 
     def _problem(self, n_classes):

@@ -12,7 +12,6 @@ from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _dask
-from .._data import clip_labels
 from .._losses import get_loss
 from .._sklearn_compat import Interval, StrOptions
 from ..solvers import AutoChoice
@@ -49,9 +48,27 @@ def _penalty_in_scaled_units(alpha, l1_ratio, scale, degree):
 
 
 
-def _scaled_labels(y, center, scale):
-    """Labels clipped to ``[center - scale, center + scale]``, centred and divided by ``scale``."""
-    return clip_labels(np.asarray(y, dtype=float) - center, scale) / scale
+def _scaled_labels(y, center, scale, dtype=np.float64):
+    """Labels clipped to ``[center - scale, center + scale]``, centred and divided by ``scale``.
+
+    Computed in float64 block by block (no float64 temporaries of n rows) and
+    stored as ``dtype``: float32 for float32 X (values in ``[-1, 1]`` stay
+    there under rounding, so the label bound holds exactly).
+    """
+    y = np.asarray(y)
+    out = np.empty(y.shape, dtype=dtype)
+    step = 4096  # float64 temporaries of a few pages
+    for start in range(0, y.shape[0], step):
+        part = np.asarray(y[start:start + step], dtype=np.float64) - center
+        np.clip(part, -float(scale), float(scale), out=part)
+        part /= scale
+        out[start:start + step] = part
+    return out
+
+
+def _label_dtype(X):
+    """The dtype of the fit's labels: float32 for float32 X (half the memory), else float64."""
+    return np.float32 if np.dtype(X.dtype) == np.float32 else np.float64
 
 
 class DPSCORegressor(RegressorMixin, BaseDPEstimator):
@@ -457,7 +474,8 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         # is described with the placeholder scale 1 (public checks only).
         placeholder = 1.0 if _is_auto(self.y_bound) else float(self.y_bound)
         data, result, bounds = self._fit_solver(
-            X, y, self._problem(placeholder), finish=self._finish,
+            X, y, self._problem(placeholder), finish=functools.partial(
+                self._finish, dtype=_label_dtype(X)),
             sample_weight=sample_weight, initial_point=initial_point,
         )
         coef, intercept = data.split_coef(result.coef)
@@ -468,10 +486,11 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         )
         return self
 
-    def _finish(self, y, bounds):
+    def _finish(self, y, bounds, dtype=np.float64):
         """Labels clipped to the label range and scaled to [-1, 1]; the problem in those units."""
         y = _dask.map_labels(
-            functools.partial(_scaled_labels, center=bounds.y_center, scale=bounds.y_scale), y
+            functools.partial(_scaled_labels, center=bounds.y_center, scale=bounds.y_scale,
+                              dtype=dtype), y
         )
         return y, self._problem(bounds.y_scale)
 

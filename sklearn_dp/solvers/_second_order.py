@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import scipy.linalg
 from dp_accounting import dp_event as dpe
 
 from .. import _noise, accounting
@@ -231,9 +232,19 @@ def hessian_noise_norm(noise_std, size):
     return math.sqrt(2.0 * size) * float(noise_std)
 
 
-def modified_eigendecomposition(H, floor, eigenvalue="clip"):
-    """``(mod(lambda), V)`` for ``H = V diag(lambda) V^T``: see :func:`modified_newton_direction`."""
-    lam, V = np.linalg.eigh(H)
+def modified_eigendecomposition(H, floor, eigenvalue="clip", overwrite=False):
+    """``(mod(lambda), V)`` for ``H = V diag(lambda) V^T``: see :func:`modified_newton_direction`.
+
+    ``overwrite=True`` lets LAPACK work in ``H``'s own buffer (its values are
+    then lost): no working copy of the matrix.
+    """
+    if overwrite and H.flags.c_contiguous and H.dtype == np.float64:
+        # H is symmetric: its transpose is the same matrix, Fortran-ordered,
+        # which LAPACK decomposes in place (syevr: a workspace of O(m), where
+        # numpy's syevd takes 2 m^2 more, allocated outside numpy).
+        lam, V = scipy.linalg.eigh(H.T, overwrite_a=True, check_finite=False, driver="evr")
+    else:
+        lam, V = np.linalg.eigh(H)
     if eigenvalue == "clip":
         lam = np.maximum(lam, floor)
     else:
@@ -454,13 +465,17 @@ def dp_newton(
                             sample_weight=getattr(part, "sample_weight", None))[0],
                 part.design.gram(getattr(part, "sample_weight", None)),
             ))
+            value = svec(gram_sum)
+            del gram_sum  # freed before the release's own temporaries are made
             gram = _noise.gaussian(
-                svec(gram_sum), sensitivity=hessian_sensitivity, noise_std=hessian_std,
+                value, sensitivity=hessian_sensitivity, noise_std=hessian_std,
                 rng=rng, label="gram matrix",
             )
-            del gram_sum  # not kept into the next pass (peak memory as in memory)
+            del value
             # One block for all classes: the bound is I_K (x) beta G.
-            H_avg = unsvec(gram, n_columns) * (beta / normalizer)
+            H_avg = unsvec(gram, n_columns)
+            del gram
+            H_avg *= beta / normalizer
         else:
             g_sum, H_sum = row_sum(data, lambda part: newton_sums(
                 part.design, part.y, V, loss, clip, part.row_norms, hessian=need_hessian,
@@ -475,12 +490,17 @@ def dp_newton(
                 svec(H_sum), sensitivity=hessian_sensitivity, noise_std=hessian_std, rng=rng,
                 label="hessian sum",
             )
-            H_avg = unsvec(released, n_params) / normalizer
+            del H_sum
+            H_avg = unsvec(released, n_params)
+            del released
+            H_avg /= normalizer
         if need_hessian:
-            H = H_avg.copy()
+            # In place: only the decomposition is kept (later steps reuse it).
+            H, H_avg = H_avg, None
             block_penalized = data.penalized if hessian == "bound" else penalized
             H[np.diag_indices(H.shape[0])] += alpha * block_penalized
-            eigen = modified_eigendecomposition(H, floor, eigenvalue)
+            eigen = modified_eigendecomposition(H, floor, eigenvalue, overwrite=True)
+            del H
         grad = g_noisy / normalizer
         grad[data.penalized] += alpha * V[data.penalized]
         lam, vectors = eigen
@@ -495,6 +515,14 @@ def dp_newton(
             # Restart the momentum when the step goes uphill for the (noisy) gradient.
             uphill = float(np.sum(grad * (W_next - W))) > 0
             since_restart = 0 if uphill else since_restart + 1
+            if private and since_restart >= DEFAULT_NEWTON_STEPS:
+                # A public restart schedule: momentum adds up the noise of the
+                # steps it carries (the weight k / (k + 3) of the previous
+                # step nears 1 as k grows), so with noise it restarts every
+                # DEFAULT_NEWTON_STEPS steps.  The default fit (5 steps) is
+                # unchanged; a long run (max_iter=20) no longer amplifies its
+                # (larger, per-step) noise.
+                since_restart = 0
         W_previous, W = W, W_next
         progress(t + 1, grad_norm=float(np.linalg.norm(grad)),
                  step_norm=float(np.linalg.norm(step)))
