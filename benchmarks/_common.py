@@ -69,7 +69,9 @@ def quartiles(values: Iterable[float | None]) -> tuple[float, float]:
 
 
 def fmt_median_iqr(
-    values: Iterable[float | None], digits: int = 3, iqr_digits: int | None = None,
+    values: Iterable[float | None],
+    digits: int = 3,
+    iqr_digits: int | None = None,
     missing: str = "n/a",
 ) -> str:
     """``"median (q1-q3)"`` of the finite values, or ``missing`` if there are none."""
@@ -102,9 +104,12 @@ def log(message: str) -> None:
 def add_threads_argument(parser, help: str | None = None) -> None:
     """The ``--threads N`` option of every timing script."""
     parser.add_argument(
-        "--threads", type=int, default=None,
-        help=help or "cap BLAS/OpenMP threads (threadpoolctl) for every fit, DP and "
-                     "scikit-learn alike; default: the libraries' own defaults",
+        "--threads",
+        type=int,
+        default=None,
+        help=help
+        or "cap BLAS/OpenMP threads (threadpoolctl) for every fit, DP and "
+        "scikit-learn alike; default: the libraries' own defaults",
     )
 
 

@@ -79,9 +79,14 @@ def run_audit(run, epsilon, delta, n_runs, **options):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = audit_mechanism(
-            run, claimed_epsilon=epsilon, delta=max(delta, 1e-12), n_runs=n_runs,
-            calibration_runs=max(1, n_runs // CALIBRATION_FRACTION), seed_offset=7,
-            include_observed=True, **options,
+            run,
+            claimed_epsilon=epsilon,
+            delta=max(delta, 1e-12),
+            n_runs=n_runs,
+            calibration_runs=max(1, n_runs // CALIBRATION_FRACTION),
+            seed_offset=7,
+            include_observed=True,
+            **options,
         )
     return result, time.perf_counter() - start
 
@@ -91,8 +96,9 @@ def broken_plan_dp_gd(n_samples, n_params, epsilon, delta, **options):
     plan = broken_plan_dp_gd.original(n_samples, n_params, epsilon, delta, **options)
     if plan is None or plan.n_steps <= 1:
         return plan
-    one = broken_plan_dp_gd.original(n_samples, n_params, epsilon, delta,
-                                     **{**options, "max_iter": 1})
+    one = broken_plan_dp_gd.original(
+        n_samples, n_params, epsilon, delta, **{**options, "max_iter": 1}
+    )
     return gd_module.PrivacyPlan(plan.event, one.noise_multiplier, plan.n_steps, plan.details)
 
 
@@ -103,12 +109,18 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10x fewer runs (a smoke test)")
     parser.add_argument("--only", nargs="*", help="audit ids (e.g. dp_gd-solver) to run")
-    parser.add_argument("--variants-only", action="store_true",
-                        help="only the second-estimator audits (results/audit_variants.md)")
+    parser.add_argument(
+        "--variants-only",
+        action="store_true",
+        help="only the second-estimator audits (results/audit_variants.md)",
+    )
     parser.add_argument("--solvers", help="comma-separated solver names to run (both levels)")
-    parser.add_argument("--merge", action="store_true",
-                        help="replace the rows of the audits run in the existing output "
-                        "(results/audit.md) instead of writing a new file")
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="replace the rows of the audits run in the existing output "
+        "(results/audit.md) instead of writing a new file",
+    )
     parser.add_argument("--output", help="default results/audit.md (partial runs: audit_quick.md)")
     args = parser.parse_args(argv)
     solvers = set(args.solvers.split(",")) if args.solvers else None
@@ -135,29 +147,37 @@ def main(argv=None):
             rows.append((audit, None, 0.0))
             log(f"{audit.id:40s} skipped (too slow per fit for a thorough audit)")
             continue
-        result, seconds = run_audit(audit.make_run(audit.epsilon), audit.epsilon, audit.delta,
-                                    n_runs)
+        result, seconds = run_audit(
+            audit.make_run(audit.epsilon), audit.epsilon, audit.delta, n_runs
+        )
         rows.append((audit, result, seconds))
         flag = "" if result.consistent else "   <-- PRIVACY BUG?"
         name = audit.id if audit.level == "solver" else f"{audit.id} {audit.estimator}"
-        log(f"{name:55s} eps={audit.epsilon:g} delta={audit.delta:g} runs={n_runs} "
+        log(
+            f"{name:55s} eps={audit.epsilon:g} delta={audit.delta:g} runs={n_runs} "
             f"lb={result.epsilon_lower_bound:.3f} max={result.max_lower_bound:.2f} "
-            f"({seconds:.0f}s){flag}")
+            f"({seconds:.0f}s){flag}"
+        )
         # Positive control: the same audit with the noise off.
-        result, seconds = run_audit(audit.make_run(math.inf), audit.epsilon, audit.delta,
-                                    max(8, CONTROL_RUNS // scale))
+        result, seconds = run_audit(
+            audit.make_run(math.inf), audit.epsilon, audit.delta, max(8, CONTROL_RUNS // scale)
+        )
         controls.append((f"{name}: noise off", audit.epsilon, audit.delta, result, seconds))
         log(f"  control noise off: lb={result.epsilon_lower_bound:.3f} ({seconds:.0f}s)")
         if audit.power_factor:
             factor = audit.power_factor
-            result, seconds = run_audit(audit.make_run(factor * audit.epsilon), audit.epsilon,
-                                        audit.delta, n_runs)
+            result, seconds = run_audit(
+                audit.make_run(factor * audit.epsilon), audit.epsilon, audit.delta, n_runs
+            )
             ratio = noise_ratio(audit, factor)
-            label = (f"{name}: calibrated for {factor:g} x epsilon"
-                     + (f" (noise x {ratio:.2f})" if ratio else ""))
+            label = f"{name}: calibrated for {factor:g} x epsilon" + (
+                f" (noise x {ratio:.2f})" if ratio else ""
+            )
             controls.append((label, audit.epsilon, audit.delta, result, seconds))
-            log(f"  power control {factor:g} x epsilon: lb={result.epsilon_lower_bound:.3f} "
-                f"({seconds:.0f}s)")
+            log(
+                f"  power control {factor:g} x epsilon: lb={result.epsilon_lower_bound:.3f} "
+                f"({seconds:.0f}s)"
+            )
 
     if not args.only and not args.variants_only and not solvers:
         # Subtler positive controls: noise calibrated for one step of T.
@@ -165,12 +185,14 @@ def main(argv=None):
         gd_module.plan_dp_gd = broken_plan_dp_gd
         try:
             n_runs = 2000 // scale
-            result, seconds = run_audit(audit.make_run(audit.epsilon), audit.epsilon,
-                                        audit.delta, n_runs)
+            result, seconds = run_audit(
+                audit.make_run(audit.epsilon), audit.epsilon, audit.delta, n_runs
+            )
         finally:
             gd_module.plan_dp_gd = broken_plan_dp_gd.original
-        controls.append(("dp_gd-solver: noise for 1 of 8 steps", audit.epsilon, audit.delta,
-                         result, seconds))
+        controls.append(
+            ("dp_gd-solver: noise for 1 of 8 steps", audit.epsilon, audit.delta, result, seconds)
+        )
         log(f"control dp_gd one-step noise: lb={result.epsilon_lower_bound:.3f}")
         for label, steps, rate, broken_steps in (
             ("kernel, 8 full-batch steps", 8, 1.0, (1,)),
@@ -182,25 +204,40 @@ def main(argv=None):
                 if rate >= 1:
                     sigma = gaussian_noise_multiplier(epsilon, delta, calibrated_for)
                 else:
-                    sigma = subsampled_gaussian_noise_multiplier(epsilon, delta, rate,
-                                                                 calibrated_for)
+                    sigma = subsampled_gaussian_noise_multiplier(
+                        epsilon, delta, rate, calibrated_for
+                    )
                 start = time.perf_counter()
                 result = audit_noisy_gradient_sum(
-                    sigma * clip, clip, claimed_epsilon=epsilon, delta=delta, n_steps=steps,
-                    sampling_rate=rate, n_runs=20000 // scale,
-                    calibration_runs=20000 // scale // CALIBRATION_FRACTION, seed_offset=7,
+                    sigma * clip,
+                    clip,
+                    claimed_epsilon=epsilon,
+                    delta=delta,
+                    n_steps=steps,
+                    sampling_rate=rate,
+                    n_runs=20000 // scale,
+                    calibration_runs=20000 // scale // CALIBRATION_FRACTION,
+                    seed_offset=7,
                 )
                 seconds = time.perf_counter() - start
-                entry = (f"{label}, {name}" + ("" if name == "calibrated" else
-                         f" ({calibrated_for} of {steps})"), epsilon, delta, result, seconds)
+                entry = (
+                    f"{label}, {name}"
+                    + ("" if name == "calibrated" else f" ({calibrated_for} of {steps})"),
+                    epsilon,
+                    delta,
+                    result,
+                    seconds,
+                )
                 (controls if name != "calibrated" else rows).append(
-                    entry if name != "calibrated" else ("kernel", label, entry))
+                    entry if name != "calibrated" else ("kernel", label, entry)
+                )
                 log(f"{entry[0]}: lb={result.epsilon_lower_bound:.3f}")
 
     total = time.perf_counter() - total_start
     if args.merge:
         command = "PYTHONPATH=. python benchmarks/bench_audit.py" + "".join(
-            f" {a}" for a in (argv if argv is not None else sys.argv[1:]))
+            f" {a}" for a in (argv if argv is not None else sys.argv[1:])
+        )
         merge_markdown(Path(args.output), rows, controls, total, command)
     else:
         write_markdown(Path(args.output), rows, controls, total, scale)
@@ -218,8 +255,7 @@ def noise_ratio(audit, factor):
         return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        plans = [fit(epsilon, True, 0).plan for epsilon in (factor * audit.epsilon,
-                                                              audit.epsilon)]
+        plans = [fit(epsilon, True, 0).plan for epsilon in (factor * audit.epsilon, audit.epsilon)]
     sigmas = [plan.details.get("snapshot_multiplier", plan.noise_multiplier) for plan in plans]
     return sigmas[0] / sigmas[1] if sigmas[1] else None
 
@@ -262,8 +298,9 @@ def merge_markdown(path, rows, controls, total, command):
     for name, epsilon, delta, result, seconds in controls:
         row = _control_row(name, epsilon, delta, result, seconds)
         stem = name.split(":")[0]
-        hits = [i for i, line in enumerate(lines)
-                if line.startswith(f"| {name.split(' (noise x')[0]}")]
+        hits = [
+            i for i, line in enumerate(lines) if line.startswith(f"| {name.split(' (noise x')[0]}")
+        ]
         if hits:
             lines[hits[0]] = row
             continue
@@ -271,8 +308,10 @@ def merge_markdown(path, rows, controls, total, command):
         if not same:
             raise ValueError(f"no control row of {stem!r} in {path}")
         lines.insert(same[-1] + 1, row)
-    note = (f"Rows of {', '.join(sorted({a.solver for a, r, s in rows}))} updated by "
-            f"`{command}` ({total / 60:.1f} min).")
+    note = (
+        f"Rows of {', '.join(sorted({a.solver for a, r, s in rows}))} updated by "
+        f"`{command}` ({total / 60:.1f} min)."
+    )
     # Earlier notes stay (their rows may still be in the table); a rerun of
     # the same solvers replaces its own note.
     lines = [line for line in lines if not line.startswith(note.split(" updated by")[0])]
@@ -289,7 +328,8 @@ def write_markdown(path, rows, controls, total, scale):
         "# Privacy audits: lower bounds on epsilon per solver",
         "",
         "Produced by `PYTHONPATH=. python benchmarks/bench_audit.py"
-        + (" --quick" if scale > 1 else "") + f"` in {total / 60:.1f} min on one core "
+        + (" --quick" if scale > 1 else "")
+        + f"` in {total / 60:.1f} min on one core "
         f"({platform.processor() or platform.machine()}, Python {platform.python_version()}).",
         "Confidence 95% (both error rates bounded at once); a quarter of the runs chose "
         "the threshold, the rest gave the bound. *max* is the largest bound those runs "
@@ -311,8 +351,9 @@ def write_markdown(path, rows, controls, total, scale):
             solver, level, estimator = audit.solver, audit.level, audit.estimator
             epsilon, delta = audit.epsilon, audit.delta
         if result is None:
-            lines.append(f"| {solver} | {level} | {estimator} | ({epsilon:g}, {delta:g}) | "
-                         "not run | | | | |")
+            lines.append(
+                f"| {solver} | {level} | {estimator} | ({epsilon:g}, {delta:g}) | not run | | | | |"
+            )
             continue
         if not result.consistent:
             bugs.append(f"{solver} {level}")
@@ -340,8 +381,10 @@ def write_markdown(path, rows, controls, total, scale):
     lines += [
         "",
         "Maximal achievable lower bound by runs used for the bound (delta=1e-5, 95%): "
-        + ", ".join(f"{n}: {max_epsilon_lower_bound(n, 1e-5):.2f}"
-                    for n in (100, 300, 1000, 3000, 10000)) + ".",
+        + ", ".join(
+            f"{n}: {max_epsilon_lower_bound(n, 1e-5):.2f}" for n in (100, 300, 1000, 3000, 10000)
+        )
+        + ".",
         "",
         "Privacy bugs found: " + (", ".join(bugs) if bugs else "none") + ".",
         "",

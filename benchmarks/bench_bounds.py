@@ -95,7 +95,11 @@ def log(message):
 
 def median_iqr(values):
     values = np.asarray(values, dtype=float)
-    return float(np.median(values)), float(np.percentile(values, 25)), float(np.percentile(values, 75))
+    return (
+        float(np.median(values)),
+        float(np.percentile(values, 25)),
+        float(np.percentile(values, 75)),
+    )
 
 
 def fmt(values, digits=3):
@@ -169,8 +173,12 @@ def target_pipeline(seeds, total=1.0, scaler_epsilon=PIPELINE_SCALER_EPSILON, **
                 epsilon=scaler_epsilon, delta=5e-6, budget=budget, random_state=SCALER_SEED + seed
             ),
             DPLogisticRegression(
-                epsilon=total - scaler_epsilon, delta=5e-6, classes=[0, 1], budget=budget,
-                random_state=seed, **params,
+                epsilon=total - scaler_epsilon,
+                delta=5e-6,
+                classes=[0, 1],
+                budget=budget,
+                random_state=seed,
+                **params,
             ),
         ).fit(X_train, y_train)
         accs.append(model.score(X_test, y_test))
@@ -189,7 +197,10 @@ def target_regression(seeds, epsilon=1.0, raw_features=False, **params):
             budget = PrivacyBudget(epsilon, 1e-5)
             model = make_pipeline(
                 DPStandardScaler(
-                    epsilon=0.3 * epsilon, delta=5e-6, budget=budget, random_state=SCALER_SEED + seed
+                    epsilon=0.3 * epsilon,
+                    delta=5e-6,
+                    budget=budget,
+                    random_state=SCALER_SEED + seed,
                 ),
                 DPSCORegressor(epsilon=0.7 * epsilon, delta=5e-6, budget=budget, random_state=seed),
             )
@@ -254,7 +265,9 @@ def sparse_recovery(seeds, epsilon, new, n=800, d=1000):
         X = rng.uniform(-1, 1, size=(n + 2000, d))
         y = X @ truth + 0.1 * rng.normal(size=n + 2000)
         params = {} if new else dict(OLD_LASSO_DEFAULTS)
-        model = DPLasso(epsilon=epsilon, radius=1.0, fit_intercept=False, random_state=seed, **params)
+        model = DPLasso(
+            epsilon=epsilon, radius=1.0, fit_intercept=False, random_state=seed, **params
+        )
         model.fit(X[:n], y[:n])
         scores.append(model.score(X[n:], y[n:]))
     return scores
@@ -275,9 +288,13 @@ def run_targets(seeds, reg_seeds, lines):
         X_train, X_test, y_train, y_test = bc_split(X, y, seed)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            sk.append(LogisticRegression(max_iter=10000).fit(X_train, y_train).score(X_test, y_test))
+            sk.append(
+                LogisticRegression(max_iter=10000).fit(X_train, y_train).score(X_test, y_test)
+            )
         sk_scaled.append(
-            make_pipeline(StandardScaler(), LogisticRegression()).fit(X_train, y_train).score(X_test, y_test)
+            make_pipeline(StandardScaler(), LogisticRegression())
+            .fit(X_train, y_train)
+            .score(X_test, y_test)
         )
     new = target_raw_logistic(seeds)
     old = target_raw_logistic(seeds, **OLD_DEFAULTS)
@@ -287,7 +304,7 @@ def run_targets(seeds, reg_seeds, lines):
         f"{len(seeds)} stratified 80/20 splits (`random_state=seed`), median test accuracy [IQR].\n",
         "| model | accuracy |",
         "|---|---|",
-        f"| DP, default bounds (`\"auto\"`) | {fmt(new)} |",
+        f'| DP, default bounds (`"auto"`) | {fmt(new)} |',
         f"| DP, old defaults (`data_norm=1.0, intercept_scaling=1.0`) | {fmt(old)} |",
         f"| scikit-learn `LogisticRegression(max_iter=10000)` on the raw data | {fmt(sk)} |",
         f"| scikit-learn `StandardScaler + LogisticRegression` | {fmt(sk_scaled)} |",
@@ -351,23 +368,43 @@ def run_scaled(seeds, epsilons, lines, large_seeds):
     lines += [
         "## Already-scaled data: new defaults against the old ones\n",
         "Old defaults: `data_norm=1.0` (and `feature_bound=1.0`, `y_bound=1.0`), "
-        "`intercept_scaling=1.0`. New: `\"auto\"` everywhere. Median score over the seeds "
+        '`intercept_scaling=1.0`. New: `"auto"` everywhere. Median score over the seeds '
         "(accuracy; R^2 for regressions); the check is new >= old - 0.01.\n",
         "| data set | estimator | epsilon | old defaults | new defaults | change (points) | check |",
         "|---|---|---|---|---|---|---|",
     ]
     worst = math.inf
     cases = [
-        ("breast_cancer (public ranges)", "DPLogisticRegression", seeds,
-         lambda s, e, new: scaled_logistic("breast_cancer", s, e, new)),
-        ("synthetic_100k", "DPLogisticRegression", large_seeds,
-         lambda s, e, new: scaled_logistic("synthetic_100k", s, e, new)),
-        ("diabetes (public scaling)", "DPSCORegressor", seeds,
-         lambda s, e, new: scaled_diabetes("DPSCORegressor", s, e, new)),
-        ("diabetes (public scaling)", "DPLasso", seeds,
-         lambda s, e, new: scaled_diabetes("DPLasso", s, e, new)),
-        ("sparse recovery n=800, d=1000", "DPLasso(radius=1)", large_seeds,
-         lambda s, e, new: sparse_recovery(s, e, new)),
+        (
+            "breast_cancer (public ranges)",
+            "DPLogisticRegression",
+            seeds,
+            lambda s, e, new: scaled_logistic("breast_cancer", s, e, new),
+        ),
+        (
+            "synthetic_100k",
+            "DPLogisticRegression",
+            large_seeds,
+            lambda s, e, new: scaled_logistic("synthetic_100k", s, e, new),
+        ),
+        (
+            "diabetes (public scaling)",
+            "DPSCORegressor",
+            seeds,
+            lambda s, e, new: scaled_diabetes("DPSCORegressor", s, e, new),
+        ),
+        (
+            "diabetes (public scaling)",
+            "DPLasso",
+            seeds,
+            lambda s, e, new: scaled_diabetes("DPLasso", s, e, new),
+        ),
+        (
+            "sparse recovery n=800, d=1000",
+            "DPLasso(radius=1)",
+            large_seeds,
+            lambda s, e, new: sparse_recovery(s, e, new),
+        ),
     ]
     for title, estimator, case_seeds, run in cases:
         for epsilon in epsilons:
@@ -384,7 +421,10 @@ def run_scaled(seeds, epsilons, lines, large_seeds):
 
 
 _CONSTANTS = (
-    "CLASSIFIER_ROW_WINDOW", "REGRESSOR_ROW_WINDOW", "LABEL_WINDOW", "TILT",
+    "CLASSIFIER_ROW_WINDOW",
+    "REGRESSOR_ROW_WINDOW",
+    "LABEL_WINDOW",
+    "TILT",
     "BOUNDS_EPSILON_FRACTION",
 )
 
@@ -416,13 +456,19 @@ def run_tune(seeds, reg_seeds, lines):
     ]
     X, y = raw_breast_cancer()
     grid = [
-        (2.0, 4.0, 0.1), (4.0, 4.0, 0.1), (10.0, 10.0, 0.1), (2.0, 4.0, 0.05), (2.0, 10.0, 0.1),
+        (2.0, 4.0, 0.1),
+        (4.0, 4.0, 0.1),
+        (10.0, 10.0, 0.1),
+        (2.0, 4.0, 0.05),
+        (2.0, 10.0, 0.1),
     ]
     for classifier, regressor, fraction in grid:
         log(f"tune classifier={classifier} regressor={regressor} share={fraction}")
         with constants(
-            CLASSIFIER_ROW_WINDOW=classifier, REGRESSOR_ROW_WINDOW=regressor,
-            LABEL_WINDOW=regressor, BOUNDS_EPSILON_FRACTION=fraction,
+            CLASSIFIER_ROW_WINDOW=classifier,
+            REGRESSOR_ROW_WINDOW=regressor,
+            LABEL_WINDOW=regressor,
+            BOUNDS_EPSILON_FRACTION=fraction,
         ):
             raw = target_raw_logistic(seeds)
             pipe, _ = target_pipeline(seeds)
@@ -464,7 +510,8 @@ def main(argv=None):
         "# Private bounds and DP preprocessing (`benchmarks/bench_bounds.py`)\n",
         f"sklearn_dp {sklearn_dp.__version__}, scikit-learn {sklearn.__version__}, numpy "
         f"{np.__version__}, Python {platform.python_version()}, {platform.machine()}; "
-        "constants: " + ", ".join(f"{name}={getattr(_bounds, name):g}" for name in _CONSTANTS)
+        "constants: "
+        + ", ".join(f"{name}={getattr(_bounds, name):g}" for name in _CONSTANTS)
         + f", WINDOW={_bounds.WINDOW:g}.\n",
     ]
     if args.tune:

@@ -165,8 +165,11 @@ def _synthetic(signal):
     else:
         w_tilde[:] = rng.normal(0.0, 0.8, d)
     y = (rng.uniform(size=n) < expit(U @ w_tilde + 0.3)).astype(int)
-    where = {"large": "the 4 widest-range features", "small": "the 4 narrowest-range features",
-             "spread": "all 20 features"}[signal]
+    where = {
+        "large": "the 4 widest-range features",
+        "small": "the 4 narrowest-range features",
+        "spread": "all 20 features",
+    }[signal]
     return Problem(
         name=f"synthetic_{signal}",
         title=f"Synthetic logistic, signal on {where.replace('the ', '')}",
@@ -344,8 +347,9 @@ def reference_optimum(problem, X, y):
 def make_estimator(method, problem, epsilon, passes, seed):
     """(estimator, feature scale): fit it on X / scale; its coef_ / scale is in raw units."""
     scale = np.ones_like(problem.feature_bound)
-    common = dict(epsilon=epsilon, delta=DELTA, max_iter=passes, random_state=seed,
-                  penalty=problem.penalty)
+    common = dict(
+        epsilon=epsilon, delta=DELTA, max_iter=passes, random_state=seed, penalty=problem.penalty
+    )
     if problem.task == "classification":
         make = DPLogisticRegression
         common.update(C=problem.C, classes=[0, 1])
@@ -357,11 +361,13 @@ def make_estimator(method, problem, epsilon, passes, seed):
         options = {"sampling": sampling}
         if blocked:
             options["blocks"] = problem.blocks
-        return make(solver="dp_cd", feature_bound=problem.feature_bound,
-                    solver_options=options, **common), scale
+        return make(
+            solver="dp_cd", feature_bound=problem.feature_bound, solver_options=options, **common
+        ), scale
     if method == "dp_gd":
-        return make(solver="dp_gd", data_norm=float(np.linalg.norm(problem.feature_bound)),
-                    **common), scale
+        return make(
+            solver="dp_gd", data_norm=float(np.linalg.norm(problem.feature_bound)), **common
+        ), scale
     if method == "dp_gd_rescaled":
         scale = problem.feature_bound
         return make(solver="dp_gd", data_norm=math.sqrt(scale.size), **common), scale
@@ -411,8 +417,10 @@ def score(problem, model, scale, X_test, y_test):
 
 def raw_coefficients(model, scale):
     coef = np.ravel(model.coef_) / scale
-    intercept = float(np.ravel(model.intercept_)[0]) if np.ndim(model.intercept_) else float(
-        model.intercept_
+    intercept = (
+        float(np.ravel(model.intercept_)[0])
+        if np.ndim(model.intercept_)
+        else float(model.intercept_)
     )
     return np.append(coef, intercept)
 
@@ -437,7 +445,7 @@ def run_problem(problem, epsilons, seeds, passes, sweep, log):
             residual = np.sum((y_test - z) ** 2)
             reference_score.append(1 - residual / np.sum((y_test - y_test.mean()) ** 2))
         w_tilde = v_star[:-1] * problem.feature_bound
-        top = np.argsort(problem.feature_bound)[-max(1, problem.feature_bound.size // 4):]
+        top = np.argsort(problem.feature_bound)[-max(1, problem.feature_bound.size // 4) :]
         star_share.append(float(np.sum(w_tilde[top] ** 2) / np.sum(w_tilde**2)))
         for method in METHODS:
             theory[method].append(theory_factor(method, problem, X_train, v_star, alpha))
@@ -469,10 +477,18 @@ def run_problem(problem, epsilons, seeds, passes, sweep, log):
                 sweep_test[method][n_passes].append(test_score)
         elapsed = time.perf_counter() - t0
         log(f"  {problem.name}: seed {seed} ({i + 1}/{len(seeds)}) {elapsed:.1f} s")
-    return dict(gap=gap, test=test, sweep_gap=sweep_gap, sweep_test=sweep_test,
-                reference_score=reference_score,
-                theory=theory, seconds=seconds, star_share=star_share,
-                n_train=X_train.shape[0], n_test=X_test.shape[0])
+    return dict(
+        gap=gap,
+        test=test,
+        sweep_gap=sweep_gap,
+        sweep_test=sweep_test,
+        reference_score=reference_score,
+        theory=theory,
+        seconds=seconds,
+        star_share=star_share,
+        n_train=X_train.shape[0],
+        n_test=X_test.shape[0],
+    )
 
 
 # --------------------------------------------------------------------------
@@ -495,8 +511,16 @@ def importance_verdict(res, epsilons):
             u = np.array(res["gap"][uniform][epsilon])
             s = np.array(res["gap"][importance][epsilon])
             wins = float(np.mean(s < u))
-            rows.append([kind, f"{epsilon:g}", f"{median(u):.3f}", f"{median(s):.3f}",
-                         f"{median(s) / median(u):.2f}", f"{wins:.0%}"])
+            rows.append(
+                [
+                    kind,
+                    f"{epsilon:g}",
+                    f"{median(u):.3f}",
+                    f"{median(s):.3f}",
+                    f"{median(s) / median(u):.2f}",
+                    f"{wins:.0%}",
+                ]
+            )
     return rows
 
 
@@ -529,8 +553,10 @@ def report_problem(problem, res, epsilons, seeds, passes, sweep):
     rows = [[f"{e:g}"] + [fmt(res["gap"][m][e]) for m in METHODS] for e in epsilons]
     out.append(md_table(headers, rows))
     out.append("")
-    out.append(f"{score_name.capitalize()}, median (interquartile range); non-private optimum: "
-               f"{fmt(res['reference_score'])}.")
+    out.append(
+        f"{score_name.capitalize()}, median (interquartile range); non-private optimum: "
+        f"{fmt(res['reference_score'])}."
+    )
     out.append("")
     rows = [[f"{e:g}"] + [fmt(res["test"][m][e]) for m in METHODS] for e in epsilons]
     out.append(md_table(headers, rows))
@@ -541,8 +567,12 @@ def report_problem(problem, res, epsilons, seeds, passes, sweep):
         "importance sampling has the lower gap."
     )
     out.append("")
-    out.append(md_table(["sampling", "epsilon", "uniform", "importance", "ratio", "IS better"],
-                        importance_verdict(res, epsilons)))
+    out.append(
+        md_table(
+            ["sampling", "epsilon", "uniform", "importance", "ratio", "IS better"],
+            importance_verdict(res, epsilons),
+        )
+    )
     out.append("")
     rows = []
     uniform_theory = median(res["theory"]["cd_uniform"])
@@ -558,18 +588,30 @@ def report_problem(problem, res, epsilons, seeds, passes, sweep):
         f"beside the measured median gap at epsilon={SWEEP_EPSILON:g}:"
     )
     out.append("")
-    out.append(md_table(["method", "Sigma_S R_{MP^-1}", "relative to cd_uniform",
-                         f"measured gap (eps={SWEEP_EPSILON:g})"], rows))
+    out.append(
+        md_table(
+            [
+                "method",
+                "Sigma_S R_{MP^-1}",
+                "relative to cd_uniform",
+                f"measured gap (eps={SWEEP_EPSILON:g})",
+            ],
+            rows,
+        )
+    )
     out.append("")
     if sweep:
-        out.append(f"Relative objective gap against the number of passes at epsilon="
-                   f"{SWEEP_EPSILON:g} (same passes for every method):")
+        out.append(
+            f"Relative objective gap against the number of passes at epsilon="
+            f"{SWEEP_EPSILON:g} (same passes for every method):"
+        )
         out.append("")
         rows = [[str(p)] + [fmt(res["sweep_gap"][m][p]) for m in METHODS] for p in sweep]
         out.append(md_table(["passes"] + METHODS, rows))
         out.append("")
-        out.append(f"{score_name.capitalize()} against the number of passes at epsilon="
-                   f"{SWEEP_EPSILON:g}:")
+        out.append(
+            f"{score_name.capitalize()} against the number of passes at epsilon={SWEEP_EPSILON:g}:"
+        )
         out.append("")
         rows = [[str(p)] + [fmt(res["sweep_test"][m][p]) for m in METHODS] for p in sweep]
         out.append(md_table(["passes"] + METHODS, rows))
@@ -601,8 +643,9 @@ def plot(results, problems, epsilons, sweep, paths):
     def panels(key, ylabel, path, xs, xlabel, log_y, reference=None):
         n_cols = min(3, len(problems) + 1)
         n_rows = math.ceil((len(problems) + 1) / n_cols)
-        fig, axes = plt.subplots(n_rows, n_cols, figsize=(5.0 * n_cols, 4.0 * n_rows),
-                                 squeeze=False)
+        fig, axes = plt.subplots(
+            n_rows, n_cols, figsize=(5.0 * n_cols, 4.0 * n_rows), squeeze=False
+        )
         axes = axes.ravel()
         for ax, problem in zip(axes, problems):
             res = results[problem.name]
@@ -611,8 +654,13 @@ def plot(results, problems, epsilons, sweep, paths):
                 meds = [median(v) for v in values]
                 q = [quartiles(v) for v in values]
                 ax.plot(xs, meds, label=method, **styles[method])
-                ax.fill_between(xs, [a for a, _ in q], [b for _, b in q], alpha=0.12,
-                                color=styles[method]["color"])
+                ax.fill_between(
+                    xs,
+                    [a for a, _ in q],
+                    [b for _, b in q],
+                    alpha=0.12,
+                    color=styles[method]["color"],
+                )
             if reference is not None:
                 top = median(res[reference])
                 ax.axhline(top, color="k", linestyle=":", label="non-private optimum")
@@ -629,24 +677,54 @@ def plot(results, problems, epsilons, sweep, paths):
             ax.set_ylabel(ylabel)
             ax.set_title(problem.title, fontsize=9)
         handles, labels = axes[0].get_legend_handles_labels()
-        for ax in axes[len(problems):]:
+        for ax in axes[len(problems) :]:
             ax.axis("off")
-        axes[len(problems)].legend(handles, labels, loc="center", fontsize=10,
-                                   title="median over seeds; band: interquartile range")
+        axes[len(problems)].legend(
+            handles,
+            labels,
+            loc="center",
+            fontsize=10,
+            title="median over seeds; band: interquartile range",
+        )
         fig.tight_layout()
         fig.savefig(path, dpi=110)
         plt.close(fig)
 
-    panels("gap", "relative objective gap (median)", paths["gap"], list(epsilons),
-           f"epsilon (delta={DELTA:g})", True)
-    panels("test", "test accuracy / R^2 (median)", paths["score"], list(epsilons),
-           f"epsilon (delta={DELTA:g})", False, reference="reference_score")
+    panels(
+        "gap",
+        "relative objective gap (median)",
+        paths["gap"],
+        list(epsilons),
+        f"epsilon (delta={DELTA:g})",
+        True,
+    )
+    panels(
+        "test",
+        "test accuracy / R^2 (median)",
+        paths["score"],
+        list(epsilons),
+        f"epsilon (delta={DELTA:g})",
+        False,
+        reference="reference_score",
+    )
     if sweep:
-        panels("sweep_gap", f"relative gap at epsilon={SWEEP_EPSILON:g}", paths["passes"],
-               list(sweep), "passes over the data", True)
-        panels("sweep_test", f"test accuracy / R^2 at epsilon={SWEEP_EPSILON:g}",
-               paths["passes_score"], list(sweep), "passes over the data", False,
-               reference="reference_score")
+        panels(
+            "sweep_gap",
+            f"relative gap at epsilon={SWEEP_EPSILON:g}",
+            paths["passes"],
+            list(sweep),
+            "passes over the data",
+            True,
+        )
+        panels(
+            "sweep_test",
+            f"test accuracy / R^2 at epsilon={SWEEP_EPSILON:g}",
+            paths["passes_score"],
+            list(sweep),
+            "passes over the data",
+            False,
+            reference="reference_score",
+        )
 
 
 def summary(results, problems, epsilons):
@@ -654,8 +732,10 @@ def summary(results, problems, epsilons):
     out = ["## Does importance sampling win when the M_j are heterogeneous?", ""]
     for problem in problems:
         res = results[problem.name]
-        ratios = [median(res["gap"]["cd_importance"][e]) / median(res["gap"]["cd_uniform"][e])
-                  for e in epsilons]
+        ratios = [
+            median(res["gap"]["cd_importance"][e]) / median(res["gap"]["cd_uniform"][e])
+            for e in epsilons
+        ]
         block_ratios = [
             median(res["gap"]["bcd_importance"][e]) / median(res["gap"]["bcd_uniform"][e])
             for e in epsilons
@@ -668,11 +748,15 @@ def summary(results, problems, epsilons):
             + ", ".join(f"{r:.2f}" for r in ratios)
             + " (single coordinates), "
             + ", ".join(f"{r:.2f}" for r in block_ratios)
-            + " (blocks) at epsilon " + ", ".join(f"{e:g}" for e in epsilons)
-            + "; lowest median gap: " + ", ".join(f"{best[e]}" for e in epsilons)
-            + "; best median test score: " + ", ".join(
+            + " (blocks) at epsilon "
+            + ", ".join(f"{e:g}" for e in epsilons)
+            + "; lowest median gap: "
+            + ", ".join(f"{best[e]}" for e in epsilons)
+            + "; best median test score: "
+            + ", ".join(
                 f"{best_score[e]} ({median(res['test'][best_score[e]][e]):.3f})" for e in epsilons
-            ) + "."
+            )
+            + "."
         )
     out.append("")
     return "\n".join(out)
@@ -728,8 +812,9 @@ def main(argv=None):
         "not zero even without noise.",
         "",
     ]
-    body = [report_problem(p, results[p.name], epsilons, seeds, args.passes, sweep)
-            for p in problems]
+    body = [
+        report_problem(p, results[p.name], epsilons, seeds, args.passes, sweep) for p in problems
+    ]
     text = "\n".join(header + [summary(results, problems, epsilons)] + body)
     figures = ("gap", "score", "passes", "passes_score")
     text += "\nFigures: " + ", ".join(f"`{paths[k].name}`" for k in figures) + "\n"

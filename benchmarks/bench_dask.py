@@ -64,10 +64,12 @@ def write_data(path, n_rows, d, chunk_rows):
 
     sizes = [min(chunk_rows, n_rows - s) for s in range(0, n_rows, chunk_rows)]
     parts = [dask.delayed(_chunk, nout=2)(i, r, d) for i, r in enumerate(sizes)]
-    X = da.concatenate([
-        da.from_delayed(p[0], shape=(r, d), dtype=np.float32) for p, r in zip(parts, sizes)
-    ])
-    y = da.concatenate([da.from_delayed(p[1], shape=(r,), dtype=np.int8) for p, r in zip(parts, sizes)])
+    X = da.concatenate(
+        [da.from_delayed(p[0], shape=(r, d), dtype=np.float32) for p, r in zip(parts, sizes)]
+    )
+    y = da.concatenate(
+        [da.from_delayed(p[1], shape=(r,), dtype=np.int8) for p, r in zip(parts, sizes)]
+    )
     with dask.config.set(scheduler="threads"):
         da.to_npy_stack(os.path.join(path, "X"), X, axis=0)
         da.to_npy_stack(os.path.join(path, "y"), y, axis=0)
@@ -130,8 +132,13 @@ def part_dask(args, rows):
     if args.scheduler == "distributed":
         from distributed import Client, LocalCluster
 
-        cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                               dashboard_address=None, host="127.0.0.1")
+        cluster = LocalCluster(
+            n_workers=args.workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            host="127.0.0.1",
+        )
         client = Client(cluster)
     else:
         dask.config.set(scheduler="threads", num_workers=args.workers)
@@ -143,9 +150,16 @@ def part_dask(args, rows):
     if client is not None:
         client.close()
         cluster.close()
-    return dict(rows=int(X.shape[0]), seconds=seconds, passes=passes, peak_mb=_peak_mb(),
-                accuracy=accuracy, coef=model.coef_.ravel().tolist(),
-                intercept=float(model.intercept_[0]), scheduler=args.scheduler)
+    return dict(
+        rows=int(X.shape[0]),
+        seconds=seconds,
+        passes=passes,
+        peak_mb=_peak_mb(),
+        accuracy=accuracy,
+        coef=model.coef_.ravel().tolist(),
+        intercept=float(model.intercept_[0]),
+        scheduler=args.scheduler,
+    )
 
 
 def part_memory(args, rows):
@@ -171,17 +185,39 @@ def part_memory(args, rows):
     start = time.perf_counter()
     reference = LogisticRegression(C=1e4, max_iter=200).fit(X, y)
     sk_seconds = time.perf_counter() - start
-    return dict(rows=int(X.shape[0]), seconds=seconds, peak_mb=_peak_mb(), load_peak_mb=load_mb,
-                accuracy=accuracy, numpy_pass=numpy_pass,
-                sklearn_accuracy=float(reference.score(X_test, y_test)), sklearn_seconds=sk_seconds,
-                coef=model.coef_.ravel().tolist(), intercept=float(model.intercept_[0]))
+    return dict(
+        rows=int(X.shape[0]),
+        seconds=seconds,
+        peak_mb=_peak_mb(),
+        load_peak_mb=load_mb,
+        accuracy=accuracy,
+        numpy_pass=numpy_pass,
+        sklearn_accuracy=float(reference.score(X_test, y_test)),
+        sklearn_seconds=sk_seconds,
+        coef=model.coef_.ravel().tolist(),
+        intercept=float(model.intercept_[0]),
+    )
 
 
 def _run_part(args, part, rows):
-    command = [sys.executable, os.path.abspath(__file__), "--part", part, "--path", args.path,
-               "--rows", str(rows), "--features", str(args.features),
-               "--workers", str(args.workers), "--scheduler", args.scheduler,
-               "--test-rows", str(args.test_rows)]
+    command = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--part",
+        part,
+        "--path",
+        args.path,
+        "--rows",
+        str(rows),
+        "--features",
+        str(args.features),
+        "--workers",
+        str(args.workers),
+        "--scheduler",
+        args.scheduler,
+        "--test-rows",
+        str(args.test_rows),
+    ]
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     out = subprocess.run(command, check=True, capture_output=True, text=True, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])

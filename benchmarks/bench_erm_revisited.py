@@ -165,33 +165,97 @@ class Method:
 
 
 STRONGLY_CONVEX = [
-    Method("DP-GD (Alg. 4: plain, last iterate)", "dp_gd", dict(momentum=None, output="last"),
-           (10, 30, 100, 300), (10, 30), dict(color="tab:gray", marker="s")),
-    Method("DP-GD (library: Nesterov, tail average)", "dp_gd", {},
-           (10, 30, 100, 300), (10, 30), dict(color="black", marker="D")),
-    Method("DP-SGD (library: Poisson, b=0.1n)", "dp_sgd", {},
-           (30, 100, 300), (30,), dict(color="tab:olive", marker="^")),
-    Method("DP-SVRG (b=sqrt(n), smoothness bound)", "dp_svrg", {},
-           (1, 2, 4, 6, 8), (1, 2, 4), dict(color="tab:blue", marker="o")),
-    Method("DP-SVRG (b=sqrt(n), 2G bound)", "dp_svrg", dict(difference_bound="clip"),
-           (2, 4), (2,), dict(color="tab:cyan", marker="v")),
-    Method("DP-SVRG (paper: b=1, m=5000, 2G bound)", "dp_svrg",
-           dict(batch_size=1, inner_steps=5000, difference_bound="clip"),
-           (15,), (), dict(color="tab:red", marker="x")),
+    Method(
+        "DP-GD (Alg. 4: plain, last iterate)",
+        "dp_gd",
+        dict(momentum=None, output="last"),
+        (10, 30, 100, 300),
+        (10, 30),
+        dict(color="tab:gray", marker="s"),
+    ),
+    Method(
+        "DP-GD (library: Nesterov, tail average)",
+        "dp_gd",
+        {},
+        (10, 30, 100, 300),
+        (10, 30),
+        dict(color="black", marker="D"),
+    ),
+    Method(
+        "DP-SGD (library: Poisson, b=0.1n)",
+        "dp_sgd",
+        {},
+        (30, 100, 300),
+        (30,),
+        dict(color="tab:olive", marker="^"),
+    ),
+    Method(
+        "DP-SVRG (b=sqrt(n), smoothness bound)",
+        "dp_svrg",
+        {},
+        (1, 2, 4, 6, 8),
+        (1, 2, 4),
+        dict(color="tab:blue", marker="o"),
+    ),
+    Method(
+        "DP-SVRG (b=sqrt(n), 2G bound)",
+        "dp_svrg",
+        dict(difference_bound="clip"),
+        (2, 4),
+        (2,),
+        dict(color="tab:cyan", marker="v"),
+    ),
+    Method(
+        "DP-SVRG (paper: b=1, m=5000, 2G bound)",
+        "dp_svrg",
+        dict(batch_size=1, inner_steps=5000, difference_bound="clip"),
+        (15,),
+        (),
+        dict(color="tab:red", marker="x"),
+    ),
 ]
 
 CONVEX = [
-    Method("DP-GD (Alg. 4: plain, last iterate)", "dp_gd", dict(momentum=None, output="last"),
-           (10, 30, 100, 300), (10, 30), dict(color="tab:gray", marker="s")),
-    Method("DP-GD (library: Nesterov, tail average)", "dp_gd", {},
-           (10, 30, 100, 300), (10, 30), dict(color="black", marker="D")),
-    Method("DP-SGD (library: Poisson, b=0.1n)", "dp_sgd", {},
-           (30, 100, 300), (30,), dict(color="tab:olive", marker="^")),
-    Method("DP-SVRG++ (b=sqrt(n), smoothness bound)", "dp_svrg_pp", {},
-           (2, 3, 4, 5, 6), (2, 3), dict(color="tab:green", marker="o")),
-    Method("DP-SVRG++ (paper: b=1, m=10, 2G bound)", "dp_svrg_pp",
-           dict(batch_size=1, inner_steps=10, difference_bound="clip"),
-           (8, 10), (), dict(color="tab:red", marker="x")),
+    Method(
+        "DP-GD (Alg. 4: plain, last iterate)",
+        "dp_gd",
+        dict(momentum=None, output="last"),
+        (10, 30, 100, 300),
+        (10, 30),
+        dict(color="tab:gray", marker="s"),
+    ),
+    Method(
+        "DP-GD (library: Nesterov, tail average)",
+        "dp_gd",
+        {},
+        (10, 30, 100, 300),
+        (10, 30),
+        dict(color="black", marker="D"),
+    ),
+    Method(
+        "DP-SGD (library: Poisson, b=0.1n)",
+        "dp_sgd",
+        {},
+        (30, 100, 300),
+        (30,),
+        dict(color="tab:olive", marker="^"),
+    ),
+    Method(
+        "DP-SVRG++ (b=sqrt(n), smoothness bound)",
+        "dp_svrg_pp",
+        {},
+        (2, 3, 4, 5, 6),
+        (2, 3),
+        dict(color="tab:green", marker="o"),
+    ),
+    Method(
+        "DP-SVRG++ (paper: b=1, m=10, 2G bound)",
+        "dp_svrg_pp",
+        dict(batch_size=1, inner_steps=10, difference_bound="clip"),
+        (8, 10),
+        (),
+        dict(color="tab:red", marker="x"),
+    ),
 ]
 
 PROBLEMS = [("lambda=1e-2", LAMBDA, STRONGLY_CONVEX), ("lambda=0", 0.0, CONVEX)]
@@ -199,8 +263,12 @@ PROBLEMS = [("lambda=1e-2", LAMBDA, STRONGLY_CONVEX), ("lambda=0", 0.0, CONVEX)]
 
 def plan_kwargs(method, data, lam, budget, loss):
     return dict(
-        method.options, max_iter=budget, loss=loss, row_norm_bound=data.row_norm_bound,
-        alpha=lam, clip_norm=G,
+        method.options,
+        max_iter=budget,
+        loss=loss,
+        row_norm_bound=data.row_norm_bound,
+        alpha=lam,
+        clip_norm=G,
     )
 
 
@@ -210,7 +278,9 @@ def warm_calibration(method, data, lam, budget, epsilon, loss):
     import inspect
 
     parameters = inspect.signature(spec.plan).parameters
-    kwargs = {k: v for k, v in plan_kwargs(method, data, lam, budget, loss).items() if k in parameters}
+    kwargs = {
+        k: v for k, v in plan_kwargs(method, data, lam, budget, loss).items() if k in parameters
+    }
     start = time.perf_counter()
     spec.plan(data.n_samples, data.n_columns, epsilon, DELTA, **kwargs)
     return time.perf_counter() - start
@@ -220,8 +290,16 @@ def run_point(method, data, lam, budget, epsilon, seed, loss, optimum_value):
     spec = SOLVERS[method.solver]
     start = time.perf_counter()
     result = spec.function(
-        data, loss, n_outputs=1, alpha=lam, epsilon=epsilon, delta=DELTA, max_iter=budget,
-        clip_norm=G, random_state=seed, **method.options,
+        data,
+        loss,
+        n_outputs=1,
+        alpha=lam,
+        epsilon=epsilon,
+        delta=DELTA,
+        max_iter=budget,
+        clip_norm=G,
+        random_state=seed,
+        **method.options,
     )
     seconds = time.perf_counter() - start
     gap = objective(data, result.coef[:, 0], lam) - optimum_value
@@ -230,7 +308,9 @@ def run_point(method, data, lam, budget, epsilon, seed, loss, optimum_value):
         "gradient_evaluations", result.plan.n_steps * result.plan.details.get("batch_size", 0)
     )
     return dict(
-        gap=gap, seconds=seconds, passes=evaluations / data.n_samples,
+        gap=gap,
+        seconds=seconds,
+        passes=evaluations / data.n_samples,
         steps=result.plan.n_steps,
     )
 
@@ -243,7 +323,9 @@ def run_point(method, data, lam, budget, epsilon, seed, loss, optimum_value):
 def summarise(points):
     gaps = [p["gap"] for p in points]
     return dict(
-        gap=float(np.median(gaps)), gap_lo=float(np.min(gaps)), gap_hi=float(np.max(gaps)),
+        gap=float(np.median(gaps)),
+        gap_lo=float(np.min(gaps)),
+        gap_hi=float(np.max(gaps)),
         passes=float(np.mean([p["passes"] for p in points])),
         seconds=float(np.median([p["seconds"] for p in points])),
         steps=points[0]["steps"],
@@ -268,8 +350,14 @@ def plot(results, dataset, problem, methods, epsilons, path):
                 ax = axes[i, j]
                 x = [s[xkey] for s in summary]
                 ax.plot(x, [s["gap"] for s in summary], label=method.label, **method.style)
-                ax.fill_between(x, [s["gap_lo"] for s in summary], [s["gap_hi"] for s in summary],
-                                color=method.style.get("color"), alpha=0.12, linewidth=0)
+                ax.fill_between(
+                    x,
+                    [s["gap_lo"] for s in summary],
+                    [s["gap_hi"] for s in summary],
+                    color=method.style.get("color"),
+                    alpha=0.12,
+                    linewidth=0,
+                )
         for i, xlabel in enumerate(("gradient evaluations / n", "fit time (s)")):
             ax = axes[i, j]
             ax.set_xscale("log")
@@ -293,10 +381,18 @@ def plot(results, dataset, problem, methods, epsilons, path):
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smoke test: small data, few points")
-    parser.add_argument("--seeds-large", type=int, default=None,
-                        help="seeds on covtype_like (default 1; 1 with --quick)")
-    parser.add_argument("--seeds-small", type=int, default=None,
-                        help="seeds on breast_cancer (default 5; 2 with --quick)")
+    parser.add_argument(
+        "--seeds-large",
+        type=int,
+        default=None,
+        help="seeds on covtype_like (default 1; 1 with --quick)",
+    )
+    parser.add_argument(
+        "--seeds-small",
+        type=int,
+        default=None,
+        help="seeds on breast_cancer (default 5; 2 with --quick)",
+    )
     parser.add_argument("--output-dir", type=Path, default=RESULTS_DIR)
     return parser.parse_args(argv)
 
@@ -321,13 +417,22 @@ def main(argv=None):
     optima = {}
     calibration = defaultdict(float)
     for dataset, n_seeds in datasets:
-        data = bound_data(dataset.X, dataset.y, fit_intercept=True,
-                          intercept_scaling=INTERCEPT_SCALING, data_norm=DATA_NORM)
+        data = bound_data(
+            dataset.X,
+            dataset.y,
+            fit_intercept=True,
+            intercept_scaling=INTERCEPT_SCALING,
+            data_norm=DATA_NORM,
+        )
         assert data.row_norm_bound == math.hypot(DATA_NORM, INTERCEPT_SCALING)
         for problem, lam, methods in PROBLEMS:
             w_opt, grad_norm = newton_optimum(data, lam)
             optimum_value = objective(data, w_opt, lam)
-            optima[(dataset.name, problem)] = (optimum_value, grad_norm, float(np.linalg.norm(w_opt)))
+            optima[(dataset.name, problem)] = (
+                optimum_value,
+                grad_norm,
+                float(np.linalg.norm(w_opt)),
+            )
             log(f"{dataset.name} {problem}: F* = {optimum_value:.10f} (|grad| {grad_norm:.1e})")
             for method in methods:
                 budgets = method.quick_budgets if args.quick else method.budgets
@@ -335,7 +440,8 @@ def main(argv=None):
                     rows = {}
                     for budget in budgets:
                         calibration[method.solver] += warm_calibration(
-                            method, data, lam, budget, eps, loss)
+                            method, data, lam, budget, eps, loss
+                        )
                         points = [
                             run_point(method, data, lam, budget, eps, seed, loss, optimum_value)
                             for seed in range(n_seeds)
@@ -343,11 +449,25 @@ def main(argv=None):
                         rows[budget] = summarise(points)
                     results[(dataset.name, problem, method.label, eps)] = rows
                 log(f"  {method.label}: done")
-            plot(results, dataset, problem, methods, EPSILONS,
-                 args.output_dir / f"{stem}_{dataset.name}_{problem.replace('=', '')}.png")
+            plot(
+                results,
+                dataset,
+                problem,
+                methods,
+                EPSILONS,
+                args.output_dir / f"{stem}_{dataset.name}_{problem.replace('=', '')}.png",
+            )
 
-    report = build_report(results, datasets, optima, calibration, args, seeds_large, seeds_small,
-                          time.perf_counter() - t_start)
+    report = build_report(
+        results,
+        datasets,
+        optima,
+        calibration,
+        args,
+        seeds_large,
+        seeds_small,
+        time.perf_counter() - t_start,
+    )
     (args.output_dir / f"{stem}.md").write_text(report)
     print(report)
 
@@ -376,16 +496,23 @@ def build_report(results, datasets, optima, calibration, args, seeds_large, seed
         out += [f"## {dataset.title}", "", f"Public scaling: {dataset.public}.", ""]
         for problem, _lam, methods in PROBLEMS:
             f_star, grad_norm, w_norm = optima[(dataset.name, problem)]
-            out += [f"### {problem}", "",
-                    f"F* = {f_star:.10f} (Newton, gradient norm {grad_norm:.1e}, "
-                    f"||w*|| = {w_norm:.3g}). "
-                    f"Figure: `{('erm_revisited_quick' if args.quick else 'erm_revisited')}_"
-                    f"{dataset.name}_{problem.replace('=', '')}.png`.", ""]
+            out += [
+                f"### {problem}",
+                "",
+                f"F* = {f_star:.10f} (Newton, gradient norm {grad_norm:.1e}, "
+                f"||w*|| = {w_norm:.3g}). "
+                f"Figure: `{('erm_revisited_quick' if args.quick else 'erm_revisited')}_"
+                f"{dataset.name}_{problem.replace('=', '')}.png`.",
+                "",
+            ]
             headers = ["method", "max_iter", "noisy releases"] + [
-                f"eps={e:g}: gap / passes / time" for e in EPSILONS]
+                f"eps={e:g}: gap / passes / time" for e in EPSILONS
+            ]
             rows = []
             for method in methods:
-                per_eps = [results.get((dataset.name, problem, method.label, e), {}) for e in EPSILONS]
+                per_eps = [
+                    results.get((dataset.name, problem, method.label, e), {}) for e in EPSILONS
+                ]
                 for budget in sorted(per_eps[0]):
                     cells = [method.label, budget, per_eps[0][budget]["steps"]]
                     for r in per_eps:
@@ -419,8 +546,10 @@ def summary_lines(results, dataset, problem, methods):
                 reach = [b for b in sorted(rows) if rows[b]["gap"] <= 2 * gd_best["gap"]]
                 if reach:
                     r = rows[reach[0]]
-                    text += (f"; within 2x of DP-GD's best ({gd_best['gap']:.3g}, "
-                             f"{gd_best['passes']:.3g} passes) at {r['passes']:.3g} passes")
+                    text += (
+                        f"; within 2x of DP-GD's best ({gd_best['gap']:.3g}, "
+                        f"{gd_best['passes']:.3g} passes) at {r['passes']:.3g} passes"
+                    )
                 else:
                     text += "; never within 2x of DP-GD's best"
             parts.append(text)

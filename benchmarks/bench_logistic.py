@@ -385,18 +385,24 @@ def plot(results, datasets, path):
             meds = [median(res["accuracy"][name][e]) for e in eps]
             q = [quartiles(res["accuracy"][name][e]) for e in eps]
             (line,) = ax.plot(eps, meds, marker="o", label=name)
-            ax.fill_between(eps, [a for a, _ in q], [b for _, b in q], alpha=0.15,
-                            color=line.get_color())
-        ax.axhline(median(res["sk_accuracy"]), color="k", linestyle="--",
-                   label="sklearn lbfgs (non-private)")
+            ax.fill_between(
+                eps, [a for a, _ in q], [b for _, b in q], alpha=0.15, color=line.get_color()
+            )
+        ax.axhline(
+            median(res["sk_accuracy"]),
+            color="k",
+            linestyle="--",
+            label="sklearn lbfgs (non-private)",
+        )
         ax.set_xscale("log")
         ax.set_xticks(eps)
         ax.set_xticklabels([f"{e:g}" for e in eps])
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_xlabel(f"epsilon (delta={DELTA:g})")
         ax.set_ylabel("median test accuracy")
-        ax.set_title(f"{dataset.title}\n{len(res['seeds'])} seeds, band = interquartile range",
-                     fontsize=9)
+        ax.set_title(
+            f"{dataset.title}\n{len(res['seeds'])} seeds, band = interquartile range", fontsize=9
+        )
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
@@ -411,20 +417,43 @@ def plot(results, datasets, path):
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, default=None,
-                        help=f"seeds per data set (default {DEFAULT_SEEDS}; "
-                             f"{QUICK_SEEDS} with --quick)")
-    parser.add_argument("--large-seeds", type=int, default=None,
-                        help="seeds for synthetic_100k only (default: same as --seeds)")
-    parser.add_argument("--quick", action="store_true",
-                        help=f"smoke test: {QUICK_SEEDS} seeds, epsilon in {QUICK_EPSILONS}")
-    parser.add_argument("--datasets", nargs="+", choices=sorted(DATASETS),
-                        default=list(DATASETS), help="data sets to run (default: all)")
-    parser.add_argument("--solvers", nargs="+", default=SOLVERS_TO_BENCH,
-                        help="solvers to run (default: %(default)s; unregistered ones are skipped)")
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        default=None,
+        help=f"seeds per data set (default {DEFAULT_SEEDS}; {QUICK_SEEDS} with --quick)",
+    )
+    parser.add_argument(
+        "--large-seeds",
+        type=int,
+        default=None,
+        help="seeds for synthetic_100k only (default: same as --seeds)",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"smoke test: {QUICK_SEEDS} seeds, epsilon in {QUICK_EPSILONS}",
+    )
+    parser.add_argument(
+        "--datasets",
+        nargs="+",
+        choices=sorted(DATASETS),
+        default=list(DATASETS),
+        help="data sets to run (default: all)",
+    )
+    parser.add_argument(
+        "--solvers",
+        nargs="+",
+        default=SOLVERS_TO_BENCH,
+        help="solvers to run (default: %(default)s; unregistered ones are skipped)",
+    )
     add_threads_argument(parser)
-    parser.add_argument("--output-dir", type=Path, default=RESULTS_DIR,
-                        help="where to write the Markdown table and the plot")
+    parser.add_argument(
+        "--output-dir",
+        type=Path,
+        default=RESULTS_DIR,
+        help="where to write the Markdown table and the plot",
+    )
     return parser.parse_args(argv)
 
 
@@ -489,8 +518,9 @@ def main(argv=None):
     if skipped:
         parts += [f"Solvers not registered, skipped: {', '.join(skipped)}.", ""]
     for dataset in datasets:
-        parts.append(report_dataset(dataset, results[dataset.name], epsilons,
-                                     results[dataset.name]["seeds"]))
+        parts.append(
+            report_dataset(dataset, results[dataset.name], epsilons, results[dataset.name]["seeds"])
+        )
     parts.append(targets_section(results))
     if caught_warnings:
         parts += ["## Warnings raised during the run", ""]

@@ -86,8 +86,14 @@ def run(seeds, log):
     X_train, _, y_train, _ = dataset.split(seeds[0])
     LogisticRegression().fit(X_train, y_train)
     for _, solver, params in METHODS:
-        DPLogisticRegression(epsilon=1.0, solver=solver, data_norm=dataset.data_norm,
-                             classes=[0, 1], random_state=0, **params).fit(X_train, y_train)
+        DPLogisticRegression(
+            epsilon=1.0,
+            solver=solver,
+            data_norm=dataset.data_norm,
+            classes=[0, 1],
+            random_state=0,
+            **params,
+        ).fit(X_train, y_train)
     for i, seed in enumerate(seeds):
         t_seed = time.perf_counter()
         X_train, X_test, y_train, y_test = dataset.split(seed)
@@ -101,8 +107,13 @@ def run(seeds, log):
                     continue
                 for epsilon in EPSILONS:
                     model = DPLogisticRegression(
-                        epsilon=epsilon, delta=delta, solver=solver, data_norm=dataset.data_norm,
-                        classes=[0, 1], random_state=seed, **params,
+                        epsilon=epsilon,
+                        delta=delta,
+                        solver=solver,
+                        data_norm=dataset.data_norm,
+                        classes=[0, 1],
+                        random_state=seed,
+                        **params,
                     )
                     try:
                         start = time.perf_counter()
@@ -116,12 +127,27 @@ def run(seeds, log):
                     if epsilon == 1.0:
                         fit_seconds[label, delta].append(seconds)
                     if i == 0:
-                        checks.append((label, delta, epsilon, model.privacy_spent_[0],
-                                       epsilon_of_event(model.dp_event_, delta)))
+                        checks.append(
+                            (
+                                label,
+                                delta,
+                                epsilon,
+                                model.privacy_spent_[0],
+                                epsilon_of_event(model.dp_event_, delta),
+                            )
+                        )
         log(f"  seed {seed} ({i + 1}/{len(seeds)}) in {time.perf_counter() - t_seed:.1f} s")
-    return dict(dataset=dataset, accuracy=accuracy, fit_seconds=fit_seconds, checks=checks,
-                sk_accuracy=sk_accuracy, sk_seconds=sk_seconds, errors=errors,
-                n_train=X_train.shape[0], n_test=X_test.shape[0])
+    return dict(
+        dataset=dataset,
+        accuracy=accuracy,
+        fit_seconds=fit_seconds,
+        checks=checks,
+        sk_accuracy=sk_accuracy,
+        sk_seconds=sk_seconds,
+        errors=errors,
+        n_train=X_train.shape[0],
+        n_test=X_test.shape[0],
+    )
 
 
 def report(res, seeds, command, wall):
@@ -158,8 +184,12 @@ def report(res, seeds, command, wall):
     sk_cell = summary(res["sk_accuracy"])
     for delta in DELTAS:
         labels = [label for label, solver, _ in METHODS if delta > 0 or solver in PURE_CAPABLE]
-        rows = [[f"{eps:g}"] + [summary(res["accuracy"][label, delta, eps]) for label in labels]
-                + [sk_cell] for eps in EPSILONS]
+        rows = [
+            [f"{eps:g}"]
+            + [summary(res["accuracy"][label, delta, eps]) for label in labels]
+            + [sk_cell]
+            for eps in EPSILONS
+        ]
         title = "pure epsilon-DP (delta = 0)" if delta == 0 else f"delta = {delta:g}"
         out += [f"### Test accuracy, {title}: median over seeds (interquartile range)", ""]
         out.append(md_table(["epsilon"] + labels + ["sklearn (non-private)"], rows))
@@ -167,12 +197,21 @@ def report(res, seeds, command, wall):
     rows = [["sklearn lbfgs", f"{np.median(res['sk_seconds']) * 1e3:.1f} ms", "1.00"]]
     sk_median = np.median(res["sk_seconds"])
     for (label, delta), seconds in res["fit_seconds"].items():
-        rows.append([f"{label} (delta={delta:g})", f"{np.median(seconds) * 1e3:.1f} ms",
-                     f"{np.median(seconds) / sk_median:.2f}"])
-    out += ["### Fit time at epsilon = 1 (median over seeds, whole `fit`, after a warm-up; "
-            "the first fit of a new (epsilon, delta) also pays its noise calibration, cached "
-            "afterwards; all fits single-threaded on a shared 2-core machine)", "",
-            md_table(["method", "fit time", "ratio to lbfgs"], rows), ""]
+        rows.append(
+            [
+                f"{label} (delta={delta:g})",
+                f"{np.median(seconds) * 1e3:.1f} ms",
+                f"{np.median(seconds) / sk_median:.2f}",
+            ]
+        )
+    out += [
+        "### Fit time at epsilon = 1 (median over seeds, whole `fit`, after a warm-up; "
+        "the first fit of a new (epsilon, delta) also pays its noise calibration, cached "
+        "afterwards; all fits single-threaded on a shared 2-core machine)",
+        "",
+        md_table(["method", "fit time", "ratio to lbfgs"], rows),
+        "",
+    ]
     worst = max(rec - claimed for _, _, _, claimed, rec in res["checks"])
     out += [
         "### Accounting check",
@@ -205,15 +244,17 @@ def plot(res, path):
             style = "--" if "C=0.1" in label else "-"
             (line,) = ax.plot(EPSILONS, med, style, marker="o", label=label)
             ax.fill_between(EPSILONS, q1, q3, alpha=0.12, color=line.get_color())
-        ax.axhline(np.median(res["sk_accuracy"]), color="k", linestyle=":",
-                   label="sklearn (non-private)")
+        ax.axhline(
+            np.median(res["sk_accuracy"]), color="k", linestyle=":", label="sklearn (non-private)"
+        )
         ax.set_xscale("log")
         ax.set_xticks(EPSILONS)
         ax.set_xticklabels([f"{e:g}" for e in EPSILONS])
         ax.minorticks_off()
         ax.set_xlabel("epsilon")
-        ax.set_title("pure epsilon-DP (delta = 0)" if delta == 0 else f"delta = {delta:g}",
-                     fontsize=10)
+        ax.set_title(
+            "pure epsilon-DP (delta = 0)" if delta == 0 else f"delta = {delta:g}", fontsize=10
+        )
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7, loc="lower right")
     axes[0].set_ylabel("median test accuracy (band: IQR)")
@@ -237,8 +278,9 @@ def main(argv=None):
         warnings.simplefilter("always")
         res = run(seeds, log)
     wall = time.perf_counter() - start
-    command = " ".join(["python benchmarks/bench_perturbation.py"]
-                       + (sys.argv[1:] if argv is None else list(argv)))
+    command = " ".join(
+        ["python benchmarks/bench_perturbation.py"] + (sys.argv[1:] if argv is None else list(argv))
+    )
     text = report(res, seeds, command, wall)
     messages = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
     if messages:

@@ -47,8 +47,9 @@ def scaled(X):
 
 
 def problems():
-    X, y = make_classification(n_samples=1000, n_features=10, n_informative=5, class_sep=2.0,
-                               random_state=2)
+    X, y = make_classification(
+        n_samples=1000, n_features=10, n_informative=5, class_sep=2.0, random_state=2
+    )
     yield "classification d=10, separable", scaled(X), y, "clf"
     X, y = make_classification(n_samples=600, n_features=30, n_informative=10, random_state=1)
     yield "classification d=30, noisy", scaled(X), y, "clf"
@@ -58,12 +59,19 @@ def problems():
 
 def main():
     start = time.perf_counter()
-    lines = ["# objective_perturbation: choice of `epsilon_split`", "",
-             "Command: `python benchmarks/bench_perturbation_split.py`", "",
-             f"epsilon={EPSILON:g}, {len(SEEDS)} seeds (80/20 splits), all fits single-threaded. "
-             "Cells: median test accuracy / median log loss (classification) or median R^2 "
-             "(regression, `y_bound=1`). Synthetic data only.", ""]
-    header = "| problem | delta | non-private | " + " | ".join(f"split={s:g}" for s in SPLITS) + " |"
+    lines = [
+        "# objective_perturbation: choice of `epsilon_split`",
+        "",
+        "Command: `python benchmarks/bench_perturbation_split.py`",
+        "",
+        f"epsilon={EPSILON:g}, {len(SEEDS)} seeds (80/20 splits), all fits single-threaded. "
+        "Cells: median test accuracy / median log loss (classification) or median R^2 "
+        "(regression, `y_bound=1`). Synthetic data only.",
+        "",
+    ]
+    header = (
+        "| problem | delta | non-private | " + " | ".join(f"split={s:g}" for s in SPLITS) + " |"
+    )
     lines += [header, "|" + "---|" * (3 + len(SPLITS))]
     warnings.simplefilter("ignore", UserWarning)
     with threadpool_limits(1):
@@ -74,30 +82,42 @@ def main():
                 for split in SPLITS:
                     scores, losses = [], []
                     for seed in SEEDS:
-                        Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.2,
-                                                              random_state=seed)
+                        Xtr, Xte, ytr, yte = train_test_split(
+                            X, y, test_size=0.2, random_state=seed
+                        )
                         options = dict(epsilon_split=split)
                         if kind == "clf":
                             model = DPLogisticRegression(
-                                epsilon=EPSILON, delta=delta, solver="objective_perturbation",
-                                data_norm=data_norm, classes=[0, 1], random_state=seed,
-                                solver_options=options).fit(Xtr, ytr)
+                                epsilon=EPSILON,
+                                delta=delta,
+                                solver="objective_perturbation",
+                                data_norm=data_norm,
+                                classes=[0, 1],
+                                random_state=seed,
+                                solver_options=options,
+                            ).fit(Xtr, ytr)
                             losses.append(log_loss(yte, model.predict_proba(Xte)))
                         else:
                             model = DPSCORegressor(
-                                epsilon=EPSILON, delta=delta, solver="objective_perturbation",
-                                data_norm=data_norm, y_bound=1.0, random_state=seed,
-                                solver_options=options).fit(Xtr, ytr)
+                                epsilon=EPSILON,
+                                delta=delta,
+                                solver="objective_perturbation",
+                                data_norm=data_norm,
+                                y_bound=1.0,
+                                random_state=seed,
+                                solver_options=options,
+                            ).fit(Xtr, ytr)
                         scores.append(model.score(Xte, yte))
                     cell = f"{np.median(scores):.3f}"
                     if losses:
                         cell += f" / {np.median(losses):.3f}"
                     cells.append(cell)
                 Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.2, random_state=0)
-                reference = (LogisticRegression() if kind == "clf" else Ridge(alpha=1e-4))
+                reference = LogisticRegression() if kind == "clf" else Ridge(alpha=1e-4)
                 reference_score = reference.fit(Xtr, ytr).score(Xte, yte)
-                lines.append(f"| {name} | {delta:g} | {reference_score:.3f} | "
-                             + " | ".join(cells) + " |")
+                lines.append(
+                    f"| {name} | {delta:g} | {reference_score:.3f} | " + " | ".join(cells) + " |"
+                )
                 print(lines[-1], file=sys.stderr, flush=True)
     lines += ["", f"Whole run {time.perf_counter() - start:.1f} s."]
     text = "\n".join(lines) + "\n"

@@ -87,7 +87,11 @@ def synthetic(n, d=10, seed=0):
     return Dataset(
         name=f"synthetic_{n // 1000}k",
         title=f"synthetic LAD, n={n}, d={d}",
-        X=X, y=y, data_norm=1.0, y_bound=1.0, radius=2.0,
+        X=X,
+        y=y,
+        data_norm=1.0,
+        y_bound=1.0,
+        radius=2.0,
         public=[
             "data_norm=1 and y_bound=1: the generator keeps rows in the unit ball and labels "
             "in [-1, 1]",
@@ -106,7 +110,10 @@ def diabetes():
     return Dataset(
         name="diabetes",
         title=f"diabetes (sklearn), n={n}, d={d}",
-        X=data.data, y=data.target.astype(float), data_norm=data_norm, y_bound=350.0,
+        X=data.data,
+        y=data.target.astype(float),
+        data_norm=data_norm,
+        y_bound=350.0,
         radius=3500.0,
         public=[
             f"data_norm = 4 sqrt(d/n) = {data_norm:.3f}: the documented scaling gives each column "
@@ -120,8 +127,9 @@ def diabetes():
 def lad_optimum(data):
     """Exact min_w mean|A w - y| on the bounded data, via the dual LP (HiGHS)."""
     n, p = data.X.shape
-    result = linprog(-data.y, A_eq=data.X.T, b_eq=np.zeros(p), bounds=[(-1 / n, 1 / n)],
-                     method="highs")
+    result = linprog(
+        -data.y, A_eq=data.X.T, b_eq=np.zeros(p), bounds=[(-1 / n, 1 / n)], method="highs"
+    )
     if result.status != 0:
         raise RuntimeError(f"LP failed: {result.message}")
     return -result.eqlin.marginals, -result.fun
@@ -145,9 +153,16 @@ def methods(n):
 def make(dataset, epsilon, seed, params, **extra):
     n = dataset.X.shape[0]
     return DPSCORegressor(
-        epsilon=epsilon, delta=n ** -1.1, loss="absolute", penalty=None,
-        radius=dataset.radius, data_norm=dataset.data_norm, y_bound=dataset.y_bound,
-        random_state=seed, **params, **extra,
+        epsilon=epsilon,
+        delta=n**-1.1,
+        loss="absolute",
+        penalty=None,
+        radius=dataset.radius,
+        data_norm=dataset.data_norm,
+        y_bound=dataset.y_bound,
+        random_state=seed,
+        **params,
+        **extra,
     )
 
 
@@ -161,8 +176,12 @@ def cost(model, n):
 
 def run_dataset(dataset, epsilons, seeds, log):
     n = dataset.X.shape[0]
-    bounded = bound_data(dataset.X, clip_labels(dataset.y, dataset.y_bound), fit_intercept=True,
-                         data_norm=dataset.data_norm)
+    bounded = bound_data(
+        dataset.X,
+        clip_labels(dataset.y, dataset.y_bound),
+        fit_intercept=True,
+        data_norm=dataset.data_norm,
+    )
     t = time.perf_counter()
     w_star, f_star = lad_optimum(bounded)
     lp_seconds = time.perf_counter() - t
@@ -182,12 +201,20 @@ def run_dataset(dataset, epsilons, seeds, log):
                 value = np.mean(np.abs(y_user - model.predict(dataset.X)))
                 excess[name][eps].append(value - f_star)
                 costs[name][eps] = cost(model, n)
-            log(f"  {dataset.name} {name} eps={eps:g}: median excess "
+            log(
+                f"  {dataset.name} {name} eps={eps:g}: median excess "
                 f"{np.median(excess[name][eps]):.3g}, median time "
-                f"{np.median(seconds[name][eps]):.2f} s")
+                f"{np.median(seconds[name][eps]):.2f} s"
+            )
     return dict(
-        f_star=f_star, w_star_norm=float(np.linalg.norm(w_star)), lp_seconds=lp_seconds,
-        excess=excess, seconds=seconds, costs=costs, n=n, d=dataset.X.shape[1],
+        f_star=f_star,
+        w_star_norm=float(np.linalg.norm(w_star)),
+        lp_seconds=lp_seconds,
+        excess=excess,
+        seconds=seconds,
+        costs=costs,
+        n=n,
+        d=dataset.X.shape[1],
     )
 
 
@@ -200,16 +227,22 @@ def tolerance_ablation(dataset, seeds, epsilons=(1.0, math.inf)):
     for factor, restart in settings:
         cells = []
         for eps in epsilons:
-            rate = default_tolerance(n, d + 1, eps, n ** -1.1) / DEFAULT_TOL_FACTOR
+            rate = default_tolerance(n, d + 1, eps, n**-1.1) / DEFAULT_TOL_FACTOR
             values, depth = [], None
             for seed in seeds:
-                model = make(dataset, eps, seed, dict(solver="resque"),
-                             solver_options={"tol": factor * rate, "restart": restart})
+                model = make(
+                    dataset,
+                    eps,
+                    seed,
+                    dict(solver="resque"),
+                    solver_options={"tol": factor * rate, "restart": restart},
+                )
                 model.fit(dataset.X, dataset.y)
                 values.append(np.mean(np.abs(dataset.y - model.predict(dataset.X))) - f_star)
                 depth = model.query_depth_
-            cells.append(f"{fmt(np.median(values))} [{fmt(min(values))}, {fmt(max(values))}] "
-                         f"(K={depth})")
+            cells.append(
+                f"{fmt(np.median(values))} [{fmt(min(values))}, {fmt(max(values))}] (K={depth})"
+            )
         label = f"{factor:g}" + (" (default)" if factor == DEFAULT_TOL_FACTOR else "")
         rows.append([label, "on" if restart else "off"] + cells)
     return epsilons, rows
@@ -227,6 +260,7 @@ def time_breakdown(dataset, epsilon=1.0, seed=0):
                 return fn(*args, **kwargs)
             finally:
                 spent[key] += time.perf_counter() - start
+
         return wrapper
 
     resque_module._query_round = timed(real_round, "rounds")
@@ -282,8 +316,16 @@ def report_dataset(dataset, res, epsilons, seeds):
     for name in names:
         for eps in epsilons:
             rounds, steps, queries = res["costs"][name][eps]
-            rows.append([name, fmt_eps(eps), f"{np.median(res['seconds'][name][eps]):.2f} s",
-                         str(rounds), str(steps), f"{queries:,}"])
+            rows.append(
+                [
+                    name,
+                    fmt_eps(eps),
+                    f"{np.median(res['seconds'][name][eps]):.2f} s",
+                    str(rounds),
+                    str(steps),
+                    f"{queries:,}",
+                ]
+            )
     out.append(
         "Wall time (median over seeds; noise calibration cached after the first seed) and "
         "parallel cost. Query rounds: sequential rounds of gradient queries (resque: one per "
@@ -291,8 +333,9 @@ def report_dataset(dataset, res, epsilons, seeds):
         "(resque: counted; dp_sgd: expected, steps x expected batch)."
     )
     out.append("")
-    out.append(md_table(["method", "epsilon", "time", "query rounds", "sequential steps",
-                         "queries"], rows))
+    out.append(
+        md_table(["method", "epsilon", "time", "query rounds", "sequential steps", "queries"], rows)
+    )
     out.append("")
     return "\n".join(out)
 
@@ -313,8 +356,9 @@ def plot(datasets, results, epsilons, path):
                 med = [np.median(v) for v in values]
                 low = [m - np.min(v) for m, v in zip(med, values)]
                 high = [np.max(v) - m for m, v in zip(med, values)]
-                axes[row, col].errorbar(positions, med, yerr=[low, high], marker="o",
-                                        capsize=3, label=name)
+                axes[row, col].errorbar(
+                    positions, med, yerr=[low, high], marker="o", capsize=3, label=name
+                )
         for row, label in ((0, "excess empirical risk (units of y)"), (1, "fit time (s)")):
             ax = axes[row, col]
             ax.set_yscale("log")
@@ -340,9 +384,11 @@ def main(argv=None):
     quick = args.quick
     seeds = list(range(args.seeds or (1 if quick else SEEDS)))
     epsilons = QUICK_EPSILONS if quick else EPSILONS
-    datasets = [synthetic(10_000), diabetes()] if quick else [
-        synthetic(10_000), synthetic(100_000), diabetes()
-    ]
+    datasets = (
+        [synthetic(10_000), diabetes()]
+        if quick
+        else [synthetic(10_000), synthetic(100_000), diabetes()]
+    )
     started = time.perf_counter()
 
     def log(message):
@@ -371,7 +417,7 @@ def main(argv=None):
         f"{platform.machine()} (2 cores shared with other jobs: times are indicative). "
         f"Total {time.perf_counter() - started:.0f} s.",
         "",
-        "Every fit: `DPSCORegressor(loss=\"absolute\", penalty=None, radius=R, data_norm, "
+        'Every fit: `DPSCORegressor(loss="absolute", penalty=None, radius=R, data_norm, '
         "y_bound, delta=n^-1.1)` on the whole data set; excess risk against the exact LP "
         "optimum of the same bounded problem.",
         "",
@@ -386,15 +432,25 @@ def main(argv=None):
         "the acceleration (not in the paper). Median [min, max] excess over "
         f"{len(seeds)} seeds.",
         "",
-        md_table(["tol / rate", "restart"] + [f"epsilon={fmt_eps(e)}" for e in ablation_eps],
-                 ablation_rows),
+        md_table(
+            ["tol / rate", "restart"] + [f"epsilon={fmt_eps(e)}" for e in ablation_eps],
+            ablation_rows,
+        ),
         "",
         "## Where resque spends its time (epsilon=1, one fit)",
         "",
         md_table(
             ["data set", "fit", "query rounds", "sequential inner steps", "fit with n_jobs=2"],
-            [[name, f"{t:.2f} s", f"{r:.2f} s ({r / t:.0%})", f"{s:.2f} s ({s / t:.0%})",
-              f"{two:.2f} s"] for name, (t, r, s, two) in breakdown.items()],
+            [
+                [
+                    name,
+                    f"{t:.2f} s",
+                    f"{r:.2f} s ({r / t:.0%})",
+                    f"{s:.2f} s ({s / t:.0%})",
+                    f"{two:.2f} s",
+                ]
+                for name, (t, r, s, two) in breakdown.items()
+            ],
         ),
         "",
     ]

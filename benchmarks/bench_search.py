@@ -63,7 +63,7 @@ GRID = {"C": [0.1, 1.0, 10.0], "max_iter": [30, 100]}
 BAD_C = 0.001
 GRID_WITH_BAD = {"C": [BAD_C] + GRID["C"], "max_iter": GRID["max_iter"]}
 DATASETS = ("breast_cancer", "digits", "wine", "iris")
-EPSILON = 2.0          # total of the search (selection + refit)
+EPSILON = 2.0  # total of the search (selection + refit)
 DEFAULT_EPSILON = 1.0  # the default estimator of the targets
 DELTA = 1e-5
 DEFAULT_SEEDS = 10
@@ -81,16 +81,22 @@ def fmt(values):
 def run_dataset(dataset, seeds, options, log):
     classes = sorted(np.unique(dataset.y).tolist())
     base = dict(data_norm=dataset.data_norm, classes=classes)
-    results = {key: [] for key in ("search", "search_half", "search_norefit", "default",
-                                   "default2", "sklearn")}
+    results = {
+        key: []
+        for key in ("search", "search_half", "search_norefit", "default", "default2", "sklearn")
+    }
     picks, picks_norefit, times, checks = Counter(), Counter(), [], []
     bad_picks, bad_accuracy, bad_alone = [], [], []
     for seed in seeds:
         X_train, X_test, y_train, y_test = dataset.split(seed)
         start = time.perf_counter()
         search = DPGridSearchCV(
-            DPLogisticRegression(**base), GRID, epsilon=EPSILON, delta=DELTA,
-            random_state=seed, **options,
+            DPLogisticRegression(**base),
+            GRID,
+            epsilon=EPSILON,
+            delta=DELTA,
+            random_state=seed,
+            **options,
         ).fit(X_train, y_train)
         times.append(time.perf_counter() - start)
         results["search"].append(search.score(X_test, y_test))
@@ -101,22 +107,35 @@ def run_dataset(dataset, seeds, options, log):
             and search.privacy_spent_ == (EPSILON, DELTA)
         )
         half = DPGridSearchCV(
-            DPLogisticRegression(**base), GRID, epsilon=EPSILON, delta=DELTA,
-            random_state=seed, **{**options, "refit_fraction": 0.5},
+            DPLogisticRegression(**base),
+            GRID,
+            epsilon=EPSILON,
+            delta=DELTA,
+            random_state=seed,
+            **{**options, "refit_fraction": 0.5},
         ).fit(X_train, y_train)
         results["search_half"].append(half.score(X_test, y_test))
         with_bad = DPGridSearchCV(
-            DPLogisticRegression(**base), GRID_WITH_BAD, epsilon=EPSILON, delta=DELTA,
-            random_state=seed, **options,
+            DPLogisticRegression(**base),
+            GRID_WITH_BAD,
+            epsilon=EPSILON,
+            delta=DELTA,
+            random_state=seed,
+            **options,
         ).fit(X_train, y_train)
         bad_picks.append(with_bad.best_params_["C"] == BAD_C)
         bad_accuracy.append(with_bad.score(X_test, y_test))
-        bad_model = DPLogisticRegression(epsilon=DEFAULT_EPSILON, delta=DELTA, C=BAD_C,
-                                         random_state=seed, **base)
+        bad_model = DPLogisticRegression(
+            epsilon=DEFAULT_EPSILON, delta=DELTA, C=BAD_C, random_state=seed, **base
+        )
         bad_alone.append(bad_model.fit(X_train, y_train).score(X_test, y_test))
         norefit = DPGridSearchCV(
-            DPLogisticRegression(**base), GRID, epsilon=EPSILON, delta=DELTA,
-            random_state=seed, **{**options, "refit": False},
+            DPLogisticRegression(**base),
+            GRID,
+            epsilon=EPSILON,
+            delta=DELTA,
+            random_state=seed,
+            **{**options, "refit": False},
         ).fit(X_train, y_train)
         results["search_norefit"].append(norefit.score(X_test, y_test))
         picks_norefit[tuple(norefit.best_params_[k] for k in GRID)] += 1
@@ -128,13 +147,21 @@ def run_dataset(dataset, seeds, options, log):
             warnings.simplefilter("ignore", ConvergenceWarning)
             reference = GridSearchCV(LogisticRegression(), GRID, cv=5).fit(X_train, y_train)
         results["sklearn"].append(reference.score(X_test, y_test))
-        log(f"  {dataset.name} seed {seed}: search {results['search'][-1]:.3f}, "
+        log(
+            f"  {dataset.name} seed {seed}: search {results['search'][-1]:.3f}, "
             f"default {results['default'][-1]:.3f}, sklearn {results['sklearn'][-1]:.3f} "
-            f"({times[-1]:.1f} s)")
+            f"({times[-1]:.1f} s)"
+        )
     return dict(
-        results=results, picks=picks, picks_norefit=picks_norefit, times=times,
-        checks=checks, run_epsilon=search.run_epsilon_, bad_picks=bad_picks,
-        bad_accuracy=bad_accuracy, bad_alone=bad_alone,
+        results=results,
+        picks=picks,
+        picks_norefit=picks_norefit,
+        times=times,
+        checks=checks,
+        run_epsilon=search.run_epsilon_,
+        bad_picks=bad_picks,
+        bad_accuracy=bad_accuracy,
+        bad_alone=bad_alone,
     )
 
 
@@ -143,10 +170,13 @@ def report(datasets, outcomes, seeds, options, wall, command):
     lines += [f"Command: `{command}`", ""]
     lines += [
         f"Run on {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}; whole run "
-        f"{wall:.1f} s wall time; {len(seeds)} seeds ({seeds[0]}..{seeds[-1]}).", "",
+        f"{wall:.1f} s wall time; {len(seeds)} seeds ({seeds[0]}..{seeds[-1]}).",
+        "",
         f"Environment: Python {platform.python_version()}, numpy {np.__version__}, scikit-learn "
-        f"{sklearn.__version__}, sklearn_dp {sklearn_dp.__version__}; {os.cpu_count()} CPUs.", "",
-        f"Grid (private and non-private): `{GRID}`.", "",
+        f"{sklearn.__version__}, sklearn_dp {sklearn_dp.__version__}; {os.cpu_count()} CPUs.",
+        "",
+        f"Grid (private and non-private): `{GRID}`.",
+        "",
         "Methods:",
         f"- **search**: `DPGridSearchCV(DPLogisticRegression(data_norm=..., classes=...), GRID, "
         f"epsilon={EPSILON:g}, delta={DELTA:g}{''.join(f', {k}={v!r}' for k, v in options.items())})`"
@@ -165,50 +195,89 @@ def report(datasets, outcomes, seeds, options, wall, command):
         "Test accuracy: median over seeds (interquartile range).",
         "",
     ]
-    headers = ["data set", "search eps=2", "search, refit 50%", "search, no refit",
-               f"default eps={DEFAULT_EPSILON:g}",
-               f"default eps={EPSILON:g}", "sklearn GridSearchCV", "target >= default",
-               "target within 0.02 of sklearn"]
+    headers = [
+        "data set",
+        "search eps=2",
+        "search, refit 50%",
+        "search, no refit",
+        f"default eps={DEFAULT_EPSILON:g}",
+        f"default eps={EPSILON:g}",
+        "sklearn GridSearchCV",
+        "target >= default",
+        "target within 0.02 of sklearn",
+    ]
     rows = []
     for name in datasets:
         r = outcomes[name]["results"]
         med = {k: float(np.median(v)) for k, v in r.items()}
-        rows.append([
-            name, fmt(r["search"]), fmt(r["search_half"]), fmt(r["search_norefit"]),
-            fmt(r["default"]),
-            fmt(r["default2"]), fmt(r["sklearn"]),
-            "MET" if med["search"] >= med["default"] else "NOT MET",
-            "MET" if med["sklearn"] - med["search"] <= 0.02 else
-            f"NOT MET ({med['sklearn'] - med['search']:.3f} below)",
-        ])
+        rows.append(
+            [
+                name,
+                fmt(r["search"]),
+                fmt(r["search_half"]),
+                fmt(r["search_norefit"]),
+                fmt(r["default"]),
+                fmt(r["default2"]),
+                fmt(r["sklearn"]),
+                "MET" if med["search"] >= med["default"] else "NOT MET",
+                "MET"
+                if med["sklearn"] - med["search"] <= 0.02
+                else f"NOT MET ({med['sklearn'] - med['search']:.3f} below)",
+            ]
+        )
     lines += [md_table(headers, rows), ""]
     lines += ["Candidates selected (count over seeds), search time and accounting checks:", ""]
     rows = []
     for name in datasets:
         o = outcomes[name]
         fmt_picks = lambda c: ", ".join(f"{dict(zip(GRID, k))}: {v}" for k, v in c.most_common())
-        rows.append([
-            name, fmt_picks(o["picks"]), fmt_picks(o["picks_norefit"]),
-            f"{np.median(o['times']):.2f} s", f"{o['run_epsilon']:.3f}",
-            "all pass" if all(o["checks"]) else "FAIL",
-        ])
-    lines += [md_table(
-        ["data set", "selected (search)", "selected (no refit)", "search time (median)",
-         "fit epsilon per run", "dp_accounting recompute <= claim"], rows), ""]
+        rows.append(
+            [
+                name,
+                fmt_picks(o["picks"]),
+                fmt_picks(o["picks_norefit"]),
+                f"{np.median(o['times']):.2f} s",
+                f"{o['run_epsilon']:.3f}",
+                "all pass" if all(o["checks"]) else "FAIL",
+            ]
+        )
+    lines += [
+        md_table(
+            [
+                "data set",
+                "selected (search)",
+                "selected (no refit)",
+                "search time (median)",
+                "fit epsilon per run",
+                "dp_accounting recompute <= claim",
+            ],
+            rows,
+        ),
+        "",
+    ]
     lines += [
         f"Does the selection avoid a bad candidate? The same search on `GRID` with `C={BAD_C:g}` "
-        "added (8 candidates):", "",
+        "added (8 candidates):",
+        "",
     ]
     rows = []
     for name in datasets:
         o = outcomes[name]
-        rows.append([
-            name, f"{sum(o['bad_picks'])} of {len(o['bad_picks'])}", fmt(o["bad_accuracy"]),
-            fmt(o["bad_alone"]),
-        ])
-    lines += [md_table(
-        ["data set", f"selected C={BAD_C:g}", "search accuracy", f"C={BAD_C:g} alone at eps=1"],
-        rows), ""]
+        rows.append(
+            [
+                name,
+                f"{sum(o['bad_picks'])} of {len(o['bad_picks'])}",
+                fmt(o["bad_accuracy"]),
+                fmt(o["bad_alone"]),
+            ]
+        )
+    lines += [
+        md_table(
+            ["data set", f"selected C={BAD_C:g}", "search accuracy", f"C={BAD_C:g} alone at eps=1"],
+            rows,
+        ),
+        "",
+    ]
     lines += ["Data sets and what is assumed public:", ""]
     for name in datasets:
         dataset = load_dataset(name)
@@ -222,8 +291,12 @@ def main(argv=None):
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--options", type=json.loads, default={},
-                        help="extra DPGridSearchCV options as JSON, e.g. '{\"n_candidates\": 5}'")
+    parser.add_argument(
+        "--options",
+        type=json.loads,
+        default={},
+        help="extra DPGridSearchCV options as JSON, e.g. '{\"n_candidates\": 5}'",
+    )
     parser.add_argument("--output", default=None)
     args = parser.parse_args(argv)
     n_seeds = args.seeds or (QUICK_SEEDS if args.quick else DEFAULT_SEEDS)
@@ -235,8 +308,12 @@ def main(argv=None):
     for name in args.datasets:
         log(f"{name} ...")
         outcomes[name] = run_dataset(load_dataset(name), seeds, options, log)
-    command = "python benchmarks/bench_search.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    text = report(args.datasets, outcomes, seeds, options, time.perf_counter() - start, command.strip())
+    command = "python benchmarks/bench_search.py " + " ".join(
+        argv if argv is not None else sys.argv[1:]
+    )
+    text = report(
+        args.datasets, outcomes, seeds, options, time.perf_counter() - start, command.strip()
+    )
     print(text)
     output = args.output or (RESULTS_DIR / ("search_quick.md" if args.quick else "search.md"))
     if not args.options or args.output:

@@ -81,36 +81,53 @@ LASSO_ALPHA = {"diabetes": 1.0, "sparse_regression": 0.01}
 class Data:
     name: str
     title: str
-    task: str                     # "classification" | "regression"
-    splits: list                  # [(X_train, X_test, y_train, y_test)] per seed
-    bounds: dict = field(default_factory=dict)   # public bound keywords
+    task: str  # "classification" | "regression"
+    splits: list  # [(X_train, X_test, y_train, y_test)] per seed
+    bounds: dict = field(default_factory=dict)  # public bound keywords
     note: str = ""
 
 
 def _class_splits(ds, seeds, y=None):
     y = ds.y if y is None else y
-    return [train_test_split(ds.X, y, test_size=ds.test_size, random_state=s, stratify=y)
-            for s in range(seeds)]
+    return [
+        train_test_split(ds.X, y, test_size=ds.test_size, random_state=s, stratify=y)
+        for s in range(seeds)
+    ]
 
 
 def load(name, seeds):
     if name == "breast_cancer":
         ds = load_dataset("breast_cancer")
-        return Data(name, ds.title, "classification", _class_splits(ds, seeds),
-                    dict(data_norm=ds.data_norm, feature_bound=0.5),
-                    "documented ranges -> [-0.5, 0.5]; data_norm 0.5 sqrt(30), feature_bound 0.5")
+        return Data(
+            name,
+            ds.title,
+            "classification",
+            _class_splits(ds, seeds),
+            dict(data_norm=ds.data_norm, feature_bound=0.5),
+            "documented ranges -> [-0.5, 0.5]; data_norm 0.5 sqrt(30), feature_bound 0.5",
+        )
     if name == "digits":
         ds = load_dataset("digits")
         y = (ds.y == 0).astype(int)
-        return Data(name, "Digits 0 vs rest (n=1797, d=64)", "classification",
-                    _class_splits(ds, seeds, y), dict(data_norm=ds.data_norm, feature_bound=0.5),
-                    "x / 16 - 0.5; data_norm 4, feature_bound 0.5")
+        return Data(
+            name,
+            "Digits 0 vs rest (n=1797, d=64)",
+            "classification",
+            _class_splits(ds, seeds, y),
+            dict(data_norm=ds.data_norm, feature_bound=0.5),
+            "x / 16 - 0.5; data_norm 4, feature_bound 0.5",
+        )
     if name == "classification_100k":
         ds = load_dataset("synthetic_100k")
-        return Data(name, ds.title, "classification", _class_splits(ds, seeds),
-                    dict(data_norm=ds.data_norm, feature_bound=0.5),
-                    "make_classification / sqrt(100); data_norm 1.5, feature_bound 0.5 "
-                    "(most rows are clipped)")
+        return Data(
+            name,
+            ds.title,
+            "classification",
+            _class_splits(ds, seeds),
+            dict(data_norm=ds.data_norm, feature_bound=0.5),
+            "make_classification / sqrt(100); data_norm 1.5, feature_bound 0.5 "
+            "(most rows are clipped)",
+        )
     if name == "diabetes":
         bunch = load_diabetes()
         # scikit-learn publishes the features centred with unit sum of squares per column;
@@ -119,11 +136,19 @@ def load(name, seeds):
         centre = (DIABETES_Y_LO + DIABETES_Y_HI) / 2
         y = bunch.target - centre
         splits = [train_test_split(X, y, test_size=0.2, random_state=s) for s in range(seeds)]
-        return Data(name, "Diabetes (n=442, d=10)", "regression", splits,
-                    dict(data_norm=math.sqrt(10), feature_bound=1.0,
-                         y_bound=(DIABETES_Y_HI - DIABETES_Y_LO) / 2),
-                    "features x sqrt(442)/3 clipped to [-1, 1]; labels minus 185.5 (middle of "
-                    "the documented range 25..346), y_bound 160.5")
+        return Data(
+            name,
+            "Diabetes (n=442, d=10)",
+            "regression",
+            splits,
+            dict(
+                data_norm=math.sqrt(10),
+                feature_bound=1.0,
+                y_bound=(DIABETES_Y_HI - DIABETES_Y_LO) / 2,
+            ),
+            "features x sqrt(442)/3 clipped to [-1, 1]; labels minus 185.5 (middle of "
+            "the documented range 25..346), y_bound 160.5",
+        )
     if name == "sparse_regression":
         n, n_test, d = 30_000, 10_000, 30
         rng = np.random.default_rng(1234)
@@ -132,11 +157,15 @@ def load(name, seeds):
         w[: len(SPARSE_W)] = SPARSE_W
         y = X @ w + 0.3 + SPARSE_NOISE * rng.standard_normal(n + n_test)
         splits = [train_test_split(X, y, test_size=n_test, random_state=s) for s in range(seeds)]
-        return Data(name, f"Generated sparse regression (n_train={n}, d={d})", "regression",
-                    splits, dict(data_norm=math.sqrt(d), feature_bound=1.0,
-                                 y_bound=SPARSE_Y_BOUND),
-                    f"uniform [-1, 1] entries, 5 nonzero weights; feature_bound 1, "
-                    f"y_bound {SPARSE_Y_BOUND:.2f}")
+        return Data(
+            name,
+            f"Generated sparse regression (n_train={n}, d={d})",
+            "regression",
+            splits,
+            dict(data_norm=math.sqrt(d), feature_bound=1.0, y_bound=SPARSE_Y_BOUND),
+            f"uniform [-1, 1] entries, 5 nonzero weights; feature_bound 1, "
+            f"y_bound {SPARSE_Y_BOUND:.2f}",
+        )
     raise ValueError(name)
 
 
@@ -148,36 +177,66 @@ LARGE = {"classification_100k", "sparse_regression"}
 class Estimator:
     label: str
     loss: str
-    make: object          # (solver, epsilon, seed, bounds) -> estimator
-    reference: object     # (n_train) -> scikit-learn estimator
+    make: object  # (solver, epsilon, seed, bounds) -> estimator
+    reference: object  # (n_train) -> scikit-learn estimator
     reference_label: str
 
 
 def estimators_for(data):
     b = data.bounds
     if data.task == "classification":
-        return [Estimator(
-            "DPLogisticRegression", "log_loss",
-            lambda s, e, seed: DPLogisticRegression(
-                epsilon=e, delta=DELTA, solver=s, classes=[0, 1], random_state=seed,
-                data_norm=b["data_norm"], feature_bound=b["feature_bound"]),
-            lambda n: LogisticRegression(C=1.0, max_iter=1000), "LogisticRegression(C=1)")]
+        return [
+            Estimator(
+                "DPLogisticRegression",
+                "log_loss",
+                lambda s, e, seed: DPLogisticRegression(
+                    epsilon=e,
+                    delta=DELTA,
+                    solver=s,
+                    classes=[0, 1],
+                    random_state=seed,
+                    data_norm=b["data_norm"],
+                    feature_bound=b["feature_bound"],
+                ),
+                lambda n: LogisticRegression(C=1.0, max_iter=1000),
+                "LogisticRegression(C=1)",
+            )
+        ]
     alpha = LASSO_ALPHA[data.name]
     common = dict(feature_bound=b["feature_bound"], y_bound=b["y_bound"])
     return [
-        Estimator("DPSCORegressor", "squared",
-                  lambda s, e, seed: DPSCORegressor(epsilon=e, delta=DELTA, solver=s,
-                                                    random_state=seed, data_norm=b["data_norm"],
-                                                    **common),
-                  lambda n: Ridge(alpha=1e-4 * n), "Ridge(alpha=1e-4 n)"),
-        Estimator("DPLasso", "squared",
-                  lambda s, e, seed: DPLasso(epsilon=e, delta=DELTA, solver=s,
-                                             random_state=seed, **common),
-                  lambda n: LinearRegression(), "LinearRegression (no ball)"),
-        Estimator(f"DPLasso(alpha={alpha})", "squared",
-                  lambda s, e, seed: DPLasso(epsilon=e, delta=DELTA, solver=s, alpha=alpha,
-                                             random_state=seed, **common),
-                  lambda n: Lasso(alpha=alpha), f"Lasso(alpha={alpha})"),
+        Estimator(
+            "DPSCORegressor",
+            "squared",
+            lambda s, e, seed: DPSCORegressor(
+                epsilon=e,
+                delta=DELTA,
+                solver=s,
+                random_state=seed,
+                data_norm=b["data_norm"],
+                **common,
+            ),
+            lambda n: Ridge(alpha=1e-4 * n),
+            "Ridge(alpha=1e-4 n)",
+        ),
+        Estimator(
+            "DPLasso",
+            "squared",
+            lambda s, e, seed: DPLasso(
+                epsilon=e, delta=DELTA, solver=s, random_state=seed, **common
+            ),
+            lambda n: LinearRegression(),
+            "LinearRegression (no ball)",
+        ),
+        Estimator(
+            f"DPLasso(alpha={alpha})",
+            "squared",
+            lambda s, e, seed: DPLasso(
+                epsilon=e, delta=DELTA, solver=s, alpha=alpha, random_state=seed, **common
+            ),
+            lambda n: Lasso(alpha=alpha),
+            f"Lasso(alpha={alpha})",
+        ),
     ]
 
 
@@ -231,8 +290,11 @@ def run_case(data, est, solvers, epsilons, timeout, log):
         else:
             pred = np.full(y_te.shape, np.mean(y_tr))
             triv.append(1.0 - np.sum((y_te - pred) ** 2) / np.sum((y_te - np.mean(y_te)) ** 2))
-    rows["sklearn"] = dict(label=f"non-private {est.reference_label}", ref=float(np.median(ref)),
-                           time=float(np.median(ref_time)))
+    rows["sklearn"] = dict(
+        label=f"non-private {est.reference_label}",
+        ref=float(np.median(ref)),
+        time=float(np.median(ref_time)),
+    )
     rows["trivial"] = dict(label="trivial predictor", ref=float(np.median(triv)))
     refused = {}
     for solver in ["auto"] + solvers:
@@ -266,9 +328,13 @@ def run_case(data, est, solvers, epsilons, timeout, log):
         if status == "refused":
             continue
         label = solver if solver != "auto" else f"auto -> {'/'.join(sorted(chosen))}"
-        rows[solver] = dict(label=label, scores=scores,
-                            time=float(np.median(times)) if times else math.nan,
-                            status=status, warnings=sorted(warns))
+        rows[solver] = dict(
+            label=label,
+            scores=scores,
+            time=float(np.median(times)) if times else math.nan,
+            status=status,
+            warnings=sorted(warns),
+        )
         shown = " ".join(f"{scores.get(e, math.nan):.3f}" for e in epsilons)
         log(f"  {data.name} {est.label} {label}: {shown} {status}")
     return rows, refused
@@ -284,16 +350,21 @@ def _markdown(header, rows):
     def line(cells):
         return "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
 
-    return "\n".join([line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-                     + [line(r) for r in rows])
+    return "\n".join(
+        [line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+        + [line(r) for r in rows]
+    )
 
 
 def case_table(rows, epsilons):
     ref, triv = rows["sklearn"]["ref"], rows["trivial"]["ref"]
     target5 = triv + 0.7 * (ref - triv)
     gd_time = rows.get("dp_gd", {}).get("time", math.nan)
-    header = ["solver"] + [f"eps={e:g}" for e in epsilons] + [
-        "fit s (eps=1)", "x dp_gd", "eps=5 >= target", "inf within 1%", "note"]
+    header = (
+        ["solver"]
+        + [f"eps={e:g}" for e in epsilons]
+        + ["fit s (eps=1)", "x dp_gd", "eps=5 >= target", "inf within 1%", "note"]
+    )
     table = []
     verdicts = {}
     for key, row in rows.items():
@@ -303,23 +374,34 @@ def case_table(rows, epsilons):
         ok5 = s.get(5.0)
         ok5 = "" if ok5 is None else ("MET" if ok5 >= target5 else "missed")
         inf = s.get(math.inf)
-        okinf = "" if inf is None else ("MET" if inf >= ref - 0.01 * abs(ref) else
-                                        f"missed ({inf - ref:+.3f})")
+        okinf = (
+            ""
+            if inf is None
+            else ("MET" if inf >= ref - 0.01 * abs(ref) else f"missed ({inf - ref:+.3f})")
+        )
         verdicts[key] = (ok5, okinf)
         ratio = row["time"] / gd_time if gd_time and not math.isnan(gd_time) else math.nan
-        table.append([row["label"]] + [_fmt(s.get(e)) for e in epsilons]
-                     + [_fmt(row["time"]), _fmt(ratio), ok5, okinf, row["status"]])
-    table.append([rows["sklearn"]["label"]] + [""] * (len(epsilons) - 1) + [_fmt(ref),
-                 _fmt(rows["sklearn"]["time"]), "", "", "", ""])
-    table.append([rows["trivial"]["label"]] + [""] * (len(epsilons) - 1) + [_fmt(triv),
-                 "", "", "", "", ""])
+        table.append(
+            [row["label"]]
+            + [_fmt(s.get(e)) for e in epsilons]
+            + [_fmt(row["time"]), _fmt(ratio), ok5, okinf, row["status"]]
+        )
+    table.append(
+        [rows["sklearn"]["label"]]
+        + [""] * (len(epsilons) - 1)
+        + [_fmt(ref), _fmt(rows["sklearn"]["time"]), "", "", "", ""]
+    )
+    table.append(
+        [rows["trivial"]["label"]] + [""] * (len(epsilons) - 1) + [_fmt(triv), "", "", "", "", ""]
+    )
     return _markdown(header, table), target5, verdicts
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="1 seed on the large data sets, 30 s timeout")
+    parser.add_argument(
+        "--quick", action="store_true", help="1 seed on the large data sets, 30 s timeout"
+    )
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--large-seeds", type=int, default=None)
     parser.add_argument("--datasets", default=",".join(DATASETS))
@@ -342,44 +424,65 @@ def main(argv=None):
         data = load(name, seeds)
         log(f"{data.title}: {seeds} seed(s)")
         for est in estimators_for(data):
-            solvers = [s for s, spec in SOLVERS.items()
-                       if est.loss in spec.losses and (wanted is None or s in wanted)]
+            solvers = [
+                s
+                for s, spec in SOLVERS.items()
+                if est.loss in spec.losses and (wanted is None or s in wanted)
+            ]
             rows, refused = run_case(data, est, solvers, EPSILONS, timeout, log)
             text, target5, verdicts = case_table(rows, EPSILONS)
             for solver, (ok5, okinf) in verdicts.items():
                 summary.append((data.name, est.label, rows[solver]["label"], ok5, okinf))
-            part = [f"### {data.title}: {est.label}", "",
-                    f"Public: {data.note}. Seeds: {seeds}. Target at eps=5: "
-                    f"{target5:.3f} (trivial + 70% of the gap to non-private).", "", text, ""]
+            part = [
+                f"### {data.title}: {est.label}",
+                "",
+                f"Public: {data.note}. Seeds: {seeds}. Target at eps=5: "
+                f"{target5:.3f} (trivial + 70% of the gap to non-private).",
+                "",
+                text,
+                "",
+            ]
             if refused:
                 part += ["Refused before any spend (public checks):", ""]
                 part += [f"- `{s}`: {m}" for s, m in refused.items()] + [""]
-            warned = {rows[k]["label"]: rows[k]["warnings"] for k in rows
-                      if rows[k].get("warnings")}
+            warned = {
+                rows[k]["label"]: rows[k]["warnings"] for k in rows if rows[k].get("warnings")
+            }
             if warned:
                 part += ["Warnings:", ""]
                 part += [f"- `{k}`: " + "; ".join(v[:3]) for k, v in warned.items()] + [""]
             sections.append("\n".join(part))
     elapsed = time.time() - start
     command = "PYTHONPATH=. python benchmarks/bench_solvers.py " + " ".join(
-        argv if argv is not None else sys.argv[1:])
+        argv if argv is not None else sys.argv[1:]
+    )
     head = [
-        "# Every solver at its defaults (issue #18)", "",
-        f"Command: `{command.strip()}`", "",
+        "# Every solver at its defaults (issue #18)",
+        "",
+        f"Command: `{command.strip()}`",
+        "",
         f"Run on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {elapsed:.0f} s; load "
         f"average {load0:.1f} at start, {os.getloadavg()[0]:.1f} at end (2 shared cores: "
-        "absolute times are noisy, ratios to dp_gd are steadier).", "",
+        "absolute times are noisy, ratios to dp_gd are steadier).",
+        "",
         "Cells: median test accuracy (R^2 for regression) over the seeds, delta = 1e-5, every "
         "hyper-parameter at its default (only the public data bounds given). `eps=inf` is the "
-        "same solver without noise. Fit time: median at epsilon = 1.", "",
+        "same solver without noise. Fit time: median at epsilon = 1.",
+        "",
     ]
     n5 = sum(1 for r in summary if r[3] == "MET")
     ninf = sum(1 for r in summary if r[4] == "MET")
-    head += [f"Targets: eps=5 target met by {n5}/{len(summary)} rows; eps=inf within 1% of "
-             f"non-private by {ninf}/{len(summary)} rows.", ""]
+    head += [
+        f"Targets: eps=5 target met by {n5}/{len(summary)} rows; eps=inf within 1% of "
+        f"non-private by {ninf}/{len(summary)} rows.",
+        "",
+    ]
     report = "\n".join(head + sections)
-    out = Path(args.output) if args.output else RESULTS / (
-        "solvers_quick.md" if args.quick else "solvers.md")
+    out = (
+        Path(args.output)
+        if args.output
+        else RESULTS / ("solvers_quick.md" if args.quick else "solvers.md")
+    )
     out.write_text(report)
     if args.docs:
         DOCS_TABLE.write_text(report)

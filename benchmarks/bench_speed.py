@@ -71,13 +71,13 @@ QUICK_EPSILONS = [0.5, 1.0, 5.0]
 DELTA = 1e-5
 
 #: Public constants of the generators.
-LOGISTIC_NORM = 1.5          # rows N(0, I / d): norms about 1
-REGRESSION_Y_BOUND = 4.0     # |X w + 0.5 + noise| below 4 but for a few rows (clipped)
+LOGISTIC_NORM = 1.5  # rows N(0, I / d): norms about 1
+REGRESSION_Y_BOUND = 4.0  # |X w + 0.5 + noise| below 4 but for a few rows (clipped)
 LASSO_W = [1.2, -0.8, 0.6, -1.0, 0.7]
 LASSO_ALPHA = 0.01
 LASSO_NOISE = 0.5
 LASSO_Y_BOUND = float(np.sum(np.abs(LASSO_W)) + 0.3 + 3 * LASSO_NOISE)
-RIDGE_ALPHA = 1e-4           # DPSCORegressor's default; Ridge(alpha * n) is the same objective
+RIDGE_ALPHA = 1e-4  # DPSCORegressor's default; Ridge(alpha * n) is the same objective
 
 
 def parse_size(text):
@@ -103,8 +103,14 @@ def make_X(n, d, kind, seed):
 def make_sparse(n, d, seed, density=0.01):
     """CSR with ``density`` nonzeros N(0, 1 / (density d)) per entry (row norms about 1)."""
     rng = np.random.default_rng(seed)
-    X = sp.random(n, d, density=density, format="csr", random_state=rng,
-                  data_rvs=lambda k: rng.standard_normal(k) / math.sqrt(density * d))
+    X = sp.random(
+        n,
+        d,
+        density=density,
+        format="csr",
+        random_state=rng,
+        data_rvs=lambda k: rng.standard_normal(k) / math.sqrt(density * d),
+    )
     X.sum_duplicates()
     return X
 
@@ -141,10 +147,10 @@ def lasso_labels(X, seed):
 @dataclass
 class Method:
     name: str
-    make: object              # callable(epsilon, seed) -> estimator
-    reference: bool = False   # the scikit-learn estimator
+    make: object  # callable(epsilon, seed) -> estimator
+    reference: bool = False  # the scikit-learn estimator
     solver_path: object = None  # callable(X, y) -> run bound_data + solver (memory only)
-    large: bool = True        # run at n = 1e6
+    large: bool = True  # run at n = 1e6
     note: str = ""
 
 
@@ -167,13 +173,20 @@ def _solver_path(solver, loss_name, estimator_kwargs):
             alpha = RIDGE_ALPHA  # degree-2 loss: the L2 strength is unchanged by the scaling
         else:
             y = np.clip(y, -LASSO_Y_BOUND, LASSO_Y_BOUND) / LASSO_Y_BOUND
-            data = bound_data(X, y, fit_intercept=True, geometry=spec.geometry,
-                              feature_bound=1.0)
+            data = bound_data(X, y, fit_intercept=True, geometry=spec.geometry, feature_bound=1.0)
             loss = get_loss("squared", residual_bound=2.0)
             alpha = LASSO_ALPHA / LASSO_Y_BOUND
             options.setdefault("l1_ratio", 1.0)
-        spec.function(data, loss, n_outputs=1, alpha=alpha, epsilon=1.0, delta=DELTA,
-                      random_state=0, **options)
+        spec.function(
+            data,
+            loss,
+            n_outputs=1,
+            alpha=alpha,
+            epsilon=1.0,
+            delta=DELTA,
+            random_state=0,
+            **options,
+        )
 
     return run
 
@@ -181,20 +194,34 @@ def _solver_path(solver, loss_name, estimator_kwargs):
 def logistic_methods():
     def dp(solver=None, **params):
         def make(epsilon, seed, data_norm=LOGISTIC_NORM):
-            kwargs = dict(epsilon=epsilon, delta=DELTA, data_norm=data_norm, classes=[0, 1],
-                          random_state=seed, **params)
+            kwargs = dict(
+                epsilon=epsilon,
+                delta=DELTA,
+                data_norm=data_norm,
+                classes=[0, 1],
+                random_state=seed,
+                **params,
+            )
             if solver:
                 kwargs["solver"] = solver
             return DPLogisticRegression(**kwargs)
+
         return make
 
     return [
         Method("sklearn lbfgs", lambda e, s, **k: LogisticRegression(), reference=True),
-        Method("default (auto: dp_newton)", dp(),
-               solver_path=_solver_path("dp_newton", "log_loss", dict(kind="logistic"))),
-        Method("dp_newton, hessian='exact'", dp("dp_newton", solver_options={"hessian": "exact"}),
-               solver_path=_solver_path("dp_newton", "log_loss",
-                                        dict(kind="logistic", hessian="exact"))),
+        Method(
+            "default (auto: dp_newton)",
+            dp(),
+            solver_path=_solver_path("dp_newton", "log_loss", dict(kind="logistic")),
+        ),
+        Method(
+            "dp_newton, hessian='exact'",
+            dp("dp_newton", solver_options={"hessian": "exact"}),
+            solver_path=_solver_path(
+                "dp_newton", "log_loss", dict(kind="logistic", hessian="exact")
+            ),
+        ),
         Method("dp_gd (old default)", dp("dp_gd")),
     ]
 
@@ -202,20 +229,33 @@ def logistic_methods():
 def ridge_methods():
     def dp(solver=None, **params):
         def make(epsilon, seed):
-            kwargs = dict(epsilon=epsilon, delta=DELTA, data_norm=LOGISTIC_NORM,
-                          y_bound=REGRESSION_Y_BOUND, alpha=RIDGE_ALPHA, random_state=seed,
-                          **params)
+            kwargs = dict(
+                epsilon=epsilon,
+                delta=DELTA,
+                data_norm=LOGISTIC_NORM,
+                y_bound=REGRESSION_Y_BOUND,
+                alpha=RIDGE_ALPHA,
+                random_state=seed,
+                **params,
+            )
             if solver:
                 kwargs["solver"] = solver
             return DPSCORegressor(**kwargs)
+
         return make
 
     return [
         Method("sklearn Ridge", lambda e, s, n=None: Ridge(alpha=RIDGE_ALPHA * n), reference=True),
-        Method("default (auto: dp_newton)", dp(),
-               solver_path=_solver_path("dp_newton", "squared", dict(kind="ridge"))),
-        Method("dp_ssp", dp("dp_ssp"),
-               solver_path=_solver_path("dp_ssp", "squared", dict(kind="ridge"))),
+        Method(
+            "default (auto: dp_newton)",
+            dp(),
+            solver_path=_solver_path("dp_newton", "squared", dict(kind="ridge")),
+        ),
+        Method(
+            "dp_ssp",
+            dp("dp_ssp"),
+            solver_path=_solver_path("dp_ssp", "squared", dict(kind="ridge")),
+        ),
         Method("dp_gd (old default)", dp("dp_gd")),
     ]
 
@@ -223,30 +263,49 @@ def ridge_methods():
 def lasso_methods():
     def dp(solver=None, **params):
         def make(epsilon, seed):
-            kwargs = dict(epsilon=epsilon, delta=DELTA, alpha=LASSO_ALPHA, feature_bound=1.0,
-                          y_bound=LASSO_Y_BOUND, random_state=seed, **params)
+            kwargs = dict(
+                epsilon=epsilon,
+                delta=DELTA,
+                alpha=LASSO_ALPHA,
+                feature_bound=1.0,
+                y_bound=LASSO_Y_BOUND,
+                random_state=seed,
+                **params,
+            )
             if solver:
                 kwargs["solver"] = solver
             return DPLasso(**kwargs)
+
         return make
 
     return [
         Method("sklearn Lasso", lambda e, s: Lasso(alpha=LASSO_ALPHA), reference=True),
         # auto: dp_ssp up to 64 features (delta > 0), dp_cd beyond; the solver
         # path follows the same rule.
-        Method("default (auto: dp_ssp / dp_cd)", dp(),
-               solver_path=lambda X, y: _solver_path(
-                   "dp_ssp" if X.shape[1] <= 64 else "dp_cd", "squared", dict(kind="lasso")
-               )(X, y)),
+        Method(
+            "default (auto: dp_ssp / dp_cd)",
+            dp(),
+            solver_path=lambda X, y: _solver_path(
+                "dp_ssp" if X.shape[1] <= 64 else "dp_cd", "squared", dict(kind="lasso")
+            )(X, y),
+        ),
         Method("dp_cd (old default)", dp("dp_cd")),
     ]
 
 
 PROBLEMS = {
-    "logistic": ("DPLogisticRegression vs LogisticRegression (lbfgs)", logistic_methods,
-                 "normal", logistic_labels),
-    "ridge": ("DPSCORegressor (squared loss, L2) vs Ridge", ridge_methods, "normal",
-              regression_labels),
+    "logistic": (
+        "DPLogisticRegression vs LogisticRegression (lbfgs)",
+        logistic_methods,
+        "normal",
+        logistic_labels,
+    ),
+    "ridge": (
+        "DPSCORegressor (squared loss, L2) vs Ridge",
+        ridge_methods,
+        "normal",
+        regression_labels,
+    ),
     "lasso": (f"DPLasso(alpha={LASSO_ALPHA}) vs Lasso", lasso_methods, "uniform", lasso_labels),
 }
 
@@ -341,8 +400,10 @@ def speed_case(problem, size, fmt, repeats, log):
         if method.reference:
             reference_seconds = row.seconds
         rows.append(row)
-        log(f"  {problem} {size} {fmt} {method.name}: {row.seconds:.3f} s, memory "
-            f"{row.memory:.2f}x{' ' + row.error if row.error else ''}")
+        log(
+            f"  {problem} {size} {fmt} {method.name}: {row.seconds:.3f} s, memory "
+            f"{row.memory:.2f}x{' ' + row.error if row.error else ''}"
+        )
     for row in rows:
         if reference_seconds:
             row.ratio = row.seconds / reference_seconds
@@ -367,17 +428,43 @@ def accuracy_cases(quick):
     bc_seeds = 3 if quick else 10
     gen_seeds = 1 if quick else 3
     return [
-        ("logistic", "Breast cancer (n=569, d=30; public ranges), test accuracy", "accuracy",
-         [bc.split(s) for s in range(bc_seeds)], dict(data_norm=bc.data_norm)),
-        ("logistic", "Generated logistic (n=1e5, d=100), test accuracy", "accuracy",
-         [_generated_split(100_000, 100, "normal", logistic_labels, s) for s in range(gen_seeds)],
-         {}),
-        ("ridge", "Generated linear (n=1e5, d=100), test R^2", "r2",
-         [_generated_split(100_000, 100, "normal", regression_labels, s)
-          for s in range(gen_seeds)], {}),
-        ("lasso", f"Generated sparse linear (n=30000, d=30), Lasso alpha={LASSO_ALPHA}, test R^2",
-         "r2", [_generated_split(30_000, 30, "uniform", lasso_labels, s, n_test=10000)
-                for s in range(max(gen_seeds, 3))], {}),
+        (
+            "logistic",
+            "Breast cancer (n=569, d=30; public ranges), test accuracy",
+            "accuracy",
+            [bc.split(s) for s in range(bc_seeds)],
+            dict(data_norm=bc.data_norm),
+        ),
+        (
+            "logistic",
+            "Generated logistic (n=1e5, d=100), test accuracy",
+            "accuracy",
+            [
+                _generated_split(100_000, 100, "normal", logistic_labels, s)
+                for s in range(gen_seeds)
+            ],
+            {},
+        ),
+        (
+            "ridge",
+            "Generated linear (n=1e5, d=100), test R^2",
+            "r2",
+            [
+                _generated_split(100_000, 100, "normal", regression_labels, s)
+                for s in range(gen_seeds)
+            ],
+            {},
+        ),
+        (
+            "lasso",
+            f"Generated sparse linear (n=30000, d=30), Lasso alpha={LASSO_ALPHA}, test R^2",
+            "r2",
+            [
+                _generated_split(30_000, 30, "uniform", lasso_labels, s, n_test=10000)
+                for s in range(max(gen_seeds, 3))
+            ],
+            {},
+        ),
     ]
 
 
@@ -385,7 +472,7 @@ def accuracy_table(problem, splits, epsilons, extra, log):
     _, methods_of, _, _ = PROBLEMS[problem]
     table = {}
     for method in methods_of():
-        for epsilon in ([math.inf] if method.reference else epsilons):
+        for epsilon in [math.inf] if method.reference else epsilons:
             scores = []
             for seed, (X_train, X_test, y_train, y_test) in enumerate(splits):
                 estimator = build(method, problem, epsilon, seed, X_train.shape[0])
@@ -395,8 +482,11 @@ def accuracy_table(problem, splits, epsilons, extra, log):
                     warnings.simplefilter("ignore")
                     estimator.fit(X_train, y_train)
                 scores.append(estimator.score(X_test, y_test))
-            table[(method.name, epsilon)] = (float(np.median(scores)), float(np.min(scores)),
-                                             float(np.max(scores)))
+            table[(method.name, epsilon)] = (
+                float(np.median(scores)),
+                float(np.min(scores)),
+                float(np.max(scores)),
+            )
         log(f"  accuracy {problem} {method.name}: done")
     return table
 
@@ -409,8 +499,10 @@ def accuracy_table(problem, splits, epsilons, extra, log):
 def _markdown(header, rows):
     widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(header)]
     line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
-    return "\n".join([line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-                     + [line(r) for r in rows])
+    return "\n".join(
+        [line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+        + [line(r) for r in rows]
+    )
 
 
 def speed_section(rows):
@@ -421,17 +513,36 @@ def speed_section(rows):
             continue
         table = []
         for r in chosen:
-            table.append([
-                f"{r.size}", r.fmt, r.method,
-                "failed" if r.error else f"{r.seconds:.3f}",
-                "" if r.error or math.isnan(r.ratio) else f"{r.ratio:.2f}",
-                "" if math.isnan(r.memory) else f"{r.memory:.2f}",
-                "" if math.isnan(r.solver_memory) else f"{r.solver_memory:.2f}",
-                r.extra.get("solver_", "") or (r.error[:60] if r.error else ""),
-            ])
-        parts += [f"### {title}", "", _markdown(
-            ["n x d", "X", "method", "fit (s)", "ratio to sklearn", "memory / X (fit)",
-             "memory / X (solver path)", "solver_ / note"], table), ""]
+            table.append(
+                [
+                    f"{r.size}",
+                    r.fmt,
+                    r.method,
+                    "failed" if r.error else f"{r.seconds:.3f}",
+                    "" if r.error or math.isnan(r.ratio) else f"{r.ratio:.2f}",
+                    "" if math.isnan(r.memory) else f"{r.memory:.2f}",
+                    "" if math.isnan(r.solver_memory) else f"{r.solver_memory:.2f}",
+                    r.extra.get("solver_", "") or (r.error[:60] if r.error else ""),
+                ]
+            )
+        parts += [
+            f"### {title}",
+            "",
+            _markdown(
+                [
+                    "n x d",
+                    "X",
+                    "method",
+                    "fit (s)",
+                    "ratio to sklearn",
+                    "memory / X (fit)",
+                    "memory / X (solver path)",
+                    "solver_ / note",
+                ],
+                table,
+            ),
+            "",
+        ]
     return parts
 
 
@@ -439,7 +550,7 @@ def accuracy_section(results, epsilons):
     parts = []
     for (_problem, title, _metric, _, _), table in results:
         names = []
-        for (name, _) in table:
+        for name, _ in table:
             if name not in names:
                 names.append(name)
         header = ["epsilon"] + names
@@ -456,8 +567,14 @@ def accuracy_section(results, epsilons):
                 else:
                     row.append("")
             rows.append(row)
-        parts += [f"### {title}", "", "Median over seeds (min-max).", "",
-                  _markdown(header, rows), ""]
+        parts += [
+            f"### {title}",
+            "",
+            "Median over seeds (min-max).",
+            "",
+            _markdown(header, rows),
+            "",
+        ]
     return parts
 
 
@@ -476,12 +593,16 @@ def targets_section(rows, accuracy):
     for size in ("1e5x100", "1e6x100"):
         r = find("logistic", size, "dense64", "default")
         if r and not r.error:
-            lines.append(f"- DPLogisticRegression() fit time <= 1.0x lbfgs at {size} (float64): "
-                         f"{r.ratio:.2f}x -> {verdict(r.ratio <= 1.0)}")
+            lines.append(
+                f"- DPLogisticRegression() fit time <= 1.0x lbfgs at {size} (float64): "
+                f"{r.ratio:.2f}x -> {verdict(r.ratio <= 1.0)}"
+            )
     r = find("ridge", "1e6x100", "dense64", "default")
     if r and not r.error:
-        lines.append(f"- DPSCORegressor() (squared) fit time <= 1.0x Ridge at 1e6x100: "
-                     f"{r.ratio:.2f}x -> {verdict(r.ratio <= 1.0)}")
+        lines.append(
+            f"- DPSCORegressor() (squared) fit time <= 1.0x Ridge at 1e6x100: "
+            f"{r.ratio:.2f}x -> {verdict(r.ratio <= 1.0)}"
+        )
     for (problem, title, _metric, _, _), table in accuracy:
         default = next((name for (name, _) in table if name.startswith("default")), None)
         reference = next((name for (name, e) in table if math.isinf(e)), None)
@@ -490,33 +611,52 @@ def targets_section(rows, accuracy):
         gap = table[(reference, math.inf)][0] - table[(default, 1.0)][0]
         limit = 0.01 if problem == "logistic" else 0.02
         if problem == "ridge":
-            lines.append(f"- (no target) {title}: default at epsilon=1 is {gap:+.3f} below "
-                         "non-private")
+            lines.append(
+                f"- (no target) {title}: default at epsilon=1 is {gap:+.3f} below non-private"
+            )
             continue
-        lines.append(f"- {title}: default at epsilon=1 within {limit:g} of non-private: gap "
-                     f"{gap:+.3f} -> {verdict(gap <= limit)}")
+        lines.append(
+            f"- {title}: default at epsilon=1 within {limit:g} of non-private: gap "
+            f"{gap:+.3f} -> {verdict(gap <= limit)}"
+        )
     worst = {}
     for r in rows:
         if r.method.startswith("default") and r.fmt in ("dense64", "dense32") and not r.error:
             key = (r.problem, r.fmt)
             worst[key] = max(worst.get(key, 0.0), r.memory)
     for (problem, fmt), value in sorted(worst.items()):
-        solver_path = max((r.solver_memory for r in rows if r.problem == problem and r.fmt == fmt
-                           and r.method.startswith("default") and not r.error), default=math.nan)
-        lines.append(f"- Memory beyond X <= 0.3x, {problem} default, {fmt}: fit {value:.2f}x "
-                     f"(solver path {solver_path:.2f}x) -> {verdict(value <= 0.3)}")
+        solver_path = max(
+            (
+                r.solver_memory
+                for r in rows
+                if r.problem == problem
+                and r.fmt == fmt
+                and r.method.startswith("default")
+                and not r.error
+            ),
+            default=math.nan,
+        )
+        lines.append(
+            f"- Memory beyond X <= 0.3x, {problem} default, {fmt}: fit {value:.2f}x "
+            f"(solver path {solver_path:.2f}x) -> {verdict(value <= 0.3)}"
+        )
     return lines
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="sizes 1e4x20 and 1e5x100, fewer seeds and epsilons")
+    parser.add_argument(
+        "--quick", action="store_true", help="sizes 1e4x20 and 1e5x100, fewer seeds and epsilons"
+    )
     parser.add_argument("--sizes", nargs="+", help=f"subset of {SIZES} (any NxD works)")
     parser.add_argument("--formats", nargs="+", choices=FORMATS)
     parser.add_argument("--problems", nargs="+", choices=list(PROBLEMS))
-    parser.add_argument("--repeats", type=int, default=None,
-                        help="fits per timing (default 3 below 1e6 rows, 1 at 1e6)")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=None,
+        help="fits per timing (default 3 below 1e6 rows, 1 at 1e6)",
+    )
     add_threads_argument(parser)
     parser.add_argument("--skip-speed", action="store_true")
     parser.add_argument("--skip-accuracy", action="store_true")
@@ -556,46 +696,61 @@ def main(argv=None):
 
     wall = time.perf_counter() - wall
     load_end = os.getloadavg()[0]
-    command = " ".join(["python benchmarks/bench_speed.py"]
-                       + (sys.argv[1:] if argv is None else list(argv)))
+    command = " ".join(
+        ["python benchmarks/bench_speed.py"] + (sys.argv[1:] if argv is None else list(argv))
+    )
     parts = [
-        "# Speed, memory and accuracy of the defaults (issue #14)", "",
-        f"Command: `PYTHONPATH=. {command}`", "",
+        "# Speed, memory and accuracy of the defaults (issue #14)",
+        "",
+        f"Command: `PYTHONPATH=. {command}`",
+        "",
         f"Run on {time.strftime('%Y-%m-%d %H:%M:%S %Z')}; whole run {wall:.0f} s wall time; "
         f"load average (1 min) {load_start:.2f} at start, {load_end:.2f} at end (other "
         "processes share the machine when it is above the core count; the ratios, measured "
-        "back to back on the same data, are steadier than the absolute times).", "",
-        f"Environment: {environment()}.", "",
+        "back to back on the same data, are steadier than the absolute times).",
+        "",
+        f"Environment: {environment()}.",
+        "",
         "Every DP fit is (epsilon, delta=1e-5)-DP with respect to adding or removing one training "
         "row; scikit-learn is not private.  Public by construction: the generators, their "
         f"scales (`data_norm={LOGISTIC_NORM}` for rows N(0, I/d), `feature_bound=1` for uniform "
         f"entries, `y_bound={REGRESSION_Y_BOUND}` and `{LASSO_Y_BOUND:.2f}` for the labels), "
         "the penalties.  Logistic: `C=1` (scikit-learn's default) for both; ridge: "
         f"`DPSCORegressor(alpha={RIDGE_ALPHA})` against `Ridge(alpha={RIDGE_ALPHA} * n)`, the "
-        f"same objective; Lasso: `alpha={LASSO_ALPHA}` for both.", "",
+        f"same objective; Lasso: `alpha={LASSO_ALPHA}` for both.",
+        "",
     ]
     if rows:
         parts += [
-            "## Fit time and memory", "",
+            "## Fit time and memory",
+            "",
             "Fit time: median of the timed fits at epsilon=1 after a warm-up (calibration "
             "cached), without tracing. Ratio: to the scikit-learn fit of the same data in the "
             "same run. Memory: tracemalloc peak during a second (untimed) fit over the size of "
-            "X (X allocated before); \"solver path\": `bound_data` and the solver function "
+            'X (X allocated before); "solver path": `bound_data` and the solver function '
             "alone, without the estimators' input validation (which keeps float32 X as "
-            f"float32). Sparse: CSR {SPARSE_SHAPE}, 1% density.", "",
+            f"float32). Sparse: CSR {SPARSE_SHAPE}, 1% density.",
+            "",
         ] + speed_section(rows)
     if accuracy:
         parts += ["## Accuracy against epsilon", ""] + accuracy_section(
-            [(case, table) for case, table in accuracy], epsilons)
+            [(case, table) for case, table in accuracy], epsilons
+        )
     parts += ["## Targets", ""] + targets_section(rows, accuracy) + [""]
     failures = [r for r in rows if r.error]
     if failures:
-        parts += ["## Failures", ""] + [f"- {r.problem} {r.size} {r.fmt} {r.method}: {r.error}"
-                                        for r in failures] + [""]
+        parts += (
+            ["## Failures", ""]
+            + [f"- {r.problem} {r.size} {r.fmt} {r.method}: {r.error}" for r in failures]
+            + [""]
+        )
     report = "\n".join(parts)
     print(report)
-    output = Path(args.output) if args.output else RESULTS / (
-        "speed_quick.md" if args.quick else "speed.md")
+    output = (
+        Path(args.output)
+        if args.output
+        else RESULTS / ("speed_quick.md" if args.quick else "speed.md")
+    )
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(report)
     log(f"wrote {output}")

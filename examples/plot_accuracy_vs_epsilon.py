@@ -44,8 +44,11 @@ from sklearn.model_selection import train_test_split
 from sklearn_dp import DPLogisticRegression
 
 parser = argparse.ArgumentParser(description="Test accuracy against epsilon per solver.")
-parser.add_argument("--solvers", nargs="+",
-                    default=["dp_gd", "dp_sgd", "objective_perturbation", "output_perturbation"])
+parser.add_argument(
+    "--solvers",
+    nargs="+",
+    default=["dp_gd", "dp_sgd", "objective_perturbation", "output_perturbation"],
+)
 parser.add_argument("--seeds", type=int, default=8, help="train/test splits (and noise draws)")
 parser.add_argument("--epsilons", nargs="+", type=float, default=[0.1, 0.3, 1.0, 3.0])
 parser.add_argument("--save", default=None, help="write the figure to this path")
@@ -90,8 +93,12 @@ for k, seed in enumerate(seeds):
     for name in args.solvers:
         for i, epsilon in enumerate(epsilons):
             model = DPLogisticRegression(
-                epsilon=epsilon, delta=delta, solver=name, data_norm=data_norm,
-                classes=[0, 1], random_state=seed,
+                epsilon=epsilon,
+                delta=delta,
+                solver=name,
+                data_norm=data_norm,
+                classes=[0, 1],
+                random_state=seed,
             ).fit(X_train, y_train)
             accuracy[name][i, k] = model.score(X_test, y_test)
 
@@ -120,16 +127,19 @@ for name in args.solvers:
     q25, q75 = np.percentile(accuracy[name], [25, 75], axis=1)
     (line,) = ax.plot(epsilons, median, marker="o", label=labels.get(name, name))
     ax.fill_between(epsilons, q25, q75, color=line.get_color(), alpha=0.15)
-ax.axhline(np.median(sklearn_accuracy), color="k", linestyle="--",
-           label="scikit-learn (non-private)")
+ax.axhline(
+    np.median(sklearn_accuracy), color="k", linestyle="--", label="scikit-learn (non-private)"
+)
 ax.set_xscale("log")
 ax.set_xticks(epsilons)
 ax.set_xticklabels([f"{e:g}" for e in epsilons])
 ax.minorticks_off()
 ax.set_xlabel(f"epsilon (delta = {delta:g})")
 ax.set_ylabel("test accuracy")
-ax.set_title(f"Breast cancer (n=569, d=30): median over {len(seeds)} splits, "
-             "band = interquartile range", fontsize=9)
+ax.set_title(
+    f"Breast cancer (n=569, d=30): median over {len(seeds)} splits, band = interquartile range",
+    fontsize=9,
+)
 ax.grid(True, alpha=0.3)
 ax.legend(fontsize=8, loc="lower right")
 fig.tight_layout()

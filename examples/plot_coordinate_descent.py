@@ -60,14 +60,17 @@ def make_data(signal):
 
 
 def make_model(method, epsilon, seed):
-    common = dict(epsilon=epsilon, delta=1e-5, penalty=None, max_iter=10, classes=[0, 1],
-                  random_state=seed)
+    common = dict(
+        epsilon=epsilon, delta=1e-5, penalty=None, max_iter=10, classes=[0, 1], random_state=seed
+    )
     if method == "dp_gd":
-        return DPLogisticRegression(solver="dp_gd",
-                                    data_norm=float(np.linalg.norm(feature_bound)), **common)
+        return DPLogisticRegression(
+            solver="dp_gd", data_norm=float(np.linalg.norm(feature_bound)), **common
+        )
     sampling = method.split()[-1]  # "uniform" or "importance"
-    return DPLogisticRegression(solver="dp_cd", feature_bound=feature_bound,
-                                solver_options={"sampling": sampling}, **common)
+    return DPLogisticRegression(
+        solver="dp_cd", feature_bound=feature_bound, solver_options={"sampling": sampling}, **common
+    )
 
 
 methods = ["dp_cd uniform", "dp_cd importance", "dp_gd"]
@@ -89,8 +92,12 @@ for case in cases:
     accuracy[case] = acc
     print(f"signal {case}: median test accuracy over {len(seeds)} splits")
     for method in methods:
-        print(f"  {method:17s} " + "  ".join(
-            f"eps={e:g}: {np.median(acc[method][i]):.3f}" for i, e in enumerate(epsilons)))
+        print(
+            f"  {method:17s} "
+            + "  ".join(
+                f"eps={e:g}: {np.median(acc[method][i]):.3f}" for i, e in enumerate(epsilons)
+            )
+        )
 
 # %%
 # The figure
@@ -100,8 +107,13 @@ for ax, case in zip(axes, cases):
     for method in methods:
         values = accuracy[case][method]
         (line,) = ax.plot(epsilons, np.median(values, axis=1), marker="o", label=method)
-        ax.fill_between(epsilons, np.percentile(values, 25, axis=1),
-                        np.percentile(values, 75, axis=1), color=line.get_color(), alpha=0.15)
+        ax.fill_between(
+            epsilons,
+            np.percentile(values, 25, axis=1),
+            np.percentile(values, 75, axis=1),
+            color=line.get_color(),
+            alpha=0.15,
+        )
     ax.set_xscale("log")
     ax.set_xticks(epsilons)
     ax.set_xticklabels([f"{e:g}" for e in epsilons])

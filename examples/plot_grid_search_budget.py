@@ -74,11 +74,14 @@ model = DPLogisticRegression(
 # would rather know.
 search = GridSearchCV(model, {"epsilon": [0.1, 0.3, 1.0]}, cv=3, error_score="raise")
 search.fit(X_train, y_train)
-for epsilon, score in zip(search.cv_results_["param_epsilon"],
-                          search.cv_results_["mean_test_score"]):
+for epsilon, score in zip(
+    search.cv_results_["param_epsilon"], search.cv_results_["mean_test_score"]
+):
     print(f"epsilon={epsilon:g}: mean validation accuracy {score:.3f}")
-print(f"best epsilon: {search.best_params_['epsilon']}, "
-      f"test accuracy of the refit model: {search.score(X_test, y_test):.3f}")
+print(
+    f"best epsilon: {search.best_params_['epsilon']}, "
+    f"test accuracy of the refit model: {search.score(X_test, y_test):.3f}"
+)
 
 # %%
 # The ledger
@@ -87,12 +90,16 @@ print(f"best epsilon: {search.best_params_['epsilon']}, "
 # guarantees, its ``DpEvent`` (the mechanism) and ``rho``, what the zCDP
 # filter charged for it.
 for k, entry in enumerate(budget.ledger, 1):
-    print(f"{k:2d}. {entry.estimator} solver={entry.solver} epsilon={entry.epsilon:g} "
-          f"delta={entry.delta:g} rho={entry.rho:.4f} {entry.status}")
+    print(
+        f"{k:2d}. {entry.estimator} solver={entry.solver} epsilon={entry.epsilon:g} "
+        f"delta={entry.delta:g} rho={entry.rho:.4f} {entry.status}"
+    )
 basic = sum(entry.epsilon for entry in budget.ledger)
 print(f"basic composition (epsilons add up): {basic:.3f}")
-print(f"budget.spent (the rho charged, {budget.rho_spent:.4f} of {budget.rho_limit:.4f}, "
-      f"as epsilon at delta=1e-5): ({budget.spent[0]:.3f}, {budget.spent[1]:g})")
+print(
+    f"budget.spent (the rho charged, {budget.rho_spent:.4f} of {budget.rho_limit:.4f}, "
+    f"as epsilon at delta=1e-5): ({budget.spent[0]:.3f}, {budget.spent[1]:g})"
+)
 print(f"budget.remaining: ({budget.remaining[0]:.3f}, {budget.remaining[1]:g})")
 print(f"fixed-sequence (PLD) epsilon, reported only: {budget.fixed_sequence_epsilon():.3f}")
 
@@ -124,9 +131,11 @@ try:
     best.set_params(epsilon=3.0).fit(X_train, y_train)
 except BudgetExceededError:
     print("refused again")
-print(f"ledger unchanged: {budget.ledger == ledger_before}; coefficients unchanged: "
-      f"{np.array_equal(best.coef_, coef_before)}; privacy_spent_ still "
-      f"{best.privacy_spent_}")
+print(
+    f"ledger unchanged: {budget.ledger == ledger_before}; coefficients unchanged: "
+    f"{np.array_equal(best.coef_, coef_before)}; privacy_spent_ still "
+    f"{best.privacy_spent_}"
+)
 
 # %%
 # Draw the search and the ledger
@@ -139,14 +148,20 @@ print(f"ledger unchanged: {budget.ledger == ledger_before}; coefficients unchang
 # refused fit.
 events = [entry.event for entry in budget.ledger]
 running_basic = np.cumsum([entry.epsilon for entry in budget.ledger])
-running_zcdp = [epsilon_of_zcdp(rho, budget.delta)
-                for rho in np.cumsum([entry.rho for entry in budget.ledger])]
+running_zcdp = [
+    epsilon_of_zcdp(rho, budget.delta) for rho in np.cumsum([entry.rho for entry in budget.ledger])
+]
 running_numerical = [epsilon_of_events(events[: k + 1], budget.delta) for k in range(len(events))]
 
 fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(10, 4))
 eps_grid = np.asarray(search.cv_results_["param_epsilon"], dtype=float)
-ax0.errorbar(eps_grid, search.cv_results_["mean_test_score"],
-             yerr=search.cv_results_["std_test_score"], marker="o", capsize=4)
+ax0.errorbar(
+    eps_grid,
+    search.cv_results_["mean_test_score"],
+    yerr=search.cv_results_["std_test_score"],
+    marker="o",
+    capsize=4,
+)
 ax0.set_xscale("log")
 ax0.set_xticks(eps_grid)
 ax0.set_xticklabels([f"{e:g}" for e in eps_grid])
@@ -159,12 +174,18 @@ ax0.grid(True, alpha=0.3)
 entries = np.arange(1, len(events) + 1)
 ax1.plot(entries, running_zcdp, marker=".", label="zCDP filter (admits)")
 ax1.plot(entries, running_basic, marker=".", label="basic composition (sum of epsilons)")
-ax1.plot(entries, running_numerical, marker=".", linestyle=":",
-         label="fixed-sequence PLD (reported only)")
+ax1.plot(
+    entries,
+    running_numerical,
+    marker=".",
+    linestyle=":",
+    label="fixed-sequence PLD (reported only)",
+)
 ax1.axhline(budget.epsilon, color="k", linestyle="--", label=f"budget epsilon = {budget.epsilon:g}")
 ax1.axvline(n_before + 0.5, color="grey", linestyle=":", label="second search starts")
-ax1.plot([len(events) + 1], [budget.epsilon], "rx", markersize=10,
-         label="refused fit (spends nothing)")
+ax1.plot(
+    [len(events) + 1], [budget.epsilon], "rx", markersize=10, label="refused fit (spends nothing)"
+)
 ax1.set_xlabel("ledger entry")
 ax1.set_ylabel("epsilon spent so far")
 ax1.set_title("The ledger", fontsize=10)

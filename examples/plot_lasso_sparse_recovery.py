@@ -69,15 +69,31 @@ def support_recovery(coef, truth):
 
 
 def frank_wolfe(epsilon, seed, d):
-    return DPLasso(epsilon=epsilon, delta=DELTA, radius=RADIUS, y_bound=Y_BOUND,
-                   fit_intercept=False, solver="frank_wolfe", random_state=seed)
+    return DPLasso(
+        epsilon=epsilon,
+        delta=DELTA,
+        radius=RADIUS,
+        y_bound=Y_BOUND,
+        fit_intercept=False,
+        solver="frank_wolfe",
+        random_state=seed,
+    )
 
 
 def dp_sgd_l2(epsilon, seed, d):
-    return DPSCORegressor(epsilon=epsilon, delta=DELTA, penalty=None, radius=RADIUS,
-                          constraint="l2", data_norm=math.sqrt(d), y_bound=Y_BOUND,
-                          fit_intercept=False, solver="dp_sgd", clip_norm=math.sqrt(d),
-                          random_state=seed)
+    return DPSCORegressor(
+        epsilon=epsilon,
+        delta=DELTA,
+        penalty=None,
+        radius=RADIUS,
+        constraint="l2",
+        data_norm=math.sqrt(d),
+        y_bound=Y_BOUND,
+        fit_intercept=False,
+        solver="dp_sgd",
+        clip_norm=math.sqrt(d),
+        random_state=seed,
+    )
 
 
 methods = {"DPLasso frank_wolfe (l1 ball)": frank_wolfe, "dp_sgd (l2 ball)": dp_sgd_l2}
@@ -122,28 +138,43 @@ for j, d in enumerate(dims):
             risk_dim[name][j, k] = excess_risk(fit(make, 8.0, seed, X, y), truth)
 print("n=2000, epsilon=8: median excess risk against d")
 for name in methods:
-    print(f"  {name:30s} " + "  ".join(
-        f"d={d}: {np.median(risk_dim[name][j]):.2e}" for j, d in enumerate(dims)))
+    print(
+        f"  {name:30s} "
+        + "  ".join(f"d={d}: {np.median(risk_dim[name][j]):.2e}" for j, d in enumerate(dims))
+    )
 
 # %%
 # The figure
 # ----------
 fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11, 4))
-(line,) = ax0.plot(epsilons, np.median(risk_eps, axis=1), marker="o",
-                   label="DPLasso frank_wolfe: excess risk")
-ax0.fill_between(epsilons, risk_eps.min(axis=1), risk_eps.max(axis=1),
-                 color=line.get_color(), alpha=0.15)
+(line,) = ax0.plot(
+    epsilons, np.median(risk_eps, axis=1), marker="o", label="DPLasso frank_wolfe: excess risk"
+)
+ax0.fill_between(
+    epsilons, risk_eps.min(axis=1), risk_eps.max(axis=1), color=line.get_color(), alpha=0.15
+)
 ax0.axhline(np.median(lasso_inf), color="k", linestyle="--", label="frank_wolfe, no noise")
 support_axis = ax0.twinx()
-support_axis.plot(epsilons, np.median(support_eps, axis=1), color="C2", marker="s",
-                  linestyle=":", label="support recovered (right axis)")
+support_axis.plot(
+    epsilons,
+    np.median(support_eps, axis=1),
+    color="C2",
+    marker="s",
+    linestyle=":",
+    label="support recovered (right axis)",
+)
 support_axis.set_ylim(-0.05, 1.05)
 support_axis.set_ylabel("share of the true support recovered")
 support_axis.legend(fontsize=8, loc="center left")
 for name in methods:
     (line,) = ax1.plot(dims, np.median(risk_dim[name], axis=1), marker="o", label=name)
-    ax1.fill_between(dims, risk_dim[name].min(axis=1), risk_dim[name].max(axis=1),
-                     color=line.get_color(), alpha=0.15)
+    ax1.fill_between(
+        dims,
+        risk_dim[name].min(axis=1),
+        risk_dim[name].max(axis=1),
+        color=line.get_color(),
+        alpha=0.15,
+    )
 for ax in (ax0, ax1):
     ax.axhline(1 / 30, color="grey", linestyle=":", label="zero model")
     ax.set_xscale("log")

@@ -76,8 +76,9 @@ data_norm = 0.5 * math.sqrt(X_raw.shape[1])
 def private_pipeline(epsilon, seed, scaler=function_scaler):
     return make_pipeline(
         scaler,
-        DPLogisticRegression(epsilon=epsilon, data_norm=data_norm, classes=[0, 1],
-                             random_state=seed),
+        DPLogisticRegression(
+            epsilon=epsilon, data_norm=data_norm, classes=[0, 1], random_state=seed
+        ),
     )
 
 
@@ -96,21 +97,26 @@ X_with, y_with = np.vstack([X_train, canary]), np.append(y_train, 0)
 feature = list(data.feature_names).index("worst area")
 mean_without = StandardScaler().fit(X_train).mean_[feature]
 mean_with = StandardScaler().fit(X_with).mean_[feature]
-print(f"StandardScaler mean of 'worst area': {mean_without:.2f} without the row, "
-      f"{mean_with:.2f} with it (the same numbers on every run)")
+print(
+    f"StandardScaler mean of 'worst area': {mean_without:.2f} without the row, "
+    f"{mean_with:.2f} with it (the same numbers on every run)"
+)
 
 n_draws = 100
 log_odds = {"without the row": [], "with the row": []}
 for seed in range(n_draws):
     # Independent noise draws for the two data sets (seeds 0-99 and 100-199).
-    for offset, (label, (Xs, ys)) in enumerate({"without the row": (X_train, y_train),
-                                                 "with the row": (X_with, y_with)}.items()):
+    for offset, (label, (Xs, ys)) in enumerate(
+        {"without the row": (X_train, y_train), "with the row": (X_with, y_with)}.items()
+    ):
         model = private_pipeline(1.0, seed + offset * n_draws).fit(Xs, ys)
         log_odds[label].append(model.decision_function(canary)[0])
 for label, values in log_odds.items():
-    print(f"DP pipeline, log-odds of benign for that patient {label}: median "
-          f"{np.median(values):.2f}, interquartile range {np.percentile(values, 25):.2f} to "
-          f"{np.percentile(values, 75):.2f}")
+    print(
+        f"DP pipeline, log-odds of benign for that patient {label}: median "
+        f"{np.median(values):.2f}, interquartile range {np.percentile(values, 25):.2f} to "
+        f"{np.percentile(values, 75):.2f}"
+    )
 
 # %%
 # Test accuracy of the public pipeline against epsilon
@@ -120,11 +126,20 @@ for label, values in log_odds.items():
 # scikit-learn on the same public scaling.
 epsilons = [0.1, 0.3, 1.0, 3.0, 10.0]
 seeds = range(5)
-scores = np.array([[private_pipeline(eps, seed, frozen_scaler).fit(X_train, y_train)
-                    .score(X_test, y_test) for seed in seeds] for eps in epsilons])
+scores = np.array(
+    [
+        [
+            private_pipeline(eps, seed, frozen_scaler).fit(X_train, y_train).score(X_test, y_test)
+            for seed in seeds
+        ]
+        for eps in epsilons
+    ]
+)
 baseline = make_pipeline(function_scaler, LogisticRegression()).fit(X_train, y_train)
-print("median test accuracy of the DP pipeline over 5 noise draws:",
-      ", ".join(f"eps={e:g}: {m:.3f}" for e, m in zip(epsilons, np.median(scores, axis=1))))
+print(
+    "median test accuracy of the DP pipeline over 5 noise draws:",
+    ", ".join(f"eps={e:g}: {m:.3f}" for e, m in zip(epsilons, np.median(scores, axis=1))),
+)
 print(f"non-private pipeline: {baseline.score(X_test, y_test):.3f}")
 
 # %%
@@ -147,11 +162,16 @@ ax1.set_ylabel(f"count over {n_draws} noise draws")
 ax1.set_title("DP pipeline (epsilon = 1): overlapping outputs", fontsize=10)
 ax1.legend(fontsize=8)
 
-ax2.plot(epsilons, np.median(scores, axis=1), marker="o",
-         label="DP pipeline (median of 5, band: min-max)")
+ax2.plot(
+    epsilons,
+    np.median(scores, axis=1),
+    marker="o",
+    label="DP pipeline (median of 5, band: min-max)",
+)
 ax2.fill_between(epsilons, scores.min(axis=1), scores.max(axis=1), alpha=0.15)
-ax2.axhline(baseline.score(X_test, y_test), color="k", linestyle="--",
-            label="non-private, same scaling")
+ax2.axhline(
+    baseline.score(X_test, y_test), color="k", linestyle="--", label="non-private, same scaling"
+)
 ax2.set_xscale("log")
 ax2.set_xticks(epsilons)
 ax2.set_xticklabels([f"{e:g}" for e in epsilons])

@@ -62,23 +62,31 @@ EPSILON, DELTA = 2.0, 1e-5
 # The budget holds exactly the search's guarantee.  The search reserves two
 # entries before it reads any row: the selection (20% of the guarantee) and
 # the refit (80%).
-X_train, X_test, y_train, y_test = train_test_split(
-    X, y, test_size=0.2, random_state=0, stratify=y
-)
+X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2, random_state=0, stratify=y)
 budget = PrivacyBudget(EPSILON, DELTA)
 search = DPGridSearchCV(
-    DPLogisticRegression(data_norm=data_norm, classes=[0, 1]), GRID,
-    epsilon=EPSILON, delta=DELTA, budget=budget, random_state=0,
+    DPLogisticRegression(data_norm=data_norm, classes=[0, 1]),
+    GRID,
+    epsilon=EPSILON,
+    delta=DELTA,
+    budget=budget,
+    random_state=0,
 )
 search.fit(X_train, y_train)
-print(f"selected {search.best_params_}; noisy validation accuracy {search.best_score_:.2f} "
-      f"(noise std {search.best_score_noise_:.2f}); "
-      f"test accuracy of the refit {search.score(X_test, y_test):.3f}")
+print(
+    f"selected {search.best_params_}; noisy validation accuracy {search.best_score_:.2f} "
+    f"(noise std {search.best_score_noise_:.2f}); "
+    f"test accuracy of the refit {search.score(X_test, y_test):.3f}"
+)
 for k, entry in enumerate(budget.ledger, 1):
-    print(f"{k}. {entry.estimator:<22} epsilon={entry.epsilon:.3g} delta={entry.delta:.3g} "
-          f"{entry.status}")
-print(f"budget.spent = ({budget.spent[0]:.3g}, {budget.spent[1]:.3g}); "
-      f"search.privacy_spent_ = {search.privacy_spent_}")
+    print(
+        f"{k}. {entry.estimator:<22} epsilon={entry.epsilon:.3g} delta={entry.delta:.3g} "
+        f"{entry.status}"
+    )
+print(
+    f"budget.spent = ({budget.spent[0]:.3g}, {budget.spent[1]:.3g}); "
+    f"search.privacy_spent_ = {search.privacy_spent_}"
+)
 
 # %%
 # The noisy validation accuracy is the best of about ten noisy scores of
@@ -95,8 +103,10 @@ print(f"budget.spent = ({budget.spent[0]:.3g}, {budget.spent[1]:.3g}); "
 accountant = RdpAccountant(neighboring_relation=NeighboringRelation.ADD_OR_REMOVE_ONE)
 accountant.compose(search.selection_dp_event_)
 eps_selection, delta_selection = search.selection_privacy_spent_
-print(f"selection: claimed epsilon {eps_selection:.3g} at delta {delta_selection:.2g}, "
-      f"recomputed {accountant.get_epsilon(delta_selection):.4g}")
+print(
+    f"selection: claimed epsilon {eps_selection:.3g} at delta {delta_selection:.2g}, "
+    f"recomputed {accountant.get_epsilon(delta_selection):.4g}"
+)
 print("cv_results_ shows the candidates and one noisy score (the selected one's):")
 for params, score in zip(search.cv_results_["params"], search.cv_results_["mean_test_score"]):
     print(f"  {params}: {score:.3f}")
@@ -112,33 +122,51 @@ for params, score in zip(search.cv_results_["params"], search.cv_results_["mean_
 # * the default estimator at epsilon 2 (no tuning at all);
 # * non-private ``GridSearchCV(LogisticRegression())`` over ``C``.
 n_fits = len(GRID["C"]) * len(GRID["solver"]) * 3 + 1
-results = {"DPGridSearchCV": [], "leaky GridSearchCV": [], "default, no tuning": [],
-           "non-private": []}
+results = {
+    "DPGridSearchCV": [],
+    "leaky GridSearchCV": [],
+    "default, no tuning": [],
+    "non-private": [],
+}
 for seed in range(5):
     X_train, X_test, y_train, y_test = train_test_split(
         X, y, test_size=0.2, random_state=seed, stratify=y
     )
     private = DPGridSearchCV(
-        DPLogisticRegression(data_norm=data_norm, classes=[0, 1]), GRID,
-        epsilon=EPSILON, delta=DELTA, random_state=seed,
+        DPLogisticRegression(data_norm=data_norm, classes=[0, 1]),
+        GRID,
+        epsilon=EPSILON,
+        delta=DELTA,
+        random_state=seed,
     ).fit(X_train, y_train)
     results["DPGridSearchCV"].append(private.score(X_test, y_test))
     leaky_budget = PrivacyBudget(EPSILON, DELTA)
     leaky = GridSearchCV(
-        DPLogisticRegression(epsilon=EPSILON / n_fits, delta=DELTA / n_fits, data_norm=data_norm,
-                             classes=[0, 1], budget=leaky_budget, random_state=seed),
-        GRID, cv=RowwiseKFold(3, random_state=seed), error_score="raise",
+        DPLogisticRegression(
+            epsilon=EPSILON / n_fits,
+            delta=DELTA / n_fits,
+            data_norm=data_norm,
+            classes=[0, 1],
+            budget=leaky_budget,
+            random_state=seed,
+        ),
+        GRID,
+        cv=RowwiseKFold(3, random_state=seed),
+        error_score="raise",
     ).fit(X_train, y_train)
     assert len(leaky_budget.ledger) == n_fits
     results["leaky GridSearchCV"].append(leaky.score(X_test, y_test))
-    default = DPLogisticRegression(epsilon=EPSILON, delta=DELTA, data_norm=data_norm,
-                                   classes=[0, 1], random_state=seed)
+    default = DPLogisticRegression(
+        epsilon=EPSILON, delta=DELTA, data_norm=data_norm, classes=[0, 1], random_state=seed
+    )
     results["default, no tuning"].append(default.fit(X_train, y_train).score(X_test, y_test))
     reference = GridSearchCV(LogisticRegression(), {"C": GRID["C"]}, cv=3)
     results["non-private"].append(reference.fit(X_train, y_train).score(X_test, y_test))
 for name, scores in results.items():
-    print(f"{name:<20} median test accuracy {np.median(scores):.3f}  "
-          f"({', '.join(f'{s:.2f}' for s in scores)})")
+    print(
+        f"{name:<20} median test accuracy {np.median(scores):.3f}  "
+        f"({', '.join(f'{s:.2f}' for s in scores)})"
+    )
 
 # %%
 # Draw the comparison
@@ -150,12 +178,24 @@ fig, ax = plt.subplots(figsize=(7, 3.6))
 names = list(results)
 for i, name in enumerate(names):
     scores = results[name]
-    ax.bar(i, np.median(scores), color=f"C{i}", alpha=0.6,
-           hatch="//" if name.startswith("leaky") else None)
+    ax.bar(
+        i,
+        np.median(scores),
+        color=f"C{i}",
+        alpha=0.6,
+        hatch="//" if name.startswith("leaky") else None,
+    )
     ax.plot(np.full(len(scores), i), scores, "k.", alpha=0.6)
 ax.set_xticks(range(len(names)))
-ax.set_xticklabels(["DPGridSearchCV\n(2, 1e-5)-DP", "GridSearchCV, 19 fits\nat eps 2/19 (leaks)",
-                    "default at eps 2\n(no tuning)", "non-private\nGridSearchCV"], fontsize=8)
+ax.set_xticklabels(
+    [
+        "DPGridSearchCV\n(2, 1e-5)-DP",
+        "GridSearchCV, 19 fits\nat eps 2/19 (leaks)",
+        "default at eps 2\n(no tuning)",
+        "non-private\nGridSearchCV",
+    ],
+    fontsize=8,
+)
 ax.set_ylim(0.5, 1.0)
 ax.set_ylabel("test accuracy")
 ax.set_title("Breast cancer: tuning C and the solver at total epsilon 2", fontsize=10)

@@ -69,17 +69,20 @@ alone = DPLogisticRegression(epsilon=1.0, classes=[0, 1], random_state=0).fit(X_
 old = DPLogisticRegression(
     epsilon=1.0, classes=[0, 1], data_norm=1.0, intercept_scaling=1.0, random_state=0
 ).fit(X_train, y_train)
-print(f"DPLogisticRegression(epsilon=1) alone: {alone.score(X_test, y_test):.3f} "
-      f"(released data_norm_={alone.data_norm_:.4g}); old default data_norm=1.0: "
-      f"{old.score(X_test, y_test):.3f}")
+print(
+    f"DPLogisticRegression(epsilon=1) alone: {alone.score(X_test, y_test):.3f} "
+    f"(released data_norm_={alone.data_norm_:.4g}); old default data_norm=1.0: "
+    f"{old.score(X_test, y_test):.3f}"
+)
 
 # %%
 # Regression with labels in natural units
 # ---------------------------------------
 # 20000 rows: unit-scale features given public random scales and offsets
 # (like raw measurements), labels mapped to log-price units.
-Xr, yr = make_regression(n_samples=20000, n_features=10, n_informative=6, noise=60.0,
-                         random_state=0)
+Xr, yr = make_regression(
+    n_samples=20000, n_features=10, n_informative=6, noise=60.0, random_state=0
+)
 yr = 12.0 + 0.6 * (yr - yr.mean()) / yr.std()
 rng = np.random.default_rng(1)
 scales = 10.0 ** rng.uniform(-2, 3, size=Xr.shape[1])
@@ -92,8 +95,10 @@ regression = make_pipeline(
     DPSCORegressor(epsilon=0.7, delta=5e-6, budget=regressor_budget, random_state=4),
 ).fit(Xr_train, yr_train)
 fitted = regression[-1]
-print(f"DP regression R^2: {regression.score(Xr_test, yr_test):.3f}   "
-      f"Ridge R^2: {ridge.score(Xr_test, yr_test):.3f}")
+print(
+    f"DP regression R^2: {regression.score(Xr_test, yr_test):.3f}   "
+    f"Ridge R^2: {ridge.score(Xr_test, yr_test):.3f}"
+)
 print(f"released label range: {fitted.y_center_:.3g} +- {fitted.y_bound_:.3g}")
 
 # %%
@@ -110,8 +115,9 @@ seeds = range(5)
 
 def classification_score(epsilon, seed, pipeline):
     Xa, Xb, ya, yb = train_test_split(X, y, test_size=0.2, random_state=seed, stratify=y)
-    model = DPLogisticRegression(epsilon=epsilon * (0.7 if pipeline else 1.0), delta=5e-6,
-                                 classes=[0, 1], random_state=seed)
+    model = DPLogisticRegression(
+        epsilon=epsilon * (0.7 if pipeline else 1.0), delta=5e-6, classes=[0, 1], random_state=seed
+    )
     if pipeline:
         model = make_pipeline(
             DPStandardScaler(epsilon=0.3 * epsilon, delta=5e-6, random_state=1000 + seed), model
@@ -141,13 +147,18 @@ fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
 for label, values in curves.items():
     left.plot(epsilons, values, marker="o", label=label)
 left.axhline(reference.score(X_test, y_test), color="k", linestyle="--", label="scikit-learn")
-left.set(xscale="log", xlabel="total epsilon", ylabel="test accuracy",
-         title="Breast cancer, raw features")
+left.set(
+    xscale="log",
+    xlabel="total epsilon",
+    ylabel="test accuracy",
+    title="Breast cancer, raw features",
+)
 left.legend(fontsize=8)
 right.plot(epsilons, regression_curve, marker="o", label="DPStandardScaler + DPSCORegressor")
 right.axhline(ridge.score(Xr_test, yr_test), color="k", linestyle="--", label="Ridge")
-right.set(xscale="log", xlabel="total epsilon", ylabel="test R^2",
-          title="Regression, natural units")
+right.set(
+    xscale="log", xlabel="total epsilon", ylabel="test R^2", title="Regression, natural units"
+)
 right.legend(fontsize=8)
 for axis in (left, right):
     axis.set_xticks(epsilons, [f"{e:g}" for e in epsilons])

@@ -60,8 +60,9 @@ print(f"F* = {f_star:.5f}; the zero model's excess risk: {np.mean(np.abs(y)) - f
 methods = {
     "resque": dict(solver="resque"),
     "dp_sgd": dict(solver="dp_sgd"),
-    "dp_sgd, batch 32, 20 passes": dict(solver="dp_sgd", batch_size=32,
-                                        max_iter=math.ceil(20 * n / 32)),
+    "dp_sgd, batch 32, 20 passes": dict(
+        solver="dp_sgd", batch_size=32, max_iter=math.ceil(20 * n / 32)
+    ),
 }
 epsilons = [0.5, 1.0, math.inf]
 seeds = range(3)
@@ -71,8 +72,15 @@ for name, params in methods.items():
     for i, eps in enumerate(epsilons):
         for k, seed in enumerate(seeds):
             model = DPSCORegressor(
-                epsilon=eps, delta=n**-1.1, loss="absolute", penalty=None, radius=2.0,
-                data_norm=1.0, y_bound=1.0, random_state=seed, **params,
+                epsilon=eps,
+                delta=n**-1.1,
+                loss="absolute",
+                penalty=None,
+                radius=2.0,
+                data_norm=1.0,
+                y_bound=1.0,
+                random_state=seed,
+                **params,
             ).fit(X, y)
             excess[name][i, k] = np.mean(np.abs(y - model.predict(X))) - f_star
         if name == "resque":
@@ -83,8 +91,10 @@ for name, params in methods.items():
 
 print("median excess risk over 3 seeds")
 for name in methods:
-    print(f"  {name:28s} " + "  ".join(
-        f"eps={e:g}: {np.median(excess[name][i]):.2e}" for i, e in enumerate(epsilons)))
+    print(
+        f"  {name:28s} "
+        + "  ".join(f"eps={e:g}: {np.median(excess[name][i]):.2e}" for i, e in enumerate(epsilons))
+    )
 print("query depth (sequential rounds of gradient queries) and total queries, last fit")
 for name in methods:
     print(f"  {name:28s} {rounds[name]:6d} rounds, {queries[name]:,} queries")
@@ -96,10 +106,17 @@ fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11, 4))
 positions = np.arange(len(epsilons))
 width = 0.25
 for j, name in enumerate(methods):
-    ax0.bar(positions + (j - 1) * width, np.median(excess[name], axis=1), width,
-            yerr=[np.median(excess[name], axis=1) - excess[name].min(axis=1),
-                  excess[name].max(axis=1) - np.median(excess[name], axis=1)],
-            capsize=3, label=name)
+    ax0.bar(
+        positions + (j - 1) * width,
+        np.median(excess[name], axis=1),
+        width,
+        yerr=[
+            np.median(excess[name], axis=1) - excess[name].min(axis=1),
+            excess[name].max(axis=1) - np.median(excess[name], axis=1),
+        ],
+        capsize=3,
+        label=name,
+    )
 ax0.set_xticks(positions)
 ax0.set_xticklabels([f"{e:g}" for e in epsilons])
 ax0.set_yscale("log")
@@ -112,8 +129,13 @@ ax0.grid(True, axis="y", alpha=0.3)
 names = list(methods)
 ax1.bar(range(len(names)), [rounds[m] for m in names], color=["C0", "C1", "C2"])
 for i, m in enumerate(names):
-    ax1.annotate(f"{rounds[m]:,} rounds\n{queries[m]:,} queries", (i, rounds[m]),
-                 ha="center", va="bottom", fontsize=8)
+    ax1.annotate(
+        f"{rounds[m]:,} rounds\n{queries[m]:,} queries",
+        (i, rounds[m]),
+        ha="center",
+        va="bottom",
+        fontsize=8,
+    )
 ax1.set_xticks(range(len(names)))
 ax1.set_xticklabels(names, fontsize=8)
 ax1.set_yscale("log")

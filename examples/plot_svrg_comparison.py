@@ -75,9 +75,15 @@ for seed in seeds:
     )
     sklearn_accuracy.append(LogisticRegression().fit(X_train, y_train).score(X_test, y_test))
     for name, params in solvers.items():
-        model = DPLogisticRegression(epsilon=epsilon, delta=delta, solver=name,
-                                     data_norm=data_norm, classes=[0, 1], random_state=seed,
-                                     **params)
+        model = DPLogisticRegression(
+            epsilon=epsilon,
+            delta=delta,
+            solver=name,
+            data_norm=data_norm,
+            classes=[0, 1],
+            random_state=seed,
+            **params,
+        )
         model.fit(X_train, y_train)
         accuracy[name].append(model.score(X_test, y_test))
         # Time the same fit again, with its noise calibration cached (as in a
@@ -88,12 +94,16 @@ for seed in seeds:
         seconds[name].append(time.perf_counter() - tic)
         passes[name] = model.n_iter_
 
-print(f"epsilon={epsilon:g}, delta={delta:g}, {len(seeds)} splits: test accuracy "
-      "median [min, max], median fit time with the noise calibration cached")
+print(
+    f"epsilon={epsilon:g}, delta={delta:g}, {len(seeds)} splits: test accuracy "
+    "median [min, max], median fit time with the noise calibration cached"
+)
 for name in solvers:
     acc = np.array(accuracy[name])
-    print(f"  {name:11s} {np.median(acc):.3f} [{acc.min():.3f}, {acc.max():.3f}]  "
-          f"{np.median(seconds[name]) * 1000:7.1f} ms  (n_iter_={passes[name]})")
+    print(
+        f"  {name:11s} {np.median(acc):.3f} [{acc.min():.3f}, {acc.max():.3f}]  "
+        f"{np.median(seconds[name]) * 1000:7.1f} ms  (n_iter_={passes[name]})"
+    )
 print(f"  scikit-learn (non-private): {np.median(sklearn_accuracy):.3f}")
 
 # %%
@@ -107,17 +117,22 @@ rng = np.random.default_rng(0)
 for i, name in enumerate(names):
     ax0.scatter(i + rng.uniform(-0.12, 0.12, len(seeds)), accuracy[name], s=18, alpha=0.7)
     ax0.hlines(np.median(accuracy[name]), i - 0.3, i + 0.3, color="k")
-ax0.axhline(np.median(sklearn_accuracy), color="k", linestyle="--",
-            label="scikit-learn (non-private)")
+ax0.axhline(
+    np.median(sklearn_accuracy), color="k", linestyle="--", label="scikit-learn (non-private)"
+)
 ax0.set_xticks(range(len(names)))
 ax0.set_xticklabels(names)
 ax0.set_ylabel("test accuracy")
-ax0.set_title(f"Breast cancer, epsilon = {epsilon:g}: {len(seeds)} splits, bar = median",
-              fontsize=10)
+ax0.set_title(
+    f"Breast cancer, epsilon = {epsilon:g}: {len(seeds)} splits, bar = median", fontsize=10
+)
 ax0.grid(True, axis="y", alpha=0.3)
 ax0.legend(fontsize=8, loc="lower left")
-ax1.bar(range(len(names)), [np.median(seconds[n]) * 1000 for n in names],
-        color=[f"C{i}" for i in range(len(names))])
+ax1.bar(
+    range(len(names)),
+    [np.median(seconds[n]) * 1000 for n in names],
+    color=[f"C{i}" for i in range(len(names))],
+)
 ax1.set_xticks(range(len(names)))
 ax1.set_xticklabels(names, rotation=30)
 ax1.set_yscale("log")

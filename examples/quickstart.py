@@ -44,8 +44,10 @@ model = DPLogisticRegression(
     epsilon=1.0, delta=DELTA, data_norm=data_norm, classes=[0, 1], budget=budget, random_state=0
 ).fit(X_train, y_train)
 baseline = LogisticRegression().fit(X_train, y_train)
-print(f"test accuracy: DP (epsilon=1) {model.score(X_test, y_test):.3f}, "
-      f"non-private {baseline.score(X_test, y_test):.3f}")
+print(
+    f"test accuracy: DP (epsilon=1) {model.score(X_test, y_test):.3f}, "
+    f"non-private {baseline.score(X_test, y_test):.3f}"
+)
 
 # One noisy fit on 455 rows: the accuracy varies with the noise draw (the
 # median over seeds is in benchmarks/results/logistic.md).
@@ -56,13 +58,21 @@ print(f"epsilon recomputed from dp_event_: {epsilon_of_event(model.dp_event_, DE
 
 # --- More fits on the same budget --------------------------------------------
 for solver, epsilon in [("dp_sgd", 0.5), ("dp_gd", 0.5)]:
-    DPLogisticRegression(epsilon=epsilon, delta=DELTA, solver=solver, data_norm=data_norm,
-                         classes=[0, 1], budget=budget, random_state=1).fit(X_train, y_train)
+    DPLogisticRegression(
+        epsilon=epsilon,
+        delta=DELTA,
+        solver=solver,
+        data_norm=data_norm,
+        classes=[0, 1],
+        budget=budget,
+        random_state=1,
+    ).fit(X_train, y_train)
 
 print("\nledger:")
 for entry in budget.ledger:
-    print(f"  {entry.estimator} solver={entry.solver} epsilon={entry.epsilon:g} "
-          f"delta={entry.delta:g}")
+    print(
+        f"  {entry.estimator} solver={entry.solver} epsilon={entry.epsilon:g} delta={entry.delta:g}"
+    )
 # Three delta=1e-5 spends do not fit a delta=1e-5 budget by simply adding up
 # (epsilons 2.5, deltas 3e-5), so the budget composes the fits' mechanisms
 # numerically at its own delta, which here is also tighter in epsilon.
@@ -79,6 +89,8 @@ try:
     model.set_params(epsilon=3.0).fit(X_train, y_train)
 except BudgetExceededError as exc:
     print(f"\nBudgetExceededError: {exc}")
-print(f"model unchanged: {np.array_equal(model.coef_, coef_before)}, "
-      f"privacy_spent_ still {model.privacy_spent_}")
+print(
+    f"model unchanged: {np.array_equal(model.coef_, coef_before)}, "
+    f"privacy_spent_ still {model.privacy_spent_}"
+)
 print(f"ledger unchanged: {budget.ledger == ledger_before} ({len(budget.ledger)} entries)")

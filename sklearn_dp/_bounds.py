@@ -57,8 +57,8 @@ and is recorded as ``PureEpsilonDpEvent(epsilon, "exponential mechanism: ...")``
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp
@@ -220,8 +220,9 @@ def release_upper_bound_from_utilities(utilities, *, epsilon, rng, label):
 
 def release_center(values, *, epsilon, rng, label):
     """A DP median of ``values`` on :data:`CENTER_GRID`: pure epsilon-DP."""
-    return release_center_from_utilities(center_utilities(values), epsilon=epsilon, rng=rng,
-                                         label=label)
+    return release_center_from_utilities(
+        center_utilities(values), epsilon=epsilon, rng=rng, label=label
+    )
 
 
 def release_center_from_utilities(utilities, *, epsilon, rng, label):
@@ -250,7 +251,11 @@ def release_range(values, *, epsilon, n_public, rng, label, window=None, center=
     if center is not None:
         spread = np.abs(np.asarray(values, dtype=np.float64) - float(center))
         width = release_upper_bound(
-            spread, epsilon=epsilon, n_public=n_public, rng=rng, label=f"{label} (half-width)",
+            spread,
+            epsilon=epsilon,
+            n_public=n_public,
+            rng=rng,
+            label=f"{label} (half-width)",
             window=window,
         )
         return float(center), width.value, width.events
@@ -258,7 +263,11 @@ def release_range(values, *, epsilon, n_public, rng, label, window=None, center=
     center = release_center(values, epsilon=half, rng=rng, label=f"{label} (centre)")
     spread = np.abs(np.asarray(values, dtype=np.float64) - center.value)
     width = release_upper_bound(
-        spread, epsilon=half, n_public=n_public, rng=rng, label=f"{label} (half-width)",
+        spread,
+        epsilon=half,
+        n_public=n_public,
+        rng=rng,
+        label=f"{label} (half-width)",
         window=window,
     )
     return center.value, width.value, center.events + width.events
@@ -279,15 +288,19 @@ def row_linf_norms(X):
             out[nonempty] = np.maximum.reduceat(magnitudes, starts)
         return out
     for start in range(0, n, BLOCK_ROWS):
-        block = np.asarray(X[start:start + BLOCK_ROWS], dtype=np.float64)
-        out[start:start + BLOCK_ROWS] = np.max(np.abs(block), axis=1)
+        block = np.asarray(X[start : start + BLOCK_ROWS], dtype=np.float64)
+        out[start : start + BLOCK_ROWS] = np.max(np.abs(block), axis=1)
     return out
 
 
 def release_row_norm_bound(X, *, epsilon, n_public, rng, window=None):
     """A DP bound on ``||X[i]||_2`` (``data_norm``)."""
     return release_upper_bound(
-        row_l2_norms(X), epsilon=epsilon, n_public=n_public, rng=rng, label="row norm bound",
+        row_l2_norms(X),
+        epsilon=epsilon,
+        n_public=n_public,
+        rng=rng,
+        label="row norm bound",
         window=window,
     )
 
@@ -295,7 +308,11 @@ def release_row_norm_bound(X, *, epsilon, n_public, rng, window=None):
 def release_feature_bound(X, *, epsilon, n_public, rng, window=None):
     """A DP bound on ``max_j |X[i, j]|`` (one ``feature_bound`` for every feature)."""
     return release_upper_bound(
-        row_linf_norms(X), epsilon=epsilon, n_public=n_public, rng=rng, label="feature bound",
+        row_linf_norms(X),
+        epsilon=epsilon,
+        n_public=n_public,
+        rng=rng,
+        label="feature bound",
         window=window,
     )
 
@@ -330,15 +347,21 @@ def release_bounds(X, y, request, epsilons, *, n_public, rng, window, releases=I
     epsilon_rows, epsilon_labels = epsilons
     released, events = {}, []
     if rows is not None:
-        release = {"data_norm": releases.row_norm_bound,
-                   "feature_bound": releases.feature_bound}[rows]
+        release = {"data_norm": releases.row_norm_bound, "feature_bound": releases.feature_bound}[
+            rows
+        ]
         bound = release(X, epsilon=epsilon_rows, n_public=n_public, rng=rng, window=window)
         released[rows] = bound.value
         events += bound.events
     if labels:
         center, half_width, label_events = releases.label_range(
-            y, epsilon=epsilon_labels, n_public=n_public, rng=rng, label="label range",
-            window=LABEL_WINDOW, center=0.0 if labels == "symmetric" else None,
+            y,
+            epsilon=epsilon_labels,
+            n_public=n_public,
+            rng=rng,
+            label="label range",
+            window=LABEL_WINDOW,
+            center=0.0 if labels == "symmetric" else None,
         )
         released["labels"] = (center, half_width)
         events += label_events
@@ -362,7 +385,7 @@ def feature_columns(X):
         starts = ends - counts
         for j in range(d):
             column = np.zeros(n)
-            column[rows[starts[j]:ends[j]]] = data[starts[j]:ends[j]]
+            column[rows[starts[j] : ends[j]]] = data[starts[j] : ends[j]]
             yield j, column
         return
     for j in range(d):

@@ -129,7 +129,7 @@ def reduce_chunks(func, *arrays, combine=_add, split_every=SPLIT_EVERY):
     total = dask.delayed(_sum_all, pure=False)
     while len(parts) > 1:
         parts = [
-            total(combine, *parts[i:i + split_every]) for i in range(0, len(parts), split_every)
+            total(combine, *parts[i : i + split_every]) for i in range(0, len(parts), split_every)
         ]
     return parts[0].compute()
 
@@ -176,16 +176,25 @@ class DaskBoundedData:
         template = bound_data(np.zeros((0, X.shape[1]), dtype=X.dtype), np.zeros(0), **bound_args)
         self.design = DaskDesign(X, y, bound_args, template.design.n_columns)
         self.y = y
-        for name in ("row_norm_bound", "penalized", "fit_intercept", "intercept_scaling",
-                     "feature_bound", "n_public", "normalizer", "sample_weight",
-                     "weight_bound"):
+        for name in (
+            "row_norm_bound",
+            "penalized",
+            "fit_intercept",
+            "intercept_scaling",
+            "feature_bound",
+            "n_public",
+            "normalizer",
+            "sample_weight",
+            "weight_bound",
+        ):
             setattr(self, name, getattr(template, name))
         if bound_args.get("n_public") is None:
             # A direct call without a DP count: the row count is treated as public.
             count = float(row_count(X))
             self.n_public = count
-            self.normalizer = count if bound_args.get("normalizer") is None else (
-                bound_args["normalizer"])
+            self.normalizer = (
+                count if bound_args.get("normalizer") is None else (bound_args["normalizer"])
+            )
 
     split_coef = BoundedData.split_coef
 
@@ -255,8 +264,7 @@ def validate_fit_data(estimator, X, y, *, y_numeric, classes=None, classificatio
     X = X_dask
     if X.ndim != 2:
         raise ValueError(
-            f"{name}: X must be 2-d, of shape (n_samples, n_features); got a {X.ndim}-d Dask "
-            "array."
+            f"{name}: X must be 2-d, of shape (n_samples, n_features); got a {X.ndim}-d Dask array."
         )
     meta = getattr(X, "_meta", None)
     if meta is not None and not isinstance(meta, np.ndarray):
@@ -464,22 +472,28 @@ def release_range(y, *, epsilon, n_public, rng, label, window=None, center=None)
             functools.partial(_spread_counts, center=float(center), window=window), y
         )
         width = _bounds.release_upper_bound_from_utilities(
-            _bounds.upper_bound_utilities_from_counts(above, small, n_public), epsilon=epsilon,
-            rng=rng, label=f"{label} (half-width)",
+            _bounds.upper_bound_utilities_from_counts(above, small, n_public),
+            epsilon=epsilon,
+            rng=rng,
+            label=f"{label} (half-width)",
         )
         return float(center), width.value, width.events
     half = epsilon / 2.0
     at_or_below, size = reduce_chunks(_center_counts, y)
     center = _bounds.release_center_from_utilities(
-        _bounds.center_utilities_from_counts(at_or_below, size), epsilon=half, rng=rng,
+        _bounds.center_utilities_from_counts(at_or_below, size),
+        epsilon=half,
+        rng=rng,
         label=f"{label} (centre)",
     )
     above, small = reduce_chunks(
         functools.partial(_spread_counts, center=center.value, window=window), y
     )
     width = _bounds.release_upper_bound_from_utilities(
-        _bounds.upper_bound_utilities_from_counts(above, small, n_public), epsilon=half,
-        rng=rng, label=f"{label} (half-width)",
+        _bounds.upper_bound_utilities_from_counts(above, small, n_public),
+        epsilon=half,
+        rng=rng,
+        label=f"{label} (half-width)",
     )
     return center.value, width.value, center.events + width.events
 
@@ -487,16 +501,26 @@ def release_range(y, *, epsilon, n_public, rng, label, window=None, center=None)
 def release_row_norm_bound(X, *, epsilon, n_public, rng, window=None):
     """:func:`sklearn_dp._bounds.release_row_norm_bound` of a Dask array, by chunk counts."""
     return release_upper_bound_of_rows(
-        X, row_l2_norms, epsilon=epsilon, n_public=n_public, rng=rng,
-        label="row norm bound", window=window,
+        X,
+        row_l2_norms,
+        epsilon=epsilon,
+        n_public=n_public,
+        rng=rng,
+        label="row norm bound",
+        window=window,
     )
 
 
 def release_feature_bound(X, *, epsilon, n_public, rng, window=None):
     """:func:`sklearn_dp._bounds.release_feature_bound` of a Dask array, by chunk counts."""
     return release_upper_bound_of_rows(
-        X, _bounds.row_linf_norms, epsilon=epsilon, n_public=n_public, rng=rng,
-        label="feature bound", window=window,
+        X,
+        _bounds.row_linf_norms,
+        epsilon=epsilon,
+        n_public=n_public,
+        rng=rng,
+        label="feature bound",
+        window=window,
     )
 
 
@@ -533,8 +557,10 @@ def map_rows(estimator, method, X):
     """
     require_dask()
     if not is_dask_array(X):
-        raise TypeError(f"{type(estimator).__name__}.{method}: X is a Dask collection that is "
-                        "not a dask.array.Array.")
+        raise TypeError(
+            f"{type(estimator).__name__}.{method}: X is a Dask collection that is "
+            "not a dask.array.Array."
+        )
     if X.ndim != 2:
         raise ValueError(f"{type(estimator).__name__}.{method}: X must be 2-d.")
     expected = getattr(estimator, "n_features_in_", None)
@@ -556,6 +582,8 @@ def map_rows(estimator, method, X):
             func, drop_axis=1, dtype=sample.dtype, meta=np.empty((0,), dtype=sample.dtype)
         )
     return X.map_blocks(
-        func, chunks=(X.chunks[0], (sample.shape[1],)), dtype=sample.dtype,
+        func,
+        chunks=(X.chunks[0], (sample.shape[1],)),
+        dtype=sample.dtype,
         meta=np.empty((0, 0), dtype=sample.dtype),
     )

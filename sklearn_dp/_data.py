@@ -87,7 +87,9 @@ def _row_norms_rescaled(X):
             if sp.issparse(block):
                 squares = np.asarray(block.data, dtype=np.float64) ** 2
                 rows = np.repeat(np.arange(stop - start), np.diff(block.indptr))
-                norms[start:stop] = np.sqrt(np.bincount(rows, weights=squares, minlength=stop - start))
+                norms[start:stop] = np.sqrt(
+                    np.bincount(rows, weights=squares, minlength=stop - start)
+                )
             else:
                 block = np.asarray(block, dtype=np.float64)
                 norms[start:stop] = np.sqrt(np.einsum("ij,ij->i", block, block))
@@ -306,9 +308,7 @@ def _entrywise(X, bound):
             if not np.any(over):
                 magnitude = over = None
                 continue
-            entry_rows = np.repeat(
-                np.arange(start, stop), np.diff(X.indptr[start : stop + 1])
-            )
+            entry_rows = np.repeat(np.arange(start, stop), np.diff(X.indptr[start : stop + 1]))
             huge = np.unique(entry_rows[magnitude > EXCESS_FACTOR * column_bound])
             huge_rows.append(huge)
             moderate = over & ~np.isin(entry_rows, huge)
@@ -470,7 +470,11 @@ def bound_data(
     else:
         raise ValueError(f"Unknown geometry {geometry!r}.")
     design = Design(
-        X, row_scale=row_scale, excess=excess, patch_rows=patch_rows, patch=patch,
+        X,
+        row_scale=row_scale,
+        excess=excess,
+        patch_rows=patch_rows,
+        patch=patch,
         intercept=float(intercept_scaling) if fit_intercept else None,
     )
     if fit_intercept:

@@ -36,8 +36,15 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = [
-    "Design", "ColumnView", "as_design", "block_rows", "block_ranges", "fine_block_ranges",
-    "BLOCK_ROWS", "EXCESS_FACTOR", "GRAM_BLOCK_BYTES",
+    "Design",
+    "ColumnView",
+    "as_design",
+    "block_rows",
+    "block_ranges",
+    "fine_block_ranges",
+    "BLOCK_ROWS",
+    "EXCESS_FACTOR",
+    "GRAM_BLOCK_BYTES",
 ]
 
 #: Most rows per block when a product accumulates in float64 or a bound is
@@ -98,6 +105,7 @@ def as_design(X):
     if isinstance(X, (Design, ColumnView)):
         return X
     return Design(X)
+
 
 #: Entries beyond ``EXCESS_FACTOR`` times their bound (and rows whose norm
 #: over- or underflows) are patched exactly instead of corrected by
@@ -162,8 +170,9 @@ class Design:
         Value of the constant intercept column; None for none.
     """
 
-    def __init__(self, X, *, row_scale=None, excess=None, patch_rows=None, patch=None,
-                 intercept=None):
+    def __init__(
+        self, X, *, row_scale=None, excess=None, patch_rows=None, patch=None, intercept=None
+    ):
         self.X = X
         self.n_rows, self.n_features = X.shape
         if row_scale is not None:
@@ -408,8 +417,9 @@ class Design:
             block = self._bounded_block(start, stop)
             weight = square[start:stop]
             if sp.issparse(block):
-                _add_sparse_gram(G, block, sp.csr_matrix(sp.diags(weight) @ block),
-                                 self._gram_slab(d))
+                _add_sparse_gram(
+                    G, block, sp.csr_matrix(sp.diags(weight) @ block), self._gram_slab(d)
+                )
                 column += np.asarray(block.T @ cross[start:stop]).ravel()
             else:
                 G[:d, :d] += block.T @ (weight[:, None] * block)
@@ -473,12 +483,16 @@ class Design:
         if features.size:
             # Row chunks of at most about 1 MB (and a small share of X): the row-major X
             # is read once, in cache-sized pieces.
-            step = min(max(MIN_BLOCK_ROWS, 2**17 // features.size),
-                       block_rows(self.n_rows, self.n_features))
+            step = min(
+                max(MIN_BLOCK_ROWS, 2**17 // features.size),
+                block_rows(self.n_rows, self.n_features),
+            )
             for start in range(0, self.n_rows, step):
                 stop = min(start + step, self.n_rows)
-                chunk = self.X[start:stop, span] if span is not None else (
-                    self.X[start:stop][:, features]
+                chunk = (
+                    self.X[start:stop, span]
+                    if span is not None
+                    else (self.X[start:stop][:, features])
                 )
                 if all_features:
                     out[start:stop] = chunk

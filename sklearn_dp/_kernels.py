@@ -326,7 +326,6 @@ def vertex_scores(gradient, domain):
     return scores, box_scores
 
 
-
 # --------------------------------------------------------------------------
 # Coordinate blocks: dp_cd
 # --------------------------------------------------------------------------
@@ -411,7 +410,6 @@ def block_clipped_gradient_sum(X_block, Z_rows, y_rows, loss, block_bound):
     if hasattr(X_block, "rmatmul"):
         return X_block.rmatmul(D)
     return np.asarray(X_block.T @ D)
-
 
 
 # --------------------------------------------------------------------------
@@ -531,7 +529,7 @@ def svec(M):
     out[:m] = np.diagonal(M)
     at = m
     for i in range(m - 1):
-        np.multiply(M[i, i + 1:], _SQRT2, out=out[at:at + m - 1 - i])
+        np.multiply(M[i, i + 1 :], _SQRT2, out=out[at : at + m - 1 - i])
         at += m - 1 - i
     return out
 
@@ -548,9 +546,9 @@ def unsvec(v, m):
     M[np.diag_indices(m)] = v[:m]
     at = m
     for i in range(m - 1):
-        row = M[i, i + 1:]
-        np.divide(v[at:at + m - 1 - i], _SQRT2, out=row)
-        M[i + 1:, i] = row
+        row = M[i, i + 1 :]
+        np.divide(v[at : at + m - 1 - i], _SQRT2, out=row)
+        M[i + 1 :, i] = row
         at += m - 1 - i
     return M
 
@@ -601,9 +599,9 @@ def _multinomial_hessian(design, P, sample_weight=None):
             if sample_weight is not None:
                 weights = weights * sample_weight
             block = design.gram(weights)
-            H[k * m:(k + 1) * m, l * m:(l + 1) * m] = block
+            H[k * m : (k + 1) * m, l * m : (l + 1) * m] = block
             if l != k:
-                H[l * m:(l + 1) * m, k * m:(k + 1) * m] = block
+                H[l * m : (l + 1) * m, k * m : (k + 1) * m] = block
     return H
 
 
@@ -680,8 +678,7 @@ def newton_sums(design, y, W, loss, clip_norm, row_norms, *, hessian=True, sampl
             D = loss.derivative(Z, y_part)
         del Z
         if clip_norm is not None and np.isfinite(clip_norm):
-            norms = (np.sqrt(np.einsum("ij,ij->i", D, D)) if D.shape[1] > 1
-                     else np.abs(D[:, 0]))
+            norms = np.sqrt(np.einsum("ij,ij->i", D, D)) if D.shape[1] > 1 else np.abs(D[:, 0])
             norms *= row_norms[start:stop]
             D *= clip_scale(norms, clip_norm, out=norms)[:, None]
             del norms

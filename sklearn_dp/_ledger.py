@@ -215,8 +215,17 @@ class _DetachedStorage:
 
 
 _LEDGER_COLUMNS = (
-    "id", "estimator", "solver", "epsilon", "delta", "event", "event_repr", "timestamp",
-    "status", "error", "rho",
+    "id",
+    "estimator",
+    "solver",
+    "epsilon",
+    "delta",
+    "event",
+    "event_repr",
+    "timestamp",
+    "status",
+    "error",
+    "rho",
 )
 _LEDGER_COLUMNS_V1 = _LEDGER_COLUMNS[:8]
 _META_COLUMNS = ("id", "schema_version", "epsilon", "delta", "created", "composition")
@@ -253,7 +262,10 @@ class _SQLiteStorage:
         uri = "file:" + _uri_quote(self.path) + f"?mode={mode}"
         try:
             conn = sqlite3.connect(
-                uri, uri=True, timeout=self.timeout, isolation_level=None,
+                uri,
+                uri=True,
+                timeout=self.timeout,
+                isolation_level=None,
                 check_same_thread=False,
             )
         except sqlite3.Error as exc:
@@ -324,9 +336,8 @@ class _SQLiteStorage:
 
         def body(conn):
             tables = {
-                name for (name,) in conn.execute(
-                    "SELECT name FROM sqlite_master WHERE type='table'"
-                )
+                name
+                for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
             }
             tables.discard("sqlite_sequence")
             if not tables and not create:
@@ -415,7 +426,9 @@ class _SQLiteStorage:
     )
 
     def _read_rows(self, conn):
-        return [self._row_from_record(record) for record in conn.execute(self._SELECT + " ORDER BY id")]
+        return [
+            self._row_from_record(record) for record in conn.execute(self._SELECT + " ORDER BY id")
+        ]
 
     def _row_from_record(self, record):
         # A committed record with the same values decodes to the same entry,
@@ -436,8 +449,16 @@ class _SQLiteStorage:
                     "written by an incompatible version."
                 ) from exc
         entry = LedgerEntry(
-            estimator, solver, float(epsilon), float(delta), event, float(timestamp),
-            status, error, None if rho is None else float(rho), int(entry_id),
+            estimator,
+            solver,
+            float(epsilon),
+            float(delta),
+            event,
+            float(timestamp),
+            status,
+            error,
+            None if rho is None else float(rho),
+            int(entry_id),
         )
         row = _Row(entry, None if blob is None else bytes(blob))
         with self._cache_lock:
@@ -478,9 +499,16 @@ class _SQLiteStorage:
             "INSERT INTO ledger (estimator, solver, epsilon, delta, event, event_repr, "
             "timestamp, status, error, rho) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
-                entry.estimator, entry.solver, entry.epsilon, entry.delta, row.blob,
-                None if entry.event is None else repr(entry.event), entry.timestamp,
-                entry.status, entry.error, entry.rho,
+                entry.estimator,
+                entry.solver,
+                entry.epsilon,
+                entry.delta,
+                row.blob,
+                None if entry.event is None else repr(entry.event),
+                entry.timestamp,
+                entry.status,
+                entry.error,
+                entry.rho,
             ),
         )
         return int(cursor.lastrowid)

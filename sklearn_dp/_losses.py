@@ -90,8 +90,9 @@ class GLMLoss:
         number of outputs the loss does not have.
         """
         if self.smoothness is None:
-            raise ValueError(f"The {self.name!r} loss is not smooth (no bounded second "
-                             "derivative).")
+            raise ValueError(
+                f"The {self.name!r} loss is not smooth (no bounded second derivative)."
+            )
         if n_outputs != 1:
             raise ValueError(f"The {self.name!r} loss has one output, got n_outputs={n_outputs}.")
         return 1, float(self.smoothness)

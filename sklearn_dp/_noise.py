@@ -46,7 +46,11 @@ __all__ = [
 ]
 
 MECHANISMS = (
-    "gaussian", "laplace", "exponential", "gamma_norm", "objective_perturbation",
+    "gaussian",
+    "laplace",
+    "exponential",
+    "gamma_norm",
+    "objective_perturbation",
     "thresholded_laplace",
 )
 NORMS = ("l1", "l2", "linf")
@@ -372,8 +376,15 @@ def thresholded_histogram(keys, counts, *, scale, threshold, rng, label=""):
         noisy = counts
     released = np.sort(keys[noisy > threshold]) if scale > 0 else np.sort(keys)
     return _record(
-        "thresholded_laplace", counts, 1.0, "l1", released, scale, label,
-        candidates=keys.copy(), threshold=float(threshold),
+        "thresholded_laplace",
+        counts,
+        1.0,
+        "l1",
+        released,
+        scale,
+        label,
+        candidates=keys.copy(),
+        threshold=float(threshold),
     )
 
 

@@ -691,9 +691,7 @@ def subsampled_gaussian_noise_multiplier(
         The noise multiplier (standard deviation over L2 sensitivity) of each step.
     """
     if not 0 < sampling_probability <= 1:
-        raise ValueError(
-            f"sampling_probability must be in (0, 1], got {sampling_probability!r}."
-        )
+        raise ValueError(f"sampling_probability must be in (0, 1], got {sampling_probability!r}.")
     if sampling_probability >= 1:
         return gaussian_noise_multiplier(epsilon, delta, n_steps)
     epsilon = _check_epsilon(epsilon)
@@ -879,7 +877,6 @@ def largest_share(make_event, prefix_event, epsilon, delta, floor, *, max_plans=
     return certified
 
 
-
 # --------------------------------------------------------------------------
 # Zero-concentrated DP
 # --------------------------------------------------------------------------
@@ -943,9 +940,10 @@ def zcdp_rho(event: dpe.DpEvent) -> float | None:
 # Orders at which a zCDP guarantee is converted: dp_accounting's defaults
 # plus large orders, where small rhos have their best conversion.
 _ZCDP_ORDERS = tuple(
-    sorted(set(rdp_privacy_accountant.DEFAULT_RDP_ORDERS) | {
-        float(round(x, 6)) for x in (1000.0 * 1.25**k for k in range(40))
-    })
+    sorted(
+        set(rdp_privacy_accountant.DEFAULT_RDP_ORDERS)
+        | {float(round(x, 6)) for x in (1000.0 * 1.25**k for k in range(40))}
+    )
 )
 
 

@@ -599,9 +599,7 @@ class PrivacyBudget:
         )
         return _Row(entry, _pickle_event(event))
 
-    def check(
-        self, epsilon: float, delta: float = 0.0, event: dpe.DpEvent | None = None
-    ) -> None:
+    def check(self, epsilon: float, delta: float = 0.0, event: dpe.DpEvent | None = None) -> None:
         """Raise :class:`BudgetExceededError` if spending ``(epsilon, delta)`` would not fit.
 
         Parameters
@@ -734,15 +732,28 @@ class PrivacyBudget:
         if isinstance(self._storage, _SQLiteStorage):
             return (
                 _reopen_sqlite_budget,
-                (self._epsilon, self._delta, self._storage.path, self._timeout,
-                 self._composition, self._storage.created),
+                (
+                    self._epsilon,
+                    self._delta,
+                    self._storage.path,
+                    self._timeout,
+                    self._composition,
+                    self._storage.created,
+                ),
             )
         pid = self._storage.pid if isinstance(self._storage, _MemoryStorage) else -1
         snapshot = [(row.entry, row.blob) for row in self._storage.rows()]
         return (
             _restore_memory_budget,
-            (self._uuid, pid, self._epsilon, self._delta, snapshot, self._timeout,
-             self._composition),
+            (
+                self._uuid,
+                pid,
+                self._epsilon,
+                self._delta,
+                snapshot,
+                self._timeout,
+                self._composition,
+            ),
         )
 
     def __repr__(self):

@@ -204,11 +204,17 @@ def _noisy_sums(values, *, sensitivity_l2, sensitivity_l1, multiplier, pure, rng
     """Gaussian (L2 sensitivity) or, for pure DP, Laplace (L1 sensitivity) noise on a vector of sums."""
     if pure:
         return _noise.laplace(
-            values, sensitivity=sensitivity_l1, scale=multiplier * sensitivity_l1, rng=rng,
+            values,
+            sensitivity=sensitivity_l1,
+            scale=multiplier * sensitivity_l1,
+            rng=rng,
             label=label,
         )
     return _noise.gaussian(
-        values, sensitivity=sensitivity_l2, noise_std=multiplier * sensitivity_l2, rng=rng,
+        values,
+        sensitivity=sensitivity_l2,
+        noise_std=multiplier * sensitivity_l2,
+        rng=rng,
         label=label,
     )
 
@@ -386,11 +392,15 @@ class DPStandardScaler(_DPTransformer):
         epsilon_count = COUNT_EPSILON_FRACTION * self.epsilon if private else math.inf
         prefix, epsilon_each, multiplier = [], math.inf, 0.0
         if private:
-            epsilon_each, multiplier = _standard_plan(d, float(self.epsilon), float(self.delta), auto)
+            epsilon_each, multiplier = _standard_plan(
+                d, float(self.epsilon), float(self.delta), auto
+            )
             prefix = [dpe.LaplaceDpEvent(1.0 / epsilon_count)]
             if auto:
                 prefix += _bound_events(epsilon_each, d, "bound")
-        plan_event = dpe.ComposedDpEvent(prefix + [_sums_event(multiplier, pure)]) if private else None
+        plan_event = (
+            dpe.ComposedDpEvent(prefix + [_sums_event(multiplier, pure)]) if private else None
+        )
         # One row moves the 2d sums of u and u^2 (each in [-1, 1] and [0, 1])
         # by at most sqrt(2 d) in L2 and 2 d in L1.
         sensitivity_l2, sensitivity_l1 = math.sqrt(2.0 * d), 2.0 * d
@@ -409,8 +419,12 @@ class DPStandardScaler(_DPTransformer):
                 sums[j] = np.sum(u)
                 sums[d + j] = np.sum(u * u)
             noisy = _noisy_sums(
-                sums, sensitivity_l2=sensitivity_l2, sensitivity_l1=sensitivity_l1,
-                multiplier=multiplier, pure=pure, rng=rng,
+                sums,
+                sensitivity_l2=sensitivity_l2,
+                sensitivity_l1=sensitivity_l1,
+                multiplier=multiplier,
+                pure=pure,
+                rng=rng,
                 label="feature sums and sums of squares",
             )
             n = count.estimate
@@ -456,7 +470,11 @@ class DPStandardScaler(_DPTransformer):
         """
         check_is_fitted(self)
         X = validate_data(
-            self, X, reset=False, accept_sparse="csr", dtype=[np.float64, np.float32],
+            self,
+            X,
+            reset=False,
+            accept_sparse="csr",
+            dtype=[np.float64, np.float32],
             copy=True if copy is None else copy,
         )
         if sp.issparse(X):
@@ -490,7 +508,11 @@ class DPStandardScaler(_DPTransformer):
         """
         check_is_fitted(self)
         X = validate_data(
-            self, X, reset=False, accept_sparse="csr", dtype=[np.float64, np.float32],
+            self,
+            X,
+            reset=False,
+            accept_sparse="csr",
+            dtype=[np.float64, np.float32],
             copy=True if copy is None else copy,
         )
         if sp.issparse(X):
@@ -646,7 +668,9 @@ class DPMinMaxScaler(_DPTransformer):
                 + _bound_events(bound_each, d, "bound")
                 + _bound_events(width_each, d, "half-width")
             )
-        plan_event = dpe.ComposedDpEvent(prefix + [_sums_event(multiplier, pure)]) if private else None
+        plan_event = (
+            dpe.ComposedDpEvent(prefix + [_sums_event(multiplier, pure)]) if private else None
+        )
         # One row moves the d sums of u (each in [-1, 1]) by sqrt(d) in L2, d in L1.
         sensitivity_l2, sensitivity_l1 = math.sqrt(d), float(d)
 
@@ -657,8 +681,13 @@ class DPMinMaxScaler(_DPTransformer):
             for j, column in feature_columns(X):
                 sums[j] = np.sum(np.clip(column / bounds[j], -1.0, 1.0))
             noisy = _noisy_sums(
-                sums, sensitivity_l2=sensitivity_l2, sensitivity_l1=sensitivity_l1,
-                multiplier=multiplier, pure=pure, rng=rng, label="feature sums",
+                sums,
+                sensitivity_l2=sensitivity_l2,
+                sensitivity_l1=sensitivity_l1,
+                multiplier=multiplier,
+                pure=pure,
+                rng=rng,
+                label="feature sums",
             )
             centers = bounds * np.clip(noisy / count.estimate, -1.0, 1.0)
             widths, width_events = _release_feature_bounds(

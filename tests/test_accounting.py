@@ -397,7 +397,9 @@ def test_pure_event_with_closed_form_and_approximate_parts():
     rest = epsilon_of_event(dpe.ComposedDpEvent([count, solver]), left)
     rho = 0.09**2 / 8 + 0.5 * 0.04**2 + 1 / (2 * 4.0**2)
     inner = min(
-        0.09 + rest, accounting.epsilon_of_zcdp(rho, left), _pld_bound([0.09], [count, solver], left)
+        0.09 + rest,
+        accounting.epsilon_of_zcdp(rho, left),
+        _pld_bound([0.09], [count, solver], left),
     )
     assert epsilon_of_event(event, delta) == pytest.approx(0.1 + inner, rel=1e-9)
 
@@ -452,10 +454,14 @@ def test_largest_share_is_certified_and_near_optimal():
             return dpe.GaussianDpEvent(accounting.gaussian_noise_multiplier(part, delta, 1))
 
         share = largest_share(make_event, count, epsilon, delta, 0.95 * epsilon)
-        composed = _epsilon(dpe.ComposedDpEvent([count, make_event(share)]), delta, _coarse_grid(epsilon))
+        composed = _epsilon(
+            dpe.ComposedDpEvent([count, make_event(share)]), delta, _coarse_grid(epsilon)
+        )
         assert composed <= epsilon
         above = _epsilon(
-            dpe.ComposedDpEvent([count, make_event(share + 0.002 * epsilon)]), delta, _coarse_grid(epsilon)
+            dpe.ComposedDpEvent([count, make_event(share + 0.002 * epsilon)]),
+            delta,
+            _coarse_grid(epsilon),
         )
         assert above > epsilon
     assert len(calls) <= 3 * (4 + 2)

@@ -75,13 +75,15 @@ SLOW_ESTIMATOR_AUDITS = {}
 
 
 FAST_SOLVER_AUDITS = [
-    a for a in solver_audits("solver")
+    a
+    for a in solver_audits("solver")
     if a.solver not in SOLVER_AUDITS_ELSEWHERE and a.solver not in SLOW_SOLVER_AUDITS
 ]
 
 
 FAST_ESTIMATOR_AUDITS = [
-    a for a in solver_audits("estimator")
+    a
+    for a in solver_audits("estimator")
     if a.solver not in ESTIMATOR_AUDITS_ELSEWHERE and a.solver not in SLOW_ESTIMATOR_AUDITS
 ]
 
@@ -91,8 +93,11 @@ def _audit(audit, epsilon, n_runs=None):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return audit_mechanism(
-            audit.make_run(epsilon), claimed_epsilon=audit.epsilon,
-            delta=max(audit.delta, 1e-12), n_runs=n_runs, include_observed=True,
+            audit.make_run(epsilon),
+            claimed_epsilon=audit.epsilon,
+            delta=max(audit.delta, 1e-12),
+            n_runs=n_runs,
+            include_observed=True,
         )
 
 
@@ -135,7 +140,8 @@ def test_fast_audit_and_noise_off_control(audit):
 
 
 @pytest.mark.parametrize(
-    "audit", [a for a in solver_audits("solver") if a.solver in SOLVER_AUDITS_ELSEWHERE],
+    "audit",
+    [a for a in solver_audits("solver") if a.solver in SOLVER_AUDITS_ELSEWHERE],
     ids=lambda a: a.id,
 )
 def test_noise_off_control_of_audits_elsewhere(audit):
@@ -184,8 +190,14 @@ _FITTED = set()
 #: Solvers whose estimator fits calibrate by PLD for every noisy row count
 #: (5-25 s per fit, cold): their estimator fits are checked under -m slow; the
 #: default run checks their solver-level events above.
-PLD_HEAVY = {"dp_sgd", "dp_svrg", "dp_svrg_pp", "mirror_descent", "localized_mirror_descent",
-             "resque"}
+PLD_HEAVY = {
+    "dp_sgd",
+    "dp_svrg",
+    "dp_svrg_pp",
+    "mirror_descent",
+    "localized_mirror_descent",
+    "resque",
+}
 
 #: Known failures (not privacy), expected to raise: none at present.
 KNOWN_FAILURES = {}
@@ -198,16 +210,22 @@ def _pairs():
             reason = KNOWN_FAILURES.get((estimator.__name__, solver))
             if reason:
                 marks.append(pytest.mark.xfail(raises=ValueError, strict=True, reason=reason))
-            yield pytest.param(estimator, solver, marks=marks,
-                               id=f"{estimator.__name__}-{solver}")
+            yield pytest.param(estimator, solver, marks=marks, id=f"{estimator.__name__}-{solver}")
 
 
 def _build(estimator, solver):
     # A pair without a configuration must be refused by the registry (skipped below).
-    params = {**ESTIMATOR_PARAMS.get(estimator, {}),
-              **CONFIGS.get((estimator.__name__, solver), {})}
-    return estimator(epsilon=1.0, delta=1e-5 if SOLVERS[solver].approximate_dp else 0.0,
-                     solver=solver, random_state=0, **params)
+    params = {
+        **ESTIMATOR_PARAMS.get(estimator, {}),
+        **CONFIGS.get((estimator.__name__, solver), {}),
+    }
+    return estimator(
+        epsilon=1.0,
+        delta=1e-5 if SOLVERS[solver].approximate_dp else 0.0,
+        solver=solver,
+        random_state=0,
+        **params,
+    )
 
 
 @pytest.mark.parametrize("estimator, solver", list(_pairs()))

@@ -89,7 +89,9 @@ def test_center_utilities_are_exact(values):
 
 @settings(max_examples=100, deadline=None)
 @given(
-    scores=SCORES, row=SCORES.map(lambda s: s[:1] or [0.0]), n_public=st.floats(0, 1e4),
+    scores=SCORES,
+    row=SCORES.map(lambda s: s[:1] or [0.0]),
+    n_public=st.floats(0, 1e4),
     window=st.sampled_from([1.5, 2.0, 4.0, 10.0]),
 )
 def test_upper_bound_utility_sensitivity_one_and_monotone(scores, row, n_public, window):
@@ -198,7 +200,9 @@ def test_release_range_spends_half_on_each_part():
     # About 2 standard deviations (see the module docstring of _bounds).
     assert 200 < center < 400 and 80 < width < 1000
     # The half-width is a bound on the distances to the released centre.
-    np.testing.assert_array_equal(trace.releases[1].value, upper_bound_utilities(np.abs(y - center), 2000.0))
+    np.testing.assert_array_equal(
+        trace.releases[1].value, upper_bound_utilities(np.abs(y - center), 2000.0)
+    )
 
 
 def test_row_linf_norms_dense_and_sparse():
@@ -257,7 +261,9 @@ def test_logistic_auto_bound_is_released_and_accounted():
     X, y = _classification()
     budget = PrivacyBudget(2.0, 1e-5)
     with trace_releases() as trace:
-        model = DPLogisticRegression(epsilon=1.0, classes=[0, 1], budget=budget, random_state=0).fit(X, y)
+        model = DPLogisticRegression(
+            epsilon=1.0, classes=[0, 1], budget=budget, random_state=0
+        ).fit(X, y)
     labels = [r.label for r in trace.releases]
     assert labels[:2] == ["row count", "row norm bound"]
     bound = trace.releases[1]
@@ -292,9 +298,7 @@ def test_given_bounds_cost_nothing_and_release_nothing():
     assert [r.label for r in trace.releases][:1] == ["row count"]
     assert all("bound" not in r.label for r in trace.releases)
     assert model.data_norm_ == 2.0 and model.intercept_scaling_ == 2.0
-    assert not any(
-        isinstance(e, PureEpsilonDpEvent) for e in model.dp_event_.events
-    )
+    assert not any(isinstance(e, PureEpsilonDpEvent) for e in model.dp_event_.events)
 
 
 def test_regressor_auto_label_range_centres_and_scales_labels():
@@ -305,7 +309,10 @@ def test_regressor_auto_label_range_centres_and_scales_labels():
         model = DPSCORegressor(epsilon=2.0, random_state=0).fit(X, y)
     labels = [r.label for r in trace.releases]
     assert labels[:4] == [
-        "row count", "row norm bound", "label range (centre)", "label range (half-width)"
+        "row count",
+        "row norm bound",
+        "label range (centre)",
+        "label range (half-width)",
     ]
     share = _bounds.BOUNDS_EPSILON_FRACTION * 2.0
     assert trace.releases[2].scale == pytest.approx(2.0 / share)
@@ -333,7 +340,12 @@ def test_lasso_auto_feature_bound_is_one_release():
     with trace_releases() as trace:
         model = DPLasso(epsilon=2.0, radius=0.1, random_state=0).fit(X, y)
     labels = [r.label for r in trace.releases]
-    assert labels[:4] == ["row count", "feature bound", "label range (centre)", "label range (half-width)"]
+    assert labels[:4] == [
+        "row count",
+        "feature bound",
+        "label range (centre)",
+        "label range (half-width)",
+    ]
     np.testing.assert_array_equal(
         trace.releases[1].value,
         upper_bound_utilities(
@@ -351,7 +363,9 @@ def test_zcdp_budget_reserves_the_bound_release():
 
     X, y = _classification()
     budget = PrivacyBudget(5.0, 1e-5, composition="zcdp")
-    model = DPLogisticRegression(epsilon=1.0, classes=[0, 1], budget=budget, random_state=0).fit(X, y)
+    model = DPLogisticRegression(epsilon=1.0, classes=[0, 1], budget=budget, random_state=0).fit(
+        X, y
+    )
     entry = budget.ledger[0]
     assert entry.status == "completed"
     assert entry.rho == pytest.approx(zcdp_rho(model.dp_event_), rel=1e-9)

@@ -210,7 +210,9 @@ def test_basic_filter_never_admits_by_numerical_composition():
     numerical = epsilon_of_events([event] * 10, 1e-5)
     assert numerical < 5.0
     assert budget.fixed_sequence_epsilon() == pytest.approx(numerical)
-    assert budget.fixed_sequence_epsilon(1e-6) == pytest.approx(epsilon_of_events([event] * 10, 1e-6))
+    assert budget.fixed_sequence_epsilon(1e-6) == pytest.approx(
+        epsilon_of_events([event] * 10, 1e-6)
+    )
 
 
 def test_fixed_sequence_epsilon_needs_every_event():
@@ -293,7 +295,10 @@ def test_admitted_fit_counts_on_a_10_1e5_budget():
     count_event = dpe.LaplaceDpEvent(1.0 / 0.05)
     share = largest_share(
         lambda e: gaussian_steps_event(gaussian_noise_multiplier(e, 1e-6, 100), 100),
-        count_event, 1.0, 1e-6, 0.95,
+        count_event,
+        1.0,
+        1e-6,
+        0.95,
     )
     fit = dpe.ComposedDpEvent(
         [count_event, gaussian_steps_event(gaussian_noise_multiplier(share, 1e-6, 100), 100)]
@@ -365,7 +370,9 @@ def test_sqlite_reservations_and_statuses_persist(tmp_path):
     reopened = PrivacyBudget(10.0, 1e-5, storage=path, composition="zcdp")
     ledger = reopened.ledger
     assert [(e.estimator, e.status, e.error) for e in ledger] == [
-        ("A", "completed", None), ("B", "failed", "ValueError"), ("C", "reserved", None)
+        ("A", "completed", None),
+        ("B", "failed", "ValueError"),
+        ("C", "reserved", None),
     ]
     assert [e.id for e in ledger] == [1, 2, 3]
     assert ledger[0].rho == pytest.approx(1 / 32)
@@ -427,7 +434,9 @@ def test_pure_and_gaussian_events_mixed():
 
 def test_reprs():
     budget = PrivacyBudget(1.0, 1e-5)
-    budget.spend(0.25, 1e-6, event=gaussian_steps_event(5.0, 2), estimator="DPLasso", solver="dp_cd")
+    budget.spend(
+        0.25, 1e-6, event=gaussian_steps_event(5.0, 2), estimator="DPLasso", solver="dp_cd"
+    )
     text = repr(budget)
     assert "epsilon=1" in text and "entries=1" in text and "memory" in text
     entry_text = repr(budget.ledger[0])
@@ -755,9 +764,7 @@ def test_sqlite_killed_mid_spend_leaves_ledger_consistent(tmp_path):
 
 def test_sqlite_grid_search_with_process_workers(tmp_path):
     budget = PrivacyBudget(1.0, storage=tmp_path / "grid.sqlite")
-    search = GridSearchCV(
-        DummyEstimator(budget=budget), {"alpha": [1.0, 2.0]}, cv=2, n_jobs=2
-    )
+    search = GridSearchCV(DummyEstimator(budget=budget), {"alpha": [1.0, 2.0]}, cv=2, n_jobs=2)
     search.fit(np.zeros((4, 1)))
     assert len(budget.ledger) == 2 * 2 + 1
     assert budget.spent[0] == pytest.approx(0.25)

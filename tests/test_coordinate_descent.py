@@ -56,8 +56,24 @@ def reference_derivative(loss, z, y):
     raise AssertionError(loss)
 
 
-def reference_dp_cd(data, loss, *, n_outputs, alpha, l1_ratio, M, structure, probabilities,
-                    clip, noise_multiplier, n_inner, n_outer, output, rng, step_scale=1.0):
+def reference_dp_cd(
+    data,
+    loss,
+    *,
+    n_outputs,
+    alpha,
+    l1_ratio,
+    M,
+    structure,
+    probabilities,
+    clip,
+    noise_multiplier,
+    n_inner,
+    n_outer,
+    output,
+    rng,
+    step_scale=1.0,
+):
     """Algorithm 1 of the paper with per-sample block clipping, written the obvious way."""
     X = data.X.toarray() if sp.issparse(data.X) else np.asarray(data.X)
     n, d = X.shape
@@ -130,15 +146,33 @@ SAMPLING_CASES = [
 def test_matches_reference_implementation(problem, case, output):
     data = problem
     loss = BinaryLogisticLoss()
-    kwargs = dict(n_outputs=1, alpha=0.05, epsilon=2.0, delta=DELTA, max_iter=3, n_outer=2,
-                  clip_norm=1.5, output=output)
+    kwargs = dict(
+        n_outputs=1,
+        alpha=0.05,
+        epsilon=2.0,
+        delta=DELTA,
+        max_iter=3,
+        n_outer=2,
+        clip_norm=1.5,
+        output=output,
+    )
     result = dp_cd(data, loss, l1_ratio=0.3, random_state=7, **kwargs, **case)
     details = result.plan.details
     reference = reference_dp_cd(
-        data, loss, n_outputs=1, alpha=0.05, l1_ratio=0.3, M=details["smoothness"],
-        structure=details["structure"], probabilities=details["probabilities"], clip=1.5,
-        noise_multiplier=result.plan.noise_multiplier, n_inner=details["n_inner"],
-        n_outer=details["n_outer"], output=output, rng=np.random.default_rng(7),
+        data,
+        loss,
+        n_outputs=1,
+        alpha=0.05,
+        l1_ratio=0.3,
+        M=details["smoothness"],
+        structure=details["structure"],
+        probabilities=details["probabilities"],
+        clip=1.5,
+        noise_multiplier=result.plan.noise_multiplier,
+        n_inner=details["n_inner"],
+        n_outer=details["n_outer"],
+        output=output,
+        rng=np.random.default_rng(7),
     )
     np.testing.assert_allclose(result.coef, reference, rtol=1e-10, atol=1e-12)
 
@@ -149,15 +183,34 @@ def test_multinomial_and_sparse_match_reference():
     X[X < -0.2] = 0.0  # some zeros, to exercise the sparse row selection
     for matrix in (X, sp.csr_matrix(X)):
         data = bound_data(matrix, y, fit_intercept=True, geometry="linf", feature_bound=1.0)
-        result = dp_cd(data, MultinomialLoss(), n_outputs=3, alpha=0.01, epsilon=1.0, delta=DELTA,
-                       max_iter=2, block_size=2, sampling="importance", random_state=1)
+        result = dp_cd(
+            data,
+            MultinomialLoss(),
+            n_outputs=3,
+            alpha=0.01,
+            epsilon=1.0,
+            delta=DELTA,
+            max_iter=2,
+            block_size=2,
+            sampling="importance",
+            random_state=1,
+        )
         details = result.plan.details
         reference = reference_dp_cd(
-            data, MultinomialLoss(), n_outputs=3, alpha=0.01, l1_ratio=0.0,
-            M=details["smoothness"], structure=details["structure"],
-            probabilities=details["probabilities"], clip=details["clip_norm"],
-            noise_multiplier=result.plan.noise_multiplier, n_inner=details["n_inner"],
-            n_outer=details["n_outer"], output="average", rng=np.random.default_rng(1),
+            data,
+            MultinomialLoss(),
+            n_outputs=3,
+            alpha=0.01,
+            l1_ratio=0.0,
+            M=details["smoothness"],
+            structure=details["structure"],
+            probabilities=details["probabilities"],
+            clip=details["clip_norm"],
+            noise_multiplier=result.plan.noise_multiplier,
+            n_inner=details["n_inner"],
+            n_outer=details["n_outer"],
+            output="average",
+            rng=np.random.default_rng(1),
         )
         np.testing.assert_allclose(result.coef, reference, rtol=1e-10, atol=1e-12)
 
@@ -171,11 +224,23 @@ def test_multinomial_and_sparse_match_reference():
 def test_full_sampling_with_scalar_constant_is_dp_gd_step_for_step(n_steps):
     """S = [d], M = L (the constant of dp_gd), same seed: the same iterates."""
     X, y = make_classification(n_samples=80, n_features=4, random_state=0)
-    data = bound_data(X / 3, np.where(y == 1, 1.0, -1.0), fit_intercept=False, geometry="linf",
-                      feature_bound=[1.0, 0.5, 2.0, 1.0])
+    data = bound_data(
+        X / 3,
+        np.where(y == 1, 1.0, -1.0),
+        fit_intercept=False,
+        geometry="linf",
+        feature_bound=[1.0, 0.5, 2.0, 1.0],
+    )
     loss = BinaryLogisticLoss()
-    common = dict(n_outputs=1, alpha=0.1, epsilon=1.0, delta=DELTA, max_iter=n_steps,
-                  clip_norm=0.7, random_state=11)
+    common = dict(
+        n_outputs=1,
+        alpha=0.1,
+        epsilon=1.0,
+        delta=DELTA,
+        max_iter=n_steps,
+        clip_norm=0.7,
+        random_state=11,
+    )
     gd = dp_gd(data, loss, momentum=None, output="last", **common)
     cd = dp_cd(data, loss, sampling="full", smoothness="scalar", output="last", **common)
     assert cd.plan.event == gd.plan.event
@@ -186,14 +251,27 @@ def test_full_sampling_with_scalar_constant_is_dp_gd_step_for_step(n_steps):
 
 def test_full_sampling_is_preconditioned_dp_gd():
     """With the Gershgorin diagonal, full sampling is DP-GD with step M^-1, same noise draws."""
-    X, y = make_classification(n_samples=50, n_features=3, n_informative=2, n_redundant=0,
-                               random_state=1)
+    X, y = make_classification(
+        n_samples=50, n_features=3, n_informative=2, n_redundant=0, random_state=1
+    )
     bound = np.array([3.0, 0.5, 1.0])
-    data = bound_data(X, np.where(y == 1, 1.0, -1.0), fit_intercept=True, geometry="linf",
-                      feature_bound=bound)
+    data = bound_data(
+        X, np.where(y == 1, 1.0, -1.0), fit_intercept=True, geometry="linf", feature_bound=bound
+    )
     loss = BinaryLogisticLoss()
-    result = dp_cd(data, loss, n_outputs=1, alpha=0.0, epsilon=1.0, delta=DELTA, max_iter=4,
-                   sampling="full", output="last", clip_norm=1.0, random_state=5)
+    result = dp_cd(
+        data,
+        loss,
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=1.0,
+        delta=DELTA,
+        max_iter=4,
+        sampling="full",
+        output="last",
+        clip_norm=1.0,
+        random_state=5,
+    )
     full_bound = np.append(bound, 1.0)
     M = 0.25 * full_bound * full_bound.sum()
     np.testing.assert_allclose(result.plan.details["smoothness"], M)
@@ -220,19 +298,27 @@ def test_smoothness_rules_by_hand():
     singletons = sampling_structure(4)
     blocks = sampling_structure(4, blocks=[[0, 1], [2, 3]])
     full = sampling_structure(4, "full")
-    np.testing.assert_allclose(smoothness_constants(bound, beta, l2, singletons),
-                               beta * bound**2 + l2)
+    np.testing.assert_allclose(
+        smoothness_constants(bound, beta, l2, singletons), beta * bound**2 + l2
+    )
     for rule in ("gershgorin", "eso", "scalar", "coordinate"):
-        np.testing.assert_allclose(smoothness_constants(bound, beta, l2, singletons, rule),
-                                   beta * bound**2 + l2)
-    np.testing.assert_allclose(smoothness_constants(bound, beta, l2, blocks),
-                               beta * np.array([1 * 3, 2 * 3, 3 * 7, 4 * 7]) + l2)
-    np.testing.assert_allclose(smoothness_constants(bound, beta, l2, blocks, "eso"),
-                               beta * 2 * bound**2 + l2)
-    np.testing.assert_allclose(smoothness_constants(bound, beta, l2, blocks, "scalar"),
-                               beta * np.array([5, 5, 25, 25]) + l2)
-    np.testing.assert_allclose(smoothness_constants(bound, beta, l2, full, "scalar"),
-                               beta * 30 + l2)
+        np.testing.assert_allclose(
+            smoothness_constants(bound, beta, l2, singletons, rule), beta * bound**2 + l2
+        )
+    np.testing.assert_allclose(
+        smoothness_constants(bound, beta, l2, blocks),
+        beta * np.array([1 * 3, 2 * 3, 3 * 7, 4 * 7]) + l2,
+    )
+    np.testing.assert_allclose(
+        smoothness_constants(bound, beta, l2, blocks, "eso"), beta * 2 * bound**2 + l2
+    )
+    np.testing.assert_allclose(
+        smoothness_constants(bound, beta, l2, blocks, "scalar"),
+        beta * np.array([5, 5, 25, 25]) + l2,
+    )
+    np.testing.assert_allclose(
+        smoothness_constants(bound, beta, l2, full, "scalar"), beta * 30 + l2
+    )
     with pytest.raises(ValueError, match="only valid when single coordinates"):
         smoothness_constants(bound, beta, l2, blocks, "coordinate")
 
@@ -243,8 +329,9 @@ def test_tau_nice_constants_dominate_every_subset(rule, tau):
     """Brute force: every tau-subset U has sum_{j in U} beta X_j^2 / M_j <= 1."""
     bound = np.array([0.5, 3.0, 1.0, 2.0, 0.1])
     beta = 0.25
-    M = smoothness_constants(bound, beta, np.zeros(5), sampling_structure(5, "tau_nice", tau=tau),
-                             rule)
+    M = smoothness_constants(
+        bound, beta, np.zeros(5), sampling_structure(5, "tau_nice", tau=tau), rule
+    )
     worst = max(
         np.sum(beta * bound[list(U)] ** 2 / M[list(U)])
         for U in itertools.combinations(range(5), tau)
@@ -280,16 +367,44 @@ def test_hessian_diagonal_with_blocks_diverges_and_is_refused():
     # dp_cd refuses it (and the public coordinate rule) for full and block sampling.
     for options in (dict(sampling="full"), dict(block_size=2), dict(sampling="tau_nice", tau=2)):
         with pytest.raises(ValueError, match="not a valid bound|only valid when single"):
-            dp_cd(data, SquaredLoss(), n_outputs=1, alpha=0.0, epsilon=math.inf, delta=0.0,
-                  smoothness=hessian_diagonal, clip_norm=10.0, **options)
+            dp_cd(
+                data,
+                SquaredLoss(),
+                n_outputs=1,
+                alpha=0.0,
+                epsilon=math.inf,
+                delta=0.0,
+                smoothness=hessian_diagonal,
+                clip_norm=10.0,
+                **options,
+            )
         with pytest.raises(ValueError, match="only valid when single coordinates"):
-            dp_cd(data, SquaredLoss(), n_outputs=1, alpha=0.0, epsilon=math.inf, delta=0.0,
-                  smoothness="coordinate", clip_norm=10.0, **options)
+            dp_cd(
+                data,
+                SquaredLoss(),
+                n_outputs=1,
+                alpha=0.0,
+                epsilon=math.inf,
+                delta=0.0,
+                smoothness="coordinate",
+                clip_norm=10.0,
+                **options,
+            )
     # Single coordinates with the public coordinate constant, and full sampling with
     # Gershgorin, both reach the least-squares fit (residual 0 here).
     for options in (dict(), dict(sampling="full")):
-        result = dp_cd(data, SquaredLoss(), n_outputs=1, alpha=0.0, epsilon=math.inf, delta=0.0,
-                       clip_norm=100.0, max_iter=200, output="last", **options)
+        result = dp_cd(
+            data,
+            SquaredLoss(),
+            n_outputs=1,
+            alpha=0.0,
+            epsilon=math.inf,
+            delta=0.0,
+            clip_norm=100.0,
+            max_iter=200,
+            output="last",
+            **options,
+        )
         assert np.max(np.abs(X @ result.coef[:, 0] - y)) < 1e-8
 
 
@@ -297,12 +412,28 @@ def test_user_constants_that_are_valid_are_accepted(problem):
     data = problem
     bound = data.feature_bound
     M = 0.25 * bound * bound.sum() * 1.5
-    result = dp_cd(data, BinaryLogisticLoss(), n_outputs=1, alpha=0.0, epsilon=1.0, delta=DELTA,
-                   sampling="full", smoothness=M, random_state=0)
+    result = dp_cd(
+        data,
+        BinaryLogisticLoss(),
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=1.0,
+        delta=DELTA,
+        sampling="full",
+        smoothness=M,
+        random_state=0,
+    )
     np.testing.assert_allclose(result.plan.details["smoothness"], M)
     with pytest.raises(ValueError, match="one constant per column"):
-        dp_cd(data, BinaryLogisticLoss(), n_outputs=1, alpha=0.0, epsilon=1.0, delta=DELTA,
-              smoothness=M[:-1])
+        dp_cd(
+            data,
+            BinaryLogisticLoss(),
+            n_outputs=1,
+            alpha=0.0,
+            epsilon=1.0,
+            delta=DELTA,
+            smoothness=M[:-1],
+        )
 
 
 # --------------------------------------------------------------------------
@@ -315,8 +446,17 @@ def test_noise_scale_per_coordinate_is_exact(problem):
     composition of all K*T steps (checked against the analytic Gaussian mechanism)."""
     data = problem
     epsilon, clip, epochs = 0.7, 2.0, 4
-    result = dp_cd(data, BinaryLogisticLoss(), n_outputs=1, alpha=0.0, epsilon=epsilon,
-                   delta=DELTA, max_iter=epochs, clip_norm=clip, random_state=0)
+    result = dp_cd(
+        data,
+        BinaryLogisticLoss(),
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=epsilon,
+        delta=DELTA,
+        max_iter=epochs,
+        clip_norm=clip,
+        random_state=0,
+    )
     d = data.n_columns
     n_steps = epochs * d
     assert result.plan.n_steps == n_steps == result.n_iter
@@ -345,8 +485,17 @@ def test_every_step_is_one_gateway_release_with_its_block_sensitivity(problem, c
     Gaussian, L2 sensitivity C_U (the block's clip), noise z * C_U, value = the kernel's sum."""
     data = problem
     with trace_releases() as trace:
-        result = dp_cd(data, BinaryLogisticLoss(), n_outputs=1, alpha=0.1, epsilon=1.0,
-                       delta=DELTA, max_iter=2, random_state=0, **case)
+        result = dp_cd(
+            data,
+            BinaryLogisticLoss(),
+            n_outputs=1,
+            alpha=0.1,
+            epsilon=1.0,
+            delta=DELTA,
+            max_iter=2,
+            random_state=0,
+            **case,
+        )
     details = result.plan.details
     z, clip = details["noise_multiplier"], details["clip_norm"]
     releases = trace.releases
@@ -374,13 +523,27 @@ def test_verbose_lines_are_functions_of_the_releases(problem, capsys):
     """The step norms printed are computed from the noisy sums: substituting every release
     by the same data-independent value prints the same lines on two different data sets."""
     data = problem
-    other = bound_data(np.asarray(data.X)[:, :-1][::-1] * 0.5, data.y, fit_intercept=True,
-                       geometry="linf", feature_bound=data.feature_bound[:-1])
+    other = bound_data(
+        np.asarray(data.X)[:, :-1][::-1] * 0.5,
+        data.y,
+        fit_intercept=True,
+        geometry="linf",
+        feature_bound=data.feature_bound[:-1],
+    )
 
     def printed(d):
         with trace_releases(substitute=lambda release: np.full(np.shape(release.output), 0.1)):
-            dp_cd(d, BinaryLogisticLoss(), n_outputs=1, alpha=0.1, epsilon=1.0, delta=DELTA,
-                  max_iter=2, random_state=0, verbose=2)
+            dp_cd(
+                d,
+                BinaryLogisticLoss(),
+                n_outputs=1,
+                alpha=0.1,
+                epsilon=1.0,
+                delta=DELTA,
+                max_iter=2,
+                random_state=0,
+                verbose=2,
+            )
         return [line.rsplit(" (", 1)[0] for line in capsys.readouterr().err.splitlines()]
 
     lines = printed(data)
@@ -405,21 +568,41 @@ def test_public_option_refusals_spend_nothing(binary):
     for options in bad:
         budget = PrivacyBudget(10.0, 1e-3)
         with pytest.raises(ValueError):
-            DPLogisticRegression(solver="dp_cd", feature_bound=1.0, classes=[0, 1],
-                                 budget=budget, solver_options=options).fit(X, y)
+            DPLogisticRegression(
+                solver="dp_cd",
+                feature_bound=1.0,
+                classes=[0, 1],
+                budget=budget,
+                solver_options=options,
+            ).fit(X, y)
         assert budget.ledger == [], options
 
 
 def test_empirical_noise_matches_stated_std():
     """All-zero features: every gradient sum is 0, so each step is pure noise; its std is z C_j."""
     n, d = 10, 3
-    data = bound_data(np.zeros((n, d)), np.ones(n), fit_intercept=False, geometry="linf",
-                      feature_bound=[1.0, 2.0, 4.0])
+    data = bound_data(
+        np.zeros((n, d)),
+        np.ones(n),
+        fit_intercept=False,
+        geometry="linf",
+        feature_bound=[1.0, 2.0, 4.0],
+    )
     changes = []
     for seed in range(400):
-        result = dp_cd(data, BinaryLogisticLoss(), n_outputs=1, alpha=0.0, epsilon=1.0,
-                       delta=DELTA, max_iter=1, sampling="full", output="last", clip_norm=1.0,
-                       random_state=seed)
+        result = dp_cd(
+            data,
+            BinaryLogisticLoss(),
+            n_outputs=1,
+            alpha=0.0,
+            epsilon=1.0,
+            delta=DELTA,
+            max_iter=1,
+            sampling="full",
+            output="last",
+            clip_norm=1.0,
+            random_state=seed,
+        )
         changes.append(result.coef[:, 0])
     details = result.plan.details
     # coef = -(noise / n) / M_j with M = 0.25 X_j sum(X): noise = -coef * n * M_j.
@@ -445,9 +628,19 @@ def test_one_extreme_row_moves_the_gradient_sum_by_at_most_the_clip(loss_name):
         for Xi, yi in ((X, y), (np.vstack([X, extreme]), np.append(y, y[0] * 1e3))):
             yi = np.sign(yi) if loss_name == "log_loss" else np.clip(yi, -1, 1)
             data = bound_data(Xi, yi, fit_intercept=True, geometry="linf", feature_bound=bound)
-            result = dp_cd(data, loss, n_outputs=1, alpha=0.0, epsilon=math.inf, delta=0.0,
-                           max_iter=1, sampling="full", output="last", clip_norm=clip,
-                           normalizer=1.0)
+            result = dp_cd(
+                data,
+                loss,
+                n_outputs=1,
+                alpha=0.0,
+                epsilon=math.inf,
+                delta=0.0,
+                max_iter=1,
+                sampling="full",
+                output="last",
+                clip_norm=clip,
+                normalizer=1.0,
+            )
             sums.append(-result.coef[:, 0] * result.plan.details["smoothness"])
         assert np.linalg.norm(sums[1] - sums[0]) <= clip * (1 + 1e-12)
 
@@ -455,8 +648,13 @@ def test_one_extreme_row_moves_the_gradient_sum_by_at_most_the_clip(loss_name):
 def test_spec_worked_example_noise_below_the_papers():
     """Spec section 6.7: n=1000, eps=1, delta=1e-5, K=100, T=1.  The paper's RDP closed form
     (replace-one, 2 L_U / n) is looser than the exact add/remove calibration used here."""
-    paper_sigma = {0.5: 0.0587697, 1.0: 0.117539, math.sqrt(0.5): 0.0831129,
-                   math.sqrt(2.0): 0.166226, math.sqrt(2.5): 0.185846}
+    paper_sigma = {
+        0.5: 0.0587697,
+        1.0: 0.117539,
+        math.sqrt(0.5): 0.0831129,
+        math.sqrt(2.0): 0.166226,
+        math.sqrt(2.5): 0.185846,
+    }
     z = gaussian_noise_multiplier(1.0, 1e-5, 100)
     for L_U, sigma_paper in paper_sigma.items():
         recomputed = math.sqrt(12 * L_U**2 * 100 * math.log(1e5) / (1000**2 * 1.0**2))
@@ -475,12 +673,21 @@ def test_block_clip_thresholds_split_the_clip():
 
 def test_default_clip_is_the_dp_gd_fraction(problem):
     data = problem
-    result = dp_cd(data, BinaryLogisticLoss(), n_outputs=1, alpha=0.0, epsilon=1.0, delta=DELTA,
-                   max_iter=1, random_state=0)
+    result = dp_cd(
+        data,
+        BinaryLogisticLoss(),
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=1.0,
+        delta=DELTA,
+        max_iter=1,
+        random_state=0,
+    )
     expected = DEFAULT_CLIP_FRACTION * np.linalg.norm(data.feature_bound)
     assert result.plan.details["clip_norm"] == pytest.approx(expected)
-    noiseless = dp_cd(data, BinaryLogisticLoss(), n_outputs=1, alpha=0.0, epsilon=math.inf,
-                      delta=0.0, max_iter=1)
+    noiseless = dp_cd(
+        data, BinaryLogisticLoss(), n_outputs=1, alpha=0.0, epsilon=math.inf, delta=0.0, max_iter=1
+    )
     assert noiseless.plan.details["clip_norm"] == pytest.approx(expected / DEFAULT_CLIP_FRACTION)
     assert isinstance(noiseless.dp_event, dpe.NonPrivateDpEvent)
 
@@ -528,8 +735,11 @@ def test_bad_solver_inputs(problem):
     with pytest.raises(ValueError, match="smooth loss"):
         dp_cd(data, get_loss("absolute"), **common)
     with pytest.raises(ValueError, match="feature_bound"):
-        dp_cd(bound_data(data.X[:, :-1], data.y, fit_intercept=True, data_norm=1.0),
-              BinaryLogisticLoss(), **common)
+        dp_cd(
+            bound_data(data.X[:, :-1], data.y, fit_intercept=True, data_norm=1.0),
+            BinaryLogisticLoss(),
+            **common,
+        )
     with pytest.raises(ValueError, match="output must be"):
         dp_cd(data, BinaryLogisticLoss(), output="tail", **common)
     with pytest.raises(ValueError, match="smoothness must be one of"):
@@ -542,13 +752,25 @@ def test_bad_solver_inputs(problem):
 
 def test_same_seed_same_result_and_sparse_equals_dense(problem):
     data = problem
-    kwargs = dict(n_outputs=1, alpha=0.01, epsilon=1.0, delta=DELTA, sampling="importance",
-                  block_size=2, random_state=4)
+    kwargs = dict(
+        n_outputs=1,
+        alpha=0.01,
+        epsilon=1.0,
+        delta=DELTA,
+        sampling="importance",
+        block_size=2,
+        random_state=4,
+    )
     a = dp_cd(data, BinaryLogisticLoss(), **kwargs).coef
     b = dp_cd(data, BinaryLogisticLoss(), **kwargs).coef
     np.testing.assert_array_equal(a, b)
-    sparse = bound_data(sp.csr_matrix(data.X[:, :-1]), data.y, fit_intercept=True,
-                        geometry="linf", feature_bound=data.feature_bound[:-1])
+    sparse = bound_data(
+        sp.csr_matrix(data.X[:, :-1]),
+        data.y,
+        fit_intercept=True,
+        geometry="linf",
+        feature_bound=data.feature_bound[:-1],
+    )
     np.testing.assert_allclose(dp_cd(sparse, BinaryLogisticLoss(), **kwargs).coef, a, rtol=1e-10)
 
 
@@ -566,43 +788,66 @@ def _logistic_reference(data, alpha):
         grad = data.X.T @ (-data.y * expit(-data.y * z)) / n + alpha * w * data.penalized
         return value, grad
 
-    return minimize(f, np.zeros(data.n_columns), jac=True, method="L-BFGS-B",
-                    options=dict(ftol=1e-16, gtol=1e-12, maxiter=10000)).x
+    return minimize(
+        f,
+        np.zeros(data.n_columns),
+        jac=True,
+        method="L-BFGS-B",
+        options=dict(ftol=1e-16, gtol=1e-12, maxiter=10000),
+    ).x
 
 
 @pytest.mark.parametrize("case", SAMPLING_CASES[:6], ids=lambda c: "-".join(map(str, c.values())))
 def test_epsilon_inf_reaches_logistic_optimum(case):
-    X, y = make_classification(n_samples=200, n_features=4, n_informative=3, n_redundant=0,
-                               random_state=2)
-    data = bound_data(X / 3, np.where(y == 1, 1.0, -1.0), fit_intercept=True, geometry="linf",
-                      feature_bound=1.0)
+    X, y = make_classification(
+        n_samples=200, n_features=4, n_informative=3, n_redundant=0, random_state=2
+    )
+    data = bound_data(
+        X / 3, np.where(y == 1, 1.0, -1.0), fit_intercept=True, geometry="linf", feature_bound=1.0
+    )
     alpha = 0.05
     reference = _logistic_reference(data, alpha)
-    result = dp_cd(data, BinaryLogisticLoss(), n_outputs=1, alpha=alpha, epsilon=math.inf,
-                   delta=0.0, max_iter=500, **case)
+    result = dp_cd(
+        data,
+        BinaryLogisticLoss(),
+        n_outputs=1,
+        alpha=alpha,
+        epsilon=math.inf,
+        delta=0.0,
+        max_iter=500,
+        **case,
+    )
     np.testing.assert_allclose(result.coef[:, 0], reference, atol=1e-7)
 
 
 def test_epsilon_inf_estimators_match_scikit_learn():
     X, y = make_classification(n_samples=300, n_features=5, random_state=0)
     X = np.clip(X / 4, -1, 1)  # what the estimator sees after clipping to feature_bound
-    ours = DPLogisticRegression(epsilon=math.inf, C=0.05, solver="dp_cd", feature_bound=1.0,
-                                classes=[0, 1], max_iter=300).fit(X, y)
+    ours = DPLogisticRegression(
+        epsilon=math.inf, C=0.05, solver="dp_cd", feature_bound=1.0, classes=[0, 1], max_iter=300
+    ).fit(X, y)
     theirs = LogisticRegression(C=0.05, tol=1e-12, max_iter=10000).fit(X, y)
     np.testing.assert_allclose(ours.coef_, theirs.coef_, atol=1e-6)
     np.testing.assert_allclose(ours.intercept_, theirs.intercept_, atol=1e-6)
 
     Xr, yr = make_regression(n_samples=200, n_features=5, noise=5.0, bias=2.0, random_state=0)
     Xr, yr = Xr / 4, yr / 100
-    common = dict(epsilon=math.inf, solver="dp_cd", feature_bound=2.0, y_bound=10.0, max_iter=3000,
-                  solver_options=dict(output="last"))
+    common = dict(
+        epsilon=math.inf,
+        solver="dp_cd",
+        feature_bound=2.0,
+        y_bound=10.0,
+        max_iter=3000,
+        solver_options=dict(output="last"),
+    )
     for penalty, reference in [
         ("l1", Lasso(alpha=0.01, tol=1e-14, max_iter=100000)),
         ("elasticnet", ElasticNet(alpha=0.01, l1_ratio=0.4, tol=1e-14, max_iter=100000)),
         ("l2", Ridge(alpha=0.01 * len(yr))),
     ]:
-        model = DPSCORegressor(penalty=penalty, alpha=0.01,
-                               l1_ratio=0.4 if penalty == "elasticnet" else None, **common)
+        model = DPSCORegressor(
+            penalty=penalty, alpha=0.01, l1_ratio=0.4 if penalty == "elasticnet" else None, **common
+        )
         model.fit(Xr, yr)
         reference.fit(Xr, yr)
         np.testing.assert_allclose(model.coef_, reference.coef_, atol=1e-6, err_msg=penalty)
@@ -625,15 +870,29 @@ def binary():
     return X / 4, y
 
 
-@pytest.mark.parametrize("options", [
-    None, dict(sampling="importance"), dict(block_size=2), dict(blocks=[[0, 1], [2, 3, 4]]),
-    dict(sampling="tau_nice", tau=2), dict(sampling="full"),
-])
+@pytest.mark.parametrize(
+    "options",
+    [
+        None,
+        dict(sampling="importance"),
+        dict(block_size=2),
+        dict(blocks=[[0, 1], [2, 3, 4]]),
+        dict(sampling="tau_nice", tau=2),
+        dict(sampling="full"),
+    ],
+)
 def test_logistic_estimator_runs_every_sampling(binary, options):
     X, y = binary
     budget = PrivacyBudget(2.0, 1e-5)
-    model = DPLogisticRegression(epsilon=1.0, solver="dp_cd", feature_bound=1.5, classes=[0, 1],
-                                 random_state=0, budget=budget, solver_options=options).fit(X, y)
+    model = DPLogisticRegression(
+        epsilon=1.0,
+        solver="dp_cd",
+        feature_bound=1.5,
+        classes=[0, 1],
+        random_state=0,
+        budget=budget,
+        solver_options=options,
+    ).fit(X, y)
     assert model.solver_ == "dp_cd"
     assert model.privacy_spent_ == (1.0, 1e-5)
     assert epsilon_of_event(model.dp_event_, 1e-5) <= 1.0 + 1e-9
@@ -646,9 +905,15 @@ def test_multiclass_budget_check_uses_the_right_plan():
     X, y = load_iris(return_X_y=True)
     X = (X - 4.0) / 4.0
     budget = PrivacyBudget(3.0, 1e-5)
-    model = DPLogisticRegression(epsilon=1.0, solver="dp_cd", feature_bound=1.0,
-                                 classes=[0, 1, 2], budget=budget, random_state=0,
-                                 solver_options=dict(block_size=2)).fit(X, y)
+    model = DPLogisticRegression(
+        epsilon=1.0,
+        solver="dp_cd",
+        feature_bound=1.0,
+        classes=[0, 1, 2],
+        budget=budget,
+        random_state=0,
+        solver_options=dict(block_size=2),
+    ).fit(X, y)
     assert model.coef_.shape == (3, 4)
     assert model.n_iter_ == DEFAULT_CD_EPOCHS * 3  # 5 columns in blocks of 2
     plan = SOLVERS["dp_cd"].plan(150, 15, 1.0, 1e-5, n_outputs=3, block_size=2)
@@ -658,8 +923,9 @@ def test_multiclass_budget_check_uses_the_right_plan():
     assert solver_event.count == plan.event.count == 30
     small = PrivacyBudget(0.5, 1e-5)
     with pytest.raises(BudgetExceededError):
-        DPLogisticRegression(epsilon=1.0, solver="dp_cd", feature_bound=1.0, classes=[0, 1, 2],
-                             budget=small).fit(X, y)
+        DPLogisticRegression(
+            epsilon=1.0, solver="dp_cd", feature_bound=1.0, classes=[0, 1, 2], budget=small
+        ).fit(X, y)
     assert small.ledger == []
 
 
@@ -673,30 +939,37 @@ def test_estimators_refuse_what_dp_cd_cannot_fit(binary):
     with pytest.raises(ValueError, match="does not support constraint='l2'"):
         DPSCORegressor(solver="dp_cd", radius=1.0, feature_bound=1.0).fit(X, y)
     with pytest.raises(ValueError, match="not options of solver='dp_cd'"):
-        DPLogisticRegression(solver="dp_cd", feature_bound=1.0, classes=[0, 1],
-                             solver_options=dict(momentum=None)).fit(X, y)
+        DPLogisticRegression(
+            solver="dp_cd", feature_bound=1.0, classes=[0, 1], solver_options=dict(momentum=None)
+        ).fit(X, y)
     with pytest.raises(ValueError, match="only valid when single coordinates"):
         DPLogisticRegression(
-            solver="dp_cd", feature_bound=1.0, classes=[0, 1],
+            solver="dp_cd",
+            feature_bound=1.0,
+            classes=[0, 1],
             solver_options=dict(sampling="full", smoothness="coordinate"),
         ).fit(X, y)
     with pytest.warns(UserWarning, match="learning_rate=0.1 is not used"):
-        DPLogisticRegression(solver="dp_cd", feature_bound=1.0, classes=[0, 1], random_state=0,
-                             learning_rate=0.1).fit(X, y)
+        DPLogisticRegression(
+            solver="dp_cd", feature_bound=1.0, classes=[0, 1], random_state=0, learning_rate=0.1
+        ).fit(X, y)
 
 
 def test_auto_picks_dp_cd_for_l1_penalties(binary):
     X, y = binary
-    model = DPLogisticRegression(penalty="l1", C=0.05, feature_bound=1.5, classes=[0, 1],
-                                 random_state=0).fit(X, y)
+    model = DPLogisticRegression(
+        penalty="l1", C=0.05, feature_bound=1.5, classes=[0, 1], random_state=0
+    ).fit(X, y)
     assert model.solver_ == "dp_cd"
-    regressor = DPSCORegressor(penalty="elasticnet", l1_ratio=0.5, feature_bound=1.5,
-                               loss="huber", random_state=0).fit(X, y.astype(float))
+    regressor = DPSCORegressor(
+        penalty="elasticnet", l1_ratio=0.5, feature_bound=1.5, loss="huber", random_state=0
+    ).fit(X, y.astype(float))
     assert regressor.solver_ == "dp_cd"
     # Least squares with an L1 / elastic-net penalty and smooth problems without one
     # go to the second-order solvers (issue #14).
-    squared = DPSCORegressor(penalty="elasticnet", l1_ratio=0.5, feature_bound=1.5,
-                             random_state=0).fit(X, y.astype(float))
+    squared = DPSCORegressor(
+        penalty="elasticnet", l1_ratio=0.5, feature_bound=1.5, random_state=0
+    ).fit(X, y.astype(float))
     assert squared.solver_ == "dp_ssp"
     default = DPSCORegressor(feature_bound=1.5, random_state=0).fit(X, y.astype(float))
     assert default.solver_ == "dp_newton"
@@ -710,9 +983,18 @@ def test_squared_loss_with_l1_penalty_is_registered_for_dplasso():
     X = rng.uniform(-1, 1, (200, 6))
     y = X[:, 0] - 0.5 * X[:, 1]
     data = bound_data(X, y, fit_intercept=True, geometry="linf", feature_bound=1.0)
-    result = spec.function(data, SquaredLoss(residual_bound=3.0), n_outputs=1, alpha=0.05,
-                           l1_ratio=1.0, epsilon=math.inf, delta=0.0, max_iter=500,
-                           output="last", random_state=0)
+    result = spec.function(
+        data,
+        SquaredLoss(residual_bound=3.0),
+        n_outputs=1,
+        alpha=0.05,
+        l1_ratio=1.0,
+        epsilon=math.inf,
+        delta=0.0,
+        max_iter=500,
+        output="last",
+        random_state=0,
+    )
     assert np.count_nonzero(result.coef[2:6, 0]) == 0
 
 
@@ -724,8 +1006,13 @@ def test_squared_loss_with_l1_penalty_is_registered_for_dplasso():
 def _audit(run, n_runs, claimed_epsilon):
     """Threshold picked on ``n_runs`` runs per data set, 95% Clopper-Pearson bound on fresh runs."""
     return audit_mechanism(
-        run, claimed_epsilon=claimed_epsilon, delta=DELTA, n_runs=2 * n_runs, calibration_runs=n_runs,
-        candidates=49, criterion="empirical",
+        run,
+        claimed_epsilon=claimed_epsilon,
+        delta=DELTA,
+        n_runs=2 * n_runs,
+        calibration_runs=n_runs,
+        candidates=49,
+        criterion="empirical",
     ).epsilon_lower_bound
 
 
@@ -745,8 +1032,16 @@ def _canary_run(epsilon, max_iter, solver_options):
     def run(dataset, seed):
         Xi, yi = datasets[dataset]
         model = DPLogisticRegression(
-            epsilon=epsilon, delta=DELTA, solver="dp_cd", feature_bound=1.0, max_iter=max_iter,
-            fit_intercept=False, penalty=None, clip_norm=0.05, classes=[0, 1], random_state=seed,
+            epsilon=epsilon,
+            delta=DELTA,
+            solver="dp_cd",
+            feature_bound=1.0,
+            max_iter=max_iter,
+            fit_intercept=False,
+            penalty=None,
+            clip_norm=0.05,
+            classes=[0, 1],
+            random_state=seed,
             solver_options=solver_options,
         ).fit(Xi, yi)
         return model.coef_[0, 1]
@@ -785,8 +1080,9 @@ def test_audit_detects_noise_calibrated_for_one_step(monkeypatch):
         return cd_module.PrivacyPlan(plan.event, one, plan.n_steps, plan.details)
 
     monkeypatch.setattr(cd_module, "plan_dp_cd", broken)
-    eps_lb = _audit(_canary_run(1.0, 64, dict(sampling="full", output="last")), n_runs=250,
-                    claimed_epsilon=1.0)
+    eps_lb = _audit(
+        _canary_run(1.0, 64, dict(sampling="full", output="last")), n_runs=250, claimed_epsilon=1.0
+    )
     assert eps_lb > 1.5, eps_lb  # 1.88 when written
 
 
@@ -810,8 +1106,15 @@ def _row_count_audit(normalizer):
     def run(dataset, seed):
         Xi, yi = datasets[dataset]
         model = DPLogisticRegression(
-            epsilon=epsilon, delta=DELTA, solver="dp_cd", feature_bound=1.0, max_iter=1,
-            fit_intercept=False, penalty=None, classes=[0, 1], random_state=seed,
+            epsilon=epsilon,
+            delta=DELTA,
+            solver="dp_cd",
+            feature_bound=1.0,
+            max_iter=1,
+            fit_intercept=False,
+            penalty=None,
+            classes=[0, 1],
+            random_state=seed,
             solver_options=options,
         ).fit(Xi, yi)
         return -float(np.sum(model.coef_**2))
@@ -856,8 +1159,18 @@ def test_dp_cd_is_the_same_whatever_the_column_cache_holds(monkeypatch, kind, op
     # Nothing cached (operators on the design), a few blocks, the default share, everything.
     for share in (0.0, 0.02, _coordinate_descent.COLUMN_CACHE_SHARE, math.inf):
         monkeypatch.setattr(_coordinate_descent, "COLUMN_CACHE_SHARE", share)
-        result = dp_cd(data, loss, n_outputs=1, alpha=0.01, l1_ratio=0.5, epsilon=1.0,
-                       delta=DELTA, max_iter=3, random_state=0, **options)
+        result = dp_cd(
+            data,
+            loss,
+            n_outputs=1,
+            alpha=0.01,
+            l1_ratio=0.5,
+            epsilon=1.0,
+            delta=DELTA,
+            max_iter=3,
+            random_state=0,
+            **options,
+        )
         results.append(result.coef)
     # (float32: an operator computes the scores' updates in float32, a copy in float64)
     rtol = 1e-5 if kind == "float32" else 1e-9
@@ -865,8 +1178,9 @@ def test_dp_cd_is_the_same_whatever_the_column_cache_holds(monkeypatch, kind, op
         np.testing.assert_allclose(coef, results[0], rtol=rtol, atol=1e-12)
     # The block of a step is the materialised columns (reference: a full copy).
     reference = data.X.toarray() if kind == "sparse" else data.X
-    blocks = _coordinate_descent._ColumnBlocks(data.design, [np.array([1]), np.array([2, 3])],
-                                               budget=math.inf)
+    blocks = _coordinate_descent._ColumnBlocks(
+        data.design, [np.array([1]), np.array([2, 3])], budget=math.inf
+    )
     rows, block = blocks.block(1, np.array([2, 3]), upcoming=[1, 0])
     dense = block.toarray() if sp.issparse(block) else block
     full = np.zeros((300, 2))

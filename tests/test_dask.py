@@ -72,31 +72,54 @@ def _dask_pair(X, y, rows=700):
 #: (estimator, parameters, data): Dask fits equal to in-memory fits.
 CASES = {
     "logistic-newton-auto-bounds": (
-        "DPLogisticRegression", dict(solver="dp_newton", classes=[0, 1]), "binary"),
+        "DPLogisticRegression",
+        dict(solver="dp_newton", classes=[0, 1]),
+        "binary",
+    ),
     "logistic-newton-discovered-labels": (
-        "DPLogisticRegression", dict(solver="dp_newton", delta=1e-6), "binary"),
+        "DPLogisticRegression",
+        dict(solver="dp_newton", delta=1e-6),
+        "binary",
+    ),
     "logistic-newton-multinomial-exact": (
         "DPLogisticRegression",
-        dict(solver="dp_newton", delta=1e-6, solver_options=dict(hessian="exact")), "multiclass"),
+        dict(solver="dp_newton", delta=1e-6, solver_options=dict(hessian="exact")),
+        "multiclass",
+    ),
     "logistic-gd-given-bounds": (
         "DPLogisticRegression",
-        dict(solver="dp_gd", classes=[0, 1], data_norm=2.0, max_iter=15), "binary"),
+        dict(solver="dp_gd", classes=[0, 1], data_norm=2.0, max_iter=15),
+        "binary",
+    ),
     "logistic-gd-float32": (
-        "DPLogisticRegression", dict(solver="dp_gd", classes=[0, 1], max_iter=10), "binary32"),
+        "DPLogisticRegression",
+        dict(solver="dp_gd", classes=[0, 1], max_iter=10),
+        "binary32",
+    ),
     "logistic-auto-solver": ("DPLogisticRegression", dict(classes=[0, 1]), "binary"),
     "regressor-newton-auto-bounds": ("DPSCORegressor", dict(solver="dp_newton"), "regression"),
     "regressor-gd-huber": (
-        "DPSCORegressor", dict(solver="dp_gd", loss="huber", max_iter=10, y_bound=3.0),
-        "regression"),
+        "DPSCORegressor",
+        dict(solver="dp_gd", loss="huber", max_iter=10, y_bound=3.0),
+        "regression",
+    ),
     "regressor-ssp-ridge": (
-        "DPSCORegressor", dict(solver="dp_ssp", alpha=0.01, penalty="l2"), "regression"),
+        "DPSCORegressor",
+        dict(solver="dp_ssp", alpha=0.01, penalty="l2"),
+        "regression",
+    ),
     "lasso-ssp-auto": ("DPLasso", dict(alpha=0.01), "regression"),
     # No intercept: the label half-width is released around a public centre 0.
     "regressor-newton-auto-bounds-no-intercept": (
-        "DPSCORegressor", dict(solver="dp_newton", fit_intercept=False), "regression"),
+        "DPSCORegressor",
+        dict(solver="dp_newton", fit_intercept=False),
+        "regression",
+    ),
     "lasso-ssp-given": (
-        "DPLasso", dict(alpha=0.01, feature_bound=2.0, y_bound=3.0, fit_intercept=False),
-        "regression32"),
+        "DPLasso",
+        dict(alpha=0.01, feature_bound=2.0, y_bound=3.0, fit_intercept=False),
+        "regression32",
+    ),
 }
 
 
@@ -130,8 +153,9 @@ def test_dask_fit_equals_in_memory_fit(case):
         assert a.sensitivity == b.sensitivity
         if a.mechanism == "thresholded_laplace":
             np.testing.assert_array_equal(a.candidates, b.candidates)
-        np.testing.assert_allclose(np.asarray(a.value, float), np.asarray(b.value, float),
-                                   rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(
+            np.asarray(a.value, float), np.asarray(b.value, float), rtol=1e-9, atol=1e-9
+        )
     np.testing.assert_allclose(lazy.coef_, memory.coef_, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(lazy.intercept_, memory.intercept_, rtol=1e-7, atol=1e-9)
     assert lazy.n_iter_ == memory.n_iter_
@@ -142,12 +166,14 @@ def test_dask_fit_equals_in_memory_fit(case):
             np.testing.assert_array_equal(getattr(lazy, attribute), getattr(memory, attribute))
 
 
-@pytest.mark.parametrize("method", ["predict", "decision_function", "predict_proba",
-                                    "predict_log_proba"])
+@pytest.mark.parametrize(
+    "method", ["predict", "decision_function", "predict_proba", "predict_log_proba"]
+)
 def test_predictions_on_dask_input_are_lazy_dask_arrays(method):
     X, y = _classification(classes=3)
-    model = DPLogisticRegression(epsilon=1.0, classes=[0, 1, 2], solver="dp_newton",
-                                 random_state=0).fit(X, y)
+    model = DPLogisticRegression(
+        epsilon=1.0, classes=[0, 1, 2], solver="dp_newton", random_state=0
+    ).fit(X, y)
     Xd = da.from_array(X, chunks=(500, 2))
     lazy = getattr(model, method)(Xd)
     assert isinstance(lazy, da.Array)
@@ -166,25 +192,30 @@ def test_budget_is_charged_once_per_dask_fit():
     X, y = _classification()
     budget = PrivacyBudget(3.0, 1e-5)
     Xd, yd = _dask_pair(X, y)
-    DPLogisticRegression(epsilon=1.0, delta=1e-6, solver="dp_newton", budget=budget,
-                         random_state=0).fit(Xd, yd)
+    DPLogisticRegression(
+        epsilon=1.0, delta=1e-6, solver="dp_newton", budget=budget, random_state=0
+    ).fit(Xd, yd)
     assert len(budget.ledger) == 1
     assert budget.ledger[0].status == "completed"
     np.testing.assert_allclose(budget.spent, (1.0, 1e-6))
     DPLasso(epsilon=1.0, delta=1e-6, alpha=0.01, budget=budget, random_state=0).fit(
-        *_dask_pair(*_regression()))
+        *_dask_pair(*_regression())
+    )
     assert len(budget.ledger) == 2
     np.testing.assert_allclose(budget.spent, (2.0, 2e-6))
 
 
-@pytest.mark.parametrize("estimator, params", [
-    (DPLogisticRegression, dict(solver="dp_sgd", classes=[0, 1])),
-    (DPLogisticRegression, dict(solver="objective_perturbation", classes=[0, 1])),
-    # auto picks a perturbation solver for delta=0: refused, named.
-    (DPLogisticRegression, dict(delta=0.0, classes=[0, 1])),
-    (DPSCORegressor, dict(solver="dp_cd", feature_bound=1.0, penalty="l1", alpha=0.1)),
-    (DPLasso, dict(solver="frank_wolfe", radius=1.0)),
-])
+@pytest.mark.parametrize(
+    "estimator, params",
+    [
+        (DPLogisticRegression, dict(solver="dp_sgd", classes=[0, 1])),
+        (DPLogisticRegression, dict(solver="objective_perturbation", classes=[0, 1])),
+        # auto picks a perturbation solver for delta=0: refused, named.
+        (DPLogisticRegression, dict(delta=0.0, classes=[0, 1])),
+        (DPSCORegressor, dict(solver="dp_cd", feature_bound=1.0, penalty="l1", alpha=0.1)),
+        (DPLasso, dict(solver="frank_wolfe", radius=1.0)),
+    ],
+)
 def test_unsupported_solvers_refuse_dask_input_before_charging(estimator, params):
     X, y = _classification() if estimator is DPLogisticRegression else _regression()
     budget = PrivacyBudget(3.0, 1e-5)
@@ -198,17 +229,23 @@ def test_unsupported_solvers_refuse_dask_input_before_charging(estimator, params
     assert not hasattr(model, "coef_")
 
 
-@pytest.mark.parametrize("estimator, params, weights", [
-    (DPLogisticRegression, dict(solver="dp_newton", classes=[0, 1]), "numpy"),
-    (DPLogisticRegression, dict(solver="dp_gd", classes=[0, 1]), "dask"),
-    (DPLogisticRegression, dict(solver="dp_newton", classes=[0, 1],
-                                class_weight={0: 1.0, 1: 0.5}), None),
-    # class weights with the label set discovered privately.
-    (DPLogisticRegression, dict(solver="dp_newton", class_weight={1: 0.5}), None),
-    (DPSCORegressor, dict(solver="dp_newton"), "numpy"),
-    (DPSCORegressor, dict(solver="dp_ssp", alpha=0.01, penalty="l2"), "dask"),
-    (DPLasso, dict(alpha=0.01), "dask"),
-])
+@pytest.mark.parametrize(
+    "estimator, params, weights",
+    [
+        (DPLogisticRegression, dict(solver="dp_newton", classes=[0, 1]), "numpy"),
+        (DPLogisticRegression, dict(solver="dp_gd", classes=[0, 1]), "dask"),
+        (
+            DPLogisticRegression,
+            dict(solver="dp_newton", classes=[0, 1], class_weight={0: 1.0, 1: 0.5}),
+            None,
+        ),
+        # class weights with the label set discovered privately.
+        (DPLogisticRegression, dict(solver="dp_newton", class_weight={1: 0.5}), None),
+        (DPSCORegressor, dict(solver="dp_newton"), "numpy"),
+        (DPSCORegressor, dict(solver="dp_ssp", alpha=0.01, penalty="l2"), "dask"),
+        (DPLasso, dict(alpha=0.01), "dask"),
+    ],
+)
 def test_weighted_fits_refuse_dask_input_before_charging(estimator, params, weights):
     # Weighted Dask fits are not supported: a public error before the
     # reservation (nothing charged, nothing computed from the weights).
@@ -230,10 +267,13 @@ def test_weighted_fits_refuse_dask_input_before_charging(estimator, params, weig
         assert len(budget.ledger) == 0
 
 
-@pytest.mark.parametrize("name, params, kind", [
-    ("DPLogisticRegression", dict(solver="dp_gd", classes=[0, 1], max_iter=10), "binary"),
-    ("DPSCORegressor", dict(solver="dp_newton", y_bound=3.0, data_norm=2.0), "regression"),
-])
+@pytest.mark.parametrize(
+    "name, params, kind",
+    [
+        ("DPLogisticRegression", dict(solver="dp_gd", classes=[0, 1], max_iter=10), "binary"),
+        ("DPSCORegressor", dict(solver="dp_newton", y_bound=3.0, data_norm=2.0), "regression"),
+    ],
+)
 def test_warm_start_on_dask_input_equals_in_memory(name, params, kind):
     # A warm start (the previous released model as coef_init) on Dask input:
     # the same second fit as in memory.
@@ -268,7 +308,8 @@ def test_no_per_row_values_reach_the_client(monkeypatch):
     monkeypatch.setattr(da.Array, "compute", refuse)
     DPLogisticRegression(epsilon=1.0, delta=1e-6, solver="dp_newton", random_state=0).fit(Xd, yd)
     DPSCORegressor(epsilon=1.0, solver="dp_gd", max_iter=3, random_state=0).fit(
-        Xd, yd.astype(float))
+        Xd, yd.astype(float)
+    )
     assert reduced
 
     def sizes(value):
@@ -308,8 +349,7 @@ def test_schema_errors_on_dask_input_come_before_any_spend():
     with pytest.raises(ValueError, match="not in classes"):
         model.fit(*_dask_pair(X, y_bad))
     with pytest.raises(ValueError, match="continuous"):
-        DPLogisticRegression(epsilon=1.0, delta=1e-6, budget=budget).fit(
-            *_dask_pair(X, y + 0.5))
+        DPLogisticRegression(epsilon=1.0, delta=1e-6, budget=budget).fit(*_dask_pair(X, y + 0.5))
     with pytest.raises(ValueError, match="inconsistent"):
         model.fit(da.from_array(X, chunks=500), y[:-1])
     assert budget.spent == (0.0, 0.0)
@@ -329,8 +369,11 @@ DASK_SUBSTITUTION = [
 
 
 @pytest.mark.parametrize("kind", ["huge", "tiny"])
-@pytest.mark.parametrize("estimator, solver, params", DASK_SUBSTITUTION,
-                         ids=[f"{e}-{s}" for e, s, _ in DASK_SUBSTITUTION])
+@pytest.mark.parametrize(
+    "estimator, solver, params",
+    DASK_SUBSTITUTION,
+    ids=[f"{e}-{s}" for e, s, _ in DASK_SUBSTITUTION],
+)
 def test_substitution_on_dask_input(estimator, solver, params, kind):
     X, y = _data(estimator)
     row = HOSTILE[kind](X.shape[1])
@@ -355,7 +398,10 @@ def test_substitution_on_dask_input(estimator, solver, params, kind):
 def _local_cluster(n_workers=2):
     distributed = pytest.importorskip("distributed")
     cluster = distributed.LocalCluster(
-        n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
+        n_workers=n_workers,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
         host="127.0.0.1",
     )
     return distributed, cluster
@@ -366,15 +412,17 @@ def test_fit_on_a_local_cluster_with_worker_processes():
     X, y = _classification(n=2000)
     try:
         with distributed.Client(cluster) as client:
-            model = DPLogisticRegression(epsilon=1.0, delta=1e-6, solver="dp_newton",
-                                         random_state=5).fit(*_dask_pair(X, y, rows=400))
+            model = DPLogisticRegression(
+                epsilon=1.0, delta=1e-6, solver="dp_newton", random_state=5
+            ).fit(*_dask_pair(X, y, rows=400))
             # The tasks ran on the workers (their processes), not on the client.
             assert client.run(lambda: True)
             predicted = model.predict(da.from_array(X, chunks=400)).compute()
     finally:
         cluster.close()
-    reference = DPLogisticRegression(epsilon=1.0, delta=1e-6, solver="dp_newton",
-                                     random_state=5).fit(X, y)
+    reference = DPLogisticRegression(
+        epsilon=1.0, delta=1e-6, solver="dp_newton", random_state=5
+    ).fit(X, y)
     np.testing.assert_allclose(model.coef_, reference.coef_, rtol=1e-7, atol=1e-9)
     np.testing.assert_array_equal(predicted, reference.predict(X))
 

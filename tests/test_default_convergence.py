@@ -101,8 +101,7 @@ LASSO_XFAIL = {
         "docs/solvers/lasso.md)"
     ),
 }
-PENALISED_XFAIL = {
-}
+PENALISED_XFAIL = {}
 
 
 def _maybe_xfail(table, solver):
@@ -115,48 +114,88 @@ def _maybe_xfail(table, solver):
     "solver",
     # resque is refused on the logistic loss at its defaults (its default ball
     # schedule stopped at a 248% gap): tests/test_default_refusals.py.
-    [pytest.param(s, marks=_maybe_xfail(LOGISTIC_XFAIL, s))
-     for s in ["dp_gd", "dp_sgd", "objective_perturbation", "output_perturbation", "dp_cd",
-               "dp_svrg", "dp_svrg_pp", "dp_newton"]],
+    [
+        pytest.param(s, marks=_maybe_xfail(LOGISTIC_XFAIL, s))
+        for s in [
+            "dp_gd",
+            "dp_sgd",
+            "objective_perturbation",
+            "output_perturbation",
+            "dp_cd",
+            "dp_svrg",
+            "dp_svrg_pp",
+            "dp_newton",
+        ]
+    ],
 )
 def test_logistic_breast_cancer_converges_at_inf(solver):
     X, y = _breast_cancer()
     ref = LogisticRegression(C=1.0, tol=1e-10, max_iter=10000).fit(X, y)
     optimum = _logistic_objective(X, y, ref.coef_.ravel(), ref.intercept_[0])
-    model = DPLogisticRegression(epsilon=math.inf, solver=solver, classes=[0, 1],
-                                 data_norm=0.5 * math.sqrt(30), feature_bound=0.5,
-                                 random_state=0).fit(X, y)
+    model = DPLogisticRegression(
+        epsilon=math.inf,
+        solver=solver,
+        classes=[0, 1],
+        data_norm=0.5 * math.sqrt(30),
+        feature_bound=0.5,
+        random_state=0,
+    ).fit(X, y)
     value = _logistic_objective(X, y, model.coef_.ravel(), model.intercept_[0])
     assert _gap(value, optimum) <= GAP, (solver, value, optimum)
 
 
 @pytest.mark.parametrize(
     "solver",
-    [pytest.param(s, marks=_maybe_xfail(RIDGE_XFAIL, s))
-     for s in ["dp_gd", "dp_sgd", "objective_perturbation", "output_perturbation", "dp_cd",
-               "dp_svrg", "dp_svrg_pp", "dp_newton", "dp_ssp"]],
+    [
+        pytest.param(s, marks=_maybe_xfail(RIDGE_XFAIL, s))
+        for s in [
+            "dp_gd",
+            "dp_sgd",
+            "objective_perturbation",
+            "output_perturbation",
+            "dp_cd",
+            "dp_svrg",
+            "dp_svrg_pp",
+            "dp_newton",
+            "dp_ssp",
+        ]
+    ],
 )
 def test_ridge_diabetes_converges_at_inf(solver):
     X, y = _diabetes()
     alpha = 1e-4  # DPSCORegressor's default
     ref = Ridge(alpha=alpha * X.shape[0], tol=1e-12).fit(X, y)
     optimum = _ridge_objective(X, y, ref.coef_, ref.intercept_, alpha)
-    model = DPSCORegressor(epsilon=math.inf, solver=solver, data_norm=math.sqrt(10),
-                           feature_bound=1.0, y_bound=160.5, random_state=0).fit(X, y)
+    model = DPSCORegressor(
+        epsilon=math.inf,
+        solver=solver,
+        data_norm=math.sqrt(10),
+        feature_bound=1.0,
+        y_bound=160.5,
+        random_state=0,
+    ).fit(X, y)
     value = _ridge_objective(X, y, model.coef_, model.intercept_, alpha)
     assert _gap(value, optimum) <= GAP, (solver, value, optimum)
 
 
 @pytest.mark.parametrize(
     "solver",
-    [pytest.param(s, marks=_maybe_xfail(LASSO_XFAIL, s))
-     for s in ["frank_wolfe", "vr_frank_wolfe", "mirror_descent", "localized_mirror_descent",
-               "dp_ssp"]],
+    [
+        pytest.param(s, marks=_maybe_xfail(LASSO_XFAIL, s))
+        for s in [
+            "frank_wolfe",
+            "vr_frank_wolfe",
+            "mirror_descent",
+            "localized_mirror_descent",
+            "dp_ssp",
+        ]
+    ],
 )
 def test_constrained_lasso_diabetes_converges_at_inf(solver):
     X, y = _diabetes()
-    model = DPLasso(epsilon=math.inf, solver=solver, feature_bound=1.0, y_bound=160.5,
-                    random_state=0).fit(X, y)
+    model = DPLasso(
+        epsilon=math.inf, solver=solver, feature_bound=1.0, y_bound=160.5, random_state=0
+    ).fit(X, y)
     w, b = _constrained_lasso_optimum(X, y, model.radius_)
     optimum = _lasso_objective(X, y, w, b)
     assert np.abs(model.coef_).sum() <= model.radius_ * (1 + 1e-6)
@@ -165,15 +204,24 @@ def test_constrained_lasso_diabetes_converges_at_inf(solver):
 
 
 @pytest.mark.parametrize(
-    "solver", [pytest.param(s, marks=_maybe_xfail(PENALISED_XFAIL, s))
-               for s in ["dp_cd", "dp_svrg_pp", "dp_ssp"]],
+    "solver",
+    [
+        pytest.param(s, marks=_maybe_xfail(PENALISED_XFAIL, s))
+        for s in ["dp_cd", "dp_svrg_pp", "dp_ssp"]
+    ],
 )
 def test_penalised_lasso_diabetes_converges_at_inf(solver):
     X, y = _diabetes()
     alpha = 1.0
     ref = Lasso(alpha=alpha, tol=1e-12, max_iter=100000).fit(X, y)
     optimum = _lasso_objective(X, y, ref.coef_, ref.intercept_, alpha)
-    model = DPLasso(epsilon=math.inf, solver=solver, alpha=alpha, feature_bound=1.0,
-                    y_bound=160.5, random_state=0).fit(X, y)
+    model = DPLasso(
+        epsilon=math.inf,
+        solver=solver,
+        alpha=alpha,
+        feature_bound=1.0,
+        y_bound=160.5,
+        random_state=0,
+    ).fit(X, y)
     value = _lasso_objective(X, y, model.coef_, model.intercept_, alpha)
     assert _gap(value, optimum) <= GAP, (solver, value, optimum)

@@ -46,19 +46,30 @@ CASES = [
 
 
 @pytest.mark.parametrize("kind, dtype, sparse, geometry, fit_intercept", CASES)
-def test_design_products_match_the_materialised_matrix(kind, dtype, sparse, geometry, fit_intercept):
+def test_design_products_match_the_materialised_matrix(
+    kind, dtype, sparse, geometry, fit_intercept
+):
     X = _data(kind, dtype)
     if sparse:
         X[np.abs(X) < 0.5] = 0.0
         X = sp.csr_matrix(X)
-    bounds = {"data_norm": 2.0} if geometry == "l2" else {"feature_bound": [1.0, 2, 1, 0.5, 1, 1, 3]}
-    data = bound_data(X, np.zeros(X.shape[0]), fit_intercept=fit_intercept,
-                      intercept_scaling=1.5, geometry=geometry, **bounds)
+    bounds = (
+        {"data_norm": 2.0} if geometry == "l2" else {"feature_bound": [1.0, 2, 1, 0.5, 1, 1, 3]}
+    )
+    data = bound_data(
+        X,
+        np.zeros(X.shape[0]),
+        fit_intercept=fit_intercept,
+        intercept_scaling=1.5,
+        geometry=geometry,
+        **bounds,
+    )
     design = data.design
     assert design.X is X  # no copy
     bound = bounds.get("data_norm", np.array(bounds.get("feature_bound", 0.0)))
-    reference = _reference(X.astype(np.float64) if not sparse else X.astype(np.float64),
-                           geometry, bound, fit_intercept)
+    reference = _reference(
+        X.astype(np.float64) if not sparse else X.astype(np.float64), geometry, bound, fit_intercept
+    )
     if dtype == np.float32 and geometry == "l2" and design.row_scale is not None:
         # float32 X: float32 row factors, each rounded down (half the memory):
         # within a float32 ulp of the float64 factors and never above them, so
@@ -79,8 +90,9 @@ def test_design_products_match_the_materialised_matrix(kind, dtype, sparse, geom
     assert np.all(np.abs(design.matmul(W) - reference @ W) <= rtol * scale)
     np.testing.assert_allclose(design.rmatmul(V), reference.T @ V, rtol=1e-10, atol=1e-12)
     weights = rng.uniform(0, 2, size=design.n_rows)
-    np.testing.assert_allclose(design.gram(weights), reference.T @ (weights[:, None] * reference),
-                               rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        design.gram(weights), reference.T @ (weights[:, None] * reference), rtol=1e-10, atol=1e-12
+    )
     np.testing.assert_allclose(design.row_norms(), row_l2_norms(reference), rtol=1e-12)
     rows = np.array([0, 3, 5, 7, 9, 13, 200])
     np.testing.assert_allclose(design.rows(rows).toarray(), reference[rows], rtol=1e-12)
@@ -124,9 +136,17 @@ def test_columns_norms_and_column_views_match_the_materialised_matrix(
     if sparse:
         X[np.abs(X) < 0.5] = 0.0
         X = sp.csr_matrix(X)
-    bounds = {"data_norm": 2.0} if geometry == "l2" else {"feature_bound": [1.0, 2, 1, 0.5, 1, 1, 3]}
-    data = bound_data(X, np.zeros(X.shape[0]), fit_intercept=fit_intercept,
-                      intercept_scaling=1.5, geometry=geometry, **bounds)
+    bounds = (
+        {"data_norm": 2.0} if geometry == "l2" else {"feature_bound": [1.0, 2, 1, 0.5, 1, 1, 3]}
+    )
+    data = bound_data(
+        X,
+        np.zeros(X.shape[0]),
+        fit_intercept=fit_intercept,
+        intercept_scaling=1.5,
+        geometry=geometry,
+        **bounds,
+    )
     design = data.design
     reference = data.X.toarray() if sparse else data.X  # the materialised copy
     last = design.n_columns - 1
@@ -182,8 +202,15 @@ def test_blocks_of_rows_are_a_small_share_of_the_rows():
         block_rows,
     )
 
-    for n, d, nnz in [(0, 3, None), (10, 3, None), (20000, 50, None), (10**6, 100, None),
-                      (10**6, 10**5, None), (10**5, 500, 10**6), (10**5, 500, 0)]:
+    for n, d, nnz in [
+        (0, 3, None),
+        (10, 3, None),
+        (20000, 50, None),
+        (10**6, 100, None),
+        (10**6, 10**5, None),
+        (10**5, 500, 10**6),
+        (10**5, 500, 0),
+    ]:
         ranges = block_ranges(n, d, nnz)
         step = block_rows(n, d, nnz)
         assert [start for start, _ in ranges] == list(range(0, n, step))
@@ -200,6 +227,8 @@ def test_bounded_data_computes_row_norms_on_first_use():
     assert data._row_norms is None
     np.testing.assert_allclose(data.row_norms, row_l2_norms(data.X), rtol=1e-12)
     assert data.row_norms is data.row_norms
+
+
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_gram_with_weights_of_any_sign_and_small_blocks(sparse, dtype, monkeypatch):
@@ -212,14 +241,19 @@ def test_gram_with_weights_of_any_sign_and_small_blocks(sparse, dtype, monkeypat
     if sparse:
         X[np.abs(X) < 0.5] = 0.0
         X = sp.csr_matrix(X)
-    data = bound_data(X, np.zeros(X.shape[0]), fit_intercept=True, intercept_scaling=1.5,
-                      data_norm=2.0)
+    data = bound_data(
+        X, np.zeros(X.shape[0]), fit_intercept=True, intercept_scaling=1.5, data_norm=2.0
+    )
     reference = data.design.toarray()
     rng = np.random.default_rng(3)
     for weights in (None, rng.uniform(0, 2, size=1000), rng.normal(size=1000)):
         w = np.ones(1000) if weights is None else weights
-        np.testing.assert_allclose(data.design.gram(weights), reference.T @ (w[:, None] * reference),
-                                   rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(
+            data.design.gram(weights),
+            reference.T @ (w[:, None] * reference),
+            rtol=1e-10,
+            atol=1e-12,
+        )
 
 
 @pytest.mark.parametrize("sparse", [False, True])

@@ -68,7 +68,8 @@ def _public_names(module_name):
     names = getattr(module, "__all__", None)
     if names is None:
         names = [
-            name for name, obj in vars(module).items()
+            name
+            for name, obj in vars(module).items()
             if not name.startswith("_") and getattr(obj, "__module__", None) == module_name
         ]
     return [name for name in names if not name.startswith("__")]
@@ -122,14 +123,26 @@ def test_docs_build_without_warnings(tmp_path):
     # The documented command (docs/README.md), without running the gallery
     # examples so the test stays bounded; -W turns every warning into an error.
     command = [
-        sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html",
-        "-D", "plot_gallery=0",
-        "-d", str(tmp_path / "doctrees"),
-        "docs", str(tmp_path / "html"),
+        sys.executable,
+        "-m",
+        "sphinx",
+        "-W",
+        "--keep-going",
+        "-b",
+        "html",
+        "-D",
+        "plot_gallery=0",
+        "-d",
+        str(tmp_path / "doctrees"),
+        "docs",
+        str(tmp_path / "html"),
     ]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    ))
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(
+            [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        ),
+    )
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     assert "WARNING" not in result.stderr, result.stderr[-4000:]

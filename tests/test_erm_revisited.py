@@ -100,8 +100,15 @@ def test_svrg_pp_step_size_and_release_count():
     assert svrg_pp_step_size(0.25, 100) == pytest.approx(100 / (112 * 0.25))
     # The paper's Figure 2: m = 10, T = 15, b = 1: K = m (2^(T+1) - 2) = 655340 inner steps.
     plan = plan_dp_svrg_pp(
-        200_000, 54, math.inf, 1e-3, loss=LOGISTIC, row_norm_bound=1.0, max_iter=15,
-        batch_size=1, inner_steps=10,
+        200_000,
+        54,
+        math.inf,
+        1e-3,
+        loss=LOGISTIC,
+        row_norm_bound=1.0,
+        max_iter=15,
+        batch_size=1,
+        inner_steps=10,
     )
     assert sum(plan.details["epoch_lengths"]) == 655_340
     assert plan.details["epoch_lengths"][:3] == [20, 40, 80]
@@ -111,8 +118,15 @@ def test_svrg_pp_step_size_and_release_count():
 
 def test_svrg_plan_counts_epochs_times_inner_steps():
     plan = plan_dp_svrg(
-        10_000, 11, math.inf, 1e-5, loss=LOGISTIC, row_norm_bound=1.0, alpha=0.01,
-        max_iter=7, batch_size=1,
+        10_000,
+        11,
+        math.inf,
+        1e-5,
+        loss=LOGISTIC,
+        row_norm_bound=1.0,
+        alpha=0.01,
+        max_iter=7,
+        batch_size=1,
     )
     # 4801 rounded up to the grid 10^(k/20): 10^(74/20) = 5011.9 (fits on noisy
     # counts share calibrations).
@@ -129,7 +143,9 @@ def test_dp_gd_schedule_step_counts():
     got = pl_iterations(n, d, eps, delta, smoothness=L, pl_constant=mu, clip=C, initial_gap=e0)
     assert got == expected
     expected = math.ceil(n / (single * C) * math.sqrt(2 * L * e0 / d))
-    assert gradient_norm_iterations(n, d, eps, delta, smoothness=L, clip=C, initial_gap=e0) == expected
+    assert (
+        gradient_norm_iterations(n, d, eps, delta, smoothness=L, clip=C, initial_gap=e0) == expected
+    )
     assert initial_gap_bound(LOGISTIC) == pytest.approx(math.log(2))
     assert initial_gap_bound(get_loss("log_loss", n_classes=3), 3) == pytest.approx(math.log(3))
     assert initial_gap_bound(get_loss("squared", residual_bound=2.0)) == pytest.approx(0.5)
@@ -145,8 +161,15 @@ def test_accmd_default_iterations():
     ]:
         expected = math.ceil((48 * Lc**2 * bregman * n**2 / (single**2 * C**2 * width)) ** 0.25)
         got = accmd_iterations(
-            n, d, eps, delta, smoothness=0.25, row_norm_bound=B, radius=R,
-            constraint=constraint, clip=C,
+            n,
+            d,
+            eps,
+            delta,
+            smoothness=0.25,
+            row_norm_bound=B,
+            radius=R,
+            constraint=constraint,
+            clip=C,
         )
         assert got == expected
 
@@ -173,7 +196,9 @@ def test_svrg_noise_multipliers_split_and_calibration():
     assert snapshot == pytest.approx(single * math.sqrt(T / share), rel=1e-12)
     # The snapshots alone are a Gaussian mechanism of GDP parameter sqrt(share) / single.
     alone = epsilon_of_event(gaussian_steps_event(snapshot, T), delta)
-    assert alone == pytest.approx(epsilon_of_event(gaussian_steps_event(single / math.sqrt(share), 1), delta))
+    assert alone == pytest.approx(
+        epsilon_of_event(gaussian_steps_event(single / math.sqrt(share), 1), delta)
+    )
     assert alone < eps
     spent = epsilon_of_event(svrg_event(snapshot, difference, q, T, K), delta)
     assert eps * 0.99 <= spent <= eps
@@ -183,10 +208,19 @@ def test_svrg_noise_multipliers_split_and_calibration():
 
 def test_plan_event_is_the_calibrated_composition():
     plan = plan_dp_svrg_pp(
-        1000, 5, 1.0, 1e-5, loss=LOGISTIC, row_norm_bound=1.0, max_iter=2,
-        batch_size=10, inner_steps=5,
+        1000,
+        5,
+        1.0,
+        1e-5,
+        loss=LOGISTIC,
+        row_norm_bound=1.0,
+        max_iter=2,
+        batch_size=10,
+        inner_steps=5,
     )
-    snapshot, difference = svrg_noise_multipliers(1.0, 1e-5, 0.01, 2, 30, _svrg.DEFAULT_SNAPSHOT_SHARE)
+    snapshot, difference = svrg_noise_multipliers(
+        1.0, 1e-5, 0.01, 2, 30, _svrg.DEFAULT_SNAPSHOT_SHARE
+    )
     assert plan.event == svrg_event(snapshot, difference, 0.01, 2, 30)
     assert plan.details["snapshot_multiplier"] == snapshot
     assert plan.noise_multiplier == difference
@@ -197,20 +231,40 @@ def test_release_noise_is_exactly_the_stated_gaussian():
     X = np.zeros((0, 4))
     with trace_releases() as trace:
         got = difference_release(
-            X, np.zeros(0), np.zeros(0), np.zeros((0, 1)), np.zeros(shape), LOGISTIC, 0.5, 0.7,
-            2.5, np.random.default_rng(3),
+            X,
+            np.zeros(0),
+            np.zeros(0),
+            np.zeros((0, 1)),
+            np.zeros(shape),
+            LOGISTIC,
+            0.5,
+            0.7,
+            2.5,
+            np.random.default_rng(3),
         )
         np.testing.assert_array_equal(
             got, np.random.default_rng(3).normal(0.0, 2.5 * 0.7, size=shape)
         )
         X = np.zeros((6, 4))
         total, _ = snapshot_release(
-            X, np.ones(6), np.zeros(shape), LOGISTIC, 0.5, np.zeros(6), 1.3,
+            X,
+            np.ones(6),
+            np.zeros(shape),
+            LOGISTIC,
+            0.5,
+            np.zeros(6),
+            1.3,
             np.random.default_rng(4),
         )
         np.testing.assert_array_equal(total, np.random.default_rng(4).normal(0.0, 1.3, size=shape))
         total = _accmd.noisy_gradient_release(
-            X, np.ones(6), np.zeros(shape), LOGISTIC, 0.5, np.zeros(6), 0.9,
+            X,
+            np.ones(6),
+            np.zeros(shape),
+            LOGISTIC,
+            0.5,
+            np.zeros(6),
+            0.9,
             np.random.default_rng(5),
         )
         np.testing.assert_array_equal(total, np.random.default_rng(5).normal(0.0, 0.9, size=shape))
@@ -241,9 +295,11 @@ def test_every_release_and_sample_goes_through_the_gateway(monkeypatch, solver):
         def __getattr__(self, name):
             attribute = getattr(rng, name)
             if name in draws:
+
                 def counted(*args, **kwargs):
                     draws[name] += 1
                     return attribute(*args, **kwargs)
+
                 return counted
             return attribute
 
@@ -272,8 +328,18 @@ def test_solver_noise_is_a_gaussian_random_walk():
     n, d, b, m = 50, 4000, 10, 3
     data = _bounded(np.zeros((n, d)), np.ones(n))
     result = dp_svrg_pp(
-        data, LOGISTIC, n_outputs=1, alpha=0.0, epsilon=1.0, delta=1e-5, max_iter=1,
-        batch_size=b, inner_steps=m, difference_bound="clip", output="last", random_state=0,
+        data,
+        LOGISTIC,
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=1.0,
+        delta=1e-5,
+        max_iter=1,
+        batch_size=b,
+        inner_steps=m,
+        difference_bound="clip",
+        output="last",
+        random_state=0,
     )
     details = result.plan.details
     C, eta, steps = details["clip_norm"], details["step_size"], 2 * m
@@ -282,7 +348,9 @@ def test_solver_noise_is_a_gaussian_random_walk():
         + (steps * C * details["snapshot_multiplier"] / n) ** 2
     )
     observed = np.var(result.coef)
-    assert abs(np.mean(result.coef)) < 4 * math.sqrt(expected / (n * d)) + 4 * math.sqrt(expected / d)
+    assert abs(np.mean(result.coef)) < 4 * math.sqrt(expected / (n * d)) + 4 * math.sqrt(
+        expected / d
+    )
     # The sample variance of 4000 normals is within 10% with overwhelming probability.
     assert observed == pytest.approx(expected, rel=0.1)
 
@@ -291,8 +359,16 @@ def test_dp_gd_noise_is_a_gaussian_random_walk():
     n, d, T = 40, 4000, 5
     data = _bounded(np.zeros((n, d)), np.ones(n))
     result = dp_gd(
-        data, LOGISTIC, n_outputs=1, alpha=0.0, epsilon=1.0, delta=1e-5, max_iter=T,
-        momentum=None, output="last", random_state=1,
+        data,
+        LOGISTIC,
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=1.0,
+        delta=1e-5,
+        max_iter=T,
+        momentum=None,
+        output="last",
+        random_state=1,
     )
     details = result.plan.details
     expected = T * (details["step_size"] * details["noise_std"] / n) ** 2
@@ -369,8 +445,16 @@ def test_svrg_release_counts_match_the_accountant(monkeypatch, solver):
     X, y = make_classification(n_samples=200, n_features=4, random_state=0)
     data = _bounded(X / 4, np.where(y == 1, 1.0, -1.0))
     result = solver(
-        data, LOGISTIC, n_outputs=1, alpha=0.05, epsilon=2.0, delta=1e-5, max_iter=3,
-        batch_size=10, inner_steps=4, random_state=0,
+        data,
+        LOGISTIC,
+        n_outputs=1,
+        alpha=0.05,
+        epsilon=2.0,
+        delta=1e-5,
+        max_iter=3,
+        batch_size=10,
+        inner_steps=4,
+        random_state=0,
     )
     lengths = result.plan.details["epoch_lengths"]
     assert len(snapshots) == 3 == result.n_iter
@@ -384,8 +468,15 @@ def test_accmd_and_gd_release_counts(monkeypatch):
     X, y = make_classification(n_samples=100, n_features=4, random_state=0)
     data = _bounded(X / 4, np.where(y == 1, 1.0, -1.0))
     result = dp_accmd(
-        data, LOGISTIC, n_outputs=1, alpha=0.0, epsilon=1.0, delta=1e-5, radius=2.0,
-        max_iter=17, random_state=0,
+        data,
+        LOGISTIC,
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=1.0,
+        delta=1e-5,
+        radius=2.0,
+        max_iter=17,
+        random_state=0,
     )
     assert len(calls) == 17 == result.n_iter
     assert result.dp_event.count == 17
@@ -412,8 +503,9 @@ def test_prox_elastic_net_is_the_proximal_map(l1_ratio):
             penalty = alpha * (l1_ratio * abs(x) + 0.5 * (1 - l1_ratio) * x**2)
             return 0.5 * (x - v) ** 2 + step * penalty
 
-        reference = minimize_scalar(objective, bounds=(-10, 10), method="bounded",
-                                    options={"xatol": 1e-12}).x
+        reference = minimize_scalar(
+            objective, bounds=(-10, 10), method="bounded", options={"xatol": 1e-12}
+        ).x
         assert got[i, j] == pytest.approx(reference, abs=1e-7)
     np.testing.assert_array_equal(prox_elastic_net(W, step, 0.0, l1_ratio, penalized), W)
 
@@ -433,8 +525,14 @@ def test_svrg_without_noise_reaches_sklearn_logistic_regression(classification):
     X, y = classification
     C = 0.05
     model = DPLogisticRegression(
-        epsilon=math.inf, solver="dp_svrg", C=C, data_norm=_max_norm(X), max_iter=40,
-        batch_size=100, classes=[0, 1], random_state=0,
+        epsilon=math.inf,
+        solver="dp_svrg",
+        C=C,
+        data_norm=_max_norm(X),
+        max_iter=40,
+        batch_size=100,
+        classes=[0, 1],
+        random_state=0,
     ).fit(X, y)
     reference = LogisticRegression(C=C, tol=1e-12, max_iter=10_000).fit(X, y)
     np.testing.assert_allclose(model.coef_, reference.coef_, atol=1e-6)
@@ -446,8 +544,14 @@ def test_svrg_without_noise_reaches_ridge():
     X, y = X / 6.0, y / 60.0
     alpha = 0.1
     model = DPSCORegressor(
-        epsilon=math.inf, solver="dp_svrg", alpha=alpha, data_norm=_max_norm(X), y_bound=10.0,
-        max_iter=40, batch_size=100, random_state=0,
+        epsilon=math.inf,
+        solver="dp_svrg",
+        alpha=alpha,
+        data_norm=_max_norm(X),
+        y_bound=10.0,
+        max_iter=40,
+        batch_size=100,
+        random_state=0,
     ).fit(X, y)
     reference = Ridge(alpha=len(y) * alpha).fit(X, y)
     np.testing.assert_allclose(model.coef_, reference.coef_, atol=1e-6)
@@ -455,13 +559,19 @@ def test_svrg_without_noise_reaches_ridge():
 
 
 def test_svrg_pp_without_noise_reaches_lasso():
-    X, y = make_regression(n_samples=400, n_features=6, n_informative=3, noise=5.0,
-                           random_state=1)
+    X, y = make_regression(n_samples=400, n_features=6, n_informative=3, noise=5.0, random_state=1)
     X, y = X / 6.0, y / 60.0
     alpha = 2e-3
     model = DPSCORegressor(
-        epsilon=math.inf, solver="dp_svrg_pp", penalty="l1", alpha=alpha, data_norm=_max_norm(X),
-        y_bound=10.0, max_iter=9, batch_size=20, solver_options={"inner_steps": 5},
+        epsilon=math.inf,
+        solver="dp_svrg_pp",
+        penalty="l1",
+        alpha=alpha,
+        data_norm=_max_norm(X),
+        y_bound=10.0,
+        max_iter=9,
+        batch_size=20,
+        solver_options={"inner_steps": 5},
         random_state=0,
     ).fit(X, y)
     reference = Lasso(alpha=alpha, tol=1e-12, max_iter=100_000).fit(X, y)
@@ -482,7 +592,9 @@ def _fista_l1_logistic(X, y_pm, alpha, n_iter=20_000):
     t = 1.0
     for _ in range(n_iter):
         grad = X.T @ (-y_pm / (1 + np.exp(y_pm * (X @ Z)))) / n
-        W_next = prox_elastic_net((Z - grad / L)[:, None], 1 / L, alpha, 1.0, np.ones(d, bool))[:, 0]
+        W_next = prox_elastic_net((Z - grad / L)[:, None], 1 / L, alpha, 1.0, np.ones(d, bool))[
+            :, 0
+        ]
         t_next = (1 + math.sqrt(1 + 4 * t * t)) / 2
         Z = W_next + (t - 1) / t_next * (W_next - W)
         W, t = W_next, t_next
@@ -495,8 +607,17 @@ def test_svrg_pp_without_noise_reaches_l1_logistic_optimum(classification):
     alpha = 5e-3
     data = _bounded(X, y_pm, data_norm=_max_norm(X))
     result = dp_svrg_pp(
-        data, LOGISTIC, n_outputs=1, alpha=alpha, l1_ratio=1.0, epsilon=math.inf, delta=0.0,
-        max_iter=10, batch_size=20, inner_steps=8, random_state=0,
+        data,
+        LOGISTIC,
+        n_outputs=1,
+        alpha=alpha,
+        l1_ratio=1.0,
+        epsilon=math.inf,
+        delta=0.0,
+        max_iter=10,
+        batch_size=20,
+        inner_steps=8,
+        random_state=0,
     )
     reference = _fista_l1_logistic(X, y_pm, alpha)
     gap = _logistic_objective(X, y_pm, result.coef[:, 0], alpha, 1.0) - _logistic_objective(
@@ -532,15 +653,21 @@ def _projected_gradient_l1_ball(A, b, radius, n_iter=20_000):
 
 @pytest.mark.parametrize("constraint", ["l1", "l2"])
 def test_accmd_without_noise_reaches_constrained_least_squares(constraint):
-    X, y = make_regression(n_samples=300, n_features=8, n_informative=4, noise=1.0,
-                           random_state=2)
+    X, y = make_regression(n_samples=300, n_features=8, n_informative=4, noise=1.0, random_state=2)
     X, y = X / 8.0, y / np.abs(y).max()
     radius = 0.6
     data = _bounded(X, y, data_norm=_max_norm(X))
     loss = get_loss("squared", residual_bound=radius * _max_norm(X) + 1.0)
     result = dp_accmd(
-        data, loss, n_outputs=1, alpha=0.0, epsilon=math.inf, delta=0.0, radius=radius,
-        constraint=constraint, max_iter=3000,
+        data,
+        loss,
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=math.inf,
+        delta=0.0,
+        radius=radius,
+        constraint=constraint,
+        max_iter=3000,
     )
     W = result.coef[:, 0]
     objective = lambda w: 0.5 * np.mean((X @ w - y) ** 2)
@@ -549,8 +676,11 @@ def test_accmd_without_noise_reaches_constrained_least_squares(constraint):
         assert np.abs(W).sum() <= radius * (1 + 1e-9)
     else:
         reference = minimize(
-            lambda w: (objective(w), X.T @ (X @ w - y) / len(y)), np.zeros(8), jac=True,
-            constraints=[{"type": "ineq", "fun": lambda w: radius**2 - w @ w}], method="SLSQP",
+            lambda w: (objective(w), X.T @ (X @ w - y) / len(y)),
+            np.zeros(8),
+            jac=True,
+            constraints=[{"type": "ineq", "fun": lambda w: radius**2 - w @ w}],
+            method="SLSQP",
             options={"ftol": 1e-15, "maxiter": 1000},
         ).x
         assert np.linalg.norm(W) <= radius * (1 + 1e-9)
@@ -562,8 +692,13 @@ def test_accmd_logistic_l2_ball_matches_unconstrained_optimum_inside(classificat
     # A large ball does not bind: the constrained optimum is LogisticRegression(penalty=None).
     X, y = classification
     model = DPLogisticRegression(
-        epsilon=math.inf, solver="dp_accmd", penalty=None, radius=50.0, data_norm=_max_norm(X),
-        max_iter=4000, classes=[0, 1],
+        epsilon=math.inf,
+        solver="dp_accmd",
+        penalty=None,
+        radius=50.0,
+        data_norm=_max_norm(X),
+        max_iter=4000,
+        classes=[0, 1],
     ).fit(X, y)
     reference = LogisticRegression(C=np.inf, tol=1e-12, max_iter=10_000).fit(X, y)
     np.testing.assert_allclose(model.coef_, reference.coef_, atol=1e-3)
@@ -574,7 +709,11 @@ def test_dp_gd_pl_schedule_without_noise_reaches_ridge():
     X, y = X / 6.0, y / 60.0
     alpha = 5e-2
     model = DPSCORegressor(
-        epsilon=math.inf, solver="dp_gd", alpha=alpha, data_norm=_max_norm(X), y_bound=10.0,
+        epsilon=math.inf,
+        solver="dp_gd",
+        alpha=alpha,
+        data_norm=_max_norm(X),
+        y_bound=10.0,
         solver_options={"schedule": "pl"},
     ).fit(X, y)
     reference = Ridge(alpha=len(y) * alpha).fit(X, y)
@@ -588,8 +727,15 @@ def test_dp_gd_random_iterate_is_uniform_over_the_trajectory():
     counts = np.zeros(T, int)
     for seed in range(400):
         result = dp_gd(
-            data, LOGISTIC, n_outputs=1, alpha=0.0, epsilon=1.0, delta=1e-5, max_iter=T,
-            schedule="gradient_norm", random_state=seed,
+            data,
+            LOGISTIC,
+            n_outputs=1,
+            alpha=0.0,
+            epsilon=1.0,
+            delta=1e-5,
+            max_iter=T,
+            schedule="gradient_norm",
+            random_state=seed,
         )
         assert result.plan.details["momentum"] is None
         counts[result.plan.details["random_index"]] += 1
@@ -607,9 +753,12 @@ def test_dp_gd_random_iterate_is_uniform_over_the_trajectory():
 
 def _nan_data(data):
     return BoundedData(
-        X=np.full(data.X.shape, np.nan), y=np.full(data.y.shape, np.nan),
-        row_norms=np.full(data.row_norms.shape, np.nan), row_norm_bound=data.row_norm_bound,
-        penalized=data.penalized, fit_intercept=data.fit_intercept,
+        X=np.full(data.X.shape, np.nan),
+        y=np.full(data.y.shape, np.nan),
+        row_norms=np.full(data.row_norms.shape, np.nan),
+        row_norm_bound=data.row_norm_bound,
+        penalized=data.penalized,
+        fit_intercept=data.fit_intercept,
         intercept_scaling=data.intercept_scaling,
     )
 
@@ -643,8 +792,15 @@ def test_accmd_output_depends_on_data_only_through_noisy_gradients(monkeypatch, 
     X, y = make_classification(n_samples=150, n_features=4, random_state=0)
     data = _bounded(X / 3, np.where(y == 1, 1.0, -1.0))
     mode = _record_and_replay(monkeypatch, _accmd, "noisy_gradient_release", 0)
-    kwargs = dict(n_outputs=1, alpha=0.0, epsilon=1.0, delta=1e-5, radius=3.0,
-                  constraint=constraint, max_iter=25)
+    kwargs = dict(
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=1.0,
+        delta=1e-5,
+        radius=3.0,
+        constraint=constraint,
+        max_iter=25,
+    )
     first = dp_accmd(data, LOGISTIC, random_state=0, **kwargs).coef
     mode["replay"] = True
     second = dp_accmd(_nan_data(data), LOGISTIC, random_state=123, **kwargs).coef
@@ -657,8 +813,9 @@ def test_svrg_output_depends_on_data_only_through_noisy_releases(monkeypatch, so
     data = _bounded(X / 3, np.where(y == 1, 1.0, -1.0))
     snap = _record_and_replay(monkeypatch, _svrg, "snapshot_release", 0)
     diff = _record_and_replay(monkeypatch, _svrg, "difference_release", 0)
-    kwargs = dict(n_outputs=1, alpha=0.05, epsilon=1.0, delta=1e-5, max_iter=2, batch_size=8,
-                  inner_steps=6)
+    kwargs = dict(
+        n_outputs=1, alpha=0.05, epsilon=1.0, delta=1e-5, max_iter=2, batch_size=8, inner_steps=6
+    )
     first = solver(data, LOGISTIC, random_state=0, **kwargs).coef
     snap["replay"] = diff["replay"] = True
     second = solver(_nan_data(data), LOGISTIC, random_state=99, **kwargs).coef
@@ -675,8 +832,13 @@ AUDIT_DELTA = 1e-5
 def _audit(run, n_runs, claimed_epsilon):
     """Pick the threshold on ``n_runs`` runs per data set, bound epsilon on fresh runs."""
     return audit_mechanism(
-        run, claimed_epsilon=claimed_epsilon, delta=AUDIT_DELTA, n_runs=2 * n_runs,
-        calibration_runs=n_runs, candidates=49, criterion="empirical",
+        run,
+        claimed_epsilon=claimed_epsilon,
+        delta=AUDIT_DELTA,
+        n_runs=2 * n_runs,
+        calibration_runs=n_runs,
+        candidates=49,
+        criterion="empirical",
     ).epsilon_lower_bound
 
 
@@ -692,8 +854,16 @@ def _canary_run(solver, epsilon, **kwargs):
     datasets = _canary_datasets()
 
     def run(dataset, seed):
-        result = solver(datasets[dataset], LOGISTIC, n_outputs=1, epsilon=epsilon,
-                        delta=AUDIT_DELTA, random_state=seed, clip_norm=0.05, **kwargs)
+        result = solver(
+            datasets[dataset],
+            LOGISTIC,
+            n_outputs=1,
+            epsilon=epsilon,
+            delta=AUDIT_DELTA,
+            random_state=seed,
+            clip_norm=0.05,
+            **kwargs,
+        )
         return result.coef[1, 0]
 
     return run
@@ -707,7 +877,9 @@ AUDITS = [
 ]
 
 
-@pytest.mark.parametrize("solver, epsilon, kwargs", AUDITS, ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.parametrize(
+    "solver, epsilon, kwargs", AUDITS, ids=lambda v: getattr(v, "__name__", "")
+)
 def test_audit_does_not_exceed_claimed_epsilon(solver, epsilon, kwargs):
     eps_lb = _audit(_canary_run(solver, epsilon, **kwargs), n_runs=150, claimed_epsilon=epsilon)
     assert eps_lb <= epsilon, f"audit found epsilon >= {eps_lb:.3f} > claimed {epsilon}"
@@ -741,8 +913,15 @@ def test_svrg_step_too_large_for_the_count_derived_batch_is_clamped():
     L = 0.25 * 2.0  # unit rows plus the intercept column: row_norm_bound**2 = 2
     for n in np.linspace(2900.0, 3100.0, 21):
         plan = plan_dp_svrg(
-            n, 4, math.inf, 1e-5, loss=LOGISTIC, row_norm_bound=math.sqrt(2.0),
-            alpha=1.0 / (0.01 * n), max_iter=1, step_size=4.49,
+            n,
+            4,
+            math.inf,
+            1e-5,
+            loss=LOGISTIC,
+            row_norm_bound=math.sqrt(2.0),
+            alpha=1.0 / (0.01 * n),
+            max_iter=1,
+            step_size=4.49,
         )
         details = plan.details
         limit = svrg_max_step_size(L, details["batch_size"])
@@ -751,11 +930,21 @@ def test_svrg_step_too_large_for_the_count_derived_batch_is_clamped():
         assert 8 * L * details["step_size"] / details["batch_size"] <= MAX_VARIANCE_RATIO + 1e-12
         assert details["inner_steps"] >= 1
     # A step within the limit is kept; the default step is never clamped.
-    plan = plan_dp_svrg(3000.0, 4, math.inf, 1e-5, loss=LOGISTIC, row_norm_bound=1.0,
-                        alpha=0.01, max_iter=1, step_size=0.5)
+    plan = plan_dp_svrg(
+        3000.0,
+        4,
+        math.inf,
+        1e-5,
+        loss=LOGISTIC,
+        row_norm_bound=1.0,
+        alpha=0.01,
+        max_iter=1,
+        step_size=0.5,
+    )
     assert plan.details["step_size"] == 0.5
-    plan = plan_dp_svrg(3000.0, 4, math.inf, 1e-5, loss=LOGISTIC, row_norm_bound=1.0,
-                        alpha=0.01, max_iter=1)
+    plan = plan_dp_svrg(
+        3000.0, 4, math.inf, 1e-5, loss=LOGISTIC, row_norm_bound=1.0, alpha=0.01, max_iter=1
+    )
     assert plan.details["requested_step_size"] is None
     assert plan.details["step_size"] == svrg_step_size(0.25, plan.details["batch_size"])
 
@@ -768,16 +957,26 @@ def test_svrg_large_learning_rate_fits_whatever_the_count(n):
     budget = PrivacyBudget(100.0, 1e-3)
     for seed in range(5):
         model = DPLogisticRegression(
-            solver="dp_svrg", learning_rate=4.49, C=0.01, max_iter=1, classes=[0, 1],
-            budget=budget, random_state=seed,
+            solver="dp_svrg",
+            learning_rate=4.49,
+            C=0.01,
+            max_iter=1,
+            classes=[0, 1],
+            budget=budget,
+            random_state=seed,
         ).fit(X, y)
         assert np.all(np.isfinite(model.coef_))
     assert [entry.status for entry in budget.ledger] == ["completed"] * 5
 
 
 def test_svrg_step_too_large_for_a_public_batch_is_refused_before_the_spend():
-    plan_kwargs = dict(loss=LOGISTIC, row_norm_bound=1.0, alpha=0.01, batch_size=10,
-                       step_size=10 / (32 * 0.25) * 1.01)
+    plan_kwargs = dict(
+        loss=LOGISTIC,
+        row_norm_bound=1.0,
+        alpha=0.01,
+        batch_size=10,
+        step_size=10 / (32 * 0.25) * 1.01,
+    )
     for n in (None, 1000.0):  # refused before the count is known
         with pytest.raises(ValueError, match="too large") as raised:
             plan_dp_svrg(n, 4, 1.0, 1e-5, **plan_kwargs)
@@ -785,14 +984,19 @@ def test_svrg_step_too_large_for_a_public_batch_is_refused_before_the_spend():
     # At the limit it is accepted (and not clamped).
     plan = plan_dp_svrg(1000.0, 4, 1.0, 1e-5, **dict(plan_kwargs, step_size=10 / 8))
     assert plan.details["step_size"] == 10 / 8
-    X, y = make_classification(n_samples=200, n_features=3, n_informative=2, n_redundant=0,
-                               random_state=0)
+    X, y = make_classification(
+        n_samples=200, n_features=3, n_informative=2, n_redundant=0, random_state=0
+    )
     for epsilon in (1.0, math.inf):
         budget = PrivacyBudget(5.0, 1e-5) if epsilon < math.inf else None
         with pytest.raises(ValueError, match="too large"):
             DPLogisticRegression(
-                solver="dp_svrg", learning_rate=100.0, batch_size=10, epsilon=epsilon,
-                classes=[0, 1], budget=budget,
+                solver="dp_svrg",
+                learning_rate=100.0,
+                batch_size=10,
+                epsilon=epsilon,
+                classes=[0, 1],
+                budget=budget,
             ).fit(X / 10, y)
         if budget is not None:
             assert budget.ledger == []
@@ -804,25 +1008,34 @@ def test_svrg_step_too_large_for_a_public_batch_is_refused_before_the_spend():
         ("logistic", dict(solver="dp_gd", solver_options={"momentum": "heavy"}), "momentum"),
         ("logistic", dict(solver="dp_gd", solver_options={"output": "best"}), "output"),
         ("logistic", dict(solver="dp_gd", solver_options={"schedule": "fast"}), "schedule"),
-        ("regressor", dict(solver="dp_gd", penalty=None, solver_options={"schedule": "pl"}),
-         "pl_constant"),
+        (
+            "regressor",
+            dict(solver="dp_gd", penalty=None, solver_options={"schedule": "pl"}),
+            "pl_constant",
+        ),
         ("logistic", dict(solver="dp_sgd", solver_options={"momentum": "auto"}), "momentum"),
         ("logistic", dict(solver="dp_svrg", solver_options={"output": "best"}), "output"),
-        ("logistic", dict(solver="dp_svrg", solver_options={"difference_bound": "x"}),
-         "difference_bound"),
-        ("logistic", dict(solver="dp_svrg", penalty="elasticnet", l1_ratio=1.0),
-         "strongly convex"),
+        (
+            "logistic",
+            dict(solver="dp_svrg", solver_options={"difference_bound": "x"}),
+            "difference_bound",
+        ),
+        ("logistic", dict(solver="dp_svrg", penalty="elasticnet", l1_ratio=1.0), "strongly convex"),
         ("regressor", dict(solver="dp_svrg", alpha=0.0), "strongly convex"),
         ("logistic", dict(solver="dp_svrg_pp", solver_options={"output": "tail"}), "output"),
-        ("regressor", dict(solver="dp_accmd", penalty=None, radius=1.0,
-                           solver_options={"max_iter": 0}), "max_iter"),
+        (
+            "regressor",
+            dict(solver="dp_accmd", penalty=None, radius=1.0, solver_options={"max_iter": 0}),
+            "max_iter",
+        ),
     ],
 )
 @pytest.mark.parametrize("epsilon", [1.0, math.inf])
 def test_public_option_checks_fail_before_the_reservation(estimator, params, message, epsilon):
     """Refused options raise their own message (not PrivateFitError) and spend nothing."""
-    X, y = make_classification(n_samples=100, n_features=3, n_informative=2, n_redundant=0,
-                               random_state=0)
+    X, y = make_classification(
+        n_samples=100, n_features=3, n_informative=2, n_redundant=0, random_state=0
+    )
     budget = PrivacyBudget(5.0, 1e-5) if epsilon < math.inf else None
     if estimator == "logistic":
         model = DPLogisticRegression(classes=[0, 1], **params)
@@ -848,13 +1061,19 @@ def test_divergence_is_a_public_error_and_the_fit_stays_charged():
     entry stands, marked failed, and the ConvergenceError (a function of the
     released values) keeps its message.
     """
-    X, y = make_classification(n_samples=200, n_features=3, n_informative=2, n_redundant=0,
-                               random_state=0)
+    X, y = make_classification(
+        n_samples=200, n_features=3, n_informative=2, n_redundant=0, random_state=0
+    )
     budget = PrivacyBudget(5.0, 1e-5)
     with pytest.raises(ConvergenceError, match="diverged"):
         DPLogisticRegression(
-            solver="dp_gd", learning_rate=1e30, max_iter=40, classes=[0, 1], budget=budget,
-            random_state=0, solver_options={"momentum": None, "output": "last"},
+            solver="dp_gd",
+            learning_rate=1e30,
+            max_iter=40,
+            classes=[0, 1],
+            budget=budget,
+            random_state=0,
+            solver_options={"momentum": None, "output": "last"},
         ).fit(X / 10, y)
     assert [(e.status, e.error) for e in budget.ledger] == [("failed", "ConvergenceError")]
 
@@ -862,12 +1081,20 @@ def test_divergence_is_a_public_error_and_the_fit_stays_charged():
 def test_svrg_calibration_failure_is_a_public_error_and_stays_charged():
     """The plan needs the DP count (for the sampling rate): a calibration that fails then
     fails after the reservation, with a public message (no private value in it)."""
-    X, y = make_classification(n_samples=100, n_features=3, n_informative=2, n_redundant=0,
-                               random_state=0)
+    X, y = make_classification(
+        n_samples=100, n_features=3, n_informative=2, n_redundant=0, random_state=0
+    )
     budget = PrivacyBudget(5.0, 1e-5)
     with pytest.raises(ValueError, match="cannot be calibrated for delta=1e-300"):
-        DPLogisticRegression(solver="dp_svrg", delta=1e-300, C=0.1, max_iter=2, classes=[0, 1],
-                             budget=budget, random_state=0).fit(X / 10, y)
+        DPLogisticRegression(
+            solver="dp_svrg",
+            delta=1e-300,
+            C=0.1,
+            max_iter=2,
+            classes=[0, 1],
+            budget=budget,
+            random_state=0,
+        ).fit(X / 10, y)
     assert [(e.status, e.error) for e in budget.ledger] == [("failed", "ValueError")]
 
 
@@ -875,10 +1102,12 @@ def test_svrg_calibration_failure_is_a_public_error_and_stays_charged():
     "solver, kwargs, key",
     [
         # The settings of test_every_release_and_sample_goes_through_the_gateway (cached calibrations).
-        (dp_svrg, dict(alpha=0.05, max_iter=2, batch_size=10, inner_steps=4),
-         "snapshot_grad_norm"),
-        (dp_svrg_pp, dict(alpha=0.05, max_iter=2, batch_size=10, inner_steps=4),
-         "snapshot_grad_norm"),
+        (dp_svrg, dict(alpha=0.05, max_iter=2, batch_size=10, inner_steps=4), "snapshot_grad_norm"),
+        (
+            dp_svrg_pp,
+            dict(alpha=0.05, max_iter=2, batch_size=10, inner_steps=4),
+            "snapshot_grad_norm",
+        ),
         (dp_accmd, dict(alpha=0.0, radius=2.0, max_iter=6), "grad_norm"),
         (dp_gd, dict(alpha=0.0, max_iter=4), "grad_norm"),
     ],
@@ -893,8 +1122,16 @@ def test_progress_lines_print_released_values_only(capsys, solver, kwargs, key):
     X, y = make_classification(n_samples=120, n_features=4, random_state=0)
     data = _bounded(X / 3, np.where(y == 1, 1.0, -1.0))
     with trace_releases(substitute=lambda release: np.zeros(np.shape(release.output))):
-        result = solver(data, LOGISTIC, n_outputs=1, epsilon=1.0, delta=1e-5, random_state=0,
-                        verbose=2, **kwargs)
+        result = solver(
+            data,
+            LOGISTIC,
+            n_outputs=1,
+            epsilon=1.0,
+            delta=1e-5,
+            random_state=0,
+            verbose=2,
+            **kwargs,
+        )
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == result.n_iter
     for line in lines:
@@ -903,11 +1140,13 @@ def test_progress_lines_print_released_values_only(capsys, solver, kwargs, key):
 
 def test_info_counts_use_the_public_row_count():
     """``gradient_evaluations`` comes from ``n_public`` (the DP count), never the true n."""
-    X, y = make_classification(n_samples=100, n_features=3, n_informative=2, n_redundant=0,
-                               random_state=0)
+    X, y = make_classification(
+        n_samples=100, n_features=3, n_informative=2, n_redundant=0, random_state=0
+    )
     y = np.where(y == 1, 1.0, -1.0)
-    data = bound_data(X / 3, y, fit_intercept=False, data_norm=1.0, n_public=137.0,
-                      normalizer=150.0)
+    data = bound_data(
+        X / 3, y, fit_intercept=False, data_norm=1.0, n_public=137.0, normalizer=150.0
+    )
     # Without noise: the counts do not depend on epsilon.
     common = dict(n_outputs=1, epsilon=math.inf, delta=1e-5, random_state=0)
     result = dp_gd(data, LOGISTIC, alpha=0.0, max_iter=3, **common)
@@ -915,8 +1154,9 @@ def test_info_counts_use_the_public_row_count():
     result = dp_accmd(data, LOGISTIC, alpha=0.0, radius=1.0, max_iter=5, **common)
     assert result.info == {"gradient_evaluations": 137.0 * 5}
     for solver in (dp_svrg, dp_svrg_pp):
-        result = solver(data, LOGISTIC, alpha=0.05, max_iter=2, batch_size=10, inner_steps=3,
-                        **common)
+        result = solver(
+            data, LOGISTIC, alpha=0.05, max_iter=2, batch_size=10, inner_steps=3, **common
+        )
         details = result.plan.details
         n_inner = sum(details["epoch_lengths"])
         expected = 137.0 * (2 + 2 * details["sampling_probability"] * n_inner)
@@ -949,8 +1189,9 @@ def test_logistic_private_fits_spend_a_planned_event(monkeypatch, params):
     (basic composition decides there) and is then computed with the count when
     the solver's share of epsilon is chosen.
     """
-    X, y = make_classification(n_samples=3000, n_features=5, n_informative=3, class_sep=2.0,
-                               random_state=0)
+    X, y = make_classification(
+        n_samples=3000, n_features=5, n_informative=3, class_sep=2.0, random_state=0
+    )
     X = X / 4.0
     budget = PrivacyBudget(10.0, 1e-5)
     name = params["solver"]
@@ -976,14 +1217,23 @@ def test_logistic_private_fits_spend_a_planned_event(monkeypatch, params):
 
 
 def test_multiclass_and_sparse_svrg(classification):
-    X, y = make_classification(n_samples=300, n_features=6, n_informative=4, n_classes=3,
-                               random_state=0)
+    X, y = make_classification(
+        n_samples=300, n_features=6, n_informative=4, n_classes=3, random_state=0
+    )
     X = X / 4.0
     dense = DPLogisticRegression(
-        epsilon=math.inf, solver="dp_svrg_pp", classes=[0, 1, 2], data_norm=3.0, random_state=0,
+        epsilon=math.inf,
+        solver="dp_svrg_pp",
+        classes=[0, 1, 2],
+        data_norm=3.0,
+        random_state=0,
     ).fit(X, y)
     sparse = DPLogisticRegression(
-        epsilon=math.inf, solver="dp_svrg_pp", classes=[0, 1, 2], data_norm=3.0, random_state=0,
+        epsilon=math.inf,
+        solver="dp_svrg_pp",
+        classes=[0, 1, 2],
+        data_norm=3.0,
+        random_state=0,
     ).fit(sp.csr_matrix(X), y)
     assert dense.coef_.shape == (3, 6)
     np.testing.assert_allclose(dense.coef_, sparse.coef_, atol=1e-10)
@@ -1067,8 +1317,13 @@ def _logistic_setup(n=200, d=3, alpha=0.0):
     def gradient(W):
         return full.T @ (-data.y / (1 + np.exp(data.y * (full @ W)))) / n + alpha * W
 
-    best = minimize(lambda w: (value(w), gradient(w)), np.zeros(d), jac=True, method="BFGS",
-                    options={"gtol": 1e-12}).fun
+    best = minimize(
+        lambda w: (value(w), gradient(w)),
+        np.zeros(d),
+        jac=True,
+        method="BFGS",
+        options={"gtol": 1e-12},
+    ).fun
     return data, value, gradient, best
 
 
@@ -1078,8 +1333,17 @@ def test_dp_gd_random_iterate_meets_the_gradient_norm_bound():
     T, eps = 8, 2.0
     norms, details = [], None
     for seed in range(300):
-        result = dp_gd(data, LOGISTIC, n_outputs=1, alpha=0.0, epsilon=eps, delta=1e-5,
-                       max_iter=T, schedule="gradient_norm", random_state=seed)
+        result = dp_gd(
+            data,
+            LOGISTIC,
+            n_outputs=1,
+            alpha=0.0,
+            epsilon=eps,
+            delta=1e-5,
+            max_iter=T,
+            schedule="gradient_norm",
+            random_state=seed,
+        )
         norms.append(np.sum(gradient(result.coef[:, 0]) ** 2))
         details = result.plan.details
     L = 1.0 / details["step_size"]
@@ -1095,8 +1359,17 @@ def test_dp_gd_last_iterate_meets_the_pl_bound():
     T = 12
     gaps, details = [], None
     for seed in range(300):
-        result = dp_gd(data, LOGISTIC, n_outputs=1, alpha=alpha, epsilon=2.0, delta=1e-5,
-                       max_iter=T, schedule="pl", random_state=seed)
+        result = dp_gd(
+            data,
+            LOGISTIC,
+            n_outputs=1,
+            alpha=alpha,
+            epsilon=2.0,
+            delta=1e-5,
+            max_iter=T,
+            schedule="pl",
+            random_state=seed,
+        )
         gaps.append(value(result.coef[:, 0]) - best)
         details = result.plan.details
     L = 1.0 / details["step_size"]
@@ -1114,7 +1387,14 @@ def test_default_epoch_length_is_shared_by_nearby_counts():
 
     lengths = {
         plan_dp_svrg(
-            n, 11, 1.0, 1e-5, loss=LOGISTIC, row_norm_bound=1.0, alpha=1.0 / n, max_iter=3,
+            n,
+            11,
+            1.0,
+            1e-5,
+            loss=LOGISTIC,
+            row_norm_bound=1.0,
+            alpha=1.0 / n,
+            max_iter=3,
         ).details["inner_steps"]
         for n in np.linspace(437.0, 473.0, 13)
     }

@@ -32,7 +32,8 @@ SETUP_COMMANDS = [
     'python3 -m venv .venv && .venv/bin/pip install -e ".[examples]" && '
     ".venv/bin/python examples/quickstart.py",
     'python3 -m venv .venv && .venv/bin/pip install -q -e ".[test]" && '
-    ".venv/bin/ruff check . && .venv/bin/python tools/check_docstrings.py && "
+    ".venv/bin/ruff check . && .venv/bin/ruff format --check . && "
+    ".venv/bin/python tools/check_docstrings.py && "
     ".venv/bin/python -m pytest",
 ]
 
@@ -69,8 +70,11 @@ def test_readme_setup_commands_unchanged():
 
 def test_ci_runs_the_readme_test_command():
     commands = [
-        line for line in (ROOT / ".ci" / "run").read_text().splitlines()
-        if line.strip() and not line.startswith("#") and not line.startswith("set ")
+        line
+        for line in (ROOT / ".ci" / "run").read_text().splitlines()
+        if line.strip()
+        and not line.startswith("#")
+        and not line.startswith("set ")
         and not line.startswith("cd ")
     ]
     assert commands == [SETUP_COMMANDS[1]]
@@ -103,12 +107,12 @@ def test_readme_links_are_absolute_and_exist():
     for bang, target in links:
         if bang:  # images: the raw file, so the package index can show them
             assert target.startswith(REPO_RAW), target
-            path = ROOT / target[len(REPO_RAW):]
+            path = ROOT / target[len(REPO_RAW) :]
             ok = path.is_file()
         elif target.startswith(REPO_BLOB):
-            ok = (ROOT / target[len(REPO_BLOB):].split("#")[0]).is_file()
+            ok = (ROOT / target[len(REPO_BLOB) :].split("#")[0]).is_file()
         elif target.startswith(REPO_TREE):
-            ok = (ROOT / target[len(REPO_TREE):]).is_dir()
+            ok = (ROOT / target[len(REPO_TREE) :]).is_dir()
         else:
             continue  # another site
         if not ok:
@@ -188,9 +192,12 @@ def _check_outputs(name, cells):
         for output in cell["outputs"]:
             assert output["output_type"] != "error", (name, source[:60])
             assert not (output["output_type"] == "stream" and output["name"] == "stderr"), (
-                name, "".join(output["text"])[:300])
+                name,
+                "".join(output["text"])[:300],
+            )
             text = "".join(output.get("text", "")) + "".join(
-                output.get("data", {}).get("text/plain", ""))
+                output.get("data", {}).get("text/plain", "")
+            )
             assert "Warning" not in text, (name, text[:300])
 
 
@@ -202,8 +209,13 @@ def test_committed_notebook_has_its_outputs(path):
     _check_outputs(path.name, notebook["cells"])
     if path.name == "first_private_model.ipynb":
         # A fitted estimator displayed with scikit-learn's HTML repr.
-        html = [o for c in notebook["cells"] if c["cell_type"] == "code"
-                for o in c["outputs"] if "text/html" in o.get("data", {})]
+        html = [
+            o
+            for c in notebook["cells"]
+            if c["cell_type"] == "code"
+            for o in c["outputs"]
+            if "text/html" in o.get("data", {})
+        ]
         assert html and "DPLogisticRegression" in "".join(html[0]["data"]["text/html"])
 
 

@@ -350,8 +350,16 @@ SLOW_CALIBRATION = {
 SPECIAL_VALUES = [np.nan, np.inf, -np.inf, 1e300, -1e300, 1e-300, 0.0, SECRET, -SECRET]
 SPARSE_FORMATS = ["csr", "csc", "coo", "lil", "dok", "bsr"]
 DTYPES = [
-    np.int64, np.int8, np.uint8, bool, np.float32, np.float16, object, np.complex128,
-    np.longdouble, "str",
+    np.int64,
+    np.int8,
+    np.uint8,
+    bool,
+    np.float32,
+    np.float16,
+    object,
+    np.complex128,
+    np.longdouble,
+    "str",
 ]
 
 # Each mutation turns well-formed (X, y) into a bad or unusual input; ``draw``
@@ -413,8 +421,22 @@ def _dtype_y(draw, X, y):
 def _shape(draw, X, y):
     kind = draw(
         st.sampled_from(
-            ["0rows", "1row", "2rows", "0features", "1d", "3d", "scalar", "ylong", "yshort",
-             "ycol", "y2", "ynone", "ragged", "lists"]
+            [
+                "0rows",
+                "1row",
+                "2rows",
+                "0features",
+                "1d",
+                "3d",
+                "scalar",
+                "ylong",
+                "yshort",
+                "ycol",
+                "y2",
+                "ynone",
+                "ragged",
+                "lists",
+            ]
         )
     )
     if kind == "0rows":
@@ -467,8 +489,9 @@ def _sparse(draw, X, y):
 
 
 def _layout(draw, X, y):
-    kind = draw(st.sampled_from(["noncontig", "fortran", "reversed", "readonly", "dup", "const",
-                                 "zeros"]))
+    kind = draw(
+        st.sampled_from(["noncontig", "fortran", "reversed", "readonly", "dup", "const", "zeros"])
+    )
     if kind == "noncontig":
         return np.repeat(X, 2, axis=1)[:, ::2], y, {}
     if kind == "fortran":
@@ -492,9 +515,24 @@ def _labels(draw, X, y):
     n = len(y)
     kind = draw(
         st.sampled_from(
-            ["single", "single_noclasses", "not_in_classes", "secret_not_in_classes", "many",
-             "many_absent", "strings", "strings_noclasses", "mixed", "bool", "continuous",
-             "classes_2d", "classes_empty", "classes_wrong_type", "negative", "onehot"]
+            [
+                "single",
+                "single_noclasses",
+                "not_in_classes",
+                "secret_not_in_classes",
+                "many",
+                "many_absent",
+                "strings",
+                "strings_noclasses",
+                "mixed",
+                "bool",
+                "continuous",
+                "classes_2d",
+                "classes_empty",
+                "classes_wrong_type",
+                "negative",
+                "onehot",
+            ]
         )
     )
     if kind == "single":
@@ -575,8 +613,17 @@ PARAMETER_VALUES = {
     "data_norm": _BAD_NUMBERS + _BAD_OTHERS,
     "feature_bound": _BAD_NUMBERS
     + _BAD_OTHERS
-    + [[1.0] * 2, [1.0] * 4, [-1.0, 1.0, 1.0], [0.0, 1.0, 1.0], [np.nan, 1.0, 1.0],
-       [np.inf, 1.0, 1.0], [[1.0, 1.0, 1.0]], ["a", "b", "c"], [1e300, 1.0, 1.0]],
+    + [
+        [1.0] * 2,
+        [1.0] * 4,
+        [-1.0, 1.0, 1.0],
+        [0.0, 1.0, 1.0],
+        [np.nan, 1.0, 1.0],
+        [np.inf, 1.0, 1.0],
+        [[1.0, 1.0, 1.0]],
+        ["a", "b", "c"],
+        [1e300, 1.0, 1.0],
+    ],
     "y_bound": _BAD_NUMBERS + _BAD_OTHERS,
     "C": _BAD_NUMBERS + _BAD_OTHERS,
     "alpha": _BAD_NUMBERS + _BAD_OTHERS,
@@ -604,8 +651,26 @@ PARAMETER_VALUES = {
 
 # Bad and edge values for solver options (never huge counts: a huge but valid
 # iteration count is a long fit, not a bug).
-OPTION_VALUES = [0, -1, 1, 2, 1.5, 0.5, np.nan, np.inf, -np.inf, 1e-300, 1e300, "x", "auto",
-                 None, [], [[0]], True, False]
+OPTION_VALUES = [
+    0,
+    -1,
+    1,
+    2,
+    1.5,
+    0.5,
+    np.nan,
+    np.inf,
+    -np.inf,
+    1e-300,
+    1e300,
+    "x",
+    "auto",
+    None,
+    [],
+    [[0]],
+    True,
+    False,
+]
 
 
 def _parameters_of(estimator):
@@ -635,8 +700,18 @@ def ledger_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("fuzz-ledgers")
 
 
-def run_case(estimator, solver, X, y, overrides, *, budget_kind=None, ledger_dir=None,
-             private=True, check_event=False):
+def run_case(
+    estimator,
+    solver,
+    X,
+    y,
+    overrides,
+    *,
+    budget_kind=None,
+    ledger_dir=None,
+    private=True,
+    check_event=False,
+):
     """Fit one drawn case and check the property (see run_fit); returns the Outcome."""
     params = dict(overrides)
     if not private:
@@ -670,8 +745,15 @@ def _data_case(data, *, private_everywhere, ledger_dir, check_event=False):
     X, y, overrides = DATA_MUTATIONS[mutation](data.draw, X, y)
     budget_kind = data.draw(st.sampled_from([None, "memory", "sqlite"]), label="budget")
     run_case(
-        estimator, solver, X, y, overrides, budget_kind=budget_kind, ledger_dir=ledger_dir,
-        private=_private(estimator, solver, private_everywhere), check_event=check_event,
+        estimator,
+        solver,
+        X,
+        y,
+        overrides,
+        budget_kind=budget_kind,
+        ledger_dir=ledger_dir,
+        private=_private(estimator, solver, private_everywhere),
+        check_event=check_event,
     )
 
 
@@ -687,8 +769,16 @@ def _parameter_case(data, *, private_everywhere, ledger_dir):
     if not private and name != "epsilon":
         overrides["epsilon"] = math.inf
         overrides.pop("budget", None) if name != "budget" else None
-    run_case(estimator, solver, X, y, overrides, budget_kind="memory", ledger_dir=ledger_dir,
-             private=private)
+    run_case(
+        estimator,
+        solver,
+        X,
+        y,
+        overrides,
+        budget_kind="memory",
+        ledger_dir=ledger_dir,
+        private=private,
+    )
 
 
 def _option_case(data, *, private_everywhere, ledger_dir):
@@ -699,8 +789,14 @@ def _option_case(data, *, private_everywhere, ledger_dir):
     # An option the estimator sets itself (radius, constraint, ...) is refused
     # as a duplicate; the rest reach the option validation and the solver.
     run_case(
-        estimator, solver, X, y, {"solver_options": {option: value}}, budget_kind="memory",
-        ledger_dir=ledger_dir, private=_private(estimator, solver, private_everywhere),
+        estimator,
+        solver,
+        X,
+        y,
+        {"solver_options": {option: value}},
+        budget_kind="memory",
+        ledger_dir=ledger_dir,
+        private=_private(estimator, solver, private_everywhere),
     )
 
 
@@ -774,8 +870,16 @@ def test_unsupported_pairs_are_refused(estimator, solver):
 @pytest.mark.parametrize("estimator, solver", FAST_PAIRS)
 def test_supported_pairs_fit_and_spend_once(estimator, solver, budget_kind, ledger_dir):
     X, y = base_data(estimator)
-    outcome = run_case(estimator, solver, X, y, {}, budget_kind=budget_kind,
-                       ledger_dir=ledger_dir, check_event=True)
+    outcome = run_case(
+        estimator,
+        solver,
+        X,
+        y,
+        {},
+        budget_kind=budget_kind,
+        ledger_dir=ledger_dir,
+        check_event=True,
+    )
     assert outcome.fitted, outcome
 
 
@@ -784,8 +888,16 @@ def test_supported_pairs_fit_and_spend_once(estimator, solver, budget_kind, ledg
 def test_slow_pairs_fit_and_spend_once(estimator, solver, ledger_dir):
     X, y = base_data(estimator)
     for budget_kind in ("memory", "sqlite"):
-        outcome = run_case(estimator, solver, X, y, {}, budget_kind=budget_kind,
-                           ledger_dir=ledger_dir, check_event=True)
+        outcome = run_case(
+            estimator,
+            solver,
+            X,
+            y,
+            {},
+            budget_kind=budget_kind,
+            ledger_dir=ledger_dir,
+            check_event=True,
+        )
         assert outcome.fitted, outcome
 
 
@@ -875,7 +987,8 @@ def test_predict_before_fit_and_with_other_features(estimator):
     model = make_estimator(estimator, _FAST_SOLVER[estimator])
     methods = ["predict"] + (
         ["predict_proba", "predict_log_proba", "decision_function"]
-        if estimator == "DPLogisticRegression" else []
+        if estimator == "DPLogisticRegression"
+        else []
     )
     for method in methods:
         with pytest.raises(NotFittedError, match="not fitted"):
@@ -1023,9 +1136,18 @@ def test_regression_huge_label_no_runtime_warning():
 
 @pytest.mark.parametrize(
     "option, value",
-    [("step_size", 0), ("step_size", -1), ("step_size", "x"), ("step_size", np.nan),
-     ("step_size", np.inf), ("clip_norm", []), ("max_iter", 1.5), ("max_iter", np.inf),
-     ("radius", np.nan), ("max_iter", 0)],
+    [
+        ("step_size", 0),
+        ("step_size", -1),
+        ("step_size", "x"),
+        ("step_size", np.nan),
+        ("step_size", np.inf),
+        ("clip_norm", []),
+        ("max_iter", 1.5),
+        ("max_iter", np.inf),
+        ("radius", np.nan),
+        ("max_iter", 0),
+    ],
 )
 def test_regression_solver_option_types_and_ranges(option, value):
     # Were: ZeroDivisionError, "math domain error", "unsupported operand type(s)",
@@ -1033,8 +1155,9 @@ def test_regression_solver_option_types_and_ranges(option, value):
     X, y = base_data("DPLogisticRegression")
     solver = "objective_perturbation" if option == "max_iter" else "dp_gd"
     budget = PrivacyBudget(10.0, 1e-3)
-    error = _error("DPLogisticRegression", X, y, solver, budget=budget,
-                   solver_options={option: value})
+    error = _error(
+        "DPLogisticRegression", X, y, solver, budget=budget, solver_options={option: value}
+    )
     assert isinstance(error, ValueError) and f"'{option}' parameter of solver_options" in str(error)
     assert budget.ledger == []
 
@@ -1068,8 +1191,12 @@ def test_regression_feature_bound_shape():
     for bound in ([1.0, 1.0], [1.0] * 4, [[1.0, 1.0, 1.0]]):
         error = _error("DPLasso", X, y, "frank_wolfe", feature_bound=bound)
         assert "one bound per feature" in str(error)
-    error = _error("DPLogisticRegression", *base_data("DPLogisticRegression"), "dp_cd",
-                   feature_bound=[1.0, 1e300, 1.0])
+    error = _error(
+        "DPLogisticRegression",
+        *base_data("DPLogisticRegression"),
+        "dp_cd",
+        feature_bound=[1.0, 1e300, 1.0],
+    )
     assert "feature_bound must be finite" in str(error)
 
 
@@ -1081,8 +1208,14 @@ def test_regression_inexact_solve_is_a_value_error_without_private_values():
     # refused before the reservation, from public inputs only.
     X, y = base_data("DPLogisticRegression")
     budget = PrivacyBudget(10.0, 1e-3)
-    error = _error("DPLogisticRegression", X, y, "output_perturbation", budget=budget,
-                   solver_options={"max_iter": 1})
+    error = _error(
+        "DPLogisticRegression",
+        X,
+        y,
+        "output_perturbation",
+        budget=budget,
+        solver_options={"max_iter": 1},
+    )
     assert isinstance(error, ValueError) and not isinstance(error, ConvergenceError)
     assert "reached" not in str(error) and "max_iter=1" in str(error)
     assert budget.ledger == []
@@ -1102,8 +1235,16 @@ def test_regression_huge_rows_clipped_to_the_bound(sparse):
     # overflows) and was clipped to zero instead of to data_norm.  (Scaling all
     # rows by the largest entry instead would underflow the ordinary rows and
     # leave them unclipped: the fix scales each row by its own largest entry.)
-    X = np.array([[3e200, 4e200], [3.0, 4.0], [0.3, 0.4], [np.finfo(float).max] * 2, [0.0, 0.0],
-                  [3e-320, 4e-320]])
+    X = np.array(
+        [
+            [3e200, 4e200],
+            [3.0, 4.0],
+            [0.3, 0.4],
+            [np.finfo(float).max] * 2,
+            [0.0, 0.0],
+            [3e-320, 4e-320],
+        ]
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         clipped = clip_rows_l2(sp.csr_matrix(X) if sparse else X, 1.0)

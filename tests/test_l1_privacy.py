@@ -17,7 +17,6 @@ signal either, so the canary's vertex competes with all others at the first
 Frank-Wolfe step.
 """
 
-
 import numpy as np
 import pytest
 
@@ -36,9 +35,14 @@ def audit(run, n_runs, delta, claimed_epsilon, seed_offset=0):
     ``n_runs`` fresh ones give the 95% lower bound.
     """
     return audit_mechanism(
-        run, claimed_epsilon=claimed_epsilon, delta=delta, n_runs=2 * n_runs,
+        run,
+        claimed_epsilon=claimed_epsilon,
+        delta=delta,
+        n_runs=2 * n_runs,
         calibration_runs=n_runs,
-        seed_offset=seed_offset, include_observed=True, criterion="empirical",
+        seed_offset=seed_offset,
+        include_observed=True,
+        criterion="empirical",
     ).epsilon_lower_bound
 
 
@@ -101,8 +105,9 @@ def test_audit_does_not_exceed_claimed_epsilon(solver, epsilon, delta, params):
 )
 def test_audit_does_not_exceed_claimed_epsilon_thorough(solver, epsilon, delta, params):
     run = canary_coefficient(epsilon, delta, solver, **params)
-    eps_lb = audit(run, n_runs=3000, delta=max(delta, 1e-12), claimed_epsilon=epsilon,
-                   seed_offset=7)
+    eps_lb = audit(
+        run, n_runs=3000, delta=max(delta, 1e-12), claimed_epsilon=epsilon, seed_offset=7
+    )
     assert eps_lb <= epsilon, f"audit found epsilon >= {eps_lb:.3f} > claimed {epsilon}"
 
 

@@ -447,10 +447,23 @@ def test_frank_wolfe_gains_at_most_one_nonzero_per_step(monkeypatch, solver, alp
     # the support of the last iterate (supports only grow along the run).
     vertices.clear()
     options["output"] = "tail_average"
-    averaged = SOLVERS[solver].function(
-        data, loss, n_outputs=1, alpha=alpha, l1_ratio=1.0, epsilon=5.0, delta=0.0, radius=1.0,
-        intercept_bound=2.0, random_state=0, **options,
-    ).coef[:, 0]
+    averaged = (
+        SOLVERS[solver]
+        .function(
+            data,
+            loss,
+            n_outputs=1,
+            alpha=alpha,
+            l1_ratio=1.0,
+            epsilon=5.0,
+            delta=0.0,
+            radius=1.0,
+            intercept_bound=2.0,
+            random_state=0,
+            **options,
+        )
+        .coef[:, 0]
+    )
     assert set(np.flatnonzero(averaged[penalized])) <= set(np.flatnonzero(w[penalized]))
     assert np.abs(averaged[penalized]).sum() <= 1.0 + 1e-12
 
@@ -555,9 +568,7 @@ def test_vr_frank_wolfe_epsilon_inf_uses_every_row_and_converges():
     # gradient estimates), over NONPRIVATE_VR_PHASES phases (issue #18; before,
     # the one-pass split left a statistical error ~ sqrt(ln d / b) at epsilon=inf).
     data, loss = _sparse_problem(n=2000, d=10, seed=1)
-    domain = make_domain(
-        data, radius=0.6, intercept_bound=1.6, alpha=0.0, l1_ratio=0.0, solver="t"
-    )
+    domain = make_domain(data, radius=0.6, intercept_bound=1.6, alpha=0.0, l1_ratio=0.0, solver="t")
     best = l1_objective(data, loss, reference_solve(data, loss, domain), domain)
     res = SOLVERS["vr_frank_wolfe"].function(
         data,
@@ -695,16 +706,27 @@ def test_frank_wolfe_selections_are_gateway_exponential_mechanisms():
     radius, box, clip, steps = 1.5, 2.5, 0.8, 10
     with trace_releases() as trace:
         res = SOLVERS["frank_wolfe"].function(
-            data, loss, n_outputs=1, alpha=0.0, epsilon=2.0, delta=0.0, max_iter=steps,
-            radius=radius, intercept_bound=box, clip_norm=clip, random_state=0, output="last",
+            data,
+            loss,
+            n_outputs=1,
+            alpha=0.0,
+            epsilon=2.0,
+            delta=0.0,
+            max_iter=steps,
+            radius=radius,
+            intercept_bound=box,
+            clip_norm=clip,
+            random_state=0,
+            output="last",
         )
     unit = clip / data.normalizer
     ball_scale, (box_scale,) = res.plan.details["gumbel_scales"]
     eps0 = res.plan.details["step_epsilon"]
     releases = trace.releases
     assert len(releases) == 2 * steps and not trace.samples
-    domain = make_domain(data, radius=radius, intercept_bound=box, alpha=0.0, l1_ratio=0.0,
-                         solver="frank_wolfe")
+    domain = make_domain(
+        data, radius=radius, intercept_bound=box, alpha=0.0, l1_ratio=0.0, solver="frank_wolfe"
+    )
     w = np.zeros(data.n_columns)
     for t, (ball, interval) in enumerate(zip(releases[::2], releases[1::2])):
         assert ball.mechanism == interval.mechanism == "exponential"
@@ -715,8 +737,9 @@ def test_frank_wolfe_selections_are_gateway_exponential_mechanisms():
         spent = 2 * ball.sensitivity / ball.scale + 2 * interval.sensitivity / interval.scale
         assert spent == pytest.approx(eps0, rel=1e-12)
         # The utilities are minus the vertex scores at the current iterate.
-        gradient = frank_wolfe_gradient(data.X, data.y, w, loss, clip, linf_row_norms(data.X),
-                                        data.normalizer, domain)
+        gradient = frank_wolfe_gradient(
+            data.X, data.y, w, loss, clip, linf_row_norms(data.X), data.normalizer, domain
+        )
         scores, (box_scores,) = vertex_scores(gradient, domain)
         np.testing.assert_allclose(ball.value, -scores, rtol=1e-12, atol=1e-15)
         np.testing.assert_allclose(interval.value, -box_scores, rtol=1e-12, atol=1e-15)
@@ -735,8 +758,16 @@ def test_frank_wolfe_prints_released_quantities_only(capsys):
     """No exact duality gap (a function of the exact gradient) in the progress lines."""
     data, loss = _sparse_problem(n=200, d=10)
     SOLVERS["frank_wolfe"].function(
-        data, loss, n_outputs=1, alpha=0.0, epsilon=1.0, delta=0.0, max_iter=5, radius=1.0,
-        random_state=0, verbose=2,
+        data,
+        loss,
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=1.0,
+        delta=0.0,
+        max_iter=5,
+        radius=1.0,
+        random_state=0,
+        verbose=2,
     )
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 5
@@ -759,8 +790,17 @@ def test_vr_frank_wolfe_leaves_declare_the_sensitivity_of_their_path():
     data, loss = _sparse_problem(n=3000, d=40)
     with trace_releases() as trace:
         res = SOLVERS["vr_frank_wolfe"].function(
-            data, loss, n_outputs=1, alpha=0.0, epsilon=1.0, delta=0.0, radius=1.0,
-            intercept_bound=2.0, n_phases=3, clip_norm=0.5, random_state=0,
+            data,
+            loss,
+            n_outputs=1,
+            alpha=0.0,
+            epsilon=1.0,
+            delta=0.0,
+            radius=1.0,
+            intercept_bound=2.0,
+            n_phases=3,
+            clip_norm=0.5,
+            random_state=0,
         )
     details = res.plan.details
     T, b, clip = details["n_phases"], details["root_batch"], details["clip_norm"]
@@ -793,8 +833,16 @@ def test_mirror_descent_steps_are_gateway_gaussians_on_poisson_samples(name):
     data, loss = _sparse_problem(n=600, d=10)
     with trace_releases() as trace:
         res = SOLVERS[name].function(
-            data, loss, n_outputs=1, alpha=0.0, epsilon=1.0, delta=1e-6, radius=1.0,
-            intercept_bound=2.0, max_iter=5, random_state=0,
+            data,
+            loss,
+            n_outputs=1,
+            alpha=0.0,
+            epsilon=1.0,
+            delta=1e-6,
+            radius=1.0,
+            intercept_bound=2.0,
+            max_iter=5,
+            random_state=0,
         )
     details = res.plan.details
     clip2 = details["clip_norm"]
@@ -837,8 +885,9 @@ def test_float64_float32_and_csr_fits_agree(solver):
     y = X[:, :3] @ np.array([1.0, -0.5, 0.3]) + 0.1 * rng.normal(size=1500)
     fits = []
     for data in (X, X.astype(np.float32), sp.csr_matrix(X)):
-        model = DPLasso(epsilon=1.0, solver=solver, feature_bound=1.0, y_bound=2.0, radius=1.5,
-                        random_state=0).fit(data, y)
+        model = DPLasso(
+            epsilon=1.0, solver=solver, feature_bound=1.0, y_bound=2.0, radius=1.5, random_state=0
+        ).fit(data, y)
         fits.append(model)
     for other in fits[1:]:
         assert other.n_iter_ == fits[0].n_iter_
@@ -859,8 +908,9 @@ def test_l1_fits_allocate_little_beyond_X(solver, fmt, limit):
     # mirror_descent: fewer steps than its default (the memory of a step does not
     # depend on how many there are) to keep the test fast.
     options = dict(max_iter=100) if solver == "mirror_descent" else {}
-    model = DPLasso(feature_bound=1.0, y_bound=5.0, radius=2.0, solver=solver, random_state=0,
-                    **options)
+    model = DPLasso(
+        feature_bound=1.0, y_bound=5.0, radius=2.0, solver=solver, random_state=0, **options
+    )
     ratio = _peak_ratio(model, X, y)
     assert ratio <= limit, f"{solver} on {fmt}: {ratio:.3f}x of X beyond X"
 

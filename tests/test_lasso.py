@@ -90,13 +90,20 @@ def test_fitted_attributes(sparse_data, solver):
 
 def test_auto_solver_and_pure_dp(sparse_data):
     X, y = sparse_data
-    model = DPLasso(feature_bound=1.0, epsilon=1.0, delta=0.0, radius=1.0, y_bound=2.0, random_state=0).fit(X, y)
+    model = DPLasso(
+        feature_bound=1.0, epsilon=1.0, delta=0.0, radius=1.0, y_bound=2.0, random_state=0
+    ).fit(X, y)
     assert model.solver_ == "frank_wolfe"
     assert model.privacy_spent_ == (1.0, 0.0)
     assert epsilon_of_event(model.dp_event_, 0.0) <= 1.0
     vr = DPLasso(
         feature_bound=1.0,
-        epsilon=1.0, delta=0.0, radius=1.0, y_bound=2.0, solver="vr_frank_wolfe", random_state=0
+        epsilon=1.0,
+        delta=0.0,
+        radius=1.0,
+        y_bound=2.0,
+        solver="vr_frank_wolfe",
+        random_state=0,
     ).fit(X, y)
     assert epsilon_of_event(vr.dp_event_, 0.0) <= 1.0
 
@@ -124,7 +131,9 @@ def test_reproducible_and_sparse_input_equals_dense(sparse_data):
     X, y = sparse_data
     a = DPLasso(feature_bound=1.0, epsilon=1.0, radius=1.0, y_bound=2.0, random_state=3).fit(X, y)
     b = DPLasso(feature_bound=1.0, epsilon=1.0, radius=1.0, y_bound=2.0, random_state=3).fit(X, y)
-    c = DPLasso(feature_bound=1.0, epsilon=1.0, radius=1.0, y_bound=2.0, random_state=3).fit(sp.csr_matrix(X), y)
+    c = DPLasso(feature_bound=1.0, epsilon=1.0, radius=1.0, y_bound=2.0, random_state=3).fit(
+        sp.csr_matrix(X), y
+    )
     np.testing.assert_array_equal(a.coef_, b.coef_)
     np.testing.assert_allclose(a.coef_, c.coef_, atol=1e-12)
     assert a.intercept_ == pytest.approx(c.intercept_, abs=1e-12)
@@ -139,11 +148,21 @@ def test_outlying_entries_and_labels_are_clipped(sparse_data):
     for solver in ("frank_wolfe", "mirror_descent"):
         a = DPLasso(
             feature_bound=1.0,
-            epsilon=1.0, radius=1.0, y_bound=2.0, solver=solver, max_iter=50, random_state=0
+            epsilon=1.0,
+            radius=1.0,
+            y_bound=2.0,
+            solver=solver,
+            max_iter=50,
+            random_state=0,
         )
         b = DPLasso(
             feature_bound=1.0,
-            epsilon=1.0, radius=1.0, y_bound=2.0, solver=solver, max_iter=50, random_state=0
+            epsilon=1.0,
+            radius=1.0,
+            y_bound=2.0,
+            solver=solver,
+            max_iter=50,
+            random_state=0,
         )
         np.testing.assert_allclose(
             a.fit(X_out, y_out).coef_, b.fit(X_clip, y_clip).coef_, atol=1e-12
@@ -183,7 +202,9 @@ def test_constrained_epsilon_inf_reaches_reference(sparse_data):
     X, y = sparse_data
     radius, y_bound = 0.8, 2.0
     coef, intercept = _constrained_reference(X, y, radius, y_bound)
-    model = DPLasso(feature_bound=1.0, epsilon=math.inf, radius=radius, y_bound=y_bound, max_iter=20_000).fit(X, y)
+    model = DPLasso(
+        feature_bound=1.0, epsilon=math.inf, radius=radius, y_bound=y_bound, max_iter=20_000
+    ).fit(X, y)
     np.testing.assert_allclose(model.coef_, coef, atol=3e-3)
     assert model.intercept_ == pytest.approx(intercept, abs=3e-3)
     assert model.privacy_spent_ == (math.inf, 0.0)
@@ -202,7 +223,11 @@ def test_penalised_epsilon_inf_matches_sklearn_lasso(sparse_data):
     assert np.abs(reference.coef_).sum() < radius  # the ball does not bind
     model = DPLasso(
         feature_bound=1.0,
-        epsilon=math.inf, alpha=alpha, radius=radius, y_bound=y_bound, max_iter=20_000
+        epsilon=math.inf,
+        alpha=alpha,
+        radius=radius,
+        y_bound=y_bound,
+        max_iter=20_000,
     ).fit(X, y)
     np.testing.assert_allclose(model.coef_, reference.coef_, atol=3e-3)
     assert model.intercept_ == pytest.approx(reference.intercept_, abs=3e-3)
@@ -214,16 +239,21 @@ def test_penalised_form_uses_the_implied_ball(sparse_data):
     # solver="auto" solves the penalised form with dp_ssp up to 64 features
     # (issue #14) and with dp_cd (no ball needed) beyond; Frank-Wolfe works on
     # the implied public ball.
-    assert DPLasso(epsilon=1.0, alpha=0.5, y_bound=2.0, feature_bound=1.0, random_state=0).fit(
-        X, y
-    ).solver_ == "dp_ssp"
+    assert (
+        DPLasso(epsilon=1.0, alpha=0.5, y_bound=2.0, feature_bound=1.0, random_state=0)
+        .fit(X, y)
+        .solver_
+        == "dp_ssp"
+    )
     wide = np.hstack([X, np.zeros((X.shape[0], 40))])
-    assert DPLasso(epsilon=1.0, alpha=0.5, y_bound=2.0, feature_bound=1.0, random_state=0).fit(
-        wide, y
-    ).solver_ == "dp_cd"
+    assert (
+        DPLasso(epsilon=1.0, alpha=0.5, y_bound=2.0, feature_bound=1.0, random_state=0)
+        .fit(wide, y)
+        .solver_
+        == "dp_cd"
+    )
     model = DPLasso(
-        feature_bound=1.0,
-        epsilon=1.0, alpha=0.5, y_bound=2.0, solver="frank_wolfe", random_state=0
+        feature_bound=1.0, epsilon=1.0, alpha=0.5, y_bound=2.0, solver="frank_wolfe", random_state=0
     ).fit(X, y)
     assert model.radius_ == pytest.approx(l1_radius_for_alpha(0.5, 2.0)) == pytest.approx(4.0)
     assert model.intercept_bound_ == pytest.approx(2.0 + 4.0)
@@ -244,7 +274,11 @@ def test_no_intercept(sparse_data):
     X, y = sparse_data
     model = DPLasso(
         feature_bound=1.0,
-        epsilon=math.inf, radius=1.0, y_bound=2.0, fit_intercept=False, max_iter=2000
+        epsilon=math.inf,
+        radius=1.0,
+        y_bound=2.0,
+        fit_intercept=False,
+        max_iter=2000,
     ).fit(X, y - 0.3)
     assert model.intercept_ == 0.0 and model.intercept_bound_ == 0.0
 
@@ -259,7 +293,16 @@ def test_penalised_form_dispatches_to_an_unconstrained_l1_solver(sparse_data):
     seen = {}
 
     def fake_cd(
-        data, loss, *, n_outputs, alpha, epsilon, delta, random_state, verbose, l1_ratio=0.0,
+        data,
+        loss,
+        *,
+        n_outputs,
+        alpha,
+        epsilon,
+        delta,
+        random_state,
+        verbose,
+        l1_ratio=0.0,
         max_iter=None,
     ):
         seen.update(alpha=alpha, options={"l1_ratio": l1_ratio}, loss=loss.name)
@@ -368,8 +411,12 @@ def test_l2_geometry_solvers_use_the_bound_implied_by_feature_bound():
     X = rng.uniform(-3, 3, size=(300, 4))
     y = X @ np.array([1.0, -1.0, 0.0, 0.0])
     model = DPLasso(
-        solver="dp_svrg_pp", alpha=0.01, feature_bound=[1.0, 1.0, 2.0, 2.0], y_bound=3.0,
-        epsilon=math.inf, random_state=0,
+        solver="dp_svrg_pp",
+        alpha=0.01,
+        feature_bound=[1.0, 1.0, 2.0, 2.0],
+        y_bound=3.0,
+        epsilon=math.inf,
+        random_state=0,
     ).fit(X, y)
     assert model.solver_ == "dp_svrg_pp"
     assert np.all(np.isfinite(model.coef_))
@@ -382,7 +429,9 @@ def test_feature_bound_implies_the_l2_row_bound():
     bounds = np.array([1.0, 2.0, 2.0])
     data = bound_data(X, np.zeros(2), fit_intercept=True, geometry="l2", feature_bound=bounds)
     assert np.array_equal(data.X[:, :3], np.clip(X, -bounds, bounds))
-    assert data.row_norm_bound == pytest.approx(math.hypot(3.0, 1.0))  # sqrt(1 + 4 + 4), intercept 1
+    assert data.row_norm_bound == pytest.approx(
+        math.hypot(3.0, 1.0)
+    )  # sqrt(1 + 4 + 4), intercept 1
     assert np.all(data.row_norms <= data.row_norm_bound + 1e-12)
 
 
@@ -400,8 +449,7 @@ def test_public_option_refusals_spend_nothing(sparse_data, solver, options, mess
     """The l1 solvers' SolverSpec.check refuses public options before the reservation."""
     X, y = sparse_data
     budget = PrivacyBudget(10.0, 1e-3)
-    model = DPLasso(epsilon=1.0, radius=1.0, solver=solver, budget=budget,
-                    solver_options=options)
+    model = DPLasso(epsilon=1.0, radius=1.0, solver=solver, budget=budget, solver_options=options)
     with pytest.raises(ValueError, match=message):
         model.fit(X, y)
     assert budget.ledger == [] and not hasattr(model, "coef_")
@@ -413,8 +461,9 @@ def test_too_few_rows_is_a_public_error_on_the_released_count(sparse_data):
     the fit keeps its failed ledger entry."""
     X, y = sparse_data
     budget = PrivacyBudget(100.0, 1e-3)
-    model = DPLasso(epsilon=50.0, radius=1.0, solver="vr_frank_wolfe", budget=budget,
-                    random_state=0)
+    model = DPLasso(
+        epsilon=50.0, radius=1.0, solver="vr_frank_wolfe", budget=budget, random_state=0
+    )
     with pytest.raises(ValueError, match="DP row count") as raised:
         model.fit(X[:2], y[:2])
     assert "PrivateFitError" not in type(raised.value).__name__

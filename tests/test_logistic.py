@@ -168,9 +168,7 @@ def test_label_held_by_one_row_is_released_with_probability_at_most_delta():
     # threshold with probability exp(-(threshold - 1) / scale) / 2 = delta.
     y = np.array([5] * 1 + [0] * 2000)
     rng = np.random.default_rng(1)
-    released = sum(
-        5 in release_labels(y, 1.0, 0.05, rng)[0].tolist() for _ in range(4000)
-    )
+    released = sum(5 in release_labels(y, 1.0, 0.05, rng)[0].tolist() for _ in range(4000))
     # delta = 0.05: 200 expected; 5 sigma either side.
     assert 200 - 5 * 14 < released < 200 + 5 * 14
 
@@ -217,9 +215,7 @@ def test_epsilon_inf_reaches_sklearn_optimum_multinomial(iris):
     X, y = iris
     reference = LogisticRegression(C=1.0, tol=1e-10, max_iter=10_000).fit(X, y)
     model = _fit(X, y, epsilon=math.inf, data_norm=10.0, max_iter=5000)
-    np.testing.assert_allclose(
-        model.predict_proba(X), reference.predict_proba(X), atol=1e-4
-    )
+    np.testing.assert_allclose(model.predict_proba(X), reference.predict_proba(X), atol=1e-4)
 
 
 # ---------------------------------------------------------------------------

@@ -42,6 +42,7 @@ def _peak_ratio(estimator, X, y):
 
 def _data(n, d, fmt, seed=0):
     rng = np.random.default_rng(seed)
+
     # Entries within feature_bound=1 but for a few (one in a thousand) at 3:
     # the clipped entries are stored as a sparse correction (12 bytes each).
     def values(k):

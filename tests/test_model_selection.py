@@ -20,8 +20,13 @@ def data():
 
 def _model(budget, **params):
     return DPLogisticRegression(
-        budget=budget, classes=[0, 1], data_norm=3.0, random_state=0, max_iter=20,
-        solver="dp_gd", **params
+        budget=budget,
+        classes=[0, 1],
+        data_norm=3.0,
+        random_state=0,
+        max_iter=20,
+        solver="dp_gd",
+        **params,
     )
 
 

@@ -98,8 +98,14 @@ def test_selection_event_rebuilt_from_its_parts_and_recomputed():
     fit_events = []
     for C in GRID["C"]:
         model = DPLogisticRegression(
-            classes=[0, 1], max_iter=20, C=C, epsilon=fit_epsilon, delta=delta_sel,
-            random_state=1, solver="dp_gd", data_norm=1.0,
+            classes=[0, 1],
+            max_iter=20,
+            C=C,
+            epsilon=fit_epsilon,
+            delta=delta_sel,
+            random_state=1,
+            solver="dp_gd",
+            data_norm=1.0,
         ).fit(X, y)
         fit_events.append(model.dp_event_)
     # A grid over C with one solver: one mechanism, paid once.
@@ -113,10 +119,12 @@ def test_selection_event_rebuilt_from_its_parts_and_recomputed():
     assert run.events[0] == count
     folded = run.events[1].noise_multiplier
     assert folded == pytest.approx(steps.event.noise_multiplier / math.sqrt(steps.count), rel=1e-12)
-    expected = dpe.ComposedDpEvent([
-        dpe.LaplaceDpEvent(1.0 / (search_module.VALIDATION_COUNT_FRACTION * 2.0)),
-        dpe.RepeatAndSelectDpEvent(run, 10.0, 1.0),
-    ])
+    expected = dpe.ComposedDpEvent(
+        [
+            dpe.LaplaceDpEvent(1.0 / (search_module.VALIDATION_COUNT_FRACTION * 2.0)),
+            dpe.RepeatAndSelectDpEvent(run, 10.0, 1.0),
+        ]
+    )
     # ... because the score's Gaussian noise has that multiplier (see
     # test_score_is_dominated_by_the_fit_at_every_order).
     with trace_releases() as trace:
@@ -139,13 +147,20 @@ def test_selection_event_rebuilt_from_its_parts_and_recomputed():
 
 @pytest.mark.parametrize(
     "distribution, shape, mean",
-    [("truncated_negative_binomial", 0.0, 5.0), ("truncated_negative_binomial", 0.5, 8.0),
-     ("truncated_negative_binomial", 2.0, 3.0), ("poisson", 1.0, 6.0)],
+    [
+        ("truncated_negative_binomial", 0.0, 5.0),
+        ("truncated_negative_binomial", 0.5, 8.0),
+        ("truncated_negative_binomial", 2.0, 3.0),
+        ("poisson", 1.0, 6.0),
+    ],
 )
 def test_selection_accounting_for_each_distribution(distribution, shape, mean):
     X, y = _data()
     search = _search(
-        distribution=distribution, shape=shape, n_candidates=mean, refit=False,
+        distribution=distribution,
+        shape=shape,
+        n_candidates=mean,
+        refit=False,
     ).fit(X, y)
     assert search.selection_privacy_spent_ == (2.0, 1e-5)
     event = search.selection_dp_event_.events[1]
@@ -183,11 +198,13 @@ def _repeat_and_select_by_hand(orders, curve, mean, shape):
 
 @pytest.mark.parametrize("mean, shape", [(10.0, 1.0), (5.0, 0.0), (20.0, 0.5), (10.0, math.inf)])
 def test_repeat_and_select_bound_recomputed_from_the_theorem(mean, shape):
-    run = dpe.ComposedDpEvent([
-        dpe.LaplaceDpEvent(50.0),
-        dpe.SelfComposedDpEvent(dpe.GaussianDpEvent(80.0), 100),
-        dpe.LaplaceDpEvent(8.0),
-    ])
+    run = dpe.ComposedDpEvent(
+        [
+            dpe.LaplaceDpEvent(50.0),
+            dpe.SelfComposedDpEvent(dpe.GaussianDpEvent(80.0), 100),
+            dpe.LaplaceDpEvent(8.0),
+        ]
+    )
     orders = rdp.DEFAULT_RDP_ORDERS
     single = rdp.RdpAccountant(orders, NEIGHBORING_RELATION)
     single.compose(run)
@@ -261,7 +278,8 @@ def test_score_is_dominated_by_the_fit_at_every_order():
     # Folding the Gaussian steps keeps the Renyi divergence at every order.
     np.testing.assert_allclose(
         _rdp_curve(canonical_event(fit.dp_event_), ORDERS),
-        _rdp_curve(fit.dp_event_, ORDERS), rtol=1e-12,
+        _rdp_curve(fit.dp_event_, ORDERS),
+        rtol=1e-12,
     )
     run, mechanism, multiplier = run_event([fit.dp_event_], score_epsilon=0.1)
     assert mechanism == "gaussian" and multiplier == gaussian_part(fit.dp_event_)
@@ -327,11 +345,12 @@ def test_auto_bounds_are_accounted_by_their_zcdp_bound():
     pure = [e for e in fit.dp_event_.events if isinstance(e, PureEpsilonDpEvent)]
     assert len(pure) == 1 and pure[0].mechanism.startswith("exponential mechanism")
     converted = rdp_event(fit.dp_event_)
-    assert dpe.ZCDpEvent(pure[0].epsilon**2 / 8) in converted.events
+    assert dpe.ZCDpEvent(pure[0].epsilon ** 2 / 8) in converted.events
     assert canonical_event(fit.dp_event_) == canonical_event(converted)
     assert rdp_event(PureEpsilonDpEvent(0.3, "other")) == dpe.ZCDpEvent(0.3**2 / 2)
-    search = _search(estimator=DPLogisticRegression(classes=[0, 1], max_iter=20),
-                     refit=False).fit(X, y)
+    search = _search(estimator=DPLogisticRegression(classes=[0, 1], max_iter=20), refit=False).fit(
+        X, y
+    )
     assert rdp_epsilon(search.selection_dp_event_, 1e-5) <= 2.0
 
 
@@ -346,12 +365,23 @@ def test_grid_over_solvers_pays_once_per_distinct_mechanism():
     search = _search(estimator=estimator, param_grid=grid, refit=False).fit(X, y)
     run = search.selection_dp_event_.events[1].event
     assert len(run.events) == 2
-    plain = _search(estimator=estimator, refit=False,
-                    param_grid={"C": [1.0], "solver": ["dp_gd", "output_perturbation"]}).fit(X, y)
+    plain = _search(
+        estimator=estimator,
+        refit=False,
+        param_grid={"C": [1.0], "solver": ["dp_gd", "output_perturbation"]},
+    ).fit(X, y)
     run = plain.selection_dp_event_.events[1].event
     fits = [
-        DPLogisticRegression(classes=[0, 1], max_iter=20, solver=solver, data_norm=1.0,
-                             epsilon=plain.run_epsilon_, delta=1e-5).fit(X, y).dp_event_
+        DPLogisticRegression(
+            classes=[0, 1],
+            max_iter=20,
+            solver=solver,
+            data_norm=1.0,
+            epsilon=plain.run_epsilon_,
+            delta=1e-5,
+        )
+        .fit(X, y)
+        .dp_event_
         for solver in ("dp_gd", "output_perturbation")
     ]
     assert fits[0] != fits[1]
@@ -428,7 +458,8 @@ def test_reservations_precede_every_release_and_sample():
     assert seen == [0, 0]
     ledger = budget.ledger
     assert [(e.estimator, e.status) for e in ledger] == [
-        ("DPGridSearchCV", "completed"), ("DPGridSearchCV.refit", "completed"),
+        ("DPGridSearchCV", "completed"),
+        ("DPGridSearchCV.refit", "completed"),
     ]
     assert (ledger[0].epsilon, ledger[0].delta) == search.selection_privacy_spent_
     assert ledger[0].event == search.selection_dp_event_
@@ -461,8 +492,10 @@ def test_refused_search_touches_nothing():
         (dict(param_grid={"epsilon": [0.5, 1.0]}), "cannot be searched"),
         (dict(param_grid={"C": [1.0], "random_state": [0]}), "cannot be searched"),
         (dict(param_grid={"solver": ["objective_perturbation"]}), "Renyi-DP"),
-        (dict(estimator=DPLogisticRegression(classes=[0, 1], solver="dp_sgd", batch_size=20)),
-         "row count"),
+        (
+            dict(estimator=DPLogisticRegression(classes=[0, 1], solver="dp_sgd", batch_size=20)),
+            "row count",
+        ),
         (dict(param_grid={"C": [1.0], "not_a_parameter": [1]}), "Invalid parameter"),
         (dict(param_grid={"C": [-1.0]}), "C"),
         (dict(epsilon=0.01, n_candidates=1000), "too small"),
@@ -497,15 +530,17 @@ def test_failed_runs_release_nothing_and_a_failed_selection_stays_charged():
     budget = PrivacyBudget(5.0, 1e-4)
     # A step size that diverges: every run raises ConvergenceError (public
     # inside the run), which the search must not show.
-    diverging = DPLogisticRegression(classes=[0, 1], max_iter=20, learning_rate=1e30,
-                                     solver="dp_gd")
+    diverging = DPLogisticRegression(
+        classes=[0, 1], max_iter=20, learning_rate=1e30, solver="dp_gd"
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with pytest.raises(RuntimeError, match="returned no candidate") as caught:
             _search(estimator=diverging, budget=budget).fit(X, y)
     assert "diverged" not in str(caught.value)
     assert [(e.status, e.error) for e in budget.ledger] == [
-        ("failed", "RuntimeError"), ("failed", "RuntimeError"),
+        ("failed", "RuntimeError"),
+        ("failed", "RuntimeError"),
     ]
 
 
@@ -533,7 +568,7 @@ def test_number_of_runs_is_not_observable():
         assert [len(v) for v in search.cv_results_.values()] == [3] * len(search.cv_results_)
         assert np.sum(np.isfinite(search.cv_results_["mean_test_score"])) == 1
     assert len(set(runs)) > 1  # K varies with the seed ...
-    assert len(shapes) == 1    # ... and nothing fitted says so.
+    assert len(shapes) == 1  # ... and nothing fitted says so.
 
 
 def test_released_models_do_not_hold_the_secret_generator():
@@ -569,7 +604,9 @@ def _observe_search(search, X, y):
                     value["params"] = repr(search.best_estimator_)
                 attributes[key] = value
     return dict(
-        attributes=attributes, printed=_TIME.sub("(t)", stream.getvalue()), error=error,
+        attributes=attributes,
+        printed=_TIME.sub("(t)", stream.getvalue()),
+        error=error,
         trace=trace,
         warnings=[(type(w.message).__name__, str(w.message)) for w in caught],
     )
@@ -595,9 +632,11 @@ def _search_pair(kind, refit, classes, search_class=DPGridSearchCV, solver="dp_g
     base.update(options)
     return [
         _observe_search(
-            search_class(estimator, space, refit=refit, verbose=1,
-                         budget=PrivacyBudget(5, 1e-4), **base),
-            Xi, yi,
+            search_class(
+                estimator, space, refit=refit, verbose=1, budget=PrivacyBudget(5, 1e-4), **base
+            ),
+            Xi,
+            yi,
         )
         for Xi, yi in ((X, y), (X_prime, y_prime))
     ]
@@ -613,7 +652,8 @@ def _assert_same_search(a, b):
 
 
 @pytest.mark.parametrize(
-    "refit, classes", [(True, [0, 1]), (False, [0, 1]), (True, None)],
+    "refit, classes",
+    [(True, [0, 1]), (False, [0, 1]), (True, None)],
     ids=["refit", "no-refit", "labels-released"],
 )
 @pytest.mark.parametrize("kind", ["huge", "tiny"])
@@ -624,8 +664,8 @@ def test_substitution_over_a_search(kind, refit, classes):
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(HOSTILE_ROWS))
 @pytest.mark.parametrize(
-    "variant", ["refit", "no-refit", "labels-released", "poisson", "logarithmic", "randomized",
-                "sgd"],
+    "variant",
+    ["refit", "no-refit", "labels-released", "poisson", "logarithmic", "randomized", "sgd"],
 )
 def test_substitution_over_a_search_thorough(kind, variant):
     options = {
@@ -636,8 +676,12 @@ def test_substitution_over_a_search_thorough(kind, variant):
     if variant == "randomized":
         options["n_iter"] = 3
     pair = _search_pair(
-        kind, refit=variant != "no-refit", classes=None if variant == "labels-released" else [0, 1],
-        search_class=search_class, solver="dp_sgd" if variant == "sgd" else "dp_gd", **options,
+        kind,
+        refit=variant != "no-refit",
+        classes=None if variant == "labels-released" else [0, 1],
+        search_class=search_class,
+        solver="dp_sgd" if variant == "sgd" else "dp_gd",
+        **options,
     )
     _assert_same_search(*pair)
 
@@ -650,9 +694,15 @@ def test_substitution_over_a_regression_search():
     X_prime, y_prime = np.vstack([X, np.full((1, 3), 1e12)]), np.append(y, 1e300)
     observed = [
         _observe_search(
-            DPGridSearchCV(DPSCORegressor(max_iter=5), {"alpha": [1e-3, 1e-1]}, epsilon=2.0,
-                           random_state=0, verbose=1),
-            Xi, yi,
+            DPGridSearchCV(
+                DPSCORegressor(max_iter=5),
+                {"alpha": [1e-3, 1e-1]},
+                epsilon=2.0,
+                random_state=0,
+                verbose=1,
+            ),
+            Xi,
+            yi,
         )
         for Xi, yi in ((X, y), (X_prime, y_prime))
     ]
@@ -697,8 +747,10 @@ def test_kfold_moves_rows_when_one_is_added():
 
     moved = np.sum(fold_of(500) != fold_of(501)[:500])
     assert moved >= 4  # about one row per boundary
-    moved = np.sum(fold_of(500, shuffle=True, random_state=0)
-                   != fold_of(501, shuffle=True, random_state=0)[:500])
+    moved = np.sum(
+        fold_of(500, shuffle=True, random_state=0)
+        != fold_of(501, shuffle=True, random_state=0)[:500]
+    )
     assert moved > 100  # a new permutation: a quarter of the rows change fold
 
 
@@ -719,7 +771,8 @@ def test_rowwise_kfold_in_a_leaky_grid_search_keeps_fold_fits_neighbours():
     budget = PrivacyBudget(20.0, 1e-3)
     GridSearchCV(
         DPLogisticRegression(classes=[0, 1], max_iter=20, budget=budget, random_state=0),
-        {"C": [0.1, 1.0]}, cv=RowwiseKFold(3, random_state=0),
+        {"C": [0.1, 1.0]},
+        cv=RowwiseKFold(3, random_state=0),
     ).fit(X, y)
     assert len(budget.ledger) == 2 * 3 + 1
 
@@ -732,7 +785,10 @@ def test_rowwise_kfold_in_a_leaky_grid_search_keeps_fold_fits_neighbours():
 def test_default_shares():
     X, y = _data()
     search = DPGridSearchCV(
-        DPLogisticRegression(classes=[0, 1], max_iter=20), GRID, epsilon=2.0, delta=1e-5,
+        DPLogisticRegression(classes=[0, 1], max_iter=20),
+        GRID,
+        epsilon=2.0,
+        delta=1e-5,
         random_state=0,
     ).fit(X, y)
     # 5% for the validation count, then 20% / 80% between the runs and the refit.
@@ -805,8 +861,12 @@ def test_regression_search():
         assert search.predict(X).shape == (600,)
         assert rdp_epsilon(search.selection_dp_event_, 5e-6) <= 1.0
     search = DPGridSearchCV(
-        DPSCORegressor(max_iter=20), {"alpha": [1e-3]}, epsilon=2.0, random_state=0,
-        scoring="neg_mean_squared_error", score_bound=0.5,
+        DPSCORegressor(max_iter=20),
+        {"alpha": [1e-3]},
+        epsilon=2.0,
+        random_state=0,
+        scoring="neg_mean_squared_error",
+        score_bound=0.5,
     ).fit(X, y)
     assert -0.25 <= search.best_score_ <= 0.0
 
@@ -843,12 +903,19 @@ def _conformance_estimators():
         # delta=1e-3 puts the release threshold of the label set at 2.5 rows
         # (the checks fit on labels held by 3 rows).
         DPGridSearchCV(
-            DPLogisticRegression(max_iter=10), {"C": [0.1, 1.0]},
-            epsilon=100.0, delta=1e-3, n_candidates=3, random_state=0,
+            DPLogisticRegression(max_iter=10),
+            {"C": [0.1, 1.0]},
+            epsilon=100.0,
+            delta=1e-3,
+            n_candidates=3,
+            random_state=0,
         ),
         DPGridSearchCV(
-            DPSCORegressor(max_iter=10, y_bound=5.0, data_norm=5.0), {"alpha": [1e-3, 1e-1]},
-            epsilon=50.0, n_candidates=3, random_state=0,
+            DPSCORegressor(max_iter=10, y_bound=5.0, data_norm=5.0),
+            {"alpha": [1e-3, 1e-1]},
+            epsilon=50.0,
+            n_candidates=3,
+            random_state=0,
         ),
     ]
 
@@ -888,8 +955,13 @@ def test_audit_of_a_search(refit):
     def audit(epsilon, claimed):
         def run(with_canary, seed):
             search = DPGridSearchCV(
-                DPLogisticRegression(classes=[0, 1], max_iter=5), {"C": [1.0, 10.0]},
-                epsilon=epsilon, delta=1e-5, n_candidates=3, refit=refit, random_state=seed,
+                DPLogisticRegression(classes=[0, 1], max_iter=5),
+                {"C": [1.0, 10.0]},
+                epsilon=epsilon,
+                delta=1e-5,
+                n_candidates=3,
+                refit=refit,
+                random_state=seed,
             )
             search.fit(X_prime, y_prime) if with_canary else search.fit(X, y)
             return float(search.best_estimator_.coef_.ravel()[2])

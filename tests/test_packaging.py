@@ -47,9 +47,7 @@ def test_version_is_written_once():
     table = _project_table()
     assert "version" not in table["project"]
     assert table["project"]["dynamic"] == ["version"]
-    assert table["tool"]["setuptools"]["dynamic"]["version"] == {
-        "attr": "sklearn_dp.__version__"
-    }
+    assert table["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "sklearn_dp.__version__"}
     literal = re.escape(sklearn_dp.__version__)
     places = [
         path.relative_to(ROOT).as_posix()
@@ -73,8 +71,10 @@ def test_license_is_spdx_with_its_file():
 def test_urls_classifiers_and_typing_marker():
     project = _project_table()["project"]
     assert project["urls"]["Homepage"] == "https://github.com/sklearn-dp/sklearn_dp"
-    assert all(url.startswith("https://github.com/sklearn-dp/sklearn_dp")
-               for url in project["urls"].values())
+    assert all(
+        url.startswith("https://github.com/sklearn-dp/sklearn_dp")
+        for url in project["urls"].values()
+    )
     assert "Typing :: Typed" in project["classifiers"]
     assert (ROOT / "sklearn_dp" / "py.typed").exists()
     assert "py.typed" in _project_table()["tool"]["setuptools"]["package-data"]["sklearn_dp"]
@@ -82,21 +82,36 @@ def test_urls_classifiers_and_typing_marker():
 
 def test_extras_hold_what_their_commands_need():
     extras = _project_table()["project"]["optional-dependencies"]
-    names = {key: {re.split(r"[<>=~! ;\[]", r)[0].lower() for r in reqs}
-             for key, reqs in extras.items()}
+    names = {
+        key: {re.split(r"[<>=~! ;\[]", r)[0].lower() for r in reqs} for key, reqs in extras.items()
+    }
     # pytest and hypothesis run the tests; pandas lets scikit-learn's estimator
     # checks run their DataFrame cases instead of skipping them.
     assert {"pytest", "hypothesis", "pandas"} <= names["test"]
     assert {"matplotlib"} <= names["examples"]
     # conf.py's extensions, the gallery's matplotlib, and what runs the notebooks.
-    assert {"sphinx", "numpydoc", "sphinx-gallery", "myst-nb", "pydata-sphinx-theme",
-            "matplotlib", "nbclient", "nbformat", "nbconvert", "ipykernel"} <= names["docs"]
+    assert {
+        "sphinx",
+        "numpydoc",
+        "sphinx-gallery",
+        "myst-nb",
+        "pydata-sphinx-theme",
+        "matplotlib",
+        "nbclient",
+        "nbformat",
+        "nbconvert",
+        "ipykernel",
+    } <= names["docs"]
 
 
 def test_minimum_versions_are_pinned_from_pyproject():
     pins = _tool().minimum_pins(_project_table()["project"]["dependencies"])
     assert pins == [
-        "numpy==1.23", "scipy==1.9", "scikit-learn==1.6", "joblib==1.2", "dp-accounting==0.6.0",
+        "numpy==1.23",
+        "scipy==1.9",
+        "scikit-learn==1.6",
+        "joblib==1.2",
+        "dp-accounting==0.6.0",
     ]
 
 
@@ -110,8 +125,13 @@ def test_install_page_states_the_declared_minimums():
 
 def test_sdist_manifest_ships_what_the_tests_read():
     manifest = (ROOT / "MANIFEST.in").read_text().splitlines()
-    for needed in ["graft tests", "graft examples", "graft docs", "graft benchmarks",
-                   "include LICENSE README.md CHANGELOG.md pyproject.toml MANIFEST.in"]:
+    for needed in [
+        "graft tests",
+        "graft examples",
+        "graft docs",
+        "graft benchmarks",
+        "include LICENSE README.md CHANGELOG.md pyproject.toml MANIFEST.in",
+    ]:
         assert needed in manifest
 
 
@@ -129,9 +149,17 @@ def test_declared_minimum_versions_pass_the_tests(tmp_path):
     if python is None:
         pytest.skip("no Python 3.10 interpreter for the minimum versions")
     result = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "check_minimum_versions.py"),
-         "--python", python, "--keep", str(tmp_path)],
-        capture_output=True, text=True, timeout=3600,
+        [
+            sys.executable,
+            str(ROOT / "tools" / "check_minimum_versions.py"),
+            "--python",
+            python,
+            "--keep",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=3600,
     )
     output = result.stdout[-20000:] + result.stderr[-3000:]
     if "No matching distribution" in output or "Could not find a version" in output:
@@ -139,8 +167,12 @@ def test_declared_minimum_versions_pass_the_tests(tmp_path):
     assert result.returncode == 0, output
     for pin in tool.minimum_pins():
         name, version = pin.split("==")
-        assert re.search(rf"(?i)^  {re.escape(name).replace('-', '[-_]')}=={re.escape(version)}"
-                         r"(\.0)*$", result.stdout, re.M), pin
+        assert re.search(
+            rf"(?i)^  {re.escape(name).replace('-', '[-_]')}=={re.escape(version)}"
+            r"(\.0)*$",
+            result.stdout,
+            re.M,
+        ), pin
 
 
 def _build(tmp_path):
@@ -148,7 +180,9 @@ def _build(tmp_path):
     dist = tmp_path / "dist"
     result = subprocess.run(
         [sys.executable, "-m", "build", "--outdir", str(dist), str(ROOT)],
-        capture_output=True, text=True, timeout=1800,
+        capture_output=True,
+        text=True,
+        timeout=1800,
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     (sdist,) = dist.glob("*.tar.gz")
@@ -175,7 +209,9 @@ def test_sdist_and_wheel(tmp_path):
     if importlib.util.find_spec("twine") is not None:
         result = subprocess.run(
             [sys.executable, "-m", "twine", "check", "--strict", str(sdist), str(wheel)],
-            capture_output=True, text=True, timeout=300,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
         assert result.returncode == 0, result.stdout + result.stderr
 
@@ -186,19 +222,44 @@ def test_sdist_and_wheel(tmp_path):
         else:  # pragma: no cover
             archive.extractall(tmp_path / "unpacked")
     tree = tmp_path / "unpacked" / f"sklearn_dp-{version}"
-    for needed in ["tests/conftest.py", "sklearn_dp/testing/_audit_configs.py", "LICENSE", "README.md",
-                   "sklearn_dp/py.typed", "examples/quickstart.py", "docs/conf.py",
-                   "docs/notebooks/first_private_model.ipynb"]:
+    for needed in [
+        "tests/conftest.py",
+        "sklearn_dp/testing/_audit_configs.py",
+        "LICENSE",
+        "README.md",
+        "sklearn_dp/py.typed",
+        "examples/quickstart.py",
+        "docs/conf.py",
+        "docs/notebooks/first_private_model.ipynb",
+    ]:
         assert (tree / needed).exists(), needed
     assert not list(tree.glob(".ci")) and not list(tree.rglob("__pycache__"))
-    for output in ["docs/_build", "docs/generated", "docs/auto_examples",
-                   "docs/sg_execution_times.rst"]:
+    for output in [
+        "docs/_build",
+        "docs/generated",
+        "docs/auto_examples",
+        "docs/sg_execution_times.rst",
+    ]:
         assert not (tree / output).exists(), output  # build outputs of a checkout
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         "tests/test_budget.py", "tests/test_audit_coverage.py", "tests/test_examples.py",
-         "tests/test_docs.py", "tests/test_packaging.py", "tests/test_repr.py"],
-        cwd=tree, capture_output=True, text=True, timeout=1800,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/test_budget.py",
+            "tests/test_audit_coverage.py",
+            "tests/test_examples.py",
+            "tests/test_docs.py",
+            "tests/test_packaging.py",
+            "tests/test_repr.py",
+        ],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        timeout=1800,
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert " passed" in result.stdout

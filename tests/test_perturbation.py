@@ -94,8 +94,9 @@ def test_gamma_norm_noise_norm_and_direction(shape):
     rng = np.random.default_rng(1)
     m = int(np.prod(shape))
     scale = 0.7
-    draws = np.array([perturbation.sample_gamma_norm_noise(rng, shape, scale).ravel()
-                      for _ in range(3000)])
+    draws = np.array(
+        [perturbation.sample_gamma_norm_noise(rng, shape, scale).ravel() for _ in range(3000)]
+    )
     norms = np.linalg.norm(draws, axis=1)
     assert stats.kstest(norms, stats.gamma(a=m, scale=scale).cdf).pvalue > 1e-3
     directions = draws / norms[:, None]
@@ -114,8 +115,9 @@ def test_gamma_norm_noise_norm_and_direction(shape):
 def _certificate(data, loss, W, regularization, linear_term=0.0):
     """``||grad F(W)||`` of the objective the solvers minimise, computed here."""
     Z = data.X @ W
-    return float(np.linalg.norm(data.X.T @ loss.derivative(Z, data.y) + regularization * W
-                                + linear_term))
+    return float(
+        np.linalg.norm(data.X.T @ loss.derivative(Z, data.y) + regularization * W + linear_term)
+    )
 
 
 def _noise_draws(solver, data, loss, epsilon, delta, n_draws, **kwargs):
@@ -134,8 +136,9 @@ def _noise_draws(solver, data, loss, epsilon, delta, n_draws, **kwargs):
 
 def test_output_perturbation_pure_noise_is_gamma_norm_of_stated_scale(small_binary):
     data, alpha, epsilon = small_binary, 0.05, 0.8
-    exact, draws = _noise_draws(output_perturbation, data, BinaryLogisticLoss(), epsilon, 0.0, 1500,
-                                alpha=alpha)
+    exact, draws = _noise_draws(
+        output_perturbation, data, BinaryLogisticLoss(), epsilon, 0.0, 1500, alpha=alpha
+    )
     n, m = data.n_samples, data.n_columns
     G = 1.0 * data.row_norm_bound  # logistic: |l'| <= 1
     tol = _newton.DEFAULT_GRADIENT_TOL * G
@@ -151,8 +154,9 @@ def test_output_perturbation_pure_noise_is_gamma_norm_of_stated_scale(small_bina
 
 def test_output_perturbation_gaussian_noise_of_stated_scale(small_binary):
     data, alpha, epsilon, delta = small_binary, 0.05, 0.8, 1e-5
-    exact, draws = _noise_draws(output_perturbation, data, BinaryLogisticLoss(), epsilon, delta, 600,
-                                alpha=alpha)
+    exact, draws = _noise_draws(
+        output_perturbation, data, BinaryLogisticLoss(), epsilon, delta, 600, alpha=alpha
+    )
     G = data.row_norm_bound
     sensitivity = (G + 2e-6 * G) / (data.n_samples * alpha)
     sigma = gaussian_noise_multiplier(epsilon, delta, 1)
@@ -172,8 +176,16 @@ def test_objective_perturbation_noise_of_stated_scale(small_binary, delta):
     data, alpha, epsilon = small_binary, 0.05, 1.0
     loss = BinaryLogisticLoss()
     draws = [
-        _solve(objective_perturbation, data, loss, alpha=alpha, epsilon=epsilon, delta=delta,
-               random_state=seed, max_iter=FAST_STEPS)
+        _solve(
+            objective_perturbation,
+            data,
+            loss,
+            alpha=alpha,
+            epsilon=epsilon,
+            delta=delta,
+            random_state=seed,
+            max_iter=FAST_STEPS,
+        )
         for seed in range(800)
     ]
     details = draws[0].plan.details
@@ -185,10 +197,10 @@ def test_objective_perturbation_noise_of_stated_scale(small_binary, delta):
     assert details["epsilon_det_actual"] <= split * epsilon * (1 + 1e-12)
     # Recover b from each output; the residual noise (2 tol / Lambda, 1% of epsilon) is
     # ~1e-4 of b's scale, far below what these KS tests resolve.
-    b = np.array([
-        _perturbed_gradient_term(data, r.coef, loss, expected_lambda).ravel() for r in draws
-    ])
-    epsilon_noise = (epsilon - split * epsilon - 0.01 * epsilon)
+    b = np.array(
+        [_perturbed_gradient_term(data, r.coef, loss, expected_lambda).ravel() for r in draws]
+    )
+    epsilon_noise = epsilon - split * epsilon - 0.01 * epsilon
     if delta == 0:
         norms = np.linalg.norm(b, axis=1)
         target = stats.gamma(a=m, scale=G / epsilon_noise)
@@ -247,8 +259,14 @@ def test_minimiser_sensitivity_is_at_most_the_stated_bound(problem):
     # The same public Lambda for both neighbours: alpha is on the average over n rows of D.
     n = small.n_samples
     results = [
-        output_perturbation(data, loss, n_outputs=n_outputs, alpha=alpha * n / data.n_samples,
-                            epsilon=math.inf, delta=0.0)
+        output_perturbation(
+            data,
+            loss,
+            n_outputs=n_outputs,
+            alpha=alpha * n / data.n_samples,
+            epsilon=math.inf,
+            delta=0.0,
+        )
         for data in (small, big)
     ]
     assert results[0].plan.details["regularization"] == pytest.approx(n * alpha, rel=1e-12)
@@ -271,8 +289,12 @@ def test_sensitivity_bound_is_attained():
     small = _bounded(X, y, data_norm=R)
     big = _bounded(np.vstack([X, [0.0, 5.0]]), np.append(y, 100.0), data_norm=R)
     n = small.n_samples
-    W = [output_perturbation(d, loss, n_outputs=1, alpha=alpha * n / d.n_samples,
-                             epsilon=math.inf, delta=0.0).coef for d in (small, big)]
+    W = [
+        output_perturbation(
+            d, loss, n_outputs=1, alpha=alpha * n / d.n_samples, epsilon=math.inf, delta=0.0
+        ).coef
+        for d in (small, big)
+    ]
     assert np.linalg.norm(W[1] - W[0]) == pytest.approx(0.7 * R / (n * alpha), rel=1e-9)
 
 
@@ -289,15 +311,18 @@ def test_sensitivity_covers_certified_inexact_solves_with_equality():
     big = _bounded(np.vstack([X, [0.0, 5.0]]), np.append(y, 100.0), data_norm=R)
     n = small.n_samples
     lam = n * alpha
-    result = output_perturbation(small, loss, n_outputs=1, alpha=alpha, epsilon=math.inf,
-                                 delta=0.0)
+    result = output_perturbation(small, loss, n_outputs=1, alpha=alpha, epsilon=math.inf, delta=0.0)
     tol = result.plan.details["gradient_tol"]
     G = result.plan.details["gradient_bound"]
     assert tol == _newton.DEFAULT_GRADIENT_TOL * G and G == 0.7 * R
     stated = result.plan.details["sensitivity"]
     assert stated == (G + 2 * tol) / lam
-    exact = [output_perturbation(d, loss, n_outputs=1, alpha=alpha * n / d.n_samples,
-                                 epsilon=math.inf, delta=0.0).coef for d in (small, big)]
+    exact = [
+        output_perturbation(
+            d, loss, n_outputs=1, alpha=alpha * n / d.n_samples, epsilon=math.inf, delta=0.0
+        ).coef
+        for d in (small, big)
+    ]
     # The added row pulls feature 2 up to k R / Lambda.  Along e2 no row of D has
     # mass and the added row's derivative stays saturated (constant), so F moves
     # by exactly (Lambda / 2) t^2 plus a linear term: the certificate is Lambda t.
@@ -321,11 +346,20 @@ def test_output_perturbation_release_goes_through_the_gateway(small_binary, delt
     loss = BinaryLogisticLoss() if n_classes == 2 else MultinomialLoss()
     K = 1 if n_classes == 2 else n_classes
     epsilon, alpha = 0.7, 0.05
-    exact = _solve(output_perturbation, data, loss, n_outputs=K, alpha=alpha, epsilon=math.inf,
-                   delta=delta)
+    exact = _solve(
+        output_perturbation, data, loss, n_outputs=K, alpha=alpha, epsilon=math.inf, delta=delta
+    )
     with trace_releases() as trace:
-        result = _solve(output_perturbation, data, loss, n_outputs=K, alpha=alpha,
-                        epsilon=epsilon, delta=delta, random_state=0)
+        result = _solve(
+            output_perturbation,
+            data,
+            loss,
+            n_outputs=K,
+            alpha=alpha,
+            epsilon=epsilon,
+            delta=delta,
+            random_state=0,
+        )
     (release,) = trace.releases
     G = (1.0 if K == 1 else math.sqrt(2)) * data.row_norm_bound
     tol = _newton.DEFAULT_GRADIENT_TOL * G
@@ -349,8 +383,15 @@ def test_output_perturbation_release_goes_through_the_gateway(small_binary, delt
 def test_objective_perturbation_releases_go_through_the_gateway(small_binary, delta):
     data, epsilon, alpha = small_binary, 0.9, 0.05
     with trace_releases() as trace:
-        result = _solve(objective_perturbation, data, BinaryLogisticLoss(), alpha=alpha,
-                        epsilon=epsilon, delta=delta, random_state=1)
+        result = _solve(
+            objective_perturbation,
+            data,
+            BinaryLogisticLoss(),
+            alpha=alpha,
+            epsilon=epsilon,
+            delta=delta,
+            random_state=1,
+        )
     details = result.plan.details
     first, second = trace.releases
     G = data.row_norm_bound
@@ -377,8 +418,10 @@ def test_objective_perturbation_releases_go_through_the_gateway(small_binary, de
     np.testing.assert_array_equal(second.value, first.output)
     np.testing.assert_array_equal(result.coef, second.output)
     # The perturbed minimiser meets its certificate for the b the gateway drew.
-    b = -(data.X.T @ BinaryLogisticLoss().derivative(data.X @ first.output, data.y)
-          + lam * first.output)
+    b = -(
+        data.X.T @ BinaryLogisticLoss().derivative(data.X @ first.output, data.y)
+        + lam * first.output
+    )
     assert _certificate(data, BinaryLogisticLoss(), first.output, lam, b) <= 1e-12
 
 
@@ -397,9 +440,17 @@ def _reproducer_data(extra_row):
     return X, y
 
 
-REPRODUCER = dict(epsilon=1.0, delta=0.0, solver="output_perturbation", loss="huber",
-                  huber_threshold=1.35, alpha=1e-3, y_bound=1000.0, data_norm=1.0,
-                  intercept_scaling=50.0)
+REPRODUCER = dict(
+    epsilon=1.0,
+    delta=0.0,
+    solver="output_perturbation",
+    loss="huber",
+    huber_threshold=1.35,
+    alpha=1e-3,
+    y_bound=1000.0,
+    data_norm=1.0,
+    intercept_scaling=50.0,
+)
 
 
 @pytest.mark.parametrize("extra_row", [False, True])
@@ -438,38 +489,63 @@ def _hard_problems():
     # The reproducer's own scaled problem: Huber threshold 1e-3 of the labels'
     # scale, intercept column 50, Lambda ~ 0.05.
     X, y = _reproducer_data(True)
-    data = bound_data(X, np.clip(y, -1000, 1000) / 1000, fit_intercept=True,
-                      intercept_scaling=50.0, data_norm=1.0)
+    data = bound_data(
+        X, np.clip(y, -1000, 1000) / 1000, fit_intercept=True, intercept_scaling=50.0, data_norm=1.0
+    )
     cases["reproducer"] = (data, HuberLoss(1.35e-3), 1, 51 * 1e-3)
     # Labels of 1e15 and 1e300 (direct calls; estimators clip labels).
     X = np.array([[0.94708096, -0.70373524, -1.26542147], [0.0, -0.13210486, 0.64042265]])
-    cases["label-1e15"] = (bound_data(X, np.array([-1e15, 2.608]), fit_intercept=False,
-                                      data_norm=0.5), HuberLoss(2.0), 1, 0.05)
+    cases["label-1e15"] = (
+        bound_data(X, np.array([-1e15, 2.608]), fit_intercept=False, data_norm=0.5),
+        HuberLoss(2.0),
+        1,
+        0.05,
+    )
     X = rng.normal(size=(30, 4))
     y = X @ rng.normal(size=4)
     y[3], y[7] = 1e300, -1e300
-    cases["label-1e300"] = (bound_data(X, y, fit_intercept=True, data_norm=1.0),
-                            HuberLoss(1.0), 1, 0.3)
+    cases["label-1e300"] = (
+        bound_data(X, y, fit_intercept=True, data_norm=1.0),
+        HuberLoss(1.0),
+        1,
+        0.3,
+    )
     # Least absolute deviations in disguise: threshold 1e-4 of the residuals.
     X = rng.normal(size=(200, 8))
     y = X @ rng.normal(size=8) * 10 + rng.normal(size=200) * 10
-    cases["lad-like"] = (bound_data(X, y, fit_intercept=True, intercept_scaling=10.0,
-                                    data_norm=1.0), HuberLoss(1e-3), 1, 200 * 1e-4)
+    cases["lad-like"] = (
+        bound_data(X, y, fit_intercept=True, intercept_scaling=10.0, data_norm=1.0),
+        HuberLoss(1e-3),
+        1,
+        200 * 1e-4,
+    )
     # Separable classes with a weak penalty, and a hostile row (clipped to the bound).
     X = rng.normal(size=(100, 5))
     X[0] = 1e12
     y = np.where(X[:, 0] > 0, 1.0, -1.0)
-    cases["separable-binary"] = (bound_data(X, y, fit_intercept=True, data_norm=1.0),
-                                 BinaryLogisticLoss(), 1, 100 * 1e-6)
+    cases["separable-binary"] = (
+        bound_data(X, y, fit_intercept=True, data_norm=1.0),
+        BinaryLogisticLoss(),
+        1,
+        100 * 1e-6,
+    )
     labels = (np.argsort(np.argsort(X[:, 1])) * 3 // 100).astype(int)
-    cases["separable-multinomial"] = (bound_data(X, labels, fit_intercept=True, data_norm=1.0),
-                                      MultinomialLoss(), 3, 100 * 1e-6)
+    cases["separable-multinomial"] = (
+        bound_data(X, labels, fit_intercept=True, data_norm=1.0),
+        MultinomialLoss(),
+        3,
+        100 * 1e-6,
+    )
     # Tiny and subnormal rows.
     X = rng.normal(size=(20, 3))
     X[:5] = 1e-300
     X[5] = 5e-324
-    cases["tiny-rows"] = (bound_data(X, rng.choice([-1.0, 1.0], 20), fit_intercept=False,
-                                     data_norm=1.0), BinaryLogisticLoss(), 1, 0.02)
+    cases["tiny-rows"] = (
+        bound_data(X, rng.choice([-1.0, 1.0], 20), fit_intercept=False, data_norm=1.0),
+        BinaryLogisticLoss(),
+        1,
+        0.02,
+    )
     return cases
 
 
@@ -484,13 +560,17 @@ def test_inner_solve_meets_its_certificate_on_hard_problems(name, with_noise):
     tol = _newton.DEFAULT_GRADIENT_TOL * G
     B = None
     if with_noise:  # objective perturbation's linear term at epsilon = 1
-        B = perturbation.sample_gamma_norm_noise(np.random.default_rng(0),
-                                                 (data.n_columns, K), G)
+        B = perturbation.sample_gamma_norm_noise(np.random.default_rng(0), (data.n_columns, K), G)
     calls = []
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         solve = _newton.minimize_strongly_convex(
-            data.X, data.y, loss, n_outputs=K, regularization=lam, linear_term=B,
+            data.X,
+            data.y,
+            loss,
+            n_outputs=K,
+            regularization=lam,
+            linear_term=B,
             progress=calls.append,
         )
     # Exactly the public budget of steps, reported by their number only.
@@ -505,8 +585,9 @@ def test_unreachable_certificate_still_releases_without_raising():
     # A solve stopped (by a monkeypatched budget of 1 step) far from the
     # minimiser: no exception, no printed value; the release is made.
     data, loss, K, lam = HARD_PROBLEMS["lad-like"]
-    solve = _newton.minimize_strongly_convex(data.X, data.y, loss, n_outputs=K,
-                                                  regularization=lam, n_steps=1)
+    solve = _newton.minimize_strongly_convex(
+        data.X, data.y, loss, n_outputs=K, regularization=lam, n_steps=1
+    )
     assert np.all(np.isfinite(solve.coef))
     assert solve.gradient_norm > _newton.DEFAULT_GRADIENT_TOL * loss.derivative_bound
 
@@ -516,12 +597,21 @@ def test_verbose_lines_show_public_step_numbers_only(solver, capsys):
     data, loss, K, lam = HARD_PROBLEMS["reproducer"]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        _solve(SOLVERS[solver].function, data, loss, alpha=lam / data.n_samples, epsilon=1.0,
-               random_state=0, verbose=2)
+        _solve(
+            SOLVERS[solver].function,
+            data,
+            loss,
+            alpha=lam / data.n_samples,
+            epsilon=1.0,
+            random_state=0,
+            verbose=2,
+        )
     lines = capsys.readouterr().err.splitlines()
     steps = _newton.DEFAULT_NEWTON_STEPS
-    assert lines == [f"[{solver}] iter {i}/{steps}  ({line.rsplit('(', 1)[1]}"
-                     for i, line in zip(range(1, steps + 1), lines)]
+    assert lines == [
+        f"[{solver}] iter {i}/{steps}  ({line.rsplit('(', 1)[1]}"
+        for i, line in zip(range(1, steps + 1), lines)
+    ]
     assert len(lines) == steps
 
 
@@ -542,16 +632,17 @@ def test_no_warning_escapes_an_ill_conditioned_direct_call():
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             with np.errstate(all="raise"):
-                _solve(solver, data, BinaryLogisticLoss(), alpha=1e-5, epsilon=1.0,
-                       random_state=0)
+                _solve(solver, data, BinaryLogisticLoss(), alpha=1e-5, epsilon=1.0, random_state=0)
                 _solve(solver, data, BinaryLogisticLoss(), alpha=1e-12, epsilon=math.inf)
                 if solver is objective_perturbation:
-                    _solve(solver, data, BinaryLogisticLoss(), alpha=1e-12, epsilon=1.0,
-                           random_state=0)
+                    _solve(
+                        solver, data, BinaryLogisticLoss(), alpha=1e-12, epsilon=1.0, random_state=0
+                    )
                     continue
                 with pytest.raises(ValueError, match="cannot be certified in double precision"):
-                    _solve(solver, data, BinaryLogisticLoss(), alpha=1e-12, epsilon=1.0,
-                           random_state=0)
+                    _solve(
+                        solver, data, BinaryLogisticLoss(), alpha=1e-12, epsilon=1.0, random_state=0
+                    )
 
 
 # --------------------------------------------------------------------------
@@ -603,8 +694,9 @@ def test_objective_perturbation_density_ratio_within_epsilon(kind, epsilon):
     small = _bounded(X, y)
     big = _bounded(np.vstack([X, x_new]), np.append(y, y_new))
     alpha = 1e-3
-    result = objective_perturbation(small, loss, n_outputs=K, alpha=alpha, epsilon=epsilon,
-                                    delta=0.0, random_state=0)
+    result = objective_perturbation(
+        small, loss, n_outputs=K, alpha=alpha, epsilon=epsilon, delta=0.0, random_state=0
+    )
     details = result.plan.details
     lam = details["regularization"]
     R = small.row_norm_bound
@@ -655,7 +747,9 @@ def test_chi_delta_one_degree_is_twice_the_analytic_gaussian(epsilon, sigma):
     value = objective_accounting.objective_gaussian_delta(epsilon, sigma, 1)
     assert value == pytest.approx(2 * _analytic_gaussian_delta(epsilon, sigma), rel=1e-9)
     # The numerical integral used for dof >= 2 agrees with the closed form.
-    assert objective_accounting._chi_delta_integral(epsilon, 1 / sigma, 1) == pytest.approx(value, rel=1e-8)
+    assert objective_accounting._chi_delta_integral(epsilon, 1 / sigma, 1) == pytest.approx(
+        value, rel=1e-8
+    )
 
 
 @pytest.mark.parametrize("dof", [1, 2, 7])
@@ -665,8 +759,9 @@ def test_chi_density_in_the_integral_is_scipys(dof):
     ts = np.linspace(0.0, 12.0, 200001)
     values = -np.expm1(epsilon - mu**2 / 2 - mu * ts) * stats.chi.pdf(ts, dof)
     scipy_value = np.sum(0.5 * (values[1:] + values[:-1]) * np.diff(ts))  # trapezoid rule
-    assert objective_accounting._chi_delta_integral(epsilon, mu, dof) == pytest.approx(scipy_value,
-                                                                               rel=1e-6)
+    assert objective_accounting._chi_delta_integral(epsilon, mu, dof) == pytest.approx(
+        scipy_value, rel=1e-6
+    )
 
 
 @pytest.mark.parametrize("dof", [2, 5])
@@ -721,9 +816,15 @@ def test_objective_pure_budget_split_sums_to_epsilon():
     assert 1.3 * (1 - 1e-8) <= total <= 1.3
 
 
-@pytest.mark.parametrize("bad", [dict(epsilon_split=0.0), dict(epsilon_split=1.0),
-                                 dict(residual_fraction=0.0), dict(epsilon_split=0.6,
-                                                                   residual_fraction=0.5)])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(epsilon_split=0.0),
+        dict(epsilon_split=1.0),
+        dict(residual_fraction=0.0),
+        dict(epsilon_split=0.6, residual_fraction=0.5),
+    ],
+)
 def test_bad_splits_are_refused(bad):
     with pytest.raises(ValueError):
         perturbation.plan_objective_perturbation(50, 4, 1.0, 0.0, **bad)
@@ -752,18 +853,22 @@ def test_unbounded_squared_loss_is_refused(small_binary):
 
 
 def test_squared_loss_is_minimised_with_its_derivative_clipped(small_binary):
-    result = _solve(output_perturbation, small_binary, SquaredLoss(residual_bound=2.0),
-                    epsilon=math.inf)
+    result = _solve(
+        output_perturbation, small_binary, SquaredLoss(residual_bound=2.0), epsilon=math.inf
+    )
     assert result.plan.details["loss"] == "HuberLoss(epsilon_huber=2.0)"
 
 
 @pytest.mark.parametrize("solver", [objective_perturbation, output_perturbation])
-@pytest.mark.parametrize("bad, match", [
-    (dict(max_iter=1), "below 10"),
-    (dict(max_iter=perturbation.MIN_NEWTON_STEPS - 1), "below 10"),
-    (dict(gradient_tol=0.0), "gradient_tol"),
-    (dict(gradient_tol=math.inf), "gradient_tol"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (dict(max_iter=1), "below 10"),
+        (dict(max_iter=perturbation.MIN_NEWTON_STEPS - 1), "below 10"),
+        (dict(gradient_tol=0.0), "gradient_tol"),
+        (dict(gradient_tol=math.inf), "gradient_tol"),
+    ],
+)
 def test_bad_public_options_are_refused(small_binary, solver, bad, match):
     # Formerly a budget too small for the solve raised ArithmeticError after the
     # solve (a data-dependent event); now the Newton budget is public, fixed, and
@@ -773,54 +878,93 @@ def test_bad_public_options_are_refused(small_binary, solver, bad, match):
 
 
 @pytest.mark.parametrize("solver", SOLVER_NAMES)
-@pytest.mark.parametrize("options, match", [
-    (dict(max_iter=3), "below 10"),
-    (dict(solver_options=dict(gradient_tol=1e300 * 1e10)), "gradient_tol"),
-])
+@pytest.mark.parametrize(
+    "options, match",
+    [
+        (dict(max_iter=3), "below 10"),
+        (dict(solver_options=dict(gradient_tol=1e300 * 1e10)), "gradient_tol"),
+    ],
+)
 def test_public_checks_run_before_the_reservation(binary_data, solver, options, match):
     # SolverSpec.check refuses these from public inputs, before the budget is touched.
     assert SOLVERS[solver].check is not None
     X, y = binary_data
     budget = PrivacyBudget(1.0, 0.0)
-    model = DPLogisticRegression(epsilon=1.0, delta=0.0, solver=solver, budget=budget,
-                                 classes=[0, 1], **options)
+    model = DPLogisticRegression(
+        epsilon=1.0, delta=0.0, solver=solver, budget=budget, classes=[0, 1], **options
+    )
     with pytest.raises(ValueError, match=match):
         model.fit(X, y)
     assert budget.spent == (0.0, 0.0) and not budget.ledger
 
 
-@pytest.mark.parametrize("options", [dict(epsilon_split=0.6, residual_fraction=0.5),
-                                     dict(epsilon_split=0.999, residual_fraction=0.001)])
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(epsilon_split=0.6, residual_fraction=0.5),
+        dict(epsilon_split=0.999, residual_fraction=0.001),
+    ],
+)
 def test_objective_splits_are_checked_before_the_reservation(binary_data, options):
     X, y = binary_data
     budget = PrivacyBudget(1.0, 0.0)
-    model = DPLogisticRegression(epsilon=1.0, delta=0.0, solver="objective_perturbation",
-                                 budget=budget, classes=[0, 1], solver_options=options)
+    model = DPLogisticRegression(
+        epsilon=1.0,
+        delta=0.0,
+        solver="objective_perturbation",
+        budget=budget,
+        classes=[0, 1],
+        solver_options=options,
+    )
     with pytest.raises(ValueError, match="must be < 1"):
         model.fit(X, y)
     assert not budget.ledger
     check = SOLVERS["objective_perturbation"].check
     with pytest.raises(ValueError, match="must be < 1"):
-        check(loss_name="log_loss", n_outputs=1, penalty="l2", alpha=None, l1_ratio=0.0,
-              public=None, options=options)
+        check(
+            loss_name="log_loss",
+            n_outputs=1,
+            penalty="l2",
+            alpha=None,
+            l1_ratio=0.0,
+            public=None,
+            options=options,
+        )
     with pytest.raises(ValueError, match="L2 penalty"):
-        check(loss_name="log_loss", n_outputs=1, penalty="l2", alpha=0.0, l1_ratio=0.0,
-              public=None, options={})
+        check(
+            loss_name="log_loss",
+            n_outputs=1,
+            penalty="l2",
+            alpha=0.0,
+            l1_ratio=0.0,
+            public=None,
+            options={},
+        )
     with pytest.raises(ValueError, match="smooth convex loss"):
-        check(loss_name="absolute", n_outputs=1, penalty="l2", alpha=0.1, l1_ratio=0.0,
-              public=None, options={})
+        check(
+            loss_name="absolute",
+            n_outputs=1,
+            penalty="l2",
+            alpha=0.1,
+            l1_ratio=0.0,
+            public=None,
+            options={},
+        )
 
 
 def test_newton_cg_path_matches_dense(monkeypatch, small_binary):
-    for loss, K, y in ((BinaryLogisticLoss(), 1, small_binary.y),
-                       (MultinomialLoss(), 3, (small_binary.y > 0).astype(int) +
-                        (small_binary.X[:, 0] > 0))):
+    for loss, K, y in (
+        (BinaryLogisticLoss(), 1, small_binary.y),
+        (MultinomialLoss(), 3, (small_binary.y > 0).astype(int) + (small_binary.X[:, 0] > 0)),
+    ):
         data = _bounded(small_binary.X, y)
-        dense = _solve(objective_perturbation, data, loss, n_outputs=K, epsilon=1.0,
-                       random_state=4).coef
+        dense = _solve(
+            objective_perturbation, data, loss, n_outputs=K, epsilon=1.0, random_state=4
+        ).coef
         monkeypatch.setattr(_newton, "DENSE_HESSIAN_MAX_PARAMS", 0)
-        iterative = _solve(objective_perturbation, data, loss, n_outputs=K, epsilon=1.0,
-                           random_state=4).coef
+        iterative = _solve(
+            objective_perturbation, data, loss, n_outputs=K, epsilon=1.0, random_state=4
+        ).coef
         monkeypatch.undo()
         np.testing.assert_allclose(iterative, dense, atol=1e-9)
 
@@ -833,14 +977,22 @@ def test_newton_cg_path_matches_dense(monkeypatch, small_binary):
 @pytest.mark.parametrize("solver", SOLVER_NAMES)
 @pytest.mark.parametrize("n_classes", [2, 3])
 def test_logistic_epsilon_inf_matches_sklearn(solver, n_classes):
-    X, y = make_classification(n_samples=300, n_features=5, n_informative=3,
-                               n_classes=n_classes, random_state=0)
+    X, y = make_classification(
+        n_samples=300, n_features=5, n_informative=3, n_classes=n_classes, random_state=0
+    )
     X = X / 10
     C = 0.5
-    reference = LogisticRegression(C=C, fit_intercept=False, solver="newton-cholesky",
-                                   tol=1e-12, max_iter=1000).fit(X, y)
-    model = DPLogisticRegression(epsilon=math.inf, C=C, fit_intercept=False, data_norm=100.0,
-                                 solver=solver, classes=list(range(n_classes))).fit(X, y)
+    reference = LogisticRegression(
+        C=C, fit_intercept=False, solver="newton-cholesky", tol=1e-12, max_iter=1000
+    ).fit(X, y)
+    model = DPLogisticRegression(
+        epsilon=math.inf,
+        C=C,
+        fit_intercept=False,
+        data_norm=100.0,
+        solver=solver,
+        classes=list(range(n_classes)),
+    ).fit(X, y)
     np.testing.assert_allclose(model.coef_, reference.coef_, atol=1e-8)
     assert model.privacy_spent_ == (math.inf, 0.0)
 
@@ -857,10 +1009,16 @@ def test_logistic_epsilon_inf_with_penalised_intercept(solver):
         z = A @ w
         return np.sum(np.logaddexp(0, -s * z)) + 0.5 / C * w @ w, A.T @ (-s * expit(-s * z)) + w / C
 
-    reference = minimize(objective, np.zeros(5), jac=True, method="L-BFGS-B",
-                         options=dict(gtol=1e-13, ftol=0, maxiter=10000)).x
-    model = DPLogisticRegression(epsilon=math.inf, C=C, data_norm=100.0, intercept_scaling=1.0,
-                                 solver=solver, classes=[0, 1]).fit(X, y)
+    reference = minimize(
+        objective,
+        np.zeros(5),
+        jac=True,
+        method="L-BFGS-B",
+        options=dict(gtol=1e-13, ftol=0, maxiter=10000),
+    ).x
+    model = DPLogisticRegression(
+        epsilon=math.inf, C=C, data_norm=100.0, intercept_scaling=1.0, solver=solver, classes=[0, 1]
+    ).fit(X, y)
     np.testing.assert_allclose(np.append(model.coef_, model.intercept_), reference, atol=1e-6)
 
 
@@ -869,8 +1027,14 @@ def test_regressor_squared_epsilon_inf_matches_ridge(solver):
     X, y = make_regression(n_samples=200, n_features=4, noise=1.0, random_state=0)
     X, y = X / 10, y / 200
     alpha = 0.01
-    model = DPSCORegressor(epsilon=math.inf, alpha=alpha, fit_intercept=False, data_norm=100.0,
-                           y_bound=5.0, solver=solver).fit(X, y)
+    model = DPSCORegressor(
+        epsilon=math.inf,
+        alpha=alpha,
+        fit_intercept=False,
+        data_norm=100.0,
+        y_bound=5.0,
+        solver=solver,
+    ).fit(X, y)
     reference = Ridge(alpha=len(y) * alpha, fit_intercept=False, tol=1e-14).fit(X, y)
     # Every residual is below the clip 2 * y_bound, so the clipped loss is the squared loss.
     assert np.max(np.abs(X @ reference.coef_ - y)) < 2 * 5.0
@@ -882,9 +1046,16 @@ def test_regressor_huber_epsilon_inf_matches_reference(solver):
     X, y = make_regression(n_samples=200, n_features=3, noise=20.0, random_state=2)
     X, y = X / 10, y / 100
     threshold, alpha = 0.2, 0.01
-    model = DPSCORegressor(epsilon=math.inf, loss="huber", huber_threshold=threshold, alpha=alpha,
-                           data_norm=100.0, y_bound=10.0, intercept_scaling=1.0,
-                           solver=solver).fit(X, y)
+    model = DPSCORegressor(
+        epsilon=math.inf,
+        loss="huber",
+        huber_threshold=threshold,
+        alpha=alpha,
+        data_norm=100.0,
+        y_bound=10.0,
+        intercept_scaling=1.0,
+        solver=solver,
+    ).fit(X, y)
     A = np.hstack([X, np.ones((len(y), 1))])
 
     def objective(w):
@@ -894,8 +1065,13 @@ def test_regressor_huber_epsilon_inf_matches_reference(solver):
         grad_r = np.where(small, r, threshold * np.sign(r))
         return value.mean() + 0.5 * alpha * w @ w, A.T @ grad_r / len(y) + alpha * w
 
-    reference = minimize(objective, np.zeros(4), jac=True, method="L-BFGS-B",
-                         options=dict(gtol=1e-14, ftol=0, maxiter=10000)).x
+    reference = minimize(
+        objective,
+        np.zeros(4),
+        jac=True,
+        method="L-BFGS-B",
+        options=dict(gtol=1e-14, ftol=0, maxiter=10000),
+    ).x
     np.testing.assert_allclose(np.append(model.coef_, model.intercept_), reference, atol=1e-6)
 
 
@@ -932,14 +1108,16 @@ def test_delta_zero_budget_accepts_pure_fits(binary_data, solver):
     X, y = binary_data
     budget = PrivacyBudget(2.0, 0.0)
     for _ in range(2):
-        DPLogisticRegression(epsilon=1.0, delta=0.0, solver=solver, budget=budget,
-                             classes=[0, 1], random_state=0).fit(X, y)
+        DPLogisticRegression(
+            epsilon=1.0, delta=0.0, solver=solver, budget=budget, classes=[0, 1], random_state=0
+        ).fit(X, y)
     assert budget.spent == (2.0, 0.0)
     assert [entry.solver for entry in budget.ledger] == [solver, solver]
     assert all(is_pure_event(entry.event) for entry in budget.ledger)
     with pytest.raises(BudgetExceededError):
-        DPLogisticRegression(epsilon=0.1, delta=0.0, solver=solver, budget=budget,
-                             classes=[0, 1]).fit(X, y)
+        DPLogisticRegression(
+            epsilon=0.1, delta=0.0, solver=solver, budget=budget, classes=[0, 1]
+        ).fit(X, y)
     with pytest.raises(ValueError, match="delta=0"):
         DPLogisticRegression(epsilon=0.1, delta=0.0, solver="dp_gd", classes=[0, 1]).fit(X, y)
 
@@ -947,11 +1125,18 @@ def test_delta_zero_budget_accepts_pure_fits(binary_data, solver):
 @pytest.mark.parametrize("solver", SOLVER_NAMES)
 @pytest.mark.parametrize("n_classes", [2, 3])
 def test_gaussian_variant_records_its_event(solver, n_classes):
-    X, y = make_classification(n_samples=300, n_features=5, n_informative=3,
-                               n_classes=n_classes, random_state=0)
+    X, y = make_classification(
+        n_samples=300, n_features=5, n_informative=3, n_classes=n_classes, random_state=0
+    )
     budget = PrivacyBudget(5.0, 1e-5)
-    model = DPLogisticRegression(epsilon=1.0, delta=1e-6, solver=solver, budget=budget,
-                                 classes=list(range(n_classes)), random_state=0).fit(X / 10, y)
+    model = DPLogisticRegression(
+        epsilon=1.0,
+        delta=1e-6,
+        solver=solver,
+        budget=budget,
+        classes=list(range(n_classes)),
+        random_state=0,
+    ).fit(X / 10, y)
     assert model.privacy_spent_ == (1.0, 1e-6)
     assert epsilon_of_event(model.dp_event_, 1e-6) <= 1.0
     assert budget.ledger[0].event == model.dp_event_
@@ -966,8 +1151,9 @@ def test_refused_budget_spends_nothing(binary_data, solver):
     # The Newton budget is now public and checked before the reservation.
     X, y = binary_data
     budget = PrivacyBudget(1.0, 0.0)
-    model = DPLogisticRegression(epsilon=1.0, delta=0.0, solver=solver, max_iter=1, budget=budget,
-                                 classes=[0, 1])
+    model = DPLogisticRegression(
+        epsilon=1.0, delta=0.0, solver=solver, max_iter=1, budget=budget, classes=[0, 1]
+    )
     with pytest.raises(ValueError, match="max_iter"):
         model.fit(X, y)
     assert budget.spent == (0.0, 0.0) and not budget.ledger
@@ -1002,7 +1188,11 @@ def test_sparse_input_gives_the_same_model(binary_data, solver):
 def test_solver_options_are_passed(binary_data):
     X, y = binary_data
     model = DPLogisticRegression(
-        epsilon=1.0, delta=0.0, solver="objective_perturbation", classes=[0, 1], random_state=0,
+        epsilon=1.0,
+        delta=0.0,
+        solver="objective_perturbation",
+        classes=[0, 1],
+        random_state=0,
         solver_options=dict(epsilon_split=0.3, residual_fraction=0.05, gradient_tol=1e-8),
     )
     with warnings.catch_warnings():
@@ -1014,9 +1204,11 @@ def test_solver_options_are_passed(binary_data):
 @pytest.mark.parametrize("solver", SOLVER_NAMES)
 def test_private_fit_is_reasonable(solver):
     # A sanity check of utility, not of privacy: large n, moderate epsilon.
-    X, y = make_classification(n_samples=5000, n_features=5, n_informative=3, class_sep=2.0,
-                               random_state=0)
+    X, y = make_classification(
+        n_samples=5000, n_features=5, n_informative=3, class_sep=2.0, random_state=0
+    )
     X = X / 10
-    model = DPLogisticRegression(epsilon=2.0, delta=0.0, C=0.1, data_norm=1.0, solver=solver,
-                                 classes=[0, 1], random_state=0).fit(X, y)
+    model = DPLogisticRegression(
+        epsilon=2.0, delta=0.0, C=0.1, data_norm=1.0, solver=solver, classes=[0, 1], random_state=0
+    ).fit(X, y)
     assert model.score(X, y) > 0.8

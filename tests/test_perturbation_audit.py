@@ -31,10 +31,9 @@ import numpy as np
 import pytest
 
 import sklearn_dp.solvers._perturbation as perturbation
-from sklearn_dp.solvers import _newton
 from sklearn_dp._data import bound_data
 from sklearn_dp._losses import HuberLoss
-from sklearn_dp.solvers import objective_perturbation, output_perturbation
+from sklearn_dp.solvers import _newton, objective_perturbation, output_perturbation
 from sklearn_dp.testing import audit_mechanism
 
 N_RUNS = 1000
@@ -51,8 +50,13 @@ def memoised_solves():
     def solve(X, y, loss, **kwargs):
         if kwargs.get("linear_term") is not None:
             return original(X, y, loss, **kwargs)
-        key = (id(X), kwargs["regularization"], kwargs["n_steps"], kwargs["tol"],
-               kwargs.get("accelerate", True))
+        key = (
+            id(X),
+            kwargs["regularization"],
+            kwargs["n_steps"],
+            kwargs["tol"],
+            kwargs.get("accelerate", True),
+        )
         if key not in cache:
             cache[key] = original(X, y, loss, **kwargs)
         return cache[key]
@@ -73,8 +77,13 @@ def audit(run, delta, claimed_epsilon, n_runs=N_RUNS):
     """
     with memoised_solves():
         return audit_mechanism(
-            run, claimed_epsilon=claimed_epsilon, delta=delta, n_runs=2 * n_runs,
-            calibration_runs=n_runs, candidates=199, criterion="bound",
+            run,
+            claimed_epsilon=claimed_epsilon,
+            delta=delta,
+            n_runs=2 * n_runs,
+            calibration_runs=n_runs,
+            candidates=199,
+            criterion="bound",
         ).epsilon_lower_bound
 
 
@@ -85,8 +94,10 @@ def canary_datasets():
     y = 0.5 * X[:, 0] + 0.1 * rng.normal(size=n)
     X_prime = np.vstack([X, [0.0, 1e6]])  # clipped to norm R
     y_prime = np.append(y, 100.0)
-    return [bound_data(X, y, fit_intercept=False, data_norm=1.0),
-            bound_data(X_prime, y_prime, fit_intercept=False, data_norm=1.0)]
+    return [
+        bound_data(X, y, fit_intercept=False, data_norm=1.0),
+        bound_data(X_prime, y_prime, fit_intercept=False, data_norm=1.0),
+    ]
 
 
 def make_run(solver, epsilon, delta):
@@ -108,8 +119,16 @@ def make_run(solver, epsilon, delta):
         # The same public Lambda = n alpha for both neighbours.
         alpha = 0.2 * n / data.n_samples
         options = {} if solver is output_perturbation else dict(max_iter=FAST_STEPS)
-        return solver(data, loss, n_outputs=1, alpha=alpha, epsilon=eps, delta=delta,
-                      random_state=seed, **options).coef
+        return solver(
+            data,
+            loss,
+            n_outputs=1,
+            alpha=alpha,
+            epsilon=eps,
+            delta=delta,
+            random_state=seed,
+            **options,
+        ).coef
 
     if solver is output_perturbation:
         centres = [fit(0, 0, math.inf), fit(1, 0, math.inf)]
@@ -146,16 +165,24 @@ def test_audit_solves_meet_their_certificate(seed):
         G = 0.5 * data.row_norm_bound
         b = perturbation.sample_gamma_norm_noise(np.random.default_rng(seed), (2, 1), G / 0.79)
         solve = _newton.certified_minimize(
-            data.X, data.y, loss, n_outputs=1, regularization=lam, linear_term=b,
-            n_steps=FAST_STEPS, tol=_newton.DEFAULT_GRADIENT_TOL * G,
+            data.X,
+            data.y,
+            loss,
+            n_outputs=1,
+            regularization=lam,
+            linear_term=b,
+            n_steps=FAST_STEPS,
+            tol=_newton.DEFAULT_GRADIENT_TOL * G,
         )
         assert solve.stage == "newton"
-        assert solve.gradient_norm <= (_newton.CERTIFICATE_MARGIN
-                                       * _newton.DEFAULT_GRADIENT_TOL * G)
+        assert solve.gradient_norm <= (
+            _newton.CERTIFICATE_MARGIN * _newton.DEFAULT_GRADIENT_TOL * G
+        )
 
 
-@pytest.mark.parametrize("solver", [output_perturbation, objective_perturbation],
-                         ids=["output", "objective"])
+@pytest.mark.parametrize(
+    "solver", [output_perturbation, objective_perturbation], ids=["output", "objective"]
+)
 @pytest.mark.parametrize("delta", [0.0, 1e-5], ids=["pure", "gaussian"])
 def test_audit_stays_below_the_claim(solver, delta):
     epsilon = 1.0
@@ -163,9 +190,11 @@ def test_audit_stays_below_the_claim(solver, delta):
     assert lower <= epsilon
 
 
-@pytest.mark.parametrize("solver,noised_for", [(output_perturbation, 3.0),
-                                               (objective_perturbation, 6.0)],
-                         ids=["output", "objective"])
+@pytest.mark.parametrize(
+    "solver,noised_for",
+    [(output_perturbation, 3.0), (objective_perturbation, 6.0)],
+    ids=["output", "objective"],
+)
 def test_audit_detects_a_mechanism_noised_for_a_larger_epsilon(solver, noised_for):
     # Positive control: noise calibrated for a larger epsilon, claimed epsilon=1.  (The
     # canary exercises objective perturbation's noise term only, about half its epsilon.)
@@ -174,8 +203,9 @@ def test_audit_detects_a_mechanism_noised_for_a_larger_epsilon(solver, noised_fo
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("solver", [output_perturbation, objective_perturbation],
-                         ids=["output", "objective"])
+@pytest.mark.parametrize(
+    "solver", [output_perturbation, objective_perturbation], ids=["output", "objective"]
+)
 @pytest.mark.parametrize("epsilon", [0.5, 2.0])
 def test_audit_more_runs(solver, epsilon):
     lower = audit(make_run(solver, epsilon, 0.0), 0.0, claimed_epsilon=epsilon, n_runs=5000)

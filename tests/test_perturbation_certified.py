@@ -75,9 +75,16 @@ def _reference(data, loss, K, lam, B):
     simulated failure of an earlier one), and its residual is recomputed here
     from the test's own gradient, not taken from the code under test.
     """
-    solve = _ORIGINAL_MINIMIZE(data.X, data.y, loss, n_outputs=K, regularization=lam,
-                               linear_term=None if np.isscalar(B) else B, n_steps=200,
-                               progress=None)
+    solve = _ORIGINAL_MINIMIZE(
+        data.X,
+        data.y,
+        loss,
+        n_outputs=K,
+        regularization=lam,
+        linear_term=None if np.isscalar(B) else B,
+        n_steps=200,
+        progress=None,
+    )
     residual = float(np.linalg.norm(_gradient(data, loss, solve.coef, lam, B)))
     return solve.coef, residual
 
@@ -102,9 +109,13 @@ def _hessian(data, loss, W):
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(kind=st.sampled_from(sorted(LOSSES)), seed=st.integers(0, 2**31 - 1),
-       lam=st.sampled_from([1e-3, 0.1, 3.0]), noisy=st.booleans(),
-       scale=st.sampled_from([0.3, 3.0]))
+@given(
+    kind=st.sampled_from(sorted(LOSSES)),
+    seed=st.integers(0, 2**31 - 1),
+    lam=st.sampled_from([1e-3, 0.1, 3.0]),
+    noisy=st.booleans(),
+    scale=st.sampled_from([0.3, 3.0]),
+)
 def test_accelerated_stage_meets_nesterovs_bound_at_every_step(kind, seed, lam, noisy, scale):
     # F(x_k) - F* <= (1 - 1/sqrt(kappa))^k (F(x_0) - F* + Lambda/2 ||x_0 - W*||^2) for
     # the constant-momentum method with L = smoothness_bound (Nesterov 2004, Thm 2.2.3).
@@ -120,8 +131,17 @@ def test_accelerated_stage_meets_nesterovs_bound_at_every_step(kind, seed, lam, 
     x0 = rng.normal(size=shape) * 3.0
     initial = _objective(data, loss, x0, lam, B) - F_star + 0.5 * lam * np.sum((x0 - W_star) ** 2)
     for k in (1, 2, 3, 5, 10, 30, 100):
-        x = _newton.accelerated_descent(data.X, data.y, loss, n_outputs=K, regularization=lam,
-                                        linear_term=B, start=x0, smoothness=L, n_steps=k)
+        x = _newton.accelerated_descent(
+            data.X,
+            data.y,
+            loss,
+            n_outputs=K,
+            regularization=lam,
+            linear_term=B,
+            start=x0,
+            smoothness=L,
+            n_steps=k,
+        )
         gap = _objective(data, loss, x, lam, B) - F_star
         assert gap <= q**k * initial + 1e-9 * (1 + abs(F_star))
 
@@ -151,8 +171,11 @@ def test_smoothness_bound_dominates_every_hessian(kind, seed):
 def test_accelerated_step_count_is_the_smallest_the_bound_allows():
     assert _newton.accelerated_steps(1.0, 1.0, 10.0, 1.0) == 0
     assert _newton.accelerated_steps(2.0, 1.0, 1.0, 1.0) == 1  # L = Lambda: one exact step
-    for r0, target, L, lam in [(1e3, 1e-6, 1e4, 1.0), (5.0, 1e-3, 2.0, 1.0),
-                               (1e9, 1e-7, 1e12, 3.0)]:
+    for r0, target, L, lam in [
+        (1e3, 1e-6, 1e4, 1.0),
+        (5.0, 1e-3, 2.0, 1.0),
+        (1e9, 1e-7, 1e12, 3.0),
+    ]:
         T = _newton.accelerated_steps(r0, target, L, lam)
         q = 1 - math.sqrt(lam / L)
         assert 2 * q**T * r0**2 <= target**2 * (1 + 1e-9)
@@ -174,19 +197,30 @@ def _garbage_first_phase(monkeypatch, rng, spread):
             far = result.coef + rng.normal(size=result.coef.shape) * spread
             lam = kwargs["regularization"]
             B = kwargs["linear_term"]
-            return _newton.InnerSolve(coef=far, gradient_norm=_newton.gradient_norm(
-                X, y, loss, far, regularization=lam, linear_term=B))
+            return _newton.InnerSolve(
+                coef=far,
+                gradient_norm=_newton.gradient_norm(
+                    X, y, loss, far, regularization=lam, linear_term=B
+                ),
+            )
         return result
 
     monkeypatch.setattr(_newton, "_minimize", broken)
 
 
-@settings(max_examples=30, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(kind=st.sampled_from(sorted(LOSSES)), seed=st.integers(0, 2**31 - 1),
-       lam=st.sampled_from([1e-2, 0.3, 10.0]), noisy=st.booleans(),
-       failure=st.sampled_from(["no-steps", "one-step", "garbage"]),
-       extension=st.sampled_from([0, 3]))
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    kind=st.sampled_from(sorted(LOSSES)),
+    seed=st.integers(0, 2**31 - 1),
+    lam=st.sampled_from([1e-2, 0.3, 10.0]),
+    noisy=st.booleans(),
+    failure=st.sampled_from(["no-steps", "one-step", "garbage"]),
+    extension=st.sampled_from([0, 3]),
+)
 def test_certified_solve_is_within_target_whatever_the_newton_phase(
     monkeypatch, kind, seed, lam, noisy, failure, extension
 ):
@@ -204,9 +238,16 @@ def test_certified_solve_is_within_target_whatever_the_newton_phase(
         patch.setattr(_newton, "EXTENSION_NEWTON_STEPS", extension)
         if failure == "garbage":
             _garbage_first_phase(patch, rng, spread=100.0)
-        solve = _newton.certified_minimize(data.X, data.y, loss, n_outputs=K,
-                                           regularization=lam, tol=tol, linear_term=B,
-                                           n_steps=n_steps)
+        solve = _newton.certified_minimize(
+            data.X,
+            data.y,
+            loss,
+            n_outputs=K,
+            regularization=lam,
+            tol=tol,
+            linear_term=B,
+            n_steps=n_steps,
+        )
     distance = np.linalg.norm(solve.coef - W_star)
     # ||W_hat - W*|| <= ||W_hat - W_ref|| + ||W_ref - W*||, the latter <= r_ref / Lambda.
     assert distance + r_star / lam <= (target / lam) * (1 + 1e-6) + 1e-12
@@ -221,23 +262,26 @@ def test_certified_solve_verifies_before_it_falls_back(monkeypatch):
     loss, K = LOSSES["logistic"]
     tol = 1e-6 * data.row_norm_bound
     calls = []
-    solve = _newton.certified_minimize(data.X, data.y, loss, n_outputs=K, regularization=0.1,
-                                       tol=tol, progress=calls.append)
+    solve = _newton.certified_minimize(
+        data.X, data.y, loss, n_outputs=K, regularization=0.1, tol=tol, progress=calls.append
+    )
     assert solve.stage == "newton" and solve.extra_steps == 0
     assert calls == list(range(1, _newton.DEFAULT_NEWTON_STEPS + 1))
     # A garbage public phase: repaired by the extension stage, which prints nothing.
     rng = np.random.default_rng(0)
     _garbage_first_phase(monkeypatch, rng, spread=10.0)
     calls.clear()
-    solve = _newton.certified_minimize(data.X, data.y, loss, n_outputs=K, regularization=0.1,
-                                       tol=tol, progress=calls.append)
+    solve = _newton.certified_minimize(
+        data.X, data.y, loss, n_outputs=K, regularization=0.1, tol=tol, progress=calls.append
+    )
     assert solve.stage == "newton-extended"
     assert calls == list(range(1, _newton.DEFAULT_NEWTON_STEPS + 1))
     assert solve.gradient_norm <= _newton.CERTIFICATE_MARGIN * tol
     # Without the accelerated stage (epsilon=inf fits) the best Newton point is kept.
     monkeypatch.setattr(_newton, "EXTENSION_NEWTON_STEPS", 0)
-    solve = _newton.certified_minimize(data.X, data.y, loss, n_outputs=K, regularization=0.1,
-                                       tol=tol, accelerate=False)
+    solve = _newton.certified_minimize(
+        data.X, data.y, loss, n_outputs=K, regularization=0.1, tol=tol, accelerate=False
+    )
     assert solve.stage == "newton-extended" and solve.gradient_norm > tol
 
 
@@ -254,23 +298,34 @@ def test_accelerated_step_count_is_public(monkeypatch, kind):
     y = _labels(kind, rng, 21)
     n_public = 21.0
     lam = 0.05 * n_public
-    datasets = [bound_data(X, y[:-1], fit_intercept=True, data_norm=1.0),
-                bound_data(np.vstack([X, np.full(3, 1e9)]), y, fit_intercept=True,
-                           data_norm=1.0)]
+    datasets = [
+        bound_data(X, y[:-1], fit_intercept=True, data_norm=1.0),
+        bound_data(np.vstack([X, np.full(3, 1e9)]), y, fit_intercept=True, data_norm=1.0),
+    ]
     glm = perturbation._smooth_glm(loss, datasets[0].row_norm_bound, K, "test")
     tol = _newton.DEFAULT_GRADIENT_TOL * glm.gradient_bound
     b = rng.normal(size=(datasets[0].n_columns, K))
-    bounds = _newton.certification_bounds(glm, regularization=lam, n_public=n_public,
-                                               noise_norm=float(np.linalg.norm(b)))
-    expected = _newton.accelerated_steps(bounds.initial_gradient_bound, bounds.target,
-                                         bounds.smoothness, lam)
+    bounds = _newton.certification_bounds(
+        glm, regularization=lam, n_public=n_public, noise_norm=float(np.linalg.norm(b))
+    )
+    expected = _newton.accelerated_steps(
+        bounds.initial_gradient_bound, bounds.target, bounds.smoothness, lam
+    )
     assert expected == bounds.accelerated_steps > 0
     for data in datasets:
         assert _newton.smoothness_bound(data.X, loss.smoothness, lam) <= bounds.smoothness
         solve = _newton.certified_minimize(
-            data.X, data.y, loss, n_outputs=K, regularization=lam, tol=tol, linear_term=b,
-            n_steps=0, public_smoothness=bounds.smoothness,
-            public_gradient_bound=bounds.initial_gradient_bound)
+            data.X,
+            data.y,
+            loss,
+            n_outputs=K,
+            regularization=lam,
+            tol=tol,
+            linear_term=b,
+            n_steps=0,
+            public_smoothness=bounds.smoothness,
+            public_gradient_bound=bounds.initial_gradient_bound,
+        )
         assert solve.stage == "accelerated"
         assert solve.extra_steps == expected  # no extension steps: EXTENSION_NEWTON_STEPS = 0
         W_star, r_star = _reference(data, loss, K, lam, b)
@@ -291,8 +346,9 @@ def neighbours(draw):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 3)) * draw(st.sampled_from([0.1, 1.0, 10.0]))
     hostile = draw(st.sampled_from(["huge", "tiny", "aligned"]))
-    row = {"huge": np.full(3, 1e12), "tiny": np.full(3, 1e-300),
-           "aligned": X.sum(axis=0) + 1.0}[hostile]
+    row = {"huge": np.full(3, 1e12), "tiny": np.full(3, 1e-300), "aligned": X.sum(axis=0) + 1.0}[
+        hostile
+    ]
     y = _labels(kind, rng, n + 1)
     if kind == "huber":
         y[-1] = 1e300
@@ -318,8 +374,11 @@ def _budgeted(monkeypatch, n_steps):
     return stages
 
 
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(neighbours(), st.sampled_from([0.0, 1e-5]))
 def test_output_release_moves_at_most_its_sensitivity_even_without_convergence(
     monkeypatch, problem, delta
@@ -328,17 +387,20 @@ def test_output_release_moves_at_most_its_sensitivity_even_without_convergence(
     loss, K = LOSSES[kind]
     # The same public row count, hence the same Lambda = n_public alpha, for both neighbours.
     n = X_prime.shape[0] - 1
-    small = bound_data(X_prime[:-1], y_prime[:-1], fit_intercept=fit_intercept, data_norm=1.0,
-                       n_public=float(n))
-    big = bound_data(X_prime, y_prime, fit_intercept=fit_intercept, data_norm=1.0,
-                     n_public=float(n))
+    small = bound_data(
+        X_prime[:-1], y_prime[:-1], fit_intercept=fit_intercept, data_norm=1.0, n_public=float(n)
+    )
+    big = bound_data(
+        X_prime, y_prime, fit_intercept=fit_intercept, data_norm=1.0, n_public=float(n)
+    )
     values = []
     with monkeypatch.context() as patch:  # one patch scope per hypothesis example
         stages = _budgeted(patch, newton_steps)
         for data in (small, big):
             with trace_releases() as trace:
-                output_perturbation(data, loss, n_outputs=K, alpha=alpha, epsilon=1.0,
-                                    delta=delta, random_state=0)
+                output_perturbation(
+                    data, loss, n_outputs=K, alpha=alpha, epsilon=1.0, delta=delta, random_state=0
+                )
             (release,) = trace.releases
             values.append((release.value, release.sensitivity))
     assert values[0][1] == values[1][1]
@@ -348,8 +410,11 @@ def test_output_release_moves_at_most_its_sensitivity_even_without_convergence(
         assert set(stages) == {"accelerated"}
 
 
-@settings(max_examples=30, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(neighbours())
 def test_objective_residual_moves_at_most_its_sensitivity_for_the_same_minimiser(
     monkeypatch, problem
@@ -371,8 +436,16 @@ def test_objective_residual_moves_at_most_its_sensitivity_for_the_same_minimiser
     added = bound_data(X_prime[-1:], y_prime[-1:], fit_intercept=fit_intercept, data_norm=1.0)
     b_prime = b - added.X.T @ loss.derivative(added.X @ W_star, added.y)
     points = [
-        _newton.certified_minimize(data.X, data.y, loss, n_outputs=K, regularization=lam, tol=tol,
-                                   linear_term=noise, n_steps=newton_steps).coef
+        _newton.certified_minimize(
+            data.X,
+            data.y,
+            loss,
+            n_outputs=K,
+            regularization=lam,
+            tol=tol,
+            linear_term=noise,
+            n_steps=newton_steps,
+        ).coef
         for data, noise in ((small, b), (big, b_prime))
     ]
     # W* (to r_star / Lambda) minimises both perturbed objectives.
@@ -414,8 +487,9 @@ def _hard_problem(seed):
         K = int(rng.integers(3, 5))
         y = np.argmax(X @ rng.normal(size=(d, K)) + rng.gumbel(size=(n, K)), axis=1)
         loss = MultinomialLoss()
-    data = bound_data(X, y, fit_intercept=fit_intercept, intercept_scaling=intercept_scaling,
-                      data_norm=data_norm)
+    data = bound_data(
+        X, y, fit_intercept=fit_intercept, intercept_scaling=intercept_scaling, data_norm=data_norm
+    )
     G = loss.derivative_bound * data.row_norm_bound
     epsilon = float(10 ** rng.uniform(-1, 1))
     b = perturbation.sample_gamma_norm_noise(rng, (data.n_columns, K), G / (0.79 * epsilon))
@@ -435,13 +509,20 @@ def test_hard_problems_are_certified(seed):
     data, loss, K, lam, G, b = _hard_problem(seed)
     tol = _newton.DEFAULT_GRADIENT_TOL * G
     glm = perturbation._smooth_glm(loss, data.row_norm_bound, K, "test")
-    _newton.check_certifiable("objective_perturbation", glm, regularization=lam,
-                                   n_public=data.n_samples, noise_norm=float(np.linalg.norm(b)))
-    public = _newton.minimize_strongly_convex(data.X, data.y, loss, n_outputs=K,
-                                              regularization=lam, linear_term=b)
+    _newton.check_certifiable(
+        "objective_perturbation",
+        glm,
+        regularization=lam,
+        n_public=data.n_samples,
+        noise_norm=float(np.linalg.norm(b)),
+    )
+    public = _newton.minimize_strongly_convex(
+        data.X, data.y, loss, n_outputs=K, regularization=lam, linear_term=b
+    )
     assert public.gradient_norm > _newton.CERTIFICATE_MARGIN * tol  # the former failure
-    solve = _newton.certified_minimize(data.X, data.y, loss, n_outputs=K, regularization=lam,
-                                       tol=tol, linear_term=b)
+    solve = _newton.certified_minimize(
+        data.X, data.y, loss, n_outputs=K, regularization=lam, tol=tol, linear_term=b
+    )
     assert solve.stage != "newton"
     recomputed = np.linalg.norm(_gradient(data, loss, solve.coef, lam, b))
     assert recomputed <= _newton.CERTIFICATE_MARGIN * tol
@@ -452,6 +533,10 @@ def test_hard_problems_beyond_double_precision_are_refused(seed):
     data, loss, K, lam, G, b = _hard_problem(seed)
     glm = perturbation._smooth_glm(loss, data.row_norm_bound, K, "test")
     with pytest.raises(ValueError, match="cannot be certified in double precision"):
-        _newton.check_certifiable("objective_perturbation", glm, regularization=lam,
-                                       n_public=data.n_samples,
-                                       noise_norm=float(np.linalg.norm(b)))
+        _newton.check_certifiable(
+            "objective_perturbation",
+            glm,
+            regularization=lam,
+            n_public=data.n_samples,
+            noise_norm=float(np.linalg.norm(b)),
+        )

@@ -44,7 +44,8 @@ def test_standard_scaler_releases_exactly_what_it_claims(delta):
         scaler = DPStandardScaler(epsilon=epsilon, delta=delta, random_state=0).fit(X)
     releases = trace.releases
     assert [r.label for r in releases] == (
-        ["row count"] + [f"feature {j} bound" for j in range(d)]
+        ["row count"]
+        + [f"feature {j} bound" for j in range(d)]
         + ["feature sums and sums of squares"]
     )
     count = releases[0].used
@@ -78,7 +79,7 @@ def test_standard_scaler_releases_exactly_what_it_claims(delta):
     assert events[0] == dpe.LaplaceDpEvent(1.0 / (0.05 * epsilon))
     assert all(
         isinstance(e, PureEpsilonDpEvent) and e.mechanism.startswith(EXPONENTIAL_MECHANISM)
-        for e in events[1:1 + d]
+        for e in events[1 : 1 + d]
     )
     # The statistics are these released values, post-processed.
     noisy = last.used
@@ -175,12 +176,14 @@ def test_minmax_scaler_releases_and_range():
         scaler = DPMinMaxScaler(epsilon=1.0, random_state=0).fit(X)
     labels = [r.label for r in trace.releases]
     assert labels == (
-        ["row count"] + [f"feature {j} bound" for j in range(d)] + ["feature sums"]
+        ["row count"]
+        + [f"feature {j} bound" for j in range(d)]
+        + ["feature sums"]
         + [f"feature {j} half-width" for j in range(d)]
     )
     sums = trace.releases[1 + d]
     assert sums.mechanism == "gaussian" and sums.sensitivity == pytest.approx(math.sqrt(d))
-    bounds = np.array([GRID[r.used] for r in trace.releases[1:1 + d]])
+    bounds = np.array([GRID[r.used] for r in trace.releases[1 : 1 + d]])
     np.testing.assert_allclose(sums.value, np.clip(X / bounds, -1, 1).sum(axis=0), rtol=1e-12)
     centers = bounds * np.clip(sums.used / trace.releases[0].used, -1, 1)
     for j in range(d):
@@ -218,7 +221,9 @@ def test_public_range_scaler_maps_ranges_and_spends_nothing():
     np.testing.assert_allclose(scaler.inverse_transform(np.array([[0.0, 0.0]])), [[5, 10]])
     assert scaler.privacy_spent_ == (0.0, 0.0)
     symmetric = PublicRangeScaler((-4, 4)).fit(sp.csr_matrix(X))
-    np.testing.assert_allclose(symmetric.transform(sp.csr_matrix(X)).toarray(), np.clip(X / 4, -1, 1))
+    np.testing.assert_allclose(
+        symmetric.transform(sp.csr_matrix(X)).toarray(), np.clip(X / 4, -1, 1)
+    )
     with pytest.raises(ValueError, match="symmetric"):
         scaler.transform(sp.csr_matrix(X))
     with pytest.raises(ValueError, match="shape"):
@@ -244,7 +249,9 @@ def test_pipeline_spends_each_step_on_one_budget():
     budget = PrivacyBudget(1.0, 1e-5)
     model = make_pipeline(
         DPStandardScaler(epsilon=0.3, delta=5e-6, budget=budget, random_state=1),
-        DPLogisticRegression(epsilon=0.7, delta=5e-6, classes=[0, 1], budget=budget, random_state=2),
+        DPLogisticRegression(
+            epsilon=0.7, delta=5e-6, classes=[0, 1], budget=budget, random_state=2
+        ),
     ).fit(X, y)
     assert [e.estimator for e in budget.ledger] == ["DPStandardScaler", "DPLogisticRegression"]
     assert budget.spent == pytest.approx((1.0, 1e-5))
@@ -264,17 +271,21 @@ def test_privacy_spent_column_transformer_and_public_steps():
     rng = np.random.default_rng(0)
     X = np.column_stack([rng.normal(size=400) * 10, rng.integers(0, 3, size=400)])
     y = (X[:, 0] > 0).astype(int)
-    column = ColumnTransformer([
-        ("num", DPStandardScaler(epsilon=0.4, random_state=0), [0]),
-        ("cat", OneHotEncoder(categories=[[0, 1, 2]], handle_unknown="ignore"), [1]),
-    ])
+    column = ColumnTransformer(
+        [
+            ("num", DPStandardScaler(epsilon=0.4, random_state=0), [0]),
+            ("cat", OneHotEncoder(categories=[[0, 1, 2]], handle_unknown="ignore"), [1]),
+        ]
+    )
     model = make_pipeline(column, DPLogisticRegression(epsilon=0.6, classes=[0, 1], random_state=1))
     model.fit(X, y)
     epsilon, delta = privacy_spent(model)
     assert epsilon <= 1.0 and delta == pytest.approx(2e-5)
-    assert privacy_spent(model.steps[0][1]) == pytest.approx(
-        model.steps[0][1].named_transformers_["num"].privacy_spent_
-    ) or privacy_spent(model.steps[0][1])[0] <= 0.4
+    assert (
+        privacy_spent(model.steps[0][1])
+        == pytest.approx(model.steps[0][1].named_transformers_["num"].privacy_spent_)
+        or privacy_spent(model.steps[0][1])[0] <= 0.4
+    )
     # A scikit-learn scaler read the data outside the guarantee.
     leaky = make_pipeline(StandardScaler(), DPLogisticRegression(classes=[0, 1], random_state=0))
     leaky.fit(X, y)
@@ -288,11 +299,15 @@ def test_privacy_spent_column_transformer_and_public_steps():
     with pytest.warns(PrivacyLeakWarning):
         privacy_spent(auto_categories)
     # Non-private steps.
-    exact = make_pipeline(DPStandardScaler(epsilon=math.inf), DPLogisticRegression(
-        epsilon=math.inf, classes=[0, 1], max_iter=5)).fit(X, y)
+    exact = make_pipeline(
+        DPStandardScaler(epsilon=math.inf),
+        DPLogisticRegression(epsilon=math.inf, classes=[0, 1], max_iter=5),
+    ).fit(X, y)
     assert privacy_spent(exact) == (math.inf, 0.0)
-    public = make_pipeline(PublicRangeScaler((-50, 50)), DPLogisticRegression(
-        epsilon=0.5, classes=[0, 1], random_state=0)).fit(X, y)
+    public = make_pipeline(
+        PublicRangeScaler((-50, 50)),
+        DPLogisticRegression(epsilon=0.5, classes=[0, 1], random_state=0),
+    ).fit(X, y)
     assert privacy_spent(public)[0] <= 0.5
     with warnings.catch_warnings():
         warnings.simplefilter("error")

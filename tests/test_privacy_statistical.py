@@ -46,9 +46,13 @@ def audit(run, n_runs, claimed_epsilon, seed_offset=0):
     give the 95% lower bound (:func:`sklearn_dp.testing.audit_mechanism`).
     """
     return audit_mechanism(
-        run, claimed_epsilon=claimed_epsilon, delta=DELTA, n_runs=2 * n_runs,
+        run,
+        claimed_epsilon=claimed_epsilon,
+        delta=DELTA,
+        n_runs=2 * n_runs,
         calibration_runs=n_runs,
-        seed_offset=seed_offset * 10_000_019, criterion="empirical",
+        seed_offset=seed_offset * 10_000_019,
+        criterion="empirical",
     ).epsilon_lower_bound
 
 
@@ -67,8 +71,14 @@ def coef_on_canary_feature(solver, epsilon, max_iter, **params):
     def run(dataset, seed):
         X, y = datasets[dataset]
         model = DPLogisticRegression(
-            epsilon=epsilon, delta=DELTA, solver=solver, max_iter=max_iter, fit_intercept=False,
-            clip_norm=0.05, classes=[0, 1], random_state=seed,
+            epsilon=epsilon,
+            delta=DELTA,
+            solver=solver,
+            max_iter=max_iter,
+            fit_intercept=False,
+            clip_norm=0.05,
+            classes=[0, 1],
+            random_state=seed,
             data_norm=1.0,  # a fixed public bound: the audit isolates the solver
             **params,
         ).fit(X, y)
@@ -160,8 +170,14 @@ def test_output_scale_does_not_reveal_the_row_count(solver):
         Xi, yi = datasets[dataset]
         # dp_sgd's default batch size is min(n, 32): the full data, normalised by n.
         model = DPLogisticRegression(
-            epsilon=epsilon, delta=DELTA, solver=solver, max_iter=1, fit_intercept=False,
-            penalty=None, classes=[0, 1], random_state=seed,
+            epsilon=epsilon,
+            delta=DELTA,
+            solver=solver,
+            max_iter=1,
+            fit_intercept=False,
+            penalty=None,
+            classes=[0, 1],
+            random_state=seed,
         ).fit(Xi, yi)
         return -float(np.sum(model.coef_**2))  # the noise is divided by n + 1 under D'
 
@@ -264,8 +280,13 @@ EVENT_SETTINGS = [
 def test_recorded_dp_event_meets_claimed_epsilon(solver, n_classes, epsilon, delta, params, exact):
     X, y = _classification_data(500, n_classes)
     model = DPLogisticRegression(
-        epsilon=epsilon, delta=delta, solver=solver, classes=list(range(n_classes)),
-        random_state=0, data_norm=1.5, **params,
+        epsilon=epsilon,
+        delta=delta,
+        solver=solver,
+        classes=list(range(n_classes)),
+        random_state=0,
+        data_norm=1.5,
+        **params,
     ).fit(X, y)
     assert model.solver_ == solver
     assert model.privacy_spent_ == (epsilon, delta)

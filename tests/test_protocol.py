@@ -108,7 +108,11 @@ def test_diverged_fit_after_noisy_steps_is_charged():
     X, y = _data()
     budget = PrivacyBudget(10.0, 1e-3)
     model = DPLogisticRegression(
-        classes=[0, 1], budget=budget, learning_rate=1e30, max_iter=50, random_state=0,
+        classes=[0, 1],
+        budget=budget,
+        learning_rate=1e30,
+        max_iter=50,
+        random_state=0,
         solver="dp_gd",
     )
     with pytest.raises(ConvergenceError):
@@ -164,7 +168,10 @@ def test_process_killed_mid_fit_leaves_the_reservation_charged(tmp_path):
     env = dict(os.environ, PYTHONPATH=REPO_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(_KILLED_FIT), str(path), str(marker)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         deadline = time.monotonic() + 60
@@ -213,15 +220,18 @@ def test_sparse_duplicates_are_summed_before_clipping():
 
 def test_sparse_duplicates_move_a_release_by_at_most_its_sensitivity():
     X, y = _data(n=60)
-    row = sp.csr_matrix((np.full(1000, 5.0), np.zeros(1000, dtype=np.int32), [0, 1000]),
-                        shape=(1, X.shape[1]))
+    row = sp.csr_matrix(
+        (np.full(1000, 5.0), np.zeros(1000, dtype=np.int32), [0, 1000]), shape=(1, X.shape[1])
+    )
     D = sp.csr_matrix(X)
     D_prime = sp.vstack([D, row], format="csr")
     D_prime = sp.csr_matrix((D_prime.data, D_prime.indices, D_prime.indptr), shape=D_prime.shape)
     y_prime = np.append(y, 1)
     values = []
     for Xi, yi in ((D, y), (D_prime, y_prime)):
-        with trace_releases(substitute=lambda r: 60.0 if r.label == "row count" else 0 * r.output) as trace:
+        with trace_releases(
+            substitute=lambda r: 60.0 if r.label == "row count" else 0 * r.output
+        ) as trace:
             DPSCORegressor(solver="dp_gd", max_iter=2, random_state=0).fit(Xi, yi.astype(float))
         values.append([r.value for r in trace.releases if r.label != "row count"])
         sensitivity = [r.sensitivity for r in trace.releases if r.label != "row count"]
@@ -275,8 +285,14 @@ def test_solver_share_chosen_from_released_values_uses_basic_composition():
     from sklearn_dp.solvers._common import COUNT_EPSILON_FRACTION
 
     X, y = _data(n=400)
-    common = dict(epsilon=1.0, delta=1e-6, classes=[0, 1], random_state=0, data_norm=1.0,
-                  intercept_scaling=1.0)
+    common = dict(
+        epsilon=1.0,
+        delta=1e-6,
+        classes=[0, 1],
+        random_state=0,
+        data_norm=1.0,
+        intercept_scaling=1.0,
+    )
     floor = 1.0 - COUNT_EPSILON_FRACTION * 1.0
     adaptive = DPLogisticRegression(solver="dp_sgd", batch_size=32, max_iter=5, **common).fit(X, y)
     assert epsilon_of_event(adaptive.dp_event_.events[-1], 1e-6) <= floor + 1e-9

@@ -22,8 +22,13 @@ def _data(n=200, seed=0):
 
 def _fit(random_state, **params):
     X, y = _data()
-    return DPLogisticRegression(epsilon=1.0, classes=[0, 1], max_iter=5,
-                                random_state=random_state, **params).fit(X, y).coef_
+    return (
+        DPLogisticRegression(
+            epsilon=1.0, classes=[0, 1], max_iter=5, random_state=random_state, **params
+        )
+        .fit(X, y)
+        .coef_
+    )
 
 
 # --------------------------------------------------------------------------
@@ -108,8 +113,7 @@ def test_none_in_joblib_workers_draws_fresh_entropy_in_each():
     "estimator, params",
     [
         (DPLogisticRegression, dict(classes=[0, 1], max_iter=5)),
-        (DPLogisticRegression, dict(classes=[0, 1], solver="dp_cd", feature_bound=1.0,
-                                    max_iter=2)),
+        (DPLogisticRegression, dict(classes=[0, 1], solver="dp_cd", feature_bound=1.0, max_iter=2)),
         (DPLogisticRegression, dict(classes=[0, 1], delta=0.0)),  # objective perturbation
         (DPSCORegressor, dict(max_iter=5)),
         (DPSCORegressor, dict(solver="output_perturbation", delta=0.0)),
@@ -138,16 +142,18 @@ def test_integer_seed_is_reproducible_in_grid_search_with_two_jobs():
         return GridSearchCV(model, grid, cv=3, n_jobs=2).fit(X, y)
 
     first, second = search(), search()
-    np.testing.assert_array_equal(first.cv_results_["mean_test_score"],
-                                  second.cv_results_["mean_test_score"])
+    np.testing.assert_array_equal(
+        first.cv_results_["mean_test_score"], second.cv_results_["mean_test_score"]
+    )
     assert first.best_params_ == second.best_params_
     assert first.best_estimator_.coef_.tobytes() == second.best_estimator_.coef_.tobytes()
     # The same seed serially: the workers change nothing.
     serial = GridSearchCV(
         DPLogisticRegression(epsilon=1.0, classes=[0, 1], random_state=3), grid, cv=3, n_jobs=1
     ).fit(X, y)
-    np.testing.assert_array_equal(first.cv_results_["mean_test_score"],
-                                  serial.cv_results_["mean_test_score"])
+    np.testing.assert_array_equal(
+        first.cv_results_["mean_test_score"], serial.cv_results_["mean_test_score"]
+    )
 
 
 # --------------------------------------------------------------------------
@@ -172,8 +178,16 @@ def test_generator_is_used_as_it_is_by_the_solvers():
     data = bound_data(X, np.where(y == 1, 1.0, -1.0), fit_intercept=False, data_norm=1.0)
 
     def fit(rng):
-        return dp_gd(data, BinaryLogisticLoss(), n_outputs=1, alpha=0.0, epsilon=1.0,
-                     delta=1e-5, max_iter=3, random_state=rng).coef
+        return dp_gd(
+            data,
+            BinaryLogisticLoss(),
+            n_outputs=1,
+            alpha=0.0,
+            epsilon=1.0,
+            delta=1e-5,
+            max_iter=3,
+            random_state=rng,
+        ).coef
 
     assert np.array_equal(fit(np.random.default_rng(5)), fit(np.random.default_rng(5)))
     shared = np.random.default_rng(5)

@@ -25,18 +25,45 @@ def _plan(n_samples, n_params, epsilon, delta):  # pragma: no cover - never call
 
 
 def _spec(function, **fields):
-    base = dict(name="toy", function=function, plan=_plan, losses=frozenset({"squared"}),
-                penalties=frozenset({None}))
+    base = dict(
+        name="toy",
+        function=function,
+        plan=_plan,
+        losses=frozenset({"squared"}),
+        penalties=frozenset({None}),
+    )
     return SolverSpec(**{**base, **fields})
 
 
 def test_options_and_warm_start_are_read_off_the_signature():
-    def toy(data, loss, *, n_outputs, alpha, epsilon, delta, random_state, verbose,
-            max_iter=None, shrinkage=0.5):
+    def toy(
+        data,
+        loss,
+        *,
+        n_outputs,
+        alpha,
+        epsilon,
+        delta,
+        random_state,
+        verbose,
+        max_iter=None,
+        shrinkage=0.5,
+    ):
         return None
 
-    def warm(data, loss, *, n_outputs, alpha, epsilon, delta, random_state, verbose,
-             coef_init=None, step_size=None):
+    def warm(
+        data,
+        loss,
+        *,
+        n_outputs,
+        alpha,
+        epsilon,
+        delta,
+        random_state,
+        verbose,
+        coef_init=None,
+        step_size=None,
+    ):
         return None
 
     assert _spec(toy).options == ("max_iter", "shrinkage")
@@ -60,8 +87,7 @@ def test_register_refuses_kwargs_and_constraints_of_unknown_options():
     def loose(data, loss, *, n_outputs, alpha, epsilon, delta, random_state, verbose, **options):
         return None
 
-    def toy(data, loss, *, n_outputs, alpha, epsilon, delta, random_state, verbose,
-            max_iter=None):
+    def toy(data, loss, *, n_outputs, alpha, epsilon, delta, random_state, verbose, max_iter=None):
         return None
 
     with pytest.raises(ValueError, match="keyword-only"):
@@ -75,34 +101,47 @@ def test_option_constraints_of_a_spec_validate_solver_options_before_any_spend()
     X = np.random.default_rng(0).normal(size=(60, 3))
     y = (X[:, 0] > 0).astype(int)
     with pytest.raises(ValueError, match="n_probes"):
-        DPSCORegressor(solver="resque", loss="absolute", data_norm=1.0, y_bound=1.0,
-                       solver_options={"n_probes": 0}).fit(X, X[:, 0])
+        DPSCORegressor(
+            solver="resque",
+            loss="absolute",
+            data_norm=1.0,
+            y_bound=1.0,
+            solver_options={"n_probes": 0},
+        ).fit(X, X[:, 0])
     with pytest.raises(ValueError, match="tau"):
-        DPLogisticRegression(solver="dp_cd", feature_bound=1.0, classes=[0, 1],
-                             solver_options={"tau": 0}).fit(X, y)
+        DPLogisticRegression(
+            solver="dp_cd", feature_bound=1.0, classes=[0, 1], solver_options={"tau": 0}
+        ).fit(X, y)
 
 
 def test_choose_solver_skips_conditions_that_fail_and_solvers_that_do_not_fit():
-    problem = dict(loss="absolute", penalty=None, delta=1e-6, multiclass=False, sparse=False,
-                   constraint=None)
+    problem = dict(
+        loss="absolute", penalty=None, delta=1e-6, multiclass=False, sparse=False, constraint=None
+    )
     preferences = (
         AutoChoice("dp_newton"),  # does not fit: absolute loss
         AutoChoice("resque", when=lambda *context: False),  # condition fails
         AutoChoice("dp_sgd"),
     )
-    chosen = choose_solver(preferences, estimator="E", context=(None, None, None),
-                           problem_for=lambda spec: problem)
+    chosen = choose_solver(
+        preferences, estimator="E", context=(None, None, None), problem_for=lambda spec: problem
+    )
     assert chosen == "dp_sgd"
     with pytest.raises(ValueError, match="solver='auto' found no solver.*dp_newton: loss"):
-        choose_solver(preferences[:2], estimator="E", context=(None, None, None),
-                      problem_for=lambda spec: problem)
+        choose_solver(
+            preferences[:2],
+            estimator="E",
+            context=(None, None, None),
+            problem_for=lambda spec: problem,
+        )
 
 
 def test_auto_never_picks_a_solver_the_registry_refuses():
     """The issue's example: quantile loss in an l1 ball used to pick frank_wolfe."""
     X = np.random.default_rng(0).uniform(-1, 1, size=(80, 3))
-    model = DPSCORegressor(loss="quantile", constraint="l1", radius=1.0, feature_bound=1.0,
-                           y_bound=1.0)
+    model = DPSCORegressor(
+        loss="quantile", constraint="l1", radius=1.0, feature_bound=1.0, y_bound=1.0
+    )
     with pytest.raises(ValueError) as info:
         model.fit(X, X[:, 0])
     message = str(info.value)
@@ -119,27 +158,39 @@ def _configurations():
         ["auto", 1.0],  # feature_bound
     )
     for loss, penalty, constraint, delta, feature_bound in regressor:
-        params = dict(loss=loss, penalty=penalty, delta=delta, feature_bound=feature_bound,
-                      data_norm=1.0, y_bound=1.0)
+        params = dict(
+            loss=loss,
+            penalty=penalty,
+            delta=delta,
+            feature_bound=feature_bound,
+            data_norm=1.0,
+            y_bound=1.0,
+        )
         if penalty == "elasticnet":
             params["l1_ratio"] = 0.5
         if constraint is not None:
             params.update(constraint=constraint, radius=1.0)
-        yield pytest.param(DPSCORegressor, params, id=f"reg-{loss}-{penalty}-{constraint}-"
-                                                      f"{delta}-{feature_bound}")
-    classifier = itertools.product(["l2", "l1", None], [None, "l1", "l2"], [0.0, 1e-6],
-                                   ["auto", 1.0])
+        yield pytest.param(
+            DPSCORegressor, params, id=f"reg-{loss}-{penalty}-{constraint}-{delta}-{feature_bound}"
+        )
+    classifier = itertools.product(
+        ["l2", "l1", None], [None, "l1", "l2"], [0.0, 1e-6], ["auto", 1.0]
+    )
     for penalty, constraint, delta, feature_bound in classifier:
-        params = dict(penalty=penalty, delta=delta, feature_bound=feature_bound, data_norm=1.0,
-                      classes=[0, 1])
+        params = dict(
+            penalty=penalty, delta=delta, feature_bound=feature_bound, data_norm=1.0, classes=[0, 1]
+        )
         if constraint is not None:
             params.update(constraint=constraint, radius=1.0)
-        yield pytest.param(DPLogisticRegression, params,
-                           id=f"log-{penalty}-{constraint}-{delta}-{feature_bound}")
+        yield pytest.param(
+            DPLogisticRegression, params, id=f"log-{penalty}-{constraint}-{delta}-{feature_bound}"
+        )
     for radius, delta, alpha in itertools.product([None, 1.0], [0.0, 1e-6], [None, 0.01]):
-        yield pytest.param(DPLasso, dict(radius=radius, delta=delta, alpha=alpha,
-                                         feature_bound=1.0, y_bound=1.0),
-                           id=f"lasso-{radius}-{delta}-{alpha}")
+        yield pytest.param(
+            DPLasso,
+            dict(radius=radius, delta=delta, alpha=alpha, feature_bound=1.0, y_bound=1.0),
+            id=f"lasso-{radius}-{delta}-{alpha}",
+        )
 
 
 @pytest.mark.parametrize("estimator, params", list(_configurations()))
@@ -187,17 +238,29 @@ def test_a_toy_solver_is_picked_up_from_one_registry_entry():
         sigma = gaussian_noise_multiplier(epsilon, delta, 1)
         return PrivacyPlan(gaussian_steps_event(sigma, 1), sigma, 1)
 
-    def toy_zero(data, loss, *, n_outputs, alpha, epsilon, delta, random_state, verbose,
-                 max_iter=None):
-        return SolverResult(coef=np.zeros((data.n_columns, n_outputs)), n_iter=1,
-                            plan=toy_plan(1, 1, epsilon, delta))
+    def toy_zero(
+        data, loss, *, n_outputs, alpha, epsilon, delta, random_state, verbose, max_iter=None
+    ):
+        return SolverResult(
+            coef=np.zeros((data.n_columns, n_outputs)),
+            n_iter=1,
+            plan=toy_plan(1, 1, epsilon, delta),
+        )
 
-    register_solver(SolverSpec(name="toy_zero", function=toy_zero, plan=toy_plan,
-                               losses=frozenset({"squared"}), penalties=frozenset({None, "l2"})))
+    register_solver(
+        SolverSpec(
+            name="toy_zero",
+            function=toy_zero,
+            plan=toy_plan,
+            losses=frozenset({"squared"}),
+            penalties=frozenset({None, "l2"}),
+        )
+    )
     try:
         X = np.random.default_rng(0).normal(size=(50, 2))
-        model = DPSCORegressor(solver="toy_zero", data_norm=1.0, y_bound=1.0, max_iter=4,
-                               random_state=0).fit(X, X[:, 0])
+        model = DPSCORegressor(
+            solver="toy_zero", data_norm=1.0, y_bound=1.0, max_iter=4, random_state=0
+        ).fit(X, X[:, 0])
         assert model.solver_ == "toy_zero" and model.n_iter_ == 1
         with pytest.raises(ValueError, match="does not support loss='huber'"):
             DPSCORegressor(solver="toy_zero", loss="huber").fit(X, X[:, 0])
@@ -214,8 +277,14 @@ def test_an_option_set_to_none_takes_its_default():
     X = rng.uniform(-1, 1, size=(80, 3))
     y = X @ np.array([0.5, -0.2, 0.0])
     fits = [
-        DPLasso(alpha=0.1, solver="dp_ssp", feature_bound=1.0, y_bound=1.0, random_state=0,
-                solver_options=options).fit(X, y)
+        DPLasso(
+            alpha=0.1,
+            solver="dp_ssp",
+            feature_bound=1.0,
+            y_bound=1.0,
+            random_state=0,
+            solver_options=options,
+        ).fit(X, y)
         for options in ({"tol": None}, None)
     ]
     np.testing.assert_array_equal(fits[0].coef_, fits[1].coef_)

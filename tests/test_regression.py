@@ -50,8 +50,14 @@ def _huber_reference(X, y, threshold, alpha):
 def test_epsilon_inf_huber_reaches_reference(data):
     X, y = data
     model = DPSCORegressor(
-        epsilon=math.inf, loss="huber", huber_threshold=0.2, alpha=1e-3,
-        data_norm=10.0, y_bound=10.0, intercept_scaling=1.0, max_iter=5000,
+        epsilon=math.inf,
+        loss="huber",
+        huber_threshold=0.2,
+        alpha=1e-3,
+        data_norm=10.0,
+        y_bound=10.0,
+        intercept_scaling=1.0,
+        max_iter=5000,
     ).fit(X, y)
     reference = _huber_reference(X, y, 0.2, 1e-3)
     np.testing.assert_allclose(np.append(model.coef_, model.intercept_), reference, atol=1e-4)

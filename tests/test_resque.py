@@ -217,7 +217,10 @@ def test_project_two_balls_matches_constrained_qp():
         ]
         start = c1 + (c2 - c1) * 0.5 if np.linalg.norm(c2 - c1) < r1 else c1
         reference = minimize(
-            lambda z: np.sum((z - u) ** 2), start, constraints=constraints, method="SLSQP",
+            lambda z: np.sum((z - u) ** 2),
+            start,
+            constraints=constraints,
+            method="SLSQP",
             options={"ftol": 1e-14, "maxiter": 500},
         ).x
         assert np.sum((p - u) ** 2) <= np.sum((reference - u) ** 2) + 1e-8
@@ -306,8 +309,10 @@ def test_lad_reference_is_the_primal_optimum():
     n, p = A.shape
     primal = linprog(
         np.concatenate([np.zeros(p), np.ones(2 * n) / n]),
-        A_eq=np.hstack([A, np.eye(n), -np.eye(n)]), b_eq=y,
-        bounds=[(None, None)] * p + [(0, None)] * (2 * n), method="highs",
+        A_eq=np.hstack([A, np.eye(n), -np.eye(n)]),
+        b_eq=y,
+        bounds=[(None, None)] * p + [(0, None)] * (2 * n),
+        method="highs",
     )
     assert primal.fun == pytest.approx(value, abs=1e-9)
 
@@ -320,8 +325,18 @@ def test_epsilon_inf_reaches_the_lp_optimum(schedule):
     radius = 2 * np.linalg.norm(w_star)  # the constraint is not active at the optimum
     tol = 5e-4
     result = resque(
-        data, AbsoluteLoss(), n_outputs=1, alpha=0.0, epsilon=math.inf, delta=1e-6,
-        radius=radius, tol=tol, schedule=schedule, max_inner=5_000, batch_size=64, random_state=0,
+        data,
+        AbsoluteLoss(),
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=math.inf,
+        delta=1e-6,
+        radius=radius,
+        tol=tol,
+        schedule=schedule,
+        max_inner=5_000,
+        batch_size=64,
+        random_state=0,
     )
     excess = np.mean(np.abs(data.X @ result.coef[:, 0] - y)) - f_star
     lipschitz = data.row_norm_bound
@@ -338,8 +353,16 @@ def test_outer_loop_invariants():
     data = bound_data(X, y, fit_intercept=True, data_norm=1.0)
     radius = 0.5  # active: the unconstrained optimum is longer
     result = resque(
-        data, AbsoluteLoss(), n_outputs=1, alpha=0.0, epsilon=2.0, delta=1e-5, radius=radius,
-        tol=0.02, restart=False, random_state=0,
+        data,
+        AbsoluteLoss(),
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=2.0,
+        delta=1e-5,
+        radius=radius,
+        tol=0.02,
+        restart=False,
+        random_state=0,
     )
     info = result.info
     assert info["restarts"] == 0
@@ -358,8 +381,15 @@ def test_restarts_reset_the_acceleration():
     X, y = _lad_problem(n=300)
     data = bound_data(X, y, fit_intercept=True, data_norm=1.0)
     result = resque(
-        data, AbsoluteLoss(), n_outputs=1, alpha=0.0, epsilon=math.inf, delta=1e-5, radius=3.0,
-        tol=0.002, random_state=0,
+        data,
+        AbsoluteLoss(),
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=math.inf,
+        delta=1e-5,
+        radius=3.0,
+        tol=0.002,
+        random_state=0,
     )
     A = np.array(result.info["A"])
     drops = np.flatnonzero(np.diff(A) < 0)
@@ -395,8 +425,16 @@ def test_query_depth_and_counts_budget_schedule(monkeypatch):
     loss = _CountingLoss()
     epsilon, delta, tol, probes = 1.0, 1e-6, 0.05, 2
     result = resque(
-        data, loss, n_outputs=1, alpha=0.0, epsilon=epsilon, delta=delta, radius=2.0, tol=tol,
-        n_probes=probes, random_state=0,
+        data,
+        loss,
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=epsilon,
+        delta=delta,
+        radius=2.0,
+        tol=tol,
+        n_probes=probes,
+        random_state=0,
     )
     k = math.ceil((2 * math.sqrt(5) / tol) ** (2 / 3))
     inner = max(32, math.floor(20 * 1000 / (32 * k * probes)))
@@ -418,8 +456,18 @@ def test_query_counts_theory_schedule():
     loss = _CountingLoss()
     batch, cap = 16, 3000
     result = resque(
-        data, loss, n_outputs=1, alpha=0.0, epsilon=math.inf, delta=1e-6, radius=2.0, tol=0.05,
-        schedule="theory", max_inner=cap, batch_size=batch, random_state=0,
+        data,
+        loss,
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=math.inf,
+        delta=1e-6,
+        radius=2.0,
+        tol=0.05,
+        schedule="theory",
+        max_inner=cap,
+        batch_size=batch,
+        random_state=0,
     )
     info = result.info
     lipschitz, r = data.row_norm_bound, info["ball_radius"]
@@ -453,8 +501,16 @@ def test_noise_scale_is_exact(monkeypatch):
     epsilon, delta = 1.0, 1e-5
     with trace_releases() as trace:
         result = resque(
-            data, QuantileLoss(0.7), n_outputs=1, alpha=0.0, epsilon=epsilon, delta=delta,
-            radius=1.0, tol=0.05, max_weight=2.0, random_state=0,
+            data,
+            QuantileLoss(0.7),
+            n_outputs=1,
+            alpha=0.0,
+            epsilon=epsilon,
+            delta=delta,
+            radius=1.0,
+            tol=0.05,
+            max_weight=2.0,
+            random_state=0,
         )
     sigma = subsampled_gaussian_noise_multiplier(epsilon, delta, 32 / n, result.plan.n_steps)
     sensitivity = 2.0 * 0.7 * 2.0  # max_weight * derivative bound * row bound
@@ -567,11 +623,17 @@ def test_check_is_registered_and_shared_with_the_solver():
     from sklearn_dp.linear_model._base import PublicSetting
 
     public = PublicSetting(
-        n_features=3, n_outputs=1, multiclass=False, sparse=False, fit_intercept=True,
-        epsilon=1.0, delta=1e-5,
+        n_features=3,
+        n_outputs=1,
+        multiclass=False,
+        sparse=False,
+        fit_intercept=True,
+        epsilon=1.0,
+        delta=1e-5,
     )
-    arguments = dict(loss_name="absolute", n_outputs=1, penalty=None, alpha=0.0, l1_ratio=None,
-                     public=public)
+    arguments = dict(
+        loss_name="absolute", n_outputs=1, penalty=None, alpha=0.0, l1_ratio=None, public=public
+    )
     spec.check(**arguments, options={"batch_size": 8, "restart": False})
     for options, message in [
         ({"max_weight": math.inf}, "finite max_weight"),
@@ -597,14 +659,27 @@ def test_release_count_check_is_public_and_fires_on_a_bug_only(monkeypatch):
     real = resque_module._BallOracle.n_steps
     monkeypatch.setattr(resque_module._BallOracle, "n_steps", lambda self, lam: real(self, lam) + 1)
     with pytest.raises(AssertionError, match="a bug") as caught:
-        resque(data, AbsoluteLoss(), n_outputs=1, alpha=0.0, epsilon=1.0, delta=1e-5, tol=0.3,
-               random_state=0)
+        resque(
+            data,
+            AbsoluteLoss(),
+            n_outputs=1,
+            alpha=0.0,
+            epsilon=1.0,
+            delta=1e-5,
+            tol=0.3,
+            random_state=0,
+        )
     assert getattr(caught.value, "__sklearn_dp_public__", False)
     # Through an estimator the fit stays charged (failed), and the error is not withheld.
     budget = PrivacyBudget(10.0, 1e-3)
     with pytest.raises(AssertionError, match="a bug"):
-        DPSCORegressor(loss="absolute", solver="resque", budget=budget, random_state=0,
-                       solver_options={"tol": 0.3}).fit(X, y)
+        DPSCORegressor(
+            loss="absolute",
+            solver="resque",
+            budget=budget,
+            random_state=0,
+            solver_options={"tol": 0.3},
+        ).fit(X, y)
     assert [entry.status for entry in budget.ledger] == ["failed"]
 
 
@@ -635,8 +710,9 @@ def test_shared_rows_keep_their_perturbations_when_a_row_is_added(monkeypatch, c
     monkeypatch.setattr(resque_module, "QUERY_CHUNK", chunk)
     X, y = _lad_problem(n=7, d=3)
     data = bound_data(X, y, fit_intercept=True, data_norm=1.0)
-    big = bound_data(np.vstack([X, [[9.0, 9.0, 9.0]]]), np.append(y, 1e6), fit_intercept=True,
-                     data_norm=1.0)
+    big = bound_data(
+        np.vstack([X, [[9.0, 9.0, 9.0]]]), np.append(y, 1e6), fit_intercept=True, data_norm=1.0
+    )
     center = np.full(4, 0.1)
     n_steps, rho = 3, 0.2
     rounds = []
@@ -645,12 +721,18 @@ def test_shared_rows_keep_their_perturbations_when_a_row_is_added(monkeypatch, c
         rows = np.tile(np.arange(n), n_steps)
         starts = np.arange(n_steps + 1) * n
         if parallel is None:
-            rounds.append(resque_module._query_round(
-                d.design, d.y, AbsoluteLoss(), center, rows, starts, rho, 5, 2, None))
+            rounds.append(
+                resque_module._query_round(
+                    d.design, d.y, AbsoluteLoss(), center, rows, starts, rho, 5, 2, None
+                )
+            )
         else:
             with parallel:
-                rounds.append(resque_module._query_round(
-                    d.design, d.y, AbsoluteLoss(), center, rows, starts, rho, 5, 2, parallel))
+                rounds.append(
+                    resque_module._query_round(
+                        d.design, d.y, AbsoluteLoss(), center, rows, starts, rho, 5, 2, parallel
+                    )
+                )
     small, large, large_parallel = rounds
     for name in ("xi", "features", "derivative"):
         np.testing.assert_array_equal(getattr(large, name), getattr(large_parallel, name))
@@ -670,15 +752,24 @@ def test_regressor_with_resque_records_parallel_cost():
     X, y = _lad_problem(n=800)
     budget = PrivacyBudget(3.0, 1e-5)
     model = DPSCORegressor(
-        epsilon=1.0, delta=1e-6, loss="absolute", solver="resque", radius=3.0, budget=budget,
-        random_state=0, data_norm=1.0, y_bound=1.0, intercept_scaling=1.0,  # no bound releases
+        epsilon=1.0,
+        delta=1e-6,
+        loss="absolute",
+        solver="resque",
+        radius=3.0,
+        budget=budget,
+        random_state=0,
+        data_norm=1.0,
+        y_bound=1.0,
+        intercept_scaling=1.0,  # no bound releases
     ).fit(X, y)
     assert model.solver_ == "resque"
     # resque's steps depend on the noisy count (adaptive): the basic share,
     # and a plan for a count near 800 (the noise of the count is keyed on the
     # ledger entry, so the exact count is not known here).
-    plans = [get_solver("resque").plan(n, 6, 1.0 - COUNT_EPSILON_FRACTION, 1e-6)
-             for n in range(760, 841)]
+    plans = [
+        get_solver("resque").plan(n, 6, 1.0 - COUNT_EPSILON_FRACTION, 1e-6) for n in range(760, 841)
+    ]
     plan = next(p for p in plans if p.n_steps == model.n_iter_)
     assert model.query_depth_ == plan.details["n_outer"]
     assert model.n_queries_ > 0
@@ -707,8 +798,13 @@ def test_regressor_n_jobs_reaches_the_solver_and_changes_nothing():
 def test_regressor_resque_quantile_and_unconstrained():
     X, y = _lad_problem(n=600)
     model = DPSCORegressor(
-        epsilon=math.inf, loss="quantile", quantile=0.3, solver="resque", penalty=None,
-        solver_options={"tol": 0.003}, random_state=0,
+        epsilon=math.inf,
+        loss="quantile",
+        quantile=0.3,
+        solver="resque",
+        penalty=None,
+        solver_options={"tol": 0.003},
+        random_state=0,
     ).fit(X, y)
     residuals = y - model.predict(X)
     # a 0.3-quantile fit leaves about 30% of the labels below the predictions
@@ -755,7 +851,11 @@ def test_logistic_regression_binary_runs_on_resque():
     # resque has no default schedule for the logistic loss: a schedule of the
     # caller's own (radius and tol) runs.
     model = DPLogisticRegression(
-        epsilon=math.inf, solver="resque", classes=[0, 1], random_state=0, radius=5.0,
+        epsilon=math.inf,
+        solver="resque",
+        classes=[0, 1],
+        random_state=0,
+        radius=5.0,
         solver_options={"tol": 0.1},
     ).fit(X, y)
     assert model.score(X, y) > 0.8
@@ -771,8 +871,9 @@ def test_logistic_loss_without_a_schedule_is_refused_before_any_spend(kwargs):
     y = (X[:, 0] > 0).astype(int)
     for epsilon in (1.0, math.inf):
         budget = PrivacyBudget(10.0, 1e-3) if math.isfinite(epsilon) else None
-        model = DPLogisticRegression(epsilon=epsilon, solver="resque", classes=[0, 1],
-                                     budget=budget, **kwargs)
+        model = DPLogisticRegression(
+            epsilon=epsilon, solver="resque", classes=[0, 1], budget=budget, **kwargs
+        )
         with pytest.raises(ValueError, match="no default schedule.*'dp_newton', 'dp_gd'"):
             model.fit(X, y)
         if budget is not None:
@@ -790,8 +891,12 @@ AUDIT_DELTA = 1e-5
 def _audit(run, n_runs, claimed_epsilon):
     """Pick the threshold on ``n_runs`` runs per data set, bound epsilon (95%) on fresh runs."""
     return audit_mechanism(
-        run, claimed_epsilon=claimed_epsilon, delta=AUDIT_DELTA, n_runs=2 * n_runs,
-        calibration_runs=n_runs, criterion="empirical",
+        run,
+        claimed_epsilon=claimed_epsilon,
+        delta=AUDIT_DELTA,
+        n_runs=2 * n_runs,
+        calibration_runs=n_runs,
+        criterion="empirical",
     ).epsilon_lower_bound
 
 
@@ -810,12 +915,19 @@ def _canary_run(epsilon):
     def run(dataset, seed):
         Xd, yd = datasets[dataset]
         model = DPSCORegressor(
-            epsilon=epsilon, delta=AUDIT_DELTA, loss="absolute", penalty=None, solver="resque",
+            epsilon=epsilon,
+            delta=AUDIT_DELTA,
+            loss="absolute",
+            penalty=None,
+            solver="resque",
             # Default batch: min(32, noisy count), i.e. full batches at n = 20, so
             # runs share one calibration (an explicit batch_size would turn
             # into a rate through each run's noisy count).
-            fit_intercept=False, solver_options={"tol": 0.1}, random_state=seed,
-            data_norm=1.0, y_bound=1.0,  # fixed public bounds: the audit isolates the solver
+            fit_intercept=False,
+            solver_options={"tol": 0.1},
+            random_state=seed,
+            data_norm=1.0,
+            y_bound=1.0,  # fixed public bounds: the audit isolates the solver
         ).fit(Xd, yd)
         return model.coef_[1]
 
@@ -859,8 +971,15 @@ def test_query_count_does_not_reveal_the_row_count():
     X2, y2 = np.vstack([X, X[:37]]), np.append(y, y[:37])
     infos = [
         resque(
-            bound_data(Xd, yd, fit_intercept=True, data_norm=1.0, n_public=400.0), AbsoluteLoss(),
-            n_outputs=1, alpha=0.0, epsilon=1.0, delta=1e-6, radius=2.0, tol=0.1, random_state=seed,
+            bound_data(Xd, yd, fit_intercept=True, data_norm=1.0, n_public=400.0),
+            AbsoluteLoss(),
+            n_outputs=1,
+            alpha=0.0,
+            epsilon=1.0,
+            delta=1e-6,
+            radius=2.0,
+            tol=0.1,
+            random_state=seed,
         ).info
         for Xd, yd in ((X, y), (X2, y2))
         for seed in (0, 1)

@@ -41,13 +41,19 @@ def test_charged_fits_with_one_seed_draw_independent_noise(kind):
         }[kind]
         budget = PrivacyBudget(10.0, 1e-4)
         model = DPLogisticRegression(
-            epsilon=1.0, delta=1e-6, classes=[0, 1], solver="output_perturbation",
-            budget=budget, random_state=random_state,
+            epsilon=1.0,
+            delta=1e-6,
+            classes=[0, 1],
+            solver="output_perturbation",
+            budget=budget,
+            random_state=random_state,
         )
         out = cross_validate(model, X, y, cv=KFold(2), return_estimator=True)
         first, second = out["estimator"]
         assert len(budget.ledger) == 2
-        differences.append(np.append(first.coef_ - second.coef_, first.intercept_ - second.intercept_))
+        differences.append(
+            np.append(first.coef_ - second.coef_, first.intercept_ - second.intercept_)
+        )
     # Independent noise in the two folds: the difference depends on the seed.
     assert not np.allclose(differences[0], differences[1])
 
@@ -79,8 +85,12 @@ def test_seeded_searches_on_one_budget_draw_independent_streams():
     scores = []
     for _ in range(2):
         search = DPGridSearchCV(
-            DPLogisticRegression(classes=[0, 1], max_iter=5), {"C": [0.1, 1.0]},
-            epsilon=2.0, delta=1e-5, budget=budget, random_state=0,
+            DPLogisticRegression(classes=[0, 1], max_iter=5),
+            {"C": [0.1, 1.0]},
+            epsilon=2.0,
+            delta=1e-5,
+            budget=budget,
+            random_state=0,
         ).fit(X, y)
         scores.append((search.best_score_, search.best_estimator_.coef_.copy()))
     assert scores[0][0] != scores[1][0]
@@ -111,7 +121,9 @@ def test_classes_do_not_show_the_width_of_an_unreleased_string_label():
     for extra in (None, "hippopotamus"):
         X, y = _labelled(labels, extra)
         model = DPLogisticRegression(max_iter=2, random_state=0).fit(X, y)
-        seen.append((model.classes_.tolist(), model.classes_.dtype.str, model.predict(X[:3]).dtype.str))
+        seen.append(
+            (model.classes_.tolist(), model.classes_.dtype.str, model.predict(X[:3]).dtype.str)
+        )
     assert seen[0] == seen[1]
     assert seen[0][1] == "<U3"
 
@@ -162,7 +174,9 @@ def test_sparse_entrywise_bounding_does_not_densify_huge_rows():
         X = sp.csr_matrix((values, (np.arange(n), rng.integers(d, size=n))), shape=(n, d))
         tracemalloc.start()
         try:
-            data = bound_data(X, np.zeros(n), fit_intercept=True, geometry="linf", feature_bound=1.0)
+            data = bound_data(
+                X, np.zeros(n), fit_intercept=True, geometry="linf", feature_bound=1.0
+            )
             return tracemalloc.get_traced_memory()[1], data, X
         finally:
             tracemalloc.stop()

@@ -22,8 +22,7 @@ def test_float32_hostile_row_score_overflow():
     # was NaN and the fit on D + row failed while the fit on D succeeded.
     X, y = _separable()
     hostile = np.array([[3.0e38, -3.0e38]], dtype=np.float32)
-    data = bound_data(np.vstack([X, hostile]), np.append(y, 1), fit_intercept=True,
-                      data_norm=2.0)
+    data = bound_data(np.vstack([X, hostile]), np.append(y, 1), fit_intercept=True, data_norm=2.0)
     W = np.array([3.0, 3.0, 0.5])
     Z = data.design.matmul(W)
     reference = data.design.toarray() @ W
@@ -31,10 +30,16 @@ def test_float32_hostile_row_score_overflow():
     np.testing.assert_allclose(Z, reference, rtol=1e-5, atol=1e-5)
 
     def fit(X, y):
-        with trace_releases(substitute=lambda r: np.zeros_like(np.asarray(r.output, float))
-                            if r.mechanism != "exponential" else r.output) as trace:
-            DPLogisticRegression(epsilon=1.0, classes=[0, 1], data_norm=2.0,
-                                 random_state=0).fit(X, y)
+        with trace_releases(
+            substitute=lambda r: (
+                np.zeros_like(np.asarray(r.output, float))
+                if r.mechanism != "exponential"
+                else r.output
+            )
+        ) as trace:
+            DPLogisticRegression(epsilon=1.0, classes=[0, 1], data_norm=2.0, random_state=0).fit(
+                X, y
+            )
         return trace.releases
 
     base = fit(X, y)
@@ -57,10 +62,13 @@ def test_float32_hostile_row_fit_is_finite():
         assert np.all(np.isfinite(model.coef_))
 
 
-@pytest.mark.parametrize("make", [
-    lambda: sklearn_dp.DPSCORegressor(fit_intercept=False, random_state=0),
-    lambda: sklearn_dp.DPLasso(fit_intercept=False, alpha=0.1, random_state=0),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: sklearn_dp.DPSCORegressor(fit_intercept=False, random_state=0),
+        lambda: sklearn_dp.DPLasso(fit_intercept=False, alpha=0.1, random_state=0),
+    ],
+)
 def test_no_intercept_means_no_released_label_centre(make):
     """fit_intercept=False used to add the released label centre to intercept_."""
     rng = np.random.default_rng(0)

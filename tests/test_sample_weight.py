@@ -53,8 +53,13 @@ _rows = st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=3, max_size=3)
 
 
 @settings(max_examples=40, deadline=None)
-@given(row=_rows, label=st.sampled_from([-1.0, 1.0]), weight=st.floats(0, 1e3),
-       max_weight=st.floats(0.1, 10.0), seed=st.integers(0, 2**16))
+@given(
+    row=_rows,
+    label=st.sampled_from([-1.0, 1.0]),
+    weight=st.floats(0, 1e3),
+    max_weight=st.floats(0.1, 10.0),
+    seed=st.integers(0, 2**16),
+)
 def test_weighted_gradient_sum_moves_by_the_rows_clipped_weighted_term(
     row, label, weight, max_weight, seed
 ):
@@ -68,20 +73,23 @@ def test_weighted_gradient_sum_moves_by_the_rows_clipped_weighted_term(
     clip = 0.7
     sums = []
     for Xi, yi, wi in ((X, y, w), (X2, y2, w2)):
-        data = bound_data(Xi, yi, fit_intercept=True, data_norm=1.0, sample_weight=wi,
-                          max_weight=max_weight)
+        data = bound_data(
+            Xi, yi, fit_intercept=True, data_norm=1.0, sample_weight=wi, max_weight=max_weight
+        )
         assert data.weight_bound == max_weight
         assert np.all(data.sample_weight <= max_weight) and np.all(data.sample_weight >= 0)
-        sums.append(clipped_gradient_sum(data.X, data.y, W, loss, clip, data.row_norms,
-                                         data.sample_weight))
+        sums.append(
+            clipped_gradient_sum(data.X, data.y, W, loss, clip, data.row_norms, data.sample_weight)
+        )
     moved = np.linalg.norm(sums[1] - sums[0])
     assert moved <= max_weight * clip * (1 + 1e-9) + 1e-12
     # Exactly the added row's term: min(weight, M) * clip_C(grad l(x, y)).
     data = bound_data(np.atleast_2d(row), np.array([label]), fit_intercept=True, data_norm=1.0)
     x = data.X[0]
     z = float(x @ W[:, 0])
-    derivative = -label / (1 + math.exp(label * z)) if abs(z) < 700 else (
-        -label if label * z < 0 else 0.0)
+    derivative = (
+        -label / (1 + math.exp(label * z)) if abs(z) < 700 else (-label if label * z < 0 else 0.0)
+    )
     g = derivative * x
     norm = np.linalg.norm(g)
     if norm > clip:
@@ -91,8 +99,13 @@ def test_weighted_gradient_sum_moves_by_the_rows_clipped_weighted_term(
 
 
 @settings(max_examples=30, deadline=None)
-@given(row=_rows, weight=st.floats(0, 1e3), max_weight=st.floats(0.1, 10.0),
-       loss_name=st.sampled_from(["log_loss", "squared"]), seed=st.integers(0, 2**16))
+@given(
+    row=_rows,
+    weight=st.floats(0, 1e3),
+    max_weight=st.floats(0.1, 10.0),
+    loss_name=st.sampled_from(["log_loss", "squared"]),
+    seed=st.integers(0, 2**16),
+)
 def test_weighted_newton_and_ssp_sums_move_by_max_weight_times_their_sensitivity(
     row, weight, max_weight, loss_name, seed
 ):
@@ -101,16 +114,21 @@ def test_weighted_newton_and_ssp_sums_move_by_max_weight_times_their_sensitivity
     y = np.where(rng.random(15) < 0.5, -1.0, 1.0)
     w = rng.uniform(0, max_weight, size=15)
     R = math.hypot(1.0, 1.0)  # data_norm 1, intercept column 1
-    loss = (get_loss("log_loss", n_classes=2) if loss_name == "log_loss"
-            else get_loss("squared", residual_bound=2.0))
+    loss = (
+        get_loss("log_loss", n_classes=2)
+        if loss_name == "log_loss"
+        else get_loss("squared", residual_bound=2.0)
+    )
     beta = 0.25 if loss_name == "log_loss" else 1.0
     W = rng.normal(size=(4, 1))
     out = []
     for Xi, yi, wi in ((X, y, w), (np.vstack([X, row]), np.append(y, 1.0), np.append(w, weight))):
-        data = bound_data(Xi, yi, fit_intercept=True, data_norm=1.0, sample_weight=wi,
-                          max_weight=max_weight)
-        g, H = newton_sums(data.design, data.y, W, loss, 0.5, data.row_norms,
-                           sample_weight=data.sample_weight)
+        data = bound_data(
+            Xi, yi, fit_intercept=True, data_norm=1.0, sample_weight=wi, max_weight=max_weight
+        )
+        g, H = newton_sums(
+            data.design, data.y, W, loss, 0.5, data.row_norms, sample_weight=data.sample_weight
+        )
         gram, xty = sufficient_statistics(data.design, data.y, 1.0, data.sample_weight)
         out.append((g, svec(H), svec(gram), xty))
     (g0, h0, G0, b0), (g1, h1, G1, b1) = out
@@ -125,8 +143,14 @@ def test_weights_do_not_multiply_the_rows():
     # Scores x @ w are unchanged: the weights enter as per-row factors only.
     X, y = _classification(50)
     w = np.linspace(0, 2, 50)
-    data = bound_data(X, np.where(y == 1, 1.0, -1.0), fit_intercept=True, data_norm=1.0,
-                      sample_weight=w, max_weight=2.0)
+    data = bound_data(
+        X,
+        np.where(y == 1, 1.0, -1.0),
+        fit_intercept=True,
+        data_norm=1.0,
+        sample_weight=w,
+        max_weight=2.0,
+    )
     plain = bound_data(X, y, fit_intercept=True, data_norm=1.0)
     np.testing.assert_array_equal(data.X, plain.X)
     np.testing.assert_array_equal(data.row_norms, plain.row_norms)
@@ -145,8 +169,9 @@ def test_every_solver_release_is_scaled_by_max_weight(solver):
     traces = []
     for max_weight, weights in ((1.0, np.ones(len(y))), (4.0, w)):
         with trace_releases() as trace:
-            Estimator(epsilon=1.0, solver=solver, max_weight=max_weight, random_state=0,
-                      **extra).fit(X, y, sample_weight=weights)
+            Estimator(
+                epsilon=1.0, solver=solver, max_weight=max_weight, random_state=0, **extra
+            ).fit(X, y, sample_weight=weights)
         traces.append(trace.releases)
     assert [r.label for r in traces[0]] == [r.label for r in traces[1]]
     for plain, weighted in zip(*traces):
@@ -161,8 +186,9 @@ def test_every_solver_release_is_scaled_by_max_weight(solver):
 def test_noise_grows_with_max_weight_and_the_event_does_not_change():
     X, y = _classification()
     fits = [
-        DPLogisticRegression(epsilon=1.0, classes=[0, 1], solver="dp_gd", max_iter=5,
-                             max_weight=m, random_state=0).fit(X, y, sample_weight=np.ones(len(y)))
+        DPLogisticRegression(
+            epsilon=1.0, classes=[0, 1], solver="dp_gd", max_iter=5, max_weight=m, random_state=0
+        ).fit(X, y, sample_weight=np.ones(len(y)))
         for m in (1.0, 5.0)
     ]
     assert repr(fits[0].dp_event_) == repr(fits[1].dp_event_)
@@ -172,10 +198,16 @@ def test_noise_grows_with_max_weight_and_the_event_does_not_change():
 # -- sample_weight=None is today's fit ----------------------------------------
 
 
-@pytest.mark.parametrize("Estimator, solver", [
-    (DPLogisticRegression, "dp_newton"), (DPLogisticRegression, "dp_gd"),
-    (DPLogisticRegression, "dp_cd"), (DPSCORegressor, "dp_ssp"), (DPLasso, "auto"),
-])
+@pytest.mark.parametrize(
+    "Estimator, solver",
+    [
+        (DPLogisticRegression, "dp_newton"),
+        (DPLogisticRegression, "dp_gd"),
+        (DPLogisticRegression, "dp_cd"),
+        (DPSCORegressor, "dp_ssp"),
+        (DPLasso, "auto"),
+    ],
+)
 def test_sample_weight_none_is_the_unweighted_fit(Estimator, solver):
     X, y = _classification() if Estimator is DPLogisticRegression else _regression()
     params = dict(epsilon=1.0, solver=solver, random_state=3)
@@ -192,15 +224,18 @@ def test_sample_weight_none_is_the_unweighted_fit(Estimator, solver):
 # -- public refusals before the reservation ------------------------------------
 
 
-@pytest.mark.parametrize("bad, fragment", [
-    (lambda n: np.full(n, -123.456), "negative"),
-    (lambda n: np.r_[np.ones(n - 1), np.nan], "NaN"),
-    (lambda n: np.r_[np.ones(n - 1), np.inf], "infinite"),
-    (lambda n: np.ones(n + 1), "shape"),
-    (lambda n: np.ones((n, 2)), "shape"),
-    (lambda n: np.zeros(n), "zero"),
-    (lambda n: np.array(["a"] * n), "non-numeric"),
-])
+@pytest.mark.parametrize(
+    "bad, fragment",
+    [
+        (lambda n: np.full(n, -123.456), "negative"),
+        (lambda n: np.r_[np.ones(n - 1), np.nan], "NaN"),
+        (lambda n: np.r_[np.ones(n - 1), np.inf], "infinite"),
+        (lambda n: np.ones(n + 1), "shape"),
+        (lambda n: np.ones((n, 2)), "shape"),
+        (lambda n: np.zeros(n), "zero"),
+        (lambda n: np.array(["a"] * n), "non-numeric"),
+    ],
+)
 def test_invalid_weights_are_refused_before_the_reservation(bad, fragment):
     X, y = _classification()
     budget = PrivacyBudget(10.0, 1e-3)
@@ -221,8 +256,14 @@ def test_solvers_without_weights_are_refused_before_the_reservation():
     for kwargs in (dict(sample_weight=np.ones(len(y))), {}):
         cw = None if kwargs else {0: 1.0, 1: 0.5}
         with pytest.raises(ValueError, match="does not support sample_weight") as info:
-            DPLogisticRegression(epsilon=1.0, classes=[0, 1], solver="dp_cd", feature_bound=1.0,
-                                 class_weight=cw, budget=budget).fit(X, y, **kwargs)
+            DPLogisticRegression(
+                epsilon=1.0,
+                classes=[0, 1],
+                solver="dp_cd",
+                feature_bound=1.0,
+                class_weight=cw,
+                budget=budget,
+            ).fit(X, y, **kwargs)
         for name in supported:
             assert name in str(info.value)
     assert budget.ledger == []
@@ -232,7 +273,8 @@ def test_weights_above_max_weight_are_clipped():
     X, y = _classification()
     w = np.random.default_rng(0).uniform(0, 5, size=len(y))
     fit = lambda weights: DPLogisticRegression(
-        epsilon=1.0, classes=[0, 1], max_weight=2.0, random_state=0).fit(X, y, sample_weight=weights)
+        epsilon=1.0, classes=[0, 1], max_weight=2.0, random_state=0
+    ).fit(X, y, sample_weight=weights)
     np.testing.assert_array_equal(fit(w).coef_, fit(np.minimum(w, 2.0)).coef_)
 
 
@@ -245,22 +287,33 @@ def test_noiseless_weighted_logistic_matches_scikit_learn(solver):
     w = np.random.default_rng(1).uniform(0, 2, size=300)
     reference = LogisticRegression(C=0.5, tol=1e-12, max_iter=10_000).fit(X, y, sample_weight=w)
     model = DPLogisticRegression(
-        epsilon=math.inf, C=0.5, classes=[0, 1], solver=solver, data_norm=1.0,
-        intercept_scaling=1.0, max_weight=2.0, max_iter=200 if solver == "dp_newton" else 3000,
+        epsilon=math.inf,
+        C=0.5,
+        classes=[0, 1],
+        solver=solver,
+        data_norm=1.0,
+        intercept_scaling=1.0,
+        max_weight=2.0,
+        max_iter=200 if solver == "dp_newton" else 3000,
     ).fit(X, y, sample_weight=w)
     np.testing.assert_allclose(model.coef_, reference.coef_, atol=1e-6)
     np.testing.assert_allclose(model.intercept_, reference.intercept_, atol=1e-6)
 
 
 def test_noiseless_weighted_multinomial_matches_scikit_learn():
-    X, y = make_classification(300, 4, n_informative=3, n_redundant=0, n_classes=3,
-                               random_state=0)
+    X, y = make_classification(300, 4, n_informative=3, n_redundant=0, n_classes=3, random_state=0)
     X = X / np.max(np.linalg.norm(X, axis=1))
     w = np.random.default_rng(2).uniform(0, 2, size=300)
     reference = LogisticRegression(C=2.0, tol=1e-12, max_iter=10_000).fit(X, y, sample_weight=w)
     model = DPLogisticRegression(
-        epsilon=math.inf, C=2.0, classes=[0, 1, 2], solver="dp_newton", data_norm=1.0,
-        intercept_scaling=1.0, max_weight=2.0, max_iter=200,
+        epsilon=math.inf,
+        C=2.0,
+        classes=[0, 1, 2],
+        solver="dp_newton",
+        data_norm=1.0,
+        intercept_scaling=1.0,
+        max_weight=2.0,
+        max_iter=200,
         solver_options=dict(hessian="exact"),
     ).fit(X, y, sample_weight=w)
     np.testing.assert_allclose(model.predict_proba(X), reference.predict_proba(X), atol=1e-6)
@@ -274,7 +327,8 @@ def test_perturbation_solvers_refuse_weights_before_the_reservation(solver):
     budget = PrivacyBudget(10.0, 1e-5)
     with pytest.raises(ValueError, match="does not support sample_weight"):
         DPLogisticRegression(epsilon=1.0, classes=[0, 1], solver=solver, budget=budget).fit(
-            X, y, sample_weight=np.ones(len(y)))
+            X, y, sample_weight=np.ones(len(y))
+        )
     assert budget.ledger == []
 
 
@@ -287,8 +341,13 @@ def test_noiseless_weighted_ridge_matches_scikit_learn(solver):
     # scikit-learn's Ridge: sum_i w_i (y_i - x_i b)^2 + alpha' ||coef||^2, alpha' = n alpha.
     reference = Ridge(alpha=300 * alpha).fit(X, y, sample_weight=w)
     model = DPSCORegressor(
-        epsilon=math.inf, alpha=alpha, solver=solver, data_norm=1.0, y_bound=10.0,
-        intercept_scaling=1.0, max_weight=3.0,
+        epsilon=math.inf,
+        alpha=alpha,
+        solver=solver,
+        data_norm=1.0,
+        y_bound=10.0,
+        intercept_scaling=1.0,
+        max_weight=3.0,
         **({"max_iter": 100} if solver == "dp_newton" else {}),
     ).fit(X, y, sample_weight=w)
     np.testing.assert_allclose(model.coef_, reference.coef_, atol=1e-6)
@@ -301,17 +360,21 @@ def test_noiseless_weighted_ridge_matches_scikit_learn(solver):
 def test_class_weight_is_a_per_row_weight():
     X, y = _classification()
     cw = {0: 0.25, 1: 1.5}
-    a = DPLogisticRegression(epsilon=1.0, classes=[0, 1], class_weight=cw, max_weight=2.0,
-                             random_state=0).fit(X, y)
-    b = DPLogisticRegression(epsilon=1.0, classes=[0, 1], max_weight=2.0,
-                             random_state=0).fit(X, y, sample_weight=np.where(y == 1, 1.5, 0.25))
+    a = DPLogisticRegression(
+        epsilon=1.0, classes=[0, 1], class_weight=cw, max_weight=2.0, random_state=0
+    ).fit(X, y)
+    b = DPLogisticRegression(epsilon=1.0, classes=[0, 1], max_weight=2.0, random_state=0).fit(
+        X, y, sample_weight=np.where(y == 1, 1.5, 0.25)
+    )
     np.testing.assert_array_equal(a.coef_, b.coef_)
     # Combined with sample_weight: the product (clipped to max_weight).
     sw = np.linspace(0.5, 2.0, len(y))
-    c = DPLogisticRegression(epsilon=1.0, classes=[0, 1], class_weight=cw, max_weight=2.0,
-                             random_state=0).fit(X, y, sample_weight=sw)
+    c = DPLogisticRegression(
+        epsilon=1.0, classes=[0, 1], class_weight=cw, max_weight=2.0, random_state=0
+    ).fit(X, y, sample_weight=sw)
     d = DPLogisticRegression(epsilon=1.0, classes=[0, 1], max_weight=2.0, random_state=0).fit(
-        X, y, sample_weight=np.minimum(sw * np.where(y == 1, 1.5, 0.25), 2.0))
+        X, y, sample_weight=np.minimum(sw * np.where(y == 1, 1.5, 0.25), 2.0)
+    )
     np.testing.assert_array_equal(c.coef_, d.coef_)
 
 
@@ -319,32 +382,44 @@ def test_class_weight_noiseless_matches_scikit_learn():
     X, y = _classification(300)
     cw = {0: 0.5, 1: 2.0}
     reference = LogisticRegression(C=1.0, tol=1e-12, max_iter=10_000, class_weight=cw).fit(X, y)
-    model = DPLogisticRegression(epsilon=math.inf, classes=[0, 1], class_weight=cw,
-                                 max_weight=2.0, data_norm=1.0, intercept_scaling=1.0,
-                                 solver="dp_newton", max_iter=200).fit(X, y)
+    model = DPLogisticRegression(
+        epsilon=math.inf,
+        classes=[0, 1],
+        class_weight=cw,
+        max_weight=2.0,
+        data_norm=1.0,
+        intercept_scaling=1.0,
+        solver="dp_newton",
+        max_iter=200,
+    ).fit(X, y)
     np.testing.assert_allclose(model.coef_, reference.coef_, atol=1e-6)
 
 
 def test_class_weight_with_released_labels():
     X, y = _classification(2000)
-    model = DPLogisticRegression(epsilon=5.0, class_weight={0: 1.0, 1: 0.5},
-                                 random_state=0).fit(X, y)
+    model = DPLogisticRegression(epsilon=5.0, class_weight={0: 1.0, 1: 0.5}, random_state=0).fit(
+        X, y
+    )
     assert model.classes_.tolist() == [0, 1]
     assert model.score(X, y) > 0.6
 
 
-@pytest.mark.parametrize("class_weight, fragment", [
-    ("balanced", "private"),
-    ({0: 3.0, 1: 1.0}, "max_weight"),
-    ({0: -1.0, 1: 1.0}, "max_weight"),
-    ({0: 1.0, 5: 1.0}, "not in classes"),
-])
+@pytest.mark.parametrize(
+    "class_weight, fragment",
+    [
+        ("balanced", "private"),
+        ({0: 3.0, 1: 1.0}, "max_weight"),
+        ({0: -1.0, 1: 1.0}, "max_weight"),
+        ({0: 1.0, 5: 1.0}, "not in classes"),
+    ],
+)
 def test_class_weight_refusals_before_the_reservation(class_weight, fragment):
     X, y = _classification()
     budget = PrivacyBudget(10.0, 1e-3)
     with pytest.raises(ValueError, match=fragment):
-        DPLogisticRegression(epsilon=1.0, classes=[0, 1], class_weight=class_weight,
-                             budget=budget).fit(X, y)
+        DPLogisticRegression(
+            epsilon=1.0, classes=[0, 1], class_weight=class_weight, budget=budget
+        ).fit(X, y)
     assert budget.ledger == []
 
 
@@ -354,8 +429,15 @@ def test_class_weight_refusals_before_the_reservation(class_weight, fragment):
 def test_warm_start_costs_what_a_cold_fit_costs():
     X, y = _classification()
     budget = PrivacyBudget(10.0, 1e-3)
-    model = DPLogisticRegression(epsilon=1.0, classes=[0, 1], warm_start=True, budget=budget,
-                                 random_state=0, solver="dp_gd", max_iter=10)
+    model = DPLogisticRegression(
+        epsilon=1.0,
+        classes=[0, 1],
+        warm_start=True,
+        budget=budget,
+        random_state=0,
+        solver="dp_gd",
+        max_iter=10,
+    )
     model.fit(X, y)
     first_event = repr(model.dp_event_)
     first = model.coef_.copy()
@@ -374,13 +456,16 @@ def test_warm_start_starts_from_the_previous_model(solver):
     # Without noise and with zero steps' worth of change, a warm fit from the
     # optimum stays there; a cold one with the same few steps does not get there.
     X, y = _classification(300)
-    params = dict(epsilon=math.inf, classes=[0, 1], data_norm=1.0, intercept_scaling=1.0,
-                  solver=solver)
+    params = dict(
+        epsilon=math.inf, classes=[0, 1], data_norm=1.0, intercept_scaling=1.0, solver=solver
+    )
     optimum = DPLogisticRegression(**dict(params, solver="dp_newton", max_iter=100)).fit(X, y)
-    warm = DPLogisticRegression(warm_start=True, max_iter=2 if solver != "dp_sgd" else 1,
-                                **params)
+    warm = DPLogisticRegression(warm_start=True, max_iter=2 if solver != "dp_sgd" else 1, **params)
     warm.coef_, warm.intercept_, warm.classes_ = (
-        optimum.coef_.copy(), optimum.intercept_.copy(), optimum.classes_)
+        optimum.coef_.copy(),
+        optimum.intercept_.copy(),
+        optimum.classes_,
+    )
     warm.fit(X, y)
     cold = DPLogisticRegression(max_iter=2 if solver != "dp_sgd" else 1, **params).fit(X, y)
     distance = lambda m: np.linalg.norm(m.coef_ - optimum.coef_)
@@ -392,8 +477,9 @@ def test_warm_start_starts_from_the_previous_model(solver):
 def test_warm_start_regressor_is_in_the_original_units():
     X, y = _regression(300)
     y = 5.0 + 20.0 * y
-    params = dict(epsilon=math.inf, data_norm=1.0, y_bound=50.0, intercept_scaling=1.0,
-                  solver="dp_newton")
+    params = dict(
+        epsilon=math.inf, data_norm=1.0, y_bound=50.0, intercept_scaling=1.0, solver="dp_newton"
+    )
     optimum = DPSCORegressor(max_iter=100, **params).fit(X, y)
     warm = DPSCORegressor(warm_start=True, max_iter=1, **params)
     warm.coef_, warm.intercept_ = optimum.coef_.copy(), optimum.intercept_
@@ -414,8 +500,9 @@ def test_warm_start_false_is_unchanged():
 def test_warm_start_shape_mismatch_is_refused_before_the_reservation():
     X, y = _classification()
     budget = PrivacyBudget(10.0, 1e-3)
-    model = DPLogisticRegression(epsilon=1.0, classes=[0, 1], warm_start=True, budget=budget,
-                                 random_state=0).fit(X, y)
+    model = DPLogisticRegression(
+        epsilon=1.0, classes=[0, 1], warm_start=True, budget=budget, random_state=0
+    ).fit(X, y)
     with pytest.raises(ValueError, match="warm_start"):
         model.fit(X[:, :3], y)
     with pytest.raises(ValueError, match="warm_start"):
@@ -428,8 +515,9 @@ def test_warm_start_shape_mismatch_is_refused_before_the_reservation():
 
 def test_warm_start_with_a_solver_without_initial_point_warns_before_the_reservation():
     X, y = _classification()
-    model = DPLogisticRegression(epsilon=1.0, classes=[0, 1], warm_start=True, random_state=0,
-                                 solver="output_perturbation").fit(X, y)
+    model = DPLogisticRegression(
+        epsilon=1.0, classes=[0, 1], warm_start=True, random_state=0, solver="output_perturbation"
+    ).fit(X, y)
     with pytest.warns(UserWarning, match="warm_start=True is ignored"):
         model.fit(X, y)
 

@@ -166,8 +166,7 @@ def test_newton_sums_move_by_at_most_their_sensitivities(case, fit_intercept, cl
     A = _reference_curvature(loss_name, z, nb.label)
     expected_h = svec(np.kron(A, np.outer(x_new, x_new)))
     sign = -1.0 if nb.removed else 1.0
-    np.testing.assert_allclose(moved_h, sign * expected_h, rtol=1e-7,
-                               atol=slack(*hessians) + 1e-15)
+    np.testing.assert_allclose(moved_h, sign * expected_h, rtol=1e-7, atol=slack(*hessians) + 1e-15)
     if moderate(nb.label):
         g = reference_gradient(loss_name, x_new, nb.label, W)
         if clip_norm is not None:
@@ -202,8 +201,7 @@ def test_float32_sums_keep_their_sensitivities_under_rounding(sparse):
     if sparse:
         Xs = [sp.csr_matrix(A) for A in Xs]
     y = rng.choice([-1.0, 1.0], size=401).astype(np.float32)
-    small, big = (bound_data(A, y[: A.shape[0]], fit_intercept=True, data_norm=1.7)
-                  for A in Xs)
+    small, big = (bound_data(A, y[: A.shape[0]], fit_intercept=True, data_norm=1.7) for A in Xs)
     assert small.design.row_scale.dtype == np.float32
     assert small.row_norms.dtype == np.float32
     R = big.row_norm_bound
@@ -253,10 +251,16 @@ def _link_data(loss_name="binary", n=80, d=3, seed=0):
     return bound_data(X, y, fit_intercept=True, data_norm=1.5)
 
 
-@pytest.mark.parametrize("hessian, loss_name, steps", [
-    ("bound", "binary", 5), ("exact", "binary", 3), ("exact", "multinomial", 2),
-    ("exact", "squared", 4), ("bound", "huber", 3),
-])
+@pytest.mark.parametrize(
+    "hessian, loss_name, steps",
+    [
+        ("bound", "binary", 5),
+        ("exact", "binary", 3),
+        ("exact", "multinomial", 2),
+        ("exact", "squared", 4),
+        ("bound", "huber", 3),
+    ],
+)
 def test_noise_scales_are_exactly_the_calibrated_ones(monkeypatch, hessian, loss_name, steps):
     data = _link_data(loss_name)
     loss = make_loss(loss_name)
@@ -264,8 +268,16 @@ def test_noise_scales_are_exactly_the_calibrated_ones(monkeypatch, hessian, loss
     monkeypatch.setattr(module, "make_rng", lambda random_state: spy)
     epsilon, delta = 1.3, 1e-6
     k = n_outputs_of(loss_name)
-    result = dp_newton(data, loss, n_outputs=k, alpha=0.01, epsilon=epsilon, delta=delta,
-                       max_iter=steps, hessian=hessian)
+    result = dp_newton(
+        data,
+        loss,
+        n_outputs=k,
+        alpha=0.01,
+        epsilon=epsilon,
+        delta=delta,
+        max_iter=steps,
+        hessian=hessian,
+    )
     details = result.plan.details
     R2 = data.row_norm_bound**2
     clip = 0.5 * loss.derivative_bound * data.row_norm_bound  # the default clip
@@ -287,8 +299,16 @@ def test_noise_scales_are_exactly_the_calibrated_ones(monkeypatch, hessian, loss
 def test_trace_records_every_release_with_its_declared_sensitivity():
     data = _link_data("binary")
     with trace_releases() as trace:
-        result = dp_newton(data, make_loss("binary"), n_outputs=1, alpha=0.0, epsilon=1.0,
-                           delta=1e-5, max_iter=4, random_state=0)
+        result = dp_newton(
+            data,
+            make_loss("binary"),
+            n_outputs=1,
+            alpha=0.0,
+            epsilon=1.0,
+            delta=1e-5,
+            max_iter=4,
+            random_state=0,
+        )
     labels = [r.label for r in trace.releases]
     assert labels == ["gram matrix"] + ["clipped gradient sum"] * 4
     R2 = data.row_norm_bound**2
@@ -336,7 +356,11 @@ def test_epsilon_inf_reaches_sklearn_binary_logistic_regression(hessian, steps):
     X, y = _classification()
     reference = LogisticRegression(C=1.0, tol=1e-12, max_iter=10000).fit(X, y)
     model = DPLogisticRegression(
-        epsilon=math.inf, solver="dp_newton", data_norm=10.0, classes=[0, 1], max_iter=steps,
+        epsilon=math.inf,
+        solver="dp_newton",
+        data_norm=10.0,
+        classes=[0, 1],
+        max_iter=steps,
         solver_options={"hessian": hessian},
     ).fit(X, y)
     np.testing.assert_allclose(model.coef_, reference.coef_, rtol=1e-6, atol=1e-7)
@@ -347,14 +371,20 @@ def test_epsilon_inf_reaches_sklearn_multinomial_logistic_regression():
     X, y = _classification(k=3)
     reference = LogisticRegression(C=2.0, tol=1e-12, max_iter=10000).fit(X, y)
     model = DPLogisticRegression(
-        epsilon=math.inf, solver="dp_newton", data_norm=10.0, classes=[0, 1, 2], C=2.0,
-        max_iter=15, solver_options={"hessian": "exact"},
+        epsilon=math.inf,
+        solver="dp_newton",
+        data_norm=10.0,
+        classes=[0, 1, 2],
+        C=2.0,
+        max_iter=15,
+        solver_options={"hessian": "exact"},
     ).fit(X, y)
     # The multinomial coefficients are identified up to a shift common to the classes,
     # which the L2 penalty fixes (the intercepts are not penalised: compare their differences).
     np.testing.assert_allclose(model.coef_, reference.coef_, rtol=1e-6, atol=1e-7)
-    np.testing.assert_allclose(np.diff(model.intercept_), np.diff(reference.intercept_),
-                               rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(
+        np.diff(model.intercept_), np.diff(reference.intercept_), rtol=1e-6, atol=1e-7
+    )
 
 
 def _regression(n=300, d=4, seed=0):
@@ -368,8 +398,9 @@ def test_epsilon_inf_squared_loss_matches_ridge():
     X, y = _regression()
     alpha = 1e-2
     reference = Ridge(alpha=alpha * X.shape[0]).fit(X, y)
-    model = DPSCORegressor(epsilon=math.inf, solver="dp_newton", alpha=alpha, data_norm=2.0,
-                           y_bound=2.0, max_iter=3).fit(X, y)
+    model = DPSCORegressor(
+        epsilon=math.inf, solver="dp_newton", alpha=alpha, data_norm=2.0, y_bound=2.0, max_iter=3
+    ).fit(X, y)
     np.testing.assert_allclose(model.coef_, reference.coef_, rtol=1e-9, atol=1e-10)
     assert model.intercept_ == pytest.approx(reference.intercept_, rel=1e-9)
 
@@ -380,8 +411,16 @@ def test_epsilon_inf_huber_loss_reaches_its_minimiser():
     alpha, k, scale = 1e-3, 0.5, 3.0
     # The Gram bound (the default) is a majorant: monotone, globally convergent.  (Newton
     # steps on Huber's exact Hessian, zero on the outliers, need not converge from 0.)
-    model = DPSCORegressor(epsilon=math.inf, loss="huber", huber_threshold=k, solver="dp_newton",
-                           alpha=alpha, data_norm=2.0, y_bound=scale, max_iter=300).fit(X, y)
+    model = DPSCORegressor(
+        epsilon=math.inf,
+        loss="huber",
+        huber_threshold=k,
+        solver="dp_newton",
+        alpha=alpha,
+        data_norm=2.0,
+        y_bound=scale,
+        max_iter=300,
+    ).fit(X, y)
     yc = np.clip(y, -scale, scale)
 
     def objective(theta):
@@ -389,8 +428,12 @@ def test_epsilon_inf_huber_loss_reaches_its_minimiser():
         value = np.where(r <= k, 0.5 * r**2, k * r - 0.5 * k**2).mean()
         return value + 0.5 * alpha * np.sum(theta[:-1] ** 2)
 
-    best = minimize(objective, np.zeros(X.shape[1] + 1), method="BFGS",
-                    options={"gtol": 1e-12, "maxiter": 10000}).x
+    best = minimize(
+        objective,
+        np.zeros(X.shape[1] + 1),
+        method="BFGS",
+        options={"gtol": 1e-12, "maxiter": 10000},
+    ).x
     np.testing.assert_allclose(model.coef_, best[:-1], atol=1e-5)
     assert model.intercept_ == pytest.approx(best[-1], abs=1e-5)
 
@@ -406,8 +449,15 @@ def test_float32_and_sparse_inputs_fit_the_same_model():
     outputs = []
     for Xi in (X, X.astype(np.float32), sp.csr_matrix(X)):
         data = bound_data(Xi, np.where(y == 1, 1.0, -1.0), fit_intercept=True, data_norm=1.0)
-        result = dp_newton(data, make_loss("binary"), n_outputs=1, alpha=1e-3, epsilon=1.0,
-                           delta=1e-5, random_state=0)
+        result = dp_newton(
+            data,
+            make_loss("binary"),
+            n_outputs=1,
+            alpha=1e-3,
+            epsilon=1.0,
+            delta=1e-5,
+            random_state=0,
+        )
         outputs.append(result.coef)
     np.testing.assert_allclose(outputs[2], outputs[0], rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(outputs[1], outputs[0], rtol=1e-4, atol=1e-5)
@@ -439,20 +489,24 @@ def test_solver_allocates_little_beyond_X(dtype):
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("options, match", [
-    (dict(hessian="cubic"), "hessian must be"),
-    (dict(hessian_share=1.0), "hessian_share"),
-    (dict(eigenvalue="abs"), "eigenvalue must be"),
-    (dict(floor_scale=-1.0), "floor_scale"),
-    (dict(momentum="heavy"), "momentum must be"),
-    (dict(hessian_steps=0), "hessian_steps"),
-])
+@pytest.mark.parametrize(
+    "options, match",
+    [
+        (dict(hessian="cubic"), "hessian must be"),
+        (dict(hessian_share=1.0), "hessian_share"),
+        (dict(eigenvalue="abs"), "eigenvalue must be"),
+        (dict(floor_scale=-1.0), "floor_scale"),
+        (dict(momentum="heavy"), "momentum must be"),
+        (dict(hessian_steps=0), "hessian_steps"),
+    ],
+)
 def test_bad_options_are_refused_before_any_spend(options, match):
     X, y = _classification(n=50)
     budget = PrivacyBudget(5.0, 1e-4)
     with pytest.raises(ValueError, match=match):
-        DPLogisticRegression(solver="dp_newton", classes=[0, 1], budget=budget,
-                             solver_options=options).fit(X, y)
+        DPLogisticRegression(
+            solver="dp_newton", classes=[0, 1], budget=budget, solver_options=options
+        ).fit(X, y)
     assert budget.ledger == []
 
 
@@ -462,8 +516,12 @@ def test_too_wide_a_hessian_is_refused_before_any_spend():
     y = np.arange(20) % 3
     budget = PrivacyBudget(5.0, 1e-4)
     with pytest.raises(ValueError, match="at most"):
-        DPLogisticRegression(solver="dp_newton", classes=[0, 1, 2], budget=budget,
-                             solver_options={"hessian": "exact"}).fit(X, y)
+        DPLogisticRegression(
+            solver="dp_newton",
+            classes=[0, 1, 2],
+            budget=budget,
+            solver_options={"hessian": "exact"},
+        ).fit(X, y)
     assert budget.ledger == []
     assert SOLVERS["dp_newton"].check is not None
 
@@ -473,8 +531,9 @@ def test_private_fit_is_accurate_and_records_its_event():
     reference = LogisticRegression().fit(X, y).score(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = DPLogisticRegression(epsilon=1.0, data_norm=1.5, classes=[0, 1],
-                                     random_state=0).fit(X, y)
+        model = DPLogisticRegression(
+            epsilon=1.0, data_norm=1.5, classes=[0, 1], random_state=0
+        ).fit(X, y)
     assert model.solver_ == "dp_newton" and model.n_iter_ == module.DEFAULT_NEWTON_STEPS
     assert model.score(X, y) >= reference - 0.01
     assert epsilon_of_event(model.dp_event_, 1e-5) <= 1.0 + 1e-9
@@ -482,7 +541,8 @@ def test_private_fit_is_accurate_and_records_its_event():
 
 def test_verbose_prints_released_norms(capsys):
     X, y = _classification(n=100)
-    DPLogisticRegression(solver="dp_newton", classes=[0, 1], verbose=2, max_iter=3,
-                         random_state=0).fit(X, y)
+    DPLogisticRegression(
+        solver="dp_newton", classes=[0, 1], verbose=2, max_iter=3, random_state=0
+    ).fit(X, y)
     err = capsys.readouterr().err
     assert "[dp_newton] iter 3/3 grad_norm=" in err and "step_norm=" in err

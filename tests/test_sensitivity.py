@@ -234,7 +234,10 @@ def test_bound_data_clips_rows_and_appends_intercept(fit_intercept, intercept_sc
     results = []
     for Xin in (X, sp.csr_matrix(X)):
         b = bound_data(
-            Xin, np.ones(6), data_norm=data_norm, fit_intercept=fit_intercept,
+            Xin,
+            np.ones(6),
+            data_norm=data_norm,
+            fit_intercept=fit_intercept,
             intercept_scaling=intercept_scaling,
         )
         Xb = b.X.toarray() if sp.issparse(b.X) else b.X
@@ -280,8 +283,12 @@ def test_clip_rows_l2_overflowing_row_stays_bounded():
 
 @pytest.mark.parametrize(
     "loss, derivative_bound",
-    [(BinaryLogisticLoss(), 1.0), (MultinomialLoss(), math.sqrt(2)), (HuberLoss(0.8), 0.8),
-     (AbsoluteLoss(), 1.0)],
+    [
+        (BinaryLogisticLoss(), 1.0),
+        (MultinomialLoss(), math.sqrt(2)),
+        (HuberLoss(0.8), 0.8),
+        (AbsoluteLoss(), 1.0),
+    ],
 )
 def test_gradient_bound(loss, derivative_bound):
     R = math.hypot(2.0, 1.0)
@@ -332,8 +339,17 @@ def test_dp_gd_first_step_reproduced_exactly(sparse, epsilon, clip_norm):
     loss = BinaryLogisticLoss()
     seed, alpha, delta, T = 123, 0.01, 1e-5, 1
     result = dp_gd(
-        data, loss, n_outputs=1, alpha=alpha, epsilon=epsilon, delta=delta, max_iter=T,
-        clip_norm=clip_norm, momentum=None, output="last", random_state=seed,
+        data,
+        loss,
+        n_outputs=1,
+        alpha=alpha,
+        epsilon=epsilon,
+        delta=delta,
+        max_iter=T,
+        clip_norm=clip_norm,
+        momentum=None,
+        output="last",
+        random_state=seed,
     )
     sigma = gaussian_noise_multiplier(epsilon, delta, T)
     C = clip_norm if clip_norm else DEFAULT_CLIP_FRACTION * data.row_norm_bound
@@ -368,8 +384,16 @@ def test_dp_gd_several_steps_reproduced_exactly(multinomial):
     data = bound_data(X, y, data_norm=1.0, fit_intercept=True)
     seed, alpha, epsilon, delta, T = 7, 0.05, 2.0, 1e-6, 6
     result = dp_gd(
-        data, loss, n_outputs=k, alpha=alpha, epsilon=epsilon, delta=delta, max_iter=T,
-        momentum=None, output="last", random_state=seed,
+        data,
+        loss,
+        n_outputs=k,
+        alpha=alpha,
+        epsilon=epsilon,
+        delta=delta,
+        max_iter=T,
+        momentum=None,
+        output="last",
+        random_state=seed,
     )
     sigma = gaussian_noise_multiplier(epsilon, delta, T)
     C = DEFAULT_CLIP_FRACTION * loss.derivative_bound * data.row_norm_bound
@@ -398,8 +422,9 @@ def test_noise_std_is_multiplier_times_clip(solver):
     n, d = 40, 5000
     data = bound_data(np.zeros((n, d)), np.ones(n), data_norm=2.0, fit_intercept=False)
     loss = BinaryLogisticLoss()
-    common = dict(n_outputs=1, alpha=0.0, epsilon=1.0, delta=1e-5, max_iter=1, momentum=None,
-                  random_state=0)
+    common = dict(
+        n_outputs=1, alpha=0.0, epsilon=1.0, delta=1e-5, max_iter=1, momentum=None, random_state=0
+    )
     if solver == "dp_gd":
         result = dp_gd(data, loss, output="last", **common)
         sigma = gaussian_noise_multiplier(1.0, 1e-5, 1)
@@ -505,8 +530,17 @@ def test_dp_sgd_steps_reproduced_exactly(sparse, name):
     seed, alpha, epsilon, delta = 99, 0.02, 1.5, 1e-5
     step = 0.3
     result = dp_sgd(
-        data, loss, n_outputs=k, alpha=alpha, epsilon=epsilon, delta=delta, max_iter=T,
-        batch_size=batch_size, step_size=step, momentum=None, random_state=seed,
+        data,
+        loss,
+        n_outputs=k,
+        alpha=alpha,
+        epsilon=epsilon,
+        delta=delta,
+        max_iter=T,
+        batch_size=batch_size,
+        step_size=step,
+        momentum=None,
+        random_state=seed,
     )
     q = batch_size / n
     sigma = subsampled_gaussian_noise_multiplier(epsilon, delta, q, T)
@@ -535,8 +569,16 @@ def test_dp_sgd_first_step_reproduced_exactly():
     data = _binary_data(n=40)
     seed, epsilon, delta, batch_size = 123, 1.0, 1e-5, 10
     result = dp_sgd(
-        data, BinaryLogisticLoss(), n_outputs=1, alpha=0.01, epsilon=epsilon, delta=delta,
-        max_iter=1, batch_size=batch_size, momentum=None, random_state=seed,
+        data,
+        BinaryLogisticLoss(),
+        n_outputs=1,
+        alpha=0.01,
+        epsilon=epsilon,
+        delta=delta,
+        max_iter=1,
+        batch_size=batch_size,
+        momentum=None,
+        random_state=seed,
     )
     q = batch_size / 40
     sigma = subsampled_gaussian_noise_multiplier(epsilon, delta, q, 1)
@@ -563,8 +605,8 @@ def test_dp_sgd_first_step_reproduced_exactly():
 
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize(
-    "name, clip_norm", [("binary", None), ("binary", 0.3), ("multinomial", None), ("squared", 0.5),
-                        ("huber", None)]
+    "name, clip_norm",
+    [("binary", None), ("binary", 0.3), ("multinomial", None), ("squared", 0.5), ("huber", None)],
 )
 def test_huge_row_cannot_raise_step_sensitivity(sparse, name, clip_norm):
     rng = np.random.default_rng(12)
@@ -584,8 +626,17 @@ def test_huge_row_cannot_raise_step_sensitivity(sparse, name, clip_norm):
     for Xi, yi in ((X, y), (X_plus, y_plus)):
         data = bound_data(Xi, yi, data_norm=1.0, fit_intercept=True)
         result = dp_gd(
-            data, loss, n_outputs=k, alpha=0.0, epsilon=math.inf, delta=1e-5, max_iter=1,
-            clip_norm=clip_norm, momentum=None, output="last", random_state=0,
+            data,
+            loss,
+            n_outputs=k,
+            alpha=0.0,
+            epsilon=math.inf,
+            delta=1e-5,
+            max_iter=1,
+            clip_norm=clip_norm,
+            momentum=None,
+            output="last",
+            random_state=0,
         )
         step = result.plan.details["step_size"]
         # W1 = -step * grad_sum / n  =>  grad_sum = -W1 * n / step

@@ -202,7 +202,14 @@ def reference_gradient(name, x, y, W):
 # --------------------------------------------------------------------------
 
 ROW_KINDS = (
-    "ordinary", "huge", "tiny", "zero", "at_bound", "spike", "underflow", "deep_underflow",
+    "ordinary",
+    "huge",
+    "tiny",
+    "zero",
+    "at_bound",
+    "spike",
+    "underflow",
+    "deep_underflow",
     "subnormal",
 )
 REGRESSION_LABELS = (0.0, 1.0, -1.0, 3.0, -1e6, 1e12, -1e100, 1e300)
@@ -361,11 +368,17 @@ def _underflow_neighbours(geometry):
 def test_underflowing_row_norms_are_exact(sparse):
     from sklearn_dp._data import row_l2_norms
 
-    X = np.array([[1e-300, -1e-300, 0.0], [3e-170, 4e-170, 0.0], [0.0, 0.0, 0.0], [3.0, 4.0, 0.0],
-                  [1e200, 1e200, 0.0], [3e-310, 4e-310, 0.0]])
-    expected = np.array(
-        [math.sqrt(2) * 1e-300, 5e-170, 0.0, 5.0, math.sqrt(2) * 1e200, 5e-310]
+    X = np.array(
+        [
+            [1e-300, -1e-300, 0.0],
+            [3e-170, 4e-170, 0.0],
+            [0.0, 0.0, 0.0],
+            [3.0, 4.0, 0.0],
+            [1e200, 1e200, 0.0],
+            [3e-310, 4e-310, 0.0],
+        ]
     )
+    expected = np.array([math.sqrt(2) * 1e-300, 5e-170, 0.0, 5.0, math.sqrt(2) * 1e200, 5e-310])
     got = row_l2_norms(sp.csr_matrix(X) if sparse else X)
     # (subnormals carry fewer digits)
     np.testing.assert_allclose(got, expected, rtol=1e-12)
@@ -393,8 +406,10 @@ def test_underflowing_row_cannot_escape_the_clip():
     snaps = [svrg_snapshot_sum(d.X, d.y, W, loss, clip, d.row_norms) for d in (small, big)]
     moved["svrg snapshot"] = snaps[1][0] - snaps[0][0]
     W_now = np.full((2, 1), 0.3)
-    diffs = [svrg_difference_sum(d.X, d.y, W_now, loss, clip, d.row_norms, D, 2 * clip)
-             for d, (_, D) in zip((small, big), snaps)]
+    diffs = [
+        svrg_difference_sum(d.X, d.y, W_now, loss, clip, d.row_norms, D, 2 * clip)
+        for d, (_, D) in zip((small, big), snaps)
+    ]
     moved["svrg difference"] = diffs[1] - diffs[0]
     # mirror descent (L2 clip on rows bounded entrywise)
     small_l, big_l = _underflow_neighbours("linf")
@@ -459,8 +474,9 @@ def test_dp_cd_block_sums_move_by_at_most_their_thresholds(
 ):
     loss_name, feature_bound, nb = case
     loss = make_loss(loss_name)
-    small, big = bound_both(nb, fit_intercept=fit_intercept, geometry="linf",
-                            feature_bound=feature_bound)
+    small, big = bound_both(
+        nb, fit_intercept=fit_intercept, geometry="linf", feature_bound=feature_bound
+    )
     n_columns = small.n_columns
     kind, options = sampling
     options = dict(options)
@@ -526,12 +542,19 @@ def l1_cases(draw, losses=("squared", "huber")):
 
 def _l1_setup(case, fit_intercept, intercept_bound, alpha, l1_ratio, radius, solver):
     loss_name, feature_bound, nb = case
-    small, big = bound_both(nb, fit_intercept=fit_intercept, geometry="linf",
-                            feature_bound=feature_bound)
+    small, big = bound_both(
+        nb, fit_intercept=fit_intercept, geometry="linf", feature_bound=feature_bound
+    )
     if not fit_intercept:
         intercept_bound = None
-    domain = make_domain(small, radius=radius, intercept_bound=intercept_bound, alpha=alpha,
-                         l1_ratio=l1_ratio, solver=solver)
+    domain = make_domain(
+        small,
+        radius=radius,
+        intercept_bound=intercept_bound,
+        alpha=alpha,
+        l1_ratio=l1_ratio,
+        solver=solver,
+    )
     return make_loss(loss_name), small, big, domain
 
 
@@ -581,8 +604,12 @@ def test_frank_wolfe_gradient_and_scores_move_by_at_most_the_score_sensitivity(
         x_new = dense_row(big.X, nb.index)
         g = x_new * reference_derivative(loss_name, x_new @ w[:, None], nb.label)[0]
         sign = -1.0 if nb.removed else 1.0
-        np.testing.assert_allclose(moved, sign * clip_linf(g, clip) / normalizer, rtol=1e-7,
-                                   atol=slack(*gradients) / normalizer + 1e-15)
+        np.testing.assert_allclose(
+            moved,
+            sign * clip_linf(g, clip) / normalizer,
+            rtol=1e-7,
+            atol=slack(*gradients) / normalizer + 1e-15,
+        )
     _check_scores(nb, domain, gradients, unit)
 
 
@@ -636,8 +663,9 @@ def test_vertex_scales_spend_exactly_eps0_on_the_score_sensitivities(
 def test_vr_frank_wolfe_root_and_correction_move_by_at_most_clip_over_slot_size(
     case, fit_intercept, clip_norm, size, depth, radius, w_now, w_parent
 ):
-    loss, small, big, domain = _l1_setup(case, fit_intercept, 1.0, 0.0, 0.0, radius,
-                                         "vr_frank_wolfe")
+    loss, small, big, domain = _l1_setup(
+        case, fit_intercept, 1.0, 0.0, 0.0, radius, "vr_frank_wolfe"
+    )
     loss_name, _, nb = case
     if loss_name == "squared" and clip_norm is None:
         clip_norm = 1.0
@@ -647,8 +675,10 @@ def test_vr_frank_wolfe_root_and_correction_move_by_at_most_clip_over_slot_size(
     w_parent = np.pad(w_parent[:p], (0, p - min(p, w_parent.size)))
     # A slot at depth j of a tree with root batch b has public size b / 2^j.
     slot = size / 2.0**depth
-    roots = [vr_root_estimate(d.X, d.y, w_now, loss, clip, linf_row_norms(d.X), slot)
-             for d in (small, big)]
+    roots = [
+        vr_root_estimate(d.X, d.y, w_now, loss, clip, linf_row_norms(d.X), slot)
+        for d in (small, big)
+    ]
     corrections = [
         vr_correction(d.X, d.y, w_now, w_parent, loss, clip, linf_row_norms(d.X), slot)
         for d in (small, big)
@@ -659,15 +689,24 @@ def test_vr_frank_wolfe_root_and_correction_move_by_at_most_clip_over_slot_size(
         moved = change(nb, *values)
         assert np.max(np.abs(moved)) <= clip / slot * (1 + REL) + slack(*values) / slot
     if moderate(nb.label):
+
         def d_clipped(w):
             d = reference_derivative(loss_name, x_new @ w[:, None], nb.label)[0]
             return clip_linf(x_new * d, clip)
 
-        np.testing.assert_allclose(change(nb, *roots), sign * d_clipped(w_now) / slot,
-                                   rtol=1e-7, atol=slack(*roots) / slot + 1e-15)
+        np.testing.assert_allclose(
+            change(nb, *roots),
+            sign * d_clipped(w_now) / slot,
+            rtol=1e-7,
+            atol=slack(*roots) / slot + 1e-15,
+        )
         expected = clip_linf(d_clipped(w_now) - d_clipped(w_parent), clip) / slot
-        np.testing.assert_allclose(change(nb, *corrections), sign * expected,
-                                   rtol=1e-7, atol=slack(*corrections) / slot + 1e-15)
+        np.testing.assert_allclose(
+            change(nb, *corrections),
+            sign * expected,
+            rtol=1e-7,
+            atol=slack(*corrections) / slot + 1e-15,
+        )
     # A leaf scores v = root + corrections: its scores move by radius * (C / slot).
     _check_scores(nb, domain, [r + c for r, c in zip(roots, corrections)], 2 * clip / slot)
     _check_scores(nb, domain, roots, clip / slot)
@@ -737,15 +776,14 @@ def test_mirror_descent_batch_sum_moves_by_at_most_the_l2_clip(
         x_new = dense_row(big.X, nb.index)
         g = x_new * reference_derivative(loss_name, x_new @ w[:, None], nb.label)[0]
         sign = -1.0 if nb.removed else 1.0
-        np.testing.assert_allclose(moved, sign * clip_l2(g, clip2), rtol=1e-7,
-                                   atol=slack(*sums) + 1e-15)
+        np.testing.assert_allclose(
+            moved, sign * clip_l2(g, clip2), rtol=1e-7, atol=slack(*sums) + 1e-15
+        )
 
 
 # --------------------------------------------------------------------------
 # resque: each inner step's sum of weight-capped ReSQue terms
 # --------------------------------------------------------------------------
-
-
 
 
 @st.composite
@@ -797,13 +835,19 @@ def test_resque_step_sum_moves_by_at_most_max_weight_times_lipschitz(
     # The per-sample reference: min(w, w_max) * clip(l'(x . (c + xi)), bound) * x.
     x_new = dense_row(big.X, nb.index)
     z = x_new @ (center + xi[nb.index])
-    d = float(np.clip(reference_derivative(loss_name, np.array([z]), nb.label)[0],
-                      -loss.derivative_bound, loss.derivative_bound))
+    d = float(
+        np.clip(
+            reference_derivative(loss_name, np.array([z]), nb.label)[0],
+            -loss.derivative_bound,
+            loss.derivative_bound,
+        )
+    )
     log_w = (2.0 * xi[nb.index] @ offset - offset @ offset) / (2.0 * rho**2)
     weight = max_weight if log_w >= math.log(max_weight) else min(math.exp(log_w), max_weight)
     sign = -1.0 if nb.removed else 1.0
-    np.testing.assert_allclose(moved, sign * weight * d * x_new, rtol=1e-7,
-                               atol=slack(*sums) + 1e-15)
+    np.testing.assert_allclose(
+        moved, sign * weight * d * x_new, rtol=1e-7, atol=slack(*sums) + 1e-15
+    )
 
 
 # --------------------------------------------------------------------------
@@ -836,8 +880,9 @@ def test_svrg_snapshot_and_difference_sums_move_by_at_most_their_sensitivities(
     W_snapshot = W_snapshot[:size].reshape(shape)
     # Inner iterates anywhere, including near the snapshot (the smoothness bound is then tiny).
     W = W_snapshot + closeness * W[:size].reshape(shape)
-    snapshots = [svrg_snapshot_sum(d.X, d.y, W_snapshot, loss, clip, d.row_norms)
-                 for d in (small, big)]
+    snapshots = [
+        svrg_snapshot_sum(d.X, d.y, W_snapshot, loss, clip, d.row_norms) for d in (small, big)
+    ]
     sums = [s for s, _ in snapshots]
     moved = change(nb, *sums)
     assert np.linalg.norm(moved) <= clip * (1 + REL) + slack(*sums)
@@ -866,13 +911,20 @@ def test_svrg_snapshot_and_difference_sums_move_by_at_most_their_sensitivities(
         if kind == "smoothness":
             # The smoothness bound holds before the re-clip for rows within the public bound.
             assert np.linalg.norm(difference) <= bound * (1 + 1e-7) + 1e-12
-        np.testing.assert_allclose(moved, sign * clip_l2(difference, bound), rtol=1e-6,
-                                   atol=slack(*diffs) + 1e-12 * max(bound, 1e-300))
+        np.testing.assert_allclose(
+            moved,
+            sign * clip_l2(difference, bound),
+            rtol=1e-6,
+            atol=slack(*diffs) + 1e-12 * max(bound, 1e-300),
+        )
 
 
 @prop(20)
-@given(case=l2_cases(("binary", "multinomial", "huber")), W=iterates(8 * N_CLASSES),
-       W_snapshot=iterates(8 * N_CLASSES))
+@given(
+    case=l2_cases(("binary", "multinomial", "huber")),
+    W=iterates(8 * N_CLASSES),
+    W_snapshot=iterates(8 * N_CLASSES),
+)
 def test_clipped_derivatives_clip_every_sample_gradient(case, W, W_snapshot):
     """The snapshot's kept per-sample derivatives are the clipped ones (they enter the inner steps)."""
     loss_name, data_norm, nb = case
@@ -945,8 +997,9 @@ def test_objective_perturbation_noise_preimage_moves_by_at_most_G(case, fit_inte
     loss_name, data_norm, nb = case
     small, big = bound_both(nb, fit_intercept=fit_intercept, data_norm=data_norm)
     n_outputs = n_outputs_of(loss_name)
-    glm = _smooth_glm(make_loss(loss_name), small.row_norm_bound, n_outputs,
-                      "objective_perturbation")
+    glm = _smooth_glm(
+        make_loss(loss_name), small.row_norm_bound, n_outputs, "objective_perturbation"
+    )
     shape = (small.n_columns, n_outputs)
     W = W[: shape[0] * shape[1]].reshape(shape)
     regularization = 0.7
@@ -986,15 +1039,20 @@ def test_objective_perturbation_minimiser_moves_by_at_most_G_over_lambda(
     loss_name, data_norm, nb = case
     small, big = bound_both(nb, fit_intercept=fit_intercept, data_norm=data_norm)
     n_outputs = n_outputs_of(loss_name)
-    glm = _smooth_glm(make_loss(loss_name), small.row_norm_bound, n_outputs,
-                      "objective_perturbation")
+    glm = _smooth_glm(
+        make_loss(loss_name), small.row_norm_bound, n_outputs, "objective_perturbation"
+    )
     shape = (small.n_columns, n_outputs)
     b = b[: shape[0] * shape[1]].reshape(shape)
     tol = 1e-6 * glm.gradient_bound
     solutions = []
     for d in (small, big):
         solve = minimize_strongly_convex(
-            d.X, d.y, glm.loss, n_outputs=n_outputs, regularization=regularization,
+            d.X,
+            d.y,
+            glm.loss,
+            n_outputs=n_outputs,
+            regularization=regularization,
             linear_term=b,
         )
         assert solve.gradient_norm <= tol
@@ -1012,13 +1070,20 @@ def test_output_perturbation_solve_with_an_extreme_label():
     X = np.array([[0.94708096, -0.70373524, -1.26542147], [0.0, -0.13210486, 0.64042265]])
     data = bound_data(X, np.array([-1e15, 2.608]), fit_intercept=False, data_norm=0.5)
     result = SOLVERS["output_perturbation"].function(
-        data, SquaredLoss(2.0), n_outputs=1, alpha=0.025, epsilon=1.0, delta=0.0,
-        random_state=0, verbose=0,
+        data,
+        SquaredLoss(2.0),
+        n_outputs=1,
+        alpha=0.025,
+        epsilon=1.0,
+        delta=0.0,
+        random_state=0,
+        verbose=0,
     )
     assert np.all(np.isfinite(result.coef))
     glm = _smooth_glm(SquaredLoss(2.0), data.row_norm_bound, 1, "output_perturbation")
-    solve = minimize_strongly_convex(data.X, data.y, glm.loss, n_outputs=1,
-                                     regularization=result.plan.details["regularization"])
+    solve = minimize_strongly_convex(
+        data.X, data.y, glm.loss, n_outputs=1, regularization=result.plan.details["regularization"]
+    )
     assert solve.gradient_norm <= result.plan.details["gradient_tol"]
 
 
@@ -1054,27 +1119,43 @@ def _link_data(geometry, loss_name, n=60, d=3, seed=0):
 def _run_spied(monkeypatch, module, name, data, loss, **options):
     spy = _SpyGenerator()
     monkeypatch.setattr(module, "make_rng", lambda random_state: spy)
-    result = SOLVERS[name].function(data, loss, epsilon=1.0, verbose=0, random_state=0,
-                                    **options)
+    result = SOLVERS[name].function(data, loss, epsilon=1.0, verbose=0, random_state=0, **options)
     return result, spy
 
 
-@pytest.mark.parametrize("sampling, options", [
-    ("uniform", {}), ("importance", {"block_size": 2}), ("tau_nice", {"tau": 2}), ("full", {}),
-])
+@pytest.mark.parametrize(
+    "sampling, options",
+    [
+        ("uniform", {}),
+        ("importance", {"block_size": 2}),
+        ("tau_nice", {"tau": 2}),
+        ("full", {}),
+    ],
+)
 def test_dp_cd_noise_is_calibrated_to_the_tested_sensitivity(monkeypatch, sampling, options):
     from sklearn_dp.solvers import _coordinate_descent as module
 
     data = _link_data("linf", "huber")
-    result, spy = _run_spied(monkeypatch, module, "dp_cd", data, make_loss("huber"),
-                             n_outputs=1, alpha=0.1, delta=1e-5, max_iter=2,
-                             sampling=sampling, **options)
+    result, spy = _run_spied(
+        monkeypatch,
+        module,
+        "dp_cd",
+        data,
+        make_loss("huber"),
+        n_outputs=1,
+        alpha=0.1,
+        delta=1e-5,
+        max_iter=2,
+        sampling=sampling,
+        **options,
+    )
     details = result.plan.details
     z, clip = details["noise_multiplier"], details["clip_norm"]
     feature_norm = float(np.sqrt(np.sum(data.feature_bound**2)))
     assert clip == gradient_bound(make_loss("huber"), feature_norm, None, private=True)
-    allowed = ({float(z * t) for t in details["block_clip"]} if details["block_clip"] is not None
-               else None)
+    allowed = (
+        {float(z * t) for t in details["block_clip"]} if details["block_clip"] is not None else None
+    )
     assert len(spy.normal_scales) == result.n_iter
     for scale in spy.normal_scales:
         ratio = float(scale) / z
@@ -1087,12 +1168,22 @@ def test_dp_cd_noise_is_calibrated_to_the_tested_sensitivity(monkeypatch, sampli
 def test_frank_wolfe_scales_are_calibrated_to_the_tested_score_sensitivity():
     data = _link_data("linf", "huber")
     result = SOLVERS["frank_wolfe"].function(
-        data, make_loss("huber"), n_outputs=1, alpha=0.0, epsilon=1.0, delta=0.0, radius=2.0,
-        intercept_bound=1.0, max_iter=5, random_state=0, verbose=0,
+        data,
+        make_loss("huber"),
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=1.0,
+        delta=0.0,
+        radius=2.0,
+        intercept_bound=1.0,
+        max_iter=5,
+        random_state=0,
+        verbose=0,
     )
     details = result.plan.details
-    domain = make_domain(data, radius=2.0, intercept_bound=1.0, alpha=0.0, l1_ratio=0.0,
-                         solver="frank_wolfe")
+    domain = make_domain(
+        data, radius=2.0, intercept_bound=1.0, alpha=0.0, l1_ratio=0.0, solver="frank_wolfe"
+    )
     unit = details["clip_norm"] / data.normalizer
     ball_scale, box_scales = details["gumbel_scales"]
     spent = 2 * domain.radius * unit / ball_scale + sum(
@@ -1104,12 +1195,20 @@ def test_frank_wolfe_scales_are_calibrated_to_the_tested_score_sensitivity():
 def test_vr_frank_wolfe_scales_are_calibrated_to_the_tested_root_sensitivity():
     data = _link_data("linf", "huber", n=400)
     result = SOLVERS["vr_frank_wolfe"].function(
-        data, make_loss("huber"), n_outputs=1, alpha=0.0, epsilon=1.0, delta=0.0, radius=2.0,
-        random_state=0, verbose=0,
+        data,
+        make_loss("huber"),
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=1.0,
+        delta=0.0,
+        radius=2.0,
+        random_state=0,
+        verbose=0,
     )
     details = result.plan.details
-    domain = make_domain(data, radius=2.0, intercept_bound=None, alpha=0.0, l1_ratio=0.0,
-                         solver="vr_frank_wolfe")
+    domain = make_domain(
+        data, radius=2.0, intercept_bound=None, alpha=0.0, l1_ratio=0.0, solver="vr_frank_wolfe"
+    )
     unit = details["clip_norm"] / details["root_batch"]
     for (ball_scale, _), leaf_epsilon in zip(details["gumbel_scales"], details["leaf_epsilons"]):
         assert 2 * domain.radius * unit / ball_scale == pytest.approx(leaf_epsilon, rel=1e-12)
@@ -1120,8 +1219,18 @@ def test_mirror_descent_noise_is_calibrated_to_the_tested_sensitivity(monkeypatc
     from sklearn_dp.solvers import _mirror_descent as module
 
     data = _link_data("linf", "huber", n=200)
-    result, spy = _run_spied(monkeypatch, module, name, data, make_loss("huber"), n_outputs=1,
-                             alpha=0.0, delta=1e-5, radius=2.0, max_iter=5)
+    result, spy = _run_spied(
+        monkeypatch,
+        module,
+        name,
+        data,
+        make_loss("huber"),
+        n_outputs=1,
+        alpha=0.0,
+        delta=1e-5,
+        radius=2.0,
+        max_iter=5,
+    )
     details = result.plan.details
     clip2 = gradient_bound(make_loss("huber"), data.row_norm_bound, None, private=True)
     assert details["clip_norm"] == clip2
@@ -1135,18 +1244,28 @@ def test_resque_noise_is_calibrated_to_the_tested_sensitivity(monkeypatch):
 
     data = _link_data("l2", "binary", n=100)
     with trace_releases() as trace:
-        result, spy = _run_spied(monkeypatch, module, "resque", data, make_loss("binary"),
-                                 n_outputs=1, alpha=0.0, delta=1e-5, passes=1, max_weight=3.0,
-                                 # log-loss needs a schedule of the caller's own
-                                 # (no default converges on it: refused otherwise).
-                                 radius=5.0, tol=0.1)
+        result, spy = _run_spied(
+            monkeypatch,
+            module,
+            "resque",
+            data,
+            make_loss("binary"),
+            n_outputs=1,
+            alpha=0.0,
+            delta=1e-5,
+            passes=1,
+            max_weight=3.0,
+            # log-loss needs a schedule of the caller's own
+            # (no default converges on it: refused otherwise).
+            radius=5.0,
+            tol=0.1,
+        )
     details = result.plan.details
     sensitivity = 3.0 * 1.0 * data.row_norm_bound
     assert details["sensitivity"] == pytest.approx(sensitivity, rel=1e-15)
     assert len(spy.normal_scales) == result.n_iter == len(trace.releases)
     for scale in spy.normal_scales:
-        assert float(scale) == pytest.approx(result.plan.noise_multiplier * sensitivity,
-                                             rel=1e-15)
+        assert float(scale) == pytest.approx(result.plan.noise_multiplier * sensitivity, rel=1e-15)
     # Each release declares the sensitivity the property above tests.
     for release in trace.releases:
         assert (release.mechanism, release.norm) == ("gaussian", "l2")
@@ -1164,8 +1283,16 @@ def test_svrg_noise_is_calibrated_to_the_tested_sensitivities(name):
     data = _link_data("l2", "huber", n=100)
     with trace_releases() as trace:
         result = SOLVERS[name].function(
-            data, make_loss("huber"), n_outputs=1, alpha=0.1, epsilon=1.0, delta=1e-5,
-            max_iter=2, inner_steps=5, random_state=0, verbose=0,
+            data,
+            make_loss("huber"),
+            n_outputs=1,
+            alpha=0.1,
+            epsilon=1.0,
+            delta=1e-5,
+            max_iter=2,
+            inner_steps=5,
+            random_state=0,
+            verbose=0,
         )
     details = result.plan.details
     clip = details["clip_norm"]
@@ -1193,8 +1320,16 @@ def test_dp_accmd_noise_is_calibrated_to_the_tested_sensitivity():
     data = _link_data("l2", "multinomial")
     with trace_releases() as trace:
         result = SOLVERS["dp_accmd"].function(
-            data, make_loss("multinomial"), n_outputs=N_CLASSES, alpha=0.0, epsilon=1.0,
-            delta=1e-5, radius=1.0, max_iter=4, random_state=0, verbose=0,
+            data,
+            make_loss("multinomial"),
+            n_outputs=N_CLASSES,
+            alpha=0.0,
+            epsilon=1.0,
+            delta=1e-5,
+            radius=1.0,
+            max_iter=4,
+            random_state=0,
+            verbose=0,
         )
     clip = gradient_bound(make_loss("multinomial"), data.row_norm_bound, None, private=True)
     assert result.plan.details["clip_norm"] == clip
@@ -1222,7 +1357,13 @@ def test_perturbation_noise_is_calibrated_to_the_tested_sensitivity(loss_name, d
     epsilon = 1.0
     with trace_releases() as trace:
         result = SOLVERS["output_perturbation"].function(
-            data, loss, n_outputs=K, alpha=0.1, epsilon=epsilon, delta=delta, random_state=0,
+            data,
+            loss,
+            n_outputs=K,
+            alpha=0.1,
+            epsilon=epsilon,
+            delta=delta,
+            random_state=0,
         )
     (release,) = trace.releases
     sensitivity = result.plan.details["sensitivity"]
@@ -1230,19 +1371,29 @@ def test_perturbation_noise_is_calibrated_to_the_tested_sensitivity(loss_name, d
     G = glm.gradient_bound
     assert sensitivity == (G + 2e-6 * G) / (data.n_public * 0.1)
     assert release.sensitivity == sensitivity
-    expected = (sensitivity / epsilon if delta == 0
-                else gaussian_noise_multiplier(epsilon, delta, 1) * sensitivity)
+    expected = (
+        sensitivity / epsilon
+        if delta == 0
+        else gaussian_noise_multiplier(epsilon, delta, 1) * sensitivity
+    )
     assert release.scale == expected
     with trace_releases() as trace:
         result = SOLVERS["objective_perturbation"].function(
-            data, loss, n_outputs=K, alpha=0.1, epsilon=epsilon, delta=delta, random_state=0,
+            data,
+            loss,
+            n_outputs=K,
+            alpha=0.1,
+            epsilon=epsilon,
+            delta=delta,
+            random_state=0,
         )
     first, second = trace.releases
     details = result.plan.details
     assert first.sensitivity == G == details["gradient_bound"]
     assert first.scale == details["objective_noise_scale"]
-    assert first.scale == (G / details["epsilon_noise"] if delta == 0
-                           else result.plan.noise_multiplier * G)
+    assert first.scale == (
+        G / details["epsilon_noise"] if delta == 0 else result.plan.noise_multiplier * G
+    )
     assert second.sensitivity == 2 * 1e-6 * G / details["regularization"]
     assert second.scale == details["residual_noise_scale"]
 
@@ -1258,13 +1409,17 @@ THIS = HERE / "test_sensitivity_properties.py"
 PROPERTY_TESTS = {
     "dp_gd": [
         (HERE / "test_sensitivity.py", "test_adding_any_row_moves_clipped_sum_by_at_most_clip"),
-        (HERE / "test_sensitivity.py",
-         "test_adding_a_bounded_row_moves_the_sum_by_at_most_the_gradient_bound"),
+        (
+            HERE / "test_sensitivity.py",
+            "test_adding_a_bounded_row_moves_the_sum_by_at_most_the_gradient_bound",
+        ),
     ],
     "dp_sgd": [
         (HERE / "test_sensitivity.py", "test_adding_any_row_moves_clipped_sum_by_at_most_clip"),
-        (HERE / "test_sensitivity.py",
-         "test_adding_a_bounded_row_moves_the_sum_by_at_most_the_gradient_bound"),
+        (
+            HERE / "test_sensitivity.py",
+            "test_adding_a_bounded_row_moves_the_sum_by_at_most_the_gradient_bound",
+        ),
     ],
     "output_perturbation": [
         (HERE / "test_perturbation.py", "test_minimiser_sensitivity_is_at_most_the_stated_bound"),

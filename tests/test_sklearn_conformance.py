@@ -59,7 +59,11 @@ def _estimators():
         DPSCORegressor(epsilon=1.0, solver="dp_svrg", alpha=0.5, random_state=0),
         DPSCORegressor(epsilon=1.0, solver="dp_svrg_pp", penalty="l1", random_state=0),
         DPSCORegressor(
-            epsilon=1.0, solver="dp_accmd", penalty=None, radius=2.0, constraint="l1",
+            epsilon=1.0,
+            solver="dp_accmd",
+            penalty=None,
+            radius=2.0,
+            constraint="l1",
             random_state=0,
         ),
         DPSCORegressor(epsilon=1.0, loss="huber", solver="dp_sgd", random_state=0),
@@ -71,40 +75,65 @@ def _estimators():
         DPLogisticRegression(epsilon=eps, solver="objective_perturbation", random_state=0),
         # Output perturbation's noise scales with 1 / (n alpha) = C: a stronger
         # penalty than the default C=1.
-        DPLogisticRegression(
-            epsilon=eps, C=0.1, solver="output_perturbation", random_state=0
-        ),
+        DPLogisticRegression(epsilon=eps, C=0.1, solver="output_perturbation", random_state=0),
         DPSCORegressor(epsilon=1.0, delta=0.0, random_state=0),
         # Output perturbation's certified solve needs a condition number it can
         # certify: a given row bound and a penalty stronger than the default
         # (with the checks' raw rows and alpha=1e-4 it refuses, publicly).
-        DPSCORegressor(epsilon=1.0, loss="huber", solver="output_perturbation", alpha=0.01,
-                       data_norm=5.0, random_state=0),
+        DPSCORegressor(
+            epsilon=1.0,
+            loss="huber",
+            solver="output_perturbation",
+            alpha=0.01,
+            data_norm=5.0,
+            random_state=0,
+        ),
         DPSCORegressor(
             epsilon=float("inf"), solver="objective_perturbation", data_norm=5.0, y_bound=5.0
         ),
         # dp_cd: coordinate descent bounds entries by feature_bound.
         DPLogisticRegression(epsilon=eps, solver="dp_cd", feature_bound=1.0, random_state=0),
         DPLogisticRegression(
-            epsilon=eps, solver="dp_cd", feature_bound=1.0, penalty="l1", random_state=0,
+            epsilon=eps,
+            solver="dp_cd",
+            feature_bound=1.0,
+            penalty="l1",
+            random_state=0,
             solver_options={"sampling": "importance", "block_size": 2},
         ),
         DPSCORegressor(
-            epsilon=1.0, solver="dp_cd", feature_bound=1.0, penalty="elasticnet", l1_ratio=0.5,
-            random_state=0, solver_options={"sampling": "tau_nice", "tau": 2},
+            epsilon=1.0,
+            solver="dp_cd",
+            feature_bound=1.0,
+            penalty="elasticnet",
+            l1_ratio=0.5,
+            random_state=0,
+            solver_options={"sampling": "tau_nice", "tau": 2},
         ),
         DPSCORegressor(
-            epsilon=float("inf"), solver="dp_cd", feature_bound=5.0, y_bound=5.0, max_iter=200,
+            epsilon=float("inf"),
+            solver="dp_cd",
+            feature_bound=5.0,
+            y_bound=5.0,
+            max_iter=200,
             solver_options={"sampling": "full"},
         ),
         DPSCORegressor(epsilon=1.0, constraint="l1", radius=2.0, feature_bound=3.0, random_state=0),
-        DPSCORegressor(epsilon=float("inf"), loss="absolute", constraint="l1", radius=2.0,
-                       feature_bound=3.0, max_iter=50),
+        DPSCORegressor(
+            epsilon=float("inf"),
+            loss="absolute",
+            constraint="l1",
+            radius=2.0,
+            feature_bound=3.0,
+            max_iter=50,
+        ),
         DPLasso(epsilon=1.0, random_state=0),
         # A radius: check_regressors_train sets alpha=0.01, and vr_frank_wolfe is refused
         # on the penalty-implied ball (issue #18; tests/test_default_refusals.py).
         DPLasso(epsilon=1.0, delta=0.0, solver="vr_frank_wolfe", radius=2.0, random_state=0),
-        DPLasso(epsilon=1.0, alpha=0.1, radius=2.0, solver="mirror_descent", max_iter=50, random_state=0),
+        DPLasso(
+            epsilon=1.0, alpha=0.1, radius=2.0, solver="mirror_descent", max_iter=50, random_state=0
+        ),
         # Without noise: its private calibration (a PLD composition per n) is
         # slow for the many data sets the checks use; the private path is
         # the mirror_descent one above plus tests/test_lasso.py.
@@ -113,7 +142,11 @@ def _estimators():
         DPSCORegressor(epsilon=1.0, loss="quantile", quantile=0.3, random_state=0),
         DPSCORegressor(epsilon=1.0, loss="absolute", solver="resque", random_state=0),
         DPSCORegressor(
-            epsilon=float("inf"), loss="absolute", solver="resque", data_norm=5.0, y_bound=5.0,
+            epsilon=float("inf"),
+            loss="absolute",
+            solver="resque",
+            data_norm=5.0,
+            y_bound=5.0,
             random_state=0,
         ),
         # Given bounds next to the "auto" defaults above.
@@ -153,13 +186,21 @@ def _resolved_solver(estimator):
     if estimator.solver != "auto":
         return estimator.solver
     public = PublicSetting(
-        n_features=5, n_outputs=1, multiclass=False, sparse=False,
-        fit_intercept=estimator.fit_intercept, epsilon=estimator.epsilon, delta=estimator.delta,
+        n_features=5,
+        n_outputs=1,
+        multiclass=False,
+        sparse=False,
+        fit_intercept=estimator.fit_intercept,
+        epsilon=estimator.epsilon,
+        delta=estimator.delta,
     )
     if isinstance(estimator, DPLasso):
         return estimator._auto_solver(None, public)
-    problem = (estimator._problem(2) if isinstance(estimator, DPLogisticRegression)
-               else estimator._problem(1.0))
+    problem = (
+        estimator._problem(2)
+        if isinstance(estimator, DPLogisticRegression)
+        else estimator._problem(1.0)
+    )
     return estimator._auto_solver(problem, public)
 
 
@@ -168,8 +209,10 @@ def _expected_failed_checks(estimator):
     solver = _resolved_solver(estimator)
     if solver is None:
         return expected
-    for check in ("check_sample_weight_equivalence_on_dense_data",
-                  "check_sample_weight_equivalence_on_sparse_data"):
+    for check in (
+        "check_sample_weight_equivalence_on_dense_data",
+        "check_sample_weight_equivalence_on_sparse_data",
+    ):
         expected[check] = WEIGHTING_IS_NOT_REPETITION
     if solver == "localized_mirror_descent":
         expected["check_regressors_train"] = (

@@ -40,8 +40,9 @@ from sklearn_dp.testing import trace_releases
     fit_intercept=st.booleans(),
     label_bound=st.sampled_from([0.5, 1.0, 7.0]),
 )
-def test_sufficient_statistics_move_by_at_most_their_sensitivities(case, fit_intercept,
-                                                                   label_bound):
+def test_sufficient_statistics_move_by_at_most_their_sensitivities(
+    case, fit_intercept, label_bound
+):
     """svec(X^T X) moves by exactly svec(x x^T) (norm <= R^2); X^T y by clip(y) x (<= R B);
     the smallest eigenvalue by a value in [0, ||x||^2]."""
     _, data_norm, nb = case
@@ -57,10 +58,12 @@ def test_sufficient_statistics_move_by_at_most_their_sensitivities(case, fit_int
     moved_xty = change(nb, *xtys)
     assert np.linalg.norm(moved_gram) <= R**2 * (1 + 1e-12) + slack(*grams)
     assert np.linalg.norm(moved_xty) <= R * label_bound * (1 + 1e-12) + slack(*xtys)
-    np.testing.assert_allclose(moved_gram, sign * svec(np.outer(x_new, x_new)), rtol=1e-7,
-                               atol=slack(*grams) + 1e-15)
-    np.testing.assert_allclose(moved_xty, sign * y_new * x_new, rtol=1e-7,
-                               atol=slack(*xtys) + 1e-15)
+    np.testing.assert_allclose(
+        moved_gram, sign * svec(np.outer(x_new, x_new)), rtol=1e-7, atol=slack(*grams) + 1e-15
+    )
+    np.testing.assert_allclose(
+        moved_xty, sign * y_new * x_new, rtol=1e-7, atol=slack(*xtys) + 1e-15
+    )
     # The eigenvalue of the larger data set is the larger one, by at most ||x||^2 <= R^2.
     lam_small, lam_big = (smallest_eigenvalue(G) for G, _ in stats)
     scale = 1e-9 * (1 + np.abs(stats[1][0]).sum())
@@ -100,15 +103,25 @@ def _data(n=200, d=3, seed=0, noise=0.1, fit_intercept=True, data_norm=1.5):
     return X, y, bound_data(X, y, fit_intercept=fit_intercept, data_norm=data_norm)
 
 
-@pytest.mark.parametrize("shares, ridge", [(None, "adaptive"), ((2.0, 1.0, 1.0), "adaptive"),
-                                           ((1.0, 3.0, 0.0), 0.5)])
+@pytest.mark.parametrize(
+    "shares, ridge", [(None, "adaptive"), ((2.0, 1.0, 1.0), "adaptive"), ((1.0, 3.0, 0.0), 0.5)]
+)
 def test_noise_scales_are_exactly_the_calibrated_ones(monkeypatch, shares, ridge):
     _, _, data = _data()
     spy = _Spy()
     monkeypatch.setattr(module, "make_rng", lambda random_state: spy)
     epsilon, delta = 0.8, 1e-6
-    result = dp_ssp(data, get_loss("squared"), n_outputs=1, alpha=0.0, epsilon=epsilon,
-                    delta=delta, shares=shares, ridge=ridge, label_bound=0.7)
+    result = dp_ssp(
+        data,
+        get_loss("squared"),
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=epsilon,
+        delta=delta,
+        shares=shares,
+        ridge=ridge,
+        label_bound=0.7,
+    )
     R = data.row_norm_bound
     values = np.asarray(module.DEFAULT_SHARES if shares is None else shares, dtype=float)
     if ridge != "adaptive":
@@ -120,7 +133,7 @@ def test_noise_scales_are_exactly_the_calibrated_ones(monkeypatch, shares, ridge
     sensitivities = [R**2, R * 0.7, R**2][: len(sigmas)]
     expected = [s * c for s, c in zip(sigmas, sensitivities)]
     np.testing.assert_allclose(spy.normal_scales, expected, rtol=1e-12)
-    assert result.plan.details["multipliers"][:len(sigmas)] == pytest.approx(sigmas, rel=1e-12)
+    assert result.plan.details["multipliers"][: len(sigmas)] == pytest.approx(sigmas, rel=1e-12)
     recomputed = epsilon_of_event(result.plan.event, delta)
     assert epsilon * (1 - 1e-6) <= recomputed <= epsilon * (1 + 1e-9)
 
@@ -128,13 +141,19 @@ def test_noise_scales_are_exactly_the_calibrated_ones(monkeypatch, shares, ridge
 def test_trace_records_the_three_releases():
     _, _, data = _data()
     with trace_releases() as trace:
-        dp_ssp(data, get_loss("squared"), n_outputs=1, alpha=0.0, epsilon=1.0, delta=1e-5,
-               random_state=0)
+        dp_ssp(
+            data,
+            get_loss("squared"),
+            n_outputs=1,
+            alpha=0.0,
+            epsilon=1.0,
+            delta=1e-5,
+            random_state=0,
+        )
     labels = [(r.label, r.norm) for r in trace.releases]
     assert labels == [("gram matrix", "l2"), ("X^T y", "l2"), ("smallest eigenvalue", "l2")]
     R2 = data.row_norm_bound**2
-    assert [r.sensitivity for r in trace.releases] == pytest.approx(
-        [R2, data.row_norm_bound, R2])
+    assert [r.sensitivity for r in trace.releases] == pytest.approx([R2, data.row_norm_bound, R2])
 
 
 def test_plan_without_the_adaptive_ridge_has_two_releases():
@@ -172,8 +191,9 @@ def test_adaptive_ridge_and_psd_repair():
 def test_epsilon_inf_ridge_matches_sklearn():
     X, y, _ = _data(n=300, d=5)
     alpha = 3e-3
-    model = DPSCORegressor(epsilon=math.inf, solver="dp_ssp", alpha=alpha, data_norm=3.0,
-                           y_bound=1.0).fit(X, y)
+    model = DPSCORegressor(
+        epsilon=math.inf, solver="dp_ssp", alpha=alpha, data_norm=3.0, y_bound=1.0
+    ).fit(X, y)
     reference = Ridge(alpha=alpha * X.shape[0]).fit(X, y)
     np.testing.assert_allclose(model.coef_, reference.coef_, rtol=1e-9, atol=1e-12)
     assert model.intercept_ == pytest.approx(reference.intercept_, rel=1e-9)
@@ -185,11 +205,13 @@ def test_epsilon_inf_lasso_matches_sklearn(estimator):
     alpha = 0.01
     reference = Lasso(alpha=alpha, tol=1e-14, max_iter=100000).fit(X, y)
     if estimator == "DPLasso":
-        model = DPLasso(epsilon=math.inf, solver="dp_ssp", alpha=alpha, y_bound=1.0,
-                        feature_bound=1.0).fit(X, y)
+        model = DPLasso(
+            epsilon=math.inf, solver="dp_ssp", alpha=alpha, y_bound=1.0, feature_bound=1.0
+        ).fit(X, y)
     else:
-        model = DPSCORegressor(epsilon=math.inf, solver="dp_ssp", penalty="l1", alpha=alpha,
-                               data_norm=3.0, y_bound=1.0).fit(X, y)
+        model = DPSCORegressor(
+            epsilon=math.inf, solver="dp_ssp", penalty="l1", alpha=alpha, data_norm=3.0, y_bound=1.0
+        ).fit(X, y)
     np.testing.assert_allclose(model.coef_, reference.coef_, atol=1e-7)
     assert model.intercept_ == pytest.approx(reference.intercept_, abs=1e-7)
 
@@ -198,8 +220,15 @@ def test_epsilon_inf_elastic_net_matches_sklearn():
     X, y, _ = _data(n=400, d=6)
     alpha, l1_ratio = 0.02, 0.4
     reference = ElasticNet(alpha=alpha, l1_ratio=l1_ratio, tol=1e-14, max_iter=100000).fit(X, y)
-    model = DPSCORegressor(epsilon=math.inf, solver="dp_ssp", penalty="elasticnet", alpha=alpha,
-                           l1_ratio=l1_ratio, data_norm=3.0, y_bound=1.0).fit(X, y)
+    model = DPSCORegressor(
+        epsilon=math.inf,
+        solver="dp_ssp",
+        penalty="elasticnet",
+        alpha=alpha,
+        l1_ratio=l1_ratio,
+        data_norm=3.0,
+        y_bound=1.0,
+    ).fit(X, y)
     np.testing.assert_allclose(model.coef_, reference.coef_, atol=1e-7)
     assert model.intercept_ == pytest.approx(reference.intercept_, abs=1e-7)
 
@@ -208,10 +237,22 @@ def test_epsilon_inf_elastic_net_matches_sklearn():
 def test_epsilon_inf_constrained_least_squares_is_the_constrained_minimiser(constraint):
     X, y, _ = _data(n=300, d=4, noise=0.05)
     radius = 0.2
-    model = DPLasso(epsilon=math.inf, solver="dp_ssp", radius=radius, y_bound=1.0,
-                    feature_bound=1.0).fit(X, y) if constraint == "l1" else DPSCORegressor(
-        epsilon=math.inf, solver="dp_ssp", radius=radius, constraint="l2", penalty=None,
-        data_norm=3.0, y_bound=1.0, fit_intercept=False).fit(X, y)
+    model = (
+        DPLasso(
+            epsilon=math.inf, solver="dp_ssp", radius=radius, y_bound=1.0, feature_bound=1.0
+        ).fit(X, y)
+        if constraint == "l1"
+        else DPSCORegressor(
+            epsilon=math.inf,
+            solver="dp_ssp",
+            radius=radius,
+            constraint="l2",
+            penalty=None,
+            data_norm=3.0,
+            y_bound=1.0,
+            fit_intercept=False,
+        ).fit(X, y)
+    )
 
     def objective(theta):
         pred = X @ theta[:4] + (theta[4] if constraint == "l1" else 0.0)
@@ -223,8 +264,13 @@ def test_epsilon_inf_constrained_least_squares_is_the_constrained_minimiser(cons
     else:
         norm = {"type": "ineq", "fun": lambda t: radius**2 - np.sum(t[:4] ** 2)}
         start = np.zeros(5)
-    best = minimize(objective, start, constraints=[norm], method="SLSQP",
-                    options={"ftol": 1e-14, "maxiter": 1000}).x
+    best = minimize(
+        objective,
+        start,
+        constraints=[norm],
+        method="SLSQP",
+        options={"ftol": 1e-14, "maxiter": 1000},
+    ).x
     assert objective(np.append(model.coef_, model.intercept_)) <= objective(best) + 1e-9
     coef = model.coef_
     assert (np.sum(np.abs(coef)) if constraint == "l1" else np.linalg.norm(coef)) <= radius + 1e-9
@@ -296,8 +342,17 @@ def test_float32_and_sparse_inputs_release_the_same_statistics():
     fits = []
     for Xi in (X, X.astype(np.float32), sp.csr_matrix(X)):
         d = bound_data(Xi, y, fit_intercept=True, data_norm=1.5)
-        fits.append(dp_ssp(d, get_loss("squared"), n_outputs=1, alpha=0.0, epsilon=1.0,
-                           delta=1e-5, random_state=0).coef)
+        fits.append(
+            dp_ssp(
+                d,
+                get_loss("squared"),
+                n_outputs=1,
+                alpha=0.0,
+                epsilon=1.0,
+                delta=1e-5,
+                random_state=0,
+            ).coef
+        )
     np.testing.assert_allclose(fits[2], fits[0], rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(fits[1], fits[0], rtol=1e-4, atol=1e-5)
 
@@ -312,19 +367,23 @@ def test_dplasso_default_within_two_points_of_sklearn_at_n30000_d30():
     y = X @ w + 0.3 + 0.5 * rng.normal(size=n + 10000)
     y_bound = float(np.sum(np.abs(w)) + 0.3 + 1.5)
     reference = Lasso(alpha=0.01).fit(X[:n], y[:n]).score(X[n:], y[n:])
-    model = DPLasso(epsilon=1.0, alpha=0.01, feature_bound=1.0, y_bound=y_bound,
-                    random_state=0).fit(X[:n], y[:n])
+    model = DPLasso(
+        epsilon=1.0, alpha=0.01, feature_bound=1.0, y_bound=y_bound, random_state=0
+    ).fit(X[:n], y[:n])
     assert model.solver_ == "dp_ssp"
     assert model.score(X[n:], y[n:]) >= reference - 0.02
 
 
-@pytest.mark.parametrize("options, match", [
-    (dict(shares=(1.0, 1.0)), "shares"),
-    (dict(shares=(0.0, 1.0, 1.0)), "shares"),
-    (dict(ridge=-1.0), "ridge"),
-    (dict(ridge="adaptive", shares=(1.0, 1.0, 0.0)), "adaptive"),
-    (dict(label_bound=0.0), "label_bound"),
-])
+@pytest.mark.parametrize(
+    "options, match",
+    [
+        (dict(shares=(1.0, 1.0)), "shares"),
+        (dict(shares=(0.0, 1.0, 1.0)), "shares"),
+        (dict(ridge=-1.0), "ridge"),
+        (dict(ridge="adaptive", shares=(1.0, 1.0, 0.0)), "adaptive"),
+        (dict(label_bound=0.0), "label_bound"),
+    ],
+)
 def test_bad_options_are_refused_before_any_spend(options, match):
     X, y, _ = _data(n=50)
     budget = PrivacyBudget(5.0, 1e-4)

@@ -63,7 +63,11 @@ SLOW_CONFIGS = {
     ("DPLogisticRegression", "output_perturbation", "pure"): dict(delta=0.0),
     ("DPSCORegressor", "objective_perturbation", "huber"): dict(loss="huber", delta=0.0),
     ("DPSCORegressor", "output_perturbation", "huber"): dict(
-        loss="huber", huber_threshold=1.35, alpha=1e-3, y_bound=1000.0, delta=0.0,
+        loss="huber",
+        huber_threshold=1.35,
+        alpha=1e-3,
+        y_bound=1000.0,
+        delta=0.0,
         intercept_scaling=50.0,
     ),
     ("DPLogisticRegression", "dp_cd", "importance"): dict(
@@ -269,8 +273,14 @@ def _check_sensitivities(trace_d, trace_dprime):
         if r.value is None:
             continue
         if r.mechanism == "thresholded_laplace":
-            keys = sorted(set(np.asarray(r.candidates).tolist()) | set(np.asarray(rp.candidates).tolist()), key=repr)
-            counts = [dict(zip(np.asarray(t.candidates).tolist(), np.asarray(t.value).tolist())) for t in (r, rp)]
+            keys = sorted(
+                set(np.asarray(r.candidates).tolist()) | set(np.asarray(rp.candidates).tolist()),
+                key=repr,
+            )
+            counts = [
+                dict(zip(np.asarray(t.candidates).tolist(), np.asarray(t.value).tolist()))
+                for t in (r, rp)
+            ]
             a = [counts[0].get(k, 0.0) for k in keys]
             b = [counts[1].get(k, 0.0) for k in keys]
         else:
@@ -440,12 +450,18 @@ def _slow_cases():
     for (estimator, solver, variant), params in SLOW_CONFIGS.items():
         for kind in HOSTILE:
             yield pytest.param(
-                estimator, solver, params, variant, kind,
+                estimator,
+                solver,
+                params,
+                variant,
+                kind,
                 id=f"{estimator}-{solver}-{variant}-{kind}",
             )
     for (estimator, solver), params in CONFIGS.items():
         for kind in set(HOSTILE) - set(FAST_HOSTILE):
-            yield pytest.param(estimator, solver, params, "", kind, id=f"{estimator}-{solver}-{kind}")
+            yield pytest.param(
+                estimator, solver, params, "", kind, id=f"{estimator}-{solver}-{kind}"
+            )
 
 
 @pytest.mark.slow
@@ -517,8 +533,9 @@ def test_substitution_weighted(estimator, solver, params, variant, kind):
     assert observed["error"] is None, observed["error"]
     releases = observed["trace"].releases
     assert releases
-    unweighted = _run_pair(estimator, solver, dict(params, max_weight=1.0), pair,
-                           weights=(np.ones(n), np.ones(n + 1)))
+    unweighted = _run_pair(
+        estimator, solver, dict(params, max_weight=1.0), pair, weights=(np.ones(n), np.ones(n + 1))
+    )
     # The solver's sensitivities scale by max_weight; the count and bound releases do not.
     for r, u in zip(releases, unweighted["trace"].releases):
         assert r.label == u.label

@@ -97,8 +97,9 @@ def test_lower_bound_at_a_given_threshold_by_hand():
     bound, threshold = epsilon_lower_bound(without, with_canary, 1e-5, threshold=0.5)
     fpr, fnr = beta.ppf(0.975, 6, 95), beta.ppf(0.975, 21, 80)
     assert threshold == 0.5
-    assert bound == pytest.approx(max(math.log((1 - 1e-5 - fnr) / fpr),
-                                      math.log((1 - 1e-5 - fpr) / fnr)))
+    assert bound == pytest.approx(
+        max(math.log((1 - 1e-5 - fnr) / fpr), math.log((1 - 1e-5 - fpr) / fnr))
+    )
 
 
 def test_lower_bound_is_never_negative():
@@ -140,8 +141,9 @@ def test_audit_mechanism_splits_runs_and_uses_distinct_seeds():
     assert result.epsilon_lower_bound == pytest.approx(max_epsilon_lower_bound(30, 1e-5))
     assert result.max_lower_bound == pytest.approx(result.epsilon_lower_bound)
     assert not result.consistent
-    again = audit_mechanism(run, claimed_epsilon=1.0, delta=1e-5, n_runs=40, calibration_runs=10,
-                            seed_offset=5)
+    again = audit_mechanism(
+        run, claimed_epsilon=1.0, delta=1e-5, n_runs=40, calibration_runs=10, seed_offset=5
+    )
     assert again.n_runs == 40
     with pytest.raises(ValueError, match="calibration_runs"):
         audit_mechanism(run, claimed_epsilon=1.0, delta=1e-5, n_runs=10, calibration_runs=10)
@@ -151,12 +153,14 @@ def test_audit_mechanism_splits_runs_and_uses_distinct_seeds():
 def test_multi_step_kernel_audit_catches_noise_for_one_step(n_steps):
     epsilon, delta, clip = 2.0, 1e-5, 1.0
     calibrated = gaussian_noise_multiplier(epsilon, delta, n_steps)
-    correct = audit_noisy_gradient_sum(calibrated * clip, clip, claimed_epsilon=epsilon,
-                                       delta=delta, n_steps=n_steps)
+    correct = audit_noisy_gradient_sum(
+        calibrated * clip, clip, claimed_epsilon=epsilon, delta=delta, n_steps=n_steps
+    )
     assert correct.consistent, correct
     one_step = gaussian_noise_multiplier(epsilon, delta, 1)
-    broken = audit_noisy_gradient_sum(one_step * clip, clip, claimed_epsilon=epsilon,
-                                      delta=delta, n_steps=n_steps)
+    broken = audit_noisy_gradient_sum(
+        one_step * clip, clip, claimed_epsilon=epsilon, delta=delta, n_steps=n_steps
+    )
     assert not broken.consistent, broken
 
 
@@ -165,12 +169,14 @@ def test_poisson_kernel_audit_catches_noise_for_fewer_steps():
 
     epsilon, delta, rate, steps = 2.0, 1e-5, 0.2, 50
     sigma = subsampled_gaussian_noise_multiplier(epsilon, delta, rate, steps)
-    correct = audit_noisy_gradient_sum(sigma, 1.0, claimed_epsilon=epsilon, delta=delta,
-                                       n_steps=steps, sampling_rate=rate)
+    correct = audit_noisy_gradient_sum(
+        sigma, 1.0, claimed_epsilon=epsilon, delta=delta, n_steps=steps, sampling_rate=rate
+    )
     assert correct.consistent, correct
     sigma_one = subsampled_gaussian_noise_multiplier(epsilon, delta, rate, 1)
-    broken = audit_noisy_gradient_sum(sigma_one, 1.0, claimed_epsilon=epsilon, delta=delta,
-                                      n_steps=steps, sampling_rate=rate)
+    broken = audit_noisy_gradient_sum(
+        sigma_one, 1.0, claimed_epsilon=epsilon, delta=delta, n_steps=steps, sampling_rate=rate
+    )
     assert not broken.consistent, broken
 
 
@@ -179,16 +185,31 @@ def test_estimator_audit_passes_options_and_catches_noise_off():
     X = rng.normal(size=(30, 3)) / 3
     X[:, 2] = 0.0  # the canary's feature: unused by D
     y = (X[:, 0] > 0).astype(int)
-    model = DPLogisticRegression(epsilon=1.0, max_iter=5, classes=[0, 1], data_norm=1.0,
-                                 penalty=None, fit_intercept=False, clip_norm=0.05)
+    model = DPLogisticRegression(
+        epsilon=1.0,
+        max_iter=5,
+        classes=[0, 1],
+        data_norm=1.0,
+        penalty=None,
+        fit_intercept=False,
+        clip_norm=0.05,
+    )
 
     def coefficient(fitted):
         return float(fitted.coef_[0, 2])
 
     # The claim is epsilon=inf, which no audit can refute: this test checks the machinery.
-    broken = audit_estimator(model.set_params(epsilon=math.inf), X, y, [0.0, 0.0, 50.0], 1,
-                             n_runs=100, statistic=coefficient, calibration_runs=20,
-                             require_power=False)
+    broken = audit_estimator(
+        model.set_params(epsilon=math.inf),
+        X,
+        y,
+        [0.0, 0.0, 50.0],
+        1,
+        n_runs=100,
+        statistic=coefficient,
+        calibration_runs=20,
+        require_power=False,
+    )
     assert broken.n_bound_runs == 80
     # Noise off: D and D' are told apart in every run (the model claims epsilon=inf).
     assert broken.epsilon_lower_bound == pytest.approx(max_epsilon_lower_bound(80, 1e-5))
@@ -212,8 +233,9 @@ def test_audit_power_check_refuses_audits_that_cannot_fail():
     with pytest.raises(ValueError, match="cannot refute"):
         audit_mechanism(run, claimed_epsilon=6.0, delta=1e-5, n_runs=500, calibration_runs=250)
     assert calls == []
-    result = audit_mechanism(run, claimed_epsilon=6.0, delta=1e-5, n_runs=500,
-                             calibration_runs=250, require_power=False)
+    result = audit_mechanism(
+        run, claimed_epsilon=6.0, delta=1e-5, n_runs=500, calibration_runs=250, require_power=False
+    )
     assert not result.can_refute and result.max_lower_bound < 6.0
     result = audit_mechanism(run, claimed_epsilon=3.0, delta=1e-5, n_runs=500, calibration_runs=250)
     assert result.can_refute and result.epsilon_lower_bound == pytest.approx(result.max_lower_bound)

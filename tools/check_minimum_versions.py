@@ -94,7 +94,9 @@ def _python_version(executable):
     try:
         out = subprocess.run(
             [executable, "-c", "import sys; print(*sys.version_info[:2])"],
-            capture_output=True, text=True, timeout=60,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -110,8 +112,12 @@ def find_oldest_python():
     pyenv = shutil.which("pyenv")
     if pyenv:
         root = subprocess.run([pyenv, "root"], capture_output=True, text=True).stdout.strip()
-        candidates += sorted(glob.glob(os.path.join(root, "versions", "{}.{}.*".format(
-            *OLDEST_PYTHON), "bin", name)), reverse=True)
+        candidates += sorted(
+            glob.glob(
+                os.path.join(root, "versions", "{}.{}.*".format(*OLDEST_PYTHON), "bin", name)
+            ),
+            reverse=True,
+        )
     candidates.append(sys.executable)
     for candidate in filter(None, candidates):
         if _python_version(candidate) == OLDEST_PYTHON:
@@ -139,9 +145,7 @@ def run(pins, tests, *, python, workdir, pytest_args=()):
     # The pins themselves first, from wheels only; then the package and its
     # test extra, held to the same pins by the constraints file.
     subprocess.run(pip + ["install", "-q", "--only-binary", pinned_names] + pins, check=True)
-    subprocess.run(
-        pip + ["install", "-q", "-c", str(constraints), f"{ROOT}[test]"], check=True
-    )
+    subprocess.run(pip + ["install", "-q", "-c", str(constraints), f"{ROOT}[test]"], check=True)
     freeze = subprocess.run(pip + ["freeze"], capture_output=True, text=True, check=True).stdout
     print("[minimum versions] installed:\n  " + "\n  ".join(freeze.splitlines()), flush=True)
     installed = dict(_name_version(line) for line in freeze.splitlines() if "==" in line)
@@ -156,12 +160,27 @@ def run(pins, tests, *, python, workdir, pytest_args=()):
     env.setdefault("MPLBACKEND", "Agg")
     where = subprocess.run(
         [env_python, "-c", "import sklearn_dp; print(sklearn_dp.__file__)"],
-        cwd=workdir, env=env, capture_output=True, text=True, check=True,
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
     print(f"[minimum versions] sklearn_dp from {where}", flush=True)
-    command = [env_python, "-m", "pytest", "-c", str(ROOT / "pyproject.toml"),
-               "--rootdir", str(ROOT), "-p", "no:cacheprovider", "-q",
-               *pytest_args, *[str(ROOT / t) for t in tests]]
+    command = [
+        env_python,
+        "-m",
+        "pytest",
+        "-c",
+        str(ROOT / "pyproject.toml"),
+        "--rootdir",
+        str(ROOT),
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        *pytest_args,
+        *[str(ROOT / t) for t in tests],
+    ]
     print("[minimum versions] " + " ".join(command), flush=True)
     return subprocess.run(command, cwd=workdir, env=env).returncode
 

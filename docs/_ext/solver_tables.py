@@ -104,22 +104,31 @@ class SolverCapabilities(SphinxDirective):
     def run(self):
         rows = []
         for name, spec in SOLVERS.items():
-            rows.append([
-                [(name, True)],
-                _code_list(sorted(spec.losses)),
-                _code_list([_name(p) for p in sorted(spec.penalties, key=str)]),
-                ", ".join(_constraint_name(c) for c in sorted(spec.constraints, key=str)),
-                [("data_norm", True), (" (L2)", False)]
-                if spec.geometry == "l2"
-                else [("feature_bound", True), (" (entrywise)", False)],
-                "yes" if spec.multiclass else "no",
-                "yes" if spec.sparse else "no",
-                "yes" if spec.pure_dp else "no",
-                "yes" if spec.approximate_dp else "no",
-            ])
+            rows.append(
+                [
+                    [(name, True)],
+                    _code_list(sorted(spec.losses)),
+                    _code_list([_name(p) for p in sorted(spec.penalties, key=str)]),
+                    ", ".join(_constraint_name(c) for c in sorted(spec.constraints, key=str)),
+                    [("data_norm", True), (" (L2)", False)]
+                    if spec.geometry == "l2"
+                    else [("feature_bound", True), (" (entrywise)", False)],
+                    "yes" if spec.multiclass else "no",
+                    "yes" if spec.sparse else "no",
+                    "yes" if spec.pure_dp else "no",
+                    "yes" if spec.approximate_dp else "no",
+                ]
+            )
         header = [
-            "solver", "losses", "penalties", "coefficients", "rows bounded by",
-            "multiclass", "sparse X", "delta = 0", "delta > 0",
+            "solver",
+            "losses",
+            "penalties",
+            "coefficients",
+            "rows bounded by",
+            "multiclass",
+            "sparse X",
+            "delta = 0",
+            "delta > 0",
         ]
         return [_table(header, rows, widths=[14, 18, 16, 14, 14, 8, 7, 7, 7])]
 
@@ -139,7 +148,11 @@ def _glm_support(estimator, spec):
     # The registry checks each property on its own, so every combination of
     # the lists above is accepted; confirm one with the real check.
     check_solver_supports(
-        spec, estimator=estimator, loss=losses[0], penalty=penalties[0], delta=None,
+        spec,
+        estimator=estimator,
+        loss=losses[0],
+        penalty=penalties[0],
+        delta=None,
         constraint=constraints[0],
     )
     pieces = []
@@ -227,8 +240,11 @@ _SCENARIOS = [
     (DPSCORegressor, {"penalty": "l1"}, "no feature_bound"),
     (DPSCORegressor, {"radius": 5.0}, "L2 ball"),
     (DPSCORegressor, {"radius": 5.0, "constraint": "l1", "feature_bound": 1.0}, ""),
-    (DPSCORegressor, {"loss": "absolute", "radius": 5.0, "constraint": "l1",
-                      "feature_bound": 1.0}, ""),
+    (
+        DPSCORegressor,
+        {"loss": "absolute", "radius": 5.0, "constraint": "l1", "feature_bound": 1.0},
+        "",
+    ),
     (DPSCORegressor, {"penalty": None, "radius": 5.0, "constraint": "l1"}, "no feature_bound"),
     (DPSCORegressor, {"radius": 5.0, "constraint": "l1"}, "no feature_bound"),
     (DPSCORegressor, {"delta": 0.0, "radius": 5.0, "constraint": "l1", "feature_bound": 1.0}, ""),
@@ -251,9 +267,13 @@ _DEFAULT_FEATURES = 30
 
 def _public(estimator, n_features):
     return PublicSetting(
-        n_features=n_features, n_outputs=1, multiclass=False, sparse=False,
+        n_features=n_features,
+        n_outputs=1,
+        multiclass=False,
+        sparse=False,
         fit_intercept=bool(getattr(estimator, "fit_intercept", True)),
-        epsilon=float(estimator.epsilon), delta=float(estimator.delta),
+        epsilon=float(estimator.epsilon),
+        delta=float(estimator.delta),
     )
 
 
@@ -269,8 +289,12 @@ def _auto_choice(cls, params, n_features=_DEFAULT_FEATURES):
     spec = get_solver(name)
     try:
         check_solver_supports(
-            spec, estimator=cls.__name__, loss=loss_name, penalty=problem.penalty,
-            delta=estimator.delta, constraint=problem.constraint,
+            spec,
+            estimator=cls.__name__,
+            loss=loss_name,
+            penalty=problem.penalty,
+            delta=estimator.delta,
+            constraint=problem.constraint,
         )
     except ValueError as exc:
         return name, "refused by the solver: " + str(exc).split(": ", 1)[-1].split(".")[0]
@@ -290,11 +314,13 @@ class AutoSolverChoices(SphinxDirective):
             setting_cell = [(settings, True)] if settings else []
             if note:
                 setting_cell.append(((" — " if settings else "") + note, False))
-            rows.append([
-                [(cls.__name__, True)],
-                setting_cell or "defaults",
-                [(name, True)] + ([(" (" + problem + ")", False)] if problem else []),
-            ])
+            rows.append(
+                [
+                    [(cls.__name__, True)],
+                    setting_cell or "defaults",
+                    [(name, True)] + ([(" (" + problem + ")", False)] if problem else []),
+                ]
+            )
         header = ["estimator", "settings", 'solver="auto" picks']
         return [_table(header, rows, widths=[18, 50, 32])]
 

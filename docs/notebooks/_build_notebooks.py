@@ -26,7 +26,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 
-PUBLIC_SCALING = '''import math
+PUBLIC_SCALING = """import math
 import re
 
 import numpy as np
@@ -48,7 +48,7 @@ X_train, X_test, y_train, y_test = train_test_split(
     X, y, test_size=0.2, random_state=0, stratify=y
 )
 print(f"{X_train.shape[0]} training rows, {X_test.shape[0]} test rows, "
-      f"data_norm = {data_norm:.3f}")'''
+      f"data_norm = {data_norm:.3f}")"""
 
 
 def first_private_model():
@@ -82,14 +82,14 @@ scales are released without noise (see the Pipeline example in the gallery).""")
 reveals which labels occur, and warns with a `PrivacyLeakWarning`. `random_state=0` makes the
 noise reproducible for this tutorial; leave it at `None` for a real release (whoever knows the
 seed can remove the noise)."""),
-        code('''from sklearn_dp import DPLogisticRegression
+        code("""from sklearn_dp import DPLogisticRegression
 
 model = DPLogisticRegression(
     epsilon=1.0, delta=1e-5, data_norm=data_norm, classes=[0, 1], random_state=0
 )
 model.fit(X_train, y_train)
 print(f"solver used: {model.solver_}, iterations: {model.n_iter_}")
-print(f"test accuracy: {model.score(X_test, y_test):.3f}")'''),
+print(f"test accuracy: {model.score(X_test, y_test):.3f}")"""),
         md("""A fitted estimator displays as in scikit-learn: its parameters (the ones you set are
 highlighted) and, in a notebook, its fitted attributes."""),
         code("model"),
@@ -100,14 +100,14 @@ add/remove-one neighbouring. `dp_event_` describes the mechanism that produced t
 `dp_accounting.DpEvent`: a Laplace count of the rows (the number of rows is private too; 5% of
 epsilon pays for it) composed with the solver's steps (here `dp_gd`: 100 full-batch Gaussian
 steps)."""),
-        code('''print("privacy_spent_:", model.privacy_spent_)
-print("dp_event_:", model.dp_event_)'''),
+        code("""print("privacy_spent_:", model.privacy_spent_)
+print("dp_event_:", model.dp_event_)"""),
         md("""Anyone can check the claim without trusting our code for it: give the event to an
 accountant of `dp_accounting`. The privacy-loss-distribution (PLD) accountant is tight and
 pessimistic (it never reports less than the true epsilon); the Renyi (RDP) accountant is a
 valid but looser upper bound, so it reports a little more. The library calibrates its noise
 with PLD (and with exact formulas where they exist)."""),
-        code('''import dp_accounting
+        code("""import dp_accounting
 
 from sklearn_dp.accounting import epsilon_of_event
 
@@ -119,14 +119,14 @@ rdp.compose(model.dp_event_)
 print(f"PLD accountant:  epsilon = {pld.get_epsilon(delta):.4f} at delta = {delta:g}")
 print(f"RDP accountant:  epsilon = {rdp.get_epsilon(delta):.4f} (a looser bound)")
 print(f"sklearn_dp.accounting.epsilon_of_event: {epsilon_of_event(model.dp_event_, delta):.4f}")
-assert pld.get_epsilon(delta) <= model.privacy_spent_[0] + 1e-9'''),
+assert pld.get_epsilon(delta) <= model.privacy_spent_[0] + 1e-9"""),
         md("""## 4. Compared with scikit-learn
 
 Non-private `LogisticRegression` on the same features and split, the same solver without
 noise (`epsilon=float("inf")`: not private, it spends nothing), and the private model at a few
 epsilons. One noisy fit on 455 rows varies with the noise draw, so we show the median over 10
 draws."""),
-        code('''from sklearn.linear_model import LogisticRegression
+        code("""from sklearn.linear_model import LogisticRegression
 
 baseline = LogisticRegression().fit(X_train, y_train)
 noiseless = DPLogisticRegression(
@@ -141,7 +141,7 @@ for epsilon in [0.1, 0.5, 1.0, 2.0, 5.0]:
         for seed in range(10)
     ]
     print(f"DP epsilon={epsilon:<4g} median test accuracy over 10 noise draws: "
-          f"{np.median(scores):.3f}")'''),
+          f"{np.median(scores):.3f}")"""),
         md("""## What is protected, and what is not
 
 * Protected: each training row with its label, including whether it is in the data at all.
@@ -186,7 +186,7 @@ much tighter than the default `"basic"` composition, where the epsilons simply a
 `error_score="raise"` makes a refused fit stop the search. With scikit-learn's default
 (`error_score=nan`) a `BudgetExceededError` becomes a warning and a NaN score and the search
 continues: nothing is overspent (a refused fit spends nothing) but the results have holes."""),
-        code('''from sklearn.model_selection import GridSearchCV
+        code("""from sklearn.model_selection import GridSearchCV
 
 from sklearn_dp import BudgetExceededError, DPLogisticRegression, PrivacyBudget
 
@@ -198,7 +198,7 @@ search.fit(X_train, y_train)
 for epsilon, score in zip(search.cv_results_["param_epsilon"],
                           search.cv_results_["mean_test_score"]):
     print(f"epsilon={epsilon:<5g} mean validation accuracy {score:.3f}")
-print("best:", search.best_params_, f"test accuracy {search.score(X_test, y_test):.3f}")'''),
+print("best:", search.best_params_, f"test accuracy {search.score(X_test, y_test):.3f}")"""),
         md("""## The ledger
 
 One entry per fit: who spent, the solver, the `(epsilon, delta)` it guarantees, its `DpEvent`
@@ -207,7 +207,7 @@ epsilon at the budget's delta. Basic composition (the sum of the epsilons) is pr
 it; so is the budget's `fixed_sequence_epsilon()`, a numerical (PLD) composition of the
 recorded events that is tighter still but valid only for fits fixed in advance, so the budget
 reports it and never admits by it."""),
-        code('''for entry in budget.ledger:
+        code("""for entry in budget.ledger:
     print(f"{entry.id:2d}. {entry.estimator:20s} solver={entry.solver:6s} "
           f"epsilon={entry.epsilon:<5g} delta={entry.delta:g} rho={entry.rho:.4f} {entry.status}")
 print(f"\\nbasic composition: epsilon {sum(e.epsilon for e in budget.ledger):.3f}, "
@@ -215,13 +215,13 @@ print(f"\\nbasic composition: epsilon {sum(e.epsilon for e in budget.ledger):.3f
 print(f"rho charged: {budget.rho_spent:.4f} of {budget.rho_limit:.4f}")
 print("budget.spent     = (epsilon={:.4f}, delta={:g})".format(*budget.spent))
 print("budget.remaining = (epsilon={:.4f}, delta={:g})".format(*budget.remaining))
-print(f"fixed-sequence (PLD) epsilon, reported only: {budget.fixed_sequence_epsilon():.4f}")'''),
+print(f"fixed-sequence (PLD) epsilon, reported only: {budget.fixed_sequence_epsilon():.4f}")"""),
         md("""## Running out
 
 A second search at larger epsilons does not fit. The budget refuses the first fit that would
 take it past its limit, before that fit sees the data; the fits before it happened and are on
 the ledger. A refused fit leaves the estimator exactly as it was."""),
-        code('''n_before = len(budget.ledger)
+        code("""n_before = len(budget.ledger)
 try:
     GridSearchCV(model, {"epsilon": [4.0, 8.0]}, cv=3, error_score="raise").fit(X_train, y_train)
 except BudgetExceededError as exc:
@@ -236,7 +236,7 @@ except BudgetExceededError:
     print("refused again")
 print("ledger unchanged:", budget.ledger == ledger,
       "| coefficients unchanged:", np.array_equal(best.coef_, coef),
-      "| privacy_spent_ still", best.privacy_spent_)'''),
+      "| privacy_spent_ still", best.privacy_spent_)"""),
         md("""## What tuning on private data leaks
 
 The ledger accounts for every fit. It does **not** account for the *choice*: the selected
@@ -257,7 +257,7 @@ spend (it cannot count in a copy). With `storage="path.sqlite"` the ledger lives
 durable across restarts, and every check-and-spend is one transaction, so several processes
 (`GridSearchCV(n_jobs=2)`, or separate jobs) can share it and never overspend together. The
 file records the limits; reopening it with other limits is refused."""),
-        code('''import os
+        code("""import os
 import tempfile
 
 from sklearn_dp import BudgetStorageError
@@ -277,7 +277,7 @@ print("reopened:", reopened)
 try:
     PrivacyBudget(epsilon=50.0, delta=1e-5, composition="zcdp", storage=path)
 except BudgetStorageError as exc:
-    print("BudgetStorageError:", str(exc).split(". ")[0])'''),
+    print("BudgetStorageError:", str(exc).split(". ")[0])"""),
         md("""The file stores events with `pickle`: open only ledger files you trust. See the user
 guide for how the budget composes, and the gallery example *Tuning epsilon with GridSearchCV
 and a shared budget* for a plot of the ledger."""),
@@ -313,7 +313,10 @@ def execute(nb):
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
         try:
             nbclient.NotebookClient(
-                nb, timeout=600, kernel_name=kernel, resources={"metadata": {"path": workdir}},
+                nb,
+                timeout=600,
+                kernel_name=kernel,
+                resources={"metadata": {"path": workdir}},
             ).execute()
         finally:
             for key, value in saved.items():
@@ -329,8 +332,11 @@ def execute(nb):
 
 def _set_metadata(nb):
     nb.metadata.clear()
-    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python",
-                                 "name": "python3"}
+    nb.metadata["kernelspec"] = {
+        "display_name": "Python 3",
+        "language": "python",
+        "name": "python3",
+    }
     nb.metadata["language_info"] = {"name": "python"}
 
 

@@ -79,6 +79,7 @@ __all__ = [
 LABEL_EPSILON_FRACTION = 0.1
 LABEL_DELTA_FRACTION = 0.5
 
+
 @dataclass(frozen=True)
 class PublicSetting:
     """What a fit knows before it reads a private value: public inputs only.
@@ -338,7 +339,9 @@ def _canonical_labels(classes):
     kind = classes.dtype.kind
     if kind in "US":
         # As narrow as the longest *released* label.
-        return np.array(classes.tolist(), dtype=kind) if classes.size else classes.astype(kind + "1")
+        return (
+            np.array(classes.tolist(), dtype=kind) if classes.size else classes.astype(kind + "1")
+        )
     if kind == "f":
         return classes + 0.0  # -0.0 + 0.0 is +0.0
     if kind == "O":
@@ -510,8 +513,7 @@ class BaseDPEstimator(BaseEstimator):
             return _dask.validate_fit_data(self, X, y, y_numeric=y_numeric)
         # float32 X stays float32: the bounded design computes with it as it is
         # (sums accumulate in float64), so a fit makes no float64 copy of X.
-        return self._validate_private(X, y, y_numeric=y_numeric,
-                                      x_dtype=[np.float64, np.float32])
+        return self._validate_private(X, y, y_numeric=y_numeric, x_dtype=[np.float64, np.float32])
 
     def _check_sample_weight(self, sample_weight, X):
         """``sample_weight`` as a float64 vector, or a ValueError that states the rule only.
@@ -649,8 +651,10 @@ class BaseDPEstimator(BaseEstimator):
             # scikit-learn checks finiteness before it converts an object array to
             # float, so a None label becomes NaN unchecked: refuse it here, with
             # the other schema checks (before any spend).
-            if getattr(labels, "dtype", None) is not None and labels.dtype.kind == "f" and not (
-                np.all(np.isfinite(labels))
+            if (
+                getattr(labels, "dtype", None) is not None
+                and labels.dtype.kind == "f"
+                and not (np.all(np.isfinite(labels)))
             ):
                 raise ValueError(
                     f"{name}: y contains NaN, infinity or a missing value (such as None in an "
@@ -893,9 +897,9 @@ class BaseDPEstimator(BaseEstimator):
                 y_scale = float(y_bound)
         return FitBounds(
             data_norm=used_norm,
-            feature_bound=None if entry is None else (
-                used_features if np.ndim(used_features) == 0 else entry
-            ),
+            feature_bound=None
+            if entry is None
+            else (used_features if np.ndim(used_features) == 0 else entry),
             intercept_scaling=float(intercept_scaling),
             row_bound=row_bound,
             entry_bound=entry,
@@ -906,7 +910,12 @@ class BaseDPEstimator(BaseEstimator):
     def _release_bounds(self, X, y, request, epsilons, n_public, rng):
         """Release the bounds of ``request`` (inside the private phase); ``(released, events)``."""
         return _bounds.release_bounds(
-            X, y, request, epsilons, n_public=n_public, rng=rng,
+            X,
+            y,
+            request,
+            epsilons,
+            n_public=n_public,
+            rng=rng,
             window=getattr(_bounds, self._row_window),
             releases=_dask.BOUND_RELEASES if _dask.is_dask_array(X) else _bounds.IN_MEMORY,
         )
@@ -920,8 +929,19 @@ class BaseDPEstimator(BaseEstimator):
             self.y_bound_ = bounds.y_scale
             self.y_center_ = bounds.y_center
 
-    def _fit_solver(self, X, y, problem, *, prepare=None, discover_labels=False, finish=None,
-                    sample_weight=None, weighted=None, initial_point=None):
+    def _fit_solver(
+        self,
+        X,
+        y,
+        problem,
+        *,
+        prepare=None,
+        discover_labels=False,
+        finish=None,
+        sample_weight=None,
+        weighted=None,
+        initial_point=None,
+    ):
         """Plan from public inputs, reserve the spend, then fit in a private phase.
 
         Parameters
@@ -985,16 +1005,21 @@ class BaseDPEstimator(BaseEstimator):
         # Zero rows of the input's schema, for the public checks and plans.
         X0, y0 = (
             (np.zeros((0, n_features), dtype=X.dtype), np.zeros(0, dtype=y.dtype))
-            if dask_input else (X[:0], y[:0])
+            if dask_input
+            else (X[:0], y[:0])
         )
         request = self._bound_request(spec)
         # The bounds the solver's geometry needs, checked on zero rows (public).
         planned = self._resolve_bounds(spec, n_features, request=request)
         kwargs = self._solver_kwargs(spec, problem, planned)
         bound_data(
-            X0, y0, fit_intercept=self.fit_intercept,
-            intercept_scaling=planned.intercept_scaling, geometry=spec.geometry,
-            data_norm=planned.data_norm, feature_bound=planned.feature_bound,
+            X0,
+            y0,
+            fit_intercept=self.fit_intercept,
+            intercept_scaling=planned.intercept_scaling,
+            geometry=spec.geometry,
+            data_norm=planned.data_norm,
+            feature_bound=planned.feature_bound,
         )
         if spec.check is not None:
             spec.check(**self._check_arguments(spec, problem, kwargs, public))
@@ -1045,9 +1070,13 @@ class BaseDPEstimator(BaseEstimator):
                 # public constants get them from a bounding of zero rows, which
                 # carries the public bounds and nothing else.
                 zero_rows = bound_data(
-                    X0, y0, fit_intercept=self.fit_intercept,
-                    intercept_scaling=bounds.intercept_scaling, geometry=spec.geometry,
-                    data_norm=bounds.data_norm, feature_bound=bounds.feature_bound,
+                    X0,
+                    y0,
+                    fit_intercept=self.fit_intercept,
+                    intercept_scaling=bounds.intercept_scaling,
+                    geometry=spec.geometry,
+                    data_norm=bounds.data_norm,
+                    feature_bound=bounds.feature_bound,
                 )
                 if "loss" in plan_parameters:
                     plan_kwargs["loss"] = problem.make_loss(zero_rows)
@@ -1058,7 +1087,9 @@ class BaseDPEstimator(BaseEstimator):
                 plan_kwargs["alpha"] = (
                     problem.alpha
                     if not callable(problem.alpha)
-                    else None if n_public is None else problem.alpha(n_public)
+                    else None
+                    if n_public is None
+                    else problem.alpha(n_public)
                 )
             return spec.plan(n_public, n_params, epsilon_part, delta_rest, **plan_kwargs)
 
@@ -1103,9 +1134,11 @@ class BaseDPEstimator(BaseEstimator):
         pre_data_plan = None
         if private:
             pre_data_plan = plan_for(
-                problem, None,
+                problem,
+                None,
                 solver_epsilon(problem, None, planned, kwargs, planned_bound_events),
-                planned, kwargs,
+                planned,
+                kwargs,
             )
         rng = make_rng(self.random_state)
         reservation = None
@@ -1113,15 +1146,19 @@ class BaseDPEstimator(BaseEstimator):
             pre_data_event = None
             if pre_data_plan is not None:
                 pre_data_event = fit_event(
-                    None if not discover_labels
+                    None
+                    if not discover_labels
                     else ApproximateDpEvent(label_epsilon, label_delta, "label set"),
                     dpe.LaplaceDpEvent(1.0 / epsilon_count),
                     planned_bound_events,
                     pre_data_plan.event,
                 )
             reservation = self.budget.reserve(
-                self.epsilon, self.delta, event=pre_data_event,
-                estimator=type(self).__name__, solver=spec.name,
+                self.epsilon,
+                self.delta,
+                event=pre_data_event,
+                estimator=type(self).__name__,
+                solver=spec.name,
             )
             if self.random_state is not None:
                 # A seed (or a cloned Generator) would give every charged fit
@@ -1194,7 +1231,9 @@ class BaseDPEstimator(BaseEstimator):
                 **kwargs,
             )
             if private:
-                phase.event = fit_event(phase.label_event, count.event, bound_events, result.dp_event)
+                phase.event = fit_event(
+                    phase.label_event, count.event, bound_events, result.dp_event
+                )
             # Solvers do not warn; they hand warnings computed from public values
             # and releases to the estimator, which defers them through the phase.
             for message in result.info.pop("warnings", ()):
@@ -1214,4 +1253,3 @@ class BaseDPEstimator(BaseEstimator):
             else:  # not reported by this solver: drop a previous fit's value
                 self.__dict__.pop(f"{key}_", None)
         return data, result, bounds
-

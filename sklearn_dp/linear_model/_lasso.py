@@ -79,7 +79,6 @@ def alpha_for_l1_radius(radius, y_bound):
     return float(y_bound) ** 2 / (2.0 * float(radius))
 
 
-
 def _scaled_labels(y, center, scale, dtype=np.float64):
     """Labels clipped to ``[center - scale, center + scale]``, centred and divided by ``scale``.
 
@@ -91,10 +90,10 @@ def _scaled_labels(y, center, scale, dtype=np.float64):
     out = np.empty(y.shape, dtype=dtype)
     step = 4096  # float64 temporaries of a few pages
     for start in range(0, y.shape[0], step):
-        part = np.asarray(y[start:start + step], dtype=np.float64) - center
+        part = np.asarray(y[start : start + step], dtype=np.float64) - center
         np.clip(part, -float(scale), float(scale), out=part)
         part /= scale
-        out[start:start + step] = part
+        out[start : start + step] = part
     return out
 
 
@@ -350,8 +349,7 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         # is public; the row count is not consulted.
         AutoChoice(
             "dp_ssp",
-            when=lambda est, problem, public: public.n_features
-            <= AUTO_SSP_ENTRYWISE_MAX_FEATURES,
+            when=lambda est, problem, public: public.n_features <= AUTO_SSP_ENTRYWISE_MAX_FEATURES,
             why="one release of the sufficient statistics solves every form and a path",
         ),
         # The penalised form (alpha, no radius) is what coordinate descent with
@@ -424,7 +422,8 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         alpha = 0.0 if self.alpha is None else float(self.alpha) / scale
         penalty, constraint = self._form(spec, alpha)
         radius = (
-            None if constraint is None
+            None
+            if constraint is None
             else self._scaled_radius(scale, self._max_feature_bound(bounds))
         )
         return FitProblem(
@@ -462,9 +461,7 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         return get_loss("squared", residual_bound=RESIDUAL_BOUND)
 
     @restore_on_failure
-    def fit(
-        self, X: MatrixLike, y: ArrayLike, sample_weight: ArrayLike | None = None
-    ) -> DPLasso:
+    def fit(self, X: MatrixLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> DPLasso:
         """Fit the model with differential privacy.
 
         Parameters
@@ -503,13 +500,23 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         problem = self._problem(spec, placeholder)
 
         def finish(y, bounds):
-            y = _dask.map_labels(functools.partial(
-                _scaled_labels, center=bounds.y_center, scale=bounds.y_scale,
-                dtype=np.float32 if np.dtype(X.dtype) == np.float32 else np.float64), y)
+            y = _dask.map_labels(
+                functools.partial(
+                    _scaled_labels,
+                    center=bounds.y_center,
+                    scale=bounds.y_scale,
+                    dtype=np.float32 if np.dtype(X.dtype) == np.float32 else np.float64,
+                ),
+                y,
+            )
             return y, self._problem(spec, bounds)
 
         data, result, bounds = self._fit_solver(
-            X, y, problem, finish=finish, sample_weight=sample_weight,
+            X,
+            y,
+            problem,
+            finish=finish,
+            sample_weight=sample_weight,
             initial_point=initial_point,
         )
         scale = bounds.y_scale
@@ -526,7 +533,9 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         if statistics is not None:
             # Released values and public constants only (see path()).
             self.released_statistics_ = dict(
-                statistics, y_scale=scale, y_center=float(bounds.y_center),
+                statistics,
+                y_scale=scale,
+                y_center=float(bounds.y_center),
                 intercept_scaling=float(bounds.intercept_scaling),
                 fit_intercept=bool(self.fit_intercept),
             )
@@ -617,9 +626,15 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         w = np.zeros(m)
         for k, alpha in enumerate(alphas):
             w, _ = solve_statistics(
-                stats["gram"], stats["xty"], normalizer=stats["normalizer"],
-                ridge=stats["ridge"], alpha=alpha / scale, l1_ratio=float(l1_ratio),
-                penalized=penalized, coef_init=w, force_iterative=True,
+                stats["gram"],
+                stats["xty"],
+                normalizer=stats["normalizer"],
+                ridge=stats["ridge"],
+                alpha=alpha / scale,
+                l1_ratio=float(l1_ratio),
+                penalized=penalized,
+                coef_init=w,
+                force_iterative=True,
             )
             coefs[:, k] = w
         if stats["fit_intercept"]:

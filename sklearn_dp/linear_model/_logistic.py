@@ -374,9 +374,7 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         if self.classes is None:
             return None
         if np.ndim(self.classes) != 1:
-            raise ValueError(
-                f"classes must be a 1-d list of labels; got classes={self.classes!r}."
-            )
+            raise ValueError(f"classes must be a 1-d list of labels; got classes={self.classes!r}.")
         try:
             classes = np.unique(np.asarray(self.classes))
         except TypeError:
@@ -553,8 +551,9 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
         def encode(y, classes):
             if dask_input:
                 dtype = np.float64 if classes.size == 2 else np.intp
-                return _dask.map_labels(functools.partial(self._encode, classes=classes), y,
-                                        dtype=dtype)
+                return _dask.map_labels(
+                    functools.partial(self._encode, classes=classes), y, dtype=dtype
+                )
             return self._encode(y, classes)
 
         def weigh(y, found, phase):
@@ -563,7 +562,8 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
                 factors = np.array([float(class_weight.get(c, 1.0)) for c in found.tolist()])
                 row_factors = factors[np.searchsorted(found, y)]
                 phase.sample_weight = (
-                    row_factors if phase.sample_weight is None
+                    row_factors
+                    if phase.sample_weight is None
                     else row_factors * phase.sample_weight
                 )
 
@@ -615,8 +615,13 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
 
         n_classes = 2 if classes is None else classes.size
         data, result, _ = self._fit_solver(
-            X, y, self._problem(n_classes), prepare=prepare, discover_labels=classes is None,
-            sample_weight=sample_weight, weighted=weighted,
+            X,
+            y,
+            self._problem(n_classes),
+            prepare=prepare,
+            discover_labels=classes is None,
+            sample_weight=sample_weight,
+            weighted=weighted,
             initial_point=None if previous is None else initial_point,
         )
         self.classes_ = released["classes"]

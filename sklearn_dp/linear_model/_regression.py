@@ -47,7 +47,6 @@ def _penalty_in_scaled_units(alpha, l1_ratio, scale, degree):
     return total, (l1_weight / total if total > 0 else 0.0)
 
 
-
 def _scaled_labels(y, center, scale, dtype=np.float64):
     """Labels clipped to ``[center - scale, center + scale]``, centred and divided by ``scale``.
 
@@ -59,10 +58,10 @@ def _scaled_labels(y, center, scale, dtype=np.float64):
     out = np.empty(y.shape, dtype=dtype)
     step = 4096  # float64 temporaries of a few pages
     for start in range(0, y.shape[0], step):
-        part = np.asarray(y[start:start + step], dtype=np.float64) - center
+        part = np.asarray(y[start : start + step], dtype=np.float64) - center
         np.clip(part, -float(scale), float(scale), out=part)
         part /= scale
-        out[start:start + step] = part
+        out[start : start + step] = part
     return out
 
 
@@ -357,8 +356,9 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
     _auto_preferences = (
         AutoChoice(
             "dp_accmd",
-            when=lambda est, problem, public: problem.constraint == "l1"
-            and not _given(est.feature_bound),
+            when=lambda est, problem, public: (
+                problem.constraint == "l1" and not _given(est.feature_bound)
+            ),
             why="an l1 ball on L2-bounded rows (the l1-geometry solvers need feature_bound)",
         ),
         AutoChoice(
@@ -378,8 +378,9 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         ),
         AutoChoice(
             "dp_ssp",
-            when=lambda est, problem, public: problem.penalty in ("l1", "elasticnet")
-            and second_order_fits(public),
+            when=lambda est, problem, public: (
+                problem.penalty in ("l1", "elasticnet") and second_order_fits(public)
+            ),
             why="least squares with an L1 / elastic-net penalty is post-processing of one "
             "release of the sufficient statistics",
         ),
@@ -474,9 +475,12 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         # is described with the placeholder scale 1 (public checks only).
         placeholder = 1.0 if _is_auto(self.y_bound) else float(self.y_bound)
         data, result, bounds = self._fit_solver(
-            X, y, self._problem(placeholder), finish=functools.partial(
-                self._finish, dtype=_label_dtype(X)),
-            sample_weight=sample_weight, initial_point=initial_point,
+            X,
+            y,
+            self._problem(placeholder),
+            finish=functools.partial(self._finish, dtype=_label_dtype(X)),
+            sample_weight=sample_weight,
+            initial_point=initial_point,
         )
         coef, intercept = data.split_coef(result.coef)
         # float32 input gives float32 coefficients (as scikit-learn does).
@@ -489,11 +493,12 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
     def _finish(self, y, bounds, dtype=np.float64):
         """Labels clipped to the label range and scaled to [-1, 1]; the problem in those units."""
         y = _dask.map_labels(
-            functools.partial(_scaled_labels, center=bounds.y_center, scale=bounds.y_scale,
-                              dtype=dtype), y
+            functools.partial(
+                _scaled_labels, center=bounds.y_center, scale=bounds.y_scale, dtype=dtype
+            ),
+            y,
         )
         return y, self._problem(bounds.y_scale)
-
 
     def predict(self, X: MatrixLike) -> np.ndarray:
         """Predicted values ``X @ coef_ + intercept_``.

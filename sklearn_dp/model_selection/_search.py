@@ -137,7 +137,10 @@ def _stand_in(X, classes):
 def _plan_candidate(candidate, epsilon, delta, X_public, y_public):
     """(event, solver) of ``candidate`` fitted at (epsilon, delta), from public inputs only."""
     model = clone(candidate).set_params(
-        epsilon=float(epsilon), delta=float(delta), budget=_PlanningBudget(), verbose=0,
+        epsilon=float(epsilon),
+        delta=float(delta),
+        budget=_PlanningBudget(),
+        verbose=0,
         random_state=0,
     )
     try:
@@ -171,8 +174,18 @@ class _SearchPlan:
         outputs nothing).
     """
 
-    def __init__(self, fit_epsilon, score_mechanism, score_noise_multiplier, count_epsilon,
-                 delta, run_event, event, candidate_events, solvers):
+    def __init__(
+        self,
+        fit_epsilon,
+        score_mechanism,
+        score_noise_multiplier,
+        count_epsilon,
+        delta,
+        run_event,
+        event,
+        candidate_events,
+        solvers,
+    ):
         self.fit_epsilon = fit_epsilon
         self.score_mechanism = score_mechanism
         self.score_noise_multiplier = score_noise_multiplier
@@ -226,7 +239,8 @@ def _released(model, estimator):
     budget and ``verbose``, for later fits).
     """
     return model.set_params(
-        random_state=estimator.random_state, budget=getattr(estimator, "budget", None),
+        random_state=estimator.random_state,
+        budget=getattr(estimator, "budget", None),
         verbose=estimator.verbose,
     )
 
@@ -269,7 +283,9 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         delta: float = 1e-5,
         budget: PrivacyBudget | None = None,
         n_candidates: float = 10,
-        distribution: Literal["truncated_negative_binomial", "poisson"] = "truncated_negative_binomial",
+        distribution: Literal[
+            "truncated_negative_binomial", "poisson"
+        ] = "truncated_negative_binomial",
         shape: float = 1.0,
         scoring: str | None = None,
         score_bound: float | None = None,
@@ -397,15 +413,28 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         shape = math.inf if self.distribution == "poisson" else float(self.shape)
         score_fraction = float(self.score_fraction)
         with np.printoptions(threshold=sys.maxsize):
-            settings = repr(sorted(
-                (k, v) for k, v in self.estimator.get_params(deep=False).items()
-                if k not in _RESERVED_PARAMETERS
-            ))
+            settings = repr(
+                sorted(
+                    (k, v)
+                    for k, v in self.estimator.get_params(deep=False).items()
+                    if k not in _RESERVED_PARAMETERS
+                )
+            )
             searched = repr(candidates)
         key = (
-            type(self.estimator).__name__, settings, searched,
-            type(X_public).__name__, X_public.shape[1], repr(y_public.tolist()), repr(fixed),
-            epsilon, delta, count_epsilon, mean, shape, score_fraction,
+            type(self.estimator).__name__,
+            settings,
+            searched,
+            type(X_public).__name__,
+            X_public.shape[1],
+            repr(y_public.tolist()),
+            repr(fixed),
+            epsilon,
+            delta,
+            count_epsilon,
+            mean,
+            shape,
+            score_fraction,
         )
         if key in _PLAN_CACHE:
             return _PLAN_CACHE[key]
@@ -442,7 +471,10 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
                 events = [
                     _plan_candidate(
                         clone(self.estimator).set_params(**params, classes=labels),
-                        fit_epsilon, delta, X_public, np.asarray(labels[:2]),
+                        fit_epsilon,
+                        delta,
+                        X_public,
+                        np.asarray(labels[:2]),
                     )[0]
                     for labels in ([0, 1], [0, 1, 2], list(range(7)))
                 ]
@@ -458,7 +490,12 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
                 [event for event, _ in candidate_plans],
                 score_epsilon=fit_epsilon * score_fraction / (1.0 - score_fraction),
             )
-            return run, mechanism, multiplier, selection_event(run, 1.0 / count_epsilon, mean, shape)
+            return (
+                run,
+                mechanism,
+                multiplier,
+                selection_event(run, 1.0 / count_epsilon, mean, shape),
+            )
 
         def excess(log_fit_epsilon):
             fit_epsilon = math.exp(log_fit_epsilon)
@@ -564,8 +601,9 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         # The candidates (a public output) come from their own stream of the
         # seed; the private phase uses the others.
         rng = make_rng(self.random_state)
-        (candidate_rng, split_rng, schedule_rng, count_rng, run_seeds, refit_rng,
-         label_rng) = rng.spawn(7)
+        (candidate_rng, split_rng, schedule_rng, count_rng, run_seeds, refit_rng, label_rng) = (
+            rng.spawn(7)
+        )
         candidates = self._candidates(candidate_rng)
         self._check_candidates(candidates)
         scoring, bound = self._scoring()
@@ -608,8 +646,11 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
                 f"{plan.fit_epsilon:.4g}, score with {plan.score_mechanism} noise of "
                 f"multiplier {plan.score_noise_multiplier:.4g}; "
                 f"selection (epsilon={epsilon_selection:.4g}, delta={delta_selection:.3g})"
-                + (f", refit (epsilon={epsilon_refit:.4g}, delta={delta_refit:.3g})"
-                   if self.refit else ""),
+                + (
+                    f", refit (epsilon={epsilon_refit:.4g}, delta={delta_refit:.3g})"
+                    if self.refit
+                    else ""
+                ),
                 file=sys.stdout,
             )
 
@@ -619,13 +660,18 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         if budget is not None:
             budget.check(epsilon_selection + epsilon_refit, delta_selection + delta_refit)
             reservation = budget.reserve(
-                epsilon_selection, delta_selection, event=selection_event, estimator=name,
+                epsilon_selection,
+                delta_selection,
+                event=selection_event,
+                estimator=name,
                 solver="+".join(sorted(set(plan.solvers))),
             )
             if self.refit:
                 try:
                     refit_reservation = budget.reserve(
-                        epsilon_refit, delta_refit, estimator=f"{name}.refit",
+                        epsilon_refit,
+                        delta_refit,
+                        estimator=f"{name}.refit",
                     )
                 except BaseException as exc:
                     # Nothing was read; the selection's entry stays charged (a
@@ -643,12 +689,23 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         try:
             with PrivatePhase(name, reservation) as phase:
                 if discover_labels:
-                    X, y, released = self._release_labels(X, y, label_epsilon, label_delta,
-                                                          label_rng)
+                    X, y, released = self._release_labels(
+                        X, y, label_epsilon, label_delta, label_rng
+                    )
                     fixed = {"classes": released}
                 best = self._select(
-                    candidates, plan, X, y, scoring, bound, (low, high), fixed,
-                    split_rng, schedule_rng, count_rng, run_seeds,
+                    candidates,
+                    plan,
+                    X,
+                    y,
+                    scoring,
+                    bound,
+                    (low, high),
+                    fixed,
+                    split_rng,
+                    schedule_rng,
+                    count_rng,
+                    run_seeds,
                 )
                 phase.event = selection_event
         except BaseException as exc:
@@ -681,7 +738,9 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         if self.refit:
             refit_model = clone(self.estimator).set_params(**candidates[index], **fixed)
             refit_model.set_params(
-                epsilon=float(epsilon_refit), delta=float(delta_refit), budget=None,
+                epsilon=float(epsilon_refit),
+                delta=float(delta_refit),
+                budget=None,
                 random_state=refit_rng,
             )
             refit_start = time.perf_counter()
@@ -705,7 +764,8 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
             self.best_estimator_ = _released(model, self.estimator)
             self.dp_event_ = selection_event
         self.privacy_spent_ = (
-            float(epsilon_selection + epsilon_refit), float(delta_selection + delta_refit)
+            float(epsilon_selection + epsilon_refit),
+            float(delta_selection + delta_refit),
         )
         if self.verbose:
             print(
@@ -738,8 +798,21 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
             return "Poisson"
         return f"truncated negative binomial, shape {float(self.shape):g}"
 
-    def _select(self, candidates, plan, X, y, scoring, bound, score_range, fixed, split_rng,
-                schedule_rng, count_rng, run_seeds):
+    def _select(
+        self,
+        candidates,
+        plan,
+        X,
+        y,
+        scoring,
+        bound,
+        score_range,
+        fixed,
+        split_rng,
+        schedule_rng,
+        count_rng,
+        run_seeds,
+    ):
         """The private part: K runs, noisy scores, the best run.  Returns only the best run."""
         low, high = score_range
         middle, half_width = 0.5 * (low + high), 0.5 * (high - low)
@@ -750,8 +823,11 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         X_train, y_train = X[train], y[train]
         X_val, y_val = X[validation], y[validation]
         noisy_count = _noise.laplace(
-            float(validation.size), sensitivity=1.0, scale=1.0 / plan.count_epsilon,
-            rng=count_rng, label="validation row count",
+            float(validation.size),
+            sensitivity=1.0,
+            scale=1.0 / plan.count_epsilon,
+            rng=count_rng,
+            label="validation row count",
         )
         shape = math.inf if self.distribution == "poisson" else float(self.shape)
         n_runs = draw_number_of_runs(self.n_candidates, shape, schedule_rng)
@@ -760,8 +836,17 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
             index = int(schedule_rng.integers(len(candidates)))
             fit_rng, score_rng = run_seeds.spawn(2)
             outcome = self._run(
-                {**candidates[index], **fixed}, plan.candidate_events[index], plan, X_train,
-                y_train, X_val, y_val, scoring, bound, middle, fit_rng,
+                {**candidates[index], **fixed},
+                plan.candidate_events[index],
+                plan,
+                X_train,
+                y_train,
+                X_val,
+                y_val,
+                scoring,
+                bound,
+                middle,
+                fit_rng,
             )
             if outcome is None:
                 continue  # a failed run outputs nothing; it is never selected
@@ -769,12 +854,18 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
             scale = plan.score_noise_multiplier * half_width
             if plan.score_mechanism == "gaussian":
                 noisy = _noise.gaussian(
-                    value, sensitivity=half_width, noise_std=scale, rng=score_rng,
+                    value,
+                    sensitivity=half_width,
+                    noise_std=scale,
+                    rng=score_rng,
                     label="validation score",
                 )
             else:
                 noisy = _noise.laplace(
-                    value, sensitivity=half_width, scale=scale, rng=score_rng,
+                    value,
+                    sensitivity=half_width,
+                    scale=scale,
+                    rng=score_rng,
                     label="validation score",
                 )
             if best is None or noisy > best[2]:
@@ -790,17 +881,36 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
             )
         return best[0], best[1], best[2], noisy_count
 
-    def _run(self, params, planned_event, plan, X_train, y_train, X_val, y_val, scoring,
-             bound, middle, rng):
+    def _run(
+        self,
+        params,
+        planned_event,
+        plan,
+        X_train,
+        y_train,
+        X_val,
+        y_val,
+        scoring,
+        bound,
+        middle,
+        rng,
+    ):
         """One run: fit the candidate on the training part, score it on the validation part.
 
         Returns (model, centred score sum), or None if the run failed.  A
         failure (any exception, or a mechanism other than planned) is the
         run's output "nothing", a function of the run's own releases.
         """
-        model = clone(self.estimator).set_params(**params).set_params(
-            epsilon=float(plan.fit_epsilon), delta=float(plan.delta), budget=None,
-            random_state=rng, verbose=0,
+        model = (
+            clone(self.estimator)
+            .set_params(**params)
+            .set_params(
+                epsilon=float(plan.fit_epsilon),
+                delta=float(plan.delta),
+                budget=None,
+                random_state=rng,
+                verbose=0,
+            )
         )
         try:
             model.fit(X_train, y_train)
@@ -1121,7 +1231,9 @@ class DPGridSearchCV(BaseDPSearchCV):
         delta: float = 1e-5,
         budget: PrivacyBudget | None = None,
         n_candidates: float = 10,
-        distribution: Literal["truncated_negative_binomial", "poisson"] = "truncated_negative_binomial",
+        distribution: Literal[
+            "truncated_negative_binomial", "poisson"
+        ] = "truncated_negative_binomial",
         shape: float = 1.0,
         scoring: str | None = None,
         score_bound: float | None = None,
@@ -1133,10 +1245,20 @@ class DPGridSearchCV(BaseDPSearchCV):
         verbose: int = 0,
     ) -> None:
         super().__init__(
-            estimator, epsilon=epsilon, delta=delta, budget=budget, n_candidates=n_candidates,
-            distribution=distribution, shape=shape, scoring=scoring, score_bound=score_bound,
-            validation_fraction=validation_fraction, score_fraction=score_fraction,
-            refit=refit, refit_fraction=refit_fraction, random_state=random_state,
+            estimator,
+            epsilon=epsilon,
+            delta=delta,
+            budget=budget,
+            n_candidates=n_candidates,
+            distribution=distribution,
+            shape=shape,
+            scoring=scoring,
+            score_bound=score_bound,
+            validation_fraction=validation_fraction,
+            score_fraction=score_fraction,
+            refit=refit,
+            refit_fraction=refit_fraction,
+            random_state=random_state,
             verbose=verbose,
         )
         self.param_grid = param_grid
@@ -1197,7 +1319,9 @@ class DPRandomizedSearchCV(BaseDPSearchCV):
         delta: float = 1e-5,
         budget: PrivacyBudget | None = None,
         n_candidates: float = 10,
-        distribution: Literal["truncated_negative_binomial", "poisson"] = "truncated_negative_binomial",
+        distribution: Literal[
+            "truncated_negative_binomial", "poisson"
+        ] = "truncated_negative_binomial",
         shape: float = 1.0,
         scoring: str | None = None,
         score_bound: float | None = None,
@@ -1209,10 +1333,20 @@ class DPRandomizedSearchCV(BaseDPSearchCV):
         verbose: int = 0,
     ) -> None:
         super().__init__(
-            estimator, epsilon=epsilon, delta=delta, budget=budget, n_candidates=n_candidates,
-            distribution=distribution, shape=shape, scoring=scoring, score_bound=score_bound,
-            validation_fraction=validation_fraction, score_fraction=score_fraction,
-            refit=refit, refit_fraction=refit_fraction, random_state=random_state,
+            estimator,
+            epsilon=epsilon,
+            delta=delta,
+            budget=budget,
+            n_candidates=n_candidates,
+            distribution=distribution,
+            shape=shape,
+            scoring=scoring,
+            score_bound=score_bound,
+            validation_fraction=validation_fraction,
+            score_fraction=score_fraction,
+            refit=refit,
+            refit_fraction=refit_fraction,
+            random_state=random_state,
             verbose=verbose,
         )
         self.param_distributions = param_distributions
@@ -1224,4 +1358,3 @@ class DPRandomizedSearchCV(BaseDPSearchCV):
         seed = np.random.RandomState(int(rng.integers(2**32)))
         sampler = ParameterSampler(self.param_distributions, self.n_iter, random_state=seed)
         return [dict(params) for params in sampler]
-

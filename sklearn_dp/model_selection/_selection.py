@@ -206,9 +206,9 @@ def rdp_event(event):
 
 def rdp_supports(event):
     """Whether dp_accounting's RDP accountant can compose ``event`` (see :func:`rdp_event`)."""
-    return rdp_privacy_accountant.RdpAccountant(
-        neighboring_relation=NEIGHBORING_RELATION
-    ).supports(rdp_event(event))
+    return rdp_privacy_accountant.RdpAccountant(neighboring_relation=NEIGHBORING_RELATION).supports(
+        rdp_event(event)
+    )
 
 
 def rdp_epsilon(event, delta):

@@ -156,11 +156,20 @@ def plan_dp_accmd(
         if n_samples is None:
             return None
         if loss is None or row_norm_bound is None or radius is None:
-            raise ValueError("The default dp_accmd plan needs the public loss, row_norm_bound and radius.")
+            raise ValueError(
+                "The default dp_accmd plan needs the public loss, row_norm_bound and radius."
+            )
         clip = gradient_bound(loss, row_norm_bound, clip_norm, private=not math.isinf(epsilon))
         max_iter = accmd_iterations(
-            n_samples, n_params, epsilon, delta, smoothness=loss.smoothness,
-            row_norm_bound=row_norm_bound, radius=radius, constraint=constraint, clip=clip,
+            n_samples,
+            n_params,
+            epsilon,
+            delta,
+            smoothness=loss.smoothness,
+            row_norm_bound=row_norm_bound,
+            radius=radius,
+            constraint=constraint,
+            clip=clip,
         )
     max_iter = int(max_iter)
     if max_iter < 1:
@@ -312,9 +321,16 @@ def dp_accmd(
     n_columns = X.n_columns
     shape = (n_columns, n_outputs)
     plan = plan_dp_accmd(
-        data.n_public, n_columns * n_outputs, epsilon, delta, loss=loss,
-        row_norm_bound=data.row_norm_bound, radius=radius, constraint=constraint,
-        clip_norm=clip_norm, max_iter=max_iter,
+        data.n_public,
+        n_columns * n_outputs,
+        epsilon,
+        delta,
+        loss=loss,
+        row_norm_bound=data.row_norm_bound,
+        radius=radius,
+        constraint=constraint,
+        clip_norm=clip_norm,
+        max_iter=max_iter,
     )
     clip = gradient_bound(loss, data.row_norm_bound, clip_norm, private=not math.isinf(epsilon))
     noise_std = plan.noise_multiplier * clip
@@ -336,11 +352,16 @@ def dp_accmd(
         progress(k + 1, grad_norm=float(np.linalg.norm(gradient)) / data.normalizer)
     check_finite_iterate(Y, "dp_accmd")
     plan.details.update(
-        clip_norm=clip, noise_std=noise_std, radius=radius, constraint=constraint,
+        clip_norm=clip,
+        noise_std=noise_std,
+        radius=radius,
+        constraint=constraint,
         smoothness=smooth_c,
     )
     # Per-sample gradient evaluations from the public stand-in for n.
     return SolverResult(
-        coef=Y, n_iter=plan.n_steps, plan=plan,
+        coef=Y,
+        n_iter=plan.n_steps,
+        plan=plan,
         info=dict(gradient_evaluations=float(data.n_public * plan.n_steps)),
     )

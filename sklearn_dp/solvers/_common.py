@@ -69,7 +69,9 @@ def release_count(n_samples, epsilon_count, rng):
     if np.isinf(epsilon_count):
         return PrivateCount(float(n_samples), float(n_samples), dpe.NoOpDpEvent())
     scale = 1.0 / epsilon_count
-    noisy = _noise.laplace(float(n_samples), sensitivity=1.0, scale=scale, rng=rng, label="row count")
+    noisy = _noise.laplace(
+        float(n_samples), sensitivity=1.0, scale=scale, rng=rng, label="row count"
+    )
     estimate = max(1.0, noisy)
     return PrivateCount(estimate, estimate + COUNT_UPPER_SCALES * scale, dpe.LaplaceDpEvent(scale))
 

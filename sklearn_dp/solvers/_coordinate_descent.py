@@ -406,8 +406,11 @@ def default_cd_epochs(epsilon=None):
 
 
 def _schedule(structure, max_iter, n_outer, epsilon=None):
-    epochs = (default_cd_epochs(epsilon) if max_iter is None
-              else _check_positive_int(max_iter, "max_iter"))
+    epochs = (
+        default_cd_epochs(epsilon)
+        if max_iter is None
+        else _check_positive_int(max_iter, "max_iter")
+    )
     total = epochs * structure.steps_per_epoch
     n_outer = epochs if n_outer is None else _check_positive_int(n_outer, "n_outer")
     n_outer = min(n_outer, total)
@@ -493,9 +496,21 @@ def plan_dp_cd(
 
 
 def _check_options(
-    n_columns, *, n_outputs=1, l1_ratio=0.0, max_iter=None, sampling="uniform", blocks=None,
-    block_size=None, tau=None, n_outer=None, smoothness="auto", clip_norm=None, step_scale=1.0,
-    output="average", normalizer=None,
+    n_columns,
+    *,
+    n_outputs=1,
+    l1_ratio=0.0,
+    max_iter=None,
+    sampling="uniform",
+    blocks=None,
+    block_size=None,
+    tau=None,
+    n_outer=None,
+    smoothness="auto",
+    clip_norm=None,
+    step_scale=1.0,
+    output="average",
+    normalizer=None,
 ):
     """The options dp_cd refuses, from public inputs only; returns the sampling structure."""
     n_outputs = _check_positive_int(n_outputs, "n_outputs")
@@ -524,8 +539,19 @@ def check_dp_cd(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, optio
     Hessian under the feature bounds is checked by the solver, from public
     bounds only.)
     """
-    keys = ("max_iter", "sampling", "blocks", "block_size", "tau", "n_outer", "smoothness",
-            "clip_norm", "step_scale", "output", "normalizer")
+    keys = (
+        "max_iter",
+        "sampling",
+        "blocks",
+        "block_size",
+        "tau",
+        "n_outer",
+        "smoothness",
+        "clip_norm",
+        "step_scale",
+        "output",
+        "normalizer",
+    )
     _check_options(
         public.n_features + int(public.fit_intercept),
         n_outputs=n_outputs,

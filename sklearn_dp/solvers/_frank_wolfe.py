@@ -187,7 +187,10 @@ def select_vertex(gradient, domain, scales, rng, *, unit, label="vertex"):
         height = domain.l1_penalty[j] * radius
     for j, box_scale, scores_j in zip(np.flatnonzero(~domain.ball), box_scales, box_scores):
         side = _noise.exponential(
-            -scores_j, sensitivity=domain.box[j] * unit, scale=box_scale, rng=rng,
+            -scores_j,
+            sensitivity=domain.box[j] * unit,
+            scale=box_scale,
+            rng=rng,
             label=f"{label} (box {j})",
         )
         vertex[j] = domain.box[j] if side == 0 else -domain.box[j]
@@ -260,27 +263,35 @@ def _check_schedule(schedule, n_phases):
         raise ValueError(f"n_phases must be a positive integer or None, got {n_phases!r}.")
 
 
-def check_frank_wolfe(*, loss_name=None, n_outputs, penalty=None, alpha=None, l1_ratio=None,
-                      public=None, options):
+def check_frank_wolfe(
+    *, loss_name=None, n_outputs, penalty=None, alpha=None, l1_ratio=None, public=None, options
+):
     """Refuse ``frank_wolfe`` options from public inputs only (``SolverSpec.check``).
 
     Called by the estimators before they reserve the spend, and by
     :func:`frank_wolfe` itself.
     """
     check_l1_options(
-        "frank_wolfe", n_outputs=n_outputs, radius=options.get("radius"),
-        intercept_bound=options.get("intercept_bound"), clip_norm=options.get("clip_norm"),
+        "frank_wolfe",
+        n_outputs=n_outputs,
+        radius=options.get("radius"),
+        intercept_bound=options.get("intercept_bound"),
+        clip_norm=options.get("clip_norm"),
     )
     _check_output(options.get("output", "tail_average"))
     _check_max_iter(options.get("max_iter"))
 
 
-def check_vr_frank_wolfe(*, loss_name=None, n_outputs, penalty=None, alpha=None, l1_ratio=None,
-                         public=None, options):
+def check_vr_frank_wolfe(
+    *, loss_name=None, n_outputs, penalty=None, alpha=None, l1_ratio=None, public=None, options
+):
     """Refuse ``vr_frank_wolfe`` options from public inputs only (``SolverSpec.check``)."""
     check_l1_options(
-        "vr_frank_wolfe", n_outputs=n_outputs, radius=options.get("radius"),
-        intercept_bound=options.get("intercept_bound"), clip_norm=options.get("clip_norm"),
+        "vr_frank_wolfe",
+        n_outputs=n_outputs,
+        radius=options.get("radius"),
+        intercept_bound=options.get("intercept_bound"),
+        clip_norm=options.get("clip_norm"),
     )
     _check_output(options.get("output", "tail_average"))
     _check_schedule(options.get("schedule", "pure"), options.get("n_phases"))
@@ -490,8 +501,13 @@ def frank_wolfe(
     with public_setup():  # public inputs only: a refusal here says nothing about the data
         check_frank_wolfe(
             n_outputs=n_outputs,
-            options=dict(radius=radius, intercept_bound=intercept_bound, clip_norm=clip_norm,
-                         output=output, max_iter=max_iter),
+            options=dict(
+                radius=radius,
+                intercept_bound=intercept_bound,
+                clip_norm=clip_norm,
+                output=output,
+                max_iter=max_iter,
+            ),
         )
         # Public stand-in for the row count (a DP count from the estimators).
         n_samples = data.n_public
@@ -645,9 +661,7 @@ def plan_vr_frank_wolfe(n_samples, n_params, epsilon, delta, *, schedule="pure",
             leaf_epsilons=[math.inf] * n_phases,
             accounting="none",
         )
-        return PrivacyPlan(
-            accounting.dpe.NonPrivateDpEvent(), 0.0, details["n_fw_steps"], details
-        )
+        return PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, details["n_fw_steps"], details)
     n_phases, root = vr_frank_wolfe_schedule(
         n_samples, n_params, float(epsilon), float(delta), schedule, n_phases
     )
@@ -780,7 +794,9 @@ def vr_frank_wolfe(
     each vertex's computation to be private against a change of the whole
     vertex batch, not of one row), so the approximate schedule is certified
     by composition alone and is never less noisy than the pure one.
-    Public: the bounds, radius, alpha, T and b; the row count is private: the estimators pass a DP count (``data.n_public``, ``data.normalizer``); a direct call on data without one treats n as public.
+    Public: the bounds, radius, alpha, T and b; the row count is private: the estimators pass a
+    DP count (``data.n_public``, ``data.normalizer``); a direct call on data without one treats
+    n as public.
     """
     solver = "vr_frank_wolfe"
     # The bounded design as an operator on the caller's X: a slot's rows are
@@ -790,8 +806,14 @@ def vr_frank_wolfe(
     with public_setup():  # public inputs and the released row count only
         check_vr_frank_wolfe(
             n_outputs=n_outputs,
-            options=dict(radius=radius, intercept_bound=intercept_bound, clip_norm=clip_norm,
-                         output=output, schedule=schedule, n_phases=n_phases),
+            options=dict(
+                radius=radius,
+                intercept_bound=intercept_bound,
+                clip_norm=clip_norm,
+                output=output,
+                schedule=schedule,
+                n_phases=n_phases,
+            ),
         )
         # Public stand-in for the row count (a DP count from the estimators): the
         # true n only indexes rows.
@@ -806,7 +828,11 @@ def vr_frank_wolfe(
             solver=solver,
         )
         plan = plan_vr_frank_wolfe(
-            n_samples, n_columns * n_outputs, epsilon, delta, schedule=schedule,
+            n_samples,
+            n_columns * n_outputs,
+            epsilon,
+            delta,
+            schedule=schedule,
             n_phases=n_phases,
         )
         T, b = plan.details["n_phases"], plan.details["root_batch"]
@@ -869,9 +895,7 @@ def vr_frank_wolfe(
     def correction(w_now, w_parent, slot):
         uses[rows(slot)] += 2
         return slot_sum(
-            lambda Xs, ys, rs, size: vr_correction(
-                Xs, ys, w_now, w_parent, loss, clip, rs, size
-            ),
+            lambda Xs, ys, rs, size: vr_correction(Xs, ys, w_now, w_parent, loss, clip, rs, size),
             slot,
         )
 
@@ -886,15 +910,23 @@ def vr_frank_wolfe(
             eta = 2.0 / (state["k"] + 1.0)
             gradient = v_node + domain.l2_penalty * w_node
             vertex, vertex_height = select_vertex(
-                gradient, domain, scale, rng, unit=v_unit,
+                gradient,
+                domain,
+                scale,
+                rng,
+                unit=v_unit,
                 label=f"vr_frank_wolfe vertex {state['k']}",
             )
             state["height"] = (1.0 - eta) * state["height"] + eta * vertex_height
             w_next = (1.0 - eta) * w_node + eta * vertex
             tail.add(state["k"], w_next)
             # Released quantities only: the iterate is a function of the chosen vertices.
-            progress(state["k"], eta=eta, nonzeros=np.count_nonzero(w_next),
-                     l1_norm=float(np.abs(w_next).sum()))
+            progress(
+                state["k"],
+                eta=eta,
+                nonzeros=np.count_nonzero(w_next),
+                l1_norm=float(np.abs(w_next).sum()),
+            )
             return w_next
         w_left_end = visit(depth + 1, t, w_node, v_node, v_unit, scale)
         slot = next(slots)

@@ -87,8 +87,11 @@ def check_max_iter(max_iter):
     """``max_iter`` is None or a positive integer."""
     if max_iter is None:
         return
-    if not _is_real(max_iter) or not math.isfinite(max_iter) or int(max_iter) != max_iter or (
-        max_iter < 1
+    if (
+        not _is_real(max_iter)
+        or not math.isfinite(max_iter)
+        or int(max_iter) != max_iter
+        or (max_iter < 1)
     ):
         raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}.")
 
@@ -101,8 +104,17 @@ def check_momentum(momentum, allowed=("nesterov", None)):
 
 
 def check_dp_gd_options(
-    *, alpha, max_iter=None, step_size=None, clip_norm=None, output="auto", momentum="auto",
-    schedule=None, pl_constant=None, initial_gap=None, radius=None,
+    *,
+    alpha,
+    max_iter=None,
+    step_size=None,
+    clip_norm=None,
+    output="auto",
+    momentum="auto",
+    schedule=None,
+    pl_constant=None,
+    initial_gap=None,
+    radius=None,
 ):
     """Raise a ValueError for an option of ``dp_gd`` it refuses, from public inputs only.
 
@@ -137,10 +149,20 @@ def check_dp_gd(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, optio
     """Public check of a ``dp_gd`` fit (registered as ``SolverSpec.check``)."""
     check_dp_gd_options(
         alpha=0.0 if penalty is None else alpha,
-        **_gd_options(options, (
-            "max_iter", "step_size", "clip_norm", "output", "momentum", "schedule",
-            "pl_constant", "initial_gap", "radius",
-        )),
+        **_gd_options(
+            options,
+            (
+                "max_iter",
+                "step_size",
+                "clip_norm",
+                "output",
+                "momentum",
+                "schedule",
+                "pl_constant",
+                "initial_gap",
+                "radius",
+            ),
+        ),
     )
 
 
@@ -231,7 +253,10 @@ def noisy_descent(
         beta = min(t / (t + 3.0), momentum_cap)
         V = W + beta * (W - W_previous) if beta > 0 else W
         grad = _noise.gaussian(
-            gradient_sum(V), sensitivity=sensitivity, noise_std=noise_std, rng=rng,
+            gradient_sum(V),
+            sensitivity=sensitivity,
+            noise_std=noise_std,
+            rng=rng,
             label="clipped gradient sum",
         )
         grad = grad / normalizer
@@ -258,7 +283,9 @@ def initial_gap_bound(loss, n_outputs=1):
     return float(np.max(loss.value(scores, np.array([-1.0, 1.0]))))
 
 
-def pl_iterations(n_samples, n_params, epsilon, delta, *, smoothness, pl_constant, clip, initial_gap):
+def pl_iterations(
+    n_samples, n_params, epsilon, delta, *, smoothness, pl_constant, clip, initial_gap
+):
     """Steps of DP-GD under the PL condition (Theorem 6.2, with the exact noise).
 
     With step ``1 / L``, ``E F(x_T) - F* <= (1 - mu/L)^T e_0 + d s^2 / (2 mu)``
@@ -271,8 +298,12 @@ def pl_iterations(n_samples, n_params, epsilon, delta, *, smoothness, pl_constan
         value = (smoothness / pl_constant) * math.log(1e12)
     else:
         single = accounting.gaussian_noise_multiplier(epsilon, delta, 1)
-        ratio = 2.0 * pl_constant**2 * n_samples**2 * initial_gap / (
-            smoothness * n_params * single**2 * clip**2
+        ratio = (
+            2.0
+            * pl_constant**2
+            * n_samples**2
+            * initial_gap
+            / (smoothness * n_params * single**2 * clip**2)
         )
         value = (smoothness / pl_constant) * math.log(max(ratio, math.e))
     return int(min(MAX_SCHEDULE_ITERATIONS, max(1, math.ceil(value))))
@@ -293,8 +324,19 @@ def gradient_norm_iterations(n_samples, n_params, epsilon, delta, *, smoothness,
 
 
 def _schedule_iterations(
-    schedule, n_samples, n_params, epsilon, delta, *, loss, row_norm_bound, alpha, n_outputs,
-    clip_norm, pl_constant, initial_gap,
+    schedule,
+    n_samples,
+    n_params,
+    epsilon,
+    delta,
+    *,
+    loss,
+    row_norm_bound,
+    alpha,
+    n_outputs,
+    clip_norm,
+    pl_constant,
+    initial_gap,
 ):
     if loss is None or row_norm_bound is None:
         raise ValueError(f"schedule={schedule!r} needs the public loss and row_norm_bound.")
@@ -311,11 +353,22 @@ def _schedule_iterations(
                 "(a public lower bound), or use an L2 penalty (alpha is then the default)."
             )
         return pl_iterations(
-            n_samples, n_params, epsilon, delta, smoothness=smoothness,
-            pl_constant=pl_constant, clip=clip, initial_gap=initial_gap,
+            n_samples,
+            n_params,
+            epsilon,
+            delta,
+            smoothness=smoothness,
+            pl_constant=pl_constant,
+            clip=clip,
+            initial_gap=initial_gap,
         )
     return gradient_norm_iterations(
-        n_samples, n_params, epsilon, delta, smoothness=smoothness, clip=clip,
+        n_samples,
+        n_params,
+        epsilon,
+        delta,
+        smoothness=smoothness,
+        clip=clip,
         initial_gap=initial_gap,
     )
 
@@ -359,15 +412,25 @@ def plan_dp_gd(
         raise ValueError(f"schedule must be one of {_SCHEDULES}, got {schedule!r}.")
     if max_iter is None:
         if schedule is None:
-            max_iter = (DEFAULT_GD_ITERATIONS_NOISELESS if math.isinf(epsilon)
-                        else DEFAULT_GD_ITERATIONS)
+            max_iter = (
+                DEFAULT_GD_ITERATIONS_NOISELESS if math.isinf(epsilon) else DEFAULT_GD_ITERATIONS
+            )
         elif n_samples is None or alpha is None:
             return None
         else:
             max_iter = _schedule_iterations(
-                schedule, n_samples, n_params, epsilon, delta, loss=loss,
-                row_norm_bound=row_norm_bound, alpha=alpha, n_outputs=n_outputs,
-                clip_norm=clip_norm, pl_constant=pl_constant, initial_gap=initial_gap,
+                schedule,
+                n_samples,
+                n_params,
+                epsilon,
+                delta,
+                loss=loss,
+                row_norm_bound=row_norm_bound,
+                alpha=alpha,
+                n_outputs=n_outputs,
+                clip_norm=clip_norm,
+                pl_constant=pl_constant,
+                initial_gap=initial_gap,
             )
     max_iter = int(max_iter)
     if math.isinf(epsilon):
@@ -526,8 +589,15 @@ def dp_gd(
     if loss.smoothness is None:
         raise ValueError(f"dp_gd needs a smooth loss; {loss.name!r} is not smooth.")
     check_dp_gd_options(
-        alpha=alpha, max_iter=max_iter, step_size=step_size, clip_norm=clip_norm, output=output,
-        momentum=momentum, schedule=schedule, pl_constant=pl_constant, initial_gap=initial_gap,
+        alpha=alpha,
+        max_iter=max_iter,
+        step_size=step_size,
+        clip_norm=clip_norm,
+        output=output,
+        momentum=momentum,
+        schedule=schedule,
+        pl_constant=pl_constant,
+        initial_gap=initial_gap,
         radius=radius,
     )
     if output == "auto":
@@ -536,10 +606,19 @@ def dp_gd(
         momentum = "nesterov" if schedule is None else None
     # The schedule's inputs are passed only with a schedule, so that the plain
     # call stays plan_dp_gd(n, d, epsilon, delta, max_iter=...).
-    schedule_inputs = {} if schedule is None else dict(
-        schedule=schedule, loss=loss, row_norm_bound=data.row_norm_bound, alpha=alpha,
-        n_outputs=n_outputs, clip_norm=clip_norm, pl_constant=pl_constant,
-        initial_gap=initial_gap,
+    schedule_inputs = (
+        {}
+        if schedule is None
+        else dict(
+            schedule=schedule,
+            loss=loss,
+            row_norm_bound=data.row_norm_bound,
+            alpha=alpha,
+            n_outputs=n_outputs,
+            clip_norm=clip_norm,
+            pl_constant=pl_constant,
+            initial_gap=initial_gap,
+        )
     )
     plan = plan_dp_gd(
         data.n_public, n_columns * n_outputs, epsilon, delta, max_iter=max_iter, **schedule_inputs
@@ -564,10 +643,18 @@ def dp_gd(
 
     def gradient_sum(V):
         # Over the rows of data (or of each of its chunks, summed: row_sum).
-        return row_sum(data, lambda part: clipped_gradient_sum(
-            part.design, part.y, V, loss, bound, part.row_norms,
-            getattr(part, "sample_weight", None),
-        ))
+        return row_sum(
+            data,
+            lambda part: clipped_gradient_sum(
+                part.design,
+                part.y,
+                V,
+                loss,
+                bound,
+                part.row_norms,
+                getattr(part, "sample_weight", None),
+            ),
+        )
 
     W, W_tail = noisy_descent(
         gradient_sum,
@@ -591,8 +678,12 @@ def dp_gd(
     if output == "random":
         coef = chosen["W"]
     details = dict(
-        step_size=step_size, clip_norm=bound, noise_std=noise_std, output=output,
-        momentum=momentum, schedule=schedule,
+        step_size=step_size,
+        clip_norm=bound,
+        noise_std=noise_std,
+        output=output,
+        momentum=momentum,
+        schedule=schedule,
     )
     if output == "random":
         details["random_index"] = tau
@@ -600,6 +691,8 @@ def dp_gd(
     # Per-sample gradient evaluations from the public stand-in for n (the
     # true row count is private): exact for a direct call without a DP count.
     return SolverResult(
-        coef=coef, n_iter=plan.n_steps, plan=plan,
+        coef=coef,
+        n_iter=plan.n_steps,
+        plan=plan,
         info=dict(gradient_evaluations=float(data.n_public * plan.n_steps)),
     )

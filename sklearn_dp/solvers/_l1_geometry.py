@@ -103,7 +103,7 @@ def public_setup():
     try:
         yield
     except ValueError as exc:
-        raise public_error(exc)
+        raise public_error(exc) from None
 
 
 def _check_radius(radius, solver):

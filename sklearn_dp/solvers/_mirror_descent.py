@@ -383,18 +383,28 @@ _STRONGLY_CONVEX_MESSAGE = (
 
 
 def _is_count(value):
-    return (
-        not isinstance(value, bool) and isinstance(value, (int, np.integer)) and value >= 1
-    )
+    return not isinstance(value, bool) and isinstance(value, (int, np.integer)) and value >= 1
 
 
 def _check_options(
-    solver, *, n_outputs, radius, intercept_bound=None, clip_norm=None, p=None, max_iter=None,
-    batch_size=None, step_size=None, strongly_convex=False,
+    solver,
+    *,
+    n_outputs,
+    radius,
+    intercept_bound=None,
+    clip_norm=None,
+    p=None,
+    max_iter=None,
+    batch_size=None,
+    step_size=None,
+    strongly_convex=False,
 ):
     """The options (local) mirror descent refuses, from public inputs only."""
     check_l1_options(
-        solver, n_outputs=n_outputs, radius=radius, intercept_bound=intercept_bound,
+        solver,
+        n_outputs=n_outputs,
+        radius=radius,
+        intercept_bound=intercept_bound,
         clip_norm=clip_norm,
     )
     if p is not None:
@@ -446,8 +456,12 @@ def _registry_check(solver, kind):
         )
         if strongly_convex:
             _check_strongly_convex(
-                solver, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio,
-                fit_intercept=public.fit_intercept, n_features=public.n_features,
+                solver,
+                penalty=penalty,
+                alpha=alpha,
+                l1_ratio=l1_ratio,
+                fit_intercept=public.fit_intercept,
+                n_features=public.n_features,
             )
 
     check.__name__ = f"check_{solver}"
@@ -832,7 +846,9 @@ def mirror_descent(
     probability, independently), and their events are composed; that is an
     upper bound of the guarantee (parallel composition would give the
     maximum), recorded because DpEvents must compose in a budget.  Public:
-    d, the bounds, radius, alpha, p, b, T; the row count is private: the estimators pass a DP count (``data.n_public``, ``data.normalizer``); a direct call on data without one treats n as public.
+    d, the bounds, radius, alpha, p, b, T; the row count is private: the estimators pass a DP
+    count (``data.n_public``, ``data.normalizer``); a direct call on data without one treats n
+    as public.
     """
     return _mirror_descent_fit(
         "mirror_descent",
@@ -937,7 +953,9 @@ def localized_mirror_descent(
     (parallel composition); a DpEvent cannot express that, and the recorded
     event must compose with other fits in a budget.  The regulariser is
     data-independent and needs no noise.  Public: d, the bounds, radius,
-    alpha, p and the schedule; the row count is private: the estimators pass a DP count (``data.n_public``, ``data.normalizer``); a direct call on data without one treats n as public.
+    alpha, p and the schedule; the row count is private: the estimators pass a DP count
+    (``data.n_public``, ``data.normalizer``); a direct call on data without one treats n as
+    public.
     """
     return _mirror_descent_fit(
         "localized_mirror_descent",

@@ -355,13 +355,30 @@ def minimize_strongly_convex(
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return _minimize(
-            X, y, loss, n_outputs=n_outputs, regularization=regularization,
-            linear_term=linear_term, n_steps=int(n_steps), progress=progress,
+            X,
+            y,
+            loss,
+            n_outputs=n_outputs,
+            regularization=regularization,
+            linear_term=linear_term,
+            n_steps=int(n_steps),
+            progress=progress,
         )
 
 
-def _minimize(X, y, loss, *, n_outputs, regularization, linear_term, n_steps, progress,
-              start=None, stop_below=None):
+def _minimize(
+    X,
+    y,
+    loss,
+    *,
+    n_outputs,
+    regularization,
+    linear_term,
+    n_steps,
+    progress,
+    start=None,
+    stop_below=None,
+):
     """The Newton iteration; ``start`` and ``stop_below`` serve the certified solve only.
 
     ``start`` is the first iterate (default ``0``); with ``stop_below`` the
@@ -404,8 +421,7 @@ def _minimize(X, y, loss, *, n_outputs, regularization, linear_term, n_steps, pr
             return (X.rmatmul(SZ) + lam * V).ravel()
 
         operator = LinearOperator((n_params, n_params), matvec=hessian_vector, dtype=float)
-        step, _ = cg(operator, grad.ravel(), atol=0.0, maxiter=CG_ITERATIONS,
-                     **{_CG_RTOL: forcing})
+        step, _ = cg(operator, grad.ravel(), atol=0.0, maxiter=CG_ITERATIONS, **{_CG_RTOL: forcing})
         return -step.reshape(shape)
 
     directional = _DirectionalDerivatives(loss, y, n_outputs, LINE_SEARCH_WIDTH)
@@ -535,8 +551,9 @@ def accelerated_steps(initial_gradient_norm, target, smoothness, regularization)
     return max(1, int(math.ceil(math.log(2.0 * (r0 / target) ** 2) / rate)))
 
 
-def accelerated_descent(X, y, loss, *, n_outputs, regularization, linear_term, start,
-                        smoothness, n_steps):
+def accelerated_descent(
+    X, y, loss, *, n_outputs, regularization, linear_term, start, smoothness, n_steps
+):
     """``n_steps`` of Nesterov's constant-momentum method from ``start`` (no stop, no test).
 
     ``y_k = x_k + m (x_k - x_{k-1})`` with ``m = (sqrt(L) - sqrt(Lambda)) /
@@ -659,32 +676,54 @@ def certified_minimize(
         first = _minimize(X, y, loss, n_steps=int(n_steps), progress=progress, **kwargs)
         if first.gradient_norm <= target:
             return first
-        second = _minimize(X, y, loss, n_steps=EXTENSION_NEWTON_STEPS, progress=None,
-                           start=first.coef, stop_below=target, **kwargs)
+        second = _minimize(
+            X,
+            y,
+            loss,
+            n_steps=EXTENSION_NEWTON_STEPS,
+            progress=None,
+            start=first.coef,
+            stop_below=target,
+            **kwargs,
+        )
         if second.gradient_norm <= target:
-            return InnerSolve(coef=second.coef, gradient_norm=second.gradient_norm,
-                              stage="newton-extended", extra_steps=EXTENSION_NEWTON_STEPS)
+            return InnerSolve(
+                coef=second.coef,
+                gradient_norm=second.gradient_norm,
+                stage="newton-extended",
+                extra_steps=EXTENSION_NEWTON_STEPS,
+            )
         best = second if second.gradient_norm < first.gradient_norm else first
         if not accelerate:
-            return InnerSolve(coef=best.coef, gradient_norm=best.gradient_norm,
-                              stage="newton-extended", extra_steps=EXTENSION_NEWTON_STEPS)
+            return InnerSolve(
+                coef=best.coef,
+                gradient_norm=best.gradient_norm,
+                stage="newton-extended",
+                extra_steps=EXTENSION_NEWTON_STEPS,
+            )
         shape = (X.shape[1], n_outputs)
 
         def certificate(W):
             return gradient_norm(X, y, loss, W, regularization=lam, linear_term=linear_term)
 
         zero_norm = certificate(np.zeros(shape))
-        start, r0 = (best.coef, best.gradient_norm) if best.gradient_norm <= zero_norm else (
-            np.zeros(shape), zero_norm)
+        start, r0 = (
+            (best.coef, best.gradient_norm)
+            if best.gradient_norm <= zero_norm
+            else (np.zeros(shape), zero_norm)
+        )
         smoothness = smoothness_bound(X, loss.smoothness, lam)
         n_accelerated = accelerated_steps(r0, target, smoothness, lam)
         if public_smoothness is not None and public_gradient_bound is not None:
             # The public count; the proven private one only when the public
             # constants fail to bound the actual ones (then it is larger).
-            n_accelerated = max(n_accelerated, accelerated_steps(
-                public_gradient_bound, target, public_smoothness, lam))
-        coef = accelerated_descent(X, y, loss, start=start, smoothness=smoothness,
-                                   n_steps=n_accelerated, **kwargs)
+            n_accelerated = max(
+                n_accelerated,
+                accelerated_steps(public_gradient_bound, target, public_smoothness, lam),
+            )
+        coef = accelerated_descent(
+            X, y, loss, start=start, smoothness=smoothness, n_steps=n_accelerated, **kwargs
+        )
         return InnerSolve(
             coef=np.array(coef, dtype=float),
             gradient_norm=certificate(coef),
@@ -775,28 +814,37 @@ def check_certifiable(solver, glm, *, regularization, n_public, noise_norm, grad
     row count, so a check for fewer rows than the fit's is a conclusive
     refusal, not a conclusive acceptance.
     """
-    bounds = certification_bounds(glm, regularization=regularization, n_public=n_public,
-                                  noise_norm=noise_norm, gradient_tol=gradient_tol)
+    bounds = certification_bounds(
+        glm,
+        regularization=regularization,
+        n_public=n_public,
+        noise_norm=noise_norm,
+        gradient_tol=gradient_tol,
+    )
     penalty = "Use a stronger L2 penalty (a larger alpha, a smaller C)"
     other = "solver='dp_gd' (delta > 0)"
     G = glm.gradient_bound
     if bounds.rounding_scale > bounds.target:
-        raise public_error(ValueError(
-            f"{solver}: the solve cannot be certified in double precision. With L2 strength "
-            f"Lambda={regularization:.3g} for {n_public:.6g} (public) rows of norm at most "
-            f"{glm.row_norm_bound:.3g}, the condition number is up to "
-            f"{bounds.condition_number:.3g}, and the rounding of the gradient at the "
-            f"coefficients' public scale ({bounds.rounding_scale / G:.2g} G) exceeds half the "
-            f"tolerance (gradient_tol={bounds.target / (CERTIFICATE_MARGIN * G):.3g}, in units "
-            f"of G). {penalty}, a larger solver_options['gradient_tol'], or {other}."
-        ))
+        raise public_error(
+            ValueError(
+                f"{solver}: the solve cannot be certified in double precision. With L2 strength "
+                f"Lambda={regularization:.3g} for {n_public:.6g} (public) rows of norm at most "
+                f"{glm.row_norm_bound:.3g}, the condition number is up to "
+                f"{bounds.condition_number:.3g}, and the rounding of the gradient at the "
+                f"coefficients' public scale ({bounds.rounding_scale / G:.2g} G) exceeds half the "
+                f"tolerance (gradient_tol={bounds.target / (CERTIFICATE_MARGIN * G):.3g}, in units "
+                f"of G). {penalty}, a larger solver_options['gradient_tol'], or {other}."
+            )
+        )
     if bounds.accelerated_steps > MAX_ACCELERATED_STEPS:
-        raise public_error(ValueError(
-            f"{solver}: the solve cannot be certified in a bounded time. With L2 strength "
-            f"Lambda={regularization:.3g} for {n_public:.6g} (public) rows of norm at most "
-            f"{glm.row_norm_bound:.3g}, the condition number is up to "
-            f"{bounds.condition_number:.3g}, and the proven fallback of the certified solve "
-            f"could need {bounds.accelerated_steps:.3g} accelerated gradient steps (more than "
-            f"{MAX_ACCELERATED_STEPS:.0e}). {penalty}, or {other}."
-        ))
+        raise public_error(
+            ValueError(
+                f"{solver}: the solve cannot be certified in a bounded time. With L2 strength "
+                f"Lambda={regularization:.3g} for {n_public:.6g} (public) rows of norm at most "
+                f"{glm.row_norm_bound:.3g}, the condition number is up to "
+                f"{bounds.condition_number:.3g}, and the proven fallback of the certified solve "
+                f"could need {bounds.accelerated_steps:.3g} accelerated gradient steps (more than "
+                f"{MAX_ACCELERATED_STEPS:.0e}). {penalty}, or {other}."
+            )
+        )
     return bounds

@@ -174,8 +174,12 @@ def plan_output_perturbation(
         if glm is not None:
             n_public = 1.0 if n_samples is None else float(n_samples)
             check_certifiable(
-                "output_perturbation", glm, regularization=n_public * float(alpha),
-                n_public=n_public, noise_norm=0.0, gradient_tol=gradient_tol,
+                "output_perturbation",
+                glm,
+                regularization=n_public * float(alpha),
+                n_public=n_public,
+                noise_norm=0.0,
+                gradient_tol=gradient_tol,
             )
     if delta == 0:
         event = accounting.PureEpsilonDpEvent(epsilon, "output_perturbation")
@@ -212,8 +216,15 @@ def plan_objective_perturbation(
     :func:`plan_output_perturbation` does, with ``Lambda = max(n alpha,
     Lambda_needed)`` and the expected norm of ``b``.
     """
-    plan = _plan_objective(n_samples, n_params, epsilon, delta, n_outputs=n_outputs,
-                           epsilon_split=epsilon_split, residual_fraction=residual_fraction)
+    plan = _plan_objective(
+        n_samples,
+        n_params,
+        epsilon,
+        delta,
+        n_outputs=n_outputs,
+        epsilon_split=epsilon_split,
+        residual_fraction=residual_fraction,
+    )
     if not math.isinf(epsilon) and None not in (loss, row_norm_bound, alpha):
         glm = _glm_or_none(loss, row_norm_bound, n_outputs)
         if glm is not None:
@@ -223,21 +234,27 @@ def plan_objective_perturbation(
                 glm.regularization_needed(row_norm_bound, plan.details["epsilon_det"]),
             )
             check_certifiable(
-                "objective_perturbation", glm, regularization=regularization,
-                n_public=n_public, noise_norm=_objective_noise_norm(plan, glm, n_params),
+                "objective_perturbation",
+                glm,
+                regularization=regularization,
+                n_public=n_public,
+                noise_norm=_objective_noise_norm(plan, glm, n_params),
                 gradient_tol=gradient_tol,
             )
     return plan
 
 
-def _plan_objective(n_samples, n_params, epsilon, delta, *, n_outputs, epsilon_split,
-                    residual_fraction):
+def _plan_objective(
+    n_samples, n_params, epsilon, delta, *, n_outputs, epsilon_split, residual_fraction
+):
     epsilon_split = _check_fraction("epsilon_split", epsilon_split)
     residual_fraction = _check_fraction("residual_fraction", residual_fraction)
     if epsilon_split + residual_fraction >= 1:
         raise ValueError("epsilon_split + residual_fraction must be < 1 (the noise needs a share).")
     if math.isinf(epsilon):
-        return PrivacyPlan(dpe.NonPrivateDpEvent(), 0.0, 1, dict(noise="none", epsilon_det=math.inf))
+        return PrivacyPlan(
+            dpe.NonPrivateDpEvent(), 0.0, 1, dict(noise="none", epsilon_det=math.inf)
+        )
     epsilon_det = epsilon_split * epsilon
     epsilon_residual = residual_fraction * epsilon * (1 - _ROUNDING_MARGIN)
     epsilon_noise = (epsilon - epsilon_det - epsilon_residual) * (1 - _ROUNDING_MARGIN)
@@ -280,7 +297,6 @@ def _glm_or_none(loss, row_norm_bound, n_outputs):
         return None
 
 
-
 # --------------------------------------------------------------------------
 # Public checks (before the reservation) and solvers
 # --------------------------------------------------------------------------
@@ -301,7 +317,9 @@ def _check_options(
     only inside the fit) skips the penalty check.
     """
     if alpha is not None and not (
-        isinstance(alpha, Real) and not isinstance(alpha, bool) and alpha > 0
+        isinstance(alpha, Real)
+        and not isinstance(alpha, bool)
+        and alpha > 0
         and math.isfinite(alpha)
     ):
         raise ValueError(
@@ -479,9 +497,14 @@ def output_perturbation(
     private = not math.isinf(epsilon)
     bounds = None
     if private:
-        bounds = check_certifiable("output_perturbation", glm, regularization=regularization,
-                                   n_public=data.n_public, noise_norm=0.0,
-                                   gradient_tol=gradient_tol)
+        bounds = check_certifiable(
+            "output_perturbation",
+            glm,
+            regularization=regularization,
+            n_public=data.n_public,
+            noise_norm=0.0,
+            gradient_tol=gradient_tol,
+        )
     tol = gradient_tol * glm.gradient_bound
     sensitivity = (glm.gradient_bound + 2.0 * tol) / regularization
     pure = plan.details["noise"] != "gaussian"
@@ -669,9 +692,7 @@ def objective_perturbation(
     details = plan.details
     R = data.row_norm_bound
     base_regularization = data.n_public * float(alpha)  # public stand-in for n
-    regularization = max(
-        base_regularization, glm.regularization_needed(R, details["epsilon_det"])
-    )
+    regularization = max(base_regularization, glm.regularization_needed(R, details["epsilon_det"]))
     epsilon_det = glm.epsilon_det(R, regularization)
     if epsilon_det > details["epsilon_det"] * (1 + 1e-12):  # pragma: no cover - by construction
         raise AssertionError("Determinant term over its budget; please report this.")
@@ -688,10 +709,14 @@ def objective_perturbation(
     private = noise != "none"
     bounds = None
     if private:
-        bounds = check_certifiable("objective_perturbation", glm, regularization=regularization,
-                                   n_public=data.n_public,
-                                   noise_norm=_objective_noise_norm(plan, glm, n_params),
-                                   gradient_tol=gradient_tol)
+        bounds = check_certifiable(
+            "objective_perturbation",
+            glm,
+            regularization=regularization,
+            n_public=data.n_public,
+            noise_norm=_objective_noise_norm(plan, glm, n_params),
+            gradient_tol=gradient_tol,
+        )
     tol = gradient_tol * G
     residual_sensitivity = 2.0 * tol / regularization
     if noise == "none":
@@ -732,17 +757,27 @@ def objective_perturbation(
 
     rng = make_rng(random_state)
     W = _noise.objective_perturbation(
-        solve, draw_noise=draw_noise, sensitivity=G, scale=b_scale, rng=rng,
+        solve,
+        draw_noise=draw_noise,
+        sensitivity=G,
+        scale=b_scale,
+        rng=rng,
         label="perturbed minimiser",
     )
     if pure:
         coef = _noise.gamma_norm(
-            W, sensitivity=residual_sensitivity, scale=residual_scale, rng=rng,
+            W,
+            sensitivity=residual_sensitivity,
+            scale=residual_scale,
+            rng=rng,
             label="inexact-solve residual",
         )
     else:
         coef = _noise.gaussian(
-            W, sensitivity=residual_sensitivity, noise_std=residual_scale, rng=rng,
+            W,
+            sensitivity=residual_sensitivity,
+            noise_std=residual_scale,
+            rng=rng,
             label="inexact-solve residual",
         )
     details.update(

@@ -19,9 +19,9 @@ A solver is added by writing its module (a free function, its ``plan_*`` and
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from numbers import Integral, Real
-from typing import Callable
 
 from .._limits import MAX_SCALE, MIN_FRACTION, MIN_SCALE
 from .._sklearn_compat import Interval
@@ -44,8 +44,7 @@ __all__ = [
 
 #: Arguments every solver receives from the estimator (not user options).
 SOLVER_ARGUMENTS = frozenset(
-    {"n_outputs", "alpha", "l1_ratio", "epsilon", "delta", "coef_init", "random_state",
-     "verbose"}
+    {"n_outputs", "alpha", "l1_ratio", "epsilon", "delta", "coef_init", "random_state", "verbose"}
 )
 
 #: Constraints of a count, a positive public scale and a share of epsilon
@@ -75,9 +74,7 @@ OPTION_CONSTRAINTS = {
 def _keyword_parameters(function):
     # Solvers are ``function(data, loss, *, ...)``: everything after the star.
     return [
-        p.name
-        for p in inspect.signature(function).parameters.values()
-        if p.kind is p.KEYWORD_ONLY
+        p.name for p in inspect.signature(function).parameters.values() if p.kind is p.KEYWORD_ONLY
     ]
 
 

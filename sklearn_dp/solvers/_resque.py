@@ -296,8 +296,17 @@ class _Domain:
 
 #: Options ``check_resque`` reads (the registry's ``options`` of ``resque``).
 OPTION_NAMES = (
-    "radius", "constraint", "tol", "passes", "batch_size", "n_probes", "max_weight",
-    "schedule", "max_inner", "restart", "n_jobs",
+    "radius",
+    "constraint",
+    "tol",
+    "passes",
+    "batch_size",
+    "n_probes",
+    "max_weight",
+    "schedule",
+    "max_inner",
+    "restart",
+    "n_jobs",
 )
 
 
@@ -394,7 +403,11 @@ max_inner, restart, n_jobs
     ):
         raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}.")
     _check_schedule_options(
-        tol=tol, passes=passes, batch_size=batch_size, n_probes=n_probes, schedule=schedule,
+        tol=tol,
+        passes=passes,
+        batch_size=batch_size,
+        n_probes=n_probes,
+        schedule=schedule,
         private=private,
     )
 
@@ -515,7 +528,11 @@ def plan_resque(
     """
     private = not math.isinf(epsilon)
     _check_schedule_options(
-        tol=tol, passes=passes, batch_size=batch_size, n_probes=n_probes, schedule=schedule,
+        tol=tol,
+        passes=passes,
+        batch_size=batch_size,
+        n_probes=n_probes,
+        schedule=schedule,
         private=private,
     )
     if n_samples is None:
@@ -593,16 +610,35 @@ class _Setting:
 
 
 def _public_setting(
-    data, loss, *, alpha, epsilon, delta, radius, tol, passes, batch_size, n_probes, max_weight,
-    schedule, max_inner,
+    data,
+    loss,
+    *,
+    alpha,
+    epsilon,
+    delta,
+    radius,
+    tol,
+    passes,
+    batch_size,
+    n_probes,
+    max_weight,
+    schedule,
+    max_inner,
 ):
     """The plan and the constants of :func:`resque` (see its docstring), from public inputs."""
     n_params = data.n_columns
     # The schedule comes from the public stand-in for the row count (a DP
     # count from the estimators): the true n is private under add/remove.
     plan = plan_resque(
-        data.n_public, n_params, epsilon, delta, tol=tol, passes=passes, batch_size=batch_size,
-        n_probes=n_probes, schedule=schedule,
+        data.n_public,
+        n_params,
+        epsilon,
+        delta,
+        tol=tol,
+        passes=passes,
+        batch_size=batch_size,
+        n_probes=n_probes,
+        schedule=schedule,
     )
     details = plan.details
     n_outer = details["n_outer"]
@@ -766,8 +802,7 @@ def _query_round(design, y, loss, center, rows, starts, rho, entropy, round_inde
     tasks = _round_tasks(_round_pieces(starts, round_index))
     if parallel is None or len(tasks) <= 1:
         parts = [
-            _evaluate_task(design, y, loss, center, rows, task, rho, entropy)
-            for task in tasks
+            _evaluate_task(design, y, loss, center, rows, task, rho, entropy) for task in tasks
         ]
     else:
         parts = parallel(
@@ -824,8 +859,13 @@ def _epoch_sgd(
         for _ in range(length):
             lo, hi = starts[step], starts[step + 1]
             exact = capped_resque_sum(
-                xi[lo:hi], derivative[lo:hi], features[lo:hi], x - center, scale,
-                max_log_weight, max_weight,
+                xi[lo:hi],
+                derivative[lo:hi],
+                features[lo:hi],
+                x - center,
+                scale,
+                max_log_weight,
+                max_weight,
             )
             gradient = release(exact) / normalizer
             if alpha_mask is not None:
@@ -885,7 +925,10 @@ class _BallOracle:
         self.releases += 1
         s = self.setting
         return _noise.gaussian(
-            exact, sensitivity=s.sensitivity, noise_std=s.noise_std, rng=self.rng,
+            exact,
+            sensitivity=s.sensitivity,
+            noise_std=s.noise_std,
+            rng=self.rng,
             label=STEP_LABEL,
         )
 
@@ -894,7 +937,14 @@ class _BallOracle:
         n_steps = self.n_steps(lam)
         rows, starts = self.sample(n_steps)
         round_ = _query_round(
-            self.design, self.y, self.loss, center, rows, starts, s.rho, self.entropy,
+            self.design,
+            self.y,
+            self.loss,
+            center,
+            rows,
+            starts,
+            s.rho,
+            self.entropy,
             self.rounds,
             self.parallel,
         )
@@ -1209,15 +1259,36 @@ def resque(
     """
     private = not math.isinf(epsilon)
     check_resque_arguments(
-        loss_name=loss.name, multi_output=loss.multi_output, n_outputs=n_outputs,
-        private=private, radius=radius, constraint=constraint, tol=tol, passes=passes,
-        batch_size=batch_size, n_probes=n_probes, max_weight=max_weight, schedule=schedule,
-        max_inner=max_inner, restart=restart, n_jobs=n_jobs,
+        loss_name=loss.name,
+        multi_output=loss.multi_output,
+        n_outputs=n_outputs,
+        private=private,
+        radius=radius,
+        constraint=constraint,
+        tol=tol,
+        passes=passes,
+        batch_size=batch_size,
+        n_probes=n_probes,
+        max_weight=max_weight,
+        schedule=schedule,
+        max_inner=max_inner,
+        restart=restart,
+        n_jobs=n_jobs,
     )
     setting = _public_setting(
-        data, loss, alpha=alpha, epsilon=epsilon, delta=delta, radius=radius, tol=tol,
-        passes=passes, batch_size=batch_size, n_probes=n_probes, max_weight=max_weight,
-        schedule=schedule, max_inner=max_inner,
+        data,
+        loss,
+        alpha=alpha,
+        epsilon=epsilon,
+        delta=delta,
+        radius=radius,
+        tol=tol,
+        passes=passes,
+        batch_size=batch_size,
+        n_probes=n_probes,
+        max_weight=max_weight,
+        schedule=schedule,
+        max_inner=max_inner,
     )
     rng = make_rng(random_state)
     with _workers(n_jobs) as parallel:

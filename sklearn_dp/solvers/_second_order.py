@@ -116,8 +116,16 @@ _MOMENTA = ("auto", "nesterov", None)
 _MODIFICATIONS = ("auto", "clip", "add")
 
 
-def _check_options(*, hessian, hessian_share, eigenvalue, floor_scale, momentum="auto",
-                   hessian_steps=None, n_params=None):
+def _check_options(
+    *,
+    hessian,
+    hessian_share,
+    eigenvalue,
+    floor_scale,
+    momentum="auto",
+    hessian_steps=None,
+    n_params=None,
+):
     if momentum not in _MOMENTA:
         raise ValueError(f"momentum must be one of {_MOMENTA}, got {momentum!r}.")
     if hessian_steps is not None and not (
@@ -137,8 +145,11 @@ def _check_options(*, hessian, hessian_share, eigenvalue, floor_scale, momentum=
     ):
         raise ValueError(f"floor_scale must be a finite float >= 0, got {floor_scale!r}.")
     if n_params is not None and n_params > MAX_HESSIAN_SIZE:
-        what = ("a Gram matrix of (features plus intercept)" if hessian == "bound" else
-                "a Hessian of (features plus intercept) x classes")
+        what = (
+            "a Gram matrix of (features plus intercept)"
+            if hessian == "bound"
+            else "a Hessian of (features plus intercept) x classes"
+        )
         raise ValueError(
             f"dp_newton releases {what} = {n_params} rows and columns; it supports at most "
             f"{MAX_HESSIAN_SIZE}. Use dp_gd for wider problems."
@@ -195,8 +206,16 @@ def newton_multipliers(epsilon, delta, n_steps, n_hessian, hessian_share):
 
 
 def plan_dp_newton(
-    n_samples, n_params, epsilon, delta, *, max_iter=None, hessian=DEFAULT_HESSIAN,
-    hessian_share=None, hessian_steps=None, loss=None,
+    n_samples,
+    n_params,
+    epsilon,
+    delta,
+    *,
+    max_iter=None,
+    hessian=DEFAULT_HESSIAN,
+    hessian_share=None,
+    hessian_steps=None,
+    loss=None,
 ):
     """Privacy plan of ``dp_newton``: ``T`` gradient and ``T`` (or 1) Hessian Gaussian releases.
 
@@ -205,8 +224,7 @@ def plan_dp_newton(
     releases (dp_accounting folds it into one Gaussian, exactly).
     """
     if max_iter is None:
-        max_iter = (DEFAULT_NEWTON_STEPS_NOISELESS if math.isinf(epsilon)
-                    else DEFAULT_NEWTON_STEPS)
+        max_iter = DEFAULT_NEWTON_STEPS_NOISELESS if math.isinf(epsilon) else DEFAULT_NEWTON_STEPS
     n_steps = int(max_iter)
     share = DEFAULT_HESSIAN_SHARE if hessian_share is None else float(hessian_share)
     n_hessian = _hessian_releases(n_steps, hessian, loss, hessian_steps)
@@ -216,10 +234,12 @@ def plan_dp_newton(
         return PrivacyPlan(dpe.NonPrivateDpEvent(), 0.0, n_steps, details)
     sg, sh, total = newton_multipliers(epsilon, delta, n_steps, n_hessian, share)
     details.update(hessian_multiplier=sh, total_multiplier=total)
-    event = dpe.ComposedDpEvent([
-        accounting.gaussian_steps_event(sg, n_steps),
-        accounting.gaussian_steps_event(sh, n_hessian),
-    ])
+    event = dpe.ComposedDpEvent(
+        [
+            accounting.gaussian_steps_event(sg, n_steps),
+            accounting.gaussian_steps_event(sh, n_hessian),
+        ]
+    )
     return PrivacyPlan(event, sg, n_steps, details)
 
 
@@ -397,9 +417,15 @@ def dp_newton(
         )
     n_columns = data.design.n_columns
     n_params = n_columns * n_outputs
-    _check_options(hessian=hessian, hessian_share=hessian_share, eigenvalue=eigenvalue,
-                   floor_scale=floor_scale, momentum=momentum, hessian_steps=hessian_steps,
-                   n_params=_curvature_size(hessian, n_columns, n_outputs))
+    _check_options(
+        hessian=hessian,
+        hessian_share=hessian_share,
+        eigenvalue=eigenvalue,
+        floor_scale=floor_scale,
+        momentum=momentum,
+        hessian_steps=hessian_steps,
+        n_params=_curvature_size(hessian, n_columns, n_outputs),
+    )
     if momentum == "auto":
         momentum = "nesterov" if hessian == "bound" else None
     default_eigenvalue, default_floor = DEFAULT_FLOOR.get(loss.name, ("clip", DEFAULT_FLOOR_SCALE))
@@ -409,8 +435,15 @@ def dp_newton(
         floor_scale = default_floor
     private = not math.isinf(epsilon)
     plan = plan_dp_newton(
-        data.n_public, n_params, epsilon, delta, max_iter=max_iter, hessian=hessian,
-        hessian_share=hessian_share, hessian_steps=hessian_steps, loss=loss,
+        data.n_public,
+        n_params,
+        epsilon,
+        delta,
+        max_iter=max_iter,
+        hessian=hessian,
+        hessian_share=hessian_share,
+        hessian_steps=hessian_steps,
+        loss=loss,
     )
     clip = gradient_bound(loss, data.row_norm_bound, clip_norm, private=private)
     R2 = float(data.row_norm_bound) ** 2
@@ -460,16 +493,30 @@ def dp_newton(
             V = W + (since_restart / (since_restart + 3.0)) * (W - W_previous)
         if need_hessian and hessian == "bound":
             # One pass over the rows (of each chunk, summed: row_sum) for both sums.
-            g_sum, gram_sum = row_sum(data, lambda part: (
-                newton_sums(part.design, part.y, V, loss, clip, part.row_norms, hessian=False,
-                            sample_weight=getattr(part, "sample_weight", None))[0],
-                part.design.gram(getattr(part, "sample_weight", None)),
-            ))
+            g_sum, gram_sum = row_sum(
+                data,
+                lambda part: (
+                    newton_sums(
+                        part.design,
+                        part.y,
+                        V,
+                        loss,
+                        clip,
+                        part.row_norms,
+                        hessian=False,
+                        sample_weight=getattr(part, "sample_weight", None),
+                    )[0],
+                    part.design.gram(getattr(part, "sample_weight", None)),
+                ),
+            )
             value = svec(gram_sum)
             del gram_sum  # freed before the release's own temporaries are made
             gram = _noise.gaussian(
-                value, sensitivity=hessian_sensitivity, noise_std=hessian_std,
-                rng=rng, label="gram matrix",
+                value,
+                sensitivity=hessian_sensitivity,
+                noise_std=hessian_std,
+                rng=rng,
+                label="gram matrix",
             )
             del value
             # One block for all classes: the bound is I_K (x) beta G.
@@ -477,17 +524,32 @@ def dp_newton(
             del gram
             H_avg *= beta / normalizer
         else:
-            g_sum, H_sum = row_sum(data, lambda part: newton_sums(
-                part.design, part.y, V, loss, clip, part.row_norms, hessian=need_hessian,
-                sample_weight=getattr(part, "sample_weight", None),
-            ))
+            g_sum, H_sum = row_sum(
+                data,
+                lambda part: newton_sums(
+                    part.design,
+                    part.y,
+                    V,
+                    loss,
+                    clip,
+                    part.row_norms,
+                    hessian=need_hessian,
+                    sample_weight=getattr(part, "sample_weight", None),
+                ),
+            )
         g_noisy = _noise.gaussian(
-            g_sum, sensitivity=gradient_sensitivity, noise_std=gradient_std, rng=rng,
+            g_sum,
+            sensitivity=gradient_sensitivity,
+            noise_std=gradient_std,
+            rng=rng,
             label="clipped gradient sum",
         )
         if need_hessian and hessian == "exact":
             released = _noise.gaussian(
-                svec(H_sum), sensitivity=hessian_sensitivity, noise_std=hessian_std, rng=rng,
+                svec(H_sum),
+                sensitivity=hessian_sensitivity,
+                noise_std=hessian_std,
+                rng=rng,
                 label="hessian sum",
             )
             del H_sum
@@ -524,10 +586,15 @@ def dp_newton(
                 # (larger, per-step) noise.
                 since_restart = 0
         W_previous, W = W, W_next
-        progress(t + 1, grad_norm=float(np.linalg.norm(grad)),
-                 step_norm=float(np.linalg.norm(step)))
+        progress(
+            t + 1, grad_norm=float(np.linalg.norm(grad)), step_norm=float(np.linalg.norm(step))
+        )
     plan.details.update(
-        clip_norm=clip, noise_std=gradient_std, hessian_noise_std=hessian_std,
-        hessian_sensitivity=hessian_sensitivity, eigenvalue=eigenvalue, floor=floor,
+        clip_norm=clip,
+        noise_std=gradient_std,
+        hessian_noise_std=hessian_std,
+        hessian_sensitivity=hessian_sensitivity,
+        eigenvalue=eigenvalue,
+        floor=floor,
     )
     return SolverResult(coef=W, n_iter=plan.n_steps, plan=plan)

@@ -50,7 +50,12 @@ DEFAULT_EPOCHS_NOISELESS = 30
 
 
 def check_dp_sgd_options(
-    *, max_iter=None, batch_size=None, step_size=None, clip_norm=None, momentum="nesterov",
+    *,
+    max_iter=None,
+    batch_size=None,
+    step_size=None,
+    clip_norm=None,
+    momentum="nesterov",
     radius=None,
 ):
     """Raise a ValueError for an option of ``dp_sgd`` it refuses, from public inputs only."""
@@ -213,15 +218,24 @@ def dp_sgd(
     noise, are ``max_weight * C``.
     """
     check_dp_sgd_options(
-        max_iter=max_iter, batch_size=batch_size, step_size=step_size, clip_norm=clip_norm,
-        momentum=momentum, radius=radius,
+        max_iter=max_iter,
+        batch_size=batch_size,
+        step_size=step_size,
+        clip_norm=clip_norm,
+        momentum=momentum,
+        radius=radius,
     )
     # The bounded design as an operator on the caller's X: a step copies its
     # batch's rows only (Design.rows), never a clipped or augmented X.
     X, y = data.design, data.y
     n_samples, n_columns = X.shape
     plan = plan_dp_sgd(
-        data.n_public, n_columns * n_outputs, epsilon, delta, batch_size=batch_size, max_iter=max_iter
+        data.n_public,
+        n_columns * n_outputs,
+        epsilon,
+        delta,
+        batch_size=batch_size,
+        max_iter=max_iter,
     )
     rate = plan.details["sampling_probability"]
     # The expected batch size from the public stand-in for n (an upper
@@ -243,7 +257,12 @@ def dp_sgd(
     def batch_gradient_sum(V):
         batch = _noise.poisson_sample(n_samples, rate, rng)
         return clipped_gradient_sum(
-            X.rows(batch), y[batch], V, loss, bound, data.row_norms[batch],
+            X.rows(batch),
+            y[batch],
+            V,
+            loss,
+            bound,
+            data.row_norms[batch],
             None if weights is None else weights[batch],
         )
 
@@ -264,5 +283,7 @@ def dp_sgd(
         initial=coef_init,
     )
     check_finite_iterate(W, "dp_sgd")
-    plan.details.update(step_size=step_size, clip_norm=bound, noise_std=noise_std, momentum=momentum)
+    plan.details.update(
+        step_size=step_size, clip_norm=bound, noise_std=noise_std, momentum=momentum
+    )
     return SolverResult(coef=W_tail, n_iter=plan.n_steps, plan=plan)

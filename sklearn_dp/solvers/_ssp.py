@@ -65,22 +65,32 @@ def _check_options(*, shares, ridge, label_bound, constraint):
             values = [float(v) for v in shares]
         except (TypeError, ValueError):
             values = None
-        if values is None or len(values) != 3 or not all(
-            math.isfinite(v) and v >= 0 for v in values
-        ) or values[0] <= 0 or values[1] <= 0:
+        if (
+            values is None
+            or len(values) != 3
+            or not all(math.isfinite(v) and v >= 0 for v in values)
+            or values[0] <= 0
+            or values[1] <= 0
+        ):
             raise ValueError(
                 "shares must be three nonnegative floats (Gram matrix, X^T y, smallest "
                 f"eigenvalue), the first two > 0; got {shares!r}."
             )
         if ridge == "adaptive" and values[2] <= 0:
             raise ValueError("ridge='adaptive' needs a share > 0 for the smallest eigenvalue.")
-    if not (ridge == "adaptive" or (
-        isinstance(ridge, (int, float)) and not isinstance(ridge, bool)
-        and math.isfinite(ridge) and ridge >= 0
-    )):
+    if not (
+        ridge == "adaptive"
+        or (
+            isinstance(ridge, (int, float))
+            and not isinstance(ridge, bool)
+            and math.isfinite(ridge)
+            and ridge >= 0
+        )
+    ):
         raise ValueError(f"ridge must be 'adaptive' or a float >= 0, got {ridge!r}.")
-    if not (isinstance(label_bound, (int, float)) and math.isfinite(label_bound)
-            and label_bound > 0):
+    if not (
+        isinstance(label_bound, (int, float)) and math.isfinite(label_bound) and label_bound > 0
+    ):
         raise ValueError(f"label_bound must be a finite float > 0, got {label_bound!r}.")
     if constraint not in _CONSTRAINTS:
         raise ValueError(f"constraint must be one of {_CONSTRAINTS}, got {constraint!r}.")
@@ -91,8 +101,10 @@ def check_dp_ssp(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, opti
     if loss_name != "squared" or n_outputs != 1:
         raise ValueError("dp_ssp fits the squared loss with one output only.")
     _check_options(
-        shares=options.get("shares"), ridge=options.get("ridge", "adaptive"),
-        label_bound=options.get("label_bound", 1.0), constraint=options.get("constraint"),
+        shares=options.get("shares"),
+        ridge=options.get("ridge", "adaptive"),
+        label_bound=options.get("label_bound", 1.0),
+        constraint=options.get("constraint"),
     )
 
 
@@ -164,7 +176,7 @@ def _coordinate_descent(Q, c, l1, l2, box, w, max_sweeps, tol):
     diag = np.diag(Q) + l2
     grad = Q @ w - c  # kept up to date: Q w - c
     sweeps = 0
-    for sweeps in range(1, max_sweeps + 1):
+    for sweeps in range(1, max_sweeps + 1):  # noqa: B007 - the count is returned
         largest_change, largest = 0.0, 0.0
         for j in range(m):
             if diag[j] <= 0:
@@ -217,7 +229,7 @@ def _projected_gradient(Q, c, l1, l2, box, ball, constraint, radius, w, max_step
     w = prox(w)
     z, t = w.copy(), 1.0
     steps = 0
-    for steps in range(1, max_steps + 1):
+    for steps in range(1, max_steps + 1):  # noqa: B007 - the count is returned
         w_next = prox(z - step * (Q @ z - c))
         t_next = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
         z = w_next + ((t - 1.0) / t_next) * (w_next - w)
@@ -229,9 +241,21 @@ def _projected_gradient(Q, c, l1, l2, box, ball, constraint, radius, w, max_step
 
 
 def solve_statistics(
-    gram, xty, *, normalizer, ridge=0.0, alpha=0.0, l1_ratio=0.0, penalized=None,
-    constraint=None, radius=None, intercept_bound=None, coef_init=None,
-    max_iter=DEFAULT_MAX_SWEEPS, tol=DEFAULT_TOL, force_iterative=False,
+    gram,
+    xty,
+    *,
+    normalizer,
+    ridge=0.0,
+    alpha=0.0,
+    l1_ratio=0.0,
+    penalized=None,
+    constraint=None,
+    radius=None,
+    intercept_bound=None,
+    coef_init=None,
+    max_iter=DEFAULT_MAX_SWEEPS,
+    tol=DEFAULT_TOL,
+    force_iterative=False,
 ):
     """Minimise the least-squares objective written with the (released) statistics.
 
@@ -269,8 +293,9 @@ def solve_statistics(
     w = np.zeros(m) if coef_init is None else np.array(coef_init, dtype=float)
     w, iterations = _coordinate_descent(Q, c, l1, l2, box, w, max_iter, tol)
     if has_ball:
-        inside = (np.sum(np.abs(w[ball])) if constraint == "l1" else
-                  np.linalg.norm(w[ball])) <= radius * (1 + 1e-12)
+        inside = (
+            np.sum(np.abs(w[ball])) if constraint == "l1" else np.linalg.norm(w[ball])
+        ) <= radius * (1 + 1e-12)
         if not inside:
             w, iterations = _projected_gradient(
                 Q, c, l1, l2, box, ball, constraint, float(radius), w, 20 * max_iter, tol
@@ -390,23 +415,33 @@ def dp_ssp(
     xty_sensitivity = weight_bound * float(data.row_norm_bound) * float(label_bound)
     rng = make_rng(random_state)
 
-    gram, xty = row_sum(data, lambda part: sufficient_statistics(
-        part.design, part.y, label_bound, getattr(part, "sample_weight", None)
-    ))
+    gram, xty = row_sum(
+        data,
+        lambda part: sufficient_statistics(
+            part.design, part.y, label_bound, getattr(part, "sample_weight", None)
+        ),
+    )
     gram_std = sigma_gram * R2
     noisy_gram = unsvec(
-        _noise.gaussian(svec(gram), sensitivity=R2, noise_std=gram_std, rng=rng,
-                        label="gram matrix"),
+        _noise.gaussian(
+            svec(gram), sensitivity=R2, noise_std=gram_std, rng=rng, label="gram matrix"
+        ),
         m,
     )
     noisy_xty = _noise.gaussian(
-        xty, sensitivity=xty_sensitivity, noise_std=sigma_xty * xty_sensitivity, rng=rng,
+        xty,
+        sensitivity=xty_sensitivity,
+        noise_std=sigma_xty * xty_sensitivity,
+        rng=rng,
         label="X^T y",
     )
     if ridge == "adaptive":
         eig_std = sigma_eig * R2
         noisy_eig = _noise.gaussian(
-            smallest_eigenvalue(gram), sensitivity=R2, noise_std=eig_std, rng=rng,
+            smallest_eigenvalue(gram),
+            sensitivity=R2,
+            noise_std=eig_std,
+            rng=rng,
             label="smallest eigenvalue",
         )
         del gram
@@ -418,14 +453,25 @@ def dp_ssp(
         ridge_value = float(ridge)
     repaired = repair_gram(noisy_gram)
     statistics = dict(
-        gram=repaired, xty=noisy_xty, ridge=ridge_value, normalizer=float(data.normalizer),
-        penalized=data.penalized.copy(), min_eigenvalue_lower=lower,
+        gram=repaired,
+        xty=noisy_xty,
+        ridge=ridge_value,
+        normalizer=float(data.normalizer),
+        penalized=data.penalized.copy(),
+        min_eigenvalue_lower=lower,
     )
     if not np.all(np.isfinite(repaired)) or not np.all(np.isfinite(noisy_xty)):
         raise public_error(ValueError("dp_ssp: the released statistics are not finite."))
     w, iterations = solve_statistics(
-        repaired, noisy_xty, normalizer=float(data.normalizer), ridge=ridge_value, alpha=alpha,
-        l1_ratio=l1_ratio, penalized=data.penalized, constraint=constraint, radius=radius,
+        repaired,
+        noisy_xty,
+        normalizer=float(data.normalizer),
+        ridge=ridge_value,
+        alpha=alpha,
+        l1_ratio=l1_ratio,
+        penalized=data.penalized,
+        constraint=constraint,
+        radius=radius,
         intercept_bound=intercept_bound,
         max_iter=DEFAULT_MAX_SWEEPS if max_iter is None else int(max_iter),
         tol=DEFAULT_TOL if tol is None else float(tol),
@@ -433,10 +479,15 @@ def dp_ssp(
     check_finite_iterate(w, "dp_ssp")
     Progress("dp_ssp", 1, verbose)(1, ridge=ridge_value, iterations=float(iterations))
     plan.details.update(
-        gram_noise_std=gram_std, xty_noise_std=sigma_xty * xty_sensitivity, ridge=ridge_value,
-        gram_sensitivity=R2, xty_sensitivity=xty_sensitivity,
+        gram_noise_std=gram_std,
+        xty_noise_std=sigma_xty * xty_sensitivity,
+        ridge=ridge_value,
+        gram_sensitivity=R2,
+        xty_sensitivity=xty_sensitivity,
     )
     return SolverResult(
-        coef=w[:, None], n_iter=max(1, int(iterations)), plan=plan,
+        coef=w[:, None],
+        n_iter=max(1, int(iterations)),
+        plan=plan,
         info=dict(statistics=statistics),
     )

@@ -340,9 +340,7 @@ def svrg_noise_multipliers(epsilon, delta, sampling_probability, n_epochs, n_inn
     ratio = mu_diff_squared / (sampling_probability**2 * max(1, n_inner))
     start = 1.1 / math.sqrt(math.log1p(ratio))
     try:
-        difference = accounting.calibrate_noise_multiplier(
-            make_event, epsilon, delta, upper=start
-        )
+        difference = accounting.calibrate_noise_multiplier(make_event, epsilon, delta, upper=start)
     except ValueError:
         # A function of public inputs and of the rate and step count (which
         # may come from the released row count): public.
@@ -360,7 +358,12 @@ def _plan(epsilon, delta, rate, n_epochs, n_inner, snapshot_share, details):
     if math.isinf(epsilon):
         return PrivacyPlan(dpe.NonPrivateDpEvent(), 0.0, n_epochs + n_inner, details)
     snapshot, difference = svrg_noise_multipliers(
-        float(epsilon), float(delta), float(rate), int(n_epochs), int(n_inner), float(snapshot_share)
+        float(epsilon),
+        float(delta),
+        float(rate),
+        int(n_epochs),
+        int(n_inner),
+        float(snapshot_share),
     )
     details = dict(details, snapshot_multiplier=snapshot, difference_multiplier=difference)
     event = svrg_event(snapshot, difference, rate, n_epochs, n_inner)
@@ -388,12 +391,22 @@ def _check_positive_int(value, name):
 
 
 def check_svrg_options(
-    name, *, max_iter=None, batch_size=None, step_size=None, inner_steps=None, clip_norm=None,
-    difference_bound="smoothness", snapshot_share=DEFAULT_SNAPSHOT_SHARE, output="average",
+    name,
+    *,
+    max_iter=None,
+    batch_size=None,
+    step_size=None,
+    inner_steps=None,
+    clip_norm=None,
+    difference_bound="smoothness",
+    snapshot_share=DEFAULT_SNAPSHOT_SHARE,
+    output="average",
 ):
     """Raise a ValueError for an option of dp_svrg / dp_svrg_pp they refuse (public inputs only)."""
     for option, value in (
-        ("max_iter", max_iter), ("batch_size", batch_size), ("inner_steps", inner_steps)
+        ("max_iter", max_iter),
+        ("batch_size", batch_size),
+        ("inner_steps", inner_steps),
     ):
         _check_positive_int(value, option)
     check_step_size(step_size)
@@ -424,8 +437,14 @@ def _svrg_check_options(options):
     return {
         key: options[key]
         for key in (
-            "max_iter", "batch_size", "step_size", "inner_steps", "clip_norm",
-            "difference_bound", "snapshot_share", "output",
+            "max_iter",
+            "batch_size",
+            "step_size",
+            "inner_steps",
+            "clip_norm",
+            "difference_bound",
+            "snapshot_share",
+            "output",
         )
         if key in options
     }
@@ -506,8 +525,12 @@ def plan_dp_svrg(
     """
     smoothness = _loss_smoothness(loss, row_norm_bound)
     check_svrg_options(
-        "dp_svrg", max_iter=max_iter, batch_size=batch_size, step_size=step_size,
-        inner_steps=inner_steps, snapshot_share=snapshot_share,
+        "dp_svrg",
+        max_iter=max_iter,
+        batch_size=batch_size,
+        step_size=step_size,
+        inner_steps=inner_steps,
+        snapshot_share=snapshot_share,
     )
     if max_iter is None:
         max_iter = DEFAULT_SVRG_EPOCHS_NOISELESS if math.isinf(epsilon) else DEFAULT_SVRG_EPOCHS
@@ -569,8 +592,12 @@ def plan_dp_svrg_pp(
     """
     smoothness = _loss_smoothness(loss, row_norm_bound)
     check_svrg_options(
-        "dp_svrg_pp", max_iter=max_iter, batch_size=batch_size, step_size=step_size,
-        inner_steps=inner_steps, snapshot_share=snapshot_share,
+        "dp_svrg_pp",
+        max_iter=max_iter,
+        batch_size=batch_size,
+        step_size=step_size,
+        inner_steps=inner_steps,
+        snapshot_share=snapshot_share,
     )
     if max_iter is None:
         max_iter = (
@@ -635,7 +662,10 @@ def snapshot_release(X, y, W, loss, clip_norm, row_norms, noise_std, rng):
     """
     total, D = svrg_snapshot_sum(X, y, W, loss, clip_norm, row_norms)
     noisy = _noise.gaussian(
-        total, sensitivity=clip_norm, noise_std=noise_std, rng=rng,
+        total,
+        sensitivity=clip_norm,
+        noise_std=noise_std,
+        rng=rng,
         label="svrg snapshot gradient sum",
     )
     return noisy, D
@@ -654,7 +684,10 @@ def difference_release(
         X_batch, y_batch, W, loss, clip_norm, row_norms_batch, D_snapshot_batch, bound
     )
     return _noise.gaussian(
-        total, sensitivity=bound, noise_std=multiplier * bound, rng=rng,
+        total,
+        sensitivity=bound,
+        noise_std=multiplier * bound,
+        rng=rng,
         label="svrg gradient difference sum",
     )
 
@@ -723,8 +756,16 @@ def _noisy_prox_svrg(
             bound = _difference_bound(difference_bound, clip, row_smoothness, W, W_snapshot)
             bounds_used.append(bound)
             noisy = difference_release(
-                X.rows(batch), y[batch], row_norms[batch], D_snapshot[batch],
-                W, loss, clip, bound, multiplier, rng,
+                X.rows(batch),
+                y[batch],
+                row_norms[batch],
+                D_snapshot[batch],
+                W,
+                loss,
+                clip,
+                bound,
+                multiplier,
+                rng,
             )
             direction = noisy / expected_batch + snapshot_gradient
             W = prox_elastic_net(W - step * direction, step, alpha, l1_ratio, data.penalized)
@@ -748,8 +789,21 @@ def _noisy_prox_svrg(
 
 
 def _fit_svrg(
-    name, data, loss, plan, *, restart, n_outputs, alpha, l1_ratio, epsilon, clip_norm,
-    difference_bound, output, random_state, verbose,
+    name,
+    data,
+    loss,
+    plan,
+    *,
+    restart,
+    n_outputs,
+    alpha,
+    l1_ratio,
+    epsilon,
+    clip_norm,
+    difference_bound,
+    output,
+    random_state,
+    verbose,
 ):
     """What dp_svrg and dp_svrg_pp do once their plan is known: clip, run, record."""
     clip = gradient_bound(loss, data.row_norm_bound, clip_norm, private=not math.isinf(epsilon))
@@ -901,8 +955,15 @@ def dp_svrg(
     linear term of norm ``~ s_snap C sqrt(d) / n``.
     """
     _check_common(
-        "dp_svrg", loss, output=output, difference_bound=difference_bound, clip_norm=clip_norm,
-        max_iter=max_iter, batch_size=batch_size, step_size=step_size, inner_steps=inner_steps,
+        "dp_svrg",
+        loss,
+        output=output,
+        difference_bound=difference_bound,
+        clip_norm=clip_norm,
+        max_iter=max_iter,
+        batch_size=batch_size,
+        step_size=step_size,
+        inner_steps=inner_steps,
         snapshot_share=snapshot_share,
     )
     plan = plan_dp_svrg(
@@ -921,9 +982,19 @@ def dp_svrg(
         snapshot_share=snapshot_share,
     )
     return _fit_svrg(
-        "dp_svrg", data, loss, plan, restart=True, n_outputs=n_outputs, alpha=alpha,
-        l1_ratio=l1_ratio, epsilon=epsilon, clip_norm=clip_norm,
-        difference_bound=difference_bound, output=output, random_state=random_state,
+        "dp_svrg",
+        data,
+        loss,
+        plan,
+        restart=True,
+        n_outputs=n_outputs,
+        alpha=alpha,
+        l1_ratio=l1_ratio,
+        epsilon=epsilon,
+        clip_norm=clip_norm,
+        difference_bound=difference_bound,
+        output=output,
+        random_state=random_state,
         verbose=verbose,
     )
 
@@ -994,9 +1065,16 @@ def dp_svrg_pp(
     no strong convexity needed.
     """
     _check_common(
-        "dp_svrg_pp", loss, output=output, difference_bound=difference_bound,
-        clip_norm=clip_norm, max_iter=max_iter, batch_size=batch_size, step_size=step_size,
-        inner_steps=inner_steps, snapshot_share=snapshot_share,
+        "dp_svrg_pp",
+        loss,
+        output=output,
+        difference_bound=difference_bound,
+        clip_norm=clip_norm,
+        max_iter=max_iter,
+        batch_size=batch_size,
+        step_size=step_size,
+        inner_steps=inner_steps,
+        snapshot_share=snapshot_share,
     )
     plan = plan_dp_svrg_pp(
         data.n_public,
@@ -1012,8 +1090,18 @@ def dp_svrg_pp(
         snapshot_share=snapshot_share,
     )
     return _fit_svrg(
-        "dp_svrg_pp", data, loss, plan, restart=False, n_outputs=n_outputs, alpha=alpha,
-        l1_ratio=l1_ratio, epsilon=epsilon, clip_norm=clip_norm,
-        difference_bound=difference_bound, output=output, random_state=random_state,
+        "dp_svrg_pp",
+        data,
+        loss,
+        plan,
+        restart=False,
+        n_outputs=n_outputs,
+        alpha=alpha,
+        l1_ratio=l1_ratio,
+        epsilon=epsilon,
+        clip_norm=clip_norm,
+        difference_bound=difference_bound,
+        output=output,
+        random_state=random_state,
         verbose=verbose,
     )

@@ -75,9 +75,7 @@ __all__ = [
 ]
 
 
-def clopper_pearson(
-    successes: int, trials: int, confidence: float = 0.95
-) -> tuple[float, float]:
+def clopper_pearson(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
     """Two-sided Clopper-Pearson interval for a binomial proportion.
 
     Parameters
@@ -95,7 +93,11 @@ def clopper_pearson(
     """
     alpha = 1.0 - confidence
     lower = 0.0 if successes == 0 else stats.beta.ppf(alpha / 2, successes, trials - successes + 1)
-    upper = 1.0 if successes == trials else stats.beta.ppf(1 - alpha / 2, successes + 1, trials - successes)
+    upper = (
+        1.0
+        if successes == trials
+        else stats.beta.ppf(1 - alpha / 2, successes + 1, trials - successes)
+    )
     return float(lower), float(upper)
 
 
@@ -437,15 +439,26 @@ def audit_mechanism(
     without = np.array(parallel(delayed(run)(False, seed(0, i)) for i in range(n_runs)), float)
     with_canary = np.array(parallel(delayed(run)(True, seed(1, i)) for i in range(n_runs)), float)
     threshold = choose_threshold(
-        without[:calibration_runs], with_canary[:calibration_runs], delta,
-        confidence=confidence, **choose_options,
+        without[:calibration_runs],
+        with_canary[:calibration_runs],
+        delta,
+        confidence=confidence,
+        **choose_options,
     )
     bound, _ = epsilon_lower_bound(
-        without[calibration_runs:], with_canary[calibration_runs:], delta,
-        confidence=confidence, threshold=threshold,
+        without[calibration_runs:],
+        with_canary[calibration_runs:],
+        delta,
+        confidence=confidence,
+        threshold=threshold,
     )
     return AuditResult(
-        bound, float(claimed_epsilon), float(delta), n_runs, confidence, threshold,
+        bound,
+        float(claimed_epsilon),
+        float(delta),
+        n_runs,
+        confidence,
+        threshold,
         n_runs - calibration_runs,
     )
 
@@ -527,7 +540,11 @@ def audit_noisy_gradient_sum(
     W = np.zeros((d, 1))
     base = clipped_gradient_sum(X, y, W, loss, clip_norm, np.linalg.norm(X, axis=1))
     with_row = clipped_gradient_sum(
-        np.vstack([X, canary]), np.append(y, 1.0), W, loss, clip_norm,
+        np.vstack([X, canary]),
+        np.append(y, 1.0),
+        W,
+        loss,
+        clip_norm,
         np.linalg.norm(np.vstack([X, canary]), axis=1),
     )
     canary_gradient = with_row - base
@@ -548,12 +565,17 @@ def audit_noisy_gradient_sum(
             return float(np.sum(projected))
         # log((1 - q) + q exp(LLR of one Gaussian step)), summed over steps.
         step_llr = (projected * shift - shift**2 / 2) / noise_std**2
-        return float(np.sum(np.logaddexp(math.log1p(-sampling_rate),
-                                         math.log(sampling_rate) + step_llr)))
+        return float(
+            np.sum(np.logaddexp(math.log1p(-sampling_rate), math.log(sampling_rate) + step_llr))
+        )
 
     return audit_mechanism(
-        release, claimed_epsilon=claimed_epsilon, delta=delta, n_runs=n_runs,
-        confidence=confidence, **audit_options,
+        release,
+        claimed_epsilon=claimed_epsilon,
+        delta=delta,
+        n_runs=n_runs,
+        confidence=confidence,
+        **audit_options,
     )
 
 

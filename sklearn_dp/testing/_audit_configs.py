@@ -114,8 +114,14 @@ def _solver_run(solver, *, loss, task, geometry, n=20, alpha=0.0, statistic=None
 
     def fit(epsilon, with_canary, seed):
         return function(
-            datasets[int(with_canary)], loss_object, n_outputs=1, alpha=alpha, epsilon=epsilon,
-            delta=_DELTAS[solver], random_state=seed, **options,
+            datasets[int(with_canary)],
+            loss_object,
+            n_outputs=1,
+            alpha=alpha,
+            epsilon=epsilon,
+            delta=_DELTAS[solver],
+            random_state=seed,
+            **options,
         )
 
     def make_run(epsilon):
@@ -155,8 +161,19 @@ _DELTAS = {
     "objective_perturbation": 0.0,
     "output_perturbation": 0.0,
 }
-for _name in ("dp_gd", "dp_sgd", "dp_cd", "mirror_descent", "localized_mirror_descent",
-              "resque", "dp_svrg", "dp_svrg_pp", "dp_accmd", "dp_newton", "dp_ssp"):
+for _name in (
+    "dp_gd",
+    "dp_sgd",
+    "dp_cd",
+    "mirror_descent",
+    "localized_mirror_descent",
+    "resque",
+    "dp_svrg",
+    "dp_svrg_pp",
+    "dp_accmd",
+    "dp_newton",
+    "dp_ssp",
+):
     _DELTAS[_name] = DELTA
 
 _LOGISTIC = dict(classes=[0, 1], penalty=None, clip_norm=0.05)
@@ -167,10 +184,13 @@ _SVRG = dict(batch_size=4, inner_steps=3, max_iter=2)
 #: on the snapshot release (``snapshot_share``, a public option).  The canary's
 #: clipped gradient is the same at the snapshot and the iterate, so its
 #: difference terms vanish and its whole influence is the snapshot release.
-_SVRG_STRONG = dict(max_iter=1, batch_size=10**6,
-                    solver_options={"inner_steps": 1, "snapshot_share": 0.8})
-_SVRG_STRONG_NOTE = ("one epoch, one inner step (dp_svrg_pp: 2), rate 1, snapshot_share=0.8: "
-                     "the canary's whole influence is the snapshot release")
+_SVRG_STRONG = dict(
+    max_iter=1, batch_size=10**6, solver_options={"inner_steps": 1, "snapshot_share": 0.8}
+)
+_SVRG_STRONG_NOTE = (
+    "one epoch, one inner step (dp_svrg_pp: 2), rate 1, snapshot_share=0.8: "
+    "the canary's whole influence is the snapshot release"
+)
 
 #: The second-order solvers audited where the canary's coefficient is linear
 #: in the release that carries (almost) all of the budget.
@@ -185,13 +205,24 @@ def _perturbation(solver, note):
     # accepted, which meets the solve's certificate on this small problem (checked
     # in tests/test_perturbation_audit.py).
     return (
-        1.0, dict(loss="huber", task="regression", geometry="l2", alpha=0.2, max_iter=10),
-        (DPSCORegressor, "regression",
-         # A given row bound (the canary is clipped to it): a released one
-         # can be huge with the canary in, and the certified solve then
-         # refuses publicly (tests/test_perturbation_certified.py).
-         dict(solver=solver, loss="huber", huber_threshold=0.5, alpha=0.2, delta=0.0,
-              max_iter=10, data_norm=1.0)),
+        1.0,
+        dict(loss="huber", task="regression", geometry="l2", alpha=0.2, max_iter=10),
+        (
+            DPSCORegressor,
+            "regression",
+            # A given row bound (the canary is clipped to it): a released one
+            # can be huge with the canary in, and the certified solve then
+            # refuses publicly (tests/test_perturbation_certified.py).
+            dict(
+                solver=solver,
+                loss="huber",
+                huber_threshold=0.5,
+                alpha=0.2,
+                delta=0.0,
+                max_iter=10,
+                data_norm=1.0,
+            ),
+        ),
         note,
     )
 
@@ -199,25 +230,56 @@ def _perturbation(solver, note):
 # solver -> (claimed epsilon, solver-level options, estimator-level (class, task, params), note)
 _CONFIGS = {
     "dp_gd": (
-        2.0, dict(loss="log_loss", task="classification", geometry="l2", max_iter=8,
-                  clip_norm=0.05, **_GD),
-        (DPLogisticRegression, "classification",
-         dict(solver="dp_gd", max_iter=8, solver_options=_GD, **_LOGISTIC)),
+        2.0,
+        dict(
+            loss="log_loss", task="classification", geometry="l2", max_iter=8, clip_norm=0.05, **_GD
+        ),
+        (
+            DPLogisticRegression,
+            "classification",
+            dict(solver="dp_gd", max_iter=8, solver_options=_GD, **_LOGISTIC),
+        ),
         "8 full-batch steps, last iterate: the canary coefficient is the sum of the releases",
     ),
     "dp_sgd": (
-        2.0, dict(loss="log_loss", task="classification", geometry="l2", max_iter=10,
-                  clip_norm=0.05, momentum=None),
-        (DPLogisticRegression, "classification",
-         dict(solver="dp_sgd", max_iter=10, solver_options={"momentum": None}, **_LOGISTIC)),
+        2.0,
+        dict(
+            loss="log_loss",
+            task="classification",
+            geometry="l2",
+            max_iter=10,
+            clip_norm=0.05,
+            momentum=None,
+        ),
+        (
+            DPLogisticRegression,
+            "classification",
+            dict(solver="dp_sgd", max_iter=10, solver_options={"momentum": None}, **_LOGISTIC),
+        ),
         "Poisson-subsampled steps; the coefficient sums the canary's sampled pushes",
     ),
     "dp_cd": (
-        2.0, dict(loss="log_loss", task="classification", geometry="linf", max_iter=2,
-                  clip_norm=0.05, sampling="full", output="last"),
-        (DPLogisticRegression, "classification",
-         dict(solver="dp_cd", max_iter=2, feature_bound=1.0,
-              solver_options=dict(sampling="full", output="last"), **_LOGISTIC)),
+        2.0,
+        dict(
+            loss="log_loss",
+            task="classification",
+            geometry="linf",
+            max_iter=2,
+            clip_norm=0.05,
+            sampling="full",
+            output="last",
+        ),
+        (
+            DPLogisticRegression,
+            "classification",
+            dict(
+                solver="dp_cd",
+                max_iter=2,
+                feature_bound=1.0,
+                solver_options=dict(sampling="full", output="last"),
+                **_LOGISTIC,
+            ),
+        ),
         "full sampling (every coordinate every step): the tightest dp_cd setting",
     ),
     "objective_perturbation": _perturbation(
@@ -227,86 +289,231 @@ _CONFIGS = {
         "output_perturbation", "pure epsilon-DP; the minimiser moves by the full sensitivity"
     ),
     "frank_wolfe": (
-        1.0, dict(loss="squared", task="noise", geometry="linf", n=200, max_iter=1,
-                  radius=1.0, constraint="l1", clip_norm=2.0),
-        (DPLasso, "noise",
-         dict(solver="frank_wolfe", max_iter=1, radius=1.0, feature_bound=1.0, y_bound=1.0,
-              delta=0.0)),
+        1.0,
+        dict(
+            loss="squared",
+            task="noise",
+            geometry="linf",
+            n=200,
+            max_iter=1,
+            radius=1.0,
+            constraint="l1",
+            clip_norm=2.0,
+        ),
+        (
+            DPLasso,
+            "noise",
+            dict(
+                solver="frank_wolfe",
+                max_iter=1,
+                radius=1.0,
+                feature_bound=1.0,
+                y_bound=1.0,
+                delta=0.0,
+            ),
+        ),
         "one exponential-mechanism selection; the canary favours the vertex +e_1",
     ),
     "vr_frank_wolfe": (
-        1.0, dict(loss="squared", task="noise", geometry="linf", n=200, n_phases=1,
-                  radius=1.0, constraint="l1", clip_norm=1.0, output="last"),
-        (DPLasso, "noise",
-         dict(solver="vr_frank_wolfe", radius=1.0, feature_bound=1.0, y_bound=1.0, delta=0.0,
-              clip_norm=1.0, solver_options={"n_phases": 1, "output": "last"})),
+        1.0,
+        dict(
+            loss="squared",
+            task="noise",
+            geometry="linf",
+            n=200,
+            n_phases=1,
+            radius=1.0,
+            constraint="l1",
+            clip_norm=1.0,
+            output="last",
+        ),
+        (
+            DPLasso,
+            "noise",
+            dict(
+                solver="vr_frank_wolfe",
+                radius=1.0,
+                feature_bound=1.0,
+                y_bound=1.0,
+                delta=0.0,
+                clip_norm=1.0,
+                solver_options={"n_phases": 1, "output": "last"},
+            ),
+        ),
         "one phase (2 selections); clip_norm=1 is the canary's own gradient bound, so its "
         "score shift is the full sensitivity; last iterate",
     ),
     "mirror_descent": (
-        2.0, dict(loss="squared", task="regression", geometry="linf", max_iter=3,
-                  batch_size=10**6, clip_norm=0.5, radius=1.0, constraint="l1"),
-        (DPLasso, "regression",
-         dict(solver="mirror_descent", max_iter=3, batch_size=10**6, clip_norm=0.5,
-              radius=1.0, feature_bound=1.0, y_bound=1.0)),
+        2.0,
+        dict(
+            loss="squared",
+            task="regression",
+            geometry="linf",
+            max_iter=3,
+            batch_size=10**6,
+            clip_norm=0.5,
+            radius=1.0,
+            constraint="l1",
+        ),
+        (
+            DPLasso,
+            "regression",
+            dict(
+                solver="mirror_descent",
+                max_iter=3,
+                batch_size=10**6,
+                clip_norm=0.5,
+                radius=1.0,
+                feature_bound=1.0,
+                y_bound=1.0,
+            ),
+        ),
         "full batches, 3 noisy steps in the p-norm geometry",
     ),
     "localized_mirror_descent": (
-        2.0, dict(loss="squared", task="noise", geometry="linf", max_iter=1,
-                  clip_norm=0.5, radius=1.0, constraint="l1"),
-        (DPLasso, "noise",
-         dict(solver="localized_mirror_descent", max_iter=1, clip_norm=0.5, radius=1.0,
-              feature_bound=1.0, y_bound=1.0)),
+        2.0,
+        dict(
+            loss="squared",
+            task="noise",
+            geometry="linf",
+            max_iter=1,
+            clip_norm=0.5,
+            radius=1.0,
+            constraint="l1",
+        ),
+        (
+            DPLasso,
+            "noise",
+            dict(
+                solver="localized_mirror_descent",
+                max_iter=1,
+                clip_norm=0.5,
+                radius=1.0,
+                feature_bound=1.0,
+                y_bound=1.0,
+            ),
+        ),
         "max_iter=1: a single phase of one full-batch step on half the rows, so the whole "
         "budget is that one Gaussian release; the canary is in its block with probability 1/2",
     ),
     "resque": (
-        2.0, dict(loss="absolute", task="regression", geometry="l2", tol=1.0, max_weight=1.0,
-                  radius=0.5, constraint="l2", batch_size=10**6),
-        (DPSCORegressor, "noise",
-         dict(solver="resque", loss="absolute", penalty=None, radius=0.5, constraint="l2",
-              batch_size=10**6, solver_options={"tol": 1.0, "max_weight": 1.0})),
+        2.0,
+        dict(
+            loss="absolute",
+            task="regression",
+            geometry="l2",
+            tol=1.0,
+            max_weight=1.0,
+            radius=0.5,
+            constraint="l2",
+            batch_size=10**6,
+        ),
+        (
+            DPSCORegressor,
+            "noise",
+            dict(
+                solver="resque",
+                loss="absolute",
+                penalty=None,
+                radius=0.5,
+                constraint="l2",
+                batch_size=10**6,
+                solver_options={"tol": 1.0, "max_weight": 1.0},
+            ),
+        ),
         "max_weight=1 (sensitivity L, the canary's own term), a radius-0.5 ball and tol=1: "
         "smoothing radius 0.35 keeps the canary's derivative at -1, 2 x 32 full-batch steps; "
         "estimator: 200 rows with labels without signal (the private count blurs less, and "
         "no other coefficient pushes the iterate to the ball's edge)",
     ),
     "dp_svrg": (
-        2.0, dict(loss="log_loss", task="classification", geometry="l2", alpha=0.05,
-                  clip_norm=0.05, **_SVRG),
-        (DPLogisticRegression, "classification",
-         dict(solver="dp_svrg", classes=[0, 1], penalty="l2", C=1.0, clip_norm=0.05,
-              **_SVRG_STRONG)),
+        2.0,
+        dict(
+            loss="log_loss",
+            task="classification",
+            geometry="l2",
+            alpha=0.05,
+            clip_norm=0.05,
+            **_SVRG,
+        ),
+        (
+            DPLogisticRegression,
+            "classification",
+            dict(
+                solver="dp_svrg",
+                classes=[0, 1],
+                penalty="l2",
+                C=1.0,
+                clip_norm=0.05,
+                **_SVRG_STRONG,
+            ),
+        ),
         "solver level: snapshot and difference releases, Poisson inner mini-batches; "
         "estimator level: " + _SVRG_STRONG_NOTE,
     ),
     "dp_svrg_pp": (
-        2.0, dict(loss="log_loss", task="classification", geometry="l2", clip_norm=0.05,
-                  max_iter=1, batch_size=10**6, inner_steps=1, snapshot_share=0.8),
-        (DPLogisticRegression, "classification",
-         dict(solver="dp_svrg_pp", **_SVRG_STRONG, **_LOGISTIC)),
+        2.0,
+        dict(
+            loss="log_loss",
+            task="classification",
+            geometry="l2",
+            clip_norm=0.05,
+            max_iter=1,
+            batch_size=10**6,
+            inner_steps=1,
+            snapshot_share=0.8,
+        ),
+        (
+            DPLogisticRegression,
+            "classification",
+            dict(solver="dp_svrg_pp", **_SVRG_STRONG, **_LOGISTIC),
+        ),
         _SVRG_STRONG_NOTE,
     ),
     "dp_accmd": (
-        2.0, dict(loss="log_loss", task="classification", geometry="l2", clip_norm=0.05,
-                  radius=2.0, max_iter=4),
-        (DPLogisticRegression, "classification",
-         dict(solver="dp_accmd", max_iter=4, radius=2.0, **_LOGISTIC)),
+        2.0,
+        dict(
+            loss="log_loss",
+            task="classification",
+            geometry="l2",
+            clip_norm=0.05,
+            radius=2.0,
+            max_iter=4,
+        ),
+        (
+            DPLogisticRegression,
+            "classification",
+            dict(solver="dp_accmd", max_iter=4, radius=2.0, **_LOGISTIC),
+        ),
         "4 full-batch accelerated mirror steps on an L2 ball",
     ),
     "dp_newton": (
-        2.0, dict(loss="log_loss", task="classification", geometry="l2", clip_norm=0.05,
-                  max_iter=1, **_NEWTON_STRONG),
-        (DPLogisticRegression, "classification",
-         dict(solver="dp_newton", max_iter=1, solver_options=_NEWTON_STRONG, **_LOGISTIC)),
+        2.0,
+        dict(
+            loss="log_loss",
+            task="classification",
+            geometry="l2",
+            clip_norm=0.05,
+            max_iter=1,
+            **_NEWTON_STRONG,
+        ),
+        (
+            DPLogisticRegression,
+            "classification",
+            dict(solver="dp_newton", max_iter=1, solver_options=_NEWTON_STRONG, **_LOGISTIC),
+        ),
         "one step; 99% of the precision on the gradient release and a floor far above the "
         "curvature (public options), so the canary's coefficient is its noisy gradient entry "
         "over the floor: linear in the release that carries the budget",
     ),
     "dp_ssp": (
-        2.0, dict(loss="squared", task="regression", geometry="l2", **_SSP_STRONG),
-        (DPSCORegressor, "regression",
-         dict(solver="dp_ssp", penalty=None, solver_options=_SSP_STRONG)),
+        2.0,
+        dict(loss="squared", task="regression", geometry="l2", **_SSP_STRONG),
+        (
+            DPSCORegressor,
+            "regression",
+            dict(solver="dp_ssp", penalty=None, solver_options=_SSP_STRONG),
+        ),
         "99% of the precision on X^T y and a fixed public ridge far above the Gram matrix: the "
         "canary's coefficient is its noisy X^T y entry over the ridge",
     ),
@@ -344,18 +551,35 @@ def solver_audits(level=None):
     for solver, (epsilon, solver_options, (estimator, task, params), note) in _CONFIGS.items():
         delta = _DELTAS[solver]
         if level in (None, "solver"):
-            audits.append(SolverAudit(
-                solver, "solver", "-", epsilon, delta, _solver_run(solver, **solver_options),
-                note, solver_options, power_factor(solver, "solver"),
-            ))
+            audits.append(
+                SolverAudit(
+                    solver,
+                    "solver",
+                    "-",
+                    epsilon,
+                    delta,
+                    _solver_run(solver, **solver_options),
+                    note,
+                    solver_options,
+                    power_factor(solver, "solver"),
+                )
+            )
         if level in (None, "estimator"):
             params = {"delta": delta, **params}
             n = _ESTIMATOR_ROWS.get(solver, 200 if estimator is DPLasso else 20)
-            audits.append(SolverAudit(
-                solver, "estimator", estimator.__name__, epsilon, params["delta"],
-                _estimator_run(estimator, task, n=n, **params), note, params,
-                power_factor(solver, "estimator"),
-            ))
+            audits.append(
+                SolverAudit(
+                    solver,
+                    "estimator",
+                    estimator.__name__,
+                    epsilon,
+                    params["delta"],
+                    _estimator_run(estimator, task, n=n, **params),
+                    note,
+                    params,
+                    power_factor(solver, "estimator"),
+                )
+            )
     return audits
 
 
@@ -372,24 +596,81 @@ _L1_REGRESSOR = dict(penalty=None, constraint="l1", radius=1.0, feature_bound=1.
 
 # solver -> (estimator, task, rows, claimed epsilon, params)
 _VARIANTS = [
-    ("dp_gd", DPSCORegressor, "regression", 20, 2.0,
-     dict(solver="dp_gd", max_iter=8, solver_options=_GD, **_REGRESSOR)),
-    ("dp_sgd", DPSCORegressor, "regression", 1000, 2.0,
-     dict(solver="dp_sgd", loss="huber", max_iter=10, solver_options={"momentum": None},
-          **_REGRESSOR)),
-    ("dp_cd", DPSCORegressor, "regression", 20, 2.0,
-     dict(solver="dp_cd", max_iter=2, feature_bound=1.0,
-          solver_options=dict(sampling="full", output="last"), **_REGRESSOR)),
-    ("dp_cd", DPLasso, "regression", 20, 2.0,
-     dict(solver="dp_cd", alpha=1e-6, max_iter=2, feature_bound=1.0, clip_norm=0.05,
-          solver_options=dict(sampling="full", output="last"))),
-    ("frank_wolfe", DPSCORegressor, "noise", 200, 1.0,
-     dict(solver="frank_wolfe", max_iter=1, delta=0.0, **_L1_REGRESSOR)),
-    ("mirror_descent", DPSCORegressor, "regression", 200, 2.0,
-     dict(solver="mirror_descent", max_iter=3, batch_size=10**6, clip_norm=0.5,
-          **_L1_REGRESSOR)),
-    ("dp_accmd", DPSCORegressor, "regression", 20, 2.0,
-     dict(solver="dp_accmd", max_iter=4, radius=2.0, **_REGRESSOR)),
+    (
+        "dp_gd",
+        DPSCORegressor,
+        "regression",
+        20,
+        2.0,
+        dict(solver="dp_gd", max_iter=8, solver_options=_GD, **_REGRESSOR),
+    ),
+    (
+        "dp_sgd",
+        DPSCORegressor,
+        "regression",
+        1000,
+        2.0,
+        dict(
+            solver="dp_sgd",
+            loss="huber",
+            max_iter=10,
+            solver_options={"momentum": None},
+            **_REGRESSOR,
+        ),
+    ),
+    (
+        "dp_cd",
+        DPSCORegressor,
+        "regression",
+        20,
+        2.0,
+        dict(
+            solver="dp_cd",
+            max_iter=2,
+            feature_bound=1.0,
+            solver_options=dict(sampling="full", output="last"),
+            **_REGRESSOR,
+        ),
+    ),
+    (
+        "dp_cd",
+        DPLasso,
+        "regression",
+        20,
+        2.0,
+        dict(
+            solver="dp_cd",
+            alpha=1e-6,
+            max_iter=2,
+            feature_bound=1.0,
+            clip_norm=0.05,
+            solver_options=dict(sampling="full", output="last"),
+        ),
+    ),
+    (
+        "frank_wolfe",
+        DPSCORegressor,
+        "noise",
+        200,
+        1.0,
+        dict(solver="frank_wolfe", max_iter=1, delta=0.0, **_L1_REGRESSOR),
+    ),
+    (
+        "mirror_descent",
+        DPSCORegressor,
+        "regression",
+        200,
+        2.0,
+        dict(solver="mirror_descent", max_iter=3, batch_size=10**6, clip_norm=0.5, **_L1_REGRESSOR),
+    ),
+    (
+        "dp_accmd",
+        DPSCORegressor,
+        "regression",
+        20,
+        2.0,
+        dict(solver="dp_accmd", max_iter=4, radius=2.0, **_REGRESSOR),
+    ),
 ]
 
 
@@ -398,8 +679,16 @@ def estimator_variants():
     audits = []
     for solver, estimator, task, n, epsilon, params in _VARIANTS:
         params = {"delta": DELTA, **params}
-        audits.append(SolverAudit(
-            solver, "estimator", estimator.__name__, epsilon, params["delta"],
-            _estimator_run(estimator, task, n=n, **params), "second estimator", params,
-        ))
+        audits.append(
+            SolverAudit(
+                solver,
+                "estimator",
+                estimator.__name__,
+                epsilon,
+                params["delta"],
+                _estimator_run(estimator, task, n=n, **params),
+                "second estimator",
+                params,
+            )
+        )
     return audits
