@@ -86,13 +86,10 @@ def _gap(value, optimum):
 # and dp_newton (2.8% with 5 steps) now default to more steps without noise
 # (400 and 10: gaps 0.0% / 0.24% and 0.0%), and so do dp_sgd (30 epochs
 # instead of 10: 2% -> 0.04%), dp_svrg (32 epochs instead of 6: 20% -> 0.6%) and
-# dp_svrg_pp (9 doubling epochs instead of 5: 42% / 9.4% / 2.0% -> 0.16% / 0.77% / ...).
-LOGISTIC_XFAIL = {
-    "dp_cd": "dp_cd's worst-case coordinate curvature: 50 passes stop short (gap 10%)",
-}
-RIDGE_XFAIL = {
-    "dp_cd": "dp_cd's worst-case coordinate curvature stops short (gap 1.4%)",
-}
+# dp_svrg_pp (9 doubling epochs instead of 5: 42% / 9.4% / 2.0% -> 0.16% / 0.77% / ...),
+# and dp_cd (400 passes instead of 50: 10% / 1.4% -> within 1%).
+LOGISTIC_XFAIL = {}
+RIDGE_XFAIL = {}
 # vr_frank_wolfe (one pass: gap 50-200%) and mirror_descent (minibatches: 3.7-7%)
 # now use every row at every step without noise (gaps 0.1% and 0.9%).
 LASSO_XFAIL = {
