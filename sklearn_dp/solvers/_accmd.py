@@ -5,8 +5,8 @@ Linear coupling of a mirror-descent sequence ``z`` and a gradient sequence
 or L1 ball of public radius R.
 
 The printed algorithm is not private: its y-step takes a gradient step with
-the *exact* gradient and the output is ``y_T``.  Here (the fix the spec
-derives, section 2.3) the y-step is the "similar triangles" update
+the *exact* gradient and the output is ``y_T``.  Here (the fix derived in
+docs/solvers/erm_revisited.md) the y-step is the "similar triangles" update
 ``y_{k+1} = r_k z_{k+1} + (1 - r_k) y_k``: a convex combination of points of
 the ball built from the noisy mirror step only, so the whole output is
 post-processing of the T noisy gradients.  The utility proof (B.7, eqs.
@@ -17,8 +17,8 @@ Geometry
 --------
 The norm of the constraint set is ``||v||_C = ||v||_ball / R`` and the
 smoothness constant in it is ``L' = L R^2`` with ``L = loss.smoothness *
-row_norm_bound**2`` (``||v||_2 <= R ||v||_C`` for both balls: the spec's
-Lemma 5.1 with the radius instead of the diameter, which suffices for a
+row_norm_bound**2`` (``||v||_2 <= R ||v||_C`` for both balls: Lemma 5.1 of
+erm_revisited.md, with the radius instead of the diameter, which suffices for a
 centrally symmetric set).
 
 * L2 ball: mirror map ``||x||^2 / (2 R^2)``; the mirror step is a projected
@@ -117,7 +117,7 @@ def accmd_constants(constraint, radius, n_params):
 def accmd_iterations(
     n_samples, n_params, epsilon, delta, *, smoothness, row_norm_bound, radius, constraint, clip
 ):
-    """Default T from public inputs: the minimiser of the spec's explicit bound (eqs. 74-76).
+    """Default T from public inputs: the minimiser of the explicit bound of docs/solvers/erm_revisited.md (eqs. 74-76).
 
     ``E F(y_T) - F* <~ 8 L' B / T^2 + T^2 sigma_1^2 C^2 W / (6 L' n^2)`` (the
     noise of T full-batch steps has per-step std ``sqrt(T) sigma_1 C / n`` for
@@ -249,7 +249,7 @@ def dp_accmd(
     Minimises ``mean_i l(x_i @ W, y_i)`` over ``{W : ||W||_ball <= radius}``
     (intercept included) with Algorithm 3 of Wang, Ye and Xu (2017), with the
     privacy fix of its y-step and the constant ``L' = L R^2`` used
-    consistently (spec, sections 2.3 and 7.1).
+    consistently (docs/solvers/erm_revisited.md).
 
     For k = 0..T-1, with ``alpha_{k+1} = (k + 2) / (4 L')`` and
     ``r_k = 2 / (k + 2)``::
@@ -276,7 +276,7 @@ def dp_accmd(
     constraint : {"l2", "l1"}, default="l2"
         The ball's norm (the L1 ball is the paper's high-dimensional case).
     max_iter : int, optional
-        T; default the minimiser of the spec's explicit utility bound (see
+        T; default the minimiser of the explicit utility bound of docs/solvers/erm_revisited.md (see
         :func:`accmd_iterations`), at most ``MAX_DEFAULT_ITERATIONS``, and
         ``NON_PRIVATE_ITERATIONS`` when ``epsilon=inf``.
     clip_norm : float, optional

@@ -605,7 +605,7 @@ def _vr_error_bound(n_samples, n_params, epsilon, delta, n_phases, schedule):
 def vr_frank_wolfe_schedule(n_samples, n_params, epsilon, delta, schedule="pure", n_phases=None):
     """(T, b): phases and root batch, from public inputs only.
 
-    ``b(T)`` fills the data (spec section 6.4) instead of the seed's
+    ``b(T)`` fills the data (docs/solvers/lasso.md) instead of the seed's
     ``b = n / log2(n)^2``, which leaves most of it unused; T minimises the
     pre-tuning bound (:func:`_vr_error_bound`) unless given.
     """

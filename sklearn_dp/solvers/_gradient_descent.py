@@ -292,7 +292,7 @@ def pl_iterations(
     where ``s^2 = T sigma_1^2 C^2 / n^2`` is the per-coordinate noise variance
     of the averaged gradient (``sigma_1`` the exact one-step multiplier); the
     minimiser over T is ``(L / mu) ln(2 mu^2 n^2 e_0 / (L d sigma_1^2 C^2))``
-    (spec, section 2.4: the tighter geometric sum, not the paper's loose one).
+    (docs/solvers/gradient_descent.md: the tighter geometric sum, not the paper's loose one).
     """
     if math.isinf(epsilon):
         value = (smoothness / pl_constant) * math.log(1e12)

@@ -3,7 +3,7 @@
 Asi, Feldman, Koren and Talwar (2021), Algorithms 1, 2, 5 and 6.  The mirror
 map is ``psi(x) = kappa ||x - c||_p^2`` with ``kappa = 1 / (2 (p - 1))``
 (1-strongly convex w.r.t. ||.||_p) and ``p = 1 + 1 / ln(d)`` for l1 geometry
-(spec erratum E1: with ln the norm-equivalence constant is e instead of the
+(an erratum, docs/solvers/lasso.md: with ln the norm-equivalence constant is e instead of the
 seed's 2 with log2; only constants change).  Each step is the exact Bregman
 (composite) step of :func:`._pnorm.bregman_step` over the l1 ball (times the
 intercept's interval) intersected, in the localised algorithm, with an lp

@@ -28,7 +28,7 @@ solves ``min F_rho(x) + lambda / 2 ||x - y||^2`` over the small ball
 ``B_r(y)`` (intersected with the constraint ball ``B_R``) with EpochSGD on
 ReSQue gradients centred at ``y``; the queries of one ball subproblem are one
 batched NumPy operation (split over joblib threads with ``n_jobs``).  The
-private version is the spec's recommended mechanism (its S4): every inner
+private version is the mechanism docs/solvers/resque.md recommends: every inner
 step is a Poisson-subsampled Gaussian mechanism on the sum of weight-capped
 ReSQue gradients, so the fit is "ReSQue-smoothed, ball-accelerated DP-SGD",
 not the paper's own private algorithm (see ``docs/solvers/resque.md`` for why
@@ -84,7 +84,7 @@ __all__ = [
 #: moment bound; with r = rho / 2 the capping bias is below 0.005 L.
 DEFAULT_MAX_WEIGHT = 3.0
 #: The default target accuracy is this fraction of the DP-SCO rate (1: the
-#: spec's choice).  The ball-acceleration parameters (rho, r, K, lambda_*)
+#: docs/solvers/resque.md's choice).  The ball-acceleration parameters (rho, r, K, lambda_*)
 #: are derived from the target and the method stops near it by design: with
 #: the short-step weight lambda_* its guarantee is about
 #: ``2 lambda_* ||x*||^2 / K^2 = 2 tol L ||x*||^2 / R``.  Smaller targets mean
@@ -100,7 +100,7 @@ DEFAULT_PASSES = 20
 DEFAULT_BATCH_SIZE = 32
 #: Fewest inner steps per ball subproblem (two EpochSGD epochs).
 MIN_INNER_STEPS = 32
-#: Length of EpochSGD's first epoch (spec section 4.1).
+#: Length of EpochSGD's first epoch (docs/solvers/resque.md).
 FIRST_EPOCH = 16
 #: Unconstrained fits use R = DEFAULT_RADIUS_SCALE / row_norm_bound as the
 #: (public) distance scale of the acceleration: coefficients of that norm
@@ -436,7 +436,7 @@ def default_tolerance(n_samples, n_params, epsilon, delta):
     """Target accuracy as a fraction of ``L R``: ``DEFAULT_TOL_FACTOR`` times the DP-SCO rate.
 
     The rate is ``1/sqrt(n) + sqrt(d log(1/delta)) / (n epsilon)`` (the
-    optimal one without logarithmic factors, spec section 9.5; ``1/sqrt(n)``
+    optimal one without logarithmic factors, docs/solvers/resque.md; ``1/sqrt(n)``
     when ``epsilon`` is infinite).  Public inputs only.
     """
     tol = 1.0 / math.sqrt(n_samples)
@@ -834,7 +834,7 @@ def _epoch_sgd(
     release,
     alpha_mask,
 ):
-    """EpochSGD (spec section 4.1) for ``F_rho(x) + lam / 2 ||x - c||^2`` over the ball.
+    """EpochSGD (docs/solvers/resque.md) for ``F_rho(x) + lam / 2 ||x - c||^2`` over the ball.
 
     Step t uses the queries ``starts[t]:starts[t + 1]`` of the round: the
     gradient estimate is ``release(sum_i min(w_i(x), w_max) l'_i x_i) /
@@ -986,7 +986,7 @@ def ball_acceleration(
     restart=RESTART,
     progress=None,
 ):
-    """Monteiro-Svaiter acceleration with ball-constrained proximal steps (spec section 3.4).
+    """Monteiro-Svaiter acceleration with ball-constrained proximal steps (docs/solvers/resque.md).
 
     Parameters
     ----------
@@ -1132,7 +1132,7 @@ def resque(
     (or unconstrained).  ``|F_rho - F| <= L rho sqrt(d) = tol L R``, so this is
     the original objective up to the target accuracy.
 
-    Algorithm (spec sections 3.4, 4.1 and 9.4):
+    Algorithm (docs/solvers/resque.md):
 
     * ``K = ceil((R / r)^(2/3))`` outer iterations of Monteiro-Svaiter ball
       acceleration (:func:`ball_acceleration`), with ``rho = tol R / sqrt(d)``,

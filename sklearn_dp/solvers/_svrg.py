@@ -204,7 +204,7 @@ def svrg_step_size(smoothness, batch_size=1):
 
     With ``a = 8 L eta / b``, condition (4) of the paper, ``1 / (eta (1 - a)
     mu m) + a (m + 1) / (m (1 - a)) < 1/2``, needs the fewest inner steps at
-    ``a = 1/6``, i.e. ``eta = b / (48 L)``; for ``b = 1`` this is the spec's
+    ``a = 1/6``, i.e. ``eta = b / (48 L)``; for ``b = 1`` this is docs/solvers/erm_revisited.md's
     corrected ``eta = 1 / (48 L)`` (the paper's ``1 / (12 L)`` cannot meet
     (4)).  The proximal step lemma (Xiao and Zhang 2014, Lemma 3) needs
     ``eta <= 1 / L``, which caps it for ``b >= 48``.
@@ -586,7 +586,7 @@ def plan_dp_svrg_pp(
     """Privacy plan of ``dp_svrg_pp``: epoch s (1-based) has ``2**s * m`` inner steps.
 
     ``K = m (2**(T+1) - 2)`` inner steps in all (the paper's ``2**T m`` is
-    off by about a factor 2, see the spec, section 7.1).  ``n_samples`` is
+    off by about a factor 2, see docs/solvers/erm_revisited.md).  ``n_samples`` is
     the public stand-in for the row count; None (not released yet) gives a
     None plan.
     """
