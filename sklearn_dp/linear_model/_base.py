@@ -420,6 +420,15 @@ def _canonical(X):
     if sp.issparse(X) and not X.has_canonical_format:
         X = X.copy()
         X.sum_duplicates()
+        # scikit-learn checked the stored entries; finite duplicates can sum
+        # beyond the dtype's range.  An inf cell would make every release of
+        # the fit NaN: refused here, with the other schema checks (before any
+        # spend), as scikit-learn refuses an inf entry.
+        if not np.all(np.isfinite(X.data)):
+            raise ValueError(
+                "Input X contains infinity or a value too large for its dtype once the "
+                "duplicate entries of a sparse matrix are summed; pass finite values."
+            )
     return X
 
 
