@@ -410,6 +410,32 @@ class FitProblem:
     radius: float | None = None
 
 
+def _stores_out_of_order(X):
+    """Whether a row of CSR ``X`` stores a column twice or out of order, read off its indices.
+
+    scipy caches ``has_canonical_format``, and a caller that rewrites
+    ``indices`` in place (or sets the flag) leaves it stale: scikit-learn's
+    validation returns that same object.  Checked block by block of rows
+    (temporaries the size of a block).
+    """
+    from .._design import fine_block_ranges
+
+    indptr, indices = X.indptr, X.indices
+    for start, stop in fine_block_ranges(X.shape[0], X.shape[1], X.nnz):
+        lo, hi = int(indptr[start]), int(indptr[stop])
+        if hi - lo < 2:
+            continue
+        piece = indices[lo:hi]
+        increasing = piece[1:] > piece[:-1]
+        # Comparisons across the start of a row do not count.
+        firsts = indptr[start + 1 : stop] - lo
+        firsts = firsts[(firsts > 0) & (firsts < hi - lo)]
+        increasing[firsts - 1] = True
+        if not np.all(increasing):
+            return True
+    return False
+
+
 def _canonical(X):
     """A CSR matrix with its duplicate entries summed (a copy; the caller's matrix is untouched).
 
@@ -417,9 +443,21 @@ def _canonical(X):
     stored entries of one cell would each be clipped and then add up to more
     than the bound: duplicates are summed first.  Dense input is returned as it is.
     """
-    if sp.issparse(X) and not X.has_canonical_format:
+    if sp.issparse(X) and (not X.has_canonical_format or _stores_out_of_order(X)):
         X = X.copy()
+        # scipy trusts its cached flags; they may be stale (checked above).
+        X.has_sorted_indices = False
+        X.has_canonical_format = False
         X.sum_duplicates()
+        # scikit-learn checked the stored entries; finite duplicates can sum
+        # beyond the dtype's range.  An inf cell would make every release of
+        # the fit NaN: refused here, with the other schema checks (before any
+        # spend), as scikit-learn refuses an inf entry.
+        if not np.all(np.isfinite(X.data)):
+            raise ValueError(
+                "Input X contains infinity or a value too large for its dtype once the "
+                "duplicate entries of a sparse matrix are summed; pass finite values."
+            )
     return X
 
 
