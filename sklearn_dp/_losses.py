@@ -84,10 +84,14 @@ class GLMLoss:
     def score_hessian_bound(self, n_outputs):
         """``(rank, bound)`` of the Hessian of ``l`` in the scores, for ``n_outputs`` outputs.
 
-        The Hessian has rank at most ``rank`` and each eigenvalue at most
-        ``bound``: the constants of the determinant term of objective
-        perturbation's privacy proof.  A ValueError for a non-smooth loss or a
-        number of outputs the loss does not have.
+        The Hessian has rank at most ``rank`` and trace at most ``rank *
+        bound`` (one output: its eigenvalue is at most ``bound``).  Not a
+        bound on each eigenvalue for several outputs (the multinomial
+        Hessian at ``p = (1/2, 1/2, 0)`` has an eigenvalue 1/2 > 1/3): it is
+        what the determinant term of objective perturbation's proof needs,
+        ``log det(I + H / Lambda) <= rank log(1 + bound / Lambda)`` by the
+        AM-GM inequality on the non-zero eigenvalues.  A ValueError for a
+        non-smooth loss or a number of outputs the loss does not have.
         """
         if self.smoothness is None:
             raise ValueError(

@@ -758,6 +758,10 @@ def calibrate_noise_multiplier(
 _CALIBRATION_FLOOR = 0.05
 
 
+#: What the calibration takes for an epsilon the accountant could not compute.
+_FAILED_EXCESS = 1e300
+
+
 def _calibrate(make_event, epsilon, delta, upper, guess=None):
     """Smallest multiplier whose event meets (epsilon, delta), to 0.1% relative.
 
@@ -770,18 +774,23 @@ def _calibrate(make_event, epsilon, delta, upper, guess=None):
     grid = _coarse_grid(epsilon)
 
     def excess(log_sigma):
-        return _event_epsilon_fast(make_event(math.exp(log_sigma)), delta, grid) - epsilon
+        value = _event_epsilon_fast(make_event(math.exp(log_sigma)), delta, grid) - epsilon
+        # An accountant failure (NaN) never counts as meeting the target.
+        return _FAILED_EXCESS if math.isnan(value) else value
+
+    def certified(log_sigma):
+        return excess(log_sigma) <= 0
 
     # Bracket the crossing: lo fails (too little noise), hi meets the target.
     hi = math.log(guess if guess is not None else (upper if upper is not None else 1.0))
     step = math.log(1.25)
-    while excess(hi) > 0:
+    while not certified(hi):
         hi += step
         step *= 2
         if hi > math.log(1e8):
             raise ValueError("Could not find a noise multiplier for this budget.")
     lo, step = hi - math.log(1.25), math.log(1.25)
-    while excess(lo) <= 0:
+    while certified(lo):
         hi, lo = lo, lo - step
         step *= 2
         if lo < math.log(_CALIBRATION_FLOOR):
@@ -791,9 +800,11 @@ def _calibrate(make_event, epsilon, delta, upper, guess=None):
             return float(math.exp(hi))
     log_sigma = optimize.brentq(excess, lo, hi, xtol=1e-4, rtol=1e-6)
     # brentq lands within xtol of the crossing, on either side of it: step up
-    # until the accountant certifies the target.
-    while excess(log_sigma) > 0:
+    # until the accountant certifies the target (hi, certified above, caps it).
+    while not certified(log_sigma):
         log_sigma += 1e-4
+        if log_sigma >= hi:
+            return float(math.exp(hi))
     return float(math.exp(log_sigma))
 
 

@@ -472,3 +472,22 @@ def test_largest_share_falls_back_to_the_floor():
 
     count = dpe.LaplaceDpEvent(20.0)
     assert largest_share(lambda part: None, count, 1.0, 1e-5, 0.95) == 0.95
+
+
+def test_calibration_never_takes_a_nan_epsilon_as_meeting_the_target(monkeypatch):
+    """An accountant failure (NaN) below some noise level must not pass as certified."""
+    import math
+
+    from dp_accounting import dp_event as dpe
+
+    from sklearn_dp import accounting
+
+    def fake_epsilon(event, delta, grid):
+        sigma = event.noise_multiplier
+        return math.nan if sigma < 3.0 else 2.0 / sigma  # meets epsilon=0.5 from sigma=4
+
+    monkeypatch.setattr(accounting, "_event_epsilon_fast", fake_epsilon)
+    sigma = accounting._calibrate(dpe.GaussianDpEvent, 0.5, 1e-5, None, guess=1.0)
+    assert sigma >= 4.0 * (1 - 1e-9)
+    sigma = accounting._calibrate(dpe.GaussianDpEvent, 0.5, 1e-5, None, guess=10.0)
+    assert 4.0 * (1 - 1e-9) <= sigma <= 4.01
