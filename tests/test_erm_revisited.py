@@ -1400,3 +1400,20 @@ def test_default_epoch_length_is_shared_by_nearby_counts():
     }
     assert len(lengths) <= 2
     assert [_ceil_to_grid(v) for v in (1, 1.5, 9.9, 10, 10.01, 4801)] == [1, 2, 10, 10, 12, 5012]
+
+
+def test_dp_svrg_default_epochs_follow_rows_times_epsilon():
+    """Few rows or a small epsilon: fewer noisy epochs (issue #18, never below trivial)."""
+    from sklearn_dp.solvers._svrg import DEFAULT_SVRG_EPOCHS, default_svrg_epochs
+
+    assert default_svrg_epochs(455, 0.1) == 1
+    assert default_svrg_epochs(455, 1.0) == 1
+    assert default_svrg_epochs(455, 5.0) == 5
+    assert default_svrg_epochs(200_000, 0.2) == DEFAULT_SVRG_EPOCHS
+    assert default_svrg_epochs(None, 1.0) == DEFAULT_SVRG_EPOCHS
+    from sklearn_dp._losses import BinaryLogisticLoss
+
+    plan = _svrg.plan_dp_svrg(
+        455, 31, 0.5, 1e-5, alpha=0.01, loss=BinaryLogisticLoss(), row_norm_bound=1.0
+    )
+    assert len(plan.details["epoch_lengths"]) == 1
