@@ -164,7 +164,8 @@ class Method:
     style: dict = field(default_factory=dict)
 
 
-STRONGLY_CONVEX = [
+# The full-batch and stochastic baselines every comparison runs.
+_BASELINES = [
     Method(
         "DP-GD (Alg. 4: plain, last iterate)",
         "dp_gd",
@@ -189,6 +190,10 @@ STRONGLY_CONVEX = [
         (30,),
         dict(color="tab:olive", marker="^"),
     ),
+]
+
+STRONGLY_CONVEX = [
+    *_BASELINES,
     Method(
         "DP-SVRG (b=sqrt(n), smoothness bound)",
         "dp_svrg",
@@ -216,30 +221,7 @@ STRONGLY_CONVEX = [
 ]
 
 CONVEX = [
-    Method(
-        "DP-GD (Alg. 4: plain, last iterate)",
-        "dp_gd",
-        dict(momentum=None, output="last"),
-        (10, 30, 100, 300),
-        (10, 30),
-        dict(color="tab:gray", marker="s"),
-    ),
-    Method(
-        "DP-GD (library: Nesterov, tail average)",
-        "dp_gd",
-        {},
-        (10, 30, 100, 300),
-        (10, 30),
-        dict(color="black", marker="D"),
-    ),
-    Method(
-        "DP-SGD (library: Poisson, b=0.1n)",
-        "dp_sgd",
-        {},
-        (30, 100, 300),
-        (30,),
-        dict(color="tab:olive", marker="^"),
-    ),
+    *_BASELINES,
     Method(
         "DP-SVRG++ (b=sqrt(n), smoothness bound)",
         "dp_svrg_pp",
