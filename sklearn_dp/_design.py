@@ -89,14 +89,14 @@ def block_ranges(n_rows, n_features, nnz=None):
 
 
 def fine_block_ranges(n_rows, n_features, nnz=None):
-    """Blocks of at most ``1/256`` of the rows (at least 16), for scans over entries.
+    """Blocks of at most ``1/64`` of the rows (at least 16), for scans over entries.
 
     For passes that hold several index or value arrays (8 bytes an entry
     each) per entry of their block, where :func:`block_ranges`' blocks (at
     least ``MIN_BLOCK_ROWS`` rows) would make temporaries a sizeable share
     of a small sparse X.
     """
-    step = max(16, min(block_rows(n_rows, n_features, nnz), -(-int(n_rows) // 256)))
+    step = max(16, min(block_rows(n_rows, n_features, nnz), -(-int(n_rows) // 64)))
     return [(start, min(start + step, n_rows)) for start in range(0, n_rows, step)]
 
 
