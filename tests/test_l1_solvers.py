@@ -865,7 +865,14 @@ def test_mirror_descent_steps_are_gateway_gaussians_on_poisson_samples(name):
 
 
 @pytest.mark.parametrize(
-    "solver", ["frank_wolfe", "vr_frank_wolfe", "mirror_descent", "localized_mirror_descent"]
+    "solver",
+    [
+        "frank_wolfe",
+        "vr_frank_wolfe",
+        "mirror_descent",
+        # The same batch path as mirror_descent, phase by phase (2 s): with -m slow.
+        pytest.param("localized_mirror_descent", marks=pytest.mark.slow),
+    ],
 )
 def test_float64_float32_and_csr_fits_agree(solver):
     """The same seeded fit on float64, float32 and CSR data: the same model up to rounding.
@@ -905,7 +912,12 @@ def test_float64_float32_and_csr_fits_agree(solver):
 
 
 @pytest.mark.parametrize("fmt, limit", [("dense64", 0.3), ("dense32", 0.35)])
-@pytest.mark.parametrize("solver", ["frank_wolfe", "mirror_descent"])
+@pytest.mark.parametrize(
+    "solver",
+    # mirror_descent calibrates 100 subsampled steps for 20000 rows (about 5 s):
+    # its memory check runs with -m slow.
+    ["frank_wolfe", pytest.param("mirror_descent", marks=pytest.mark.slow)],
+)
 def test_l1_fits_allocate_little_beyond_X(solver, fmt, limit):
     """tracemalloc peak beyond X (tests/test_memory.py): measured 0.16x / 0.11x for float64,
     0.31x / 0.21x for float32 (half the bytes of X; the per-row vectors are a larger share)."""
