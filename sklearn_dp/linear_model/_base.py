@@ -45,6 +45,7 @@ from sklearn.base import BaseEstimator
 from .. import _bounds, _dask, _noise
 from .._bounds import planned_events
 from .._data import bound_data, check_feature_bound
+from .._design import fine_block_ranges
 from .._limits import MAX_EPSILON, MAX_SCALE, MIN_EPSILON, MIN_SCALE
 from .._sklearn_compat import Interval, Options, validate_data, validate_parameter_constraints
 from .._warnings import user_stacklevel
@@ -418,8 +419,6 @@ def _stores_out_of_order(X):
     validation returns that same object.  Checked block by block of rows
     (temporaries the size of a block).
     """
-    from .._design import fine_block_ranges
-
     indptr, indices = X.indptr, X.indices
     for start, stop in fine_block_ranges(X.shape[0], X.shape[1], X.nnz):
         lo, hi = int(indptr[start]), int(indptr[stop])
@@ -741,11 +740,17 @@ class BaseDPEstimator(BaseEstimator):
         with an explicit solver runs it whatever its privacy modes).
         """
         return dict(
+            self._solver_form(spec, problem),
+            delta=float(self.delta) if privacy_modes else None,
+            sparse=public.sparse,
+        )
+
+    def _solver_form(self, spec, problem):
+        """``loss``, ``penalty``, ``multiclass`` and ``constraint`` of the problem ``spec`` gets."""
+        return dict(
             loss=problem.loss_name,
             penalty=problem.penalty,
-            delta=float(self.delta) if privacy_modes else None,
             multiclass=problem.multiclass,
-            sparse=public.sparse,
             constraint=problem.constraint,
         )
 

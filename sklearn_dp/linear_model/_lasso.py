@@ -384,16 +384,11 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
             return penalty, None
         return penalty, "l1"
 
-    def _support_problem(self, spec, problem, public, *, privacy_modes=True):
+    def _solver_form(self, spec, problem):
+        # The penalised or constrained form depends on the solver (problem may
+        # be None: auto is resolved before the placeholder problem exists).
         penalty, constraint = self._form(spec, 0.0 if self.alpha is None else float(self.alpha))
-        return dict(
-            loss="squared",
-            penalty=penalty,
-            delta=float(self.delta) if privacy_modes else None,
-            multiclass=False,
-            sparse=public.sparse,
-            constraint=constraint,
-        )
+        return dict(loss="squared", penalty=penalty, multiclass=False, constraint=constraint)
 
     # -- public constants of the fit (all in the scaled units of the solver) --
 

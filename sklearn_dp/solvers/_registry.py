@@ -18,6 +18,7 @@ A solver is added by writing its module (a free function, its ``plan_*`` and
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -149,14 +150,15 @@ class SolverSpec:
     sample_weight: bool = False
     option_constraints: dict = field(default_factory=dict, hash=False)
 
-    @property
+    # Read off the signature once per spec (estimators consult them on every fit).
+    @functools.cached_property
     def options(self) -> tuple:
         """The options a user may set (``solver_options`` or estimator parameters)."""
         return tuple(
             name for name in _keyword_parameters(self.function) if name not in SOLVER_ARGUMENTS
         )
 
-    @property
+    @functools.cached_property
     def warm_start(self) -> bool:
         """Whether it takes a starting point ``coef_init`` (an estimator's ``warm_start``)."""
         return "coef_init" in inspect.signature(self.function).parameters
@@ -226,12 +228,13 @@ def unsupported_reasons(
     return problems
 
 
-def _fitting_solvers(**problem):
-    return [s.name for s in SOLVERS.values() if not unsupported_reasons(s, **problem)]
+def _fitting_solvers(problem_for):
+    """Registered solvers with no :func:`unsupported_reasons` for ``problem_for(spec)``."""
+    return [s.name for s in SOLVERS.values() if not unsupported_reasons(s, **problem_for(s))]
 
 
 def _hint(problem):
-    alternatives = _fitting_solvers(**problem)
+    alternatives = _fitting_solvers(lambda spec: problem)
     if alternatives:
         return f" Solvers that fit: {', '.join(alternatives)} (or solver='auto')."
     return " No registered solver fits this combination; change the loss, penalty or delta."
@@ -304,7 +307,7 @@ def choose_solver(preferences, *, estimator, context, problem_for) -> str:
         if not reasons:
             return choice.solver
         passed_over.append(f"{choice.solver}: {'; '.join(reasons)}")
-    fitting = [s.name for s in SOLVERS.values() if not unsupported_reasons(s, **problem_for(s))]
+    fitting = _fitting_solvers(problem_for)
     hint = (
         f" Solvers that fit: {', '.join(fitting)}; pass one as solver=."
         if fitting
