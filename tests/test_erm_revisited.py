@@ -1417,3 +1417,29 @@ def test_dp_svrg_default_epochs_follow_rows_times_epsilon():
         455, 31, 0.5, 1e-5, alpha=0.01, loss=BinaryLogisticLoss(), row_norm_bound=1.0
     )
     assert len(plan.details["epoch_lengths"]) == 1
+
+
+def test_a_plan_from_the_released_count_is_calibrated_once_per_fit(monkeypatch):
+    """Its share is the basic-composition floor, so no share search (each candidate a calibration)."""
+    import functools
+
+    import numpy as np
+    from sklearn.datasets import make_classification
+
+    from sklearn_dp import DPLogisticRegression
+    from sklearn_dp.solvers import _svrg
+
+    seen = []
+    original = _svrg.svrg_noise_multipliers.__wrapped__
+
+    def counting(*args):
+        seen.append(args)
+        return original(*args)
+
+    monkeypatch.setattr(_svrg, "svrg_noise_multipliers", functools.lru_cache(16)(counting))
+    X, y = make_classification(n_samples=300, n_features=4, random_state=0)
+    X = X / np.abs(X).max()
+    DPLogisticRegression(
+        epsilon=1.0, delta=1e-5, solver="dp_svrg", data_norm=2.0, random_state=0
+    ).fit(X, y)
+    assert len(seen) == 1

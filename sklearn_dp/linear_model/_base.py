@@ -1149,6 +1149,14 @@ class BaseDPEstimator(BaseEstimator):
                 return None if plan is None else plan.event
 
             floor = epsilon_rest - epsilon_count - sum(bound_epsilons)
+            if n_public is not None and solver_event(floor) != plan_event_before_data(
+                problem, floor, kwargs
+            ):
+                # The profile is chosen from released values (below): the
+                # share is the floor whatever the search would certify, so
+                # skip it (each candidate is a calibration: 3x the fit time
+                # of the subsampled solvers on small data).
+                return floor
             share = largest_share(solver_event, prefix, epsilon_rest, delta_rest, floor)
             if n_public is None or share <= floor:
                 return share
