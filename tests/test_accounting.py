@@ -491,3 +491,59 @@ def test_calibration_never_takes_a_nan_epsilon_as_meeting_the_target(monkeypatch
     assert sigma >= 4.0 * (1 - 1e-9)
     sigma = accounting._calibrate(dpe.GaussianDpEvent, 0.5, 1e-5, None, guess=10.0)
     assert 4.0 * (1 - 1e-9) <= sigma <= 4.01
+
+
+def test_calibration_secant_search_is_certified_and_cheap(monkeypatch):
+    """The secant fast path returns only certified multipliers, in a few accountant calls."""
+    from sklearn_dp import accounting
+
+    calls = []
+    original = accounting._event_epsilon_fast
+
+    def counting(event, delta, grid):
+        calls.append(1)
+        return original(event, delta, grid)
+
+    monkeypatch.setattr(accounting, "_event_epsilon_fast", counting)
+    for epsilon, delta, q, n_steps in [(1.0, 1e-5, 0.04, 200), (0.5, 1e-6, 0.05, 200)]:
+        calls.clear()
+        sigma = accounting.subsampled_gaussian_noise_multiplier.__wrapped__(
+            epsilon, delta, q, n_steps
+        )
+        assert len(calls) <= 5
+        event = subsampled_gaussian_steps_event(sigma, q, n_steps)
+        assert epsilon_of_event(event, delta) <= epsilon
+        looser = subsampled_gaussian_steps_event(0.99 * sigma, q, n_steps)
+        assert epsilon_of_event(looser, delta) > epsilon
+
+
+@pytest.mark.parametrize("guess", [0.3, 30.0, 1e3])
+def test_calibration_is_certified_from_any_starting_guess(guess):
+    """A bad guess costs accountant calls, never privacy or tightness."""
+    from sklearn_dp import accounting
+
+    def make_event(sigma):
+        return subsampled_gaussian_steps_event(sigma, 0.1, 50)
+
+    sigma = accounting._calibrate(make_event, 1.0, 1e-5, None, guess=guess)
+    assert epsilon_of_event(make_event(sigma), 1e-5) <= 1.0
+    assert epsilon_of_event(make_event(0.97 * sigma), 1e-5) > 1.0
+
+
+def test_gaussian_dp_guess_covers_compositions_and_declines_the_rest():
+    from sklearn_dp import accounting
+
+    def phases(sigma):
+        return dpe.ComposedDpEvent(
+            [
+                subsampled_gaussian_steps_event(sigma, 0.1, 40),
+                subsampled_gaussian_steps_event(2 * sigma, 0.2, 10),
+                dpe.GaussianDpEvent(4 * sigma),
+            ]
+        )
+
+    guess = accounting._gaussian_dp_guess(phases, 1.0, 1e-5)
+    sigma = accounting.calibrate_noise_multiplier(phases, 1.0, 1e-5)
+    assert guess is not None and 0.7 * sigma < guess < 1.3 * sigma
+    assert accounting._gaussian_dp_guess(lambda s: dpe.LaplaceDpEvent(s), 1.0, 1e-5) is None
+    assert accounting._gaussian_dp_guess(phases, 1.0, 0.0) is None
