@@ -1188,3 +1188,25 @@ def test_dp_cd_is_the_same_whatever_the_column_cache_holds(monkeypatch, kind, op
     np.testing.assert_array_equal(full, reference[:, [2, 3]])
     rows, block = blocks.block(0, np.array([1]))  # cached by the refill above
     assert (0 in blocks._cache) and (1 in blocks._cache)
+
+
+def test_noiseless_default_stops_once_converged_and_a_given_schedule_runs_in_full():
+    """epsilon=inf (nothing private): the default schedule stops early; max_iter is kept."""
+    from sklearn_dp.solvers._coordinate_descent import NONPRIVATE_CD_EPOCHS
+
+    X, y = make_classification(n_samples=400, n_features=5, random_state=0)
+    X = np.clip(X / 4, -1, 1)
+    stopped = DPLogisticRegression(epsilon=math.inf, solver="dp_cd", feature_bound=1.0).fit(X, y)
+    per_pass = X.shape[1] + 1
+    assert stopped.n_iter_ % per_pass == 0
+    assert stopped.n_iter_ < NONPRIVATE_CD_EPOCHS * per_pass
+    reference = LogisticRegression(C=1.0, tol=1e-12, max_iter=10000).fit(X, y)
+    np.testing.assert_allclose(stopped.coef_, reference.coef_, rtol=0.05, atol=0.02)
+    given = DPLogisticRegression(
+        epsilon=math.inf, solver="dp_cd", feature_bound=1.0, max_iter=7
+    ).fit(X, y)
+    assert given.n_iter_ == 7 * per_pass
+    private = DPLogisticRegression(
+        epsilon=1.0, delta=1e-5, solver="dp_cd", feature_bound=1.0, random_state=0
+    ).fit(X, y)
+    assert private.n_iter_ == 10 * per_pass  # the public default schedule, in full
