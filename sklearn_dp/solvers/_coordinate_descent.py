@@ -810,8 +810,8 @@ def dp_cd(
         without (``epsilon=inf``: averaging only tames noise, and halves the
         progress of a pass).  Without noise the default schedule also stops
         once a pass moves no coefficient by more than
-        :data:`NONPRIVATE_CD_TOL` of the largest (nothing is private then).  All three are post-processing.  In the benchmark
-        the paper's averaging was the most robust when noise dominates (small
+        :data:`NONPRIVATE_CD_TOL` of the largest (nothing is private then).
+        All three are post-processing.  In the benchmark the paper's averaging was the most robust when noise dominates (small
         n or epsilon), the other two converge faster when it does not.
     normalizer : float, optional
         Public number the noisy gradient sums are divided by (the objective
