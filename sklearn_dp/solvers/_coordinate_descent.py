@@ -811,8 +811,9 @@ def dp_cd(
         progress of a pass).  Without noise the default schedule also stops
         once a pass moves no coefficient by more than
         :data:`NONPRIVATE_CD_TOL` of the largest (nothing is private then).
-        All three are post-processing.  In the benchmark the paper's averaging was the most robust when noise dominates (small
-        n or epsilon), the other two converge faster when it does not.
+        All three are post-processing.  In the benchmark the paper's
+        averaging was the most robust when noise dominates (small n or
+        epsilon), the other two converge faster when it does not.
     normalizer : float, optional
         Public number the noisy gradient sums are divided by (the objective
         is then ``sum_i l_i / normalizer`` plus the penalty).  Default:
