@@ -16,6 +16,7 @@ from .. import _noise, accounting
 from .._data import row_sum
 from .._kernels import clipped_gradient_sum
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
+from ._honesty import noise_dominated_warning, noise_excess_proxy
 
 __all__ = [
     "dp_gd",
@@ -690,9 +691,14 @@ def dp_gd(
     plan.details.update(details)
     # Per-sample gradient evaluations from the public stand-in for n (the
     # true row count is private): exact for a direct call without a DP count.
-    return SolverResult(
-        coef=coef,
-        n_iter=plan.n_steps,
-        plan=plan,
-        info=dict(gradient_evaluations=float(data.n_public * plan.n_steps)),
+    info = dict(gradient_evaluations=float(data.n_public * plan.n_steps))
+    # Public values only (step, noise, released row count): issue #18's honest warning.
+    warning = noise_dominated_warning(
+        "dp_gd",
+        loss.name,
+        noise_excess_proxy(step_size, noise_std, data.n_public, n_columns * n_outputs),
+        epsilon=epsilon,
     )
+    if warning:
+        info["warnings"] = [warning]
+    return SolverResult(coef=coef, n_iter=plan.n_steps, plan=plan, info=info)

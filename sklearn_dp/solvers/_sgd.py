@@ -26,6 +26,7 @@ from ._gradient_descent import (
     gradient_bound,
     noisy_descent,
 )
+from ._honesty import noise_dominated_warning, noise_excess_proxy
 
 __all__ = [
     "dp_sgd",
@@ -286,4 +287,15 @@ def dp_sgd(
     plan.details.update(
         step_size=step_size, clip_norm=bound, noise_std=noise_std, momentum=momentum
     )
-    return SolverResult(coef=W_tail, n_iter=plan.n_steps, plan=plan)
+    info = {}
+    # Public values only (step, noise, expected batch from the released row
+    # count): issue #18's honest warning.
+    warning = noise_dominated_warning(
+        "dp_sgd",
+        loss.name,
+        noise_excess_proxy(step_size, noise_std, rate * data.n_public, n_columns * n_outputs),
+        epsilon=epsilon,
+    )
+    if warning:
+        info["warnings"] = [warning]
+    return SolverResult(coef=W_tail, n_iter=plan.n_steps, plan=plan, info=info)
