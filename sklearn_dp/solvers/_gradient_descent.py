@@ -559,6 +559,10 @@ def dp_gd(
 
     Privacy
     -------
+    ``info["warnings"]`` (issue #18's noise-dominated warning, see
+    :mod:`sklearn_dp.solvers._honesty`) is computed from the step size, the
+    noise, the released row count and the number of parameters only.
+
     (epsilon, delta)-DP under add/remove-one-row neighbouring.  Each step
     releases, through the noise gateway (:func:`sklearn_dp._noise.gaussian`,
     label ``"clipped gradient sum"``), the sum of per-sample gradients, each

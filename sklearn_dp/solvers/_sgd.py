@@ -197,6 +197,10 @@ def dp_sgd(
 
     Privacy
     -------
+    ``info["warnings"]`` (issue #18's noise-dominated warning, see
+    :mod:`sklearn_dp.solvers._honesty`) is computed from the step size, the
+    noise, the released row count and the number of parameters only.
+
     (epsilon, delta)-DP under add/remove-one-row neighbouring.  Each step is
     the Gaussian mechanism (noise ``N(0, (sigma C)^2 I)``, released through
     the noise gateway, :func:`sklearn_dp._noise.gaussian`) on the sum of

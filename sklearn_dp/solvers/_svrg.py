@@ -970,6 +970,10 @@ def dp_svrg(
 
     Privacy
     -------
+    ``info["warnings"]`` (issue #18's noise-dominated warning, see
+    :mod:`sklearn_dp.solvers._honesty`) is computed from the step size, the
+    noise, the released row count and the number of parameters only.
+
     (epsilon, delta)-DP under add/remove-one-row neighbouring.  Per epoch,
     one Gaussian mechanism on the full data (the snapshot gradient sum,
     :func:`sklearn_dp._kernels.svrg_snapshot_sum`, sensitivity C, multiplier
@@ -1100,6 +1104,10 @@ def dp_svrg_pp(
 
     Privacy
     -------
+    ``info["warnings"]`` (issue #18's noise-dominated warning, see
+    :mod:`sklearn_dp.solvers._honesty`) is computed from the step size, the
+    noise, the released row count and the number of parameters only.
+
     As :func:`dp_svrg`, with ``K = m (2**(T+1) - 2)`` inner steps: T
     full-data Gaussian snapshots (sensitivity C) and K Poisson-subsampled
     Gaussian difference sums (sensitivity ``Delta``), each released through
