@@ -91,7 +91,7 @@ SLOW_CONFIGS = {
     ),
     ("DPSCORegressor", "dp_sgd", "quantile"): dict(loss="quantile", max_iter=3),
     ("DPSCORegressor", "resque", "huber"): dict(loss="huber"),
-    ("DPLasso", "frank_wolfe", "penalised"): dict(alpha=0.1, max_iter=5),
+    ("DPLasso", "frank_wolfe", "penalised"): dict(alpha=0.1, radius=2.0, max_iter=5),
     ("DPLogisticRegression", "dp_newton", "multiclass"): dict(max_iter=3),
     ("DPLogisticRegression", "dp_newton", "bound"): dict(
         max_iter=3, solver_options=dict(hessian="bound", momentum="nesterov")

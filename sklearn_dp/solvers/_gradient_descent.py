@@ -16,6 +16,7 @@ from .. import _noise, accounting
 from .._data import row_sum
 from .._kernels import clipped_gradient_sum
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
+from ._honesty import noise_dominated_warning, noise_excess_proxy
 
 __all__ = [
     "dp_gd",
@@ -558,6 +559,10 @@ def dp_gd(
 
     Privacy
     -------
+    ``info["warnings"]`` (issue #18's noise-dominated warning, see
+    :mod:`sklearn_dp.solvers._honesty`) is computed from the step size, the
+    noise, the released row count and the number of parameters only.
+
     (epsilon, delta)-DP under add/remove-one-row neighbouring.  Each step
     releases, through the noise gateway (:func:`sklearn_dp._noise.gaussian`,
     label ``"clipped gradient sum"``), the sum of per-sample gradients, each
@@ -690,9 +695,14 @@ def dp_gd(
     plan.details.update(details)
     # Per-sample gradient evaluations from the public stand-in for n (the
     # true row count is private): exact for a direct call without a DP count.
-    return SolverResult(
-        coef=coef,
-        n_iter=plan.n_steps,
-        plan=plan,
-        info=dict(gradient_evaluations=float(data.n_public * plan.n_steps)),
+    info = dict(gradient_evaluations=float(data.n_public * plan.n_steps))
+    # Public values only (step, noise, released row count): issue #18's honest warning.
+    warning = noise_dominated_warning(
+        "dp_gd",
+        loss.name,
+        noise_excess_proxy(step_size, noise_std, data.n_public, n_columns * n_outputs),
+        epsilon=epsilon,
     )
+    if warning:
+        info["warnings"] = [warning]
+    return SolverResult(coef=coef, n_iter=plan.n_steps, plan=plan, info=info)

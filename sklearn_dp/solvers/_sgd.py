@@ -26,6 +26,7 @@ from ._gradient_descent import (
     gradient_bound,
     noisy_descent,
 )
+from ._honesty import noise_dominated_warning, noise_excess_proxy
 
 __all__ = [
     "dp_sgd",
@@ -196,6 +197,10 @@ def dp_sgd(
 
     Privacy
     -------
+    ``info["warnings"]`` (issue #18's noise-dominated warning, see
+    :mod:`sklearn_dp.solvers._honesty`) is computed from the step size, the
+    noise, the released row count and the number of parameters only.
+
     (epsilon, delta)-DP under add/remove-one-row neighbouring.  Each step is
     the Gaussian mechanism (noise ``N(0, (sigma C)^2 I)``, released through
     the noise gateway, :func:`sklearn_dp._noise.gaussian`) on the sum of
@@ -286,4 +291,15 @@ def dp_sgd(
     plan.details.update(
         step_size=step_size, clip_norm=bound, noise_std=noise_std, momentum=momentum
     )
-    return SolverResult(coef=W_tail, n_iter=plan.n_steps, plan=plan)
+    info = {}
+    # Public values only (step, noise, expected batch from the released row
+    # count): issue #18's honest warning.
+    warning = noise_dominated_warning(
+        "dp_sgd",
+        loss.name,
+        noise_excess_proxy(step_size, noise_std, rate * data.n_public, n_columns * n_outputs),
+        epsilon=epsilon,
+    )
+    if warning:
+        info["warnings"] = [warning]
+    return SolverResult(coef=W_tail, n_iter=plan.n_steps, plan=plan, info=info)

@@ -79,6 +79,7 @@ from .._kernels import svrg_difference_sum, svrg_snapshot_sum
 from ..exceptions import public_error
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._gradient_descent import check_clip_norm, check_step_size, gradient_bound
+from ._honesty import noise_dominated_warning, noise_excess_proxy
 
 __all__ = [
     "dp_svrg",
@@ -849,7 +850,28 @@ def _fit_svrg(
         name=name,
     )
     plan.details.update(clip_norm=clip, difference_bound=difference_bound, output=output)
+    warning = svrg_noise_warning(name, loss, plan.details, clip, data.n_public, coef.size, epsilon)
+    if warning:
+        info["warnings"] = [warning]
     return SolverResult(coef=coef, n_iter=n_epochs, plan=plan, info=info)
+
+
+def svrg_noise_warning(name, loss, details, clip, n_public, n_params, epsilon):
+    """Issue #18's warning for dp_svrg / dp_svrg_pp, from public values only.
+
+    The proxy (:func:`~sklearn_dp.solvers._honesty.noise_excess_proxy`) of
+    the inner steps: step size, the difference noise ``multiplier * 2 C``
+    (the largest difference bound, public) over the expected batch ``q
+    n_public``, and the number of parameters.
+    """
+    multiplier = details.get("difference_multiplier", 0.0)
+    proxy = noise_excess_proxy(
+        details["step_size"],
+        multiplier * 2.0 * clip,
+        details["sampling_probability"] * n_public,
+        n_params,
+    )
+    return noise_dominated_warning(name, loss.name, proxy, epsilon=epsilon)
 
 
 def _check_common(name, loss, *, output, difference_bound, clip_norm, **options):
@@ -948,6 +970,10 @@ def dp_svrg(
 
     Privacy
     -------
+    ``info["warnings"]`` (issue #18's noise-dominated warning, see
+    :mod:`sklearn_dp.solvers._honesty`) is computed from the step size, the
+    noise, the released row count and the number of parameters only.
+
     (epsilon, delta)-DP under add/remove-one-row neighbouring.  Per epoch,
     one Gaussian mechanism on the full data (the snapshot gradient sum,
     :func:`sklearn_dp._kernels.svrg_snapshot_sum`, sensitivity C, multiplier
@@ -1078,6 +1104,10 @@ def dp_svrg_pp(
 
     Privacy
     -------
+    ``info["warnings"]`` (issue #18's noise-dominated warning, see
+    :mod:`sklearn_dp.solvers._honesty`) is computed from the step size, the
+    noise, the released row count and the number of parameters only.
+
     As :func:`dp_svrg`, with ``K = m (2**(T+1) - 2)`` inner steps: T
     full-data Gaussian snapshots (sensitivity C) and K Poisson-subsampled
     Gaussian difference sums (sensitivity ``Delta``), each released through

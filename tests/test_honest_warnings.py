@@ -1,0 +1,167 @@
+"""Issue #18, item 2: honest warnings and refusals from public values only.
+
+A noisy first-order fit whose public noise proxy says the model is likely
+worse than the trivial predictor warns (through the estimator's private
+phase, so the text is a function of public values and the released row
+count); Frank-Wolfe on the penalised Lasso's loose ball is refused before
+any spend.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor, PrivacyBudget
+from sklearn_dp.solvers._frank_wolfe import check_frank_wolfe, check_penalty_ball
+from sklearn_dp.solvers._honesty import (
+    NOISE_EXCESS_THRESHOLDS,
+    noise_dominated_warning,
+    noise_excess_proxy,
+)
+
+
+def _regression(n=300, d=10, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1.0, 1.0, size=(n, d))
+    y = X[:, :3] @ np.array([30.0, -20.0, 10.0]) + 40.0 * rng.normal(size=n)
+    return X, np.clip(y, -160.0, 160.0)
+
+
+def _classification(n=5000, d=5, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-0.5, 0.5, size=(n, d))
+    y = (X @ np.arange(1, d + 1) + 0.1 * rng.normal(size=n) > 0).astype(int)
+    return X, y
+
+
+# ---------------------------------------------------------------- unit rules
+
+
+def test_noise_excess_proxy_is_the_stationary_excess_loss():
+    assert noise_excess_proxy(0.05, 1391.7, 417.0, 11) == pytest.approx(
+        0.5 * 0.05 * (1391.7 / 417.0) ** 2 * 11
+    )
+    assert noise_excess_proxy(0.05, 0.0, 417.0, 11) == 0.0  # no noise (epsilon = inf)
+
+
+@pytest.mark.parametrize("name", sorted(NOISE_EXCESS_THRESHOLDS))
+@pytest.mark.parametrize("loss", ["squared", "log_loss"])
+def test_the_rule_fires_above_its_threshold_only(name, loss):
+    threshold = NOISE_EXCESS_THRESHOLDS[name][loss == "log_loss"]
+    assert noise_dominated_warning(name, loss, 0.99 * threshold, epsilon=1.0) is None
+    message = noise_dominated_warning(name, loss, 1.01 * threshold, epsilon=1.0)
+    assert message.startswith(f"{name}: ")
+    assert "dp_newton" in message and "larger epsilon" in message
+    assert noise_dominated_warning(name, loss, 1e9, epsilon=math.inf) is None
+
+
+def test_unknown_solvers_never_warn():
+    assert noise_dominated_warning("dp_cd", "squared", 1e9, epsilon=1.0) is None
+
+
+@pytest.mark.parametrize(
+    ("penalty", "alpha", "l1_ratio", "radius", "refused"),
+    [
+        ("l1", 0.01, None, 50.0, True),  # the ball alpha implies
+        ("l1", 0.5, None, 1e6, True),
+        ("elasticnet", 0.5, 0.5, 2.0, True),
+        ("l1", 0.01, None, 2.0, False),  # a user's radius inside the penalty's ball
+        (None, 0.0, None, 50.0, False),  # the constrained form
+    ],
+)
+def test_frank_wolfe_penalty_ball_rule(penalty, alpha, l1_ratio, radius, refused):
+    def check():
+        check_frank_wolfe(
+            n_outputs=1, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, options={"radius": radius}
+        )
+        check_penalty_ball("frank_wolfe", penalty, alpha, l1_ratio, radius)
+
+    if refused:
+        with pytest.raises(ValueError, match="frank_wolfe does not fit the penalised Lasso"):
+            check()
+    else:
+        check()
+
+
+# ---------------------------------------------------------- through estimators
+
+
+@pytest.mark.parametrize("solver", ["dp_gd", "dp_sgd", "dp_svrg", "dp_svrg_pp"])
+def test_noise_dominated_regression_warns_through_the_estimator(solver):
+    # diabetes-like: few rows, a wide label bound, epsilon 0.1.
+    X, y = _regression()
+    model = DPSCORegressor(
+        epsilon=0.1,
+        delta=1e-5,
+        solver=solver,
+        data_norm=math.sqrt(10),
+        feature_bound=1.0,
+        y_bound=160.0,
+        random_state=0,
+    )
+    with pytest.warns(UserWarning, match=rf"{solver}: the noise .*solver='dp_newton'"):
+        model.fit(X, y)
+
+
+@pytest.mark.parametrize("solver", ["dp_gd", "dp_sgd", "dp_svrg"])
+def test_many_rows_at_a_large_epsilon_stay_quiet(solver):
+    X, y = _classification()
+    model = DPLogisticRegression(
+        epsilon=5.0,
+        delta=1e-6,
+        solver=solver,
+        classes=[0, 1],
+        data_norm=1.2,
+        feature_bound=0.5,
+        random_state=0,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.fit(X, y)
+
+
+def test_noiseless_fits_never_warn():
+    X, y = _regression()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        DPSCORegressor(
+            epsilon=math.inf, solver="dp_gd", feature_bound=1.0, y_bound=160.0, data_norm=4.0
+        ).fit(X, y)
+
+
+@pytest.mark.parametrize("alpha", [1.0, 0.01])
+def test_frank_wolfe_on_the_penalty_ball_is_refused_before_any_spend(alpha):
+    X, y = _regression()
+    budget = PrivacyBudget(10.0, 1e-3)
+    model = DPLasso(
+        epsilon=1.0,
+        solver="frank_wolfe",
+        alpha=alpha,
+        feature_bound=1.0,
+        y_bound=160.0,
+        budget=budget,
+        random_state=0,
+    )
+    with pytest.raises(ValueError, match="solver='dp_cd' or 'dp_ssp'.*pass a radius"):
+        model.fit(X, y)
+    assert budget.spent == (0, 0)
+    assert len(budget.ledger) == 0
+
+
+def test_frank_wolfe_with_a_radius_and_a_penalty_still_fits():
+    X, y = _regression()
+    model = DPLasso(
+        epsilon=1.0,
+        solver="frank_wolfe",
+        alpha=0.01,
+        radius=2.0,
+        max_iter=5,
+        feature_bound=1.0,
+        y_bound=160.0,
+        random_state=0,
+    ).fit(X, y)
+    assert model.solver_ == "frank_wolfe"
