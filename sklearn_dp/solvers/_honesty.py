@@ -61,7 +61,7 @@ _CLASSIFICATION_LOSSES = frozenset({"log_loss", "multinomial", "hinge", "squared
 #:   0.1, proxy 169) is reported.
 NOISE_EXCESS_THRESHOLDS = {
     "dp_gd": (0.03, 1.0),
-    "dp_sgd": (0.004, 1.0),
+    "dp_sgd": (0.01, 1.0),
     "dp_svrg": (1.0, 3.2),
     "dp_svrg_pp": (0.25, 100.0),
 }
