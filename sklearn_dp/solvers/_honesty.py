@@ -31,6 +31,8 @@ from __future__ import annotations
 import math
 
 __all__ = [
+    "FW_BOUND_THRESHOLDS",
+    "frank_wolfe_warning",
     "NOISE_EXCESS_THRESHOLDS",
     "noise_excess_proxy",
     "noise_dominated_warning",
@@ -109,4 +111,54 @@ def noise_dominated_warning(name, loss_name, proxy, *, epsilon):
         f"{proxy:.3g}, above {threshold:g}): the model may predict worse than {trivial}. Use "
         f"{_ALTERNATIVES[kind]}; or a larger epsilon, tighter public bounds (y_bound, "
         "data_norm) or more rows."
+    )
+
+
+#: Regression thresholds on the public Frank-Wolfe error bound
+#: (:func:`~sklearn_dp.solvers._frank_wolfe._fw_error_bound` at the default
+#: number of steps of ``frank_wolfe``: n_public, d, epsilon, delta and the l1
+#: radius in the solver's units, labels divided by their public scale).
+#: Measured with ``benchmarks/bench_solvers.py`` defaults (DPLasso, the
+#: constrained form at its default radius, one split, delta 1e-5):
+#:
+#: * frank_wolfe: diabetes bound 6.2 / 1.6 / 0.91 / 0.57 / 0.34 at epsilon
+#:   0.1 / 0.5 / 1 / 2 / 5 with R^2 -1.33 / 0.062 / 0.19 / 0.24 / 0.27; the
+#:   sparse regression (30k rows) 0.48 ... 0.045, R^2 >= 0.67: threshold 3.
+#: * vr_frank_wolfe: diabetes (all rows below R^2 0: -16.6 ... -1.3, bound >=
+#:   0.34); the sparse regression -0.46 at epsilon 0.1 (bound 0.48), >= 0.20
+#:   at 0.5 and above (bound <= 0.18): threshold 0.25.
+#:
+#: Classification losses are not measured (no benchmark row fits them with
+#: these solvers) and never warn.
+FW_BOUND_THRESHOLDS = {"frank_wolfe": 3.0, "vr_frank_wolfe": 0.25}
+
+
+def frank_wolfe_warning(name, loss_name, n_public, n_params, epsilon, delta, radius):
+    """Issue #18's warning for ``frank_wolfe`` / ``vr_frank_wolfe``; None when quiet.
+
+    The proxy is the public error bound of ``frank_wolfe``'s default schedule
+    (:func:`~sklearn_dp.solvers._frank_wolfe._fw_error_bound` at
+    :func:`~sklearn_dp.solvers._frank_wolfe.default_frank_wolfe_iterations`
+    steps), a function of the released row count, the number of parameters,
+    epsilon, delta and the radius only.
+    """
+    from ._frank_wolfe import fw_public_error_bound
+
+    if (
+        name not in FW_BOUND_THRESHOLDS
+        or loss_name in _CLASSIFICATION_LOSSES
+        or math.isinf(epsilon)
+        or radius is None
+    ):
+        return None
+    bound = fw_public_error_bound(n_public, n_params, epsilon, delta, radius)
+    threshold = FW_BOUND_THRESHOLDS[name]
+    if bound < threshold:
+        return None
+    return (
+        f"{name}: the noise of its vertex choices likely outweighs the signal at "
+        f"epsilon={epsilon:g} with this row count, radius and number of features (public "
+        f"error bound {bound:.3g}, above {threshold:g}): the model may predict worse than the "
+        f"mean label (R^2 0). Use solver='dp_ssp' or 'dp_cd' (the penalised form), a smaller "
+        "radius, a larger epsilon or more rows."
     )
