@@ -165,3 +165,92 @@ def test_frank_wolfe_with_a_radius_and_a_penalty_still_fits():
         random_state=0,
     ).fit(X, y)
     assert model.solver_ == "frank_wolfe"
+
+
+# ------------------------------------------------- public default rules (#18)
+
+
+@pytest.mark.parametrize(
+    ("n_public", "rate"),
+    [
+        (100000.0, 0.1),  # large data: 10% of the rows
+        (1437.0, 0.1),  # digits: 144 rows >= 128
+        (1280.0, 0.1),
+        (1000.0, 0.13),  # 128 / 1000, two significant digits
+        (455.0, 0.28),  # breast cancer's training rows
+        (353.0, 0.36),  # diabetes' training rows
+        (128.0, 1.0),
+        (40.0, 1.0),  # fewer rows than the minimum batch: full batches
+    ],
+)
+def test_dp_sgd_default_rate_keeps_a_minimum_batch(n_public, rate):
+    from sklearn_dp.solvers._sgd import DEFAULT_MIN_BATCH, default_sampling_rate, plan_dp_sgd
+
+    assert DEFAULT_MIN_BATCH == 128
+    assert default_sampling_rate(n_public) == rate
+    plan = plan_dp_sgd(n_public, 11, 5.0, 1e-5)
+    assert plan.details["sampling_probability"] == rate
+    assert plan.n_steps == math.ceil(10 / rate)
+    # The epsilon=inf schedule is unchanged: 10% of the rows, 30 epochs.
+    noiseless = plan_dp_sgd(n_public, 11, math.inf, 1e-5)
+    assert noiseless.details["sampling_probability"] == 0.1
+    assert noiseless.n_steps == 300
+
+
+def test_dp_sgd_regression_threshold():
+    assert NOISE_EXCESS_THRESHOLDS["dp_sgd"] == (0.01, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("name", "n_public", "d", "epsilon", "warns"),
+    [
+        # diabetes (353 rows, d = 10, radius sqrt(10)): bound 6.2 / 1.6 / 0.34 at 0.1 / 0.5 / 5
+        ("frank_wolfe", 353.0, 10, 0.095, True),
+        ("frank_wolfe", 353.0, 10, 0.475, False),
+        ("vr_frank_wolfe", 353.0, 10, 4.75, True),
+        # sparse regression (30000 rows, d = 30, radius sqrt(30)): 0.48 at 0.1, 0.18 at 0.5
+        ("vr_frank_wolfe", 30000.0, 30, 0.095, True),
+        ("vr_frank_wolfe", 30000.0, 30, 0.475, False),
+        ("frank_wolfe", 30000.0, 30, 0.095, False),
+    ],
+)
+def test_frank_wolfe_warning_rule(name, n_public, d, epsilon, warns):
+    from sklearn_dp.solvers._frank_wolfe import fw_public_error_bound
+    from sklearn_dp.solvers._honesty import FW_BOUND_THRESHOLDS, frank_wolfe_warning
+
+    assert FW_BOUND_THRESHOLDS == {"frank_wolfe": 3.0, "vr_frank_wolfe": 0.25}
+    radius = math.sqrt(d)
+    bound = fw_public_error_bound(n_public, d, epsilon, 1e-5, radius)
+    assert (bound >= FW_BOUND_THRESHOLDS[name]) is warns
+    message = frank_wolfe_warning(name, "squared", n_public, d, epsilon, 1e-5, radius)
+    assert (message is not None) is warns
+    if warns:
+        assert message.startswith(f"{name}: ") and "dp_ssp" in message
+    # never for classification losses (unmeasured), without noise or without a radius
+    assert frank_wolfe_warning(name, "log_loss", n_public, d, epsilon, 1e-5, radius) is None
+    assert frank_wolfe_warning(name, "squared", n_public, d, math.inf, 0.0, radius) is None
+    assert frank_wolfe_warning(name, "squared", n_public, d, epsilon, 1e-5, None) is None
+
+
+def test_fw_public_error_bound_exact_value():
+    from sklearn_dp.solvers._frank_wolfe import (
+        _fw_error_bound,
+        default_frank_wolfe_iterations,
+        fw_public_error_bound,
+        zcdp_budget,
+    )
+
+    t = default_frank_wolfe_iterations(353.0, 10, 0.5, 1e-5, math.sqrt(10))
+    eps0 = max(0.5 / t * (1 - 1e-12), math.sqrt(8 * zcdp_budget(0.5, 1e-5) / t))
+    expected = _fw_error_bound(353.0, 10, math.sqrt(10), t, eps0)
+    assert fw_public_error_bound(353.0, 10, 0.5, 1e-5, math.sqrt(10)) == expected
+
+
+@pytest.mark.parametrize("solver", ["frank_wolfe", "vr_frank_wolfe"])
+def test_frank_wolfe_small_data_warns_through_the_estimator(solver):
+    X, y = _regression()
+    model = DPLasso(
+        epsilon=0.1, delta=1e-5, solver=solver, feature_bound=1.0, y_bound=160.0, random_state=0
+    )
+    with pytest.warns(UserWarning, match=rf"{solver}: the noise of its vertex choices"):
+        model.fit(X, y)

@@ -39,6 +39,7 @@ from .._kernels import (
 )
 from ..accounting import PureEpsilonDpEvent
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
+from ._honesty import frank_wolfe_warning
 from ._l1_geometry import (
     allocate_rows,
     check_l1_options,
@@ -382,6 +383,22 @@ def default_frank_wolfe_iterations(n_samples, n_params, epsilon, delta, radius=1
     return best_t
 
 
+def fw_public_error_bound(n_samples, n_params, epsilon, delta, radius):
+    """:func:`_fw_error_bound` at :func:`default_frank_wolfe_iterations` steps (public inputs).
+
+    The per-step epsilon is the one :func:`default_frank_wolfe_iterations`
+    uses; issue #18's warning (:func:`~sklearn_dp.solvers._honesty.frank_wolfe_warning`)
+    compares it with a measured threshold.
+    """
+    epsilon, delta, radius = float(epsilon), float(delta), float(radius)
+    t = default_frank_wolfe_iterations(float(n_samples), int(n_params), epsilon, delta, radius)
+    if math.isinf(epsilon):
+        return _fw_error_bound(n_samples, n_params, radius, t, math.inf)
+    rho = zcdp_budget(epsilon, delta) if delta > 0 else 0.0
+    eps0 = max(epsilon / t * (1.0 - 1e-12), math.sqrt(8.0 * rho / t))
+    return _fw_error_bound(float(n_samples), int(n_params), radius, t, eps0)
+
+
 @public_setup()  # a plan reads public inputs (and the released row count) only
 def plan_frank_wolfe(n_samples, n_params, epsilon, delta, *, max_iter=None, radius=None):
     """Privacy plan of ``frank_wolfe``: ``max_iter`` exponential mechanisms on the full data.
@@ -566,7 +583,15 @@ def frank_wolfe(
         gumbel_scales=scales,
         n_vertices_max=plan.n_steps,
     )
-    return SolverResult(coef=w[:, None], n_iter=plan.n_steps, plan=plan)
+    info = {}
+    # Issue #18's honest warning, from public values only (released row count,
+    # d, epsilon, delta, radius).
+    warning = frank_wolfe_warning(
+        "frank_wolfe", loss.name, n_samples, n_columns * n_outputs, epsilon, delta, radius
+    )
+    if warning:
+        info["warnings"] = [warning]
+    return SolverResult(coef=w[:, None], n_iter=plan.n_steps, plan=plan, info=info)
 
 
 # --------------------------------------------------------------------------
@@ -957,6 +982,13 @@ def vr_frank_wolfe(
     # Per-row diagnostics (private: for tests of the one-pass property; no
     # estimator exposes them).
     info = dict(sample_uses=uses, allocation=allocation, slot_sizes=sizes)
+    # Issue #18's honest warning, from public values only (released row count,
+    # d, epsilon, delta, radius).
+    warning = frank_wolfe_warning(
+        "vr_frank_wolfe", loss.name, n_samples, n_columns * n_outputs, epsilon, delta, radius
+    )
+    if warning:
+        info["warnings"] = [warning]
     return SolverResult(coef=w[:, None], n_iter=plan.n_steps, plan=plan, info=info)
 
 

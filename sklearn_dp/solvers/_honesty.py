@@ -31,6 +31,8 @@ from __future__ import annotations
 import math
 
 __all__ = [
+    "FW_BOUND_THRESHOLDS",
+    "frank_wolfe_warning",
     "NOISE_EXCESS_THRESHOLDS",
     "noise_excess_proxy",
     "noise_dominated_warning",
@@ -50,8 +52,12 @@ _CLASSIFICATION_LOSSES = frozenset({"log_loss", "multinomial", "hinge", "squared
 #:
 #: * dp_gd: regression rows below R^2 0 have proxy >= 0.061, rows above <= 0.018;
 #:   classification below the majority >= 1.4, above <= 0.36.
-#: * dp_sgd: regression below >= 0.0066 (diabetes at epsilon 5, R^2 -0.08),
-#:   above <= 0.0017 (sparse regression at epsilon 0.1, R^2 0.67);
+#: * dp_sgd: at its old default (10% batches) regression below >= 0.0066
+#:   (diabetes at epsilon 5, R^2 -0.08), above <= 0.0017 (sparse regression at
+#:   epsilon 0.1, R^2 0.67): threshold 0.004.  With the minimum batch of 128
+#:   rows (DEFAULT_MIN_BATCH) diabetes has proxy 1.3 / 0.069 / 0.020 / 0.0060 /
+#:   0.0014 at R^2 -3.7 / -0.26 / 0.17 / 0.31 / 0.36 (median of 5 splits):
+#:   threshold 0.01 (warns at 0.1, 0.5 and, conservatively, 1);
 #:   classification below >= 1.4, above <= 0.38.
 #: * dp_svrg (proxy of the inner steps, difference bound 2 C): regression below
 #:   >= 2.3, above <= 0.69; classification below >= 3.5, above <= 2.9.
@@ -61,7 +67,7 @@ _CLASSIFICATION_LOSSES = frozenset({"log_loss", "multinomial", "hinge", "squared
 #:   0.1, proxy 169) is reported.
 NOISE_EXCESS_THRESHOLDS = {
     "dp_gd": (0.03, 1.0),
-    "dp_sgd": (0.004, 1.0),
+    "dp_sgd": (0.01, 1.0),
     "dp_svrg": (1.0, 3.2),
     "dp_svrg_pp": (0.25, 100.0),
 }
@@ -109,4 +115,54 @@ def noise_dominated_warning(name, loss_name, proxy, *, epsilon):
         f"{proxy:.3g}, above {threshold:g}): the model may predict worse than {trivial}. Use "
         f"{_ALTERNATIVES[kind]}; or a larger epsilon, tighter public bounds (y_bound, "
         "data_norm) or more rows."
+    )
+
+
+#: Regression thresholds on the public Frank-Wolfe error bound
+#: (:func:`~sklearn_dp.solvers._frank_wolfe._fw_error_bound` at the default
+#: number of steps of ``frank_wolfe``: n_public, d, epsilon, delta and the l1
+#: radius in the solver's units, labels divided by their public scale).
+#: Measured with ``benchmarks/bench_solvers.py`` defaults (DPLasso, the
+#: constrained form at its default radius, one split, delta 1e-5):
+#:
+#: * frank_wolfe: diabetes bound 6.2 / 1.6 / 0.91 / 0.57 / 0.34 at epsilon
+#:   0.1 / 0.5 / 1 / 2 / 5 with R^2 -1.33 / 0.062 / 0.19 / 0.24 / 0.27; the
+#:   sparse regression (30k rows) 0.48 ... 0.045, R^2 >= 0.67: threshold 3.
+#: * vr_frank_wolfe: diabetes (all rows below R^2 0: -16.6 ... -1.3, bound >=
+#:   0.34); the sparse regression -0.46 at epsilon 0.1 (bound 0.48), >= 0.20
+#:   at 0.5 and above (bound <= 0.18): threshold 0.25.
+#:
+#: Classification losses are not measured (no benchmark row fits them with
+#: these solvers) and never warn.
+FW_BOUND_THRESHOLDS = {"frank_wolfe": 3.0, "vr_frank_wolfe": 0.25}
+
+
+def frank_wolfe_warning(name, loss_name, n_public, n_params, epsilon, delta, radius):
+    """Issue #18's warning for ``frank_wolfe`` / ``vr_frank_wolfe``; None when quiet.
+
+    The proxy is the public error bound of ``frank_wolfe``'s default schedule
+    (:func:`~sklearn_dp.solvers._frank_wolfe._fw_error_bound` at
+    :func:`~sklearn_dp.solvers._frank_wolfe.default_frank_wolfe_iterations`
+    steps), a function of the released row count, the number of parameters,
+    epsilon, delta and the radius only.
+    """
+    from ._frank_wolfe import fw_public_error_bound
+
+    if (
+        name not in FW_BOUND_THRESHOLDS
+        or loss_name in _CLASSIFICATION_LOSSES
+        or math.isinf(epsilon)
+        or radius is None
+    ):
+        return None
+    bound = fw_public_error_bound(n_public, n_params, epsilon, delta, radius)
+    threshold = FW_BOUND_THRESHOLDS[name]
+    if bound < threshold:
+        return None
+    return (
+        f"{name}: the noise of its vertex choices likely outweighs the signal at "
+        f"epsilon={epsilon:g} with this row count, radius and number of features (public "
+        f"error bound {bound:.3g}, above {threshold:g}): the model may predict worse than the "
+        f"mean label (R^2 0). Use solver='dp_ssp' or 'dp_cd' (the penalised form), a smaller "
+        "radius, a larger epsilon or more rows."
     )
