@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -76,7 +77,12 @@ def test_unknown_solvers_never_warn():
 def test_frank_wolfe_penalty_ball_rule(penalty, alpha, l1_ratio, radius, refused):
     def check():
         check_frank_wolfe(
-            n_outputs=1, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, options={"radius": radius}
+            n_outputs=1,
+            penalty=penalty,
+            alpha=alpha,
+            l1_ratio=l1_ratio,
+            public=SimpleNamespace(delta=1e-5),
+            options={"radius": radius},
         )
         check_penalty_ball("frank_wolfe", penalty, alpha, l1_ratio, radius)
 
@@ -254,3 +260,14 @@ def test_frank_wolfe_small_data_warns_through_the_estimator(solver):
     )
     with pytest.warns(UserWarning, match=rf"{solver}: the noise of its vertex choices"):
         model.fit(X, y)
+
+
+def test_frank_wolfe_stays_for_the_pure_penalised_form_and_warns():
+    """With delta=0 no Gaussian solver fits the penalised Lasso: auto keeps frank_wolfe, honestly."""
+    X, y = _regression()
+    model = DPLasso(
+        epsilon=1.0, delta=0.0, alpha=1.0, feature_bound=1.0, y_bound=160.0, random_state=0
+    )
+    with pytest.warns(UserWarning, match="frank_wolfe"):
+        model.fit(X, y)
+    assert model.solver_ == "frank_wolfe"

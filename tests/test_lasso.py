@@ -238,7 +238,8 @@ def test_penalised_form_uses_the_implied_ball(sparse_data):
     X, y = sparse_data
     # solver="auto" solves the penalised form with dp_ssp up to 64 features
     # (issue #14) and with dp_cd (no ball needed) beyond; Frank-Wolfe works on
-    # the implied public ball.
+    # the implied public ball with delta=0 (where no Gaussian solver fits; with
+    # delta > 0 it is refused there, issue #18).
     assert (
         DPLasso(epsilon=1.0, alpha=0.5, y_bound=2.0, feature_bound=1.0, random_state=0)
         .fit(X, y)
@@ -253,7 +254,13 @@ def test_penalised_form_uses_the_implied_ball(sparse_data):
         == "dp_cd"
     )
     model = DPLasso(
-        feature_bound=1.0, epsilon=1.0, alpha=0.5, y_bound=2.0, solver="frank_wolfe", random_state=0
+        feature_bound=1.0,
+        epsilon=1.0,
+        delta=0.0,
+        alpha=0.5,
+        y_bound=2.0,
+        solver="frank_wolfe",
+        random_state=0,
     ).fit(X, y)
     assert model.radius_ == pytest.approx(l1_radius_for_alpha(0.5, 2.0)) == pytest.approx(4.0)
     assert model.intercept_bound_ == pytest.approx(2.0 + 4.0)

@@ -281,7 +281,11 @@ def check_frank_wolfe(
     )
     _check_output(options.get("output", "tail_average"))
     _check_max_iter(options.get("max_iter"))
-    check_penalty_ball("frank_wolfe", penalty, alpha, l1_ratio, options.get("radius"))
+    if public is not None and public.delta > 0:
+        # With delta = 0 no other solver fits the penalised Lasso (dp_cd and
+        # dp_ssp add Gaussian noise): frank_wolfe stays, and warns when its
+        # public error bound is large (see _honesty.frank_wolfe_warning).
+        check_penalty_ball("frank_wolfe", penalty, alpha, l1_ratio, options.get("radius"))
 
 
 def check_vr_frank_wolfe(
@@ -314,7 +318,9 @@ def check_penalty_ball(name, penalty, alpha, l1_ratio, radius):
     sparse regression (``alpha=0.01``: R^2 -0.05 at epsilon = inf) and far
     below R^2 0 with it on diabetes (``alpha=1``: -107 / -9.5 / -2.0 at
     epsilon 0.1 / 0.5 / 1).  No default fixes that, so the configuration is
-    refused before any spend.  Public values only (penalty, alpha, l1_ratio
+    refused before any spend (``frank_wolfe`` only when ``delta > 0``, where
+    ``dp_cd`` and ``dp_ssp`` fit the penalised form; with ``delta = 0`` it is
+    the only solver that does).  Public values only (penalty, alpha, l1_ratio
     and the radius in the solver's units).
     """
     if penalty not in ("l1", "elasticnet") or alpha is None or radius is None:
