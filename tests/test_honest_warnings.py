@@ -271,3 +271,70 @@ def test_frank_wolfe_stays_for_the_pure_penalised_form_and_warns():
     with pytest.warns(UserWarning, match="frank_wolfe"):
         model.fit(X, y)
     assert model.solver_ == "frank_wolfe"
+
+
+# ------------------------------------------- default SVRG epochs (regression)
+
+
+def _svrg_pp_epochs(n, epsilon, loss, **options):
+    from sklearn_dp.solvers._svrg import plan_dp_svrg_pp
+
+    plan = plan_dp_svrg_pp(n, 11, epsilon, 1e-5, loss=loss, row_norm_bound=math.sqrt(11), **options)
+    return len(plan.details["epoch_lengths"])
+
+
+def test_default_svrg_epochs_drop_when_the_public_noise_proxy_is_loud():
+    from sklearn_dp._losses import BinaryLogisticLoss, SquaredLoss
+    from sklearn_dp.solvers._gradient_descent import gradient_bound
+    from sklearn_dp.solvers._svrg import (
+        DEFAULT_SVRG_PP_EPOCHS,
+        QUIET_FRACTION,
+        approximate_difference_multiplier,
+        plan_dp_svrg_pp,
+    )
+
+    squared = SquaredLoss(residual_bound=5.0)
+    epochs = [_svrg_pp_epochs(3530.0, e, squared) for e in (0.1, 1.0, 5.0, 50.0)]
+    assert epochs == [1, 2, DEFAULT_SVRG_PP_EPOCHS, DEFAULT_SVRG_PP_EPOCHS]
+    assert _svrg_pp_epochs(1e7, 1.0, squared) == DEFAULT_SVRG_PP_EPOCHS
+    # The choice is the largest T whose proxy (recomputed here) is below the fraction.
+    plan = plan_dp_svrg_pp(3530.0, 11, 1.0, 1e-5, loss=squared, row_norm_bound=math.sqrt(11))
+    details, chosen = plan.details, len(plan.details["epoch_lengths"])
+    clip = gradient_bound(squared, math.sqrt(11), None, private=True)
+
+    def proxy(t):
+        k = details["inner_steps"] * (2 ** (t + 1) - 2)
+        rate = details["sampling_probability"]
+        s = approximate_difference_multiplier(1.0, 1e-5, rate, k, details["snapshot_share"])
+        return noise_excess_proxy(details["step_size"], 2 * s * clip, rate * 3530.0, 11)
+
+    limit = QUIET_FRACTION * NOISE_EXCESS_THRESHOLDS["dp_svrg_pp"][0]
+    assert chosen == 2 and proxy(2) < limit <= proxy(3)
+    # Classification keeps its default (its thresholds do not separate the
+    # benchmark's rows), a given max_iter is run as given, no noise keeps the
+    # noiseless schedule.
+    logistic = BinaryLogisticLoss()
+    assert _svrg_pp_epochs(353.0, 0.1, logistic) == DEFAULT_SVRG_PP_EPOCHS
+    assert _svrg_pp_epochs(353.0, 0.1, squared, max_iter=4) == 4
+    assert _svrg_pp_epochs(353.0, math.inf, squared) > DEFAULT_SVRG_PP_EPOCHS
+
+
+def test_default_dp_svrg_epochs_drop_on_a_loud_regression():
+    from sklearn_dp._losses import SquaredLoss
+    from sklearn_dp.solvers._svrg import default_svrg_epochs, plan_dp_svrg
+
+    def epochs(epsilon):
+        plan = plan_dp_svrg(
+            30000.0,
+            31,
+            epsilon,
+            1e-5,
+            loss=SquaredLoss(residual_bound=12.0),
+            row_norm_bound=math.sqrt(31),
+            alpha=1e-4,
+        )
+        return len(plan.details["epoch_lengths"])
+
+    assert default_svrg_epochs(30000.0, 0.1) == 6
+    assert epochs(0.1) == 1  # loud: R^2 -3.8e4 with six epochs, -31 with one (benchmark)
+    assert epochs(5.0) == 6

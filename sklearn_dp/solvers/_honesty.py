@@ -36,6 +36,8 @@ __all__ = [
     "NOISE_EXCESS_THRESHOLDS",
     "noise_excess_proxy",
     "noise_dominated_warning",
+    "is_quiet",
+    "is_classification",
 ]
 
 #: Classification losses (bounded effect of noise on accuracy); every other
@@ -94,6 +96,19 @@ def noise_excess_proxy(step_size, noise_std, batch, n_params):
     if not noise_std > 0 or not batch > 0 or not step_size > 0:
         return 0.0
     return 0.5 * float(step_size) * (float(noise_std) / float(batch)) ** 2 * int(n_params)
+
+
+def is_classification(loss_name):
+    """Whether ``loss_name`` is a classification loss (bounded effect of noise on accuracy)."""
+    return loss_name in _CLASSIFICATION_LOSSES
+
+
+def is_quiet(name, loss_name, proxy, fraction=1.0):
+    """Whether ``proxy`` stays below ``fraction`` of ``name``'s threshold for ``loss_name`` (public)."""
+    if name not in NOISE_EXCESS_THRESHOLDS:
+        return True
+    kind = "classification" if loss_name in _CLASSIFICATION_LOSSES else "regression"
+    return proxy < fraction * NOISE_EXCESS_THRESHOLDS[name][kind == "classification"]
 
 
 def noise_dominated_warning(name, loss_name, proxy, *, epsilon):

@@ -79,7 +79,7 @@ from .._kernels import svrg_difference_sum, svrg_snapshot_sum
 from ..exceptions import public_error
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._gradient_descent import check_clip_norm, check_step_size, gradient_bound
-from ._honesty import noise_dominated_warning, noise_excess_proxy
+from ._honesty import is_classification, is_quiet, noise_dominated_warning, noise_excess_proxy
 
 __all__ = [
     "dp_svrg",
@@ -331,6 +331,73 @@ def svrg_event(snapshot_multiplier, difference_multiplier, sampling_probability,
     )
 
 
+def approximate_difference_multiplier(epsilon, delta, rate, n_inner, snapshot_share):
+    """Central-limit (Gaussian DP) approximation of the inner steps' multiplier (public).
+
+    The snapshots spend the share ``snapshot_share`` of ``mu^2`` exactly; the
+    ``K`` inner steps at rate ``q`` get the rest, ``mu_diff^2 = q^2 K
+    (exp(1/s^2) - 1)`` (Dong, Roth and Su 2019).  A starting point for the
+    calibration and a cheap public stand-in when choosing a default schedule;
+    never the noise itself (the accountant calibrates that).
+    """
+    single = accounting.gaussian_noise_multiplier(epsilon, delta, 1)
+    mu_diff_squared = (1.0 - snapshot_share) / single**2
+    ratio = mu_diff_squared / (rate**2 * max(1, n_inner))
+    return 1.0 / math.sqrt(math.log1p(ratio))
+
+
+#: A default SVRG schedule takes the most epochs (up to its default) whose
+#: public noise proxy stays below this fraction of the honest-warning
+#: threshold (issue #18): noise-dominated epochs only add noise.
+QUIET_FRACTION = 0.25
+
+
+def quiet_svrg_epochs(
+    name,
+    cap,
+    inner_steps_of,
+    *,
+    loss,
+    row_norm_bound,
+    n_samples,
+    n_params,
+    epsilon,
+    delta,
+    rate,
+    step_size,
+    snapshot_share,
+):
+    """Default epochs of dp_svrg / dp_svrg_pp at finite epsilon: at most ``cap``, fewer when noisy.
+
+    The largest ``T <= cap`` whose inner steps' public noise proxy
+    (:func:`~sklearn_dp.solvers._honesty.noise_excess_proxy` with the
+    Gaussian-DP multiplier of :func:`approximate_difference_multiplier`, the
+    difference bound ``2 C`` of the default clip and the expected batch ``q
+    n_public``) stays below :data:`QUIET_FRACTION` of the solver's warning
+    threshold; at least 1.  Every epoch adds noise, so with few rows, a
+    small epsilon or a wide label bound fewer epochs are better: on diabetes
+    ``dp_svrg_pp`` went from R^2 -15.7 / -4.7 / 0.214 to -0.04 / 0.19 / 0.254
+    at epsilon 0.5 / 1 / 5 with 3 epochs instead of 5 (median of 3 splits).
+    Public inputs only (the released row count, the bounds, epsilon, delta).
+    """
+    if (
+        loss is None
+        or is_classification(loss.name)
+        or loss.derivative_bound is None
+        or row_norm_bound is None
+    ):
+        return cap
+    clip = gradient_bound(loss, row_norm_bound, None, private=True)
+    for epochs in range(int(cap), 0, -1):
+        multiplier = approximate_difference_multiplier(
+            epsilon, delta, rate, inner_steps_of(epochs), snapshot_share
+        )
+        proxy = noise_excess_proxy(step_size, multiplier * 2.0 * clip, rate * n_samples, n_params)
+        if is_quiet(name, loss.name, proxy, QUIET_FRACTION):
+            return epochs
+    return 1
+
+
 @functools.lru_cache(maxsize=256)
 def svrg_noise_multipliers(epsilon, delta, sampling_probability, n_epochs, n_inner, snapshot_share):
     """``(snapshot_multiplier, difference_multiplier)`` for (epsilon, delta), from public inputs.
@@ -357,9 +424,9 @@ def svrg_noise_multipliers(epsilon, delta, sampling_probability, n_epochs, n_inn
     # (Dong, Roth and Su 2019), a little above it: the search steps up from
     # there until the accountant certifies it, then narrows the bracket, so
     # the guess only saves accountant calls (halves them), it never decides.
-    mu_diff_squared = (1.0 - snapshot_share) / single**2
-    ratio = mu_diff_squared / (sampling_probability**2 * max(1, n_inner))
-    start = 1.1 / math.sqrt(math.log1p(ratio))
+    start = 1.1 * approximate_difference_multiplier(
+        epsilon, delta, sampling_probability, n_inner, snapshot_share
+    )
     try:
         difference = accounting.calibrate_noise_multiplier(make_event, epsilon, delta, upper=start)
     except ValueError:
@@ -553,6 +620,7 @@ def plan_dp_svrg(
         inner_steps=inner_steps,
         snapshot_share=snapshot_share,
     )
+    default_epochs = max_iter is None
     if max_iter is None:
         max_iter = (
             DEFAULT_SVRG_EPOCHS_NOISELESS
@@ -582,6 +650,21 @@ def plan_dp_svrg(
             smoothness, strong_convexity, step_size, nominal_batch, n_samples
         )
     inner_steps = int(inner_steps)
+    if default_epochs and not math.isinf(epsilon):
+        n_epochs = quiet_svrg_epochs(
+            "dp_svrg",
+            n_epochs,
+            lambda epochs: epochs * inner_steps,
+            loss=loss,
+            row_norm_bound=row_norm_bound,
+            n_samples=n_samples,
+            n_params=n_params,
+            epsilon=epsilon,
+            delta=delta,
+            rate=rate,
+            step_size=step_size,
+            snapshot_share=snapshot_share,
+        )
     details = dict(
         batch_size=nominal_batch,
         sampling_probability=rate,
@@ -624,6 +707,7 @@ def plan_dp_svrg_pp(
         inner_steps=inner_steps,
         snapshot_share=snapshot_share,
     )
+    default_epochs = max_iter is None
     if max_iter is None:
         max_iter = (
             DEFAULT_SVRG_PP_EPOCHS_NOISELESS if math.isinf(epsilon) else DEFAULT_SVRG_PP_EPOCHS
@@ -638,6 +722,21 @@ def plan_dp_svrg_pp(
     if inner_steps is None:
         inner_steps = default_svrg_pp_inner_steps(n_samples, batch_size)
     inner_steps = int(inner_steps)
+    if default_epochs and not math.isinf(epsilon):
+        n_epochs = quiet_svrg_epochs(
+            "dp_svrg_pp",
+            n_epochs,
+            lambda epochs: inner_steps * (2 ** (epochs + 1) - 2),
+            loss=loss,
+            row_norm_bound=row_norm_bound,
+            n_samples=n_samples,
+            n_params=n_params,
+            epsilon=epsilon,
+            delta=delta,
+            rate=rate,
+            step_size=step_size,
+            snapshot_share=snapshot_share,
+        )
     lengths = [inner_steps * 2**s for s in range(1, n_epochs + 1)]
     details = dict(
         batch_size=batch_size,
