@@ -1210,3 +1210,41 @@ def test_noiseless_default_stops_once_converged_and_a_given_schedule_runs_in_ful
         epsilon=1.0, delta=1e-5, solver="dp_cd", feature_bound=1.0, random_state=0
     ).fit(X, y)
     assert private.n_iter_ == 10 * per_pass  # the public default schedule, in full
+
+
+def test_noiseless_default_uses_the_actual_coordinate_curvature():
+    """epsilon=inf, smoothness="auto", single coordinates: M_j = beta mean_i x_ij^2 + l2_j."""
+    from sklearn_dp.solvers._coordinate_descent import (
+        DEFAULT_CD_EPOCHS,
+        NONPRIVATE_CD_EPOCHS,
+        noiseless_coordinate_smoothness,
+    )
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.3, 0.3, (300, 4))
+    y = np.where(X @ [1.0, -2.0, 0.5, 0.0] + 0.1 * rng.standard_normal(300) > 0, 1.0, -1.0)
+    data = bound_data(X, y, fit_intercept=True, geometry="linf", feature_bound=1.0)
+    loss = BinaryLogisticLoss()
+    kwargs = dict(n_outputs=1, alpha=0.01, delta=1e-5, random_state=0)
+    noiseless = dp_cd(data, loss, epsilon=math.inf, **kwargs)
+    Xt = data.design.toarray()
+    l2 = 0.01 * data.penalized
+    expected = loss.smoothness * np.mean(Xt**2, axis=0) + l2
+    np.testing.assert_allclose(noiseless.plan.details["smoothness"], expected, rtol=1e-12)
+    public = loss.smoothness * data.feature_bound**2 + l2
+    np.testing.assert_allclose(
+        noiseless_coordinate_smoothness(data.design, loss.smoothness, l2, 300.0, public), expected
+    )
+    assert np.all(expected[:-1] < public[:-1] / 5)  # shorter steps than needed by 5x and more
+    # The default stops early, well before the public cap of passes.
+    assert noiseless.n_iter < NONPRIVATE_CD_EPOCHS * 5
+    # A given max_iter runs in full (with the same curvature); a given rule is used as given.
+    given = dp_cd(data, loss, epsilon=math.inf, max_iter=3, **kwargs)
+    assert given.n_iter == 3 * 5
+    ruled = dp_cd(data, loss, epsilon=math.inf, max_iter=1, smoothness="coordinate", **kwargs)
+    np.testing.assert_allclose(ruled.plan.details["smoothness"], public)
+    # With noise: the public constants, and every step of the public schedule releases.
+    with trace_releases() as trace:
+        private = dp_cd(data, loss, epsilon=1.0, **kwargs)
+    np.testing.assert_allclose(private.plan.details["smoothness"], public)
+    assert private.n_iter == private.plan.n_steps == DEFAULT_CD_EPOCHS * 5 == len(trace.releases)

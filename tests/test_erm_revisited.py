@@ -1443,3 +1443,40 @@ def test_a_plan_from_the_released_count_is_calibrated_once_per_fit(monkeypatch):
         epsilon=1.0, delta=1e-5, solver="dp_svrg", data_norm=2.0, random_state=0
     ).fit(X, y)
     assert len(seen) == 1
+
+
+# --------------------------------------------------------------------------
+# epsilon = inf: the default schedule stops once converged (nothing is private)
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "solver, cap",
+    [("dp_svrg", _svrg.DEFAULT_SVRG_EPOCHS_NOISELESS), ("dp_svrg_pp", None)],
+)
+def test_svrg_noiseless_default_stops_early_and_a_given_max_iter_runs_in_full(solver, cap):
+    X, y = make_classification(n_samples=2000, n_features=4, n_redundant=0, random_state=0)
+    X = X / 4.0
+    common = dict(solver=solver, C=0.05, data_norm=_max_norm(X), classes=[0, 1], random_state=0)
+    stopped = DPLogisticRegression(epsilon=math.inf, **common).fit(X, y)
+    cap = cap or _svrg.DEFAULT_SVRG_PP_EPOCHS_NOISELESS
+    assert stopped.n_iter_ < cap  # stopped early (a convergence test: epsilon=inf only)
+    reference = LogisticRegression(C=0.05, tol=1e-12, max_iter=10_000).fit(X, y)
+    np.testing.assert_allclose(stopped.coef_, reference.coef_, rtol=1e-2, atol=1e-3)
+    # A given max_iter runs in full.
+    given = DPLogisticRegression(epsilon=math.inf, max_iter=cap, **common).fit(X, y)
+    assert given.n_iter_ == cap
+
+
+@pytest.mark.parametrize("solver", [dp_svrg, dp_svrg_pp])
+def test_svrg_private_default_schedule_runs_in_full(solver):
+    """With noise nothing stops early: every planned release happens, n_iter is the plan's."""
+    X, y = make_classification(n_samples=400, n_features=4, random_state=0)
+    data = _bounded(X / 4, np.where(y == 1, 1.0, -1.0))
+    with trace_releases() as trace:
+        result = solver(
+            data, LOGISTIC, n_outputs=1, alpha=0.05, epsilon=2.0, delta=1e-5, random_state=0
+        )
+    lengths = result.plan.details["epoch_lengths"]
+    assert result.n_iter == len(lengths)
+    assert len(trace.releases) == len(lengths) + sum(lengths) == result.plan.n_steps

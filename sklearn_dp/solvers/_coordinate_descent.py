@@ -43,6 +43,7 @@ __all__ = [
     "block_clip_thresholds",
     "set_clip_threshold",
     "check_dp_cd",
+    "noiseless_coordinate_smoothness",
     "DEFAULT_CD_EPOCHS",
 ]
 
@@ -394,7 +395,10 @@ NONPRIVATE_CD_EPOCHS = 400
 #: Without noise (epsilon=inf, nothing to protect) the default schedule stops
 #: early once a round moves no coefficient by more than this fraction of the
 #: largest one: on 100k rows the 400 passes took over 10 s where dp_gd takes 1.
-NONPRIVATE_CD_TOL = 1e-4
+#: With the actual coordinate curvature and random reshuffling (epsilon=inf
+#: only), 1e-3 stops the 100k-row benchmark after about 55 passes (gap below
+#: 0.01%) and breast cancer at a 0.27% gap (1e-4: 100 passes, 0.06%).
+NONPRIVATE_CD_TOL = 1e-3
 
 
 def default_cd_epochs(epsilon=None):
@@ -705,6 +709,29 @@ def set_clip_threshold(clip_norm, feature_bound, cols):
     return clip_norm * np.sqrt(np.sum(feature_bound[cols] ** 2)) / feature_norm
 
 
+def noiseless_coordinate_smoothness(design, loss_smoothness, l2, normalizer, public_M):
+    """Actual coordinate curvature ``beta sum_i x~_ij^2 / normalizer + l2_j`` (epsilon=inf only).
+
+    Reads the bounded design: used only without noise (``epsilon=inf``:
+    nothing is private and nothing is promised), for the default
+    ``smoothness="auto"`` with single coordinates.  The second derivative of
+    the objective along coordinate ``j`` is ``sum_i l''_i x~_ij^2 /
+    normalizer + l2_j <= M_j``, so ``1 / M_j`` is still a descent step; the
+    public rule's ``beta X_j^2`` is the worst case over every data set in the
+    bounds (6-25x larger on the 100k-row benchmark, hence 6-25x shorter
+    steps).  Columns with no curvature at all keep the public constant.
+    """
+    squares = np.zeros(design.n_columns)
+    for start, stop in design.blocks():
+        block = design.row_block(start, stop).materialize()
+        if sp.issparse(block):
+            squares += np.asarray(block.multiply(block).sum(axis=0)).ravel()
+        else:
+            squares += np.einsum("ij,ij->j", block, block)
+    M = float(loss_smoothness) * squares / float(normalizer) + np.asarray(l2, dtype=float)
+    return np.where(M > 0, np.minimum(M, public_M), public_M)
+
+
 def _moved_less_than(W, previous, tolerance):
     """Whether no coefficient moved by more than ``tolerance`` times the largest one."""
     largest = max(float(np.max(np.abs(W))), np.finfo(float).tiny)
@@ -794,7 +821,12 @@ def dp_cd(
         drawable set (see :func:`smoothness_constants`); ``"auto"`` is the
         coordinate-wise constant for single coordinates and the Gershgorin
         bound for larger sets.  An array gives public constants directly
-        (checked for validity against the public bounds).
+        (checked for validity against the public bounds).  Without noise
+        (``epsilon=inf``: nothing private, nothing promised) ``"auto"`` with
+        single coordinates uses the actual coordinate curvature ``beta
+        sum_i x~_ij^2 / normalizer + l2_j`` of the bounded design
+        (:func:`noiseless_coordinate_smoothness`; still a valid descent step)
+        instead of the worst case ``beta X_j^2`` over the public bounds.
     clip_norm : float, optional
         Total per-sample clip ``C``, split over the blocks as ``C_U = C
         ||X_U|| / ||X||`` (see :func:`block_clip_thresholds`); default half
@@ -808,9 +840,11 @@ def dp_cd(
         without restarts, the average of the iterates of its second half, or
         the last iterate.  Default: ``"average"`` with noise, ``"last"``
         without (``epsilon=inf``: averaging only tames noise, and halves the
-        progress of a pass).  Without noise the default schedule also stops
-        once a pass moves no coefficient by more than
-        :data:`NONPRIVATE_CD_TOL` of the largest (nothing is private then).
+        progress of a pass).  Without noise the default schedule also visits
+        the blocks of a uniform partition in a fresh random order each pass
+        (random reshuffling) and stops once a pass moves no coefficient by
+        more than :data:`NONPRIVATE_CD_TOL` (1e-3) of the largest (nothing is
+        private then; a given ``max_iter`` runs in full).
         All three are post-processing.  In the benchmark the paper's
         averaging was the most robust when noise dominates (small n or
         epsilon), the other two converge faster when it does not.
@@ -858,7 +892,10 @@ def dp_cd(
     form ``sigma_U^2 = 12 L_U^2 K T log(1/delta) / (n^2 eps^2)`` (replace-one,
     RDP) is not used: the exact calibration needs less noise.  Public: the
     feature bounds, the penalty, every option (hence ``M``, the sampling
-    probabilities and the clip thresholds), and the number of steps.
+    probabilities and the clip thresholds), and the number of steps.  At
+    ``epsilon=inf`` (no releases, no guarantee) the default step rule and
+    schedule may read the data (actual curvature, early stop): never with
+    noise.
     Averaging, restarts, the L1 proximal map and the division by
     ``normalizer`` are post-processing of the noisy sums: the default
     ``data.normalizer`` comes from the estimators' DP row count (the true
@@ -951,6 +988,12 @@ def dp_cd(
         if not (normalizer > 0 and math.isfinite(normalizer)):
             raise ValueError(f"normalizer must be a finite float > 0, got {normalizer!r}.")
 
+    if not private and structure.singletons and isinstance(smoothness, str):
+        if smoothness == "auto":
+            # Without noise (epsilon=inf: nothing private, nothing promised) the
+            # default rule uses the actual coordinate curvature of the bounded
+            # design instead of the worst case over the public bounds.
+            M = noiseless_coordinate_smoothness(design, loss.smoothness, l2, normalizer, M)
     step = step_scale / M  # per column
     threshold = l1 * step  # soft-threshold of the L1 prox with step 1 / M_j
     has_l1 = bool(np.any(threshold > 0))
@@ -975,7 +1018,15 @@ def dp_cd(
         since = np.full(n_columns, tail_start + 1, dtype=np.int64)
         running = np.zeros_like(W)
         if structure.kind == "partition" and len(structure.blocks) > 1:
-            if structure.weighting == "uniform":
+            if stop_tol is not None and structure.weighting == "uniform":
+                # Without noise, the default schedule visits the blocks in a fresh
+                # random order each pass (random reshuffling), which converges in
+                # fewer passes than draws with replacement.
+                n_blocks = len(structure.blocks)
+                draws = np.concatenate(
+                    [rng.permutation(n_blocks) for _ in range(-(-n_inner // n_blocks))]
+                )[:n_inner]
+            elif structure.weighting == "uniform":
                 draws = rng.integers(len(structure.blocks), size=n_inner)
             else:
                 draws = rng.choice(len(structure.blocks), size=n_inner, p=probabilities)

@@ -106,6 +106,7 @@ __all__ = [
     "DEFAULT_SVRG_EPOCHS_NOISELESS",
     "DEFAULT_SVRG_PP_EPOCHS",
     "DEFAULT_SVRG_PP_EPOCHS_NOISELESS",
+    "NONPRIVATE_SVRG_TOL",
 ]
 
 #: Fraction of the (Gaussian-DP) budget spent on the snapshot gradients.
@@ -145,6 +146,12 @@ def default_svrg_epochs(n_samples, epsilon, cap=DEFAULT_SVRG_EPOCHS):
 #: passes, SVRG_MAX_EPOCH_PASSES); 6 epochs stopped 20% above the logistic
 #: optimum of breast cancer (issue #18), 32 reach 0.6%.
 DEFAULT_SVRG_EPOCHS_NOISELESS = 32
+
+#: Without noise (epsilon=inf: nothing private, nothing promised) the default
+#: schedules of dp_svrg and dp_svrg_pp stop after the first epoch whose
+#: snapshot moves no coefficient by more than this fraction of the largest
+#: (a given max_iter runs in full; with noise nothing stops early).
+NONPRIVATE_SVRG_TOL = 1e-3
 
 #: Default number of (doubling) epochs of dp_svrg_pp.
 DEFAULT_SVRG_PP_EPOCHS = 5
@@ -816,6 +823,12 @@ def difference_release(
     )
 
 
+def _moved_less_than(W, previous, tolerance):
+    """Whether no coefficient moved by more than ``tolerance`` times the largest one."""
+    largest = max(float(np.max(np.abs(W))), np.finfo(float).tiny)
+    return float(np.max(np.abs(W - previous))) <= tolerance * largest
+
+
 def _difference_bound(kind, clip, row_smoothness, W, W_snapshot):
     if kind == "clip":
         return 2.0 * clip
@@ -842,12 +855,17 @@ def _noisy_prox_svrg(
     rng,
     progress,
     name,
+    stop_tol=None,
 ):
     """The loop both solvers share.
 
     ``restart=True`` starts every epoch at its snapshot (DP-SVRG);
     ``restart=False`` continues from the last iterate (DP-SVRG++).  The
     snapshot of the next epoch is the average of this epoch's iterates.
+    ``stop_tol`` (epsilon=inf only: it reads the exact iterates of a noiseless
+    run) stops after the first epoch whose snapshot moved no coefficient by
+    more than ``stop_tol`` times the largest one.  Returns ``(coef, info,
+    epochs_run)``.
     """
     # The bounded design as an operator on the caller's X (a batch copies its rows only).
     X, y, row_norms = data.design, data.y, data.row_norms
@@ -867,7 +885,9 @@ def _noisy_prox_svrg(
     W_snapshot = np.zeros(shape)
     W = np.zeros(shape)
     bounds_used = []
+    lengths_run = []
     for epoch, length in enumerate(details["epoch_lengths"], start=1):
+        lengths_run.append(length)
         snapshot_sum, D_snapshot = snapshot_release(
             X, y, W_snapshot, loss, clip, row_norms, snapshot_std, rng
         )
@@ -895,21 +915,22 @@ def _noisy_prox_svrg(
             W = prox_elastic_net(W - step * direction, step, alpha, l1_ratio, data.penalized)
             W_sum += W
         check_finite_iterate(W, name)
+        previous = W_snapshot
         W_snapshot = W_sum / length
         # The noisy snapshot over the public normaliser: a released value.
         progress(epoch, snapshot_grad_norm=float(np.linalg.norm(snapshot_gradient)))
+        if stop_tol is not None and _moved_less_than(W_snapshot, previous, stop_tol):
+            break  # epsilon=inf only (see NONPRIVATE_SVRG_TOL): nothing is private
     coef = W_snapshot if output == "average" else W
     # Public counts only: the expected number of per-sample gradient
     # evaluations from the public stand-in for n (never the true n or the
     # drawn batch sizes), and the mean of the public inner sensitivities.
-    n_inner = sum(details["epoch_lengths"])
+    n_inner = sum(lengths_run)
     info = dict(
-        gradient_evaluations=float(
-            data.n_public * (len(details["epoch_lengths"]) + 2.0 * rate * n_inner)
-        ),
+        gradient_evaluations=float(data.n_public * (len(lengths_run) + 2.0 * rate * n_inner)),
         mean_difference_bound=float(np.mean(bounds_used)) if bounds_used else 0.0,
     )
-    return coef, info
+    return coef, info, len(lengths_run)
 
 
 def _fit_svrg(
@@ -928,12 +949,16 @@ def _fit_svrg(
     output,
     random_state,
     verbose,
+    max_iter=None,
 ):
     """What dp_svrg and dp_svrg_pp do once their plan is known: clip, run, record."""
     clip = gradient_bound(loss, data.row_norm_bound, clip_norm, private=not math.isinf(epsilon))
     rng = make_rng(random_state)
     n_epochs = len(plan.details["epoch_lengths"])
-    coef, info = _noisy_prox_svrg(
+    # Without noise (epsilon=inf: nothing private, nothing promised) the
+    # default schedule stops once converged; a given max_iter runs in full.
+    stop_tol = NONPRIVATE_SVRG_TOL if math.isinf(epsilon) and max_iter is None else None
+    coef, info, n_epochs = _noisy_prox_svrg(
         data,
         loss,
         plan=plan,
@@ -947,6 +972,7 @@ def _fit_svrg(
         rng=rng,
         progress=Progress(name, n_epochs, verbose),
         name=name,
+        stop_tol=stop_tol,
     )
     plan.details.update(clip_norm=clip, difference_bound=difference_bound, output=output)
     warning = svrg_noise_warning(name, loss, plan.details, clip, data.n_public, coef.size, epsilon)
@@ -1028,7 +1054,13 @@ def dp_svrg(
     max_iter : int, optional
         Number of epochs T; default :func:`default_svrg_epochs`: ``floor(n epsilon / 400)``
         between 1 and ``DEFAULT_SVRG_EPOCHS`` (6) from the public row count, and
-        ``DEFAULT_SVRG_EPOCHS_NOISELESS`` = 32 at epsilon=inf.
+        ``DEFAULT_SVRG_EPOCHS_NOISELESS`` = 32 at epsilon=inf.  Without noise
+        the default schedule also stops after the first epoch whose snapshot
+        moves no coefficient by more than :data:`NONPRIVATE_SVRG_TOL` (1e-3)
+        of the largest (``epsilon=inf`` spends nothing and promises nothing,
+        so a convergence test on the data is allowed there; ``n_iter`` is then
+        the epochs run).  A given ``max_iter`` runs in full, and with noise
+        nothing stops early.
     batch_size : int, optional
         Expected size b of the Poisson inner mini-batch (an extension: the
         paper has b = 1, which ``batch_size=1`` reproduces); default
@@ -1097,6 +1129,9 @@ def dp_svrg(
     read (:func:`check_dp_svrg` for estimators, before their reservation),
     and a ``step_size`` too large for a batch size derived from the DP count
     is clamped (:func:`plan_dp_svrg`), never refused in a count-dependent way.
+    The one data-dependent stop, without noise the default schedule's
+    convergence test, runs only at ``epsilon=inf``, where nothing is
+    released and nothing is promised.
 
     Assumptions of the utility guarantee (Theorem 4.2): convex, smooth loss;
     objective ``mu``-strongly convex (``mu = alpha (1 - l1_ratio)``; the
@@ -1146,6 +1181,7 @@ def dp_svrg(
         output=output,
         random_state=random_state,
         verbose=verbose,
+        max_iter=max_iter,
     )
 
 
@@ -1184,7 +1220,11 @@ def dp_svrg_pp(
         As in :func:`dp_svrg` (``alpha`` may be 0).
     max_iter : int, optional
         Number of epochs T; default ``DEFAULT_SVRG_PP_EPOCHS`` (5), or
-        ``DEFAULT_SVRG_PP_EPOCHS_NOISELESS`` (9) at ``epsilon=inf``.
+        ``DEFAULT_SVRG_PP_EPOCHS_NOISELESS`` (9) at ``epsilon=inf``.  Without
+        noise the default schedule stops early as in :func:`dp_svrg` (the
+        first epoch whose snapshot moves no coefficient by more than
+        :data:`NONPRIVATE_SVRG_TOL` of the largest); a given ``max_iter``
+        runs in full.
     batch_size : int, optional
         Expected Poisson inner mini-batch b (``1`` is the paper's algorithm);
         default ``sqrt(n)`` (at least 16).
@@ -1213,7 +1253,8 @@ def dp_svrg_pp(
     the noise gateway, composed into the recorded DpEvent and calibrated
     with the PLD accountant.  Every observable is a function of public
     values and of the releases (as for :func:`dp_svrg`; the step size is
-    used as given).
+    used as given).  At ``epsilon=inf`` (no releases, no guarantee) the
+    default schedule's early stop reads the exact iterates.
 
     Assumptions of the utility guarantee (Theorem 4.4): convex, smooth loss;
     no strong convexity needed.
@@ -1258,4 +1299,5 @@ def dp_svrg_pp(
         output=output,
         random_state=random_state,
         verbose=verbose,
+        max_iter=max_iter,
     )
