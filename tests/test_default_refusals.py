@@ -69,13 +69,16 @@ def test_auto_steers_away_from_the_default_ball():
     assert model.radius_ == pytest.approx(default_l1_radius(2.0, 0.5, 70))
 
 
+@pytest.mark.parametrize("solver", ["vr_frank_wolfe", "frank_wolfe"])
 @pytest.mark.parametrize("kwargs", [dict(alpha=1.0), dict(alpha=0.01), dict(alpha=0.5, radius=1e6)])
-def test_vr_frank_wolfe_on_the_penalty_ball_is_refused_before_any_spend(kwargs):
+def test_frank_wolfe_on_the_penalty_ball_is_refused_before_any_spend(solver, kwargs):
+    # With delta > 0 (dp_cd and dp_ssp fit the penalised form); frank_wolfe
+    # stays with delta = 0 (tests/test_honest_warnings.py).
     X, y = _regression()
     budget = PrivacyBudget(10.0, 1e-3)
     model = DPLasso(
         epsilon=1.0,
-        solver="vr_frank_wolfe",
+        solver=solver,
         feature_bound=0.5,
         y_bound=2.0,
         budget=budget,
@@ -88,12 +91,13 @@ def test_vr_frank_wolfe_on_the_penalty_ball_is_refused_before_any_spend(kwargs):
     assert len(budget.ledger) == 0
 
 
-def test_vr_frank_wolfe_with_a_radius_and_a_penalty_still_fits():
+@pytest.mark.parametrize("solver", ["vr_frank_wolfe", "frank_wolfe"])
+def test_frank_wolfe_with_a_radius_and_a_penalty_still_fits(solver):
     X, y = _regression()
     budget = PrivacyBudget(10.0, 1e-3)
     model = DPLasso(
         epsilon=1.0,
-        solver="vr_frank_wolfe",
+        solver=solver,
         alpha=0.01,
         radius=2.0,
         feature_bound=0.5,

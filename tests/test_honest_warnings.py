@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor, PrivacyBudget
+from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor
 from sklearn_dp.solvers._frank_wolfe import check_frank_wolfe, check_penalty_ball
 from sklearn_dp.solvers._honesty import (
     NOISE_EXCESS_THRESHOLDS,
@@ -137,40 +137,6 @@ def test_noiseless_fits_never_warn():
         DPSCORegressor(
             epsilon=math.inf, solver="dp_gd", feature_bound=1.0, y_bound=160.0, data_norm=4.0
         ).fit(X, y)
-
-
-@pytest.mark.parametrize("alpha", [1.0, 0.01])
-def test_frank_wolfe_on_the_penalty_ball_is_refused_before_any_spend(alpha):
-    X, y = _regression()
-    budget = PrivacyBudget(10.0, 1e-3)
-    model = DPLasso(
-        epsilon=1.0,
-        solver="frank_wolfe",
-        alpha=alpha,
-        feature_bound=1.0,
-        y_bound=160.0,
-        budget=budget,
-        random_state=0,
-    )
-    with pytest.raises(ValueError, match="solver='dp_cd' or 'dp_ssp'.*pass a radius"):
-        model.fit(X, y)
-    assert budget.spent == (0, 0)
-    assert len(budget.ledger) == 0
-
-
-def test_frank_wolfe_with_a_radius_and_a_penalty_still_fits():
-    X, y = _regression()
-    model = DPLasso(
-        epsilon=1.0,
-        solver="frank_wolfe",
-        alpha=0.01,
-        radius=2.0,
-        max_iter=5,
-        feature_bound=1.0,
-        y_bound=160.0,
-        random_state=0,
-    ).fit(X, y)
-    assert model.solver_ == "frank_wolfe"
 
 
 # ------------------------------------------------- public default rules (#18)
