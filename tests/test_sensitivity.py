@@ -484,13 +484,9 @@ def test_plan_dp_sgd_rejects_bad_batch_size():
     assert plan.details["sampling_probability"] == 1.0
 
 
-def test_plan_dp_sgd_default_depends_on_the_released_row_count_only_below_1280():
-    # Issue #18: the default expected batch is at least DEFAULT_MIN_BATCH (128) rows,
-    # so the plan waits for the released count (None before it).
-    assert plan_dp_sgd(None, 3, 1.0, 1e-5) is None
-    plans = [plan_dp_sgd(n, 3, 1.0, 1e-5) for n in (1280, 1000000)]
-    assert plans[0].event == plans[1].event
-    assert plans[0].details["sampling_probability"] == 0.1
+def test_plan_dp_sgd_default_does_not_depend_on_the_row_count():
+    plans = [plan_dp_sgd(n, 3, 1.0, 1e-5) for n in (None, 1000, 1001)]
+    assert plans[0].event == plans[1].event == plans[2].event
 
 
 def test_poisson_batch_size_is_binomial_and_rows_uniform():

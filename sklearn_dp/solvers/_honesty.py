@@ -54,12 +54,9 @@ _CLASSIFICATION_LOSSES = frozenset({"log_loss", "multinomial", "hinge", "squared
 #:
 #: * dp_gd: regression rows below R^2 0 have proxy >= 0.061, rows above <= 0.018;
 #:   classification below the majority >= 1.4, above <= 0.36.
-#: * dp_sgd: at its old default (10% batches) regression below >= 0.0066
+#: * dp_sgd: at its default (10% batches) regression below >= 0.0066
 #:   (diabetes at epsilon 5, R^2 -0.08), above <= 0.0017 (sparse regression at
-#:   epsilon 0.1, R^2 0.67): threshold 0.004.  With the minimum batch of 128
-#:   rows (DEFAULT_MIN_BATCH) diabetes has proxy 1.3 / 0.069 / 0.020 / 0.0060 /
-#:   0.0014 at R^2 -3.7 / -0.26 / 0.17 / 0.31 / 0.36 (median of 5 splits):
-#:   threshold 0.01 (warns at 0.1, 0.5 and, conservatively, 1);
+#:   epsilon 0.1, R^2 0.67): threshold 0.004;
 #:   classification below >= 1.4, above <= 0.38.
 #: * dp_svrg (proxy of the inner steps, difference bound 2 C): regression below
 #:   >= 2.3, above <= 0.69; classification below >= 3.5, above <= 2.9.
@@ -69,7 +66,7 @@ _CLASSIFICATION_LOSSES = frozenset({"log_loss", "multinomial", "hinge", "squared
 #:   0.1, proxy 169) is reported.
 NOISE_EXCESS_THRESHOLDS = {
     "dp_gd": (0.03, 1.0),
-    "dp_sgd": (0.01, 1.0),
+    "dp_sgd": (0.004, 1.0),
     "dp_svrg": (1.0, 3.2),
     "dp_svrg_pp": (0.25, 100.0),
 }

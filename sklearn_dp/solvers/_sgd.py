@@ -37,26 +37,12 @@ __all__ = [
     "DEFAULT_SAMPLING_RATE",
     "DEFAULT_EPOCHS",
     "DEFAULT_EPOCHS_NOISELESS",
-    "DEFAULT_MIN_BATCH",
-    "default_sampling_rate",
 ]
 
 #: Default Poisson sampling rate (expected batch: 10% of the rows).
 DEFAULT_SAMPLING_RATE = 0.1
 #: Default number of expected passes over the data.
 DEFAULT_EPOCHS = 10
-
-#: Smallest default expected batch (issue #18): at the 10% rate, a small data
-#: set gets tiny batches whose noise swamps the averaged gradient (diabetes,
-#: 353 training rows, batch 35: R^2 -184 / -15 / -4.0 / -0.94 / 0.00 at
-#: epsilon 0.1 / 0.5 / 1 / 2 / 5, median of 3 splits).  A batch of at least
-#: 128 rows (rate 0.36 there, 28 steps) gives -3.7 / -0.26 / 0.25 / 0.31 /
-#: 0.36 (dp_gd 0.24, dp_newton 0.36 at epsilon 5); 64 rows gave 0.35 at
-#: epsilon 5 but -0.50 at 1, 256 rows 0.24 at 5.  On breast cancer (455 rows)
-#: the median of 5 splits moves from 0.69 / 0.92 / 0.94 / 0.96 / 0.97 to
-#: 0.70 / 0.93 / 0.95 / 0.95 / 0.97; data sets with at least 1280 rows keep
-#: the 10% rate (digits, the sparse regression, the 100k classification).
-DEFAULT_MIN_BATCH = 128
 
 #: Default epochs without noise (epsilon = inf; epsilon is public): a
 #: noiseless step costs only time; 10 epochs stopped 2% above the logistic
@@ -95,18 +81,6 @@ def check_dp_sgd(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, opti
     check_dp_sgd_options(**{key: options[key] for key in names if key in options})
 
 
-def default_sampling_rate(n_samples):
-    """Default Poisson rate from the public (released) row count.
-
-    ``DEFAULT_SAMPLING_RATE``, raised so the expected batch is at least
-    ``DEFAULT_MIN_BATCH`` rows (at most 1: full batches), rounded to two
-    significant digits like a user's ``batch_size``.  ``n_samples`` is the
-    public stand-in for n (the estimator's DP count), never the true n.
-    """
-    rate = max(DEFAULT_SAMPLING_RATE, DEFAULT_MIN_BATCH / float(n_samples))
-    return min(1.0, float(f"{rate:.2g}"))
-
-
 def plan_dp_sgd(n_samples, n_params, epsilon, delta, *, batch_size=None, max_iter=None):
     """Privacy plan of ``dp_sgd``: T Poisson-subsampled Gaussian steps at rate q.
 
@@ -114,30 +88,23 @@ def plan_dp_sgd(n_samples, n_params, epsilon, delta, *, batch_size=None, max_ite
     ----------
     n_samples : float or None
         Public stand-in for the row count (a DP count from the estimator).  It
-        turns a ``batch_size`` (or, at finite epsilon, the default minimum
-        batch) into a rate; with ``n_samples=None`` such a plan is not known
-        yet and None is returned (the estimator then plans from its released
-        count).
+        is needed only to turn a ``batch_size`` into a rate; with
+        ``batch_size`` given and ``n_samples=None`` the plan is not known yet
+        and None is returned.
     n_params : int
         Unused.
     batch_size : int, optional
         Expected batch size; the rate is ``min(1, batch_size / n_samples)``
         rounded to two significant digits.
-        Default: :func:`default_sampling_rate` (rate ``DEFAULT_SAMPLING_RATE``,
-        raised to an expected batch of ``DEFAULT_MIN_BATCH`` rows on small n);
-        ``DEFAULT_SAMPLING_RATE`` whatever n at epsilon=inf.
+        Default: rate ``DEFAULT_SAMPLING_RATE``, whatever n.
     max_iter : int, optional
         Number of steps; default ``DEFAULT_EPOCHS`` expected passes,
         ``ceil(DEFAULT_EPOCHS / rate)`` (``DEFAULT_EPOCHS_NOISELESS`` = 30 at epsilon=inf).
     """
-    if batch_size is None and math.isinf(epsilon):
-        # Without noise (epsilon is public) small batches cost nothing: the
-        # epsilon=inf schedule keeps the 10% rate whatever n.
+    if batch_size is None:
         rate = DEFAULT_SAMPLING_RATE
     elif n_samples is None:
         return None
-    elif batch_size is None:
-        rate = default_sampling_rate(n_samples)
     else:
         if batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
@@ -203,8 +170,7 @@ def dp_sgd(
         Number of steps; default ``DEFAULT_EPOCHS`` expected passes (30 at epsilon=inf).
     batch_size : int, optional
         Expected batch size; the sampling rate is ``batch_size / n_public``.
-        Default: :func:`default_sampling_rate` of ``n_public`` (10% of the
-        rows, at least ``DEFAULT_MIN_BATCH`` rows); 10% at epsilon=inf.
+        Default: rate ``DEFAULT_SAMPLING_RATE``.
     step_size : float, optional
         Default ``1 / L`` for smooth losses (the objective's smoothness from
         public bounds); ``radius / (C sqrt(T))`` (radius 1 when unconstrained)
