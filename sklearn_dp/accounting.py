@@ -907,35 +907,44 @@ class _NoGuess(Exception):
 def _secant_search(excess, log_start, epsilon):
     """A certified log-multiplier within ``_SECANT_TOLERANCE`` of the target, or None.
 
-    Epsilon is smooth and nearly linear in ``log(sigma)`` near the crossing,
-    so secant steps from a good starting guess (the Gaussian-DP guess of the
-    subsampled calibrations) land within tolerance in two to four accountant
-    calls, where bracketing and Brent's method take about nine: on small data
-    sets the calibration is most of a subsampled solver's fit time.  Only a
-    point the accountant certified (``excess <= 0``) is ever returned; None
-    hands over to the bracketing search.
+    ``log(epsilon)`` is smooth and nearly linear in ``log(sigma)`` (slope -1
+    for a Gaussian mechanism, steeper with subsampling), so secant steps on
+    that scale, the first one with slope -1, land within tolerance in two to
+    four accountant calls from a good starting guess (the Gaussian-DP
+    guess), where bracketing and Brent's method take about nine: on small
+    data sets the calibration is most of a subsampled solver's fit time.
+    Only a point the accountant certified (``excess <= 0``) is ever
+    returned; None hands over to the bracketing search.
     """
     tolerance = _SECANT_TOLERANCE * epsilon
-    aim = -0.5 * tolerance
+    aim = math.log1p(-0.5 * _SECANT_TOLERANCE)  # a little below the target, on the log scale
     floor = math.log(_CALIBRATION_FLOOR)
-    x0, f0 = log_start, excess(log_start)
-    if not math.isfinite(f0) or f0 >= _FAILED_EXCESS:
+
+    def log_ratio(x):
+        value = excess(x)
+        if not math.isfinite(value) or value >= _FAILED_EXCESS or value <= -epsilon:
+            return value, None
+        return value, math.log1p(value / epsilon)
+
+    x0 = log_start
+    f0, g0 = log_ratio(x0)
+    if g0 is None:
         return None
     if -tolerance <= f0 <= 0:
         return x0
-    x1 = x0 + (0.02 if f0 > 0 else -0.02)
+    x1 = x0 + (g0 - aim)  # slope -1: sigma scaled by epsilon(sigma) / target
     for _ in range(_SECANT_CALLS - 1):
         if x1 < floor:
             return None
-        f1 = excess(x1)
-        if not math.isfinite(f1) or f1 >= _FAILED_EXCESS:
+        f1, g1 = log_ratio(x1)
+        if g1 is None:
             return None
         if -tolerance <= f1 <= 0:
             return x1
-        if f1 == f0:
+        if g1 == g0:
             return None
-        step = -(f1 - aim) * (x1 - x0) / (f1 - f0)
-        x0, f0, x1 = x1, f1, x1 + min(0.5, max(-0.5, step))
+        step = -(g1 - aim) * (x1 - x0) / (g1 - g0)
+        x0, g0, x1 = x1, g1, x1 + min(0.5, max(-0.5, step))
     return None
 
 
