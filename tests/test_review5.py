@@ -38,17 +38,8 @@ def _regression(n, scale_x=1.0, scale_y=1.0, seed=0, d=5):
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "review5 finding 1: with y_bound='auto' check_penalty_ball runs before the "
-        "reservation on the placeholder scale 1, so radius * alpha / y_scale**2 is not the "
-        "product the fit solves with: DPLasso(radius=1, alpha=0.3, solver='frank_wolfe') is "
-        "refused at y_bound=0.1 but runs (spends, no warning) with y_bound='auto' when the "
-        "released bound is ~0.075 (product ~53, the loose ball the refusal exists for)"
-    ),
-)
 def test_frank_wolfe_loose_ball_with_auto_y_bound_is_refused_or_warned():
+    """Review5 finding 1: the ball refusal ran on the placeholder label scale with y_bound='auto'."""
     rng = np.random.default_rng(0)
     X = rng.uniform(-1.0, 1.0, size=(2000, 4))
     y = 0.05 * (X @ np.array([1.0, -1.0, 0.5, 0.0])) + 0.01 * rng.normal(size=2000)
@@ -235,3 +226,26 @@ def test_frank_wolfe_penalty_ball_refusal_precedes_any_spend_in_a_search():
     with pytest.raises(ValueError, match="ball its penalty implies"):
         search.fit(X, y)
     assert budget.ledger == []
+
+
+def test_a_tight_ball_with_auto_y_bound_is_not_refused_on_the_placeholder_scale():
+    """Review5 finding 1, other direction: radius 10 with alpha 0.3 fits when the label scale is released."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1.0, 1.0, size=(2000, 4))
+    y = 5.0 * (X @ np.array([1.0, -1.0, 0.5, 0.0])) + rng.normal(size=2000)
+    model = DPLasso(
+        epsilon=1.0,
+        delta=1e-5,
+        solver="frank_wolfe",
+        radius=10.0,
+        alpha=0.3,
+        feature_bound=1.0,
+        y_bound="auto",
+        random_state=0,
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(X, y)
+    assert model.solver_ == "frank_wolfe"
+    assert 10.0 * 0.3 / model.y_bound_**2 < 0.5  # tight in the fit's units: no ball warning
+    assert not any("at least as loose" in str(w.message) for w in caught)

@@ -431,6 +431,16 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
             radius=radius,
         )
 
+    def _check_arguments(self, spec, problem, kwargs, public):
+        arguments = super()._check_arguments(spec, problem, kwargs, public)
+        if self.y_bound == "auto" and self.radius is not None:
+            # A given radius and alpha are compared in the label scale, which
+            # is released inside the fit: unknown here (the placeholder
+            # scale would refuse or pass the wrong fits; fifth review).  The
+            # Frank-Wolfe solvers warn in the fit instead.
+            arguments["alpha"] = None
+        return arguments
+
     def _solver_kwargs(self, spec, problem, bounds=None, quiet=False):
         kwargs = super()._solver_kwargs(spec, problem, bounds, quiet)
         if self.fit_intercept and problem.constraint == "l1":

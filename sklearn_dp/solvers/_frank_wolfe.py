@@ -336,6 +336,28 @@ def check_penalty_ball(name, penalty, alpha, l1_ratio, radius):
         )
 
 
+def penalty_ball_warning(name, alpha, l1_ratio, radius):
+    """In-fit counterpart of :func:`check_penalty_ball`: a warning text, or None.
+
+    Estimators whose label scale is released (``y_bound="auto"``) cannot
+    tell before the data whether a given ``radius`` is as loose as the
+    penalty's own ball (both scale with the labels), so they skip the refusal
+    and the solver warns instead, from ``alpha`` and ``radius`` in the fit's
+    units (public: the user's values over the released scale).
+    """
+    if alpha is None or radius is None or not math.isfinite(float(radius)):
+        return None
+    l1 = float(alpha) * (1.0 if l1_ratio is None else float(l1_ratio))
+    if not (l1 > 0 and float(radius) * l1 >= 0.5 * (1 - 1e-9)):
+        return None
+    return (
+        f"{name}: the l1 ball (radius {float(radius):.3g} in the fit's label units) is at "
+        "least as loose as the ball the penalty implies (1 / (2 alpha)); Frank-Wolfe steps "
+        "over its vertices stay far from the solution (likely below the mean-label predictor). "
+        "Use solver='dp_cd' or 'dp_ssp' for the penalised form, or a smaller radius."
+    )
+
+
 def check_vr_penalty_ball(penalty, alpha, l1_ratio, radius):
     """:func:`check_penalty_ball` for ``vr_frank_wolfe`` (kept for its callers)."""
     check_penalty_ball("vr_frank_wolfe", penalty, alpha, l1_ratio, radius)
@@ -592,11 +614,14 @@ def frank_wolfe(
     info = {}
     # Issue #18's honest warning, from public values only (released row count,
     # d, epsilon, delta, radius).
-    warning = frank_wolfe_warning(
-        "frank_wolfe", loss.name, n_samples, n_columns * n_outputs, epsilon, delta, radius
-    )
-    if warning:
-        info["warnings"] = [warning]
+    warnings_ = [
+        frank_wolfe_warning(
+            "frank_wolfe", loss.name, n_samples, n_columns * n_outputs, epsilon, delta, radius
+        ),
+        penalty_ball_warning("frank_wolfe", alpha, l1_ratio, radius),
+    ]
+    if any(warnings_):
+        info["warnings"] = [text for text in warnings_ if text]
     return SolverResult(coef=w[:, None], n_iter=plan.n_steps, plan=plan, info=info)
 
 
@@ -990,11 +1015,14 @@ def vr_frank_wolfe(
     info = dict(sample_uses=uses, allocation=allocation, slot_sizes=sizes)
     # Issue #18's honest warning, from public values only (released row count,
     # d, epsilon, delta, radius).
-    warning = frank_wolfe_warning(
-        "vr_frank_wolfe", loss.name, n_samples, n_columns * n_outputs, epsilon, delta, radius
-    )
-    if warning:
-        info["warnings"] = [warning]
+    warnings_ = [
+        frank_wolfe_warning(
+            "vr_frank_wolfe", loss.name, n_samples, n_columns * n_outputs, epsilon, delta, radius
+        ),
+        penalty_ball_warning("vr_frank_wolfe", alpha, l1_ratio, radius),
+    ]
+    if any(warnings_):
+        info["warnings"] = [text for text in warnings_ if text]
     return SolverResult(coef=w[:, None], n_iter=plan.n_steps, plan=plan, info=info)
 
 
