@@ -358,6 +358,24 @@ def penalty_ball_warning(name, alpha, l1_ratio, radius):
     )
 
 
+def _add_honest_warnings(
+    info, name, loss, n_public, n_params, epsilon, delta, alpha, l1_ratio, radius
+):
+    """Issue #18's warnings of a Frank-Wolfe fit into ``info["warnings"]`` (public values only).
+
+    The public error bound (:func:`~sklearn_dp.solvers._honesty.frank_wolfe_warning`:
+    released row count, d, epsilon, delta, radius) and the loose-ball check
+    (:func:`penalty_ball_warning`: alpha and radius in the fit's units).
+    """
+    texts = [
+        frank_wolfe_warning(name, loss.name, n_public, n_params, epsilon, delta, radius),
+        penalty_ball_warning(name, alpha, l1_ratio, radius),
+    ]
+    texts = [text for text in texts if text]
+    if texts:
+        info["warnings"] = texts
+
+
 def check_vr_penalty_ball(penalty, alpha, l1_ratio, radius):
     """:func:`check_penalty_ball` for ``vr_frank_wolfe`` (kept for its callers)."""
     check_penalty_ball("vr_frank_wolfe", penalty, alpha, l1_ratio, radius)
@@ -612,16 +630,18 @@ def frank_wolfe(
         n_vertices_max=plan.n_steps,
     )
     info = {}
-    # Issue #18's honest warning, from public values only (released row count,
-    # d, epsilon, delta, radius).
-    warnings_ = [
-        frank_wolfe_warning(
-            "frank_wolfe", loss.name, n_samples, n_columns * n_outputs, epsilon, delta, radius
-        ),
-        penalty_ball_warning("frank_wolfe", alpha, l1_ratio, radius),
-    ]
-    if any(warnings_):
-        info["warnings"] = [text for text in warnings_ if text]
+    _add_honest_warnings(
+        info,
+        "frank_wolfe",
+        loss,
+        n_samples,
+        n_columns * n_outputs,
+        epsilon,
+        delta,
+        alpha,
+        l1_ratio,
+        radius,
+    )
     return SolverResult(coef=w[:, None], n_iter=plan.n_steps, plan=plan, info=info)
 
 
@@ -1013,16 +1033,18 @@ def vr_frank_wolfe(
     # Per-row diagnostics (private: for tests of the one-pass property; no
     # estimator exposes them).
     info = dict(sample_uses=uses, allocation=allocation, slot_sizes=sizes)
-    # Issue #18's honest warning, from public values only (released row count,
-    # d, epsilon, delta, radius).
-    warnings_ = [
-        frank_wolfe_warning(
-            "vr_frank_wolfe", loss.name, n_samples, n_columns * n_outputs, epsilon, delta, radius
-        ),
-        penalty_ball_warning("vr_frank_wolfe", alpha, l1_ratio, radius),
-    ]
-    if any(warnings_):
-        info["warnings"] = [text for text in warnings_ if text]
+    _add_honest_warnings(
+        info,
+        "vr_frank_wolfe",
+        loss,
+        n_samples,
+        n_columns * n_outputs,
+        epsilon,
+        delta,
+        alpha,
+        l1_ratio,
+        radius,
+    )
     return SolverResult(coef=w[:, None], n_iter=plan.n_steps, plan=plan, info=info)
 
 
