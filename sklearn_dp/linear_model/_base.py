@@ -1247,6 +1247,14 @@ class BaseDPEstimator(BaseEstimator):
                 # Options that depend on the bounds (e.g. DPLasso's intercept
                 # bound), from released values; checked publicly before.
                 kwargs = self._solver_kwargs(spec, problem, bounds, quiet=True)
+            if discover_labels and spec.check is not None:
+                # The solver (and its problem) may have changed with the
+                # released label set: its public check again, on released
+                # values, so a refusal says why instead of PrivateFitError.
+                try:
+                    spec.check(**self._check_arguments(spec, problem, kwargs, public))
+                except ValueError as exc:
+                    raise public_error(ValueError(str(exc))) from None
             epsilon_solver = solver_epsilon(problem, count.estimate, bounds, kwargs, bound_events)
             data = (_dask.bound_dask_data if dask_input else bound_data)(
                 X,
