@@ -189,23 +189,14 @@ def test_noiseless_stops_never_run_in_a_private_fit(estimator, solver, params):
 )
 def test_the_solver_share_does_not_depend_on_released_bounds(estimator, solver, params):
     """test_share_rule varies n; here the released bounds (auto, data of very different scales)."""
-    spec = SOLVERS[solver]
-    original = spec.function
-    seen = []
+    from test_share_rule import solver_epsilons
 
-    def recording(*args, **kwargs):
-        seen.append(kwargs["epsilon"])
-        return original(*args, **kwargs)
-
-    object.__setattr__(spec, "function", recording)
-    try:
+    with solver_epsilons(solver) as seen:
         for scale_x, scale_y in [(0.01, 0.01), (1.0, 1.0), (100.0, 1.0), (1.0, 1000.0)]:
             X, y = _regression(1000, scale_x, scale_y, d=3)
             getattr(sklearn_dp, estimator)(
                 epsilon=1.0, delta=1e-5, solver=solver, random_state=0, **params
             ).fit(X, y)
-    finally:
-        object.__setattr__(spec, "function", original)
     assert len(set(seen)) == 1, seen
 
 

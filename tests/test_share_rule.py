@@ -12,6 +12,8 @@ to the solver must be the same whatever the data's row count.
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 from solver_configs import CONFIGS
@@ -20,6 +22,24 @@ import sklearn_dp
 from sklearn_dp.solvers import SOLVERS
 
 ROW_COUNTS = (60, 600, 6000)
+
+
+@contextlib.contextmanager
+def solver_epsilons(solver):
+    """The epsilon each call of ``solver``'s function receives, in a list."""
+    spec = SOLVERS[solver]
+    original = spec.function
+    seen = []
+
+    def recording(*args, **kwargs):
+        seen.append(kwargs["epsilon"])
+        return original(*args, **kwargs)
+
+    object.__setattr__(spec, "function", recording)
+    try:
+        yield seen
+    finally:
+        object.__setattr__(spec, "function", original)
 
 
 def _data(estimator, n):
@@ -36,24 +56,13 @@ def _data(estimator, n):
     [pytest.param(e, s, p, id=f"{e}-{s}") for (e, s), p in CONFIGS.items()],
 )
 def test_the_solver_share_does_not_depend_on_the_row_count(estimator, solver, params):
-    spec = SOLVERS[solver]
-    original = spec.function
-    seen = []
-
-    def recording(*args, **kwargs):
-        seen.append(kwargs["epsilon"])
-        return original(*args, **kwargs)
-
     extra = {"classes": [0, 1]} if estimator == "DPLogisticRegression" else {}
-    object.__setattr__(spec, "function", recording)
-    try:
+    with solver_epsilons(solver) as seen:
         for n in ROW_COUNTS:
             X, y = _data(estimator, n)
             model = getattr(sklearn_dp, estimator)(
                 epsilon=1.0, delta=1e-5, solver=solver, random_state=0, **extra, **params
             )
             model.fit(X, y)
-    finally:
-        object.__setattr__(spec, "function", original)
     assert len(seen) == len(ROW_COUNTS)
     assert len(set(seen)) == 1, f"solver epsilon varies with the row count: {seen}"
