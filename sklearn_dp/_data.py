@@ -17,6 +17,7 @@ __all__ = [
     "clip_rows_l2",
     "clip_rows_linf",
     "clip_labels",
+    "scale_labels",
     "row_l2_norms",
     "bound_data",
     "check_feature_bound",
@@ -147,6 +148,24 @@ def clip_rows_linf(X, bound):
 def clip_labels(y, bound):
     """Clip regression labels to ``[-bound, bound]``."""
     return np.clip(np.asarray(y, dtype=float), -float(bound), float(bound))
+
+
+def scale_labels(y, center, scale, dtype=np.float64):
+    """Labels clipped to ``[center - scale, center + scale]``, centred and divided by ``scale``.
+
+    Computed in float64 block by block (no float64 temporaries of n rows) and
+    stored as ``dtype``: float32 for float32 X (values in ``[-1, 1]`` stay
+    there under rounding, so the label bound holds exactly).
+    """
+    y = np.asarray(y)
+    out = np.empty(y.shape, dtype=dtype)
+    step = 4096  # float64 temporaries of a few pages
+    for start in range(0, y.shape[0], step):
+        part = np.asarray(y[start : start + step], dtype=np.float64) - center
+        np.clip(part, -float(scale), float(scale), out=part)
+        part /= scale
+        out[start : start + step] = part
+    return out
 
 
 class BoundedData:

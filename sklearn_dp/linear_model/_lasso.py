@@ -12,6 +12,7 @@ from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _dask
+from .._data import scale_labels
 from .._losses import get_loss
 from .._sklearn_compat import Interval, StrOptions
 from ..solvers import AutoChoice, get_solver
@@ -77,24 +78,6 @@ def alpha_for_l1_radius(radius, y_bound):
     constrained problem.
     """
     return float(y_bound) ** 2 / (2.0 * float(radius))
-
-
-def _scaled_labels(y, center, scale, dtype=np.float64):
-    """Labels clipped to ``[center - scale, center + scale]``, centred and divided by ``scale``.
-
-    Computed in float64 block by block (no float64 temporaries of n rows) and
-    stored as ``dtype``: float32 for float32 X (values in ``[-1, 1]`` stay
-    there under rounding, so the label bound holds exactly).
-    """
-    y = np.asarray(y)
-    out = np.empty(y.shape, dtype=dtype)
-    step = 4096  # float64 temporaries of a few pages
-    for start in range(0, y.shape[0], step):
-        part = np.asarray(y[start : start + step], dtype=np.float64) - center
-        np.clip(part, -float(scale), float(scale), out=part)
-        part /= scale
-        out[start : start + step] = part
-    return out
 
 
 class DPLasso(RegressorMixin, BaseDPEstimator):
@@ -507,7 +490,7 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         def finish(y, bounds):
             y = _dask.map_labels(
                 functools.partial(
-                    _scaled_labels,
+                    scale_labels,
                     center=bounds.y_center,
                     scale=bounds.y_scale,
                     dtype=np.float32 if np.dtype(X.dtype) == np.float32 else np.float64,

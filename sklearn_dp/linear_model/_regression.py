@@ -12,6 +12,7 @@ from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _dask
+from .._data import scale_labels
 from .._losses import get_loss
 from .._sklearn_compat import Interval, StrOptions
 from ..solvers import AutoChoice
@@ -45,24 +46,6 @@ def _penalty_in_scaled_units(alpha, l1_ratio, scale, degree):
     l2_weight = alpha * (1.0 - l1_ratio) * scale ** (2 - degree)
     total = l1_weight + l2_weight
     return total, (l1_weight / total if total > 0 else 0.0)
-
-
-def _scaled_labels(y, center, scale, dtype=np.float64):
-    """Labels clipped to ``[center - scale, center + scale]``, centred and divided by ``scale``.
-
-    Computed in float64 block by block (no float64 temporaries of n rows) and
-    stored as ``dtype``: float32 for float32 X (values in ``[-1, 1]`` stay
-    there under rounding, so the label bound holds exactly).
-    """
-    y = np.asarray(y)
-    out = np.empty(y.shape, dtype=dtype)
-    step = 4096  # float64 temporaries of a few pages
-    for start in range(0, y.shape[0], step):
-        part = np.asarray(y[start : start + step], dtype=np.float64) - center
-        np.clip(part, -float(scale), float(scale), out=part)
-        part /= scale
-        out[start : start + step] = part
-    return out
 
 
 def _label_dtype(X):
@@ -494,7 +477,7 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         """Labels clipped to the label range and scaled to [-1, 1]; the problem in those units."""
         y = _dask.map_labels(
             functools.partial(
-                _scaled_labels, center=bounds.y_center, scale=bounds.y_scale, dtype=dtype
+                scale_labels, center=bounds.y_center, scale=bounds.y_scale, dtype=dtype
             ),
             y,
         )
