@@ -202,3 +202,14 @@ class Progress:
             file=sys.stderr,
             flush=True,
         )
+
+
+def moved_less_than(W, previous, tolerance):
+    """Whether no coefficient moved by more than ``tolerance`` times the largest one.
+
+    The convergence test of the noiseless (``epsilon=inf``) default schedules
+    of dp_cd, dp_svrg and dp_svrg_pp; it reads exact iterates, so it never
+    runs in a private fit.
+    """
+    largest = max(float(np.max(np.abs(W))), np.finfo(float).tiny)
+    return float(np.max(np.abs(W - previous))) <= tolerance * largest

@@ -31,7 +31,14 @@ import scipy.sparse as sp
 
 from .. import _noise, accounting
 from .._kernels import block_clipped_gradient_sum
-from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
+from ._common import (
+    PrivacyPlan,
+    Progress,
+    SolverResult,
+    check_finite_iterate,
+    make_rng,
+    moved_less_than,
+)
 from ._gradient_descent import gradient_bound
 from ._l1_geometry import public_setup
 
@@ -732,12 +739,6 @@ def noiseless_coordinate_smoothness(design, loss_smoothness, l2, normalizer, pub
     return np.where(M > 0, np.minimum(M, public_M), public_M)
 
 
-def _moved_less_than(W, previous, tolerance):
-    """Whether no coefficient moved by more than ``tolerance`` times the largest one."""
-    largest = max(float(np.max(np.abs(W))), np.finfo(float).tiny)
-    return float(np.max(np.abs(W - previous))) <= tolerance * largest
-
-
 def dp_cd(
     data,
     loss,
@@ -1084,7 +1085,7 @@ def dp_cd(
                 and output == "last"
                 and steps_done % structure.steps_per_epoch == 0
             ):
-                if _moved_less_than(W, pass_start, stop_tol):
+                if moved_less_than(W, pass_start, stop_tol):
                     converged = True
                     break
                 pass_start = W.copy()
@@ -1095,7 +1096,7 @@ def dp_cd(
         if converged:
             break
         if stop_tol is not None and output == "average":
-            if _moved_less_than(W, pass_start, stop_tol):
+            if moved_less_than(W, pass_start, stop_tol):
                 break
             pass_start = W.copy()
 

@@ -77,7 +77,14 @@ from dp_accounting import dp_event as dpe
 from .. import _noise, accounting
 from .._kernels import svrg_difference_sum, svrg_snapshot_sum
 from ..exceptions import public_error
-from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
+from ._common import (
+    PrivacyPlan,
+    Progress,
+    SolverResult,
+    check_finite_iterate,
+    make_rng,
+    moved_less_than,
+)
 from ._gradient_descent import check_clip_norm, check_step_size, gradient_bound
 from ._honesty import is_classification, is_quiet, noise_dominated_warning, noise_excess_proxy
 
@@ -823,12 +830,6 @@ def difference_release(
     )
 
 
-def _moved_less_than(W, previous, tolerance):
-    """Whether no coefficient moved by more than ``tolerance`` times the largest one."""
-    largest = max(float(np.max(np.abs(W))), np.finfo(float).tiny)
-    return float(np.max(np.abs(W - previous))) <= tolerance * largest
-
-
 def _difference_bound(kind, clip, row_smoothness, W, W_snapshot):
     if kind == "clip":
         return 2.0 * clip
@@ -919,7 +920,7 @@ def _noisy_prox_svrg(
         W_snapshot = W_sum / length
         # The noisy snapshot over the public normaliser: a released value.
         progress(epoch, snapshot_grad_norm=float(np.linalg.norm(snapshot_gradient)))
-        if stop_tol is not None and _moved_less_than(W_snapshot, previous, stop_tol):
+        if stop_tol is not None and moved_less_than(W_snapshot, previous, stop_tol):
             break  # epsilon=inf only (see NONPRIVATE_SVRG_TOL): nothing is private
     coef = W_snapshot if output == "average" else W
     # Public counts only: the expected number of per-sample gradient
