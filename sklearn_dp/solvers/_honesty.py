@@ -100,12 +100,16 @@ def is_classification(loss_name):
     return loss_name in _CLASSIFICATION_LOSSES
 
 
+def _noise_threshold(name, loss_name):
+    """``name``'s threshold on the noise proxy for ``loss_name``'s kind of loss."""
+    return NOISE_EXCESS_THRESHOLDS[name][is_classification(loss_name)]
+
+
 def is_quiet(name, loss_name, proxy, fraction=1.0):
     """Whether ``proxy`` stays below ``fraction`` of ``name``'s threshold for ``loss_name`` (public)."""
     if name not in NOISE_EXCESS_THRESHOLDS:
         return True
-    kind = "classification" if loss_name in _CLASSIFICATION_LOSSES else "regression"
-    return proxy < fraction * NOISE_EXCESS_THRESHOLDS[name][kind == "classification"]
+    return proxy < fraction * _noise_threshold(name, loss_name)
 
 
 def noise_dominated_warning(name, loss_name, proxy, *, epsilon):
@@ -116,10 +120,10 @@ def noise_dominated_warning(name, loss_name, proxy, *, epsilon):
     """
     if name not in NOISE_EXCESS_THRESHOLDS or not proxy > 0 or math.isinf(epsilon):
         return None
-    kind = "classification" if loss_name in _CLASSIFICATION_LOSSES else "regression"
-    threshold = NOISE_EXCESS_THRESHOLDS[name][kind == "classification"]
+    threshold = _noise_threshold(name, loss_name)
     if proxy < threshold:
         return None
+    kind = "classification" if is_classification(loss_name) else "regression"
     trivial = "the majority class" if kind == "classification" else "the mean label (R^2 0)"
     return (
         f"{name}: the noise of its steps likely outweighs the signal at epsilon={epsilon:g} "
@@ -162,7 +166,7 @@ def frank_wolfe_warning(name, loss_name, n_public, n_params, epsilon, delta, rad
 
     if (
         name not in FW_BOUND_THRESHOLDS
-        or loss_name in _CLASSIFICATION_LOSSES
+        or is_classification(loss_name)
         or math.isinf(epsilon)
         or radius is None
     ):

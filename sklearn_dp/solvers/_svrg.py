@@ -350,14 +350,27 @@ def approximate_difference_multiplier(epsilon, delta, rate, n_inner, snapshot_sh
 
     The snapshots spend the share ``snapshot_share`` of ``mu^2`` exactly; the
     ``K`` inner steps at rate ``q`` get the rest, ``mu_diff^2 = q^2 K
-    (exp(1/s^2) - 1)`` (Dong, Roth and Su 2019).  A starting point for the
-    calibration and a cheap public stand-in when choosing a default schedule;
-    never the noise itself (the accountant calibrates that).
+    (exp(1/s^2) - 1)`` (Dong, Roth and Su 2019): the guess the calibration
+    starts from (``accounting._gaussian_dp_guess`` of the whole event), here
+    a cheap public stand-in when choosing a default schedule; never the noise
+    itself (the accountant calibrates that).
     """
     single = accounting.gaussian_noise_multiplier(epsilon, delta, 1)
     mu_diff_squared = (1.0 - snapshot_share) / single**2
     ratio = mu_diff_squared / (rate**2 * max(1, n_inner))
     return 1.0 / math.sqrt(math.log1p(ratio))
+
+
+def inner_noise_proxy(step_size, multiplier, clip, rate, n_public, n_params):
+    """The honest-warning proxy of the SVRG inner steps (public values only).
+
+    :func:`~sklearn_dp.solvers._honesty.noise_excess_proxy` with the noise of
+    a difference sum at its largest bound ``2 C`` (``multiplier * 2 C``) over
+    the expected batch ``q n_public``.  The default epochs and the warning
+    use the same proxy, so the epochs' ``QUIET_FRACTION`` is a fraction of
+    the warning's threshold.
+    """
+    return noise_excess_proxy(step_size, multiplier * 2.0 * clip, rate * n_public, n_params)
 
 
 #: A default SVRG schedule takes the most epochs (up to its default) whose
@@ -406,7 +419,7 @@ def quiet_svrg_epochs(
         multiplier = approximate_difference_multiplier(
             epsilon, delta, rate, inner_steps_of(epochs), snapshot_share
         )
-        proxy = noise_excess_proxy(step_size, multiplier * 2.0 * clip, rate * n_samples, n_params)
+        proxy = inner_noise_proxy(step_size, multiplier, clip, rate, n_samples, n_params)
         if is_quiet(name, loss.name, proxy, QUIET_FRACTION):
             return epochs
     return 1
@@ -433,16 +446,11 @@ def svrg_noise_multipliers(epsilon, delta, sampling_probability, n_epochs, n_inn
     def make_event(sigma):
         return svrg_event(snapshot, sigma, sampling_probability, n_epochs, n_inner)
 
-    # Start the search at the central-limit (Gaussian DP) approximation of the
-    # inner steps' share, mu_diff^2 = (1 - share) mu^2 = q^2 K (exp(1/s^2) - 1)
-    # (Dong, Roth and Su 2019), a little above it: the search steps up from
-    # there until the accountant certifies it, then narrows the bracket, so
-    # the guess only saves accountant calls (halves them), it never decides.
-    start = 1.1 * approximate_difference_multiplier(
-        epsilon, delta, sampling_probability, n_inner, snapshot_share
-    )
+    # The calibration starts at the Gaussian-DP guess of the whole event (the
+    # snapshots' exact share plus the central limit of the inner steps, that
+    # is approximate_difference_multiplier); the accountant decides.
     try:
-        difference = accounting.calibrate_noise_multiplier(make_event, epsilon, delta, upper=start)
+        difference = accounting.calibrate_noise_multiplier(make_event, epsilon, delta)
     except ValueError:
         # A function of public inputs and of the rate and step count (which
         # may come from the released row count): public.
@@ -990,11 +998,12 @@ def svrg_noise_warning(name, loss, details, clip, n_public, n_params, epsilon):
     (the largest difference bound, public) over the expected batch ``q
     n_public``, and the number of parameters.
     """
-    multiplier = details.get("difference_multiplier", 0.0)
-    proxy = noise_excess_proxy(
+    proxy = inner_noise_proxy(
         details["step_size"],
-        multiplier * 2.0 * clip,
-        details["sampling_probability"] * n_public,
+        details.get("difference_multiplier", 0.0),
+        clip,
+        details["sampling_probability"],
+        n_public,
         n_params,
     )
     return noise_dominated_warning(name, loss.name, proxy, epsilon=epsilon)
