@@ -989,12 +989,16 @@ def dp_cd(
         if not (normalizer > 0 and math.isfinite(normalizer)):
             raise ValueError(f"normalizer must be a finite float > 0, got {normalizer!r}.")
 
-    if not private and structure.singletons and isinstance(smoothness, str):
-        if smoothness == "auto":
-            # Without noise (epsilon=inf: nothing private, nothing promised) the
-            # default rule uses the actual coordinate curvature of the bounded
-            # design instead of the worst case over the public bounds.
-            M = noiseless_coordinate_smoothness(design, loss.smoothness, l2, normalizer, M)
+    if (
+        not private
+        and structure.singletons
+        and isinstance(smoothness, str)
+        and smoothness == "auto"
+    ):
+        # Without noise (epsilon=inf: nothing private, nothing promised) the
+        # default rule uses the actual coordinate curvature of the bounded
+        # design instead of the worst case over the public bounds.
+        M = noiseless_coordinate_smoothness(design, loss.smoothness, l2, normalizer, M)
     step = step_scale / M  # per column
     threshold = l1 * step  # soft-threshold of the L1 prox with step 1 / M_j
     has_l1 = bool(np.any(threshold > 0))

@@ -301,7 +301,12 @@ def check_vr_frank_wolfe(
     )
     _check_output(options.get("output", "tail_average"))
     _check_schedule(options.get("schedule", "pure"), options.get("n_phases"))
-    check_vr_penalty_ball(penalty, alpha, l1_ratio, options.get("radius"))
+    check_penalty_ball("vr_frank_wolfe", penalty, alpha, l1_ratio, options.get("radius"))
+
+
+def _ball_is_loose(l1_strength, radius):
+    """Whether the l1 ball of ``radius`` is at least the penalty's own ball ``1 / (2 l1_strength)``."""
+    return l1_strength > 0 and float(radius) * l1_strength >= 0.5 * (1 - 1e-9)
 
 
 def check_penalty_ball(name, penalty, alpha, l1_ratio, radius):
@@ -326,7 +331,7 @@ def check_penalty_ball(name, penalty, alpha, l1_ratio, radius):
     if penalty not in ("l1", "elasticnet") or alpha is None or radius is None:
         return
     l1 = float(alpha) * (1.0 if penalty == "l1" or l1_ratio is None else float(l1_ratio))
-    if l1 > 0 and float(radius) * l1 >= 0.5 * (1 - 1e-9):
+    if _ball_is_loose(l1, radius):
         raise ValueError(
             f"{name} does not fit the penalised Lasso over the ball its penalty implies "
             f"(radius {float(radius):.3g}, at least 1 / (2 alpha)): its steps over that "
@@ -347,8 +352,7 @@ def penalty_ball_warning(name, alpha, l1_ratio, radius):
     """
     if alpha is None or radius is None or not math.isfinite(float(radius)):
         return None
-    l1 = float(alpha) * (1.0 if l1_ratio is None else float(l1_ratio))
-    if not (l1 > 0 and float(radius) * l1 >= 0.5 * (1 - 1e-9)):
+    if not _ball_is_loose(float(alpha) * (1.0 if l1_ratio is None else float(l1_ratio)), radius):
         return None
     return (
         f"{name}: the l1 ball (radius {float(radius):.3g} in the fit's label units) is at "
@@ -374,11 +378,6 @@ def _add_honest_warnings(
     texts = [text for text in texts if text]
     if texts:
         info["warnings"] = texts
-
-
-def check_vr_penalty_ball(penalty, alpha, l1_ratio, radius):
-    """:func:`check_penalty_ball` for ``vr_frank_wolfe`` (kept for its callers)."""
-    check_penalty_ball("vr_frank_wolfe", penalty, alpha, l1_ratio, radius)
 
 
 # --------------------------------------------------------------------------
