@@ -213,3 +213,14 @@ def moved_less_than(W, previous, tolerance):
     """
     largest = max(float(np.max(np.abs(W))), np.finfo(float).tiny)
     return float(np.max(np.abs(W - previous))) <= tolerance * largest
+
+
+def add_warnings(info, *texts):
+    """Put the warning texts that are not None into ``info["warnings"]``.
+
+    Solvers do not warn: they hand texts computed from public values and
+    releases to the estimator, which emits them through its private phase.
+    """
+    texts = [text for text in texts if text]
+    if texts:
+        info.setdefault("warnings", []).extend(texts)

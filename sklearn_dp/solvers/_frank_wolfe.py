@@ -38,7 +38,14 @@ from .._kernels import (
     vr_root_estimate,
 )
 from ..accounting import PureEpsilonDpEvent
-from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
+from ._common import (
+    PrivacyPlan,
+    Progress,
+    SolverResult,
+    add_warnings,
+    check_finite_iterate,
+    make_rng,
+)
 from ._honesty import frank_wolfe_warning
 from ._l1_geometry import (
     allocate_rows,
@@ -371,13 +378,11 @@ def _add_honest_warnings(
     released row count, d, epsilon, delta, radius) and the loose-ball check
     (:func:`penalty_ball_warning`: alpha and radius in the fit's units).
     """
-    texts = [
+    add_warnings(
+        info,
         frank_wolfe_warning(name, loss.name, n_public, n_params, epsilon, delta, radius),
         penalty_ball_warning(name, alpha, l1_ratio, radius),
-    ]
-    texts = [text for text in texts if text]
-    if texts:
-        info["warnings"] = texts
+    )
 
 
 # --------------------------------------------------------------------------

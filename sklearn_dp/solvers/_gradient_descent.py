@@ -15,7 +15,14 @@ import numpy as np
 from .. import _noise, accounting
 from .._data import row_sum
 from .._kernels import clipped_gradient_sum
-from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
+from ._common import (
+    PrivacyPlan,
+    Progress,
+    SolverResult,
+    add_warnings,
+    check_finite_iterate,
+    make_rng,
+)
 from ._honesty import noise_dominated_warning, noise_excess_proxy
 
 __all__ = [
@@ -697,12 +704,13 @@ def dp_gd(
     # true row count is private): exact for a direct call without a DP count.
     info = dict(gradient_evaluations=float(data.n_public * plan.n_steps))
     # Public values only (step, noise, released row count): issue #18's honest warning.
-    warning = noise_dominated_warning(
-        "dp_gd",
-        loss.name,
-        noise_excess_proxy(step_size, noise_std, data.n_public, n_columns * n_outputs),
-        epsilon=epsilon,
+    add_warnings(
+        info,
+        noise_dominated_warning(
+            "dp_gd",
+            loss.name,
+            noise_excess_proxy(step_size, noise_std, data.n_public, n_columns * n_outputs),
+            epsilon=epsilon,
+        ),
     )
-    if warning:
-        info["warnings"] = [warning]
     return SolverResult(coef=coef, n_iter=plan.n_steps, plan=plan, info=info)

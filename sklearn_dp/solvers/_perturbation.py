@@ -27,7 +27,7 @@ from dp_accounting import dp_event as dpe
 
 from .. import _noise, accounting
 from .._losses import loss_names
-from ._common import PrivacyPlan, Progress, SolverResult, make_rng
+from ._common import PrivacyPlan, Progress, SolverResult, add_warnings, make_rng
 from ._newton import (
     DEFAULT_GRADIENT_TOL,
     DEFAULT_NEWTON_STEPS,
@@ -543,11 +543,12 @@ def output_perturbation(
         loss=repr(glm.loss),
     )
     info = {}
-    warning = output_noise_warning(
-        loss.name, n_columns * n_outputs, n_outputs, float(alpha), scale, pure
+    add_warnings(
+        info,
+        output_noise_warning(
+            loss.name, n_columns * n_outputs, n_outputs, float(alpha), scale, pure
+        ),
     )
-    if warning:
-        info["warnings"] = [warning]
     return SolverResult(coef=np.asarray(coef, dtype=float), n_iter=1, plan=plan, info=info)
 
 

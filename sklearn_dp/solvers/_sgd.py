@@ -16,7 +16,14 @@ import numpy as np
 
 from .. import _noise, accounting
 from .._kernels import clipped_gradient_sum
-from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
+from ._common import (
+    PrivacyPlan,
+    Progress,
+    SolverResult,
+    add_warnings,
+    check_finite_iterate,
+    make_rng,
+)
 from ._gradient_descent import (
     _check_positive,
     check_clip_norm,
@@ -294,12 +301,13 @@ def dp_sgd(
     info = {}
     # Public values only (step, noise, expected batch from the released row
     # count): issue #18's honest warning.
-    warning = noise_dominated_warning(
-        "dp_sgd",
-        loss.name,
-        noise_excess_proxy(step_size, noise_std, rate * data.n_public, n_columns * n_outputs),
-        epsilon=epsilon,
+    add_warnings(
+        info,
+        noise_dominated_warning(
+            "dp_sgd",
+            loss.name,
+            noise_excess_proxy(step_size, noise_std, rate * data.n_public, n_columns * n_outputs),
+            epsilon=epsilon,
+        ),
     )
-    if warning:
-        info["warnings"] = [warning]
     return SolverResult(coef=W_tail, n_iter=plan.n_steps, plan=plan, info=info)

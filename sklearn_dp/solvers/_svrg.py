@@ -81,6 +81,7 @@ from ._common import (
     PrivacyPlan,
     Progress,
     SolverResult,
+    add_warnings,
     check_finite_iterate,
     make_rng,
     moved_less_than,
@@ -984,9 +985,9 @@ def _fit_svrg(
         stop_tol=stop_tol,
     )
     plan.details.update(clip_norm=clip, difference_bound=difference_bound, output=output)
-    warning = svrg_noise_warning(name, loss, plan.details, clip, data.n_public, coef.size, epsilon)
-    if warning:
-        info["warnings"] = [warning]
+    add_warnings(
+        info, svrg_noise_warning(name, loss, plan.details, clip, data.n_public, coef.size, epsilon)
+    )
     return SolverResult(coef=coef, n_iter=n_epochs, plan=plan, info=info)
 
 
