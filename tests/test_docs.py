@@ -1,4 +1,9 @@
-"""The documentation builds with the one documented command, without warnings."""
+"""The documentation builds with the one documented command, without warnings.
+
+The build runs in the default test run (the ``test`` extra includes the
+``docs`` extra), without executing the gallery: tests/test_examples.py runs
+every example, so none runs twice.
+"""
 
 import importlib
 import importlib.util
@@ -122,7 +127,6 @@ def test_api_reference_lists_every_public_name():
         assert hasattr(importlib.import_module(module_name), name), entry
 
 
-@pytest.mark.slow
 def test_docs_build_without_warnings(tmp_path):
     for module in ("sphinx", "numpydoc", "myst_nb", "sphinx_gallery", "pydata_sphinx_theme"):
         pytest.importorskip(
