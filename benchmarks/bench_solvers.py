@@ -434,7 +434,7 @@ def main(argv=None):
             for solver, (ok5, okinf) in verdicts.items():
                 summary.append((data.name, est.label, rows[solver]["label"], ok5, okinf))
             part = [
-                f"### {data.title}: {est.label}",
+                f"## {data.title}: {est.label}",
                 "",
                 f"Public: {data.note}. Seeds: {seeds}. Target at eps=5: "
                 f"{target5:.3f} (trivial + 70% of the gap to non-private).",
@@ -457,7 +457,7 @@ def main(argv=None):
         argv if argv is not None else sys.argv[1:]
     )
     head = [
-        "# Every solver at its defaults (issue #18)",
+        "# Every solver at its defaults",
         "",
         f"Command: `{command.strip()}`",
         "",

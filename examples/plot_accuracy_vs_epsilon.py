@@ -77,8 +77,8 @@ print(f"{X.shape[0]} rows, {X.shape[1]} features, data_norm = {data_norm:.3f}")
 # %%
 # Fit every solver at every epsilon, over several splits
 # ------------------------------------------------------
-# ``classes=[0, 1]`` declares the label set (otherwise it is read from ``y``,
-# which leaks which labels occur).  ``random_state`` makes the noise
+# ``classes=[0, 1]`` declares the label set (otherwise it is released
+# privately, for 10% of epsilon and half of delta).  ``random_state`` makes the noise
 # reproducible for this demonstration; leave it at None for a real release.
 epsilons = args.epsilons
 delta = 1e-5

@@ -15,8 +15,8 @@ those of the in-memory fit: with the same ``random_state`` the models agree
 up to floating-point rounding of the sums.
 
 Nothing here imports Dask at import time: without it installed, everything
-else works and Dask input gets an error naming the extra
-(``pip install "sklearn_dp[dask]"``).
+else works and Dask input gets an error naming what to install (the ``dask``
+extra's requirements, installable by name whichever way sklearn_dp was installed).
 
 Supported: the solvers of :data:`DASK_SOLVERS`, the private row count, the
 label set (``classes=None``), the ``"auto"`` bounds and warm starts.  Other
@@ -61,7 +61,7 @@ __all__ = [
 DASK_SOLVERS = ("dp_gd", "dp_newton", "dp_ssp")
 
 #: How to install the optional dependency.
-EXTRA = 'pip install "sklearn_dp[dask]"'
+EXTRA = 'pip install "dask[array]>=2024.1" "distributed>=2024.1"'
 
 #: Chunk results added per task of the tree reduction.
 SPLIT_EVERY = 8
@@ -90,7 +90,7 @@ def require_dask():
     except ImportError:
         raise ImportError(
             "sklearn_dp fits on Dask arrays need the optional dependency dask; install it "
-            f"with {EXTRA} (dask[array] and distributed)."
+            f"with {EXTRA} (the dask extra of sklearn_dp)."
         ) from None
     return dask, da
 

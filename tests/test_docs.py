@@ -1,13 +1,24 @@
-"""The documentation builds with the one documented command, without warnings."""
+"""The documentation builds with the one documented command, without warnings.
+
+The build runs in the default test run (the ``test`` extra includes the
+``docs`` extra), without executing the gallery: tests/test_examples.py runs
+every example, so none runs twice.
+"""
 
 import importlib
 import importlib.util
 import inspect
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python < 3.11
+    import tomli as tomllib
 
 import pytest
 
@@ -116,12 +127,13 @@ def test_api_reference_lists_every_public_name():
         assert hasattr(importlib.import_module(module_name), name), entry
 
 
-@pytest.mark.slow
 def test_docs_build_without_warnings(tmp_path):
-    for module in ("sphinx", "numpydoc", "myst_parser", "sphinx_gallery", "pydata_sphinx_theme"):
-        pytest.importorskip(module)
+    for module in ("sphinx", "numpydoc", "myst_nb", "sphinx_gallery", "pydata_sphinx_theme"):
+        pytest.importorskip(
+            module, reason="the docs build needs the docs extra (in the test extra)"
+        )
     # The documented command (docs/README.md), without running the gallery
-    # examples so the test stays bounded; -W turns every warning into an error.
+    # examples (tests/test_examples.py runs them); -W turns every warning into an error.
     command = [
         sys.executable,
         "-m",
@@ -152,6 +164,42 @@ def test_docs_build_without_warnings(tmp_path):
     # The numpydoc "Privacy" section is rendered, not dropped.
     assert '<p class="rubric">Privacy</p>' in privacy
     assert "add/remove" in (html / "guide" / "privacy_model.html").read_text()
+    # The generated table of auto choices, with the setting no solver fits.
+    assert "no registered solver fits this setting" in (html / "guide" / "solvers.html").read_text()
+
+
+def _solver_tables_extension():
+    pytest.importorskip("sphinx", reason="the docs extensions need the docs extra")
+    path = ROOT / "docs" / "_ext" / "solver_tables.py"
+    spec = importlib.util.spec_from_file_location("solver_tables", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_auto_choice_table_has_a_row_for_every_scenario():
+    # A setting where solver="auto" refuses is a row that says so, not a failed build.
+    extension = _solver_tables_extension()
+    choices = {}
+    for cls, params, _note, *width in extension._SCENARIOS:
+        name, note = extension._auto_choice(cls, params, *width)
+        choices[(cls.__name__, tuple(sorted(params.items())), *width)] = (name, note)
+        assert name is None or name in SOLVERS
+        assert name is not None or note.startswith("refused")
+    nothing_fits = ("DPSCORegressor", (("delta", 0.0), ("loss", "absolute")))
+    assert choices[nothing_fits] == (None, "refused: no registered solver fits this setting")
+    assert choices[("DPLogisticRegression", ())] == ("dp_newton", None)
+
+
+def test_auto_choice_names_the_solvers_that_would_fit():
+    extension = _solver_tables_extension()
+    message = (
+        "DPX: solver='auto' found no solver for this problem (a: b). "
+        "Solvers that fit: dp_sgd, resque; pass one as solver=."
+    )
+    assert extension._no_choice(message) == (
+        "refused: no automatic choice; solvers that fit: dp_sgd, resque"
+    )
 
 
 def test_getting_started_runs(tmp_path, monkeypatch):
@@ -171,3 +219,47 @@ def test_getting_started_runs(tmp_path, monkeypatch):
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+def _pip_install_arguments(text):
+    """The arguments of every ``pip install`` command in ``text`` (to the end of its
+    line or inline code span)."""
+    for match in re.finditer(r"pip install ([^`\n]*)", text):
+        try:
+            yield from shlex.split(match.group(1), comments=True)
+        except ValueError:  # an unbalanced quote in prose
+            yield from match.group(1).split()
+
+
+def test_install_instructions_do_not_ask_the_package_index_for_sklearn_dp():
+    # sklearn_dp is not on the package index: `pip install sklearn_dp` finds no
+    # distribution.  Every instruction names the repository, a checkout or a wheel.
+    files = [ROOT / "README.md", ROOT / "CONTRIBUTING.md"]
+    files += sorted((ROOT / "docs").rglob("*.md")) + sorted((ROOT / "docs").rglob("*.ipynb"))
+    files += sorted((ROOT / "docs" / "notebooks").glob("*.py"))
+    files += sorted((ROOT / "examples").glob("*.py")) + sorted((ROOT / "sklearn_dp").rglob("*.py"))
+    bare = [
+        (str(path.relative_to(ROOT)), argument)
+        for path in files
+        if not any(part.startswith("_build") or part == "generated" for part in path.parts)
+        for argument in _pip_install_arguments(path.read_text())
+        if re.fullmatch(r"sklearn_dp(\[[^\]]*\])?", argument)
+    ]
+    assert not bare, f"install by name from the package index, which has no sklearn_dp: {bare}"
+    install = (ROOT / "docs" / "install.md").read_text()
+    for source in [
+        '"sklearn_dp @ git+https://github.com/sklearn-dp/sklearn_dp"',
+        "pip install .",
+        "pip install dist/sklearn_dp-*.whl",
+    ]:
+        assert source in install, source
+
+
+def test_dask_install_hint_names_the_dask_extra():
+    # The error for Dask input without Dask names packages the index has.
+    from sklearn_dp import _dask
+
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]["dask"]
+    assert _dask.EXTRA == "pip install " + " ".join(f'"{r}"' for r in extra)

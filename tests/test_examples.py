@@ -1,10 +1,13 @@
 """The README's code, every example script and every notebook run, so they never rot.
 
-The README checks, and the checks of the committed notebooks' outputs, are
-cheap and run by default.  Running the examples and the notebooks takes
-minutes, so those tests are marked ``slow``
-(``python -m pytest -m slow tests/test_examples.py``); the notebooks need the
-``docs`` extra (nbclient, nbformat, ipykernel) and are skipped without it.
+What a newcomer is told to run runs in the default test run (the command
+``.ci/run`` runs): the README's code, ``examples/quickstart.py`` and every
+other example that takes under a minute, and both notebooks.  An example that
+takes longer is listed in ``SLOW_EXAMPLES`` with its measured time and runs
+under ``-m slow``; none that the README or the docs front page tells a user to
+run may be there.  The examples need matplotlib and the notebooks nbclient,
+nbformat and ipykernel: the ``test`` extra includes the ``docs`` extra, which
+has them (without them these tests skip).
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -24,8 +29,17 @@ README = ROOT / "README.md"
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 NOTEBOOKS = sorted((ROOT / "docs" / "notebooks").glob("*.ipynb"))
 
-#: Every example must finish within this many seconds (issue 8: "under a minute on 2 cores").
+#: Every example of the default run must finish within this many CPU seconds
+#: ("each under a minute", README).  CPU time, not wall time: the scripts run
+#: with one BLAS thread, so on a quiet machine the two agree, and a loaded
+#: machine does not make the check flaky.
 EXAMPLE_TIME_LIMIT = 60.0
+
+#: Examples that take longer than EXAMPLE_TIME_LIMIT, with their measured time:
+#: they run only under ``-m slow``.  None at present: measured, 3 s (quickstart)
+#: to 11 s of CPU each, 79 s for all ten (``python -m pytest
+#: tests/test_examples.py -k example_runs -s`` prints them).
+SLOW_EXAMPLES: dict[str, str] = {}
 
 #: The two set-up commands; ``.ci/run`` mirrors the second one, so they must not drift.
 SETUP_COMMANDS = [
@@ -130,28 +144,74 @@ def test_readme_solver_table_matches_registry():
 
 
 # --------------------------------------------------------------------------
-# Examples (slow)
+# Examples
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("script", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def _run_script(script, cwd, timeout):
+    """Run ``script``; ``(returncode, stdout, stderr, CPU seconds)``.
+
+    The CPU time is the child's own (``os.wait4``), not a difference of this
+    process's RUSAGE_CHILDREN, which also grows when an earlier test's worker
+    processes exit meanwhile.
+    """
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        process = subprocess.Popen(
+            [sys.executable, str(script)], cwd=cwd, env=_environment(), stdout=out, stderr=err
+        )
+        killer = threading.Timer(timeout, process.kill)  # a hang, not a slow machine
+        killer.start()
+        try:
+            _, status, usage = os.wait4(process.pid, 0)
+        finally:
+            killer.cancel()
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return (
+            process.returncode,
+            out.read().decode(errors="replace"),
+            err.read().decode(errors="replace"),
+            usage.ru_utime + usage.ru_stime,
+        )
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        pytest.param(p, marks=[pytest.mark.slow] if p.name in SLOW_EXAMPLES else [])
+        for p in EXAMPLES
+    ],
+    ids=[p.name for p in EXAMPLES],
+)
 def test_example_runs(script, tmp_path):
-    pytest.importorskip("matplotlib", reason="the examples need the examples extra (matplotlib)")
+    # The gallery examples also render in the docs build (tests/test_docs.py),
+    # which does not execute them: each runs once per test run, here.
+    pytest.importorskip("matplotlib", reason="the examples need matplotlib (the test extra)")
     start = time.perf_counter()
-    result = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=tmp_path,
-        env=_environment(),
-        capture_output=True,
-        text=True,
-        timeout=4 * EXAMPLE_TIME_LIMIT,
-    )
+    returncode, stdout, stderr, cpu = _run_script(script, tmp_path, 10 * EXAMPLE_TIME_LIMIT)
     elapsed = time.perf_counter() - start
-    assert result.returncode == 0, f"{script.name} failed:\n{result.stdout}\n{result.stderr}"
-    assert "Traceback" not in result.stderr
-    print(f"{script.name}: {elapsed:.1f} s")
-    assert elapsed < EXAMPLE_TIME_LIMIT, f"{script.name} took {elapsed:.1f} s"
+    assert returncode == 0, f"{script.name} failed:\n{stdout}\n{stderr}"
+    assert "Traceback" not in stderr
+    print(f"{script.name}: {elapsed:.1f} s wall, {cpu:.1f} s CPU")
+    if script.name not in SLOW_EXAMPLES:
+        assert cpu < EXAMPLE_TIME_LIMIT, (
+            f"{script.name} took {cpu:.1f} s of CPU: list it in SLOW_EXAMPLES with its time"
+        )
+
+
+def _told_to_run():
+    """The example scripts and notebooks that the README and the docs front page name."""
+    text = README.read_text() + (ROOT / "docs" / "index.md").read_text()
+    return set(re.findall(r"(?:examples|notebooks)/([A-Za-z0-9_]+\.(?:py|ipynb))", text))
+
+
+def test_nothing_a_newcomer_is_told_to_run_is_slow_only():
+    named = _told_to_run()
+    assert "quickstart.py" in named
+    assert named <= {p.name for p in EXAMPLES} | {p.name for p in NOTEBOOKS}, named
+    assert not named & set(SLOW_EXAMPLES), sorted(named & set(SLOW_EXAMPLES))
+    assert set(SLOW_EXAMPLES) <= {p.name for p in EXAMPLES}
 
 
 def test_every_gallery_example_has_a_title():
@@ -165,7 +225,7 @@ def test_every_gallery_example_has_a_title():
 
 
 # --------------------------------------------------------------------------
-# Notebooks (slow)
+# Notebooks
 # --------------------------------------------------------------------------
 
 
@@ -229,18 +289,18 @@ def test_committed_notebook_is_what_the_builder_writes(path):
     ], f"run python docs/notebooks/_build_notebooks.py and commit {path.name}"
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebook_runs(path):
-    pytest.importorskip("nbclient", reason="the notebooks need the docs extra")
-    pytest.importorskip("ipykernel", reason="the notebooks need the docs extra (ipykernel)")
+    pytest.importorskip("nbclient", reason="the notebooks need nbclient (the test extra)")
+    pytest.importorskip("ipykernel", reason="the notebooks need ipykernel (the test extra)")
     builder = _notebook_builder()
     start = time.perf_counter()
-    notebook = builder.build(path.name)  # executed with this interpreter
+    notebook = builder.build(path.name)  # executed with this interpreter, 600 s per cell at most
     elapsed = time.perf_counter() - start
     _check_outputs(path.name, notebook.cells)
+    # Timed for the record only: the kernel's CPU time is not observable here
+    # apart from other child processes', and wall time depends on the load.
     print(f"{path.name}: {elapsed:.1f} s")
-    assert elapsed < EXAMPLE_TIME_LIMIT, f"{path.name} took {elapsed:.1f} s"
 
 
 def test_notebooks_exist():

@@ -5,8 +5,16 @@ the fit ends in a usable model (finite coefficients, the claimed privacy, one
 new ledger entry) or in a clear, documented exception (ValueError, TypeError,
 BudgetExceededError, NotFittedError) that names the problem without private
 values, and a failed fit leaves the budget and the estimator's parameters as
-they were.  numpy RuntimeWarnings are errors, and a fit that runs longer than
-``HANG_SECONDS`` counts as a hang.
+they were.  numpy RuntimeWarnings are errors, and a fit that uses more than
+``HANG_SECONDS`` of CPU (or ``HANG_WALL_SECONDS`` of wall-clock time: a fit
+blocked without using the CPU) counts as a hang.
+
+The default run is deterministic: the draws are derandomised (a fixed
+sequence of cases, the same under every ``PYTHONHASHSEED`` and test order),
+every fit has ``random_state=0``, and the hang limit counts CPU time, so a
+loaded machine cannot turn a slow fit into a failure (with a wall-clock
+limit it could, and Hypothesis, replaying the case with its calibration now
+cached, would then report the test as flaky).
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ import os
 import re
 import signal
 import threading
+import time
 import warnings
 
 import numpy as np
@@ -40,7 +49,12 @@ from sklearn_dp.accounting import epsilon_of_event
 from sklearn_dp.exceptions import PrivateFitError
 from sklearn_dp.solvers import SOLVERS
 
+#: CPU seconds of one fit before it counts as a hang (the slowest case of the
+#: default run takes about 4 s: calibrations at delta close to 1).
 HANG_SECONDS = 60
+#: Wall-clock seconds, for a fit that blocks (a lock, a worker that never
+#: answers): generous, so that a loaded machine does not reach it.
+HANG_WALL_SECONDS = 900
 
 #: A value planted in private data; no error message may repeat it.
 SECRET = 8642.97531
@@ -153,28 +167,38 @@ UNINFORMATIVE = re.compile(
 
 
 class Hang(BaseException):
-    """A fit ran longer than HANG_SECONDS (BaseException: no library handler may swallow it)."""
+    """A fit ran longer than HANG_SECONDS of CPU or HANG_WALL_SECONDS (BaseException:
+    no library handler may swallow it)."""
 
 
 @contextlib.contextmanager
-def hang_guard(seconds=None):
+def hang_guard(seconds=None, wall_seconds=None):
+    """Raise Hang in a fit that uses ``seconds`` of process CPU time (ITIMER_PROF:
+    all threads, not slowed down by other processes) or ``wall_seconds``."""
     seconds = HANG_SECONDS if seconds is None else seconds
+    wall_seconds = HANG_WALL_SECONDS if wall_seconds is None else wall_seconds
     if threading.current_thread() is not threading.main_thread() or not hasattr(
         signal, "setitimer"
     ):
         yield
         return
 
-    def on_alarm(signum, frame):
-        raise Hang(f"no result after {seconds} s")
+    def on_cpu(signum, frame):
+        raise Hang(f"no result after {seconds} s of CPU")
 
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    def on_wall(signum, frame):
+        raise Hang(f"no result after {wall_seconds} s")
+
+    previous = signal.signal(signal.SIGPROF, on_cpu), signal.signal(signal.SIGALRM, on_wall)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    signal.setitimer(signal.ITIMER_REAL, wall_seconds)
     try:
         yield
     finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.signal(signal.SIGPROF, previous[0])
+        signal.signal(signal.SIGALRM, previous[1])
 
 
 def _snapshot_params(estimator):
@@ -961,6 +985,18 @@ def test_budget_exhausted_nearly_exhausted_and_pure(estimator, solver, kind, led
 @pytest.mark.parametrize("estimator, solver, kind", _budget_cases(sorted(SLOW_CALIBRATION)))
 def test_budget_states_slow_pairs(estimator, solver, kind, ledger_dir):
     _check_budget_states(estimator, solver, kind, ledger_dir)
+
+
+def test_hang_guard_counts_cpu_time_not_waiting():
+    # A fit that waits (a loaded machine, a slow disk) is not a hang; one that
+    # burns CPU past the limit is, and so is one blocked past the wall limit.
+    with hang_guard(seconds=0.2, wall_seconds=30):
+        time.sleep(0.5)
+    with pytest.raises(Hang, match="of CPU"), hang_guard(seconds=0.2, wall_seconds=30):
+        while True:
+            sum(range(1000))
+    with pytest.raises(Hang, match="after 0.3 s"), hang_guard(seconds=30, wall_seconds=0.3):
+        time.sleep(5)
 
 
 def test_budget_refuses_noiseless_fit():

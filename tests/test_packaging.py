@@ -88,6 +88,9 @@ def test_extras_hold_what_their_commands_need():
     # pytest and hypothesis run the tests; pandas lets scikit-learn's estimator
     # checks run their DataFrame cases instead of skipping them.
     assert {"pytest", "hypothesis", "pandas"} <= names["test"]
+    # The default run builds the docs, runs the examples and executes the
+    # notebooks: the test extra pulls in the docs extra (which has matplotlib).
+    assert "sklearn_dp[docs]" in extras["test"]
     assert {"matplotlib"} <= names["examples"]
     # conf.py's extensions, the gallery's matplotlib, and what runs the notebooks.
     assert {
@@ -130,6 +133,7 @@ def test_sdist_manifest_ships_what_the_tests_read():
         "graft examples",
         "graft docs",
         "graft benchmarks",
+        "graft .ci",
         "include LICENSE README.md CHANGELOG.md pyproject.toml MANIFEST.in",
     ]:
         assert needed in manifest
@@ -231,9 +235,10 @@ def test_sdist_and_wheel(tmp_path):
         "examples/quickstart.py",
         "docs/conf.py",
         "docs/notebooks/first_private_model.ipynb",
+        ".ci/run",
     ]:
         assert (tree / needed).exists(), needed
-    assert not list(tree.glob(".ci")) and not list(tree.rglob("__pycache__"))
+    assert not list(tree.rglob("__pycache__"))
     for output in [
         "docs/_build",
         "docs/generated",

@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy.optimize import linprog, minimize
+from scipy.optimize import linprog, nnls
 from scipy.special import erf
 from scipy.stats import norm
 
@@ -200,31 +200,56 @@ def test_quantile_and_hinge_losses():
 # --------------------------------------------------------------------------
 
 
-def test_project_two_balls_matches_constrained_qp():
+def _assert_is_projection(u, p, balls, tol=1e-9):
+    """``p`` is the Euclidean projection of ``u`` onto the intersection of ``balls``.
+
+    The problem is convex, so the KKT conditions are necessary and sufficient:
+    ``p`` is feasible and ``u - p`` is a non-negative combination of the outward
+    normals ``p - c`` of the constraints active at ``p`` (none active: ``p = u``).
+    Exact conditions, unlike a comparison with an iterative solver's point,
+    which is itself only approximately feasible and optimal.
+    """
+    for c, r in balls:
+        assert np.linalg.norm(p - c) <= r + tol, "not feasible"
+    residual = u - p
+    active = [c for c, r in balls if np.linalg.norm(p - c) >= r - tol]
+    if not active:
+        assert np.linalg.norm(residual) <= tol, "inside both balls, but not u itself"
+        return
+    normals = np.column_stack([p - c for c in active])
+    multipliers, miss = nnls(normals, residual)
+    assert miss <= tol * (1.0 + np.linalg.norm(residual)), (
+        f"u - p is not a non-negative combination of the active normals (miss {miss:.2e})"
+    )
+    assert np.all(multipliers >= 0.0)
+
+
+def test_project_two_balls_satisfies_the_kkt_conditions():
     rng = np.random.default_rng(10)
-    for _ in range(30):
-        d = 3
+    for _ in range(200):
+        d = int(rng.integers(2, 6))
         c1 = rng.normal(size=d)
         r1 = rng.uniform(0.2, 1.5)
         c2 = c1 + rng.normal(size=d) * 0.8
         r2 = max(rng.uniform(0.2, 1.5), np.linalg.norm(c2 - c1) - r1 + 0.1)  # non-empty
         u = rng.normal(size=d) * 2
         p = project_two_balls(u, c1, r1, c2, r2)
-        assert np.linalg.norm(p - c1) <= r1 + 1e-9 and np.linalg.norm(p - c2) <= r2 + 1e-9
-        constraints = [
-            {"type": "ineq", "fun": lambda z, c=c, r=r: r**2 - np.sum((z - c) ** 2)}
-            for c, r in ((c1, r1), (c2, r2))
-        ]
-        start = c1 + (c2 - c1) * 0.5 if np.linalg.norm(c2 - c1) < r1 else c1
-        reference = minimize(
-            lambda z: np.sum((z - u) ** 2),
-            start,
-            constraints=constraints,
-            method="SLSQP",
-            options={"ftol": 1e-14, "maxiter": 500},
-        ).x
-        assert np.sum((p - u) ** 2) <= np.sum((reference - u) ** 2) + 1e-8
+        _assert_is_projection(u, p, [(c1, r1), (c2, r2)])
         np.testing.assert_allclose(project_two_balls(p, c1, r1, c2, r2), p, atol=1e-12)
+
+
+def test_projection_check_refuses_a_wrong_point():
+    # The KKT check above is not vacuous: another point of the boundary circle,
+    # and the projection onto one ball only, are refused.
+    c1, r1 = np.zeros(3), 1.0
+    c2, r2 = np.array([1.5, 0.0, 0.0]), 1.0
+    u = np.array([0.75, 2.0, 0.5])
+    p = project_two_balls(u, c1, r1, c2, r2)
+    _assert_is_projection(u, p, [(c1, r1), (c2, r2)])
+    circle_center, h = np.array([0.75, 0.0, 0.0]), math.sqrt(1.0 - 0.75**2)
+    for wrong in (circle_center + h * np.array([0.0, 0.0, 1.0]), u / np.linalg.norm(u)):
+        with pytest.raises(AssertionError):
+            _assert_is_projection(u, wrong, [(c1, r1), (c2, r2)])
 
 
 def test_epoch_lengths_double_and_use_every_step():

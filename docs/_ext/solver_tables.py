@@ -21,6 +21,8 @@ Three directives (usable from MyST as ```` ```{solver-capabilities} ```` etc.):
 
 from __future__ import annotations
 
+import re
+
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
@@ -277,15 +279,29 @@ def _public(estimator, n_features):
     )
 
 
+def _no_choice(message):
+    """The note of a scenario where ``solver="auto"`` refuses: which solvers
+    would fit if named, or that none does."""
+    fitting = re.search(r"Solvers that fit: ([^;]+);", message)
+    if fitting:
+        return "refused: no automatic choice; solvers that fit: " + fitting.group(1)
+    return "refused: no registered solver fits this setting"
+
+
 def _auto_choice(cls, params, n_features=_DEFAULT_FEATURES):
+    """``(solver name or None, note or None)``: what ``solver="auto"`` picks in
+    the scenario, and why a fit would be refused (None when it would run)."""
     estimator = cls(**params)
     public = _public(estimator, n_features)
+    loss_name = "log_loss" if cls is DPLogisticRegression else getattr(estimator, "loss", None)
+    problem = None if cls is DPLasso else _glm_problem(estimator, loss_name)
+    try:
+        name = estimator._auto_solver(problem, public=public)
+    except ValueError as exc:
+        # A setting that no solver fits is a row of the table, not a failed build.
+        return None, _no_choice(str(exc))
     if cls is DPLasso:
-        name = estimator._auto_solver(None, public=public)
         return name, None
-    loss_name = "log_loss" if cls is DPLogisticRegression else estimator.loss
-    problem = _glm_problem(estimator, loss_name)
-    name = estimator._auto_solver(problem, public=public)
     spec = get_solver(name)
     try:
         check_solver_supports(
@@ -318,7 +334,8 @@ class AutoSolverChoices(SphinxDirective):
                 [
                     [(cls.__name__, True)],
                     setting_cell or "defaults",
-                    [(name, True)] + ([(" (" + problem + ")", False)] if problem else []),
+                    ([(name, True)] if name else [("no solver", False)])
+                    + ([(" (" + problem + ")", False)] if problem else []),
                 ]
             )
         header = ["estimator", "settings", 'solver="auto" picks']

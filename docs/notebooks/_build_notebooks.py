@@ -78,8 +78,8 @@ scales are released without noise (see the Pipeline example in the gallery).""")
         md("""## 2. Fit
 
 `epsilon=1.0, delta=1e-5` is the guarantee we ask for (delta well below `1 / n`).
-`classes=[0, 1]` declares the label set; otherwise the estimator reads it from `y`, which
-reveals which labels occur, and warns with a `PrivacyLeakWarning`. `random_state=0` makes the
+`classes=[0, 1]` declares the label set; otherwise the estimator releases it privately, for
+10% of epsilon and half of delta (labels held by very few rows are left out). `random_state=0` makes the
 noise reproducible for this tutorial; leave it at `None` for a real release (whoever knows the
 seed can remove the noise)."""),
         code("""from sklearn_dp import DPLogisticRegression
