@@ -613,7 +613,8 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
             raise ValueError(
                 f"{name}: the budget uses composition={budget.composition!r}, and private "
                 "selection has no zCDP bound (its Renyi-DP curve is not linear in the order). "
-                "Use a budget with composition='basic'."
+                "Use a budget with composition='basic' (zCDP is the default for delta > 0): "
+                "PrivacyBudget(epsilon, delta, composition='basic')."
             )
         # Schema checks of the input (public: whether it is well-formed).
         validator = clone(self.estimator).set_params(budget=None)
