@@ -51,6 +51,7 @@ another process refuses to spend instead of silently starting from zero.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import math
@@ -286,11 +287,11 @@ class Reservation:
         if event is not None and not isinstance(event, dpe.DpEvent):
             raise TypeError(f"event must be a dp_accounting DpEvent, got {type(event).__name__}.")
         if self.rho is not None and event is not None:
-            rho, pool_delta = _approximate_charge(self.epsilon, self.delta, event)
             reserved_delta = self.pool_delta or 0.0
-            if (
-                rho > self.rho * (1 + _RTOL) + 1e-15
-                or pool_delta > reserved_delta * (1 + _RTOL) + 1e-300
+            if not any(
+                rho <= self.rho * (1 + _RTOL) + 1e-15
+                and pool_delta <= reserved_delta * (1 + _RTOL) + 1e-300
+                for rho, pool_delta, _ in _approximate_charges(self.epsilon, self.delta, event)
             ):
                 self.budget._storage.update(self.entry_id, status=FAILED, error="AccountingError")
                 self.status = FAILED
@@ -636,26 +637,35 @@ class PrivacyBudget:
 
     # -- checking and reserving -------------------------------------------------
 
-    def _charge(self, epsilon, delta, event):
-        """``(rho, pool_delta)`` charged for a spend on a zCDP budget (``(None, None)`` on basic)."""
+    def _charges(self, epsilon, delta, event):
+        """The ``(rho, pool_delta)`` charges a spend may take (``[(None, None)]`` on basic)."""
         if self._composition != "zcdp":
-            return None, None
-        return _approximate_charge(epsilon, delta, event)
+            return [(None, None, "basic")]
+        return _approximate_charges(epsilon, delta, event)
 
-    def _fits(self, rows, epsilon, delta, charge):
-        """None if the spend fits the ledger ``rows``, else an explanation."""
-        rho, pool_delta = charge
+    def _admit(self, rows, epsilon, delta, charges):
+        """The charge under which the spend fits the ledger ``rows``, or BudgetExceededError."""
         if self._composition == "zcdp":
-            total_rho = self._rho_sum(rows, rho)
-            total_pool = self._pool_sum(rows, pool_delta)
-            pool = self.delta_pool
-            if total_rho <= self.rho_limit * (1 + _RTOL) and total_pool <= pool * (1 + _RTOL):
-                return None
-            return self._zcdp_refusal(rows, epsilon, delta, rho, pool_delta)
+            rho_limit, pool = self.rho_limit, self.delta_pool
+            for rho, pool_delta, _ in charges:
+                # Any charge valid for the mechanism may be taken; the choice
+                # depends on the ledger only (earlier outputs), as a filter allows.
+                if self._rho_sum(rows, rho) <= rho_limit * (1 + _RTOL) and self._pool_sum(
+                    rows, pool_delta
+                ) <= pool * (1 + _RTOL):
+                    return rho, pool_delta
+            # Explain the cheaper charge.
+            rho, pool_delta, kind = min(charges)
+            own = kind == "own"
+            raise BudgetExceededError(
+                self._zcdp_refusal(rows, epsilon, delta, rho, pool_delta, own)
+            )
         basic_eps, basic_delta = self._basic(rows, (epsilon, delta))
         if basic_eps <= self._epsilon * (1 + _RTOL) and basic_delta <= self._delta * (1 + _RTOL):
-            return None
-        return self._basic_refusal(rows, epsilon, delta, (basic_eps, basic_delta))
+            return None, None
+        raise BudgetExceededError(
+            self._basic_refusal(rows, epsilon, delta, (basic_eps, basic_delta))
+        )
 
     def _refusal_head(self, rows, epsilon, delta, rule):
         return (
@@ -699,7 +709,7 @@ class PrivacyBudget:
         parts.append(self._STOP)
         return "".join(parts)
 
-    def _zcdp_refusal(self, rows, epsilon, delta, rho, pool_delta):
+    def _zcdp_refusal(self, rows, epsilon, delta, rho, pool_delta, own):
         pool = self.delta_pool
         rho_left = _left(self.rho_limit, self._rho_sum(rows))
         pool_left = _left(pool, self._pool_sum(rows))
@@ -716,24 +726,46 @@ class PrivacyBudget:
             + (f" and pool delta={pool_delta:.6g}" if pool_delta else "")
             + f"; left: rho={rho_left:.6g}, pool delta={pool_left:.6g}.",
         ]
-        if pool_delta > pool_left * (1 + _RTOL):
+        if own:
             parts.append(
-                f" It needs delta={pool_delta:.6g} from the pool, which has {pool_left:.6g} "
-                "left: a classifier fitted without classes= releases its label set with half "
-                "of its delta, and a spend whose mechanism has no zCDP description is charged "
-                "its whole delta. Pass classes= (labels known in advance are public), or give "
-                "the fit a smaller delta."
+                " It is charged as its own (epsilon, delta)-DP guarantee, epsilon^2 / 2 and "
+                "its whole delta: its mechanism has no cheaper zCDP description (none given, "
+                "a subsampled one, which zCDP charges without amplification, or a closed form)."
             )
+        if pool_delta > pool_left * (1 + _RTOL):
+            if own:
+                parts.append(
+                    f" Its delta={pool_delta:.6g} does not fit the pool ({pool_left:.6g} left)."
+                )
+            else:
+                parts.append(
+                    f" Its approximate-DP parts need delta={pool_delta:.6g} from the pool, "
+                    f"which has {pool_left:.6g} left: a classifier fitted without classes= "
+                    "releases its label set with half of its delta. Pass classes= (labels "
+                    "known in advance are public), or give the fit a smaller delta."
+                )
         if rho > rho_left * (1 + _RTOL):
             parts.append(" " + _what_fits(rho_left, delta, pool_delta))
-            if not rows:
-                parts.append(
-                    " A single fit this large pays zCDP's conversion cost; "
-                    "composition='basic' admits one fit of the whole budget (but adds up "
-                    "the deltas of every later fit)."
-                )
+        if not rows and epsilon <= self._epsilon and delta <= self._delta:
+            parts.append(
+                " On a fresh budget, composition='basic' admits any one fit within "
+                "(epsilon, delta) (but then every later fit's delta adds up)."
+            )
         parts.append(self._STOP)
         return "".join(parts)
+
+    def _admission(self, epsilon, delta, event, estimator, solver, status):
+        """The row to record and the ``decide(rows)`` that admits it (and sets its charge)."""
+        charges = self._charges(epsilon, delta, event)
+        row = self._new_row(epsilon, delta, event, estimator, solver, status, (None, None))
+        chosen = []
+
+        def decide(rows):
+            charge = self._admit(rows, epsilon, delta, charges)
+            row.entry = dataclasses.replace(row.entry, rho=charge[0], pool_delta=charge[1])
+            chosen.append(charge)
+
+        return row, decide, chosen
 
     def _new_row(self, epsilon, delta, event, estimator, solver, status, charge):
         if not isinstance(estimator, str):
@@ -775,10 +807,7 @@ class PrivacyBudget:
         """
         epsilon, delta = _check_spend_args(epsilon, delta, event)
         self._storage.check_usable()
-        charge = self._charge(epsilon, delta, event)
-        message = self._fits(self._storage.rows(), epsilon, delta, charge)
-        if message is not None:
-            raise BudgetExceededError(message)
+        self._admit(self._storage.rows(), epsilon, delta, self._charges(epsilon, delta, event))
 
     def reserve(
         self,
@@ -818,16 +847,9 @@ class PrivacyBudget:
         """
         epsilon, delta = _check_spend_args(epsilon, delta, event)
         self._storage.check_usable()
-        charge = self._charge(epsilon, delta, event)
-        row = self._new_row(epsilon, delta, event, estimator, solver, RESERVED, charge)
-
-        def decide(rows):
-            message = self._fits(rows, epsilon, delta, charge)
-            if message is not None:
-                raise BudgetExceededError(message)
-
+        row, decide, chosen = self._admission(epsilon, delta, event, estimator, solver, RESERVED)
         entry_id = self._storage.append_if(decide, row)
-        return Reservation(self, entry_id, epsilon, delta, *charge)
+        return Reservation(self, entry_id, epsilon, delta, *chosen[-1])
 
     def spend(
         self,
@@ -863,14 +885,7 @@ class PrivacyBudget:
         """
         epsilon, delta = _check_spend_args(epsilon, delta, event)
         self._storage.check_usable()
-        charge = self._charge(epsilon, delta, event)
-        row = self._new_row(epsilon, delta, event, estimator, solver, COMPLETED, charge)
-
-        def decide(rows):
-            message = self._fits(rows, epsilon, delta, charge)
-            if message is not None:
-                raise BudgetExceededError(message)
-
+        row, decide, _ = self._admission(epsilon, delta, event, estimator, solver, COMPLETED)
         self._storage.append_if(decide, row)
 
     # -- sharing ---------------------------------------------------------------
@@ -936,19 +951,28 @@ def _left(limit, used):
     return 0.0 if left <= _RTOL * limit else left
 
 
-def _approximate_charge(epsilon, delta, event):
-    """``(rho, pool_delta)``: the approximate-zCDP charge of a spend.
+def _approximate_charges(epsilon, delta, event):
+    """The valid ``(rho, pool_delta, kind)`` charges of a spend, in the order they are tried.
 
     The event's own description (:func:`~sklearn_dp.accounting.approximate_zcdp`)
-    when it has one; otherwise the spend's ``(epsilon, delta)``-DP guarantee,
-    which is ``delta``-approximately ``epsilon^2 / 2``-zCDP (Bun and Steinke
-    2016, Proposition 1.13; for ``delta = 0``, their Proposition 1.4).
+    when it has one, and the spend's ``(epsilon, delta)``-DP guarantee, which
+    is ``delta``-approximately ``epsilon^2 / 2``-zCDP (Bun and Steinke 2016,
+    Proposition 1.13; for ``delta = 0``, their Proposition 1.4).  The first
+    is tried first; the second admits subsampled mechanisms (which the first
+    charges without amplification) at small epsilons.  A noiseless event
+    (rho = inf) has only its own description: its claimed guarantee would be
+    false.
     """
-    if event is not None:
-        charge = approximate_zcdp(event)
-        if charge is not None:
-            return float(charge[0]), float(charge[1])
-    return 0.5 * epsilon * epsilon, float(delta)
+    own = (0.5 * epsilon * epsilon, float(delta), "own")
+    if event is None:
+        return [own]
+    described = approximate_zcdp(event)
+    if described is None:
+        return [own]
+    described = (float(described[0]), float(described[1]), "described")
+    if described[0] == math.inf or described[:2] == own[:2]:
+        return [described]
+    return [described, own]
 
 
 def _what_fits(rho_left, delta, pool_delta):

@@ -372,7 +372,7 @@ def test_zcdp_refusal_names_the_rule_and_what_would_fit():
         budget.spend(2.0, 1e-5, event=gaussian_steps_event(sigma, 1))
     message = str(info.value)
     assert "composition='zcdp'" in message and "rho_limit=" in message
-    assert "composition='basic' admits one fit of the whole budget" in message
+    assert "composition='basic' admits any one fit" in message
     largest = float(message.split("Gaussian mechanism of epsilon up to ")[1].split(" ")[0])
     assert 1.5 < largest < 2.0
     # The figure is right (to its 4 printed digits) for a Gaussian mechanism.
@@ -988,3 +988,24 @@ def test_default_budget_admits_a_classifier_fit_without_classes():
     # The label set's (0.1, 5e-6) release is charged 0.1^2 / 2 and 5e-6 of the pool.
     assert entry.pool_delta == pytest.approx(5e-6) == budget.delta_pool
     assert budget.spent[1] == pytest.approx(1e-5)
+
+
+def test_zcdp_charges_a_spend_its_own_guarantee_when_its_mechanism_is_costlier():
+    # A subsampled Gaussian is charged without amplification by its zCDP
+    # description; its (epsilon, delta) guarantee, as delta-approximate
+    # epsilon^2 / 2-zCDP, is then the cheaper valid charge.
+    subsampled = dpe.SelfComposedDpEvent(
+        dpe.PoissonSampledDpEvent(0.01, dpe.GaussianDpEvent(1.0)), 500
+    )
+    budget = PrivacyBudget(2.0, 1e-5)
+    budget.spend(0.3, 1e-6, event=subsampled)
+    (entry,) = budget.ledger
+    assert (entry.rho, entry.pool_delta) == (pytest.approx(0.045), 1e-6)
+    # A Gaussian is charged its own rho even where its claim would be cheaper.
+    budget.spend(1.0, 1e-6, event=dpe.GaussianDpEvent(10.0))
+    assert (budget.ledger[-1].rho, budget.ledger[-1].pool_delta) == (0.005, 0.0)
+    # Noiseless: never admitted on a claim.
+    with pytest.raises(BudgetExceededError):
+        budget.spend(0.1, 1e-6, event=dpe.GaussianDpEvent(0.0))
+    with pytest.raises(BudgetExceededError, match="own \\(epsilon, delta\\)-DP guarantee"):
+        budget.spend(1.0, 1e-5, event=subsampled)
