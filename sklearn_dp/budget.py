@@ -361,13 +361,13 @@ class PrivacyBudget:
         release without ``classes=``); a spend is admitted while the rhos add
         up to at most :attr:`rho_limit` and those deltas to at most
         :attr:`delta_pool` (half of ``delta``).  A spend whose mechanism has
-        no zCDP description is charged its own ``(epsilon, delta)`` as
-        ``epsilon^2 / 2`` and ``delta``.  The deltas of Gaussian fits do not
+        no zCDP description, or one that does not fit, is charged its own
+        ``(epsilon, delta)`` as ``epsilon^2 / 2`` and ``delta``.  The deltas of Gaussian fits do not
         add up, so many fits at the estimators' default ``delta=1e-5`` share
         a ``(2, 1e-5)`` budget: a scaler and a model at ``epsilon=1`` each,
-        5 fits at ``epsilon=0.7``, 46 fits at ``epsilon=0.2``.  One fit pays
+        5 fits at ``epsilon=0.73``, 46 fits at ``epsilon=0.21``.  One fit pays
         a conversion cost: a ``(2, 1e-5)`` budget admits one
-        ``DPLogisticRegression`` of ``epsilon`` up to about 1.8, not 2.
+        ``DPLogisticRegression`` of ``epsilon`` up to about 1.77, not 2.
 
         ``"basic"``: the recorded epsilons and deltas add up, and a spend is
         admitted while both sums stay within the limits: one fit may take
