@@ -735,7 +735,9 @@ class PrivacyBudget:
         if pool_delta > pool_left * (1 + _RTOL):
             if own:
                 parts.append(
-                    f" Its delta={pool_delta:.6g} does not fit the pool ({pool_left:.6g} left)."
+                    f" Its delta={pool_delta:.6g} does not fit the pool ({pool_left:.6g} left): "
+                    f"give this fit a delta of at most {pool_left:.6g}, or use a budget with "
+                    "composition='basic' for fits like it."
                 )
             else:
                 parts.append(
