@@ -1206,7 +1206,7 @@ class DPGridSearchCV(BaseDPSearchCV):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.uniform(-1, 1, size=(2000, 3)) / 2
     >>> y = (X[:, 0] + 0.1 * rng.normal(size=2000) > 0).astype(int)
-    >>> budget = PrivacyBudget(2.0, 1e-5)
+    >>> budget = PrivacyBudget(2.0, 1e-5, composition="basic")
     >>> search = DPGridSearchCV(
     ...     DPLogisticRegression(classes=[0, 1]), {"C": [0.1, 1.0, 10.0]},
     ...     epsilon=2.0, delta=1e-5, budget=budget, random_state=0,
