@@ -204,7 +204,7 @@ def test_pickled_sqlite_budget_refuses_a_missing_ledger(tmp_path):
     from sklearn_dp import BudgetStorageError
 
     path = tmp_path / "budget.sqlite"
-    budget = PrivacyBudget(1.0, 1e-5, storage=path)
+    budget = PrivacyBudget(1.0, 1e-5, storage=path, composition="basic")
     budget.spend(1.0, 1e-5)
     blob = pickle.dumps(budget)
     # Same file: the copy counts with the original.
@@ -223,7 +223,7 @@ def test_pickled_sqlite_budget_refuses_another_ledger_at_its_path(tmp_path):
     from sklearn_dp import BudgetStorageError
 
     path = tmp_path / "budget.sqlite"
-    budget = PrivacyBudget(1.0, 1e-5, storage=path)
+    budget = PrivacyBudget(1.0, 1e-5, storage=path, composition="basic")
     budget.spend(1.0, 1e-5)
     blob = pickle.dumps(budget)
     os.remove(path)
