@@ -165,7 +165,7 @@ def target_pipeline(seeds, total=1.0, scaler_epsilon=PIPELINE_SCALER_EPSILON, **
     accs, spent = [], []
     for seed in seeds:
         X_train, X_test, y_train, y_test = bc_split(X, y, seed)
-        budget = PrivacyBudget(total, 1e-5)
+        budget = PrivacyBudget(total, 1e-5, composition="basic")
         model = make_pipeline(
             # Each private step gets its own random stream: two mechanisms fed
             # the same seed would add the same (correlated) noise.
@@ -194,7 +194,7 @@ def target_regression(seeds, epsilon=1.0, raw_features=False, **params):
         ridge.append(Ridge().fit(X_train, y_train).score(X_test, y_test))
         start = time.perf_counter()
         if raw_features:
-            budget = PrivacyBudget(epsilon, 1e-5)
+            budget = PrivacyBudget(epsilon, 1e-5, composition="basic")
             model = make_pipeline(
                 DPStandardScaler(
                     epsilon=0.3 * epsilon,

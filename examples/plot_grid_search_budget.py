@@ -8,8 +8,9 @@ makes (each candidate on each fold, and the final refit) is reserved on it
 before it touches the data.  This example
 
 1. searches ``epsilon`` with a 3-fold ``GridSearchCV`` on one budget that uses
-   the zCDP filter (``composition="zcdp"``: each fit is charged the rho of its
-   Gaussian mechanism, valid when fits are chosen adaptively),
+   the zCDP filter (``composition="zcdp"``, the default for ``delta > 0``:
+   each fit is charged the rho of its Gaussian mechanism, valid when fits are
+   chosen adaptively),
 2. prints and draws the ledger the search leaves, beside basic composition
    (the epsilons add up) and the fixed-sequence (PLD) figure the budget
    reports but never admits by,
@@ -57,7 +58,8 @@ X_train, X_test, y_train, y_test = train_test_split(
 # One budget for everything we learn from this training set
 # ---------------------------------------------------------
 # Each fit asks for ``delta = 1e-6``; the budget holds ``delta = 1e-5`` and
-# admits fits by the zCDP filter.
+# admits fits by the zCDP filter (the default rule for ``delta > 0``, written
+# out here): the fits' rhos add up, their deltas do not.
 budget = PrivacyBudget(epsilon=6.0, delta=1e-5, composition="zcdp")
 model = DPLogisticRegression(
     delta=1e-6, data_norm=data_norm, classes=[0, 1], budget=budget, random_state=0
@@ -98,7 +100,7 @@ basic = sum(entry.epsilon for entry in budget.ledger)
 print(f"basic composition (epsilons add up): {basic:.3f}")
 print(
     f"budget.spent (the rho charged, {budget.rho_spent:.4f} of {budget.rho_limit:.4f}, "
-    f"as epsilon at delta=1e-5): ({budget.spent[0]:.3f}, {budget.spent[1]:g})"
+    f"as epsilon at the conversion's delta): ({budget.spent[0]:.3f}, {budget.spent[1]:g})"
 )
 print(f"budget.remaining: ({budget.remaining[0]:.3f}, {budget.remaining[1]:g})")
 print(f"fixed-sequence (PLD) epsilon, reported only: {budget.fixed_sequence_epsilon():.3f}")
@@ -142,14 +144,17 @@ print(
 # ------------------------------
 # Left: validation accuracy per candidate (mean and spread over the folds).
 # Right: the budget's running total after each ledger entry: the zCDP filter
-# (the rho charged, as epsilon at the budget's delta), which decides; basic
+# (the rho charged, as epsilon at the conversion's half of the budget's delta,
+# as ``budget.spent`` reports it), which decides; basic
 # composition; and the fixed-sequence PLD figure, tighter but not a valid
 # rule for fits chosen after seeing earlier results.  The cross marks the
 # refused fit.
 events = [entry.event for entry in budget.ledger]
 running_basic = np.cumsum([entry.epsilon for entry in budget.ledger])
+conversion_delta = budget.delta - budget.delta_pool
 running_zcdp = [
-    epsilon_of_zcdp(rho, budget.delta) for rho in np.cumsum([entry.rho for entry in budget.ledger])
+    epsilon_of_zcdp(rho, conversion_delta)
+    for rho in np.cumsum([entry.rho for entry in budget.ledger])
 ]
 running_numerical = [epsilon_of_events(events[: k + 1], budget.delta) for k in range(len(events))]
 
@@ -201,8 +206,10 @@ fig.tight_layout()
 # search over epsilon on accuracy always will: choose epsilon from your privacy
 # requirements, and tune the other hyper-parameters within it.  The ten fits
 # of the first search add up to 5.2 by basic composition; the zCDP filter
-# charges their Gaussian mechanisms rho = 0.123 of the 0.755 the budget
-# admits (epsilon 2.14 at delta 1e-5), so the second search still makes five
+# charges their Gaussian mechanisms rho = 0.123 of the 0.716 the budget
+# admits (epsilon 2.22 at delta 5e-6, the half of delta that pays for the
+# conversion; the other half is kept for approximate-DP parts, which these
+# fits with ``classes=[0, 1]`` do not have), so the second search still makes five
 # fits (three at epsilon 1, two at epsilon 3) before the budget refuses one.
 # The fixed-sequence figure (1.97) is lower, but a search chooses its fits
 # as it goes, which that figure does not cover.  See

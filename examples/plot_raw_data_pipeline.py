@@ -46,10 +46,13 @@ print(f"raw feature range: {X.min():.3g} .. {X.max():.3g}")
 X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2, random_state=0, stratify=y)
 
 # %%
-# One budget for the whole pipeline: 0.3 for the scaler, 0.7 for the model.
+# One budget for the whole pipeline: 0.3 for the scaler, 0.7 for the model,
+# and half of delta each.  Basic composition makes that split exact (the
+# epsilons and deltas add up to the budget's); the default rule for delta > 0,
+# the zCDP filter, would also admit both, at its own accounting.
 # Each private step gets its own ``random_state``: two mechanisms fed the same
 # seed would add the same noise.
-budget = PrivacyBudget(1.0, 1e-5)
+budget = PrivacyBudget(1.0, 1e-5, composition="basic")
 private = make_pipeline(
     DPStandardScaler(epsilon=0.3, delta=5e-6, budget=budget, random_state=1),
     DPLogisticRegression(epsilon=0.7, delta=5e-6, classes=[0, 1], budget=budget, random_state=2),
@@ -89,7 +92,7 @@ scales = 10.0 ** rng.uniform(-2, 3, size=Xr.shape[1])
 Xr = Xr * scales + rng.uniform(0, 5, size=Xr.shape[1]) * scales
 Xr_train, Xr_test, yr_train, yr_test = train_test_split(Xr, yr, test_size=5000, random_state=0)
 ridge = Ridge().fit(Xr_train, yr_train)
-regressor_budget = PrivacyBudget(1.0, 1e-5)
+regressor_budget = PrivacyBudget(1.0, 1e-5, composition="basic")
 regression = make_pipeline(
     DPStandardScaler(epsilon=0.3, delta=5e-6, budget=regressor_budget, random_state=3),
     DPSCORegressor(epsilon=0.7, delta=5e-6, budget=regressor_budget, random_state=4),

@@ -57,7 +57,15 @@ print(f"privacy_spent_ = {model.privacy_spent_}, solver_ = {model.solver_!r}")
 print(f"epsilon recomputed from dp_event_: {epsilon_of_event(model.dp_event_, DELTA):.4f}")
 
 # --- More fits on the same budget --------------------------------------------
-for solver, epsilon in [("dp_sgd", 0.5), ("dp_gd", 0.5)]:
+# The budget's default rule for delta > 0 is the approximate-zCDP filter
+# (composition="zcdp"): each fit is charged the rho of its mechanism, and the
+# rhos must add up to at most budget.rho_limit.  The fits' deltas do not add
+# up (half of the budget's delta pays once for converting the total rho to
+# (epsilon, delta)-DP; the other half is a pool for approximate-DP parts such
+# as a label-set release, which these fits with classes=[0, 1] do not have).
+# Under composition="basic" three delta=1e-5 fits would not fit this budget:
+# their deltas would add up to 3e-5.
+for solver, epsilon in [("dp_gd", 0.5), ("dp_newton", 0.5)]:
     DPLogisticRegression(
         epsilon=epsilon,
         delta=DELTA,
@@ -68,14 +76,17 @@ for solver, epsilon in [("dp_sgd", 0.5), ("dp_gd", 0.5)]:
         random_state=1,
     ).fit(X_train, y_train)
 
-print("\nledger:")
+print(f"\nledger ({budget.composition!r} budget):")
 for entry in budget.ledger:
     print(
-        f"  {entry.estimator} solver={entry.solver} epsilon={entry.epsilon:g} delta={entry.delta:g}"
+        f"  {entry.estimator} solver={entry.solver} epsilon={entry.epsilon:g} "
+        f"delta={entry.delta:g} rho={entry.rho:.4f}"
     )
-# Three delta=1e-5 spends do not fit a delta=1e-5 budget by simply adding up
-# (epsilons 2.5, deltas 3e-5), so the budget composes the fits' mechanisms
-# numerically at its own delta, which here is also tighter in epsilon.
+print(f"rho charged: {budget.rho_spent:.4f} of rho_limit={budget.rho_limit:.4f}")
+# spent: the guarantee of the fits so far (the total rho converted at the
+# conversion half of delta); remaining: the rho left, as an epsilon, and the
+# pool's delta left.  They do not add up to the budget's epsilon: epsilon
+# grows about as the square root of rho.
 spent, remaining = budget.spent, budget.remaining
 print(f"spent     = (epsilon={spent[0]:.3f}, delta={spent[1]:g})")
 print(f"remaining = (epsilon={remaining[0]:.3f}, delta={remaining[1]:g})")
@@ -83,7 +94,8 @@ print(f"remaining = (epsilon={remaining[0]:.3f}, delta={remaining[1]:g})")
 # --- Running out -------------------------------------------------------------
 # Refit the first model at epsilon=3, the whole budget again.  The budget is
 # checked before the fit touches the data: nothing is spent, and the fitted
-# model keeps its previous coefficients and privacy_spent_.
+# model keeps its previous coefficients and privacy_spent_.  The message says
+# which rule refused and what would still fit.
 coef_before, ledger_before = model.coef_.copy(), budget.ledger
 try:
     model.set_params(epsilon=3.0).fit(X_train, y_train)

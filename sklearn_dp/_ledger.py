@@ -35,7 +35,7 @@ from .exceptions import BudgetStorageError
 
 __all__ = ["LedgerEntry", "RESERVED", "COMPLETED", "FAILED"]
 
-_SCHEMA_VERSION = 2
+_SCHEMA_VERSION = 3
 
 #: Status of a ledger entry.
 RESERVED, COMPLETED, FAILED = "reserved", "completed", "failed"
@@ -75,6 +75,10 @@ class LedgerEntry:
         The zCDP charge of the spend on a ``composition="zcdp"`` budget.
     id : int or None
         The entry's number in the ledger (1 for the first).
+    pool_delta : float or None
+        On a ``composition="zcdp"`` budget, the delta of the spend's
+        approximate-DP parts, charged to the budget's delta pool (0 for a
+        spend without any).
     """
 
     estimator: str
@@ -87,6 +91,7 @@ class LedgerEntry:
     error: str | None = None
     rho: float | None = None
     id: int | None = None
+    pool_delta: float | None = None
 
     def __repr__(self):
         when = datetime.datetime.fromtimestamp(self.timestamp).isoformat(timespec="seconds")
@@ -94,6 +99,8 @@ class LedgerEntry:
         status = "" if self.status == COMPLETED else f", status={self.status!r}"
         error = "" if self.error is None else f", error={self.error!r}"
         rho = "" if self.rho is None else f", rho={self.rho:.6g}"
+        if self.pool_delta:
+            rho += f", pool_delta={self.pool_delta:.6g}"
         event = "" if self.event is None else f", event={self.event!r}"
         return (
             f"LedgerEntry({self.estimator!r}{solver}, epsilon={self.epsilon:.6g}, "
@@ -226,8 +233,10 @@ _LEDGER_COLUMNS = (
     "status",
     "error",
     "rho",
+    "pool_delta",
 )
 _LEDGER_COLUMNS_V1 = _LEDGER_COLUMNS[:8]
+_LEDGER_COLUMNS_V2 = _LEDGER_COLUMNS[:11]
 _META_COLUMNS = ("id", "schema_version", "epsilon", "delta", "created", "composition")
 _META_COLUMNS_V1 = _META_COLUMNS[:5]
 
@@ -243,7 +252,18 @@ class _SQLiteStorage:
     kind = "sqlite"
     detached = False
 
-    def __init__(self, path, epsilon, delta, composition, timeout, *, create=True, created=None):
+    def __init__(
+        self,
+        path,
+        epsilon,
+        delta,
+        composition,
+        timeout,
+        *,
+        create=True,
+        created=None,
+        default_composition=None,
+    ):
         self.path = os.path.abspath(os.fspath(path))
         self.timeout = timeout
         self._row_cache = {}
@@ -251,7 +271,18 @@ class _SQLiteStorage:
         #: The ledger's creation time (its identity: a new file at the same
         #: path has another one).
         self.created = None
-        self._initialise(epsilon, delta, composition, create=create, created=created)
+        #: The admission rule recorded in the file (``composition=None``
+        #: adopts it for an existing ledger; a new one gets
+        #: ``default_composition``).
+        self.composition = composition
+        self._initialise(
+            epsilon,
+            delta,
+            composition,
+            create=create,
+            created=created,
+            default_composition=default_composition,
+        )
 
     # -- connections and errors ---------------------------------------------
 
@@ -324,7 +355,9 @@ class _SQLiteStorage:
 
     # -- schema ---------------------------------------------------------------
 
-    def _initialise(self, epsilon, delta, composition, *, create=True, created=None):
+    def _initialise(
+        self, epsilon, delta, composition, *, create=True, created=None, default_composition=None
+    ):
         """Open (or, with ``create``, make) the ledger; ``created`` must match an existing one.
 
         A budget that reaches another process by pickling reopens its ledger
@@ -357,14 +390,17 @@ class _SQLiteStorage:
                     "CREATE TABLE ledger (id INTEGER PRIMARY KEY AUTOINCREMENT, "
                     "estimator TEXT NOT NULL, solver TEXT, epsilon REAL NOT NULL, "
                     "delta REAL NOT NULL, event BLOB, event_repr TEXT, "
-                    "timestamp REAL NOT NULL, status TEXT NOT NULL, error TEXT, rho REAL)"
+                    "timestamp REAL NOT NULL, status TEXT NOT NULL, error TEXT, rho REAL, "
+                    "pool_delta REAL)"
                 )
                 now = time.time()
+                chosen = composition if composition is not None else default_composition
                 conn.execute(
                     "INSERT INTO budget VALUES (1, ?, ?, ?, ?, ?)",
-                    (_SCHEMA_VERSION, epsilon, delta, now, composition),
+                    (_SCHEMA_VERSION, epsilon, delta, now, chosen),
                 )
                 self.created = now
+                self.composition = chosen
                 return
             if tables != {"budget", "ledger"}:
                 raise self._schema_error(f"unexpected tables {sorted(tables)}")
@@ -372,6 +408,9 @@ class _SQLiteStorage:
             ledger_columns = tuple(row[1] for row in conn.execute("PRAGMA table_info(ledger)"))
             if (budget_columns, ledger_columns) == (_META_COLUMNS_V1, _LEDGER_COLUMNS_V1):
                 self._migrate_v1(conn)
+                self._migrate_v2(conn)
+            elif (budget_columns, ledger_columns) == (_META_COLUMNS, _LEDGER_COLUMNS_V2):
+                self._migrate_v2(conn)
             elif (budget_columns, ledger_columns) != (_META_COLUMNS, _LEDGER_COLUMNS):
                 raise self._schema_error(
                     f"tables with columns {budget_columns} and {ledger_columns}"
@@ -392,12 +431,15 @@ class _SQLiteStorage:
             self.created = stored_created
             if version != _SCHEMA_VERSION:
                 raise self._schema_error(f"schema version {version!r}")
-            if (stored_eps, stored_delta, stored_composition) != (epsilon, delta, composition):
+            # No rule asked for: the ledger keeps the one it was admitted under.
+            asked = stored_composition if composition is None else composition
+            self.composition = stored_composition
+            if (stored_eps, stored_delta, stored_composition) != (epsilon, delta, asked):
                 raise BudgetStorageError(
                     f"The budget ledger {self.path!r} was created with limits "
                     f"(epsilon={stored_eps!r}, delta={stored_delta!r}) and "
                     f"composition={stored_composition!r}, but this PrivacyBudget asks for "
-                    f"(epsilon={epsilon!r}, delta={delta!r}) and composition={composition!r}. "
+                    f"(epsilon={epsilon!r}, delta={delta!r}) and composition={asked!r}. "
                     "A ledger's limits and admission rule cannot change: open it with its "
                     "original ones, or use a new file for a new budget."
                 )
@@ -416,13 +458,22 @@ class _SQLiteStorage:
         conn.execute(f"ALTER TABLE ledger ADD COLUMN status TEXT NOT NULL DEFAULT '{COMPLETED}'")
         conn.execute("ALTER TABLE ledger ADD COLUMN error TEXT")
         conn.execute("ALTER TABLE ledger ADD COLUMN rho REAL")
+        conn.execute("UPDATE budget SET schema_version = 2 WHERE id = 1")
+
+    def _migrate_v2(self, conn):
+        # Version 2 zCDP ledgers admitted no approximate-DP part: their pool
+        # charges are 0 (NULL reads as 0).
+        version = conn.execute("SELECT schema_version FROM budget WHERE id = 1").fetchone()
+        if version is None or version[0] != 2:
+            raise self._schema_error(f"schema version {version!r}")
+        conn.execute("ALTER TABLE ledger ADD COLUMN pool_delta REAL")
         conn.execute("UPDATE budget SET schema_version = ? WHERE id = 1", (_SCHEMA_VERSION,))
 
     # -- rows -----------------------------------------------------------------
 
     _SELECT = (
-        "SELECT id, estimator, solver, epsilon, delta, event, timestamp, status, error, rho "
-        "FROM ledger"
+        "SELECT id, estimator, solver, epsilon, delta, event, timestamp, status, error, rho, "
+        "pool_delta FROM ledger"
     )
 
     def _read_rows(self, conn):
@@ -437,7 +488,19 @@ class _SQLiteStorage:
             row = self._row_cache.get(record)
         if row is not None:
             return row
-        entry_id, estimator, solver, epsilon, delta, blob, timestamp, status, error, rho = record
+        (
+            entry_id,
+            estimator,
+            solver,
+            epsilon,
+            delta,
+            blob,
+            timestamp,
+            status,
+            error,
+            rho,
+            pool_delta,
+        ) = record
         event = None
         if blob is not None:
             try:
@@ -459,6 +522,7 @@ class _SQLiteStorage:
             error,
             None if rho is None else float(rho),
             int(entry_id),
+            None if pool_delta is None else float(pool_delta),
         )
         row = _Row(entry, None if blob is None else bytes(blob))
         with self._cache_lock:
@@ -497,7 +561,7 @@ class _SQLiteStorage:
         entry = row.entry
         cursor = conn.execute(
             "INSERT INTO ledger (estimator, solver, epsilon, delta, event, event_repr, "
-            "timestamp, status, error, rho) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "timestamp, status, error, rho, pool_delta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 entry.estimator,
                 entry.solver,
@@ -509,6 +573,7 @@ class _SQLiteStorage:
                 entry.status,
                 entry.error,
                 entry.rho,
+                entry.pool_delta,
             ),
         )
         return int(cursor.lastrowid)

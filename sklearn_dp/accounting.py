@@ -55,6 +55,7 @@ __all__ = [
     "ClosedFormDpEvent",
     "ApproximateDpEvent",
     "zcdp_rho",
+    "approximate_zcdp",
     "epsilon_of_zcdp",
 ]
 
@@ -1086,6 +1087,39 @@ def zcdp_rho(event: dpe.DpEvent) -> float | None:
         else:
             return None
     return total
+
+
+def approximate_zcdp(event: dpe.DpEvent) -> tuple[float, float] | None:
+    """``(rho, delta)`` for which ``event`` is delta-approximately rho-zCDP, or None if unknown.
+
+    Like :func:`zcdp_rho`, plus the parts proven only ``(epsilon, delta)``-DP
+    (:class:`ApproximateDpEvent`, e.g. a classifier's label-set release):
+    each is ``delta``-approximately ``epsilon^2 / 2``-zCDP (Bun and Steinke
+    2016, Proposition 1.13), and approximate zCDP composes by adding both
+    parameters.  ``(rho, 0.0)`` when the event has no approximate part.
+
+    Parameters
+    ----------
+    event : dp_accounting.DpEvent
+        The mechanism.
+
+    Returns
+    -------
+    tuple of float or None
+        ``(rho, delta)``, with ``rho = inf`` for a noiseless part, or None
+        when a part has no zCDP bound.
+    """
+    rho, delta, rest = 0.0, 0.0, []
+    for leaf, count in _flatten(event):
+        if isinstance(leaf, ApproximateDpEvent):
+            rho += count * 0.5 * leaf.approximate_epsilon**2
+            delta += count * leaf.approximate_delta
+        else:
+            rest.append(leaf if count == 1 else dpe.SelfComposedDpEvent(leaf, count))
+    rest_rho = zcdp_rho(dpe.ComposedDpEvent(rest)) if rest else 0.0
+    if rest_rho is None:
+        return None
+    return rho + rest_rho, delta
 
 
 # Orders at which a zCDP guarantee is converted: dp_accounting's defaults

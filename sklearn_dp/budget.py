@@ -13,18 +13,28 @@ fit (and its privacy parameters) is chosen after seeing the results of the
 earlier ones.  Two filters are offered, fixed when the budget is created
 (``composition=``):
 
-``"basic"`` (default)
+``"zcdp"`` (default when ``delta > 0``)
+    The approximate zero-concentrated-DP filter.  Half of the budget's delta
+    is a *pool* for the approximate-DP parts of the fits, the other half is
+    spent once, on the final conversion.  Every spend is charged a pair
+    ``(rho_i, delta_i)``: its mechanism is ``delta_i``-approximately
+    ``rho_i``-zCDP (a Gaussian fit: its rho and 0; a part proven only
+    ``(epsilon, delta)``-DP, such as a classifier's label-set release,
+    ``epsilon^2 / 2`` and its delta, by Bun and Steinke 2016, Proposition
+    1.13).  A spend is admitted while ``sum(rho_i) <= rho_limit`` and
+    ``sum(delta_i) <= delta / 2``.  Valid for fully adaptive composition by
+    the filter for approximate zCDP of Whitehouse, Ramdas, Rogers and Wu
+    (2023); the whole interaction is then ``delta/2``-approximately
+    ``rho_limit``-zCDP, hence ``(epsilon, delta)``-DP, where ``rho_limit`` is
+    the largest rho whose conversion (Canonne, Kamath and Steinke 2020) at
+    ``delta / 2`` is at most ``epsilon - log(1 / (1 - delta / 2))``.
+    Gaussian fits' deltas do not add up: many fits at the estimators'
+    default ``delta`` share one budget.
+``"basic"`` (the only one when ``delta = 0``)
     Basic composition: a spend is admitted while the sums of the recorded
     epsilons and deltas stay within the limits.  A valid filter for fully
-    adaptive composition (Rogers, Roth, Ullman and Vadhan 2016).
-``"zcdp"``
-    The zero-concentrated-DP filter: every fit is charged the rho of its
-    mechanism (rho-zCDP, Bun and Steinke 2016), and a spend is admitted while
-    the sum of the rhos stays within the rho whose (epsilon, delta)
-    conversion meets the limits.  Valid for fully adaptive composition by
-    the Renyi filter of Feldman and Zrnic (2021) applied at every order
-    (also Whitehouse, Ramdas, Rogers and Wu 2023).  Much tighter for many
-    Gaussian fits; a single fit pays a conversion cost.
+    adaptive composition (Rogers, Roth, Ullman and Vadhan 2016).  Best for
+    one or two large fits; every fit's delta counts.
 
 Numerical (PLD) composition of the recorded events is reported by
 :meth:`PrivacyBudget.fixed_sequence_epsilon`, labelled as what it is: the
@@ -41,6 +51,7 @@ another process refuses to spend instead of silently starting from zero.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import math
@@ -53,6 +64,7 @@ from numbers import Real
 from typing import Literal
 
 from dp_accounting import dp_event as dpe
+from dp_accounting import gaussian_mechanism
 
 from ._ledger import (
     COMPLETED,
@@ -65,7 +77,7 @@ from ._ledger import (
     _Row,
     _SQLiteStorage,
 )
-from .accounting import epsilon_of_events, epsilon_of_zcdp, zcdp_rho
+from .accounting import approximate_zcdp, epsilon_of_events, epsilon_of_zcdp
 from .exceptions import BudgetExceededError, BudgetStorageError
 
 __all__ = [
@@ -83,6 +95,13 @@ COMPOSITIONS = ("basic", "zcdp")
 # Relative slack when comparing a total with its limit: spending exactly what
 # `remaining` reports must succeed even though float sums are not exact.
 _RTOL = 1e-9
+
+# The share of a "zcdp" budget's delta that pays for approximate-DP parts
+# (the rest pays for the conversion).  Half: the estimators give their label
+# set half of their delta, so a budget whose delta is the estimators' default
+# admits one classifier fit without classes=; moving half of delta out of the
+# conversion costs about 5% of the rho at delta = 1e-5.
+_POOL_FRACTION = 0.5
 
 
 # In-memory budgets alive in this process, by uuid, so that unpickling in the
@@ -119,6 +138,9 @@ def _check_limit_delta(delta):
 
 
 def _check_composition(composition, delta):
+    """``composition`` checked against ``delta`` (None: decided by the default or the ledger)."""
+    if composition is None:
+        return None
     if composition not in COMPOSITIONS:
         raise ValueError(
             f"composition must be one of {COMPOSITIONS}, got {composition!r}: 'basic' "
@@ -149,14 +171,38 @@ def _check_spend_args(epsilon, delta, event):
     return float(epsilon), float(delta)
 
 
+def _default_composition(delta):
+    return "zcdp" if delta > 0 else "basic"
+
+
+def _split_delta(delta):
+    """``(pool, conversion)``: the two parts of a ``"zcdp"`` budget's delta."""
+    pool = _POOL_FRACTION * delta
+    return pool, delta - pool
+
+
+def _pool_epsilon(pool_delta):
+    # delta-approximate zCDP converts with this extra epsilon when the
+    # approximation is by conditioning on events of probability >= 1 - delta
+    # (none when it is by mixtures): about delta, kept to be safe either way.
+    return -math.log1p(-pool_delta) if pool_delta > 0 else 0.0
+
+
 @functools.lru_cache(maxsize=256)
 def _rho_limit(epsilon, delta):
-    """The largest rho whose zCDP guarantee converts to (epsilon, delta)-DP (bisection).
+    """The largest rho a ``"zcdp"`` budget ``(epsilon, delta)`` admits (bisection).
 
-    The conversion is dp_accounting's (the RDP-to-DP bound of Canonne, Kamath
-    and Steinke 2020 over its grid of orders: an upper bound on the true
+    The interaction it admits is ``pool``-approximately ``rho``-zCDP; it is
+    ``(epsilon, delta)``-DP when the conversion of rho at the other part of
+    delta, plus the pool's epsilon term, is at most ``epsilon``.  The
+    conversion is dp_accounting's (the RDP-to-DP bound of Canonne, Kamath and
+    Steinke 2020 over its grid of orders: an upper bound on the true
     epsilon), so the rho returned is on the safe side.
     """
+    pool, delta = _split_delta(delta)
+    epsilon = epsilon - _pool_epsilon(pool)
+    if epsilon <= 0:
+        return 0.0
     low, high = 0.0, max(1.0, epsilon)
     while epsilon_of_zcdp(high, delta) <= epsilon:
         low, high = high, 2.0 * high
@@ -195,6 +241,8 @@ class Reservation:
         The reserved spend.
     rho : float or None
         The zCDP charge (``composition="zcdp"`` budgets).
+    pool_delta : float or None
+        The delta charged to the pool of a ``composition="zcdp"`` budget.
 
     Attributes
     ----------
@@ -209,19 +257,22 @@ class Reservation:
         epsilon: float,
         delta: float,
         rho: float | None,
+        pool_delta: float | None = None,
     ) -> None:
         self.budget = budget
         self.entry_id = entry_id
         self.epsilon = epsilon
         self.delta = delta
         self.rho = rho
+        self.pool_delta = pool_delta
         self.status = RESERVED
 
     def complete(self, event: dpe.DpEvent | None = None) -> None:
         """Mark the entry completed; ``event`` is the fit's final mechanism.
 
         On a zCDP budget the final event must cost no more than the rho
-        reserved for it; a larger one is an accounting bug and raises.
+        and the pool delta reserved for it; more is an accounting bug and
+        raises.
 
         Parameters
         ----------
@@ -231,18 +282,23 @@ class Reservation:
         Raises
         ------
         RuntimeError
-            If, on a zCDP budget, ``event`` costs more rho than was reserved.
+            If, on a zCDP budget, ``event`` costs more than was reserved.
         """
         if event is not None and not isinstance(event, dpe.DpEvent):
             raise TypeError(f"event must be a dp_accounting DpEvent, got {type(event).__name__}.")
         if self.rho is not None and event is not None:
-            final = zcdp_rho(event)
-            if final is None or final > self.rho * (1 + _RTOL) + 1e-15:
+            reserved_delta = self.pool_delta or 0.0
+            if not any(
+                rho <= self.rho * (1 + _RTOL) + 1e-15
+                and pool_delta <= reserved_delta * (1 + _RTOL) + 1e-300
+                for rho, pool_delta, _ in _approximate_charges(self.epsilon, self.delta, event)
+            ):
                 self.budget._storage.update(self.entry_id, status=FAILED, error="AccountingError")
                 self.status = FAILED
                 raise RuntimeError(
-                    "sklearn_dp accounting error: the fit's mechanism costs more rho than was "
-                    "reserved for it. The ledger entry stays charged; please report this bug."
+                    "sklearn_dp accounting error: the fit's mechanism costs more (rho or pool "
+                    "delta) than was reserved for it. The ledger entry stays charged; please "
+                    "report this bug."
                 )
         blob = _pickle_event(event)
         self.budget._storage.update(self.entry_id, status=COMPLETED, event=event, blob=blob)
@@ -281,28 +337,42 @@ class PrivacyBudget:
         Total epsilon, finite and > 0.
     delta : float, default=0.0
         Total delta, in ``[0, 1)``.  A budget with ``delta=0`` only accepts
-        pure epsilon-DP spends (``delta=0``).
+        pure epsilon-DP spends (``delta=0``).  On a ``"zcdp"`` budget, half
+        of it is a pool for the fits' approximate-DP parts and half pays for
+        the final conversion (see ``composition``).
     storage : None, str or os.PathLike, default=None
         ``None`` keeps the ledger in memory (this process only).  A path keeps
         it in an SQLite file: durable across restarts and safe for several
         processes spending at once.  The file records the limits and the
-        composition; opening it with others raises :class:`BudgetStorageError`.
+        composition; opening it with others raises :class:`BudgetStorageError`
+        (``composition=None`` opens an existing file with its own).
     timeout : float, default=30.0
         Seconds to wait for another process holding the SQLite ledger before
         raising :class:`BudgetStorageError`.
-    composition : {"basic", "zcdp"}, default="basic"
+    composition : {"zcdp", "basic"} or None, default=None
         The admission rule (a privacy filter, valid when each fit is chosen
-        after seeing earlier results).  ``"basic"``: the recorded epsilons
-        and deltas add up, and a spend is admitted while both sums stay within
-        the limits.  ``"zcdp"`` (needs ``delta > 0``): each fit is charged the
-        rho of its mechanism (zero-concentrated DP), and a spend is admitted
-        while the rhos add up to at most the rho whose conversion is
-        ``(epsilon, delta)``-DP; this admits many more Gaussian fits (for
-        example 63 instead of 10 fits of ``DPLogisticRegression(epsilon=1,
-        delta=1e-6)`` on a ``(10, 1e-5)`` budget), but one fit pays a
-        conversion cost (a ``(1, 1e-5)`` zCDP budget cannot afford a
-        ``(1, 1e-5)`` fit), and fits whose mechanism has no zCDP bound known
-        before the data is read are refused.
+        after seeing earlier results).  None: ``"zcdp"`` when ``delta > 0``,
+        ``"basic"`` when ``delta = 0`` (or, for an existing ledger file, the
+        rule it was created with).
+
+        ``"zcdp"`` (needs ``delta > 0``), the approximate-zCDP filter: each
+        spend is charged the rho of its mechanism (zero-concentrated DP) and
+        the delta of its approximate-DP parts (a classifier's label-set
+        release without ``classes=``); a spend is admitted while the rhos add
+        up to at most :attr:`rho_limit` and those deltas to at most
+        :attr:`delta_pool` (half of ``delta``).  A spend whose mechanism has
+        no zCDP description, or one that does not fit, is charged its own
+        ``(epsilon, delta)`` as ``epsilon^2 / 2`` and ``delta``.  The deltas of Gaussian fits do not
+        add up, so many fits at the estimators' default ``delta=1e-5`` share
+        a ``(2, 1e-5)`` budget: a scaler and a model at ``epsilon=1`` each,
+        5 fits at ``epsilon=0.73``, 46 fits at ``epsilon=0.21``.  One fit pays
+        a conversion cost: a ``(2, 1e-5)`` budget admits one
+        ``DPLogisticRegression`` of ``epsilon`` up to about 1.77, not 2.
+
+        ``"basic"``: the recorded epsilons and deltas add up, and a spend is
+        admitted while both sums stay within the limits: one fit may take
+        the whole budget, but two fits at ``delta=1e-5`` do not fit a budget
+        of ``delta=1e-5``.
 
     Attributes
     ----------
@@ -318,10 +388,18 @@ class PrivacyBudget:
     *Admission* is a privacy filter, valid under fully adaptive composition
     (each fit and its privacy parameters chosen after seeing the earlier
     results): with ``"basic"``, basic composition (Rogers, Roth, Ullman and
-    Vadhan 2016); with ``"zcdp"``, the Renyi filter of Feldman and Zrnic
-    (2021, Theorem 3.1) at every order at once, which is a zCDP filter
-    (Whitehouse, Ramdas, Rogers and Wu 2023), followed by the conversion of
-    Canonne, Kamath and Steinke (2020).  Whatever the analyst does, the
+    Vadhan 2016); with ``"zcdp"``, the filter for approximate zCDP of
+    Whitehouse, Ramdas, Rogers and Wu (2023, *Fully-adaptive composition in
+    differential privacy*): while ``sum(rho_i) <= rho_limit`` and
+    ``sum(delta_i) <= delta_pool``, the interaction is
+    ``delta_pool``-approximately ``rho_limit``-zCDP.  Each charge is valid:
+    a Gaussian or pure mechanism is ``rho``-zCDP (Bun and Steinke 2016,
+    Propositions 1.4 and 1.6), an ``(epsilon, delta)``-DP one is
+    ``delta``-approximately ``epsilon^2 / 2``-zCDP (their Proposition 1.13).
+    The conversion of ``rho_limit`` at ``delta - delta_pool`` (Canonne,
+    Kamath and Steinke 2020), plus ``log(1 / (1 - delta_pool))`` for the
+    approximate part, is at most ``epsilon``, and the approximate part adds
+    ``delta_pool`` to the conversion's delta.  Whatever the analyst does, the
     whole interaction with the data is ``(epsilon, delta)``-DP.
 
     *Charge before touching*: estimators reserve their spend with
@@ -331,9 +409,11 @@ class PrivacyBudget:
 
     *Reports*: with ``"basic"``, :attr:`spent` is the sums of the entries'
     epsilons and deltas and :attr:`remaining` the difference to the limits.
-    With ``"zcdp"``, :attr:`spent` is the conversion of the recorded rho at
-    the budget's delta and :attr:`remaining` the ``(epsilon, delta)`` of the
-    rho left (the largest zCDP fit still admitted).
+    With ``"zcdp"``, :attr:`spent` is the guarantee of the fits so far (the
+    conversion of the recorded rho at the conversion's delta, plus the pool
+    deltas charged) and :attr:`remaining` is the rho left, as the epsilon it
+    converts to, with the pool delta left.  Float dust (within a relative
+    ``1e-9`` of a limit) is reported as 0.
     :meth:`fixed_sequence_epsilon` is the numerical (PLD) composition of the
     recorded events: what they would cost had they been fixed in advance, a
     figure for reports that never admits a spend.
@@ -352,10 +432,12 @@ class PrivacyBudget:
     Examples
     --------
     >>> from sklearn_dp import PrivacyBudget
-    >>> budget = PrivacyBudget(1.0, 1e-5)
+    >>> budget = PrivacyBudget(1.0, 1e-5, composition="basic")
     >>> budget.spend(0.25, 0.0)
     >>> budget.remaining
     (0.75, 1e-05)
+    >>> PrivacyBudget(1.0, 1e-5).composition
+    'zcdp'
     """
 
     def __init__(
@@ -365,11 +447,13 @@ class PrivacyBudget:
         *,
         storage: str | os.PathLike[str] | None = None,
         timeout: float = 30.0,
-        composition: Literal["basic", "zcdp"] = "basic",
+        composition: Literal["zcdp", "basic"] | None = None,
     ) -> None:
         self._epsilon = _check_limit_epsilon(epsilon)
         self._delta = _check_limit_delta(delta)
-        self._composition = _check_composition(composition, self._delta)
+        requested = _check_composition(composition, self._delta)
+        default = _default_composition(self._delta)
+        self._composition = requested if requested is not None else default
         if isinstance(timeout, bool) or not isinstance(timeout, Real) or not timeout >= 0:
             raise ValueError(f"timeout must be a number of seconds >= 0, got {timeout!r}.")
         self._timeout = float(timeout)
@@ -391,8 +475,14 @@ class PrivacyBudget:
                 )
             self._uuid = None
             self._storage = _SQLiteStorage(
-                path, self._epsilon, self._delta, self._composition, self._timeout
+                path,
+                self._epsilon,
+                self._delta,
+                requested,
+                self._timeout,
+                default_composition=default,
             )
+            self._composition = self._storage.composition
         else:
             raise TypeError(
                 f"storage must be None or a file path (str or os.PathLike), got {storage!r}."
@@ -440,6 +530,23 @@ class PrivacyBudget:
         return self._rho_sum(self._storage.rows())
 
     @property
+    def delta_pool(self) -> float | None:
+        """The delta a ``"zcdp"`` budget keeps for approximate-DP parts (None for ``"basic"``).
+
+        Half of :attr:`delta`; the other half pays for the final conversion.
+        """
+        if self._composition != "zcdp":
+            return None
+        return _split_delta(self._delta)[0]
+
+    @property
+    def delta_pool_spent(self) -> float | None:
+        """The pool delta charged so far on a ``"zcdp"`` budget (None for ``"basic"``)."""
+        if self._composition != "zcdp":
+            return None
+        return self._pool_sum(self._storage.rows())
+
+    @property
     def spent(self) -> tuple[float, float]:
         """``(epsilon, delta)`` spent so far (see the class's Privacy section)."""
         return self._spent_of(self._storage.rows())
@@ -447,19 +554,31 @@ class PrivacyBudget:
     @property
     def remaining(self) -> tuple[float, float]:
         """``(epsilon, delta)`` left (see the class's Privacy section)."""
-        rows = self._storage.rows()
-        if self._composition == "zcdp":
-            left = max(0.0, self.rho_limit - self._rho_sum(rows))
-            return (_epsilon_of_rho(left, self._delta), self._delta)
-        eps, delta = self._basic(rows)
-        return (max(0.0, self._epsilon - eps), max(0.0, self._delta - delta))
+        return self._remaining_of(self._storage.rows())
 
     def _spent_of(self, rows):
         if not rows:
             return (0.0, 0.0)
         if self._composition == "zcdp":
-            return (_epsilon_of_rho(self._rho_sum(rows), self._delta), self._delta)
+            pool, conversion = _split_delta(self._delta)
+            rho, pool_spent = self._rho_sum(rows), self._pool_sum(rows)
+            if rho <= 0:
+                return (_pool_epsilon(pool_spent), pool_spent)
+            epsilon = _epsilon_of_rho(rho, conversion) + _pool_epsilon(pool_spent)
+            return (epsilon, conversion + pool_spent)
         return self._basic(rows)
+
+    def _remaining_of(self, rows):
+        if self._composition == "zcdp":
+            pool, conversion = _split_delta(self._delta)
+            rho_left = _left(self.rho_limit, self._rho_sum(rows))
+            # The rho left in the limit's own terms: at the start, epsilon.
+            epsilon = _epsilon_of_rho(rho_left, conversion) + (
+                _pool_epsilon(pool) if rho_left else 0
+            )
+            return (epsilon, _left(pool, self._pool_sum(rows)))
+        eps, delta = self._basic(rows)
+        return (_left(self._epsilon, eps), _left(self._delta, delta))
 
     @staticmethod
     def _basic(rows, extra=(0.0, 0.0)):
@@ -470,6 +589,10 @@ class PrivacyBudget:
     @staticmethod
     def _rho_sum(rows, extra=0.0):
         return math.fsum([row.entry.rho or 0.0 for row in rows] + [extra])
+
+    @staticmethod
+    def _pool_sum(rows, extra=0.0):
+        return math.fsum([row.entry.pool_delta or 0.0 for row in rows] + [extra])
 
     def fixed_sequence_epsilon(self, delta: float | None = None) -> float | None:
         """Numerical (PLD) composition of the recorded events, as if fixed in advance.
@@ -514,88 +637,155 @@ class PrivacyBudget:
 
     # -- checking and reserving -------------------------------------------------
 
-    def _charge(self, epsilon, delta, event):
-        """The rho a spend is charged on a zCDP budget (None on a basic one), or a refusal."""
+    def _charges(self, epsilon, delta, event):
+        """The ``(rho, pool_delta)`` charges a spend may take (``[(None, None)]`` on basic)."""
         if self._composition != "zcdp":
-            return None
-        if event is None:
-            if delta == 0:
-                # Pure epsilon-DP implies epsilon^2 / 2-zCDP (Bun and Steinke 2016).
-                return 0.5 * epsilon * epsilon
-            raise BudgetExceededError(
-                f"This budget uses composition='zcdp', and a spend of (epsilon={epsilon:.6g}, "
-                f"delta={delta:.6g}) without a DpEvent has no zCDP cost (approximate DP is not "
-                "zCDP). Nothing was spent. Pass the mechanism's event, use delta=0, or use a "
-                "budget with composition='basic'."
-            )
-        rho = zcdp_rho(event)
-        if rho is None:
-            raise BudgetExceededError(
-                "This budget uses composition='zcdp', and this spend's mechanism "
-                f"({_short(event)}) has no zCDP bound that is known before the data is read. "
-                "Nothing was spent. Use a solver whose mechanism is Gaussian, Laplace or pure "
-                "(e.g. dp_gd, dp_cd), give the public settings it needs up front (classes=, "
-                "max_iter=), or use a budget with composition='basic'."
-            )
-        return rho
+            return [(None, None, "basic")]
+        return _approximate_charges(epsilon, delta, event)
 
-    def _fits(self, rows, epsilon, delta, rho):
-        """None if the spend fits the ledger ``rows``, else an explanation."""
+    def _admit(self, rows, epsilon, delta, charges):
+        """The charge under which the spend fits the ledger ``rows``, or BudgetExceededError."""
         if self._composition == "zcdp":
-            total = self._rho_sum(rows, rho)
-            if total <= self.rho_limit * (1 + _RTOL):
-                return None
-            return self._exceeded_message(rows, epsilon, delta, rho=rho)
+            rho_limit, pool = self.rho_limit, self.delta_pool
+            for rho, pool_delta, _ in charges:
+                # Any charge valid for the mechanism may be taken; the choice
+                # depends on the ledger only (earlier outputs), as a filter allows.
+                if self._rho_sum(rows, rho) <= rho_limit * (1 + _RTOL) and self._pool_sum(
+                    rows, pool_delta
+                ) <= pool * (1 + _RTOL):
+                    return rho, pool_delta
+            # Explain the cheaper charge.
+            rho, pool_delta, kind = min(charges)
+            own = kind == "own"
+            raise BudgetExceededError(
+                self._zcdp_refusal(rows, epsilon, delta, rho, pool_delta, own)
+            )
         basic_eps, basic_delta = self._basic(rows, (epsilon, delta))
         if basic_eps <= self._epsilon * (1 + _RTOL) and basic_delta <= self._delta * (1 + _RTOL):
-            return None
-        return self._exceeded_message(rows, epsilon, delta, totals=(basic_eps, basic_delta))
+            return None, None
+        raise BudgetExceededError(
+            self._basic_refusal(rows, epsilon, delta, (basic_eps, basic_delta))
+        )
 
-    def _exceeded_message(self, rows, epsilon, delta, *, totals=None, rho=None):
+    def _refusal_head(self, rows, epsilon, delta, rule):
+        return (
+            f"Spending (epsilon={epsilon:.6g}, delta={delta:.6g}) would exceed the "
+            f"privacy budget (epsilon={self._epsilon:.6g}, delta={self._delta:.6g}), "
+            f"refused by its composition rule, composition={self._composition!r} ({rule}). "
+            f"{len(rows)} spend(s) recorded; nothing was spent."
+        )
+
+    _STOP = " Or stop: a fresh budget is only justified for fresh data."
+
+    def _basic_refusal(self, rows, epsilon, delta, totals):
         rem_eps, rem_delta = self._remaining_of(rows)
         parts = [
-            f"Spending (epsilon={epsilon:.6g}, delta={delta:.6g}) would exceed the "
-            f"privacy budget (epsilon={self._epsilon:.6g}, delta={self._delta:.6g}, "
-            f"composition={self._composition!r}): {len(rows)} spend(s) recorded, remaining "
-            f"(epsilon={rem_eps:.6g}, delta={rem_delta:.6g})."
+            self._refusal_head(
+                rows, epsilon, delta, "basic composition: epsilons and deltas add up"
+            ),
+            f" With this spend the sums would be (epsilon={totals[0]:.6g}, "
+            f"delta={totals[1]:.6g}); remaining (epsilon={rem_eps:.6g}, delta={rem_delta:.6g}).",
         ]
-        if totals is not None:
-            parts.append(
-                f" With this spend the sums would be (epsilon={totals[0]:.6g}, "
-                f"delta={totals[1]:.6g})."
-            )
-        if rho is not None:
-            parts.append(
-                f" Its zCDP cost is rho={rho:.6g}; {self._rho_sum(rows):.6g} of the "
-                f"{self.rho_limit:.6g} this budget admits is spent."
-            )
-        parts.append(" Nothing was spent.")
         if self._delta == 0 and delta > 0:
             parts.append(
                 " This budget has delta=0 and accepts only pure epsilon-DP spends "
                 "(delta=0): use a solver with a pure-DP mode, or a budget with delta > 0."
             )
-        else:
+            return "".join(parts)
+        if delta > rem_delta * (1 + _RTOL):
             parts.append(
-                " Ask for a smaller epsilon (or delta), or stop: a fresh budget is only "
-                "justified for fresh data."
+                f" What would fit: a spend of delta at most {rem_delta:.6g} (this one's delta "
+                "alone is too large) and epsilon at most "
+                f"{rem_eps:.6g}."
             )
+            if self._delta > 0:
+                parts.append(
+                    " Under basic composition every fit's delta counts; a budget with "
+                    "composition='zcdp' (the default when delta > 0) does not add up the "
+                    "deltas of Gaussian fits."
+                )
+        else:
+            parts.append(f" What would fit: epsilon at most {rem_eps:.6g} at this delta.")
+        parts.append(self._STOP)
         return "".join(parts)
 
-    def _remaining_of(self, rows):
-        if self._composition == "zcdp":
-            left = max(0.0, self.rho_limit - self._rho_sum(rows))
-            return (_epsilon_of_rho(left, self._delta), self._delta)
-        eps, delta = self._basic(rows)
-        return (max(0.0, self._epsilon - eps), max(0.0, self._delta - delta))
+    def _zcdp_refusal(self, rows, epsilon, delta, rho, pool_delta, own):
+        pool = self.delta_pool
+        rho_left = _left(self.rho_limit, self._rho_sum(rows))
+        pool_left = _left(pool, self._pool_sum(rows))
+        parts = [
+            self._refusal_head(
+                rows,
+                epsilon,
+                delta,
+                "the approximate-zCDP filter: the fits' rhos add up to at most "
+                f"rho_limit={self.rho_limit:.6g}, the deltas of their approximate-DP parts "
+                f"to at most delta_pool={pool:.6g}",
+            ),
+            f" This spend costs rho={rho:.6g}"
+            + (f" and pool delta={pool_delta:.6g}" if pool_delta else "")
+            + f"; left: rho={rho_left:.6g}, pool delta={pool_left:.6g}.",
+        ]
+        if own:
+            parts.append(
+                " It is charged as its own (epsilon, delta)-DP guarantee, epsilon^2 / 2 and "
+                "its whole delta: its mechanism has no cheaper zCDP description (none given, "
+                "a subsampled one, which zCDP charges without amplification, or a closed form)."
+            )
+        if pool_delta > pool_left * (1 + _RTOL):
+            if own:
+                parts.append(
+                    f" Its delta={pool_delta:.6g} does not fit the pool ({pool_left:.6g} left): "
+                    f"give this fit a delta of at most {pool_left:.6g}, or use a budget with "
+                    "composition='basic' for fits like it."
+                )
+            else:
+                parts.append(
+                    f" Its approximate-DP parts need delta={pool_delta:.6g} from the pool, "
+                    f"which has {pool_left:.6g} left: a classifier fitted without classes= "
+                    "releases its label set with half of its delta. Pass classes= (labels "
+                    "known in advance are public), or give the fit a smaller delta."
+                )
+        if rho > rho_left * (1 + _RTOL):
+            parts.append(" " + _what_fits(rho_left, delta, pool_delta))
+        if not rows and epsilon <= self._epsilon and delta <= self._delta:
+            parts.append(
+                " On a fresh budget, composition='basic' admits any one fit within "
+                "(epsilon, delta) (but then every later fit's delta adds up)."
+            )
+        parts.append(self._STOP)
+        return "".join(parts)
 
-    def _new_row(self, epsilon, delta, event, estimator, solver, status, rho):
+    def _admission(self, epsilon, delta, event, estimator, solver, status):
+        """The row to record and the ``decide(rows)`` that admits it (and sets its charge)."""
+        charges = self._charges(epsilon, delta, event)
+        row = self._new_row(epsilon, delta, event, estimator, solver, status, (None, None))
+        chosen = []
+
+        def decide(rows):
+            charge = self._admit(rows, epsilon, delta, charges)
+            row.entry = dataclasses.replace(row.entry, rho=charge[0], pool_delta=charge[1])
+            chosen.append(charge)
+
+        return row, decide, chosen
+
+    def _new_row(self, epsilon, delta, event, estimator, solver, status, charge):
         if not isinstance(estimator, str):
             estimator = type(estimator).__name__
         if solver is not None and not isinstance(solver, str):
             solver = str(solver)
+        rho, pool_delta = charge
         entry = LedgerEntry(
-            estimator, solver, epsilon, delta, event, time.time(), status, None, rho
+            estimator,
+            solver,
+            epsilon,
+            delta,
+            event,
+            time.time(),
+            status,
+            None,
+            rho,
+            pool_delta=pool_delta,
         )
         return _Row(entry, _pickle_event(event))
 
@@ -619,10 +809,7 @@ class PrivacyBudget:
         """
         epsilon, delta = _check_spend_args(epsilon, delta, event)
         self._storage.check_usable()
-        rho = self._charge(epsilon, delta, event)
-        message = self._fits(self._storage.rows(), epsilon, delta, rho)
-        if message is not None:
-            raise BudgetExceededError(message)
+        self._admit(self._storage.rows(), epsilon, delta, self._charges(epsilon, delta, event))
 
     def reserve(
         self,
@@ -662,16 +849,9 @@ class PrivacyBudget:
         """
         epsilon, delta = _check_spend_args(epsilon, delta, event)
         self._storage.check_usable()
-        rho = self._charge(epsilon, delta, event)
-        row = self._new_row(epsilon, delta, event, estimator, solver, RESERVED, rho)
-
-        def decide(rows):
-            message = self._fits(rows, epsilon, delta, rho)
-            if message is not None:
-                raise BudgetExceededError(message)
-
+        row, decide, chosen = self._admission(epsilon, delta, event, estimator, solver, RESERVED)
         entry_id = self._storage.append_if(decide, row)
-        return Reservation(self, entry_id, epsilon, delta, rho)
+        return Reservation(self, entry_id, epsilon, delta, *chosen[-1])
 
     def spend(
         self,
@@ -707,14 +887,7 @@ class PrivacyBudget:
         """
         epsilon, delta = _check_spend_args(epsilon, delta, event)
         self._storage.check_usable()
-        rho = self._charge(epsilon, delta, event)
-        row = self._new_row(epsilon, delta, event, estimator, solver, COMPLETED, rho)
-
-        def decide(rows):
-            message = self._fits(rows, epsilon, delta, rho)
-            if message is not None:
-                raise BudgetExceededError(message)
-
+        row, decide, _ = self._admission(epsilon, delta, event, estimator, solver, COMPLETED)
         self._storage.append_if(decide, row)
 
     # -- sharing ---------------------------------------------------------------
@@ -763,15 +936,67 @@ class PrivacyBudget:
             state = f"spent=(epsilon={eps:.6g}, delta={delta:.6g}), entries={len(rows)}"
         except BudgetStorageError as exc:
             state = f"spent=<unavailable: {str(exc).split('. ')[0]}>"
-        composition = "" if self._composition == "basic" else f", composition={self._composition!r}"
         return (
-            f"PrivacyBudget(epsilon={self._epsilon:.6g}, delta={self._delta:.6g}{composition}, "
+            f"PrivacyBudget(epsilon={self._epsilon:.6g}, delta={self._delta:.6g}, "
+            f"composition={self._composition!r}, "
             f"{state}, storage={self._storage.describe()})"
         )
 
 
 def _epsilon_of_rho(rho, delta):
     return 0.0 if rho <= 0 else float(epsilon_of_zcdp(rho, delta))
+
+
+def _left(limit, used):
+    """``limit - used``, with float dust (within a relative ``_RTOL`` of the limit) as 0."""
+    left = limit - used
+    return 0.0 if left <= _RTOL * limit else left
+
+
+def _approximate_charges(epsilon, delta, event):
+    """The valid ``(rho, pool_delta, kind)`` charges of a spend, in the order they are tried.
+
+    The event's own description (:func:`~sklearn_dp.accounting.approximate_zcdp`)
+    when it has one, and the spend's ``(epsilon, delta)``-DP guarantee, which
+    is ``delta``-approximately ``epsilon^2 / 2``-zCDP (Bun and Steinke 2016,
+    Proposition 1.13; for ``delta = 0``, their Proposition 1.4).  The first
+    is tried first; the second admits subsampled mechanisms (which the first
+    charges without amplification) at small epsilons.  A noiseless event
+    (rho = inf) has only its own description: its claimed guarantee would be
+    false.
+    """
+    own = (0.5 * epsilon * epsilon, float(delta), "own")
+    if event is None:
+        return [own]
+    described = approximate_zcdp(event)
+    if described is None:
+        return [own]
+    described = (float(described[0]), float(described[1]), "described")
+    if described[0] == math.inf or described[:2] == own[:2]:
+        return [described]
+    return [described, own]
+
+
+def _what_fits(rho_left, delta, pool_delta):
+    """What the rho left admits, in the terms of the refused spend."""
+    if rho_left <= 0:
+        return "What would fit: nothing that costs rho (the rho is used up)."
+    if delta > 0 and not pool_delta:
+        # The largest Gaussian mechanism that the rho left pays for, at the
+        # refused spend's delta: an estimator's fit at that epsilon costs
+        # about as much (measured within a few percent for dp_newton).
+        sigma = 1.0 / math.sqrt(2.0 * rho_left)
+        largest = gaussian_mechanism.get_epsilon_gaussian(sigma, delta)
+        return (
+            f"What would fit: a Gaussian mechanism of epsilon up to {largest:.4g} at "
+            f"delta={delta:.6g}; a fit at about that epsilon (ask for a little less: "
+            "its row count and bounds also cost rho)."
+        )
+    return (
+        f"What would fit: a spend charged as its (epsilon, delta) up to epsilon="
+        f"{math.sqrt(2.0 * rho_left):.4g} (charged epsilon^2 / 2), or any fit costing at "
+        f"most rho={rho_left:.6g}."
+    )
 
 
 def _short(event):

@@ -134,7 +134,7 @@ def test_numpy_scalars_accepted():
 
 
 def test_basic_spend_check_remaining_and_ledger():
-    budget = PrivacyBudget(1.0, 1e-5)
+    budget = PrivacyBudget(1.0, 1e-5, composition="basic")
     assert budget.spent == (0.0, 0.0)
     assert budget.remaining == (1.0, 1e-5)
     assert budget.check(0.4, 1e-6) is None
@@ -163,7 +163,7 @@ def test_exact_remainder_can_be_spent():
     with pytest.raises(BudgetExceededError):
         budget.spend(1e-6)
 
-    budget = PrivacyBudget(1.0, 1e-5)
+    budget = PrivacyBudget(1.0, 1e-5, composition="basic")
     budget.spend(0.3, 3e-6)
     budget.spend(0.123456789, 1.1e-6)
     budget.spend(*budget.remaining)
@@ -172,8 +172,25 @@ def test_exact_remainder_can_be_spent():
         budget.check(1e-3, 0.0)
 
 
+def test_remaining_reports_float_dust_as_zero():
+    budget = PrivacyBudget(1.0, 1e-5, composition="basic")
+    for _ in range(10):
+        budget.spend(0.1, 1e-6)
+    # The float sums leave 1.7e-21 of delta and 1.1e-16 of epsilon: zero.
+    assert budget.remaining == (0.0, 0.0)
+    budget = PrivacyBudget(1.0, 1e-5, composition="basic")
+    budget.spend(0.3, 3e-6)
+    budget.spend(0.123456789, 1.1e-6)
+    budget.spend(*budget.remaining)
+    assert budget.remaining == (0.0, 0.0)
+    zcdp = PrivacyBudget(1.0, 1e-5)
+    for _ in range(5):
+        zcdp.spend(0.1, 1e-6)  # charged 0.005 of rho and 1e-6 of the pool each
+    assert zcdp.remaining[1] == 0.0
+
+
 def test_exceeded_leaves_ledger_unchanged_and_explains():
-    budget = PrivacyBudget(1.0, 1e-5)
+    budget = PrivacyBudget(1.0, 1e-5, composition="basic")
     budget.spend(0.8, 1e-6)
     before = budget.ledger
     with pytest.raises(BudgetExceededError) as info:
@@ -183,7 +200,8 @@ def test_exceeded_leaves_ledger_unchanged_and_explains():
     message = str(info.value)
     assert "epsilon=0.5" in message  # what was asked
     assert "remaining (epsilon=0.2" in message  # what remains
-    assert "smaller epsilon" in message  # what to do
+    assert "composition='basic'" in message  # which rule refused
+    assert "What would fit: epsilon at most 0.2 at this delta" in message  # what to do
     with pytest.raises(BudgetExceededError):
         budget.check(0.5, 1e-6)
     with pytest.raises(BudgetExceededError, match="delta"):
@@ -196,7 +214,7 @@ def test_basic_filter_never_admits_by_numerical_composition():
     # fit; PLD composition of adaptively chosen fits is not a valid filter.
     sigma = gaussian_noise_multiplier(1.0, 1e-6)
     event = gaussian_steps_event(sigma, 1)
-    budget = PrivacyBudget(10.0, 1e-5)
+    budget = PrivacyBudget(10.0, 1e-5, composition="basic")
     for _ in range(10):
         budget.spend(1.0, 1e-6, event=event, estimator="DPLogisticRegression", solver="dp_gd")
     assert budget.spent == pytest.approx((10.0, 1e-5))
@@ -216,7 +234,7 @@ def test_basic_filter_never_admits_by_numerical_composition():
 
 
 def test_fixed_sequence_epsilon_needs_every_event():
-    budget = PrivacyBudget(10.0, 1e-5)
+    budget = PrivacyBudget(10.0, 1e-5, composition="basic")
     assert budget.fixed_sequence_epsilon() == 0.0
     budget.spend(1.0, 1e-6, event=gaussian_steps_event(5.0, 1))
     assert budget.fixed_sequence_epsilon() is not None
@@ -233,7 +251,7 @@ def test_fixed_sequence_results_are_cached(monkeypatch):
         return epsilon_of_events(events, delta)
 
     monkeypatch.setattr(budget_module, "epsilon_of_events", counting)
-    budget = PrivacyBudget(10.0, 1e-5)
+    budget = PrivacyBudget(10.0, 1e-5, composition="basic")
     event = gaussian_steps_event(3.0, 5)
     budget.spend(5.0, 1e-6, event=event)
     budget.spend(5.0, 1e-6, event=event)
@@ -257,35 +275,122 @@ def test_zcdp_charges_the_exact_rho_of_gaussian_and_pure_events():
     budget.spend(0.4, 0.0, event=PureEpsilonDpEvent(0.4, "exponential mechanism over 3 items"))
     rhos = [entry.rho for entry in budget.ledger]
     assert rhos == pytest.approx([0.25, 0.125, 0.02, 0.02])
+    assert [entry.pool_delta for entry in budget.ledger] == [0.0] * 4
     assert budget.rho_spent == pytest.approx(0.415)
-    assert budget.spent == pytest.approx((epsilon_of_zcdp(0.415, 1e-5), 1e-5))
+    assert budget.delta_pool_spent == 0.0
+    # The conversion is made at the half of delta that is not the pool.
+    assert budget.spent == pytest.approx((epsilon_of_zcdp(0.415, 5e-6), 5e-6))
+
+
+def test_zcdp_is_the_default_when_delta_is_positive():
+    assert PrivacyBudget(2.0, 1e-5).composition == "zcdp"
+    assert PrivacyBudget(2.0).composition == "basic"  # delta = 0: pure spends only
+    assert PrivacyBudget(2.0, 1e-5, composition="basic").composition == "basic"
+    budget = PrivacyBudget(2.0, 1e-5)
+    assert budget.delta_pool == 5e-6 and budget.rho_limit > 0
+    assert "composition='zcdp'" in repr(budget)
 
 
 def test_zcdp_limit_is_the_conversion_of_the_budget():
     budget = PrivacyBudget(10.0, 1e-5, composition="zcdp")
     rho = budget.rho_limit
-    # dp_accounting's conversion of the limit meets the budget, and a hair more does not.
-    assert epsilon_of_zcdp(rho, 1e-5) <= 10.0
-    assert epsilon_of_zcdp(rho * (1 + 1e-6), 1e-5) > 10.0
+    pool = budget.delta_pool
+    assert pool == 5e-6
+    # Conversion at the other half of delta, plus log(1 / (1 - pool)) for the
+    # approximate part, meets the budget, and a hair more rho does not.
+    extra = -np.log1p(-pool)
+    assert epsilon_of_zcdp(rho, 1e-5 - pool) + extra <= 10.0
+    assert epsilon_of_zcdp(rho * (1 + 1e-6), 1e-5 - pool) + extra > 10.0
     # The classical bound rho + 2 sqrt(rho log(1 / delta)) is looser: more rho fits.
-    assert rho + 2 * np.sqrt(rho * np.log(1e5)) > 10.0
-    assert budget.remaining == pytest.approx((10.0, 1e-5), rel=1e-6)
+    assert rho + 2 * np.sqrt(rho * np.log(1 / (1e-5 - pool))) > 10.0
+    assert budget.remaining == pytest.approx((10.0, pool), rel=1e-6)
     budget.spend(1.0, 1e-6, event=dpe.GaussianDpEvent(float(np.sqrt(0.5 / rho))))  # all of it
+    assert budget.remaining == (0.0, pool)
     with pytest.raises(BudgetExceededError, match="rho"):
         budget.spend(0.01, 0.0)
 
 
-def test_zcdp_refuses_what_has_no_rho_and_needs_delta():
-    budget = PrivacyBudget(10.0, 1e-5, composition="zcdp")
-    with pytest.raises(BudgetExceededError, match="zCDP"):
-        budget.spend(1.0, 1e-6)  # approximate DP without an event
-    with pytest.raises(BudgetExceededError, match="zCDP"):
-        budget.reserve(1.0, 1e-6, event=ApproximateDpEvent(1.0, 1e-6, "labels"))
-    assert budget.ledger == []
+def test_zcdp_filter_admission_rule_is_exact():
+    """Admit while sum(rho_i) <= rho_limit and sum(pool delta_i) <= delta / 2."""
+    budget = PrivacyBudget(10.0, 1e-5)
+    rho_limit, pool = budget.rho_limit, budget.delta_pool
+    # An approximate-DP part (epsilon, delta) costs epsilon^2 / 2 and delta.
+    labels = ApproximateDpEvent(0.2, 2e-6, "label set")
+    budget.spend(0.2, 2e-6, event=labels)
+    (entry,) = budget.ledger
+    assert (entry.rho, entry.pool_delta) == (pytest.approx(0.02), 2e-6)
+    # A spend without a zCDP description is charged its own (epsilon, delta).
+    budget.spend(0.4, 2e-6)
+    assert (budget.ledger[-1].rho, budget.ledger[-1].pool_delta) == (pytest.approx(0.08), 2e-6)
+    # A Gaussian part with an approximate part: the sum of both charges.
+    sigma = 3.0
+    budget.spend(
+        1.0,
+        1e-6,
+        event=dpe.ComposedDpEvent([ApproximateDpEvent(0.1, 1e-6, "l"), dpe.GaussianDpEvent(sigma)]),
+    )
+    assert budget.ledger[-1].rho == pytest.approx(0.005 + 1 / (2 * sigma**2))
+    assert budget.ledger[-1].pool_delta == 1e-6
+    assert budget.delta_pool_spent == pytest.approx(5e-6) == pool
+    # The pool is used up exactly: any further approximate part is refused,
+    # a Gaussian spend is not.
+    with pytest.raises(BudgetExceededError, match="pool"):
+        budget.check(0.01, 1e-12, event=ApproximateDpEvent(0.01, 1e-12, "l"))
+    used = budget.rho_spent
+    exact = float(np.sqrt(0.5 / (rho_limit - used)))  # rho exactly what is left
+    budget.check(1.0, 1e-6, event=dpe.GaussianDpEvent(exact))
+    with pytest.raises(BudgetExceededError, match="rho"):
+        budget.check(1.0, 1e-6, event=dpe.GaussianDpEvent(exact * (1 - 1e-6)))
+    budget.spend(1.0, 1e-6, event=dpe.GaussianDpEvent(exact))
+    assert budget.remaining == (0.0, 0.0)
+    spent_epsilon, spent_delta = budget.spent
+    assert spent_delta == pytest.approx(1e-5) and spent_epsilon == pytest.approx(10.0, rel=1e-6)
+
+
+def test_zcdp_checks_the_final_event_against_rho_and_pool():
+    budget = PrivacyBudget(10.0, 1e-5)
+    reservation = budget.reserve(1.0, 1e-6, event=ApproximateDpEvent(0.5, 1e-6, "l"))
+    with pytest.raises(RuntimeError, match="accounting error"):
+        reservation.complete(ApproximateDpEvent(0.5, 2e-6, "l"))
+    assert budget.ledger[-1].status == "failed"
+    reservation = budget.reserve(1.0, 1e-6, event=ApproximateDpEvent(0.5, 1e-6, "l"))
+    reservation.complete(ApproximateDpEvent(0.4, 1e-6, "l"))
+    assert budget.ledger[-1].status == "completed"
+
+
+def test_zcdp_needs_delta_and_a_known_rule():
     with pytest.raises(ValueError, match="delta > 0"):
         PrivacyBudget(1.0, 0.0, composition="zcdp")
     with pytest.raises(ValueError, match="composition"):
         PrivacyBudget(1.0, 1e-5, composition="pld")
+
+
+def test_zcdp_refusal_names_the_rule_and_what_would_fit():
+    budget = PrivacyBudget(2.0, 1e-5)
+    sigma = gaussian_noise_multiplier(2.0, 1e-5)
+    with pytest.raises(BudgetExceededError) as info:
+        budget.spend(2.0, 1e-5, event=gaussian_steps_event(sigma, 1))
+    message = str(info.value)
+    assert "composition='zcdp'" in message and "rho_limit=" in message
+    assert "composition='basic' admits any one fit" in message
+    largest = float(message.split("Gaussian mechanism of epsilon up to ")[1].split(" ")[0])
+    assert 1.5 < largest < 2.0
+    # The figure is right (to its 4 printed digits) for a Gaussian mechanism.
+    budget.check(
+        largest * 0.999,
+        1e-5,
+        event=gaussian_steps_event(gaussian_noise_multiplier(largest * 0.999, 1e-5), 1),
+    )
+    with pytest.raises(BudgetExceededError):
+        budget.check(
+            largest * 1.001,
+            1e-5,
+            event=gaussian_steps_event(gaussian_noise_multiplier(largest * 1.001, 1e-5), 1),
+        )
+    # A refusal by the pool says so, and how to avoid it.
+    budget.spend(0.1, 5e-6, event=ApproximateDpEvent(0.1, 5e-6, "label set"))
+    with pytest.raises(BudgetExceededError, match="from the pool.*Pass classes="):
+        budget.spend(0.1, 5e-6, event=ApproximateDpEvent(0.1, 5e-6, "label set"))
 
 
 def test_admitted_fit_counts_on_a_10_1e5_budget():
@@ -313,7 +418,7 @@ def test_admitted_fit_counts_on_a_10_1e5_budget():
                 return n
             n += 1
 
-    assert admitted(PrivacyBudget(10.0, 1e-5)) == 10
+    assert admitted(PrivacyBudget(10.0, 1e-5, composition="basic")) == 10
     zcdp = admitted(PrivacyBudget(10.0, 1e-5, composition="zcdp"))
     assert 60 <= zcdp <= 120
     # One (1, 1e-5) fit does not fit a (1, 1e-5) zCDP budget: the conversion's cost.
@@ -321,7 +426,9 @@ def test_admitted_fit_counts_on_a_10_1e5_budget():
     sigma = gaussian_noise_multiplier(1.0, 1e-5, 1)
     with pytest.raises(BudgetExceededError):
         single.spend(1.0, 1e-5, event=gaussian_steps_event(sigma, 1))
-    PrivacyBudget(1.0, 1e-5).spend(1.0, 1e-5, event=gaussian_steps_event(sigma, 1))
+    PrivacyBudget(1.0, 1e-5, composition="basic").spend(
+        1.0, 1e-5, event=gaussian_steps_event(sigma, 1)
+    )
 
 
 # --------------------------------------------------------------------------
@@ -330,7 +437,7 @@ def test_admitted_fit_counts_on_a_10_1e5_budget():
 
 
 def test_reservation_is_charged_until_settled_and_after():
-    budget = PrivacyBudget(1.0, 1e-5)
+    budget = PrivacyBudget(1.0, 1e-5, composition="basic")
     reservation = budget.reserve(0.6, 1e-6, estimator="DPLasso", solver="dp_cd")
     (entry,) = budget.ledger
     assert entry.status == "reserved" and entry.id == 1 and entry.event is None
@@ -377,8 +484,11 @@ def test_sqlite_reservations_and_statuses_persist(tmp_path):
     assert [e.id for e in ledger] == [1, 2, 3]
     assert ledger[0].rho == pytest.approx(1 / 32)
     assert reopened.rho_spent == pytest.approx(1 / 32 + 0.125 + 0.005)
+    assert [e.pool_delta for e in ledger] == [0.0, 0.0, 0.0]
     with pytest.raises(BudgetStorageError, match="composition"):
-        PrivacyBudget(10.0, 1e-5, storage=path)
+        PrivacyBudget(10.0, 1e-5, storage=path, composition="basic")
+    # Without composition=, an existing ledger keeps its own rule.
+    assert PrivacyBudget(10.0, 1e-5, storage=path).composition == "zcdp"
 
 
 def test_sqlite_version_1_ledger_is_migrated(tmp_path):
@@ -406,6 +516,35 @@ def test_sqlite_version_1_ledger_is_migrated(tmp_path):
     assert budget.spent == pytest.approx((1.0, 1e-6))
 
 
+def test_sqlite_version_2_ledger_is_migrated(tmp_path):
+    path = tmp_path / "v2.sqlite"
+    with sqlite3.connect(path) as raw:
+        raw.execute(
+            "CREATE TABLE budget (id INTEGER PRIMARY KEY CHECK (id = 1), "
+            "schema_version INTEGER NOT NULL, epsilon REAL NOT NULL, "
+            "delta REAL NOT NULL, created REAL NOT NULL, composition TEXT NOT NULL)"
+        )
+        raw.execute(
+            "CREATE TABLE ledger (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+            "estimator TEXT NOT NULL, solver TEXT, epsilon REAL NOT NULL, "
+            "delta REAL NOT NULL, event BLOB, event_repr TEXT, "
+            "timestamp REAL NOT NULL, status TEXT NOT NULL, error TEXT, rho REAL)"
+        )
+        raw.execute("INSERT INTO budget VALUES (1, 2, 10.0, 1e-5, 0.0, 'zcdp')")
+        raw.execute(
+            "INSERT INTO ledger (estimator, solver, epsilon, delta, event, event_repr, "
+            "timestamp, status, error, rho) VALUES "
+            "('DPLasso', 'dp_cd', 1.0, 1e-6, NULL, NULL, 1.0, 'completed', NULL, 0.5)"
+        )
+    budget = PrivacyBudget(10.0, 1e-5, storage=path)
+    assert budget.composition == "zcdp"
+    (entry,) = budget.ledger
+    assert (entry.rho, entry.pool_delta) == (0.5, None)
+    assert budget.rho_spent == 0.5 and budget.delta_pool_spent == 0.0
+    budget.spend(0.1, 1e-6, event=ApproximateDpEvent(0.1, 1e-6, "label set"))
+    assert budget.delta_pool_spent == 1e-6
+
+
 def test_pure_budget_accepts_only_pure_spends():
     budget = PrivacyBudget(1.0)  # delta = 0
     budget.spend(0.5, 0.0, event=PureEpsilonDpEvent(0.5, "objective_perturbation"))
@@ -424,7 +563,7 @@ def test_pure_budget_accepts_only_pure_spends():
 def test_pure_and_gaussian_events_mixed():
     # No accountant composes PureEpsilonDpEvent with Gaussians; basic
     # composition must still work.
-    budget = PrivacyBudget(2.0, 1e-5)
+    budget = PrivacyBudget(2.0, 1e-5, composition="basic")
     budget.spend(0.5, 0.0, event=PureEpsilonDpEvent(0.5, "objective_perturbation"))
     budget.spend(1.0, 1e-6, event=gaussian_steps_event(5.0, 1))
     assert budget.spent == pytest.approx((1.5, 1e-6))
@@ -433,12 +572,13 @@ def test_pure_and_gaussian_events_mixed():
 
 
 def test_reprs():
-    budget = PrivacyBudget(1.0, 1e-5)
+    budget = PrivacyBudget(1.0, 1e-5, composition="basic")
     budget.spend(
         0.25, 1e-6, event=gaussian_steps_event(5.0, 2), estimator="DPLasso", solver="dp_cd"
     )
     text = repr(budget)
     assert "epsilon=1" in text and "entries=1" in text and "memory" in text
+    assert "composition='basic'" in text
     entry_text = repr(budget.ledger[0])
     assert entry_text.startswith("LedgerEntry('DPLasso'")
     assert "solver='dp_cd'" in entry_text and "epsilon=0.25" in entry_text
@@ -570,11 +710,11 @@ def test_forked_copy_refuses():
 def test_sqlite_durable_across_instances(tmp_path):
     path = tmp_path / "budget.sqlite"
     event = gaussian_steps_event(4.0, 3)
-    first = PrivacyBudget(2.0, 1e-5, storage=path)
+    first = PrivacyBudget(2.0, 1e-5, storage=path, composition="basic")
     first.spend(0.5, 1e-6, event=event, estimator="DPLogisticRegression", solver="dp_gd")
     first.spend(0.25)
     del first
-    second = PrivacyBudget(2.0, 1e-5, storage=str(path))
+    second = PrivacyBudget(2.0, 1e-5, storage=str(path), composition="basic")
     ledger = second.ledger
     assert [e.estimator for e in ledger] == ["DPLogisticRegression", "manual"]
     assert ledger[0].event == event and ledger[1].event is None
@@ -733,7 +873,7 @@ def insert_then_hang(self, conn, row):
     time.sleep(600)
 
 B._SQLiteStorage._insert = insert_then_hang
-B.PrivacyBudget(1.0, 1e-5, storage=path).spend(0.5, 1e-6, estimator="killed")
+B.PrivacyBudget(1.0, 1e-5, storage=path, composition="basic").spend(0.5, 1e-6, estimator="killed")
 """
 
 
@@ -741,7 +881,7 @@ B.PrivacyBudget(1.0, 1e-5, storage=path).spend(0.5, 1e-6, estimator="killed")
 def test_sqlite_killed_mid_spend_leaves_ledger_consistent(tmp_path):
     path = tmp_path / "budget.sqlite"
     marker = tmp_path / "inside"
-    budget = PrivacyBudget(1.0, 1e-5, storage=path, timeout=5.0)
+    budget = PrivacyBudget(1.0, 1e-5, storage=path, timeout=5.0, composition="basic")
     budget.spend(0.25, 1e-6)
     proc = _run_python(_KILLED_WORKER, path, marker)
     try:
@@ -750,7 +890,7 @@ def test_sqlite_killed_mid_spend_leaves_ledger_consistent(tmp_path):
     finally:
         proc.communicate(timeout=30)
     assert proc.returncode == -signal.SIGKILL
-    reopened = PrivacyBudget(1.0, 1e-5, storage=path, timeout=5.0)
+    reopened = PrivacyBudget(1.0, 1e-5, storage=path, timeout=5.0, composition="basic")
     ledger = reopened.ledger
     assert len(ledger) in (1, 2)
     assert ledger[0].epsilon == 0.25
@@ -768,3 +908,104 @@ def test_sqlite_grid_search_with_process_workers(tmp_path):
     search.fit(np.zeros((4, 1)))
     assert len(budget.ledger) == 2 * 2 + 1
     assert budget.spent[0] == pytest.approx(0.25)
+
+
+# --------------------------------------------------------------------------
+# The default budget admits the documented workflows at default deltas
+# --------------------------------------------------------------------------
+
+
+def _classification(n=600):
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n_samples=n, n_features=5, random_state=0)
+    return X / 4.0, y
+
+
+def test_default_budget_admits_a_scaler_and_a_model_at_default_settings():
+    from sklearn.pipeline import make_pipeline
+
+    from sklearn_dp import DPLogisticRegression
+    from sklearn_dp.preprocessing import DPStandardScaler
+
+    X, y = _classification()
+    budget = PrivacyBudget(epsilon=2.0, delta=1e-5)
+    pipe = make_pipeline(
+        DPStandardScaler(budget=budget, random_state=0),
+        DPLogisticRegression(classes=[0, 1], budget=budget, random_state=0),
+    ).fit(X, y)
+    assert [e.delta for e in budget.ledger] == [1e-5, 1e-5]  # the default deltas
+    assert [e.epsilon for e in budget.ledger] == [1.0, 1.0]
+    assert budget.rho_spent <= budget.rho_limit
+    assert pipe.score(X, y) > 0.6
+    # Basic composition refuses the model: the two deltas add up to 2e-5.
+    basic = PrivacyBudget(epsilon=2.0, delta=1e-5, composition="basic")
+    with pytest.raises(BudgetExceededError, match="composition='basic'"):
+        make_pipeline(
+            DPStandardScaler(budget=basic), DPLogisticRegression(classes=[0, 1], budget=basic)
+        ).fit(X, y)
+
+
+def test_default_budget_admits_cross_val_score_with_five_folds():
+    from sklearn.model_selection import cross_val_score
+
+    from sklearn_dp import DPLogisticRegression
+
+    X, y = _classification()
+    budget = PrivacyBudget(epsilon=2.0, delta=1e-5)
+    model = DPLogisticRegression(epsilon=0.5, data_norm=1.5, classes=[0, 1], budget=budget)
+    scores = cross_val_score(model, X, y, cv=5, error_score="raise")
+    assert len(scores) == 5 and len(budget.ledger) == 5
+    assert all(e.delta == 1e-5 and e.status == "completed" for e in budget.ledger)
+    spent_epsilon, spent_delta = budget.spent
+    assert spent_epsilon <= 2.0 and spent_delta <= 1e-5
+
+
+def test_default_budget_admits_a_three_by_three_grid_search():
+    from sklearn_dp import DPLogisticRegression
+
+    X, y = _classification(400)
+    budget = PrivacyBudget(epsilon=2.0, delta=1e-5)
+    search = GridSearchCV(
+        DPLogisticRegression(epsilon=0.2, data_norm=1.5, classes=[0, 1], budget=budget),
+        {"C": [0.1, 1.0, 10.0], "max_iter": [5, 10, 20]},
+        cv=5,
+        error_score="raise",
+    ).fit(X, y)
+    assert len(budget.ledger) == 3 * 3 * 5 + 1  # every fold fit and the refit
+    assert all(e.delta == 1e-5 and e.status == "completed" for e in budget.ledger)
+    assert budget.rho_spent <= budget.rho_limit
+    assert hasattr(search, "best_estimator_")
+
+
+def test_default_budget_admits_a_classifier_fit_without_classes():
+    from sklearn_dp import DPLogisticRegression
+
+    X, y = _classification()
+    budget = PrivacyBudget(epsilon=2.0, delta=1e-5)
+    DPLogisticRegression(data_norm=1.5, budget=budget).fit(X, y)
+    (entry,) = budget.ledger
+    # The label set's (0.1, 5e-6) release is charged 0.1^2 / 2 and 5e-6 of the pool.
+    assert entry.pool_delta == pytest.approx(5e-6) == budget.delta_pool
+    assert budget.spent[1] == pytest.approx(1e-5)
+
+
+def test_zcdp_charges_a_spend_its_own_guarantee_when_its_mechanism_is_costlier():
+    # A subsampled Gaussian is charged without amplification by its zCDP
+    # description; its (epsilon, delta) guarantee, as delta-approximate
+    # epsilon^2 / 2-zCDP, is then the cheaper valid charge.
+    subsampled = dpe.SelfComposedDpEvent(
+        dpe.PoissonSampledDpEvent(0.01, dpe.GaussianDpEvent(1.0)), 500
+    )
+    budget = PrivacyBudget(2.0, 1e-5)
+    budget.spend(0.3, 1e-6, event=subsampled)
+    (entry,) = budget.ledger
+    assert (entry.rho, entry.pool_delta) == (pytest.approx(0.045), 1e-6)
+    # A Gaussian is charged its own rho even where its claim would be cheaper.
+    budget.spend(1.0, 1e-6, event=dpe.GaussianDpEvent(10.0))
+    assert (budget.ledger[-1].rho, budget.ledger[-1].pool_delta) == (0.005, 0.0)
+    # Noiseless: never admitted on a claim.
+    with pytest.raises(BudgetExceededError):
+        budget.spend(0.1, 1e-6, event=dpe.GaussianDpEvent(0.0))
+    with pytest.raises(BudgetExceededError, match="own \\(epsilon, delta\\)-DP guarantee"):
+        budget.spend(1.0, 1e-5, event=subsampled)

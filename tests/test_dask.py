@@ -191,7 +191,7 @@ def test_predictions_on_dask_input_are_lazy_dask_arrays(method):
 
 def test_budget_is_charged_once_per_dask_fit():
     X, y = _classification()
-    budget = PrivacyBudget(3.0, 1e-5)
+    budget = PrivacyBudget(3.0, 1e-5, composition="basic")
     Xd, yd = _dask_pair(X, y)
     DPLogisticRegression(
         epsilon=1.0, delta=1e-6, solver="dp_newton", budget=budget, random_state=0

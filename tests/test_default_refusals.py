@@ -94,7 +94,7 @@ def test_frank_wolfe_on_the_penalty_ball_is_refused_before_any_spend(solver, kwa
 @pytest.mark.parametrize("solver", ["vr_frank_wolfe", "frank_wolfe"])
 def test_frank_wolfe_with_a_radius_and_a_penalty_still_fits(solver):
     X, y = _regression()
-    budget = PrivacyBudget(10.0, 1e-3)
+    budget = PrivacyBudget(10.0, 1e-3, composition="basic")
     model = DPLasso(
         epsilon=1.0,
         solver=solver,

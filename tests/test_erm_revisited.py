@@ -1193,7 +1193,7 @@ def test_logistic_private_fits_spend_a_planned_event(monkeypatch, params):
         n_samples=3000, n_features=5, n_informative=3, class_sep=2.0, random_state=0
     )
     X = X / 4.0
-    budget = PrivacyBudget(10.0, 1e-5)
+    budget = PrivacyBudget(10.0, 1e-5, composition="basic")
     name = params["solver"]
     spec = solvers_module.SOLVERS[name]
     planned = []

@@ -104,14 +104,14 @@ def make_estimator(estimator, solver, /, **overrides):
     return ESTIMATORS[estimator](**params)
 
 
-def make_budget(kind, tmp_path=None, *, epsilon=10.0, delta=1e-3):
+def make_budget(kind, tmp_path=None, *, epsilon=10.0, delta=1e-3, composition=None):
     if kind is None:
         return None
     if kind == "memory":
-        return PrivacyBudget(epsilon, delta)
+        return PrivacyBudget(epsilon, delta, composition=composition)
     if kind == "sqlite":
         path = tmp_path / f"ledger-{next(_ledger_ids)}.sqlite"
-        return PrivacyBudget(epsilon, delta, storage=str(path))
+        return PrivacyBudget(epsilon, delta, storage=str(path), composition=composition)
     raise ValueError(kind)
 
 
@@ -931,7 +931,9 @@ def test_slow_pairs_fit_and_spend_once(estimator, solver, ledger_dir):
 
 
 def _budget_with_spend(kind, ledger_dir, epsilon, delta, spent):
-    budget = make_budget(kind, ledger_dir, epsilon=epsilon, delta=delta)
+    # Exhausted, nearly exhausted and exactly enough are states of basic
+    # composition, where the epsilons add up.
+    budget = make_budget(kind, ledger_dir, epsilon=epsilon, delta=delta, composition="basic")
     if spent:
         budget.spend(spent, 0.0)
     return budget

@@ -359,7 +359,7 @@ def test_zcdp_budget_lets_more_fits_in(binary_data):
         _fit(X, y, epsilon=1.0, delta=1e-7, budget=budget, random_state=seed)
     assert len(budget.ledger) == 4
     assert budget.spent[0] < 3.5
-    basic = PrivacyBudget(3.5, 1e-5)
+    basic = PrivacyBudget(3.5, 1e-5, composition="basic")
     for seed in range(3):
         _fit(X, y, epsilon=1.0, delta=1e-7, budget=basic, random_state=seed)
     with pytest.raises(BudgetExceededError):

@@ -431,7 +431,7 @@ def test_label_release_needs_a_mechanism_independent_of_the_class_count(monkeypa
 
     monkeypatch.setattr(search_module, "_plan_candidate", by_class_count)
     monkeypatch.setattr(search_module, "_PLAN_CACHE", {})
-    budget = PrivacyBudget(5.0, 1e-4)
+    budget = PrivacyBudget(5.0, 1e-4, composition="basic")
     with pytest.raises(ValueError, match="number of classes"):
         _search(estimator=DPLogisticRegression(max_iter=20), budget=budget).fit(X, y)
     assert budget.ledger == []
@@ -444,7 +444,7 @@ def test_label_release_needs_a_mechanism_independent_of_the_class_count(monkeypa
 
 def test_reservations_precede_every_release_and_sample():
     X, y = _data()
-    budget = PrivacyBudget(5.0, 1e-4)
+    budget = PrivacyBudget(5.0, 1e-4, composition="basic")
     seen = []
     original = budget.reserve
 
@@ -475,7 +475,7 @@ def test_reservations_precede_every_release_and_sample():
 
 def test_refused_search_touches_nothing():
     X, y = _data()
-    budget = PrivacyBudget(1.5, 1e-4)
+    budget = PrivacyBudget(1.5, 1e-4, composition="basic")
     with trace_releases() as trace:
         with pytest.raises(BudgetExceededError):
             _search(budget=budget).fit(X, y)
@@ -504,7 +504,7 @@ def test_refused_search_touches_nothing():
 )
 def test_public_errors_before_any_spend(kwargs, match):
     X, y = _data()
-    budget = PrivacyBudget(50.0, 1e-3)
+    budget = PrivacyBudget(50.0, 1e-3, composition="basic")
     with trace_releases() as trace, pytest.raises((ValueError, TypeError), match=match):
         _search(budget=budget, **kwargs).fit(X, y)
     assert budget.ledger == [] and trace.releases == [] and trace.samples == []
@@ -516,9 +516,11 @@ def test_non_dp_estimator_and_two_budgets_refused():
     X, y = _data()
     with pytest.raises(TypeError, match="sklearn_dp estimators"):
         DPGridSearchCV(LogisticRegression(), GRID, epsilon=1.0).fit(X, y)
-    inner = DPLogisticRegression(classes=[0, 1], max_iter=20, budget=PrivacyBudget(5.0, 1e-4))
+    inner = DPLogisticRegression(
+        classes=[0, 1], max_iter=20, budget=PrivacyBudget(5.0, 1e-4, composition="basic")
+    )
     with pytest.raises(ValueError, match="different budgets"):
-        _search(estimator=inner, budget=PrivacyBudget(5.0, 1e-4)).fit(X, y)
+        _search(estimator=inner, budget=PrivacyBudget(5.0, 1e-4, composition="basic")).fit(X, y)
     # The estimator's budget is used when the search has none.
     search = _search(estimator=inner).fit(X, y)
     assert len(inner.budget.ledger) == 2
@@ -527,7 +529,7 @@ def test_non_dp_estimator_and_two_budgets_refused():
 
 def test_failed_runs_release_nothing_and_a_failed_selection_stays_charged():
     X, y = _data()
-    budget = PrivacyBudget(5.0, 1e-4)
+    budget = PrivacyBudget(5.0, 1e-4, composition="basic")
     # A step size that diverges: every run raises ConvergenceError (public
     # inside the run), which the search must not show.
     diverging = DPLogisticRegression(
@@ -633,7 +635,12 @@ def _search_pair(kind, refit, classes, search_class=DPGridSearchCV, solver="dp_g
     return [
         _observe_search(
             search_class(
-                estimator, space, refit=refit, verbose=1, budget=PrivacyBudget(5, 1e-4), **base
+                estimator,
+                space,
+                refit=refit,
+                verbose=1,
+                budget=PrivacyBudget(5, 1e-4, composition="basic"),
+                **base,
             ),
             Xi,
             yi,
@@ -768,7 +775,7 @@ def test_rowwise_kfold_in_a_leaky_grid_search_keeps_fold_fits_neighbours():
     from sklearn.model_selection import GridSearchCV
 
     X, y = _data()
-    budget = PrivacyBudget(20.0, 1e-3)
+    budget = PrivacyBudget(20.0, 1e-3, composition="basic")
     GridSearchCV(
         DPLogisticRegression(classes=[0, 1], max_iter=20, budget=budget, random_state=0),
         {"C": [0.1, 1.0]},
@@ -800,7 +807,7 @@ def test_default_shares():
 
 def test_search_api_and_delegation():
     X, y = _data(n=1000)
-    search = _search(budget=PrivacyBudget(2.0, 1e-5)).fit(X, y)
+    search = _search(budget=PrivacyBudget(2.0, 1e-5, composition="basic")).fit(X, y)
     best = search.best_estimator_
     assert search.best_params_ == search.cv_results_["params"][search.best_index_]
     assert best.C == search.best_params_["C"]
@@ -819,7 +826,7 @@ def test_search_api_and_delegation():
     # Accuracy of the tuned, refitted model on an easy problem.
     assert search.score(X, y) > 0.8
     # Reproducible with an int seed.
-    again = _search(budget=PrivacyBudget(2.0, 1e-5)).fit(X, y)
+    again = _search(budget=PrivacyBudget(2.0, 1e-5, composition="basic")).fit(X, y)
     assert again.best_params_ == search.best_params_
     np.testing.assert_array_equal(again.best_estimator_.coef_, best.coef_)
 

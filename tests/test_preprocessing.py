@@ -246,7 +246,8 @@ def _classification(n=600):
 
 def test_pipeline_spends_each_step_on_one_budget():
     X, y = _classification()
-    budget = PrivacyBudget(1.0, 1e-5)
+    # Basic composition: the two steps' epsilons and deltas add up to the budget.
+    budget = PrivacyBudget(1.0, 1e-5, composition="basic")
     model = make_pipeline(
         DPStandardScaler(epsilon=0.3, delta=5e-6, budget=budget, random_state=1),
         DPLogisticRegression(

@@ -38,7 +38,7 @@ def test_warning_turned_into_an_error_fails_the_fit_and_stays_charged():
     # holds 1/n_public) aborted every fit after the count was released, with
     # nothing spent: 2000 failed fits pinned n to +-0.7 rows.
     X, y = _data()
-    budget = PrivacyBudget(10.0, 0.9)
+    budget = PrivacyBudget(10.0, 0.9, composition="basic")
     model = DPLogisticRegression(delta=0.5, classes=[0, 1], budget=budget, max_iter=3)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -157,7 +157,7 @@ import dataclasses
 SOLVERS["dp_gd"] = dataclasses.replace(SOLVERS["dp_gd"], function=slow)
 rng = np.random.default_rng(0)
 X = rng.uniform(-0.5, 0.5, size=(100, 3)); y = (X[:, 0] > 0).astype(int)
-budget = PrivacyBudget(2.0, 1e-5, storage=sys.argv[1])
+budget = PrivacyBudget(2.0, 1e-5, storage=sys.argv[1], composition="basic")
 DPLogisticRegression(classes=[0, 1], budget=budget, solver="dp_gd").fit(X, y)
 """
 

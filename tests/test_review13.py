@@ -81,7 +81,7 @@ def test_charged_seeded_fits_stay_reproducible():
 
 def test_seeded_searches_on_one_budget_draw_independent_streams():
     X, y = _binary_data(600)
-    budget = PrivacyBudget(20.0, 1e-4)
+    budget = PrivacyBudget(20.0, 1e-4, composition="basic")
     scores = []
     for _ in range(2):
         search = DPGridSearchCV(
@@ -204,7 +204,7 @@ def test_pickled_sqlite_budget_refuses_a_missing_ledger(tmp_path):
     from sklearn_dp import BudgetStorageError
 
     path = tmp_path / "budget.sqlite"
-    budget = PrivacyBudget(1.0, 1e-5, storage=path)
+    budget = PrivacyBudget(1.0, 1e-5, storage=path, composition="basic")
     budget.spend(1.0, 1e-5)
     blob = pickle.dumps(budget)
     # Same file: the copy counts with the original.
@@ -223,7 +223,7 @@ def test_pickled_sqlite_budget_refuses_another_ledger_at_its_path(tmp_path):
     from sklearn_dp import BudgetStorageError
 
     path = tmp_path / "budget.sqlite"
-    budget = PrivacyBudget(1.0, 1e-5, storage=path)
+    budget = PrivacyBudget(1.0, 1e-5, storage=path, composition="basic")
     budget.spend(1.0, 1e-5)
     blob = pickle.dumps(budget)
     os.remove(path)

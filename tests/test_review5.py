@@ -205,7 +205,7 @@ def test_frank_wolfe_penalty_ball_refusal_precedes_any_spend_in_a_search():
     from sklearn_dp.model_selection import DPGridSearchCV
 
     X, y = _regression(500)
-    budget = PrivacyBudget(10.0, 1e-3)
+    budget = PrivacyBudget(10.0, 1e-3, composition="basic")
     search = DPGridSearchCV(
         DPLasso(solver="frank_wolfe", max_iter=5, y_bound=1.0, feature_bound=1.0),
         {"alpha": [0.1, 1.0]},

@@ -428,7 +428,7 @@ def test_class_weight_refusals_before_the_reservation(class_weight, fragment):
 
 def test_warm_start_costs_what_a_cold_fit_costs():
     X, y = _classification()
-    budget = PrivacyBudget(10.0, 1e-3)
+    budget = PrivacyBudget(10.0, 1e-3, composition="basic")
     model = DPLogisticRegression(
         epsilon=1.0,
         classes=[0, 1],

@@ -178,10 +178,12 @@ calls for every fit) returns the same budget object, so every fit of the search 
 3 candidates x 3 folds plus the refit of the best candidate = 10 ledger entries.
 
 The search chooses each fit after seeing earlier results, so the budget must admit spends by a
-rule that stays valid under such *adaptive* composition. `composition="zcdp"` charges every fit
-the rho of its Gaussian mechanism (rho-zCDP) and admits a spend while the rhos add up to no more
-than the rho whose `(epsilon, delta)` conversion meets the limits; for many Gaussian fits it is
-much tighter than the default `"basic"` composition, where the epsilons simply add up.
+rule that stays valid under such *adaptive* composition. `composition="zcdp"`, the default for
+a budget with `delta > 0` (written out here), charges every fit the rho of its Gaussian
+mechanism (rho-zCDP) and admits a spend while the rhos add up to no more than `rho_limit`, the
+rho whose `(epsilon, delta)` conversion meets the limits; the fits' deltas do not add up. For
+many Gaussian fits it is much tighter than `composition="basic"`, where the epsilons and the
+deltas simply add up.
 
 `error_score="raise"` makes a refused fit stop the search. With scikit-learn's default
 (`error_score=nan`) a `BudgetExceededError` becomes a warning and a NaN score and the search
@@ -203,7 +205,9 @@ print("best:", search.best_params_, f"test accuracy {search.score(X_test, y_test
 
 One entry per fit: who spent, the solver, the `(epsilon, delta)` it guarantees, its `DpEvent`
 and `rho`, what the zCDP filter charged for it. `spent` and `remaining` state the rhos as an
-epsilon at the budget's delta. Basic composition (the sum of the epsilons) is printed beside
+epsilon at the half of the budget's delta that pays for the conversion (the other half is a
+pool for approximate-DP parts, such as a label-set release, which these fits with
+`classes=[0, 1]` do not have). Basic composition (the sum of the epsilons) is printed beside
 it; so is the budget's `fixed_sequence_epsilon()`, a numerical (PLD) composition of the
 recorded events that is tighter still but valid only for fits fixed in advance, so the budget
 reports it and never admits by it."""),

@@ -613,7 +613,8 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
             raise ValueError(
                 f"{name}: the budget uses composition={budget.composition!r}, and private "
                 "selection has no zCDP bound (its Renyi-DP curve is not linear in the order). "
-                "Use a budget with composition='basic'."
+                "Use a budget with composition='basic' (zCDP is the default for delta > 0): "
+                "PrivacyBudget(epsilon, delta, composition='basic')."
             )
         # Schema checks of the input (public: whether it is well-formed).
         validator = clone(self.estimator).set_params(budget=None)
@@ -1205,7 +1206,7 @@ class DPGridSearchCV(BaseDPSearchCV):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.uniform(-1, 1, size=(2000, 3)) / 2
     >>> y = (X[:, 0] + 0.1 * rng.normal(size=2000) > 0).astype(int)
-    >>> budget = PrivacyBudget(2.0, 1e-5)
+    >>> budget = PrivacyBudget(2.0, 1e-5, composition="basic")
     >>> search = DPGridSearchCV(
     ...     DPLogisticRegression(classes=[0, 1]), {"C": [0.1, 1.0, 10.0]},
     ...     epsilon=2.0, delta=1e-5, budget=budget, random_state=0,
