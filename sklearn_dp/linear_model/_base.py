@@ -47,7 +47,13 @@ from .._bounds import planned_events
 from .._data import bound_data, check_feature_bound
 from .._design import fine_block_ranges
 from .._limits import MAX_EPSILON, MAX_SCALE, MIN_EPSILON, MIN_SCALE
-from .._sklearn_compat import Interval, Options, validate_data, validate_parameter_constraints
+from .._sklearn_compat import (
+    Interval,
+    Options,
+    finite_checks,
+    validate_data,
+    validate_parameter_constraints,
+)
 from .._warnings import user_stacklevel
 from ..accounting import ApproximateDpEvent, largest_share
 from ..budget import PrivacyBudget
@@ -550,7 +556,10 @@ class BaseDPEstimator(BaseEstimator):
             return _dask.validate_fit_data(self, X, y, y_numeric=y_numeric)
         # float32 X stays float32: the bounded design computes with it as it is
         # (sums accumulate in float64), so a fit makes no float64 copy of X.
-        return self._validate_private(X, y, y_numeric=y_numeric, x_dtype=[np.float64, np.float32])
+        with finite_checks():
+            return self._validate_private(
+                X, y, y_numeric=y_numeric, x_dtype=[np.float64, np.float32]
+            )
 
     def _check_sample_weight(self, sample_weight, X):
         """``sample_weight`` as a float64 vector, or a ValueError that states the rule only.
