@@ -65,7 +65,7 @@ from ._ledger import (
     _Row,
     _SQLiteStorage,
 )
-from .accounting import epsilon_of_events, epsilon_of_zcdp, zcdp_rho
+from .accounting import check_event, epsilon_of_events, epsilon_of_zcdp, zcdp_rho
 from .exceptions import BudgetExceededError, BudgetStorageError
 
 __all__ = [
@@ -146,6 +146,8 @@ def _check_spend_args(epsilon, delta, event):
         raise TypeError(
             f"event must be a dp_accounting DpEvent or None, got {type(event).__name__}."
         )
+    if event is not None:
+        check_event(event)  # a malformed event would be charged what it (mis)states
     return float(epsilon), float(delta)
 
 
