@@ -22,7 +22,8 @@ Products then cost what products with X cost, plus n-vectors:
     X~^T V = [X^T U + bounded(E)^T (row_scale V)[E] + patch^T (row_scale V)[patched];
               intercept * sum(V)]
              with U = row_scale * V, zero on the patched rows and on the rows E
-             that have an entry beyond its bound.
+             that have an entry beyond its bound (block by block of rows; a
+             block where E is dense is bounded as a whole instead).
 
 Sums over rows never subtract the excess from a sum that holds the raw
 entries (``X^T U - excess^T U``): an entry a million times its bound puts
@@ -335,18 +336,16 @@ class Design:
         """``X~^T @ V`` for V of shape (n,) or (n, k), as float64."""
         V2, flat = _as_2d(np.asarray(V, dtype=np.float64))
         scaled = V2 * self.row_scale[:, None] if self.row_scale is not None else V2
-        U = scaled
-        if self.patch_rows is not None or self.excess is not None:
-            U = scaled.copy()
-            if self.patch_rows is not None:
-                U[self.patch_rows] = 0.0
-            if self.excess is not None:
-                U[self._excess_rows()] = 0.0
-        out = self._x_transpose_dot(U)
         if self.excess is not None:
-            out += self._excess_rows_rmatmul(scaled)
-        if self.patch_rows is not None:
-            out += np.asarray(self.patch.T @ scaled[self.patch_rows])
+            out = self._clipped_rmatmul(scaled)
+        else:
+            U = scaled
+            if self.patch_rows is not None:
+                U = scaled.copy()
+                U[self.patch_rows] = 0.0
+            out = self._x_transpose_dot(U)
+            if self.patch_rows is not None:
+                out += np.asarray(self.patch.T @ scaled[self.patch_rows])
         if self.intercept is not None:
             out = np.vstack([out, self.intercept * V2.sum(axis=0, keepdims=True)])
         return out[:, 0] if flat else out
@@ -372,26 +371,42 @@ class Design:
             block[rows, sub.indices] = np.copysign(self.entry_bound[sub.indices], sub.data)
         return block
 
-    def _excess_rows_rmatmul(self, scaled):
-        """Sum over the rows with an excess entry of their bounded values times ``scaled``.
+    def _clipped_rmatmul(self, scaled):
+        """``(X clipped)^T scaled`` (patched rows replaced), block by block of rows.
 
-        Block by block of those rows, each block a float64 copy clipped
-        exactly (:meth:`_clip_entries`): no sum ever holds a raw entry beyond
-        its bound.
+        No sum ever holds a raw entry beyond its bound: a block where many
+        rows have such an entry is bounded as a whole (a float64 copy,
+        clipped exactly: :meth:`_bounded_block`); in the others those rows
+        are left out of the product with X and added from clipped copies of
+        those rows only.
         """
         rows = self._excess_rows()
+        patched = self.patch_rows if self.patch_rows is not None else np.zeros(0, dtype=np.intp)
         out = np.zeros((self.n_features, scaled.shape[1]))
-        step = self._gram_block_rows()
-        for lo in range(0, rows.size, step):
-            index = rows[lo : lo + step]
-            raw = self.X[index]  # fancy indexing: a copy of these rows only
-            if sp.issparse(raw):
-                block = sp.csr_matrix(raw, dtype=np.float64, copy=True)
-            else:
-                block = np.array(raw, dtype=np.float64)
-            block = self._clip_entries(block, self.excess[index])
-            out += np.asarray(block.T @ scaled[index])
-            block = raw = None  # one block alive at a time
+        for start, stop in self._blocks():
+            part = scaled[start:stop]
+            lo, hi = np.searchsorted(rows, [start, stop])
+            if 8 * (hi - lo) > stop - start:
+                out += np.asarray(self._bounded_block(start, stop).T @ part)
+                continue
+            p_lo, p_hi = np.searchsorted(patched, [start, stop])
+            U = part
+            if hi > lo or p_hi > p_lo:
+                U = part.copy()
+                U[rows[lo:hi] - start] = 0.0
+                U[patched[p_lo:p_hi] - start] = 0.0
+            out += np.asarray(_float64(self.X[start:stop]).T @ U)
+            if hi > lo:
+                index = rows[lo:hi]
+                raw = self.X[index]  # fancy indexing: a copy of these rows only
+                if sp.issparse(raw):
+                    block = sp.csr_matrix(raw, dtype=np.float64, copy=True)
+                else:
+                    block = np.array(raw, dtype=np.float64)
+                block = self._clip_entries(block, self.excess[index])
+                out += np.asarray(block.T @ scaled[index])
+            if p_hi > p_lo:
+                out += np.asarray(self.patch[p_lo:p_hi].T @ scaled[patched[p_lo:p_hi]])
         return out
 
     def _bounded_block(self, start, stop):
