@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import copy
 import functools
+import math
+import numbers
 
 import numpy as np
 
@@ -246,13 +248,12 @@ def validate_fit_data(estimator, X, y, *, y_numeric, classes=None, classificatio
     X becomes a 2-d Dask array with one chunk across its columns (rechunked
     if needed; float32 stays float32, other real types become float64), y a
     1-d Dask array with X's row chunks.  One pass over the data checks what
-    scikit-learn's validation checks in memory: finite values (unless
+    scikit-learn's validation checks in memory: finite values (even under
     ``sklearn.set_config(assume_finite=True)``), for classifiers discrete
     labels and, with public ``classes``, labels in them.  Messages never show
     private values or the row count.
     """
     _, da = require_dask()
-    import sklearn
 
     name = type(estimator).__name__
     X_dask = _as_dask_rows(da, X, "X")
@@ -326,15 +327,23 @@ def validate_fit_data(estimator, X, y, *, y_numeric, classes=None, classificatio
             raise ValueError(f"{name}: y must hold real numbers; it has dtype {y.dtype}.")
         if y.dtype != np.float64:
             y = y.astype(np.float64)
-    checks = {}
-    if not sklearn.get_config().get("assume_finite", False):
-        checks["X"] = da.isfinite(X).all()
+    # Finiteness is checked whatever sklearn.set_config(assume_finite=...) says:
+    # a non-finite row would otherwise make the fit fail after the reservation.
+    checks = {"X": da.isfinite(X).all()}
     if y.dtype.kind == "f":
         checks["y"] = da.isfinite(y).all()
         if classification:
             checks["discrete"] = (y == da.floor(y)).all()
     if classification and y.dtype.kind not in "fiubUSO":
         raise ValueError(f"{name}: unknown label type {y.dtype}.")
+    if classification and y.dtype.kind == "O":
+        # Object labels are compared when the label set is formed (after the
+        # reservation): a None, or numbers mixed with strings, would make the
+        # fit fail there.  Checked here with the schema, as in memory.
+        kinds = y.map_blocks(_label_kinds, dtype=np.int8)
+        checks["numbers"] = (kinds == _NUMBER).any()
+        checks["strings"] = (kinds == _STRING).any()
+        checks["other"] = (kinds == _OTHER).any()
     if classes is not None:
         try:
             checks["known"] = y.map_blocks(
@@ -360,6 +369,16 @@ def validate_fit_data(estimator, X, y, *, y_numeric, classes=None, classificatio
             raise ValueError(
                 f"{name}: y contains NaN, infinity or a missing value; pass finite labels."
             )
+        if results.get("other", False):
+            raise ValueError(
+                f"{name}: y contains a missing value (None or NaN) or a label that is neither "
+                "a number nor a string; pass labels of one type, all numbers or all strings."
+            )
+        if results.get("numbers", False) and results.get("strings", False):
+            raise ValueError(
+                f"{name}: the labels in y must be of one comparable type, all numbers or all "
+                "strings; y mixes types."
+            )
         if not results.get("discrete", True):
             raise ValueError(
                 f"{name}: Unknown label type: continuous. Classifiers need discrete labels."
@@ -376,6 +395,25 @@ def validate_fit_data(estimator, X, y, *, y_numeric, classes=None, classificatio
 
 def _in_classes(block, classes):
     return np.isin(block, classes)
+
+
+_NUMBER, _STRING, _OTHER = 0, 1, 2
+
+
+def _label_kind(value):
+    if isinstance(value, (str, np.str_)):
+        return _STRING
+    if isinstance(value, (numbers.Real, np.bool_)) and math.isfinite(value):
+        return _NUMBER
+    return _OTHER
+
+
+_label_kinds_ufunc = np.frompyfunc(_label_kind, 1, 1)
+
+
+def _label_kinds(block):
+    """Kind of each object label: a finite number, a string, or anything else (None, NaN)."""
+    return np.asarray(_label_kinds_ufunc(block), dtype=np.int8).reshape(block.shape)
 
 
 def check_solver(name, *, inside=False):

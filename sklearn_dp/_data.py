@@ -492,6 +492,7 @@ def bound_data(
         X,
         row_scale=row_scale,
         excess=excess,
+        entry_bound=entry_bound,
         patch_rows=patch_rows,
         patch=patch,
         intercept=float(intercept_scaling) if fit_intercept else None,

@@ -4,11 +4,12 @@ A fit needs the rows of ``X`` bounded (scaled down to an L2 norm, or clipped
 entrywise) and a constant intercept column appended.  Materialising that
 matrix copies X once or twice; :class:`Design` represents it instead as
 
-    X~ = [diag(row_scale) (X - excess  with the patched rows replaced), intercept * 1]
+    X~ = [diag(row_scale) (X clipped to entry_bound, the patched rows replaced), intercept * 1]
 
 * ``row_scale``: one factor per row (L2 clipping scales a whole row);
-* ``excess``: a sparse matrix holding, for the entries beyond an entrywise
-  bound by a moderate factor, how far beyond they are (usually few entries);
+* ``excess``: a sparse matrix holding, for the entries beyond their entrywise
+  bound ``entry_bound`` by a moderate factor, how far beyond they are
+  (usually few entries); their bounded value is ``copysign(entry_bound, x)``;
 * *patched rows*: the few rows that cannot be handled by a factor or a
   moderate correction without losing digits (an entry millions of times its
   bound, a norm that over- or underflows): their bounded values are stored
@@ -18,8 +19,19 @@ matrix copies X once or twice; :class:`Design` represents it instead as
 Products then cost what products with X cost, plus n-vectors:
 
     X~ W   = row_scale * (X W[:d] - excess W[:d], patched rows recomputed) + intercept * W[d]
-    X~^T V = [X^T U - excess^T U + patch^T (row_scale V)[patched];  intercept * sum(V)]
-             with U = row_scale * V, zero on the patched rows.
+    X~^T V = [X^T U + bounded(E)^T (row_scale V)[E] + patch^T (row_scale V)[patched];
+              intercept * sum(V)]
+             with U = row_scale * V, zero on the patched rows and on the rows E
+             that have an entry beyond its bound (block by block of rows; a
+             block where E is dense is bounded as a whole instead).
+
+Sums over rows never subtract the excess from a sum that holds the raw
+entries (``X^T U - excess^T U``): an entry a million times its bound puts
+terms a million times a row's bounded term into the running sum, and the
+rounding of that sum (which grows with n) does not cancel in the
+subtraction, so a row's pre-noise contribution would exceed what its
+bounded values allow.  The rows E are summed from their exactly clipped
+values instead, so every term of a sum over rows is a bounded row's term.
 
 float32 input stays float32: scores (``X W``, a short sum per row) are
 computed in float32, and sums over rows (gradient sums, Gram matrices)
@@ -161,8 +173,11 @@ class Design:
         (for float32 X: factors rounded *down*, so scaled rows stay within
         their bound; half the memory).
     excess : CSR matrix of shape (n, d) or None
-        Amounts to subtract from entries beyond their entrywise bound (zero
-        on the patched rows).
+        Amounts by which entries lie beyond their entrywise bound (zero on
+        the patched rows): it locates them, and corrects scores.
+    entry_bound : ndarray of shape (d,) or None
+        The entrywise bounds (required with ``excess``): an entry beyond its
+        bound stands for ``copysign(entry_bound[j], x)``, exactly.
     patch_rows : ndarray of int or None
         Rows whose values before ``row_scale`` are given exactly by ``patch``.
     patch : ndarray or CSR matrix of shape (len(patch_rows), d), float64
@@ -171,7 +186,15 @@ class Design:
     """
 
     def __init__(
-        self, X, *, row_scale=None, excess=None, patch_rows=None, patch=None, intercept=None
+        self,
+        X,
+        *,
+        row_scale=None,
+        excess=None,
+        entry_bound=None,
+        patch_rows=None,
+        patch=None,
+        intercept=None,
     ):
         self.X = X
         self.n_rows, self.n_features = X.shape
@@ -181,6 +204,14 @@ class Design:
                 row_scale = row_scale.astype(np.float64, copy=False)
         self.row_scale = row_scale
         self.excess = excess if excess is None or excess.nnz else None
+        if self.excess is not None and entry_bound is None:
+            raise ValueError("A design with excess entries needs their entry_bound.")
+        self.entry_bound = (
+            None
+            if entry_bound is None
+            else np.broadcast_to(np.asarray(entry_bound, dtype=np.float64), (self.n_features,))
+        )
+        self._excess_row_index = None
         if patch_rows is not None and len(patch_rows) == 0:
             patch_rows, patch = None, None
         if patch_rows is not None:
@@ -227,6 +258,7 @@ class Design:
             self.X[start:stop],
             row_scale=None if self.row_scale is None else self.row_scale[start:stop],
             excess=None if self.excess is None else self.excess[start:stop],
+            entry_bound=self.entry_bound,
             patch_rows=patch_rows,
             patch=patch,
             intercept=self.intercept,
@@ -304,31 +336,91 @@ class Design:
         """``X~^T @ V`` for V of shape (n,) or (n, k), as float64."""
         V2, flat = _as_2d(np.asarray(V, dtype=np.float64))
         scaled = V2 * self.row_scale[:, None] if self.row_scale is not None else V2
-        U = scaled
-        if self.patch_rows is not None:
-            U = scaled.copy()
-            U[self.patch_rows] = 0.0
-        out = self._x_transpose_dot(U)
         if self.excess is not None:
-            out -= np.asarray(self.excess.T @ U)
-        if self.patch_rows is not None:
-            out += np.asarray(self.patch.T @ scaled[self.patch_rows])
+            out = self._clipped_rmatmul(scaled)
+        else:
+            U = scaled
+            if self.patch_rows is not None:
+                U = scaled.copy()
+                U[self.patch_rows] = 0.0
+            out = self._x_transpose_dot(U)
+            if self.patch_rows is not None:
+                out += np.asarray(self.patch.T @ scaled[self.patch_rows])
         if self.intercept is not None:
             out = np.vstack([out, self.intercept * V2.sum(axis=0, keepdims=True)])
         return out[:, 0] if flat else out
+
+    def _excess_rows(self):
+        """Rows with an entry beyond its bound (not patched), sorted (made once)."""
+        if self._excess_row_index is None:
+            self._excess_row_index = np.flatnonzero(np.diff(self.excess.indptr))
+        return self._excess_row_index
+
+    def _clip_entries(self, block, sub):
+        """``block`` (float64 rows, a copy) with the entries of ``sub`` (their excess) clipped exactly.
+
+        ``x - e`` rounds (by up to half an ulp of x, beyond the bound for an
+        x far beyond it); ``copysign(bound, x)`` is the bounded value itself.
+        """
+        if sp.issparse(block):
+            # The stored entries beyond their bound are those of sub: clip them all.
+            column_bound = self.entry_bound[block.indices]
+            np.clip(block.data, -column_bound, column_bound, out=block.data)
+        elif sub.nnz:
+            rows = np.repeat(np.arange(block.shape[0]), np.diff(sub.indptr))
+            block[rows, sub.indices] = np.copysign(self.entry_bound[sub.indices], sub.data)
+        return block
+
+    def _clipped_rmatmul(self, scaled):
+        """``(X clipped)^T scaled`` (patched rows replaced), block by block of rows.
+
+        No sum ever holds a raw entry beyond its bound: a block where many
+        rows have such an entry is bounded as a whole (a float64 copy,
+        clipped exactly: :meth:`_bounded_block`); in the others those rows
+        are left out of the product with X and added from clipped copies of
+        those rows only.
+        """
+        rows = self._excess_rows()
+        patched = self.patch_rows if self.patch_rows is not None else np.zeros(0, dtype=np.intp)
+        out = np.zeros((self.n_features, scaled.shape[1]))
+        for start, stop in self._blocks():
+            part = scaled[start:stop]
+            lo, hi = np.searchsorted(rows, [start, stop])
+            if 8 * (hi - lo) > stop - start:
+                out += np.asarray(self._bounded_block(start, stop).T @ part)
+                continue
+            p_lo, p_hi = np.searchsorted(patched, [start, stop])
+            U = part
+            if hi > lo or p_hi > p_lo:
+                U = part.copy()
+                U[rows[lo:hi] - start] = 0.0
+                U[patched[p_lo:p_hi] - start] = 0.0
+            out += np.asarray(_float64(self.X[start:stop]).T @ U)
+            if hi > lo:
+                index = rows[lo:hi]
+                raw = self.X[index]  # fancy indexing: a copy of these rows only
+                if sp.issparse(raw):
+                    block = sp.csr_matrix(raw, dtype=np.float64, copy=True)
+                else:
+                    block = np.array(raw, dtype=np.float64)
+                block = self._clip_entries(block, self.excess[index])
+                out += np.asarray(block.T @ scaled[index])
+            if p_hi > p_lo:
+                out += np.asarray(self.patch[p_lo:p_hi].T @ scaled[patched[p_lo:p_hi]])
+        return out
 
     def _bounded_block(self, start, stop):
         """Rows start:stop bounded (before ``row_scale``), float64 (dense or CSR)."""
         block = _float64(self.X[start:stop])
         if self.excess is not None:
             sub = self.excess[start:stop]
-            if sp.issparse(block):
-                block = sp.csr_matrix(block - sub)
-            elif sub.nnz:
-                if np.shares_memory(block, self.X):
+            if sub.nnz:
+                if sp.issparse(block):
+                    if np.shares_memory(block.data, self.X.data):
+                        block = block.copy()
+                elif np.shares_memory(block, self.X):
                     block = block.copy()
-                rows = np.repeat(np.arange(stop - start), np.diff(sub.indptr))
-                block[rows, sub.indices] -= sub.data  # x - e, as in a dense subtraction
+                block = self._clip_entries(block, sub)
         if self.patch_rows is not None:
             lo, hi = np.searchsorted(self.patch_rows, [start, stop])
             if hi > lo:
@@ -450,6 +542,7 @@ class Design:
             self.X[index],
             row_scale=None if self.row_scale is None else self.row_scale[index],
             excess=None if self.excess is None else self.excess[index],
+            entry_bound=self.entry_bound,
             patch_rows=patch_rows,
             patch=patch,
             intercept=self.intercept,
@@ -500,7 +593,8 @@ class Design:
                     out[start:stop, where] = chunk
         if self.excess is not None and features.size:
             sub = self._excess_by_column()[:, features].tocoo()
-            out[sub.row, where[sub.col]] -= sub.data  # (row, column) pairs are distinct
+            bound = self.entry_bound[features[sub.col]]
+            out[sub.row, where[sub.col]] = np.copysign(bound, sub.data)  # the clipped value
         if self.patch_rows is not None and features.size:
             values = self.patch[:, features]
             values = values.toarray() if sp.issparse(values) else np.asarray(values)
@@ -588,13 +682,13 @@ class Design:
             data[slot] = X.data[lo + keep[order]]
             fill += block_counts
         if self.excess is not None and features.size:
-            # x - e at the entries beyond their bound (entries of X), column by column.
+            # The clipped value at the entries beyond their bound, column by column.
             sub = self._excess_by_column()[:, features]
             for k in np.flatnonzero(np.diff(sub.indptr)):
                 a, b = indptr[where[k]], indptr[where[k] + 1]
                 e_lo, e_hi = sub.indptr[k], sub.indptr[k + 1]
                 at = a + np.searchsorted(indices[a:b], sub.indices[e_lo:e_hi])
-                data[at] -= sub.data[e_lo:e_hi]
+                data[at] = np.copysign(self.entry_bound[features[k]], sub.data[e_lo:e_hi])
         if self.row_scale is not None:
             data *= self.row_scale[indices]  # the intercept column's data is 0 here
         for k in intercepts:  # unscaled

@@ -6,6 +6,7 @@ one-file fix (diffprivlib broke on several releases by importing private
 internals all over).
 """
 
+import sklearn
 from sklearn.utils._param_validation import (  # noqa: F401
     HasMethods,
     Interval,
@@ -15,6 +16,17 @@ from sklearn.utils._param_validation import (  # noqa: F401
     validate_parameter_constraints,
 )
 from sklearn.utils.validation import validate_data  # noqa: F401  (public since 1.6)
+
+
+def finite_checks():
+    """A context in which scikit-learn's validation checks finiteness, whatever the global config.
+
+    ``sklearn.set_config(assume_finite=True)`` turns the check off; a
+    private fit keeps it on, so a row with an infinite or NaN value is
+    refused before the reservation (nothing spent) instead of making the fit
+    fail after it, which would say that the row is there.
+    """
+    return sklearn.config_context(assume_finite=False)
 
 
 def _register_privacy_docstring_section():

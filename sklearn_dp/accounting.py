@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Iterable
-from numbers import Real
+from numbers import Integral, Real
 
 import dp_accounting
 from dp_accounting import dp_event as dpe
@@ -1036,6 +1036,110 @@ def largest_share(make_event, prefix_event, epsilon, delta, floor, *, max_plans=
 #: Name of the mechanism of exponential-mechanism events: epsilon-DP and
 #: epsilon-bounded-range, hence epsilon^2 / 8-zCDP (Cesar and Rogers 2021).
 EXPONENTIAL_MECHANISM = "exponential mechanism"
+
+
+#: Fields of events that are probabilities (in [0, 1]); other numbers are >= 0.
+_PROBABILITY_FIELDS = frozenset(
+    {"sampling_probability", "sampling_probs", "approximate_delta", "residual_fraction"}
+)
+#: Fields of events that are counts or sizes (integers >= 0).
+_COUNT_FIELDS = frozenset(
+    {
+        "count",
+        "source_dataset_size",
+        "sample_size",
+        "dataset_size",
+        "truncated_batch_size",
+        "num_buckets",
+        "sensitivity",
+        "step_counts",
+        "chi_dof",
+    }
+)
+
+
+def _event_fields(event):
+    """``(name, value)`` of an event's fields: attrs fields (dp_accounting) or slots (ours)."""
+    # Our events subclass dp_accounting's (attrs) UnsupportedDpEvent and add
+    # slots of their own: both are read.
+    names = [field.name for field in getattr(type(event), "__attrs_attrs__", ())]
+    for klass in type(event).__mro__:
+        slots = klass.__dict__.get("__slots__", ())
+        names.extend([slots] if isinstance(slots, str) else slots)
+    names = [name for name in dict.fromkeys(names) if not name.startswith("__")]
+    return [(name, getattr(event, name)) for name in names if hasattr(event, name)]
+
+
+def _check_number(value, where, *, count=False, probability=False):
+    if count:
+        if isinstance(value, bool) or not isinstance(value, Integral) or value < 0:
+            raise ValueError(f"{where} must be an integer >= 0, got {value!r}.")
+        return
+    if isinstance(value, bool) or not isinstance(value, Real) or math.isnan(value) or value < 0:
+        raise ValueError(f"{where} must be a number >= 0, got {value!r}.")
+    if probability and value > 1:
+        raise ValueError(f"{where} must be a probability in [0, 1], got {value!r}.")
+
+
+def check_event(event: dpe.DpEvent) -> None:
+    """Refuse a malformed event: a negative, NaN or non-numeric parameter, anywhere in it.
+
+    Every part of the event (compositions, self-compositions and sampled
+    events are walked) must have well-formed parameters: noise multipliers,
+    epsilons and rhos are numbers >= 0 (``inf`` allowed), NaN nowhere,
+    counts and sizes integers >= 0, probabilities in [0, 1].  A budget's
+    filter charges what the event says: ``ZCDpEvent(-10)`` or a negative
+    count would otherwise lower the recorded spend and let later spends
+    exceed the budget.
+
+    Parameters
+    ----------
+    event : dp_accounting.DpEvent
+        The event to check.
+
+    Raises
+    ------
+    TypeError
+        If ``event`` or one of its parts is not a DpEvent.
+    ValueError
+        If a parameter is malformed; the message names it.
+    """
+    _check_event(event, type(event).__name__, set())
+
+
+def _check_event(event, where, active):
+    if not isinstance(event, dpe.DpEvent):
+        raise TypeError(f"{where} must be a dp_accounting DpEvent, got {type(event).__name__}.")
+    if id(event) in active:
+        raise ValueError(f"{where} contains itself: an event must be a finite tree.")
+    active.add(id(event))
+    probabilities = set(_PROBABILITY_FIELDS)
+    if isinstance(event, dpe.RandomizedResponseDpEvent):
+        probabilities.add("noise_parameter")
+    for name, value in _event_fields(event):
+        here = f"{where}.{name}"
+        if isinstance(value, str):
+            continue
+        if isinstance(value, dpe.DpEvent):
+            _check_event(value, f"{here} ({type(value).__name__})", active)
+        elif isinstance(value, (list, tuple)):
+            for k, item in enumerate(value):
+                if isinstance(item, dpe.DpEvent):
+                    _check_event(item, f"{here}[{k}] ({type(item).__name__})", active)
+                elif name == "events":
+                    _check_event(item, f"{here}[{k}]", active)
+                else:
+                    _check_number(
+                        item,
+                        f"{here}[{k}]",
+                        count=name in _COUNT_FIELDS,
+                        probability=name in probabilities,
+                    )
+        else:
+            _check_number(
+                value, here, count=name in _COUNT_FIELDS, probability=name in probabilities
+            )
+    active.discard(id(event))
 
 
 def zcdp_rho(event: dpe.DpEvent) -> float | None:

@@ -77,7 +77,7 @@ from ._ledger import (
     _Row,
     _SQLiteStorage,
 )
-from .accounting import approximate_zcdp, epsilon_of_events, epsilon_of_zcdp
+from .accounting import approximate_zcdp, check_event, epsilon_of_events, epsilon_of_zcdp
 from .exceptions import BudgetExceededError, BudgetStorageError
 
 __all__ = [
@@ -168,6 +168,8 @@ def _check_spend_args(epsilon, delta, event):
         raise TypeError(
             f"event must be a dp_accounting DpEvent or None, got {type(event).__name__}."
         )
+    if event is not None:
+        check_event(event)  # a malformed event would be charged what it (mis)states
     return float(epsilon), float(delta)
 
 

@@ -39,7 +39,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _noise
 from ._bounds import _event, feature_columns, release_upper_bound
-from ._sklearn_compat import Interval, Options, StrOptions, validate_data
+from ._sklearn_compat import Interval, Options, StrOptions, finite_checks, validate_data
 from .accounting import PureEpsilonDpEvent, calibrate_noise_multiplier, epsilon_of_event
 from .budget import PrivacyBudget
 from .linear_model._base import (
@@ -112,7 +112,8 @@ class _DPTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
         # Messages free of private values (see BaseDPEstimator._validate_private);
         # CSR input is canonicalised (duplicate entries summed).
-        X = BaseDPEstimator._validate_private(self, X)
+        with finite_checks():
+            X = BaseDPEstimator._validate_private(self, X)
         if sp.issparse(X) and not accept_sparse:
             raise TypeError(
                 f"{type(self).__name__}: A sparse matrix was passed, but dense data is "

@@ -122,6 +122,41 @@ def test_invalid_spend_arguments():
     assert budget.ledger == []
 
 
+MALFORMED_EVENTS = [
+    (dpe.ZCDpEvent(-10), "rho"),
+    (dpe.ZCDpEvent(float("nan")), "rho"),
+    (dpe.SelfComposedDpEvent(dpe.GaussianDpEvent(1.0), -3), "count"),
+    (dpe.SelfComposedDpEvent(dpe.ZCDpEvent(0.01), 2.5), "count"),
+    (dpe.GaussianDpEvent(-1.0), "noise_multiplier"),
+    (dpe.LaplaceDpEvent(float("nan")), "noise_multiplier"),
+    (dpe.PoissonSampledDpEvent(1.5, dpe.GaussianDpEvent(1.0)), "sampling_probability"),
+    (dpe.ComposedDpEvent([dpe.GaussianDpEvent(2.0), dpe.ZCDpEvent(-1.0)]), r"events\[1\]"),
+    (dpe.SelfComposedDpEvent(dpe.ComposedDpEvent([dpe.ZCDpEvent(-0.5)]), 4), "rho"),
+    (PureEpsilonDpEvent(-1.0, "exponential mechanism"), "epsilon"),
+    (ApproximateDpEvent(0.5, 2.0, "labels"), "delta"),
+]
+
+
+@pytest.mark.parametrize("composition", ["basic", "zcdp"])
+@pytest.mark.parametrize(
+    "event, field", MALFORMED_EVENTS, ids=[repr(e) for e, _ in MALFORMED_EVENTS]
+)
+def test_malformed_events_are_refused_and_spend_nothing(composition, event, field):
+    # ZCDpEvent(-10) or a negative count would lower a zCDP budget's charge,
+    # so later spends could exceed the budget.
+    budget = PrivacyBudget(1.0, 1e-5, composition=composition)
+    for call in (budget.spend, budget.check, budget.reserve):
+        with pytest.raises(ValueError, match=field):
+            call(0.1, 1e-6, event=event)
+    with pytest.raises(TypeError, match="DpEvent"):
+        budget.spend(0.1, 1e-6, event=dpe.ComposedDpEvent([dpe.GaussianDpEvent(1.0), 1]))
+    assert budget.ledger == []
+    assert budget.spent == (0.0, 0.0)
+    # A well-formed event of the same shape is charged.
+    budget.spend(0.1, 1e-6, event=dpe.SelfComposedDpEvent(dpe.ZCDpEvent(0.001), 2))
+    assert len(budget.ledger) == 1
+
+
 def test_numpy_scalars_accepted():
     budget = PrivacyBudget(np.float64(1.0), np.float32(0.0))
     budget.spend(np.float64(0.5), np.int64(0))

@@ -375,6 +375,47 @@ def test_schema_errors_on_dask_input_come_before_any_spend():
     assert len(budget.ledger) == 1
 
 
+@pytest.mark.parametrize(
+    "odd, match",
+    [(None, "missing value"), (float("nan"), "missing value"), ("a", "one comparable type")],
+)
+def test_object_labels_with_a_missing_value_or_mixed_types_are_refused_before_any_spend(odd, match):
+    # Without public classes the label set is formed after the reservation,
+    # where comparing a None (or a string with a number) failed the fit,
+    # charged, on D plus that row only; in memory the same labels are
+    # refused with the schema.
+    X, y = _classification(n=400)
+    labels = y.astype(object)
+    labels[7] = odd
+    budget = PrivacyBudget(3.0, 1e-5)
+    with pytest.raises(ValueError, match=match):
+        DPLogisticRegression(epsilon=1.0, delta=1e-6, budget=budget).fit(*_dask_pair(X, labels))
+    assert budget.ledger == []
+    strings = np.where(y == 1, "yes", "no").astype(object)
+    strings[7] = 3
+    with pytest.raises(ValueError, match="one comparable type"):
+        DPLogisticRegression(epsilon=1.0, delta=1e-6, budget=budget).fit(*_dask_pair(X, strings))
+    assert budget.ledger == []
+    # Labels of one type pass the check.
+    DPLogisticRegression(epsilon=1.0, delta=1e-6, budget=budget).fit(
+        *_dask_pair(X, np.where(y == 1, "yes", "no").astype(object))
+    )
+    assert len(budget.ledger) == 1
+
+
+def test_non_finite_dask_rows_are_refused_before_any_spend_even_if_assume_finite():
+    import sklearn
+
+    X, y = _classification(n=400)
+    X[11, 2] = np.inf
+    budget = PrivacyBudget(3.0, 1e-5)
+    model = DPLogisticRegression(epsilon=1.0, delta=1e-6, classes=[0, 1], budget=budget)
+    with sklearn.config_context(assume_finite=True):
+        with pytest.raises(ValueError, match="NaN or infinity"):
+            model.fit(*_dask_pair(X, y))
+    assert budget.ledger == []
+
+
 # -- substitution on Dask input -------------------------------------------------------------
 
 DASK_SUBSTITUTION = [

@@ -301,3 +301,32 @@ def test_float32_rows_keep_their_bound_exactly(sparse):
         sums.append(clipped_gradient_sum(data.design, ys, W, SquaredLoss(), clip, data.row_norms))
     change = np.linalg.norm(sums[1] - sums[0])
     assert change <= clip * (1 + 1e-12) + 1e-12 * np.abs(sums[0]).sum()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_entries_far_beyond_their_bound_move_a_clipped_sum_by_at_most_its_sensitivity(dtype):
+    # Every row holds entries nearly a million times their bound (below the
+    # factor that patches a row): were the excess subtracted from X^T u after
+    # the fact, the running sum would reach ~1e12 and its rounding (growing
+    # with n) would survive the subtraction, so one more row would move the
+    # Frank-Wolfe gradient sum by more than the clip (by 1.3% of it at this n, float64).
+    from sklearn_dp._kernels import clipped_sum
+    from sklearn_dp._losses import get_loss
+    from sklearn_dp.solvers._l1_geometry import linf_row_norms
+
+    n, d, clip = 1_000_000, 3, 1.0
+    rng = np.random.default_rng(0)
+    X = rng.uniform(5e5, 9.9e5, size=(n, d)).astype(dtype)
+    y = -rng.uniform(0.5, 1.0, size=n)  # squared loss at w = 0: derivatives of one sign
+    loss = get_loss("squared")
+
+    def gradient_sum(X, y):
+        data = bound_data(X, y, fit_intercept=False, geometry="linf", feature_bound=1.0)
+        design = data.design
+        return clipped_sum(design, y, np.zeros(d), loss, clip, linf_row_norms(design))
+
+    before = gradient_sum(X, y)
+    for at in (0, 1, n // 2):
+        after = gradient_sum(np.insert(X, at, 9.9e5, axis=0), np.insert(y, at, -1.0))
+        # The added row contributes exactly +clip to every coordinate.
+        assert np.max(np.abs(after - before - clip)) < 1e-6 * clip

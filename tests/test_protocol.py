@@ -141,6 +141,44 @@ def test_refused_before_the_reservation_spends_nothing():
     assert budget.ledger == []
 
 
+@pytest.mark.parametrize("bad", [np.inf, np.nan])
+def test_non_finite_row_is_refused_before_the_reservation_even_if_assume_finite(bad):
+    # set_config(assume_finite=True) turns scikit-learn's check off: the row
+    # would reach the private phase, and the fit would fail (charged) on D
+    # plus that row only.  Private fits check finiteness whatever the config.
+    import sklearn
+
+    from sklearn_dp.model_selection import DPGridSearchCV
+    from sklearn_dp.preprocessing import DPMinMaxScaler, DPStandardScaler
+
+    X, y = _data()
+    X_bad = X.copy()
+    X_bad[3, 1] = bad
+    y_bad = y.astype(float)
+    y_bad[5] = bad
+    budget = PrivacyBudget(10.0, 1e-3)
+    fits = [
+        (lambda: DPLogisticRegression(classes=[0, 1], budget=budget), X_bad, y),
+        (lambda: DPLasso(budget=budget, feature_bound=1.0, y_bound=1.0), X_bad, y),
+        (lambda: DPLasso(budget=budget, feature_bound=1.0, y_bound=1.0), X, y_bad),
+        (lambda: DPStandardScaler(bounds=(-1.0, 1.0), budget=budget), X_bad, None),
+        (lambda: DPMinMaxScaler(bounds=(-1.0, 1.0), budget=budget), X_bad, None),
+        (
+            lambda: DPGridSearchCV(
+                DPLogisticRegression(classes=[0, 1]), {"C": [0.1, 1.0]}, budget=budget
+            ),
+            X_bad,
+            y,
+        ),
+    ]
+    with sklearn.config_context(assume_finite=True):
+        for make, X_fit, y_fit in fits:
+            with pytest.raises(ValueError, match="(?i)nan|infinity"):
+                make().fit(X_fit, y_fit)
+    assert budget.ledger == []
+    assert budget.spent == (0.0, 0.0)
+
+
 _KILLED_FIT = """
 import sys, time
 import numpy as np

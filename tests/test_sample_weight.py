@@ -4,9 +4,10 @@
   clipped to the public ``max_weight``, so every sensitivity is multiplied by
   ``max_weight`` (exact kernel properties below, hypothesis-drawn; the
   substitution test has weighted configurations, ``test_substitution_weighted``).
-* Invalid weights (negative, NaN, inf, wrong length, all zero) and solvers that
-  do not fit weighted rows are refused before the reservation, with messages
-  that show no weight.
+* Invalid weights (negative, NaN, inf, wrong length) and solvers that do not
+  fit weighted rows are refused before the reservation, with messages that
+  show no weight.  All-zero weights are not refused by private fits (whether
+  all are zero depends on every row): they fit zero effective rows.
 * ``epsilon=inf`` reaches scikit-learn's weighted optimum.
 * ``sample_weight=None`` is the unweighted fit, bit for bit.
 * ``warm_start`` is post-processing: same cost, same event, one more ledger entry.
@@ -232,7 +233,6 @@ def test_sample_weight_none_is_the_unweighted_fit(Estimator, solver):
         (lambda n: np.r_[np.ones(n - 1), np.inf], "infinite"),
         (lambda n: np.ones(n + 1), "shape"),
         (lambda n: np.ones((n, 2)), "shape"),
-        (lambda n: np.zeros(n), "zero"),
         (lambda n: np.array(["a"] * n), "non-numeric"),
     ],
 )
@@ -246,6 +246,34 @@ def test_invalid_weights_are_refused_before_the_reservation(bad, fragment):
     message = str(info.value)
     assert "123" not in message and str(len(y)) not in message
     assert not hasattr(model, "coef_")
+
+
+@pytest.mark.parametrize(
+    "estimator, solver",
+    [
+        (DPLogisticRegression, "dp_gd"),
+        (DPLogisticRegression, "dp_newton"),
+        (DPSCORegressor, "dp_sgd"),
+        (DPLasso, "dp_ssp"),
+    ],
+)
+def test_all_zero_weights_fit_privately_whatever_the_other_rows(estimator, solver):
+    # All weights zero on D, one positive weight on D plus a row: a refusal
+    # of the first (before or after the reservation) would tell them apart
+    # for free.  Both fit, each charged once; only a non-private fit refuses.
+    X, y = _classification() if estimator is DPLogisticRegression else _regression()
+    extra = dict(classes=[0, 1]) if estimator is DPLogisticRegression else {}
+    budget = PrivacyBudget(10.0, 1e-3)
+    zeros = np.zeros(len(y))
+    neighbour = np.r_[zeros, 1.0]
+    X_plus, y_plus = np.vstack([X, X[:1]]), np.r_[y, y[:1]]
+    for X_fit, y_fit, weights in ((X, y, zeros), (X_plus, y_plus, neighbour)):
+        model = estimator(epsilon=1.0, solver=solver, budget=budget, random_state=0, **extra)
+        model.fit(X_fit, y_fit, sample_weight=weights)
+        assert np.all(np.isfinite(model.coef_))
+    assert len(budget.ledger) == 2
+    with pytest.raises(ValueError, match="zero"):
+        estimator(epsilon=math.inf, solver=solver, **extra).fit(X, y, sample_weight=zeros)
 
 
 def test_solvers_without_weights_are_refused_before_the_reservation():

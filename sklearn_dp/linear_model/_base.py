@@ -47,7 +47,13 @@ from .._bounds import planned_events
 from .._data import bound_data, check_feature_bound
 from .._design import fine_block_ranges
 from .._limits import MAX_EPSILON, MAX_SCALE, MIN_EPSILON, MIN_SCALE
-from .._sklearn_compat import Interval, Options, validate_data, validate_parameter_constraints
+from .._sklearn_compat import (
+    Interval,
+    Options,
+    finite_checks,
+    validate_data,
+    validate_parameter_constraints,
+)
 from .._warnings import user_stacklevel
 from ..accounting import ApproximateDpEvent, largest_share
 from ..budget import PrivacyBudget
@@ -550,13 +556,17 @@ class BaseDPEstimator(BaseEstimator):
             return _dask.validate_fit_data(self, X, y, y_numeric=y_numeric)
         # float32 X stays float32: the bounded design computes with it as it is
         # (sums accumulate in float64), so a fit makes no float64 copy of X.
-        return self._validate_private(X, y, y_numeric=y_numeric, x_dtype=[np.float64, np.float32])
+        with finite_checks():
+            return self._validate_private(
+                X, y, y_numeric=y_numeric, x_dtype=[np.float64, np.float32]
+            )
 
     def _check_sample_weight(self, sample_weight, X):
         """``sample_weight`` as a float64 vector, or a ValueError that states the rule only.
 
         Schema checks before any spend, as for X: one finite, non-negative
-        number per row.  The weights are private data, so the messages never
+        number per row.  All-zero weights are refused only by non-private
+        fits (``epsilon=inf``); a private fit runs on them.  The weights are private data, so the messages never
         show a weight or its position.  Weights above the public
         ``max_weight`` are not an error: they are clipped to it (silently:
         a warning would say that some row's weight exceeds it).
@@ -591,7 +601,12 @@ class BaseDPEstimator(BaseEstimator):
             valid = np.isfinite(weights) & (weights >= 0)
         if not np.all(valid):
             raise ValueError(rule + "; it holds a negative, NaN or infinite value.")
-        if weights.size and not np.any(weights > 0):
+        # A private fit does not refuse all-zero weights: whether every weight
+        # is zero is a property of the whole data set (one more row with a
+        # positive weight flips it), so a refusal would answer a question
+        # about the data for free.  Such a fit runs on zero effective rows
+        # (the noise alone).  A non-private fit refuses them, as scikit-learn.
+        if math.isinf(self.epsilon) and weights.size and not np.any(weights > 0):
             raise ValueError(
                 rule + "; all sample weights are zero (pass at least one non-zero weight)."
             )

@@ -464,7 +464,10 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
             Finite, non-negative weight of each row (private), clipped to
             ``max_weight``; multiplies the row's loss.  A negative, NaN or
             infinite weight, or a wrong length, is an error raised before
-            anything is spent (its message shows no weight).  Needs a solver
+            anything is spent (its message shows no weight).  All-zero
+            weights are accepted by a private fit (whether all are zero
+            depends on every row): it fits zero effective rows, the noise
+            alone; ``epsilon=inf`` refuses them, as scikit-learn does.  Needs a solver
             that fits weighted rows (``dp_newton``, ``dp_ssp``, ``dp_gd``,
             ``dp_sgd``, ``objective_perturbation``, ``output_perturbation``).
 
