@@ -26,11 +26,12 @@ if TYPE_CHECKING:
 __all__ = ["privacy_spent", "CHECKED_SKLEARN", "COMPOSITIONS"]
 
 #: The scikit-learn releases (major.minor) whose source the allow-list was
-#: read against.  On any other release every scikit-learn step, containers
-#: included, is refused: a new release may read the data where the old one
-#: did not (1.9's ``SimpleImputer(strategy="constant")`` drops the columns
-#: that are all missing, for example).
-CHECKED_SKLEARN = ("1.9",)
+#: read against (1.6.1, 1.7.2, 1.8.0 and 1.9.1).  On any other release every
+#: scikit-learn step, containers included, is refused: a new release may read
+#: the data where the old one did not (``SimpleImputer(strategy="constant")``
+#: warns about the columns that are all missing from 1.6, and drops them from
+#: 1.8, unless ``keep_empty_features=True``).
+CHECKED_SKLEARN = ("1.6", "1.7", "1.8", "1.9")
 
 #: The composition rules :func:`privacy_spent` knows (those of
 #: :class:`~sklearn_dp.PrivacyBudget`).
@@ -105,8 +106,8 @@ def _simple_imputer(params):
         return "add_indicator=True keeps only the columns where the private rows miss values"
     if not params["keep_empty_features"]:
         return (
-            "keep_empty_features=False drops (and warns about) the columns whose private "
-            "values are all missing; pass keep_empty_features=True"
+            "keep_empty_features=False warns about (and from scikit-learn 1.8 drops) the "
+            "columns whose private values are all missing; pass keep_empty_features=True"
         )
     return None
 
@@ -211,6 +212,9 @@ def _allow_list():
         ),
         ColumnTransformer: (
             (
+                # Until 1.8: how the remainder's columns are listed (names or
+                # indices), from the schema.
+                "force_int_remainder_cols",
                 "n_jobs",
                 "remainder",
                 "sparse_threshold",
@@ -325,8 +329,9 @@ def privacy_spent(
     :class:`~sklearn_dp.preprocessing.RowWiseTransformer` spend nothing).
     Of scikit-learn, only these steps and parameter values, which are
     row-wise and read nothing from the data but its schema (checked against
-    the source of scikit-learn :data:`CHECKED_SKLEARN`; on another release,
-    or with a parameter the list does not know, they are refused):
+    the source of scikit-learn 1.6 to 1.9, :data:`CHECKED_SKLEARN`; on
+    another release, or with a parameter the list does not know, they are
+    refused):
 
     * ``Pipeline``, ``FeatureUnion``, and ``ColumnTransformer`` with
       ``sparse_threshold=0`` (otherwise the output format depends on the
