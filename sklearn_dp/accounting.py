@@ -526,7 +526,8 @@ def _epsilon(event, delta, discretization):
 def _pure_and_numerical_epsilon(event, leaves, pure_parts, delta, discretization):
     """Epsilon of pure mechanisms (:class:`PureEpsilonDpEvent`) composed with numerically accounted ones.
 
-    No accountant of dp_accounting takes an arbitrary pure mechanism, so
+    dp_accounting's PLD accountant bounds a pure part by randomized response
+    and its RDP accountant does not read it (only its zCDP rewriting), so
     three valid bounds are computed and the smallest one is returned:
 
     * basic composition (Dwork, Rothblum and Vadhan 2010, with one part pure):
