@@ -13,6 +13,7 @@ import math
 import warnings
 from typing import TYPE_CHECKING
 
+import numpy as np
 import sklearn
 from dp_accounting import dp_event as dpe
 
@@ -289,13 +290,26 @@ def _leaves(step, path, allowed):
     elif hasattr(step, "transformers"):  # ColumnTransformer: the fitted ones, remainder included
         if not hasattr(step, "transformers_"):
             raise _Refused(name, step, "it is not fitted")
-        children = [(n, s) for n, s, _columns in step.transformers_]
+        # A step given no column is never fitted: it read nothing.
+        children = [(n, s) for n, s, columns in step.transformers_ if not _no_columns(columns)]
     else:
         return []
     found = []
     for child_name, child in children:
         found.extend(_leaves(child, f"{prefix}{child_name}", allowed))
     return found
+
+
+def _no_columns(columns):
+    if isinstance(columns, (str, int, slice)) or callable(columns):
+        return False
+    try:
+        values = list(columns)
+    except TypeError:
+        return False
+    if values and all(isinstance(v, (bool, np.bool_)) for v in values):
+        return not any(values)
+    return not values
 
 
 def _shared_budget(steps):

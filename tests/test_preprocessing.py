@@ -429,6 +429,8 @@ def _allowed_pipeline():
                                 SimpleImputer(strategy="constant", keep_empty_features=True),
                                 [0],
                             ),
+                            # Given no column: never fitted, reads nothing.
+                            ("unused", DPStandardScaler(), []),
                         ],
                         remainder=make_pipeline(FunctionTransformer(), RowWiseTransformer(np.tanh)),
                         sparse_threshold=0,
