@@ -1,4 +1,11 @@
-"""The privacy spent by a fitted Pipeline or ColumnTransformer: its private steps composed."""
+"""The privacy spent by a fitted Pipeline or ColumnTransformer: its private steps composed.
+
+:func:`privacy_spent` vouches only for steps it can check: the steps of this
+package (their recorded ``privacy_spent_`` / ``dp_event_``) and an allow-list
+of scikit-learn steps and parameter values that are row-wise and read nothing
+from the data but its public schema (column count, names, dtypes), checked
+against the source of the scikit-learn versions in :data:`CHECKED_SKLEARN`.
+"""
 
 from __future__ import annotations
 
@@ -6,97 +13,389 @@ import math
 import warnings
 from typing import TYPE_CHECKING
 
+import numpy as np
+import sklearn
 from dp_accounting import dp_event as dpe
 
 from ._warnings import user_stacklevel
-from .accounting import epsilon_of_events
+from .accounting import epsilon_of_zcdp, zcdp_rho
 from .exceptions import PrivacyLeakWarning
 
 if TYPE_CHECKING:
     from sklearn.base import BaseEstimator
 
-__all__ = ["privacy_spent", "private_steps"]
+__all__ = ["privacy_spent", "CHECKED_SKLEARN", "COMPOSITIONS"]
+
+#: The scikit-learn releases (major.minor) whose source the allow-list was
+#: read against (1.6.1, 1.7.2, 1.8.0 and 1.9.1).  On any other release every
+#: scikit-learn step, containers included, is refused: a new release may read
+#: the data where the old one did not (``SimpleImputer(strategy="constant")``
+#: warns about the columns that are all missing from 1.6, and drops them from
+#: 1.8, unless ``keep_empty_features=True``).
+CHECKED_SKLEARN = ("1.6", "1.7", "1.8", "1.9")
+
+#: The composition rules :func:`privacy_spent` knows (those of
+#: :class:`~sklearn_dp.PrivacyBudget`).
+COMPOSITIONS = ("basic", "zcdp")
 
 
-def _is_public_step(step):
-    """Whether a scikit-learn step reads nothing from the data but its schema (a short allowlist)."""
-    if step is None or (isinstance(step, str) and step in ("drop", "passthrough")):
-        return True
-    name = type(step).__name__
-    params = step.get_params(deep=False) if hasattr(step, "get_params") else {}
-    if name in ("OneHotEncoder", "OrdinalEncoder"):
-        # Public categories; an unknown value must not raise (that would
-        # depend on the data).
-        return params.get("categories") not in (None, "auto") and (
-            name != "OneHotEncoder" or params.get("handle_unknown") != "error"
+class _Refused(Exception):
+    """A step that :func:`privacy_spent` cannot vouch for (its path and the reason)."""
+
+    def __init__(self, path, step, reason):
+        super().__init__(reason)
+        self.path = path
+        self.step = step
+        self.reason = reason
+
+
+def _sklearn_release():
+    return ".".join(sklearn.__version__.split(".")[:2])
+
+
+def _is_ours(step):
+    return type(step).__module__.split(".")[0] == "sklearn_dp"
+
+
+def _unknown_params(params, known):
+    unknown = sorted(set(params) - set(known))
+    return f"parameters {unknown} are not on the allow-list" if unknown else None
+
+
+def _one_hot_encoder(params):
+    if isinstance(params["categories"], str):
+        return (
+            'categories="auto" lists the values present in the private rows; pass the '
+            "public categories (categories=[[...], ...])"
         )
-    if name == "SimpleImputer":
-        return params.get("strategy") == "constant"
-    if name == "FunctionTransformer":
-        return True  # stateless: fit learns the input's schema only
-    if name == "FrozenEstimator":
-        # Fitted before the pipeline (on public data, by the user's
-        # account); its fit inside the pipeline does nothing.
-        return True
-    return False
+    if any(isinstance(c, bytes) for cats in params["categories"] for c in cats):
+        return "bytes categories make a type mismatch error name a private value's type"
+    if params["handle_unknown"] not in ("ignore", "infrequent_if_exist"):
+        return (
+            f"handle_unknown={params['handle_unknown']!r} raises or warns on a value outside "
+            'the categories in a private row; use handle_unknown="ignore"'
+        )
+    if params["drop"] is not None:
+        return "drop= makes the encoder warn when a private row holds an unknown value"
+    if params["min_frequency"] is not None or params["max_categories"] is not None:
+        return "min_frequency / max_categories count the private rows of each category"
+    return None
 
 
-def private_steps(estimator, path=""):
-    """Yield ``(path, step)`` for every fitted step of ``estimator`` that is not a container.
+def _ordinal_encoder(params):
+    if isinstance(params["categories"], str):
+        return (
+            'categories="auto" lists the values present in the private rows; pass the '
+            "public categories (categories=[[...], ...])"
+        )
+    if any(isinstance(c, bytes) for cats in params["categories"] for c in cats):
+        return "bytes categories make a type mismatch error name a private value's type"
+    if params["handle_unknown"] != "use_encoded_value":
+        return (
+            f"handle_unknown={params['handle_unknown']!r} raises on a value outside the "
+            'categories in a private row; use handle_unknown="use_encoded_value"'
+        )
+    if params["min_frequency"] is not None or params["max_categories"] is not None:
+        return "min_frequency / max_categories count the private rows of each category"
+    return None
 
-    Walks Pipelines (``steps``), ColumnTransformers (``transformers_``) and
-    FeatureUnions (``transformer_list``), recursively.
+
+def _simple_imputer(params):
+    if params["strategy"] != "constant":
+        return f"strategy={params['strategy']!r} computes a statistic of the private rows"
+    if params["add_indicator"]:
+        return "add_indicator=True keeps only the columns where the private rows miss values"
+    if not params["keep_empty_features"]:
+        return (
+            "keep_empty_features=False warns about (and from scikit-learn 1.8 drops) the "
+            "columns whose private values are all missing; pass keep_empty_features=True"
+        )
+    return None
+
+
+def _function_transformer(params):
+    if params["func"] is not None:
+        return (
+            "its func cannot be checked to be row-wise and data-blind (and check_inverse "
+            "samples private rows); if it is, say so with "
+            "sklearn_dp.preprocessing.RowWiseTransformer(func)"
+        )
+    # func=None is the identity; the inverse is then never checked.
+    return None
+
+
+def _column_transformer(params):
+    if params["sparse_threshold"] != 0:
+        return (
+            f"sparse_threshold={params['sparse_threshold']!r} chooses a sparse or dense "
+            "output from the density of the private rows; pass sparse_threshold=0"
+        )
+    from sklearn.compose import make_column_selector
+
+    for _name, _step, columns in params["transformers"]:
+        if callable(columns) and type(columns) is not make_column_selector:
+            return "a callable column selection may read the private values"
+    return None
+
+
+def _allow_list():
+    """``{class: (known parameters, check)}``: scikit-learn steps vouched for, and how.
+
+    Each ``check(params)`` returns None when the parameter values keep the
+    step row-wise and blind to the data, else the reason it is refused.  A
+    parameter outside ``known`` is refused too (a release may add one).
     """
-    if hasattr(estimator, "steps") and hasattr(estimator, "named_steps"):
-        for name, step in estimator.steps:
-            yield from private_steps(step, f"{path}{name}.")
-        return
-    if hasattr(estimator, "transformers_"):
-        for name, step, _columns in estimator.transformers_:
-            yield from private_steps(step, f"{path}{name}.")
-        return
-    if hasattr(estimator, "transformer_list"):
-        for name, step in estimator.transformer_list:
-            yield from private_steps(step, f"{path}{name}.")
-        return
-    yield path.rstrip("."), estimator
+    from sklearn.compose import ColumnTransformer
+    from sklearn.impute import SimpleImputer
+    from sklearn.pipeline import FeatureUnion, Pipeline
+    from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, OrdinalEncoder
+
+    allowed = {
+        OneHotEncoder: (
+            (
+                "categories",
+                "drop",
+                "dtype",
+                "feature_name_combiner",
+                "handle_unknown",
+                "max_categories",
+                "min_frequency",
+                "sparse_output",
+            ),
+            _one_hot_encoder,
+        ),
+        OrdinalEncoder: (
+            (
+                "categories",
+                "dtype",
+                "encoded_missing_value",
+                "handle_unknown",
+                "max_categories",
+                "min_frequency",
+                "unknown_value",
+            ),
+            _ordinal_encoder,
+        ),
+        SimpleImputer: (
+            (
+                "add_indicator",
+                "copy",
+                "fill_value",
+                "keep_empty_features",
+                "missing_values",
+                "strategy",
+            ),
+            _simple_imputer,
+        ),
+        FunctionTransformer: (
+            (
+                "accept_sparse",
+                "check_inverse",
+                "feature_names_out",
+                "func",
+                "inv_kw_args",
+                "inverse_func",
+                "kw_args",
+                "validate",
+            ),
+            _function_transformer,
+        ),
+        Pipeline: (("memory", "steps", "transform_input", "verbose"), None),
+        FeatureUnion: (
+            (
+                "n_jobs",
+                "transformer_list",
+                "transformer_weights",
+                "verbose",
+                "verbose_feature_names_out",
+            ),
+            None,
+        ),
+        ColumnTransformer: (
+            (
+                # Until 1.8: how the remainder's columns are listed (names or
+                # indices), from the schema.
+                "force_int_remainder_cols",
+                "n_jobs",
+                "remainder",
+                "sparse_threshold",
+                "transformer_weights",
+                "transformers",
+                "verbose",
+                "verbose_feature_names_out",
+            ),
+            _column_transformer,
+        ),
+    }
+    try:
+        from sklearn.frozen import FrozenEstimator
+    except ImportError:  # pragma: no cover - scikit-learn < 1.6
+        pass
+    else:
+        # Fitted before the pipeline, by the user's account on public data;
+        # its fit inside the pipeline does nothing.
+        allowed[FrozenEstimator] = (("estimator",), None)
+    return allowed
 
 
-def privacy_spent(estimator: BaseEstimator, delta: float | None = None) -> tuple[float, float]:
+def _is_search(step):
+    params = step.get_params(deep=False) if hasattr(step, "get_params") else {}
+    return hasattr(step, "cv_results_") or "param_grid" in params or "param_distributions" in params
+
+
+def _leaves(step, path, allowed):
+    """The DP steps under ``step`` as ``(path, step)``; raises :class:`_Refused` on anything else."""
+    name = path or type(step).__name__
+    if step is None or (isinstance(step, str) and step in ("drop", "passthrough")):
+        return []
+    if _is_ours(step):
+        if not (hasattr(step, "dp_event_") and hasattr(step, "privacy_spent_")):
+            raise _Refused(name, step, "it is not fitted (no dp_event_)")
+        return [(name, step)]
+    if _is_search(step):
+        raise _Refused(
+            name,
+            step,
+            "a scikit-learn search picks its best candidate from scores on the private rows, "
+            "outside any guarantee; use sklearn_dp.model_selection.DPGridSearchCV or "
+            "DPRandomizedSearchCV",
+        )
+    entry = allowed.get(type(step))
+    if entry is None:
+        raise _Refused(
+            name,
+            step,
+            "its fit read the private rows outside any guarantee (it is not on the allow-list "
+            "of row-wise, data-blind scikit-learn steps); use sklearn_dp's preprocessing "
+            "(DPStandardScaler, DPMinMaxScaler, PublicRangeScaler) or public parameters",
+        )
+    release = _sklearn_release()
+    if release not in CHECKED_SKLEARN:
+        raise _Refused(
+            name,
+            step,
+            f"the allow-list was checked against scikit-learn {', '.join(CHECKED_SKLEARN)} "
+            f"only, and this is scikit-learn {sklearn.__version__}",
+        )
+    known, check = entry
+    params = step.get_params(deep=False)
+    reason = _unknown_params(params, known) or (check(params) if check else None)
+    if reason:
+        raise _Refused(name, step, reason)
+    prefix = f"{path}." if path else ""
+    if hasattr(step, "named_steps"):  # Pipeline
+        children = [(n, s) for n, s in step.steps]
+    elif hasattr(step, "transformer_list"):  # FeatureUnion
+        children = [(n, s) for n, s in step.transformer_list]
+    elif hasattr(step, "transformers"):  # ColumnTransformer: the fitted ones, remainder included
+        if not hasattr(step, "transformers_"):
+            raise _Refused(name, step, "it is not fitted")
+        # A step given no column is never fitted: it read nothing.
+        children = [(n, s) for n, s, columns in step.transformers_ if not _no_columns(columns)]
+    else:
+        return []
+    found = []
+    for child_name, child in children:
+        found.extend(_leaves(child, f"{prefix}{child_name}", allowed))
+    return found
+
+
+def _no_columns(columns):
+    if isinstance(columns, (str, int, slice)) or callable(columns):
+        return False
+    try:
+        values = list(columns)
+    except TypeError:
+        return False
+    if values and all(isinstance(v, (bool, np.bool_)) for v in values):
+        return not any(values)
+    return not values
+
+
+def _shared_budget(steps):
+    budgets = [step.get_params(deep=False).get("budget") for _, step in steps]
+    if budgets and budgets[0] is not None and all(b is budgets[0] for b in budgets):
+        return budgets[0]
+    return None
+
+
+def privacy_spent(
+    estimator: BaseEstimator, delta: float | None = None, *, composition: str | None = None
+) -> tuple[float, float]:
     """The (epsilon, delta) that a fitted Pipeline, ColumnTransformer or estimator guarantees.
 
-    Every step of a Pipeline (or a ColumnTransformer, a FeatureUnion,
-    nested) was fitted on the same rows, so their guarantees compose: the
-    steps' ``dp_event_`` are composed (:func:`~sklearn_dp.accounting.
-    epsilon_of_events`) at the sum of their deltas, and the result is never
-    more than basic composition (the sums of their ``privacy_spent_``).
-    ``transform`` and ``predict`` use released values only and add nothing.
-    A step shared by reference with another budget's ledger is counted
-    here all the same: this is the pipeline's guarantee, the budget's
-    ledger shows each step's entry.
+    Every step of a Pipeline (or a ColumnTransformer, a FeatureUnion, nested)
+    was fitted on the same rows, and each step's mechanism was chosen after
+    the earlier steps' releases: the steps' spends compose adaptively, by a
+    rule valid under adaptive composition (the rules of
+    :class:`~sklearn_dp.PrivacyBudget`):
 
-    Steps that read nothing from the data are skipped: sklearn_dp's
-    :class:`~sklearn_dp.preprocessing.PublicRangeScaler`, scikit-learn's
-    ``OneHotEncoder`` / ``OrdinalEncoder`` with ``categories`` given (and
-    ``handle_unknown`` other than ``"error"``), ``SimpleImputer(strategy=
-    "constant")``, ``FunctionTransformer``, ``"passthrough"`` and ``"drop"``.
-    Any other step without ``dp_event_`` (for example scikit-learn's
-    ``StandardScaler``) read the data outside any guarantee: it is reported
-    with a :class:`~sklearn_dp.exceptions.PrivacyLeakWarning` and the result
-    is ``(inf, 0.0)``.
+    * ``"basic"``: the steps' ``privacy_spent_`` epsilons and deltas add
+      (Dwork, Rothblum and Vadhan 2010);
+    * ``"zcdp"``: the zCDP costs of the steps' ``dp_event_`` add
+      (:func:`~sklearn_dp.accounting.zcdp_rho`; Bun and Steinke 2016) and the
+      total is converted to epsilon at ``delta``.
+
+    ``transform`` and ``predict`` use released values only and add nothing.
+
+    **What is vouched for.** Steps of this package contribute their recorded
+    spend (:class:`~sklearn_dp.preprocessing.PublicRangeScaler` and
+    :class:`~sklearn_dp.preprocessing.RowWiseTransformer` spend nothing).
+    Of scikit-learn, only these steps and parameter values, which are
+    row-wise and read nothing from the data but its schema (checked against
+    the source of scikit-learn 1.6 to 1.9, :data:`CHECKED_SKLEARN`; on
+    another release, or with a parameter the list does not know, they are
+    refused):
+
+    * ``Pipeline``, ``FeatureUnion``, and ``ColumnTransformer`` with
+      ``sparse_threshold=0`` (otherwise the output format depends on the
+      density of the private rows) and columns given by names, indices,
+      masks or ``make_column_selector`` (``remainder`` is checked like any
+      step);
+    * ``OneHotEncoder`` with public ``categories``, ``handle_unknown=
+      "ignore"`` (or ``"infrequent_if_exist"``), ``drop=None``, no
+      ``min_frequency`` / ``max_categories`` (``"error"`` raises and
+      ``"warn"`` or ``drop`` warn on a private row's unknown value);
+    * ``OrdinalEncoder`` with public ``categories``, ``handle_unknown=
+      "use_encoded_value"``, no ``min_frequency`` / ``max_categories``;
+    * ``SimpleImputer(strategy="constant", keep_empty_features=True)``
+      without ``add_indicator`` (otherwise the columns kept depend on which
+      private values are missing);
+    * ``FunctionTransformer()`` with ``func=None`` (the identity): any other
+      function cannot be checked (and its default ``check_inverse`` samples
+      private rows); assert a function row-wise with
+      :class:`~sklearn_dp.preprocessing.RowWiseTransformer`;
+    * ``FrozenEstimator`` (fitted beforehand, by the user's account on
+      public data), ``"passthrough"`` and ``"drop"``.
+
+    The input's schema (number of columns, names, dtypes) is public here as
+    for every estimator of this package, and a value that scikit-learn's
+    validation refuses (an ``inf`` where ``NaN`` is the missing value) is
+    outside the steps' domain.
+
+    Anything else (for example scikit-learn's ``StandardScaler``, or a
+    scikit-learn ``GridSearchCV``) read the data outside any guarantee: it is
+    named in a :class:`~sklearn_dp.exceptions.PrivacyLeakWarning` and the
+    result is ``(inf, 0.0)``.
 
     Parameters
     ----------
     estimator : fitted estimator, Pipeline, ColumnTransformer or FeatureUnion
         The fitted model; its private steps are found recursively.
     delta : float, optional
-        Report epsilon at this delta (at least the sum of the steps' deltas
-        is needed by their approximate-DP parts); default: that sum.
+        Report epsilon at this delta.  ``"basic"``: at least the sum of the
+        steps' deltas, default that sum (a larger delta does not lower the
+        epsilon).  ``"zcdp"``: any delta in (0, 1), default the shared
+        budget's delta, else the sum of the steps' deltas.
+    composition : {"basic", "zcdp"}, optional
+        The composition rule.  Default: the rule of the
+        :class:`~sklearn_dp.PrivacyBudget` that every private step was
+        charged to, when they share one; otherwise ``"basic"``.
 
     Returns
     -------
     (epsilon, delta) : tuple of float
-        The guarantee of the whole model (steps composed adaptively).
+        The guarantee of the whole model.
 
     Examples
     --------
@@ -115,37 +414,53 @@ def privacy_spent(estimator: BaseEstimator, delta: float | None = None) -> tuple
     >>> bool(eps <= 1.0), delta
     (True, 1e-05)
     """
-    events, epsilons, deltas = [], [], []
-    for path, step in private_steps(estimator):
-        if hasattr(step, "dp_event_") and hasattr(step, "privacy_spent_"):
-            step_epsilon, step_delta = step.privacy_spent_
-            if isinstance(step.dp_event_, dpe.NoOpDpEvent):
-                continue
-            events.append(step.dp_event_)
-            epsilons.append(float(step_epsilon))
-            deltas.append(float(step_delta))
-        elif _is_public_step(step):
-            continue
-        else:
-            warnings.warn(
-                f"Step {path or type(step).__name__!r} ({type(step).__name__}) has no dp_event_: "
-                "its fit read the data outside any privacy guarantee (use sklearn_dp's "
-                "preprocessing, or public parameters). The pipeline is not private.",
-                PrivacyLeakWarning,
-                stacklevel=user_stacklevel(),
-            )
-            return (math.inf, 0.0)
-    if not events:
+    if composition is not None and composition not in COMPOSITIONS:
+        raise ValueError(f"composition must be one of {COMPOSITIONS} or None, got {composition!r}.")
+    try:
+        steps = _leaves(estimator, "", _allow_list())
+    except _Refused as refused:
+        warnings.warn(
+            f"Step {refused.path!r} ({type(refused.step).__name__}) cannot be vouched for: "
+            f"{refused.reason}. The pipeline's guarantee is reported as epsilon=inf.",
+            PrivacyLeakWarning,
+            stacklevel=user_stacklevel(),
+        )
+        return (math.inf, 0.0)
+    spends = [
+        (path, step)
+        for path, step in steps
+        if not isinstance(step.dp_event_, dpe.NoOpDpEvent)
+        and tuple(step.privacy_spent_) != (0.0, 0.0)
+    ]
+    if not spends:
         return (0.0, 0.0)
-    total_delta = math.fsum(deltas)
-    if delta is not None:
+    if any(math.isinf(float(step.privacy_spent_[0])) for _, step in spends):
+        return (math.inf, 0.0)
+    shared = _shared_budget(spends)
+    if composition is None:
+        composition = shared.composition if shared is not None else "basic"
+    total_epsilon = math.fsum(float(step.privacy_spent_[0]) for _, step in spends)
+    total_delta = math.fsum(float(step.privacy_spent_[1]) for _, step in spends)
+    if composition == "basic":
+        if delta is None:
+            return (total_epsilon, total_delta)
         if delta < total_delta:
             raise ValueError(
-                f"delta={delta!r} is below the sum of the steps' deltas ({total_delta:g})."
+                f"delta={delta!r} is below the sum of the steps' deltas ({total_delta:g}), "
+                "which basic composition needs."
             )
-        total_delta = float(delta)
-    basic = math.fsum(epsilons)
-    if any(math.isinf(e) for e in epsilons):
-        return (math.inf, 0.0)
-    composed = epsilon_of_events(events, total_delta)
-    return (min(basic, composed), total_delta)
+        return (total_epsilon, float(delta))
+    rhos = [zcdp_rho(step.dp_event_) for _, step in spends]
+    unknown = [path for (path, _), rho in zip(spends, rhos) if rho is None]
+    if unknown:
+        raise ValueError(
+            f"composition='zcdp' needs every step's zCDP cost, and {unknown} have none "
+            "(an approximate-DP part, such as a label set read off the data); use "
+            "composition='basic'."
+        )
+    if delta is None:
+        delta = shared.delta if shared is not None and shared.delta > 0 else total_delta
+    if not 0 < delta < 1:
+        raise ValueError(f"composition='zcdp' needs a delta in (0, 1), got {delta!r}.")
+    rho = math.fsum(rhos)
+    return (0.0 if rho <= 0 else float(epsilon_of_zcdp(rho, float(delta))), float(delta))

@@ -19,6 +19,12 @@ Which accountant is used
   whose estimates are pessimistic (never below the true epsilon), with the
   Renyi (RDP) accountant as a fallback for events PLD does not support.
 
+Which of dp_accounting's own accountants reads which part of a ``dp_event_``
+(a pure epsilon-DP part is a discrete Laplace event, read by PLD as binary
+randomized response; the label set's approximate-DP release by neither) is
+listed by :func:`accountant_event`; :func:`accountant_epsilon` recomputes a
+``dp_event_`` with either accountant.
+
 No function here looks at data.  Results are cached, because calibration is
 called once per fit with the same public inputs again and again (for example
 in a grid search).
@@ -53,6 +59,8 @@ __all__ = [
     "is_pure_event",
     "PureEpsilonDpEvent",
     "ClosedFormDpEvent",
+    "accountant_event",
+    "accountant_epsilon",
     "ApproximateDpEvent",
     "zcdp_rho",
     "approximate_zcdp",
@@ -218,6 +226,10 @@ def _pure_epsilon(event: dpe.DpEvent) -> float | None:
             total += count / leaf.noise_multiplier
         elif isinstance(leaf, PureEpsilonDpEvent):
             total += count * leaf.epsilon
+        elif isinstance(leaf, dpe.DiscreteLaplaceDpEvent):
+            if leaf.noise_parameter <= 0:
+                return math.inf
+            total += count * leaf.noise_parameter * leaf.sensitivity
         else:
             return None
     return total
@@ -240,17 +252,31 @@ def is_pure_event(event: dpe.DpEvent) -> bool:
     return _pure_epsilon(event) is not None
 
 
-class PureEpsilonDpEvent(dpe.UnsupportedDpEvent):
+class PureEpsilonDpEvent(dpe.DiscreteLaplaceDpEvent):
     """A mechanism proven pure ``epsilon``-DP by a closed-form argument.
 
-    dp_accounting has no event for an arbitrary pure-DP mechanism (for example
-    objective perturbation with Gamma-norm noise, or an exponential
-    mechanism).  Such a mechanism is recorded with this event;
-    :func:`epsilon_of_event` composes it exactly with other pure events
-    (epsilons add), and with Gaussian and other numerically accounted parts by
-    basic composition (its epsilon plus theirs at the full delta) or, when
-    smaller, by zCDP (see :func:`zcdp_rho`; a ``mechanism`` starting with
-    :data:`EXPONENTIAL_MECHANISM` costs ``epsilon^2 / 8``).
+    Objective perturbation with Gamma-norm noise, an exponential mechanism:
+    dp_accounting has no event for an arbitrary pure-DP mechanism, so this one
+    *is* dp_accounting's ``DiscreteLaplaceDpEvent(noise_parameter=epsilon,
+    sensitivity=1)``, the event whose privacy-loss distribution is exactly
+    that of binary randomized response at ``epsilon`` (the loss is
+    ``+epsilon`` with probability ``e^epsilon / (1 + e^epsilon)`` and
+    ``-epsilon`` otherwise, in both directions).  Binary randomized response
+    dominates every pure ``epsilon``-DP mechanism (Kairouz, Oh and Viswanath
+    2015), under add/remove-one neighbours as under any other, so dp_accounting's
+    ``PLDAccountant(NeighboringRelation.ADD_OR_REMOVE_ONE)`` composes this event
+    as a valid (and, for randomized response, exact) bound: epsilon at
+    ``delta = 0`` is ``epsilon``.  (dp_accounting's own
+    ``RandomizedResponseDpEvent`` would say the same, but both of its
+    accountants refuse it under add/remove-one neighbours.)
+
+    dp_accounting's ``RdpAccountant`` reads no discrete Laplace event:
+    :func:`accountant_event` rewrites this one as ``ZCDpEvent(rho)`` with
+    :func:`zcdp_rho`'s rho (``epsilon^2 / 2``; ``epsilon^2 / 8`` for an
+    exponential mechanism, whose ``mechanism`` starts with
+    :data:`EXPONENTIAL_MECHANISM`).  :func:`epsilon_of_event` composes it
+    exactly with other pure events (epsilons add) and with the rest by the
+    smaller of basic composition, privacy-loss distributions and zCDP.
 
     Parameters
     ----------
@@ -261,11 +287,18 @@ class PureEpsilonDpEvent(dpe.UnsupportedDpEvent):
         :data:`EXPONENTIAL_MECHANISM` marks an exponential mechanism).
     """
 
-    __slots__ = ("epsilon", "mechanism")
+    __slots__ = ("mechanism",)
 
     def __init__(self, epsilon: float, mechanism: str):
-        object.__setattr__(self, "epsilon", float(epsilon))
+        # Frozen attrs fields: set once, here.
+        object.__setattr__(self, "noise_parameter", float(epsilon))
+        object.__setattr__(self, "sensitivity", 1)
         object.__setattr__(self, "mechanism", str(mechanism))
+
+    @property
+    def epsilon(self) -> float:
+        """The mechanism's pure epsilon (the discrete Laplace parameter at sensitivity 1)."""
+        return self.noise_parameter
 
     def __repr__(self):
         return f"PureEpsilonDpEvent(epsilon={self.epsilon!r}, mechanism={self.mechanism!r})"
@@ -281,6 +314,8 @@ class PureEpsilonDpEvent(dpe.UnsupportedDpEvent):
         return hash((PureEpsilonDpEvent, self.epsilon, self.mechanism))
 
     def __reduce__(self):
+        # The arguments of every release (ledgers written before this class
+        # was a discrete Laplace event load unchanged).
         return (PureEpsilonDpEvent, (self.epsilon, self.mechanism))
 
 
@@ -322,6 +357,12 @@ class ApproximateDpEvent(ClosedFormDpEvent):
     ``epsilon``, the threshold bounds the probability of releasing a label
     held by one row by ``delta``.  Composed with other events by basic
     composition: it takes its own ``delta`` and the others share the rest.
+
+    No dp_accounting accountant reads it, and no dp_accounting event can
+    stand for it: a label held by a single row is released with probability
+    up to ``delta``, an infinite privacy loss, which only
+    ``NonPrivateDpEvent`` carries there.  :func:`accountant_event` sets it
+    apart and :func:`accountant_epsilon` adds it by basic composition.
 
     Parameters
     ----------
@@ -486,7 +527,8 @@ def _epsilon(event, delta, discretization):
 def _pure_and_numerical_epsilon(event, leaves, pure_parts, delta, discretization):
     """Epsilon of pure mechanisms (:class:`PureEpsilonDpEvent`) composed with numerically accounted ones.
 
-    No accountant of dp_accounting takes an arbitrary pure mechanism, so
+    dp_accounting's PLD accountant bounds a pure part by randomized response
+    and its RDP accountant does not read it (only its zCDP rewriting), so
     three valid bounds are computed and the smallest one is returned:
 
     * basic composition (Dwork, Rothblum and Vadhan 2010, with one part pure):
@@ -524,36 +566,26 @@ def _pure_and_numerical_epsilon(event, leaves, pure_parts, delta, discretization
 def _pld_with_pure_parts(rest, pure_parts, delta, discretization):
     """PLD bound of pure parts composed with PLD-supported ones, or ``inf`` if not applicable.
 
-    Every pure epsilon-DP mechanism is dominated by randomized response with
-    the same epsilon (Kairouz, Oh and Viswanath 2015): its privacy-loss
-    distribution is bounded by the pessimistic PLD that dp_accounting builds
-    from ``(epsilon, 0)`` (``from_privacy_parameters``), in both directions
-    of add/remove neighbouring.  That PLD is composed with the rest's PLD
-    (dp_accounting's accountant, pessimistic too).  Needs the accountant's
-    internal PLD (``_pld``): if a dp_accounting release renames it, this
-    bound is skipped (the others still hold).
+    Every pure epsilon-DP mechanism is dominated by binary randomized response
+    with the same epsilon (Kairouz, Oh and Viswanath 2015), which is what
+    dp_accountant's PLD accountant composes for a :class:`PureEpsilonDpEvent`
+    (a discrete Laplace event at sensitivity 1), in both directions of
+    add/remove neighbouring; the rest is composed by the same accountant
+    (pessimistic too).
     """
-    from dp_accounting.pld import common as pld_common
-    from dp_accounting.pld import privacy_loss_distribution
-
     accountant = pld_privacy_accountant.PLDAccountant(
         NEIGHBORING_RELATION, value_discretization_interval=discretization
     )
+    parts = [
+        leaf if count == 1 else dpe.SelfComposedDpEvent(leaf, count) for leaf, count in pure_parts
+    ]
     if rest:
-        folded = _fold_gaussians(dpe.ComposedDpEvent(rest))
-        if not accountant.supports(folded):
-            return math.inf
-        accountant.compose(folded)
-    pld = getattr(accountant, "_pld", None)
-    if pld is None:  # pragma: no cover - a dp_accounting internals change
+        parts.append(_fold_gaussians(dpe.ComposedDpEvent(rest)))
+    event = dpe.ComposedDpEvent(parts)
+    if not accountant.supports(event):
         return math.inf
-    for leaf, count in pure_parts:
-        part = privacy_loss_distribution.from_privacy_parameters(
-            pld_common.DifferentialPrivacyParameters(float(leaf.epsilon), 0.0),
-            value_discretization_interval=discretization,
-        )
-        pld = pld.compose(part if count == 1 else part.self_compose(int(count)))
-    return float(pld.get_epsilon_for_delta(delta))
+    accountant.compose(event)
+    return float(accountant.get_epsilon(delta))
 
 
 def _fold_gaussians(event: dpe.DpEvent) -> dpe.DpEvent:
@@ -598,6 +630,171 @@ def epsilon_of_events(events: Iterable[dpe.DpEvent], delta: float) -> float:
     if not events:
         return 0.0
     return epsilon_of_event(dpe.ComposedDpEvent(events), delta)
+
+
+# --------------------------------------------------------------------------
+# Reading an event with dp_accounting's own accountants
+# --------------------------------------------------------------------------
+
+#: The dp_accounting accountants :func:`accountant_event` prepares an event for.
+ACCOUNTANTS = ("pld", "rdp")
+
+
+def _readable(leaf, accountant):
+    """``leaf`` as ``accountant`` reads it (add/remove-one), or None if it reads no equivalent."""
+    if isinstance(leaf, (ApproximateDpEvent, ClosedFormDpEvent)):
+        return None
+    if accountant == "pld":
+        return None if isinstance(leaf, dpe.ZCDpEvent) else leaf
+    if isinstance(leaf, dpe.DiscreteLaplaceDpEvent):
+        # Pure epsilon-DP implies rho-zCDP (zcdp_rho); RDP reads zCDP.
+        return dpe.ZCDpEvent(float(zcdp_rho(leaf)))
+    return leaf
+
+
+def accountant_event(
+    event: dpe.DpEvent, accountant: str = "pld"
+) -> tuple[dpe.DpEvent, list[dpe.DpEvent]]:
+    """``event`` as dp_accounting's own ``accountant`` reads it, and the parts it cannot read.
+
+    Which accountant reads which part of a ``dp_event_`` (all under
+    ``NeighboringRelation.ADD_OR_REMOVE_ONE``):
+
+    * Gaussian, Laplace and Poisson-subsampled Gaussian mechanisms: both, as
+      recorded.
+    * A pure epsilon-DP part (:class:`PureEpsilonDpEvent`, a
+      ``DiscreteLaplaceDpEvent``): ``PLDAccountant`` as recorded (binary
+      randomized response, which dominates every pure epsilon-DP mechanism);
+      ``RdpAccountant`` reads no discrete Laplace event, so it gets
+      ``ZCDpEvent(zcdp_rho(part))`` (pure epsilon-DP is ``epsilon^2 /
+      2``-zCDP, Bun and Steinke 2016; an exponential mechanism ``epsilon^2 /
+      8``, Cesar and Rogers 2021).
+    * A ``ZCDpEvent`` (many exponential mechanisms of a Frank-Wolfe fit):
+      ``RdpAccountant`` only; no privacy-loss distribution is known for it.
+    * The released label set (:class:`ApproximateDpEvent`) and objective
+      perturbation with Gaussian noise (a :class:`ClosedFormDpEvent`):
+      neither.  No dp_accounting event can stand for them: the label set
+      releases a label held by a single row with probability up to its
+      delta (an infinite privacy loss, which no event of dp_accounting but
+      ``NonPrivateDpEvent`` carries), and objective perturbation's bound is
+      a closed form.  They are returned apart, to be composed by basic
+      composition (:func:`accountant_epsilon` does).
+
+    Parameters
+    ----------
+    event : dp_accounting.DpEvent
+        The mechanism (usually a fit's ``dp_event_``).
+    accountant : {"pld", "rdp"}, default="pld"
+        ``"pld"`` for ``dp_accounting.pld.PLDAccountant``, ``"rdp"`` for
+        ``dp_accounting.rdp.RdpAccountant``.
+
+    Returns
+    -------
+    readable : dp_accounting.DpEvent
+        What ``accountant`` composes (``NoOpDpEvent`` if nothing).
+    apart : list of dp_accounting.DpEvent
+        The parts it cannot read (each with its count, as a
+        ``SelfComposedDpEvent`` when repeated).
+
+    Examples
+    --------
+    >>> import dp_accounting
+    >>> from dp_accounting.pld import PLDAccountant
+    >>> from sklearn_dp.accounting import PureEpsilonDpEvent, accountant_event
+    >>> readable, apart = accountant_event(PureEpsilonDpEvent(0.5, "output_perturbation"))
+    >>> pld = PLDAccountant(dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE)
+    >>> round(pld.compose(readable).get_epsilon(0.0), 6), apart
+    (0.5, [])
+    """
+    if accountant not in ACCOUNTANTS:
+        raise ValueError(f"accountant must be one of {ACCOUNTANTS}, got {accountant!r}.")
+    readable, apart = [], []
+    for leaf, count in _flatten(event):
+        part = _readable(leaf, accountant)
+        target = apart if part is None else readable
+        part = leaf if part is None else part
+        target.append(part if count == 1 else dpe.SelfComposedDpEvent(part, count))
+    if not readable:
+        return dpe.NoOpDpEvent(), apart
+    return (readable[0] if len(readable) == 1 else dpe.ComposedDpEvent(readable)), apart
+
+
+def accountant_epsilon(
+    event: dpe.DpEvent,
+    delta: float,
+    accountant: str = "pld",
+    *,
+    value_discretization_interval: float = _PLD_FINE,
+) -> float:
+    """Epsilon of ``event`` at ``delta`` computed by dp_accounting's own accountant.
+
+    The part the accountant reads (:func:`accountant_event`) is composed by
+    ``PLDAccountant`` or ``RdpAccountant`` (add/remove-one neighbours) and
+    nothing else; the parts it cannot read are added by basic composition:
+    each label set (:class:`ApproximateDpEvent`) takes its own epsilon and
+    delta, and the rest of ``delta`` is split equally between each
+    closed-form part (``ZCDpEvent`` parts, for the PLD accountant, converted
+    together) and the accountant's part (a pure part under the PLD
+    accountant takes a thousandth of ``delta``, the others the rest).  This is an independent check of a
+    fit's ``privacy_spent_``; :func:`epsilon_of_event` is tighter where it
+    can take the minimum of several valid bounds.
+
+    Parameters
+    ----------
+    event : dp_accounting.DpEvent
+        The mechanism (usually a fit's ``dp_event_``).
+    delta : float
+        The target delta, in ``[0, 1)``.
+    accountant : {"pld", "rdp"}, default="pld"
+        Which of dp_accounting's accountants.
+    value_discretization_interval : float, default=1e-4
+        The PLD accountant's grid (its estimate is pessimistic by at most
+        about the grid times the number of composed parts).
+
+    Returns
+    -------
+    float
+        An upper bound on epsilon at ``delta`` (``inf`` if the parts it cannot
+        read need more than ``delta``).
+    """
+    delta = _check_delta(delta, allow_zero=True)
+    readable, apart = accountant_event(event, accountant)
+    fixed_epsilon, fixed_delta, curves, rho = 0.0, 0.0, [], 0.0
+    for part in apart:
+        leaf, count = next(iter(_flatten(part)))
+        if isinstance(leaf, ApproximateDpEvent):
+            fixed_epsilon += count * leaf.approximate_epsilon
+            fixed_delta += count * leaf.approximate_delta
+        elif isinstance(leaf, dpe.ZCDpEvent):
+            rho += count * float(leaf.rho)
+        else:
+            curves.append((leaf, count))
+    left = delta - fixed_delta
+    if left < -1e-12 * delta:
+        return math.inf
+    left = max(left, 0.0)
+    has_readable = not isinstance(readable, dpe.NoOpDpEvent)
+    # A pure part needs (almost) no delta under the PLD accountant: it takes
+    # a thousandth (the accountant's truncated tails need a little), the
+    # others share the rest.
+    pure_readable = accountant == "pld" and _pure_epsilon(readable) is not None
+    readable_share = 1e-3 * left if pure_readable else None
+    shares = sum(count for _, count in curves) + (rho > 0) + (has_readable and not pure_readable)
+    rest = left - (readable_share or 0.0)
+    share = rest / shares if shares else rest
+    total = fixed_epsilon + sum(count * float(leaf.epsilon(share)) for leaf, count in curves)
+    if rho > 0:
+        total += epsilon_of_zcdp(rho, share)
+    if has_readable:
+        if accountant == "pld":
+            acc = pld_privacy_accountant.PLDAccountant(
+                NEIGHBORING_RELATION, value_discretization_interval=value_discretization_interval
+            )
+        else:
+            acc = rdp_privacy_accountant.RdpAccountant(neighboring_relation=NEIGHBORING_RELATION)
+        acc.compose(readable)
+        total += float(acc.get_epsilon(share if readable_share is None else readable_share))
+    return total
 
 
 # --------------------------------------------------------------------------
@@ -1186,6 +1383,10 @@ def zcdp_rho(event: dpe.DpEvent) -> float | None:
         elif isinstance(leaf, PureEpsilonDpEvent):
             factor = 0.125 if leaf.mechanism.startswith(EXPONENTIAL_MECHANISM) else 0.5
             total += count * factor * leaf.epsilon**2
+        elif isinstance(leaf, dpe.DiscreteLaplaceDpEvent):
+            if leaf.noise_parameter <= 0:
+                return math.inf
+            total += count * 0.5 * (leaf.noise_parameter * leaf.sensitivity) ** 2
         elif isinstance(leaf, dpe.NonPrivateDpEvent):
             return math.inf
         else:

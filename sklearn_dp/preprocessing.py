@@ -12,16 +12,19 @@ uses released statistics only and costs nothing.
 * :class:`DPMinMaxScaler`: DP range per feature.
 * :class:`PublicRangeScaler`: documented public ranges mapped to [-1, 1];
   costs nothing.
+* :class:`RowWiseTransformer`: a function the user asserts row-wise and
+  blind to the data; costs nothing.
 
 One-hot encoding of categories from a public list is scikit-learn's own
-``OneHotEncoder(categories=[[...], ...])``: with the categories given, the
-encoder reads nothing from the data but the values it encodes (pass
-``handle_unknown="ignore"``, so that a value outside the public list does not
-raise an error that depends on the data).  Without ``categories`` it lists the
-values present in the data: a release outside the guarantee.
+``OneHotEncoder(categories=[[...], ...], handle_unknown="ignore")``: with the
+categories given, the encoder reads nothing from the data but the values it
+encodes (``handle_unknown="ignore"`` and no ``drop``, so that a value outside
+the public list neither raises nor warns).  Without ``categories`` it lists
+the values present in the data: a release outside the guarantee.
 
 :func:`sklearn_dp.privacy_spent` composes the spends of every private step
-of a fitted ``Pipeline`` or ``ColumnTransformer``.
+of a fitted ``Pipeline`` or ``ColumnTransformer`` and lists the scikit-learn
+steps it vouches for.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ import numpy as np
 import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
+from sklearn.preprocessing import FunctionTransformer
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from . import _noise
@@ -54,7 +59,7 @@ if TYPE_CHECKING:
     from ._typing import ArrayLike, Auto, MatrixLike, RandomStateLike
 
 
-__all__ = ["DPStandardScaler", "DPMinMaxScaler", "PublicRangeScaler"]
+__all__ = ["DPStandardScaler", "DPMinMaxScaler", "PublicRangeScaler", "RowWiseTransformer"]
 
 #: Shares of epsilon of DPStandardScaler: the row count (5%), the feature
 #: bounds ("auto": 35%), the noisy sums (the rest).
@@ -865,3 +870,117 @@ class PublicRangeScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         tags.input_tags.sparse = True
         tags.requires_fit = True
         return tags
+
+
+class RowWiseTransformer(TransformerMixin, BaseEstimator):
+    """Apply a function that the user asserts row-wise and blind to the data; costs no privacy.
+
+    ``transform(X) = func(X, **kw_args)``.  scikit-learn's
+    ``FunctionTransformer`` runs any function, and :func:`sklearn_dp.
+    privacy_spent` cannot check that a function is row-wise, so it refuses
+    one.  Wrapping the function here is the user's assertion that it is:
+    each output row depends on its own input row and on public constants
+    only, and the function raises, warns and prints nothing that depends on
+    the values (``np.log1p``, a public affine map, a fixed polynomial
+    expansion).  ``fit`` learns nothing from the data and never calls the
+    function on it (no inverse check).
+
+    Parameters
+    ----------
+    func : callable, default=None
+        The row-wise function; None is the identity.
+    kw_args : dict, default=None
+        Public keyword arguments of ``func``.
+    feature_names_out : callable, "one-to-one" or None, default=None
+        As for ``FunctionTransformer``: how ``get_feature_names_out`` names
+        the output (from the input's names only).
+
+    Attributes
+    ----------
+    transformer_ : FunctionTransformer
+        The function, wrapped with ``check_inverse=False`` (and ``validate=True``:
+        the input is a finite numeric array, dense or sparse).
+    n_features_in_ : int
+    privacy_spent_ : (0.0, 0.0)
+    dp_event_ : NoOpDpEvent
+
+    Privacy
+    -------
+    Nothing is released: ``fit`` reads the input's schema only.  The
+    guarantee of a pipeline holding this step rests on the user's assertion
+    about ``func``: a function that reads other rows (``X - X.mean(axis=0)``)
+    breaks it.
+    """
+
+    def __init__(self, func=None, *, kw_args=None, feature_names_out=None) -> None:
+        self.func = func
+        self.kw_args = kw_args
+        self.feature_names_out = feature_names_out
+
+    def fit(self, X, y: None = None) -> RowWiseTransformer:
+        """Record the input's schema; the function is not called.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The data (only its schema is read; non-finite values are refused).
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : RowWiseTransformer
+            The fitted transformer.
+        """
+        self.transformer_ = FunctionTransformer(
+            func=self.func,
+            kw_args=self.kw_args,
+            feature_names_out=self.feature_names_out,
+            validate=True,
+            accept_sparse=True,
+            check_inverse=False,
+        ).fit(X)
+        for name in ("n_features_in_", "feature_names_in_"):
+            if hasattr(self.transformer_, name):
+                setattr(self, name, getattr(self.transformer_, name))
+        self.dp_event_ = dpe.NoOpDpEvent()
+        self.privacy_spent_ = (0.0, 0.0)
+        return self
+
+    def transform(self, X):
+        """Apply the function (costs nothing).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The data.
+
+        Returns
+        -------
+        X_new : array-like
+            ``func(X, **kw_args)``.
+        """
+        check_is_fitted(self)
+        return self.transformer_.transform(X)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    @available_if(lambda self: self.feature_names_out is not None)
+    def get_feature_names_out(self, input_features=None):
+        """Names of the output features (from the input's names only).
+
+        Parameters
+        ----------
+        input_features : array-like of str, optional
+            The input's feature names.
+
+        Returns
+        -------
+        feature_names_out : ndarray of str
+            The output's feature names.
+        """
+        check_is_fitted(self)
+        return self.transformer_.get_feature_names_out(input_features)

@@ -547,3 +547,149 @@ def test_gaussian_dp_guess_covers_compositions_and_declines_the_rest():
     assert guess is not None and 0.7 * sigma < guess < 1.3 * sigma
     assert accounting._gaussian_dp_guess(lambda s: dpe.LaplaceDpEvent(s), 1.0, 1e-5) is None
     assert accounting._gaussian_dp_guess(phases, 1.0, 0.0) is None
+
+
+# --------------------------------------------------------------------------
+# dp_event_ read by dp_accounting's own accountants
+# --------------------------------------------------------------------------
+
+#: A ledger entry's event as pickled before PureEpsilonDpEvent was a
+#: discrete Laplace event (a composition with the label set's event).
+_OLD_PICKLE = (
+    b"\x80\x04\x95\xd4\x00\x00\x00\x00\x00\x00\x00\x8c\x16dp_accounting.dp_event\x94\x8c\x0f"
+    b"ComposedDpEvent\x94\x93\x94)\x81\x94}\x94\x8c\x06events\x94]\x94(\x8c\x15sklearn_dp."
+    b"accounting\x94\x8c\x12PureEpsilonDpEvent\x94\x93\x94G?\xd3333333\x8c\x18exponential "
+    b"mechanism: x\x94\x86\x94R\x94h\x07\x8c\x12ApproximateDpEvent\x94\x93\x94G?\xc9\x99\x99"
+    b"\x99\x99\x99\x9aG>\xd4\xf8\xb5\x88\xe3h\xf1\x8c\tlabel set\x94\x87\x94R\x94esb."
+)
+
+
+def _pld_accountant():
+    from dp_accounting.pld import PLDAccountant
+
+    return PLDAccountant(NEIGHBORING_RELATION)
+
+
+@pytest.mark.parametrize("epsilon", [0.05, 0.3, 1.0, 3.0])
+def test_pure_event_is_binary_randomized_response_for_the_pld_accountant(epsilon):
+    event = PureEpsilonDpEvent(epsilon, "output_perturbation")
+    assert isinstance(event, dpe.DiscreteLaplaceDpEvent) and event.epsilon == epsilon
+    pld = _pld_accountant().compose(event)
+    assert pld.get_epsilon(0.0) == pytest.approx(epsilon, rel=1e-9)
+    # The hockey-stick curve of binary randomized response at epsilon (output
+    # the true bit with probability a = e^eps / (1 + e^eps)), the worst case
+    # of every pure epsilon-DP mechanism: delta(e') = a - e^e' (1 - a).
+    a = math.exp(epsilon) / (1.0 + math.exp(epsilon))
+    for slack in (0.0, 0.5, 0.9):
+        expected = a - math.exp(slack * epsilon) * (1 - a)
+        assert pld.get_delta(slack * epsilon) == pytest.approx(expected, rel=1e-6)
+
+
+def test_dp_accountings_randomized_response_event_is_refused_under_add_remove():
+    # Why the pure event is a discrete Laplace event and not dp_accounting's
+    # RandomizedResponseDpEvent: neither accountant takes the latter under
+    # add/remove-one neighbours.
+    event = dpe.RandomizedResponseDpEvent(2.0 / (1.0 + math.e), 2)
+    assert not _pld_accountant().supports(event)
+    assert not rdp_privacy_accountant.RdpAccountant(
+        neighboring_relation=NEIGHBORING_RELATION
+    ).supports(event)
+
+
+def test_pure_event_keeps_its_zcdp_charge_and_old_ledgers_read():
+    import pickle
+
+    assert accounting.zcdp_rho(PureEpsilonDpEvent(0.4, "objective_perturbation")) == (
+        pytest.approx(0.4**2 / 2)
+    )
+    exponential = PureEpsilonDpEvent(0.4, f"{accounting.EXPONENTIAL_MECHANISM}: bound")
+    assert accounting.zcdp_rho(exponential) == pytest.approx(0.4**2 / 8)
+    assert accounting.zcdp_rho(dpe.DiscreteLaplaceDpEvent(0.2, 2)) == pytest.approx(0.4**2 / 2)
+    assert epsilon_of_event(dpe.DiscreteLaplaceDpEvent(0.2, 2), 0.0) == pytest.approx(0.4)
+    old = pickle.loads(_OLD_PICKLE)
+    assert old.events[0] == PureEpsilonDpEvent(0.3, f"{accounting.EXPONENTIAL_MECHANISM}: x")
+    assert isinstance(old.events[0], dpe.DiscreteLaplaceDpEvent)
+    assert old.events[1] == accounting.ApproximateDpEvent(0.2, 5e-6, "label set")
+    assert pickle.loads(pickle.dumps(exponential)) == exponential
+    with pytest.raises(AttributeError):
+        exponential.noise_parameter = 1.0
+
+
+def test_accountant_event_says_which_accountant_reads_which_part():
+    pure = PureEpsilonDpEvent(0.3, f"{accounting.EXPONENTIAL_MECHANISM}: x")
+    label = accounting.ApproximateDpEvent(0.1, 1e-6, "label set")
+    steps = dpe.SelfComposedDpEvent(dpe.ZCDpEvent(0.01), 3)
+    event = dpe.ComposedDpEvent([pure, label, steps, dpe.GaussianDpEvent(5.0)])
+    readable, apart = accounting.accountant_event(event, "pld")
+    assert readable == dpe.ComposedDpEvent([pure, dpe.GaussianDpEvent(5.0)])
+    assert apart == [label, steps]
+    _pld_accountant().compose(readable)
+    readable, apart = accounting.accountant_event(event, "rdp")
+    assert readable == dpe.ComposedDpEvent(
+        [dpe.ZCDpEvent(0.3**2 / 8), steps, dpe.GaussianDpEvent(5.0)]
+    )
+    assert apart == [label]
+    rdp_privacy_accountant.RdpAccountant(neighboring_relation=NEIGHBORING_RELATION).compose(
+        readable
+    )
+    with pytest.raises(ValueError, match="accountant must be"):
+        accounting.accountant_event(event, "gdp")
+    # Basic composition of the parts apart: the label set takes its own delta.
+    assert accounting.accountant_epsilon(label, 1e-6) == pytest.approx(0.1)
+    assert accounting.accountant_epsilon(label, 1e-7) == math.inf
+
+
+def _default_fits():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from solver_configs import CONFIGS
+
+    fits = [
+        pytest.param(name, None, {}, id=f"{name}-default")
+        for name in ("DPLogisticRegression", "DPSCORegressor", "DPLasso")
+    ]
+    fits.append(
+        pytest.param(
+            "DPLogisticRegression", None, {"classes": [0, 1]}, id="DPLogisticRegression-classes"
+        )
+    )
+    for (name, solver), params in CONFIGS.items():
+        # dp_sgd calibrates by PLD for every noisy row count (seconds per fit).
+        marks = [pytest.mark.slow] if solver == "dp_sgd" else []
+        fits.append(pytest.param(name, solver, params, marks=marks, id=f"{name}-{solver}"))
+    return fits
+
+
+@pytest.mark.parametrize("name, solver, params", _default_fits())
+def test_default_fit_dp_event_is_recomputed_by_dp_accountings_accountants(name, solver, params):
+    import warnings
+
+    import sklearn_dp
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(300, 3))
+    if name == "DPLogisticRegression":
+        y = (X[:, 0] + 0.3 * rng.normal(size=300) > 0).astype(int)
+    else:
+        y = np.clip(0.5 * X[:, 0] + 0.1 * rng.normal(size=300), -1, 1)
+    kwargs = dict(params, random_state=0)
+    if solver is not None:
+        kwargs["solver"] = solver
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = getattr(sklearn_dp, name)(**kwargs).fit(X, y)
+    claimed, delta = model.privacy_spent_
+    event = model.dp_event_
+    # Each accountant reads its part of the event with nothing of ours in
+    # between (the parts apart are added by basic composition).
+    by_pld = accounting.accountant_epsilon(event, delta, "pld")
+    by_rdp = accounting.accountant_epsilon(event, delta, "rdp")
+    assert math.isfinite(by_pld) and math.isfinite(by_rdp)
+    # Both are valid bounds: the smaller backs the claim (up to the PLD grid).
+    assert min(by_pld, by_rdp) <= claimed * (1 + 1e-3), (by_pld, by_rdp, claimed)
+    readable, apart = accounting.accountant_event(event, "pld")
+    if not apart:
+        # The whole dp_event_, as recorded, in dp_accounting's PLD accountant.
+        assert _pld_accountant().compose(event).get_epsilon(delta) <= claimed * (1 + 1e-3)

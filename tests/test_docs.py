@@ -24,7 +24,12 @@ import pytest
 
 from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor
 from sklearn_dp.model_selection import DPGridSearchCV, DPRandomizedSearchCV, RowwiseKFold
-from sklearn_dp.preprocessing import DPMinMaxScaler, DPStandardScaler, PublicRangeScaler
+from sklearn_dp.preprocessing import (
+    DPMinMaxScaler,
+    DPStandardScaler,
+    PublicRangeScaler,
+    RowWiseTransformer,
+)
 from sklearn_dp.solvers import SOLVERS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,7 +47,7 @@ def _privacy_section_extension():
     "obj",
     [DPLogisticRegression, DPSCORegressor, DPLasso]
     + [DPGridSearchCV, DPRandomizedSearchCV, RowwiseKFold]
-    + [DPStandardScaler, DPMinMaxScaler, PublicRangeScaler]
+    + [DPStandardScaler, DPMinMaxScaler, PublicRangeScaler, RowWiseTransformer]
     + [spec.function for spec in SOLVERS.values()],
     ids=lambda obj: obj.__name__,
 )

@@ -7,9 +7,17 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
+from sklearn.base import clone
 from sklearn.compose import ColumnTransformer
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import OneHotEncoder, StandardScaler
+from sklearn.impute import SimpleImputer
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import FeatureUnion, make_pipeline
+from sklearn.preprocessing import (
+    FunctionTransformer,
+    OneHotEncoder,
+    OrdinalEncoder,
+    StandardScaler,
+)
 
 from sklearn_dp import DPLogisticRegression, PrivacyBudget, privacy_spent
 from sklearn_dp._bounds import GRID, upper_bound_utilities
@@ -17,10 +25,16 @@ from sklearn_dp.accounting import (
     EXPONENTIAL_MECHANISM,
     PureEpsilonDpEvent,
     epsilon_of_event,
-    epsilon_of_events,
+    epsilon_of_zcdp,
+    zcdp_rho,
 )
 from sklearn_dp.exceptions import PrivacyLeakWarning
-from sklearn_dp.preprocessing import DPMinMaxScaler, DPStandardScaler, PublicRangeScaler
+from sklearn_dp.preprocessing import (
+    DPMinMaxScaler,
+    DPStandardScaler,
+    PublicRangeScaler,
+    RowWiseTransformer,
+)
 from sklearn_dp.testing import trace_releases
 
 
@@ -257,10 +271,9 @@ def test_pipeline_spends_each_step_on_one_budget():
     assert [e.estimator for e in budget.ledger] == ["DPStandardScaler", "DPLogisticRegression"]
     assert budget.spent == pytest.approx((1.0, 1e-5))
     epsilon, delta = privacy_spent(model)
-    events = [step.dp_event_ for _, step in model.steps]
-    assert delta == pytest.approx(1e-5)
-    assert epsilon == pytest.approx(min(1.0, epsilon_of_events(events, 1e-5)))
-    assert epsilon <= 1.0
+    # The budget's own rule (basic composition here), not a numerical
+    # composition of adaptively chosen events.
+    assert (epsilon, delta) == pytest.approx(budget.spent)
     assert model.score(X, y) > 0.8
     # predict costs nothing.
     with trace_releases() as trace:
@@ -276,7 +289,8 @@ def test_privacy_spent_column_transformer_and_public_steps():
         [
             ("num", DPStandardScaler(epsilon=0.4, random_state=0), [0]),
             ("cat", OneHotEncoder(categories=[[0, 1, 2]], handle_unknown="ignore"), [1]),
-        ]
+        ],
+        sparse_threshold=0,
     )
     model = make_pipeline(column, DPLogisticRegression(epsilon=0.6, classes=[0, 1], random_state=1))
     model.fit(X, y)
@@ -313,3 +327,204 @@ def test_privacy_spent_column_transformer_and_public_steps():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert privacy_spent(public.steps[0][1]) == (0.0, 0.0)
+
+
+def _observed(step, X):
+    """What a fit of ``step`` on ``X`` shows: its warnings and the output's format and values."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = clone(step).fit_transform(X)
+    dense = out.toarray() if sp.issparse(out) else np.asarray(out)
+    return [str(w.message) for w in caught], sp.issparse(out), dense.shape, dense[:3].tolist()
+
+
+# Each step lets one row change what a fit shows with certainty (the second
+# data set is the first plus that row), so privacy_spent must not vouch for it.
+_LEAKY_STEPS = {
+    "one_hot_min_frequency": (
+        OneHotEncoder(
+            categories=[[0.0, 1.0, 2.0]], handle_unknown="infrequent_if_exist", min_frequency=3
+        ),
+        np.array([[0.0]] * 5 + [[1.0]] * 5 + [[2.0]] * 2),
+        [[2.0]],
+    ),
+    "one_hot_ignore_drop_first": (
+        OneHotEncoder(categories=[[0.0, 1.0, 2.0]], handle_unknown="ignore", drop="first"),
+        np.array([[0.0], [1.0], [2.0]] * 4),
+        [[7.0]],
+    ),
+    "imputer_indicator": (
+        SimpleImputer(strategy="constant", add_indicator=True),
+        np.arange(12.0).reshape(6, 2),
+        [[np.nan, 1.0]],
+    ),
+    "imputer_drops_empty_columns": (
+        SimpleImputer(strategy="constant"),
+        np.column_stack([np.arange(6.0), np.full(6, np.nan)]),
+        [[1.0, 1.0]],
+    ),
+    "function_check_inverse": (
+        FunctionTransformer(np.floor, inverse_func=lambda Z: Z),
+        np.arange(12.0).reshape(6, 2),
+        [[0.5, 1.0]],
+    ),
+    "function_not_row_wise": (
+        FunctionTransformer(lambda Z: Z - Z.mean(axis=0), check_inverse=False),
+        np.arange(12.0).reshape(6, 2),
+        [[100.0, 100.0]],
+    ),
+    "column_transformer_sparse_threshold": (
+        ColumnTransformer(
+            [("cat", OneHotEncoder(categories=[[0.0, 1.0]], handle_unknown="ignore"), [0])]
+        ),
+        np.array([[0.0]] * 6 + [[5.0]] * 4),
+        [[5.0]],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_LEAKY_STEPS))
+def test_privacy_spent_refuses_steps_whose_fit_one_row_changes(name):
+    step, X, row = _LEAKY_STEPS[name]
+    assert _observed(step, X) != _observed(step, np.vstack([X, row]))
+    y = np.arange(len(X)) % 2
+    if isinstance(step, ColumnTransformer):
+        model = make_pipeline(step, DPLogisticRegression(classes=[0, 1], random_state=0))
+    else:
+        model = make_pipeline(
+            ColumnTransformer([("suspect", step, list(range(X.shape[1])))], sparse_threshold=0),
+            DPLogisticRegression(classes=[0, 1], random_state=0),
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(X, y)
+    with pytest.warns(PrivacyLeakWarning, match=type(step).__name__) as record:
+        assert privacy_spent(model) == (math.inf, 0.0)
+    assert "epsilon=inf" in str(record[0].message)
+
+
+def _allowed_pipeline():
+    return make_pipeline(
+        FeatureUnion(
+            [
+                (
+                    "columns",
+                    ColumnTransformer(
+                        [
+                            (
+                                "onehot",
+                                OneHotEncoder(categories=[[0, 1, 2]], handle_unknown="ignore"),
+                                [1],
+                            ),
+                            (
+                                "ordinal",
+                                OrdinalEncoder(
+                                    categories=[[0, 1, 2]],
+                                    handle_unknown="use_encoded_value",
+                                    unknown_value=-1,
+                                ),
+                                [1],
+                            ),
+                            (
+                                "impute",
+                                SimpleImputer(strategy="constant", keep_empty_features=True),
+                                [0],
+                            ),
+                            # Given no column: never fitted, reads nothing.
+                            ("unused", DPStandardScaler(), []),
+                        ],
+                        remainder=make_pipeline(FunctionTransformer(), RowWiseTransformer(np.tanh)),
+                        sparse_threshold=0,
+                    ),
+                ),
+                ("scaled", PublicRangeScaler((-50, 150))),
+            ]
+        ),
+        DPLogisticRegression(epsilon=0.5, classes=[0, 1], random_state=0),
+    )
+
+
+def test_privacy_spent_vouches_for_allow_listed_steps():
+    X, y = _classification()
+    X[:, 1] = np.round(np.abs(X[:, 1] - 100) / 40)
+    model = _allowed_pipeline().fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert privacy_spent(model) == model[-1].privacy_spent_
+
+
+def test_privacy_spent_refuses_unchecked_scikit_learn_release_and_unknown_parameters(
+    monkeypatch,
+):
+    import sklearn_dp._composition as composition
+
+    X, y = _classification()
+    X[:, 1] = np.round(np.abs(X[:, 1] - 100) / 40)
+    model = _allowed_pipeline().fit(X, y)
+    encoder = model[0].transformer_list[0][1].named_transformers_["onehot"]
+    known = encoder.get_params(deep=False)
+    monkeypatch.setattr(encoder, "get_params", lambda deep=False: {**known, "new_option": 1})
+    with pytest.warns(PrivacyLeakWarning, match="new_option"):
+        assert privacy_spent(model) == (math.inf, 0.0)
+    monkeypatch.undo()
+    monkeypatch.setattr(composition, "CHECKED_SKLEARN", ("0.1",))
+    with pytest.warns(PrivacyLeakWarning, match="checked against scikit-learn 0.1"):
+        assert privacy_spent(model) == (math.inf, 0.0)
+    # Steps of this package alone need no scikit-learn check.
+    alone = model[-1]
+    assert privacy_spent(alone) == alone.privacy_spent_
+
+
+def test_row_wise_transformer_asserts_a_function_and_costs_nothing():
+    X, y = _classification()
+    step = RowWiseTransformer(np.log1p, feature_names_out="one-to-one").fit(np.abs(X))
+    np.testing.assert_array_equal(step.transform(np.abs(X)), np.log1p(np.abs(X)))
+    assert step.privacy_spent_ == (0.0, 0.0)
+    assert list(step.get_feature_names_out()) == ["x0", "x1", "x2"]
+    assert not hasattr(RowWiseTransformer(np.log1p), "get_feature_names_out")
+
+
+def test_privacy_spent_of_a_scikit_learn_search_points_to_the_dp_searches():
+    X, y = _classification(200)
+    search = GridSearchCV(
+        DPLogisticRegression(classes=[0, 1], random_state=0), {"epsilon": [0.5, 1.0]}, cv=2
+    ).fit(X, y)
+    with pytest.warns(PrivacyLeakWarning, match="DPGridSearchCV") as record:
+        assert privacy_spent(search) == (math.inf, 0.0)
+    assert "preprocessing" not in str(record[0].message)
+
+
+def test_privacy_spent_composes_by_the_shared_budgets_rule():
+    X, y = _classification()
+    budget = PrivacyBudget(2.0, 1e-5, composition="zcdp")
+    model = make_pipeline(
+        DPStandardScaler(epsilon=0.5, delta=0.0, budget=budget, random_state=1),
+        DPLogisticRegression(
+            epsilon=0.5, delta=5e-6, classes=[0, 1], budget=budget, random_state=2
+        ),
+    ).fit(X, y)
+    epsilon, delta = privacy_spent(model)
+    assert (epsilon, delta) == pytest.approx(budget.spent)
+    assert delta == budget.delta
+    # The other rule on request; basic adds the steps' spends.
+    basic = privacy_spent(model, composition="basic")
+    assert basic == pytest.approx((1.0, 5e-6))
+    rhos = [zcdp_rho(step.dp_event_) for step in model]
+    assert epsilon == pytest.approx(epsilon_of_zcdp(sum(rhos), 1e-5))
+    # Without a shared budget: basic composition.
+    alone = make_pipeline(
+        DPStandardScaler(epsilon=0.5, delta=0.0, random_state=1),
+        DPLogisticRegression(epsilon=0.5, delta=5e-6, classes=[0, 1], random_state=2),
+    ).fit(X, y)
+    assert privacy_spent(alone) == pytest.approx((1.0, 5e-6))
+    with pytest.raises(ValueError, match="below the sum"):
+        privacy_spent(alone, delta=1e-6)
+    with pytest.raises(ValueError, match="composition must be"):
+        privacy_spent(alone, composition="pld")
+
+
+def test_privacy_spent_zcdp_needs_every_steps_rho():
+    X, y = _classification()
+    model = make_pipeline(DPLogisticRegression(random_state=0)).fit(X, y)
+    with pytest.raises(ValueError, match="zCDP cost"):
+        privacy_spent(model, composition="zcdp")

@@ -10,7 +10,12 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor
 from sklearn_dp.linear_model._base import PublicSetting
-from sklearn_dp.preprocessing import DPMinMaxScaler, DPStandardScaler, PublicRangeScaler
+from sklearn_dp.preprocessing import (
+    DPMinMaxScaler,
+    DPStandardScaler,
+    PublicRangeScaler,
+    RowWiseTransformer,
+)
 from sklearn_dp.solvers import SOLVERS
 
 # Each entry: check name -> why the check cannot pass for a DP estimator.
@@ -27,6 +32,7 @@ EXPECTED_FAILURES = {
     "DPStandardScaler": {},
     "DPMinMaxScaler": {},
     "PublicRangeScaler": {},
+    "RowWiseTransformer": {},
 }
 
 
@@ -162,6 +168,7 @@ def _estimators():
         DPMinMaxScaler(random_state=0),
         DPMinMaxScaler(bounds=(-10.0, 10.0)),
         PublicRangeScaler((-10.0, 10.0)),
+        RowWiseTransformer(),
     ]
 
 
