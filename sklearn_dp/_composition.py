@@ -18,7 +18,8 @@ import sklearn
 from dp_accounting import dp_event as dpe
 
 from ._warnings import user_stacklevel
-from .accounting import epsilon_of_zcdp, zcdp_rho
+from .accounting import epsilon_of_zcdp
+from .budget import _approximate_charges, _pool_epsilon
 from .exceptions import PrivacyLeakWarning
 
 if TYPE_CHECKING:
@@ -450,17 +451,28 @@ def privacy_spent(
                 "which basic composition needs."
             )
         return (total_epsilon, float(delta))
-    rhos = [zcdp_rho(step.dp_event_) for _, step in spends]
-    unknown = [path for (path, _), rho in zip(spends, rhos) if rho is None]
-    if unknown:
-        raise ValueError(
-            f"composition='zcdp' needs every step's zCDP cost, and {unknown} have none "
-            "(an approximate-DP part, such as a label set read off the data); use "
-            "composition='basic'."
-        )
+    # Each step is charged as the budget charges it: its mechanism's
+    # approximate-zCDP description (a label set read off the data takes its
+    # delta from the pool), or its own (epsilon, delta) guarantee.
+    charges = [
+        _approximate_charges(
+            float(step.privacy_spent_[0]), float(step.privacy_spent_[1]), step.dp_event_
+        )[0]
+        for _, step in spends
+    ]
+    rho = math.fsum(charge[0] for charge in charges)
+    pool = math.fsum(charge[1] for charge in charges)
     if delta is None:
-        delta = shared.delta if shared is not None and shared.delta > 0 else total_delta
-    if not 0 < delta < 1:
-        raise ValueError(f"composition='zcdp' needs a delta in (0, 1), got {delta!r}.")
-    rho = math.fsum(rhos)
-    return (0.0 if rho <= 0 else float(epsilon_of_zcdp(rho, float(delta))), float(delta))
+        if shared is not None and shared.delta > 0:
+            conversion = shared.delta - (shared.delta_pool or 0.0)
+        else:
+            conversion = total_delta
+    else:
+        conversion = float(delta) - pool
+    if not 0 < conversion < 1:
+        raise ValueError(
+            f"composition='zcdp' needs a delta in (0, 1) above the steps' approximate-DP "
+            f"deltas ({pool:g}), got {delta!r}."
+        )
+    epsilon = 0.0 if rho <= 0 else float(epsilon_of_zcdp(rho, conversion))
+    return (epsilon + _pool_epsilon(pool), conversion + pool)

@@ -505,12 +505,14 @@ def test_privacy_spent_composes_by_the_shared_budgets_rule():
     ).fit(X, y)
     epsilon, delta = privacy_spent(model)
     assert (epsilon, delta) == pytest.approx(budget.spent)
-    assert delta == budget.delta
+    # No approximate-DP part: the guarantee is the conversion at the budget's
+    # conversion delta (half of its delta; the other half is the unused pool).
+    assert delta == pytest.approx(budget.delta - budget.delta_pool)
     # The other rule on request; basic adds the steps' spends.
     basic = privacy_spent(model, composition="basic")
     assert basic == pytest.approx((1.0, 5e-6))
     rhos = [zcdp_rho(step.dp_event_) for step in model]
-    assert epsilon == pytest.approx(epsilon_of_zcdp(sum(rhos), 1e-5))
+    assert epsilon == pytest.approx(epsilon_of_zcdp(sum(rhos), budget.delta - budget.delta_pool))
     # Without a shared budget: basic composition.
     alone = make_pipeline(
         DPStandardScaler(epsilon=0.5, delta=0.0, random_state=1),
@@ -523,8 +525,12 @@ def test_privacy_spent_composes_by_the_shared_budgets_rule():
         privacy_spent(alone, composition="pld")
 
 
-def test_privacy_spent_zcdp_needs_every_steps_rho():
+def test_privacy_spent_charges_a_released_label_set_to_the_delta_pool_as_the_budget_does():
     X, y = _classification()
-    model = make_pipeline(DPLogisticRegression(random_state=0)).fit(X, y)
-    with pytest.raises(ValueError, match="zCDP cost"):
-        privacy_spent(model, composition="zcdp")
+    budget = PrivacyBudget(4.0, 1e-5)
+    model = make_pipeline(
+        DPStandardScaler(epsilon=1.0, budget=budget, random_state=1),
+        DPLogisticRegression(epsilon=2.0, budget=budget, random_state=2),
+    ).fit(X, y)
+    assert budget.delta_pool_spent > 0
+    assert privacy_spent(model) == pytest.approx(budget.spent)
