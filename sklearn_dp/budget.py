@@ -41,7 +41,6 @@ another process refuses to spend instead of silently starting from zero.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import math
 import os
@@ -65,6 +64,7 @@ from ._ledger import (
     _Row,
     _SQLiteStorage,
 )
+from ._memo import memoize
 from .accounting import epsilon_of_events, epsilon_of_zcdp, zcdp_rho
 from .exceptions import BudgetExceededError, BudgetStorageError
 
@@ -149,7 +149,7 @@ def _check_spend_args(epsilon, delta, event):
     return float(epsilon), float(delta)
 
 
-@functools.lru_cache(maxsize=256)
+@memoize(maxsize=256)
 def _rho_limit(epsilon, delta):
     """The largest rho whose zCDP guarantee converts to (epsilon, delta)-DP (bisection).
 

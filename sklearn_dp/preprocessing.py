@@ -26,7 +26,6 @@ of a fitted ``Pipeline`` or ``ColumnTransformer``.
 
 from __future__ import annotations
 
-import functools
 import math
 from numbers import Real
 from typing import TYPE_CHECKING
@@ -39,6 +38,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _noise
 from ._bounds import _event, feature_columns, release_upper_bound
+from ._memo import memoize
 from ._sklearn_compat import Interval, Options, StrOptions, validate_data
 from .accounting import PureEpsilonDpEvent, calibrate_noise_multiplier, epsilon_of_event
 from .budget import PrivacyBudget
@@ -223,7 +223,7 @@ def _sums_event(multiplier, pure):
     return dpe.LaplaceDpEvent(multiplier) if pure else dpe.GaussianDpEvent(multiplier)
 
 
-@functools.lru_cache(maxsize=256)
+@memoize(maxsize=256)
 def _standard_plan(n_features, epsilon, delta, auto):
     """``(epsilon of each feature bound, noise multiplier of the sums)`` of DPStandardScaler (public, cached)."""
     count = dpe.LaplaceDpEvent(1.0 / (COUNT_EPSILON_FRACTION * epsilon))
@@ -234,7 +234,7 @@ def _standard_plan(n_features, epsilon, delta, auto):
     return each, _calibrate_sums(prefix, epsilon, delta, delta == 0)
 
 
-@functools.lru_cache(maxsize=256)
+@memoize(maxsize=256)
 def _minmax_plan(n_features, epsilon, delta):
     """``(epsilon of each bound, of each half-width, noise multiplier of the sums)`` of DPMinMaxScaler."""
     count = dpe.LaplaceDpEvent(1.0 / (COUNT_EPSILON_FRACTION * epsilon))

@@ -571,6 +571,64 @@ def test_number_of_runs_is_not_observable():
     assert len(shapes) == 1  # ... and nothing fitted says so.
 
 
+def _library_caches():
+    """Every cached function of the package (anything with ``cache_clear``)."""
+    import importlib
+    import pkgutil
+
+    import sklearn_dp
+
+    found = {}
+    for info in pkgutil.walk_packages(sklearn_dp.__path__, "sklearn_dp."):
+        module = importlib.import_module(info.name)
+        for value in vars(module).values():
+            if callable(getattr(value, "cache_clear", None)) and getattr(
+                value, "__module__", ""
+            ).startswith("sklearn_dp"):
+                found[f"{value.__module__}.{value.__qualname__}"] = value
+    return found
+
+
+def _cache_state(function):
+    """What anyone in the process can read off a cache: statistics, entries and their order."""
+    state = []
+    if hasattr(function, "cache_info"):
+        state.append(tuple(function.cache_info()))
+    for cell in getattr(function, "__closure__", None) or ():
+        try:
+            contents = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if isinstance(contents, dict):
+            state.append(tuple(contents))
+    return state
+
+
+@pytest.mark.parametrize("solver", ["dp_gd", "dp_sgd", "dp_cd"])
+def test_number_of_runs_is_not_readable_from_the_caches(monkeypatch, solver):
+    """Searches of 1 run and of 6 runs leave the package's caches as they found them.
+
+    The runs use the calibrations the search planned publicly (before the
+    data): a repeated search only looks them up, and a lookup must leave no
+    trace (no hit counts, no reordering).
+    """
+    X, y = _data()
+    caches = _library_caches()
+    assert caches  # the calibrations are cached
+    for function in caches.values():
+        function.cache_clear()
+    states = []
+    for n_runs in (3, 1, 6):  # the first one fills the caches
+        monkeypatch.setattr(search_module, "draw_number_of_runs", lambda *args, n=n_runs: n)
+        estimator = DPLogisticRegression(classes=[0, 1], solver=solver, max_iter=5)
+        search = DPGridSearchCV(estimator, GRID, epsilon=2.0, refit=False, random_state=0)
+        with trace_releases() as trace:
+            search.fit(X, y)
+        assert sum(r.label == "validation score" for r in trace.releases) == n_runs
+        states.append({name: _cache_state(function) for name, function in caches.items()})
+    assert states[0] == states[1] == states[2]
+
+
 def test_released_models_do_not_hold_the_secret_generator():
     X, y = _data()
     for refit in (True, False):
