@@ -421,6 +421,16 @@ class PrivacyBudget:
         return self._storage.path if isinstance(self._storage, _SQLiteStorage) else None
 
     @property
+    def _identity(self) -> str:
+        # What tells this ledger from every other one (seeded charged fits
+        # key their noise on it, sklearn_dp._random.charged_entropy): a random
+        # uuid in memory; the file and its creation time for SQLite (a copy
+        # of the file is the same ledger).
+        if isinstance(self._storage, _SQLiteStorage):
+            return f"sqlite:{self._storage.path}:{self._storage.created!r}"
+        return f"memory:{self._uuid}"
+
+    @property
     def ledger(self) -> list[LedgerEntry]:
         """The recorded spends, oldest first (a new list of frozen entries)."""
         return [row.entry for row in self._storage.rows()]
