@@ -264,9 +264,12 @@ def split(rng, n):
     """
     from randomgen import ChaCha
 
-    if not isinstance(rng.bit_generator, ChaCha):
-        return rng.spawn(n)
+    bits = rng.bit_generator
+    if not isinstance(bits, ChaCha):
+        # Generator.spawn (numpy >= 1.25), spelled for numpy 1.23 and 1.24 too.
+        seed_seq = getattr(bits, "seed_seq", None) or bits._seed_seq
+        return [np.random.Generator(type(bits)(child)) for child in seed_seq.spawn(n)]
     # Not ChaCha's seed_seq: randomgen gives a keyed ChaCha an unused
     # SeedSequence of 128 OS bits, which its key does not depend on.
-    keys = rng.bit_generator.random_raw(4 * n).reshape(n, 4)
+    keys = bits.random_raw(4 * n).reshape(n, 4)
     return [secure_generator(int.from_bytes(key.tobytes(), "little")) for key in keys]

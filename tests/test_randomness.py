@@ -139,7 +139,8 @@ def test_split_gives_independent_secure_children():
     assert len({_key(child) for child in children} | {_key(parent)}) == 4
     # Seeded generators spawn from their SeedSequence, as Generator.spawn does.
     seeded = [g.integers(2**63) for g in _random.split(np.random.default_rng(3), 2)]
-    assert seeded == [g.integers(2**63) for g in np.random.default_rng(3).spawn(2)]
+    children = np.random.SeedSequence(3).spawn(2)
+    assert seeded == [np.random.default_rng(child).integers(2**63) for child in children]
 
 
 # --------------------------------------------------------------------------
