@@ -32,7 +32,6 @@ in a grid search).
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Iterable
 from numbers import Integral, Real
@@ -43,6 +42,8 @@ from dp_accounting import gaussian_mechanism
 from dp_accounting.pld import pld_privacy_accountant
 from dp_accounting.rdp import rdp_privacy_accountant
 from scipy import optimize
+
+from ._memo import memoize
 
 __all__ = [
     "NEIGHBORING_RELATION",
@@ -821,7 +822,7 @@ def _check_delta(delta, allow_zero):
     return float(delta)
 
 
-@functools.lru_cache(maxsize=1024)
+@memoize(maxsize=1024)
 def gaussian_noise_multiplier(epsilon: float, delta: float, n_steps: int = 1) -> float:
     """Smallest multiplier for ``n_steps`` full-data Gaussian steps to be (epsilon, delta)-DP.
 
@@ -880,7 +881,7 @@ def laplace_noise_multiplier(epsilon: float, n_steps: int = 1) -> float:
     return float(n_steps) / epsilon
 
 
-@functools.lru_cache(maxsize=1024)
+@memoize(maxsize=1024)
 def subsampled_gaussian_noise_multiplier(
     epsilon: float, delta: float, sampling_probability: float, n_steps: int
 ) -> float:
@@ -1437,7 +1438,7 @@ _ZCDP_ORDERS = tuple(
 )
 
 
-@functools.lru_cache(maxsize=4096)
+@memoize(maxsize=4096)
 def epsilon_of_zcdp(rho: float, delta: float) -> float:
     """Epsilon at ``delta`` of a rho-zCDP mechanism, with dp_accounting's RDP conversion.
 

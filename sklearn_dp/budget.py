@@ -52,7 +52,6 @@ another process refuses to spend instead of silently starting from zero.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import math
 import os
@@ -77,6 +76,7 @@ from ._ledger import (
     _Row,
     _SQLiteStorage,
 )
+from ._memo import memoize
 from .accounting import approximate_zcdp, check_event, epsilon_of_events, epsilon_of_zcdp
 from .exceptions import BudgetExceededError, BudgetStorageError
 
@@ -190,7 +190,7 @@ def _pool_epsilon(pool_delta):
     return -math.log1p(-pool_delta) if pool_delta > 0 else 0.0
 
 
-@functools.lru_cache(maxsize=256)
+@memoize(maxsize=256)
 def _rho_limit(epsilon, delta):
     """The largest rho a ``"zcdp"`` budget ``(epsilon, delta)`` admits (bisection).
 
@@ -511,6 +511,16 @@ class PrivacyBudget:
     def storage(self) -> str | None:
         """``None`` for an in-memory budget, else the absolute path of the ledger."""
         return self._storage.path if isinstance(self._storage, _SQLiteStorage) else None
+
+    @property
+    def _identity(self) -> str:
+        # What tells this ledger from every other one (seeded charged fits
+        # key their noise on it, sklearn_dp._random.charged_entropy): a random
+        # uuid in memory; the file and its creation time for SQLite (a copy
+        # of the file is the same ledger).
+        if isinstance(self._storage, _SQLiteStorage):
+            return f"sqlite:{self._storage.path}:{self._storage.created!r}"
+        return f"memory:{self._uuid}"
 
     @property
     def ledger(self) -> list[LedgerEntry]:

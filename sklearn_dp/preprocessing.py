@@ -29,7 +29,6 @@ steps it vouches for.
 
 from __future__ import annotations
 
-import functools
 import math
 from numbers import Real
 from typing import TYPE_CHECKING
@@ -42,8 +41,9 @@ from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from . import _noise
+from . import _noise, _random
 from ._bounds import _event, feature_columns, release_upper_bound
+from ._memo import memoize
 from ._sklearn_compat import Interval, Options, StrOptions, finite_checks, validate_data
 from .accounting import PureEpsilonDpEvent, calibrate_noise_multiplier, epsilon_of_event
 from .budget import PrivacyBudget
@@ -53,7 +53,7 @@ from .linear_model._base import (
     PrivatePhase,
     restore_on_failure,
 )
-from .solvers._common import COUNT_EPSILON_FRACTION, make_rng, release_count
+from .solvers._common import COUNT_EPSILON_FRACTION, release_count
 
 if TYPE_CHECKING:
     from ._typing import ArrayLike, Auto, MatrixLike, RandomStateLike
@@ -101,7 +101,7 @@ class _DPTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         ],
         "delta": [Interval(Real, 0, 1, closed="left")],
         "budget": [PrivacyBudget, None],
-        "random_state": ["random_state", np.random.Generator],
+        "random_state": ["random_state", np.random.Generator, _random.SecretStream],
     }
 
     def _check_privacy_request(self):
@@ -129,12 +129,16 @@ class _DPTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     def _run_private(self, X, plan_event, release):
         """Reserve ``plan_event``'s spend, run ``release(X, rng) -> event`` in a private phase."""
         private = not math.isinf(self.epsilon)
-        rng = make_rng(self.random_state)
+        owner = type(self).__name__
+        _random.check_random_state(self.random_state, private=private, owner=owner)
         reservation = None
         if private and self.budget is not None:
             reservation = self.budget.reserve(
-                self.epsilon, self.delta, event=plan_event, estimator=type(self).__name__
+                self.epsilon, self.delta, event=plan_event, estimator=owner
             )
+        rng = _random.fit_generator(
+            self.random_state, private=private, reservation=reservation, owner=owner
+        )
         with PrivatePhase(type(self).__name__, reservation) as phase:
             event = release(X, rng)
             if private:
@@ -229,7 +233,7 @@ def _sums_event(multiplier, pure):
     return dpe.LaplaceDpEvent(multiplier) if pure else dpe.GaussianDpEvent(multiplier)
 
 
-@functools.lru_cache(maxsize=256)
+@memoize(maxsize=256)
 def _standard_plan(n_features, epsilon, delta, auto):
     """``(epsilon of each feature bound, noise multiplier of the sums)`` of DPStandardScaler (public, cached)."""
     count = dpe.LaplaceDpEvent(1.0 / (COUNT_EPSILON_FRACTION * epsilon))
@@ -240,7 +244,7 @@ def _standard_plan(n_features, epsilon, delta, auto):
     return each, _calibrate_sums(prefix, epsilon, delta, delta == 0)
 
 
-@functools.lru_cache(maxsize=256)
+@memoize(maxsize=256)
 def _minmax_plan(n_features, epsilon, delta):
     """``(epsilon of each bound, of each half-width, noise multiplier of the sums)`` of DPMinMaxScaler."""
     count = dpe.LaplaceDpEvent(1.0 / (COUNT_EPSILON_FRACTION * epsilon))
@@ -294,9 +298,13 @@ class DPStandardScaler(_DPTransformer):
         (at worst a constant one), never an exploding one.
     budget : PrivacyBudget or None, default=None
         Shared budget, charged once per fit, before the data is read.
-    random_state : None, int, RandomState or Generator, default=None
-        Source of noise.  None draws fresh entropy from the OS; an int makes
-        fits reproducible.
+    random_state : None or int, default=None
+        Source of noise.  None (for anything you release) keys a
+        cryptographically secure generator (ChaCha20) with fresh OS entropy
+        at every fit; an int makes fits reproducible, for demos and tests
+        only (the seed regenerates the noise; a fit charged to a budget keys
+        it with its ledger entry).  A ``Generator`` or ``RandomState`` is
+        refused when ``epsilon`` is finite (docs/randomness.md).
 
     Attributes
     ----------
@@ -576,9 +584,13 @@ class DPMinMaxScaler(_DPTransformer):
         not contain every value).
     budget : PrivacyBudget or None, default=None
         Shared budget, charged once per fit, before the data is read.
-    random_state : None, int, RandomState or Generator, default=None
-        Source of noise.  None draws fresh entropy from the OS; an int makes
-        fits reproducible.
+    random_state : None or int, default=None
+        Source of noise.  None (for anything you release) keys a
+        cryptographically secure generator (ChaCha20) with fresh OS entropy
+        at every fit; an int makes fits reproducible, for demos and tests
+        only (the seed regenerates the noise; a fit charged to a budget keys
+        it with its ledger entry).  A ``Generator`` or ``RandomState`` is
+        refused when ``epsilon`` is finite (docs/randomness.md).
 
     Attributes
     ----------

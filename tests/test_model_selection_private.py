@@ -573,6 +573,64 @@ def test_number_of_runs_is_not_observable():
     assert len(shapes) == 1  # ... and nothing fitted says so.
 
 
+def _library_caches():
+    """Every cached function of the package (anything with ``cache_clear``)."""
+    import importlib
+    import pkgutil
+
+    import sklearn_dp
+
+    found = {}
+    for info in pkgutil.walk_packages(sklearn_dp.__path__, "sklearn_dp."):
+        module = importlib.import_module(info.name)
+        for value in vars(module).values():
+            if callable(getattr(value, "cache_clear", None)) and getattr(
+                value, "__module__", ""
+            ).startswith("sklearn_dp"):
+                found[f"{value.__module__}.{value.__qualname__}"] = value
+    return found
+
+
+def _cache_state(function):
+    """What anyone in the process can read off a cache: statistics, entries and their order."""
+    state = []
+    if hasattr(function, "cache_info"):
+        state.append(tuple(function.cache_info()))
+    for cell in getattr(function, "__closure__", None) or ():
+        try:
+            contents = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if isinstance(contents, dict):
+            state.append(tuple(contents))
+    return state
+
+
+@pytest.mark.parametrize("solver", ["dp_gd", "dp_sgd", "dp_cd"])
+def test_number_of_runs_is_not_readable_from_the_caches(monkeypatch, solver):
+    """Searches of 1 run and of 6 runs leave the package's caches as they found them.
+
+    The runs use the calibrations the search planned publicly (before the
+    data): a repeated search only looks them up, and a lookup must leave no
+    trace (no hit counts, no reordering).
+    """
+    X, y = _data()
+    caches = _library_caches()
+    assert caches  # the calibrations are cached
+    for function in caches.values():
+        function.cache_clear()
+    states = []
+    for n_runs in (3, 1, 6):  # the first one fills the caches
+        monkeypatch.setattr(search_module, "draw_number_of_runs", lambda *args, n=n_runs: n)
+        estimator = DPLogisticRegression(classes=[0, 1], solver=solver, max_iter=5)
+        search = DPGridSearchCV(estimator, GRID, epsilon=2.0, refit=False, random_state=0)
+        with trace_releases() as trace:
+            search.fit(X, y)
+        assert sum(r.label == "validation score" for r in trace.releases) == n_runs
+        states.append({name: _cache_state(function) for name, function in caches.items()})
+    assert states[0] == states[1] == states[2]
+
+
 def test_released_models_do_not_hold_the_secret_generator():
     X, y = _data()
     for refit in (True, False):
@@ -634,19 +692,21 @@ def _search_pair(kind, refit, classes, search_class=DPGridSearchCV, solver="dp_g
     base.update(options)
     return [
         _observe_search(
-            search_class(
-                estimator,
-                space,
-                refit=refit,
-                verbose=1,
-                budget=PrivacyBudget(5, 1e-4, composition="basic"),
-                **base,
-            ),
+            search_class(estimator, space, refit=refit, verbose=1, budget=_twin_budget(), **base),
             Xi,
             yi,
         )
         for Xi, yi in ((X, y), (X_prime, y_prime))
     ]
+
+
+def _twin_budget():
+    """A fresh budget with a fixed identity: a seeded search charged to it draws the same
+    public randomness (split, number of runs, candidates) in both worlds, as the
+    substitution test needs (charged seeds are keyed with the budget's identity)."""
+    budget = PrivacyBudget(5, 1e-4, composition="basic")
+    budget._uuid = "substitution-twin"
+    return budget
 
 
 def _assert_same_search(a, b):
@@ -825,10 +885,13 @@ def test_search_api_and_delegation():
     assert search.scorer_ == "accuracy"
     # Accuracy of the tuned, refitted model on an easy problem.
     assert search.score(X, y) > 0.8
-    # Reproducible with an int seed.
-    again = _search(budget=PrivacyBudget(2.0, 1e-5, composition="basic")).fit(X, y)
-    assert again.best_params_ == search.best_params_
-    np.testing.assert_array_equal(again.best_estimator_.coef_, best.coef_)
+    # Reproducible with an int seed, without a budget (a charged seed is keyed
+    # with the ledger entry: another budget, another search).
+    first, again = (_search().fit(X, y) for _ in range(2))
+    assert again.best_params_ == first.best_params_
+    np.testing.assert_array_equal(again.best_estimator_.coef_, first.best_estimator_.coef_)
+    other = _search(budget=PrivacyBudget(2.0, 1e-5, composition="basic")).fit(X, y)
+    assert not np.array_equal(other.best_estimator_.coef_, best.coef_)
 
 
 def test_refit_false_returns_the_selected_runs_model():

@@ -115,6 +115,7 @@ def test_minimum_versions_are_pinned_from_pyproject():
         "scikit-learn==1.6",
         "joblib==1.2",
         "dp-accounting==0.6.0",
+        "randomgen==2.0.1",
     ]
 
 

@@ -1,17 +1,20 @@
-"""Randomness: fresh OS entropy by default, reproducible integer seeds, documented
-RandomState and Generator behaviour (docs/randomness.md)."""
+"""Randomness: a cryptographically secure stream from OS entropy by default,
+reproducible integer seeds for demos, nothing replayable from a published
+object, and independent noise for every charged fit (docs/randomness.md)."""
 
 import numpy as np
 import pytest
 from joblib import Parallel, delayed
+from randomgen import ChaCha
 from sklearn.model_selection import GridSearchCV
 
-from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor
+from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor, PrivacyBudget, _random
 from sklearn_dp.solvers._common import make_rng
 
 
-def _fresh_entropy():
-    return make_rng(None).bit_generator.seed_seq.entropy
+def _key(generator):
+    """The 256-bit ChaCha key of a generator, as bytes."""
+    return generator.bit_generator.state["state"]["keysetup"].tobytes()
 
 
 def _data(n=200, seed=0):
@@ -32,17 +35,46 @@ def _fit(random_state, **params):
 
 
 # --------------------------------------------------------------------------
-# random_state=None: fresh OS entropy, never a fixed or global seed
+# random_state=None: ChaCha20 keyed with 256 bits of OS entropy at every fit
 # --------------------------------------------------------------------------
 
 
-def test_none_draws_128_bits_from_the_os_for_every_generator():
-    # numpy's SeedSequence(None) reads 128 bits from the OS (secrets.randbits):
-    # the entropy is recorded on the generator and differs between calls.
-    entropies = {_fresh_entropy() for _ in range(20)}
-    assert len(entropies) == 20
-    assert all(isinstance(e, int) and 0 <= e < 2**128 for e in entropies)
-    assert max(entropies) > 2**64  # not a 32- or 64-bit seed (fails with prob. 2^-1280)
+def test_none_is_chacha20_keyed_with_256_fresh_os_bits(monkeypatch):
+    keys = []
+    source = _random._os_entropy
+
+    def recording(bits):
+        keys.append(source(bits))
+        assert bits == 256
+        return keys[-1]
+
+    monkeypatch.setattr(_random, "_os_entropy", recording)
+    generators = [make_rng(None) for _ in range(20)]
+    for generator, key in zip(generators, keys):
+        assert isinstance(generator.bit_generator, ChaCha)
+        assert generator.bit_generator.state["state"]["rounds"] == 20
+        assert _key(generator) == key.to_bytes(32, "little")  # the key is the OS bits, as is
+    assert len(set(keys)) == 20
+    assert max(keys) > 2**128  # a 256-bit key (fails with probability 2^-2560)
+
+
+def test_every_private_fit_draws_from_its_own_secure_generator(monkeypatch):
+    made = []
+    secure = _random.secure_generator
+
+    def recording(key=None):
+        made.append(secure(key))
+        return made[-1]
+
+    monkeypatch.setattr(_random, "secure_generator", recording)
+    from sklearn_dp.preprocessing import DPStandardScaler
+
+    X, y = _data()
+    DPLogisticRegression(epsilon=1.0, classes=[0, 1], max_iter=3).fit(X, y)
+    DPStandardScaler(epsilon=1.0).fit(X)
+    DPLasso(epsilon=1.0, alpha=0.1, max_iter=3, budget=PrivacyBudget(5.0, 1e-4)).fit(X, y)
+    assert len(made) == 3
+    assert len({_key(g) for g in made}) == 3
 
 
 def test_none_ignores_the_global_numpy_seed():
@@ -57,29 +89,25 @@ def test_none_ignores_the_global_numpy_seed():
 
 
 def test_none_takes_its_entropy_from_the_os_source_and_never_falls_back(monkeypatch):
-    import random
     import secrets
 
-    import numpy.random.bit_generator as bit_generator
-
-    # numpy's SeedSequence(None) reads its 128 bits through this function: an
-    # OS-backed source (random.SystemRandom, i.e. os.urandom, or secrets).
-    source = bit_generator.randbits
-    assert isinstance(getattr(source, "__self__", None), random.SystemRandom) or (
-        source is secrets.randbits
-    )
-    monkeypatch.setattr(bit_generator, "randbits", lambda bits: 2**100 + 17)
-    assert make_rng(None).bit_generator.seed_seq.entropy == 2**100 + 17
+    monkeypatch.setattr(secrets, "randbits", lambda bits: 2**200 + 17)
+    assert _key(make_rng(None)) == (2**200 + 17).to_bytes(32, "little")
 
     # Were the OS entropy source to fail, the error must surface: no fixed seed.
     def broken(bits):
         raise OSError("no entropy")
 
-    monkeypatch.setattr(bit_generator, "randbits", broken)
+    monkeypatch.setattr(secrets, "randbits", broken)
     with pytest.raises(OSError, match="no entropy"):
         make_rng(None)
     with pytest.raises(OSError, match="no entropy"):
         _fit(None)
+    # A charged fit: nothing was read, and its entry stands, marked failed.
+    budget = PrivacyBudget(5.0, 1e-4)
+    with pytest.raises(OSError, match="no entropy"):
+        _fit(None, budget=budget)
+    assert [entry.status for entry in budget.ledger] == ["failed"]
 
 
 def test_two_fits_with_none_differ_even_after_np_random_seed():
@@ -90,18 +118,29 @@ def test_two_fits_with_none_differ_even_after_np_random_seed():
     assert not np.array_equal(first, second)
 
 
-def _entropy_and_fit(_):
-    return _fresh_entropy(), _fit(None)
+def _key_and_fit(_):
+    return _key(make_rng(None)), _fit(None)
 
 
 def test_none_in_joblib_workers_draws_fresh_entropy_in_each():
     # loky workers are separate processes (and are reused between tasks):
     # neither may repeat a stream.
-    results = Parallel(n_jobs=2)(delayed(_entropy_and_fit)(i) for i in range(6))
-    entropies = [entropy for entropy, _ in results]
-    assert len(set(entropies)) == 6
+    results = Parallel(n_jobs=2)(delayed(_key_and_fit)(i) for i in range(6))
+    keys = [key for key, _ in results]
+    assert len(set(keys)) == 6
     coefs = [coef.tobytes() for _, coef in results]
     assert len(set(coefs)) == 6
+
+
+def test_split_gives_independent_secure_children():
+    parent = make_rng(None)
+    children = _random.split(parent, 3)
+    assert all(isinstance(child.bit_generator, ChaCha) for child in children)
+    assert len({_key(child) for child in children} | {_key(parent)}) == 4
+    # Seeded generators spawn from their SeedSequence, as Generator.spawn does.
+    seeded = [g.integers(2**63) for g in _random.split(np.random.default_rng(3), 2)]
+    children = np.random.SeedSequence(3).spawn(2)
+    assert seeded == [np.random.default_rng(child).integers(2**63) for child in children]
 
 
 # --------------------------------------------------------------------------
@@ -157,16 +196,132 @@ def test_integer_seed_is_reproducible_in_grid_search_with_two_jobs():
 
 
 # --------------------------------------------------------------------------
-# RandomState and Generator instances (scikit-learn conventions)
+# Charged fits: independent noise within a budget and across budgets
 # --------------------------------------------------------------------------
 
 
-def test_random_state_instance_seeds_from_its_state_and_advances_it():
-    # Same state -> same fit; reusing one instance gives a new fit each time,
-    # as scikit-learn estimators do with a RandomState.
-    assert np.array_equal(_fit(np.random.RandomState(5)), _fit(np.random.RandomState(5)))
-    shared = np.random.RandomState(5)
-    assert not np.array_equal(_fit(shared), _fit(shared))
+def _charged_objects():
+    from sklearn_dp.model_selection import DPGridSearchCV
+    from sklearn_dp.preprocessing import DPMinMaxScaler, DPStandardScaler
+
+    logistic = dict(epsilon=2.0, classes=[0, 1], solver="output_perturbation", data_norm=1.0)
+    return {
+        "DPLogisticRegression": (lambda **kw: DPLogisticRegression(**logistic, **kw), "coef_"),
+        "DPLasso": (lambda **kw: DPLasso(epsilon=2.0, alpha=0.001, solver="dp_ssp", **kw), "coef_"),
+        "DPSCORegressor": (lambda **kw: DPSCORegressor(epsilon=2.0, max_iter=3, **kw), "coef_"),
+        "DPStandardScaler": (lambda **kw: DPStandardScaler(epsilon=2.0, **kw), "mean_"),
+        "DPMinMaxScaler": (lambda **kw: DPMinMaxScaler(epsilon=5.0, **kw), "data_min_"),
+        "DPGridSearchCV": (
+            lambda **kw: DPGridSearchCV(
+                DPLogisticRegression(**logistic),
+                {"C": [0.5, 1.0]},
+                epsilon=4.0,
+                n_candidates=2,
+                **kw,
+            ),
+            "best_score_",
+        ),
+    }
+
+
+def _released(name, model):
+    _, attribute = _charged_objects()[name]
+    names = (attribute, "intercept_") if attribute == "coef_" else (attribute,)
+    return np.concatenate([np.ravel(getattr(model, name)) for name in names])
+
+
+def _charged_fit(name, budget, seed=0):
+    factory, _ = _charged_objects()[name]
+    X, y = _data(500)
+    X = X / 2
+    model = factory(budget=budget, random_state=seed)
+    model.fit(X, y if "Scaler" not in name else None)
+    return _released(name, model)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("name", list(_charged_objects()))
+def test_seeded_fits_charged_to_one_budget_draw_independent_noise(name):
+    budget = PrivacyBudget(50.0, 1e-3)
+    first, second = _charged_fit(name, budget), _charged_fit(name, budget)
+    assert not np.array_equal(first, second)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("name", list(_charged_objects()))
+def test_seeded_fits_charged_to_two_budgets_draw_independent_noise(name, tmp_path):
+    # Both first entries of their budgets: the entry number alone does not key the noise.
+    memory = [_charged_fit(name, PrivacyBudget(50.0, 1e-3)) for _ in range(2)]
+    assert not np.array_equal(memory[0], memory[1])
+    files = [
+        _charged_fit(name, PrivacyBudget(50.0, 1e-3, storage=tmp_path / f"{i}.sqlite"))
+        for i in range(2)
+    ]
+    assert not np.array_equal(files[0], files[1])
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("name", list(_charged_objects()))
+def test_seeded_fits_without_a_budget_are_reproducible(name):
+    assert np.array_equal(_charged_fit(name, None), _charged_fit(name, None))
+    assert not np.array_equal(_charged_fit(name, None, seed=0), _charged_fit(name, None, seed=1))
+
+
+def test_charged_seed_is_keyed_on_the_budget_identity_and_the_entry():
+    from sklearn_dp.budget import Reservation
+
+    one, two = PrivacyBudget(1.0), PrivacyBudget(1.0)
+    keys = {
+        _random.charged_entropy(seed, Reservation(budget, entry, 0.1, 0.0, None))
+        for seed in (0, 1)
+        for budget in (one, two)
+        for entry in (1, 2)
+    }
+    assert len(keys) == 8
+    assert all(0 <= key < 2**256 for key in keys)
+
+
+# --------------------------------------------------------------------------
+# Generator and RandomState objects: refused for private fits
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["Generator", "RandomState"])
+def test_private_fits_refuse_generator_objects_and_say_what_to_pass(kind):
+    from sklearn_dp.model_selection import DPGridSearchCV
+    from sklearn_dp.preprocessing import DPMinMaxScaler, DPStandardScaler
+
+    X, y = _data()
+    random_state = np.random.default_rng(5) if kind == "Generator" else np.random.RandomState(5)
+    budget = PrivacyBudget(5.0, 1e-4)
+    objects = [
+        DPLogisticRegression(epsilon=1.0, classes=[0, 1], budget=budget),
+        DPLasso(epsilon=1.0, alpha=0.1, budget=budget),
+        DPSCORegressor(epsilon=1.0, budget=budget),
+        DPStandardScaler(epsilon=1.0, budget=budget),
+        DPMinMaxScaler(epsilon=1.0, budget=budget),
+        DPGridSearchCV(DPLogisticRegression(classes=[0, 1]), {"C": [1.0]}, budget=budget),
+    ]
+    for model in objects:
+        state = random_state.bit_generator.state if kind == "Generator" else None
+        model.set_params(random_state=random_state)
+        with pytest.raises(ValueError, match="random_state=None .* int seed .* demo"):
+            model.fit(X, y)
+        assert model.get_params()["random_state"] is random_state  # parameters untouched
+        if state is not None:
+            assert random_state.bit_generator.state == state  # nothing drawn
+    assert budget.ledger == []  # refused before the reservation: nothing spent
+
+
+def test_non_private_fits_accept_generator_objects():
+    # epsilon=inf releases the exact optimum: nothing to protect, nothing to replay.
+    X, y = _data()
+    for random_state in (np.random.default_rng(5), np.random.RandomState(5)):
+        model = DPLogisticRegression(
+            epsilon=float("inf"), classes=[0, 1], max_iter=3, random_state=random_state
+        )
+        model.fit(X, y)
+        assert model.get_params()["random_state"] is random_state
 
 
 def test_generator_is_used_as_it_is_by_the_solvers():
@@ -198,12 +353,226 @@ def test_generator_is_used_as_it_is_by_the_solvers():
     assert make_rng(shared) is shared
 
 
-def test_estimators_accept_a_generator():
-    assert np.array_equal(_fit(np.random.default_rng(5)), _fit(np.random.default_rng(5)))
-
-
 def test_bad_random_state_is_refused():
     with pytest.raises(ValueError):
         make_rng("seed")
     with pytest.raises(ValueError):
         make_rng(1.5)
+
+
+# --------------------------------------------------------------------------
+# Nothing replayable: a published object never regenerates its noise
+# --------------------------------------------------------------------------
+
+
+def _worlds():
+    """D and D plus a target row; the adversary knows both and the public settings."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.5, 0.5, size=(40, 3))
+    y = (X[:, 0] > 0).astype(int)
+    target_X, target_y = np.array([[0.5, -0.5, 0.5]]), np.array([0])
+    return (X, y), (np.vstack([X, target_X]), np.append(y, target_y))
+
+
+def _logistic(**kw):
+    return DPLogisticRegression(
+        epsilon=1.0, classes=[0, 1], solver="output_perturbation", data_norm=1.0, **kw
+    )
+
+
+def _replay_objects():
+    from sklearn_dp.model_selection import DPGridSearchCV, DPRandomizedSearchCV
+    from sklearn_dp.preprocessing import DPMinMaxScaler, DPStandardScaler
+
+    search = dict(epsilon=4.0, n_candidates=2)
+    return {
+        "DPLogisticRegression": (lambda **kw: _logistic(**kw), "classes"),
+        "DPLasso": (
+            lambda **kw: DPLasso(
+                epsilon=1.0, alpha=0.1, solver="dp_ssp", feature_bound=0.5, y_bound=1.0, **kw
+            ),
+            "labels",
+        ),
+        "DPSCORegressor": (
+            lambda **kw: DPSCORegressor(
+                epsilon=1.0, solver="output_perturbation", data_norm=1.0, y_bound=1.0, **kw
+            ),
+            "labels",
+        ),
+        "DPStandardScaler": (
+            lambda **kw: DPStandardScaler(epsilon=1.0, bounds=(-0.5, 0.5), **kw),
+            None,
+        ),
+        "DPMinMaxScaler": (
+            lambda **kw: DPMinMaxScaler(epsilon=5.0, **kw),
+            None,
+        ),
+        "DPGridSearchCV": (
+            lambda **kw: DPGridSearchCV(_logistic(), {"C": [0.5, 1.0]}, **search, **kw),
+            "classes",
+        ),
+        "DPRandomizedSearchCV": (
+            lambda **kw: DPRandomizedSearchCV(
+                _logistic(), {"C": [0.5, 1.0, 2.0]}, n_iter=2, **search, **kw
+            ),
+            "classes",
+        ),
+    }
+
+
+def _published_numbers(model):
+    """What a fitted object publishes that depends on its noise."""
+    model = getattr(model, "best_estimator_", model)
+    names = ("coef_", "intercept_", "mean_", "scale_", "data_min_", "data_max_")
+    values = [np.ravel(getattr(model, name)) for name in names if hasattr(model, name)]
+    return np.concatenate(values)
+
+
+def _generators_in(value, found=None):
+    """Every generator reachable from ``value``'s parameters (nested estimators too)."""
+    found = [] if found is None else found
+    if isinstance(value, (np.random.Generator, np.random.RandomState)):
+        found.append(value)
+    elif hasattr(value, "get_params"):
+        for inner in value.get_params(deep=False).values():
+            _generators_in(inner, found)
+        if hasattr(value, "best_estimator_"):
+            _generators_in(value.best_estimator_, found)
+    return found
+
+
+def _rewound(generator, max_draws):
+    """Copies of ``generator`` as they were up to ``max_draws`` draws earlier.
+
+    A PCG64 stream steps back exactly (its state is an LCG) and its seed
+    sequence's spawn counter resets; a RandomState gives back the one 64-bit
+    draw (two Mersenne-Twister words) that seeding a Generator from it takes.
+    """
+    import copy
+
+    if isinstance(generator, np.random.RandomState):
+        state = list(generator.get_state())
+        if state[2] < 2:
+            return []
+        state[2] -= 2
+        rs = np.random.RandomState()
+        rs.set_state(tuple(state))
+        return [rs]
+    bits = generator.bit_generator
+    seed_seq = getattr(bits, "seed_seq", None)
+    copies = []
+    for back in range(max_draws + 1):
+        fresh = (
+            np.random.SeedSequence(seed_seq.entropy, spawn_key=seed_seq.spawn_key)
+            if isinstance(seed_seq, np.random.SeedSequence)
+            else None
+        )
+        bit_generator = type(bits)(fresh)
+        bit_generator.state = copy.deepcopy(bits.state)
+        bit_generator.advance((-back) % 2**128)
+        copies.append(np.random.Generator(bit_generator))
+    return copies
+
+
+def _draws_of_a_fit(factory, label_kind, kwargs, X, y):
+    """How many 64-bit draws a fit takes from a PCG64 generator it is given (public settings)."""
+    from sklearn_dp import PrivacyBudget
+
+    reference = np.random.default_rng(99)
+    start = np.random.Generator(np.random.PCG64())
+    start.bit_generator.state = reference.bit_generator.state
+    params = dict(kwargs, random_state=reference)
+    if "budget" in kwargs:
+        params["budget"] = PrivacyBudget(100.0, 1e-2)
+    factory(**params).fit(X, y if label_kind else None)
+    end = reference.bit_generator.state["state"]
+    for draws in range(10_000):
+        if start.bit_generator.state["state"] == end:
+            return draws
+        start.bit_generator.advance(1)
+    raise AssertionError("the fit took more than 10000 draws")
+
+
+def _replay_attack(generators, target, factory, label_kind, kwargs, worlds):
+    """The world (0: D, 1: D plus the target) that replaying ``generators`` proves, else None.
+
+    The adversary rewinds each generator that a published object carries to
+    where it stood before the fit, refits on D and on D plus the target with
+    the same public settings (and a fresh budget, whose first entry is the
+    fit's), and compares with the published numbers ``target``.
+    """
+    import copy
+
+    from sklearn_dp import PrivacyBudget
+
+    draws = max(_draws_of_a_fit(factory, label_kind, kwargs, *world) for world in worlds)
+    for generator in generators:
+        for start in _rewound(generator, max_draws=draws + 3):
+            matches = []
+            for world, (X, y) in enumerate(worlds):
+                params = dict(kwargs, random_state=copy.deepcopy(start))
+                if "budget" in kwargs:
+                    params["budget"] = PrivacyBudget(100.0, 1e-2)
+                replay = factory(**params)
+                try:
+                    replay.fit(X, y if label_kind else None)
+                except Exception:
+                    continue
+                if np.array_equal(_published_numbers(replay), target):
+                    matches.append(world)
+            if len(matches) == 1:
+                return matches[0]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("kind", ["Generator", "RandomState"])
+@pytest.mark.parametrize("charged", [False, True], ids=["no budget", "budget"])
+@pytest.mark.parametrize("name", list(_replay_objects()))
+def test_published_objects_cannot_replay_their_noise(name, charged, kind):
+    """Pickles, get_params() and clone of a fitted object never let anyone regenerate its noise."""
+    import pickle
+
+    from sklearn.base import clone
+
+    from sklearn_dp import PrivacyBudget
+
+    factory, label_kind = _replay_objects()[name]
+    worlds = _worlds()
+    X, y = worlds[1]  # the secret world: the target row is in
+    random_state = (
+        np.random.default_rng(12345) if kind == "Generator" else np.random.RandomState(12345)
+    )
+    kwargs = {"budget": PrivacyBudget(100.0, 1e-2)} if charged else {}
+    model = factory(**kwargs, random_state=random_state)
+    try:
+        model.fit(X, y if label_kind else None)
+    except (TypeError, ValueError) as exc:
+        # A private fit refuses a generator, and says what to pass instead.
+        assert "random_state" in str(exc) and "None" in str(exc)
+        return
+    target = _published_numbers(model)
+    routes = {
+        "pickle": _generators_in(pickle.loads(pickle.dumps(model))),
+        "get_params": _generators_in(model),
+        "clone": _generators_in(clone(model)),
+    }
+    for route, generators in routes.items():
+        world = _replay_attack(generators, target, factory, label_kind, kwargs, worlds)
+        assert world is None, f"{name} via {route} reveals the world (world {world})"
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_published_objects_of_default_fits_carry_no_generator():
+    """With the default random_state, nothing reachable from a fitted object is a generator."""
+    import pickle
+
+    from sklearn.base import clone
+
+    from sklearn_dp import PrivacyBudget
+
+    for name, (factory, label_kind) in _replay_objects().items():
+        X, y = _worlds()[1]
+        for kwargs in ({}, {"budget": PrivacyBudget(100.0, 1e-2)}):
+            model = factory(**kwargs).fit(X, y if label_kind else None)
+            for published in (pickle.loads(pickle.dumps(model)), model, clone(model)):
+                assert _generators_in(published) == [], name

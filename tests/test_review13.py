@@ -23,22 +23,17 @@ def _binary_data(n=400, seed=0):
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["int", "generator", "random_state"])
-def test_charged_fits_with_one_seed_draw_independent_noise(kind):
+def test_charged_fits_with_one_seed_draw_independent_noise():
     """A seeded estimator and its clones (cross-validation) used to draw identical noise.
 
     With ``solver="output_perturbation"`` the two folds' coefficients were
     ``w*(fold) + b`` with the same ``b``: their difference was noise-free, the
     same for every secret seed, while the budget charged two independent fits.
+    (Generator and RandomState objects are refused for private fits.)
     """
     X, y = _binary_data()
     differences = []
     for secret in (11, 22):
-        random_state = {
-            "int": secret,
-            "generator": np.random.default_rng(secret),
-            "random_state": np.random.RandomState(secret),
-        }[kind]
         budget = PrivacyBudget(10.0, 1e-4)
         model = DPLogisticRegression(
             epsilon=1.0,
@@ -46,7 +41,7 @@ def test_charged_fits_with_one_seed_draw_independent_noise(kind):
             classes=[0, 1],
             solver="output_perturbation",
             budget=budget,
-            random_state=random_state,
+            random_state=secret,
         )
         out = cross_validate(model, X, y, cv=KFold(2), return_estimator=True)
         first, second = out["estimator"]
@@ -58,15 +53,15 @@ def test_charged_fits_with_one_seed_draw_independent_noise(kind):
     assert not np.allclose(differences[0], differences[1])
 
 
-def test_charged_seeded_fits_stay_reproducible():
-    """A seed still reproduces a fit, given the budget's history; uncharged fits are unchanged."""
+def test_charged_seeded_fits_are_independent_and_uncharged_ones_reproducible():
+    """Charged seeded fits never share noise (one budget or two); uncharged ones reproduce."""
     X, y = _binary_data()
     params = dict(epsilon=1.0, delta=1e-6, classes=[0, 1], max_iter=5, random_state=3)
-    coefs = []
-    for _ in range(2):
-        budget = PrivacyBudget(10.0, 1e-4)
-        coefs.append(DPLogisticRegression(budget=budget, **params).fit(X, y).coef_)
-    assert np.array_equal(coefs[0], coefs[1])
+    coefs = [
+        DPLogisticRegression(budget=PrivacyBudget(10.0, 1e-4), **params).fit(X, y).coef_
+        for _ in range(2)
+    ]
+    assert not np.array_equal(coefs[0], coefs[1])
     # Two charged fits on one budget: independent noise.
     budget = PrivacyBudget(10.0, 1e-4)
     model = DPLogisticRegression(budget=budget, **params)

@@ -42,7 +42,7 @@ import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 from sklearn.base import BaseEstimator
 
-from .. import _bounds, _dask, _noise
+from .. import _bounds, _dask, _noise, _random
 from .._bounds import planned_events
 from .._data import bound_data, check_feature_bound
 from .._design import fine_block_ranges
@@ -59,7 +59,7 @@ from ..accounting import ApproximateDpEvent, largest_share
 from ..budget import PrivacyBudget
 from ..exceptions import PrivacyLeakWarning, PrivateFitError, public_error
 from ..solvers import check_solver_supports, choose_solver, get_solver
-from ..solvers._common import COUNT_EPSILON_FRACTION, charged_stream, make_rng, release_count
+from ..solvers._common import COUNT_EPSILON_FRACTION, release_count
 
 __all__ = [
     "BaseDPEstimator",
@@ -515,7 +515,7 @@ class BaseDPEstimator(BaseEstimator):
         "learning_rate": [*public_scale(), None],
         "clip_norm": [*public_scale(), None],
         "solver_options": [dict, None],
-        "random_state": ["random_state", np.random.Generator],
+        "random_state": ["random_state", np.random.Generator, _random.SecretStream],
         "verbose": ["verbose"],
     }
 
@@ -1099,6 +1099,7 @@ class BaseDPEstimator(BaseEstimator):
             )
             initial_point = None
         private = not math.isinf(self.epsilon)
+        _random.check_random_state(self.random_state, private=private, owner=type(self).__name__)
         if discover_labels and private and self.delta == 0:
             raise ValueError(
                 f"{type(self).__name__}: with delta=0 the label set cannot be released "
@@ -1206,7 +1207,6 @@ class BaseDPEstimator(BaseEstimator):
                 planned,
                 kwargs,
             )
-        rng = make_rng(self.random_state)
         reservation = None
         if private and self.budget is not None:
             pre_data_event = None
@@ -1226,10 +1226,12 @@ class BaseDPEstimator(BaseEstimator):
                 estimator=type(self).__name__,
                 solver=spec.name,
             )
-            if self.random_state is not None:
-                # A seed (or a cloned Generator) would give every charged fit
-                # the same noise: key the stream on this fit's ledger entry.
-                rng = charged_stream(rng, reservation.entry_id)
+        rng = _random.fit_generator(
+            self.random_state,
+            private=private,
+            reservation=reservation,
+            owner=type(self).__name__,
+        )
 
         with PrivatePhase(type(self).__name__, reservation) as phase:
             phase.rng = rng

@@ -183,9 +183,15 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
     budget : PrivacyBudget or None, default=None
         Shared budget checked before the fit touches the data and charged
         once, atomically, after it succeeds.
-    random_state : None, int, RandomState or Generator, default=None
-        Source of noise and sampling.  None draws fresh entropy from the OS
-        (use this in production); an int makes fits reproducible.
+    random_state : None or int, default=None
+        Source of noise and sampling.  None (for anything you release) keys
+        a cryptographically secure generator (ChaCha20) with fresh OS
+        entropy at every fit; an int makes fits reproducible, for demos and
+        tests only (the seed regenerates the noise; a fit charged to a
+        budget keys it with its ledger entry).  A ``Generator`` or
+        ``RandomState`` is refused when ``epsilon`` is finite: it would stay
+        in the fitted object's parameters and replay its noise
+        (docs/randomness.md).
     verbose : int, default=0
         Print progress of long fits to stderr.
 

@@ -41,7 +41,7 @@ from sklearn.model_selection import ParameterGrid, ParameterSampler
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from .. import _noise
+from .. import _noise, _random
 from .._sklearn_compat import HasMethods, Interval, StrOptions
 from ..accounting import ApproximateDpEvent
 from ..budget import PrivacyBudget
@@ -56,7 +56,6 @@ from ..linear_model._base import (
     release_labels,
     restore_on_failure,
 )
-from ..solvers._common import charged_stream, make_rng
 from ._selection import (
     draw_number_of_runs,
     rdp_epsilon,
@@ -232,11 +231,10 @@ def _score_range(scoring, bound):
 def _released(model, estimator):
     """``model`` as it may be published: without the generator that drew its noise.
 
-    A fit seeded with a ``numpy.random.Generator`` keeps it as
-    ``random_state``; its state after the fit lets anyone step the stream back
-    and regenerate the noise.  The search's generators are secret, so the
-    released model gets the user's own ``random_state`` back (and the user's
-    budget and ``verbose``, for later fits).
+    The search fits its runs and its refit with secret streams of its own
+    (``sklearn_dp._random.SecretStream``), which regenerate their noise: the
+    released model gets the user's own ``random_state`` back instead (and the
+    user's budget and ``verbose``, for later fits).
     """
     return model.set_params(
         random_state=estimator.random_state,
@@ -597,12 +595,13 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         """
         self._validate_params()
         name = type(self).__name__
+        _random.check_random_state(self.random_state, private=True, owner=name)
         self._check_estimator()
         # The candidates (a public output) come from their own stream of the
         # seed; the private phase uses the others.
-        rng = make_rng(self.random_state)
+        rng = _random.fit_generator(self.random_state, private=True, owner=name)
         (candidate_rng, split_rng, schedule_rng, count_rng, run_seeds, refit_rng, label_rng) = (
-            rng.spawn(7)
+            _random.split(rng, 7)
         )
         candidates = self._candidates(candidate_rng)
         self._check_candidates(candidates)
@@ -681,10 +680,13 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
                     raise
             if self.random_state is not None:
                 # A seeded search would draw the same split, runs and noise as
-                # every other search with that seed charged to this budget:
-                # key its private streams on its ledger entry.
+                # every other search with that seed: key its private streams
+                # on its ledger entry.
+                charged = _random.fit_generator(
+                    self.random_state, private=True, reservation=reservation, owner=name
+                )
                 (split_rng, schedule_rng, count_rng, run_seeds, refit_rng, label_rng) = (
-                    charged_stream(rng, reservation.entry_id).spawn(6)
+                    _random.split(charged, 6)
                 )
 
         try:
@@ -742,7 +744,7 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
                 epsilon=float(epsilon_refit),
                 delta=float(delta_refit),
                 budget=None,
-                random_state=refit_rng,
+                random_state=_random.SecretStream(refit_rng),
             )
             refit_start = time.perf_counter()
             # An ordinary private fit: its own private phase withholds what
@@ -835,7 +837,7 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         best = None
         for _ in range(n_runs):
             index = int(schedule_rng.integers(len(candidates)))
-            fit_rng, score_rng = run_seeds.spawn(2)
+            fit_rng, score_rng = _random.split(run_seeds, 2)
             outcome = self._run(
                 {**candidates[index], **fixed},
                 plan.candidate_events[index],
@@ -909,7 +911,7 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
                 epsilon=float(plan.fit_epsilon),
                 delta=float(plan.delta),
                 budget=None,
-                random_state=rng,
+                random_state=_random.SecretStream(rng),
                 verbose=0,
             )
         )
@@ -1062,9 +1064,13 @@ _SHARED_DOC = """
         on every data set there; on the two smallest, about 130 training
         rows, the selection then picked a grossly bad candidate in 3 of 10
         splits: lower it for small data sets).
-    random_state : int, RandomState, Generator or None, default=None
-        Seed of the split, of ``K``, of the candidates drawn and of all noise.
-        It is as secret as the noise it draws.
+    random_state : None or int, default=None
+        Source of the split, of ``K``, of the candidates drawn and of all
+        noise.  None (for anything you release): a cryptographically secure
+        generator keyed with fresh OS entropy; an int: a reproducible demo
+        (the seed is as secret as the noise it draws; a search charged to a
+        budget keys it with its ledger entry).  ``Generator`` and
+        ``RandomState`` objects are refused (docs/randomness.md).
     verbose : int, default=0
         Print the public plan and the released result (never a run).
 

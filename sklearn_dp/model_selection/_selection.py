@@ -23,13 +23,13 @@ here looks at data.
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
 from dp_accounting import dp_event as dpe
 from dp_accounting.rdp import rdp_privacy_accountant
 
+from .._memo import memoize
 from ..accounting import (
     EXPONENTIAL_MECHANISM,
     NEIGHBORING_RELATION,
@@ -86,7 +86,7 @@ def tnb_mean(gamma, shape):
     return 1.0 / (gamma * _expm1_over_x(shape * log_gamma) * _log_over_xm1(gamma))
 
 
-@functools.lru_cache(maxsize=256)
+@memoize(maxsize=256)
 def tnb_gamma(mean, shape):
     """The ``gamma`` of ``TNB(shape, gamma)`` whose mean is at most ``mean``, and within 1e-12 of it.
 

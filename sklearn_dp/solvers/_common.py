@@ -10,6 +10,7 @@ import numpy as np
 from dp_accounting import dp_event as dpe
 
 from .. import _noise
+from .._random import make_rng
 from ..exceptions import ConvergenceError, public_error
 
 __all__ = [
@@ -19,7 +20,6 @@ __all__ = [
     "COUNT_EPSILON_FRACTION",
     "release_count",
     "make_rng",
-    "charged_stream",
     "Progress",
     "check_finite_iterate",
 ]
@@ -115,53 +115,6 @@ class SolverResult:
     @property
     def dp_event(self):
         return self.plan.event
-
-
-def make_rng(random_state):
-    """A ``numpy.random.Generator`` for noise and sampling.
-
-    ``None`` draws fresh entropy from the operating system; an int seeds a
-    reproducible generator; a ``RandomState`` (as scikit-learn passes around)
-    seeds a generator from it; a ``Generator`` is used as it is.
-    """
-    if random_state is None:
-        return np.random.default_rng()
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(np.iinfo(np.int64).max, dtype=np.int64))
-    if isinstance(random_state, (int, np.integer)):
-        return np.random.default_rng(int(random_state))
-    raise ValueError(
-        f"random_state must be None, an int, a RandomState or a Generator; got {random_state!r}."
-    )
-
-
-def charged_stream(rng, entry_id):
-    """A generator for the private phase of a fit charged as ledger entry ``entry_id``.
-
-    Privacy filters (basic composition, zCDP) add up the costs of fits whose
-    noise is *independent*.  A seeded fit (an int, a ``RandomState`` or a
-    ``Generator`` as ``random_state``) draws the same noise as every other fit
-    with the same seed, and ``sklearn.base.clone`` (``cross_validate``,
-    ``GridSearchCV``) copies a ``Generator`` or ``RandomState`` with its state:
-    two such fits on overlapping data (two folds, a refit) then share their
-    noise, which cancels in the difference of their outputs (exactly for a
-    single release such as output perturbation), while the budget charges
-    them as two independent fits.  Keying the stream on the fit's ledger
-    entry, which no other fit on the budget has, makes the noise of charged
-    fits independent; a seeded fit stays reproducible given the seed and the
-    ledger's history (a fresh budget and the same sequence of fits).
-
-    Parameters
-    ----------
-    rng : numpy.random.Generator
-        The generator made from ``random_state`` (one draw is taken from it).
-    entry_id : int
-        The reservation's ledger entry number.
-    """
-    seed = int(rng.integers(2**63))
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(int(entry_id),)))
 
 
 def check_finite_iterate(W, solver):

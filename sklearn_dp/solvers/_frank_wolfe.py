@@ -24,7 +24,6 @@ estimates on a binary tree per phase; see :func:`vr_frank_wolfe`.
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
@@ -37,6 +36,7 @@ from .._kernels import (
     vr_correction,
     vr_root_estimate,
 )
+from .._memo import memoize
 from ..accounting import PureEpsilonDpEvent
 from ._common import (
     PrivacyPlan,
@@ -85,7 +85,7 @@ _EM_NAME = "exponential mechanism (Gumbel report-noisy-max) over the vertices of
 # --------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=256)
+@memoize(maxsize=256)
 def zcdp_budget(epsilon, delta):
     """Largest rho such that rho-zCDP is (epsilon, delta)-DP by dp_accounting's RDP conversion."""
     epsilon, delta = float(epsilon), float(delta)
@@ -107,7 +107,7 @@ def zcdp_budget(epsilon, delta):
     return lo
 
 
-@functools.lru_cache(maxsize=1024)
+@memoize(maxsize=1024)
 def frank_wolfe_step_epsilon(epsilon, delta, n_steps):
     """(eps0, event) for ``n_steps`` exponential mechanisms meeting (epsilon, delta).
 
@@ -417,7 +417,7 @@ def _fw_error_bound(n_samples, n_params, radius, n_steps, eps0):
     return optimisation + 2.0 * radius / (n_samples * eps0) * math.log(2 * max(n_params, 1))
 
 
-@functools.lru_cache(maxsize=1024)
+@memoize(maxsize=1024)
 def default_frank_wolfe_iterations(n_samples, n_params, epsilon, delta, radius=1.0):
     """Number of steps minimising :func:`_fw_error_bound`, in [40, 2000] (1000 without noise)."""
     if math.isinf(epsilon):
@@ -691,7 +691,7 @@ def _vr_error_bound(n_samples, n_params, epsilon, delta, n_phases, schedule):
     return sampling + optimisation + noise
 
 
-@functools.lru_cache(maxsize=1024)
+@memoize(maxsize=1024)
 def vr_frank_wolfe_schedule(n_samples, n_params, epsilon, delta, schedule="pure", n_phases=None):
     """(T, b): phases and root batch, from public inputs only.
 

@@ -17,7 +17,6 @@ with dp_accounting's PLD accountant.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
@@ -26,6 +25,7 @@ from scipy.special import gammaln
 
 from .. import _noise, accounting
 from .._kernels import clipped_sum
+from .._memo import memoize
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._gradient_descent import gradient_bound
 from ._l1_geometry import allocate_rows, check_l1_options, make_domain, public_setup
@@ -111,7 +111,7 @@ def _rounds(n_samples, strongly_convex):
     return [s for s in sizes if s >= 2] or [float(n_samples)]
 
 
-@functools.lru_cache(maxsize=512)
+@memoize(maxsize=512)
 def mirror_descent_phases(
     kind, n_samples, n_params, epsilon, max_iter=None, batch_size=None, strongly_convex=False
 ):
@@ -174,7 +174,7 @@ def _phases_event(phases, scale):
     return events[0] if len(events) == 1 else accounting.dpe.ComposedDpEvent(events)
 
 
-@functools.lru_cache(maxsize=512)
+@memoize(maxsize=512)
 def _calibrate_phases(phases, epsilon, delta):
     """Scale s such that the phases (multipliers s * weight) compose to (epsilon, delta)-DP."""
     if len(phases) == 1:

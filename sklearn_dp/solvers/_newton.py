@@ -64,7 +64,6 @@ curvature (the configuration where the Armijo search failed).
 
 from __future__ import annotations
 
-import functools
 import inspect
 import math
 import warnings
@@ -78,6 +77,7 @@ from scipy.sparse.linalg import LinearOperator, cg
 from scipy.special import softmax
 
 from .._design import Design
+from .._memo import memoize
 from ..exceptions import public_error
 
 __all__ = [
@@ -252,7 +252,7 @@ def _line_search(dphi, slope0, n_rounds=None, width=None):
     return lo
 
 
-@functools.lru_cache(maxsize=8)
+@memoize(maxsize=8)
 def _grids(width):
     """The line search's fixed grids for ``width`` points per round."""
     exponents = np.arange(width, dtype=float)

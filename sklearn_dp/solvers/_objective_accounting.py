@@ -12,13 +12,13 @@ dp_accounting composes it with the rest of a fit.
 
 from __future__ import annotations
 
-import functools
 import math
 
 from dp_accounting import gaussian_mechanism
 from scipy import integrate, stats
 
 from .. import accounting
+from .._memo import memoize
 
 __all__ = [
     "objective_gaussian_delta",
@@ -73,7 +73,7 @@ def _chi_delta_integral(epsilon, mu, chi_dof):
     return total
 
 
-@functools.lru_cache(maxsize=1024)
+@memoize(maxsize=1024)
 def objective_gaussian_epsilon(noise_multiplier, delta, chi_dof):
     """Smallest epsilon >= 0 with ``objective_gaussian_delta(epsilon) <= delta`` (an upper end)."""
     if delta <= 0 or noise_multiplier <= 0:
@@ -98,7 +98,7 @@ def objective_gaussian_epsilon(noise_multiplier, delta, chi_dof):
     return hi
 
 
-@functools.lru_cache(maxsize=1024)
+@memoize(maxsize=1024)
 def objective_gaussian_noise_multiplier(epsilon, delta, chi_dof):
     """Smallest ``sigma`` (noise std / G) with ``objective_gaussian_delta(epsilon, sigma) <= delta``.
 

@@ -68,7 +68,6 @@ PLD accountant certifies the whole composition.
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
@@ -76,6 +75,7 @@ from dp_accounting import dp_event as dpe
 
 from .. import _noise, accounting
 from .._kernels import svrg_difference_sum, svrg_snapshot_sum
+from .._memo import memoize
 from ..exceptions import public_error
 from ._common import (
     PrivacyPlan,
@@ -426,7 +426,7 @@ def quiet_svrg_epochs(
     return 1
 
 
-@functools.lru_cache(maxsize=256)
+@memoize(maxsize=256)
 def svrg_noise_multipliers(epsilon, delta, sampling_probability, n_epochs, n_inner, snapshot_share):
     """``(snapshot_multiplier, difference_multiplier)`` for (epsilon, delta), from public inputs.
 
