@@ -132,7 +132,7 @@ MALFORMED_EVENTS = [
     (dpe.PoissonSampledDpEvent(1.5, dpe.GaussianDpEvent(1.0)), "sampling_probability"),
     (dpe.ComposedDpEvent([dpe.GaussianDpEvent(2.0), dpe.ZCDpEvent(-1.0)]), r"events\[1\]"),
     (dpe.SelfComposedDpEvent(dpe.ComposedDpEvent([dpe.ZCDpEvent(-0.5)]), 4), "rho"),
-    (PureEpsilonDpEvent(-1.0, "exponential mechanism"), "epsilon"),
+    (PureEpsilonDpEvent(-1.0, "exponential mechanism"), "noise_parameter"),  # its epsilon
     (ApproximateDpEvent(0.5, 2.0, "labels"), "delta"),
 ]
 

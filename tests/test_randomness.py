@@ -72,7 +72,9 @@ def test_every_private_fit_draws_from_its_own_secure_generator(monkeypatch):
     X, y = _data()
     DPLogisticRegression(epsilon=1.0, classes=[0, 1], max_iter=3).fit(X, y)
     DPStandardScaler(epsilon=1.0).fit(X)
-    DPLasso(epsilon=1.0, alpha=0.1, max_iter=3, budget=PrivacyBudget(5.0, 1e-4)).fit(X, y)
+    DPLasso(
+        epsilon=1.0, alpha=0.1, max_iter=3, budget=PrivacyBudget(5.0, 1e-4, composition="basic")
+    ).fit(X, y)
     assert len(made) == 3
     assert len({_key(g) for g in made}) == 3
 
@@ -104,7 +106,7 @@ def test_none_takes_its_entropy_from_the_os_source_and_never_falls_back(monkeypa
     with pytest.raises(OSError, match="no entropy"):
         _fit(None)
     # A charged fit: nothing was read, and its entry stands, marked failed.
-    budget = PrivacyBudget(5.0, 1e-4)
+    budget = PrivacyBudget(5.0, 1e-4, composition="basic")
     with pytest.raises(OSError, match="no entropy"):
         _fit(None, budget=budget)
     assert [entry.status for entry in budget.ledger] == ["failed"]
@@ -242,7 +244,7 @@ def _charged_fit(name, budget, seed=0):
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("name", list(_charged_objects()))
 def test_seeded_fits_charged_to_one_budget_draw_independent_noise(name):
-    budget = PrivacyBudget(50.0, 1e-3)
+    budget = PrivacyBudget(50.0, 1e-3, composition="basic")
     first, second = _charged_fit(name, budget), _charged_fit(name, budget)
     assert not np.array_equal(first, second)
 
@@ -251,10 +253,12 @@ def test_seeded_fits_charged_to_one_budget_draw_independent_noise(name):
 @pytest.mark.parametrize("name", list(_charged_objects()))
 def test_seeded_fits_charged_to_two_budgets_draw_independent_noise(name, tmp_path):
     # Both first entries of their budgets: the entry number alone does not key the noise.
-    memory = [_charged_fit(name, PrivacyBudget(50.0, 1e-3)) for _ in range(2)]
+    memory = [_charged_fit(name, PrivacyBudget(50.0, 1e-3, composition="basic")) for _ in range(2)]
     assert not np.array_equal(memory[0], memory[1])
     files = [
-        _charged_fit(name, PrivacyBudget(50.0, 1e-3, storage=tmp_path / f"{i}.sqlite"))
+        _charged_fit(
+            name, PrivacyBudget(50.0, 1e-3, composition="basic", storage=tmp_path / f"{i}.sqlite")
+        )
         for i in range(2)
     ]
     assert not np.array_equal(files[0], files[1])
@@ -293,7 +297,7 @@ def test_private_fits_refuse_generator_objects_and_say_what_to_pass(kind):
 
     X, y = _data()
     random_state = np.random.default_rng(5) if kind == "Generator" else np.random.RandomState(5)
-    budget = PrivacyBudget(5.0, 1e-4)
+    budget = PrivacyBudget(5.0, 1e-4, composition="basic")
     objects = [
         DPLogisticRegression(epsilon=1.0, classes=[0, 1], budget=budget),
         DPLasso(epsilon=1.0, alpha=0.1, budget=budget),
@@ -483,7 +487,7 @@ def _draws_of_a_fit(factory, label_kind, kwargs, X, y):
     start.bit_generator.state = reference.bit_generator.state
     params = dict(kwargs, random_state=reference)
     if "budget" in kwargs:
-        params["budget"] = PrivacyBudget(100.0, 1e-2)
+        params["budget"] = PrivacyBudget(100.0, 1e-2, composition="basic")
     factory(**params).fit(X, y if label_kind else None)
     end = reference.bit_generator.state["state"]
     for draws in range(10_000):
@@ -512,7 +516,7 @@ def _replay_attack(generators, target, factory, label_kind, kwargs, worlds):
             for world, (X, y) in enumerate(worlds):
                 params = dict(kwargs, random_state=copy.deepcopy(start))
                 if "budget" in kwargs:
-                    params["budget"] = PrivacyBudget(100.0, 1e-2)
+                    params["budget"] = PrivacyBudget(100.0, 1e-2, composition="basic")
                 replay = factory(**params)
                 try:
                     replay.fit(X, y if label_kind else None)
@@ -542,7 +546,7 @@ def test_published_objects_cannot_replay_their_noise(name, charged, kind):
     random_state = (
         np.random.default_rng(12345) if kind == "Generator" else np.random.RandomState(12345)
     )
-    kwargs = {"budget": PrivacyBudget(100.0, 1e-2)} if charged else {}
+    kwargs = {"budget": PrivacyBudget(100.0, 1e-2, composition="basic")} if charged else {}
     model = factory(**kwargs, random_state=random_state)
     try:
         model.fit(X, y if label_kind else None)
@@ -572,7 +576,7 @@ def test_published_objects_of_default_fits_carry_no_generator():
 
     for name, (factory, label_kind) in _replay_objects().items():
         X, y = _worlds()[1]
-        for kwargs in ({}, {"budget": PrivacyBudget(100.0, 1e-2)}):
+        for kwargs in ({}, {"budget": PrivacyBudget(100.0, 1e-2, composition="basic")}):
             model = factory(**kwargs).fit(X, y if label_kind else None)
             for published in (pickle.loads(pickle.dumps(model)), model, clone(model)):
                 assert _generators_in(published) == [], name
