@@ -860,8 +860,15 @@ def exponential(utilities, *, sensitivity, scale, rng, label=""):
     utilities = np.asarray(utilities, dtype=float)
     grid = None
     if scale > 0:
+        if np.any(np.isnan(utilities) | (utilities == np.inf)):
+            raise ValueError("The exponential mechanism needs utilities that are finite or -inf.")
+        # A utility of -inf is a candidate of probability 0.
+        candidates = np.flatnonzero(utilities > -np.inf)
+        if candidates.size == 0:
+            candidates = np.zeros(1, dtype=np.intp)
+            utilities = np.zeros_like(utilities)
         grid = exponential_grid(scale, sensitivity)
-        steps = _rounded(utilities, grid)
+        steps = _rounded(utilities[candidates], grid)
         if np.all(np.abs(steps) < 2.0**61):
             steps = steps.astype(np.int64)
             gaps = steps.max() - steps
@@ -869,7 +876,7 @@ def exponential(utilities, *, sensitivity, scale, rng, label=""):
             exact = [int(x) for x in steps]
             top = max(exact)
             gaps = np.array([top - x for x in exact], dtype=object)
-        index = _sample_gibbs(rng, gaps, grid.scale)
+        index = int(candidates[_sample_gibbs(rng, gaps, grid.scale)])
     else:
         index = int(np.argmax(utilities))
     return _record("exponential", utilities, sensitivity, "linf", index, scale, label, grid=grid)
