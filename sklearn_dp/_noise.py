@@ -123,6 +123,7 @@ against the exact pmf and, when OpenDP is installed, against its samples.
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 import threading
 from collections.abc import Callable
@@ -341,11 +342,108 @@ ROUNDING_SHARE = 2.0**-12
 SCALE_MARGIN = 2.0**-30
 # Squares of integers below this bound fit an int64.
 _SQUARE_SAFE = 2**31
-# Largest bound of one uniform integer draw.
+# Largest bound of one uniform integer draw; the words of :class:`_Bits`.
 _ONE_DRAW = 2**62
+_WORD = 2**62
 
 
-def _bernoulli_exp_fraction(rng, numerator, denominator):
+class _Bits:
+    """Exact uniform integers for one release: uniform 62-bit words, used once, in order.
+
+    By default the words are drawn from ``rng`` in blocks
+    (``rng.integers(0, 2**62, size=block)``: one call serves a whole
+    release; numpy's per-call cost, not the arithmetic, dominated the
+    samplers on short vectors).  The Gaussian and Laplace samplers use a
+    random number of words that does not depend on the value, so the
+    generator's position after a release does not either.
+
+    ``keyed=True`` (the exponential mechanism, the thresholded histogram,
+    whose rejection loops use a data-dependent number of words): the
+    release draws one fixed-size key from ``rng`` (five 62-bit integers)
+    and expands it with SHAKE-256 (FIPS 202) in counter mode.  Drawing the
+    words from ``rng`` directly would make every later draw of the fit
+    depend on the data through the generator's position: harmless for an
+    ideal source, but it breaks the coupling under which the substitution
+    test and the sensitivity checks compare neighbouring fits.  The words
+    are as good as the generator's bits for any efficient adversary (the
+    key-then-expand construction of NIST SP 800-90A's DRBGs, with an
+    extendable-output function), and a seeded generator still gives the
+    same choice.
+
+    A uniform integer on ``[0, B)`` is a word below the largest multiple of
+    ``B`` under ``2**62``, reduced modulo ``B`` (words above it are replaced
+    by fresh ones: exact rejection); a power-of-two ``B`` keeps the low bits.
+    """
+
+    def __init__(self, rng, block, keyed=False):
+        self.rng = rng
+        self._key = None
+        if keyed:
+            self._key = np.asarray(rng.integers(0, _WORD, size=5), dtype="<i8").tobytes()
+        self._counter = 0
+        self.block = max(256, int(block))
+        self._words = np.empty(0, dtype=np.int64)
+        self._position = 0
+        self._list = []
+        self._list_position = 0
+
+    def _expand(self, size):
+        if self._key is None:
+            return self.rng.integers(0, _WORD, size=size)
+        message = self._key + self._counter.to_bytes(8, "little")
+        self._counter += 1
+        raw = np.frombuffer(hashlib.shake_256(message).digest(8 * size), dtype="<u8")
+        return (raw >> np.uint64(2)).astype(np.int64)
+
+    def _take(self, size):
+        out = np.empty(size, dtype=np.int64)
+        filled = 0
+        while filled < size:
+            if self._position >= self._words.size:
+                self._words = self._expand(max(self.block, size - filled))
+                self._position = 0
+            count = min(size - filled, self._words.size - self._position)
+            out[filled : filled + count] = self._words[self._position : self._position + count]
+            self._position += count
+            filled += count
+        return out
+
+    def uniform(self, bound, size):
+        """``size`` uniform integers on ``[0, bound)``, ``1 <= bound <= 2**62``."""
+        bound = int(bound)
+        words = self._take(int(size))
+        if bound & (bound - 1) == 0:
+            return words & (bound - 1)
+        limit = (_WORD // bound) * bound
+        redo = np.flatnonzero(words >= limit)
+        while redo.size:
+            words[redo] = self._take(redo.size)
+            redo = redo[words[redo] >= limit]
+        return words % bound
+
+    def one(self, bound):
+        """One uniform integer on ``[0, bound)`` (a Python integer), ``1 <= bound <= 2**62``."""
+        while True:
+            if self._list_position >= len(self._list):
+                self._list = self._take(256).tolist()
+                self._list_position = 0
+            word = self._list[self._list_position]
+            self._list_position += 1
+            if bound & (bound - 1) == 0:
+                return word & (bound - 1)
+            if word < (_WORD // bound) * bound:
+                return word % bound
+
+
+def _as_bits(rng, size):
+    """The word source of one release (a :class:`_Bits` passes through)."""
+    if isinstance(rng, _Bits):
+        return rng
+    # About 40 words per entry are used on average; a short block is topped up.
+    return _Bits(rng, 48 * int(size) + 64)
+
+
+def _bernoulli_exp_fraction(bits, numerator, denominator):
     """Bernoulli(exp(-numerator / denominator)) per entry, for 0 <= numerator <= denominator.
 
     Canonne, Kamath and Steinke (2020), Algorithm 1 (gamma in [0, 1]): count
@@ -370,10 +468,10 @@ def _bernoulli_exp_fraction(rng, numerator, denominator):
     while active.size:
         if denominator * k <= _ONE_DRAW:
             # U + b V in one draw: uniform on [0, b k), below r iff U < r and V == 0.
-            success = rng.integers(0, denominator * k, size=active.size) < numerator[active]
+            success = bits.uniform(denominator * k, active.size) < numerator[active]
         else:
-            success = rng.integers(0, denominator, size=active.size) < numerator[active]
-            success &= rng.integers(0, k, size=active.size) == 0
+            success = bits.uniform(denominator, active.size) < numerator[active]
+            success &= bits.uniform(k, active.size) == 0
         active = active[success]
         # k successes so far: the parity of the count flips with each one.
         odd[active] = k % 2 == 1
@@ -381,7 +479,7 @@ def _bernoulli_exp_fraction(rng, numerator, denominator):
     return ~odd
 
 
-def _exp_minus_one_runs(rng, counts):
+def _exp_minus_one_runs(bits, counts):
     """Whether ``counts[i]`` independent Bernoulli(exp(-1)) coins all succeed, per entry.
 
     The coins are drawn as a matrix of at most 8 columns per round (one
@@ -392,7 +490,7 @@ def _exp_minus_one_runs(rng, counts):
     pending = np.flatnonzero(counts > 0)
     while pending.size:
         width = int(min(8, counts[pending].max()))
-        coins = _bernoulli_exp_fraction(rng, np.ones(pending.size * width, np.int64), 1).reshape(
+        coins = _bernoulli_exp_fraction(bits, np.ones(pending.size * width, np.int64), 1).reshape(
             pending.size, width
         )
         needed = np.arange(width) < counts[pending, None]
@@ -403,7 +501,7 @@ def _exp_minus_one_runs(rng, counts):
     return success
 
 
-def _bernoulli_exp(rng, numerator, denominator):
+def _bernoulli_exp(bits, numerator, denominator):
     """Bernoulli(exp(-numerator / denominator)) per entry, numerator >= 0 (int64 arrays).
 
     Canonne, Kamath and Steinke (2020), Algorithm 1 (gamma > 1): with
@@ -412,7 +510,7 @@ def _bernoulli_exp(rng, numerator, denominator):
     """
     numerator = np.asarray(numerator, dtype=np.int64)
     whole, rest = np.divmod(numerator, int(denominator))
-    return _bernoulli_exp_fraction(rng, rest, denominator) & _exp_minus_one_runs(rng, whole)
+    return _bernoulli_exp_fraction(bits, rest, denominator) & _exp_minus_one_runs(bits, whole)
 
 
 def _fill(size, propose, factor):
@@ -435,35 +533,87 @@ def _fill(size, propose, factor):
     return out
 
 
-def _bernoulli_exp_big(rng, numerator, denominator):
+def _bernoulli_exp_big(bits, numerator, denominator):
     """Bernoulli(exp(-numerator / denominator)) for Python integers of any size (one coin)."""
-    whole, rest = divmod(int(numerator), int(denominator))
-    while whole > 0:
-        if not _bernoulli_exp_fraction(rng, np.ones(1, np.int64), 1)[0]:
-            return False
-        whole -= 1
-    if rest == 0:
+    return _one_bernoulli_exp(bits, numerator, denominator)
+
+
+def _uniform_big(bits, bound):
+    """A uniform integer in ``[0, bound)`` for a Python integer ``bound`` (rejection on bits)."""
+    length = max(1, (bound - 1).bit_length())
+    while True:
+        value = 0
+        for shift in range(0, length, 62):
+            width = min(62, length - shift)
+            value |= bits.one(1 << width) << shift
+        if value < bound:
+            return value
+
+
+# Short releases (a count, one coordinate) are sampled one value at a time
+# in Python integers: the same algorithms, without numpy's per-call cost.
+_SCALAR_SIZE = 4
+
+
+def _one_bernoulli_exp_fraction(bits, numerator, denominator):
+    """One Bernoulli(exp(-numerator / denominator)), ``0 <= numerator <= denominator`` (Algorithm 1)."""
+    if numerator == 0:
         return True
-    # rest < denominator may exceed an int64: draw its Bernoulli(rest / (b k))
-    # coins from Python-integer uniforms.
     k = 1
     while True:
-        u = _uniform_big(rng, int(denominator))
-        if not (u < rest and rng.integers(0, k) == 0):
+        if denominator * k <= _ONE_DRAW:
+            success = bits.one(denominator * k) < numerator
+        else:
+            success = _uniform_big(bits, denominator) < numerator and bits.one(k) == 0
+        if not success:
             return k % 2 == 1
         k += 1
 
 
-def _uniform_big(rng, bound):
-    """A uniform integer in ``[0, bound)`` for a Python integer ``bound`` (rejection on bits)."""
-    bits = max(1, (bound - 1).bit_length())
+def _one_bernoulli_exp(bits, numerator, denominator):
+    """One Bernoulli(exp(-numerator / denominator)) for integers of any size."""
+    whole, rest = divmod(int(numerator), int(denominator))
+    while whole > 0:
+        if not _one_bernoulli_exp_fraction(bits, 1, 1):
+            return False
+        whole -= 1
+    return _one_bernoulli_exp_fraction(bits, rest, int(denominator))
+
+
+def _one_geometric(bits, t):
     while True:
-        value = 0
-        for shift in range(0, bits, 62):
-            width = min(62, bits - shift)
-            value |= int(rng.integers(0, 1 << width)) << shift
-        if value < bound:
-            return value
+        u = bits.one(t)
+        if _one_bernoulli_exp_fraction(bits, u, t):
+            break
+    v = 0
+    while _one_bernoulli_exp_fraction(bits, 1, 1):
+        v += 1
+    return u + t * v
+
+
+def _one_discrete_laplace(bits, t):
+    while True:
+        magnitude = _one_geometric(bits, t)
+        negative = bits.one(2) == 1
+        if not (negative and magnitude == 0):
+            return -magnitude if negative else magnitude
+
+
+def _one_floored_laplace(bits, t):
+    magnitude = _one_geometric(bits, t)
+    return -magnitude - 1 if bits.one(2) == 1 else magnitude
+
+
+def _one_discrete_gaussian(bits, s):
+    denominator = 2 * s * s
+    while True:
+        y = _one_discrete_laplace(bits, s)
+        if _one_bernoulli_exp(bits, (abs(y) - s) ** 2, denominator):
+            return y
+
+
+def _scalars(sampler, bits, parameter, size):
+    return np.array([sampler(bits, parameter) for _ in range(size)], dtype=np.int64)
 
 
 def sample_geometric(rng, t, size):
@@ -474,18 +624,19 @@ def sample_geometric(rng, t, size):
     number of Bernoulli(exp(-1)) successes before the first failure, and
     ``X = U + t V``.
     """
+    bits = _as_bits(rng, size)
     t = int(t)
 
     def propose(n):
-        draw = rng.integers(0, t, size=n)
-        return draw, _bernoulli_exp_fraction(rng, draw, t)
+        draw = bits.uniform(t, n)
+        return draw, _bernoulli_exp_fraction(bits, draw, t)
 
     u = _fill(size, propose, 1.7)
     v = np.zeros(size, dtype=np.int64)
     active = np.arange(size)
     while active.size:
         # Leading successes in rows of 8 coins; a row of 8 successes goes on.
-        coins = _bernoulli_exp_fraction(rng, np.ones(active.size * 8, np.int64), 1)
+        coins = _bernoulli_exp_fraction(bits, np.ones(active.size * 8, np.int64), 1)
         coins = coins.reshape(active.size, 8)
         leading = np.argmin(coins, axis=1)
         full = np.all(coins, axis=1)
@@ -501,10 +652,13 @@ def sample_discrete_laplace(rng, t, size):
     and a fair sign, with ``(sign -, 0)`` rejected so that 0 is not counted
     twice.
     """
+    bits = _as_bits(rng, size)
+    if size <= _SCALAR_SIZE:
+        return _scalars(_one_discrete_laplace, bits, int(t), size)
 
     def propose(n):
-        magnitude = sample_geometric(rng, t, n)
-        negative = rng.integers(0, 2, size=n) == 1
+        magnitude = sample_geometric(bits, t, n)
+        negative = bits.uniform(2, n) == 1
         return np.where(negative, -magnitude, magnitude), ~(negative & (magnitude == 0))
 
     return _fill(size, propose, 1.0 + 1.0 / t)
@@ -518,8 +672,11 @@ def sample_floored_laplace(rng, t, size):
     exactly :func:`sample_geometric`) and the sign a fair coin independent of
     it.  Its pmf is proportional to ``exp(-|y + 1/2| / t)``.
     """
-    magnitude = sample_geometric(rng, t, size)
-    negative = rng.integers(0, 2, size=size) == 1
+    bits = _as_bits(rng, size)
+    if size <= _SCALAR_SIZE:
+        return _scalars(_one_floored_laplace, bits, int(t), size)
+    magnitude = sample_geometric(bits, t, size)
+    negative = bits.uniform(2, size) == 1
     return np.where(negative, -magnitude - 1, magnitude)
 
 
@@ -535,17 +692,20 @@ def sample_discrete_gaussian(rng, s, size):
     while ``| |Y| - s | < 2**31``; beyond (probability below ``exp(-2**31 / s)``)
     in Python integers.
     """
+    bits = _as_bits(rng, size)
+    if size <= _SCALAR_SIZE:
+        return _scalars(_one_discrete_gaussian, bits, int(s), size)
     s = int(s)
     denominator = 2 * s * s
 
     def propose(n):
-        y = sample_discrete_laplace(rng, s, n)
+        y = sample_discrete_laplace(bits, s, n)
         offset = np.abs(y) - s
         small = np.abs(offset) < _SQUARE_SAFE
         accept = np.zeros(n, dtype=bool)
-        accept[small] = _bernoulli_exp(rng, offset[small] ** 2, denominator)
+        accept[small] = _bernoulli_exp(bits, offset[small] ** 2, denominator)
         for i in np.flatnonzero(~small):
-            accept[i] = _bernoulli_exp_big(rng, int(offset[i]) ** 2, denominator)
+            accept[i] = _bernoulli_exp_big(bits, int(offset[i]) ** 2, denominator)
         return y, accept
 
     return _fill(size, propose, 1.45)
@@ -799,7 +959,7 @@ def exponential_grid(scale, sensitivity):
     return _grid(float(scale), float(sensitivity), 1.0, Fraction(1))
 
 
-def _sample_gibbs(rng, gaps, temperature):
+def _sample_gibbs(bits, gaps, temperature):
     """An index drawn with probability proportional to ``exp(-gaps[i] / temperature)``.
 
     ``gaps`` are non-negative integers (Python integers in an object array
@@ -812,15 +972,15 @@ def _sample_gibbs(rng, gaps, temperature):
     n = len(gaps)
     fits = gaps.dtype != object
     while True:
-        proposals = rng.integers(0, n, size=n)
+        proposals = bits.uniform(n, n)
         if fits:
-            accept = _bernoulli_exp(rng, gaps[proposals], temperature)
+            accept = _bernoulli_exp(bits, gaps[proposals], temperature)
             hits = np.flatnonzero(accept)
             if hits.size:
                 return int(proposals[hits[0]])
         else:
             for i in proposals:
-                if _bernoulli_exp_big(rng, gaps[i], temperature):
+                if _bernoulli_exp_big(bits, gaps[i], temperature):
                     return int(i)
 
 
@@ -876,7 +1036,8 @@ def exponential(utilities, *, sensitivity, scale, rng, label=""):
             exact = [int(x) for x in steps]
             top = max(exact)
             gaps = np.array([top - x for x in exact], dtype=object)
-        index = int(candidates[_sample_gibbs(rng, gaps, grid.scale)])
+        bits = _Bits(rng, 64 * gaps.size, keyed=True)
+        index = int(candidates[_sample_gibbs(bits, gaps, grid.scale)])
     else:
         index = int(np.argmax(utilities))
     return _record("exponential", utilities, sensitivity, "linf", index, scale, label, grid=grid)
@@ -1014,7 +1175,9 @@ def thresholded_histogram(keys, counts, *, scale, threshold, rng, label=""):
     counts = np.asarray(counts, dtype=float)
     if scale > 0:
         grid, cutoff = histogram_cutoff(scale, threshold)
-        noise = sample_floored_laplace(rng, grid.scale, counts.size)
+        noise = sample_floored_laplace(
+            _Bits(rng, 64 * counts.size, keyed=True), grid.scale, counts.size
+        )
         steps = [int(c) * 2 ** (-grid.exponent) + int(z) for c, z in zip(counts, noise)]
         released = np.sort(keys[np.array([s > cutoff for s in steps], dtype=bool)])
     else:
