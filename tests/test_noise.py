@@ -426,3 +426,13 @@ def test_uniform_words_are_exact_and_reproducible():
     again = _noise._Bits(np.random.default_rng(0), 64).uniform(3, 300_000)
     np.testing.assert_array_equal(draws, again)
     assert all(0 <= _noise._Bits(np.random.default_rng(1), 1).one(7) < 7 for _ in range(100))
+
+
+def test_nested_traces_both_record_and_close():
+    rng = np.random.default_rng(0)
+    with trace_releases() as outer:
+        with trace_releases() as inner:
+            _noise.gaussian(np.ones(3), sensitivity=1.0, noise_std=1.0, rng=rng)
+        _noise.gaussian(np.ones(3), sensitivity=1.0, noise_std=1.0, rng=rng)
+    assert len(inner.releases) == 1 and len(outer.releases) == 2
+    assert _noise.active_tracers() == []
