@@ -115,7 +115,8 @@ rejection loops do not move the generator); the samplers are vectorised
 over the released vector, with masks for the rejection loops
 (:func:`sample_discrete_gaussian`, :func:`sample_floored_laplace`), and
 releases of at most 32 entries are sampled one value at a time in Python
-integers (faster there: numpy's per-call cost dominates short vectors).  int64 suffices: scales are at most about ``2**27`` steps,
+integers (faster there: numpy's per-call cost dominates short vectors).
+int64 suffices: scales are at most about ``2**27`` steps,
 squares are formed only below ``2**31`` (beyond, in Python integers) and no
 uniform bound exceeds ``2**62``.  Why not OpenDP (0.16), which ships the
 same samplers with proofs: it cannot be seeded (its randomness comes from
@@ -449,8 +450,9 @@ def _as_bits(rng, size):
     """The word source of one release (a :class:`_Bits` passes through)."""
     if isinstance(rng, _Bits):
         return rng
-    # About 40 words per entry are used on average; a short block is topped up.
-    return _Bits(rng, 48 * int(size) + 64)
+    # Blocks are topped up as they run out; a chunk of entries (at most
+    # _CHUNK) uses some 40 words per entry.
+    return _Bits(rng, 8 * min(int(size), _CHUNK) + 64)
 
 
 def _bernoulli_exp_fraction(bits, numerator, denominator):
@@ -560,6 +562,9 @@ def _uniform_big(bits, bound):
             return value
 
 
+# Long releases are sampled in chunks of this many entries, which bounds the
+# samplers' temporary memory (a few MB) whatever the release's size.
+_CHUNK = 1024
 # Short releases (a count, one coordinate, a gradient of a few dozen
 # entries) are sampled one value at a time in Python integers: the same
 # algorithms, without numpy's per-call cost, which made the vectorised path
@@ -648,12 +653,12 @@ def sample_geometric(rng, t, size):
     v = np.zeros(size, dtype=np.int64)
     active = np.arange(size)
     while active.size:
-        # Leading successes in rows of 8 coins; a row of 8 successes goes on.
-        coins = _bernoulli_exp_fraction(bits, np.ones(active.size * 8, np.int64), 1)
-        coins = coins.reshape(active.size, 8)
+        # Leading successes in rows of 3 coins; a row of 3 successes goes on.
+        coins = _bernoulli_exp_fraction(bits, np.ones(active.size * 3, np.int64), 1)
+        coins = coins.reshape(active.size, 3)
         leading = np.argmin(coins, axis=1)
         full = np.all(coins, axis=1)
-        v[active] += np.where(full, 8, leading)
+        v[active] += np.where(full, 3, leading)
         active = active[full]
     return u + t * v
 
@@ -688,6 +693,13 @@ def sample_floored_laplace(rng, t, size):
     bits = _as_bits(rng, size)
     if size <= _SCALAR_SIZE:
         return _scalars(_one_floored_laplace, bits, int(t), size)
+    if size > _CHUNK:
+        return np.concatenate(
+            [
+                sample_floored_laplace(bits, t, min(_CHUNK, size - start))
+                for start in range(0, size, _CHUNK)
+            ]
+        )
     magnitude = sample_geometric(bits, t, size)
     negative = bits.uniform(2, size) == 1
     return np.where(negative, -magnitude - 1, magnitude)
@@ -708,6 +720,13 @@ def sample_discrete_gaussian(rng, s, size):
     bits = _as_bits(rng, size)
     if size <= _SCALAR_SIZE:
         return _scalars(_one_discrete_gaussian, bits, int(s), size)
+    if size > _CHUNK:
+        return np.concatenate(
+            [
+                sample_discrete_gaussian(bits, s, min(_CHUNK, size - start))
+                for start in range(0, size, _CHUNK)
+            ]
+        )
     s = int(s)
     denominator = 2 * s * s
 
@@ -840,7 +859,7 @@ def laplace_grid(scale, sensitivity, size):
 
 def _rounded(array, grid):
     """``rint(array / g)`` as floats (exact: scaling by a power of two and rint are exact)."""
-    return np.rint(np.ldexp(array, -grid.exponent))
+    return np.asarray(np.rint(np.ldexp(array, -grid.exponent)), dtype=float)
 
 
 def _on_grid(steps, grid, offset=0.0):
@@ -852,7 +871,9 @@ def _on_grid(steps, grid, offset=0.0):
     (below 2**53) or the sum's correct rounding, both post-processing of the
     exact release.  ``offset`` is 0 or 1/2.
     """
-    return np.ldexp(steps + offset, grid.exponent)
+    if offset:
+        steps += offset
+    return np.ldexp(steps, grid.exponent, out=steps)
 
 
 # --------------------------------------------------------------------------
@@ -898,8 +919,9 @@ def gaussian(value, *, sensitivity, noise_std, rng, label="", norm="l2"):
     grid = None
     if noise_std > 0:
         grid = gaussian_grid(noise_std, sensitivity, array.size)
-        noise = sample_discrete_gaussian(rng, grid.scale, array.size).reshape(array.shape)
-        noisy = _on_grid(_rounded(array, grid) + noise, grid)
+        noisy = _rounded(array, grid)
+        noisy += sample_discrete_gaussian(rng, grid.scale, array.size).reshape(array.shape)
+        noisy = _on_grid(noisy, grid)
     else:
         noisy = array.copy()
     output = float(noisy) if np.ndim(value) == 0 else noisy
@@ -943,8 +965,9 @@ def laplace(value, *, sensitivity, scale, rng, label=""):
     grid = None
     if scale > 0:
         grid = laplace_grid(scale, sensitivity, array.size)
-        noise = sample_floored_laplace(rng, grid.scale, array.size).reshape(array.shape)
-        noisy = _on_grid(_rounded(array, grid) + noise, grid, 0.5)
+        noisy = _rounded(array, grid)
+        noisy += sample_floored_laplace(rng, grid.scale, array.size).reshape(array.shape)
+        noisy = _on_grid(noisy, grid, 0.5)
     else:
         noisy = array.copy()
     output = float(noisy) if np.ndim(value) == 0 else noisy
