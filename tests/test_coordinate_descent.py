@@ -21,7 +21,13 @@ from scipy.special import expit, softmax
 from sklearn.datasets import load_iris, make_classification, make_regression
 from sklearn.linear_model import ElasticNet, Lasso, LogisticRegression, Ridge
 
-from sklearn_dp import BudgetExceededError, DPLogisticRegression, DPSCORegressor, PrivacyBudget
+from sklearn_dp import (
+    BudgetExceededError,
+    DPLogisticRegression,
+    DPSCORegressor,
+    PrivacyBudget,
+    _noise,
+)
 from sklearn_dp._data import bound_data
 from sklearn_dp._losses import BinaryLogisticLoss, MultinomialLoss, SquaredLoss, get_loss
 from sklearn_dp.accounting import epsilon_of_event, gaussian_noise_multiplier
@@ -104,7 +110,9 @@ def reference_dp_cd(
                 g = np.outer(X[i, U], reference_derivative(loss, X[i] @ W, data.y[i]))
                 norm = np.linalg.norm(g)
                 total += g if norm <= C_U else g * (C_U / norm)
-            total += rng.normal(0.0, noise_multiplier * C_U, size=total.shape)
+            total = _noise.gaussian(
+                total, sensitivity=C_U, noise_std=noise_multiplier * C_U, rng=rng
+            )
             for a, j in enumerate(U):
                 grad = total[a] / n + l2[j] * W[j]
                 u = W[j] - step_scale * grad / M[j]
@@ -282,7 +290,9 @@ def test_full_sampling_is_preconditioned_dp_gd():
         D = -data.y * expit(-data.y * (data.X @ W))
         norms = np.abs(D) * np.linalg.norm(data.X, axis=1)
         D = D * np.minimum(1.0, 1.0 / norms)
-        g = data.X.T @ D + rng.normal(0.0, sigma * 1.0, size=(data.n_columns, 1))[:, 0]
+        g = _noise.gaussian(
+            (data.X.T @ D)[:, None], sensitivity=1.0, noise_std=sigma * 1.0, rng=rng
+        )[:, 0]
         W = W - g / data.n_samples / M
     np.testing.assert_allclose(result.coef[:, 0], W, rtol=1e-11)
 

@@ -22,7 +22,7 @@ from sklearn.datasets import make_classification, make_regression
 from sklearn.linear_model import Lasso, LogisticRegression, Ridge
 
 import sklearn_dp.solvers as solvers_module
-from sklearn_dp import DPLogisticRegression, DPSCORegressor, PrivacyBudget
+from sklearn_dp import DPLogisticRegression, DPSCORegressor, PrivacyBudget, _noise
 from sklearn_dp._data import BoundedData, bound_data
 from sklearn_dp._kernels import l2_clipped_derivatives
 from sklearn_dp._losses import get_loss
@@ -226,6 +226,15 @@ def test_plan_event_is_the_calibrated_composition():
     assert plan.noise_multiplier == difference
 
 
+def _gateway_noise(shape, sensitivity, noise_std, seed):
+    """The gateway's noise on a zero value: discrete Gaussian steps on its grid."""
+    grid = _noise.gaussian_grid(noise_std, sensitivity, int(np.prod(shape)))
+    steps = _noise.sample_discrete_gaussian(
+        np.random.default_rng(seed), grid.scale, int(np.prod(shape))
+    )
+    return (steps * grid.spacing).reshape(shape)
+
+
 def test_release_noise_is_exactly_the_stated_gaussian():
     shape = (4, 1)
     X = np.zeros((0, 4))
@@ -242,9 +251,7 @@ def test_release_noise_is_exactly_the_stated_gaussian():
             2.5,
             np.random.default_rng(3),
         )
-        np.testing.assert_array_equal(
-            got, np.random.default_rng(3).normal(0.0, 2.5 * 0.7, size=shape)
-        )
+        np.testing.assert_array_equal(got, _gateway_noise(shape, 0.7, 2.5 * 0.7, 3))
         X = np.zeros((6, 4))
         total, _ = snapshot_release(
             X,
@@ -256,7 +263,7 @@ def test_release_noise_is_exactly_the_stated_gaussian():
             1.3,
             np.random.default_rng(4),
         )
-        np.testing.assert_array_equal(total, np.random.default_rng(4).normal(0.0, 1.3, size=shape))
+        np.testing.assert_array_equal(total, _gateway_noise(shape, 0.5, 1.3, 4))
         total = _accmd.noisy_gradient_release(
             X,
             np.ones(6),
@@ -267,7 +274,7 @@ def test_release_noise_is_exactly_the_stated_gaussian():
             0.9,
             np.random.default_rng(5),
         )
-        np.testing.assert_array_equal(total, np.random.default_rng(5).normal(0.0, 0.9, size=shape))
+        np.testing.assert_array_equal(total, _gateway_noise(shape, 0.5, 0.9, 5))
     # Each through the noise gateway, with its declared sensitivity and noise scale.
     assert [(r.mechanism, r.label, r.sensitivity, r.scale, r.norm) for r in trace.releases] == [
         ("gaussian", "svrg gradient difference sum", 0.7, 2.5 * 0.7, "l2"),
@@ -282,14 +289,15 @@ def test_release_noise_is_exactly_the_stated_gaussian():
 def test_every_release_and_sample_goes_through_the_gateway(monkeypatch, solver):
     """No random draw of the fit happens outside the noise gateway but public ones.
 
-    The generator's Gaussian and sampling draws are counted; the gateway's
-    trace must account for all of them: one Gaussian draw per release with
-    noise, one binomial and one choice per Poisson sample.
+    The generator's float and sampling draws are counted: the gateway draws
+    its noise as uniform integers, so no float draw may happen at all, and
+    the trace must account for the sampling draws: one binomial and one
+    choice per Poisson sample.
     """
     X, y = make_classification(n_samples=120, n_features=4, random_state=0)
     data = _bounded(X / 3, np.where(y == 1, 1.0, -1.0))
     rng = np.random.default_rng(0)
-    draws = {"normal": 0, "binomial": 0, "choice": 0}
+    draws = {"normal": 0, "standard_normal": 0, "laplace": 0, "binomial": 0, "choice": 0}
 
     class Counting:
         def __getattr__(self, name):
@@ -313,7 +321,7 @@ def test_every_release_and_sample_goes_through_the_gateway(monkeypatch, solver):
     with trace_releases() as trace:
         getattr(solvers_module, solver)(data, LOGISTIC, **kwargs)
     noisy = [r for r in trace.releases if r.scale > 0]
-    assert draws["normal"] == len(noisy) and noisy
+    assert noisy and draws["normal"] == draws["standard_normal"] == draws["laplace"] == 0
     rate = [s.parameters["rate"] for s in trace.samples]
     assert draws["binomial"] == draws["choice"] == sum(r < 1 for r in rate)
 

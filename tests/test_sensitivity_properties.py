@@ -1092,19 +1092,11 @@ def test_output_perturbation_solve_with_an_extreme_label():
 # --------------------------------------------------------------------------
 
 
-class _SpyGenerator:
-    """A Generator that records the scale of every Gaussian it draws (delegates the rest)."""
+class _Scales:
+    """The noise scale of every Gaussian release of a fit, from the gateway's trace."""
 
-    def __init__(self, seed=0):
-        self._rng = np.random.default_rng(seed)
-        self.normal_scales = []
-
-    def normal(self, loc=0.0, scale=1.0, size=None):
-        self.normal_scales.append(np.asarray(scale, dtype=float))
-        return self._rng.normal(loc, scale, size)
-
-    def __getattr__(self, name):
-        return getattr(self._rng, name)
+    def __init__(self, trace):
+        self.normal_scales = [r.scale for r in trace.releases if r.mechanism == "gaussian"]
 
 
 def _link_data(geometry, loss_name, n=60, d=3, seed=0):
@@ -1117,10 +1109,11 @@ def _link_data(geometry, loss_name, n=60, d=3, seed=0):
 
 
 def _run_spied(monkeypatch, module, name, data, loss, **options):
-    spy = _SpyGenerator()
-    monkeypatch.setattr(module, "make_rng", lambda random_state: spy)
-    result = SOLVERS[name].function(data, loss, epsilon=1.0, verbose=0, random_state=0, **options)
-    return result, spy
+    with trace_releases() as trace:
+        result = SOLVERS[name].function(
+            data, loss, epsilon=1.0, verbose=0, random_state=0, **options
+        )
+    return result, _Scales(trace)
 
 
 @pytest.mark.parametrize(
