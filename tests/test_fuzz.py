@@ -956,6 +956,12 @@ def _budget_cases(pairs):
     ]
 
 
+def _assert_admitted(outcome):
+    assert outcome.fitted or (
+        outcome.error is not None and not isinstance(outcome.error, BudgetExceededError)
+    ), outcome.error
+
+
 def _check_budget_states(estimator, solver, kind, ledger_dir):
     # Exhausted.
     budget = _budget_with_spend(kind, ledger_dir, 1.0, 1e-3, 1.0)
@@ -963,15 +969,17 @@ def _check_budget_states(estimator, solver, kind, ledger_dir):
     # Nearly exhausted: 0.5 left, the fit needs 1.
     budget = _budget_with_spend(kind, ledger_dir, 1.5, 1e-3, 1.0)
     _check_budget_refusal(estimator, solver, budget)
-    # Exactly enough left: the fit runs and records one entry.
+    # Exactly enough left: the budget admits the fit, which records one entry
+    # (its outcome after the reservation depends on the noise: a noisy row
+    # count below a solver's minimum is a charged, public refusal).
     budget = _budget_with_spend(kind, ledger_dir, 2.0, 1e-3, 1.0)
     X, y = base_data(estimator)
-    assert run_fit(make_estimator(estimator, solver, budget=budget), X, y).fitted
+    _assert_admitted(run_fit(make_estimator(estimator, solver, budget=budget), X, y))
     assert len(budget.ledger) == 2
     # A pure (delta=0) budget refuses a fit that needs delta > 0.
     budget = _budget_with_spend(kind, ledger_dir, 10.0, 0.0, 0.0)
     if SOLVERS[solver].pure_dp:
-        assert run_fit(make_estimator(estimator, solver, budget=budget, delta=0.0), X, y).fitted
+        _assert_admitted(run_fit(make_estimator(estimator, solver, budget=budget, delta=0.0), X, y))
         assert len(budget.ledger) == 1
     else:
         message = str(_check_budget_refusal(estimator, solver, budget).error)

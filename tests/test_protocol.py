@@ -156,7 +156,7 @@ def test_non_finite_row_is_refused_before_the_reservation_even_if_assume_finite(
     X_bad[3, 1] = bad
     y_bad = y.astype(float)
     y_bad[5] = bad
-    budget = PrivacyBudget(10.0, 1e-3)
+    budget = PrivacyBudget(10.0, 1e-3, composition="basic")
     fits = [
         (lambda: DPLogisticRegression(classes=[0, 1], budget=budget), X_bad, y),
         (lambda: DPLasso(budget=budget, feature_bound=1.0, y_bound=1.0), X_bad, y),
