@@ -223,6 +223,13 @@ def _expected_failed_checks(estimator):
         "check_sample_weight_equivalence_on_sparse_data",
     ):
         expected[check] = WEIGHTING_IS_NOT_REPETITION
+    if solver == "dp_sgd" and getattr(estimator, "loss", None) in ("absolute", "quantile"):
+        expected["check_fit2d_1feature"] = (
+            "the check fits 10 rows: at epsilon=1 the released row count and this seed's "
+            "noise make dp_sgd's steps diverge, a public ConvergenceError after the "
+            "reservation (noise-dependent; one-feature data itself is fitted by the other "
+            "configurations)"
+        )
     if solver == "localized_mirror_descent":
         expected["check_regressors_train"] = (
             "its localized phases shrink the step and the ball by design and stop far from "
