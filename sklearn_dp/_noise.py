@@ -116,9 +116,11 @@ over the released vector, with masks for the rejection loops
 (:func:`sample_discrete_gaussian`, :func:`sample_floored_laplace`), and
 releases of at most 32 entries are sampled one value at a time in Python
 integers (faster there: numpy's per-call cost dominates short vectors).
-int64 suffices: scales are at most about ``2**27`` steps,
-squares are formed only below ``2**31`` (beyond, in Python integers) and no
-uniform bound exceeds ``2**62``.  Why not OpenDP (0.16), which ships the
+int64 suffices: scales are at most about ``2**27`` steps below the
+``2**26`` cap and never more than ``MAX_SAMPLER_STEPS = 2**30`` (a release
+past it, which only an absurdly small epsilon asks for, is refused from its
+public scale instead of wrapping), squares are formed only below ``2**31``
+(beyond, in Python integers) and no uniform bound exceeds ``2**62``.  Why not OpenDP (0.16), which ships the
 same samplers with proofs: it cannot be seeded (its randomness comes from
 the operating system only, and the documented reproducible demo mode needs
 seeded noise), and its vector Gaussian on a ``2**k`` grid cost, measured
@@ -131,7 +133,6 @@ is installed, against its samples.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import math
 import threading
@@ -141,6 +142,8 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+
+from ._memo import memoize
 
 __all__ = [
     "Release",
@@ -785,7 +788,7 @@ def _sqrt_upper(m):
     return Fraction(math.isqrt(m * 4**20) + 1, 2**20)
 
 
-@functools.lru_cache(maxsize=1024)
+@memoize(maxsize=1024)
 def _grid(scale, sensitivity, rounding_size, inflation_size):
     """The grid of a release of noise ``scale`` and declared ``sensitivity`` (public inputs only).
 
@@ -802,6 +805,11 @@ def _grid(scale, sensitivity, rounding_size, inflation_size):
     holds.  A zero sensitivity (a value that does not depend on the data)
     needs no inflation.
     """
+    if not _SCALE_RANGE[0] <= scale <= _SCALE_RANGE[1]:
+        raise ValueError(
+            f"A noise scale of {scale!r} is outside what the exact samplers handle "
+            f"([{_SCALE_RANGE[0]:g}, {_SCALE_RANGE[1]:g}]): rescale the data bounds."
+        )
     bound = scale / MIN_GRID_SCALE
     if sensitivity > 0 and rounding_size > 0:
         bound = min(bound, ROUNDING_SHARE * sensitivity / rounding_size)
@@ -810,7 +818,25 @@ def _grid(scale, sensitivity, rounding_size, inflation_size):
     if sensitivity > 0:
         required += Fraction(scale) / Fraction(sensitivity) * inflation_size
     steps = math.ceil(required * (1 + Fraction(SCALE_MARGIN)))
+    if steps > MAX_SAMPLER_STEPS:
+        # Beyond it the int64 samplers would wrap or loop; a function of public
+        # inputs only, so refusing here reveals nothing.
+        raise ValueError(
+            f"This release's noise is {steps} grid steps, beyond the exact samplers' range "
+            f"(2**{MAX_SAMPLER_STEPS.bit_length() - 1}): its noise is about "
+            f"{scale / sensitivity if sensitivity > 0 else math.inf:.3g} times its sensitivity "
+            f"over {inflation_size} entries, so epsilon is far too small to learn anything. "
+            "Ask for a larger epsilon."
+        )
     return Grid(exponent, max(1, steps))
+
+
+#: The most grid steps a release's noise scale may take: the vectorised
+#: samplers square scales in int64 (the discrete Gaussian's ``2 s^2`` must stay
+#: below ``2**62``) and scale geometric draws by them.
+MAX_SAMPLER_STEPS = 2**30
+# Noise scales whose grid and rounded values stay among normal float64 numbers.
+_SCALE_RANGE = (2.0**-900, 2.0**900)
 
 
 def gaussian_grid(noise_std, sensitivity, size):

@@ -78,6 +78,11 @@ def secure_generator(key=None):
     return np.random.Generator(ChaCha(key=int(key), counter=0, rounds=20))
 
 
+# Only the private searches hold it: a SecretStream a user could build around
+# their own generator would pass the refusal of generator objects.
+_SEARCH_TOKEN = object()
+
+
 class SecretStream:
     """A generator a search hands to one of its inner fits (never a user's object).
 
@@ -91,7 +96,13 @@ class SecretStream:
         The inner fit's stream.
     """
 
-    def __init__(self, generator):
+    def __init__(self, generator, token=None):
+        if token is not _SEARCH_TOKEN:
+            raise ValueError(
+                "SecretStream is internal to sklearn_dp's private searches; pass "
+                "random_state=None or an int seed."
+            )
+        self._token = token
         self.generator = generator
 
     def __repr__(self):
@@ -133,7 +144,11 @@ def check_random_state(random_state, *, private, owner="The estimator"):
         if private:
             raise _refusal(random_state, owner)
         return
-    if random_state is None or isinstance(random_state, SecretStream):
+    if isinstance(random_state, SecretStream):
+        if getattr(random_state, "_token", None) is not _SEARCH_TOKEN:
+            raise ValueError("SecretStream is internal to sklearn_dp's private searches.")
+        return
+    if random_state is None:
         return
     if isinstance(random_state, Integral) and not isinstance(random_state, bool):
         return

@@ -55,6 +55,7 @@ import dataclasses
 import hashlib
 import math
 import os
+import secrets
 import threading
 import time
 import uuid
@@ -476,6 +477,10 @@ class PrivacyBudget:
                     "in-memory budget or a path such as 'budget.sqlite'."
                 )
             self._uuid = None
+            # Copies of one ledger file (an image, a backup, a file handed to
+            # several analysts) share its path and creation time: a nonce of
+            # this opening keeps their seeded fits' noise apart.
+            self._opening = secrets.token_hex(16)
             self._storage = _SQLiteStorage(
                 path,
                 self._epsilon,
@@ -514,12 +519,12 @@ class PrivacyBudget:
 
     @property
     def _identity(self) -> str:
-        # What tells this ledger from every other one (seeded charged fits
-        # key their noise on it, sklearn_dp._random.charged_entropy): a random
-        # uuid in memory; the file and its creation time for SQLite (a copy
-        # of the file is the same ledger).
+        # What tells this opening of a ledger from every other one (seeded
+        # charged fits key their noise on it, sklearn_dp._random.charged_entropy):
+        # a random uuid in memory; for SQLite, the file, its creation time and
+        # a random nonce of this opening (copies of the file share the first two).
         if isinstance(self._storage, _SQLiteStorage):
-            return f"sqlite:{self._storage.path}:{self._storage.created!r}"
+            return f"sqlite:{self._storage.path}:{self._storage.created!r}:{self._opening}"
         return f"memory:{self._uuid}"
 
     @property

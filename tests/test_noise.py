@@ -436,3 +436,19 @@ def test_nested_traces_both_record_and_close():
         _noise.gaussian(np.ones(3), sensitivity=1.0, noise_std=1.0, rng=rng)
     assert len(inner.releases) == 1 and len(outer.releases) == 2
     assert _noise.active_tracers() == []
+
+
+@pytest.mark.parametrize(
+    "release",
+    [
+        lambda rng: _noise.gaussian(np.zeros(100), sensitivity=1.0, noise_std=2e8, rng=rng),
+        lambda rng: _noise.gaussian(0.0, sensitivity=1.0, noise_std=1e12, rng=rng),
+        lambda rng: _noise.laplace(0.0, sensitivity=1.0, scale=1e19, rng=rng),
+        lambda rng: _noise.gaussian(np.zeros(4), sensitivity=1e-316, noise_std=1e-316, rng=rng),
+    ],
+)
+def test_scales_beyond_the_exact_samplers_range_are_refused_not_wrapped(release):
+    # int64 samplers would wrap (tails folded back) or loop forever there;
+    # the refusal depends on the public scale, sensitivity and size only.
+    with pytest.raises(ValueError, match="exact samplers"):
+        release(np.random.default_rng(0))

@@ -250,6 +250,32 @@ def test_seeded_fits_charged_to_one_budget_draw_independent_noise(name):
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
+def test_seeded_fits_on_copies_of_one_ledger_file_draw_independent_noise(tmp_path):
+    # A ledger file copied (an image, a backup) and opened in two places has the
+    # same path, creation time and next entry number in both.
+    path = tmp_path / "ledger.sqlite"
+    PrivacyBudget(50.0, 1e-3, composition="basic", storage=path)
+    pristine = path.read_bytes()
+    released = []
+    for _ in range(2):
+        path.write_bytes(pristine)
+        budget = PrivacyBudget(50.0, 1e-3, composition="basic", storage=path)
+        released.append(_charged_fit("DPSCORegressor", budget))
+        del budget
+    assert not np.array_equal(released[0], released[1])
+
+
+def test_secret_stream_cannot_be_built_around_a_users_generator():
+    X, y = _data()
+    with pytest.raises(ValueError, match="internal"):
+        _random.SecretStream(np.random.default_rng(42))
+    forged = object.__new__(_random.SecretStream)
+    forged.generator = np.random.default_rng(42)
+    with pytest.raises(ValueError, match="internal"):
+        DPSCORegressor(epsilon=1.0, random_state=forged).fit(X, y)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("name", list(_charged_objects()))
 def test_seeded_fits_charged_to_two_budgets_draw_independent_noise(name, tmp_path):
     # Both first entries of their budgets: the entry number alone does not key the noise.

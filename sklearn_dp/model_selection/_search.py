@@ -744,7 +744,7 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
                 epsilon=float(epsilon_refit),
                 delta=float(delta_refit),
                 budget=None,
-                random_state=_random.SecretStream(refit_rng),
+                random_state=_random.SecretStream(refit_rng, _random._SEARCH_TOKEN),
             )
             refit_start = time.perf_counter()
             # An ordinary private fit: its own private phase withholds what
@@ -911,7 +911,7 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
                 epsilon=float(plan.fit_epsilon),
                 delta=float(plan.delta),
                 budget=None,
-                random_state=_random.SecretStream(rng),
+                random_state=_random.SecretStream(rng, _random._SEARCH_TOKEN),
                 verbose=0,
             )
         )
