@@ -1032,6 +1032,8 @@ def _bare_budget(epsilon, delta, composition, timeout, budget_id, storage):
     budget._cache_lock = threading.Lock()
     budget._uuid = budget_id
     budget._storage = storage
+    if isinstance(storage, _SQLiteStorage):
+        budget._opening = secrets.token_hex(16)
     return budget
 
 

@@ -2,6 +2,8 @@
 reproducible integer seeds for demos, nothing replayable from a published
 object, and independent noise for every charged fit (docs/randomness.md)."""
 
+import pickle
+
 import numpy as np
 import pytest
 from joblib import Parallel, delayed
@@ -262,6 +264,16 @@ def test_seeded_fits_on_copies_of_one_ledger_file_draw_independent_noise(tmp_pat
         budget = PrivacyBudget(50.0, 1e-3, composition="basic", storage=path)
         released.append(_charged_fit("DPSCORegressor", budget))
         del budget
+    assert not np.array_equal(released[0], released[1])
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_seeded_fits_charge_a_reopened_ledger_file(tmp_path):
+    # Worker processes (GridSearchCV(n_jobs=2)) reopen a file budget by pickle.
+    budget = PrivacyBudget(50.0, 1e-3, composition="basic", storage=tmp_path / "b.sqlite")
+    reopened = pickle.loads(pickle.dumps(budget))
+    released = [_charged_fit("DPSCORegressor", ledger) for ledger in (budget, reopened)]
+    assert len(budget.ledger) == 2
     assert not np.array_equal(released[0], released[1])
 
 
