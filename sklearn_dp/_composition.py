@@ -63,14 +63,21 @@ def _unknown_params(params, known):
     return f"parameters {unknown} are not on the allow-list" if unknown else None
 
 
-def _one_hot_encoder(params):
-    if isinstance(params["categories"], str):
+def _categories_problem(categories):
+    if isinstance(categories, str):
         return (
             'categories="auto" lists the values present in the private rows; pass the '
             "public categories (categories=[[...], ...])"
         )
-    if any(isinstance(c, bytes) for cats in params["categories"] for c in cats):
+    if any(isinstance(c, bytes) for cats in categories for c in cats):
         return "bytes categories make a type mismatch error name a private value's type"
+    return None
+
+
+def _one_hot_encoder(params):
+    problem = _categories_problem(params["categories"])
+    if problem is not None:
+        return problem
     if params["handle_unknown"] not in ("ignore", "infrequent_if_exist"):
         return (
             f"handle_unknown={params['handle_unknown']!r} raises or warns on a value outside "
@@ -84,13 +91,9 @@ def _one_hot_encoder(params):
 
 
 def _ordinal_encoder(params):
-    if isinstance(params["categories"], str):
-        return (
-            'categories="auto" lists the values present in the private rows; pass the '
-            "public categories (categories=[[...], ...])"
-        )
-    if any(isinstance(c, bytes) for cats in params["categories"] for c in cats):
-        return "bytes categories make a type mismatch error name a private value's type"
+    problem = _categories_problem(params["categories"])
+    if problem is not None:
+        return problem
     if params["handle_unknown"] != "use_encoded_value":
         return (
             f"handle_unknown={params['handle_unknown']!r} raises on a value outside the "

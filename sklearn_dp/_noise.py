@@ -697,15 +697,17 @@ def sample_floored_laplace(rng, t, size):
     if size <= _SCALAR_SIZE:
         return _scalars(_one_floored_laplace, bits, int(t), size)
     if size > _CHUNK:
-        return np.concatenate(
-            [
-                sample_floored_laplace(bits, t, min(_CHUNK, size - start))
-                for start in range(0, size, _CHUNK)
-            ]
-        )
+        return _in_chunks(sample_floored_laplace, bits, t, size)
     magnitude = sample_geometric(bits, t, size)
     negative = bits.uniform(2, size) == 1
     return np.where(negative, -magnitude - 1, magnitude)
+
+
+def _in_chunks(sampler, bits, parameter, size):
+    # Chunks bound the temporaries of the vectorised rejection loops.
+    return np.concatenate(
+        [sampler(bits, parameter, min(_CHUNK, size - start)) for start in range(0, size, _CHUNK)]
+    )
 
 
 def sample_discrete_gaussian(rng, s, size):
@@ -724,12 +726,7 @@ def sample_discrete_gaussian(rng, s, size):
     if size <= _SCALAR_SIZE:
         return _scalars(_one_discrete_gaussian, bits, int(s), size)
     if size > _CHUNK:
-        return np.concatenate(
-            [
-                sample_discrete_gaussian(bits, s, min(_CHUNK, size - start))
-                for start in range(0, size, _CHUNK)
-            ]
-        )
+        return _in_chunks(sample_discrete_gaussian, bits, s, size)
     s = int(s)
     denominator = 2 * s * s
 
