@@ -832,8 +832,8 @@ def _grid(scale, sensitivity, rounding_size, inflation_size):
 #: samplers square scales in int64 (the discrete Gaussian's ``2 s^2`` must stay
 #: below ``2**62``) and scale geometric draws by them.
 MAX_SAMPLER_STEPS = 2**30
-# Noise scales whose grid and rounded values stay among normal float64 numbers.
-_SCALE_RANGE = (2.0**-900, 2.0**900)
+# Below it, scale / MAX_GRID_SCALE underflows and the grid would be meaningless.
+_SCALE_RANGE = (2.0**-1040, math.inf)
 
 
 def gaussian_grid(noise_std, sensitivity, size):

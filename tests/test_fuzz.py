@@ -904,7 +904,9 @@ def test_supported_pairs_fit_and_spend_once(estimator, solver, budget_kind, ledg
         ledger_dir=ledger_dir,
         check_event=True,
     )
-    assert outcome.fitted, outcome
+    # A noisy row count below a solver's minimum (vr_frank_wolfe needs 3 rows
+    # on this small data set) is a public refusal after the charge.
+    assert outcome.fitted or "public row count" in str(outcome.error), outcome
 
 
 @pytest.mark.slow

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from scipy import stats
 from scipy.special import expit, softmax
 
+from sklearn_dp import _noise
 from sklearn_dp._data import bound_data, clip_labels, clip_rows_l2, row_l2_norms
 from sklearn_dp._kernels import clipped_gradient_sum
 from sklearn_dp._losses import (
@@ -356,8 +357,10 @@ def test_dp_gd_first_step_reproduced_exactly(sparse, epsilon, clip_norm):
     step = 1.0 / (0.25 * data.row_norm_bound**2 + alpha)
     W0 = np.zeros((data.n_columns, 1))
     grad_sum = reference_clipped_sum(data.X, data.y, W0, "binary", C)
-    noise = np.random.default_rng(seed).normal(0.0, sigma * C, size=W0.shape)
-    expected = W0 - step * ((grad_sum + noise) / data.n_samples)
+    noisy = _noise.gaussian(
+        grad_sum, sensitivity=C, noise_std=sigma * C, rng=np.random.default_rng(seed)
+    )
+    expected = W0 - step * (noisy / data.n_samples)
     np.testing.assert_allclose(result.coef, expected, rtol=1e-12, atol=1e-14)
 
     assert result.plan.noise_multiplier == sigma
@@ -402,7 +405,7 @@ def test_dp_gd_several_steps_reproduced_exactly(multinomial):
     W = np.zeros((data.n_columns, k))
     for _ in range(T):
         g = reference_clipped_sum(data.X, data.y, W, name, C)
-        g = (g + noise_rng.normal(0.0, sigma * C, size=W.shape)) / n
+        g = _noise.gaussian(g, sensitivity=C, noise_std=sigma * C, rng=noise_rng) / n
         g[:-1] += alpha * W[:-1]  # intercept (last row) not penalised
         W = W - step * g
     np.testing.assert_allclose(result.coef, W, rtol=1e-10, atol=1e-13)
@@ -553,7 +556,7 @@ def test_dp_sgd_steps_reproduced_exactly(sparse, name):
         size = g_rng.binomial(n, q)
         batch = np.sort(g_rng.choice(n, size=size, replace=False))
         g = reference_clipped_sum(Xd[batch], data.y[batch], W, name, C)
-        g = (g + g_rng.normal(0.0, sigma * C, size=W.shape)) / (q * n)
+        g = _noise.gaussian(g, sensitivity=C, noise_std=sigma * C, rng=g_rng) / (q * n)
         g[:-1] += alpha * W[:-1]
         W = W - step * g
         if t >= T // 2:
@@ -588,10 +591,8 @@ def test_dp_sgd_first_step_reproduced_exactly():
     batch = np.sort(g_rng.choice(40, size=g_rng.binomial(40, q), replace=False))
     W0 = np.zeros((data.n_columns, 1))
     grad_sum = reference_clipped_sum(data.X[batch], data.y[batch], W0, "binary", C)
-    noise = g_rng.normal(0.0, sigma * C, size=W0.shape)
-    np.testing.assert_allclose(
-        result.coef, -step * (grad_sum + noise) / batch_size, rtol=1e-12, atol=1e-14
-    )
+    noisy = _noise.gaussian(grad_sum, sensitivity=C, noise_std=sigma * C, rng=g_rng)
+    np.testing.assert_allclose(result.coef, -step * noisy / batch_size, rtol=1e-12, atol=1e-14)
     assert result.plan.noise_multiplier == sigma
     assert result.plan.details["noise_std"] == pytest.approx(sigma * C, rel=1e-15)
     assert result.dp_event == dpe.PoissonSampledDpEvent(q, dpe.GaussianDpEvent(sigma))
