@@ -33,8 +33,8 @@ histogram releases are therefore computed in integers:
   ``Delta`` and ``m`` entries is rounded to the grid ``g = 2**k``, the
   largest power of two with ``g <= sigma / 2**10`` and ``r(m) g <= 2**-12
   Delta`` (``r(m) = sqrt(m)`` for L2, ``m`` for L1, 1 for a utility), unless
-  that puts more than ``2**26`` steps in ``sigma`` (then the coarser grid
-  wins).  ``k`` depends on public inputs only.  The release is ``g *
+  that puts more than ``2**26`` steps in ``sigma`` (``2**29`` for a Laplace
+  release; then the coarser grid wins).  ``k`` depends on public inputs only.  The release is ``g *
   (rint(value / g) + Z)``, ``Z`` integer noise: ``value / g`` and ``rint``
   are exact in float64, and the final product is either exact or the
   correct rounding of the exact integer ``rint(value / g) + Z``, a
@@ -51,7 +51,9 @@ histogram releases are therefore computed in integers:
   the recorded event (a ``noise_multiplier`` for the declared sensitivity)
   holds for the rounded value and the gateway and the events agree
   exactly.  The cost: at most ``2**-12 + 2**-10`` more noise (relative)
-  below the ``2**26`` cap.
+  below the cap; above it, ``r(m) (sigma / Delta) 2**-26`` (Gaussian) or
+  ``m (sigma / Delta) 2**-29`` (Laplace): 3% for a million Laplace entries
+  at noise 16 times the sensitivity.
 * **Gaussian.**  ``Z`` is the discrete Gaussian ``N_Z(0, s^2)`` per entry
   (Canonne, Kamath and Steinke 2020, "The Discrete Gaussian for
   Differential Privacy", NeurIPS; CKS below).  Its zCDP is exactly the
@@ -107,28 +109,28 @@ histogram releases are therefore computed in integers:
   included, is not bounded here.  The noise inside objective perturbation
   enters an optimisation, not a release; it is not treated.
 
-Samplers.  Every random draw on the paths above is an exact uniform
-integer (:class:`_Bits`: 62-bit words from ``rng.integers``, or, for the
-exponential mechanism and the label histogram, a fixed-size key from
-``rng.integers`` expanded with SHAKE-256 so that their data-dependent
-rejection loops do not move the generator); the samplers are vectorised
-over the released vector, with masks for the rejection loops
-(:func:`sample_discrete_gaussian`, :func:`sample_floored_laplace`), and
-releases of at most 32 entries are sampled one value at a time in Python
-integers (faster there: numpy's per-call cost dominates short vectors).
-int64 suffices: scales are at most about ``2**27`` steps below the
-``2**26`` cap and never more than ``MAX_SAMPLER_STEPS = 2**30`` (a release
-past it, which only an absurdly small epsilon asks for, is refused from its
-public scale instead of wrapping), squares are formed only below ``2**31``
-(beyond, in Python integers) and no uniform bound exceeds ``2**62``.  Why not OpenDP (0.16), which ships the
-same samplers with proofs: it cannot be seeded (its randomness comes from
-the operating system only, and the documented reproducible demo mode needs
-seeded noise), and its vector Gaussian on a ``2**k`` grid cost, measured
-back to back, 0.32 / 1.7 / 17 / 162 ms for 10 / 100 / 1,000 / 10,000
-entries where these samplers cost 0.16 / 0.52 / 1.1 / 10 ms (numpy's float
-normal: 0.003 / 0.003 / 0.015 / 0.12 ms).  The
-tests cross-check these samplers against the exact pmfs and, when OpenDP
-is installed, against its samples.
+Samplers. Every random draw on the paths above is an exact uniform integer
+(:class:`_Bits`: 62-bit words from ``rng.integers``, or, for the exponential
+mechanism and the label histogram, a fixed-size key from ``rng.integers``
+expanded with SHAKE-256 so that their data-dependent rejection loops do not
+move the generator); the samplers are vectorised over the released vector,
+with masks for the rejection loops (:func:`sample_discrete_gaussian`,
+:func:`sample_floored_laplace`), and releases of at most 32 entries are
+sampled one value at a time in Python integers (faster there: numpy's
+per-call cost dominates short vectors). int64 suffices: scales are at most
+about ``2**27`` steps below the Gaussian's ``2**26`` cap (the floored
+Laplace sampler forms no squares) and never more than ``MAX_SAMPLER_STEPS =
+2**30`` (a release past it, which only an absurdly small epsilon asks for,
+is refused from its public scale instead of wrapping), squares are formed
+only below ``2**31`` (beyond, in Python integers) and no uniform bound
+exceeds ``2**62``. Why not OpenDP (0.16), which ships the same samplers with
+proofs: it cannot be seeded (its randomness comes from the operating system
+only, and the documented reproducible demo mode needs seeded noise), and its
+vector Gaussian on a ``2**k`` grid cost, measured back to back, 0.32 / 1.7 /
+17 / 162 ms for 10 / 100 / 1,000 / 10,000 entries where these samplers cost
+0.16 / 0.52 / 1.1 / 10 ms (numpy's float normal: 0.003 / 0.003 / 0.015 /
+0.12 ms). The tests cross-check these samplers against the exact pmfs and,
+when OpenDP is installed, against its samples.
 """
 
 from __future__ import annotations
@@ -348,6 +350,11 @@ def _snapshot(value):
 #: product in the rejection step fits an int64.
 MIN_GRID_SCALE = 2**10
 MAX_GRID_SCALE = 2**26
+#: The Laplace releases' cap: their rounding costs ``m`` steps of L1
+#: sensitivity (``sqrt(m)`` for L2), so a release of a million entries at the
+#: Gaussian cap would carry up to a quarter more noise; the floored Laplace
+#: sampler has no squares and takes scales up to ``MAX_SAMPLER_STEPS``.
+MAX_LAPLACE_GRID_SCALE = 2**29
 #: Share of the declared sensitivity that the rounding to the grid may add
 #: (``sqrt(m) * g`` for an L2 release of ``m`` entries, ``m * g`` for L1).
 ROUNDING_SHARE = 2.0**-12
@@ -786,13 +793,13 @@ def _sqrt_upper(m):
 
 
 @memoize(maxsize=1024)
-def _grid(scale, sensitivity, rounding_size, inflation_size):
+def _grid(scale, sensitivity, rounding_size, inflation_size, max_grid_scale=MAX_GRID_SCALE):
     """The grid of a release of noise ``scale`` and declared ``sensitivity`` (public inputs only).
 
     The spacing ``g = 2**k`` is the largest power of two with ``g <= scale /
     MIN_GRID_SCALE`` and ``rounding_size * g <= ROUNDING_SHARE * sensitivity``
     (the rounding adds at most ``rounding_size * g`` to the sensitivity),
-    unless that would put more than ``MAX_GRID_SCALE`` steps in ``scale``,
+    unless that would put more than ``max_grid_scale`` steps in ``scale``,
     where the coarser grid wins (the rounding is still in the scale below).
     The scale in steps is the least integer with ``scale_steps >=
     (scale / sensitivity) * (sensitivity / g + inflation_size)``, computed in
@@ -810,7 +817,7 @@ def _grid(scale, sensitivity, rounding_size, inflation_size):
     bound = scale / MIN_GRID_SCALE
     if sensitivity > 0 and rounding_size > 0:
         bound = min(bound, ROUNDING_SHARE * sensitivity / rounding_size)
-    exponent = max(_floor_log2(bound), _ceil_log2(scale / MAX_GRID_SCALE))
+    exponent = max(_floor_log2(bound), _ceil_log2(scale / max_grid_scale))
     required = Fraction(scale) / Fraction(2) ** exponent
     if sensitivity > 0:
         required += Fraction(scale) / Fraction(sensitivity) * inflation_size
@@ -877,7 +884,9 @@ def laplace_grid(scale, sensitivity, size):
     -------
     Grid
     """
-    return _grid(float(scale), float(sensitivity), float(size), Fraction(int(size)))
+    return _grid(
+        float(scale), float(sensitivity), float(size), Fraction(int(size)), MAX_LAPLACE_GRID_SCALE
+    )
 
 
 def _rounded(array, grid):

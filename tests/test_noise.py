@@ -84,6 +84,14 @@ def test_rounding_costs_a_negligible_share_of_noise(noise_std, sensitivity, m):
     assert 0 <= inflation <= _noise.ROUNDING_SHARE + 2.0**-9
 
 
+def test_a_large_laplace_release_keeps_its_rounding_cost_small():
+    # A million entries at noise 16 times the sensitivity: the L1 rounding
+    # adds m steps, so the cap on the grid scale bounds the extra noise.
+    scale, sensitivity, m = 16.0, 1.0, 10**6
+    grid = _noise.laplace_grid(scale, sensitivity, m)
+    assert grid.scale * grid.spacing / scale <= 1.05
+
+
 def test_a_data_independent_value_needs_no_inflation():
     grid = _noise.gaussian_grid(3.0, 0.0, 100)
     assert grid.scale == math.ceil(
@@ -96,7 +104,7 @@ def test_laplace_grid_scale_covers_the_l1_rounding_exactly(scale, sensitivity, m
     grid = _noise.laplace_grid(scale, sensitivity, m)
     g = Fraction(2) ** grid.exponent
     assert m * float(g) <= _noise.ROUNDING_SHARE * sensitivity or (
-        Fraction(scale) / (g / 2) > _noise.MAX_GRID_SCALE
+        Fraction(scale) / (g / 2) > _noise.MAX_LAPLACE_GRID_SCALE
     )
     # L1 sensitivity in steps: Delta / g + m; epsilon = that / t <= Delta / scale.
     steps_sensitivity = Fraction(sensitivity) / g + m
