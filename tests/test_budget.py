@@ -680,6 +680,34 @@ def test_unpickled_after_original_is_gone_refuses():
         orphan.spend(0.1)
 
 
+def test_pickled_sqlite_budget_refuses_a_missing_ledger(tmp_path):
+    """Unpickled where its file is missing (another machine), it never creates an empty ledger."""
+
+    path = tmp_path / "budget.sqlite"
+    budget = PrivacyBudget(1.0, 1e-5, storage=path, composition="basic")
+    budget.spend(1.0, 1e-5)
+    blob = pickle.dumps(budget)
+    # Same file: the copy counts with the original.
+    assert pickle.loads(blob).remaining == (0.0, 0.0)
+    os.remove(path)
+    with pytest.raises(BudgetStorageError):
+        pickle.loads(blob)
+    assert not path.exists()
+
+
+def test_pickled_sqlite_budget_refuses_another_ledger_at_its_path(tmp_path):
+
+    path = tmp_path / "budget.sqlite"
+    budget = PrivacyBudget(1.0, 1e-5, storage=path, composition="basic")
+    budget.spend(1.0, 1e-5)
+    blob = pickle.dumps(budget)
+    os.remove(path)
+    time.sleep(0.01)
+    PrivacyBudget(1.0, 1e-5, storage=path)  # a new, empty ledger with the same limits
+    with pytest.raises(BudgetStorageError):
+        pickle.loads(blob)
+
+
 def _attempt_in_worker(b):
     out = {"pid": os.getpid(), "repr": repr(b), "spent": b.spent}
     for name, call in (("spend", lambda: b.spend(0.1)), ("check", lambda: b.check(0.1))):

@@ -24,6 +24,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _helpers import regression_data
 from dp_accounting import dp_event as dpe
 from dp_accounting.rdp import rdp_privacy_accountant as rdp
 from sklearn.model_selection import KFold
@@ -1052,3 +1053,25 @@ def test_docstring_examples_run():
     for module in (search_module, _split):
         failures, tried = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert tried > 0 and failures == 0, module.__name__
+
+
+# --------------------------------------------------------------------------
+# A candidate refused while planning spends nothing
+# --------------------------------------------------------------------------
+
+
+def test_frank_wolfe_penalty_ball_refusal_precedes_any_spend_in_a_search():
+    """DPGridSearchCV over alpha: a candidate on the implied ball is refused while planning."""
+    X, y = regression_data(500, 5, coef=np.linspace(0.5, -0.5, 5))
+    budget = PrivacyBudget(10.0, 1e-3, composition="basic")
+    search = DPGridSearchCV(
+        DPLasso(solver="frank_wolfe", max_iter=5, y_bound=1.0, feature_bound=1.0),
+        {"alpha": [0.1, 1.0]},
+        epsilon=1.0,
+        delta=1e-5,
+        budget=budget,
+        random_state=0,
+    )
+    with pytest.raises(ValueError, match="ball its penalty implies"):
+        search.fit(X, y)
+    assert budget.ledger == []
