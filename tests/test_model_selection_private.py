@@ -18,13 +18,14 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import math
 import warnings
 
 import numpy as np
 import pytest
-from _helpers import regression_data
+from _helpers import binary_data, regression_data
 from dp_accounting import dp_event as dpe
 from dp_accounting.rdp import rdp_privacy_accountant as rdp
 from sklearn.model_selection import KFold
@@ -54,11 +55,8 @@ N_ROWS = 400
 GRID = {"C": [0.1, 1.0, 10.0]}
 
 
-def _data(n=N_ROWS, d=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-0.5, 0.5, size=(n, d))
-    y = (X[:, 0] + 0.1 * rng.normal(size=n) > 0).astype(int)
-    return X, y
+#: Uniform features on [-0.5, 0.5], noisy binary labels.
+_data = functools.partial(binary_data, n=N_ROWS, half_width=0.5, noise=0.1)
 
 
 def _search(**params):

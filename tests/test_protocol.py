@@ -8,6 +8,7 @@ after a release, and sparse duplicates that escaped the entrywise clip.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import subprocess
@@ -37,10 +38,8 @@ from sklearn_dp.testing import trace_releases
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _data(n=200, d=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-0.5, 0.5, size=(n, d))
-    return X, (X[:, 0] > 0).astype(int)
+#: Uniform features on [-0.5, 0.5], labels the sign of the first one.
+_data = functools.partial(binary_data, half_width=0.5)
 
 
 def test_warning_turned_into_an_error_fails_the_fit_and_stays_charged():

@@ -2,6 +2,7 @@
 reproducible integer seeds for demos, nothing replayable from a published
 object, and independent noise for every charged fit (docs/randomness.md)."""
 
+import functools
 import pickle
 
 import numpy as np
@@ -20,10 +21,8 @@ def _key(generator):
     return generator.bit_generator.state["state"]["keysetup"].tobytes()
 
 
-def _data(n=200, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, size=(n, 3))
-    return X, (X[:, 0] + 0.3 * rng.normal(size=n) > 0).astype(int)
+#: Three uniform features on [-1, 1], noisy binary labels.
+_data = functools.partial(binary_data, noise=0.3)
 
 
 def _fit(random_state, **params):
