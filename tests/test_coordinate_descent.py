@@ -977,7 +977,7 @@ def test_auto_picks_dp_cd_for_l1_penalties(binary):
     ).fit(X, y.astype(float))
     assert regressor.solver_ == "dp_cd"
     # Least squares with an L1 / elastic-net penalty and smooth problems without one
-    # go to the second-order solvers (issue #14).
+    # go to the second-order solvers.
     squared = DPSCORegressor(
         penalty="elasticnet", l1_ratio=0.5, feature_bound=1.5, random_state=0
     ).fit(X, y.astype(float))

@@ -1,4 +1,4 @@
-"""Issue #18: public defaults of the l1 solvers, auto's steering, and honest refusals.
+"""Public defaults of the l1 solvers, auto's steering, and honest refusals.
 
 A configuration no default can make work is refused by a public check before
 the budget is touched (``budget.spent == (0, 0)``, no ledger entry), with a

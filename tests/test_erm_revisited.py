@@ -1294,7 +1294,7 @@ def test_regressor_refusals(classification):
 def test_auto_picks_these_solvers_only_where_nothing_else_fits(classification):
     X, y = classification
     fit = lambda **p: DPLogisticRegression(classes=[0, 1], random_state=0, **p).fit(X, y)
-    assert fit().solver_ == "dp_newton"  # issue #14: second order for L2 / none
+    assert fit().solver_ == "dp_newton"  # second order for L2 / none
     assert fit(penalty="l1").solver_ == "dp_svrg_pp"  # dp_cd needs feature_bound
     assert fit(penalty="l1", feature_bound=1.0).solver_ == "dp_cd"
     assert fit(penalty="elasticnet", l1_ratio=0.5).solver_ == "dp_svrg_pp"
@@ -1412,7 +1412,7 @@ def test_default_epoch_length_is_shared_by_nearby_counts():
 
 
 def test_dp_svrg_default_epochs_follow_rows_times_epsilon():
-    """Few rows or a small epsilon: fewer noisy epochs (issue #18, never below trivial)."""
+    """Few rows or a small epsilon: fewer noisy epochs (a default never below trivial)."""
     from sklearn_dp.solvers._svrg import DEFAULT_SVRG_EPOCHS, default_svrg_epochs
 
     assert default_svrg_epochs(455, 0.1) == 1

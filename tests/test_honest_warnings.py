@@ -1,4 +1,4 @@
-"""Issue #18, item 2: honest warnings and refusals from public values only.
+"""Honest warnings and refusals from public values only.
 
 A noisy first-order fit whose public noise proxy says the model is likely
 worse than the trivial predictor warns (through the estimator's private
@@ -139,7 +139,7 @@ def test_noiseless_fits_never_warn():
         ).fit(X, y)
 
 
-# ------------------------------------------------- public default rules (#18)
+# ------------------------------------------------------ public default rules
 
 
 def test_dp_sgd_regression_threshold():

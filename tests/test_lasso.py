@@ -240,9 +240,9 @@ def test_penalised_epsilon_inf_matches_sklearn_lasso(sparse_data):
 def test_penalised_form_uses_the_implied_ball(sparse_data):
     X, y = sparse_data
     # solver="auto" solves the penalised form with dp_ssp up to 64 features
-    # (issue #14) and with dp_cd (no ball needed) beyond; Frank-Wolfe works on
+    # and with dp_cd (no ball needed) beyond; Frank-Wolfe works on
     # the implied public ball with delta=0 (where no Gaussian solver fits; with
-    # delta > 0 it is refused there, issue #18).
+    # delta > 0 it is refused there).
     assert (
         DPLasso(epsilon=1.0, alpha=0.5, y_bound=2.0, feature_bound=1.0, random_state=0)
         .fit(X, y)

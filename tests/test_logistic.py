@@ -76,7 +76,7 @@ def test_multiclass_is_one_joint_mechanism(iris):
 
 def test_auto_solver_choice(binary_data):
     X, y = binary_data
-    # dp_newton for the L2 / no penalty without a ball (issue #14); dp_gd for a
+    # dp_newton for the L2 / no penalty without a ball; dp_gd for a
     # design too wide for its Gram matrix (a public property: n_features) or a ball.
     assert _fit(X, y).solver_ == "dp_newton"
     assert _fit(X, y, penalty=None).solver_ == "dp_newton"

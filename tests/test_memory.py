@@ -1,4 +1,4 @@
-"""Memory a fit allocates beyond X (issue #14: at most 0.3x the size of X for the defaults).
+"""Memory a fit allocates beyond X: at most 0.3x the size of X for the defaults.
 
 tracemalloc traces numpy's allocations; X is allocated before tracing starts,
 so the peak is what the fit allocates beyond X (and beyond the labels).  A

@@ -1,4 +1,4 @@
-"""Private hyper-parameter search (issue 16): accounting, protocol, splitter, API.
+"""Private hyper-parameter search: accounting, protocol, splitter, API.
 
 * The selection's accounting is recomputed exactly: the recorded event is
   rebuilt from its parts (the candidates' own fit events, the score and

@@ -1,8 +1,8 @@
 """The privacy protocol of a fit: reserve before touching, nothing escapes the private phase.
 
-Regression tests for what an adversarial review found (issue #13): failures
-that were free queries, warnings and floating-point traps that aborted fits
-after a release, and sparse duplicates that escaped the entrywise clip.
+Failures must not be free queries: warnings, floating-point traps and errors
+after a release keep the fit charged; sparse duplicates and overflowing
+cells are bounded as the cell they sum to.
 """
 
 from __future__ import annotations
@@ -43,9 +43,9 @@ _data = functools.partial(binary_data, half_width=0.5)
 
 
 def test_warning_turned_into_an_error_fails_the_fit_and_stays_charged():
-    # Was: with warnings.simplefilter("error") the weak-delta warning (its text
-    # holds 1/n_public) aborted every fit after the count was released, with
-    # nothing spent: 2000 failed fits pinned n to +-0.7 rows.
+    # With warnings.simplefilter("error") the weak-delta warning (its text holds
+    # 1/n_public) aborts the fit after the count is released; were nothing spent,
+    # 2000 failed fits would pin n to +-0.7 rows.
     X, y = _data()
     budget = PrivacyBudget(10.0, 0.9, composition="basic")
     model = DPLogisticRegression(delta=0.5, classes=[0, 1], budget=budget, max_iter=3)
@@ -246,8 +246,8 @@ def _duplicated(X):
 
 
 def test_sparse_duplicates_are_summed_before_clipping():
-    # Was: each duplicate was clipped separately and then summed, so 1000
-    # duplicates of 5.0 with feature_bound=1 gave X[0, 0] = 1000.
+    # Clipping each duplicate separately and then summing would let 1000
+    # duplicates of 5.0 with feature_bound=1 give X[0, 0] = 1000.
     X, y = _data(n=60)
     X[0, 0] = 5000.0
     dense_fit = DPLogisticRegression(

@@ -1,4 +1,4 @@
-"""Sensitivity as a property (issue #7, item 2), for every registered solver and the row count.
+"""Sensitivity as a property, for every registered solver and the row count.
 
 For each solver the quantity that receives noise (or, for a selection, the
 scores the exponential mechanism draws from; for objective and output
