@@ -696,7 +696,7 @@ def test_pickled_sqlite_budget_refuses_a_missing_ledger(tmp_path):
 
 
 def test_pickled_sqlite_budget_refuses_another_ledger_at_its_path(tmp_path):
-
+    """Unpickled where another ledger was created at its path, it refuses that ledger."""
     path = tmp_path / "budget.sqlite"
     budget = PrivacyBudget(1.0, 1e-5, storage=path, composition="basic")
     budget.spend(1.0, 1e-5)

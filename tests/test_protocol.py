@@ -460,7 +460,6 @@ def test_debug_switch_off_values_keep_the_protection(monkeypatch, value):
 
 
 def test_debug_mode_says_the_fit_is_not_private(monkeypatch):
-
     monkeypatch.setenv("SKLEARN_DP_DEBUG", "1")
     X, y = _data(100)
     with warnings.catch_warnings(record=True) as caught:
