@@ -1,7 +1,7 @@
 """Benchmark private bound estimation ("auto" bounds) and DP preprocessing.
 
-Measures the targets of issue 15 on raw data, and checks that the new
-defaults do not lose against the old fixed defaults on data that is already
+Measures the targets of the "auto" bounds on raw data, and checks that the
+new defaults do not lose against the old fixed defaults on data that is already
 scaled:
 
 1. **Raw breast cancer** (``load_breast_cancer()`` as loaded: values up to
@@ -78,7 +78,7 @@ from _datasets import load_dataset
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
-#: The old fixed defaults (before issue 15).
+#: The fixed defaults before the "auto" bounds.
 OLD_DEFAULTS = dict(data_norm=1.0, intercept_scaling=1.0)
 OLD_REGRESSION_DEFAULTS = dict(data_norm=1.0, y_bound=1.0, intercept_scaling=1.0)
 OLD_LASSO_DEFAULTS = dict(feature_bound=1.0, y_bound=1.0, intercept_scaling=1.0)

@@ -14,7 +14,7 @@ Per data set and seed (a stratified 80/20 split), on the same features:
 
 Test accuracy is the median (and interquartile range) over seeds.  Every
 search's recorded selection event is recomputed with dp_accounting's RDP
-accountant and checked against its claim.  Targets (issue 16): the search at
+accountant and checked against its claim.  Targets: the search at
 total epsilon 2 reaches at least the default estimator's accuracy at
 epsilon 1, and is within 2 points of non-private GridSearchCV.
 

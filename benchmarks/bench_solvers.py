@@ -1,4 +1,4 @@
-"""Every solver at its defaults, on five data sets, at every epsilon (issue #18).
+"""Every solver at its defaults, on five data sets, at every epsilon.
 
 One command, one run, one report::
 
@@ -27,7 +27,7 @@ Data sets (all public-scaled, ``benchmarks/_datasets.py``):
 
 Reported per cell: the median test accuracy (R^2 for regression) over the seeds (each seed
 draws a new split and new noise); per solver the median fit time at epsilon = 1 and its ratio
-to ``dp_gd``'s; the issue's targets: at epsilon = 5 at least trivial + 70% of the gap to
+to ``dp_gd``'s; the targets: at epsilon = 5 at least trivial + 70% of the gap to
 non-private, and at epsilon = inf within 1% (relative) of the non-private score of the same
 problem (the score is the proxy here; tests/test_default_convergence.py checks the objective
 gap).  Fits longer than ``--timeout`` seconds are stopped and the solver's remaining cells on

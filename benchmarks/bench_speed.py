@@ -1,4 +1,4 @@
-"""Speed, memory and accuracy of the default solvers against scikit-learn (issue #14).
+"""Speed, memory and accuracy of the default solvers against scikit-learn.
 
 One command, one run, one report::
 
@@ -27,7 +27,7 @@ Three parts, each against scikit-learn on the same data in the same run:
    documented ranges, `benchmarks/_datasets.py`) and on generated data (n = 1e5, d = 100);
    ridge regression on generated data (n = 1e5, d = 100); the Lasso on generated data
    (n = 30000, d = 30).  Medians over seeds (splits and noise).
-3. **The issue's targets**, MET or NOT MET with the measured numbers.
+3. **The targets**, MET or NOT MET with the measured numbers.
 
 The generated data sets are public by construction: their scales (`data_norm`,
 `feature_bound`, `y_bound`) are constants of the generator, never read off the data.
@@ -700,7 +700,7 @@ def main(argv=None):
         ["python benchmarks/bench_speed.py"] + (sys.argv[1:] if argv is None else list(argv))
     )
     parts = [
-        "# Speed, memory and accuracy of the defaults (issue #14)",
+        "# Speed, memory and accuracy of the defaults",
         "",
         f"Command: `PYTHONPATH=. {command}`",
         "",

@@ -235,10 +235,7 @@ _LEDGER_COLUMNS = (
     "rho",
     "pool_delta",
 )
-_LEDGER_COLUMNS_V1 = _LEDGER_COLUMNS[:8]
-_LEDGER_COLUMNS_V2 = _LEDGER_COLUMNS[:11]
 _META_COLUMNS = ("id", "schema_version", "epsilon", "delta", "created", "composition")
-_META_COLUMNS_V1 = _META_COLUMNS[:5]
 
 
 class _SQLiteStorage:
@@ -331,6 +328,14 @@ class _SQLiteStorage:
             f"ledger ({detail}). It was left untouched; use another path for storage=."
         )
 
+    def _version_error(self, version):
+        return BudgetStorageError(
+            f"The budget ledger {self.path!r} has schema version {version!r}; this "
+            f"version of sklearn_dp reads only schema version {_SCHEMA_VERSION} ledgers. "
+            "It was left untouched and nothing was charged. Its spends cannot be carried "
+            "over: start a new ledger file (point storage= at a new path) for a new budget."
+        )
+
     def _transaction(self, body, *, immediate, create=False):
         conn = self._connect(create=create)
         try:
@@ -406,12 +411,13 @@ class _SQLiteStorage:
                 raise self._schema_error(f"unexpected tables {sorted(tables)}")
             budget_columns = tuple(row[1] for row in conn.execute("PRAGMA table_info(budget)"))
             ledger_columns = tuple(row[1] for row in conn.execute("PRAGMA table_info(ledger)"))
-            if (budget_columns, ledger_columns) == (_META_COLUMNS_V1, _LEDGER_COLUMNS_V1):
-                self._migrate_v1(conn)
-                self._migrate_v2(conn)
-            elif (budget_columns, ledger_columns) == (_META_COLUMNS, _LEDGER_COLUMNS_V2):
-                self._migrate_v2(conn)
-            elif (budget_columns, ledger_columns) != (_META_COLUMNS, _LEDGER_COLUMNS):
+            # The version is read first so that a ledger of another schema
+            # version gets an error saying so, whatever its columns.
+            if "schema_version" in budget_columns:
+                stored = conn.execute("SELECT schema_version FROM budget WHERE id = 1").fetchone()
+                if stored is not None and stored[0] != _SCHEMA_VERSION:
+                    raise self._version_error(stored[0])
+            if (budget_columns, ledger_columns) != (_META_COLUMNS, _LEDGER_COLUMNS):
                 raise self._schema_error(
                     f"tables with columns {budget_columns} and {ledger_columns}"
                 )
@@ -421,7 +427,7 @@ class _SQLiteStorage:
             ).fetchone()
             if meta is None:
                 raise self._schema_error("its budget table is empty")
-            version, stored_eps, stored_delta, stored_composition, stored_created = meta
+            _, stored_eps, stored_delta, stored_composition, stored_created = meta
             if created is not None and stored_created != created:
                 raise BudgetStorageError(
                     f"The file {self.path!r} holds another budget ledger than the one this "
@@ -429,8 +435,6 @@ class _SQLiteStorage:
                     "spent: a copy of a budget must reach the same ledger in every process."
                 )
             self.created = stored_created
-            if version != _SCHEMA_VERSION:
-                raise self._schema_error(f"schema version {version!r}")
             # No rule asked for: the ledger keeps the one it was admitted under.
             asked = stored_composition if composition is None else composition
             self.composition = stored_composition
@@ -447,27 +451,6 @@ class _SQLiteStorage:
         # IMMEDIATE so that two processes creating the same new file do not
         # both create the schema.
         self._transaction(body, immediate=True, create=create)
-
-    def _migrate_v1(self, conn):
-        # Version 1 ledgers (sklearn_dp 0.1.0.dev0) recorded completed fits only,
-        # under the old admission rule; they become "basic" budgets.
-        version = conn.execute("SELECT schema_version FROM budget WHERE id = 1").fetchone()
-        if version is None or version[0] != 1:
-            raise self._schema_error(f"schema version {version!r}")
-        conn.execute("ALTER TABLE budget ADD COLUMN composition TEXT NOT NULL DEFAULT 'basic'")
-        conn.execute(f"ALTER TABLE ledger ADD COLUMN status TEXT NOT NULL DEFAULT '{COMPLETED}'")
-        conn.execute("ALTER TABLE ledger ADD COLUMN error TEXT")
-        conn.execute("ALTER TABLE ledger ADD COLUMN rho REAL")
-        conn.execute("UPDATE budget SET schema_version = 2 WHERE id = 1")
-
-    def _migrate_v2(self, conn):
-        # Version 2 zCDP ledgers admitted no approximate-DP part: their pool
-        # charges are 0 (NULL reads as 0).
-        version = conn.execute("SELECT schema_version FROM budget WHERE id = 1").fetchone()
-        if version is None or version[0] != 2:
-            raise self._schema_error(f"schema version {version!r}")
-        conn.execute("ALTER TABLE ledger ADD COLUMN pool_delta REAL")
-        conn.execute("UPDATE budget SET schema_version = ? WHERE id = 1", (_SCHEMA_VERSION,))
 
     # -- rows -----------------------------------------------------------------
 

@@ -96,8 +96,8 @@ def _coarse_grid(epsilon):
     proportional to epsilon keeps the relative slack the same at large
     epsilon, where the privacy-loss distributions are wide and a fixed grid
     is slow (5x at epsilon = 10), and at small epsilon, where a fixed grid of
-    1e-3 is as wide as the target itself (at epsilon = 1e-3 it calibrated 15x
-    the noise needed; fourth privacy review).
+    1e-3 is as wide as the target itself (at epsilon = 1e-3 it calibrates 15x
+    the noise needed).
     """
     return _relative_grid(_PLD_COARSE, epsilon)
 

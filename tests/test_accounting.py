@@ -6,6 +6,7 @@ at most the target) and tight (a little less noise fails the target).
 """
 
 import math
+import random
 import time
 
 import numpy as np
@@ -693,3 +694,68 @@ def test_default_fit_dp_event_is_recomputed_by_dp_accountings_accountants(name, 
     if not apart:
         # The whole dp_event_, as recorded, in dp_accounting's PLD accountant.
         assert _pld_accountant().compose(event).get_epsilon(delta) <= claimed * (1 + 1e-3)
+
+
+# --------------------------------------------------------------------------
+# Calibration against a misbehaving accountant, small epsilons, meaningless guesses
+# --------------------------------------------------------------------------
+
+
+def _synthetic_calibration(monkeypatch, epsilon_of_sigma):
+    monkeypatch.setattr(
+        accounting,
+        "_event_epsilon_fast",
+        lambda event, delta, grid: epsilon_of_sigma(event.noise_multiplier),
+    )
+
+
+@pytest.mark.parametrize("kind", ["monotone", "nan-holes", "non-monotone", "flat-step"])
+def test_calibrate_returns_only_certified_multipliers(monkeypatch, kind):
+    """Whatever the accountant answers (NaN, non-monotone, flat), only a certified multiplier is returned."""
+    rng = random.Random(kind)
+    for _ in range(40):
+        epsilon = 10 ** rng.uniform(-3, 2)
+        a, b = 10 ** rng.uniform(-2, 2), rng.uniform(0.5, 3)
+        holes = [rng.uniform(-4, 8) for _ in range(3)]
+
+        def f(sigma, epsilon=epsilon, a=a, b=b, holes=holes):
+            x = math.log(sigma)
+            value = a * epsilon * sigma**-b
+            if kind == "nan-holes" and any(abs(x - h) < 0.3 for h in holes):
+                return math.nan
+            if kind == "non-monotone":
+                value *= 1 + 0.5 * math.sin(7 * x)
+            if kind == "flat-step":
+                value = epsilon * (1.0005 if x < holes[0] else 0.999)
+            return value
+
+        _synthetic_calibration(monkeypatch, f)
+        guess = rng.choice([None, 10 ** rng.uniform(-3, 3)])
+        upper = rng.choice([None, 10 ** rng.uniform(-3, 3)])
+        try:
+            sigma = accounting._calibrate(dpe.GaussianDpEvent, epsilon, 1e-5, upper, guess=guess)
+        except ValueError:
+            continue
+        assert f(sigma) <= epsilon
+
+
+def test_small_epsilon_calibration_is_not_grossly_over_noised():
+    """The accountant's grid follows epsilon: a fixed 1e-3 grid at epsilon 1e-3 gives 15x the noise needed."""
+    epsilon, delta = 1e-3, 1e-5
+    sigma = accounting.subsampled_gaussian_noise_multiplier(epsilon, delta, 0.01, 100)
+    achieved = accounting.epsilon_of_event(
+        accounting.subsampled_gaussian_steps_event(sigma, 0.01, 100), delta
+    )
+    assert achieved <= epsilon
+    assert achieved >= 0.5 * epsilon
+
+
+@pytest.mark.parametrize("guess", [math.nan, math.inf, -1.0, 0.0])
+def test_calibrate_ignores_a_meaningless_guess(guess):
+    """A NaN, infinite or non-positive guess is ignored (a NaN would keep the bracketing loop spinning)."""
+
+    def make_event(sigma):
+        return accounting.subsampled_gaussian_steps_event(sigma, 0.1, 20)
+
+    sigma = accounting._calibrate(make_event, 1.0, 1e-5, upper=guess, guess=guess)
+    assert accounting.epsilon_of_event(make_event(sigma), 1e-5) <= 1.0

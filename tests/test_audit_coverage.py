@@ -25,8 +25,8 @@ import importlib
 import math
 import warnings
 
-import numpy as np
 import pytest
+from _helpers import binary_data, regression_data
 from solver_configs import CONFIGS
 
 from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor
@@ -173,11 +173,9 @@ def test_solver_plan_event_meets_the_claim(audit):
 
 
 def _data(estimator, n=300, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, size=(n, 3))
     if estimator is DPLogisticRegression:
-        return X, (X[:, 0] + 0.3 * rng.normal(size=n) > 0).astype(int)
-    return X, np.clip(0.5 * X[:, 0] + 0.1 * rng.normal(size=n), -1, 1)
+        return binary_data(n, 3, seed=seed, noise=0.3)
+    return regression_data(n, 3, seed=seed, coef=(0.5,), clip=1.0)
 
 
 #: Settings that make each solver cheap and acceptable to the estimators.

@@ -369,3 +369,27 @@ def test_zcdp_budget_reserves_the_bound_release():
     entry = budget.ledger[0]
     assert entry.status == "completed"
     assert entry.rho == pytest.approx(zcdp_rho(model.dp_event_), rel=1e-9)
+
+
+# --------------------------------------------------------------------------
+# Without an intercept no label centre is released
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: DPSCORegressor(fit_intercept=False, random_state=0),
+        lambda: DPLasso(fit_intercept=False, alpha=0.1, random_state=0),
+    ],
+)
+def test_no_intercept_means_no_released_label_centre(make):
+    """fit_intercept=False releases only the label half-width; intercept_ stays 0."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 3))
+    y = X @ np.array([1.0, 2.0, 3.0]) + 50.0
+    model = make().fit(X, y)
+    assert model.intercept_ == 0.0 and model.y_center_ == 0.0
+    np.testing.assert_array_equal(model.predict(X), X @ model.coef_)
+    labels = [e for e in model.dp_event_.events if "label range" in getattr(e, "mechanism", "")]
+    assert [e.mechanism.split(": ")[-1] for e in labels] == ["label range (half-width)"]

@@ -526,58 +526,48 @@ def test_sqlite_reservations_and_statuses_persist(tmp_path):
     assert PrivacyBudget(10.0, 1e-5, storage=path).composition == "zcdp"
 
 
-def test_sqlite_version_1_ledger_is_migrated(tmp_path):
-    path = tmp_path / "old.sqlite"
-    with sqlite3.connect(path) as raw:
-        raw.execute(
-            "CREATE TABLE budget (id INTEGER PRIMARY KEY CHECK (id = 1), "
-            "schema_version INTEGER NOT NULL, epsilon REAL NOT NULL, "
-            "delta REAL NOT NULL, created REAL NOT NULL)"
-        )
-        raw.execute(
-            "CREATE TABLE ledger (id INTEGER PRIMARY KEY AUTOINCREMENT, "
-            "estimator TEXT NOT NULL, solver TEXT, epsilon REAL NOT NULL, "
-            "delta REAL NOT NULL, event BLOB, event_repr TEXT, timestamp REAL NOT NULL)"
-        )
-        raw.execute("INSERT INTO budget VALUES (1, 1, 1.0, 1e-5, 0.0)")
-        raw.execute(
-            "INSERT INTO ledger (estimator, solver, epsilon, delta, event, event_repr, "
-            "timestamp) VALUES ('DPLasso', 'dp_cd', 0.5, 1e-6, NULL, NULL, 1.0)"
-        )
-    budget = PrivacyBudget(1.0, 1e-5, storage=path)
-    (entry,) = budget.ledger
-    assert (entry.estimator, entry.status, entry.epsilon) == ("DPLasso", "completed", 0.5)
-    budget.spend(0.5, 0.0)
-    assert budget.spent == pytest.approx((1.0, 1e-6))
+_LEDGER_V1 = (
+    "CREATE TABLE budget (id INTEGER PRIMARY KEY CHECK (id = 1), "
+    "schema_version INTEGER NOT NULL, epsilon REAL NOT NULL, "
+    "delta REAL NOT NULL, created REAL NOT NULL)",
+    "CREATE TABLE ledger (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+    "estimator TEXT NOT NULL, solver TEXT, epsilon REAL NOT NULL, "
+    "delta REAL NOT NULL, event BLOB, event_repr TEXT, timestamp REAL NOT NULL)",
+    "INSERT INTO budget VALUES (1, 1, 1.0, 1e-5, 0.0)",
+)
+_LEDGER_V2 = (
+    "CREATE TABLE budget (id INTEGER PRIMARY KEY CHECK (id = 1), "
+    "schema_version INTEGER NOT NULL, epsilon REAL NOT NULL, "
+    "delta REAL NOT NULL, created REAL NOT NULL, composition TEXT NOT NULL)",
+    "CREATE TABLE ledger (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+    "estimator TEXT NOT NULL, solver TEXT, epsilon REAL NOT NULL, "
+    "delta REAL NOT NULL, event BLOB, event_repr TEXT, "
+    "timestamp REAL NOT NULL, status TEXT NOT NULL, error TEXT, rho REAL)",
+    "INSERT INTO budget VALUES (1, 2, 1.0, 1e-5, 0.0, 'zcdp')",
+)
 
 
-def test_sqlite_version_2_ledger_is_migrated(tmp_path):
-    path = tmp_path / "v2.sqlite"
-    with sqlite3.connect(path) as raw:
-        raw.execute(
-            "CREATE TABLE budget (id INTEGER PRIMARY KEY CHECK (id = 1), "
-            "schema_version INTEGER NOT NULL, epsilon REAL NOT NULL, "
-            "delta REAL NOT NULL, created REAL NOT NULL, composition TEXT NOT NULL)"
-        )
-        raw.execute(
-            "CREATE TABLE ledger (id INTEGER PRIMARY KEY AUTOINCREMENT, "
-            "estimator TEXT NOT NULL, solver TEXT, epsilon REAL NOT NULL, "
-            "delta REAL NOT NULL, event BLOB, event_repr TEXT, "
-            "timestamp REAL NOT NULL, status TEXT NOT NULL, error TEXT, rho REAL)"
-        )
-        raw.execute("INSERT INTO budget VALUES (1, 2, 10.0, 1e-5, 0.0, 'zcdp')")
-        raw.execute(
-            "INSERT INTO ledger (estimator, solver, epsilon, delta, event, event_repr, "
-            "timestamp, status, error, rho) VALUES "
-            "('DPLasso', 'dp_cd', 1.0, 1e-6, NULL, NULL, 1.0, 'completed', NULL, 0.5)"
-        )
-    budget = PrivacyBudget(10.0, 1e-5, storage=path)
-    assert budget.composition == "zcdp"
-    (entry,) = budget.ledger
-    assert (entry.rho, entry.pool_delta) == (0.5, None)
-    assert budget.rho_spent == 0.5 and budget.delta_pool_spent == 0.0
-    budget.spend(0.1, 1e-6, event=ApproximateDpEvent(0.1, 1e-6, "label set"))
-    assert budget.delta_pool_spent == 1e-6
+@pytest.mark.parametrize("version", [1, 2, 4])
+def test_sqlite_ledger_of_another_schema_version_is_refused_untouched(tmp_path, version):
+    """A ledger file of another schema version is refused before anything is charged.
+
+    Its spends cannot be read under this version's admission rule, so the
+    error says to start a new ledger file, and the file is left as it was.
+    """
+    path = tmp_path / "other_version.sqlite"
+    if version == 4:
+        PrivacyBudget(1.0, 1e-5, storage=path, composition="basic").spend(0.5, 0.0)
+        with sqlite3.connect(path) as raw:
+            raw.execute("UPDATE budget SET schema_version = 4 WHERE id = 1")
+    else:
+        with sqlite3.connect(path) as raw:
+            for statement in _LEDGER_V1 if version == 1 else _LEDGER_V2:
+                raw.execute(statement)
+    before = path.read_bytes()
+    with pytest.raises(BudgetStorageError, match=f"schema version {version}") as raised:
+        PrivacyBudget(1.0, 1e-5, storage=path)
+    assert "start a new ledger file" in str(raised.value)
+    assert path.read_bytes() == before
 
 
 def test_pure_budget_accepts_only_pure_spends():
@@ -688,6 +678,34 @@ def test_unpickled_after_original_is_gone_refuses():
     assert orphan.spent == (0.3, 0.0)
     with pytest.raises(BudgetStorageError, match="storage="):
         orphan.spend(0.1)
+
+
+def test_pickled_sqlite_budget_refuses_a_missing_ledger(tmp_path):
+    """Unpickled where its file is missing (another machine), it never creates an empty ledger."""
+
+    path = tmp_path / "budget.sqlite"
+    budget = PrivacyBudget(1.0, 1e-5, storage=path, composition="basic")
+    budget.spend(1.0, 1e-5)
+    blob = pickle.dumps(budget)
+    # Same file: the copy counts with the original.
+    assert pickle.loads(blob).remaining == (0.0, 0.0)
+    os.remove(path)
+    with pytest.raises(BudgetStorageError):
+        pickle.loads(blob)
+    assert not path.exists()
+
+
+def test_pickled_sqlite_budget_refuses_another_ledger_at_its_path(tmp_path):
+    """Unpickled where another ledger was created at its path, it refuses that ledger."""
+    path = tmp_path / "budget.sqlite"
+    budget = PrivacyBudget(1.0, 1e-5, storage=path, composition="basic")
+    budget.spend(1.0, 1e-5)
+    blob = pickle.dumps(budget)
+    os.remove(path)
+    time.sleep(0.01)
+    PrivacyBudget(1.0, 1e-5, storage=path)  # a new, empty ledger with the same limits
+    with pytest.raises(BudgetStorageError):
+        pickle.loads(blob)
 
 
 def _attempt_in_worker(b):

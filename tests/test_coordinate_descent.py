@@ -14,6 +14,7 @@ import math
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _helpers import binary_data
 from dp_accounting import dp_event as dpe
 from dp_accounting import gaussian_mechanism
 from scipy.optimize import minimize
@@ -976,7 +977,7 @@ def test_auto_picks_dp_cd_for_l1_penalties(binary):
     ).fit(X, y.astype(float))
     assert regressor.solver_ == "dp_cd"
     # Least squares with an L1 / elastic-net penalty and smooth problems without one
-    # go to the second-order solvers (issue #14).
+    # go to the second-order solvers.
     squared = DPSCORegressor(
         penalty="elasticnet", l1_ratio=0.5, feature_bound=1.5, random_state=0
     ).fit(X, y.astype(float))
@@ -1258,3 +1259,29 @@ def test_noiseless_default_uses_the_actual_coordinate_curvature():
         private = dp_cd(data, loss, epsilon=1.0, **kwargs)
     np.testing.assert_allclose(private.plan.details["smoothness"], public)
     assert private.n_iter == private.plan.n_steps == DEFAULT_CD_EPOCHS * 5 == len(trace.releases)
+
+
+# --------------------------------------------------------------------------
+# A private fit runs every planned step
+# --------------------------------------------------------------------------
+
+
+def test_private_dp_cd_runs_its_planned_steps():
+    """The noiseless stop of dp_cd never runs in a private fit: n_iter_ is the planned count."""
+    X, y = binary_data(200, 3)
+    fits = []
+    for rows in (X, np.vstack([X, [[1.0, 1.0, 1.0]]])):
+        labels = y if rows.shape[0] == X.shape[0] else np.append(y, 1)
+        fits.append(
+            DPLogisticRegression(
+                epsilon=50.0,
+                delta=1e-5,
+                solver="dp_cd",
+                classes=[0, 1],
+                feature_bound=1.0,
+                random_state=0,
+            )
+            .fit(rows, labels)
+            .n_iter_
+        )
+    assert fits[0] == fits[1]

@@ -1,4 +1,4 @@
-"""epsilon=inf at default hyper-parameters reaches the optimum of the problem (issue #18).
+"""epsilon=inf at default hyper-parameters reaches the optimum of the problem.
 
 Every solver, fitted without noise with all its hyper-parameters at their
 defaults on real data (breast cancer, diabetes), must end within 1% relative

@@ -1,4 +1,4 @@
-"""Issue #18: public defaults of the l1 solvers, auto's steering, and honest refusals.
+"""Public defaults of the l1 solvers, auto's steering, and honest refusals.
 
 A configuration no default can make work is refused by a public check before
 the budget is touched (``budget.spent == (0, 0)``, no ledger entry), with a
@@ -7,20 +7,20 @@ message that names what to use instead.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 import pytest
+from _helpers import regression_data
 
 from sklearn_dp import DPLasso, PrivacyBudget
 from sklearn_dp.linear_model._lasso import default_l1_radius
 
-
-def _regression(n=300, d=9, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-0.5, 0.5, size=(n, d))
-    y = X[:, :3] @ np.array([1.0, -1.0, 0.5]) + 0.1 * rng.normal(size=n)
-    return X, np.clip(y, -2.0, 2.0)
+#: Nine uniform features on [-0.5, 0.5], three of which enter the label.
+_regression = functools.partial(
+    regression_data, n=300, d=9, half_width=0.5, coef=(1.0, -1.0, 0.5), clip=2.0
+)
 
 
 def test_default_l1_radius_is_sqrt_d_times_the_worst_case_radius():

@@ -4,8 +4,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from sklearn_dp import DPLogisticRegression
 from sklearn_dp._data import bound_data, clip_rows_l2, clip_rows_linf, row_l2_norms
 from sklearn_dp._design import BLOCK_ROWS, Design
+from sklearn_dp.testing import trace_releases
 
 
 def _reference(X, geometry, bound, fit_intercept, scaling=1.5):
@@ -330,3 +332,52 @@ def test_entries_far_beyond_their_bound_move_a_clipped_sum_by_at_most_its_sensit
         after = gradient_sum(np.insert(X, at, 9.9e5, axis=0), np.insert(y, at, -1.0))
         # The added row contributes exactly +clip to every coordinate.
         assert np.max(np.abs(after - before - clip)) < 1e-6 * clip
+
+
+# --------------------------------------------------------------------------
+# float32 rows near the float32 maximum
+# --------------------------------------------------------------------------
+
+
+def _float32_separable(n=400, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2)).astype(np.float32)
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    return X, y
+
+
+def test_float32_hostile_row_scores_stay_finite_and_within_the_sensitivity():
+    # Scores are computed in float64 after the row factor: X @ W in float32
+    # would overflow on such a row (inf - inf = NaN), its clipped gradient
+    # would be NaN and the fit on D + row would fail where the fit on D runs.
+    X, y = _float32_separable()
+    hostile = np.array([[3.0e38, -3.0e38]], dtype=np.float32)
+    data = bound_data(np.vstack([X, hostile]), np.append(y, 1), fit_intercept=True, data_norm=2.0)
+    W = np.array([3.0, 3.0, 0.5])
+    Z = data.design.matmul(W)
+    reference = data.design.toarray() @ W
+    assert np.all(np.isfinite(Z))
+    np.testing.assert_allclose(Z, reference, rtol=1e-5, atol=1e-5)
+
+    def fit(X, y):
+        with trace_releases(
+            substitute=lambda r: (
+                np.zeros_like(np.asarray(r.output, float))
+                if r.mechanism != "exponential"
+                else r.output
+            )
+        ) as trace:
+            DPLogisticRegression(epsilon=1.0, classes=[0, 1], data_norm=2.0, random_state=0).fit(
+                X, y
+            )
+        return trace.releases
+
+    base = fit(X, y)
+    neighbour = fit(np.vstack([X, hostile]), np.append(y, 1))
+    assert len(base) == len(neighbour)
+    for a, b in zip(base, neighbour):
+        if a.value is None or a.mechanism == "exponential":
+            continue
+        assert np.all(np.isfinite(b.value)), a.label
+        diff = np.asarray(b.value, float) - np.asarray(a.value, float)
+        assert np.linalg.norm(diff.ravel()) <= a.sensitivity * (1 + 1e-9), a.label

@@ -16,13 +16,14 @@ import math
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _helpers import regression_data
 from dp_accounting import dp_event as dpe
 from scipy.optimize import minimize, minimize_scalar
 from sklearn.datasets import make_classification, make_regression
 from sklearn.linear_model import Lasso, LogisticRegression, Ridge
 
 import sklearn_dp.solvers as solvers_module
-from sklearn_dp import DPLogisticRegression, DPSCORegressor, PrivacyBudget, _noise
+from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor, PrivacyBudget, _noise
 from sklearn_dp._data import BoundedData, bound_data
 from sklearn_dp._kernels import l2_clipped_derivatives
 from sklearn_dp._losses import get_loss
@@ -912,11 +913,12 @@ def test_audit_detects_under_noised_svrg(monkeypatch):
 
 
 def test_svrg_step_too_large_for_the_count_derived_batch_is_clamped():
-    """Regression: learning_rate=4.49, C=0.01 raised in 5% of fits at n=3000 and 62% at n=2960.
+    """A step too large for some DP row counts is clamped for every count, never refused.
 
     The largest step of the analysis depends on the batch, which comes from the
-    DP row count: the plan clamps the step for every count instead of raising
-    for some, and records both steps.
+    DP row count: raising for some counts (learning_rate=4.49, C=0.01 would in
+    5% of fits at n=3000 and 62% at n=2960) lets the failure rate reveal n.
+    The plan clamps the step instead, and records both steps.
     """
     L = 0.25 * 2.0  # unit rows plus the intercept column: row_norm_bound**2 = 2
     for n in np.linspace(2900.0, 3100.0, 21):
@@ -1293,7 +1295,7 @@ def test_regressor_refusals(classification):
 def test_auto_picks_these_solvers_only_where_nothing_else_fits(classification):
     X, y = classification
     fit = lambda **p: DPLogisticRegression(classes=[0, 1], random_state=0, **p).fit(X, y)
-    assert fit().solver_ == "dp_newton"  # issue #14: second order for L2 / none
+    assert fit().solver_ == "dp_newton"  # second order for L2 / none
     assert fit(penalty="l1").solver_ == "dp_svrg_pp"  # dp_cd needs feature_bound
     assert fit(penalty="l1", feature_bound=1.0).solver_ == "dp_cd"
     assert fit(penalty="elasticnet", l1_ratio=0.5).solver_ == "dp_svrg_pp"
@@ -1411,7 +1413,7 @@ def test_default_epoch_length_is_shared_by_nearby_counts():
 
 
 def test_dp_svrg_default_epochs_follow_rows_times_epsilon():
-    """Few rows or a small epsilon: fewer noisy epochs (issue #18, never below trivial)."""
+    """Few rows or a small epsilon: fewer noisy epochs (a default never below trivial)."""
     from sklearn_dp.solvers._svrg import DEFAULT_SVRG_EPOCHS, default_svrg_epochs
 
     assert default_svrg_epochs(455, 0.1) == 1
@@ -1488,3 +1490,64 @@ def test_svrg_private_default_schedule_runs_in_full(solver):
     lengths = result.plan.details["epoch_lengths"]
     assert result.n_iter == len(lengths)
     assert len(trace.releases) == len(lengths) + sum(lengths) == result.plan.n_steps
+
+
+# --------------------------------------------------------------------------
+# Default epochs: the plan the estimator makes is the plan the solver runs
+# --------------------------------------------------------------------------
+
+
+_SVRG_CASES = [
+    ("DPLasso", "dp_svrg_pp", dict(alpha=0.1)),
+    ("DPLasso", "dp_svrg_pp", dict(alpha=0.1, fit_intercept=False)),
+    ("DPSCORegressor", "dp_svrg", dict(alpha=0.5)),
+    ("DPSCORegressor", "dp_svrg", dict(alpha=0.5, loss="huber")),
+    ("DPSCORegressor", "dp_svrg", dict(alpha=0.5, penalty="elasticnet", l1_ratio=0.5)),
+    ("DPSCORegressor", "dp_svrg_pp", dict(penalty="l1")),
+    ("DPSCORegressor", "dp_svrg_pp", dict(penalty="l2", y_bound=100.0, data_norm=10.0)),
+]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("estimator, solver, params", _SVRG_CASES)
+@pytest.mark.parametrize("epsilon", [0.1, 5.0])
+def test_svrg_default_epochs_run_exactly_the_recorded_plan(estimator, solver, params, epsilon):
+    """The quiet default epochs: the plan the estimator makes is the plan the solver runs and records."""
+    spec = solvers_module.SOLVERS[solver]
+    original_plan, original_function = spec.plan, spec.function
+    estimator_plans, results = [], []
+
+    @functools.wraps(original_plan)
+    def plan(n_samples, *args, **kwargs):
+        made = original_plan(n_samples, *args, **kwargs)
+        if n_samples is not None and made is not None:
+            estimator_plans.append(made)
+        return made
+
+    def function(*args, **kwargs):
+        result = original_function(*args, **kwargs)
+        results.append(result)
+        return result
+
+    object.__setattr__(spec, "plan", plan)
+    object.__setattr__(spec, "function", function)
+    try:
+        X, y = regression_data(2000, 5, coef=np.linspace(0.5, -0.5, 5))
+        model = {"DPLasso": DPLasso, "DPSCORegressor": DPSCORegressor}[estimator](
+            epsilon=epsilon, delta=1e-5, solver=solver, random_state=0, **params
+        )
+        with trace_releases() as trace:
+            model.fit(X, y)
+    finally:
+        object.__setattr__(spec, "plan", original_plan)
+        object.__setattr__(spec, "function", original_function)
+    (result,) = results
+    lengths = result.plan.details["epoch_lengths"]
+    # The estimator's last in-phase plan (the share rule's) is the solver's.
+    assert estimator_plans[-1].details["epoch_lengths"] == lengths
+    assert estimator_plans[-1].event == result.plan.event
+    # Every epoch planned runs (no stop with noise), each release traced once.
+    assert model.n_iter_ == len(lengths)
+    svrg = [r for r in trace.releases if "svrg" in (r.label or "")]
+    assert len(svrg) == len(lengths) + sum(lengths)
+    assert model.dp_event_.events[-1] == result.plan.event

@@ -1,4 +1,4 @@
-"""Fuzzing bad input across every estimator and solver (issue #7, item 3).
+"""Fuzzing bad input across every estimator and solver.
 
 ``run_fit`` runs one fit and checks the property every input must satisfy:
 the fit ends in a usable model (finite coefficients, the claimed privacy, one
@@ -1083,7 +1083,7 @@ def test_pandas_input(estimator):
 
 
 # ---------------------------------------------------------------------------
-# Regression tests: one per failure the fuzzing found
+# Bad inputs whose messages from numpy or scikit-learn carry private values
 # ---------------------------------------------------------------------------
 
 
@@ -1095,8 +1095,8 @@ def _error(estimator, X, y, solver=None, **overrides):
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
-def test_regression_string_in_X_not_echoed(estimator):
-    # Was: numpy's "could not convert string to float: '<the private value>'".
+def test_string_in_X_not_echoed(estimator):
+    # numpy's own message quotes the cell: "could not convert string to float: '<value>'".
     X, y = base_data(estimator)
     X = X.astype(object)
     X[5, 2] = SECRET_LABEL
@@ -1105,7 +1105,7 @@ def test_regression_string_in_X_not_echoed(estimator):
 
 
 @pytest.mark.parametrize("estimator", ["DPSCORegressor", "DPLasso"])
-def test_regression_string_in_y_not_echoed(estimator):
+def test_string_in_y_not_echoed(estimator):
     X, y = base_data(estimator)
     y = y.astype(object)
     y[0] = SECRET_LABEL
@@ -1113,8 +1113,8 @@ def test_regression_string_in_y_not_echoed(estimator):
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
-def test_regression_1d_and_scalar_X_not_dumped(estimator):
-    # Was: scikit-learn's "Expected 2D array, got 1D array instead: array=[...]".
+def test_1d_and_scalar_X_not_dumped(estimator):
+    # scikit-learn's own message dumps it: "Expected 2D array, got 1D array instead: array=[...]".
     X, y = base_data(estimator)
     X[:, 0] = SECRET
     for bad, got in [(X[:, 0], "1-d array"), (np.float64(SECRET), "scalar")]:
@@ -1123,8 +1123,8 @@ def test_regression_1d_and_scalar_X_not_dumped(estimator):
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
-def test_regression_complex_X_not_dumped(estimator):
-    # Was: scikit-learn's "Complex data not supported" followed by the whole array.
+def test_complex_X_not_dumped(estimator):
+    # scikit-learn's own message, "Complex data not supported", prints the whole array.
     X, y = base_data(estimator)
     X = X.astype(complex)
     X[4, 0] = SECRET + 1j
@@ -1132,8 +1132,9 @@ def test_regression_complex_X_not_dumped(estimator):
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
-def test_regression_ragged_X(estimator):
-    # Was: "setting an array element with a sequence ... inhomogeneous shape".
+def test_ragged_X(estimator):
+    # numpy's own message, "setting an array element with a sequence ... inhomogeneous
+    # shape", shows the row's shape.
     X, y = base_data(estimator)
     rows = X.tolist()
     rows[7] = [SECRET]
@@ -1141,9 +1142,9 @@ def test_regression_ragged_X(estimator):
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
-def test_regression_row_counts_not_in_messages(estimator):
-    # Was: "inconsistent numbers of samples: [40, 39]": the row count is
-    # private under add/remove neighbouring.  (X without columns keeps
+def test_row_counts_not_in_messages(estimator):
+    # scikit-learn's own message, "inconsistent numbers of samples: [40, 39]", shows the
+    # row count, which is private under add/remove neighbouring.  (X without columns keeps
     # scikit-learn's message with its shape: its conformance checks match it.)
     X, y = base_data(estimator)
     for bad_X, bad_y in [(X, y[:-1]), (X[:-1], y)]:
@@ -1151,9 +1152,10 @@ def test_regression_row_counts_not_in_messages(estimator):
         assert str(N_ROWS) not in message and str(N_ROWS - 1) not in message
 
 
-def test_regression_unknown_label_not_echoed():
-    # Was: "y contains labels ['<private label>'] that are not in classes=[0, 1]",
-    # or for mixed label types "'<' not supported between instances of 'int' and 'str'".
+def test_unknown_label_not_echoed():
+    # scikit-learn's own messages quote the label: "y contains labels ['<private label>']
+    # that are not in classes=[0, 1]", or for mixed label types "'<' not supported between
+    # instances of 'int' and 'str'".
     X, y = base_data("DPLogisticRegression")
     y = y.astype(object)
     y[0] = SECRET_LABEL
@@ -1164,7 +1166,7 @@ def test_regression_unknown_label_not_echoed():
     assert "not in classes=[0, 1]" in str(_error("DPLogisticRegression", X, y))
 
 
-def test_regression_single_class_read_from_y_not_echoed():
+def test_single_class_read_from_y_not_echoed():
     # The label set is released privately: a single label (held by 40 rows,
     # below the release threshold) gives the release's error, without the label.
     X, _ = base_data("DPLogisticRegression")
@@ -1173,9 +1175,9 @@ def test_regression_single_class_read_from_y_not_echoed():
     assert "at least 2 classes" in str(error)
 
 
-def test_regression_huge_label_no_runtime_warning():
-    # Was: numpy's "invalid value encountered in cast" (a RuntimeWarning) from
-    # scikit-learn's label-type check.
+def test_huge_label_no_runtime_warning():
+    # scikit-learn's label-type check would raise numpy's "invalid value encountered in
+    # cast" (a RuntimeWarning): a warning that one row's label controls.
     X, y = base_data("DPLogisticRegression")
     y = y.astype(float)
     y[0] = 1e300
@@ -1197,7 +1199,7 @@ def test_regression_huge_label_no_runtime_warning():
         ("max_iter", 0),
     ],
 )
-def test_regression_solver_option_types_and_ranges(option, value):
+def test_solver_option_types_and_ranges(option, value):
     # Were: ZeroDivisionError, "math domain error", "unsupported operand type(s)",
     # "cannot convert float NaN to integer", OverflowError, FloatingPointError.
     X, y = base_data("DPLogisticRegression")
@@ -1224,7 +1226,7 @@ def test_regression_solver_option_types_and_ranges(option, value):
         ("DPLogisticRegression", "resque", dict(epsilon=1e-300)),
     ],
 )
-def test_regression_public_scales_in_range(estimator, solver, overrides):
+def test_public_scales_in_range(estimator, solver, overrides):
     # Were: OverflowError in row_norm_bound**2, ZeroDivisionError, a diverged
     # resque, RuntimeWarnings of the calibration, and minutes of numerical
     # composition at epsilon=1000.
@@ -1233,8 +1235,8 @@ def test_regression_public_scales_in_range(estimator, solver, overrides):
     assert "must be a float in the range" in str(error)
 
 
-def test_regression_feature_bound_shape():
-    # Was: "operands could not be broadcast together with remapped shapes".
+def test_feature_bound_shape():
+    # numpy's own message ("operands could not be broadcast together") names no parameter.
     X, y = base_data("DPLasso")
     for bound in ([1.0, 1.0], [1.0] * 4, [[1.0, 1.0, 1.0]]):
         error = _error("DPLasso", X, y, "frank_wolfe", feature_bound=bound)
@@ -1248,12 +1250,11 @@ def test_regression_feature_bound_shape():
     assert "feature_bound must be finite" in str(error)
 
 
-def test_regression_inexact_solve_is_a_value_error_without_private_values():
-    # Was: ArithmeticError "... (reached 0.167 after 1 Newton steps)": a gradient
-    # norm computed from the private data without noise.  Then a ConvergenceError
-    # raised after the solve, itself a data-dependent event.  Now the Newton
-    # budget is public and fixed: a budget too small to meet the certificate is
-    # refused before the reservation, from public inputs only.
+def test_inexact_solve_is_a_value_error_without_private_values():
+    # A solve that misses its certificate must not say by how much ("reached 0.167 after
+    # 1 Newton steps" is a gradient norm of the private data without noise), nor raise
+    # after the solve (a data-dependent event): the Newton budget is public and fixed, and
+    # one too small to meet the certificate is refused before the reservation.
     X, y = base_data("DPLogisticRegression")
     budget = PrivacyBudget(10.0, 1e-3)
     error = _error(
@@ -1269,8 +1270,8 @@ def test_regression_inexact_solve_is_a_value_error_without_private_values():
     assert budget.ledger == []
 
 
-def test_regression_weak_delta_warning_uses_the_dp_count():
-    # Was: "1/n_samples=0.025", the exact (private) row count.
+def test_weak_delta_warning_uses_the_dp_count():
+    # The warning quotes 1 / (the DP row count), never "1/n_samples=0.025" (private).
     X, y = base_data("DPLogisticRegression")
     with pytest.warns(UserWarning, match="DP row count") as record:
         make_estimator("DPLogisticRegression", "dp_gd", delta=0.5).fit(X, y)
@@ -1278,11 +1279,11 @@ def test_regression_weak_delta_warning_uses_the_dp_count():
 
 
 @pytest.mark.parametrize("sparse", [False, True])
-def test_regression_huge_rows_clipped_to_the_bound(sparse):
-    # Was: a row with entries near 1e200 got an infinite norm (its square
-    # overflows) and was clipped to zero instead of to data_norm.  (Scaling all
-    # rows by the largest entry instead would underflow the ordinary rows and
-    # leave them unclipped: the fix scales each row by its own largest entry.)
+def test_huge_rows_clipped_to_the_bound(sparse):
+    # The squared norm of a row with entries near 1e200 overflows: an infinite norm would
+    # clip the row to zero instead of to data_norm.  (Scaling all rows by the largest
+    # entry would underflow the ordinary rows and leave them unclipped: each row is
+    # scaled by its own largest entry.)
     X = np.array(
         [
             [3e200, 4e200],
@@ -1303,10 +1304,10 @@ def test_regression_huge_rows_clipped_to_the_bound(sparse):
 
 
 @pytest.mark.slow
-def test_regression_large_delta_calibration_stays_small():
-    # Was: delta=0.5 with dp_sgd (sampling rate 0.1, 3 steps: without noise the
-    # mechanism is already (0, 0.27)-DP) sent the calibration towards sigma=1e-8
-    # and dp_accounting tried to allocate 29 GiB.  The search stops at a floor.
+def test_large_delta_calibration_stays_small():
+    # delta=0.5 with dp_sgd (sampling rate 0.1, 3 steps: without noise the mechanism is
+    # already (0, 0.27)-DP) drives the calibration towards sigma=1e-8, where dp_accounting
+    # would allocate 29 GiB: the search stops at a floor.
     from sklearn_dp import accounting
 
     sigma = accounting.subsampled_gaussian_noise_multiplier(1.0, 0.5, 0.1, 3)

@@ -1,4 +1,4 @@
-"""Issue #18, item 2: honest warnings and refusals from public values only.
+"""Honest warnings and refusals from public values only.
 
 A noisy first-order fit whose public noise proxy says the model is likely
 worse than the trivial predictor warns (through the estimator's private
@@ -9,12 +9,14 @@ any spend.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from _helpers import regression_data
 
 from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor
 from sklearn_dp.solvers._frank_wolfe import check_frank_wolfe, check_penalty_ball
@@ -24,12 +26,10 @@ from sklearn_dp.solvers._honesty import (
     noise_excess_proxy,
 )
 
-
-def _regression(n=300, d=10, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1.0, 1.0, size=(n, d))
-    y = X[:, :3] @ np.array([30.0, -20.0, 10.0]) + 40.0 * rng.normal(size=n)
-    return X, np.clip(y, -160.0, 160.0)
+#: Ten uniform features on [-1, 1], large noisy labels on three of them.
+_regression = functools.partial(
+    regression_data, n=300, d=10, coef=(30.0, -20.0, 10.0), noise=40.0, clip=160.0
+)
 
 
 def _classification(n=5000, d=5, seed=0):
@@ -139,7 +139,7 @@ def test_noiseless_fits_never_warn():
         ).fit(X, y)
 
 
-# ------------------------------------------------- public default rules (#18)
+# ------------------------------------------------------ public default rules
 
 
 def test_dp_sgd_regression_threshold():

@@ -565,8 +565,8 @@ def test_mirror_descent_epsilon_inf_reaches_reference_precisely():
 
 def test_vr_frank_wolfe_epsilon_inf_uses_every_row_and_converges():
     # Without noise nothing is spent: every tree vertex uses every row (exact
-    # gradient estimates), over NONPRIVATE_VR_PHASES phases (issue #18; before,
-    # the one-pass split left a statistical error ~ sqrt(ln d / b) at epsilon=inf).
+    # gradient estimates), over NONPRIVATE_VR_PHASES phases (the one-pass split
+    # would leave a statistical error ~ sqrt(ln d / b) at epsilon=inf).
     data, loss = _sparse_problem(n=2000, d=10, seed=1)
     domain = make_domain(data, radius=0.6, intercept_bound=1.6, alpha=0.0, l1_ratio=0.0, solver="t")
     best = l1_objective(data, loss, reference_solve(data, loss, domain), domain)
@@ -860,7 +860,7 @@ def test_mirror_descent_steps_are_gateway_gaussians_on_poisson_samples(name):
 
 
 # --------------------------------------------------------------------------
-# Zero-copy data path (issue #14): the design operator, float32 and CSR
+# Zero-copy data path: the design operator, float32 and CSR
 # --------------------------------------------------------------------------
 
 
@@ -937,7 +937,7 @@ def test_l1_fits_allocate_little_beyond_X(solver, fmt, limit):
 
 
 def test_mirror_descent_epsilon_inf_takes_exact_full_batch_steps():
-    """Without noise (issue #18): every row at every step, 2000 steps; a user's
+    """Without noise: every row at every step, 2000 steps; a user's
     batch_size keeps the minibatch schedule."""
     from sklearn_dp.solvers._mirror_descent import DEFAULT_MAX_STEPS
 

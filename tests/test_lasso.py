@@ -1,6 +1,7 @@
 """DPLasso (constrained and penalised), and the l1 solvers on DPSCORegressor."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -239,9 +240,9 @@ def test_penalised_epsilon_inf_matches_sklearn_lasso(sparse_data):
 def test_penalised_form_uses_the_implied_ball(sparse_data):
     X, y = sparse_data
     # solver="auto" solves the penalised form with dp_ssp up to 64 features
-    # (issue #14) and with dp_cd (no ball needed) beyond; Frank-Wolfe works on
+    # and with dp_cd (no ball needed) beyond; Frank-Wolfe works on
     # the implied public ball with delta=0 (where no Gaussian solver fits; with
-    # delta > 0 it is refused there, issue #18).
+    # delta > 0 it is refused there).
     assert (
         DPLasso(epsilon=1.0, alpha=0.5, y_bound=2.0, feature_bound=1.0, random_state=0)
         .fit(X, y)
@@ -477,3 +478,60 @@ def test_too_few_rows_is_a_public_error_on_the_released_count(sparse_data):
         model.fit(X[:2], y[:2])
     assert "PrivateFitError" not in type(raised.value).__name__
     assert [entry.status for entry in budget.ledger] == ["failed"]
+
+
+# --------------------------------------------------------------------------
+# frank_wolfe's penalty-ball refusal in the fit's label units (y_bound="auto")
+# --------------------------------------------------------------------------
+
+
+def test_frank_wolfe_loose_ball_with_auto_y_bound_is_refused_or_warned():
+    """With y_bound='auto' the ball check runs in the released label units, not a placeholder's."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1.0, 1.0, size=(2000, 4))
+    y = 0.05 * (X @ np.array([1.0, -1.0, 0.5, 0.0])) + 0.01 * rng.normal(size=2000)
+    params = dict(
+        epsilon=1.0, delta=1e-5, solver="frank_wolfe", radius=1.0, alpha=0.3, feature_bound=1.0
+    )
+    # Given the label bound, the configuration is refused before any spend.
+    budget = PrivacyBudget(10.0, 1e-3)
+    with pytest.raises(ValueError, match="ball its penalty implies"):
+        DPLasso(y_bound=0.1, budget=budget, random_state=0, **params).fit(X, y)
+    assert budget.ledger == []
+    # With the label bound released, the same loose ball must not pass silently.
+    budget = PrivacyBudget(10.0, 1e-3)
+    model = DPLasso(y_bound="auto", budget=budget, random_state=0, **params)
+    refused = False
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            model.fit(X, y)
+        except ValueError:
+            refused = True
+    if refused:
+        return
+    assert model.y_bound_ < 0.2  # the released bound: the ball is loose in the fit's units
+    assert any("ball" in str(w.message) for w in caught), [str(w.message) for w in caught]
+
+
+def test_a_tight_ball_with_auto_y_bound_is_not_refused_on_the_placeholder_scale():
+    """Radius 10 with alpha 0.3 is tight in the released label units: it fits, with no ball warning."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1.0, 1.0, size=(2000, 4))
+    y = 5.0 * (X @ np.array([1.0, -1.0, 0.5, 0.0])) + rng.normal(size=2000)
+    model = DPLasso(
+        epsilon=1.0,
+        delta=1e-5,
+        solver="frank_wolfe",
+        radius=10.0,
+        alpha=0.3,
+        feature_bound=1.0,
+        y_bound="auto",
+        random_state=0,
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(X, y)
+    assert model.solver_ == "frank_wolfe"
+    assert 10.0 * 0.3 / model.y_bound_**2 < 0.5  # tight in the fit's units: no ball warning
+    assert not any("at least as loose" in str(w.message) for w in caught)

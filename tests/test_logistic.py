@@ -76,7 +76,7 @@ def test_multiclass_is_one_joint_mechanism(iris):
 
 def test_auto_solver_choice(binary_data):
     X, y = binary_data
-    # dp_newton for the L2 / no penalty without a ball (issue #14); dp_gd for a
+    # dp_newton for the L2 / no penalty without a ball; dp_gd for a
     # design too wide for its Gram matrix (a public property: n_features) or a ball.
     assert _fit(X, y).solver_ == "dp_newton"
     assert _fit(X, y, penalty=None).solver_ == "dp_newton"
@@ -371,3 +371,70 @@ def test_warning_free_with_public_classes(binary_data):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         _fit(X, y)
+
+
+# --------------------------------------------------------------------------
+# float32 hostile rows; the released class labels carry nothing of y's representation
+# --------------------------------------------------------------------------
+
+
+def _float32_separable(n=400, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2)).astype(np.float32)
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    return X, y
+
+
+def test_float32_hostile_row_gives_finite_coefficients():
+    X, y = _float32_separable(2000)
+    hostile = np.array([[3.0e38, -3.0e38]], dtype=np.float32)
+    for seed in range(2):
+        model = DPLogisticRegression(epsilon=1.0, classes=[0, 1], random_state=seed)
+        model.fit(np.vstack([X, hostile]), np.append(y, 1))
+        assert np.all(np.isfinite(model.coef_))
+
+
+def _labelled(labels, extra_label=None, first=False):
+    rng = np.random.default_rng(0)
+    n = len(labels)
+    X = rng.uniform(-1, 1, size=(n, 3)) / 2
+    y = np.asarray(labels)
+    if extra_label is not None:
+        row = np.zeros((1, 3))
+        X = np.vstack([row, X]) if first else np.vstack([X, row])
+        y = np.concatenate([[extra_label], labels]) if first else np.append(labels, extra_label)
+    return X, y
+
+
+def test_classes_do_not_show_the_width_of_an_unreleased_string_label():
+    """The dtype of classes_ (e.g. '<U12') must not show the length of one unreleased row's label."""
+    labels = np.where(np.arange(2000) % 2 == 0, "cat", "dog")
+    seen = []
+    for extra in (None, "hippopotamus"):
+        X, y = _labelled(labels, extra)
+        model = DPLogisticRegression(max_iter=2, random_state=0).fit(X, y)
+        seen.append(
+            (model.classes_.tolist(), model.classes_.dtype.str, model.predict(X[:3]).dtype.str)
+        )
+    assert seen[0] == seen[1]
+    assert seen[0][1] == "<U3"
+
+
+def test_classes_do_not_show_a_negative_zero_label():
+    """Of the equal keys 0.0 and -0.0, np.unique keeps the first: one -0.0 row must not show in classes_."""
+    labels = np.where(np.arange(2000) % 2 == 0, 0.0, 1.0)
+    X, y = _labelled(labels)
+    X_prime, y_prime = _labelled(labels, -0.0, first=True)
+    a = DPLogisticRegression(max_iter=2, random_state=0).fit(X, y).classes_
+    b = DPLogisticRegression(max_iter=2, random_state=0).fit(X_prime, y_prime).classes_
+    assert not np.any(np.signbit(a)) and not np.any(np.signbit(b))
+    assert repr(a) == repr(b)
+
+
+def test_object_labels_are_released_as_plain_strings():
+    labels = np.empty(2000, dtype=object)
+    labels[:] = ["a" if i % 2 else "b" for i in range(2000)]
+    labels[0] = np.str_("a")  # one row's label is a numpy string
+    X, y = _labelled(labels)
+    classes = DPLogisticRegression(max_iter=2, random_state=0).fit(X, y).classes_
+    assert [type(c) for c in classes] == [str, str]

@@ -1,4 +1,4 @@
-"""Memory a fit allocates beyond X (issue #14: at most 0.3x the size of X for the defaults).
+"""Memory a fit allocates beyond X: at most 0.3x the size of X for the defaults.
 
 tracemalloc traces numpy's allocations; X is allocated before tracing starts,
 so the peak is what the fit allocates beyond X (and beyond the labels).  A
@@ -114,3 +114,42 @@ def test_sparse_default_fits_allocate_little_beyond_X(problem, n, d, solver, lim
     ratio = _peak_ratio(estimator, X, y)
     assert estimator.solver_ == solver
     assert ratio <= limit, f"{solver} on csr: {ratio:.3f}x"
+
+
+# --------------------------------------------------------------------------
+# Entrywise bounding of sparse rows with huge entries
+# --------------------------------------------------------------------------
+
+
+def test_sparse_entrywise_bounding_does_not_densify_huge_rows():
+    """Rows with an entry beyond 1e6 x feature_bound are clipped in place, not densified.
+
+    A densified row costs 16 d bytes: with hashed features (d ~ 1e7), hundreds
+    of MB, a MemoryError (PrivateFitError) that one row would control.
+    """
+    from sklearn_dp._data import bound_data
+
+    d, n = 500_000, 50
+    rng = np.random.default_rng(0)
+
+    def peak(k_huge):
+        values = rng.uniform(-1, 1, n)
+        values[:k_huge] = 1e12
+        X = sp.csr_matrix((values, (np.arange(n), rng.integers(d, size=n))), shape=(n, d))
+        tracemalloc.start()
+        try:
+            data = bound_data(
+                X, np.zeros(n), fit_intercept=True, geometry="linf", feature_bound=1.0
+            )
+            return tracemalloc.get_traced_memory()[1], data, X
+        finally:
+            tracemalloc.stop()
+
+    base, _, _ = peak(0)
+    many, data, X = peak(20)
+    assert many - base < 8 * d  # less than one dense row for twenty patched rows
+    # The bounded values are the entrywise clip.
+    expected = X.copy()
+    np.clip(expected.data, -1.0, 1.0, out=expected.data)
+    bounded = data.design.materialize()[:, :-1]
+    assert sp.issparse(bounded) and abs(bounded - expected).max() == 0

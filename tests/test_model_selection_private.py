@@ -1,4 +1,4 @@
-"""Private hyper-parameter search (issue 16): accounting, protocol, splitter, API.
+"""Private hyper-parameter search: accounting, protocol, splitter, API.
 
 * The selection's accounting is recomputed exactly: the recorded event is
   rebuilt from its parts (the candidates' own fit events, the score and
@@ -18,12 +18,14 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import math
 import warnings
 
 import numpy as np
 import pytest
+from _helpers import binary_data, regression_data
 from dp_accounting import dp_event as dpe
 from dp_accounting.rdp import rdp_privacy_accountant as rdp
 from sklearn.model_selection import KFold
@@ -53,11 +55,8 @@ N_ROWS = 400
 GRID = {"C": [0.1, 1.0, 10.0]}
 
 
-def _data(n=N_ROWS, d=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-0.5, 0.5, size=(n, d))
-    y = (X[:, 0] + 0.1 * rng.normal(size=n) > 0).astype(int)
-    return X, y
+#: Uniform features on [-0.5, 0.5], noisy binary labels.
+_data = functools.partial(binary_data, n=N_ROWS, half_width=0.5, noise=0.1)
 
 
 def _search(**params):
@@ -1052,3 +1051,25 @@ def test_docstring_examples_run():
     for module in (search_module, _split):
         failures, tried = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert tried > 0 and failures == 0, module.__name__
+
+
+# --------------------------------------------------------------------------
+# A candidate refused while planning spends nothing
+# --------------------------------------------------------------------------
+
+
+def test_frank_wolfe_penalty_ball_refusal_precedes_any_spend_in_a_search():
+    """DPGridSearchCV over alpha: a candidate on the implied ball is refused while planning."""
+    X, y = regression_data(500, 5, coef=np.linspace(0.5, -0.5, 5))
+    budget = PrivacyBudget(10.0, 1e-3, composition="basic")
+    search = DPGridSearchCV(
+        DPLasso(solver="frank_wolfe", max_iter=5, y_bound=1.0, feature_bound=1.0),
+        {"alpha": [0.1, 1.0]},
+        epsilon=1.0,
+        delta=1e-5,
+        budget=budget,
+        random_state=0,
+    )
+    with pytest.raises(ValueError, match="ball its penalty implies"):
+        search.fit(X, y)
+    assert budget.ledger == []

@@ -1,12 +1,14 @@
 """The privacy protocol of a fit: reserve before touching, nothing escapes the private phase.
 
-Regression tests for what an adversarial review found (issue #13): failures
-that were free queries, warnings and floating-point traps that aborted fits
-after a release, and sparse duplicates that escaped the entrywise clip.
+Failures must not be free queries: warnings, floating-point traps and errors
+after a release keep the fit charged; sparse duplicates and overflowing
+cells are bounded as the cell they sum to.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import signal
 import subprocess
@@ -18,25 +20,32 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _helpers import binary_data, regression_data
+from solver_configs import CONFIGS
 
-from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor, PrivacyBudget
+from sklearn_dp import (
+    DPLasso,
+    DPLogisticRegression,
+    DPSCORegressor,
+    PrivacyBudget,
+    PrivacyLeakWarning,
+)
 from sklearn_dp.exceptions import ConvergenceError, PrivateFitError
 from sklearn_dp.linear_model._base import PrivatePhase
+from sklearn_dp.solvers import SOLVERS
 from sklearn_dp.testing import trace_releases
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _data(n=200, d=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-0.5, 0.5, size=(n, d))
-    return X, (X[:, 0] > 0).astype(int)
+#: Uniform features on [-0.5, 0.5], labels the sign of the first one.
+_data = functools.partial(binary_data, half_width=0.5)
 
 
 def test_warning_turned_into_an_error_fails_the_fit_and_stays_charged():
-    # Was: with warnings.simplefilter("error") the weak-delta warning (its text
-    # holds 1/n_public) aborted every fit after the count was released, with
-    # nothing spent: 2000 failed fits pinned n to +-0.7 rows.
+    # With warnings.simplefilter("error") the weak-delta warning (its text holds
+    # 1/n_public) aborts the fit after the count is released; were nothing spent,
+    # 2000 failed fits would pin n to +-0.7 rows.
     X, y = _data()
     budget = PrivacyBudget(10.0, 0.9, composition="basic")
     model = DPLogisticRegression(delta=0.5, classes=[0, 1], budget=budget, max_iter=3)
@@ -237,8 +246,8 @@ def _duplicated(X):
 
 
 def test_sparse_duplicates_are_summed_before_clipping():
-    # Was: each duplicate was clipped separately and then summed, so 1000
-    # duplicates of 5.0 with feature_bound=1 gave X[0, 0] = 1000.
+    # Clipping each duplicate separately and then summing would let 1000
+    # duplicates of 5.0 with feature_bound=1 give X[0, 0] = 1000.
     X, y = _data(n=60)
     X[0, 0] = 5000.0
     dense_fit = DPLogisticRegression(
@@ -280,6 +289,103 @@ def test_sparse_duplicates_move_a_release_by_at_most_its_sensitivity():
         ord_ = {"l1": 1, "linf": np.inf}.get(norm, None)
         moved = np.linalg.norm(np.ravel(np.asarray(a) - np.asarray(b)), ord=ord_)
         assert moved <= s * (1 + 1e-9)
+
+
+def _duplicates_overflow(dtype):
+    """CSR X whose last row stores two finite duplicates of one cell summing beyond the range."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.5, 0.5, size=(40, 3)).astype(dtype)
+    big = np.finfo(dtype).max
+    row = sp.csr_matrix(
+        (np.array([big, big], dtype=dtype), np.array([0, 0], dtype=np.int32), np.array([0, 2])),
+        shape=(1, 3),
+    )
+    X_prime = sp.vstack([sp.csr_matrix(X), row], format="csr")
+    # vstack may canonicalise: rebuild with the duplicates stored as given.
+    X_prime = sp.csr_matrix((X_prime.data, X_prime.indices, X_prime.indptr), shape=X_prime.shape)
+    assert not X_prime.has_canonical_format
+    assert np.all(np.isfinite(X_prime.data))
+    return X_prime
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(
+    "estimator, params, labels",
+    [
+        (DPLogisticRegression, dict(classes=[0, 1], max_iter=3, solver="dp_newton"), "binary"),
+        (DPSCORegressor, dict(max_iter=3, solver="dp_gd"), "regression"),
+        (DPLasso, dict(alpha=0.1), "regression"),
+    ],
+)
+def test_sparse_duplicates_summing_to_infinity_are_refused_before_the_spend(
+    estimator, params, labels, dtype
+):
+    # Finite duplicate entries of one cell whose sum overflows: scikit-learn's
+    # finiteness check runs on the stored entries, and summing the duplicates
+    # makes the cell inf; every release of the fit on D + row would be NaN (the
+    # fit on D finite), an infinite privacy loss for that row.
+    X = _duplicates_overflow(dtype)
+    y = np.arange(X.shape[0]) % 2 if labels == "binary" else np.linspace(-1, 1, X.shape[0])
+    budget = PrivacyBudget(10.0, 1e-3)
+    with trace_releases() as trace:
+        with pytest.raises(ValueError, match="infinity"):
+            estimator(epsilon=1.0, random_state=0, budget=budget, **params).fit(X, y)
+    assert budget.ledger == []
+    assert trace.releases == []
+
+
+def _stale_flag_pair(unsorted):
+    """D, and D plus a row storing one cell many times, flagged canonical by a stale cache.
+
+    scipy caches ``has_canonical_format``; a caller that rewrites ``indices``
+    in place (feature hashing, say) keeps the stale ``True``, and scikit-learn's
+    validation returns the same object.
+    """
+    rng = np.random.default_rng(0)
+    X = sp.csr_matrix(rng.uniform(-0.5, 0.5, size=(40, 3)))
+    if unsorted:
+        data, index = np.full(900, 5.0), np.tile(np.array([0, 1, 0], dtype=np.int32), 300)
+    else:
+        data, index = np.full(1000, 5.0), np.zeros(1000, dtype=np.int32)
+    X_prime = sp.csr_matrix(
+        (
+            np.concatenate([X.data, data]),
+            np.concatenate([X.indices, index]),
+            np.append(X.indptr, X.indptr[-1] + data.size),
+        ),
+        shape=(41, 3),
+    )
+    X_prime.has_canonical_format = True  # stale: the last row stores cells repeatedly
+    return X, X_prime
+
+
+@pytest.mark.parametrize("unsorted", [False, True])
+@pytest.mark.parametrize(
+    "estimator, params",
+    [
+        (DPLogisticRegression, dict(classes=[0, 1], solver="dp_gd", max_iter=3, data_norm=1.0)),
+        (DPSCORegressor, dict(solver="dp_ssp", data_norm=1.0, y_bound=1.0)),
+    ],
+)
+def test_stale_canonical_flag_does_not_skip_summing_duplicates(estimator, params, unsorted):
+    # scipy's cached has_canonical_format is not trusted: bounding each
+    # duplicate of a cell on its own reads the row's norm as sqrt(k) * 5
+    # instead of k * 5, and such a row would move dp_gd's gradient sum by 22x
+    # and dp_ssp's Gram matrix by 500x their declared sensitivities.
+    X, X_prime = _stale_flag_pair(unsorted)
+    y = np.arange(41) % 2 if estimator is DPLogisticRegression else np.linspace(-1, 1, 41)
+    traces = []
+    for features, labels in ((X, y[:40]), (X_prime, y)):
+        with trace_releases(substitute=lambda release: np.zeros(np.shape(release.output))) as t:
+            estimator(epsilon=1.0, random_state=0, **params).fit(features, labels)
+        traces.append(t.releases)
+    assert X_prime.has_canonical_format  # the caller's matrix is untouched
+    assert len(traces[0]) == len(traces[1])
+    for a, b in zip(*traces):
+        if a.value is None or a.label == "row count":
+            continue
+        moved = np.linalg.norm(np.ravel(np.asarray(b.value, float) - np.asarray(a.value, float)))
+        assert moved <= a.sensitivity * (1 + 1e-6), (a.label, moved, a.sensitivity)
 
 
 def test_concurrent_private_phases_keep_warnings_silenced():
@@ -336,3 +442,147 @@ def test_solver_share_chosen_from_released_values_uses_basic_composition():
     assert epsilon_of_event(adaptive.dp_event_.events[-1], 1e-6) <= floor + 1e-9
     fixed = DPLogisticRegression(solver="dp_gd", max_iter=5, **common).fit(X, y)
     assert epsilon_of_event(fixed.dp_event_.events[-1], 1e-6) > floor
+
+
+# --------------------------------------------------------------------------
+# The debug switch
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["0", "false", "no", "off", ""])
+def test_debug_switch_off_values_keep_the_protection(monkeypatch, value):
+    monkeypatch.setenv("SKLEARN_DP_DEBUG", value)
+    with pytest.raises(Exception) as raised:
+        with PrivatePhase("Test", None):
+            raise IndexError("row 17 of 1234")
+    assert type(raised.value).__name__ == "PrivateFitError"
+    assert "1234" not in str(raised.value)
+
+
+def test_debug_mode_says_the_fit_is_not_private(monkeypatch):
+    monkeypatch.setenv("SKLEARN_DP_DEBUG", "1")
+    X, y = _data(100)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        DPLogisticRegression(classes=[0, 1], max_iter=2, random_state=0).fit(X, y)
+    assert any(issubclass(w.category, PrivacyLeakWarning) for w in caught)
+
+
+# --------------------------------------------------------------------------
+# A private fit runs its planned steps whatever the data
+# --------------------------------------------------------------------------
+
+
+_ESTIMATORS = {
+    "DPLasso": DPLasso,
+    "DPLogisticRegression": DPLogisticRegression,
+    "DPSCORegressor": DPSCORegressor,
+}
+
+
+@pytest.mark.parametrize(
+    "estimator, solver, params",
+    [
+        ("DPSCORegressor", "dp_svrg", dict(alpha=0.5)),
+        ("DPSCORegressor", "dp_svrg_pp", dict(penalty="l2")),
+        ("DPLasso", "dp_cd", dict(alpha=0.1)),
+        ("DPSCORegressor", "dp_cd", dict(feature_bound=1.0)),
+    ],
+)
+def test_noiseless_stops_never_run_in_a_private_fit(estimator, solver, params):
+    """A private fit runs its planned steps whatever the data (here: data a noiseless run
+    solves at once, y = 0), so n_iter_ does not reveal convergence."""
+    X, labels = regression_data(1500, 5, coef=np.linspace(0.5, -0.5, 5))
+    iterations = []
+    for y in (np.zeros(X.shape[0]), labels):
+        model = _ESTIMATORS[estimator](
+            epsilon=1.0, delta=1e-5, solver=solver, random_state=0, y_bound=1.0, **params
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with trace_releases(substitute=lambda r: np.zeros(np.shape(r.output))) as trace:
+                model.fit(X, y)
+        iterations.append((model.n_iter_, len(trace.releases)))
+    assert iterations[0] == iterations[1]
+
+
+# --------------------------------------------------------------------------
+# The solver's share of the budget never depends on a released value.
+#
+# Estimators give a solver either the basic-composition floor or a larger
+# share that the accountant certifies for the composition of the count, the
+# bound releases and the solver.  The larger share is valid only when the
+# solver's privacy profile is fixed before the data; a choice between the two
+# made from a released value (the DP row count, released bounds) would be a
+# mixture of two mechanisms, which is only (epsilon, 2 delta)-DP.  So, for
+# every (estimator, solver) pair, the epsilon handed to the solver must be the
+# same whatever the data's row count and scale.
+# --------------------------------------------------------------------------
+
+ROW_COUNTS = (60, 600, 6000)
+
+
+@contextlib.contextmanager
+def solver_epsilons(solver):
+    """The epsilon each call of ``solver``'s function receives, in a list."""
+    spec = SOLVERS[solver]
+    original = spec.function
+    seen = []
+
+    def recording(*args, **kwargs):
+        seen.append(kwargs["epsilon"])
+        return original(*args, **kwargs)
+
+    object.__setattr__(spec, "function", recording)
+    try:
+        yield seen
+    finally:
+        object.__setattr__(spec, "function", original)
+
+
+def _share_data(estimator, n):
+    if estimator == "DPLogisticRegression":
+        return binary_data(n, 3, seed=n, noise=0.3)
+    return regression_data(n, 3, seed=n)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize(
+    "estimator, solver, params",
+    [pytest.param(e, s, p, id=f"{e}-{s}") for (e, s), p in CONFIGS.items()],
+)
+def test_the_solver_share_does_not_depend_on_the_row_count(estimator, solver, params):
+    extra = {"classes": [0, 1]} if estimator == "DPLogisticRegression" else {}
+    with solver_epsilons(solver) as seen:
+        for n in ROW_COUNTS:
+            X, y = _share_data(estimator, n)
+            model = _ESTIMATORS[estimator](
+                epsilon=1.0, delta=1e-5, solver=solver, random_state=0, **extra, **params
+            )
+            model.fit(X, y)
+    assert len(seen) == len(ROW_COUNTS)
+    assert len(set(seen)) == 1, f"solver epsilon varies with the row count: {seen}"
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize(
+    "estimator, solver, params",
+    [
+        ("DPSCORegressor", "dp_gd", dict(max_iter=5)),
+        ("DPSCORegressor", "dp_newton", dict(max_iter=3)),
+        ("DPSCORegressor", "dp_accmd", dict(penalty=None, radius=2.0, max_iter=5)),
+        ("DPLasso", "frank_wolfe", dict(max_iter=5)),
+        ("DPLasso", "dp_cd", dict(alpha=0.1, max_iter=2)),
+        ("DPSCORegressor", "dp_ssp", dict()),
+    ],
+)
+def test_the_solver_share_does_not_depend_on_released_bounds(estimator, solver, params):
+    """The released bounds ("auto", on data of very different scales) do not change the share."""
+    with solver_epsilons(solver) as seen:
+        for scale_x, scale_y in [(0.01, 0.01), (1.0, 1.0), (100.0, 1.0), (1.0, 1000.0)]:
+            X, y = regression_data(1000, 3, coef=np.linspace(0.5, -0.5, 3))
+            X, y = scale_x * X, scale_y * y
+            _ESTIMATORS[estimator](
+                epsilon=1.0, delta=1e-5, solver=solver, random_state=0, **params
+            ).fit(X, y)
+    assert len(set(seen)) == 1, seen

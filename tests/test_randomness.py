@@ -2,13 +2,15 @@
 reproducible integer seeds for demos, nothing replayable from a published
 object, and independent noise for every charged fit (docs/randomness.md)."""
 
+import functools
 import pickle
 
 import numpy as np
 import pytest
+from _helpers import binary_data
 from joblib import Parallel, delayed
 from randomgen import ChaCha
-from sklearn.model_selection import GridSearchCV
+from sklearn.model_selection import GridSearchCV, KFold, cross_validate
 
 from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor, PrivacyBudget, _random
 from sklearn_dp.solvers._common import make_rng
@@ -19,10 +21,8 @@ def _key(generator):
     return generator.bit_generator.state["state"]["keysetup"].tobytes()
 
 
-def _data(n=200, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, size=(n, 3))
-    return X, (X[:, 0] + 0.3 * rng.normal(size=n) > 0).astype(int)
+#: Three uniform features on [-1, 1], noisy binary labels.
+_data = functools.partial(binary_data, noise=0.3)
 
 
 def _fit(random_state, **params):
@@ -618,3 +618,37 @@ def test_published_objects_of_default_fits_carry_no_generator():
             model = factory(**kwargs).fit(X, y if label_kind else None)
             for published in (pickle.loads(pickle.dumps(model)), model, clone(model)):
                 assert _generators_in(published) == [], name
+
+
+# --------------------------------------------------------------------------
+# Clones of one seeded estimator (cross-validation folds) charged to one budget
+# --------------------------------------------------------------------------
+
+
+def test_cross_validation_folds_of_one_seeded_estimator_draw_independent_noise():
+    """Clones of one seeded estimator charged to one budget draw independent noise.
+
+    With ``solver="output_perturbation"`` and shared noise ``b``, the two folds'
+    coefficients would be ``w*(fold) + b``: their difference noise-free, the
+    same for every secret seed, while the budget charges two independent fits.
+    """
+    X, y = binary_data(400, 3, half_width=0.5)
+    differences = []
+    for secret in (11, 22):
+        budget = PrivacyBudget(10.0, 1e-4)
+        model = DPLogisticRegression(
+            epsilon=1.0,
+            delta=1e-6,
+            classes=[0, 1],
+            solver="output_perturbation",
+            budget=budget,
+            random_state=secret,
+        )
+        out = cross_validate(model, X, y, cv=KFold(2), return_estimator=True)
+        first, second = out["estimator"]
+        assert len(budget.ledger) == 2
+        differences.append(
+            np.append(first.coef_ - second.coef_, first.intercept_ - second.intercept_)
+        )
+    # Independent noise in the two folds: the difference depends on the seed.
+    assert not np.allclose(differences[0], differences[1])

@@ -137,7 +137,7 @@ def test_choose_solver_skips_conditions_that_fail_and_solvers_that_do_not_fit():
 
 
 def test_auto_never_picks_a_solver_the_registry_refuses():
-    """The issue's example: quantile loss in an l1 ball used to pick frank_wolfe."""
+    """auto skips what the registry refuses: the quantile loss in an l1 ball is not frank_wolfe's."""
     X = np.random.default_rng(0).uniform(-1, 1, size=(80, 3))
     model = DPSCORegressor(
         loss="quantile", constraint="l1", radius=1.0, feature_bound=1.0, y_bound=1.0
@@ -271,8 +271,9 @@ def test_a_toy_solver_is_picked_up_from_one_registry_entry():
 
 
 def test_an_option_set_to_none_takes_its_default():
-    """The option table admits None ("its default"); dp_ssp used to crash on tol=None
-    after the reservation (found by tests/test_fuzz.py)."""
+    """The option table admits None ("its default"), and every solver takes it.
+
+    A solver that crashed on ``tol=None`` would do so after the reservation."""
     rng = np.random.default_rng(0)
     X = rng.uniform(-1, 1, size=(80, 3))
     y = X @ np.array([0.5, -0.2, 0.0])

@@ -889,7 +889,7 @@ def test_logistic_regression_binary_runs_on_resque():
 
 @pytest.mark.parametrize("kwargs", [{}, dict(radius=5.0), dict(solver_options={"tol": 0.1})])
 def test_logistic_loss_without_a_schedule_is_refused_before_any_spend(kwargs):
-    """Issue #18: no public default makes resque converge on the logistic loss."""
+    """No public default makes resque converge on the logistic loss."""
     from sklearn_dp import DPLogisticRegression, PrivacyBudget
 
     rng = np.random.default_rng(0)
@@ -977,8 +977,8 @@ def test_audit_on_neighbouring_data_thorough(epsilon):
 def test_audit_detects_under_noised_steps(monkeypatch):
     """Positive control: noise 100x below the calibration is caught by the same audit.
 
-    (20x was caught before estimators drew a private row count; its noise now
-    varies the sampling rate between runs, which costs the audit some power.)"""
+    (Not 20x: the noise of the released row count varies the sampling rate
+    between runs, which costs the audit some power.)"""
     real_plan = resque_module.plan_resque
 
     def under_noised(*args, **kwargs):

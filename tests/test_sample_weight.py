@@ -1,4 +1,4 @@
-"""sample_weight / max_weight, class_weight, warm_start and float32 coefficients (issue 19, items 4-7).
+"""sample_weight / max_weight, class_weight, warm_start and float32 coefficients.
 
 * Weights multiply each row's contribution to every released sum; they are
   clipped to the public ``max_weight``, so every sensitivity is multiplied by

@@ -1,4 +1,4 @@
-"""Sensitivity as a property (issue #7, item 2), for every registered solver and the row count.
+"""Sensitivity as a property, for every registered solver and the row count.
 
 For each solver the quantity that receives noise (or, for a selection, the
 scores the exponential mechanism draws from; for objective and output
@@ -346,7 +346,7 @@ def test_row_count_moves_by_at_most_one(n, epsilon_count, seed):
 
 
 # --------------------------------------------------------------------------
-# Regression: rows whose sum-of-squares norm underflows escaped the per-sample clip
+# Rows whose sum-of-squares norm underflows stay within the per-sample clip
 # --------------------------------------------------------------------------
 
 
@@ -390,10 +390,10 @@ def test_underflowing_row_norms_are_exact(sparse):
 
 
 def test_underflowing_row_cannot_escape_the_clip():
-    """Regression: sqrt(sum x^2) underflowed to 0 for a row of entries ~1e-300, so the clip saw a
-    zero-norm row; with an unclipped label of 1e300 (squared loss, direct solver call) the
-    derivative squared overflowed, the clip factor was nan and the row entered unclipped: the
-    sums moved by ~1.4 for a clip of 0.01 (and by ~1e100 for a row of 1e-200)."""
+    """sqrt(sum x^2) underflows to 0 for a row of entries ~1e-300: a clip that saw a zero-norm
+    row, with an unclipped label of 1e300 (squared loss, direct solver call), would square an
+    overflowing derivative, get a nan clip factor and let the row in unclipped (the sums would
+    move by ~1.4 for a clip of 0.01, by ~1e100 for a row of 1e-200)."""
     clip = 0.01
     loss = SquaredLoss()
     small, big = _underflow_neighbours("l2")

@@ -345,7 +345,7 @@ def test_float32_and_sparse_inputs_release_the_same_statistics():
 
 
 def test_dplasso_default_within_two_points_of_sklearn_at_n30000_d30():
-    """The issue's DPLasso target (benchmarks/bench_speed.py measures it over seeds)."""
+    """DPLasso's default within two points of scikit-learn (bench_speed.py measures it over seeds)."""
     rng = np.random.default_rng(0)
     n, d = 30000, 30
     X = rng.uniform(-1, 1, size=(n + 10000, d))

@@ -546,3 +546,30 @@ def test_substitution_weighted(estimator, solver, params, variant, kind):
                 # objective perturbation's residual: a public tolerance, not a row's term
                 r.label == "inexact-solve residual"
             ), r.label
+
+
+# --------------------------------------------------------------------------
+# Count-dependent default schedules at a small epsilon, where the honest warnings fire
+# --------------------------------------------------------------------------
+
+
+_DEFAULT_SCHEDULES = [
+    ("DPSCORegressor", "dp_svrg", dict(alpha=0.5)),
+    ("DPSCORegressor", "dp_svrg_pp", dict(penalty="l1")),
+    ("DPLasso", "dp_svrg_pp", dict(alpha=0.1)),
+    ("DPLasso", "frank_wolfe", dict(alpha=0.1, delta=0.0)),
+    ("DPLasso", "vr_frank_wolfe", dict()),
+    ("DPSCORegressor", "dp_sgd", dict()),
+    ("DPSCORegressor", "dp_gd", dict()),
+    ("DPLasso", "dp_cd", dict(alpha=0.1)),
+]
+
+
+@pytest.mark.parametrize("estimator, solver, params", _DEFAULT_SCHEDULES)
+def test_default_schedules_and_honest_warnings_under_substitution(estimator, solver, params):
+    """Default (count-dependent) schedules at a small epsilon, where the honest warnings fire:
+    D and D + a hostile row are indistinguishable once the releases are substituted."""
+    pair = _hostile_pair(estimator, "huge")
+    seen = _run_pair(estimator, solver, dict(params, epsilon=0.05), pair)
+    if solver != "dp_cd":
+        assert seen["warnings"], "the warning under test did not fire"

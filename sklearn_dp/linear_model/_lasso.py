@@ -55,7 +55,7 @@ def default_l1_radius(y_bound, feature_bound, n_features):
     ||coef||_1`` stay in the label range for every row of the box) is the
     limit on real data: on diabetes (d = 10) the least-squares solution has
     an l1 norm three times larger, so every l1 solver stopped at R^2 0.32
-    where least squares gets 0.33 (issue #18).  Predictions of typical rows
+    where least squares gets 0.33.  Predictions of typical rows
     scale with ``||coef||_2`` (features are not all at their bound with
     aligned signs), so ``||coef||_2 <= y_bound / feature_bound`` is the scale
     that keeps them in the label range, and ``||coef||_1 <= sqrt(d)
@@ -347,7 +347,7 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         # make its steps very noisy.  The constrained form is Frank-Wolfe's.
         # Without a radius from the user, the ball is only the public default
         # (default_l1_radius), a guess that limits the fit when the solution is
-        # larger (issue #18): auto steers away from the constrained form then,
+        # larger: auto steers away from the constrained form then,
         # to dp_cd on the unconstrained (alpha = 0) or penalised problem.
         AutoChoice(
             "dp_cd",
@@ -425,7 +425,7 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         if self.y_bound == "auto" and self.radius is not None:
             # A given radius and alpha are compared in the label scale, which
             # is released inside the fit: unknown here (the placeholder
-            # scale would refuse or pass the wrong fits; fifth review).  The
+            # scale would refuse or pass the wrong fits).  The
             # Frank-Wolfe solvers warn in the fit instead.
             arguments["alpha"] = None
         return arguments

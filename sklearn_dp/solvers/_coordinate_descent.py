@@ -416,7 +416,7 @@ def default_cd_epochs(epsilon=None):
     what the noise allows at small epsilon (every pass adds noise), but the
     step ``1 / M_j`` uses the worst-case curvature ``beta X_j^2`` of the
     public bounds, so ten passes stop far from the optimum once the noise is
-    small (issue #18: majority class at every epsilon on unit-norm rows).
+    small (the majority class at every epsilon on unit-norm rows).
     """
     if epsilon is None:
         return DEFAULT_CD_EPOCHS

@@ -325,7 +325,7 @@ def check_penalty_ball(name, penalty, alpha, l1_ratio, radius):
     penalties it is tens to thousands of times the label scale, and the
     Frank-Wolfe steps over its vertices (each a single coefficient at that
     radius) do not come near the solution: ``vr_frank_wolfe`` even without
-    noise (issue #18, diabetes with ``alpha=1``: R^2 -690 at epsilon = inf,
+    noise (diabetes with ``alpha=1``: R^2 -690 at epsilon = inf,
     -6000 at epsilon = 1), ``frank_wolfe`` not without noise on the 30k-row
     sparse regression (``alpha=0.01``: R^2 -0.05 at epsilon = inf) and far
     below R^2 0 with it on diabetes (``alpha=1``: -107 / -9.5 / -2.0 at
@@ -372,7 +372,7 @@ def penalty_ball_warning(name, alpha, l1_ratio, radius):
 def _add_honest_warnings(
     info, name, loss, n_public, n_params, epsilon, delta, alpha, l1_ratio, radius
 ):
-    """Issue #18's warnings of a Frank-Wolfe fit into ``info["warnings"]`` (public values only).
+    """The honest warnings of a Frank-Wolfe fit into ``info["warnings"]`` (public values only).
 
     The public error bound (:func:`~sklearn_dp.solvers._honesty.frank_wolfe_warning`:
     released row count, d, epsilon, delta, radius) and the loose-ball check
@@ -437,7 +437,7 @@ def fw_public_error_bound(n_samples, n_params, epsilon, delta, radius):
     """:func:`_fw_error_bound` at :func:`default_frank_wolfe_iterations` steps (public inputs).
 
     The per-step epsilon is the one :func:`default_frank_wolfe_iterations`
-    uses; issue #18's warning (:func:`~sklearn_dp.solvers._honesty.frank_wolfe_warning`)
+    uses; the honest warning (:func:`~sklearn_dp.solvers._honesty.frank_wolfe_warning`)
     compares it with a measured threshold.
     """
     epsilon, delta, radius = float(epsilon), float(delta), float(radius)
@@ -837,7 +837,7 @@ def vr_frank_wolfe(
     purpose is to divide the privacy cost among the rows) is dropped: every
     tree vertex uses every row, so its estimates are exact gradients, over
     ``NONPRIVATE_VR_PHASES`` phases unless ``n_phases`` is given (1022
-    Frank-Wolfe steps, about ``frank_wolfe``'s 1000; issue #18).
+    Frank-Wolfe steps, about ``frank_wolfe``'s 1000).
 
     Returns
     -------

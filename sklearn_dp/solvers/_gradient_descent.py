@@ -53,7 +53,7 @@ DEFAULT_GD_ITERATIONS = 100
 #: Default steps without noise (epsilon = inf; epsilon is public).  A private
 #: step pays for its noise, a noiseless one only for time: 100 steps stopped
 #: 1.6% (logistic, breast cancer) and 1.04% (ridge, diabetes) above the
-#: optimum (issue #18); 400 reach 0.0% and 0.24%.
+#: optimum (bench_solvers.py); 400 reach 0.0% and 0.24%.
 DEFAULT_GD_ITERATIONS_NOISELESS = 400
 
 #: Cap on the step counts of the paper's schedules (``schedule="pl"`` and
@@ -566,7 +566,7 @@ def dp_gd(
 
     Privacy
     -------
-    ``info["warnings"]`` (issue #18's noise-dominated warning, see
+    ``info["warnings"]`` (the noise-dominated warning, see
     :mod:`sklearn_dp.solvers._honesty`) is computed from the step size, the
     noise, the released row count and the number of parameters only.
 
@@ -703,7 +703,7 @@ def dp_gd(
     # Per-sample gradient evaluations from the public stand-in for n (the
     # true row count is private): exact for a direct call without a DP count.
     info = dict(gradient_evaluations=float(data.n_public * plan.n_steps))
-    # Public values only (step, noise, released row count): issue #18's honest warning.
+    # Public values only (step, noise, released row count): the honest warning.
     add_warnings(
         info,
         noise_dominated_warning(

@@ -1,4 +1,4 @@
-"""Honest warnings (issue #18): a fit whose noise likely swamps the signal says so.
+"""Honest warnings: a fit whose noise likely swamps the signal says so.
 
 The noisy first-order solvers (``dp_gd``, ``dp_sgd``, ``dp_svrg``,
 ``dp_svrg_pp``) add Gaussian noise to every step.  With few rows, a large
@@ -154,7 +154,7 @@ FW_BOUND_THRESHOLDS = {"frank_wolfe": 3.0, "vr_frank_wolfe": 0.25}
 
 
 def frank_wolfe_warning(name, loss_name, n_public, n_params, epsilon, delta, radius):
-    """Issue #18's warning for ``frank_wolfe`` / ``vr_frank_wolfe``; None when quiet.
+    """The honest warning for ``frank_wolfe`` / ``vr_frank_wolfe``; None when quiet.
 
     The proxy is the public error bound of ``frank_wolfe``'s default schedule
     (:func:`~sklearn_dp.solvers._frank_wolfe._fw_error_bound` at

@@ -801,7 +801,7 @@ def mirror_descent(
         ``epsilon=inf`` (nothing spent) the default is every row at every
         step, ``DEFAULT_MAX_STEPS`` steps of ``1 / beta_p`` for smooth losses
         (beta_p: the public smoothness in ``||.||_p``) and the last iterate
-        as output: deterministic mirror descent (issue #18).
+        as output: deterministic mirror descent.
     step_size : float, optional
         Default ``sqrt(2 D_psi / (T G^2))``, the mirror-descent optimum with
         ``D_psi = kappa * radius^2`` and ``G^2`` the public bound on

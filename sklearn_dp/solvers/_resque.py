@@ -117,7 +117,7 @@ LAMBDA_FACTOR = 1.5
 #: everywhere (the squared loss's bound holds only on a ball of scores), as
 #: the loss classes declare it (``GLMLoss.lipschitz``).
 GLOBALLY_LIPSCHITZ_LOSSES = loss_names(lipschitz=True)
-#: Smooth losses on which no public default schedule was found (issue #18): at
+#: Smooth losses on which no public default schedule was found: at
 #: its defaults resque stops near zero on the logistic loss (a 248% objective
 #: gap at epsilon=inf on breast cancer, the majority class at every epsilon);
 #: larger balls and smaller targets reach 2-3% without noise but fall below

@@ -55,7 +55,7 @@ DEFAULT_NEWTON_STEPS = 5
 #: Default steps without noise (epsilon = inf).  Each private step pays for its
 #: own noise, so five is the private default; without noise a step costs only
 #: time, and five stopped 2.8% above the logistic optimum of breast cancer
-#: (issue #18); ten reach it (gap < 1e-4).  epsilon is public.
+#: (bench_solvers.py); ten reach it (gap < 1e-4).  epsilon is public.
 DEFAULT_NEWTON_STEPS_NOISELESS = 10
 
 #: Default curvature model: the Gram matrix released once (see dp_newton).

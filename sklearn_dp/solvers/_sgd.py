@@ -53,7 +53,7 @@ DEFAULT_EPOCHS = 10
 
 #: Default epochs without noise (epsilon = inf; epsilon is public): a
 #: noiseless step costs only time; 10 epochs stopped 2% above the logistic
-#: optimum of breast cancer (issue #18), 30 reach it (gap 0.04%).
+#: optimum of breast cancer (bench_solvers.py), 30 reach it (gap 0.04%).
 DEFAULT_EPOCHS_NOISELESS = 30
 
 
@@ -204,7 +204,7 @@ def dp_sgd(
 
     Privacy
     -------
-    ``info["warnings"]`` (issue #18's noise-dominated warning, see
+    ``info["warnings"]`` (the noise-dominated warning, see
     :mod:`sklearn_dp.solvers._honesty`) is computed from the step size, the
     noise, the released row count and the number of parameters only.
 
@@ -300,7 +300,7 @@ def dp_sgd(
     )
     info = {}
     # Public values only (step, noise, expected batch from the released row
-    # count): issue #18's honest warning.
+    # count): the honest warning.
     add_warnings(
         info,
         noise_dominated_warning(

@@ -135,8 +135,8 @@ DEFAULT_SVRG_EPOCHS = 6
 #: six epochs swamps the signal: on breast cancer (455 training rows) six
 #: epochs fall below the majority class at epsilon 0.1 and 0.5 (median 0.63,
 #: worst 0.27) where one epoch gives 0.77 / 0.80, and on diabetes (353 rows)
-#: R^2 -6.7 at epsilon 1 against 0.16 with one epoch (issue #18: never worse
-#: than trivial because of a default).  ``n epsilon / 400`` epochs (at least
+#: R^2 -6.7 at epsilon 1 against 0.16 with one epoch (a default must never
+#: make a fit worse than the trivial predictor).  ``n epsilon / 400`` epochs (at least
 #: one, at most DEFAULT_SVRG_EPOCHS) keeps six on the 200000-row benchmark at
 #: every epsilon >= 0.012.
 SVRG_ROWS_EPSILON_PER_EPOCH = 400.0
@@ -152,7 +152,7 @@ def default_svrg_epochs(n_samples, epsilon, cap=DEFAULT_SVRG_EPOCHS):
 #: Default epochs of dp_svrg without noise (epsilon = inf; epsilon is public):
 #: every private epoch adds noise, a noiseless one only costs time (at most 8
 #: passes, SVRG_MAX_EPOCH_PASSES); 6 epochs stopped 20% above the logistic
-#: optimum of breast cancer (issue #18), 32 reach 0.6%.
+#: optimum of breast cancer (bench_solvers.py), 32 reach 0.6%.
 DEFAULT_SVRG_EPOCHS_NOISELESS = 32
 
 #: Without noise (epsilon=inf: nothing private, nothing promised) the default
@@ -166,7 +166,7 @@ DEFAULT_SVRG_PP_EPOCHS = 5
 
 #: Default epochs of dp_svrg_pp without noise (epsilon = inf; epsilon is public):
 #: 5 doubling epochs stopped 42% / 9.4% above the logistic / ridge optima of
-#: breast cancer / diabetes (issue #18); 9 reach 0.16% / 0.77% (each epoch
+#: breast cancer / diabetes (bench_solvers.py); 9 reach 0.16% / 0.77% (each epoch
 #: doubles, so 9 epochs are 1022 m inner steps, about 255 passes).
 DEFAULT_SVRG_PP_EPOCHS_NOISELESS = 9
 
@@ -281,7 +281,7 @@ def svrg_inner_steps(smoothness, strong_convexity, step_size, batch_size=1):
 #: Longest default epoch of dp_svrg, in passes over the data (``m b / n``).  Condition (4)
 #: asks for ``m ~ 192 L / (mu b)`` inner steps, which for the L2 strength ``1 / (C n)`` of
 #: DPLogisticRegression is hundreds of passes per epoch and grows with n (423 s for one fit
-#: at n = 200000, issue #18); practical SVRG uses an epoch of one or two passes
+#: at n = 200000); practical SVRG uses an epoch of one or two passes
 #: (Johnson and Zhang 2013 use m = 2n); eight passes reach the noiseless optimum of breast
 #: cancer in the default six epochs.  Capping m only shortens the schedule: the
 #: calibration covers whatever m is used.
@@ -376,7 +376,7 @@ def inner_noise_proxy(step_size, multiplier, clip, rate, n_public, n_params):
 
 #: A default SVRG schedule takes the most epochs (up to its default) whose
 #: public noise proxy stays below this fraction of the honest-warning
-#: threshold (issue #18): noise-dominated epochs only add noise.
+#: threshold: noise-dominated epochs only add noise.
 QUIET_FRACTION = 0.25
 
 
@@ -992,7 +992,7 @@ def _fit_svrg(
 
 
 def svrg_noise_warning(name, loss, details, clip, n_public, n_params, epsilon):
-    """Issue #18's warning for dp_svrg / dp_svrg_pp, from public values only.
+    """The honest warning for dp_svrg / dp_svrg_pp, from public values only.
 
     The proxy (:func:`~sklearn_dp.solvers._honesty.noise_excess_proxy`) of
     the inner steps: step size, the difference noise ``multiplier * 2 C``
@@ -1112,7 +1112,7 @@ def dp_svrg(
 
     Privacy
     -------
-    ``info["warnings"]`` (issue #18's noise-dominated warning, see
+    ``info["warnings"]`` (the noise-dominated warning, see
     :mod:`sklearn_dp.solvers._honesty`) is computed from the step size, the
     noise, the released row count and the number of parameters only.
 
@@ -1254,7 +1254,7 @@ def dp_svrg_pp(
 
     Privacy
     -------
-    ``info["warnings"]`` (issue #18's noise-dominated warning, see
+    ``info["warnings"]`` (the noise-dominated warning, see
     :mod:`sklearn_dp.solvers._honesty`) is computed from the step size, the
     noise, the released row count and the number of parameters only.
 
