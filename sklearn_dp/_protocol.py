@@ -243,11 +243,34 @@ class SolverPlanner:
         return floor
 
 
-def reserve(budget, epsilon, delta, *, event, owner, solver=None):
-    """Reserve a fit's spend on ``budget`` (None: nothing to charge), before any private read."""
-    if budget is None:
-        return None
-    return budget.reserve(epsilon, delta, event=event, estimator=owner, solver=solver)
+def reserve(budget, plans):
+    """Reserve the spend of each of ``plans`` on ``budget``, in order, before any private read.
+
+    One ledger entry per private plan (None for a noiseless one, and for
+    every plan when ``budget`` is None).  If one is refused, those reserved
+    before it are marked failed (nothing was read; a reservation cannot be
+    taken back) and the refusal is raised.
+    """
+    reservations = []
+    for plan in plans:
+        try:
+            reservations.append(
+                None
+                if budget is None or not plan.private
+                else budget.reserve(
+                    plan.epsilon,
+                    plan.delta,
+                    event=plan.event,
+                    estimator=plan.owner,
+                    solver=plan.solver,
+                )
+            )
+        except BaseException as exc:
+            for reservation in reservations:
+                if reservation is not None:
+                    reservation.fail(exc)
+            raise
+    return reservations
 
 
 def open_phase(plan, budget, random_state):
@@ -257,16 +280,7 @@ def open_phase(plan, budget, random_state):
     reservation, if any, is completed with ``phase.event`` when the phase
     ends, or marked failed.
     """
-    reservation = None
-    if plan.private:
-        reservation = reserve(
-            budget,
-            plan.epsilon,
-            plan.delta,
-            event=plan.event,
-            owner=plan.owner,
-            solver=plan.solver,
-        )
+    (reservation,) = reserve(budget, [plan])
     phase = PrivatePhase(plan.owner, reservation)
     phase.rng = _random.fit_generator(
         random_state, private=plan.private, reservation=reservation, owner=plan.owner

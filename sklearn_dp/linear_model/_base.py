@@ -91,6 +91,7 @@ __all__ = [
     "MIN_EPSILON",
     "MAX_EPSILON",
     "check_weights_supported",
+    "validate_private",
 ]
 
 #: Shares of epsilon and delta a classifier spends on releasing its label set
@@ -406,6 +407,65 @@ def _canonical(X):
     return X
 
 
+def validate_private(estimator, X, y="no_validation", x_dtype=np.float64, **kwargs):
+    """``validate_data`` for private data, with messages that show no private value.
+
+    Used by the estimators and the DP transformers: complex values,
+    non-numeric entries, ragged rows, 1-d input and inconsistent lengths are
+    refused with messages that say what is wrong, not where or with which
+    value; CSR input is canonicalised (duplicate entries summed).
+    """
+    name = type(estimator).__name__
+    for part, value in (("X", X), ("y", y)):
+        dtype = getattr(value, "dtype", None)
+        if dtype is not None and getattr(dtype, "kind", None) == "c":
+            raise ValueError(
+                f"{name}: Complex data not supported: {part} has complex values; pass "
+                f"real numbers (for example {part}.real, if the imaginary part is known "
+                "to be 0)."
+            )
+    try:
+        validated = validate_data(estimator, X, y, accept_sparse="csr", dtype=x_dtype, **kwargs)
+    except (ValueError, TypeError) as exc:
+        message = str(exc)
+        if "Expected 2D array" in message:
+            got = "a scalar" if "scalar" in message else "a 1-d array"
+            raise ValueError(
+                f"{name}: X must be 2-d, of shape (n_samples, n_features); got {got}. "
+                "Reshape your data with X.reshape(-1, 1) if it has a single feature "
+                "or X.reshape(1, -1) if it is a single sample."
+            ) from None
+        if "inconsistent numbers of samples" in message:
+            raise ValueError(
+                f"{name}: X and y have inconsistent numbers of samples (rows); pass one "
+                "label per row of X."
+            ) from None
+        if any(marker in message for marker in _NON_NUMERIC_MARKERS):
+            raise ValueError(
+                f"{name}: X and y must hold real numbers in a rectangular array: found a "
+                "non-numeric entry (such as a string or None), a ragged row or a complex "
+                "value. Encode categorical columns with a public encoding and convert the "
+                "data to a float array before fitting."
+            ) from None
+        raise
+    if isinstance(validated, tuple):
+        labels = validated[1]
+        # scikit-learn checks finiteness before it converts an object array to
+        # float, so a None label becomes NaN unchecked: refuse it here, with
+        # the other schema checks (before any spend).
+        if (
+            getattr(labels, "dtype", None) is not None
+            and labels.dtype.kind == "f"
+            and not (np.all(np.isfinite(labels)))
+        ):
+            raise ValueError(
+                f"{name}: y contains NaN, infinity or a missing value (such as None in an "
+                "object array); pass finite labels."
+            )
+        return (_canonical(validated[0]),) + tuple(validated[1:])
+    return _canonical(validated)
+
+
 def penalty_strengths(penalty, strength, l1_ratio):
     """(alpha, l1_ratio) of the solvers' elastic-net convention for an estimator penalty."""
     if penalty is None:
@@ -605,55 +665,7 @@ class BaseDPEstimator(BaseEstimator):
         return self._validate_private(X, reset=False)
 
     def _validate_private(self, X, y="no_validation", x_dtype=np.float64, **kwargs):
-        name = type(self).__name__
-        for part, value in (("X", X), ("y", y)):
-            dtype = getattr(value, "dtype", None)
-            if dtype is not None and getattr(dtype, "kind", None) == "c":
-                raise ValueError(
-                    f"{name}: Complex data not supported: {part} has complex values; pass "
-                    f"real numbers (for example {part}.real, if the imaginary part is known "
-                    "to be 0)."
-                )
-        try:
-            validated = validate_data(self, X, y, accept_sparse="csr", dtype=x_dtype, **kwargs)
-        except (ValueError, TypeError) as exc:
-            message = str(exc)
-            if "Expected 2D array" in message:
-                got = "a scalar" if "scalar" in message else "a 1-d array"
-                raise ValueError(
-                    f"{name}: X must be 2-d, of shape (n_samples, n_features); got {got}. "
-                    "Reshape your data with X.reshape(-1, 1) if it has a single feature "
-                    "or X.reshape(1, -1) if it is a single sample."
-                ) from None
-            if "inconsistent numbers of samples" in message:
-                raise ValueError(
-                    f"{name}: X and y have inconsistent numbers of samples (rows); pass one "
-                    "label per row of X."
-                ) from None
-            if any(marker in message for marker in _NON_NUMERIC_MARKERS):
-                raise ValueError(
-                    f"{name}: X and y must hold real numbers in a rectangular array: found a "
-                    "non-numeric entry (such as a string or None), a ragged row or a complex "
-                    "value. Encode categorical columns with a public encoding and convert the "
-                    "data to a float array before fitting."
-                ) from None
-            raise
-        if isinstance(validated, tuple):
-            labels = validated[1]
-            # scikit-learn checks finiteness before it converts an object array to
-            # float, so a None label becomes NaN unchecked: refuse it here, with
-            # the other schema checks (before any spend).
-            if (
-                getattr(labels, "dtype", None) is not None
-                and labels.dtype.kind == "f"
-                and not (np.all(np.isfinite(labels)))
-            ):
-                raise ValueError(
-                    f"{name}: y contains NaN, infinity or a missing value (such as None in an "
-                    "object array); pass finite labels."
-                )
-            return (_canonical(validated[0]),) + tuple(validated[1:])
-        return _canonical(validated)
+        return validate_private(self, X, y, x_dtype, **kwargs)
 
     def _check_solver_options(self, spec, options):
         """Types and ranges of numeric solver options, before any plan or solver sees them."""

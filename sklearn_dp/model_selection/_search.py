@@ -42,6 +42,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _noise, _random
+from .._protocol import FitPlan, PrivatePhase, reserve
 from .._sklearn_compat import HasMethods, Interval, StrOptions
 from ..accounting import ApproximateDpEvent
 from ..budget import PrivacyBudget
@@ -52,7 +53,6 @@ from ..linear_model._base import (
     MAX_EPSILON,
     MIN_EPSILON,
     BaseDPEstimator,
-    PrivatePhase,
     release_labels,
     restore_on_failure,
 )
@@ -613,28 +613,36 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
 
         # Charge before touching: the selection and the refit are reserved
         # before the first read of a private value.
+        plans = [
+            FitPlan(
+                owner=name,
+                solver="+".join(sorted(set(plan.solvers))),
+                options={},
+                epsilon=epsilon_selection,
+                delta=delta_selection,
+                private=True,
+                shares={"labels": label, "count": count, "runs": runs},
+                event=selection_event,
+            )
+        ]
+        if self.refit:
+            # The refit's own entry; its event is known once it has run.
+            plans.append(
+                FitPlan(
+                    owner=f"{name}.refit",
+                    solver=None,
+                    options={},
+                    epsilon=epsilon_refit,
+                    delta=delta_refit,
+                    private=True,
+                    shares={},
+                )
+            )
         reservation = refit_reservation = None
         if budget is not None:
             budget.check(epsilon_selection + epsilon_refit, delta_selection + delta_refit)
-            reservation = budget.reserve(
-                epsilon_selection,
-                delta_selection,
-                event=selection_event,
-                estimator=name,
-                solver="+".join(sorted(set(plan.solvers))),
-            )
-            if self.refit:
-                try:
-                    refit_reservation = budget.reserve(
-                        epsilon_refit,
-                        delta_refit,
-                        estimator=f"{name}.refit",
-                    )
-                except BaseException as exc:
-                    # Nothing was read; the selection's entry stays charged (a
-                    # reservation cannot be taken back) and is marked failed.
-                    reservation.fail(exc)
-                    raise
+            reservation, *refit = reserve(budget, plans)
+            refit_reservation = refit[0] if refit else None
             if self.random_state is not None:
                 # A seeded search would draw the same split, runs and noise as
                 # every other search with that seed: key its private streams
