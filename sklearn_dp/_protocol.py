@@ -28,6 +28,7 @@ Estimators, the DP scalers and the DP searches all follow it:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import threading
@@ -57,7 +58,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class FitPlan:
     """What a fit will do and spend, computed once from public inputs only.
 
@@ -105,6 +106,14 @@ class FitPlan:
     event: dpe.DpEvent | None = None
     context: dict = field(default_factory=dict, hash=False, compare=False, repr=False)
 
+    def __eq__(self, other):
+        # By value (options may hold arrays); the context is not compared.
+        if not isinstance(other, FitPlan):
+            return NotImplemented
+        return _key(self) == _key(other)
+
+    __hash__ = None
+
     @property
     def privacy_spent(self):
         """``(epsilon, delta)`` the fit guarantees (``(inf, 0)`` without noise)."""
@@ -121,6 +130,11 @@ def _key(value):
         return (type(value).__name__, tuple(_key(v) for v in value))
     if isinstance(value, (set, frozenset)):
         return (type(value).__name__, frozenset(_key(v) for v in value))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = tuple(
+            (f.name, _key(getattr(value, f.name))) for f in dataclasses.fields(value) if f.compare
+        )
+        return (type(value).__qualname__, fields)
     if hasattr(value, "__attrs_attrs__"):  # dp_accounting's events
         fields = tuple((a.name, _key(getattr(value, a.name))) for a in value.__attrs_attrs__)
         return (type(value).__qualname__, fields)
