@@ -168,7 +168,10 @@ class SolverPlanner:
     None (it needs released values) or the plan the released values give for
     the same problem and options: so when the problem and options did not
     change, one plan from the released values confirms the share planned
-    before the data (:meth:`after_release`).
+    before the data (:meth:`after_release`).  The share stands only if that
+    plan's event is the one planned before the data; otherwise the search
+    runs again from the released values, so the guarantee never rests on
+    this property (only the number of plans computed does).
     """
 
     def __init__(self, plan, arguments, *, epsilon, delta, floor):

@@ -987,11 +987,12 @@ class BaseDPEstimator(BaseEstimator):
         if dask_input:
             # Before the reservation: a solver without a Dask path spends nothing.
             _dask.check_solver(spec.name)
-        # Zero rows of the input's schema, for the public checks and plans.
+        # Zero rows of the input's schema, for the public checks and plans
+        # (copies: the plan keeps no view of the private arrays).
         X0, y0 = (
             (np.zeros((0, X.shape[1]), dtype=X.dtype), np.zeros(0, dtype=y.dtype))
             if dask_input
-            else (X[:0], y[:0])
+            else (X[:0].copy(), y[:0].copy())
         )
         bound_request = self._bound_request(spec)
         # The bounds the solver's geometry needs, checked on zero rows (public).
