@@ -223,6 +223,14 @@ class SolverPlanner:
 
     def after_release(self, problem, n_public, bounds, options, prefix):
         """The solver's share once the count and the bounds are released."""
+        try:
+            return self._after_release(problem, n_public, bounds, options, prefix)
+        finally:
+            # The plans are not needed while the solver runs (a plan's event
+            # can be large: one entry per step).
+            self._plans.clear()
+
+    def _after_release(self, problem, n_public, bounds, options, prefix):
         released = self._arguments(problem, n_public, bounds, options)
         at_placeholders = self._arguments(problem, None, self._planned_bounds, options)
         if self._before is None:  # another solver than planned: nothing to confirm
