@@ -44,16 +44,22 @@ from sklearn.utils.validation import check_is_fitted
 from . import _noise, _random
 from ._bounds import _event, feature_columns, release_upper_bound
 from ._memo import memoize
+from ._protocol import (
+    COUNT_EPSILON_FRACTION,
+    FitPlan,
+    open_phase,
+    record_spend,
+    release_count,
+)
 from ._sklearn_compat import Interval, Options, StrOptions, finite_checks, validate_data
 from .accounting import PureEpsilonDpEvent, calibrate_noise_multiplier, epsilon_of_event
 from .budget import PrivacyBudget
 from .linear_model._base import (
     MAX_EPSILON,
     MIN_EPSILON,
-    PrivatePhase,
     restore_on_failure,
+    validate_private,
 )
-from .solvers._common import COUNT_EPSILON_FRACTION, release_count
 
 if TYPE_CHECKING:
     from ._typing import ArrayLike, Auto, MatrixLike, RandomStateLike
@@ -113,12 +119,10 @@ class _DPTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             )
 
     def _validate_fit(self, X, *, accept_sparse):
-        from .linear_model._base import BaseDPEstimator
-
-        # Messages free of private values (see BaseDPEstimator._validate_private);
-        # CSR input is canonicalised (duplicate entries summed).
+        # Messages free of private values; CSR input is canonicalised
+        # (duplicate entries summed).
         with finite_checks():
-            X = BaseDPEstimator._validate_private(self, X)
+            X = validate_private(self, X)
         if sp.issparse(X) and not accept_sparse:
             raise TypeError(
                 f"{type(self).__name__}: A sparse matrix was passed, but dense data is "
@@ -126,29 +130,44 @@ class _DPTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             )
         return X
 
-    def _run_private(self, X, plan_event, release):
-        """Reserve ``plan_event``'s spend, run ``release(X, rng) -> event`` in a private phase."""
+    def _fit_plan(self, X, y=None):
+        """The :class:`~sklearn_dp._protocol.FitPlan` of ``fit(X)``, from public inputs only.
+
+        Runs ``fit``'s public checks and plans its releases from the input's
+        schema (never its rows or their number); the transformer is left as
+        it was.
+        """
+        saved = dict(self.__dict__)
+        try:
+            return self._plan(X)[1]
+        finally:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+
+    def _make_plan(self, *, event, shares, context, options=None):
+        """The FitPlan of a private fit whose releases are known before the data."""
         private = not math.isinf(self.epsilon)
         owner = type(self).__name__
         _random.check_random_state(self.random_state, private=private, owner=owner)
-        reservation = None
-        if private and self.budget is not None:
-            reservation = self.budget.reserve(
-                self.epsilon, self.delta, event=plan_event, estimator=owner
-            )
-        rng = _random.fit_generator(
-            self.random_state, private=private, reservation=reservation, owner=owner
+        return FitPlan(
+            owner=owner,
+            solver=None,
+            options=dict(options or {}),
+            epsilon=self.epsilon,
+            delta=self.delta,
+            private=private,
+            shares=shares,
+            event=event if private else None,
+            context=context,
         )
-        with PrivatePhase(type(self).__name__, reservation) as phase:
-            event = release(X, rng)
-            if private:
+
+    def _run_private(self, X, plan, release):
+        """Reserve ``plan``'s spend, run ``release(X, rng) -> event`` in the private phase."""
+        with open_phase(plan, self.budget, self.random_state) as phase:
+            event = release(X, phase.rng)
+            if plan.private:
                 phase.event = event
-        if private:
-            self.dp_event_ = phase.event
-            self.privacy_spent_ = (float(self.epsilon), float(self.delta))
-        else:
-            self.dp_event_ = dpe.NonPrivateDpEvent()
-            self.privacy_spent_ = (math.inf, 0.0)
+        record_spend(self, plan, phase.event)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -374,6 +393,41 @@ class DPStandardScaler(_DPTransformer):
         self.budget = budget
         self.random_state = random_state
 
+    def _plan(self, X):
+        """``(X validated, FitPlan)``: the public checks and the plan of ``fit``."""
+        self._validate_params()
+        self._check_privacy_request()
+        X = self._validate_fit(X, accept_sparse="csr")
+        if sp.issparse(X) and self.with_mean:
+            raise ValueError(
+                "Cannot center sparse matrices: pass with_mean=False instead (as in "
+                "scikit-learn's StandardScaler)."
+            )
+        d = X.shape[1]
+        auto = isinstance(self.bounds, str)
+        given = None if auto else _check_ranges(self.bounds, d, "bounds")
+        private = not math.isinf(self.epsilon)
+        pure = self.delta == 0
+        # The shares, events and noise, before the reservation.
+        epsilon_count = COUNT_EPSILON_FRACTION * self.epsilon if private else math.inf
+        prefix, epsilon_each, multiplier = [], math.inf, 0.0
+        if private:
+            epsilon_each, multiplier = _standard_plan(
+                d, float(self.epsilon), float(self.delta), auto
+            )
+            prefix = [dpe.LaplaceDpEvent(1.0 / epsilon_count)]
+            if auto:
+                prefix += _bound_events(epsilon_each, d, "bound")
+        plan = self._make_plan(
+            event=dpe.ComposedDpEvent(prefix + [_sums_event(multiplier, pure)])
+            if private
+            else None,
+            shares={"count": epsilon_count, "bound": epsilon_each},
+            options={"bounds": given},
+            context={"n_features": d, "auto": auto, "multiplier": multiplier},
+        )
+        return X, plan
+
     @restore_on_failure
     def fit(self, X: MatrixLike, y: None = None) -> DPStandardScaler:
         """Compute the DP mean and standard deviation of each feature.
@@ -389,32 +443,11 @@ class DPStandardScaler(_DPTransformer):
         self : DPStandardScaler
             The fitted scaler.
         """
-        self._validate_params()
-        self._check_privacy_request()
-        X = self._validate_fit(X, accept_sparse="csr")
-        if sp.issparse(X) and self.with_mean:
-            raise ValueError(
-                "Cannot center sparse matrices: pass with_mean=False instead (as in "
-                "scikit-learn's StandardScaler)."
-            )
-        d = X.shape[1]
-        auto = isinstance(self.bounds, str)
-        given = None if auto else _check_ranges(self.bounds, d, "bounds")
-        private = not math.isinf(self.epsilon)
-        pure = self.delta == 0
-        # The public plan: shares, events and noise, before the reservation.
-        epsilon_count = COUNT_EPSILON_FRACTION * self.epsilon if private else math.inf
-        prefix, epsilon_each, multiplier = [], math.inf, 0.0
-        if private:
-            epsilon_each, multiplier = _standard_plan(
-                d, float(self.epsilon), float(self.delta), auto
-            )
-            prefix = [dpe.LaplaceDpEvent(1.0 / epsilon_count)]
-            if auto:
-                prefix += _bound_events(epsilon_each, d, "bound")
-        plan_event = (
-            dpe.ComposedDpEvent(prefix + [_sums_event(multiplier, pure)]) if private else None
-        )
+        X, plan = self._plan(X)
+        d, auto, given = plan.context["n_features"], plan.context["auto"], plan.options["bounds"]
+        private, pure = plan.private, self.delta == 0
+        epsilon_count, epsilon_each = plan.shares["count"], plan.shares["bound"]
+        multiplier = plan.context["multiplier"]
         # One row moves the 2d sums of u and u^2 (each in [-1, 1] and [0, 1])
         # by at most sqrt(2 d) in L2 and 2 d in L1.
         sensitivity_l2, sensitivity_l1 = math.sqrt(2.0 * d), 2.0 * d
@@ -460,7 +493,7 @@ class DPStandardScaler(_DPTransformer):
                 return None
             return dpe.ComposedDpEvent([count.event] + events + [_sums_event(multiplier, pure)])
 
-        self._run_private(X, plan_event, release)
+        self._run_private(X, plan, release)
         return self
 
     def transform(self, X: MatrixLike, copy: bool | None = None) -> MatrixLike:
@@ -640,6 +673,54 @@ class DPMinMaxScaler(_DPTransformer):
         self.budget = budget
         self.random_state = random_state
 
+    def _plan(self, X):
+        """``(X validated, FitPlan)``: the public checks and the plan of ``fit``."""
+        self._validate_params()
+        self._check_privacy_request()
+        low, high = self.feature_range
+        if not low < high:
+            raise ValueError(
+                f"Minimum of desired feature range must be smaller than maximum. Got {self.feature_range}."
+            )
+        X = self._validate_fit(X, accept_sparse=False)
+        d = X.shape[1]
+        if not isinstance(self.bounds, str):
+            lo, hi = _check_ranges(self.bounds, d, "bounds")
+            # Public ranges: nothing is read from the data; nothing is spent.
+            plan = FitPlan(
+                owner=type(self).__name__,
+                solver=None,
+                options={"bounds": (lo, hi)},
+                epsilon=0.0,
+                delta=0.0,
+                private=True,
+                shares={},
+                event=dpe.NoOpDpEvent(),
+                context={"public_ranges": (lo, hi)},
+            )
+            return X, plan
+        private = not math.isinf(self.epsilon)
+        pure = self.delta == 0
+        epsilon_count = COUNT_EPSILON_FRACTION * self.epsilon if private else math.inf
+        prefix, bound_each, width_each, multiplier = [], math.inf, math.inf, 0.0
+        if private:
+            bound_each, width_each, multiplier = _minmax_plan(
+                d, float(self.epsilon), float(self.delta)
+            )
+            prefix = (
+                [dpe.LaplaceDpEvent(1.0 / epsilon_count)]
+                + _bound_events(bound_each, d, "bound")
+                + _bound_events(width_each, d, "half-width")
+            )
+        plan = self._make_plan(
+            event=dpe.ComposedDpEvent(prefix + [_sums_event(multiplier, pure)])
+            if private
+            else None,
+            shares={"count": epsilon_count, "bound": bound_each, "half-width": width_each},
+            context={"n_features": d, "multiplier": multiplier},
+        )
+        return X, plan
+
     @restore_on_failure
     def fit(self, X: MatrixLike, y: None = None) -> DPMinMaxScaler:
         """Release the range of each feature.
@@ -656,39 +737,15 @@ class DPMinMaxScaler(_DPTransformer):
         self : DPMinMaxScaler
             The fitted scaler.
         """
-        self._validate_params()
-        self._check_privacy_request()
-        low, high = self.feature_range
-        if not low < high:
-            raise ValueError(
-                f"Minimum of desired feature range must be smaller than maximum. Got {self.feature_range}."
-            )
-        X = self._validate_fit(X, accept_sparse=False)
-        d = X.shape[1]
-        auto = isinstance(self.bounds, str)
-        if not auto:
-            lo, hi = _check_ranges(self.bounds, d, "bounds")
-            self._set_range(lo, hi)
-            # Public ranges: nothing is read from the data; nothing is spent.
-            self.dp_event_ = dpe.NoOpDpEvent()
-            self.privacy_spent_ = (0.0, 0.0)
+        X, plan = self._plan(X)
+        if "public_ranges" in plan.context:
+            self._set_range(*plan.context["public_ranges"])
+            record_spend(self, plan, plan.event)
             return self
-        private = not math.isinf(self.epsilon)
-        pure = self.delta == 0
-        epsilon_count = COUNT_EPSILON_FRACTION * self.epsilon if private else math.inf
-        prefix, bound_each, width_each, multiplier = [], math.inf, math.inf, 0.0
-        if private:
-            bound_each, width_each, multiplier = _minmax_plan(
-                d, float(self.epsilon), float(self.delta)
-            )
-            prefix = (
-                [dpe.LaplaceDpEvent(1.0 / epsilon_count)]
-                + _bound_events(bound_each, d, "bound")
-                + _bound_events(width_each, d, "half-width")
-            )
-        plan_event = (
-            dpe.ComposedDpEvent(prefix + [_sums_event(multiplier, pure)]) if private else None
-        )
+        d, private, pure = plan.context["n_features"], plan.private, self.delta == 0
+        epsilon_count = plan.shares["count"]
+        bound_each, width_each = plan.shares["bound"], plan.shares["half-width"]
+        multiplier = plan.context["multiplier"]
         # One row moves the d sums of u (each in [-1, 1]) by sqrt(d) in L2, d in L1.
         sensitivity_l2, sensitivity_l1 = math.sqrt(d), float(d)
 
@@ -718,7 +775,7 @@ class DPMinMaxScaler(_DPTransformer):
                 [count.event] + bound_events + width_events + [_sums_event(multiplier, pure)]
             )
 
-        self._run_private(X, plan_event, release)
+        self._run_private(X, plan, release)
         return self
 
     def _set_range(self, lo, hi):

@@ -534,3 +534,36 @@ def test_privacy_spent_charges_a_released_label_set_to_the_delta_pool_as_the_bud
     ).fit(X, y)
     assert budget.delta_pool_spent > 0
     assert privacy_spent(model) == pytest.approx(budget.spent)
+
+
+@pytest.mark.parametrize(
+    "scaler",
+    [
+        DPStandardScaler(epsilon=0.5, random_state=0),
+        DPStandardScaler(epsilon=0.5, bounds=(-1, 1), with_mean=False, random_state=0),
+        DPMinMaxScaler(epsilon=0.5, delta=0.0, random_state=0),
+        DPMinMaxScaler(bounds=(-1, 1)),
+    ],
+)
+def test_scalers_plan_from_public_inputs_and_fit_reserves_that_plan(scaler):
+    X = _data(400)
+    with trace_releases() as trace:
+        plan = scaler._fit_plan(X)
+    assert trace.releases == []
+    assert not hasattr(scaler, "n_features_in_")  # left as it was
+    assert scaler._fit_plan(X[:2]) == plan  # the row count is not an input
+    budget = PrivacyBudget(2.0, 1e-5)
+    reserved = []
+    original = budget.reserve
+
+    def reserve(*args, **kwargs):
+        reserved.append(kwargs.get("event"))
+        return original(*args, **kwargs)
+
+    budget.reserve = reserve
+    fitted = clone(scaler).set_params(budget=budget).fit(X)
+    assert fitted.privacy_spent_ == plan.privacy_spent
+    if isinstance(fitted.dp_event_, dpe.NoOpDpEvent):  # public ranges: nothing reserved
+        assert reserved == [] and plan.event == fitted.dp_event_
+    else:
+        assert reserved == [plan.event]

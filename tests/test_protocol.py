@@ -586,3 +586,80 @@ def test_the_solver_share_does_not_depend_on_released_bounds(estimator, solver, 
                 epsilon=1.0, delta=1e-5, solver=solver, random_state=0, **params
             ).fit(X, y)
     assert len(set(seen)) == 1, seen
+
+
+# --------------------------------------------------------------------------
+# The fit plan: computed once from public inputs, each solver plan once per fit
+# --------------------------------------------------------------------------
+
+
+def _count_plans(monkeypatch, solver):
+    """Record ``(n_samples, epsilon)`` of every call of ``solver``'s registered plan."""
+    import dataclasses
+
+    from sklearn_dp.solvers import SOLVERS
+
+    spec = SOLVERS[solver]
+    calls = []
+
+    def plan(n_samples, n_params, epsilon, delta, **kwargs):
+        calls.append((n_samples, epsilon, repr(sorted(kwargs.items()))))
+        return spec.plan(n_samples, n_params, epsilon, delta, **kwargs)
+
+    monkeypatch.setitem(SOLVERS, solver, dataclasses.replace(spec, plan=plan))
+    return calls
+
+
+@pytest.mark.parametrize(
+    "make, solver",
+    [
+        (lambda: DPLogisticRegression(classes=[0, 1], data_norm=1.0, solver="dp_gd"), "dp_gd"),
+        (lambda: DPLogisticRegression(classes=[0, 1], solver="dp_newton"), "dp_newton"),
+        # The sampling rate needs the count: planned from the released count only.
+        (lambda: DPLogisticRegression(classes=[0, 1], solver="dp_sgd", batch_size=50), "dp_sgd"),
+        (lambda: DPSCORegressor(solver="dp_gd", y_bound=1.0), "dp_gd"),
+        (lambda: DPLasso(solver="dp_ssp"), "dp_ssp"),
+    ],
+)
+def test_each_solver_plan_is_computed_once_per_fit(monkeypatch, make, solver):
+    X, y = _data(n=400)
+    calls = _count_plans(monkeypatch, solver)
+    budget = PrivacyBudget(10.0, 1e-4, composition="basic")
+    reserved = []
+    reserve = budget.reserve
+
+    def recording(*args, **kwargs):
+        reserved.append(kwargs.get("event"))
+        return reserve(*args, **kwargs)
+
+    budget.reserve = recording
+    model = make().set_params(epsilon=1.0, delta=1e-5, random_state=0)
+    plan = model._fit_plan(X[:2], y[:2])  # public inputs: the schema of two rows
+    before_fit = len(calls)
+    calls.clear()
+    model.set_params(budget=budget).fit(X, y)
+    # No plan is computed twice with the same arguments.
+    assert len(calls) == len(set(calls))
+    before_data = [call for call in calls if call[0] is None]
+    after_release = [call for call in calls if call[0] is not None]
+    # Before the data: the share search's candidates (a calibration each, at
+    # most 4), the same as _fit_plan's; after the release of the count, one
+    # re-plan, from the released values.
+    assert len(before_data) == before_fit <= 4
+    assert len(after_release) == 1
+    # The fit reserved the event of the plan _fit_plan returned.
+    assert reserved == [plan.event]
+    assert plan.solver == model.solver_ == solver
+    assert plan.privacy_spent == model.privacy_spent_
+
+
+def test_fit_plan_reads_no_private_value():
+    X, y = _data(n=400)
+    model = DPLogisticRegression(epsilon=1.0, classes=[0, 1], random_state=0)
+    with trace_releases() as trace:
+        plan = model._fit_plan(X, y)
+    assert trace.releases == []
+    # The same plan from two rows of the schema as from all rows: the row
+    # count is not an input.
+    assert model._fit_plan(X[:2], y[:2]) == plan
+    assert not hasattr(model, "n_features_in_")  # the estimator is left as it was

@@ -2,23 +2,25 @@
 budget handling and the fitted privacy attributes.
 
 An estimator's ``fit`` validates its parameters and the input's schema
-(shape, type, finiteness, labels in the public ``classes``), then calls
-:meth:`BaseDPEstimator._fit_solver`, which follows the privacy protocol:
+(shape, type, finiteness, labels in the public ``classes``) and describes the
+fit as a :class:`FitRequest` (:meth:`BaseDPEstimator._fit_request`); then it
+follows the privacy protocol of :mod:`sklearn_dp._protocol`:
 
-1. *Public phase.*  Resolve ``solver`` against the registry, check its
-   options and build its privacy plan, from public inputs only
-   (:class:`PublicSetting`: never the row count).
-2. *Reservation.*  Reserve the fit's exact spend on the budget, atomically,
+1. *Plan* (:meth:`BaseDPEstimator._plan_request`).  Resolve ``solver``
+   against the registry, check its options, split epsilon and delta and plan
+   the solver, from public inputs only (:class:`PublicSetting`: never the
+   row count): a :class:`~sklearn_dp._protocol.FitPlan`, computed once.
+   :meth:`BaseDPEstimator._fit_plan` returns it without fitting (the
+   searches use it).
+2. *Reservation.*  Reserve the plan's spend on the budget, atomically,
    before the first read of a private value.  From then on the spend
    stands: a fit that raises keeps its ledger entry, marked failed.
-3. *Private phase* (:class:`PrivatePhase`).  Release the label set (when
-   ``classes`` is not given) and the row count, bound the data, run the
-   solver.  Everything observable from here (exceptions, warnings, printed
-   lines, iteration counts, fitted attributes) is a function of public inputs
-   and noisy releases only: numerical warnings are silenced at the source,
-   the library's own warnings are deferred until the phase ends, and an
-   exception not marked public (:func:`~sklearn_dp.exceptions.public_error`)
-   is replaced by :class:`~sklearn_dp.exceptions.PrivateFitError`.
+3. *Private phase* (:meth:`BaseDPEstimator._private_fit`).  Release the
+   label set (when ``classes`` is not given), the row count and the
+   ``"auto"`` bounds, re-plan the solver's share where released values
+   change it, bound the data, run the solver.  Everything observable from
+   here is a function of public inputs and noisy releases only (see
+   :class:`~sklearn_dp._protocol.PrivatePhase`).
 4. *Completion.*  The reservation is completed with the fit's final event.
 
 If anything fails, the estimator's attributes are restored to what they were
@@ -30,8 +32,6 @@ from __future__ import annotations
 import functools
 import inspect
 import math
-import os
-import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -47,6 +47,16 @@ from .._bounds import planned_events
 from .._data import bound_data, check_feature_bound
 from .._design import fine_block_ranges
 from .._limits import MAX_EPSILON, MAX_SCALE, MIN_EPSILON, MIN_SCALE
+from .._protocol import (
+    COUNT_EPSILON_FRACTION,
+    FitPlan,
+    PrivatePhase,
+    SolverPlanner,
+    debug_mode,
+    open_phase,
+    record_spend,
+    release_count,
+)
 from .._sklearn_compat import (
     Interval,
     Options,
@@ -55,15 +65,17 @@ from .._sklearn_compat import (
     validate_parameter_constraints,
 )
 from .._warnings import user_stacklevel
-from ..accounting import ApproximateDpEvent, largest_share
+from ..accounting import ApproximateDpEvent
 from ..budget import PrivacyBudget
-from ..exceptions import PrivacyLeakWarning, PrivateFitError, public_error
+from ..exceptions import public_error
 from ..solvers import check_solver_supports, choose_solver, get_solver
-from ..solvers._common import COUNT_EPSILON_FRACTION, release_count
 
 __all__ = [
     "BaseDPEstimator",
     "FitProblem",
+    "FitRequest",
+    "FitPlan",
+    "debug_mode",
     "FitBounds",
     "PublicSetting",
     "PrivatePhase",
@@ -79,6 +91,7 @@ __all__ = [
     "MIN_EPSILON",
     "MAX_EPSILON",
     "check_weights_supported",
+    "validate_private",
 ]
 
 #: Shares of epsilon and delta a classifier spends on releasing its label set
@@ -116,17 +129,6 @@ class PublicSetting:
     epsilon: float
     delta: float
     discover_labels: bool = False
-
-
-def debug_mode():
-    """Whether ``SKLEARN_DP_DEBUG`` asks for debugging (``1``, ``true``, ``yes`` or ``on``).
-
-    Any other value (``0``, ``false``, ``no``, ``off``, empty) leaves the
-    protection on: a variable set to ``0`` to make sure debugging is off must
-    not switch it on.
-    """
-    value = os.environ.get("SKLEARN_DP_DEBUG", "")
-    return value.strip().lower() in ("1", "true", "yes", "on")
 
 
 def _is_auto(value):
@@ -180,124 +182,6 @@ def check_weights_supported(spec, estimator):
         f"{estimator}: solver={spec.name!r} does not support sample_weight or class_weight. "
         f"Solvers that fit weighted rows: {supported}; pass one as solver=..."
     )
-
-
-def _is_public(exception):
-    return bool(getattr(exception, "__sklearn_dp_public__", False))
-
-
-class _Silence:
-    """Every warning silenced while at least one private phase runs, in any thread.
-
-    Warning filters are process-wide: a per-phase ``catch_warnings`` in two
-    threads would let one restore the filters while the other still reads
-    private data.  One ``catch_warnings`` is entered by the first phase and
-    left by the last.  (Warnings of other threads are silenced meanwhile too:
-    lost, never leaked.)
-    """
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._depth = 0
-        self._context = None
-
-    def __enter__(self):
-        with self._lock:
-            if self._depth == 0:
-                self._context = warnings.catch_warnings()
-                self._context.__enter__()
-                warnings.simplefilter("ignore")
-            self._depth += 1
-
-    def __exit__(self, *exc_info):
-        with self._lock:
-            self._depth -= 1
-            if self._depth == 0:
-                context, self._context = self._context, None
-                context.__exit__(None, None, None)
-
-
-_SILENCE = _Silence()
-
-
-class PrivatePhase:
-    """The part of a fit that reads private values: nothing escapes it but released values.
-
-    A context manager.  Inside it numpy's floating-point errors are ignored
-    and every warning is silenced (numerical warnings of numpy and scipy on
-    private quantities would otherwise print them); the library's own
-    warnings go through :meth:`warn` and are issued when the phase ends.  On
-    an exception the reservation (if any) is marked failed, and an exception
-    not marked with :func:`~sklearn_dp.exceptions.public_error` is replaced
-    by :class:`~sklearn_dp.exceptions.PrivateFitError` (its message may
-    describe private values).  On success the reservation is completed with
-    :attr:`event`, after the deferred warnings are issued (a warning turned
-    into an error by a filter fails the fit, which stays charged).
-
-    Attributes
-    ----------
-    event : DpEvent or None
-        The fit's final event, set by the code inside the phase.
-    """
-
-    def __init__(self, estimator_name, reservation):
-        self.estimator_name = estimator_name
-        self.reservation = reservation
-        self.event = None
-        self._deferred = []
-        self._debug = debug_mode()
-
-    def warn(self, message, category=UserWarning):
-        """Issue ``message`` when the phase ends; it must depend on released values only."""
-        self._deferred.append((message, category))
-
-    def __enter__(self):
-        if self._debug:
-            try:
-                warnings.warn(
-                    f"{self.estimator_name}: SKLEARN_DP_DEBUG is set, so warnings and the "
-                    "messages of exceptions that depend on private data reach you: this fit "
-                    "is not covered by its privacy guarantee. Unset SKLEARN_DP_DEBUG for "
-                    "anything you release.",
-                    PrivacyLeakWarning,
-                    stacklevel=user_stacklevel(),
-                )
-            except BaseException as raised:  # a filter turned it into an error
-                self._fail(raised)
-                raise
-        self._errstate = np.errstate(all="ignore")
-        self._errstate.__enter__()
-        if not self._debug:
-            _SILENCE.__enter__()
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        if not self._debug:
-            _SILENCE.__exit__(None, None, None)
-        self._errstate.__exit__(None, None, None)
-        if exc is None:
-            try:
-                for message, category in self._deferred:
-                    warnings.warn(message, category, stacklevel=user_stacklevel())
-            except BaseException as raised:
-                self._fail(raised)
-                raise
-            if self.reservation is not None:
-                self.reservation.complete(self.event)
-            return False
-        self._fail(exc)
-        if not isinstance(exc, Exception) or _is_public(exc) or self._debug:
-            return False
-        raise PrivateFitError(
-            f"{self.estimator_name}.fit failed after its privacy budget was reserved "
-            f"({type(exc).__name__}). The spend stands. The original message is withheld "
-            "because it may describe private data; set the environment variable "
-            "SKLEARN_DP_DEBUG=1 to see it while debugging (that breaks the guarantee)."
-        ) from None
-
-    def _fail(self, exc):
-        if self.reservation is not None:
-            self.reservation.fail(exc)
 
 
 def release_labels(y, epsilon, delta, rng):
@@ -417,6 +301,63 @@ class FitProblem:
     radius: float | None = None
 
 
+@dataclass
+class FitRequest:
+    """What an estimator's ``fit`` hands to the protocol, once its public checks passed.
+
+    Attributes
+    ----------
+    X : ndarray, CSR matrix or dask array
+        Validated (schema-checked), unbounded features.
+    y : ndarray
+        Validated labels, not yet transformed.
+    problem : FitProblem
+        The public description of the optimisation problem (for a
+        classifier that discovers its labels: the binary problem, a
+        provisional description used for the public checks; for a regressor
+        with ``"auto"`` bounds: the problem for placeholder bounds, replaced
+        by ``finish``).
+    store : callable
+        ``store(data, result, bounds)``: sets the estimator's fitted model.
+    prepare : callable, optional
+        ``prepare(X, y, phase) -> (X, y, problem)``, run inside the private
+        phase before the row count: the label encoding and the release of
+        the label set.
+    discover_labels : bool, default=False
+        Whether ``prepare`` releases the label set (it then gets
+        ``phase.label_epsilon`` and ``phase.label_delta``).
+    finish : callable, optional
+        ``finish(y, bounds) -> (y, problem)``, run inside the private phase
+        once the bounds are known (given or released): label clipping and
+        scaling, and the problem in the fit's units.
+    sample_weight : ndarray of shape (n_samples,) or None
+        Checked weights, clipped to ``[0, max_weight]`` when the data is
+        bounded.  ``prepare`` may replace them (``phase.sample_weight``:
+        class weights, rows dropped with unreleased labels).
+    weighted : bool or None
+        Whether the fit is weighted (public: ``sample_weight`` or
+        ``class_weight`` given); None: ``sample_weight is not None``.  A
+        weighted fit needs a solver with ``SolverSpec.sample_weight``
+        (refused before the reservation otherwise), and its sensitivities
+        are multiplied by ``max_weight``.
+    initial_point : callable, optional
+        ``initial_point(bounds, problem) -> ndarray or None``: a warm start
+        (a previous fit's released coefficients in the new fit's units),
+        passed as ``coef_init`` to solvers that take one.
+    """
+
+    X: object
+    y: object
+    problem: FitProblem
+    store: Callable
+    prepare: Callable | None = None
+    discover_labels: bool = False
+    finish: Callable | None = None
+    sample_weight: object = None
+    weighted: bool | None = None
+    initial_point: Callable | None = None
+
+
 def _stores_out_of_order(X):
     """Whether a row of CSR ``X`` stores a column twice or out of order, read off its indices.
 
@@ -464,6 +405,65 @@ def _canonical(X):
                 "duplicate entries of a sparse matrix are summed; pass finite values."
             )
     return X
+
+
+def validate_private(estimator, X, y="no_validation", x_dtype=np.float64, **kwargs):
+    """``validate_data`` for private data, with messages that show no private value.
+
+    Used by the estimators and the DP transformers: complex values,
+    non-numeric entries, ragged rows, 1-d input and inconsistent lengths are
+    refused with messages that say what is wrong, not where or with which
+    value; CSR input is canonicalised (duplicate entries summed).
+    """
+    name = type(estimator).__name__
+    for part, value in (("X", X), ("y", y)):
+        dtype = getattr(value, "dtype", None)
+        if dtype is not None and getattr(dtype, "kind", None) == "c":
+            raise ValueError(
+                f"{name}: Complex data not supported: {part} has complex values; pass "
+                f"real numbers (for example {part}.real, if the imaginary part is known "
+                "to be 0)."
+            )
+    try:
+        validated = validate_data(estimator, X, y, accept_sparse="csr", dtype=x_dtype, **kwargs)
+    except (ValueError, TypeError) as exc:
+        message = str(exc)
+        if "Expected 2D array" in message:
+            got = "a scalar" if "scalar" in message else "a 1-d array"
+            raise ValueError(
+                f"{name}: X must be 2-d, of shape (n_samples, n_features); got {got}. "
+                "Reshape your data with X.reshape(-1, 1) if it has a single feature "
+                "or X.reshape(1, -1) if it is a single sample."
+            ) from None
+        if "inconsistent numbers of samples" in message:
+            raise ValueError(
+                f"{name}: X and y have inconsistent numbers of samples (rows); pass one "
+                "label per row of X."
+            ) from None
+        if any(marker in message for marker in _NON_NUMERIC_MARKERS):
+            raise ValueError(
+                f"{name}: X and y must hold real numbers in a rectangular array: found a "
+                "non-numeric entry (such as a string or None), a ragged row or a complex "
+                "value. Encode categorical columns with a public encoding and convert the "
+                "data to a float array before fitting."
+            ) from None
+        raise
+    if isinstance(validated, tuple):
+        labels = validated[1]
+        # scikit-learn checks finiteness before it converts an object array to
+        # float, so a None label becomes NaN unchecked: refuse it here, with
+        # the other schema checks (before any spend).
+        if (
+            getattr(labels, "dtype", None) is not None
+            and labels.dtype.kind == "f"
+            and not (np.all(np.isfinite(labels)))
+        ):
+            raise ValueError(
+                f"{name}: y contains NaN, infinity or a missing value (such as None in an "
+                "object array); pass finite labels."
+            )
+        return (_canonical(validated[0]),) + tuple(validated[1:])
+    return _canonical(validated)
 
 
 def penalty_strengths(penalty, strength, l1_ratio):
@@ -665,55 +665,7 @@ class BaseDPEstimator(BaseEstimator):
         return self._validate_private(X, reset=False)
 
     def _validate_private(self, X, y="no_validation", x_dtype=np.float64, **kwargs):
-        name = type(self).__name__
-        for part, value in (("X", X), ("y", y)):
-            dtype = getattr(value, "dtype", None)
-            if dtype is not None and getattr(dtype, "kind", None) == "c":
-                raise ValueError(
-                    f"{name}: Complex data not supported: {part} has complex values; pass "
-                    f"real numbers (for example {part}.real, if the imaginary part is known "
-                    "to be 0)."
-                )
-        try:
-            validated = validate_data(self, X, y, accept_sparse="csr", dtype=x_dtype, **kwargs)
-        except (ValueError, TypeError) as exc:
-            message = str(exc)
-            if "Expected 2D array" in message:
-                got = "a scalar" if "scalar" in message else "a 1-d array"
-                raise ValueError(
-                    f"{name}: X must be 2-d, of shape (n_samples, n_features); got {got}. "
-                    "Reshape your data with X.reshape(-1, 1) if it has a single feature "
-                    "or X.reshape(1, -1) if it is a single sample."
-                ) from None
-            if "inconsistent numbers of samples" in message:
-                raise ValueError(
-                    f"{name}: X and y have inconsistent numbers of samples (rows); pass one "
-                    "label per row of X."
-                ) from None
-            if any(marker in message for marker in _NON_NUMERIC_MARKERS):
-                raise ValueError(
-                    f"{name}: X and y must hold real numbers in a rectangular array: found a "
-                    "non-numeric entry (such as a string or None), a ragged row or a complex "
-                    "value. Encode categorical columns with a public encoding and convert the "
-                    "data to a float array before fitting."
-                ) from None
-            raise
-        if isinstance(validated, tuple):
-            labels = validated[1]
-            # scikit-learn checks finiteness before it converts an object array to
-            # float, so a None label becomes NaN unchecked: refuse it here, with
-            # the other schema checks (before any spend).
-            if (
-                getattr(labels, "dtype", None) is not None
-                and labels.dtype.kind == "f"
-                and not (np.all(np.isfinite(labels)))
-            ):
-                raise ValueError(
-                    f"{name}: y contains NaN, infinity or a missing value (such as None in an "
-                    "object array); pass finite labels."
-                )
-            return (_canonical(validated[0]),) + tuple(validated[1:])
-        return _canonical(validated)
+        return validate_private(self, X, y, x_dtype, **kwargs)
 
     def _check_solver_options(self, spec, options):
         """Types and ranges of numeric solver options, before any plan or solver sees them."""
@@ -987,59 +939,200 @@ class BaseDPEstimator(BaseEstimator):
             self.y_bound_ = bounds.y_scale
             self.y_center_ = bounds.y_center
 
-    def _fit_solver(
-        self,
-        X,
-        y,
-        problem,
-        *,
-        prepare=None,
-        discover_labels=False,
-        finish=None,
-        sample_weight=None,
-        weighted=None,
-        initial_point=None,
-    ):
-        """Plan from public inputs, reserve the spend, then fit in a private phase.
+    # -- the fit -----------------------------------------------------------------
 
-        Parameters
-        ----------
-        X : ndarray or CSR matrix
-            Validated (schema-checked), unbounded features.
-        y : ndarray
-            Validated labels, not yet transformed.
-        problem : FitProblem
-            The public description of the optimisation problem (for a
-            classifier that discovers its labels: the binary problem, a
-            provisional description used for the public checks; for a
-            regressor with ``"auto"`` bounds: the problem for placeholder
-            bounds, replaced by ``finish``).
-        prepare : callable, optional
-            ``prepare(X, y, phase) -> (X, y, problem)``, run inside the
-            private phase before the row count: the label encoding and the
-            release of the label set.
-        discover_labels : bool, default=False
-            Whether ``prepare`` releases the label set (it then gets
-            ``phase.label_epsilon`` and ``phase.label_delta``).
-        finish : callable, optional
-            ``finish(y, bounds) -> (y, problem)``, run inside the private
-            phase once the bounds are known (given or released): label
-            clipping and scaling, and the problem in the fit's units.
-        sample_weight : ndarray of shape (n_samples,) or None
-            Checked weights (:meth:`_check_sample_weight`), clipped to
-            ``[0, max_weight]`` when the data is bounded.  ``prepare`` may
-            replace them (``phase.sample_weight``: class weights, rows
-            dropped with unreleased labels).
-        weighted : bool or None
-            Whether the fit is weighted (public: ``sample_weight`` or
-            ``class_weight`` given); None: ``sample_weight is not None``.
-            A weighted fit needs a solver with ``SolverSpec.sample_weight``
-            (refused before the reservation otherwise), and its sensitivities
-            are multiplied by ``max_weight``.
-        initial_point : callable, optional
-            ``initial_point(bounds, problem) -> ndarray or None``: a warm
-            start (a previous fit's released coefficients in the new fit's
-            units), passed as ``coef_init`` to solvers that take one.
+    def _fit_request(self, X, y, sample_weight=None):
+        """``fit``'s public checks, and what it hands to the protocol: a :class:`FitRequest`.
+
+        Each estimator defines it: parameter, schema and label checks (before
+        any spend), the provisional problem and the callbacks of the private
+        phase.
+        """
+        raise NotImplementedError  # pragma: no cover - each estimator defines it
+
+    def _fit(self, X, y, sample_weight=None):
+        """``fit``: the request, its plan, the protocol, the fitted attributes."""
+        request = self._fit_request(X, y, sample_weight)
+        data, result, bounds = self._fit_solver(request, self._plan_request(request))
+        request.store(data, result, bounds)
+        return self
+
+    def _fit_plan(self, X, y=None, sample_weight=None):
+        """The :class:`~sklearn_dp._protocol.FitPlan` of ``fit(X, y)``, from public inputs only.
+
+        Runs ``fit``'s public checks on ``X`` and ``y`` and plans the fit; no
+        private value is read (the plan depends on the input's schema only,
+        so a public stand-in of the data gives the same plan) and the
+        estimator is left as it was.
+        """
+        saved = dict(self.__dict__)
+        try:
+            return self._plan_request(self._fit_request(X, y, sample_weight))
+        finally:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+
+    def _plan_request(self, request):
+        """The fit's :class:`~sklearn_dp._protocol.FitPlan`: public checks, shares, solver plan.
+
+        Reads the input's schema (number of features, types, sparsity)
+        only: never its rows, nor their number.  A refused configuration
+        raises here, before the reservation, and spends nothing.
+        """
+        X, y, problem = request.X, request.y, request.problem
+        name = type(self).__name__
+        public = self._public_setting(X, problem, request.discover_labels)
+        spec = self._resolve_solver(problem, public)
+        dask_input = _dask.is_dask_array(X)
+        if dask_input:
+            # Before the reservation: a solver without a Dask path spends nothing.
+            _dask.check_solver(spec.name)
+        # Zero rows of the input's schema, for the public checks and plans
+        # (copies: the plan keeps no view of the private arrays).
+        X0, y0 = (
+            (np.zeros((0, X.shape[1]), dtype=X.dtype), np.zeros(0, dtype=y.dtype))
+            if dask_input
+            else (X[:0].copy(), y[:0].copy())
+        )
+        bound_request = self._bound_request(spec)
+        # The bounds the solver's geometry needs, checked on zero rows (public).
+        planned = self._resolve_bounds(spec, X.shape[1], request=bound_request)
+        kwargs = self._solver_kwargs(spec, problem, planned)
+        self._bound_zero_rows(spec, X0, y0, planned)
+        if spec.check is not None:
+            spec.check(**self._check_arguments(spec, problem, kwargs, public))
+        weighted = request.weighted
+        if weighted is None:
+            weighted = request.sample_weight is not None
+        if weighted:
+            if dask_input:
+                _dask.refuse_weights(name)
+            check_weights_supported(spec, name)
+        initial_point = request.initial_point
+        if initial_point is not None and not spec.warm_start:
+            from ..solvers import SOLVERS
+
+            takes = ", ".join(name for name, s in SOLVERS.items() if s.warm_start)
+            warnings.warn(
+                f"warm_start=True is ignored by solver={spec.name!r}, which takes no initial "
+                f"point (solvers that do: {takes}); this fit starts cold.",
+                UserWarning,
+                stacklevel=user_stacklevel(),
+            )
+            initial_point = None
+        private = not math.isinf(self.epsilon)
+        _random.check_random_state(self.random_state, private=private, owner=name)
+        if request.discover_labels and private and self.delta == 0:
+            raise ValueError(
+                f"{name}: with delta=0 the label set cannot be released "
+                "privately (it needs delta > 0); pass classes=[...], the public label set."
+            )
+        discover = request.discover_labels
+        label_epsilon = LABEL_EPSILON_FRACTION * self.epsilon if discover else 0.0
+        label_delta = LABEL_DELTA_FRACTION * self.delta if discover else 0.0
+        # The count, the bounds and the solver share what the labels leave.
+        epsilon_rest = self.epsilon - label_epsilon
+        delta_rest = self.delta - label_delta
+        # Under add/remove neighbouring the row count is private: a share of
+        # epsilon buys a noisy count that stands in for n (see PrivateCount).
+        epsilon_count = COUNT_EPSILON_FRACTION * epsilon_rest if private else math.inf
+        # "auto" bounds: a share each, released by the exponential mechanism
+        # (pure epsilon-DP; known before the data, so part of the reservation).
+        bound_epsilons = self._bounds_epsilons(bound_request, epsilon_rest, private)
+        planned_bound_events = planned_events(bound_request, bound_epsilons) if private else []
+        # The solver gets what the count and the bounds leave: at least the
+        # basic-composition remainder, more where numerical composition of
+        # the mechanisms certifies it.
+        planner = SolverPlanner(
+            spec.plan,
+            functools.partial(self._plan_arguments, spec, X0, y0),
+            epsilon=epsilon_rest,
+            delta=delta_rest,
+            floor=epsilon_rest - epsilon_count - sum(bound_epsilons) if private else math.inf,
+        )
+        share, solver_plan, event = math.inf, None, None
+        if private:
+            prefix = dpe.ComposedDpEvent(
+                [dpe.LaplaceDpEvent(1.0 / epsilon_count)] + planned_bound_events
+            )
+            share, solver_plan = planner.before_data(problem, planned, kwargs, prefix)
+            if solver_plan is not None:
+                event = _fit_event(
+                    ApproximateDpEvent(label_epsilon, label_delta, "label set")
+                    if discover
+                    else None,
+                    dpe.LaplaceDpEvent(1.0 / epsilon_count),
+                    planned_bound_events,
+                    solver_plan.event,
+                )
+        return FitPlan(
+            owner=name,
+            solver=spec.name,
+            options=kwargs,
+            epsilon=self.epsilon,
+            delta=self.delta,
+            private=private,
+            shares={
+                "labels": (label_epsilon, label_delta),
+                "count": epsilon_count,
+                "bounds": bound_epsilons,
+                "solver": (share, delta_rest),
+            },
+            solver_plan=solver_plan,
+            event=event,
+            context=dict(
+                spec=spec,
+                public=public,
+                bound_request=bound_request,
+                weighted=bool(weighted),
+                initial_point=initial_point,
+                dask_input=dask_input,
+                schema=(X0, y0),
+                planner=planner,
+            ),
+        )
+
+    def _bound_zero_rows(self, spec, X0, y0, bounds):
+        """``bound_data`` of zero rows: the public checks of the bounds, and their public constants."""
+        return bound_data(
+            X0,
+            y0,
+            fit_intercept=self.fit_intercept,
+            intercept_scaling=bounds.intercept_scaling,
+            geometry=spec.geometry,
+            data_norm=bounds.data_norm,
+            feature_bound=bounds.feature_bound,
+        )
+
+    def _plan_arguments(self, spec, X0, y0, problem, n_public, bounds, kwargs):
+        """``(n_params, plan_kwargs)``: what ``spec.plan`` receives, from public inputs."""
+        plan_parameters = inspect.signature(spec.plan).parameters
+        n_params = (X0.shape[1] + int(self.fit_intercept)) * problem.n_outputs
+        plan_kwargs = {k: v for k, v in kwargs.items() if k in plan_parameters}
+        if "n_outputs" in plan_parameters:
+            plan_kwargs["n_outputs"] = problem.n_outputs
+        if {"loss", "row_norm_bound"} & set(plan_parameters):
+            # Plans whose step sizes and step counts depend on the loss's
+            # public constants get them from a bounding of zero rows, which
+            # carries the public bounds and nothing else.
+            zero_rows = self._bound_zero_rows(spec, X0, y0, bounds)
+            if "loss" in plan_parameters:
+                plan_kwargs["loss"] = problem.make_loss(zero_rows)
+            if "row_norm_bound" in plan_parameters:
+                plan_kwargs["row_norm_bound"] = zero_rows.row_norm_bound
+        if "alpha" in plan_parameters:
+            # A strength that scales with n (1 / (C n)) is unknown until the count.
+            plan_kwargs["alpha"] = (
+                problem.alpha
+                if not callable(problem.alpha)
+                else None
+                if n_public is None
+                else problem.alpha(n_public)
+            )
+        return n_params, plan_kwargs
+
+    def _fit_solver(self, request, plan):
+        """Run ``plan`` under the protocol: reserve, private phase, fitted attributes.
 
         Returns
         -------
@@ -1053,273 +1146,9 @@ class BaseDPEstimator(BaseEstimator):
         the bound attributes (``data_norm_``, ``feature_bound_``,
         ``intercept_scaling_``; ``y_bound_`` and ``y_center_`` for regressors).
         """
-        public = self._public_setting(X, problem, discover_labels)
-        spec = self._resolve_solver(problem, public)
-        n_features = X.shape[1]
-        dask_input = _dask.is_dask_array(X)
-        if dask_input:
-            # Before the reservation: a solver without a Dask path spends nothing.
-            _dask.check_solver(spec.name)
-        # Zero rows of the input's schema, for the public checks and plans.
-        X0, y0 = (
-            (np.zeros((0, n_features), dtype=X.dtype), np.zeros(0, dtype=y.dtype))
-            if dask_input
-            else (X[:0], y[:0])
-        )
-        request = self._bound_request(spec)
-        # The bounds the solver's geometry needs, checked on zero rows (public).
-        planned = self._resolve_bounds(spec, n_features, request=request)
-        kwargs = self._solver_kwargs(spec, problem, planned)
-        bound_data(
-            X0,
-            y0,
-            fit_intercept=self.fit_intercept,
-            intercept_scaling=planned.intercept_scaling,
-            geometry=spec.geometry,
-            data_norm=planned.data_norm,
-            feature_bound=planned.feature_bound,
-        )
-        if spec.check is not None:
-            spec.check(**self._check_arguments(spec, problem, kwargs, public))
-        if weighted is None:
-            weighted = sample_weight is not None
-        if weighted:
-            if dask_input:
-                _dask.refuse_weights(type(self).__name__)
-            check_weights_supported(spec, type(self).__name__)
-        if initial_point is not None and not spec.warm_start:
-            from ..solvers import SOLVERS
-
-            takes = ", ".join(name for name, s in SOLVERS.items() if s.warm_start)
-            warnings.warn(
-                f"warm_start=True is ignored by solver={spec.name!r}, which takes no initial "
-                f"point (solvers that do: {takes}); this fit starts cold.",
-                UserWarning,
-                stacklevel=user_stacklevel(),
-            )
-            initial_point = None
-        private = not math.isinf(self.epsilon)
-        _random.check_random_state(self.random_state, private=private, owner=type(self).__name__)
-        if discover_labels and private and self.delta == 0:
-            raise ValueError(
-                f"{type(self).__name__}: with delta=0 the label set cannot be released "
-                "privately (it needs delta > 0); pass classes=[...], the public label set."
-            )
-        label_epsilon = LABEL_EPSILON_FRACTION * self.epsilon if discover_labels else 0.0
-        label_delta = LABEL_DELTA_FRACTION * self.delta if discover_labels else 0.0
-        # The count, the bounds and the solver share what the labels leave.
-        epsilon_rest = self.epsilon - label_epsilon
-        delta_rest = self.delta - label_delta
-        # Under add/remove neighbouring the row count is private: a share of
-        # epsilon buys a noisy count that stands in for n (see PrivateCount).
-        epsilon_count = COUNT_EPSILON_FRACTION * epsilon_rest if private else math.inf
-        # "auto" bounds: a share each, released by the exponential mechanism
-        # (pure epsilon-DP; known before the data, so part of the reservation).
-        bound_epsilons = self._bounds_epsilons(request, epsilon_rest, private)
-        planned_bound_events = planned_events(request, bound_epsilons) if private else []
-        plan_parameters = inspect.signature(spec.plan).parameters
-
-        def plan_for(problem, n_public, epsilon_part, bounds, kwargs):
-            n_params = (X.shape[1] + int(self.fit_intercept)) * problem.n_outputs
-            plan_kwargs = {k: v for k, v in kwargs.items() if k in plan_parameters}
-            if "n_outputs" in plan_parameters:
-                plan_kwargs["n_outputs"] = problem.n_outputs
-            if {"loss", "row_norm_bound"} & set(plan_parameters):
-                # Plans whose step sizes and step counts depend on the loss's
-                # public constants get them from a bounding of zero rows, which
-                # carries the public bounds and nothing else.
-                zero_rows = bound_data(
-                    X0,
-                    y0,
-                    fit_intercept=self.fit_intercept,
-                    intercept_scaling=bounds.intercept_scaling,
-                    geometry=spec.geometry,
-                    data_norm=bounds.data_norm,
-                    feature_bound=bounds.feature_bound,
-                )
-                if "loss" in plan_parameters:
-                    plan_kwargs["loss"] = problem.make_loss(zero_rows)
-                if "row_norm_bound" in plan_parameters:
-                    plan_kwargs["row_norm_bound"] = zero_rows.row_norm_bound
-            if "alpha" in plan_parameters:
-                # A strength that scales with n (1 / (C n)) is unknown until the count.
-                plan_kwargs["alpha"] = (
-                    problem.alpha
-                    if not callable(problem.alpha)
-                    else None
-                    if n_public is None
-                    else problem.alpha(n_public)
-                )
-            return spec.plan(n_public, n_params, epsilon_part, delta_rest, **plan_kwargs)
-
-        def solver_epsilon(problem, n_public, bounds, kwargs, bound_events):
-            # The solver gets what the count and the bounds leave: at least
-            # the basic-composition remainder, more where numerical
-            # composition of the mechanisms certifies it.
-            if not private:
-                return math.inf
-            prefix = dpe.ComposedDpEvent([dpe.LaplaceDpEvent(1.0 / epsilon_count)] + bound_events)
-
-            def solver_event(epsilon_part):
-                plan = plan_for(problem, n_public, epsilon_part, bounds, kwargs)
-                return None if plan is None else plan.event
-
-            floor = epsilon_rest - epsilon_count - sum(bound_epsilons)
-            if n_public is not None and solver_event(floor) != plan_event_before_data(
-                problem, floor, kwargs
-            ):
-                # The profile is chosen from released values (below): the
-                # share is the floor whatever the search would certify, so
-                # skip it (each candidate is a calibration: 3x the fit time
-                # of the subsampled solvers on small data).
-                return floor
-            share = largest_share(solver_event, prefix, epsilon_rest, delta_rest, floor)
-            if n_public is None or share <= floor:
-                return share
-            # Numerical (PLD) composition of the count and bounds with the
-            # solver is valid when the solver's privacy profile is fixed
-            # before the data; a profile chosen from released values (a
-            # sampling rate from the noisy count, steps from released bounds)
-            # is fully adaptive composition, for which only basic composition
-            # (or a zCDP/RDP filter) is proven.  Such solvers get the
-            # basic-composition share.
-            if solver_event(share) == plan_event_before_data(problem, share, kwargs):
-                return share
-            solver_event(floor)  # the plan the solver will make (and cache) at that share
-            return floor
-
-        def plan_event_before_data(problem, epsilon_part, kwargs):
-            plan = plan_for(problem, None, epsilon_part, planned, kwargs)
-            return None if plan is None else plan.event
-
-        def fit_event(label_event, count_event, bound_events, solver_event):
-            parts = [count_event] + list(bound_events) + [solver_event]
-            return dpe.ComposedDpEvent(([label_event] if label_event is not None else []) + parts)
-
-        # The public checks and the plan come before the reservation: a
-        # refused configuration spends nothing.
-        pre_data_plan = None
-        if private:
-            pre_data_plan = plan_for(
-                problem,
-                None,
-                solver_epsilon(problem, None, planned, kwargs, planned_bound_events),
-                planned,
-                kwargs,
-            )
-        reservation = None
-        if private and self.budget is not None:
-            pre_data_event = None
-            if pre_data_plan is not None:
-                pre_data_event = fit_event(
-                    None
-                    if not discover_labels
-                    else ApproximateDpEvent(label_epsilon, label_delta, "label set"),
-                    dpe.LaplaceDpEvent(1.0 / epsilon_count),
-                    planned_bound_events,
-                    pre_data_plan.event,
-                )
-            reservation = self.budget.reserve(
-                self.epsilon,
-                self.delta,
-                event=pre_data_event,
-                estimator=type(self).__name__,
-                solver=spec.name,
-            )
-        rng = _random.fit_generator(
-            self.random_state,
-            private=private,
-            reservation=reservation,
-            owner=type(self).__name__,
-        )
-
-        with PrivatePhase(type(self).__name__, reservation) as phase:
-            phase.rng = rng
-            phase.label_epsilon = label_epsilon
-            phase.label_delta = label_delta
-            phase.label_event = None
-            phase.sample_weight = sample_weight
-            if prepare is not None:
-                X, y, problem = prepare(X, y, phase)
-                if discover_labels:
-                    public = self._public_setting(X, problem, discover_labels)
-                    try:
-                        spec = self._resolve_solver(problem, public)
-                    except ValueError as exc:
-                        # A function of the released label set.
-                        raise public_error(ValueError(str(exc))) from None
-                    if dask_input:
-                        _dask.check_solver(spec.name, inside=True)
-            # The number of rows (of a Dask array: a sum over its chunks).
-            n_rows = _dask.row_count(X) if dask_input else X.shape[0]
-            count = release_count(n_rows, epsilon_count, rng)
-            self._warn_weak_delta(count.estimate, phase)
-            released, bound_events = self._release_bounds(
-                X, y, request, bound_epsilons, count.estimate, rng
-            )
-            bounds = self._resolve_bounds(spec, n_features, released, request)
-            if finish is not None:
-                y, problem = finish(y, bounds)
-            if released or finish is not None or discover_labels:
-                # Options that depend on the bounds (e.g. DPLasso's intercept
-                # bound), from released values; checked publicly before.
-                kwargs = self._solver_kwargs(spec, problem, bounds, quiet=True)
-            if discover_labels and spec.check is not None:
-                # The solver (and its problem) may have changed with the
-                # released label set: its public check again, on released
-                # values, so a refusal says why instead of PrivateFitError.
-                try:
-                    spec.check(**self._check_arguments(spec, problem, kwargs, public))
-                except ValueError as exc:
-                    raise public_error(ValueError(str(exc))) from None
-            epsilon_solver = solver_epsilon(problem, count.estimate, bounds, kwargs, bound_events)
-            data = (_dask.bound_dask_data if dask_input else bound_data)(
-                X,
-                y,
-                fit_intercept=self.fit_intercept,
-                intercept_scaling=bounds.intercept_scaling,
-                geometry=spec.geometry,
-                data_norm=bounds.data_norm,
-                feature_bound=bounds.feature_bound,
-                n_public=count.estimate,
-                normalizer=count.normalizer,
-                sample_weight=phase.sample_weight if weighted else None,
-                max_weight=float(getattr(self, "max_weight", 1.0)),
-            )
-            if weighted and data.sample_weight is None:
-                # class weights only: every row weighs 1 before them.
-                data.sample_weight = np.ones(data.n_samples)
-                data.weight_bound = float(getattr(self, "max_weight", 1.0))
-            alpha = problem.alpha(count.estimate) if callable(problem.alpha) else problem.alpha
-            if initial_point is not None and spec.warm_start:
-                start = initial_point(bounds, problem)
-                if start is not None:
-                    kwargs = dict(kwargs, coef_init=start)
-            result = spec.function(
-                data,
-                problem.make_loss(data),
-                n_outputs=problem.n_outputs,
-                alpha=alpha,
-                epsilon=epsilon_solver,
-                delta=delta_rest,
-                random_state=rng,
-                verbose=self.verbose,
-                **kwargs,
-            )
-            if private:
-                phase.event = fit_event(
-                    phase.label_event, count.event, bound_events, result.dp_event
-                )
-            # Solvers do not warn; they hand warnings computed from public values
-            # and releases to the estimator, which defers them through the phase.
-            for message in result.info.pop("warnings", ()):
-                phase.warn(message)
-        if private:
-            self.dp_event_ = phase.event
-            self.privacy_spent_ = (float(self.epsilon), float(self.delta))
-        else:
-            self.dp_event_ = dpe.NonPrivateDpEvent()
-            self.privacy_spent_ = (math.inf, 0.0)
+        with open_phase(plan, self.budget, self.random_state) as phase:
+            spec, data, result, bounds = self._private_fit(request, plan, phase)
+        record_spend(self, plan, phase.event)
         self.solver_ = spec.name
         self.n_iter_ = int(result.n_iter)
         self._set_bound_attributes(bounds)
@@ -1329,3 +1158,108 @@ class BaseDPEstimator(BaseEstimator):
             else:  # not reported by this solver: drop a previous fit's value
                 self.__dict__.pop(f"{key}_", None)
         return data, result, bounds
+
+    def _private_fit(self, request, plan, phase):
+        """The private phase: labels, count, bounds, the solver's share, the solver."""
+        context = plan.context
+        spec, bound_request = context["spec"], context["bound_request"]
+        X, y, problem, kwargs = request.X, request.y, request.problem, plan.options
+        public = context["public"]
+        rng = phase.rng
+        phase.label_epsilon, phase.label_delta = plan.shares["labels"]
+        phase.label_event = None
+        phase.sample_weight = request.sample_weight
+        if request.prepare is not None:
+            X, y, problem = request.prepare(X, y, phase)
+            if request.discover_labels:
+                public = self._public_setting(X, problem, discover_labels=True)
+                try:
+                    spec = self._resolve_solver(problem, public)
+                except ValueError as exc:
+                    # A function of the released label set.
+                    raise public_error(ValueError(str(exc))) from None
+                if context["dask_input"]:
+                    _dask.check_solver(spec.name, inside=True)
+        # The number of rows (of a Dask array: a sum over its chunks).
+        n_rows = _dask.row_count(X) if context["dask_input"] else X.shape[0]
+        count = release_count(n_rows, plan.shares["count"], rng)
+        self._warn_weak_delta(count.estimate, phase)
+        released, bound_events = self._release_bounds(
+            X, y, bound_request, plan.shares["bounds"], count.estimate, rng
+        )
+        bounds = self._resolve_bounds(spec, X.shape[1], released, bound_request)
+        if request.finish is not None:
+            y, problem = request.finish(y, bounds)
+        if released or request.finish is not None or request.discover_labels:
+            # Options that depend on the bounds (e.g. DPLasso's intercept
+            # bound), from released values; checked publicly before.
+            kwargs = self._solver_kwargs(spec, problem, bounds, quiet=True)
+        if request.discover_labels and spec.check is not None:
+            # The solver (and its problem) may have changed with the
+            # released label set: its public check again, on released
+            # values, so a refusal says why instead of PrivateFitError.
+            try:
+                spec.check(**self._check_arguments(spec, problem, kwargs, public))
+            except ValueError as exc:
+                raise public_error(ValueError(str(exc))) from None
+        epsilon_solver = math.inf
+        if plan.private:
+            planner = context["planner"]
+            if spec is not context["spec"]:
+                # Another solver for the released label set: its own plans.
+                planner = planner.for_solver(
+                    spec.plan, functools.partial(self._plan_arguments, spec, *context["schema"])
+                )
+            prefix = dpe.ComposedDpEvent(
+                [dpe.LaplaceDpEvent(1.0 / plan.shares["count"])] + bound_events
+            )
+            epsilon_solver = planner.after_release(problem, count.estimate, bounds, kwargs, prefix)
+        weighted = context["weighted"]
+        max_weight = float(getattr(self, "max_weight", 1.0))
+        data = (_dask.bound_dask_data if context["dask_input"] else bound_data)(
+            X,
+            y,
+            fit_intercept=self.fit_intercept,
+            intercept_scaling=bounds.intercept_scaling,
+            geometry=spec.geometry,
+            data_norm=bounds.data_norm,
+            feature_bound=bounds.feature_bound,
+            n_public=count.estimate,
+            normalizer=count.normalizer,
+            sample_weight=phase.sample_weight if weighted else None,
+            max_weight=max_weight,
+        )
+        if weighted and data.sample_weight is None:
+            # class weights only: every row weighs 1 before them.
+            data.sample_weight = np.ones(data.n_samples)
+            data.weight_bound = max_weight
+        alpha = problem.alpha(count.estimate) if callable(problem.alpha) else problem.alpha
+        initial_point = context["initial_point"]
+        if initial_point is not None and spec.warm_start:
+            start = initial_point(bounds, problem)
+            if start is not None:
+                kwargs = dict(kwargs, coef_init=start)
+        result = spec.function(
+            data,
+            problem.make_loss(data),
+            n_outputs=problem.n_outputs,
+            alpha=alpha,
+            epsilon=epsilon_solver,
+            delta=plan.shares["solver"][1],
+            random_state=rng,
+            verbose=self.verbose,
+            **kwargs,
+        )
+        if plan.private:
+            phase.event = _fit_event(phase.label_event, count.event, bound_events, result.dp_event)
+        # Solvers do not warn; they hand warnings computed from public values
+        # and releases to the estimator, which defers them through the phase.
+        for message in result.info.pop("warnings", ()):
+            phase.warn(message)
+        return spec, data, result, bounds
+
+
+def _fit_event(label_event, count_event, bound_events, solver_event):
+    """The whole fit's event: the label set (if released), the count, the bounds, the solver."""
+    parts = [count_event] + list(bound_events) + [solver_event]
+    return dpe.ComposedDpEvent(([label_event] if label_event is not None else []) + parts)

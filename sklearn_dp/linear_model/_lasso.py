@@ -18,7 +18,7 @@ from .._sklearn_compat import Interval, StrOptions
 from ..solvers import AutoChoice, get_solver
 from ..solvers._second_order import AUTO_SSP_ENTRYWISE_MAX_FEATURES
 from ..solvers._ssp import solve_statistics
-from ._base import BaseDPEstimator, FitProblem, public_scale, restore_on_failure
+from ._base import BaseDPEstimator, FitProblem, FitRequest, public_scale, restore_on_failure
 
 if TYPE_CHECKING:
     from .._typing import ArrayLike, Auto, FeatureBound, MatrixLike, RandomStateLike
@@ -482,6 +482,9 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         self : DPLasso
             The fitted estimator.
         """
+        return self._fit(X, y, sample_weight)
+
+    def _fit_request(self, X, y, sample_weight=None):
         self._validate_params()
         self._check_privacy_request()
         X, y = self._validate_fit_data(X, y, y_numeric=True)
@@ -508,37 +511,39 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
             )
             return y, self._problem(spec, bounds)
 
-        data, result, bounds = self._fit_solver(
+        def store(data, result, bounds):
+            scale = bounds.y_scale
+            radius = self._problem(spec, bounds).radius
+            coef, intercept = data.split_coef(result.coef)
+            # float32 input gives float32 coefficients (as scikit-learn does).
+            self.coef_ = self._as_input_dtype(coef.ravel() * scale, X)
+            self.intercept_ = self._as_input_dtype(float(intercept[0]) * scale + bounds.y_center, X)
+            self.radius_ = math.inf if radius is None else radius * scale
+            self.intercept_bound_ = (
+                self._intercept_bound(radius, bounds) * scale if self.fit_intercept else 0.0
+            )
+            statistics = result.info.get("statistics")
+            if statistics is not None:
+                # Released values and public constants only (see path()).
+                self.released_statistics_ = dict(
+                    statistics,
+                    y_scale=scale,
+                    y_center=float(bounds.y_center),
+                    intercept_scaling=float(bounds.intercept_scaling),
+                    fit_intercept=bool(self.fit_intercept),
+                )
+            else:
+                self.__dict__.pop("released_statistics_", None)
+
+        return FitRequest(
             X,
             y,
             problem,
+            store,
             finish=finish,
             sample_weight=sample_weight,
             initial_point=initial_point,
         )
-        scale = bounds.y_scale
-        radius = self._problem(spec, bounds).radius
-        coef, intercept = data.split_coef(result.coef)
-        # float32 input gives float32 coefficients (as scikit-learn does).
-        self.coef_ = self._as_input_dtype(coef.ravel() * scale, X)
-        self.intercept_ = self._as_input_dtype(float(intercept[0]) * scale + bounds.y_center, X)
-        self.radius_ = math.inf if radius is None else radius * scale
-        self.intercept_bound_ = (
-            self._intercept_bound(radius, bounds) * scale if self.fit_intercept else 0.0
-        )
-        statistics = result.info.get("statistics")
-        if statistics is not None:
-            # Released values and public constants only (see path()).
-            self.released_statistics_ = dict(
-                statistics,
-                y_scale=scale,
-                y_center=float(bounds.y_center),
-                intercept_scaling=float(bounds.intercept_scaling),
-                fit_intercept=bool(self.fit_intercept),
-            )
-        else:
-            self.__dict__.pop("released_statistics_", None)
-        return self
 
     def path(
         self,

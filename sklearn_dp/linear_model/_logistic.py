@@ -22,6 +22,7 @@ from ..solvers._second_order import second_order_fits
 from ._base import (
     BaseDPEstimator,
     FitProblem,
+    FitRequest,
     _given,
     penalty_strengths,
     public_scale,
@@ -524,6 +525,9 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
             If ``budget`` cannot afford this fit; raised before the data is
             read, with nothing spent and the estimator unchanged.
         """
+        return self._fit(X, y, sample_weight)
+
+    def _fit_request(self, X, y, sample_weight=None):
         self._validate_params()
         self._check_privacy_request()
         dask_input = _dask.is_dask_input(X, y)
@@ -622,23 +626,25 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
                 W = np.vstack([W, intercept[None, :] / bounds.intercept_scaling])
             return W
 
+        def store(data, result, bounds):
+            self.classes_ = released["classes"]
+            coef, intercept = data.split_coef(result.coef)
+            # float32 input gives float32 coefficients (as scikit-learn does).
+            self.coef_ = coef.astype(X.dtype, copy=False)
+            self.intercept_ = np.asarray(intercept).astype(X.dtype, copy=False)
+
         n_classes = 2 if classes is None else classes.size
-        data, result, _ = self._fit_solver(
+        return FitRequest(
             X,
             y,
             self._problem(n_classes),
+            store,
             prepare=prepare,
             discover_labels=classes is None,
             sample_weight=sample_weight,
             weighted=weighted,
             initial_point=None if previous is None else initial_point,
         )
-        self.classes_ = released["classes"]
-        coef, intercept = data.split_coef(result.coef)
-        # float32 input gives float32 coefficients (as scikit-learn does).
-        self.coef_ = coef.astype(X.dtype, copy=False)
-        self.intercept_ = np.asarray(intercept).astype(X.dtype, copy=False)
-        return self
 
     def decision_function(self, X: MatrixLike) -> np.ndarray:
         """Scores ``X @ coef_.T + intercept_``; 1-d for two classes (positive: ``classes_[1]``).

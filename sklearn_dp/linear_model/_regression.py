@@ -20,6 +20,7 @@ from ..solvers._second_order import second_order_fits
 from ._base import (
     BaseDPEstimator,
     FitProblem,
+    FitRequest,
     _given,
     _is_auto,
     penalty_strengths,
@@ -455,6 +456,9 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         self : DPSCORegressor
             The fitted estimator.
         """
+        return self._fit(X, y, sample_weight)
+
+    def _fit_request(self, X, y, sample_weight=None):
         self._validate_params()
         self._check_privacy_request()
         X, y = self._validate_fit_data(X, y, y_numeric=True)
@@ -466,21 +470,24 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
         # "auto"), so privacy is unaffected.  Before the release the problem
         # is described with the placeholder scale 1 (public checks only).
         placeholder = 1.0 if _is_auto(self.y_bound) else float(self.y_bound)
-        data, result, bounds = self._fit_solver(
+
+        def store(data, result, bounds):
+            coef, intercept = data.split_coef(result.coef)
+            # float32 input gives float32 coefficients (as scikit-learn does).
+            self.coef_ = self._as_input_dtype(coef.ravel() * bounds.y_scale, X)
+            self.intercept_ = self._as_input_dtype(
+                float(intercept[0]) * bounds.y_scale + bounds.y_center, X
+            )
+
+        return FitRequest(
             X,
             y,
             self._problem(placeholder),
+            store,
             finish=functools.partial(self._finish, dtype=_label_dtype(X)),
             sample_weight=sample_weight,
             initial_point=initial_point,
         )
-        coef, intercept = data.split_coef(result.coef)
-        # float32 input gives float32 coefficients (as scikit-learn does).
-        self.coef_ = self._as_input_dtype(coef.ravel() * bounds.y_scale, X)
-        self.intercept_ = self._as_input_dtype(
-            float(intercept[0]) * bounds.y_scale + bounds.y_center, X
-        )
-        return self
 
     def _finish(self, y, bounds, dtype=np.float64):
         """Labels clipped to the label range and scaled to [-1, 1]; the problem in those units."""

@@ -5,8 +5,8 @@ makes.  These searches release only the result of a private selection
 (Liu and Talwar 2019; Papernot and Steinke 2022):
 
 1. *Public phase.*  Validate the parameters, the candidates and the input's
-   schema; plan every candidate's mechanism from public inputs (the fit's
-   own public phase, on a public stand-in of the data); find the largest
+   schema; plan every candidate's mechanism from public inputs (its
+   ``FitPlan``, from the input's schema); find the largest
    per-run epsilon whose search event meets the requested guarantee.
 2. *Reservation.*  Reserve the search's exact spend on the budget (and the
    refit's, if any) before any private value is read.
@@ -42,6 +42,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _noise, _random
+from .._protocol import FitPlan, PrivatePhase, reserve
 from .._sklearn_compat import HasMethods, Interval, StrOptions
 from ..accounting import ApproximateDpEvent
 from ..budget import PrivacyBudget
@@ -52,7 +53,6 @@ from ..linear_model._base import (
     MAX_EPSILON,
     MIN_EPSILON,
     BaseDPEstimator,
-    PrivatePhase,
     release_labels,
     restore_on_failure,
 )
@@ -91,40 +91,6 @@ _PLAN_CACHE: dict = {}
 # --------------------------------------------------------------------------
 
 
-class _Planned(BaseException):
-    """Raised by a planning budget at the reservation: the fit's public phase is over."""
-
-    def __init__(self, epsilon, delta, event, solver):
-        super().__init__()
-        self.epsilon = epsilon
-        self.delta = delta
-        self.event = event
-        self.solver = solver
-
-
-class _PlanningBudget(PrivacyBudget):
-    """A budget that records the reservation a fit asks for, and stops the fit there.
-
-    An estimator reserves its exact spend, with the event of its mechanism
-    as planned from public inputs, *before* it reads any private value
-    (privacy rule 5).  Fitting a candidate with this budget runs the public
-    phase of its fit (parameter checks, solver resolution, plan, calibration)
-    and nothing else.  It is used only on a public stand-in of the data.
-    """
-
-    def __init__(self):
-        pass
-
-    def reserve(self, epsilon, delta=0.0, *, event=None, estimator="manual", solver=None):
-        raise _Planned(epsilon, delta, event, solver)
-
-    def check(self, epsilon, delta=0.0, event=None):  # pragma: no cover - not called by fits
-        return None
-
-    def __repr__(self):
-        return "_PlanningBudget()"
-
-
 def _stand_in(X, classes):
     """Two public rows with the schema of the validated data (no private value)."""
     n_features = X.shape[1]
@@ -134,21 +100,12 @@ def _stand_in(X, classes):
 
 
 def _plan_candidate(candidate, epsilon, delta, X_public, y_public):
-    """(event, solver) of ``candidate`` fitted at (epsilon, delta), from public inputs only."""
+    """(event, solver) of ``candidate`` fitted at (epsilon, delta): its FitPlan, from public inputs."""
     model = clone(candidate).set_params(
-        epsilon=float(epsilon),
-        delta=float(delta),
-        budget=_PlanningBudget(),
-        verbose=0,
-        random_state=0,
+        epsilon=float(epsilon), delta=float(delta), budget=None, verbose=0, random_state=0
     )
-    try:
-        model.fit(X_public, y_public)
-    except _Planned as planned:
-        return planned.event, planned.solver
-    raise RuntimeError(  # pragma: no cover - a fit that never reserves is a library bug
-        f"{type(candidate).__name__}.fit did not reserve its spend before fitting."
-    )
+    plan = model._fit_plan(X_public, y_public)
+    return plan.event, plan.solver
 
 
 class _SearchPlan:
@@ -656,28 +613,36 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
 
         # Charge before touching: the selection and the refit are reserved
         # before the first read of a private value.
+        plans = [
+            FitPlan(
+                owner=name,
+                solver="+".join(sorted(set(plan.solvers))),
+                options={},
+                epsilon=epsilon_selection,
+                delta=delta_selection,
+                private=True,
+                shares={"labels": label, "count": count, "runs": runs},
+                event=selection_event,
+            )
+        ]
+        if self.refit:
+            # The refit's own entry; its event is known once it has run.
+            plans.append(
+                FitPlan(
+                    owner=f"{name}.refit",
+                    solver=None,
+                    options={},
+                    epsilon=epsilon_refit,
+                    delta=delta_refit,
+                    private=True,
+                    shares={},
+                )
+            )
         reservation = refit_reservation = None
         if budget is not None:
             budget.check(epsilon_selection + epsilon_refit, delta_selection + delta_refit)
-            reservation = budget.reserve(
-                epsilon_selection,
-                delta_selection,
-                event=selection_event,
-                estimator=name,
-                solver="+".join(sorted(set(plan.solvers))),
-            )
-            if self.refit:
-                try:
-                    refit_reservation = budget.reserve(
-                        epsilon_refit,
-                        delta_refit,
-                        estimator=f"{name}.refit",
-                    )
-                except BaseException as exc:
-                    # Nothing was read; the selection's entry stays charged (a
-                    # reservation cannot be taken back) and is marked failed.
-                    reservation.fail(exc)
-                    raise
+            reservation, *refit = reserve(budget, plans)
+            refit_reservation = refit[0] if refit else None
             if self.random_state is not None:
                 # A seeded search would draw the same split, runs and noise as
                 # every other search with that seed: key its private streams

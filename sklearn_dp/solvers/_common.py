@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from dp_accounting import dp_event as dpe
 
-from .. import _noise
+# The row count is the protocol's (sklearn_dp._protocol); re-exported for solvers.
+from .._protocol import COUNT_EPSILON_FRACTION, PrivateCount, release_count
 from .._random import make_rng
 from ..exceptions import ConvergenceError, public_error
 
@@ -23,57 +24,6 @@ __all__ = [
     "Progress",
     "check_finite_iterate",
 ]
-
-#: Share of epsilon a private estimator fit spends on a noisy count of its rows.
-COUNT_EPSILON_FRACTION = 0.05
-
-#: The normaliser of averages is the noisy count plus this many Laplace
-#: scales: an upper confidence bound on n (exceeded with probability
-#: exp(-3)/2 < 2.5%), so averaged gradients are not inflated and step sizes
-#: computed from public smoothness bounds stay stable.
-COUNT_UPPER_SCALES = 3.0
-
-
-@dataclass(frozen=True)
-class PrivateCount:
-    """A differentially private stand-in for the number of rows.
-
-    Under add/remove-one neighbouring the number of rows n is itself private:
-    dividing a noisy sum by the true n, or deriving a default (a sampling
-    rate, a number of steps, an L2 strength 1 / (C n)) from it, releases n.
-    Estimators therefore release ``n + Laplace(1 / epsilon_count)`` once per
-    fit and use it wherever n would be used.
-
-    Attributes
-    ----------
-    estimate : float
-        ``max(1, n + Laplace(scale))``: for n-dependent hyper-parameters.
-    normalizer : float
-        ``estimate + COUNT_UPPER_SCALES * scale``: for averaging noisy sums.
-    event : dp_accounting.DpEvent
-        ``LaplaceDpEvent(scale)`` (a count has sensitivity 1), or a no-op
-        event when the count is exact (non-private fits).
-    """
-
-    estimate: float
-    normalizer: float
-    event: dpe.DpEvent
-
-
-def release_count(n_samples, epsilon_count, rng):
-    """Release the number of rows with the Laplace mechanism (pure ``epsilon_count``-DP).
-
-    A count has add/remove-one sensitivity 1.  ``epsilon_count=inf`` returns
-    the exact count with a no-op event.
-    """
-    if np.isinf(epsilon_count):
-        return PrivateCount(float(n_samples), float(n_samples), dpe.NoOpDpEvent())
-    scale = 1.0 / epsilon_count
-    noisy = _noise.laplace(
-        float(n_samples), sensitivity=1.0, scale=scale, rng=rng, label="row count"
-    )
-    estimate = max(1.0, noisy)
-    return PrivateCount(estimate, estimate + COUNT_UPPER_SCALES * scale, dpe.LaplaceDpEvent(scale))
 
 
 @dataclass(frozen=True)

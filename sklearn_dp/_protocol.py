@@ -1,0 +1,500 @@
+"""The privacy protocol of every fit: plan, reserve, private phase, count, re-plan, run, complete.
+
+Estimators, the DP scalers and the DP searches all follow it:
+
+1. *Plan* (public inputs only).  The fit's :class:`FitPlan` is computed once,
+   before the data is read: the solver, its validated options, the shares of
+   epsilon and delta, the solver's own plan and the whole fit's ``DpEvent``.
+   The true row count is never part of it (under add/remove neighbouring it
+   is private).  A search asks each candidate for its plan
+   (``_fit_plan``) instead of fitting it.
+2. *Reservation* (:func:`open_phase`).  The plan's exact spend is reserved on
+   the budget, atomically, before the first read of a private value.  From
+   then on the spend stands.
+3. *Private phase* (:class:`PrivatePhase`), with the fit's charged stream
+   (:func:`sklearn_dp._random.fit_generator`, keyed on the ledger entry).
+   Nothing escapes it but released values: numerical warnings are silenced,
+   the library's own warnings are deferred, an exception not marked public
+   (:func:`~sklearn_dp.exceptions.public_error`) is replaced by
+   :class:`~sklearn_dp.exceptions.PrivateFitError`.
+4. *Count and bounds*: the row count (:func:`release_count`) and the
+   ``"auto"`` bounds are released.
+5. *Re-plan* (:meth:`SolverPlanner.after_release`): where the solver's plan
+   depends on released values (the count, the released bounds or label
+   set), it is planned again from them, once.
+6. *Run*, then *completion*: the reservation is completed with the fit's
+   final event, or marked failed if anything raised.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import threading
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+from dp_accounting import dp_event as dpe
+
+from . import _noise, _random
+from ._warnings import user_stacklevel
+from .accounting import largest_share
+from .exceptions import PrivacyLeakWarning, PrivateFitError
+
+__all__ = [
+    "FitPlan",
+    "SolverPlanner",
+    "PrivatePhase",
+    "PrivateCount",
+    "COUNT_EPSILON_FRACTION",
+    "COUNT_UPPER_SCALES",
+    "release_count",
+    "reserve",
+    "open_phase",
+    "record_spend",
+    "debug_mode",
+]
+
+
+@dataclass(frozen=True, eq=False)
+class FitPlan:
+    """What a fit will do and spend, computed once from public inputs only.
+
+    Computed before the reservation from the parameters, the input's public
+    schema (number of features, type, sparsity) and public stand-ins for the
+    row count, never from the true row count or a private value; the fit
+    reserves :attr:`event` and hands the plan down to its private phase.
+
+    Attributes
+    ----------
+    owner : str
+        Who fits (the class name, recorded in the ledger).
+    solver : str or None
+        The resolved solver (None for the scalers).
+    options : dict
+        The solver's validated keyword options (the scalers' public settings).
+    epsilon, delta : float
+        The whole fit's guarantee.
+    private : bool
+        Whether the fit is private (finite epsilon).
+    shares : dict
+        How epsilon and delta are split: ``"labels"`` (epsilon, delta),
+        ``"count"`` epsilon, ``"bounds"`` (epsilon of the rows' bound,
+        epsilon of the labels' bound), ``"solver"`` (epsilon, delta) of the
+        solver before the data (the scalers list their own parts).
+    solver_plan : PrivacyPlan or None
+        The solver's plan at its share (None when it needs released values,
+        such as the row count, and for the scalers).
+    event : DpEvent or None
+        The whole fit's event as known before the data (None when the
+        solver's plan is not known yet: the budget then charges the
+        guarantee itself).
+    context : dict
+        What the fit's private phase needs besides (public values only).
+    """
+
+    owner: str
+    solver: str | None
+    options: dict
+    epsilon: float
+    delta: float
+    private: bool
+    shares: dict
+    solver_plan: object = None
+    event: dpe.DpEvent | None = None
+    context: dict = field(default_factory=dict, hash=False, compare=False, repr=False)
+
+    def __eq__(self, other):
+        # By value (options may hold arrays); the context is not compared.
+        if not isinstance(other, FitPlan):
+            return NotImplemented
+        return _key(self) == _key(other)
+
+    __hash__ = None
+
+    @property
+    def privacy_spent(self):
+        """``(epsilon, delta)`` the fit guarantees (``(inf, 0)`` without noise)."""
+        return (float(self.epsilon), float(self.delta)) if self.private else (math.inf, 0.0)
+
+
+def _key(value):
+    """A hashable value key of plan arguments (losses compared by type and parameters)."""
+    if isinstance(value, np.ndarray):
+        return ("ndarray", value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((str(k), _key(v)) for k, v in value.items())))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_key(v) for v in value))
+    if isinstance(value, (set, frozenset)):
+        return (type(value).__name__, frozenset(_key(v) for v in value))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = tuple(
+            (f.name, _key(getattr(value, f.name))) for f in dataclasses.fields(value) if f.compare
+        )
+        return (type(value).__qualname__, fields)
+    if hasattr(value, "__attrs_attrs__"):  # dp_accounting's events
+        fields = tuple((a.name, _key(getattr(value, a.name))) for a in value.__attrs_attrs__)
+        return (type(value).__qualname__, fields)
+    if type(value).__eq__ is object.__eq__ and hasattr(value, "__dict__"):
+        # Objects without a value equality (the losses): their type and parameters.
+        return (type(value).__qualname__, _key(vars(value)))
+    try:
+        hash(value)
+    except TypeError:
+        return ("unique", id(value))  # never equal to another object's key
+    return (type(value).__name__, value)
+
+
+class SolverPlanner:
+    """The solver's share of a fit and its plans, each computed at most once per fit.
+
+    ``arguments(problem, n_public, bounds, options)`` returns ``(n_params,
+    plan_kwargs)``, the public inputs of the solver's ``plan`` (the estimator
+    builds them); ``plan(n_public, n_params, epsilon, delta, **plan_kwargs)``
+    is the solver's plan function.
+
+    The share is the largest one whose composition with what runs before (the
+    count and the bounds) meets the fit's guarantee, certified numerically
+    (:func:`~sklearn_dp.accounting.largest_share`), at least the
+    basic-composition ``floor``.  Numerical composition is valid only for a
+    mechanism fixed before the data; a plan that changes with released
+    values (a sampling rate from the noisy count, steps from released bounds)
+    is fully adaptive and gets the ``floor``.
+
+    A plan before the data (``n_public=None``, placeholder bounds) is either
+    None (it needs released values) or the plan the released values give for
+    the same problem and options: so when the problem and options did not
+    change, one plan from the released values confirms the share planned
+    before the data (:meth:`after_release`).  The share stands only if that
+    plan's event is the one planned before the data; otherwise the search
+    runs again from the released values, so the guarantee never rests on
+    this property (only the number of plans computed does).
+    """
+
+    def __init__(self, plan, arguments, *, epsilon, delta, floor):
+        self._plan = plan
+        self._arguments = arguments
+        self.epsilon = float(epsilon)
+        self.delta = float(delta)
+        self.floor = float(floor)
+        self._plans = {}
+        self._before = None
+        self._planned_bounds = None
+
+    def for_solver(self, plan, arguments):
+        """A planner of the same shares for another solver (chosen from released values)."""
+        planner = SolverPlanner(
+            plan, arguments, epsilon=self.epsilon, delta=self.delta, floor=self.floor
+        )
+        planner._planned_bounds = self._planned_bounds
+        return planner
+
+    def plan(self, arguments, n_public, epsilon):
+        """The solver's plan for ``arguments = (n_params, plan_kwargs)`` (computed once)."""
+        n_params, plan_kwargs = arguments
+        key = (_key(arguments), _key(n_public), float(epsilon))
+        if key not in self._plans:
+            self._plans[key] = self._plan(n_public, n_params, epsilon, self.delta, **plan_kwargs)
+        return self._plans[key]
+
+    def _event(self, arguments, n_public, epsilon):
+        plan = self.plan(arguments, n_public, epsilon)
+        return None if plan is None else plan.event
+
+    def _search(self, arguments, n_public, prefix):
+        return largest_share(
+            lambda share: self._event(arguments, n_public, share),
+            prefix,
+            self.epsilon,
+            self.delta,
+            self.floor,
+        )
+
+    def before_data(self, problem, bounds, options, prefix):
+        """``(share, plan)`` from public inputs (``bounds``: the placeholders)."""
+        arguments = self._arguments(problem, None, bounds, options)
+        share = self._search(arguments, None, prefix)
+        self._before = (_key(arguments), _key(prefix), share)
+        self._planned_bounds = bounds
+        return share, self.plan(arguments, None, share)
+
+    def after_release(self, problem, n_public, bounds, options, prefix):
+        """The solver's share once the count and the bounds are released."""
+        try:
+            return self._after_release(problem, n_public, bounds, options, prefix)
+        finally:
+            # The plans are not needed while the solver runs (a plan's event
+            # can be large: one entry per step).
+            self._plans.clear()
+
+    def _after_release(self, problem, n_public, bounds, options, prefix):
+        released = self._arguments(problem, n_public, bounds, options)
+        at_placeholders = self._arguments(problem, None, self._planned_bounds, options)
+        if self._before is None:  # another solver than planned: nothing to confirm
+            return self._full_search(released, at_placeholders, n_public, prefix)
+        before_key, before_prefix, before_share = self._before
+        if _key(at_placeholders) == before_key and _key(prefix) == before_prefix:
+            # The same problem and options as before the data: the share
+            # planned then stands if the plan from released values agrees.
+            before = self._event(at_placeholders, None, before_share)
+            if before is None and before_share == self.floor:
+                self.plan(released, n_public, self.floor)
+                return self.floor
+            if before is not None and self._event(released, n_public, before_share) == before:
+                return before_share
+        return self._full_search(released, at_placeholders, n_public, prefix)
+
+    def _full_search(self, released, at_placeholders, n_public, prefix):
+        # The problem or options changed with released values (a released
+        # label set, a released label scale): search again from them.
+        floor = self.floor
+        if self._event(released, n_public, floor) != self._event(at_placeholders, None, floor):
+            # The profile is chosen from released values: the floor, whatever
+            # the search would certify (each candidate is a calibration).
+            return floor
+        share = self._search(released, n_public, prefix)
+        if share <= floor:
+            return share
+        # Numerical (PLD) composition of the count and bounds with the
+        # solver is valid when the solver's privacy profile is fixed before
+        # the data; a profile chosen from released values is fully adaptive
+        # composition, for which only basic composition (or a zCDP/RDP
+        # filter) is proven.  Such solvers get the basic-composition share.
+        if self._event(released, n_public, share) == self._event(at_placeholders, None, share):
+            return share
+        return floor
+
+
+def reserve(budget, plans):
+    """Reserve the spend of each of ``plans`` on ``budget``, in order, before any private read.
+
+    One ledger entry per private plan (None for a noiseless one, and for
+    every plan when ``budget`` is None).  If one is refused, those reserved
+    before it are marked failed (nothing was read; a reservation cannot be
+    taken back) and the refusal is raised.
+    """
+    reservations = []
+    for plan in plans:
+        try:
+            reservations.append(
+                None
+                if budget is None or not plan.private
+                else budget.reserve(
+                    plan.epsilon,
+                    plan.delta,
+                    event=plan.event,
+                    estimator=plan.owner,
+                    solver=plan.solver,
+                )
+            )
+        except BaseException as exc:
+            for reservation in reservations:
+                if reservation is not None:
+                    reservation.fail(exc)
+            raise
+    return reservations
+
+
+def open_phase(plan, budget, random_state):
+    """Reserve ``plan``'s spend and return the fit's :class:`PrivatePhase` (to enter).
+
+    The phase carries the fit's charged stream as ``phase.rng``; the
+    reservation, if any, is completed with ``phase.event`` when the phase
+    ends, or marked failed.
+    """
+    (reservation,) = reserve(budget, [plan])
+    phase = PrivatePhase(plan.owner, reservation)
+    phase.rng = _random.fit_generator(
+        random_state, private=plan.private, reservation=reservation, owner=plan.owner
+    )
+    return phase
+
+
+def record_spend(fitted, plan, event):
+    """Set ``dp_event_`` and ``privacy_spent_`` of a fitted object from its plan and final event."""
+    fitted.dp_event_ = event if plan.private else dpe.NonPrivateDpEvent()
+    fitted.privacy_spent_ = plan.privacy_spent
+
+
+def debug_mode():
+    """Whether ``SKLEARN_DP_DEBUG`` asks for debugging (``1``, ``true``, ``yes`` or ``on``).
+
+    Any other value (``0``, ``false``, ``no``, ``off``, empty) leaves the
+    protection on: a variable set to ``0`` to make sure debugging is off must
+    not switch it on.
+    """
+    value = os.environ.get("SKLEARN_DP_DEBUG", "")
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def _is_public(exception):
+    return bool(getattr(exception, "__sklearn_dp_public__", False))
+
+
+class _Silence:
+    """Every warning silenced while at least one private phase runs, in any thread.
+
+    Warning filters are process-wide: a per-phase ``catch_warnings`` in two
+    threads would let one restore the filters while the other still reads
+    private data.  One ``catch_warnings`` is entered by the first phase and
+    left by the last.  (Warnings of other threads are silenced meanwhile too:
+    lost, never leaked.)
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._context = None
+
+    def __enter__(self):
+        with self._lock:
+            if self._depth == 0:
+                self._context = warnings.catch_warnings()
+                self._context.__enter__()
+                warnings.simplefilter("ignore")
+            self._depth += 1
+
+    def __exit__(self, *exc_info):
+        with self._lock:
+            self._depth -= 1
+            if self._depth == 0:
+                context, self._context = self._context, None
+                context.__exit__(None, None, None)
+
+
+_SILENCE = _Silence()
+
+
+class PrivatePhase:
+    """The part of a fit that reads private values: nothing escapes it but released values.
+
+    A context manager.  Inside it numpy's floating-point errors are ignored
+    and every warning is silenced (numerical warnings of numpy and scipy on
+    private quantities would otherwise print them); the library's own
+    warnings go through :meth:`warn` and are issued when the phase ends.  On
+    an exception the reservation (if any) is marked failed, and an exception
+    not marked with :func:`~sklearn_dp.exceptions.public_error` is replaced
+    by :class:`~sklearn_dp.exceptions.PrivateFitError` (its message may
+    describe private values).  On success the reservation is completed with
+    :attr:`event`, after the deferred warnings are issued (a warning turned
+    into an error by a filter fails the fit, which stays charged).
+
+    Attributes
+    ----------
+    event : DpEvent or None
+        The fit's final event, set by the code inside the phase.
+    """
+
+    def __init__(self, estimator_name, reservation):
+        self.estimator_name = estimator_name
+        self.reservation = reservation
+        self.event = None
+        self._deferred = []
+        self._debug = debug_mode()
+
+    def warn(self, message, category=UserWarning):
+        """Issue ``message`` when the phase ends; it must depend on released values only."""
+        self._deferred.append((message, category))
+
+    def __enter__(self):
+        if self._debug:
+            try:
+                warnings.warn(
+                    f"{self.estimator_name}: SKLEARN_DP_DEBUG is set, so warnings and the "
+                    "messages of exceptions that depend on private data reach you: this fit "
+                    "is not covered by its privacy guarantee. Unset SKLEARN_DP_DEBUG for "
+                    "anything you release.",
+                    PrivacyLeakWarning,
+                    stacklevel=user_stacklevel(),
+                )
+            except BaseException as raised:  # a filter turned it into an error
+                self._fail(raised)
+                raise
+        self._errstate = np.errstate(all="ignore")
+        self._errstate.__enter__()
+        if not self._debug:
+            _SILENCE.__enter__()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if not self._debug:
+            _SILENCE.__exit__(None, None, None)
+        self._errstate.__exit__(None, None, None)
+        if exc is None:
+            try:
+                for message, category in self._deferred:
+                    warnings.warn(message, category, stacklevel=user_stacklevel())
+            except BaseException as raised:
+                self._fail(raised)
+                raise
+            if self.reservation is not None:
+                self.reservation.complete(self.event)
+            return False
+        self._fail(exc)
+        if not isinstance(exc, Exception) or _is_public(exc) or self._debug:
+            return False
+        raise PrivateFitError(
+            f"{self.estimator_name}.fit failed after its privacy budget was reserved "
+            f"({type(exc).__name__}). The spend stands. The original message is withheld "
+            "because it may describe private data; set the environment variable "
+            "SKLEARN_DP_DEBUG=1 to see it while debugging (that breaks the guarantee)."
+        ) from None
+
+    def _fail(self, exc):
+        if self.reservation is not None:
+            self.reservation.fail(exc)
+
+
+#: Share of epsilon a private estimator fit spends on a noisy count of its rows.
+COUNT_EPSILON_FRACTION = 0.05
+
+#: The normaliser of averages is the noisy count plus this many Laplace
+#: scales: an upper confidence bound on n (exceeded with probability
+#: exp(-3)/2 < 2.5%), so averaged gradients are not inflated and step sizes
+#: computed from public smoothness bounds stay stable.
+COUNT_UPPER_SCALES = 3.0
+
+
+@dataclass(frozen=True)
+class PrivateCount:
+    """A differentially private stand-in for the number of rows.
+
+    Under add/remove-one neighbouring the number of rows n is itself private:
+    dividing a noisy sum by the true n, or deriving a default (a sampling
+    rate, a number of steps, an L2 strength 1 / (C n)) from it, releases n.
+    Estimators therefore release ``n + Laplace(1 / epsilon_count)`` once per
+    fit and use it wherever n would be used.
+
+    Attributes
+    ----------
+    estimate : float
+        ``max(1, n + Laplace(scale))``: for n-dependent hyper-parameters.
+    normalizer : float
+        ``estimate + COUNT_UPPER_SCALES * scale``: for averaging noisy sums.
+    event : dp_accounting.DpEvent
+        ``LaplaceDpEvent(scale)`` (a count has sensitivity 1), or a no-op
+        event when the count is exact (non-private fits).
+    """
+
+    estimate: float
+    normalizer: float
+    event: dpe.DpEvent
+
+
+def release_count(n_samples, epsilon_count, rng):
+    """Release the number of rows with the Laplace mechanism (pure ``epsilon_count``-DP).
+
+    A count has add/remove-one sensitivity 1.  ``epsilon_count=inf`` returns
+    the exact count with a no-op event.
+    """
+    if np.isinf(epsilon_count):
+        return PrivateCount(float(n_samples), float(n_samples), dpe.NoOpDpEvent())
+    scale = 1.0 / epsilon_count
+    noisy = _noise.laplace(
+        float(n_samples), sensitivity=1.0, scale=scale, rng=rng, label="row count"
+    )
+    estimate = max(1.0, noisy)
+    return PrivateCount(estimate, estimate + COUNT_UPPER_SCALES * scale, dpe.LaplaceDpEvent(scale))
