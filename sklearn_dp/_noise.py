@@ -890,17 +890,8 @@ def laplace_grid(scale, sensitivity, size):
 
 
 def _rounded(array, grid):
-    """``rint(array / g)`` as floats (exact: scaling by a power of two and rint are exact).
-
-    A non-finite pre-noise value would pass through the noise and show in
-    the output: it fails the fit instead (a bug, since every per-sample term
-    is bounded; the fit's protocol withholds the message and keeps the
-    charge).
-    """
-    steps = np.asarray(np.rint(np.ldexp(array, -grid.exponent)), dtype=float)
-    if not np.isfinite(steps).all():
-        raise FloatingPointError("A pre-noise value is not finite; please report this bug.")
-    return steps
+    """``rint(array / g)`` as floats (exact: scaling by a power of two and rint are exact)."""
+    return np.asarray(np.rint(np.ldexp(array, -grid.exponent)), dtype=float)
 
 
 def _on_grid(steps, grid, offset=0.0):

@@ -460,18 +460,3 @@ def test_scales_beyond_the_exact_samplers_range_are_refused_not_wrapped(release)
     # the refusal depends on the public scale, sensitivity and size only.
     with pytest.raises(ValueError, match="exact samplers"):
         release(np.random.default_rng(0))
-
-
-@pytest.mark.parametrize(
-    "release",
-    [
-        lambda v, rng: _noise.gaussian(v, sensitivity=1.0, noise_std=2.0, rng=rng),
-        lambda v, rng: _noise.laplace(v, sensitivity=1.0, scale=2.0, rng=rng),
-    ],
-    ids=["gaussian", "laplace"],
-)
-@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
-def test_non_finite_pre_noise_value_fails_instead_of_showing_in_the_output(release, bad):
-    # A non-finite entry would survive the noise and tell the value apart.
-    with pytest.raises(FloatingPointError, match="not finite"):
-        release(np.array([0.5, bad]), np.random.default_rng(0))
