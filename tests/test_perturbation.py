@@ -89,29 +89,6 @@ def small_binary():
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("shape", [(1, 1), (3, 1), (4, 3), (25, 1)])
-def test_gamma_norm_noise_norm_and_direction(shape):
-    rng = np.random.default_rng(1)
-    m = int(np.prod(shape))
-    scale = 0.7
-    draws = np.array(
-        [perturbation.sample_gamma_norm_noise(rng, shape, scale).ravel() for _ in range(3000)]
-    )
-    norms = np.linalg.norm(draws, axis=1)
-    assert stats.kstest(norms, stats.gamma(a=m, scale=scale).cdf).pvalue > 1e-3
-    directions = draws / norms[:, None]
-    if m == 1:
-        assert stats.binomtest(int(np.sum(directions[:, 0] > 0)), len(directions)).pvalue > 1e-3
-        return
-    # For a uniform direction u and a fixed unit vector e, (1 + <u, e>) / 2 ~ Beta((m-1)/2, (m-1)/2).
-    beta = stats.beta((m - 1) / 2, (m - 1) / 2)
-    for e in (np.eye(m)[0], np.ones(m) / math.sqrt(m)):
-        assert stats.kstest((1 + directions @ e) / 2, beta.cdf).pvalue > 1e-3
-    # Norm and direction are independent: the norm does not depend on the hemisphere.
-    upper = directions[:, 0] > 0
-    assert stats.ks_2samp(norms[upper], norms[~upper]).pvalue > 1e-3
-
-
 def _certificate(data, loss, W, regularization, linear_term=0.0):
     """``||grad F(W)||`` of the objective the solvers minimise, computed here."""
     Z = data.X @ W
@@ -134,7 +111,7 @@ def _noise_draws(solver, data, loss, epsilon, delta, n_draws, **kwargs):
     return exact, draws
 
 
-def test_output_perturbation_pure_noise_is_gamma_norm_of_stated_scale(small_binary):
+def test_output_perturbation_pure_noise_is_laplace_of_stated_scale(small_binary):
     data, alpha, epsilon = small_binary, 0.05, 0.8
     exact, draws = _noise_draws(
         output_perturbation, data, BinaryLogisticLoss(), epsilon, 0.0, 1500, alpha=alpha
@@ -144,12 +121,59 @@ def test_output_perturbation_pure_noise_is_gamma_norm_of_stated_scale(small_bina
     tol = _newton.DEFAULT_GRADIENT_TOL * G
     sensitivity = (G + 2 * tol) / (n * alpha)
     assert draws[0].plan.details["sensitivity"] == pytest.approx(sensitivity, rel=1e-15)
+    # Laplace per coefficient for the L1 sensitivity sqrt(m) * (L2 sensitivity).
     noise = np.array([r.coef.ravel() - exact.coef.ravel() for r in draws])
-    norms = np.linalg.norm(noise, axis=1)
-    assert stats.kstest(norms, stats.gamma(a=m, scale=sensitivity / epsilon).cdf).pvalue > 1e-3
-    beta = stats.beta((m - 1) / 2, (m - 1) / 2)
-    assert stats.kstest((1 + noise[:, 0] / norms) / 2, beta.cdf).pvalue > 1e-3
+    scale = math.sqrt(m) * sensitivity / epsilon
+    assert stats.kstest(noise.ravel(), stats.laplace(scale=scale).cdf).pvalue > 1e-3
+    # Independent coordinates: the noise of one does not depend on another's sign.
+    upper = noise[:, 0] > 0
+    assert stats.ks_2samp(noise[upper, 1], noise[~upper, 1]).pvalue > 1e-3
     assert isinstance(draws[0].dp_event, PureEpsilonDpEvent)
+
+
+class _ExactOnly(np.random.Generator):
+    """A generator whose float samplers refuse: noise must come from exact uniform integers."""
+
+    def _refuse(self, *args, **kwargs):
+        raise AssertionError("a float sampler was called")
+
+    normal = standard_normal = gamma = standard_gamma = laplace = _refuse
+    exponential = standard_exponential = random = uniform = _refuse
+
+
+@pytest.mark.parametrize("solver", [output_perturbation, objective_perturbation])
+@pytest.mark.parametrize("delta", [0.0, 1e-5])
+def test_perturbation_noise_is_drawn_from_exact_integers_only(small_binary, solver, delta):
+    # Float samplers leak through their low bits; every draw of these solvers (the
+    # releases and objective perturbation's linear term) is an exact uniform integer.
+    result = _solve(
+        solver,
+        small_binary,
+        BinaryLogisticLoss(),
+        epsilon=1.0,
+        delta=delta,
+        random_state=_ExactOnly(np.random.PCG64(0)),
+    )
+    assert np.all(np.isfinite(result.coef))
+
+
+@pytest.mark.parametrize("pure", [True, False])
+def test_output_noise_warning_compares_the_rms_noise_norm_with_the_penalty_bound(pure):
+    # RMS norm of the noise: sqrt(2 p) * scale for Laplace entries of scale `scale`, sqrt(p) *
+    # scale for Gaussian ones; the bound on the minimiser's norm is sqrt(2 log 2 / alpha) for
+    # the logistic loss.
+    p, alpha = 8, 0.05
+    bound = math.sqrt(2 * math.log(2) / alpha)
+    per_entry = math.sqrt((2 if pure else 1) * p)
+    at_bound = bound / per_entry
+    warn = perturbation.output_noise_warning
+    assert warn("log_loss", p, 1, alpha, at_bound * (1 - 1e-9), pure) is None
+    message = warn("log_loss", p, 1, alpha, at_bound * 2, pure)
+    assert message is not None and f"norm about {2 * bound:.3g}" in message
+    assert f"about {alpha * 4:.2g} or more" in message
+    # Regression losses: l0 = 1/2.
+    assert warn("squared", p, 1, 1.0, 1.0 / per_entry * (1 - 1e-9), pure) is None
+    assert warn("squared", p, 1, 1.0, 1.0 / per_entry * (1 + 1e-6), pure) is not None
 
 
 def test_output_perturbation_gaussian_noise_of_stated_scale(small_binary):
@@ -195,17 +219,19 @@ def test_objective_perturbation_noise_of_stated_scale(small_binary, delta):
     expected_lambda = max(data.n_samples * alpha, 0.25 * R**2 / math.expm1(split * epsilon))
     assert details["regularization"] == pytest.approx(expected_lambda, rel=1e-14)
     assert details["epsilon_det_actual"] <= split * epsilon * (1 + 1e-12)
-    # Recover b from each output; the residual noise (2 tol / Lambda, 1% of epsilon) is
-    # ~1e-4 of b's scale, far below what these KS tests resolve.
+    # Recover b from each output; the residual noise ((2 tol + sqrt(m) g) / Lambda, 1% of
+    # epsilon) is ~1e-4 of b's scale and b's grid ~1e-9 of it, far below what these KS
+    # tests resolve.
     b = np.array(
         [_perturbed_gradient_term(data, r.coef, loss, expected_lambda).ravel() for r in draws]
     )
     epsilon_noise = epsilon - split * epsilon - 0.01 * epsilon
     if delta == 0:
-        norms = np.linalg.norm(b, axis=1)
-        target = stats.gamma(a=m, scale=G / epsilon_noise)
-        assert stats.kstest(norms, target.cdf).pvalue > 1e-3
-        assert details["objective_noise_scale"] == pytest.approx(G / epsilon_noise, rel=1e-8)
+        # Laplace per coordinate of scale sqrt(m) G / eps_noise: the shift by a gradient
+        # of L2 norm <= G has L1 norm <= sqrt(m) G.
+        scale = math.sqrt(m) * G / epsilon_noise
+        assert stats.kstest(b.ravel(), stats.laplace(scale=scale).cdf).pvalue > 1e-3
+        assert details["objective_noise_scale"] == pytest.approx(scale, rel=1e-8)
     else:
         sigma = objective_accounting.objective_gaussian_noise_multiplier(
             details["epsilon_noise"], 0.99 * delta, 1
@@ -364,13 +390,16 @@ def test_output_perturbation_release_goes_through_the_gateway(small_binary, delt
     G = (1.0 if K == 1 else math.sqrt(2)) * data.row_norm_bound
     tol = _newton.DEFAULT_GRADIENT_TOL * G
     sensitivity = (G + 2 * tol) / (data.n_samples * alpha)
-    assert release.label == "minimiser" and release.norm == "l2"
-    assert release.sensitivity == sensitivity
+    assert release.label == "minimiser"
     if delta == 0:
-        assert release.mechanism == "gamma_norm"
-        assert release.scale == sensitivity / epsilon
+        # The Laplace mechanism for the L1 sensitivity sqrt(m) Delta (||v||_1 <= sqrt(m) ||v||_2).
+        m = data.n_columns * K
+        assert release.mechanism == "laplace" and release.norm == "l1"
+        assert release.sensitivity == math.sqrt(m) * sensitivity
+        assert release.scale == math.sqrt(m) * sensitivity / epsilon
     else:
-        assert release.mechanism == "gaussian"
+        assert release.mechanism == "gaussian" and release.norm == "l2"
+        assert release.sensitivity == sensitivity
         assert release.scale == gaussian_noise_multiplier(epsilon, delta, 1) * sensitivity
     # The pre-noise value is the solve (the same point as the noiseless fit);
     # the coefficients are the release.
@@ -399,14 +428,26 @@ def test_objective_perturbation_releases_go_through_the_gateway(small_binary, de
     assert first.mechanism == "objective_perturbation" and first.value is None
     assert first.label == "perturbed minimiser" and first.sensitivity == G
     assert second.label == "inexact-solve residual"
-    assert second.sensitivity == 2 * _newton.DEFAULT_GRADIENT_TOL * G / lam
+    # b lives on the grid g = 2**k, the largest power of two with sqrt(m) g <= 2**-11 tol and
+    # g <= scale / 2**10, unless the scale would then exceed 2**26 steps (then the least
+    # power of two within it: here it does); the residual covers tol / Lambda (the solve)
+    # plus sqrt(m) g / (2 Lambda) (the rounding of b) on each side.
+    m, tol = data.n_columns, _newton.DEFAULT_GRADIENT_TOL * G
+    fine = math.floor(math.log2(min(2.0**-11 * tol / math.sqrt(m), first.scale / 2**10)))
+    g = 2.0 ** max(fine, math.ceil(math.log2(first.scale / 2**26)))
+    assert first.grid.spacing == g
+    assert first.grid.scale == math.ceil(first.scale / g * (1 + 2.0**-30))
+    residual_l2 = (2 * tol + math.sqrt(m) * g) / lam
+    assert details["residual_sensitivity"] == residual_l2
     split, rho = perturbation.DEFAULT_EPSILON_SPLIT, perturbation.DEFAULT_RESIDUAL_FRACTION
     if delta == 0:
-        assert first.scale == G / details["epsilon_noise"]
+        assert first.scale == math.sqrt(m) * G / details["epsilon_noise"]
         assert details["epsilon_noise"] == pytest.approx((1 - split - rho) * epsilon, rel=1e-8)
-        assert second.mechanism == "gamma_norm"
+        assert second.mechanism == "laplace" and second.norm == "l1"
+        assert second.sensitivity == math.sqrt(m) * residual_l2
         assert second.scale == second.sensitivity / details["epsilon_residual"]
     else:
+        assert second.sensitivity == residual_l2
         sigma = objective_accounting.objective_gaussian_noise_multiplier(
             details["epsilon_noise"], (1 - rho) * delta, 1
         )
@@ -560,7 +601,8 @@ def test_inner_solve_meets_its_certificate_on_hard_problems(name, with_noise):
     tol = _newton.DEFAULT_GRADIENT_TOL * G
     B = None
     if with_noise:  # objective perturbation's linear term at epsilon = 1
-        B = perturbation.sample_gamma_norm_noise(np.random.default_rng(0), (data.n_columns, K), G)
+        m = data.n_columns * K
+        B = np.random.default_rng(0).laplace(scale=math.sqrt(m) * G, size=(data.n_columns, K))
     calls = []
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -40,6 +40,21 @@ LOSSES = {
 }
 
 
+def _linear_term(rng, shape, scale):
+    """A data-independent linear term of the size objective perturbation draws.
+
+    Density proportional to ``exp(-||b|| / scale)`` (a Gamma(m, scale) norm
+    times a uniform direction, from numpy's float samplers): the solver now
+    draws Laplace entries, but these tests only need a realistic term, and
+    this one keeps the seeded problems below (and the seed they pin) as they
+    were.
+    """
+    size = int(np.prod(shape))
+    direction = rng.standard_normal(size)
+    radius = rng.gamma(size, scale)
+    return (radius * direction / np.linalg.norm(direction)).reshape(shape)
+
+
 def _labels(kind, rng, n):
     if kind == "logistic":
         return rng.choice([-1.0, 1.0], size=n)
@@ -431,7 +446,7 @@ def test_objective_residual_moves_at_most_its_sensitivity_for_the_same_minimiser
     G = loss.derivative_bound * small.row_norm_bound
     tol = _newton.DEFAULT_GRADIENT_TOL * G
     shape = (small.n_columns, K)
-    b = perturbation.sample_gamma_norm_noise(np.random.default_rng(0), shape, G)
+    b = _linear_term(np.random.default_rng(0), shape, G)
     W_star, r_star = _reference(small, loss, K, lam, b)
     added = bound_data(X_prime[-1:], y_prime[-1:], fit_intercept=fit_intercept, data_norm=1.0)
     b_prime = b - added.X.T @ loss.derivative(added.X @ W_star, added.y)
@@ -492,7 +507,7 @@ def _hard_problem(seed):
     )
     G = loss.derivative_bound * data.row_norm_bound
     epsilon = float(10 ** rng.uniform(-1, 1))
-    b = perturbation.sample_gamma_norm_noise(rng, (data.n_columns, K), G / (0.79 * epsilon))
+    b = _linear_term(rng, (data.n_columns, K), G / (0.79 * epsilon))
     return data, loss, K, n * alpha, G, b
 
 
