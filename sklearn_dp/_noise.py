@@ -97,31 +97,40 @@ histogram releases are therefore computed in integers:
   1: exact floored Laplace noise on ``count / g``, released above an
   integer cutoff chosen in exact rationals so that epsilon and delta are at
   most the stated ones (:func:`histogram_cutoff`).  Exact.
+* **L2 Laplace** (:func:`l2_laplace`: pure-DP output perturbation and the
+  pure residual release of objective perturbation).  The K-norm mechanism
+  of the L2 ball, density ``~ exp(-||b||_2 / t)`` (Chaudhuri, Monteleoni
+  and Sarwate's "Gamma-norm" noise), on the Gaussian's grid and inflated
+  scale (the rounded value moves by at most ``Delta / g + sqrt(m)`` steps in
+  L2): ``g * (rint(value / g) + floor(X) + 1/2)`` is a post-processing of
+  the continuous mechanism on the rounded value, pure ``Delta / t``-DP.
+  ``floor(X)`` is sampled exactly (:func:`sample_floored_l2_laplace`):
+  ``X = t R Z / ||Z||`` with an exact Gamma(m, 1) radius (a sum of
+  exponentials, each a geometric integer part plus a fraction kept with an
+  exact coin) and exact Gaussian coordinates (below), every real known by
+  its leading bits and refined until the floors, computed on exact integer
+  intervals, are decided.  (A rejection sampler from a product of discrete
+  Laplace laws, the obvious lattice construction, would accept with a
+  probability exponentially small in ``m``.)  Exact.
 * **Objective perturbation's linear term** (:func:`objective_perturbation`).
   No value is released: the noise ``b`` enters the objective and the solver
   releases the perturbed minimiser, then adds residual noise to it through
-  :func:`gaussian` or :func:`laplace`.  ``b`` is the rounding ``g *
-  (floor(N / g) + 1/2)``, entry by entry, of an exact continuous ``N``
-  (i.i.d. Laplace entries for pure DP, Gaussian ones for (epsilon,
+  :func:`gaussian` or :func:`l2_laplace`.  ``b`` is the rounding ``g *
+  (floor(N / g) + 1/2)``, entry by entry, of an exact continuous ``N`` (the
+  L2 Laplace law for pure DP, i.i.d. Gaussian entries for (epsilon,
   delta)), on a grid ``g = 2**k`` from public inputs
-  (:func:`objective_noise_grid`); ``floor(N / g)`` is sampled exactly: the
-  floored Laplace above, or :func:`sample_rounded_gaussian` (a cell of the
-  grid proposed from a one-sided discrete Gaussian, kept with an exact
-  Bernoulli coin of a lazily drawn uniform real: the kept point has exactly
-  the Gaussian density).  So ``||b - N||_2 <= sqrt(m) g / 2`` always: the
-  minimiser for ``b`` is within ``sqrt(m) g / (2 Lambda)`` of the one for
-  ``N`` (strong convexity), which is DP by the objective-perturbation
-  theorem, and the solver adds that distance, twice, to its residual
-  release's sensitivity (docs/solvers/perturbation.md, "Exact noise").
-  Exact, up to one floating-point tail: ``b`` is exact in float64 while
-  ``|floor(N / g)| < 2**52``, which fails with probability below ``m
-  exp(-2**25)`` (the scale is at most ``2**26 + 1`` steps).
-* **Pure-DP output perturbation** releases through :func:`laplace`, at the
-  L1 sensitivity ``sqrt(m)`` times the minimiser's L2 sensitivity: the
-  Gamma-norm (L2 K-norm) noise it replaces is about ``sqrt(2)`` times
-  smaller in norm, but an exact sampler of it on a lattice needs rejection
-  from a product distribution, with an acceptance rate exponentially small
-  in ``m``.
+  (:func:`objective_noise_grid`); ``floor(N / g)`` is sampled exactly:
+  :func:`sample_floored_l2_laplace`, or :func:`sample_rounded_gaussian` (a
+  cell of the grid proposed from a one-sided discrete Gaussian, kept with an
+  exact Bernoulli coin of a lazily drawn uniform real: the kept point has
+  exactly the Gaussian density).  So ``||b - N||_2 <= sqrt(m) g / 2``
+  always: the minimiser for ``b`` is within ``sqrt(m) g / (2 Lambda)`` of
+  the one for ``N`` (strong convexity), which is DP by the
+  objective-perturbation theorem, and the solver adds that distance, twice,
+  to its residual release's sensitivity (docs/solvers/perturbation.md,
+  "Exact noise").  Exact, up to one floating-point tail: ``b`` is exact in
+  float64 while ``|floor(N / g)| < 2**52``, which fails with probability
+  below ``exp(m - 2**24)`` (the scale is at most ``2**26 + 1`` steps).
 
 Samplers.  Every random draw on the paths above is an exact uniform
 integer (:class:`_Bits`: 62-bit words from ``rng.integers``, or, for the
@@ -166,6 +175,7 @@ __all__ = [
     "Sample",
     "gaussian",
     "laplace",
+    "l2_laplace",
     "exponential",
     "objective_perturbation",
     "objective_noise_grid",
@@ -178,6 +188,7 @@ __all__ = [
 MECHANISMS = (
     "gaussian",
     "laplace",
+    "l2_laplace",
     "exponential",
     "objective_perturbation",
     "thresholded_laplace",
@@ -192,7 +203,7 @@ class Release:
     Attributes
     ----------
     mechanism : str
-        ``"gaussian"``, ``"laplace"``, ``"exponential"``,
+        ``"gaussian"``, ``"laplace"``, ``"l2_laplace"``, ``"exponential"``,
         ``"objective_perturbation"`` or ``"thresholded_laplace"``.
     value : ndarray, float or None
         The exact pre-noise quantity (for the exponential mechanism: the
@@ -211,8 +222,9 @@ class Release:
     scale : float
         Noise scale: the Gaussian standard deviation, the Laplace scale, the
         exponential mechanism's temperature (probabilities proportional to
-        ``exp(utility / scale)``), the scale of objective perturbation's
-        linear term (Laplace scale per entry or Gaussian standard deviation).
+        ``exp(utility / scale)``), the scale ``t`` of the L2 Laplace density
+        ``exp(-||b||_2 / t)``, the scale of objective perturbation's linear
+        term (as for its law).
     label : str
         What is released (``"row count"``, ``"gradient sum"``, ...).
     used : ndarray, float or int
@@ -825,7 +837,7 @@ def _lazy_below(bits, cell, factor, v):
             cell[2] = a + 62
 
 
-def _one_cell_coin(bits, k, s, v=None):
+def _one_cell_coin(bits, k, s, v=None, cell=None):
     """Bernoulli(exp(-(2 k U + U^2) / (2 s^2))) for a uniform real ``U`` on ``[0, 1)``, drawn lazily.
 
     The exponent ``h(U)`` is at most ``h_max = (2 k + 1) / (2 s^2)``; with
@@ -836,11 +848,13 @@ def _one_cell_coin(bits, k, s, v=None):
     ..., up to the first failure, and keep the piece when the count is even.
     Bernoulli(gamma / j) is the event ``j q 2 s^2 V < 2 k U + U^2`` for a
     fresh uniform ``V`` (:func:`_lazy_below`).  ``v``: a word already drawn
-    for the first ``V``.
+    for the first ``V``; ``cell``: ``[k, 0, 0]`` to keep ``U``'s revealed
+    bits (:func:`_lazy_below`).
     """
     denominator = 2 * s * s
     pieces = max(1, -(-(2 * k + 1) // denominator))
-    cell = [k, 0, 0]
+    if cell is None:
+        cell = [k, 0, 0]
     for _ in range(pieces):
         j = 1
         while True:
@@ -903,6 +917,137 @@ def sample_rounded_gaussian(rng, s, size):
         return np.where(negative, -k - 1, k), accept
 
     return _fill(size, propose, 1.05)
+
+
+# --------------------------------------------------------------------------
+# Laplace noise in the L2 norm (density ~ exp(-||x||_2 / t)), exactly floored
+# --------------------------------------------------------------------------
+
+#: Scale of the Gaussian coordinates whose direction the L2 sampler uses (any
+#: scale gives the same direction; a large one makes the cell coin cheap).
+_DIRECTION_SCALE = 2**10
+
+
+def _lazy_linear_below(bits, fraction, factor, v):
+    """Whether ``factor * V < F``, exactly, for uniform reals ``V`` (first word ``v``) and ``F``.
+
+    ``fraction = [u, a]`` holds ``F`` as ``[u / 2**a, (u + 1) / 2**a)``,
+    refined in place; compared in integers as :func:`_lazy_below` does.
+    """
+    b = 62
+    while True:
+        u, a = fraction
+        lhs_low, lhs_high = (factor * v) << a, (factor * (v + 1)) << a
+        rhs_low, rhs_high = u << b, (u + 1) << b
+        if lhs_high <= rhs_low:
+            return True
+        if lhs_low >= rhs_high:
+            return False
+        if lhs_high - lhs_low >= rhs_high - rhs_low:
+            v = (v << 62) | bits.one(_WORD)
+            b += 62
+        else:
+            fraction[0], fraction[1] = (u << 62) | bits.one(_WORD), a + 62
+
+
+def _one_exponential_fraction(bits):
+    """A uniform real ``F`` on ``[0, 1)`` kept with probability ``exp(-F)``, by its revealed bits.
+
+    Canonne, Kamath and Steinke (2020), Algorithm 1 for the real ``gamma =
+    F``: count the successes of Bernoulli(F / j) (``j V < F``,
+    :func:`_lazy_linear_below`) up to the first failure, keep ``F`` when the
+    count is even.  The kept ``F`` has density ``~ exp(-f)`` on ``[0, 1)``:
+    with a geometric integer part (``P(G = g) = (1 - e^-1) e^-g``), ``G + F``
+    is exactly Exp(1).  Returns ``[u, a]``; the unrevealed bits of a kept
+    ``F`` are uniform and independent of everything drawn (the bits were
+    revealed by a stopping rule), so they are drawn later, as needed.
+    """
+    while True:
+        fraction = [0, 0]
+        j = 1
+        while _lazy_linear_below(bits, fraction, j, bits.one(_WORD)):
+            j += 1
+        if j % 2 == 1:
+            return fraction
+
+
+def _refine(cell, position, bits, precision):
+    # Reveal uniform bits of a lazily drawn fraction up to `precision` bits.
+    while cell[position + 1] < precision:
+        cell[position] = (cell[position] << 62) | bits.one(_WORD)
+        cell[position + 1] += 62
+    return cell[position] >> (cell[position + 1] - precision)
+
+
+def _lazy_gaussians(bits, s, size):
+    """``size`` exact Gaussians ``+-(k + U)`` of scale ``s``, each ``(negative, [k, u, a])``.
+
+    The proposals and coins of :func:`sample_rounded_gaussian` (the same
+    float screen of the first coin), keeping each accepted cell's revealed
+    bits of ``U`` (none for a screened proposal): the accepted proposals, in
+    order, are i.i.d.
+    """
+    denominator = 2 * s * s
+    out = []
+    while len(out) < size:
+        n = int((size - len(out)) * 1.05) + 8
+        k = _half_discrete_gaussian(bits, s, n)
+        negative = bits.uniform(2, n) == 1
+        words = bits.uniform(_WORD, n)
+        bound = (2.0 * k.astype(float) + 1.0) * 2.0**62 * (1.0 + 2.0**-40)
+        screened = (2 * k + 1 <= denominator) & (words.astype(float) * float(denominator) > bound)
+        for i in range(n):
+            cell = [int(k[i]), 0, 0]
+            if screened[i] or _one_cell_coin(bits, cell[0], s, int(words[i]), cell=cell):
+                out.append((bool(negative[i]), cell))
+    return out[:size]
+
+
+def sample_floored_l2_laplace(rng, t, size):
+    """``floor(X)`` per entry, ``X`` on ``R^m`` with density ``~ exp(-||x||_2 / t)`` (``t`` a positive integer).
+
+    ``X = t R Z / ||Z||`` with ``R ~ Gamma(m, 1)``, the sum of ``m`` Exp(1)
+    variables ``G_j + F_j`` (:func:`_one_exponential_fraction`), and ``Z``
+    i.i.d. Gaussian ``+-(k_i + U_i)`` (the cells and lazily drawn uniform
+    reals of :func:`sample_rounded_gaussian`): in polar coordinates the
+    density ``r^(m-1) exp(-r / t)`` is a Gamma(m, t) radius times a uniform
+    direction.  Every real is known by an interval of its leading bits;
+    the floors are computed from intervals in exact integers (products,
+    quotients and integer square roots rounded outwards), and every fraction
+    gets 62 more bits until no interval of ``X_i`` contains an integer
+    (with probability 1; at 62 bits, almost always at once).  Exact: the
+    output is a function of ``X``, and ``X`` has exactly the stated law.
+    Cost: scalar Python, some 20 microseconds per entry.
+    """
+    bits = _as_bits(rng, size)
+    t, m = int(t), int(size)
+    gaussians = _lazy_gaussians(bits, _DIRECTION_SCALE, m)
+    radius_whole = int(sample_geometric(bits, 1, m).sum())
+    fractions = [_one_exponential_fraction(bits) for _ in range(m)]
+    out = np.empty(m, dtype=np.int64)
+    undecided = list(range(m))
+    precision = 62
+    while undecided:
+        one = 1 << precision
+        # R in [r_low, r_low + m] / 2**p; |Z_i| in [z_i, z_i + 1] / 2**p.
+        r_low = radius_whole * one + sum(_refine(f, 0, bits, precision) for f in fractions)
+        r_high = r_low + m
+        z_low = [cell[0] * one + _refine(cell, 1, bits, precision) for _, cell in gaussians]
+        norm_low = math.isqrt(sum(z * z for z in z_low))  # <= ||Z|| 2**p
+        norm_high = math.isqrt(sum((z + 1) * (z + 1) for z in z_low)) + 1  # > ||Z|| 2**p
+        still = []
+        for i in undecided:
+            # |X_i| = t R |Z_i| / ||Z||, in [low, high] over the denominator.
+            low_num, low_den = t * r_low * z_low[i], norm_high * one
+            high_num, high_den = t * r_high * (z_low[i] + 1), norm_low * one
+            whole = low_num // low_den
+            if norm_low > 0 and high_num < (whole + 1) * high_den:
+                out[i] = -whole - 1 if gaussians[i][0] else whole
+            else:
+                still.append(i)
+        undecided = still
+        precision += 62
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -1159,6 +1304,56 @@ def laplace(value, *, sensitivity, scale, rng, label=""):
     return _record("laplace", value, sensitivity, "l1", output, scale, label, grid=grid)
 
 
+def l2_laplace(value, *, sensitivity, scale, rng, label=""):
+    """``value`` rounded to a grid plus exact noise of density ``~ exp(-||b||_2 / scale)`` on it.
+
+    The K-norm mechanism for the L2 ball (the "Gamma-norm" noise of
+    Chaudhuri, Monteleoni and Sarwate 2011): with ``||value(D) -
+    value(D')||_2 <= sensitivity``, ``scale = sensitivity / epsilon`` is pure
+    epsilon-DP.  The release is ``g * (rint(value / g) + floor(X) + 1/2)``
+    with ``g`` and the scale ``t`` of ``X`` in steps from
+    :func:`gaussian_grid` (the rounded value moves by at most ``sensitivity
+    / g + sqrt(m)`` steps in L2, and ``t`` covers it), ``X`` of density
+    ``~ exp(-||x||_2 / t)`` and ``floor(X)`` sampled exactly
+    (:func:`sample_floored_l2_laplace`).  ``rint(value / g) + floor(X) =
+    floor(rint(value / g) + X)``: a post-processing of the continuous
+    mechanism on the rounded value, whose density ratio at any point is at
+    most ``exp((sensitivity / g + sqrt(m)) / t) <= exp(sensitivity /
+    scale)``.  Exact.  ``scale = 0`` releases the value as it is.
+
+    Parameters
+    ----------
+    value : float or ndarray
+        The exact quantity (L2 sensitivity at most ``sensitivity``).
+    sensitivity : float
+        Declared L2 sensitivity.
+    scale : float
+        Scale of the density (``sensitivity / epsilon`` for epsilon-DP).
+    rng : numpy.random.Generator
+        Source of random integers (only ``rng.integers`` is called).
+    label : str
+        What is released, for traces.
+
+    Returns
+    -------
+    float or ndarray
+        The noisy value (a new array), on the grid shifted by half a step.
+    """
+    sensitivity = _check_sensitivity(sensitivity, "l2")
+    scale = float(scale)
+    array = np.asarray(value, dtype=float)
+    grid = None
+    if scale > 0:
+        grid = gaussian_grid(scale, sensitivity, array.size)
+        noisy = _rounded(array, grid)
+        noisy += sample_floored_l2_laplace(rng, grid.scale, array.size).reshape(array.shape)
+        noisy = _on_grid(noisy, grid, 0.5)
+    else:
+        noisy = array.copy()
+    output = float(noisy) if np.ndim(value) == 0 else noisy
+    return _record("l2_laplace", value, sensitivity, "l2", output, scale, label, grid=grid)
+
+
 def exponential_grid(scale, sensitivity):
     """Grid of the exponential mechanism: utilities in steps and the temperature in steps.
 
@@ -1307,7 +1502,7 @@ def _objective_grid(scale, size, coupling):
 
 
 #: The noise laws of objective perturbation's linear term.
-OBJECTIVE_NOISES = ("laplace", "gaussian")
+OBJECTIVE_NOISES = ("l2_laplace", "gaussian")
 
 
 def objective_perturbation(solve, *, shape, noise, scale, coupling, sensitivity, rng, label=""):
@@ -1315,17 +1510,19 @@ def objective_perturbation(solve, *, shape, noise, scale, coupling, sensitivity,
 
     ``b`` is the rounding ``g * (floor(N / g) + 1/2)`` of an exact
     continuous noise vector ``N``, entry by entry, on the grid ``g`` of
-    :func:`objective_noise_grid`: ``N`` has i.i.d. Laplace entries of scale
-    ``t g`` (``noise="laplace"``) or Gaussian ones of standard deviation
-    ``t g`` (``"gaussian"``), ``t`` the scale in steps (``t g >= scale``),
-    and ``floor(N / g)`` is sampled exactly (:func:`sample_floored_laplace`,
-    :func:`sample_rounded_gaussian`).  So ``b`` is a deterministic function
-    of ``N`` with ``||b - N||_inf <= g / 2`` and ``||b - N||_2 <= sqrt(m) g
-    / 2 <= coupling / 2``: the solver covers that distance in its residual
-    release (docs/solvers/perturbation.md, "Exact noise").  In float64
-    ``b`` is exactly ``g * (floor(N / g) + 1/2)`` while ``|floor(N / g)| <
-    2**52``, i.e. except with probability below ``m exp(-2**24)`` (``t <=
-    2**27``).
+    :func:`objective_noise_grid`: ``N`` has the density ``~ exp(-||n||_2 /
+    (t g))`` (``noise="l2_laplace"``) or i.i.d. Gaussian entries of standard
+    deviation ``t g`` (``"gaussian"``), ``t`` the scale in steps (``t g >=
+    scale``), and ``floor(N / g)`` is sampled exactly
+    (:func:`sample_floored_l2_laplace`, :func:`sample_rounded_gaussian`).
+    So ``b`` is a deterministic function of ``N`` with ``||b - N||_inf <= g
+    / 2`` and ``||b - N||_2 <= sqrt(m) g / 2 <= coupling / 2``: the solver
+    covers that distance in its residual release
+    (docs/solvers/perturbation.md, "Exact noise").  In float64 ``b`` is
+    exactly ``g * (floor(N / g) + 1/2)`` while ``|floor(N / g)| < 2**52``:
+    with ``t <= 2**26 + 1`` that fails only if ``||N|| / (t g)`` (Gamma(m,
+    1) for the L2 Laplace) or a Gaussian entry over ``t g`` exceeds
+    ``2**25``, with probability below ``exp(m - 2**24)``.
 
     Privacy comes from the noise entering the objective, not from noise on
     a value, so the trace records ``value=None``; ``sensitivity`` is the
@@ -1337,11 +1534,11 @@ def objective_perturbation(solve, *, shape, noise, scale, coupling, sensitivity,
         ``solve(b) -> minimiser``: runs on the private data.
     shape : tuple of int
         Shape of ``b``.
-    noise : {"laplace", "gaussian"}
-        The law of ``N``'s entries.
+    noise : {"l2_laplace", "gaussian"}
+        The law of ``N``.
     scale : float
-        The Laplace scale per entry, or the Gaussian standard deviation; 0
-        draws ``b = 0`` (epsilon = inf).
+        The scale of the L2 Laplace density, or the Gaussian standard
+        deviation; 0 draws ``b = 0`` (epsilon = inf).
     coupling : float
         Bound on ``sqrt(m) g``, passed to :func:`objective_noise_grid`.
     sensitivity : float
@@ -1364,7 +1561,7 @@ def objective_perturbation(solve, *, shape, noise, scale, coupling, sensitivity,
     grid = None
     if scale > 0:
         grid = objective_noise_grid(scale, size, coupling)
-        sampler = sample_floored_laplace if noise == "laplace" else sample_rounded_gaussian
+        sampler = sample_floored_l2_laplace if noise == "l2_laplace" else sample_rounded_gaussian
         steps = sampler(rng, grid.scale, size).astype(float)
         b = _on_grid(steps, grid, 0.5).reshape(shape)
     else:

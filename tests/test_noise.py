@@ -14,7 +14,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from scipy import stats
-from scipy.integrate import quad
+from scipy.integrate import dblquad, quad
 
 from sklearn_dp import DPLasso, DPLogisticRegression, _noise
 from sklearn_dp.testing import trace_releases
@@ -148,7 +148,7 @@ def test_objective_noise_grid_is_the_largest_admissible_power_of_two(scale, m, c
     assert grid.scale * g >= scale
 
 
-@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
+@pytest.mark.parametrize("noise", ["l2_laplace", "gaussian"])
 def test_objective_perturbation_term_is_the_rounding_of_exact_noise(noise):
     terms = []
 
@@ -182,10 +182,13 @@ def test_objective_perturbation_term_is_the_rounding_of_exact_noise(noise):
     # On the grid shifted by half a step: g (floor(N / g) + 1/2).
     steps = b / g - 0.5
     np.testing.assert_array_equal(steps, np.round(steps))
-    # N has entries of scale t g >= scale; b is within g / 2 of it (g ~ 1e-4 here).
-    law = stats.laplace if noise == "laplace" else stats.norm
+    # N has the scale t g >= scale; b is within g / 2 of it per entry (g ~ 1e-4 here).
     t = release.grid.scale * g
-    assert stats.kstest(b.ravel() / t, law.cdf).pvalue > 1e-3
+    if noise == "gaussian":
+        assert stats.kstest(b.ravel() / t, "norm").pvalue > 1e-3
+    else:  # density ~ exp(-||n|| / t): a Gamma(m, t) norm
+        norms = np.linalg.norm(b.reshape(len(b), -1), axis=1) / t
+        assert stats.kstest(norms, stats.gamma(a=6).cdf).pvalue > 1e-3
 
 
 def test_objective_perturbation_without_noise_solves_with_a_zero_term():
@@ -303,6 +306,60 @@ def test_rounded_gaussian_at_a_large_scale_is_the_continuous_gaussian():
     samples = _noise.sample_rounded_gaussian(rng, s, 50_000).astype(float)
     continuous = (samples + rng.uniform(size=samples.size)) / s
     assert stats.kstest(continuous, "norm").pvalue > 1e-3
+
+
+@pytest.mark.parametrize("t", [1, 3])
+def test_l2_laplace_in_one_dimension_is_the_floored_laplace(t):
+    # In one dimension, exp(-|x| / t) is the Laplace density.
+    rng = np.random.default_rng(70 + t)
+    samples = np.concatenate([_noise.sample_floored_l2_laplace(rng, t, 1) for _ in range(30_000)])
+    support = np.arange(-12 * t, 12 * t)
+    pmf = stats.laplace.cdf(support + 1.0, scale=t) - stats.laplace.cdf(support * 1.0, scale=t)
+    assert _chi_square_pvalue(samples, support, pmf) > 1e-4
+
+
+def test_l2_laplace_in_two_dimensions_matches_its_cell_masses():
+    # Density exp(-||x||) / (2 pi) on R^2, integrated over the unit cells near the origin.
+    rng = np.random.default_rng(72)
+    n = 30_000
+    draws = np.array([_noise.sample_floored_l2_laplace(rng, 1, 2) for _ in range(n)])
+    cells = [(a, c) for a in range(-3, 3) for c in range(-3, 3)]
+    masses = np.array(
+        [
+            dblquad(lambda y, x: math.exp(-math.hypot(x, y)) / (2 * math.pi), a, a + 1, c, c + 1)[0]
+            for a, c in cells
+        ]
+    )
+    counts = np.array([np.sum((draws[:, 0] == a) & (draws[:, 1] == c)) for a, c in cells])
+    counts = np.append(counts, n - counts.sum())
+    expected = np.append(masses, 1 - masses.sum()) * n
+    assert stats.chisquare(counts, expected).pvalue > 1e-4
+
+
+@pytest.mark.parametrize("m, n", [(5, 4000), (64, 600)])
+def test_l2_laplace_at_a_large_scale_has_a_gamma_norm_and_a_uniform_direction(m, n):
+    # m = 64 takes the vectorised proposals of the Gaussian coordinates.
+    rng = np.random.default_rng(73 + m)
+    t = 2**26
+    draws = np.array([_noise.sample_floored_l2_laplace(rng, t, m) for _ in range(n)])
+    points = (draws + 0.5) / t
+    norms = np.linalg.norm(points, axis=1)
+    assert stats.kstest(norms, stats.gamma(a=m).cdf).pvalue > 1e-3
+    beta = stats.beta((m - 1) / 2, (m - 1) / 2)
+    assert stats.kstest((1 + points[:, 0] / norms) / 2, beta.cdf).pvalue > 1e-3
+
+
+def test_exponential_fraction_has_the_truncated_exponential_law():
+    # A kept fraction has density e^-f / (1 - e^-1) on [0, 1); its leading bits and fresh
+    # uniform bits after them give its value.
+    rng = np.random.default_rng(74)
+    bits = _noise._Bits(rng, 4096)
+    values = []
+    for _ in range(20_000):
+        fraction = _noise._one_exponential_fraction(bits)
+        values.append(_noise._refine(fraction, 0, bits, 62) / 2.0**62)
+    cdf = lambda x: (1 - np.exp(-x)) / (1 - math.exp(-1))
+    assert stats.kstest(values, cdf).pvalue > 1e-3
 
 
 @pytest.mark.parametrize("k, factor", [(0, 1), (1, 2), (3, 5), (2, 40)])
@@ -433,6 +490,18 @@ def test_laplace_release_is_reachable_from_either_neighbour(size):
         assert calls == [True, True]
 
 
+def test_l2_laplace_release_is_reachable_from_either_neighbour():
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        v0, v1 = _neighbouring_values(rng, 4, 1.0)
+        with trace_releases() as trace:
+            _noise.l2_laplace(v0, sensitivity=1.0, scale=2.0, rng=rng)
+        (release,) = trace.releases
+        assert release.grid == _noise.gaussian_grid(2.0, 1.0, 4)
+        assert _reachable(release.output, v0, release, 0.5)
+        assert _reachable(release.output, v1, release, 0.5)
+
+
 def _lasso_data(seed, n=300, d=5):
     rng = np.random.default_rng(seed)
     X = rng.uniform(-1, 1, size=(n, d))
@@ -516,6 +585,7 @@ def test_only_exact_uniform_integers_are_drawn():
     _noise.gaussian(np.ones(3), sensitivity=1.0, noise_std=1.0, rng=rng)
     _noise.laplace(np.ones(3), sensitivity=1.0, scale=1.0, rng=rng)
     _noise.exponential(np.arange(4.0), sensitivity=1.0, scale=1.0, rng=rng)
+    _noise.l2_laplace(np.ones(3), sensitivity=1.0, scale=1.0, rng=rng)
     for noise in _noise.OBJECTIVE_NOISES:
         _noise.objective_perturbation(
             lambda b: b,

@@ -89,6 +89,18 @@ def small_binary():
 # --------------------------------------------------------------------------
 
 
+def _l2_laplace_term(rng, shape, scale):
+    """A data-independent term of density ~ exp(-||b|| / scale), from numpy's float samplers.
+
+    For the solve tests only (a Gamma(m, scale) norm times a uniform
+    direction): the solvers draw theirs exactly, through the noise gateway.
+    """
+    size = int(np.prod(shape))
+    direction = rng.standard_normal(size)
+    radius = rng.gamma(size, scale)
+    return (radius * direction / np.linalg.norm(direction)).reshape(shape)
+
+
 def _certificate(data, loss, W, regularization, linear_term=0.0):
     """``||grad F(W)||`` of the objective the solvers minimise, computed here."""
     Z = data.X @ W
@@ -111,7 +123,7 @@ def _noise_draws(solver, data, loss, epsilon, delta, n_draws, **kwargs):
     return exact, draws
 
 
-def test_output_perturbation_pure_noise_is_laplace_of_stated_scale(small_binary):
+def test_output_perturbation_pure_noise_is_l2_laplace_of_stated_scale(small_binary):
     data, alpha, epsilon = small_binary, 0.05, 0.8
     exact, draws = _noise_draws(
         output_perturbation, data, BinaryLogisticLoss(), epsilon, 0.0, 1500, alpha=alpha
@@ -121,13 +133,15 @@ def test_output_perturbation_pure_noise_is_laplace_of_stated_scale(small_binary)
     tol = _newton.DEFAULT_GRADIENT_TOL * G
     sensitivity = (G + 2 * tol) / (n * alpha)
     assert draws[0].plan.details["sensitivity"] == pytest.approx(sensitivity, rel=1e-15)
-    # Laplace per coefficient for the L1 sensitivity sqrt(m) * (L2 sensitivity).
+    # Density ~ exp(-epsilon ||B|| / Delta): a Gamma(m, Delta / epsilon) norm, a uniform
+    # direction (the grid, ~1e-9 of the scale, is far below what these tests resolve).
     noise = np.array([r.coef.ravel() - exact.coef.ravel() for r in draws])
-    scale = math.sqrt(m) * sensitivity / epsilon
-    assert stats.kstest(noise.ravel(), stats.laplace(scale=scale).cdf).pvalue > 1e-3
-    # Independent coordinates: the noise of one does not depend on another's sign.
+    norms = np.linalg.norm(noise, axis=1)
+    assert stats.kstest(norms, stats.gamma(a=m, scale=sensitivity / epsilon).cdf).pvalue > 1e-3
+    beta = stats.beta((m - 1) / 2, (m - 1) / 2)
+    assert stats.kstest((1 + noise[:, 0] / norms) / 2, beta.cdf).pvalue > 1e-3
     upper = noise[:, 0] > 0
-    assert stats.ks_2samp(noise[upper, 1], noise[~upper, 1]).pvalue > 1e-3
+    assert stats.ks_2samp(norms[upper], norms[~upper]).pvalue > 1e-3
     assert isinstance(draws[0].dp_event, PureEpsilonDpEvent)
 
 
@@ -159,12 +173,12 @@ def test_perturbation_noise_is_drawn_from_exact_integers_only(small_binary, solv
 
 @pytest.mark.parametrize("pure", [True, False])
 def test_output_noise_warning_compares_the_rms_noise_norm_with_the_penalty_bound(pure):
-    # RMS norm of the noise: sqrt(2 p) * scale for Laplace entries of scale `scale`, sqrt(p) *
-    # scale for Gaussian ones; the bound on the minimiser's norm is sqrt(2 log 2 / alpha) for
-    # the logistic loss.
+    # RMS norm of the noise: sqrt(p (p + 1)) * scale for the L2 Laplace density
+    # exp(-||b|| / scale), sqrt(p) * scale for Gaussian entries of std `scale`; the bound on
+    # the minimiser's norm is sqrt(2 log 2 / alpha) for the logistic loss.
     p, alpha = 8, 0.05
     bound = math.sqrt(2 * math.log(2) / alpha)
-    per_entry = math.sqrt((2 if pure else 1) * p)
+    per_entry = math.sqrt(p * (p + 1) if pure else p)
     at_bound = bound / per_entry
     warn = perturbation.output_noise_warning
     assert warn("log_loss", p, 1, alpha, at_bound * (1 - 1e-9), pure) is None
@@ -227,11 +241,10 @@ def test_objective_perturbation_noise_of_stated_scale(small_binary, delta):
     )
     epsilon_noise = epsilon - split * epsilon - 0.01 * epsilon
     if delta == 0:
-        # Laplace per coordinate of scale sqrt(m) G / eps_noise: the shift by a gradient
-        # of L2 norm <= G has L1 norm <= sqrt(m) G.
-        scale = math.sqrt(m) * G / epsilon_noise
-        assert stats.kstest(b.ravel(), stats.laplace(scale=scale).cdf).pvalue > 1e-3
-        assert details["objective_noise_scale"] == pytest.approx(scale, rel=1e-8)
+        norms = np.linalg.norm(b, axis=1)
+        target = stats.gamma(a=m, scale=G / epsilon_noise)
+        assert stats.kstest(norms, target.cdf).pvalue > 1e-3
+        assert details["objective_noise_scale"] == pytest.approx(G / epsilon_noise, rel=1e-8)
     else:
         sigma = objective_accounting.objective_gaussian_noise_multiplier(
             details["epsilon_noise"], 0.99 * delta, 1
@@ -391,15 +404,12 @@ def test_output_perturbation_release_goes_through_the_gateway(small_binary, delt
     tol = _newton.DEFAULT_GRADIENT_TOL * G
     sensitivity = (G + 2 * tol) / (data.n_samples * alpha)
     assert release.label == "minimiser"
+    assert release.norm == "l2" and release.sensitivity == sensitivity
     if delta == 0:
-        # The Laplace mechanism for the L1 sensitivity sqrt(m) Delta (||v||_1 <= sqrt(m) ||v||_2).
-        m = data.n_columns * K
-        assert release.mechanism == "laplace" and release.norm == "l1"
-        assert release.sensitivity == math.sqrt(m) * sensitivity
-        assert release.scale == math.sqrt(m) * sensitivity / epsilon
+        assert release.mechanism == "l2_laplace"
+        assert release.scale == sensitivity / epsilon
     else:
-        assert release.mechanism == "gaussian" and release.norm == "l2"
-        assert release.sensitivity == sensitivity
+        assert release.mechanism == "gaussian"
         assert release.scale == gaussian_noise_multiplier(epsilon, delta, 1) * sensitivity
     # The pre-noise value is the solve (the same point as the noiseless fit);
     # the coefficients are the release.
@@ -440,14 +450,13 @@ def test_objective_perturbation_releases_go_through_the_gateway(small_binary, de
     residual_l2 = (2 * tol + math.sqrt(m) * g) / lam
     assert details["residual_sensitivity"] == residual_l2
     split, rho = perturbation.DEFAULT_EPSILON_SPLIT, perturbation.DEFAULT_RESIDUAL_FRACTION
+    assert second.sensitivity == residual_l2 and second.norm == "l2"
     if delta == 0:
-        assert first.scale == math.sqrt(m) * G / details["epsilon_noise"]
+        assert first.scale == G / details["epsilon_noise"]
         assert details["epsilon_noise"] == pytest.approx((1 - split - rho) * epsilon, rel=1e-8)
-        assert second.mechanism == "laplace" and second.norm == "l1"
-        assert second.sensitivity == math.sqrt(m) * residual_l2
+        assert second.mechanism == "l2_laplace"
         assert second.scale == second.sensitivity / details["epsilon_residual"]
     else:
-        assert second.sensitivity == residual_l2
         sigma = objective_accounting.objective_gaussian_noise_multiplier(
             details["epsilon_noise"], (1 - rho) * delta, 1
         )
@@ -601,8 +610,7 @@ def test_inner_solve_meets_its_certificate_on_hard_problems(name, with_noise):
     tol = _newton.DEFAULT_GRADIENT_TOL * G
     B = None
     if with_noise:  # objective perturbation's linear term at epsilon = 1
-        m = data.n_columns * K
-        B = np.random.default_rng(0).laplace(scale=math.sqrt(m) * G, size=(data.n_columns, K))
+        B = _l2_laplace_term(np.random.default_rng(0), (data.n_columns, K), G)
     calls = []
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -1340,9 +1340,7 @@ def test_perturbation_noise_is_calibrated_to_the_tested_sensitivity(loss_name, d
     ``test_perturbation.py::test_minimiser_sensitivity_is_at_most_the_stated_bound``);
     objective_perturbation: ``G`` of the noise pre-image and ``2 tol / Lambda``
     of the residual (the two properties of this file), plus ``sqrt(m) g /
-    Lambda`` for the rounding of the linear term to its grid ``g``.  Pure
-    epsilon-DP releases use the Laplace mechanism on the L1 sensitivity,
-    ``sqrt(m)`` times the L2 one.
+    Lambda`` for the rounding of the linear term to its grid ``g``.
     """
     from sklearn_dp.accounting import gaussian_noise_multiplier
     from sklearn_dp.testing import trace_releases
@@ -1366,13 +1364,13 @@ def test_perturbation_noise_is_calibrated_to_the_tested_sensitivity(loss_name, d
     glm = _smooth_glm(loss, data.row_norm_bound, K, "output_perturbation")
     G = glm.gradient_bound
     assert sensitivity == (G + 2e-6 * G) / (data.n_public * 0.1)
-    m = data.n_columns * K
-    if delta == 0:
-        assert release.norm == "l1" and release.sensitivity == math.sqrt(m) * sensitivity
-        assert release.scale == release.sensitivity / epsilon
-    else:
-        assert release.norm == "l2" and release.sensitivity == sensitivity
-        assert release.scale == gaussian_noise_multiplier(epsilon, delta, 1) * sensitivity
+    assert release.norm == "l2" and release.sensitivity == sensitivity
+    expected = (
+        sensitivity / epsilon
+        if delta == 0
+        else gaussian_noise_multiplier(epsilon, delta, 1) * sensitivity
+    )
+    assert release.scale == expected
     with trace_releases() as trace:
         result = SOLVERS["objective_perturbation"].function(
             data,
@@ -1388,13 +1386,12 @@ def test_perturbation_noise_is_calibrated_to_the_tested_sensitivity(loss_name, d
     assert first.sensitivity == G == details["gradient_bound"]
     assert first.scale == details["objective_noise_scale"]
     assert first.scale == (
-        math.sqrt(m) * G / details["epsilon_noise"]
-        if delta == 0
-        else result.plan.noise_multiplier * G
+        G / details["epsilon_noise"] if delta == 0 else result.plan.noise_multiplier * G
     )
+    m = data.n_columns * K
     residual = (2 * 1e-6 * G + math.sqrt(m) * first.grid.spacing) / details["regularization"]
     assert details["residual_sensitivity"] == residual
-    assert second.sensitivity == (math.sqrt(m) * residual if delta == 0 else residual)
+    assert second.sensitivity == residual and second.norm == "l2"
     assert second.scale == details["residual_noise_scale"]
 
 

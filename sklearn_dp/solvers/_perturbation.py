@@ -5,7 +5,7 @@ Monteleoni and Sarwate (2011, JMLR, "Differentially private empirical risk
 minimization": Algorithm 1 output perturbation, Theorem 6; Algorithm 2
 objective perturbation, Theorem 9) and, for Gaussian objective perturbation,
 Kifer, Smith and Thakurta (2012, COLT).  Both give pure epsilon-DP
-(``delta=0``, Laplace noise) or (epsilon, delta)-DP (Gaussian noise), for
+(``delta=0``, L2 Laplace noise) or (epsilon, delta)-DP (Gaussian noise), for
 the add/remove-one relation and an inexact (certified) numerical solve.
 Every noise is exact: the releases go through the gateway's exact samplers
 and objective perturbation's linear term is the rounding, on a fine public
@@ -162,9 +162,9 @@ def plan_output_perturbation(
     """Privacy plan of ``output_perturbation``: one noisy release of the minimiser.
 
     ``noise_multiplier`` is the noise std per coordinate divided by the
-    (L2) sensitivity: ``sigma`` for Gaussian noise, ``sqrt(2 m) / epsilon``
-    for pure epsilon-DP (Laplace noise of scale ``sqrt(m) Delta / epsilon``
-    per coordinate, for the L1 sensitivity ``sqrt(m) Delta``).
+    sensitivity: ``sigma`` for Gaussian noise, ``sqrt(m + 1) / epsilon`` for
+    the L2 Laplace noise of pure epsilon-DP (density ``~ exp(-epsilon ||b||
+    / Delta)``: ``E||b||^2 = m (m + 1) (Delta / epsilon)^2``).
 
     When the loss, the row bound and ``alpha`` are given (estimators pass
     them, from public inputs), the plan also runs the public conditions of
@@ -189,8 +189,8 @@ def plan_output_perturbation(
             )
     if delta == 0:
         event = accounting.PureEpsilonDpEvent(epsilon, "output_perturbation")
-        multiplier = math.sqrt(2.0 * n_params) / epsilon
-        return PrivacyPlan(event, multiplier, 1, dict(noise="laplace"))
+        multiplier = math.sqrt(n_params + 1.0) / epsilon
+        return PrivacyPlan(event, multiplier, 1, dict(noise="l2_laplace"))
     sigma = accounting.gaussian_noise_multiplier(epsilon, delta, 1)
     return PrivacyPlan(dpe.GaussianDpEvent(sigma), sigma, 1, dict(noise="gaussian"))
 
@@ -269,8 +269,8 @@ def _plan_objective(
     )
     if delta == 0:
         event = accounting.PureEpsilonDpEvent(epsilon, "objective_perturbation")
-        multiplier = math.sqrt(2.0 * n_params) / epsilon_noise
-        details.update(noise="laplace")
+        multiplier = math.sqrt(n_params + 1.0) / epsilon_noise
+        details.update(noise="l2_laplace")
         return PrivacyPlan(event, multiplier, 1, details)
     chi_dof = n_outputs - 1 if n_outputs > 1 else 1
     delta_residual = residual_fraction * delta
@@ -292,8 +292,7 @@ def _objective_noise_norm(plan, glm, n_params):
         return 0.0
     if details["noise"] == "gaussian":  # E||b|| <= sqrt(E||b||^2) = sigma G sqrt(m)
         return plan.noise_multiplier * glm.gradient_bound * math.sqrt(n_params)
-    # Laplace of scale sqrt(m) G / eps per coordinate: E||b|| <= sqrt(2 m) sqrt(m) G / eps.
-    return math.sqrt(2.0) * n_params * glm.gradient_bound / details["epsilon_noise"]
+    return n_params * glm.gradient_bound / details["epsilon_noise"]  # Gamma(m, G / eps) mean
 
 
 def _glm_or_none(loss, row_norm_bound, n_outputs):
@@ -443,7 +442,7 @@ def output_perturbation(
     alpha : float
         L2 penalty on the average loss; must be > 0.
     epsilon, delta : float
-        ``delta=0``: pure epsilon-DP with Laplace noise; ``delta > 0``:
+        ``delta=0``: pure epsilon-DP with L2 Laplace noise; ``delta > 0``:
         Gaussian noise; ``epsilon=inf``: the minimiser, no noise.
     max_iter : int, optional
         Newton steps of the inner solve, all of them always run (default 50,
@@ -472,13 +471,11 @@ def output_perturbation(
     most ``G / Lambda`` when a row is added or removed (strong convexity), and
     a point with ``||grad F(W_hat)|| <= tol`` lies within ``tol / Lambda`` of
     it, so the declared sensitivity is ``Delta = (G + 2 tol) / Lambda``.
-    Noise, exact on a grid (:mod:`sklearn_dp._noise`): pure, the Laplace
-    mechanism for the L1 sensitivity ``sqrt(m) Delta`` (``||v||_1 <= sqrt(m)
-    ||v||_2`` over the ``m`` coefficients), scale ``sqrt(m) Delta /
-    epsilon`` per coefficient (event ``PureEpsilonDpEvent(epsilon,
-    "output_perturbation")``); or the Gaussian mechanism, ``N(0, (sigma
-    Delta)^2 I)`` with the analytic-Gaussian ``sigma`` (event
-    ``GaussianDpEvent(sigma)``).  The
+    Noise, exact on a grid (:mod:`sklearn_dp._noise`): pure, density ``~
+    exp(-epsilon ||b||_2 / Delta)`` (the L2 Laplace, or Gamma-norm, noise;
+    event ``PureEpsilonDpEvent(epsilon, "output_perturbation")``); or the
+    Gaussian mechanism, ``N(0, (sigma Delta)^2 I)`` with the
+    analytic-Gaussian ``sigma`` (event ``GaussianDpEvent(sigma)``).  The
     guarantee is unconditional: the certified solve returns a point within
     ``tol / (2 Lambda)`` of the exact minimiser on every data set, by a
     verified gradient norm (strong convexity) or, when the public Newton
@@ -519,13 +516,9 @@ def output_perturbation(
     sensitivity = (glm.gradient_bound + 2.0 * tol) / regularization
     pure = plan.details["noise"] != "gaussian"
     n_params = n_columns * n_outputs
-    # Pure: the Laplace mechanism on the L1 sensitivity (||v||_1 <= sqrt(m) ||v||_2).
-    release_sensitivity = math.sqrt(n_params) * sensitivity if pure else sensitivity
     scale = 0.0
     if plan.details["noise"] != "none":
-        scale = (
-            release_sensitivity / epsilon if pure else plan.noise_multiplier * release_sensitivity
-        )
+        scale = sensitivity / epsilon if pure else plan.noise_multiplier * sensitivity
     solve = certified_minimize(
         data.design,
         data.y,
@@ -541,8 +534,8 @@ def output_perturbation(
     )
     rng = make_rng(random_state)
     if pure:
-        coef = _noise.laplace(
-            solve.coef, sensitivity=release_sensitivity, scale=scale, rng=rng, label="minimiser"
+        coef = _noise.l2_laplace(
+            solve.coef, sensitivity=sensitivity, scale=scale, rng=rng, label="minimiser"
         )
     else:
         coef = _noise.gaussian(
@@ -550,7 +543,6 @@ def output_perturbation(
         )
     plan.details.update(
         sensitivity=sensitivity,
-        release_sensitivity=release_sensitivity,
         noise_scale=scale,
         regularization=regularization,
         gradient_tol=tol,
@@ -570,9 +562,8 @@ def output_noise_warning(loss_name, n_params, n_outputs, alpha, scale, pure):
     """A warning when output perturbation's noise outweighs every coefficient the penalty allows.
 
     The root mean square norm of the noise (``scale sqrt(p)`` for Gaussian
-    noise of standard deviation ``scale``, ``scale sqrt(2 p)`` for the
-    Laplace noise of scale ``scale`` per coefficient of pure epsilon-DP) is
-    compared with
+    noise of standard deviation ``scale``, ``scale sqrt(p (p + 1))`` for the
+    L2 Laplace noise of scale ``scale`` of pure epsilon-DP) is compared with
     the public bound ``sqrt(2 l0 / alpha)`` on the norm of the minimiser of
     ``mean loss + (alpha / 2) ||W||^2`` (the objective at 0 is at most
     ``l0``: ``log 2`` for the logistic loss, ``log K`` multinomial, ``1/2``
@@ -585,7 +576,7 @@ def output_noise_warning(loss_name, n_params, n_outputs, alpha, scale, pure):
         return None
     l0 = math.log(max(2, n_outputs)) if loss_name == "log_loss" else 0.5
     bound = math.sqrt(2.0 * l0 / alpha)
-    noise = scale * math.sqrt((2.0 if pure else 1.0) * n_params)
+    noise = scale * math.sqrt(n_params * (n_params + 1.0) if pure else n_params)
     if noise <= bound:
         return None
     needed = alpha * (noise / bound) ** 2
@@ -632,7 +623,7 @@ def objective_perturbation(
     alpha : float
         L2 penalty on the average loss; must be > 0.
     epsilon, delta : float
-        ``delta=0``: pure epsilon-DP (Laplace ``b``); ``delta > 0``:
+        ``delta=0``: pure epsilon-DP (L2 Laplace ``b``); ``delta > 0``:
         Gaussian ``b``; ``epsilon=inf``: no noise, ``Lambda = n alpha``.
     max_iter : int, optional
         Newton steps of the inner solve, all of them always run (default 50,
@@ -667,9 +658,9 @@ def objective_perturbation(
     Jacobian determinant by at most ``exp(eps_det)``, ``eps_det = r log(1 +
     c_dir R^2 / Lambda) <= epsilon_split * epsilon`` (``r = 1, c_dir = c``;
     multinomial ``r = K - 1, c_dir = 1/K``).  The noise is an exact
-    continuous ``N``: pure, i.i.d. Laplace entries of scale ``sqrt(m) G /
-    eps_noise`` (the density ratio is at most ``exp(||g||_1 eps_noise /
-    (sqrt(m) G)) <= exp(eps_noise)``); Gaussian, ``N(0, (sigma G)^2 I)``
+    continuous ``N``: pure, density ``~ exp(-eps_noise ||N||_2 / G)`` (the
+    density ratio is at most ``exp(eps_noise ||g|| / G) <= exp(eps_noise)``);
+    Gaussian, ``N(0, (sigma G)^2 I)``
     with ``sigma`` from :func:`objective_gaussian_noise_multiplier`.  The
     solver minimises with ``b``, the rounding of ``N`` to a public grid ``g``
     (``||b - N|| <= sqrt(m) g / 2``; ``sqrt(m) g <= 2**-11 tol`` unless the
@@ -677,9 +668,9 @@ def objective_perturbation(
     point within ``tol / Lambda`` of the exact minimiser for ``b`` (``tol =
     gradient_tol * G``), which is within ``sqrt(m) g / (2 Lambda)`` of the
     exact minimiser for ``N`` (strong convexity); the output noise covers
-    both, for the sensitivity ``(2 tol + sqrt(m) g) / Lambda`` (L2; for
-    Laplace noise, ``sqrt(m)`` times it in L1), at ``residual_fraction`` of
-    the budget (label ``"inexact-solve residual"``).  That distance is
+    both, for the L2 sensitivity ``(2 tol + sqrt(m) g) / Lambda``, at
+    ``residual_fraction`` of the budget (label ``"inexact-solve
+    residual"``).  That distance is
     guaranteed, not assumed: the certified
     solve returns a point within ``tol / (2 Lambda)`` on every data set and
     every ``b``, by a verified gradient norm (strong convexity) or by
@@ -728,8 +719,7 @@ def objective_perturbation(
     if noise == "none":
         b_scale = 0.0
     elif pure:
-        # Laplace per coordinate: ||v||_1 <= sqrt(m) ||v||_2 <= sqrt(m) G for the shift.
-        b_scale = math.sqrt(n_params) * G / details["epsilon_noise"]
+        b_scale = G / details["epsilon_noise"]
     else:
         b_scale = plan.noise_multiplier * G
     private = noise != "none"
@@ -752,13 +742,10 @@ def objective_perturbation(
         grid = _noise.objective_noise_grid(b_scale, n_params, 2.0 * COUPLING_SHARE * tol)
         coupling = math.sqrt(n_params) * grid.spacing
     residual_sensitivity = (2.0 * tol + coupling) / regularization
-    residual_release_sensitivity = residual_sensitivity
-    if pure:
-        residual_release_sensitivity = math.sqrt(n_params) * residual_sensitivity
     if noise == "none":
         residual_scale = 0.0
     elif pure:
-        residual_scale = residual_release_sensitivity / details["epsilon_residual"]
+        residual_scale = residual_sensitivity / details["epsilon_residual"]
     else:
         residual_scale = details["residual_noise_multiplier"] * residual_sensitivity
 
@@ -787,7 +774,7 @@ def objective_perturbation(
     W = _noise.objective_perturbation(
         solve,
         shape=shape,
-        noise="laplace" if pure else "gaussian",
+        noise="l2_laplace" if pure else "gaussian",
         scale=b_scale,
         coupling=2.0 * COUPLING_SHARE * tol,
         sensitivity=G,
@@ -795,9 +782,9 @@ def objective_perturbation(
         label="perturbed minimiser",
     )
     if pure:
-        coef = _noise.laplace(
+        coef = _noise.l2_laplace(
             W,
-            sensitivity=residual_release_sensitivity,
+            sensitivity=residual_sensitivity,
             scale=residual_scale,
             rng=rng,
             label="inexact-solve residual",
@@ -817,7 +804,6 @@ def objective_perturbation(
         objective_noise_scale=b_scale,
         objective_noise_coupling=coupling,
         residual_sensitivity=residual_sensitivity,
-        residual_release_sensitivity=residual_release_sensitivity,
         residual_noise_scale=residual_scale,
         gradient_tol=tol,
         gradient_bound=G,
