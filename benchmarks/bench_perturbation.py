@@ -8,7 +8,7 @@ sqrt(30)``), reports the median test accuracy over seeds at each epsilon, for
 * ``delta = 1e-5``: objective_perturbation, output_perturbation (Gaussian
   variants), dp_gd, dp_sgd;
 * ``delta = 0`` (pure epsilon-DP): objective_perturbation, output_perturbation
-  (Gamma-norm noise); dp_gd and dp_sgd cannot give pure DP;
+  (L2 Laplace, or Gamma-norm, noise); dp_gd and dp_sgd cannot give pure DP;
 
 beside non-private scikit-learn ``LogisticRegression()`` on the same split.
 Every DP estimator uses its defaults (C=1), plus the two perturbation solvers

@@ -2,7 +2,7 @@
 
 Every noisy release of the package goes through a function of this module:
 the Gaussian and Laplace mechanisms, the exponential mechanism (report noisy
-max with Gumbel noise), the Gamma-norm noise of the perturbation solvers, and
+max with Gumbel noise), the linear term of objective perturbation, and
 the random samplers that pick private rows (Poisson subsampling, row
 allocation).  Each call knows the exact pre-noise value, its declared
 add/remove-one sensitivity and norm, and the noise scale, and records them
@@ -99,15 +99,40 @@ histogram releases are therefore computed in integers:
   1: exact floored Laplace noise on ``count / g``, released above an
   integer cutoff chosen in exact rationals so that epsilon and delta are at
   most the stated ones (:func:`histogram_cutoff`).  Exact.
-* **Gamma-norm noise** (output perturbation): argued, not exact.  The
-  release is ``g * (rint(value / g) + floor(b / g))``, a post-processing of
-  the continuous mechanism on the rounded value (inflated as for the
-  Gaussian), so the output minus the rounded value is a function of the
-  noise alone and the lattice attack above has nothing to read.  ``b`` is
-  still drawn with numpy's float samplers (a normal direction and a Gamma
-  radius): how far their distribution is from the ideal one, tails
-  included, is not bounded here.  The noise inside objective perturbation
-  enters an optimisation, not a release; it is not treated.
+* **L2 Laplace** (:func:`l2_laplace`: pure-DP output perturbation and the
+  pure residual release of objective perturbation).  The K-norm mechanism
+  of the L2 ball, density ``~ exp(-||b||_2 / t)`` (Chaudhuri, Monteleoni
+  and Sarwate's "Gamma-norm" noise), on the Gaussian's grid and inflated
+  scale (the rounded value moves by at most ``Delta / g + sqrt(m)`` steps in
+  L2): ``g * (rint(value / g) + floor(X) + 1/2)`` is a post-processing of
+  the continuous mechanism on the rounded value, pure ``Delta / t``-DP.
+  ``floor(X)`` is sampled exactly (:func:`sample_floored_l2_laplace`):
+  ``X = t R Z / ||Z||`` with an exact Gamma(m, 1) radius (a sum of
+  exponentials, each a geometric integer part plus a fraction kept with an
+  exact coin) and exact Gaussian coordinates (below), every real known by
+  its leading bits and refined until the floors, computed on exact integer
+  intervals, are decided.  (A rejection sampler from a product of discrete
+  Laplace laws, the obvious lattice construction, would accept with a
+  probability exponentially small in ``m``.)  Exact.
+* **Objective perturbation's linear term** (:func:`objective_perturbation`).
+  No value is released: the noise ``b`` enters the objective and the solver
+  releases the perturbed minimiser, then adds residual noise to it through
+  :func:`gaussian` or :func:`l2_laplace`.  ``b`` is the rounding ``g *
+  (floor(N / g) + 1/2)``, entry by entry, of an exact continuous ``N`` (the
+  L2 Laplace law for pure DP, i.i.d. Gaussian entries for (epsilon,
+  delta)), on a grid ``g = 2**k`` from public inputs
+  (:func:`objective_noise_grid`); ``floor(N / g)`` is sampled exactly:
+  :func:`sample_floored_l2_laplace`, or :func:`sample_rounded_gaussian` (a
+  cell of the grid proposed from a one-sided discrete Gaussian, kept with an
+  exact Bernoulli coin of a lazily drawn uniform real: the kept point has
+  exactly the Gaussian density).  So ``||b - N||_2 <= sqrt(m) g / 2``
+  always: the minimiser for ``b`` is within ``sqrt(m) g / (2 Lambda)`` of
+  the one for ``N`` (strong convexity), which is DP by the
+  objective-perturbation theorem, and the solver adds that distance, twice,
+  to its residual release's sensitivity (docs/solvers/perturbation.md,
+  "Exact noise").  Exact, up to one floating-point tail: ``b`` is exact in
+  float64 while ``|floor(N / g)| < 2**52``, which fails with probability
+  below ``exp(m - 2**24)`` (the scale is at most ``2**26 + 1`` steps).
 
 Samplers. Every random draw on the paths above is an exact uniform integer
 (:class:`_Bits`: 62-bit words from ``rng.integers``, or, for the exponential
@@ -152,10 +177,10 @@ __all__ = [
     "Sample",
     "gaussian",
     "laplace",
+    "l2_laplace",
     "exponential",
     "objective_perturbation",
-    "gamma_norm_noise",
-    "gamma_norm",
+    "objective_noise_grid",
     "thresholded_histogram",
     "poisson_sample",
     "allocate_rows",
@@ -165,8 +190,8 @@ __all__ = [
 MECHANISMS = (
     "gaussian",
     "laplace",
+    "l2_laplace",
     "exponential",
-    "gamma_norm",
     "objective_perturbation",
     "thresholded_laplace",
 )
@@ -180,8 +205,8 @@ class Release:
     Attributes
     ----------
     mechanism : str
-        ``"gaussian"``, ``"laplace"``, ``"exponential"``, ``"gamma_norm"`` or
-        ``"objective_perturbation"``.
+        ``"gaussian"``, ``"laplace"``, ``"l2_laplace"``, ``"exponential"``,
+        ``"objective_perturbation"`` or ``"thresholded_laplace"``.
     value : ndarray, float or None
         The exact pre-noise quantity (for the exponential mechanism: the
         utility of every candidate).  None where privacy does not come from
@@ -199,7 +224,9 @@ class Release:
     scale : float
         Noise scale: the Gaussian standard deviation, the Laplace scale, the
         exponential mechanism's temperature (probabilities proportional to
-        ``exp(utility / scale)``), the Gamma-norm scale.
+        ``exp(utility / scale)``), the scale ``t`` of the L2 Laplace density
+        ``exp(-||b||_2 / t)``, the scale of objective perturbation's linear
+        term (as for its law).
     label : str
         What is released (``"row count"``, ``"gradient sum"``, ...).
     used : ndarray, float or int
@@ -212,7 +239,8 @@ class Release:
         For a thresholded histogram: the public release threshold.
     grid : Grid or None
         The grid the release was rounded to and its noise scale in grid
-        steps (None without noise or for mechanisms off the grid).
+        steps (objective perturbation: the grid of its linear term); None
+        without noise or for mechanisms off the grid.
     """
 
     mechanism: str
@@ -750,6 +778,285 @@ def sample_discrete_gaussian(rng, s, size):
     return _fill(size, propose, 1.45)
 
 
+def _one_half_discrete_gaussian(bits, s):
+    # CKS Algorithm 3 without the sign (see _half_discrete_gaussian).
+    denominator = 2 * s * s
+    while True:
+        k = _one_geometric(bits, s)
+        if _one_bernoulli_exp(bits, (k - s) ** 2, denominator):
+            return k
+
+
+def _half_discrete_gaussian(bits, s, size):
+    """``size`` draws of ``k >= 0`` with ``P(k)`` proportional to ``exp(-k^2 / (2 s^2))``.
+
+    Canonne, Kamath and Steinke (2020), Algorithm 3 without the sign: a
+    geometric ``k`` (``P(k) ~ exp(-k / s)``, :func:`sample_geometric`) kept
+    with probability ``exp(-(k - s)^2 / (2 s^2))``; the product is
+    ``exp(-k^2 / (2 s^2) - 1/2)``.
+    """
+    if size <= _SCALAR_SIZE:
+        return _scalars(_one_half_discrete_gaussian, bits, s, size)
+    denominator = 2 * s * s
+
+    def propose(n):
+        k = sample_geometric(bits, s, n)
+        offset = k - s
+        small = np.abs(offset) < _SQUARE_SAFE
+        accept = np.zeros(n, dtype=bool)
+        accept[small] = _bernoulli_exp(bits, offset[small] ** 2, denominator)
+        for i in np.flatnonzero(~small):
+            accept[i] = _bernoulli_exp_big(bits, int(offset[i]) ** 2, denominator)
+        return k, accept
+
+    return _fill(size, propose, 1.45)
+
+
+def _lazy_below(bits, cell, factor, v):
+    """Whether ``factor * V < 2 k U + U^2``, exactly, for uniform reals ``V`` and ``U`` on ``[0, 1)``.
+
+    Both are known by their leading bits and refined 62 bits at a time
+    until the comparison is decided (with probability 1).  ``V`` is fresh:
+    its first word is ``v``.  ``cell = [k, u, a]`` holds ``U`` as the
+    interval ``[u / 2**a, (u + 1) / 2**a)``, refined in place: the same
+    ``U`` serves every coin of one proposal.  ``2 k x + x^2`` increases on
+    ``[0, 1]``, so its range over ``U``'s interval is given by the ends;
+    everything is compared in integers over the common denominator
+    ``2**(b + 2 a)``.
+    """
+    k = cell[0]
+    b = 62
+    while True:
+        u, a = cell[1], cell[2]
+        lhs_low = (factor * v) << (2 * a)
+        lhs_high = (factor * (v + 1)) << (2 * a)
+        rhs_low = (((2 * k * u) << a) + u * u) << b
+        rhs_high = (((2 * k * (u + 1)) << a) + (u + 1) * (u + 1)) << b
+        if lhs_high <= rhs_low:
+            return True
+        if lhs_low >= rhs_high:
+            return False
+        if lhs_high - lhs_low >= rhs_high - rhs_low:
+            v = (v << 62) | bits.one(_WORD)
+            b += 62
+        else:
+            cell[1] = (u << 62) | bits.one(_WORD)
+            cell[2] = a + 62
+
+
+def _one_cell_coin(bits, k, s, v=None, cell=None):
+    """Bernoulli(exp(-(2 k U + U^2) / (2 s^2))) for a uniform real ``U`` on ``[0, 1)``, drawn lazily.
+
+    The exponent ``h(U)`` is at most ``h_max = (2 k + 1) / (2 s^2)``; with
+    ``q = ceil(h_max)`` pieces the coin is the conjunction of ``q``
+    Bernoulli(exp(-h(U) / q)) coins, independent given ``U``, each by
+    Canonne, Kamath and Steinke (2020), Algorithm 1 for ``gamma = h(U) / q``
+    in ``[0, 1]``: count the successes of Bernoulli(gamma / j), j = 1, 2,
+    ..., up to the first failure, and keep the piece when the count is even.
+    Bernoulli(gamma / j) is the event ``j q 2 s^2 V < 2 k U + U^2`` for a
+    fresh uniform ``V`` (:func:`_lazy_below`).  ``v``: a word already drawn
+    for the first ``V``; ``cell``: ``[k, 0, 0]`` to keep ``U``'s revealed
+    bits (:func:`_lazy_below`).
+    """
+    denominator = 2 * s * s
+    pieces = max(1, -(-(2 * k + 1) // denominator))
+    if cell is None:
+        cell = [k, 0, 0]
+    for _ in range(pieces):
+        j = 1
+        while True:
+            word = bits.one(_WORD) if v is None else v
+            v = None
+            if not _lazy_below(bits, cell, j * pieces * denominator, word):
+                break
+            j += 1
+        if j % 2 == 0:  # j - 1 successes, an odd count
+            return False
+    return True
+
+
+def _one_rounded_gaussian(bits, s):
+    while True:
+        k = _one_half_discrete_gaussian(bits, s)
+        negative = bits.one(2) == 1
+        if _one_cell_coin(bits, k, s):
+            return -k - 1 if negative else k
+
+
+def sample_rounded_gaussian(rng, s, size):
+    """``size`` draws of ``floor(N)``, ``N`` continuous Gaussian ``N(0, s^2)`` (s a positive integer).
+
+    Exact, in integers: a cell ``[k, k + 1)`` (``k >= 0``) is proposed with
+    probability proportional to ``exp(-k^2 / (2 s^2))``
+    (:func:`_half_discrete_gaussian`) with a fair sign, and a uniform real
+    ``U`` on ``[0, 1)`` is kept with probability ``exp(-(2 k U + U^2) / (2
+    s^2))`` (:func:`_one_cell_coin`, ``U`` drawn lazily, bit by bit, only as
+    far as the coins need).  The accepted ``(k, U)`` has density
+    proportional to ``exp(-(k + U)^2 / (2 s^2))``: ``N = +-(k + U)`` is
+    exactly ``N(0, s^2)``, and ``floor(N)`` is ``k`` or ``-k - 1`` (``U``
+    itself is never needed).  The acceptance rate is about ``1 - 1 / s``.
+
+    The cell coin's first comparison, of one 62-bit word of ``V`` against
+    ``2 k U + U^2 < 2 k + 1``, decides almost every proposal; it is screened
+    in float64 with a relative margin of ``2**-40`` (far above the float
+    error of the products: a screened proposal is decided in exact integers
+    too), and the rest are decided one by one in Python integers.
+    """
+    bits = _as_bits(rng, size)
+    s = int(s)
+    if size <= _SCALAR_SIZE:
+        return _scalars(_one_rounded_gaussian, bits, s, size)
+    if size > _CHUNK:
+        return _in_chunks(sample_rounded_gaussian, bits, s, size)
+    denominator = 2 * s * s
+
+    def propose(n):
+        k = _half_discrete_gaussian(bits, s, n)
+        negative = bits.uniform(2, n) == 1
+        words = bits.uniform(_WORD, n)
+        # One piece (2 k + 1 <= 2 s^2) and 2 s^2 v >= (2 k + 1) 2**62: the
+        # first coin fails with no bit of U, the count of successes is 0
+        # (even), so the proposal is kept.
+        bound = (2.0 * k.astype(float) + 1.0) * 2.0**62 * (1.0 + 2.0**-40)
+        accept = (2 * k + 1 <= denominator) & (words.astype(float) * float(denominator) > bound)
+        for i in np.flatnonzero(~accept):
+            accept[i] = _one_cell_coin(bits, int(k[i]), s, int(words[i]))
+        return np.where(negative, -k - 1, k), accept
+
+    return _fill(size, propose, 1.05)
+
+
+# --------------------------------------------------------------------------
+# Laplace noise in the L2 norm (density ~ exp(-||x||_2 / t)), exactly floored
+# --------------------------------------------------------------------------
+
+#: Scale of the Gaussian coordinates whose direction the L2 sampler uses (any
+#: scale gives the same direction; a large one makes the cell coin cheap).
+_DIRECTION_SCALE = 2**10
+
+
+def _lazy_linear_below(bits, fraction, factor, v):
+    """Whether ``factor * V < F``, exactly, for uniform reals ``V`` (first word ``v``) and ``F``.
+
+    ``fraction = [u, a]`` holds ``F`` as ``[u / 2**a, (u + 1) / 2**a)``,
+    refined in place; compared in integers as :func:`_lazy_below` does.
+    """
+    b = 62
+    while True:
+        u, a = fraction
+        lhs_low, lhs_high = (factor * v) << a, (factor * (v + 1)) << a
+        rhs_low, rhs_high = u << b, (u + 1) << b
+        if lhs_high <= rhs_low:
+            return True
+        if lhs_low >= rhs_high:
+            return False
+        if lhs_high - lhs_low >= rhs_high - rhs_low:
+            v = (v << 62) | bits.one(_WORD)
+            b += 62
+        else:
+            fraction[0], fraction[1] = (u << 62) | bits.one(_WORD), a + 62
+
+
+def _one_exponential_fraction(bits):
+    """A uniform real ``F`` on ``[0, 1)`` kept with probability ``exp(-F)``, by its revealed bits.
+
+    Canonne, Kamath and Steinke (2020), Algorithm 1 for the real ``gamma =
+    F``: count the successes of Bernoulli(F / j) (``j V < F``,
+    :func:`_lazy_linear_below`) up to the first failure, keep ``F`` when the
+    count is even.  The kept ``F`` has density ``~ exp(-f)`` on ``[0, 1)``:
+    with a geometric integer part (``P(G = g) = (1 - e^-1) e^-g``), ``G + F``
+    is exactly Exp(1).  Returns ``[u, a]``; the unrevealed bits of a kept
+    ``F`` are uniform and independent of everything drawn (the bits were
+    revealed by a stopping rule), so they are drawn later, as needed.
+    """
+    while True:
+        fraction = [0, 0]
+        j = 1
+        while _lazy_linear_below(bits, fraction, j, bits.one(_WORD)):
+            j += 1
+        if j % 2 == 1:
+            return fraction
+
+
+def _refine(cell, position, bits, precision):
+    # Reveal uniform bits of a lazily drawn fraction up to `precision` bits.
+    while cell[position + 1] < precision:
+        cell[position] = (cell[position] << 62) | bits.one(_WORD)
+        cell[position + 1] += 62
+    return cell[position] >> (cell[position + 1] - precision)
+
+
+def _lazy_gaussians(bits, s, size):
+    """``size`` exact Gaussians ``+-(k + U)`` of scale ``s``, each ``(negative, [k, u, a])``.
+
+    The proposals and coins of :func:`sample_rounded_gaussian` (the same
+    float screen of the first coin), keeping each accepted cell's revealed
+    bits of ``U`` (none for a screened proposal): the accepted proposals, in
+    order, are i.i.d.
+    """
+    denominator = 2 * s * s
+    out = []
+    while len(out) < size:
+        n = int((size - len(out)) * 1.05) + 8
+        k = _half_discrete_gaussian(bits, s, n)
+        negative = bits.uniform(2, n) == 1
+        words = bits.uniform(_WORD, n)
+        bound = (2.0 * k.astype(float) + 1.0) * 2.0**62 * (1.0 + 2.0**-40)
+        screened = (2 * k + 1 <= denominator) & (words.astype(float) * float(denominator) > bound)
+        for i in range(n):
+            cell = [int(k[i]), 0, 0]
+            if screened[i] or _one_cell_coin(bits, cell[0], s, int(words[i]), cell=cell):
+                out.append((bool(negative[i]), cell))
+    return out[:size]
+
+
+def sample_floored_l2_laplace(rng, t, size):
+    """``floor(X)`` per entry, ``X`` on ``R^m`` with density ``~ exp(-||x||_2 / t)`` (``t`` a positive integer).
+
+    ``X = t R Z / ||Z||`` with ``R ~ Gamma(m, 1)``, the sum of ``m`` Exp(1)
+    variables ``G_j + F_j`` (:func:`_one_exponential_fraction`), and ``Z``
+    i.i.d. Gaussian ``+-(k_i + U_i)`` (the cells and lazily drawn uniform
+    reals of :func:`sample_rounded_gaussian`): in polar coordinates the
+    density ``r^(m-1) exp(-r / t)`` is a Gamma(m, t) radius times a uniform
+    direction.  Every real is known by an interval of its leading bits;
+    the floors are computed from intervals in exact integers (products,
+    quotients and integer square roots rounded outwards), and every fraction
+    gets 62 more bits until no interval of ``X_i`` contains an integer
+    (with probability 1; at 62 bits, almost always at once).  Exact: the
+    output is a function of ``X``, and ``X`` has exactly the stated law.
+    Cost: scalar Python, some 20 microseconds per entry.
+    """
+    bits = _as_bits(rng, size)
+    t, m = int(t), int(size)
+    gaussians = _lazy_gaussians(bits, _DIRECTION_SCALE, m)
+    radius_whole = int(sample_geometric(bits, 1, m).sum())
+    fractions = [_one_exponential_fraction(bits) for _ in range(m)]
+    out = np.empty(m, dtype=np.int64)
+    undecided = list(range(m))
+    precision = 62
+    while undecided:
+        one = 1 << precision
+        # R in [r_low, r_low + m] / 2**p; |Z_i| in [z_i, z_i + 1] / 2**p.
+        r_low = radius_whole * one + sum(_refine(f, 0, bits, precision) for f in fractions)
+        r_high = r_low + m
+        z_low = [cell[0] * one + _refine(cell, 1, bits, precision) for _, cell in gaussians]
+        norm_low = math.isqrt(sum(z * z for z in z_low))  # <= ||Z|| 2**p
+        norm_high = math.isqrt(sum((z + 1) * (z + 1) for z in z_low)) + 1  # > ||Z|| 2**p
+        still = []
+        for i in undecided:
+            # |X_i| = t R |Z_i| / ||Z||, in [low, high] over the denominator.
+            low_num, low_den = t * r_low * z_low[i], norm_high * one
+            high_num, high_den = t * r_high * (z_low[i] + 1), norm_low * one
+            whole = low_num // low_den
+            if norm_low > 0 and high_num < (whole + 1) * high_den:
+                out[i] = -whole - 1 if gaussians[i][0] else whole
+            else:
+                still.append(i)
+        undecided = still
+        precision += 62
+    return out
+
+
 # --------------------------------------------------------------------------
 # Grids
 # --------------------------------------------------------------------------
@@ -1006,6 +1313,56 @@ def laplace(value, *, sensitivity, scale, rng, label=""):
     return _record("laplace", value, sensitivity, "l1", output, scale, label, grid=grid)
 
 
+def l2_laplace(value, *, sensitivity, scale, rng, label=""):
+    """``value`` rounded to a grid plus exact noise of density ``~ exp(-||b||_2 / scale)`` on it.
+
+    The K-norm mechanism for the L2 ball (the "Gamma-norm" noise of
+    Chaudhuri, Monteleoni and Sarwate 2011): with ``||value(D) -
+    value(D')||_2 <= sensitivity``, ``scale = sensitivity / epsilon`` is pure
+    epsilon-DP.  The release is ``g * (rint(value / g) + floor(X) + 1/2)``
+    with ``g`` and the scale ``t`` of ``X`` in steps from
+    :func:`gaussian_grid` (the rounded value moves by at most ``sensitivity
+    / g + sqrt(m)`` steps in L2, and ``t`` covers it), ``X`` of density
+    ``~ exp(-||x||_2 / t)`` and ``floor(X)`` sampled exactly
+    (:func:`sample_floored_l2_laplace`).  ``rint(value / g) + floor(X) =
+    floor(rint(value / g) + X)``: a post-processing of the continuous
+    mechanism on the rounded value, whose density ratio at any point is at
+    most ``exp((sensitivity / g + sqrt(m)) / t) <= exp(sensitivity /
+    scale)``.  Exact.  ``scale = 0`` releases the value as it is.
+
+    Parameters
+    ----------
+    value : float or ndarray
+        The exact quantity (L2 sensitivity at most ``sensitivity``).
+    sensitivity : float
+        Declared L2 sensitivity.
+    scale : float
+        Scale of the density (``sensitivity / epsilon`` for epsilon-DP).
+    rng : numpy.random.Generator
+        Source of random integers (only ``rng.integers`` is called).
+    label : str
+        What is released, for traces.
+
+    Returns
+    -------
+    float or ndarray
+        The noisy value (a new array), on the grid shifted by half a step.
+    """
+    sensitivity = _check_sensitivity(sensitivity, "l2")
+    scale = float(scale)
+    array = np.asarray(value, dtype=float)
+    grid = None
+    if scale > 0:
+        grid = gaussian_grid(scale, sensitivity, array.size)
+        noisy = _rounded(array, grid)
+        noisy += sample_floored_l2_laplace(rng, grid.scale, array.size).reshape(array.shape)
+        noisy = _on_grid(noisy, grid, 0.5)
+    else:
+        noisy = array.copy()
+    output = float(noisy) if np.ndim(value) == 0 else noisy
+    return _record("l2_laplace", value, sensitivity, "l2", output, scale, label, grid=grid)
+
+
 def exponential_grid(scale, sensitivity):
     """Grid of the exponential mechanism: utilities in steps and the temperature in steps.
 
@@ -1111,67 +1468,117 @@ def exponential(utilities, *, sensitivity, scale, rng, label=""):
     return _record("exponential", utilities, sensitivity, "linf", index, scale, label, grid=grid)
 
 
-def gamma_norm_noise(rng, shape, scale):
-    """Noise with density proportional to ``exp(-||b||_2 / scale)`` on R^m (no data involved).
+def objective_noise_grid(scale, size, coupling):
+    """Grid of objective perturbation's linear term and its scale in grid steps (public inputs only).
 
-    The norm is ``Gamma(shape=m, scale=scale)`` (the density in polar
-    coordinates is ``r^(m-1) exp(-r / scale)``) and the direction is uniform
-    on the sphere, independent of it.
+    The spacing ``g = 2**k`` is the largest power of two with ``sqrt(m) g
+    <= coupling`` (``m = size``: the rounded term is then within ``coupling
+    / 2`` of the exact one in L2) and ``g <= scale / MIN_GRID_SCALE``,
+    unless that would put more than ``MAX_GRID_SCALE`` steps in ``scale``,
+    where the coarser grid wins (the caller pays ``sqrt(m) g`` whatever it
+    is).  The scale in steps is the least integer ``>= scale / g`` (times
+    ``1 + SCALE_MARGIN``, in exact rationals): the noise is at least as
+    large as asked.
+
+    Parameters
+    ----------
+    scale : float
+        The noise scale asked for (> 0): the Laplace scale per entry or the
+        Gaussian standard deviation.
+    size : int
+        Number of entries ``m``.
+    coupling : float
+        The most ``sqrt(m) g`` may be (> 0).
+
+    Returns
+    -------
+    Grid
     """
-    size = int(np.prod(shape))
-    direction = rng.standard_normal(size)
-    norm = np.linalg.norm(direction)
-    while norm == 0.0:  # pragma: no cover - probability zero
-        direction = rng.standard_normal(size)
-        norm = np.linalg.norm(direction)
-    radius = rng.gamma(size, scale)
-    return (radius * direction / norm).reshape(shape)
+    return _objective_grid(float(scale), int(size), float(coupling))
 
 
-def gamma_norm(value, *, sensitivity, scale, rng, label=""):
-    """``value + b`` with ``b`` of density proportional to ``exp(-||b||_2 / scale)``, on a grid.
-
-    With ``||value(D) - value(D')||_2 <= sensitivity``, ``scale =
-    sensitivity / epsilon`` is pure epsilon-DP (Chaudhuri et al. 2011).  The
-    release is ``g * (rint(value / g) + floor(b / g))`` with ``g`` and the
-    scale of ``b`` (``steps * g``, inflated for the rounding) from
-    :func:`gaussian_grid`: a post-processing (``floor(k + x) = k + floor(x)``
-    for an integer vector ``k``) of the continuous mechanism on the rounded
-    value, so the output minus the rounded value is a function of the noise
-    alone.  The noise itself comes from float samplers (argued, not exact:
-    module docstring).
-    """
-    sensitivity = _check_sensitivity(sensitivity, "l2")
-    array = np.asarray(value, dtype=float)
-    grid = None
-    if scale > 0:
-        grid = gaussian_grid(float(scale), sensitivity, array.size)
-        noise = gamma_norm_noise(rng, array.shape, grid.scale * grid.spacing)
-        noisy = _on_grid(_rounded(array, grid) + np.floor(np.ldexp(noise, -grid.exponent)), grid)
-    else:
-        noisy = array.copy()
-    output = float(noisy) if np.ndim(value) == 0 else noisy
-    return _record("gamma_norm", value, sensitivity, "l2", output, scale, label, grid=grid)
+@memoize(maxsize=256)
+def _objective_grid(scale, size, coupling):
+    if not (_SCALE_RANGE[0] <= scale < math.inf and coupling > 0 and size >= 1):
+        raise ValueError(
+            f"The objective noise needs a finite scale >= {_SCALE_RANGE[0]:g} and a positive "
+            f"coupling bound, got scale={scale!r}, coupling={coupling!r}: rescale the data bounds."
+        )
+    bound = min(scale / MIN_GRID_SCALE, coupling / math.sqrt(size))
+    exponent = max(_floor_log2(bound), _ceil_log2(scale / MAX_GRID_SCALE))
+    steps = math.ceil(Fraction(scale) / Fraction(2) ** exponent * (1 + Fraction(SCALE_MARGIN)))
+    return Grid(exponent, max(1, steps))
 
 
-def objective_perturbation(solve, *, draw_noise, sensitivity, scale, rng, label=""):
+#: The noise laws of objective perturbation's linear term.
+OBJECTIVE_NOISES = ("l2_laplace", "gaussian")
+
+
+def objective_perturbation(solve, *, shape, noise, scale, coupling, sensitivity, rng, label=""):
     """Release ``solve(b)``, the minimiser of an objective perturbed by a linear term ``b``.
+
+    ``b`` is the rounding ``g * (floor(N / g) + 1/2)`` of an exact
+    continuous noise vector ``N``, entry by entry, on the grid ``g`` of
+    :func:`objective_noise_grid`: ``N`` has the density ``~ exp(-||n||_2 /
+    (t g))`` (``noise="l2_laplace"``) or i.i.d. Gaussian entries of standard
+    deviation ``t g`` (``"gaussian"``), ``t`` the scale in steps (``t g >=
+    scale``), and ``floor(N / g)`` is sampled exactly
+    (:func:`sample_floored_l2_laplace`, :func:`sample_rounded_gaussian`).
+    So ``b`` is a deterministic function of ``N`` with ``||b - N||_inf <= g
+    / 2`` and ``||b - N||_2 <= sqrt(m) g / 2 <= coupling / 2``: the solver
+    covers that distance in its residual release
+    (docs/solvers/perturbation.md, "Exact noise").  In float64 ``b`` is
+    exactly ``g * (floor(N / g) + 1/2)`` while ``|floor(N / g)| < 2**52``:
+    with ``t <= 2**26 + 1`` that fails only if ``||N|| / (t g)`` (Gamma(m,
+    1) for the L2 Laplace) or a Gaussian entry over ``t g`` exceeds
+    ``2**25``, with probability below ``exp(m - 2**24)``.
 
     Privacy comes from the noise entering the objective, not from noise on
     a value, so the trace records ``value=None``; ``sensitivity`` is the
-    declared per-sample gradient bound the calibration used.
+    declared per-sample gradient bound (L2) the calibration used.
 
     Parameters
     ----------
     solve : callable
         ``solve(b) -> minimiser``: runs on the private data.
-    draw_noise : callable
-        ``draw_noise(rng) -> b``: data-independent noise.
+    shape : tuple of int
+        Shape of ``b``.
+    noise : {"l2_laplace", "gaussian"}
+        The law of ``N``.
+    scale : float
+        The scale of the L2 Laplace density, or the Gaussian standard
+        deviation; 0 draws ``b = 0`` (epsilon = inf).
+    coupling : float
+        Bound on ``sqrt(m) g``, passed to :func:`objective_noise_grid`.
+    sensitivity : float
+        Declared per-sample gradient bound ``G`` (L2).
+    rng : numpy.random.Generator
+        Source of random integers (only ``rng.integers`` is called).
+    label : str
+        What is released, for traces.
+
+    Returns
+    -------
+    ndarray
+        ``solve(b)``.
     """
+    if noise not in OBJECTIVE_NOISES:
+        raise ValueError(f"noise must be one of {OBJECTIVE_NOISES}, got {noise!r}.")
     sensitivity = _check_sensitivity(sensitivity, "l2")
-    noise = draw_noise(rng)
-    output = solve(noise)
-    return _record("objective_perturbation", None, sensitivity, "l2", output, scale, label)
+    scale = float(scale)
+    size = math.prod(shape)
+    grid = None
+    if scale > 0:
+        grid = objective_noise_grid(scale, size, coupling)
+        sampler = sample_floored_l2_laplace if noise == "l2_laplace" else sample_rounded_gaussian
+        steps = sampler(rng, grid.scale, size).astype(float)
+        b = _on_grid(steps, grid, 0.5).reshape(shape)
+    else:
+        b = np.zeros(shape)
+    output = solve(b)
+    return _record(
+        "objective_perturbation", None, sensitivity, "l2", output, scale, label, grid=grid
+    )
 
 
 def histogram_cutoff(scale, threshold):

@@ -256,7 +256,7 @@ def is_pure_event(event: dpe.DpEvent) -> bool:
 class PureEpsilonDpEvent(dpe.DiscreteLaplaceDpEvent):
     """A mechanism proven pure ``epsilon``-DP by a closed-form argument.
 
-    Objective perturbation with Gamma-norm noise, an exponential mechanism:
+    Objective perturbation with L2 Laplace noise, an exponential mechanism:
     dp_accounting has no event for an arbitrary pure-DP mechanism, so this one
     *is* dp_accounting's ``DiscreteLaplaceDpEvent(noise_parameter=epsilon,
     sensitivity=1)``, the event whose privacy-loss distribution is exactly

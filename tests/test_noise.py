@@ -14,6 +14,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from scipy import stats
+from scipy.integrate import dblquad, quad
 
 from sklearn_dp import DPLasso, DPLogisticRegression, _noise
 from sklearn_dp.testing import trace_releases
@@ -132,6 +133,87 @@ def test_histogram_cutoff_keeps_epsilon_and_delta(scale, threshold):
     assert (cutoff + 1 - 1 / g) / grid.scale >= (Fraction(threshold) - 1) / Fraction(scale)
 
 
+@pytest.mark.parametrize(
+    "scale, m, coupling", [(30.0, 31, 2e-10), (1e-3, 4, 1.0), (5.0, 1000, 1e-4), (2.0, 1, 1e-30)]
+)
+def test_objective_noise_grid_is_the_largest_admissible_power_of_two(scale, m, coupling):
+    grid = _noise.objective_noise_grid(scale, m, coupling)
+    g = grid.spacing
+    assert g == 2.0**grid.exponent
+
+    def fine(h):
+        return math.sqrt(m) * h <= coupling and h <= scale / 2**10
+
+    def capped(h):
+        return Fraction(scale) / Fraction(h) <= 2**26
+
+    assert capped(g)
+    if fine(g):
+        assert not fine(2 * g)  # the largest fine grid ...
+    else:
+        assert not capped(g / 2)  # ... unless the cap on steps forces a coarser one
+    assert grid.scale == math.ceil(Fraction(scale) / Fraction(g) * (1 + Fraction(2) ** -30))
+    assert grid.scale * g >= scale
+
+
+@pytest.mark.parametrize("noise", ["l2_laplace", "gaussian"])
+def test_objective_perturbation_term_is_the_rounding_of_exact_noise(noise):
+    terms = []
+
+    def solve(b):
+        terms.append(b.copy())
+        return np.zeros_like(b)
+
+    rng = np.random.default_rng(7)
+    scale, shape = 2.0, (3, 2)
+    releases = []
+    for _ in range(400):
+        with trace_releases() as trace:
+            _noise.objective_perturbation(
+                solve,
+                shape=shape,
+                noise=noise,
+                scale=scale,
+                coupling=1e-3,
+                sensitivity=1.5,
+                rng=rng,
+                label="perturbed minimiser",
+            )
+        releases.extend(trace.releases)
+    release = releases[0]
+    assert release.mechanism == "objective_perturbation" and release.value is None
+    assert release.sensitivity == 1.5 and release.norm == "l2" and release.scale == scale
+    assert release.grid == _noise.objective_noise_grid(scale, 6, 1e-3)
+    g = release.grid.spacing
+    b = np.array(terms)
+    assert b.shape == (400, *shape)
+    # On the grid shifted by half a step: g (floor(N / g) + 1/2).
+    steps = b / g - 0.5
+    np.testing.assert_array_equal(steps, np.round(steps))
+    # N has the scale t g >= scale; b is within g / 2 of it per entry (g ~ 1e-4 here).
+    t = release.grid.scale * g
+    if noise == "gaussian":
+        assert stats.kstest(b.ravel() / t, "norm").pvalue > 1e-3
+    else:  # density ~ exp(-||n|| / t): a Gamma(m, t) norm
+        norms = np.linalg.norm(b.reshape(len(b), -1), axis=1) / t
+        assert stats.kstest(norms, stats.gamma(a=6).cdf).pvalue > 1e-3
+
+
+def test_objective_perturbation_without_noise_solves_with_a_zero_term():
+    with trace_releases() as trace:
+        out = _noise.objective_perturbation(
+            lambda b: b + 1.0,
+            shape=(2, 1),
+            noise="gaussian",
+            scale=0.0,
+            coupling=1e-3,
+            sensitivity=1.0,
+            rng=np.random.default_rng(0),
+        )
+    np.testing.assert_array_equal(out, np.ones((2, 1)))
+    assert trace.releases[0].grid is None
+
+
 def test_discrete_gaussian_gap_is_below_the_stated_bound():
     # tau = 10 sum_{k=1}^{m-1} exp(-2 pi^2 s^2 k / (k + 1)) <= 10 m exp(-pi^2 s^2):
     # at the smallest grid scale, log10(tau) for a billion entries.
@@ -203,6 +285,113 @@ def test_discrete_laplace_matches_its_exact_pmf():
     q = math.exp(-1 / t)
     pmf = (1 - q) / (1 + q) * np.exp(-np.abs(support) / t)
     assert _chi_square_pvalue(samples, support, pmf) > 1e-4
+
+
+@pytest.mark.parametrize("s, size", [(1, 200_000), (2, 200_000), (3, 100_000)])
+def test_rounded_gaussian_matches_the_continuous_gaussian_cell_masses(s, size):
+    # floor(N), N ~ N(0, s^2): P(k) = Phi((k + 1) / s) - Phi(k / s).  At s = 1 and 2 the
+    # cell coin often needs bits of U and several pieces (2 k + 1 > 2 s^2).
+    rng = np.random.default_rng(40 + s)
+    samples = _noise.sample_rounded_gaussian(rng, s, size)
+    support = np.arange(-8 * s, 8 * s)
+    pmf = stats.norm.cdf((support + 1.0) / s) - stats.norm.cdf(support / s)
+    assert _chi_square_pvalue(samples, support, pmf) > 1e-4
+
+
+def test_short_rounded_gaussian_draws_match_the_cell_masses():
+    # Draws of at most a few entries take the one-value-at-a-time path.
+    rng = np.random.default_rng(44)
+    samples = np.concatenate([_noise.sample_rounded_gaussian(rng, 2, 3) for _ in range(30_000)])
+    support = np.arange(-16, 16)
+    pmf = stats.norm.cdf((support + 1.0) / 2) - stats.norm.cdf(support / 2.0)
+    assert _chi_square_pvalue(samples, support, pmf) > 1e-4
+
+
+def test_rounded_gaussian_at_a_large_scale_is_the_continuous_gaussian():
+    # floor(N) + U for a fresh uniform U is distributed as N itself.
+    rng = np.random.default_rng(45)
+    s = 2**26
+    samples = _noise.sample_rounded_gaussian(rng, s, 50_000).astype(float)
+    continuous = (samples + rng.uniform(size=samples.size)) / s
+    assert stats.kstest(continuous, "norm").pvalue > 1e-3
+
+
+@pytest.mark.parametrize("t", [1, 3])
+def test_l2_laplace_in_one_dimension_is_the_floored_laplace(t):
+    # In one dimension, exp(-|x| / t) is the Laplace density.
+    rng = np.random.default_rng(70 + t)
+    samples = np.concatenate([_noise.sample_floored_l2_laplace(rng, t, 1) for _ in range(30_000)])
+    support = np.arange(-12 * t, 12 * t)
+    pmf = stats.laplace.cdf(support + 1.0, scale=t) - stats.laplace.cdf(support * 1.0, scale=t)
+    assert _chi_square_pvalue(samples, support, pmf) > 1e-4
+
+
+def test_l2_laplace_in_two_dimensions_matches_its_cell_masses():
+    # Density exp(-||x||) / (2 pi) on R^2, integrated over the unit cells near the origin.
+    rng = np.random.default_rng(72)
+    n = 30_000
+    draws = np.array([_noise.sample_floored_l2_laplace(rng, 1, 2) for _ in range(n)])
+    cells = [(a, c) for a in range(-3, 3) for c in range(-3, 3)]
+    masses = np.array(
+        [
+            dblquad(lambda y, x: math.exp(-math.hypot(x, y)) / (2 * math.pi), a, a + 1, c, c + 1)[0]
+            for a, c in cells
+        ]
+    )
+    counts = np.array([np.sum((draws[:, 0] == a) & (draws[:, 1] == c)) for a, c in cells])
+    counts = np.append(counts, n - counts.sum())
+    expected = np.append(masses, 1 - masses.sum()) * n
+    assert stats.chisquare(counts, expected).pvalue > 1e-4
+
+
+@pytest.mark.parametrize("m, n", [(5, 4000), (64, 600)])
+def test_l2_laplace_at_a_large_scale_has_a_gamma_norm_and_a_uniform_direction(m, n):
+    # m = 64 takes the vectorised proposals of the Gaussian coordinates.
+    rng = np.random.default_rng(73 + m)
+    t = 2**26
+    draws = np.array([_noise.sample_floored_l2_laplace(rng, t, m) for _ in range(n)])
+    points = (draws + 0.5) / t
+    norms = np.linalg.norm(points, axis=1)
+    assert stats.kstest(norms, stats.gamma(a=m).cdf).pvalue > 1e-3
+    beta = stats.beta((m - 1) / 2, (m - 1) / 2)
+    assert stats.kstest((1 + points[:, 0] / norms) / 2, beta.cdf).pvalue > 1e-3
+
+
+def test_exponential_fraction_has_the_truncated_exponential_law():
+    # A kept fraction has density e^-f / (1 - e^-1) on [0, 1); its leading bits and fresh
+    # uniform bits after them give its value.
+    rng = np.random.default_rng(74)
+    bits = _noise._Bits(rng, 4096)
+    values = []
+    for _ in range(20_000):
+        fraction = _noise._one_exponential_fraction(bits)
+        values.append(_noise._refine(fraction, 0, bits, 62) / 2.0**62)
+    cdf = lambda x: (1 - np.exp(-x)) / (1 - math.exp(-1))
+    assert stats.kstest(values, cdf).pvalue > 1e-3
+
+
+@pytest.mark.parametrize("k, factor", [(0, 1), (1, 2), (3, 5), (2, 40)])
+def test_lazy_comparison_has_its_exact_probability(k, factor):
+    # P(factor * V < 2 k U + U^2) for independent uniforms U, V: the integral of
+    # min(1, (2 k u + u^2) / factor) over [0, 1].
+    rng = np.random.default_rng(50 + k)
+    bits = _noise._Bits(rng, 4096)
+    n = 40_000
+    hits = sum(_noise._lazy_below(bits, [k, 0, 0], factor, bits.one(2**62)) for _ in range(n))
+    expected = quad(lambda u: min(1.0, (2 * k * u + u * u) / factor), 0, 1, points=[0.5])[0]
+    assert stats.binomtest(hits, n, expected).pvalue > 1e-4
+
+
+@pytest.mark.parametrize("k, s", [(0, 1), (2, 1), (5, 2), (1, 3)])
+def test_cell_coin_has_its_exact_probability(k, s):
+    # P(coin) = integral over u in [0, 1] of exp(-(2 k u + u^2) / (2 s^2)); (2, 1) and (5, 2)
+    # split the exponent into several pieces.
+    rng = np.random.default_rng(60 + k)
+    bits = _noise._Bits(rng, 4096)
+    n = 40_000
+    hits = sum(_noise._one_cell_coin(bits, k, s) for _ in range(n))
+    expected = quad(lambda u: math.exp(-(2 * k * u + u * u) / (2 * s * s)), 0, 1)[0]
+    assert stats.binomtest(hits, n, expected).pvalue > 1e-4
 
 
 @pytest.mark.parametrize("numerator, denominator", [(0, 7), (3, 7), (7, 7), (17, 7), (123, 10)])
@@ -309,14 +498,16 @@ def test_laplace_release_is_reachable_from_either_neighbour(size):
         assert calls == [True, True]
 
 
-def test_gamma_norm_release_is_reachable_from_either_neighbour():
+def test_l2_laplace_release_is_reachable_from_either_neighbour():
     rng = np.random.default_rng(11)
     for _ in range(20):
         v0, v1 = _neighbouring_values(rng, 4, 1.0)
         with trace_releases() as trace:
-            _noise.gamma_norm(v0, sensitivity=1.0, scale=2.0, rng=rng)
+            _noise.l2_laplace(v0, sensitivity=1.0, scale=2.0, rng=rng)
         (release,) = trace.releases
-        assert _reachable(release.output, v0, release) and _reachable(release.output, v1, release)
+        assert release.grid == _noise.gaussian_grid(2.0, 1.0, 4)
+        assert _reachable(release.output, v0, release, 0.5)
+        assert _reachable(release.output, v1, release, 0.5)
 
 
 def _lasso_data(seed, n=300, d=5):
@@ -402,6 +593,17 @@ def test_only_exact_uniform_integers_are_drawn():
     _noise.gaussian(np.ones(3), sensitivity=1.0, noise_std=1.0, rng=rng)
     _noise.laplace(np.ones(3), sensitivity=1.0, scale=1.0, rng=rng)
     _noise.exponential(np.arange(4.0), sensitivity=1.0, scale=1.0, rng=rng)
+    _noise.l2_laplace(np.ones(3), sensitivity=1.0, scale=1.0, rng=rng)
+    for noise in _noise.OBJECTIVE_NOISES:
+        _noise.objective_perturbation(
+            lambda b: b,
+            shape=(40, 1),
+            noise=noise,
+            scale=1.0,
+            coupling=1e-6,
+            sensitivity=1.0,
+            rng=rng,
+        )
     _noise.thresholded_histogram(
         np.arange(3), np.array([1, 5, 9]), scale=1.0, threshold=3.0, rng=rng
     )

@@ -89,27 +89,16 @@ def small_binary():
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("shape", [(1, 1), (3, 1), (4, 3), (25, 1)])
-def test_gamma_norm_noise_norm_and_direction(shape):
-    rng = np.random.default_rng(1)
-    m = int(np.prod(shape))
-    scale = 0.7
-    draws = np.array(
-        [perturbation.sample_gamma_norm_noise(rng, shape, scale).ravel() for _ in range(3000)]
-    )
-    norms = np.linalg.norm(draws, axis=1)
-    assert stats.kstest(norms, stats.gamma(a=m, scale=scale).cdf).pvalue > 1e-3
-    directions = draws / norms[:, None]
-    if m == 1:
-        assert stats.binomtest(int(np.sum(directions[:, 0] > 0)), len(directions)).pvalue > 1e-3
-        return
-    # For a uniform direction u and a fixed unit vector e, (1 + <u, e>) / 2 ~ Beta((m-1)/2, (m-1)/2).
-    beta = stats.beta((m - 1) / 2, (m - 1) / 2)
-    for e in (np.eye(m)[0], np.ones(m) / math.sqrt(m)):
-        assert stats.kstest((1 + directions @ e) / 2, beta.cdf).pvalue > 1e-3
-    # Norm and direction are independent: the norm does not depend on the hemisphere.
-    upper = directions[:, 0] > 0
-    assert stats.ks_2samp(norms[upper], norms[~upper]).pvalue > 1e-3
+def _l2_laplace_term(rng, shape, scale):
+    """A data-independent term of density ~ exp(-||b|| / scale), from numpy's float samplers.
+
+    For the solve tests only (a Gamma(m, scale) norm times a uniform
+    direction): the solvers draw theirs exactly, through the noise gateway.
+    """
+    size = int(np.prod(shape))
+    direction = rng.standard_normal(size)
+    radius = rng.gamma(size, scale)
+    return (radius * direction / np.linalg.norm(direction)).reshape(shape)
 
 
 def _certificate(data, loss, W, regularization, linear_term=0.0):
@@ -134,7 +123,7 @@ def _noise_draws(solver, data, loss, epsilon, delta, n_draws, **kwargs):
     return exact, draws
 
 
-def test_output_perturbation_pure_noise_is_gamma_norm_of_stated_scale(small_binary):
+def test_output_perturbation_pure_noise_is_l2_laplace_of_stated_scale(small_binary):
     data, alpha, epsilon = small_binary, 0.05, 0.8
     exact, draws = _noise_draws(
         output_perturbation, data, BinaryLogisticLoss(), epsilon, 0.0, 1500, alpha=alpha
@@ -144,12 +133,61 @@ def test_output_perturbation_pure_noise_is_gamma_norm_of_stated_scale(small_bina
     tol = _newton.DEFAULT_GRADIENT_TOL * G
     sensitivity = (G + 2 * tol) / (n * alpha)
     assert draws[0].plan.details["sensitivity"] == pytest.approx(sensitivity, rel=1e-15)
+    # Density ~ exp(-epsilon ||B|| / Delta): a Gamma(m, Delta / epsilon) norm, a uniform
+    # direction (the grid, ~1e-9 of the scale, is far below what these tests resolve).
     noise = np.array([r.coef.ravel() - exact.coef.ravel() for r in draws])
     norms = np.linalg.norm(noise, axis=1)
     assert stats.kstest(norms, stats.gamma(a=m, scale=sensitivity / epsilon).cdf).pvalue > 1e-3
     beta = stats.beta((m - 1) / 2, (m - 1) / 2)
     assert stats.kstest((1 + noise[:, 0] / norms) / 2, beta.cdf).pvalue > 1e-3
+    upper = noise[:, 0] > 0
+    assert stats.ks_2samp(norms[upper], norms[~upper]).pvalue > 1e-3
     assert isinstance(draws[0].dp_event, PureEpsilonDpEvent)
+
+
+class _ExactOnly(np.random.Generator):
+    """A generator whose float samplers refuse: noise must come from exact uniform integers."""
+
+    def _refuse(self, *args, **kwargs):
+        raise AssertionError("a float sampler was called")
+
+    normal = standard_normal = gamma = standard_gamma = laplace = _refuse
+    exponential = standard_exponential = random = uniform = _refuse
+
+
+@pytest.mark.parametrize("solver", [output_perturbation, objective_perturbation])
+@pytest.mark.parametrize("delta", [0.0, 1e-5])
+def test_perturbation_noise_is_drawn_from_exact_integers_only(small_binary, solver, delta):
+    # Float samplers leak through their low bits; every draw of these solvers (the
+    # releases and objective perturbation's linear term) is an exact uniform integer.
+    result = _solve(
+        solver,
+        small_binary,
+        BinaryLogisticLoss(),
+        epsilon=1.0,
+        delta=delta,
+        random_state=_ExactOnly(np.random.PCG64(0)),
+    )
+    assert np.all(np.isfinite(result.coef))
+
+
+@pytest.mark.parametrize("pure", [True, False])
+def test_output_noise_warning_compares_the_rms_noise_norm_with_the_penalty_bound(pure):
+    # RMS norm of the noise: sqrt(p (p + 1)) * scale for the L2 Laplace density
+    # exp(-||b|| / scale), sqrt(p) * scale for Gaussian entries of std `scale`; the bound on
+    # the minimiser's norm is sqrt(2 log 2 / alpha) for the logistic loss.
+    p, alpha = 8, 0.05
+    bound = math.sqrt(2 * math.log(2) / alpha)
+    per_entry = math.sqrt(p * (p + 1) if pure else p)
+    at_bound = bound / per_entry
+    warn = perturbation.output_noise_warning
+    assert warn("log_loss", p, 1, alpha, at_bound * (1 - 1e-9), pure) is None
+    message = warn("log_loss", p, 1, alpha, at_bound * 2, pure)
+    assert message is not None and f"norm about {2 * bound:.3g}" in message
+    assert f"about {alpha * 4:.2g} or more" in message
+    # Regression losses: l0 = 1/2.
+    assert warn("squared", p, 1, 1.0, 1.0 / per_entry * (1 - 1e-9), pure) is None
+    assert warn("squared", p, 1, 1.0, 1.0 / per_entry * (1 + 1e-6), pure) is not None
 
 
 def test_output_perturbation_gaussian_noise_of_stated_scale(small_binary):
@@ -195,8 +233,9 @@ def test_objective_perturbation_noise_of_stated_scale(small_binary, delta):
     expected_lambda = max(data.n_samples * alpha, 0.25 * R**2 / math.expm1(split * epsilon))
     assert details["regularization"] == pytest.approx(expected_lambda, rel=1e-14)
     assert details["epsilon_det_actual"] <= split * epsilon * (1 + 1e-12)
-    # Recover b from each output; the residual noise (2 tol / Lambda, 1% of epsilon) is
-    # ~1e-4 of b's scale, far below what these KS tests resolve.
+    # Recover b from each output; the residual noise ((2 tol + sqrt(m) g) / Lambda, 1% of
+    # epsilon) is ~1e-4 of b's scale and b's grid ~1e-9 of it, far below what these KS
+    # tests resolve.
     b = np.array(
         [_perturbed_gradient_term(data, r.coef, loss, expected_lambda).ravel() for r in draws]
     )
@@ -364,10 +403,10 @@ def test_output_perturbation_release_goes_through_the_gateway(small_binary, delt
     G = (1.0 if K == 1 else math.sqrt(2)) * data.row_norm_bound
     tol = _newton.DEFAULT_GRADIENT_TOL * G
     sensitivity = (G + 2 * tol) / (data.n_samples * alpha)
-    assert release.label == "minimiser" and release.norm == "l2"
-    assert release.sensitivity == sensitivity
+    assert release.label == "minimiser"
+    assert release.norm == "l2" and release.sensitivity == sensitivity
     if delta == 0:
-        assert release.mechanism == "gamma_norm"
+        assert release.mechanism == "l2_laplace"
         assert release.scale == sensitivity / epsilon
     else:
         assert release.mechanism == "gaussian"
@@ -399,12 +438,23 @@ def test_objective_perturbation_releases_go_through_the_gateway(small_binary, de
     assert first.mechanism == "objective_perturbation" and first.value is None
     assert first.label == "perturbed minimiser" and first.sensitivity == G
     assert second.label == "inexact-solve residual"
-    assert second.sensitivity == 2 * _newton.DEFAULT_GRADIENT_TOL * G / lam
+    # b lives on the grid g = 2**k, the largest power of two with sqrt(m) g <= 2**-11 tol and
+    # g <= scale / 2**10, unless the scale would then exceed 2**26 steps (then the least
+    # power of two within it: here it does); the residual covers tol / Lambda (the solve)
+    # plus sqrt(m) g / (2 Lambda) (the rounding of b) on each side.
+    m, tol = data.n_columns, _newton.DEFAULT_GRADIENT_TOL * G
+    fine = math.floor(math.log2(min(2.0**-11 * tol / math.sqrt(m), first.scale / 2**10)))
+    g = 2.0 ** max(fine, math.ceil(math.log2(first.scale / 2**26)))
+    assert first.grid.spacing == g
+    assert first.grid.scale == math.ceil(first.scale / g * (1 + 2.0**-30))
+    residual_l2 = (2 * tol + math.sqrt(m) * g) / lam
+    assert details["residual_sensitivity"] == residual_l2
     split, rho = perturbation.DEFAULT_EPSILON_SPLIT, perturbation.DEFAULT_RESIDUAL_FRACTION
+    assert second.sensitivity == residual_l2 and second.norm == "l2"
     if delta == 0:
         assert first.scale == G / details["epsilon_noise"]
         assert details["epsilon_noise"] == pytest.approx((1 - split - rho) * epsilon, rel=1e-8)
-        assert second.mechanism == "gamma_norm"
+        assert second.mechanism == "l2_laplace"
         assert second.scale == second.sensitivity / details["epsilon_residual"]
     else:
         sigma = objective_accounting.objective_gaussian_noise_multiplier(
@@ -560,7 +610,7 @@ def test_inner_solve_meets_its_certificate_on_hard_problems(name, with_noise):
     tol = _newton.DEFAULT_GRADIENT_TOL * G
     B = None
     if with_noise:  # objective perturbation's linear term at epsilon = 1
-        B = perturbation.sample_gamma_norm_noise(np.random.default_rng(0), (data.n_columns, K), G)
+        B = _l2_laplace_term(np.random.default_rng(0), (data.n_columns, K), G)
     calls = []
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -31,6 +31,7 @@ import numpy as np
 import pytest
 
 import sklearn_dp.solvers._perturbation as perturbation
+from sklearn_dp import _noise
 from sklearn_dp._data import bound_data
 from sklearn_dp._losses import HuberLoss
 from sklearn_dp.solvers import _newton, objective_perturbation, output_perturbation
@@ -169,7 +170,17 @@ def test_audit_solves_meet_their_certificate(seed):
     for data in canary_datasets():
         lam = 0.2 * canary_datasets()[0].n_samples
         G = 0.5 * data.row_norm_bound
-        b = perturbation.sample_gamma_norm_noise(np.random.default_rng(seed), (2, 1), G / 0.79)
+        # Objective perturbation's linear term at epsilon = 1 (eps_noise = 0.79), drawn
+        # exactly as the solver draws it.
+        b = _noise.objective_perturbation(
+            lambda term: term,
+            shape=(2, 1),
+            noise="l2_laplace",
+            scale=G / 0.79,
+            coupling=2.0**-11 * _newton.DEFAULT_GRADIENT_TOL * G,
+            sensitivity=G,
+            rng=np.random.default_rng(seed),
+        )
         solve = _newton.certified_minimize(
             data.X,
             data.y,

@@ -1339,7 +1339,8 @@ def test_perturbation_noise_is_calibrated_to_the_tested_sensitivity(loss_name, d
     output_perturbation: ``plan.details["sensitivity"]`` (tested in
     ``test_perturbation.py::test_minimiser_sensitivity_is_at_most_the_stated_bound``);
     objective_perturbation: ``G`` of the noise pre-image and ``2 tol / Lambda``
-    of the residual (the two properties of this file).
+    of the residual (the two properties of this file), plus ``sqrt(m) g /
+    Lambda`` for the rounding of the linear term to its grid ``g``.
     """
     from sklearn_dp.accounting import gaussian_noise_multiplier
     from sklearn_dp.testing import trace_releases
@@ -1363,7 +1364,7 @@ def test_perturbation_noise_is_calibrated_to_the_tested_sensitivity(loss_name, d
     glm = _smooth_glm(loss, data.row_norm_bound, K, "output_perturbation")
     G = glm.gradient_bound
     assert sensitivity == (G + 2e-6 * G) / (data.n_public * 0.1)
-    assert release.sensitivity == sensitivity
+    assert release.norm == "l2" and release.sensitivity == sensitivity
     expected = (
         sensitivity / epsilon
         if delta == 0
@@ -1387,7 +1388,10 @@ def test_perturbation_noise_is_calibrated_to_the_tested_sensitivity(loss_name, d
     assert first.scale == (
         G / details["epsilon_noise"] if delta == 0 else result.plan.noise_multiplier * G
     )
-    assert second.sensitivity == 2 * 1e-6 * G / details["regularization"]
+    m = data.n_columns * K
+    residual = (2 * 1e-6 * G + math.sqrt(m) * first.grid.spacing) / details["regularization"]
+    assert details["residual_sensitivity"] == residual
+    assert second.sensitivity == residual and second.norm == "l2"
     assert second.scale == details["residual_noise_scale"]
 
 

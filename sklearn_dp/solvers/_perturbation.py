@@ -5,8 +5,12 @@ Monteleoni and Sarwate (2011, JMLR, "Differentially private empirical risk
 minimization": Algorithm 1 output perturbation, Theorem 6; Algorithm 2
 objective perturbation, Theorem 9) and, for Gaussian objective perturbation,
 Kifer, Smith and Thakurta (2012, COLT).  Both give pure epsilon-DP
-(``delta=0``, Gamma-norm noise) or (epsilon, delta)-DP (Gaussian noise), for
+(``delta=0``, L2 Laplace noise) or (epsilon, delta)-DP (Gaussian noise), for
 the add/remove-one relation and an inexact (certified) numerical solve.
+Every noise is exact: the releases go through the gateway's exact samplers
+and objective perturbation's linear term is the rounding, on a fine public
+grid, of an exactly sampled continuous vector (docs/solvers/perturbation.md,
+"Exact noise").
 
 The proofs (sensitivity of the regularised minimiser, the inexact solve, the
 certified solve, output and objective perturbation re-derived) are in
@@ -46,7 +50,6 @@ __all__ = [
     "plan_objective_perturbation",
     "check_output_perturbation",
     "check_objective_perturbation",
-    "sample_gamma_norm_noise",
     "MIN_NEWTON_STEPS",
     "DEFAULT_EPSILON_SPLIT",
     "DEFAULT_RESIDUAL_FRACTION",
@@ -62,9 +65,11 @@ DEFAULT_RESIDUAL_FRACTION = 0.01
 # rounding in "eps_det + eps_noise + eps_residual" can never exceed epsilon.
 _ROUNDING_MARGIN = 1e-9
 
-#: Noise with density proportional to ``exp(-||b|| / scale)`` (data-independent;
-#: the gateway's :func:`sklearn_dp._noise.gamma_norm_noise`).
-sample_gamma_norm_noise = _noise.gamma_norm_noise
+#: How far objective perturbation's rounded linear term may move the exact
+#: perturbed minimiser, relative to the solve's tolerance: the grid of the
+#: term is chosen so that ``sqrt(m) g / 2 <= COUPLING_SHARE * tol`` (unless
+#: the noise would then need more than ``2**26`` grid steps).
+COUPLING_SHARE = 2.0**-12
 
 #: Losses these solvers accept (the squared loss with its public residual bound).
 SMOOTH_LOSSES = loss_names(smooth=True)
@@ -157,8 +162,9 @@ def plan_output_perturbation(
     """Privacy plan of ``output_perturbation``: one noisy release of the minimiser.
 
     ``noise_multiplier`` is the noise std per coordinate divided by the
-    sensitivity: ``sigma`` for Gaussian noise, ``sqrt(m + 1) / epsilon`` for the
-    Gamma-norm noise (``E||b||^2 = m (m + 1) scale^2``).
+    sensitivity: ``sigma`` for Gaussian noise, ``sqrt(m + 1) / epsilon`` for
+    the L2 Laplace noise of pure epsilon-DP (density ``~ exp(-epsilon ||b||
+    / Delta)``: ``E||b||^2 = m (m + 1) (Delta / epsilon)^2``).
 
     When the loss, the row bound and ``alpha`` are given (estimators pass
     them, from public inputs), the plan also runs the public conditions of
@@ -184,7 +190,7 @@ def plan_output_perturbation(
     if delta == 0:
         event = accounting.PureEpsilonDpEvent(epsilon, "output_perturbation")
         multiplier = math.sqrt(n_params + 1.0) / epsilon
-        return PrivacyPlan(event, multiplier, 1, dict(noise="gamma_norm", norm_scale=1.0 / epsilon))
+        return PrivacyPlan(event, multiplier, 1, dict(noise="l2_laplace"))
     sigma = accounting.gaussian_noise_multiplier(epsilon, delta, 1)
     return PrivacyPlan(dpe.GaussianDpEvent(sigma), sigma, 1, dict(noise="gaussian"))
 
@@ -264,7 +270,7 @@ def _plan_objective(
     if delta == 0:
         event = accounting.PureEpsilonDpEvent(epsilon, "objective_perturbation")
         multiplier = math.sqrt(n_params + 1.0) / epsilon_noise
-        details.update(noise="gamma_norm", norm_scale=1.0 / epsilon_noise)
+        details.update(noise="l2_laplace")
         return PrivacyPlan(event, multiplier, 1, details)
     chi_dof = n_outputs - 1 if n_outputs > 1 else 1
     delta_residual = residual_fraction * delta
@@ -436,7 +442,7 @@ def output_perturbation(
     alpha : float
         L2 penalty on the average loss; must be > 0.
     epsilon, delta : float
-        ``delta=0``: pure epsilon-DP with Gamma-norm noise; ``delta > 0``:
+        ``delta=0``: pure epsilon-DP with L2 Laplace noise; ``delta > 0``:
         Gaussian noise; ``epsilon=inf``: the minimiser, no noise.
     max_iter : int, optional
         Newton steps of the inner solve, all of them always run (default 50,
@@ -465,9 +471,10 @@ def output_perturbation(
     most ``G / Lambda`` when a row is added or removed (strong convexity), and
     a point with ``||grad F(W_hat)|| <= tol`` lies within ``tol / Lambda`` of
     it, so the declared sensitivity is ``Delta = (G + 2 tol) / Lambda``.
-    Noise: density ``~ exp(-epsilon ||b|| / Delta)`` (norm Gamma(m,
-    Delta/epsilon), uniform direction; event ``PureEpsilonDpEvent(epsilon,
-    "output_perturbation")``), or ``N(0, (sigma Delta)^2 I)`` with the
+    Noise, exact on a grid (:mod:`sklearn_dp._noise`): pure, density ``~
+    exp(-epsilon ||b||_2 / Delta)`` (the L2 Laplace, or Gamma-norm, noise;
+    event ``PureEpsilonDpEvent(epsilon, "output_perturbation")``); or the
+    Gaussian mechanism, ``N(0, (sigma Delta)^2 I)`` with the
     analytic-Gaussian ``sigma`` (event ``GaussianDpEvent(sigma)``).  The
     guarantee is unconditional: the certified solve returns a point within
     ``tol / (2 Lambda)`` of the exact minimiser on every data set, by a
@@ -508,6 +515,7 @@ def output_perturbation(
     tol = gradient_tol * glm.gradient_bound
     sensitivity = (glm.gradient_bound + 2.0 * tol) / regularization
     pure = plan.details["noise"] != "gaussian"
+    n_params = n_columns * n_outputs
     scale = 0.0
     if plan.details["noise"] != "none":
         scale = sensitivity / epsilon if pure else plan.noise_multiplier * sensitivity
@@ -526,7 +534,7 @@ def output_perturbation(
     )
     rng = make_rng(random_state)
     if pure:
-        coef = _noise.gamma_norm(
+        coef = _noise.l2_laplace(
             solve.coef, sensitivity=sensitivity, scale=scale, rng=rng, label="minimiser"
         )
     else:
@@ -545,9 +553,7 @@ def output_perturbation(
     info = {}
     add_warnings(
         info,
-        output_noise_warning(
-            loss.name, n_columns * n_outputs, n_outputs, float(alpha), scale, pure
-        ),
+        output_noise_warning(loss.name, n_params, n_outputs, float(alpha), scale, pure),
     )
     return SolverResult(coef=np.asarray(coef, dtype=float), n_iter=1, plan=plan, info=info)
 
@@ -555,8 +561,9 @@ def output_perturbation(
 def output_noise_warning(loss_name, n_params, n_outputs, alpha, scale, pure):
     """A warning when output perturbation's noise outweighs every coefficient the penalty allows.
 
-    The expected norm of the noise (``scale sqrt(p)`` for Gaussian noise,
-    ``p scale`` for the gamma-norm noise of pure epsilon-DP) is compared with
+    The root mean square norm of the noise (``scale sqrt(p)`` for Gaussian
+    noise of standard deviation ``scale``, ``scale sqrt(p (p + 1))`` for the
+    L2 Laplace noise of scale ``scale`` of pure epsilon-DP) is compared with
     the public bound ``sqrt(2 l0 / alpha)`` on the norm of the minimiser of
     ``mean loss + (alpha / 2) ||W||^2`` (the objective at 0 is at most
     ``l0``: ``log 2`` for the logistic loss, ``log K`` multinomial, ``1/2``
@@ -569,7 +576,7 @@ def output_noise_warning(loss_name, n_params, n_outputs, alpha, scale, pure):
         return None
     l0 = math.log(max(2, n_outputs)) if loss_name == "log_loss" else 0.5
     bound = math.sqrt(2.0 * l0 / alpha)
-    noise = scale * (n_params if pure else math.sqrt(n_params))
+    noise = scale * math.sqrt(n_params * (n_params + 1.0) if pure else n_params)
     if noise <= bound:
         return None
     needed = alpha * (noise / bound) ** 2
@@ -616,7 +623,7 @@ def objective_perturbation(
     alpha : float
         L2 penalty on the average loss; must be > 0.
     epsilon, delta : float
-        ``delta=0``: pure epsilon-DP (Gamma-norm ``b``); ``delta > 0``:
+        ``delta=0``: pure epsilon-DP (L2 Laplace ``b``); ``delta > 0``:
         Gaussian ``b``; ``epsilon=inf``: no noise, ``Lambda = n alpha``.
     max_iter : int, optional
         Newton steps of the inner solve, all of them always run (default 50,
@@ -650,13 +657,21 @@ def objective_perturbation(
     (for a fixed output) by its gradient, of norm ``<= G``, and multiplies the
     Jacobian determinant by at most ``exp(eps_det)``, ``eps_det = r log(1 +
     c_dir R^2 / Lambda) <= epsilon_split * epsilon`` (``r = 1, c_dir = c``;
-    multinomial ``r = K - 1, c_dir = 1/K``).  Pure: ``||b|| ~ Gamma(m, G /
-    eps_noise)``; Gaussian: ``b ~ N(0, (sigma G)^2 I)`` with ``sigma`` from
-    :func:`objective_gaussian_noise_multiplier`.  (2) The solve returns a
-    point within ``tol / Lambda`` of the exact perturbed minimiser (``tol =
-    gradient_tol * G``), covered by output noise of sensitivity ``2 tol /
-    Lambda`` at ``residual_fraction`` of the budget (label ``"inexact-solve
-    residual"``).  That distance is guaranteed, not assumed: the certified
+    multinomial ``r = K - 1, c_dir = 1/K``).  The noise is an exact
+    continuous ``N``: pure, density ``~ exp(-eps_noise ||N||_2 / G)`` (the
+    density ratio is at most ``exp(eps_noise ||g|| / G) <= exp(eps_noise)``);
+    Gaussian, ``N(0, (sigma G)^2 I)``
+    with ``sigma`` from :func:`objective_gaussian_noise_multiplier`.  The
+    solver minimises with ``b``, the rounding of ``N`` to a public grid ``g``
+    (``||b - N|| <= sqrt(m) g / 2``; ``sqrt(m) g <= 2**-11 tol`` unless the
+    noise would need more than ``2**26`` steps).  (2) The solve returns a
+    point within ``tol / Lambda`` of the exact minimiser for ``b`` (``tol =
+    gradient_tol * G``), which is within ``sqrt(m) g / (2 Lambda)`` of the
+    exact minimiser for ``N`` (strong convexity); the output noise covers
+    both, for the L2 sensitivity ``(2 tol + sqrt(m) g) / Lambda``, at
+    ``residual_fraction`` of the budget (label ``"inexact-solve
+    residual"``).  That distance is
+    guaranteed, not assumed: the certified
     solve returns a point within ``tol / (2 Lambda)`` on every data set and
     every ``b``, by a verified gradient norm (strong convexity) or by
     Nesterov's accelerated method run for a step count proven sufficient
@@ -719,21 +734,20 @@ def objective_perturbation(
             gradient_tol=gradient_tol,
         )
     tol = gradient_tol * G
-    residual_sensitivity = 2.0 * tol / regularization
+    # b is the rounding of an exact continuous noise vector N on a grid g, with
+    # ||b - N|| <= sqrt(m) g / 2: the solve lands within tol / Lambda (half of it
+    # for rounding) plus sqrt(m) g / (2 Lambda) of the exact minimiser for N.
+    coupling = 0.0
+    if private:
+        grid = _noise.objective_noise_grid(b_scale, n_params, 2.0 * COUPLING_SHARE * tol)
+        coupling = math.sqrt(n_params) * grid.spacing
+    residual_sensitivity = (2.0 * tol + coupling) / regularization
     if noise == "none":
         residual_scale = 0.0
     elif pure:
         residual_scale = residual_sensitivity / details["epsilon_residual"]
     else:
         residual_scale = details["residual_noise_multiplier"] * residual_sensitivity
-
-    def draw_noise(rng):
-        # Data-independent: the linear term of the perturbed objective.
-        if b_scale == 0.0:
-            return np.zeros(shape)
-        if pure:
-            return _noise.gamma_norm_noise(rng, shape, b_scale)
-        return rng.normal(0.0, b_scale, size=shape)
 
     def solve(b):
         # The accelerated stage's step count: public constants and the norm of
@@ -759,14 +773,16 @@ def objective_perturbation(
     rng = make_rng(random_state)
     W = _noise.objective_perturbation(
         solve,
-        draw_noise=draw_noise,
-        sensitivity=G,
+        shape=shape,
+        noise="l2_laplace" if pure else "gaussian",
         scale=b_scale,
+        coupling=2.0 * COUPLING_SHARE * tol,
+        sensitivity=G,
         rng=rng,
         label="perturbed minimiser",
     )
     if pure:
-        coef = _noise.gamma_norm(
+        coef = _noise.l2_laplace(
             W,
             sensitivity=residual_sensitivity,
             scale=residual_scale,
@@ -786,6 +802,7 @@ def objective_perturbation(
         extra_regularization=regularization - base_regularization,
         epsilon_det_actual=epsilon_det,
         objective_noise_scale=b_scale,
+        objective_noise_coupling=coupling,
         residual_sensitivity=residual_sensitivity,
         residual_noise_scale=residual_scale,
         gradient_tol=tol,
