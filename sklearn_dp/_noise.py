@@ -1024,7 +1024,7 @@ def sample_floored_l2_laplace(rng, t, size):
     gets 62 more bits until no interval of ``X_i`` contains an integer
     (with probability 1; at 62 bits, almost always at once).  Exact: the
     output is a function of ``X``, and ``X`` has exactly the stated law.
-    Cost: scalar Python, some 20 microseconds per entry.
+    Cost: scalar Python, some 10 to 90 microseconds per entry (the more entries the less each).
     """
     bits = _as_bits(rng, size)
     t, m = int(t), int(size)
@@ -1201,18 +1201,38 @@ def _rounded(array, grid):
     return np.asarray(np.rint(np.ldexp(array, -grid.exponent)), dtype=float)
 
 
-def _on_grid(steps, grid, offset=0.0):
-    """``g * (steps + offset)`` as float64.
+def _released(steps, noise, grid, offset=0.0):
+    """``g * (steps + noise + offset)`` as float64, rounded once from the exact sum.
 
-    ``steps`` is a float array of integers (``rint(value / g)``, exact) plus
-    an int64 noise array; IEEE addition is correctly rounded, so the result
-    is a function of the exact integer sum alone: either it is that sum
-    (below 2**53) or the sum's correct rounding, both post-processing of the
-    exact release.  ``offset`` is 0 or 1/2.
+    ``steps`` is a float array of integers (``rint(value / g)``, exact) and
+    ``noise`` an integer array.  The sum is formed in integers (int64, or
+    Python integers beyond ``2**61``) and converted to float64 once, so the
+    output is a function of the exact integer ``steps + noise`` alone: that
+    integer (below ``2**53``) or its correct rounding, a post-processing of
+    the exact release.  (A float addition would round the noise first and
+    the sum again: two different exact sums could then meet in one output.)
+    ``offset`` is 0 or 1/2; with 1/2 the odd integer ``2 (steps + noise) +
+    1`` is converted and scaled by ``g / 2``.
     """
-    if offset:
-        steps += offset
-    return np.ldexp(steps, grid.exponent, out=steps)
+    steps = np.asarray(steps, dtype=float)
+    noise = np.asarray(noise).reshape(steps.shape)
+    half = bool(offset)
+    small = (
+        noise.dtype.kind in "iu"
+        and (steps.size == 0 or float(np.max(np.abs(steps))) < 2.0**61)
+        and (noise.size == 0 or int(np.max(np.abs(noise.astype(np.int64)))) < 2**61)
+    )
+    if small:
+        total = steps.astype(np.int64) + noise.astype(np.int64)
+        if half:
+            total = 2 * total + 1
+        output = total.astype(float)
+    else:
+        exact = [int(a) + int(b) for a, b in zip(steps.ravel().tolist(), noise.ravel().tolist())]
+        if half:
+            exact = [2 * v + 1 for v in exact]
+        output = np.array([float(v) for v in exact], dtype=float).reshape(steps.shape)
+    return np.ldexp(output, grid.exponent - 1 if half else grid.exponent)
 
 
 # --------------------------------------------------------------------------
@@ -1258,9 +1278,8 @@ def gaussian(value, *, sensitivity, noise_std, rng, label="", norm="l2"):
     grid = None
     if noise_std > 0:
         grid = gaussian_grid(noise_std, sensitivity, array.size)
-        noisy = _rounded(array, grid)
-        noisy += sample_discrete_gaussian(rng, grid.scale, array.size).reshape(array.shape)
-        noisy = _on_grid(noisy, grid)
+        noise = sample_discrete_gaussian(rng, grid.scale, array.size)
+        noisy = _released(_rounded(array, grid), noise, grid)
     else:
         noisy = array.copy()
     output = float(noisy) if np.ndim(value) == 0 else noisy
@@ -1304,9 +1323,8 @@ def laplace(value, *, sensitivity, scale, rng, label=""):
     grid = None
     if scale > 0:
         grid = laplace_grid(scale, sensitivity, array.size)
-        noisy = _rounded(array, grid)
-        noisy += sample_floored_laplace(rng, grid.scale, array.size).reshape(array.shape)
-        noisy = _on_grid(noisy, grid, 0.5)
+        noise = sample_floored_laplace(rng, grid.scale, array.size)
+        noisy = _released(_rounded(array, grid), noise, grid, 0.5)
     else:
         noisy = array.copy()
     output = float(noisy) if np.ndim(value) == 0 else noisy
@@ -1354,9 +1372,8 @@ def l2_laplace(value, *, sensitivity, scale, rng, label=""):
     grid = None
     if scale > 0:
         grid = gaussian_grid(scale, sensitivity, array.size)
-        noisy = _rounded(array, grid)
-        noisy += sample_floored_l2_laplace(rng, grid.scale, array.size).reshape(array.shape)
-        noisy = _on_grid(noisy, grid, 0.5)
+        noise = sample_floored_l2_laplace(rng, grid.scale, array.size)
+        noisy = _released(_rounded(array, grid), noise, grid, 0.5)
     else:
         noisy = array.copy()
     output = float(noisy) if np.ndim(value) == 0 else noisy
@@ -1505,7 +1522,9 @@ def _objective_grid(scale, size, coupling):
             f"coupling bound, got scale={scale!r}, coupling={coupling!r}: rescale the data bounds."
         )
     bound = min(scale / MIN_GRID_SCALE, coupling / math.sqrt(size))
-    exponent = max(_floor_log2(bound), _ceil_log2(scale / MAX_GRID_SCALE))
+    cap = _ceil_log2(scale / MAX_GRID_SCALE)
+    # A bound that underflows to 0 asks for the finest grid: the cap's.
+    exponent = cap if bound == 0.0 else max(_floor_log2(bound), cap)
     steps = math.ceil(Fraction(scale) / Fraction(2) ** exponent * (1 + Fraction(SCALE_MARGIN)))
     return Grid(exponent, max(1, steps))
 
@@ -1571,8 +1590,8 @@ def objective_perturbation(solve, *, shape, noise, scale, coupling, sensitivity,
     if scale > 0:
         grid = objective_noise_grid(scale, size, coupling)
         sampler = sample_floored_l2_laplace if noise == "l2_laplace" else sample_rounded_gaussian
-        steps = sampler(rng, grid.scale, size).astype(float)
-        b = _on_grid(steps, grid, 0.5).reshape(shape)
+        steps = sampler(rng, grid.scale, size)
+        b = _released(np.zeros(size), steps, grid, 0.5).reshape(shape)
     else:
         b = np.zeros(shape)
     output = solve(b)

@@ -662,3 +662,39 @@ def test_scales_beyond_the_exact_samplers_range_are_refused_not_wrapped(release)
     # the refusal depends on the public scale, sensitivity and size only.
     with pytest.raises(ValueError, match="exact samplers"):
         release(np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("s", [1, 2])
+def test_lazy_gaussians_are_exactly_gaussian_at_small_scales(s):
+    # At small scales the cell coin needs the revealed bits of U almost every
+    # time, so a sampler that dropped them (or skipped the coin) is visible.
+    bits = _noise._Bits(np.random.default_rng(9), 4096)
+    draws = _noise._lazy_gaussians(bits, s, 20000)
+    z = np.array(
+        [
+            (-1 if negative else 1) * (cell[0] + _noise._refine(cell, 1, bits, 62) / 2.0**62)
+            for negative, cell in draws
+        ]
+    )
+    assert stats.kstest(z / s, "norm").pvalue > 1e-3
+
+
+@pytest.mark.parametrize("offset", [0.0, 0.5])
+def test_release_is_rounded_once_from_the_exact_integer_sum(offset):
+    # A float addition rounds a noise of 2**53 + 1 steps first and the sum
+    # again: rint(value / g) = 0 and 1 would then give the same output, one
+    # of them reachable only through the double rounding.
+    grid = _noise.Grid(0, 1)
+    noise = np.array([2**53 + 1], dtype=np.int64)
+    for steps in (0.0, 1.0):
+        exact = Fraction(int(steps) + 2**53 + 1) + Fraction(offset)
+        (output,) = _noise._released(np.array([steps]), noise, grid, offset)
+        assert output == float(exact)
+    huge = np.array([2.0**62])
+    (output,) = _noise._released(huge, np.array([3], dtype=np.int64), grid, offset)
+    assert output == float(Fraction(2**62 + 3) + Fraction(offset))
+
+
+def test_objective_grid_takes_the_finest_allowed_grid_when_the_coupling_underflows():
+    grid = _noise.objective_noise_grid(1.0, 4, 5e-324)
+    assert grid.exponent == math.ceil(math.log2(1.0 / _noise.MAX_GRID_SCALE))
