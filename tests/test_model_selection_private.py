@@ -761,7 +761,7 @@ def test_substitution_over_a_regression_search():
     observed = [
         _observe_search(
             DPGridSearchCV(
-                DPSCORegressor(max_iter=5),
+                DPSCORegressor(max_iter=5, y_bound=1.0),
                 {"alpha": [1e-3, 1e-1]},
                 epsilon=2.0,
                 random_state=0,
