@@ -1204,35 +1204,49 @@ def _rounded(array, grid):
 def _released(steps, noise, grid, offset=0.0):
     """``g * (steps + noise + offset)`` as float64, rounded once from the exact sum.
 
-    ``steps`` is a float array of integers (``rint(value / g)``, exact) and
-    ``noise`` an integer array.  The sum is formed in integers (int64, or
-    Python integers beyond ``2**61``) and converted to float64 once, so the
-    output is a function of the exact integer ``steps + noise`` alone: that
-    integer (below ``2**53``) or its correct rounding, a post-processing of
-    the exact release.  (A float addition would round the noise first and
-    the sum again: two different exact sums could then meet in one output.)
+    ``steps`` is a fresh float array of integers (``rint(value / g)``, exact;
+    overwritten with the result) and ``noise`` a fresh integer array (used
+    as scratch).  The sum is formed in integers (int64, or Python integers
+    beyond ``2**61``) and converted to float64 once, so the output is a
+    function of the exact integer ``steps + noise`` alone: that integer
+    (below ``2**53``) or its correct rounding, a post-processing of the
+    exact release.  (A float addition would round the noise first and the
+    sum again: two different exact sums could then meet in one output.)
     ``offset`` is 0 or 1/2; with 1/2 the odd integer ``2 (steps + noise) +
-    1`` is converted and scaled by ``g / 2``.
+    1`` is converted and scaled by ``g / 2``.  A non-finite entry of
+    ``steps`` (a diverged public iterate upstream) stays non-finite, as a
+    float addition would leave it.
     """
     steps = np.asarray(steps, dtype=float)
     noise = np.asarray(noise).reshape(steps.shape)
     half = bool(offset)
+    finite = np.isfinite(steps)
+    all_finite = bool(finite.all())
+    if not all_finite:
+        original = steps
+        steps = np.where(finite, steps, 0.0)
     small = (
-        noise.dtype.kind in "iu"
+        noise.dtype == np.int64
         and (steps.size == 0 or float(np.max(np.abs(steps))) < 2.0**61)
-        and (noise.size == 0 or int(np.max(np.abs(noise.astype(np.int64)))) < 2**61)
+        and (noise.size == 0 or int(np.max(np.abs(noise))) < 2**61)
     )
     if small:
-        total = steps.astype(np.int64) + noise.astype(np.int64)
+        total = noise
+        total += steps.astype(np.int64)
         if half:
-            total = 2 * total + 1
-        output = total.astype(float)
+            total *= 2
+            total += 1
+        steps[...] = total  # int64 to float64: one correct rounding
+        output = steps
     else:
         exact = [int(a) + int(b) for a, b in zip(steps.ravel().tolist(), noise.ravel().tolist())]
         if half:
             exact = [2 * v + 1 for v in exact]
         output = np.array([float(v) for v in exact], dtype=float).reshape(steps.shape)
-    return np.ldexp(output, grid.exponent - 1 if half else grid.exponent)
+    output = np.ldexp(output, grid.exponent - 1 if half else grid.exponent, out=output)
+    if not all_finite:
+        output[~finite] = original[~finite]
+    return output
 
 
 # --------------------------------------------------------------------------

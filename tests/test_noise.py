@@ -685,8 +685,8 @@ def test_release_is_rounded_once_from_the_exact_integer_sum(offset):
     # again: rint(value / g) = 0 and 1 would then give the same output, one
     # of them reachable only through the double rounding.
     grid = _noise.Grid(0, 1)
-    noise = np.array([2**53 + 1], dtype=np.int64)
     for steps in (0.0, 1.0):
+        noise = np.array([2**53 + 1], dtype=np.int64)
         exact = Fraction(int(steps) + 2**53 + 1) + Fraction(offset)
         (output,) = _noise._released(np.array([steps]), noise, grid, offset)
         assert output == float(exact)
@@ -698,3 +698,13 @@ def test_release_is_rounded_once_from_the_exact_integer_sum(offset):
 def test_objective_grid_takes_the_finest_allowed_grid_when_the_coupling_underflows():
     grid = _noise.objective_noise_grid(1.0, 4, 5e-324)
     assert grid.exponent == math.ceil(math.log2(1.0 / _noise.MAX_GRID_SCALE))
+
+
+def test_a_non_finite_pre_noise_value_stays_non_finite():
+    # A diverged public iterate upstream makes the solver's own check fail
+    # publicly; the gateway must not raise on it first.
+    grid = _noise.Grid(0, 1)
+    values = np.array([np.nan, np.inf, -np.inf, 2.0])
+    output = _noise._released(values.copy(), np.array([1, 1, 1, 1], dtype=np.int64), grid)
+    assert np.isnan(output[0]) and output[1] == np.inf and output[2] == -np.inf
+    assert output[3] == 3.0
