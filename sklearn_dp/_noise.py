@@ -171,6 +171,7 @@ from typing import Any
 import numpy as np
 
 from ._memo import memoize
+from .exceptions import public_error
 
 __all__ = [
     "Release",
@@ -1131,13 +1132,16 @@ def _grid(scale, sensitivity, rounding_size, inflation_size, max_grid_scale=MAX_
     steps = math.ceil(required * (1 + Fraction(SCALE_MARGIN)))
     if steps > MAX_SAMPLER_STEPS:
         # Beyond it the int64 samplers would wrap or loop; a function of public
-        # inputs only, so refusing here reveals nothing.
-        raise ValueError(
-            f"This release's noise is {steps} grid steps, beyond the exact samplers' range "
-            f"(2**{MAX_SAMPLER_STEPS.bit_length() - 1}): its noise is about "
-            f"{scale / sensitivity if sensitivity > 0 else math.inf:.3g} times its sensitivity "
-            f"over {inflation_size} entries, so epsilon is far too small to learn anything. "
-            "Ask for a larger epsilon."
+        # inputs and released values only, so refusing here reveals nothing
+        # (marked public: a fit shows it as it is, and keeps its charge).
+        raise public_error(
+            ValueError(
+                f"This release's noise is {steps} grid steps, beyond the exact samplers' range "
+                f"(2**{MAX_SAMPLER_STEPS.bit_length() - 1}): its noise is about "
+                f"{scale / sensitivity if sensitivity > 0 else math.inf:.3g} times its sensitivity "
+                f"over {inflation_size} entries, so epsilon is far too small to learn anything. "
+                "Ask for a larger epsilon."
+            )
         )
     return Grid(exponent, max(1, steps))
 

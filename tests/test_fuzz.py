@@ -924,7 +924,9 @@ def test_slow_pairs_fit_and_spend_once(estimator, solver, ledger_dir):
             ledger_dir=ledger_dir,
             check_event=True,
         )
-        assert outcome.fitted, outcome
+        # As for the fast pairs: a noisy row count below the solver's
+        # minimum on this small data set is a public refusal after the charge.
+        assert outcome.fitted or "public row count" in str(outcome.error), outcome
 
 
 # ---------------------------------------------------------------------------

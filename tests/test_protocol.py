@@ -663,3 +663,21 @@ def test_fit_plan_reads_no_private_value():
     # count is not an input.
     assert model._fit_plan(X[:2], y[:2]) == plan
     assert not hasattr(model, "n_features_in_")  # the estimator is left as it was
+
+
+def test_a_noise_scale_beyond_the_exact_samplers_is_a_public_refusal():
+    # The refusal is a function of public values and released ones: shown as
+    # it is (not withheld), and the fit keeps its charge.
+    X, y = _data()
+    budget = PrivacyBudget(10.0, 1e-3)
+    model = DPLogisticRegression(
+        classes=[0, 1],
+        budget=budget,
+        solver="dp_newton",
+        solver_options={"hessian_share": 1e-300},
+        random_state=0,
+    )
+    with pytest.raises(ValueError, match="exact samplers' range"):
+        model.fit(X, y)
+    (entry,) = budget.ledger
+    assert entry.status == "failed"
