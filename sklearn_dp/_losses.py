@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, log_expit, logsumexp, softmax
 
-from ._kernels import clipped_gradient_sum
+from ._clipped_sums import clipped_gradient_sum
 
 __all__ = [
     "GLMLoss",

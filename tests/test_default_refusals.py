@@ -73,7 +73,7 @@ def test_auto_steers_away_from_the_default_ball():
 @pytest.mark.parametrize("kwargs", [dict(alpha=1.0), dict(alpha=0.01), dict(alpha=0.5, radius=1e6)])
 def test_frank_wolfe_on_the_penalty_ball_is_refused_before_any_spend(solver, kwargs):
     # With delta > 0 (dp_cd and dp_ssp fit the penalised form); frank_wolfe
-    # stays with delta = 0 (tests/test_honest_warnings.py).
+    # stays with delta = 0 (tests/test_noise_warnings.py).
     X, y = _regression()
     budget = PrivacyBudget(10.0, 1e-3)
     model = DPLasso(

@@ -268,7 +268,7 @@ def test_float32_rows_keep_their_bound_exactly(sparse):
     extended precision, within a few float64 ulps of the bound; and the L2 clipped
     gradient sum through the design moves by at most the clip when a hostile float32
     row is added."""
-    from sklearn_dp._kernels import clipped_gradient_sum
+    from sklearn_dp._clipped_sums import clipped_gradient_sum
     from sklearn_dp._losses import SquaredLoss
 
     rng = np.random.default_rng(5)
@@ -312,7 +312,7 @@ def test_entries_far_beyond_their_bound_move_a_clipped_sum_by_at_most_its_sensit
     # the fact, the running sum would reach ~1e12 and its rounding (growing
     # with n) would survive the subtraction, so one more row would move the
     # Frank-Wolfe gradient sum by more than the clip (by 1.3% of it at this n, float64).
-    from sklearn_dp._kernels import clipped_sum
+    from sklearn_dp._clipped_sums import clipped_sum
     from sklearn_dp._losses import get_loss
     from sklearn_dp.solvers._l1_geometry import linf_row_norms
 

@@ -24,8 +24,8 @@ from sklearn.linear_model import Lasso, LogisticRegression, Ridge
 
 import sklearn_dp.solvers as solvers_module
 from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor, PrivacyBudget, _noise
+from sklearn_dp._clipped_sums import l2_clipped_derivatives
 from sklearn_dp._data import BoundedData, bound_data
-from sklearn_dp._kernels import l2_clipped_derivatives
 from sklearn_dp._losses import get_loss
 from sklearn_dp.accounting import epsilon_of_event, gaussian_noise_multiplier, gaussian_steps_event
 from sklearn_dp.exceptions import ConvergenceError

@@ -26,8 +26,8 @@ from sklearn.datasets import make_classification, make_regression
 from sklearn.linear_model import LogisticRegression, Ridge
 
 from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor, PrivacyBudget
+from sklearn_dp._clipped_sums import clipped_gradient_sum, newton_sums, sufficient_statistics, svec
 from sklearn_dp._data import bound_data
-from sklearn_dp._kernels import clipped_gradient_sum, newton_sums, sufficient_statistics, svec
 from sklearn_dp._losses import get_loss
 from sklearn_dp.solvers import SOLVERS
 from sklearn_dp.testing import trace_releases

@@ -1,6 +1,6 @@
 """dp_newton: second-order kernels, their sensitivities, exact noise scales, the non-private optimum.
 
-The kernels of ``sklearn_dp._kernels`` ("Second-order and sufficient
+The kernels of ``sklearn_dp._clipped_sums`` ("Second-order and sufficient
 statistics") are tested exactly: adding or removing one hostile row moves the
 gradient sum by at most the clip and by exactly the row's clipped gradient,
 and the ``svec`` of the Hessian sum by at most ``curvature_bound * R^2`` and
@@ -38,8 +38,8 @@ from test_sensitivity_properties import (
 )
 
 from sklearn_dp import DPLogisticRegression, DPSCORegressor, PrivacyBudget
+from sklearn_dp._clipped_sums import curvature_bound, newton_sums, svec, unsvec
 from sklearn_dp._data import bound_data
-from sklearn_dp._kernels import curvature_bound, newton_sums, svec, unsvec
 from sklearn_dp._losses import get_loss
 from sklearn_dp.accounting import epsilon_of_event, gaussian_noise_multiplier
 from sklearn_dp.solvers import SOLVERS, dp_newton

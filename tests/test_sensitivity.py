@@ -18,8 +18,8 @@ from scipy import stats
 from scipy.special import expit, softmax
 
 from sklearn_dp import _noise
+from sklearn_dp._clipped_sums import clipped_gradient_sum
 from sklearn_dp._data import bound_data, clip_labels, clip_rows_l2, row_l2_norms
-from sklearn_dp._kernels import clipped_gradient_sum
 from sklearn_dp._losses import (
     AbsoluteLoss,
     BinaryLogisticLoss,

@@ -54,8 +54,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.special import expit, softmax
 
-from sklearn_dp._data import bound_data
-from sklearn_dp._kernels import (
+from sklearn_dp._clipped_sums import (
     block_clipped_gradient_sum,
     capped_resque_sum,
     clipped_gradient_sum,
@@ -69,6 +68,7 @@ from sklearn_dp._kernels import (
     vr_correction,
     vr_root_estimate,
 )
+from sklearn_dp._data import bound_data
 from sklearn_dp._losses import (
     AbsoluteLoss,
     BinaryLogisticLoss,
@@ -383,7 +383,7 @@ def test_underflowing_row_norms_are_exact(sparse):
     # (subnormals carry fewer digits)
     np.testing.assert_allclose(got, expected, rtol=1e-12)
     # ...and a block of the data (what dp_cd clips with)
-    from sklearn_dp._kernels import block_row_norms
+    from sklearn_dp._clipped_sums import block_row_norms
 
     block = sp.csr_matrix(X[:, :2]) if sparse else np.asfortranarray(X)[:, :2]
     np.testing.assert_allclose(block_row_norms(block), expected, rtol=1e-12)

@@ -14,8 +14,8 @@ from sklearn.linear_model import ElasticNet, Lasso, Ridge, lasso_path
 from test_sensitivity_properties import bound_both, change, dense_row, l2_cases, prop, slack
 
 from sklearn_dp import DPLasso, DPSCORegressor, PrivacyBudget
+from sklearn_dp._clipped_sums import smallest_eigenvalue, sufficient_statistics, svec
 from sklearn_dp._data import bound_data
-from sklearn_dp._kernels import smallest_eigenvalue, sufficient_statistics, svec
 from sklearn_dp._losses import get_loss
 from sklearn_dp.accounting import epsilon_of_event, gaussian_noise_multiplier
 from sklearn_dp.solvers import _ssp as module

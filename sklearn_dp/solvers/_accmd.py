@@ -36,7 +36,7 @@ import math
 import numpy as np
 
 from .. import _noise, accounting
-from .._kernels import clipped_gradient_sum
+from .._clipped_sums import clipped_gradient_sum
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._gradient_descent import (
     check_clip_norm,
@@ -183,7 +183,7 @@ def plan_dp_accmd(
 def noisy_gradient_release(X, y, W, loss, clip, row_norms, noise_std, rng):
     """The only place dp_accmd reads the data: ``sum_i clip(grad_i(W)) + N(0, noise_std^2 I)``.
 
-    The sum is :func:`~sklearn_dp._kernels.clipped_gradient_sum` (sensitivity
+    The sum is :func:`~sklearn_dp._clipped_sums.clipped_gradient_sum` (sensitivity
     ``clip``), released through the noise gateway.
     """
     total = clipped_gradient_sum(X, y, W, loss, clip, row_norms)
@@ -294,7 +294,7 @@ def dp_accmd(
     iterations releases, through the noise gateway
     (:func:`noisy_gradient_release`, label ``"clipped gradient sum"``), the
     sum of per-sample gradients clipped to C
-    (:func:`sklearn_dp._kernels.clipped_gradient_sum`, sensitivity C) plus
+    (:func:`sklearn_dp._clipped_sums.clipped_gradient_sum`, sensitivity C) plus
     ``N(0, (sigma C)^2 I)``; the T adaptive Gaussian
     mechanisms compose exactly into one with multiplier ``sigma / sqrt(T)``.
     The coupling, mirror steps and y-steps use only these noisy sums and

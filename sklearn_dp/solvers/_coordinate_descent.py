@@ -30,7 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _noise, accounting
-from .._kernels import block_clipped_gradient_sum
+from .._clipped_sums import block_clipped_gradient_sum
 from ._common import (
     PrivacyPlan,
     Progress,

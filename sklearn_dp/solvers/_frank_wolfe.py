@@ -29,13 +29,13 @@ import math
 import numpy as np
 
 from .. import _noise, accounting
-from .._design import block_rows
-from .._kernels import (
+from .._clipped_sums import (
     frank_wolfe_gradient,
     vertex_scores,
     vr_correction,
     vr_root_estimate,
 )
+from .._design import block_rows
 from .._memo import memoize
 from ..accounting import PureEpsilonDpEvent
 from ._common import (
@@ -46,7 +46,6 @@ from ._common import (
     check_finite_iterate,
     make_rng,
 )
-from ._honesty import frank_wolfe_warning
 from ._l1_geometry import (
     allocate_rows,
     check_l1_options,
@@ -55,6 +54,7 @@ from ._l1_geometry import (
     make_domain,
     public_setup,
 )
+from ._noise_warnings import frank_wolfe_warning
 
 __all__ = [
     "frank_wolfe",
@@ -149,7 +149,7 @@ def select_vertex(gradient, domain, scales, rng, *, unit, label="vertex"):
     ``+-radius gradient_j``, plus ``l1_penalty_j * radius`` for the epigraph
     height of a penalised coordinate) and, with an L1 penalty, the origin
     (score 0); each box coordinate chooses ``+-box_j``
-    (:func:`sklearn_dp._kernels.vertex_scores`).  Each part is one release
+    (:func:`sklearn_dp._clipped_sums.vertex_scores`).  Each part is one release
     of the noise gateway's exponential mechanism
     (:func:`sklearn_dp._noise.exponential`, utilities ``-score``,
     ``P(v) ~ exp(-score(v) / scale)``) with its own scale (``scales =
@@ -291,7 +291,7 @@ def check_frank_wolfe(
     if public is not None and public.delta > 0:
         # With delta = 0 no other solver fits the penalised Lasso (dp_cd and
         # dp_ssp add Gaussian noise): frank_wolfe stays, and warns when its
-        # public error bound is large (see _honesty.frank_wolfe_warning).
+        # public error bound is large (see _noise_warnings.frank_wolfe_warning).
         check_penalty_ball("frank_wolfe", penalty, alpha, l1_ratio, options.get("radius"))
 
 
@@ -374,7 +374,7 @@ def _add_honest_warnings(
 ):
     """The honest warnings of a Frank-Wolfe fit into ``info["warnings"]`` (public values only).
 
-    The public error bound (:func:`~sklearn_dp.solvers._honesty.frank_wolfe_warning`:
+    The public error bound (:func:`~sklearn_dp.solvers._noise_warnings.frank_wolfe_warning`:
     released row count, d, epsilon, delta, radius) and the loose-ball check
     (:func:`penalty_ball_warning`: alpha and radius in the fit's units).
     """
@@ -437,7 +437,7 @@ def fw_public_error_bound(n_samples, n_params, epsilon, delta, radius):
     """:func:`_fw_error_bound` at :func:`default_frank_wolfe_iterations` steps (public inputs).
 
     The per-step epsilon is the one :func:`default_frank_wolfe_iterations`
-    uses; the honest warning (:func:`~sklearn_dp.solvers._honesty.frank_wolfe_warning`)
+    uses; the honest warning (:func:`~sklearn_dp.solvers._noise_warnings.frank_wolfe_warning`)
     compares it with a measured threshold.
     """
     epsilon, delta, radius = float(epsilon), float(delta), float(radius)

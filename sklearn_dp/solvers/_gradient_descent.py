@@ -13,8 +13,8 @@ import math
 import numpy as np
 
 from .. import _noise, accounting
+from .._clipped_sums import clipped_gradient_sum
 from .._data import row_sum
-from .._kernels import clipped_gradient_sum
 from ._common import (
     PrivacyPlan,
     Progress,
@@ -23,7 +23,7 @@ from ._common import (
     check_finite_iterate,
     make_rng,
 )
-from ._honesty import noise_dominated_warning, noise_excess_proxy
+from ._noise_warnings import noise_dominated_warning, noise_excess_proxy
 
 __all__ = [
     "dp_gd",
@@ -567,13 +567,13 @@ def dp_gd(
     Privacy
     -------
     ``info["warnings"]`` (the noise-dominated warning, see
-    :mod:`sklearn_dp.solvers._honesty`) is computed from the step size, the
+    :mod:`sklearn_dp.solvers._noise_warnings`) is computed from the step size, the
     noise, the released row count and the number of parameters only.
 
     (epsilon, delta)-DP under add/remove-one-row neighbouring.  Each step
     releases, through the noise gateway (:func:`sklearn_dp._noise.gaussian`,
     label ``"clipped gradient sum"``), the sum of per-sample gradients, each
-    clipped to L2 norm ``C`` (:func:`sklearn_dp._kernels.clipped_gradient_sum`;
+    clipped to L2 norm ``C`` (:func:`sklearn_dp._clipped_sums.clipped_gradient_sum`;
     adding or removing a row moves the sum by at most ``C``: sensitivity
     ``C``), plus ``N(0, (sigma C)^2 I)``.  The T steps are adaptive Gaussian
     mechanisms and compose exactly into one Gaussian mechanism with

@@ -24,7 +24,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from .. import _noise, accounting
-from .._kernels import clipped_sum
+from .._clipped_sums import clipped_sum
 from .._memo import memoize
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._gradient_descent import gradient_bound

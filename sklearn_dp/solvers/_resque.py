@@ -39,8 +39,8 @@ Where privacy is decided
 The Poisson batches come from :func:`sklearn_dp._noise.poisson_sample` and
 every inner step's noisy sum from :func:`sklearn_dp._noise.gaussian`, in the
 calling thread, once per step; joblib workers only evaluate the queries'
-derivatives.  The pre-noise sums are computed by the kernels of the ReSQue
-section of :mod:`sklearn_dp._kernels` (:func:`resque_query_derivatives`,
+derivatives.  The pre-noise sums are computed by the clipped sums of the ReSQue
+section of :mod:`sklearn_dp._clipped_sums` (:func:`resque_query_derivatives`,
 :func:`capped_resque_sum`).  The perturbations ``xi`` are public randomness:
 each step's are drawn from a stream keyed by (round, step, chunk of
 ``QUERY_CHUNK`` positions in the step's sorted batch), independent of the data
@@ -58,7 +58,7 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from .. import _noise, accounting
-from .._kernels import capped_resque_sum, resque_query_derivatives
+from .._clipped_sums import capped_resque_sum, resque_query_derivatives
 from .._losses import loss_names
 from ..exceptions import public_error
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
@@ -1232,7 +1232,7 @@ def resque(
     (epsilon, delta)-DP under add/remove-one-row neighbouring.  Inner step t
     releases, through :func:`sklearn_dp._noise.gaussian`,
     ``sum_{i in S_t} min(w_i, w_max) l'(x_i @ (y + xi_i), y_i) x_i +
-    N(0, (sigma w_max L)^2 I)`` (:func:`sklearn_dp._kernels.capped_resque_sum`)
+    N(0, (sigma w_max L)^2 I)`` (:func:`sklearn_dp._clipped_sums.capped_resque_sum`)
     with ``S_t`` a Poisson sample of rate q from
     :func:`sklearn_dp._noise.poisson_sample`.  Each term has norm at most
     ``w_max * L`` whatever the query point (the loss is L-Lipschitz on all of

@@ -21,8 +21,8 @@ import scipy.linalg
 from dp_accounting import dp_event as dpe
 
 from .. import _noise, accounting
+from .._clipped_sums import curvature_bound, newton_sums, svec, unsvec
 from .._data import row_sum
-from .._kernels import curvature_bound, newton_sums, svec, unsvec
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._gradient_descent import gradient_bound
 

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from .. import _noise, accounting
-from .._kernels import clipped_gradient_sum
+from .._clipped_sums import clipped_gradient_sum
 from ._common import (
     PrivacyPlan,
     Progress,
@@ -33,7 +33,7 @@ from ._gradient_descent import (
     gradient_bound,
     noisy_descent,
 )
-from ._honesty import noise_dominated_warning, noise_excess_proxy
+from ._noise_warnings import noise_dominated_warning, noise_excess_proxy
 
 __all__ = [
     "dp_sgd",
@@ -205,14 +205,14 @@ def dp_sgd(
     Privacy
     -------
     ``info["warnings"]`` (the noise-dominated warning, see
-    :mod:`sklearn_dp.solvers._honesty`) is computed from the step size, the
+    :mod:`sklearn_dp.solvers._noise_warnings`) is computed from the step size, the
     noise, the released row count and the number of parameters only.
 
     (epsilon, delta)-DP under add/remove-one-row neighbouring.  Each step is
     the Gaussian mechanism (noise ``N(0, (sigma C)^2 I)``, released through
     the noise gateway, :func:`sklearn_dp._noise.gaussian`) on the sum of
     per-sample gradients clipped to ``C``
-    (:func:`sklearn_dp._kernels.clipped_gradient_sum`) over a Poisson sample
+    (:func:`sklearn_dp._clipped_sums.clipped_gradient_sum`) over a Poisson sample
     with rate ``q = batch_size / n`` (drawn by
     :func:`sklearn_dp._noise.poisson_sample`); adding or removing a row
     changes the sum by at most ``C``.  The T steps compose as ``SelfComposed(PoissonSampled(q,

@@ -52,8 +52,8 @@ rounded (rates to two significant digits, epoch lengths up to a geometric
 grid with 12% steps) so that fits on noisy counts of similar size share one
 cached calibration.
 
-The pre-noise sums are the kernels ``svrg_snapshot_sum`` and
-``svrg_difference_sum`` of :mod:`sklearn_dp._kernels`; every release goes
+The pre-noise sums are the clipped sums ``svrg_snapshot_sum`` and
+``svrg_difference_sum`` of :mod:`sklearn_dp._clipped_sums`; every release goes
 through the noise gateway (:func:`sklearn_dp._noise.gaussian`) and every
 inner batch is drawn by :func:`sklearn_dp._noise.poisson_sample`.
 
@@ -74,7 +74,7 @@ import numpy as np
 from dp_accounting import dp_event as dpe
 
 from .. import _noise, accounting
-from .._kernels import svrg_difference_sum, svrg_snapshot_sum
+from .._clipped_sums import svrg_difference_sum, svrg_snapshot_sum
 from .._memo import memoize
 from ..exceptions import public_error
 from ._common import (
@@ -87,7 +87,12 @@ from ._common import (
     moved_less_than,
 )
 from ._gradient_descent import check_clip_norm, check_step_size, gradient_bound
-from ._honesty import is_classification, is_quiet, noise_dominated_warning, noise_excess_proxy
+from ._noise_warnings import (
+    is_classification,
+    is_quiet,
+    noise_dominated_warning,
+    noise_excess_proxy,
+)
 
 __all__ = [
     "dp_svrg",
@@ -365,7 +370,7 @@ def approximate_difference_multiplier(epsilon, delta, rate, n_inner, snapshot_sh
 def inner_noise_proxy(step_size, multiplier, clip, rate, n_public, n_params):
     """The honest-warning proxy of the SVRG inner steps (public values only).
 
-    :func:`~sklearn_dp.solvers._honesty.noise_excess_proxy` with the noise of
+    :func:`~sklearn_dp.solvers._noise_warnings.noise_excess_proxy` with the noise of
     a difference sum at its largest bound ``2 C`` (``multiplier * 2 C``) over
     the expected batch ``q n_public``.  The default epochs and the warning
     use the same proxy, so the epochs' ``QUIET_FRACTION`` is a fraction of
@@ -398,7 +403,7 @@ def quiet_svrg_epochs(
     """Default epochs of dp_svrg / dp_svrg_pp at finite epsilon: at most ``cap``, fewer when noisy.
 
     The largest ``T <= cap`` whose inner steps' public noise proxy
-    (:func:`~sklearn_dp.solvers._honesty.noise_excess_proxy` with the
+    (:func:`~sklearn_dp.solvers._noise_warnings.noise_excess_proxy` with the
     Gaussian-DP multiplier of :func:`approximate_difference_multiplier`, the
     difference bound ``2 C`` of the default clip and the expected batch ``q
     n_public``) stays below :data:`QUIET_FRACTION` of the solver's warning
@@ -802,7 +807,7 @@ def prox_elastic_net(W, step, alpha, l1_ratio, penalized):
 def snapshot_release(X, y, W, loss, clip_norm, row_norms, noise_std, rng):
     """The noisy snapshot: ``(sum_i clip(grad_i(W)) + N(0, noise_std^2 I), D)``.
 
-    The sum (:func:`~sklearn_dp._kernels.svrg_snapshot_sum`, sensitivity
+    The sum (:func:`~sklearn_dp._clipped_sums.svrg_snapshot_sum`, sensitivity
     ``clip_norm``) is released through the noise gateway.  ``D`` (the
     clipped per-sample derivatives, private) is kept for the inner steps,
     which use it only inside :func:`difference_release`.
@@ -823,7 +828,7 @@ def difference_release(
 ):
     """Noisy sum over a batch of per-sample gradient differences, each clipped to ``bound``.
 
-    The sum is :func:`~sklearn_dp._kernels.svrg_difference_sum` (sensitivity
+    The sum is :func:`~sklearn_dp._clipped_sums.svrg_difference_sum` (sensitivity
     ``bound``, add/remove one row), released through the noise gateway with
     noise ``N(0, (multiplier * bound)^2 I)``.
     """
@@ -994,7 +999,7 @@ def _fit_svrg(
 def svrg_noise_warning(name, loss, details, clip, n_public, n_params, epsilon):
     """The honest warning for dp_svrg / dp_svrg_pp, from public values only.
 
-    The proxy (:func:`~sklearn_dp.solvers._honesty.noise_excess_proxy`) of
+    The proxy (:func:`~sklearn_dp.solvers._noise_warnings.noise_excess_proxy`) of
     the inner steps: step size, the difference noise ``multiplier * 2 C``
     (the largest difference bound, public) over the expected batch ``q
     n_public``, and the number of parameters.
@@ -1113,16 +1118,16 @@ def dp_svrg(
     Privacy
     -------
     ``info["warnings"]`` (the noise-dominated warning, see
-    :mod:`sklearn_dp.solvers._honesty`) is computed from the step size, the
+    :mod:`sklearn_dp.solvers._noise_warnings`) is computed from the step size, the
     noise, the released row count and the number of parameters only.
 
     (epsilon, delta)-DP under add/remove-one-row neighbouring.  Per epoch,
     one Gaussian mechanism on the full data (the snapshot gradient sum,
-    :func:`sklearn_dp._kernels.svrg_snapshot_sum`, sensitivity C, multiplier
+    :func:`sklearn_dp._clipped_sums.svrg_snapshot_sum`, sensitivity C, multiplier
     ``s_snap``), and per inner step one Poisson-subsampled Gaussian mechanism
     (rate b/n, the sample drawn by :func:`sklearn_dp._noise.poisson_sample`)
     on the sum of per-sample gradient differences, each clipped to ``Delta``
-    (:func:`sklearn_dp._kernels.svrg_difference_sum`, sensitivity ``Delta``,
+    (:func:`sklearn_dp._clipped_sums.svrg_difference_sum`, sensitivity ``Delta``,
     multiplier ``s_diff``); every release goes through the noise gateway
     (:func:`sklearn_dp._noise.gaussian`); ``Delta = 2C`` or the adaptive
     ``min(2C, L_row ||W - W_snap||)``, a function of earlier noisy releases.
@@ -1255,7 +1260,7 @@ def dp_svrg_pp(
     Privacy
     -------
     ``info["warnings"]`` (the noise-dominated warning, see
-    :mod:`sklearn_dp.solvers._honesty`) is computed from the step size, the
+    :mod:`sklearn_dp.solvers._noise_warnings`) is computed from the step size, the
     noise, the released row count and the number of parameters only.
 
     As :func:`dp_svrg`, with ``K = m (2**(T+1) - 2)`` inner steps: T

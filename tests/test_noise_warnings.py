@@ -1,4 +1,4 @@
-"""Honest warnings and refusals from public values only.
+"""Noise warnings and refusals from public values only.
 
 A noisy first-order fit whose public noise proxy says the model is likely
 worse than the trivial predictor warns (through the estimator's private
@@ -20,7 +20,7 @@ from _helpers import regression_data
 
 from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor
 from sklearn_dp.solvers._frank_wolfe import check_frank_wolfe, check_penalty_ball
-from sklearn_dp.solvers._honesty import (
+from sklearn_dp.solvers._noise_warnings import (
     NOISE_EXCESS_THRESHOLDS,
     noise_dominated_warning,
     noise_excess_proxy,
@@ -161,7 +161,7 @@ def test_dp_sgd_regression_threshold():
 )
 def test_frank_wolfe_warning_rule(name, n_public, d, epsilon, warns):
     from sklearn_dp.solvers._frank_wolfe import fw_public_error_bound
-    from sklearn_dp.solvers._honesty import FW_BOUND_THRESHOLDS, frank_wolfe_warning
+    from sklearn_dp.solvers._noise_warnings import FW_BOUND_THRESHOLDS, frank_wolfe_warning
 
     assert FW_BOUND_THRESHOLDS == {"frank_wolfe": 3.0, "vr_frank_wolfe": 0.25}
     radius = math.sqrt(d)

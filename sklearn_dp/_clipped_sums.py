@@ -1,9 +1,9 @@
-"""Clipped-sum kernels: the per-sample bounded sums that every noisy release adds noise to.
+"""Clipped sums: the per-sample bounded sums that every noisy release adds noise to.
 
 Every pre-noise quantity of the package is computed by a function of this
 module, so that its add/remove-one sensitivity is stated (and tested, in
 ``tests/test_sensitivity.py`` and ``tests/test_sensitivity_properties.py``)
-in one place.  The kernels never add noise (the noise gateway,
+in one place.  These functions never add noise (the noise gateway,
 :mod:`sklearn_dp._noise`, does) and never build an n x d matrix of per-sample
 gradients: for a GLM the gradient of row i is ``outer(x_i, dl/dz_i)``, so a
 clipped sum is ``X.T @ (scale * D)`` with one scalar per row.

@@ -1,4 +1,4 @@
-"""Honest warnings: a fit whose noise likely swamps the signal says so.
+"""Noise warnings: a fit whose noise likely swamps the signal says so.
 
 The noisy first-order solvers (``dp_gd``, ``dp_sgd``, ``dp_svrg``,
 ``dp_svrg_pp``) add Gaussian noise to every step.  With few rows, a large
