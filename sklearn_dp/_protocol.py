@@ -222,9 +222,16 @@ class SolverPlanner:
         return share, self.plan(arguments, None, share)
 
     def after_release(self, problem, n_public, bounds, options, prefix):
-        """The solver's share once the count and the bounds are released."""
+        """``(share, plan)`` once the count and the bounds are released.
+
+        ``plan`` is the solver's plan from the released values at ``share``:
+        the solver runs it as it is (it never plans again), so the event it
+        reports is the one this share was certified for.
+        """
         try:
-            return self._after_release(problem, n_public, bounds, options, prefix)
+            share = self._after_release(problem, n_public, bounds, options, prefix)
+            released = self._arguments(problem, n_public, bounds, options)
+            return share, self.plan(released, n_public, share)
         finally:
             # The plans are not needed while the solver runs (a plan's event
             # can be large: one entry per step).

@@ -594,8 +594,13 @@ def test_the_solver_share_does_not_depend_on_released_bounds(estimator, solver, 
 
 
 def _count_plans(monkeypatch, solver):
-    """Record ``(n_samples, epsilon)`` of every call of ``solver``'s registered plan."""
+    """Record ``(n_samples, epsilon)`` of every call of ``solver``'s plan.
+
+    Calls through the registry (the estimator's planning) and calls by the
+    solver's own module (a solver that plans again for itself) alike.
+    """
     import dataclasses
+    import sys
 
     from sklearn_dp.solvers import SOLVERS
 
@@ -607,6 +612,7 @@ def _count_plans(monkeypatch, solver):
         return spec.plan(n_samples, n_params, epsilon, delta, **kwargs)
 
     monkeypatch.setitem(SOLVERS, solver, dataclasses.replace(spec, plan=plan))
+    monkeypatch.setattr(sys.modules[spec.plan.__module__], spec.plan.__name__, plan)
     return calls
 
 
@@ -651,6 +657,35 @@ def test_each_solver_plan_is_computed_once_per_fit(monkeypatch, make, solver):
     assert reserved == [plan.event]
     assert plan.solver == model.solver_ == solver
     assert plan.privacy_spent == model.privacy_spent_
+
+
+def _first_config_of_each_solver():
+    seen = {}
+    for (estimator, solver), params in CONFIGS.items():
+        seen.setdefault(solver, (estimator, params))
+    return [(solver, *seen[solver]) for solver in sorted(SOLVERS) if solver in seen]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("solver, estimator, params", _first_config_of_each_solver())
+def test_every_solver_runs_the_plan_it_was_charged_for(monkeypatch, solver, estimator, params):
+    """After the release of the count, one plan: the solver runs it and never plans again."""
+    if estimator == "DPLogisticRegression":
+        X, y = binary_data(400, 3)
+        params = dict(params, classes=[0, 1])
+    else:
+        X, y = regression_data(400, 3, coef=np.linspace(0.5, -0.5, 3))
+    calls = _count_plans(monkeypatch, solver)
+    model = _ESTIMATORS[estimator](
+        epsilon=1.0,
+        delta=1e-5 if SOLVERS[solver].approximate_dp else 0.0,
+        solver=solver,
+        random_state=0,
+        **params,
+    )
+    model.fit(X, y)
+    assert len(calls) == len(set(calls)), calls
+    assert len([call for call in calls if call[0] is not None]) == 1, calls
 
 
 def test_fit_plan_reads_no_private_value():

@@ -1202,7 +1202,7 @@ class BaseDPEstimator(BaseEstimator):
                 spec.check(**self._check_arguments(spec, problem, kwargs, public))
             except ValueError as exc:
                 raise public_error(ValueError(str(exc))) from None
-        epsilon_solver = math.inf
+        epsilon_solver, solver_plan = math.inf, None
         if plan.private:
             planner = context["planner"]
             if spec is not context["spec"]:
@@ -1213,7 +1213,9 @@ class BaseDPEstimator(BaseEstimator):
             prefix = dpe.ComposedDpEvent(
                 [dpe.LaplaceDpEvent(1.0 / plan.shares["count"])] + bound_events
             )
-            epsilon_solver = planner.after_release(problem, count.estimate, bounds, kwargs, prefix)
+            epsilon_solver, solver_plan = planner.after_release(
+                problem, count.estimate, bounds, kwargs, prefix
+            )
         weighted = context["weighted"]
         max_weight = float(getattr(self, "max_weight", 1.0))
         data = (_dask.bound_dask_data if context["dask_input"] else bound_data)(
@@ -1239,6 +1241,9 @@ class BaseDPEstimator(BaseEstimator):
             start = initial_point(bounds, problem)
             if start is not None:
                 kwargs = dict(kwargs, coef_init=start)
+        if solver_plan is not None and spec.takes_plan:
+            # The plan the share was certified for: the solver runs it, never plans again.
+            kwargs = dict(kwargs, plan=solver_plan)
         result = spec.function(
             data,
             problem.make_loss(data),

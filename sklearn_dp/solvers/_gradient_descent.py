@@ -467,6 +467,7 @@ def dp_gd(
     coef_init=None,
     random_state=None,
     verbose=0,
+    plan=None,
 ):
     """Noisy full-batch gradient descent on the L2-penalised average loss.
 
@@ -545,6 +546,10 @@ def dp_gd(
         Source of the noise (and of ``tau``); ``None`` draws fresh OS entropy.
     verbose : int
         Progress lines on stderr when > 0.
+    plan : PrivacyPlan or None
+        The plan to run, as :func:`plan_dp_gd` computed it for these
+        arguments (estimators hand down the plan their budget was charged
+        for); None plans here.
 
     Returns
     -------
@@ -616,25 +621,31 @@ def dp_gd(
         output = {None: "tail_average", "pl": "last", "gradient_norm": "random"}[schedule]
     if momentum == "auto":
         momentum = "nesterov" if schedule is None else None
-    # The schedule's inputs are passed only with a schedule, so that the plain
-    # call stays plan_dp_gd(n, d, epsilon, delta, max_iter=...).
-    schedule_inputs = (
-        {}
-        if schedule is None
-        else dict(
-            schedule=schedule,
-            loss=loss,
-            row_norm_bound=data.row_norm_bound,
-            alpha=alpha,
-            n_outputs=n_outputs,
-            clip_norm=clip_norm,
-            pl_constant=pl_constant,
-            initial_gap=initial_gap,
+    if plan is None:
+        # The schedule's inputs are passed only with a schedule, so that the
+        # plain call stays plan_dp_gd(n, d, epsilon, delta, max_iter=...).
+        schedule_inputs = (
+            {}
+            if schedule is None
+            else dict(
+                schedule=schedule,
+                loss=loss,
+                row_norm_bound=data.row_norm_bound,
+                alpha=alpha,
+                n_outputs=n_outputs,
+                clip_norm=clip_norm,
+                pl_constant=pl_constant,
+                initial_gap=initial_gap,
+            )
         )
-    )
-    plan = plan_dp_gd(
-        data.n_public, n_columns * n_outputs, epsilon, delta, max_iter=max_iter, **schedule_inputs
-    )
+        plan = plan_dp_gd(
+            data.n_public,
+            n_columns * n_outputs,
+            epsilon,
+            delta,
+            max_iter=max_iter,
+            **schedule_inputs,
+        )
     bound = gradient_bound(loss, data.row_norm_bound, clip_norm, private=not math.isinf(epsilon))
     if step_size is None:
         step_size = 1.0 / (loss.smoothness * data.row_norm_bound**2 + alpha)

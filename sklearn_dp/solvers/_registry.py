@@ -45,7 +45,17 @@ __all__ = [
 
 #: Arguments every solver receives from the estimator (not user options).
 SOLVER_ARGUMENTS = frozenset(
-    {"n_outputs", "alpha", "l1_ratio", "epsilon", "delta", "coef_init", "random_state", "verbose"}
+    {
+        "n_outputs",
+        "alpha",
+        "l1_ratio",
+        "epsilon",
+        "delta",
+        "coef_init",
+        "random_state",
+        "verbose",
+        "plan",
+    }
 )
 
 #: Constraints of a count, a positive public scale and a share of epsilon
@@ -157,6 +167,11 @@ class SolverSpec:
         return tuple(
             name for name in _keyword_parameters(self.function) if name not in SOLVER_ARGUMENTS
         )
+
+    @functools.cached_property
+    def takes_plan(self) -> bool:
+        """Whether it runs a plan computed for it (``plan=``) instead of planning itself."""
+        return "plan" in inspect.signature(self.function).parameters
 
     @functools.cached_property
     def warm_start(self) -> bool:
