@@ -18,7 +18,8 @@ Nothing here imports Dask at import time: without it installed, everything
 else works and Dask input gets an error naming what to install (the ``dask``
 extra's requirements, installable by name whichever way sklearn_dp was installed).
 
-Supported: the solvers of :data:`DASK_SOLVERS`, the private row count, the
+Supported: the solvers registered with ``dask=True`` (:func:`dask_solvers`),
+the private row count, the
 label set (``classes=None``), the ``"auto"`` bounds and warm starts.  Other
 solvers, and weighted fits (``sample_weight``, ``class_weight``), refuse
 Dask input before the budget is charged.
@@ -37,7 +38,7 @@ from . import _bounds
 from ._data import BoundedData, bound_data, row_l2_norms
 
 __all__ = [
-    "DASK_SOLVERS",
+    "dask_solvers",
     "EXTRA",
     "DaskBoundedData",
     "DaskDesign",
@@ -59,8 +60,13 @@ __all__ = [
     "filter_rows",
 ]
 
-#: Solvers that fit on Dask arrays (all their releases are full-batch sums).
-DASK_SOLVERS = ("dp_gd", "dp_newton", "dp_ssp")
+
+def dask_solvers():
+    """Names of the solvers that fit on Dask arrays (``SolverSpec.dask``)."""
+    from .solvers import registered_solvers
+
+    return [spec.name for spec in registered_solvers(dask=True)]
+
 
 #: How to install the optional dependency.
 EXTRA = 'pip install "dask[array]>=2024.1" "distributed>=2024.1"'
@@ -418,13 +424,14 @@ def _label_kinds(block):
 
 def check_solver(name, *, inside=False):
     """Refuse a solver that does not fit on Dask arrays (a public ValueError)."""
-    if name in DASK_SOLVERS:
+    supported = dask_solvers()
+    if name in supported:
         return
     from .exceptions import public_error
 
     error = ValueError(
         f"solver={name!r} does not fit on Dask arrays; Dask input supports the solvers "
-        f"{list(DASK_SOLVERS)} (pass solver=... explicitly), or pass NumPy arrays."
+        f"{supported} (pass solver=... explicitly), or pass NumPy arrays."
     )
     raise public_error(error) if inside else error
 

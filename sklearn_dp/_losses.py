@@ -295,13 +295,14 @@ LOSSES = {
 }
 
 
-def loss_names(*, smooth=None, lipschitz=None):
+def loss_names(*, smooth=None, lipschitz=None, classification=None):
     """The names of the losses with the given properties (None: either)."""
     return frozenset(
         name
         for name, cls in LOSSES.items()
         if (smooth is None or (cls.smoothness is not None) == smooth)
         and (lipschitz is None or cls.lipschitz == lipschitz)
+        and (classification is None or cls.is_classification == classification)
     )
 
 

@@ -147,7 +147,7 @@ def test_dask_fit_equals_in_memory_fit(case):
     Xd, yd = _dask_pair(X, y)
     lazy, lazy_trace = _fit(name, params, Xd, yd)
     assert lazy.solver_ == memory.solver_
-    assert lazy.solver_ in _dask.DASK_SOLVERS
+    assert lazy.solver_ in _dask.dask_solvers()
     # The same releases, in the same order, of the same values up to rounding.
     assert [r.label for r in lazy_trace.releases] == [r.label for r in memory_trace.releases]
     for a, b in zip(lazy_trace.releases, memory_trace.releases):

@@ -19,9 +19,9 @@ import pytest
 from _helpers import regression_data
 
 from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor
+from sklearn_dp.solvers import SOLVERS
 from sklearn_dp.solvers._frank_wolfe import check_frank_wolfe, check_penalty_ball
 from sklearn_dp.solvers._noise_warnings import (
-    NOISE_EXCESS_THRESHOLDS,
     noise_dominated_warning,
     noise_excess_proxy,
 )
@@ -49,10 +49,10 @@ def test_noise_excess_proxy_is_the_stationary_excess_loss():
     assert noise_excess_proxy(0.05, 0.0, 417.0, 11) == 0.0  # no noise (epsilon = inf)
 
 
-@pytest.mark.parametrize("name", sorted(NOISE_EXCESS_THRESHOLDS))
+@pytest.mark.parametrize("name", sorted(s.name for s in SOLVERS.values() if s.noise_warning))
 @pytest.mark.parametrize("loss", ["squared", "log_loss"])
 def test_the_rule_fires_above_its_threshold_only(name, loss):
-    threshold = NOISE_EXCESS_THRESHOLDS[name][loss == "log_loss"]
+    threshold = SOLVERS[name].noise_warning[loss == "log_loss"]
     assert noise_dominated_warning(name, loss, 0.99 * threshold, epsilon=1.0) is None
     message = noise_dominated_warning(name, loss, 1.01 * threshold, epsilon=1.0)
     assert message.startswith(f"{name}: ")
@@ -143,7 +143,7 @@ def test_noiseless_fits_never_warn():
 
 
 def test_dp_sgd_regression_threshold():
-    assert NOISE_EXCESS_THRESHOLDS["dp_sgd"] == (0.004, 1.0)
+    assert SOLVERS["dp_sgd"].noise_warning == (0.004, 1.0)
 
 
 @pytest.mark.parametrize(
@@ -161,12 +161,15 @@ def test_dp_sgd_regression_threshold():
 )
 def test_frank_wolfe_warning_rule(name, n_public, d, epsilon, warns):
     from sklearn_dp.solvers._frank_wolfe import fw_public_error_bound
-    from sklearn_dp.solvers._noise_warnings import FW_BOUND_THRESHOLDS, frank_wolfe_warning
+    from sklearn_dp.solvers._noise_warnings import frank_wolfe_warning
 
-    assert FW_BOUND_THRESHOLDS == {"frank_wolfe": 3.0, "vr_frank_wolfe": 0.25}
+    assert {s.name: s.bound_warning for s in SOLVERS.values() if s.bound_warning} == {
+        "frank_wolfe": 3.0,
+        "vr_frank_wolfe": 0.25,
+    }
     radius = math.sqrt(d)
     bound = fw_public_error_bound(n_public, d, epsilon, 1e-5, radius)
-    assert (bound >= FW_BOUND_THRESHOLDS[name]) is warns
+    assert (bound >= SOLVERS[name].bound_warning) is warns
     message = frank_wolfe_warning(name, "squared", n_public, d, epsilon, 1e-5, radius)
     assert (message is not None) is warns
     if warns:
@@ -247,7 +250,7 @@ def test_default_svrg_epochs_drop_when_the_public_noise_proxy_is_loud():
         s = approximate_difference_multiplier(1.0, 1e-5, rate, k, details["snapshot_share"])
         return noise_excess_proxy(details["step_size"], 2 * s * clip, rate * 3530.0, 11)
 
-    limit = QUIET_FRACTION * NOISE_EXCESS_THRESHOLDS["dp_svrg_pp"][0]
+    limit = QUIET_FRACTION * SOLVERS["dp_svrg_pp"].noise_warning[0]
     assert chosen == 2 and proxy(2) < limit <= proxy(3)
     # Classification keeps its default (its thresholds do not separate the
     # benchmark's rows), a given max_iter is run as given, no noise keeps the

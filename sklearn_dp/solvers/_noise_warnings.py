@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import math
 
+from .._losses import loss_names
+
 __all__ = [
-    "FW_BOUND_THRESHOLDS",
     "frank_wolfe_warning",
-    "NOISE_EXCESS_THRESHOLDS",
     "noise_excess_proxy",
     "noise_dominated_warning",
     "is_quiet",
@@ -42,34 +42,17 @@ __all__ = [
 
 #: Classification losses (bounded effect of noise on accuracy); every other
 #: loss uses the regression thresholds.
-_CLASSIFICATION_LOSSES = frozenset({"log_loss", "multinomial", "hinge", "squared_hinge"})
+_CLASSIFICATION_LOSSES = loss_names(classification=True)
 
-#: ``(regression, classification)`` thresholds on :func:`noise_excess_proxy`
-#: above which a fit is reported as likely noise-dominated.  Measured with
-#: ``benchmarks/bench_solvers.py`` defaults (one split, delta 1e-5) on
-#: diabetes, the 30k-row sparse regression, breast cancer and digits at
-#: epsilon 0.1 / 0.5 / 1 / 2 / 5: each threshold lies between the largest
-#: proxy of a row at or above the trivial predictor and the smallest proxy
-#: of a row far below it (the confusion table is in the solvers' docs pages).
-#:
-#: * dp_gd: regression rows below R^2 0 have proxy >= 0.061, rows above <= 0.018;
-#:   classification below the majority >= 1.4, above <= 0.36.
-#: * dp_sgd: at its default (10% batches) regression below >= 0.0066
-#:   (diabetes at epsilon 5, R^2 -0.08), above <= 0.0017 (sparse regression at
-#:   epsilon 0.1, R^2 0.67): threshold 0.004;
-#:   classification below >= 1.4, above <= 0.38.
-#: * dp_svrg (proxy of the inner steps, difference bound 2 C): regression below
-#:   >= 2.3, above <= 0.69; classification below >= 3.5, above <= 2.9.
-#: * dp_svrg_pp: regression below >= 0.49, above <= 0.12; classification: the
-#:   rows below the majority (digits at epsilon 0.1 / 0.5) and above it
-#:   (breast cancer at 0.1 / 0.5) overlap, so only the extreme (digits at
-#:   0.1, proxy 169) is reported.
-NOISE_EXCESS_THRESHOLDS = {
-    "dp_gd": (0.03, 1.0),
-    "dp_sgd": (0.004, 1.0),
-    "dp_svrg": (1.0, 3.2),
-    "dp_svrg_pp": (0.25, 100.0),
-}
+
+def _threshold(name, kind):
+    """``name``'s registered threshold ``kind`` (``SolverSpec.noise_warning`` or
+    ``bound_warning``; where they are measured is said in the registry), or None."""
+    from ._registry import SOLVERS
+
+    spec = SOLVERS.get(name)
+    return None if spec is None else getattr(spec, kind)
+
 
 _ALTERNATIVES = {
     "regression": (
@@ -102,12 +85,12 @@ def is_classification(loss_name):
 
 def _noise_threshold(name, loss_name):
     """``name``'s threshold on the noise proxy for ``loss_name``'s kind of loss."""
-    return NOISE_EXCESS_THRESHOLDS[name][is_classification(loss_name)]
+    return _threshold(name, "noise_warning")[is_classification(loss_name)]
 
 
 def is_quiet(name, loss_name, proxy, fraction=1.0):
     """Whether ``proxy`` stays below ``fraction`` of ``name``'s threshold for ``loss_name`` (public)."""
-    if name not in NOISE_EXCESS_THRESHOLDS:
+    if _threshold(name, "noise_warning") is None:
         return True
     return proxy < fraction * _noise_threshold(name, loss_name)
 
@@ -118,7 +101,7 @@ def noise_dominated_warning(name, loss_name, proxy, *, epsilon):
     The text names the proxy, the threshold and what to do instead.  Inputs
     are public (see the module docstring).
     """
-    if name not in NOISE_EXCESS_THRESHOLDS or not proxy > 0 or math.isinf(epsilon):
+    if _threshold(name, "noise_warning") is None or not proxy > 0 or math.isinf(epsilon):
         return None
     threshold = _noise_threshold(name, loss_name)
     if proxy < threshold:
@@ -134,25 +117,6 @@ def noise_dominated_warning(name, loss_name, proxy, *, epsilon):
     )
 
 
-#: Regression thresholds on the public Frank-Wolfe error bound
-#: (:func:`~sklearn_dp.solvers._frank_wolfe._fw_error_bound` at the default
-#: number of steps of ``frank_wolfe``: n_public, d, epsilon, delta and the l1
-#: radius in the solver's units, labels divided by their public scale).
-#: Measured with ``benchmarks/bench_solvers.py`` defaults (DPLasso, the
-#: constrained form at its default radius, one split, delta 1e-5):
-#:
-#: * frank_wolfe: diabetes bound 6.2 / 1.6 / 0.91 / 0.57 / 0.34 at epsilon
-#:   0.1 / 0.5 / 1 / 2 / 5 with R^2 -1.33 / 0.062 / 0.19 / 0.24 / 0.27; the
-#:   sparse regression (30k rows) 0.48 ... 0.045, R^2 >= 0.67: threshold 3.
-#: * vr_frank_wolfe: diabetes (all rows below R^2 0: -16.6 ... -1.3, bound >=
-#:   0.34); the sparse regression -0.46 at epsilon 0.1 (bound 0.48), >= 0.20
-#:   at 0.5 and above (bound <= 0.18): threshold 0.25.
-#:
-#: Classification losses are not measured (no benchmark row fits them with
-#: these solvers) and never warn.
-FW_BOUND_THRESHOLDS = {"frank_wolfe": 3.0, "vr_frank_wolfe": 0.25}
-
-
 def frank_wolfe_warning(name, loss_name, n_public, n_params, epsilon, delta, radius):
     """The honest warning for ``frank_wolfe`` / ``vr_frank_wolfe``; None when quiet.
 
@@ -165,14 +129,14 @@ def frank_wolfe_warning(name, loss_name, n_public, n_params, epsilon, delta, rad
     from ._frank_wolfe import fw_public_error_bound
 
     if (
-        name not in FW_BOUND_THRESHOLDS
+        _threshold(name, "bound_warning") is None
         or is_classification(loss_name)
         or math.isinf(epsilon)
         or radius is None
     ):
         return None
     bound = fw_public_error_bound(n_public, n_params, epsilon, delta, radius)
-    threshold = FW_BOUND_THRESHOLDS[name]
+    threshold = _threshold(name, "bound_warning")
     if bound < threshold:
         return None
     return (

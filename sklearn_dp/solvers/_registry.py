@@ -38,6 +38,7 @@ __all__ = [
     "AutoChoice",
     "register_solver",
     "get_solver",
+    "registered_solvers",
     "unsupported_reasons",
     "check_solver_supports",
     "choose_solver",
@@ -142,6 +143,19 @@ class SolverSpec:
     option_constraints : dict
         Constraints (scikit-learn's parameter-validation format) of options
         of this solver that :data:`OPTION_CONSTRAINTS` does not list.
+    dask : bool
+        Whether it fits on Dask arrays (every release a full-batch sum over
+        row chunks, :mod:`sklearn_dp._dask`); other solvers refuse Dask
+        input before the spend.
+    noise_warning : tuple of float or None
+        ``(regression, classification)`` thresholds on the public proxy of
+        the excess loss its step noise causes, above which a fit warns that
+        the noise likely swamps the signal
+        (:mod:`sklearn_dp.solvers._noise_warnings`); measured on the
+        benchmark.  None: no such warning.
+    bound_warning : float or None
+        Threshold on the public excess-risk bound of an l1-ball solver
+        (relative to the trivial model) above which a fit warns; None: none.
     """
 
     name: str
@@ -159,6 +173,9 @@ class SolverSpec:
     check: Callable | None = None
     sample_weight: bool = False
     option_constraints: dict = field(default_factory=dict, hash=False)
+    dask: bool = False
+    noise_warning: tuple | None = None
+    bound_warning: float | None = None
 
     # Read off the signature once per spec (estimators consult them on every fit).
     @functools.cached_property
@@ -205,6 +222,14 @@ def register_solver(spec: SolverSpec) -> SolverSpec:
         )
     SOLVERS[spec.name] = spec
     return spec
+
+
+def registered_solvers(**wanted) -> list:
+    """The specs of the registered solvers, in registration order.
+
+    ``wanted``: attribute values they must have, e.g. ``dask=True``.
+    """
+    return [s for s in SOLVERS.values() if all(getattr(s, k) == v for k, v in wanted.items())]
 
 
 def get_solver(name: str) -> SolverSpec:
