@@ -63,7 +63,7 @@ __all__ = [
 
 def dask_solvers():
     """Names of the solvers that fit on Dask arrays (``SolverSpec.dask``)."""
-    from .solvers import registered_solvers
+    from .solvers._registry import registered_solvers
 
     return [spec.name for spec in registered_solvers(dask=True)]
 
