@@ -119,7 +119,7 @@ def _solver_run(solver, *, loss, task, geometry, n=20, alpha=0.0, statistic=None
             n_outputs=1,
             alpha=alpha,
             epsilon=epsilon,
-            delta=_DELTAS[solver],
+            delta=_delta(solver),
             random_state=seed,
             **options,
         )
@@ -155,26 +155,10 @@ def _estimator_run(estimator, task, n=20, **params):
     return make_run
 
 
-_DELTAS = {
-    "frank_wolfe": 0.0,
-    "vr_frank_wolfe": 0.0,
-    "objective_perturbation": 0.0,
-    "output_perturbation": 0.0,
-}
-for _name in (
-    "dp_gd",
-    "dp_sgd",
-    "dp_cd",
-    "mirror_descent",
-    "localized_mirror_descent",
-    "resque",
-    "dp_svrg",
-    "dp_svrg_pp",
-    "dp_accmd",
-    "dp_newton",
-    "dp_ssp",
-):
-    _DELTAS[_name] = DELTA
+def _delta(solver):
+    """The audited delta: 0 for a solver that gives pure epsilon-DP, else :data:`DELTA`."""
+    return 0.0 if get_solver(solver).pure_dp else DELTA
+
 
 _LOGISTIC = dict(classes=[0, 1], penalty=None, clip_norm=0.05)
 _GD = dict(momentum=None, output="last")
@@ -545,11 +529,53 @@ def power_factor(solver, level):
     return _STRONG.get(solver)
 
 
+def _generic_config(spec):
+    """An audit of a solver with no configuration above, from its registry entry alone.
+
+    The canary setting of ``dp_gd`` (logistic loss, no penalty, a small
+    public ``clip_norm``, a few steps), restricted to what the solver
+    supports; a regression task on the squared (else its first) loss when it
+    does not fit the logistic loss.
+    """
+    options = {"clip_norm": 0.05} if "clip_norm" in spec.options else {}
+    if "max_iter" in spec.options:
+        options["max_iter"] = 5
+    params = dict(options, solver=spec.name)
+    if None in spec.penalties:
+        params["penalty"] = None
+    if spec.geometry == "linf":
+        params["feature_bound"] = 1.0
+    if "log_loss" in spec.losses:
+        loss, task, estimator = "log_loss", "classification", DPLogisticRegression
+        params["classes"] = [0, 1]
+    else:
+        loss = "squared" if "squared" in spec.losses else sorted(spec.losses)[0]
+        task, estimator = "regression", DPSCORegressor
+        params["loss"] = loss
+    return (
+        2.0,
+        dict(loss=loss, task=task, geometry=spec.geometry, **options),
+        (estimator, task, params),
+        "generic configuration (no strongest configuration registered)",
+    )
+
+
+def _all_configs():
+    from sklearn_dp.solvers import SOLVERS
+
+    return {name: _CONFIGS.get(name) or _generic_config(spec) for name, spec in SOLVERS.items()}
+
+
 def solver_audits(level=None):
-    """The audits of every configured solver (both levels unless ``level`` is given)."""
+    """The audits of every registered solver (both levels unless ``level`` is given)."""
     audits = []
-    for solver, (epsilon, solver_options, (estimator, task, params), note) in _CONFIGS.items():
-        delta = _DELTAS[solver]
+    for solver, (
+        epsilon,
+        solver_options,
+        (estimator, task, params),
+        note,
+    ) in _all_configs().items():
+        delta = _delta(solver)
         if level in (None, "solver"):
             audits.append(
                 SolverAudit(
@@ -581,10 +607,6 @@ def solver_audits(level=None):
                 )
             )
     return audits
-
-
-def configured_solvers():
-    return set(_CONFIGS)
 
 
 # --------------------------------------------------------------------------
