@@ -29,7 +29,7 @@ from sklearn_dp._data import BoundedData, bound_data
 from sklearn_dp._losses import get_loss
 from sklearn_dp.accounting import epsilon_of_event, gaussian_noise_multiplier, gaussian_steps_event
 from sklearn_dp.exceptions import ConvergenceError
-from sklearn_dp.solvers import _accmd, _svrg, dp_accmd, dp_gd, dp_svrg, dp_svrg_pp
+from sklearn_dp.solvers import _accmd, _registry, _svrg, dp_accmd, dp_gd, dp_svrg, dp_svrg_pp
 from sklearn_dp.solvers._accmd import accmd_iterations
 from sklearn_dp.solvers._gradient_descent import (
     gradient_norm_iterations,
@@ -1214,7 +1214,7 @@ def test_logistic_private_fits_spend_a_planned_event(monkeypatch, params):
         planned.append(None if plan is None else plan.event)
         return plan
 
-    monkeypatch.setitem(solvers_module.SOLVERS, name, dataclasses.replace(spec, plan=spy))
+    monkeypatch.setitem(_registry._REGISTRY, name, dataclasses.replace(spec, plan=spy))
     model = DPLogisticRegression(
         epsilon=1.0, classes=[0, 1], budget=budget, random_state=0, data_norm=2.0, **params
     ).fit(X, y)

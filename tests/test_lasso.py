@@ -13,7 +13,13 @@ from sklearn_dp._data import bound_data
 from sklearn_dp._losses import get_loss
 from sklearn_dp.accounting import epsilon_of_event
 from sklearn_dp.linear_model._lasso import alpha_for_l1_radius, l1_radius_for_alpha
-from sklearn_dp.solvers import SOLVERS, PrivacyPlan, SolverResult, SolverSpec, register_solver
+from sklearn_dp.solvers import (
+    PrivacyPlan,
+    SolverResult,
+    SolverSpec,
+    register_solver,
+    unregister_solver,
+)
 from sklearn_dp.solvers._l1_geometry import make_domain, reference_solve
 
 L1_SOLVERS = ["frank_wolfe", "vr_frank_wolfe", "mirror_descent", "localized_mirror_descent"]
@@ -346,7 +352,7 @@ def test_penalised_form_dispatches_to_an_unconstrained_l1_solver(sparse_data):
         with pytest.raises(ValueError, match="constraint='l1'"):
             DPLasso(epsilon=1.0, radius=1.0, solver="fake_l1_cd").fit(X, y)
     finally:
-        del SOLVERS["fake_l1_cd"]
+        unregister_solver("fake_l1_cd")
 
 
 # --------------------------------------------------------------------------

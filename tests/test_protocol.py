@@ -32,7 +32,7 @@ from sklearn_dp import (
 )
 from sklearn_dp.exceptions import ConvergenceError, PrivateFitError
 from sklearn_dp.linear_model._base import PrivatePhase
-from sklearn_dp.solvers import SOLVERS
+from sklearn_dp.solvers import SOLVERS, _registry
 from sklearn_dp.testing import trace_releases
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -199,9 +199,9 @@ def slow(*args, **kwargs):
     open(sys.argv[2], "w").close()  # inside the solver: the data is being read
     time.sleep(60)
     return original(*args, **kwargs)
-from sklearn_dp.solvers import SOLVERS
+from sklearn_dp.solvers import _registry
 import dataclasses
-SOLVERS["dp_gd"] = dataclasses.replace(SOLVERS["dp_gd"], function=slow)
+_registry._REGISTRY["dp_gd"] = dataclasses.replace(_registry.SOLVERS["dp_gd"], function=slow)
 rng = np.random.default_rng(0)
 X = rng.uniform(-0.5, 0.5, size=(100, 3)); y = (X[:, 0] > 0).astype(int)
 budget = PrivacyBudget(2.0, 1e-5, storage=sys.argv[1], composition="basic")
@@ -611,7 +611,7 @@ def _count_plans(monkeypatch, solver):
         calls.append((n_samples, epsilon, repr(sorted(kwargs.items()))))
         return spec.plan(n_samples, n_params, epsilon, delta, **kwargs)
 
-    monkeypatch.setitem(SOLVERS, solver, dataclasses.replace(spec, plan=plan))
+    monkeypatch.setitem(_registry._REGISTRY, solver, dataclasses.replace(spec, plan=plan))
     monkeypatch.setattr(sys.modules[spec.plan.__module__], spec.plan.__name__, plan)
     return calls
 

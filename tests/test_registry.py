@@ -13,11 +13,11 @@ from sklearn_dp.solvers import (
     PrivacyPlan,
     SolverResult,
     SolverSpec,
-    choose_solver,
     register_solver,
+    unregister_solver,
     unsupported_reasons,
 )
-from sklearn_dp.solvers._registry import OPTION_CONSTRAINTS, SOLVER_ARGUMENTS
+from sklearn_dp.solvers._registry import OPTION_CONSTRAINTS, SOLVER_ARGUMENTS, choose_solver
 
 
 def _plan(n_samples, n_params, epsilon, delta):  # pragma: no cover - never called
@@ -267,7 +267,7 @@ def test_a_toy_solver_is_picked_up_from_one_registry_entry():
         with pytest.raises(ValueError, match="max_iter"):
             DPSCORegressor(solver="toy_zero", solver_options={"max_iter": 0}).fit(X, X[:, 0])
     finally:
-        del SOLVERS["toy_zero"]
+        unregister_solver("toy_zero")
 
 
 def test_an_option_set_to_none_takes_its_default():

@@ -68,7 +68,8 @@ from .._warnings import user_stacklevel
 from ..accounting import ApproximateDpEvent
 from ..budget import PrivacyBudget
 from ..exceptions import public_error
-from ..solvers import check_solver_supports, choose_solver, get_solver
+from ..solvers import get_solver
+from ..solvers._registry import check_solver_supports, choose_solver
 
 __all__ = [
     "BaseDPEstimator",

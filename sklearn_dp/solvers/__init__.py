@@ -15,7 +15,7 @@ from .._limits import MAX_SCALE
 from .._losses import loss_names
 from .._sklearn_compat import Interval
 from ._accmd import check_dp_accmd, dp_accmd, plan_dp_accmd
-from ._common import PrivacyPlan, PrivateCount, SolverResult, make_rng, release_count
+from ._common import PrivacyPlan, SolverResult
 from ._coordinate_descent import check_dp_cd, dp_cd, plan_dp_cd
 from ._frank_wolfe import (
     check_frank_wolfe,
@@ -46,13 +46,13 @@ from ._registry import (
     COUNT,
     FRACTION,
     POSITIVE,
-    SOLVERS,
+    SOLVERS,  # noqa: F401 - the read-only registry, for the estimators and tests
     AutoChoice,
     SolverSpec,
-    check_solver_supports,
-    choose_solver,
     get_solver,
     register_solver,
+    registered_solvers,
+    unregister_solver,
     unsupported_reasons,
 )
 from ._resque import (
@@ -75,18 +75,14 @@ from ._svrg import (
 
 __all__ = [
     "SolverSpec",
-    "SOLVERS",
     "register_solver",
+    "unregister_solver",
     "get_solver",
-    "check_solver_supports",
+    "registered_solvers",
     "unsupported_reasons",
-    "choose_solver",
     "AutoChoice",
     "PrivacyPlan",
-    "PrivateCount",
     "SolverResult",
-    "make_rng",
-    "release_count",
     "dp_gd",
     "dp_sgd",
     "objective_perturbation",

@@ -23,6 +23,7 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from numbers import Integral, Real
+from types import MappingProxyType
 
 from .._limits import MAX_SCALE, MIN_FRACTION, MIN_SCALE
 from .._sklearn_compat import Interval
@@ -37,6 +38,7 @@ __all__ = [
     "FRACTION",
     "AutoChoice",
     "register_solver",
+    "unregister_solver",
     "get_solver",
     "registered_solvers",
     "unsupported_reasons",
@@ -201,7 +203,10 @@ class SolverSpec:
         return {key: table[key] for key in options if key in table}
 
 
-SOLVERS: dict[str, SolverSpec] = {}
+_REGISTRY: dict[str, SolverSpec] = {}
+
+#: The registered solvers by name, read-only (add one with :func:`register_solver`).
+SOLVERS = MappingProxyType(_REGISTRY)
 
 
 def register_solver(spec: SolverSpec) -> SolverSpec:
@@ -220,8 +225,14 @@ def register_solver(spec: SolverSpec) -> SolverSpec:
             f"{spec.name}: option_constraints names {unknown}, which are not keyword "
             "parameters of its function."
         )
-    SOLVERS[spec.name] = spec
+    _REGISTRY[spec.name] = spec
     return spec
+
+
+def unregister_solver(name: str) -> SolverSpec:
+    """Remove the solver ``name`` from the registry (e.g. one registered for an experiment)."""
+    get_solver(name)
+    return _REGISTRY.pop(name)
 
 
 def registered_solvers(**wanted) -> list:
