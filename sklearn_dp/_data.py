@@ -197,7 +197,7 @@ class BoundedData:
         What solvers may use in place of the number of rows for
         hyper-parameters (sampling rates, step counts, penalty scaling).  The
         true n is private under add/remove neighbouring: estimators set this
-        to a DP count (see :class:`~sklearn_dp.solvers.PrivateCount`).  Direct
+        to a DP count (see :class:`~sklearn_dp._protocol.PrivateCount`).  Direct
         solver calls that leave it unset treat the row count as public.
     normalizer : float
         What solvers divide noisy sums by to average them (an upper

@@ -28,7 +28,8 @@ from sphinx.util.docutils import SphinxDirective
 
 from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor
 from sklearn_dp.linear_model._base import FitProblem, PublicSetting
-from sklearn_dp.solvers import SOLVERS, check_solver_supports, get_solver
+from sklearn_dp.solvers import SOLVERS, get_solver
+from sklearn_dp.solvers._registry import check_solver_supports
 
 _ESTIMATOR_LOSSES = {
     "DPLogisticRegression": ("log_loss",),
