@@ -27,13 +27,16 @@ from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
 from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor
+from sklearn_dp._losses import loss_names
 from sklearn_dp.linear_model._base import FitProblem, PublicSetting
 from sklearn_dp.solvers import SOLVERS, get_solver
 from sklearn_dp.solvers._registry import check_solver_supports
 
+_LOSS_ORDER = ["squared", "huber", "absolute", "quantile"]
+_LOSS_ORDER += sorted(set(loss_names(classification=False)) - set(_LOSS_ORDER))
 _ESTIMATOR_LOSSES = {
     "DPLogisticRegression": ("log_loss",),
-    "DPSCORegressor": ("squared", "huber", "absolute", "quantile"),
+    "DPSCORegressor": tuple(sorted(loss_names(classification=False), key=_LOSS_ORDER.index)),
     "DPLasso": ("squared",),
 }
 _PENALTIES = ("l2", "l1", "elasticnet", None)

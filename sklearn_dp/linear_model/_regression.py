@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import _dask
 from .._data import scale_labels
-from .._losses import get_loss
+from .._losses import get_loss, loss_names
 from .._sklearn_compat import Interval, StrOptions
 from ..solvers import AutoChoice
 from ..solvers._second_order import second_order_fits
@@ -261,7 +261,8 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
 
     _parameter_constraints = {
         **BaseDPEstimator._privacy_parameter_constraints,
-        "loss": [StrOptions({"squared", "huber", "absolute", "quantile"})],
+        # Every regression loss of the library (a new one is offered at once).
+        "loss": [StrOptions(set(loss_names(classification=False)))],
         "huber_threshold": [*public_scale()],
         "quantile": [Interval(Real, 0, 1, closed="neither")],
         "penalty": [StrOptions({"l2", "l1", "elasticnet"}), None],
