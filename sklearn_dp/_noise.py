@@ -372,6 +372,30 @@ def _snapshot(value):
 # --------------------------------------------------------------------------
 
 
+def _grid_release(
+    mechanism, value, sensitivity, norm, scale, rng, label, *, grid_of, sampler, offset
+):
+    """The body shared by :func:`gaussian`, :func:`laplace` and :func:`l2_laplace`.
+
+    Rounds ``value`` to the grid ``grid_of(scale, sensitivity, m)`` (``m``
+    entries), draws ``m`` integers ``sampler(rng, grid.scale, m)`` and
+    releases ``g * (rint(value / g) + noise + offset)``, rounded once from
+    the exact integer sum (:func:`_released`); ``scale = 0`` releases a copy
+    of the value as it is.  The release is recorded in the active traces,
+    which may substitute what the caller gets.
+    """
+    array = np.asarray(value, dtype=float)
+    grid = None
+    if scale > 0:
+        grid = grid_of(scale, sensitivity, array.size)
+        noise = sampler(rng, grid.scale, array.size)
+        noisy = _released(_rounded(array, grid), noise, grid, offset)
+    else:
+        noisy = array.copy()
+    output = float(noisy) if np.ndim(value) == 0 else noisy
+    return _record(mechanism, value, sensitivity, norm, output, scale, label, grid=grid)
+
+
 def gaussian(value, *, sensitivity, noise_std, rng, label="", norm="l2"):
     """``value`` rounded to a grid plus exact discrete Gaussian noise on it (the Gaussian mechanism).
 
@@ -405,17 +429,18 @@ def gaussian(value, *, sensitivity, noise_std, rng, label="", norm="l2"):
         The noisy value (a new array), on the grid.
     """
     sensitivity = _check_sensitivity(sensitivity, norm)
-    noise_std = float(noise_std)
-    array = np.asarray(value, dtype=float)
-    grid = None
-    if noise_std > 0:
-        grid = gaussian_grid(noise_std, sensitivity, array.size)
-        noise = sample_discrete_gaussian(rng, grid.scale, array.size)
-        noisy = _released(_rounded(array, grid), noise, grid)
-    else:
-        noisy = array.copy()
-    output = float(noisy) if np.ndim(value) == 0 else noisy
-    return _record("gaussian", value, sensitivity, norm, output, noise_std, label, grid=grid)
+    return _grid_release(
+        "gaussian",
+        value,
+        sensitivity,
+        norm,
+        float(noise_std),
+        rng,
+        label,
+        grid_of=gaussian_grid,
+        sampler=sample_discrete_gaussian,
+        offset=0.0,
+    )
 
 
 def laplace(value, *, sensitivity, scale, rng, label=""):
@@ -450,17 +475,18 @@ def laplace(value, *, sensitivity, scale, rng, label=""):
         The noisy value (a new array), on the grid shifted by half a step.
     """
     sensitivity = _check_sensitivity(sensitivity, "l1")
-    scale = float(scale)
-    array = np.asarray(value, dtype=float)
-    grid = None
-    if scale > 0:
-        grid = laplace_grid(scale, sensitivity, array.size)
-        noise = sample_floored_laplace(rng, grid.scale, array.size)
-        noisy = _released(_rounded(array, grid), noise, grid, 0.5)
-    else:
-        noisy = array.copy()
-    output = float(noisy) if np.ndim(value) == 0 else noisy
-    return _record("laplace", value, sensitivity, "l1", output, scale, label, grid=grid)
+    return _grid_release(
+        "laplace",
+        value,
+        sensitivity,
+        "l1",
+        float(scale),
+        rng,
+        label,
+        grid_of=laplace_grid,
+        sampler=sample_floored_laplace,
+        offset=0.5,
+    )
 
 
 def l2_laplace(value, *, sensitivity, scale, rng, label=""):
@@ -499,17 +525,18 @@ def l2_laplace(value, *, sensitivity, scale, rng, label=""):
         The noisy value (a new array), on the grid shifted by half a step.
     """
     sensitivity = _check_sensitivity(sensitivity, "l2")
-    scale = float(scale)
-    array = np.asarray(value, dtype=float)
-    grid = None
-    if scale > 0:
-        grid = gaussian_grid(scale, sensitivity, array.size)
-        noise = sample_floored_l2_laplace(rng, grid.scale, array.size)
-        noisy = _released(_rounded(array, grid), noise, grid, 0.5)
-    else:
-        noisy = array.copy()
-    output = float(noisy) if np.ndim(value) == 0 else noisy
-    return _record("l2_laplace", value, sensitivity, "l2", output, scale, label, grid=grid)
+    return _grid_release(
+        "l2_laplace",
+        value,
+        sensitivity,
+        "l2",
+        float(scale),
+        rng,
+        label,
+        grid_of=gaussian_grid,
+        sampler=sample_floored_l2_laplace,
+        offset=0.5,
+    )
 
 
 def exponential(utilities, *, sensitivity, scale, rng, label=""):
