@@ -372,18 +372,20 @@ def _snapshot(value):
 # --------------------------------------------------------------------------
 
 
-def _grid_release(
-    mechanism, value, sensitivity, norm, scale, rng, label, *, grid_of, sampler, offset
-):
+def _grid_release(mechanism, value, sensitivity, norm, scale, rng, label, law):
     """The body shared by :func:`gaussian`, :func:`laplace` and :func:`l2_laplace`.
 
-    Rounds ``value`` to the grid ``grid_of(scale, sensitivity, m)`` (``m``
-    entries), draws ``m`` integers ``sampler(rng, grid.scale, m)`` and
-    releases ``g * (rint(value / g) + noise + offset)``, rounded once from
-    the exact integer sum (:func:`_released`); ``scale = 0`` releases a copy
-    of the value as it is.  The release is recorded in the active traces,
-    which may substitute what the caller gets.
+    ``law`` is ``(grid_of, sampler, offset)``: ``value`` is rounded to the
+    grid ``grid_of(scale, sensitivity, m)`` (``m`` entries), ``m`` integers
+    ``sampler(rng, grid.scale, m)`` are drawn and the release is ``g *
+    (rint(value / g) + noise + offset)``, rounded once from the exact integer
+    sum (:func:`_released`); ``scale = 0`` releases a copy of the value as it
+    is.  The release is recorded in the active traces, which may substitute
+    what the caller gets.
     """
+    grid_of, sampler, offset = law
+    sensitivity = _check_sensitivity(sensitivity, norm)
+    scale = float(scale)
     array = np.asarray(value, dtype=float)
     grid = None
     if scale > 0:
@@ -428,19 +430,8 @@ def gaussian(value, *, sensitivity, noise_std, rng, label="", norm="l2"):
     float or ndarray
         The noisy value (a new array), on the grid.
     """
-    sensitivity = _check_sensitivity(sensitivity, norm)
-    return _grid_release(
-        "gaussian",
-        value,
-        sensitivity,
-        norm,
-        float(noise_std),
-        rng,
-        label,
-        grid_of=gaussian_grid,
-        sampler=sample_discrete_gaussian,
-        offset=0.0,
-    )
+    law = (gaussian_grid, sample_discrete_gaussian, 0.0)
+    return _grid_release("gaussian", value, sensitivity, norm, noise_std, rng, label, law)
 
 
 def laplace(value, *, sensitivity, scale, rng, label=""):
@@ -474,19 +465,8 @@ def laplace(value, *, sensitivity, scale, rng, label=""):
     float or ndarray
         The noisy value (a new array), on the grid shifted by half a step.
     """
-    sensitivity = _check_sensitivity(sensitivity, "l1")
-    return _grid_release(
-        "laplace",
-        value,
-        sensitivity,
-        "l1",
-        float(scale),
-        rng,
-        label,
-        grid_of=laplace_grid,
-        sampler=sample_floored_laplace,
-        offset=0.5,
-    )
+    law = (laplace_grid, sample_floored_laplace, 0.5)
+    return _grid_release("laplace", value, sensitivity, "l1", scale, rng, label, law)
 
 
 def l2_laplace(value, *, sensitivity, scale, rng, label=""):
@@ -524,19 +504,8 @@ def l2_laplace(value, *, sensitivity, scale, rng, label=""):
     float or ndarray
         The noisy value (a new array), on the grid shifted by half a step.
     """
-    sensitivity = _check_sensitivity(sensitivity, "l2")
-    return _grid_release(
-        "l2_laplace",
-        value,
-        sensitivity,
-        "l2",
-        float(scale),
-        rng,
-        label,
-        grid_of=gaussian_grid,
-        sampler=sample_floored_l2_laplace,
-        offset=0.5,
-    )
+    law = (gaussian_grid, sample_floored_l2_laplace, 0.5)
+    return _grid_release("l2_laplace", value, sensitivity, "l2", scale, rng, label, law)
 
 
 def exponential(utilities, *, sensitivity, scale, rng, label=""):
