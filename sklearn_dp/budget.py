@@ -47,6 +47,11 @@ budget passed to an estimator keeps counting inside ``GridSearchCV``,
 ``cross_val_score`` and Pipelines.  Across processes only a file-backed budget
 (``storage="budget.sqlite"``) can count; an in-memory budget that reaches
 another process refuses to spend instead of silently starting from zero.
+
+Where the parts live: this module keeps the budget and its reservations;
+the filters' arithmetic (the rho limit, the pool, the charges of a spend) and
+the messages of a refused spend are in ``sklearn_dp._admission``, the
+ledger's storage (in memory or in an SQLite file) in ``sklearn_dp._ledger``.
 """
 
 from __future__ import annotations
@@ -64,8 +69,18 @@ from numbers import Real
 from typing import Literal
 
 from dp_accounting import dp_event as dpe
-from dp_accounting import gaussian_mechanism
 
+from ._admission import (
+    _RTOL,
+    _approximate_charges,
+    _basic_refusal,
+    _epsilon_of_rho,
+    _left,
+    _pool_epsilon,
+    _rho_limit,
+    _split_delta,
+    _zcdp_refusal,
+)
 from ._ledger import (
     COMPLETED,
     FAILED,
@@ -77,8 +92,7 @@ from ._ledger import (
     _Row,
     _SQLiteStorage,
 )
-from ._memo import memoize
-from .accounting import approximate_zcdp, check_event, epsilon_of_events, epsilon_of_zcdp
+from .accounting import check_event, epsilon_of_events
 from .exceptions import BudgetExceededError, BudgetStorageError
 
 __all__ = [
@@ -92,18 +106,6 @@ __all__ = [
 
 #: The admission rules a budget can use (see the module docstring).
 COMPOSITIONS = ("basic", "zcdp")
-
-# Relative slack when comparing a total with its limit: spending exactly what
-# `remaining` reports must succeed even though float sums are not exact.
-_RTOL = 1e-9
-
-# The share of a "zcdp" budget's delta that pays for approximate-DP parts
-# (the rest pays for the conversion).  Half: the estimators give their label
-# set half of their delta, so a budget whose delta is the estimators' default
-# admits one classifier fit without classes=; moving half of delta out of the
-# conversion costs about 5% of the rho at delta = 1e-5.
-_POOL_FRACTION = 0.5
-
 
 # In-memory budgets alive in this process, by uuid, so that unpickling in the
 # same process (joblib's threading backend, a pickle round-trip in a notebook)
@@ -176,48 +178,6 @@ def _check_spend_args(epsilon, delta, event):
 
 def _default_composition(delta):
     return "zcdp" if delta > 0 else "basic"
-
-
-def _split_delta(delta):
-    """``(pool, conversion)``: the two parts of a ``"zcdp"`` budget's delta."""
-    pool = _POOL_FRACTION * delta
-    return pool, delta - pool
-
-
-def _pool_epsilon(pool_delta):
-    # delta-approximate zCDP converts with this extra epsilon when the
-    # approximation is by conditioning on events of probability >= 1 - delta
-    # (none when it is by mixtures): about delta, kept to be safe either way.
-    return -math.log1p(-pool_delta) if pool_delta > 0 else 0.0
-
-
-@memoize(maxsize=256)
-def _rho_limit(epsilon, delta):
-    """The largest rho a ``"zcdp"`` budget ``(epsilon, delta)`` admits (bisection).
-
-    The interaction it admits is ``pool``-approximately ``rho``-zCDP; it is
-    ``(epsilon, delta)``-DP when the conversion of rho at the other part of
-    delta, plus the pool's epsilon term, is at most ``epsilon``.  The
-    conversion is dp_accounting's (the RDP-to-DP bound of Canonne, Kamath and
-    Steinke 2020 over its grid of orders: an upper bound on the true
-    epsilon), so the rho returned is on the safe side.
-    """
-    pool, delta = _split_delta(delta)
-    epsilon = epsilon - _pool_epsilon(pool)
-    if epsilon <= 0:
-        return 0.0
-    low, high = 0.0, max(1.0, epsilon)
-    while epsilon_of_zcdp(high, delta) <= epsilon:
-        low, high = high, 2.0 * high
-    for _ in range(100):
-        middle = 0.5 * (low + high)
-        if epsilon_of_zcdp(middle, delta) <= epsilon:
-            low = middle
-        else:
-            high = middle
-        if high - low <= 1e-12 * high:
-            break
-    return low
 
 
 # --------------------------------------------------------------------------
@@ -675,103 +635,14 @@ class PrivacyBudget:
             rho, pool_delta, kind = min(charges)
             own = kind == "own"
             raise BudgetExceededError(
-                self._zcdp_refusal(rows, epsilon, delta, rho, pool_delta, own)
+                _zcdp_refusal(self, rows, epsilon, delta, rho, pool_delta, own)
             )
         basic_eps, basic_delta = self._basic(rows, (epsilon, delta))
         if basic_eps <= self._epsilon * (1 + _RTOL) and basic_delta <= self._delta * (1 + _RTOL):
             return None, None
         raise BudgetExceededError(
-            self._basic_refusal(rows, epsilon, delta, (basic_eps, basic_delta))
+            _basic_refusal(self, rows, epsilon, delta, (basic_eps, basic_delta))
         )
-
-    def _refusal_head(self, rows, epsilon, delta, rule):
-        return (
-            f"Spending (epsilon={epsilon:.6g}, delta={delta:.6g}) would exceed the "
-            f"privacy budget (epsilon={self._epsilon:.6g}, delta={self._delta:.6g}), "
-            f"refused by its composition rule, composition={self._composition!r} ({rule}). "
-            f"{len(rows)} spend(s) recorded; nothing was spent."
-        )
-
-    _STOP = " Or stop: a fresh budget is only justified for fresh data."
-
-    def _basic_refusal(self, rows, epsilon, delta, totals):
-        rem_eps, rem_delta = self._remaining_of(rows)
-        parts = [
-            self._refusal_head(
-                rows, epsilon, delta, "basic composition: epsilons and deltas add up"
-            ),
-            f" With this spend the sums would be (epsilon={totals[0]:.6g}, "
-            f"delta={totals[1]:.6g}); remaining (epsilon={rem_eps:.6g}, delta={rem_delta:.6g}).",
-        ]
-        if self._delta == 0 and delta > 0:
-            parts.append(
-                " This budget has delta=0 and accepts only pure epsilon-DP spends "
-                "(delta=0): use a solver with a pure-DP mode, or a budget with delta > 0."
-            )
-            return "".join(parts)
-        if delta > rem_delta * (1 + _RTOL):
-            parts.append(
-                f" What would fit: a spend of delta at most {rem_delta:.6g} (this one's delta "
-                "alone is too large) and epsilon at most "
-                f"{rem_eps:.6g}."
-            )
-            if self._delta > 0:
-                parts.append(
-                    " Under basic composition every fit's delta counts; a budget with "
-                    "composition='zcdp' (the default when delta > 0) does not add up the "
-                    "deltas of Gaussian fits."
-                )
-        else:
-            parts.append(f" What would fit: epsilon at most {rem_eps:.6g} at this delta.")
-        parts.append(self._STOP)
-        return "".join(parts)
-
-    def _zcdp_refusal(self, rows, epsilon, delta, rho, pool_delta, own):
-        pool = self.delta_pool
-        rho_left = _left(self.rho_limit, self._rho_sum(rows))
-        pool_left = _left(pool, self._pool_sum(rows))
-        parts = [
-            self._refusal_head(
-                rows,
-                epsilon,
-                delta,
-                "the approximate-zCDP filter: the fits' rhos add up to at most "
-                f"rho_limit={self.rho_limit:.6g}, the deltas of their approximate-DP parts "
-                f"to at most delta_pool={pool:.6g}",
-            ),
-            f" This spend costs rho={rho:.6g}"
-            + (f" and pool delta={pool_delta:.6g}" if pool_delta else "")
-            + f"; left: rho={rho_left:.6g}, pool delta={pool_left:.6g}.",
-        ]
-        if own:
-            parts.append(
-                " It is charged as its own (epsilon, delta)-DP guarantee, epsilon^2 / 2 and "
-                "its whole delta: its mechanism has no cheaper zCDP description (none given, "
-                "a subsampled one, which zCDP charges without amplification, or a closed form)."
-            )
-        if pool_delta > pool_left * (1 + _RTOL):
-            if own:
-                parts.append(
-                    f" Its delta={pool_delta:.6g} does not fit the pool ({pool_left:.6g} left): "
-                    f"give this fit a delta of at most {pool_left:.6g}, or use a budget with "
-                    "composition='basic' for fits like it."
-                )
-            else:
-                parts.append(
-                    f" Its approximate-DP parts need delta={pool_delta:.6g} from the pool, "
-                    f"which has {pool_left:.6g} left: a classifier fitted without classes= "
-                    "releases its label set with half of its delta. Pass classes= (labels "
-                    "known in advance are public), or give the fit a smaller delta."
-                )
-        if rho > rho_left * (1 + _RTOL):
-            parts.append(" " + _what_fits(rho_left, delta, pool_delta))
-        if not rows and epsilon <= self._epsilon and delta <= self._delta:
-            parts.append(
-                " On a fresh budget, composition='basic' admits any one fit within "
-                "(epsilon, delta) (but then every later fit's delta adds up)."
-            )
-        parts.append(self._STOP)
-        return "".join(parts)
 
     def _admission(self, epsilon, delta, event, estimator, solver, status):
         """The row to record and the ``decide(rows)`` that admits it (and sets its charge)."""
@@ -958,67 +829,6 @@ class PrivacyBudget:
             f"composition={self._composition!r}, "
             f"{state}, storage={self._storage.describe()})"
         )
-
-
-def _epsilon_of_rho(rho, delta):
-    return 0.0 if rho <= 0 else float(epsilon_of_zcdp(rho, delta))
-
-
-def _left(limit, used):
-    """``limit - used``, with float dust (within a relative ``_RTOL`` of the limit) as 0."""
-    left = limit - used
-    return 0.0 if left <= _RTOL * limit else left
-
-
-def _approximate_charges(epsilon, delta, event):
-    """The valid ``(rho, pool_delta, kind)`` charges of a spend, in the order they are tried.
-
-    The event's own description (:func:`~sklearn_dp.accounting.approximate_zcdp`)
-    when it has one, and the spend's ``(epsilon, delta)``-DP guarantee, which
-    is ``delta``-approximately ``epsilon^2 / 2``-zCDP (Bun and Steinke 2016,
-    Proposition 1.13; for ``delta = 0``, their Proposition 1.4).  The first
-    is tried first; the second admits subsampled mechanisms (which the first
-    charges without amplification) at small epsilons.  A noiseless event
-    (rho = inf) has only its own description: its claimed guarantee would be
-    false.
-    """
-    own = (0.5 * epsilon * epsilon, float(delta), "own")
-    if event is None:
-        return [own]
-    described = approximate_zcdp(event)
-    if described is None:
-        return [own]
-    described = (float(described[0]), float(described[1]), "described")
-    if described[0] == math.inf or described[:2] == own[:2]:
-        return [described]
-    return [described, own]
-
-
-def _what_fits(rho_left, delta, pool_delta):
-    """What the rho left admits, in the terms of the refused spend."""
-    if rho_left <= 0:
-        return "What would fit: nothing that costs rho (the rho is used up)."
-    if delta > 0 and not pool_delta:
-        # The largest Gaussian mechanism that the rho left pays for, at the
-        # refused spend's delta: an estimator's fit at that epsilon costs
-        # about as much (measured within a few percent for dp_newton).
-        sigma = 1.0 / math.sqrt(2.0 * rho_left)
-        largest = gaussian_mechanism.get_epsilon_gaussian(sigma, delta)
-        return (
-            f"What would fit: a Gaussian mechanism of epsilon up to {largest:.4g} at "
-            f"delta={delta:.6g}; a fit at about that epsilon (ask for a little less: "
-            "its row count and bounds also cost rho)."
-        )
-    return (
-        f"What would fit: a spend charged as its (epsilon, delta) up to epsilon="
-        f"{math.sqrt(2.0 * rho_left):.4g} (charged epsilon^2 / 2), or any fit costing at "
-        f"most rho={rho_left:.6g}."
-    )
-
-
-def _short(event):
-    text = repr(event)
-    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def _bare_budget(epsilon, delta, composition, timeout, budget_id, storage):

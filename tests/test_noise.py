@@ -16,7 +16,7 @@ import pytest
 from scipy import stats
 from scipy.integrate import dblquad, quad
 
-from sklearn_dp import DPLasso, DPLogisticRegression, _noise
+from sklearn_dp import DPLasso, DPLogisticRegression, _exact_sampling, _noise, _noise_grids
 from sklearn_dp.testing import trace_releases
 
 # --------------------------------------------------------------------------
@@ -39,62 +39,62 @@ def _sqrt_fraction_upper_bound_holds(bound, m):
 
 @pytest.mark.parametrize("noise_std, sensitivity, m", GRID_CASES)
 def test_gaussian_grid_is_the_largest_admissible_power_of_two(noise_std, sensitivity, m):
-    grid = _noise.gaussian_grid(noise_std, sensitivity, m)
+    grid = _noise_grids.gaussian_grid(noise_std, sensitivity, m)
     g = Fraction(2) ** grid.exponent
     assert grid.spacing == float(g)
-    fine = g <= Fraction(noise_std) / _noise.MIN_GRID_SCALE and math.sqrt(m) * float(
+    fine = g <= Fraction(noise_std) / _noise_grids.MIN_GRID_SCALE and math.sqrt(m) * float(
         g
-    ) <= _noise.ROUNDING_SHARE * sensitivity * (1 + 1e-12)
-    capped = Fraction(noise_std) / g <= _noise.MAX_GRID_SCALE
+    ) <= _noise_grids.ROUNDING_SHARE * sensitivity * (1 + 1e-12)
+    capped = Fraction(noise_std) / g <= _noise_grids.MAX_GRID_SCALE
     assert capped
     if fine:
         # Twice the spacing breaks one of the two rules (or the grid is capped).
         g2 = 2 * g
         assert (
-            g2 > Fraction(noise_std) / _noise.MIN_GRID_SCALE
-            or math.sqrt(m) * float(g2) > _noise.ROUNDING_SHARE * sensitivity
+            g2 > Fraction(noise_std) / _noise_grids.MIN_GRID_SCALE
+            or math.sqrt(m) * float(g2) > _noise_grids.ROUNDING_SHARE * sensitivity
         )
     else:
         # Only the cap may overrule the rounding share: then half the spacing
         # puts more than 2**26 steps in the noise.
-        assert Fraction(noise_std) / (g / 2) > _noise.MAX_GRID_SCALE
+        assert Fraction(noise_std) / (g / 2) > _noise_grids.MAX_GRID_SCALE
 
 
 @pytest.mark.parametrize("noise_std, sensitivity, m", GRID_CASES)
 def test_gaussian_grid_scale_covers_the_rounding_exactly(noise_std, sensitivity, m):
-    grid = _noise.gaussian_grid(noise_std, sensitivity, m)
+    grid = _noise_grids.gaussian_grid(noise_std, sensitivity, m)
     g = Fraction(2) ** grid.exponent
     s = grid.scale
     # The rounded value's L2 sensitivity in steps is at most Delta / g + sqrt(m).
-    sqrt_m = _noise._sqrt_upper(m)
+    sqrt_m = _noise_grids._sqrt_upper(m)
     assert _sqrt_fraction_upper_bound_holds(sqrt_m, m)
     steps_sensitivity = Fraction(sensitivity) / g + sqrt_m
     # The calibrated multiplier noise_std / Delta holds for the rounded value.
     assert Fraction(s) / steps_sensitivity >= Fraction(noise_std) / Fraction(sensitivity)
     # ... and s is the least integer doing so (up to the 2**-30 margin).
     assert Fraction(s - 1) < (Fraction(noise_std) / Fraction(sensitivity)) * steps_sensitivity * (
-        1 + Fraction(_noise.SCALE_MARGIN)
+        1 + Fraction(_noise_grids.SCALE_MARGIN)
     )
-    assert s >= _noise.MIN_GRID_SCALE
+    assert s >= _noise_grids.MIN_GRID_SCALE
 
 
 @pytest.mark.parametrize("noise_std, sensitivity, m", GRID_CASES[:5])
 def test_rounding_costs_a_negligible_share_of_noise(noise_std, sensitivity, m):
-    grid = _noise.gaussian_grid(noise_std, sensitivity, m)
+    grid = _noise_grids.gaussian_grid(noise_std, sensitivity, m)
     inflation = grid.scale * grid.spacing / noise_std - 1
-    assert 0 <= inflation <= _noise.ROUNDING_SHARE + 2.0**-9
+    assert 0 <= inflation <= _noise_grids.ROUNDING_SHARE + 2.0**-9
 
 
 def test_a_large_laplace_release_keeps_its_rounding_cost_small():
     # A million entries at noise 16 times the sensitivity: the L1 rounding
     # adds m steps, so the cap on the grid scale bounds the extra noise.
     scale, sensitivity, m = 16.0, 1.0, 10**6
-    grid = _noise.laplace_grid(scale, sensitivity, m)
+    grid = _noise_grids.laplace_grid(scale, sensitivity, m)
     assert grid.scale * grid.spacing / scale <= 1.05
 
 
 def test_a_data_independent_value_needs_no_inflation():
-    grid = _noise.gaussian_grid(3.0, 0.0, 100)
+    grid = _noise_grids.gaussian_grid(3.0, 0.0, 100)
     assert grid.scale == math.ceil(
         Fraction(3.0) / Fraction(grid.spacing) * (1 + Fraction(2) ** -30)
     )
@@ -102,10 +102,10 @@ def test_a_data_independent_value_needs_no_inflation():
 
 @pytest.mark.parametrize("scale, sensitivity, m", [(1.0, 1.0, 1), (0.2, 0.1, 30), (40.0, 2.0, 500)])
 def test_laplace_grid_scale_covers_the_l1_rounding_exactly(scale, sensitivity, m):
-    grid = _noise.laplace_grid(scale, sensitivity, m)
+    grid = _noise_grids.laplace_grid(scale, sensitivity, m)
     g = Fraction(2) ** grid.exponent
-    assert m * float(g) <= _noise.ROUNDING_SHARE * sensitivity or (
-        Fraction(scale) / (g / 2) > _noise.MAX_LAPLACE_GRID_SCALE
+    assert m * float(g) <= _noise_grids.ROUNDING_SHARE * sensitivity or (
+        Fraction(scale) / (g / 2) > _noise_grids.MAX_LAPLACE_GRID_SCALE
     )
     # L1 sensitivity in steps: Delta / g + m; epsilon = that / t <= Delta / scale.
     steps_sensitivity = Fraction(sensitivity) / g + m
@@ -114,7 +114,7 @@ def test_laplace_grid_scale_covers_the_l1_rounding_exactly(scale, sensitivity, m
 
 def test_exponential_grid_keeps_the_temperature_ratio():
     for scale, sensitivity in [(1.0, 1.0), (2.0, 0.5), (0.013, 0.004)]:
-        grid = _noise.exponential_grid(scale, sensitivity)
+        grid = _noise_grids.exponential_grid(scale, sensitivity)
         g = Fraction(2) ** grid.exponent
         assert (Fraction(sensitivity) / g + 1) / grid.scale <= Fraction(sensitivity) / Fraction(
             scale
@@ -123,7 +123,7 @@ def test_exponential_grid_keeps_the_temperature_ratio():
 
 @pytest.mark.parametrize("scale, threshold", [(1.0, 5.0), (0.3, 2.7), (20.0, 250.0), (5000.0, 6e4)])
 def test_histogram_cutoff_keeps_epsilon_and_delta(scale, threshold):
-    grid, cutoff = _noise.histogram_cutoff(scale, threshold)
+    grid, cutoff = _noise_grids.histogram_cutoff(scale, threshold)
     g = Fraction(2) ** grid.exponent
     assert grid.exponent <= 0  # the grid divides the integer counts
     # epsilon: a count moves by 1 = 1/g steps; continuous Laplace of t steps.
@@ -137,7 +137,7 @@ def test_histogram_cutoff_keeps_epsilon_and_delta(scale, threshold):
     "scale, m, coupling", [(30.0, 31, 2e-10), (1e-3, 4, 1.0), (5.0, 1000, 1e-4), (2.0, 1, 1e-30)]
 )
 def test_objective_noise_grid_is_the_largest_admissible_power_of_two(scale, m, coupling):
-    grid = _noise.objective_noise_grid(scale, m, coupling)
+    grid = _noise_grids.objective_noise_grid(scale, m, coupling)
     g = grid.spacing
     assert g == 2.0**grid.exponent
 
@@ -183,7 +183,7 @@ def test_objective_perturbation_term_is_the_rounding_of_exact_noise(noise):
     release = releases[0]
     assert release.mechanism == "objective_perturbation" and release.value is None
     assert release.sensitivity == 1.5 and release.norm == "l2" and release.scale == scale
-    assert release.grid == _noise.objective_noise_grid(scale, 6, 1e-3)
+    assert release.grid == _noise_grids.objective_noise_grid(scale, 6, 1e-3)
     g = release.grid.spacing
     b = np.array(terms)
     assert b.shape == (400, *shape)
@@ -217,7 +217,7 @@ def test_objective_perturbation_without_noise_solves_with_a_zero_term():
 def test_discrete_gaussian_gap_is_below_the_stated_bound():
     # tau = 10 sum_{k=1}^{m-1} exp(-2 pi^2 s^2 k / (k + 1)) <= 10 m exp(-pi^2 s^2):
     # at the smallest grid scale, log10(tau) for a billion entries.
-    s = _noise.MIN_GRID_SCALE
+    s = _noise_grids.MIN_GRID_SCALE
     log10_tau = math.log10(10 * 1e9) - math.pi**2 * s**2 / math.log(10)
     assert log10_tau < -4_000_000
 
@@ -252,7 +252,7 @@ def _discrete_gaussian_pmf(s, support):
 @pytest.mark.parametrize("s", [1, 3])
 def test_discrete_gaussian_matches_its_exact_pmf(s):
     rng = np.random.default_rng(12)
-    samples = _noise.sample_discrete_gaussian(rng, s, 200_000)
+    samples = _exact_sampling.sample_discrete_gaussian(rng, s, 200_000)
     support = np.arange(-8 * s, 8 * s + 1)
     assert _chi_square_pvalue(samples, support, _discrete_gaussian_pmf(s, support)) > 1e-4
     assert samples.mean() == pytest.approx(0.0, abs=5 * s / math.sqrt(samples.size))
@@ -261,7 +261,7 @@ def test_discrete_gaussian_matches_its_exact_pmf(s):
 def test_discrete_gaussian_moments_at_a_large_scale():
     rng = np.random.default_rng(3)
     s = 2**20
-    samples = _noise.sample_discrete_gaussian(rng, s, 100_000).astype(float) / s
+    samples = _exact_sampling.sample_discrete_gaussian(rng, s, 100_000).astype(float) / s
     assert samples.mean() == pytest.approx(0.0, abs=0.02)
     assert samples.var() == pytest.approx(1.0, rel=0.02)
 
@@ -269,7 +269,7 @@ def test_discrete_gaussian_moments_at_a_large_scale():
 @pytest.mark.parametrize("t", [1, 4])
 def test_floored_laplace_matches_its_exact_pmf(t):
     rng = np.random.default_rng(5)
-    samples = _noise.sample_floored_laplace(rng, t, 200_000)
+    samples = _exact_sampling.sample_floored_laplace(rng, t, 200_000)
     support = np.arange(-12 * t, 12 * t)
     # floor(L), L ~ Laplace(t): P(k) = integral of the density over [k, k + 1).
     upper = stats.laplace.cdf(support + 1.0, scale=t)
@@ -280,7 +280,7 @@ def test_floored_laplace_matches_its_exact_pmf(t):
 def test_discrete_laplace_matches_its_exact_pmf():
     rng = np.random.default_rng(6)
     t = 3
-    samples = _noise.sample_discrete_laplace(rng, t, 200_000)
+    samples = _exact_sampling.sample_discrete_laplace(rng, t, 200_000)
     support = np.arange(-40, 41)
     q = math.exp(-1 / t)
     pmf = (1 - q) / (1 + q) * np.exp(-np.abs(support) / t)
@@ -292,7 +292,7 @@ def test_rounded_gaussian_matches_the_continuous_gaussian_cell_masses(s, size):
     # floor(N), N ~ N(0, s^2): P(k) = Phi((k + 1) / s) - Phi(k / s).  At s = 1 and 2 the
     # cell coin often needs bits of U and several pieces (2 k + 1 > 2 s^2).
     rng = np.random.default_rng(40 + s)
-    samples = _noise.sample_rounded_gaussian(rng, s, size)
+    samples = _exact_sampling.sample_rounded_gaussian(rng, s, size)
     support = np.arange(-8 * s, 8 * s)
     pmf = stats.norm.cdf((support + 1.0) / s) - stats.norm.cdf(support / s)
     assert _chi_square_pvalue(samples, support, pmf) > 1e-4
@@ -301,7 +301,9 @@ def test_rounded_gaussian_matches_the_continuous_gaussian_cell_masses(s, size):
 def test_short_rounded_gaussian_draws_match_the_cell_masses():
     # Draws of at most a few entries take the one-value-at-a-time path.
     rng = np.random.default_rng(44)
-    samples = np.concatenate([_noise.sample_rounded_gaussian(rng, 2, 3) for _ in range(30_000)])
+    samples = np.concatenate(
+        [_exact_sampling.sample_rounded_gaussian(rng, 2, 3) for _ in range(30_000)]
+    )
     support = np.arange(-16, 16)
     pmf = stats.norm.cdf((support + 1.0) / 2) - stats.norm.cdf(support / 2.0)
     assert _chi_square_pvalue(samples, support, pmf) > 1e-4
@@ -311,7 +313,7 @@ def test_rounded_gaussian_at_a_large_scale_is_the_continuous_gaussian():
     # floor(N) + U for a fresh uniform U is distributed as N itself.
     rng = np.random.default_rng(45)
     s = 2**26
-    samples = _noise.sample_rounded_gaussian(rng, s, 50_000).astype(float)
+    samples = _exact_sampling.sample_rounded_gaussian(rng, s, 50_000).astype(float)
     continuous = (samples + rng.uniform(size=samples.size)) / s
     assert stats.kstest(continuous, "norm").pvalue > 1e-3
 
@@ -320,7 +322,9 @@ def test_rounded_gaussian_at_a_large_scale_is_the_continuous_gaussian():
 def test_l2_laplace_in_one_dimension_is_the_floored_laplace(t):
     # In one dimension, exp(-|x| / t) is the Laplace density.
     rng = np.random.default_rng(70 + t)
-    samples = np.concatenate([_noise.sample_floored_l2_laplace(rng, t, 1) for _ in range(30_000)])
+    samples = np.concatenate(
+        [_exact_sampling.sample_floored_l2_laplace(rng, t, 1) for _ in range(30_000)]
+    )
     support = np.arange(-12 * t, 12 * t)
     pmf = stats.laplace.cdf(support + 1.0, scale=t) - stats.laplace.cdf(support * 1.0, scale=t)
     assert _chi_square_pvalue(samples, support, pmf) > 1e-4
@@ -330,7 +334,7 @@ def test_l2_laplace_in_two_dimensions_matches_its_cell_masses():
     # Density exp(-||x||) / (2 pi) on R^2, integrated over the unit cells near the origin.
     rng = np.random.default_rng(72)
     n = 30_000
-    draws = np.array([_noise.sample_floored_l2_laplace(rng, 1, 2) for _ in range(n)])
+    draws = np.array([_exact_sampling.sample_floored_l2_laplace(rng, 1, 2) for _ in range(n)])
     cells = [(a, c) for a in range(-3, 3) for c in range(-3, 3)]
     masses = np.array(
         [
@@ -349,7 +353,7 @@ def test_l2_laplace_at_a_large_scale_has_a_gamma_norm_and_a_uniform_direction(m,
     # m = 64 takes the vectorised proposals of the Gaussian coordinates.
     rng = np.random.default_rng(73 + m)
     t = 2**26
-    draws = np.array([_noise.sample_floored_l2_laplace(rng, t, m) for _ in range(n)])
+    draws = np.array([_exact_sampling.sample_floored_l2_laplace(rng, t, m) for _ in range(n)])
     points = (draws + 0.5) / t
     norms = np.linalg.norm(points, axis=1)
     assert stats.kstest(norms, stats.gamma(a=m).cdf).pvalue > 1e-3
@@ -361,11 +365,11 @@ def test_exponential_fraction_has_the_truncated_exponential_law():
     # A kept fraction has density e^-f / (1 - e^-1) on [0, 1); its leading bits and fresh
     # uniform bits after them give its value.
     rng = np.random.default_rng(74)
-    bits = _noise._Bits(rng, 4096)
+    bits = _exact_sampling._Bits(rng, 4096)
     values = []
     for _ in range(20_000):
-        fraction = _noise._one_exponential_fraction(bits)
-        values.append(_noise._refine(fraction, 0, bits, 62) / 2.0**62)
+        fraction = _exact_sampling._one_exponential_fraction(bits)
+        values.append(_exact_sampling._refine(fraction, 0, bits, 62) / 2.0**62)
     cdf = lambda x: (1 - np.exp(-x)) / (1 - math.exp(-1))
     assert stats.kstest(values, cdf).pvalue > 1e-3
 
@@ -375,9 +379,11 @@ def test_lazy_comparison_has_its_exact_probability(k, factor):
     # P(factor * V < 2 k U + U^2) for independent uniforms U, V: the integral of
     # min(1, (2 k u + u^2) / factor) over [0, 1].
     rng = np.random.default_rng(50 + k)
-    bits = _noise._Bits(rng, 4096)
+    bits = _exact_sampling._Bits(rng, 4096)
     n = 40_000
-    hits = sum(_noise._lazy_below(bits, [k, 0, 0], factor, bits.one(2**62)) for _ in range(n))
+    hits = sum(
+        _exact_sampling._lazy_below(bits, [k, 0, 0], factor, bits.one(2**62)) for _ in range(n)
+    )
     expected = quad(lambda u: min(1.0, (2 * k * u + u * u) / factor), 0, 1, points=[0.5])[0]
     assert stats.binomtest(hits, n, expected).pvalue > 1e-4
 
@@ -387,9 +393,9 @@ def test_cell_coin_has_its_exact_probability(k, s):
     # P(coin) = integral over u in [0, 1] of exp(-(2 k u + u^2) / (2 s^2)); (2, 1) and (5, 2)
     # split the exponent into several pieces.
     rng = np.random.default_rng(60 + k)
-    bits = _noise._Bits(rng, 4096)
+    bits = _exact_sampling._Bits(rng, 4096)
     n = 40_000
-    hits = sum(_noise._one_cell_coin(bits, k, s) for _ in range(n))
+    hits = sum(_exact_sampling._one_cell_coin(bits, k, s) for _ in range(n))
     expected = quad(lambda u: math.exp(-(2 * k * u + u * u) / (2 * s * s)), 0, 1)[0]
     assert stats.binomtest(hits, n, expected).pvalue > 1e-4
 
@@ -398,7 +404,9 @@ def test_cell_coin_has_its_exact_probability(k, s):
 def test_exact_bernoulli_of_exp_has_its_rate(numerator, denominator):
     rng = np.random.default_rng(7)
     n = 200_000
-    coins = _noise._bernoulli_exp(_noise._Bits(rng, n), np.full(n, numerator), denominator)
+    coins = _exact_sampling._bernoulli_exp(
+        _exact_sampling._Bits(rng, n), np.full(n, numerator), denominator
+    )
     p = math.exp(-numerator / denominator)
     assert coins.mean() == pytest.approx(p, abs=5 * math.sqrt(p * (1 - p) / n) + 1e-12)
 
@@ -406,8 +414,8 @@ def test_exact_bernoulli_of_exp_has_its_rate(numerator, denominator):
 def test_bernoulli_of_exp_beyond_int64_is_exact_in_python_integers():
     rng = np.random.default_rng(8)
     big = 2**80
-    bits = _noise._Bits(rng, 1024)
-    draws = [_noise._bernoulli_exp_big(bits, big // 2, big) for _ in range(4000)]
+    bits = _exact_sampling._Bits(rng, 1024)
+    draws = [_exact_sampling._bernoulli_exp_big(bits, big // 2, big) for _ in range(4000)]
     assert np.mean(draws) == pytest.approx(math.exp(-0.5), abs=0.04)
 
 
@@ -415,7 +423,7 @@ def test_exponential_mechanism_samples_the_gibbs_law_of_the_rounded_utilities():
     rng = np.random.default_rng(9)
     utilities = np.array([0.0, 0.7, 1.3, 2.0, -1.0])
     scale, sensitivity = 1.0, 1.0
-    grid = _noise.exponential_grid(scale, sensitivity)
+    grid = _noise_grids.exponential_grid(scale, sensitivity)
     steps = np.rint(np.ldexp(utilities, -grid.exponent))
     target = np.exp((steps - steps.max()) / grid.scale)
     target /= target.sum()
@@ -434,7 +442,7 @@ def test_samplers_agree_with_opendp():
     s, n = 3, 20_000
     meas = dp.m.make_gaussian(dp.atom_domain(T=int), dp.absolute_distance(T=int), scale=float(s))
     theirs = np.array([meas(0) for _ in range(n)])
-    ours = _noise.sample_discrete_gaussian(np.random.default_rng(10), s, n)
+    ours = _exact_sampling.sample_discrete_gaussian(np.random.default_rng(10), s, n)
     support = np.arange(-4 * s, 4 * s + 1)
     table = np.array([[np.sum(x == k) for k in support] for x in (ours, theirs)])
     table = np.column_stack([table, n - table.sum(axis=1)])
@@ -505,7 +513,7 @@ def test_l2_laplace_release_is_reachable_from_either_neighbour():
         with trace_releases() as trace:
             _noise.l2_laplace(v0, sensitivity=1.0, scale=2.0, rng=rng)
         (release,) = trace.releases
-        assert release.grid == _noise.gaussian_grid(2.0, 1.0, 4)
+        assert release.grid == _noise_grids.gaussian_grid(2.0, 1.0, 4)
         assert _reachable(release.output, v0, release, 0.5)
         assert _reachable(release.output, v1, release, 0.5)
 
@@ -619,23 +627,29 @@ def test_zero_noise_releases_the_value():
 def test_short_releases_match_the_exact_pmf(s):
     # Releases of at most a few entries are sampled one value at a time.
     rng = np.random.default_rng(20 + s)
-    samples = np.concatenate([_noise.sample_discrete_gaussian(rng, s, 2) for _ in range(20_000)])
+    samples = np.concatenate(
+        [_exact_sampling.sample_discrete_gaussian(rng, s, 2) for _ in range(20_000)]
+    )
     support = np.arange(-8 * s, 8 * s + 1)
     assert _chi_square_pvalue(samples, support, _discrete_gaussian_pmf(s, support)) > 1e-4
-    floored = np.concatenate([_noise.sample_floored_laplace(rng, s, 2) for _ in range(20_000)])
+    floored = np.concatenate(
+        [_exact_sampling.sample_floored_laplace(rng, s, 2) for _ in range(20_000)]
+    )
     support = np.arange(-12 * s, 12 * s)
     pmf = stats.laplace.cdf(support + 1.0, scale=s) - stats.laplace.cdf(support * 1.0, scale=s)
     assert _chi_square_pvalue(floored, support, pmf) > 1e-4
 
 
 def test_uniform_words_are_exact_and_reproducible():
-    bits = _noise._Bits(np.random.default_rng(0), 64)
+    bits = _exact_sampling._Bits(np.random.default_rng(0), 64)
     draws = bits.uniform(3, 300_000)
     assert set(np.unique(draws)) == {0, 1, 2}
     assert stats.chisquare(np.bincount(draws)).pvalue > 1e-4
-    again = _noise._Bits(np.random.default_rng(0), 64).uniform(3, 300_000)
+    again = _exact_sampling._Bits(np.random.default_rng(0), 64).uniform(3, 300_000)
     np.testing.assert_array_equal(draws, again)
-    assert all(0 <= _noise._Bits(np.random.default_rng(1), 1).one(7) < 7 for _ in range(100))
+    assert all(
+        0 <= _exact_sampling._Bits(np.random.default_rng(1), 1).one(7) < 7 for _ in range(100)
+    )
 
 
 def test_nested_traces_both_record_and_close():
@@ -668,11 +682,12 @@ def test_scales_beyond_the_exact_samplers_range_are_refused_not_wrapped(release)
 def test_lazy_gaussians_are_exactly_gaussian_at_small_scales(s):
     # At small scales the cell coin needs the revealed bits of U almost every
     # time, so a sampler that dropped them (or skipped the coin) is visible.
-    bits = _noise._Bits(np.random.default_rng(9), 4096)
-    draws = _noise._lazy_gaussians(bits, s, 20000)
+    bits = _exact_sampling._Bits(np.random.default_rng(9), 4096)
+    draws = _exact_sampling._lazy_gaussians(bits, s, 20000)
     z = np.array(
         [
-            (-1 if negative else 1) * (cell[0] + _noise._refine(cell, 1, bits, 62) / 2.0**62)
+            (-1 if negative else 1)
+            * (cell[0] + _exact_sampling._refine(cell, 1, bits, 62) / 2.0**62)
             for negative, cell in draws
         ]
     )
@@ -684,27 +699,27 @@ def test_release_is_rounded_once_from_the_exact_integer_sum(offset):
     # A float addition rounds a noise of 2**53 + 1 steps first and the sum
     # again: rint(value / g) = 0 and 1 would then give the same output, one
     # of them reachable only through the double rounding.
-    grid = _noise.Grid(0, 1)
+    grid = _noise_grids.Grid(0, 1)
     for steps in (0.0, 1.0):
         noise = np.array([2**53 + 1], dtype=np.int64)
         exact = Fraction(int(steps) + 2**53 + 1) + Fraction(offset)
-        (output,) = _noise._released(np.array([steps]), noise, grid, offset)
+        (output,) = _noise_grids._released(np.array([steps]), noise, grid, offset)
         assert output == float(exact)
     huge = np.array([2.0**62])
-    (output,) = _noise._released(huge, np.array([3], dtype=np.int64), grid, offset)
+    (output,) = _noise_grids._released(huge, np.array([3], dtype=np.int64), grid, offset)
     assert output == float(Fraction(2**62 + 3) + Fraction(offset))
 
 
 def test_objective_grid_takes_the_finest_allowed_grid_when_the_coupling_underflows():
-    grid = _noise.objective_noise_grid(1.0, 4, 5e-324)
-    assert grid.exponent == math.ceil(math.log2(1.0 / _noise.MAX_GRID_SCALE))
+    grid = _noise_grids.objective_noise_grid(1.0, 4, 5e-324)
+    assert grid.exponent == math.ceil(math.log2(1.0 / _noise_grids.MAX_GRID_SCALE))
 
 
 def test_a_non_finite_pre_noise_value_stays_non_finite():
     # A diverged public iterate upstream makes the solver's own check fail
     # publicly; the gateway must not raise on it first.
-    grid = _noise.Grid(0, 1)
+    grid = _noise_grids.Grid(0, 1)
     values = np.array([np.nan, np.inf, -np.inf, 2.0])
-    output = _noise._released(values.copy(), np.array([1, 1, 1, 1], dtype=np.int64), grid)
+    output = _noise_grids._released(values.copy(), np.array([1, 1, 1, 1], dtype=np.int64), grid)
     assert np.isnan(output[0]) and output[1] == np.inf and output[2] == -np.inf
     assert output[3] == 3.0
