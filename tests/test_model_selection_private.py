@@ -141,7 +141,7 @@ def test_selection_event_rebuilt_from_its_parts_and_recomputed():
     assert folded == pytest.approx(steps.event.noise_multiplier / math.sqrt(steps.count), rel=1e-12)
     expected = dpe.ComposedDpEvent(
         [
-            dpe.LaplaceDpEvent(1.0 / (search_module.VALIDATION_COUNT_FRACTION * 2.0)),
+            dpe.LaplaceDpEvent(1.0 / (planning_module.VALIDATION_COUNT_FRACTION * 2.0)),
             dpe.RepeatAndSelectDpEvent(run, 10.0, 1.0),
         ]
     )
@@ -993,6 +993,16 @@ def _refused_pipelines():
             "allow-list",
         ),
         "two-budgets": ([DPStandardScaler(budget=other)], PIPELINE_GRID, "different budgets"),
+        "prints-per-run": (
+            [ColumnTransformer([("s", "passthrough", [0])], sparse_threshold=0, verbose=True)],
+            PIPELINE_GRID,
+            "verbose",
+        ),
+        "cached-on-disk": (
+            [make_pipeline(FunctionTransformer(), memory="unused-cache-directory")],
+            PIPELINE_GRID,
+            "memory",
+        ),
         "last-step-not-private": (
             [DPStandardScaler(), LogisticRegression()],
             {"logisticregression__C": [1.0]},
@@ -1011,6 +1021,32 @@ def test_pipeline_step_off_the_allow_list_is_refused_before_any_spend(case):
     with trace_releases() as trace, pytest.raises((TypeError, ValueError), match=match):
         _search(estimator=make_pipeline(*steps), param_grid=grid, budget=budget).fit(X, y)
     assert budget.ledger == [] and trace.releases == [] and trace.samples == []
+
+
+def test_plan_cache_key_spells_out_every_step():
+    """Pipelines that differ deep inside never share a cached plan; frozen steps are never cached."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.preprocessing import OneHotEncoder, PolynomialFeatures
+
+    def encoded(last_category):
+        categories = [[float(i) for i in range(200)] + [last_category]]
+        encode = ColumnTransformer(
+            [("c", OneHotEncoder(categories=categories, handle_unknown="ignore"), [0])],
+            sparse_threshold=0,
+        )
+        return _pipeline(DPLogisticRegression(classes=[0, 1]), scaler=encode)
+
+    # Their reprs are abbreviated to the same text; their keys are not.
+    assert repr(encoded(500.0)) == repr(encoded(501.0))
+    settings = planning_module._settings
+    assert settings(encoded(500.0)) != settings(encoded(501.0))
+    frozen = make_pipeline(
+        FrozenEstimator(PolynomialFeatures(2).fit(np.zeros((1, 3)))),
+        DPLogisticRegression(classes=[0, 1]),
+    )
+    assert planning_module._holds_fitted_state(frozen)
+    assert not planning_module._holds_fitted_state(encoded(500.0))
 
 
 # --------------------------------------------------------------------------

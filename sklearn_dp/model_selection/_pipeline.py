@@ -130,6 +130,12 @@ def _check_public(step, path, allowed):
     known, check = entry
     params = step.get_params(deep=False)
     reason = _unknown_params(params, known) or (check(params) if check else None)
+    if reason is None and params.get("verbose"):
+        # Inside a search it would also print one line per run, and the
+        # number of runs must stay secret.
+        reason = "verbose=True prints the time each fit on the private rows takes"
+    if reason is None and params.get("memory") is not None:
+        reason = "memory= stores the private rows on disk; pass memory=None"
     if reason:
         raise _Refused(f"step {path!r} ({type(step).__name__}): {reason}.")
     if type(step).__name__ == "FrozenEstimator":

@@ -18,11 +18,27 @@ from scipy import optimize
 from sklearn.base import BaseEstimator, clone
 from sklearn.pipeline import Pipeline
 
-from ..linear_model._base import MAX_EPSILON, MIN_EPSILON
+from ..linear_model._base import (
+    LABEL_DELTA_FRACTION,
+    LABEL_EPSILON_FRACTION,
+    MAX_EPSILON,
+    MIN_EPSILON,
+)
 from ._pipeline import final_prefix, plan_pipeline
 from ._selection import rdp_epsilon, rdp_supports, run_event, selection_event
 
-__all__ = ["SearchPlan", "plan_selection", "plan_target", "stand_in", "largest_passing"]
+__all__ = [
+    "SearchPlan",
+    "plan_selection",
+    "plan_target",
+    "search_shares",
+    "stand_in",
+    "largest_passing",
+]
+
+#: Share of the total epsilon spent on the validation row count, released
+#: once to turn the best run's noisy score sum into a mean (``best_score_``).
+VALIDATION_COUNT_FRACTION = 0.05
 
 #: Parameters of the candidates that the search sets itself.
 RESERVED_PARAMETERS = ("epsilon", "delta", "budget", "random_state", "verbose")
@@ -109,12 +125,26 @@ class SearchPlan:
 
 
 def _public_value(value):
-    """``value`` with estimators replaced by their type: a full, untruncated cache key."""
+    """``value`` with estimators spelled out by type and parameters (their repr is abbreviated)."""
     if isinstance(value, BaseEstimator):
-        return ("estimator", type(value).__module__, type(value).__qualname__)
+        params = sorted(value.get_params(deep=False).items())
+        return (type(value).__module__, type(value).__qualname__, _public_value(params))
     if isinstance(value, (list, tuple)):
         return type(value)(_public_value(v) for v in value)
+    if isinstance(value, dict):
+        return sorted((k, _public_value(v)) for k, v in value.items())
     return value
+
+
+def _holds_fitted_state(value):
+    """Whether ``value`` holds a frozen step (its output depends on a fit made before)."""
+    if isinstance(value, BaseEstimator):
+        return type(value).__name__ == "FrozenEstimator" or any(
+            _holds_fitted_state(v) for v in value.get_params(deep=False).values()
+        )
+    if isinstance(value, (list, tuple)):
+        return any(_holds_fitted_state(v) for v in value)
+    return False
 
 
 def _settings(estimator):
@@ -168,7 +198,10 @@ def plan_selection(search, candidates, X_public, y_public, epsilon, delta, fixed
         shape,
         score_fraction,
     )
-    if key in _PLAN_CACHE:
+    # A frozen step's output depends on its fitted state, not on its
+    # parameters: such a search is planned afresh every time.
+    cacheable = not _holds_fitted_state(search.estimator)
+    if cacheable and key in _PLAN_CACHE:
         return _PLAN_CACHE[key]
     name = type(search).__name__
     classes = f"{final_prefix(search.estimator)}classes"
@@ -262,9 +295,10 @@ def plan_selection(search, candidates, X_public, y_public, epsilon, delta, fixed
         candidate_events=[event for event, _ in candidate_plans],
         solvers=[solver for _, solver in candidate_plans],
     )
-    if len(_PLAN_CACHE) > 256:
-        _PLAN_CACHE.clear()
-    _PLAN_CACHE[key] = plan
+    if cacheable:
+        if len(_PLAN_CACHE) > 256:
+            _PLAN_CACHE.clear()
+        _PLAN_CACHE[key] = plan
     return plan
 
 
@@ -306,3 +340,27 @@ def largest_passing(excess, lo, hi, guess):
     while x > below and excess(x) > 0:
         x = max(below, x - 1e-3)
     return x
+
+
+def search_shares(search, discover_labels):
+    """How the guarantee is split (basic composition between the parts).
+
+    Returns ``(label, count, runs, refit)``, each ``(epsilon, delta)``:
+    the label release (when the search releases the label set: the
+    estimators' share of the total), the validation row count (a share
+    of the total epsilon), the runs, and the refit (``refit_fraction`` of
+    what the label release and the count leave).  The selection's entry
+    holds the first three.
+    """
+    if discover_labels:
+        label = (LABEL_EPSILON_FRACTION * search.epsilon, LABEL_DELTA_FRACTION * search.delta)
+    else:
+        label = (0.0, 0.0)
+    count = (VALIDATION_COUNT_FRACTION * search.epsilon, 0.0)
+    rest = (search.epsilon - label[0] - count[0], search.delta - label[1])
+    if search.refit:
+        refit = (search.refit_fraction * rest[0], search.refit_fraction * rest[1])
+    else:
+        refit = (0.0, 0.0)
+    runs = (rest[0] - refit[0], rest[1] - refit[1])
+    return label, count, runs, refit

@@ -14,11 +14,19 @@ from sklearn.base import clone
 
 from .. import _noise, _random
 from ..exceptions import public_error
+from ..linear_model._base import release_labels
 from ._pipeline import configure, fit_event, fit_target
 from ._selection import draw_number_of_runs
 from ._split import rowwise_parts
 
-__all__ = ["select", "run_candidate", "row_scores", "score_range"]
+__all__ = [
+    "select",
+    "run_candidate",
+    "row_scores",
+    "score_range",
+    "release_label_set",
+    "results_table",
+]
 
 
 def row_scores(scoring, y_true, y_pred, bound):
@@ -167,3 +175,45 @@ def run_candidate(
         return model, float(np.sum(terms - middle))
     except Exception:
         return None
+
+
+def release_label_set(owner, X, y, epsilon, delta, rng):
+    """Release the label set once for the whole search; drop rows whose label is not released."""
+    released, _, _ = release_labels(y, epsilon, delta, rng)
+    if released.size < 2:
+        raise public_error(
+            ValueError(
+                f"{owner}: at most one class passed the private release of "
+                "the label set (labels held by few rows are not released). Pass "
+                "classes=[...], the public label set, on the estimator."
+            )
+        )
+    keep = np.isin(y, released)
+    if not np.all(keep):
+        # A per-row rule: neighbours stay neighbours.
+        X, y = X[keep], y[keep]
+    return X, y, released.tolist()
+
+
+def results_table(candidates, index, score):
+    """cv_results_: every candidate of the grid, the selected one's noisy score only."""
+    n = len(candidates)
+    results = {"params": [dict(params) for params in candidates]}
+    names = sorted({key for params in candidates for key in params})
+    for key in names:
+        column = np.ma.masked_all(n, dtype=object)
+        for i, params in enumerate(candidates):
+            if key in params:
+                column[i] = params[key]
+        results[f"param_{key}"] = column
+    scores = np.full(n, np.nan)
+    scores[index] = score
+    results["mean_test_score"] = scores
+    results["std_test_score"] = np.full(n, np.nan)
+    ranks = np.full(n, 2, dtype=np.int32)
+    ranks[index] = 1
+    results["rank_test_score"] = ranks
+    selected = np.zeros(n, dtype=bool)
+    selected[index] = True
+    results["selected"] = selected
+    return results

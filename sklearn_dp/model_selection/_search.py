@@ -6,7 +6,8 @@ makes.  These searches release only the result of a private selection
 
 1. *Public phase.*  Validate the parameters, the candidates and the input's
    schema; plan every candidate's mechanism from public inputs (its
-   ``FitPlan``, from the input's schema); find the largest
+   ``FitPlan``, from the input's schema; a Pipeline's DP steps' plans
+   composed); find the largest
    per-run epsilon whose search event meets the requested guarantee.
 2. *Reservation.*  Reserve the search's exact spend on the budget (and the
    refit's, if any) before any private value is read.
@@ -44,13 +45,9 @@ from .._protocol import FitPlan, PrivatePhase, reserve
 from .._sklearn_compat import HasMethods, Interval, StrOptions
 from ..accounting import ApproximateDpEvent
 from ..budget import PrivacyBudget
-from ..exceptions import public_error
 from ..linear_model._base import (
-    LABEL_DELTA_FRACTION,
-    LABEL_EPSILON_FRACTION,
     MAX_EPSILON,
     MIN_EPSILON,
-    release_labels,
     restore_on_failure,
 )
 from ._pipeline import (
@@ -63,18 +60,19 @@ from ._pipeline import (
     released,
     target_budgets,
 )
-from ._planning import RESERVED_PARAMETERS, plan_selection, stand_in
-from ._runs import score_range, select
+from ._planning import (
+    RESERVED_PARAMETERS,
+    plan_selection,
+    search_shares,
+    stand_in,
+)
+from ._runs import release_label_set, results_table, score_range, select
 
 if TYPE_CHECKING:
     from .._typing import ArrayLike, MatrixLike, RandomStateLike
 
 
 __all__ = ["DPGridSearchCV", "DPRandomizedSearchCV"]
-
-#: Share of the total epsilon spent on the validation row count, released
-#: once to turn the best run's noisy score sum into a mean (``best_score_``).
-VALIDATION_COUNT_FRACTION = 0.05
 
 
 #: Scores the searches can release: per-row terms with a public range.
@@ -211,29 +209,6 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
             bound = 2.0 * float(y_bound)
         return scoring, float(bound)
 
-    def _shares(self, discover_labels):
-        """How the guarantee is split (basic composition between the parts).
-
-        Returns ``(label, count, runs, refit)``, each ``(epsilon, delta)``:
-        the label release (when the search releases the label set: the
-        estimators' share of the total), the validation row count (a share
-        of the total epsilon), the runs, and the refit (``refit_fraction`` of
-        what the label release and the count leave).  The selection's entry
-        holds the first three.
-        """
-        if discover_labels:
-            label = (LABEL_EPSILON_FRACTION * self.epsilon, LABEL_DELTA_FRACTION * self.delta)
-        else:
-            label = (0.0, 0.0)
-        count = (VALIDATION_COUNT_FRACTION * self.epsilon, 0.0)
-        rest = (self.epsilon - label[0] - count[0], self.delta - label[1])
-        if self.refit:
-            refit = (self.refit_fraction * rest[0], self.refit_fraction * rest[1])
-        else:
-            refit = (0.0, 0.0)
-        runs = (rest[0] - refit[0], rest[1] - refit[1])
-        return label, count, runs, refit
-
     # -- fit ----------------------------------------------------------------------
 
     @restore_on_failure
@@ -287,7 +262,7 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         # thresholded noisy histogram, as the estimators do) with a share of
         # the guarantee; the runs and the refit then get it as public.  The
         # release is part of the selection's ledger entry.
-        label, count, runs, (epsilon_refit, delta_refit) = self._shares(discover_labels)
+        label, count, runs, (epsilon_refit, delta_refit) = search_shares(self, discover_labels)
         label_epsilon, label_delta = label
         epsilon_selection = label[0] + count[0] + runs[0]
         delta_selection = label[1] + count[1] + runs[1]
@@ -365,7 +340,9 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         try:
             with PrivatePhase(name, reservation) as phase:
                 if discover_labels:
-                    X, y, labels = self._release_labels(X, y, label_epsilon, label_delta, label_rng)
+                    X, y, labels = release_label_set(
+                        name, X, y, label_epsilon, label_delta, label_rng
+                    )
                     fixed = {classes_parameter: labels}
                 best = select(
                     self,
@@ -404,7 +381,7 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.score_bound_ = bound
         self.multimetric_ = False
         self.n_splits_ = 1
-        self.cv_results_ = self._results(candidates, index, score)
+        self.cv_results_ = results_table(candidates, index, score)
         self.selection_dp_event_ = selection_event
         self.selection_privacy_spent_ = (float(epsilon_selection), float(delta_selection))
         self.run_epsilon_ = float(plan.fit_epsilon)
@@ -452,50 +429,10 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
             )
         return self
 
-    def _release_labels(self, X, y, epsilon, delta, rng):
-        """Release the label set once for the whole search; drop rows whose label is not released."""
-        released, _, _ = release_labels(y, epsilon, delta, rng)
-        if released.size < 2:
-            raise public_error(
-                ValueError(
-                    f"{type(self).__name__}: at most one class passed the private release of "
-                    "the label set (labels held by few rows are not released). Pass "
-                    "classes=[...], the public label set, on the estimator."
-                )
-            )
-        keep = np.isin(y, released)
-        if not np.all(keep):
-            # A per-row rule: neighbours stay neighbours.
-            X, y = X[keep], y[keep]
-        return X, y, released.tolist()
-
     def _distribution_name(self):
         if self.distribution == "poisson":
             return "Poisson"
         return f"truncated negative binomial, shape {float(self.shape):g}"
-
-    def _results(self, candidates, index, score):
-        """cv_results_: every candidate of the grid, the selected one's noisy score only."""
-        n = len(candidates)
-        results = {"params": [dict(params) for params in candidates]}
-        names = sorted({key for params in candidates for key in params})
-        for key in names:
-            column = np.ma.masked_all(n, dtype=object)
-            for i, params in enumerate(candidates):
-                if key in params:
-                    column[i] = params[key]
-            results[f"param_{key}"] = column
-        scores = np.full(n, np.nan)
-        scores[index] = score
-        results["mean_test_score"] = scores
-        results["std_test_score"] = np.full(n, np.nan)
-        ranks = np.full(n, 2, dtype=np.int32)
-        ranks[index] = 1
-        results["rank_test_score"] = ranks
-        selected = np.zeros(n, dtype=bool)
-        selected[index] = True
-        results["selected"] = selected
-        return results
 
     # -- delegation --------------------------------------------------------------
 
@@ -553,14 +490,21 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
 _SHARED_DOC = """
     Parameters
     ----------
-    estimator : sklearn_dp estimator
-        ``DPLogisticRegression``, ``DPSCORegressor`` or ``DPLasso``.  Its
-        ``epsilon``, ``delta``, ``budget``, ``random_state`` and ``verbose``
-        are set by the search.  A classifier with ``classes=None`` has its
-        label set released once by the search (a thresholded noisy
-        histogram with 10% of epsilon and half of delta, as the estimators
-        do; see ``docs/guide/privacy_model.md``); ``classes=[...]`` costs
-        nothing.
+    estimator : sklearn_dp estimator or Pipeline
+        ``DPLogisticRegression``, ``DPSCORegressor`` or ``DPLasso``, or a
+        ``Pipeline`` ending in one whose other steps are DP transformers
+        (``DPStandardScaler``, ``DPMinMaxScaler``) and public row-wise steps
+        (``PublicRangeScaler``, ``RowWiseTransformer``, the scikit-learn
+        steps :func:`sklearn_dp.privacy_spent` vouches for, checked with
+        their parameters); anything else is refused before any spend.  The
+        DP steps' ``epsilon``, ``delta``, ``budget``, ``random_state`` and
+        ``verbose`` are set by the search: each fit of a Pipeline divides its
+        share among its DP steps in proportion to the epsilons (and deltas)
+        set on them.  ``X`` is validated as the final estimator validates
+        it.  A classifier with ``classes=None`` has its label set released
+        once by the search (a thresholded noisy histogram with 10% of
+        epsilon and half of delta, as the estimators do; see
+        ``docs/guide/privacy_model.md``); ``classes=[...]`` costs nothing.
     {space}
     epsilon : float, default=1.0
         Total epsilon of the search and its refit, in [1e-3, 100].
@@ -652,8 +596,9 @@ _SHARED_DOC = """
         ``(epsilon, delta)`` of the selection and the refit together (basic
         composition of the two ledger entries).
     dp_event_ : dp_accounting.DpEvent
-        ``ComposedDpEvent([selection_dp_event_, best_estimator_.dp_event_])``
-        with a refit, else ``selection_dp_event_``.
+        ``ComposedDpEvent([selection_dp_event_, refit])`` with a refit, else
+        ``selection_dp_event_``; ``refit`` is ``best_estimator_.dp_event_``
+        (for a Pipeline, its DP steps' events composed, in order).
     selection_dp_event_ : dp_accounting.DpEvent
         The selection: ``ComposedDpEvent([LaplaceDpEvent(count),
         RepeatAndSelectDpEvent(run, n_candidates, shape)])``, which
@@ -720,7 +665,17 @@ _SHARED_DOC = """
     (each candidate's planned event; a run whose fit reports another
     mechanism outputs nothing); and only the best run released.
 
-    What is public: the candidates, the estimator's public settings, the
+    A searched Pipeline is one mechanism per fit: its DP steps, each planned
+    from public inputs at its part of the fit's share, run on the same rows
+    one after the other (adaptive composition; the event composes them), and
+    its public steps read nothing but the input's schema (the allow-list of
+    :func:`sklearn_dp.privacy_spent`).  The public steps' fits and the
+    transforms of private rows run in a private phase of their own: nothing
+    they raise or warn escapes.  ``privacy_spent(best_estimator_)`` reports
+    the refit's share only; ``privacy_spent_`` covers the whole search.
+
+    What is public: the candidates, the estimator's public settings (a
+    Pipeline's steps and their parameters), the
     plan (per-run epsilons), the schema of the input.  What is released:
     the selected candidate, its noisy score, the selected run's model (or
     the refit), the noisy validation row count (through ``best_score_``).
