@@ -788,15 +788,26 @@ def test_substitution_over_a_searched_pipeline(kind, refit, classes):
 @pytest.mark.parametrize("kind", sorted(HOSTILE_ROWS))
 @pytest.mark.parametrize(
     "variant",
-    ["refit", "no-refit", "labels-released", "poisson", "logarithmic", "randomized", "sgd"],
+    [
+        "refit",
+        "no-refit",
+        "labels-released",
+        "poisson",
+        "logarithmic",
+        "randomized",
+        "sgd",
+        "pipeline",
+        "randomized-pipeline",
+    ],
 )
 def test_substitution_over_a_search_thorough(kind, variant):
     options = {
         "poisson": dict(distribution="poisson"),
         "logarithmic": dict(shape=0.0, n_candidates=4),
     }.get(variant, {})
-    search_class = DPRandomizedSearchCV if variant == "randomized" else DPGridSearchCV
-    if variant == "randomized":
+    randomized = variant.startswith("randomized")
+    search_class = DPRandomizedSearchCV if randomized else DPGridSearchCV
+    if randomized:
         options["n_iter"] = 3
     pair = _search_pair(
         kind,
@@ -804,6 +815,7 @@ def test_substitution_over_a_search_thorough(kind, variant):
         classes=None if variant == "labels-released" else [0, 1],
         search_class=search_class,
         solver="dp_sgd" if variant == "sgd" else "dp_gd",
+        pipeline=variant.endswith("pipeline"),
         **options,
     )
     _assert_same_search(*pair)
@@ -960,7 +972,12 @@ def test_searched_pipeline_with_public_steps_of_the_allow_list():
 def _refused_pipelines():
     from sklearn.compose import ColumnTransformer
     from sklearn.linear_model import LogisticRegression
-    from sklearn.preprocessing import FunctionTransformer, PolynomialFeatures, StandardScaler
+    from sklearn.preprocessing import (
+        FunctionTransformer,
+        OrdinalEncoder,
+        PolynomialFeatures,
+        StandardScaler,
+    )
 
     other = PrivacyBudget(5.0, 1e-4, composition="basic")
     return {
@@ -997,6 +1014,17 @@ def _refused_pipelines():
             [ColumnTransformer([("s", "passthrough", [0])], sparse_threshold=0, verbose=True)],
             PIPELINE_GRID,
             "verbose",
+        ),
+        "unknown-category-as-nan": (
+            [
+                OrdinalEncoder(
+                    categories=[[0.0, 1.0]],
+                    handle_unknown="use_encoded_value",
+                    unknown_value=np.nan,
+                )
+            ],
+            PIPELINE_GRID,
+            "non-finite",
         ),
         "cached-on-disk": (
             [make_pipeline(FunctionTransformer(), memory="unused-cache-directory")],

@@ -92,6 +92,10 @@ def dp_steps(estimator):
     ]
 
 
+def _non_finite(value):
+    return isinstance(value, float) and not math.isfinite(value)
+
+
 def _check_public(step, path, allowed):
     """Refuse ``step`` unless it reads nothing but the schema (the allow-list of privacy_spent)."""
     if step is None or (isinstance(step, str) and step in ("drop", "passthrough")):
@@ -134,6 +138,11 @@ def _check_public(step, path, allowed):
         # Inside a search it would also print one line per run, and the
         # number of runs must stay secret.
         reason = "verbose=True prints the time each fit on the private rows takes"
+    outputs = [value for key, value in params.items() if key != "missing_values"]
+    if reason is None and any(_non_finite(value) for value in outputs):
+        # An unknown category encoded as NaN makes the next step refuse the
+        # rows: whether a private row is unknown would decide a run's fate.
+        reason = "a non-finite parameter value (such as unknown_value=np.nan) is refused"
     if reason is None and params.get("memory") is not None:
         reason = "memory= stores the private rows on disk; pass memory=None"
     if reason:
