@@ -999,6 +999,11 @@ def _refused_pipelines():
             "sparse_threshold",
         ),
         "non-private-dp-step": ([DPStandardScaler(epsilon=math.inf)], PIPELINE_GRID, "finite"),
+        "non-private-estimator": (
+            [DPStandardScaler(), DPLogisticRegression(classes=[0, 1], epsilon=math.inf)],
+            PIPELINE_GRID,
+            "finite",
+        ),
         "searched-epsilon": (
             [DPStandardScaler()],
             {"dpstandardscaler__epsilon": [0.1, 1.0]},
@@ -1042,7 +1047,7 @@ def _refused_pipelines():
 @pytest.mark.parametrize("case", sorted(_refused_pipelines()))
 def test_pipeline_step_off_the_allow_list_is_refused_before_any_spend(case):
     steps, grid, match = _refused_pipelines()[case]
-    if case != "last-step-not-private":
+    if case not in ("last-step-not-private", "non-private-estimator"):
         steps = [*steps, DPLogisticRegression(classes=[0, 1], max_iter=5)]
     X, y = _data()
     budget = PrivacyBudget(50.0, 1e-3, composition="basic")

@@ -29,6 +29,7 @@ is planned before the data).
 from __future__ import annotations
 
 import math
+from numbers import Real
 
 from dp_accounting import dp_event as dpe
 from sklearn.base import clone
@@ -183,10 +184,10 @@ def check_target(estimator, owner):
         )
     allowed = _allow_list()
     try:
-        for name, step in steps[:-1]:
-            if isinstance(step, _DPTransformer):
+        for name, step in steps:
+            if isinstance(step, (_DPTransformer, BaseDPEstimator)):
                 epsilon = step.epsilon
-                if not (0 < epsilon < math.inf):
+                if not (isinstance(epsilon, Real) and 0 < epsilon < math.inf):
                     raise _Refused(
                         f"step {name!r} has epsilon={epsilon!r}: inside a search every DP "
                         "step needs a finite epsilon, which sets its proportion of each "
