@@ -1056,6 +1056,21 @@ def test_pipeline_step_off_the_allow_list_is_refused_before_any_spend(case):
     assert budget.ledger == [] and trace.releases == [] and trace.samples == []
 
 
+def test_steps_from_the_grid_are_neither_fitted_nor_seeded_in_place():
+    """A step of the grid is copied for each run: the user's object keeps no run's stream or statistics."""
+    X, y = _data()
+    for refit in (True, False):
+        from_grid = DPStandardScaler(epsilon=0.3, delta=2e-6, bounds=(-1.0, 1.0))
+        estimator = _pipeline(DPLogisticRegression(classes=[0, 1], max_iter=5))
+        search = _search(
+            estimator=estimator, param_grid={"dpstandardscaler": [from_grid]}, refit=refit
+        ).fit(X, y)
+        assert from_grid.random_state is None and from_grid.epsilon == 0.3
+        assert not hasattr(from_grid, "mean_")
+        released = search.best_estimator_.named_steps["dpstandardscaler"]
+        assert released is not from_grid and released.random_state is None
+
+
 def test_plan_cache_key_spells_out_every_step():
     """Pipelines that differ deep inside never share a cached plan; frozen steps are never cached."""
     from sklearn.compose import ColumnTransformer

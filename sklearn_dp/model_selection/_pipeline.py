@@ -48,6 +48,7 @@ from ..linear_model._base import BaseDPEstimator
 from ..preprocessing import PublicRangeScaler, RowWiseTransformer, _DPTransformer
 
 __all__ = [
+    "candidate_model",
     "check_target",
     "final_estimator",
     "final_prefix",
@@ -329,9 +330,23 @@ def released(model, estimator):
     """
     user = dict(dp_steps(estimator))
     for name, step in dp_steps(model):
-        original = user[name]
-        params = dict(random_state=original.random_state, budget=getattr(original, "budget", None))
+        # A step the grid put in place of another gets no seed and no budget.
+        original = user.get(name)
+        params = dict(
+            random_state=getattr(original, "random_state", None),
+            budget=getattr(original, "budget", None),
+        )
         if isinstance(step, BaseDPEstimator):
-            params["verbose"] = original.verbose
+            params["verbose"] = getattr(original, "verbose", 0)
         step.set_params(**params)
     return model
+
+
+def candidate_model(estimator, params):
+    """A fresh copy of ``estimator`` with ``params``, sharing no object with the grid.
+
+    A grid may hold steps (a Pipeline's step replaced by a candidate): set
+    as they are, the runs would fit the user's own objects and leave their
+    secret streams and fitted statistics on them.
+    """
+    return clone(clone(estimator).set_params(**params))

@@ -10,12 +10,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from sklearn.base import clone
 
 from .. import _noise, _random
 from ..exceptions import public_error
 from ..linear_model._base import release_labels
-from ._pipeline import configure, fit_event, fit_target
+from ._pipeline import candidate_model, configure, fit_event, fit_target
 from ._selection import draw_number_of_runs
 from ._split import rowwise_parts
 
@@ -158,7 +157,7 @@ def run_candidate(
     run's output "nothing", a function of the run's own releases.
     """
     model = configure(
-        clone(search.estimator).set_params(**params),
+        candidate_model(search.estimator, params),
         plan.fit_epsilon,
         plan.delta,
         rng,

@@ -51,6 +51,7 @@ from ..linear_model._base import (
     restore_on_failure,
 )
 from ._pipeline import (
+    candidate_model,
     check_target,
     configure,
     final_estimator,
@@ -389,7 +390,7 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
 
         if self.refit:
             refit_model = configure(
-                clone(self.estimator).set_params(**candidates[index], **fixed),
+                candidate_model(self.estimator, {**candidates[index], **fixed}),
                 epsilon_refit,
                 delta_refit,
                 refit_rng,
