@@ -261,9 +261,10 @@ def fit_target(model, X, y, owner):
 
     A Pipeline is fitted step by step: the public steps' fits and every
     transform of private rows run in a private phase without a reservation
-    of their own (nothing they raise, warn or print escapes but a public
-    error), so that only the DP steps' released values and their own public
-    errors and warnings reach the caller.
+    of their own (nothing they raise or warn escapes but a public error; the
+    allow-list refuses the settings that print), so that only the DP steps'
+    released values and their own public errors and warnings reach the
+    caller.
     """
     if not _is_pipeline(model):
         return model.fit(X, y)
@@ -308,8 +309,9 @@ def plan_pipeline(candidate, epsilon, delta, X_public, y_public, plan_estimator)
             model = clone(step).set_params(
                 epsilon=step_epsilon, delta=step_delta, budget=None, random_state=0
             )
+            # One output column per input column, of the input's format: Xt
+            # stands in for the output too.
             events.append(model._fit_plan(Xt).event)
-            # One output column per input column, of the input's format.
         else:
             Xt = clone(step).fit(Xt, y_public).transform(Xt)
     name, final = candidate.steps[-1]
