@@ -29,6 +29,7 @@ from _helpers import binary_data, regression_data
 from dp_accounting import dp_event as dpe
 from dp_accounting.rdp import rdp_privacy_accountant as rdp
 from sklearn.model_selection import KFold
+from sklearn.pipeline import make_pipeline
 from sklearn.utils.estimator_checks import parametrize_with_checks
 from test_substitution import _TIME, _assert_same, _check_sensitivities, _Substitute
 
@@ -38,21 +39,41 @@ from sklearn_dp import (
     DPLogisticRegression,
     DPSCORegressor,
     PrivacyBudget,
+    privacy_spent,
 )
 from sklearn_dp.accounting import NEIGHBORING_RELATION, ApproximateDpEvent, epsilon_of_event
 from sklearn_dp.model_selection import DPGridSearchCV, DPRandomizedSearchCV, RowwiseKFold
+from sklearn_dp.model_selection import _planning as planning_module
+from sklearn_dp.model_selection import _runs as runs_module
 from sklearn_dp.model_selection import _search as search_module
 from sklearn_dp.model_selection._selection import (
     draw_number_of_runs,
     rdp_epsilon,
+    run_event,
     runs_pmf,
+    selection_event,
     tnb_gamma,
     tnb_mean,
+)
+from sklearn_dp.preprocessing import (
+    DPStandardScaler,
+    PublicRangeScaler,
+    RowWiseTransformer,
 )
 from sklearn_dp.testing import trace_releases
 
 N_ROWS = 400
 GRID = {"C": [0.1, 1.0, 10.0]}
+PIPELINE_GRID = {"dplogisticregression__C": [0.1, 1.0, 10.0]}
+
+
+def _pipeline(estimator, scaler=None):
+    """A DP scaler and two public row-wise steps before ``estimator``."""
+    scaler = scaler if scaler is not None else DPStandardScaler(epsilon=0.3, delta=2e-6)
+    estimator.set_params(epsilon=0.7, delta=8e-6)
+    return make_pipeline(
+        scaler, PublicRangeScaler((-3.0, 3.0)), RowWiseTransformer(np.tanh), estimator
+    )
 
 
 #: Uniform features on [-0.5, 0.5], noisy binary labels.
@@ -120,7 +141,7 @@ def test_selection_event_rebuilt_from_its_parts_and_recomputed():
     assert folded == pytest.approx(steps.event.noise_multiplier / math.sqrt(steps.count), rel=1e-12)
     expected = dpe.ComposedDpEvent(
         [
-            dpe.LaplaceDpEvent(1.0 / (search_module.VALIDATION_COUNT_FRACTION * 2.0)),
+            dpe.LaplaceDpEvent(1.0 / (planning_module.VALIDATION_COUNT_FRACTION * 2.0)),
             dpe.RepeatAndSelectDpEvent(run, 10.0, 1.0),
         ]
     )
@@ -421,15 +442,15 @@ def test_label_set_released_once_by_the_search():
 
 def test_label_release_needs_a_mechanism_independent_of_the_class_count(monkeypatch):
     X, y = _data()
-    planned = search_module._plan_candidate
+    planned = planning_module._plan_candidate
 
     def by_class_count(candidate, *args, **kwargs):
         event, solver = planned(candidate, *args, **kwargs)
         extra = [dpe.GaussianDpEvent(100.0)] * (len(candidate.classes) - 2)
         return dpe.ComposedDpEvent([event, *extra]), solver
 
-    monkeypatch.setattr(search_module, "_plan_candidate", by_class_count)
-    monkeypatch.setattr(search_module, "_PLAN_CACHE", {})
+    monkeypatch.setattr(planning_module, "_plan_candidate", by_class_count)
+    monkeypatch.setattr(planning_module, "_PLAN_CACHE", {})
     budget = PrivacyBudget(5.0, 1e-4, composition="basic")
     with pytest.raises(ValueError, match="number of classes"):
         _search(estimator=DPLogisticRegression(max_iter=20), budget=budget).fit(X, y)
@@ -605,7 +626,7 @@ def _cache_state(function):
     return state
 
 
-@pytest.mark.parametrize("solver", ["dp_gd", "dp_sgd", "dp_cd"])
+@pytest.mark.parametrize("solver", ["dp_gd", "dp_sgd", "dp_cd", "pipeline"])
 def test_number_of_runs_is_not_readable_from_the_caches(monkeypatch, solver):
     """Searches of 1 run and of 6 runs leave the package's caches as they found them.
 
@@ -620,9 +641,14 @@ def test_number_of_runs_is_not_readable_from_the_caches(monkeypatch, solver):
         function.cache_clear()
     states = []
     for n_runs in (3, 1, 6):  # the first one fills the caches
-        monkeypatch.setattr(search_module, "draw_number_of_runs", lambda *args, n=n_runs: n)
-        estimator = DPLogisticRegression(classes=[0, 1], solver=solver, max_iter=5)
-        search = DPGridSearchCV(estimator, GRID, epsilon=2.0, refit=False, random_state=0)
+        monkeypatch.setattr(runs_module, "draw_number_of_runs", lambda *args, n=n_runs: n)
+        if solver == "pipeline":
+            estimator = _pipeline(DPLogisticRegression(classes=[0, 1], max_iter=5))
+            grid = {"dplogisticregression__C": GRID["C"]}
+        else:
+            estimator = DPLogisticRegression(classes=[0, 1], solver=solver, max_iter=5)
+            grid = GRID
+        search = DPGridSearchCV(estimator, grid, epsilon=2.0, refit=False, random_state=0)
         with trace_releases() as trace:
             search.fit(X, y)
         assert sum(r.label == "validation score" for r in trace.releases) == n_runs
@@ -636,6 +662,11 @@ def test_released_models_do_not_hold_the_secret_generator():
         search = _search(refit=refit).fit(X, y)
         assert search.best_estimator_.random_state is None
         assert search.best_estimator_.budget is None
+        estimator = _pipeline(DPLogisticRegression(classes=[0, 1], max_iter=5, random_state=3))
+        search = _search(estimator=estimator, param_grid=PIPELINE_GRID, refit=refit).fit(X, y)
+        steps = search.best_estimator_.named_steps
+        assert steps["dpstandardscaler"].random_state is None
+        assert steps["dplogisticregression"].random_state == 3
 
 
 # --------------------------------------------------------------------------
@@ -659,7 +690,11 @@ def _observe_search(search, X, y):
         for key, value in vars(search).items():
             if key.endswith("_") and not key.startswith("_") and not key.endswith("time_"):
                 if key == "best_estimator_":
-                    value = {k: v for k, v in vars(value).items() if k.endswith("_")}
+                    steps = getattr(value, "steps", [("model", value)])
+                    value = {
+                        name: {k: v for k, v in vars(step).items() if k.endswith("_")}
+                        for name, step in steps
+                    }
                     value["params"] = repr(search.best_estimator_)
                 attributes[key] = value
     return dict(
@@ -680,13 +715,24 @@ HOSTILE_ROWS = {
 }
 
 
-def _search_pair(kind, refit, classes, search_class=DPGridSearchCV, solver="dp_gd", **options):
+def _search_pair(
+    kind,
+    refit,
+    classes,
+    search_class=DPGridSearchCV,
+    solver="dp_gd",
+    pipeline=False,
+    **options,
+):
     X, y = _data(n=40)
     row = HOSTILE_ROWS[kind](3)[None, :]
     # With a released label set, the hostile row holds a label no other row has.
     X_prime, y_prime = np.vstack([X, row]), np.append(y, 1 if classes else 7)
     estimator = DPLogisticRegression(classes=classes, max_iter=5, verbose=2, solver=solver)
     space = GRID if search_class is DPGridSearchCV else {"C": [0.1, 1.0, 10.0]}
+    if pipeline:
+        estimator = _pipeline(estimator)
+        space = {f"dplogisticregression__{k}": v for k, v in space.items()}
     base = dict(epsilon=2.0, delta=1e-5, random_state=0, refit_fraction=0.5)
     base.update(options)
     return [
@@ -727,19 +773,41 @@ def test_substitution_over_a_search(kind, refit, classes):
     _assert_same_search(*_search_pair(kind, refit, classes))
 
 
+@pytest.mark.parametrize(
+    "refit, classes",
+    [(True, [0, 1]), (False, [0, 1]), (True, None)],
+    ids=["refit", "no-refit", "labels-released"],
+)
+@pytest.mark.parametrize("kind", ["huge", "tiny"])
+def test_substitution_over_a_searched_pipeline(kind, refit, classes):
+    """DP scaler ("auto" bounds), public steps and a DP estimator, searched: D and D' look the same."""
+    _assert_same_search(*_search_pair(kind, refit, classes, pipeline=True))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(HOSTILE_ROWS))
 @pytest.mark.parametrize(
     "variant",
-    ["refit", "no-refit", "labels-released", "poisson", "logarithmic", "randomized", "sgd"],
+    [
+        "refit",
+        "no-refit",
+        "labels-released",
+        "poisson",
+        "logarithmic",
+        "randomized",
+        "sgd",
+        "pipeline",
+        "randomized-pipeline",
+    ],
 )
 def test_substitution_over_a_search_thorough(kind, variant):
     options = {
         "poisson": dict(distribution="poisson"),
         "logarithmic": dict(shape=0.0, n_candidates=4),
     }.get(variant, {})
-    search_class = DPRandomizedSearchCV if variant == "randomized" else DPGridSearchCV
-    if variant == "randomized":
+    randomized = variant.startswith("randomized")
+    search_class = DPRandomizedSearchCV if randomized else DPGridSearchCV
+    if randomized:
         options["n_iter"] = 3
     pair = _search_pair(
         kind,
@@ -747,6 +815,7 @@ def test_substitution_over_a_search_thorough(kind, variant):
         classes=None if variant == "labels-released" else [0, 1],
         search_class=search_class,
         solver="dp_sgd" if variant == "sgd" else "dp_gd",
+        pipeline=variant.endswith("pipeline"),
         **options,
     )
     _assert_same_search(*pair)
@@ -773,6 +842,259 @@ def test_substitution_over_a_regression_search():
         for Xi, yi in ((X, y), (X_prime, y_prime))
     ]
     _assert_same_search(*observed)
+
+
+# --------------------------------------------------------------------------
+# Searching a Pipeline
+# --------------------------------------------------------------------------
+
+
+def test_searched_pipeline_event_and_ledger_are_exact():
+    """One entry for the selection, one for the refit; both events rebuilt from the steps' plans."""
+    X, y = _data()
+    budget = PrivacyBudget(5.0, 1e-4, composition="basic")
+    estimator = _pipeline(
+        DPLogisticRegression(classes=[0, 1], max_iter=20, solver="dp_gd", data_norm=1.0)
+    )
+    search = _search(estimator=estimator, param_grid=PIPELINE_GRID, budget=budget).fit(X, y)
+    ledger = budget.ledger
+    assert [(e.estimator, e.status) for e in ledger] == [
+        ("DPGridSearchCV", "completed"),
+        ("DPGridSearchCV.refit", "completed"),
+    ]
+    # The search's shares are those of a bare estimator's search.
+    assert search.selection_privacy_spent_ == pytest.approx((0.1 + 0.95, 5e-6))
+    assert (ledger[0].epsilon, ledger[0].delta) == search.selection_privacy_spent_
+    assert ledger[0].event == search.selection_dp_event_
+
+    def shares(epsilon, delta):
+        # The user's proportions: 0.3 : 0.7 of epsilon, 2e-6 : 8e-6 of delta.
+        scaler = (epsilon * 0.3 / math.fsum([0.3, 0.7]), delta * 2e-6 / math.fsum([2e-6, 8e-6]))
+        return scaler, (epsilon - scaler[0], delta - scaler[1])
+
+    # The selection, rebuilt from each candidate's steps planned at the run's share.
+    scaler_share, model_share = shares(search.run_epsilon_, 5e-6)
+    scaler_event = (
+        DPStandardScaler(epsilon=scaler_share[0], delta=scaler_share[1])._fit_plan(X).event
+    )
+    events = []
+    for C in PIPELINE_GRID["dplogisticregression__C"]:
+        model = DPLogisticRegression(
+            classes=[0, 1],
+            max_iter=20,
+            solver="dp_gd",
+            data_norm=1.0,
+            C=C,
+            epsilon=model_share[0],
+            delta=model_share[1],
+        )
+        events.append(dpe.ComposedDpEvent([scaler_event, model._fit_plan(X, y).event]))
+    run, mechanism, multiplier = run_event(events, score_epsilon=1.0)
+    assert mechanism == "gaussian"
+    assert search.selection_dp_event_ == selection_event(run, 1.0 / (0.05 * 2.0), 10.0, 1.0)
+    recomputed = _rdp_epsilon_by_hand(search.selection_dp_event_, 5e-6)
+    assert search.selection_privacy_spent_[0] * (1 - 5e-3) <= recomputed
+    assert recomputed <= search.selection_privacy_spent_[0]
+    # The refit: its share divided in the same proportions, its steps' events composed.
+    refit = search.best_estimator_
+    scaler, model = refit.named_steps["dpstandardscaler"], refit.named_steps["dplogisticregression"]
+    (scaler_epsilon, scaler_delta), (model_epsilon, model_delta) = shares(0.95, 5e-6)
+    assert scaler.privacy_spent_ == (scaler_epsilon, scaler_delta)
+    assert model.privacy_spent_ == (model_epsilon, model_delta)
+    assert (ledger[1].epsilon, ledger[1].delta) == pytest.approx((0.95, 5e-6))
+    assert ledger[1].event == dpe.ComposedDpEvent([scaler.dp_event_, model.dp_event_])
+    assert search.dp_event_ == dpe.ComposedDpEvent([ledger[0].event, ledger[1].event])
+    # privacy_spent vouches for the released pipeline (the refit's share) ...
+    assert privacy_spent(refit) == pytest.approx((0.95, 5e-6))
+    # ... and the search's own spend covers everything.
+    assert search.privacy_spent_ == (2.0, 1e-5)
+    assert budget.spent == pytest.approx(search.privacy_spent_)
+
+
+def test_searched_pipeline_reserves_before_any_release_and_fits_every_step_privately():
+    X, y = _data()
+    budget = PrivacyBudget(5.0, 1e-4, composition="basic")
+    seen = []
+    original = budget.reserve
+
+    def reserve(*args, **kwargs):
+        seen.append(len(trace.releases) + len(trace.samples))
+        return original(*args, **kwargs)
+
+    budget.reserve = reserve
+    estimator = _pipeline(DPLogisticRegression(classes=[0, 1], max_iter=5))
+    with trace_releases() as trace:
+        search = _search(
+            estimator=estimator, param_grid=PIPELINE_GRID, budget=budget, n_candidates=3
+        ).fit(X, y)
+    assert seen == [0, 0]
+    labels = [r.label for r in trace.releases]
+    runs = labels.count("validation score")
+    # Every run and the refit fit the DP scaler on the private rows.
+    assert labels.count("feature sums and sums of squares") == runs + 1
+    assert search.best_estimator_.predict(X).shape == (N_ROWS,)
+
+
+def test_searched_pipeline_with_public_steps_of_the_allow_list():
+    from sklearn.compose import ColumnTransformer
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, PolynomialFeatures
+
+    X, y = _data()
+    X = np.column_stack([X, np.arange(N_ROWS) % 3])
+    encode = ColumnTransformer(
+        [
+            ("numbers", "passthrough", [0, 1, 2]),
+            (
+                "category",
+                OneHotEncoder(categories=[[0.0, 1.0, 2.0]], handle_unknown="ignore"),
+                [3],
+            ),
+        ],
+        sparse_threshold=0,
+    )
+    # Fitted on a public row, frozen: its fit inside the search does nothing.
+    square = FrozenEstimator(PolynomialFeatures(2).fit(np.zeros((1, 6))))
+    estimator = make_pipeline(
+        encode,
+        FunctionTransformer(),
+        DPStandardScaler(epsilon=0.2, bounds=(-1.0, 1.0), with_mean=False),
+        square,
+        DPLogisticRegression(classes=[0, 1], max_iter=5, epsilon=0.8),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        search = _search(estimator=estimator, param_grid=PIPELINE_GRID).fit(X, y)
+        assert privacy_spent(search.best_estimator_) == pytest.approx((0.95, 5e-6))
+    assert search.best_estimator_.named_steps["dplogisticregression"].coef_.shape == (1, 28)
+
+
+def _refused_pipelines():
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import (
+        FunctionTransformer,
+        OrdinalEncoder,
+        PolynomialFeatures,
+        StandardScaler,
+    )
+
+    other = PrivacyBudget(5.0, 1e-4, composition="basic")
+    return {
+        "not-on-the-allow-list": ([StandardScaler()], PIPELINE_GRID, "DPStandardScaler"),
+        "unchecked-function": (
+            [FunctionTransformer(np.log1p)],
+            PIPELINE_GRID,
+            "RowWiseTransformer",
+        ),
+        "unfrozen": ([PolynomialFeatures()], PIPELINE_GRID, "FrozenEstimator"),
+        "dp-step-in-a-container": (
+            [ColumnTransformer([("s", DPStandardScaler(), [0, 1])], sparse_threshold=0)],
+            PIPELINE_GRID,
+            "top level",
+        ),
+        "density-dependent-output": (
+            [ColumnTransformer([("s", "passthrough", [0])])],
+            PIPELINE_GRID,
+            "sparse_threshold",
+        ),
+        "non-private-dp-step": ([DPStandardScaler(epsilon=math.inf)], PIPELINE_GRID, "finite"),
+        "non-private-estimator": (
+            [DPStandardScaler(), DPLogisticRegression(classes=[0, 1], epsilon=math.inf)],
+            PIPELINE_GRID,
+            "finite",
+        ),
+        "searched-epsilon": (
+            [DPStandardScaler()],
+            {"dpstandardscaler__epsilon": [0.1, 1.0]},
+            "cannot be searched",
+        ),
+        "step-replaced-by-the-grid": (
+            [DPStandardScaler()],
+            {"dpstandardscaler": [DPStandardScaler(), StandardScaler()]},
+            "allow-list",
+        ),
+        "two-budgets": ([DPStandardScaler(budget=other)], PIPELINE_GRID, "different budgets"),
+        "prints-per-run": (
+            [ColumnTransformer([("s", "passthrough", [0])], sparse_threshold=0, verbose=True)],
+            PIPELINE_GRID,
+            "verbose",
+        ),
+        "unknown-category-as-nan": (
+            [
+                OrdinalEncoder(
+                    categories=[[0.0, 1.0]],
+                    handle_unknown="use_encoded_value",
+                    unknown_value=np.nan,
+                )
+            ],
+            PIPELINE_GRID,
+            "non-finite",
+        ),
+        "cached-on-disk": (
+            [make_pipeline(FunctionTransformer(), memory="unused-cache-directory")],
+            PIPELINE_GRID,
+            "memory",
+        ),
+        "last-step-not-private": (
+            [DPStandardScaler(), LogisticRegression()],
+            {"logisticregression__C": [1.0]},
+            "must end in",
+        ),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_refused_pipelines()))
+def test_pipeline_step_off_the_allow_list_is_refused_before_any_spend(case):
+    steps, grid, match = _refused_pipelines()[case]
+    if case not in ("last-step-not-private", "non-private-estimator"):
+        steps = [*steps, DPLogisticRegression(classes=[0, 1], max_iter=5)]
+    X, y = _data()
+    budget = PrivacyBudget(50.0, 1e-3, composition="basic")
+    with trace_releases() as trace, pytest.raises((TypeError, ValueError), match=match):
+        _search(estimator=make_pipeline(*steps), param_grid=grid, budget=budget).fit(X, y)
+    assert budget.ledger == [] and trace.releases == [] and trace.samples == []
+
+
+def test_steps_from_the_grid_are_neither_fitted_nor_seeded_in_place():
+    """A step of the grid is copied for each run: the user's object keeps no run's stream or statistics."""
+    X, y = _data()
+    for refit in (True, False):
+        from_grid = DPStandardScaler(epsilon=0.3, delta=2e-6, bounds=(-1.0, 1.0))
+        estimator = _pipeline(DPLogisticRegression(classes=[0, 1], max_iter=5))
+        search = _search(
+            estimator=estimator, param_grid={"dpstandardscaler": [from_grid]}, refit=refit
+        ).fit(X, y)
+        assert from_grid.random_state is None and from_grid.epsilon == 0.3
+        assert not hasattr(from_grid, "mean_")
+        released = search.best_estimator_.named_steps["dpstandardscaler"]
+        assert released is not from_grid and released.random_state is None
+
+
+def test_plan_cache_key_spells_out_every_step():
+    """Pipelines that differ deep inside never share a cached plan; frozen steps are never cached."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.preprocessing import OneHotEncoder, PolynomialFeatures
+
+    def encoded(last_category):
+        categories = [[float(i) for i in range(200)] + [last_category]]
+        encode = ColumnTransformer(
+            [("c", OneHotEncoder(categories=categories, handle_unknown="ignore"), [0])],
+            sparse_threshold=0,
+        )
+        return _pipeline(DPLogisticRegression(classes=[0, 1]), scaler=encode)
+
+    # Their reprs are abbreviated to the same text; their keys are not.
+    assert repr(encoded(500.0)) == repr(encoded(501.0))
+    settings = planning_module._settings
+    assert settings(encoded(500.0)) != settings(encoded(501.0))
+    frozen = make_pipeline(
+        FrozenEstimator(PolynomialFeatures(2).fit(np.zeros((1, 3)))),
+        DPLogisticRegression(classes=[0, 1]),
+    )
+    assert planning_module._holds_fitted_state(frozen)
+    assert not planning_module._holds_fitted_state(encoded(500.0))
 
 
 # --------------------------------------------------------------------------
@@ -942,15 +1264,15 @@ def test_regression_search():
 
 def test_mismatched_mechanism_makes_a_run_output_nothing(monkeypatch):
     X, y = _data()
-    planned = search_module._plan_candidate
+    planned = planning_module._plan_candidate
 
     def wrong_plan(*args, **kwargs):
         event, solver = planned(*args, **kwargs)
         # Same cost, another description: the runs' real events differ.
         return dpe.ComposedDpEvent([event, dpe.NoOpDpEvent()]), solver
 
-    monkeypatch.setattr(search_module, "_plan_candidate", wrong_plan)
-    monkeypatch.setattr(search_module, "_PLAN_CACHE", {})
+    monkeypatch.setattr(planning_module, "_plan_candidate", wrong_plan)
+    monkeypatch.setattr(planning_module, "_PLAN_CACHE", {})
     with pytest.raises(RuntimeError, match="returned no candidate"):
         _search(refit=False).fit(X, y)
 

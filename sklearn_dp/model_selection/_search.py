@@ -6,7 +6,8 @@ makes.  These searches release only the result of a private selection
 
 1. *Public phase.*  Validate the parameters, the candidates and the input's
    schema; plan every candidate's mechanism from public inputs (its
-   ``FitPlan``, from the input's schema); find the largest
+   ``FitPlan``, from the input's schema; a Pipeline's DP steps' plans
+   composed); find the largest
    per-run epsilon whose search event meets the requested guarantee.
 2. *Reservation.*  Reserve the search's exact spend on the budget (and the
    refit's, if any) before any private value is read.
@@ -32,38 +33,41 @@ from numbers import Integral, Real
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
-from scipy import optimize
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.metrics import get_scorer
 from sklearn.model_selection import ParameterGrid, ParameterSampler
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from .. import _noise, _random
+from .. import _random
 from .._protocol import FitPlan, PrivatePhase, reserve
 from .._sklearn_compat import HasMethods, Interval, StrOptions
 from ..accounting import ApproximateDpEvent
 from ..budget import PrivacyBudget
-from ..exceptions import public_error
 from ..linear_model._base import (
-    LABEL_DELTA_FRACTION,
-    LABEL_EPSILON_FRACTION,
     MAX_EPSILON,
     MIN_EPSILON,
-    BaseDPEstimator,
-    release_labels,
     restore_on_failure,
 )
-from ._selection import (
-    draw_number_of_runs,
-    rdp_epsilon,
-    rdp_supports,
-    run_event,
-    selection_event,
+from ._pipeline import (
+    candidate_model,
+    check_target,
+    configure,
+    final_estimator,
+    final_prefix,
+    fit_event,
+    fit_target,
+    released,
+    target_budgets,
 )
-from ._split import rowwise_parts
+from ._planning import (
+    RESERVED_PARAMETERS,
+    plan_selection,
+    search_shares,
+    stand_in,
+)
+from ._runs import release_label_set, results_table, score_range, select
 
 if TYPE_CHECKING:
     from .._typing import ArrayLike, MatrixLike, RandomStateLike
@@ -71,133 +75,9 @@ if TYPE_CHECKING:
 
 __all__ = ["DPGridSearchCV", "DPRandomizedSearchCV"]
 
-#: Share of the total epsilon spent on the validation row count, released
-#: once to turn the best run's noisy score sum into a mean (``best_score_``).
-VALIDATION_COUNT_FRACTION = 0.05
-
-#: Parameters of the candidates that the search sets itself.
-_RESERVED_PARAMETERS = ("epsilon", "delta", "budget", "random_state", "verbose")
 
 #: Scores the searches can release: per-row terms with a public range.
 SCORINGS = ("accuracy", "neg_mean_absolute_error", "neg_mean_squared_error")
-
-# Plans are expensive (a calibration per candidate per trial epsilon) and
-# the same search is often fitted again (seeds, benchmarks, checks).
-_PLAN_CACHE: dict = {}
-
-
-# --------------------------------------------------------------------------
-# Planning a candidate: the public phase of its fit
-# --------------------------------------------------------------------------
-
-
-def _stand_in(X, classes):
-    """Two public rows with the schema of the validated data (no private value)."""
-    n_features = X.shape[1]
-    X_public = sp.csr_matrix((2, n_features)) if sp.issparse(X) else np.zeros((2, n_features))
-    y_public = np.asarray(classes)[:2] if classes is not None else np.zeros(2)
-    return X_public, y_public
-
-
-def _plan_candidate(candidate, epsilon, delta, X_public, y_public):
-    """(event, solver) of ``candidate`` fitted at (epsilon, delta): its FitPlan, from public inputs."""
-    model = clone(candidate).set_params(
-        epsilon=float(epsilon), delta=float(delta), budget=None, verbose=0, random_state=0
-    )
-    plan = model._fit_plan(X_public, y_public)
-    return plan.event, plan.solver
-
-
-class _SearchPlan:
-    """The public plan of a search: per-run epsilons, noise scales and the search event.
-
-    Attributes
-    ----------
-    fit_epsilon : float
-        Epsilon each run's candidate is fitted at (with ``delta``).
-    score_mechanism : {"gaussian", "laplace"}
-    score_noise_multiplier : float
-        Noise of the score relative to its sensitivity (Gaussian standard
-        deviation, or Laplace scale).
-    count_epsilon : float
-        Epsilon of the validation row count.
-    run_event : DpEvent
-        One run, as accounted.
-    event : DpEvent
-        The selection (count and repeated runs).
-    candidate_events : list of DpEvent
-        Each candidate's own fit event (a run whose fit reports another one
-        outputs nothing).
-    """
-
-    def __init__(
-        self,
-        fit_epsilon,
-        score_mechanism,
-        score_noise_multiplier,
-        count_epsilon,
-        delta,
-        run_event,
-        event,
-        candidate_events,
-        solvers,
-    ):
-        self.fit_epsilon = fit_epsilon
-        self.score_mechanism = score_mechanism
-        self.score_noise_multiplier = score_noise_multiplier
-        self.count_epsilon = count_epsilon
-        self.delta = delta
-        self.run_event = run_event
-        self.event = event
-        self.candidate_events = candidate_events
-        self.solvers = solvers
-
-
-# --------------------------------------------------------------------------
-# Row scores
-# --------------------------------------------------------------------------
-
-
-def _row_scores(scoring, y_true, y_pred, bound):
-    """Per-row terms of the score, each clipped to the public range of ``scoring``."""
-    if scoring == "accuracy":
-        return (np.asarray(y_pred) == np.asarray(y_true)).astype(float)
-    error = np.abs(np.asarray(y_true, dtype=float) - np.asarray(y_pred, dtype=float))
-    if scoring == "neg_mean_squared_error":
-        error = error * error
-        cap = bound * bound
-    else:
-        cap = bound
-    # A non-finite prediction counts as the worst error.
-    return -np.where(np.isfinite(error), np.minimum(error, cap), cap)
-
-
-def _score_range(scoring, bound):
-    if scoring == "accuracy":
-        return 0.0, 1.0
-    if scoring == "neg_mean_squared_error":
-        return -bound * bound, 0.0
-    return -bound, 0.0
-
-
-# --------------------------------------------------------------------------
-# The searches
-# --------------------------------------------------------------------------
-
-
-def _released(model, estimator):
-    """``model`` as it may be published: without the generator that drew its noise.
-
-    The search fits its runs and its refit with secret streams of its own
-    (``sklearn_dp._random.SecretStream``), which regenerate their noise: the
-    released model gets the user's own ``random_state`` back instead (and the
-    user's budget and ``verbose``, for later fits).
-    """
-    return model.set_params(
-        random_state=estimator.random_state,
-        budget=getattr(estimator, "budget", None),
-        verbose=estimator.verbose,
-    )
 
 
 def _delegate(method):
@@ -273,37 +153,37 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         raise NotImplementedError
 
     def _check_estimator(self):
-        name = type(self).__name__
-        if not isinstance(self.estimator, BaseDPEstimator):
-            raise TypeError(
-                f"{name} searches over sklearn_dp estimators (DPLogisticRegression, "
-                f"DPSCORegressor, DPLasso); got {type(self.estimator).__name__}. A Pipeline "
-                "would fit its other steps on private rows outside the accounting: apply a "
-                "public transformation to X first."
-            )
+        check_target(self.estimator, type(self).__name__)
 
     def _check_candidates(self, candidates):
         name = type(self).__name__
         if not candidates:
             raise ValueError(f"{name}: the parameter grid has no candidate.")
         for params in candidates:
-            reserved = sorted(set(params) & set(_RESERVED_PARAMETERS))
+            reserved = sorted(
+                key for key in params if key.rsplit("__", 1)[-1] in RESERVED_PARAMETERS
+            )
             if reserved:
                 raise ValueError(
                     f"{name}: {reserved} cannot be searched: the search sets epsilon and "
                     "delta of every run from its own guarantee, shares its budget and seeds "
                     "the runs itself."
                 )
+            # A candidate may replace a Pipeline's step: each is checked whole.
+            check_target(clone(self.estimator).set_params(**params), name)
 
     def _budget(self):
-        own, inner = self.budget, getattr(self.estimator, "budget", None)
-        if own is not None and inner is not None and own is not inner:
+        own = self.budget
+        inner = [budget for budget in target_budgets(self.estimator) if budget is not None]
+        if any(budget is not inner[0] for budget in inner) or (
+            own is not None and inner and own is not inner[0]
+        ):
             raise ValueError(
                 f"{type(self).__name__}: the search and its estimator hold different budgets; "
                 "set budget= on the search only (the runs are charged inside the search's "
                 "entry)."
             )
-        return own if own is not None else inner
+        return own if own is not None else (inner[0] if inner else None)
 
     def _scoring(self):
         if self.scoring is not None:
@@ -319,7 +199,7 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
             return scoring, None
         bound = self.score_bound
         if bound is None:
-            y_bound = getattr(self.estimator, "y_bound", None)
+            y_bound = getattr(final_estimator(self.estimator), "y_bound", None)
             if y_bound is None or isinstance(y_bound, str):
                 # y_bound="auto" is released by each fit: not public before the search.
                 raise ValueError(
@@ -329,205 +209,6 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
                 )
             bound = 2.0 * float(y_bound)
         return scoring, float(bound)
-
-    def _shares(self, discover_labels):
-        """How the guarantee is split (basic composition between the parts).
-
-        Returns ``(label, count, runs, refit)``, each ``(epsilon, delta)``:
-        the label release (when the search releases the label set: the
-        estimators' share of the total), the validation row count (a share
-        of the total epsilon), the runs, and the refit (``refit_fraction`` of
-        what the label release and the count leave).  The selection's entry
-        holds the first three.
-        """
-        if discover_labels:
-            label = (LABEL_EPSILON_FRACTION * self.epsilon, LABEL_DELTA_FRACTION * self.delta)
-        else:
-            label = (0.0, 0.0)
-        count = (VALIDATION_COUNT_FRACTION * self.epsilon, 0.0)
-        rest = (self.epsilon - label[0] - count[0], self.delta - label[1])
-        if self.refit:
-            refit = (self.refit_fraction * rest[0], self.refit_fraction * rest[1])
-        else:
-            refit = (0.0, 0.0)
-        runs = (rest[0] - refit[0], rest[1] - refit[1])
-        return label, count, runs, refit
-
-    def _plan(self, candidates, X_public, y_public, epsilon, delta, fixed, count_epsilon):
-        """The largest per-run fit epsilon whose selection event meets (epsilon, delta) under RDP.
-
-        ``epsilon`` covers the validation count (Laplace, ``count_epsilon``)
-        and the repeated runs together: the RDP accountant composes them.
-
-        ``fixed`` holds parameters set on every candidate (a placeholder
-        label set when the search releases the labels itself).  See
-        :func:`~sklearn_dp.model_selection._selection.run_event` for how a
-        run is accounted.
-        """
-        mean = float(self.n_candidates)
-        shape = math.inf if self.distribution == "poisson" else float(self.shape)
-        score_fraction = float(self.score_fraction)
-        with np.printoptions(threshold=sys.maxsize):
-            settings = repr(
-                sorted(
-                    (k, v)
-                    for k, v in self.estimator.get_params(deep=False).items()
-                    if k not in _RESERVED_PARAMETERS
-                )
-            )
-            searched = repr(candidates)
-        key = (
-            type(self.estimator).__name__,
-            settings,
-            searched,
-            type(X_public).__name__,
-            X_public.shape[1],
-            repr(y_public.tolist()),
-            repr(fixed),
-            epsilon,
-            delta,
-            count_epsilon,
-            mean,
-            shape,
-            score_fraction,
-        )
-        if key in _PLAN_CACHE:
-            return _PLAN_CACHE[key]
-        name = type(self).__name__
-
-        def plans(fit_epsilon):
-            out = []
-            for params in candidates:
-                candidate = clone(self.estimator).set_params(**params, **fixed)
-                out.append(_plan_candidate(candidate, fit_epsilon, delta, X_public, y_public))
-            return out
-
-        def check_events(candidate_plans):
-            for params, (event, solver) in zip(candidates, candidate_plans):
-                if event is None:
-                    raise ValueError(
-                        f"{name}: the mechanism of candidate {params} (solver={solver!r}) "
-                        "depends on the private row count, so it is not known before the "
-                        "data is read; give it public settings (for example max_iter=, no "
-                        "batch_size=) or leave it out of the grid."
-                    )
-                if not rdp_supports(event):
-                    raise ValueError(
-                        f"{name}: the mechanism of candidate {params} (solver={solver!r}) has "
-                        "no Renyi-DP description, which private selection needs (Papernot and "
-                        "Steinke 2022). Use solvers with Gaussian or Laplace noise (dp_gd, "
-                        "dp_sgd, dp_cd, output_perturbation)."
-                    )
-
-        def check_label_set_independence(fit_epsilon):
-            # With a released label set, the runs' mechanism must not depend
-            # on how many labels are released (it is planned before).
-            for params in candidates:
-                events = [
-                    _plan_candidate(
-                        clone(self.estimator).set_params(**params, classes=labels),
-                        fit_epsilon,
-                        delta,
-                        X_public,
-                        np.asarray(labels[:2]),
-                    )[0]
-                    for labels in ([0, 1], [0, 1, 2], list(range(7)))
-                ]
-                if not all(event == events[0] for event in events):
-                    raise ValueError(
-                        f"{name}: the mechanism of candidate {params} depends on the number "
-                        "of classes, which the search releases privately when classes=None; "
-                        "pass classes=[...], the public label set."
-                    )
-
-        def build(fit_epsilon, candidate_plans):
-            run, mechanism, multiplier = run_event(
-                [event for event, _ in candidate_plans],
-                score_epsilon=fit_epsilon * score_fraction / (1.0 - score_fraction),
-            )
-            return (
-                run,
-                mechanism,
-                multiplier,
-                selection_event(run, 1.0 / count_epsilon, mean, shape),
-            )
-
-        def excess(log_fit_epsilon):
-            fit_epsilon = math.exp(log_fit_epsilon)
-            event = build(fit_epsilon, plans(fit_epsilon))[3]
-            return rdp_epsilon(event, delta) - epsilon
-
-        lo = math.log(MIN_EPSILON)
-        hi = math.log(min(epsilon, MAX_EPSILON))
-        check_events(plans(math.exp(hi)))
-        if "classes" in fixed:
-            check_label_set_independence(math.exp(hi))
-        log_fit = self._largest_passing(excess, lo, hi, math.log(epsilon / (1.0 + math.log(mean))))
-        if log_fit is None:
-            raise ValueError(
-                f"{name}: epsilon={epsilon:.4g} (the selection's share) is too small for "
-                f"{mean:g} runs on average: each run would need epsilon below {MIN_EPSILON:g}. "
-                "Raise epsilon, or lower n_candidates."
-            )
-        fit_epsilon = math.exp(log_fit)
-        candidate_plans = plans(fit_epsilon)
-        check_events(candidate_plans)
-        run, mechanism, multiplier, event = build(fit_epsilon, candidate_plans)
-        plan = _SearchPlan(
-            fit_epsilon=fit_epsilon,
-            score_mechanism=mechanism,
-            score_noise_multiplier=multiplier,
-            count_epsilon=count_epsilon,
-            delta=delta,
-            run_event=run,
-            event=event,
-            candidate_events=[event for event, _ in candidate_plans],
-            solvers=[solver for _, solver in candidate_plans],
-        )
-        if len(_PLAN_CACHE) > 256:
-            _PLAN_CACHE.clear()
-        _PLAN_CACHE[key] = plan
-        return plan
-
-    @staticmethod
-    def _largest_passing(excess, lo, hi, guess):
-        """Largest x in [lo, hi] (to 1e-3) with ``excess(x) <= 0``; None if even ``lo`` fails.
-
-        ``excess`` is increasing (more epsilon per run, more epsilon in all).
-        Each evaluation plans every candidate (a calibration each), so the
-        crossing is bracketed from a guess (one run costs about ``1 + log
-        E[K]`` runs' worth of epsilon) before Brent's method.
-        """
-        guess = min(max(guess, lo), hi)
-        step = math.log(1.5)
-        value = excess(guess)
-        if value <= 0:
-            below = guess
-            above = None
-            while above is None:
-                if below >= hi:
-                    return hi
-                candidate = min(below + step, hi)
-                if excess(candidate) > 0:
-                    above = candidate
-                else:
-                    below = candidate
-        else:
-            above = guess
-            below = None
-            while below is None:
-                if above <= lo:
-                    return None
-                candidate = max(above - step, lo)
-                if excess(candidate) <= 0:
-                    below = candidate
-                else:
-                    above = candidate
-        x = optimize.brentq(excess, below, above, xtol=1e-3, rtol=1e-6)
-        # brentq lands within xtol of the crossing, on either side of it.
-        while x > below and excess(x) > 0:
-            x = max(below, x - 1e-3)
-        return x
 
     # -- fit ----------------------------------------------------------------------
 
@@ -563,7 +244,7 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         candidates = self._candidates(candidate_rng)
         self._check_candidates(candidates)
         scoring, bound = self._scoring()
-        low, high = _score_range(scoring, bound)
+        low, high = score_range(scoring, bound)
         budget = self._budget()
         if budget is not None and budget.composition != "basic":
             raise ValueError(
@@ -573,7 +254,8 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
                 "PrivacyBudget(epsilon, delta, composition='basic')."
             )
         # Schema checks of the input (public: whether it is well-formed).
-        validator = clone(self.estimator).set_params(budget=None)
+        # A Pipeline's input is validated as its final estimator validates its own.
+        validator = clone(final_estimator(self.estimator)).set_params(budget=None)
         X, y = validator._validate_fit_data(X, y, y_numeric=not is_classifier(validator))
         classes = validator._check_labels(y) if is_classifier(validator) else None
         discover_labels = is_classifier(validator) and classes is None
@@ -581,14 +263,16 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         # thresholded noisy histogram, as the estimators do) with a share of
         # the guarantee; the runs and the refit then get it as public.  The
         # release is part of the selection's ledger entry.
-        label, count, runs, (epsilon_refit, delta_refit) = self._shares(discover_labels)
+        label, count, runs, (epsilon_refit, delta_refit) = search_shares(self, discover_labels)
         label_epsilon, label_delta = label
         epsilon_selection = label[0] + count[0] + runs[0]
         delta_selection = label[1] + count[1] + runs[1]
-        fixed = {"classes": [0, 1]} if discover_labels else {}  # a placeholder for planning
-        X_public, y_public = _stand_in(X, [0, 1] if discover_labels else classes)
-        plan = self._plan(
-            candidates, X_public, y_public, count[0] + runs[0], runs[1], fixed, count[0]
+        classes_parameter = f"{final_prefix(self.estimator)}classes"
+        # A placeholder label set for planning.
+        fixed = {classes_parameter: [0, 1]} if discover_labels else {}
+        X_public, y_public = stand_in(X, [0, 1] if discover_labels else classes)
+        plan = plan_selection(
+            self, candidates, X_public, y_public, count[0] + runs[0], runs[1], fixed, count[0]
         )
         label_event = (
             ApproximateDpEvent(label_epsilon, label_delta, "label set") if discover_labels else None
@@ -657,11 +341,12 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         try:
             with PrivatePhase(name, reservation) as phase:
                 if discover_labels:
-                    X, y, released = self._release_labels(
-                        X, y, label_epsilon, label_delta, label_rng
+                    X, y, labels = release_label_set(
+                        name, X, y, label_epsilon, label_delta, label_rng
                     )
-                    fixed = {"classes": released}
-                best = self._select(
+                    fixed = {classes_parameter: labels}
+                best = select(
+                    self,
                     candidates,
                     plan,
                     X,
@@ -697,19 +382,19 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.score_bound_ = bound
         self.multimetric_ = False
         self.n_splits_ = 1
-        self.cv_results_ = self._results(candidates, index, score)
+        self.cv_results_ = results_table(candidates, index, score)
         self.selection_dp_event_ = selection_event
         self.selection_privacy_spent_ = (float(epsilon_selection), float(delta_selection))
         self.run_epsilon_ = float(plan.fit_epsilon)
         self.n_features_in_ = int(X.shape[1])
 
         if self.refit:
-            refit_model = clone(self.estimator).set_params(**candidates[index], **fixed)
-            refit_model.set_params(
-                epsilon=float(epsilon_refit),
-                delta=float(delta_refit),
-                budget=None,
-                random_state=_random.SecretStream(refit_rng, _random._SEARCH_TOKEN),
+            refit_model = configure(
+                candidate_model(self.estimator, {**candidates[index], **fixed}),
+                epsilon_refit,
+                delta_refit,
+                refit_rng,
+                quiet=False,
             )
             refit_start = time.perf_counter()
             # An ordinary private fit: its own private phase withholds what
@@ -717,19 +402,20 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
             # of its own releases) reach the caller.  Its entry was reserved
             # above; it is settled here.
             try:
-                refit_model.fit(X, y)
+                fit_target(refit_model, X, y, f"{name}.refit")
             except BaseException as exc:
                 if refit_reservation is not None:
                     refit_reservation.fail(exc)
                 raise
+            refit_event = fit_event(refit_model)
             if refit_reservation is not None:
-                refit_reservation.complete(refit_model.dp_event_)
+                refit_reservation.complete(refit_event)
             self.refit_time_ = time.perf_counter() - refit_start
-            self.best_estimator_ = _released(refit_model, self.estimator)
-            self.dp_event_ = dpe.ComposedDpEvent([selection_event, refit_model.dp_event_])
+            self.best_estimator_ = released(refit_model, self.estimator)
+            self.dp_event_ = dpe.ComposedDpEvent([selection_event, refit_event])
         else:
             # The selected run's model is part of the selection's output.
-            self.best_estimator_ = _released(model, self.estimator)
+            self.best_estimator_ = released(model, self.estimator)
             self.dp_event_ = selection_event
         self.privacy_spent_ = (
             float(epsilon_selection + epsilon_refit),
@@ -744,176 +430,10 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
             )
         return self
 
-    def _release_labels(self, X, y, epsilon, delta, rng):
-        """Release the label set once for the whole search; drop rows whose label is not released."""
-        released, _, _ = release_labels(y, epsilon, delta, rng)
-        if released.size < 2:
-            raise public_error(
-                ValueError(
-                    f"{type(self).__name__}: at most one class passed the private release of "
-                    "the label set (labels held by few rows are not released). Pass "
-                    "classes=[...], the public label set, on the estimator."
-                )
-            )
-        keep = np.isin(y, released)
-        if not np.all(keep):
-            # A per-row rule: neighbours stay neighbours.
-            X, y = X[keep], y[keep]
-        return X, y, released.tolist()
-
     def _distribution_name(self):
         if self.distribution == "poisson":
             return "Poisson"
         return f"truncated negative binomial, shape {float(self.shape):g}"
-
-    def _select(
-        self,
-        candidates,
-        plan,
-        X,
-        y,
-        scoring,
-        bound,
-        score_range,
-        fixed,
-        split_rng,
-        schedule_rng,
-        count_rng,
-        run_seeds,
-    ):
-        """The private part: K runs, noisy scores, the best run.  Returns only the best run."""
-        low, high = score_range
-        middle, half_width = 0.5 * (low + high), 0.5 * (high - low)
-        parts = rowwise_parts(
-            X.shape[0], [1.0 - self.validation_fraction, self.validation_fraction], split_rng
-        )
-        train, validation = np.flatnonzero(parts == 0), np.flatnonzero(parts == 1)
-        X_train, y_train = X[train], y[train]
-        X_val, y_val = X[validation], y[validation]
-        noisy_count = _noise.laplace(
-            float(validation.size),
-            sensitivity=1.0,
-            scale=1.0 / plan.count_epsilon,
-            rng=count_rng,
-            label="validation row count",
-        )
-        shape = math.inf if self.distribution == "poisson" else float(self.shape)
-        n_runs = draw_number_of_runs(self.n_candidates, shape, schedule_rng)
-        best = None
-        for _ in range(n_runs):
-            index = int(schedule_rng.integers(len(candidates)))
-            fit_rng, score_rng = _random.split(run_seeds, 2)
-            outcome = self._run(
-                {**candidates[index], **fixed},
-                plan.candidate_events[index],
-                plan,
-                X_train,
-                y_train,
-                X_val,
-                y_val,
-                scoring,
-                bound,
-                middle,
-                fit_rng,
-            )
-            if outcome is None:
-                continue  # a failed run outputs nothing; it is never selected
-            model, value = outcome
-            scale = plan.score_noise_multiplier * half_width
-            if plan.score_mechanism == "gaussian":
-                noisy = _noise.gaussian(
-                    value,
-                    sensitivity=half_width,
-                    noise_std=scale,
-                    rng=score_rng,
-                    label="validation score",
-                )
-            else:
-                noisy = _noise.laplace(
-                    value,
-                    sensitivity=half_width,
-                    scale=scale,
-                    rng=score_rng,
-                    label="validation score",
-                )
-            if best is None or noisy > best[2]:
-                best = (index, model, noisy)
-        if best is None:
-            # The selection's output is "nothing" (no run, or every run failed).
-            raise public_error(
-                RuntimeError(
-                    f"{type(self).__name__}: the private selection returned no candidate "
-                    "(no run was drawn, or every run failed). The spend stands. Check that "
-                    "every candidate fits with the estimator's public settings."
-                )
-            )
-        return best[0], best[1], best[2], noisy_count
-
-    def _run(
-        self,
-        params,
-        planned_event,
-        plan,
-        X_train,
-        y_train,
-        X_val,
-        y_val,
-        scoring,
-        bound,
-        middle,
-        rng,
-    ):
-        """One run: fit the candidate on the training part, score it on the validation part.
-
-        Returns (model, centred score sum), or None if the run failed.  A
-        failure (any exception, or a mechanism other than planned) is the
-        run's output "nothing", a function of the run's own releases.
-        """
-        model = (
-            clone(self.estimator)
-            .set_params(**params)
-            .set_params(
-                epsilon=float(plan.fit_epsilon),
-                delta=float(plan.delta),
-                budget=None,
-                random_state=_random.SecretStream(rng, _random._SEARCH_TOKEN),
-                verbose=0,
-            )
-        )
-        try:
-            model.fit(X_train, y_train)
-            if not model.dp_event_ == planned_event:
-                # Never expected: the plan is the fit's own pre-data plan.
-                return None
-            if X_val.shape[0] == 0:
-                return model, 0.0
-            terms = _row_scores(scoring, y_val, model.predict(X_val), bound)
-            return model, float(np.sum(terms - middle))
-        except Exception:
-            return None
-
-    def _results(self, candidates, index, score):
-        """cv_results_: every candidate of the grid, the selected one's noisy score only."""
-        n = len(candidates)
-        results = {"params": [dict(params) for params in candidates]}
-        names = sorted({key for params in candidates for key in params})
-        for key in names:
-            column = np.ma.masked_all(n, dtype=object)
-            for i, params in enumerate(candidates):
-                if key in params:
-                    column[i] = params[key]
-            results[f"param_{key}"] = column
-        scores = np.full(n, np.nan)
-        scores[index] = score
-        results["mean_test_score"] = scores
-        results["std_test_score"] = np.full(n, np.nan)
-        ranks = np.full(n, 2, dtype=np.int32)
-        ranks[index] = 1
-        results["rank_test_score"] = ranks
-        selected = np.zeros(n, dtype=bool)
-        selected[index] = True
-        results["selected"] = selected
-        return results
 
     # -- delegation --------------------------------------------------------------
 
@@ -971,14 +491,21 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
 _SHARED_DOC = """
     Parameters
     ----------
-    estimator : sklearn_dp estimator
-        ``DPLogisticRegression``, ``DPSCORegressor`` or ``DPLasso``.  Its
-        ``epsilon``, ``delta``, ``budget``, ``random_state`` and ``verbose``
-        are set by the search.  A classifier with ``classes=None`` has its
-        label set released once by the search (a thresholded noisy
-        histogram with 10% of epsilon and half of delta, as the estimators
-        do; see ``docs/guide/privacy_model.md``); ``classes=[...]`` costs
-        nothing.
+    estimator : sklearn_dp estimator or Pipeline
+        ``DPLogisticRegression``, ``DPSCORegressor`` or ``DPLasso``, or a
+        ``Pipeline`` ending in one whose other steps are DP transformers
+        (``DPStandardScaler``, ``DPMinMaxScaler``) and public row-wise steps
+        (``PublicRangeScaler``, ``RowWiseTransformer``, the scikit-learn
+        steps :func:`sklearn_dp.privacy_spent` vouches for, checked with
+        their parameters); anything else is refused before any spend.  The
+        DP steps' ``epsilon``, ``delta``, ``budget``, ``random_state`` and
+        ``verbose`` are set by the search: each fit of a Pipeline divides its
+        share among its DP steps in proportion to the epsilons (and deltas)
+        set on them.  ``X`` is validated as the final estimator validates
+        it.  A classifier with ``classes=None`` has its label set released
+        once by the search (a thresholded noisy histogram with 10% of
+        epsilon and half of delta, as the estimators do; see
+        ``docs/guide/privacy_model.md``); ``classes=[...]`` costs nothing.
     {space}
     epsilon : float, default=1.0
         Total epsilon of the search and its refit, in [1e-3, 100].
@@ -1070,8 +597,9 @@ _SHARED_DOC = """
         ``(epsilon, delta)`` of the selection and the refit together (basic
         composition of the two ledger entries).
     dp_event_ : dp_accounting.DpEvent
-        ``ComposedDpEvent([selection_dp_event_, best_estimator_.dp_event_])``
-        with a refit, else ``selection_dp_event_``.
+        ``ComposedDpEvent([selection_dp_event_, refit])`` with a refit, else
+        ``selection_dp_event_``; ``refit`` is ``best_estimator_.dp_event_``
+        (for a Pipeline, its DP steps' events composed, in order).
     selection_dp_event_ : dp_accounting.DpEvent
         The selection: ``ComposedDpEvent([LaplaceDpEvent(count),
         RepeatAndSelectDpEvent(run, n_candidates, shape)])``, which
@@ -1138,7 +666,17 @@ _SHARED_DOC = """
     (each candidate's planned event; a run whose fit reports another
     mechanism outputs nothing); and only the best run released.
 
-    What is public: the candidates, the estimator's public settings, the
+    A searched Pipeline is one mechanism per fit: its DP steps, each planned
+    from public inputs at its part of the fit's share, run on the same rows
+    one after the other (adaptive composition; the event composes them), and
+    its public steps read nothing but the input's schema (the allow-list of
+    :func:`sklearn_dp.privacy_spent`).  The public steps' fits and the
+    transforms of private rows run in a private phase of their own: nothing
+    they raise or warn escapes.  ``privacy_spent(best_estimator_)`` reports
+    the refit's share only; ``privacy_spent_`` covers the whole search.
+
+    What is public: the candidates, the estimator's public settings (a
+    Pipeline's steps and their parameters), the
     plan (per-run epsilons), the schema of the input.  What is released:
     the selected candidate, its noisy score, the selected run's model (or
     the refit), the noisy validation row count (through ``best_score_``).

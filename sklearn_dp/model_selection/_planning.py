@@ -1,0 +1,366 @@
+"""The public phase of a private search: every candidate planned, the per-run epsilon found.
+
+Nothing here reads a private value: candidates are planned from their
+parameters and a public stand-in of the input's schema (their ``FitPlan``,
+computed by their own public phase), and the per-run epsilon is the largest
+whose selection event meets the search's guarantee under dp_accounting's RDP
+accountant.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import numpy as np
+import scipy.sparse as sp
+from scipy import optimize
+from sklearn.base import BaseEstimator, clone
+from sklearn.pipeline import Pipeline
+
+from ..linear_model._base import (
+    LABEL_DELTA_FRACTION,
+    LABEL_EPSILON_FRACTION,
+    MAX_EPSILON,
+    MIN_EPSILON,
+)
+from ._pipeline import final_prefix, plan_pipeline
+from ._selection import rdp_epsilon, rdp_supports, run_event, selection_event
+
+__all__ = [
+    "SearchPlan",
+    "plan_selection",
+    "plan_target",
+    "search_shares",
+    "stand_in",
+    "largest_passing",
+]
+
+#: Share of the total epsilon spent on the validation row count, released
+#: once to turn the best run's noisy score sum into a mean (``best_score_``).
+VALIDATION_COUNT_FRACTION = 0.05
+
+#: Parameters of the candidates that the search sets itself.
+RESERVED_PARAMETERS = ("epsilon", "delta", "budget", "random_state", "verbose")
+
+# Plans are expensive (a calibration per candidate per trial epsilon) and
+# the same search is often fitted again (seeds, benchmarks, checks).
+_PLAN_CACHE: dict = {}
+
+
+def stand_in(X, classes):
+    """Two public rows with the schema of the validated data (no private value)."""
+    n_features = X.shape[1]
+    X_public = sp.csr_matrix((2, n_features)) if sp.issparse(X) else np.zeros((2, n_features))
+    y_public = np.asarray(classes)[:2] if classes is not None else np.zeros(2)
+    return X_public, y_public
+
+
+def _plan_candidate(candidate, epsilon, delta, X_public, y_public):
+    """(event, solver) of the DP estimator ``candidate`` fitted at (epsilon, delta): its FitPlan."""
+    model = clone(candidate).set_params(
+        epsilon=float(epsilon), delta=float(delta), budget=None, verbose=0, random_state=0
+    )
+    plan = model._fit_plan(X_public, y_public)
+    return plan.event, plan.solver
+
+
+def plan_target(candidate, epsilon, delta, X_public, y_public):
+    """(event, solver) of ``candidate`` (a DP estimator or a Pipeline) fitted at (epsilon, delta)."""
+    if isinstance(candidate, Pipeline):
+        return plan_pipeline(
+            candidate,
+            epsilon,
+            delta,
+            X_public,
+            y_public,
+            lambda *args: _plan_candidate(*args),
+        )
+    return _plan_candidate(candidate, epsilon, delta, X_public, y_public)
+
+
+class SearchPlan:
+    """The public plan of a search: per-run epsilons, noise scales and the search event.
+
+    Attributes
+    ----------
+    fit_epsilon : float
+        Epsilon each run's candidate is fitted at (with ``delta``).
+    score_mechanism : {"gaussian", "laplace"}
+    score_noise_multiplier : float
+        Noise of the score relative to its sensitivity (Gaussian standard
+        deviation, or Laplace scale).
+    count_epsilon : float
+        Epsilon of the validation row count.
+    run_event : DpEvent
+        One run, as accounted.
+    event : DpEvent
+        The selection (count and repeated runs).
+    candidate_events : list of DpEvent
+        Each candidate's own fit event (a run whose fit reports another one
+        outputs nothing).
+    """
+
+    def __init__(
+        self,
+        fit_epsilon,
+        score_mechanism,
+        score_noise_multiplier,
+        count_epsilon,
+        delta,
+        run_event,
+        event,
+        candidate_events,
+        solvers,
+    ):
+        self.fit_epsilon = fit_epsilon
+        self.score_mechanism = score_mechanism
+        self.score_noise_multiplier = score_noise_multiplier
+        self.count_epsilon = count_epsilon
+        self.delta = delta
+        self.run_event = run_event
+        self.event = event
+        self.candidate_events = candidate_events
+        self.solvers = solvers
+
+
+def _public_value(value):
+    """``value`` with estimators spelled out by type and parameters (their repr is abbreviated)."""
+    if isinstance(value, BaseEstimator):
+        params = sorted(value.get_params(deep=False).items())
+        return (type(value).__module__, type(value).__qualname__, _public_value(params))
+    if isinstance(value, (list, tuple)):
+        return type(value)(_public_value(v) for v in value)
+    if isinstance(value, dict):
+        return sorted((k, _public_value(v)) for k, v in value.items())
+    return value
+
+
+def _holds_fitted_state(value):
+    """Whether ``value`` holds a frozen step (its output depends on a fit made before)."""
+    if isinstance(value, BaseEstimator):
+        return type(value).__name__ == "FrozenEstimator" or any(
+            _holds_fitted_state(v) for v in value.get_params(deep=False).values()
+        )
+    if isinstance(value, (list, tuple)):
+        return any(_holds_fitted_state(v) for v in value)
+    return False
+
+
+def _settings(estimator):
+    """The estimator's own settings as a cache key (what the search sets itself left out)."""
+    if isinstance(estimator, Pipeline):
+        # Every step's parameters, by name (repr of an estimator is
+        # abbreviated); the steps' epsilons and deltas set the shares.
+        items = (
+            (k, _public_value(v))
+            for k, v in estimator.get_params(deep=True).items()
+            if k.rsplit("__", 1)[-1] not in ("budget", "random_state", "verbose")
+        )
+    else:
+        items = (
+            (k, v)
+            for k, v in estimator.get_params(deep=False).items()
+            if k not in RESERVED_PARAMETERS
+        )
+    return repr(sorted(items, key=lambda item: item[0]))
+
+
+def plan_selection(search, candidates, X_public, y_public, epsilon, delta, fixed, count_epsilon):
+    """The largest per-run fit epsilon whose selection event meets (epsilon, delta) under RDP.
+
+    ``epsilon`` covers the validation count (Laplace, ``count_epsilon``)
+    and the repeated runs together: the RDP accountant composes them.
+
+    ``fixed`` holds parameters set on every candidate (a placeholder
+    label set when the search releases the labels itself).  See
+    :func:`~sklearn_dp.model_selection._selection.run_event` for how a
+    run is accounted.
+    """
+    mean = float(search.n_candidates)
+    shape = math.inf if search.distribution == "poisson" else float(search.shape)
+    score_fraction = float(search.score_fraction)
+    with np.printoptions(threshold=sys.maxsize):
+        settings = _settings(search.estimator)
+        searched = repr(candidates)
+    key = (
+        type(search.estimator).__name__,
+        settings,
+        searched,
+        type(X_public).__name__,
+        X_public.shape[1],
+        repr(y_public.tolist()),
+        repr(fixed),
+        epsilon,
+        delta,
+        count_epsilon,
+        mean,
+        shape,
+        score_fraction,
+    )
+    # A frozen step's output depends on its fitted state, not on its
+    # parameters: such a search is planned afresh every time.
+    cacheable = not _holds_fitted_state(search.estimator)
+    if cacheable and key in _PLAN_CACHE:
+        return _PLAN_CACHE[key]
+    name = type(search).__name__
+    classes = f"{final_prefix(search.estimator)}classes"
+
+    def plans(fit_epsilon):
+        out = []
+        for params in candidates:
+            candidate = clone(search.estimator).set_params(**params, **fixed)
+            out.append(plan_target(candidate, fit_epsilon, delta, X_public, y_public))
+        return out
+
+    def check_events(candidate_plans):
+        for params, (event, solver) in zip(candidates, candidate_plans):
+            if event is None:
+                raise ValueError(
+                    f"{name}: the mechanism of candidate {params} (solver={solver!r}) "
+                    "depends on the private row count, so it is not known before the "
+                    "data is read; give it public settings (for example max_iter=, no "
+                    "batch_size=) or leave it out of the grid."
+                )
+            if not rdp_supports(event):
+                raise ValueError(
+                    f"{name}: the mechanism of candidate {params} (solver={solver!r}) has "
+                    "no Renyi-DP description, which private selection needs (Papernot and "
+                    "Steinke 2022). Use solvers with Gaussian or Laplace noise (dp_gd, "
+                    "dp_sgd, dp_cd, output_perturbation)."
+                )
+
+    def check_label_set_independence(fit_epsilon):
+        # With a released label set, the runs' mechanism must not depend
+        # on how many labels are released (it is planned before).
+        for params in candidates:
+            events = [
+                plan_target(
+                    clone(search.estimator).set_params(**params, **{classes: labels}),
+                    fit_epsilon,
+                    delta,
+                    X_public,
+                    np.asarray(labels[:2]),
+                )[0]
+                for labels in ([0, 1], [0, 1, 2], list(range(7)))
+            ]
+            if not all(event == events[0] for event in events):
+                raise ValueError(
+                    f"{name}: the mechanism of candidate {params} depends on the number "
+                    "of classes, which the search releases privately when classes=None; "
+                    "pass classes=[...], the public label set."
+                )
+
+    def build(fit_epsilon, candidate_plans):
+        run, mechanism, multiplier = run_event(
+            [event for event, _ in candidate_plans],
+            score_epsilon=fit_epsilon * score_fraction / (1.0 - score_fraction),
+        )
+        return (
+            run,
+            mechanism,
+            multiplier,
+            selection_event(run, 1.0 / count_epsilon, mean, shape),
+        )
+
+    def excess(log_fit_epsilon):
+        fit_epsilon = math.exp(log_fit_epsilon)
+        event = build(fit_epsilon, plans(fit_epsilon))[3]
+        return rdp_epsilon(event, delta) - epsilon
+
+    lo = math.log(MIN_EPSILON)
+    hi = math.log(min(epsilon, MAX_EPSILON))
+    check_events(plans(math.exp(hi)))
+    if classes in fixed:
+        check_label_set_independence(math.exp(hi))
+    log_fit = largest_passing(excess, lo, hi, math.log(epsilon / (1.0 + math.log(mean))))
+    if log_fit is None:
+        raise ValueError(
+            f"{name}: epsilon={epsilon:.4g} (the selection's share) is too small for "
+            f"{mean:g} runs on average: each run would need epsilon below {MIN_EPSILON:g}. "
+            "Raise epsilon, or lower n_candidates."
+        )
+    fit_epsilon = math.exp(log_fit)
+    candidate_plans = plans(fit_epsilon)
+    check_events(candidate_plans)
+    run, mechanism, multiplier, event = build(fit_epsilon, candidate_plans)
+    plan = SearchPlan(
+        fit_epsilon=fit_epsilon,
+        score_mechanism=mechanism,
+        score_noise_multiplier=multiplier,
+        count_epsilon=count_epsilon,
+        delta=delta,
+        run_event=run,
+        event=event,
+        candidate_events=[event for event, _ in candidate_plans],
+        solvers=[solver for _, solver in candidate_plans],
+    )
+    if cacheable:
+        if len(_PLAN_CACHE) > 256:
+            _PLAN_CACHE.clear()
+        _PLAN_CACHE[key] = plan
+    return plan
+
+
+def largest_passing(excess, lo, hi, guess):
+    """Largest x in [lo, hi] (to 1e-3) with ``excess(x) <= 0``; None if even ``lo`` fails.
+
+    ``excess`` is increasing (more epsilon per run, more epsilon in all).
+    Each evaluation plans every candidate (a calibration each), so the
+    crossing is bracketed from a guess (one run costs about ``1 + log
+    E[K]`` runs' worth of epsilon) before Brent's method.
+    """
+    guess = min(max(guess, lo), hi)
+    step = math.log(1.5)
+    value = excess(guess)
+    if value <= 0:
+        below = guess
+        above = None
+        while above is None:
+            if below >= hi:
+                return hi
+            candidate = min(below + step, hi)
+            if excess(candidate) > 0:
+                above = candidate
+            else:
+                below = candidate
+    else:
+        above = guess
+        below = None
+        while below is None:
+            if above <= lo:
+                return None
+            candidate = max(above - step, lo)
+            if excess(candidate) <= 0:
+                below = candidate
+            else:
+                above = candidate
+    x = optimize.brentq(excess, below, above, xtol=1e-3, rtol=1e-6)
+    # brentq lands within xtol of the crossing, on either side of it.
+    while x > below and excess(x) > 0:
+        x = max(below, x - 1e-3)
+    return x
+
+
+def search_shares(search, discover_labels):
+    """How the guarantee is split (basic composition between the parts).
+
+    Returns ``(label, count, runs, refit)``, each ``(epsilon, delta)``:
+    the label release (when the search releases the label set: the
+    estimators' share of the total), the validation row count (a share
+    of the total epsilon), the runs, and the refit (``refit_fraction`` of
+    what the label release and the count leave).  The selection's entry
+    holds the first three.
+    """
+    if discover_labels:
+        label = (LABEL_EPSILON_FRACTION * search.epsilon, LABEL_DELTA_FRACTION * search.delta)
+    else:
+        label = (0.0, 0.0)
+    count = (VALIDATION_COUNT_FRACTION * search.epsilon, 0.0)
+    rest = (search.epsilon - label[0] - count[0], search.delta - label[1])
+    if search.refit:
+        refit = (search.refit_fraction * rest[0], search.refit_fraction * rest[1])
+    else:
+        refit = (0.0, 0.0)
+    runs = (rest[0] - refit[0], rest[1] - refit[1])
+    return label, count, runs, refit

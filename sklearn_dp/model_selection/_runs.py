@@ -1,0 +1,218 @@
+"""The private phase of a search: the split, the runs, their noisy scores, the best run.
+
+Everything here runs inside the search's private phase, after its
+reservation; only the selected run leaves it (see
+:class:`~sklearn_dp.model_selection.DPGridSearchCV`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import _noise, _random
+from ..exceptions import public_error
+from ..linear_model._base import release_labels
+from ._pipeline import candidate_model, configure, fit_event, fit_target
+from ._selection import draw_number_of_runs
+from ._split import rowwise_parts
+
+__all__ = [
+    "select",
+    "run_candidate",
+    "row_scores",
+    "score_range",
+    "release_label_set",
+    "results_table",
+]
+
+
+def row_scores(scoring, y_true, y_pred, bound):
+    """Per-row terms of the score, each clipped to the public range of ``scoring``."""
+    if scoring == "accuracy":
+        return (np.asarray(y_pred) == np.asarray(y_true)).astype(float)
+    error = np.abs(np.asarray(y_true, dtype=float) - np.asarray(y_pred, dtype=float))
+    if scoring == "neg_mean_squared_error":
+        error = error * error
+        cap = bound * bound
+    else:
+        cap = bound
+    # A non-finite prediction counts as the worst error.
+    return -np.where(np.isfinite(error), np.minimum(error, cap), cap)
+
+
+def score_range(scoring, bound):
+    """The public range ``(low, high)`` of one row's score."""
+    if scoring == "accuracy":
+        return 0.0, 1.0
+    if scoring == "neg_mean_squared_error":
+        return -bound * bound, 0.0
+    return -bound, 0.0
+
+
+def select(
+    search,
+    candidates,
+    plan,
+    X,
+    y,
+    scoring,
+    bound,
+    score_bounds,
+    fixed,
+    split_rng,
+    schedule_rng,
+    count_rng,
+    run_seeds,
+):
+    """The private part: K runs, noisy scores, the best run.  Returns only the best run."""
+    low, high = score_bounds
+    middle, half_width = 0.5 * (low + high), 0.5 * (high - low)
+    parts = rowwise_parts(
+        X.shape[0], [1.0 - search.validation_fraction, search.validation_fraction], split_rng
+    )
+    train, validation = np.flatnonzero(parts == 0), np.flatnonzero(parts == 1)
+    X_train, y_train = X[train], y[train]
+    X_val, y_val = X[validation], y[validation]
+    noisy_count = _noise.laplace(
+        float(validation.size),
+        sensitivity=1.0,
+        scale=1.0 / plan.count_epsilon,
+        rng=count_rng,
+        label="validation row count",
+    )
+    shape = math.inf if search.distribution == "poisson" else float(search.shape)
+    n_runs = draw_number_of_runs(search.n_candidates, shape, schedule_rng)
+    best = None
+    for _ in range(n_runs):
+        index = int(schedule_rng.integers(len(candidates)))
+        fit_rng, score_rng = _random.split(run_seeds, 2)
+        outcome = run_candidate(
+            search,
+            {**candidates[index], **fixed},
+            plan.candidate_events[index],
+            plan,
+            X_train,
+            y_train,
+            X_val,
+            y_val,
+            scoring,
+            bound,
+            middle,
+            fit_rng,
+        )
+        if outcome is None:
+            continue  # a failed run outputs nothing; it is never selected
+        model, value = outcome
+        scale = plan.score_noise_multiplier * half_width
+        if plan.score_mechanism == "gaussian":
+            noisy = _noise.gaussian(
+                value,
+                sensitivity=half_width,
+                noise_std=scale,
+                rng=score_rng,
+                label="validation score",
+            )
+        else:
+            noisy = _noise.laplace(
+                value,
+                sensitivity=half_width,
+                scale=scale,
+                rng=score_rng,
+                label="validation score",
+            )
+        if best is None or noisy > best[2]:
+            best = (index, model, noisy)
+    if best is None:
+        # The selection's output is "nothing" (no run, or every run failed).
+        raise public_error(
+            RuntimeError(
+                f"{type(search).__name__}: the private selection returned no candidate "
+                "(no run was drawn, or every run failed). The spend stands. Check that "
+                "every candidate fits with the estimator's public settings."
+            )
+        )
+    return best[0], best[1], best[2], noisy_count
+
+
+def run_candidate(
+    search,
+    params,
+    planned_event,
+    plan,
+    X_train,
+    y_train,
+    X_val,
+    y_val,
+    scoring,
+    bound,
+    middle,
+    rng,
+):
+    """One run: fit the candidate on the training part, score it on the validation part.
+
+    Returns (model, centred score sum), or None if the run failed.  A
+    failure (any exception, or a mechanism other than planned) is the
+    run's output "nothing", a function of the run's own releases.
+    """
+    model = configure(
+        candidate_model(search.estimator, params),
+        plan.fit_epsilon,
+        plan.delta,
+        rng,
+        quiet=True,
+    )
+    try:
+        fit_target(model, X_train, y_train, type(search).__name__)
+        if not fit_event(model) == planned_event:
+            # Never expected: the plan is the fit's own pre-data plan.
+            return None
+        if X_val.shape[0] == 0:
+            return model, 0.0
+        terms = row_scores(scoring, y_val, model.predict(X_val), bound)
+        return model, float(np.sum(terms - middle))
+    except Exception:
+        return None
+
+
+def release_label_set(owner, X, y, epsilon, delta, rng):
+    """Release the label set once for the whole search; drop rows whose label is not released."""
+    released, _, _ = release_labels(y, epsilon, delta, rng)
+    if released.size < 2:
+        raise public_error(
+            ValueError(
+                f"{owner}: at most one class passed the private release of "
+                "the label set (labels held by few rows are not released). Pass "
+                "classes=[...], the public label set, on the estimator."
+            )
+        )
+    keep = np.isin(y, released)
+    if not np.all(keep):
+        # A per-row rule: neighbours stay neighbours.
+        X, y = X[keep], y[keep]
+    return X, y, released.tolist()
+
+
+def results_table(candidates, index, score):
+    """cv_results_: every candidate of the grid, the selected one's noisy score only."""
+    n = len(candidates)
+    results = {"params": [dict(params) for params in candidates]}
+    names = sorted({key for params in candidates for key in params})
+    for key in names:
+        column = np.ma.masked_all(n, dtype=object)
+        for i, params in enumerate(candidates):
+            if key in params:
+                column[i] = params[key]
+        results[f"param_{key}"] = column
+    scores = np.full(n, np.nan)
+    scores[index] = score
+    results["mean_test_score"] = scores
+    results["std_test_score"] = np.full(n, np.nan)
+    ranks = np.full(n, 2, dtype=np.int32)
+    ranks[index] = 1
+    results["rank_test_score"] = ranks
+    selected = np.zeros(n, dtype=bool)
+    selected[index] = True
+    results["selected"] = selected
+    return results
