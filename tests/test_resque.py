@@ -1,5 +1,7 @@
 """ReSQue estimator, ball acceleration and the ``resque`` solver (spec: resque_sco.md)."""
 
+import dataclasses
+import functools
 import math
 
 import numpy as np
@@ -13,7 +15,7 @@ from sklearn_dp import DPSCORegressor, PrivacyBudget
 from sklearn_dp._data import bound_data
 from sklearn_dp._losses import AbsoluteLoss, HingeLoss, QuantileLoss, get_loss
 from sklearn_dp.accounting import epsilon_of_event, subsampled_gaussian_noise_multiplier
-from sklearn_dp.solvers import get_solver, resque
+from sklearn_dp.solvers import SOLVERS, get_solver, resque
 from sklearn_dp.solvers._common import COUNT_EPSILON_FRACTION
 from sklearn_dp.solvers._resque import (
     default_tolerance,
@@ -983,9 +985,15 @@ def test_audit_detects_under_noised_steps(monkeypatch):
 
     def under_noised(*args, **kwargs):
         plan = real_plan(*args, **kwargs)
+        if plan is None:  # before the count is released
+            return None
         return type(plan)(plan.event, plan.noise_multiplier / 100, plan.n_steps, plan.details)
 
-    monkeypatch.setattr(resque_module, "plan_resque", under_noised)
+    # The estimator plans through the registry and hands the plan to the solver.
+    under_noised = functools.wraps(real_plan)(under_noised)
+    monkeypatch.setitem(
+        SOLVERS, "resque", dataclasses.replace(SOLVERS["resque"], plan=under_noised)
+    )
     epsilon = 2.0
     eps_lb = _audit(_canary_run(epsilon), n_runs=200, claimed_epsilon=epsilon)
     assert eps_lb > epsilon + 0.5, eps_lb

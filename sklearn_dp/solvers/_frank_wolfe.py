@@ -489,6 +489,7 @@ def frank_wolfe(
     output="tail_average",
     random_state=None,
     verbose=0,
+    plan=None,
 ):
     """Noisy Frank-Wolfe over an l1 ball (Talwar, Thakurta and Zhang 2015).
 
@@ -541,6 +542,10 @@ def frank_wolfe(
         privacy cost.
     random_state : None, int, RandomState or Generator
     verbose : int
+    plan : PrivacyPlan or None
+        The plan to run, as :func:`plan_frank_wolfe` computed it for these
+        arguments (estimators hand down the plan their budget was charged
+        for); None plans here.
 
     Returns
     -------
@@ -597,9 +602,10 @@ def frank_wolfe(
             l1_ratio=l1_ratio,
             solver=solver,
         )
-        plan = plan_frank_wolfe(
-            n_samples, n_columns * n_outputs, epsilon, delta, max_iter=max_iter, radius=radius
-        )
+        if plan is None:
+            plan = plan_frank_wolfe(
+                n_samples, n_columns * n_outputs, epsilon, delta, max_iter=max_iter, radius=radius
+            )
         clip = linf_gradient_bound(loss, data, clip_norm, private, solver)
         # l-inf change of the gradient average from one row: averages divide by
         # the public normaliser, never the private row count.
@@ -801,6 +807,7 @@ def vr_frank_wolfe(
     output="tail_average",
     random_state=None,
     verbose=0,
+    plan=None,
 ):
     """One-pass private variance-reduced Frank-Wolfe (Asi, Feldman, Koren, Talwar 2021, Alg. 3).
 
@@ -832,6 +839,10 @@ def vr_frank_wolfe(
         the data, instead of the seed's wasteful ``b = n / log2(n)^2``.
     output : {"tail_average", "last"}, default="tail_average"
         As in :func:`frank_wolfe` (the seed returns the last iterate).
+    plan : PrivacyPlan or None
+        The plan to run, as :func:`plan_vr_frank_wolfe` computed it for these
+        arguments (estimators hand down the plan their budget was charged
+        for); None plans here.
 
     With ``epsilon=inf`` nothing is spent and the one-pass split (whose only
     purpose is to divide the privacy cost among the rows) is dropped: every
@@ -917,14 +928,15 @@ def vr_frank_wolfe(
             l1_ratio=l1_ratio,
             solver=solver,
         )
-        plan = plan_vr_frank_wolfe(
-            n_samples,
-            n_columns * n_outputs,
-            epsilon,
-            delta,
-            schedule=schedule,
-            n_phases=n_phases,
-        )
+        if plan is None:
+            plan = plan_vr_frank_wolfe(
+                n_samples,
+                n_columns * n_outputs,
+                epsilon,
+                delta,
+                schedule=schedule,
+                n_phases=n_phases,
+            )
         T, b = plan.details["n_phases"], plan.details["root_batch"]
         clip = linf_gradient_bound(loss, data, clip_norm, private, solver)
         unit = clip / b  # l-inf change of a root estimate from one row

@@ -505,6 +505,7 @@ def _mirror_descent_fit(
     strongly_convex,
     random_state,
     verbose,
+    plan,
 ):
     # The bounded design as an operator on the caller's X: each step copies its
     # Poisson batch's rows only (``design.rows``), never the whole matrix.
@@ -541,9 +542,10 @@ def _mirror_descent_fit(
         lam = _strong_convexity(domain, n_columns, p) if strongly_convex else 0.0
         if strongly_convex and lam <= 0:
             raise ValueError(_STRONGLY_CONVEX_MESSAGE.format(solver=solver))
-        plan = _plan(
-            kind, n_samples, n_columns, epsilon, delta, max_iter, batch_size, strongly_convex
-        )
+        if plan is None:
+            plan = _plan(
+                kind, n_samples, n_columns, epsilon, delta, max_iter, batch_size, strongly_convex
+            )
         phases = plan.details["phases"]
         scale = plan.noise_multiplier
         clip2 = gradient_bound(loss, data.row_norm_bound, clip_norm, private=private)
@@ -766,6 +768,7 @@ def mirror_descent(
     strongly_convex=False,
     random_state=None,
     verbose=0,
+    plan=None,
 ):
     """Noisy minibatch mirror descent with a p-norm map (seed Algorithms 1 and 5).
 
@@ -817,6 +820,10 @@ def mirror_descent(
         blocks of ``2^(i-2) n / log2 n`` rows, round i started at round i-1's
         output and restricted to the lp ball of radius ``2 sqrt(2 Delta /
         lambda)`` around it (Delta: the previous round's public error bound).
+    plan : PrivacyPlan or None
+        The plan to run, as :func:`plan_mirror_descent` computed it for these
+        arguments (estimators hand down the plan their budget was charged
+        for); None plans here.
 
     Returns
     -------
@@ -870,6 +877,7 @@ def mirror_descent(
         strongly_convex=strongly_convex,
         random_state=random_state,
         verbose=verbose,
+        plan=plan,
     )
 
 
@@ -892,6 +900,7 @@ def localized_mirror_descent(
     strongly_convex=False,
     random_state=None,
     verbose=0,
+    plan=None,
 ):
     """Localized noisy mirror descent (seed Algorithms 2 and 6): optimal DP-SCO rates in l1 / lp.
 
@@ -921,6 +930,10 @@ def localized_mirror_descent(
         erratum E9: ``sqrt(d) / epsilon_i``, not ``sqrt(d / epsilon_i)``).
     step_size : float, optional
         Overrides the base step eta.
+    plan : PrivacyPlan or None
+        The plan to run, as :func:`plan_localized_mirror_descent` computed it
+        for these arguments (estimators hand down the plan their budget was
+        charged for); None plans here.
 
     Returns
     -------
@@ -977,4 +990,5 @@ def localized_mirror_descent(
         strongly_convex=strongly_convex,
         random_state=random_state,
         verbose=verbose,
+        plan=plan,
     )

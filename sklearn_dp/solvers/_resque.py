@@ -624,22 +624,24 @@ def _public_setting(
     max_weight,
     schedule,
     max_inner,
+    plan,
 ):
     """The plan and the constants of :func:`resque` (see its docstring), from public inputs."""
     n_params = data.n_columns
-    # The schedule comes from the public stand-in for the row count (a DP
-    # count from the estimators): the true n is private under add/remove.
-    plan = plan_resque(
-        data.n_public,
-        n_params,
-        epsilon,
-        delta,
-        tol=tol,
-        passes=passes,
-        batch_size=batch_size,
-        n_probes=n_probes,
-        schedule=schedule,
-    )
+    if plan is None:
+        # The schedule comes from the public stand-in for the row count (a DP
+        # count from the estimators): the true n is private under add/remove.
+        plan = plan_resque(
+            data.n_public,
+            n_params,
+            epsilon,
+            delta,
+            tol=tol,
+            passes=passes,
+            batch_size=batch_size,
+            n_probes=n_probes,
+            schedule=schedule,
+        )
     details = plan.details
     n_outer = details["n_outer"]
     constrained = radius is not None
@@ -1123,6 +1125,7 @@ def resque(
     n_jobs=None,
     random_state=None,
     verbose=0,
+    plan=None,
 ):
     """ReSQue ball acceleration for Lipschitz losses (parallel queries; DP-SGD-style privacy).
 
@@ -1205,6 +1208,10 @@ def resque(
     verbose : int
         Progress lines per outer iteration: the accepted step length over r
         and the accepted lambda (functions of the noisy releases).
+    plan : PrivacyPlan or None
+        The plan to run, as :func:`plan_resque` computed it for these
+        arguments (estimators hand down the plan their budget was charged
+        for); None plans here.
 
     Returns
     -------
@@ -1289,6 +1296,7 @@ def resque(
         max_weight=max_weight,
         schedule=schedule,
         max_inner=max_inner,
+        plan=plan,
     )
     rng = make_rng(random_state)
     with _workers(n_jobs) as parallel:
