@@ -46,6 +46,7 @@ from ._common import (
     check_finite_iterate,
     make_rng,
 )
+from ._declared_options import check_declared_options
 from ._l1_geometry import (
     allocate_rows,
     check_l1_options,
@@ -250,25 +251,20 @@ class _TailAverage:
         return self.total / self.count
 
 
-def _check_output(output):
-    if output not in ("tail_average", "last"):
-        raise ValueError(f"output must be 'tail_average' or 'last', got {output!r}.")
+#: The string options of the Frank-Wolfe solvers and their values.
+_CHOICES = {"output": ("tail_average", "last"), "schedule": ("pure", "approximate")}
 
 
-def _check_max_iter(max_iter):
-    if max_iter is not None and (
-        isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1
-    ):
-        raise ValueError(f"max_iter must be a positive integer or None, got {max_iter!r}.")
+def _check_choices(options):
+    for name, choices in _CHOICES.items():
+        if name in options and options[name] not in choices:
+            shown = " or ".join(map(repr, choices))
+            raise ValueError(f"{name} must be {shown}, got {options[name]!r}.")
 
 
-def _check_schedule(schedule, n_phases):
-    if schedule not in ("pure", "approximate"):
-        raise ValueError(f"schedule must be 'pure' or 'approximate', got {schedule!r}.")
-    if n_phases is not None and (
-        isinstance(n_phases, bool) or not isinstance(n_phases, (int, np.integer)) or n_phases < 1
-    ):
-        raise ValueError(f"n_phases must be a positive integer or None, got {n_phases!r}.")
+def _check_options(solver, n_outputs, options):
+    check_l1_options(solver, n_outputs=n_outputs, options=options)
+    _check_choices(options)
 
 
 def check_frank_wolfe(
@@ -279,15 +275,7 @@ def check_frank_wolfe(
     Called by the estimators before they reserve the spend, and by
     :func:`frank_wolfe` itself.
     """
-    check_l1_options(
-        "frank_wolfe",
-        n_outputs=n_outputs,
-        radius=options.get("radius"),
-        intercept_bound=options.get("intercept_bound"),
-        clip_norm=options.get("clip_norm"),
-    )
-    _check_output(options.get("output", "tail_average"))
-    _check_max_iter(options.get("max_iter"))
+    _check_options("frank_wolfe", n_outputs, options)
     if public is not None and public.delta > 0:
         # With delta = 0 no other solver fits the penalised Lasso (dp_cd and
         # dp_ssp add Gaussian noise): frank_wolfe stays, and warns when its
@@ -299,15 +287,7 @@ def check_vr_frank_wolfe(
     *, loss_name=None, n_outputs, penalty=None, alpha=None, l1_ratio=None, public=None, options
 ):
     """Refuse ``vr_frank_wolfe`` options from public inputs only (``SolverSpec.check``)."""
-    check_l1_options(
-        "vr_frank_wolfe",
-        n_outputs=n_outputs,
-        radius=options.get("radius"),
-        intercept_bound=options.get("intercept_bound"),
-        clip_norm=options.get("clip_norm"),
-    )
-    _check_output(options.get("output", "tail_average"))
-    _check_schedule(options.get("schedule", "pure"), options.get("n_phases"))
+    _check_options("vr_frank_wolfe", n_outputs, options)
     check_penalty_ball("vr_frank_wolfe", penalty, alpha, l1_ratio, options.get("radius"))
 
 
@@ -739,7 +719,8 @@ def plan_vr_frank_wolfe(n_samples, n_params, epsilon, delta, *, schedule="pure",
     depth j has ``2^j`` times that at each of its ``2^(t-j)`` leaves.
     ``noise_multiplier`` is ``2 / leaf_epsilons[0]`` (Gumbel scale over sensitivity).
     """
-    _check_schedule(schedule, n_phases)
+    _check_choices(dict(schedule=schedule))
+    check_declared_options("vr_frank_wolfe", dict(n_phases=n_phases))
     if n_samples is None:
         return None  # the schedule needs the (not yet released) public row count
     if math.isinf(epsilon):
