@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import sklearn_dp.solvers._frank_wolfe as fw_module
+import sklearn_dp.solvers._vr_frank_wolfe as vr_module
 from sklearn_dp import DPLasso
 from sklearn_dp.testing import audit_mechanism
 
@@ -151,14 +152,14 @@ def test_audit_detects_miscalibrated_vr_frank_wolfe(monkeypatch):
     # (The canary lands in a vertex set only with probability ~ 6/7, and a
     # right child's correction term is non-zero only if the canary's
     # coefficient moved, so the signal is weaker than for frank_wolfe.)
-    original = fw_module.plan_vr_frank_wolfe
+    original = vr_module.plan_vr_frank_wolfe
 
     def broken(n_samples, n_params, epsilon, delta, **kwargs):
         if n_samples is None:  # before the count is released
             return None
         plan = original(n_samples, n_params, 20.0 * epsilon, delta, **kwargs)
         honest = original(n_samples, n_params, epsilon, delta, **kwargs)
-        return fw_module.PrivacyPlan(
+        return vr_module.PrivacyPlan(
             honest.event, plan.noise_multiplier, plan.n_steps, plan.details
         )
 
