@@ -200,7 +200,8 @@ def _plan(kind, n_samples, n_params, epsilon, delta, max_iter, batch_size, stron
         bool(strongly_convex),
     )
     n_steps = sum(ph.steps for ph in phases)
-    details = dict(phases=phases)
+    # The rounds' expected block sizes: the solver allocates the rows with them.
+    details = dict(phases=phases, round_sizes=_rounds(n_samples, strongly_convex))
     if math.isinf(epsilon):
         return PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, n_steps, details)
     if delta <= 0:
@@ -557,7 +558,7 @@ def _mirror_descent_fit(solver, kind, args):
         lipschitz += float(np.max(domain.l2_penalty, initial=0.0)) * domain.vertex_radius
         diameter = domain.diameter  # l1 diameter, an upper bound on the lp one
         smoothness = _pnorm_smoothness(loss, data, q, domain)
-        round_sizes = _rounds(n_samples, strongly_convex)
+        round_sizes = plan.details["round_sizes"]
     rng = make_rng(args.random_state)
     progress = Progress(solver, plan.n_steps, args.verbose)
     runs = _Runs(
