@@ -49,6 +49,7 @@ and of ``n_jobs``.
 
 from __future__ import annotations
 
+import inspect
 import math
 from contextlib import nullcontext
 from numbers import Real
@@ -178,24 +179,7 @@ def _check_schedule_options(*, schedule, private, **options):
 PLAN_OPTIONS = ("tol", "passes", "batch_size", "n_probes", "schedule")
 
 
-def check_resque_arguments(
-    *,
-    loss_name,
-    n_outputs,
-    private,
-    multi_output=False,
-    radius=None,
-    constraint=None,
-    tol=None,
-    passes=None,
-    batch_size=None,
-    n_probes=1,
-    max_weight=DEFAULT_MAX_WEIGHT,
-    schedule="budget",
-    max_inner=None,
-    restart=RESTART,
-    n_jobs=None,
-):
+def check_resque_arguments(*, loss_name, n_outputs, private, multi_output=False, **options):
     """Raise a ValueError for a problem or an option ``resque`` refuses; public inputs only.
 
     Shared by the registry's :func:`check_resque` (estimators call it before
@@ -211,10 +195,15 @@ def check_resque_arguments(
     multi_output : bool, default=False
         Whether the loss is a multi-output one (direct calls pass
         ``loss.multi_output``).
-    radius, constraint, tol, passes, batch_size, n_probes, max_weight, schedule, \
-max_inner, restart, n_jobs
-        The solver's options (see :func:`resque`).
+    **options
+        The solver's options (see :func:`resque`; :data:`OPTION_NAMES`); those
+        not given take the defaults of :func:`resque`'s signature.
     """
+    parameters = inspect.signature(resque).parameters
+    options = {**{name: parameters[name].default for name in OPTION_NAMES}, **options}
+    radius, constraint, tol, max_weight, n_jobs = (
+        options[name] for name in ("radius", "constraint", "tol", "max_weight", "n_jobs")
+    )
     if n_outputs != 1:
         raise ValueError("resque fits single-output losses only (binary, regression).")
     if loss_name not in GLOBALLY_LIPSCHITZ_LOSSES or multi_output:
@@ -244,18 +233,9 @@ max_inner, restart, n_jobs
         raise ValueError("A private fit needs a finite max_weight (it sets the sensitivity).")
     if n_jobs is not None and (isinstance(n_jobs, (bool, np.bool_)) or n_jobs == 0):
         raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}.")
-    _check_schedule_options(
-        schedule=schedule,
-        private=private,
-        radius=radius,
-        tol=tol,
-        passes=passes,
-        batch_size=batch_size,
-        n_probes=n_probes,
-        max_inner=max_inner,
-        restart=restart,
-        n_jobs=n_jobs,
-    )
+    # The other options' types and ranges, as the registry declares them.
+    declared = {k: v for k, v in options.items() if k not in ("constraint", "max_weight")}
+    _check_schedule_options(private=private, **declared)
 
 
 def check_resque(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
