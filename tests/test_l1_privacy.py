@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import sklearn_dp.solvers._frank_wolfe as fw_module
+import sklearn_dp.solvers._vr_frank_wolfe as vr_module
 from sklearn_dp import DPLasso
 from sklearn_dp.testing import audit_mechanism
 
@@ -120,6 +121,18 @@ def test_audit_does_not_exceed_claimed_epsilon_thorough(solver, epsilon, delta, 
     assert eps_lb <= epsilon, f"audit found epsilon >= {eps_lb:.3f} > claimed {epsilon}"
 
 
+def _replace_plan(monkeypatch, solver, original, broken):
+    """Make ``broken`` the plan of ``solver`` for the estimators (its registry entry)."""
+    import dataclasses
+    import functools
+
+    from sklearn_dp.solvers import SOLVERS
+
+    # The estimators read a plan's options off its signature (the original's).
+    broken = functools.wraps(original)(broken)
+    monkeypatch.setitem(SOLVERS, solver, dataclasses.replace(SOLVERS[solver], plan=broken))
+
+
 def test_audit_detects_miscalibrated_frank_wolfe(monkeypatch):
     # Positive control: each selection uses 10x the epsilon the event records.
     original = fw_module.frank_wolfe_step_epsilon
@@ -139,16 +152,19 @@ def test_audit_detects_miscalibrated_vr_frank_wolfe(monkeypatch):
     # (The canary lands in a vertex set only with probability ~ 6/7, and a
     # right child's correction term is non-zero only if the canary's
     # coefficient moved, so the signal is weaker than for frank_wolfe.)
-    original = fw_module.plan_vr_frank_wolfe
+    original = vr_module.plan_vr_frank_wolfe
 
     def broken(n_samples, n_params, epsilon, delta, **kwargs):
+        if n_samples is None:  # before the count is released
+            return None
         plan = original(n_samples, n_params, 20.0 * epsilon, delta, **kwargs)
         honest = original(n_samples, n_params, epsilon, delta, **kwargs)
-        return fw_module.PrivacyPlan(
+        return vr_module.PrivacyPlan(
             honest.event, plan.noise_multiplier, plan.n_steps, plan.details
         )
 
-    monkeypatch.setattr(fw_module, "plan_vr_frank_wolfe", broken)
+    # The estimator plans through the registry and hands the plan to the solver.
+    _replace_plan(monkeypatch, "vr_frank_wolfe", original, broken)
     run = canary_coefficient(1.0, 0.0, "vr_frank_wolfe", solver_options={"n_phases": 1})
     eps_lb = audit(run, n_runs=300, delta=1e-12, claimed_epsilon=1.0)
     assert eps_lb > 1.0, f"the audit missed a 20x privacy violation (found {eps_lb:.3f})"

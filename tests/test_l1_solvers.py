@@ -7,18 +7,13 @@ import pytest
 from scipy.optimize import minimize
 
 import sklearn_dp.solvers._frank_wolfe as fw_module
+import sklearn_dp.solvers._vr_frank_wolfe as vr_module
 from sklearn_dp import accounting
 from sklearn_dp._data import bound_data
 from sklearn_dp._losses import get_loss
 from sklearn_dp.accounting import epsilon_of_event
 from sklearn_dp.solvers import SOLVERS
-from sklearn_dp.solvers._frank_wolfe import (
-    frank_wolfe_step_epsilon,
-    plan_vr_frank_wolfe,
-    vertex_scales,
-    vr_frank_wolfe_schedule,
-    zcdp_budget,
-)
+from sklearn_dp.solvers._frank_wolfe import frank_wolfe_step_epsilon, vertex_scales, zcdp_budget
 from sklearn_dp.solvers._l1_geometry import l1_objective, make_domain, reference_solve
 from sklearn_dp.solvers._mirror_descent import (
     mirror_descent_phases,
@@ -32,6 +27,7 @@ from sklearn_dp.solvers._pnorm import (
     pnorm_bregman_divergence,
     pnorm_mirror_gradient,
 )
+from sklearn_dp.solvers._vr_frank_wolfe import plan_vr_frank_wolfe, vr_frank_wolfe_schedule
 
 # --------------------------------------------------------------------------
 # The exact Bregman step
@@ -395,7 +391,7 @@ def test_vr_frank_wolfe_is_one_pass():
     assert sizes.sum() == b * (T + T * (T + 1) / 4) <= 3000
     # right children at depth j hold b / 2^j rows: 2^(j-1) of them per depth
     for t in range(1, T + 1):
-        right = sorted(fw_module._right_child_sizes(t, b), reverse=True)
+        right = sorted(vr_module._right_child_sizes(t, b), reverse=True)
         expected = sorted(
             [b / 2**j for j in range(1, t + 1) for _ in range(2 ** (j - 1))], reverse=True
         )
@@ -415,7 +411,8 @@ def test_frank_wolfe_gains_at_most_one_nonzero_per_step(monkeypatch, solver, alp
         vertices.append(vertex)
         return vertex, height
 
-    monkeypatch.setattr(fw_module, "select_vertex", recording)
+    for module in (fw_module, vr_module):
+        monkeypatch.setattr(module, "select_vertex", recording)
     options = dict(max_iter=30) if solver == "frank_wolfe" else dict(n_phases=3)
     options["output"] = "last"
     res = SOLVERS[solver].function(
@@ -581,7 +578,7 @@ def test_vr_frank_wolfe_epsilon_inf_uses_every_row_and_converges():
         intercept_bound=1.6,
         random_state=0,
     )
-    T = fw_module.NONPRIVATE_VR_PHASES
+    T = vr_module.NONPRIVATE_VR_PHASES
     assert res.plan.details["n_phases"] == T
     assert res.n_iter == 2 ** (T + 1) - 2
     assert res.info["allocation"] is None

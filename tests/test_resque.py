@@ -1,5 +1,7 @@
 """ReSQue estimator, ball acceleration and the ``resque`` solver (spec: resque_sco.md)."""
 
+import dataclasses
+import functools
 import math
 
 import numpy as np
@@ -9,11 +11,12 @@ from scipy.special import erf
 from scipy.stats import norm
 
 import sklearn_dp.solvers._resque as resque_module
+import sklearn_dp.solvers._resque_oracle as oracle_module
 from sklearn_dp import DPSCORegressor, PrivacyBudget
 from sklearn_dp._data import bound_data
 from sklearn_dp._losses import AbsoluteLoss, HingeLoss, QuantileLoss, get_loss
 from sklearn_dp.accounting import epsilon_of_event, subsampled_gaussian_noise_multiplier
-from sklearn_dp.solvers import get_solver, resque
+from sklearn_dp.solvers import SOLVERS, get_solver, resque
 from sklearn_dp.solvers._common import COUNT_EPSILON_FRACTION
 from sklearn_dp.solvers._resque import (
     default_tolerance,
@@ -439,14 +442,14 @@ def test_query_depth_and_counts_budget_schedule(monkeypatch):
     X, y = _lad_problem(n=1000, d=4)
     data = bound_data(X, y, fit_intercept=True, data_norm=1.0)
     steps = []
-    real_epoch_sgd = resque_module._epoch_sgd
+    real_epoch_sgd = oracle_module._epoch_sgd
 
     def counting_epoch_sgd(round_, **kwargs):
         steps.append(sum(kwargs["epochs"]))
         assert len(round_.starts) == steps[-1] + 1
         return real_epoch_sgd(round_, **kwargs)
 
-    monkeypatch.setattr(resque_module, "_epoch_sgd", counting_epoch_sgd)
+    monkeypatch.setattr(oracle_module, "_epoch_sgd", counting_epoch_sgd)
     loss = _CountingLoss()
     epsilon, delta, tol, probes = 1.0, 1e-6, 0.05, 2
     result = resque(
@@ -515,14 +518,14 @@ def test_noise_scale_is_exact(monkeypatch):
     y = np.zeros(n)
     data = bound_data(X, y, fit_intercept=False, data_norm=2.0)
     normalizers = []
-    real_epoch_sgd = resque_module._epoch_sgd
+    real_epoch_sgd = oracle_module._epoch_sgd
 
     def capture(round_, **kwargs):
         assert np.all(round_.features == 0)
         normalizers.append(kwargs["normalizer"])
         return real_epoch_sgd(round_, **kwargs)
 
-    monkeypatch.setattr(resque_module, "_epoch_sgd", capture)
+    monkeypatch.setattr(oracle_module, "_epoch_sgd", capture)
     epsilon, delta = 1.0, 1e-5
     with trace_releases() as trace:
         result = resque(
@@ -547,7 +550,7 @@ def test_noise_scale_is_exact(monkeypatch):
     releases = trace.releases
     assert len(releases) == result.plan.n_steps == result.n_iter
     assert all(r.mechanism == "gaussian" and r.norm == "l2" for r in releases)
-    assert all(r.label == resque_module.STEP_LABEL for r in releases)
+    assert all(r.label == oracle_module.STEP_LABEL for r in releases)
     assert all(r.sensitivity == pytest.approx(sensitivity, rel=1e-15) for r in releases)
     assert all(r.scale == result.plan.details["noise_std"] for r in releases)
     assert all(np.array_equal(r.value, np.zeros(d)) for r in releases)
@@ -573,7 +576,7 @@ def test_per_sample_term_is_bounded_by_the_sensitivity():
     center = rng.normal(size=d + 1)
     rho, max_weight = 0.1, 3.0
     rows = rng.integers(n, size=5000)
-    round_ = resque_module._query_round(
+    round_ = oracle_module._query_round(
         data.design, data.y, loss, center, rows, np.array([0, 5000]), rho, 1, 0, None
     )
     bound = max_weight * loss.derivative_bound * data.row_norm_bound
@@ -595,7 +598,7 @@ def test_results_do_not_depend_on_n_jobs():
     )
     one = resque(data, AbsoluteLoss(), n_jobs=None, **kwargs)
     two = resque(data, AbsoluteLoss(), n_jobs=2, **kwargs)
-    assert one.info["inner_steps"] * 256 > resque_module.QUERY_CHUNK  # several chunks per round
+    assert one.info["inner_steps"] * 256 > oracle_module.QUERY_CHUNK  # several chunks per round
     np.testing.assert_array_equal(one.coef, two.coef)
     assert one.info["n_queries"] == two.info["n_queries"]
 
@@ -681,8 +684,8 @@ def test_release_count_check_is_public_and_fires_on_a_bug_only(monkeypatch):
     """A schedule that runs more steps than the plan accounted for is caught (a public error)."""
     X, y = _lad_problem(n=200)
     data = bound_data(X, y, fit_intercept=True, data_norm=1.0)
-    real = resque_module._BallOracle.n_steps
-    monkeypatch.setattr(resque_module._BallOracle, "n_steps", lambda self, lam: real(self, lam) + 1)
+    real = oracle_module._BallOracle.n_steps
+    monkeypatch.setattr(oracle_module._BallOracle, "n_steps", lambda self, lam: real(self, lam) + 1)
     with pytest.raises(AssertionError, match="a bug") as caught:
         resque(
             data,
@@ -711,7 +714,7 @@ def test_release_count_check_is_public_and_fires_on_a_bug_only(monkeypatch):
 def test_perturbation_streams_are_philox_streams_keyed_by_round_step_and_run():
     entropy = 12345
     key = np.random.SeedSequence(entropy).generate_state(2, np.uint64)
-    streams = resque_module._Perturbations(entropy)
+    streams = oracle_module._Perturbations(entropy)
     for round_index, step, run in [(0, 0, 0), (3, 17, 2), (0, 0, 0)]:
         got = np.empty((5, 3))
         streams.fill(got, (round_index, step, run))
@@ -732,7 +735,7 @@ def test_shared_rows_keep_their_perturbations_when_a_row_is_added(monkeypatch, c
     """
     from joblib import Parallel
 
-    monkeypatch.setattr(resque_module, "QUERY_CHUNK", chunk)
+    monkeypatch.setattr(oracle_module, "QUERY_CHUNK", chunk)
     X, y = _lad_problem(n=7, d=3)
     data = bound_data(X, y, fit_intercept=True, data_norm=1.0)
     big = bound_data(
@@ -747,14 +750,14 @@ def test_shared_rows_keep_their_perturbations_when_a_row_is_added(monkeypatch, c
         starts = np.arange(n_steps + 1) * n
         if parallel is None:
             rounds.append(
-                resque_module._query_round(
+                oracle_module._query_round(
                     d.design, d.y, AbsoluteLoss(), center, rows, starts, rho, 5, 2, None
                 )
             )
         else:
             with parallel:
                 rounds.append(
-                    resque_module._query_round(
+                    oracle_module._query_round(
                         d.design, d.y, AbsoluteLoss(), center, rows, starts, rho, 5, 2, parallel
                     )
                 )
@@ -983,9 +986,15 @@ def test_audit_detects_under_noised_steps(monkeypatch):
 
     def under_noised(*args, **kwargs):
         plan = real_plan(*args, **kwargs)
+        if plan is None:  # before the count is released
+            return None
         return type(plan)(plan.event, plan.noise_multiplier / 100, plan.n_steps, plan.details)
 
-    monkeypatch.setattr(resque_module, "plan_resque", under_noised)
+    # The estimator plans through the registry and hands the plan to the solver.
+    under_noised = functools.wraps(real_plan)(under_noised)
+    monkeypatch.setitem(
+        SOLVERS, "resque", dataclasses.replace(SOLVERS["resque"], plan=under_noised)
+    )
     epsilon = 2.0
     eps_lb = _audit(_canary_run(epsilon), n_runs=200, claimed_epsilon=epsilon)
     assert eps_lb > epsilon + 0.5, eps_lb

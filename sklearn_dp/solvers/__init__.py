@@ -17,14 +17,7 @@ from .._sklearn_compat import Interval
 from ._accmd import check_dp_accmd, dp_accmd, plan_dp_accmd
 from ._common import PrivacyPlan, SolverResult
 from ._coordinate_descent import check_dp_cd, dp_cd, plan_dp_cd
-from ._frank_wolfe import (
-    check_frank_wolfe,
-    check_vr_frank_wolfe,
-    frank_wolfe,
-    plan_frank_wolfe,
-    plan_vr_frank_wolfe,
-    vr_frank_wolfe,
-)
+from ._frank_wolfe import check_frank_wolfe, check_vr_frank_wolfe, frank_wolfe, plan_frank_wolfe
 from ._gradient_descent import check_dp_gd, dp_gd, plan_dp_gd
 from ._mirror_descent import (
     check_localized_mirror_descent,
@@ -72,6 +65,7 @@ from ._svrg import (
     plan_dp_svrg,
     plan_dp_svrg_pp,
 )
+from ._vr_frank_wolfe import plan_vr_frank_wolfe, vr_frank_wolfe
 
 __all__ = [
     "SolverSpec",

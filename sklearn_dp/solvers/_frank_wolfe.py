@@ -1,4 +1,4 @@
-"""Noisy Frank-Wolfe over an l1 ball: ``frank_wolfe`` and the one-pass ``vr_frank_wolfe``.
+"""Noisy Frank-Wolfe over an l1 ball: ``frank_wolfe``, and what ``vr_frank_wolfe`` shares with it.
 
 Both take Frank-Wolfe steps ``x <- (1 - eta) x + eta * vertex`` over the
 polytope of :mod:`._l1_geometry` (an l1 ball, times an interval per
@@ -17,9 +17,9 @@ as ``PureEpsilonDpEvent(eps0)`` (composition: epsilons add) or, when
 numerically by dp_accounting's RDP accountant).
 
 ``frank_wolfe`` (Talwar, Thakurta and Zhang 2015) uses the full data at every
-step.  ``vr_frank_wolfe`` is Algorithm 3 of Asi, Feldman, Koren and Talwar
-(2021): a single pass, with variance-reduced (SPIDER-style) gradient
-estimates on a binary tree per phase; see :func:`vr_frank_wolfe`.
+step.  ``vr_frank_wolfe`` (:mod:`._vr_frank_wolfe`) is Algorithm 3 of Asi,
+Feldman, Koren and Talwar (2021): a single pass, with variance-reduced
+(SPIDER-style) gradient estimates on a binary tree per phase.
 """
 
 from __future__ import annotations
@@ -32,10 +32,7 @@ from .. import _noise, accounting
 from .._clipped_sums import (
     frank_wolfe_gradient,
     vertex_scores,
-    vr_correction,
-    vr_root_estimate,
 )
-from .._design import block_rows
 from .._memo import memoize
 from ..accounting import PureEpsilonDpEvent
 from ._common import (
@@ -47,7 +44,6 @@ from ._common import (
     make_rng,
 )
 from ._l1_geometry import (
-    allocate_rows,
     check_l1_options,
     linf_gradient_bound,
     linf_row_norms,
@@ -58,22 +54,16 @@ from ._noise_warnings import frank_wolfe_warning
 
 __all__ = [
     "frank_wolfe",
-    "vr_frank_wolfe",
     "plan_frank_wolfe",
-    "plan_vr_frank_wolfe",
     "check_frank_wolfe",
     "check_vr_frank_wolfe",
     "select_vertex",
     "zcdp_budget",
     "frank_wolfe_step_epsilon",
-    "vr_frank_wolfe_schedule",
 ]
 
 #: Frank-Wolfe steps without noise (epsilon=inf) unless max_iter says otherwise.
 DEFAULT_NONPRIVATE_ITERATIONS = 1000
-#: vr_frank_wolfe's phases without noise (every vertex on every row): 2^10 - 2 = 1022
-#: Frank-Wolfe steps, about frank_wolfe's DEFAULT_NONPRIVATE_ITERATIONS.
-NONPRIVATE_VR_PHASES = 9
 #: Upper end of the search for the number of private steps.
 MAX_DEFAULT_ITERATIONS = 2000
 
@@ -250,25 +240,33 @@ class _TailAverage:
         return self.total / self.count
 
 
-def _check_output(output):
-    if output not in ("tail_average", "last"):
-        raise ValueError(f"output must be 'tail_average' or 'last', got {output!r}.")
+#: The string options of the Frank-Wolfe solvers and their values.
+_CHOICES = {"output": ("tail_average", "last"), "schedule": ("pure", "approximate")}
 
 
-def _check_max_iter(max_iter):
-    if max_iter is not None and (
-        isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1
-    ):
-        raise ValueError(f"max_iter must be a positive integer or None, got {max_iter!r}.")
+def _check_choices(options):
+    for name, choices in _CHOICES.items():
+        if name in options and options[name] not in choices:
+            shown = " or ".join(map(repr, choices))
+            raise ValueError(f"{name} must be {shown}, got {options[name]!r}.")
 
 
-def _check_schedule(schedule, n_phases):
-    if schedule not in ("pure", "approximate"):
-        raise ValueError(f"schedule must be 'pure' or 'approximate', got {schedule!r}.")
-    if n_phases is not None and (
-        isinstance(n_phases, bool) or not isinstance(n_phases, (int, np.integer)) or n_phases < 1
-    ):
-        raise ValueError(f"n_phases must be a positive integer or None, got {n_phases!r}.")
+def _check_options(solver, n_outputs, options):
+    check_l1_options(solver, n_outputs=n_outputs, options=options)
+    _check_choices(options)
+
+
+def _domain(solver, data, *, n_outputs, alpha, l1_ratio, options):
+    """The checks and the polytope of a Frank-Wolfe fit, from public inputs only."""
+    _check_options(solver, n_outputs, options)
+    return make_domain(
+        data,
+        radius=options["radius"],
+        intercept_bound=options["intercept_bound"],
+        alpha=alpha,
+        l1_ratio=l1_ratio,
+        solver=solver,
+    )
 
 
 def check_frank_wolfe(
@@ -279,15 +277,7 @@ def check_frank_wolfe(
     Called by the estimators before they reserve the spend, and by
     :func:`frank_wolfe` itself.
     """
-    check_l1_options(
-        "frank_wolfe",
-        n_outputs=n_outputs,
-        radius=options.get("radius"),
-        intercept_bound=options.get("intercept_bound"),
-        clip_norm=options.get("clip_norm"),
-    )
-    _check_output(options.get("output", "tail_average"))
-    _check_max_iter(options.get("max_iter"))
+    _check_options("frank_wolfe", n_outputs, options)
     if public is not None and public.delta > 0:
         # With delta = 0 no other solver fits the penalised Lasso (dp_cd and
         # dp_ssp add Gaussian noise): frank_wolfe stays, and warns when its
@@ -299,15 +289,7 @@ def check_vr_frank_wolfe(
     *, loss_name=None, n_outputs, penalty=None, alpha=None, l1_ratio=None, public=None, options
 ):
     """Refuse ``vr_frank_wolfe`` options from public inputs only (``SolverSpec.check``)."""
-    check_l1_options(
-        "vr_frank_wolfe",
-        n_outputs=n_outputs,
-        radius=options.get("radius"),
-        intercept_bound=options.get("intercept_bound"),
-        clip_norm=options.get("clip_norm"),
-    )
-    _check_output(options.get("output", "tail_average"))
-    _check_schedule(options.get("schedule", "pure"), options.get("n_phases"))
+    _check_options("vr_frank_wolfe", n_outputs, options)
     check_penalty_ball("vr_frank_wolfe", penalty, alpha, l1_ratio, options.get("radius"))
 
 
@@ -369,15 +351,15 @@ def penalty_ball_warning(name, alpha, l1_ratio, radius):
     )
 
 
-def _add_honest_warnings(
-    info, name, loss, n_public, n_params, epsilon, delta, alpha, l1_ratio, radius
-):
+def _add_honest_warnings(info, name, loss, data, epsilon, delta, alpha, l1_ratio, radius):
     """The honest warnings of a Frank-Wolfe fit into ``info["warnings"]`` (public values only).
 
     The public error bound (:func:`~sklearn_dp.solvers._noise_warnings.frank_wolfe_warning`:
-    released row count, d, epsilon, delta, radius) and the loose-ball check
-    (:func:`penalty_ball_warning`: alpha and radius in the fit's units).
+    released row count ``data.n_public``, d, epsilon, delta, radius) and the
+    loose-ball check (:func:`penalty_ball_warning`: alpha and radius in the
+    fit's units).
     """
+    n_public, n_params = data.n_public, data.n_columns  # one output
     add_warnings(
         info,
         frank_wolfe_warning(name, loss.name, n_public, n_params, epsilon, delta, radius),
@@ -489,6 +471,7 @@ def frank_wolfe(
     output="tail_average",
     random_state=None,
     verbose=0,
+    plan=None,
 ):
     """Noisy Frank-Wolfe over an l1 ball (Talwar, Thakurta and Zhang 2015).
 
@@ -541,6 +524,10 @@ def frank_wolfe(
         privacy cost.
     random_state : None, int, RandomState or Generator
     verbose : int
+    plan : PrivacyPlan or None
+        The plan to run, as :func:`plan_frank_wolfe` computed it for these
+        arguments (estimators hand down the plan their budget was charged
+        for); None plans here.
 
     Returns
     -------
@@ -576,30 +563,23 @@ def frank_wolfe(
     X, y = data.design, data.y
     n_columns = X.n_columns
     with public_setup():  # public inputs only: a refusal here says nothing about the data
-        check_frank_wolfe(
-            n_outputs=n_outputs,
-            options=dict(
-                radius=radius,
-                intercept_bound=intercept_bound,
-                clip_norm=clip_norm,
-                output=output,
-                max_iter=max_iter,
-            ),
-        )
         # Public stand-in for the row count (a DP count from the estimators).
         n_samples = data.n_public
         private = not math.isinf(epsilon)
-        domain = make_domain(
-            data,
+        options = dict(
             radius=radius,
             intercept_bound=intercept_bound,
-            alpha=alpha,
-            l1_ratio=l1_ratio,
-            solver=solver,
+            clip_norm=clip_norm,
+            output=output,
+            max_iter=max_iter,
         )
-        plan = plan_frank_wolfe(
-            n_samples, n_columns * n_outputs, epsilon, delta, max_iter=max_iter, radius=radius
+        domain = _domain(
+            solver, data, n_outputs=n_outputs, alpha=alpha, l1_ratio=l1_ratio, options=options
         )
+        if plan is None:
+            plan = plan_frank_wolfe(
+                n_samples, n_columns * n_outputs, epsilon, delta, max_iter=max_iter, radius=radius
+            )
         clip = linf_gradient_bound(loss, data, clip_norm, private, solver)
         # l-inf change of the gradient average from one row: averages divide by
         # the public normaliser, never the private row count.
@@ -612,15 +592,14 @@ def frank_wolfe(
 
     w = np.zeros(n_columns)
     tail = _TailAverage(plan.n_steps)
-    height = 0.0  # epigraph coordinate: an upper bound on the L1 penalty of w
     for t in range(plan.n_steps):
         gradient = frank_wolfe_gradient(X, y, w, loss, clip, row_scale, data.normalizer, domain)
-        vertex, vertex_height = select_vertex(
+        # The vertex's epigraph height is not needed: the penalty is in its score.
+        vertex, _ = select_vertex(
             gradient, domain, scales, rng, unit=unit, label=f"frank_wolfe vertex {t + 1}"
         )
         eta = 2.0 / (t + 2.0)
         w = (1.0 - eta) * w + eta * vertex
-        height = (1.0 - eta) * height + eta * vertex_height
         tail.add(t + 1, w)
         # Released quantities only: the iterate is a function of the chosen vertices.
         progress(t + 1, eta=eta, nonzeros=np.count_nonzero(w), l1_norm=float(np.abs(w).sum()))
@@ -634,434 +613,5 @@ def frank_wolfe(
         n_vertices_max=plan.n_steps,
     )
     info = {}
-    _add_honest_warnings(
-        info,
-        "frank_wolfe",
-        loss,
-        n_samples,
-        n_columns * n_outputs,
-        epsilon,
-        delta,
-        alpha,
-        l1_ratio,
-        radius,
-    )
+    _add_honest_warnings(info, solver, loss, data, epsilon, delta, alpha, l1_ratio, radius)
     return SolverResult(coef=w[:, None], n_iter=plan.n_steps, plan=plan, info=info)
-
-
-# --------------------------------------------------------------------------
-# vr_frank_wolfe
-# --------------------------------------------------------------------------
-
-
-def _samples_per_root(n_samples, n_phases):
-    """Root batch b(T) using (almost) every row: b (T + T(T+1)/4) <= n, b a multiple of 2^T."""
-    per_sample = n_phases + n_phases * (n_phases + 1) / 4.0
-    unit = 2**n_phases
-    return unit * int(math.floor(n_samples / (unit * per_sample)))
-
-
-def _vr_selection_epsilon(epsilon, delta, schedule):
-    """The single-selection epsilon the accounting allows (see :func:`vr_frank_wolfe`)."""
-    if math.isinf(epsilon):
-        return math.inf, "none"
-    if schedule == "pure" or delta == 0:
-        return float(epsilon), "pure"
-    eps_zcdp = math.sqrt(8.0 * zcdp_budget(float(epsilon), float(delta)))
-    return (eps_zcdp, "zcdp") if eps_zcdp > epsilon else (float(epsilon), "pure")
-
-
-def _vr_error_bound(n_samples, n_params, epsilon, delta, n_phases, schedule):
-    """Public pre-tuning bound of the seed (section 4.1) for unit bounds, or inf if infeasible.
-
-    ``D (L + beta D) sqrt(ln d / b) + beta D^2 / 2^T + lambda_T ln m`` with
-    ``D = 2``, ``L = C = 2``, ``beta = 1`` (|x_ij| <= 1, |y| <= 1, radius 1) and
-    ``lambda_T`` the Gumbel scale of the last phase.
-    """
-    b = _samples_per_root(n_samples, n_phases)
-    if b < 2**n_phases or b < 1:
-        return math.inf
-    d = max(n_params, 2)
-    eps_selection, _ = _vr_selection_epsilon(epsilon, delta, schedule)
-    sampling = 2.0 * (2.0 + 2.0) * math.sqrt(math.log(d) / b)
-    optimisation = 4.0 / 2**n_phases
-    noise = 0.0
-    if not math.isinf(eps_selection):
-        noise = 2 ** (n_phases + 1) * 2.0 / (b * eps_selection) * math.log(2 * d)
-    return sampling + optimisation + noise
-
-
-@memoize(maxsize=1024)
-def vr_frank_wolfe_schedule(n_samples, n_params, epsilon, delta, schedule="pure", n_phases=None):
-    """(T, b): phases and root batch, from public inputs only.
-
-    ``b(T)`` fills the data (docs/solvers/lasso.md) instead of the seed's
-    ``b = n / log2(n)^2``, which leaves most of it unused; T minimises the
-    pre-tuning bound (:func:`_vr_error_bound`) unless given.
-    """
-    if n_phases is not None:
-        n_phases = int(n_phases)
-        b = _samples_per_root(n_samples, n_phases)
-        if b < 2**n_phases:
-            raise ValueError(
-                f"vr_frank_wolfe with n_phases={n_phases} needs at least "
-                f"{math.ceil(2**n_phases * (n_phases + n_phases * (n_phases + 1) / 4))} rows; "
-                f"got n_samples = {n_samples:.4g} (the public row count: the fit's DP row count)."
-            )
-        return n_phases, b
-    best, best_t = math.inf, None
-    t = 1
-    while _samples_per_root(n_samples, t) >= 2**t:
-        bound = _vr_error_bound(n_samples, n_params, float(epsilon), float(delta), t, schedule)
-        if bound < best:
-            best, best_t = bound, t
-        t += 1
-    if best_t is None:
-        raise ValueError(
-            f"vr_frank_wolfe needs at least 3 rows; got n_samples = {n_samples:.4g} (the public "
-            "row count: the fit's DP row count)."
-        )
-    return best_t, _samples_per_root(n_samples, best_t)
-
-
-@public_setup()  # a plan reads public inputs (and the released row count) only
-def plan_vr_frank_wolfe(n_samples, n_params, epsilon, delta, *, schedule="pure", n_phases=None):
-    """Privacy plan of ``vr_frank_wolfe`` (see its Privacy section).
-
-    ``details["leaf_epsilons"][t - 1]`` is the epsilon of one leaf's selection
-    in phase t for a row of the root batch (sensitivity ``C / b``); a row at
-    depth j has ``2^j`` times that at each of its ``2^(t-j)`` leaves.
-    ``noise_multiplier`` is ``2 / leaf_epsilons[0]`` (Gumbel scale over sensitivity).
-    """
-    _check_schedule(schedule, n_phases)
-    if n_samples is None:
-        return None  # the schedule needs the (not yet released) public row count
-    if math.isinf(epsilon):
-        # Without noise nothing is spent and the one-pass split has no purpose:
-        # every tree vertex uses every row (its estimates are exact gradients),
-        # over enough phases for about as many steps as frank_wolfe takes.
-        n_phases = NONPRIVATE_VR_PHASES if n_phases is None else int(n_phases)
-        details = dict(
-            n_phases=n_phases,
-            root_batch=float(n_samples),
-            samples_used=float(n_samples),
-            n_fw_steps=2 ** (n_phases + 1) - 2,
-            schedule=schedule,
-            every_row_at_every_vertex=True,
-            leaf_epsilons=[math.inf] * n_phases,
-            accounting="none",
-        )
-        return PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, details["n_fw_steps"], details)
-    n_phases, root = vr_frank_wolfe_schedule(
-        n_samples, n_params, float(epsilon), float(delta), schedule, n_phases
-    )
-    used = root * (n_phases + n_phases * (n_phases + 1) / 4.0)
-    details = dict(
-        n_phases=n_phases,
-        root_batch=root,
-        samples_used=used,
-        n_fw_steps=2 ** (n_phases + 1) - 2,
-        schedule=schedule,
-    )
-    n_steps = details["n_fw_steps"]
-    eps_selection, how = _vr_selection_epsilon(epsilon, delta, schedule)
-    if schedule == "pure":
-        # lambda_t = 2^(t+1) R C / (b eps): each row is eps-DP whatever its depth.
-        leaf = [eps_selection / 2.0**t for t in range(1, n_phases + 1)]
-    else:
-        # One scale for every leaf (seed Theorem 7), set by the deepest slots.
-        leaf = [eps_selection / 2.0**n_phases] * n_phases
-    if how == "zcdp":
-        event = accounting.dpe.ZCDpEvent(eps_selection**2 / 8.0)
-    else:
-        event = PureEpsilonDpEvent(
-            float(epsilon) * (1.0 - 1e-12),
-            "vr_frank_wolfe: one pass, random allocation of rows to tree vertices; "
-            "per-row composition of exponential mechanisms",
-        )
-    details.update(leaf_epsilons=leaf, accounting=how, selection_epsilon=eps_selection)
-    return PrivacyPlan(event, 2.0 / leaf[0], n_steps, details)
-
-
-def vr_frank_wolfe(
-    data,
-    loss,
-    *,
-    n_outputs,
-    alpha,
-    epsilon,
-    delta,
-    clip_norm=None,
-    radius=None,
-    constraint="l1",
-    l1_ratio=0.0,
-    intercept_bound=None,
-    schedule="pure",
-    n_phases=None,
-    output="tail_average",
-    random_state=None,
-    verbose=0,
-):
-    """One-pass private variance-reduced Frank-Wolfe (Asi, Feldman, Koren, Talwar 2021, Alg. 3).
-
-    Same objective and polytope as :func:`frank_wolfe`.  T phases; phase t
-    owns a complete binary tree of depth t whose 2^t leaves each take one
-    Frank-Wolfe step (2^(T+1) - 2 steps in all, step ``2 / (k + 1)`` on a
-    global counter k: seed erratum E11).  The root estimates the gradient
-    at the phase's first iterate on a fresh batch of b rows; each right child
-    at depth j corrects its parent's estimate with
-    ``mean_{i in S} clip_C(g_i(x_now) - g_i(x_parent))`` on b / 2^j fresh rows
-    (SPIDER); left children inherit.  Every row is used at one tree vertex
-    only: once at a root, twice (at two points) at a right child.
-
-    Parameters
-    ----------
-    data, loss, n_outputs, alpha, epsilon, delta, clip_norm, radius, constraint,
-    l1_ratio, intercept_bound, random_state, verbose
-        As in :func:`frank_wolfe`.
-    schedule : {"pure", "approximate"}, default="pure"
-        ``"pure"``: the Gumbel scale doubles per phase, ``lambda_t = 2^(t+1)
-        R C / (b epsilon)`` (seed Theorem 6).  ``"approximate"``: one scale for
-        every leaf of every phase and T chosen for (epsilon, delta) (seed
-        Theorem 7), calibrated by an accountant (see Privacy).  The pure
-        schedule is the default whatever delta, because it is never noisier.
-    n_phases : int, optional
-        T; by default the T minimising the seed's pre-tuning bound for unit
-        bounds.  The root batch b is then the largest multiple of 2^T with
-        ``b (T + T (T + 1) / 4) <= n``: the tree's vertices use (almost) all
-        the data, instead of the seed's wasteful ``b = n / log2(n)^2``.
-    output : {"tail_average", "last"}, default="tail_average"
-        As in :func:`frank_wolfe` (the seed returns the last iterate).
-
-    With ``epsilon=inf`` nothing is spent and the one-pass split (whose only
-    purpose is to divide the privacy cost among the rows) is dropped: every
-    tree vertex uses every row, so its estimates are exact gradients, over
-    ``NONPRIVATE_VR_PHASES`` phases unless ``n_phases`` is given (1022
-    Frank-Wolfe steps, about ``frank_wolfe``'s 1000).
-
-    Returns
-    -------
-    SolverResult
-        ``info["sample_uses"]`` counts the gradient evaluations of each row
-        (at most 2 when private: the one-pass property).
-
-    Privacy
-    -------
-    Released, all through the noise gateway: the allocation of the rows to
-    the tree vertices (:func:`sklearn_dp._noise.allocate_rows`, public
-    probabilities) and, at each leaf, the vertex chosen by the exponential
-    mechanism (:func:`sklearn_dp._noise.exponential`; one release for the l1
-    ball, one per box coordinate, as in :func:`frank_wolfe`).  A leaf's
-    estimate is its phase's root estimate plus the corrections of the right
-    children on its path; a row sits in one slot, so it moves the estimate
-    by at most ``clip / size`` of the smallest slot on the path in
-    l-infinity, and each release declares that bound times ``radius`` (the
-    ball) or ``box_j`` (box coordinate j) as its sensitivity.  The iterates,
-    the progress lines (step size, support and l1 norm of the iterate),
-    ``n_iter`` and every exception are functions of public values, of the
-    released row count and of the released vertices only.
-
-    Add/remove-one-row neighbouring.  Rows are allocated to the tree vertices
-    independently at random (vertex k with probability ``size_k / n``, where
-    the sizes are public, or to no vertex), and every estimate is normalised
-    by its vertex's public expected size.  A row allocated to a depth-j vertex
-    of phase t (expected size ``b / 2^j``) changes the estimates, by at most
-    ``2^j C / b`` in l-infinity, only at the 2^(t-j) leaves under that vertex:
-    correction terms are clipped as a whole to ``C`` (seed erratum E12, resolved
-    by clipping, so the seed's noise is not doubled), and add/remove halves
-    the seed's replace-one sensitivity.  With Gumbel scale ``lambda`` each of
-    those leaves is ``2 * 2^j R C / (b lambda)``-DP (R = ``vertex_radius``), so
-    given the allocation of the other rows the run with the row differs from
-    the run without it by a composition of 2^(t-j) exponential mechanisms:
-    ``2^(t+1) R C / (b lambda)``-DP, whatever j (the pure schedule sets this
-    to epsilon in every phase), and ``2^(t+j) (R C / (b lambda))^2 / 2``-zCDP.
-    Mixing over the random allocation keeps the worst case (hockey-stick and
-    Renyi divergences are jointly (quasi-)convex), so the fit is epsilon-DP
-    (``PureEpsilonDpEvent``) or rho-zCDP with the deepest slot's rho
-    (``ZCDpEvent``), whichever the accountant finds tighter at delta.  The
-    seed's (epsilon, delta) analysis also amplifies by shuffling the rows of
-    each depth; we do not claim that (its local-randomizer argument needs
-    each vertex's computation to be private against a change of the whole
-    vertex batch, not of one row), so the approximate schedule is certified
-    by composition alone and is never less noisy than the pure one.
-    Public: the bounds, radius, alpha, T and b; the row count is private: the estimators pass a
-    DP count (``data.n_public``, ``data.normalizer``); a direct call on data without one treats
-    n as public.
-    """
-    solver = "vr_frank_wolfe"
-    # The bounded design as an operator on the caller's X: a slot's rows are
-    # copied a block at a time (``design.rows``), never the whole matrix.
-    X, y = data.design, data.y
-    n_rows, n_columns = X.shape
-    with public_setup():  # public inputs and the released row count only
-        check_vr_frank_wolfe(
-            n_outputs=n_outputs,
-            options=dict(
-                radius=radius,
-                intercept_bound=intercept_bound,
-                clip_norm=clip_norm,
-                output=output,
-                schedule=schedule,
-                n_phases=n_phases,
-            ),
-        )
-        # Public stand-in for the row count (a DP count from the estimators): the
-        # true n only indexes rows.
-        n_samples = data.n_public
-        private = not math.isinf(epsilon)
-        domain = make_domain(
-            data,
-            radius=radius,
-            intercept_bound=intercept_bound,
-            alpha=alpha,
-            l1_ratio=l1_ratio,
-            solver=solver,
-        )
-        plan = plan_vr_frank_wolfe(
-            n_samples,
-            n_columns * n_outputs,
-            epsilon,
-            delta,
-            schedule=schedule,
-            n_phases=n_phases,
-        )
-        T, b = plan.details["n_phases"], plan.details["root_batch"]
-        clip = linf_gradient_bound(loss, data, clip_norm, private, solver)
-        unit = clip / b  # l-inf change of a root estimate from one row
-        phase_scales = [vertex_scales(domain, unit, eps) for eps in plan.details["leaf_epsilons"]]
-        # Public slot sizes in DFS order: per phase the root (b), then the right
-        # children at depth j (b / 2^j each) in the order the traversal meets them.
-        sizes = []
-        for t in range(1, T + 1):
-            sizes.append(b)
-            sizes.extend(_right_child_sizes(t, b))
-        sizes = np.asarray(sizes, dtype=float)
-        if plan.details.get("every_row_at_every_vertex", False):
-            sizes[:] = data.normalizer  # every vertex averages over every row
-    row_scale = linf_row_norms(X)
-    rng = make_rng(random_state)
-    progress = Progress(solver, plan.n_steps, verbose)
-
-    every_row = plan.details.get("every_row_at_every_vertex", False)
-    slots = iter(range(len(sizes)))
-    uses = np.zeros(n_rows, dtype=np.int64)
-    if every_row:
-        # epsilon=inf: no allocation, every vertex's slot is the whole data.
-        allocation = None
-        everything = slice(None)
-
-        def rows(slot):
-            return everything
-    else:
-        # Every row draws its slot (the gateway's allocation, public probabilities).
-        allocation = allocate_rows(rng, n_rows, n_samples, sizes)
-        order = np.argsort(allocation, kind="stable")
-        starts = np.searchsorted(allocation[order], np.arange(len(sizes) + 2))
-
-        def rows(slot):
-            return order[starts[slot] : starts[slot + 1]]
-
-    chunk = block_rows(n_rows, X.n_features, X.X.nnz if X.sparse else None)
-
-    def slot_sum(kernel, slot):
-        # kernel(rows, labels, row_scale, size) summed over the slot's rows, block
-        # by block of rows (the copy of a block stays small next to X): the
-        # slot's estimate up to rounding.
-        if every_row:
-            return kernel(X, y, row_scale, sizes[slot])  # the design itself, no copy
-        index = rows(slot)
-        total = np.zeros(n_columns)
-        for start in range(0, index.size, chunk):
-            part = index[start : start + chunk]
-            total += kernel(X.rows(part), y[part], row_scale[part], sizes[slot])
-        return total
-
-    def root_estimate(w, slot):
-        uses[rows(slot)] += 1
-        return slot_sum(
-            lambda Xs, ys, rs, size: vr_root_estimate(Xs, ys, w, loss, clip, rs, size), slot
-        )
-
-    def correction(w_now, w_parent, slot):
-        uses[rows(slot)] += 2
-        return slot_sum(
-            lambda Xs, ys, rs, size: vr_correction(Xs, ys, w_now, w_parent, loss, clip, rs, size),
-            slot,
-        )
-
-    tail = _TailAverage(plan.n_steps)
-    state = {"w": np.zeros(n_columns), "height": 0.0, "k": 0}
-
-    def visit(depth, t, w_node, v_node, v_unit, scale):
-        # v_unit: public bound on the l-inf change of v_node from one row, the
-        # largest clip / size over the slots on the path (a row is in one slot).
-        if depth == t:
-            state["k"] += 1
-            eta = 2.0 / (state["k"] + 1.0)
-            gradient = v_node + domain.l2_penalty * w_node
-            vertex, vertex_height = select_vertex(
-                gradient,
-                domain,
-                scale,
-                rng,
-                unit=v_unit,
-                label=f"vr_frank_wolfe vertex {state['k']}",
-            )
-            state["height"] = (1.0 - eta) * state["height"] + eta * vertex_height
-            w_next = (1.0 - eta) * w_node + eta * vertex
-            tail.add(state["k"], w_next)
-            # Released quantities only: the iterate is a function of the chosen vertices.
-            progress(
-                state["k"],
-                eta=eta,
-                nonzeros=np.count_nonzero(w_next),
-                l1_norm=float(np.abs(w_next).sum()),
-            )
-            return w_next
-        w_left_end = visit(depth + 1, t, w_node, v_node, v_unit, scale)
-        slot = next(slots)
-        v_right = v_node + correction(w_left_end, w_node, slot)
-        return visit(depth + 1, t, w_left_end, v_right, max(v_unit, clip / sizes[slot]), scale)
-
-    w = state["w"]
-    for t in range(1, T + 1):
-        slot = next(slots)
-        v_root = root_estimate(w, slot)
-        w = visit(0, t, w, v_root, clip / sizes[slot], phase_scales[t - 1])
-    check_finite_iterate(w, solver)
-    if output == "tail_average":
-        w = tail.value()
-    plan.details.update(
-        clip_norm=clip, sensitivity_root=domain.vertex_radius * unit, gumbel_scales=phase_scales
-    )
-    # Per-row diagnostics (private: for tests of the one-pass property; no
-    # estimator exposes them).
-    info = dict(sample_uses=uses, allocation=allocation, slot_sizes=sizes)
-    _add_honest_warnings(
-        info,
-        "vr_frank_wolfe",
-        loss,
-        n_samples,
-        n_columns * n_outputs,
-        epsilon,
-        delta,
-        alpha,
-        l1_ratio,
-        radius,
-    )
-    return SolverResult(coef=w[:, None], n_iter=plan.n_steps, plan=plan, info=info)
-
-
-def _right_child_sizes(t, b):
-    """Sizes of the right children of a depth-t tree, in depth-first order."""
-    sizes = []
-
-    def walk(depth):
-        if depth == t:
-            return
-        walk(depth + 1)  # left subtree first
-        sizes.append(b / 2 ** (depth + 1))  # then the right child of this vertex
-        walk(depth + 1)
-
-    walk(0)
-    return sizes

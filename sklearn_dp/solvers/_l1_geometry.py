@@ -31,6 +31,7 @@ import scipy.sparse as sp
 
 from .. import _noise
 from ..exceptions import public_error
+from ._declared_options import check_declared_options
 from ._gradient_descent import gradient_bound
 
 __all__ = [
@@ -106,49 +107,27 @@ def public_setup():
         raise public_error(exc) from None
 
 
-def _check_radius(radius, solver):
-    if radius is None:
+def check_l1_options(solver, *, n_outputs, options):
+    """Refuse, from public inputs only, what every l1-geometry solver refuses.
+
+    One output (regression or binary classification), a ``radius`` in
+    ``options``, and the declared types and ranges of the ``options``
+    (:func:`~sklearn_dp.solvers._declared_options.check_declared_options`).
+    The estimators call it (through ``SolverSpec.check``) before they
+    reserve the spend; the solvers call it again for direct callers.
+    """
+    if n_outputs != 1:
+        raise ValueError(f"{solver} fits one output (regression or binary classification).")
+    if options.get("radius") is None:
         raise ValueError(
             f"{solver} optimises over an l1 ball: it needs radius (constraint='l1'), "
             "a public bound on the l1 norm of the coefficients."
         )
-    if isinstance(radius, bool) or not isinstance(radius, (int, float, np.integer, np.floating)):
-        raise ValueError(f"radius must be a finite float > 0, got {radius!r}.")
-    radius = float(radius)
-    if not radius > 0 or not math.isfinite(radius):
-        raise ValueError(f"radius must be a finite float > 0, got {radius!r}.")
-    return radius
-
-
-def _check_positive_finite(value, name):
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name} must be a finite float > 0, got {value!r}.")
-    if not value > 0 or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite float > 0, got {value!r}.")
-    return float(value)
-
-
-def check_l1_options(solver, *, n_outputs, radius, intercept_bound=None, clip_norm=None):
-    """Refuse, from public inputs only, what every l1-geometry solver refuses.
-
-    One output (regression or binary classification), a finite ``radius`` >
-    0, and a finite ``intercept_bound`` and ``clip_norm`` > 0 when given.
-    The estimators call it (through ``SolverSpec.check``) before they reserve
-    the spend; the solvers call it again for direct callers.
-    """
-    if n_outputs != 1:
-        raise ValueError(f"{solver} fits one output (regression or binary classification).")
-    _check_radius(radius, solver)
-    _check_positive_finite(intercept_bound, "intercept_bound")
-    _check_positive_finite(clip_norm, "clip_norm")
+    check_declared_options(solver, options)
 
 
 def make_domain(data, *, radius, intercept_bound, alpha, l1_ratio, solver):
-    """The :class:`L1Domain` of a fit (all inputs public)."""
-    radius = _check_radius(radius, solver)
-    intercept_bound = _check_positive_finite(intercept_bound, "intercept_bound")
+    """The :class:`L1Domain` of a fit (all inputs public, checked by :func:`check_l1_options`)."""
     n_columns = data.n_columns
     ball = np.ones(n_columns, dtype=bool)
     box = np.full(n_columns, np.inf)
@@ -159,7 +138,7 @@ def make_domain(data, *, radius, intercept_bound, alpha, l1_ratio, solver):
     l1_ratio = float(l1_ratio or 0.0)
     penalized = data.penalized.astype(float)
     return L1Domain(
-        radius=radius,
+        radius=float(radius),
         ball=ball,
         box=box,
         l1_penalty=alpha * l1_ratio * penalized,

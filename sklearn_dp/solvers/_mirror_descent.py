@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 from scipy.special import gammaln
@@ -199,7 +200,8 @@ def _plan(kind, n_samples, n_params, epsilon, delta, max_iter, batch_size, stron
         bool(strongly_convex),
     )
     n_steps = sum(ph.steps for ph in phases)
-    details = dict(phases=phases)
+    # The rounds' expected block sizes: the solver allocates the rows with them.
+    details = dict(phases=phases, round_sizes=_rounds(n_samples, strongly_convex))
     if math.isinf(epsilon):
         return PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, n_steps, details)
     if delta <= 0:
@@ -288,80 +290,147 @@ def _noise_q_norm_sq(noise_std, n_columns, q):
 # --------------------------------------------------------------------------
 
 
-def _run(
-    X,
-    y,
-    loss,
-    domain,
-    rows,
-    *,
-    phase,
-    noise_std,
-    clip2,
-    row_norms,
-    p,
-    kappa,
-    center,
-    step_sizes,
-    regularization,
-    p_radius,
-    weighted_average,
-    rng,
-    last_iterate=False,
-    progress,
-    step_offset,
-    label,
-):
-    """Noisy (composite) mirror descent on the rows ``rows``, started at ``center``.
+class _Runs:
+    """Runs of noisy mirror descent on blocks of rows, with the public constants of one fit.
 
-    Each step: ``g = (clipped gradient sum over a Poisson batch + N(0, noise_std^2 I))
-    / batch + l2 part``, then the exact Bregman step with the mirror map
-    centred at ``center``, the L1 penalty as a prox term and the regulariser
-    ``regularization * psi`` (the localised objective) folded into the map.
+    ``offset`` counts the steps run so far (for the progress lines and the
+    release labels).
     """
-    n_columns = len(center)
-    rate = phase.sampling_probability
-    x = center.copy()
-    total = np.zeros(n_columns)
-    weight_total = 0.0
-    warm = None
-    for k in range(1, phase.steps + 1):
-        # A Poisson sample of the rows (the gateway's sampler) and the Gaussian
-        # mechanism on their clipped gradient sum (sensitivity clip2 in L2).
-        batch = rows[_noise.poisson_sample(rows.size, rate, rng)]
-        if batch.size == X.n_rows:  # every row (rate 1): the design itself, no copy
-            X_batch, y_batch, norms_batch = X, y, row_norms
-        else:
-            X_batch, y_batch, norms_batch = X.rows(batch), y[batch], row_norms[batch]
-        gradient = _noise.gaussian(
-            clipped_sum(X_batch, y_batch, x, loss, clip2, norms_batch),
-            sensitivity=clip2,
-            noise_std=noise_std,
-            rng=rng,
-            label=f"{label} gradient sum {step_offset + k}",
-        )
-        gradient = gradient / phase.batch + domain.l2_penalty * x
-        eta = step_sizes(k)
-        s = pnorm_mirror_gradient(x - center, p, kappa) - eta * gradient
-        warm = bregman_step(
-            s,
-            center,
-            kappa=kappa * (1.0 + eta * regularization),
-            p=p,
-            ball=domain.ball,
-            radius=domain.radius,
-            box=domain.box,
-            l1_weights=eta * domain.l1_penalty,
-            p_radius=p_radius,
-            warm=warm,
-        )
-        x = warm.x
-        weight = float(k) if weighted_average else 1.0
-        total += weight * x
-        weight_total += weight
-        # The noisy gradient: a function of the release and the public iterate.
-        progress(step_offset + k, grad_norm=float(np.linalg.norm(gradient)))
-    return x.copy() if last_iterate else total / weight_total
+
+    def __init__(self, solver, data, loss, domain, *, scale, clip2, p, rng, progress):
+        # The bounded design as an operator on the caller's X: each step copies its
+        # Poisson batch's rows only (``design.rows``), never the whole matrix.
+        self.X, self.y, self.row_norms = data.design, data.y, data.row_norms
+        self.solver, self.loss, self.domain = solver, loss, domain
+        self.scale, self.clip2, self.p = scale, clip2, p
+        self.kappa = 1.0 / (2.0 * (p - 1.0))
+        self.rng, self.progress = rng, progress
+        self.offset = 0
+
+    def noise_std(self, phase):
+        """Standard deviation of the phase's Gaussian noise (0 without noise: scale 0)."""
+        return self.scale * phase.weight * self.clip2
+
+    def run(
+        self,
+        rows,
+        phase,
+        center,
+        *,
+        step_sizes,
+        regularization,
+        p_radius,
+        weighted_average,
+        label,
+        last_iterate=False,
+    ):
+        """Noisy (composite) mirror descent on the rows ``rows``, started at ``center``.
+
+        Each step: ``g = (clipped gradient sum over a Poisson batch + N(0,
+        noise_std^2 I)) / batch + l2 part``, then the exact Bregman step with
+        the mirror map centred at ``center``, the L1 penalty as a prox term
+        and the regulariser ``regularization * psi`` (the localised
+        objective) folded into the map.
+        """
+        X, domain, p, kappa, clip2 = self.X, self.domain, self.p, self.kappa, self.clip2
+        rate = phase.sampling_probability
+        noise_std = self.noise_std(phase)
+        x = center.copy()
+        total = np.zeros(len(center))
+        weight_total = 0.0
+        warm = None
+        for k in range(1, phase.steps + 1):
+            # A Poisson sample of the rows (the gateway's sampler) and the Gaussian
+            # mechanism on their clipped gradient sum (sensitivity clip2 in L2).
+            batch = rows[_noise.poisson_sample(rows.size, rate, self.rng)]
+            if batch.size == X.n_rows:  # every row (rate 1): the design itself, no copy
+                X_batch, y_batch, norms_batch = X, self.y, self.row_norms
+            else:
+                X_batch, y_batch, norms_batch = X.rows(batch), self.y[batch], self.row_norms[batch]
+            gradient = _noise.gaussian(
+                clipped_sum(X_batch, y_batch, x, self.loss, clip2, norms_batch),
+                sensitivity=clip2,
+                noise_std=noise_std,
+                rng=self.rng,
+                label=f"{label} gradient sum {self.offset + k}",
+            )
+            gradient = gradient / phase.batch + domain.l2_penalty * x
+            eta = step_sizes(k)
+            s = pnorm_mirror_gradient(x - center, p, kappa) - eta * gradient
+            warm = bregman_step(
+                s,
+                center,
+                kappa=kappa * (1.0 + eta * regularization),
+                p=p,
+                ball=domain.ball,
+                radius=domain.radius,
+                box=domain.box,
+                l1_weights=eta * domain.l1_penalty,
+                p_radius=p_radius,
+                warm=warm,
+            )
+            x = warm.x
+            weight = float(k) if weighted_average else 1.0
+            total += weight * x
+            weight_total += weight
+            # The noisy gradient: a function of the release and the public iterate.
+            self.progress(self.offset + k, grad_norm=float(np.linalg.norm(gradient)))
+        self.offset += phase.steps
+        return x.copy() if last_iterate else total / weight_total
+
+    def localized_round(self, rows, phases, start, *, n_rows, round_radius, theory, step_size):
+        """Algorithm 2/6: phases on disjoint blocks, each a regularised, localised run.
+
+        ``theory``: ``(lipschitz, diameter, epsilon, delta, private)`` of the
+        base step and of the round's public error bound (returned with the
+        output).
+        """
+        lipschitz, diameter, epsilon, delta, private = theory
+        p, n_columns = self.p, len(start)
+        log_d = _log_d(n_columns)
+        # Base step (Theorem 4 / 13):
+        # (D / L) min{1 / sqrt((p - 1) n), eps / sqrt(d ln(1/delta) (1 + ln d [p < 2]))}.
+        eta = 1.0 / math.sqrt((p - 1.0) * n_rows)
+        if private:
+            eta = min(
+                eta,
+                epsilon / math.sqrt(n_columns * math.log(1.0 / delta) * (1.0 + log_d * (p < 2))),
+            )
+        eta *= diameter / lipschitz
+        if step_size is not None:
+            eta = float(step_size)
+        # Rows of the round go to phase i with probability block_i / n_rows (public), so
+        # overall each row lands in (round, phase) independently with a public probability.
+        blocks = _allocate(self.rng, rows.size, n_rows, [ph.block for ph in phases])
+        x = start
+        for ph, block in zip(phases, blocks):
+            eta_i = eta * 2.0 ** (-4 * ph.index)
+            lam_i = 2.0 / (eta_i * ph.block)  # F_i = F + lam_i * kappa ||x - x_prev||_p^2
+            # The minimiser of F_i lies within L eta_i n_i (p - 1) of the centre (strong
+            # convexity); the seed's radius has a factor 2 of slack.
+            p_radius = 2.0 * lipschitz * eta_i * ph.block * (p - 1.0)
+            if ph.index == 1:
+                p_radius = min(p_radius, round_radius)
+            x = self.run(
+                rows[block],
+                ph,
+                x,
+                step_sizes=lambda k, lam_i=lam_i: 2.0 / (lam_i * (k + 1.0)),
+                regularization=lam_i,
+                p_radius=p_radius,
+                weighted_average=True,
+                label=f"{self.solver} phase {ph.index}",
+            )
+        # Theorem 13's rate with constant 1 (public; used only by the strongly convex wrapper).
+        bound = lipschitz * diameter * (1.0 / math.sqrt((p - 1.0) * n_rows))
+        if private:
+            bound += (
+                lipschitz
+                * diameter
+                * math.sqrt(n_columns * math.log(1.0 / delta) * (1.0 + log_d * (p < 2)))
+                / ((p - 1.0) * n_rows * epsilon)
+            )
+        return x, bound
 
 
 def _allocate(rng, n_rows, n_public, blocks):
@@ -382,50 +451,6 @@ _STRONGLY_CONVEX_MESSAGE = (
 )
 
 
-def _is_count(value):
-    return not isinstance(value, bool) and isinstance(value, (int, np.integer)) and value >= 1
-
-
-def _check_options(
-    solver,
-    *,
-    n_outputs,
-    radius,
-    intercept_bound=None,
-    clip_norm=None,
-    p=None,
-    max_iter=None,
-    batch_size=None,
-    step_size=None,
-    strongly_convex=False,
-):
-    """The options (local) mirror descent refuses, from public inputs only."""
-    check_l1_options(
-        solver,
-        n_outputs=n_outputs,
-        radius=radius,
-        intercept_bound=intercept_bound,
-        clip_norm=clip_norm,
-    )
-    if p is not None:
-        if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)):
-            raise ValueError(f"p must be in [1, 2], got {p!r}.")
-        if not 1.0 <= float(p) <= 2.0:
-            raise ValueError(f"p must be in [1, 2], got {p!r}.")
-    for name, value in (("max_iter", max_iter), ("batch_size", batch_size)):
-        if value is not None and not _is_count(value):
-            raise ValueError(f"{name} must be a positive integer or None, got {value!r}.")
-    if step_size is not None and (
-        isinstance(step_size, bool)
-        or not isinstance(step_size, (int, float, np.integer, np.floating))
-        or not step_size > 0
-        or not math.isfinite(step_size)
-    ):
-        raise ValueError(f"step_size must be a finite float > 0 or None, got {step_size!r}.")
-    if not isinstance(strongly_convex, (bool, np.bool_)):
-        raise ValueError(f"strongly_convex must be a boolean, got {strongly_convex!r}.")
-
-
 def _check_strongly_convex(solver, *, penalty, alpha, l1_ratio, fit_intercept, n_features):
     """Refuse ``strongly_convex=True`` when no public L2 penalty covers every coefficient."""
     l2_share = 1.0 - float(l1_ratio or 0.0)
@@ -439,22 +464,10 @@ def _check_strongly_convex(solver, *, penalty, alpha, l1_ratio, fit_intercept, n
         raise ValueError(_STRONGLY_CONVEX_MESSAGE.format(solver=solver))
 
 
-def _registry_check(solver, kind):
+def _registry_check(solver):
     def check(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
-        strongly_convex = options.get("strongly_convex", False)
-        _check_options(
-            solver,
-            n_outputs=n_outputs,
-            radius=options.get("radius"),
-            intercept_bound=options.get("intercept_bound"),
-            clip_norm=options.get("clip_norm"),
-            p=options.get("p"),
-            max_iter=options.get("max_iter"),
-            batch_size=options.get("batch_size") if kind == "plain" else None,
-            step_size=options.get("step_size"),
-            strongly_convex=strongly_convex,
-        )
-        if strongly_convex:
+        check_l1_options(solver, n_outputs=n_outputs, options=options)
+        if options.get("strongly_convex", False):
             _check_strongly_convex(
                 solver,
                 penalty=penalty,
@@ -472,8 +485,8 @@ def _registry_check(solver, kind):
     return check
 
 
-check_mirror_descent = _registry_check("mirror_descent", "plain")
-check_localized_mirror_descent = _registry_check("localized_mirror_descent", "localized")
+check_mirror_descent = _registry_check("mirror_descent")
+check_localized_mirror_descent = _registry_check("localized_mirror_descent")
 
 
 def _strong_convexity(domain, n_columns, p):
@@ -484,78 +497,81 @@ def _strong_convexity(domain, n_columns, p):
     return float(np.min(domain.l2_penalty)) * n_columns ** (1.0 - 2.0 / p)
 
 
-def _mirror_descent_fit(
-    solver,
-    kind,
-    data,
-    loss,
-    *,
-    n_outputs,
-    alpha,
-    epsilon,
-    delta,
-    max_iter,
-    batch_size,
-    step_size,
-    clip_norm,
-    radius,
-    l1_ratio,
-    intercept_bound,
-    p,
-    strongly_convex,
-    random_state,
-    verbose,
-):
-    # The bounded design as an operator on the caller's X: each step copies its
-    # Poisson batch's rows only (``design.rows``), never the whole matrix.
-    X, y = data.design, data.y
-    n_rows, n_columns = X.shape
+#: The options of (local) mirror descent checked by :func:`check_l1_options`.
+_CHECKED_OPTIONS = (
+    "radius",
+    "intercept_bound",
+    "clip_norm",
+    "p",
+    "max_iter",
+    "batch_size",
+    "step_size",
+    "strongly_convex",
+)
+
+
+def _mirror_descent_fit(solver, kind, args):
+    """The fit of :func:`mirror_descent` (``kind="plain"``) or its localised form.
+
+    ``args``: the solver's arguments (a namespace of its parameters).
+    """
+    n_rows, n_columns = args.data.design.shape
+    data, loss, epsilon, delta = args.data, args.loss, args.epsilon, args.delta
+    strongly_convex, step_size = args.strongly_convex, args.step_size
     with public_setup():  # public inputs and the released row count only
-        _check_options(
-            solver,
-            n_outputs=n_outputs,
-            radius=radius,
-            intercept_bound=intercept_bound,
-            clip_norm=clip_norm,
-            p=p,
-            max_iter=max_iter,
-            batch_size=batch_size,
-            step_size=step_size,
-            strongly_convex=strongly_convex,
-        )
+        options = {name: getattr(args, name, None) for name in _CHECKED_OPTIONS}
+        check_l1_options(solver, n_outputs=args.n_outputs, options=options)
         # Public stand-in for the row count (a DP count from the estimators): the
         # true n is private under add/remove and only indexes rows.
         n_samples = data.n_public
         private = not math.isinf(epsilon)
         domain = make_domain(
             data,
-            radius=radius,
-            intercept_bound=intercept_bound,
-            alpha=alpha,
-            l1_ratio=l1_ratio,
+            radius=args.radius,
+            intercept_bound=args.intercept_bound,
+            alpha=args.alpha,
+            l1_ratio=args.l1_ratio,
             solver=solver,
         )
-        p = _resolve_p(p, n_columns)
+        p = _resolve_p(args.p, n_columns)
         q = p / (p - 1.0)
-        kappa = 1.0 / (2.0 * (p - 1.0))
         lam = _strong_convexity(domain, n_columns, p) if strongly_convex else 0.0
         if strongly_convex and lam <= 0:
             raise ValueError(_STRONGLY_CONVEX_MESSAGE.format(solver=solver))
-        plan = _plan(
-            kind, n_samples, n_columns, epsilon, delta, max_iter, batch_size, strongly_convex
-        )
+        plan = args.plan
+        if plan is None:
+            batch_size = options["batch_size"]
+            plan = _plan(
+                kind,
+                n_samples,
+                n_columns,
+                epsilon,
+                delta,
+                args.max_iter,
+                batch_size,
+                strongly_convex,
+            )
         phases = plan.details["phases"]
-        scale = plan.noise_multiplier
-        clip2 = gradient_bound(loss, data.row_norm_bound, clip_norm, private=private)
+        clip2 = gradient_bound(loss, data.row_norm_bound, args.clip_norm, private=private)
         lipschitz = _dual_lipschitz(loss, data, clip2, q)
         # The l2 part of the penalty adds at most l2 * ||x||_q <= l2 * vertex_radius.
         lipschitz += float(np.max(domain.l2_penalty, initial=0.0)) * domain.vertex_radius
         diameter = domain.diameter  # l1 diameter, an upper bound on the lp one
         smoothness = _pnorm_smoothness(loss, data, q, domain)
-        round_sizes = _rounds(n_samples, strongly_convex)
-    rng = make_rng(random_state)
-    progress = Progress(solver, plan.n_steps, verbose)
-    rounds = sorted({ph.round for ph in phases})
+        round_sizes = plan.details["round_sizes"]
+    rng = make_rng(args.random_state)
+    progress = Progress(solver, plan.n_steps, args.verbose)
+    runs = _Runs(
+        solver,
+        data,
+        loss,
+        domain,
+        scale=plan.noise_multiplier,
+        clip2=clip2,
+        p=p,
+        rng=rng,
+        progress=progress,
+    )
     if strongly_convex:
         # Disjoint random blocks, one per round (the gateway's allocation).
         round_blocks = _allocate(rng, n_rows, n_samples, round_sizes)
@@ -563,18 +579,15 @@ def _mirror_descent_fit(
         round_blocks = [np.arange(n_rows)]
     x = np.zeros(n_columns)
     round_radius = math.inf
-    offset = 0
-    for r in rounds:
+    for r in sorted({ph.round for ph in phases}):
         round_phases = [ph for ph in phases if ph.round == r]
-        round_rows = round_blocks[r]
         if kind == "plain":
             ph = round_phases[0]
-            noise_std = scale * ph.weight * clip2 if private else 0.0
             # D_psi(x*, centre) = kappa ||x* - centre||_p^2: the centre is 0 in the first
             # round (||x*||_p <= ||x*||_1 <= vertex_radius), x_{r-1} afterwards.
             reach = domain.vertex_radius if r == 0 else min(diameter, round_radius)
-            d_psi = kappa * reach**2
-            noise_sq = _noise_q_norm_sq(noise_std / ph.batch, n_columns, q)
+            d_psi = runs.kappa * reach**2
+            noise_sq = _noise_q_norm_sq(runs.noise_std(ph) / ph.batch, n_columns, q)
             g_sq = lipschitz**2 + noise_sq
             eta = math.sqrt(2.0 * d_psi / (ph.steps * g_sq))
             # Without noise on every row (epsilon=inf, full batch) the gradient is
@@ -591,61 +604,30 @@ def _mirror_descent_fit(
                     eta = 1.0 / smoothness
             if step_size is not None:
                 eta = float(step_size)
-            x = _run(
-                X,
-                y,
-                loss,
-                domain,
-                round_rows,
-                phase=ph,
-                noise_std=noise_std,
-                clip2=clip2,
-                row_norms=data.row_norms,
-                p=p,
-                kappa=kappa,
-                center=x,
+            x = runs.run(
+                round_blocks[r],
+                ph,
+                x,
                 step_sizes=lambda k, eta=eta: eta,
                 regularization=0.0,
                 p_radius=round_radius,
                 weighted_average=False,
-                rng=rng,
-                progress=progress,
-                step_offset=offset,
                 label=solver,
                 # Exact steps of 1 / beta descend: the last iterate is the best one.
                 last_iterate=exact and smoothness is not None and step_size is None,
             )
-            offset += ph.steps
             plan.details.setdefault("step_sizes", []).append(eta)
             # Public excess-risk bound of this round (expected, mirror descent lemma).
             bound = d_psi / (eta * ph.steps) + eta * g_sq / 2.0
         else:
-            x, offset, bound = _localized_round(
-                X,
-                y,
-                loss,
-                domain,
-                round_rows,
+            x, bound = runs.localized_round(
+                round_blocks[r],
                 round_phases,
                 x,
-                n_rows=_rounds(n_samples, strongly_convex)[r],
+                n_rows=round_sizes[r],
                 round_radius=round_radius,
-                scale=scale,
-                private=private,
-                clip2=clip2,
-                lipschitz=lipschitz,
-                data=data,
-                p=p,
-                kappa=kappa,
-                diameter=min(diameter, 2 * round_radius),
-                epsilon=epsilon,
-                delta=delta,
-                n_columns=n_columns,
+                theory=(lipschitz, min(diameter, 2 * round_radius), epsilon, delta, private),
                 step_size=step_size,
-                rng=rng,
-                progress=progress,
-                offset=offset,
-                solver=solver,
             )
         if strongly_convex:
             # lambda-strong convexity: F(x) - F* >= lambda/2 ||x - x*||_p^2, so the next
@@ -655,95 +637,6 @@ def _mirror_descent_fit(
     check_finite_iterate(x, solver)
     plan.details.update(clip_norm=clip2, p=p, lipschitz=lipschitz, strong_convexity=lam)
     return SolverResult(coef=x[:, None], n_iter=plan.n_steps, plan=plan)
-
-
-def _localized_round(
-    X,
-    y,
-    loss,
-    domain,
-    rows,
-    phases,
-    start,
-    *,
-    n_rows,
-    round_radius,
-    scale,
-    private,
-    clip2,
-    lipschitz,
-    data,
-    p,
-    kappa,
-    diameter,
-    epsilon,
-    delta,
-    n_columns,
-    step_size,
-    rng,
-    progress,
-    offset,
-    solver,
-):
-    """Algorithm 2/6: phases on disjoint blocks, each a regularised, localised run."""
-    log_d = _log_d(n_columns)
-    # Base step (Theorem 4 / 13):
-    # (D / L) min{1 / sqrt((p - 1) n), eps / sqrt(d ln(1/delta) (1 + ln d [p < 2]))}.
-    eta = 1.0 / math.sqrt((p - 1.0) * n_rows)
-    if private:
-        eta = min(
-            eta, epsilon / math.sqrt(n_columns * math.log(1.0 / delta) * (1.0 + log_d * (p < 2)))
-        )
-    eta *= diameter / lipschitz
-    if step_size is not None:
-        eta = float(step_size)
-    # Rows of the round go to phase i with probability block_i / n_rows (public), so
-    # overall each row lands in (round, phase) independently with a public probability.
-    blocks = _allocate(rng, rows.size, n_rows, [ph.block for ph in phases])
-    x = start
-    bound = math.inf
-    for ph, block in zip(phases, blocks):
-        eta_i = eta * 2.0 ** (-4 * ph.index)
-        lam_i = 2.0 / (eta_i * ph.block)  # F_i = F + lam_i * kappa ||x - x_prev||_p^2
-        # The minimiser of F_i lies within L eta_i n_i (p - 1) of the centre (strong
-        # convexity); the seed's radius has a factor 2 of slack.
-        p_radius = 2.0 * lipschitz * eta_i * ph.block * (p - 1.0)
-        if ph.index == 1:
-            p_radius = min(p_radius, round_radius)
-        noise_std = scale * ph.weight * clip2 if private else 0.0
-        x = _run(
-            X,
-            y,
-            loss,
-            domain,
-            rows[block],
-            phase=ph,
-            noise_std=noise_std,
-            clip2=clip2,
-            row_norms=data.row_norms,
-            p=p,
-            kappa=kappa,
-            center=x,
-            step_sizes=lambda k, lam_i=lam_i: 2.0 / (lam_i * (k + 1.0)),
-            regularization=lam_i,
-            p_radius=p_radius,
-            weighted_average=True,
-            rng=rng,
-            progress=progress,
-            step_offset=offset,
-            label=f"{solver} phase {ph.index}",
-        )
-        offset += ph.steps
-    # Theorem 13's rate with constant 1 (public; used only by the strongly convex wrapper).
-    bound = lipschitz * diameter * (1.0 / math.sqrt((p - 1.0) * n_rows))
-    if private:
-        bound += (
-            lipschitz
-            * diameter
-            * math.sqrt(n_columns * math.log(1.0 / delta) * (1.0 + log_d * (p < 2)))
-            / ((p - 1.0) * n_rows * epsilon)
-        )
-    return x, offset, bound
 
 
 def mirror_descent(
@@ -766,6 +659,7 @@ def mirror_descent(
     strongly_convex=False,
     random_state=None,
     verbose=0,
+    plan=None,
 ):
     """Noisy minibatch mirror descent with a p-norm map (seed Algorithms 1 and 5).
 
@@ -850,27 +744,7 @@ def mirror_descent(
     count (``data.n_public``, ``data.normalizer``); a direct call on data without one treats n
     as public.
     """
-    return _mirror_descent_fit(
-        "mirror_descent",
-        "plain",
-        data,
-        loss,
-        n_outputs=n_outputs,
-        alpha=alpha,
-        epsilon=epsilon,
-        delta=delta,
-        max_iter=max_iter,
-        batch_size=batch_size,
-        step_size=step_size,
-        clip_norm=clip_norm,
-        radius=radius,
-        l1_ratio=l1_ratio,
-        intercept_bound=intercept_bound,
-        p=p,
-        strongly_convex=strongly_convex,
-        random_state=random_state,
-        verbose=verbose,
-    )
+    return _mirror_descent_fit("mirror_descent", "plain", SimpleNamespace(**locals()))
 
 
 def localized_mirror_descent(
@@ -892,6 +766,7 @@ def localized_mirror_descent(
     strongly_convex=False,
     random_state=None,
     verbose=0,
+    plan=None,
 ):
     """Localized noisy mirror descent (seed Algorithms 2 and 6): optimal DP-SCO rates in l1 / lp.
 
@@ -921,6 +796,10 @@ def localized_mirror_descent(
         erratum E9: ``sqrt(d) / epsilon_i``, not ``sqrt(d / epsilon_i)``).
     step_size : float, optional
         Overrides the base step eta.
+    plan : PrivacyPlan or None
+        The plan to run, as :func:`plan_localized_mirror_descent` computed it
+        for these arguments (estimators hand down the plan their budget was
+        charged for); None plans here.
 
     Returns
     -------
@@ -957,24 +836,4 @@ def localized_mirror_descent(
     (``data.n_public``, ``data.normalizer``); a direct call on data without one treats n as
     public.
     """
-    return _mirror_descent_fit(
-        "localized_mirror_descent",
-        "localized",
-        data,
-        loss,
-        n_outputs=n_outputs,
-        alpha=alpha,
-        epsilon=epsilon,
-        delta=delta,
-        max_iter=max_iter,
-        batch_size=None,
-        step_size=step_size,
-        clip_norm=clip_norm,
-        radius=radius,
-        l1_ratio=l1_ratio,
-        intercept_bound=intercept_bound,
-        p=p,
-        strongly_convex=strongly_convex,
-        random_state=random_state,
-        verbose=verbose,
-    )
+    return _mirror_descent_fit("localized_mirror_descent", "localized", SimpleNamespace(**locals()))

@@ -49,19 +49,30 @@ and of ``n_jobs``.
 
 from __future__ import annotations
 
+import inspect
 import math
 from contextlib import nullcontext
-from dataclasses import dataclass
-from numbers import Integral, Real
+from numbers import Real
+from types import SimpleNamespace
 
 import numpy as np
-from joblib import Parallel, delayed
+from joblib import Parallel
 
-from .. import _noise, accounting
-from .._clipped_sums import capped_resque_sum, resque_query_derivatives
+from .. import accounting
 from .._losses import loss_names
 from ..exceptions import public_error
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
+from ._declared_options import check_declared_options
+from ._resque_oracle import (
+    _BallOracle,
+    _project_ball,
+    epoch_lengths,
+    gaussian_queries,
+    project_two_balls,
+    resque_gradient,
+    resque_log_weights,
+    resque_weights,
+)
 
 __all__ = [
     "resque_log_weights",
@@ -100,8 +111,6 @@ DEFAULT_PASSES = 20
 DEFAULT_BATCH_SIZE = 32
 #: Fewest inner steps per ball subproblem (two EpochSGD epochs).
 MIN_INNER_STEPS = 32
-#: Length of EpochSGD's first epoch (docs/solvers/resque.md).
-FIRST_EPOCH = 16
 #: Unconstrained fits use R = DEFAULT_RADIUS_SCALE / row_norm_bound as the
 #: (public) distance scale of the acceleration: coefficients of that norm
 #: reach scores of DEFAULT_RADIUS_SCALE label units.
@@ -131,163 +140,6 @@ SMOOTH_LOSSES_WITHOUT_DEFAULT = frozenset({"log_loss"})
 #: restart).  Not in the paper: without it the last iterate of the
 #: inexact, noisy acceleration overshoots and oscillates around the optimum.
 RESTART = True
-#: Queries per random stream of perturbations (a step's batch is cut into runs
-#: of this many) and, at least, per joblib task of a query round.  Fixed, so
-#: results do not depend on n_jobs.
-QUERY_CHUNK = 4096
-#: Label of the inner steps' releases in traces.
-STEP_LABEL = "resque step sum"
-
-
-# --------------------------------------------------------------------------
-# The ReSQue estimator
-# --------------------------------------------------------------------------
-
-
-def resque_log_weights(x, center, xi, rho):
-    """Logarithm of the ReSQue weights ``w_xi(x)`` for each row of ``xi``.
-
-    ``log w = (2 <x - c, xi> - ||x - c||^2) / (2 rho^2)``: the log-likelihood
-    ratio of ``N(x - c, rho^2 I)`` to ``N(0, rho^2 I)`` at ``xi``.  Computed in
-    closed form, never as a ratio of two Gaussian densities (whose
-    ``(2 pi rho^2)^(-d/2)`` factors under- or overflow).
-
-    Parameters
-    ----------
-    x, center : ndarray of shape (d,)
-    xi : ndarray of shape (m, d)
-        The Gaussian perturbations the queries were made at (``center + xi``).
-    rho : float
-        Smoothing radius (standard deviation of each coordinate of ``xi``).
-
-    Returns
-    -------
-    ndarray of shape (m,)
-    """
-    offset = np.asarray(x, dtype=float) - np.asarray(center, dtype=float)
-    return (2.0 * (xi @ offset) - offset @ offset) / (2.0 * rho**2)
-
-
-def resque_weights(x, center, xi, rho, max_weight=None):
-    """ReSQue weights ``w_xi(x)``, capped at ``max_weight`` if given (see resque_log_weights)."""
-    log_weights = resque_log_weights(x, center, xi, rho)
-    if max_weight is None or not math.isfinite(max_weight):
-        return np.exp(log_weights)
-    # Cap in log space (no overflow), then exactly: exp(log(3)) rounds above 3.
-    np.minimum(log_weights, math.log(max_weight), out=log_weights)
-    return np.minimum(np.exp(log_weights), max_weight)
-
-
-def resque_gradient(x, center, xi, subgradients, rho, *, max_weight=None, average=True):
-    """ReSQue estimates of the gradient of the Gaussian-smoothed loss at ``x``.
-
-    Parameters
-    ----------
-    x : ndarray of shape (d,)
-        Point at which the gradient of ``f_rho = f * N(0, rho^2 I)`` is wanted.
-    center : ndarray of shape (d,)
-        Reference point the queries were made around.
-    xi : ndarray of shape (m, d)
-        Perturbations, ``xi ~ N(0, rho^2 I)`` i.i.d. (see :func:`gaussian_queries`).
-    subgradients : ndarray of shape (m, d)
-        ``g(center + xi_i)``: (stochastic) subgradients of ``f`` at the query
-        points.
-    rho : float
-        Smoothing radius.
-    max_weight : float, optional
-        Cap on the weights (biased, but bounds each term by ``max_weight``
-        times ``||g||``); ``None`` for the exact, unbiased estimator.
-    average : bool, default=True
-        Return the mean of the m estimates, or all of them.
-
-    Returns
-    -------
-    ndarray of shape (d,) or (m, d)
-        ``mean_i w_i(x) g_i`` or the rows ``w_i(x) g_i``.
-
-    Notes
-    -----
-    Unbiased for ``grad f_rho(x)`` for every ``x`` and ``center`` (Lemma 1 of
-    the paper): substituting ``z = center + xi`` gives
-    ``E w g = int N(z; x, rho^2 I) E g(z) dz``.  Its second moment is at most
-    ``L^2 exp(||x - center||^2 / rho^2)`` when ``E ||g||^2 <= L^2`` (at most
-    ``3 L^2`` within ``rho`` of the centre), with equality when ``||g|| = L``.
-    """
-    weights = resque_weights(x, center, xi, rho, max_weight)
-    if average:
-        return weights @ subgradients / len(weights)
-    return weights[:, None] * subgradients
-
-
-def gaussian_queries(center, rho, n_queries, rng):
-    """Query points ``center + xi`` and the perturbations ``xi ~ N(0, rho^2 I)``."""
-    rng = make_rng(rng)
-    center = np.asarray(center, dtype=float)
-    xi = rho * rng.standard_normal((int(n_queries), center.size))
-    return center + xi, xi
-
-
-# --------------------------------------------------------------------------
-# Geometry
-# --------------------------------------------------------------------------
-
-
-def _project_ball(u, center, radius):
-    offset = u - center
-    norm = math.sqrt(offset @ offset)
-    return u if norm <= radius else center + offset * (radius / norm)
-
-
-def project_two_balls(u, c1, r1, c2, r2):
-    """Euclidean projection of ``u`` onto ``B_r1(c1) ∩ B_r2(c2)`` (assumed non-empty).
-
-    Either a projection onto one ball lies in the other, or the answer lies
-    on the intersection's boundary circle (the (d-2)-sphere where both
-    spheres meet), where it is the point closest to ``u``.
-    """
-    u = np.asarray(u, dtype=float)
-    c1 = np.asarray(c1, dtype=float)
-    c2 = np.asarray(c2, dtype=float)
-    tolerance = 1e-12 * (1.0 + r1 + r2)
-    if np.linalg.norm(u - c1) <= r1 and np.linalg.norm(u - c2) <= r2:
-        return u
-    p1 = _project_ball(u, c1, r1)
-    if np.linalg.norm(p1 - c2) <= r2 + tolerance:
-        return p1
-    p2 = _project_ball(u, c2, r2)
-    if np.linalg.norm(p2 - c1) <= r1 + tolerance:
-        return p2
-    distance = float(np.linalg.norm(c2 - c1))
-    if distance + min(r1, r2) <= max(r1, r2):  # one ball inside the other
-        return p1 if r1 <= r2 else p2
-    e = (c2 - c1) / distance
-    t = (distance**2 + r1**2 - r2**2) / (2.0 * distance)
-    h = math.sqrt(max(r1**2 - t**2, 0.0))
-    circle_center = c1 + t * e
-    w = (u - circle_center) - ((u - circle_center) @ e) * e
-    norm_w = float(np.linalg.norm(w))
-    if norm_w == 0.0:  # u on the axis: every point of the circle is closest
-        w = np.zeros_like(u)
-        w[np.argmin(np.abs(e))] = 1.0
-        w -= (w @ e) * e
-        norm_w = float(np.linalg.norm(w))
-    return circle_center + h * w / norm_w
-
-
-class _Domain:
-    """Projection onto ``B_r(center)``, intersected with ``B_R(0)`` when constrained."""
-
-    def __init__(self, center, r, domain_radius):
-        self.center = center
-        self.r = r
-        self.domain_radius = domain_radius
-
-    def __call__(self, u):
-        if self.domain_radius is None:
-            return _project_ball(u, self.center, self.r)
-        if u @ u <= self.domain_radius**2:
-            return _project_ball(u, self.center, self.r)
-        return project_two_balls(u, self.center, self.r, np.zeros_like(u), self.domain_radius)
 
 
 # --------------------------------------------------------------------------
@@ -310,15 +162,9 @@ OPTION_NAMES = (
 )
 
 
-def _check_schedule_options(*, tol, passes, batch_size, n_probes, schedule, private):
-    if tol is not None and (not isinstance(tol, Real) or not 0 < tol < math.inf):
-        raise ValueError(f"tol must be a float > 0 (a fraction of L * R), got {tol!r}.")
-    if passes is not None and (not isinstance(passes, Real) or not 0 < passes < math.inf):
-        raise ValueError(f"passes must be a float > 0, got {passes!r}.")
-    if batch_size is not None and (not isinstance(batch_size, Integral) or batch_size < 1):
-        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}.")
-    if not isinstance(n_probes, Integral) or n_probes < 1:
-        raise ValueError(f"n_probes must be an integer >= 1, got {n_probes!r}.")
+def _check_schedule_options(*, schedule, private, **options):
+    """The schedule, and the declared types and ranges of ``options`` (public inputs)."""
+    check_declared_options("resque", options)
     if schedule not in ("budget", "theory"):
         raise ValueError(f"schedule must be 'budget' or 'theory', got {schedule!r}.")
     if schedule == "theory" and private:
@@ -329,24 +175,11 @@ def _check_schedule_options(*, tol, passes, batch_size, n_probes, schedule, priv
         )
 
 
-def check_resque_arguments(
-    *,
-    loss_name,
-    n_outputs,
-    private,
-    multi_output=False,
-    radius=None,
-    constraint=None,
-    tol=None,
-    passes=None,
-    batch_size=None,
-    n_probes=1,
-    max_weight=DEFAULT_MAX_WEIGHT,
-    schedule="budget",
-    max_inner=None,
-    restart=RESTART,
-    n_jobs=None,
-):
+#: The options of ``resque`` its plan takes (:func:`plan_resque`).
+PLAN_OPTIONS = ("tol", "passes", "batch_size", "n_probes", "schedule")
+
+
+def check_resque_arguments(*, loss_name, n_outputs, private, multi_output=False, **options):
     """Raise a ValueError for a problem or an option ``resque`` refuses; public inputs only.
 
     Shared by the registry's :func:`check_resque` (estimators call it before
@@ -362,10 +195,15 @@ def check_resque_arguments(
     multi_output : bool, default=False
         Whether the loss is a multi-output one (direct calls pass
         ``loss.multi_output``).
-    radius, constraint, tol, passes, batch_size, n_probes, max_weight, schedule, \
-max_inner, restart, n_jobs
-        The solver's options (see :func:`resque`).
+    **options
+        The solver's options (see :func:`resque`; :data:`OPTION_NAMES`); those
+        not given take the defaults of :func:`resque`'s signature.
     """
+    parameters = inspect.signature(resque).parameters
+    options = {**{name: parameters[name].default for name in OPTION_NAMES}, **options}
+    radius, constraint, tol, max_weight, n_jobs = (
+        options[name] for name in ("radius", "constraint", "tol", "max_weight", "n_jobs")
+    )
     if n_outputs != 1:
         raise ValueError("resque fits single-output losses only (binary, regression).")
     if loss_name not in GLOBALLY_LIPSCHITZ_LOSSES or multi_output:
@@ -388,28 +226,16 @@ max_inner, restart, n_jobs
             f"resque supports only an L2-ball constraint, got constraint={constraint!r}: "
             "its smoothing and ball subproblems are Euclidean."
         )
-    if radius is not None and not (isinstance(radius, Real) and 0 < radius < math.inf):
-        raise ValueError(f"radius must be a finite float > 0, got {radius!r}.")
+    # Not a declared range: a non-private fit may use the unbiased estimator (inf).
     if not (isinstance(max_weight, Real) and max_weight >= 1):
         raise ValueError(f"max_weight must be a float >= 1, got {max_weight!r}.")
     if private and math.isinf(max_weight):
         raise ValueError("A private fit needs a finite max_weight (it sets the sensitivity).")
-    if max_inner is not None and not (isinstance(max_inner, Integral) and max_inner >= 1):
-        raise ValueError(f"max_inner must be an integer >= 1, got {max_inner!r}.")
-    if not isinstance(restart, (bool, np.bool_)):
-        raise ValueError(f"restart must be a bool, got {restart!r}.")
-    if n_jobs is not None and (
-        isinstance(n_jobs, (bool, np.bool_)) or not isinstance(n_jobs, Integral) or n_jobs == 0
-    ):
+    if n_jobs is not None and (isinstance(n_jobs, (bool, np.bool_)) or n_jobs == 0):
         raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}.")
-    _check_schedule_options(
-        tol=tol,
-        passes=passes,
-        batch_size=batch_size,
-        n_probes=n_probes,
-        schedule=schedule,
-        private=private,
-    )
+    # The other options' types and ranges, as the registry declares them.
+    declared = {k: v for k, v in options.items() if k not in ("constraint", "max_weight")}
+    _check_schedule_options(private=private, **declared)
 
 
 def check_resque(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
@@ -455,28 +281,6 @@ def outer_iterations(n_params, tol):
     ratio = 2.0 * math.sqrt(n_params) / tol
     # Guard against 4.0000000001 -> 5 from floating point.
     return max(1, math.ceil(ratio ** (2.0 / 3.0) * (1.0 - 1e-12)))
-
-
-def epoch_lengths(n_steps, first=FIRST_EPOCH):
-    """EpochSGD epochs: ``first, 2 first, 4 first, ...`` and a shorter last one with the rest.
-
-    The paper stops at the last full epoch; using the leftover steps (as one
-    more epoch when there are at least ``first`` of them, else in the last
-    epoch) spends every step the privacy budget paid for.
-    """
-    n_steps = int(n_steps)
-    lengths = []
-    length = min(first, n_steps)
-    remaining = n_steps
-    while length > 0 and remaining >= length:
-        lengths.append(length)
-        remaining -= length
-        length *= 2
-    if remaining >= first:
-        lengths.append(remaining)
-    elif remaining:
-        lengths[-1] += remaining
-    return lengths
 
 
 def plan_resque(
@@ -580,66 +384,23 @@ def _default_radius(data):
     return DEFAULT_RADIUS_SCALE / data.row_norm_bound
 
 
-@dataclass(frozen=True)
-class _Setting:
+def _public_setting(data, loss, *, alpha, epsilon, delta, plan, options):
     """Everything public a fit runs with: its plan, the geometry and the noise.
 
     Computed from the public stand-in for the row count (``data.n_public``),
-    the public bounds and the options, before the data is touched.
+    the public bounds and the options of :func:`resque`, before the data is
+    touched.  Returns the plan's ``details``, where the constants of
+    :func:`resque` are recorded (see its docstring), as a namespace with
+    ``plan``, ``max_inner`` and ``alpha_mask`` (the L2 penalty's weight per
+    coordinate, or None).
     """
-
-    plan: PrivacyPlan
-    schedule: str
-    n_outer: int
-    n_probes: int
-    inner_steps: int | None
-    batch: int
-    rate: float
-    radius: float
-    constrained: bool
-    rho: float
-    r: float
-    lipschitz: float
-    lambda_min: float
-    lambda_max: float
-    sensitivity: float
-    noise_std: float
-    max_weight: float
-    max_inner: int
-    alpha_mask: np.ndarray | None
-
-
-def _public_setting(
-    data,
-    loss,
-    *,
-    alpha,
-    epsilon,
-    delta,
-    radius,
-    tol,
-    passes,
-    batch_size,
-    n_probes,
-    max_weight,
-    schedule,
-    max_inner,
-):
-    """The plan and the constants of :func:`resque` (see its docstring), from public inputs."""
     n_params = data.n_columns
-    # The schedule comes from the public stand-in for the row count (a DP
-    # count from the estimators): the true n is private under add/remove.
-    plan = plan_resque(
-        data.n_public,
-        n_params,
-        epsilon,
-        delta,
-        tol=tol,
-        passes=passes,
-        batch_size=batch_size,
-        n_probes=n_probes,
-        schedule=schedule,
-    )
+    radius, max_weight, max_inner = (options[k] for k in ("radius", "max_weight", "max_inner"))
+    if plan is None:
+        # The schedule comes from the public stand-in for the row count (a DP
+        # count from the estimators): the true n is private under add/remove.
+        schedule = {name: options[name] for name in PLAN_OPTIONS}
+        plan = plan_resque(data.n_public, n_params, epsilon, delta, **schedule)
     details = plan.details
     n_outer = details["n_outer"]
     constrained = radius is not None
@@ -665,306 +426,12 @@ def _public_setting(
         lambda_min=lambda_min,
         lambda_max=lambda_max,
     )
-    return _Setting(
+    return SimpleNamespace(
+        **details,
         plan=plan,
-        schedule=schedule,
-        n_outer=n_outer,
-        n_probes=details["n_probes"],
-        inner_steps=details["inner_steps"],
-        batch=details["batch_size"],
-        rate=details["sampling_probability"],
-        radius=R,
-        constrained=constrained,
-        rho=rho,
-        r=r,
-        lipschitz=lipschitz,
-        lambda_min=lambda_min,
-        lambda_max=lambda_max,
-        sensitivity=sensitivity,
-        noise_std=noise_std,
-        max_weight=float(max_weight),
         max_inner=DEFAULT_MAX_INNER if max_inner is None else int(max_inner),
         alpha_mask=alpha * data.penalized.astype(float) if alpha > 0 else None,
     )
-
-
-# --------------------------------------------------------------------------
-# One round of queries (the paper's parallel round)
-# --------------------------------------------------------------------------
-
-
-class _QueryRound:
-    """The answers of one ball subproblem's queries, made at once.
-
-    For GLMs a query of sample i at ``center + xi`` returns the scalar
-    ``l'(<x_i, center + xi>, y_i)``; the subgradient is that scalar times
-    ``x_i``.  The round stores the scalars, the perturbations and the rows
-    (never per-query gradient vectors).  ``starts[t]:starts[t + 1]`` are the
-    queries of inner step t.
-    """
-
-    def __init__(self, center, rows, starts, xi, features, derivative):
-        self.center = center
-        self.rows = rows
-        self.starts = starts
-        self.xi = xi
-        self.features = features
-        self.derivative = derivative
-
-
-def _round_pieces(starts, round_index):
-    """``(lo, hi, key)``: each step's queries in runs of at most ``QUERY_CHUNK``.
-
-    ``key = (round, step, run)`` names the random stream of the run's
-    perturbations.  Keyed by position in the step's (sorted) batch, not in
-    the round: when a row is added at the end of the data and the batch holds
-    every row (the coupling of a substituting trace), the other rows keep
-    their perturbations (the streams are prefix-consistent), so one step's
-    sum moves by the added row's term only.
-    """
-    pieces = []
-    for step in range(len(starts) - 1):
-        lo, hi = int(starts[step]), int(starts[step + 1])
-        for run, first in enumerate(range(lo, hi, QUERY_CHUNK)):
-            pieces.append((first, min(first + QUERY_CHUNK, hi), (round_index, step, run)))
-    return pieces
-
-
-def _round_tasks(pieces):
-    """Consecutive pieces grouped into tasks of at least ``QUERY_CHUNK`` queries (but the last)."""
-    tasks, current, size = [], [], 0
-    for piece in pieces:
-        current.append(piece)
-        size += piece[1] - piece[0]
-        if size >= QUERY_CHUNK:
-            tasks.append(current)
-            current, size = [], 0
-    if current:
-        tasks.append(current)
-    return tasks
-
-
-class _Perturbations:
-    """Counter-based streams of standard normals for the perturbations ``xi`` (public randomness).
-
-    Stream ``(round, step, run)`` is NumPy's Philox with the fit's key (from
-    ``entropy``) and counter ``(0, run, step, round)``: distinct streams never
-    overlap (a run uses far fewer than 2^64 blocks), any stream can be
-    started in O(1), and a stream does not depend on which task or thread
-    draws it.  Each task makes its own instance (not thread-safe).
-    """
-
-    def __init__(self, entropy):
-        key = np.random.SeedSequence(entropy).generate_state(2, np.uint64)
-        self._bits = np.random.Philox(key=key)
-        self._normal = np.random.Generator(self._bits)
-        self._fresh = self._bits.state  # a fresh generator: empty buffer, counter 0
-
-    def fill(self, out, key):
-        """Fill ``out`` (C-contiguous float64) with the first draws of stream ``key``."""
-        round_index, step, run = key
-        state = dict(self._fresh)
-        state["state"] = dict(
-            self._fresh["state"],
-            counter=np.array([0, run, step, round_index], dtype=np.uint64),
-        )
-        # Same as Generator(Philox(key=..., counter=...)), without building one per step.
-        self._bits.state = state
-        self._normal.standard_normal(out=out)
-
-
-def _evaluate_task(design, y, loss, center, rows, pieces, rho, entropy):
-    """Perturbations, rows and clipped derivatives of consecutive pieces of a round.
-
-    ``design`` is the zero-copy bounded design (:class:`sklearn_dp._design.Design`):
-    only the task's rows are copied (dense float64, clipped, intercept column
-    included; ``xi`` is dense anyway, so a dense copy of them costs no more).
-    Only exact, noiseless quantities: no noise is added here (joblib workers
-    run this).
-    """
-    lo, hi = pieces[0][0], pieces[-1][1]
-    batch = rows[lo:hi]
-    features = design.rows(batch).toarray()
-    xi = np.empty((hi - lo, design.n_columns))
-    perturbations = _Perturbations(entropy)
-    for first, last, key in pieces:
-        perturbations.fill(xi[first - lo : last - lo], key)
-    xi *= rho
-    return xi, features, resque_query_derivatives(features, y[batch], loss, center, xi)
-
-
-def _query_round(design, y, loss, center, rows, starts, rho, entropy, round_index, parallel):
-    """Evaluate every query of a ball subproblem (one parallel round).
-
-    ``parallel`` is a running :class:`joblib.Parallel` (or None): its tasks
-    return exact derivatives only; the noise is added later, in the caller.
-    """
-    tasks = _round_tasks(_round_pieces(starts, round_index))
-    if parallel is None or len(tasks) <= 1:
-        parts = [
-            _evaluate_task(design, y, loss, center, rows, task, rho, entropy) for task in tasks
-        ]
-    else:
-        parts = parallel(
-            delayed(_evaluate_task)(design, y, loss, center, rows, task, rho, entropy)
-            for task in tasks
-        )
-    if not parts:
-        empty = np.zeros((0, design.n_columns))
-        return _QueryRound(center, rows, starts, empty, empty, np.zeros(0))
-    xi, features, derivative = (np.concatenate(part) for part in zip(*parts))
-    return _QueryRound(center, rows, starts, xi, features, derivative)
-
-
-# --------------------------------------------------------------------------
-# Inner solver: EpochSGD on ReSQue gradients over one ball
-# --------------------------------------------------------------------------
-
-
-def _epoch_sgd(
-    round_,
-    *,
-    lam,
-    start,
-    project,
-    epochs,
-    rho,
-    max_weight,
-    normalizer,
-    release,
-    alpha_mask,
-):
-    """EpochSGD (docs/solvers/resque.md) for ``F_rho(x) + lam / 2 ||x - c||^2`` over the ball.
-
-    Step t uses the queries ``starts[t]:starts[t + 1]`` of the round: the
-    gradient estimate is ``release(sum_i min(w_i(x), w_max) l'_i x_i) /
-    normalizer`` plus the exact gradient of the public L2 penalty, where
-    ``release`` is the step's noisy release (one call per step, empty
-    batches included, so the number of releases is public).  Epoch k has
-    step size ``1 / (4 lam 2^(k-1))`` and returns the average of its
-    iterates; the next epoch starts with a regularisation-only step from it.
-    """
-    center = round_.center
-    xi, features, derivative, starts = round_.xi, round_.features, round_.derivative, round_.starts
-    scale = 1.0 / (2.0 * rho**2)
-    max_log_weight = math.log(max_weight)
-    eta = 1.0 / (4.0 * lam)
-    x = start
-    step = 0
-    for length in epochs:
-        shrink = 1.0 / (1.0 + eta * lam)
-        pull = eta * lam * center
-        x = project((x + pull) * shrink)
-        total = np.zeros_like(x)
-        for _ in range(length):
-            lo, hi = starts[step], starts[step + 1]
-            exact = capped_resque_sum(
-                xi[lo:hi],
-                derivative[lo:hi],
-                features[lo:hi],
-                x - center,
-                scale,
-                max_log_weight,
-                max_weight,
-            )
-            gradient = release(exact) / normalizer
-            if alpha_mask is not None:
-                gradient = gradient + alpha_mask * x
-            x = project((x - eta * gradient + pull) * shrink)
-            total += x
-            step += 1
-        x = total / length
-        eta *= 0.5
-    return x
-
-
-class _BallOracle:
-    """``solve_ball(center, lam, start)`` of :func:`ball_acceleration` for one fit.
-
-    Each call is one round: the Poisson batches of its steps (through the
-    gateway), the queries (one batched evaluation, over joblib workers when
-    ``parallel`` is given), then EpochSGD with one Gaussian release per step,
-    drawn here in the calling thread.  Counts rounds, steps and releases.
-    """
-
-    def __init__(self, data, loss, setting, rng, parallel):
-        # The zero-copy design: a round copies the rows it queries, never all of X.
-        self.design, self.y, self.loss = data.design, data.y, loss
-        self.setting = setting
-        self.rng = rng
-        self.parallel = parallel
-        # Seeds the (public) perturbation streams: drawn before any data is read.
-        self.entropy = int(rng.integers(2**63))
-        self.rounds = 0
-        self.steps = 0
-        self.releases = 0
-
-    def n_steps(self, lam):
-        """Inner steps of a subproblem with proximal weight ``lam`` (public)."""
-        s = self.setting
-        if s.schedule == "budget":
-            return s.inner_steps
-        # The paper's T queries (capped), in steps of the public expected batch.
-        n_queries = min(math.ceil(768.0 * s.lipschitz**2 / (lam**2 * s.r**2)), s.max_inner)
-        return math.ceil(n_queries / s.batch)
-
-    def sample(self, n_steps):
-        """Concatenated Poisson batches of ``n_steps`` steps and where each starts."""
-        # n_rows only indexes rows: the gateway samples them.
-        batches = [
-            _noise.poisson_sample(self.design.n_rows, self.setting.rate, self.rng)
-            for _ in range(n_steps)
-        ]
-        sizes = [len(batch) for batch in batches]
-        rows = np.concatenate(batches) if batches else np.zeros(0, dtype=np.intp)
-        starts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
-        return rows, starts
-
-    def release(self, exact):
-        """The Gaussian mechanism on one step's exact sum (sensitivity ``w_max L``)."""
-        self.releases += 1
-        s = self.setting
-        return _noise.gaussian(
-            exact,
-            sensitivity=s.sensitivity,
-            noise_std=s.noise_std,
-            rng=self.rng,
-            label=STEP_LABEL,
-        )
-
-    def __call__(self, center, lam, start):
-        s = self.setting
-        n_steps = self.n_steps(lam)
-        rows, starts = self.sample(n_steps)
-        round_ = _query_round(
-            self.design,
-            self.y,
-            self.loss,
-            center,
-            rows,
-            starts,
-            s.rho,
-            self.entropy,
-            self.rounds,
-            self.parallel,
-        )
-        self.rounds += 1
-        self.steps += n_steps
-        domain = _Domain(center, s.r, s.radius if s.constrained else None)
-        return _epoch_sgd(
-            round_,
-            lam=lam,
-            start=domain(start),
-            project=domain,
-            epochs=epoch_lengths(n_steps),
-            rho=s.rho,
-            max_weight=s.max_weight,
-            # The public expected batch, never the realised batch size (it
-            # would reveal the row count).
-            normalizer=float(s.batch),
-            release=self.release,
-            alpha_mask=s.alpha_mask,
-        )
 
 
 # --------------------------------------------------------------------------
@@ -1123,6 +590,7 @@ def resque(
     n_jobs=None,
     random_state=None,
     verbose=0,
+    plan=None,
 ):
     """ReSQue ball acceleration for Lipschitz losses (parallel queries; DP-SGD-style privacy).
 
@@ -1205,6 +673,10 @@ def resque(
     verbose : int
         Progress lines per outer iteration: the accepted step length over r
         and the accepted lambda (functions of the noisy releases).
+    plan : PrivacyPlan or None
+        The plan to run, as :func:`plan_resque` computed it for these
+        arguments (estimators hand down the plan their budget was charged
+        for); None plans here.
 
     Returns
     -------
@@ -1257,38 +729,17 @@ def resque(
     ``data.normalizer``); a direct call on data without one treats n as
     public.
     """
-    private = not math.isinf(epsilon)
+    arguments = locals()
+    options = {name: arguments[name] for name in OPTION_NAMES}
     check_resque_arguments(
         loss_name=loss.name,
         multi_output=loss.multi_output,
         n_outputs=n_outputs,
-        private=private,
-        radius=radius,
-        constraint=constraint,
-        tol=tol,
-        passes=passes,
-        batch_size=batch_size,
-        n_probes=n_probes,
-        max_weight=max_weight,
-        schedule=schedule,
-        max_inner=max_inner,
-        restart=restart,
-        n_jobs=n_jobs,
+        private=not math.isinf(epsilon),
+        **options,
     )
     setting = _public_setting(
-        data,
-        loss,
-        alpha=alpha,
-        epsilon=epsilon,
-        delta=delta,
-        radius=radius,
-        tol=tol,
-        passes=passes,
-        batch_size=batch_size,
-        n_probes=n_probes,
-        max_weight=max_weight,
-        schedule=schedule,
-        max_inner=max_inner,
+        data, loss, alpha=alpha, epsilon=epsilon, delta=delta, plan=plan, options=options
     )
     rng = make_rng(random_state)
     with _workers(n_jobs) as parallel:
@@ -1296,7 +747,7 @@ def resque(
         coef, trace = ball_acceleration(
             oracle,
             np.zeros(data.n_columns),
-            ball_radius=setting.r,
+            ball_radius=setting.ball_radius,
             lambda_min=setting.lambda_min,
             lambda_max=setting.lambda_max,
             n_outer=setting.n_outer,
@@ -1309,11 +760,11 @@ def resque(
     _check_release_count(oracle, setting)
     info = dict(
         query_depth=oracle.rounds,
-        n_queries=oracle.steps * setting.batch,
+        n_queries=oracle.steps * setting.batch_size,
         n_outer=setting.n_outer,
         inner_steps=setting.inner_steps,
-        smoothing_radius=setting.rho,
-        ball_radius=setting.r,
+        smoothing_radius=setting.smoothing_radius,
+        ball_radius=setting.ball_radius,
         radius=setting.radius,
         lambdas=trace["lambda"],
         step_lengths=trace["step"],

@@ -1,0 +1,525 @@
+"""The ReSQue estimator and the ball oracle of the ``resque`` solver.
+
+Carmon, Jambulapati, Jin, Lee, Liu, Sidford and Tian (2023), "ReSQue-ing
+parallel and private stochastic convex optimization" (docs:
+``docs/solvers/resque.md``).  The outer loop, the schedule and the solver are
+in :mod:`._resque`.
+
+The ReSQue estimator
+--------------------
+For a loss ``f`` and its Gaussian smoothing ``f_rho = f * N(0, rho^2 I)``,
+
+    w_xi(x) * g(c + xi),   xi ~ N(0, rho^2 I),
+    w_xi(x) = exp((2 <x - c, xi> - ||x - c||^2) / (2 rho^2)),
+
+is an unbiased estimate of ``grad f_rho(x)`` at *every* ``x``, where ``g`` is
+a subgradient of ``f`` queried at the perturbed reference point ``c + xi``.
+``w`` is the likelihood ratio of ``N(x - c, rho^2 I)`` to ``N(0, rho^2 I)``,
+so ``E w = 1`` and ``E w^2 = exp(||x - c||^2 / rho^2)``: the estimate is well
+behaved within about ``rho`` of ``c``.  The queries do not depend on ``x``,
+so every gradient a solver needs inside a ball around ``c`` comes from one
+batch of queries made at once (one parallel "round"); later iterates only
+re-weight the stored answers.
+
+The ball oracle
+---------------
+Each ball subproblem ``min F_rho(x) + lambda / 2 ||x - y||^2`` over the
+small ball ``B_r(y)`` (intersected with the constraint ball ``B_R``) is solved
+by EpochSGD on ReSQue gradients centred at ``y``; its queries are one batched
+NumPy operation (split over joblib threads with ``n_jobs``).
+
+Where privacy is decided
+------------------------
+The Poisson batches come from :func:`sklearn_dp._noise.poisson_sample` and
+every inner step's noisy sum from :func:`sklearn_dp._noise.gaussian`, in the
+calling thread, once per step; joblib workers only evaluate the queries'
+derivatives.  The pre-noise sums are computed by the clipped sums of the ReSQue
+section of :mod:`sklearn_dp._clipped_sums` (:func:`resque_query_derivatives`,
+:func:`capped_resque_sum`).  The perturbations ``xi`` are public randomness:
+each step's are drawn from a stream keyed by (round, step, chunk of
+``QUERY_CHUNK`` positions in the step's sorted batch), independent of the data
+and of ``n_jobs``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from joblib import delayed
+
+from .. import _noise
+from .._clipped_sums import capped_resque_sum, resque_query_derivatives
+from ._common import make_rng
+
+__all__ = [
+    "resque_log_weights",
+    "resque_weights",
+    "resque_gradient",
+    "gaussian_queries",
+    "project_two_balls",
+    "epoch_lengths",
+]
+
+#: Length of EpochSGD's first epoch (docs/solvers/resque.md).
+FIRST_EPOCH = 16
+#: Queries per random stream of perturbations (a step's batch is cut into runs
+#: of this many) and, at least, per joblib task of a query round.  Fixed, so
+#: results do not depend on n_jobs.
+QUERY_CHUNK = 4096
+#: Label of the inner steps' releases in traces.
+STEP_LABEL = "resque step sum"
+
+
+# --------------------------------------------------------------------------
+# The ReSQue estimator
+# --------------------------------------------------------------------------
+
+
+def resque_log_weights(x, center, xi, rho):
+    """Logarithm of the ReSQue weights ``w_xi(x)`` for each row of ``xi``.
+
+    ``log w = (2 <x - c, xi> - ||x - c||^2) / (2 rho^2)``: the log-likelihood
+    ratio of ``N(x - c, rho^2 I)`` to ``N(0, rho^2 I)`` at ``xi``.  Computed in
+    closed form, never as a ratio of two Gaussian densities (whose
+    ``(2 pi rho^2)^(-d/2)`` factors under- or overflow).
+
+    Parameters
+    ----------
+    x, center : ndarray of shape (d,)
+    xi : ndarray of shape (m, d)
+        The Gaussian perturbations the queries were made at (``center + xi``).
+    rho : float
+        Smoothing radius (standard deviation of each coordinate of ``xi``).
+
+    Returns
+    -------
+    ndarray of shape (m,)
+    """
+    offset = np.asarray(x, dtype=float) - np.asarray(center, dtype=float)
+    return (2.0 * (xi @ offset) - offset @ offset) / (2.0 * rho**2)
+
+
+def resque_weights(x, center, xi, rho, max_weight=None):
+    """ReSQue weights ``w_xi(x)``, capped at ``max_weight`` if given (see resque_log_weights)."""
+    log_weights = resque_log_weights(x, center, xi, rho)
+    if max_weight is None or not math.isfinite(max_weight):
+        return np.exp(log_weights)
+    # Cap in log space (no overflow), then exactly: exp(log(3)) rounds above 3.
+    np.minimum(log_weights, math.log(max_weight), out=log_weights)
+    return np.minimum(np.exp(log_weights), max_weight)
+
+
+def resque_gradient(x, center, xi, subgradients, rho, *, max_weight=None, average=True):
+    """ReSQue estimates of the gradient of the Gaussian-smoothed loss at ``x``.
+
+    Parameters
+    ----------
+    x : ndarray of shape (d,)
+        Point at which the gradient of ``f_rho = f * N(0, rho^2 I)`` is wanted.
+    center : ndarray of shape (d,)
+        Reference point the queries were made around.
+    xi : ndarray of shape (m, d)
+        Perturbations, ``xi ~ N(0, rho^2 I)`` i.i.d. (see :func:`gaussian_queries`).
+    subgradients : ndarray of shape (m, d)
+        ``g(center + xi_i)``: (stochastic) subgradients of ``f`` at the query
+        points.
+    rho : float
+        Smoothing radius.
+    max_weight : float, optional
+        Cap on the weights (biased, but bounds each term by ``max_weight``
+        times ``||g||``); ``None`` for the exact, unbiased estimator.
+    average : bool, default=True
+        Return the mean of the m estimates, or all of them.
+
+    Returns
+    -------
+    ndarray of shape (d,) or (m, d)
+        ``mean_i w_i(x) g_i`` or the rows ``w_i(x) g_i``.
+
+    Notes
+    -----
+    Unbiased for ``grad f_rho(x)`` for every ``x`` and ``center`` (Lemma 1 of
+    the paper): substituting ``z = center + xi`` gives
+    ``E w g = int N(z; x, rho^2 I) E g(z) dz``.  Its second moment is at most
+    ``L^2 exp(||x - center||^2 / rho^2)`` when ``E ||g||^2 <= L^2`` (at most
+    ``3 L^2`` within ``rho`` of the centre), with equality when ``||g|| = L``.
+    """
+    weights = resque_weights(x, center, xi, rho, max_weight)
+    if average:
+        return weights @ subgradients / len(weights)
+    return weights[:, None] * subgradients
+
+
+def gaussian_queries(center, rho, n_queries, rng):
+    """Query points ``center + xi`` and the perturbations ``xi ~ N(0, rho^2 I)``."""
+    rng = make_rng(rng)
+    center = np.asarray(center, dtype=float)
+    xi = rho * rng.standard_normal((int(n_queries), center.size))
+    return center + xi, xi
+
+
+# --------------------------------------------------------------------------
+# Geometry
+# --------------------------------------------------------------------------
+
+
+def _project_ball(u, center, radius):
+    offset = u - center
+    norm = math.sqrt(offset @ offset)
+    return u if norm <= radius else center + offset * (radius / norm)
+
+
+def project_two_balls(u, c1, r1, c2, r2):
+    """Euclidean projection of ``u`` onto ``B_r1(c1) ∩ B_r2(c2)`` (assumed non-empty).
+
+    Either a projection onto one ball lies in the other, or the answer lies
+    on the intersection's boundary circle (the (d-2)-sphere where both
+    spheres meet), where it is the point closest to ``u``.
+    """
+    u = np.asarray(u, dtype=float)
+    c1 = np.asarray(c1, dtype=float)
+    c2 = np.asarray(c2, dtype=float)
+    tolerance = 1e-12 * (1.0 + r1 + r2)
+    if np.linalg.norm(u - c1) <= r1 and np.linalg.norm(u - c2) <= r2:
+        return u
+    p1 = _project_ball(u, c1, r1)
+    if np.linalg.norm(p1 - c2) <= r2 + tolerance:
+        return p1
+    p2 = _project_ball(u, c2, r2)
+    if np.linalg.norm(p2 - c1) <= r1 + tolerance:
+        return p2
+    distance = float(np.linalg.norm(c2 - c1))
+    if distance + min(r1, r2) <= max(r1, r2):  # one ball inside the other
+        return p1 if r1 <= r2 else p2
+    e = (c2 - c1) / distance
+    t = (distance**2 + r1**2 - r2**2) / (2.0 * distance)
+    h = math.sqrt(max(r1**2 - t**2, 0.0))
+    circle_center = c1 + t * e
+    w = (u - circle_center) - ((u - circle_center) @ e) * e
+    norm_w = float(np.linalg.norm(w))
+    if norm_w == 0.0:  # u on the axis: every point of the circle is closest
+        w = np.zeros_like(u)
+        w[np.argmin(np.abs(e))] = 1.0
+        w -= (w @ e) * e
+        norm_w = float(np.linalg.norm(w))
+    return circle_center + h * w / norm_w
+
+
+class _Domain:
+    """Projection onto ``B_r(center)``, intersected with ``B_R(0)`` when constrained."""
+
+    def __init__(self, center, r, domain_radius):
+        self.center = center
+        self.r = r
+        self.domain_radius = domain_radius
+
+    def __call__(self, u):
+        if self.domain_radius is None:
+            return _project_ball(u, self.center, self.r)
+        if u @ u <= self.domain_radius**2:
+            return _project_ball(u, self.center, self.r)
+        return project_two_balls(u, self.center, self.r, np.zeros_like(u), self.domain_radius)
+
+
+def epoch_lengths(n_steps, first=FIRST_EPOCH):
+    """EpochSGD epochs: ``first, 2 first, 4 first, ...`` and a shorter last one with the rest.
+
+    The paper stops at the last full epoch; using the leftover steps (as one
+    more epoch when there are at least ``first`` of them, else in the last
+    epoch) spends every step the privacy budget paid for.
+    """
+    n_steps = int(n_steps)
+    lengths = []
+    length = min(first, n_steps)
+    remaining = n_steps
+    while length > 0 and remaining >= length:
+        lengths.append(length)
+        remaining -= length
+        length *= 2
+    if remaining >= first:
+        lengths.append(remaining)
+    elif remaining:
+        lengths[-1] += remaining
+    return lengths
+
+
+# --------------------------------------------------------------------------
+# One round of queries (the paper's parallel round)
+# --------------------------------------------------------------------------
+
+
+class _QueryRound:
+    """The answers of one ball subproblem's queries, made at once.
+
+    For GLMs a query of sample i at ``center + xi`` returns the scalar
+    ``l'(<x_i, center + xi>, y_i)``; the subgradient is that scalar times
+    ``x_i``.  The round stores the scalars, the perturbations and the rows
+    (never per-query gradient vectors).  ``starts[t]:starts[t + 1]`` are the
+    queries of inner step t.
+    """
+
+    def __init__(self, center, rows, starts, xi, features, derivative):
+        self.center = center
+        self.rows = rows
+        self.starts = starts
+        self.xi = xi
+        self.features = features
+        self.derivative = derivative
+
+
+def _round_pieces(starts, round_index):
+    """``(lo, hi, key)``: each step's queries in runs of at most ``QUERY_CHUNK``.
+
+    ``key = (round, step, run)`` names the random stream of the run's
+    perturbations.  Keyed by position in the step's (sorted) batch, not in
+    the round: when a row is added at the end of the data and the batch holds
+    every row (the coupling of a substituting trace), the other rows keep
+    their perturbations (the streams are prefix-consistent), so one step's
+    sum moves by the added row's term only.
+    """
+    pieces = []
+    for step in range(len(starts) - 1):
+        lo, hi = int(starts[step]), int(starts[step + 1])
+        for run, first in enumerate(range(lo, hi, QUERY_CHUNK)):
+            pieces.append((first, min(first + QUERY_CHUNK, hi), (round_index, step, run)))
+    return pieces
+
+
+def _round_tasks(pieces):
+    """Consecutive pieces grouped into tasks of at least ``QUERY_CHUNK`` queries (but the last)."""
+    tasks, current, size = [], [], 0
+    for piece in pieces:
+        current.append(piece)
+        size += piece[1] - piece[0]
+        if size >= QUERY_CHUNK:
+            tasks.append(current)
+            current, size = [], 0
+    if current:
+        tasks.append(current)
+    return tasks
+
+
+class _Perturbations:
+    """Counter-based streams of standard normals for the perturbations ``xi`` (public randomness).
+
+    Stream ``(round, step, run)`` is NumPy's Philox with the fit's key (from
+    ``entropy``) and counter ``(0, run, step, round)``: distinct streams never
+    overlap (a run uses far fewer than 2^64 blocks), any stream can be
+    started in O(1), and a stream does not depend on which task or thread
+    draws it.  Each task makes its own instance (not thread-safe).
+    """
+
+    def __init__(self, entropy):
+        key = np.random.SeedSequence(entropy).generate_state(2, np.uint64)
+        self._bits = np.random.Philox(key=key)
+        self._normal = np.random.Generator(self._bits)
+        self._fresh = self._bits.state  # a fresh generator: empty buffer, counter 0
+
+    def fill(self, out, key):
+        """Fill ``out`` (C-contiguous float64) with the first draws of stream ``key``."""
+        round_index, step, run = key
+        state = dict(self._fresh)
+        state["state"] = dict(
+            self._fresh["state"],
+            counter=np.array([0, run, step, round_index], dtype=np.uint64),
+        )
+        # Same as Generator(Philox(key=..., counter=...)), without building one per step.
+        self._bits.state = state
+        self._normal.standard_normal(out=out)
+
+
+def _evaluate_task(design, y, loss, center, rows, pieces, rho, entropy):
+    """Perturbations, rows and clipped derivatives of consecutive pieces of a round.
+
+    ``design`` is the zero-copy bounded design (:class:`sklearn_dp._design.Design`):
+    only the task's rows are copied (dense float64, clipped, intercept column
+    included; ``xi`` is dense anyway, so a dense copy of them costs no more).
+    Only exact, noiseless quantities: no noise is added here (joblib workers
+    run this).
+    """
+    lo, hi = pieces[0][0], pieces[-1][1]
+    batch = rows[lo:hi]
+    features = design.rows(batch).toarray()
+    xi = np.empty((hi - lo, design.n_columns))
+    perturbations = _Perturbations(entropy)
+    for first, last, key in pieces:
+        perturbations.fill(xi[first - lo : last - lo], key)
+    xi *= rho
+    return xi, features, resque_query_derivatives(features, y[batch], loss, center, xi)
+
+
+def _query_round(design, y, loss, center, rows, starts, rho, entropy, round_index, parallel):
+    """Evaluate every query of a ball subproblem (one parallel round).
+
+    ``parallel`` is a running :class:`joblib.Parallel` (or None): its tasks
+    return exact derivatives only; the noise is added later, in the caller.
+    """
+    tasks = _round_tasks(_round_pieces(starts, round_index))
+    if parallel is None or len(tasks) <= 1:
+        parts = [
+            _evaluate_task(design, y, loss, center, rows, task, rho, entropy) for task in tasks
+        ]
+    else:
+        parts = parallel(
+            delayed(_evaluate_task)(design, y, loss, center, rows, task, rho, entropy)
+            for task in tasks
+        )
+    if not parts:
+        empty = np.zeros((0, design.n_columns))
+        return _QueryRound(center, rows, starts, empty, empty, np.zeros(0))
+    xi, features, derivative = (np.concatenate(part) for part in zip(*parts))
+    return _QueryRound(center, rows, starts, xi, features, derivative)
+
+
+# --------------------------------------------------------------------------
+# Inner solver: EpochSGD on ReSQue gradients over one ball
+# --------------------------------------------------------------------------
+
+
+def _epoch_sgd(
+    round_,
+    *,
+    lam,
+    start,
+    project,
+    epochs,
+    rho,
+    max_weight,
+    normalizer,
+    release,
+    alpha_mask,
+):
+    """EpochSGD (docs/solvers/resque.md) for ``F_rho(x) + lam / 2 ||x - c||^2`` over the ball.
+
+    Step t uses the queries ``starts[t]:starts[t + 1]`` of the round: the
+    gradient estimate is ``release(sum_i min(w_i(x), w_max) l'_i x_i) /
+    normalizer`` plus the exact gradient of the public L2 penalty, where
+    ``release`` is the step's noisy release (one call per step, empty
+    batches included, so the number of releases is public).  Epoch k has
+    step size ``1 / (4 lam 2^(k-1))`` and returns the average of its
+    iterates; the next epoch starts with a regularisation-only step from it.
+    """
+    center = round_.center
+    xi, features, derivative, starts = round_.xi, round_.features, round_.derivative, round_.starts
+    scale = 1.0 / (2.0 * rho**2)
+    max_log_weight = math.log(max_weight)
+    eta = 1.0 / (4.0 * lam)
+    x = start
+    step = 0
+    for length in epochs:
+        shrink = 1.0 / (1.0 + eta * lam)
+        pull = eta * lam * center
+        x = project((x + pull) * shrink)
+        total = np.zeros_like(x)
+        for _ in range(length):
+            lo, hi = starts[step], starts[step + 1]
+            exact = capped_resque_sum(
+                xi[lo:hi],
+                derivative[lo:hi],
+                features[lo:hi],
+                x - center,
+                scale,
+                max_log_weight,
+                max_weight,
+            )
+            gradient = release(exact) / normalizer
+            if alpha_mask is not None:
+                gradient = gradient + alpha_mask * x
+            x = project((x - eta * gradient + pull) * shrink)
+            total += x
+            step += 1
+        x = total / length
+        eta *= 0.5
+    return x
+
+
+class _BallOracle:
+    """``solve_ball(center, lam, start)`` of :func:`ball_acceleration` for one fit.
+
+    Each call is one round: the Poisson batches of its steps (through the
+    gateway), the queries (one batched evaluation, over joblib workers when
+    ``parallel`` is given), then EpochSGD with one Gaussian release per step,
+    drawn here in the calling thread.  Counts rounds, steps and releases.
+    """
+
+    def __init__(self, data, loss, setting, rng, parallel):
+        # The zero-copy design: a round copies the rows it queries, never all of X.
+        self.design, self.y, self.loss = data.design, data.y, loss
+        self.setting = setting
+        self.rng = rng
+        self.parallel = parallel
+        # Seeds the (public) perturbation streams: drawn before any data is read.
+        self.entropy = int(rng.integers(2**63))
+        self.rounds = 0
+        self.steps = 0
+        self.releases = 0
+
+    def n_steps(self, lam):
+        """Inner steps of a subproblem with proximal weight ``lam`` (public)."""
+        s = self.setting
+        if s.schedule == "budget":
+            return s.inner_steps
+        # The paper's T queries (capped), in steps of the public expected batch.
+        n_queries = min(
+            math.ceil(768.0 * s.lipschitz**2 / (lam**2 * s.ball_radius**2)), s.max_inner
+        )
+        return math.ceil(n_queries / s.batch_size)
+
+    def sample(self, n_steps):
+        """Concatenated Poisson batches of ``n_steps`` steps and where each starts."""
+        # n_rows only indexes rows: the gateway samples them.
+        batches = [
+            _noise.poisson_sample(self.design.n_rows, self.setting.sampling_probability, self.rng)
+            for _ in range(n_steps)
+        ]
+        sizes = [len(batch) for batch in batches]
+        rows = np.concatenate(batches) if batches else np.zeros(0, dtype=np.intp)
+        starts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
+        return rows, starts
+
+    def release(self, exact):
+        """The Gaussian mechanism on one step's exact sum (sensitivity ``w_max L``)."""
+        self.releases += 1
+        s = self.setting
+        return _noise.gaussian(
+            exact,
+            sensitivity=s.sensitivity,
+            noise_std=s.noise_std,
+            rng=self.rng,
+            label=STEP_LABEL,
+        )
+
+    def __call__(self, center, lam, start):
+        s = self.setting
+        n_steps = self.n_steps(lam)
+        rows, starts = self.sample(n_steps)
+        round_ = _query_round(
+            self.design,
+            self.y,
+            self.loss,
+            center,
+            rows,
+            starts,
+            s.smoothing_radius,
+            self.entropy,
+            self.rounds,
+            self.parallel,
+        )
+        self.rounds += 1
+        self.steps += n_steps
+        domain = _Domain(center, s.ball_radius, s.radius if s.constrained else None)
+        return _epoch_sgd(
+            round_,
+            lam=lam,
+            start=domain(start),
+            project=domain,
+            epochs=epoch_lengths(n_steps),
+            rho=s.smoothing_radius,
+            max_weight=s.max_weight,
+            # The public expected batch, never the realised batch size (it
+            # would reveal the row count).
+            normalizer=float(s.batch_size),
+            release=self.release,
+            alpha_mask=s.alpha_mask,
+        )

@@ -1,0 +1,438 @@
+"""One-pass private variance-reduced Frank-Wolfe over an l1 ball: ``vr_frank_wolfe``.
+
+Algorithm 3 of Asi, Feldman, Koren and Talwar (2021): Frank-Wolfe steps over
+the polytope of :mod:`._l1_geometry`, with variance-reduced (SPIDER-style)
+gradient estimates on a binary tree per phase, each row used at one tree
+vertex only.  The vertex selection, its accounting and the option checks are
+:func:`frank_wolfe`'s (:mod:`._frank_wolfe`); see :func:`vr_frank_wolfe`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import accounting
+from .._clipped_sums import vr_correction, vr_root_estimate
+from .._design import block_rows
+from .._memo import memoize
+from ..accounting import PureEpsilonDpEvent
+from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
+from ._declared_options import check_declared_options
+from ._frank_wolfe import (
+    _add_honest_warnings,
+    _check_choices,
+    _domain,
+    _TailAverage,
+    select_vertex,
+    vertex_scales,
+    zcdp_budget,
+)
+from ._l1_geometry import allocate_rows, linf_gradient_bound, linf_row_norms, public_setup
+
+__all__ = ["vr_frank_wolfe", "plan_vr_frank_wolfe", "vr_frank_wolfe_schedule"]
+
+#: vr_frank_wolfe's phases without noise (every vertex on every row): 2^10 - 2 = 1022
+#: Frank-Wolfe steps, about frank_wolfe's DEFAULT_NONPRIVATE_ITERATIONS.
+NONPRIVATE_VR_PHASES = 9
+
+
+def _samples_per_root(n_samples, n_phases):
+    """Root batch b(T) using (almost) every row: b (T + T(T+1)/4) <= n, b a multiple of 2^T."""
+    per_sample = n_phases + n_phases * (n_phases + 1) / 4.0
+    unit = 2**n_phases
+    return unit * int(math.floor(n_samples / (unit * per_sample)))
+
+
+def _vr_selection_epsilon(epsilon, delta, schedule):
+    """The single-selection epsilon the accounting allows (see :func:`vr_frank_wolfe`)."""
+    if math.isinf(epsilon):
+        return math.inf, "none"
+    if schedule == "pure" or delta == 0:
+        return float(epsilon), "pure"
+    eps_zcdp = math.sqrt(8.0 * zcdp_budget(float(epsilon), float(delta)))
+    return (eps_zcdp, "zcdp") if eps_zcdp > epsilon else (float(epsilon), "pure")
+
+
+def _vr_error_bound(n_samples, n_params, epsilon, delta, n_phases, schedule):
+    """Public pre-tuning bound of the seed (section 4.1) for unit bounds, or inf if infeasible.
+
+    ``D (L + beta D) sqrt(ln d / b) + beta D^2 / 2^T + lambda_T ln m`` with
+    ``D = 2``, ``L = C = 2``, ``beta = 1`` (|x_ij| <= 1, |y| <= 1, radius 1) and
+    ``lambda_T`` the Gumbel scale of the last phase.
+    """
+    b = _samples_per_root(n_samples, n_phases)
+    if b < 2**n_phases or b < 1:
+        return math.inf
+    d = max(n_params, 2)
+    eps_selection, _ = _vr_selection_epsilon(epsilon, delta, schedule)
+    sampling = 2.0 * (2.0 + 2.0) * math.sqrt(math.log(d) / b)
+    optimisation = 4.0 / 2**n_phases
+    noise = 0.0
+    if not math.isinf(eps_selection):
+        noise = 2 ** (n_phases + 1) * 2.0 / (b * eps_selection) * math.log(2 * d)
+    return sampling + optimisation + noise
+
+
+@memoize(maxsize=1024)
+def vr_frank_wolfe_schedule(n_samples, n_params, epsilon, delta, schedule="pure", n_phases=None):
+    """(T, b): phases and root batch, from public inputs only.
+
+    ``b(T)`` fills the data (docs/solvers/lasso.md) instead of the seed's
+    ``b = n / log2(n)^2``, which leaves most of it unused; T minimises the
+    pre-tuning bound (:func:`_vr_error_bound`) unless given.
+    """
+    if n_phases is not None:
+        n_phases = int(n_phases)
+        b = _samples_per_root(n_samples, n_phases)
+        if b < 2**n_phases:
+            raise ValueError(
+                f"vr_frank_wolfe with n_phases={n_phases} needs at least "
+                f"{math.ceil(2**n_phases * (n_phases + n_phases * (n_phases + 1) / 4))} rows; "
+                f"got n_samples = {n_samples:.4g} (the public row count: the fit's DP row count)."
+            )
+        return n_phases, b
+    best, best_t = math.inf, None
+    t = 1
+    while _samples_per_root(n_samples, t) >= 2**t:
+        bound = _vr_error_bound(n_samples, n_params, float(epsilon), float(delta), t, schedule)
+        if bound < best:
+            best, best_t = bound, t
+        t += 1
+    if best_t is None:
+        raise ValueError(
+            f"vr_frank_wolfe needs at least 3 rows; got n_samples = {n_samples:.4g} (the public "
+            "row count: the fit's DP row count)."
+        )
+    return best_t, _samples_per_root(n_samples, best_t)
+
+
+@public_setup()  # a plan reads public inputs (and the released row count) only
+def plan_vr_frank_wolfe(n_samples, n_params, epsilon, delta, *, schedule="pure", n_phases=None):
+    """Privacy plan of ``vr_frank_wolfe`` (see its Privacy section).
+
+    ``details["leaf_epsilons"][t - 1]`` is the epsilon of one leaf's selection
+    in phase t for a row of the root batch (sensitivity ``C / b``); a row at
+    depth j has ``2^j`` times that at each of its ``2^(t-j)`` leaves.
+    ``noise_multiplier`` is ``2 / leaf_epsilons[0]`` (Gumbel scale over sensitivity).
+    """
+    _check_choices(dict(schedule=schedule))
+    check_declared_options("vr_frank_wolfe", dict(n_phases=n_phases))
+    if n_samples is None:
+        return None  # the schedule needs the (not yet released) public row count
+    if math.isinf(epsilon):
+        # Without noise nothing is spent and the one-pass split has no purpose:
+        # every tree vertex uses every row (its estimates are exact gradients),
+        # over enough phases for about as many steps as frank_wolfe takes.
+        n_phases = NONPRIVATE_VR_PHASES if n_phases is None else int(n_phases)
+        details = dict(
+            n_phases=n_phases,
+            root_batch=float(n_samples),
+            samples_used=float(n_samples),
+            n_fw_steps=2 ** (n_phases + 1) - 2,
+            schedule=schedule,
+            every_row_at_every_vertex=True,
+            leaf_epsilons=[math.inf] * n_phases,
+            accounting="none",
+        )
+        return PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, details["n_fw_steps"], details)
+    n_phases, root = vr_frank_wolfe_schedule(
+        n_samples, n_params, float(epsilon), float(delta), schedule, n_phases
+    )
+    used = root * (n_phases + n_phases * (n_phases + 1) / 4.0)
+    details = dict(
+        n_phases=n_phases,
+        root_batch=root,
+        samples_used=used,
+        n_fw_steps=2 ** (n_phases + 1) - 2,
+        schedule=schedule,
+    )
+    n_steps = details["n_fw_steps"]
+    eps_selection, how = _vr_selection_epsilon(epsilon, delta, schedule)
+    if schedule == "pure":
+        # lambda_t = 2^(t+1) R C / (b eps): each row is eps-DP whatever its depth.
+        leaf = [eps_selection / 2.0**t for t in range(1, n_phases + 1)]
+    else:
+        # One scale for every leaf (seed Theorem 7), set by the deepest slots.
+        leaf = [eps_selection / 2.0**n_phases] * n_phases
+    if how == "zcdp":
+        event = accounting.dpe.ZCDpEvent(eps_selection**2 / 8.0)
+    else:
+        event = PureEpsilonDpEvent(
+            float(epsilon) * (1.0 - 1e-12),
+            "vr_frank_wolfe: one pass, random allocation of rows to tree vertices; "
+            "per-row composition of exponential mechanisms",
+        )
+    details.update(leaf_epsilons=leaf, accounting=how, selection_epsilon=eps_selection)
+    return PrivacyPlan(event, 2.0 / leaf[0], n_steps, details)
+
+
+def vr_frank_wolfe(
+    data,
+    loss,
+    *,
+    n_outputs,
+    alpha,
+    epsilon,
+    delta,
+    clip_norm=None,
+    radius=None,
+    constraint="l1",
+    l1_ratio=0.0,
+    intercept_bound=None,
+    schedule="pure",
+    n_phases=None,
+    output="tail_average",
+    random_state=None,
+    verbose=0,
+    plan=None,
+):
+    """One-pass private variance-reduced Frank-Wolfe (Asi, Feldman, Koren, Talwar 2021, Alg. 3).
+
+    Same objective and polytope as :func:`frank_wolfe`.  T phases; phase t
+    owns a complete binary tree of depth t whose 2^t leaves each take one
+    Frank-Wolfe step (2^(T+1) - 2 steps in all, step ``2 / (k + 1)`` on a
+    global counter k: seed erratum E11).  The root estimates the gradient
+    at the phase's first iterate on a fresh batch of b rows; each right child
+    at depth j corrects its parent's estimate with
+    ``mean_{i in S} clip_C(g_i(x_now) - g_i(x_parent))`` on b / 2^j fresh rows
+    (SPIDER); left children inherit.  Every row is used at one tree vertex
+    only: once at a root, twice (at two points) at a right child.
+
+    Parameters
+    ----------
+    data, loss, n_outputs, alpha, epsilon, delta, clip_norm, radius, constraint,
+    l1_ratio, intercept_bound, random_state, verbose
+        As in :func:`frank_wolfe`.
+    schedule : {"pure", "approximate"}, default="pure"
+        ``"pure"``: the Gumbel scale doubles per phase, ``lambda_t = 2^(t+1)
+        R C / (b epsilon)`` (seed Theorem 6).  ``"approximate"``: one scale for
+        every leaf of every phase and T chosen for (epsilon, delta) (seed
+        Theorem 7), calibrated by an accountant (see Privacy).  The pure
+        schedule is the default whatever delta, because it is never noisier.
+    n_phases : int, optional
+        T; by default the T minimising the seed's pre-tuning bound for unit
+        bounds.  The root batch b is then the largest multiple of 2^T with
+        ``b (T + T (T + 1) / 4) <= n``: the tree's vertices use (almost) all
+        the data, instead of the seed's wasteful ``b = n / log2(n)^2``.
+    output : {"tail_average", "last"}, default="tail_average"
+        As in :func:`frank_wolfe` (the seed returns the last iterate).
+    plan : PrivacyPlan or None
+        The plan to run, as :func:`plan_vr_frank_wolfe` computed it for these
+        arguments (estimators hand down the plan their budget was charged
+        for); None plans here.
+
+    With ``epsilon=inf`` nothing is spent and the one-pass split (whose only
+    purpose is to divide the privacy cost among the rows) is dropped: every
+    tree vertex uses every row, so its estimates are exact gradients, over
+    ``NONPRIVATE_VR_PHASES`` phases unless ``n_phases`` is given (1022
+    Frank-Wolfe steps, about ``frank_wolfe``'s 1000).
+
+    Returns
+    -------
+    SolverResult
+        ``info["sample_uses"]`` counts the gradient evaluations of each row
+        (at most 2 when private: the one-pass property).
+
+    Privacy
+    -------
+    Released, all through the noise gateway: the allocation of the rows to
+    the tree vertices (:func:`sklearn_dp._noise.allocate_rows`, public
+    probabilities) and, at each leaf, the vertex chosen by the exponential
+    mechanism (:func:`sklearn_dp._noise.exponential`; one release for the l1
+    ball, one per box coordinate, as in :func:`frank_wolfe`).  A leaf's
+    estimate is its phase's root estimate plus the corrections of the right
+    children on its path; a row sits in one slot, so it moves the estimate
+    by at most ``clip / size`` of the smallest slot on the path in
+    l-infinity, and each release declares that bound times ``radius`` (the
+    ball) or ``box_j`` (box coordinate j) as its sensitivity.  The iterates,
+    the progress lines (step size, support and l1 norm of the iterate),
+    ``n_iter`` and every exception are functions of public values, of the
+    released row count and of the released vertices only.
+
+    Add/remove-one-row neighbouring.  Rows are allocated to the tree vertices
+    independently at random (vertex k with probability ``size_k / n``, where
+    the sizes are public, or to no vertex), and every estimate is normalised
+    by its vertex's public expected size.  A row allocated to a depth-j vertex
+    of phase t (expected size ``b / 2^j``) changes the estimates, by at most
+    ``2^j C / b`` in l-infinity, only at the 2^(t-j) leaves under that vertex:
+    correction terms are clipped as a whole to ``C`` (seed erratum E12, resolved
+    by clipping, so the seed's noise is not doubled), and add/remove halves
+    the seed's replace-one sensitivity.  With Gumbel scale ``lambda`` each of
+    those leaves is ``2 * 2^j R C / (b lambda)``-DP (R = ``vertex_radius``), so
+    given the allocation of the other rows the run with the row differs from
+    the run without it by a composition of 2^(t-j) exponential mechanisms:
+    ``2^(t+1) R C / (b lambda)``-DP, whatever j (the pure schedule sets this
+    to epsilon in every phase), and ``2^(t+j) (R C / (b lambda))^2 / 2``-zCDP.
+    Mixing over the random allocation keeps the worst case (hockey-stick and
+    Renyi divergences are jointly (quasi-)convex), so the fit is epsilon-DP
+    (``PureEpsilonDpEvent``) or rho-zCDP with the deepest slot's rho
+    (``ZCDpEvent``), whichever the accountant finds tighter at delta.  The
+    seed's (epsilon, delta) analysis also amplifies by shuffling the rows of
+    each depth; we do not claim that (its local-randomizer argument needs
+    each vertex's computation to be private against a change of the whole
+    vertex batch, not of one row), so the approximate schedule is certified
+    by composition alone and is never less noisy than the pure one.
+    Public: the bounds, radius, alpha, T and b; the row count is private: the estimators pass a
+    DP count (``data.n_public``, ``data.normalizer``); a direct call on data without one treats
+    n as public.
+    """
+    solver = "vr_frank_wolfe"
+    # The bounded design as an operator on the caller's X: a slot's rows are
+    # copied a block at a time (``design.rows``), never the whole matrix.
+    X, y = data.design, data.y
+    n_rows, n_columns = X.shape
+    with public_setup():  # public inputs and the released row count only
+        # Public stand-in for the row count (a DP count from the estimators): the
+        # true n only indexes rows.
+        n_samples = data.n_public
+        private = not math.isinf(epsilon)
+        options = dict(
+            radius=radius,
+            intercept_bound=intercept_bound,
+            clip_norm=clip_norm,
+            output=output,
+            schedule=schedule,
+            n_phases=n_phases,
+        )
+        domain = _domain(
+            solver, data, n_outputs=n_outputs, alpha=alpha, l1_ratio=l1_ratio, options=options
+        )
+        if plan is None:
+            plan = plan_vr_frank_wolfe(
+                n_samples,
+                n_columns * n_outputs,
+                epsilon,
+                delta,
+                schedule=schedule,
+                n_phases=n_phases,
+            )
+        T, b = plan.details["n_phases"], plan.details["root_batch"]
+        clip = linf_gradient_bound(loss, data, clip_norm, private, solver)
+        unit = clip / b  # l-inf change of a root estimate from one row
+        phase_scales = [vertex_scales(domain, unit, eps) for eps in plan.details["leaf_epsilons"]]
+        # Public slot sizes in DFS order: per phase the root (b), then the right
+        # children at depth j (b / 2^j each) in the order the traversal meets them.
+        sizes = []
+        for t in range(1, T + 1):
+            sizes.append(b)
+            sizes.extend(_right_child_sizes(t, b))
+        sizes = np.asarray(sizes, dtype=float)
+        if plan.details.get("every_row_at_every_vertex", False):
+            sizes[:] = data.normalizer  # every vertex averages over every row
+    row_scale = linf_row_norms(X)
+    rng = make_rng(random_state)
+    progress = Progress(solver, plan.n_steps, verbose)
+
+    every_row = plan.details.get("every_row_at_every_vertex", False)
+    slots = iter(range(len(sizes)))
+    uses = np.zeros(n_rows, dtype=np.int64)
+    if every_row:
+        # epsilon=inf: no allocation, every vertex's slot is the whole data.
+        allocation = None
+        everything = slice(None)
+
+        def rows(slot):
+            return everything
+    else:
+        # Every row draws its slot (the gateway's allocation, public probabilities).
+        allocation = allocate_rows(rng, n_rows, n_samples, sizes)
+        order = np.argsort(allocation, kind="stable")
+        starts = np.searchsorted(allocation[order], np.arange(len(sizes) + 2))
+
+        def rows(slot):
+            return order[starts[slot] : starts[slot + 1]]
+
+    chunk = block_rows(n_rows, X.n_features, X.X.nnz if X.sparse else None)
+
+    def slot_sum(kernel, slot):
+        # kernel(rows, labels, row_scale, size) summed over the slot's rows, block
+        # by block of rows (the copy of a block stays small next to X): the
+        # slot's estimate up to rounding.
+        if every_row:
+            return kernel(X, y, row_scale, sizes[slot])  # the design itself, no copy
+        index = rows(slot)
+        total = np.zeros(n_columns)
+        for start in range(0, index.size, chunk):
+            part = index[start : start + chunk]
+            total += kernel(X.rows(part), y[part], row_scale[part], sizes[slot])
+        return total
+
+    def root_estimate(w, slot):
+        uses[rows(slot)] += 1
+        return slot_sum(
+            lambda Xs, ys, rs, size: vr_root_estimate(Xs, ys, w, loss, clip, rs, size), slot
+        )
+
+    def correction(w_now, w_parent, slot):
+        uses[rows(slot)] += 2
+        return slot_sum(
+            lambda Xs, ys, rs, size: vr_correction(Xs, ys, w_now, w_parent, loss, clip, rs, size),
+            slot,
+        )
+
+    tail = _TailAverage(plan.n_steps)
+    state = {"w": np.zeros(n_columns), "k": 0}
+
+    def visit(depth, t, w_node, v_node, v_unit, scale):
+        # v_unit: public bound on the l-inf change of v_node from one row, the
+        # largest clip / size over the slots on the path (a row is in one slot).
+        if depth == t:
+            state["k"] += 1
+            eta = 2.0 / (state["k"] + 1.0)
+            gradient = v_node + domain.l2_penalty * w_node
+            vertex, _ = select_vertex(
+                gradient,
+                domain,
+                scale,
+                rng,
+                unit=v_unit,
+                label=f"vr_frank_wolfe vertex {state['k']}",
+            )
+            w_next = (1.0 - eta) * w_node + eta * vertex
+            tail.add(state["k"], w_next)
+            # Released quantities only: the iterate is a function of the chosen vertices.
+            progress(
+                state["k"],
+                eta=eta,
+                nonzeros=np.count_nonzero(w_next),
+                l1_norm=float(np.abs(w_next).sum()),
+            )
+            return w_next
+        w_left_end = visit(depth + 1, t, w_node, v_node, v_unit, scale)
+        slot = next(slots)
+        v_right = v_node + correction(w_left_end, w_node, slot)
+        return visit(depth + 1, t, w_left_end, v_right, max(v_unit, clip / sizes[slot]), scale)
+
+    w = state["w"]
+    for t in range(1, T + 1):
+        slot = next(slots)
+        v_root = root_estimate(w, slot)
+        w = visit(0, t, w, v_root, clip / sizes[slot], phase_scales[t - 1])
+    check_finite_iterate(w, solver)
+    if output == "tail_average":
+        w = tail.value()
+    plan.details.update(
+        clip_norm=clip, sensitivity_root=domain.vertex_radius * unit, gumbel_scales=phase_scales
+    )
+    # Per-row diagnostics (private: for tests of the one-pass property; no
+    # estimator exposes them).
+    info = dict(sample_uses=uses, allocation=allocation, slot_sizes=sizes)
+    _add_honest_warnings(info, solver, loss, data, epsilon, delta, alpha, l1_ratio, radius)
+    return SolverResult(coef=w[:, None], n_iter=plan.n_steps, plan=plan, info=info)
+
+
+def _right_child_sizes(t, b):
+    """Sizes of the right children of a depth-t tree, in depth-first order."""
+    sizes = []
+
+    def walk(depth):
+        if depth == t:
+            return
+        walk(depth + 1)  # left subtree first
+        sizes.append(b / 2 ** (depth + 1))  # then the right child of this vertex
+        walk(depth + 1)
+
+    walk(0)
+    return sizes
