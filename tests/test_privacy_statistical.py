@@ -20,6 +20,7 @@ noise plus the canary's clipped gradients under D'.  A small public
 logistic derivative stays above it), so each step uses its full sensitivity.
 """
 
+import dataclasses
 import math
 
 import numpy as np
@@ -29,6 +30,7 @@ from dp_accounting import dp_event as dpe
 import sklearn_dp.solvers._gradient_descent as gd_module
 from sklearn_dp import DPLogisticRegression
 from sklearn_dp.accounting import epsilon_of_event
+from sklearn_dp.solvers import _registry
 from sklearn_dp.testing import audit_mechanism
 
 DELTA = 1e-5
@@ -146,6 +148,11 @@ def test_audit_does_not_exceed_claimed_epsilon_thorough(solver, epsilon, max_ite
 
 def test_audit_detects_noise_calibrated_for_one_step(monkeypatch):
     """64 steps at the one-step multiplier: the true epsilon at delta=1e-5 is about 11."""
+    # The estimator plans through the registry and hands the plan to dp_gd.
+    spec = _registry.SOLVERS["dp_gd"]
+    monkeypatch.setitem(
+        _registry._REGISTRY, "dp_gd", dataclasses.replace(spec, plan=broken_plan_dp_gd)
+    )
     monkeypatch.setattr(gd_module, "plan_dp_gd", broken_plan_dp_gd)
     epsilon = 1.0
     run = coef_on_canary_feature("dp_gd", epsilon, 64, **GD_LINEAR)
