@@ -29,6 +29,7 @@ Estimators, the DP scalers and the DP searches all follow it:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 import threading
@@ -55,6 +56,7 @@ __all__ = [
     "open_phase",
     "record_spend",
     "debug_mode",
+    "restore_on_failure",
 ]
 
 
@@ -324,6 +326,26 @@ def record_spend(fitted, plan, event):
     """Set ``dp_event_`` and ``privacy_spent_`` of a fitted object from its plan and final event."""
     fitted.dp_event_ = event if plan.private else dpe.NonPrivateDpEvent()
     fitted.privacy_spent_ = plan.privacy_spent
+
+
+def restore_on_failure(fit):
+    """Make ``fit`` all-or-nothing: on any exception the object is left as it was.
+
+    The budget keeps what was reserved (the spend stands); only the fitted
+    object's attributes are restored.
+    """
+
+    @functools.wraps(fit)
+    def wrapper(self, *args, **kwargs):
+        saved = dict(self.__dict__)
+        try:
+            return fit(self, *args, **kwargs)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+
+    return wrapper
 
 
 def debug_mode():

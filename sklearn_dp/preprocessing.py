@@ -43,6 +43,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _noise, _random
 from ._bounds import _event, feature_columns, release_upper_bound
+from ._limits import MAX_EPSILON, MIN_EPSILON
 from ._memo import memoize
 from ._protocol import (
     COUNT_EPSILON_FRACTION,
@@ -50,16 +51,12 @@ from ._protocol import (
     open_phase,
     record_spend,
     release_count,
+    restore_on_failure,
 )
 from ._sklearn_compat import Interval, Options, StrOptions, finite_checks, validate_data
+from ._validation import validate_private
 from .accounting import PureEpsilonDpEvent, calibrate_noise_multiplier, epsilon_of_event
 from .budget import PrivacyBudget
-from .linear_model._base import (
-    MAX_EPSILON,
-    MIN_EPSILON,
-    restore_on_failure,
-    validate_private,
-)
 
 if TYPE_CHECKING:
     from ._typing import ArrayLike, Auto, MatrixLike, RandomStateLike
