@@ -7,7 +7,8 @@ Estimators, the DP scalers and the DP searches all follow it:
    epsilon and delta, the solver's own plan and the whole fit's ``DpEvent``.
    The true row count is never part of it (under add/remove neighbouring it
    is private).  A search asks each candidate for its plan
-   (``_fit_plan``) instead of fitting it.
+   (``_fit_plan``) instead of fitting it.  A plan whose noise the exact
+   samplers cannot draw is refused here (:func:`check_sampler_range`).
 2. *Reservation* (:func:`open_phase`).  The plan's exact spend is reserved on
    the budget, atomically, before the first read of a private value.  From
    then on the spend stands.
@@ -55,6 +56,7 @@ __all__ = [
     "reserve",
     "open_phase",
     "record_spend",
+    "check_sampler_range",
     "debug_mode",
     "restore_on_failure",
 ]
@@ -275,6 +277,49 @@ class SolverPlanner:
         if self._event(released, n_public, share) == self._event(at_placeholders, None, share):
             return share
         return floor
+
+
+def _noise_multipliers(event):
+    """The noise multipliers of the Gaussian and Laplace mechanisms in ``event``, at any depth."""
+    if isinstance(event, (dpe.GaussianDpEvent, dpe.LaplaceDpEvent)):
+        yield float(event.noise_multiplier)
+        return
+    for attribute in getattr(event, "__attrs_attrs__", ()):
+        value = getattr(event, attribute.name)
+        for part in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(part, dpe.DpEvent):
+                yield from _noise_multipliers(part)
+
+
+def check_sampler_range(event, owner):
+    """Refuse, before the reservation, a plan whose noise the exact samplers cannot draw.
+
+    The noise gateway puts a release's noise on a grid of at most
+    ``MAX_SAMPLER_STEPS`` steps and refuses a release beyond it (in the
+    private phase, as a public error, after the charge).  A Gaussian or
+    Laplace release of noise multiplier ``s`` (its noise over its
+    sensitivity) takes more than ``s * (1 + SCALE_MARGIN)`` steps, whatever
+    its size and sensitivity (the grid's own steps come on top), so a plan
+    whose event holds such a multiplier beyond that range would be refused
+    for certain: it is refused here, from public inputs, and spends nothing.
+    This rests on each solver's event recording, for each of its Gaussian and
+    Laplace mechanisms, a multiplier at most the noise over the sensitivity
+    of the releases it describes (checked for every registered solver in
+    ``tests/test_protocol.py``).  Scales known only from released values
+    are still refused by the gateway, in the private phase.
+    """
+    if event is None:
+        return
+    limit = _noise.MAX_SAMPLER_STEPS / (1.0 + _noise.SCALE_MARGIN)
+    largest = max(_noise_multipliers(event), default=0.0)
+    if largest > limit:
+        steps = _noise.MAX_SAMPLER_STEPS.bit_length() - 1
+        raise ValueError(
+            f"{owner}: this fit's plan has noise {largest:.3g} times the sensitivity of a "
+            f"release, beyond the exact samplers' range (2**{steps} grid steps): epsilon, or "
+            "the share of it a solver option gives a release, is far too small to learn "
+            "anything. Ask for a larger epsilon or share. Nothing was spent."
+        )
 
 
 def reserve(budget, plans):

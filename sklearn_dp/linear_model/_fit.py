@@ -37,6 +37,7 @@ from .._protocol import (
     COUNT_EPSILON_FRACTION,
     FitPlan,
     SolverPlanner,
+    check_sampler_range,
     open_phase,
     record_spend,
     release_count,
@@ -149,6 +150,8 @@ def plan_fit(estimator, request):
         )
         share, solver_plan = planner.before_data(problem, planned, kwargs, prefix)
         if solver_plan is not None:
+            # Noise the gateway would refuse after the charge: refused now.
+            check_sampler_range(solver_plan.event, name)
             event = _fit_event(
                 ApproximateDpEvent(label_epsilon, label_delta, "label set") if discover else None,
                 dpe.LaplaceDpEvent(1.0 / epsilon_count),
