@@ -36,16 +36,21 @@ import os
 import threading
 import warnings
 from dataclasses import dataclass, field
+from numbers import Real
 
 import numpy as np
 from dp_accounting import dp_event as dpe
 
 from . import _noise, _random
+from ._limits import MAX_EPSILON, MIN_EPSILON
+from ._sklearn_compat import Interval, Options
 from ._warnings import user_stacklevel
 from .accounting import largest_share
+from .budget import PrivacyBudget
 from .exceptions import PrivacyLeakWarning, PrivateFitError
 
 __all__ = [
+    "PRIVACY_PARAMETER_CONSTRAINTS",
     "FitPlan",
     "SolverPlanner",
     "PrivatePhase",
@@ -60,6 +65,19 @@ __all__ = [
     "debug_mode",
     "restore_on_failure",
 ]
+
+
+#: Constraints of the privacy parameters every private fit takes (estimators
+#: and DP transformers); epsilon=inf is the same fit without noise.
+PRIVACY_PARAMETER_CONSTRAINTS = {
+    "epsilon": [
+        Interval(Real, MIN_EPSILON, MAX_EPSILON, closed="both"),
+        Options(Real, {math.inf}),
+    ],
+    "delta": [Interval(Real, 0, 1, closed="left")],
+    "budget": [PrivacyBudget, None],
+    "random_state": ["random_state", np.random.Generator, _random.SecretStream],
+}
 
 
 @dataclass(frozen=True, eq=False)

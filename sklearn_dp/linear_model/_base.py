@@ -42,11 +42,17 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
-from .. import _dask, _random
+from .. import _dask
 from .._data import check_feature_bound
 from .._labels import LABEL_DELTA_FRACTION, LABEL_EPSILON_FRACTION, release_labels
 from .._limits import MAX_EPSILON, MAX_SCALE, MIN_EPSILON, MIN_SCALE
-from .._protocol import FitPlan, PrivatePhase, debug_mode, restore_on_failure
+from .._protocol import (
+    PRIVACY_PARAMETER_CONSTRAINTS,
+    FitPlan,
+    PrivatePhase,
+    debug_mode,
+    restore_on_failure,
+)
 from .._sklearn_compat import (
     Interval,
     Options,
@@ -55,7 +61,6 @@ from .._sklearn_compat import (
 )
 from .._validation import validate_private
 from .._warnings import user_stacklevel
-from ..budget import PrivacyBudget
 from ..solvers import check_solver_supports, choose_solver, get_solver
 from ._fit import check_weights_supported, plan_fit, run_fit
 
@@ -278,19 +283,12 @@ class BaseDPEstimator(BaseEstimator):
     """
 
     _privacy_parameter_constraints = {
-        # inf is allowed: the same solver without noise (a non-private reference).
-        "epsilon": [
-            Interval(Real, MIN_EPSILON, MAX_EPSILON, closed="both"),
-            Options(Real, {math.inf}),
-        ],
-        "delta": [Interval(Real, 0, 1, closed="left")],
+        **PRIVACY_PARAMETER_CONSTRAINTS,
         "solver": [str],
-        "budget": [PrivacyBudget, None],
         "max_iter": [Interval(Integral, 1, None, closed="left"), None],
         "learning_rate": [*public_scale(), None],
         "clip_norm": [*public_scale(), None],
         "solver_options": [dict, None],
-        "random_state": ["random_state", np.random.Generator, _random.SecretStream],
         "verbose": ["verbose"],
     }
 

@@ -9,7 +9,6 @@ reserves the plan's spend and releases its statistics in the private phase of
 from __future__ import annotations
 
 import math
-from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
@@ -18,12 +17,10 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 
 from .. import _noise, _random
 from .._bounds import _event, feature_columns, release_upper_bound
-from .._limits import MAX_EPSILON, MIN_EPSILON
-from .._protocol import FitPlan, open_phase, record_spend
-from .._sklearn_compat import Interval, Options, finite_checks
+from .._protocol import PRIVACY_PARAMETER_CONSTRAINTS, FitPlan, open_phase, record_spend
+from .._sklearn_compat import finite_checks
 from .._validation import validate_private
 from ..accounting import PureEpsilonDpEvent, calibrate_noise_multiplier, epsilon_of_event
-from ..budget import PrivacyBudget
 
 
 def _check_ranges(ranges, n_features, name="ranges"):
@@ -50,15 +47,7 @@ def _check_ranges(ranges, n_features, name="ranges"):
 class _DPTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """The privacy protocol for transformers: check, reserve, private phase, one ledger entry."""
 
-    _privacy_parameter_constraints = {
-        "epsilon": [
-            Interval(Real, MIN_EPSILON, MAX_EPSILON, closed="both"),
-            Options(Real, {math.inf}),
-        ],
-        "delta": [Interval(Real, 0, 1, closed="left")],
-        "budget": [PrivacyBudget, None],
-        "random_state": ["random_state", np.random.Generator, _random.SecretStream],
-    }
+    _privacy_parameter_constraints = PRIVACY_PARAMETER_CONSTRAINTS
 
     def _check_privacy_request(self):
         if math.isinf(self.epsilon) and self.budget is not None:
