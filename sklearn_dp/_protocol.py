@@ -7,7 +7,8 @@ Estimators, the DP scalers and the DP searches all follow it:
    epsilon and delta, the solver's own plan and the whole fit's ``DpEvent``.
    The true row count is never part of it (under add/remove neighbouring it
    is private).  A search asks each candidate for its plan
-   (``_fit_plan``) instead of fitting it.
+   (``_fit_plan``) instead of fitting it.  A plan whose noise the exact
+   samplers cannot draw is refused here (:func:`check_sampler_range`).
 2. *Reservation* (:func:`open_phase`).  The plan's exact spend is reserved on
    the budget, atomically, before the first read of a private value.  From
    then on the spend stands.
@@ -29,21 +30,27 @@ Estimators, the DP scalers and the DP searches all follow it:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 import threading
 import warnings
 from dataclasses import dataclass, field
+from numbers import Real
 
 import numpy as np
 from dp_accounting import dp_event as dpe
 
 from . import _noise, _random
+from ._limits import MAX_EPSILON, MIN_EPSILON
+from ._sklearn_compat import Interval, Options
 from ._warnings import user_stacklevel
 from .accounting import largest_share
+from .budget import PrivacyBudget
 from .exceptions import PrivacyLeakWarning, PrivateFitError
 
 __all__ = [
+    "PRIVACY_PARAMETER_CONSTRAINTS",
     "FitPlan",
     "SolverPlanner",
     "PrivatePhase",
@@ -54,8 +61,23 @@ __all__ = [
     "reserve",
     "open_phase",
     "record_spend",
+    "check_sampler_range",
     "debug_mode",
+    "restore_on_failure",
 ]
+
+
+#: Constraints of the privacy parameters every private fit takes (estimators
+#: and DP transformers); epsilon=inf is the same fit without noise.
+PRIVACY_PARAMETER_CONSTRAINTS = {
+    "epsilon": [
+        Interval(Real, MIN_EPSILON, MAX_EPSILON, closed="both"),
+        Options(Real, {math.inf}),
+    ],
+    "delta": [Interval(Real, 0, 1, closed="left")],
+    "budget": [PrivacyBudget, None],
+    "random_state": ["random_state", np.random.Generator, _random.SecretStream],
+}
 
 
 @dataclass(frozen=True, eq=False)
@@ -275,6 +297,49 @@ class SolverPlanner:
         return floor
 
 
+def _noise_multipliers(event):
+    """The noise multipliers of the Gaussian and Laplace mechanisms in ``event``, at any depth."""
+    if isinstance(event, (dpe.GaussianDpEvent, dpe.LaplaceDpEvent)):
+        yield float(event.noise_multiplier)
+        return
+    for attribute in getattr(event, "__attrs_attrs__", ()):
+        value = getattr(event, attribute.name)
+        for part in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(part, dpe.DpEvent):
+                yield from _noise_multipliers(part)
+
+
+def check_sampler_range(event, owner):
+    """Refuse, before the reservation, a plan whose noise the exact samplers cannot draw.
+
+    The noise gateway puts a release's noise on a grid of at most
+    ``MAX_SAMPLER_STEPS`` steps and refuses a release beyond it (in the
+    private phase, as a public error, after the charge).  A Gaussian or
+    Laplace release of noise multiplier ``s`` (its noise over its
+    sensitivity) takes more than ``s * (1 + SCALE_MARGIN)`` steps, whatever
+    its size and sensitivity (the grid's own steps come on top), so a plan
+    whose event holds such a multiplier beyond that range would be refused
+    for certain: it is refused here, from public inputs, and spends nothing.
+    This rests on each solver's event recording, for each of its Gaussian and
+    Laplace mechanisms, a multiplier at most the noise over the sensitivity
+    of the releases it describes (checked for every registered solver in
+    ``tests/test_protocol.py``).  Scales known only from released values
+    are still refused by the gateway, in the private phase.
+    """
+    if event is None:
+        return
+    limit = _noise.MAX_SAMPLER_STEPS / (1.0 + _noise.SCALE_MARGIN)
+    largest = max(_noise_multipliers(event), default=0.0)
+    if largest > limit:
+        steps = _noise.MAX_SAMPLER_STEPS.bit_length() - 1
+        raise ValueError(
+            f"{owner}: this fit's plan has noise {largest:.3g} times the sensitivity of a "
+            f"release, beyond the exact samplers' range (2**{steps} grid steps): epsilon, or "
+            "the share of it a solver option gives a release, is far too small to learn "
+            "anything. Ask for a larger epsilon or share. Nothing was spent."
+        )
+
+
 def reserve(budget, plans):
     """Reserve the spend of each of ``plans`` on ``budget``, in order, before any private read.
 
@@ -324,6 +389,26 @@ def record_spend(fitted, plan, event):
     """Set ``dp_event_`` and ``privacy_spent_`` of a fitted object from its plan and final event."""
     fitted.dp_event_ = event if plan.private else dpe.NonPrivateDpEvent()
     fitted.privacy_spent_ = plan.privacy_spent
+
+
+def restore_on_failure(fit):
+    """Make ``fit`` all-or-nothing: on any exception the object is left as it was.
+
+    The budget keeps what was reserved (the spend stands); only the fitted
+    object's attributes are restored.
+    """
+
+    @functools.wraps(fit)
+    def wrapper(self, *args, **kwargs):
+        saved = dict(self.__dict__)
+        try:
+            return fit(self, *args, **kwargs)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+
+    return wrapper
 
 
 def debug_mode():

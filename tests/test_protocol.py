@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from _helpers import binary_data, regression_data
+from dp_accounting import dp_event as dpe
 from solver_configs import CONFIGS
 
 from sklearn_dp import (
@@ -29,6 +30,7 @@ from sklearn_dp import (
     DPSCORegressor,
     PrivacyBudget,
     PrivacyLeakWarning,
+    _noise,
 )
 from sklearn_dp.exceptions import ConvergenceError, PrivateFitError
 from sklearn_dp.linear_model._base import PrivatePhase
@@ -700,9 +702,9 @@ def test_fit_plan_reads_no_private_value():
     assert not hasattr(model, "n_features_in_")  # the estimator is left as it was
 
 
-def test_a_noise_scale_beyond_the_exact_samplers_is_a_public_refusal():
-    # The refusal is a function of public values and released ones: shown as
-    # it is (not withheld), and the fit keeps its charge.
+def test_a_noise_scale_beyond_the_exact_samplers_is_refused_before_the_reservation():
+    # The plan's noise multipliers are public: a release the gateway would
+    # refuse after the charge is refused while planning, spending nothing.
     X, y = _data()
     budget = PrivacyBudget(10.0, 1e-3)
     model = DPLogisticRegression(
@@ -712,7 +714,62 @@ def test_a_noise_scale_beyond_the_exact_samplers_is_a_public_refusal():
         solver_options={"hessian_share": 1e-300},
         random_state=0,
     )
-    with pytest.raises(ValueError, match="exact samplers' range"):
+    with trace_releases() as trace, pytest.raises(ValueError, match="exact samplers' range"):
         model.fit(X, y)
+    assert budget.ledger == [] and budget.spent == (0.0, 0.0)
+    assert trace.releases == []
+    with pytest.raises(ValueError, match="exact samplers' range"):
+        model._fit_plan(X[:2], y[:2])
+
+
+def test_a_noise_scale_beyond_the_exact_samplers_in_the_private_phase_is_a_public_refusal():
+    # A scale known only from released values is refused by the gateway: a
+    # function of public and released values, shown as it is (not withheld),
+    # and the fit keeps its charge.
+    budget = PrivacyBudget(1.0)
+    reservation = budget.reserve(0.5, estimator="Test")
+    with pytest.raises(ValueError, match="exact samplers' range"):
+        with PrivatePhase("Test", reservation):
+            _noise.gaussian(
+                np.zeros(3), sensitivity=1.0, noise_std=1e12, rng=np.random.default_rng(0)
+            )
     (entry,) = budget.ledger
-    assert entry.status == "failed"
+    assert entry.status == "failed" and entry.error == "ValueError"
+
+
+def _multipliers(event):
+    if isinstance(event, (dpe.GaussianDpEvent, dpe.LaplaceDpEvent)):
+        return [event.noise_multiplier]
+    parts = []
+    for attribute in event.__attrs_attrs__:
+        value = getattr(event, attribute.name)
+        for part in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(part, dpe.DpEvent):
+                parts += _multipliers(part)
+    return parts
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize(
+    "estimator, solver, params",
+    [pytest.param(e, s, p, id=f"{e}-{s}") for (e, s), p in CONFIGS.items()],
+)
+def test_each_noise_multiplier_of_a_fit_event_is_one_of_its_releases(estimator, solver, params):
+    """What the planning refusal of out-of-range noise rests on: each Gaussian and
+    Laplace multiplier of a fit's event is at most the noise over the
+    sensitivity of one of the fit's releases."""
+    if estimator == "DPLogisticRegression":
+        X, y = binary_data(300, 3)
+        params = dict(params, classes=[0, 1])
+    else:
+        X, y = regression_data(300, 3, coef=np.linspace(0.5, -0.5, 3))
+    model = _ESTIMATORS[estimator](epsilon=1.0, delta=1e-5, solver=solver, random_state=0, **params)
+    with trace_releases() as trace:
+        model.fit(X, y)
+    ratios = [
+        release.scale / release.sensitivity
+        for release in trace.releases
+        if release.mechanism in ("gaussian", "laplace") and release.sensitivity > 0
+    ]
+    for multiplier in _multipliers(model.dp_event_):
+        assert any(ratio >= multiplier * (1 - 1e-12) for ratio in ratios), (multiplier, ratios)

@@ -1,71 +1,41 @@
-"""Preprocessing that spends on the same privacy budget as the models.
-
-A ``StandardScaler`` fitted on private data is a release of every feature's
-mean and standard deviation, outside any guarantee.  The transformers here
-compute their statistics with differential privacy and record the spend like
-the estimators do: public checks first, the spend reserved on ``budget``
-before the data is read, every noisy release through the noise gateway, one
-ledger entry per ``fit``, ``dp_event_`` and ``privacy_spent_``.  ``transform``
-uses released statistics only and costs nothing.
-
-* :class:`DPStandardScaler`: DP mean and standard deviation per feature.
-* :class:`DPMinMaxScaler`: DP range per feature.
-* :class:`PublicRangeScaler`: documented public ranges mapped to [-1, 1];
-  costs nothing.
-* :class:`RowWiseTransformer`: a function the user asserts row-wise and
-  blind to the data; costs nothing.
-
-One-hot encoding of categories from a public list is scikit-learn's own
-``OneHotEncoder(categories=[[...], ...], handle_unknown="ignore")``: with the
-categories given, the encoder reads nothing from the data but the values it
-encodes (``handle_unknown="ignore"`` and no ``drop``, so that a value outside
-the public list neither raises nor warns).  Without ``categories`` it lists
-the values present in the data: a release outside the guarantee.
-
-:func:`sklearn_dp.privacy_spent` composes the spends of every private step
-of a fitted ``Pipeline`` or ``ColumnTransformer`` and lists the scikit-learn
-steps it vouches for.
-"""
+"""The DP scalers: a differentially private mean and scale, or range, per feature."""
 
 from __future__ import annotations
 
 import math
-from numbers import Real
 from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
-from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
-from sklearn.preprocessing import FunctionTransformer
-from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from . import _noise, _random
-from ._bounds import _event, feature_columns, release_upper_bound
-from ._memo import memoize
-from ._protocol import (
+from .._bounds import feature_columns
+from .._memo import memoize
+from .._protocol import (
     COUNT_EPSILON_FRACTION,
     FitPlan,
-    open_phase,
     record_spend,
     release_count,
-)
-from ._sklearn_compat import Interval, Options, StrOptions, finite_checks, validate_data
-from .accounting import PureEpsilonDpEvent, calibrate_noise_multiplier, epsilon_of_event
-from .budget import PrivacyBudget
-from .linear_model._base import (
-    MAX_EPSILON,
-    MIN_EPSILON,
     restore_on_failure,
-    validate_private,
+)
+from .._sklearn_compat import StrOptions, validate_data
+from ._base import (
+    _bound_events,
+    _calibrate_sums,
+    _check_ranges,
+    _DPTransformer,
+    _em_epsilon,
+    _noisy_sums,
+    _release_feature_bounds,
+    _sums_event,
 )
 
 if TYPE_CHECKING:
-    from ._typing import ArrayLike, Auto, MatrixLike, RandomStateLike
+    from .._typing import ArrayLike, Auto, MatrixLike, RandomStateLike
+    from ..budget import PrivacyBudget
 
-
-__all__ = ["DPStandardScaler", "DPMinMaxScaler", "PublicRangeScaler", "RowWiseTransformer"]
+__all__ = ["DPStandardScaler", "DPMinMaxScaler"]
 
 #: Shares of epsilon of DPStandardScaler: the row count (5%), the feature
 #: bounds ("auto": 35%), the noisy sums (the rest).
@@ -74,182 +44,6 @@ STANDARD_BOUNDS_FRACTION = 0.35
 #: bounds (35%), the noisy means (the rest), the half-widths (40%).
 MINMAX_BOUNDS_FRACTION = 0.35
 MINMAX_WIDTHS_FRACTION = 0.4
-
-
-def _check_ranges(ranges, n_features, name="ranges"):
-    """Public ranges as two arrays ``(lo, hi)`` of shape (n_features,), or a ValueError."""
-    try:
-        array = np.asarray(ranges, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"{name} must be a (min, max) pair or one (min, max) pair per feature; got {ranges!r}."
-        ) from None
-    if array.shape == (2,):
-        array = np.broadcast_to(array, (n_features, 2))
-    if array.shape != (n_features, 2):
-        raise ValueError(
-            f"{name} has shape {array.shape}; pass a (min, max) pair or one pair per feature "
-            f"(shape ({n_features}, 2)) for X with {n_features} features."
-        )
-    lo, hi = array[:, 0].copy(), array[:, 1].copy()
-    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(hi > lo)):
-        raise ValueError(f"{name}: every range must be finite with min < max.")
-    return lo, hi
-
-
-class _DPTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
-    """The privacy protocol for transformers: check, reserve, private phase, one ledger entry."""
-
-    _privacy_parameter_constraints = {
-        "epsilon": [
-            Interval(Real, MIN_EPSILON, MAX_EPSILON, closed="both"),
-            Options(Real, {math.inf}),
-        ],
-        "delta": [Interval(Real, 0, 1, closed="left")],
-        "budget": [PrivacyBudget, None],
-        "random_state": ["random_state", np.random.Generator, _random.SecretStream],
-    }
-
-    def _check_privacy_request(self):
-        if math.isinf(self.epsilon) and self.budget is not None:
-            raise ValueError(
-                "epsilon=inf computes exact statistics: they are not private and cannot be "
-                "charged to a finite privacy budget. Use a finite epsilon with budget=, or "
-                "drop budget= for a non-private reference."
-            )
-
-    def _validate_fit(self, X, *, accept_sparse):
-        # Messages free of private values; CSR input is canonicalised
-        # (duplicate entries summed).
-        with finite_checks():
-            X = validate_private(self, X)
-        if sp.issparse(X) and not accept_sparse:
-            raise TypeError(
-                f"{type(self).__name__}: A sparse matrix was passed, but dense data is "
-                "required. Use X.toarray() to convert to a dense numpy array."
-            )
-        return X
-
-    def _fit_plan(self, X, y=None):
-        """The :class:`~sklearn_dp._protocol.FitPlan` of ``fit(X)``, from public inputs only.
-
-        Runs ``fit``'s public checks and plans its releases from the input's
-        schema (never its rows or their number); the transformer is left as
-        it was.
-        """
-        saved = dict(self.__dict__)
-        try:
-            return self._plan(X)[1]
-        finally:
-            self.__dict__.clear()
-            self.__dict__.update(saved)
-
-    def _make_plan(self, *, event, shares, context, options=None):
-        """The FitPlan of a private fit whose releases are known before the data."""
-        private = not math.isinf(self.epsilon)
-        owner = type(self).__name__
-        _random.check_random_state(self.random_state, private=private, owner=owner)
-        return FitPlan(
-            owner=owner,
-            solver=None,
-            options=dict(options or {}),
-            epsilon=self.epsilon,
-            delta=self.delta,
-            private=private,
-            shares=shares,
-            event=event if private else None,
-            context=context,
-        )
-
-    def _run_private(self, X, plan, release):
-        """Reserve ``plan``'s spend, run ``release(X, rng) -> event`` in the private phase."""
-        with open_phase(plan, self.budget, self.random_state) as phase:
-            event = release(X, phase.rng)
-            if plan.private:
-                phase.event = event
-        record_spend(self, plan, phase.event)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.non_deterministic = self.random_state is None and not math.isinf(self.epsilon)
-        return tags
-
-
-def _em_epsilon(n_releases, epsilon_share, delta, prefix):
-    """Epsilon of each of ``n_releases`` exponential mechanisms so that they cost about ``epsilon_share``.
-
-    Basic composition gives ``epsilon_share / n_releases``; with ``delta >
-    0`` zCDP composition (``epsilon^2 / 8`` each) allows more when there are
-    many (per-feature bounds), and the larger is used: the largest epsilon
-    each whose composition with ``prefix`` costs at most ``epsilon_share``
-    more than ``prefix`` under :func:`~sklearn_dp.accounting.epsilon_of_event`
-    (bisection).  A choice of shares only: every fit's whole event is
-    checked against its (epsilon, delta) by the calibration that follows.
-    """
-    basic = epsilon_share / n_releases
-    if delta == 0:
-        return basic
-    base = epsilon_of_event(prefix, delta)
-
-    def cost(each):
-        ems = dpe.SelfComposedDpEvent(
-            PureEpsilonDpEvent(each, "exponential mechanism: bound"), n_releases
-        )
-        return epsilon_of_event(dpe.ComposedDpEvent([prefix, ems]), delta) - base
-
-    if cost(basic * 1.01) > epsilon_share:
-        return basic
-    low, high = basic, 2.0 * basic
-    while cost(high) <= epsilon_share:
-        low, high = high, 2.0 * high
-    for _ in range(30):
-        middle = 0.5 * (low + high)
-        if cost(middle) <= epsilon_share:
-            low = middle
-        else:
-            high = middle
-    return low
-
-
-def _bound_events(epsilon_each, n_features, what):
-    return [_event(epsilon_each, f"feature {j} {what}") for j in range(n_features)]
-
-
-def _release_feature_bounds(X, epsilon_each, n_public, rng, what="bound", centers=None):
-    """A DP bound ``B_j`` of ``|X[:, j] - centers[j]|`` for each feature (exponential mechanisms)."""
-    d = X.shape[1]
-    bounds, events = np.zeros(d), []
-    for j, column in feature_columns(X):
-        scores = np.abs(column if centers is None else column - centers[j])
-        release = release_upper_bound(
-            scores, epsilon=epsilon_each, n_public=n_public, rng=rng, label=f"feature {j} {what}"
-        )
-        bounds[j] = release.value
-        events += release.events
-    return bounds, events
-
-
-def _noisy_sums(values, *, sensitivity_l2, sensitivity_l1, multiplier, pure, rng, label):
-    """Gaussian (L2 sensitivity) or, for pure DP, Laplace (L1 sensitivity) noise on a vector of sums."""
-    if pure:
-        return _noise.laplace(
-            values,
-            sensitivity=sensitivity_l1,
-            scale=multiplier * sensitivity_l1,
-            rng=rng,
-            label=label,
-        )
-    return _noise.gaussian(
-        values,
-        sensitivity=sensitivity_l2,
-        noise_std=multiplier * sensitivity_l2,
-        rng=rng,
-        label=label,
-    )
-
-
-def _sums_event(multiplier, pure):
-    return dpe.LaplaceDpEvent(multiplier) if pure else dpe.GaussianDpEvent(multiplier)
 
 
 @memoize(maxsize=256)
@@ -274,15 +68,6 @@ def _minmax_plan(n_features, epsilon, delta):
     )
     prefix = [count] + bounds + _bound_events(width_each, n_features, "half-width")
     return bound_each, width_each, _calibrate_sums(prefix, epsilon, delta, delta == 0)
-
-
-def _calibrate_sums(prefix, epsilon, delta, pure):
-    """Noise multiplier of the sums so that ``prefix`` plus the sums meet (epsilon, delta)."""
-    if pure:
-        return _pure_multiplier(prefix, epsilon)
-    return calibrate_noise_multiplier(
-        lambda m: dpe.ComposedDpEvent(prefix + [_sums_event(m, False)]), epsilon, delta
-    )
 
 
 class DPStandardScaler(_DPTransformer):
@@ -579,16 +364,6 @@ class DPStandardScaler(_DPTransformer):
 _MIN_RELATIVE_VARIANCE = 1e-12
 
 
-def _pure_multiplier(prefix, epsilon):
-    """Laplace multiplier of the sums when everything is pure: the epsilon left after ``prefix``."""
-    spent = epsilon_of_event(dpe.ComposedDpEvent(prefix), 0.0) if prefix else 0.0
-    left = epsilon - spent
-    if left <= 0:
-        raise ValueError("No epsilon left for the noisy sums.")
-    # A hair more noise so that rounding cannot take the sum above epsilon.
-    return 1.0 / (left * (1.0 - 1e-9))
-
-
 class DPMinMaxScaler(_DPTransformer):
     """Scale each feature to ``feature_range`` with a differentially private range.
 
@@ -822,234 +597,3 @@ class DPMinMaxScaler(_DPTransformer):
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], copy=True)
         return (X - self.min_) / self.scale_
-
-
-class PublicRangeScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
-    """Map documented public ranges to [-1, 1]; costs no privacy.
-
-    ``transform(X) = clip(2 * (X - lo) / (hi - lo) - 1, -1, 1)`` per feature,
-    with ``ranges`` known *without looking at the data* (a data sheet, a
-    sensor's specification, a questionnaire's scale).  After it every row
-    has L2 norm at most ``sqrt(n_features)``: a public ``data_norm``.
-
-    Parameters
-    ----------
-    ranges : array-like of shape (n_features, 2) or (2,)
-        ``(min, max)`` of each feature, or one pair for all features.
-    clip : bool, default=True
-        Clip values outside the range to [-1, 1] (keeps ``sqrt(n_features)``
-        a true bound on the row norms).
-
-    Attributes
-    ----------
-    scale_, offset_ : ndarray of shape (n_features,)
-        ``transform(X) = X * scale_ + offset_`` (then clipped).
-    n_features_in_ : int
-    privacy_spent_ : (0.0, 0.0)
-    dp_event_ : NoOpDpEvent
-
-    Privacy
-    -------
-    Nothing is released: ``fit`` reads the input's shape only (its public
-    schema).  Ranges computed from the data (``X.min(axis=0)``) are not
-    public; use :class:`DPMinMaxScaler` for those.
-    """
-
-    _parameter_constraints = {
-        "ranges": ["array-like"],
-        "clip": ["boolean"],
-    }
-
-    def __init__(self, ranges: ArrayLike = (-1.0, 1.0), *, clip: bool = True) -> None:
-        self.ranges = ranges
-        self.clip = clip
-
-    def fit(self, X: MatrixLike, y: None = None) -> PublicRangeScaler:
-        """Check the ranges against the input's number of features (reads nothing else).
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : PublicRangeScaler
-            The fitted scaler.
-        """
-        self._validate_params()
-        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32])
-        lo, hi = _check_ranges(self.ranges, X.shape[1])
-        self.scale_ = 2.0 / (hi - lo)
-        self.offset_ = -1.0 - lo * self.scale_
-        self.dp_event_ = dpe.NoOpDpEvent()
-        self.privacy_spent_ = (0.0, 0.0)
-        return self
-
-    def transform(self, X: MatrixLike) -> MatrixLike:
-        """Map each feature's public range to [-1, 1] (costs nothing).
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            The data (public: costs nothing).
-
-        Returns
-        -------
-        X_new : {ndarray, sparse matrix} of shape (n_samples, n_features)
-            The scaled data.
-        """
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=[np.float64, np.float32])
-        if sp.issparse(X):
-            if np.any(self.offset_ != 0):
-                raise ValueError(
-                    "PublicRangeScaler: sparse input keeps its zeros only for ranges symmetric "
-                    "around 0 (min = -max); densify X or use symmetric ranges."
-                )
-            X = sp.csr_matrix(X @ sp.diags(self.scale_))
-            if self.clip:
-                np.clip(X.data, -1.0, 1.0, out=X.data)
-            return X
-        X = X * self.scale_ + self.offset_
-        return np.clip(X, -1.0, 1.0) if self.clip else X
-
-    def inverse_transform(self, X: MatrixLike) -> MatrixLike:
-        """Map [-1, 1] back to the public ranges.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            The data (public: costs nothing).
-
-        Returns
-        -------
-        X_original : {ndarray, sparse matrix} of shape (n_samples, n_features)
-            The data on its original scale.
-        """
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=[np.float64, np.float32])
-        if sp.issparse(X):
-            return sp.csr_matrix(X @ sp.diags(1.0 / self.scale_))
-        return (X - self.offset_) / self.scale_
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.requires_fit = True
-        return tags
-
-
-class RowWiseTransformer(TransformerMixin, BaseEstimator):
-    """Apply a function that the user asserts row-wise and blind to the data; costs no privacy.
-
-    ``transform(X) = func(X, **kw_args)``.  scikit-learn's
-    ``FunctionTransformer`` runs any function, and :func:`sklearn_dp.
-    privacy_spent` cannot check that a function is row-wise, so it refuses
-    one.  Wrapping the function here is the user's assertion that it is:
-    each output row depends on its own input row and on public constants
-    only, and the function raises, warns and prints nothing that depends on
-    the values (``np.log1p``, a public affine map, a fixed polynomial
-    expansion).  ``fit`` learns nothing from the data and never calls the
-    function on it (no inverse check).
-
-    Parameters
-    ----------
-    func : callable, default=None
-        The row-wise function; None is the identity.
-    kw_args : dict, default=None
-        Public keyword arguments of ``func``.
-    feature_names_out : callable, "one-to-one" or None, default=None
-        As for ``FunctionTransformer``: how ``get_feature_names_out`` names
-        the output (from the input's names only).
-
-    Attributes
-    ----------
-    transformer_ : FunctionTransformer
-        The function, wrapped with ``check_inverse=False`` (and ``validate=True``:
-        the input is a finite numeric array, dense or sparse).
-    n_features_in_ : int
-    privacy_spent_ : (0.0, 0.0)
-    dp_event_ : NoOpDpEvent
-
-    Privacy
-    -------
-    Nothing is released: ``fit`` reads the input's schema only.  The
-    guarantee of a pipeline holding this step rests on the user's assertion
-    about ``func``: a function that reads other rows (``X - X.mean(axis=0)``)
-    breaks it.
-    """
-
-    def __init__(self, func=None, *, kw_args=None, feature_names_out=None) -> None:
-        self.func = func
-        self.kw_args = kw_args
-        self.feature_names_out = feature_names_out
-
-    def fit(self, X, y: None = None) -> RowWiseTransformer:
-        """Record the input's schema; the function is not called.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            The data (only its schema is read; non-finite values are refused).
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : RowWiseTransformer
-            The fitted transformer.
-        """
-        self.transformer_ = FunctionTransformer(
-            func=self.func,
-            kw_args=self.kw_args,
-            feature_names_out=self.feature_names_out,
-            validate=True,
-            accept_sparse=True,
-            check_inverse=False,
-        ).fit(X)
-        for name in ("n_features_in_", "feature_names_in_"):
-            if hasattr(self.transformer_, name):
-                setattr(self, name, getattr(self.transformer_, name))
-        self.dp_event_ = dpe.NoOpDpEvent()
-        self.privacy_spent_ = (0.0, 0.0)
-        return self
-
-    def transform(self, X):
-        """Apply the function (costs nothing).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The data.
-
-        Returns
-        -------
-        X_new : array-like
-            ``func(X, **kw_args)``.
-        """
-        check_is_fitted(self)
-        return self.transformer_.transform(X)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
-
-    @available_if(lambda self: self.feature_names_out is not None)
-    def get_feature_names_out(self, input_features=None):
-        """Names of the output features (from the input's names only).
-
-        Parameters
-        ----------
-        input_features : array-like of str, optional
-            The input's feature names.
-
-        Returns
-        -------
-        feature_names_out : ndarray of str
-            The output's feature names.
-        """
-        check_is_fitted(self)
-        return self.transformer_.get_feature_names_out(input_features)

@@ -1,0 +1,82 @@
+"""The label set of a classifier fitted without ``classes``: released with DP.
+
+Under add/remove-one neighbouring the labels present in ``y`` are private (one
+row can hold the only copy of a label).  A classifier without a public
+``classes`` spends a share of its epsilon and delta on a thresholded noisy
+histogram of the labels; estimators and searches alike.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _dask, _noise
+from .accounting import ApproximateDpEvent
+
+__all__ = ["LABEL_EPSILON_FRACTION", "LABEL_DELTA_FRACTION", "release_labels"]
+
+#: Shares of epsilon and delta a classifier spends on releasing its label set
+#: when ``classes`` is not given (see :func:`release_labels`).
+LABEL_EPSILON_FRACTION = 0.1
+LABEL_DELTA_FRACTION = 0.5
+
+
+def release_labels(y, epsilon, delta, rng):
+    """Release the set of labels present in ``y`` with a thresholded noisy histogram.
+
+    Each distinct label's count gets ``Laplace(1 / epsilon)`` noise and the
+    label is released if the noisy count exceeds ``1 + log(1 / (2 delta)) /
+    epsilon``: ``(epsilon, delta)``-DP under add/remove-one neighbouring (see
+    :func:`sklearn_dp._noise.thresholded_histogram`).  A label held by a few
+    rows is almost never released; one held by many rows (several times the
+    threshold) always is.
+
+    Returns
+    -------
+    classes : ndarray
+        The released labels, sorted.
+    event : ApproximateDpEvent
+    threshold : float
+    """
+    scale = 1.0 / epsilon
+    threshold = 1.0 + scale * math.log(1.0 / (2.0 * delta))
+    if _dask.is_dask_array(y):
+        # The histogram by chunks, merged on the workers (the same keys and counts).
+        keys, counts = _dask.label_histogram(y)
+    else:
+        keys, counts = np.unique(y, return_counts=True)
+    classes = _noise.thresholded_histogram(
+        keys, counts, scale=scale, threshold=threshold, rng=rng, label="label set"
+    )
+    event = ApproximateDpEvent(epsilon, delta, "thresholded Laplace histogram of the labels")
+    return _canonical_labels(classes), event, threshold
+
+
+def _canonical_labels(classes):
+    """The released labels in a representation that depends on their values only.
+
+    The keys come out of ``np.unique(y)``, so their representation is the
+    private array's: a numpy string dtype is as wide as the *longest* label in
+    ``y`` (``'<U12'`` when one unreleased row holds ``"hippopotamus"``), and of
+    the labels ``0.0`` and ``-0.0`` (equal keys) the one that sorts first is
+    kept, so a single row labelled ``-0.0`` can turn ``classes_`` into
+    ``[-0., 1.]``; an object array keeps the type of one row's label (``str``
+    or ``numpy.str_``).  The released set is rebuilt from its values alone.
+    """
+    classes = np.asarray(classes)
+    kind = classes.dtype.kind
+    if kind in "US":
+        # As narrow as the longest *released* label.
+        return (
+            np.array(classes.tolist(), dtype=kind) if classes.size else classes.astype(kind + "1")
+        )
+    if kind == "f":
+        return classes + 0.0  # -0.0 + 0.0 is +0.0
+    if kind == "O":
+        values = [str(v) if isinstance(v, str) else v for v in classes.tolist()]
+        out = np.empty(len(values), dtype=object)
+        out[:] = values
+        return out
+    return classes

@@ -1,0 +1,138 @@
+"""Validation of private training data: messages that show no private value.
+
+Used by the estimators and the DP transformers before any spend: the input's
+schema is checked (shape, numeric type, finiteness), CSR input is
+canonicalised, and every refusal says what is wrong, never where or with
+which value.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._design import fine_block_ranges
+from ._sklearn_compat import validate_data
+
+__all__ = ["validate_private"]
+
+# Messages of numpy / scikit-learn conversions that would show private values
+# (numpy's "could not convert string to float: '<value>'", scikit-learn's
+# "array=[...]" dumps of 1-d and complex input) or the private row count
+# (inconsistent lengths): replaced by messages without data.
+_NON_NUMERIC_MARKERS = (
+    "could not convert",
+    "invalid literal",
+    "setting an array element with a sequence",
+    "inhomogeneous",
+    "Complex data not supported",
+    "dtype='numeric' is not compatible",
+)
+
+
+def _stores_out_of_order(X):
+    """Whether a row of CSR ``X`` stores a column twice or out of order, read off its indices.
+
+    scipy caches ``has_canonical_format``, and a caller that rewrites
+    ``indices`` in place (or sets the flag) leaves it stale: scikit-learn's
+    validation returns that same object.  Checked block by block of rows
+    (temporaries the size of a block).
+    """
+    indptr, indices = X.indptr, X.indices
+    for start, stop in fine_block_ranges(X.shape[0], X.shape[1], X.nnz):
+        lo, hi = int(indptr[start]), int(indptr[stop])
+        if hi - lo < 2:
+            continue
+        piece = indices[lo:hi]
+        increasing = piece[1:] > piece[:-1]
+        # Comparisons across the start of a row do not count.
+        firsts = indptr[start + 1 : stop] - lo
+        firsts = firsts[(firsts > 0) & (firsts < hi - lo)]
+        increasing[firsts - 1] = True
+        if not np.all(increasing):
+            return True
+    return False
+
+
+def _canonical(X):
+    """A CSR matrix with its duplicate entries summed (a copy; the caller's matrix is untouched).
+
+    Bounds are applied to the stored entries of a sparse matrix, so two
+    stored entries of one cell would each be clipped and then add up to more
+    than the bound: duplicates are summed first.  Dense input is returned as it is.
+    """
+    if sp.issparse(X) and (not X.has_canonical_format or _stores_out_of_order(X)):
+        X = X.copy()
+        # scipy trusts its cached flags; they may be stale (checked above).
+        X.has_sorted_indices = False
+        X.has_canonical_format = False
+        X.sum_duplicates()
+        # scikit-learn checked the stored entries; finite duplicates can sum
+        # beyond the dtype's range.  An inf cell would make every release of
+        # the fit NaN: refused here, with the other schema checks (before any
+        # spend), as scikit-learn refuses an inf entry.
+        if not np.all(np.isfinite(X.data)):
+            raise ValueError(
+                "Input X contains infinity or a value too large for its dtype once the "
+                "duplicate entries of a sparse matrix are summed; pass finite values."
+            )
+    return X
+
+
+def validate_private(estimator, X, y="no_validation", x_dtype=np.float64, **kwargs):
+    """``validate_data`` for private data, with messages that show no private value.
+
+    Used by the estimators and the DP transformers: complex values,
+    non-numeric entries, ragged rows, 1-d input and inconsistent lengths are
+    refused with messages that say what is wrong, not where or with which
+    value; CSR input is canonicalised (duplicate entries summed).
+    """
+    name = type(estimator).__name__
+    for part, value in (("X", X), ("y", y)):
+        dtype = getattr(value, "dtype", None)
+        if dtype is not None and getattr(dtype, "kind", None) == "c":
+            raise ValueError(
+                f"{name}: Complex data not supported: {part} has complex values; pass "
+                f"real numbers (for example {part}.real, if the imaginary part is known "
+                "to be 0)."
+            )
+    try:
+        validated = validate_data(estimator, X, y, accept_sparse="csr", dtype=x_dtype, **kwargs)
+    except (ValueError, TypeError) as exc:
+        message = str(exc)
+        if "Expected 2D array" in message:
+            got = "a scalar" if "scalar" in message else "a 1-d array"
+            raise ValueError(
+                f"{name}: X must be 2-d, of shape (n_samples, n_features); got {got}. "
+                "Reshape your data with X.reshape(-1, 1) if it has a single feature "
+                "or X.reshape(1, -1) if it is a single sample."
+            ) from None
+        if "inconsistent numbers of samples" in message:
+            raise ValueError(
+                f"{name}: X and y have inconsistent numbers of samples (rows); pass one "
+                "label per row of X."
+            ) from None
+        if any(marker in message for marker in _NON_NUMERIC_MARKERS):
+            raise ValueError(
+                f"{name}: X and y must hold real numbers in a rectangular array: found a "
+                "non-numeric entry (such as a string or None), a ragged row or a complex "
+                "value. Encode categorical columns with a public encoding and convert the "
+                "data to a float array before fitting."
+            ) from None
+        raise
+    if isinstance(validated, tuple):
+        labels = validated[1]
+        # scikit-learn checks finiteness before it converts an object array to
+        # float, so a None label becomes NaN unchecked: refuse it here, with
+        # the other schema checks (before any spend).
+        if (
+            getattr(labels, "dtype", None) is not None
+            and labels.dtype.kind == "f"
+            and not (np.all(np.isfinite(labels)))
+        ):
+            raise ValueError(
+                f"{name}: y contains NaN, infinity or a missing value (such as None in an "
+                "object array); pass finite labels."
+            )
+        return (_canonical(validated[0]),) + tuple(validated[1:])
+    return _canonical(validated)

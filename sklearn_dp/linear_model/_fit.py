@@ -1,0 +1,411 @@
+"""The privacy protocol of an estimator's fit, step by step (:mod:`sklearn_dp._protocol`).
+
+The estimator describes its fit as a :class:`~sklearn_dp.linear_model._base.FitRequest`
+(its public checks, the problem, the callbacks ``prepare``, ``finish`` and
+``store``); this module runs the protocol on it:
+
+* :func:`plan_fit` (public inputs only): the solver, its options and their
+  public checks, the shares of epsilon and delta, the solver's plan and the
+  whole fit's event, as a :class:`~sklearn_dp._protocol.FitPlan`.  A refused
+  configuration raises here, before the reservation, and spends nothing.
+* :func:`run_fit`: reserve the plan's spend, then in the private phase
+  release the label set (``prepare``), the row count and the ``"auto"``
+  bounds, re-plan the solver from the released values, bound the data, run
+  the solver, and complete the reservation with the fit's event.
+
+The estimator keeps the parts that are its own: validation, the solver's
+resolution and options (:meth:`~sklearn_dp.linear_model._base.BaseDPEstimator._resolve_solver`,
+``_solver_kwargs``, ``_check_arguments``), its bounds parameters
+(``_bound_request``, ``_resolve_bounds``) and the fitted attributes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import math
+import warnings
+
+import numpy as np
+from dp_accounting import dp_event as dpe
+
+from .. import _bounds, _dask, _random
+from .._bounds import planned_events
+from .._data import bound_data
+from .._labels import LABEL_DELTA_FRACTION, LABEL_EPSILON_FRACTION
+from .._protocol import (
+    COUNT_EPSILON_FRACTION,
+    FitPlan,
+    SolverPlanner,
+    check_sampler_range,
+    open_phase,
+    record_spend,
+    release_count,
+)
+from .._warnings import user_stacklevel
+from ..accounting import ApproximateDpEvent
+from ..exceptions import public_error
+
+__all__ = ["plan_fit", "run_fit", "check_weights_supported"]
+
+
+def check_weights_supported(spec, estimator):
+    """Refuse (publicly, before any spend) a weighted fit with a solver that ignores weights."""
+    from ..solvers import SOLVERS
+
+    if spec.sample_weight:
+        return
+    supported = ", ".join(name for name, s in SOLVERS.items() if s.sample_weight)
+    raise ValueError(
+        f"{estimator}: solver={spec.name!r} does not support sample_weight or class_weight. "
+        f"Solvers that fit weighted rows: {supported}; pass one as solver=..."
+    )
+
+
+# -- the plan (public inputs only) ----------------------------------------------
+
+
+def plan_fit(estimator, request):
+    """The fit's :class:`~sklearn_dp._protocol.FitPlan`: public checks, shares, solver plan.
+
+    Reads the input's schema (number of features, types, sparsity) only:
+    never its rows, nor their number.  A refused configuration raises here,
+    before the reservation, and spends nothing.
+    """
+    X, y, problem = request.X, request.y, request.problem
+    name = type(estimator).__name__
+    public = estimator._public_setting(X, problem, request.discover_labels)
+    spec = estimator._resolve_solver(problem, public)
+    dask_input = _dask.is_dask_array(X)
+    if dask_input:
+        # Before the reservation: a solver without a Dask path spends nothing.
+        _dask.check_solver(spec.name)
+    # Zero rows of the input's schema, for the public checks and plans
+    # (copies: the plan keeps no view of the private arrays).
+    X0, y0 = (
+        (np.zeros((0, X.shape[1]), dtype=X.dtype), np.zeros(0, dtype=y.dtype))
+        if dask_input
+        else (X[:0].copy(), y[:0].copy())
+    )
+    bound_request = estimator._bound_request(spec)
+    # The bounds the solver's geometry needs, checked on zero rows (public).
+    planned = estimator._resolve_bounds(spec, X.shape[1], request=bound_request)
+    kwargs = estimator._solver_kwargs(spec, problem, planned)
+    _bound_zero_rows(estimator, spec, X0, y0, planned)
+    if spec.check is not None:
+        spec.check(**estimator._check_arguments(spec, problem, kwargs, public))
+    weighted = request.weighted
+    if weighted is None:
+        weighted = request.sample_weight is not None
+    if weighted:
+        if dask_input:
+            _dask.refuse_weights(name)
+        check_weights_supported(spec, name)
+    initial_point = request.initial_point
+    if initial_point is not None and not spec.warm_start:
+        from ..solvers import SOLVERS
+
+        takes = ", ".join(name for name, s in SOLVERS.items() if s.warm_start)
+        warnings.warn(
+            f"warm_start=True is ignored by solver={spec.name!r}, which takes no initial "
+            f"point (solvers that do: {takes}); this fit starts cold.",
+            UserWarning,
+            stacklevel=user_stacklevel(),
+        )
+        initial_point = None
+    private = not math.isinf(estimator.epsilon)
+    _random.check_random_state(estimator.random_state, private=private, owner=name)
+    if request.discover_labels and private and estimator.delta == 0:
+        raise ValueError(
+            f"{name}: with delta=0 the label set cannot be released "
+            "privately (it needs delta > 0); pass classes=[...], the public label set."
+        )
+    discover = request.discover_labels
+    label_epsilon = LABEL_EPSILON_FRACTION * estimator.epsilon if discover else 0.0
+    label_delta = LABEL_DELTA_FRACTION * estimator.delta if discover else 0.0
+    # The count, the bounds and the solver share what the labels leave.
+    epsilon_rest = estimator.epsilon - label_epsilon
+    delta_rest = estimator.delta - label_delta
+    # Under add/remove neighbouring the row count is private: a share of
+    # epsilon buys a noisy count that stands in for n (see PrivateCount).
+    epsilon_count = COUNT_EPSILON_FRACTION * epsilon_rest if private else math.inf
+    # "auto" bounds: a share each, released by the exponential mechanism
+    # (pure epsilon-DP; known before the data, so part of the reservation).
+    bound_epsilons = _bounds_epsilons(bound_request, epsilon_rest, private)
+    planned_bound_events = planned_events(bound_request, bound_epsilons) if private else []
+    # The solver gets what the count and the bounds leave: at least the
+    # basic-composition remainder, more where numerical composition of
+    # the mechanisms certifies it.
+    planner = SolverPlanner(
+        spec.plan,
+        functools.partial(_plan_arguments, estimator, spec, X0, y0),
+        epsilon=epsilon_rest,
+        delta=delta_rest,
+        floor=epsilon_rest - epsilon_count - sum(bound_epsilons) if private else math.inf,
+    )
+    share, solver_plan, event = math.inf, None, None
+    if private:
+        prefix = dpe.ComposedDpEvent(
+            [dpe.LaplaceDpEvent(1.0 / epsilon_count)] + planned_bound_events
+        )
+        share, solver_plan = planner.before_data(problem, planned, kwargs, prefix)
+        if solver_plan is not None:
+            # Noise the gateway would refuse after the charge: refused now.
+            check_sampler_range(solver_plan.event, name)
+            event = _fit_event(
+                ApproximateDpEvent(label_epsilon, label_delta, "label set") if discover else None,
+                dpe.LaplaceDpEvent(1.0 / epsilon_count),
+                planned_bound_events,
+                solver_plan.event,
+            )
+    return FitPlan(
+        owner=name,
+        solver=spec.name,
+        options=kwargs,
+        epsilon=estimator.epsilon,
+        delta=estimator.delta,
+        private=private,
+        shares={
+            "labels": (label_epsilon, label_delta),
+            "count": epsilon_count,
+            "bounds": bound_epsilons,
+            "solver": (share, delta_rest),
+        },
+        solver_plan=solver_plan,
+        event=event,
+        context=dict(
+            spec=spec,
+            public=public,
+            bound_request=bound_request,
+            weighted=bool(weighted),
+            initial_point=initial_point,
+            dask_input=dask_input,
+            schema=(X0, y0),
+            planner=planner,
+        ),
+    )
+
+
+def _bounds_epsilons(request, epsilon_rest, private):
+    """Epsilon of each bound release (public): a documented share each."""
+    rows, labels = request
+    share = _bounds.BOUNDS_EPSILON_FRACTION * epsilon_rest if private else math.inf
+    return (share if rows else 0.0), (share if labels else 0.0)
+
+
+def _bound_zero_rows(estimator, spec, X0, y0, bounds):
+    """``bound_data`` of zero rows: the public checks of the bounds, and their public constants."""
+    return bound_data(
+        X0,
+        y0,
+        fit_intercept=estimator.fit_intercept,
+        intercept_scaling=bounds.intercept_scaling,
+        geometry=spec.geometry,
+        data_norm=bounds.data_norm,
+        feature_bound=bounds.feature_bound,
+    )
+
+
+def _plan_arguments(estimator, spec, X0, y0, problem, n_public, bounds, kwargs):
+    """``(n_params, plan_kwargs)``: what ``spec.plan`` receives, from public inputs."""
+    plan_parameters = inspect.signature(spec.plan).parameters
+    n_params = (X0.shape[1] + int(estimator.fit_intercept)) * problem.n_outputs
+    plan_kwargs = {k: v for k, v in kwargs.items() if k in plan_parameters}
+    if "n_outputs" in plan_parameters:
+        plan_kwargs["n_outputs"] = problem.n_outputs
+    if {"loss", "row_norm_bound"} & set(plan_parameters):
+        # Plans whose step sizes and step counts depend on the loss's
+        # public constants get them from a bounding of zero rows, which
+        # carries the public bounds and nothing else.
+        zero_rows = _bound_zero_rows(estimator, spec, X0, y0, bounds)
+        if "loss" in plan_parameters:
+            plan_kwargs["loss"] = problem.make_loss(zero_rows)
+        if "row_norm_bound" in plan_parameters:
+            plan_kwargs["row_norm_bound"] = zero_rows.row_norm_bound
+    if "alpha" in plan_parameters:
+        # A strength that scales with n (1 / (C n)) is unknown until the count.
+        plan_kwargs["alpha"] = (
+            problem.alpha
+            if not callable(problem.alpha)
+            else None
+            if n_public is None
+            else problem.alpha(n_public)
+        )
+    return n_params, plan_kwargs
+
+
+# -- the private phase -----------------------------------------------------------
+
+
+def run_fit(estimator, request, plan):
+    """Run ``plan`` under the protocol: reserve, private phase, completion.
+
+    Returns ``(spec, data, result, bounds)``: the solver that ran, the
+    bounded data it saw, its :class:`~sklearn_dp.solvers.SolverResult` and
+    the :class:`~sklearn_dp.linear_model._base.FitBounds` the fit used.
+    Sets ``dp_event_`` and ``privacy_spent_``; the estimator stores the rest.
+    """
+    context = plan.context
+    with open_phase(plan, estimator.budget, estimator.random_state) as phase:
+        # The label set (a classifier without public classes) and the solver for it.
+        spec, X, y, problem, public = _prepare(estimator, request, plan, phase)
+        # The number of rows (of a Dask array: a sum over its chunks).
+        n_rows = _dask.row_count(X) if context["dask_input"] else X.shape[0]
+        count = release_count(n_rows, plan.shares["count"], phase.rng)
+        _warn_weak_delta(estimator, count.estimate, phase)
+        # The "auto" bounds, then the problem and options in the fit's units.
+        released, bound_events = _release_bounds(
+            estimator, X, y, context["bound_request"], plan.shares["bounds"], count, phase.rng
+        )
+        bounds = estimator._resolve_bounds(spec, X.shape[1], released, context["bound_request"])
+        if request.finish is not None:
+            y, problem = request.finish(y, bounds)
+        kwargs = plan.options
+        if released or request.finish is not None or request.discover_labels:
+            # Options that depend on the bounds (e.g. DPLasso's intercept
+            # bound), from released values; checked publicly before.
+            kwargs = estimator._solver_kwargs(spec, problem, bounds, quiet=True)
+        if request.discover_labels and spec.check is not None:
+            # The solver (and its problem) may have changed with the
+            # released label set: its public check again, on released
+            # values, so a refusal says why instead of PrivateFitError.
+            try:
+                spec.check(**estimator._check_arguments(spec, problem, kwargs, public))
+            except ValueError as exc:
+                raise public_error(ValueError(str(exc))) from None
+        # Re-plan the solver's share from the released values, once.
+        epsilon_solver, solver_plan = _replan(
+            estimator, plan, spec, problem, count, bounds, kwargs, bound_events
+        )
+        # Bound the data and run the solver on it.
+        data = _bound(estimator, plan, spec, X, y, bounds, count, phase.sample_weight)
+        result = spec.function(
+            data,
+            problem.make_loss(data),
+            n_outputs=problem.n_outputs,
+            alpha=problem.alpha(count.estimate) if callable(problem.alpha) else problem.alpha,
+            epsilon=epsilon_solver,
+            delta=plan.shares["solver"][1],
+            random_state=phase.rng,
+            verbose=estimator.verbose,
+            **_run_options(plan, spec, kwargs, bounds, problem, solver_plan),
+        )
+        if plan.private:
+            phase.event = _fit_event(phase.label_event, count.event, bound_events, result.dp_event)
+        # Solvers do not warn; they hand warnings computed from public values
+        # and releases to the estimator, which defers them through the phase.
+        for message in result.info.pop("warnings", ()):
+            phase.warn(message)
+    record_spend(estimator, plan, phase.event)
+    return spec, data, result, bounds
+
+
+def _prepare(estimator, request, plan, phase):
+    """``request.prepare`` (label encoding, the label set's release) and the solver for it."""
+    context = plan.context
+    spec, public = context["spec"], context["public"]
+    X, y, problem = request.X, request.y, request.problem
+    phase.label_epsilon, phase.label_delta = plan.shares["labels"]
+    phase.label_event = None
+    phase.sample_weight = request.sample_weight
+    if request.prepare is not None:
+        X, y, problem = request.prepare(X, y, phase)
+        if request.discover_labels:
+            public = estimator._public_setting(X, problem, discover_labels=True)
+            try:
+                spec = estimator._resolve_solver(problem, public)
+            except ValueError as exc:
+                # A function of the released label set.
+                raise public_error(ValueError(str(exc))) from None
+            if context["dask_input"]:
+                _dask.check_solver(spec.name, inside=True)
+    return spec, X, y, problem, public
+
+
+def _warn_weak_delta(estimator, n_public, phase):
+    # Compared with the fit's DP row count, not the true one: the warning
+    # (and its text) is an output too, and the row count is private.
+    delta = estimator.delta
+    if 0 < delta and delta * n_public >= 1:
+        phase.warn(
+            f"delta={delta:g} is not much smaller than 1/n_samples (about "
+            f"{1 / n_public:.3g} from the fit's DP row count): a mechanism that publishes "
+            "one random row is (0, 1/n)-DP. Choose delta well below 1/n_samples."
+        )
+
+
+def _release_bounds(estimator, X, y, request, epsilons, count, rng):
+    """Release the bounds of ``request``; ``(released, events)``."""
+    return _bounds.release_bounds(
+        X,
+        y,
+        request,
+        epsilons,
+        n_public=count.estimate,
+        rng=rng,
+        window=getattr(_bounds, estimator._row_window),
+        releases=_dask.BOUND_RELEASES if _dask.is_dask_array(X) else _bounds.IN_MEMORY,
+    )
+
+
+def _replan(estimator, plan, spec, problem, count, bounds, kwargs, bound_events):
+    """``(epsilon, plan)`` of the solver from the released values (``(inf, None)`` without noise)."""
+    if not plan.private:
+        return math.inf, None
+    context = plan.context
+    planner = context["planner"]
+    if spec is not context["spec"]:
+        # Another solver for the released label set: its own plans.
+        planner = planner.for_solver(
+            spec.plan, functools.partial(_plan_arguments, estimator, spec, *context["schema"])
+        )
+    prefix = dpe.ComposedDpEvent([dpe.LaplaceDpEvent(1.0 / plan.shares["count"])] + bound_events)
+    return planner.after_release(problem, count.estimate, bounds, kwargs, prefix)
+
+
+def _bound(estimator, plan, spec, X, y, bounds, count, sample_weight):
+    """The data clipped to the fit's bounds (rows, labels, weights), normalised by the count."""
+    weighted = plan.context["weighted"]
+    max_weight = float(getattr(estimator, "max_weight", 1.0))
+    data = (_dask.bound_dask_data if plan.context["dask_input"] else bound_data)(
+        X,
+        y,
+        fit_intercept=estimator.fit_intercept,
+        intercept_scaling=bounds.intercept_scaling,
+        geometry=spec.geometry,
+        data_norm=bounds.data_norm,
+        feature_bound=bounds.feature_bound,
+        n_public=count.estimate,
+        normalizer=count.normalizer,
+        sample_weight=sample_weight if weighted else None,
+        max_weight=max_weight,
+    )
+    if weighted and data.sample_weight is None:
+        # class weights only: every row weighs 1 before them.
+        data.sample_weight = np.ones(data.n_samples)
+        data.weight_bound = max_weight
+    return data
+
+
+def _run_options(plan, spec, kwargs, bounds, problem, solver_plan):
+    """The solver's options, with its warm start and the plan its share was certified for."""
+    initial_point = plan.context["initial_point"]
+    if initial_point is not None and spec.warm_start:
+        start = initial_point(bounds, problem)
+        if start is not None:
+            kwargs = dict(kwargs, coef_init=start)
+    if solver_plan is not None and spec.takes_plan:
+        # The solver runs the plan it was charged for, never plans again.  It
+        # may record public run details on it: its own copy of them, so no
+        # plan object outside this fit changes.
+        kwargs = dict(
+            kwargs, plan=dataclasses.replace(solver_plan, details=dict(solver_plan.details))
+        )
+    return kwargs
+
+
+def _fit_event(label_event, count_event, bound_events, solver_event):
+    """The whole fit's event: the label set (if released), the count, the bounds, the solver."""
+    parts = [count_event] + list(bound_events) + [solver_event]
+    return dpe.ComposedDpEvent(([label_event] if label_event is not None else []) + parts)

@@ -1,0 +1,210 @@
+"""What the DP transformers share: the protocol of a transformer's fit and its releases.
+
+A DP transformer's ``fit`` runs its public checks and plans its releases
+(:class:`~sklearn_dp._protocol.FitPlan`, from the input's schema only), then
+reserves the plan's spend and releases its statistics in the private phase of
+:mod:`sklearn_dp._protocol` (:meth:`_DPTransformer._run_private`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.sparse as sp
+from dp_accounting import dp_event as dpe
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
+
+from .. import _noise, _random
+from .._bounds import _event, feature_columns, release_upper_bound
+from .._protocol import PRIVACY_PARAMETER_CONSTRAINTS, FitPlan, open_phase, record_spend
+from .._sklearn_compat import finite_checks
+from .._validation import validate_private
+from ..accounting import PureEpsilonDpEvent, calibrate_noise_multiplier, epsilon_of_event
+
+
+def _check_ranges(ranges, n_features, name="ranges"):
+    """Public ranges as two arrays ``(lo, hi)`` of shape (n_features,), or a ValueError."""
+    try:
+        array = np.asarray(ranges, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"{name} must be a (min, max) pair or one (min, max) pair per feature; got {ranges!r}."
+        ) from None
+    if array.shape == (2,):
+        array = np.broadcast_to(array, (n_features, 2))
+    if array.shape != (n_features, 2):
+        raise ValueError(
+            f"{name} has shape {array.shape}; pass a (min, max) pair or one pair per feature "
+            f"(shape ({n_features}, 2)) for X with {n_features} features."
+        )
+    lo, hi = array[:, 0].copy(), array[:, 1].copy()
+    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(hi > lo)):
+        raise ValueError(f"{name}: every range must be finite with min < max.")
+    return lo, hi
+
+
+class _DPTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """The privacy protocol for transformers: check, reserve, private phase, one ledger entry."""
+
+    _privacy_parameter_constraints = PRIVACY_PARAMETER_CONSTRAINTS
+
+    def _check_privacy_request(self):
+        if math.isinf(self.epsilon) and self.budget is not None:
+            raise ValueError(
+                "epsilon=inf computes exact statistics: they are not private and cannot be "
+                "charged to a finite privacy budget. Use a finite epsilon with budget=, or "
+                "drop budget= for a non-private reference."
+            )
+
+    def _validate_fit(self, X, *, accept_sparse):
+        # Messages free of private values; CSR input is canonicalised
+        # (duplicate entries summed).
+        with finite_checks():
+            X = validate_private(self, X)
+        if sp.issparse(X) and not accept_sparse:
+            raise TypeError(
+                f"{type(self).__name__}: A sparse matrix was passed, but dense data is "
+                "required. Use X.toarray() to convert to a dense numpy array."
+            )
+        return X
+
+    def _fit_plan(self, X, y=None):
+        """The :class:`~sklearn_dp._protocol.FitPlan` of ``fit(X)``, from public inputs only.
+
+        Runs ``fit``'s public checks and plans its releases from the input's
+        schema (never its rows or their number); the transformer is left as
+        it was.
+        """
+        saved = dict(self.__dict__)
+        try:
+            return self._plan(X)[1]
+        finally:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+
+    def _make_plan(self, *, event, shares, context, options=None):
+        """The FitPlan of a private fit whose releases are known before the data."""
+        private = not math.isinf(self.epsilon)
+        owner = type(self).__name__
+        _random.check_random_state(self.random_state, private=private, owner=owner)
+        return FitPlan(
+            owner=owner,
+            solver=None,
+            options=dict(options or {}),
+            epsilon=self.epsilon,
+            delta=self.delta,
+            private=private,
+            shares=shares,
+            event=event if private else None,
+            context=context,
+        )
+
+    def _run_private(self, X, plan, release):
+        """Reserve ``plan``'s spend, run ``release(X, rng) -> event`` in the private phase."""
+        with open_phase(plan, self.budget, self.random_state) as phase:
+            event = release(X, phase.rng)
+            if plan.private:
+                phase.event = event
+        record_spend(self, plan, phase.event)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = self.random_state is None and not math.isinf(self.epsilon)
+        return tags
+
+
+def _em_epsilon(n_releases, epsilon_share, delta, prefix):
+    """Epsilon of each of ``n_releases`` exponential mechanisms so that they cost about ``epsilon_share``.
+
+    Basic composition gives ``epsilon_share / n_releases``; with ``delta >
+    0`` zCDP composition (``epsilon^2 / 8`` each) allows more when there are
+    many (per-feature bounds), and the larger is used: the largest epsilon
+    each whose composition with ``prefix`` costs at most ``epsilon_share``
+    more than ``prefix`` under :func:`~sklearn_dp.accounting.epsilon_of_event`
+    (bisection).  A choice of shares only: every fit's whole event is
+    checked against its (epsilon, delta) by the calibration that follows.
+    """
+    basic = epsilon_share / n_releases
+    if delta == 0:
+        return basic
+    base = epsilon_of_event(prefix, delta)
+
+    def cost(each):
+        ems = dpe.SelfComposedDpEvent(
+            PureEpsilonDpEvent(each, "exponential mechanism: bound"), n_releases
+        )
+        return epsilon_of_event(dpe.ComposedDpEvent([prefix, ems]), delta) - base
+
+    if cost(basic * 1.01) > epsilon_share:
+        return basic
+    low, high = basic, 2.0 * basic
+    while cost(high) <= epsilon_share:
+        low, high = high, 2.0 * high
+    for _ in range(30):
+        middle = 0.5 * (low + high)
+        if cost(middle) <= epsilon_share:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def _bound_events(epsilon_each, n_features, what):
+    return [_event(epsilon_each, f"feature {j} {what}") for j in range(n_features)]
+
+
+def _release_feature_bounds(X, epsilon_each, n_public, rng, what="bound", centers=None):
+    """A DP bound ``B_j`` of ``|X[:, j] - centers[j]|`` for each feature (exponential mechanisms)."""
+    d = X.shape[1]
+    bounds, events = np.zeros(d), []
+    for j, column in feature_columns(X):
+        scores = np.abs(column if centers is None else column - centers[j])
+        release = release_upper_bound(
+            scores, epsilon=epsilon_each, n_public=n_public, rng=rng, label=f"feature {j} {what}"
+        )
+        bounds[j] = release.value
+        events += release.events
+    return bounds, events
+
+
+def _noisy_sums(values, *, sensitivity_l2, sensitivity_l1, multiplier, pure, rng, label):
+    """Gaussian (L2 sensitivity) or, for pure DP, Laplace (L1 sensitivity) noise on a vector of sums."""
+    if pure:
+        return _noise.laplace(
+            values,
+            sensitivity=sensitivity_l1,
+            scale=multiplier * sensitivity_l1,
+            rng=rng,
+            label=label,
+        )
+    return _noise.gaussian(
+        values,
+        sensitivity=sensitivity_l2,
+        noise_std=multiplier * sensitivity_l2,
+        rng=rng,
+        label=label,
+    )
+
+
+def _sums_event(multiplier, pure):
+    return dpe.LaplaceDpEvent(multiplier) if pure else dpe.GaussianDpEvent(multiplier)
+
+
+def _calibrate_sums(prefix, epsilon, delta, pure):
+    """Noise multiplier of the sums so that ``prefix`` plus the sums meet (epsilon, delta)."""
+    if pure:
+        return _pure_multiplier(prefix, epsilon)
+    return calibrate_noise_multiplier(
+        lambda m: dpe.ComposedDpEvent(prefix + [_sums_event(m, False)]), epsilon, delta
+    )
+
+
+def _pure_multiplier(prefix, epsilon):
+    """Laplace multiplier of the sums when everything is pure: the epsilon left after ``prefix``."""
+    spent = epsilon_of_event(dpe.ComposedDpEvent(prefix), 0.0) if prefix else 0.0
+    left = epsilon - spent
+    if left <= 0:
+        raise ValueError("No epsilon left for the noisy sums.")
+    # A hair more noise so that rounding cannot take the sum above epsilon.
+    return 1.0 / (left * (1.0 - 1e-9))
