@@ -41,7 +41,7 @@ from numbers import Real
 import numpy as np
 from dp_accounting import dp_event as dpe
 
-from . import _noise, _random
+from . import _noise, _noise_grids, _random
 from ._limits import MAX_EPSILON, MIN_EPSILON
 from ._sklearn_compat import Interval, Options
 from ._warnings import user_stacklevel
@@ -328,10 +328,10 @@ def check_sampler_range(event, owner):
     """
     if event is None:
         return
-    limit = _noise.MAX_SAMPLER_STEPS / (1.0 + _noise.SCALE_MARGIN)
+    limit = _noise_grids.MAX_SAMPLER_STEPS / (1.0 + _noise_grids.SCALE_MARGIN)
     largest = max(_noise_multipliers(event), default=0.0)
     if largest > limit:
-        steps = _noise.MAX_SAMPLER_STEPS.bit_length() - 1
+        steps = _noise_grids.MAX_SAMPLER_STEPS.bit_length() - 1
         raise ValueError(
             f"{owner}: this fit's plan has noise {largest:.3g} times the sensitivity of a "
             f"release, beyond the exact samplers' range (2**{steps} grid steps): epsilon, or "
