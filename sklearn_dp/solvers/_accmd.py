@@ -243,6 +243,7 @@ def dp_accmd(
     clip_norm=None,
     random_state=None,
     verbose=0,
+    plan=None,
 ):
     """DP-AccMD: noisy accelerated mirror descent over an L2 or L1 ball.
 
@@ -283,6 +284,10 @@ def dp_accmd(
         Per-sample gradient clip C, as in :func:`~sklearn_dp.solvers.dp_gd`.
     random_state : None, int, RandomState or Generator
     verbose : int
+    plan : PrivacyPlan or None
+        The plan to run, as :func:`plan_dp_accmd` computed it for these
+        arguments (estimators hand down the plan their budget was charged
+        for); None plans here.
 
     Returns
     -------
@@ -320,18 +325,19 @@ def dp_accmd(
     X, y = data.design, data.y  # an operator on the caller's X (no bounded copy)
     n_columns = X.n_columns
     shape = (n_columns, n_outputs)
-    plan = plan_dp_accmd(
-        data.n_public,
-        n_columns * n_outputs,
-        epsilon,
-        delta,
-        loss=loss,
-        row_norm_bound=data.row_norm_bound,
-        radius=radius,
-        constraint=constraint,
-        clip_norm=clip_norm,
-        max_iter=max_iter,
-    )
+    if plan is None:
+        plan = plan_dp_accmd(
+            data.n_public,
+            n_columns * n_outputs,
+            epsilon,
+            delta,
+            loss=loss,
+            row_norm_bound=data.row_norm_bound,
+            radius=radius,
+            constraint=constraint,
+            clip_norm=clip_norm,
+            max_iter=max_iter,
+        )
     clip = gradient_bound(loss, data.row_norm_bound, clip_norm, private=not math.isinf(epsilon))
     noise_std = plan.noise_multiplier * clip
     smooth_c = loss.smoothness * data.row_norm_bound**2 * radius**2

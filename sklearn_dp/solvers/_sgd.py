@@ -157,6 +157,7 @@ def dp_sgd(
     coef_init=None,
     random_state=None,
     verbose=0,
+    plan=None,
 ):
     """DP-SGD with Poisson subsampling on the L2-penalised average loss.
 
@@ -194,6 +195,10 @@ def dp_sgd(
         post-processing, it costs nothing).
     random_state : None, int, RandomState or Generator
     verbose : int
+    plan : PrivacyPlan or None
+        The plan to run, as :func:`plan_dp_sgd` computed it for these
+        arguments (estimators hand down the plan their budget was charged
+        for); None plans here.
 
     Returns
     -------
@@ -241,14 +246,15 @@ def dp_sgd(
     # batch's rows only (Design.rows), never a clipped or augmented X.
     X, y = data.design, data.y
     n_samples, n_columns = X.shape
-    plan = plan_dp_sgd(
-        data.n_public,
-        n_columns * n_outputs,
-        epsilon,
-        delta,
-        batch_size=batch_size,
-        max_iter=max_iter,
-    )
+    if plan is None:
+        plan = plan_dp_sgd(
+            data.n_public,
+            n_columns * n_outputs,
+            epsilon,
+            delta,
+            batch_size=batch_size,
+            max_iter=max_iter,
+        )
     rate = plan.details["sampling_probability"]
     # The expected batch size from the public stand-in for n (an upper
     # confidence bound when it is a DP count), never the drawn batch size.

@@ -1042,6 +1042,7 @@ def dp_svrg(
     output="average",
     random_state=None,
     verbose=0,
+    plan=None,
 ):
     """DP-SVRG: noisy proximal SVRG for a strongly convex penalised objective.
 
@@ -1104,6 +1105,10 @@ def dp_svrg(
         the last iterate (equally private).
     random_state : None, int, RandomState or Generator
     verbose : int
+    plan : PrivacyPlan or None
+        The plan to run, as :func:`plan_dp_svrg` computed it for these
+        arguments (estimators hand down the plan their budget was charged
+        for); None plans here.
 
     Returns
     -------
@@ -1167,21 +1172,22 @@ def dp_svrg(
         inner_steps=inner_steps,
         snapshot_share=snapshot_share,
     )
-    plan = plan_dp_svrg(
-        data.n_public,
-        data.design.n_columns * n_outputs,
-        epsilon,
-        delta,
-        loss=loss,
-        row_norm_bound=data.row_norm_bound,
-        alpha=alpha,
-        l1_ratio=l1_ratio,
-        max_iter=max_iter,
-        batch_size=batch_size,
-        step_size=step_size,
-        inner_steps=inner_steps,
-        snapshot_share=snapshot_share,
-    )
+    if plan is None:
+        plan = plan_dp_svrg(
+            data.n_public,
+            data.design.n_columns * n_outputs,
+            epsilon,
+            delta,
+            loss=loss,
+            row_norm_bound=data.row_norm_bound,
+            alpha=alpha,
+            l1_ratio=l1_ratio,
+            max_iter=max_iter,
+            batch_size=batch_size,
+            step_size=step_size,
+            inner_steps=inner_steps,
+            snapshot_share=snapshot_share,
+        )
     return _fit_svrg(
         "dp_svrg",
         data,
@@ -1220,6 +1226,7 @@ def dp_svrg_pp(
     output="average",
     random_state=None,
     verbose=0,
+    plan=None,
 ):
     """DP-SVRG++: noisy proximal SVRG++ for a convex (not necessarily strongly convex) objective.
 
@@ -1252,6 +1259,9 @@ def dp_svrg_pp(
         ``n / (4 b)``.
     clip_norm, difference_bound, snapshot_share, output, random_state, verbose
         As in :func:`dp_svrg`.
+    plan : PrivacyPlan or None
+        The plan to run, as :func:`plan_dp_svrg_pp` computed it for these
+        arguments; None plans here.
 
     Returns
     -------
@@ -1287,19 +1297,20 @@ def dp_svrg_pp(
         inner_steps=inner_steps,
         snapshot_share=snapshot_share,
     )
-    plan = plan_dp_svrg_pp(
-        data.n_public,
-        data.design.n_columns * n_outputs,
-        epsilon,
-        delta,
-        loss=loss,
-        row_norm_bound=data.row_norm_bound,
-        max_iter=max_iter,
-        batch_size=batch_size,
-        step_size=step_size,
-        inner_steps=inner_steps,
-        snapshot_share=snapshot_share,
-    )
+    if plan is None:
+        plan = plan_dp_svrg_pp(
+            data.n_public,
+            data.design.n_columns * n_outputs,
+            epsilon,
+            delta,
+            loss=loss,
+            row_norm_bound=data.row_norm_bound,
+            max_iter=max_iter,
+            batch_size=batch_size,
+            step_size=step_size,
+            inner_steps=inner_steps,
+            snapshot_share=snapshot_share,
+        )
     return _fit_svrg(
         "dp_svrg_pp",
         data,
