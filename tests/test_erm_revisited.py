@@ -1060,7 +1060,12 @@ def test_public_option_checks_fail_before_the_reservation(estimator, params, mes
 
 
 def test_public_checks_are_registered():
+    # Every option has a registry constraint (checked before the reservation),
+    # and the checks that relate options to the problem are registered.
     for name in ("dp_gd", "dp_sgd", "dp_svrg", "dp_svrg_pp", "dp_accmd"):
+        spec = solvers_module.SOLVERS[name]
+        assert set(spec.constraints_of(spec.options)) == set(spec.options), name
+    for name in ("dp_gd", "dp_svrg", "dp_accmd"):
         assert solvers_module.SOLVERS[name].check is not None, name
 
 

@@ -20,6 +20,7 @@ noise plus the canary's clipped gradients under D'.  A small public
 logistic derivative stays above it), so each step uses its full sensitivity.
 """
 
+import dataclasses
 import math
 
 import numpy as np
@@ -29,6 +30,7 @@ from dp_accounting import dp_event as dpe
 import sklearn_dp.solvers._gradient_descent as gd_module
 from sklearn_dp import DPLogisticRegression
 from sklearn_dp.accounting import epsilon_of_event
+from sklearn_dp.solvers import SOLVERS, PrivacyPlan
 from sklearn_dp.testing import audit_mechanism
 
 DELTA = 1e-5
@@ -90,7 +92,7 @@ def coef_on_canary_feature(solver, epsilon, max_iter, **params):
 def broken_plan_dp_gd(n_samples, n_params, epsilon, delta, *, max_iter=None):
     """A deliberate bug: noise calibrated for one step, used for max_iter steps."""
     one_step = broken_plan_dp_gd.original(n_samples, n_params, epsilon, delta, max_iter=1)
-    return gd_module.PrivacyPlan(one_step.event, one_step.noise_multiplier, int(max_iter))
+    return PrivacyPlan(one_step.event, one_step.noise_multiplier, int(max_iter))
 
 
 broken_plan_dp_gd.original = gd_module.plan_dp_gd
@@ -146,6 +148,9 @@ def test_audit_does_not_exceed_claimed_epsilon_thorough(solver, epsilon, max_ite
 
 def test_audit_detects_noise_calibrated_for_one_step(monkeypatch):
     """64 steps at the one-step multiplier: the true epsilon at delta=1e-5 is about 11."""
+    # The estimator plans through the registry and hands its plan to dp_gd.
+    spec = dataclasses.replace(SOLVERS["dp_gd"], plan=broken_plan_dp_gd)
+    monkeypatch.setitem(SOLVERS, "dp_gd", spec)
     monkeypatch.setattr(gd_module, "plan_dp_gd", broken_plan_dp_gd)
     epsilon = 1.0
     run = coef_on_canary_feature("dp_gd", epsilon, 64, **GD_LINEAR)

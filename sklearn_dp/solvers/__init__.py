@@ -13,7 +13,7 @@ from numbers import Integral, Real
 
 from .._limits import MAX_SCALE
 from .._losses import loss_names
-from .._sklearn_compat import Interval
+from .._sklearn_compat import Interval, StrOptions
 from ._accmd import check_dp_accmd, dp_accmd, plan_dp_accmd
 from ._common import PrivacyPlan, PrivateCount, SolverResult, make_rng, release_count
 from ._coordinate_descent import check_dp_cd, dp_cd, plan_dp_cd
@@ -62,16 +62,9 @@ from ._resque import (
     resque,
 )
 from ._second_order import check_dp_newton, dp_newton, plan_dp_newton
-from ._sgd import check_dp_sgd, dp_sgd, plan_dp_sgd
+from ._sgd import dp_sgd, plan_dp_sgd
 from ._ssp import check_dp_ssp, dp_ssp, plan_dp_ssp
-from ._svrg import (
-    check_dp_svrg,
-    check_dp_svrg_pp,
-    dp_svrg,
-    dp_svrg_pp,
-    plan_dp_svrg,
-    plan_dp_svrg_pp,
-)
+from ._svrg import check_dp_svrg, dp_svrg, dp_svrg_pp, plan_dp_svrg, plan_dp_svrg_pp
 
 __all__ = [
     "SolverSpec",
@@ -119,7 +112,13 @@ register_solver(
         summary="full-batch noisy gradient descent; exact Gaussian composition",
         check=check_dp_gd,
         sample_weight=True,
-        option_constraints={"initial_gap": [POSITIVE, None], "pl_constant": [POSITIVE, None]},
+        option_constraints={
+            "initial_gap": [POSITIVE, None],
+            "pl_constant": [POSITIVE, None],
+            "output": [StrOptions({"auto", "tail_average", "last", "random"})],
+            "momentum": [StrOptions({"auto", "nesterov"}), None],
+            "schedule": [StrOptions({"pl", "gradient_norm"}), None],
+        },
     )
 )
 register_solver(
@@ -131,8 +130,8 @@ register_solver(
         penalties=frozenset({None, "l2"}),
         multiclass=True,
         summary="Poisson-subsampled DP-SGD; PLD accounting",
-        check=check_dp_sgd,
         sample_weight=True,
+        option_constraints={"momentum": [StrOptions({"nesterov"}), None]},
     )
 )
 register_solver(
@@ -280,6 +279,10 @@ register_solver(
 )
 
 # Solvers of Wang, Ye and Xu (2017), "DP-ERM revisited" (docs/solvers/erm_revisited.md).
+_SVRG_STRINGS = {
+    "difference_bound": [StrOptions({"smoothness", "clip"})],
+    "output": [StrOptions({"average", "last"})],
+}
 
 register_solver(
     SolverSpec(
@@ -293,6 +296,7 @@ register_solver(
         summary="noisy proximal SVRG (strongly convex: needs an L2 penalty); Poisson inner "
         "mini-batches, PLD accounting",
         check=check_dp_svrg,
+        option_constraints=_SVRG_STRINGS,
     )
 )
 register_solver(
@@ -305,7 +309,7 @@ register_solver(
         multiclass=True,
         constraints=frozenset({None}),
         summary="noisy proximal SVRG++ with doubling epochs (convex; L1/L2/none); PLD accounting",
-        check=check_dp_svrg_pp,
+        option_constraints=_SVRG_STRINGS,
     )
 )
 register_solver(
@@ -320,6 +324,7 @@ register_solver(
         summary="noisy accelerated mirror descent over an L2 or L1 ball (needs radius, no "
         "penalty); exact Gaussian composition",
         check=check_dp_accmd,
+        option_constraints={"constraint": [StrOptions({"l2", "l1"})]},
     )
 )
 
