@@ -37,17 +37,19 @@ from sklearn_dp.solvers._gradient_descent import (
     pl_iterations,
 )
 from sklearn_dp.solvers._svrg import (
-    MAX_VARIANCE_RATIO,
     difference_release,
     plan_dp_svrg,
     plan_dp_svrg_pp,
     prox_elastic_net,
     snapshot_release,
-    svrg_contraction,
     svrg_event,
+    svrg_noise_multipliers,
+)
+from sklearn_dp.solvers._svrg_schedule import (
+    MAX_VARIANCE_RATIO,
+    svrg_contraction,
     svrg_inner_steps,
     svrg_max_step_size,
-    svrg_noise_multipliers,
     svrg_pp_step_size,
     svrg_step_size,
 )
@@ -1398,7 +1400,7 @@ def test_dp_gd_last_iterate_meets_the_pl_bound():
 def test_default_epoch_length_is_shared_by_nearby_counts():
     # A Laplace count of about 455 rows varies by a few percent; the default
     # epoch length (which grows with C n) takes at most two values over +-4%.
-    from sklearn_dp.solvers._svrg import _ceil_to_grid
+    from sklearn_dp.solvers._svrg_schedule import _ceil_to_grid
 
     lengths = {
         plan_dp_svrg(
@@ -1419,7 +1421,7 @@ def test_default_epoch_length_is_shared_by_nearby_counts():
 
 def test_dp_svrg_default_epochs_follow_rows_times_epsilon():
     """Few rows or a small epsilon: fewer noisy epochs (a default never below trivial)."""
-    from sklearn_dp.solvers._svrg import DEFAULT_SVRG_EPOCHS, default_svrg_epochs
+    from sklearn_dp.solvers._svrg_schedule import DEFAULT_SVRG_EPOCHS, default_svrg_epochs
 
     assert default_svrg_epochs(455, 0.1) == 1
     assert default_svrg_epochs(455, 1.0) == 1

@@ -382,7 +382,8 @@ def dp_gd(
     ------
     ValueError
         For an option it refuses (before reading the data; estimators run
-        the same check, :func:`check_dp_gd`, before they reserve the spend).
+        the same checks, the registry's constraints and :func:`check_dp_gd`,
+        before they reserve the spend).
     ConvergenceError
         When the iterates diverge: they are computed from the noisy releases
         only, so the error is a function of released values (marked public).

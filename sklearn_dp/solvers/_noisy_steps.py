@@ -81,19 +81,26 @@ def noisy_steps(step, W, n_steps, *, name, progress=None, tail_start=0, callback
     return W, total / (n_steps - tail_start)
 
 
-def gaussian_plan(epsilon, delta, n_steps, details=None):
-    """Plan of ``n_steps`` full-batch Gaussian steps: they compose exactly into one Gaussian.
+def gaussian_plan(epsilon, delta, n_steps, details=None, rate=None):
+    """Plan of ``n_steps`` Gaussian steps, on the full data or on Poisson samples of ``rate``.
 
-    The multiplier is the smallest for which the analytic Gaussian mechanism
-    meets (epsilon, delta) after composition; ``epsilon=inf`` gives a
-    noiseless plan (multiplier 0).
+    Full-data steps compose exactly into one Gaussian mechanism: the
+    multiplier is the smallest for which the analytic Gaussian mechanism
+    meets (epsilon, delta).  Poisson-subsampled steps (``rate`` given) get
+    the smallest multiplier the PLD accountant certifies.  ``epsilon=inf``
+    gives a noiseless plan (multiplier 0).
     """
     n_steps = int(n_steps)
     details = {} if details is None else details
     if math.isinf(epsilon):
         return PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, n_steps, details)
-    sigma = accounting.gaussian_noise_multiplier(epsilon, delta, n_steps)
-    return PrivacyPlan(accounting.gaussian_steps_event(sigma, n_steps), sigma, n_steps, details)
+    if rate is None:
+        sigma = accounting.gaussian_noise_multiplier(epsilon, delta, n_steps)
+        event = accounting.gaussian_steps_event(sigma, n_steps)
+    else:
+        sigma = accounting.subsampled_gaussian_noise_multiplier(epsilon, delta, rate, n_steps)
+        event = accounting.subsampled_gaussian_steps_event(sigma, rate, n_steps)
+    return PrivacyPlan(event, sigma, n_steps, details)
 
 
 def check_options(name, values):

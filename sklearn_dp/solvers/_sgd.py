@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import math
 
-from .. import _noise, accounting
+from .. import _noise
 from .._clipped_sums import clipped_gradient_sum
-from ._common import PrivacyPlan, Progress, SolverResult, add_warnings, make_rng
+from ._common import Progress, SolverResult, add_warnings, make_rng
 from ._gradient_descent import gradient_bound, noisy_descent
 from ._noise_warnings import noise_dominated_warning, noise_excess_proxy
-from ._noisy_steps import check_options
+from ._noisy_steps import check_options, gaussian_plan
 
 __all__ = ["dp_sgd", "plan_dp_sgd", "poisson_batch"]
 
@@ -65,13 +65,7 @@ def plan_dp_sgd(n_samples, n_params, epsilon, delta, *, batch_size=None, max_ite
     if max_iter is None:
         epochs = DEFAULT_EPOCHS_NOISELESS if math.isinf(epsilon) else DEFAULT_EPOCHS
         max_iter = math.ceil(epochs / rate)
-    max_iter = int(max_iter)
-    details = dict(sampling_probability=rate)
-    if math.isinf(epsilon):
-        return PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, max_iter, details)
-    sigma = accounting.subsampled_gaussian_noise_multiplier(epsilon, delta, rate, max_iter)
-    event = accounting.subsampled_gaussian_steps_event(sigma, rate, max_iter)
-    return PrivacyPlan(event, sigma, max_iter, details)
+    return gaussian_plan(epsilon, delta, max_iter, dict(sampling_probability=rate), rate)
 
 
 def poisson_batch(rng, n_samples, rate):
