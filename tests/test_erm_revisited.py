@@ -1095,6 +1095,28 @@ def test_divergence_is_a_public_error_and_the_fit_stays_charged():
     assert [(e.status, e.error) for e in budget.ledger] == [("failed", "ConvergenceError")]
 
 
+@pytest.mark.parametrize("solver", ["dp_gd", "dp_sgd"])
+def test_a_diverging_run_stops_at_its_first_non_finite_iterate(solver):
+    """No release after the first non-finite iterate: the public divergence error comes first,
+    so no non-finite point reaches the gateway as a pre-noise value."""
+    X, y = make_classification(
+        n_samples=200, n_features=3, n_informative=2, n_redundant=0, random_state=0
+    )
+    model = DPLogisticRegression(
+        solver=solver,
+        learning_rate=1e30,
+        max_iter=40,
+        classes=[0, 1],
+        random_state=0,
+        solver_options={"momentum": None},
+    )
+    with trace_releases() as trace, pytest.raises(ConvergenceError, match="diverged"):
+        model.fit(X / 10, y)
+    steps = [r for r in trace.releases if r.label == "clipped gradient sum"]
+    assert 1 < len(steps) < 40
+    assert all(np.all(np.isfinite(r.value)) for r in steps)
+
+
 def test_svrg_calibration_failure_is_a_public_error_and_stays_charged():
     """The plan needs the DP count (for the sampling rate): a calibration that fails then
     fails after the reservation, with a public message (no private value in it)."""

@@ -55,9 +55,10 @@ def noisy_steps(step, W, n_steps, *, name, progress=None, tail_start=0, callback
     ``step(t, W)`` returns the next iterate and the norm of the released
     (normalised) gradient it used, which ``progress`` prints.  ``callback(t,
     W)``, when given, sees every iterate ``x_t`` for t = 0 (the start) to
-    ``n_steps``.  The iterates are released values, so the divergence check
-    at the end (a public :class:`~sklearn_dp.exceptions.ConvergenceError`)
-    reads released values only.
+    ``n_steps``.  A run stops at its first non-finite iterate with a
+    :class:`~sklearn_dp.exceptions.ConvergenceError`, so no non-finite point
+    reaches the next release; the iterates are released values, so the error
+    is a function of released values (public).
 
     Returns
     -------
@@ -71,13 +72,14 @@ def noisy_steps(step, W, n_steps, *, name, progress=None, tail_start=0, callback
         callback(0, W)
     for t in range(n_steps):
         W, shown = step(t, W)
+        # At the first non-finite iterate, before it reaches another release.
+        check_finite_iterate(W, name)
         if t >= tail_start:
             total += W
         if callback is not None:
             callback(t + 1, W)
         if progress is not None:
             progress(t + 1, grad_norm=shown)
-    check_finite_iterate(W, name)
     return W, total / (n_steps - tail_start)
 
 
