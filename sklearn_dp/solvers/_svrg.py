@@ -492,10 +492,10 @@ def _difference_bound(kind, clip, row_smoothness, W, W_snapshot):
 
 
 def _fit_svrg(name, arguments):
-    """dp_svrg (``restart``: every epoch starts at its snapshot) or dp_svrg_pp (it continues).
+    """The fit of dp_svrg (each epoch restarts at its snapshot) or dp_svrg_pp (it continues).
 
-    ``arguments`` are the solver's.  The snapshot of the next epoch is the
-    average of this epoch's iterates.  Without noise (epsilon=inf: nothing
+    ``arguments`` are the solver's own (its ``locals()``).  The snapshot of
+    the next epoch is the average of this epoch's iterates.  Without noise (epsilon=inf: nothing
     private, nothing promised) the default schedule stops after the first
     epoch whose snapshot moved no coefficient by more than
     :data:`NONPRIVATE_SVRG_TOL` times the largest one (it reads the exact
