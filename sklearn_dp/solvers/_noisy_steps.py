@@ -19,7 +19,8 @@ per-sample terms (times the public weight bound for weighted rows), or, for
 the SVRG inner steps, the bound the difference terms are clipped to, a
 function of earlier releases.  The noise is ``multiplier * sensitivity`` with
 the multiplier of the solver's plan, which calibrated the composition of all
-steps (:func:`gaussian_plan` for full-batch steps).  Everything after the
+steps (:func:`gaussian_plan` for full-data and Poisson-subsampled steps;
+the SVRG plans compose both kinds).  Everything after the
 release (normalising by a public value, the update, averaging, the progress
 lines, the divergence error) is post-processing of the releases and of public
 values, so the observable outputs are functions of them only.
