@@ -39,6 +39,7 @@ from sklearn_dp.accounting import (  # noqa: E402
     gaussian_noise_multiplier,
     subsampled_gaussian_noise_multiplier,
 )
+from sklearn_dp.solvers import PrivacyPlan  # noqa: E402
 from sklearn_dp.testing import (  # noqa: E402
     audit_mechanism,
     audit_noisy_gradient_sum,
@@ -99,7 +100,7 @@ def broken_plan_dp_gd(n_samples, n_params, epsilon, delta, **options):
     one = broken_plan_dp_gd.original(
         n_samples, n_params, epsilon, delta, **{**options, "max_iter": 1}
     )
-    return gd_module.PrivacyPlan(plan.event, one.noise_multiplier, plan.n_steps, plan.details)
+    return PrivacyPlan(plan.event, one.noise_multiplier, plan.n_steps, plan.details)
 
 
 broken_plan_dp_gd.original = gd_module.plan_dp_gd

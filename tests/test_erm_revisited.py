@@ -37,17 +37,19 @@ from sklearn_dp.solvers._gradient_descent import (
     pl_iterations,
 )
 from sklearn_dp.solvers._svrg import (
-    MAX_VARIANCE_RATIO,
     difference_release,
     plan_dp_svrg,
     plan_dp_svrg_pp,
     prox_elastic_net,
     snapshot_release,
-    svrg_contraction,
     svrg_event,
+    svrg_noise_multipliers,
+)
+from sklearn_dp.solvers._svrg_schedule import (
+    MAX_VARIANCE_RATIO,
+    svrg_contraction,
     svrg_inner_steps,
     svrg_max_step_size,
-    svrg_noise_multipliers,
     svrg_pp_step_size,
     svrg_step_size,
 )
@@ -1060,7 +1062,12 @@ def test_public_option_checks_fail_before_the_reservation(estimator, params, mes
 
 
 def test_public_checks_are_registered():
+    # Every option has a registry constraint (checked before the reservation),
+    # and the checks that relate options to the problem are registered.
     for name in ("dp_gd", "dp_sgd", "dp_svrg", "dp_svrg_pp", "dp_accmd"):
+        spec = solvers_module.SOLVERS[name]
+        assert set(spec.constraints_of(spec.options)) == set(spec.options), name
+    for name in ("dp_gd", "dp_svrg", "dp_accmd"):
         assert solvers_module.SOLVERS[name].check is not None, name
 
 
@@ -1086,6 +1093,28 @@ def test_divergence_is_a_public_error_and_the_fit_stays_charged():
             solver_options={"momentum": None, "output": "last"},
         ).fit(X / 10, y)
     assert [(e.status, e.error) for e in budget.ledger] == [("failed", "ConvergenceError")]
+
+
+@pytest.mark.parametrize("solver", ["dp_gd", "dp_sgd"])
+def test_a_diverging_run_stops_at_its_first_non_finite_iterate(solver):
+    """No release after the first non-finite iterate: the public divergence error comes first,
+    so no non-finite point reaches the gateway as a pre-noise value."""
+    X, y = make_classification(
+        n_samples=200, n_features=3, n_informative=2, n_redundant=0, random_state=0
+    )
+    model = DPLogisticRegression(
+        solver=solver,
+        learning_rate=1e30,
+        max_iter=40,
+        classes=[0, 1],
+        random_state=0,
+        solver_options={"momentum": None},
+    )
+    with trace_releases() as trace, pytest.raises(ConvergenceError, match="diverged"):
+        model.fit(X / 10, y)
+    steps = [r for r in trace.releases if r.label == "clipped gradient sum"]
+    assert 1 < len(steps) < 40
+    assert all(np.all(np.isfinite(r.value)) for r in steps)
 
 
 def test_svrg_calibration_failure_is_a_public_error_and_stays_charged():
@@ -1393,7 +1422,7 @@ def test_dp_gd_last_iterate_meets_the_pl_bound():
 def test_default_epoch_length_is_shared_by_nearby_counts():
     # A Laplace count of about 455 rows varies by a few percent; the default
     # epoch length (which grows with C n) takes at most two values over +-4%.
-    from sklearn_dp.solvers._svrg import _ceil_to_grid
+    from sklearn_dp.solvers._svrg_schedule import _ceil_to_grid
 
     lengths = {
         plan_dp_svrg(
@@ -1414,7 +1443,7 @@ def test_default_epoch_length_is_shared_by_nearby_counts():
 
 def test_dp_svrg_default_epochs_follow_rows_times_epsilon():
     """Few rows or a small epsilon: fewer noisy epochs (a default never below trivial)."""
-    from sklearn_dp.solvers._svrg import DEFAULT_SVRG_EPOCHS, default_svrg_epochs
+    from sklearn_dp.solvers._svrg_schedule import DEFAULT_SVRG_EPOCHS, default_svrg_epochs
 
     assert default_svrg_epochs(455, 0.1) == 1
     assert default_svrg_epochs(455, 1.0) == 1

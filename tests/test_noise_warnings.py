@@ -229,11 +229,11 @@ def test_default_svrg_epochs_drop_when_the_public_noise_proxy_is_loud():
     from sklearn_dp._losses import BinaryLogisticLoss, SquaredLoss
     from sklearn_dp.solvers._gradient_descent import gradient_bound
     from sklearn_dp.solvers._svrg import (
-        DEFAULT_SVRG_PP_EPOCHS,
         QUIET_FRACTION,
         approximate_difference_multiplier,
         plan_dp_svrg_pp,
     )
+    from sklearn_dp.solvers._svrg_schedule import DEFAULT_SVRG_PP_EPOCHS
 
     squared = SquaredLoss(residual_bound=5.0)
     epochs = [_svrg_pp_epochs(3530.0, e, squared) for e in (0.1, 1.0, 5.0, 50.0)]
@@ -263,7 +263,8 @@ def test_default_svrg_epochs_drop_when_the_public_noise_proxy_is_loud():
 
 def test_default_dp_svrg_epochs_drop_on_a_loud_regression():
     from sklearn_dp._losses import SquaredLoss
-    from sklearn_dp.solvers._svrg import default_svrg_epochs, plan_dp_svrg
+    from sklearn_dp.solvers._svrg import plan_dp_svrg
+    from sklearn_dp.solvers._svrg_schedule import default_svrg_epochs
 
     def epochs(epsilon):
         plan = plan_dp_svrg(

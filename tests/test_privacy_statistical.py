@@ -30,7 +30,7 @@ from dp_accounting import dp_event as dpe
 import sklearn_dp.solvers._gradient_descent as gd_module
 from sklearn_dp import DPLogisticRegression
 from sklearn_dp.accounting import epsilon_of_event
-from sklearn_dp.solvers import _registry
+from sklearn_dp.solvers import PrivacyPlan, _registry
 from sklearn_dp.testing import audit_mechanism
 
 DELTA = 1e-5
@@ -92,7 +92,7 @@ def coef_on_canary_feature(solver, epsilon, max_iter, **params):
 def broken_plan_dp_gd(n_samples, n_params, epsilon, delta, *, max_iter=None):
     """A deliberate bug: noise calibrated for one step, used for max_iter steps."""
     one_step = broken_plan_dp_gd.original(n_samples, n_params, epsilon, delta, max_iter=1)
-    return gd_module.PrivacyPlan(one_step.event, one_step.noise_multiplier, int(max_iter))
+    return PrivacyPlan(one_step.event, one_step.noise_multiplier, int(max_iter))
 
 
 broken_plan_dp_gd.original = gd_module.plan_dp_gd

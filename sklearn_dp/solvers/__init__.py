@@ -13,7 +13,7 @@ from numbers import Integral, Real
 
 from .._limits import MAX_SCALE
 from .._losses import loss_names
-from .._sklearn_compat import Interval
+from .._sklearn_compat import Interval, StrOptions
 from ._accmd import check_dp_accmd, dp_accmd, plan_dp_accmd
 from ._common import PrivacyPlan, SolverResult
 from ._coordinate_descent import check_dp_cd, dp_cd, plan_dp_cd
@@ -55,16 +55,9 @@ from ._resque import (
     resque,
 )
 from ._second_order import check_dp_newton, dp_newton, plan_dp_newton
-from ._sgd import check_dp_sgd, dp_sgd, plan_dp_sgd
+from ._sgd import dp_sgd, plan_dp_sgd
 from ._ssp import check_dp_ssp, dp_ssp, plan_dp_ssp
-from ._svrg import (
-    check_dp_svrg,
-    check_dp_svrg_pp,
-    dp_svrg,
-    dp_svrg_pp,
-    plan_dp_svrg,
-    plan_dp_svrg_pp,
-)
+from ._svrg import check_dp_svrg, dp_svrg, dp_svrg_pp, plan_dp_svrg, plan_dp_svrg_pp
 from ._vr_frank_wolfe import plan_vr_frank_wolfe, vr_frank_wolfe
 
 __all__ = [
@@ -119,7 +112,13 @@ register_solver(
         summary="full-batch noisy gradient descent; exact Gaussian composition",
         check=check_dp_gd,
         sample_weight=True,
-        option_constraints={"initial_gap": [POSITIVE, None], "pl_constant": [POSITIVE, None]},
+        option_constraints={
+            "initial_gap": [POSITIVE, None],
+            "pl_constant": [POSITIVE, None],
+            "output": [StrOptions({"auto", "tail_average", "last", "random"})],
+            "momentum": [StrOptions({"auto", "nesterov"}), None],
+            "schedule": [StrOptions({"pl", "gradient_norm"}), None],
+        },
         dask=True,
         noise_warning=(0.03, 1.0),
     )
@@ -136,9 +135,9 @@ register_solver(
         penalties=frozenset({None, "l2"}),
         multiclass=True,
         summary="Poisson-subsampled DP-SGD; PLD accounting",
-        check=check_dp_sgd,
         sample_weight=True,
         noise_warning=(0.004, 1.0),
+        option_constraints={"momentum": [StrOptions({"nesterov"}), None]},
     )
 )
 register_solver(
@@ -301,6 +300,10 @@ register_solver(
 )
 
 # Solvers of Wang, Ye and Xu (2017), "DP-ERM revisited" (docs/solvers/erm_revisited.md).
+_SVRG_STRINGS = {
+    "difference_bound": [StrOptions({"smoothness", "clip"})],
+    "output": [StrOptions({"average", "last"})],
+}
 
 # dp_svrg (proxy of the inner steps, difference bound 2 C): regression below
 # >= 2.3, above <= 0.69; classification below >= 3.5, above <= 2.9.
@@ -316,6 +319,7 @@ register_solver(
         summary="noisy proximal SVRG (strongly convex: needs an L2 penalty); Poisson inner "
         "mini-batches, PLD accounting",
         check=check_dp_svrg,
+        option_constraints=_SVRG_STRINGS,
         noise_warning=(1.0, 3.2),
     )
 )
@@ -333,7 +337,7 @@ register_solver(
         multiclass=True,
         constraints=frozenset({None}),
         summary="noisy proximal SVRG++ with doubling epochs (convex; L1/L2/none); PLD accounting",
-        check=check_dp_svrg_pp,
+        option_constraints=_SVRG_STRINGS,
         noise_warning=(0.25, 100.0),
     )
 )
@@ -349,6 +353,7 @@ register_solver(
         summary="noisy accelerated mirror descent over an L2 or L1 ball (needs radius, no "
         "penalty); exact Gaussian composition",
         check=check_dp_accmd,
+        option_constraints={"constraint": [StrOptions({"l2", "l1"})]},
     )
 )
 

@@ -35,25 +35,13 @@ import math
 
 import numpy as np
 
-from .. import _noise, accounting
+from .. import accounting
 from .._clipped_sums import clipped_gradient_sum
-from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
-from ._gradient_descent import (
-    check_clip_norm,
-    check_max_iter,
-    gradient_bound,
-    project_l2_ball,
-)
+from ._common import Progress, SolverResult, make_rng
+from ._gradient_descent import gradient_bound, project_l2_ball
+from ._noisy_steps import check_options, gaussian_plan, noisy_steps, release
 
-__all__ = [
-    "dp_accmd",
-    "plan_dp_accmd",
-    "check_dp_accmd",
-    "check_dp_accmd_options",
-    "accmd_iterations",
-    "accmd_constants",
-    "noisy_gradient_release",
-]
+__all__ = ["dp_accmd", "plan_dp_accmd", "check_dp_accmd", "accmd_iterations"]
 
 #: Iterations used when epsilon is infinite (the noise-optimal formula is unbounded).
 NON_PRIVATE_ITERATIONS = 500
@@ -62,43 +50,24 @@ NON_PRIVATE_ITERATIONS = 500
 MAX_DEFAULT_ITERATIONS = 2000
 
 
-_CONSTRAINTS = ("l2", "l1")
-
-
-def check_dp_accmd_options(*, alpha, radius, constraint="l2", max_iter=None, clip_norm=None):
-    """Raise a ValueError for an option of ``dp_accmd`` it refuses, from public inputs only.
-
-    ``alpha`` None stands for a strength not known yet (it scales with the
-    private row count); dp_accmd takes no penalty at all.
-    """
+def _check_ball(alpha, radius):
+    """dp_accmd takes no penalty and needs a radius (``alpha`` None: a strength that scales with n)."""
     if alpha is None or alpha != 0:
         raise ValueError(
             "dp_accmd optimises over a constraint ball and takes no penalty; use penalty=None "
             "(the radius plays the role of the regulariser)."
         )
-    if (
-        radius is None
-        or isinstance(radius, (bool, np.bool_))
-        or not isinstance(radius, (int, float, np.integer, np.floating))
-        or not radius > 0
-        or not math.isfinite(radius)
-    ):
+    if radius is None:
         raise ValueError("dp_accmd needs a finite constraint radius > 0 (pass radius=...).")
-    if not isinstance(constraint, str) or constraint not in _CONSTRAINTS:
-        raise ValueError(f"constraint must be 'l2' or 'l1', got {constraint!r}.")
-    check_max_iter(max_iter)
-    check_clip_norm(clip_norm)
 
 
 def check_dp_accmd(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
-    """Public check of a ``dp_accmd`` fit (registered as ``SolverSpec.check``)."""
-    check_dp_accmd_options(
-        alpha=0.0 if penalty is None else alpha,
-        radius=options.get("radius"),
-        constraint=options.get("constraint", "l2"),
-        max_iter=options.get("max_iter"),
-        clip_norm=options.get("clip_norm"),
-    )
+    """Public check of a ``dp_accmd`` fit (registered as ``SolverSpec.check``).
+
+    The registry's constraints check each option; this checks that there is
+    no penalty and that there is a radius.
+    """
+    _check_ball(0.0 if penalty is None else alpha, options.get("radius"))
 
 
 def accmd_constants(constraint, radius, n_params):
@@ -171,13 +140,9 @@ def plan_dp_accmd(
             constraint=constraint,
             clip=clip,
         )
-    max_iter = int(max_iter)
-    if max_iter < 1:
-        raise ValueError(f"max_iter must be >= 1, got {max_iter}.")
-    if math.isinf(epsilon):
-        return PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, max_iter)
-    sigma = accounting.gaussian_noise_multiplier(epsilon, delta, max_iter)
-    return PrivacyPlan(accounting.gaussian_steps_event(sigma, max_iter), sigma, max_iter)
+    if int(max_iter) < 1:
+        raise ValueError(f"max_iter must be >= 1, got {int(max_iter)}.")
+    return gaussian_plan(epsilon, delta, max_iter)
 
 
 def noisy_gradient_release(X, y, W, loss, clip, row_norms, noise_std, rng):
@@ -186,10 +151,7 @@ def noisy_gradient_release(X, y, W, loss, clip, row_norms, noise_std, rng):
     The sum is :func:`~sklearn_dp._clipped_sums.clipped_gradient_sum` (sensitivity
     ``clip``), released through the noise gateway.
     """
-    total = clipped_gradient_sum(X, y, W, loss, clip, row_norms)
-    return _noise.gaussian(
-        total, sensitivity=clip, noise_std=noise_std, rng=rng, label="clipped gradient sum"
-    )
+    return release(clipped_gradient_sum(X, y, W, loss, clip, row_norms), clip, noise_std, rng)
 
 
 class _L2Mirror:
@@ -243,6 +205,7 @@ def dp_accmd(
     clip_norm=None,
     random_state=None,
     verbose=0,
+    plan=None,
 ):
     """DP-AccMD: noisy accelerated mirror descent over an L2 or L1 ball.
 
@@ -283,6 +246,10 @@ def dp_accmd(
         Per-sample gradient clip C, as in :func:`~sklearn_dp.solvers.dp_gd`.
     random_state : None, int, RandomState or Generator
     verbose : int
+    plan : PrivacyPlan or None
+        The plan to run, as :func:`plan_dp_accmd` computed it for these
+        arguments (estimators hand down the plan their budget was charged
+        for); None plans here.
 
     Returns
     -------
@@ -306,51 +273,57 @@ def dp_accmd(
     ``info["gradient_evaluations"] = n_public * T``, the progress lines,
     which print the norm of the noisy averaged gradient, and exceptions) is
     a function of public values and of the releases; the options are
-    checked before the data is read (:func:`check_dp_accmd` for
-    estimators, before their reservation).
+    checked before the data is read (by estimators before their
+    reservation, with the registry's constraints and :func:`check_dp_accmd`).
 
     Assumptions of the utility guarantee (Theorem 5.4): convex, smooth loss;
     a centrally symmetric constraint set; no regularizer.
     """
     if loss.smoothness is None:
         raise ValueError(f"dp_accmd needs a smooth loss; {loss.name!r} is not smooth.")
-    check_dp_accmd_options(
-        alpha=alpha, radius=radius, constraint=constraint, max_iter=max_iter, clip_norm=clip_norm
-    )
+    if plan is None:  # a direct call (estimators check the options before the spend)
+        check_options("dp_accmd", locals())
+    _check_ball(alpha, radius)
     X, y = data.design, data.y  # an operator on the caller's X (no bounded copy)
     n_columns = X.n_columns
     shape = (n_columns, n_outputs)
-    plan = plan_dp_accmd(
-        data.n_public,
-        n_columns * n_outputs,
-        epsilon,
-        delta,
-        loss=loss,
-        row_norm_bound=data.row_norm_bound,
-        radius=radius,
-        constraint=constraint,
-        clip_norm=clip_norm,
-        max_iter=max_iter,
-    )
+    if plan is None:
+        plan = plan_dp_accmd(
+            data.n_public,
+            n_columns * n_outputs,
+            epsilon,
+            delta,
+            loss=loss,
+            row_norm_bound=data.row_norm_bound,
+            radius=radius,
+            constraint=constraint,
+            clip_norm=clip_norm,
+            max_iter=max_iter,
+        )
     clip = gradient_bound(loss, data.row_norm_bound, clip_norm, private=not math.isinf(epsilon))
     noise_std = plan.noise_multiplier * clip
     smooth_c = loss.smoothness * data.row_norm_bound**2 * radius**2
     rng = make_rng(random_state)
     mirror = (_L2Mirror if constraint == "l2" else _L1Mirror)(shape, radius)
-    progress = Progress("dp_accmd", plan.n_steps, verbose)
 
-    Y = np.zeros(shape)
-    for k in range(plan.n_steps):
+    def step(k, Y):
         coupling = 2.0 / (k + 2.0)
-        step = (k + 2.0) / (4.0 * smooth_c)
         point = coupling * mirror.point() + (1.0 - coupling) * Y
         gradient = noisy_gradient_release(X, y, point, loss, clip, data.row_norms, noise_std, rng)
         # Averaged with the public normaliser, never the (private) row count.
-        Z = mirror.step(gradient / data.normalizer, step)
-        Y = coupling * Z + (1.0 - coupling) * Y
-        # The noisy sum over the public normaliser: a released value.
-        progress(k + 1, grad_norm=float(np.linalg.norm(gradient)) / data.normalizer)
-    check_finite_iterate(Y, "dp_accmd")
+        Z = mirror.step(gradient / data.normalizer, (k + 2.0) / (4.0 * smooth_c))
+        # The noisy sum over the public normaliser (a released value) for the progress lines.
+        return coupling * Z + (1.0 - coupling) * Y, float(
+            np.linalg.norm(gradient)
+        ) / data.normalizer
+
+    Y, _ = noisy_steps(
+        step,
+        np.zeros(shape),
+        plan.n_steps,
+        name="dp_accmd",
+        progress=Progress("dp_accmd", plan.n_steps, verbose),
+    )
     plan.details.update(
         clip_norm=clip,
         noise_std=noise_std,

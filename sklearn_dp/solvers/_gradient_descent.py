@@ -12,34 +12,14 @@ import math
 
 import numpy as np
 
-from .. import _noise, accounting
+from .. import accounting
 from .._clipped_sums import clipped_gradient_sum
 from .._data import row_sum
-from ._common import (
-    PrivacyPlan,
-    Progress,
-    SolverResult,
-    add_warnings,
-    check_finite_iterate,
-    make_rng,
-)
+from ._common import Progress, SolverResult, add_warnings, make_rng
 from ._noise_warnings import noise_dominated_warning, noise_excess_proxy
+from ._noisy_steps import check_options, gaussian_plan, noisy_steps, release
 
-__all__ = [
-    "dp_gd",
-    "plan_dp_gd",
-    "check_dp_gd",
-    "check_dp_gd_options",
-    "check_clip_norm",
-    "check_step_size",
-    "gradient_bound",
-    "initial_gap_bound",
-    "pl_iterations",
-    "gradient_norm_iterations",
-    "DEFAULT_CLIP_FRACTION",
-    "DEFAULT_GD_ITERATIONS",
-    "DEFAULT_GD_ITERATIONS_NOISELESS",
-]
+__all__ = ["dp_gd", "plan_dp_gd", "check_dp_gd", "gradient_bound", "noisy_descent"]
 
 
 #: Default clip as a fraction of the loss's own gradient bound.  Most
@@ -60,118 +40,33 @@ DEFAULT_GD_ITERATIONS_NOISELESS = 400
 #: ``"gradient_norm"``), whose formulas grow with n and the condition number.
 MAX_SCHEDULE_ITERATIONS = 5000
 
-_SCHEDULES = (None, "pl", "gradient_norm")
-_OUTPUTS = ("auto", "tail_average", "last", "random")
-_MOMENTA = ("auto", "nesterov", None)
+_NEEDS_PL_CONSTANT = (
+    "schedule='pl' needs a Polyak-Lojasiewicz constant: pass pl_constant > 0 "
+    "(a public lower bound), or use an L2 penalty (alpha is then the default)."
+)
 
 
-# --------------------------------------------------------------------------
-# Public option checks (before any reservation; shared with direct calls)
-# --------------------------------------------------------------------------
-
-
-def _is_real(value):
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
-        value, (bool, np.bool_)
-    )
-
-
-def _check_positive(value, name):
-    if value is not None and (not _is_real(value) or not value > 0 or not math.isfinite(value)):
-        raise ValueError(f"{name} must be a finite float > 0, got {value!r}.")
-
-
-def check_clip_norm(clip_norm):
-    """``clip_norm`` is None or a finite float > 0."""
-    _check_positive(clip_norm, "clip_norm")
-
-
-def check_step_size(step_size):
-    """``step_size`` is None or a finite float > 0."""
-    _check_positive(step_size, "step_size")
-
-
-def check_max_iter(max_iter):
-    """``max_iter`` is None or a positive integer."""
-    if max_iter is None:
-        return
-    if (
-        not _is_real(max_iter)
-        or not math.isfinite(max_iter)
-        or int(max_iter) != max_iter
-        or (max_iter < 1)
-    ):
-        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}.")
-
-
-def check_momentum(momentum, allowed=("nesterov", None)):
-    """``momentum`` is one of ``allowed``."""
-    if not any(momentum is a or (isinstance(momentum, str) and momentum == a) for a in allowed):
-        shown = ", ".join(repr(a) for a in allowed[:-1]) + f" or {allowed[-1]!r}"
-        raise ValueError(f"momentum must be {shown}, got {momentum!r}.")
-
-
-def check_dp_gd_options(
-    *,
-    alpha,
-    max_iter=None,
-    step_size=None,
-    clip_norm=None,
-    output="auto",
-    momentum="auto",
-    schedule=None,
-    pl_constant=None,
-    initial_gap=None,
-    radius=None,
-):
-    """Raise a ValueError for an option of ``dp_gd`` it refuses, from public inputs only.
+def _pl_constant(schedule, pl_constant, alpha):
+    """The PL constant of ``schedule='pl'`` (default ``alpha``); refuses none > 0.
 
     ``alpha`` None stands for a strength > 0 not known yet (one that scales
     with the private row count).
     """
-    check_max_iter(max_iter)
-    check_step_size(step_size)
-    check_clip_norm(clip_norm)
-    _check_positive(pl_constant, "pl_constant")
-    _check_positive(initial_gap, "initial_gap")
-    _check_positive(radius, "radius")
-    if not any(schedule is v or (isinstance(schedule, str) and schedule == v) for v in _SCHEDULES):
-        raise ValueError(f"schedule must be one of {_SCHEDULES}, got {schedule!r}.")
-    if not isinstance(output, str) or output not in _OUTPUTS:
-        raise ValueError(
-            f"output must be 'auto', 'tail_average', 'last' or 'random', got {output!r}."
-        )
-    check_momentum(momentum, _MOMENTA)
-    if schedule == "pl" and pl_constant is None and alpha is not None and not alpha > 0:
-        raise ValueError(
-            "schedule='pl' needs a Polyak-Lojasiewicz constant: pass pl_constant > 0 "
-            "(a public lower bound), or use an L2 penalty (alpha is then the default)."
-        )
-
-
-def _gd_options(options, names):
-    return {key: options[key] for key in names if key in options}
+    if schedule == "pl" and pl_constant is None:
+        if alpha is not None and not alpha > 0:
+            raise ValueError(_NEEDS_PL_CONSTANT)
+        return alpha
+    return pl_constant
 
 
 def check_dp_gd(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
-    """Public check of a ``dp_gd`` fit (registered as ``SolverSpec.check``)."""
-    check_dp_gd_options(
-        alpha=0.0 if penalty is None else alpha,
-        **_gd_options(
-            options,
-            (
-                "max_iter",
-                "step_size",
-                "clip_norm",
-                "output",
-                "momentum",
-                "schedule",
-                "pl_constant",
-                "initial_gap",
-                "radius",
-            ),
-        ),
-    )
+    """Public check of a ``dp_gd`` fit (registered as ``SolverSpec.check``).
+
+    The registry's constraints check each option; this checks that
+    ``schedule="pl"`` has a PL constant.
+    """
+    alpha = 0.0 if penalty is None else alpha
+    _pl_constant(options.get("schedule"), options.get("pl_constant"), alpha)
 
 
 def gradient_bound(loss, row_norm_bound, clip_norm, private=True):
@@ -212,9 +107,10 @@ def noisy_descent(
     *,
     shape,
     n_steps,
+    name,
     normalizer,
-    noise_std,
     sensitivity,
+    noise_std,
     step_size,
     alpha,
     penalized,
@@ -225,57 +121,37 @@ def noisy_descent(
     callback=None,
     initial=None,
 ):
-    """The iteration shared by dp_gd and dp_sgd: noisy sums in, iterates out.
+    """The steps of dp_gd and dp_sgd on the engine (:func:`~._noisy_steps.noisy_steps`).
 
     Each step asks ``gradient_sum(V)`` for a (clipped) gradient sum at the
     look-ahead point ``V``, of add/remove-one sensitivity ``sensitivity``,
-    releases it with ``N(0, noise_std^2)`` noise through the noise gateway, divides by the
-    public ``normalizer``, adds the penalty gradient ``alpha * V`` and steps.
-    Everything after the noisy sum is post-processing, so the momentum, the
-    projection onto the L2 ball of ``radius`` (when given) and the averaging
-    do not change privacy.  ``callback(t, W)``, when given, sees every
-    iterate ``W = x_t`` for t = 0 (the start) to ``n_steps``: released
-    quantities only.  ``initial`` (a released or public point: a warm start)
-    replaces the starting point 0.
-
-    Returns
-    -------
-    last : ndarray
-        The last iterate.
-    tail_average : ndarray
-        The average of the iterates of the second half of the run.
+    releases it with ``N(0, noise_std^2)`` noise through the noise gateway,
+    divides by the public ``normalizer``, adds the penalty gradient ``alpha
+    * V`` and steps from ``initial`` (a released or public point: a warm
+    start; default 0).  Everything
+    after the noisy sum is post-processing, so the momentum, the projection
+    onto the L2 ball of ``radius`` (when given) and the averaging do not
+    change privacy.  Returns the last iterate and the average of the second
+    half of the run.
     """
-    check_momentum(momentum)
     momentum_cap = 0.0
     if momentum == "nesterov":
         kappa = (1.0 / step_size) / alpha if alpha > 0 else math.inf
         momentum_cap = 1.0 if math.isinf(kappa) else (math.sqrt(kappa) - 1) / (math.sqrt(kappa) + 1)
-
     W = np.zeros(shape) if initial is None else np.array(initial, dtype=float).reshape(shape)
-    W_previous = W
-    W_sum = np.zeros(shape)
-    tail_start = n_steps // 2
-    if callback is not None:
-        callback(0, W)
-    for t in range(n_steps):
+    previous = [W]
+
+    def step(t, W):
         beta = min(t / (t + 3.0), momentum_cap)
-        V = W + beta * (W - W_previous) if beta > 0 else W
-        grad = _noise.gaussian(
-            gradient_sum(V),
-            sensitivity=sensitivity,
-            noise_std=noise_std,
-            rng=rng,
-            label="clipped gradient sum",
-        )
-        grad = grad / normalizer
+        V = W + beta * (W - previous[0]) if beta > 0 else W
+        grad = release(gradient_sum(V), sensitivity, noise_std, rng) / normalizer
         grad[penalized] += alpha * V[penalized]
-        W_previous, W = W, project_l2_ball(V - step_size * grad, radius)
-        if t >= tail_start:
-            W_sum += W
-        if callback is not None:
-            callback(t + 1, W)
-        progress(t + 1, grad_norm=float(np.linalg.norm(grad)))
-    return W, W_sum / (n_steps - tail_start)
+        previous[0] = W
+        return project_l2_ball(V - step_size * grad, radius), float(np.linalg.norm(grad))
+
+    return noisy_steps(
+        step, W, n_steps, name=name, progress=progress, tail_start=n_steps // 2, callback=callback
+    )
 
 
 def initial_gap_bound(loss, n_outputs=1):
@@ -331,56 +207,6 @@ def gradient_norm_iterations(n_samples, n_params, epsilon, delta, *, smoothness,
     return int(min(MAX_SCHEDULE_ITERATIONS, max(1, math.ceil(value))))
 
 
-def _schedule_iterations(
-    schedule,
-    n_samples,
-    n_params,
-    epsilon,
-    delta,
-    *,
-    loss,
-    row_norm_bound,
-    alpha,
-    n_outputs,
-    clip_norm,
-    pl_constant,
-    initial_gap,
-):
-    if loss is None or row_norm_bound is None:
-        raise ValueError(f"schedule={schedule!r} needs the public loss and row_norm_bound.")
-    smoothness = loss.smoothness * row_norm_bound**2 + alpha
-    clip = gradient_bound(loss, row_norm_bound, clip_norm, private=not math.isinf(epsilon))
-    if initial_gap is None:
-        initial_gap = initial_gap_bound(loss, n_outputs)
-    if schedule == "pl":
-        if pl_constant is None:
-            pl_constant = alpha
-        if not pl_constant > 0:
-            raise ValueError(
-                "schedule='pl' needs a Polyak-Lojasiewicz constant: pass pl_constant > 0 "
-                "(a public lower bound), or use an L2 penalty (alpha is then the default)."
-            )
-        return pl_iterations(
-            n_samples,
-            n_params,
-            epsilon,
-            delta,
-            smoothness=smoothness,
-            pl_constant=pl_constant,
-            clip=clip,
-            initial_gap=initial_gap,
-        )
-    return gradient_norm_iterations(
-        n_samples,
-        n_params,
-        epsilon,
-        delta,
-        smoothness=smoothness,
-        clip=clip,
-        initial_gap=initial_gap,
-    )
-
-
 def plan_dp_gd(
     n_samples,
     n_params,
@@ -416,35 +242,27 @@ def plan_dp_gd(
         ``"gradient_norm"``: :func:`gradient_norm_iterations`), which need the
         public ``loss``, ``row_norm_bound``, ``alpha`` and ``clip_norm``.
     """
-    if schedule not in _SCHEDULES:
-        raise ValueError(f"schedule must be one of {_SCHEDULES}, got {schedule!r}.")
-    if max_iter is None:
-        if schedule is None:
-            max_iter = (
-                DEFAULT_GD_ITERATIONS_NOISELESS if math.isinf(epsilon) else DEFAULT_GD_ITERATIONS
-            )
-        elif n_samples is None or alpha is None:
+    if schedule not in (None, "pl", "gradient_norm"):
+        raise ValueError(
+            f"schedule must be one of (None, 'pl', 'gradient_norm'), got {schedule!r}."
+        )
+    if max_iter is None and schedule is None:
+        max_iter = DEFAULT_GD_ITERATIONS_NOISELESS if math.isinf(epsilon) else DEFAULT_GD_ITERATIONS
+    elif max_iter is None:
+        if n_samples is None or alpha is None:
             return None
-        else:
-            max_iter = _schedule_iterations(
-                schedule,
-                n_samples,
-                n_params,
-                epsilon,
-                delta,
-                loss=loss,
-                row_norm_bound=row_norm_bound,
-                alpha=alpha,
-                n_outputs=n_outputs,
-                clip_norm=clip_norm,
-                pl_constant=pl_constant,
-                initial_gap=initial_gap,
-            )
-    max_iter = int(max_iter)
-    if math.isinf(epsilon):
-        return PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, max_iter)
-    sigma = accounting.gaussian_noise_multiplier(epsilon, delta, max_iter)
-    return PrivacyPlan(accounting.gaussian_steps_event(sigma, max_iter), sigma, max_iter)
+        if loss is None or row_norm_bound is None:
+            raise ValueError(f"schedule={schedule!r} needs the public loss and row_norm_bound.")
+        constants = dict(
+            smoothness=loss.smoothness * row_norm_bound**2 + alpha,
+            clip=gradient_bound(loss, row_norm_bound, clip_norm, private=not math.isinf(epsilon)),
+            initial_gap=initial_gap_bound(loss, n_outputs) if initial_gap is None else initial_gap,
+        )
+        if schedule == "pl":
+            constants["pl_constant"] = _pl_constant(schedule, pl_constant, alpha)
+        iterations = pl_iterations if schedule == "pl" else gradient_norm_iterations
+        max_iter = iterations(n_samples, n_params, epsilon, delta, **constants)
+    return gaussian_plan(epsilon, delta, max_iter)
 
 
 def dp_gd(
@@ -564,7 +382,8 @@ def dp_gd(
     ------
     ValueError
         For an option it refuses (before reading the data; estimators run
-        the same check, :func:`check_dp_gd`, before they reserve the spend).
+        the same checks, the registry's constraints and :func:`check_dp_gd`,
+        before they reserve the spend).
     ConvergenceError
         When the iterates diverge: they are computed from the noisy releases
         only, so the error is a function of released values (marked public).
@@ -605,18 +424,9 @@ def dp_gd(
     n_columns = data.design.n_columns
     if loss.smoothness is None:
         raise ValueError(f"dp_gd needs a smooth loss; {loss.name!r} is not smooth.")
-    check_dp_gd_options(
-        alpha=alpha,
-        max_iter=max_iter,
-        step_size=step_size,
-        clip_norm=clip_norm,
-        output=output,
-        momentum=momentum,
-        schedule=schedule,
-        pl_constant=pl_constant,
-        initial_gap=initial_gap,
-        radius=radius,
-    )
+    if plan is None:  # a direct call (estimators check the options before the spend)
+        check_options("dp_gd", locals())
+    _pl_constant(schedule, pl_constant, alpha)
     if output == "auto":
         output = {None: "tail_average", "pl": "last", "gradient_norm": "random"}[schedule]
     if momentum == "auto":
@@ -683,9 +493,10 @@ def dp_gd(
         gradient_sum,
         shape=(n_columns, n_outputs),
         n_steps=plan.n_steps,
+        name="dp_gd",
         normalizer=data.normalizer,
-        noise_std=noise_std,
         sensitivity=sensitivity,
+        noise_std=noise_std,
         step_size=step_size,
         alpha=alpha,
         penalized=data.penalized,
@@ -696,7 +507,6 @@ def dp_gd(
         callback=callback,
         initial=coef_init,
     )
-    check_finite_iterate(W, "dp_gd")
     coef = {"tail_average": W_tail, "last": W}.get(output)
     if output == "random":
         coef = chosen["W"]

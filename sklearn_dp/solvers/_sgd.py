@@ -12,39 +12,14 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
-from .. import _noise, accounting
+from .. import _noise
 from .._clipped_sums import clipped_gradient_sum
-from ._common import (
-    PrivacyPlan,
-    Progress,
-    SolverResult,
-    add_warnings,
-    check_finite_iterate,
-    make_rng,
-)
-from ._gradient_descent import (
-    _check_positive,
-    check_clip_norm,
-    check_max_iter,
-    check_momentum,
-    check_step_size,
-    gradient_bound,
-    noisy_descent,
-)
+from ._common import Progress, SolverResult, add_warnings, make_rng
+from ._gradient_descent import gradient_bound, noisy_descent
 from ._noise_warnings import noise_dominated_warning, noise_excess_proxy
+from ._noisy_steps import check_options, gaussian_plan
 
-__all__ = [
-    "dp_sgd",
-    "plan_dp_sgd",
-    "check_dp_sgd",
-    "check_dp_sgd_options",
-    "poisson_batch",
-    "DEFAULT_SAMPLING_RATE",
-    "DEFAULT_EPOCHS",
-    "DEFAULT_EPOCHS_NOISELESS",
-]
+__all__ = ["dp_sgd", "plan_dp_sgd", "poisson_batch"]
 
 #: Default Poisson sampling rate (expected batch: 10% of the rows).
 DEFAULT_SAMPLING_RATE = 0.1
@@ -55,37 +30,6 @@ DEFAULT_EPOCHS = 10
 #: noiseless step costs only time; 10 epochs stopped 2% above the logistic
 #: optimum of breast cancer (bench_solvers.py), 30 reach it (gap 0.04%).
 DEFAULT_EPOCHS_NOISELESS = 30
-
-
-def check_dp_sgd_options(
-    *,
-    max_iter=None,
-    batch_size=None,
-    step_size=None,
-    clip_norm=None,
-    momentum="nesterov",
-    radius=None,
-):
-    """Raise a ValueError for an option of ``dp_sgd`` it refuses, from public inputs only."""
-    check_max_iter(max_iter)
-    if batch_size is not None and (
-        isinstance(batch_size, (bool, np.bool_))
-        or not isinstance(batch_size, (int, float, np.integer, np.floating))
-        or not math.isfinite(batch_size)
-        or int(batch_size) != batch_size
-        or batch_size < 1
-    ):
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
-    check_step_size(step_size)
-    check_clip_norm(clip_norm)
-    check_momentum(momentum)
-    _check_positive(radius, "radius")
-
-
-def check_dp_sgd(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
-    """Public check of a ``dp_sgd`` fit (registered as ``SolverSpec.check``)."""
-    names = ("max_iter", "batch_size", "step_size", "clip_norm", "momentum", "radius")
-    check_dp_sgd_options(**{key: options[key] for key in names if key in options})
 
 
 def plan_dp_sgd(n_samples, n_params, epsilon, delta, *, batch_size=None, max_iter=None):
@@ -121,13 +65,7 @@ def plan_dp_sgd(n_samples, n_params, epsilon, delta, *, batch_size=None, max_ite
     if max_iter is None:
         epochs = DEFAULT_EPOCHS_NOISELESS if math.isinf(epsilon) else DEFAULT_EPOCHS
         max_iter = math.ceil(epochs / rate)
-    max_iter = int(max_iter)
-    details = dict(sampling_probability=rate)
-    if math.isinf(epsilon):
-        return PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, max_iter, details)
-    sigma = accounting.subsampled_gaussian_noise_multiplier(epsilon, delta, rate, max_iter)
-    event = accounting.subsampled_gaussian_steps_event(sigma, rate, max_iter)
-    return PrivacyPlan(event, sigma, max_iter, details)
+    return gaussian_plan(epsilon, delta, max_iter, dict(sampling_probability=rate), rate)
 
 
 def poisson_batch(rng, n_samples, rate):
@@ -157,6 +95,7 @@ def dp_sgd(
     coef_init=None,
     random_state=None,
     verbose=0,
+    plan=None,
 ):
     """DP-SGD with Poisson subsampling on the L2-penalised average loss.
 
@@ -194,6 +133,10 @@ def dp_sgd(
         post-processing, it costs nothing).
     random_state : None, int, RandomState or Generator
     verbose : int
+    plan : PrivacyPlan or None
+        The plan to run, as :func:`plan_dp_sgd` computed it for these
+        arguments (estimators hand down the plan their budget was charged
+        for); None plans here.
 
     Returns
     -------
@@ -223,32 +166,27 @@ def dp_sgd(
     q, T, step size, alpha.  Every observable (coefficients, ``n_iter``,
     details, progress lines of the noisy gradient's norm, exceptions) is a
     function of public values and of the releases; options are checked
-    before the data is read (:func:`check_dp_sgd` for estimators, before
-    their reservation).  With ``data.sample_weight`` (weights in ``[0,
-    data.weight_bound]``, the public ``max_weight``) each clipped per-sample
-    gradient is multiplied by its row's weight: the sensitivity, and the
-    noise, are ``max_weight * C``.
+    before the data is read (by estimators before their reservation, with
+    the registry's constraints).  With ``data.sample_weight`` (weights in
+    ``[0, data.weight_bound]``, the public ``max_weight``) each clipped
+    per-sample gradient is multiplied by its row's weight: the sensitivity,
+    and the noise, are ``max_weight * C``.
     """
-    check_dp_sgd_options(
-        max_iter=max_iter,
-        batch_size=batch_size,
-        step_size=step_size,
-        clip_norm=clip_norm,
-        momentum=momentum,
-        radius=radius,
-    )
+    if plan is None:  # a direct call (estimators check the options before the spend)
+        check_options("dp_sgd", locals())
     # The bounded design as an operator on the caller's X: a step copies its
     # batch's rows only (Design.rows), never a clipped or augmented X.
     X, y = data.design, data.y
     n_samples, n_columns = X.shape
-    plan = plan_dp_sgd(
-        data.n_public,
-        n_columns * n_outputs,
-        epsilon,
-        delta,
-        batch_size=batch_size,
-        max_iter=max_iter,
-    )
+    if plan is None:
+        plan = plan_dp_sgd(
+            data.n_public,
+            n_columns * n_outputs,
+            epsilon,
+            delta,
+            batch_size=batch_size,
+            max_iter=max_iter,
+        )
     rate = plan.details["sampling_probability"]
     # The expected batch size from the public stand-in for n (an upper
     # confidence bound when it is a DP count), never the drawn batch size.
@@ -282,6 +220,7 @@ def dp_sgd(
         batch_gradient_sum,
         shape=(n_columns, n_outputs),
         n_steps=plan.n_steps,
+        name="dp_sgd",
         normalizer=expected_batch,
         noise_std=noise_std,
         sensitivity=sensitivity,
@@ -294,7 +233,6 @@ def dp_sgd(
         radius=radius,
         initial=coef_init,
     )
-    check_finite_iterate(W, "dp_sgd")
     plan.details.update(
         step_size=step_size, clip_norm=bound, noise_std=noise_std, momentum=momentum
     )

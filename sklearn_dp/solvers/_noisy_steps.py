@@ -1,0 +1,124 @@
+"""The noisy-step engine of the first-order solvers (dp_gd, dp_sgd, dp_svrg, dp_svrg_pp, dp_accmd).
+
+Every step of these solvers is the same pipeline: sample the rows (all of
+them, or a Poisson sample drawn by :func:`sklearn_dp._noise.poisson_sample`),
+form the exact sum of per-sample gradients clipped to a public bound
+(:mod:`sklearn_dp._clipped_sums`), release it through the noise gateway
+(:func:`release`), divide by a public normaliser, take the solver's update
+(a gradient step with momentum, a proximal step, a projection or a mirror
+step), average the iterates and report progress (:func:`noisy_steps`).  The
+solvers supply the sum and the update; the release, the loop, the averaging,
+the divergence check and the progress lines are here, once.  Without noise
+(``epsilon=inf``) the same code runs with zero noise.
+
+Privacy
+-------
+Each step is one gateway release (:func:`sklearn_dp._noise.gaussian`) of a
+sum whose add/remove-one sensitivity is the stated one: the clip bound of the
+per-sample terms (times the public weight bound for weighted rows), or, for
+the SVRG inner steps, the bound the difference terms are clipped to, a
+function of earlier releases.  The noise is ``multiplier * sensitivity`` with
+the multiplier of the solver's plan, which calibrated the composition of all
+steps (:func:`gaussian_plan` for full-data and Poisson-subsampled steps;
+the SVRG plans compose both kinds).  Everything after the
+release (normalising by a public value, the update, averaging, the progress
+lines, the divergence error) is post-processing of the releases and of public
+values, so the observable outputs are functions of them only.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import _noise, accounting
+from .._sklearn_compat import validate_parameter_constraints
+from ._common import PrivacyPlan, check_finite_iterate
+
+__all__ = ["release", "noisy_steps", "gaussian_plan", "check_options"]
+
+
+def release(total, sensitivity, noise_std, rng, label="clipped gradient sum"):
+    """The gateway release of a clipped sum: ``total + N(0, noise_std^2 I)`` on the gateway's grid.
+
+    ``sensitivity`` is the add/remove-one L2 sensitivity of ``total``;
+    ``noise_std`` 0 (``epsilon=inf``) releases ``total`` as it is.
+    """
+    return _noise.gaussian(
+        total, sensitivity=sensitivity, noise_std=noise_std, rng=rng, label=label
+    )
+
+
+def noisy_steps(step, W, n_steps, *, name, progress=None, tail_start=0, callback=None):
+    """Run ``n_steps`` noisy steps ``W <- step(t, W)`` and average the iterates.
+
+    ``step(t, W)`` returns the next iterate and the norm of the released
+    (normalised) gradient it used, which ``progress`` prints.  ``callback(t,
+    W)``, when given, sees every iterate ``x_t`` for t = 0 (the start) to
+    ``n_steps``.  A run stops at its first non-finite iterate with a
+    :class:`~sklearn_dp.exceptions.ConvergenceError`, so no non-finite point
+    reaches the next release; the iterates are released values, so the error
+    is a function of released values (public).
+
+    Returns
+    -------
+    last : ndarray
+        The last iterate.
+    average : ndarray
+        The average of the iterates ``x_{t+1}`` for ``t >= tail_start``.
+    """
+    total = np.zeros(np.shape(W))
+    if callback is not None:
+        callback(0, W)
+    for t in range(n_steps):
+        W, shown = step(t, W)
+        # At the first non-finite iterate, before it reaches another release.
+        check_finite_iterate(W, name)
+        if t >= tail_start:
+            total += W
+        if callback is not None:
+            callback(t + 1, W)
+        if progress is not None:
+            progress(t + 1, grad_norm=shown)
+    return W, total / (n_steps - tail_start)
+
+
+def gaussian_plan(epsilon, delta, n_steps, details=None, rate=None):
+    """Plan of ``n_steps`` Gaussian steps, on the full data or on Poisson samples of ``rate``.
+
+    Full-data steps compose exactly into one Gaussian mechanism: the
+    multiplier is the smallest for which the analytic Gaussian mechanism
+    meets (epsilon, delta).  Poisson-subsampled steps (``rate`` given) get
+    the smallest multiplier the PLD accountant certifies.  ``epsilon=inf``
+    gives a noiseless plan (multiplier 0).
+    """
+    n_steps = int(n_steps)
+    details = {} if details is None else details
+    if math.isinf(epsilon):
+        return PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, n_steps, details)
+    if rate is None:
+        sigma = accounting.gaussian_noise_multiplier(epsilon, delta, n_steps)
+        event = accounting.gaussian_steps_event(sigma, n_steps)
+    else:
+        sigma = accounting.subsampled_gaussian_noise_multiplier(epsilon, delta, rate, n_steps)
+        event = accounting.subsampled_gaussian_steps_event(sigma, rate, n_steps)
+    return PrivacyPlan(event, sigma, n_steps, details)
+
+
+def check_options(name, values):
+    """Refuse, from public inputs only, an option of solver ``name`` outside its registry constraints.
+
+    ``values`` maps names to values (a solver's ``locals()``); its options
+    are checked with the constraints the estimators apply to
+    ``solver_options`` before the spend, so a direct call refuses what an
+    estimator refuses.
+    """
+    from ._registry import get_solver
+
+    spec = get_solver(name)
+    options = {key: values[key] for key in spec.options if key in values}
+    constraints = spec.constraints_of(options)
+    validate_parameter_constraints(
+        constraints, {key: options[key] for key in constraints}, caller_name=name
+    )
