@@ -45,7 +45,8 @@ from .._composition import (
 )
 from .._protocol import PrivatePhase
 from ..linear_model._base import BaseDPEstimator
-from ..preprocessing import PublicRangeScaler, RowWiseTransformer, _DPTransformer
+from ..preprocessing import PublicRangeScaler, RowWiseTransformer
+from ..preprocessing._base import _DPTransformer
 
 __all__ = [
     "candidate_model",
