@@ -600,6 +600,7 @@ def _count_plans(monkeypatch, solver):
     solver's own module (a solver that plans again for itself) alike.
     """
     import dataclasses
+    import functools
     import sys
 
     from sklearn_dp.solvers import SOLVERS
@@ -607,6 +608,8 @@ def _count_plans(monkeypatch, solver):
     spec = SOLVERS[solver]
     calls = []
 
+    # Wrapped: the estimator reads which arguments a plan takes off its signature.
+    @functools.wraps(spec.plan)
     def plan(n_samples, n_params, epsilon, delta, **kwargs):
         calls.append((n_samples, epsilon, repr(sorted(kwargs.items()))))
         return spec.plan(n_samples, n_params, epsilon, delta, **kwargs)

@@ -761,6 +761,7 @@ def dp_cd(
     normalizer=None,
     random_state=None,
     verbose=0,
+    plan=None,
 ):
     """Differentially private random (block) coordinate descent (DP-SkGD / DP-CD).
 
@@ -861,6 +862,10 @@ def dp_cd(
         vector per step.
     verbose : int
         Progress lines on stderr when > 0.
+    plan : PrivacyPlan or None
+        The plan to run, as :func:`plan_dp_cd` computed it for these
+        arguments (estimators hand down the plan their budget was charged
+        for); None plans here.
 
     Returns
     -------
@@ -950,19 +955,20 @@ def dp_cd(
                 f"data.feature_bound has shape {feature_bound.shape}; expected ({n_columns},)."
             )
 
-        plan = plan_dp_cd(
-            data.n_public,
-            n_columns * n_outputs,
-            epsilon,
-            delta,
-            n_outputs=n_outputs,
-            max_iter=max_iter,
-            sampling=sampling,
-            blocks=blocks,
-            block_size=block_size,
-            tau=tau,
-            n_outer=n_outer,
-        )
+        if plan is None:
+            plan = plan_dp_cd(
+                data.n_public,
+                n_columns * n_outputs,
+                epsilon,
+                delta,
+                n_outputs=n_outputs,
+                max_iter=max_iter,
+                sampling=sampling,
+                blocks=blocks,
+                block_size=block_size,
+                tau=tau,
+                n_outer=n_outer,
+            )
         structure = plan.details["structure"]
         n_inner, n_outer = plan.details["n_inner"], plan.details["n_outer"]
         if output is None:

@@ -175,11 +175,12 @@ def plan_output_perturbation(
     """
     if math.isinf(epsilon):
         return PrivacyPlan(dpe.NonPrivateDpEvent(), 0.0, 1, dict(noise="none"))
+    certification = None
     if None not in (loss, row_norm_bound, alpha):
         glm = _glm_or_none(loss, row_norm_bound, n_outputs)
         if glm is not None:
             n_public = 1.0 if n_samples is None else float(n_samples)
-            check_certifiable(
+            certification = check_certifiable(
                 "output_perturbation",
                 glm,
                 regularization=n_public * float(alpha),
@@ -187,12 +188,13 @@ def plan_output_perturbation(
                 noise_norm=0.0,
                 gradient_tol=gradient_tol,
             )
+    details = {} if certification is None else dict(certification=certification)
     if delta == 0:
         event = accounting.PureEpsilonDpEvent(epsilon, "output_perturbation")
         multiplier = math.sqrt(n_params + 1.0) / epsilon
-        return PrivacyPlan(event, multiplier, 1, dict(noise="l2_laplace"))
+        return PrivacyPlan(event, multiplier, 1, dict(details, noise="l2_laplace"))
     sigma = accounting.gaussian_noise_multiplier(epsilon, delta, 1)
-    return PrivacyPlan(dpe.GaussianDpEvent(sigma), sigma, 1, dict(noise="gaussian"))
+    return PrivacyPlan(dpe.GaussianDpEvent(sigma), sigma, 1, dict(details, noise="gaussian"))
 
 
 def plan_objective_perturbation(
@@ -239,7 +241,7 @@ def plan_objective_perturbation(
                 n_public * float(alpha),
                 glm.regularization_needed(row_norm_bound, plan.details["epsilon_det"]),
             )
-            check_certifiable(
+            plan.details["certification"] = check_certifiable(
                 "objective_perturbation",
                 glm,
                 regularization=regularization,
@@ -293,6 +295,18 @@ def _objective_noise_norm(plan, glm, n_params):
     if details["noise"] == "gaussian":  # E||b|| <= sqrt(E||b||^2) = sigma G sqrt(m)
         return plan.noise_multiplier * glm.gradient_bound * math.sqrt(n_params)
     return n_params * glm.gradient_bound / details["epsilon_noise"]  # Gamma(m, G / eps) mean
+
+
+def _certification(plan, private, solver):
+    """The plan's :class:`CertificationBounds` (None without noise)."""
+    if not private:
+        return None
+    if "certification" not in plan.details:
+        raise ValueError(
+            f"{solver}: the plan holds no bounds of the certified solve; plan with the loss, "
+            "the row bound and alpha."
+        )
+    return plan.details["certification"]
 
 
 def _glm_or_none(loss, row_norm_bound, n_outputs):
@@ -422,6 +436,7 @@ def output_perturbation(
     gradient_tol=None,
     random_state=None,
     verbose=0,
+    plan=None,
 ):
     """Output perturbation: the regularised minimiser plus calibrated noise.
 
@@ -454,6 +469,11 @@ def output_perturbation(
     random_state : None, int, RandomState or Generator
     verbose : int
         Progress lines show the public Newton step number only.
+    plan : PrivacyPlan or None
+        The plan to run, as :func:`plan_output_perturbation` computed it for these
+        arguments with the loss, the row bound and ``alpha`` (estimators hand
+        down the plan their budget was charged for; its ``details`` hold the
+        public bounds of the certified solve); None plans here.
 
     Returns
     -------
@@ -495,23 +515,25 @@ def output_perturbation(
         "output_perturbation", alpha=alpha, gradient_tol=gradient_tol, max_iter=max_iter
     )
     glm = _smooth_glm(loss, data.row_norm_bound, n_outputs, "output_perturbation")
-    n_samples, n_columns = data.n_samples, data.n_columns
-    plan = plan_output_perturbation(n_samples, n_columns * n_outputs, epsilon, delta)
+    n_columns = data.n_columns
+    if plan is None:
+        plan = plan_output_perturbation(
+            data.n_public,
+            n_columns * n_outputs,
+            epsilon,
+            delta,
+            n_outputs=n_outputs,
+            loss=loss,
+            row_norm_bound=data.row_norm_bound,
+            alpha=alpha,
+            gradient_tol=gradient_tol,
+        )
     # Lambda = n * alpha with the public stand-in for n: the row count is
     # private under add/remove, and the sensitivity G / Lambda needs a Lambda
     # that is the same on neighbouring data sets.
     regularization = data.n_public * float(alpha)
     private = not math.isinf(epsilon)
-    bounds = None
-    if private:
-        bounds = check_certifiable(
-            "output_perturbation",
-            glm,
-            regularization=regularization,
-            n_public=data.n_public,
-            noise_norm=0.0,
-            gradient_tol=gradient_tol,
-        )
+    bounds = _certification(plan, private, "output_perturbation")
     tol = gradient_tol * glm.gradient_bound
     sensitivity = (glm.gradient_bound + 2.0 * tol) / regularization
     pure = plan.details["noise"] != "gaussian"
@@ -603,6 +625,7 @@ def objective_perturbation(
     residual_fraction=DEFAULT_RESIDUAL_FRACTION,
     random_state=None,
     verbose=0,
+    plan=None,
 ):
     """Objective perturbation: minimise the objective plus a random linear term.
 
@@ -640,6 +663,11 @@ def objective_perturbation(
     random_state : None, int, RandomState or Generator
     verbose : int
         Progress lines show the public Newton step number only.
+    plan : PrivacyPlan or None
+        The plan to run, as :func:`plan_objective_perturbation` computed it for these
+        arguments with the loss, the row bound and ``alpha`` (estimators hand
+        down the plan their budget was charged for; its ``details`` hold the
+        public bounds of the certified solve); None plans here.
 
     Returns
     -------
@@ -694,17 +722,22 @@ def objective_perturbation(
         residual_fraction=residual_fraction,
     )
     glm = _smooth_glm(loss, data.row_norm_bound, n_outputs, "objective_perturbation")
-    n_samples, n_columns = data.n_samples, data.n_columns
+    n_columns = data.n_columns
     n_params = n_columns * n_outputs
-    plan = plan_objective_perturbation(
-        n_samples,
-        n_params,
-        epsilon,
-        delta,
-        n_outputs=n_outputs,
-        epsilon_split=epsilon_split,
-        residual_fraction=residual_fraction,
-    )
+    if plan is None:
+        plan = plan_objective_perturbation(
+            data.n_public,
+            n_params,
+            epsilon,
+            delta,
+            n_outputs=n_outputs,
+            epsilon_split=epsilon_split,
+            residual_fraction=residual_fraction,
+            loss=loss,
+            row_norm_bound=data.row_norm_bound,
+            alpha=alpha,
+            gradient_tol=gradient_tol,
+        )
     details = plan.details
     R = data.row_norm_bound
     base_regularization = data.n_public * float(alpha)  # public stand-in for n
@@ -723,16 +756,7 @@ def objective_perturbation(
     else:
         b_scale = plan.noise_multiplier * G
     private = noise != "none"
-    bounds = None
-    if private:
-        bounds = check_certifiable(
-            "objective_perturbation",
-            glm,
-            regularization=regularization,
-            n_public=data.n_public,
-            noise_norm=_objective_noise_norm(plan, glm, n_params),
-            gradient_tol=gradient_tol,
-        )
+    bounds = _certification(plan, private, "objective_perturbation")
     tol = gradient_tol * G
     # b is the rounding of an exact continuous noise vector N on a grid g, with
     # ||b - N|| <= sqrt(m) g / 2: the solve lands within tol / Lambda (half of it

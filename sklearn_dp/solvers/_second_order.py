@@ -302,6 +302,7 @@ def dp_newton(
     coef_init=None,
     random_state=None,
     verbose=0,
+    plan=None,
 ):
     """Private (quasi-)Newton steps on the L2-penalised average loss of a smooth GLM.
 
@@ -376,6 +377,10 @@ def dp_newton(
         public, post-processing; it costs nothing).
     random_state : None, int, RandomState or Generator
     verbose : int
+    plan : PrivacyPlan or None
+        The plan to run, as :func:`plan_dp_newton` computed it for these
+        arguments (estimators hand down the plan their budget was charged
+        for); None plans here.
 
     Returns
     -------
@@ -434,17 +439,18 @@ def dp_newton(
     if floor_scale is None:
         floor_scale = default_floor
     private = not math.isinf(epsilon)
-    plan = plan_dp_newton(
-        data.n_public,
-        n_params,
-        epsilon,
-        delta,
-        max_iter=max_iter,
-        hessian=hessian,
-        hessian_share=hessian_share,
-        hessian_steps=hessian_steps,
-        loss=loss,
-    )
+    if plan is None:
+        plan = plan_dp_newton(
+            data.n_public,
+            n_params,
+            epsilon,
+            delta,
+            max_iter=max_iter,
+            hessian=hessian,
+            hessian_share=hessian_share,
+            hessian_steps=hessian_steps,
+            loss=loss,
+        )
     clip = gradient_bound(loss, data.row_norm_bound, clip_norm, private=private)
     R2 = float(data.row_norm_bound) ** 2
     beta = curvature_bound(loss)

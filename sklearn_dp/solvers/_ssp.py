@@ -322,6 +322,7 @@ def dp_ssp(
     tol=DEFAULT_TOL,
     random_state=None,
     verbose=0,
+    plan=None,
 ):
     """Least squares from privately released sufficient statistics (AdaSSP).
 
@@ -372,6 +373,10 @@ def dp_ssp(
         Its tolerance (relative change of the coefficients); default ``DEFAULT_TOL``.
     random_state : None, int, RandomState or Generator
     verbose : int
+    plan : PrivacyPlan or None
+        The plan to run, as :func:`plan_dp_ssp` computed it for these
+        arguments (estimators hand down the plan their budget was charged
+        for); None plans here.
 
     Returns
     -------
@@ -407,7 +412,8 @@ def dp_ssp(
         raise ValueError("dp_ssp fits the squared loss with one output only.")
     _check_options(shares=shares, ridge=ridge, label_bound=label_bound, constraint=constraint)
     m = data.design.n_columns
-    plan = plan_dp_ssp(data.n_public, m, epsilon, delta, shares=shares, ridge=ridge)
+    if plan is None:
+        plan = plan_dp_ssp(data.n_public, m, epsilon, delta, shares=shares, ridge=ridge)
     sigma_gram, sigma_xty, sigma_eig = plan.details["multipliers"]
     # Sample weights in [0, max_weight]: every sensitivity times max_weight.
     weight_bound = float(getattr(data, "weight_bound", 1.0))
