@@ -13,7 +13,7 @@ from numbers import Integral, Real
 
 from .._limits import MAX_SCALE
 from .._losses import loss_names
-from .._sklearn_compat import Interval
+from .._sklearn_compat import Interval, StrOptions
 from ._accmd import check_dp_accmd, dp_accmd, plan_dp_accmd
 from ._common import PrivacyPlan, PrivateCount, SolverResult, make_rng, release_count
 from ._coordinate_descent import check_dp_cd, dp_cd, plan_dp_cd
@@ -338,6 +338,11 @@ register_solver(
         "raised to a public floor (Ganesh et al. 2023); exact Gaussian composition",
         check=check_dp_newton,
         sample_weight=True,
+        option_constraints={
+            "hessian_share": [Interval(Real, 0, 1, closed="neither"), None],
+            "floor_scale": [Interval(Real, 0, MAX_SCALE, closed="both"), None],
+            "hessian_steps": [COUNT, None],
+        },
     )
 )
 
@@ -355,5 +360,9 @@ register_solver(
         "Lasso, elastic-net and balls solved on the released statistics",
         check=check_dp_ssp,
         sample_weight=True,
+        option_constraints={
+            "ridge": [StrOptions({"adaptive"}), Interval(Real, 0, MAX_SCALE, closed="both")],
+            "constraint": [StrOptions({"l1", "l2"}), None],
+        },
     )
 )
