@@ -100,9 +100,7 @@ class _SmoothGLM:
         )
 
     def regularization_needed(self, row_norm_bound, epsilon_det_budget):
-        """Smallest Lambda with ``epsilon_det(Lambda) <= epsilon_det_budget``."""
-        if math.isinf(epsilon_det_budget):
-            return 0.0
+        """Smallest Lambda with ``epsilon_det(Lambda) <= epsilon_det_budget`` (0 for inf)."""
         return (
             self.direction_curvature
             * row_norm_bound**2
@@ -318,21 +316,18 @@ def _check_options(solver, *, alpha, gradient_tol=None, max_iter=None):
     ``alpha=None`` (a strength that scales with the private row count, known
     only inside the fit) skips the penalty check.
     """
-    if alpha is not None and not (
-        isinstance(alpha, Real)
-        and not isinstance(alpha, bool)
-        and alpha > 0
-        and math.isfinite(alpha)
-    ):
+
+    def positive(value):  # a finite number > 0 (not a bool)
+        return isinstance(value, Real) and not isinstance(value, bool) and 0 < value < math.inf
+
+    if alpha is not None and not positive(alpha):
         raise ValueError(
             f"{solver} needs an L2 penalty (alpha > 0): its privacy proof rests on the strong "
             "convexity the penalty gives. Use penalty='l2' with a finite C (or alpha > 0)."
         )
     if gradient_tol is None:
         gradient_tol = DEFAULT_GRADIENT_TOL
-    if isinstance(gradient_tol, bool) or not (
-        isinstance(gradient_tol, Real) and gradient_tol > 0 and math.isfinite(gradient_tol)
-    ):
+    if not positive(gradient_tol):
         raise ValueError(f"gradient_tol must be a finite float > 0, got {gradient_tol!r}.")
     if max_iter is None:
         n_steps = DEFAULT_NEWTON_STEPS
