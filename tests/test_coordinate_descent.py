@@ -1081,16 +1081,21 @@ def test_audit_does_not_exceed_claimed_epsilon(epsilon, max_iter, options):
 
 def test_audit_detects_noise_calibrated_for_one_step(monkeypatch):
     """Positive control: 64 steps at the one-step multiplier (a Gaussian with mu = 8 / 3.7)."""
+    import dataclasses
+    import functools
+
     import sklearn_dp.solvers._coordinate_descent as cd_module
 
     original = cd_module.plan_dp_cd
 
+    @functools.wraps(original)
     def broken(*args, **kwargs):
         plan = original(*args, **kwargs)
         one = gaussian_noise_multiplier(1.0, DELTA, 1)
         return cd_module.PrivacyPlan(plan.event, one, plan.n_steps, plan.details)
 
-    monkeypatch.setattr(cd_module, "plan_dp_cd", broken)
+    # The estimator plans through the registry and hands the plan to the solver.
+    monkeypatch.setitem(SOLVERS, "dp_cd", dataclasses.replace(SOLVERS["dp_cd"], plan=broken))
     eps_lb = _audit(
         _canary_run(1.0, 64, dict(sampling="full", output="last")), n_runs=250, claimed_epsilon=1.0
     )

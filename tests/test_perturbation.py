@@ -927,6 +927,38 @@ def test_bad_public_options_are_refused(small_binary, solver, bad, match):
         _solve(solver, small_binary, BinaryLogisticLoss(), epsilon=1.0, **bad)
 
 
+@pytest.mark.parametrize("delta", [0.0, 1e-5])
+@pytest.mark.parametrize(
+    "solver, plan_function",
+    [
+        (objective_perturbation, perturbation.plan_objective_perturbation),
+        (output_perturbation, perturbation.plan_output_perturbation),
+    ],
+)
+def test_a_solver_runs_the_plan_it_is_given(small_binary, solver, plan_function, delta):
+    # The plan an estimator hands down (with the loss, the row bound and alpha)
+    # is the one the solver makes for itself: same noise, same releases.
+    loss, n = BinaryLogisticLoss(), small_binary.n_public
+    plan = plan_function(
+        n, 4, 1.0, delta, loss=loss, row_norm_bound=small_binary.row_norm_bound, alpha=0.05
+    )
+    assert "certification" in plan.details
+    given = _solve(solver, small_binary, loss, epsilon=1.0, delta=delta, plan=plan, random_state=3)
+    own = _solve(solver, small_binary, loss, epsilon=1.0, delta=delta, random_state=3)
+    np.testing.assert_array_equal(given.coef, own.coef)
+    assert given.plan.event == own.plan.event
+
+
+@pytest.mark.parametrize("solver", [objective_perturbation, output_perturbation])
+def test_a_plan_without_the_certified_solve_bounds_is_refused(small_binary, solver):
+    # A plan made without the loss, the row bound and alpha lacks the public
+    # bounds the certified solve needs: refused, never run without them.
+    name = solver.__name__
+    plan = getattr(perturbation, f"plan_{name}")(small_binary.n_public, 4, 1.0, 0.0)
+    with pytest.raises(ValueError, match="no bounds of the certified solve"):
+        _solve(solver, small_binary, BinaryLogisticLoss(), epsilon=1.0, plan=plan)
+
+
 @pytest.mark.parametrize("solver", SOLVER_NAMES)
 @pytest.mark.parametrize(
     "options, match",

@@ -372,6 +372,11 @@ register_solver(
         "raised to a public floor (Ganesh et al. 2023); exact Gaussian composition",
         check=check_dp_newton,
         sample_weight=True,
+        option_constraints={
+            "hessian_share": [Interval(Real, 0, 1, closed="neither"), None],
+            "floor_scale": [Interval(Real, 0, MAX_SCALE, closed="both"), None],
+            "hessian_steps": [COUNT, None],
+        },
         dask=True,
     )
 )
@@ -390,6 +395,10 @@ register_solver(
         "Lasso, elastic-net and balls solved on the released statistics",
         check=check_dp_ssp,
         sample_weight=True,
+        option_constraints={
+            "ridge": [StrOptions({"adaptive"}), Interval(Real, 0, MAX_SCALE, closed="both")],
+            "constraint": [StrOptions({"l1", "l2"}), None],
+        },
         dask=True,
     )
 )

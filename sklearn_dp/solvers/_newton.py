@@ -283,11 +283,8 @@ class _DirectionalDerivatives:
         if self.single:
             total = np.zeros(m)
             for start in range(0, self.n_samples, self.chunk):
-                if self.chunk >= self.n_samples:
-                    z, delta, y = Z[:, 0:1], Delta[:, 0], self.column
-                else:
-                    rows = slice(start, start + self.chunk)
-                    z, delta, y = Z[rows, 0:1], Delta[rows, 0], self.column[rows]
+                rows = slice(start, start + self.chunk)
+                z, delta, y = Z[rows, 0:1], Delta[rows, 0], self.column[rows]
                 U = z + delta[:, None] * ts
                 D = self.loss.scalar_derivative(U, y)
                 total += delta @ D
@@ -686,15 +683,9 @@ def certified_minimize(
             stop_below=target,
             **kwargs,
         )
-        if second.gradient_norm <= target:
-            return InnerSolve(
-                coef=second.coef,
-                gradient_norm=second.gradient_norm,
-                stage="newton-extended",
-                extra_steps=EXTENSION_NEWTON_STEPS,
-            )
+        # (A second point that verifies is better than the first, which did not.)
         best = second if second.gradient_norm < first.gradient_norm else first
-        if not accelerate:
+        if second.gradient_norm <= target or not accelerate:
             return InnerSolve(
                 coef=best.coef,
                 gradient_norm=best.gradient_norm,
@@ -824,27 +815,28 @@ def check_certifiable(solver, glm, *, regularization, n_public, noise_norm, grad
     penalty = "Use a stronger L2 penalty (a larger alpha, a smaller C)"
     other = "solver='dp_gd' (delta > 0)"
     G = glm.gradient_bound
+    setting = (
+        f"With L2 strength Lambda={regularization:.3g} for {n_public:.6g} (public) rows of norm "
+        f"at most {glm.row_norm_bound:.3g}, the condition number is up to "
+        f"{bounds.condition_number:.3g}, and"
+    )
     if bounds.rounding_scale > bounds.target:
         raise public_error(
             ValueError(
-                f"{solver}: the solve cannot be certified in double precision. With L2 strength "
-                f"Lambda={regularization:.3g} for {n_public:.6g} (public) rows of norm at most "
-                f"{glm.row_norm_bound:.3g}, the condition number is up to "
-                f"{bounds.condition_number:.3g}, and the rounding of the gradient at the "
-                f"coefficients' public scale ({bounds.rounding_scale / G:.2g} G) exceeds half the "
-                f"tolerance (gradient_tol={bounds.target / (CERTIFICATE_MARGIN * G):.3g}, in units "
-                f"of G). {penalty}, a larger solver_options['gradient_tol'], or {other}."
+                f"{solver}: the solve cannot be certified in double precision. {setting} the "
+                f"rounding of the gradient at the coefficients' public scale "
+                f"({bounds.rounding_scale / G:.2g} G) exceeds half the tolerance (gradient_tol="
+                f"{bounds.target / (CERTIFICATE_MARGIN * G):.3g}, in units of G). {penalty}, a "
+                f"larger solver_options['gradient_tol'], or {other}."
             )
         )
     if bounds.accelerated_steps > MAX_ACCELERATED_STEPS:
         raise public_error(
             ValueError(
-                f"{solver}: the solve cannot be certified in a bounded time. With L2 strength "
-                f"Lambda={regularization:.3g} for {n_public:.6g} (public) rows of norm at most "
-                f"{glm.row_norm_bound:.3g}, the condition number is up to "
-                f"{bounds.condition_number:.3g}, and the proven fallback of the certified solve "
-                f"could need {bounds.accelerated_steps:.3g} accelerated gradient steps (more than "
-                f"{MAX_ACCELERATED_STEPS:.0e}). {penalty}, or {other}."
+                f"{solver}: the solve cannot be certified in a bounded time. {setting} the proven "
+                f"fallback of the certified solve could need {bounds.accelerated_steps:.3g} "
+                f"accelerated gradient steps (more than {MAX_ACCELERATED_STEPS:.0e}). {penalty}, "
+                f"or {other}."
             )
         )
     return bounds

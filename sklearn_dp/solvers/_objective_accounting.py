@@ -161,13 +161,7 @@ class ObjectivePerturbationDpEvent(accounting.ClosedFormDpEvent):
         object.__setattr__(self, "residual_fraction", float(residual_fraction))
 
     def _key(self):
-        return (
-            self.epsilon_det,
-            self.noise_multiplier,
-            self.chi_dof,
-            self.residual_noise_multiplier,
-            self.residual_fraction,
-        )
+        return tuple(getattr(self, name) for name in self.__slots__)
 
     def epsilon(self, delta):
         delta = float(delta)
@@ -181,10 +175,8 @@ class ObjectivePerturbationDpEvent(accounting.ClosedFormDpEvent):
         return math.fsum([self.epsilon_det, noise, residual])
 
     def __repr__(self):
-        return (
-            "ObjectivePerturbationDpEvent(epsilon_det={!r}, noise_multiplier={!r}, chi_dof={!r}, "
-            "residual_noise_multiplier={!r}, residual_fraction={!r})".format(*self._key())
-        )
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"ObjectivePerturbationDpEvent({fields})"
 
     def __eq__(self, other):
         return isinstance(other, ObjectivePerturbationDpEvent) and other._key() == self._key()

@@ -100,9 +100,7 @@ class _SmoothGLM:
         )
 
     def regularization_needed(self, row_norm_bound, epsilon_det_budget):
-        """Smallest Lambda with ``epsilon_det(Lambda) <= epsilon_det_budget``."""
-        if math.isinf(epsilon_det_budget):
-            return 0.0
+        """Smallest Lambda with ``epsilon_det(Lambda) <= epsilon_det_budget`` (0 for inf)."""
         return (
             self.direction_curvature
             * row_norm_bound**2
@@ -147,6 +145,47 @@ def _check_fraction(name, value):
     return float(value)
 
 
+def _check_splits(epsilon_split, residual_fraction):
+    """Objective perturbation's shares of epsilon, each in (0, 1), with a sum below 1."""
+    split = _check_fraction("epsilon_split", epsilon_split)
+    fraction = _check_fraction("residual_fraction", residual_fraction)
+    if split + fraction >= 1:
+        raise ValueError("epsilon_split + residual_fraction must be < 1 (the noise needs a share).")
+    return split, fraction
+
+
+def _certify(solver, n_samples, n_outputs, loss, row_norm_bound, alpha, gradient_tol, **extra):
+    """The public conditions of the certified solve, from a plan's public inputs.
+
+    Runs :func:`check_certifiable` for ``n_samples`` public rows, or, before
+    the row count is released (``n_samples=None``), for one row (the
+    conditions only get harder with more rows, so a refusal then is
+    conclusive and comes before any spend), with ``Lambda = max(n alpha,
+    Lambda_needed)`` (``Lambda_needed`` from ``extra["epsilon_det"]``, 0
+    without it) and ``noise_norm = extra["noise_norm"](glm)`` (0 without it).
+    Returns the :class:`CertificationBounds`, or None without the loss, the
+    row bound and ``alpha`` (or for a loss these solvers do not take).
+    """
+    if None in (loss, row_norm_bound, alpha):
+        return None
+    try:
+        glm = _smooth_glm(loss, row_norm_bound, n_outputs, "plan")
+    except ValueError:
+        return None
+    n_public = 1.0 if n_samples is None else float(n_samples)
+    epsilon_det = extra.get("epsilon_det", math.inf)
+    return check_certifiable(
+        solver,
+        glm,
+        regularization=max(
+            n_public * float(alpha), glm.regularization_needed(row_norm_bound, epsilon_det)
+        ),
+        n_public=n_public,
+        noise_norm=extra["noise_norm"](glm) if "noise_norm" in extra else 0.0,
+        gradient_tol=gradient_tol,
+    )
+
+
 def plan_output_perturbation(
     n_samples,
     n_params,
@@ -171,28 +210,21 @@ def plan_output_perturbation(
     the certified solve (:func:`check_certifiable`) for ``n_samples`` public
     rows, or, before the row count is released (``n_samples=None``), for one
     row: the conditions only get harder with more rows, so a refusal then is
-    conclusive and comes before any spend.
+    conclusive and comes before any spend.  ``details["certification"]``
+    then holds their :class:`CertificationBounds`, which the solver runs with.
     """
     if math.isinf(epsilon):
         return PrivacyPlan(dpe.NonPrivateDpEvent(), 0.0, 1, dict(noise="none"))
-    if None not in (loss, row_norm_bound, alpha):
-        glm = _glm_or_none(loss, row_norm_bound, n_outputs)
-        if glm is not None:
-            n_public = 1.0 if n_samples is None else float(n_samples)
-            check_certifiable(
-                "output_perturbation",
-                glm,
-                regularization=n_public * float(alpha),
-                n_public=n_public,
-                noise_norm=0.0,
-                gradient_tol=gradient_tol,
-            )
+    bounds = _certify(
+        "output_perturbation", n_samples, n_outputs, loss, row_norm_bound, alpha, gradient_tol
+    )
+    details = {} if bounds is None else dict(certification=bounds)
     if delta == 0:
         event = accounting.PureEpsilonDpEvent(epsilon, "output_perturbation")
         multiplier = math.sqrt(n_params + 1.0) / epsilon
-        return PrivacyPlan(event, multiplier, 1, dict(noise="l2_laplace"))
+        return PrivacyPlan(event, multiplier, 1, dict(details, noise="l2_laplace"))
     sigma = accounting.gaussian_noise_multiplier(epsilon, delta, 1)
-    return PrivacyPlan(dpe.GaussianDpEvent(sigma), sigma, 1, dict(noise="gaussian"))
+    return PrivacyPlan(dpe.GaussianDpEvent(sigma), sigma, 1, dict(details, noise="gaussian"))
 
 
 def plan_objective_perturbation(
@@ -220,43 +252,10 @@ def plan_objective_perturbation(
     With the loss, the row bound and ``alpha`` (from public inputs), it also
     runs the public conditions of the certified solve, as
     :func:`plan_output_perturbation` does, with ``Lambda = max(n alpha,
-    Lambda_needed)`` and the expected norm of ``b``.
+    Lambda_needed)`` and the expected norm of ``b``, and keeps their bounds
+    in ``details["certification"]``.
     """
-    plan = _plan_objective(
-        n_samples,
-        n_params,
-        epsilon,
-        delta,
-        n_outputs=n_outputs,
-        epsilon_split=epsilon_split,
-        residual_fraction=residual_fraction,
-    )
-    if not math.isinf(epsilon) and None not in (loss, row_norm_bound, alpha):
-        glm = _glm_or_none(loss, row_norm_bound, n_outputs)
-        if glm is not None:
-            n_public = 1.0 if n_samples is None else float(n_samples)
-            regularization = max(
-                n_public * float(alpha),
-                glm.regularization_needed(row_norm_bound, plan.details["epsilon_det"]),
-            )
-            check_certifiable(
-                "objective_perturbation",
-                glm,
-                regularization=regularization,
-                n_public=n_public,
-                noise_norm=_objective_noise_norm(plan, glm, n_params),
-                gradient_tol=gradient_tol,
-            )
-    return plan
-
-
-def _plan_objective(
-    n_samples, n_params, epsilon, delta, *, n_outputs, epsilon_split, residual_fraction
-):
-    epsilon_split = _check_fraction("epsilon_split", epsilon_split)
-    residual_fraction = _check_fraction("residual_fraction", residual_fraction)
-    if epsilon_split + residual_fraction >= 1:
-        raise ValueError("epsilon_split + residual_fraction must be < 1 (the noise needs a share).")
+    epsilon_split, residual_fraction = _check_splits(epsilon_split, residual_fraction)
     if math.isinf(epsilon):
         return PrivacyPlan(
             dpe.NonPrivateDpEvent(), 0.0, 1, dict(noise="none", epsilon_det=math.inf)
@@ -269,38 +268,41 @@ def _plan_objective(
     )
     if delta == 0:
         event = accounting.PureEpsilonDpEvent(epsilon, "objective_perturbation")
-        multiplier = math.sqrt(n_params + 1.0) / epsilon_noise
         details.update(noise="l2_laplace")
-        return PrivacyPlan(event, multiplier, 1, details)
-    chi_dof = n_outputs - 1 if n_outputs > 1 else 1
-    delta_residual = residual_fraction * delta
-    residual_sigma = accounting.gaussian_noise_multiplier(epsilon_residual, delta_residual, 1)
-    sigma = objective_gaussian_noise_multiplier(
-        epsilon_noise, (1 - residual_fraction) * delta, chi_dof
+        plan = PrivacyPlan(event, math.sqrt(n_params + 1.0) / epsilon_noise, 1, details)
+    else:
+        chi_dof = n_outputs - 1 if n_outputs > 1 else 1
+        delta_residual = residual_fraction * delta
+        residual_sigma = accounting.gaussian_noise_multiplier(epsilon_residual, delta_residual, 1)
+        sigma = objective_gaussian_noise_multiplier(
+            epsilon_noise, (1 - residual_fraction) * delta, chi_dof
+        )
+        event = ObjectivePerturbationDpEvent(
+            epsilon_det, sigma, chi_dof, residual_sigma, residual_fraction
+        )
+        details.update(noise="gaussian", chi_dof=chi_dof, residual_noise_multiplier=residual_sigma)
+        plan = PrivacyPlan(event, sigma, 1, details)
+    bounds = _certify(
+        "objective_perturbation",
+        n_samples,
+        n_outputs,
+        loss,
+        row_norm_bound,
+        alpha,
+        gradient_tol,
+        epsilon_det=epsilon_det,
+        noise_norm=lambda glm: _objective_noise_norm(plan, glm, n_params),
     )
-    event = ObjectivePerturbationDpEvent(
-        epsilon_det, sigma, chi_dof, residual_sigma, residual_fraction
-    )
-    details.update(noise="gaussian", chi_dof=chi_dof, residual_noise_multiplier=residual_sigma)
-    return PrivacyPlan(event, sigma, 1, details)
+    if bounds is not None:
+        details["certification"] = bounds
+    return plan
 
 
 def _objective_noise_norm(plan, glm, n_params):
     """The expected norm of objective perturbation's ``b`` (public): its scale for the check."""
-    details = plan.details
-    if details["noise"] == "none":
-        return 0.0
-    if details["noise"] == "gaussian":  # E||b|| <= sqrt(E||b||^2) = sigma G sqrt(m)
+    if plan.details["noise"] == "gaussian":  # E||b|| <= sqrt(E||b||^2) = sigma G sqrt(m)
         return plan.noise_multiplier * glm.gradient_bound * math.sqrt(n_params)
-    return n_params * glm.gradient_bound / details["epsilon_noise"]  # Gamma(m, G / eps) mean
-
-
-def _glm_or_none(loss, row_norm_bound, n_outputs):
-    """The proofs' loss constants, or None when the loss is not one these solvers take."""
-    try:
-        return _smooth_glm(loss, row_norm_bound, n_outputs, "plan")
-    except ValueError:
-        return None
+    return n_params * glm.gradient_bound / plan.details["epsilon_noise"]  # Gamma(m, G / eps) mean
 
 
 # --------------------------------------------------------------------------
@@ -308,35 +310,24 @@ def _glm_or_none(loss, row_norm_bound, n_outputs):
 # --------------------------------------------------------------------------
 
 
-def _check_options(
-    solver,
-    *,
-    alpha,
-    gradient_tol=None,
-    max_iter=None,
-    epsilon_split=None,
-    residual_fraction=None,
-):
+def _check_options(solver, *, alpha, gradient_tol=None, max_iter=None):
     """The public option checks both solvers share; returns ``(gradient_tol, n_steps)``.
 
     ``alpha=None`` (a strength that scales with the private row count, known
     only inside the fit) skips the penalty check.
     """
-    if alpha is not None and not (
-        isinstance(alpha, Real)
-        and not isinstance(alpha, bool)
-        and alpha > 0
-        and math.isfinite(alpha)
-    ):
+
+    def positive(value):  # a finite number > 0 (not a bool)
+        return isinstance(value, Real) and not isinstance(value, bool) and 0 < value < math.inf
+
+    if alpha is not None and not positive(alpha):
         raise ValueError(
             f"{solver} needs an L2 penalty (alpha > 0): its privacy proof rests on the strong "
             "convexity the penalty gives. Use penalty='l2' with a finite C (or alpha > 0)."
         )
     if gradient_tol is None:
         gradient_tol = DEFAULT_GRADIENT_TOL
-    if isinstance(gradient_tol, bool) or not (
-        isinstance(gradient_tol, Real) and gradient_tol > 0 and math.isfinite(gradient_tol)
-    ):
+    if not positive(gradient_tol):
         raise ValueError(f"gradient_tol must be a finite float > 0, got {gradient_tol!r}.")
     if max_iter is None:
         n_steps = DEFAULT_NEWTON_STEPS
@@ -351,28 +342,22 @@ def _check_options(
             "fallback, and so few steps would rarely reach the public gradient tolerance; leave "
             "max_iter=None (50 steps) or raise it."
         )
-    if epsilon_split is not None or residual_fraction is not None:
-        split = _check_fraction(
-            "epsilon_split", DEFAULT_EPSILON_SPLIT if epsilon_split is None else epsilon_split
-        )
-        fraction = _check_fraction(
-            "residual_fraction",
-            DEFAULT_RESIDUAL_FRACTION if residual_fraction is None else residual_fraction,
-        )
-        if split + fraction >= 1:
-            raise ValueError(
-                "epsilon_split + residual_fraction must be < 1 (the noise needs a share)."
-            )
     return float(gradient_tol), n_steps
 
 
-def _check_loss_name(loss_name, solver):
+def _check(solver, loss_name, alpha, options):
     if loss_name not in SMOOTH_LOSSES:
         raise ValueError(
             f"{solver} needs a smooth convex loss with bounded derivative and bounded second "
             f"derivative ({', '.join(sorted(SMOOTH_LOSSES))}); got loss={loss_name!r}. "
             "Use dp_sgd for non-smooth losses."
         )
+    _check_options(
+        solver,
+        alpha=alpha,
+        gradient_tol=options.get("gradient_tol"),
+        max_iter=options.get("max_iter"),
+    )
 
 
 def check_output_perturbation(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
@@ -382,13 +367,7 @@ def check_output_perturbation(*, loss_name, n_outputs, penalty, alpha, l1_ratio,
     a bad ``gradient_tol`` or a Newton budget below ``MIN_NEWTON_STEPS``.  A
     function of public inputs only.
     """
-    _check_loss_name(loss_name, "output_perturbation")
-    _check_options(
-        "output_perturbation",
-        alpha=alpha,
-        gradient_tol=options.get("gradient_tol"),
-        max_iter=options.get("max_iter"),
-    )
+    _check("output_perturbation", loss_name, alpha, options)
 
 
 def check_objective_perturbation(
@@ -399,14 +378,57 @@ def check_objective_perturbation(
     As :func:`check_output_perturbation`, plus ``epsilon_split`` and
     ``residual_fraction`` in (0, 1) with a sum below 1.
     """
-    _check_loss_name(loss_name, "objective_perturbation")
-    _check_options(
-        "objective_perturbation",
-        alpha=alpha,
-        gradient_tol=options.get("gradient_tol"),
-        max_iter=options.get("max_iter"),
-        epsilon_split=options.get("epsilon_split", DEFAULT_EPSILON_SPLIT),
-        residual_fraction=options.get("residual_fraction", DEFAULT_RESIDUAL_FRACTION),
+    _check("objective_perturbation", loss_name, alpha, options)
+    _check_splits(
+        options.get("epsilon_split", DEFAULT_EPSILON_SPLIT),
+        options.get("residual_fraction", DEFAULT_RESIDUAL_FRACTION),
+    )
+
+
+def _certification(plan, private, solver):
+    """The plan's :class:`CertificationBounds` (None without noise)."""
+    if not private:
+        return None
+    if "certification" not in plan.details:
+        raise ValueError(
+            f"{solver}: the plan holds no bounds of the certified solve; plan with the loss, "
+            "the row bound and alpha."
+        )
+    return plan.details["certification"]
+
+
+def _scale(noise, sensitivity, epsilon, multiplier):
+    """The noise scale of one release (0 without noise).
+
+    ``sensitivity / epsilon`` for L2 Laplace noise, ``multiplier *
+    sensitivity`` (the standard deviation) for Gaussian noise.
+    """
+    if noise == "none":
+        return 0.0
+    if noise == "l2_laplace":
+        return sensitivity / epsilon
+    return multiplier * sensitivity
+
+
+def _release(value, pure, *, sensitivity, scale, rng, label):
+    """One release of ``value`` through the gateway: L2 Laplace noise if ``pure``, else Gaussian."""
+    if pure:
+        return _noise.l2_laplace(value, sensitivity=sensitivity, scale=scale, rng=rng, label=label)
+    return _noise.gaussian(value, sensitivity=sensitivity, noise_std=scale, rng=rng, label=label)
+
+
+def _certified_solve(data, glm, solver, bounds, *, n_outputs, n_steps, verbose, **kwargs):
+    """The certified solve (:func:`certified_minimize`), its last stage sized by ``bounds``."""
+    return certified_minimize(
+        data.design,
+        data.y,
+        glm.loss,
+        n_outputs=n_outputs,
+        n_steps=n_steps,
+        progress=Progress(solver, n_steps, verbose),
+        accelerate=bounds is not None,
+        public_smoothness=None if bounds is None else bounds.smoothness,
+        **kwargs,
     )
 
 
@@ -422,6 +444,7 @@ def output_perturbation(
     gradient_tol=None,
     random_state=None,
     verbose=0,
+    plan=None,
 ):
     """Output perturbation: the regularised minimiser plus calibrated noise.
 
@@ -454,6 +477,11 @@ def output_perturbation(
     random_state : None, int, RandomState or Generator
     verbose : int
         Progress lines show the public Newton step number only.
+    plan : PrivacyPlan or None
+        The plan to run, as :func:`plan_output_perturbation` computed it for these
+        arguments with the loss, the row bound and ``alpha`` (estimators hand
+        down the plan their budget was charged for; its ``details`` hold the
+        public bounds of the certified solve); None plans here.
 
     Returns
     -------
@@ -495,52 +523,48 @@ def output_perturbation(
         "output_perturbation", alpha=alpha, gradient_tol=gradient_tol, max_iter=max_iter
     )
     glm = _smooth_glm(loss, data.row_norm_bound, n_outputs, "output_perturbation")
-    n_samples, n_columns = data.n_samples, data.n_columns
-    plan = plan_output_perturbation(n_samples, n_columns * n_outputs, epsilon, delta)
+    n_params = data.n_columns * n_outputs
+    if plan is None:
+        plan = plan_output_perturbation(
+            data.n_public,
+            n_params,
+            epsilon,
+            delta,
+            n_outputs=n_outputs,
+            loss=loss,
+            row_norm_bound=data.row_norm_bound,
+            alpha=alpha,
+            gradient_tol=gradient_tol,
+        )
+    bounds = _certification(plan, not math.isinf(epsilon), "output_perturbation")
+    tol = gradient_tol * glm.gradient_bound
     # Lambda = n * alpha with the public stand-in for n: the row count is
     # private under add/remove, and the sensitivity G / Lambda needs a Lambda
     # that is the same on neighbouring data sets.
     regularization = data.n_public * float(alpha)
-    private = not math.isinf(epsilon)
-    bounds = None
-    if private:
-        bounds = check_certifiable(
-            "output_perturbation",
-            glm,
-            regularization=regularization,
-            n_public=data.n_public,
-            noise_norm=0.0,
-            gradient_tol=gradient_tol,
-        )
-    tol = gradient_tol * glm.gradient_bound
     sensitivity = (glm.gradient_bound + 2.0 * tol) / regularization
     pure = plan.details["noise"] != "gaussian"
-    n_params = n_columns * n_outputs
-    scale = 0.0
-    if plan.details["noise"] != "none":
-        scale = sensitivity / epsilon if pure else plan.noise_multiplier * sensitivity
-    solve = certified_minimize(
-        data.design,
-        data.y,
-        glm.loss,
+    scale = _scale(plan.details["noise"], sensitivity, epsilon, plan.noise_multiplier)
+    solve = _certified_solve(
+        data,
+        glm,
+        "output_perturbation",
+        bounds,
         n_outputs=n_outputs,
+        n_steps=n_steps,
+        verbose=verbose,
         regularization=regularization,
         tol=tol,
-        n_steps=n_steps,
-        progress=Progress("output_perturbation", n_steps, verbose),
-        accelerate=private,
-        public_smoothness=None if bounds is None else bounds.smoothness,
         public_gradient_bound=None if bounds is None else bounds.initial_gradient_bound,
     )
-    rng = make_rng(random_state)
-    if pure:
-        coef = _noise.l2_laplace(
-            solve.coef, sensitivity=sensitivity, scale=scale, rng=rng, label="minimiser"
-        )
-    else:
-        coef = _noise.gaussian(
-            solve.coef, sensitivity=sensitivity, noise_std=scale, rng=rng, label="minimiser"
-        )
+    coef = _release(
+        solve.coef,
+        pure,
+        sensitivity=sensitivity,
+        scale=scale,
+        rng=make_rng(random_state),
+        label="minimiser",
+    )
     plan.details.update(
         sensitivity=sensitivity,
         noise_scale=scale,
@@ -603,6 +627,7 @@ def objective_perturbation(
     residual_fraction=DEFAULT_RESIDUAL_FRACTION,
     random_state=None,
     verbose=0,
+    plan=None,
 ):
     """Objective perturbation: minimise the objective plus a random linear term.
 
@@ -640,6 +665,11 @@ def objective_perturbation(
     random_state : None, int, RandomState or Generator
     verbose : int
         Progress lines show the public Newton step number only.
+    plan : PrivacyPlan or None
+        The plan to run, as :func:`plan_objective_perturbation` computed it for these
+        arguments with the loss, the row bound and ``alpha`` (estimators hand
+        down the plan their budget was charged for; its ``details`` hold the
+        public bounds of the certified solve); None plans here.
 
     Returns
     -------
@@ -686,25 +716,25 @@ def objective_perturbation(
     and the budget.  The proof: docs/solvers/perturbation.md, "Proofs".
     """
     gradient_tol, n_steps = _check_options(
-        "objective_perturbation",
-        alpha=alpha,
-        gradient_tol=gradient_tol,
-        max_iter=max_iter,
-        epsilon_split=epsilon_split,
-        residual_fraction=residual_fraction,
+        "objective_perturbation", alpha=alpha, gradient_tol=gradient_tol, max_iter=max_iter
     )
     glm = _smooth_glm(loss, data.row_norm_bound, n_outputs, "objective_perturbation")
-    n_samples, n_columns = data.n_samples, data.n_columns
+    n_columns = data.n_columns
     n_params = n_columns * n_outputs
-    plan = plan_objective_perturbation(
-        n_samples,
-        n_params,
-        epsilon,
-        delta,
-        n_outputs=n_outputs,
-        epsilon_split=epsilon_split,
-        residual_fraction=residual_fraction,
-    )
+    if plan is None:
+        plan = plan_objective_perturbation(
+            data.n_public,
+            n_params,
+            epsilon,
+            delta,
+            n_outputs=n_outputs,
+            epsilon_split=epsilon_split,
+            residual_fraction=residual_fraction,
+            loss=loss,
+            row_norm_bound=data.row_norm_bound,
+            alpha=alpha,
+            gradient_tol=gradient_tol,
+        )
     details = plan.details
     R = data.row_norm_bound
     base_regularization = data.n_public * float(alpha)  # public stand-in for n
@@ -712,27 +742,12 @@ def objective_perturbation(
     epsilon_det = glm.epsilon_det(R, regularization)
     if epsilon_det > details["epsilon_det"] * (1 + 1e-12):  # pragma: no cover - by construction
         raise AssertionError("Determinant term over its budget; please report this.")
-    shape = (n_columns, n_outputs)
     G = glm.gradient_bound
     noise = details["noise"]
     pure = noise != "gaussian"
-    if noise == "none":
-        b_scale = 0.0
-    elif pure:
-        b_scale = G / details["epsilon_noise"]
-    else:
-        b_scale = plan.noise_multiplier * G
+    b_scale = _scale(noise, G, details.get("epsilon_noise"), plan.noise_multiplier)
     private = noise != "none"
-    bounds = None
-    if private:
-        bounds = check_certifiable(
-            "objective_perturbation",
-            glm,
-            regularization=regularization,
-            n_public=data.n_public,
-            noise_norm=_objective_noise_norm(plan, glm, n_params),
-            gradient_tol=gradient_tol,
-        )
+    bounds = _certification(plan, private, "objective_perturbation")
     tol = gradient_tol * G
     # b is the rounding of an exact continuous noise vector N on a grid g, with
     # ||b - N|| <= sqrt(m) g / 2: the solve lands within tol / Lambda (half of it
@@ -742,12 +757,12 @@ def objective_perturbation(
         grid = _noise.objective_noise_grid(b_scale, n_params, 2.0 * COUPLING_SHARE * tol)
         coupling = math.sqrt(n_params) * grid.spacing
     residual_sensitivity = (2.0 * tol + coupling) / regularization
-    if noise == "none":
-        residual_scale = 0.0
-    elif pure:
-        residual_scale = residual_sensitivity / details["epsilon_residual"]
-    else:
-        residual_scale = details["residual_noise_multiplier"] * residual_sensitivity
+    residual_scale = _scale(
+        noise,
+        residual_sensitivity,
+        details.get("epsilon_residual"),
+        details.get("residual_noise_multiplier"),
+    )
 
     def solve(b):
         # The accelerated stage's step count: public constants and the norm of
@@ -755,25 +770,24 @@ def objective_perturbation(
         public_gradient_bound = None
         if bounds is not None:
             public_gradient_bound = max(float(data.n_public), 1.0) * G + float(np.linalg.norm(b))
-        return certified_minimize(
-            data.design,
-            data.y,
-            glm.loss,
+        return _certified_solve(
+            data,
+            glm,
+            "objective_perturbation",
+            bounds,
             n_outputs=n_outputs,
+            n_steps=n_steps,
+            verbose=verbose,
             regularization=regularization,
             tol=tol,
             linear_term=b,
-            accelerate=private,
-            n_steps=n_steps,
-            progress=Progress("objective_perturbation", n_steps, verbose),
-            public_smoothness=None if bounds is None else bounds.smoothness,
             public_gradient_bound=public_gradient_bound,
         ).coef
 
     rng = make_rng(random_state)
     W = _noise.objective_perturbation(
         solve,
-        shape=shape,
+        shape=(n_columns, n_outputs),
         noise="l2_laplace" if pure else "gaussian",
         scale=b_scale,
         coupling=2.0 * COUPLING_SHARE * tol,
@@ -781,22 +795,14 @@ def objective_perturbation(
         rng=rng,
         label="perturbed minimiser",
     )
-    if pure:
-        coef = _noise.l2_laplace(
-            W,
-            sensitivity=residual_sensitivity,
-            scale=residual_scale,
-            rng=rng,
-            label="inexact-solve residual",
-        )
-    else:
-        coef = _noise.gaussian(
-            W,
-            sensitivity=residual_sensitivity,
-            noise_std=residual_scale,
-            rng=rng,
-            label="inexact-solve residual",
-        )
+    coef = _release(
+        W,
+        pure,
+        sensitivity=residual_sensitivity,
+        scale=residual_scale,
+        rng=rng,
+        label="inexact-solve residual",
+    )
     details.update(
         regularization=regularization,
         extra_regularization=regularization - base_regularization,

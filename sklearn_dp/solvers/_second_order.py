@@ -116,34 +116,14 @@ _MOMENTA = ("auto", "nesterov", None)
 _MODIFICATIONS = ("auto", "clip", "add")
 
 
-def _check_options(
-    *,
-    hessian,
-    hessian_share,
-    eigenvalue,
-    floor_scale,
-    momentum="auto",
-    hessian_steps=None,
-    n_params=None,
-):
+def _check_options(*, hessian, eigenvalue, momentum, n_params=None):
+    # The numeric options' ranges are the registry's (option_constraints).
     if momentum not in _MOMENTA:
         raise ValueError(f"momentum must be one of {_MOMENTA}, got {momentum!r}.")
-    if hessian_steps is not None and not (
-        isinstance(hessian_steps, (int, np.integer)) and hessian_steps >= 1
-    ):
-        raise ValueError(f"hessian_steps must be an integer >= 1, got {hessian_steps!r}.")
     if hessian not in _HESSIANS:
         raise ValueError(f"hessian must be one of {_HESSIANS}, got {hessian!r}.")
     if eigenvalue not in _MODIFICATIONS:
         raise ValueError(f"eigenvalue must be one of {_MODIFICATIONS}, got {eigenvalue!r}.")
-    if hessian_share is not None and not (
-        isinstance(hessian_share, (int, float)) and 0.0 < hessian_share < 1.0
-    ):
-        raise ValueError(f"hessian_share must be a float in (0, 1), got {hessian_share!r}.")
-    if floor_scale is not None and not (
-        isinstance(floor_scale, (int, float)) and math.isfinite(floor_scale) and floor_scale >= 0
-    ):
-        raise ValueError(f"floor_scale must be a finite float >= 0, got {floor_scale!r}.")
     if n_params is not None and n_params > MAX_HESSIAN_SIZE:
         what = (
             "a Gram matrix of (features plus intercept)"
@@ -162,11 +142,8 @@ def check_dp_newton(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, o
     n_columns = public.n_features + int(public.fit_intercept)
     _check_options(
         hessian=hessian,
-        hessian_share=options.get("hessian_share"),
         eigenvalue=options.get("eigenvalue", "auto"),
-        floor_scale=options.get("floor_scale"),
         momentum=options.get("momentum", "auto"),
-        hessian_steps=options.get("hessian_steps"),
         n_params=_curvature_size(hessian, n_columns, n_outputs),
     )
 
@@ -302,6 +279,7 @@ def dp_newton(
     coef_init=None,
     random_state=None,
     verbose=0,
+    plan=None,
 ):
     """Private (quasi-)Newton steps on the L2-penalised average loss of a smooth GLM.
 
@@ -376,6 +354,10 @@ def dp_newton(
         public, post-processing; it costs nothing).
     random_state : None, int, RandomState or Generator
     verbose : int
+    plan : PrivacyPlan or None
+        The plan to run, as :func:`plan_dp_newton` computed it for these
+        arguments (estimators hand down the plan their budget was charged
+        for); None plans here.
 
     Returns
     -------
@@ -419,11 +401,8 @@ def dp_newton(
     n_params = n_columns * n_outputs
     _check_options(
         hessian=hessian,
-        hessian_share=hessian_share,
         eigenvalue=eigenvalue,
-        floor_scale=floor_scale,
         momentum=momentum,
-        hessian_steps=hessian_steps,
         n_params=_curvature_size(hessian, n_columns, n_outputs),
     )
     if momentum == "auto":
@@ -434,109 +413,102 @@ def dp_newton(
     if floor_scale is None:
         floor_scale = default_floor
     private = not math.isinf(epsilon)
-    plan = plan_dp_newton(
-        data.n_public,
-        n_params,
-        epsilon,
-        delta,
-        max_iter=max_iter,
-        hessian=hessian,
-        hessian_share=hessian_share,
-        hessian_steps=hessian_steps,
-        loss=loss,
-    )
+    if plan is None:
+        plan = plan_dp_newton(
+            data.n_public,
+            n_params,
+            epsilon,
+            delta,
+            max_iter=max_iter,
+            hessian=hessian,
+            hessian_share=hessian_share,
+            hessian_steps=hessian_steps,
+            loss=loss,
+        )
     clip = gradient_bound(loss, data.row_norm_bound, clip_norm, private=private)
     R2 = float(data.row_norm_bound) ** 2
     beta = curvature_bound(loss)
+    bound = hessian == "bound"
+    size = _curvature_size(hessian, n_columns, n_outputs)
     # Sample weights in [0, max_weight] multiply each row's gradient and
     # Hessian terms: every sensitivity by max_weight (1 without weights).
     weight_bound = float(getattr(data, "weight_bound", 1.0))
-    if hessian == "bound":
-        hessian_sensitivity = weight_bound * R2
-    else:
-        hessian_sensitivity = weight_bound * beta * R2
+    hessian_sensitivity = weight_bound * R2 if bound else weight_bound * beta * R2
     gradient_sensitivity = weight_bound * clip
-    sigma_h = plan.details["hessian_multiplier"]
     gradient_std = plan.noise_multiplier * gradient_sensitivity
-    hessian_std = sigma_h * hessian_sensitivity
+    hessian_std = plan.details["hessian_multiplier"] * hessian_sensitivity
     normalizer = float(data.normalizer)
     # Expected spectral norm of the noise of the averaged Hessian (for
     # "bound": of the noise on curvature_bound * G, the same on every class block).
-    if hessian == "bound":
-        nu = hessian_noise_norm(hessian_std * beta / normalizer, n_columns)
-    else:
-        nu = hessian_noise_norm(hessian_std / normalizer, n_params)
+    nu = hessian_noise_norm((hessian_std * beta if bound else hessian_std) / normalizer, size)
     floor = max(
         float(floor_scale) * nu,
         RELATIVE_FLOOR * beta * R2,
     )
-    penalized = np.tile(data.penalized, n_outputs)  # class-major, as W.ravel("F")
+    # The bound is one block for all classes (I_K (x) beta G); the exact
+    # Hessian has class-major coefficients, as W.ravel("F").
+    block_penalized = data.penalized if bound else np.tile(data.penalized, n_outputs)
     rng = make_rng(random_state)
     progress = Progress("dp_newton", plan.n_steps, verbose)
+
+    def sums(part, V, curvature):
+        # One pass over the rows (of each chunk, summed: row_sum) for both sums.
+        weight = getattr(part, "sample_weight", None)
+        g, H = newton_sums(
+            part.design,
+            part.y,
+            V,
+            loss,
+            clip,
+            part.row_norms,
+            hessian=curvature == "exact",
+            sample_weight=weight,
+        )
+        return g, part.design.gram(weight) if curvature == "bound" else H
+
+    def release_curvature():
+        # The decomposition of the released curvature plus the penalty (later
+        # steps reuse it); every temporary is freed as soon as it is used.
+        nonlocal H_sum
+        value = svec(H_sum)
+        H_sum = None  # freed before the release's own temporaries are made
+        released = _noise.gaussian(
+            value,
+            sensitivity=hessian_sensitivity,
+            noise_std=hessian_std,
+            rng=rng,
+            label="gram matrix" if bound else "hessian sum",
+        )
+        del value
+        H = unsvec(released, size)
+        del released
+        if bound:
+            H *= beta / normalizer
+        else:
+            H /= normalizer
+        H[np.diag_indices(size)] += alpha * block_penalized
+        return modified_eigendecomposition(H, floor, eigenvalue, overwrite=True)
 
     W = np.zeros((n_columns, n_outputs))
     if coef_init is not None:  # warm start: a released model (post-processing)
         W = np.array(coef_init, dtype=float).reshape(n_columns, n_outputs)
     W_previous = W
     since_restart = 0
-    H_avg = eigen = None
+    eigen = H_sum = None
     hessian_releases = plan.details["hessian_releases"]
     released_hessians = 0
     for t in range(plan.n_steps):
-        need_hessian = released_hessians < hessian_releases
-        if need_hessian:
+        curvature = hessian if released_hessians < hessian_releases else None
+        if curvature is not None:
             released_hessians += 1
         # Nesterov's look-ahead point, with O'Donoghue and Candes's restart
         # (below): post-processing of released gradients.
         V = W
         if momentum == "nesterov" and since_restart > 0:
             V = W + (since_restart / (since_restart + 3.0)) * (W - W_previous)
-        if need_hessian and hessian == "bound":
-            # One pass over the rows (of each chunk, summed: row_sum) for both sums.
-            g_sum, gram_sum = row_sum(
-                data,
-                lambda part: (
-                    newton_sums(
-                        part.design,
-                        part.y,
-                        V,
-                        loss,
-                        clip,
-                        part.row_norms,
-                        hessian=False,
-                        sample_weight=getattr(part, "sample_weight", None),
-                    )[0],
-                    part.design.gram(getattr(part, "sample_weight", None)),
-                ),
-            )
-            value = svec(gram_sum)
-            del gram_sum  # freed before the release's own temporaries are made
-            gram = _noise.gaussian(
-                value,
-                sensitivity=hessian_sensitivity,
-                noise_std=hessian_std,
-                rng=rng,
-                label="gram matrix",
-            )
-            del value
-            # One block for all classes: the bound is I_K (x) beta G.
-            H_avg = unsvec(gram, n_columns)
-            del gram
-            H_avg *= beta / normalizer
-        else:
-            g_sum, H_sum = row_sum(
-                data,
-                lambda part: newton_sums(
-                    part.design,
-                    part.y,
-                    V,
-                    loss,
-                    clip,
-                    part.row_norms,
-                    hessian=need_hessian,
-                    sample_weight=getattr(part, "sample_weight", None),
-                ),
-            )
+        g_sum, H_sum = row_sum(data, lambda part: sums(part, V, curvature))
+        if curvature == "bound":  # the Gram matrix is drawn before the gradient
+            eigen = release_curvature()
         g_noisy = _noise.gaussian(
             g_sum,
             sensitivity=gradient_sensitivity,
@@ -544,29 +516,12 @@ def dp_newton(
             rng=rng,
             label="clipped gradient sum",
         )
-        if need_hessian and hessian == "exact":
-            released = _noise.gaussian(
-                svec(H_sum),
-                sensitivity=hessian_sensitivity,
-                noise_std=hessian_std,
-                rng=rng,
-                label="hessian sum",
-            )
-            del H_sum
-            H_avg = unsvec(released, n_params)
-            del released
-            H_avg /= normalizer
-        if need_hessian:
-            # In place: only the decomposition is kept (later steps reuse it).
-            H, H_avg = H_avg, None
-            block_penalized = data.penalized if hessian == "bound" else penalized
-            H[np.diag_indices(H.shape[0])] += alpha * block_penalized
-            eigen = modified_eigendecomposition(H, floor, eigenvalue, overwrite=True)
-            del H
+        if curvature == "exact":  # the Hessian after it
+            eigen = release_curvature()
         grad = g_noisy / normalizer
         grad[data.penalized] += alpha * V[data.penalized]
         lam, vectors = eigen
-        if hessian == "bound":  # the same block for every class
+        if bound:  # the same block for every class
             step = vectors @ ((vectors.T @ grad) / lam[:, None])
         else:  # class-major coefficients, as W.ravel("F")
             flat = grad.ravel(order="F")

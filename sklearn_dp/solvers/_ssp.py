@@ -56,10 +56,8 @@ RIDGE_SCALE = 1.0
 DEFAULT_MAX_SWEEPS = 1000
 DEFAULT_TOL = 1e-7
 
-_CONSTRAINTS = (None, "l1", "l2")
 
-
-def _check_options(*, shares, ridge, label_bound, constraint):
+def _check_options(*, shares, ridge, label_bound):
     if shares is not None:
         try:
             values = [float(v) for v in shares]
@@ -78,22 +76,12 @@ def _check_options(*, shares, ridge, label_bound, constraint):
             )
         if ridge == "adaptive" and values[2] <= 0:
             raise ValueError("ridge='adaptive' needs a share > 0 for the smallest eigenvalue.")
-    if not (
-        ridge == "adaptive"
-        or (
-            isinstance(ridge, (int, float))
-            and not isinstance(ridge, bool)
-            and math.isfinite(ridge)
-            and ridge >= 0
-        )
-    ):
-        raise ValueError(f"ridge must be 'adaptive' or a float >= 0, got {ridge!r}.")
+    # The labels' clip bounds a sensitivity: checked for direct callers too.
+    # The ranges of ridge and constraint are the registry's (option_constraints).
     if not (
         isinstance(label_bound, (int, float)) and math.isfinite(label_bound) and label_bound > 0
     ):
         raise ValueError(f"label_bound must be a finite float > 0, got {label_bound!r}.")
-    if constraint not in _CONSTRAINTS:
-        raise ValueError(f"constraint must be one of {_CONSTRAINTS}, got {constraint!r}.")
 
 
 def check_dp_ssp(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
@@ -104,7 +92,6 @@ def check_dp_ssp(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, opti
         shares=options.get("shares"),
         ridge=options.get("ridge", "adaptive"),
         label_bound=options.get("label_bound", 1.0),
-        constraint=options.get("constraint"),
     )
 
 
@@ -322,6 +309,7 @@ def dp_ssp(
     tol=DEFAULT_TOL,
     random_state=None,
     verbose=0,
+    plan=None,
 ):
     """Least squares from privately released sufficient statistics (AdaSSP).
 
@@ -372,6 +360,10 @@ def dp_ssp(
         Its tolerance (relative change of the coefficients); default ``DEFAULT_TOL``.
     random_state : None, int, RandomState or Generator
     verbose : int
+    plan : PrivacyPlan or None
+        The plan to run, as :func:`plan_dp_ssp` computed it for these
+        arguments (estimators hand down the plan their budget was charged
+        for); None plans here.
 
     Returns
     -------
@@ -405,9 +397,10 @@ def dp_ssp(
     """
     if loss.name != "squared" or n_outputs != 1:
         raise ValueError("dp_ssp fits the squared loss with one output only.")
-    _check_options(shares=shares, ridge=ridge, label_bound=label_bound, constraint=constraint)
+    _check_options(shares=shares, ridge=ridge, label_bound=label_bound)
     m = data.design.n_columns
-    plan = plan_dp_ssp(data.n_public, m, epsilon, delta, shares=shares, ridge=ridge)
+    if plan is None:
+        plan = plan_dp_ssp(data.n_public, m, epsilon, delta, shares=shares, ridge=ridge)
     sigma_gram, sigma_xty, sigma_eig = plan.details["multipliers"]
     # Sample weights in [0, max_weight]: every sensitivity times max_weight.
     weight_bound = float(getattr(data, "weight_bound", 1.0))
