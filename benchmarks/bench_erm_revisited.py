@@ -271,7 +271,7 @@ def warm_calibration(method, data, lam, budget, epsilon, loss):
 def run_point(method, data, lam, budget, epsilon, seed, loss, optimum_value):
     spec = SOLVERS[method.solver]
     start = time.perf_counter()
-    result = spec.function(
+    result = spec.run(
         data,
         loss,
         n_outputs=1,

@@ -177,7 +177,7 @@ def _solver_path(solver, loss_name, estimator_kwargs):
             loss = get_loss("squared", residual_bound=2.0)
             alpha = LASSO_ALPHA / LASSO_Y_BOUND
             options.setdefault("l1_ratio", 1.0)
-        spec.function(
+        spec.run(
             data,
             loss,
             n_outputs=1,

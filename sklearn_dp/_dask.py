@@ -427,7 +427,7 @@ def check_solver(name, *, inside=False):
     supported = dask_solvers()
     if name in supported:
         return
-    from .exceptions import public_error
+    from ._public_errors import public_error
 
     error = ValueError(
         f"solver={name!r} does not fit on Dask arrays; Dask input supports the solvers "

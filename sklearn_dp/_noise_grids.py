@@ -23,7 +23,7 @@ import numpy as np
 
 from ._exact_sampling import MAX_SAMPLER_STEPS
 from ._memo import memoize
-from .exceptions import public_error
+from ._public_errors import public_error
 
 __all__ = [
     "Grid",

@@ -16,7 +16,7 @@ Estimators, the DP scalers and the DP searches all follow it:
    (:func:`sklearn_dp._random.fit_generator`, keyed on the ledger entry).
    Nothing escapes it but released values: numerical warnings are silenced,
    the library's own warnings are deferred, an exception not marked public
-   (:func:`~sklearn_dp.exceptions.public_error`) is replaced by
+   (:func:`~sklearn_dp._public_errors.public_error`) is replaced by
    :class:`~sklearn_dp.exceptions.PrivateFitError`.
 4. *Count and bounds*: the row count (:func:`release_count`) and the
    ``"auto"`` bounds are released.
@@ -468,7 +468,7 @@ class PrivatePhase:
     private quantities would otherwise print them); the library's own
     warnings go through :meth:`warn` and are issued when the phase ends.  On
     an exception the reservation (if any) is marked failed, and an exception
-    not marked with :func:`~sklearn_dp.exceptions.public_error` is replaced
+    not marked with :func:`~sklearn_dp._public_errors.public_error` is replaced
     by :class:`~sklearn_dp.exceptions.PrivateFitError` (its message may
     describe private values).  On success the reservation is completed with
     :attr:`event`, after the deferred warnings are issued (a warning turned

@@ -47,15 +47,3 @@ class PrivacyLeakWarning(UserWarning):
 
     The test-suite turns this warning into an error.
     """
-
-
-def public_error(exception):
-    """Mark ``exception`` as a function of public inputs and noisy releases only.
-
-    Exceptions raised after a fit's reservation are withheld (replaced by
-    :class:`PrivateFitError`) unless marked; mark only exceptions whose
-    occurrence and message depend on nothing but public values and released
-    (noisy) values.  Returns the exception, for ``raise public_error(...)``.
-    """
-    exception.__sklearn_dp_public__ = True
-    return exception

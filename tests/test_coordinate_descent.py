@@ -994,7 +994,7 @@ def test_squared_loss_with_l1_penalty_is_registered_for_dplasso():
     X = rng.uniform(-1, 1, (200, 6))
     y = X[:, 0] - 0.5 * X[:, 1]
     data = bound_data(X, y, fit_intercept=True, geometry="linf", feature_bound=1.0)
-    result = spec.function(
+    result = spec.run(
         data,
         SquaredLoss(residual_bound=3.0),
         n_outputs=1,

@@ -48,7 +48,7 @@ def _privacy_section_extension():
     [DPLogisticRegression, DPSCORegressor, DPLasso]
     + [DPGridSearchCV, DPRandomizedSearchCV, RowwiseKFold]
     + [DPStandardScaler, DPMinMaxScaler, PublicRangeScaler, RowWiseTransformer]
-    + [spec.function for spec in SOLVERS.values()],
+    + [spec.run for spec in SOLVERS.values()],
     ids=lambda obj: obj.__name__,
 )
 def test_public_docstrings_have_a_privacy_section_the_docs_render(obj):

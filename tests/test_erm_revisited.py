@@ -1543,7 +1543,7 @@ _SVRG_CASES = [
 def test_svrg_default_epochs_run_exactly_the_recorded_plan(estimator, solver, params, epsilon):
     """The quiet default epochs: the plan the estimator makes is the plan the solver runs and records."""
     spec = solvers_module.SOLVERS[solver]
-    original_plan, original_function = spec.plan, spec.function
+    original_plan, original_function = spec.plan, spec.run
     estimator_plans, results = [], []
 
     @functools.wraps(original_plan)

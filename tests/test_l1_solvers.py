@@ -216,7 +216,7 @@ def _sparse_problem(n=400, d=30, seed=0, intercept=True):
 def test_frank_wolfe_pure_noise_scales_exact():
     data, loss = _sparse_problem(n=400, d=30)
     radius, box = 1.5, 2.5
-    res = SOLVERS["frank_wolfe"].function(
+    res = SOLVERS["frank_wolfe"].run(
         data,
         loss,
         n_outputs=1,
@@ -327,7 +327,7 @@ def test_localized_phases_follow_the_seed_schedule():
 def test_mirror_descent_needs_delta():
     data, loss = _sparse_problem()
     with pytest.raises(ValueError, match="needs delta > 0"):
-        SOLVERS["mirror_descent"].function(
+        SOLVERS["mirror_descent"].run(
             data, loss, n_outputs=1, alpha=0.0, epsilon=1.0, delta=0.0, radius=1.0
         )
 
@@ -360,7 +360,7 @@ def test_clip_bounds_every_gradient_in_l_infinity():
 
 def test_vr_frank_wolfe_is_one_pass():
     data, loss = _sparse_problem(n=3000, d=40)
-    res = SOLVERS["vr_frank_wolfe"].function(
+    res = SOLVERS["vr_frank_wolfe"].run(
         data,
         loss,
         n_outputs=1,
@@ -415,7 +415,7 @@ def test_frank_wolfe_gains_at_most_one_nonzero_per_step(monkeypatch, solver, alp
         monkeypatch.setattr(module, "select_vertex", recording)
     options = dict(max_iter=30) if solver == "frank_wolfe" else dict(n_phases=3)
     options["output"] = "last"
-    res = SOLVERS[solver].function(
+    res = SOLVERS[solver].run(
         data,
         loss,
         n_outputs=1,
@@ -446,7 +446,7 @@ def test_frank_wolfe_gains_at_most_one_nonzero_per_step(monkeypatch, solver, alp
     options["output"] = "tail_average"
     averaged = (
         SOLVERS[solver]
-        .function(
+        .run(
             data,
             loss,
             n_outputs=1,
@@ -480,7 +480,7 @@ def test_frank_wolfe_epsilon_inf_reaches_reference(alpha, l1_ratio, radius):
     )
     ref = reference_solve(data, loss, domain)
     best = l1_objective(data, loss, ref, domain)
-    res = SOLVERS["frank_wolfe"].function(
+    res = SOLVERS["frank_wolfe"].run(
         data,
         loss,
         n_outputs=1,
@@ -514,7 +514,7 @@ def test_mirror_descent_epsilon_inf_reaches_reference(p):
     best = l1_objective(data, loss, ref, domain)
     gaps = []
     for steps in (250, 1000):
-        res = SOLVERS["mirror_descent"].function(
+        res = SOLVERS["mirror_descent"].run(
             data,
             loss,
             n_outputs=1,
@@ -544,7 +544,7 @@ def test_mirror_descent_epsilon_inf_reaches_reference_precisely():
     data, loss = _sparse_problem(n=500, d=20)
     domain = make_domain(data, radius=0.6, intercept_bound=1.6, alpha=0.0, l1_ratio=0.0, solver="t")
     best = l1_objective(data, loss, reference_solve(data, loss, domain), domain)
-    res = SOLVERS["mirror_descent"].function(
+    res = SOLVERS["mirror_descent"].run(
         data,
         loss,
         n_outputs=1,
@@ -567,7 +567,7 @@ def test_vr_frank_wolfe_epsilon_inf_uses_every_row_and_converges():
     data, loss = _sparse_problem(n=2000, d=10, seed=1)
     domain = make_domain(data, radius=0.6, intercept_bound=1.6, alpha=0.0, l1_ratio=0.0, solver="t")
     best = l1_objective(data, loss, reference_solve(data, loss, domain), domain)
-    res = SOLVERS["vr_frank_wolfe"].function(
+    res = SOLVERS["vr_frank_wolfe"].run(
         data,
         loss,
         n_outputs=1,
@@ -589,7 +589,7 @@ def test_vr_frank_wolfe_epsilon_inf_uses_every_row_and_converges():
 
 def test_localized_mirror_descent_iterates_stay_local():
     data, loss = _sparse_problem(n=800, d=10)
-    res = SOLVERS["localized_mirror_descent"].function(
+    res = SOLVERS["localized_mirror_descent"].run(
         data,
         loss,
         n_outputs=1,
@@ -619,7 +619,7 @@ def test_strongly_convex_wrapper_rounds_and_accounting():
     best = l1_objective(data, loss, reference_solve(data, loss, domain), domain)
     gaps = {}
     for wrapped in (False, True):
-        res = SOLVERS["mirror_descent"].function(
+        res = SOLVERS["mirror_descent"].run(
             data,
             loss,
             n_outputs=1,
@@ -652,7 +652,7 @@ def test_strongly_convex_wrapper_rounds_and_accounting():
 def test_strongly_convex_wrapper_needs_public_strong_convexity():
     data, loss = _sparse_problem(n=500, d=5)
     with pytest.raises(ValueError, match="strongly convex from public knowledge"):
-        SOLVERS["mirror_descent"].function(
+        SOLVERS["mirror_descent"].run(
             data,
             loss,
             n_outputs=1,
@@ -669,7 +669,7 @@ def test_lp_geometry_runs_and_stays_feasible(solver):
     data, loss = _sparse_problem(n=1000, d=20)
     domain = make_domain(data, radius=0.6, intercept_bound=1.6, alpha=0.0, l1_ratio=0.0, solver="t")
     for p in (1.0, 1.5, 2.0):
-        res = SOLVERS[solver].function(
+        res = SOLVERS[solver].run(
             data,
             loss,
             n_outputs=1,
@@ -702,7 +702,7 @@ def test_frank_wolfe_selections_are_gateway_exponential_mechanisms():
     data, loss = _sparse_problem(n=400, d=30)
     radius, box, clip, steps = 1.5, 2.5, 0.8, 10
     with trace_releases() as trace:
-        res = SOLVERS["frank_wolfe"].function(
+        res = SOLVERS["frank_wolfe"].run(
             data,
             loss,
             n_outputs=1,
@@ -754,7 +754,7 @@ def test_frank_wolfe_selections_are_gateway_exponential_mechanisms():
 def test_frank_wolfe_prints_released_quantities_only(capsys):
     """No exact duality gap (a function of the exact gradient) in the progress lines."""
     data, loss = _sparse_problem(n=200, d=10)
-    SOLVERS["frank_wolfe"].function(
+    SOLVERS["frank_wolfe"].run(
         data,
         loss,
         n_outputs=1,
@@ -786,7 +786,7 @@ def test_vr_frank_wolfe_leaves_declare_the_sensitivity_of_their_path():
 
     data, loss = _sparse_problem(n=3000, d=40)
     with trace_releases() as trace:
-        res = SOLVERS["vr_frank_wolfe"].function(
+        res = SOLVERS["vr_frank_wolfe"].run(
             data,
             loss,
             n_outputs=1,
@@ -829,7 +829,7 @@ def test_mirror_descent_steps_are_gateway_gaussians_on_poisson_samples(name):
 
     data, loss = _sparse_problem(n=600, d=10)
     with trace_releases() as trace:
-        res = SOLVERS[name].function(
+        res = SOLVERS[name].run(
             data,
             loss,
             n_outputs=1,

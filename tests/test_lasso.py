@@ -335,7 +335,7 @@ def test_penalised_form_dispatches_to_an_unconstrained_l1_solver(sparse_data):
     register_solver(
         SolverSpec(
             name="fake_l1_cd",
-            function=fake_cd,
+            run=fake_cd,
             plan=fake_plan,
             losses=frozenset({"squared"}),
             penalties=frozenset({"l1", "elasticnet"}),

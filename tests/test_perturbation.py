@@ -648,7 +648,7 @@ def test_verbose_lines_show_public_step_numbers_only(solver, capsys):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         _solve(
-            SOLVERS[solver].function,
+            SOLVERS[solver].run,
             data,
             loss,
             alpha=lam / data.n_samples,

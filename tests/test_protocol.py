@@ -203,7 +203,7 @@ def slow(*args, **kwargs):
     return original(*args, **kwargs)
 from sklearn_dp.solvers import _registry
 import dataclasses
-_registry._REGISTRY["dp_gd"] = dataclasses.replace(_registry.SOLVERS["dp_gd"], function=slow)
+_registry._REGISTRY["dp_gd"] = dataclasses.replace(_registry.SOLVERS["dp_gd"], run=slow)
 rng = np.random.default_rng(0)
 X = rng.uniform(-0.5, 0.5, size=(100, 3)); y = (X[:, 0] > 0).astype(int)
 budget = PrivacyBudget(2.0, 1e-5, storage=sys.argv[1], composition="basic")
@@ -528,7 +528,7 @@ ROW_COUNTS = (60, 600, 6000)
 def solver_epsilons(solver):
     """The epsilon each call of ``solver``'s function receives, in a list."""
     spec = SOLVERS[solver]
-    original = spec.function
+    original = spec.run
     seen = []
 
     def recording(*args, **kwargs):

@@ -27,7 +27,7 @@ def _plan(n_samples, n_params, epsilon, delta):  # pragma: no cover - never call
 def _spec(function, **fields):
     base = dict(
         name="toy",
-        function=function,
+        run=function,
         plan=_plan,
         losses=frozenset({"squared"}),
         penalties=frozenset({None}),
@@ -250,7 +250,7 @@ def test_a_toy_solver_is_picked_up_from_one_registry_entry():
     register_solver(
         SolverSpec(
             name="toy_zero",
-            function=toy_zero,
+            run=toy_zero,
             plan=toy_plan,
             losses=frozenset({"squared"}),
             penalties=frozenset({None, "l2"}),

@@ -1069,7 +1069,7 @@ def test_output_perturbation_solve_with_an_extreme_label():
     # the certificate is met.
     X = np.array([[0.94708096, -0.70373524, -1.26542147], [0.0, -0.13210486, 0.64042265]])
     data = bound_data(X, np.array([-1e15, 2.608]), fit_intercept=False, data_norm=0.5)
-    result = SOLVERS["output_perturbation"].function(
+    result = SOLVERS["output_perturbation"].run(
         data,
         SquaredLoss(2.0),
         n_outputs=1,
@@ -1110,9 +1110,7 @@ def _link_data(geometry, loss_name, n=60, d=3, seed=0):
 
 def _run_spied(monkeypatch, module, name, data, loss, **options):
     with trace_releases() as trace:
-        result = SOLVERS[name].function(
-            data, loss, epsilon=1.0, verbose=0, random_state=0, **options
-        )
+        result = SOLVERS[name].run(data, loss, epsilon=1.0, verbose=0, random_state=0, **options)
     return result, _Scales(trace)
 
 
@@ -1160,7 +1158,7 @@ def test_dp_cd_noise_is_calibrated_to_the_tested_sensitivity(monkeypatch, sampli
 
 def test_frank_wolfe_scales_are_calibrated_to_the_tested_score_sensitivity():
     data = _link_data("linf", "huber")
-    result = SOLVERS["frank_wolfe"].function(
+    result = SOLVERS["frank_wolfe"].run(
         data,
         make_loss("huber"),
         n_outputs=1,
@@ -1187,7 +1185,7 @@ def test_frank_wolfe_scales_are_calibrated_to_the_tested_score_sensitivity():
 
 def test_vr_frank_wolfe_scales_are_calibrated_to_the_tested_root_sensitivity():
     data = _link_data("linf", "huber", n=400)
-    result = SOLVERS["vr_frank_wolfe"].function(
+    result = SOLVERS["vr_frank_wolfe"].run(
         data,
         make_loss("huber"),
         n_outputs=1,
@@ -1275,7 +1273,7 @@ def test_svrg_noise_is_calibrated_to_the_tested_sensitivities(name):
     """
     data = _link_data("l2", "huber", n=100)
     with trace_releases() as trace:
-        result = SOLVERS[name].function(
+        result = SOLVERS[name].run(
             data,
             make_loss("huber"),
             n_outputs=1,
@@ -1312,7 +1310,7 @@ def test_svrg_noise_is_calibrated_to_the_tested_sensitivities(name):
 def test_dp_accmd_noise_is_calibrated_to_the_tested_sensitivity():
     data = _link_data("l2", "multinomial")
     with trace_releases() as trace:
-        result = SOLVERS["dp_accmd"].function(
+        result = SOLVERS["dp_accmd"].run(
             data,
             make_loss("multinomial"),
             n_outputs=N_CLASSES,
@@ -1350,7 +1348,7 @@ def test_perturbation_noise_is_calibrated_to_the_tested_sensitivity(loss_name, d
     K = n_outputs_of(loss_name)
     epsilon = 1.0
     with trace_releases() as trace:
-        result = SOLVERS["output_perturbation"].function(
+        result = SOLVERS["output_perturbation"].run(
             data,
             loss,
             n_outputs=K,
@@ -1372,7 +1370,7 @@ def test_perturbation_noise_is_calibrated_to_the_tested_sensitivity(loss_name, d
     )
     assert release.scale == expected
     with trace_releases() as trace:
-        result = SOLVERS["objective_perturbation"].function(
+        result = SOLVERS["objective_perturbation"].run(
             data,
             loss,
             n_outputs=K,

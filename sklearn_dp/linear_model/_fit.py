@@ -43,9 +43,9 @@ from .._protocol import (
     record_spend,
     release_count,
 )
+from .._public_errors import public_error
 from .._warnings import user_stacklevel
 from ..accounting import ApproximateDpEvent
-from ..exceptions import public_error
 
 __all__ = ["plan_fit", "run_fit", "check_weights_supported"]
 
@@ -280,7 +280,7 @@ def run_fit(estimator, request, plan):
         )
         # Bound the data and run the solver on it.
         data = _bound(estimator, plan, spec, X, y, bounds, count, phase.sample_weight)
-        result = spec.function(
+        result = spec.run(
             data,
             problem.make_loss(data),
             n_outputs=problem.n_outputs,

@@ -15,8 +15,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import _dask
 from .._losses import get_loss
+from .._public_errors import public_error
 from .._sklearn_compat import Interval, StrOptions
-from ..exceptions import public_error
 from ..solvers import AutoChoice
 from ..solvers._second_order import second_order_fits
 from ._base import (

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from .. import _noise, _random
-from ..exceptions import public_error
+from .._public_errors import public_error
 from ..linear_model._base import release_labels
 from ._pipeline import candidate_model, configure, fit_event, fit_target
 from ._selection import draw_number_of_runs

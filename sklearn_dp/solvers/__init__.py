@@ -104,7 +104,7 @@ _GLM_LOSSES = loss_names(smooth=True)
 register_solver(
     SolverSpec(
         name="dp_gd",
-        function=dp_gd,
+        run=dp_gd,
         plan=plan_dp_gd,
         losses=_GLM_LOSSES,
         penalties=frozenset({None, "l2"}),
@@ -129,7 +129,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="dp_sgd",
-        function=dp_sgd,
+        run=dp_sgd,
         plan=plan_dp_sgd,
         losses=_GLM_LOSSES | {"absolute", "quantile"},  # any loss with a clipped gradient
         penalties=frozenset({None, "l2"}),
@@ -143,7 +143,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="objective_perturbation",
-        function=objective_perturbation,
+        run=objective_perturbation,
         plan=plan_objective_perturbation,
         losses=_GLM_LOSSES,
         penalties=frozenset({"l2"}),
@@ -161,7 +161,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="output_perturbation",
-        function=output_perturbation,
+        run=output_perturbation,
         plan=plan_output_perturbation,
         losses=_GLM_LOSSES,
         penalties=frozenset({"l2"}),
@@ -178,7 +178,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="dp_cd",
-        function=dp_cd,
+        run=dp_cd,
         plan=plan_dp_cd,
         losses=_GLM_LOSSES,
         penalties=frozenset({None, "l2", "l1", "elasticnet"}),
@@ -217,7 +217,7 @@ _ANY_PENALTY = frozenset({None, "l1", "l2", "elasticnet"})
 register_solver(
     SolverSpec(
         name="frank_wolfe",
-        function=frank_wolfe,
+        run=frank_wolfe,
         plan=plan_frank_wolfe,
         losses=frozenset({"squared", "huber"}),
         penalties=_ANY_PENALTY,
@@ -235,7 +235,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="vr_frank_wolfe",
-        function=vr_frank_wolfe,
+        run=vr_frank_wolfe,
         plan=plan_vr_frank_wolfe,
         losses=frozenset({"squared", "huber"}),
         penalties=_ANY_PENALTY,
@@ -251,7 +251,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="mirror_descent",
-        function=mirror_descent,
+        run=mirror_descent,
         plan=plan_mirror_descent,
         losses=frozenset({"squared", "huber", "absolute"}),
         penalties=_ANY_PENALTY,
@@ -264,7 +264,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="localized_mirror_descent",
-        function=localized_mirror_descent,
+        run=localized_mirror_descent,
         plan=plan_localized_mirror_descent,
         losses=frozenset({"squared", "huber", "absolute"}),
         penalties=_ANY_PENALTY,
@@ -279,7 +279,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="resque",
-        function=resque,
+        run=resque,
         plan=plan_resque,
         losses=GLOBALLY_LIPSCHITZ_LOSSES,
         penalties=frozenset({None, "l2"}),
@@ -310,7 +310,7 @@ _SVRG_STRINGS = {
 register_solver(
     SolverSpec(
         name="dp_svrg",
-        function=dp_svrg,
+        run=dp_svrg,
         plan=plan_dp_svrg,
         losses=_GLM_LOSSES,
         penalties=frozenset({"l2", "elasticnet"}),
@@ -330,7 +330,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="dp_svrg_pp",
-        function=dp_svrg_pp,
+        run=dp_svrg_pp,
         plan=plan_dp_svrg_pp,
         losses=_GLM_LOSSES,
         penalties=frozenset({None, "l2", "l1", "elasticnet"}),
@@ -344,7 +344,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="dp_accmd",
-        function=dp_accmd,
+        run=dp_accmd,
         plan=plan_dp_accmd,
         losses=_GLM_LOSSES,
         penalties=frozenset({None}),
@@ -362,7 +362,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="dp_newton",
-        function=dp_newton,
+        run=dp_newton,
         plan=plan_dp_newton,
         losses=_GLM_LOSSES,
         penalties=frozenset({None, "l2"}),
@@ -385,7 +385,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="dp_ssp",
-        function=dp_ssp,
+        run=dp_ssp,
         plan=plan_dp_ssp,
         losses=frozenset({"squared"}),
         penalties=frozenset({None, "l2", "l1", "elasticnet"}),

@@ -11,8 +11,9 @@ from dp_accounting import dp_event as dpe
 
 # The row count is the protocol's (sklearn_dp._protocol); re-exported for solvers.
 from .._protocol import COUNT_EPSILON_FRACTION, PrivateCount, release_count
+from .._public_errors import public_error
 from .._random import make_rng
-from ..exceptions import ConvergenceError, public_error
+from ..exceptions import ConvergenceError
 
 __all__ = [
     "SolverResult",

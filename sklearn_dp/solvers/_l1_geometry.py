@@ -30,7 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _noise
-from ..exceptions import public_error
+from .._public_errors import public_error
 from ._declared_options import check_declared_options
 from ._gradient_descent import gradient_bound
 
@@ -94,7 +94,7 @@ class L1Domain:
 
 @contextlib.contextmanager
 def public_setup():
-    """Mark the ValueErrors raised in the block as public (:func:`~sklearn_dp.exceptions.public_error`).
+    """Mark the ValueErrors raised in the block as public (:func:`~sklearn_dp._public_errors.public_error`).
 
     Only for blocks that read public inputs (options, bounds, the released
     row count ``data.n_public`` / ``data.normalizer``) and never a private

@@ -78,7 +78,7 @@ from scipy.special import softmax
 
 from .._design import Design
 from .._memo import memoize
-from ..exceptions import public_error
+from .._public_errors import public_error
 
 __all__ = [
     "minimize_strongly_convex",

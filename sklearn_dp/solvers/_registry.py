@@ -100,8 +100,8 @@ class SolverSpec:
     ----------
     name : str
         The ``solver=`` name.
-    function : callable
-        The solver itself: ``function(data, loss, *, n_outputs, alpha, epsilon,
+    run : callable
+        The solver itself: ``run(data, loss, *, n_outputs, alpha, epsilon,
         delta, random_state, verbose, [l1_ratio], [coef_init], **options)``.
     plan : callable
         ``plan(n_samples, n_params, epsilon, delta, **options)`` -> PrivacyPlan,
@@ -161,7 +161,7 @@ class SolverSpec:
     """
 
     name: str
-    function: Callable
+    run: Callable
     plan: Callable
     losses: frozenset
     penalties: frozenset
@@ -183,19 +183,17 @@ class SolverSpec:
     @functools.cached_property
     def options(self) -> tuple:
         """The options a user may set (``solver_options`` or estimator parameters)."""
-        return tuple(
-            name for name in _keyword_parameters(self.function) if name not in SOLVER_ARGUMENTS
-        )
+        return tuple(name for name in _keyword_parameters(self.run) if name not in SOLVER_ARGUMENTS)
 
     @functools.cached_property
     def takes_plan(self) -> bool:
         """Whether it runs a plan computed for it (``plan=``) instead of planning itself."""
-        return "plan" in inspect.signature(self.function).parameters
+        return "plan" in inspect.signature(self.run).parameters
 
     @functools.cached_property
     def warm_start(self) -> bool:
         """Whether it takes a starting point ``coef_init`` (an estimator's ``warm_start``)."""
-        return "coef_init" in inspect.signature(self.function).parameters
+        return "coef_init" in inspect.signature(self.run).parameters
 
     def constraints_of(self, options) -> dict:
         """The validation constraints of those of ``options`` that have one."""
@@ -213,7 +211,7 @@ def register_solver(spec: SolverSpec) -> SolverSpec:
     """Add a solver to the registry (names are unique)."""
     if spec.name in SOLVERS:
         raise ValueError(f"A solver named {spec.name!r} is already registered.")
-    parameters = inspect.signature(spec.function).parameters.values()
+    parameters = inspect.signature(spec.run).parameters.values()
     if any(p.kind is p.VAR_KEYWORD for p in parameters):
         raise ValueError(
             f"{spec.name}: a solver function declares each option as a keyword-only "

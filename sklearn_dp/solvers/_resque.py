@@ -60,7 +60,7 @@ from joblib import Parallel
 
 from .. import accounting
 from .._losses import loss_names
-from ..exceptions import public_error
+from .._public_errors import public_error
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._declared_options import check_declared_options
 from ._resque_oracle import (

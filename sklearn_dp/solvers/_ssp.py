@@ -24,7 +24,7 @@ from dp_accounting import dp_event as dpe
 from .. import _noise, accounting
 from .._clipped_sums import smallest_eigenvalue, sufficient_statistics, svec, unsvec
 from .._data import row_sum
-from ..exceptions import public_error
+from .._public_errors import public_error
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 
 __all__ = [

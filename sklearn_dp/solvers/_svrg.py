@@ -78,7 +78,7 @@ from dp_accounting import dp_event as dpe
 from .. import _noise, accounting
 from .._clipped_sums import svrg_difference_sum, svrg_snapshot_sum
 from .._memo import memoize
-from ..exceptions import public_error
+from .._public_errors import public_error
 from ._common import PrivacyPlan, Progress, SolverResult, add_warnings, make_rng, moved_less_than
 from ._gradient_descent import gradient_bound
 from ._noise_warnings import (

@@ -109,7 +109,7 @@ def _solver_run(solver, *, loss, task, geometry, n=20, alpha=0.0, statistic=None
         bound_data(Xi, yi, fit_intercept=False, geometry=geometry, **bounds)
         for Xi, yi in ((X, y), (X_prime, y_prime))
     ]
-    function = get_solver(solver).function
+    function = get_solver(solver).run
     loss_object = get_loss(loss)
 
     def fit(epsilon, with_canary, seed):
