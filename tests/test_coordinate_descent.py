@@ -32,7 +32,7 @@ from sklearn_dp import (
 from sklearn_dp._data import bound_data
 from sklearn_dp._losses import BinaryLogisticLoss, MultinomialLoss, SquaredLoss, get_loss
 from sklearn_dp.accounting import epsilon_of_event, gaussian_noise_multiplier
-from sklearn_dp.solvers import SOLVERS, dp_cd, dp_gd
+from sklearn_dp.solvers import SOLVERS, _registry, dp_cd, dp_gd
 from sklearn_dp.solvers._coordinate_descent import (
     DEFAULT_CD_EPOCHS,
     block_clip_thresholds,
@@ -1095,7 +1095,9 @@ def test_audit_detects_noise_calibrated_for_one_step(monkeypatch):
         return cd_module.PrivacyPlan(plan.event, one, plan.n_steps, plan.details)
 
     # The estimator plans through the registry and hands the plan to the solver.
-    monkeypatch.setitem(SOLVERS, "dp_cd", dataclasses.replace(SOLVERS["dp_cd"], plan=broken))
+    monkeypatch.setitem(
+        _registry._REGISTRY, "dp_cd", dataclasses.replace(SOLVERS["dp_cd"], plan=broken)
+    )
     eps_lb = _audit(
         _canary_run(1.0, 64, dict(sampling="full", output="last")), n_runs=250, claimed_epsilon=1.0
     )

@@ -126,11 +126,13 @@ def _replace_plan(monkeypatch, solver, original, broken):
     import dataclasses
     import functools
 
-    from sklearn_dp.solvers import SOLVERS
+    from sklearn_dp.solvers import SOLVERS, _registry
 
     # The estimators read a plan's options off its signature (the original's).
     broken = functools.wraps(original)(broken)
-    monkeypatch.setitem(SOLVERS, solver, dataclasses.replace(SOLVERS[solver], plan=broken))
+    monkeypatch.setitem(
+        _registry._REGISTRY, solver, dataclasses.replace(SOLVERS[solver], plan=broken)
+    )
 
 
 def test_audit_detects_miscalibrated_frank_wolfe(monkeypatch):
