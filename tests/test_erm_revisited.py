@@ -1559,7 +1559,7 @@ def test_svrg_default_epochs_run_exactly_the_recorded_plan(estimator, solver, pa
         return result
 
     object.__setattr__(spec, "plan", plan)
-    object.__setattr__(spec, "function", function)
+    object.__setattr__(spec, "run", function)
     try:
         X, y = regression_data(2000, 5, coef=np.linspace(0.5, -0.5, 5))
         model = {"DPLasso": DPLasso, "DPSCORegressor": DPSCORegressor}[estimator](
@@ -1569,7 +1569,7 @@ def test_svrg_default_epochs_run_exactly_the_recorded_plan(estimator, solver, pa
             model.fit(X, y)
     finally:
         object.__setattr__(spec, "plan", original_plan)
-        object.__setattr__(spec, "function", original_function)
+        object.__setattr__(spec, "run", original_function)
     (result,) = results
     lengths = result.plan.details["epoch_lengths"]
     # The estimator's last in-phase plan (the share rule's) is the solver's.
