@@ -16,7 +16,7 @@ from sklearn_dp import DPSCORegressor, PrivacyBudget
 from sklearn_dp._data import bound_data
 from sklearn_dp._losses import AbsoluteLoss, HingeLoss, QuantileLoss, get_loss
 from sklearn_dp.accounting import epsilon_of_event, subsampled_gaussian_noise_multiplier
-from sklearn_dp.solvers import SOLVERS, get_solver, resque
+from sklearn_dp.solvers import SOLVERS, _registry, get_solver, resque
 from sklearn_dp.solvers._common import COUNT_EPSILON_FRACTION
 from sklearn_dp.solvers._resque import (
     default_tolerance,
@@ -993,7 +993,7 @@ def test_audit_detects_under_noised_steps(monkeypatch):
     # The estimator plans through the registry and hands the plan to the solver.
     under_noised = functools.wraps(real_plan)(under_noised)
     monkeypatch.setitem(
-        SOLVERS, "resque", dataclasses.replace(SOLVERS["resque"], plan=under_noised)
+        _registry._REGISTRY, "resque", dataclasses.replace(SOLVERS["resque"], plan=under_noised)
     )
     epsilon = 2.0
     eps_lb = _audit(_canary_run(epsilon), n_runs=200, claimed_epsilon=epsilon)
