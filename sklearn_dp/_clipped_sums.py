@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import expit
 
 from ._data import row_l2_norms
 
@@ -556,37 +555,18 @@ def unsvec(v, m):
 def curvature_bound(loss):
     """Public bound on the Frobenius norm of ``d^2 l / dz^2`` of one sample, or None.
 
-    * binary log-loss: ``sigma(z) (1 - sigma(z)) <= 1/4``;
-    * multinomial log-loss: ``A = diag(p) - p p^T`` has
-      ``||A||_F^2 = sum p^2 - 2 sum p^3 + (sum p^2)^2 <= sum p^2 - sum p^3
-      = sum p_k^2 (1 - p_k) <= max_k p_k (1 - p_k) <= 1/4`` (Cauchy-Schwarz
-      gives ``(sum p^2)^2 <= sum p^3``), so ``||A||_F <= 1/2``;
-    * squared loss: 1; Huber: 1 inside its threshold, 0 outside.
-
-    The per-sample Hessian in the coefficients is ``A (x) x x^T``, of
-    Frobenius norm ``||A||_F ||x||^2``.
+    The loss's ``curvature_frobenius_bound``: ``1/4`` for the binary
+    log-loss (``sigma(z) (1 - sigma(z))``), ``1/2`` for the multinomial one
+    (``||diag(p) - p p^T||_F``), 1 for the squared loss and Huber; None for a
+    loss that is not smooth.  The per-sample Hessian in the coefficients is
+    ``A (x) x x^T``, of Frobenius norm ``||A||_F ||x||^2``.
     """
-    name = getattr(loss, "name", None)
-    if name == "log_loss":
-        return 0.5 if loss.multi_output else 0.25
-    if name in ("squared", "huber"):
-        return 1.0
-    return None
+    return getattr(loss, "curvature_frobenius_bound", None)
 
 
 def curvature_weights(loss, Z, y):
     """Per-sample curvature of a single-output loss, ``d^2 l / dz^2`` at ``Z[:, 0]`` (n,)."""
-    name = loss.name
-    z = Z[:, 0]
-    if name == "log_loss":
-        h = 1.0 / (1.0 + np.exp(-np.clip(z, -700.0, 700.0)))
-        h *= 1.0 - h
-        return h
-    if name == "squared":
-        return np.ones_like(z)
-    if name == "huber":
-        return (np.abs(z - y) <= loss.epsilon_huber).astype(float)
-    raise ValueError(f"No curvature for the {name!r} loss.")
+    return loss.curvature(Z, y)
 
 
 def _multinomial_hessian(design, P, sample_weight=None):
@@ -666,16 +646,7 @@ def newton_sums(design, y, W, loss, clip_norm, row_norms, *, hessian=True, sampl
                     h *= weight
                 H += part.gram(h)
                 del h
-        if loss.name == "log_loss" and not loss.multi_output:
-            # -y sigmoid(-y z), in the scores' own buffer (no temporaries).
-            D = Z
-            D[:, 0] *= y_part
-            np.negative(D, out=D)
-            expit(D, out=D)
-            D[:, 0] *= y_part
-            np.negative(D, out=D)
-        else:
-            D = loss.derivative(Z, y_part)
+        D = loss.derivative_in_place(Z, y_part)
         del Z
         if clip_norm is not None and np.isfinite(clip_norm):
             norms = np.sqrt(np.einsum("ij,ij->i", D, D)) if D.shape[1] > 1 else np.abs(D[:, 0])

@@ -77,9 +77,24 @@ class GLMLoss:
     def derivative(self, Z, y):
         return self.scalar_derivative(Z[:, 0], y)[:, None]
 
+    def derivative_in_place(self, Z, y):
+        """:meth:`derivative`, which may overwrite the scores ``Z`` (a loss may save the copy)."""
+        return self.derivative(Z, y)
+
     def curvature(self, Z, y):
         """Per-row second derivative ``l''(z)``, shape (n,) (single-output smooth losses)."""
         return self.scalar_curvature(Z[:, 0], y)
+
+    @property
+    def curvature_frobenius_bound(self):
+        """Bound on the Frobenius norm of one sample's Hessian in the scores, or None.
+
+        For a single output it is the bound on ``|l''(z)|``: ``smoothness``.
+        The per-sample Hessian in the coefficients is ``A (x) x x^T``, of
+        Frobenius norm ``||A||_F ||x||^2``, which bounds dp_newton's
+        Hessian-sum sensitivity.
+        """
+        return self.smoothness
 
     def score_hessian_bound(self, n_outputs):
         """``(rank, bound)`` of the Hessian of ``l`` in the scores, for ``n_outputs`` outputs.
@@ -124,7 +139,19 @@ class BinaryLogisticLoss(GLMLoss):
         return -y * expit(-y * U)
 
     def scalar_curvature(self, U, y):
-        return expit(U) * expit(-U)
+        # One exponential: sigma (1 - sigma) from sigma alone.
+        h = 1.0 / (1.0 + np.exp(-np.clip(U, -700.0, 700.0)))
+        h *= 1.0 - h
+        return h
+
+    def derivative_in_place(self, Z, y):
+        # -y sigmoid(-y z), in the scores' own buffer (no temporaries).
+        Z[:, 0] *= y
+        np.negative(Z, out=Z)
+        expit(Z, out=Z)
+        Z[:, 0] *= y
+        np.negative(Z, out=Z)
+        return Z
 
 
 class MultinomialLoss(GLMLoss):
@@ -151,6 +178,13 @@ class MultinomialLoss(GLMLoss):
 
     def curvature(self, Z, y):  # pragma: no cover - the solvers form diag(p) - p p^T
         raise ValueError("The multinomial loss has a matrix curvature, not one per row.")
+
+    @property
+    def curvature_frobenius_bound(self):
+        # A = diag(p) - p p^T: ||A||_F^2 = sum p^2 - 2 sum p^3 + (sum p^2)^2
+        # <= sum p^2 - sum p^3 (Cauchy-Schwarz: (sum p^2)^2 <= sum p^3)
+        # = sum p_k^2 (1 - p_k) <= max_k p_k (1 - p_k) <= 1/4.
+        return 0.5
 
     def score_hessian_bound(self, n_outputs):
         # S = diag(p) - p p^T: rank <= K - 1, trace <= 1 - 1/K, so that the
