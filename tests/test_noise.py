@@ -723,3 +723,69 @@ def test_a_non_finite_pre_noise_value_stays_non_finite():
     output = _noise_grids._released(values.copy(), np.array([1, 1, 1, 1], dtype=np.int64), grid)
     assert np.isnan(output[0]) and output[1] == np.inf and output[2] == -np.inf
     assert output[3] == 3.0
+
+
+# --------------------------------------------------------------------------
+# The gateway is the only place where noise meets private values
+# --------------------------------------------------------------------------
+
+#: Continuous (float) samplers of numpy's Generator: their low bits depend on
+#: the value they are added to, so private releases never use them.
+_FLOAT_NOISE_SAMPLERS = {"normal", "laplace", "gumbel", "exponential", "standard_exponential"}
+
+#: Modules allowed to draw from a float sampler, with why it is not a release:
+#: ReSQue's query points are Gaussian perturbations of public centres, drawn
+#: before any private value is read at them (their noise is the gateway's).
+_FLOAT_DRAWS_ALLOWED = {
+    "sklearn_dp/solvers/_resque_oracle.py": {"standard_normal"},
+    "sklearn_dp/testing/__init__.py": {"normal"},
+    "sklearn_dp/testing/_audit_configs.py": {"normal"},
+}
+
+
+def _package_modules():
+    import pathlib
+
+    import sklearn_dp
+
+    root = pathlib.Path(sklearn_dp.__file__).parent
+    for path in sorted(root.rglob("*.py")):
+        yield path.relative_to(root.parent).as_posix(), path.read_text()
+
+
+def test_only_the_gateway_imports_the_exact_samplers():
+    import ast
+
+    importers = set()
+    for name, source in _package_modules():
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("_exact_sampling"):
+                importers.add(name)
+            if isinstance(node, ast.ImportFrom) and any(
+                alias.name == "_exact_sampling" for alias in node.names
+            ):
+                importers.add(name)
+    # _noise_grids reads one public constant (the sampler's step limit).
+    assert importers <= {"sklearn_dp/_noise.py", "sklearn_dp/_noise_grids.py"}, importers
+
+
+def test_no_module_draws_float_noise_outside_the_allowed_places():
+    import ast
+
+    samplers = _FLOAT_NOISE_SAMPLERS | {"standard_normal"}
+    found = {}
+    for name, source in _package_modules():
+        for node in ast.walk(ast.parse(source)):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in samplers
+                and not (isinstance(node.func.value, ast.Name) and node.func.value.id == "_noise")
+            ):
+                found.setdefault(name, set()).add(node.func.attr)
+    unexpected = {
+        name: attrs - _FLOAT_DRAWS_ALLOWED.get(name, set())
+        for name, attrs in found.items()
+        if attrs - _FLOAT_DRAWS_ALLOWED.get(name, set())
+    }
+    assert not unexpected, unexpected
