@@ -15,9 +15,16 @@ from sklearn_dp._losses import (
 
 
 def test_loss_names_by_property():
-    assert loss_names(smooth=True) == {"log_loss", "squared", "huber"}
-    assert loss_names(lipschitz=True) == {"log_loss", "huber", "absolute", "quantile", "hinge"}
+    smooth, lipschitz = loss_names(smooth=True), loss_names(lipschitz=True)
+    assert {"log_loss", "squared", "huber"} <= smooth
+    assert not {"absolute", "quantile", "hinge"} & smooth
+    assert {"log_loss", "huber", "absolute", "quantile", "hinge"} <= lipschitz
+    assert "squared" not in lipschitz
     assert loss_names() == set(LOSSES)
+    for name, cls in LOSSES.items():
+        assert (name in smooth) == (cls.smoothness is not None), name
+        assert (name in lipschitz) == cls.lipschitz, name
+        assert (name in loss_names(classification=True)) == cls.is_classification, name
 
 
 @pytest.mark.parametrize("name", sorted(LOSSES))
