@@ -21,6 +21,8 @@ declares its constants here and every solver that can use it sees it.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.special import expit, log_expit, logsumexp, softmax
 
@@ -71,6 +73,9 @@ class GLMLoss:
     #: boundary, and eigenvalues clipped at 0.3 noise norms let the steps
     #: move along flat directions.  Measured in docs/solvers/second_order.md.
     newton_floor: tuple[str, float] | None = None
+    #: Whether the curvature is the same at every score (dp_newton then
+    #: releases the exact Hessian once).
+    constant_curvature = False
 
     @property
     def newton_eigenvalue_floor(self):
@@ -136,6 +141,15 @@ class GLMLoss:
         """The loss whose derivative is this one's clipped to ``derivative_bound`` (itself here)."""
         return self
 
+    def zero_score_value_bound(self, n_outputs):
+        """Bound on the mean loss of the zero model, on labels as the estimators fit them.
+
+        Regression labels are scaled to ``[-1, 1]``, where a loss with
+        ``|l'| <= |z - y|`` and ``l(y, y) = 0`` is at most ``1/2`` at ``z = 0``
+        (squared, Huber); a loss that can exceed it overrides this.
+        """
+        return 0.5
+
     def __repr__(self):
         return f"{type(self).__name__}()"
 
@@ -147,6 +161,9 @@ class BinaryLogisticLoss(GLMLoss):
     derivative_bound = 1.0
     smoothness = 0.25
     is_classification = True
+
+    def zero_score_value_bound(self, n_outputs):
+        return math.log(2.0)
 
     def value(self, Z, y):
         return -log_expit(y * Z[:, 0])
@@ -183,6 +200,9 @@ class MultinomialLoss(GLMLoss):
     smoothness = 0.5
     is_classification = True
     multi_output = True
+
+    def zero_score_value_bound(self, n_outputs):
+        return math.log(max(2, n_outputs))
 
     def value(self, Z, y):
         return logsumexp(Z, axis=1) - Z[np.arange(Z.shape[0]), y]
@@ -225,6 +245,7 @@ class SquaredLoss(GLMLoss):
     name = "squared"
     smoothness = 1.0
     lipschitz = False
+    constant_curvature = True
 
     def __init__(self, residual_bound=None):
         self.derivative_bound = None if residual_bound is None else float(residual_bound)
@@ -291,6 +312,9 @@ class AbsoluteLoss(GLMLoss):
     def value(self, Z, y):
         return np.abs(Z[:, 0] - y)
 
+    def zero_score_value_bound(self, n_outputs):
+        return 1.0
+
     def scalar_derivative(self, U, y):
         return np.sign(U - y)
 
@@ -316,6 +340,9 @@ class QuantileLoss(GLMLoss):
         residual = y - Z[:, 0]
         return np.maximum(self.quantile * residual, (self.quantile - 1.0) * residual)
 
+    def zero_score_value_bound(self, n_outputs):
+        return self.derivative_bound
+
     def scalar_derivative(self, U, y):
         # A subgradient: 1 - q above the label, -q below (and at) it.
         return np.where(U > y, 1.0 - self.quantile, -self.quantile)
@@ -334,6 +361,9 @@ class HingeLoss(GLMLoss):
 
     def value(self, Z, y):
         return np.maximum(0.0, 1.0 - y * Z[:, 0])
+
+    def zero_score_value_bound(self, n_outputs):
+        return 1.0
 
     def scalar_derivative(self, U, y):
         return np.where(y * U < 1.0, -y, 0.0)

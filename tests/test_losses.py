@@ -66,3 +66,29 @@ def test_multinomial_hessian_bound_and_bounded_squared_loss():
     assert isinstance(clipped, HuberLoss) and clipped.epsilon_huber == 2.0
     with pytest.raises(ValueError, match="residual bound"):
         SquaredLoss().with_bounded_derivative()
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_zero_score_value_bound_holds_on_the_fitted_label_range(name):
+    loss = get_loss(name)
+    y = np.array([-1.0, 1.0]) if loss.is_classification else np.linspace(-1.0, 1.0, 201)
+    values = loss.value(np.zeros((y.size, 1)), y)
+    assert values.max() <= loss.zero_score_value_bound(1) + 1e-12
+
+
+def test_multinomial_zero_score_value_is_log_k():
+    loss = get_loss("log_loss", n_classes=4)
+    y = np.arange(4)
+    assert np.allclose(loss.value(np.zeros((4, 4)), y), loss.zero_score_value_bound(4))
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_constant_curvature_is_declared_truthfully(name):
+    loss = get_loss(name)
+    if loss.smoothness is None:
+        assert not loss.constant_curvature
+        return
+    rng = np.random.default_rng(0)
+    y = rng.choice([-1.0, 1.0], 50) if loss.is_classification else rng.uniform(-1, 1, 50)
+    curvature = loss.curvature(rng.normal(size=(50, 1)) * 3, y)
+    assert (np.ptp(curvature) == 0) == loss.constant_curvature
