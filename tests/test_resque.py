@@ -18,11 +18,9 @@ from sklearn_dp._losses import AbsoluteLoss, HingeLoss, QuantileLoss, get_loss
 from sklearn_dp.accounting import epsilon_of_event, subsampled_gaussian_noise_multiplier
 from sklearn_dp.solvers import SOLVERS, _registry, get_solver, resque
 from sklearn_dp.solvers._common import COUNT_EPSILON_FRACTION
-from sklearn_dp.solvers._resque import (
-    default_tolerance,
+from sklearn_dp.solvers._resque import default_tolerance, outer_iterations, plan_resque
+from sklearn_dp.solvers._resque_oracle import (
     epoch_lengths,
-    outer_iterations,
-    plan_resque,
     project_two_balls,
     resque_gradient,
     resque_weights,

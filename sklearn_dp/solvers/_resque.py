@@ -63,24 +63,10 @@ from .._losses import loss_names
 from .._public_errors import public_error
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._declared_options import check_declared_options
-from ._resque_oracle import (
-    _BallOracle,
-    _project_ball,
-    epoch_lengths,
-    gaussian_queries,
-    project_two_balls,
-    resque_gradient,
-    resque_log_weights,
-    resque_weights,
-)
+from ._registry import SOLVER_ARGUMENTS
+from ._resque_oracle import _BallOracle, _project_ball
 
 __all__ = [
-    "resque_log_weights",
-    "resque_weights",
-    "resque_gradient",
-    "gaussian_queries",
-    "project_two_balls",
-    "epoch_lengths",
     "outer_iterations",
     "default_tolerance",
     "ball_acceleration",
@@ -146,25 +132,9 @@ RESTART = True
 # Public option checks (estimators run them before the reservation)
 # --------------------------------------------------------------------------
 
-#: Options ``check_resque`` reads (the registry's ``options`` of ``resque``).
-OPTION_NAMES = (
-    "radius",
-    "constraint",
-    "tol",
-    "passes",
-    "batch_size",
-    "n_probes",
-    "max_weight",
-    "schedule",
-    "max_inner",
-    "restart",
-    "n_jobs",
-)
 
-
-def _check_schedule_options(*, schedule, private, **options):
-    """The schedule, and the declared types and ranges of ``options`` (public inputs)."""
-    check_declared_options("resque", options)
+def _check_schedule(schedule, private):
+    """Refuse an unknown schedule, and the theory schedule of a private fit."""
     if schedule not in ("budget", "theory"):
         raise ValueError(f"schedule must be 'budget' or 'theory', got {schedule!r}.")
     if schedule == "theory" and private:
@@ -234,8 +204,8 @@ def check_resque_arguments(*, loss_name, n_outputs, private, multi_output=False,
     if n_jobs is not None and (isinstance(n_jobs, (bool, np.bool_)) or n_jobs == 0):
         raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}.")
     # The other options' types and ranges, as the registry declares them.
-    declared = {k: v for k, v in options.items() if k not in ("constraint", "max_weight")}
-    _check_schedule_options(private=private, **declared)
+    check_declared_options("resque", {k: v for k, v in options.items() if k != "max_weight"})
+    _check_schedule(options["schedule"], private)
 
 
 def check_resque(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
@@ -331,23 +301,17 @@ def plan_resque(
         ``batch_size``, ``sampling_probability``, ``n_probes``, ``schedule``.
     """
     private = not math.isinf(epsilon)
-    _check_schedule_options(
-        tol=tol,
-        passes=passes,
-        batch_size=batch_size,
-        n_probes=n_probes,
-        schedule=schedule,
-        private=private,
+    check_declared_options(
+        "resque", dict(tol=tol, passes=passes, batch_size=batch_size, n_probes=n_probes)
     )
+    _check_schedule(schedule, private)
     if n_samples is None:
         return None  # the schedule needs the (not yet released) public row count
     if tol is None:
         tol = default_tolerance(n_samples, n_params, epsilon, delta)
-    if batch_size is None:
-        batch_size = max(1, min(DEFAULT_BATCH_SIZE, math.floor(n_samples)))
+    batch_size = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
     batch_size = max(1, min(batch_size, math.floor(n_samples)))
-    if passes is None:
-        passes = DEFAULT_PASSES
+    passes = DEFAULT_PASSES if passes is None else passes
     n_outer = outer_iterations(n_params, tol)
     # Two significant digits: n_samples is a noisy count, and a rounded rate
     # lets fits share one (cached) calibration.
@@ -363,11 +327,10 @@ def plan_resque(
         sampling_probability=rate,
         schedule=schedule,
     )
-    if schedule == "theory":
-        details["inner_steps"] = None
-        return PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, 0, details)
-    details["inner_steps"] = inner_steps
-    n_steps = n_outer * n_probes * inner_steps
+    # The theory schedule (never private) sizes its subproblems as it runs.
+    theory = schedule == "theory"
+    details["inner_steps"] = None if theory else inner_steps
+    n_steps = 0 if theory else n_outer * n_probes * inner_steps
     if not private:
         return PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, n_steps, details)
     sigma = accounting.subsampled_gaussian_noise_multiplier(epsilon, delta, rate, n_steps)
@@ -378,10 +341,6 @@ def plan_resque(
 # --------------------------------------------------------------------------
 # Public constants of a fit
 # --------------------------------------------------------------------------
-
-
-def _default_radius(data):
-    return DEFAULT_RADIUS_SCALE / data.row_norm_bound
 
 
 def _public_setting(data, loss, *, alpha, epsilon, delta, plan, options):
@@ -404,7 +363,7 @@ def _public_setting(data, loss, *, alpha, epsilon, delta, plan, options):
     details = plan.details
     n_outer = details["n_outer"]
     constrained = radius is not None
-    R = float(radius) if constrained else _default_radius(data)
+    R = float(radius) if constrained else DEFAULT_RADIUS_SCALE / data.row_norm_bound
     lipschitz_data = float(loss.derivative_bound) * data.row_norm_bound
     # The public L2 penalty adds at most alpha * R to the Lipschitz constant on B_R.
     lipschitz = lipschitz_data + alpha * R
@@ -429,6 +388,7 @@ def _public_setting(data, loss, *, alpha, epsilon, delta, plan, options):
     return SimpleNamespace(
         **details,
         plan=plan,
+        domain_radius=R if constrained else None,
         max_inner=DEFAULT_MAX_INNER if max_inner is None else int(max_inner),
         alpha_mask=alpha * data.penalized.astype(float) if alpha > 0 else None,
     )
@@ -752,7 +712,7 @@ def resque(
             lambda_max=setting.lambda_max,
             n_outer=setting.n_outer,
             n_probes=setting.n_probes,
-            domain_radius=setting.radius if setting.constrained else None,
+            domain_radius=setting.domain_radius,
             restart=bool(restart),
             progress=Progress("resque", setting.n_outer, verbose),
         )
@@ -772,3 +732,12 @@ def resque(
         restarts=trace["restarts"],
     )
     return SolverResult(coef=coef[:, None], n_iter=oracle.steps, plan=setting.plan, info=info)
+
+
+#: The options of :func:`resque` (read off its signature, as the registry's
+#: ``options``): what :func:`check_resque_arguments` checks.
+OPTION_NAMES = tuple(
+    name
+    for name, parameter in inspect.signature(resque).parameters.items()
+    if parameter.kind is parameter.KEYWORD_ONLY and name not in SOLVER_ARGUMENTS
+)
