@@ -1,24 +1,13 @@
-"""ReSQue estimators, ball acceleration and the ``resque`` solver.
+"""The ``resque`` solver: its option checks, plan and schedule, and ball acceleration.
 
 Carmon, Jambulapati, Jin, Lee, Liu, Sidford and Tian (2023), "ReSQue-ing
 parallel and private stochastic convex optimization" (docs:
-``docs/solvers/resque.md``).
-
-The ReSQue estimator
---------------------
-For a loss ``f`` and its Gaussian smoothing ``f_rho = f * N(0, rho^2 I)``,
-
-    w_xi(x) * g(c + xi),   xi ~ N(0, rho^2 I),
-    w_xi(x) = exp((2 <x - c, xi> - ||x - c||^2) / (2 rho^2)),
-
-is an unbiased estimate of ``grad f_rho(x)`` at *every* ``x``, where ``g`` is
-a subgradient of ``f`` queried at the perturbed reference point ``c + xi``.
-``w`` is the likelihood ratio of ``N(x - c, rho^2 I)`` to ``N(0, rho^2 I)``,
-so ``E w = 1`` and ``E w^2 = exp(||x - c||^2 / rho^2)``: the estimate is well
-behaved within about ``rho`` of ``c``.  The queries do not depend on ``x``,
-so every gradient a solver needs inside a ball around ``c`` comes from one
-batch of queries made at once (one parallel "round"); later iterates only
-re-weight the stored answers.
+``docs/solvers/resque.md``).  The ReSQue estimator (an unbiased estimate of
+the gradient of the Gaussian-smoothed loss at every point near the centre of
+its queries), the query rounds, EpochSGD and the ball oracle are in
+:mod:`._resque_oracle`, which also says where privacy is decided: the
+Poisson batches and the Gaussian release of every inner step, and the public
+perturbations of the queries.
 
 The solver
 ----------
@@ -33,18 +22,6 @@ step is a Poisson-subsampled Gaussian mechanism on the sum of weight-capped
 ReSQue gradients, so the fit is "ReSQue-smoothed, ball-accelerated DP-SGD",
 not the paper's own private algorithm (see ``docs/solvers/resque.md`` for why
 the paper's mechanism is not offered).
-
-Where privacy is decided
-------------------------
-The Poisson batches come from :func:`sklearn_dp._noise.poisson_sample` and
-every inner step's noisy sum from :func:`sklearn_dp._noise.gaussian`, in the
-calling thread, once per step; joblib workers only evaluate the queries'
-derivatives.  The pre-noise sums are computed by the clipped sums of the ReSQue
-section of :mod:`sklearn_dp._clipped_sums` (:func:`resque_query_derivatives`,
-:func:`capped_resque_sum`).  The perturbations ``xi`` are public randomness:
-each step's are drawn from a stream keyed by (round, step, chunk of
-``QUERY_CHUNK`` positions in the step's sorted batch), independent of the data
-and of ``n_jobs``.
 """
 
 from __future__ import annotations
@@ -169,8 +146,7 @@ def check_resque_arguments(*, loss_name, n_outputs, private, multi_output=False,
         The solver's options (see :func:`resque`; :data:`OPTION_NAMES`); those
         not given take the defaults of :func:`resque`'s signature.
     """
-    parameters = inspect.signature(resque).parameters
-    options = {**{name: parameters[name].default for name in OPTION_NAMES}, **options}
+    options = {**OPTION_DEFAULTS, **options}
     radius, constraint, tol, max_weight, n_jobs = (
         options[name] for name in ("radius", "constraint", "tol", "max_weight", "n_jobs")
     )
@@ -307,8 +283,7 @@ def plan_resque(
     _check_schedule(schedule, private)
     if n_samples is None:
         return None  # the schedule needs the (not yet released) public row count
-    if tol is None:
-        tol = default_tolerance(n_samples, n_params, epsilon, delta)
+    tol = default_tolerance(n_samples, n_params, epsilon, delta) if tol is None else tol
     batch_size = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
     batch_size = max(1, min(batch_size, math.floor(n_samples)))
     passes = DEFAULT_PASSES if passes is None else passes
@@ -319,6 +294,8 @@ def plan_resque(
     inner_steps = max(
         MIN_INNER_STEPS, math.floor(passes * n_samples / (batch_size * n_outer * n_probes))
     )
+    # The theory schedule (never private) sizes its subproblems as it runs.
+    theory = schedule == "theory"
     details = dict(
         tol=float(tol),
         n_outer=n_outer,
@@ -326,10 +303,8 @@ def plan_resque(
         batch_size=int(batch_size),
         sampling_probability=rate,
         schedule=schedule,
+        inner_steps=None if theory else inner_steps,
     )
-    # The theory schedule (never private) sizes its subproblems as it runs.
-    theory = schedule == "theory"
-    details["inner_steps"] = None if theory else inner_steps
     n_steps = 0 if theory else n_outer * n_probes * inner_steps
     if not private:
         return PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, n_steps, details)
@@ -353,28 +328,24 @@ def _public_setting(data, loss, *, alpha, epsilon, delta, plan, options):
     ``plan``, ``max_inner`` and ``alpha_mask`` (the L2 penalty's weight per
     coordinate, or None).
     """
-    n_params = data.n_columns
     radius, max_weight, max_inner = (options[k] for k in ("radius", "max_weight", "max_inner"))
     if plan is None:
         # The schedule comes from the public stand-in for the row count (a DP
         # count from the estimators): the true n is private under add/remove.
         schedule = {name: options[name] for name in PLAN_OPTIONS}
-        plan = plan_resque(data.n_public, n_params, epsilon, delta, **schedule)
+        plan = plan_resque(data.n_public, data.n_columns, epsilon, delta, **schedule)
     details = plan.details
-    n_outer = details["n_outer"]
     constrained = radius is not None
     R = float(radius) if constrained else DEFAULT_RADIUS_SCALE / data.row_norm_bound
     lipschitz_data = float(loss.derivative_bound) * data.row_norm_bound
     # The public L2 penalty adds at most alpha * R to the Lipschitz constant on B_R.
     lipschitz = lipschitz_data + alpha * R
-    rho = details["tol"] * R / math.sqrt(n_params)
+    rho = details["tol"] * R / math.sqrt(data.n_columns)
     r = BALL_TO_SMOOTHING * rho
     lambda_max = 2.0 * lipschitz / r
-    lambda_min = min(details["tol"] * lipschitz * n_outer**2 / R, lambda_max)
     sensitivity = max_weight * lipschitz_data
-    noise_std = plan.noise_multiplier * sensitivity
     details.update(
-        noise_std=noise_std,
+        noise_std=plan.noise_multiplier * sensitivity,
         sensitivity=sensitivity,
         max_weight=float(max_weight),
         smoothing_radius=rho,
@@ -382,7 +353,7 @@ def _public_setting(data, loss, *, alpha, epsilon, delta, plan, options):
         radius=R,
         constrained=constrained,
         lipschitz=lipschitz,
-        lambda_min=lambda_min,
+        lambda_min=min(details["tol"] * lipschitz * details["n_outer"] ** 2 / R, lambda_max),
         lambda_max=lambda_max,
     )
     return SimpleNamespace(
@@ -448,25 +419,25 @@ def ball_acceleration(
     x : ndarray
         The last iterate ``x_K``.
     trace : dict
-        Per outer iteration: ``A``, accepted ``lambda`` and step length; and
-        the number of ``restarts``.
+        Per outer iteration, the accepted ``lambdas`` and ``step_lengths``
+        and ``A``; and the number of ``restarts``.
     """
     x = np.array(x0, dtype=float)
     v = x.copy()
     A = 0.0
     lam = math.sqrt(lambda_min * lambda_max) if lambda_start is None else float(lambda_start)
     low, high = STEP_WINDOW[0] * ball_radius, STEP_WINDOW[1] * ball_radius
-    trace = {"A": [], "lambda": [], "step": [], "restarts": 0}
+    trace = {"lambdas": [], "step_lengths": [], "A": [], "restarts": 0}
     for k in range(n_outer):
         bracket = [lambda_min, lambda_max]
-        start = None
+        x_new = None
         for _ in range(n_probes):
-            a = (1.0 + math.sqrt(1.0 + 4.0 * lam * A)) / (2.0 * lam)
+            lam_k = lam  # this probe's weight (lam moves on below)
+            a = (1.0 + math.sqrt(1.0 + 4.0 * lam_k * A)) / (2.0 * lam_k)
             y = (A * x + a * v) / (A + a)
-            x_new = solve_ball(y, lam, y if start is None else start)
+            # Warm-started from the previous probe's solution.
+            x_new = solve_ball(y, lam_k, y if x_new is None else x_new)
             step = float(np.linalg.norm(x_new - y))
-            accepted = (lam, a, y, x_new, step)
-            start = x_new
             # Long step: the ball may bind, so more regularisation; short
             # step: less.  Post-processing of the (noisy) solution only.
             if step > high:
@@ -478,8 +449,8 @@ def ball_acceleration(
                 bracketed = bracket[0] > lambda_min
                 lam = math.sqrt(lam * bracket[0]) if bracketed else lam / LAMBDA_FACTOR
             lam = min(max(lam, lambda_min), lambda_max)
-        lam_k, a, y, x_new, step = accepted
-        # lam (y - x_new) approximates a (sub)gradient of F at the prox point.
+        # The last probe is accepted: lam_k (y - x_new) approximates a
+        # (sub)gradient of F at the prox point.
         gradient = lam_k * (y - x_new)
         restarted = restart and A > 0 and gradient @ (x_new - x) > 0
         x = x_new
@@ -491,9 +462,9 @@ def ball_acceleration(
                 v = _project_ball(v, np.zeros_like(v), domain_radius)
             A += a
         trace["restarts"] += int(restarted)
+        trace["lambdas"].append(lam_k)
+        trace["step_lengths"].append(step)
         trace["A"].append(A)
-        trace["lambda"].append(lam_k)
-        trace["step"].append(step)
         if progress is not None:
             progress(k + 1, step_over_r=step / ball_radius, lam=lam_k)
     return x, trace
@@ -521,12 +492,11 @@ def _check_release_count(oracle, setting):
     """
     expected = setting.plan.n_steps if setting.schedule == "budget" else oracle.steps
     if oracle.releases != oracle.steps or oracle.steps != expected:
-        raise public_error(
-            AssertionError(
-                f"resque ran {oracle.steps} noisy steps with {oracle.releases} releases but "
-                f"accounted for {expected} (a bug)."
-            )
+        message = (
+            f"resque ran {oracle.steps} noisy steps with {oracle.releases} releases but "
+            f"accounted for {expected} (a bug)."
         )
+        raise public_error(AssertionError(message))
 
 
 def resque(
@@ -701,9 +671,8 @@ def resque(
     setting = _public_setting(
         data, loss, alpha=alpha, epsilon=epsilon, delta=delta, plan=plan, options=options
     )
-    rng = make_rng(random_state)
     with _workers(n_jobs) as parallel:
-        oracle = _BallOracle(data, loss, setting, rng, parallel)
+        oracle = _BallOracle(data, loss, setting, make_rng(random_state), parallel)
         coef, trace = ball_acceleration(
             oracle,
             np.zeros(data.n_columns),
@@ -718,26 +687,18 @@ def resque(
         )
     check_finite_iterate(coef, "resque")
     _check_release_count(oracle, setting)
-    info = dict(
-        query_depth=oracle.rounds,
-        n_queries=oracle.steps * setting.batch_size,
-        n_outer=setting.n_outer,
-        inner_steps=setting.inner_steps,
-        smoothing_radius=setting.smoothing_radius,
-        ball_radius=setting.ball_radius,
-        radius=setting.radius,
-        lambdas=trace["lambda"],
-        step_lengths=trace["step"],
-        A=trace["A"],
-        restarts=trace["restarts"],
-    )
+    info = dict(query_depth=oracle.rounds, n_queries=oracle.steps * setting.batch_size)
+    for key in ("n_outer", "inner_steps", "smoothing_radius", "ball_radius", "radius"):
+        info[key] = getattr(setting, key)
+    info.update(trace)
     return SolverResult(coef=coef[:, None], n_iter=oracle.steps, plan=setting.plan, info=info)
 
 
-#: The options of :func:`resque` (read off its signature, as the registry's
-#: ``options``): what :func:`check_resque_arguments` checks.
-OPTION_NAMES = tuple(
-    name
+#: The options of :func:`resque` and their defaults, read off its signature (as
+#: the registry's ``options``): what :func:`check_resque_arguments` checks.
+OPTION_DEFAULTS = {
+    name: parameter.default
     for name, parameter in inspect.signature(resque).parameters.items()
     if parameter.kind is parameter.KEYWORD_ONLY and name not in SOLVER_ARGUMENTS
-)
+}
+OPTION_NAMES = tuple(OPTION_DEFAULTS)

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
+from typing import NamedTuple
 
 import numpy as np
 from joblib import delayed
@@ -239,7 +240,23 @@ def epoch_lengths(n_steps, first=FIRST_EPOCH):
 # --------------------------------------------------------------------------
 
 
-class _QueryRound:
+class _QuerySource(NamedTuple):
+    """What every query of a fit reads.
+
+    ``design`` is the zero-copy bounded design
+    (:class:`sklearn_dp._design.Design`), ``y`` the (clipped) labels, ``rho``
+    the smoothing radius and ``entropy`` the seed of the (public)
+    perturbation streams.
+    """
+
+    design: object
+    y: np.ndarray
+    loss: object
+    rho: float
+    entropy: int
+
+
+class _QueryRound(NamedTuple):
     """The answers of one ball subproblem's queries, made at once.
 
     For GLMs a query of sample i at ``center + xi`` returns the scalar
@@ -249,13 +266,12 @@ class _QueryRound:
     queries of inner step t.
     """
 
-    def __init__(self, center, rows, starts, xi, features, derivative):
-        self.center = center
-        self.rows = rows
-        self.starts = starts
-        self.xi = xi
-        self.features = features
-        self.derivative = derivative
+    center: np.ndarray
+    rows: np.ndarray
+    starts: np.ndarray
+    xi: np.ndarray
+    features: np.ndarray
+    derivative: np.ndarray
 
 
 def _round_tasks(starts, round_index):
@@ -311,42 +327,41 @@ class _Perturbations:
         self._normal.standard_normal(out=out)
 
 
-def _evaluate_task(design, y, loss, center, rows, pieces, rho, entropy):
+def _evaluate_task(source, center, rows, pieces):
     """Perturbations, rows and clipped derivatives of consecutive pieces of a round.
 
-    ``design`` is the zero-copy bounded design (:class:`sklearn_dp._design.Design`):
-    only the task's rows are copied (dense float64, clipped, intercept column
+    Only the task's rows of the design are copied (dense float64, clipped, intercept column
     included; ``xi`` is dense anyway, so a dense copy of them costs no more).
     Only exact, noiseless quantities: no noise is added here (joblib workers
     run this).
     """
     lo, hi = pieces[0][0], pieces[-1][1]
     batch = rows[lo:hi]
-    features = design.rows(batch).toarray()
-    xi = np.empty((hi - lo, design.n_columns))
-    perturbations = _Perturbations(entropy)
+    features = source.design.rows(batch).toarray()
+    xi = np.empty((hi - lo, source.design.n_columns))
+    perturbations = _Perturbations(source.entropy)
     for first, last, key in pieces:
         perturbations.fill(xi[first - lo : last - lo], key)
-    xi *= rho
-    return xi, features, resque_query_derivatives(features, y[batch], loss, center, xi)
+    xi *= source.rho
+    derivative = resque_query_derivatives(features, source.y[batch], source.loss, center, xi)
+    return xi, features, derivative
 
 
-def _query_round(design, y, loss, center, rows, starts, rho, entropy, round_index, parallel):
+def _query_round(source, center, rows, starts, round_index, parallel):
     """Evaluate every query of a ball subproblem (one parallel round).
 
-    ``parallel`` is a running :class:`joblib.Parallel` (or None): its tasks
-    return exact derivatives only; the noise is added later, in the caller.
+    ``source`` is a :class:`_QuerySource`; ``parallel`` is a running
+    :class:`joblib.Parallel` (or None): its tasks return exact derivatives
+    only; the noise is added later, in the caller.
     """
-    calls = [
-        delayed(_evaluate_task)(design, y, loss, center, rows, task, rho, entropy)
-        for task in _round_tasks(starts, round_index)
-    ]
+    tasks = _round_tasks(starts, round_index)
+    calls = [delayed(_evaluate_task)(source, center, rows, task) for task in tasks]
     if parallel is None or len(calls) <= 1:
         parts = [function(*args, **kwargs) for function, args, kwargs in calls]
     else:
         parts = parallel(calls)
     if not parts:  # every batch is empty
-        empty = np.zeros((0, design.n_columns))
+        empty = np.zeros((0, source.design.n_columns))
         parts = [(empty, empty, np.zeros(0))]
     xi, features, derivative = (np.concatenate(part) for part in zip(*parts))
     return _QueryRound(center, rows, starts, xi, features, derivative)
@@ -406,13 +421,14 @@ class _BallOracle:
     """
 
     def __init__(self, data, loss, setting, rng, parallel):
-        # The zero-copy design: a round copies the rows it queries, never all of X.
-        self.design, self.y, self.loss = data.design, data.y, loss
         self.setting = setting
         self.rng = rng
         self.parallel = parallel
-        # Seeds the (public) perturbation streams: drawn before any data is read.
-        self.entropy = int(rng.integers(2**63))
+        # The zero-copy design: a round copies the rows it queries, never all of
+        # X.  The entropy of the (public) perturbations is drawn before any data
+        # is read.
+        entropy = int(rng.integers(2**63))
+        self.source = _QuerySource(data.design, data.y, loss, setting.smoothing_radius, entropy)
         self.rounds = self.steps = self.releases = 0
 
     def n_steps(self, lam):
@@ -421,21 +437,16 @@ class _BallOracle:
         if s.schedule == "budget":
             return s.inner_steps
         # The paper's T queries (capped), in steps of the public expected batch.
-        n_queries = min(
-            math.ceil(768.0 * s.lipschitz**2 / (lam**2 * s.ball_radius**2)), s.max_inner
-        )
-        return math.ceil(n_queries / s.batch_size)
+        n_queries = math.ceil(768.0 * s.lipschitz**2 / (lam**2 * s.ball_radius**2))
+        return math.ceil(min(n_queries, s.max_inner) / s.batch_size)
 
     def sample(self, n_steps):
         """Concatenated Poisson batches of ``n_steps`` steps and where each starts."""
         # n_rows only indexes rows: the gateway samples them.
-        batches = [
-            _noise.poisson_sample(self.design.n_rows, self.setting.sampling_probability, self.rng)
-            for _ in range(n_steps)
-        ]
-        sizes = [len(batch) for batch in batches]
+        n_rows, rate = self.source.design.n_rows, self.setting.sampling_probability
+        batches = [_noise.poisson_sample(n_rows, rate, self.rng) for _ in range(n_steps)]
         rows = np.concatenate(batches) if batches else np.zeros(0, dtype=np.intp)
-        starts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
+        starts = np.cumsum([0] + [len(batch) for batch in batches], dtype=np.int64)
         return rows, starts
 
     def release(self, exact):
@@ -450,18 +461,7 @@ class _BallOracle:
         s = self.setting
         n_steps = self.n_steps(lam)
         rows, starts = self.sample(n_steps)
-        round_ = _query_round(
-            self.design,
-            self.y,
-            self.loss,
-            center,
-            rows,
-            starts,
-            s.smoothing_radius,
-            self.entropy,
-            self.rounds,
-            self.parallel,
-        )
+        round_ = _query_round(self.source, center, rows, starts, self.rounds, self.parallel)
         self.rounds += 1
         self.steps += n_steps
         return _epoch_sgd(
