@@ -220,10 +220,9 @@ def epoch_lengths(n_steps, first=FIRST_EPOCH):
     more epoch when there are at least ``first`` of them, else in the last
     epoch) spends every step the privacy budget paid for.
     """
-    n_steps = int(n_steps)
+    remaining = int(n_steps)
     lengths = []
-    length = min(first, n_steps)
-    remaining = n_steps
+    length = min(first, remaining)
     while length > 0 and remaining >= length:
         lengths.append(length)
         remaining -= length
