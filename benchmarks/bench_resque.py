@@ -43,7 +43,7 @@ from scipy.optimize import linprog
 from sklearn.datasets import load_diabetes
 
 import sklearn_dp
-import sklearn_dp.solvers._resque as resque_module
+import sklearn_dp.solvers._resque_oracle as oracle_module
 from sklearn_dp import DPSCORegressor
 from sklearn_dp._data import bound_data, clip_labels
 from sklearn_dp.solvers._resque import DEFAULT_TOL_FACTOR, default_tolerance
@@ -251,7 +251,7 @@ def tolerance_ablation(dataset, seeds, epsilons=(1.0, math.inf)):
 def time_breakdown(dataset, epsilon=1.0, seed=0):
     """Seconds in query rounds vs sequential inner steps, and the fit time with n_jobs=2."""
     spent = defaultdict(float)
-    real_round, real_sgd = resque_module._query_round, resque_module._epoch_sgd
+    real_round, real_sgd = oracle_module._query_round, oracle_module._epoch_sgd
 
     def timed(fn, key):
         def wrapper(*args, **kwargs):
@@ -263,14 +263,14 @@ def time_breakdown(dataset, epsilon=1.0, seed=0):
 
         return wrapper
 
-    resque_module._query_round = timed(real_round, "rounds")
-    resque_module._epoch_sgd = timed(real_sgd, "steps")
+    oracle_module._query_round = timed(real_round, "rounds")
+    oracle_module._epoch_sgd = timed(real_sgd, "steps")
     try:
         start = time.perf_counter()
         make(dataset, epsilon, seed, dict(solver="resque")).fit(dataset.X, dataset.y)
         total = time.perf_counter() - start
     finally:
-        resque_module._query_round, resque_module._epoch_sgd = real_round, real_sgd
+        oracle_module._query_round, oracle_module._epoch_sgd = real_round, real_sgd
     start = time.perf_counter()
     make(dataset, epsilon, seed, dict(solver="resque"), n_jobs=2).fit(dataset.X, dataset.y)
     two = time.perf_counter() - start

@@ -18,11 +18,9 @@ from sklearn_dp._losses import AbsoluteLoss, HingeLoss, QuantileLoss, get_loss
 from sklearn_dp.accounting import epsilon_of_event, subsampled_gaussian_noise_multiplier
 from sklearn_dp.solvers import SOLVERS, _registry, get_solver, resque
 from sklearn_dp.solvers._common import COUNT_EPSILON_FRACTION
-from sklearn_dp.solvers._resque import (
-    default_tolerance,
+from sklearn_dp.solvers._resque import default_tolerance, outer_iterations, plan_resque
+from sklearn_dp.solvers._resque_oracle import (
     epoch_lengths,
-    outer_iterations,
-    plan_resque,
     project_two_balls,
     resque_gradient,
     resque_weights,
@@ -576,9 +574,8 @@ def test_per_sample_term_is_bounded_by_the_sensitivity():
     center = rng.normal(size=d + 1)
     rho, max_weight = 0.1, 3.0
     rows = rng.integers(n, size=5000)
-    round_ = oracle_module._query_round(
-        data.design, data.y, loss, center, rows, np.array([0, 5000]), rho, 1, 0, None
-    )
+    source = oracle_module._QuerySource(data.design, data.y, loss, rho, 1)
+    round_ = oracle_module._query_round(source, center, rows, np.array([0, 5000]), 0, None)
     bound = max_weight * loss.derivative_bound * data.row_norm_bound
     largest = 0.0
     for _ in range(20):
@@ -748,19 +745,12 @@ def test_shared_rows_keep_their_perturbations_when_a_row_is_added(monkeypatch, c
         n = d.n_samples
         rows = np.tile(np.arange(n), n_steps)
         starts = np.arange(n_steps + 1) * n
+        source = oracle_module._QuerySource(d.design, d.y, AbsoluteLoss(), rho, 5)
         if parallel is None:
-            rounds.append(
-                oracle_module._query_round(
-                    d.design, d.y, AbsoluteLoss(), center, rows, starts, rho, 5, 2, None
-                )
-            )
+            rounds.append(oracle_module._query_round(source, center, rows, starts, 2, None))
         else:
             with parallel:
-                rounds.append(
-                    oracle_module._query_round(
-                        d.design, d.y, AbsoluteLoss(), center, rows, starts, rho, 5, 2, parallel
-                    )
-                )
+                rounds.append(oracle_module._query_round(source, center, rows, starts, 2, parallel))
     small, large, large_parallel = rounds
     for name in ("xi", "features", "derivative"):
         np.testing.assert_array_equal(getattr(large, name), getattr(large_parallel, name))

@@ -1,24 +1,13 @@
-"""ReSQue estimators, ball acceleration and the ``resque`` solver.
+"""The ``resque`` solver: its option checks, plan and schedule, and ball acceleration.
 
 Carmon, Jambulapati, Jin, Lee, Liu, Sidford and Tian (2023), "ReSQue-ing
 parallel and private stochastic convex optimization" (docs:
-``docs/solvers/resque.md``).
-
-The ReSQue estimator
---------------------
-For a loss ``f`` and its Gaussian smoothing ``f_rho = f * N(0, rho^2 I)``,
-
-    w_xi(x) * g(c + xi),   xi ~ N(0, rho^2 I),
-    w_xi(x) = exp((2 <x - c, xi> - ||x - c||^2) / (2 rho^2)),
-
-is an unbiased estimate of ``grad f_rho(x)`` at *every* ``x``, where ``g`` is
-a subgradient of ``f`` queried at the perturbed reference point ``c + xi``.
-``w`` is the likelihood ratio of ``N(x - c, rho^2 I)`` to ``N(0, rho^2 I)``,
-so ``E w = 1`` and ``E w^2 = exp(||x - c||^2 / rho^2)``: the estimate is well
-behaved within about ``rho`` of ``c``.  The queries do not depend on ``x``,
-so every gradient a solver needs inside a ball around ``c`` comes from one
-batch of queries made at once (one parallel "round"); later iterates only
-re-weight the stored answers.
+``docs/solvers/resque.md``).  The ReSQue estimator (an unbiased estimate of
+the gradient of the Gaussian-smoothed loss at every point near the centre of
+its queries), the query rounds, EpochSGD and the ball oracle are in
+:mod:`._resque_oracle`, which also says where privacy is decided: the
+Poisson batches and the Gaussian release of every inner step, and the public
+perturbations of the queries.
 
 The solver
 ----------
@@ -33,18 +22,6 @@ step is a Poisson-subsampled Gaussian mechanism on the sum of weight-capped
 ReSQue gradients, so the fit is "ReSQue-smoothed, ball-accelerated DP-SGD",
 not the paper's own private algorithm (see ``docs/solvers/resque.md`` for why
 the paper's mechanism is not offered).
-
-Where privacy is decided
-------------------------
-The Poisson batches come from :func:`sklearn_dp._noise.poisson_sample` and
-every inner step's noisy sum from :func:`sklearn_dp._noise.gaussian`, in the
-calling thread, once per step; joblib workers only evaluate the queries'
-derivatives.  The pre-noise sums are computed by the clipped sums of the ReSQue
-section of :mod:`sklearn_dp._clipped_sums` (:func:`resque_query_derivatives`,
-:func:`capped_resque_sum`).  The perturbations ``xi`` are public randomness:
-each step's are drawn from a stream keyed by (round, step, chunk of
-``QUERY_CHUNK`` positions in the step's sorted batch), independent of the data
-and of ``n_jobs``.
 """
 
 from __future__ import annotations
@@ -63,24 +40,10 @@ from .._losses import loss_names
 from .._public_errors import public_error
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._declared_options import check_declared_options
-from ._resque_oracle import (
-    _BallOracle,
-    _project_ball,
-    epoch_lengths,
-    gaussian_queries,
-    project_two_balls,
-    resque_gradient,
-    resque_log_weights,
-    resque_weights,
-)
+from ._registry import SOLVER_ARGUMENTS
+from ._resque_oracle import _BallOracle, _project_ball
 
 __all__ = [
-    "resque_log_weights",
-    "resque_weights",
-    "resque_gradient",
-    "gaussian_queries",
-    "project_two_balls",
-    "epoch_lengths",
     "outer_iterations",
     "default_tolerance",
     "ball_acceleration",
@@ -146,25 +109,9 @@ RESTART = True
 # Public option checks (estimators run them before the reservation)
 # --------------------------------------------------------------------------
 
-#: Options ``check_resque`` reads (the registry's ``options`` of ``resque``).
-OPTION_NAMES = (
-    "radius",
-    "constraint",
-    "tol",
-    "passes",
-    "batch_size",
-    "n_probes",
-    "max_weight",
-    "schedule",
-    "max_inner",
-    "restart",
-    "n_jobs",
-)
 
-
-def _check_schedule_options(*, schedule, private, **options):
-    """The schedule, and the declared types and ranges of ``options`` (public inputs)."""
-    check_declared_options("resque", options)
+def _check_schedule(schedule, private):
+    """Refuse an unknown schedule, and the theory schedule of a private fit."""
     if schedule not in ("budget", "theory"):
         raise ValueError(f"schedule must be 'budget' or 'theory', got {schedule!r}.")
     if schedule == "theory" and private:
@@ -199,8 +146,7 @@ def check_resque_arguments(*, loss_name, n_outputs, private, multi_output=False,
         The solver's options (see :func:`resque`; :data:`OPTION_NAMES`); those
         not given take the defaults of :func:`resque`'s signature.
     """
-    parameters = inspect.signature(resque).parameters
-    options = {**{name: parameters[name].default for name in OPTION_NAMES}, **options}
+    options = {**OPTION_DEFAULTS, **options}
     radius, constraint, tol, max_weight, n_jobs = (
         options[name] for name in ("radius", "constraint", "tol", "max_weight", "n_jobs")
     )
@@ -234,8 +180,8 @@ def check_resque_arguments(*, loss_name, n_outputs, private, multi_output=False,
     if n_jobs is not None and (isinstance(n_jobs, (bool, np.bool_)) or n_jobs == 0):
         raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}.")
     # The other options' types and ranges, as the registry declares them.
-    declared = {k: v for k, v in options.items() if k not in ("constraint", "max_weight")}
-    _check_schedule_options(private=private, **declared)
+    check_declared_options("resque", {k: v for k, v in options.items() if k != "max_weight"})
+    _check_schedule(options["schedule"], private)
 
 
 def check_resque(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
@@ -331,23 +277,16 @@ def plan_resque(
         ``batch_size``, ``sampling_probability``, ``n_probes``, ``schedule``.
     """
     private = not math.isinf(epsilon)
-    _check_schedule_options(
-        tol=tol,
-        passes=passes,
-        batch_size=batch_size,
-        n_probes=n_probes,
-        schedule=schedule,
-        private=private,
+    check_declared_options(
+        "resque", dict(tol=tol, passes=passes, batch_size=batch_size, n_probes=n_probes)
     )
+    _check_schedule(schedule, private)
     if n_samples is None:
         return None  # the schedule needs the (not yet released) public row count
-    if tol is None:
-        tol = default_tolerance(n_samples, n_params, epsilon, delta)
-    if batch_size is None:
-        batch_size = max(1, min(DEFAULT_BATCH_SIZE, math.floor(n_samples)))
+    tol = default_tolerance(n_samples, n_params, epsilon, delta) if tol is None else tol
+    batch_size = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
     batch_size = max(1, min(batch_size, math.floor(n_samples)))
-    if passes is None:
-        passes = DEFAULT_PASSES
+    passes = DEFAULT_PASSES if passes is None else passes
     n_outer = outer_iterations(n_params, tol)
     # Two significant digits: n_samples is a noisy count, and a rounded rate
     # lets fits share one (cached) calibration.
@@ -355,6 +294,8 @@ def plan_resque(
     inner_steps = max(
         MIN_INNER_STEPS, math.floor(passes * n_samples / (batch_size * n_outer * n_probes))
     )
+    # The theory schedule (never private) sizes its subproblems as it runs.
+    theory = schedule == "theory"
     details = dict(
         tol=float(tol),
         n_outer=n_outer,
@@ -362,12 +303,9 @@ def plan_resque(
         batch_size=int(batch_size),
         sampling_probability=rate,
         schedule=schedule,
+        inner_steps=None if theory else inner_steps,
     )
-    if schedule == "theory":
-        details["inner_steps"] = None
-        return PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, 0, details)
-    details["inner_steps"] = inner_steps
-    n_steps = n_outer * n_probes * inner_steps
+    n_steps = 0 if theory else n_outer * n_probes * inner_steps
     if not private:
         return PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, n_steps, details)
     sigma = accounting.subsampled_gaussian_noise_multiplier(epsilon, delta, rate, n_steps)
@@ -380,10 +318,6 @@ def plan_resque(
 # --------------------------------------------------------------------------
 
 
-def _default_radius(data):
-    return DEFAULT_RADIUS_SCALE / data.row_norm_bound
-
-
 def _public_setting(data, loss, *, alpha, epsilon, delta, plan, options):
     """Everything public a fit runs with: its plan, the geometry and the noise.
 
@@ -394,28 +328,24 @@ def _public_setting(data, loss, *, alpha, epsilon, delta, plan, options):
     ``plan``, ``max_inner`` and ``alpha_mask`` (the L2 penalty's weight per
     coordinate, or None).
     """
-    n_params = data.n_columns
     radius, max_weight, max_inner = (options[k] for k in ("radius", "max_weight", "max_inner"))
     if plan is None:
         # The schedule comes from the public stand-in for the row count (a DP
         # count from the estimators): the true n is private under add/remove.
         schedule = {name: options[name] for name in PLAN_OPTIONS}
-        plan = plan_resque(data.n_public, n_params, epsilon, delta, **schedule)
+        plan = plan_resque(data.n_public, data.n_columns, epsilon, delta, **schedule)
     details = plan.details
-    n_outer = details["n_outer"]
     constrained = radius is not None
-    R = float(radius) if constrained else _default_radius(data)
+    R = float(radius) if constrained else DEFAULT_RADIUS_SCALE / data.row_norm_bound
     lipschitz_data = float(loss.derivative_bound) * data.row_norm_bound
     # The public L2 penalty adds at most alpha * R to the Lipschitz constant on B_R.
     lipschitz = lipschitz_data + alpha * R
-    rho = details["tol"] * R / math.sqrt(n_params)
+    rho = details["tol"] * R / math.sqrt(data.n_columns)
     r = BALL_TO_SMOOTHING * rho
     lambda_max = 2.0 * lipschitz / r
-    lambda_min = min(details["tol"] * lipschitz * n_outer**2 / R, lambda_max)
     sensitivity = max_weight * lipschitz_data
-    noise_std = plan.noise_multiplier * sensitivity
     details.update(
-        noise_std=noise_std,
+        noise_std=plan.noise_multiplier * sensitivity,
         sensitivity=sensitivity,
         max_weight=float(max_weight),
         smoothing_radius=rho,
@@ -423,12 +353,13 @@ def _public_setting(data, loss, *, alpha, epsilon, delta, plan, options):
         radius=R,
         constrained=constrained,
         lipschitz=lipschitz,
-        lambda_min=lambda_min,
+        lambda_min=min(details["tol"] * lipschitz * details["n_outer"] ** 2 / R, lambda_max),
         lambda_max=lambda_max,
     )
     return SimpleNamespace(
         **details,
         plan=plan,
+        domain_radius=R if constrained else None,
         max_inner=DEFAULT_MAX_INNER if max_inner is None else int(max_inner),
         alpha_mask=alpha * data.penalized.astype(float) if alpha > 0 else None,
     )
@@ -488,25 +419,25 @@ def ball_acceleration(
     x : ndarray
         The last iterate ``x_K``.
     trace : dict
-        Per outer iteration: ``A``, accepted ``lambda`` and step length; and
-        the number of ``restarts``.
+        Per outer iteration, the accepted ``lambdas`` and ``step_lengths``
+        and ``A``; and the number of ``restarts``.
     """
     x = np.array(x0, dtype=float)
     v = x.copy()
     A = 0.0
     lam = math.sqrt(lambda_min * lambda_max) if lambda_start is None else float(lambda_start)
     low, high = STEP_WINDOW[0] * ball_radius, STEP_WINDOW[1] * ball_radius
-    trace = {"A": [], "lambda": [], "step": [], "restarts": 0}
+    trace = {"lambdas": [], "step_lengths": [], "A": [], "restarts": 0}
     for k in range(n_outer):
         bracket = [lambda_min, lambda_max]
-        start = None
+        x_new = None
         for _ in range(n_probes):
-            a = (1.0 + math.sqrt(1.0 + 4.0 * lam * A)) / (2.0 * lam)
+            lam_k = lam  # this probe's weight (lam moves on below)
+            a = (1.0 + math.sqrt(1.0 + 4.0 * lam_k * A)) / (2.0 * lam_k)
             y = (A * x + a * v) / (A + a)
-            x_new = solve_ball(y, lam, y if start is None else start)
+            # Warm-started from the previous probe's solution.
+            x_new = solve_ball(y, lam_k, y if x_new is None else x_new)
             step = float(np.linalg.norm(x_new - y))
-            accepted = (lam, a, y, x_new, step)
-            start = x_new
             # Long step: the ball may bind, so more regularisation; short
             # step: less.  Post-processing of the (noisy) solution only.
             if step > high:
@@ -518,8 +449,8 @@ def ball_acceleration(
                 bracketed = bracket[0] > lambda_min
                 lam = math.sqrt(lam * bracket[0]) if bracketed else lam / LAMBDA_FACTOR
             lam = min(max(lam, lambda_min), lambda_max)
-        lam_k, a, y, x_new, step = accepted
-        # lam (y - x_new) approximates a (sub)gradient of F at the prox point.
+        # The last probe is accepted: lam_k (y - x_new) approximates a
+        # (sub)gradient of F at the prox point.
         gradient = lam_k * (y - x_new)
         restarted = restart and A > 0 and gradient @ (x_new - x) > 0
         x = x_new
@@ -531,9 +462,9 @@ def ball_acceleration(
                 v = _project_ball(v, np.zeros_like(v), domain_radius)
             A += a
         trace["restarts"] += int(restarted)
+        trace["lambdas"].append(lam_k)
+        trace["step_lengths"].append(step)
         trace["A"].append(A)
-        trace["lambda"].append(lam_k)
-        trace["step"].append(step)
         if progress is not None:
             progress(k + 1, step_over_r=step / ball_radius, lam=lam_k)
     return x, trace
@@ -561,12 +492,11 @@ def _check_release_count(oracle, setting):
     """
     expected = setting.plan.n_steps if setting.schedule == "budget" else oracle.steps
     if oracle.releases != oracle.steps or oracle.steps != expected:
-        raise public_error(
-            AssertionError(
-                f"resque ran {oracle.steps} noisy steps with {oracle.releases} releases but "
-                f"accounted for {expected} (a bug)."
-            )
+        message = (
+            f"resque ran {oracle.steps} noisy steps with {oracle.releases} releases but "
+            f"accounted for {expected} (a bug)."
         )
+        raise public_error(AssertionError(message))
 
 
 def resque(
@@ -741,9 +671,8 @@ def resque(
     setting = _public_setting(
         data, loss, alpha=alpha, epsilon=epsilon, delta=delta, plan=plan, options=options
     )
-    rng = make_rng(random_state)
     with _workers(n_jobs) as parallel:
-        oracle = _BallOracle(data, loss, setting, rng, parallel)
+        oracle = _BallOracle(data, loss, setting, make_rng(random_state), parallel)
         coef, trace = ball_acceleration(
             oracle,
             np.zeros(data.n_columns),
@@ -752,23 +681,24 @@ def resque(
             lambda_max=setting.lambda_max,
             n_outer=setting.n_outer,
             n_probes=setting.n_probes,
-            domain_radius=setting.radius if setting.constrained else None,
+            domain_radius=setting.domain_radius,
             restart=bool(restart),
             progress=Progress("resque", setting.n_outer, verbose),
         )
     check_finite_iterate(coef, "resque")
     _check_release_count(oracle, setting)
-    info = dict(
-        query_depth=oracle.rounds,
-        n_queries=oracle.steps * setting.batch_size,
-        n_outer=setting.n_outer,
-        inner_steps=setting.inner_steps,
-        smoothing_radius=setting.smoothing_radius,
-        ball_radius=setting.ball_radius,
-        radius=setting.radius,
-        lambdas=trace["lambda"],
-        step_lengths=trace["step"],
-        A=trace["A"],
-        restarts=trace["restarts"],
-    )
+    info = dict(query_depth=oracle.rounds, n_queries=oracle.steps * setting.batch_size)
+    for key in ("n_outer", "inner_steps", "smoothing_radius", "ball_radius", "radius"):
+        info[key] = getattr(setting, key)
+    info.update(trace)
     return SolverResult(coef=coef[:, None], n_iter=oracle.steps, plan=setting.plan, info=info)
+
+
+#: The options of :func:`resque` and their defaults, read off its signature (as
+#: the registry's ``options``): what :func:`check_resque_arguments` checks.
+OPTION_DEFAULTS = {
+    name: parameter.default
+    for name, parameter in inspect.signature(resque).parameters.items()
+    if parameter.kind is parameter.KEYWORD_ONLY and name not in SOLVER_ARGUMENTS
+}
+OPTION_NAMES = tuple(OPTION_DEFAULTS)

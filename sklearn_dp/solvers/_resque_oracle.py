@@ -44,6 +44,8 @@ and of ``n_jobs``.
 from __future__ import annotations
 
 import math
+from functools import partial
+from typing import NamedTuple
 
 import numpy as np
 from joblib import delayed
@@ -177,9 +179,7 @@ def project_two_balls(u, c1, r1, c2, r2):
     on the intersection's boundary circle (the (d-2)-sphere where both
     spheres meet), where it is the point closest to ``u``.
     """
-    u = np.asarray(u, dtype=float)
-    c1 = np.asarray(c1, dtype=float)
-    c2 = np.asarray(c2, dtype=float)
+    u, c1, c2 = (np.asarray(a, dtype=float) for a in (u, c1, c2))
     tolerance = 1e-12 * (1.0 + r1 + r2)
     if np.linalg.norm(u - c1) <= r1 and np.linalg.norm(u - c2) <= r2:
         return u
@@ -206,20 +206,11 @@ def project_two_balls(u, c1, r1, c2, r2):
     return circle_center + h * w / norm_w
 
 
-class _Domain:
-    """Projection onto ``B_r(center)``, intersected with ``B_R(0)`` when constrained."""
-
-    def __init__(self, center, r, domain_radius):
-        self.center = center
-        self.r = r
-        self.domain_radius = domain_radius
-
-    def __call__(self, u):
-        if self.domain_radius is None:
-            return _project_ball(u, self.center, self.r)
-        if u @ u <= self.domain_radius**2:
-            return _project_ball(u, self.center, self.r)
-        return project_two_balls(u, self.center, self.r, np.zeros_like(u), self.domain_radius)
+def _project_domain(u, center, r, R):
+    """Projection onto ``B_r(center)``, intersected with ``B_R(0)`` unless ``R`` is None."""
+    if R is None or u @ u <= R**2:
+        return _project_ball(u, center, r)
+    return project_two_balls(u, center, r, np.zeros_like(u), R)
 
 
 def epoch_lengths(n_steps, first=FIRST_EPOCH):
@@ -229,10 +220,9 @@ def epoch_lengths(n_steps, first=FIRST_EPOCH):
     more epoch when there are at least ``first`` of them, else in the last
     epoch) spends every step the privacy budget paid for.
     """
-    n_steps = int(n_steps)
+    remaining = int(n_steps)
     lengths = []
-    length = min(first, n_steps)
-    remaining = n_steps
+    length = min(first, remaining)
     while length > 0 and remaining >= length:
         lengths.append(length)
         remaining -= length
@@ -249,7 +239,23 @@ def epoch_lengths(n_steps, first=FIRST_EPOCH):
 # --------------------------------------------------------------------------
 
 
-class _QueryRound:
+class _QuerySource(NamedTuple):
+    """What every query of a fit reads.
+
+    ``design`` is the zero-copy bounded design
+    (:class:`sklearn_dp._design.Design`), ``y`` the (clipped) labels, ``rho``
+    the smoothing radius and ``entropy`` the seed of the (public)
+    perturbation streams.
+    """
+
+    design: object
+    y: np.ndarray
+    loss: object
+    rho: float
+    entropy: int
+
+
+class _QueryRound(NamedTuple):
     """The answers of one ball subproblem's queries, made at once.
 
     For GLMs a query of sample i at ``center + xi`` returns the scalar
@@ -259,42 +265,37 @@ class _QueryRound:
     queries of inner step t.
     """
 
-    def __init__(self, center, rows, starts, xi, features, derivative):
-        self.center = center
-        self.rows = rows
-        self.starts = starts
-        self.xi = xi
-        self.features = features
-        self.derivative = derivative
+    center: np.ndarray
+    rows: np.ndarray
+    starts: np.ndarray
+    xi: np.ndarray
+    features: np.ndarray
+    derivative: np.ndarray
 
 
-def _round_pieces(starts, round_index):
-    """``(lo, hi, key)``: each step's queries in runs of at most ``QUERY_CHUNK``.
+def _round_tasks(starts, round_index):
+    """A round's queries as pieces ``(lo, hi, key)``, grouped into tasks.
 
-    ``key = (round, step, run)`` names the random stream of the run's
-    perturbations.  Keyed by position in the step's (sorted) batch, not in
-    the round: when a row is added at the end of the data and the batch holds
-    every row (the coupling of a substituting trace), the other rows keep
-    their perturbations (the streams are prefix-consistent), so one step's
-    sum moves by the added row's term only.
+    Each step's queries are cut into runs (pieces) of at most
+    ``QUERY_CHUNK``; consecutive pieces make a task of at least
+    ``QUERY_CHUNK`` queries (but the last).  ``key = (round, step, run)``
+    names the random stream of the run's perturbations.  Keyed by position
+    in the step's (sorted) batch, not in the round: when a row is added at
+    the end of the data and the batch holds every row (the coupling of a
+    substituting trace), the other rows keep their perturbations (the
+    streams are prefix-consistent), so one step's sum moves by the added
+    row's term only.
     """
-    pieces = []
+    tasks, current, size = [], [], 0
     for step in range(len(starts) - 1):
         lo, hi = int(starts[step]), int(starts[step + 1])
         for run, first in enumerate(range(lo, hi, QUERY_CHUNK)):
-            pieces.append((first, min(first + QUERY_CHUNK, hi), (round_index, step, run)))
-    return pieces
-
-
-def _round_tasks(pieces):
-    """Consecutive pieces grouped into tasks of at least ``QUERY_CHUNK`` queries (but the last)."""
-    tasks, current, size = [], [], 0
-    for piece in pieces:
-        current.append(piece)
-        size += piece[1] - piece[0]
-        if size >= QUERY_CHUNK:
-            tasks.append(current)
-            current, size = [], 0
+            last = min(first + QUERY_CHUNK, hi)
+            current.append((first, last, (round_index, step, run)))
+            size += last - first
+            if size >= QUERY_CHUNK:
+                tasks.append(current)
+                current, size = [], 0
     if current:
         tasks.append(current)
     return tasks
@@ -319,55 +320,48 @@ class _Perturbations:
     def fill(self, out, key):
         """Fill ``out`` (C-contiguous float64) with the first draws of stream ``key``."""
         round_index, step, run = key
-        state = dict(self._fresh)
-        state["state"] = dict(
-            self._fresh["state"],
-            counter=np.array([0, run, step, round_index], dtype=np.uint64),
-        )
+        counter = np.array([0, run, step, round_index], dtype=np.uint64)
         # Same as Generator(Philox(key=..., counter=...)), without building one per step.
-        self._bits.state = state
+        self._bits.state = dict(self._fresh, state=dict(self._fresh["state"], counter=counter))
         self._normal.standard_normal(out=out)
 
 
-def _evaluate_task(design, y, loss, center, rows, pieces, rho, entropy):
+def _evaluate_task(source, center, rows, pieces):
     """Perturbations, rows and clipped derivatives of consecutive pieces of a round.
 
-    ``design`` is the zero-copy bounded design (:class:`sklearn_dp._design.Design`):
-    only the task's rows are copied (dense float64, clipped, intercept column
+    Only the task's rows of the design are copied (dense float64, clipped, intercept column
     included; ``xi`` is dense anyway, so a dense copy of them costs no more).
     Only exact, noiseless quantities: no noise is added here (joblib workers
     run this).
     """
     lo, hi = pieces[0][0], pieces[-1][1]
     batch = rows[lo:hi]
-    features = design.rows(batch).toarray()
-    xi = np.empty((hi - lo, design.n_columns))
-    perturbations = _Perturbations(entropy)
+    features = source.design.rows(batch).toarray()
+    xi = np.empty((hi - lo, source.design.n_columns))
+    perturbations = _Perturbations(source.entropy)
     for first, last, key in pieces:
         perturbations.fill(xi[first - lo : last - lo], key)
-    xi *= rho
-    return xi, features, resque_query_derivatives(features, y[batch], loss, center, xi)
+    xi *= source.rho
+    derivative = resque_query_derivatives(features, source.y[batch], source.loss, center, xi)
+    return xi, features, derivative
 
 
-def _query_round(design, y, loss, center, rows, starts, rho, entropy, round_index, parallel):
+def _query_round(source, center, rows, starts, round_index, parallel):
     """Evaluate every query of a ball subproblem (one parallel round).
 
-    ``parallel`` is a running :class:`joblib.Parallel` (or None): its tasks
-    return exact derivatives only; the noise is added later, in the caller.
+    ``source`` is a :class:`_QuerySource`; ``parallel`` is a running
+    :class:`joblib.Parallel` (or None): its tasks return exact derivatives
+    only; the noise is added later, in the caller.
     """
-    tasks = _round_tasks(_round_pieces(starts, round_index))
-    if parallel is None or len(tasks) <= 1:
-        parts = [
-            _evaluate_task(design, y, loss, center, rows, task, rho, entropy) for task in tasks
-        ]
+    tasks = _round_tasks(starts, round_index)
+    calls = [delayed(_evaluate_task)(source, center, rows, task) for task in tasks]
+    if parallel is None or len(calls) <= 1:
+        parts = [function(*args, **kwargs) for function, args, kwargs in calls]
     else:
-        parts = parallel(
-            delayed(_evaluate_task)(design, y, loss, center, rows, task, rho, entropy)
-            for task in tasks
-        )
-    if not parts:
-        empty = np.zeros((0, design.n_columns))
-        return _QueryRound(center, rows, starts, empty, empty, np.zeros(0))
+        parts = parallel(calls)
+    if not parts:  # every batch is empty
+        empty = np.zeros((0, source.design.n_columns))
+        parts = [(empty, empty, np.zeros(0))]
     xi, features, derivative = (np.concatenate(part) for part in zip(*parts))
     return _QueryRound(center, rows, starts, xi, features, derivative)
 
@@ -377,35 +371,24 @@ def _query_round(design, y, loss, center, rows, starts, rho, entropy, round_inde
 # --------------------------------------------------------------------------
 
 
-def _epoch_sgd(
-    round_,
-    *,
-    lam,
-    start,
-    project,
-    epochs,
-    rho,
-    max_weight,
-    normalizer,
-    release,
-    alpha_mask,
-):
+def _epoch_sgd(round_, *, lam, start, project, epochs, setting, normalizer, release):
     """EpochSGD (docs/solvers/resque.md) for ``F_rho(x) + lam / 2 ||x - c||^2`` over the ball.
 
-    Step t uses the queries ``starts[t]:starts[t + 1]`` of the round: the
-    gradient estimate is ``release(sum_i min(w_i(x), w_max) l'_i x_i) /
-    normalizer`` plus the exact gradient of the public L2 penalty, where
-    ``release`` is the step's noisy release (one call per step, empty
-    batches included, so the number of releases is public).  Epoch k has
-    step size ``1 / (4 lam 2^(k-1))`` and returns the average of its
-    iterates; the next epoch starts with a regularisation-only step from it.
+    Starts from ``project(start)``.  Step t uses the queries
+    ``starts[t]:starts[t + 1]`` of the round: the gradient estimate is
+    ``release(sum_i min(w_i(x), w_max) l'_i x_i) / normalizer`` plus the
+    exact gradient of the public L2 penalty (``rho``, ``w_max`` and the
+    penalty are the ``setting``'s), where ``release`` is the step's noisy
+    release (one call per step, empty batches included, so the number of
+    releases is public).  Epoch k has step size ``1 / (4 lam 2^(k-1))`` and
+    returns the average of its iterates; the next epoch starts with a
+    regularisation-only step from it.
     """
-    center = round_.center
-    xi, features, derivative, starts = round_.xi, round_.features, round_.derivative, round_.starts
-    scale = 1.0 / (2.0 * rho**2)
+    center, starts, max_weight = round_.center, round_.starts, setting.max_weight
+    scale = 1.0 / (2.0 * setting.smoothing_radius**2)
     max_log_weight = math.log(max_weight)
     eta = 1.0 / (4.0 * lam)
-    x = start
+    x = project(start)
     step = 0
     for length in epochs:
         shrink = 1.0 / (1.0 + eta * lam)
@@ -413,19 +396,12 @@ def _epoch_sgd(
         x = project((x + pull) * shrink)
         total = np.zeros_like(x)
         for _ in range(length):
-            lo, hi = starts[step], starts[step + 1]
-            exact = capped_resque_sum(
-                xi[lo:hi],
-                derivative[lo:hi],
-                features[lo:hi],
-                x - center,
-                scale,
-                max_log_weight,
-                max_weight,
-            )
+            batch = slice(starts[step], starts[step + 1])
+            queries = (round_.xi[batch], round_.derivative[batch], round_.features[batch])
+            exact = capped_resque_sum(*queries, x - center, scale, max_log_weight, max_weight)
             gradient = release(exact) / normalizer
-            if alpha_mask is not None:
-                gradient = gradient + alpha_mask * x
+            if setting.alpha_mask is not None:
+                gradient = gradient + setting.alpha_mask * x
             x = project((x - eta * gradient + pull) * shrink)
             total += x
             step += 1
@@ -444,16 +420,15 @@ class _BallOracle:
     """
 
     def __init__(self, data, loss, setting, rng, parallel):
-        # The zero-copy design: a round copies the rows it queries, never all of X.
-        self.design, self.y, self.loss = data.design, data.y, loss
         self.setting = setting
         self.rng = rng
         self.parallel = parallel
-        # Seeds the (public) perturbation streams: drawn before any data is read.
-        self.entropy = int(rng.integers(2**63))
-        self.rounds = 0
-        self.steps = 0
-        self.releases = 0
+        # The zero-copy design: a round copies the rows it queries, never all of
+        # X.  The entropy of the (public) perturbations is drawn before any data
+        # is read.
+        entropy = int(rng.integers(2**63))
+        self.source = _QuerySource(data.design, data.y, loss, setting.smoothing_radius, entropy)
+        self.rounds = self.steps = self.releases = 0
 
     def n_steps(self, lam):
         """Inner steps of a subproblem with proximal weight ``lam`` (public)."""
@@ -461,21 +436,16 @@ class _BallOracle:
         if s.schedule == "budget":
             return s.inner_steps
         # The paper's T queries (capped), in steps of the public expected batch.
-        n_queries = min(
-            math.ceil(768.0 * s.lipschitz**2 / (lam**2 * s.ball_radius**2)), s.max_inner
-        )
-        return math.ceil(n_queries / s.batch_size)
+        n_queries = math.ceil(768.0 * s.lipschitz**2 / (lam**2 * s.ball_radius**2))
+        return math.ceil(min(n_queries, s.max_inner) / s.batch_size)
 
     def sample(self, n_steps):
         """Concatenated Poisson batches of ``n_steps`` steps and where each starts."""
         # n_rows only indexes rows: the gateway samples them.
-        batches = [
-            _noise.poisson_sample(self.design.n_rows, self.setting.sampling_probability, self.rng)
-            for _ in range(n_steps)
-        ]
-        sizes = [len(batch) for batch in batches]
+        n_rows, rate = self.source.design.n_rows, self.setting.sampling_probability
+        batches = [_noise.poisson_sample(n_rows, rate, self.rng) for _ in range(n_steps)]
         rows = np.concatenate(batches) if batches else np.zeros(0, dtype=np.intp)
-        starts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
+        starts = np.cumsum([0] + [len(batch) for batch in batches], dtype=np.int64)
         return rows, starts
 
     def release(self, exact):
@@ -483,43 +453,25 @@ class _BallOracle:
         self.releases += 1
         s = self.setting
         return _noise.gaussian(
-            exact,
-            sensitivity=s.sensitivity,
-            noise_std=s.noise_std,
-            rng=self.rng,
-            label=STEP_LABEL,
+            exact, sensitivity=s.sensitivity, noise_std=s.noise_std, rng=self.rng, label=STEP_LABEL
         )
 
     def __call__(self, center, lam, start):
         s = self.setting
         n_steps = self.n_steps(lam)
         rows, starts = self.sample(n_steps)
-        round_ = _query_round(
-            self.design,
-            self.y,
-            self.loss,
-            center,
-            rows,
-            starts,
-            s.smoothing_radius,
-            self.entropy,
-            self.rounds,
-            self.parallel,
-        )
+        round_ = _query_round(self.source, center, rows, starts, self.rounds, self.parallel)
         self.rounds += 1
         self.steps += n_steps
-        domain = _Domain(center, s.ball_radius, s.radius if s.constrained else None)
         return _epoch_sgd(
             round_,
             lam=lam,
-            start=domain(start),
-            project=domain,
+            start=start,
+            project=partial(_project_domain, center=center, r=s.ball_radius, R=s.domain_radius),
             epochs=epoch_lengths(n_steps),
-            rho=s.smoothing_radius,
-            max_weight=s.max_weight,
+            setting=s,
             # The public expected batch, never the realised batch size (it
             # would reveal the row count).
             normalizer=float(s.batch_size),
             release=self.release,
-            alpha_mask=s.alpha_mask,
         )
