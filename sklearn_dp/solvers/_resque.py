@@ -89,14 +89,15 @@ LAMBDA_FACTOR = 1.5
 #: everywhere (the squared loss's bound holds only on a ball of scores), as
 #: the loss classes declare it (``GLMLoss.lipschitz``).
 GLOBALLY_LIPSCHITZ_LOSSES = loss_names(lipschitz=True)
-#: Smooth losses on which no public default schedule was found: at
-#: its defaults resque stops near zero on the logistic loss (a 248% objective
+#: Smooth classification losses, on which no public default schedule was
+#: found (their minimiser may lie far out): at its defaults resque stops
+#: near zero on the logistic loss (a 248% objective
 #: gap at epsilon=inf on breast cancer, the majority class at every epsilon);
 #: larger balls and smaller targets reach 2-3% without noise but fall below
 #: the trivial predictor at epsilon 0.1 (benchmarks/results/resque.md, the
 #: docs' exceptions).  Refused unless the caller gives both ``radius`` and
 #: ``tol`` (a schedule of their own), before any spend.
-SMOOTH_LOSSES_WITHOUT_DEFAULT = frozenset({"log_loss"})
+SMOOTH_LOSSES_WITHOUT_DEFAULT = loss_names(smooth=True, classification=True)
 #: Restart the acceleration (A = 0, v = x) when the momentum points uphill,
 #: i.e. when the new prox gradient ``lam (y - x_new)`` has a positive inner
 #: product with the step ``x_new - x`` (O'Donoghue and Candes' gradient
