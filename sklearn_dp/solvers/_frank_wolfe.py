@@ -242,14 +242,8 @@ class FrankWolfeSteps:
         """One step from ``w`` along ``gradient`` (exact: private) with :func:`select_vertex`."""
         self.k += 1
         # The vertex's epigraph height is not needed: the penalty is in its score.
-        vertex, _ = select_vertex(
-            gradient,
-            self.domain,
-            scales,
-            self.rng,
-            unit=unit,
-            label=f"{self.solver} vertex {self.k}",
-        )
+        label = f"{self.solver} vertex {self.k}"
+        vertex, _ = select_vertex(gradient, self.domain, scales, self.rng, unit=unit, label=label)
         eta = 2.0 / (self.k + 1.0)
         w = (1.0 - eta) * w + eta * vertex
         if self.k >= self.tail_start:
@@ -273,17 +267,19 @@ class FrankWolfeSteps:
         if args.output == "tail_average":
             w = self.tail_total / self.tail_count
         plan.details.update(details)
-        warning = frank_wolfe_warning(
+        data, radius = args.data, args.radius  # one output: d = n_columns
+        bound = frank_wolfe_warning(
             self.solver,
             args.loss.name,
-            args.data.n_public,
-            args.data.n_columns,  # one output
+            data.n_public,
+            data.n_columns,
             args.epsilon,
             args.delta,
-            args.radius,
+            radius,
         )
-        loose = penalty_ball_warning(self.solver, args.alpha, args.l1_ratio, args.radius)
-        add_warnings(info, warning, loose)
+        add_warnings(
+            info, bound, penalty_ball_warning(self.solver, args.alpha, args.l1_ratio, radius)
+        )
         return SolverResult(coef=w[:, None], n_iter=plan.n_steps, plan=plan, info=info)
 
 
@@ -598,11 +594,6 @@ def frank_wolfe(
             X, data.y, w, loss, clip, row_scale, data.normalizer, domain
         )
         w = steps.step(w, gradient, scales, unit)
-    return steps.result(
-        w,
-        {},
-        clip_norm=clip,
-        sensitivity=domain.vertex_radius * unit,
-        gumbel_scales=scales,
-        n_vertices_max=plan.n_steps,
-    )
+    sensitivity = domain.vertex_radius * unit
+    details = dict(clip_norm=clip, sensitivity=sensitivity, gumbel_scales=scales)
+    return steps.result(w, {}, **details, n_vertices_max=plan.n_steps)

@@ -165,12 +165,8 @@ def mirror_descent_phases(
 
 
 def _phases_event(phases, scale):
-    events = [
-        accounting.subsampled_gaussian_steps_event(
-            scale * ph.weight, ph.sampling_probability, ph.steps
-        )
-        for ph in phases
-    ]
+    steps_event = accounting.subsampled_gaussian_steps_event
+    events = [steps_event(scale * ph.weight, ph.sampling_probability, ph.steps) for ph in phases]
     return events[0] if len(events) == 1 else accounting.dpe.ComposedDpEvent(events)
 
 

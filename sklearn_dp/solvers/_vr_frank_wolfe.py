@@ -280,9 +280,8 @@ def vr_frank_wolfe(
         phase_scales = [vertex_scales(domain, unit, eps) for eps in plan.details["leaf_epsilons"]]
         # Public slot sizes in DFS order: per phase the root (b), then the right
         # children at depth j (b / 2^j each) in the order the traversal meets them.
-        sizes = np.asarray(
-            [size for t in range(1, T + 1) for size in (b, *_right_child_sizes(t, b))], dtype=float
-        )
+        sizes = [size for t in range(1, T + 1) for size in (b, *_right_child_sizes(t, b))]
+        sizes = np.asarray(sizes, dtype=float)
         every_row = plan.details.get("every_row_at_every_vertex", False)
         if every_row:
             sizes[:] = data.normalizer  # every vertex averages over every row
@@ -297,19 +296,21 @@ def vr_frank_wolfe(
         starts = np.searchsorted(allocation[order], np.arange(len(sizes) + 2))
     chunk = block_rows(n_rows, X.n_features, X.X.nnz if X.sparse else None)
 
-    def estimate(slot, uses_per_row, kernel):
-        # kernel(rows, labels, row_scale, size) summed over the slot's rows, block
-        # by block of rows (the copy of a block stays small next to X): the
+    def estimate(slot, kernel, *points):
+        # The kernel summed over the slot's rows (one gradient per row and point),
+        # block by block of rows (the copy of a block stays small next to X): the
         # slot's estimate up to rounding.
         if every_row:
-            uses[:] += uses_per_row
-            return kernel(X, y, row_scale, sizes[slot])  # the design itself, no copy
+            uses[:] += len(points)
+            return kernel(X, y, *points, loss, clip, row_scale, sizes[slot])  # no copy
         index = order[starts[slot] : starts[slot + 1]]
-        uses[index] += uses_per_row
+        uses[index] += len(points)
         total = np.zeros(n_columns)
         for start in range(0, index.size, chunk):
             part = index[start : start + chunk]
-            total += kernel(X.rows(part), y[part], row_scale[part], sizes[slot])
+            total += kernel(
+                X.rows(part), y[part], *points, loss, clip, row_scale[part], sizes[slot]
+            )
         return total
 
     slots = iter(range(len(sizes)))
@@ -318,34 +319,23 @@ def vr_frank_wolfe(
         # v_unit: public bound on the l-inf change of v_node from one row, the
         # largest clip / size over the slots on the path (a row is in one slot).
         if depth == t:
-            return steps.step(
-                w_node, v_node + domain.l2_penalty * w_node, phase_scales[t - 1], v_unit
-            )
+            gradient = v_node + domain.l2_penalty * w_node
+            return steps.step(w_node, gradient, phase_scales[t - 1], v_unit)
         w_left = visit(depth + 1, t, w_node, v_node, v_unit)
         slot = next(slots)
-        v_right = v_node + estimate(
-            slot,
-            2,
-            lambda Xs, ys, rs, size: vr_correction(Xs, ys, w_left, w_node, loss, clip, rs, size),
-        )
+        v_right = v_node + estimate(slot, vr_correction, w_left, w_node)
         return visit(depth + 1, t, w_left, v_right, max(v_unit, clip / sizes[slot]))
 
     w = np.zeros(n_columns)
     for t in range(1, T + 1):
         slot = next(slots)
-        v_root = estimate(
-            slot, 1, lambda Xs, ys, rs, size: vr_root_estimate(Xs, ys, w, loss, clip, rs, size)
-        )
-        w = visit(0, t, w, v_root, clip / sizes[slot])
+        w = visit(0, t, w, estimate(slot, vr_root_estimate, w), clip / sizes[slot])
     # Per-row diagnostics (private: for tests of the one-pass property; no
     # estimator exposes them).
     info = dict(sample_uses=uses, allocation=allocation, slot_sizes=sizes)
+    sensitivity_root = domain.vertex_radius * unit
     return steps.result(
-        w,
-        info,
-        clip_norm=clip,
-        sensitivity_root=domain.vertex_radius * unit,
-        gumbel_scales=phase_scales,
+        w, info, clip_norm=clip, sensitivity_root=sensitivity_root, gumbel_scales=phase_scales
     )
 
 
