@@ -106,22 +106,13 @@ def frank_wolfe_step_epsilon(epsilon, delta, n_steps):
     """
     n_steps = int(n_steps)
     # A hair below epsilon / T so that T * eps0 cannot round above epsilon.
-    eps_pure = epsilon / n_steps * (1.0 - 1e-12)
-    best, event = (
-        eps_pure,
-        accounting.dpe.SelfComposedDpEvent(PureEpsilonDpEvent(eps_pure, _EM_NAME), n_steps),
-    )
+    best = epsilon / n_steps * (1.0 - 1e-12)
+    step = PureEpsilonDpEvent(best, _EM_NAME)
     if delta > 0:
-        rho = zcdp_budget(epsilon, delta)
-        eps_zcdp = math.sqrt(8.0 * rho / n_steps)
+        eps_zcdp = math.sqrt(8.0 * zcdp_budget(epsilon, delta) / n_steps)
         if eps_zcdp > best:
-            best = eps_zcdp
-            event = accounting.dpe.SelfComposedDpEvent(
-                accounting.dpe.ZCDpEvent(eps_zcdp**2 / 8.0), n_steps
-            )
-    if n_steps == 1 and isinstance(event, accounting.dpe.SelfComposedDpEvent):
-        event = event.event
-    return best, event
+            best, step = eps_zcdp, accounting.dpe.ZCDpEvent(eps_zcdp**2 / 8.0)
+    return best, step if n_steps == 1 else accounting.dpe.SelfComposedDpEvent(step, n_steps)
 
 
 # --------------------------------------------------------------------------
@@ -292,9 +283,8 @@ def frank_wolfe_setup(solver, args, planner, **plan_options):
     """
     data = args.data
     domain = checked_domain(solver, args)
-    if args.plan is not None:
-        plan = args.plan
-    else:
+    plan = args.plan
+    if plan is None:
         n_params = data.n_columns * args.n_outputs
         plan = planner(data.n_public, n_params, args.epsilon, args.delta, **plan_options)
     private = not math.isinf(args.epsilon)
@@ -416,6 +406,11 @@ def _fw_error_bound(n_samples, n_params, radius, n_steps, eps0):
     return optimisation + 2.0 * radius / (n_samples * eps0) * math.log(2 * max(n_params, 1))
 
 
+def _step_epsilon(epsilon, rho, n_steps):
+    """The per-step epsilon of :func:`frank_wolfe_step_epsilon`, without building events."""
+    return max(epsilon / n_steps * (1.0 - 1e-12), math.sqrt(8.0 * rho / n_steps))
+
+
 @memoize(maxsize=1024)
 def default_frank_wolfe_iterations(n_samples, n_params, epsilon, delta, radius=1.0):
     """Number of steps minimising :func:`_fw_error_bound`, in [40, 2000] (1000 without noise)."""
@@ -424,9 +419,7 @@ def default_frank_wolfe_iterations(n_samples, n_params, epsilon, delta, radius=1
     rho = zcdp_budget(float(epsilon), float(delta)) if delta > 0 else 0.0
     best_t, best = MIN_DEFAULT_ITERATIONS, math.inf
     for t in range(MIN_DEFAULT_ITERATIONS, MAX_DEFAULT_ITERATIONS + 1):
-        # the per-step epsilon of frank_wolfe_step_epsilon, without building events
-        eps0 = max(epsilon / t * (1.0 - 1e-12), math.sqrt(8.0 * rho / t))
-        bound = _fw_error_bound(n_samples, n_params, radius, t, eps0)
+        bound = _fw_error_bound(n_samples, n_params, radius, t, _step_epsilon(epsilon, rho, t))
         if bound < best:
             best_t, best = t, bound
     return best_t
@@ -441,10 +434,9 @@ def fw_public_error_bound(n_samples, n_params, epsilon, delta, radius):
     """
     epsilon, delta, radius = float(epsilon), float(delta), float(radius)
     t = default_frank_wolfe_iterations(float(n_samples), int(n_params), epsilon, delta, radius)
-    if math.isinf(epsilon):
-        return _fw_error_bound(n_samples, n_params, radius, t, math.inf)
-    rho = zcdp_budget(epsilon, delta) if delta > 0 else 0.0
-    eps0 = max(epsilon / t * (1.0 - 1e-12), math.sqrt(8.0 * rho / t))
+    eps0 = math.inf
+    if not math.isinf(epsilon):
+        eps0 = _step_epsilon(epsilon, zcdp_budget(epsilon, delta) if delta > 0 else 0.0, t)
     return _fw_error_bound(float(n_samples), int(n_params), radius, t, eps0)
 
 

@@ -43,7 +43,6 @@ __all__ = [
     "public_setup",
     "linf_row_norms",
     "linf_gradient_bound",
-    "l1_smoothness",
     "l1_objective",
     "slot_probabilities",
     "allocate_rows",
@@ -208,13 +207,6 @@ def linf_gradient_bound(loss, data, clip_norm, private, solver):
     """
     row_bound = float(np.max(_feature_bound(data, solver)))
     return gradient_bound(loss, row_bound, clip_norm, private=private)
-
-
-def l1_smoothness(loss, data, solver):
-    """Smoothness of the average loss w.r.t. ||.||_1 (dual norm l-infinity), from public bounds."""
-    if loss.smoothness is None:
-        return None
-    return float(loss.smoothness) * float(np.max(_feature_bound(data, solver))) ** 2
 
 
 def slot_probabilities(n_public, sizes):

@@ -137,11 +137,10 @@ def mirror_descent_phases(
                 # gradients; the seed's batch only balances sampling against noise).
                 batch = max(int(block_total), 1)
                 steps = int(max_iter) if max_iter is not None else DEFAULT_MAX_STEPS
-                phases.append(Phase(block_total, batch, steps, 1.0, r, 0))
-                continue
-            batch = batch_size or _default_batch(block_total, n_params, epsilon, max_iter)
-            batch = int(min(batch, block_total))
-            steps = int(max_iter) if max_iter is not None else _steps(block_total, batch, None)
+            else:
+                batch = batch_size or _default_batch(block_total, n_params, epsilon, max_iter)
+                batch = int(min(batch, block_total))
+                steps = int(max_iter) if max_iter is not None else _steps(block_total, batch, None)
             phases.append(Phase(block_total, batch, steps, 1.0, r, 0))
             continue
         i = 1
@@ -294,6 +293,8 @@ class _Runs:
         )
         self.scale, self.clip2, self.p, self.q = plan.noise_multiplier, clip2, p, p / (p - 1.0)
         self.kappa = 1.0 / (2.0 * (p - 1.0))
+        # The fixed arguments of every Bregman step: the exponent and the polytope.
+        self.geometry = dict(p=p, ball=domain.ball, radius=domain.radius, box=domain.box)
         self.lipschitz, self.smoothness = lipschitz, smoothness
         self.private = not math.isinf(args.epsilon)
         self.rng = make_rng(args.random_state)
@@ -317,6 +318,7 @@ class _Runs:
         X, domain, p, kappa, clip2 = self.X, self.domain, self.p, self.kappa, self.clip2
         rate = phase.sampling_probability
         noise_std = self.noise_std(phase)
+        fixed = dict(p_radius=p_radius, **self.geometry)  # the run's fixed step arguments
         x = center.copy()
         total = np.zeros(len(center))
         weight_total = 0.0
@@ -329,28 +331,17 @@ class _Runs:
                 X_batch, y_batch, norms_batch = X, self.y, self.row_norms
             else:
                 X_batch, y_batch, norms_batch = X.rows(batch), self.y[batch], self.row_norms[batch]
+            total_k = clipped_sum(X_batch, y_batch, x, self.loss, clip2, norms_batch)
+            release = f"{label} gradient sum {self.offset + k}"
             gradient = _noise.gaussian(
-                clipped_sum(X_batch, y_batch, x, self.loss, clip2, norms_batch),
-                sensitivity=clip2,
-                noise_std=noise_std,
-                rng=self.rng,
-                label=f"{label} gradient sum {self.offset + k}",
+                total_k, sensitivity=clip2, noise_std=noise_std, rng=self.rng, label=release
             )
             gradient = gradient / phase.batch + domain.l2_penalty * x
             eta = step_sizes(k)
             s = pnorm_mirror_gradient(x - center, p, kappa) - eta * gradient
-            warm = bregman_step(
-                s,
-                center,
-                kappa=kappa * (1.0 + eta * regularization),
-                p=p,
-                ball=domain.ball,
-                radius=domain.radius,
-                box=domain.box,
-                l1_weights=eta * domain.l1_penalty,
-                p_radius=p_radius,
-                warm=warm,
-            )
+            # The composite step: the L1 penalty as a prox term, the regulariser in the map.
+            kappa_k, l1 = kappa * (1.0 + eta * regularization), eta * domain.l1_penalty
+            warm = bregman_step(s, center, kappa=kappa_k, l1_weights=l1, warm=warm, **fixed)
             x = warm.x
             weight = float(k) if weighted else 1.0
             total += weight * x
