@@ -86,10 +86,7 @@ def zcdp_budget(epsilon, delta):
         lo, hi = hi, 2.0 * hi
     for _ in range(100):
         middle = 0.5 * (lo + hi)
-        if eps_of(middle) <= epsilon:
-            lo = middle
-        else:
-            hi = middle
+        lo, hi = (middle, hi) if eps_of(middle) <= epsilon else (lo, middle)
         if hi - lo <= 1e-10 * hi:
             break
     return lo

@@ -17,6 +17,7 @@ with dp_accounting's PLD accountant.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -143,8 +144,7 @@ def mirror_descent_phases(
                 steps = int(max_iter) if max_iter is not None else _steps(block_total, batch, None)
             phases.append(Phase(block_total, batch, steps, 1.0, r, 0))
             continue
-        i = 1
-        while True:
+        for i in itertools.count(1):
             block = math.floor(block_total / 2**i)
             if block < 2:
                 break
@@ -154,7 +154,6 @@ def mirror_descent_phases(
             if steps <= 1 and i > 1:
                 break
             phases.append(Phase(float(block), batch, steps, float(2 ** (i - 1)), r, i))
-            i += 1
         if not any(ph.round == r for ph in phases):
             raise ValueError(
                 "localized_mirror_descent needs at least 4 rows (per round); got n_samples = "
