@@ -226,9 +226,7 @@ def _resolve_p(p, n_columns):
     l1_p = default_p(n_columns)
     if p is None:
         return l1_p
-    p = float(p)
-    if not 1.0 <= p <= 2.0:
-        raise ValueError(f"p must be in [1, 2], got {p!r}.")
+    p = float(p)  # in [1, 2]: the registry's declared range, checked before
     # Below 1 + 1/ln d the lp and l1 norms are within a factor e: the l1 map is
     # better there (seed section 2.4), and p = 1 itself has no strongly convex p-norm map.
     return max(p, l1_p)
