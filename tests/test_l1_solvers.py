@@ -411,8 +411,8 @@ def test_frank_wolfe_gains_at_most_one_nonzero_per_step(monkeypatch, solver, alp
         vertices.append(vertex)
         return vertex, height
 
-    for module in (fw_module, vr_module):
-        monkeypatch.setattr(module, "select_vertex", recording)
+    # Both solvers step through frank_wolfe's FrankWolfeSteps.
+    monkeypatch.setattr(fw_module, "select_vertex", recording)
     options = dict(max_iter=30) if solver == "frank_wolfe" else dict(n_phases=3)
     options["output"] = "last"
     res = SOLVERS[solver].run(
@@ -948,3 +948,24 @@ def test_mirror_descent_epsilon_inf_takes_exact_full_batch_steps():
     # the private schedule is unchanged
     (phase,) = plan_mirror_descent(5000, 20, 1.0, 1e-6).details["phases"]
     assert phase.batch < 5000
+
+
+@pytest.mark.parametrize(
+    "solver, options, match",
+    [
+        ("mirror_descent", dict(p=3.0), "'p' parameter of mirror_descent"),
+        ("localized_mirror_descent", dict(clip_norm=-1.0), "'clip_norm' parameter"),
+        ("frank_wolfe", dict(output="median"), "output must be"),
+        ("vr_frank_wolfe", dict(schedule="fast"), "schedule must be"),
+        ("vr_frank_wolfe", dict(n_phases=0), "'n_phases' parameter"),
+        ("frank_wolfe", dict(radius=None), "needs radius"),
+    ],
+)
+def test_direct_calls_refuse_options_outside_their_declared_values(solver, options, match):
+    # A direct call of the solver validates its options (read off its signature)
+    # as the estimators do, and the refusal is public: it reads no private value.
+    data, loss = _sparse_problem(n=50, d=5)
+    kwargs = dict(n_outputs=1, alpha=0.0, epsilon=1.0, delta=1e-5, radius=1.0, random_state=0)
+    with pytest.raises(ValueError, match=match) as raised:
+        SOLVERS[solver].run(data, loss, **{**kwargs, **options})
+    assert getattr(raised.value, "__sklearn_dp_public__", False)

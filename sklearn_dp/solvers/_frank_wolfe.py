@@ -25,14 +25,12 @@ Feldman, Koren and Talwar (2021): a single pass, with variance-reduced
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 
 from .. import _noise, accounting
-from .._clipped_sums import (
-    frank_wolfe_gradient,
-    vertex_scores,
-)
+from .._clipped_sums import frank_wolfe_gradient, vertex_scores
 from .._memo import memoize
 from ..accounting import PureEpsilonDpEvent
 from ._common import (
@@ -45,9 +43,9 @@ from ._common import (
 )
 from ._l1_geometry import (
     check_l1_options,
+    checked_domain,
     linf_gradient_bound,
     linf_row_norms,
-    make_domain,
     public_setup,
 )
 from ._noise_warnings import frank_wolfe_warning
@@ -88,10 +86,7 @@ def zcdp_budget(epsilon, delta):
         lo, hi = hi, 2.0 * hi
     for _ in range(100):
         middle = 0.5 * (lo + hi)
-        if eps_of(middle) <= epsilon:
-            lo = middle
-        else:
-            hi = middle
+        lo, hi = (middle, hi) if eps_of(middle) <= epsilon else (lo, middle)
         if hi - lo <= 1e-10 * hi:
             break
     return lo
@@ -108,22 +103,13 @@ def frank_wolfe_step_epsilon(epsilon, delta, n_steps):
     """
     n_steps = int(n_steps)
     # A hair below epsilon / T so that T * eps0 cannot round above epsilon.
-    eps_pure = epsilon / n_steps * (1.0 - 1e-12)
-    best, event = (
-        eps_pure,
-        accounting.dpe.SelfComposedDpEvent(PureEpsilonDpEvent(eps_pure, _EM_NAME), n_steps),
-    )
+    best = epsilon / n_steps * (1.0 - 1e-12)
+    step = PureEpsilonDpEvent(best, _EM_NAME)
     if delta > 0:
-        rho = zcdp_budget(epsilon, delta)
-        eps_zcdp = math.sqrt(8.0 * rho / n_steps)
+        eps_zcdp = math.sqrt(8.0 * zcdp_budget(epsilon, delta) / n_steps)
         if eps_zcdp > best:
-            best = eps_zcdp
-            event = accounting.dpe.SelfComposedDpEvent(
-                accounting.dpe.ZCDpEvent(eps_zcdp**2 / 8.0), n_steps
-            )
-    if n_steps == 1 and isinstance(event, accounting.dpe.SelfComposedDpEvent):
-        event = event.event
-    return best, event
+            best, step = eps_zcdp, accounting.dpe.ZCDpEvent(eps_zcdp**2 / 8.0)
+    return best, step if n_steps == 1 else accounting.dpe.SelfComposedDpEvent(step, n_steps)
 
 
 # --------------------------------------------------------------------------
@@ -223,50 +209,84 @@ def vertex_scales(domain, unit, eps0):
     return float(scales[0]), scales[1:]
 
 
-class _TailAverage:
-    """Running average of the iterates ``k > K / 2`` of a K-step run."""
+class FrankWolfeSteps:
+    """The steps of a Frank-Wolfe run towards private vertices, and its result.
 
-    def __init__(self, n_steps):
-        self.start = n_steps // 2 + 1
-        self.total = None
-        self.count = 0
+    Step k moves the iterate to ``(1 - eta) w + eta vertex`` with ``eta = 2 /
+    (k + 1)`` and the vertex of :func:`select_vertex`; the run keeps the
+    running average of the iterates ``k > K / 2`` of its ``K`` steps (the
+    ``output="tail_average"``).  ``args`` is a namespace of the solver's
+    arguments.
+    """
 
-    def add(self, k, w):
-        if k >= self.start:
-            self.total = w.copy() if self.total is None else self.total + w
-            self.count += 1
+    def __init__(self, solver, args, domain, plan):
+        self.solver, self.args, self.domain, self.plan = solver, args, domain, plan
+        self.rng = make_rng(args.random_state)
+        self.progress = Progress(solver, plan.n_steps, args.verbose)
+        self.k = 0
+        self.tail_start, self.tail_total, self.tail_count = plan.n_steps // 2 + 1, None, 0
 
-    def value(self):
-        return self.total / self.count
+    def step(self, w, gradient, scales, unit):
+        """One step from ``w`` along ``gradient`` (exact: private) with :func:`select_vertex`."""
+        self.k += 1
+        # The vertex's epigraph height is not needed: the penalty is in its score.
+        label = f"{self.solver} vertex {self.k}"
+        vertex, _ = select_vertex(gradient, self.domain, scales, self.rng, unit=unit, label=label)
+        eta = 2.0 / (self.k + 1.0)
+        w = (1.0 - eta) * w + eta * vertex
+        if self.k >= self.tail_start:
+            self.tail_total = w.copy() if self.tail_total is None else self.tail_total + w
+            self.tail_count += 1
+        # Released quantities only: the iterate is a function of the chosen vertices.
+        self.progress(self.k, eta=eta, nonzeros=np.count_nonzero(w), l1_norm=float(np.abs(w).sum()))
+        return w
+
+    def result(self, w, info, **details):
+        """The :class:`SolverResult` of the run ending at ``w``, with its honest warnings.
+
+        ``details`` go into the plan's details.  The warnings: the public
+        error bound (:func:`~sklearn_dp.solvers._noise_warnings.frank_wolfe_warning`:
+        released row count ``data.n_public``, d, epsilon, delta, radius) and
+        the loose-ball check (:func:`penalty_ball_warning`: alpha and radius in
+        the fit's units).
+        """
+        args, plan = self.args, self.plan
+        check_finite_iterate(w, self.solver)
+        if args.output == "tail_average":
+            w = self.tail_total / self.tail_count
+        plan.details.update(details)
+        data, radius = args.data, args.radius  # one output: d = n_columns
+        bound = frank_wolfe_warning(
+            self.solver,
+            args.loss.name,
+            data.n_public,
+            data.n_columns,
+            args.epsilon,
+            args.delta,
+            radius,
+        )
+        add_warnings(
+            info, bound, penalty_ball_warning(self.solver, args.alpha, args.l1_ratio, radius)
+        )
+        return SolverResult(coef=w[:, None], n_iter=plan.n_steps, plan=plan, info=info)
 
 
-#: The string options of the Frank-Wolfe solvers and their values.
-_CHOICES = {"output": ("tail_average", "last"), "schedule": ("pure", "approximate")}
+def frank_wolfe_setup(solver, args, planner, **plan_options):
+    """The polytope, plan and l-infinity clip of a Frank-Wolfe fit, from public inputs only.
 
-
-def _check_choices(options):
-    for name, choices in _CHOICES.items():
-        if name in options and options[name] not in choices:
-            shown = " or ".join(map(repr, choices))
-            raise ValueError(f"{name} must be {shown}, got {options[name]!r}.")
-
-
-def _check_options(solver, n_outputs, options):
-    check_l1_options(solver, n_outputs=n_outputs, options=options)
-    _check_choices(options)
-
-
-def _domain(solver, data, *, n_outputs, alpha, l1_ratio, options):
-    """The checks and the polytope of a Frank-Wolfe fit, from public inputs only."""
-    _check_options(solver, n_outputs, options)
-    return make_domain(
-        data,
-        radius=options["radius"],
-        intercept_bound=options["intercept_bound"],
-        alpha=alpha,
-        l1_ratio=l1_ratio,
-        solver=solver,
-    )
+    Checks the options of a direct call (``args``: a namespace of the
+    solver's arguments), and plans with ``planner(n_public, n_params,
+    epsilon, delta, **plan_options)`` unless ``args.plan`` is the plan to run.
+    """
+    data = args.data
+    domain = checked_domain(solver, args)
+    plan = args.plan
+    if plan is None:
+        n_params = data.n_columns * args.n_outputs
+        plan = planner(data.n_public, n_params, args.epsilon, args.delta, **plan_options)
+    private = not math.isinf(args.epsilon)
+    clip = linf_gradient_bound(args.loss, data, args.clip_norm, private, solver)
+    return domain, plan, clip
 
 
 def check_frank_wolfe(
@@ -277,7 +297,7 @@ def check_frank_wolfe(
     Called by the estimators before they reserve the spend, and by
     :func:`frank_wolfe` itself.
     """
-    _check_options("frank_wolfe", n_outputs, options)
+    check_l1_options("frank_wolfe", n_outputs=n_outputs, options=options)
     if public is not None and public.delta > 0:
         # With delta = 0 no other solver fits the penalised Lasso (dp_cd and
         # dp_ssp add Gaussian noise): frank_wolfe stays, and warns when its
@@ -289,7 +309,7 @@ def check_vr_frank_wolfe(
     *, loss_name=None, n_outputs, penalty=None, alpha=None, l1_ratio=None, public=None, options
 ):
     """Refuse ``vr_frank_wolfe`` options from public inputs only (``SolverSpec.check``)."""
-    _check_options("vr_frank_wolfe", n_outputs, options)
+    check_l1_options("vr_frank_wolfe", n_outputs=n_outputs, options=options)
     check_penalty_ball("vr_frank_wolfe", penalty, alpha, l1_ratio, options.get("radius"))
 
 
@@ -351,22 +371,6 @@ def penalty_ball_warning(name, alpha, l1_ratio, radius):
     )
 
 
-def _add_honest_warnings(info, name, loss, data, epsilon, delta, alpha, l1_ratio, radius):
-    """The honest warnings of a Frank-Wolfe fit into ``info["warnings"]`` (public values only).
-
-    The public error bound (:func:`~sklearn_dp.solvers._noise_warnings.frank_wolfe_warning`:
-    released row count ``data.n_public``, d, epsilon, delta, radius) and the
-    loose-ball check (:func:`penalty_ball_warning`: alpha and radius in the
-    fit's units).
-    """
-    n_public, n_params = data.n_public, data.n_columns  # one output
-    add_warnings(
-        info,
-        frank_wolfe_warning(name, loss.name, n_public, n_params, epsilon, delta, radius),
-        penalty_ball_warning(name, alpha, l1_ratio, radius),
-    )
-
-
 # --------------------------------------------------------------------------
 # frank_wolfe
 # --------------------------------------------------------------------------
@@ -399,6 +403,11 @@ def _fw_error_bound(n_samples, n_params, radius, n_steps, eps0):
     return optimisation + 2.0 * radius / (n_samples * eps0) * math.log(2 * max(n_params, 1))
 
 
+def _step_epsilon(epsilon, rho, n_steps):
+    """The per-step epsilon of :func:`frank_wolfe_step_epsilon`, without building events."""
+    return max(epsilon / n_steps * (1.0 - 1e-12), math.sqrt(8.0 * rho / n_steps))
+
+
 @memoize(maxsize=1024)
 def default_frank_wolfe_iterations(n_samples, n_params, epsilon, delta, radius=1.0):
     """Number of steps minimising :func:`_fw_error_bound`, in [40, 2000] (1000 without noise)."""
@@ -407,9 +416,7 @@ def default_frank_wolfe_iterations(n_samples, n_params, epsilon, delta, radius=1
     rho = zcdp_budget(float(epsilon), float(delta)) if delta > 0 else 0.0
     best_t, best = MIN_DEFAULT_ITERATIONS, math.inf
     for t in range(MIN_DEFAULT_ITERATIONS, MAX_DEFAULT_ITERATIONS + 1):
-        # the per-step epsilon of frank_wolfe_step_epsilon, without building events
-        eps0 = max(epsilon / t * (1.0 - 1e-12), math.sqrt(8.0 * rho / t))
-        bound = _fw_error_bound(n_samples, n_params, radius, t, eps0)
+        bound = _fw_error_bound(n_samples, n_params, radius, t, _step_epsilon(epsilon, rho, t))
         if bound < best:
             best_t, best = t, bound
     return best_t
@@ -424,10 +431,9 @@ def fw_public_error_bound(n_samples, n_params, epsilon, delta, radius):
     """
     epsilon, delta, radius = float(epsilon), float(delta), float(radius)
     t = default_frank_wolfe_iterations(float(n_samples), int(n_params), epsilon, delta, radius)
-    if math.isinf(epsilon):
-        return _fw_error_bound(n_samples, n_params, radius, t, math.inf)
-    rho = zcdp_budget(epsilon, delta) if delta > 0 else 0.0
-    eps0 = max(epsilon / t * (1.0 - 1e-12), math.sqrt(8.0 * rho / t))
+    eps0 = math.inf
+    if not math.isinf(epsilon):
+        eps0 = _step_epsilon(epsilon, zcdp_budget(epsilon, delta) if delta > 0 else 0.0, t)
     return _fw_error_bound(float(n_samples), int(n_params), radius, t, eps0)
 
 
@@ -557,61 +563,26 @@ def frank_wolfe(
     ``data.n_public`` and ``data.normalizer`` (the estimators' DP row count),
     the bounds, the radius, alpha, T.
     """
-    solver = "frank_wolfe"
+    args = SimpleNamespace(**locals())
     # The bounded design as an operator on the caller's X (no clipped or
     # intercept-augmented copy; float32 stays float32).
-    X, y = data.design, data.y
-    n_columns = X.n_columns
+    X = data.design
     with public_setup():  # public inputs only: a refusal here says nothing about the data
-        # Public stand-in for the row count (a DP count from the estimators).
-        n_samples = data.n_public
-        private = not math.isinf(epsilon)
-        options = dict(
-            radius=radius,
-            intercept_bound=intercept_bound,
-            clip_norm=clip_norm,
-            output=output,
-            max_iter=max_iter,
+        domain, plan, clip = frank_wolfe_setup(
+            "frank_wolfe", args, plan_frank_wolfe, max_iter=max_iter, radius=radius
         )
-        domain = _domain(
-            solver, data, n_outputs=n_outputs, alpha=alpha, l1_ratio=l1_ratio, options=options
-        )
-        if plan is None:
-            plan = plan_frank_wolfe(
-                n_samples, n_columns * n_outputs, epsilon, delta, max_iter=max_iter, radius=radius
-            )
-        clip = linf_gradient_bound(loss, data, clip_norm, private, solver)
         # l-inf change of the gradient average from one row: averages divide by
         # the public normaliser, never the private row count.
         unit = clip / data.normalizer
-        eps0 = plan.details.get("step_epsilon", math.inf)
-        scales = vertex_scales(domain, unit, eps0)
+        scales = vertex_scales(domain, unit, plan.details.get("step_epsilon", math.inf))
     row_scale = linf_row_norms(X)
-    rng = make_rng(random_state)
-    progress = Progress(solver, plan.n_steps, verbose)
-
-    w = np.zeros(n_columns)
-    tail = _TailAverage(plan.n_steps)
-    for t in range(plan.n_steps):
-        gradient = frank_wolfe_gradient(X, y, w, loss, clip, row_scale, data.normalizer, domain)
-        # The vertex's epigraph height is not needed: the penalty is in its score.
-        vertex, _ = select_vertex(
-            gradient, domain, scales, rng, unit=unit, label=f"frank_wolfe vertex {t + 1}"
+    steps = FrankWolfeSteps("frank_wolfe", args, domain, plan)
+    w = np.zeros(X.n_columns)
+    for _ in range(plan.n_steps):
+        gradient = frank_wolfe_gradient(
+            X, data.y, w, loss, clip, row_scale, data.normalizer, domain
         )
-        eta = 2.0 / (t + 2.0)
-        w = (1.0 - eta) * w + eta * vertex
-        tail.add(t + 1, w)
-        # Released quantities only: the iterate is a function of the chosen vertices.
-        progress(t + 1, eta=eta, nonzeros=np.count_nonzero(w), l1_norm=float(np.abs(w).sum()))
-    check_finite_iterate(w, solver)
-    if output == "tail_average":
-        w = tail.value()
-    plan.details.update(
-        clip_norm=clip,
-        sensitivity=domain.vertex_radius * unit,
-        gumbel_scales=scales,
-        n_vertices_max=plan.n_steps,
-    )
-    info = {}
-    _add_honest_warnings(info, solver, loss, data, epsilon, delta, alpha, l1_ratio, radius)
-    return SolverResult(coef=w[:, None], n_iter=plan.n_steps, plan=plan, info=info)
+        w = steps.step(w, gradient, scales, unit)
+    sensitivity = domain.vertex_radius * unit
+    details = dict(clip_norm=clip, sensitivity=sensitivity, gumbel_scales=scales)
+    return steps.result(w, {}, **details, n_vertices_max=plan.n_steps)

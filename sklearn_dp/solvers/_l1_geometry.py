@@ -38,10 +38,11 @@ __all__ = [
     "L1Domain",
     "make_domain",
     "check_l1_options",
+    "check_choices",
+    "checked_domain",
     "public_setup",
     "linf_row_norms",
     "linf_gradient_bound",
-    "l1_smoothness",
     "l1_objective",
     "slot_probabilities",
     "allocate_rows",
@@ -107,12 +108,17 @@ def public_setup():
         raise public_error(exc) from None
 
 
+#: The string options of the l1-geometry solvers and their values.
+_CHOICES = {"output": ("tail_average", "last"), "schedule": ("pure", "approximate")}
+
+
 def check_l1_options(solver, *, n_outputs, options):
     """Refuse, from public inputs only, what every l1-geometry solver refuses.
 
     One output (regression or binary classification), a ``radius`` in
-    ``options``, and the declared types and ranges of the ``options``
-    (:func:`~sklearn_dp.solvers._declared_options.check_declared_options`).
+    ``options``, the declared types and ranges of the ``options``
+    (:func:`~sklearn_dp.solvers._declared_options.check_declared_options`)
+    and the values of the string options (``output``, ``schedule``).
     The estimators call it (through ``SolverSpec.check``) before they
     reserve the spend; the solvers call it again for direct callers.
     """
@@ -124,9 +130,37 @@ def check_l1_options(solver, *, n_outputs, options):
             "a public bound on the l1 norm of the coefficients."
         )
     check_declared_options(solver, options)
+    check_choices(options)
 
 
-def make_domain(data, *, radius, intercept_bound, alpha, l1_ratio, solver):
+def check_choices(options):
+    """Refuse a string option (``output``, ``schedule``) outside its values."""
+    for name, choices in _CHOICES.items():
+        if name in options and options[name] not in choices:
+            shown = " or ".join(map(repr, choices))
+            raise ValueError(f"{name} must be {shown}, got {options[name]!r}.")
+
+
+def checked_domain(solver, args):
+    """Check a direct call's options and build its :class:`L1Domain` (public inputs only).
+
+    ``args`` is a namespace of the solver's arguments; its options are the
+    keyword parameters of its signature, as the registry reads them.
+    """
+    from ._registry import SOLVERS  # filled once the package is imported
+
+    options = {name: getattr(args, name) for name in SOLVERS[solver].options}
+    check_l1_options(solver, n_outputs=args.n_outputs, options=options)
+    return make_domain(
+        args.data,
+        radius=args.radius,
+        intercept_bound=args.intercept_bound,
+        alpha=args.alpha,
+        l1_ratio=args.l1_ratio,
+    )
+
+
+def make_domain(data, *, radius, intercept_bound, alpha, l1_ratio, solver=None):
     """The :class:`L1Domain` of a fit (all inputs public, checked by :func:`check_l1_options`)."""
     n_columns = data.n_columns
     ball = np.ones(n_columns, dtype=bool)
@@ -173,13 +207,6 @@ def linf_gradient_bound(loss, data, clip_norm, private, solver):
     """
     row_bound = float(np.max(_feature_bound(data, solver)))
     return gradient_bound(loss, row_bound, clip_norm, private=private)
-
-
-def l1_smoothness(loss, data, solver):
-    """Smoothness of the average loss w.r.t. ||.||_1 (dual norm l-infinity), from public bounds."""
-    if loss.smoothness is None:
-        return None
-    return float(loss.smoothness) * float(np.max(_feature_bound(data, solver))) ** 2
 
 
 def slot_probabilities(n_public, sizes):

@@ -17,6 +17,7 @@ with dp_accounting's PLD accountant.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -29,8 +30,8 @@ from .._clipped_sums import clipped_sum
 from .._memo import memoize
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._gradient_descent import gradient_bound
-from ._l1_geometry import allocate_rows, check_l1_options, make_domain, public_setup
-from ._pnorm import bregman_step, default_p, pnorm_mirror_gradient
+from ._l1_geometry import allocate_rows, check_l1_options, checked_domain, public_setup
+from ._pnorm import bregman_step, default_p, pnorm, pnorm_mirror_gradient
 
 __all__ = [
     "mirror_descent",
@@ -137,15 +138,13 @@ def mirror_descent_phases(
                 # gradients; the seed's batch only balances sampling against noise).
                 batch = max(int(block_total), 1)
                 steps = int(max_iter) if max_iter is not None else DEFAULT_MAX_STEPS
-                phases.append(Phase(block_total, batch, steps, 1.0, r, 0))
-                continue
-            batch = batch_size or _default_batch(block_total, n_params, epsilon, max_iter)
-            batch = int(min(batch, block_total))
-            steps = int(max_iter) if max_iter is not None else _steps(block_total, batch, None)
+            else:
+                batch = batch_size or _default_batch(block_total, n_params, epsilon, max_iter)
+                batch = int(min(batch, block_total))
+                steps = int(max_iter) if max_iter is not None else _steps(block_total, batch, None)
             phases.append(Phase(block_total, batch, steps, 1.0, r, 0))
             continue
-        i = 1
-        while True:
+        for i in itertools.count(1):
             block = math.floor(block_total / 2**i)
             if block < 2:
                 break
@@ -155,7 +154,6 @@ def mirror_descent_phases(
             if steps <= 1 and i > 1:
                 break
             phases.append(Phase(float(block), batch, steps, float(2 ** (i - 1)), r, i))
-            i += 1
         if not any(ph.round == r for ph in phases):
             raise ValueError(
                 "localized_mirror_descent needs at least 4 rows (per round); got n_samples = "
@@ -165,13 +163,8 @@ def mirror_descent_phases(
 
 
 def _phases_event(phases, scale):
-    events = []
-    for ph in phases:
-        events.append(
-            accounting.subsampled_gaussian_steps_event(
-                scale * ph.weight, ph.sampling_probability, ph.steps
-            )
-        )
+    steps_event = accounting.subsampled_gaussian_steps_event
+    events = [steps_event(scale * ph.weight, ph.sampling_probability, ph.steps) for ph in phases]
     return events[0] if len(events) == 1 else accounting.dpe.ComposedDpEvent(events)
 
 
@@ -190,15 +183,8 @@ def _calibrate_phases(phases, epsilon, delta):
 def _plan(kind, n_samples, n_params, epsilon, delta, max_iter, batch_size, strongly_convex):
     if n_samples is None:
         return None  # the phases need the (not yet released) public row count
-    phases = mirror_descent_phases(
-        kind,
-        int(n_samples),
-        int(n_params),
-        float(epsilon),
-        max_iter,
-        batch_size,
-        bool(strongly_convex),
-    )
+    public = (int(n_samples), int(n_params), float(epsilon))  # hashable, for the memo
+    phases = mirror_descent_phases(kind, *public, max_iter, batch_size, bool(strongly_convex))
     n_steps = sum(ph.steps for ph in phases)
     # The rounds' expected block sizes: the solver allocates the rows with them.
     details = dict(phases=phases, round_sizes=_rounds(n_samples, strongly_convex))
@@ -240,9 +226,7 @@ def _resolve_p(p, n_columns):
     l1_p = default_p(n_columns)
     if p is None:
         return l1_p
-    p = float(p)
-    if not 1.0 <= p <= 2.0:
-        raise ValueError(f"p must be in [1, 2], got {p!r}.")
+    p = float(p)  # in [1, 2]: the registry's declared range, checked before
     # Below 1 + 1/ln d the lp and l1 norms are within a factor e: the l1 map is
     # better there (seed section 2.4), and p = 1 itself has no strongly convex p-norm map.
     return max(p, l1_p)
@@ -258,10 +242,7 @@ def _dual_lipschitz(loss, data, clip2, q):
     """Public bound on ||clipped per-sample gradient||_q (q >= 2)."""
     bound = clip2  # ||g||_q <= ||g||_2 <= clip2
     if loss.derivative_bound is not None and data.feature_bound is not None:
-        fb = np.asarray(data.feature_bound, dtype=float)
-        top = fb.max()
-        lq = top * float(np.sum((fb / top) ** q) ** (1.0 / q))
-        bound = min(bound, float(loss.derivative_bound) * lq)
+        bound = min(bound, float(loss.derivative_bound) * pnorm(data.feature_bound, q))
     return bound
 
 
@@ -272,10 +253,8 @@ def _pnorm_smoothness(loss, data, q, domain):
     """
     if loss.smoothness is None or data.feature_bound is None:
         return None
-    fb = np.asarray(data.feature_bound, dtype=float)
-    top = fb.max()
-    lq = top * float(np.sum((fb / top) ** q) ** (1.0 / q))
-    return float(loss.smoothness) * lq**2 + float(np.max(domain.l2_penalty, initial=0.0))
+    l2_part = float(np.max(domain.l2_penalty, initial=0.0))
+    return float(loss.smoothness) * pnorm(data.feature_bound, q) ** 2 + l2_part
 
 
 def _noise_q_norm_sq(noise_std, n_columns, q):
@@ -294,47 +273,49 @@ class _Runs:
     """Runs of noisy mirror descent on blocks of rows, with the public constants of one fit.
 
     ``offset`` counts the steps run so far (for the progress lines and the
-    release labels).
+    release labels).  ``args`` is a namespace of the solver's arguments.
     """
 
-    def __init__(self, solver, data, loss, domain, *, scale, clip2, p, rng, progress):
+    def __init__(self, solver, args, domain, plan, *, p, clip2, lipschitz, smoothness):
+        data = args.data
         # The bounded design as an operator on the caller's X: each step copies its
         # Poisson batch's rows only (``design.rows``), never the whole matrix.
         self.X, self.y, self.row_norms = data.design, data.y, data.row_norms
-        self.solver, self.loss, self.domain = solver, loss, domain
-        self.scale, self.clip2, self.p = scale, clip2, p
+        self.solver, self.args, self.loss, self.domain, self.plan = (
+            solver,
+            args,
+            args.loss,
+            domain,
+            plan,
+        )
+        self.scale, self.clip2, self.p, self.q = plan.noise_multiplier, clip2, p, p / (p - 1.0)
         self.kappa = 1.0 / (2.0 * (p - 1.0))
-        self.rng, self.progress = rng, progress
+        # The fixed arguments of every Bregman step: the exponent and the polytope.
+        self.geometry = dict(p=p, ball=domain.ball, radius=domain.radius, box=domain.box)
+        self.lipschitz, self.smoothness = lipschitz, smoothness
+        self.private = not math.isinf(args.epsilon)
+        self.rng = make_rng(args.random_state)
+        self.progress = Progress(solver, plan.n_steps, args.verbose)
         self.offset = 0
 
     def noise_std(self, phase):
         """Standard deviation of the phase's Gaussian noise (0 without noise: scale 0)."""
         return self.scale * phase.weight * self.clip2
 
-    def run(
-        self,
-        rows,
-        phase,
-        center,
-        *,
-        step_sizes,
-        regularization,
-        p_radius,
-        weighted_average,
-        label,
-        last_iterate=False,
-    ):
+    def run(self, rows, phase, center, step_sizes, regularization, p_radius, label, weighted=False):
         """Noisy (composite) mirror descent on the rows ``rows``, started at ``center``.
 
         Each step: ``g = (clipped gradient sum over a Poisson batch + N(0,
         noise_std^2 I)) / batch + l2 part``, then the exact Bregman step with
         the mirror map centred at ``center``, the L1 penalty as a prox term
         and the regulariser ``regularization * psi`` (the localised
-        objective) folded into the map.
+        objective) folded into the map.  Returns the last iterate and the
+        average of the iterates (weighted by the step number if ``weighted``).
         """
         X, domain, p, kappa, clip2 = self.X, self.domain, self.p, self.kappa, self.clip2
         rate = phase.sampling_probability
         noise_std = self.noise_std(phase)
+        fixed = dict(p_radius=p_radius, **self.geometry)  # the run's fixed step arguments
         x = center.copy()
         total = np.zeros(len(center))
         weight_total = 0.0
@@ -347,58 +328,74 @@ class _Runs:
                 X_batch, y_batch, norms_batch = X, self.y, self.row_norms
             else:
                 X_batch, y_batch, norms_batch = X.rows(batch), self.y[batch], self.row_norms[batch]
+            total_k = clipped_sum(X_batch, y_batch, x, self.loss, clip2, norms_batch)
+            release = f"{label} gradient sum {self.offset + k}"
             gradient = _noise.gaussian(
-                clipped_sum(X_batch, y_batch, x, self.loss, clip2, norms_batch),
-                sensitivity=clip2,
-                noise_std=noise_std,
-                rng=self.rng,
-                label=f"{label} gradient sum {self.offset + k}",
+                total_k, sensitivity=clip2, noise_std=noise_std, rng=self.rng, label=release
             )
             gradient = gradient / phase.batch + domain.l2_penalty * x
             eta = step_sizes(k)
             s = pnorm_mirror_gradient(x - center, p, kappa) - eta * gradient
-            warm = bregman_step(
-                s,
-                center,
-                kappa=kappa * (1.0 + eta * regularization),
-                p=p,
-                ball=domain.ball,
-                radius=domain.radius,
-                box=domain.box,
-                l1_weights=eta * domain.l1_penalty,
-                p_radius=p_radius,
-                warm=warm,
-            )
+            # The composite step: the L1 penalty as a prox term, the regulariser in the map.
+            kappa_k, l1 = kappa * (1.0 + eta * regularization), eta * domain.l1_penalty
+            warm = bregman_step(s, center, kappa=kappa_k, l1_weights=l1, warm=warm, **fixed)
             x = warm.x
-            weight = float(k) if weighted_average else 1.0
+            weight = float(k) if weighted else 1.0
             total += weight * x
             weight_total += weight
             # The noisy gradient: a function of the release and the public iterate.
             self.progress(self.offset + k, grad_norm=float(np.linalg.norm(gradient)))
         self.offset += phase.steps
-        return x.copy() if last_iterate else total / weight_total
+        return x.copy(), total / weight_total
 
-    def localized_round(self, rows, phases, start, *, n_rows, round_radius, theory, step_size):
+    def plain_round(self, rows, phase, center, first, round_radius):
+        """Algorithm 1/5: one run at the mirror-descent step; its output and public error bound."""
+        lipschitz, smoothness, step_size = self.lipschitz, self.smoothness, self.args.step_size
+        # D_psi(x*, centre) = kappa ||x* - centre||_p^2: the centre is 0 in the first
+        # round (||x*||_p <= ||x*||_1 <= vertex_radius), x_{r-1} afterwards.
+        reach = self.domain.vertex_radius if first else min(self.domain.diameter, round_radius)
+        d_psi = self.kappa * reach**2
+        noise_sq = _noise_q_norm_sq(self.noise_std(phase) / phase.batch, len(center), self.q)
+        g_sq = lipschitz**2 + noise_sq
+        eta = math.sqrt(2.0 * d_psi / (phase.steps * g_sq))
+        # Without noise on every row (epsilon=inf, full batch) the gradient is
+        # exact: deterministic mirror descent.
+        exact = not self.private and phase.sampling_probability >= 1.0
+        if smoothness is not None:
+            # Smooth objective: stochastic mirror descent only pays for the
+            # gradient's variance (sampling L^2 / b plus noise) with a step <= 1 / (2 beta).
+            variance = lipschitz**2 / phase.batch + noise_sq
+            eta = min(1.0 / (2.0 * smoothness), math.sqrt(2.0 * d_psi / (phase.steps * variance)))
+            if exact:
+                # Deterministic mirror descent: step 1 / beta (beta-smooth relative
+                # to the 1-strongly convex map) decreases the objective every step.
+                eta = 1.0 / smoothness
+        if step_size is not None:
+            eta = float(step_size)
+        last, average = self.run(rows, phase, center, lambda k: eta, 0.0, round_radius, self.solver)
+        self.plan.details.setdefault("step_sizes", []).append(eta)
+        # Exact steps of 1 / beta descend: the last iterate is the best one.
+        x = last if exact and smoothness is not None and step_size is None else average
+        # Public excess-risk bound of this round (expected, mirror descent lemma).
+        return x, d_psi / (eta * phase.steps) + eta * g_sq / 2.0
+
+    def localized_round(self, rows, phases, start, n_rows, round_radius):
         """Algorithm 2/6: phases on disjoint blocks, each a regularised, localised run.
 
-        ``theory``: ``(lipschitz, diameter, epsilon, delta, private)`` of the
-        base step and of the round's public error bound (returned with the
-        output).
+        Returns the last phase's output and the round's public error bound.
         """
-        lipschitz, diameter, epsilon, delta, private = theory
-        p, n_columns = self.p, len(start)
-        log_d = _log_d(n_columns)
+        args, lipschitz, p, n_columns = self.args, self.lipschitz, self.p, len(start)
+        diameter = min(self.domain.diameter, 2 * round_radius)
         # Base step (Theorem 4 / 13):
         # (D / L) min{1 / sqrt((p - 1) n), eps / sqrt(d ln(1/delta) (1 + ln d [p < 2]))}.
         eta = 1.0 / math.sqrt((p - 1.0) * n_rows)
-        if private:
-            eta = min(
-                eta,
-                epsilon / math.sqrt(n_columns * math.log(1.0 / delta) * (1.0 + log_d * (p < 2))),
-            )
+        if self.private:
+            log_d = _log_d(n_columns)
+            noise_term = math.sqrt(n_columns * math.log(1.0 / args.delta) * (1.0 + log_d * (p < 2)))
+            eta = min(eta, args.epsilon / noise_term)
         eta *= diameter / lipschitz
-        if step_size is not None:
-            eta = float(step_size)
+        if args.step_size is not None:
+            eta = float(args.step_size)
         # Rows of the round go to phase i with probability block_i / n_rows (public), so
         # overall each row lands in (round, phase) independently with a public probability.
         blocks = _allocate(self.rng, rows.size, n_rows, [ph.block for ph in phases])
@@ -411,25 +408,20 @@ class _Runs:
             p_radius = 2.0 * lipschitz * eta_i * ph.block * (p - 1.0)
             if ph.index == 1:
                 p_radius = min(p_radius, round_radius)
-            x = self.run(
+            _, x = self.run(
                 rows[block],
                 ph,
                 x,
-                step_sizes=lambda k, lam_i=lam_i: 2.0 / (lam_i * (k + 1.0)),
-                regularization=lam_i,
-                p_radius=p_radius,
-                weighted_average=True,
-                label=f"{self.solver} phase {ph.index}",
+                lambda k, lam_i=lam_i: 2.0 / (lam_i * (k + 1.0)),
+                lam_i,
+                p_radius,
+                f"{self.solver} phase {ph.index}",
+                weighted=True,
             )
         # Theorem 13's rate with constant 1 (public; used only by the strongly convex wrapper).
         bound = lipschitz * diameter * (1.0 / math.sqrt((p - 1.0) * n_rows))
-        if private:
-            bound += (
-                lipschitz
-                * diameter
-                * math.sqrt(n_columns * math.log(1.0 / delta) * (1.0 + log_d * (p < 2)))
-                / ((p - 1.0) * n_rows * epsilon)
-            )
+        if self.private:
+            bound += lipschitz * diameter * noise_term / ((p - 1.0) * n_rows * args.epsilon)
         return x, bound
 
 
@@ -451,31 +443,18 @@ _STRONGLY_CONVEX_MESSAGE = (
 )
 
 
-def _check_strongly_convex(solver, *, penalty, alpha, l1_ratio, fit_intercept, n_features):
-    """Refuse ``strongly_convex=True`` when no public L2 penalty covers every coefficient."""
-    l2_share = 1.0 - float(l1_ratio or 0.0)
-    if (
-        fit_intercept
-        or n_features == 0
-        or penalty not in ("l2", "elasticnet")
-        or l2_share <= 0
-        or (alpha is not None and not alpha > 0)
-    ):
-        raise ValueError(_STRONGLY_CONVEX_MESSAGE.format(solver=solver))
-
-
 def _registry_check(solver):
     def check(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
         check_l1_options(solver, n_outputs=n_outputs, options=options)
-        if options.get("strongly_convex", False):
-            _check_strongly_convex(
-                solver,
-                penalty=penalty,
-                alpha=alpha,
-                l1_ratio=l1_ratio,
-                fit_intercept=public.fit_intercept,
-                n_features=public.n_features,
-            )
+        # strongly_convex=True needs a public L2 penalty on every coefficient.
+        if options.get("strongly_convex", False) and (
+            public.fit_intercept
+            or public.n_features == 0
+            or penalty not in ("l2", "elasticnet")
+            or 1.0 - float(l1_ratio or 0.0) <= 0
+            or (alpha is not None and not alpha > 0)
+        ):
+            raise ValueError(_STRONGLY_CONVEX_MESSAGE.format(solver=solver))
 
     check.__name__ = f"check_{solver}"
     check.__doc__ = (
@@ -497,19 +476,6 @@ def _strong_convexity(domain, n_columns, p):
     return float(np.min(domain.l2_penalty)) * n_columns ** (1.0 - 2.0 / p)
 
 
-#: The options of (local) mirror descent checked by :func:`check_l1_options`.
-_CHECKED_OPTIONS = (
-    "radius",
-    "intercept_bound",
-    "clip_norm",
-    "p",
-    "max_iter",
-    "batch_size",
-    "step_size",
-    "strongly_convex",
-)
-
-
 def _mirror_descent_fit(solver, kind, args):
     """The fit of :func:`mirror_descent` (``kind="plain"``) or its localised form.
 
@@ -517,22 +483,12 @@ def _mirror_descent_fit(solver, kind, args):
     """
     n_rows, n_columns = args.data.design.shape
     data, loss, epsilon, delta = args.data, args.loss, args.epsilon, args.delta
-    strongly_convex, step_size = args.strongly_convex, args.step_size
+    strongly_convex = args.strongly_convex
     with public_setup():  # public inputs and the released row count only
-        options = {name: getattr(args, name, None) for name in _CHECKED_OPTIONS}
-        check_l1_options(solver, n_outputs=args.n_outputs, options=options)
+        domain = checked_domain(solver, args)
         # Public stand-in for the row count (a DP count from the estimators): the
         # true n is private under add/remove and only indexes rows.
         n_samples = data.n_public
-        private = not math.isinf(epsilon)
-        domain = make_domain(
-            data,
-            radius=args.radius,
-            intercept_bound=args.intercept_bound,
-            alpha=args.alpha,
-            l1_ratio=args.l1_ratio,
-            solver=solver,
-        )
         p = _resolve_p(args.p, n_columns)
         q = p / (p - 1.0)
         lam = _strong_convexity(domain, n_columns, p) if strongly_convex else 0.0
@@ -540,7 +496,7 @@ def _mirror_descent_fit(solver, kind, args):
             raise ValueError(_STRONGLY_CONVEX_MESSAGE.format(solver=solver))
         plan = args.plan
         if plan is None:
-            batch_size = options["batch_size"]
+            batch_size = getattr(args, "batch_size", None)  # localized: its own batches
             plan = _plan(
                 kind,
                 n_samples,
@@ -551,30 +507,19 @@ def _mirror_descent_fit(solver, kind, args):
                 batch_size,
                 strongly_convex,
             )
-        phases = plan.details["phases"]
+        private = not math.isinf(epsilon)
         clip2 = gradient_bound(loss, data.row_norm_bound, args.clip_norm, private=private)
         lipschitz = _dual_lipschitz(loss, data, clip2, q)
         # The l2 part of the penalty adds at most l2 * ||x||_q <= l2 * vertex_radius.
         lipschitz += float(np.max(domain.l2_penalty, initial=0.0)) * domain.vertex_radius
-        diameter = domain.diameter  # l1 diameter, an upper bound on the lp one
         smoothness = _pnorm_smoothness(loss, data, q, domain)
-        round_sizes = plan.details["round_sizes"]
-    rng = make_rng(args.random_state)
-    progress = Progress(solver, plan.n_steps, args.verbose)
+    phases, round_sizes = plan.details["phases"], plan.details["round_sizes"]
     runs = _Runs(
-        solver,
-        data,
-        loss,
-        domain,
-        scale=plan.noise_multiplier,
-        clip2=clip2,
-        p=p,
-        rng=rng,
-        progress=progress,
+        solver, args, domain, plan, p=p, clip2=clip2, lipschitz=lipschitz, smoothness=smoothness
     )
     if strongly_convex:
         # Disjoint random blocks, one per round (the gateway's allocation).
-        round_blocks = _allocate(rng, n_rows, n_samples, round_sizes)
+        round_blocks = _allocate(runs.rng, n_rows, n_samples, round_sizes)
     else:
         round_blocks = [np.arange(n_rows)]
     x = np.zeros(n_columns)
@@ -582,52 +527,10 @@ def _mirror_descent_fit(solver, kind, args):
     for r in sorted({ph.round for ph in phases}):
         round_phases = [ph for ph in phases if ph.round == r]
         if kind == "plain":
-            ph = round_phases[0]
-            # D_psi(x*, centre) = kappa ||x* - centre||_p^2: the centre is 0 in the first
-            # round (||x*||_p <= ||x*||_1 <= vertex_radius), x_{r-1} afterwards.
-            reach = domain.vertex_radius if r == 0 else min(diameter, round_radius)
-            d_psi = runs.kappa * reach**2
-            noise_sq = _noise_q_norm_sq(runs.noise_std(ph) / ph.batch, n_columns, q)
-            g_sq = lipschitz**2 + noise_sq
-            eta = math.sqrt(2.0 * d_psi / (ph.steps * g_sq))
-            # Without noise on every row (epsilon=inf, full batch) the gradient is
-            # exact: deterministic mirror descent.
-            exact = not private and ph.sampling_probability >= 1.0
-            if smoothness is not None:
-                # Smooth objective: stochastic mirror descent only pays for the
-                # gradient's variance (sampling L^2 / b plus noise) with a step <= 1 / (2 beta).
-                variance = lipschitz**2 / ph.batch + noise_sq
-                eta = min(1.0 / (2.0 * smoothness), math.sqrt(2.0 * d_psi / (ph.steps * variance)))
-                if exact:
-                    # Deterministic mirror descent: step 1 / beta (beta-smooth relative
-                    # to the 1-strongly convex map) decreases the objective every step.
-                    eta = 1.0 / smoothness
-            if step_size is not None:
-                eta = float(step_size)
-            x = runs.run(
-                round_blocks[r],
-                ph,
-                x,
-                step_sizes=lambda k, eta=eta: eta,
-                regularization=0.0,
-                p_radius=round_radius,
-                weighted_average=False,
-                label=solver,
-                # Exact steps of 1 / beta descend: the last iterate is the best one.
-                last_iterate=exact and smoothness is not None and step_size is None,
-            )
-            plan.details.setdefault("step_sizes", []).append(eta)
-            # Public excess-risk bound of this round (expected, mirror descent lemma).
-            bound = d_psi / (eta * ph.steps) + eta * g_sq / 2.0
+            x, bound = runs.plain_round(round_blocks[r], round_phases[0], x, r == 0, round_radius)
         else:
             x, bound = runs.localized_round(
-                round_blocks[r],
-                round_phases,
-                x,
-                n_rows=round_sizes[r],
-                round_radius=round_radius,
-                theory=(lipschitz, min(diameter, 2 * round_radius), epsilon, delta, private),
-                step_size=step_size,
+                round_blocks[r], round_phases, x, round_sizes[r], round_radius
             )
         if strongly_convex:
             # lambda-strong convexity: F(x) - F* >= lambda/2 ||x - x*||_p^2, so the next

@@ -126,6 +126,19 @@ class _Problem:
         self.c_power = np.sign(self.c) * np.abs(self.c) ** (self.p - 1.0)
         self.centered = not np.any(self.c)
 
+    def _theta(self, log_ptau, mu):
+        """The dual coordinates theta(tau, mu) before the boxes, ``s - t`` and the weights.
+
+        A soft-threshold of ``s`` by the weights around ``t = theta(-c)`` (0
+        when centred: then theta does not depend on tau).
+        """
+        weights = self.m0 + mu * self.ball if mu else self.m0
+        if self.centered:
+            return np.sign(self.s) * np.maximum(np.abs(self.s) - weights, 0.0), self.s, weights
+        t = -math.exp(log_ptau) * self.c_power
+        shifted = self.s - t
+        return t + np.sign(shifted) * np.maximum(np.abs(shifted) - weights, 0.0), shifted, weights
+
     def coordinates(self, log_ptau, mu):
         """x(tau, mu) and ||x - c||_p, with ``log_ptau = log(p * tau)``.
 
@@ -133,14 +146,7 @@ class _Problem:
         centre, so the powers (the expensive part) are taken on those alone.
         """
         self.evaluations += 1
-        weights = self.m0 + mu * self.ball if mu else self.m0
-        if self.centered:
-            shifted = self.s
-            theta = np.sign(shifted) * np.maximum(np.abs(shifted) - weights, 0.0)
-        else:
-            t = -math.exp(log_ptau) * self.c_power
-            shifted = self.s - t
-            theta = t + np.sign(shifted) * np.maximum(np.abs(shifted) - weights, 0.0)
+        theta, shifted, weights = self._theta(log_ptau, mu)
         moving_mask = theta != 0.0
         moving = np.flatnonzero(moving_mask)
         x = self.c.copy()
@@ -185,11 +191,7 @@ class _Problem:
         rather than recomputed from ``u = x - c``, which rounding can flatten
         to 0 when ``|u_j|`` is far below ``|c_j|``.
         """
-        ptau = math.exp(log_ptau)
-        weights = self.m0 + mu * self.ball if mu else self.m0
-        t = -ptau * self.c_power if not self.centered else 0.0
-        shifted = self.s - t
-        theta = t + np.sign(shifted) * np.maximum(np.abs(shifted) - weights, 0.0)
+        theta = self._theta(log_ptau, mu)[0]
         x, rho = self.coordinates(log_ptau, mu)
         if self.has_box:
             low, high = self._box_duals(log_ptau)
@@ -211,8 +213,7 @@ class _Problem:
         if not self.centered:
             return lambda log_ptau: self.coordinates(log_ptau, mu)[1]
         self.evaluations += 1
-        weights = self.m0 + mu * self.ball if mu else self.m0
-        theta = np.sign(self.s) * np.maximum(np.abs(self.s) - weights, 0.0)
+        theta = self._theta(None, mu)[0]
         q = self.p / (self.p - 1.0)
         free = np.abs(theta[self.ball])
         top = float(free.max(initial=0.0))

@@ -10,6 +10,7 @@ vertex only.  The vertex selection, its accounting and the option checks are
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -18,18 +19,10 @@ from .._clipped_sums import vr_correction, vr_root_estimate
 from .._design import block_rows
 from .._memo import memoize
 from ..accounting import PureEpsilonDpEvent
-from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
+from ._common import PrivacyPlan
 from ._declared_options import check_declared_options
-from ._frank_wolfe import (
-    _add_honest_warnings,
-    _check_choices,
-    _domain,
-    _TailAverage,
-    select_vertex,
-    vertex_scales,
-    zcdp_budget,
-)
-from ._l1_geometry import allocate_rows, linf_gradient_bound, linf_row_norms, public_setup
+from ._frank_wolfe import FrankWolfeSteps, frank_wolfe_setup, vertex_scales, zcdp_budget
+from ._l1_geometry import allocate_rows, check_choices, linf_row_norms, public_setup
 
 __all__ = ["vr_frank_wolfe", "plan_vr_frank_wolfe", "vr_frank_wolfe_schedule"]
 
@@ -117,38 +110,30 @@ def plan_vr_frank_wolfe(n_samples, n_params, epsilon, delta, *, schedule="pure",
     depth j has ``2^j`` times that at each of its ``2^(t-j)`` leaves.
     ``noise_multiplier`` is ``2 / leaf_epsilons[0]`` (Gumbel scale over sensitivity).
     """
-    _check_choices(dict(schedule=schedule))
+    check_choices(dict(schedule=schedule))
     check_declared_options("vr_frank_wolfe", dict(n_phases=n_phases))
     if n_samples is None:
         return None  # the schedule needs the (not yet released) public row count
-    if math.isinf(epsilon):
+    every_row = math.isinf(epsilon)
+    if every_row:
         # Without noise nothing is spent and the one-pass split has no purpose:
         # every tree vertex uses every row (its estimates are exact gradients),
         # over enough phases for about as many steps as frank_wolfe takes.
         n_phases = NONPRIVATE_VR_PHASES if n_phases is None else int(n_phases)
-        details = dict(
-            n_phases=n_phases,
-            root_batch=float(n_samples),
-            samples_used=float(n_samples),
-            n_fw_steps=2 ** (n_phases + 1) - 2,
-            schedule=schedule,
-            every_row_at_every_vertex=True,
-            leaf_epsilons=[math.inf] * n_phases,
-            accounting="none",
+        root = used = float(n_samples)
+    else:
+        n_phases, root = vr_frank_wolfe_schedule(
+            n_samples, n_params, float(epsilon), float(delta), schedule, n_phases
         )
-        return PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, details["n_fw_steps"], details)
-    n_phases, root = vr_frank_wolfe_schedule(
-        n_samples, n_params, float(epsilon), float(delta), schedule, n_phases
-    )
-    used = root * (n_phases + n_phases * (n_phases + 1) / 4.0)
+        used = root * (n_phases + n_phases * (n_phases + 1) / 4.0)
+    n_steps = 2 ** (n_phases + 1) - 2
     details = dict(
         n_phases=n_phases,
         root_batch=root,
         samples_used=used,
-        n_fw_steps=2 ** (n_phases + 1) - 2,
+        n_fw_steps=n_steps,
         schedule=schedule,
     )
-    n_steps = details["n_fw_steps"]
     eps_selection, how = _vr_selection_epsilon(epsilon, delta, schedule)
     if schedule == "pure":
         # lambda_t = 2^(t+1) R C / (b eps): each row is eps-DP whatever its depth.
@@ -156,6 +141,9 @@ def plan_vr_frank_wolfe(n_samples, n_params, epsilon, delta, *, schedule="pure",
     else:
         # One scale for every leaf (seed Theorem 7), set by the deepest slots.
         leaf = [eps_selection / 2.0**n_phases] * n_phases
+    if every_row:  # infinite leaf epsilons: exact selections
+        details.update(every_row_at_every_vertex=True, leaf_epsilons=leaf, accounting=how)
+        return PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, n_steps, details)
     if how == "zcdp":
         event = accounting.dpe.ZCDpEvent(eps_selection**2 / 8.0)
     else:
@@ -278,149 +266,77 @@ def vr_frank_wolfe(
     DP count (``data.n_public``, ``data.normalizer``); a direct call on data without one treats
     n as public.
     """
-    solver = "vr_frank_wolfe"
+    args = SimpleNamespace(**locals())
     # The bounded design as an operator on the caller's X: a slot's rows are
     # copied a block at a time (``design.rows``), never the whole matrix.
     X, y = data.design, data.y
     n_rows, n_columns = X.shape
     with public_setup():  # public inputs and the released row count only
-        # Public stand-in for the row count (a DP count from the estimators): the
-        # true n only indexes rows.
-        n_samples = data.n_public
-        private = not math.isinf(epsilon)
-        options = dict(
-            radius=radius,
-            intercept_bound=intercept_bound,
-            clip_norm=clip_norm,
-            output=output,
-            schedule=schedule,
-            n_phases=n_phases,
+        domain, plan, clip = frank_wolfe_setup(
+            "vr_frank_wolfe", args, plan_vr_frank_wolfe, schedule=schedule, n_phases=n_phases
         )
-        domain = _domain(
-            solver, data, n_outputs=n_outputs, alpha=alpha, l1_ratio=l1_ratio, options=options
-        )
-        if plan is None:
-            plan = plan_vr_frank_wolfe(
-                n_samples,
-                n_columns * n_outputs,
-                epsilon,
-                delta,
-                schedule=schedule,
-                n_phases=n_phases,
-            )
         T, b = plan.details["n_phases"], plan.details["root_batch"]
-        clip = linf_gradient_bound(loss, data, clip_norm, private, solver)
         unit = clip / b  # l-inf change of a root estimate from one row
         phase_scales = [vertex_scales(domain, unit, eps) for eps in plan.details["leaf_epsilons"]]
         # Public slot sizes in DFS order: per phase the root (b), then the right
         # children at depth j (b / 2^j each) in the order the traversal meets them.
-        sizes = []
-        for t in range(1, T + 1):
-            sizes.append(b)
-            sizes.extend(_right_child_sizes(t, b))
+        sizes = [size for t in range(1, T + 1) for size in (b, *_right_child_sizes(t, b))]
         sizes = np.asarray(sizes, dtype=float)
-        if plan.details.get("every_row_at_every_vertex", False):
+        every_row = plan.details.get("every_row_at_every_vertex", False)
+        if every_row:
             sizes[:] = data.normalizer  # every vertex averages over every row
     row_scale = linf_row_norms(X)
-    rng = make_rng(random_state)
-    progress = Progress(solver, plan.n_steps, verbose)
-
-    every_row = plan.details.get("every_row_at_every_vertex", False)
-    slots = iter(range(len(sizes)))
+    steps = FrankWolfeSteps("vr_frank_wolfe", args, domain, plan)
     uses = np.zeros(n_rows, dtype=np.int64)
-    if every_row:
-        # epsilon=inf: no allocation, every vertex's slot is the whole data.
-        allocation = None
-        everything = slice(None)
-
-        def rows(slot):
-            return everything
-    else:
+    allocation = None  # epsilon=inf: no allocation, every vertex's slot is the whole data
+    if not every_row:
         # Every row draws its slot (the gateway's allocation, public probabilities).
-        allocation = allocate_rows(rng, n_rows, n_samples, sizes)
+        allocation = allocate_rows(steps.rng, n_rows, data.n_public, sizes)
         order = np.argsort(allocation, kind="stable")
         starts = np.searchsorted(allocation[order], np.arange(len(sizes) + 2))
-
-        def rows(slot):
-            return order[starts[slot] : starts[slot + 1]]
-
     chunk = block_rows(n_rows, X.n_features, X.X.nnz if X.sparse else None)
 
-    def slot_sum(kernel, slot):
-        # kernel(rows, labels, row_scale, size) summed over the slot's rows, block
-        # by block of rows (the copy of a block stays small next to X): the
+    def estimate(slot, kernel, *points):
+        # The kernel summed over the slot's rows (one gradient per row and point),
+        # block by block of rows (the copy of a block stays small next to X): the
         # slot's estimate up to rounding.
         if every_row:
-            return kernel(X, y, row_scale, sizes[slot])  # the design itself, no copy
-        index = rows(slot)
+            uses[:] += len(points)
+            return kernel(X, y, *points, loss, clip, row_scale, sizes[slot])  # no copy
+        index = order[starts[slot] : starts[slot + 1]]
+        uses[index] += len(points)
         total = np.zeros(n_columns)
         for start in range(0, index.size, chunk):
             part = index[start : start + chunk]
-            total += kernel(X.rows(part), y[part], row_scale[part], sizes[slot])
+            total += kernel(
+                X.rows(part), y[part], *points, loss, clip, row_scale[part], sizes[slot]
+            )
         return total
 
-    def root_estimate(w, slot):
-        uses[rows(slot)] += 1
-        return slot_sum(
-            lambda Xs, ys, rs, size: vr_root_estimate(Xs, ys, w, loss, clip, rs, size), slot
-        )
+    slots = iter(range(len(sizes)))
 
-    def correction(w_now, w_parent, slot):
-        uses[rows(slot)] += 2
-        return slot_sum(
-            lambda Xs, ys, rs, size: vr_correction(Xs, ys, w_now, w_parent, loss, clip, rs, size),
-            slot,
-        )
-
-    tail = _TailAverage(plan.n_steps)
-    state = {"w": np.zeros(n_columns), "k": 0}
-
-    def visit(depth, t, w_node, v_node, v_unit, scale):
+    def visit(depth, t, w_node, v_node, v_unit):
         # v_unit: public bound on the l-inf change of v_node from one row, the
         # largest clip / size over the slots on the path (a row is in one slot).
         if depth == t:
-            state["k"] += 1
-            eta = 2.0 / (state["k"] + 1.0)
             gradient = v_node + domain.l2_penalty * w_node
-            vertex, _ = select_vertex(
-                gradient,
-                domain,
-                scale,
-                rng,
-                unit=v_unit,
-                label=f"vr_frank_wolfe vertex {state['k']}",
-            )
-            w_next = (1.0 - eta) * w_node + eta * vertex
-            tail.add(state["k"], w_next)
-            # Released quantities only: the iterate is a function of the chosen vertices.
-            progress(
-                state["k"],
-                eta=eta,
-                nonzeros=np.count_nonzero(w_next),
-                l1_norm=float(np.abs(w_next).sum()),
-            )
-            return w_next
-        w_left_end = visit(depth + 1, t, w_node, v_node, v_unit, scale)
+            return steps.step(w_node, gradient, phase_scales[t - 1], v_unit)
+        w_left = visit(depth + 1, t, w_node, v_node, v_unit)
         slot = next(slots)
-        v_right = v_node + correction(w_left_end, w_node, slot)
-        return visit(depth + 1, t, w_left_end, v_right, max(v_unit, clip / sizes[slot]), scale)
+        v_right = v_node + estimate(slot, vr_correction, w_left, w_node)
+        return visit(depth + 1, t, w_left, v_right, max(v_unit, clip / sizes[slot]))
 
-    w = state["w"]
+    w = np.zeros(n_columns)
     for t in range(1, T + 1):
         slot = next(slots)
-        v_root = root_estimate(w, slot)
-        w = visit(0, t, w, v_root, clip / sizes[slot], phase_scales[t - 1])
-    check_finite_iterate(w, solver)
-    if output == "tail_average":
-        w = tail.value()
-    plan.details.update(
-        clip_norm=clip, sensitivity_root=domain.vertex_radius * unit, gumbel_scales=phase_scales
-    )
+        w = visit(0, t, w, estimate(slot, vr_root_estimate, w), clip / sizes[slot])
     # Per-row diagnostics (private: for tests of the one-pass property; no
     # estimator exposes them).
     info = dict(sample_uses=uses, allocation=allocation, slot_sizes=sizes)
-    _add_honest_warnings(info, solver, loss, data, epsilon, delta, alpha, l1_ratio, radius)
-    return SolverResult(coef=w[:, None], n_iter=plan.n_steps, plan=plan, info=info)
+    sensitivity_root = domain.vertex_radius * unit
+    return steps.result(
+        w, info, clip_norm=clip, sensitivity_root=sensitivity_root, gumbel_scales=phase_scales
+    )
 
 
 def _right_child_sizes(t, b):
@@ -428,11 +344,10 @@ def _right_child_sizes(t, b):
     sizes = []
 
     def walk(depth):
-        if depth == t:
-            return
-        walk(depth + 1)  # left subtree first
-        sizes.append(b / 2 ** (depth + 1))  # then the right child of this vertex
-        walk(depth + 1)
+        if depth < t:
+            walk(depth + 1)  # left subtree first
+            sizes.append(b / 2 ** (depth + 1))  # then the right child of this vertex
+            walk(depth + 1)
 
     walk(0)
     return sizes
