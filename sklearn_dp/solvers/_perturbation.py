@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 from dp_accounting import dp_event as dpe
@@ -32,6 +32,8 @@ from dp_accounting import dp_event as dpe
 from .. import _noise, accounting
 from .._losses import loss_names
 from ._common import PrivacyPlan, Progress, SolverResult, add_warnings, make_rng
+from ._declared_options import check_declared_options
+from ._direct_call import plan_direct_call
 from ._newton import (
     DEFAULT_GRADIENT_TOL,
     DEFAULT_NEWTON_STEPS,
@@ -316,25 +318,15 @@ def _check_options(solver, *, alpha, gradient_tol=None, max_iter=None):
     ``alpha=None`` (a strength that scales with the private row count, known
     only inside the fit) skips the penalty check.
     """
-
-    def positive(value):  # a finite number > 0 (not a bool)
-        return isinstance(value, Real) and not isinstance(value, bool) and 0 < value < math.inf
-
-    if alpha is not None and not positive(alpha):
+    if alpha is not None and not _positive(alpha):
         raise ValueError(
             f"{solver} needs an L2 penalty (alpha > 0): its privacy proof rests on the strong "
             "convexity the penalty gives. Use penalty='l2' with a finite C (or alpha > 0)."
         )
-    if gradient_tol is None:
-        gradient_tol = DEFAULT_GRADIENT_TOL
-    if not positive(gradient_tol):
+    if isinstance(gradient_tol, bool):  # the declared range would take True for 1.0
         raise ValueError(f"gradient_tol must be a finite float > 0, got {gradient_tol!r}.")
-    if max_iter is None:
-        n_steps = DEFAULT_NEWTON_STEPS
-    elif isinstance(max_iter, bool) or not isinstance(max_iter, Integral):
-        raise ValueError(f"max_iter must be an int (Newton steps), got {max_iter!r}.")
-    else:
-        n_steps = int(max_iter)
+    check_declared_options(solver, dict(gradient_tol=gradient_tol, max_iter=max_iter))
+    n_steps = DEFAULT_NEWTON_STEPS if max_iter is None else int(max_iter)
     if n_steps < MIN_NEWTON_STEPS:
         raise ValueError(
             f"{solver}: max_iter={n_steps} Newton steps is below {MIN_NEWTON_STEPS}. The inner "
@@ -342,7 +334,12 @@ def _check_options(solver, *, alpha, gradient_tol=None, max_iter=None):
             "fallback, and so few steps would rarely reach the public gradient tolerance; leave "
             "max_iter=None (50 steps) or raise it."
         )
-    return float(gradient_tol), n_steps
+    return float(DEFAULT_GRADIENT_TOL if gradient_tol is None else gradient_tol), n_steps
+
+
+def _positive(value):
+    """Whether ``value`` is a finite number > 0 (not a bool)."""
+    return isinstance(value, Real) and not isinstance(value, bool) and 0 < value < math.inf
 
 
 def _check(solver, loss_name, alpha, options):
@@ -410,7 +407,7 @@ def _scale(noise, sensitivity, epsilon, multiplier):
     return multiplier * sensitivity
 
 
-def _release(value, pure, *, sensitivity, scale, rng, label):
+def _release(value, pure, sensitivity, scale, rng, label):
     """One release of ``value`` through the gateway: L2 Laplace noise if ``pure``, else Gaussian."""
     if pure:
         return _noise.l2_laplace(value, sensitivity=sensitivity, scale=scale, rng=rng, label=label)
@@ -525,17 +522,7 @@ def output_perturbation(
     glm = _smooth_glm(loss, data.row_norm_bound, n_outputs, "output_perturbation")
     n_params = data.n_columns * n_outputs
     if plan is None:
-        plan = plan_output_perturbation(
-            data.n_public,
-            n_params,
-            epsilon,
-            delta,
-            n_outputs=n_outputs,
-            loss=loss,
-            row_norm_bound=data.row_norm_bound,
-            alpha=alpha,
-            gradient_tol=gradient_tol,
-        )
+        plan = plan_direct_call(plan_output_perturbation, data, n_params, epsilon, delta, locals())
     bounds = _certification(plan, not math.isinf(epsilon), "output_perturbation")
     tol = gradient_tol * glm.gradient_bound
     # Lambda = n * alpha with the public stand-in for n: the row count is
@@ -557,29 +544,27 @@ def output_perturbation(
         tol=tol,
         public_gradient_bound=None if bounds is None else bounds.initial_gradient_bound,
     )
-    coef = _release(
-        solve.coef,
-        pure,
-        sensitivity=sensitivity,
-        scale=scale,
-        rng=make_rng(random_state),
-        label="minimiser",
-    )
-    plan.details.update(
-        sensitivity=sensitivity,
-        noise_scale=scale,
-        regularization=regularization,
-        gradient_tol=tol,
-        gradient_bound=glm.gradient_bound,
-        newton_steps=n_steps,
-        loss=repr(glm.loss),
-    )
+    rng = make_rng(random_state)
+    coef = _release(solve.coef, pure, sensitivity, scale, rng, "minimiser")
     info = {}
     add_warnings(
         info,
         output_noise_warning(loss.name, n_params, n_outputs, float(alpha), scale, pure),
     )
-    return SolverResult(coef=np.asarray(coef, dtype=float), n_iter=1, plan=plan, info=info)
+    details = dict(sensitivity=sensitivity, noise_scale=scale, regularization=regularization)
+    return _result(plan, coef, glm, tol, n_steps, info, **details)
+
+
+def _result(plan, coef, glm, tol, n_steps, info=None, **details):
+    """The solver's result, with the public constants of its solve added to the plan's details."""
+    plan.details.update(
+        details,
+        gradient_tol=tol,
+        gradient_bound=glm.gradient_bound,
+        newton_steps=n_steps,
+        loss=repr(glm.loss),
+    )
+    return SolverResult(coef=np.asarray(coef, dtype=float), n_iter=1, plan=plan, info=info or {})
 
 
 def output_noise_warning(loss_name, n_params, n_outputs, alpha, scale, pure):
@@ -722,18 +707,8 @@ def objective_perturbation(
     n_columns = data.n_columns
     n_params = n_columns * n_outputs
     if plan is None:
-        plan = plan_objective_perturbation(
-            data.n_public,
-            n_params,
-            epsilon,
-            delta,
-            n_outputs=n_outputs,
-            epsilon_split=epsilon_split,
-            residual_fraction=residual_fraction,
-            loss=loss,
-            row_norm_bound=data.row_norm_bound,
-            alpha=alpha,
-            gradient_tol=gradient_tol,
+        plan = plan_direct_call(
+            plan_objective_perturbation, data, n_params, epsilon, delta, locals()
         )
     details = plan.details
     R = data.row_norm_bound
@@ -795,15 +770,14 @@ def objective_perturbation(
         rng=rng,
         label="perturbed minimiser",
     )
-    coef = _release(
-        W,
-        pure,
-        sensitivity=residual_sensitivity,
-        scale=residual_scale,
-        rng=rng,
-        label="inexact-solve residual",
-    )
-    details.update(
+    residual = "inexact-solve residual"
+    coef = _release(W, pure, residual_sensitivity, residual_scale, rng, residual)
+    return _result(
+        plan,
+        coef,
+        glm,
+        tol,
+        n_steps,
         regularization=regularization,
         extra_regularization=regularization - base_regularization,
         epsilon_det_actual=epsilon_det,
@@ -811,9 +785,4 @@ def objective_perturbation(
         objective_noise_coupling=coupling,
         residual_sensitivity=residual_sensitivity,
         residual_noise_scale=residual_scale,
-        gradient_tol=tol,
-        gradient_bound=G,
-        newton_steps=n_steps,
-        loss=repr(glm.loss),
     )
-    return SolverResult(coef=np.asarray(coef, dtype=float), n_iter=1, plan=plan)
