@@ -20,11 +20,13 @@ import numpy as np
 import scipy.linalg
 from dp_accounting import dp_event as dpe
 
-from .. import _noise, accounting
+from .. import accounting
 from .._clipped_sums import curvature_bound, newton_sums, svec, unsvec
 from .._data import row_sum
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
+from ._direct_call import plan_direct_call
 from ._gradient_descent import gradient_bound
+from ._noisy_steps import release
 
 __all__ = [
     "dp_newton",
@@ -414,17 +416,7 @@ def dp_newton(
         floor_scale = default_floor
     private = not math.isinf(epsilon)
     if plan is None:
-        plan = plan_dp_newton(
-            data.n_public,
-            n_params,
-            epsilon,
-            delta,
-            max_iter=max_iter,
-            hessian=hessian,
-            hessian_share=hessian_share,
-            hessian_steps=hessian_steps,
-            loss=loss,
-        )
+        plan = plan_direct_call(plan_dp_newton, data, n_params, epsilon, delta, locals())
     clip = gradient_bound(loss, data.row_norm_bound, clip_norm, private=private)
     R2 = float(data.row_norm_bound) ** 2
     beta = curvature_bound(loss)
@@ -441,10 +433,7 @@ def dp_newton(
     # Expected spectral norm of the noise of the averaged Hessian (for
     # "bound": of the noise on curvature_bound * G, the same on every class block).
     nu = hessian_noise_norm((hessian_std * beta if bound else hessian_std) / normalizer, size)
-    floor = max(
-        float(floor_scale) * nu,
-        RELATIVE_FLOOR * beta * R2,
-    )
+    floor = max(float(floor_scale) * nu, RELATIVE_FLOOR * beta * R2)
     # The bound is one block for all classes (I_K (x) beta G); the exact
     # Hessian has class-major coefficients, as W.ravel("F").
     block_penalized = data.penalized if bound else np.tile(data.penalized, n_outputs)
@@ -472,13 +461,8 @@ def dp_newton(
         nonlocal H_sum
         value = svec(H_sum)
         H_sum = None  # freed before the release's own temporaries are made
-        released = _noise.gaussian(
-            value,
-            sensitivity=hessian_sensitivity,
-            noise_std=hessian_std,
-            rng=rng,
-            label="gram matrix" if bound else "hessian sum",
-        )
+        label = "gram matrix" if bound else "hessian sum"
+        released = release(value, hessian_sensitivity, hessian_std, rng, label)
         del value
         H = unsvec(released, size)
         del released
@@ -495,12 +479,9 @@ def dp_newton(
     W_previous = W
     since_restart = 0
     eigen = H_sum = None
-    hessian_releases = plan.details["hessian_releases"]
-    released_hessians = 0
     for t in range(plan.n_steps):
-        curvature = hessian if released_hessians < hessian_releases else None
-        if curvature is not None:
-            released_hessians += 1
+        # A fresh curvature release at each of the first steps (one for the bound).
+        curvature = hessian if t < plan.details["hessian_releases"] else None
         # Nesterov's look-ahead point, with O'Donoghue and Candes's restart
         # (below): post-processing of released gradients.
         V = W
@@ -509,13 +490,7 @@ def dp_newton(
         g_sum, H_sum = row_sum(data, lambda part: sums(part, V, curvature))
         if curvature == "bound":  # the Gram matrix is drawn before the gradient
             eigen = release_curvature()
-        g_noisy = _noise.gaussian(
-            g_sum,
-            sensitivity=gradient_sensitivity,
-            noise_std=gradient_std,
-            rng=rng,
-            label="clipped gradient sum",
-        )
+        g_noisy = release(g_sum, gradient_sensitivity, gradient_std, rng)
         if curvature == "exact":  # the Hessian after it
             eigen = release_curvature()
         grad = g_noisy / normalizer
