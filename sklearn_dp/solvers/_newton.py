@@ -809,13 +809,8 @@ def check_certifiable(solver, glm, *, regularization, n_public, noise_norm, grad
     row count, so a check for fewer rows than the fit's is a conclusive
     refusal, not a conclusive acceptance.
     """
-    bounds = certification_bounds(
-        glm,
-        regularization=regularization,
-        n_public=n_public,
-        noise_norm=noise_norm,
-        gradient_tol=gradient_tol,
-    )
+    conditions = dict(regularization=regularization, n_public=n_public, noise_norm=noise_norm)
+    bounds = certification_bounds(glm, gradient_tol=gradient_tol, **conditions)
     penalty = "Use a stronger L2 penalty (a larger alpha, a smaller C)"
     other = "solver='dp_gd' (delta > 0)"
     G = glm.gradient_bound

@@ -312,7 +312,7 @@ def _objective_noise_norm(plan, glm, n_params):
 # --------------------------------------------------------------------------
 
 
-def _check_options(solver, *, alpha, gradient_tol=None, max_iter=None):
+def _check_options(solver, alpha, gradient_tol=None, max_iter=None):
     """The public option checks both solvers share; returns ``(gradient_tol, n_steps)``.
 
     ``alpha=None`` (a strength that scales with the private row count, known
@@ -349,12 +349,7 @@ def _check(solver, loss_name, alpha, options):
             f"derivative ({', '.join(sorted(SMOOTH_LOSSES))}); got loss={loss_name!r}. "
             "Use dp_sgd for non-smooth losses."
         )
-    _check_options(
-        solver,
-        alpha=alpha,
-        gradient_tol=options.get("gradient_tol"),
-        max_iter=options.get("max_iter"),
-    )
+    _check_options(solver, alpha, options.get("gradient_tol"), options.get("max_iter"))
 
 
 def check_output_perturbation(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
@@ -516,9 +511,7 @@ def output_perturbation(
     ``data.n_public`` (a DP count from the estimators; the row count itself
     when called directly), the bounds, alpha, the tolerance, the budget.
     """
-    gradient_tol, n_steps = _check_options(
-        "output_perturbation", alpha=alpha, gradient_tol=gradient_tol, max_iter=max_iter
-    )
+    gradient_tol, n_steps = _check_options("output_perturbation", alpha, gradient_tol, max_iter)
     glm = _smooth_glm(loss, data.row_norm_bound, n_outputs, "output_perturbation")
     n_params = data.n_columns * n_outputs
     if plan is None:
@@ -700,9 +693,7 @@ def objective_perturbation(
     Public: ``data.n_public``, the bounds, alpha, the splits, the tolerance
     and the budget.  The proof: docs/solvers/perturbation.md, "Proofs".
     """
-    gradient_tol, n_steps = _check_options(
-        "objective_perturbation", alpha=alpha, gradient_tol=gradient_tol, max_iter=max_iter
-    )
+    gradient_tol, n_steps = _check_options("objective_perturbation", alpha, gradient_tol, max_iter)
     glm = _smooth_glm(loss, data.row_norm_bound, n_outputs, "objective_perturbation")
     n_columns = data.n_columns
     n_params = n_columns * n_outputs

@@ -118,7 +118,7 @@ _MOMENTA = ("auto", "nesterov", None)
 _MODIFICATIONS = ("auto", "clip", "add")
 
 
-def _check_options(*, hessian, eigenvalue, momentum, n_params=None):
+def _check_options(hessian, eigenvalue, momentum, size):
     # The numeric options' ranges are the registry's (option_constraints).
     if momentum not in _MOMENTA:
         raise ValueError(f"momentum must be one of {_MOMENTA}, got {momentum!r}.")
@@ -126,14 +126,14 @@ def _check_options(*, hessian, eigenvalue, momentum, n_params=None):
         raise ValueError(f"hessian must be one of {_HESSIANS}, got {hessian!r}.")
     if eigenvalue not in _MODIFICATIONS:
         raise ValueError(f"eigenvalue must be one of {_MODIFICATIONS}, got {eigenvalue!r}.")
-    if n_params is not None and n_params > MAX_HESSIAN_SIZE:
+    if size > MAX_HESSIAN_SIZE:
         what = (
             "a Gram matrix of (features plus intercept)"
             if hessian == "bound"
             else "a Hessian of (features plus intercept) x classes"
         )
         raise ValueError(
-            f"dp_newton releases {what} = {n_params} rows and columns; it supports at most "
+            f"dp_newton releases {what} = {size} rows and columns; it supports at most "
             f"{MAX_HESSIAN_SIZE}. Use dp_gd for wider problems."
         )
 
@@ -141,12 +141,9 @@ def _check_options(*, hessian, eigenvalue, momentum, n_params=None):
 def check_dp_newton(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
     """Public checks of dp_newton's options (run before the reservation)."""
     hessian = options.get("hessian", DEFAULT_HESSIAN)
-    n_columns = public.n_features + int(public.fit_intercept)
+    size = _curvature_size(hessian, public.n_features + int(public.fit_intercept), n_outputs)
     _check_options(
-        hessian=hessian,
-        eigenvalue=options.get("eigenvalue", "auto"),
-        momentum=options.get("momentum", "auto"),
-        n_params=_curvature_size(hessian, n_columns, n_outputs),
+        hessian, options.get("eigenvalue", "auto"), options.get("momentum", "auto"), size
     )
 
 
@@ -401,12 +398,8 @@ def dp_newton(
         )
     n_columns = data.design.n_columns
     n_params = n_columns * n_outputs
-    _check_options(
-        hessian=hessian,
-        eigenvalue=eigenvalue,
-        momentum=momentum,
-        n_params=_curvature_size(hessian, n_columns, n_outputs),
-    )
+    size = _curvature_size(hessian, n_columns, n_outputs)
+    _check_options(hessian, eigenvalue, momentum, size)
     if momentum == "auto":
         momentum = "nesterov" if hessian == "bound" else None
     default_eigenvalue, default_floor = DEFAULT_FLOOR.get(loss.name, ("clip", DEFAULT_FLOOR_SCALE))
@@ -421,7 +414,6 @@ def dp_newton(
     R2 = float(data.row_norm_bound) ** 2
     beta = curvature_bound(loss)
     bound = hessian == "bound"
-    size = _curvature_size(hessian, n_columns, n_outputs)
     # Sample weights in [0, max_weight] multiply each row's gradient and
     # Hessian terms: every sensitivity by max_weight (1 without weights).
     weight_bound = float(getattr(data, "weight_bound", 1.0))
