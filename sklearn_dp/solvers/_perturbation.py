@@ -141,19 +141,13 @@ def _smooth_glm(loss, row_norm_bound, n_outputs, solver):
 # --------------------------------------------------------------------------
 
 
-def _check_fraction(name, value):
-    if isinstance(value, bool) or not (isinstance(value, Real) and 0 < value < 1):
-        raise ValueError(f"{name} must be a number in (0, 1), got {value!r}.")
-    return float(value)
-
-
 def _check_splits(epsilon_split, residual_fraction):
-    """Objective perturbation's shares of epsilon, each in (0, 1), with a sum below 1."""
-    split = _check_fraction("epsilon_split", epsilon_split)
-    fraction = _check_fraction("residual_fraction", residual_fraction)
-    if split + fraction >= 1:
+    """Objective perturbation's shares of epsilon, each in its declared range, with a sum below 1."""
+    splits = dict(epsilon_split=epsilon_split, residual_fraction=residual_fraction)
+    check_declared_options("objective_perturbation", splits)
+    if epsilon_split + residual_fraction >= 1:
         raise ValueError("epsilon_split + residual_fraction must be < 1 (the noise needs a share).")
-    return split, fraction
+    return float(epsilon_split), float(residual_fraction)
 
 
 def _certify(solver, n_samples, n_outputs, loss, row_norm_bound, alpha, gradient_tol, **extra):

@@ -26,7 +26,7 @@ from .._data import row_sum
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._direct_call import plan_direct_call
 from ._gradient_descent import gradient_bound
-from ._noisy_steps import release
+from ._noisy_steps import check_options, release
 
 __all__ = [
     "dp_newton",
@@ -400,6 +400,9 @@ def dp_newton(
     n_params = n_columns * n_outputs
     size = _curvature_size(hessian, n_columns, n_outputs)
     _check_options(hessian, eigenvalue, momentum, size)
+    if plan is None:  # a direct call (estimators check the options before the spend)
+        check_options("dp_newton", locals())
+        plan = plan_direct_call(plan_dp_newton, data, n_params, epsilon, delta, locals())
     if momentum == "auto":
         momentum = "nesterov" if hessian == "bound" else None
     default_eigenvalue, default_floor = DEFAULT_FLOOR.get(loss.name, ("clip", DEFAULT_FLOOR_SCALE))
@@ -408,8 +411,6 @@ def dp_newton(
     if floor_scale is None:
         floor_scale = default_floor
     private = not math.isinf(epsilon)
-    if plan is None:
-        plan = plan_direct_call(plan_dp_newton, data, n_params, epsilon, delta, locals())
     clip = gradient_bound(loss, data.row_norm_bound, clip_norm, private=private)
     R2 = float(data.row_norm_bound) ** 2
     beta = curvature_bound(loss)

@@ -26,7 +26,7 @@ from .._clipped_sums import smallest_eigenvalue, sufficient_statistics, svec, un
 from .._data import row_sum
 from .._public_errors import public_error
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
-from ._noisy_steps import release
+from ._noisy_steps import check_options, release
 
 __all__ = [
     "dp_ssp",
@@ -400,7 +400,8 @@ def dp_ssp(
     """
     _check_options(loss.name, n_outputs, shares=shares, ridge=ridge, label_bound=label_bound)
     m = data.design.n_columns
-    if plan is None:
+    if plan is None:  # a direct call (estimators check the options before the spend)
+        check_options("dp_ssp", locals())
         plan = plan_dp_ssp(data.n_public, m, epsilon, delta, shares=shares, ridge=ridge)
     sigma_gram, sigma_xty, sigma_eig = plan.details["multipliers"]
     # Sample weights in [0, max_weight]: every sensitivity times max_weight.
