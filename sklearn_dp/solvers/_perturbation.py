@@ -96,18 +96,14 @@ class _SmoothGLM:
     direction_curvature: float
     row_norm_bound: float = 1.0
 
-    def epsilon_det(self, row_norm_bound, regularization):
-        return self.hessian_rank * math.log1p(
-            self.direction_curvature * row_norm_bound**2 / regularization
-        )
+    def epsilon_det(self, regularization):
+        curvature = self.direction_curvature * self.row_norm_bound**2
+        return self.hessian_rank * math.log1p(curvature / regularization)
 
-    def regularization_needed(self, row_norm_bound, epsilon_det_budget):
+    def regularization_needed(self, epsilon_det_budget):
         """Smallest Lambda with ``epsilon_det(Lambda) <= epsilon_det_budget`` (0 for inf)."""
-        return (
-            self.direction_curvature
-            * row_norm_bound**2
-            / math.expm1(epsilon_det_budget / self.hessian_rank)
-        )
+        curvature = self.direction_curvature * self.row_norm_bound**2
+        return curvature / math.expm1(epsilon_det_budget / self.hessian_rank)
 
 
 def _smooth_glm(loss, row_norm_bound, n_outputs, solver):
@@ -173,9 +169,7 @@ def _certify(solver, n_samples, n_outputs, loss, row_norm_bound, alpha, gradient
     return check_certifiable(
         solver,
         glm,
-        regularization=max(
-            n_public * float(alpha), glm.regularization_needed(row_norm_bound, epsilon_det)
-        ),
+        regularization=max(n_public * float(alpha), glm.regularization_needed(epsilon_det)),
         n_public=n_public,
         noise_norm=extra["noise_norm"](glm) if "noise_norm" in extra else 0.0,
         gradient_tol=gradient_tol,
@@ -696,10 +690,9 @@ def objective_perturbation(
             plan_objective_perturbation, data, n_params, epsilon, delta, locals()
         )
     details = plan.details
-    R = data.row_norm_bound
     base_regularization = data.n_public * float(alpha)  # public stand-in for n
-    regularization = max(base_regularization, glm.regularization_needed(R, details["epsilon_det"]))
-    epsilon_det = glm.epsilon_det(R, regularization)
+    regularization = max(base_regularization, glm.regularization_needed(details["epsilon_det"]))
+    epsilon_det = glm.epsilon_det(regularization)
     if epsilon_det > details["epsilon_det"] * (1 + 1e-12):  # pragma: no cover - by construction
         raise AssertionError("Determinant term over its budget; please report this.")
     G = glm.gradient_bound
