@@ -436,15 +436,9 @@ def dp_newton(
     def sums(part, V, curvature):
         # One pass over the rows (of each chunk, summed: row_sum) for both sums.
         weight = getattr(part, "sample_weight", None)
+        exact = curvature == "exact"
         g, H = newton_sums(
-            part.design,
-            part.y,
-            V,
-            loss,
-            clip,
-            part.row_norms,
-            hessian=curvature == "exact",
-            sample_weight=weight,
+            part.design, part.y, V, loss, clip, part.row_norms, hessian=exact, sample_weight=weight
         )
         return g, part.design.gram(weight) if curvature == "bound" else H
 
