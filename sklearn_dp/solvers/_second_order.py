@@ -152,13 +152,9 @@ def _curvature_size(hessian, n_columns, n_outputs):
     return n_columns if hessian == "bound" else n_columns * int(n_outputs)
 
 
-def _constant_hessian(loss):
-    return loss is not None and loss.name == "squared"
-
-
 def _hessian_releases(n_steps, hessian, loss, hessian_steps=None):
     """How many Hessian releases a fit makes: one for the bound or a constant Hessian."""
-    if hessian == "bound" or _constant_hessian(loss):
+    if hessian == "bound" or (loss is not None and loss.name == "squared"):
         return 1
     return int(n_steps) if hessian_steps is None else max(1, min(int(hessian_steps), n_steps))
 

@@ -98,13 +98,6 @@ def check_dp_ssp(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, opti
     )
 
 
-def _normalised_shares(shares, ridge):
-    values = np.asarray(DEFAULT_SHARES if shares is None else shares, dtype=float)
-    if ridge != "adaptive":
-        values = np.array([values[0], values[1], 0.0])
-    return values / values.sum()
-
-
 def ssp_multipliers(epsilon, delta, shares):
     """Noise multipliers ``(sigma_gram, sigma_xty, sigma_eigenvalue)`` (inf for a share of 0).
 
@@ -120,7 +113,10 @@ def ssp_multipliers(epsilon, delta, shares):
 
 def plan_dp_ssp(n_samples, n_params, epsilon, delta, *, shares=None, ridge="adaptive"):
     """Privacy plan of ``dp_ssp``: two (three with the adaptive ridge) Gaussian releases."""
-    values = _normalised_shares(shares, ridge)
+    values = np.asarray(DEFAULT_SHARES if shares is None else shares, dtype=float)
+    if ridge != "adaptive":  # a fixed ridge: no eigenvalue release
+        values = np.array([values[0], values[1], 0.0])
+    values = values / values.sum()
     details = dict(shares=tuple(float(v) for v in values))
     n_releases = int(np.count_nonzero(values))
     if math.isinf(epsilon):
