@@ -32,7 +32,6 @@ from dp_accounting import dp_event as dpe
 from .. import _noise, accounting
 from .._losses import loss_names
 from ._common import PrivacyPlan, Progress, SolverResult, add_warnings, make_rng
-from ._declared_options import check_declared_options
 from ._direct_call import plan_direct_call
 from ._newton import (
     DEFAULT_GRADIENT_TOL,
@@ -40,6 +39,7 @@ from ._newton import (
     certified_minimize,
     check_certifiable,
 )
+from ._noisy_steps import check_options
 from ._objective_accounting import (
     ObjectivePerturbationDpEvent,
     objective_gaussian_noise_multiplier,
@@ -140,7 +140,7 @@ def _smooth_glm(loss, row_norm_bound, n_outputs, solver):
 def _check_splits(epsilon_split, residual_fraction):
     """Objective perturbation's shares of epsilon, each in its declared range, with a sum below 1."""
     splits = dict(epsilon_split=epsilon_split, residual_fraction=residual_fraction)
-    check_declared_options("objective_perturbation", splits)
+    check_options("objective_perturbation", splits)
     if epsilon_split + residual_fraction >= 1:
         raise ValueError("epsilon_split + residual_fraction must be < 1 (the noise needs a share).")
     return float(epsilon_split), float(residual_fraction)
@@ -202,6 +202,8 @@ def plan_output_perturbation(
     row: the conditions only get harder with more rows, so a refusal then is
     conclusive and comes before any spend.  ``details["certification"]``
     then holds their :class:`CertificationBounds`, which the solver runs with.
+    A pure plan keeps its epsilon in ``details["epsilon_noise"]``: the solver
+    scales the L2 Laplace noise by it.
     """
     if math.isinf(epsilon):
         return PrivacyPlan(dpe.NonPrivateDpEvent(), 0.0, 1, dict(noise="none"))
@@ -212,7 +214,9 @@ def plan_output_perturbation(
     if delta == 0:
         event = accounting.PureEpsilonDpEvent(epsilon, "output_perturbation")
         multiplier = math.sqrt(n_params + 1.0) / epsilon
-        return PrivacyPlan(event, multiplier, 1, dict(details, noise="l2_laplace"))
+        return PrivacyPlan(
+            event, multiplier, 1, dict(details, noise="l2_laplace", epsilon_noise=epsilon)
+        )
     sigma = accounting.gaussian_noise_multiplier(epsilon, delta, 1)
     return PrivacyPlan(dpe.GaussianDpEvent(sigma), sigma, 1, dict(details, noise="gaussian"))
 
@@ -313,7 +317,7 @@ def _check_options(solver, alpha, gradient_tol=None, max_iter=None):
         )
     if isinstance(gradient_tol, bool):  # the declared range would take True for 1.0
         raise ValueError(f"gradient_tol must be a finite float > 0, got {gradient_tol!r}.")
-    check_declared_options(solver, dict(gradient_tol=gradient_tol, max_iter=max_iter))
+    check_options(solver, dict(gradient_tol=gradient_tol, max_iter=max_iter))
     n_steps = DEFAULT_NEWTON_STEPS if max_iter is None else int(max_iter)
     if n_steps < MIN_NEWTON_STEPS:
         raise ValueError(
@@ -511,8 +515,9 @@ def output_perturbation(
     # that is the same on neighbouring data sets.
     regularization = data.n_public * float(alpha)
     sensitivity = (glm.gradient_bound + 2.0 * tol) / regularization
-    pure = plan.details["noise"] != "gaussian"
-    scale = _scale(plan.details["noise"], sensitivity, epsilon, plan.noise_multiplier)
+    noise = plan.details["noise"]
+    pure = noise != "gaussian"
+    scale = _scale(noise, sensitivity, plan.details.get("epsilon_noise"), plan.noise_multiplier)
     solve = _certified_solve(
         data,
         glm,
