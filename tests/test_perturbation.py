@@ -949,6 +949,18 @@ def test_a_solver_runs_the_plan_it_is_given(small_binary, solver, plan_function,
     assert given.plan.event == own.plan.event
 
 
+def test_output_laplace_noise_follows_the_plan_it_runs(small_binary):
+    # The pure plan is the one the budget was charged for: its L2 Laplace
+    # scale is Delta / epsilon of that plan, whatever epsilon the call states.
+    loss, n = BinaryLogisticLoss(), small_binary.n_public
+    plan = perturbation.plan_output_perturbation(
+        n, 4, 0.5, 0.0, loss=loss, row_norm_bound=small_binary.row_norm_bound, alpha=0.05
+    )
+    result = _solve(output_perturbation, small_binary, loss, epsilon=2.0, plan=plan)
+    details = result.plan.details
+    assert details["noise_scale"] == details["sensitivity"] / 0.5
+
+
 @pytest.mark.parametrize("solver", [objective_perturbation, output_perturbation])
 def test_a_plan_without_the_certified_solve_bounds_is_refused(small_binary, solver):
     # A plan made without the loss, the row bound and alpha lacks the public

@@ -495,6 +495,24 @@ def test_bad_options_are_refused_before_any_spend(options, match):
     assert budget.ledger == []
 
 
+@pytest.mark.parametrize(
+    "options, match",
+    [
+        (dict(hessian_share=1.5), "hessian_share"),
+        (dict(floor_scale=-1.0), "floor_scale"),
+        (dict(hessian="exact", hessian_steps=0), "hessian_steps"),
+    ],
+)
+def test_a_direct_call_refuses_options_outside_their_declared_ranges(options, match):
+    # The estimators check the registry's ranges before the spend; a direct
+    # call of the solver refuses the same values itself.
+    X, y = _classification(n=50)
+    data = bound_data(X, np.where(y == 1, 1.0, -1.0), fit_intercept=True, data_norm=1.0)
+    loss = make_loss("binary")
+    with pytest.raises(ValueError, match=match):
+        dp_newton(data, loss, n_outputs=1, alpha=1e-3, epsilon=1.0, delta=1e-5, **options)
+
+
 def test_too_wide_a_hessian_is_refused_before_any_spend():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(20, 1200)) / 40

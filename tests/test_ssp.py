@@ -377,3 +377,21 @@ def test_bad_options_are_refused_before_any_spend(options, match):
     with pytest.raises(ValueError, match=match):
         DPSCORegressor(solver="dp_ssp", budget=budget, solver_options=options).fit(X, y)
     assert budget.ledger == []
+
+
+@pytest.mark.parametrize(
+    "options, match",
+    [
+        (dict(ridge=-1.0), "ridge"),
+        (dict(constraint="linf", radius=1.0), "constraint"),
+        (dict(tol=-1.0), "tol"),
+    ],
+)
+def test_a_direct_call_refuses_options_outside_their_declared_ranges(options, match):
+    # The estimators check the registry's ranges before the spend; a direct
+    # call of the solver refuses the same values itself.
+    _, _, data = _data(n=50)
+    with pytest.raises(ValueError, match=match):
+        dp_ssp(
+            data, get_loss("squared"), n_outputs=1, alpha=0.0, epsilon=1.0, delta=1e-5, **options
+        )

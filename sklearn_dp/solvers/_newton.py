@@ -64,6 +64,7 @@ curvature (the configuration where the Armijo search failed).
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import warnings
@@ -149,6 +150,39 @@ def _as_design(X):
     if isinstance(X, Design):
         return X
     return Design(sp.csr_matrix(X) if sp.issparse(X) else np.asarray(X))
+
+
+def _silenced(function):
+    """``function`` run with numpy's floating-point errors and every warning ignored.
+
+    A solve on private data warns nothing (scipy's LinAlgWarning prints the
+    private Hessian's condition number): silenced here, at the source.
+    """
+
+    @functools.wraps(function)
+    def silenced(*args, **kwargs):
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return function(*args, **kwargs)
+
+    return silenced
+
+
+def _linear_term(linear_term, shape):
+    """The linear term ``B`` of ``F`` as an array (zero when None)."""
+    return np.zeros(shape) if linear_term is None else np.asarray(linear_term, dtype=float)
+
+
+def _gradient(X, y, loss, W, lam, B, Z=None):
+    """``grad F(W)``, from the scores ``Z = X W`` when the caller has them."""
+    Z = X.matmul(W) if Z is None else Z
+    return X.rmatmul(loss.derivative(Z, y)) + lam * W + B
+
+
+def _norm(G):
+    """``||G||_F``, ``inf`` if not finite."""
+    value = float(np.linalg.norm(G))
+    return value if math.isfinite(value) else math.inf
 
 
 def _multinomial_hessian(design, P, chunk=2048):
@@ -349,18 +383,8 @@ def minimize_strongly_convex(
     conjugate gradients on Hessian-vector products (two mat-vecs each, at
     most ``CG_ITERATIONS``).
     """
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return _minimize(
-            X,
-            y,
-            loss,
-            n_outputs=n_outputs,
-            regularization=regularization,
-            linear_term=linear_term,
-            n_steps=int(n_steps),
-            progress=progress,
-        )
+    options = dict(n_outputs=n_outputs, regularization=regularization, linear_term=linear_term)
+    return _silenced(_minimize)(X, y, loss, n_steps=int(n_steps), progress=progress, **options)
 
 
 def _minimize(
@@ -372,7 +396,7 @@ def _minimize(
     regularization,
     linear_term,
     n_steps,
-    progress,
+    progress=None,
     start=None,
     stop_below=None,
 ):
@@ -388,15 +412,8 @@ def _minimize(
     shape = (n_columns, n_outputs)
     n_params = n_columns * n_outputs
     lam = float(regularization)
-    B = np.zeros(shape) if linear_term is None else np.asarray(linear_term, dtype=float)
+    B = _linear_term(linear_term, shape)
     multinomial = loss.multi_output
-
-    def gradient(W, Z):
-        return X.rmatmul(loss.derivative(Z, y)) + lam * W + B
-
-    def norm(G):
-        value = float(np.linalg.norm(G))
-        return value if math.isfinite(value) else math.inf
 
     def direction(Z, grad, forcing):
         if multinomial:
@@ -428,8 +445,8 @@ def _minimize(
     else:
         W = np.array(start, dtype=float).reshape(shape)
         Z = X.matmul(W)
-    grad = gradient(W, Z)
-    grad_norm = norm(grad)
+    grad = _gradient(X, y, loss, W, lam, B, Z)
+    grad_norm = _norm(grad)
     best, best_norm = W, grad_norm
     initial_norm = grad_norm if 0 < grad_norm < math.inf else 1.0
     for step in range(1, n_steps + 1):
@@ -454,8 +471,8 @@ def _minimize(
             t = _line_search(dphi, slope)
             W_new = W + t * d
             Z_new = X.matmul(W_new)
-            grad_new = gradient(W_new, Z_new)
-            norm_new = norm(grad_new)
+            grad_new = _gradient(X, y, loss, W_new, lam, B, Z_new)
+            norm_new = _norm(grad_new)
             # A step to a non-finite point is not taken (a fixed rule).
             if np.all(np.isfinite(W_new)) and math.isfinite(norm_new):
                 W, Z, grad, grad_norm = W_new, Z_new, grad_new, norm_new
@@ -464,7 +481,7 @@ def _minimize(
         if progress is not None:
             progress(step)
     # The certificate of the returned point, recomputed from scratch.
-    final = norm(gradient(best, X.matmul(best)))
+    final = _norm(_gradient(X, y, loss, best, lam, B))
     return InnerSolve(coef=np.array(best, dtype=float), gradient_norm=final)
 
 
@@ -562,13 +579,13 @@ def accelerated_descent(
     X = _as_design(X)
     shape = (X.shape[1], n_outputs)
     lam, L = float(regularization), float(smoothness)
-    B = np.zeros(shape) if linear_term is None else np.asarray(linear_term, dtype=float)
+    B = _linear_term(linear_term, shape)
     momentum = (math.sqrt(L) - math.sqrt(lam)) / (math.sqrt(L) + math.sqrt(lam))
     x = np.array(start, dtype=float).reshape(shape)
     x_previous = x
     for _ in range(int(n_steps)):
         point = x + momentum * (x - x_previous)
-        grad = X.rmatmul(loss.derivative(X.matmul(point), y)) + lam * point + B
+        grad = _gradient(X, y, loss, point, lam, B)
         x_next = point - grad / L
         if not np.all(np.isfinite(x_next)):  # pragma: no cover - a fixed rule
             break
@@ -578,15 +595,12 @@ def accelerated_descent(
 
 def gradient_norm(X, y, loss, W, *, regularization, linear_term=None):
     """``||grad F(W)||_F`` (``inf`` if not finite): the certificate of ``W``."""
-    X = _as_design(X)
     W = np.asarray(W, dtype=float)
-    grad = X.rmatmul(loss.derivative(X.matmul(W), y)) + float(regularization) * W
-    if linear_term is not None:
-        grad = grad + np.asarray(linear_term, dtype=float)
-    value = float(np.linalg.norm(grad))
-    return value if math.isfinite(value) else math.inf
+    B = _linear_term(linear_term, W.shape)
+    return _norm(_gradient(_as_design(X), y, loss, W, float(regularization), B))
 
 
+@_silenced
 def certified_minimize(
     X,
     y,
@@ -664,63 +678,53 @@ def certified_minimize(
         With ``stage`` and ``extra_steps`` telling which stage returned the
         point (private: for tests).
     """
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        X = _as_design(X)
-        lam = float(regularization)
-        target = CERTIFICATE_MARGIN * float(tol)
-        kwargs = dict(n_outputs=n_outputs, regularization=lam, linear_term=linear_term)
-        first = _minimize(X, y, loss, n_steps=int(n_steps), progress=progress, **kwargs)
-        if first.gradient_norm <= target:
-            return first
-        second = _minimize(
-            X,
-            y,
-            loss,
-            n_steps=EXTENSION_NEWTON_STEPS,
-            progress=None,
-            start=first.coef,
-            stop_below=target,
-            **kwargs,
-        )
-        # (A second point that verifies is better than the first, which did not.)
-        best = second if second.gradient_norm < first.gradient_norm else first
-        if second.gradient_norm <= target or not accelerate:
-            return InnerSolve(
-                coef=best.coef,
-                gradient_norm=best.gradient_norm,
-                stage="newton-extended",
-                extra_steps=EXTENSION_NEWTON_STEPS,
-            )
-        shape = (X.shape[1], n_outputs)
-
-        def certificate(W):
-            return gradient_norm(X, y, loss, W, regularization=lam, linear_term=linear_term)
-
-        zero_norm = certificate(np.zeros(shape))
-        start, r0 = (
-            (best.coef, best.gradient_norm)
-            if best.gradient_norm <= zero_norm
-            else (np.zeros(shape), zero_norm)
-        )
-        smoothness = smoothness_bound(X, loss.smoothness, lam)
-        n_accelerated = accelerated_steps(r0, target, smoothness, lam)
-        if public_smoothness is not None and public_gradient_bound is not None:
-            # The public count; the proven private one only when the public
-            # constants fail to bound the actual ones (then it is larger).
-            n_accelerated = max(
-                n_accelerated,
-                accelerated_steps(public_gradient_bound, target, public_smoothness, lam),
-            )
-        coef = accelerated_descent(
-            X, y, loss, start=start, smoothness=smoothness, n_steps=n_accelerated, **kwargs
-        )
+    X = _as_design(X)
+    lam = float(regularization)
+    target = CERTIFICATE_MARGIN * float(tol)
+    kwargs = dict(n_outputs=n_outputs, regularization=lam, linear_term=linear_term)
+    newton = functools.partial(_minimize, X, y, loss, **kwargs)
+    first = newton(n_steps=int(n_steps), progress=progress)
+    if first.gradient_norm <= target:
+        return first
+    second = newton(n_steps=EXTENSION_NEWTON_STEPS, start=first.coef, stop_below=target)
+    # (A second point that verifies is better than the first, which did not.)
+    best = second if second.gradient_norm < first.gradient_norm else first
+    if second.gradient_norm <= target or not accelerate:
         return InnerSolve(
-            coef=np.array(coef, dtype=float),
-            gradient_norm=certificate(coef),
-            stage="accelerated",
-            extra_steps=EXTENSION_NEWTON_STEPS + n_accelerated,
+            coef=best.coef,
+            gradient_norm=best.gradient_norm,
+            stage="newton-extended",
+            extra_steps=EXTENSION_NEWTON_STEPS,
         )
+    shape = (X.shape[1], n_outputs)
+
+    def certificate(W):
+        return gradient_norm(X, y, loss, W, regularization=lam, linear_term=linear_term)
+
+    zero_norm = certificate(np.zeros(shape))
+    start, r0 = (
+        (best.coef, best.gradient_norm)
+        if best.gradient_norm <= zero_norm
+        else (np.zeros(shape), zero_norm)
+    )
+    smoothness = smoothness_bound(X, loss.smoothness, lam)
+    n_accelerated = accelerated_steps(r0, target, smoothness, lam)
+    if public_smoothness is not None and public_gradient_bound is not None:
+        # The public count; the proven private one only when the public
+        # constants fail to bound the actual ones (then it is larger).
+        n_accelerated = max(
+            n_accelerated,
+            accelerated_steps(public_gradient_bound, target, public_smoothness, lam),
+        )
+    coef = accelerated_descent(
+        X, y, loss, start=start, smoothness=smoothness, n_steps=n_accelerated, **kwargs
+    )
+    return InnerSolve(
+        coef=np.array(coef, dtype=float),
+        gradient_norm=certificate(coef),
+        stage="accelerated",
+        extra_steps=EXTENSION_NEWTON_STEPS + n_accelerated,
+    )
 
 
 # --------------------------------------------------------------------------
@@ -805,13 +809,8 @@ def check_certifiable(solver, glm, *, regularization, n_public, noise_norm, grad
     row count, so a check for fewer rows than the fit's is a conclusive
     refusal, not a conclusive acceptance.
     """
-    bounds = certification_bounds(
-        glm,
-        regularization=regularization,
-        n_public=n_public,
-        noise_norm=noise_norm,
-        gradient_tol=gradient_tol,
-    )
+    conditions = dict(regularization=regularization, n_public=n_public, noise_norm=noise_norm)
+    bounds = certification_bounds(glm, gradient_tol=gradient_tol, **conditions)
     penalty = "Use a stronger L2 penalty (a larger alpha, a smaller C)"
     other = "solver='dp_gd' (delta > 0)"
     G = glm.gradient_bound

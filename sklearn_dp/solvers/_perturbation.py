@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 from dp_accounting import dp_event as dpe
@@ -32,12 +32,14 @@ from dp_accounting import dp_event as dpe
 from .. import _noise, accounting
 from .._losses import loss_names
 from ._common import PrivacyPlan, Progress, SolverResult, add_warnings, make_rng
+from ._direct_call import plan_direct_call
 from ._newton import (
     DEFAULT_GRADIENT_TOL,
     DEFAULT_NEWTON_STEPS,
     certified_minimize,
     check_certifiable,
 )
+from ._noisy_steps import check_options
 from ._objective_accounting import (
     ObjectivePerturbationDpEvent,
     objective_gaussian_noise_multiplier,
@@ -94,18 +96,14 @@ class _SmoothGLM:
     direction_curvature: float
     row_norm_bound: float = 1.0
 
-    def epsilon_det(self, row_norm_bound, regularization):
-        return self.hessian_rank * math.log1p(
-            self.direction_curvature * row_norm_bound**2 / regularization
-        )
+    def epsilon_det(self, regularization):
+        curvature = self.direction_curvature * self.row_norm_bound**2
+        return self.hessian_rank * math.log1p(curvature / regularization)
 
-    def regularization_needed(self, row_norm_bound, epsilon_det_budget):
+    def regularization_needed(self, epsilon_det_budget):
         """Smallest Lambda with ``epsilon_det(Lambda) <= epsilon_det_budget`` (0 for inf)."""
-        return (
-            self.direction_curvature
-            * row_norm_bound**2
-            / math.expm1(epsilon_det_budget / self.hessian_rank)
-        )
+        curvature = self.direction_curvature * self.row_norm_bound**2
+        return curvature / math.expm1(epsilon_det_budget / self.hessian_rank)
 
 
 def _smooth_glm(loss, row_norm_bound, n_outputs, solver):
@@ -139,19 +137,13 @@ def _smooth_glm(loss, row_norm_bound, n_outputs, solver):
 # --------------------------------------------------------------------------
 
 
-def _check_fraction(name, value):
-    if isinstance(value, bool) or not (isinstance(value, Real) and 0 < value < 1):
-        raise ValueError(f"{name} must be a number in (0, 1), got {value!r}.")
-    return float(value)
-
-
 def _check_splits(epsilon_split, residual_fraction):
-    """Objective perturbation's shares of epsilon, each in (0, 1), with a sum below 1."""
-    split = _check_fraction("epsilon_split", epsilon_split)
-    fraction = _check_fraction("residual_fraction", residual_fraction)
-    if split + fraction >= 1:
+    """Objective perturbation's shares of epsilon, each in its declared range, with a sum below 1."""
+    splits = dict(epsilon_split=epsilon_split, residual_fraction=residual_fraction)
+    check_options("objective_perturbation", splits)
+    if epsilon_split + residual_fraction >= 1:
         raise ValueError("epsilon_split + residual_fraction must be < 1 (the noise needs a share).")
-    return split, fraction
+    return float(epsilon_split), float(residual_fraction)
 
 
 def _certify(solver, n_samples, n_outputs, loss, row_norm_bound, alpha, gradient_tol, **extra):
@@ -177,9 +169,7 @@ def _certify(solver, n_samples, n_outputs, loss, row_norm_bound, alpha, gradient
     return check_certifiable(
         solver,
         glm,
-        regularization=max(
-            n_public * float(alpha), glm.regularization_needed(row_norm_bound, epsilon_det)
-        ),
+        regularization=max(n_public * float(alpha), glm.regularization_needed(epsilon_det)),
         n_public=n_public,
         noise_norm=extra["noise_norm"](glm) if "noise_norm" in extra else 0.0,
         gradient_tol=gradient_tol,
@@ -212,6 +202,8 @@ def plan_output_perturbation(
     row: the conditions only get harder with more rows, so a refusal then is
     conclusive and comes before any spend.  ``details["certification"]``
     then holds their :class:`CertificationBounds`, which the solver runs with.
+    A pure plan keeps its epsilon in ``details["epsilon_noise"]``: the solver
+    scales the L2 Laplace noise by it.
     """
     if math.isinf(epsilon):
         return PrivacyPlan(dpe.NonPrivateDpEvent(), 0.0, 1, dict(noise="none"))
@@ -222,7 +214,9 @@ def plan_output_perturbation(
     if delta == 0:
         event = accounting.PureEpsilonDpEvent(epsilon, "output_perturbation")
         multiplier = math.sqrt(n_params + 1.0) / epsilon
-        return PrivacyPlan(event, multiplier, 1, dict(details, noise="l2_laplace"))
+        return PrivacyPlan(
+            event, multiplier, 1, dict(details, noise="l2_laplace", epsilon_noise=epsilon)
+        )
     sigma = accounting.gaussian_noise_multiplier(epsilon, delta, 1)
     return PrivacyPlan(dpe.GaussianDpEvent(sigma), sigma, 1, dict(details, noise="gaussian"))
 
@@ -310,31 +304,21 @@ def _objective_noise_norm(plan, glm, n_params):
 # --------------------------------------------------------------------------
 
 
-def _check_options(solver, *, alpha, gradient_tol=None, max_iter=None):
+def _check_options(solver, alpha, gradient_tol=None, max_iter=None):
     """The public option checks both solvers share; returns ``(gradient_tol, n_steps)``.
 
     ``alpha=None`` (a strength that scales with the private row count, known
     only inside the fit) skips the penalty check.
     """
-
-    def positive(value):  # a finite number > 0 (not a bool)
-        return isinstance(value, Real) and not isinstance(value, bool) and 0 < value < math.inf
-
-    if alpha is not None and not positive(alpha):
+    if alpha is not None and not _positive(alpha):
         raise ValueError(
             f"{solver} needs an L2 penalty (alpha > 0): its privacy proof rests on the strong "
             "convexity the penalty gives. Use penalty='l2' with a finite C (or alpha > 0)."
         )
-    if gradient_tol is None:
-        gradient_tol = DEFAULT_GRADIENT_TOL
-    if not positive(gradient_tol):
+    if isinstance(gradient_tol, bool):  # the declared range would take True for 1.0
         raise ValueError(f"gradient_tol must be a finite float > 0, got {gradient_tol!r}.")
-    if max_iter is None:
-        n_steps = DEFAULT_NEWTON_STEPS
-    elif isinstance(max_iter, bool) or not isinstance(max_iter, Integral):
-        raise ValueError(f"max_iter must be an int (Newton steps), got {max_iter!r}.")
-    else:
-        n_steps = int(max_iter)
+    check_options(solver, dict(gradient_tol=gradient_tol, max_iter=max_iter))
+    n_steps = DEFAULT_NEWTON_STEPS if max_iter is None else int(max_iter)
     if n_steps < MIN_NEWTON_STEPS:
         raise ValueError(
             f"{solver}: max_iter={n_steps} Newton steps is below {MIN_NEWTON_STEPS}. The inner "
@@ -342,7 +326,12 @@ def _check_options(solver, *, alpha, gradient_tol=None, max_iter=None):
             "fallback, and so few steps would rarely reach the public gradient tolerance; leave "
             "max_iter=None (50 steps) or raise it."
         )
-    return float(gradient_tol), n_steps
+    return float(DEFAULT_GRADIENT_TOL if gradient_tol is None else gradient_tol), n_steps
+
+
+def _positive(value):
+    """Whether ``value`` is a finite number > 0 (not a bool)."""
+    return isinstance(value, Real) and not isinstance(value, bool) and 0 < value < math.inf
 
 
 def _check(solver, loss_name, alpha, options):
@@ -352,12 +341,7 @@ def _check(solver, loss_name, alpha, options):
             f"derivative ({', '.join(sorted(SMOOTH_LOSSES))}); got loss={loss_name!r}. "
             "Use dp_sgd for non-smooth losses."
         )
-    _check_options(
-        solver,
-        alpha=alpha,
-        gradient_tol=options.get("gradient_tol"),
-        max_iter=options.get("max_iter"),
-    )
+    _check_options(solver, alpha, options.get("gradient_tol"), options.get("max_iter"))
 
 
 def check_output_perturbation(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
@@ -410,7 +394,7 @@ def _scale(noise, sensitivity, epsilon, multiplier):
     return multiplier * sensitivity
 
 
-def _release(value, pure, *, sensitivity, scale, rng, label):
+def _release(value, pure, sensitivity, scale, rng, label):
     """One release of ``value`` through the gateway: L2 Laplace noise if ``pure``, else Gaussian."""
     if pure:
         return _noise.l2_laplace(value, sensitivity=sensitivity, scale=scale, rng=rng, label=label)
@@ -519,23 +503,11 @@ def output_perturbation(
     ``data.n_public`` (a DP count from the estimators; the row count itself
     when called directly), the bounds, alpha, the tolerance, the budget.
     """
-    gradient_tol, n_steps = _check_options(
-        "output_perturbation", alpha=alpha, gradient_tol=gradient_tol, max_iter=max_iter
-    )
+    gradient_tol, n_steps = _check_options("output_perturbation", alpha, gradient_tol, max_iter)
     glm = _smooth_glm(loss, data.row_norm_bound, n_outputs, "output_perturbation")
     n_params = data.n_columns * n_outputs
     if plan is None:
-        plan = plan_output_perturbation(
-            data.n_public,
-            n_params,
-            epsilon,
-            delta,
-            n_outputs=n_outputs,
-            loss=loss,
-            row_norm_bound=data.row_norm_bound,
-            alpha=alpha,
-            gradient_tol=gradient_tol,
-        )
+        plan = plan_direct_call(plan_output_perturbation, data, n_params, epsilon, delta, locals())
     bounds = _certification(plan, not math.isinf(epsilon), "output_perturbation")
     tol = gradient_tol * glm.gradient_bound
     # Lambda = n * alpha with the public stand-in for n: the row count is
@@ -543,8 +515,9 @@ def output_perturbation(
     # that is the same on neighbouring data sets.
     regularization = data.n_public * float(alpha)
     sensitivity = (glm.gradient_bound + 2.0 * tol) / regularization
-    pure = plan.details["noise"] != "gaussian"
-    scale = _scale(plan.details["noise"], sensitivity, epsilon, plan.noise_multiplier)
+    noise = plan.details["noise"]
+    pure = noise != "gaussian"
+    scale = _scale(noise, sensitivity, plan.details.get("epsilon_noise"), plan.noise_multiplier)
     solve = _certified_solve(
         data,
         glm,
@@ -557,29 +530,27 @@ def output_perturbation(
         tol=tol,
         public_gradient_bound=None if bounds is None else bounds.initial_gradient_bound,
     )
-    coef = _release(
-        solve.coef,
-        pure,
-        sensitivity=sensitivity,
-        scale=scale,
-        rng=make_rng(random_state),
-        label="minimiser",
-    )
-    plan.details.update(
-        sensitivity=sensitivity,
-        noise_scale=scale,
-        regularization=regularization,
-        gradient_tol=tol,
-        gradient_bound=glm.gradient_bound,
-        newton_steps=n_steps,
-        loss=repr(glm.loss),
-    )
+    rng = make_rng(random_state)
+    coef = _release(solve.coef, pure, sensitivity, scale, rng, "minimiser")
     info = {}
     add_warnings(
         info,
         output_noise_warning(loss.name, n_params, n_outputs, float(alpha), scale, pure),
     )
-    return SolverResult(coef=np.asarray(coef, dtype=float), n_iter=1, plan=plan, info=info)
+    details = dict(sensitivity=sensitivity, noise_scale=scale, regularization=regularization)
+    return _result(plan, coef, glm, tol, n_steps, info, **details)
+
+
+def _result(plan, coef, glm, tol, n_steps, info=None, **details):
+    """The solver's result, with the public constants of its solve added to the plan's details."""
+    plan.details.update(
+        details,
+        gradient_tol=tol,
+        gradient_bound=glm.gradient_bound,
+        newton_steps=n_steps,
+        loss=repr(glm.loss),
+    )
+    return SolverResult(coef=np.asarray(coef, dtype=float), n_iter=1, plan=plan, info=info or {})
 
 
 def output_noise_warning(loss_name, n_params, n_outputs, alpha, scale, pure):
@@ -715,31 +686,18 @@ def objective_perturbation(
     Public: ``data.n_public``, the bounds, alpha, the splits, the tolerance
     and the budget.  The proof: docs/solvers/perturbation.md, "Proofs".
     """
-    gradient_tol, n_steps = _check_options(
-        "objective_perturbation", alpha=alpha, gradient_tol=gradient_tol, max_iter=max_iter
-    )
+    gradient_tol, n_steps = _check_options("objective_perturbation", alpha, gradient_tol, max_iter)
     glm = _smooth_glm(loss, data.row_norm_bound, n_outputs, "objective_perturbation")
     n_columns = data.n_columns
     n_params = n_columns * n_outputs
     if plan is None:
-        plan = plan_objective_perturbation(
-            data.n_public,
-            n_params,
-            epsilon,
-            delta,
-            n_outputs=n_outputs,
-            epsilon_split=epsilon_split,
-            residual_fraction=residual_fraction,
-            loss=loss,
-            row_norm_bound=data.row_norm_bound,
-            alpha=alpha,
-            gradient_tol=gradient_tol,
+        plan = plan_direct_call(
+            plan_objective_perturbation, data, n_params, epsilon, delta, locals()
         )
     details = plan.details
-    R = data.row_norm_bound
     base_regularization = data.n_public * float(alpha)  # public stand-in for n
-    regularization = max(base_regularization, glm.regularization_needed(R, details["epsilon_det"]))
-    epsilon_det = glm.epsilon_det(R, regularization)
+    regularization = max(base_regularization, glm.regularization_needed(details["epsilon_det"]))
+    epsilon_det = glm.epsilon_det(regularization)
     if epsilon_det > details["epsilon_det"] * (1 + 1e-12):  # pragma: no cover - by construction
         raise AssertionError("Determinant term over its budget; please report this.")
     G = glm.gradient_bound
@@ -795,15 +753,14 @@ def objective_perturbation(
         rng=rng,
         label="perturbed minimiser",
     )
-    coef = _release(
-        W,
-        pure,
-        sensitivity=residual_sensitivity,
-        scale=residual_scale,
-        rng=rng,
-        label="inexact-solve residual",
-    )
-    details.update(
+    residual = "inexact-solve residual"
+    coef = _release(W, pure, residual_sensitivity, residual_scale, rng, residual)
+    return _result(
+        plan,
+        coef,
+        glm,
+        tol,
+        n_steps,
         regularization=regularization,
         extra_regularization=regularization - base_regularization,
         epsilon_det_actual=epsilon_det,
@@ -811,9 +768,4 @@ def objective_perturbation(
         objective_noise_coupling=coupling,
         residual_sensitivity=residual_sensitivity,
         residual_noise_scale=residual_scale,
-        gradient_tol=tol,
-        gradient_bound=G,
-        newton_steps=n_steps,
-        loss=repr(glm.loss),
     )
-    return SolverResult(coef=np.asarray(coef, dtype=float), n_iter=1, plan=plan)

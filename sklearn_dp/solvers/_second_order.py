@@ -20,11 +20,13 @@ import numpy as np
 import scipy.linalg
 from dp_accounting import dp_event as dpe
 
-from .. import _noise, accounting
+from .. import accounting
 from .._clipped_sums import curvature_bound, newton_sums, svec, unsvec
 from .._data import row_sum
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
+from ._direct_call import plan_direct_call
 from ._gradient_descent import gradient_bound
+from ._noisy_steps import check_options, release
 
 __all__ = [
     "dp_newton",
@@ -116,7 +118,7 @@ _MOMENTA = ("auto", "nesterov", None)
 _MODIFICATIONS = ("auto", "clip", "add")
 
 
-def _check_options(*, hessian, eigenvalue, momentum, n_params=None):
+def _check_options(hessian, eigenvalue, momentum, size):
     # The numeric options' ranges are the registry's (option_constraints).
     if momentum not in _MOMENTA:
         raise ValueError(f"momentum must be one of {_MOMENTA}, got {momentum!r}.")
@@ -124,14 +126,14 @@ def _check_options(*, hessian, eigenvalue, momentum, n_params=None):
         raise ValueError(f"hessian must be one of {_HESSIANS}, got {hessian!r}.")
     if eigenvalue not in _MODIFICATIONS:
         raise ValueError(f"eigenvalue must be one of {_MODIFICATIONS}, got {eigenvalue!r}.")
-    if n_params is not None and n_params > MAX_HESSIAN_SIZE:
+    if size > MAX_HESSIAN_SIZE:
         what = (
             "a Gram matrix of (features plus intercept)"
             if hessian == "bound"
             else "a Hessian of (features plus intercept) x classes"
         )
         raise ValueError(
-            f"dp_newton releases {what} = {n_params} rows and columns; it supports at most "
+            f"dp_newton releases {what} = {size} rows and columns; it supports at most "
             f"{MAX_HESSIAN_SIZE}. Use dp_gd for wider problems."
         )
 
@@ -139,12 +141,9 @@ def _check_options(*, hessian, eigenvalue, momentum, n_params=None):
 def check_dp_newton(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
     """Public checks of dp_newton's options (run before the reservation)."""
     hessian = options.get("hessian", DEFAULT_HESSIAN)
-    n_columns = public.n_features + int(public.fit_intercept)
+    size = _curvature_size(hessian, public.n_features + int(public.fit_intercept), n_outputs)
     _check_options(
-        hessian=hessian,
-        eigenvalue=options.get("eigenvalue", "auto"),
-        momentum=options.get("momentum", "auto"),
-        n_params=_curvature_size(hessian, n_columns, n_outputs),
+        hessian, options.get("eigenvalue", "auto"), options.get("momentum", "auto"), size
     )
 
 
@@ -153,13 +152,9 @@ def _curvature_size(hessian, n_columns, n_outputs):
     return n_columns if hessian == "bound" else n_columns * int(n_outputs)
 
 
-def _constant_hessian(loss):
-    return loss is not None and loss.name == "squared"
-
-
 def _hessian_releases(n_steps, hessian, loss, hessian_steps=None):
     """How many Hessian releases a fit makes: one for the bound or a constant Hessian."""
-    if hessian == "bound" or _constant_hessian(loss):
+    if hessian == "bound" or (loss is not None and loss.name == "squared"):
         return 1
     return int(n_steps) if hessian_steps is None else max(1, min(int(hessian_steps), n_steps))
 
@@ -399,12 +394,11 @@ def dp_newton(
         )
     n_columns = data.design.n_columns
     n_params = n_columns * n_outputs
-    _check_options(
-        hessian=hessian,
-        eigenvalue=eigenvalue,
-        momentum=momentum,
-        n_params=_curvature_size(hessian, n_columns, n_outputs),
-    )
+    size = _curvature_size(hessian, n_columns, n_outputs)
+    _check_options(hessian, eigenvalue, momentum, size)
+    if plan is None:  # a direct call (estimators check the options before the spend)
+        check_options("dp_newton", locals())
+        plan = plan_direct_call(plan_dp_newton, data, n_params, epsilon, delta, locals())
     if momentum == "auto":
         momentum = "nesterov" if hessian == "bound" else None
     default_eigenvalue, default_floor = DEFAULT_FLOOR.get(loss.name, ("clip", DEFAULT_FLOOR_SCALE))
@@ -413,23 +407,10 @@ def dp_newton(
     if floor_scale is None:
         floor_scale = default_floor
     private = not math.isinf(epsilon)
-    if plan is None:
-        plan = plan_dp_newton(
-            data.n_public,
-            n_params,
-            epsilon,
-            delta,
-            max_iter=max_iter,
-            hessian=hessian,
-            hessian_share=hessian_share,
-            hessian_steps=hessian_steps,
-            loss=loss,
-        )
     clip = gradient_bound(loss, data.row_norm_bound, clip_norm, private=private)
     R2 = float(data.row_norm_bound) ** 2
     beta = curvature_bound(loss)
     bound = hessian == "bound"
-    size = _curvature_size(hessian, n_columns, n_outputs)
     # Sample weights in [0, max_weight] multiply each row's gradient and
     # Hessian terms: every sensitivity by max_weight (1 without weights).
     weight_bound = float(getattr(data, "weight_bound", 1.0))
@@ -441,10 +422,7 @@ def dp_newton(
     # Expected spectral norm of the noise of the averaged Hessian (for
     # "bound": of the noise on curvature_bound * G, the same on every class block).
     nu = hessian_noise_norm((hessian_std * beta if bound else hessian_std) / normalizer, size)
-    floor = max(
-        float(floor_scale) * nu,
-        RELATIVE_FLOOR * beta * R2,
-    )
+    floor = max(float(floor_scale) * nu, RELATIVE_FLOOR * beta * R2)
     # The bound is one block for all classes (I_K (x) beta G); the exact
     # Hessian has class-major coefficients, as W.ravel("F").
     block_penalized = data.penalized if bound else np.tile(data.penalized, n_outputs)
@@ -454,15 +432,9 @@ def dp_newton(
     def sums(part, V, curvature):
         # One pass over the rows (of each chunk, summed: row_sum) for both sums.
         weight = getattr(part, "sample_weight", None)
+        exact = curvature == "exact"
         g, H = newton_sums(
-            part.design,
-            part.y,
-            V,
-            loss,
-            clip,
-            part.row_norms,
-            hessian=curvature == "exact",
-            sample_weight=weight,
+            part.design, part.y, V, loss, clip, part.row_norms, hessian=exact, sample_weight=weight
         )
         return g, part.design.gram(weight) if curvature == "bound" else H
 
@@ -472,13 +444,8 @@ def dp_newton(
         nonlocal H_sum
         value = svec(H_sum)
         H_sum = None  # freed before the release's own temporaries are made
-        released = _noise.gaussian(
-            value,
-            sensitivity=hessian_sensitivity,
-            noise_std=hessian_std,
-            rng=rng,
-            label="gram matrix" if bound else "hessian sum",
-        )
+        label = "gram matrix" if bound else "hessian sum"
+        released = release(value, hessian_sensitivity, hessian_std, rng, label)
         del value
         H = unsvec(released, size)
         del released
@@ -495,12 +462,9 @@ def dp_newton(
     W_previous = W
     since_restart = 0
     eigen = H_sum = None
-    hessian_releases = plan.details["hessian_releases"]
-    released_hessians = 0
     for t in range(plan.n_steps):
-        curvature = hessian if released_hessians < hessian_releases else None
-        if curvature is not None:
-            released_hessians += 1
+        # A fresh curvature release at each of the first steps (one for the bound).
+        curvature = hessian if t < plan.details["hessian_releases"] else None
         # Nesterov's look-ahead point, with O'Donoghue and Candes's restart
         # (below): post-processing of released gradients.
         V = W
@@ -509,13 +473,7 @@ def dp_newton(
         g_sum, H_sum = row_sum(data, lambda part: sums(part, V, curvature))
         if curvature == "bound":  # the Gram matrix is drawn before the gradient
             eigen = release_curvature()
-        g_noisy = _noise.gaussian(
-            g_sum,
-            sensitivity=gradient_sensitivity,
-            noise_std=gradient_std,
-            rng=rng,
-            label="clipped gradient sum",
-        )
+        g_noisy = release(g_sum, gradient_sensitivity, gradient_std, rng)
         if curvature == "exact":  # the Hessian after it
             eigen = release_curvature()
         grad = g_noisy / normalizer

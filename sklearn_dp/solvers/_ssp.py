@@ -21,11 +21,12 @@ import math
 import numpy as np
 from dp_accounting import dp_event as dpe
 
-from .. import _noise, accounting
+from .. import accounting
 from .._clipped_sums import smallest_eigenvalue, sufficient_statistics, svec, unsvec
 from .._data import row_sum
 from .._public_errors import public_error
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
+from ._noisy_steps import check_options, release
 
 __all__ = [
     "dp_ssp",
@@ -57,7 +58,9 @@ DEFAULT_MAX_SWEEPS = 1000
 DEFAULT_TOL = 1e-7
 
 
-def _check_options(*, shares, ridge, label_bound):
+def _check_options(loss_name, n_outputs, *, shares, ridge, label_bound):
+    if loss_name != "squared" or n_outputs != 1:
+        raise ValueError("dp_ssp fits the squared loss with one output only.")
     if shares is not None:
         try:
             values = [float(v) for v in shares]
@@ -86,20 +89,13 @@ def _check_options(*, shares, ridge, label_bound):
 
 def check_dp_ssp(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
     """Public checks of dp_ssp's options (run before the reservation)."""
-    if loss_name != "squared" or n_outputs != 1:
-        raise ValueError("dp_ssp fits the squared loss with one output only.")
     _check_options(
+        loss_name,
+        n_outputs,
         shares=options.get("shares"),
         ridge=options.get("ridge", "adaptive"),
         label_bound=options.get("label_bound", 1.0),
     )
-
-
-def _normalised_shares(shares, ridge):
-    values = np.asarray(DEFAULT_SHARES if shares is None else shares, dtype=float)
-    if ridge != "adaptive":
-        values = np.array([values[0], values[1], 0.0])
-    return values / values.sum()
 
 
 def ssp_multipliers(epsilon, delta, shares):
@@ -117,7 +113,10 @@ def ssp_multipliers(epsilon, delta, shares):
 
 def plan_dp_ssp(n_samples, n_params, epsilon, delta, *, shares=None, ridge="adaptive"):
     """Privacy plan of ``dp_ssp``: two (three with the adaptive ridge) Gaussian releases."""
-    values = _normalised_shares(shares, ridge)
+    values = np.asarray(DEFAULT_SHARES if shares is None else shares, dtype=float)
+    if ridge != "adaptive":  # a fixed ridge: no eigenvalue release
+        values = np.array([values[0], values[1], 0.0])
+    values = values / values.sum()
     details = dict(shares=tuple(float(v) for v in values))
     n_releases = int(np.count_nonzero(values))
     if math.isinf(epsilon):
@@ -395,11 +394,10 @@ def dp_ssp(
     live (the smallest eigenvalue is that of the reduced Gram matrix); the
     noise is added once, here.
     """
-    if loss.name != "squared" or n_outputs != 1:
-        raise ValueError("dp_ssp fits the squared loss with one output only.")
-    _check_options(shares=shares, ridge=ridge, label_bound=label_bound)
+    _check_options(loss.name, n_outputs, shares=shares, ridge=ridge, label_bound=label_bound)
     m = data.design.n_columns
-    if plan is None:
+    if plan is None:  # a direct call (estimators check the options before the spend)
+        check_options("dp_ssp", locals())
         plan = plan_dp_ssp(data.n_public, m, epsilon, delta, shares=shares, ridge=ridge)
     sigma_gram, sigma_xty, sigma_eig = plan.details["multipliers"]
     # Sample weights in [0, max_weight]: every sensitivity times max_weight.
@@ -415,41 +413,23 @@ def dp_ssp(
         ),
     )
     gram_std = sigma_gram * R2
-    noisy_gram = unsvec(
-        _noise.gaussian(
-            svec(gram), sensitivity=R2, noise_std=gram_std, rng=rng, label="gram matrix"
-        ),
-        m,
-    )
-    noisy_xty = _noise.gaussian(
-        xty,
-        sensitivity=xty_sensitivity,
-        noise_std=sigma_xty * xty_sensitivity,
-        rng=rng,
-        label="X^T y",
-    )
+    noisy_gram = unsvec(release(svec(gram), R2, gram_std, rng, "gram matrix"), m)
+    noisy_xty = release(xty, xty_sensitivity, sigma_xty * xty_sensitivity, rng, "X^T y")
     if ridge == "adaptive":
         eig_std = sigma_eig * R2
-        noisy_eig = _noise.gaussian(
-            smallest_eigenvalue(gram),
-            sensitivity=R2,
-            noise_std=eig_std,
-            rng=rng,
-            label="smallest eigenvalue",
-        )
-        del gram
+        noisy_eig = release(smallest_eigenvalue(gram), R2, eig_std, rng, "smallest eigenvalue")
         lower = noisy_eig - EIGENVALUE_CONFIDENCE * eig_std
         ridge_value = adaptive_ridge(gram_std, m, lower)
     else:
-        del gram
-        lower = None
-        ridge_value = float(ridge)
+        lower, ridge_value = None, float(ridge)
+    del gram
     repaired = repair_gram(noisy_gram)
+    normalizer = float(data.normalizer)
     statistics = dict(
         gram=repaired,
         xty=noisy_xty,
         ridge=ridge_value,
-        normalizer=float(data.normalizer),
+        normalizer=normalizer,
         penalized=data.penalized.copy(),
         min_eigenvalue_lower=lower,
     )
@@ -458,7 +438,7 @@ def dp_ssp(
     w, iterations = solve_statistics(
         repaired,
         noisy_xty,
-        normalizer=float(data.normalizer),
+        normalizer=normalizer,
         ridge=ridge_value,
         alpha=alpha,
         l1_ratio=l1_ratio,
@@ -478,9 +458,5 @@ def dp_ssp(
         gram_sensitivity=R2,
         xty_sensitivity=xty_sensitivity,
     )
-    return SolverResult(
-        coef=w[:, None],
-        n_iter=max(1, int(iterations)),
-        plan=plan,
-        info=dict(statistics=statistics),
-    )
+    info = dict(statistics=statistics)
+    return SolverResult(coef=w[:, None], n_iter=max(1, int(iterations)), plan=plan, info=info)
