@@ -48,6 +48,7 @@ from sklearn_dp._losses import (
     HuberLoss,
     MultinomialLoss,
     SquaredLoss,
+    get_loss,
 )
 from sklearn_dp.accounting import (
     PureEpsilonDpEvent,
@@ -181,13 +182,13 @@ def test_output_noise_warning_compares_the_rms_noise_norm_with_the_penalty_bound
     per_entry = math.sqrt(p * (p + 1) if pure else p)
     at_bound = bound / per_entry
     warn = perturbation.output_noise_warning
-    assert warn("log_loss", p, 1, alpha, at_bound * (1 - 1e-9), pure) is None
-    message = warn("log_loss", p, 1, alpha, at_bound * 2, pure)
+    assert warn(get_loss("log_loss"), p, 1, alpha, at_bound * (1 - 1e-9), pure) is None
+    message = warn(get_loss("log_loss"), p, 1, alpha, at_bound * 2, pure)
     assert message is not None and f"norm about {2 * bound:.3g}" in message
     assert f"about {alpha * 4:.2g} or more" in message
     # Regression losses: l0 = 1/2.
-    assert warn("squared", p, 1, 1.0, 1.0 / per_entry * (1 - 1e-9), pure) is None
-    assert warn("squared", p, 1, 1.0, 1.0 / per_entry * (1 + 1e-6), pure) is not None
+    assert warn(get_loss("squared"), p, 1, 1.0, 1.0 / per_entry * (1 - 1e-9), pure) is None
+    assert warn(get_loss("squared"), p, 1, 1.0, 1.0 / per_entry * (1 + 1e-6), pure) is not None
 
 
 def test_output_perturbation_gaussian_noise_of_stated_scale(small_binary):

@@ -535,7 +535,7 @@ def output_perturbation(
     info = {}
     add_warnings(
         info,
-        output_noise_warning(loss.name, n_params, n_outputs, float(alpha), scale, pure),
+        output_noise_warning(loss, n_params, n_outputs, float(alpha), scale, pure),
     )
     details = dict(sensitivity=sensitivity, noise_scale=scale, regularization=regularization)
     return _result(plan, coef, glm, tol, n_steps, info, **details)
@@ -553,7 +553,7 @@ def _result(plan, coef, glm, tol, n_steps, info=None, **details):
     return SolverResult(coef=np.asarray(coef, dtype=float), n_iter=1, plan=plan, info=info or {})
 
 
-def output_noise_warning(loss_name, n_params, n_outputs, alpha, scale, pure):
+def output_noise_warning(loss, n_params, n_outputs, alpha, scale, pure):
     """A warning when output perturbation's noise outweighs every coefficient the penalty allows.
 
     The root mean square norm of the noise (``scale sqrt(p)`` for Gaussian
@@ -561,15 +561,16 @@ def output_noise_warning(loss_name, n_params, n_outputs, alpha, scale, pure):
     L2 Laplace noise of scale ``scale`` of pure epsilon-DP) is compared with
     the public bound ``sqrt(2 l0 / alpha)`` on the norm of the minimiser of
     ``mean loss + (alpha / 2) ||W||^2`` (the objective at 0 is at most
-    ``l0``: ``log 2`` for the logistic loss, ``log K`` multinomial, ``1/2``
-    for regression losses on labels scaled to [-1, 1] as the estimators
-    fit them).  Inputs: public values and the released row count (in
-    ``scale``) only, so the warning is an admissible output.  Returns None
+    ``l0``, the loss's ``zero_score_value_bound``: ``log 2`` for the
+    logistic loss, ``log K`` multinomial, ``1/2`` for the squared and Huber
+    losses on labels scaled to [-1, 1] as the estimators fit them).
+    Inputs: public values and the released row count (in ``scale``) only,
+    so the warning is an admissible output.  Returns None
     when the noise is smaller than that bound.
     """
     if not scale > 0 or not alpha > 0:
         return None
-    l0 = math.log(max(2, n_outputs)) if loss_name == "log_loss" else 0.5
+    l0 = loss.zero_score_value_bound(n_outputs)
     bound = math.sqrt(2.0 * l0 / alpha)
     noise = scale * math.sqrt(n_params * (n_params + 1.0) if pure else n_params)
     if noise <= bound:

@@ -23,6 +23,7 @@ from dp_accounting import dp_event as dpe
 from .. import accounting
 from .._clipped_sums import curvature_bound, newton_sums, svec, unsvec
 from .._data import row_sum
+from .._losses import loss_names
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._direct_call import plan_direct_call
 from ._gradient_descent import gradient_bound
@@ -40,7 +41,6 @@ __all__ = [
     "DEFAULT_NEWTON_STEPS_NOISELESS",
     "DEFAULT_HESSIAN_SHARE",
     "DEFAULT_HESSIAN",
-    "DEFAULT_FLOOR_SCALE",
     "MAX_HESSIAN_SIZE",
     "AUTO_MAX_COLUMNS",
     "AUTO_SSP_ENTRYWISE_MAX_FEATURES",
@@ -66,18 +66,6 @@ DEFAULT_HESSIAN = "bound"
 #: Default share of the fit's precision (``1 / sigma^2`` of the one Gaussian
 #: the fit composes into) that goes to the Hessian releases.
 DEFAULT_HESSIAN_SHARE = 0.25
-
-#: Default eigenvalue modification and floor (in units of the curvature
-#: noise's expected spectral norm), per loss.  The log-loss's curvature bound
-#: has slack away from 0 (``p (1 - p) <= 1/4``), and a low floor (eigenvalues
-#: clipped at 0.3 noise norms) lets the steps move along flat directions; the
-#: squared loss's bound is its Hessian, so noise that lowers an eigenvalue
-#: makes the step overshoot: two noise norms are added to every eigenvalue,
-#: which keeps the model a majorant with high probability.  Huber's bound is
-#: its Hessian on the inliers, with a clipped (small) gradient: half a noise
-#: norm added.  Measured in docs/solvers/second_order.md.
-DEFAULT_FLOOR = {"log_loss": ("clip", 0.3), "squared": ("add", 2.0), "huber": ("add", 0.5)}
-DEFAULT_FLOOR_SCALE = 0.3
 
 #: Relative floor that stays without noise (epsilon=inf), times the
 #: largest curvature ``curvature_bound * R^2``: keeps steps finite along
@@ -154,7 +142,7 @@ def _curvature_size(hessian, n_columns, n_outputs):
 
 def _hessian_releases(n_steps, hessian, loss, hessian_steps=None):
     """How many Hessian releases a fit makes: one for the bound or a constant Hessian."""
-    if hessian == "bound" or (loss is not None and loss.name == "squared"):
+    if hessian == "bound" or (loss is not None and loss.constant_curvature):
         return 1
     return int(n_steps) if hessian_steps is None else max(1, min(int(hessian_steps), n_steps))
 
@@ -336,12 +324,12 @@ def dp_newton(
         With ``hessian="exact"``: how many steps release a fresh Hessian.
     eigenvalue : {"auto", "clip", "add"}, default="auto"
         The eigenvalue modification (see :func:`modified_newton_direction`);
-        ``"auto"``: ``DEFAULT_FLOOR`` of the loss (``"clip"`` for the
-        log-loss, ``"add"`` for the squared and Huber losses).
+        ``"auto"``: the loss's ``newton_eigenvalue_floor`` (``"clip"`` for
+        classification losses, ``"add"`` for regression losses).
     floor_scale : float, optional
         The floor in units of the curvature noise's spectral norm; default
-        from ``DEFAULT_FLOOR`` (0.3 for the log-loss, 2 for the squared
-        loss, 0.5 for the Huber loss).
+        from the loss's ``newton_eigenvalue_floor`` (0.3 for the log-loss, 2
+        for the squared loss, 0.5 for the Huber loss).
     momentum : {"auto", "nesterov", None}, default="auto"
         ``"auto"``: Nesterov with ``hessian="bound"``, none with ``"exact"``.
     coef_init : ndarray of shape (n_columns, n_outputs), optional
@@ -390,7 +378,8 @@ def dp_newton(
     """
     if curvature_bound(loss) is None:
         raise ValueError(
-            f"dp_newton needs a smooth GLM loss (log_loss, squared, huber); got {loss.name!r}."
+            f"dp_newton needs a smooth GLM loss ({', '.join(sorted(loss_names(smooth=True)))}); "
+            f"got {loss.name!r}."
         )
     n_columns = data.design.n_columns
     n_params = n_columns * n_outputs
@@ -401,7 +390,7 @@ def dp_newton(
         plan = plan_direct_call(plan_dp_newton, data, n_params, epsilon, delta, locals())
     if momentum == "auto":
         momentum = "nesterov" if hessian == "bound" else None
-    default_eigenvalue, default_floor = DEFAULT_FLOOR.get(loss.name, ("clip", DEFAULT_FLOOR_SCALE))
+    default_eigenvalue, default_floor = loss.newton_eigenvalue_floor
     if eigenvalue == "auto":
         eigenvalue = default_eigenvalue
     if floor_scale is None:
