@@ -264,6 +264,24 @@ class ClosedFormDpEvent(dpe.UnsupportedDpEvent):
         """
         raise NotImplementedError
 
+    # Value semantics from the slots, in order (they are also the
+    # constructor's arguments, so a pickle stores exactly them).
+    def _key(self):
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __repr__(self):
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"{type(self).__name__}({fields})"
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other._key() == self._key()
+
+    def __hash__(self):
+        return hash((type(self),) + self._key())
+
+    def __reduce__(self):
+        return (type(self), self._key())
+
 
 class ApproximateDpEvent(ClosedFormDpEvent):
     """A mechanism proven ``(epsilon, delta)``-DP for one fixed ``delta`` and nothing finer.
@@ -319,18 +337,6 @@ class ApproximateDpEvent(ClosedFormDpEvent):
             f"ApproximateDpEvent(epsilon={self.approximate_epsilon!r}, "
             f"delta={self.approximate_delta!r}, mechanism={self.mechanism!r})"
         )
-
-    def _key(self):
-        return (self.approximate_epsilon, self.approximate_delta, self.mechanism)
-
-    def __eq__(self, other):
-        return isinstance(other, ApproximateDpEvent) and other._key() == self._key()
-
-    def __hash__(self):
-        return hash((ApproximateDpEvent,) + self._key())
-
-    def __reduce__(self):
-        return (ApproximateDpEvent, self._key())
 
 
 #: Fields of events that are probabilities (in [0, 1]); other numbers are >= 0.

@@ -160,9 +160,6 @@ class ObjectivePerturbationDpEvent(accounting.ClosedFormDpEvent):
         object.__setattr__(self, "residual_noise_multiplier", float(residual_noise_multiplier))
         object.__setattr__(self, "residual_fraction", float(residual_fraction))
 
-    def _key(self):
-        return tuple(getattr(self, name) for name in self.__slots__)
-
     def epsilon(self, delta):
         delta = float(delta)
         if delta <= 0:
@@ -173,16 +170,3 @@ class ObjectivePerturbationDpEvent(accounting.ClosedFormDpEvent):
             gaussian_mechanism.get_epsilon_gaussian(self.residual_noise_multiplier, rho * delta)
         )
         return math.fsum([self.epsilon_det, noise, residual])
-
-    def __repr__(self):
-        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
-        return f"ObjectivePerturbationDpEvent({fields})"
-
-    def __eq__(self, other):
-        return isinstance(other, ObjectivePerturbationDpEvent) and other._key() == self._key()
-
-    def __hash__(self):
-        return hash((ObjectivePerturbationDpEvent,) + self._key())
-
-    def __reduce__(self):
-        return (ObjectivePerturbationDpEvent, self._key())
