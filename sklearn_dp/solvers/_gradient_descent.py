@@ -458,6 +458,7 @@ def dp_gd(
     W, W_tail = noisy_descent(
         "dp_gd", arguments, gradient_sum, rng, sensitivity, noise_std, data.normalizer, step_size
     )
+    # chosen["random"] is x_tau, kept by the callback when output="random".
     coef = {"tail_average": W_tail, "last": W, **chosen}[output]
     # Public values only (step, noise, released row count): the honest warning.
     proxy = noise_excess_proxy(step_size, noise_std, data.n_public, n_params)

@@ -263,6 +263,7 @@ def _plan_svrg(name, arguments):
     Classification losses keep the default.
     """
     pp = name == "dp_svrg_pp"
+    # plan_dp_svrg_pp has no penalty arguments: its schedule needs no strong convexity.
     a = SimpleNamespace(**{"alpha": 0.0, "l1_ratio": 0.0, **arguments})
     loss, n_samples, epsilon = a.loss, a.n_samples, a.epsilon
     if loss is None or a.row_norm_bound is None:
