@@ -33,6 +33,7 @@ from sklearn_dp._data import bound_data
 from sklearn_dp._losses import BinaryLogisticLoss, MultinomialLoss, SquaredLoss, get_loss
 from sklearn_dp.accounting import epsilon_of_event, gaussian_noise_multiplier
 from sklearn_dp.solvers import SOLVERS, _registry, dp_cd, dp_gd
+from sklearn_dp.solvers._common import PrivacyPlan
 from sklearn_dp.solvers._coordinate_descent import (
     DEFAULT_CD_EPOCHS,
     block_clip_thresholds,
@@ -1092,7 +1093,7 @@ def test_audit_detects_noise_calibrated_for_one_step(monkeypatch):
     def broken(*args, **kwargs):
         plan = original(*args, **kwargs)
         one = gaussian_noise_multiplier(1.0, DELTA, 1)
-        return cd_module.PrivacyPlan(plan.event, one, plan.n_steps, plan.details)
+        return PrivacyPlan(plan.event, one, plan.n_steps, plan.details)
 
     # The estimator plans through the registry and hands the plan to the solver.
     monkeypatch.setitem(

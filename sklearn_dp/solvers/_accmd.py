@@ -37,9 +37,16 @@ import numpy as np
 
 from .. import accounting
 from .._clipped_sums import clipped_gradient_sum
-from ._common import Progress, SolverResult, make_rng
+from ._common import Progress, make_rng
 from ._gradient_descent import gradient_bound, project_l2_ball
-from ._noisy_steps import check_options, gaussian_plan, noisy_steps, release
+from ._noisy_steps import (
+    check_options,
+    gaussian_plan,
+    noisy_steps,
+    plan_of_call,
+    release,
+    solver_result,
+)
 
 __all__ = ["dp_accmd", "plan_dp_accmd", "check_dp_accmd", "accmd_iterations"]
 
@@ -284,22 +291,10 @@ def dp_accmd(
     if plan is None:  # a direct call (estimators check the options before the spend)
         check_options("dp_accmd", locals())
     _check_ball(alpha, radius)
-    X, y = data.design, data.y  # an operator on the caller's X (no bounded copy)
-    n_columns = X.n_columns
-    shape = (n_columns, n_outputs)
     if plan is None:
-        plan = plan_dp_accmd(
-            data.n_public,
-            n_columns * n_outputs,
-            epsilon,
-            delta,
-            loss=loss,
-            row_norm_bound=data.row_norm_bound,
-            radius=radius,
-            constraint=constraint,
-            clip_norm=clip_norm,
-            max_iter=max_iter,
-        )
+        plan = plan_of_call(plan_dp_accmd, locals())
+    X, y = data.design, data.y  # an operator on the caller's X (no bounded copy)
+    shape = (X.n_columns, n_outputs)
     clip = gradient_bound(loss, data.row_norm_bound, clip_norm, private=not math.isinf(epsilon))
     noise_std = plan.noise_multiplier * clip
     smooth_c = loss.smoothness * data.row_norm_bound**2 * radius**2
@@ -313,28 +308,18 @@ def dp_accmd(
         # Averaged with the public normaliser, never the (private) row count.
         Z = mirror.step(gradient / data.normalizer, (k + 2.0) / (4.0 * smooth_c))
         # The noisy sum over the public normaliser (a released value) for the progress lines.
-        return coupling * Z + (1.0 - coupling) * Y, float(
-            np.linalg.norm(gradient)
-        ) / data.normalizer
+        shown = float(np.linalg.norm(gradient)) / data.normalizer
+        return coupling * Z + (1.0 - coupling) * Y, shown
 
-    Y, _ = noisy_steps(
-        step,
-        np.zeros(shape),
-        plan.n_steps,
-        name="dp_accmd",
-        progress=Progress("dp_accmd", plan.n_steps, verbose),
-    )
-    plan.details.update(
+    progress = Progress("dp_accmd", plan.n_steps, verbose)
+    Y, _ = noisy_steps(step, np.zeros(shape), plan.n_steps, name="dp_accmd", progress=progress)
+    # Per-sample gradient evaluations from the public stand-in for n.
+    info = dict(gradient_evaluations=float(data.n_public * plan.n_steps))
+    details = dict(
         clip_norm=clip,
         noise_std=noise_std,
         radius=radius,
         constraint=constraint,
         smoothness=smooth_c,
     )
-    # Per-sample gradient evaluations from the public stand-in for n.
-    return SolverResult(
-        coef=Y,
-        n_iter=plan.n_steps,
-        plan=plan,
-        info=dict(gradient_evaluations=float(data.n_public * plan.n_steps)),
-    )
+    return solver_result("dp_accmd", plan, Y, loss, epsilon, info=info, **details)

@@ -29,7 +29,6 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from .. import _noise, accounting
 from .._clipped_sums import block_clipped_gradient_sum
 from ._cd_sampling import (
     _check_positive_int,
@@ -40,28 +39,12 @@ from ._cd_sampling import (
     set_clip_threshold,
     smoothness_constants,
 )
-from ._common import (
-    PrivacyPlan,
-    Progress,
-    SolverResult,
-    check_finite_iterate,
-    make_rng,
-    moved_less_than,
-)
+from ._common import Progress, SolverResult, check_finite_iterate, make_rng, moved_less_than
 from ._gradient_descent import gradient_bound
 from ._l1_geometry import public_setup
+from ._noisy_steps import gaussian_plan, plan_of_call, release
 
-__all__ = [
-    "dp_cd",
-    "plan_dp_cd",
-    "sampling_structure",
-    "smoothness_constants",
-    "block_clip_thresholds",
-    "set_clip_threshold",
-    "check_dp_cd",
-    "noiseless_coordinate_smoothness",
-    "DEFAULT_CD_EPOCHS",
-]
+__all__ = ["dp_cd", "plan_dp_cd", "check_dp_cd", "noiseless_coordinate_smoothness"]
 
 #: Default number of passes (epochs) over the coordinates.
 DEFAULT_CD_EPOCHS = 10
@@ -188,10 +171,7 @@ def plan_dp_cd(
         n_outer=n_outer,
         steps_per_epoch=structure.steps_per_epoch,
     )
-    if math.isinf(epsilon):
-        return PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, n_steps, details)
-    sigma = accounting.gaussian_noise_multiplier(epsilon, delta, n_steps)
-    return PrivacyPlan(accounting.gaussian_steps_event(sigma, n_steps), sigma, n_steps, details)
+    return gaussian_plan(epsilon, delta, n_steps, details)
 
 
 # --------------------------------------------------------------------------
@@ -584,19 +564,7 @@ def dp_cd(
             )
 
         if plan is None:
-            plan = plan_dp_cd(
-                data.n_public,
-                n_columns * n_outputs,
-                epsilon,
-                delta,
-                n_outputs=n_outputs,
-                max_iter=max_iter,
-                sampling=sampling,
-                blocks=blocks,
-                block_size=block_size,
-                tau=tau,
-                n_outer=n_outer,
-            )
+            plan = plan_of_call(plan_dp_cd, locals())
         structure = plan.details["structure"]
         n_inner, n_outer = plan.details["n_inner"], plan.details["n_outer"]
         if output is None:
@@ -642,12 +610,10 @@ def dp_cd(
 
     W = np.zeros((n_columns, n_outputs))
     steps_done = 0
-    Z = None
     # A convergence test reads the data, so it runs only without noise and
     # only on the default schedule (a given max_iter is run in full).
     stop_tol = NONPRIVATE_CD_TOL if not private and max_iter is None else None
     pass_start = W.copy() if stop_tol is not None else None
-    converged = False
     for _ in range(n_outer):
         Z = None  # the old scores go before the new ones are made (one n-vector, not two)
         Z = design.matmul(W)
@@ -656,6 +622,7 @@ def dp_cd(
         # been counted in every averaged iterate from since[j] on.
         since = np.full(n_columns, tail_start + 1, dtype=np.int64)
         running = np.zeros_like(W)
+        draws = np.zeros(n_inner, dtype=np.int64)  # a single block: block 0 at every step
         if structure.kind == "partition" and len(structure.blocks) > 1:
             if stop_tol is not None and structure.weighting == "uniform":
                 # Without noise, the default schedule visits the blocks in a fresh
@@ -669,33 +636,25 @@ def dp_cd(
                 draws = rng.integers(len(structure.blocks), size=n_inner)
             else:
                 draws = rng.choice(len(structure.blocks), size=n_inner, p=probabilities)
-        else:
-            draws = None
         for k in range(n_inner):
             if structure.kind == "partition":
-                index = 0 if draws is None else int(draws[k])
+                index = int(draws[k])
                 cols = structure.blocks[index]
-                rows, X_block = columns.block(
-                    index, cols, upcoming=None if draws is None else draws[k:]
-                )
+                rows, X_block = columns.block(index, cols, upcoming=draws[k:])
                 block_bound = block_clip[index]
             else:
                 cols = np.sort(rng.choice(n_columns, size=structure.tau, replace=False))
                 rows, X_block = columns.block(None, cols)
                 block_bound = set_clip_threshold(clip, feature_bound, cols)
 
-            Z_rows = Z if rows is None else Z[rows]
-            y_rows = y if rows is None else y[rows]
+            # The rows the block holds (all of them: a slice, whose Z[...] is a view of Z).
+            rows = slice(None) if rows is None else rows
+            Z_rows, y_rows = Z[rows], y[rows]
             # The Gaussian mechanism of the gateway on the block's clipped gradient sum
             # (sensitivity block_bound in L2, noise z * block_bound).
-            grad = _noise.gaussian(
-                block_clipped_gradient_sum(X_block, Z_rows, y_rows, loss, block_bound),
-                sensitivity=block_bound,
-                noise_std=z * block_bound,
-                rng=rng,
-                label=f"dp_cd block gradient sum {steps_done + 1}",
-            )
-            grad /= normalizer
+            total = block_clipped_gradient_sum(X_block, Z_rows, y_rows, loss, block_bound)
+            label = f"dp_cd block gradient sum {steps_done + 1}"
+            grad = release(total, block_bound, z * block_bound, rng, label) / normalizer
 
             old = W[cols]
             grad += l2[cols, None] * old
@@ -708,10 +667,7 @@ def dp_cd(
                 running[cols] += old * (k + 1 - since[cols])[:, None]
                 since[cols] = k + 1
             W[cols] = new
-            if rows is None:
-                Z += _block_product(X_block, change)
-            else:
-                Z[rows] += _block_product(X_block, change)
+            Z[rows] += _block_product(X_block, change)
             # Release this step's block before the next one may refill the cache.
             rows = X_block = Z_rows = y_rows = None
             steps_done += 1
@@ -724,27 +680,23 @@ def dp_cd(
                 and steps_done % structure.steps_per_epoch == 0
             ):
                 if moved_less_than(W, pass_start, stop_tol):
-                    converged = True
-                    break
+                    break  # the only round of an output="last" run
                 pass_start = W.copy()
         if output != "last":
             running += W * (n_inner + 1 - since)[:, None]
             W = running / (n_inner - tail_start)
         check_finite_iterate(W, "dp_cd")
-        if converged:
-            break
         if stop_tol is not None and output == "average":
             if moved_less_than(W, pass_start, stop_tol):
                 break
             pass_start = W.copy()
 
-    block_noise_std = None if block_clip is None else z * block_clip
     plan.details.update(
         smoothness=M,
         probabilities=probabilities,
         clip_norm=clip,
         block_clip=block_clip,
-        block_noise_std=block_noise_std,
+        block_noise_std=None if block_clip is None else z * block_clip,
         noise_multiplier=z,
         step_scale=step_scale,
         output=output,

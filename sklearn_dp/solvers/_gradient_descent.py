@@ -9,15 +9,23 @@ closed form (analytic Gaussian mechanism), with no accountant slack.
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 
 from .. import accounting
 from .._clipped_sums import clipped_gradient_sum
 from .._data import row_sum
-from ._common import Progress, SolverResult, add_warnings, make_rng
-from ._noise_warnings import noise_dominated_warning, noise_excess_proxy
-from ._noisy_steps import check_options, gaussian_plan, noisy_steps, release
+from ._common import Progress, make_rng
+from ._noise_warnings import noise_excess_proxy
+from ._noisy_steps import (
+    check_options,
+    gaussian_plan,
+    noisy_steps,
+    plan_of_call,
+    release,
+    solver_result,
+)
 
 __all__ = ["dp_gd", "plan_dp_gd", "check_dp_gd", "gradient_bound", "noisy_descent"]
 
@@ -102,44 +110,31 @@ def project_l2_ball(W, radius):
     return W if norm <= radius else W * (radius / norm)
 
 
-def noisy_descent(
-    gradient_sum,
-    *,
-    shape,
-    n_steps,
-    name,
-    normalizer,
-    sensitivity,
-    noise_std,
-    step_size,
-    alpha,
-    penalized,
-    momentum,
-    rng,
-    progress,
-    radius=None,
-    callback=None,
-    initial=None,
-):
+def noisy_descent(name, a, gradient_sum, rng, sensitivity, noise_std, normalizer, step_size):
     """The steps of dp_gd and dp_sgd on the engine (:func:`~._noisy_steps.noisy_steps`).
 
-    Each step asks ``gradient_sum(V)`` for a (clipped) gradient sum at the
-    look-ahead point ``V``, of add/remove-one sensitivity ``sensitivity``,
-    releases it with ``N(0, noise_std^2)`` noise through the noise gateway,
-    divides by the public ``normalizer``, adds the penalty gradient ``alpha
-    * V`` and steps from ``initial`` (a released or public point: a warm
-    start; default 0).  Everything
-    after the noisy sum is post-processing, so the momentum, the projection
-    onto the L2 ball of ``radius`` (when given) and the averaging do not
-    change privacy.  Returns the last iterate and the average of the second
-    half of the run.
+    ``a`` holds the solver's arguments (``data``, ``n_outputs``, ``plan``,
+    ``alpha``, ``momentum``, ``radius``, ``coef_init``, ``verbose`` and an
+    optional ``callback`` for the engine).  Each step asks
+    ``gradient_sum(V)`` for a (clipped) gradient sum at the look-ahead point
+    ``V``, of add/remove-one sensitivity ``sensitivity``, releases it with
+    ``N(0, noise_std^2)`` noise through the noise gateway, divides by the
+    public ``normalizer``, adds the penalty gradient ``alpha * V`` and steps
+    from ``coef_init`` (a released or public point: a warm start; default
+    0).  Everything after the noisy sum is post-processing, so the momentum,
+    the projection onto the L2 ball of ``radius`` (when given) and the
+    averaging do not change privacy.  Returns the last iterate and the
+    average of the second half of the run.
     """
+    alpha, n_steps = a.alpha, a.plan.n_steps
     momentum_cap = 0.0
-    if momentum == "nesterov":
+    if a.momentum == "nesterov":
         kappa = (1.0 / step_size) / alpha if alpha > 0 else math.inf
         momentum_cap = 1.0 if math.isinf(kappa) else (math.sqrt(kappa) - 1) / (math.sqrt(kappa) + 1)
+    shape, initial = (a.data.design.n_columns, a.n_outputs), a.coef_init
     W = np.zeros(shape) if initial is None else np.array(initial, dtype=float).reshape(shape)
     previous = [W]
+    penalized = a.data.penalized
 
     def step(t, W):
         beta = min(t / (t + 3.0), momentum_cap)
@@ -147,8 +142,10 @@ def noisy_descent(
         grad = release(gradient_sum(V), sensitivity, noise_std, rng) / normalizer
         grad[penalized] += alpha * V[penalized]
         previous[0] = W
-        return project_l2_ball(V - step_size * grad, radius), float(np.linalg.norm(grad))
+        return project_l2_ball(V - step_size * grad, a.radius), float(np.linalg.norm(grad))
 
+    progress = Progress(name, n_steps, a.verbose)
+    callback = getattr(a, "callback", None)
     return noisy_steps(
         step, W, n_steps, name=name, progress=progress, tail_start=n_steps // 2, callback=callback
     )
@@ -182,13 +179,8 @@ def pl_iterations(
         value = (smoothness / pl_constant) * math.log(1e12)
     else:
         single = accounting.gaussian_noise_multiplier(epsilon, delta, 1)
-        ratio = (
-            2.0
-            * pl_constant**2
-            * n_samples**2
-            * initial_gap
-            / (smoothness * n_params * single**2 * clip**2)
-        )
+        noise = smoothness * n_params * single**2 * clip**2
+        ratio = 2.0 * pl_constant**2 * n_samples**2 * initial_gap / noise
         value = (smoothness / pl_constant) * math.log(max(ratio, math.e))
     return int(min(MAX_SCHEDULE_ITERATIONS, max(1, math.ceil(value))))
 
@@ -421,7 +413,7 @@ def dp_gd(
     """
     # The bounded design as an operator on the caller's X: no clipped,
     # scaled or intercept-augmented copy (float32 stays float32).
-    n_columns = data.design.n_columns
+    n_params = data.design.n_columns * n_outputs
     if loss.smoothness is None:
         raise ValueError(f"dp_gd needs a smooth loss; {loss.name!r} is not smooth.")
     if plan is None:  # a direct call (estimators check the options before the spend)
@@ -432,30 +424,7 @@ def dp_gd(
     if momentum == "auto":
         momentum = "nesterov" if schedule is None else None
     if plan is None:
-        # The schedule's inputs are passed only with a schedule, so that the
-        # plain call stays plan_dp_gd(n, d, epsilon, delta, max_iter=...).
-        schedule_inputs = (
-            {}
-            if schedule is None
-            else dict(
-                schedule=schedule,
-                loss=loss,
-                row_norm_bound=data.row_norm_bound,
-                alpha=alpha,
-                n_outputs=n_outputs,
-                clip_norm=clip_norm,
-                pl_constant=pl_constant,
-                initial_gap=initial_gap,
-            )
-        )
-        plan = plan_dp_gd(
-            data.n_public,
-            n_columns * n_outputs,
-            epsilon,
-            delta,
-            max_iter=max_iter,
-            **schedule_inputs,
-        )
+        plan = plan_of_call(plan_dp_gd, locals())
     bound = gradient_bound(loss, data.row_norm_bound, clip_norm, private=not math.isinf(epsilon))
     if step_size is None:
         step_size = 1.0 / (loss.smoothness * data.row_norm_bound**2 + alpha)
@@ -463,53 +432,39 @@ def dp_gd(
     sensitivity = float(getattr(data, "weight_bound", 1.0)) * bound
     noise_std = plan.noise_multiplier * sensitivity
 
-    chosen = {}
+    chosen, random_index = {}, {}
     callback = None
     if output == "random":
         # tau is drawn before the run from the solver's own randomness, so it
         # is independent of the data.
         tau = int(rng.integers(plan.n_steps))
+        random_index["random_index"] = tau
 
         def callback(t, W):
             if t == tau:
-                chosen["W"] = W.copy()
+                chosen["random"] = W.copy()
 
     def gradient_sum(V):
         # Over the rows of data (or of each of its chunks, summed: row_sum).
-        return row_sum(
-            data,
-            lambda part: clipped_gradient_sum(
-                part.design,
-                part.y,
-                V,
-                loss,
-                bound,
-                part.row_norms,
-                getattr(part, "sample_weight", None),
-            ),
-        )
+        def part_sum(part):
+            weights = getattr(part, "sample_weight", None)
+            return clipped_gradient_sum(
+                part.design, part.y, V, loss, bound, part.row_norms, weights
+            )
 
+        return row_sum(data, part_sum)
+
+    arguments = SimpleNamespace(**locals())
     W, W_tail = noisy_descent(
-        gradient_sum,
-        shape=(n_columns, n_outputs),
-        n_steps=plan.n_steps,
-        name="dp_gd",
-        normalizer=data.normalizer,
-        sensitivity=sensitivity,
-        noise_std=noise_std,
-        step_size=step_size,
-        alpha=alpha,
-        penalized=data.penalized,
-        momentum=momentum,
-        rng=rng,
-        progress=Progress("dp_gd", plan.n_steps, verbose),
-        radius=radius,
-        callback=callback,
-        initial=coef_init,
+        "dp_gd", arguments, gradient_sum, rng, sensitivity, noise_std, data.normalizer, step_size
     )
-    coef = {"tail_average": W_tail, "last": W}.get(output)
-    if output == "random":
-        coef = chosen["W"]
+    # chosen["random"] is x_tau, kept by the callback when output="random".
+    coef = {"tail_average": W_tail, "last": W, **chosen}[output]
+    # Public values only (step, noise, released row count): the honest warning.
+    proxy = noise_excess_proxy(step_size, noise_std, data.n_public, n_params)
+    # Per-sample gradient evaluations from the public stand-in for n (the
+    # true row count is private): exact for a direct call without a DP count.
+    info = dict(gradient_evaluations=float(data.n_public * plan.n_steps))
     details = dict(
         step_size=step_size,
         clip_norm=bound,
@@ -517,21 +472,6 @@ def dp_gd(
         output=output,
         momentum=momentum,
         schedule=schedule,
+        **random_index,
     )
-    if output == "random":
-        details["random_index"] = tau
-    plan.details.update(details)
-    # Per-sample gradient evaluations from the public stand-in for n (the
-    # true row count is private): exact for a direct call without a DP count.
-    info = dict(gradient_evaluations=float(data.n_public * plan.n_steps))
-    # Public values only (step, noise, released row count): the honest warning.
-    add_warnings(
-        info,
-        noise_dominated_warning(
-            "dp_gd",
-            loss.name,
-            noise_excess_proxy(step_size, noise_std, data.n_public, n_columns * n_outputs),
-            epsilon=epsilon,
-        ),
-    )
-    return SolverResult(coef=coef, n_iter=plan.n_steps, plan=plan, info=info)
+    return solver_result("dp_gd", plan, coef, loss, epsilon, proxy=proxy, info=info, **details)

@@ -28,15 +28,24 @@ values, so the observable outputs are functions of them only.
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
 
 from .. import _noise, accounting
-from .._sklearn_compat import validate_parameter_constraints
-from ._common import PrivacyPlan, check_finite_iterate
+from ._common import PrivacyPlan, SolverResult, add_warnings, check_finite_iterate
+from ._declared_options import check_declared_options
+from ._noise_warnings import noise_dominated_warning
 
-__all__ = ["release", "noisy_steps", "gaussian_plan", "check_options"]
+__all__ = [
+    "release",
+    "noisy_steps",
+    "gaussian_plan",
+    "check_options",
+    "plan_of_call",
+    "solver_result",
+]
 
 
 def release(total, sensitivity, noise_std, rng, label="clipped gradient sum"):
@@ -116,9 +125,41 @@ def check_options(name, values):
     """
     from ._registry import get_solver
 
-    spec = get_solver(name)
-    options = {key: values[key] for key in spec.options if key in values}
-    constraints = spec.constraints_of(options)
-    validate_parameter_constraints(
-        constraints, {key: options[key] for key in constraints}, caller_name=name
-    )
+    options = get_solver(name).options
+    check_declared_options(name, {key: values[key] for key in options if key in values})
+
+
+def plan_of_call(planner, arguments):
+    """The plan of a direct call of a solver, from its arguments (its ``locals()``).
+
+    ``planner`` (the solver's ``plan_*``) receives the public stand-in for
+    the row count, the number of coefficients and those of the solver's
+    arguments its signature names, as the estimators hand them to it
+    (``row_norm_bound`` is the data's public bound).
+    """
+    data = arguments["data"]
+    # Its first two parameters are the row count and the number of coefficients.
+    parameters = list(inspect.signature(planner).parameters)[2:]
+    inputs = {key: arguments[key] for key in parameters if key in arguments}
+    if "row_norm_bound" in parameters:
+        inputs["row_norm_bound"] = data.row_norm_bound
+    return planner(data.n_public, data.design.n_columns * arguments["n_outputs"], **inputs)
+
+
+def solver_result(
+    name, plan, coef, loss, epsilon, *, proxy=None, info=None, n_iter=None, **details
+):
+    """The :class:`SolverResult` of a run of ``plan``, with its public ``details`` and warning.
+
+    ``details`` go into ``plan.details``; ``proxy`` (public values only) is
+    the noise proxy of the honest warning
+    (:func:`~sklearn_dp.solvers._noise_warnings.noise_dominated_warning`),
+    whose text goes into ``info["warnings"]``; ``n_iter`` defaults to the
+    plan's number of steps.
+    """
+    plan.details.update(details)
+    info = {} if info is None else info
+    if proxy is not None:
+        add_warnings(info, noise_dominated_warning(name, loss.name, proxy, epsilon=epsilon))
+    n_iter = plan.n_steps if n_iter is None else n_iter
+    return SolverResult(coef=coef, n_iter=n_iter, plan=plan, info=info)

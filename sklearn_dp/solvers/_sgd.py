@@ -11,13 +11,14 @@ mechanism, calibrated with dp_accounting's PLD accountant.
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 from .. import _noise
 from .._clipped_sums import clipped_gradient_sum
-from ._common import Progress, SolverResult, add_warnings, make_rng
+from ._common import make_rng
 from ._gradient_descent import gradient_bound, noisy_descent
-from ._noise_warnings import noise_dominated_warning, noise_excess_proxy
-from ._noisy_steps import check_options, gaussian_plan
+from ._noise_warnings import noise_excess_proxy
+from ._noisy_steps import check_options, gaussian_plan, plan_of_call, solver_result
 
 __all__ = ["dp_sgd", "plan_dp_sgd", "poisson_batch"]
 
@@ -174,23 +175,12 @@ def dp_sgd(
     """
     if plan is None:  # a direct call (estimators check the options before the spend)
         check_options("dp_sgd", locals())
+        plan = plan_of_call(plan_dp_sgd, locals())
     # The bounded design as an operator on the caller's X: a step copies its
     # batch's rows only (Design.rows), never a clipped or augmented X.
     X, y = data.design, data.y
     n_samples, n_columns = X.shape
-    if plan is None:
-        plan = plan_dp_sgd(
-            data.n_public,
-            n_columns * n_outputs,
-            epsilon,
-            delta,
-            batch_size=batch_size,
-            max_iter=max_iter,
-        )
     rate = plan.details["sampling_probability"]
-    # The expected batch size from the public stand-in for n (an upper
-    # confidence bound when it is a DP count), never the drawn batch size.
-    expected_batch = rate * data.normalizer
     bound = gradient_bound(loss, data.row_norm_bound, clip_norm, private=not math.isinf(epsilon))
     if step_size is None:
         if loss.smoothness is None:
@@ -204,48 +194,22 @@ def dp_sgd(
     sensitivity = float(getattr(data, "weight_bound", 1.0)) * bound
     noise_std = plan.noise_multiplier * sensitivity
 
-    def batch_gradient_sum(V):
+    def gradient_sum(V):
         batch = _noise.poisson_sample(n_samples, rate, rng)
+        batch_weights = None if weights is None else weights[batch]
         return clipped_gradient_sum(
-            X.rows(batch),
-            y[batch],
-            V,
-            loss,
-            bound,
-            data.row_norms[batch],
-            None if weights is None else weights[batch],
+            X.rows(batch), y[batch], V, loss, bound, data.row_norms[batch], batch_weights
         )
 
-    W, W_tail = noisy_descent(
-        batch_gradient_sum,
-        shape=(n_columns, n_outputs),
-        n_steps=plan.n_steps,
-        name="dp_sgd",
-        normalizer=expected_batch,
-        noise_std=noise_std,
-        sensitivity=sensitivity,
-        step_size=step_size,
-        alpha=alpha,
-        penalized=data.penalized,
-        momentum=momentum,
-        rng=rng,
-        progress=Progress("dp_sgd", plan.n_steps, verbose),
-        radius=radius,
-        initial=coef_init,
+    # The expected batch size from the public stand-in for n (an upper
+    # confidence bound when it is a DP count), never the drawn batch size.
+    expected_batch = rate * data.normalizer
+    arguments = SimpleNamespace(**locals())
+    _, W_tail = noisy_descent(
+        "dp_sgd", arguments, gradient_sum, rng, sensitivity, noise_std, expected_batch, step_size
     )
-    plan.details.update(
-        step_size=step_size, clip_norm=bound, noise_std=noise_std, momentum=momentum
-    )
-    info = {}
     # Public values only (step, noise, expected batch from the released row
     # count): the honest warning.
-    add_warnings(
-        info,
-        noise_dominated_warning(
-            "dp_sgd",
-            loss.name,
-            noise_excess_proxy(step_size, noise_std, rate * data.n_public, n_columns * n_outputs),
-            epsilon=epsilon,
-        ),
-    )
-    return SolverResult(coef=W_tail, n_iter=plan.n_steps, plan=plan, info=info)
+    proxy = noise_excess_proxy(step_size, noise_std, rate * data.n_public, n_columns * n_outputs)
+    details = dict(step_size=step_size, clip_norm=bound, noise_std=noise_std, momentum=momentum)
+    return solver_result("dp_sgd", plan, W_tail, loss, epsilon, proxy=proxy, **details)

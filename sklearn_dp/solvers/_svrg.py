@@ -68,7 +68,6 @@ PLD accountant certifies the whole composition.
 
 from __future__ import annotations
 
-import inspect
 import math
 from types import SimpleNamespace
 
@@ -79,15 +78,10 @@ from .. import _noise, accounting
 from .._clipped_sums import svrg_difference_sum, svrg_snapshot_sum
 from .._memo import memoize
 from .._public_errors import public_error
-from ._common import PrivacyPlan, Progress, SolverResult, add_warnings, make_rng, moved_less_than
+from ._common import PrivacyPlan, Progress, make_rng, moved_less_than
 from ._gradient_descent import gradient_bound
-from ._noise_warnings import (
-    is_classification,
-    is_quiet,
-    noise_dominated_warning,
-    noise_excess_proxy,
-)
-from ._noisy_steps import check_options, noisy_steps, release
+from ._noise_warnings import is_classification, is_quiet, noise_excess_proxy
+from ._noisy_steps import check_options, noisy_steps, plan_of_call, release, solver_result
 from ._svrg_schedule import (
     DEFAULT_SVRG_EPOCHS_NOISELESS,
     DEFAULT_SVRG_PP_EPOCHS,
@@ -212,22 +206,6 @@ def svrg_noise_multipliers(epsilon, delta, sampling_probability, n_epochs, n_inn
     return float(snapshot), float(difference)
 
 
-def _plan(epsilon, delta, rate, n_epochs, n_inner, snapshot_share, details):
-    if math.isinf(epsilon):
-        return PrivacyPlan(dpe.NonPrivateDpEvent(), 0.0, n_epochs + n_inner, details)
-    snapshot, difference = svrg_noise_multipliers(
-        float(epsilon),
-        float(delta),
-        float(rate),
-        int(n_epochs),
-        int(n_inner),
-        float(snapshot_share),
-    )
-    details = dict(details, snapshot_multiplier=snapshot, difference_multiplier=difference)
-    event = svrg_event(snapshot, difference, rate, n_epochs, n_inner)
-    return PrivacyPlan(event, difference, n_epochs + n_inner, details)
-
-
 # --------------------------------------------------------------------------
 # Plans (public inputs only) and the public check
 # --------------------------------------------------------------------------
@@ -265,24 +243,11 @@ def _check_public_step(smoothness, step_size, batch_size):
         )
 
 
-def _plan_svrg(
-    name,
-    n_samples,
-    n_params,
-    epsilon,
-    delta,
-    *,
-    loss,
-    row_norm_bound,
-    max_iter,
-    batch_size,
-    step_size,
-    inner_steps,
-    snapshot_share,
-    alpha=0.0,
-    l1_ratio=0.0,
-):
+def _plan_svrg(name, arguments):
     """The plan of dp_svrg or dp_svrg_pp (``name``) from public inputs only.
+
+    ``arguments`` are those of :func:`plan_dp_svrg` or :func:`plan_dp_svrg_pp`
+    (their ``locals()``).
 
     Without ``max_iter`` at finite epsilon the number of epochs is the
     default, fewer when noisy: the largest ``T`` (at most the default)
@@ -298,30 +263,34 @@ def _plan_svrg(
     Classification losses keep the default.
     """
     pp = name == "dp_svrg_pp"
-    if loss is None or row_norm_bound is None:
+    # plan_dp_svrg_pp has no penalty arguments: its schedule needs no strong convexity.
+    a = SimpleNamespace(**{"alpha": 0.0, "l1_ratio": 0.0, **arguments})
+    loss, n_samples, epsilon = a.loss, a.n_samples, a.epsilon
+    if loss is None or a.row_norm_bound is None:
         raise ValueError(
             "The dp_svrg plans need the public loss and row_norm_bound (the smoothness "
             "L = loss.smoothness * row_norm_bound**2 sets the step size and epoch length)."
         )
     if loss.smoothness is None:
         raise ValueError(f"This solver needs a smooth loss; {loss.name!r} is not smooth.")
-    smoothness = float(loss.smoothness) * float(row_norm_bound) ** 2
-    n_epochs = max_iter
-    if max_iter is None and math.isinf(epsilon):
+    smoothness = float(loss.smoothness) * float(a.row_norm_bound) ** 2
+    n_epochs = a.max_iter
+    if a.max_iter is None and math.isinf(epsilon):
         n_epochs = DEFAULT_SVRG_PP_EPOCHS_NOISELESS if pp else DEFAULT_SVRG_EPOCHS_NOISELESS
-    elif max_iter is None:
+    elif a.max_iter is None:
         n_epochs = DEFAULT_SVRG_PP_EPOCHS if pp else default_svrg_epochs(n_samples, epsilon)
     n_epochs = int(n_epochs)
-    if not pp and step_size is not None and inner_steps is None and batch_size is not None:
-        _check_public_step(smoothness, step_size, batch_size)
-    if n_samples is None or alpha is None:
+    step_size, inner_steps = a.step_size, a.inner_steps
+    if not pp and step_size is not None and inner_steps is None and a.batch_size is not None:
+        _check_public_step(smoothness, step_size, a.batch_size)
+    if n_samples is None or a.alpha is None:
         return None
-    strong_convexity = float(alpha) * (1.0 - float(l1_ratio or 0.0))
+    strong_convexity = float(a.alpha) * (1.0 - float(a.l1_ratio or 0.0))
     if not pp and not strong_convexity > 0:
         # alpha is public, or a function of the released count that is > 0
         # whenever the public penalty is.
         raise public_error(ValueError(_STRONGLY_CONVEX))
-    rate, batch = svrg_sampling(n_samples, batch_size)
+    rate, batch = svrg_sampling(n_samples, a.batch_size)
     requested = None if step_size is None else float(step_size)
     if step_size is None:
         step_size = (svrg_pp_step_size if pp else svrg_step_size)(smoothness, batch)
@@ -341,14 +310,14 @@ def _plan_svrg(
         return [inner_steps * 2**s for s in range(1, epochs + 1)] if pp else [inner_steps] * epochs
 
     quiet = is_classification(loss.name) or loss.derivative_bound is None
-    if max_iter is None and not math.isinf(epsilon) and not quiet:
-        clip = gradient_bound(loss, row_norm_bound, None, private=True)
+    if a.max_iter is None and not math.isinf(epsilon) and not quiet:
+        clip = gradient_bound(loss, a.row_norm_bound, None, private=True)
         cap = n_epochs
         for n_epochs in range(cap, 0, -1):
             multiplier = approximate_difference_multiplier(
-                epsilon, delta, rate, sum(lengths(n_epochs)), snapshot_share
+                epsilon, a.delta, rate, sum(lengths(n_epochs)), a.snapshot_share
             )
-            proxy = inner_noise_proxy(step_size, multiplier, clip, rate, n_samples, n_params)
+            proxy = inner_noise_proxy(step_size, multiplier, clip, rate, n_samples, a.n_params)
             if is_quiet(name, loss.name, proxy, QUIET_FRACTION):
                 break
     details = dict(
@@ -358,9 +327,17 @@ def _plan_svrg(
         requested_step_size=requested,
         inner_steps=inner_steps,
         epoch_lengths=lengths(n_epochs),
-        snapshot_share=float(snapshot_share),
+        snapshot_share=float(a.snapshot_share),
     )
-    return _plan(epsilon, delta, rate, n_epochs, sum(lengths(n_epochs)), snapshot_share, details)
+    n_inner = sum(lengths(n_epochs))
+    if math.isinf(epsilon):
+        return PrivacyPlan(dpe.NonPrivateDpEvent(), 0.0, n_epochs + n_inner, details)
+    snapshot, difference = svrg_noise_multipliers(
+        float(epsilon), float(a.delta), float(rate), n_epochs, n_inner, float(a.snapshot_share)
+    )
+    details.update(snapshot_multiplier=snapshot, difference_multiplier=difference)
+    event = svrg_event(snapshot, difference, rate, n_epochs, n_inner)
+    return PrivacyPlan(event, difference, n_epochs + n_inner, details)
 
 
 def plan_dp_svrg(
@@ -400,7 +377,7 @@ def plan_dp_svrg(
     allowed, :func:`svrg_max_step_size`; ``details["step_size"]`` is the
     step used, ``details["requested_step_size"]`` the one given.
     """
-    return _plan_svrg("dp_svrg", **locals())
+    return _plan_svrg("dp_svrg", locals())
 
 
 def plan_dp_svrg_pp(
@@ -424,7 +401,7 @@ def plan_dp_svrg_pp(
     the public stand-in for the row count; None (not released yet) gives a
     None plan.
     """
-    return _plan_svrg("dp_svrg_pp", **locals())
+    return _plan_svrg("dp_svrg_pp", locals())
 
 
 # --------------------------------------------------------------------------
@@ -507,10 +484,7 @@ def _fit_svrg(name, arguments):
         raise ValueError(f"This solver needs a smooth loss; {loss.name!r} is not smooth.")
     if plan is None:  # a direct call (estimators check the options before the spend)
         check_options(name, arguments)
-        plan_of = plan_dp_svrg if name == "dp_svrg" else plan_dp_svrg_pp
-        inputs = {k: arguments[k] for k in inspect.signature(plan_of).parameters if k in arguments}
-        n_params = data.design.n_columns * a.n_outputs
-        plan = plan_of(data.n_public, n_params, row_norm_bound=data.row_norm_bound, **inputs)
+        plan = plan_of_call(plan_dp_svrg if name == "dp_svrg" else plan_dp_svrg_pp, arguments)
     clip = gradient_bound(loss, data.row_norm_bound, a.clip_norm, private=not math.isinf(a.epsilon))
     rng = make_rng(a.random_state)
     details = plan.details
@@ -527,9 +501,8 @@ def _fit_svrg(name, arguments):
     stop = math.isinf(a.epsilon) and a.max_iter is None
     progress = Progress(name, len(details["epoch_lengths"]), a.verbose)
     W_snapshot, W = np.zeros((n_columns, a.n_outputs)), np.zeros((n_columns, a.n_outputs))
-    bounds_used, lengths_run = [], []
+    bounds_used = []
     for epoch, length in enumerate(details["epoch_lengths"], start=1):
-        lengths_run.append(length)
         snapshot_sum, D_snapshot = snapshot_release(
             X, y, W_snapshot, loss, clip, row_norms, snapshot_std, rng
         )
@@ -539,18 +512,8 @@ def _fit_svrg(name, arguments):
             batch = _noise.poisson_sample(n_samples, rate, rng)
             bound = _difference_bound(a.difference_bound, clip, row_smoothness, W, W_snapshot)
             bounds_used.append(bound)
-            noisy = difference_release(
-                X.rows(batch),
-                y[batch],
-                row_norms[batch],
-                D_snapshot[batch],
-                W,
-                loss,
-                clip,
-                bound,
-                multiplier,
-                rng,
-            )
+            rows = (X.rows(batch), y[batch], row_norms[batch], D_snapshot[batch])
+            noisy = difference_release(*rows, W, loss, clip, bound, multiplier, rng)
             direction = noisy / expected_batch + snapshot_gradient
             W = prox_elastic_net(W - step * direction, step, a.alpha, a.l1_ratio, data.penalized)
             return W, None
@@ -565,20 +528,18 @@ def _fit_svrg(name, arguments):
     # Public counts only: the expected number of per-sample gradient
     # evaluations from the public stand-in for n (never the true n or the
     # drawn batch sizes), and the mean of the public inner sensitivities.
+    steps_run = sum(details["epoch_lengths"][:epoch])
     info = dict(
-        gradient_evaluations=float(
-            data.n_public * (len(lengths_run) + 2.0 * rate * sum(lengths_run))
-        ),
+        gradient_evaluations=float(data.n_public * (epoch + 2.0 * rate * steps_run)),
         mean_difference_bound=float(np.mean(bounds_used)) if bounds_used else 0.0,
     )
-    details.update(clip_norm=clip, difference_bound=a.difference_bound, output=a.output)
     # The honest warning, from public values only: the proxy of the inner
     # steps at the largest difference bound 2 C (inner_noise_proxy).
-    proxy = inner_noise_proxy(
-        step, details.get("difference_multiplier", 0.0), clip, rate, data.n_public, coef.size
+    proxy = inner_noise_proxy(step, multiplier, clip, rate, data.n_public, coef.size)
+    details = dict(clip_norm=clip, difference_bound=a.difference_bound, output=a.output)
+    return solver_result(
+        name, plan, coef, loss, a.epsilon, proxy=proxy, info=info, n_iter=epoch, **details
     )
-    add_warnings(info, noise_dominated_warning(name, loss.name, proxy, epsilon=a.epsilon))
-    return SolverResult(coef=coef, n_iter=len(lengths_run), plan=plan, info=info)
 
 
 def dp_svrg(
