@@ -32,14 +32,13 @@ from dp_accounting import dp_event as dpe
 from .. import _noise, accounting
 from .._losses import loss_names
 from ._common import PrivacyPlan, Progress, SolverResult, add_warnings, make_rng
-from ._direct_call import plan_direct_call
 from ._newton import (
     DEFAULT_GRADIENT_TOL,
     DEFAULT_NEWTON_STEPS,
     certified_minimize,
     check_certifiable,
 )
-from ._noisy_steps import check_options
+from ._noisy_steps import check_options, plan_of_call
 from ._objective_accounting import (
     ObjectivePerturbationDpEvent,
     objective_gaussian_noise_multiplier,
@@ -507,7 +506,7 @@ def output_perturbation(
     glm = _smooth_glm(loss, data.row_norm_bound, n_outputs, "output_perturbation")
     n_params = data.n_columns * n_outputs
     if plan is None:
-        plan = plan_direct_call(plan_output_perturbation, data, n_params, epsilon, delta, locals())
+        plan = plan_of_call(plan_output_perturbation, locals())
     bounds = _certification(plan, not math.isinf(epsilon), "output_perturbation")
     tol = gradient_tol * glm.gradient_bound
     # Lambda = n * alpha with the public stand-in for n: the row count is
@@ -692,9 +691,7 @@ def objective_perturbation(
     n_columns = data.n_columns
     n_params = n_columns * n_outputs
     if plan is None:
-        plan = plan_direct_call(
-            plan_objective_perturbation, data, n_params, epsilon, delta, locals()
-        )
+        plan = plan_of_call(plan_objective_perturbation, locals())
     details = plan.details
     base_regularization = data.n_public * float(alpha)  # public stand-in for n
     regularization = max(base_regularization, glm.regularization_needed(details["epsilon_det"]))

@@ -25,9 +25,8 @@ from .._clipped_sums import curvature_bound, newton_sums, svec, unsvec
 from .._data import row_sum
 from .._losses import loss_names
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
-from ._direct_call import plan_direct_call
 from ._gradient_descent import gradient_bound
-from ._noisy_steps import check_options, release
+from ._noisy_steps import check_options, plan_of_call, release
 
 __all__ = [
     "dp_newton",
@@ -387,7 +386,7 @@ def dp_newton(
     _check_options(hessian, eigenvalue, momentum, size)
     if plan is None:  # a direct call (estimators check the options before the spend)
         check_options("dp_newton", locals())
-        plan = plan_direct_call(plan_dp_newton, data, n_params, epsilon, delta, locals())
+        plan = plan_of_call(plan_dp_newton, locals())
     if momentum == "auto":
         momentum = "nesterov" if hessian == "bound" else None
     default_eigenvalue, default_floor = loss.newton_eigenvalue_floor
