@@ -40,7 +40,6 @@ __all__ = [
     "svec",
     "unsvec",
     "curvature_bound",
-    "curvature_weights",
     "newton_sums",
     "clip_labels_to",
     "sufficient_statistics",
@@ -564,11 +563,6 @@ def curvature_bound(loss):
     return getattr(loss, "curvature_frobenius_bound", None)
 
 
-def curvature_weights(loss, Z, y):
-    """Per-sample curvature of a single-output loss, ``d^2 l / dz^2`` at ``Z[:, 0]`` (n,)."""
-    return loss.curvature(Z, y)
-
-
 def _multinomial_hessian(design, P, sample_weight=None):
     """``sum_i w_i (diag(p_i) - p_i p_i^T) (x) x_i x_i^T`` in the class-major order of ``W.ravel("F")``."""
     m, K = design.n_columns, P.shape[1]
@@ -641,7 +635,7 @@ def newton_sums(design, y, W, loss, clip_norm, row_norms, *, hessian=True, sampl
                 H += _multinomial_hessian(part, P, weight)
                 del P
             else:
-                h = curvature_weights(loss, Z, y_part)
+                h = loss.curvature(Z, y_part)
                 if weight is not None:
                     h *= weight
                 H += part.gram(h)

@@ -64,24 +64,23 @@ class GLMLoss:
     lipschitz = True
     is_classification = False
     multi_output = False
-    #: dp_newton's default eigenvalue modification and floor (in units of the
-    #: curvature noise's spectral norm), or None for the default of the
-    #: loss's kind: a regression loss's curvature bound is (nearly) its
-    #: curvature at small residuals, so noise that lowers an eigenvalue makes
-    #: the step overshoot and two noise norms are added to every eigenvalue;
-    #: a classification loss's bound has slack away from the decision
-    #: boundary, and eigenvalues clipped at 0.3 noise norms let the steps
-    #: move along flat directions.  Measured in docs/solvers/second_order.md.
-    newton_floor: tuple[str, float] | None = None
     #: Whether the curvature is the same at every score (dp_newton then
     #: releases the exact Hessian once).
     constant_curvature = False
 
     @property
     def newton_eigenvalue_floor(self):
-        """``(eigenvalue, floor_scale)``: dp_newton's defaults for this loss."""
-        if self.newton_floor is not None:
-            return self.newton_floor
+        """``(eigenvalue, floor_scale)``: dp_newton's defaults for this loss.
+
+        The eigenvalue modification and the floor, in units of the curvature
+        noise's spectral norm, by the loss's kind (a loss may set its own): a
+        regression loss's curvature bound is (nearly) its curvature at small
+        residuals, so noise that lowers an eigenvalue makes the step overshoot
+        and two noise norms are added to every eigenvalue; a classification
+        loss's bound has slack away from the decision boundary, and
+        eigenvalues clipped at 0.3 noise norms let the steps move along flat
+        directions.  Measured in docs/solvers/second_order.md.
+        """
         return ("clip", 0.3) if self.is_classification else ("add", 2.0)
 
     def value(self, Z, y):  # pragma: no cover - interface
@@ -279,7 +278,7 @@ class HuberLoss(GLMLoss):
     smoothness = 1.0
     # Its bound is its curvature on the inliers, with a clipped (small)
     # gradient: half a noise norm added is enough.
-    newton_floor = ("add", 0.5)
+    newton_eigenvalue_floor = ("add", 0.5)
 
     def __init__(self, epsilon_huber=1.35):
         self.epsilon_huber = float(epsilon_huber)
