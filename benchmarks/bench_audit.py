@@ -25,6 +25,7 @@ Any lower bound above the claimed epsilon is a privacy bug.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import platform
 import sys
@@ -39,7 +40,7 @@ from sklearn_dp.accounting import (  # noqa: E402
     gaussian_noise_multiplier,
     subsampled_gaussian_noise_multiplier,
 )
-from sklearn_dp.solvers import PrivacyPlan  # noqa: E402
+from sklearn_dp.solvers import PrivacyPlan, _registry  # noqa: E402
 from sklearn_dp.testing import (  # noqa: E402
     audit_mechanism,
     audit_noisy_gradient_sum,
@@ -92,14 +93,12 @@ def run_audit(run, epsilon, delta, n_runs, **options):
     return result, time.perf_counter() - start
 
 
-def broken_plan_dp_gd(n_samples, n_params, epsilon, delta, **options):
+def broken_plan_dp_gd(n_samples, n_params, epsilon, delta, call):
     """A deliberate bug: noise calibrated for one step, used for every step."""
-    plan = broken_plan_dp_gd.original(n_samples, n_params, epsilon, delta, **options)
+    plan = broken_plan_dp_gd.original(n_samples, n_params, epsilon, delta, call)
     if plan is None or plan.n_steps <= 1:
         return plan
-    one = broken_plan_dp_gd.original(
-        n_samples, n_params, epsilon, delta, **{**options, "max_iter": 1}
-    )
+    one = broken_plan_dp_gd.original(n_samples, n_params, epsilon, delta, call.replace(max_iter=1))
     return PrivacyPlan(plan.event, one.noise_multiplier, plan.n_steps, plan.details)
 
 
@@ -183,14 +182,16 @@ def main(argv=None):
     if not args.only and not args.variants_only and not solvers:
         # Subtler positive controls: noise calibrated for one step of T.
         audit = next(a for a in solver_audits("solver") if a.solver == "dp_gd")
-        gd_module.plan_dp_gd = broken_plan_dp_gd
+        # Direct calls and estimators alike plan through the registry.
+        spec = _registry.SOLVERS["dp_gd"]
+        _registry._REGISTRY["dp_gd"] = dataclasses.replace(spec, plan=broken_plan_dp_gd)
         try:
             n_runs = 2000 // scale
             result, seconds = run_audit(
                 audit.make_run(audit.epsilon), audit.epsilon, audit.delta, n_runs
             )
         finally:
-            gd_module.plan_dp_gd = broken_plan_dp_gd.original
+            _registry._REGISTRY["dp_gd"] = spec
         controls.append(
             ("dp_gd-solver: noise for 1 of 8 steps", audit.epsilon, audit.delta, result, seconds)
         )

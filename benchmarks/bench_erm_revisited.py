@@ -53,7 +53,7 @@ from sklearn.datasets import load_breast_cancer
 
 from sklearn_dp._data import bound_data
 from sklearn_dp._losses import get_loss
-from sklearn_dp.solvers import SOLVERS
+from sklearn_dp.solvers import SOLVERS, plan_call
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import environment, md_table
@@ -256,15 +256,15 @@ def plan_kwargs(method, data, lam, budget, loss):
 
 def warm_calibration(method, data, lam, budget, epsilon, loss):
     """Run the public plan once (the calibration is cached), returning its seconds."""
-    spec = SOLVERS[method.solver]
-    import inspect
-
-    parameters = inspect.signature(spec.plan).parameters
-    kwargs = {
-        k: v for k, v in plan_kwargs(method, data, lam, budget, loss).items() if k in parameters
-    }
     start = time.perf_counter()
-    spec.plan(data.n_samples, data.n_columns, epsilon, DELTA, **kwargs)
+    plan_call(
+        method.solver,
+        data.n_samples,
+        data.n_columns,
+        epsilon,
+        DELTA,
+        **plan_kwargs(method, data, lam, budget, loss),
+    )
     return time.perf_counter() - start
 
 

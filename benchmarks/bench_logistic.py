@@ -23,7 +23,6 @@ not registered in ``sklearn_dp.solvers.SOLVERS`` are skipped with a note.
 from __future__ import annotations
 
 import argparse
-import inspect
 import math
 import os
 import sys
@@ -37,7 +36,7 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 
 from sklearn_dp import DPLogisticRegression, accounting
-from sklearn_dp.solvers import SOLVERS
+from sklearn_dp.solvers import SOLVERS, plan_call
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
@@ -119,10 +118,9 @@ def calibration_seconds(name, n_samples, n_params, epsilon):
     """
     spec = SOLVERS[name]
     delta = solver_delta(name)
-    # Settings from SOLVER_PARAMS that shape the mechanism (max_iter, batch_size, ...).
-    accepted = inspect.signature(spec.plan).parameters
-    options = {k: v for k, v in SOLVER_PARAMS.get(name, {}).items() if k in accepted}
-    plan = spec.plan(n_samples, n_params, epsilon, delta, **options)
+    # Settings from SOLVER_PARAMS that are options of the solver (max_iter, batch_size, ...).
+    options = {k: v for k, v in SOLVER_PARAMS.get(name, {}).items() if k in spec.options}
+    plan = plan_call(name, n_samples, n_params, epsilon, delta, **options)
     clear_calibration_caches()
     start = time.perf_counter()
     if name == "dp_gd":
@@ -132,7 +130,7 @@ def calibration_seconds(name, n_samples, n_params, epsilon):
             epsilon, delta, plan.details["sampling_probability"], plan.n_steps
         )
     else:
-        spec.plan(n_samples, n_params, epsilon, delta, **options)
+        plan_call(name, n_samples, n_params, epsilon, delta, **options)
     seconds = time.perf_counter() - start
     clear_calibration_caches()
     return seconds, plan

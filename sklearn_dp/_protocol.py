@@ -170,13 +170,19 @@ def _key(value):
     return (type(value).__name__, value)
 
 
+# A plan not computed yet (None is a plan: "not known before the count").
+_NOT_PLANNED = object()
+
+
 class SolverPlanner:
     """The solver's share of a fit and its plans, each computed at most once per fit.
 
     ``arguments(problem, n_public, bounds, options)`` returns ``(n_params,
-    plan_kwargs)``, the public inputs of the solver's ``plan`` (the estimator
-    builds them); ``plan(n_public, n_params, epsilon, delta, **plan_kwargs)``
-    is the solver's plan function.
+    call)``, the public inputs of the solver's ``plan`` (the estimator builds
+    them; ``call`` is a :class:`~sklearn_dp.solvers.SolverCall`);
+    ``plan(n_public, n_params, epsilon, delta, call)`` is the solver's plan
+    function.  A plan is a function of the arguments it reads, so a call
+    that agrees with an earlier one on those gets the earlier plan.
 
     The share is the largest one whose composition with what runs before (the
     count and the bounds) meets the fit's guarantee, certified numerically
@@ -214,13 +220,23 @@ class SolverPlanner:
         planner._planned_bounds = self._planned_bounds
         return planner
 
+    def _planned(self, arguments, n_public, epsilon):
+        """``(slot, plan)``: the plans at these inputs, and the one for this call if computed."""
+        n_params, call = arguments
+        slot = self._plans.setdefault((n_params, _key(n_public), float(epsilon)), [])
+        for read, values, plan in slot:
+            if _key(call.values_of(read)) == values:
+                return slot, plan
+        return slot, _NOT_PLANNED
+
     def plan(self, arguments, n_public, epsilon):
-        """The solver's plan for ``arguments = (n_params, plan_kwargs)`` (computed once)."""
-        n_params, plan_kwargs = arguments
-        key = (_key(arguments), _key(n_public), float(epsilon))
-        if key not in self._plans:
-            self._plans[key] = self._plan(n_public, n_params, epsilon, self.delta, **plan_kwargs)
-        return self._plans[key]
+        """The solver's plan for ``arguments = (n_params, call)`` (computed once)."""
+        slot, plan = self._planned(arguments, n_public, epsilon)
+        if plan is _NOT_PLANNED:
+            call = arguments[1].watched()
+            plan = self._plan(n_public, arguments[0], epsilon, self.delta, call)
+            slot.append((call.read, _key(call.values_of(call.read)), plan))
+        return plan
 
     def _event(self, arguments, n_public, epsilon):
         plan = self.plan(arguments, n_public, epsilon)
@@ -239,7 +255,7 @@ class SolverPlanner:
         """``(share, plan)`` from public inputs (``bounds``: the placeholders)."""
         arguments = self._arguments(problem, None, bounds, options)
         share = self._search(arguments, None, prefix)
-        self._before = (_key(arguments), _key(prefix), share)
+        self._before = (_key(prefix), share)
         self._planned_bounds = bounds
         return share, self.plan(arguments, None, share)
 
@@ -264,11 +280,13 @@ class SolverPlanner:
         at_placeholders = self._arguments(problem, None, self._planned_bounds, options)
         if self._before is None:  # another solver than planned: nothing to confirm
             return self._full_search(released, at_placeholders, n_public, prefix)
-        before_key, before_prefix, before_share = self._before
-        if _key(at_placeholders) == before_key and _key(prefix) == before_prefix:
-            # The same problem and options as before the data: the share
-            # planned then stands if the plan from released values agrees.
-            before = self._event(at_placeholders, None, before_share)
+        before_prefix, before_share = self._before
+        _, before = self._planned(at_placeholders, None, before_share)
+        if before is not _NOT_PLANNED and _key(prefix) == before_prefix:
+            # The same problem and options as before the data (as far as the
+            # plan reads them): the share planned then stands if the plan
+            # from released values agrees.
+            before = None if before is None else before.event
             if before is None and before_share == self.floor:
                 self.plan(released, n_public, self.floor)
                 return self.floor

@@ -32,12 +32,11 @@ from sklearn_dp import (
 from sklearn_dp._data import bound_data
 from sklearn_dp._losses import BinaryLogisticLoss, MultinomialLoss, SquaredLoss, get_loss
 from sklearn_dp.accounting import epsilon_of_event, gaussian_noise_multiplier
-from sklearn_dp.solvers import SOLVERS, _registry, dp_cd, dp_gd
+from sklearn_dp.solvers import SOLVERS, _registry, dp_cd, dp_gd, plan_call
 from sklearn_dp.solvers._common import PrivacyPlan
 from sklearn_dp.solvers._coordinate_descent import (
     DEFAULT_CD_EPOCHS,
     block_clip_thresholds,
-    plan_dp_cd,
     sampling_structure,
     smoothness_constants,
 )
@@ -705,15 +704,17 @@ def test_default_clip_is_the_dp_gd_fraction(problem):
 
 
 def test_plan_schedule_and_structure():
-    plan = plan_dp_cd(100, 7, 1.0, DELTA)
+    plan = plan_call("dp_cd", 100, 7, 1.0, DELTA)
     assert plan.n_steps == DEFAULT_CD_EPOCHS * 7
     assert plan.details["n_outer"] == DEFAULT_CD_EPOCHS and plan.details["n_inner"] == 7
     assert plan.event == dpe.SelfComposedDpEvent(dpe.GaussianDpEvent(plan.noise_multiplier), 70)
-    plan = plan_dp_cd(100, 21, 1.0, DELTA, n_outputs=3, max_iter=3, block_size=3, n_outer=2)
+    plan = plan_call("dp_cd", 100, 21, 1.0, DELTA, n_outputs=3, max_iter=3, block_size=3, n_outer=2)
     assert plan.details["steps_per_epoch"] == 3  # 7 columns in blocks of 3
     assert (plan.details["n_inner"], plan.details["n_outer"], plan.n_steps) == (5, 2, 10)
-    assert plan_dp_cd(100, 7, 1.0, DELTA, sampling="tau_nice", tau=3, max_iter=2).n_steps == 6
-    assert plan_dp_cd(100, 7, 1.0, DELTA, sampling="full", max_iter=4).n_steps == 4
+    assert (
+        plan_call("dp_cd", 100, 7, 1.0, DELTA, sampling="tau_nice", tau=3, max_iter=2).n_steps == 6
+    )
+    assert plan_call("dp_cd", 100, 7, 1.0, DELTA, sampling="full", max_iter=4).n_steps == 4
     structure = sampling_structure(5, blocks=[[3, 1], [0]])
     assert [b.tolist() for b in structure.blocks] == [[1, 3], [0], [2, 4]]
 
@@ -731,14 +732,15 @@ def test_plan_schedule_and_structure():
         (dict(blocks=[[0, 9]]), "outside"),
         (dict(blocks=[[]]), "non-empty"),
         (dict(blocks="01"), "sequence of sequences"),
-        (dict(block_size=0), "positive integer"),
-        (dict(max_iter=0), "positive integer"),
-        (dict(n_outer=1.5), "positive integer"),
+        # Declared ranges: refused by the registry's check, before the plan.
+        (dict(block_size=0), "'block_size' parameter of dp_cd must be an int"),
+        (dict(max_iter=0), "'max_iter' parameter of dp_cd must be an int"),
+        (dict(n_outer=1.5), "'n_outer' parameter of dp_cd must be an int"),
     ],
 )
 def test_bad_sampling_options(options, message):
     with pytest.raises(ValueError, match=message):
-        plan_dp_cd(100, 7, 1.0, DELTA, **options)
+        plan_call("dp_cd", 100, 7, 1.0, DELTA, **options)
 
 
 def test_bad_solver_inputs(problem):
@@ -928,7 +930,7 @@ def test_multiclass_budget_check_uses_the_right_plan():
     ).fit(X, y)
     assert model.coef_.shape == (3, 4)
     assert model.n_iter_ == DEFAULT_CD_EPOCHS * 3  # 5 columns in blocks of 2
-    plan = SOLVERS["dp_cd"].plan(150, 15, 1.0, 1e-5, n_outputs=3, block_size=2)
+    plan = plan_call("dp_cd", 150, 15, 1.0, 1e-5, n_outputs=3, block_size=2)
     # The fit composes the estimator's private row count with the plan's
     # steps (the solver's share of epsilon is what the count leaves).
     count_event, solver_event = model.dp_event_.events

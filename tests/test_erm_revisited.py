@@ -29,7 +29,16 @@ from sklearn_dp._data import BoundedData, bound_data
 from sklearn_dp._losses import get_loss
 from sklearn_dp.accounting import epsilon_of_event, gaussian_noise_multiplier, gaussian_steps_event
 from sklearn_dp.exceptions import ConvergenceError
-from sklearn_dp.solvers import _accmd, _registry, _svrg, dp_accmd, dp_gd, dp_svrg, dp_svrg_pp
+from sklearn_dp.solvers import (
+    _accmd,
+    _registry,
+    _svrg,
+    dp_accmd,
+    dp_gd,
+    dp_svrg,
+    dp_svrg_pp,
+    plan_call,
+)
 from sklearn_dp.solvers._accmd import accmd_iterations
 from sklearn_dp.solvers._gradient_descent import (
     gradient_norm_iterations,
@@ -38,8 +47,6 @@ from sklearn_dp.solvers._gradient_descent import (
 )
 from sklearn_dp.solvers._svrg import (
     difference_release,
-    plan_dp_svrg,
-    plan_dp_svrg_pp,
     prox_elastic_net,
     snapshot_release,
     svrg_event,
@@ -102,7 +109,8 @@ def test_svrg_pp_step_size_and_release_count():
     assert svrg_pp_step_size(0.25, 1) == pytest.approx(1 / (13 * 0.25))
     assert svrg_pp_step_size(0.25, 100) == pytest.approx(100 / (112 * 0.25))
     # The paper's Figure 2: m = 10, T = 15, b = 1: K = m (2^(T+1) - 2) = 655340 inner steps.
-    plan = plan_dp_svrg_pp(
+    plan = plan_call(
+        "dp_svrg_pp",
         200_000,
         54,
         math.inf,
@@ -120,7 +128,8 @@ def test_svrg_pp_step_size_and_release_count():
 
 
 def test_svrg_plan_counts_epochs_times_inner_steps():
-    plan = plan_dp_svrg(
+    plan = plan_call(
+        "dp_svrg",
         10_000,
         11,
         math.inf,
@@ -210,7 +219,8 @@ def test_svrg_noise_multipliers_split_and_calibration():
 
 
 def test_plan_event_is_the_calibrated_composition():
-    plan = plan_dp_svrg_pp(
+    plan = plan_call(
+        "dp_svrg_pp",
         1000,
         5,
         1.0,
@@ -924,7 +934,8 @@ def test_svrg_step_too_large_for_the_count_derived_batch_is_clamped():
     """
     L = 0.25 * 2.0  # unit rows plus the intercept column: row_norm_bound**2 = 2
     for n in np.linspace(2900.0, 3100.0, 21):
-        plan = plan_dp_svrg(
+        plan = plan_call(
+            "dp_svrg",
             n,
             4,
             math.inf,
@@ -942,7 +953,8 @@ def test_svrg_step_too_large_for_the_count_derived_batch_is_clamped():
         assert 8 * L * details["step_size"] / details["batch_size"] <= MAX_VARIANCE_RATIO + 1e-12
         assert details["inner_steps"] >= 1
     # A step within the limit is kept; the default step is never clamped.
-    plan = plan_dp_svrg(
+    plan = plan_call(
+        "dp_svrg",
         3000.0,
         4,
         math.inf,
@@ -954,8 +966,16 @@ def test_svrg_step_too_large_for_the_count_derived_batch_is_clamped():
         step_size=0.5,
     )
     assert plan.details["step_size"] == 0.5
-    plan = plan_dp_svrg(
-        3000.0, 4, math.inf, 1e-5, loss=LOGISTIC, row_norm_bound=1.0, alpha=0.01, max_iter=1
+    plan = plan_call(
+        "dp_svrg",
+        3000.0,
+        4,
+        math.inf,
+        1e-5,
+        loss=LOGISTIC,
+        row_norm_bound=1.0,
+        alpha=0.01,
+        max_iter=1,
     )
     assert plan.details["requested_step_size"] is None
     assert plan.details["step_size"] == svrg_step_size(0.25, plan.details["batch_size"])
@@ -991,10 +1011,10 @@ def test_svrg_step_too_large_for_a_public_batch_is_refused_before_the_spend():
     )
     for n in (None, 1000.0):  # refused before the count is known
         with pytest.raises(ValueError, match="too large") as raised:
-            plan_dp_svrg(n, 4, 1.0, 1e-5, **plan_kwargs)
+            plan_call("dp_svrg", n, 4, 1.0, 1e-5, **plan_kwargs)
         assert getattr(raised.value, "__sklearn_dp_public__", False)
     # At the limit it is accepted (and not clamped).
-    plan = plan_dp_svrg(1000.0, 4, 1.0, 1e-5, **dict(plan_kwargs, step_size=10 / 8))
+    plan = plan_call("dp_svrg", 1000.0, 4, 1.0, 1e-5, **dict(plan_kwargs, step_size=10 / 8))
     assert plan.details["step_size"] == 10 / 8
     X, y = make_classification(
         n_samples=200, n_features=3, n_informative=2, n_redundant=0, random_state=0
@@ -1237,7 +1257,6 @@ def test_logistic_private_fits_spend_a_planned_event(monkeypatch, params):
     spec = solvers_module.SOLVERS[name]
     planned = []
 
-    @functools.wraps(spec.plan)  # keeps the signature the estimator inspects
     def spy(*args, **kwargs):
         plan = spec.plan(*args, **kwargs)
         planned.append(None if plan is None else plan.event)
@@ -1425,7 +1444,8 @@ def test_default_epoch_length_is_shared_by_nearby_counts():
     from sklearn_dp.solvers._svrg_schedule import _ceil_to_grid
 
     lengths = {
-        plan_dp_svrg(
+        plan_call(
+            "dp_svrg",
             n,
             11,
             1.0,
@@ -1452,8 +1472,8 @@ def test_dp_svrg_default_epochs_follow_rows_times_epsilon():
     assert default_svrg_epochs(None, 1.0) == DEFAULT_SVRG_EPOCHS
     from sklearn_dp._losses import BinaryLogisticLoss
 
-    plan = _svrg.plan_dp_svrg(
-        455, 31, 0.5, 1e-5, alpha=0.01, loss=BinaryLogisticLoss(), row_norm_bound=1.0
+    plan = plan_call(
+        "dp_svrg", 455, 31, 0.5, 1e-5, alpha=0.01, loss=BinaryLogisticLoss(), row_norm_bound=1.0
     )
     assert len(plan.details["epoch_lengths"]) == 1
 

@@ -128,7 +128,6 @@ def _replace_plan(monkeypatch, solver, original, broken):
 
     from sklearn_dp.solvers import SOLVERS, _registry
 
-    # The estimators read a plan's options off its signature (the original's).
     broken = functools.wraps(original)(broken)
     monkeypatch.setitem(
         _registry._REGISTRY, solver, dataclasses.replace(SOLVERS[solver], plan=broken)
@@ -156,11 +155,11 @@ def test_audit_detects_miscalibrated_vr_frank_wolfe(monkeypatch):
     # coefficient moved, so the signal is weaker than for frank_wolfe.)
     original = vr_module.plan_vr_frank_wolfe
 
-    def broken(n_samples, n_params, epsilon, delta, **kwargs):
+    def broken(n_samples, n_params, epsilon, delta, call):
         if n_samples is None:  # before the count is released
             return None
-        plan = original(n_samples, n_params, 20.0 * epsilon, delta, **kwargs)
-        honest = original(n_samples, n_params, epsilon, delta, **kwargs)
+        plan = original(n_samples, n_params, 20.0 * epsilon, delta, call)
+        honest = original(n_samples, n_params, epsilon, delta, call)
         return vr_module.PrivacyPlan(
             honest.event, plan.noise_multiplier, plan.n_steps, plan.details
         )

@@ -12,13 +12,11 @@ from sklearn_dp import accounting
 from sklearn_dp._data import bound_data
 from sklearn_dp._losses import get_loss
 from sklearn_dp.accounting import epsilon_of_event
-from sklearn_dp.solvers import SOLVERS
+from sklearn_dp.solvers import SOLVERS, plan_call
 from sklearn_dp.solvers._frank_wolfe import frank_wolfe_step_epsilon, vertex_scales, zcdp_budget
 from sklearn_dp.solvers._l1_geometry import l1_objective, make_domain, reference_solve
 from sklearn_dp.solvers._mirror_descent import (
     mirror_descent_phases,
-    plan_localized_mirror_descent,
-    plan_mirror_descent,
 )
 from sklearn_dp.solvers._pnorm import (
     bregman_step,
@@ -27,7 +25,7 @@ from sklearn_dp.solvers._pnorm import (
     pnorm_bregman_divergence,
     pnorm_mirror_gradient,
 )
-from sklearn_dp.solvers._vr_frank_wolfe import plan_vr_frank_wolfe, vr_frank_wolfe_schedule
+from sklearn_dp.solvers._vr_frank_wolfe import vr_frank_wolfe_schedule
 
 # --------------------------------------------------------------------------
 # The exact Bregman step
@@ -282,17 +280,17 @@ def test_vr_frank_wolfe_schedule_fills_the_data():
         assert (b + 2**T) * (T + T * (T + 1) / 4) > n
         # the seed's b = n / log2(n)^2 uses a few percent of it
         assert used > 5 * (n / math.log2(n) ** 2) * (T + T * (T + 1) / 4)
-    plan = plan_vr_frank_wolfe(10_000, 100, 2.0, 0.0, n_phases=3)
+    plan = plan_call("vr_frank_wolfe", 10_000, 100, 2.0, 0.0, n_phases=3)
     assert plan.details["leaf_epsilons"] == [2.0 / 2, 2.0 / 4, 2.0 / 8]
     assert plan.n_steps == 2**4 - 2
-    approx = plan_vr_frank_wolfe(10_000, 100, 2.0, 1e-6, n_phases=3, schedule="approximate")
+    approx = plan_call("vr_frank_wolfe", 10_000, 100, 2.0, 1e-6, n_phases=3, schedule="approximate")
     # One scale for every leaf, set by the deepest vertices: never below the pure one's.
     assert approx.details["leaf_epsilons"] == [2.0 / 8] * 3
     assert epsilon_of_event(approx.event, 1e-6) <= 2.0
 
 
 def test_mirror_descent_noise_multiplier_matches_accountant():
-    plan = plan_mirror_descent(2000, 101, 1.0, 1e-6)
+    plan = plan_call("mirror_descent", 2000, 101, 1.0, 1e-6)
     (phase,) = plan.details["phases"]
     b = math.ceil(
         max(math.sqrt(2000 / math.log(101)), math.sqrt(101) / 1.0, 2000 / math.sqrt(2000))
@@ -317,7 +315,7 @@ def test_localized_phases_follow_the_seed_schedule():
         assert ph.block == n_i and ph.batch == min(b_i, n_i)
         assert ph.steps == min(math.ceil((n_i / ph.batch) ** 2), 2000)
         assert ph.weight == 2 ** (i - 1)
-    plan = plan_localized_mirror_descent(n, d, eps, 1e-6)
+    plan = plan_call("localized_mirror_descent", n, d, eps, 1e-6)
     assert 0.97 * eps <= epsilon_of_event(plan.event, 1e-6) <= eps
     assert plan.details["noise_multipliers"] == pytest.approx(
         [plan.noise_multiplier * ph.weight for ph in phases]
@@ -938,15 +936,17 @@ def test_mirror_descent_epsilon_inf_takes_exact_full_batch_steps():
     batch_size keeps the minibatch schedule."""
     from sklearn_dp.solvers._mirror_descent import DEFAULT_MAX_STEPS
 
-    plan = plan_mirror_descent(5000, 20, math.inf, 0.0)
+    plan = plan_call("mirror_descent", 5000, 20, math.inf, 0.0)
     (phase,) = plan.details["phases"]
     assert phase.batch == 5000 and phase.sampling_probability == 1.0
     assert phase.steps == plan.n_steps == DEFAULT_MAX_STEPS
-    assert plan_mirror_descent(5000, 20, math.inf, 0.0, max_iter=50).n_steps == 50
-    (phase,) = plan_mirror_descent(5000, 20, math.inf, 0.0, batch_size=100).details["phases"]
+    assert plan_call("mirror_descent", 5000, 20, math.inf, 0.0, max_iter=50).n_steps == 50
+    (phase,) = plan_call("mirror_descent", 5000, 20, math.inf, 0.0, batch_size=100).details[
+        "phases"
+    ]
     assert phase.batch == 100 and phase.steps == min(DEFAULT_MAX_STEPS, (5000 // 100) ** 2)
     # the private schedule is unchanged
-    (phase,) = plan_mirror_descent(5000, 20, 1.0, 1e-6).details["phases"]
+    (phase,) = plan_call("mirror_descent", 5000, 20, 1.0, 1e-6).details["phases"]
     assert phase.batch < 5000
 
 

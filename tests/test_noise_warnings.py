@@ -19,7 +19,7 @@ import pytest
 from _helpers import regression_data
 
 from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor
-from sklearn_dp.solvers import SOLVERS
+from sklearn_dp.solvers import SOLVERS, plan_call
 from sklearn_dp.solvers._frank_wolfe import check_frank_wolfe, check_penalty_ball
 from sklearn_dp.solvers._noise_warnings import (
     noise_dominated_warning,
@@ -219,9 +219,10 @@ def test_frank_wolfe_stays_for_the_pure_penalised_form_and_warns():
 
 
 def _svrg_pp_epochs(n, epsilon, loss, **options):
-    from sklearn_dp.solvers._svrg import plan_dp_svrg_pp
 
-    plan = plan_dp_svrg_pp(n, 11, epsilon, 1e-5, loss=loss, row_norm_bound=math.sqrt(11), **options)
+    plan = plan_call(
+        "dp_svrg_pp", n, 11, epsilon, 1e-5, loss=loss, row_norm_bound=math.sqrt(11), **options
+    )
     return len(plan.details["epoch_lengths"])
 
 
@@ -231,7 +232,6 @@ def test_default_svrg_epochs_drop_when_the_public_noise_proxy_is_loud():
     from sklearn_dp.solvers._svrg import (
         QUIET_FRACTION,
         approximate_difference_multiplier,
-        plan_dp_svrg_pp,
     )
     from sklearn_dp.solvers._svrg_schedule import DEFAULT_SVRG_PP_EPOCHS
 
@@ -240,7 +240,9 @@ def test_default_svrg_epochs_drop_when_the_public_noise_proxy_is_loud():
     assert epochs == [1, 2, DEFAULT_SVRG_PP_EPOCHS, DEFAULT_SVRG_PP_EPOCHS]
     assert _svrg_pp_epochs(1e7, 1.0, squared) == DEFAULT_SVRG_PP_EPOCHS
     # The choice is the largest T whose proxy (recomputed here) is below the fraction.
-    plan = plan_dp_svrg_pp(3530.0, 11, 1.0, 1e-5, loss=squared, row_norm_bound=math.sqrt(11))
+    plan = plan_call(
+        "dp_svrg_pp", 3530.0, 11, 1.0, 1e-5, loss=squared, row_norm_bound=math.sqrt(11)
+    )
     details, chosen = plan.details, len(plan.details["epoch_lengths"])
     clip = gradient_bound(squared, math.sqrt(11), None, private=True)
 
@@ -263,11 +265,11 @@ def test_default_svrg_epochs_drop_when_the_public_noise_proxy_is_loud():
 
 def test_default_dp_svrg_epochs_drop_on_a_loud_regression():
     from sklearn_dp._losses import SquaredLoss
-    from sklearn_dp.solvers._svrg import plan_dp_svrg
     from sklearn_dp.solvers._svrg_schedule import default_svrg_epochs
 
     def epochs(epsilon):
-        plan = plan_dp_svrg(
+        plan = plan_call(
+            "dp_svrg",
             30000.0,
             31,
             epsilon,

@@ -56,7 +56,13 @@ from sklearn_dp.accounting import (
     gaussian_noise_multiplier,
     is_pure_event,
 )
-from sklearn_dp.solvers import SOLVERS, _newton, objective_perturbation, output_perturbation
+from sklearn_dp.solvers import (
+    SOLVERS,
+    _newton,
+    objective_perturbation,
+    output_perturbation,
+    plan_call,
+)
 from sklearn_dp.testing import trace_releases
 
 SOLVER_NAMES = ["objective_perturbation", "output_perturbation"]
@@ -841,7 +847,7 @@ def test_objective_gaussian_calibration_is_tight(dof):
 @pytest.mark.parametrize("n_outputs", [1, 4])
 @pytest.mark.parametrize("epsilon,delta", [(0.1, 1e-5), (1.0, 1e-6), (5.0, 1e-8)])
 def test_objective_gaussian_event_recomputes_the_claim(n_outputs, epsilon, delta):
-    plan = perturbation.plan_objective_perturbation(100, 10, epsilon, delta, n_outputs=n_outputs)
+    plan = plan_call("objective_perturbation", 100, 10, epsilon, delta, n_outputs=n_outputs)
     event = plan.event
     assert event.chi_dof == max(1, n_outputs - 1)
     recomputed = epsilon_of_event(event, delta)
@@ -855,14 +861,14 @@ def test_objective_gaussian_event_recomputes_the_claim(n_outputs, epsilon, delta
 @pytest.mark.parametrize("name", SOLVER_NAMES)
 @pytest.mark.parametrize("epsilon", [0.1, 1.0, 3.7])
 def test_pure_events_recompute_to_exactly_epsilon(name, epsilon):
-    plan = SOLVERS[name].plan(100, 10, epsilon, 0.0)
+    plan = plan_call(name, 100, 10, epsilon, 0.0)
     assert plan.event == PureEpsilonDpEvent(epsilon, name)
     assert is_pure_event(plan.event)
     assert epsilon_of_event(plan.event, 0.0) == epsilon
 
 
 def test_objective_pure_budget_split_sums_to_epsilon():
-    details = perturbation.plan_objective_perturbation(50, 4, 1.3, 0.0).details
+    details = plan_call("objective_perturbation", 50, 4, 1.3, 0.0).details
     total = details["epsilon_det"] + details["epsilon_noise"] + details["epsilon_residual"]
     assert 1.3 * (1 - 1e-8) <= total <= 1.3
 
@@ -878,7 +884,7 @@ def test_objective_pure_budget_split_sums_to_epsilon():
 )
 def test_bad_splits_are_refused(bad):
     with pytest.raises(ValueError):
-        perturbation.plan_objective_perturbation(50, 4, 1.0, 0.0, **bad)
+        plan_call("objective_perturbation", 50, 4, 1.0, 0.0, **bad)
 
 
 # --------------------------------------------------------------------------
@@ -929,19 +935,20 @@ def test_bad_public_options_are_refused(small_binary, solver, bad, match):
 
 
 @pytest.mark.parametrize("delta", [0.0, 1e-5])
-@pytest.mark.parametrize(
-    "solver, plan_function",
-    [
-        (objective_perturbation, perturbation.plan_objective_perturbation),
-        (output_perturbation, perturbation.plan_output_perturbation),
-    ],
-)
-def test_a_solver_runs_the_plan_it_is_given(small_binary, solver, plan_function, delta):
+@pytest.mark.parametrize("solver", [objective_perturbation, output_perturbation])
+def test_a_solver_runs_the_plan_it_is_given(small_binary, solver, delta):
     # The plan an estimator hands down (with the loss, the row bound and alpha)
     # is the one the solver makes for itself: same noise, same releases.
     loss, n = BinaryLogisticLoss(), small_binary.n_public
-    plan = plan_function(
-        n, 4, 1.0, delta, loss=loss, row_norm_bound=small_binary.row_norm_bound, alpha=0.05
+    plan = plan_call(
+        solver.__name__,
+        n,
+        4,
+        1.0,
+        delta,
+        loss=loss,
+        row_norm_bound=small_binary.row_norm_bound,
+        alpha=0.05,
     )
     assert "certification" in plan.details
     given = _solve(solver, small_binary, loss, epsilon=1.0, delta=delta, plan=plan, random_state=3)
@@ -954,8 +961,15 @@ def test_output_laplace_noise_follows_the_plan_it_runs(small_binary):
     # The pure plan is the one the budget was charged for: its L2 Laplace
     # scale is Delta / epsilon of that plan, whatever epsilon the call states.
     loss, n = BinaryLogisticLoss(), small_binary.n_public
-    plan = perturbation.plan_output_perturbation(
-        n, 4, 0.5, 0.0, loss=loss, row_norm_bound=small_binary.row_norm_bound, alpha=0.05
+    plan = plan_call(
+        "output_perturbation",
+        n,
+        4,
+        0.5,
+        0.0,
+        loss=loss,
+        row_norm_bound=small_binary.row_norm_bound,
+        alpha=0.05,
     )
     result = _solve(output_perturbation, small_binary, loss, epsilon=2.0, plan=plan)
     details = result.plan.details
@@ -967,7 +981,7 @@ def test_a_plan_without_the_certified_solve_bounds_is_refused(small_binary, solv
     # A plan made without the loss, the row bound and alpha lacks the public
     # bounds the certified solve needs: refused, never run without them.
     name = solver.__name__
-    plan = getattr(perturbation, f"plan_{name}")(small_binary.n_public, 4, 1.0, 0.0)
+    plan = plan_call(name, small_binary.n_public, 4, 1.0, 0.0)
     with pytest.raises(ValueError, match="no bounds of the certified solve"):
         _solve(solver, small_binary, BinaryLogisticLoss(), epsilon=1.0, plan=plan)
 

@@ -89,10 +89,12 @@ def coef_on_canary_feature(solver, epsilon, max_iter, **params):
     return run
 
 
-def broken_plan_dp_gd(n_samples, n_params, epsilon, delta, *, max_iter=None):
+def broken_plan_dp_gd(n_samples, n_params, epsilon, delta, call):
     """A deliberate bug: noise calibrated for one step, used for max_iter steps."""
-    one_step = broken_plan_dp_gd.original(n_samples, n_params, epsilon, delta, max_iter=1)
-    return PrivacyPlan(one_step.event, one_step.noise_multiplier, int(max_iter))
+    one_step = broken_plan_dp_gd.original(
+        n_samples, n_params, epsilon, delta, call.replace(max_iter=1)
+    )
+    return PrivacyPlan(one_step.event, one_step.noise_multiplier, int(call.max_iter))
 
 
 broken_plan_dp_gd.original = gd_module.plan_dp_gd

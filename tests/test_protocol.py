@@ -191,12 +191,13 @@ def test_non_finite_row_is_refused_before_the_reservation_even_if_assume_finite(
 
 
 _KILLED_FIT = """
-import sys, time
+import functools, sys, time
 import numpy as np
 import sklearn_dp.solvers._gradient_descent as gd
 from sklearn_dp import DPLogisticRegression, PrivacyBudget
 
 original = gd.dp_gd
+@functools.wraps(original)  # the registry reads the solver's arguments off its signature
 def slow(*args, **kwargs):
     open(sys.argv[2], "w").close()  # inside the solver: the data is being read
     time.sleep(60)
@@ -531,6 +532,7 @@ def solver_epsilons(solver):
     original = spec.run
     seen = []
 
+    @functools.wraps(original)  # the registry reads the solver's arguments off its signature
     def recording(*args, **kwargs):
         seen.append(kwargs["epsilon"])
         return original(*args, **kwargs)
@@ -610,11 +612,10 @@ def _count_plans(monkeypatch, solver):
     spec = SOLVERS[solver]
     calls = []
 
-    # The estimator reads which public inputs a plan takes off its signature.
     @functools.wraps(spec.plan)
-    def plan(n_samples, n_params, epsilon, delta, **kwargs):
-        calls.append((n_samples, epsilon, repr(sorted(kwargs.items()))))
-        return spec.plan(n_samples, n_params, epsilon, delta, **kwargs)
+    def plan(n_samples, n_params, epsilon, delta, call):
+        calls.append((n_samples, epsilon, repr(call)))
+        return spec.plan(n_samples, n_params, epsilon, delta, call)
 
     monkeypatch.setitem(_registry._REGISTRY, solver, dataclasses.replace(spec, plan=plan))
     monkeypatch.setattr(sys.modules[spec.plan.__module__], spec.plan.__name__, plan)

@@ -13,14 +13,16 @@ from sklearn_dp.solvers import (
     PrivacyPlan,
     SolverResult,
     SolverSpec,
+    plan_call,
     register_solver,
+    solver_call,
     unregister_solver,
     unsupported_reasons,
 )
 from sklearn_dp.solvers._registry import OPTION_CONSTRAINTS, SOLVER_ARGUMENTS, choose_solver
 
 
-def _plan(n_samples, n_params, epsilon, delta):  # pragma: no cover - never called
+def _plan(n_samples, n_params, epsilon, delta, call):  # pragma: no cover - never called
     raise AssertionError
 
 
@@ -95,6 +97,47 @@ def test_register_refuses_kwargs_and_constraints_of_unknown_options():
     with pytest.raises(ValueError, match="not keyword parameters"):
         register_solver(_spec(toy, name="toy2", option_constraints={"bogus": [int]}))
     assert "loose_toy" not in SOLVERS and "toy2" not in SOLVERS
+
+
+def test_register_refuses_a_plan_that_declares_options():
+    def toy(data, loss, *, n_outputs, alpha, epsilon, delta, random_state, verbose, max_iter=None):
+        return None
+
+    def declaring(n_samples, n_params, epsilon, delta, *, max_iter=None):  # pragma: no cover
+        return None
+
+    with pytest.raises(ValueError, match="delta, call"):
+        register_solver(_spec(toy, name="toy3", plan=declaring))
+    assert "toy3" not in SOLVERS
+
+
+def test_a_plan_call_holds_every_argument_as_the_solver_sees_it():
+    call = solver_call(
+        SOLVERS["dp_sgd"], {"max_iter": 3}, n_outputs=2, alpha=None, loss=None, row_norm_bound=1.5
+    )
+    # The call's options, the others at the defaults of dp_sgd's signature.
+    assert (call.max_iter, call.batch_size, call.momentum) == (3, None, "nesterov")
+    assert (call.n_outputs, call.alpha, call.loss, call.row_norm_bound) == (2, None, None, 1.5)
+    # A plan is given its own epsilon and delta; nothing else of the run.
+    for name in ("epsilon", "delta", "random_state", "coef_init", "plan"):
+        with pytest.raises(AttributeError):
+            getattr(call, name)
+    with pytest.raises(AttributeError, match="read-only"):
+        call.max_iter = 4
+    watched = call.watched()
+    assert watched.max_iter == 3 and watched.read == {"max_iter"} and call.read == set()
+    assert call.replace(max_iter=1).max_iter == 1 and call.max_iter == 3
+
+
+def test_plan_call_checks_the_options_as_an_estimator_does():
+    assert plan_call("dp_gd", 1000, 10, 1.0, 1e-5, max_iter=5).n_steps == 5
+    assert plan_call("dp_sgd", None, 10, 1.0, 1e-5, batch_size=10) is None  # needs the count
+    with pytest.raises(ValueError, match="not options of solver='dp_gd'"):
+        plan_call("dp_gd", 1000, 10, 1.0, 1e-5, batch_size=10)
+    with pytest.raises(ValueError, match="max_iter"):
+        plan_call("dp_gd", 1000, 10, 1.0, 1e-5, max_iter=0)
+    with pytest.raises(ValueError, match="Unknown solver"):
+        plan_call("no_such_solver", 1000, 10, 1.0, 1e-5)
 
 
 def test_option_constraints_of_a_spec_validate_solver_options_before_any_spend():
@@ -234,7 +277,7 @@ def test_a_toy_solver_is_picked_up_from_one_registry_entry():
     """What CONTRIBUTING.md promises: a module and one entry, nothing else."""
     from sklearn_dp.accounting import gaussian_noise_multiplier, gaussian_steps_event
 
-    def toy_plan(n_samples, n_params, epsilon, delta, max_iter=None):
+    def toy_plan(n_samples, n_params, epsilon, delta, call=None):
         sigma = gaussian_noise_multiplier(epsilon, delta, 1)
         return PrivacyPlan(gaussian_steps_event(sigma, 1), sigma, 1)
 

@@ -16,9 +16,9 @@ from sklearn_dp import DPSCORegressor, PrivacyBudget
 from sklearn_dp._data import bound_data
 from sklearn_dp._losses import AbsoluteLoss, HingeLoss, QuantileLoss, get_loss
 from sklearn_dp.accounting import epsilon_of_event, subsampled_gaussian_noise_multiplier
-from sklearn_dp.solvers import SOLVERS, _registry, get_solver, resque
+from sklearn_dp.solvers import SOLVERS, _registry, get_solver, plan_call, resque
 from sklearn_dp.solvers._common import COUNT_EPSILON_FRACTION
-from sklearn_dp.solvers._resque import default_tolerance, outer_iterations, plan_resque
+from sklearn_dp.solvers._resque import default_tolerance, outer_iterations
 from sklearn_dp.solvers._resque_oracle import (
     epoch_lengths,
     project_two_balls,
@@ -271,7 +271,7 @@ def test_plan_formulas_for_given_parameters():
     assert k == 54  # tol = 0.015257..., (6 / tol)^(2/3) = 53.7
     assert outer_iterations(d, tol) == k
     for probes in (1, 3):
-        plan = plan_resque(n, d, epsilon, delta, n_probes=probes)
+        plan = plan_call("resque", n, d, epsilon, delta, n_probes=probes)
         inner = max(32, math.floor(20 * n / (32 * k * probes)))
         assert plan.details["n_outer"] == k
         assert plan.details["inner_steps"] == inner
@@ -280,27 +280,30 @@ def test_plan_formulas_for_given_parameters():
         assert plan.noise_multiplier == sigma
         assert epsilon_of_event(plan.event, delta) <= epsilon
     # a larger budget and an explicit tolerance
-    plan = plan_resque(n, d, epsilon, delta, tol=0.05, passes=50, batch_size=10)
+    plan = plan_call("resque", n, d, epsilon, delta, tol=0.05, passes=50, batch_size=10)
     k = math.ceil((2 * 3 / 0.05) ** (2 / 3))
     assert (plan.details["n_outer"], plan.details["inner_steps"]) == (k, 50 * n // (10 * k))
     assert plan.details["sampling_probability"] == 10 / n
     # not capped: small tolerances mean many outer iterations
-    assert plan_resque(n, d, math.inf, delta, tol=1e-4).details["n_outer"] == math.ceil(
+    assert plan_call("resque", n, d, math.inf, delta, tol=1e-4).details["n_outer"] == math.ceil(
         60_000 ** (2 / 3)
     )
 
 
 def test_plan_refusals():
     with pytest.raises(ValueError, match="only available with epsilon=inf"):
-        plan_resque(100, 3, 1.0, 1e-5, schedule="theory")
+        plan_call("resque", 100, 3, 1.0, 1e-5, schedule="theory")
     with pytest.raises(ValueError, match="tol"):
-        plan_resque(100, 3, 1.0, 1e-5, tol=0.0)
+        plan_call("resque", 100, 3, 1.0, 1e-5, tol=0.0)
     with pytest.raises(ValueError, match="batch_size"):
-        plan_resque(100, 3, 1.0, 1e-5, batch_size=0)
+        plan_call("resque", 100, 3, 1.0, 1e-5, batch_size=0)
     # The row count is a noisy stand-in: a larger batch means full batches.
-    assert plan_resque(100, 3, 1.0, 1e-5, batch_size=101).details["sampling_probability"] == 1.0
+    assert (
+        plan_call("resque", 100, 3, 1.0, 1e-5, batch_size=101).details["sampling_probability"]
+        == 1.0
+    )
     with pytest.raises(ValueError, match="n_probes"):
-        plan_resque(100, 3, 1.0, 1e-5, n_probes=0)
+        plan_call("resque", 100, 3, 1.0, 1e-5, n_probes=0)
 
 
 # --------------------------------------------------------------------------
@@ -786,9 +789,7 @@ def test_regressor_with_resque_records_parallel_cost():
     # resque's steps depend on the noisy count (adaptive): the basic share,
     # and a plan for a count near 800 (the noise of the count is keyed on the
     # ledger entry, so the exact count is not known here).
-    plans = [
-        get_solver("resque").plan(n, 6, 1.0 - COUNT_EPSILON_FRACTION, 1e-6) for n in range(760, 841)
-    ]
+    plans = [plan_call("resque", n, 6, 1.0 - COUNT_EPSILON_FRACTION, 1e-6) for n in range(760, 841)]
     plan = next(p for p in plans if p.n_steps == model.n_iter_)
     assert model.query_depth_ == plan.details["n_outer"]
     assert model.n_queries_ > 0

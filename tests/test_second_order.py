@@ -42,13 +42,12 @@ from sklearn_dp._clipped_sums import curvature_bound, newton_sums, svec, unsvec
 from sklearn_dp._data import bound_data
 from sklearn_dp._losses import get_loss
 from sklearn_dp.accounting import epsilon_of_event, gaussian_noise_multiplier
-from sklearn_dp.solvers import SOLVERS, dp_newton
+from sklearn_dp.solvers import SOLVERS, dp_newton, plan_call
 from sklearn_dp.solvers import _second_order as module
 from sklearn_dp.solvers._second_order import (
     hessian_noise_norm,
     modified_newton_direction,
     newton_multipliers,
-    plan_dp_newton,
 )
 from sklearn_dp.testing import trace_releases
 
@@ -304,12 +303,12 @@ def test_trace_records_every_release_with_its_declared_sensitivity():
 
 
 def test_plan_is_public_and_matches_the_fit():
-    plan = plan_dp_newton(None, 8, 1.0, 1e-5)
+    plan = plan_call("dp_newton", None, 8, 1.0, 1e-5)
     assert plan.n_steps == module.DEFAULT_NEWTON_STEPS
     assert plan.details["hessian"] == "bound" and plan.details["hessian_releases"] == 1
-    exact = plan_dp_newton(None, 8, 1.0, 1e-5, hessian="exact", hessian_steps=2, max_iter=6)
+    exact = plan_call("dp_newton", None, 8, 1.0, 1e-5, hessian="exact", hessian_steps=2, max_iter=6)
     assert exact.details["hessian_releases"] == 2
-    squared = plan_dp_newton(None, 8, 1.0, 1e-5, hessian="exact", loss=get_loss("squared"))
+    squared = plan_call("dp_newton", None, 8, 1.0, 1e-5, hessian="exact", loss=get_loss("squared"))
     assert squared.details["hessian_releases"] == 1  # a constant Hessian is released once
     assert epsilon_of_event(exact.event, 1e-5) <= 1.0 + 1e-9
 

@@ -32,9 +32,9 @@ from sklearn_dp.accounting import (
     gaussian_noise_multiplier,
     subsampled_gaussian_noise_multiplier,
 )
-from sklearn_dp.solvers import dp_gd, dp_sgd
-from sklearn_dp.solvers._gradient_descent import DEFAULT_CLIP_FRACTION, gradient_bound, plan_dp_gd
-from sklearn_dp.solvers._sgd import plan_dp_sgd, poisson_batch
+from sklearn_dp.solvers import dp_gd, dp_sgd, plan_call
+from sklearn_dp.solvers._gradient_descent import DEFAULT_CLIP_FRACTION, gradient_bound
+from sklearn_dp.solvers._sgd import poisson_batch
 
 LOSS_NAMES = ["binary", "multinomial", "squared", "huber", "absolute"]
 N_CLASSES = 3
@@ -447,7 +447,7 @@ def test_noise_std_is_multiplier_times_clip(solver):
 
 def test_plan_dp_gd_event_and_public_inputs_only():
     for T in (1, 5, 100):
-        plan = plan_dp_gd(1000, 10, 1.0, 1e-5, max_iter=T)
+        plan = plan_call("dp_gd", 1000, 10, 1.0, 1e-5, max_iter=T)
         sigma = gaussian_noise_multiplier(1.0, 1e-5, T)
         assert plan.noise_multiplier == sigma
         assert plan.n_steps == T
@@ -455,7 +455,7 @@ def test_plan_dp_gd_event_and_public_inputs_only():
         if T > 1:
             expected = dpe.SelfComposedDpEvent(expected, T)
         assert plan.event == expected
-    inf_plan = plan_dp_gd(1000, 10, math.inf, 1e-5, max_iter=3)
+    inf_plan = plan_call("dp_gd", 1000, 10, math.inf, 1e-5, max_iter=3)
     assert inf_plan.noise_multiplier == 0.0
     assert isinstance(inf_plan.event, dpe.NonPrivateDpEvent)
 
@@ -468,7 +468,7 @@ def test_plan_dp_gd_event_and_public_inputs_only():
 # (q, T) pairs shared with other tests, so the (cached) calibrations run once.
 @pytest.mark.parametrize("n, batch_size, T", [(1000, 100, 100), (2000, 200, 50), (40, 10, 1)])
 def test_plan_dp_sgd_event(n, batch_size, T):
-    plan = plan_dp_sgd(n, 10, 1.0, 1e-5, batch_size=batch_size, max_iter=T)
+    plan = plan_call("dp_sgd", n, 10, 1.0, 1e-5, batch_size=batch_size, max_iter=T)
     q = batch_size / n
     sigma = subsampled_gaussian_noise_multiplier(1.0, 1e-5, q, T)
     step = dpe.PoissonSampledDpEvent(q, dpe.GaussianDpEvent(sigma))
@@ -481,14 +481,14 @@ def test_plan_dp_sgd_event(n, batch_size, T):
 
 def test_plan_dp_sgd_rejects_bad_batch_size():
     with pytest.raises(ValueError, match="batch_size"):
-        plan_dp_sgd(100, 3, 1.0, 1e-5, batch_size=0, max_iter=3)
+        plan_call("dp_sgd", 100, 3, 1.0, 1e-5, batch_size=0, max_iter=3)
     # The row count is a noisy stand-in: a batch larger than it means full batches.
-    plan = plan_dp_sgd(100, 3, 1.0, 1e-5, batch_size=101, max_iter=3)
+    plan = plan_call("dp_sgd", 100, 3, 1.0, 1e-5, batch_size=101, max_iter=3)
     assert plan.details["sampling_probability"] == 1.0
 
 
 def test_plan_dp_sgd_default_does_not_depend_on_the_row_count():
-    plans = [plan_dp_sgd(n, 3, 1.0, 1e-5) for n in (None, 1000, 1001)]
+    plans = [plan_call("dp_sgd", n, 3, 1.0, 1e-5) for n in (None, 1000, 1001)]
     assert plans[0].event == plans[1].event == plans[2].event
 
 

@@ -19,10 +19,9 @@ from sklearn_dp._data import bound_data
 from sklearn_dp._losses import get_loss
 from sklearn_dp.accounting import epsilon_of_event, gaussian_noise_multiplier
 from sklearn_dp.solvers import _ssp as module
-from sklearn_dp.solvers import dp_ssp
+from sklearn_dp.solvers import dp_ssp, plan_call
 from sklearn_dp.solvers._ssp import (
     adaptive_ridge,
-    plan_dp_ssp,
     repair_gram,
     solve_statistics,
     ssp_multipliers,
@@ -144,7 +143,7 @@ def test_trace_records_the_three_releases():
 
 
 def test_plan_without_the_adaptive_ridge_has_two_releases():
-    plan = plan_dp_ssp(None, 4, 1.0, 1e-5, ridge=0.0)
+    plan = plan_call("dp_ssp", None, 4, 1.0, 1e-5, ridge=0.0)
     assert plan.n_steps == 2 and math.isinf(plan.details["multipliers"][2])
     assert epsilon_of_event(plan.event, 1e-5) <= 1.0 + 1e-9
     assert ssp_multipliers(math.inf, 0.0, (0.5, 0.5, 0.0)) == (0.0, 0.0, 0.0)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import inspect
 import math
 import warnings
 
@@ -208,31 +207,26 @@ def _bound_zero_rows(estimator, spec, X0, y0, bounds):
 
 
 def _plan_arguments(estimator, spec, X0, y0, problem, n_public, bounds, kwargs):
-    """``(n_params, plan_kwargs)``: what ``spec.plan`` receives, from public inputs."""
-    plan_parameters = inspect.signature(spec.plan).parameters
+    """``(n_params, call)``: what ``spec.plan`` receives, from public inputs."""
+    from ..solvers import solver_call
+
     n_params = (X0.shape[1] + int(estimator.fit_intercept)) * problem.n_outputs
-    plan_kwargs = {k: v for k, v in kwargs.items() if k in plan_parameters}
-    if "n_outputs" in plan_parameters:
-        plan_kwargs["n_outputs"] = problem.n_outputs
-    if {"loss", "row_norm_bound"} & set(plan_parameters):
-        # Plans whose step sizes and step counts depend on the loss's
-        # public constants get them from a bounding of zero rows, which
-        # carries the public bounds and nothing else.
-        zero_rows = _bound_zero_rows(estimator, spec, X0, y0, bounds)
-        if "loss" in plan_parameters:
-            plan_kwargs["loss"] = problem.make_loss(zero_rows)
-        if "row_norm_bound" in plan_parameters:
-            plan_kwargs["row_norm_bound"] = zero_rows.row_norm_bound
-    if "alpha" in plan_parameters:
+    # The loss's public constants and the rows' bound come from a bounding
+    # of zero rows, which carries the public bounds and nothing else.
+    zero_rows = _bound_zero_rows(estimator, spec, X0, y0, bounds)
+    alpha = problem.alpha
+    if callable(alpha):
         # A strength that scales with n (1 / (C n)) is unknown until the count.
-        plan_kwargs["alpha"] = (
-            problem.alpha
-            if not callable(problem.alpha)
-            else None
-            if n_public is None
-            else problem.alpha(n_public)
-        )
-    return n_params, plan_kwargs
+        alpha = None if n_public is None else alpha(n_public)
+    call = solver_call(
+        spec,
+        kwargs,
+        n_outputs=problem.n_outputs,
+        alpha=alpha,
+        loss=problem.make_loss(zero_rows),
+        row_norm_bound=zero_rows.row_norm_bound,
+    )
+    return n_params, call
 
 
 # -- the private phase -----------------------------------------------------------

@@ -41,10 +41,13 @@ from ._registry import (
     POSITIVE,
     SOLVERS,  # noqa: F401 - the read-only registry, for the estimators and tests
     AutoChoice,
+    SolverCall,
     SolverSpec,
     get_solver,
+    plan_call,
     register_solver,
     registered_solvers,
+    solver_call,
     unregister_solver,
     unsupported_reasons,
 )
@@ -62,6 +65,9 @@ from ._vr_frank_wolfe import plan_vr_frank_wolfe, vr_frank_wolfe
 
 __all__ = [
     "SolverSpec",
+    "SolverCall",
+    "plan_call",
+    "solver_call",
     "register_solver",
     "unregister_solver",
     "get_solver",
@@ -140,21 +146,24 @@ register_solver(
         option_constraints={"momentum": [StrOptions({"nesterov"}), None]},
     )
 )
+# The perturbation baselines: strongly convex (an L2 penalty), unconstrained,
+# pure epsilon-DP with delta=0; unweighted (the certified inner solve is).
+_PERTURBATION = dict(
+    losses=_GLM_LOSSES,
+    penalties=frozenset({"l2"}),
+    multiclass=True,
+    constraints=frozenset({None}),
+    pure_dp=True,
+)
 register_solver(
     SolverSpec(
         name="objective_perturbation",
         run=objective_perturbation,
         plan=plan_objective_perturbation,
-        losses=_GLM_LOSSES,
-        penalties=frozenset({"l2"}),
-        multiclass=True,
-        constraints=frozenset({None}),
-        pure_dp=True,
-        approximate_dp=True,
+        **_PERTURBATION,
         summary="objective perturbation (Chaudhuri et al. 2011; Gaussian: Kifer et al. 2012); "
         "fixed-budget Newton solve; pure epsilon-DP with delta=0",
         check=check_objective_perturbation,
-        sample_weight=False,  # the certified inner solve is unweighted
         option_constraints={"epsilon_split": [FRACTION], "residual_fraction": [FRACTION]},
     )
 )
@@ -163,16 +172,10 @@ register_solver(
         name="output_perturbation",
         run=output_perturbation,
         plan=plan_output_perturbation,
-        losses=_GLM_LOSSES,
-        penalties=frozenset({"l2"}),
-        multiclass=True,
-        constraints=frozenset({None}),
-        pure_dp=True,
-        approximate_dp=True,
+        **_PERTURBATION,
         summary="output perturbation (Chaudhuri et al. 2011): certified minimiser plus noise; "
         "pure epsilon-DP with delta=0",
         check=check_output_perturbation,
-        sample_weight=False,  # the certified inner solve is unweighted
     )
 )
 register_solver(
@@ -202,7 +205,11 @@ register_solver(
 # bounded entrywise (feature_bound), optimisation over an l1 ball (constraint="l1"), one
 # output (regression losses; the code is GLM-generic, but no l1-constrained classifier
 # exists yet).
-_ANY_PENALTY = frozenset({None, "l1", "l2", "elasticnet"})
+_L1_BALL = dict(
+    penalties=frozenset({None, "l1", "l2", "elasticnet"}),
+    geometry="linf",
+    constraints=frozenset({"l1"}),
+)
 
 # Frank-Wolfe warnings (``bound_warning``): regression thresholds on the public
 # error bound of frank_wolfe's default number of steps (n_public, d, epsilon,
@@ -220,9 +227,7 @@ register_solver(
         run=frank_wolfe,
         plan=plan_frank_wolfe,
         losses=frozenset({"squared", "huber"}),
-        penalties=_ANY_PENALTY,
-        geometry="linf",
-        constraints=frozenset({"l1"}),
+        **_L1_BALL,
         pure_dp=True,
         summary="noisy Frank-Wolfe over an l1 ball; exponential mechanism per step, pure or zCDP",
         check=check_frank_wolfe,
@@ -238,9 +243,7 @@ register_solver(
         run=vr_frank_wolfe,
         plan=plan_vr_frank_wolfe,
         losses=frozenset({"squared", "huber"}),
-        penalties=_ANY_PENALTY,
-        geometry="linf",
-        constraints=frozenset({"l1"}),
+        **_L1_BALL,
         pure_dp=True,
         summary="one-pass variance-reduced Frank-Wolfe over an l1 ball (Asi et al. 2021, Alg. 3)",
         check=check_vr_frank_wolfe,
@@ -254,9 +257,7 @@ register_solver(
         run=mirror_descent,
         plan=plan_mirror_descent,
         losses=frozenset({"squared", "huber", "absolute"}),
-        penalties=_ANY_PENALTY,
-        geometry="linf",
-        constraints=frozenset({"l1"}),
+        **_L1_BALL,
         summary="noisy minibatch mirror descent, p-norm map, l1 / lp geometry (Alg. 1/5)",
         check=check_mirror_descent,
     )
@@ -267,9 +268,7 @@ register_solver(
         run=localized_mirror_descent,
         plan=plan_localized_mirror_descent,
         losses=frozenset({"squared", "huber", "absolute"}),
-        penalties=_ANY_PENALTY,
-        geometry="linf",
-        constraints=frozenset({"l1"}),
+        **_L1_BALL,
         summary="localized noisy mirror descent on disjoint phases, l1 / lp geometry (Alg. 2/6)",
         check=check_localized_mirror_descent,
     )
@@ -300,10 +299,15 @@ register_solver(
 )
 
 # Solvers of Wang, Ye and Xu (2017), "DP-ERM revisited" (docs/solvers/erm_revisited.md).
-_SVRG_STRINGS = {
-    "difference_bound": [StrOptions({"smoothness", "clip"})],
-    "output": [StrOptions({"average", "last"})],
-}
+_SVRG = dict(
+    losses=_GLM_LOSSES,
+    multiclass=True,
+    constraints=frozenset({None}),
+    option_constraints={
+        "difference_bound": [StrOptions({"smoothness", "clip"})],
+        "output": [StrOptions({"average", "last"})],
+    },
+)
 
 # dp_svrg (proxy of the inner steps, difference bound 2 C): regression below
 # >= 2.3, above <= 0.69; classification below >= 3.5, above <= 2.9.
@@ -312,14 +316,11 @@ register_solver(
         name="dp_svrg",
         run=dp_svrg,
         plan=plan_dp_svrg,
-        losses=_GLM_LOSSES,
         penalties=frozenset({"l2", "elasticnet"}),
-        multiclass=True,
-        constraints=frozenset({None}),
         summary="noisy proximal SVRG (strongly convex: needs an L2 penalty); Poisson inner "
         "mini-batches, PLD accounting",
         check=check_dp_svrg,
-        option_constraints=_SVRG_STRINGS,
+        **_SVRG,
         noise_warning=(1.0, 3.2),
     )
 )
@@ -332,12 +333,9 @@ register_solver(
         name="dp_svrg_pp",
         run=dp_svrg_pp,
         plan=plan_dp_svrg_pp,
-        losses=_GLM_LOSSES,
         penalties=frozenset({None, "l2", "l1", "elasticnet"}),
-        multiclass=True,
-        constraints=frozenset({None}),
         summary="noisy proximal SVRG++ with doubling epochs (convex; L1/L2/none); PLD accounting",
-        option_constraints=_SVRG_STRINGS,
+        **_SVRG,
         noise_warning=(0.25, 100.0),
     )
 )

@@ -109,33 +109,26 @@ def accmd_iterations(
     return int(min(MAX_DEFAULT_ITERATIONS, max(1, math.ceil(value))))
 
 
-def plan_dp_accmd(
-    n_samples,
-    n_params,
-    epsilon,
-    delta,
-    *,
-    loss=None,
-    row_norm_bound=None,
-    radius=None,
-    constraint="l2",
-    clip_norm=None,
-    max_iter=None,
-):
+def plan_dp_accmd(n_samples, n_params, epsilon, delta, call):
     """Privacy plan of ``dp_accmd``: T full-batch Gaussian steps (exact composition).
 
     ``n_samples`` is the public stand-in for the row count (a DP count from
     the estimator); the default T needs it, so without ``max_iter`` and with
     ``n_samples=None`` (the count is not released yet) the plan is None.
+    ``call`` holds the arguments of the run
+    (:func:`~sklearn_dp.solvers.solver_call`).
     """
+    max_iter = call.max_iter
     if max_iter is None:
         if n_samples is None:
             return None
+        loss, row_norm_bound, radius = call.loss, call.row_norm_bound, call.radius
         if loss is None or row_norm_bound is None or radius is None:
             raise ValueError(
                 "The default dp_accmd plan needs the public loss, row_norm_bound and radius."
             )
-        clip = gradient_bound(loss, row_norm_bound, clip_norm, private=not math.isinf(epsilon))
+        private = not math.isinf(epsilon)
+        clip = gradient_bound(loss, row_norm_bound, call.clip_norm, private=private)
         max_iter = accmd_iterations(
             n_samples,
             n_params,
@@ -144,11 +137,9 @@ def plan_dp_accmd(
             smoothness=loss.smoothness,
             row_norm_bound=row_norm_bound,
             radius=radius,
-            constraint=constraint,
+            constraint=call.constraint,
             clip=clip,
         )
-    if int(max_iter) < 1:
-        raise ValueError(f"max_iter must be >= 1, got {int(max_iter)}.")
     return gaussian_plan(epsilon, delta, max_iter)
 
 
@@ -291,8 +282,7 @@ def dp_accmd(
     if plan is None:  # a direct call (estimators check the options before the spend)
         check_options("dp_accmd", locals())
     _check_ball(alpha, radius)
-    if plan is None:
-        plan = plan_of_call(plan_dp_accmd, locals())
+    plan = plan_of_call("dp_accmd", locals())
     X, y = data.design, data.y  # an operator on the caller's X (no bounded copy)
     shape = (X.n_columns, n_outputs)
     clip = gradient_bound(loss, data.row_norm_bound, clip_norm, private=not math.isinf(epsilon))

@@ -106,20 +106,7 @@ def _schedule(structure, max_iter, n_outer, epsilon=None):
 
 
 @public_setup()  # a plan reads public inputs (and the released row count) only
-def plan_dp_cd(
-    n_samples,
-    n_params,
-    epsilon,
-    delta,
-    *,
-    n_outputs=1,
-    max_iter=None,
-    sampling="uniform",
-    blocks=None,
-    block_size=None,
-    tau=None,
-    n_outer=None,
-):
+def plan_dp_cd(n_samples, n_params, epsilon, delta, call):
     """Privacy plan of ``dp_cd``: ``K * T`` Gaussian steps with one noise multiplier.
 
     Parameters
@@ -130,17 +117,15 @@ def plan_dp_cd(
         ``n_columns * n_outputs`` (intercept column included).
     epsilon, delta : float
         Target guarantee; ``epsilon=inf`` gives a noiseless plan.
-    n_outputs : int
-        Columns of the coefficient matrix.
-    max_iter : int, optional
-        Number of passes (epochs); default ``DEFAULT_CD_EPOCHS``.  A pass is
-        ``steps_per_epoch`` steps (see :func:`sampling_structure`).
-    sampling, blocks, block_size, tau
-        See :func:`sampling_structure`.
-    n_outer : int, optional
-        Outer rounds ``T``; default one round per pass.  The ``max_iter *
-        steps_per_epoch`` steps are split into ``T`` rounds of ``K =
-        ceil(total / T)`` inner steps.
+    call : SolverCall
+        The arguments of the run (:func:`~sklearn_dp.solvers.solver_call`):
+        ``n_outputs`` (columns of the coefficient matrix); ``max_iter``, the
+        number of passes (epochs), default ``DEFAULT_CD_EPOCHS``, a pass
+        being ``steps_per_epoch`` steps; ``sampling``, ``blocks``,
+        ``block_size``, ``tau`` (see :func:`sampling_structure`);
+        ``n_outer``, the outer rounds ``T``, default one round per pass (the
+        ``max_iter * steps_per_epoch`` steps are split into ``T`` rounds of
+        ``K = ceil(total / T)`` inner steps).
 
     Returns
     -------
@@ -158,11 +143,13 @@ def plan_dp_cd(
     differential privacy composition); ``z`` is the smallest multiplier for
     which the analytic Gaussian mechanism meets (epsilon, delta).
     """
-    n_outputs = _check_positive_int(n_outputs, "n_outputs")
+    n_outputs = _check_positive_int(call.n_outputs, "n_outputs")
     if n_params % n_outputs:
         raise ValueError(f"n_params={n_params} is not a multiple of n_outputs={n_outputs}.")
-    structure = sampling_structure(n_params // n_outputs, sampling, blocks, block_size, tau)
-    epochs, n_inner, n_outer = _schedule(structure, max_iter, n_outer, epsilon)
+    structure = sampling_structure(
+        n_params // n_outputs, call.sampling, call.blocks, call.block_size, call.tau
+    )
+    epochs, n_inner, n_outer = _schedule(structure, call.max_iter, call.n_outer, epsilon)
     n_steps = n_inner * n_outer
     details = dict(
         structure=structure,
@@ -563,8 +550,7 @@ def dp_cd(
                 f"data.feature_bound has shape {feature_bound.shape}; expected ({n_columns},)."
             )
 
-        if plan is None:
-            plan = plan_of_call(plan_dp_cd, locals())
+        plan = plan_of_call("dp_cd", locals())
         structure = plan.details["structure"]
         n_inner, n_outer = plan.details["n_inner"], plan.details["n_outer"]
         if output is None:

@@ -49,6 +49,7 @@ from ._l1_geometry import (
     public_setup,
 )
 from ._noise_warnings import frank_wolfe_warning
+from ._noisy_steps import plan_of_call
 
 __all__ = [
     "frank_wolfe",
@@ -271,19 +272,16 @@ class FrankWolfeSteps:
         return SolverResult(coef=w[:, None], n_iter=plan.n_steps, plan=plan, info=info)
 
 
-def frank_wolfe_setup(solver, args, planner, **plan_options):
+def frank_wolfe_setup(solver, args):
     """The polytope, plan and l-infinity clip of a Frank-Wolfe fit, from public inputs only.
 
     Checks the options of a direct call (``args``: a namespace of the
-    solver's arguments), and plans with ``planner(n_public, n_params,
-    epsilon, delta, **plan_options)`` unless ``args.plan`` is the plan to run.
+    solver's arguments), and plans it as the estimators would unless
+    ``args.plan`` is the plan to run.
     """
     data = args.data
     domain = checked_domain(solver, args)
-    plan = args.plan
-    if plan is None:
-        n_params = data.n_columns * args.n_outputs
-        plan = planner(data.n_public, n_params, args.epsilon, args.delta, **plan_options)
+    plan = plan_of_call(solver, vars(args))
     private = not math.isinf(args.epsilon)
     clip = linf_gradient_bound(args.loss, data, args.clip_norm, private, solver)
     return domain, plan, clip
@@ -438,18 +436,19 @@ def fw_public_error_bound(n_samples, n_params, epsilon, delta, radius):
 
 
 @public_setup()  # a plan reads public inputs (and the released row count) only
-def plan_frank_wolfe(n_samples, n_params, epsilon, delta, *, max_iter=None, radius=None):
+def plan_frank_wolfe(n_samples, n_params, epsilon, delta, call):
     """Privacy plan of ``frank_wolfe``: ``max_iter`` exponential mechanisms on the full data.
 
     ``noise_multiplier`` is the Gumbel scale relative to the score
-    sensitivity, ``2 / eps0``.  The default T depends on public inputs only
-    (n, d, epsilon, delta and the radius).
+    sensitivity, ``2 / eps0``.  The default T (without ``call.max_iter``)
+    depends on public inputs only (n, d, epsilon, delta and the radius).
     """
+    max_iter = call.max_iter
     if max_iter is None:
         if n_samples is None:
             return None  # the default T needs the (not yet released) public row count
         max_iter = default_frank_wolfe_iterations(
-            n_samples, n_params, float(epsilon), float(delta), float(radius or 1.0)
+            n_samples, n_params, float(epsilon), float(delta), float(call.radius or 1.0)
         )
     max_iter = int(max_iter)
     if math.isinf(epsilon):
@@ -568,9 +567,7 @@ def frank_wolfe(
     # intercept-augmented copy; float32 stays float32).
     X = data.design
     with public_setup():  # public inputs only: a refusal here says nothing about the data
-        domain, plan, clip = frank_wolfe_setup(
-            "frank_wolfe", args, plan_frank_wolfe, max_iter=max_iter, radius=radius
-        )
+        domain, plan, clip = frank_wolfe_setup("frank_wolfe", args)
         # l-inf change of the gradient average from one row: averages divide by
         # the public normaliser, never the private row count.
         unit = clip / data.normalizer

@@ -199,22 +199,7 @@ def gradient_norm_iterations(n_samples, n_params, epsilon, delta, *, smoothness,
     return int(min(MAX_SCHEDULE_ITERATIONS, max(1, math.ceil(value))))
 
 
-def plan_dp_gd(
-    n_samples,
-    n_params,
-    epsilon,
-    delta,
-    *,
-    max_iter=None,
-    schedule=None,
-    loss=None,
-    row_norm_bound=None,
-    alpha=0.0,
-    n_outputs=1,
-    clip_norm=None,
-    pl_constant=None,
-    initial_gap=None,
-):
+def plan_dp_gd(n_samples, n_params, epsilon, delta, call):
     """Privacy plan of ``dp_gd``: ``max_iter`` full-batch Gaussian steps.
 
     Parameters
@@ -228,30 +213,31 @@ def plan_dp_gd(
         Number of coefficients, all outputs.
     epsilon, delta : float
         Target guarantee; ``epsilon=inf`` gives a noiseless plan.
-    max_iter : int, optional
-        Number of steps; default ``DEFAULT_GD_ITERATIONS``, or the step count
-        of the paper's ``schedule`` (``"pl"``: :func:`pl_iterations`,
-        ``"gradient_norm"``: :func:`gradient_norm_iterations`), which need the
-        public ``loss``, ``row_norm_bound``, ``alpha`` and ``clip_norm``.
+    call : SolverCall
+        The arguments of the run (:func:`~sklearn_dp.solvers.solver_call`).
+        The number of steps is ``max_iter``; without it,
+        ``DEFAULT_GD_ITERATIONS``, or the step count of the paper's
+        ``schedule`` (``"pl"``: :func:`pl_iterations`, ``"gradient_norm"``:
+        :func:`gradient_norm_iterations`), which need the public ``loss``,
+        ``row_norm_bound``, ``alpha`` and ``clip_norm``.
     """
-    if schedule not in (None, "pl", "gradient_norm"):
-        raise ValueError(
-            f"schedule must be one of (None, 'pl', 'gradient_norm'), got {schedule!r}."
-        )
+    max_iter, schedule = call.max_iter, call.schedule
     if max_iter is None and schedule is None:
         max_iter = DEFAULT_GD_ITERATIONS_NOISELESS if math.isinf(epsilon) else DEFAULT_GD_ITERATIONS
     elif max_iter is None:
+        loss, row_norm_bound, alpha = call.loss, call.row_norm_bound, call.alpha
         if n_samples is None or alpha is None:
             return None
         if loss is None or row_norm_bound is None:
             raise ValueError(f"schedule={schedule!r} needs the public loss and row_norm_bound.")
+        private, gap = not math.isinf(epsilon), call.initial_gap
         constants = dict(
             smoothness=loss.smoothness * row_norm_bound**2 + alpha,
-            clip=gradient_bound(loss, row_norm_bound, clip_norm, private=not math.isinf(epsilon)),
-            initial_gap=initial_gap_bound(loss, n_outputs) if initial_gap is None else initial_gap,
+            clip=gradient_bound(loss, row_norm_bound, call.clip_norm, private=private),
+            initial_gap=initial_gap_bound(loss, call.n_outputs) if gap is None else gap,
         )
         if schedule == "pl":
-            constants["pl_constant"] = _pl_constant(schedule, pl_constant, alpha)
+            constants["pl_constant"] = _pl_constant(schedule, call.pl_constant, alpha)
         iterations = pl_iterations if schedule == "pl" else gradient_norm_iterations
         max_iter = iterations(n_samples, n_params, epsilon, delta, **constants)
     return gaussian_plan(epsilon, delta, max_iter)
@@ -423,8 +409,7 @@ def dp_gd(
         output = {None: "tail_average", "pl": "last", "gradient_norm": "random"}[schedule]
     if momentum == "auto":
         momentum = "nesterov" if schedule is None else None
-    if plan is None:
-        plan = plan_of_call(plan_dp_gd, locals())
+    plan = plan_of_call("dp_gd", locals())
     bound = gradient_bound(loss, data.row_norm_bound, clip_norm, private=not math.isinf(epsilon))
     if step_size is None:
         step_size = 1.0 / (loss.smoothness * data.row_norm_bound**2 + alpha)

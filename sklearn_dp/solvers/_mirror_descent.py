@@ -31,6 +31,7 @@ from .._memo import memoize
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._gradient_descent import gradient_bound
 from ._l1_geometry import allocate_rows, check_l1_options, checked_domain, public_setup
+from ._noisy_steps import plan_of_call
 from ._pnorm import bregman_step, default_p, pnorm, pnorm_mirror_gradient
 
 __all__ = [
@@ -180,7 +181,8 @@ def _calibrate_phases(phases, epsilon, delta):
 
 
 @public_setup()  # a plan reads public inputs (and the released row count) only
-def _plan(kind, n_samples, n_params, epsilon, delta, max_iter, batch_size, strongly_convex):
+def _plan(kind, n_samples, n_params, epsilon, delta, call, batch_size):
+    max_iter, strongly_convex = call.max_iter, call.strongly_convex
     if n_samples is None:
         return None  # the phases need the (not yet released) public row count
     public = (int(n_samples), int(n_params), float(epsilon))  # hashable, for the memo
@@ -200,20 +202,14 @@ def _plan(kind, n_samples, n_params, epsilon, delta, max_iter, batch_size, stron
     return PrivacyPlan(_phases_event(phases, scale), scale, n_steps, details)
 
 
-def plan_mirror_descent(
-    n_samples, n_params, epsilon, delta, *, max_iter=None, batch_size=None, strongly_convex=False
-):
+def plan_mirror_descent(n_samples, n_params, epsilon, delta, call):
     """Privacy plan of ``mirror_descent``: T Poisson-subsampled Gaussian steps per round."""
-    return _plan(
-        "plain", n_samples, n_params, epsilon, delta, max_iter, batch_size, strongly_convex
-    )
+    return _plan("plain", n_samples, n_params, epsilon, delta, call, call.batch_size)
 
 
-def plan_localized_mirror_descent(
-    n_samples, n_params, epsilon, delta, *, max_iter=None, strongly_convex=False
-):
+def plan_localized_mirror_descent(n_samples, n_params, epsilon, delta, call):
     """Privacy plan of ``localized_mirror_descent``: the composition of its phases."""
-    return _plan("localized", n_samples, n_params, epsilon, delta, max_iter, None, strongly_convex)
+    return _plan("localized", n_samples, n_params, epsilon, delta, call, None)
 
 
 # --------------------------------------------------------------------------
@@ -482,7 +478,7 @@ def _mirror_descent_fit(solver, kind, args):
     ``args``: the solver's arguments (a namespace of its parameters).
     """
     n_rows, n_columns = args.data.design.shape
-    data, loss, epsilon, delta = args.data, args.loss, args.epsilon, args.delta
+    data, loss, epsilon = args.data, args.loss, args.epsilon
     strongly_convex = args.strongly_convex
     with public_setup():  # public inputs and the released row count only
         domain = checked_domain(solver, args)
@@ -494,19 +490,7 @@ def _mirror_descent_fit(solver, kind, args):
         lam = _strong_convexity(domain, n_columns, p) if strongly_convex else 0.0
         if strongly_convex and lam <= 0:
             raise ValueError(_STRONGLY_CONVEX_MESSAGE.format(solver=solver))
-        plan = args.plan
-        if plan is None:
-            batch_size = getattr(args, "batch_size", None)  # localized: its own batches
-            plan = _plan(
-                kind,
-                n_samples,
-                n_columns,
-                epsilon,
-                delta,
-                args.max_iter,
-                batch_size,
-                strongly_convex,
-            )
+        plan = plan_of_call(solver, vars(args))
         private = not math.isinf(epsilon)
         clip2 = gradient_bound(loss, data.row_norm_bound, args.clip_norm, private=private)
         lipschitz = _dual_lipschitz(loss, data, clip2, q)

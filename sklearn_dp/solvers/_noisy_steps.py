@@ -28,7 +28,6 @@ values, so the observable outputs are functions of them only.
 
 from __future__ import annotations
 
-import inspect
 import math
 
 import numpy as np
@@ -129,21 +128,34 @@ def check_options(name, values):
     check_declared_options(name, {key: values[key] for key in options if key in values})
 
 
-def plan_of_call(planner, arguments):
-    """The plan of a direct call of a solver, from its arguments (its ``locals()``).
+def plan_of_call(name, arguments):
+    """The plan a call of solver ``name`` runs, from its arguments (its ``locals()``).
 
-    ``planner`` (the solver's ``plan_*``) receives the public stand-in for
-    the row count, the number of coefficients and those of the solver's
-    arguments its signature names, as the estimators hand them to it
-    (``row_norm_bound`` is the data's public bound).
+    The plan it was handed (``plan=``: the one an estimator was charged
+    for), or for a direct call :func:`~sklearn_dp.solvers.plan_call` of
+    these arguments: the options are checked against the registry's
+    declared types and ranges, as the estimators check them, and planned as
+    the estimators plan them (the public stand-in for the row count is
+    ``data.n_public``, ``row_norm_bound`` the data's public bound).
     """
+    from ._registry import get_solver, plan_call
+
+    if arguments.get("plan") is not None:
+        return arguments["plan"]
     data = arguments["data"]
-    # Its first two parameters are the row count and the number of coefficients.
-    parameters = list(inspect.signature(planner).parameters)[2:]
-    inputs = {key: arguments[key] for key in parameters if key in arguments}
-    if "row_norm_bound" in parameters:
-        inputs["row_norm_bound"] = data.row_norm_bound
-    return planner(data.n_public, data.design.n_columns * arguments["n_outputs"], **inputs)
+    # Its options and n_outputs, alpha, l1_ratio: all the plan reads of the call.
+    keywords = {key: arguments[key] for key in get_solver(name).call_defaults if key in arguments}
+    n_params = data.design.n_columns * keywords["n_outputs"]
+    return plan_call(
+        name,
+        data.n_public,
+        n_params,
+        arguments["epsilon"],
+        arguments["delta"],
+        loss=arguments["loss"],
+        row_norm_bound=data.row_norm_bound,
+        **keywords,
+    )
 
 
 def solver_result(

@@ -145,7 +145,7 @@ def _check_splits(epsilon_split, residual_fraction):
     return float(epsilon_split), float(residual_fraction)
 
 
-def _certify(solver, n_samples, n_outputs, loss, row_norm_bound, alpha, gradient_tol, **extra):
+def _certify(solver, n_samples, call, **extra):
     """The public conditions of the certified solve, from a plan's public inputs.
 
     Runs :func:`check_certifiable` for ``n_samples`` public rows, or, before
@@ -157,10 +157,11 @@ def _certify(solver, n_samples, n_outputs, loss, row_norm_bound, alpha, gradient
     Returns the :class:`CertificationBounds`, or None without the loss, the
     row bound and ``alpha`` (or for a loss these solvers do not take).
     """
+    loss, row_norm_bound, alpha = call.loss, call.row_norm_bound, call.alpha
     if None in (loss, row_norm_bound, alpha):
         return None
     try:
-        glm = _smooth_glm(loss, row_norm_bound, n_outputs, "plan")
+        glm = _smooth_glm(loss, row_norm_bound, call.n_outputs, "plan")
     except ValueError:
         return None
     n_public = 1.0 if n_samples is None else float(n_samples)
@@ -171,22 +172,11 @@ def _certify(solver, n_samples, n_outputs, loss, row_norm_bound, alpha, gradient
         regularization=max(n_public * float(alpha), glm.regularization_needed(epsilon_det)),
         n_public=n_public,
         noise_norm=extra["noise_norm"](glm) if "noise_norm" in extra else 0.0,
-        gradient_tol=gradient_tol,
+        gradient_tol=call.gradient_tol,
     )
 
 
-def plan_output_perturbation(
-    n_samples,
-    n_params,
-    epsilon,
-    delta,
-    *,
-    n_outputs=1,
-    loss=None,
-    row_norm_bound=None,
-    alpha=None,
-    gradient_tol=None,
-):
+def plan_output_perturbation(n_samples, n_params, epsilon, delta, call):
     """Privacy plan of ``output_perturbation``: one noisy release of the minimiser.
 
     ``noise_multiplier`` is the noise std per coordinate divided by the
@@ -194,8 +184,9 @@ def plan_output_perturbation(
     the L2 Laplace noise of pure epsilon-DP (density ``~ exp(-epsilon ||b||
     / Delta)``: ``E||b||^2 = m (m + 1) (Delta / epsilon)^2``).
 
-    When the loss, the row bound and ``alpha`` are given (estimators pass
-    them, from public inputs), the plan also runs the public conditions of
+    When the ``call`` (:func:`~sklearn_dp.solvers.solver_call`) has the
+    loss, the row bound and ``alpha`` (estimators pass them, from public
+    inputs), the plan also runs the public conditions of
     the certified solve (:func:`check_certifiable`) for ``n_samples`` public
     rows, or, before the row count is released (``n_samples=None``), for one
     row: the conditions only get harder with more rows, so a refusal then is
@@ -206,9 +197,7 @@ def plan_output_perturbation(
     """
     if math.isinf(epsilon):
         return PrivacyPlan(dpe.NonPrivateDpEvent(), 0.0, 1, dict(noise="none"))
-    bounds = _certify(
-        "output_perturbation", n_samples, n_outputs, loss, row_norm_bound, alpha, gradient_tol
-    )
+    bounds = _certify("output_perturbation", n_samples, call)
     details = {} if bounds is None else dict(certification=bounds)
     if delta == 0:
         event = accounting.PureEpsilonDpEvent(epsilon, "output_perturbation")
@@ -220,20 +209,7 @@ def plan_output_perturbation(
     return PrivacyPlan(dpe.GaussianDpEvent(sigma), sigma, 1, dict(details, noise="gaussian"))
 
 
-def plan_objective_perturbation(
-    n_samples,
-    n_params,
-    epsilon,
-    delta,
-    *,
-    n_outputs=1,
-    epsilon_split=DEFAULT_EPSILON_SPLIT,
-    residual_fraction=DEFAULT_RESIDUAL_FRACTION,
-    loss=None,
-    row_norm_bound=None,
-    alpha=None,
-    gradient_tol=None,
-):
+def plan_objective_perturbation(n_samples, n_params, epsilon, delta, call):
     """Privacy plan of ``objective_perturbation`` from public inputs.
 
     Splits epsilon into the determinant budget ``epsilon_split * epsilon``,
@@ -248,7 +224,7 @@ def plan_objective_perturbation(
     Lambda_needed)`` and the expected norm of ``b``, and keeps their bounds
     in ``details["certification"]``.
     """
-    epsilon_split, residual_fraction = _check_splits(epsilon_split, residual_fraction)
+    epsilon_split, residual_fraction = _check_splits(call.epsilon_split, call.residual_fraction)
     if math.isinf(epsilon):
         return PrivacyPlan(
             dpe.NonPrivateDpEvent(), 0.0, 1, dict(noise="none", epsilon_det=math.inf)
@@ -264,7 +240,7 @@ def plan_objective_perturbation(
         details.update(noise="l2_laplace")
         plan = PrivacyPlan(event, math.sqrt(n_params + 1.0) / epsilon_noise, 1, details)
     else:
-        chi_dof = n_outputs - 1 if n_outputs > 1 else 1
+        chi_dof = call.n_outputs - 1 if call.n_outputs > 1 else 1
         delta_residual = residual_fraction * delta
         residual_sigma = accounting.gaussian_noise_multiplier(epsilon_residual, delta_residual, 1)
         sigma = objective_gaussian_noise_multiplier(
@@ -278,11 +254,7 @@ def plan_objective_perturbation(
     bounds = _certify(
         "objective_perturbation",
         n_samples,
-        n_outputs,
-        loss,
-        row_norm_bound,
-        alpha,
-        gradient_tol,
+        call,
         epsilon_det=epsilon_det,
         noise_norm=lambda glm: _objective_noise_norm(plan, glm, n_params),
     )
@@ -505,8 +477,7 @@ def output_perturbation(
     gradient_tol, n_steps = _check_options("output_perturbation", alpha, gradient_tol, max_iter)
     glm = _smooth_glm(loss, data.row_norm_bound, n_outputs, "output_perturbation")
     n_params = data.n_columns * n_outputs
-    if plan is None:
-        plan = plan_of_call(plan_output_perturbation, locals())
+    plan = plan_of_call("output_perturbation", locals())
     bounds = _certification(plan, not math.isinf(epsilon), "output_perturbation")
     tol = gradient_tol * glm.gradient_bound
     # Lambda = n * alpha with the public stand-in for n: the row count is
@@ -690,8 +661,7 @@ def objective_perturbation(
     glm = _smooth_glm(loss, data.row_norm_bound, n_outputs, "objective_perturbation")
     n_columns = data.n_columns
     n_params = n_columns * n_outputs
-    if plan is None:
-        plan = plan_of_call(plan_objective_perturbation, locals())
+    plan = plan_of_call("objective_perturbation", locals())
     details = plan.details
     base_regularization = data.n_public * float(alpha)  # public stand-in for n
     regularization = max(base_regularization, glm.regularization_needed(details["epsilon_det"]))

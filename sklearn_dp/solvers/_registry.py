@@ -6,6 +6,9 @@ A solver is added by writing its module (a free function, its ``plan_*`` and
 
 * its options are the keyword parameters of its function, less the arguments
   every solver receives from the estimator (:data:`SOLVER_ARGUMENTS`);
+* its plan receives one :class:`SolverCall`, built by :func:`solver_call`
+  from the same signature: every keyword argument as the solver sees it, so
+  a plan never declares an option (or a default) a second time;
 * whether it takes a warm start is whether its function has ``coef_init``;
 * the types and ranges of its numeric options come from
   :data:`OPTION_CONSTRAINTS` (shared names) and the spec's own
@@ -27,9 +30,13 @@ from types import MappingProxyType
 
 from .._limits import MAX_SCALE, MIN_FRACTION, MIN_SCALE
 from .._sklearn_compat import Interval
+from ._declared_options import check_declared_options
 
 __all__ = [
     "SolverSpec",
+    "SolverCall",
+    "solver_call",
+    "plan_call",
     "SOLVERS",
     "SOLVER_ARGUMENTS",
     "OPTION_CONSTRAINTS",
@@ -61,6 +68,11 @@ SOLVER_ARGUMENTS = frozenset(
     }
 )
 
+#: Arguments of a solver that its plan does not read from the call: the plan
+#: is given its own epsilon and delta (the solver's share), and the others do
+#: not shape the mechanism.
+NOT_PLANNED = frozenset({"epsilon", "delta", "coef_init", "random_state", "verbose", "plan"})
+
 #: Constraints of a count, a positive public scale and a share of epsilon
 #: (for the ``option_constraints`` of specs).
 COUNT = Interval(Integral, 1, None, closed="left")
@@ -85,13 +97,6 @@ OPTION_CONSTRAINTS = {
 }
 
 
-def _keyword_parameters(function):
-    # Solvers are ``function(data, loss, *, ...)``: everything after the star.
-    return [
-        p.name for p in inspect.signature(function).parameters.values() if p.kind is p.KEYWORD_ONLY
-    ]
-
-
 @dataclass(frozen=True)
 class SolverSpec:
     """What a solver is and what it supports.
@@ -104,10 +109,12 @@ class SolverSpec:
         The solver itself: ``run(data, loss, *, n_outputs, alpha, epsilon,
         delta, random_state, verbose, [l1_ratio], [coef_init], **options)``.
     plan : callable
-        ``plan(n_samples, n_params, epsilon, delta, **options)`` -> PrivacyPlan,
-        from public inputs only, so an estimator can check a budget against
-        the exact event before the solver touches the data.  It takes the
-        subset of the solver's options that shape the mechanism.
+        ``plan(n_samples, n_params, epsilon, delta, call)`` -> PrivacyPlan
+        (or None when it needs the released row count and ``n_samples`` is
+        None), from public inputs only, so an estimator can check a budget
+        against the exact event before the solver touches the data.
+        ``call`` is the :class:`SolverCall` of the run it plans
+        (:func:`solver_call`).
     losses : frozenset of str
         Loss names it accepts (``"log_loss"``, ``"squared"``, ``"huber"``,
         ``"absolute"``, ...).
@@ -181,9 +188,17 @@ class SolverSpec:
 
     # Read off the signature once per spec (estimators consult them on every fit).
     @functools.cached_property
+    def call_defaults(self) -> MappingProxyType:
+        """The arguments its plan receives (:class:`SolverCall`), at the defaults of its signature."""
+        # Solvers are ``function(data, loss, *, ...)``: everything after the star.
+        parameters = inspect.signature(self.run).parameters.values()
+        planned = (p for p in parameters if p.kind is p.KEYWORD_ONLY and p.name not in NOT_PLANNED)
+        return MappingProxyType({p.name: p.default for p in planned})
+
+    @functools.cached_property
     def options(self) -> tuple:
         """The options a user may set (``solver_options`` or estimator parameters)."""
-        return tuple(name for name in _keyword_parameters(self.run) if name not in SOLVER_ARGUMENTS)
+        return tuple(name for name in self.call_defaults if name not in SOLVER_ARGUMENTS)
 
     @functools.cached_property
     def takes_plan(self) -> bool:
@@ -199,6 +214,171 @@ class SolverSpec:
         """The validation constraints of those of ``options`` that have one."""
         table = {**OPTION_CONSTRAINTS, **self.option_constraints}
         return {key: table[key] for key in options if key in table}
+
+
+class SolverCall:
+    """The keyword arguments of one call of a solver, as its plan reads them (read-only).
+
+    Built by :func:`solver_call`, the one place that knows what a plan
+    receives: each keyword-only parameter of the solver's function (less
+    :data:`NOT_PLANNED`) at the value of the call, or at the default of the
+    solver's signature, and the public stand-ins ``loss`` (the loss with the
+    public bounds) and ``row_norm_bound`` (the rows' public bound).
+    ``alpha`` is None when the strength scales with the private row count
+    and the count is not released yet.  Read them as attributes:
+    ``call.max_iter``.
+
+    A call remembers which arguments were read from it (:attr:`read`, for
+    the calls :meth:`watched` returns): a plan is a function of the values
+    it reads, so the estimators reuse a plan for a call that agrees on them
+    (:meth:`values_of`).
+    """
+
+    __slots__ = ("_values", "_read")
+
+    def __init__(self, values, *, read=None):
+        object.__setattr__(self, "_values", MappingProxyType(dict(values)))
+        object.__setattr__(self, "_read", read)
+
+    def __getattr__(self, name):  # the slots are found before it is called
+        if name.startswith("_") or name not in self._values:
+            raise AttributeError(f"A solver call has no argument {name!r}.")
+        if self._read is not None:
+            self._read.add(name)
+        return self._values[name]
+
+    def __setattr__(self, name, value):
+        raise AttributeError("A solver call is read-only.")
+
+    def __repr__(self):
+        shown = ", ".join(f"{k}={v!r}" for k, v in sorted(self._values.items()))
+        return f"SolverCall({shown})"
+
+    def replace(self, **changes):
+        """The same call with the arguments ``changes`` set (a new, unwatched call)."""
+        return SolverCall({**self._values, **changes})
+
+    def watched(self):
+        """The same arguments, recording in :attr:`read` the names read from them."""
+        return SolverCall(self._values, read=set())
+
+    @property
+    def read(self) -> frozenset:
+        """The names read from a :meth:`watched` call so far."""
+        return frozenset(self._read or ())
+
+    def values_of(self, names) -> dict:
+        """The values of the arguments ``names`` (not recorded as read)."""
+        return {name: self._values.get(name) for name in names}
+
+
+def solver_call(spec, options, *, n_outputs, alpha, loss, row_norm_bound) -> SolverCall:
+    """The :class:`SolverCall` a plan of ``spec`` receives, from public inputs only.
+
+    Parameters
+    ----------
+    spec : SolverSpec
+        The solver.
+    options : mapping
+        Its keyword arguments as the call passes them (the estimator's
+        options, or a direct call's ``locals()``); names that are not
+        keyword parameters of the solver are ignored, the others missing
+        take the default of the solver's signature.
+    n_outputs : int
+        Columns of the coefficient matrix.
+    alpha : float or None
+        The penalty strength; None when it scales with the private row count
+        and the count is not released yet.
+    loss : loss object or None
+        The loss with its public constants (the estimators build it from a
+        bounding of zero rows, which carries the public bounds only).
+    row_norm_bound : float or None
+        The rows' public bound.
+
+    Returns
+    -------
+    SolverCall
+    """
+    values = {
+        name: options[name] if name in options else default
+        for name, default in spec.call_defaults.items()
+    }
+    values.update(n_outputs=n_outputs, alpha=alpha, loss=loss, row_norm_bound=row_norm_bound)
+    return SolverCall(values)
+
+
+def plan_call(
+    solver,
+    n_samples,
+    n_params,
+    epsilon,
+    delta,
+    *,
+    n_outputs=1,
+    alpha=0.0,
+    loss=None,
+    row_norm_bound=None,
+    **options,
+):
+    """The privacy plan of a call of ``solver``, from public inputs only.
+
+    The public way to plan a fit outside an estimator (tests, research):
+    the options are checked against the registry's declared types and
+    ranges, as an estimator checks ``solver_options``, then the solver's
+    plan receives the :class:`SolverCall` the solver would see.
+
+    Parameters
+    ----------
+    solver : str
+        A registered solver name.
+    n_samples : float or None
+        Public stand-in for the row count (an estimator's DP count); None
+        before it is released (plans that need it return None).
+    n_params : int
+        Number of coefficients, all outputs (the intercept column included).
+    epsilon, delta : float
+        The guarantee the plan meets; ``epsilon=inf`` gives a noiseless plan.
+    n_outputs : int, default=1
+        Columns of the coefficient matrix.
+    alpha : float or None, default=0.0
+        The penalty strength (None: it scales with a row count not released yet).
+    loss : loss object, default=None
+        The loss with its public constants (plans that need it refuse None).
+    row_norm_bound : float, default=None
+        The rows' public bound (plans that need it refuse None).
+    **options
+        The solver's options (and ``l1_ratio`` for the solvers that take it);
+        the others are at the defaults of its signature.
+
+    Returns
+    -------
+    PrivacyPlan or None
+        None when the plan needs the released row count and ``n_samples``
+        is None.
+
+    Raises
+    ------
+    ValueError
+        For an unknown solver or option, or an option outside its declared
+        type or range.
+
+    Examples
+    --------
+    >>> from sklearn_dp.solvers import plan_call
+    >>> plan_call("dp_gd", 1000, 10, 1.0, 1e-5, max_iter=5).n_steps
+    5
+    """
+    spec = get_solver(solver)
+    unknown = sorted(set(options) - set(spec.call_defaults))
+    if unknown:
+        raise ValueError(
+            f"{unknown} are not options of solver={solver!r}; it accepts {sorted(spec.options)}."
+        )
+    check_declared_options(solver, options)
+    call = solver_call(
+        spec, options, n_outputs=n_outputs, alpha=alpha, loss=loss, row_norm_bound=row_norm_bound
+    )
+    return spec.plan(n_samples, n_params, epsilon, delta, call)
 
 
 _REGISTRY: dict[str, SolverSpec] = {}
@@ -217,6 +397,13 @@ def register_solver(spec: SolverSpec) -> SolverSpec:
             f"{spec.name}: a solver function declares each option as a keyword-only "
             "parameter (its options are read off its signature), not **kwargs."
         )
+    try:
+        inspect.signature(spec.plan).bind(None, 1, 1.0, 0.0, None)
+    except TypeError:
+        raise ValueError(
+            f"{spec.name}: a plan takes (n_samples, n_params, epsilon, delta, call); its "
+            "options are read from the call (a SolverCall), not declared as parameters."
+        ) from None
     unknown = sorted(set(spec.option_constraints) - set(spec.options))
     if unknown:
         raise ValueError(

@@ -40,6 +40,7 @@ from .._losses import loss_names
 from .._public_errors import public_error
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._declared_options import check_declared_options
+from ._noisy_steps import plan_of_call
 from ._registry import SOLVER_ARGUMENTS
 from ._resque_oracle import _BallOracle, _project_ball
 
@@ -121,10 +122,6 @@ def _check_schedule(schedule, private):
             "data, so its number of noisy steps is not public; it is only available with "
             "epsilon=inf. Use schedule='budget' for private fits."
         )
-
-
-#: The options of ``resque`` its plan takes (:func:`plan_resque`).
-PLAN_OPTIONS = ("tol", "passes", "batch_size", "n_probes", "schedule")
 
 
 def check_resque_arguments(*, loss_name, n_outputs, private, multi_output=False, **options):
@@ -230,18 +227,7 @@ def outer_iterations(n_params, tol):
     return max(1, math.ceil(ratio ** (2.0 / 3.0) * (1.0 - 1e-12)))
 
 
-def plan_resque(
-    n_samples,
-    n_params,
-    epsilon,
-    delta,
-    *,
-    tol=None,
-    passes=None,
-    batch_size=None,
-    n_probes=1,
-    schedule="budget",
-):
+def plan_resque(n_samples, n_params, epsilon, delta, call):
     """Privacy plan and public schedule of ``resque``, from public inputs only.
 
     Parameters
@@ -252,21 +238,18 @@ def plan_resque(
     n_params : int
         Number of coefficients (the intercept column included).
     epsilon, delta : float
-    tol : float, optional
-        Target accuracy as a fraction of ``L R``; default
-        :func:`default_tolerance`.
-    passes : float, optional
-        Expected passes over the data (gradient budget ``passes * n``); default
-        ``DEFAULT_PASSES``.  Raised when needed so that every ball subproblem
-        gets at least ``MIN_INNER_STEPS`` steps.
-    batch_size : int, optional
-        Expected Poisson batch of an inner step; default ``min(32, n)``.
-    n_probes : int, default=1
-        Ball subproblems solved per outer iteration (line-search probes).
-    schedule : {"budget", "theory"}
-        ``"budget"`` fixes the inner steps from the gradient budget (private
-        or not); ``"theory"`` (non-private only) sizes each subproblem as the
-        paper's EpochSGD does, from its proximal weight.
+    call : SolverCall
+        The arguments of the run (:func:`~sklearn_dp.solvers.solver_call`).
+        The schedule reads ``tol`` (target accuracy as a fraction of ``L
+        R``; default :func:`default_tolerance`), ``passes`` (expected passes
+        over the data, a gradient budget ``passes * n``; default
+        ``DEFAULT_PASSES``, raised when needed so that every ball subproblem
+        gets at least ``MIN_INNER_STEPS`` steps), ``batch_size`` (expected
+        Poisson batch of an inner step; default ``min(32, n)``),
+        ``n_probes`` (ball subproblems solved per outer iteration) and
+        ``schedule`` (``"budget"`` fixes the inner steps from the gradient
+        budget, private or not; ``"theory"``, non-private only, sizes each
+        subproblem as the paper's EpochSGD does, from its proximal weight).
 
     Returns
     -------
@@ -277,17 +260,14 @@ def plan_resque(
         schedule: ``tol``, ``n_outer`` (K), ``inner_steps`` (T_in),
         ``batch_size``, ``sampling_probability``, ``n_probes``, ``schedule``.
     """
-    private = not math.isinf(epsilon)
-    check_declared_options(
-        "resque", dict(tol=tol, passes=passes, batch_size=batch_size, n_probes=n_probes)
-    )
+    private, schedule, n_probes = not math.isinf(epsilon), call.schedule, call.n_probes
     _check_schedule(schedule, private)
     if n_samples is None:
         return None  # the schedule needs the (not yet released) public row count
-    tol = default_tolerance(n_samples, n_params, epsilon, delta) if tol is None else tol
-    batch_size = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
+    tol = default_tolerance(n_samples, n_params, epsilon, delta) if call.tol is None else call.tol
+    batch_size = DEFAULT_BATCH_SIZE if call.batch_size is None else call.batch_size
     batch_size = max(1, min(batch_size, math.floor(n_samples)))
-    passes = DEFAULT_PASSES if passes is None else passes
+    passes = DEFAULT_PASSES if call.passes is None else call.passes
     n_outer = outer_iterations(n_params, tol)
     # Two significant digits: n_samples is a noisy count, and a rounded rate
     # lets fits share one (cached) calibration.
@@ -330,11 +310,10 @@ def _public_setting(data, loss, *, alpha, epsilon, delta, plan, options):
     coordinate, or None).
     """
     radius, max_weight, max_inner = (options[k] for k in ("radius", "max_weight", "max_inner"))
-    if plan is None:
-        # The schedule comes from the public stand-in for the row count (a DP
-        # count from the estimators): the true n is private under add/remove.
-        schedule = {name: options[name] for name in PLAN_OPTIONS}
-        plan = plan_resque(data.n_public, data.n_columns, epsilon, delta, **schedule)
+    # A direct call's schedule comes from the public stand-in for the row count
+    # (a DP count from the estimators): the true n is private under add/remove.
+    arguments = dict(options, data=data, loss=loss, n_outputs=1, alpha=alpha, plan=plan)
+    plan = plan_of_call("resque", dict(arguments, epsilon=epsilon, delta=delta))
     details = plan.details
     constrained = radius is not None
     R = float(radius) if constrained else DEFAULT_RADIUS_SCALE / data.row_norm_bound

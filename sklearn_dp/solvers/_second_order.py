@@ -26,7 +26,7 @@ from .._data import row_sum
 from .._losses import loss_names
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._gradient_descent import gradient_bound
-from ._noisy_steps import check_options, plan_of_call, release
+from ._noisy_steps import plan_of_call, release
 
 __all__ = [
     "dp_newton",
@@ -164,29 +164,20 @@ def newton_multipliers(epsilon, delta, n_steps, n_hessian, hessian_share):
     return sg, sh, total
 
 
-def plan_dp_newton(
-    n_samples,
-    n_params,
-    epsilon,
-    delta,
-    *,
-    max_iter=None,
-    hessian=DEFAULT_HESSIAN,
-    hessian_share=None,
-    hessian_steps=None,
-    loss=None,
-):
+def plan_dp_newton(n_samples, n_params, epsilon, delta, call):
     """Privacy plan of ``dp_newton``: ``T`` gradient and ``T`` (or 1) Hessian Gaussian releases.
 
     ``noise_multiplier`` is the gradient releases' multiplier; ``details``
     holds the Hessian's.  The event is the composition of the two kinds of
-    releases (dp_accounting folds it into one Gaussian, exactly).
+    releases (dp_accounting folds it into one Gaussian, exactly).  ``call``
+    holds the arguments of the run (:func:`~sklearn_dp.solvers.solver_call`).
     """
+    max_iter, hessian, share = call.max_iter, call.hessian, call.hessian_share
     if max_iter is None:
         max_iter = DEFAULT_NEWTON_STEPS_NOISELESS if math.isinf(epsilon) else DEFAULT_NEWTON_STEPS
     n_steps = int(max_iter)
-    share = DEFAULT_HESSIAN_SHARE if hessian_share is None else float(hessian_share)
-    n_hessian = _hessian_releases(n_steps, hessian, loss, hessian_steps)
+    share = DEFAULT_HESSIAN_SHARE if share is None else float(share)
+    n_hessian = _hessian_releases(n_steps, hessian, call.loss, call.hessian_steps)
     details = dict(hessian=hessian, hessian_share=share, hessian_releases=n_hessian)
     if math.isinf(epsilon):
         details["hessian_multiplier"] = 0.0
@@ -384,9 +375,7 @@ def dp_newton(
     n_params = n_columns * n_outputs
     size = _curvature_size(hessian, n_columns, n_outputs)
     _check_options(hessian, eigenvalue, momentum, size)
-    if plan is None:  # a direct call (estimators check the options before the spend)
-        check_options("dp_newton", locals())
-        plan = plan_of_call(plan_dp_newton, locals())
+    plan = plan_of_call("dp_newton", locals())
     if momentum == "auto":
         momentum = "nesterov" if hessian == "bound" else None
     default_eigenvalue, default_floor = loss.newton_eigenvalue_floor

@@ -18,7 +18,7 @@ from .._clipped_sums import clipped_gradient_sum
 from ._common import make_rng
 from ._gradient_descent import gradient_bound, noisy_descent
 from ._noise_warnings import noise_excess_proxy
-from ._noisy_steps import check_options, gaussian_plan, plan_of_call, solver_result
+from ._noisy_steps import gaussian_plan, plan_of_call, solver_result
 
 __all__ = ["dp_sgd", "plan_dp_sgd", "poisson_batch"]
 
@@ -33,7 +33,7 @@ DEFAULT_EPOCHS = 10
 DEFAULT_EPOCHS_NOISELESS = 30
 
 
-def plan_dp_sgd(n_samples, n_params, epsilon, delta, *, batch_size=None, max_iter=None):
+def plan_dp_sgd(n_samples, n_params, epsilon, delta, call):
     """Privacy plan of ``dp_sgd``: T Poisson-subsampled Gaussian steps at rate q.
 
     Parameters
@@ -45,21 +45,23 @@ def plan_dp_sgd(n_samples, n_params, epsilon, delta, *, batch_size=None, max_ite
         and None is returned.
     n_params : int
         Unused.
-    batch_size : int, optional
-        Expected batch size; the rate is ``min(1, batch_size / n_samples)``
-        rounded to two significant digits.
-        Default: rate ``DEFAULT_SAMPLING_RATE``, whatever n.
-    max_iter : int, optional
-        Number of steps; default ``DEFAULT_EPOCHS`` expected passes,
-        ``ceil(DEFAULT_EPOCHS / rate)`` (``DEFAULT_EPOCHS_NOISELESS`` = 30 at epsilon=inf).
+    epsilon, delta : float
+        Target guarantee; ``epsilon=inf`` gives a noiseless plan.
+    call : SolverCall
+        The arguments of the run (:func:`~sklearn_dp.solvers.solver_call`).
+        ``batch_size`` is the expected batch size: the rate is ``min(1,
+        batch_size / n_samples)`` rounded to two significant digits, or
+        ``DEFAULT_SAMPLING_RATE`` whatever n without it.  ``max_iter`` is
+        the number of steps; default ``DEFAULT_EPOCHS`` expected passes,
+        ``ceil(DEFAULT_EPOCHS / rate)`` (``DEFAULT_EPOCHS_NOISELESS`` = 30
+        at epsilon=inf).
     """
+    batch_size, max_iter = call.batch_size, call.max_iter
     if batch_size is None:
         rate = DEFAULT_SAMPLING_RATE
     elif n_samples is None:
         return None
     else:
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
         # Two significant digits: the stand-in for n is a noisy count, and a
         # rounded rate lets fits share one (cached) calibration.
         rate = min(1.0, float(f"{batch_size / n_samples:.2g}"))
@@ -173,9 +175,7 @@ def dp_sgd(
     per-sample gradient is multiplied by its row's weight: the sensitivity,
     and the noise, are ``max_weight * C``.
     """
-    if plan is None:  # a direct call (estimators check the options before the spend)
-        check_options("dp_sgd", locals())
-        plan = plan_of_call(plan_dp_sgd, locals())
+    plan = plan_of_call("dp_sgd", locals())
     # The bounded design as an operator on the caller's X: a step copies its
     # batch's rows only (Design.rows), never a clipped or augmented X.
     X, y = data.design, data.y

@@ -26,7 +26,7 @@ from .._clipped_sums import smallest_eigenvalue, sufficient_statistics, svec, un
 from .._data import row_sum
 from .._public_errors import public_error
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
-from ._noisy_steps import check_options, release
+from ._noisy_steps import plan_of_call, release
 
 __all__ = [
     "dp_ssp",
@@ -111,10 +111,11 @@ def ssp_multipliers(epsilon, delta, shares):
     return tuple(total / math.sqrt(s) if s > 0 else math.inf for s in shares)
 
 
-def plan_dp_ssp(n_samples, n_params, epsilon, delta, *, shares=None, ridge="adaptive"):
+def plan_dp_ssp(n_samples, n_params, epsilon, delta, call):
     """Privacy plan of ``dp_ssp``: two (three with the adaptive ridge) Gaussian releases."""
-    values = np.asarray(DEFAULT_SHARES if shares is None else shares, dtype=float)
-    if ridge != "adaptive":  # a fixed ridge: no eigenvalue release
+    shares = DEFAULT_SHARES if call.shares is None else call.shares
+    values = np.asarray(shares, dtype=float)
+    if call.ridge != "adaptive":  # a fixed ridge: no eigenvalue release
         values = np.array([values[0], values[1], 0.0])
     values = values / values.sum()
     details = dict(shares=tuple(float(v) for v in values))
@@ -396,9 +397,7 @@ def dp_ssp(
     """
     _check_options(loss.name, n_outputs, shares=shares, ridge=ridge, label_bound=label_bound)
     m = data.design.n_columns
-    if plan is None:  # a direct call (estimators check the options before the spend)
-        check_options("dp_ssp", locals())
-        plan = plan_dp_ssp(data.n_public, m, epsilon, delta, shares=shares, ridge=ridge)
+    plan = plan_of_call("dp_ssp", locals())
     sigma_gram, sigma_xty, sigma_eig = plan.details["multipliers"]
     # Sample weights in [0, max_weight]: every sensitivity times max_weight.
     weight_bound = float(getattr(data, "weight_bound", 1.0))

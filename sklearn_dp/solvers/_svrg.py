@@ -81,7 +81,7 @@ from .._public_errors import public_error
 from ._common import PrivacyPlan, Progress, make_rng, moved_less_than
 from ._gradient_descent import gradient_bound
 from ._noise_warnings import is_classification, is_quiet, noise_excess_proxy
-from ._noisy_steps import check_options, noisy_steps, plan_of_call, release, solver_result
+from ._noisy_steps import noisy_steps, plan_of_call, release, solver_result
 from ._svrg_schedule import (
     DEFAULT_SVRG_EPOCHS_NOISELESS,
     DEFAULT_SVRG_PP_EPOCHS,
@@ -243,11 +243,11 @@ def _check_public_step(smoothness, step_size, batch_size):
         )
 
 
-def _plan_svrg(name, arguments):
+def _plan_svrg(name, n_samples, n_params, epsilon, delta, call):
     """The plan of dp_svrg or dp_svrg_pp (``name``) from public inputs only.
 
-    ``arguments`` are those of :func:`plan_dp_svrg` or :func:`plan_dp_svrg_pp`
-    (their ``locals()``).
+    ``call`` holds the arguments of the run
+    (:func:`~sklearn_dp.solvers.solver_call`).
 
     Without ``max_iter`` at finite epsilon the number of epochs is the
     default, fewer when noisy: the largest ``T`` (at most the default)
@@ -263,34 +263,33 @@ def _plan_svrg(name, arguments):
     Classification losses keep the default.
     """
     pp = name == "dp_svrg_pp"
-    # plan_dp_svrg_pp has no penalty arguments: its schedule needs no strong convexity.
-    a = SimpleNamespace(**{"alpha": 0.0, "l1_ratio": 0.0, **arguments})
-    loss, n_samples, epsilon = a.loss, a.n_samples, a.epsilon
-    if loss is None or a.row_norm_bound is None:
+    loss = call.loss
+    if loss is None or call.row_norm_bound is None:
         raise ValueError(
             "The dp_svrg plans need the public loss and row_norm_bound (the smoothness "
             "L = loss.smoothness * row_norm_bound**2 sets the step size and epoch length)."
         )
     if loss.smoothness is None:
         raise ValueError(f"This solver needs a smooth loss; {loss.name!r} is not smooth.")
-    smoothness = float(loss.smoothness) * float(a.row_norm_bound) ** 2
-    n_epochs = a.max_iter
-    if a.max_iter is None and math.isinf(epsilon):
+    smoothness = float(loss.smoothness) * float(call.row_norm_bound) ** 2
+    n_epochs = call.max_iter
+    if call.max_iter is None and math.isinf(epsilon):
         n_epochs = DEFAULT_SVRG_PP_EPOCHS_NOISELESS if pp else DEFAULT_SVRG_EPOCHS_NOISELESS
-    elif a.max_iter is None:
+    elif call.max_iter is None:
         n_epochs = DEFAULT_SVRG_PP_EPOCHS if pp else default_svrg_epochs(n_samples, epsilon)
     n_epochs = int(n_epochs)
-    step_size, inner_steps = a.step_size, a.inner_steps
-    if not pp and step_size is not None and inner_steps is None and a.batch_size is not None:
-        _check_public_step(smoothness, step_size, a.batch_size)
-    if n_samples is None or a.alpha is None:
+    step_size, inner_steps = call.step_size, call.inner_steps
+    if not pp and step_size is not None and inner_steps is None and call.batch_size is not None:
+        _check_public_step(smoothness, step_size, call.batch_size)
+    # dp_svrg_pp's schedule needs no strong convexity (nor the penalty).
+    if n_samples is None or (not pp and call.alpha is None):
         return None
-    strong_convexity = float(a.alpha) * (1.0 - float(a.l1_ratio or 0.0))
+    strong_convexity = 0.0 if pp else float(call.alpha) * (1.0 - float(call.l1_ratio or 0.0))
     if not pp and not strong_convexity > 0:
         # alpha is public, or a function of the released count that is > 0
         # whenever the public penalty is.
         raise public_error(ValueError(_STRONGLY_CONVEX))
-    rate, batch = svrg_sampling(n_samples, a.batch_size)
+    rate, batch = svrg_sampling(n_samples, call.batch_size)
     requested = None if step_size is None else float(step_size)
     if step_size is None:
         step_size = (svrg_pp_step_size if pp else svrg_step_size)(smoothness, batch)
@@ -310,14 +309,14 @@ def _plan_svrg(name, arguments):
         return [inner_steps * 2**s for s in range(1, epochs + 1)] if pp else [inner_steps] * epochs
 
     quiet = is_classification(loss.name) or loss.derivative_bound is None
-    if a.max_iter is None and not math.isinf(epsilon) and not quiet:
-        clip = gradient_bound(loss, a.row_norm_bound, None, private=True)
+    if call.max_iter is None and not math.isinf(epsilon) and not quiet:
+        clip = gradient_bound(loss, call.row_norm_bound, None, private=True)
         cap = n_epochs
         for n_epochs in range(cap, 0, -1):
             multiplier = approximate_difference_multiplier(
-                epsilon, a.delta, rate, sum(lengths(n_epochs)), a.snapshot_share
+                epsilon, delta, rate, sum(lengths(n_epochs)), call.snapshot_share
             )
-            proxy = inner_noise_proxy(step_size, multiplier, clip, rate, n_samples, a.n_params)
+            proxy = inner_noise_proxy(step_size, multiplier, clip, rate, n_samples, n_params)
             if is_quiet(name, loss.name, proxy, QUIET_FRACTION):
                 break
     details = dict(
@@ -327,35 +326,20 @@ def _plan_svrg(name, arguments):
         requested_step_size=requested,
         inner_steps=inner_steps,
         epoch_lengths=lengths(n_epochs),
-        snapshot_share=float(a.snapshot_share),
+        snapshot_share=float(call.snapshot_share),
     )
     n_inner = sum(lengths(n_epochs))
     if math.isinf(epsilon):
         return PrivacyPlan(dpe.NonPrivateDpEvent(), 0.0, n_epochs + n_inner, details)
     snapshot, difference = svrg_noise_multipliers(
-        float(epsilon), float(a.delta), float(rate), n_epochs, n_inner, float(a.snapshot_share)
+        float(epsilon), float(delta), float(rate), n_epochs, n_inner, float(call.snapshot_share)
     )
     details.update(snapshot_multiplier=snapshot, difference_multiplier=difference)
     event = svrg_event(snapshot, difference, rate, n_epochs, n_inner)
     return PrivacyPlan(event, difference, n_epochs + n_inner, details)
 
 
-def plan_dp_svrg(
-    n_samples,
-    n_params,
-    epsilon,
-    delta,
-    *,
-    loss=None,
-    row_norm_bound=None,
-    alpha=0.0,
-    l1_ratio=0.0,
-    max_iter=None,
-    batch_size=None,
-    step_size=None,
-    inner_steps=None,
-    snapshot_share=DEFAULT_SNAPSHOT_SHARE,
-):
+def plan_dp_svrg(n_samples, n_params, epsilon, delta, call):
     """Privacy plan of ``dp_svrg`` from public inputs (n_params unused).
 
     ``n_samples`` is the public stand-in for the row count (a DP count from
@@ -377,23 +361,10 @@ def plan_dp_svrg(
     allowed, :func:`svrg_max_step_size`; ``details["step_size"]`` is the
     step used, ``details["requested_step_size"]`` the one given.
     """
-    return _plan_svrg("dp_svrg", locals())
+    return _plan_svrg("dp_svrg", n_samples, n_params, epsilon, delta, call)
 
 
-def plan_dp_svrg_pp(
-    n_samples,
-    n_params,
-    epsilon,
-    delta,
-    *,
-    loss=None,
-    row_norm_bound=None,
-    max_iter=None,
-    batch_size=None,
-    step_size=None,
-    inner_steps=None,
-    snapshot_share=DEFAULT_SNAPSHOT_SHARE,
-):
+def plan_dp_svrg_pp(n_samples, n_params, epsilon, delta, call):
     """Privacy plan of ``dp_svrg_pp``: epoch s (1-based) has ``2**s * m`` inner steps.
 
     ``K = m (2**(T+1) - 2)`` inner steps in all (the paper's ``2**T m`` is
@@ -401,7 +372,7 @@ def plan_dp_svrg_pp(
     the public stand-in for the row count; None (not released yet) gives a
     None plan.
     """
-    return _plan_svrg("dp_svrg_pp", locals())
+    return _plan_svrg("dp_svrg_pp", n_samples, n_params, epsilon, delta, call)
 
 
 # --------------------------------------------------------------------------
@@ -482,9 +453,7 @@ def _fit_svrg(name, arguments):
     data, loss, plan = a.data, a.loss, a.plan
     if loss.smoothness is None:
         raise ValueError(f"This solver needs a smooth loss; {loss.name!r} is not smooth.")
-    if plan is None:  # a direct call (estimators check the options before the spend)
-        check_options(name, arguments)
-        plan = plan_of_call(plan_dp_svrg if name == "dp_svrg" else plan_dp_svrg_pp, arguments)
+    plan = plan_of_call(name, arguments)
     clip = gradient_bound(loss, data.row_norm_bound, a.clip_norm, private=not math.isinf(a.epsilon))
     rng = make_rng(a.random_state)
     details = plan.details

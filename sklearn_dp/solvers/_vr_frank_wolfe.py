@@ -20,7 +20,6 @@ from .._design import block_rows
 from .._memo import memoize
 from ..accounting import PureEpsilonDpEvent
 from ._common import PrivacyPlan
-from ._declared_options import check_declared_options
 from ._frank_wolfe import FrankWolfeSteps, frank_wolfe_setup, vertex_scales, zcdp_budget
 from ._l1_geometry import allocate_rows, check_choices, linf_row_norms, public_setup
 
@@ -102,16 +101,18 @@ def vr_frank_wolfe_schedule(n_samples, n_params, epsilon, delta, schedule="pure"
 
 
 @public_setup()  # a plan reads public inputs (and the released row count) only
-def plan_vr_frank_wolfe(n_samples, n_params, epsilon, delta, *, schedule="pure", n_phases=None):
+def plan_vr_frank_wolfe(n_samples, n_params, epsilon, delta, call):
     """Privacy plan of ``vr_frank_wolfe`` (see its Privacy section).
 
     ``details["leaf_epsilons"][t - 1]`` is the epsilon of one leaf's selection
     in phase t for a row of the root batch (sensitivity ``C / b``); a row at
     depth j has ``2^j`` times that at each of its ``2^(t-j)`` leaves.
-    ``noise_multiplier`` is ``2 / leaf_epsilons[0]`` (Gumbel scale over sensitivity).
+    ``noise_multiplier`` is ``2 / leaf_epsilons[0]`` (Gumbel scale over
+    sensitivity).  ``call`` holds the arguments of the run
+    (:func:`~sklearn_dp.solvers.solver_call`).
     """
+    schedule, n_phases = call.schedule, call.n_phases
     check_choices(dict(schedule=schedule))
-    check_declared_options("vr_frank_wolfe", dict(n_phases=n_phases))
     if n_samples is None:
         return None  # the schedule needs the (not yet released) public row count
     every_row = math.isinf(epsilon)
@@ -272,9 +273,7 @@ def vr_frank_wolfe(
     X, y = data.design, data.y
     n_rows, n_columns = X.shape
     with public_setup():  # public inputs and the released row count only
-        domain, plan, clip = frank_wolfe_setup(
-            "vr_frank_wolfe", args, plan_vr_frank_wolfe, schedule=schedule, n_phases=n_phases
-        )
+        domain, plan, clip = frank_wolfe_setup("vr_frank_wolfe", args)
         T, b = plan.details["n_phases"], plan.details["root_batch"]
         unit = clip / b  # l-inf change of a root estimate from one row
         phase_scales = [vertex_scales(domain, unit, eps) for eps in plan.details["leaf_epsilons"]]
