@@ -622,6 +622,25 @@ def _count_plans(monkeypatch, solver):
     return calls
 
 
+def test_a_plan_is_reused_for_a_call_that_agrees_on_what_it_read():
+    from sklearn_dp._protocol import SolverPlanner
+    from sklearn_dp.solvers import SolverCall
+
+    seen = []
+
+    def plan(n_samples, n_params, epsilon, delta, call):
+        seen.append(call.max_iter)
+        return None
+
+    planner = SolverPlanner(plan, None, epsilon=1.0, delta=1e-5, floor=0.5)
+    for max_iter, tol in [(2, 1.0), (2, 9.0), (5, 1.0)]:  # tol is never read
+        planner.plan((3, SolverCall({"max_iter": max_iter, "tol": tol})), None, 0.5)
+    assert seen == [2, 5]
+    planner.plan((4, SolverCall({"max_iter": 2, "tol": 1.0})), None, 0.5)  # other n_params
+    planner.plan((3, SolverCall({"max_iter": 2, "tol": 1.0})), 100.0, 0.5)  # released count
+    assert seen == [2, 5, 2, 2]
+
+
 @pytest.mark.parametrize(
     "make, solver",
     [
