@@ -15,11 +15,15 @@ from sklearn_dp.solvers import (
     SolverSpec,
     plan_call,
     register_solver,
-    solver_call,
     unregister_solver,
     unsupported_reasons,
 )
-from sklearn_dp.solvers._registry import OPTION_CONSTRAINTS, SOLVER_ARGUMENTS, choose_solver
+from sklearn_dp.solvers._registry import (
+    OPTION_CONSTRAINTS,
+    SOLVER_ARGUMENTS,
+    choose_solver,
+    solver_call,
+)
 
 
 def _plan(n_samples, n_params, epsilon, delta, call):  # pragma: no cover - never called

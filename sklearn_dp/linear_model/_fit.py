@@ -208,7 +208,7 @@ def _bound_zero_rows(estimator, spec, X0, y0, bounds):
 
 def _plan_arguments(estimator, spec, X0, y0, problem, n_public, bounds, kwargs):
     """``(n_params, call)``: what ``spec.plan`` receives, from public inputs."""
-    from ..solvers import solver_call
+    from ..solvers._registry import solver_call
 
     n_params = (X0.shape[1] + int(estimator.fit_intercept)) * problem.n_outputs
     # The loss's public constants and the rows' bound come from a bounding

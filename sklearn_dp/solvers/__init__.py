@@ -47,7 +47,6 @@ from ._registry import (
     plan_call,
     register_solver,
     registered_solvers,
-    solver_call,
     unregister_solver,
     unsupported_reasons,
 )
@@ -67,7 +66,6 @@ __all__ = [
     "SolverSpec",
     "SolverCall",
     "plan_call",
-    "solver_call",
     "register_solver",
     "unregister_solver",
     "get_solver",

@@ -116,7 +116,7 @@ def plan_dp_accmd(n_samples, n_params, epsilon, delta, call):
     the estimator); the default T needs it, so without ``max_iter`` and with
     ``n_samples=None`` (the count is not released yet) the plan is None.
     ``call`` holds the arguments of the run
-    (:func:`~sklearn_dp.solvers.solver_call`).
+    (a :class:`~sklearn_dp.solvers.SolverCall`).
     """
     max_iter = call.max_iter
     if max_iter is None:

@@ -118,7 +118,7 @@ def plan_dp_cd(n_samples, n_params, epsilon, delta, call):
     epsilon, delta : float
         Target guarantee; ``epsilon=inf`` gives a noiseless plan.
     call : SolverCall
-        The arguments of the run (:func:`~sklearn_dp.solvers.solver_call`):
+        The arguments of the run (a :class:`~sklearn_dp.solvers.SolverCall`):
         ``n_outputs`` (columns of the coefficient matrix); ``max_iter``, the
         number of passes (epochs), default ``DEFAULT_CD_EPOCHS``, a pass
         being ``steps_per_epoch`` steps; ``sampling``, ``blocks``,

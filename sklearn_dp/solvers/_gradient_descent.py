@@ -214,7 +214,7 @@ def plan_dp_gd(n_samples, n_params, epsilon, delta, call):
     epsilon, delta : float
         Target guarantee; ``epsilon=inf`` gives a noiseless plan.
     call : SolverCall
-        The arguments of the run (:func:`~sklearn_dp.solvers.solver_call`).
+        The arguments of the run (a :class:`~sklearn_dp.solvers.SolverCall`).
         The number of steps is ``max_iter``; without it,
         ``DEFAULT_GD_ITERATIONS``, or the step count of the paper's
         ``schedule`` (``"pl"``: :func:`pl_iterations`, ``"gradient_norm"``:

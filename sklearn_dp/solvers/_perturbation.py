@@ -184,7 +184,7 @@ def plan_output_perturbation(n_samples, n_params, epsilon, delta, call):
     the L2 Laplace noise of pure epsilon-DP (density ``~ exp(-epsilon ||b||
     / Delta)``: ``E||b||^2 = m (m + 1) (Delta / epsilon)^2``).
 
-    When the ``call`` (:func:`~sklearn_dp.solvers.solver_call`) has the
+    When the ``call`` (a :class:`~sklearn_dp.solvers.SolverCall`) has the
     loss, the row bound and ``alpha`` (estimators pass them, from public
     inputs), the plan also runs the public conditions of
     the certified solve (:func:`check_certifiable`) for ``n_samples`` public

@@ -114,7 +114,7 @@ class SolverSpec:
         None), from public inputs only, so an estimator can check a budget
         against the exact event before the solver touches the data.
         ``call`` is the :class:`SolverCall` of the run it plans
-        (:func:`solver_call`).
+        (built by ``solver_call``, in this module).
     losses : frozenset of str
         Loss names it accepts (``"log_loss"``, ``"squared"``, ``"huber"``,
         ``"absolute"``, ...).
@@ -219,7 +219,7 @@ class SolverSpec:
 class SolverCall:
     """The keyword arguments of one call of a solver, as its plan reads them (read-only).
 
-    Built by :func:`solver_call`, the one place that knows what a plan
+    Built by ``solver_call`` (in this module), the one place that knows what a plan
     receives: each keyword-only parameter of the solver's function (less
     :data:`NOT_PLANNED`) at the value of the call, or at the default of the
     solver's signature, and the public stand-ins ``loss`` (the loss with the

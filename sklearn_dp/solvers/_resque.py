@@ -239,7 +239,7 @@ def plan_resque(n_samples, n_params, epsilon, delta, call):
         Number of coefficients (the intercept column included).
     epsilon, delta : float
     call : SolverCall
-        The arguments of the run (:func:`~sklearn_dp.solvers.solver_call`).
+        The arguments of the run (a :class:`~sklearn_dp.solvers.SolverCall`).
         The schedule reads ``tol`` (target accuracy as a fraction of ``L
         R``; default :func:`default_tolerance`), ``passes`` (expected passes
         over the data, a gradient budget ``passes * n``; default

@@ -170,7 +170,7 @@ def plan_dp_newton(n_samples, n_params, epsilon, delta, call):
     ``noise_multiplier`` is the gradient releases' multiplier; ``details``
     holds the Hessian's.  The event is the composition of the two kinds of
     releases (dp_accounting folds it into one Gaussian, exactly).  ``call``
-    holds the arguments of the run (:func:`~sklearn_dp.solvers.solver_call`).
+    holds the arguments of the run (a :class:`~sklearn_dp.solvers.SolverCall`).
     """
     max_iter, hessian, share = call.max_iter, call.hessian, call.hessian_share
     if max_iter is None:

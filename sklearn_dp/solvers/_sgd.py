@@ -48,7 +48,7 @@ def plan_dp_sgd(n_samples, n_params, epsilon, delta, call):
     epsilon, delta : float
         Target guarantee; ``epsilon=inf`` gives a noiseless plan.
     call : SolverCall
-        The arguments of the run (:func:`~sklearn_dp.solvers.solver_call`).
+        The arguments of the run (a :class:`~sklearn_dp.solvers.SolverCall`).
         ``batch_size`` is the expected batch size: the rate is ``min(1,
         batch_size / n_samples)`` rounded to two significant digits, or
         ``DEFAULT_SAMPLING_RATE`` whatever n without it.  ``max_iter`` is

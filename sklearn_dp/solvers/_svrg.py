@@ -247,7 +247,7 @@ def _plan_svrg(name, n_samples, n_params, epsilon, delta, call):
     """The plan of dp_svrg or dp_svrg_pp (``name``) from public inputs only.
 
     ``call`` holds the arguments of the run
-    (:func:`~sklearn_dp.solvers.solver_call`).
+    (a :class:`~sklearn_dp.solvers.SolverCall`).
 
     Without ``max_iter`` at finite epsilon the number of epochs is the
     default, fewer when noisy: the largest ``T`` (at most the default)

@@ -109,7 +109,7 @@ def plan_vr_frank_wolfe(n_samples, n_params, epsilon, delta, call):
     depth j has ``2^j`` times that at each of its ``2^(t-j)`` leaves.
     ``noise_multiplier`` is ``2 / leaf_epsilons[0]`` (Gumbel scale over
     sensitivity).  ``call`` holds the arguments of the run
-    (:func:`~sklearn_dp.solvers.solver_call`).
+    (a :class:`~sklearn_dp.solvers.SolverCall`).
     """
     schedule, n_phases = call.schedule, call.n_phases
     check_choices(dict(schedule=schedule))
