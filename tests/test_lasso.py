@@ -326,7 +326,7 @@ def test_penalised_form_dispatches_to_an_unconstrained_l1_solver(sparse_data):
             coef=np.zeros((data.n_columns, 1)), n_iter=1, plan=fake_plan(1, 1, epsilon, delta)
         )
 
-    def fake_plan(n_samples, n_params, epsilon, delta):
+    def fake_plan(n_samples, n_params, epsilon, delta, call=None):
         from sklearn_dp.accounting import gaussian_noise_multiplier, gaussian_steps_event
 
         sigma = gaussian_noise_multiplier(epsilon, delta, 1)
