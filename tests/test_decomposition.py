@@ -329,7 +329,7 @@ def test_privacy_spent_vouches_for_dppca_not_for_scikit_learns_pca():
     public = make_pipeline(
         PCA(3), DPLogisticRegression(epsilon=1.0, classes=[0, 1], random_state=0)
     ).fit(X, y)
-    with pytest.warns(PrivacyLeakWarning, match="PCA"):
+    with pytest.warns(PrivacyLeakWarning, match="DPPCA in place of PCA"):
         assert privacy_spent(public)[0] == math.inf
 
 

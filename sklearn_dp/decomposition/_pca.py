@@ -160,17 +160,17 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, _DPTransformer):
 
     Attributes
     ----------
-    components_ : ndarray of shape (n_components_, n_features)
+    components_ : ndarray of shape (n_components, n_features)
         The principal axes (orthonormal rows), by decreasing released
         variance; each signed so that its largest entry in absolute value is
         positive.
-    explained_variance_ : ndarray of shape (n_components_,)
+    explained_variance_ : ndarray of shape (n_components,)
         The released variance along each component (eigenvalues of the
         released covariance, negative ones set to 0).
-    explained_variance_ratio_ : ndarray of shape (n_components_,)
+    explained_variance_ratio_ : ndarray of shape (n_components,)
         Each component's share of the released total variance (the trace of
         the released covariance, negative eigenvalues set to 0).
-    singular_values_ : ndarray of shape (n_components_,)
+    singular_values_ : ndarray of shape (n_components,)
         ``sqrt(explained_variance_ * (n~ - 1))``, ``n~`` the released row
         count: what the singular values of the centred data would be.
     noise_variance_ : float
@@ -391,7 +391,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, _DPTransformer):
 
         Returns
         -------
-        X_new : ndarray of shape (n_samples, n_components_)
+        X_new : ndarray of shape (n_samples, n_components)
             ``(X - mean_) @ components_.T``, divided by the square root of
             ``explained_variance_`` when ``whiten``.
         """
@@ -407,7 +407,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, _DPTransformer):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_components_)
+        X : array-like of shape (n_samples, n_components)
             Scores, as :meth:`transform` returns them.
 
         Returns

@@ -123,8 +123,8 @@ def _check_public(step, path, allowed):
         raise _Refused(
             f"step {path!r} ({type(step).__name__}) would read the private rows outside the "
             "guarantee: it is not on the allow-list of row-wise, data-blind scikit-learn steps "
-            "of sklearn_dp.privacy_spent. Use DPStandardScaler or DPMinMaxScaler (they spend "
-            "a share of the search's epsilon), PublicRangeScaler with public ranges, "
+            "of sklearn_dp.privacy_spent. Use DPStandardScaler, DPMinMaxScaler or DPPCA (they "
+            "spend a share of the search's epsilon), PublicRangeScaler with public ranges, "
             "RowWiseTransformer(func) for a row-wise function of public constants, a "
             "scikit-learn step fitted on public rows and wrapped in "
             "sklearn.frozen.FrozenEstimator (for example PolynomialFeatures), or transform X "
