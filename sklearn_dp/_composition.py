@@ -271,7 +271,8 @@ def _leaves(step, path, allowed):
             step,
             "its fit read the private rows outside any guarantee (it is not on the allow-list "
             "of row-wise, data-blind scikit-learn steps); use sklearn_dp's preprocessing "
-            "(DPStandardScaler, DPMinMaxScaler, PublicRangeScaler) or public parameters",
+            "(DPStandardScaler, DPMinMaxScaler, PublicRangeScaler), "
+            "sklearn_dp.decomposition.DPPCA in place of PCA, or public parameters",
         )
     release = _sklearn_release()
     if release not in CHECKED_SKLEARN:

@@ -23,6 +23,7 @@ except ModuleNotFoundError:  # Python < 3.11
 import pytest
 
 from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor
+from sklearn_dp.decomposition import DPPCA
 from sklearn_dp.model_selection import DPGridSearchCV, DPRandomizedSearchCV, RowwiseKFold
 from sklearn_dp.preprocessing import (
     DPMinMaxScaler,
@@ -48,6 +49,7 @@ def _privacy_section_extension():
     [DPLogisticRegression, DPSCORegressor, DPLasso]
     + [DPGridSearchCV, DPRandomizedSearchCV, RowwiseKFold]
     + [DPStandardScaler, DPMinMaxScaler, PublicRangeScaler, RowWiseTransformer]
+    + [DPPCA]
     + [spec.run for spec in SOLVERS.values()],
     ids=lambda obj: obj.__name__,
 )
@@ -74,6 +76,7 @@ PUBLIC_MODULES = [
     "sklearn_dp.exceptions",
     "sklearn_dp.linear_model",
     "sklearn_dp.preprocessing",
+    "sklearn_dp.decomposition",
     "sklearn_dp.solvers",
     "sklearn_dp.testing",
 ]

@@ -42,6 +42,7 @@ from sklearn_dp import (
     privacy_spent,
 )
 from sklearn_dp.accounting import NEIGHBORING_RELATION, ApproximateDpEvent, epsilon_of_event
+from sklearn_dp.decomposition import DPPCA
 from sklearn_dp.model_selection import DPGridSearchCV, DPRandomizedSearchCV, RowwiseKFold
 from sklearn_dp.model_selection import _planning as planning_module
 from sklearn_dp.model_selection import _runs as runs_module
@@ -722,6 +723,7 @@ def _search_pair(
     search_class=DPGridSearchCV,
     solver="dp_gd",
     pipeline=False,
+    scaler=None,
     **options,
 ):
     X, y = _data(n=40)
@@ -731,7 +733,7 @@ def _search_pair(
     estimator = DPLogisticRegression(classes=classes, max_iter=5, verbose=2, solver=solver)
     space = GRID if search_class is DPGridSearchCV else {"C": [0.1, 1.0, 10.0]}
     if pipeline:
-        estimator = _pipeline(estimator)
+        estimator = _pipeline(estimator, scaler)
         space = {f"dplogisticregression__{k}": v for k, v in space.items()}
     base = dict(epsilon=2.0, delta=1e-5, random_state=0, refit_fraction=0.5)
     base.update(options)
@@ -782,6 +784,17 @@ def test_substitution_over_a_search(kind, refit, classes):
 def test_substitution_over_a_searched_pipeline(kind, refit, classes):
     """DP scaler ("auto" bounds), public steps and a DP estimator, searched: D and D' look the same."""
     _assert_same_search(*_search_pair(kind, refit, classes, pipeline=True))
+
+
+@pytest.mark.parametrize("kind", ["huge", "tiny"])
+def test_substitution_over_a_searched_pipeline_with_dppca(kind):
+    """DPPCA ("auto" bound, fewer output columns than input ones) in place of the scaler."""
+    scaler = DPPCA(2, epsilon=0.3, delta=2e-6)
+    a, b = _search_pair(kind, True, [0, 1], pipeline=True, scaler=scaler)
+    _assert_same_search(a, b)
+    labels = [r.label for r in a["trace"].releases]
+    # Every run and the refit release DPPCA's matrix.
+    assert labels.count("second-moment matrix") == labels.count("validation score") + 1
 
 
 @pytest.mark.slow

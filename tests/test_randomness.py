@@ -205,6 +205,7 @@ def test_integer_seed_is_reproducible_in_grid_search_with_two_jobs():
 
 
 def _charged_objects():
+    from sklearn_dp.decomposition import DPPCA
     from sklearn_dp.model_selection import DPGridSearchCV
     from sklearn_dp.preprocessing import DPMinMaxScaler, DPStandardScaler
 
@@ -215,6 +216,7 @@ def _charged_objects():
         "DPSCORegressor": (lambda **kw: DPSCORegressor(epsilon=2.0, max_iter=3, **kw), "coef_"),
         "DPStandardScaler": (lambda **kw: DPStandardScaler(epsilon=2.0, **kw), "mean_"),
         "DPMinMaxScaler": (lambda **kw: DPMinMaxScaler(epsilon=5.0, **kw), "data_min_"),
+        "DPPCA": (lambda **kw: DPPCA(2, epsilon=2.0, **kw), "mean_"),
         "DPGridSearchCV": (
             lambda **kw: DPGridSearchCV(
                 DPLogisticRegression(**logistic),
@@ -330,6 +332,7 @@ def test_charged_seed_is_keyed_on_the_budget_identity_and_the_entry():
 
 @pytest.mark.parametrize("kind", ["Generator", "RandomState"])
 def test_private_fits_refuse_generator_objects_and_say_what_to_pass(kind):
+    from sklearn_dp.decomposition import DPPCA
     from sklearn_dp.model_selection import DPGridSearchCV
     from sklearn_dp.preprocessing import DPMinMaxScaler, DPStandardScaler
 
@@ -342,6 +345,7 @@ def test_private_fits_refuse_generator_objects_and_say_what_to_pass(kind):
         DPSCORegressor(epsilon=1.0, budget=budget),
         DPStandardScaler(epsilon=1.0, budget=budget),
         DPMinMaxScaler(epsilon=1.0, budget=budget),
+        DPPCA(epsilon=1.0, budget=budget),
         DPGridSearchCV(DPLogisticRegression(classes=[0, 1]), {"C": [1.0]}, budget=budget),
     ]
     for model in objects:
@@ -423,6 +427,7 @@ def _logistic(**kw):
 
 
 def _replay_objects():
+    from sklearn_dp.decomposition import DPPCA
     from sklearn_dp.model_selection import DPGridSearchCV, DPRandomizedSearchCV
     from sklearn_dp.preprocessing import DPMinMaxScaler, DPStandardScaler
 
@@ -449,6 +454,7 @@ def _replay_objects():
             lambda **kw: DPMinMaxScaler(epsilon=5.0, **kw),
             None,
         ),
+        "DPPCA": (lambda **kw: DPPCA(epsilon=1.0, data_norm=1.0, **kw), None),
         "DPGridSearchCV": (
             lambda **kw: DPGridSearchCV(_logistic(), {"C": [0.5, 1.0]}, **search, **kw),
             "classes",

@@ -98,6 +98,7 @@ from sklearn.utils.estimator_checks import estimator_checks_generator
 from solver_configs import CONFIGS
 
 from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor
+from sklearn_dp.decomposition import DPPCA
 from sklearn_dp.linear_model._base import PublicSetting
 from sklearn_dp.preprocessing import (
     DPMinMaxScaler,
@@ -151,6 +152,7 @@ FULL = [
     DPMinMaxScaler(random_state=0),
     PublicRangeScaler((-10.0, 10.0)),
     RowWiseTransformer(),
+    DPPCA(random_state=0),
 ]
 
 #: (estimator, solver) -> the parameters of its per-solver checks (on top of
@@ -256,6 +258,8 @@ VARIANTS = [
     DPStandardScaler(with_mean=False, random_state=0),
     DPStandardScaler(epsilon=float("inf"), bounds=(-100.0, 100.0)),
     DPMinMaxScaler(bounds=(-10.0, 10.0)),
+    # DPPCA: noiseless and whitened, one component.
+    DPPCA(1, epsilon=float("inf"), data_norm=100.0, whiten=True),
 ]
 
 #: The checks whose outcome a solver (or a VARIANTS code path) can change: see

@@ -30,6 +30,7 @@ import scipy.sparse as sp
 from solver_configs import CONFIGS
 
 from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor, PrivacyBudget
+from sklearn_dp.decomposition import DPPCA
 from sklearn_dp.preprocessing import DPMinMaxScaler, DPStandardScaler, PublicRangeScaler
 from sklearn_dp.solvers import SOLVERS
 from sklearn_dp.testing import trace_releases
@@ -46,6 +47,7 @@ TRANSFORMERS = {
     "DPStandardScaler": DPStandardScaler,
     "DPMinMaxScaler": DPMinMaxScaler,
     "PublicRangeScaler": PublicRangeScaler,
+    "DPPCA": DPPCA,
 }
 
 # Further configurations for the thorough run (-m slow): options and modes
@@ -139,6 +141,8 @@ TRANSFORMER_CONFIGS = {
     ("DPMinMaxScaler", "auto"): dict(),
     ("DPMinMaxScaler", "pure"): dict(delta=0.0),
     ("PublicRangeScaler", "public"): dict(ranges=(-1.0, 1.0)),
+    ("DPPCA", "auto"): dict(n_components=2),
+    ("DPPCA", "given-bound"): dict(data_norm=1.0, whiten=True),
 }
 
 #: Hostile rows: the added row of D' (features, and a label key).

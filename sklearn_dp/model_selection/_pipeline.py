@@ -4,7 +4,8 @@ A searched ``Pipeline`` may hold, at its top level and in any order before
 its last step:
 
 * DP transformers (:class:`~sklearn_dp.preprocessing.DPStandardScaler`,
-  :class:`~sklearn_dp.preprocessing.DPMinMaxScaler`): each is planned from
+  :class:`~sklearn_dp.preprocessing.DPMinMaxScaler`,
+  :class:`~sklearn_dp.decomposition.DPPCA`): each is planned from
   public inputs by its own ``_fit_plan`` and fitted, in every run and in the
   refit, with a share of that fit's guarantee;
 * public row-wise steps that spend nothing:
@@ -31,6 +32,7 @@ from __future__ import annotations
 import math
 from numbers import Real
 
+import numpy as np
 from dp_accounting import dp_event as dpe
 from sklearn.base import clone
 from sklearn.pipeline import Pipeline
@@ -121,8 +123,8 @@ def _check_public(step, path, allowed):
         raise _Refused(
             f"step {path!r} ({type(step).__name__}) would read the private rows outside the "
             "guarantee: it is not on the allow-list of row-wise, data-blind scikit-learn steps "
-            "of sklearn_dp.privacy_spent. Use DPStandardScaler or DPMinMaxScaler (they spend "
-            "a share of the search's epsilon), PublicRangeScaler with public ranges, "
+            "of sklearn_dp.privacy_spent. Use DPStandardScaler, DPMinMaxScaler or DPPCA (they "
+            "spend a share of the search's epsilon), PublicRangeScaler with public ranges, "
             "RowWiseTransformer(func) for a row-wise function of public constants, a "
             "scikit-learn step fitted on public rows and wrapped in "
             "sklearn.frozen.FrozenEstimator (for example PolynomialFeatures), or transform X "
@@ -310,9 +312,14 @@ def plan_pipeline(candidate, epsilon, delta, X_public, y_public, plan_estimator)
             model = clone(step).set_params(
                 epsilon=step_epsilon, delta=step_delta, budget=None, random_state=0
             )
-            # One output column per input column, of the input's format: Xt
-            # stands in for the output too.
-            events.append(model._fit_plan(Xt).event)
+            plan = model._fit_plan(Xt)
+            events.append(plan.event)
+            # A transformer that changes the number of columns (DPPCA) plans
+            # it; the others give one output column per input column, of the
+            # input's format, so Xt stands in for their output too.
+            width = plan.context.get("n_features_out")
+            if width is not None:
+                Xt = np.zeros((Xt.shape[0], width))
         else:
             Xt = clone(step).fit(Xt, y_public).transform(Xt)
     name, final = candidate.steps[-1]

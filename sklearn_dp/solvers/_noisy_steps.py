@@ -33,12 +33,14 @@ import math
 import numpy as np
 
 from .. import _noise, accounting
+from .._clipped_sums import svec, unsvec
 from ._common import PrivacyPlan, SolverResult, add_warnings, check_finite_iterate
 from ._declared_options import check_declared_options
 from ._noise_warnings import noise_dominated_warning
 
 __all__ = [
     "release",
+    "release_symmetric",
     "noisy_steps",
     "gaussian_plan",
     "check_options",
@@ -56,6 +58,21 @@ def release(total, sensitivity, noise_std, rng, label="clipped gradient sum"):
     return _noise.gaussian(
         total, sensitivity=sensitivity, noise_std=noise_std, rng=rng, label=label
     )
+
+
+def release_symmetric(matrix, sensitivity, noise_std, rng, label="gram matrix"):
+    """The gateway release of a symmetric ``(m, m)`` sum such as a Gram matrix.
+
+    The matrix is released as its isometric vector ``svec`` (diagonal, then
+    ``sqrt(2)`` times the upper triangle), whose L2 norm is the matrix's
+    Frobenius norm, so ``sensitivity`` is the add/remove-one Frobenius
+    sensitivity (``R^2`` for ``sum_i x_i x_i^T`` with ``||x_i|| <= R``).  The
+    noise is drawn once per entry of the upper triangle and mirrored: a
+    symmetric matrix with noise variance ``noise_std^2`` on the diagonal and
+    ``noise_std^2 / 2`` off it.
+    """
+    m = np.shape(matrix)[0]
+    return unsvec(release(svec(matrix), sensitivity, noise_std, rng, label), m)
 
 
 def noisy_steps(step, W, n_steps, *, name, progress=None, tail_start=0, callback=None):

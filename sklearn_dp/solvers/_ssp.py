@@ -22,11 +22,11 @@ import numpy as np
 from dp_accounting import dp_event as dpe
 
 from .. import accounting
-from .._clipped_sums import smallest_eigenvalue, sufficient_statistics, svec, unsvec
+from .._clipped_sums import smallest_eigenvalue, sufficient_statistics
 from .._data import row_sum
 from .._public_errors import public_error
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
-from ._noisy_steps import plan_of_call, release
+from ._noisy_steps import plan_of_call, release, release_symmetric
 
 __all__ = [
     "dp_ssp",
@@ -412,7 +412,7 @@ def dp_ssp(
         ),
     )
     gram_std = sigma_gram * R2
-    noisy_gram = unsvec(release(svec(gram), R2, gram_std, rng, "gram matrix"), m)
+    noisy_gram = release_symmetric(gram, R2, gram_std, rng, "gram matrix")
     noisy_xty = release(xty, xty_sensitivity, sigma_xty * xty_sensitivity, rng, "X^T y")
     if ridge == "adaptive":
         eig_std = sigma_eig * R2
