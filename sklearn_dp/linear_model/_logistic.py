@@ -29,6 +29,7 @@ from ._base import (
     release_labels,
     restore_on_failure,
 )
+from ._inference import InferenceMixin
 
 if TYPE_CHECKING:
     from .._typing import ArrayLike, Auto, FeatureBound, MatrixLike, RandomStateLike
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["DPLogisticRegression"]
 
 
-class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
+class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
     """Logistic regression (binary or multinomial) with differential privacy.
 
     Minimises ``C * sum_i log_loss(x_i, y_i) + penalty(coef)`` (the objective of
@@ -632,6 +633,10 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
             # float32 input gives float32 coefficients (as scikit-learn does).
             self.coef_ = coef.astype(X.dtype, copy=False)
             self.intercept_ = np.asarray(intercept).astype(X.dtype, copy=False)
+            units = [1.0] * (result.coef.shape[0] - int(self.fit_intercept))
+            if self.fit_intercept:
+                units.append(float(data.intercept_scaling))
+            self._store_inference(result, units, self.fit_intercept)
 
         n_classes = 2 if classes is None else classes.size
         return FitRequest(

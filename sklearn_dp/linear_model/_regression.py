@@ -27,6 +27,7 @@ from ._base import (
     public_scale,
     restore_on_failure,
 )
+from ._inference import InferenceMixin
 
 if TYPE_CHECKING:
     from .._typing import ArrayLike, Auto, FeatureBound, MatrixLike, RandomStateLike
@@ -54,7 +55,7 @@ def _label_dtype(X):
     return np.float32 if np.dtype(X.dtype) == np.float32 else np.float64
 
 
-class DPSCORegressor(RegressorMixin, BaseDPEstimator):
+class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
     """Linear regression with a convex loss, fitted with differential privacy.
 
     Minimises ``mean_i loss(x_i @ coef + intercept, y_i) + penalty(coef)``
@@ -479,6 +480,10 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
             self.intercept_ = self._as_input_dtype(
                 float(intercept[0]) * bounds.y_scale + bounds.y_center, X
             )
+            units = [bounds.y_scale] * (result.coef.shape[0] - int(self.fit_intercept))
+            if self.fit_intercept:
+                units.append(bounds.y_scale * float(data.intercept_scaling))
+            self._store_inference(result, units, self.fit_intercept)
 
         return FitRequest(
             X,
