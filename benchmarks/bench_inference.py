@@ -61,7 +61,7 @@ def nonprivate(model, X, y):
         r = y - A @ w
         sigma2 = float(r @ r) / (len(y) - A.shape[1])
         return w, np.sqrt(np.diag(sigma2 * np.linalg.inv(A.T @ A)))
-    fit = LogisticRegression(penalty=None, fit_intercept=False, tol=1e-10, max_iter=1000)
+    fit = LogisticRegression(C=np.inf, fit_intercept=False, tol=1e-10, max_iter=1000)
     w = fit.fit(A, y).coef_.ravel()
     p = 1.0 / (1.0 + np.exp(-(A @ w)))
     information = (A * (p * (1.0 - p))[:, None]).T @ A

@@ -228,7 +228,17 @@ def _covariance(info, coef):
 
 
 class InferenceMixin:
-    """``conf_int`` and ``bse_`` for the estimators whose solvers support inference."""
+    """``conf_int``, ``bse_``, ``coef_covariance_`` and ``interval_center_`` of a private fit.
+
+    After a fit with ``solver_options={"inference": True}`` and a solver that
+    supports it, the fitted estimator has ``coef_covariance_`` (the
+    covariance of the parameters, sampling and privacy noise together),
+    ``bse_`` (its square roots: standard errors) and ``interval_center_``
+    (the centre of the intervals: the parameters, corrected to first order
+    for ``dp_ssp``'s adaptive ridge), each with the intercept first (when
+    fitted), then the coefficients in the order of ``coef_``.  All three are
+    derived from released values (no raw release is kept).
+    """
 
     def _store_inference(self, result, unit_scales, fit_intercept):
         """Keep the covariance of the reported coefficients (or drop a previous fit's).
@@ -240,9 +250,8 @@ class InferenceMixin:
         """
         info = result.info.pop("inference", None)
         if info is None:
-            self.__dict__.pop("bse_", None)
-            self.__dict__.pop("_coef_covariance", None)
-            self.__dict__.pop("_interval_shift", None)
+            for name in ("bse_", "coef_covariance_", "interval_center_"):
+                self.__dict__.pop(name, None)
             return
         w = np.asarray(result.coef, dtype=float)[:, 0]
         scales = np.asarray(unit_scales, dtype=float)
@@ -254,12 +263,12 @@ class InferenceMixin:
             order = np.r_[w.size - 1, np.arange(w.size - 1)]
             covariance = covariance[np.ix_(order, order)]
             shift = shift[order]
-        self._coef_covariance = covariance
-        self._interval_shift = shift
+        self.coef_covariance_ = covariance
+        self.interval_center_ = self._reported_parameters() + shift
         self.bse_ = np.sqrt(np.maximum(np.diag(covariance), 0.0))
 
     def _reported_parameters(self):
-        coef = np.ravel(np.asarray(self.coef_, dtype=float))
+        coef = np.ravel(np.asarray(self.coef_, dtype=np.float64))
         if self.fit_intercept:
             return np.r_[float(np.ravel(self.intercept_)[0]), coef]
         return coef
@@ -299,7 +308,7 @@ class InferenceMixin:
             raise ValueError(f"alpha must be a float in (0, 1), got {alpha!r}.")
         name = type(self).__name__
         supported = INFERENCE_SOLVERS.get(name, ())
-        if not hasattr(self, "_coef_covariance"):
+        if not hasattr(self, "coef_covariance_"):
             if self.solver_ not in supported:
                 raise ValueError(
                     f"{name}.conf_int supports the solvers {', '.join(supported)}; this model "
@@ -312,5 +321,5 @@ class InferenceMixin:
                 "epsilon, see docs/guide/inference.md)."
             )
         z = float(norm.ppf(1.0 - alpha / 2.0))
-        center = self._reported_parameters() + self._interval_shift
+        center = self.interval_center_
         return np.column_stack([center - z * self.bse_, center + z * self.bse_])

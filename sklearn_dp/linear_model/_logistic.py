@@ -213,6 +213,11 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
     dp_event_ : dp_accounting.DpEvent
         The whole fit as a mechanism (add/remove-one neighbouring); recompute
         its epsilon with ``sklearn_dp.accounting.epsilon_of_event``.
+    bse_, coef_covariance_, interval_center_ : ndarray
+        Only after a fit with ``solver_options={"inference": True}`` (solver
+        ``dp_newton``, two classes): standard errors, covariance and the centre of
+        the confidence intervals of :meth:`conf_int`, the intercept first,
+        covering sampling and privacy noise (``docs/guide/inference.md``).
 
     Privacy
     -------

@@ -211,6 +211,11 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
     solver_ : str
     privacy_spent_ : tuple of (float, float)
     dp_event_ : dp_accounting.DpEvent
+    bse_, coef_covariance_, interval_center_ : ndarray
+        Only after a fit with ``solver_options={"inference": True}`` (solver
+        ``dp_ssp`` or ``dp_newton``, squared loss): standard errors, covariance and the centre of
+        the confidence intervals of :meth:`conf_int`, the intercept first,
+        covering sampling and privacy noise (``docs/guide/inference.md``).
     query_depth_ : int
         Only with ``solver="resque"``: sequential rounds of gradient queries
         (one per ball subproblem; all queries of a round are independent).
