@@ -31,10 +31,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import RESULTS_DIR, environment, log, md_table, write_report  # noqa: E402
-from sklearn.linear_model import LogisticRegression  # noqa: E402
+from _common import RESULTS_DIR, environment, log, md_table, write_report
+from sklearn.linear_model import LogisticRegression
 
-from sklearn_dp import DPLogisticRegression, DPSCORegressor  # noqa: E402
+from sklearn_dp import DPLogisticRegression, DPSCORegressor
 
 D = 5
 BETA = np.array([1.0, -0.5, 0.25, 0.0, 0.5])
