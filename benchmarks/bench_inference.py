@@ -99,11 +99,16 @@ def main(argv=None):
     parser.add_argument("--sizes", type=int, nargs="+", default=[2000, 20000])
     parser.add_argument("--epsilons", type=float, nargs="+", default=[0.5, 1.0, 4.0])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--models", nargs="+", default=["squared", "logistic"], choices=["squared", "logistic"]
+    )
     parser.add_argument("--out", default=str(RESULTS_DIR / "inference.md"))
     args = parser.parse_args(argv)
     rows = []
     start = time.time()
     for model, solver in CONFIGS:
+        if model not in args.models:
+            continue
         for n in args.sizes:
             for epsilon in args.epsilons:
                 coverage, ratio = run(model, solver, n, epsilon, args.reps, args.seed)

@@ -522,6 +522,7 @@ def dp_newton(
     W = np.zeros((n_columns, n_outputs))
     if coef_init is not None:  # warm start: a released model (post-processing)
         W = np.array(coef_init, dtype=float).reshape(n_columns, n_outputs)
+    start = W[:, 0].copy()
     W_previous = W
     since_restart = 0
     eigen = H_sum = None
@@ -581,7 +582,16 @@ def dp_newton(
         info["inference"] = _inference_release(
             data, loss, W, rng, plan, eigen, momenta, weight_bound, gradient_std, bound, beta
         )
-        info["inference"].update(alpha=float(alpha), penalized=data.penalized.copy())
+        info["inference"].update(
+            alpha=float(alpha),
+            penalized=data.penalized.copy(),
+            start=start,
+            hessian_mode=hessian,
+            curvature_bound=beta,
+            curvature_noise_std=hessian_std,
+            row_norm_bound=float(data.row_norm_bound),
+            intercept_scaling=float(data.intercept_scaling) if data.fit_intercept else None,
+        )
     return SolverResult(coef=W, n_iter=plan.n_steps, plan=plan, info=info)
 
 
