@@ -319,7 +319,8 @@ def newton_logistic_bootstrap(info, coef, replicates=BOOTSTRAP_REPLICATES):
 def _covariance(info, coef):
     if info["kind"] == "ssp":
         return ssp_covariance(info, coef)
-    if info["loss"] == "log_loss" and info["hessian_mode"] == "bound":
+    private = float(info["gradient_noise_std"]) > 0
+    if private and info["loss"] == "log_loss" and info["hessian_mode"] == "bound":
         return newton_logistic_bootstrap(info, coef)
     return newton_covariance(info, coef)
 
