@@ -262,13 +262,13 @@ def newton_logistic_bootstrap(info, coef, replicates=BOOTSTRAP_REPLICATES):
     normal with the released moments (:func:`_synthetic_design`).  Each
     replicate reruns the fit's steps (from its start, with its momentum
     coefficients and its eigenvalue floor) on the population gradient
-    ``E[x (s(x V) - s(x w))] + alpha V`` plus a sampling error ``u / N``
-    (``u ~ N(0, H)``, ``H`` the released Hessian sum) fixed for the
-    replicate and fresh gradient noise ``xi_t / N`` at each step, with the
-    released curvature.  The replicates' mean minus their truth estimates the
-    estimator's bias (the noise pushes a logistic fit outward, where the loss
-    flattens), which the centre removes; their covariance is the
-    interval's.  The truth of the second round of replicates is ``w`` less
+    ``E[x (s(x V) - s(x w))] + alpha V`` plus fresh gradient noise ``xi_t /
+    N`` at each step, with the released curvature.  The replicates' mean
+    minus their truth estimates the estimator's bias (the noise pushes a
+    logistic fit outward, where the loss flattens), which the centre
+    removes; their covariance is the privacy part of the interval's, to
+    which the sampling part ``H^{-1}`` (``H`` the released Hessian sum at the
+    fitted coefficients) is added.  The truth of the second round of replicates is ``w`` less
     the bias found by a first round (half as many).  Post-processing of released values and public
     constants only (Ferrando, Wang and Sheldon 2022).
     """
@@ -287,7 +287,6 @@ def newton_logistic_bootstrap(info, coef, replicates=BOOTSTRAP_REPLICATES):
     )
     floor = math.sqrt(2.0 * m) * float(info["hessian_noise_std"])
     lam_i, V_i = np.linalg.eigh(_sym(np.asarray(info["hessian"], dtype=float)))
-    root_i = V_i * np.sqrt(np.maximum(lam_i, max(floor, 0.0)))
     s_g = float(info["gradient_noise_std"]) / N
     start = np.asarray(info["start"], dtype=float).ravel()
 
@@ -295,14 +294,13 @@ def newton_logistic_bootstrap(info, coef, replicates=BOOTSTRAP_REPLICATES):
         # The steps as the fit ran them, with the released curvature, for all
         # replicates at once (one row of W per replicate).
         truth = 1.0 / (1.0 + np.exp(-(rows @ truth_coef)))
-        u = rng.standard_normal((count, m)) @ root_i.T / N
         W = np.tile(start, (count, 1))
         W_previous = W
         for c in info["momenta"]:
             point = W + c * (W - W_previous)
             scores = 1.0 / (1.0 + np.exp(-(rows @ point.T)))
             gradient = (scores - truth[:, None]).T @ rows / len(rows)
-            gradient += u + penalty * point + s_g * rng.standard_normal((count, m))
+            gradient += penalty * point + s_g * rng.standard_normal((count, m))
             step = ((gradient @ vectors) / lam) @ vectors.T
             W_previous, W = W, point - step
         return W
@@ -313,7 +311,12 @@ def newton_logistic_bootstrap(info, coef, replicates=BOOTSTRAP_REPLICATES):
     first = replicate(w, replicates // 2)
     center = w - (first.mean(axis=0) - w)
     draws = replicate(center, replicates)
-    return w - (draws.mean(axis=0) - center), np.cov(draws, rowvar=False)
+    # The sampling part from the released Hessian (the synthetic design's
+    # own Hessian would stand in for it less well).
+    information = (V_i * np.maximum(lam_i, max(floor, 0.0))) @ V_i.T
+    J_inv = np.linalg.inv(information + N * np.diag(penalty))
+    sampling = J_inv @ information @ J_inv
+    return w - (draws.mean(axis=0) - center), _sym(np.cov(draws, rowvar=False) + sampling)
 
 
 def _covariance(info, coef):
