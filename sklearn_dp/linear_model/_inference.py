@@ -324,7 +324,9 @@ def _covariance(info, coef):
         return ssp_covariance(info, coef)
     private = float(info["gradient_noise_std"]) > 0
     if private and info["loss"] == "log_loss" and info["hessian_mode"] == "bound":
-        return newton_logistic_bootstrap(info, coef)
+        # Scores of far-out replicates overflow exp harmlessly (the sigmoid is 0).
+        with np.errstate(over="ignore"):
+            return newton_logistic_bootstrap(info, coef)
     return newton_covariance(info, coef)
 
 
