@@ -298,3 +298,15 @@ def test_intervals_cover_the_truth(model, solver):
 @pytest.mark.parametrize("n, epsilon", [(20000, 1.0), (2000, 4.0)])
 def test_intervals_cover_the_truth_thorough(model, solver, n, epsilon):
     assert _coverage(model, solver, n, epsilon, reps=100, seed=1) >= 0.92
+
+
+def test_logistic_intervals_correct_the_outward_bias_where_the_noise_dominates():
+    X, y = _simulate("logistic", 2000, np.random.default_rng(10))
+    noisy = _model("logistic", "dp_newton", 0.5).fit(X, y)
+    params = np.r_[noisy.intercept_, noisy.coef_.ravel()]
+    assert not np.allclose(noisy.interval_center_, params)
+    # The bootstrap is reproducible: post-processing with a public seed.
+    again = _model("logistic", "dp_newton", 0.5).fit(X, y)
+    np.testing.assert_array_equal(again.conf_int(), noisy.conf_int())
+    quiet = _model("logistic", "dp_newton", 50.0).fit(X, y)
+    np.testing.assert_allclose(quiet.interval_center_, np.r_[quiet.intercept_, quiet.coef_.ravel()])
