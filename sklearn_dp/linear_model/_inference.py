@@ -24,7 +24,10 @@ extra release, see below):
   (the inverse of a released Hessian sum at the fitted coefficients) for the
   binary log-loss, ``sigma^2 (X^T X)^{-1}`` for the squared loss (the Gram
   matrix the steps released, ``sigma^2`` from a released sum of squared
-  residuals).
+  residuals).  For the log-loss, where the privacy variance of a parameter
+  exceeds ``BOOTSTRAP_NOISE_RATIO`` times its sampling variance, the privacy
+  part and a bias correction of the centre come from a parametric bootstrap
+  of the steps instead (:func:`newton_logistic_bootstrap`).
 
 The extra release (the residual squares, or the log-loss's Hessian sum) is
 made by the solver, inside the same fit and on the same ledger entry, when
