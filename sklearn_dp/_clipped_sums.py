@@ -44,6 +44,7 @@ __all__ = [
     "clip_labels_to",
     "sufficient_statistics",
     "smallest_eigenvalue",
+    "clipped_residual_squares",
 ]
 
 
@@ -696,3 +697,28 @@ def smallest_eigenvalue(gram):
     if gram.shape[0] == 0:
         return 0.0
     return float(np.linalg.eigvalsh(gram)[0])
+
+
+def clipped_residual_squares(design, y, coef, residual_bound, y_bound=None, sample_weight=None):
+    """``sum_i min(r_i^2, b^2)`` with ``r_i = y_i - x~_i @ coef``: the residual scale for inference.
+
+    ``coef`` is a released model (public), ``b = residual_bound`` public and
+    the labels are first clipped to ``y_bound`` when it is given.  Each row
+    adds at most ``b^2``: add/remove-one sensitivity ``b^2`` (times
+    ``max_weight`` with ``sample_weight`` in ``[0, max_weight]``, which
+    multiplies each row's term).
+    """
+    coef = np.asarray(coef, dtype=float).reshape(-1, 1)
+    bound = float(residual_bound) ** 2
+    total = 0.0
+    blocks = design.blocks() if hasattr(design, "row_block") else [(0, design.n_rows)]
+    for start, stop in blocks:
+        part = design.row_block(start, stop) if hasattr(design, "row_block") else design
+        labels = np.asarray(y[start:stop], dtype=np.float64)
+        if y_bound is not None:
+            labels = clip_labels_to(labels, y_bound)
+        squares = np.minimum(np.square(labels - part.matmul(coef)[:, 0]), bound)
+        if sample_weight is not None:
+            squares *= sample_weight[start:stop]
+        total += float(np.sum(squares))
+    return np.array([total])

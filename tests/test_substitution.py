@@ -50,6 +50,15 @@ TRANSFORMERS = {
     "DPPCA": DPPCA,
 }
 
+# The fits that make the extra release of confidence intervals (conf_int), in
+# the default run: their covariance (a fitted attribute) must be a function
+# of the releases too.
+INFERENCE_CONFIGS = {
+    ("DPSCORegressor", "dp_ssp"): dict(solver_options=dict(inference=True)),
+    ("DPSCORegressor", "dp_newton"): dict(max_iter=3, solver_options=dict(inference=True)),
+    ("DPLogisticRegression", "dp_newton"): dict(max_iter=3, solver_options=dict(inference=True)),
+}
+
 # Further configurations for the thorough run (-m slow): options and modes
 # that take other code paths.
 SLOW_CONFIGS = {
@@ -106,6 +115,7 @@ SLOW_CONFIGS = {
     ("DPSCORegressor", "dp_ssp", "l1-ball"): dict(constraint="l1", radius=0.5, penalty=None),
     ("DPSCORegressor", "dp_ssp", "fixed-ridge"): dict(solver_options=dict(ridge=1.0)),
     ("DPLasso", "dp_ssp", "constrained"): dict(radius=0.5),
+    **{key + ("inference",): params for key, params in INFERENCE_CONFIGS.items()},
 }
 
 # The bound releases ("auto", the default of data_norm, feature_bound and
@@ -352,6 +362,22 @@ def test_substitution(estimator, solver, params, kind):
     observed = _run_pair(estimator, solver, params, _hostile_pair(estimator, kind))
     assert observed["error"] is None, observed["error"]
     assert observed["trace"].releases, "a private fit made no release through the gateway"
+
+
+@pytest.mark.parametrize(
+    "estimator, solver, params, kind",
+    [
+        pytest.param(e, s, p, k, id=f"{e}-{s}-inference-{k}")
+        for (e, s), p in INFERENCE_CONFIGS.items()
+        for k in FAST_HOSTILE
+    ],
+)
+def test_substitution_inference(estimator, solver, params, kind):
+    observed = _run_pair(estimator, solver, params, _hostile_pair(estimator, kind))
+    assert observed["error"] is None, observed["error"]
+    assert "bse_" in observed["attributes"]
+    labels = {record.label for record in observed["trace"].releases}
+    assert labels & {"residual squares", "hessian sum"}, labels
 
 
 @pytest.mark.parametrize(

@@ -29,6 +29,7 @@ from ._base import (
     release_labels,
     restore_on_failure,
 )
+from ._inference import InferenceMixin
 
 if TYPE_CHECKING:
     from .._typing import ArrayLike, Auto, FeatureBound, MatrixLike, RandomStateLike
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["DPLogisticRegression"]
 
 
-class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
+class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
     """Logistic regression (binary or multinomial) with differential privacy.
 
     Minimises ``C * sum_i log_loss(x_i, y_i) + penalty(coef)`` (the objective of
@@ -212,6 +213,11 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
     dp_event_ : dp_accounting.DpEvent
         The whole fit as a mechanism (add/remove-one neighbouring); recompute
         its epsilon with ``sklearn_dp.accounting.epsilon_of_event``.
+    bse_, coef_covariance_, interval_center_ : ndarray
+        Only after a fit with ``solver_options={"inference": True}`` (solver
+        ``dp_newton``, two classes): standard errors, covariance and the centre of
+        the confidence intervals of :meth:`conf_int`, the intercept first,
+        covering sampling and privacy noise (``docs/guide/inference.md``).
 
     Privacy
     -------
@@ -632,6 +638,10 @@ class DPLogisticRegression(ClassifierMixin, BaseDPEstimator):
             # float32 input gives float32 coefficients (as scikit-learn does).
             self.coef_ = coef.astype(X.dtype, copy=False)
             self.intercept_ = np.asarray(intercept).astype(X.dtype, copy=False)
+            units = [1.0] * (result.coef.shape[0] - int(self.fit_intercept))
+            if self.fit_intercept:
+                units.append(float(data.intercept_scaling))
+            self._store_inference(result, units, self.fit_intercept)
 
         n_classes = 2 if classes is None else classes.size
         return FitRequest(

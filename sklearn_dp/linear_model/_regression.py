@@ -27,6 +27,7 @@ from ._base import (
     public_scale,
     restore_on_failure,
 )
+from ._inference import InferenceMixin
 
 if TYPE_CHECKING:
     from .._typing import ArrayLike, Auto, FeatureBound, MatrixLike, RandomStateLike
@@ -54,7 +55,7 @@ def _label_dtype(X):
     return np.float32 if np.dtype(X.dtype) == np.float32 else np.float64
 
 
-class DPSCORegressor(RegressorMixin, BaseDPEstimator):
+class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
     """Linear regression with a convex loss, fitted with differential privacy.
 
     Minimises ``mean_i loss(x_i @ coef + intercept, y_i) + penalty(coef)``
@@ -210,6 +211,11 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
     solver_ : str
     privacy_spent_ : tuple of (float, float)
     dp_event_ : dp_accounting.DpEvent
+    bse_, coef_covariance_, interval_center_ : ndarray
+        Only after a fit with ``solver_options={"inference": True}`` (solver
+        ``dp_ssp`` or ``dp_newton``, squared loss): standard errors, covariance and the centre of
+        the confidence intervals of :meth:`conf_int`, the intercept first,
+        covering sampling and privacy noise (``docs/guide/inference.md``).
     query_depth_ : int
         Only with ``solver="resque"``: sequential rounds of gradient queries
         (one per ball subproblem; all queries of a round are independent).
@@ -479,6 +485,10 @@ class DPSCORegressor(RegressorMixin, BaseDPEstimator):
             self.intercept_ = self._as_input_dtype(
                 float(intercept[0]) * bounds.y_scale + bounds.y_center, X
             )
+            units = [bounds.y_scale] * (result.coef.shape[0] - int(self.fit_intercept))
+            if self.fit_intercept:
+                units.append(bounds.y_scale * float(data.intercept_scaling))
+            self._store_inference(result, units, self.fit_intercept)
 
         return FitRequest(
             X,

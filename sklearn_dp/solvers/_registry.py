@@ -94,6 +94,7 @@ OPTION_CONSTRAINTS = {
     "snapshot_share": [FRACTION],
     "p": [Interval(Real, 1, 2, closed="both"), None],
     "strongly_convex": ["boolean"],
+    "inference": ["boolean"],
 }
 
 

@@ -21,7 +21,13 @@ import scipy.linalg
 from dp_accounting import dp_event as dpe
 
 from .. import accounting
-from .._clipped_sums import curvature_bound, newton_sums, svec, unsvec
+from .._clipped_sums import (
+    clipped_residual_squares,
+    curvature_bound,
+    newton_sums,
+    svec,
+    unsvec,
+)
 from .._data import row_sum
 from .._losses import loss_names
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
@@ -44,6 +50,7 @@ __all__ = [
     "AUTO_MAX_COLUMNS",
     "AUTO_SSP_ENTRYWISE_MAX_FEATURES",
     "second_order_fits",
+    "INFERENCE_SHARE",
 ]
 
 #: Default number of steps (each: one gradient release and, with
@@ -65,6 +72,22 @@ DEFAULT_HESSIAN = "bound"
 #: Default share of the fit's precision (``1 / sigma^2`` of the one Gaussian
 #: the fit composes into) that goes to the Hessian releases.
 DEFAULT_HESSIAN_SHARE = 0.25
+
+#: Share of the fit's precision that ``inference=True`` spends on its extra
+#: release, by loss: the Hessian sum of the binary log-loss (a matrix whose
+#: noise enters the intervals' sampling part), or the sum of squared
+#: residuals of the squared loss (one number); the gradient and curvature
+#: releases share the rest as ``hessian_share`` says.
+INFERENCE_SHARE = {"log_loss": 0.1, "squared": 0.02}
+
+#: Default number of steps with ``inference=True`` for the log-loss: the
+#: intervals assume the steps converged, and five steps from 0 left an
+#: optimisation error of 0.3-0.4 standard errors at n = 20,000
+#: (benchmarks/bench_inference.py); ten leave a negligible one.
+INFERENCE_NEWTON_STEPS = 10
+
+#: Losses whose confidence intervals ``inference=True`` supports.
+_INFERENCE_LOSSES = ("log_loss", "squared")
 
 #: Relative floor that stays without noise (epsilon=inf), times the
 #: largest curvature ``curvature_bound * R^2``: keeps steps finite along
@@ -127,6 +150,11 @@ def _check_options(hessian, eigenvalue, momentum, size):
 
 def check_dp_newton(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
     """Public checks of dp_newton's options (run before the reservation)."""
+    if options.get("inference") and (loss_name not in _INFERENCE_LOSSES or n_outputs != 1):
+        raise ValueError(
+            "dp_newton's inference=True supports the squared loss and the binary log-loss "
+            f"only; got loss={loss_name!r} with {n_outputs} output(s)."
+        )
     hessian = options.get("hessian", DEFAULT_HESSIAN)
     size = _curvature_size(hessian, public.n_features + int(public.fit_intercept), n_outputs)
     _check_options(
@@ -146,7 +174,7 @@ def _hessian_releases(n_steps, hessian, loss, hessian_steps=None):
     return int(n_steps) if hessian_steps is None else max(1, min(int(hessian_steps), n_steps))
 
 
-def newton_multipliers(epsilon, delta, n_steps, n_hessian, hessian_share):
+def newton_multipliers(epsilon, delta, n_steps, n_hessian, hessian_share, inference_share=0.0):
     """``(sigma_gradient, sigma_hessian, sigma_total)``: noise multipliers of one release each.
 
     The ``n_steps`` gradient releases and ``n_hessian`` Hessian releases are
@@ -154,13 +182,17 @@ def newton_multipliers(epsilon, delta, n_steps, n_hessian, hessian_share):
     multiplier ``(n_steps / sg^2 + n_hessian / sh^2)^(-1/2)``, set to
     ``sigma_total``, the smallest multiplier of one Gaussian meeting
     ``(epsilon, delta)`` (analytic Gaussian mechanism).  The Hessian releases
-    get ``hessian_share`` of the precision ``1 / sigma_total^2``.
+    get ``hessian_share`` of the precision ``1 / sigma_total^2``; with
+    ``inference_share > 0`` one more release takes that share first (its
+    multiplier is ``sigma_total / sqrt(inference_share)``) and the others
+    split what is left.
     """
     total = accounting.gaussian_noise_multiplier(epsilon, delta, 1)
     if total == 0.0:
         return 0.0, 0.0, 0.0
-    sg = total * math.sqrt(n_steps / (1.0 - hessian_share))
-    sh = total * math.sqrt(n_hessian / hessian_share)
+    rest = 1.0 - inference_share
+    sg = total * math.sqrt(n_steps / ((1.0 - hessian_share) * rest))
+    sh = total * math.sqrt(n_hessian / (hessian_share * rest))
     return sg, sh, total
 
 
@@ -169,27 +201,42 @@ def plan_dp_newton(n_samples, n_params, epsilon, delta, call):
 
     ``noise_multiplier`` is the gradient releases' multiplier; ``details``
     holds the Hessian's.  The event is the composition of the two kinds of
-    releases (dp_accounting folds it into one Gaussian, exactly).  ``call``
-    holds the arguments of the run (a :class:`~sklearn_dp.solvers.SolverCall`).
+    releases (dp_accounting folds it into one Gaussian, exactly).  With
+    ``inference=True``, one more Gaussian release (``INFERENCE_SHARE`` of the
+    precision, ``details["inference_multiplier"]``) joins the composition,
+    and the log-loss's default number of steps is at least
+    ``INFERENCE_NEWTON_STEPS``.  ``call`` holds the arguments of the run (a
+    :class:`~sklearn_dp.solvers.SolverCall`).
     """
     max_iter, hessian, share = call.max_iter, call.hessian, call.hessian_share
+    inference = bool(call.inference)
+    log_loss = call.loss is None or call.loss.name == "log_loss"
     if max_iter is None:
         max_iter = DEFAULT_NEWTON_STEPS_NOISELESS if math.isinf(epsilon) else DEFAULT_NEWTON_STEPS
+        if inference and log_loss:
+            max_iter = max(max_iter, INFERENCE_NEWTON_STEPS)
     n_steps = int(max_iter)
     share = DEFAULT_HESSIAN_SHARE if share is None else float(share)
     n_hessian = _hessian_releases(n_steps, hessian, call.loss, call.hessian_steps)
-    details = dict(hessian=hessian, hessian_share=share, hessian_releases=n_hessian)
-    if math.isinf(epsilon):
-        details["hessian_multiplier"] = 0.0
-        return PrivacyPlan(dpe.NonPrivateDpEvent(), 0.0, n_steps, details)
-    sg, sh, total = newton_multipliers(epsilon, delta, n_steps, n_hessian, share)
-    details.update(hessian_multiplier=sh, total_multiplier=total)
-    event = dpe.ComposedDpEvent(
-        [
-            accounting.gaussian_steps_event(sg, n_steps),
-            accounting.gaussian_steps_event(sh, n_hessian),
-        ]
+    details = dict(
+        hessian=hessian, hessian_share=share, hessian_releases=n_hessian, inference=inference
     )
+    if math.isinf(epsilon):
+        details.update(hessian_multiplier=0.0, inference_multiplier=0.0)
+        return PrivacyPlan(dpe.NonPrivateDpEvent(), 0.0, n_steps, details)
+    inference_share = INFERENCE_SHARE["log_loss" if log_loss else "squared"] if inference else 0.0
+    sg, sh, total = newton_multipliers(
+        epsilon, delta, n_steps, n_hessian, share, inference_share=inference_share
+    )
+    si = total / math.sqrt(inference_share) if inference else math.inf
+    details.update(hessian_multiplier=sh, total_multiplier=total, inference_multiplier=si)
+    parts = [
+        accounting.gaussian_steps_event(sg, n_steps),
+        accounting.gaussian_steps_event(sh, n_hessian),
+    ]
+    if inference:
+        parts.append(dpe.GaussianDpEvent(si))
+    event = dpe.ComposedDpEvent(parts)
     return PrivacyPlan(event, sg, n_steps, details)
 
 
@@ -250,6 +297,7 @@ def dp_newton(
     hessian_steps=None,
     momentum="auto",
     coef_init=None,
+    inference=False,
     random_state=None,
     verbose=0,
     plan=None,
@@ -305,7 +353,8 @@ def dp_newton(
         ``DEFAULT_NEWTON_STEPS_NOISELESS`` (10) at ``epsilon=inf``.
     clip_norm : float, optional
         Per-sample gradient clip, at most the loss's bound; default half of
-        it when private (as the first-order solvers), none without noise.
+        it when private (as the first-order solvers), none without noise
+        (and none for the log-loss with ``inference=True``).
     hessian : {"bound", "exact"}, default="bound"
     hessian_share : float in (0, 1), optional
         Share of the precision spent on the curvature releases; default
@@ -325,6 +374,15 @@ def dp_newton(
     coef_init : ndarray of shape (n_columns, n_outputs), optional
         Starting point instead of 0 (a warm start from a released model:
         public, post-processing; it costs nothing).
+    inference : bool, default=False
+        After the steps, release what confidence intervals need besides the
+        steps' own releases (:mod:`sklearn_dp.linear_model._inference`): the
+        Hessian sum at the final coefficients (binary log-loss) or the sum
+        of squared residuals there, each clipped to half the loss's residual
+        bound (squared loss), with ``INFERENCE_SHARE`` of the precision
+        (and, for the log-loss, at least ``INFERENCE_NEWTON_STEPS`` steps by
+        default); the released values they need are returned in
+        ``info["inference"]``.
     random_state : None, int, RandomState or Generator
     verbose : int
     plan : PrivacyPlan or None
@@ -364,12 +422,24 @@ def dp_newton(
     ``max_weight`` (and the noise with it).  On data split in row chunks
     (Dask arrays, ``sklearn_dp._dask``; unweighted) every sum is the sum of
     its chunks' sums, computed where the chunks live; the noise is added
-    once to the total, here.
+    once to the total, here.  With ``inference=True`` one more Gaussian
+    release at the final (released) coefficients joins the same
+    composition: the Hessian sum ``sum_i s_i (1 - s_i) x_i x_i^T``
+    (sensitivity ``R^2 / 4`` in Frobenius norm) for the binary log-loss, or
+    ``sum_i min(r_i^2, b^2)`` with ``b`` half the squared loss's residual
+    bound (sensitivity ``b^2``), times ``max_weight`` with weights.
     """
     if curvature_bound(loss) is None:
         raise ValueError(
             f"dp_newton needs a smooth GLM loss ({', '.join(sorted(loss_names(smooth=True)))}); "
             f"got {loss.name!r}."
+        )
+    if inference and (
+        loss.name not in _INFERENCE_LOSSES or loss.multi_output or int(n_outputs) != 1
+    ):
+        raise ValueError(
+            "dp_newton's inference=True supports the squared loss and the binary log-loss "
+            f"only; got loss={loss.name!r} with {n_outputs} output(s)."
         )
     n_columns = data.design.n_columns
     n_params = n_columns * n_outputs
@@ -384,7 +454,12 @@ def dp_newton(
     if floor_scale is None:
         floor_scale = default_floor
     private = not math.isinf(epsilon)
-    clip = gradient_bound(loss, data.row_norm_bound, clip_norm, private=private)
+    # Intervals need the unclipped estimator: with inference=True the default
+    # clip of the log-loss is its own bound (clipping at half of it moves the
+    # estimate; the squared loss's default clips only residuals beyond the
+    # label range).
+    unclipped = inference and loss.name == "log_loss"
+    clip = gradient_bound(loss, data.row_norm_bound, clip_norm, private=private and not unclipped)
     R2 = float(data.row_norm_bound) ** 2
     beta = curvature_bound(loss)
     bound = hessian == "bound"
@@ -436,17 +511,21 @@ def dp_newton(
     W = np.zeros((n_columns, n_outputs))
     if coef_init is not None:  # warm start: a released model (post-processing)
         W = np.array(coef_init, dtype=float).reshape(n_columns, n_outputs)
+    start = W[:, 0].copy()
     W_previous = W
     since_restart = 0
     eigen = H_sum = None
+    momenta = []
     for t in range(plan.n_steps):
         # A fresh curvature release at each of the first steps (one for the bound).
         curvature = hessian if t < plan.details["hessian_releases"] else None
         # Nesterov's look-ahead point, with O'Donoghue and Candes's restart
         # (below): post-processing of released gradients.
         V = W
+        momenta.append(0.0)
         if momentum == "nesterov" and since_restart > 0:
-            V = W + (since_restart / (since_restart + 3.0)) * (W - W_previous)
+            momenta[-1] = since_restart / (since_restart + 3.0)
+            V = W + momenta[-1] * (W - W_previous)
         g_sum, H_sum = row_sum(data, lambda part: sums(part, V, curvature))
         if curvature == "bound":  # the Gram matrix is drawn before the gradient
             eigen = release_curvature()
@@ -487,4 +566,77 @@ def dp_newton(
         eigenvalue=eigenvalue,
         floor=floor,
     )
-    return SolverResult(coef=W, n_iter=plan.n_steps, plan=plan)
+    info = {}
+    if plan.details.get("inference"):
+        info["inference"] = _inference_release(
+            data, loss, W, rng, plan, eigen, momenta, weight_bound, gradient_std, bound, beta
+        )
+        info["inference"].update(
+            alpha=float(alpha),
+            penalized=data.penalized.copy(),
+            start=start,
+            hessian_mode=hessian,
+            curvature_bound=beta,
+            curvature_noise_std=hessian_std,
+            row_norm_bound=float(data.row_norm_bound),
+            intercept_scaling=float(data.intercept_scaling) if data.fit_intercept else None,
+        )
+    return SolverResult(coef=W, n_iter=plan.n_steps, plan=plan, info=info)
+
+
+def _inference_release(
+    data, loss, W, rng, plan, eigen, momenta, weight_bound, gradient_std, bound, beta
+):
+    """The extra release of ``inference=True`` at the final coefficients, and what the steps used.
+
+    Returns the values the confidence intervals need: released values and
+    their post-processing (the modified curvature of the steps, their
+    momentum coefficients, the noise scales), never a private value.
+    """
+    R2 = float(data.row_norm_bound) ** 2
+    std = plan.details["inference_multiplier"]
+    normalizer = float(data.normalizer)
+    lam, vectors = eigen
+    result = dict(
+        kind="newton",
+        loss=loss.name,
+        curvature_values=lam.copy(),
+        curvature_vectors=vectors.copy(),
+        momenta=tuple(momenta),
+        gradient_noise_std=gradient_std,
+        normalizer=normalizer,
+        n_columns=data.design.n_columns,
+        floor=float(plan.details["floor"]),
+        eigenvalue=plan.details["eigenvalue"],
+    )
+    if loss.name == "squared":
+        bound_r = 0.5 * float(loss.derivative_bound)
+        sensitivity = weight_bound * bound_r**2
+        squares = row_sum(
+            data,
+            lambda part: clipped_residual_squares(
+                part.design,
+                part.y,
+                W[:, 0],
+                bound_r,
+                sample_weight=getattr(part, "sample_weight", None),
+            ),
+        )
+        released = release(squares, sensitivity, std * sensitivity, rng, "residual squares")
+        result.update(residual_squares=float(released[0]), residual_noise_std=std * sensitivity)
+        return result
+    sensitivity = weight_bound * beta * R2
+
+    def hessian(part):
+        weight = getattr(part, "sample_weight", None)
+        _, H = newton_sums(
+            part.design, part.y, W, loss, None, part.row_norms, hessian=True, sample_weight=weight
+        )
+        return H
+
+    m = data.design.n_columns
+    released = release(
+        svec(row_sum(data, hessian)), sensitivity, std * sensitivity, rng, "hessian sum"
+    )
+    result.update(hessian=unsvec(released, m), hessian_noise_std=std * sensitivity)
+    return result

@@ -22,7 +22,7 @@ import numpy as np
 from dp_accounting import dp_event as dpe
 
 from .. import accounting
-from .._clipped_sums import smallest_eigenvalue, sufficient_statistics
+from .._clipped_sums import clipped_residual_squares, smallest_eigenvalue, sufficient_statistics
 from .._data import row_sum
 from .._public_errors import public_error
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
@@ -38,6 +38,7 @@ __all__ = [
     "solve_statistics",
     "DEFAULT_SHARES",
     "EIGENVALUE_CONFIDENCE",
+    "INFERENCE_SHARE",
 ]
 
 #: Default shares of the precision ``1 / sigma^2`` for the Gram matrix,
@@ -49,6 +50,12 @@ DEFAULT_SHARES = (0.45, 0.45, 0.1)
 #: 0.5%), and the ridge covers this many times the spectral norm expected of
 #: the Gram matrix's noise.
 EIGENVALUE_CONFIDENCE = 2.6
+
+#: Share of the fit's precision ``1 / sigma^2`` that ``inference=True``
+#: spends on its extra release, the sum of squared residuals at the fitted
+#: coefficients (the residual variance of the confidence intervals); the
+#: three statistics share the rest in their usual proportions.
+INFERENCE_SHARE = 0.05
 RIDGE_SCALE = 1.0
 
 #: Default cap on the sweeps of coordinate descent (or the steps of the
@@ -89,6 +96,13 @@ def _check_options(loss_name, n_outputs, *, shares, ridge, label_bound):
 
 def check_dp_ssp(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
     """Public checks of dp_ssp's options (run before the reservation)."""
+    if options.get("inference") and (
+        (l1_ratio or 0) > 0 or options.get("radius") is not None or penalty not in (None, "l2")
+    ):
+        raise ValueError(
+            "dp_ssp's inference=True needs an L2 penalty or none and no radius (the "
+            "intervals of an L1 penalty or a constraint are not normal)."
+        )
     _check_options(
         loss_name,
         n_outputs,
@@ -112,19 +126,28 @@ def ssp_multipliers(epsilon, delta, shares):
 
 
 def plan_dp_ssp(n_samples, n_params, epsilon, delta, call):
-    """Privacy plan of ``dp_ssp``: two (three with the adaptive ridge) Gaussian releases."""
-    shares = DEFAULT_SHARES if call.shares is None else call.shares
-    values = np.asarray(shares, dtype=float)
+    """Privacy plan of ``dp_ssp``: two (three with the adaptive ridge) Gaussian releases.
+
+    ``inference=True`` adds one more, the sum of squared residuals, with
+    ``INFERENCE_SHARE`` of the precision (``details["inference_multiplier"]``).
+    ``call`` holds the arguments of the run (a :class:`~sklearn_dp.solvers.SolverCall`).
+    """
+    inference = bool(call.inference)
+    values = np.asarray(DEFAULT_SHARES if call.shares is None else call.shares, dtype=float)
     if call.ridge != "adaptive":  # a fixed ridge: no eigenvalue release
         values = np.array([values[0], values[1], 0.0])
     values = values / values.sum()
-    details = dict(shares=tuple(float(v) for v in values))
+    if inference:
+        values = np.append(values * (1.0 - INFERENCE_SHARE), INFERENCE_SHARE)
+    details = dict(shares=tuple(float(v) for v in values[:3]), inference=bool(inference))
     n_releases = int(np.count_nonzero(values))
     if math.isinf(epsilon):
         details["multipliers"] = (0.0, 0.0, 0.0)
+        details["inference_multiplier"] = 0.0
         return PrivacyPlan(dpe.NonPrivateDpEvent(), 0.0, n_releases, details)
     multipliers = ssp_multipliers(epsilon, delta, values)
-    details["multipliers"] = multipliers
+    details["multipliers"] = multipliers[:3]
+    details["inference_multiplier"] = multipliers[3] if inference else math.inf
     event = dpe.ComposedDpEvent(
         [dpe.GaussianDpEvent(float(s)) for s in multipliers if math.isfinite(s)]
     )
@@ -307,6 +330,7 @@ def dp_ssp(
     label_bound=1.0,
     max_iter=None,
     tol=DEFAULT_TOL,
+    inference=False,
     random_state=None,
     verbose=0,
     plan=None,
@@ -358,6 +382,12 @@ def dp_ssp(
         Cap on the sweeps of coordinate descent (default 1000).
     tol : float, optional
         Its tolerance (relative change of the coefficients); default ``DEFAULT_TOL``.
+    inference : bool, default=False
+        Also release the sum of squared residuals at the fitted coefficients
+        (each clipped to ``label_bound``), with ``INFERENCE_SHARE`` of the
+        precision, for confidence intervals
+        (:mod:`sklearn_dp.linear_model._inference`); the released values
+        they need are returned in ``info["inference"]``.
     random_state : None, int, RandomState or Generator
     verbose : int
     plan : PrivacyPlan or None
@@ -393,7 +423,10 @@ def dp_ssp(
     in row chunks (Dask arrays, ``sklearn_dp._dask``; unweighted) the
     statistics are sums of their chunks' sums, computed where the chunks
     live (the smallest eigenvalue is that of the reduced Gram matrix); the
-    noise is added once, here.
+    noise is added once, here.  With ``inference=True`` a fourth Gaussian
+    release, of ``sum_i min(r_i^2, B^2)`` at the fitted (released)
+    coefficients, adds ``B^2`` to the sensitivities (times ``max_weight``)
+    and composes with the others into the same one Gaussian mechanism.
     """
     _check_options(loss.name, n_outputs, shares=shares, ridge=ridge, label_bound=label_bound)
     m = data.design.n_columns
@@ -458,4 +491,34 @@ def dp_ssp(
         xty_sensitivity=xty_sensitivity,
     )
     info = dict(statistics=statistics)
+    if plan.details.get("inference"):
+        # The residual scale at the released coefficients (public once released).
+        residual_std = plan.details["inference_multiplier"] * weight_bound * float(label_bound) ** 2
+        squares = row_sum(
+            data,
+            lambda part: clipped_residual_squares(
+                part.design,
+                part.y,
+                w,
+                label_bound,
+                y_bound=label_bound,
+                sample_weight=getattr(part, "sample_weight", None),
+            ),
+        )
+        noisy_squares = release(
+            squares, weight_bound * float(label_bound) ** 2, residual_std, rng, "residual squares"
+        )
+        info["inference"] = dict(
+            kind="ssp",
+            gram=repaired,
+            ridge=ridge_value,
+            normalizer=normalizer,
+            alpha=float(alpha),
+            penalized=data.penalized.copy(),
+            gram_noise_std=gram_std,
+            xty_noise_std=sigma_xty * xty_sensitivity,
+            residual_squares=float(noisy_squares[0]),
+            residual_noise_std=residual_std,
+            n_columns=m,
+        )
     return SolverResult(coef=w[:, None], n_iter=max(1, int(iterations)), plan=plan, info=info)

@@ -1,0 +1,311 @@
+"""Confidence intervals of private fits (``conf_int``, ``bse_``): exactness, privacy, coverage."""
+
+from __future__ import annotations
+
+import math
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from dp_accounting import pld, rdp
+from sklearn.linear_model import LogisticRegression
+
+from sklearn_dp import DPLogisticRegression, DPSCORegressor, PrivacyBudget, accounting
+from sklearn_dp._clipped_sums import clipped_residual_squares
+from sklearn_dp._design import Design
+from sklearn_dp.linear_model._inference import newton_noise_covariance
+from sklearn_dp.solvers import plan_call
+from sklearn_dp.solvers._second_order import INFERENCE_SHARE as NEWTON_SHARE
+from sklearn_dp.solvers._ssp import INFERENCE_SHARE as SSP_SHARE
+from sklearn_dp.testing import trace_releases
+
+D = 3
+BETA = np.array([1.0, -0.5, 0.25])
+DATA_NORM = math.sqrt(3.0 * D)
+INFERENCE = {"inference": True}
+
+
+def _simulate(model, n, rng):
+    X = rng.uniform(-math.sqrt(3.0), math.sqrt(3.0), size=(n, D))
+    score = X @ BETA + 0.5
+    if model == "squared":
+        return X, score + rng.normal(size=n)
+    return X, (rng.random(n) < 1.0 / (1.0 + np.exp(-score))).astype(int)
+
+
+def _model(model, solver, epsilon, seed=0, **params):
+    params = {
+        **dict(epsilon=epsilon, solver=solver, data_norm=DATA_NORM, random_state=seed),
+        **dict(solver_options=dict(INFERENCE)),
+        **params,
+    }
+    if model == "squared":
+        return DPSCORegressor(y_bound=8.0, **params)
+    return DPLogisticRegression(**{"classes": [0, 1], **params})
+
+
+def _ols(X, y):
+    A = np.column_stack([np.ones(len(X)), X])
+    w = np.linalg.lstsq(A, y, rcond=None)[0]
+    r = y - A @ w
+    return w, float(r @ r) * np.linalg.inv(A.T @ A)
+
+
+def _logit(X, y):
+    A = np.column_stack([np.ones(len(X)), X])
+    fit = LogisticRegression(C=np.inf, fit_intercept=False, tol=1e-12, max_iter=1000)
+    w = fit.fit(A, y).coef_.ravel()
+    p = 1.0 / (1.0 + np.exp(-(A @ w)))
+    return w, np.linalg.inv((A * (p * (1.0 - p))[:, None]).T @ A)
+
+
+# -- the plans: the extra release is charged in the same Gaussian -------------------------
+
+
+@pytest.mark.parametrize("ridge", ["adaptive", 1.0])
+def test_ssp_inference_release_shares_the_one_gaussian(ridge):
+    plain = plan_call("dp_ssp", 1000, 4, 1.0, 1e-5, ridge=ridge)
+    plan = plan_call("dp_ssp", 1000, 4, 1.0, 1e-5, ridge=ridge, inference=True)
+    total = accounting.gaussian_noise_multiplier(1.0, 1e-5, 1)
+    multipliers = [*plan.details["multipliers"], plan.details["inference_multiplier"]]
+    precision = sum(1.0 / s**2 for s in multipliers if math.isfinite(s))
+    assert precision == pytest.approx(1.0 / total**2, rel=1e-12)
+    assert plan.details["inference_multiplier"] == pytest.approx(total / math.sqrt(SSP_SHARE))
+    # The statistics keep their proportions, on what the extra release leaves.
+    for a, b in zip(plan.details["multipliers"], plain.details["multipliers"]):
+        if math.isfinite(b):
+            assert a == pytest.approx(b / math.sqrt(1.0 - SSP_SHARE))
+    assert len(plan.event.events) == len(plain.event.events) + 1
+
+
+@pytest.mark.parametrize("loss", ["log_loss", "squared"])
+def test_newton_inference_release_shares_the_one_gaussian(loss):
+    from sklearn_dp._losses import get_loss
+
+    glm = get_loss(loss) if loss == "log_loss" else get_loss(loss, residual_bound=2.0)
+    plan = plan_call("dp_newton", 1000, 4, 1.0, 1e-5, loss=glm, inference=True)
+    total = accounting.gaussian_noise_multiplier(1.0, 1e-5, 1)
+    details = plan.details
+    precision = (
+        plan.n_steps / plan.noise_multiplier**2
+        + details["hessian_releases"] / details["hessian_multiplier"] ** 2
+        + 1.0 / details["inference_multiplier"] ** 2
+    )
+    assert precision == pytest.approx(1.0 / total**2, rel=1e-12)
+    assert details["inference_multiplier"] == pytest.approx(total / math.sqrt(NEWTON_SHARE[loss]))
+    # The log-loss takes more steps by default (the intervals assume convergence).
+    assert plan.n_steps == (10 if loss == "log_loss" else 5)
+    epsilon = pld.PLDAccountant().compose(plan.event).get_epsilon(1e-5)
+    assert epsilon == pytest.approx(1.0, rel=1e-3)
+    assert rdp.RdpAccountant().compose(plan.event).get_epsilon(1e-5) >= epsilon
+
+
+def test_clipped_residual_squares_and_its_sensitivity():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 3))
+    y = 3.0 * rng.normal(size=30)
+    coef = np.array([0.5, -1.0, 2.0])
+    design = Design(X)
+    exact = np.sum(np.minimum((np.clip(y, -2.0, 2.0) - X @ coef) ** 2, 1.5**2))
+    value = clipped_residual_squares(design, y, coef, 1.5, y_bound=2.0)
+    assert value[0] == pytest.approx(exact)
+    # Removing any row moves the sum by at most the square of the clip.
+    for i in range(30):
+        keep = np.arange(30) != i
+        other = clipped_residual_squares(Design(X[keep]), y[keep], coef, 1.5, y_bound=2.0)
+        assert abs(value[0] - other[0]) <= 1.5**2 + 1e-12
+
+
+@pytest.mark.parametrize(
+    "model, solver, label, sensitivity",
+    [
+        ("squared", "dp_ssp", "residual squares", 1.0),
+        ("squared", "dp_newton", "residual squares", 1.0),
+        # R^2 / 4 with R^2 = data_norm^2 + intercept_scaling^2 (= 2 data_norm^2).
+        ("logistic", "dp_newton", "hessian sum", 2.0 * DATA_NORM**2 / 4.0),
+    ],
+)
+def test_inference_release_goes_through_the_gateway_with_its_sensitivity(
+    model, solver, label, sensitivity
+):
+    X, y = _simulate(model, 300, np.random.default_rng(1))
+    with trace_releases() as trace:
+        _model(model, solver, 1.0).fit(X, y)
+    records = [r for r in trace.releases if r.label == label]
+    assert len(records) == 1
+    assert records[0].sensitivity == pytest.approx(sensitivity)
+
+
+# -- epsilon = inf: the non-private intervals ---------------------------------------------
+
+
+@pytest.mark.parametrize("solver", ["dp_ssp", "dp_newton"])
+def test_noiseless_intervals_are_the_ols_intervals(solver):
+    X, y = _simulate("squared", 500, np.random.default_rng(2))
+    fitted = _model("squared", solver, math.inf, alpha=0.0).fit(X, y)
+    w, covariance = _ols(X, y)
+    # OLS's covariance with the residual variance over n (the fit's normaliser
+    # is the row count less the columns), and residuals as released.
+    scale = fitted.coef_covariance_[0, 0] / covariance[0, 0]
+    np.testing.assert_allclose(fitted.interval_center_, w, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(fitted.coef_covariance_, scale * covariance, rtol=1e-6)
+    assert scale == pytest.approx(1.0 / (500 - 4), rel=1e-6)
+    z = 1.959963984540054
+    np.testing.assert_allclose(
+        fitted.conf_int(),
+        np.column_stack([w - z * fitted.bse_, w + z * fitted.bse_]),
+        rtol=1e-6,
+        atol=1e-8,
+    )
+
+
+def test_noiseless_logistic_intervals_are_the_wald_intervals():
+    X, y = _simulate("logistic", 1000, np.random.default_rng(3))
+    fitted = _model("logistic", "dp_newton", math.inf, C=1e12, max_iter=30).fit(X, y)
+    w, covariance = _logit(X, y)
+    np.testing.assert_allclose(fitted.interval_center_, w, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(fitted.coef_covariance_, covariance, rtol=1e-4)
+
+
+def test_interval_order_is_the_intercept_then_the_coefficients():
+    X, y = _simulate("squared", 400, np.random.default_rng(4))
+    fitted = _model("squared", "dp_newton", math.inf).fit(X, y)
+    interval = fitted.conf_int(0.1)
+    assert interval.shape == (D + 1, 2)
+    middle = interval.mean(axis=1)
+    np.testing.assert_allclose(middle, np.r_[fitted.intercept_, fitted.coef_], rtol=1e-9)
+    assert np.all(fitted.conf_int(0.01)[:, 1] > interval[:, 1])
+    no_intercept = _model("squared", "dp_newton", math.inf, fit_intercept=False).fit(X, y)
+    assert no_intercept.conf_int().shape == (D, 2)
+
+
+# -- privacy: one charge, no raw release kept, public refusals -------------------------------
+
+
+@pytest.mark.parametrize(
+    "model, solver", [("squared", "dp_ssp"), ("squared", "dp_newton"), ("logistic", "dp_newton")]
+)
+def test_inference_is_charged_once_and_keeps_no_release(model, solver):
+    X, y = _simulate(model, 300, np.random.default_rng(5))
+    budget = PrivacyBudget(10.0, 1e-3)
+    fitted = _model(model, solver, 1.0, budget=budget, random_state=None).fit(X, y)
+    assert len(budget.ledger) == 1
+    assert fitted.privacy_spent_[0] == pytest.approx(1.0, rel=1e-6)
+    # Only derived quantities stay on the model; nothing from the solver's info.
+    assert set(vars(fitted)) - set(vars(_model(model, solver, 1.0))) >= {
+        "bse_",
+        "coef_covariance_",
+        "interval_center_",
+    }
+    for value in vars(fitted).values():
+        assert not isinstance(value, dict) or "residual_squares" not in value
+    assert np.all(np.isfinite(fitted.conf_int()))
+    clone = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(clone.conf_int(), fitted.conf_int())
+
+
+def test_conf_int_names_the_solvers_that_support_it():
+    X, y = _simulate("squared", 200, np.random.default_rng(6))
+    fitted = DPSCORegressor(epsilon=1.0, solver="dp_gd", data_norm=DATA_NORM, y_bound=8.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fitted.fit(X, y)
+    with pytest.raises(ValueError, match="dp_ssp, dp_newton.*solver='dp_gd'"):
+        fitted.conf_int()
+    assert not hasattr(fitted, "bse_")
+
+
+def test_conf_int_without_the_inference_release_says_how_to_get_it():
+    X, y = _simulate("logistic", 200, np.random.default_rng(7))
+    fitted = DPLogisticRegression(
+        epsilon=1.0, solver="dp_newton", data_norm=DATA_NORM, classes=[0, 1]
+    ).fit(X, y)
+    with pytest.raises(ValueError, match=r"solver_options=\{'inference': True\}"):
+        fitted.conf_int()
+    refit = _model("logistic", "dp_newton", 1.0).fit(X, y)
+    assert hasattr(refit, "bse_")
+    # A later fit without inference drops the previous intervals.
+    refit.set_params(solver_options=None).fit(X, y)
+    assert not hasattr(refit, "bse_")
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(solver="dp_ssp", penalty="l1"),
+        dict(solver="dp_ssp", radius=1.0),
+        dict(solver="dp_newton", loss="huber"),
+    ],
+)
+def test_unsupported_inference_is_refused_before_the_spend(params):
+    X, y = _simulate("squared", 100, np.random.default_rng(8))
+    budget = PrivacyBudget(10.0, 1e-3)
+    estimator = DPSCORegressor(
+        epsilon=1.0, data_norm=DATA_NORM, y_bound=8.0, budget=budget, solver_options=INFERENCE
+    )
+    with pytest.raises(ValueError, match="inference=True"):
+        estimator.set_params(**params).fit(X, y)
+    assert budget.ledger == []
+
+
+def test_conf_int_checks_alpha():
+    X, y = _simulate("squared", 200, np.random.default_rng(9))
+    fitted = _model("squared", "dp_ssp", 1.0).fit(X, y)
+    for alpha in (0.0, 1.0, "0.05"):
+        with pytest.raises(ValueError, match="alpha"):
+            fitted.conf_int(alpha)
+
+
+def test_noise_recursion_without_momentum_is_the_geometric_sum():
+    # K = 1/2 I, P = I: e_T = sum_t K^(T-1-t) xi_t, variance sum_t 4^-t s^2.
+    P = np.eye(2)
+    H = 0.5 * np.eye(2)
+    covariance = newton_noise_covariance(P, H, 2.0, 1.0, momenta=(0.0, 0.0, 0.0))
+    np.testing.assert_allclose(covariance, 4.0 * (1 + 0.25 + 0.0625) * np.eye(2))
+
+
+# -- coverage --------------------------------------------------------------------------------
+
+
+def _coverage(model, solver, n, epsilon, reps, seed=0):
+    rng = np.random.default_rng(seed)
+    truth = np.r_[0.5, BETA]
+    covered = []
+    for rep in range(reps):
+        X, y = _simulate(model, n, rng)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fitted = _model(model, solver, epsilon, seed=seed * 1000 + rep).fit(X, y)
+        interval = fitted.conf_int(0.05)
+        covered.append((interval[:, 0] <= truth) & (truth <= interval[:, 1]))
+    return np.mean(covered)
+
+
+@pytest.mark.parametrize(
+    "model, solver", [("squared", "dp_ssp"), ("squared", "dp_newton"), ("logistic", "dp_newton")]
+)
+def test_intervals_cover_the_truth(model, solver):
+    # A few data sets and a loose tolerance (the benchmark holds the target).
+    assert _coverage(model, solver, 3000, 1.0, reps=8) >= 0.8
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "model, solver", [("squared", "dp_ssp"), ("squared", "dp_newton"), ("logistic", "dp_newton")]
+)
+@pytest.mark.parametrize("n, epsilon", [(20000, 1.0), (2000, 4.0)])
+def test_intervals_cover_the_truth_thorough(model, solver, n, epsilon):
+    assert _coverage(model, solver, n, epsilon, reps=100, seed=1) >= 0.92
+
+
+def test_logistic_intervals_correct_the_outward_bias_where_the_noise_dominates():
+    X, y = _simulate("logistic", 2000, np.random.default_rng(10))
+    noisy = _model("logistic", "dp_newton", 0.5).fit(X, y)
+    params = np.r_[noisy.intercept_, noisy.coef_.ravel()]
+    assert not np.allclose(noisy.interval_center_, params)
+    # The bootstrap is reproducible: post-processing with a public seed.
+    again = _model("logistic", "dp_newton", 0.5).fit(X, y)
+    np.testing.assert_array_equal(again.conf_int(), noisy.conf_int())
+    quiet = _model("logistic", "dp_newton", 50.0).fit(X, y)
+    np.testing.assert_allclose(quiet.interval_center_, np.r_[quiet.intercept_, quiet.coef_.ravel()])
