@@ -309,3 +309,19 @@ def test_logistic_intervals_correct_the_outward_bias_where_the_noise_dominates()
     np.testing.assert_array_equal(again.conf_int(), noisy.conf_int())
     quiet = _model("logistic", "dp_newton", 50.0).fit(X, y)
     np.testing.assert_allclose(quiet.interval_center_, np.r_[quiet.intercept_, quiet.coef_.ravel()])
+
+
+@pytest.mark.parametrize("solver", ["dp_newton", "auto"])
+def test_logistic_inference_without_public_classes_is_refused_before_the_spend(solver):
+    # Three labels and no classes=: the number of outputs would be known only
+    # after the label-set release, so the refusal must come before the spend.
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(300, 3))
+    y = rng.integers(0, 3, size=300)
+    budget = PrivacyBudget(10.0, 1e-3)
+    estimator = DPLogisticRegression(
+        epsilon=1.0, solver=solver, budget=budget, solver_options=INFERENCE
+    )
+    with pytest.raises(ValueError, match="pass classes="):
+        estimator.fit(X, y)
+    assert budget.ledger == []

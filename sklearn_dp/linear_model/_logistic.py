@@ -548,6 +548,14 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
             classes = self._check_labels(y)
         sample_weight = self._check_sample_weight(sample_weight, X)
         class_weight = self._check_class_weight(classes)
+        if classes is None and (self.solver_options or {}).get("inference"):
+            # Without public classes the number of outputs is known only after
+            # the label-set release: refuse now rather than after the spend.
+            raise ValueError(
+                "DPLogisticRegression: solver_options={'inference': True} gives intervals "
+                "for two classes, and the number of classes must be public before the "
+                "spend: pass classes=[label_0, label_1]."
+            )
         weighted = sample_weight is not None or class_weight is not None
         if dask_input and weighted:
             # Before the reservation: weighted fits need in-memory data.
