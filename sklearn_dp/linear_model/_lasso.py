@@ -134,8 +134,9 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         ``[-y_bound, y_bound]``.  ``"auto"``: a label range is released (15%
         of epsilon: a DP bound ``M`` on ``|y|``, a DP median ``y_center_``
         among centres within ``M`` and a DP half-width ``y_bound_ <= M +
-        |y_center_|``; 10% for the half-width alone without an intercept).  Fits run on labels centred and divided by the
-        half-width (and coefficients likewise); the results are mapped back.
+        |y_center_|``; 10% for the half-width alone without an intercept).
+        Fits run on labels centred and divided by the half-width (and
+        coefficients likewise); the results are mapped back.
     fit_intercept : bool, default=True
         Fit an unpenalised intercept through a constant column of value
         ``intercept_scaling``.
