@@ -8,7 +8,8 @@ same split per seed:
   but ``epsilon`` (``DPLogisticRegression(epsilon)``, ``DPSCORegressor(epsilon)``:
   no ``classes=``, ``"auto"`` bounds);
 * **DP scaler + model**: ``DPStandardScaler(epsilon=0.3 * eps)`` then the
-  model at ``0.7 * eps``, both charged to one ``PrivacyBudget(eps, 1e-5)``;
+  model at ``0.7 * eps``, both charged to one
+  ``PrivacyBudget(eps, 1e-5, composition="basic")``;
 * **non-private**: scikit-learn's ``StandardScaler`` + ``LogisticRegression()``
   (accuracy, or ROC AUC where the table says so) or + ``Ridge()`` (R^2).
 
@@ -269,7 +270,7 @@ def fit_method(method, table, epsilon, seed, X_train, y_train):
     if method == "defaults":
         return _model(table, epsilon, seed).fit(X_train, y_train)
     if method == "DP scaler + model":
-        budget = PrivacyBudget(epsilon, DELTA)
+        budget = PrivacyBudget(epsilon, DELTA, composition="basic")
         scaler_epsilon = SCALER_SHARE * epsilon
         return make_pipeline(
             DPStandardScaler(
@@ -381,7 +382,7 @@ def report(table_list, results, epsilons, seeds, failures, warned, command, seco
         "Columns: `defaults` = the private estimator at its defaults but epsilon "
         "(`DPLogisticRegression(epsilon)` / `DPSCORegressor(epsilon)`); `DP scaler + model` = "
         f"`DPStandardScaler({SCALER_SHARE:g} eps)` + the model at {1 - SCALER_SHARE:g} eps "
-        f"on one `PrivacyBudget(eps, {DELTA:g})`; `non-private` = `StandardScaler` + "
+        f"on one `PrivacyBudget(eps, {DELTA:g}, composition='basic')`; `non-private` = `StandardScaler` + "
         "`LogisticRegression()` / `Ridge()`.\n",
     ]
     headers = ["table (train rows, d)", "metric", "non-private"] + [
