@@ -45,9 +45,13 @@ Centre of signed values (labels, features of the scalers)
     ``0, +-10 ** (-8 + k / 32)`` (1027 candidates): ``u(c) = -| #{v_i <= c}
     - n / 2 |``, sensitivity 1/2 (the count moves by 0 or 1, ``n / 2`` by
     1/2), not monotone, so probabilities ``exp(epsilon * u / (2 * 1/2))``.
+    A label range's centre takes the candidates of this grid within a
+    released magnitude only (:func:`center_candidates`).
 
-A range is a centre ``c`` and an upper bound ``h`` of ``|v_i - c|`` (half
-of epsilon each): ``[c - h, c + h]``.
+A range is ``[c - h, c + h]``: a magnitude ``M`` (an upper bound of
+``|v_i|``), a centre ``c`` (a median among the centres within ``M``) and an upper
+bound ``h <= M + |c|`` of ``|v_i - c|``, a third of epsilon each
+(:func:`release_range`).
 
 Each release goes through the noise gateway (:func:`sklearn_dp._noise.exponential`)
 and is recorded as ``PureEpsilonDpEvent(epsilon, "exponential mechanism: ...")``
@@ -77,6 +81,7 @@ __all__ = [
     "LABEL_WINDOW",
     "TILT",
     "BOUNDS_EPSILON_FRACTION",
+    "LABEL_RANGE_EPSILON_FRACTION",
     "BoundRelease",
     "upper_bound_utilities",
     "center_utilities",
@@ -115,6 +120,11 @@ TILT = 0.5
 #: ``feature_bound``) and, for regressors, the labels (``y_bound``).
 #: Chosen with ``benchmarks/bench_bounds.py`` (see ``docs/guide/choosing_parameters.md``).
 BOUNDS_EPSILON_FRACTION = 0.1
+#: Share of a regressor's epsilon spent on a label range with a released
+#: centre (three releases, :func:`release_range`): a third each keeps each
+#: release about as reliable as the half of BOUNDS_EPSILON_FRACTION a
+#: two-release range would give.  Measured with ``benchmarks/bench_raw_tables.py``.
+LABEL_RANGE_EPSILON_FRACTION = 0.15
 
 
 @dataclass(frozen=True)
@@ -234,14 +244,65 @@ def release_center_from_utilities(utilities, *, epsilon, rng, label):
     return BoundRelease(float(CENTER_GRID[index]), events)
 
 
-def release_range(values, *, epsilon, n_public, rng, label, window=None, center=None):
-    """A DP range ``(center, half_width)`` of signed ``values``: half of epsilon each.
+def center_candidates(magnitude):
+    """The centres a label range may take within a released magnitude ``M`` (public).
 
-    ``values`` lie mostly in ``[center - half_width, center + half_width]``:
-    the centre is a DP median, the half-width a DP upper bound of
-    ``|values - center|`` (see the module docstring).  With a public
-    ``center`` (0 for a model without intercept) only the half-width is
-    released, on the whole of ``epsilon``.
+    The candidates of :data:`CENTER_GRID` in ``[-M, M]``: most of them are
+    small (32 per decade down to ``1e-8``), so a centre released where the
+    median is not clear lands near 0 far more often than near ``+-M``, and
+    the range ``[c - h, c + h]`` then still covers ``[-M, M]`` with
+    ``h <= M + |c| <= 2 M``.
+    """
+    return CENTER_GRID[np.abs(CENTER_GRID) <= float(magnitude)]
+
+
+def center_counts_on(values, candidates):
+    """``(at_or_below, size)`` of :func:`center_counts` on the given ``candidates``."""
+    s = _sorted_scores(values)
+    return np.searchsorted(s, candidates, side="right"), s.size
+
+
+def release_center_on(at_or_below, size, candidates, *, epsilon, rng, label):
+    """The DP median (sensitivity 1/2) among public ``candidates`` from their counts."""
+    utilities = center_utilities_from_counts(at_or_below, size)
+    scale = 0.0 if math.isinf(epsilon) else 1.0 / float(epsilon)
+    index = _noise.exponential(utilities, sensitivity=0.5, scale=scale, rng=rng, label=label)
+    events = [] if math.isinf(epsilon) else [_event(epsilon, label)]
+    return BoundRelease(float(candidates[index]), events)
+
+
+def capped_utilities(utilities, cap):
+    """The utilities of the candidates of :data:`GRID` up to ``cap`` (public): a prefix.
+
+    :data:`GRID` increases, so the candidates up to ``cap`` are its first
+    ones, and an index into the prefix is an index into :data:`GRID`.  The
+    smallest candidate always stays, so a cap below the grid still leaves one.
+    """
+    utilities = np.asarray(utilities, dtype=np.float64)
+    return utilities[: max(1, int(np.searchsorted(GRID, cap, side="right")))]
+
+
+def release_range(values, *, epsilon, n_public, rng, label, window=None, center=None):
+    """A DP range ``(center, half_width)`` of signed ``values``: a third of epsilon each release.
+
+    ``values`` lie mostly in ``[center - half_width, center + half_width]``.
+    Three releases, each pure ``epsilon / 3``-DP, each restricted by the
+    ones before it, so that no release can be far off the others:
+
+    1. the *magnitude* ``M``, a DP upper bound of ``|values|``
+       (:func:`release_upper_bound`, sensitivity 1, monotone: reliable from
+       about ``n * epsilon / 3 >= 10``);
+    2. the *centre* ``c``, a DP median among the candidates of
+       :data:`CENTER_GRID` within ``[-M, M]`` (:func:`center_candidates`;
+       over the whole grid, when ``n * epsilon`` is small, it picks a
+       centre millions of times off the data, and the fit's predictions
+       follow it);
+    3. the *half-width* ``h``, a DP upper bound of ``|values - c|`` among
+       the candidates of :data:`GRID` up to ``M + |c|`` (which bounds
+       ``|v - c|`` wherever ``|v| <= M``).
+
+    With a public ``center`` (0 for a model without intercept) only the
+    half-width is released, on the whole of ``epsilon``.
 
     Returns
     -------
@@ -259,18 +320,34 @@ def release_range(values, *, epsilon, n_public, rng, label, window=None, center=
             window=window,
         )
         return float(center), width.value, width.events
-    half = epsilon / 2.0
-    center = release_center(values, epsilon=half, rng=rng, label=f"{label} (centre)")
-    spread = np.abs(np.asarray(values, dtype=np.float64) - center.value)
-    width = release_upper_bound(
-        spread,
-        epsilon=half,
+    third = epsilon / 3.0
+    values = np.asarray(values, dtype=np.float64)
+    magnitude = release_upper_bound(
+        np.abs(values),
+        epsilon=third,
         n_public=n_public,
         rng=rng,
-        label=f"{label} (half-width)",
+        label=f"{label} (magnitude)",
         window=window,
     )
-    return center.value, width.value, center.events + width.events
+    candidates = center_candidates(magnitude.value)
+    center = release_center_on(
+        *center_counts_on(values, candidates),
+        candidates,
+        epsilon=third,
+        rng=rng,
+        label=f"{label} (centre)",
+    )
+    width = release_upper_bound_from_utilities(
+        capped_utilities(
+            upper_bound_utilities(np.abs(values - center.value), n_public, window=window),
+            magnitude.value + abs(center.value),
+        ),
+        epsilon=third,
+        rng=rng,
+        label=f"{label} (half-width)",
+    )
+    return center.value, width.value, magnitude.events + center.events + width.events
 
 
 def row_linf_norms(X):
@@ -410,6 +487,6 @@ def planned_events(request, epsilons):
     if labels == "symmetric":  # a public centre 0 (no intercept): the half-width only
         events.append(_event(epsilon_labels, "label range (half-width)"))
     elif labels:
-        events.append(_event(epsilon_labels / 2.0, "label range (centre)"))
-        events.append(_event(epsilon_labels / 2.0, "label range (half-width)"))
+        for part in ("magnitude", "centre", "half-width"):
+            events.append(_event(epsilon_labels / 3.0, f"label range ({part})"))
     return events

@@ -497,8 +497,8 @@ def _spread_counts(block, center, window):
     return _bounds.upper_bound_counts(values, window=window)
 
 
-def _center_counts(block):
-    return _bounds.center_counts(np.asarray(block))
+def _center_counts(block, candidates):
+    return _bounds.center_counts_on(np.asarray(block), candidates)
 
 
 def release_upper_bound_of_rows(X, score, *, epsilon, n_public, rng, label, window):
@@ -523,24 +523,32 @@ def release_range(y, *, epsilon, n_public, rng, label, window=None, center=None)
             label=f"{label} (half-width)",
         )
         return float(center), width.value, width.events
-    half = epsilon / 2.0
-    at_or_below, size = reduce_chunks(_center_counts, y)
-    center = _bounds.release_center_from_utilities(
-        _bounds.center_utilities_from_counts(at_or_below, size),
-        epsilon=half,
+    third = epsilon / 3.0
+    above, small = reduce_chunks(functools.partial(_spread_counts, center=0.0, window=window), y)
+    magnitude = _bounds.release_upper_bound_from_utilities(
+        _bounds.upper_bound_utilities_from_counts(above, small, n_public),
+        epsilon=third,
         rng=rng,
-        label=f"{label} (centre)",
+        label=f"{label} (magnitude)",
+    )
+    candidates = _bounds.center_candidates(magnitude.value)
+    at_or_below, size = reduce_chunks(functools.partial(_center_counts, candidates=candidates), y)
+    center = _bounds.release_center_on(
+        at_or_below, size, candidates, epsilon=third, rng=rng, label=f"{label} (centre)"
     )
     above, small = reduce_chunks(
         functools.partial(_spread_counts, center=center.value, window=window), y
     )
     width = _bounds.release_upper_bound_from_utilities(
-        _bounds.upper_bound_utilities_from_counts(above, small, n_public),
-        epsilon=half,
+        _bounds.capped_utilities(
+            _bounds.upper_bound_utilities_from_counts(above, small, n_public),
+            magnitude.value + abs(center.value),
+        ),
+        epsilon=third,
         rng=rng,
         label=f"{label} (half-width)",
     )
-    return center.value, width.value, center.events + width.events
+    return center.value, width.value, magnitude.events + center.events + width.events
 
 
 def release_row_norm_bound(X, *, epsilon, n_public, rng, window=None):

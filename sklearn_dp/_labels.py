@@ -18,8 +18,11 @@ from .accounting import ApproximateDpEvent
 __all__ = ["LABEL_EPSILON_FRACTION", "LABEL_DELTA_FRACTION", "release_labels"]
 
 #: Shares of epsilon and delta a classifier spends on releasing its label set
-#: when ``classes`` is not given (see :func:`release_labels`).
-LABEL_EPSILON_FRACTION = 0.1
+#: when ``classes`` is not given (see :func:`release_labels`).  With 10% of
+#: epsilon a 398-row table (breast cancer) lost its minority class of 148 rows
+#: in 9 of 10 seeds at epsilon=0.5 (the fit raised); with 20%, in 1
+#: (``benchmarks/bench_raw_tables.py``).
+LABEL_EPSILON_FRACTION = 0.2
 LABEL_DELTA_FRACTION = 0.5
 
 

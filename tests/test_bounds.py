@@ -8,6 +8,7 @@ and a statistical audit.
 """
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -19,7 +20,11 @@ from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor, PrivacyBud
 from sklearn_dp._bounds import (
     CENTER_GRID,
     GRID,
+    capped_utilities,
+    center_candidates,
+    center_counts_on,
     center_utilities,
+    center_utilities_from_counts,
     planned_events,
     release_center,
     release_range,
@@ -190,19 +195,84 @@ def test_center_is_epsilon_dp_exactly(hostile, epsilon):
     assert np.max(np.abs(log_p - log_q)) <= epsilon * (1 + 1e-9)
 
 
-def test_release_range_spends_half_on_each_part():
+def test_release_range_spends_a_third_on_each_part():
     rng = np.random.default_rng(0)
     y = rng.normal(300.0, 50.0, size=2000)
     with trace_releases() as trace:
-        center, width, events = release_range(y, epsilon=0.4, n_public=2000.0, rng=rng, label="r")
-    assert [r.scale for r in trace.releases] == [pytest.approx(1 / 0.2)] * 2
-    assert [e.epsilon for e in events] == [pytest.approx(0.2)] * 2
+        center, width, events = release_range(y, epsilon=0.6, n_public=2000.0, rng=rng, label="r")
+    assert [r.label for r in trace.releases] == ["r (magnitude)", "r (centre)", "r (half-width)"]
+    assert [r.scale for r in trace.releases] == [pytest.approx(1 / 0.2)] * 3
+    assert [e.epsilon for e in events] == [pytest.approx(0.2)] * 3
+    magnitude = GRID[trace.releases[0].output]
+    # The magnitude bounds |y|; the centre is a median among the centres within it.
+    np.testing.assert_array_equal(trace.releases[0].value, upper_bound_utilities(np.abs(y), 2000.0))
+    candidates = center_candidates(magnitude)
+    assert np.all(np.abs(candidates) <= magnitude) and candidates.size > 100
+    assert center == candidates[trace.releases[1].output]
+    np.testing.assert_array_equal(
+        trace.releases[1].value,
+        np.abs(np.searchsorted(np.sort(y), candidates, "right") - 1000.0) * -1,
+    )
     # About 2 standard deviations (see the module docstring of _bounds).
     assert 200 < center < 400 and 80 < width < 1000
-    # The half-width is a bound on the distances to the released centre.
+    # The half-width bounds the distances to the released centre, up to M + |c|.
     np.testing.assert_array_equal(
-        trace.releases[1].value, upper_bound_utilities(np.abs(y - center), 2000.0)
+        trace.releases[2].value,
+        capped_utilities(upper_bound_utilities(np.abs(y - center), 2000.0), magnitude + center),
     )
+
+
+def test_center_candidates_lie_within_the_magnitude():
+    for magnitude in (1e-9, 0.37, 250.0, 1e12):
+        candidates = center_candidates(magnitude)
+        assert 0.0 in candidates
+        assert np.all(np.abs(candidates) <= magnitude)
+        np.testing.assert_array_equal(candidates, -candidates[::-1])
+    # Most candidates are small: a centre released without a clear median lands near 0.
+    candidates = center_candidates(250.0)
+    assert np.mean(np.abs(candidates) < 25.0) > 0.85
+
+
+def test_capped_utilities_keep_the_candidates_up_to_the_cap():
+    utilities = -np.arange(GRID.size, dtype=float)
+    capped = capped_utilities(utilities, 10.0)
+    np.testing.assert_array_equal(capped, utilities[GRID <= 10.0])
+    # A cap below the grid keeps the smallest candidate.
+    np.testing.assert_array_equal(capped_utilities(utilities, 0.0), utilities[:1])
+
+
+def test_label_range_never_releases_a_range_far_beyond_the_magnitude():
+    """A centre far off the labels is what gave a half-width of 1e6 on labels in the hundreds."""
+    rng = np.random.default_rng(0)
+    y = rng.uniform(25.0, 346.0, size=300)
+    for seed in range(200):
+        magnitude_rng = np.random.default_rng(seed)
+        with trace_releases() as trace:
+            center, width, _ = release_range(
+                y, epsilon=0.02, n_public=300.0, rng=magnitude_rng, label="labels"
+            )
+        magnitude = GRID[trace.releases[0].output]
+        assert abs(center) <= magnitude
+        assert width <= magnitude + abs(center)
+
+
+def test_label_range_is_epsilon_dp_in_each_part():
+    """Each release is an exponential mechanism over public candidates (given the releases before)."""
+    values = np.random.default_rng(0).normal(3.0, 2.0, size=21)
+    hostile = 1e6
+    candidates = center_candidates(10.0)
+    for utility in (
+        lambda v: center_utilities_from_counts(*center_counts_on(v, candidates)),
+        lambda v: capped_utilities(upper_bound_utilities(np.abs(v - 3.0), 21.0), 13.0),
+    ):
+        before, after = utility(values), utility(np.append(values, hostile))
+        # The same candidates on both data sets (the cap is public).
+        assert before.shape == after.shape
+        assert np.max(np.abs(before - after)) <= 1.0
+    # The centre's utilities move by at most 1/2 per added row, as release_center_on declares.
+    a = center_utilities_from_counts(*center_counts_on(values, candidates))
+    b = center_utilities_from_counts(*center_counts_on(np.append(values, hostile), candidates))
+    assert np.max(np.abs(a - b)) <= 0.5
 
 
 def test_row_linf_norms_dense_and_sparse():
@@ -308,23 +378,36 @@ def test_regressor_auto_label_range_centres_and_scales_labels():
     with trace_releases() as trace:
         model = DPSCORegressor(epsilon=2.0, random_state=0).fit(X, y)
     labels = [r.label for r in trace.releases]
-    assert labels[:4] == [
+    assert labels[:5] == [
         "row count",
         "row norm bound",
+        "label range (magnitude)",
         "label range (centre)",
         "label range (half-width)",
     ]
-    share = _bounds.BOUNDS_EPSILON_FRACTION * 2.0
-    assert trace.releases[2].scale == pytest.approx(2.0 / share)
-    assert trace.releases[3].scale == pytest.approx(2.0 / share)
-    np.testing.assert_array_equal(trace.releases[2].value, center_utilities(y))
+    share = _bounds.LABEL_RANGE_EPSILON_FRACTION * 2.0
+    for release in trace.releases[2:5]:
+        assert release.scale == pytest.approx(3.0 / share)
+    n_public = trace.releases[0].used
+    np.testing.assert_array_equal(
+        trace.releases[2].value,
+        upper_bound_utilities(np.abs(y), n_public, window=_bounds.LABEL_WINDOW),
+    )
+    magnitude = GRID[trace.releases[2].output]
+    candidates = center_candidates(magnitude)
+    np.testing.assert_array_equal(
+        trace.releases[3].value, center_utilities_from_counts(*center_counts_on(y, candidates))
+    )
     spread = np.abs(y - model.y_center_)
     np.testing.assert_array_equal(
-        trace.releases[3].value,
-        upper_bound_utilities(spread, trace.releases[0].used, window=_bounds.LABEL_WINDOW),
+        trace.releases[4].value,
+        capped_utilities(
+            upper_bound_utilities(spread, n_public, window=_bounds.LABEL_WINDOW),
+            magnitude + abs(model.y_center_),
+        ),
     )
-    assert model.y_center_ == CENTER_GRID[trace.releases[2].output]
-    assert model.y_bound_ == GRID[trace.releases[3].output]
+    assert model.y_center_ == candidates[trace.releases[3].output]
+    assert model.y_bound_ == GRID[trace.releases[4].output]
     assert 150 < model.y_center_ < 350 and model.y_bound_ < 1000
     assert model.score(X, y) > 0.8
     assert epsilon_of_event(model.dp_event_, 1e-5) <= 2.0 + 1e-9
@@ -340,9 +423,10 @@ def test_lasso_auto_feature_bound_is_one_release():
     with trace_releases() as trace:
         model = DPLasso(epsilon=2.0, radius=0.1, random_state=0).fit(X, y)
     labels = [r.label for r in trace.releases]
-    assert labels[:4] == [
+    assert labels[:5] == [
         "row count",
         "feature bound",
+        "label range (magnitude)",
         "label range (centre)",
         "label range (half-width)",
     ]
@@ -393,3 +477,20 @@ def test_no_intercept_means_no_released_label_centre(make):
     np.testing.assert_array_equal(model.predict(X), X @ model.coef_)
     labels = [e for e in model.dp_event_.events if "label range" in getattr(e, "mechanism", "")]
     assert [e.mechanism.split(": ")[-1] for e in labels] == ["label range (half-width)"]
+
+
+def test_small_regression_at_a_small_epsilon_is_never_a_catastrophe():
+    """A label centre released far off the labels scored R^2 in the millions below zero."""
+    from sklearn.datasets import load_diabetes
+    from sklearn.model_selection import train_test_split
+
+    X, y = load_diabetes(return_X_y=True)
+    scores = []
+    for seed in range(10):
+        X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.3, random_state=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = DPSCORegressor(epsilon=0.5, random_state=seed).fit(X_train, y_train)
+        assert abs(model.y_center_) + model.y_bound_ < 1e4
+        scores.append(model.score(X_test, y_test))
+    assert min(scores) > -10

@@ -283,3 +283,133 @@ def test_default_dp_svrg_epochs_drop_on_a_loud_regression():
     assert default_svrg_epochs(30000.0, 0.1) == 6
     assert epochs(0.1) == 1  # loud: R^2 -3.8e4 with six epochs, -31 with one (benchmark)
     assert epochs(5.0) == 6
+
+
+# --------------------------------------------------------------------------
+# Warnings from a fit's released values: constant predictors, label sets
+# --------------------------------------------------------------------------
+
+
+def _fitted(**attributes):
+    return SimpleNamespace(**attributes)
+
+
+def test_a_binary_classifier_constant_within_its_bounds_is_reported():
+    from sklearn_dp.linear_model._released_warnings import released_fit_warnings
+
+    # |x @ w| <= ||w|| * data_norm = 0.5 < |intercept|: class 1 for every bounded row.
+    constant = _fitted(
+        classes_=np.array([0, 1]),
+        coef_=np.array([[0.3, 0.4]]),
+        intercept_=np.array([0.6]),
+        data_norm_=1.0,
+        feature_bound_=None,
+    )
+    (message,) = released_fit_warnings(constant)
+    assert "predicts the class 1 for every row" in message and "epsilon" in message
+    constant.intercept_ = np.array([0.4])
+    assert released_fit_warnings(constant) == []
+    # Entrywise bounds: sum_j |w_j| b_j = 0.3 * 1 + 0.4 * 2 = 1.1.
+    entrywise = _fitted(
+        classes_=np.array(["a", "b"]),
+        coef_=np.array([[0.3, -0.4]]),
+        intercept_=np.array([-1.2]),
+        data_norm_=None,
+        feature_bound_=np.array([1.0, 2.0]),
+    )
+    (message,) = released_fit_warnings(entrywise)
+    assert "predicts the class 'a'" in message
+
+
+def test_a_multiclass_classifier_constant_within_its_bounds_is_reported():
+    from sklearn_dp.linear_model._released_warnings import released_fit_warnings
+
+    model = _fitted(
+        classes_=np.array([3, 5, 7]),
+        coef_=np.array([[0.1, 0.0], [0.0, 0.1], [0.0, 0.0]]),
+        intercept_=np.array([0.0, 1.0, 0.0]),
+        data_norm_=1.0,
+        feature_bound_=None,
+    )
+    (message,) = released_fit_warnings(model)
+    assert "predicts the class 5" in message
+    model.intercept_ = np.array([0.0, 0.1, 0.0])
+    assert released_fit_warnings(model) == []
+
+
+def test_a_regressor_with_a_narrow_released_label_range_or_flat_predictions_is_reported():
+    from sklearn_dp.linear_model._released_warnings import released_fit_warnings
+
+    narrow = _fitted(
+        coef_=np.array([1.0, 2.0]),
+        intercept_=150.0,
+        data_norm_=1.0,
+        feature_bound_=None,
+        y_bound_=1e-6,
+        y_center_=150.0,
+    )
+    (message,) = released_fit_warnings(narrow)
+    assert "narrow for its centre" in message and "y_bound=" in message
+    flat = _fitted(
+        coef_=np.array([1e-3, 0.0]),
+        intercept_=150.0,
+        data_norm_=10.0,
+        feature_bound_=None,
+        y_bound_=100.0,
+        y_center_=150.0,
+    )
+    (message,) = released_fit_warnings(flat)
+    assert "nearly a constant predictor" in message
+    flat.coef_ = np.array([1.0, 0.0])
+    assert released_fit_warnings(flat) == []
+
+
+def test_a_constant_classifier_warns_through_fit():
+    from sklearn.datasets import load_wine
+
+    X, y = load_wine(return_X_y=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = DPLogisticRegression(epsilon=1.0, classes=[0, 1, 2], random_state=0).fit(X, y)
+    messages = [str(w.message) for w in caught if "constant predictor" in str(w.message)]
+    assert len(np.unique(model.predict(X))) == 1
+    assert len(messages) == 1 and "predicts the class" in messages[0]
+    assert caught[0].filename == __file__
+
+
+def test_label_set_warning_rule():
+    from sklearn_dp.linear_model._released_warnings import label_set_warning
+
+    # epsilon 0.1, delta 5e-6: threshold 1 + 10 log(1e5) = 116.1, plus two scales: 136.1;
+    # against the share of an eleventh class, n / 11.
+    assert label_set_warning("M", 10, 1500.0, 0.1, 5e-6) is None
+    message = label_set_warning("M", 10, 1490.0, 0.1, 5e-6)
+    assert "holds 10 classes" in message and "about 136 rows" in message
+    assert "classes=[...]" in message
+    assert label_set_warning("M", 2, 100_000.0, 0.1, 5e-6) is None
+
+
+def test_a_released_label_set_that_may_miss_classes_warns_and_public_classes_do_not():
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:1350], y[:1350]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        DPLogisticRegression(epsilon=0.5, max_iter=5, random_state=0).fit(X, y)
+    assert any("left out" in str(w.message) for w in caught)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        DPLogisticRegression(epsilon=0.5, max_iter=5, classes=list(range(10)), random_state=0).fit(
+            X, y
+        )
+    assert not any("left out" in str(w.message) for w in caught)
+
+
+def test_noiseless_fits_never_warn_about_released_values():
+    from sklearn.datasets import load_wine
+
+    X, y = load_wine(return_X_y=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        DPLogisticRegression(epsilon=math.inf, data_norm=1.0, C=1e-6).fit(X, y)

@@ -122,8 +122,8 @@ EXPECTED_FAILURES = {
 
 # The checks fit classifiers on label sets they choose (integers, strings, 2
 # or 3 classes, some held by 3 rows), so the classifiers run with
-# classes=None and release their label set privately: 10% of epsilon and half
-# of delta on a thresholded noisy histogram, whose threshold (1 + 115 /
+# classes=None and release their label set privately: 20% of epsilon and half
+# of delta on a thresholded noisy histogram, whose threshold (1 + 58 /
 # epsilon rows at delta=1e-5) only the largest epsilon puts below 3 rows.
 # The solvers' accuracy at epsilon=1 is tested in test_logistic.py.  Pure
 # epsilon-DP classifiers (delta=0) need classes=, so none is here (a label set

@@ -64,6 +64,7 @@ from .._warnings import user_stacklevel
 from ..solvers import get_solver
 from ..solvers._registry import check_solver_supports, choose_solver
 from ._fit import check_weights_supported, plan_fit, run_fit
+from ._released_warnings import released_fit_warnings
 
 # Also imported from here by the estimators and the searches.
 __all__ = [
@@ -699,6 +700,9 @@ class BaseDPEstimator(BaseEstimator):
         request = self._fit_request(X, y, sample_weight)
         data, result, bounds = self._fit_solver(request, plan_fit(self, request))
         request.store(data, result, bounds)
+        if not math.isinf(self.epsilon):
+            for message in released_fit_warnings(self):
+                warnings.warn(message, UserWarning, stacklevel=user_stacklevel())
         return self
 
     def _fit_plan(self, X, y=None, sample_weight=None):

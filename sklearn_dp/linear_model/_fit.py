@@ -45,6 +45,7 @@ from .._protocol import (
 from .._public_errors import public_error
 from .._warnings import user_stacklevel
 from ..accounting import ApproximateDpEvent
+from ._released_warnings import label_set_warning
 
 __all__ = ["plan_fit", "run_fit", "check_weights_supported"]
 
@@ -189,8 +190,16 @@ def plan_fit(estimator, request):
 def _bounds_epsilons(request, epsilon_rest, private):
     """Epsilon of each bound release (public): a documented share each."""
     rows, labels = request
-    share = _bounds.BOUNDS_EPSILON_FRACTION * epsilon_rest if private else math.inf
-    return (share if rows else 0.0), (share if labels else 0.0)
+    if not private:
+        return (math.inf if rows else 0.0), (math.inf if labels else 0.0)
+    share = _bounds.BOUNDS_EPSILON_FRACTION * epsilon_rest
+    # A range with a released centre is three releases (a public centre: one).
+    label_share = (
+        _bounds.LABEL_RANGE_EPSILON_FRACTION
+        if labels == "range"
+        else _bounds.BOUNDS_EPSILON_FRACTION
+    ) * epsilon_rest
+    return (share if rows else 0.0), (label_share if labels else 0.0)
 
 
 def _bound_zero_rows(estimator, spec, X0, y0, bounds):
@@ -248,6 +257,8 @@ def run_fit(estimator, request, plan):
         n_rows = _dask.row_count(X) if context["dask_input"] else X.shape[0]
         count = release_count(n_rows, plan.shares["count"], phase.rng)
         _warn_weak_delta(estimator, count.estimate, phase)
+        if request.discover_labels and plan.private:
+            _warn_label_set(estimator, problem, count.estimate, phase)
         # The "auto" bounds, then the problem and options in the fit's units.
         released, bound_events = _release_bounds(
             estimator, X, y, context["bound_request"], plan.shares["bounds"], count, phase.rng
@@ -327,6 +338,19 @@ def _warn_weak_delta(estimator, n_public, phase):
             f"{1 / n_public:.3g} from the fit's DP row count): a mechanism that publishes "
             "one random row is (0, 1/n)-DP. Choose delta well below 1/n_samples."
         )
+
+
+def _warn_label_set(estimator, problem, n_public, phase):
+    # From the released label set and count, and the label release's public shares.
+    message = label_set_warning(
+        type(estimator).__name__,
+        problem.n_outputs if problem.multiclass else 2,
+        n_public,
+        phase.label_epsilon,
+        phase.label_delta,
+    )
+    if message is not None:
+        phase.warn(message)
 
 
 def _release_bounds(estimator, X, y, request, epsilons, count, rng):

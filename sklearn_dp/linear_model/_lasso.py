@@ -131,10 +131,12 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         ``max_j |X[i, j]|`` privately (10% of epsilon; ``feature_bound_``).
     y_bound : float or "auto", default="auto"
         Bound on the labels.  A number: labels are clipped to
-        ``[-y_bound, y_bound]``.  ``"auto"``: a label range is released (10%
-        of epsilon: a DP median ``y_center_`` and a DP half-width
-        ``y_bound_``).  Fits run on labels centred and divided by the
-        half-width (and coefficients likewise); the results are mapped back.
+        ``[-y_bound, y_bound]``.  ``"auto"``: a label range is released (15%
+        of epsilon: a DP bound ``M`` on ``|y|``, a DP median ``y_center_``
+        among centres within ``M`` and a DP half-width ``y_bound_ <= M +
+        |y_center_|``; 10% for the half-width alone without an intercept).
+        Fits run on labels centred and divided by the half-width (and
+        coefficients likewise); the results are mapped back.
     fit_intercept : bool, default=True
         Fit an unpenalised intercept through a constant column of value
         ``intercept_scaling``.
@@ -230,7 +232,9 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
     that are given (``feature_bound``, ``y_bound``), ``radius``, ``alpha``
     and every hyper-parameter.  ``"auto"`` bounds are released after the row
     count by pure epsilon-DP exponential mechanisms over public grids (10% of
-    epsilon for the feature bound, 10% for the label range), recorded in
+    epsilon for the feature bound, 15% for the label range: a bound on
+    ``|y|``, a centre within it and a half-width, a third each; 10% for the
+    half-width alone without an intercept), recorded in
     ``dp_event_`` and used as public values from then on (the default radius
     ``y_bound / max(feature_bound)`` is then a function of released values).
     The number of rows is protected: 5% of epsilon buys a Laplace count that

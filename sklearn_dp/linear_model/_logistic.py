@@ -104,9 +104,9 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
         The public set of labels.  With ``classes`` given (recommended), labels
         outside it raise an error before anything is spent, and classes
         absent from ``y`` are still part of the model.  If None, the label set
-        is released privately: 10% of epsilon and half of delta buy a
+        is released privately: 20% of epsilon and half of delta buy a
         thresholded noisy histogram of the labels present (labels held by
-        few rows, about ``1 + log(1 / delta) / (0.1 epsilon)`` or fewer, are
+        few rows, about ``1 + log(1 / delta) / (0.2 epsilon)`` or fewer, are
         likely left out, and their rows with them); it needs ``delta > 0``.
     class_weight : dict or None, default=None
         Public weights of the classes, ``{label: weight}`` (labels not in
@@ -231,7 +231,7 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
     epsilon; ``PureEpsilonDpEvent`` in ``dp_event_``), after the row count
     and before the solver, which uses it as a public value; it is composed
     with the count and the solver numerically.  Without ``classes`` the label set is
-    released by a thresholded noisy histogram (10% of epsilon, half of
+    released by a thresholded noisy histogram (20% of epsilon, half of
     delta; an ``ApproximateDpEvent`` in ``dp_event_``), and labels held by
     few rows are left out with their rows.
     The number of rows is protected: 5% of epsilon buys a Laplace count of

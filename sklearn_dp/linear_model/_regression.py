@@ -116,8 +116,10 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
     y_bound : float or "auto", default="auto"
         Bound on the labels.  A number: labels are clipped to
         ``[-y_bound, y_bound]`` (public, free).  ``"auto"``: a label range is
-        released privately (10% of epsilon: a DP median ``y_center_`` and a
-        DP bound ``y_bound_`` on ``|y - y_center_|``), labels are clipped to
+        released privately (15% of epsilon: a DP bound ``M`` on ``|y|``, a DP
+        median ``y_center_`` among centres within ``M`` and a DP bound
+        ``y_bound_ <= M + |y_center_|`` on ``|y - y_center_|``; without an
+        intercept 10%, the bound on ``|y|`` only), labels are clipped to
         it and the fit runs on ``(y - y_center_) / y_bound_``, so labels in
         natural units need no preprocessing.
     max_weight : float, default=1.0
@@ -231,9 +233,10 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
     that are given (``data_norm``, ``feature_bound``, ``y_bound``),
     ``radius`` and every hyper-parameter.  ``"auto"`` bounds are released
     after the row count by pure epsilon-DP exponential mechanisms over public
-    grids (10% of epsilon for the rows' bound, 10% for the label range:
-    half for its centre, a median of sensitivity 1/2, half for its
-    half-width, a monotone utility of sensitivity 1), recorded in
+    grids (10% of epsilon for the rows' bound, 15% for the label range: a
+    third each for a bound on ``|y|`` and the half-width, monotone utilities
+    of sensitivity 1, and a third for the centre, a median of sensitivity
+    1/2; without an intercept 10% for the half-width alone), recorded in
     ``dp_event_``, and used as public values from then on.
     The number of rows is protected: 5% of epsilon buys a Laplace count that
     stands in for n (averaging, sampling rates), jointly calibrated with the

@@ -503,7 +503,7 @@ _SHARED_DOC = """
         share among its DP steps in proportion to the epsilons (and deltas)
         set on them.  ``X`` is validated as the final estimator validates
         it.  A classifier with ``classes=None`` has its label set released
-        once by the search (a thresholded noisy histogram with 10% of
+        once by the search (a thresholded noisy histogram with 20% of
         epsilon and half of delta, as the estimators do; see
         ``docs/guide/privacy_model.md``); ``classes=[...]`` costs nothing.
     {space}
@@ -633,7 +633,7 @@ _SHARED_DOC = """
     ranks runs exactly as the mean does, because every run is scored on the
     same validation rows.
 
-    The guarantee is split by basic composition: 10% of epsilon and half of
+    The guarantee is split by basic composition: 20% of epsilon and half of
     delta for the label set (``classes=None`` only), 5% of epsilon for the
     validation row count, then ``refit_fraction`` of the rest for the refit
     and the remainder for the runs.  The per-run epsilon is the largest for

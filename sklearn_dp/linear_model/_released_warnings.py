@@ -1,0 +1,132 @@
+"""Warnings about a fit that cannot work, computed from its released values only.
+
+A private fit can fail quietly: the noise swamps the signal and the model
+predicts one class for every row, or a released label range missed the
+labels.  These checks read the fitted attributes (the released model and the
+released or given bounds) and nothing else, so they may run after the
+private phase, like any other post-processing of the releases.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "released_fit_warnings",
+    "label_set_warning",
+    "prediction_spreads",
+    "NARROW_REGRESSION",
+    "NARROW_LABELS",
+]
+
+#: A regressor whose predictions vary by less than this share of its
+#: released label half-width over the rows within its bounds is (nearly) a
+#: constant predictor.
+NARROW_REGRESSION = 0.01
+#: A released label half-width below this share of the released centre's
+#: magnitude clipped the labels to (nearly) a single value.
+NARROW_LABELS = 1e-3
+
+_WHAT_TO_DO = (
+    "Raise epsilon, fit on more rows, or give the bounds from public knowledge "
+    "(data_norm= or feature_bound=, and y_bound= for a regressor); on features of very "
+    "different scales, scale them first (a public range with PublicRangeScaler, or "
+    "DPStandardScaler)."
+)
+
+
+def prediction_spreads(estimator, coef):
+    """For each row of ``coef``: the largest ``|x @ w|`` over rows ``x`` within the fit's bounds.
+
+    ``feature_bound_`` (entrywise bounds) gives ``sum_j |w_j| b_j``;
+    ``data_norm_`` (an L2 bound of the rows) gives ``||w||_2 * data_norm_``.
+    Public: the bounds and the model are released.
+    """
+    coef = np.atleast_2d(np.asarray(coef, dtype=np.float64))
+    entry = getattr(estimator, "feature_bound_", None)
+    if entry is not None:
+        return np.abs(coef) @ np.broadcast_to(np.asarray(entry, dtype=np.float64), coef.shape[1:])
+    norm = getattr(estimator, "data_norm_", None)
+    if norm is None:
+        return np.full(coef.shape[0], np.inf)
+    return np.linalg.norm(coef, axis=1) * float(norm)
+
+
+def _constant_class(estimator):
+    """The class predicted for every row within the fit's bounds, or None."""
+    coef = np.atleast_2d(np.asarray(estimator.coef_, dtype=np.float64))
+    intercept = np.atleast_1d(np.asarray(estimator.intercept_, dtype=np.float64))
+    classes = np.asarray(estimator.classes_)
+    if coef.shape[0] == 1:  # binary: the sign of x @ w + b
+        if prediction_spreads(estimator, coef)[0] < abs(intercept[0]):
+            return classes[int(intercept[0] > 0)]
+        return None
+    for k in range(coef.shape[0]):
+        others = [j for j in range(coef.shape[0]) if j != k]
+        margins = intercept[k] - intercept[others]
+        spreads = prediction_spreads(estimator, coef[k] - coef[others])
+        if np.all(spreads < margins):
+            return classes[k]
+    return None
+
+
+def released_fit_warnings(estimator):
+    """Messages about a fit that cannot work, from its released attributes only."""
+    name = type(estimator).__name__
+    messages = []
+    if hasattr(estimator, "classes_"):
+        constant = _constant_class(estimator)
+        if constant is not None:
+            messages.append(
+                f"{name}: the fitted model predicts the class {np.asarray(constant).tolist()!r} "
+                "for every row "
+                "within the fit's bounds: it is a constant predictor (the noise at this "
+                "epsilon, or the bounds, swamped the signal). " + _WHAT_TO_DO
+            )
+        return messages
+    y_bound = getattr(estimator, "y_bound_", None)
+    y_center = float(getattr(estimator, "y_center_", 0.0))
+    if y_bound is None:
+        return messages
+    if y_bound < NARROW_LABELS * abs(y_center):
+        messages.append(
+            f"{name}: the labels were clipped to [{y_center - y_bound:.4g}, "
+            f"{y_center + y_bound:.4g}], a range narrow for its centre (the private estimate "
+            "of the label range is unreliable with this few rows at this epsilon): the model "
+            "predicts about one value. Pass y_bound= (a public bound on |y - centre|). "
+            + _WHAT_TO_DO
+        )
+        return messages
+    spread = float(np.max(prediction_spreads(estimator, estimator.coef_)))
+    if spread < NARROW_REGRESSION * y_bound:
+        messages.append(
+            f"{name}: the fitted model is nearly a constant predictor: over the rows within "
+            f"the fit's bounds its predictions vary by at most {spread:.3g}, against a label "
+            f"range of +-{y_bound:.3g} (the noise at this epsilon, or a row bound set by the "
+            "largest feature, swamped the signal). " + _WHAT_TO_DO
+        )
+    return messages
+
+
+def label_set_warning(name, n_classes, n_public, epsilon, delta):
+    """A message when the released label set may have left out a class, or None.
+
+    From public values and releases only: the label release's threshold
+    (``1 + log(1 / (2 delta)) / epsilon``, its noise scale ``1 / epsilon``),
+    the number of released classes and the released row count.  A class of
+    the size of the released classes' average share, ``n / (K + 1)``, is
+    left out with a fair chance when it is within two noise scales of the
+    threshold.
+    """
+    scale = 1.0 / epsilon
+    likely_dropped = 1.0 + scale * np.log(1.0 / (2.0 * delta)) + 2.0 * scale
+    if likely_dropped < n_public / (n_classes + 1):
+        return None
+    return (
+        f"{name}: the label set was released privately and holds {n_classes} classes; "
+        f"at this epsilon a class held by fewer than about {likely_dropped:.0f} rows is "
+        f"likely left out, which is plausible among about {n_public:.0f} rows (the fit's "
+        "DP row count). The rows of a left-out class take no part in the fit, and the model "
+        "never predicts it. Pass classes=[...], the public label set: every class is kept "
+        "and the share of epsilon spent on the label set goes to the model."
+    )
