@@ -221,6 +221,42 @@ class _DetachedStorage:
         return "memory (detached copy in another process: cannot spend)"
 
 
+_SAVED_MESSAGE = (
+    "This PrivacyBudget came with a fitted model that was saved (pickled) and loaded: "
+    "a saved model keeps its privacy report but no handle on the budget's ledger, "
+    "so this stand-in cannot check, spend or read the ledger. The model's own spend "
+    "is in sklearn_dp.privacy_report(model). To fit again, pass the live budget: "
+    "model.set_params(budget=PrivacyBudget(...)) (or budget=None)."
+)
+
+
+class _SavedStorage:
+    """No ledger at all: the stand-in for the budget of a fitted model that was saved.
+
+    Every operation, reads included, refuses: a saved model may be loaded
+    anywhere (another machine, years later), where the ledger's state is
+    unknown; reporting a stale ``spent`` or ``remaining`` would mislead.
+    """
+
+    kind = "saved"
+    detached = True
+
+    def rows(self):
+        raise BudgetStorageError(_SAVED_MESSAGE)
+
+    def append_if(self, decide, row):
+        raise BudgetStorageError(_SAVED_MESSAGE)
+
+    def update(self, entry_id, **changes):
+        raise BudgetStorageError(_SAVED_MESSAGE)
+
+    def check_usable(self):
+        raise BudgetStorageError(_SAVED_MESSAGE)
+
+    def describe(self):
+        return "none (saved with a fitted model: cannot spend)"
+
+
 _LEDGER_COLUMNS = (
     "id",
     "estimator",

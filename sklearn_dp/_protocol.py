@@ -43,6 +43,7 @@ from dp_accounting import dp_event as dpe
 
 from . import _noise, _noise_grids, _random
 from ._limits import MAX_EPSILON, MIN_EPSILON
+from ._saving import keep_entries
 from ._sklearn_compat import Interval, Options
 from ._warnings import user_stacklevel
 from .accounting import largest_share
@@ -385,10 +386,15 @@ def open_phase(plan, budget, random_state):
     return phase
 
 
-def record_spend(fitted, plan, event):
-    """Set ``dp_event_`` and ``privacy_spent_`` of a fitted object from its plan and final event."""
+def record_spend(fitted, plan, event, reservation=None):
+    """Set ``dp_event_`` and ``privacy_spent_`` of a fitted object from its plan and final event.
+
+    A copy of the settled ledger entry of ``reservation`` is kept too, for
+    :func:`sklearn_dp.privacy_report` (which never reads the budget again).
+    """
     fitted.dp_event_ = event if plan.private else dpe.NonPrivateDpEvent()
     fitted.privacy_spent_ = plan.privacy_spent
+    keep_entries(fitted, [reservation])
 
 
 def restore_on_failure(fit):

@@ -90,6 +90,7 @@ from ._ledger import (
     _MemoryStorage,
     _pickle_event,
     _Row,
+    _SavedStorage,
     _SQLiteStorage,
 )
 from .accounting import check_event, epsilon_of_events
@@ -111,6 +112,11 @@ COMPOSITIONS = ("basic", "zcdp")
 # same process (joblib's threading backend, a pickle round-trip in a notebook)
 # returns the very object that counts instead of a copy that would not.
 _MEMORY_BUDGETS: weakref.WeakValueDictionary[str, PrivacyBudget] = weakref.WeakValueDictionary()
+# The stand-in of each live budget in saved models: one object per budget, so
+# that the steps of a saved Pipeline still share one budget once loaded.
+_SAVED_BUDGETS: weakref.WeakKeyDictionary[PrivacyBudget, PrivacyBudget] = (
+    weakref.WeakKeyDictionary()
+)
 _REGISTRY_LOCK = threading.Lock()
 
 
@@ -790,6 +796,8 @@ class PrivacyBudget:
         return self
 
     def __reduce__(self):
+        if isinstance(self._storage, _SavedStorage):
+            return (_restore_saved_budget, (self._epsilon, self._delta, self._composition))
         if isinstance(self._storage, _SQLiteStorage):
             return (
                 _reopen_sqlite_budget,
@@ -863,3 +871,25 @@ def _restore_memory_budget(budget_id, pid, epsilon, delta, snapshot, timeout, co
             return original
     storage = _DetachedStorage([_Row(entry, blob) for entry, blob in snapshot])
     return _bare_budget(epsilon, delta, composition, timeout, budget_id, storage)
+
+
+def saved_budget(budget):
+    """The stand-in of ``budget`` in a saved fitted model: its limits, no handle on its ledger.
+
+    The stand-in (a :class:`PrivacyBudget` that refuses every check, spend
+    and ledger read with :class:`BudgetStorageError`) keeps ``epsilon``,
+    ``delta`` and ``composition``, and neither the ledger file's path nor the
+    entries of other fits.  The same object for every call with one budget.
+    """
+    if isinstance(budget._storage, _SavedStorage):
+        return budget
+    with _REGISTRY_LOCK:
+        saved = _SAVED_BUDGETS.get(budget)
+        if saved is None:
+            saved = _restore_saved_budget(budget._epsilon, budget._delta, budget._composition)
+            _SAVED_BUDGETS[budget] = saved
+    return saved
+
+
+def _restore_saved_budget(epsilon, delta, composition):
+    return _bare_budget(epsilon, delta, composition, 30.0, None, _SavedStorage())

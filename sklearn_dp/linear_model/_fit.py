@@ -297,7 +297,7 @@ def run_fit(estimator, request, plan):
         # and releases to the estimator, which defers them through the phase.
         for message in result.info.pop("warnings", ()):
             phase.warn(message)
-    record_spend(estimator, plan, phase.event)
+    record_spend(estimator, plan, phase.event, phase.reservation)
     return spec, data, result, bounds
 
 
