@@ -685,7 +685,8 @@ def plot_tradeoff(obj, *, ax=None, scale: str = "log", label: str | None = None)
     if ax is None:
         _, ax = plt.subplots(figsize=(4.5, 4.5))
     ax.plot(rates, tpr, label=label or type(obj).__name__)
-    ax.plot(rates, rates, linestyle="--", color="grey", label="random guess")
+    if "random guess" not in [line.get_label() for line in ax.get_lines()]:
+        ax.plot(rates, rates, linestyle="--", color="grey", label="random guess")
     ax.set_xscale(scale)
     ax.set_yscale(scale)
     ax.set_xlabel("false-positive rate of a membership test")
