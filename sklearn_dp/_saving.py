@@ -20,7 +20,6 @@ the live budget too (they never leave the process).
 from __future__ import annotations
 
 import copy
-import functools
 import platform
 
 from .budget import PrivacyBudget, saved_budget
@@ -106,20 +105,29 @@ def ledger_entries(reservations):
     return tuple(entries)
 
 
-@functools.cache
+_VERSIONS = {}
+
+
 def library_versions():
-    """The versions of Python, sklearn_dp and the libraries its guarantees rest on."""
-    from importlib import metadata
+    """The versions of Python, sklearn_dp and the libraries its guarantees rest on.
 
-    from . import __version__
+    Looked up once per process and kept in a plain dict: every fit reads it,
+    including the runs inside a private search, whose number is secret, so
+    it must keep no count of its calls (as ``functools.cache`` would).
+    """
+    if not _VERSIONS:
+        from importlib import metadata
 
-    versions = {"python": platform.python_version(), "sklearn_dp": __version__}
-    for name in ("dp-accounting", "scikit-learn", "numpy", "scipy"):
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = None
-    return versions
+        from . import __version__
+
+        versions = {"python": platform.python_version(), "sklearn_dp": __version__}
+        for name in ("dp-accounting", "scikit-learn", "numpy", "scipy"):
+            try:
+                versions[name] = metadata.version(name)
+            except metadata.PackageNotFoundError:
+                versions[name] = None
+        _VERSIONS.update(versions)
+    return dict(_VERSIONS)
 
 
 def keep_entries(fitted, reservations):

@@ -405,8 +405,8 @@ def membership_tpr(
     --------
     >>> from dp_accounting import dp_event as dpe
     >>> from sklearn_dp.report import membership_tpr
-    >>> membership_tpr(dpe.GaussianDpEvent(2.0), [0.01]).round(3)
-    array([0.04])
+    >>> membership_tpr(dpe.GaussianDpEvent(2.0), [0.01]).round(3)  # Phi(Phi^-1(0.01) + 1/2)
+    array([0.034])
     """
     rates = _check_rates(false_positive_rates)
     return _attack(obj, rates)["tpr"]
@@ -599,7 +599,7 @@ def privacy_report(obj, *, false_positive_rates: Sequence[float] = FALSE_POSITIV
     >>> report["epsilon"], report["attack"]["basis"]
     (1.0, 'pld')
     >>> [round(t, 3) for t in report["attack"]["true_positive_rates"]]
-    [0.003, 0.026, 0.212]
+    [0.002, 0.02, 0.156]
     >>> text = json.dumps(report, allow_nan=False)
     """
     rates = _check_rates(false_positive_rates)
