@@ -196,18 +196,20 @@ def _round_trip(event):
     return event_from_dict(json.loads(text))
 
 
-@pytest.mark.parametrize("config", sorted(CONFIGS), ids="-".join)
-def test_event_round_trips_through_json(config):
-    # Planned events (public inputs only): the same classes as the fits' events.
-    name, solver = config
-    cls, base = _ESTIMATORS[name]
-    delta = 1e-5 if SOLVERS[solver].approximate_dp else 0.0
-    model = cls(solver=solver, delta=delta, **{**base, **CONFIGS[config]})
-    X, y = _data(n=4)
-    event = model._fit_plan(X, y if name == "DPLogisticRegression" else X[:, 0]).event
-    if event is None:  # known once the count is released: the slow test checks its fit's
-        pytest.skip("planned from the released count")
-    assert _round_trip(event) == event
+def test_planned_events_of_every_solver_round_trip_through_json():
+    # Planned events (public inputs only) hold the same classes as the fits'
+    # (the slow attack-view test round-trips every solver's fitted event).
+    checked = 0
+    for (name, solver), params in sorted(CONFIGS.items()):
+        cls, base = _ESTIMATORS[name]
+        delta = 1e-5 if SOLVERS[solver].approximate_dp else 0.0
+        model = cls(solver=solver, delta=delta, **{**base, **params})
+        X, y = _data(n=4)
+        event = model._fit_plan(X, y if name == "DPLogisticRegression" else X[:, 0]).event
+        if event is not None:  # None: planned from the released count
+            assert _round_trip(event) == event, (name, solver)
+            checked += 1
+    assert checked >= len(CONFIGS) // 2
 
 
 def test_package_events_round_trip_through_json():
