@@ -47,6 +47,9 @@ budget passed to an estimator keeps counting inside ``GridSearchCV``,
 ``cross_val_score`` and Pipelines.  Across processes only a file-backed budget
 (``storage="budget.sqlite"``) can count; an in-memory budget that reaches
 another process refuses to spend instead of silently starting from zero.
+A *fitted* model pickles with a read-only stand-in for its budget
+(:func:`saved_budget`: the limits, no handle on the ledger), so that a saved
+model loads anywhere and a refit of it is refused instead of uncounted.
 
 Where the parts live: this module keeps the budget and its reservations;
 the filters' arithmetic (the rho limit, the pool, the charges of a spend) and
