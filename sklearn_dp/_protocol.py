@@ -390,11 +390,13 @@ def record_spend(fitted, plan, event, reservation=None):
     """Set ``dp_event_`` and ``privacy_spent_`` of a fitted object from its plan and final event.
 
     A copy of the settled ledger entry of ``reservation`` is kept too, for
-    :func:`sklearn_dp.privacy_report` (which never reads the budget again).
+    :func:`sklearn_dp.privacy_report` (which never reads the budget again),
+    with whether the fit ran the mechanism planned before the data (its
+    releases then compose as a fixed sequence).
     """
     fitted.dp_event_ = event if plan.private else dpe.NonPrivateDpEvent()
     fitted.privacy_spent_ = plan.privacy_spent
-    keep_entries(fitted, [reservation])
+    keep_entries(fitted, [reservation], planned=plan.event is not None and plan.event == event)
 
 
 def restore_on_failure(fit):

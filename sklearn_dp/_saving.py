@@ -130,7 +130,15 @@ def library_versions():
     return dict(_VERSIONS)
 
 
-def keep_entries(fitted, reservations):
-    """Store on ``fitted`` its ledger entries (see :func:`ledger_entries`) and the versions."""
-    record = {"entries": ledger_entries(reservations), "versions": dict(library_versions())}
+def keep_entries(fitted, reservations, *, planned=False):
+    """Store on ``fitted`` its ledger entries (see :func:`ledger_entries`) and the versions.
+
+    ``planned``: the fit's ``dp_event_`` is the event planned from public
+    inputs before the data, not one chosen from the fit's own releases.
+    """
+    record = {
+        "entries": ledger_entries(reservations),
+        "versions": dict(library_versions()),
+        "planned": bool(planned),
+    }
     setattr(fitted, RECORD_ATTRIBUTE, record)

@@ -24,7 +24,8 @@ trade-off curve (Dong, Roth and Su 2022)::
     TPR(alpha) = 1 - sup_{epsilon >= 0} max(0, 1 - delta(epsilon) - e^epsilon alpha,
                                              e^-epsilon (1 - delta(epsilon) - alpha))
 
-For a single fit the profile is that of the privacy-loss distribution (PLD) of
+For a single fit that ran the mechanism it planned from public inputs before
+reading the data, the profile is that of the privacy-loss distribution (PLD) of
 its ``dp_event_``, composed by dp_accounting's ``PLDAccountant`` under
 add/remove-one neighbours, the larger of the two directions.  The PLD is
 discretised pessimistically, with losses on a grid of width ``1e-4``; the
@@ -37,10 +38,13 @@ released by a classifier (an ``ApproximateDpEvent``) enters the PLD as the
 dominating pair of an ``(epsilon, delta)``-DP mechanism
 (``privacy_loss_distribution.from_privacy_parameters``).  Where no PLD
 describes a part of the fit (objective perturbation's closed form, the zCDP
-bound of Frank-Wolfe's exponential mechanisms), and for Pipelines, searches
-and budgets (whose parts compose adaptively, where only the recorded
-guarantee is proven), the curve is the one of the recorded ``(epsilon,
-delta)`` guarantee; the report says which (``attack["basis"]``).
+bound of Frank-Wolfe's exponential mechanisms), for a fit that chose its
+solver's mechanism from its own released row count or label set (a sampling
+rate from the released count, say: its releases compose adaptively, and the
+fit's guarantee rests on basic composition), and for Pipelines, searches and
+budgets (whose parts compose adaptively too), the curve is the one of the
+recorded ``(epsilon, delta)`` guarantee, the one that is proven; the report
+says which (``attack["basis"]``).
 
 A random guess has ``TPR = alpha``; the gap above it is what the fit can give
 away, at worst, about any one row.
@@ -424,9 +428,11 @@ def _attack(obj, rates):
     kind, _ = _describe(obj)
     epsilon, delta = _guarantee(obj, kind)
     if kind in ("estimator", "transformer"):
-        found = _event_tpr(obj.dp_event_, rates)
-        if found is not None:
-            return {"tpr": found[0], "basis": found[1]}
+        planned = (vars(obj).get(RECORD_ATTRIBUTE) or {}).get("planned", False)
+        if planned or not math.isfinite(epsilon):
+            found = _event_tpr(obj.dp_event_, rates)
+            if found is not None:
+                return {"tpr": found[0], "basis": found[1]}
     return {"tpr": _point_tpr(epsilon, delta, rates), "basis": "epsilon-delta"}
 
 

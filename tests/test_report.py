@@ -138,7 +138,8 @@ def _check_attack_view(model):
     got = np.array(report["attack"]["true_positive_rates"])
     epsilon, delta = model.privacy_spent_
     point = np.minimum(delta + np.exp(epsilon) * RATES, 1 - np.exp(-epsilon) * (1 - delta - RATES))
-    pld = _event_pld(model.dp_event_)
+    planned = model._privacy_record_["planned"]
+    pld = _event_pld(model.dp_event_) if planned else None
     if pld is None:
         assert report["attack"]["basis"] == "epsilon-delta"
         np.testing.assert_allclose(got, np.clip(np.maximum(point, RATES), 0, 1), atol=1e-12)
@@ -172,11 +173,25 @@ def test_attack_view_of_subsampled_steps_agrees_with_dp_accountings_pld():
 
 
 def test_attack_view_reads_a_released_label_set_as_an_epsilon_delta_mechanism():
-    X, y = _data()
-    model = DPLogisticRegression(random_state=0).fit(X, y)
-    leaves = [type(event) for event in model.dp_event_.events]
-    assert ApproximateDpEvent in leaves
+    labels = ApproximateDpEvent(0.1, 5e-6, "labels")
+    event = dpe.ComposedDpEvent([labels, dpe.GaussianDpEvent(3.0)])
+    pld = _event_pld(event)
+    got = membership_tpr(event, RATES)
+    np.testing.assert_allclose(got, _reference_tpr(pld, RATES), rtol=0, atol=1e-6)
+    # The label set costs something: above the Gaussian alone, whose curve is exact.
+    assert np.all(got > norm.cdf(norm.ppf(RATES) + 1 / 3.0))
+
+
+def test_fit_that_chose_its_mechanism_from_its_releases_reports_its_guarantee_curve():
+    # dp_svrg's plan depends on the released row count: its releases compose
+    # adaptively, and only the recorded (epsilon, delta) is proven for them.
+    model = _config_fit("DPSCORegressor", "dp_svrg")
+    assert not model._privacy_record_["planned"]
+    assert privacy_report(model)["attack"]["basis"] == "epsilon-delta"
     _check_attack_view(model)
+    fixed = _config_fit("DPLogisticRegression", "dp_gd")
+    assert fixed._privacy_record_["planned"]
+    assert privacy_report(fixed)["attack"]["basis"] == "pld"
 
 
 def test_membership_tpr_refuses_bad_rates_and_events_without_a_pld():
