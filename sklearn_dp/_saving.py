@@ -22,6 +22,8 @@ from __future__ import annotations
 import copy
 import platform
 
+import numpy as np
+
 from .budget import PrivacyBudget, saved_budget
 from .exceptions import BudgetStorageError
 
@@ -37,42 +39,85 @@ def _is_fitted(state):
     return "dp_event_" in state
 
 
-def _without_ledger(value):
-    """``value`` (a budget, or a template estimator holding budgets) with stand-ins for its budgets."""
-    if isinstance(value, PrivacyBudget):
-        return saved_budget(value)
-    if hasattr(value, "get_params") and hasattr(value, "set_params"):
-        params = value.get_params(deep=True)
-        budgets = {
-            key: saved_budget(param)
-            for key, param in params.items()
-            if (key == "budget" or key.endswith("__budget")) and isinstance(param, PrivacyBudget)
-        }
-        if budgets:
-            from sklearn.base import clone
+class _Swap:
+    """Replaces every live budget reachable in a value by its stand-in, copying only what holds one.
 
-            value = clone(value)
-            value.set_params(**budgets)
-    return value
+    Walks dicts, lists, tuples, sets, object arrays (the ``param_*`` columns
+    of ``cv_results_``) and estimators (any object with ``get_params``: the
+    templates and grid values of a search).  A container or estimator that
+    holds no budget is kept as it is (numeric arrays are never copied); one
+    that does is replaced by a shallow copy holding the stand-ins.  A fitted
+    object of this library is left to its own ``__getstate__``.
+    """
+
+    def __init__(self):
+        # id -> (original, result): the originals stay alive while the walk
+        # runs, so an id is never reused; shared values stay shared.
+        self._memo = {}
+
+    def __call__(self, value):
+        key = id(value)
+        if key in self._memo:
+            return self._memo[key][1]
+        self._memo[key] = (value, value)  # a cycle back to here keeps the original
+        result = self._swap(value)
+        self._memo[key] = (value, result)
+        return result
+
+    def _swap(self, value):
+        if isinstance(value, PrivacyBudget):
+            return saved_budget(value)
+        if type(value) is dict:
+            items = {key: self(item) for key, item in value.items()}
+            changed = any(items[key] is not item for key, item in value.items())
+            return items if changed else value
+        if type(value) in (list, tuple, set, frozenset):
+            items = [self(item) for item in value]
+            changed = any(new is not old for new, old in zip(items, value))
+            return type(value)(items) if changed else value
+        if isinstance(value, np.ndarray):
+            if value.dtype != object:
+                return value
+            items = [self(item) for item in value.flat]
+            if all(new is old for new, old in zip(items, value.flat)):
+                return value
+            copied = value.copy()  # a masked array keeps its mask
+            copied_flat = np.ndarray.view(copied, np.ndarray).reshape(-1)
+            for index, item in enumerate(items):
+                copied_flat[index] = item
+            return copied
+        if hasattr(value, "get_params") and hasattr(value, "__dict__"):
+            if isinstance(value, SavedWithoutLedger) and _is_fitted(vars(value)):
+                return value
+            attributes = {key: self(item) for key, item in vars(value).items()}
+            if all(attributes[key] is item for key, item in vars(value).items()):
+                return value
+            copied = type(value).__new__(type(value))
+            copied.__dict__.update(attributes)
+            return copied
+        return value
+
+
+def _without_ledger(state):
+    """``state`` with a read-only stand-in (:func:`saved_budget`) for every budget it reaches."""
+    return _Swap()(state)
 
 
 class SavedWithoutLedger:
     """Mixin: a fitted object pickles with read-only stand-ins for its budgets.
 
-    ``budget`` (and, on a search, the budgets of the template ``estimator``)
-    is replaced in the pickled state of a fitted object only; see the module
-    docstring for why unfitted objects and copies keep the live budget.
+    Every budget reachable in the pickled state of a fitted object (its
+    ``budget``, a search's template ``estimator``, estimators held as grid
+    values in ``param_grid``, ``cv_results_`` and ``best_params_``) is
+    replaced by its stand-in; see the module docstring for why unfitted
+    objects and copies keep the live budget.
     """
 
     def __getstate__(self):
         state = super().__getstate__()
         if not _is_fitted(state):
             return state
-        state = dict(state)
-        for key in ("budget", "estimator"):
-            if key in state:
-                state[key] = _without_ledger(state[key])
-        return state
+        return _without_ledger(dict(state))
 
     def __copy__(self):
         new = type(self).__new__(type(self))
@@ -91,17 +136,19 @@ def ledger_entries(reservations):
     """Copies of the settled ledger entries of ``reservations`` (None ones skipped).
 
     Read once the fit is over, so a fitted object's report never needs the
-    budget again.  An entry the ledger can no longer show is left out.
+    budget again; each entry is looked up by its id (one row, whatever the
+    ledger's size).  An entry the ledger can no longer show is left out.
     """
     entries = []
     for reservation in reservations:
         if reservation is None:
             continue
         try:
-            rows = reservation.budget._storage.rows()
+            row = reservation.budget._storage.row(reservation.entry_id)
         except BudgetStorageError:
             continue
-        entries.extend(row.entry for row in rows if row.entry.id == reservation.entry_id)
+        if row is not None:
+            entries.append(row.entry)
     return tuple(entries)
 
 

@@ -459,6 +459,81 @@ def test_saved_search_holds_no_ledger_handle(tmp_path):
     assert search.estimator.budget is budget
 
 
+def test_saved_search_over_estimators_holds_no_ledger_handle(tmp_path):
+    # Grid values that are estimators carry the budget in param_grid,
+    # cv_results_ (params and the param_* object columns) and best_params_.
+    X, y = _data(n=600)
+    path = tmp_path / "ledger.sqlite"
+    budget = PrivacyBudget(4.0, 1e-5, storage=path, composition="basic")
+
+    def model(C):
+        return DPLogisticRegression(classes=[0, 1], C=C, max_iter=5, budget=budget)
+
+    search = DPGridSearchCV(
+        make_pipeline(model(1.0)),
+        {"dplogisticregression": [model(0.1), model(1.0)]},
+        epsilon=1.0,
+        budget=budget,
+        random_state=0,
+    ).fit(X, y)
+    grid_values = search.param_grid["dplogisticregression"]
+    blob = pickle.dumps(search)
+    assert os.fsencode(str(path)) not in blob
+    os.remove(path)
+    loaded = pickle.loads(blob)
+    np.testing.assert_array_equal(loaded.predict(X), search.predict(X))
+    held = [
+        *loaded.param_grid["dplogisticregression"],
+        *(params["dplogisticregression"] for params in loaded.cv_results_["params"]),
+        *loaded.cv_results_["param_dplogisticregression"],
+        loaded.best_params_["dplogisticregression"],
+    ]
+    assert {value.budget.storage for value in held} == {None}
+    assert loaded.cv_results_["param_dplogisticregression"].mask.shape == (2,)
+    # The original search and its grid values still hold the live budget.
+    assert all(value.budget is budget for value in search.param_grid["dplogisticregression"])
+    assert search.param_grid["dplogisticregression"] is grid_values
+
+
+def test_saved_model_holds_no_snapshot_of_an_in_memory_ledger():
+    X, y = _data(n=600)
+    budget = PrivacyBudget(4.0, 1e-3, composition="basic")
+    for _ in range(3):
+        DPLogisticRegression(epsilon=0.1, classes=[0, 1], budget=budget).fit(X, y)
+
+    def model(C):
+        return DPLogisticRegression(classes=[0, 1], C=C, max_iter=5, budget=budget)
+
+    search = DPGridSearchCV(
+        make_pipeline(model(1.0)),
+        {"dplogisticregression": [model(0.1), model(1.0)]},
+        epsilon=1.0,
+        budget=budget,
+        random_state=0,
+    ).fit(X, y)
+    blob = pickle.dumps(search)
+    assert b"_restore_memory_budget" not in blob
+    # The numeric arrays of the fitted state are pickled, not copied first.
+    state = search.__getstate__()
+    assert state["cv_results_"]["mean_test_score"] is search.cv_results_["mean_test_score"]
+
+
+def test_fit_reads_only_its_own_ledger_entry(tmp_path, monkeypatch):
+    X, y = _data()
+    for storage in (None, tmp_path / "ledger.sqlite"):
+        budget = PrivacyBudget(3.0, 1e-5, storage=storage)
+        DPLogisticRegression(epsilon=0.1, classes=[0, 1], budget=budget).fit(X, y)
+
+        def whole_ledger():
+            raise AssertionError("the whole ledger was read to keep one entry")
+
+        monkeypatch.setattr(budget._storage, "rows", whole_ledger)
+        model = DPLogisticRegression(epsilon=0.1, classes=[0, 1], budget=budget).fit(X, y)
+        monkeypatch.undo()
+        (entry,) = model._privacy_record_["entries"]
+        assert entry.id == 2 and entry == budget.ledger[1]
+
+
 # --------------------------------------------------------------------------
 # The docs
 # --------------------------------------------------------------------------
