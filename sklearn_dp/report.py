@@ -24,9 +24,11 @@ trade-off curve (Dong, Roth and Su 2022)::
     TPR(alpha) = 1 - sup_{epsilon >= 0} max(0, 1 - delta(epsilon) - e^epsilon alpha,
                                              e^-epsilon (1 - delta(epsilon) - alpha))
 
-For a single fit that ran the mechanism it planned from public inputs before
-reading the data, the profile is that of the privacy-loss distribution (PLD) of
-its ``dp_event_``, composed by dp_accounting's ``PLDAccountant`` under
+For a single fit whose mechanism was fixed before it read the data (no value
+it released, neither its row count nor its bounds nor its label set, can
+change a parameter of a later mechanism; the fit's plan says so, an event
+that merely equals the planned one is not enough), the profile is that of
+the privacy-loss distribution (PLD) of its ``dp_event_``, composed by dp_accounting's ``PLDAccountant`` under
 add/remove-one neighbours, the larger of the two directions.  The PLD is
 discretised pessimistically, with losses on a grid of width ``1e-4``; the
 supremum is taken over every grid point, where it is attained, so the curve
@@ -38,10 +40,12 @@ released by a classifier (an ``ApproximateDpEvent``) enters the PLD as the
 dominating pair of an ``(epsilon, delta)``-DP mechanism
 (``privacy_loss_distribution.from_privacy_parameters``).  Where no PLD
 describes a part of the fit (objective perturbation's closed form, the zCDP
-bound of Frank-Wolfe's exponential mechanisms), for a fit that chose its
-solver's mechanism from its own released row count or label set (a sampling
-rate from the released count, say: its releases compose adaptively, and the
-fit's guarantee rests on basic composition), and for Pipelines, searches and
+bound of Frank-Wolfe's exponential mechanisms), for a fit whose solver's
+mechanism may follow its own released row count, bounds or label set (a
+sampling rate from the released count, a solver that does not declare its
+event free of released bounds, any classifier that releases its label set:
+its releases compose adaptively, and the fit's guarantee rests on basic
+composition), and for Pipelines, searches and
 budgets (whose parts compose adaptively too), the curve is the one of the
 recorded ``(epsilon, delta)`` guarantee, the one that is proven; the report
 says which (``attack["basis"]``).

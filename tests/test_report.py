@@ -194,6 +194,63 @@ def test_fit_that_chose_its_mechanism_from_its_releases_reports_its_guarantee_cu
     assert privacy_report(fixed)["attack"]["basis"] == "pld"
 
 
+def _bound_reading_solver(name):
+    """dp_gd under another name, whose plan reads the rows' bound for its step count.
+
+    Its event equals dp_gd's at every bound a fit can release, but the plan
+    reads the bound and the solver does not declare it keeps it out of its
+    event: a fit that releases its bound chose its mechanism after a release.
+    """
+    import dataclasses
+
+    from sklearn_dp.solvers import SolverSpec, plan_dp_gd
+
+    spec = SOLVERS["dp_gd"]
+
+    def plan(n_samples, n_params, epsilon, delta, *, row_norm_bound=None, **options):
+        if row_norm_bound is not None and row_norm_bound > 1e12:
+            options["max_iter"] = 7
+        return plan_dp_gd(
+            n_samples, n_params, epsilon, delta, row_norm_bound=row_norm_bound, **options
+        )
+
+    fields = {
+        field.name: getattr(spec, field.name)
+        for field in dataclasses.fields(spec)
+        if field.init and field.name != "event_reads_bounds"
+    }
+    return SolverSpec(**dict(fields, name=name, plan=plan))
+
+
+def test_fit_whose_event_may_follow_its_released_bounds_reports_its_guarantee_curve(monkeypatch):
+    from sklearn_dp.solvers import _registry
+
+    monkeypatch.setitem(_registry._REGISTRY, "gd_reading_bounds", _bound_reading_solver("x"))
+    X, y = _data()
+    model = DPLogisticRegression(
+        solver="gd_reading_bounds", classes=[0, 1], max_iter=5, random_state=0
+    )
+    model.fit(X, y)  # data_norm="auto": the bound is released
+    # The event is the planned one, but it was not fixed before the data.
+    assert model.dp_event_ == model._fit_plan(X, y).event
+    assert not model._privacy_record_["planned"]
+    assert privacy_report(model)["attack"]["basis"] == "epsilon-delta"
+    # With a public bound nothing released enters the plan: the event is fixed.
+    model.set_params(data_norm=2.0).fit(X, y)
+    assert model._privacy_record_["planned"]
+    assert privacy_report(model)["attack"]["basis"] == "pld"
+    # So is dp_gd's with a released bound: it keeps the bound out of its event.
+    fixed = DPLogisticRegression(solver="dp_gd", classes=[0, 1], max_iter=5).fit(X, y)
+    assert fixed._privacy_record_["planned"]
+
+
+def test_fit_that_released_its_label_set_reports_its_guarantee_curve():
+    X, y = _data()
+    model = DPLogisticRegression(solver="dp_gd", max_iter=5, data_norm=2.0).fit(X, y)
+    assert not model._privacy_record_["planned"]
+    assert privacy_report(model)["attack"]["basis"] == "epsilon-delta"
+
+
 def test_membership_tpr_refuses_bad_rates_and_events_without_a_pld():
     with pytest.raises(ValueError, match="false_positive_rates"):
         membership_tpr(dpe.GaussianDpEvent(1.0), [0.0])

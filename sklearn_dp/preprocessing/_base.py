@@ -98,6 +98,9 @@ class _DPTransformer(SavedWithoutLedger, OneToOneFeatureMixin, TransformerMixin,
             private=private,
             shares=shares,
             event=event if private else None,
+            # Each release's noise and share are set here; released values
+            # only set the clipping, never a mechanism's parameters.
+            fixed=private,
             context=context,
         )
 

@@ -91,6 +91,12 @@ __all__ = [
 # Smooth GLM losses (bounded curvature), read off the loss classes.
 _GLM_LOSSES = loss_names(smooth=True)
 
+# Every built-in solver declares event_reads_bounds=False: its plans read the
+# inputs derived from the bounds only for details its run uses (the
+# certification of the perturbation solvers, dp_newton's constant-curvature
+# loss type) or for default step counts that also need the row count (dp_gd's
+# schedules, dp_accmd, frank_wolfe, the SVRG family: no plan before it).
+# tests/test_protocol.py checks the events at very different bounds.
 # Noise warnings (``noise_warning``): ``(regression, classification)``
 # thresholds on the public proxy of the excess loss the step noise causes
 # (solvers/_noise_warnings.py), measured with ``benchmarks/bench_solvers.py``
@@ -104,6 +110,7 @@ _GLM_LOSSES = loss_names(smooth=True)
 register_solver(
     SolverSpec(
         name="dp_gd",
+        event_reads_bounds=False,
         run=dp_gd,
         plan=plan_dp_gd,
         losses=_GLM_LOSSES,
@@ -129,6 +136,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="dp_sgd",
+        event_reads_bounds=False,
         run=dp_sgd,
         plan=plan_dp_sgd,
         losses=_GLM_LOSSES | {"absolute", "quantile"},  # any loss with a clipped gradient
@@ -143,6 +151,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="objective_perturbation",
+        event_reads_bounds=False,
         run=objective_perturbation,
         plan=plan_objective_perturbation,
         losses=_GLM_LOSSES,
@@ -161,6 +170,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="output_perturbation",
+        event_reads_bounds=False,
         run=output_perturbation,
         plan=plan_output_perturbation,
         losses=_GLM_LOSSES,
@@ -178,6 +188,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="dp_cd",
+        event_reads_bounds=False,
         run=dp_cd,
         plan=plan_dp_cd,
         losses=_GLM_LOSSES,
@@ -217,6 +228,7 @@ _ANY_PENALTY = frozenset({None, "l1", "l2", "elasticnet"})
 register_solver(
     SolverSpec(
         name="frank_wolfe",
+        event_reads_bounds=False,
         run=frank_wolfe,
         plan=plan_frank_wolfe,
         losses=frozenset({"squared", "huber"}),
@@ -235,6 +247,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="vr_frank_wolfe",
+        event_reads_bounds=False,
         run=vr_frank_wolfe,
         plan=plan_vr_frank_wolfe,
         losses=frozenset({"squared", "huber"}),
@@ -251,6 +264,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="mirror_descent",
+        event_reads_bounds=False,
         run=mirror_descent,
         plan=plan_mirror_descent,
         losses=frozenset({"squared", "huber", "absolute"}),
@@ -264,6 +278,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="localized_mirror_descent",
+        event_reads_bounds=False,
         run=localized_mirror_descent,
         plan=plan_localized_mirror_descent,
         losses=frozenset({"squared", "huber", "absolute"}),
@@ -279,6 +294,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="resque",
+        event_reads_bounds=False,
         run=resque,
         plan=plan_resque,
         losses=GLOBALLY_LIPSCHITZ_LOSSES,
@@ -310,6 +326,7 @@ _SVRG_STRINGS = {
 register_solver(
     SolverSpec(
         name="dp_svrg",
+        event_reads_bounds=False,
         run=dp_svrg,
         plan=plan_dp_svrg,
         losses=_GLM_LOSSES,
@@ -330,6 +347,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="dp_svrg_pp",
+        event_reads_bounds=False,
         run=dp_svrg_pp,
         plan=plan_dp_svrg_pp,
         losses=_GLM_LOSSES,
@@ -344,6 +362,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="dp_accmd",
+        event_reads_bounds=False,
         run=dp_accmd,
         plan=plan_dp_accmd,
         losses=_GLM_LOSSES,
@@ -362,6 +381,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="dp_newton",
+        event_reads_bounds=False,
         run=dp_newton,
         plan=plan_dp_newton,
         losses=_GLM_LOSSES,
@@ -385,6 +405,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="dp_ssp",
+        event_reads_bounds=False,
         run=dp_ssp,
         plan=plan_dp_ssp,
         losses=frozenset({"squared"}),
