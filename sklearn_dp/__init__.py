@@ -5,7 +5,9 @@ Every estimator takes ``epsilon``, ``delta``, ``solver``, ``budget`` and
 mechanism in ``dp_event_`` (a dp_accounting ``DpEvent``), and can share one
 :class:`PrivacyBudget` with other fits.  :mod:`sklearn_dp.preprocessing` holds
 transformers that spend on the same budget, and :func:`privacy_spent` composes
-the spends of a fitted Pipeline's private steps.
+the spends of a fitted Pipeline's private steps, and :func:`privacy_report`
+turns a fitted object or a budget into a record anyone can read, file and
+check.
 """
 
 from ._composition import privacy_spent
@@ -17,6 +19,7 @@ from .exceptions import (
     PrivacyLeakWarning,
 )
 from .linear_model import DPLasso, DPLogisticRegression, DPSCORegressor
+from .report import privacy_report
 
 __version__ = "0.1.0.dev0"
 
@@ -30,5 +33,6 @@ __all__ = [
     "DPSCORegressor",
     "DPLasso",
     "privacy_spent",
+    "privacy_report",
     "__version__",
 ]

@@ -3,7 +3,7 @@
 The policy (admission by a privacy filter, reservations, copies and pickling)
 lives in :mod:`sklearn_dp.budget`; this module only stores the ledger and
 knows nothing of epsilon arithmetic.  Three backends share one small
-interface (``rows``, ``append_if(decide, row)``, ``update``,
+interface (``rows``, ``row(entry_id)``, ``append_if(decide, row)``, ``update``,
 ``check_usable``, ``describe``):
 
 * :class:`_MemoryStorage`: a list guarded by a lock, valid only in the
@@ -155,6 +155,13 @@ class _MemoryStorage:
         with self._lock:
             return list(self._rows)
 
+    def row(self, entry_id):
+        # Entry ids are positions (1 for the first): ledger rows are never removed.
+        with self._lock:
+            if 1 <= entry_id <= len(self._rows):
+                return self._rows[entry_id - 1]
+        return None
+
     def append_if(self, decide, row):
         self._refuse_if_detached()
         with self._lock:
@@ -208,6 +215,9 @@ class _DetachedStorage:
     def rows(self):
         return list(self._rows)
 
+    def row(self, entry_id):
+        return next((row for row in self._rows if row.entry.id == entry_id), None)
+
     def append_if(self, decide, row):
         raise BudgetStorageError(_DETACHED_MESSAGE)
 
@@ -219,6 +229,45 @@ class _DetachedStorage:
 
     def describe(self):
         return "memory (detached copy in another process: cannot spend)"
+
+
+_SAVED_MESSAGE = (
+    "This PrivacyBudget came with a fitted model that was saved (pickled) and loaded: "
+    "a saved model keeps its privacy report but no handle on the budget's ledger, "
+    "so this stand-in cannot check, spend or read the ledger. The model's own spend "
+    "is in sklearn_dp.privacy_report(model). To fit again, pass the live budget: "
+    "model.set_params(budget=PrivacyBudget(...)) (or budget=None)."
+)
+
+
+class _SavedStorage:
+    """No ledger at all: the stand-in for the budget of a fitted model that was saved.
+
+    Every operation, reads included, refuses: a saved model may be loaded
+    anywhere (another machine, years later), where the ledger's state is
+    unknown; reporting a stale ``spent`` or ``remaining`` would mislead.
+    """
+
+    kind = "saved"
+    detached = True
+
+    def rows(self):
+        raise BudgetStorageError(_SAVED_MESSAGE)
+
+    def row(self, entry_id):
+        raise BudgetStorageError(_SAVED_MESSAGE)
+
+    def append_if(self, decide, row):
+        raise BudgetStorageError(_SAVED_MESSAGE)
+
+    def update(self, entry_id, **changes):
+        raise BudgetStorageError(_SAVED_MESSAGE)
+
+    def check_usable(self):
+        raise BudgetStorageError(_SAVED_MESSAGE)
+
+    def describe(self):
+        return "none (saved with a fitted model: cannot spend)"
 
 
 _LEDGER_COLUMNS = (
@@ -516,6 +565,15 @@ class _SQLiteStorage:
 
     def rows(self):
         return self._transaction(self._read_rows, immediate=False)
+
+    def row(self, entry_id):
+        """The row of ``entry_id`` (None if there is none), read alone: by the primary key."""
+
+        def body(conn):
+            record = conn.execute(self._SELECT + " WHERE id = ?", (int(entry_id),)).fetchone()
+            return None if record is None else self._row_from_record(record)
+
+        return self._transaction(body, immediate=False)
 
     def append_if(self, decide, row):
         def body(conn):

@@ -43,6 +43,7 @@ from dp_accounting import dp_event as dpe
 
 from . import _noise, _noise_grids, _random
 from ._limits import MAX_EPSILON, MIN_EPSILON
+from ._saving import keep_entries
 from ._sklearn_compat import Interval, Options
 from ._warnings import user_stacklevel
 from .accounting import largest_share
@@ -113,6 +114,14 @@ class FitPlan:
         The whole fit's event as known before the data (None when the
         solver's plan is not known yet: the budget then charges the
         guarantee itself).
+    fixed : bool
+        Whether :attr:`event` is fixed before the data whatever the fit
+        releases: no parameter of any of its mechanisms can depend on a
+        released value (the row count, released bounds, a released label
+        set).  Only then do its releases compose as a fixed sequence, whose
+        privacy curve is that of the event's privacy-loss distribution
+        (:func:`sklearn_dp.privacy_report`).  Set by the planner, never
+        inferred from the event a fit ends with.
     context : dict
         What the fit's private phase needs besides (public values only).
     """
@@ -126,6 +135,7 @@ class FitPlan:
     shares: dict
     solver_plan: object = None
     event: dpe.DpEvent | None = None
+    fixed: bool = False
     context: dict = field(default_factory=dict, hash=False, compare=False, repr=False)
 
     def __eq__(self, other):
@@ -200,6 +210,13 @@ class SolverPlanner:
     plan's event is the one planned before the data; otherwise the search
     runs again from the released values, so the guarantee never rests on
     this property (only the number of plans computed does).
+
+    :attr:`fixed` says whether the solver's event cannot depend on released
+    values: its plan before the data exists (it needs no count), the caller
+    declared that no released value enters the plan's inputs
+    (``before_data(..., public_inputs=True)``), and the share planned before
+    the data stood.  It is decided from the plan and its inputs, never from
+    an event that merely equals the planned one.
     """
 
     def __init__(self, plan, arguments, *, epsilon, delta, floor):
@@ -211,6 +228,8 @@ class SolverPlanner:
         self._plans = {}
         self._before = None
         self._planned_bounds = None
+        #: Whether the solver's event cannot depend on a released value.
+        self.fixed = False
 
     def for_solver(self, plan, arguments):
         """A planner of the same shares for another solver (chosen from released values)."""
@@ -251,13 +270,20 @@ class SolverPlanner:
             self.floor,
         )
 
-    def before_data(self, problem, bounds, options, prefix):
-        """``(share, plan)`` from public inputs (``bounds``: the placeholders)."""
+    def before_data(self, problem, bounds, options, prefix, *, public_inputs=False):
+        """``(share, plan)`` from public inputs (``bounds``: the placeholders).
+
+        ``public_inputs``: no value released by the fit (its bounds, its label
+        set) can change the plan's event; with a plan that needs no count,
+        the solver's event is then :attr:`fixed` before the data.
+        """
         arguments = self._arguments(problem, None, bounds, options)
         share = self._search(arguments, None, prefix)
         self._before = (_key(prefix), share)
         self._planned_bounds = bounds
-        return share, self.plan(arguments, None, share)
+        plan = self.plan(arguments, None, share)
+        self.fixed = bool(public_inputs) and plan is not None
+        return share, plan
 
     def after_release(self, problem, n_public, bounds, options, prefix):
         """``(share, plan)`` once the count and the bounds are released.
@@ -278,6 +304,10 @@ class SolverPlanner:
     def _after_release(self, problem, n_public, bounds, options, prefix):
         released = self._arguments(problem, n_public, bounds, options)
         at_placeholders = self._arguments(problem, None, self._planned_bounds, options)
+        # The event stays fixed only if the share and plan made before the
+        # data run as they are (a plan that disagrees breaks a solver's
+        # contract: then nothing is claimed beyond the guarantee).
+        fixed, self.fixed = self.fixed, False
         if self._before is None:  # another solver than planned: nothing to confirm
             return self._full_search(released, at_placeholders, n_public, prefix)
         before_prefix, before_share = self._before
@@ -291,6 +321,7 @@ class SolverPlanner:
                 self.plan(released, n_public, self.floor)
                 return self.floor
             if before is not None and self._event(released, n_public, before_share) == before:
+                self.fixed = fixed
                 return before_share
         return self._full_search(released, at_placeholders, n_public, prefix)
 
@@ -403,10 +434,27 @@ def open_phase(plan, budget, random_state):
     return phase
 
 
-def record_spend(fitted, plan, event):
-    """Set ``dp_event_`` and ``privacy_spent_`` of a fitted object from its plan and final event."""
+def record_spend(fitted, plan, event, reservation=None):
+    """Set ``dp_event_`` and ``privacy_spent_`` of a fitted object from its plan and final event.
+
+    A copy of the settled ledger entry of ``reservation`` is kept too, for
+    :func:`sklearn_dp.privacy_report` (which never reads the budget again),
+    with whether the fit's mechanism was fixed before the data
+    (:attr:`FitPlan.fixed`, and the planner kept it so through the releases;
+    its releases then compose as a fixed sequence).  An event that merely
+    equals the planned one is not enough: one chosen from released values
+    may happen to.
+    """
     fitted.dp_event_ = event if plan.private else dpe.NonPrivateDpEvent()
     fitted.privacy_spent_ = plan.privacy_spent
+    planner = plan.context.get("planner")
+    fixed = (
+        plan.fixed
+        and (planner is None or planner.fixed)
+        and plan.event is not None
+        and plan.event == event
+    )
+    keep_entries(fitted, [reservation], planned=fixed)
 
 
 def restore_on_failure(fit):

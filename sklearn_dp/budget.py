@@ -47,6 +47,9 @@ budget passed to an estimator keeps counting inside ``GridSearchCV``,
 ``cross_val_score`` and Pipelines.  Across processes only a file-backed budget
 (``storage="budget.sqlite"``) can count; an in-memory budget that reaches
 another process refuses to spend instead of silently starting from zero.
+A *fitted* model pickles with a read-only stand-in for its budget
+(:func:`saved_budget`: the limits, no handle on the ledger), so that a saved
+model loads anywhere and a refit of it is refused instead of uncounted.
 
 Where the parts live: this module keeps the budget and its reservations;
 the filters' arithmetic (the rho limit, the pool, the charges of a spend) and
@@ -90,6 +93,7 @@ from ._ledger import (
     _MemoryStorage,
     _pickle_event,
     _Row,
+    _SavedStorage,
     _SQLiteStorage,
 )
 from .accounting import check_event, epsilon_of_events
@@ -111,6 +115,11 @@ COMPOSITIONS = ("basic", "zcdp")
 # same process (joblib's threading backend, a pickle round-trip in a notebook)
 # returns the very object that counts instead of a copy that would not.
 _MEMORY_BUDGETS: weakref.WeakValueDictionary[str, PrivacyBudget] = weakref.WeakValueDictionary()
+# The stand-in of each live budget in saved models: one object per budget, so
+# that the steps of a saved Pipeline still share one budget once loaded.
+_SAVED_BUDGETS: weakref.WeakKeyDictionary[PrivacyBudget, PrivacyBudget] = (
+    weakref.WeakKeyDictionary()
+)
 _REGISTRY_LOCK = threading.Lock()
 
 
@@ -790,6 +799,8 @@ class PrivacyBudget:
         return self
 
     def __reduce__(self):
+        if isinstance(self._storage, _SavedStorage):
+            return (_restore_saved_budget, (self._epsilon, self._delta, self._composition))
         if isinstance(self._storage, _SQLiteStorage):
             return (
                 _reopen_sqlite_budget,
@@ -863,3 +874,25 @@ def _restore_memory_budget(budget_id, pid, epsilon, delta, snapshot, timeout, co
             return original
     storage = _DetachedStorage([_Row(entry, blob) for entry, blob in snapshot])
     return _bare_budget(epsilon, delta, composition, timeout, budget_id, storage)
+
+
+def saved_budget(budget):
+    """The stand-in of ``budget`` in a saved fitted model: its limits, no handle on its ledger.
+
+    The stand-in (a :class:`PrivacyBudget` that refuses every check, spend
+    and ledger read with :class:`BudgetStorageError`) keeps ``epsilon``,
+    ``delta`` and ``composition``, and neither the ledger file's path nor the
+    entries of other fits.  The same object for every call with one budget.
+    """
+    if isinstance(budget._storage, _SavedStorage):
+        return budget
+    with _REGISTRY_LOCK:
+        saved = _SAVED_BUDGETS.get(budget)
+        if saved is None:
+            saved = _restore_saved_budget(budget._epsilon, budget._delta, budget._composition)
+            _SAVED_BUDGETS[budget] = saved
+    return saved
+
+
+def _restore_saved_budget(epsilon, delta, composition):
+    return _bare_budget(epsilon, delta, composition, 30.0, None, _SavedStorage())

@@ -73,6 +73,7 @@ PUBLIC_MODULES = [
     "sklearn_dp",
     "sklearn_dp.budget",
     "sklearn_dp.accounting",
+    "sklearn_dp.report",
     "sklearn_dp.exceptions",
     "sklearn_dp.linear_model",
     "sklearn_dp.preprocessing",

@@ -814,3 +814,32 @@ def test_each_noise_multiplier_of_a_fit_event_is_one_of_its_releases(estimator, 
     ]
     for multiplier in _multipliers(model.dp_event_):
         assert any(ratio >= multiplier * (1 - 1e-12) for ratio in ratios), (multiplier, ratios)
+
+
+# --------------------------------------------------------------------------
+# Events fixed before the data
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("config", sorted(CONFIGS), ids="-".join)
+def test_solvers_declaring_bound_free_events_plan_one_event_at_any_bound(config):
+    """``event_reads_bounds=False`` holds: the event planned before the data ignores the bounds."""
+    from solver_configs import _ESTIMATORS
+
+    name, solver = config
+    if SOLVERS[solver].event_reads_bounds:
+        pytest.skip("the solver does not declare its event free of the bounds")
+    cls, base = _ESTIMATORS[name]
+    delta = 1e-5 if SOLVERS[solver].approximate_dp else 0.0
+    X = np.zeros((2, 3))
+    y = np.array([0, 1]) if name == "DPLogisticRegression" else np.array([0.0, 1.0])
+    events = []
+    for bound in (0.05, 0.5, 7.0, 50.0):
+        params = {**base, **CONFIGS[config]}
+        defaults = cls(**params).get_params()
+        for key in ("data_norm", "feature_bound", "y_bound"):
+            if defaults.get(key) is not None:
+                params[key] = bound
+        plan = cls(solver=solver, delta=delta, random_state=0, **params)._fit_plan(X, y)
+        events.append(plan.event)
+    assert all(event == events[0] for event in events)

@@ -53,6 +53,7 @@ from .._protocol import (
     debug_mode,
     restore_on_failure,
 )
+from .._saving import SavedWithoutLedger
 from .._sklearn_compat import (
     Interval,
     Options,
@@ -277,7 +278,7 @@ def penalty_strengths(penalty, strength, l1_ratio):
     return float(strength), float(l1_ratio)
 
 
-class BaseDPEstimator(BaseEstimator):
+class BaseDPEstimator(SavedWithoutLedger, BaseEstimator):
     """Privacy parameters, solver dispatch and budget handling.
 
     Subclasses define ``_parameter_constraints`` (starting from

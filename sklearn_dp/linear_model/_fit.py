@@ -149,7 +149,14 @@ def plan_fit(estimator, request):
         prefix = dpe.ComposedDpEvent(
             [dpe.LaplaceDpEvent(1.0 / epsilon_count)] + planned_bound_events
         )
-        share, solver_plan = planner.before_data(problem, planned, kwargs, prefix)
+        # The solver's event is fixed before the data only if no released
+        # value can change it: a released label set changes the problem;
+        # released bounds enter the plan's inputs, which only a solver that
+        # declares so keeps out of its event.
+        released_inputs = discover or (any(bound_request) and spec.event_reads_bounds)
+        share, solver_plan = planner.before_data(
+            problem, planned, kwargs, prefix, public_inputs=not released_inputs
+        )
         if solver_plan is not None:
             # Noise the gateway would refuse after the charge: refused now.
             check_sampler_range(solver_plan.event, name)
@@ -174,6 +181,7 @@ def plan_fit(estimator, request):
         },
         solver_plan=solver_plan,
         event=event,
+        fixed=event is not None and planner.fixed,
         context=dict(
             spec=spec,
             public=public,
@@ -302,7 +310,7 @@ def run_fit(estimator, request, plan):
         # and releases to the estimator, which defers them through the phase.
         for message in result.info.pop("warnings", ()):
             phase.warn(message)
-    record_spend(estimator, plan, phase.event)
+    record_spend(estimator, plan, phase.event, phase.reservation)
     return spec, data, result, bounds
 
 

@@ -42,6 +42,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import _random
 from .._protocol import FitPlan, PrivatePhase, reserve
+from .._saving import SavedWithoutLedger, keep_entries
 from .._sklearn_compat import HasMethods, Interval, StrOptions
 from ..accounting import ApproximateDpEvent
 from ..budget import PrivacyBudget
@@ -89,7 +90,7 @@ def _delegate(method):
     return check
 
 
-class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
+class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
     """What DPGridSearchCV and DPRandomizedSearchCV share (see their docstrings)."""
 
     _parameter_constraints = {
@@ -421,6 +422,7 @@ class BaseDPSearchCV(MetaEstimatorMixin, BaseEstimator):
             float(epsilon_selection + epsilon_refit),
             float(delta_selection + delta_refit),
         )
+        keep_entries(self, [reservation, refit_reservation])
         if self.verbose:
             print(
                 f"[{name}] selected {self.best_params_} (noisy validation {scoring}: "

@@ -18,6 +18,7 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from .. import _noise, _random
 from .._bounds import _event, feature_columns, release_upper_bound
 from .._protocol import PRIVACY_PARAMETER_CONSTRAINTS, FitPlan, open_phase, record_spend
+from .._saving import SavedWithoutLedger
 from .._sklearn_compat import finite_checks
 from .._validation import validate_private
 from ..accounting import PureEpsilonDpEvent, calibrate_noise_multiplier, epsilon_of_event
@@ -44,7 +45,7 @@ def _check_ranges(ranges, n_features, name="ranges"):
     return lo, hi
 
 
-class _DPTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+class _DPTransformer(SavedWithoutLedger, OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """The privacy protocol for transformers: check, reserve, private phase, one ledger entry."""
 
     _privacy_parameter_constraints = PRIVACY_PARAMETER_CONSTRAINTS
@@ -97,6 +98,9 @@ class _DPTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             private=private,
             shares=shares,
             event=event if private else None,
+            # Each release's noise and share are set here; released values
+            # only set the clipping, never a mechanism's parameters.
+            fixed=private,
             context=context,
         )
 
@@ -106,7 +110,7 @@ class _DPTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             event = release(X, phase.rng)
             if plan.private:
                 phase.event = event
-        record_spend(self, plan, phase.event)
+        record_spend(self, plan, phase.event, phase.reservation)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

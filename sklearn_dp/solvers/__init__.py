@@ -95,6 +95,12 @@ __all__ = [
 # Smooth GLM losses (bounded curvature), read off the loss classes.
 _GLM_LOSSES = loss_names(smooth=True)
 
+# Every built-in solver declares event_reads_bounds=False: its plans read the
+# inputs derived from the bounds only for details its run uses (the
+# certification of the perturbation solvers, dp_newton's constant-curvature
+# loss type) or for default step counts that also need the row count (dp_gd's
+# schedules, dp_accmd, frank_wolfe, the SVRG family: no plan before it).
+# tests/test_protocol.py checks the events at very different bounds.
 # Noise warnings (``noise_warning``): ``(regression, classification)``
 # thresholds on the public proxy of the excess loss the step noise causes
 # (solvers/_noise_warnings.py), measured with ``benchmarks/bench_solvers.py``
@@ -108,6 +114,7 @@ _GLM_LOSSES = loss_names(smooth=True)
 register_solver(
     SolverSpec(
         name="dp_gd",
+        event_reads_bounds=False,
         run=dp_gd,
         plan=plan_dp_gd,
         losses=_GLM_LOSSES,
@@ -133,6 +140,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="dp_sgd",
+        event_reads_bounds=False,
         run=dp_sgd,
         plan=plan_dp_sgd,
         losses=_GLM_LOSSES | {"absolute", "quantile"},  # any loss with a clipped gradient
@@ -156,6 +164,7 @@ _PERTURBATION = dict(
 register_solver(
     SolverSpec(
         name="objective_perturbation",
+        event_reads_bounds=False,
         run=objective_perturbation,
         plan=plan_objective_perturbation,
         **_PERTURBATION,
@@ -168,6 +177,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="output_perturbation",
+        event_reads_bounds=False,
         run=output_perturbation,
         plan=plan_output_perturbation,
         **_PERTURBATION,
@@ -179,6 +189,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="dp_cd",
+        event_reads_bounds=False,
         run=dp_cd,
         plan=plan_dp_cd,
         losses=_GLM_LOSSES,
@@ -222,6 +233,7 @@ _L1_BALL = dict(
 register_solver(
     SolverSpec(
         name="frank_wolfe",
+        event_reads_bounds=False,
         run=frank_wolfe,
         plan=plan_frank_wolfe,
         losses=frozenset({"squared", "huber"}),
@@ -238,6 +250,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="vr_frank_wolfe",
+        event_reads_bounds=False,
         run=vr_frank_wolfe,
         plan=plan_vr_frank_wolfe,
         losses=frozenset({"squared", "huber"}),
@@ -252,6 +265,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="mirror_descent",
+        event_reads_bounds=False,
         run=mirror_descent,
         plan=plan_mirror_descent,
         losses=frozenset({"squared", "huber", "absolute"}),
@@ -263,6 +277,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="localized_mirror_descent",
+        event_reads_bounds=False,
         run=localized_mirror_descent,
         plan=plan_localized_mirror_descent,
         losses=frozenset({"squared", "huber", "absolute"}),
@@ -276,6 +291,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="resque",
+        event_reads_bounds=False,
         run=resque,
         plan=plan_resque,
         losses=GLOBALLY_LIPSCHITZ_LOSSES,
@@ -312,6 +328,7 @@ _SVRG = dict(
 register_solver(
     SolverSpec(
         name="dp_svrg",
+        event_reads_bounds=False,
         run=dp_svrg,
         plan=plan_dp_svrg,
         penalties=frozenset({"l2", "elasticnet"}),
@@ -329,6 +346,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="dp_svrg_pp",
+        event_reads_bounds=False,
         run=dp_svrg_pp,
         plan=plan_dp_svrg_pp,
         penalties=frozenset({None, "l2", "l1", "elasticnet"}),
@@ -340,6 +358,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="dp_accmd",
+        event_reads_bounds=False,
         run=dp_accmd,
         plan=plan_dp_accmd,
         losses=_GLM_LOSSES,
@@ -358,6 +377,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="dp_newton",
+        event_reads_bounds=False,
         run=dp_newton,
         plan=plan_dp_newton,
         losses=_GLM_LOSSES,
@@ -381,6 +401,7 @@ register_solver(
 register_solver(
     SolverSpec(
         name="dp_ssp",
+        event_reads_bounds=False,
         run=dp_ssp,
         plan=plan_dp_ssp,
         losses=frozenset({"squared"}),

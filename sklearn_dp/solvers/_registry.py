@@ -166,6 +166,17 @@ class SolverSpec:
     bound_warning : float or None
         Threshold on the public excess-risk bound of an l1-ball solver
         (relative to the trivial model) above which a fit warns; None: none.
+    event_reads_bounds : bool
+        Whether the event of a plan made before the row count is known
+        (``n_samples=None``) may change with the rows' and labels' bounds,
+        through the plan's inputs derived from them (``loss``,
+        ``row_norm_bound``, ``radius``, options computed from the bounds).
+        False only for a solver whose plans read those inputs for the
+        details its run uses, or for step counts that also need the row
+        count (no plan before it).  A fit that releases its bounds
+        (``"auto"``) reports the privacy curve of its event only when this
+        is False (:func:`sklearn_dp.privacy_report`); True, the safe
+        default, reports its recorded guarantee instead.
     """
 
     name: str
@@ -186,6 +197,7 @@ class SolverSpec:
     dask: bool = False
     noise_warning: tuple | None = None
     bound_warning: float | None = None
+    event_reads_bounds: bool = True
 
     # Read off the signature once per spec (estimators consult them on every fit).
     @functools.cached_property
