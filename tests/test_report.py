@@ -203,16 +203,14 @@ def _bound_reading_solver(name):
     """
     import dataclasses
 
-    from sklearn_dp.solvers import SolverSpec, plan_dp_gd
+    from sklearn_dp.solvers import SolverSpec, plan_call, plan_dp_gd
 
     spec = SOLVERS["dp_gd"]
 
-    def plan(n_samples, n_params, epsilon, delta, *, row_norm_bound=None, **options):
-        if row_norm_bound is not None and row_norm_bound > 1e12:
-            options["max_iter"] = 7
-        return plan_dp_gd(
-            n_samples, n_params, epsilon, delta, row_norm_bound=row_norm_bound, **options
-        )
+    def plan(n_samples, n_params, epsilon, delta, call):
+        if call.row_norm_bound is not None and call.row_norm_bound > 1e12:
+            return plan_call("dp_gd", n_samples, n_params, epsilon, delta, max_iter=7)
+        return plan_dp_gd(n_samples, n_params, epsilon, delta, call)
 
     fields = {
         field.name: getattr(spec, field.name)
