@@ -1,4 +1,4 @@
-"""The noisy-step engine of the first-order solvers (dp_gd, dp_sgd, dp_svrg, dp_svrg_pp, dp_accmd).
+"""The noisy-step engine of the first-order solvers (dp_gd, dp_sgd, dp_svrg, dp_svrg_pp, dp_accmd, dp_cd).
 
 Every step of these solvers is the same pipeline: sample the rows (all of
 them, or a Poisson sample drawn by :func:`sklearn_dp._noise.poisson_sample`),
@@ -59,13 +59,21 @@ def release(total, sensitivity, noise_std, rng, label="clipped gradient sum"):
     )
 
 
-def noisy_steps(step, W, n_steps, *, name, progress=None, tail_start=0, callback=None):
+def noisy_steps(
+    step, W, n_steps, *, name, progress=None, tail_start=0, callback=None, row_steps=False
+):
     """Run ``n_steps`` noisy steps ``W <- step(t, W)`` and average the iterates.
 
     ``step(t, W)`` returns the next iterate and the norm of the released
-    (normalised) gradient it used, which ``progress`` prints.  ``callback(t,
-    W)``, when given, sees every iterate ``x_t`` for t = 0 (the start) to
-    ``n_steps``.  A run stops at its first non-finite iterate with a
+    (normalised) gradient it used, which ``progress`` prints.  With
+    ``row_steps`` (coordinate descent) a step moves a few rows of ``W`` only:
+    it returns ``(rows, values, shown)``, the engine writes ``W[rows] =
+    values`` in place and counts a row in the average when it moves (once
+    per iterate that held its old value), so a step costs the size of its
+    rows, not of ``W``.  ``callback(t, W)``, when given, sees every iterate
+    ``x_t`` for t = 0 (the start) to ``n_steps``; a callback that returns
+    True stops the run after ``x_t`` (the average then covers the iterates
+    run).  A run stops at its first non-finite iterate with a
     :class:`~sklearn_dp.exceptions.ConvergenceError`, so no non-finite point
     reaches the next release; the iterates are released values, so the error
     is a function of released values (public).
@@ -78,18 +86,31 @@ def noisy_steps(step, W, n_steps, *, name, progress=None, tail_start=0, callback
         The average of the iterates ``x_{t+1}`` for ``t >= tail_start``.
     """
     total = np.zeros(np.shape(W))
+    # Row steps: the first averaged iterate that holds each row's current value.
+    since = np.full(len(W), tail_start + 1, dtype=np.int64) if row_steps else None
     if callback is not None:
         callback(0, W)
     for t in range(n_steps):
-        W, shown = step(t, W)
-        # At the first non-finite iterate, before it reaches another release.
-        check_finite_iterate(W, name)
-        if t >= tail_start:
-            total += W
-        if callback is not None:
-            callback(t + 1, W)
+        if row_steps:
+            rows, values, shown = step(t, W)
+            # At the first non-finite iterate, before it reaches another release.
+            check_finite_iterate(values, name)
+            if t >= tail_start:
+                total[rows] += W[rows] * (t + 1 - since[rows])[:, None]
+                since[rows] = t + 1
+            W[rows] = values
+        else:
+            W, shown = step(t, W)
+            check_finite_iterate(W, name)
+            if t >= tail_start:
+                total += W
         if progress is not None:
             progress(t + 1, grad_norm=shown)
+        if callback is not None and callback(t + 1, W):
+            n_steps = t + 1
+            break
+    if row_steps:
+        total += W * (n_steps + 1 - since)[:, None]
     return W, total / (n_steps - tail_start)
 
 
