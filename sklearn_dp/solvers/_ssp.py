@@ -26,6 +26,7 @@ from .._clipped_sums import smallest_eigenvalue, sufficient_statistics, svec, un
 from .._data import row_sum
 from .._public_errors import public_error
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
+from ._l1_geometry import project_l1_ball
 from ._noisy_steps import check_options, release
 
 __all__ = [
@@ -183,18 +184,6 @@ def _coordinate_descent(Q, c, l1, l2, box, w, max_sweeps, tol):
     return w, sweeps
 
 
-def _project_l1(v, radius):
-    """Euclidean projection onto the l1 ball of ``radius`` (Duchi et al. 2008)."""
-    if np.sum(np.abs(v)) <= radius:
-        return v
-    u = np.sort(np.abs(v))[::-1]
-    cumulative = np.cumsum(u)
-    index = np.arange(1, v.size + 1)
-    rho = np.nonzero(u * index > cumulative - radius)[0][-1]
-    theta = (cumulative[rho] - radius) / (rho + 1.0)
-    return np.sign(v) * np.maximum(np.abs(v) - theta, 0.0)
-
-
 def _projected_gradient(Q, c, l1, l2, box, ball, constraint, radius, w, max_steps, tol):
     """Accelerated proximal gradient (FISTA) with the projection onto the ball and the box."""
     lipschitz = float(np.linalg.eigvalsh(Q)[-1]) + float(np.max(l2, initial=0.0))
@@ -205,7 +194,7 @@ def _projected_gradient(Q, c, l1, l2, box, ball, constraint, radius, w, max_step
         v = np.sign(v) * np.maximum(np.abs(v) - step * l1, 0.0)
         v = v / (1.0 + step * l2)
         if constraint == "l1":
-            v[ball] = _project_l1(v[ball], radius)
+            v[ball] = project_l1_ball(v[ball], radius)
         elif constraint == "l2":
             norm = np.linalg.norm(v[ball])
             if norm > radius:
