@@ -39,10 +39,10 @@ from ._cd_sampling import (
     set_clip_threshold,
     smoothness_constants,
 )
-from ._common import Progress, check_finite_iterate, make_rng, moved_less_than
+from ._common import Progress, SolverResult, check_finite_iterate, make_rng, moved_less_than
 from ._gradient_descent import gradient_bound
 from ._l1_geometry import public_setup
-from ._noisy_steps import gaussian_plan, noisy_steps, plan_of_call, release, solver_result
+from ._noisy_steps import check_options, gaussian_plan, noisy_steps, plan_of_call, release
 
 __all__ = ["dp_cd", "plan_dp_cd", "check_dp_cd", "noiseless_coordinate_smoothness"]
 
@@ -179,14 +179,12 @@ def plan_dp_cd(
 # --------------------------------------------------------------------------
 
 
-def _check_options(*, l1_ratio=0.0, step_scale=1.0, output=None):
-    """The options of dp_cd that neither its plan nor its public constants check."""
+def _check_options(*, l1_ratio=0.0, output=None):
+    """The options of dp_cd that neither the registry, its plan nor its public constants check."""
     if output is not None and output not in OUTPUTS:
         raise ValueError(f"output must be one of {OUTPUTS}, got {output!r}.")
     if not 0.0 <= l1_ratio <= 1.0:
         raise ValueError(f"l1_ratio must be in [0, 1], got {l1_ratio!r}.")
-    if not (step_scale > 0 and math.isfinite(step_scale)):
-        raise ValueError(f"step_scale must be a finite float > 0, got {step_scale!r}.")
 
 
 def check_dp_cd(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
@@ -200,9 +198,7 @@ def check_dp_cd(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, optio
     only.)  The ranges of the numeric options are the registry's.
     """
     get = options.get
-    _check_options(
-        l1_ratio=float(l1_ratio or 0.0), step_scale=get("step_scale", 1.0), output=get("output")
-    )
+    _check_options(l1_ratio=float(l1_ratio or 0.0), output=get("output"))
     structure = sampling_structure(
         public.n_features + int(public.fit_intercept),
         get("sampling", "uniform"),
@@ -556,7 +552,9 @@ def dp_cd(
                 "dp_cd needs public per-column bounds (data.feature_bound): bound the data with "
                 "geometry='linf' (pass feature_bound to the estimator)."
             )
-        _check_options(l1_ratio=l1_ratio, step_scale=step_scale, output=output)
+        _check_options(l1_ratio=l1_ratio, output=output)
+        if plan is None:  # a direct call (estimators check the registry's ranges first)
+            check_options("dp_cd", locals())
         feature_bound = np.asarray(data.feature_bound, dtype=float)
         if feature_bound.shape != (n_columns,):
             raise ValueError(
@@ -588,8 +586,6 @@ def dp_cd(
             # The public stand-in for the row count (a DP count from estimators):
             # the true n is private under add/remove neighbouring.
             normalizer = data.normalizer
-        if not (normalizer > 0 and math.isfinite(normalizer)):
-            raise ValueError(f"normalizer must be a finite float > 0, got {normalizer!r}.")
 
     if (
         not private
@@ -688,13 +684,7 @@ def dp_cd(
         if stop_tol is not None and output == "average" and converged(W):
             break
 
-    return solver_result(
-        "dp_cd",
-        plan,
-        W,
-        loss,
-        epsilon,
-        n_iter=steps_done,
+    plan.details.update(
         smoothness=M,
         probabilities=probabilities,
         clip_norm=clip,
@@ -706,3 +696,4 @@ def dp_cd(
         l1_ratio=l1_ratio,
         normalizer=float(normalizer),
     )
+    return SolverResult(coef=W, n_iter=steps_done, plan=plan)
