@@ -281,13 +281,8 @@ class _Runs:
         # The bounded design as an operator on the caller's X: each step copies its
         # Poisson batch's rows only (``design.rows``), never the whole matrix.
         self.X, self.y, self.row_norms = data.design, data.y, data.row_norms
-        self.solver, self.args, self.loss, self.domain, self.plan = (
-            solver,
-            args,
-            args.loss,
-            domain,
-            plan,
-        )
+        self.solver, self.args, self.domain, self.plan = solver, args, domain, plan
+        self.loss = args.loss
         self.scale, self.clip2, self.p, self.q = plan.noise_multiplier, clip2, p, p / (p - 1.0)
         self.kappa = 1.0 / (2.0 * (p - 1.0))
         # The fixed arguments of every Bregman step: the exponent and the polytope.
