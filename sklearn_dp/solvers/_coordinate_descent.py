@@ -199,12 +199,9 @@ def check_dp_cd(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, optio
     """
     get = options.get
     _check_options(l1_ratio=float(l1_ratio or 0.0), output=get("output"))
+    n_columns = public.n_features + int(public.fit_intercept)
     structure = sampling_structure(
-        public.n_features + int(public.fit_intercept),
-        get("sampling", "uniform"),
-        get("blocks"),
-        get("block_size"),
-        get("tau"),
+        n_columns, get("sampling", "uniform"), get("blocks"), get("block_size"), get("tau")
     )
     _schedule(structure, get("max_iter"), get("n_outer"))
     check_smoothness_rule(get("smoothness", "auto"), structure)
