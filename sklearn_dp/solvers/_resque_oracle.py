@@ -372,15 +372,13 @@ def _query_round(source, center, rows, starts, round_index, parallel):
 # --------------------------------------------------------------------------
 
 
-def _epoch_sgd(round_, *, lam, start, epochs, setting, release):
+def _epoch_sgd(round_, *, lam, start, project, epochs, setting, normalizer, release):
     """EpochSGD (docs/solvers/resque.md) for ``F_rho(x) + lam / 2 ||x - c||^2`` over the ball.
 
-    Starts from the projection of ``start`` onto the ball ``B_r(c)`` of the
-    round's centre (intersected with ``B_R`` for a constrained fit), where
-    every iterate stays.  Step t uses the queries ``starts[t]:starts[t + 1]``
-    of the round: the gradient estimate is ``release(sum_i min(w_i(x),
-    w_max) l'_i x_i) / b`` plus the exact gradient of the public L2 penalty
-    (``rho``, ``r``, ``R``, ``w_max``, the expected batch ``b`` and the
+    Starts from ``project(start)``.  Step t uses the queries
+    ``starts[t]:starts[t + 1]`` of the round: the gradient estimate is
+    ``release(sum_i min(w_i(x), w_max) l'_i x_i) / normalizer`` plus the
+    exact gradient of the public L2 penalty (``rho``, ``w_max`` and the
     penalty are the ``setting``'s), where ``release`` is the step's noisy
     release (one call per step, empty batches included, so the number of
     releases is public).  Epoch k has step size ``1 / (4 lam 2^(k-1))`` and
@@ -388,12 +386,6 @@ def _epoch_sgd(round_, *, lam, start, epochs, setting, release):
     regularisation-only step from it.
     """
     center, starts, max_weight = round_.center, round_.starts, setting.max_weight
-    # The public expected batch, never the realised batch size (it would reveal the row count).
-    normalizer = float(setting.batch_size)
-    # Every iterate stays in the ball B_r(c) (and in B_R when the fit is constrained).
-    project = partial(
-        _project_domain, center=center, r=setting.ball_radius, R=setting.domain_radius
-    )
     scale = 1.0 / (2.0 * setting.smoothing_radius**2)
     max_log_weight = math.log(max_weight)
     eta = 1.0 / (4.0 * lam)
@@ -466,12 +458,21 @@ class _BallOracle:
         )
 
     def __call__(self, center, lam, start):
+        s = self.setting
         n_steps = self.n_steps(lam)
         rows, starts = self.sample(n_steps)
         round_ = _query_round(self.source, center, rows, starts, self.rounds, self.parallel)
         self.rounds += 1
         self.steps += n_steps
-        epochs = epoch_lengths(n_steps)
         return _epoch_sgd(
-            round_, lam=lam, start=start, epochs=epochs, setting=self.setting, release=self.release
+            round_,
+            lam=lam,
+            start=start,
+            project=partial(_project_domain, center=center, r=s.ball_radius, R=s.domain_radius),
+            epochs=epoch_lengths(n_steps),
+            setting=s,
+            # The public expected batch, never the realised batch size (it
+            # would reveal the row count).
+            normalizer=float(s.batch_size),
+            release=self.release,
         )

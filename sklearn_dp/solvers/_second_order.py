@@ -390,10 +390,8 @@ def dp_newton(
     if momentum == "auto":
         momentum = "nesterov" if hessian == "bound" else None
     default_eigenvalue, default_floor = loss.newton_eigenvalue_floor
-    if eigenvalue == "auto":
-        eigenvalue = default_eigenvalue
-    if floor_scale is None:
-        floor_scale = default_floor
+    eigenvalue = default_eigenvalue if eigenvalue == "auto" else eigenvalue
+    floor_scale = default_floor if floor_scale is None else floor_scale
     private = not math.isinf(epsilon)
     clip = gradient_bound(loss, data.row_norm_bound, clip_norm, private=private)
     R2 = float(data.row_norm_bound) ** 2

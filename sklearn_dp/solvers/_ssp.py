@@ -64,16 +64,11 @@ def _check_options(loss_name, n_outputs, *, shares, ridge, label_bound):
         raise ValueError("dp_ssp fits the squared loss with one output only.")
     if shares is not None:
         try:
-            values = [float(v) for v in shares]
+            values = np.asarray(shares, dtype=float)
         except (TypeError, ValueError):
-            values = None
-        if (
-            values is None
-            or len(values) != 3
-            or not all(math.isfinite(v) and v >= 0 for v in values)
-            or values[0] <= 0
-            or values[1] <= 0
-        ):
+            values = np.empty(0)
+        valid = values.shape == (3,) and np.all(np.isfinite(values)) and np.all(values >= 0)
+        if not valid or min(values[:2]) <= 0:
             raise ValueError(
                 "shares must be three nonnegative floats (Gram matrix, X^T y, smallest "
                 f"eigenvalue), the first two > 0; got {shares!r}."
