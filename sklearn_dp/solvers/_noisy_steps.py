@@ -1,29 +1,35 @@
-"""The noisy-step engine of the first-order solvers (dp_gd, dp_sgd, dp_svrg, dp_svrg_pp, dp_accmd, dp_cd).
+"""The noisy-step engine of the first-order solvers.
 
-Every step of these solvers is the same pipeline: sample the rows (all of
-them, or a Poisson sample drawn by :func:`sklearn_dp._noise.poisson_sample`),
-form the exact sum of per-sample gradients clipped to a public bound
-(:mod:`sklearn_dp._clipped_sums`), release it through the noise gateway
-(:func:`release`), divide by a public normaliser, take the solver's update
-(a gradient step with momentum, a proximal step, a projection or a mirror
-step), average the iterates and report progress (:func:`noisy_steps`).  The
-solvers supply the sum and the update; the release, the loop, the averaging,
-the divergence check and the progress lines are here, once.  Without noise
-(``epsilon=inf``) the same code runs with zero noise.
+dp_gd, dp_sgd, dp_svrg, dp_svrg_pp, dp_accmd, dp_cd and the EpochSGD epochs
+of resque run their steps here.  Every step is the same pipeline: sample the
+rows (all of them, or a Poisson sample drawn by
+:func:`sklearn_dp._noise.poisson_sample`; dp_cd also draws the coordinates
+it moves, independently of the data), form the exact sum of per-sample
+gradients clipped to a public bound (:mod:`sklearn_dp._clipped_sums`),
+release it through the noise gateway (:func:`release`), divide by a public
+normaliser, take the solver's update (a gradient step with momentum, a
+proximal step, a projection or a mirror step), average the iterates and
+report progress (:func:`noisy_steps`).  The solvers supply the sum and the
+update; the loop, the averaging, the divergence check and the progress
+lines are here, once.  Without noise (``epsilon=inf``) the same code runs
+with zero noise.
 
 Privacy
 -------
 Each step is one gateway release (:func:`sklearn_dp._noise.gaussian`) of a
 sum whose add/remove-one sensitivity is the stated one: the clip bound of the
-per-sample terms (times the public weight bound for weighted rows), or, for
-the SVRG inner steps, the bound the difference terms are clipped to, a
-function of earlier releases.  The noise is ``multiplier * sensitivity`` with
-the multiplier of the solver's plan, which calibrated the composition of all
-steps (:func:`gaussian_plan` for full-data and Poisson-subsampled steps;
-the SVRG plans compose both kinds).  Everything after the
-release (normalising by a public value, the update, averaging, the progress
-lines, the divergence error) is post-processing of the releases and of public
-values, so the observable outputs are functions of them only.
+per-sample terms (times the public weight bound for weighted rows; for
+dp_cd, the clip of the drawn block; for resque, the ReSQue weight cap times
+the Lipschitz bound), or, for the SVRG inner steps, the bound the difference
+terms are clipped to, a function of earlier releases.  The noise is
+``multiplier * sensitivity`` with the multiplier of the solver's plan, which
+calibrated the composition of all steps (:func:`gaussian_plan` for
+full-data and Poisson-subsampled steps; the SVRG plans compose both kinds).
+Everything after the release (normalising by a public value, the update,
+averaging, the progress lines, the divergence error, and a noiseless run's
+stop, which a callback decides only at ``epsilon=inf``) is post-processing
+of the releases and of public values, so the observable outputs are
+functions of them only.
 """
 
 from __future__ import annotations
@@ -70,10 +76,15 @@ def noisy_steps(
     it returns ``(rows, values, shown)``, the engine writes ``W[rows] =
     values`` in place and counts a row in the average when it moves (once
     per iterate that held its old value), so a step costs the size of its
-    rows, not of ``W``.  ``callback(t, W)``, when given, sees every iterate
-    ``x_t`` for t = 0 (the start) to ``n_steps``; a callback that returns
-    True stops the run after ``x_t`` (the average then covers the iterates
-    run).  A run stops at its first non-finite iterate with a
+    rows, not of ``W``.
+
+    ``callback(t, W)``, when given, sees every iterate ``x_t`` for t = 0
+    (the start) to ``n_steps``; a callback that returns True stops the run
+    after ``x_t`` (the average then covers the iterates run).  With noise it
+    may stop only on public values and releases; a test on the data is
+    allowed at ``epsilon=inf`` alone (dp_cd's noiseless stop).
+
+    A run stops at its first non-finite iterate with a
     :class:`~sklearn_dp.exceptions.ConvergenceError`, so no non-finite point
     reaches the next release; the iterates are released values, so the error
     is a function of released values (public).
