@@ -584,12 +584,8 @@ def dp_cd(
             # the true n is private under add/remove neighbouring.
             normalizer = data.normalizer
 
-    if (
-        not private
-        and structure.singletons
-        and isinstance(smoothness, str)
-        and smoothness == "auto"
-    ):
+    default_rule = isinstance(smoothness, str) and smoothness == "auto"
+    if not private and structure.singletons and default_rule:
         # Without noise (epsilon=inf: nothing private, nothing promised) the
         # default rule uses the actual coordinate curvature of the bounded
         # design instead of the worst case over the public bounds.
@@ -601,7 +597,7 @@ def dp_cd(
     rng = make_rng(random_state)
     progress = Progress("dp_cd", plan.n_steps, verbose)
 
-    def block_step(k, W):
+    def step(k, W):
         nonlocal steps_done
         if structure.kind == "partition":
             index = int(draws[k])
@@ -668,13 +664,7 @@ def dp_cd(
                 draws = rng.choice(len(structure.blocks), size=n_inner, p=probabilities)
         stop = end_of_pass if stop_tol is not None and output == "last" else None
         last, average = noisy_steps(
-            block_step,
-            W,
-            n_inner,
-            name="dp_cd",
-            tail_start=tail_start,
-            callback=stop,
-            row_steps=True,
+            step, W, n_inner, name="dp_cd", tail_start=tail_start, callback=stop, row_steps=True
         )
         W = last if output == "last" else average
         check_finite_iterate(W, "dp_cd")

@@ -381,7 +381,6 @@ def dp_newton(
             f"got {loss.name!r}."
         )
     n_columns = data.design.n_columns
-    n_params = n_columns * n_outputs
     size = _curvature_size(hessian, n_columns, n_outputs)
     _check_options(hessian, eigenvalue, momentum, size)
     if plan is None:  # a direct call (estimators check the options before the spend)
