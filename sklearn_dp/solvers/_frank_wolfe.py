@@ -170,14 +170,11 @@ def select_vertex(gradient, domain, scales, rng, *, unit, label="vertex"):
         vertex[j] = radius if choice < k else -radius
         height = domain.l1_penalty[j] * radius
     for j, box_scale, scores_j in zip(np.flatnonzero(~domain.ball), box_scales, box_scores):
+        box = domain.box[j]
         side = _noise.exponential(
-            -scores_j,
-            sensitivity=domain.box[j] * unit,
-            scale=box_scale,
-            rng=rng,
-            label=f"{label} (box {j})",
+            -scores_j, sensitivity=box * unit, scale=box_scale, rng=rng, label=f"{label} (box {j})"
         )
-        vertex[j] = domain.box[j] if side == 0 else -domain.box[j]
+        vertex[j] = box if side == 0 else -box
     return vertex, height
 
 
