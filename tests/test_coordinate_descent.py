@@ -1295,3 +1295,40 @@ def test_private_dp_cd_runs_its_planned_steps():
             .n_iter_
         )
     assert fits[0] == fits[1]
+
+
+def test_row_steps_average_every_iterate_and_a_callback_stops_the_run():
+    # The engine's row steps (dp_cd's) count a row in the average when it
+    # moves: the result is the average of the full iterates, as eager steps
+    # compute it; a callback that returns True ends the run after its iterate.
+    from sklearn_dp.solvers._noisy_steps import noisy_steps
+
+    rng = np.random.default_rng(0)
+    moves = [(np.array([j % 3]), rng.normal(size=(1, 2))) for j in range(7)]
+    start = rng.normal(size=(3, 2))
+
+    def row_step(t, W):
+        rows, values = moves[t]
+        return rows, values, None
+
+    def full_step(t, W):
+        W = W.copy()
+        W[moves[t][0]] = moves[t][1]
+        return W, None
+
+    for tail_start in (0, 3):
+        last, average = noisy_steps(
+            row_step, start.copy(), 7, name="test", tail_start=tail_start, row_steps=True
+        )
+        eager_last, eager_average = noisy_steps(
+            full_step, start.copy(), 7, name="test", tail_start=tail_start
+        )
+        np.testing.assert_array_equal(last, eager_last)
+        np.testing.assert_allclose(average, eager_average, rtol=1e-14, atol=1e-14)
+
+    seen = []
+    last, _ = noisy_steps(
+        full_step, start.copy(), 7, name="test", callback=lambda t, W: seen.append(t) or t == 4
+    )
+    assert seen == [0, 1, 2, 3, 4]
+    np.testing.assert_array_equal(last, noisy_steps(full_step, start.copy(), 4, name="test")[0])

@@ -339,12 +339,10 @@ def block_clip_thresholds(clip_norm, feature_bound, structure):
     coordinate-wise clipping of DP-CD (Mangold et al., 2022).  For tau-nice
     sampling the same formula is applied to the drawn set at each step.
     """
-    X = np.asarray(feature_bound, dtype=float)
-    total = float(np.sqrt(np.sum(X**2)))
     if structure.kind != "partition":
         return None
     return np.array(
-        [clip_norm * np.sqrt(np.sum(X[block] ** 2)) / total for block in structure.blocks]
+        [set_clip_threshold(clip_norm, feature_bound, cols) for cols in structure.blocks]
     )
 
 

@@ -42,7 +42,7 @@ from ._cd_sampling import (
 from ._common import Progress, SolverResult, check_finite_iterate, make_rng, moved_less_than
 from ._gradient_descent import gradient_bound
 from ._l1_geometry import public_setup
-from ._noisy_steps import gaussian_plan, plan_of_call, release
+from ._noisy_steps import check_options, gaussian_plan, noisy_steps, plan_of_call, release
 
 __all__ = ["dp_cd", "plan_dp_cd", "check_dp_cd", "noiseless_coordinate_smoothness"]
 
@@ -166,14 +166,12 @@ def plan_dp_cd(n_samples, n_params, epsilon, delta, call):
 # --------------------------------------------------------------------------
 
 
-def _check_options(*, l1_ratio=0.0, step_scale=1.0, output=None):
-    """The options of dp_cd that neither its plan nor its public constants check."""
+def _check_options(*, l1_ratio=0.0, output=None):
+    """The options of dp_cd that neither the registry, its plan nor its public constants check."""
     if output is not None and output not in OUTPUTS:
         raise ValueError(f"output must be one of {OUTPUTS}, got {output!r}.")
     if not 0.0 <= l1_ratio <= 1.0:
         raise ValueError(f"l1_ratio must be in [0, 1], got {l1_ratio!r}.")
-    if not (step_scale > 0 and math.isfinite(step_scale)):
-        raise ValueError(f"step_scale must be a finite float > 0, got {step_scale!r}.")
 
 
 def check_dp_cd(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
@@ -187,15 +185,10 @@ def check_dp_cd(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, optio
     only.)  The ranges of the numeric options are the registry's.
     """
     get = options.get
-    _check_options(
-        l1_ratio=float(l1_ratio or 0.0), step_scale=get("step_scale", 1.0), output=get("output")
-    )
+    _check_options(l1_ratio=float(l1_ratio or 0.0), output=get("output"))
+    n_columns = public.n_features + int(public.fit_intercept)
     structure = sampling_structure(
-        public.n_features + int(public.fit_intercept),
-        get("sampling", "uniform"),
-        get("blocks"),
-        get("block_size"),
-        get("tau"),
+        n_columns, get("sampling", "uniform"), get("blocks"), get("block_size"), get("tau")
     )
     _schedule(structure, get("max_iter"), get("n_outer"))
     check_smoothness_rule(get("smoothness", "auto"), structure)
@@ -543,7 +536,9 @@ def dp_cd(
                 "dp_cd needs public per-column bounds (data.feature_bound): bound the data with "
                 "geometry='linf' (pass feature_bound to the estimator)."
             )
-        _check_options(l1_ratio=l1_ratio, step_scale=step_scale, output=output)
+        _check_options(l1_ratio=l1_ratio, output=output)
+        if plan is None:  # a direct call (estimators check the registry's ranges first)
+            check_options("dp_cd", locals())
         feature_bound = np.asarray(data.feature_bound, dtype=float)
         if feature_bound.shape != (n_columns,):
             raise ValueError(
@@ -574,25 +569,61 @@ def dp_cd(
             # The public stand-in for the row count (a DP count from estimators):
             # the true n is private under add/remove neighbouring.
             normalizer = data.normalizer
-        if not (normalizer > 0 and math.isfinite(normalizer)):
-            raise ValueError(f"normalizer must be a finite float > 0, got {normalizer!r}.")
 
-    if (
-        not private
-        and structure.singletons
-        and isinstance(smoothness, str)
-        and smoothness == "auto"
-    ):
+    default_rule = isinstance(smoothness, str) and smoothness == "auto"
+    if not private and structure.singletons and default_rule:
         # Without noise (epsilon=inf: nothing private, nothing promised) the
         # default rule uses the actual coordinate curvature of the bounded
         # design instead of the worst case over the public bounds.
         M = noiseless_coordinate_smoothness(design, loss.smoothness, l2, normalizer, M)
-    step = step_scale / M  # per column
-    threshold = l1 * step  # soft-threshold of the L1 prox with step 1 / M_j
+    step_sizes = step_scale / M  # per column
+    threshold = l1 * step_sizes  # soft-threshold of the L1 prox with step 1 / M_j
     has_l1 = bool(np.any(threshold > 0))
     columns = _ColumnBlocks(design, structure.blocks)
     rng = make_rng(random_state)
     progress = Progress("dp_cd", plan.n_steps, verbose)
+
+    def step(k, W):
+        nonlocal steps_done
+        if structure.kind == "partition":
+            index = int(draws[k])
+            cols = structure.blocks[index]
+            rows, X_block = columns.block(index, cols, upcoming=draws[k:])
+            block_bound = block_clip[index]
+        else:
+            cols = np.sort(rng.choice(n_columns, size=structure.tau, replace=False))
+            rows, X_block = columns.block(None, cols)
+            block_bound = set_clip_threshold(clip, feature_bound, cols)
+        # The rows the block holds (all of them: a slice, whose Z[...] is a view of Z).
+        rows = slice(None) if rows is None else rows
+        # The Gaussian mechanism of the gateway on the block's clipped gradient sum
+        # (sensitivity block_bound in L2, noise z * block_bound).
+        total = block_clipped_gradient_sum(X_block, Z[rows], y[rows], loss, block_bound)
+        label = f"dp_cd block gradient sum {steps_done + 1}"
+        grad = release(total, block_bound, z * block_bound, rng, label) / normalizer
+        old = W[cols]
+        grad += l2[cols, None] * old
+        new = old - step_sizes[cols, None] * grad
+        if has_l1:
+            t = threshold[cols, None]
+            new = np.sign(new) * np.maximum(np.abs(new) - t, 0.0)
+        change = new - old
+        Z[rows] += _block_product(X_block, change)
+        steps_done += 1
+        if verbose:
+            # W is a function of the noisy sums and public constants: so is its change.
+            progress(steps_done, step_norm=float(np.linalg.norm(change)))
+        return cols, new, None
+
+    def converged(W):
+        # Whether no coefficient moved since the last test (epsilon=inf only).
+        nonlocal pass_start
+        moved_little, pass_start = moved_less_than(W, pass_start, stop_tol), W.copy()
+        return moved_little
+
+    def end_of_pass(k, W):
+        # The stop of a noiseless output="last" run (one round), tested after every pass.
+        return k > 0 and k % structure.steps_per_epoch == 0 and converged(W)
 
     W = np.zeros((n_columns, n_outputs))
     steps_done = 0
@@ -603,11 +634,6 @@ def dp_cd(
     for _ in range(n_outer):
         Z = None  # the old scores go before the new ones are made (one n-vector, not two)
         Z = design.matmul(W)
-        # Lazy running sum of the averaged iterates theta^(s+1)..theta^K (s = 0,
-        # or half the run for the tail average): column j's current value has
-        # been counted in every averaged iterate from since[j] on.
-        since = np.full(n_columns, tail_start + 1, dtype=np.int64)
-        running = np.zeros_like(W)
         draws = np.zeros(n_inner, dtype=np.int64)  # a single block: block 0 at every step
         if structure.kind == "partition" and len(structure.blocks) > 1:
             if stop_tol is not None and structure.weighting == "uniform":
@@ -622,60 +648,14 @@ def dp_cd(
                 draws = rng.integers(len(structure.blocks), size=n_inner)
             else:
                 draws = rng.choice(len(structure.blocks), size=n_inner, p=probabilities)
-        for k in range(n_inner):
-            if structure.kind == "partition":
-                index = int(draws[k])
-                cols = structure.blocks[index]
-                rows, X_block = columns.block(index, cols, upcoming=draws[k:])
-                block_bound = block_clip[index]
-            else:
-                cols = np.sort(rng.choice(n_columns, size=structure.tau, replace=False))
-                rows, X_block = columns.block(None, cols)
-                block_bound = set_clip_threshold(clip, feature_bound, cols)
-
-            # The rows the block holds (all of them: a slice, whose Z[...] is a view of Z).
-            rows = slice(None) if rows is None else rows
-            Z_rows, y_rows = Z[rows], y[rows]
-            # The Gaussian mechanism of the gateway on the block's clipped gradient sum
-            # (sensitivity block_bound in L2, noise z * block_bound).
-            total = block_clipped_gradient_sum(X_block, Z_rows, y_rows, loss, block_bound)
-            label = f"dp_cd block gradient sum {steps_done + 1}"
-            grad = release(total, block_bound, z * block_bound, rng, label) / normalizer
-
-            old = W[cols]
-            grad += l2[cols, None] * old
-            new = old - step[cols, None] * grad
-            if has_l1:
-                t = threshold[cols, None]
-                new = np.sign(new) * np.maximum(np.abs(new) - t, 0.0)
-            change = new - old
-            if k >= tail_start:
-                running[cols] += old * (k + 1 - since[cols])[:, None]
-                since[cols] = k + 1
-            W[cols] = new
-            Z[rows] += _block_product(X_block, change)
-            # Release this step's block before the next one may refill the cache.
-            rows = X_block = Z_rows = y_rows = None
-            steps_done += 1
-            if verbose:
-                # W is a function of the noisy sums and public constants: so is its change.
-                progress(steps_done, step_norm=float(np.linalg.norm(change)))
-            if (
-                stop_tol is not None
-                and output == "last"
-                and steps_done % structure.steps_per_epoch == 0
-            ):
-                if moved_less_than(W, pass_start, stop_tol):
-                    break  # the only round of an output="last" run
-                pass_start = W.copy()
-        if output != "last":
-            running += W * (n_inner + 1 - since)[:, None]
-            W = running / (n_inner - tail_start)
+        stop = end_of_pass if stop_tol is not None and output == "last" else None
+        last, average = noisy_steps(
+            step, W, n_inner, name="dp_cd", tail_start=tail_start, callback=stop, row_steps=True
+        )
+        W = last if output == "last" else average
         check_finite_iterate(W, "dp_cd")
-        if stop_tol is not None and output == "average":
-            if moved_less_than(W, pass_start, stop_tol):
-                break
-            pass_start = W.copy()
+        if stop_tol is not None and output == "average" and converged(W):
+            break
 
     plan.details.update(
         smoothness=M,

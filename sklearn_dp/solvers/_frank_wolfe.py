@@ -171,14 +171,11 @@ def select_vertex(gradient, domain, scales, rng, *, unit, label="vertex"):
         vertex[j] = radius if choice < k else -radius
         height = domain.l1_penalty[j] * radius
     for j, box_scale, scores_j in zip(np.flatnonzero(~domain.ball), box_scales, box_scores):
+        box = domain.box[j]
         side = _noise.exponential(
-            -scores_j,
-            sensitivity=domain.box[j] * unit,
-            scale=box_scale,
-            rng=rng,
-            label=f"{label} (box {j})",
+            -scores_j, sensitivity=box * unit, scale=box_scale, rng=rng, label=f"{label} (box {j})"
         )
-        vertex[j] = domain.box[j] if side == 0 else -domain.box[j]
+        vertex[j] = box if side == 0 else -box
     return vertex, height
 
 
@@ -251,24 +248,14 @@ class FrankWolfeSteps:
         the loose-ball check (:func:`penalty_ball_warning`: alpha and radius in
         the fit's units).
         """
-        args, plan = self.args, self.plan
-        check_finite_iterate(w, self.solver)
-        if args.output == "tail_average":
+        a, name, plan = self.args, self.solver, self.plan
+        check_finite_iterate(w, name)
+        if a.output == "tail_average":
             w = self.tail_total / self.tail_count
         plan.details.update(details)
-        data, radius = args.data, args.radius  # one output: d = n_columns
-        bound = frank_wolfe_warning(
-            self.solver,
-            args.loss.name,
-            data.n_public,
-            data.n_columns,
-            args.epsilon,
-            args.delta,
-            radius,
-        )
-        add_warnings(
-            info, bound, penalty_ball_warning(self.solver, args.alpha, args.l1_ratio, radius)
-        )
+        n_public, d = a.data.n_public, a.data.n_columns  # one output: d = n_columns
+        bound = frank_wolfe_warning(name, a.loss.name, n_public, d, a.epsilon, a.delta, a.radius)
+        add_warnings(info, bound, penalty_ball_warning(name, a.alpha, a.l1_ratio, a.radius))
         return SolverResult(coef=w[:, None], n_iter=plan.n_steps, plan=plan, info=info)
 
 

@@ -277,13 +277,8 @@ class _Runs:
         # The bounded design as an operator on the caller's X: each step copies its
         # Poisson batch's rows only (``design.rows``), never the whole matrix.
         self.X, self.y, self.row_norms = data.design, data.y, data.row_norms
-        self.solver, self.args, self.loss, self.domain, self.plan = (
-            solver,
-            args,
-            args.loss,
-            domain,
-            plan,
-        )
+        self.solver, self.args, self.domain, self.plan = solver, args, domain, plan
+        self.loss = args.loss
         self.scale, self.clip2, self.p, self.q = plan.noise_multiplier, clip2, p, p / (p - 1.0)
         self.kappa = 1.0 / (2.0 * (p - 1.0))
         # The fixed arguments of every Bregman step: the exponent and the polytope.
@@ -298,15 +293,17 @@ class _Runs:
         """Standard deviation of the phase's Gaussian noise (0 without noise: scale 0)."""
         return self.scale * phase.weight * self.clip2
 
-    def run(self, rows, phase, center, step_sizes, regularization, p_radius, label, weighted=False):
+    def run(self, rows, phase, center, regularization, p_radius, label, eta=None):
         """Noisy (composite) mirror descent on the rows ``rows``, started at ``center``.
 
         Each step: ``g = (clipped gradient sum over a Poisson batch + N(0,
         noise_std^2 I)) / batch + l2 part``, then the exact Bregman step with
         the mirror map centred at ``center``, the L1 penalty as a prox term
         and the regulariser ``regularization * psi`` (the localised
-        objective) folded into the map.  Returns the last iterate and the
-        average of the iterates (weighted by the step number if ``weighted``).
+        objective) folded into the map.  Step k has size ``eta``; without
+        ``eta`` (a localised phase) ``2 / (regularization (k + 1))``.  Returns
+        the last iterate and the average of the iterates (without ``eta``,
+        weighted by the step number).
         """
         X, domain, p, kappa, clip2 = self.X, self.domain, self.p, self.kappa, self.clip2
         rate = phase.sampling_probability
@@ -330,13 +327,13 @@ class _Runs:
                 total_k, sensitivity=clip2, noise_std=noise_std, rng=self.rng, label=release
             )
             gradient = gradient / phase.batch + domain.l2_penalty * x
-            eta = step_sizes(k)
-            s = pnorm_mirror_gradient(x - center, p, kappa) - eta * gradient
+            eta_k = eta if eta is not None else 2.0 / (regularization * (k + 1.0))
+            s = pnorm_mirror_gradient(x - center, p, kappa) - eta_k * gradient
             # The composite step: the L1 penalty as a prox term, the regulariser in the map.
-            kappa_k, l1 = kappa * (1.0 + eta * regularization), eta * domain.l1_penalty
+            kappa_k, l1 = kappa * (1.0 + eta_k * regularization), eta_k * domain.l1_penalty
             warm = bregman_step(s, center, kappa=kappa_k, l1_weights=l1, warm=warm, **fixed)
             x = warm.x
-            weight = float(k) if weighted else 1.0
+            weight = 1.0 if eta is not None else float(k)
             total += weight * x
             weight_total += weight
             # The noisy gradient: a function of the release and the public iterate.
@@ -368,7 +365,7 @@ class _Runs:
                 eta = 1.0 / smoothness
         if step_size is not None:
             eta = float(step_size)
-        last, average = self.run(rows, phase, center, lambda k: eta, 0.0, round_radius, self.solver)
+        last, average = self.run(rows, phase, center, 0.0, round_radius, self.solver, eta=eta)
         self.plan.details.setdefault("step_sizes", []).append(eta)
         # Exact steps of 1 / beta descend: the last iterate is the best one.
         x = last if exact and smoothness is not None and step_size is None else average
@@ -404,16 +401,7 @@ class _Runs:
             p_radius = 2.0 * lipschitz * eta_i * ph.block * (p - 1.0)
             if ph.index == 1:
                 p_radius = min(p_radius, round_radius)
-            _, x = self.run(
-                rows[block],
-                ph,
-                x,
-                lambda k, lam_i=lam_i: 2.0 / (lam_i * (k + 1.0)),
-                lam_i,
-                p_radius,
-                f"{self.solver} phase {ph.index}",
-                weighted=True,
-            )
+            _, x = self.run(rows[block], ph, x, lam_i, p_radius, f"{self.solver} phase {ph.index}")
         # Theorem 13's rate with constant 1 (public; used only by the strongly convex wrapper).
         bound = lipschitz * diameter * (1.0 / math.sqrt((p - 1.0) * n_rows))
         if self.private:

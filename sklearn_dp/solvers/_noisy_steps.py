@@ -1,29 +1,35 @@
-"""The noisy-step engine of the first-order solvers (dp_gd, dp_sgd, dp_svrg, dp_svrg_pp, dp_accmd).
+"""The noisy-step engine of the first-order solvers.
 
-Every step of these solvers is the same pipeline: sample the rows (all of
-them, or a Poisson sample drawn by :func:`sklearn_dp._noise.poisson_sample`),
-form the exact sum of per-sample gradients clipped to a public bound
-(:mod:`sklearn_dp._clipped_sums`), release it through the noise gateway
-(:func:`release`), divide by a public normaliser, take the solver's update
-(a gradient step with momentum, a proximal step, a projection or a mirror
-step), average the iterates and report progress (:func:`noisy_steps`).  The
-solvers supply the sum and the update; the release, the loop, the averaging,
-the divergence check and the progress lines are here, once.  Without noise
-(``epsilon=inf``) the same code runs with zero noise.
+dp_gd, dp_sgd, dp_svrg, dp_svrg_pp, dp_accmd, dp_cd and the EpochSGD epochs
+of resque run their steps here.  Every step is the same pipeline: sample the
+rows (all of them, or a Poisson sample drawn by
+:func:`sklearn_dp._noise.poisson_sample`; dp_cd also draws the coordinates
+it moves, independently of the data), form the exact sum of per-sample
+gradients clipped to a public bound (:mod:`sklearn_dp._clipped_sums`),
+release it through the noise gateway (:func:`release`), divide by a public
+normaliser, take the solver's update (a gradient step with momentum, a
+proximal step, a projection or a mirror step), average the iterates and
+report progress (:func:`noisy_steps`).  The solvers supply the sum and the
+update; the loop, the averaging, the divergence check and the progress
+lines are here, once.  Without noise (``epsilon=inf``) the same code runs
+with zero noise.
 
 Privacy
 -------
 Each step is one gateway release (:func:`sklearn_dp._noise.gaussian`) of a
 sum whose add/remove-one sensitivity is the stated one: the clip bound of the
-per-sample terms (times the public weight bound for weighted rows), or, for
-the SVRG inner steps, the bound the difference terms are clipped to, a
-function of earlier releases.  The noise is ``multiplier * sensitivity`` with
-the multiplier of the solver's plan, which calibrated the composition of all
-steps (:func:`gaussian_plan` for full-data and Poisson-subsampled steps;
-the SVRG plans compose both kinds).  Everything after the
-release (normalising by a public value, the update, averaging, the progress
-lines, the divergence error) is post-processing of the releases and of public
-values, so the observable outputs are functions of them only.
+per-sample terms (times the public weight bound for weighted rows; for
+dp_cd, the clip of the drawn block; for resque, the ReSQue weight cap times
+the Lipschitz bound), or, for the SVRG inner steps, the bound the difference
+terms are clipped to, a function of earlier releases.  The noise is
+``multiplier * sensitivity`` with the multiplier of the solver's plan, which
+calibrated the composition of all steps (:func:`gaussian_plan` for
+full-data and Poisson-subsampled steps; the SVRG plans compose both kinds).
+Everything after the release (normalising by a public value, the update,
+averaging, the progress lines, the divergence error, and a noiseless run's
+stop, which a callback decides only at ``epsilon=inf``) is post-processing
+of the releases and of public values, so the observable outputs are
+functions of them only.
 """
 
 from __future__ import annotations
@@ -75,13 +81,26 @@ def release_symmetric(matrix, sensitivity, noise_std, rng, label="gram matrix"):
     return unsvec(release(svec(matrix), sensitivity, noise_std, rng, label), m)
 
 
-def noisy_steps(step, W, n_steps, *, name, progress=None, tail_start=0, callback=None):
+def noisy_steps(
+    step, W, n_steps, *, name, progress=None, tail_start=0, callback=None, row_steps=False
+):
     """Run ``n_steps`` noisy steps ``W <- step(t, W)`` and average the iterates.
 
     ``step(t, W)`` returns the next iterate and the norm of the released
-    (normalised) gradient it used, which ``progress`` prints.  ``callback(t,
-    W)``, when given, sees every iterate ``x_t`` for t = 0 (the start) to
-    ``n_steps``.  A run stops at its first non-finite iterate with a
+    (normalised) gradient it used, which ``progress`` prints.  With
+    ``row_steps`` (coordinate descent) a step moves a few rows of ``W`` only:
+    it returns ``(rows, values, shown)``, the engine writes ``W[rows] =
+    values`` in place and counts a row in the average when it moves (once
+    per iterate that held its old value), so a step costs the size of its
+    rows, not of ``W``.
+
+    ``callback(t, W)``, when given, sees every iterate ``x_t`` for t = 0
+    (the start) to ``n_steps``; a callback that returns True stops the run
+    after ``x_t`` (the average then covers the iterates run).  With noise it
+    may stop only on public values and releases; a test on the data is
+    allowed at ``epsilon=inf`` alone (dp_cd's noiseless stop).
+
+    A run stops at its first non-finite iterate with a
     :class:`~sklearn_dp.exceptions.ConvergenceError`, so no non-finite point
     reaches the next release; the iterates are released values, so the error
     is a function of released values (public).
@@ -94,18 +113,31 @@ def noisy_steps(step, W, n_steps, *, name, progress=None, tail_start=0, callback
         The average of the iterates ``x_{t+1}`` for ``t >= tail_start``.
     """
     total = np.zeros(np.shape(W))
+    # Row steps: the first averaged iterate that holds each row's current value.
+    since = np.full(len(W), tail_start + 1, dtype=np.int64) if row_steps else None
     if callback is not None:
         callback(0, W)
     for t in range(n_steps):
-        W, shown = step(t, W)
-        # At the first non-finite iterate, before it reaches another release.
-        check_finite_iterate(W, name)
-        if t >= tail_start:
-            total += W
-        if callback is not None:
-            callback(t + 1, W)
+        if row_steps:
+            rows, values, shown = step(t, W)
+            # At the first non-finite iterate, before it reaches another release.
+            check_finite_iterate(values, name)
+            if t >= tail_start:
+                total[rows] += W[rows] * (t + 1 - since[rows])[:, None]
+                since[rows] = t + 1
+            W[rows] = values
+        else:
+            W, shown = step(t, W)
+            check_finite_iterate(W, name)
+            if t >= tail_start:
+                total += W
         if progress is not None:
             progress(t + 1, grad_norm=shown)
+        if callback is not None and callback(t + 1, W):
+            n_steps = t + 1
+            break
+    if row_steps:
+        total += W * (n_steps + 1 - since)[:, None]
     return W, total / (n_steps - tail_start)
 
 

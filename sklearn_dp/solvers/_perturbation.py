@@ -39,10 +39,7 @@ from ._newton import (
     check_certifiable,
 )
 from ._noisy_steps import check_options, plan_of_call
-from ._objective_accounting import (
-    ObjectivePerturbationDpEvent,
-    objective_gaussian_noise_multiplier,
-)
+from ._objective_accounting import ObjectivePerturbationDpEvent, objective_gaussian_noise_multiplier
 
 __all__ = [
     "output_perturbation",
@@ -503,10 +500,7 @@ def output_perturbation(
     rng = make_rng(random_state)
     coef = _release(solve.coef, pure, sensitivity, scale, rng, "minimiser")
     info = {}
-    add_warnings(
-        info,
-        output_noise_warning(loss, n_params, n_outputs, float(alpha), scale, pure),
-    )
+    add_warnings(info, output_noise_warning(loss, n_params, n_outputs, float(alpha), scale, pure))
     details = dict(sensitivity=sensitivity, noise_scale=scale, regularization=regularization)
     return _result(plan, coef, glm, tol, n_steps, info, **details)
 

@@ -53,6 +53,7 @@ from joblib import delayed
 from .. import _noise
 from .._clipped_sums import capped_resque_sum, resque_query_derivatives
 from ._common import make_rng
+from ._noisy_steps import noisy_steps
 
 __all__ = [
     "resque_log_weights",
@@ -389,23 +390,23 @@ def _epoch_sgd(round_, *, lam, start, project, epochs, setting, normalizer, rele
     max_log_weight = math.log(max_weight)
     eta = 1.0 / (4.0 * lam)
     x = project(start)
-    step = 0
+    done = 0  # the steps of the earlier epochs
+
+    def sgd_step(t, x):
+        batch = slice(starts[done + t], starts[done + t + 1])
+        queries = (round_.xi[batch], round_.derivative[batch], round_.features[batch])
+        exact = capped_resque_sum(*queries, x - center, scale, max_log_weight, max_weight)
+        gradient = release(exact) / normalizer
+        if setting.alpha_mask is not None:
+            gradient = gradient + setting.alpha_mask * x
+        return project((x - eta * gradient + pull) * shrink), None
+
     for length in epochs:
         shrink = 1.0 / (1.0 + eta * lam)
         pull = eta * lam * center
-        x = project((x + pull) * shrink)
-        total = np.zeros_like(x)
-        for _ in range(length):
-            batch = slice(starts[step], starts[step + 1])
-            queries = (round_.xi[batch], round_.derivative[batch], round_.features[batch])
-            exact = capped_resque_sum(*queries, x - center, scale, max_log_weight, max_weight)
-            gradient = release(exact) / normalizer
-            if setting.alpha_mask is not None:
-                gradient = gradient + setting.alpha_mask * x
-            x = project((x - eta * gradient + pull) * shrink)
-            total += x
-            step += 1
-        x = total / length
+        # The epoch's average, from a regularisation-only step.
+        _, x = noisy_steps(sgd_step, project((x + pull) * shrink), length, name="resque")
+        done += length
         eta *= 0.5
     return x
 

@@ -442,17 +442,14 @@ def dp_newton(
             f"only; got loss={loss.name!r} with {n_outputs} output(s)."
         )
     n_columns = data.design.n_columns
-    n_params = n_columns * n_outputs
     size = _curvature_size(hessian, n_columns, n_outputs)
     _check_options(hessian, eigenvalue, momentum, size)
     plan = plan_of_call("dp_newton", locals())
     if momentum == "auto":
         momentum = "nesterov" if hessian == "bound" else None
     default_eigenvalue, default_floor = loss.newton_eigenvalue_floor
-    if eigenvalue == "auto":
-        eigenvalue = default_eigenvalue
-    if floor_scale is None:
-        floor_scale = default_floor
+    eigenvalue = default_eigenvalue if eigenvalue == "auto" else eigenvalue
+    floor_scale = default_floor if floor_scale is None else floor_scale
     private = not math.isinf(epsilon)
     # Intervals need the unclipped estimator: with inference=True the default
     # clip of the log-loss is its own bound (clipping at half of it moves the

@@ -26,6 +26,7 @@ from .._clipped_sums import clipped_residual_squares, smallest_eigenvalue, suffi
 from .._data import row_sum
 from .._public_errors import public_error
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
+from ._l1_geometry import project_l1_ball
 from ._noisy_steps import plan_of_call, release, release_symmetric
 
 __all__ = [
@@ -70,16 +71,11 @@ def _check_options(loss_name, n_outputs, *, shares, ridge, label_bound):
         raise ValueError("dp_ssp fits the squared loss with one output only.")
     if shares is not None:
         try:
-            values = [float(v) for v in shares]
+            values = np.asarray(shares, dtype=float)
         except (TypeError, ValueError):
-            values = None
-        if (
-            values is None
-            or len(values) != 3
-            or not all(math.isfinite(v) and v >= 0 for v in values)
-            or values[0] <= 0
-            or values[1] <= 0
-        ):
+            values = np.empty(0)
+        valid = values.shape == (3,) and np.all(np.isfinite(values)) and np.all(values >= 0)
+        if not valid or min(values[:2]) <= 0:
             raise ValueError(
                 "shares must be three nonnegative floats (Gram matrix, X^T y, smallest "
                 f"eigenvalue), the first two > 0; got {shares!r}."
@@ -207,18 +203,6 @@ def _coordinate_descent(Q, c, l1, l2, box, w, max_sweeps, tol):
     return w, sweeps
 
 
-def _project_l1(v, radius):
-    """Euclidean projection onto the l1 ball of ``radius`` (Duchi et al. 2008)."""
-    if np.sum(np.abs(v)) <= radius:
-        return v
-    u = np.sort(np.abs(v))[::-1]
-    cumulative = np.cumsum(u)
-    index = np.arange(1, v.size + 1)
-    rho = np.nonzero(u * index > cumulative - radius)[0][-1]
-    theta = (cumulative[rho] - radius) / (rho + 1.0)
-    return np.sign(v) * np.maximum(np.abs(v) - theta, 0.0)
-
-
 def _projected_gradient(Q, c, l1, l2, box, ball, constraint, radius, w, max_steps, tol):
     """Accelerated proximal gradient (FISTA) with the projection onto the ball and the box."""
     lipschitz = float(np.linalg.eigvalsh(Q)[-1]) + float(np.max(l2, initial=0.0))
@@ -229,7 +213,7 @@ def _projected_gradient(Q, c, l1, l2, box, ball, constraint, radius, w, max_step
         v = np.sign(v) * np.maximum(np.abs(v) - step * l1, 0.0)
         v = v / (1.0 + step * l2)
         if constraint == "l1":
-            v[ball] = _project_l1(v[ball], radius)
+            v[ball] = project_l1_ball(v[ball], radius)
         elif constraint == "l2":
             norm = np.linalg.norm(v[ball])
             if norm > radius:

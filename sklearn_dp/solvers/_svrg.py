@@ -223,9 +223,8 @@ def check_dp_svrg(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, opt
     ``alpha * (1 - l1_ratio) > 0`` (alpha None: a positive strength that
     scales with n).
     """
-    if penalty not in ("l2", "elasticnet") or float(l1_ratio or 0.0) >= 1.0:
-        raise ValueError(_STRONGLY_CONVEX)
-    if alpha is not None and not alpha > 0:
+    # The registry admits only the penalties with an L2 part (SolverSpec.penalties).
+    if float(l1_ratio or 0.0) >= 1.0 or (alpha is not None and not alpha > 0):
         raise ValueError(_STRONGLY_CONVEX)
 
 
