@@ -342,7 +342,8 @@ def test_pure_event_mixed_with_gaussian_is_the_best_of_three_bounds():
         rho = 0.1**2 / 8 + 0.5 / 20.0**2 + 1 / (2 * 5.0**2)
         pld = _pld_bound([0.1], [count, dpe.GaussianDpEvent(5.0)], delta)
         expected = min(0.1 + rest, accounting.epsilon_of_zcdp(rho, delta), pld)
-        assert epsilon_of_event(with_count, delta) == pytest.approx(expected, rel=1e-9)
+        # 1e-8: the oldest supported scipy's root finding differs from the newest by 1e-9.
+        assert epsilon_of_event(with_count, delta) == pytest.approx(expected, rel=1e-8)
         assert expected <= 0.1 + rest
     # At delta = 0 the Gaussian part is not private.
     assert epsilon_of_event(mixed, 0.0) == math.inf

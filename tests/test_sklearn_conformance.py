@@ -93,6 +93,7 @@ import re
 
 import pytest
 from sklearn.base import is_classifier, is_regressor
+from sklearn.utils import estimator_checks as sklearn_checks
 from sklearn.utils import get_tags
 from sklearn.utils.estimator_checks import estimator_checks_generator
 from solver_configs import CONFIGS
@@ -468,6 +469,10 @@ def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
 
 
+#: Per-solver checks that scikit-learn 1.6 does not have yet.
+NEWER_THAN_MINIMUM_SKLEARN = frozenset({"check_all_zero_sample_weights_error"})
+
+
 def test_solver_checks_are_scikit_learn_checks():
     """Every name of the per-solver list is a check scikit-learn yields (none renamed away)."""
     yielded = {
@@ -475,5 +480,9 @@ def test_solver_checks_are_scikit_learn_checks():
         for estimator in [*FULL, *VARIANTS]
         for _, check in estimator_checks_generator(estimator, legacy=True)
     }
-    assert SOLVER_CHECKS <= yielded, sorted(SOLVER_CHECKS - yielded)
+    # A check newer than the oldest supported scikit-learn (1.6) is not
+    # yielded there; on a release that defines it, it must be yielded.
+    defined = {name for name in vars(sklearn_checks) if name.startswith("check_")}
+    missing = SOLVER_CHECKS - yielded
+    assert missing <= NEWER_THAN_MINIMUM_SKLEARN and not missing & defined, sorted(missing)
     assert set(MULTICLASS_CHECKS) <= SOLVER_CHECKS
