@@ -173,7 +173,7 @@ def test_declared_minimum_versions_pass_the_tests(tmp_path):
     for pin in tool.minimum_pins():
         name, version = pin.split("==")
         assert re.search(
-            rf"(?i)^  {re.escape(name).replace('-', '[-_]')}=={re.escape(version)}"
+            rf"(?i)^  {'[-_]'.join(map(re.escape, re.split('[-_]', name)))}=={re.escape(version)}"
             r"(\.0)*$",
             result.stdout,
             re.M,
