@@ -307,6 +307,7 @@ register_solver(
             "passes": [POSITIVE, None],
             "max_weight": [Interval(Real, 1, MAX_SCALE, closed="both")],
             "restart": ["boolean"],
+            "inner": [StrOptions({"epoch_sgd", "acsa"})],
             "n_jobs": [Integral, None],
         },
     )

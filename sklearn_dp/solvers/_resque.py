@@ -285,6 +285,7 @@ def plan_resque(n_samples, n_params, epsilon, delta, call):
         sampling_probability=rate,
         schedule=schedule,
         inner_steps=None if theory else inner_steps,
+        inner=call.inner,
     )
     n_steps = 0 if theory else n_outer * n_probes * inner_steps
     if not private:
@@ -342,6 +343,8 @@ def _public_setting(data, loss, *, alpha, epsilon, delta, plan, options):
         domain_radius=R if constrained else None,
         max_inner=DEFAULT_MAX_INNER if max_inner is None else int(max_inner),
         alpha_mask=alpha * data.penalized.astype(float) if alpha > 0 else None,
+        # ACSA's step sizes: F_rho is (L / rho)-smooth, plus the public penalty.
+        smoothness=lipschitz_data / rho + alpha,
     )
 
 
@@ -497,6 +500,7 @@ def resque(
     schedule="budget",
     max_inner=None,
     restart=RESTART,
+    inner="epoch_sgd",
     n_jobs=None,
     random_state=None,
     verbose=0,
@@ -576,6 +580,14 @@ def resque(
     restart : bool, default=True
         Gradient restart of the acceleration (see ``RESTART``); ``False`` runs
         the plain Monteiro-Svaiter recursion of the spec.
+    inner : {"epoch_sgd", "acsa"}, default="epoch_sgd"
+        Ball oracle: EpochSGD (the paper's Algorithm 1, Theorem 1) or ACSA
+        (Algorithm 2, Theorem 2: Ghadimi and Lan's multi-stage accelerated
+        stochastic approximation).  ACSA makes the same releases (the same
+        privacy event) in fewer sequential steps: stages of
+        ``T = ceil(4 sqrt(L / (rho lambda) + 1))`` steps, each step
+        averaging ``2^(k-1)`` releases (Poisson batches) in stage k, the
+        releases left over joining the last stage.
     n_jobs : int, optional
         joblib threads that evaluate the queries of a round in tasks of at
         least ``QUERY_CHUNK`` queries; results do not depend on it.
@@ -591,7 +603,9 @@ def resque(
     Returns
     -------
     SolverResult
-        ``n_iter`` is the number of inner steps (noisy releases).  ``info``
+        ``n_iter`` is the number of sequential inner steps (EpochSGD: one
+        noisy release each; ACSA: one or more, ``info["n_releases"]`` in
+        all).  ``info``
         holds ``query_depth`` (rounds of queries: one per subproblem,
         ``K * n_probes``), ``n_queries`` (the nominal number of per-sample
         gradient evaluations, steps times the public expected batch size:
@@ -667,11 +681,15 @@ def resque(
         )
     check_finite_iterate(coef, "resque")
     _check_release_count(oracle, setting)
-    info = dict(query_depth=oracle.rounds, n_queries=oracle.steps * setting.batch_size)
+    info = dict(
+        query_depth=oracle.rounds,
+        n_queries=oracle.steps * setting.batch_size,
+        n_releases=oracle.steps,
+    )
     for key in ("n_outer", "inner_steps", "smoothing_radius", "ball_radius", "radius"):
         info[key] = getattr(setting, key)
     info.update(trace)
-    return SolverResult(coef=coef[:, None], n_iter=oracle.steps, plan=setting.plan, info=info)
+    return SolverResult(coef=coef[:, None], n_iter=oracle.updates, plan=setting.plan, info=info)
 
 
 #: The options of :func:`resque` and their defaults, read off its signature (as
