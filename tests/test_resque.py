@@ -20,6 +20,9 @@ from sklearn_dp.solvers import SOLVERS, _registry, get_solver, plan_call, resque
 from sklearn_dp.solvers._common import COUNT_EPSILON_FRACTION
 from sklearn_dp.solvers._resque import default_tolerance, outer_iterations
 from sklearn_dp.solvers._resque_oracle import (
+    acsa_budget_layout,
+    acsa_stage_steps,
+    acsa_theory_layout,
     epoch_lengths,
     project_two_balls,
     resque_gradient,
@@ -262,6 +265,44 @@ def test_epoch_lengths_double_and_use_every_step():
         assert sum(epoch_lengths(n)) == n
 
 
+def test_acsa_stage_steps_follow_the_paper():
+    """T = ceil(4 sqrt(L / (rho lambda) + 1)) for the subproblem's smoothness L / rho + lambda."""
+    for lipschitz, rho, lam in [(1.0, 0.0066, 28.5), (1.0, 0.0066, 600.0), (3.0, 0.1, 1.0)]:
+        expected = math.ceil(4 * math.sqrt(lipschitz / (rho * lam) + 1))
+        assert acsa_stage_steps(lam, lipschitz / rho + lam) == expected
+    assert acsa_stage_steps(1.0, 1.0) == 4  # the floor: T = 4 when L / rho -> 0
+
+
+@pytest.mark.parametrize("n_releases, n_steps", [(86, 11), (77, 11), (32, 5), (7, 11), (11, 11)])
+def test_acsa_budget_layout_doubles_the_minibatch_and_uses_every_release(n_releases, n_steps):
+    stages = acsa_budget_layout(n_releases, n_steps)
+    assert sum(map(sum, stages)) == n_releases  # exactly the releases the plan paid for
+    if n_releases <= n_steps:
+        assert stages == [[1] * n_releases]
+        return
+    n_stages = len(stages)
+    # As many doubling stages as fit, the rest in the last one.
+    assert n_steps * (2**n_stages - 1) <= n_releases < n_steps * (2 ** (n_stages + 1) - 1)
+    for k, stage in enumerate(stages[:-1], start=1):
+        assert stage == [2 ** (k - 1)] * n_steps
+    last = stages[-1]
+    assert len(last) == n_steps and max(last) - min(last) <= 1
+    assert min(last) >= 2 ** (n_stages - 1)
+    assert acsa_budget_layout(86, 11) == [[1] * 11, [2] * 11, [5] * 9 + [4] * 2]
+
+
+def test_acsa_theory_layout_follows_the_stage_targets():
+    """N_k = ceil(96 2^k L^2 / (lambda^2 r^2 T)) queries per step of stage k, in batches."""
+    lam, lipschitz, r, batch, steps = 50.0, 1.5, 0.01, 16, 9
+    stages = acsa_theory_layout(steps, lam, lipschitz, r, batch, max_queries=10**9)
+    assert len(stages) == 4  # K_s = log2(lambda r^2 / phi) with phi = lambda r^2 / 16
+    for k, stage in enumerate(stages, start=1):
+        queries = math.ceil(96 * 2**k * lipschitz**2 / (lam**2 * r**2 * steps))
+        assert stage == [math.ceil(queries / batch)] * steps
+    capped = acsa_theory_layout(steps, lam, lipschitz, r, batch, max_queries=5000)
+    assert batch * sum(map(sum, capped)) <= 5000 + batch * 4 * steps  # rounding up per step
+
+
 def test_plan_formulas_for_given_parameters():
     """K = ceil((2 sqrt(d) / tol)^(2/3)), T_in, S = K * probes * T_in, sigma from the accountant."""
     n, d, epsilon, delta = 5000, 9, 2.0, 1e-6
@@ -346,8 +387,10 @@ def test_lad_reference_is_the_primal_optimum():
     assert primal.fun == pytest.approx(value, abs=1e-9)
 
 
-@pytest.mark.parametrize("schedule", ["budget", "theory"])
-def test_epsilon_inf_reaches_the_lp_optimum(schedule):
+@pytest.mark.parametrize(
+    "schedule, inner", [("budget", "epoch_sgd"), ("theory", "epoch_sgd"), ("budget", "acsa")]
+)
+def test_epsilon_inf_reaches_the_lp_optimum(schedule, inner):
     X, y = _lad_problem()
     data = bound_data(X, y, fit_intercept=True, data_norm=1.0)
     w_star, f_star = lad_reference(data.X, y)
@@ -365,6 +408,7 @@ def test_epsilon_inf_reaches_the_lp_optimum(schedule):
         schedule=schedule,
         max_inner=5_000,
         batch_size=64,
+        inner=inner,
         random_state=0,
     )
     excess = np.mean(np.abs(data.X @ result.coef[:, 0] - y)) - f_star
@@ -512,21 +556,67 @@ def test_query_counts_theory_schedule():
     assert abs(loss.evaluations - batch * steps) <= 5 * math.sqrt(batch * steps)
 
 
-def test_noise_scale_is_exact(monkeypatch):
-    """With all per-sample gradients zero every inner step releases pure noise of std sigma w_max L."""
+def test_acsa_counts_releases_steps_and_rounds():
+    """ACSA: one round per subproblem, the plan's releases, fewer sequential steps."""
+    X, y = _lad_problem(n=1000, d=4)
+    data = bound_data(X, y, fit_intercept=True, data_norm=1.0)
+    loss = _CountingLoss()
+    result = resque(
+        data,
+        loss,
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=1.0,
+        delta=1e-6,
+        radius=2.0,
+        tol=0.05,
+        inner="acsa",
+        random_state=0,
+    )
+    info, details = result.info, result.plan.details
+    assert details["inner"] == "acsa"
+    assert info["query_depth"] == info["n_outer"] == len(info["lambdas"])
+    # The same privacy event as EpochSGD's: K * T_in Poisson-subsampled releases.
+    epoch_plan = plan_call("resque", data.n_public, 5, 1.0, 1e-6, tol=0.05)
+    assert result.plan.event == epoch_plan.event
+    assert info["n_releases"] == result.plan.n_steps == info["n_outer"] * details["inner_steps"]
+    smoothness = data.row_norm_bound / info["smoothing_radius"]
+    updates = sum(
+        len(stage)
+        for lam in info["lambdas"]
+        for stage in acsa_budget_layout(
+            details["inner_steps"], acsa_stage_steps(lam, smoothness + lam)
+        )
+    )
+    assert result.n_iter == updates < info["n_releases"]
+    assert info["n_queries"] == 32 * info["n_releases"]
+    assert abs(loss.evaluations - info["n_queries"]) <= 5 * math.sqrt(info["n_queries"])
+
+
+@pytest.mark.parametrize("inner, function", [("epoch_sgd", "_epoch_sgd"), ("acsa", "_acsa")])
+def test_noise_scale_is_exact(monkeypatch, inner, function):
+    """With all per-sample gradients zero every release is pure noise of std sigma w_max L.
+
+    EpochSGD releases once per step; an ACSA step averages the releases of
+    its Poisson batches (``2^(k-1)`` in stage k): the same releases, the same
+    event, fewer sequential steps.
+    """
     n, d = 400, 3
     X = np.zeros((n, d))
     y = np.zeros(n)
     data = bound_data(X, y, fit_intercept=False, data_norm=2.0)
-    normalizers = []
-    real_epoch_sgd = oracle_module._epoch_sgd
+    normalizers, round_releases = [], []
+    real = getattr(oracle_module, function)
 
     def capture(round_, **kwargs):
         assert np.all(round_.features == 0)
         normalizers.append(kwargs["normalizer"])
-        return real_epoch_sgd(round_, **kwargs)
+        round_releases.append(len(round_.starts) - 1)
+        if "stages" in kwargs:
+            assert sum(map(sum, kwargs["stages"])) == round_releases[-1]
+        return real(round_, **kwargs)
 
-    monkeypatch.setattr(oracle_module, "_epoch_sgd", capture)
+    monkeypatch.setattr(oracle_module, function, capture)
     epsilon, delta = 1.0, 1e-5
     with trace_releases() as trace:
         result = resque(
@@ -539,6 +629,7 @@ def test_noise_scale_is_exact(monkeypatch):
             radius=1.0,
             tol=0.05,
             max_weight=2.0,
+            inner=inner,
             random_state=0,
         )
     sigma = subsampled_gaussian_noise_multiplier(epsilon, delta, 32 / n, result.plan.n_steps)
@@ -547,9 +638,11 @@ def test_noise_scale_is_exact(monkeypatch):
     assert result.plan.noise_multiplier == sigma
     assert result.plan.details["sensitivity"] == pytest.approx(sensitivity)
     assert result.plan.details["noise_std"] == pytest.approx(std, rel=1e-15)
-    # One gateway release per step, each with the exact pre-noise sum (zero here).
+    # One gateway release per Poisson batch, each with the exact pre-noise sum (zero here).
     releases = trace.releases
-    assert len(releases) == result.plan.n_steps == result.n_iter
+    assert len(releases) == result.plan.n_steps == result.info["n_releases"] == sum(round_releases)
+    assert round_releases == [result.plan.details["inner_steps"]] * result.info["query_depth"]
+    assert (result.n_iter == result.plan.n_steps) == (inner == "epoch_sgd")
     assert all(r.mechanism == "gaussian" and r.norm == "l2" for r in releases)
     assert all(r.label == oracle_module.STEP_LABEL for r in releases)
     assert all(r.sensitivity == pytest.approx(sensitivity, rel=1e-15) for r in releases)
@@ -920,7 +1013,7 @@ def _audit(run, n_runs, claimed_epsilon):
     ).epsilon_lower_bound
 
 
-def _canary_run(epsilon):
+def _canary_run(epsilon, **options):
     """Statistic: the coefficient of a feature only the canary uses.
 
     tol=0.1 keeps the smoothing radius small enough that the canary's
@@ -944,7 +1037,7 @@ def _canary_run(epsilon):
             # runs share one calibration (an explicit batch_size would turn
             # into a rate through each run's noisy count).
             fit_intercept=False,
-            solver_options={"tol": 0.1},
+            solver_options={"tol": 0.1, **options},
             random_state=seed,
             data_norm=1.0,
             y_bound=1.0,  # fixed public bounds: the audit isolates the solver
@@ -965,6 +1058,14 @@ def test_audit_on_neighbouring_data_stays_below_epsilon():
 @pytest.mark.parametrize("epsilon", [1.0, 4.0])
 def test_audit_on_neighbouring_data_thorough(epsilon):
     eps_lb = _audit(_canary_run(epsilon), n_runs=2000, claimed_epsilon=epsilon)
+    assert eps_lb <= epsilon, f"audit found epsilon >= {eps_lb:.3f} > claimed {epsilon}"
+
+
+@pytest.mark.slow
+def test_audit_acsa_on_neighbouring_data():
+    """ACSA makes the same releases at other points and averages them per step."""
+    epsilon = 2.0
+    eps_lb = _audit(_canary_run(epsilon, inner="acsa"), n_runs=500, claimed_epsilon=epsilon)
     assert eps_lb <= epsilon, f"audit found epsilon >= {eps_lb:.3f} > claimed {epsilon}"
 
 
