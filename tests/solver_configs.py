@@ -94,4 +94,7 @@ for _solver in SOLVERS:
 # default substitution run covers them too (tests/test_substitution.py).
 OPTION_CONFIGS = {
     ("DPSCORegressor", "resque", "acsa"): dict(loss="absolute", solver_options={"inner": "acsa"}),
+    ("DPSCORegressor", "resque", "multilevel"): dict(
+        loss="absolute", solver_options={"multilevel": True}
+    ),
 }

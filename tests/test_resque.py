@@ -3,6 +3,7 @@
 import dataclasses
 import functools
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -18,7 +19,12 @@ from sklearn_dp._losses import AbsoluteLoss, HingeLoss, QuantileLoss, get_loss
 from sklearn_dp.accounting import epsilon_of_event, subsampled_gaussian_noise_multiplier
 from sklearn_dp.solvers import SOLVERS, _registry, get_solver, plan_call, resque
 from sklearn_dp.solvers._common import COUNT_EPSILON_FRACTION
-from sklearn_dp.solvers._resque import default_tolerance, outer_iterations
+from sklearn_dp.solvers._resque import (
+    _multilevel_estimator,
+    default_tolerance,
+    multilevel_counts,
+    outer_iterations,
+)
 from sklearn_dp.solvers._resque_oracle import (
     acsa_budget_layout,
     acsa_stage_steps,
@@ -329,6 +335,112 @@ def test_plan_formulas_for_given_parameters():
     assert plan_call("resque", n, d, math.inf, delta, tol=1e-4).details["n_outer"] == math.ceil(
         60_000 ** (2 / 3)
     )
+
+
+def test_multilevel_counts_follow_proposition_2():
+    """floor(K / 2^j) iterations at level j = 1 .. ceil(log2 K) + 1 (C_ba = 1), empty levels dropped."""
+    assert multilevel_counts(72) == [(1, 36), (2, 18), (3, 9), (4, 4), (5, 2), (6, 1)]
+    assert multilevel_counts(1) == []
+    for k in (2, 5, 64, 161):
+        counts = multilevel_counts(k)
+        assert counts == [(j, k // 2**j) for j in range(1, math.ceil(math.log2(k)) + 2) if k >> j]
+        assert sum(c for _, c in counts) < k  # at most one extra call per iteration
+
+
+def test_multilevel_plan_charges_every_extra_step():
+    n, d, epsilon, delta, tol = 5000, 9, 2.0, 1e-6, 0.05
+    k = outer_iterations(d, tol)
+    for probes in (1, 2):
+        plan = plan_call(
+            "resque", n, d, epsilon, delta, tol=tol, passes=200, n_probes=probes, multilevel=True
+        )
+        calls = k * probes + sum(c * 2**j for j, c in multilevel_counts(k))
+        inner = max(32, math.floor(200 * n / (32 * calls)))
+        assert plan.details["multilevel_counts"] == multilevel_counts(k)
+        assert plan.details["inner_steps"] == inner
+        assert plan.n_steps == calls * inner
+        sigma = subsampled_gaussian_noise_multiplier(epsilon, delta, 32 / n, plan.n_steps)
+        assert plan.noise_multiplier == sigma
+        assert epsilon_of_event(plan.event, delta) <= epsilon
+    with pytest.raises(ValueError, match="multilevel=True needs inner='epoch_sgd'"):
+        plan_call("resque", n, d, epsilon, delta, multilevel=True, inner="acsa")
+
+
+def test_multilevel_estimator_is_the_mlmc_formula():
+    """Each level's iterations are a random set of the planned size; x + (x_j - x_{j-1}) / p_j."""
+    k = 40
+    counts = multilevel_counts(k)
+    calls = []
+
+    class FakeOracle:
+        def multilevel_pair(self, center, lam, level):
+            calls.append(level)
+            return np.full(2, float(level - 1)), np.full(2, float(level))
+
+    setting = SimpleNamespace(n_outer=k, multilevel_counts=counts)
+    estimate = _multilevel_estimator(FakeOracle(), setting, np.random.default_rng(0))
+    x_new = np.array([1.0, -1.0])
+    answers = [estimate(i, np.zeros(2), 1.0, x_new) for i in range(k)]
+    assert sorted(calls) == sorted(j for j, c in counts for _ in range(c))
+    assert sum(a is None for a in answers) == k - sum(c for _, c in counts)
+    levels = iter(calls)
+    for answer in answers:
+        if answer is not None:
+            p = dict(counts)[next(levels)] / k
+            np.testing.assert_allclose(answer, x_new + 1.0 / p)
+    # Another generator, another assignment (drawn, not fixed positions).
+    other = []
+    FakeOracle.multilevel_pair = lambda self, c, lam, level: (other.append(level), (c, c))[1]
+    estimate = _multilevel_estimator(FakeOracle(), setting, np.random.default_rng(1))
+    positions = [i for i in range(k) if estimate(i, np.zeros(2), 1.0, x_new) is not None]
+    assert other and positions != [i for i, a in enumerate(answers) if a is not None]
+
+
+def test_multilevel_counts_rounds_and_releases():
+    X, y = _lad_problem(n=300, d=3)
+    data = bound_data(X, y, fit_intercept=True, data_norm=1.0)
+    with trace_releases() as trace:
+        result = resque(
+            data,
+            AbsoluteLoss(),
+            n_outputs=1,
+            alpha=0.0,
+            epsilon=1.0,
+            delta=1e-6,
+            radius=2.0,
+            tol=0.1,
+            multilevel=True,
+            random_state=0,
+        )
+    k, details = result.info["n_outer"], result.plan.details
+    counts = multilevel_counts(k)
+    assert result.info["query_depth"] == k + sum(c for _, c in counts)
+    assert len(trace.releases) == result.plan.n_steps == result.n_iter
+    assert result.plan.n_steps == details["inner_steps"] * (k + sum(c * 2**j for j, c in counts))
+
+
+@pytest.mark.slow
+def test_multilevel_epsilon_inf_reaches_the_lp_optimum():
+    X, y = _lad_problem()
+    data = bound_data(X, y, fit_intercept=True, data_norm=1.0)
+    w_star, f_star = lad_reference(data.X, y)
+    radius = 2 * np.linalg.norm(w_star)
+    result = resque(
+        data,
+        AbsoluteLoss(),
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=math.inf,
+        delta=1e-6,
+        radius=radius,
+        tol=2e-3,
+        passes=5,
+        batch_size=64,
+        multilevel=True,
+        random_state=0,
+    )
+    excess = np.mean(np.abs(data.X @ result.coef[:, 0] - y)) - f_star
+    assert -1e-12 <= excess <= 1e-3 * f_star, excess
 
 
 def test_plan_refusals():

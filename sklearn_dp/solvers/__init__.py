@@ -308,6 +308,7 @@ register_solver(
             "max_weight": [Interval(Real, 1, MAX_SCALE, closed="both")],
             "restart": ["boolean"],
             "inner": [StrOptions({"epoch_sgd", "acsa"})],
+            "multilevel": ["boolean"],
             "n_jobs": [Integral, None],
         },
     )

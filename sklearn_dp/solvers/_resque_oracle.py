@@ -375,7 +375,7 @@ def _query_round(source, center, rows, starts, round_index, parallel):
 # --------------------------------------------------------------------------
 
 
-def _epoch_sgd(round_, *, lam, start, project, epochs, setting, normalizer, release):
+def _epoch_sgd(round_, *, lam, start, project, epochs, setting, normalizer, release, averages=None):
     """EpochSGD (docs/solvers/resque.md) for ``F_rho(x) + lam / 2 ||x - c||^2`` over the ball.
 
     Starts from ``project(start)``.  Step t uses the queries
@@ -386,7 +386,8 @@ def _epoch_sgd(round_, *, lam, start, project, epochs, setting, normalizer, rele
     release (one call per step, empty batches included, so the number of
     releases is public).  Epoch k has step size ``1 / (4 lam 2^(k-1))`` and
     returns the average of its iterates; the next epoch starts with a
-    regularisation-only step from it.
+    regularisation-only step from it.  ``averages``, a list when given,
+    receives every epoch's average (the last is the returned point).
     """
     center, starts, max_weight = round_.center, round_.starts, setting.max_weight
     scale = 1.0 / (2.0 * setting.smoothing_radius**2)
@@ -409,6 +410,8 @@ def _epoch_sgd(round_, *, lam, start, project, epochs, setting, normalizer, rele
         pull = eta * lam * center
         # The epoch's average, from a regularisation-only step.
         _, x = noisy_steps(sgd_step, project((x + pull) * shrink), length, name="resque")
+        if averages is not None:
+            averages.append(x)
         done += length
         eta *= 0.5
     return x
@@ -586,6 +589,40 @@ class _BallOracle:
         return acsa_theory_layout(
             n_steps, lam, s.lipschitz, s.ball_radius, s.batch_size, s.max_inner
         )
+
+    def multilevel_pair(self, center, lam, level):
+        """Proposition 2's extra ball call at ``2^level`` times the accuracy: two coupled points.
+
+        One round of ``2^level`` times the subproblem's steps (EpochSGD's
+        accuracy is proportional to its steps), started from the centre: the
+        epochs of an ordinary call, then epochs of 1, 2, ..., ``2^(level-1)``
+        times its steps at halving step sizes.  Returns the averages at
+        ``2^(level-1)`` and at ``2^level`` times the steps (levels
+        ``level - 1`` and ``level``), from the same run, so their difference
+        has the small variance multilevel Monte Carlo needs.
+        """
+        s = self.setting
+        base = self.n_steps(lam)
+        n_steps = base * 2**level
+        rows, starts = self.sample(n_steps)
+        round_ = _query_round(self.source, center, rows, starts, self.rounds, self.parallel)
+        self.rounds += 1
+        self.steps += n_steps
+        self.updates += n_steps
+        head = epoch_lengths(base)
+        averages = []
+        _epoch_sgd(
+            round_,
+            lam=lam,
+            start=center,
+            project=partial(_project_domain, center=center, r=s.ball_radius, R=s.domain_radius),
+            epochs=head + [base * 2**m for m in range(level)],
+            setting=s,
+            normalizer=float(s.batch_size),
+            release=self.release,
+            averages=averages,
+        )
+        return averages[len(head) + level - 2], averages[-1]
 
     def __call__(self, center, lam, start):
         s = self.setting
