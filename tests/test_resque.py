@@ -297,6 +297,45 @@ def test_acsa_budget_layout_doubles_the_minibatch_and_uses_every_release(n_relea
     assert acsa_budget_layout(86, 11) == [[1] * 11, [2] * 11, [5] * 9 + [4] * 2]
 
 
+@pytest.mark.parametrize("inside", [True, False])
+def test_acsa_recursion_solves_a_smooth_strongly_convex_ball_problem(monkeypatch, inside):
+    """With exact gradients of s/2 ||x - b||^2, ACSA reaches the prox point on the ball."""
+    d, s, lam, r = 3, 5.0, 1.0, 0.3
+    center = np.array([0.1, 0.0, -0.2])
+    b = center + np.array([0.2, -0.1, 0.05]) * (1 if inside else 10)
+    n_releases = 200
+    monkeypatch.setattr(
+        oracle_module,
+        "capped_resque_sum",
+        lambda xi, derivative, features, offset, *rest: s * (center + offset - b),
+    )
+    round_ = SimpleNamespace(
+        center=center,
+        starts=np.arange(n_releases + 1),
+        xi=np.zeros((n_releases, d)),
+        derivative=np.zeros(n_releases),
+        features=np.zeros((n_releases, d)),
+    )
+    stages = acsa_budget_layout(n_releases, acsa_stage_steps(lam, s + lam))
+    x = oracle_module._acsa(
+        round_,
+        lam=lam,
+        start=center + 0.25,
+        project=functools.partial(oracle_module._project_domain, center=center, r=r, R=None),
+        stages=stages,
+        smoothness=s + lam,
+        setting=SimpleNamespace(max_weight=3.0, smoothing_radius=1.0, alpha_mask=None),
+        normalizer=1.0,
+        release=lambda exact: exact,
+    )
+    # Isotropic quadratic: the constrained minimiser projects the unconstrained one.
+    unconstrained = (s * b + lam * center) / (s + lam)
+    offset = unconstrained - center
+    expected = center + offset * min(1.0, r / np.linalg.norm(offset))
+    assert (np.linalg.norm(offset) <= r) == inside
+    np.testing.assert_allclose(x, expected, atol=1e-8)
+
+
 def test_acsa_theory_layout_follows_the_stage_targets():
     """N_k = ceil(96 2^k L^2 / (lambda^2 r^2 T)) queries per step of stage k, in batches."""
     lam, lipschitz, r, batch, steps = 50.0, 1.5, 0.01, 16, 9
