@@ -506,6 +506,11 @@ def _slow_cases():
             yield pytest.param(
                 estimator, solver, params, "", kind, id=f"{estimator}-{solver}-{kind}"
             )
+    for (estimator, solver, option), params in OPTION_CONFIGS.items():
+        for kind in set(HOSTILE) - set(FAST_HOSTILE):
+            yield pytest.param(
+                estimator, solver, params, "", kind, id=f"{estimator}-{solver}-{option}-{kind}"
+            )
 
 
 @pytest.mark.slow
