@@ -648,7 +648,7 @@ def resque(
         100000).
     restart : bool, default=True
         Gradient restart of the acceleration (see ``RESTART``); ``False`` runs
-        the plain Monteiro-Svaiter recursion of the spec.
+        the plain Monteiro-Svaiter recursion.
     inner : {"epoch_sgd", "acsa"}, default="epoch_sgd"
         Ball oracle: EpochSGD (the paper's Algorithm 1, Theorem 1) or ACSA
         (Algorithm 2, Theorem 2: Ghadimi and Lan's multi-stage accelerated
