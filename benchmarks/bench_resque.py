@@ -21,8 +21,12 @@ Usage::
 
     python benchmarks/bench_resque.py            # full run (about 6 minutes)
     python benchmarks/bench_resque.py --quick    # smoke test (writes resque_quick.*)
+    python benchmarks/bench_resque.py --options  # ball oracles: EpochSGD, ACSA, multilevel
 
-Writes ``benchmarks/results/resque.md`` and ``benchmarks/results/resque.png``.
+Writes ``benchmarks/results/resque.md`` and ``benchmarks/results/resque.png``
+(``--options``: ``benchmarks/results/resque_options.md``: ``resque``'s inner
+solvers and Proposition 2's multilevel calls at equal epsilon and gradient
+budget, accuracy and parallel depth).
 """
 
 from __future__ import annotations
@@ -277,6 +281,100 @@ def time_breakdown(dataset, epsilon=1.0, seed=0):
     return total, spent["rounds"], spent["steps"], two
 
 
+#: resque's options beside its default (EpochSGD ball oracle).
+OPTIONS = {
+    "epoch_sgd (default)": {},
+    "acsa": {"inner": "acsa"},
+    "epoch_sgd + multilevel": {"multilevel": True},
+}
+
+
+def options_comparison(dataset, epsilons, seeds, log, options=OPTIONS):
+    """Excess risk and parallel cost of each ball-oracle option, same epsilon and budget."""
+    bounded = bound_data(dataset.X, dataset.y, fit_intercept=True, data_norm=dataset.data_norm)
+    _, f_star = lad_optimum(bounded)
+    rows = []
+    for eps in epsilons:
+        for name, solver_options in options.items():
+            values, seconds = [], []
+            for seed in seeds:
+                model = make(
+                    dataset, eps, seed, dict(solver="resque"), solver_options=solver_options
+                )
+                start = time.perf_counter()
+                model.fit(dataset.X, dataset.y)
+                seconds.append(time.perf_counter() - start)
+                values.append(np.mean(np.abs(dataset.y - model.predict(dataset.X))) - f_star)
+            rows.append(
+                [
+                    fmt_eps(eps),
+                    name,
+                    f"{fmt(np.median(values))} [{fmt(min(values))}, {fmt(max(values))}]",
+                    str(model.query_depth_),
+                    str(model.n_iter_),
+                    f"{model.n_queries_:,}",
+                    f"{np.median(seconds):.2f} s",
+                ]
+            )
+            log(f"  {dataset.name} eps={eps:g} {name}: median excess {np.median(values):.3g}")
+    return f_star, rows
+
+
+def options_main(seeds, log, started):
+    # n = 10^5: epsilon = 1 and the two inner solvers only (a multilevel fit
+    # there takes minutes on the shared machine).
+    large = {name: OPTIONS[name] for name in ("epoch_sgd (default)", "acsa")}
+    cases = [
+        (synthetic(10_000), (0.5, 1.0, 2.0, math.inf), OPTIONS),
+        (synthetic(100_000), (1.0,), large),
+    ]
+    lines = [
+        "# resque's ball oracles: EpochSGD, ACSA and Proposition 2's multilevel calls",
+        "",
+        "Command: `python benchmarks/bench_resque.py --options`. "
+        f"sklearn_dp {sklearn_dp.__version__}, scikit-learn {sklearn.__version__}, "
+        f"numpy {np.__version__}, Python {platform.python_version()}, "
+        f"{platform.machine()} (2 cores shared with other jobs: times are indicative).",
+        "",
+        'Every fit: `DPSCORegressor(loss="absolute", penalty=None, solver="resque", radius=2, '
+        "data_norm=1, y_bound=1, delta=n^-1.1, solver_options=...)` at the default gradient "
+        "budget (20 passes, batch 32), so every option at one epsilon gets the same budget "
+        "(multilevel: its extra calls share it; at least 32 steps per call, which raises it "
+        "when the calls are many). Excess empirical risk against the exact LP optimum: median "
+        f"[min, max] over {len(seeds)} seeds. Query rounds: sequential rounds of gradient "
+        "queries (ball-oracle calls); sequential steps: inner updates one after the other "
+        "(`n_iter_`; an ACSA step averages several releases at one point); queries: nominal "
+        "per-sample gradient evaluations (releases x expected batch); last seed's counts.",
+        "",
+    ]
+    for dataset, epsilons, options in cases:
+        log(dataset.title)
+        f_star, rows = options_comparison(dataset, epsilons, seeds, log, options)
+        lines += [
+            f"## {dataset.title} (F* = {fmt(f_star)})",
+            "",
+            md_table(
+                [
+                    "epsilon",
+                    "ball oracle",
+                    "excess risk",
+                    "query rounds",
+                    "sequential steps",
+                    "queries",
+                    "time",
+                ],
+                rows,
+            ),
+            "",
+        ]
+        RESULTS_DIR.mkdir(exist_ok=True)
+        (RESULTS_DIR / "resque_options.md").write_text("\n".join(lines))
+    lines.append(f"Total {time.perf_counter() - started:.0f} s.")
+    text = "\n".join(lines)
+    (RESULTS_DIR / "resque_options.md").write_text(text)
+    print(text)
+
+
 # --------------------------------------------------------------------------
 # Report
 # --------------------------------------------------------------------------
@@ -378,6 +476,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small smoke test")
     parser.add_argument("--seeds", type=int, default=None)
+    parser.add_argument("--options", action="store_true", help="compare resque's ball oracles only")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore", UserWarning)
 
@@ -393,6 +492,10 @@ def main(argv=None):
 
     def log(message):
         print(f"[{time.perf_counter() - started:6.1f}s] {message}", flush=True)
+
+    if args.options:
+        options_main(seeds, log, started)
+        return
 
     results = {}
     for dataset in datasets:

@@ -88,3 +88,13 @@ for _solver in SOLVERS:
         CONFIGS.update(
             {(name, _solver): {} for name in _ESTIMATORS if _plans_at_defaults(name, _solver)}
         )
+
+# Options that take other code paths of a solver, beside its entry above:
+# (estimator, solver, option) -> parameters of a small, fast fit.  The
+# default substitution run covers them too (tests/test_substitution.py).
+OPTION_CONFIGS = {
+    ("DPSCORegressor", "resque", "acsa"): dict(loss="absolute", solver_options={"inner": "acsa"}),
+    ("DPSCORegressor", "resque", "multilevel"): dict(
+        loss="absolute", solver_options={"multilevel": True}
+    ),
+}

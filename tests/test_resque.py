@@ -3,6 +3,7 @@
 import dataclasses
 import functools
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -18,8 +19,16 @@ from sklearn_dp._losses import AbsoluteLoss, HingeLoss, QuantileLoss, get_loss
 from sklearn_dp.accounting import epsilon_of_event, subsampled_gaussian_noise_multiplier
 from sklearn_dp.solvers import SOLVERS, _registry, get_solver, plan_call, resque
 from sklearn_dp.solvers._common import COUNT_EPSILON_FRACTION
-from sklearn_dp.solvers._resque import default_tolerance, outer_iterations
+from sklearn_dp.solvers._resque import (
+    _multilevel_estimator,
+    default_tolerance,
+    multilevel_counts,
+    outer_iterations,
+)
 from sklearn_dp.solvers._resque_oracle import (
+    acsa_budget_layout,
+    acsa_stage_steps,
+    acsa_theory_layout,
     epoch_lengths,
     project_two_balls,
     resque_gradient,
@@ -262,6 +271,83 @@ def test_epoch_lengths_double_and_use_every_step():
         assert sum(epoch_lengths(n)) == n
 
 
+def test_acsa_stage_steps_follow_the_paper():
+    """T = ceil(4 sqrt(L / (rho lambda) + 1)) for the subproblem's smoothness L / rho + lambda."""
+    for lipschitz, rho, lam in [(1.0, 0.0066, 28.5), (1.0, 0.0066, 600.0), (3.0, 0.1, 1.0)]:
+        expected = math.ceil(4 * math.sqrt(lipschitz / (rho * lam) + 1))
+        assert acsa_stage_steps(lam, lipschitz / rho + lam) == expected
+    assert acsa_stage_steps(1.0, 1.0) == 4  # the floor: T = 4 when L / rho -> 0
+
+
+@pytest.mark.parametrize("n_releases, n_steps", [(86, 11), (77, 11), (32, 5), (7, 11), (11, 11)])
+def test_acsa_budget_layout_doubles_the_minibatch_and_uses_every_release(n_releases, n_steps):
+    stages = acsa_budget_layout(n_releases, n_steps)
+    assert sum(map(sum, stages)) == n_releases  # exactly the releases the plan paid for
+    if n_releases <= n_steps:
+        assert stages == [[1] * n_releases]
+        return
+    n_stages = len(stages)
+    # As many doubling stages as fit, the rest in the last one.
+    assert n_steps * (2**n_stages - 1) <= n_releases < n_steps * (2 ** (n_stages + 1) - 1)
+    for k, stage in enumerate(stages[:-1], start=1):
+        assert stage == [2 ** (k - 1)] * n_steps
+    last = stages[-1]
+    assert len(last) == n_steps and max(last) - min(last) <= 1
+    assert min(last) >= 2 ** (n_stages - 1)
+    assert acsa_budget_layout(86, 11) == [[1] * 11, [2] * 11, [5] * 9 + [4] * 2]
+
+
+@pytest.mark.parametrize("inside", [True, False])
+def test_acsa_recursion_solves_a_smooth_strongly_convex_ball_problem(monkeypatch, inside):
+    """With exact gradients of s/2 ||x - b||^2, ACSA reaches the prox point on the ball."""
+    d, s, lam, r = 3, 5.0, 1.0, 0.3
+    center = np.array([0.1, 0.0, -0.2])
+    b = center + np.array([0.2, -0.1, 0.05]) * (1 if inside else 10)
+    n_releases = 200
+    monkeypatch.setattr(
+        oracle_module,
+        "capped_resque_sum",
+        lambda xi, derivative, features, offset, *rest: s * (center + offset - b),
+    )
+    round_ = SimpleNamespace(
+        center=center,
+        starts=np.arange(n_releases + 1),
+        xi=np.zeros((n_releases, d)),
+        derivative=np.zeros(n_releases),
+        features=np.zeros((n_releases, d)),
+    )
+    stages = acsa_budget_layout(n_releases, acsa_stage_steps(lam, s + lam))
+    x = oracle_module._acsa(
+        round_,
+        lam=lam,
+        start=center + 0.25,
+        project=functools.partial(oracle_module._project_domain, center=center, r=r, R=None),
+        stages=stages,
+        smoothness=s + lam,
+        setting=SimpleNamespace(max_weight=3.0, smoothing_radius=1.0, alpha_mask=None),
+        normalizer=1.0,
+        release=lambda exact: exact,
+    )
+    # Isotropic quadratic: the constrained minimiser projects the unconstrained one.
+    unconstrained = (s * b + lam * center) / (s + lam)
+    offset = unconstrained - center
+    expected = center + offset * min(1.0, r / np.linalg.norm(offset))
+    assert (np.linalg.norm(offset) <= r) == inside
+    np.testing.assert_allclose(x, expected, atol=1e-8)
+
+
+def test_acsa_theory_layout_follows_the_stage_targets():
+    """N_k = ceil(96 2^k L^2 / (lambda^2 r^2 T)) queries per step of stage k, in batches."""
+    lam, lipschitz, r, batch, steps = 50.0, 1.5, 0.01, 16, 9
+    stages = acsa_theory_layout(steps, lam, lipschitz, r, batch, max_queries=10**9)
+    assert len(stages) == 4  # K_s = log2(lambda r^2 / phi) with phi = lambda r^2 / 16
+    for k, stage in enumerate(stages, start=1):
+        queries = math.ceil(96 * 2**k * lipschitz**2 / (lam**2 * r**2 * steps))
+        assert stage == [math.ceil(queries / batch)] * steps
+    capped = acsa_theory_layout(steps, lam, lipschitz, r, batch, max_queries=5000)
+    assert batch * sum(map(sum, capped)) <= 5000 + batch * 4 * steps  # rounding up per step
+
+
 def test_plan_formulas_for_given_parameters():
     """K = ceil((2 sqrt(d) / tol)^(2/3)), T_in, S = K * probes * T_in, sigma from the accountant."""
     n, d, epsilon, delta = 5000, 9, 2.0, 1e-6
@@ -288,6 +374,112 @@ def test_plan_formulas_for_given_parameters():
     assert plan_call("resque", n, d, math.inf, delta, tol=1e-4).details["n_outer"] == math.ceil(
         60_000 ** (2 / 3)
     )
+
+
+def test_multilevel_counts_follow_proposition_2():
+    """floor(K / 2^j) iterations at level j = 1 .. ceil(log2 K) + 1 (C_ba = 1), empty levels dropped."""
+    assert multilevel_counts(72) == [(1, 36), (2, 18), (3, 9), (4, 4), (5, 2), (6, 1)]
+    assert multilevel_counts(1) == []
+    for k in (2, 5, 64, 161):
+        counts = multilevel_counts(k)
+        assert counts == [(j, k // 2**j) for j in range(1, math.ceil(math.log2(k)) + 2) if k >> j]
+        assert sum(c for _, c in counts) < k  # at most one extra call per iteration
+
+
+def test_multilevel_plan_charges_every_extra_step():
+    n, d, epsilon, delta, tol = 5000, 9, 2.0, 1e-6, 0.05
+    k = outer_iterations(d, tol)
+    for probes in (1, 2):
+        plan = plan_call(
+            "resque", n, d, epsilon, delta, tol=tol, passes=200, n_probes=probes, multilevel=True
+        )
+        calls = k * probes + sum(c * 2**j for j, c in multilevel_counts(k))
+        inner = max(32, math.floor(200 * n / (32 * calls)))
+        assert plan.details["multilevel_counts"] == multilevel_counts(k)
+        assert plan.details["inner_steps"] == inner
+        assert plan.n_steps == calls * inner
+        sigma = subsampled_gaussian_noise_multiplier(epsilon, delta, 32 / n, plan.n_steps)
+        assert plan.noise_multiplier == sigma
+        assert epsilon_of_event(plan.event, delta) <= epsilon
+    with pytest.raises(ValueError, match="multilevel=True needs inner='epoch_sgd'"):
+        plan_call("resque", n, d, epsilon, delta, multilevel=True, inner="acsa")
+
+
+def test_multilevel_estimator_is_the_mlmc_formula():
+    """Each level's iterations are a random set of the planned size; x + (x_j - x_{j-1}) / p_j."""
+    k = 40
+    counts = multilevel_counts(k)
+    calls = []
+
+    class FakeOracle:
+        def multilevel_pair(self, center, lam, level):
+            calls.append(level)
+            return np.full(2, float(level - 1)), np.full(2, float(level))
+
+    setting = SimpleNamespace(n_outer=k, multilevel_counts=counts)
+    estimate = _multilevel_estimator(FakeOracle(), setting, np.random.default_rng(0))
+    x_new = np.array([1.0, -1.0])
+    answers = [estimate(i, np.zeros(2), 1.0, x_new) for i in range(k)]
+    assert sorted(calls) == sorted(j for j, c in counts for _ in range(c))
+    assert sum(a is None for a in answers) == k - sum(c for _, c in counts)
+    levels = iter(calls)
+    for answer in answers:
+        if answer is not None:
+            p = dict(counts)[next(levels)] / k
+            np.testing.assert_allclose(answer, x_new + 1.0 / p)
+    # Another generator, another assignment (drawn, not fixed positions).
+    other = []
+    FakeOracle.multilevel_pair = lambda self, c, lam, level: (other.append(level), (c, c))[1]
+    estimate = _multilevel_estimator(FakeOracle(), setting, np.random.default_rng(1))
+    positions = [i for i in range(k) if estimate(i, np.zeros(2), 1.0, x_new) is not None]
+    assert other and positions != [i for i, a in enumerate(answers) if a is not None]
+
+
+def test_multilevel_counts_rounds_and_releases():
+    X, y = _lad_problem(n=300, d=3)
+    data = bound_data(X, y, fit_intercept=True, data_norm=1.0)
+    with trace_releases() as trace:
+        result = resque(
+            data,
+            AbsoluteLoss(),
+            n_outputs=1,
+            alpha=0.0,
+            epsilon=1.0,
+            delta=1e-6,
+            radius=2.0,
+            tol=0.1,
+            multilevel=True,
+            random_state=0,
+        )
+    k, details = result.info["n_outer"], result.plan.details
+    counts = multilevel_counts(k)
+    assert result.info["query_depth"] == k + sum(c for _, c in counts)
+    assert len(trace.releases) == result.plan.n_steps == result.n_iter
+    assert result.plan.n_steps == details["inner_steps"] * (k + sum(c * 2**j for j, c in counts))
+
+
+@pytest.mark.slow
+def test_multilevel_epsilon_inf_reaches_the_lp_optimum():
+    X, y = _lad_problem()
+    data = bound_data(X, y, fit_intercept=True, data_norm=1.0)
+    w_star, f_star = lad_reference(data.X, y)
+    radius = 2 * np.linalg.norm(w_star)
+    result = resque(
+        data,
+        AbsoluteLoss(),
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=math.inf,
+        delta=1e-6,
+        radius=radius,
+        tol=2e-3,
+        passes=5,
+        batch_size=64,
+        multilevel=True,
+        random_state=0,
+    )
+    excess = np.mean(np.abs(data.X @ result.coef[:, 0] - y)) - f_star
+    assert -1e-12 <= excess <= 1e-3 * f_star, excess
 
 
 def test_plan_refusals():
@@ -346,8 +538,10 @@ def test_lad_reference_is_the_primal_optimum():
     assert primal.fun == pytest.approx(value, abs=1e-9)
 
 
-@pytest.mark.parametrize("schedule", ["budget", "theory"])
-def test_epsilon_inf_reaches_the_lp_optimum(schedule):
+@pytest.mark.parametrize(
+    "schedule, inner", [("budget", "epoch_sgd"), ("theory", "epoch_sgd"), ("budget", "acsa")]
+)
+def test_epsilon_inf_reaches_the_lp_optimum(schedule, inner):
     X, y = _lad_problem()
     data = bound_data(X, y, fit_intercept=True, data_norm=1.0)
     w_star, f_star = lad_reference(data.X, y)
@@ -365,6 +559,7 @@ def test_epsilon_inf_reaches_the_lp_optimum(schedule):
         schedule=schedule,
         max_inner=5_000,
         batch_size=64,
+        inner=inner,
         random_state=0,
     )
     excess = np.mean(np.abs(data.X @ result.coef[:, 0] - y)) - f_star
@@ -512,21 +707,67 @@ def test_query_counts_theory_schedule():
     assert abs(loss.evaluations - batch * steps) <= 5 * math.sqrt(batch * steps)
 
 
-def test_noise_scale_is_exact(monkeypatch):
-    """With all per-sample gradients zero every inner step releases pure noise of std sigma w_max L."""
+def test_acsa_counts_releases_steps_and_rounds():
+    """ACSA: one round per subproblem, the plan's releases, fewer sequential steps."""
+    X, y = _lad_problem(n=1000, d=4)
+    data = bound_data(X, y, fit_intercept=True, data_norm=1.0)
+    loss = _CountingLoss()
+    result = resque(
+        data,
+        loss,
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=1.0,
+        delta=1e-6,
+        radius=2.0,
+        tol=0.05,
+        inner="acsa",
+        random_state=0,
+    )
+    info, details = result.info, result.plan.details
+    assert details["inner"] == "acsa"
+    assert info["query_depth"] == info["n_outer"] == len(info["lambdas"])
+    # The same privacy event as EpochSGD's: K * T_in Poisson-subsampled releases.
+    epoch_plan = plan_call("resque", data.n_public, 5, 1.0, 1e-6, tol=0.05)
+    assert result.plan.event == epoch_plan.event
+    assert info["n_releases"] == result.plan.n_steps == info["n_outer"] * details["inner_steps"]
+    smoothness = data.row_norm_bound / info["smoothing_radius"]
+    updates = sum(
+        len(stage)
+        for lam in info["lambdas"]
+        for stage in acsa_budget_layout(
+            details["inner_steps"], acsa_stage_steps(lam, smoothness + lam)
+        )
+    )
+    assert result.n_iter == updates < info["n_releases"]
+    assert info["n_queries"] == 32 * info["n_releases"]
+    assert abs(loss.evaluations - info["n_queries"]) <= 5 * math.sqrt(info["n_queries"])
+
+
+@pytest.mark.parametrize("inner, function", [("epoch_sgd", "_epoch_sgd"), ("acsa", "_acsa")])
+def test_noise_scale_is_exact(monkeypatch, inner, function):
+    """With all per-sample gradients zero every release is pure noise of std sigma w_max L.
+
+    EpochSGD releases once per step; an ACSA step averages the releases of
+    its Poisson batches (``2^(k-1)`` in stage k): the same releases, the same
+    event, fewer sequential steps.
+    """
     n, d = 400, 3
     X = np.zeros((n, d))
     y = np.zeros(n)
     data = bound_data(X, y, fit_intercept=False, data_norm=2.0)
-    normalizers = []
-    real_epoch_sgd = oracle_module._epoch_sgd
+    normalizers, round_releases = [], []
+    real = getattr(oracle_module, function)
 
     def capture(round_, **kwargs):
         assert np.all(round_.features == 0)
         normalizers.append(kwargs["normalizer"])
-        return real_epoch_sgd(round_, **kwargs)
+        round_releases.append(len(round_.starts) - 1)
+        if "stages" in kwargs:
+            assert sum(map(sum, kwargs["stages"])) == round_releases[-1]
+        return real(round_, **kwargs)
 
-    monkeypatch.setattr(oracle_module, "_epoch_sgd", capture)
+    monkeypatch.setattr(oracle_module, function, capture)
     epsilon, delta = 1.0, 1e-5
     with trace_releases() as trace:
         result = resque(
@@ -539,6 +780,7 @@ def test_noise_scale_is_exact(monkeypatch):
             radius=1.0,
             tol=0.05,
             max_weight=2.0,
+            inner=inner,
             random_state=0,
         )
     sigma = subsampled_gaussian_noise_multiplier(epsilon, delta, 32 / n, result.plan.n_steps)
@@ -547,9 +789,11 @@ def test_noise_scale_is_exact(monkeypatch):
     assert result.plan.noise_multiplier == sigma
     assert result.plan.details["sensitivity"] == pytest.approx(sensitivity)
     assert result.plan.details["noise_std"] == pytest.approx(std, rel=1e-15)
-    # One gateway release per step, each with the exact pre-noise sum (zero here).
+    # One gateway release per Poisson batch, each with the exact pre-noise sum (zero here).
     releases = trace.releases
-    assert len(releases) == result.plan.n_steps == result.n_iter
+    assert len(releases) == result.plan.n_steps == result.info["n_releases"] == sum(round_releases)
+    assert round_releases == [result.plan.details["inner_steps"]] * result.info["query_depth"]
+    assert (result.n_iter == result.plan.n_steps) == (inner == "epoch_sgd")
     assert all(r.mechanism == "gaussian" and r.norm == "l2" for r in releases)
     assert all(r.label == oracle_module.STEP_LABEL for r in releases)
     assert all(r.sensitivity == pytest.approx(sensitivity, rel=1e-15) for r in releases)
@@ -920,7 +1164,7 @@ def _audit(run, n_runs, claimed_epsilon):
     ).epsilon_lower_bound
 
 
-def _canary_run(epsilon):
+def _canary_run(epsilon, **options):
     """Statistic: the coefficient of a feature only the canary uses.
 
     tol=0.1 keeps the smoothing radius small enough that the canary's
@@ -944,7 +1188,7 @@ def _canary_run(epsilon):
             # runs share one calibration (an explicit batch_size would turn
             # into a rate through each run's noisy count).
             fit_intercept=False,
-            solver_options={"tol": 0.1},
+            solver_options={"tol": 0.1, **options},
             random_state=seed,
             data_norm=1.0,
             y_bound=1.0,  # fixed public bounds: the audit isolates the solver
@@ -965,6 +1209,14 @@ def test_audit_on_neighbouring_data_stays_below_epsilon():
 @pytest.mark.parametrize("epsilon", [1.0, 4.0])
 def test_audit_on_neighbouring_data_thorough(epsilon):
     eps_lb = _audit(_canary_run(epsilon), n_runs=2000, claimed_epsilon=epsilon)
+    assert eps_lb <= epsilon, f"audit found epsilon >= {eps_lb:.3f} > claimed {epsilon}"
+
+
+@pytest.mark.slow
+def test_audit_acsa_on_neighbouring_data():
+    """ACSA makes the same releases at other points and averages them per step."""
+    epsilon = 2.0
+    eps_lb = _audit(_canary_run(epsilon, inner="acsa"), n_runs=500, claimed_epsilon=epsilon)
     assert eps_lb <= epsilon, f"audit found epsilon >= {eps_lb:.3f} > claimed {epsilon}"
 
 

@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from solver_configs import CONFIGS
+from solver_configs import CONFIGS, OPTION_CONFIGS
 
 from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor, PrivacyBudget
 from sklearn_dp.decomposition import DPPCA
@@ -367,6 +367,20 @@ def test_substitution(estimator, solver, params, kind):
 @pytest.mark.parametrize(
     "estimator, solver, params, kind",
     [
+        pytest.param(e, s, p, k, id=f"{e}-{s}-{option}-{k}")
+        for (e, s, option), p in OPTION_CONFIGS.items()
+        for k in FAST_HOSTILE
+    ],
+)
+def test_substitution_options(estimator, solver, params, kind):
+    observed = _run_pair(estimator, solver, params, _hostile_pair(estimator, kind))
+    assert observed["error"] is None, observed["error"]
+    assert observed["trace"].releases, "a private fit made no release through the gateway"
+
+
+@pytest.mark.parametrize(
+    "estimator, solver, params, kind",
+    [
         pytest.param(e, s, p, k, id=f"{e}-{s}-inference-{k}")
         for (e, s), p in INFERENCE_CONFIGS.items()
         for k in FAST_HOSTILE
@@ -491,6 +505,11 @@ def _slow_cases():
         for kind in set(HOSTILE) - set(FAST_HOSTILE):
             yield pytest.param(
                 estimator, solver, params, "", kind, id=f"{estimator}-{solver}-{kind}"
+            )
+    for (estimator, solver, option), params in OPTION_CONFIGS.items():
+        for kind in set(HOSTILE) - set(FAST_HOSTILE):
+            yield pytest.param(
+                estimator, solver, params, "", kind, id=f"{estimator}-{solver}-{option}-{kind}"
             )
 
 

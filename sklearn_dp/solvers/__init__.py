@@ -307,6 +307,8 @@ register_solver(
             "passes": [POSITIVE, None],
             "max_weight": [Interval(Real, 1, MAX_SCALE, closed="both")],
             "restart": ["boolean"],
+            "inner": [StrOptions({"epoch_sgd", "acsa"})],
+            "multilevel": ["boolean"],
             "n_jobs": [Integral, None],
         },
     )

@@ -46,6 +46,7 @@ from ._resque_oracle import _BallOracle, _project_ball
 
 __all__ = [
     "outer_iterations",
+    "multilevel_counts",
     "default_tolerance",
     "ball_acceleration",
     "check_resque",
@@ -124,6 +125,15 @@ def _check_schedule(schedule, private):
         )
 
 
+def _check_multilevel(multilevel, inner):
+    """Refuse the multilevel calls with another ball oracle than EpochSGD."""
+    if multilevel and inner != "epoch_sgd":
+        raise ValueError(
+            "multilevel=True needs inner='epoch_sgd': its extra calls take two coupled "
+            "points from one EpochSGD run (the averages at half and at all of its steps)."
+        )
+
+
 def check_resque_arguments(*, loss_name, n_outputs, private, multi_output=False, **options):
     """Raise a ValueError for a problem or an option ``resque`` refuses; public inputs only.
 
@@ -180,6 +190,7 @@ def check_resque_arguments(*, loss_name, n_outputs, private, multi_output=False,
     # The other options' types and ranges, as the registry declares them.
     check_declared_options("resque", {k: v for k, v in options.items() if k != "max_weight"})
     _check_schedule(options["schedule"], private)
+    _check_multilevel(options["multilevel"], options["inner"])
 
 
 def check_resque(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
@@ -227,6 +238,19 @@ def outer_iterations(n_params, tol):
     return max(1, math.ceil(ratio ** (2.0 / 3.0) * (1.0 - 1e-12)))
 
 
+def multilevel_counts(n_outer):
+    """Proposition 2's extra ball calls: ``(j, floor(K / 2^j))`` for ``j = 1 .. ceil(log2 K) + 1``.
+
+    For each level j, that many of the K outer iterations make one more
+    ball-oracle call, ``2^j`` times as accurate (the paper's ``C_ba^2 2^(-j)
+    K log(R kappa / r)`` with ``C_ba = 1`` and no logarithm; its levels run
+    to ``ceil(log2 K + C_ba)``).  Levels with no call are left out.  At most
+    ``K`` iterations in all (the fractions ``2^(-j)`` sum to less than 1).
+    """
+    top = math.ceil(math.log2(n_outer)) + 1 if n_outer > 1 else 1
+    return [(j, n_outer >> j) for j in range(1, top + 1) if n_outer >> j]
+
+
 def plan_resque(n_samples, n_params, epsilon, delta, call):
     """Privacy plan and public schedule of ``resque``, from public inputs only.
 
@@ -249,7 +273,10 @@ def plan_resque(n_samples, n_params, epsilon, delta, call):
         ``n_probes`` (ball subproblems solved per outer iteration) and
         ``schedule`` (``"budget"`` fixes the inner steps from the gradient
         budget, private or not; ``"theory"``, non-private only, sizes each
-        subproblem as the paper's EpochSGD does, from its proximal weight).
+        subproblem as the paper's EpochSGD does, from its proximal weight),
+        ``inner`` and ``multilevel`` (the extra calls of
+        :func:`multilevel_counts`, each ``2^j`` subproblems' steps, share the
+        gradient budget).
 
     Returns
     -------
@@ -262,6 +289,7 @@ def plan_resque(n_samples, n_params, epsilon, delta, call):
     """
     private, schedule, n_probes = not math.isinf(epsilon), call.schedule, call.n_probes
     _check_schedule(schedule, private)
+    _check_multilevel(call.multilevel, call.inner)
     if n_samples is None:
         return None  # the schedule needs the (not yet released) public row count
     tol = default_tolerance(n_samples, n_params, epsilon, delta) if call.tol is None else call.tol
@@ -272,9 +300,10 @@ def plan_resque(n_samples, n_params, epsilon, delta, call):
     # Two significant digits: n_samples is a noisy count, and a rounded rate
     # lets fits share one (cached) calibration.
     rate = min(1.0, float(f"{batch_size / n_samples:.2g}"))
-    inner_steps = max(
-        MIN_INNER_STEPS, math.floor(passes * n_samples / (batch_size * n_outer * n_probes))
-    )
+    levels = multilevel_counts(n_outer) if call.multilevel else []
+    # Ball calls, in units of one subproblem's steps.
+    calls = n_outer * n_probes + sum(count * 2**level for level, count in levels)
+    inner_steps = max(MIN_INNER_STEPS, math.floor(passes * n_samples / (batch_size * calls)))
     # The theory schedule (never private) sizes its subproblems as it runs.
     theory = schedule == "theory"
     details = dict(
@@ -285,8 +314,10 @@ def plan_resque(n_samples, n_params, epsilon, delta, call):
         sampling_probability=rate,
         schedule=schedule,
         inner_steps=None if theory else inner_steps,
+        inner=call.inner,
+        multilevel_counts=levels,
     )
-    n_steps = 0 if theory else n_outer * n_probes * inner_steps
+    n_steps = 0 if theory else calls * inner_steps
     if not private:
         return PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, n_steps, details)
     sigma = accounting.subsampled_gaussian_noise_multiplier(epsilon, delta, rate, n_steps)
@@ -342,6 +373,8 @@ def _public_setting(data, loss, *, alpha, epsilon, delta, plan, options):
         domain_radius=R if constrained else None,
         max_inner=DEFAULT_MAX_INNER if max_inner is None else int(max_inner),
         alpha_mask=alpha * data.penalized.astype(float) if alpha > 0 else None,
+        # ACSA's step sizes: F_rho is (L / rho)-smooth, plus the public penalty.
+        smoothness=lipschitz_data / rho + alpha,
     )
 
 
@@ -363,6 +396,7 @@ def ball_acceleration(
     lambda_start=None,
     restart=RESTART,
     progress=None,
+    proximal_point=None,
 ):
     """Monteiro-Svaiter acceleration with ball-constrained proximal steps (docs/solvers/resque.md).
 
@@ -393,6 +427,12 @@ def ball_acceleration(
         Reset ``A = 0, v = x`` after an iteration whose step goes uphill
         along the new prox gradient (``<lam (y - x_new), x_new - x> > 0``).
     progress : callable, optional
+    proximal_point : callable, optional
+        ``proximal_point(k, y, lam, x_new) -> point or None``, called once per
+        outer iteration after the accepted probe: an estimate of the exact
+        prox point for the ``v`` update (Proposition 2's multilevel calls);
+        None (or a None answer) uses the accepted probe's solution.  It is
+        called at every iteration, restart or not, so its cost is public.
 
     Returns
     -------
@@ -432,11 +472,14 @@ def ball_acceleration(
         # The last probe is accepted: lam_k (y - x_new) approximates a
         # (sub)gradient of F at the prox point.
         gradient = lam_k * (y - x_new)
+        estimate = None if proximal_point is None else proximal_point(k, y, lam_k, x_new)
         restarted = restart and A > 0 and gradient @ (x_new - x) > 0
         x = x_new
         if restarted:
             A, v = 0.0, x.copy()
         else:
+            if estimate is not None:
+                gradient = lam_k * (y - estimate)
             v = v - a * gradient
             if domain_radius is not None:
                 v = _project_ball(v, np.zeros_like(v), domain_radius)
@@ -453,6 +496,34 @@ def ball_acceleration(
 # --------------------------------------------------------------------------
 # The solver
 # --------------------------------------------------------------------------
+
+
+def _multilevel_estimator(oracle, setting, rng):
+    """``proximal_point`` of :func:`ball_acceleration` for Proposition 2's extra calls.
+
+    The iterations of each level are a uniformly random set (a permutation
+    drawn once, from the fit's generator, independently of the data), so
+    iteration k has level j with probability ``p_j = count_j / K`` and the
+    estimate ``x + (x_j - x_{j-1}) / p_j`` has the mean of the most accurate
+    level when the call's first level is distributed as the accepted probe.
+    """
+    n_outer = setting.n_outer
+    level_of = np.zeros(n_outer, dtype=np.int64)
+    order = rng.permutation(n_outer)
+    first = 0
+    for level, count in setting.multilevel_counts:
+        level_of[order[first : first + count]] = level
+        first += count
+
+    def proximal_point(k, y, lam, x_new):
+        level = int(level_of[k])
+        if level == 0:
+            return None
+        coarse, fine = oracle.multilevel_pair(y, lam, level)
+        probability = dict(setting.multilevel_counts)[level] / n_outer
+        return x_new + (fine - coarse) / probability
+
+    return proximal_point
 
 
 def _workers(n_jobs):
@@ -497,6 +568,8 @@ def resque(
     schedule="budget",
     max_inner=None,
     restart=RESTART,
+    inner="epoch_sgd",
+    multilevel=False,
     n_jobs=None,
     random_state=None,
     verbose=0,
@@ -575,7 +648,25 @@ def resque(
         100000).
     restart : bool, default=True
         Gradient restart of the acceleration (see ``RESTART``); ``False`` runs
-        the plain Monteiro-Svaiter recursion of the spec.
+        the plain Monteiro-Svaiter recursion.
+    inner : {"epoch_sgd", "acsa"}, default="epoch_sgd"
+        Ball oracle: EpochSGD (the paper's Algorithm 1, Theorem 1) or ACSA
+        (Algorithm 2, Theorem 2: Ghadimi and Lan's multi-stage accelerated
+        stochastic approximation).  ACSA makes the same releases (the same
+        privacy event) in fewer sequential steps: stages of
+        ``T = ceil(4 sqrt(L / (rho lambda) + 1))`` steps, each step
+        averaging ``2^(k-1)`` releases (Poisson batches) in stage k, the
+        releases left over joining the last stage.
+    multilevel : bool, default=False
+        Proposition 2's extra high-accuracy ball calls (EpochSGD only): for
+        each level ``j = 1 .. ceil(log2 K) + 1``, ``floor(K / 2^j)`` outer
+        iterations (drawn at random, independently of the data) make one more
+        call with ``2^j`` times the steps, and their ``v`` update uses the
+        multilevel Monte Carlo estimate ``x + (x_j - x_{j-1}) / p_j`` of the
+        exact prox point (``x_j``, ``x_{j-1}``: that call's averages at
+        ``2^j`` and ``2^(j-1)`` times the steps; ``p_j = floor(K / 2^j) / K``),
+        whose bias is that of the most accurate level.  The extra steps
+        share the gradient budget (``passes``).
     n_jobs : int, optional
         joblib threads that evaluate the queries of a round in tasks of at
         least ``QUERY_CHUNK`` queries; results do not depend on it.
@@ -591,7 +682,9 @@ def resque(
     Returns
     -------
     SolverResult
-        ``n_iter`` is the number of inner steps (noisy releases).  ``info``
+        ``n_iter`` is the number of sequential inner steps (EpochSGD: one
+        noisy release each; ACSA: one or more, ``info["n_releases"]`` in
+        all).  ``info``
         holds ``query_depth`` (rounds of queries: one per subproblem,
         ``K * n_probes``), ``n_queries`` (the nominal number of per-sample
         gradient evaluations, steps times the public expected batch size:
@@ -652,7 +745,11 @@ def resque(
         data, loss, alpha=alpha, epsilon=epsilon, delta=delta, plan=plan, options=options
     )
     with _workers(n_jobs) as parallel:
-        oracle = _BallOracle(data, loss, setting, make_rng(random_state), parallel)
+        rng = make_rng(random_state)
+        oracle = _BallOracle(data, loss, setting, rng, parallel)
+        proximal_point = None
+        if multilevel:
+            proximal_point = _multilevel_estimator(oracle, setting, rng)
         coef, trace = ball_acceleration(
             oracle,
             np.zeros(data.n_columns),
@@ -664,14 +761,19 @@ def resque(
             domain_radius=setting.domain_radius,
             restart=bool(restart),
             progress=Progress("resque", setting.n_outer, verbose),
+            proximal_point=proximal_point,
         )
     check_finite_iterate(coef, "resque")
     _check_release_count(oracle, setting)
-    info = dict(query_depth=oracle.rounds, n_queries=oracle.steps * setting.batch_size)
+    info = dict(
+        query_depth=oracle.rounds,
+        n_queries=oracle.steps * setting.batch_size,
+        n_releases=oracle.steps,
+    )
     for key in ("n_outer", "inner_steps", "smoothing_radius", "ball_radius", "radius"):
         info[key] = getattr(setting, key)
     info.update(trace)
-    return SolverResult(coef=coef[:, None], n_iter=oracle.steps, plan=setting.plan, info=info)
+    return SolverResult(coef=coef[:, None], n_iter=oracle.updates, plan=setting.plan, info=info)
 
 
 #: The options of :func:`resque` and their defaults, read off its signature (as

@@ -62,6 +62,9 @@ __all__ = [
     "gaussian_queries",
     "project_two_balls",
     "epoch_lengths",
+    "acsa_stage_steps",
+    "acsa_budget_layout",
+    "acsa_theory_layout",
 ]
 
 #: Length of EpochSGD's first epoch (docs/solvers/resque.md).
@@ -372,7 +375,7 @@ def _query_round(source, center, rows, starts, round_index, parallel):
 # --------------------------------------------------------------------------
 
 
-def _epoch_sgd(round_, *, lam, start, project, epochs, setting, normalizer, release):
+def _epoch_sgd(round_, *, lam, start, project, epochs, setting, normalizer, release, averages=None):
     """EpochSGD (docs/solvers/resque.md) for ``F_rho(x) + lam / 2 ||x - c||^2`` over the ball.
 
     Starts from ``project(start)``.  Step t uses the queries
@@ -383,7 +386,8 @@ def _epoch_sgd(round_, *, lam, start, project, epochs, setting, normalizer, rele
     release (one call per step, empty batches included, so the number of
     releases is public).  Epoch k has step size ``1 / (4 lam 2^(k-1))`` and
     returns the average of its iterates; the next epoch starts with a
-    regularisation-only step from it.
+    regularisation-only step from it.  ``averages``, a list when given,
+    receives every epoch's average (the last is the returned point).
     """
     center, starts, max_weight = round_.center, round_.starts, setting.max_weight
     scale = 1.0 / (2.0 * setting.smoothing_radius**2)
@@ -406,9 +410,128 @@ def _epoch_sgd(round_, *, lam, start, project, epochs, setting, normalizer, rele
         pull = eta * lam * center
         # The epoch's average, from a regularisation-only step.
         _, x = noisy_steps(sgd_step, project((x + pull) * shrink), length, name="resque")
+        if averages is not None:
+            averages.append(x)
         done += length
         eta *= 0.5
     return x
+
+
+# --------------------------------------------------------------------------
+# Inner solver: ACSA (accelerated stochastic approximation) over one ball
+# --------------------------------------------------------------------------
+
+
+def acsa_stage_steps(lam, smoothness):
+    """Steps of one ACSA stage, ``T = ceil(4 sqrt(smoothness / lam))``.
+
+    ``smoothness`` is that of the whole subproblem, ``L / rho + lam`` (plus the
+    public L2 penalty): the paper's ``4 sqrt(L / (rho lam) + 1)``, enough for a
+    stage to halve the squared distance to the prox point up to its noise.
+    """
+    return max(1, math.ceil(4.0 * math.sqrt(smoothness / lam) * (1.0 - 1e-12)))
+
+
+def acsa_budget_layout(n_releases, n_steps):
+    """Releases per step of ACSA's stages within a fixed number of releases.
+
+    Stage k (from 1) has ``n_steps`` steps of ``2^(k-1)`` releases each (the
+    paper's minibatch doubles from stage to stage), as many stages as fit;
+    the releases left over join the last stage's steps (one more each for
+    the first of them), so every release the plan paid for is used and their
+    number is exactly ``n_releases``.  With fewer releases than ``n_steps``,
+    one stage of ``n_releases`` single-release steps.
+    """
+    n_releases, n_steps = int(n_releases), int(n_steps)
+    if n_releases <= n_steps:
+        return [[1] * n_releases]
+    n_stages = max(1, int(math.floor(math.log2(n_releases / n_steps + 1.0))))
+    while n_steps * (2**n_stages - 1) > n_releases:  # guard the floating-point log
+        n_stages -= 1
+    stages = [[2 ** (k - 1)] * n_steps for k in range(1, n_stages + 1)]
+    extra, rest = divmod(n_releases - n_steps * (2**n_stages - 1), n_steps)
+    stages[-1] = [m + extra + (t < rest) for t, m in enumerate(stages[-1])]
+    return stages
+
+
+def acsa_theory_layout(n_steps, lam, lipschitz, ball_radius, batch_size, max_queries):
+    """Releases per step of the paper's ACSA for accuracy ``phi = lam r^2 / 16`` (noiseless only).
+
+    ``K_s = ceil(log2(lam r^2 / phi)) = 4`` stages of ``n_steps`` steps; a
+    step of stage k averages ``N_k = ceil(96 2^k L^2 / (lam^2 r^2 T))``
+    queries (each stage halves the squared distance to the prox point),
+    made as ``ceil(N_k / batch_size)`` releases of a Poisson batch of
+    expected size ``batch_size``; all counts shrink in proportion when the
+    queries of the call would exceed ``max_queries``.
+    """
+    n_stages = 4
+    queries = [
+        math.ceil(96.0 * 2**k * lipschitz**2 / (lam**2 * ball_radius**2 * n_steps))
+        for k in range(1, n_stages + 1)
+    ]
+    shrink = min(1.0, max_queries / (n_steps * sum(queries)))
+    return [[max(1, math.ceil(shrink * q / batch_size))] * n_steps for q in queries]
+
+
+def _acsa(round_, *, lam, start, project, stages, smoothness, setting, normalizer, release):
+    """ACSA (Ghadimi and Lan's multi-stage AC-SA) for ``F_rho(x) + lam / 2 ||x - c||^2`` on the ball.
+
+    Starts from ``project(start)``.  ``stages`` lists, per stage, the releases
+    of each step: a step averages that many releases of the round (each the
+    noisy sum of one Poisson batch's capped ReSQue gradients at the step's
+    point ``x_md``, divided by ``normalizer``), so its noise shrinks like the
+    paper's growing minibatch.  Within a stage of T steps (t = 1..T):
+    ``a_t = 2 / (t + 1)``, ``g_t = 4 smoothness / (t (t + 1))``,
+
+        x_md = ((1 - a)(lam + g) x_ag + a ((1 - a) lam + g) x) / (g + (1 - a^2) lam)
+        x    = argmin_{B} a <G + lam (x_md - c), u> + ((1 - a) lam + g) / 2 ||u - x||^2
+                                                    + a lam / 2 ||u - x_md||^2
+        x_ag = a x + (1 - a) x_ag
+
+    (the argmin is the projection of the unconstrained minimiser: both
+    quadratics are isotropic); each stage restarts ``x`` from the last
+    ``x_ag``, which it returns.  Every point stays in the ball (convex
+    combinations and projections), so every weight is taken within ``r`` of
+    the centre, as for EpochSGD.
+    """
+    center, starts, max_weight = round_.center, round_.starts, setting.max_weight
+    scale = 1.0 / (2.0 * setting.smoothing_radius**2)
+    max_log_weight = math.log(max_weight)
+    x_ag = project(start)
+    first = 0  # the first release of the current step
+
+    def gradient_at(point, n_releases):
+        total = np.zeros_like(point)
+        for index in range(first, first + n_releases):
+            batch = slice(starts[index], starts[index + 1])
+            queries = (round_.xi[batch], round_.derivative[batch], round_.features[batch])
+            total += release(
+                capped_resque_sum(*queries, point - center, scale, max_log_weight, max_weight)
+            )
+        gradient = total / (normalizer * n_releases) + lam * (point - center)
+        if setting.alpha_mask is not None:
+            gradient = gradient + setting.alpha_mask * point
+        return gradient
+
+    for releases in stages:
+
+        def acsa_step(t, W):
+            nonlocal first
+            x, aggregate = W
+            a = 2.0 / (t + 2.0)
+            g = 4.0 * smoothness / ((t + 1.0) * (t + 2.0))
+            middle = ((1 - a) * (lam + g) * aggregate + a * ((1 - a) * lam + g) * x) / (
+                g + (1 - a * a) * lam
+            )
+            gradient = gradient_at(middle, releases[t])
+            first += releases[t]
+            c1 = (1 - a) * lam + g
+            x = project((c1 * x + a * lam * middle - a * gradient) / (c1 + a * lam))
+            return np.stack([x, a * x + (1 - a) * aggregate]), None
+
+        W, _ = noisy_steps(acsa_step, np.stack([x_ag, x_ag]), len(releases), name="resque")
+        x_ag = W[1]
+    return x_ag
 
 
 class _BallOracle:
@@ -429,7 +552,7 @@ class _BallOracle:
         # is read.
         entropy = int(rng.integers(2**63))
         self.source = _QuerySource(data.design, data.y, loss, setting.smoothing_radius, entropy)
-        self.rounds = self.steps = self.releases = 0
+        self.rounds = self.steps = self.releases = self.updates = 0
 
     def n_steps(self, lam):
         """Inner steps of a subproblem with proximal weight ``lam`` (public)."""
@@ -457,22 +580,69 @@ class _BallOracle:
             exact, sensitivity=s.sensitivity, noise_std=s.noise_std, rng=self.rng, label=STEP_LABEL
         )
 
-    def __call__(self, center, lam, start):
+    def acsa_stages(self, lam):
+        """Releases per step of each ACSA stage of a subproblem with weight ``lam`` (public)."""
         s = self.setting
-        n_steps = self.n_steps(lam)
+        n_steps = acsa_stage_steps(lam, s.smoothness + lam)
+        if s.schedule == "budget":
+            return acsa_budget_layout(s.inner_steps, n_steps)
+        return acsa_theory_layout(
+            n_steps, lam, s.lipschitz, s.ball_radius, s.batch_size, s.max_inner
+        )
+
+    def multilevel_pair(self, center, lam, level):
+        """Proposition 2's extra ball call at ``2^level`` times the accuracy: two coupled points.
+
+        One round of ``2^level`` times the subproblem's steps (EpochSGD's
+        accuracy is proportional to its steps), started from the centre: the
+        epochs of an ordinary call, then epochs of 1, 2, ..., ``2^(level-1)``
+        times its steps at halving step sizes.  Returns the averages at
+        ``2^(level-1)`` and at ``2^level`` times the steps (levels
+        ``level - 1`` and ``level``), from the same run, so their difference
+        has the small variance multilevel Monte Carlo needs.
+        """
+        s = self.setting
+        base = self.n_steps(lam)
+        n_steps = base * 2**level
         rows, starts = self.sample(n_steps)
         round_ = _query_round(self.source, center, rows, starts, self.rounds, self.parallel)
         self.rounds += 1
         self.steps += n_steps
-        return _epoch_sgd(
+        self.updates += n_steps
+        head = epoch_lengths(base)
+        averages = []
+        _epoch_sgd(
             round_,
+            lam=lam,
+            start=center,
+            project=partial(_project_domain, center=center, r=s.ball_radius, R=s.domain_radius),
+            epochs=head + [base * 2**m for m in range(level)],
+            setting=s,
+            normalizer=float(s.batch_size),
+            release=self.release,
+            averages=averages,
+        )
+        return averages[len(head) + level - 2], averages[-1]
+
+    def __call__(self, center, lam, start):
+        s = self.setting
+        stages = self.acsa_stages(lam) if s.inner == "acsa" else None
+        n_steps = self.n_steps(lam) if stages is None else sum(map(sum, stages))
+        rows, starts = self.sample(n_steps)
+        round_ = _query_round(self.source, center, rows, starts, self.rounds, self.parallel)
+        self.rounds += 1
+        self.steps += n_steps
+        self.updates += n_steps if stages is None else sum(map(len, stages))
+        solver_arguments = dict(
             lam=lam,
             start=start,
             project=partial(_project_domain, center=center, r=s.ball_radius, R=s.domain_radius),
-            epochs=epoch_lengths(n_steps),
             setting=s,
             # The public expected batch, never the realised batch size (it
             # would reveal the row count).
             normalizer=float(s.batch_size),
             release=self.release,
         )
+        if stages is not None:
+            return _acsa(round_, stages=stages, smoothness=s.smoothness + lam, **solver_arguments)
+        return _epoch_sgd(round_, epochs=epoch_lengths(n_steps), **solver_arguments)
