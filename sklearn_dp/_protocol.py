@@ -36,7 +36,7 @@ import os
 import threading
 import warnings
 from dataclasses import dataclass, field
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
@@ -84,6 +84,8 @@ PRIVACY_PARAMETER_CONSTRAINTS = {
     "delta": [Interval(Real, 0, 1, closed="left")],
     "budget": [PrivacyBudget, None],
     "random_state": ["random_state", np.random.Generator, _random.SecretStream],
+    # The most rows one group contributes with fit(..., groups=...) (public).
+    "max_group_rows": [Interval(Integral, 1, None, closed="left"), None],
 }
 
 

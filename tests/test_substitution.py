@@ -662,3 +662,30 @@ def test_substitution_with_hostile_groups(estimator, solver, params):
         assert r.label == u.label
         assert r.sensitivity == pytest.approx(MAX_GROUP_ROWS * u.sensitivity, rel=1e-12)
         assert r.scale == pytest.approx(MAX_GROUP_ROWS * u.scale, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "transformer, params",
+    [
+        ("DPStandardScaler", {}),
+        ("DPStandardScaler", dict(bounds=(-1.0, 1.0))),
+        ("DPMinMaxScaler", {}),
+        ("DPPCA", dict(n_components=2)),
+    ],
+)
+def test_substitution_transformers_with_hostile_groups(transformer, params):
+    (X, _, g), (X_prime, _, g_prime) = _hostile_group_pair("DPSCORegressor")
+    params = dict(params, max_group_rows=MAX_GROUP_ROWS)
+    a, b = (
+        _observe(_model(transformer, None, params), Xi, None, [0, 1], dict(groups=gi))
+        for Xi, gi in ((X, g), (X_prime, g_prime))
+    )
+    assert a["error"] is None, a["error"]
+    assert a["error"] == b["error"] and a["warnings"] == b["warnings"]
+    _assert_same(a["attributes"], b["attributes"])
+    assert a["attributes"]["max_group_rows_"] == MAX_GROUP_ROWS
+    _check_sensitivities(a["trace"], b["trace"])
+    rows = _observe(_model(transformer, None, dict(params)), X, None, [0, 1])
+    for r, u in zip(a["trace"].releases, rows["trace"].releases, strict=True):
+        assert r.sensitivity == pytest.approx(MAX_GROUP_ROWS * u.sensitivity, rel=1e-12)
+        assert r.scale == pytest.approx(MAX_GROUP_ROWS * u.scale, rel=1e-12)

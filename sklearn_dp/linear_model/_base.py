@@ -306,7 +306,6 @@ class BaseDPEstimator(SavedWithoutLedger, BaseEstimator):
         "clip_norm": [*public_scale(), None],
         "solver_options": [dict, None],
         "verbose": ["verbose"],
-        "max_group_rows": [Interval(Integral, 1, None, closed="left"), None],
     }
 
     # Estimator parameters that map onto solver keyword arguments of the same
