@@ -804,15 +804,24 @@ def poisson_sample(n_rows, rate, rng):
     return batch
 
 
-def allocate_rows(n_rows, probabilities, rng):
+def allocate_rows(n_rows, probabilities, rng, groups=None):
     """Slot of each row, drawn independently with ``probabilities`` (public).
 
     Each row draws its own slot, so adding or removing a row leaves the
     other rows' slots unchanged (their draws come first, in row order).
+    With ``groups`` (the group index of each row, ``0 .. G - 1``) each group
+    draws one slot and its rows share it: adding or removing a group then
+    changes one slot only, as parallel composition over the slots needs for
+    a group-level unit of privacy.
     """
     probabilities = np.asarray(probabilities, dtype=float)
-    # Parallel composition over the slots holds for the unit that is allocated.
-    _refuse_group_level("Allocation of rows to slots")
-    slots = rng.choice(len(probabilities), size=int(n_rows), p=probabilities)
+    if groups is None:
+        # Parallel composition over the slots holds for the unit that is allocated.
+        _refuse_group_level("Allocation of rows to slots")
+        slots = rng.choice(len(probabilities), size=int(n_rows), p=probabilities)
+    else:
+        groups = np.asarray(groups, dtype=np.intp)
+        n_groups = int(groups.max()) + 1 if groups.size else 0
+        slots = rng.choice(len(probabilities), size=n_groups, p=probabilities)[groups]
     _record_sample("allocation", n_rows, {"probabilities": probabilities.copy()}, slots)
     return slots

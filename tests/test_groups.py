@@ -299,3 +299,15 @@ def test_report_states_the_group_unit():
     assert "group" in report["unit_of_privacy"]
     rows = privacy_report(DPLogisticRegression(epsilon=1.0, classes=[0, 1]).fit(X, y))
     assert rows["neighbouring_relation"] == "add or remove one row"
+
+
+def test_rowwise_kfold_never_splits_a_group():
+    from sklearn_dp.model_selection import RowwiseKFold
+
+    groups = np.random.default_rng(0).integers(0, 30, size=200)
+    folds = RowwiseKFold(n_splits=4, random_state=0).folds(np.zeros((200, 1)), groups)
+    for group in np.unique(groups):
+        assert np.unique(folds[groups == group]).size == 1
+    splits = list(RowwiseKFold(n_splits=4, random_state=0).split(np.zeros((200, 1)), None, groups))
+    for train, test in splits:
+        assert not set(groups[train]) & set(groups[test])
