@@ -404,6 +404,18 @@ def check_sampler_range(event, owner):
         )
 
 
+def ledger_name(plan):
+    """Who spends, as the ledger records it: the owner, with its unit when it is not one row.
+
+    A group-level fit's entry says so (the ledger has no column of its own
+    for the unit): ``"DPLogisticRegression (add or remove one group of at
+    most 5 rows)"``.
+    """
+    if plan.max_group_rows is None:
+        return plan.owner
+    return f"{plan.owner} ({unit_of_privacy(plan.max_group_rows)})"
+
+
 def reserve(budget, plans):
     """Reserve the spend of each of ``plans`` on ``budget``, in order, before any private read.
 
@@ -422,7 +434,7 @@ def reserve(budget, plans):
                     plan.epsilon,
                     plan.delta,
                     event=plan.event,
-                    estimator=plan.owner,
+                    estimator=ledger_name(plan),
                     solver=plan.solver,
                 )
             )

@@ -346,6 +346,7 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
                 private=True,
                 shares={"labels": label, "count": count, "runs": runs},
                 event=selection_event,
+                max_group_rows=group_rows,
             )
         ]
         if self.refit:
@@ -359,6 +360,7 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
                     delta=delta_refit,
                     private=True,
                     shares={},
+                    max_group_rows=group_rows,
                 )
             )
         reservation = refit_reservation = None
