@@ -196,6 +196,10 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, _DPTransformer):
         Only when ``X`` has string column names.
     privacy_spent_ : tuple of (float, float)
     dp_event_ : dp_accounting.DpEvent
+    max_group_rows_ : int
+        Only after a fit with ``groups=``: the unit of privacy was one group
+        of at most this many rows, and ``dp_event_`` and ``privacy_spent_``
+        hold under "add or remove one group" (:doc:`/guide/groups`).
 
     Privacy
     -------

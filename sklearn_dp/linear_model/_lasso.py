@@ -231,6 +231,10 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
     solver_ : str
     privacy_spent_ : tuple of (float, float)
     dp_event_ : dp_accounting.DpEvent
+    max_group_rows_ : int
+        Only after a fit with ``groups=``: the unit of privacy was one group
+        of at most this many rows, and ``dp_event_`` and ``privacy_spent_``
+        hold under "add or remove one group" (:doc:`/guide/groups`).
 
     Privacy
     -------

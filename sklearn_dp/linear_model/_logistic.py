@@ -220,6 +220,10 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
     dp_event_ : dp_accounting.DpEvent
         The whole fit as a mechanism (add/remove-one neighbouring); recompute
         its epsilon with ``sklearn_dp.accounting.epsilon_of_event``.
+    max_group_rows_ : int
+        Only after a fit with ``groups=``: the unit of privacy was one group
+        of at most this many rows, and ``dp_event_`` and ``privacy_spent_``
+        hold under "add or remove one group" (:doc:`/guide/groups`).
     bse_, coef_covariance_, interval_center_ : ndarray
         Only after a fit with ``solver_options={"inference": True}`` (solver
         ``dp_newton``, two classes): standard errors, covariance and the centre of

@@ -658,6 +658,10 @@ _SHARED_DOC = """
         ``ComposedDpEvent([selection_dp_event_, refit])`` with a refit, else
         ``selection_dp_event_``; ``refit`` is ``best_estimator_.dp_event_``
         (for a Pipeline, its DP steps' events composed, in order).
+    max_group_rows_ : int
+        Only after a fit with ``groups=``: the unit of privacy was one group
+        of at most this many rows, and ``dp_event_`` and ``privacy_spent_``
+        hold under "add or remove one group" (:doc:`/guide/groups`).
     selection_dp_event_ : dp_accounting.DpEvent
         The selection: ``ComposedDpEvent([LaplaceDpEvent(count),
         RepeatAndSelectDpEvent(run, n_candidates, shape)])``, which

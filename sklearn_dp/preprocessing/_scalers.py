@@ -132,6 +132,10 @@ class DPStandardScaler(_DPTransformer):
         Only when ``X`` has string column names.
     privacy_spent_ : tuple of (float, float)
     dp_event_ : dp_accounting.DpEvent
+    max_group_rows_ : int
+        Only after a fit with ``groups=``: the unit of privacy was one group
+        of at most this many rows, and ``dp_event_`` and ``privacy_spent_``
+        hold under "add or remove one group" (:doc:`/guide/groups`).
 
     Privacy
     -------
@@ -436,6 +440,10 @@ class DPMinMaxScaler(_DPTransformer):
     n_features_in_ : int
     privacy_spent_ : tuple of (float, float)
     dp_event_ : dp_accounting.DpEvent
+    max_group_rows_ : int
+        Only after a fit with ``groups=``: the unit of privacy was one group
+        of at most this many rows, and ``dp_event_`` and ``privacy_spent_``
+        hold under "add or remove one group" (:doc:`/guide/groups`).
 
     Privacy
     -------
