@@ -370,3 +370,27 @@ def test_row_level_fit_fails_the_group_audit(audit):
     # The positive control: a row-level fit claimed for a whole canary group.
     result = _group_audit(audit, 2000)
     assert not result.consistent, f"{audit.id}: the control was not caught: {result}"
+
+
+def test_audit_estimator_adds_a_whole_canary_group():
+    from sklearn_dp.testing import audit_estimator
+
+    X, y, groups = _data(60)
+    seen = []
+
+    class Recorder(DPLogisticRegression):
+        def fit(self, X, y, sample_weight=None, groups=None):
+            seen.append((X.shape[0], None if groups is None else np.asarray(groups)))
+            return super().fit(X, y, sample_weight, groups)
+
+    estimator = Recorder(epsilon=1.0, classes=[0, 1], solver="dp_gd", max_iter=2, max_group_rows=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = audit_estimator(
+            estimator, X, y, np.array([0.0, 5.0, 0.0]), 1, n_runs=200, groups=groups
+        )
+    assert result.consistent
+    sizes = {size for size, _ in seen}
+    assert sizes == {60, 63}
+    (prime,) = {tuple(g[60:]) for size, g in seen if size == 63}
+    assert len(set(prime)) == 1 and prime[0] not in set(groups)
