@@ -19,6 +19,15 @@ and ``docs/guide/privacy_model.md``).
 Solvers and estimators never call ``rng.normal`` (or ``laplace``,
 ``gumbel``, ...) on a private quantity themselves.
 
+The unit of privacy
+-------------------
+Callers declare row-level sensitivities.  In a fit with ``groups=`` (one
+group of at most ``k`` rows is the unit) the gateway multiplies every
+release's sensitivity and noise scale by ``k`` (:func:`contribution_bound`),
+thresholds the label histogram for ``k`` new keys, and refuses the row
+samplers and objective perturbation, whose analyses are per row; traces
+record the group-level sensitivity.
+
 Exact noise on a grid
 ---------------------
 A float sampler leaks its input: the set of float64 values that ``value +
@@ -215,7 +224,9 @@ class Release:
         objective).
     sensitivity : float
         Add/remove-one sensitivity of ``value`` in ``norm``, as declared by
-        the caller (for the exponential mechanism: of each utility).
+        the caller (for the exponential mechanism: of each utility), times
+        the group bound ``k`` in a fit with ``groups=`` (the unit's
+        sensitivity).
     norm : str
         ``"l1"``, ``"l2"`` or ``"linf"``.
     output : ndarray, float or int
