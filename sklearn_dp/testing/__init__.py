@@ -508,9 +508,6 @@ def audit_noisy_gradient_sum(
         Confidence of the bound.
     seed : int, default=0
         Seed of the data rows (the runs use :func:`audit_mechanism`'s seeds).
-    groups : array-like of shape (n_samples,), optional
-        The group of each row of D: audit the group-level guarantee (the
-        estimator must set ``max_group_rows``).
     **audit_options
         Passed to :func:`audit_mechanism` (``calibration_runs``, ``seed_offset``, ...).
 
@@ -623,6 +620,9 @@ def audit_estimator(
         Confidence of the bound.
     n_jobs : int, optional
         Runs in parallel with joblib.
+    groups : array-like of shape (n_samples,), optional
+        The group of each row of D: audit the group-level guarantee (the
+        estimator must set ``max_group_rows``).
     **audit_options
         Passed to :func:`audit_mechanism` (``calibration_runs``,
         ``seed_offset``, ``candidates``, ``include_observed``, ``criterion``).
