@@ -394,3 +394,11 @@ def test_audit_estimator_adds_a_whole_canary_group():
     assert sizes == {60, 63}
     (prime,) = {tuple(g[60:]) for size, g in seen if size == 63}
     assert len(set(prime)) == 1 and prime[0] not in set(groups)
+
+
+def test_auto_without_a_group_solver_says_which_solvers_run_with_groups():
+    X, y, groups = _data()
+    model = DPSCORegressor(loss="absolute", max_group_rows=2, budget=PrivacyBudget(5.0, 1e-4))
+    with pytest.raises(ValueError, match="With groups=, only these solvers can run"):
+        model.fit(X, 0.3 * X[:, 0], groups=groups)
+    assert model.budget.ledger == []

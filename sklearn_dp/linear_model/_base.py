@@ -503,14 +503,24 @@ class BaseDPEstimator(SavedWithoutLedger, BaseEstimator):
         # With the privacy modes also at epsilon=inf: the noiseless fit runs
         # the solver the private fit would (the same solver with no noise).
         preferences = self._auto_preferences
-        if getattr(public, "max_group_rows", None) is not None:
+        grouped = getattr(public, "max_group_rows", None) is not None
+        if grouped:
             preferences = [c for c in preferences if c.solver in GROUP_SOLVERS]
-        return choose_solver(
-            preferences,
-            estimator=type(self).__name__,
-            context=(self, problem, public),
-            problem_for=lambda spec: self._support_problem(spec, problem, public),
-        )
+        try:
+            return choose_solver(
+                preferences,
+                estimator=type(self).__name__,
+                context=(self, problem, public),
+                problem_for=lambda spec: self._support_problem(spec, problem, public),
+            )
+        except ValueError as exc:
+            if not grouped:
+                raise
+            raise ValueError(
+                f"{exc} With groups=, only these solvers can run: "
+                f"{', '.join(sorted(GROUP_SOLVERS))} (the others sample rows or have a per-row "
+                "analysis); fit without groups, or choose a problem one of them solves."
+            ) from None
 
     def _resolve_solver(self, problem, public):
         name = self.solver
