@@ -19,6 +19,15 @@ and ``docs/guide/privacy_model.md``).
 Solvers and estimators never call ``rng.normal`` (or ``laplace``,
 ``gumbel``, ...) on a private quantity themselves.
 
+The unit of privacy
+-------------------
+Callers declare row-level sensitivities.  In a fit with ``groups=`` (one
+group of at most ``k`` rows is the unit) the gateway multiplies every
+release's sensitivity and noise scale by ``k`` (:func:`contribution_bound`),
+thresholds the label histogram for ``k`` new keys, and refuses the row
+samplers and objective perturbation, whose analyses are per row; traces
+record the group-level sensitivity.
+
 Exact noise on a grid
 ---------------------
 A float sampler leaks its input: the set of float64 values that ``value +
@@ -184,6 +193,8 @@ __all__ = [
     "poisson_sample",
     "allocate_rows",
     "active_tracers",
+    "contribution_bound",
+    "group_rows",
 ]
 
 MECHANISMS = (
@@ -213,7 +224,9 @@ class Release:
         objective).
     sensitivity : float
         Add/remove-one sensitivity of ``value`` in ``norm``, as declared by
-        the caller (for the exponential mechanism: of each utility).
+        the caller (for the exponential mechanism: of each utility), times
+        the group bound ``k`` in a fit with ``groups=`` (the unit's
+        sensitivity).
     norm : str
         ``"l1"``, ``"l2"`` or ``"linf"``.
     output : ndarray, float or int
@@ -325,6 +338,64 @@ def _check_sensitivity(sensitivity, norm):
     return sensitivity
 
 
+# -- the unit of privacy ------------------------------------------------------
+#
+# A fit with ``groups=`` protects one group of at most ``k`` rows instead of
+# one row.  Every release of this module declares its add/remove-one-row
+# sensitivity ``S`` (a bound over all data sets); adding a group is ``k``
+# row additions in a row, so by the triangle inequality the release moves
+# by at most ``k S``.  While a group-level fit runs, the gateway multiplies
+# each release's sensitivity *and* its noise scale by ``k``: the ratio of
+# noise to sensitivity, which is what the fit's DpEvent records, is
+# unchanged, so the same event holds with one group as the unit.  This is
+# the one place where the unit enters the fit's sensitivities.
+#
+# A process-wide list, like the traces (solvers release from joblib threads,
+# which do not inherit context variables); while several fits run at once,
+# every release uses the largest active ``k``: a row-level fit running at the
+# same time gets more noise than it needs, never a group-level fit less.
+
+_UNITS: list[int] = []
+_UNITS_LOCK = threading.Lock()
+
+
+class contribution_bound:
+    """Context manager: releases inside protect one group of at most ``max_rows`` rows.
+
+    ``max_rows=None`` (or 1) is the row-level unit and changes nothing.
+    """
+
+    def __init__(self, max_rows):
+        self.max_rows = 1 if max_rows is None else int(max_rows)
+        if self.max_rows < 1:
+            raise ValueError(f"max_rows must be at least 1, got {max_rows!r}.")
+
+    def __enter__(self):
+        with _UNITS_LOCK:
+            _UNITS.append(self.max_rows)
+        return self
+
+    def __exit__(self, *exc_info):
+        with _UNITS_LOCK:
+            _UNITS.remove(self.max_rows)
+        return False
+
+
+def group_rows():
+    """The largest number of rows one unit of privacy holds in the active fits (1: rows)."""
+    with _UNITS_LOCK:
+        return max(_UNITS, default=1)
+
+
+def _refuse_group_level(what):
+    """Row-level mechanisms that a group bound does not cover: refused under a group unit."""
+    if group_rows() > 1:
+        raise RuntimeError(
+            f"{what} has no group-level analysis here; it cannot run in a fit with groups= "
+            "(the fit should have refused this solver before its spend)."
+        )
+
+
 def _record(mechanism, value, sensitivity, norm, output, scale, label, **extra):
     """Record the release in every active trace; return what the caller gets."""
     tracers = active_tracers()
@@ -384,8 +455,9 @@ def _grid_release(mechanism, value, sensitivity, norm, scale, rng, label, law):
     what the caller gets.
     """
     grid_of, sampler, offset = law
-    sensitivity = _check_sensitivity(sensitivity, norm)
-    scale = float(scale)
+    rows = group_rows()
+    sensitivity = rows * _check_sensitivity(sensitivity, norm)
+    scale = rows * float(scale)
     array = np.asarray(value, dtype=float)
     grid = None
     if scale > 0:
@@ -539,8 +611,9 @@ def exponential(utilities, *, sensitivity, scale, rng, label=""):
     int
         The chosen index.
     """
-    sensitivity = _check_sensitivity(sensitivity, "linf")
-    scale = float(scale)
+    rows = group_rows()
+    sensitivity = rows * _check_sensitivity(sensitivity, "linf")
+    scale = rows * float(scale)
     utilities = np.asarray(utilities, dtype=float)
     grid = None
     if scale > 0:
@@ -621,6 +694,7 @@ def objective_perturbation(solve, *, shape, noise, scale, coupling, sensitivity,
     """
     if noise not in OBJECTIVE_NOISES:
         raise ValueError(f"noise must be one of {OBJECTIVE_NOISES}, got {noise!r}.")
+    _refuse_group_level("Objective perturbation")
     sensitivity = _check_sensitivity(sensitivity, "l2")
     scale = float(scale)
     size = math.prod(shape)
@@ -672,6 +746,17 @@ def thresholded_histogram(keys, counts, *, scale, threshold, rng, label=""):
     """
     keys = np.asarray(keys)
     counts = np.asarray(counts, dtype=float)
+    rows = group_rows()
+    if rows > 1 and scale > 0:
+        # One group moves the counts by at most k in L1 (Laplace of k times
+        # the scale: the same epsilon), and can hold up to k keys of its own,
+        # of counts c_j summing to at most k.  With the threshold
+        # k T + k s log(k), the key of count c_j is released with probability
+        # at most exp(-(k T + k s log k - c_j) / (k s)) / 2
+        # <= exp(-(T - 1) / s) / (2 k): the k keys together, at most the
+        # row-level delta exp(-(T - 1) / s) / 2.
+        threshold = rows * float(threshold) + rows * float(scale) * math.log(rows)
+        scale = rows * float(scale)
     if scale > 0:
         grid, cutoff = histogram_cutoff(scale, threshold)
         noise = sample_floored_laplace(
@@ -684,7 +769,7 @@ def thresholded_histogram(keys, counts, *, scale, threshold, rng, label=""):
     return _record(
         "thresholded_laplace",
         counts,
-        1.0,
+        float(rows),
         "l1",
         released,
         scale,
@@ -716,6 +801,9 @@ def poisson_sample(n_rows, rate, rng):
     fit is the same on neighbouring data sets.
     """
     rate = float(rate)
+    if rate < 1.0:
+        # Amplification by subsampling holds for the unit that is sampled.
+        _refuse_group_level("Poisson subsampling of rows")
     if _substituting() is not None:
         batch = np.arange(n_rows)
     elif rate >= 1.0:
@@ -727,13 +815,24 @@ def poisson_sample(n_rows, rate, rng):
     return batch
 
 
-def allocate_rows(n_rows, probabilities, rng):
+def allocate_rows(n_rows, probabilities, rng, groups=None):
     """Slot of each row, drawn independently with ``probabilities`` (public).
 
     Each row draws its own slot, so adding or removing a row leaves the
     other rows' slots unchanged (their draws come first, in row order).
+    With ``groups`` (the group index of each row, ``0 .. G - 1``) each group
+    draws one slot and its rows share it: adding or removing a group then
+    changes one slot only, as parallel composition over the slots needs for
+    a group-level unit of privacy.
     """
     probabilities = np.asarray(probabilities, dtype=float)
-    slots = rng.choice(len(probabilities), size=int(n_rows), p=probabilities)
+    if groups is None:
+        # Parallel composition over the slots holds for the unit that is allocated.
+        _refuse_group_level("Allocation of rows to slots")
+        slots = rng.choice(len(probabilities), size=int(n_rows), p=probabilities)
+    else:
+        groups = np.asarray(groups, dtype=np.intp)
+        n_groups = int(groups.max()) + 1 if groups.size else 0
+        slots = rng.choice(len(probabilities), size=n_groups, p=probabilities)[groups]
     _record_sample("allocation", n_rows, {"probabilities": probabilities.copy()}, slots)
     return slots

@@ -36,9 +36,10 @@ import os
 import threading
 import warnings
 from dataclasses import dataclass, field
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 
 from . import _noise, _noise_grids, _random
@@ -65,6 +66,11 @@ __all__ = [
     "check_sampler_range",
     "debug_mode",
     "restore_on_failure",
+    "GROUP_SOLVERS",
+    "check_groups",
+    "check_group_solver",
+    "kept_group_rows",
+    "unit_of_privacy",
 ]
 
 
@@ -78,6 +84,8 @@ PRIVACY_PARAMETER_CONSTRAINTS = {
     "delta": [Interval(Real, 0, 1, closed="left")],
     "budget": [PrivacyBudget, None],
     "random_state": ["random_state", np.random.Generator, _random.SecretStream],
+    # The most rows one group contributes with fit(..., groups=...) (public).
+    "max_group_rows": [Interval(Integral, 1, None, closed="left"), None],
 }
 
 
@@ -122,6 +130,12 @@ class FitPlan:
         privacy curve is that of the event's privacy-loss distribution
         (:func:`sklearn_dp.privacy_report`).  Set by the planner, never
         inferred from the event a fit ends with.
+    max_group_rows : int or None
+        The unit of privacy: None for one row; ``k`` for one group of at
+        most ``k`` rows (a fit with ``groups=``).  Every release of the
+        private phase then has ``k`` times its row-level sensitivity and
+        noise (:func:`sklearn_dp._noise.contribution_bound`), so
+        :attr:`event` holds under "add or remove one group".
     context : dict
         What the fit's private phase needs besides (public values only).
     """
@@ -136,6 +150,7 @@ class FitPlan:
     solver_plan: object = None
     event: dpe.DpEvent | None = None
     fixed: bool = False
+    max_group_rows: int | None = None
     context: dict = field(default_factory=dict, hash=False, compare=False, repr=False)
 
     def __eq__(self, other):
@@ -389,6 +404,18 @@ def check_sampler_range(event, owner):
         )
 
 
+def ledger_name(plan):
+    """Who spends, as the ledger records it: the owner, with its unit when it is not one row.
+
+    A group-level fit's entry says so (the ledger has no column of its own
+    for the unit): ``"DPLogisticRegression (add or remove one group of at
+    most 5 rows)"``.
+    """
+    if plan.max_group_rows is None:
+        return plan.owner
+    return f"{plan.owner} ({unit_of_privacy(plan.max_group_rows)})"
+
+
 def reserve(budget, plans):
     """Reserve the spend of each of ``plans`` on ``budget``, in order, before any private read.
 
@@ -407,7 +434,7 @@ def reserve(budget, plans):
                     plan.epsilon,
                     plan.delta,
                     event=plan.event,
-                    estimator=plan.owner,
+                    estimator=ledger_name(plan),
                     solver=plan.solver,
                 )
             )
@@ -427,7 +454,7 @@ def open_phase(plan, budget, random_state):
     ends, or marked failed.
     """
     (reservation,) = reserve(budget, [plan])
-    phase = PrivatePhase(plan.owner, reservation)
+    phase = PrivatePhase(plan.owner, reservation, max_group_rows=plan.max_group_rows)
     phase.rng = _random.fit_generator(
         random_state, private=plan.private, reservation=reservation, owner=plan.owner
     )
@@ -540,15 +567,21 @@ class PrivatePhase:
     :attr:`event`, after the deferred warnings are issued (a warning turned
     into an error by a filter fails the fit, which stays charged).
 
+    With ``max_group_rows=k`` the unit of privacy is one group of at most
+    ``k`` rows: every release inside the phase has ``k`` times its declared
+    row-level sensitivity and noise scale (the noise gateway's
+    :func:`~sklearn_dp._noise.contribution_bound`).
+
     Attributes
     ----------
     event : DpEvent or None
         The fit's final event, set by the code inside the phase.
     """
 
-    def __init__(self, estimator_name, reservation):
+    def __init__(self, estimator_name, reservation, *, max_group_rows=None):
         self.estimator_name = estimator_name
         self.reservation = reservation
+        self._unit = _noise.contribution_bound(max_group_rows)
         self.event = None
         self._deferred = []
         self._debug = debug_mode()
@@ -575,9 +608,11 @@ class PrivatePhase:
         self._errstate.__enter__()
         if not self._debug:
             _SILENCE.__enter__()
+        self._unit.__enter__()
         return self
 
     def __exit__(self, exc_type, exc, tb):
+        self._unit.__exit__(None, None, None)
         if not self._debug:
             _SILENCE.__exit__(None, None, None)
         self._errstate.__exit__(None, None, None)
@@ -656,3 +691,83 @@ def release_count(n_samples, epsilon_count, rng):
     )
     estimate = max(1.0, noisy)
     return PrivateCount(estimate, estimate + COUNT_UPPER_SCALES * scale, dpe.LaplaceDpEvent(scale))
+
+
+# -- the unit of privacy: one row, or one group of at most k rows ----------------
+
+#: Solvers whose every release is a gateway release with a declared
+#: add/remove-one-row sensitivity over full (unsampled) data, so the gateway's
+#: group multiplier covers them.  Poisson subsampling and allocation of rows
+#: amplify privacy for the unit they sample (rows), and objective
+#: perturbation's analysis is per row: those solvers are refused with
+#: ``groups=``.  An allow-list: a new solver is refused until it is checked.
+GROUP_SOLVERS = frozenset(
+    {"dp_gd", "dp_cd", "output_perturbation", "frank_wolfe", "dp_accmd", "dp_newton", "dp_ssp"}
+)
+
+
+def unit_of_privacy(max_group_rows):
+    """The neighbouring relation of a fit, in words (``None``: one row)."""
+    if max_group_rows is None:
+        return "add or remove one row"
+    return f"add or remove one group of at most {int(max_group_rows)} rows"
+
+
+def check_groups(groups, n_rows, max_group_rows, owner):
+    """``groups`` as a 1-d array of length ``n_rows``, or a ValueError (public checks only).
+
+    Reads the array's shape, never its values: the group labels are private.
+    ``max_group_rows`` (the estimator's parameter) must be set with groups.
+    """
+    if max_group_rows is None:
+        raise ValueError(
+            f"{owner}: fit(..., groups=...) needs max_group_rows, the most rows one group "
+            "may contribute (rows beyond it are dropped, first rows kept); set it, e.g. "
+            f"{owner}(max_group_rows=5). It is public: choose it without looking at the data."
+        )
+    if sp.issparse(groups) or _dask_like(groups):
+        raise ValueError(
+            f"{owner}: groups must be a 1-d array (or list) in memory, one label per row."
+        )
+    groups = np.asarray(groups)
+    if groups.ndim != 1 or groups.shape[0] != n_rows:
+        raise ValueError(
+            f"{owner}: groups must be a 1-d array with one group label per row of X "
+            "(the same length as X). Its values are not read before the spend."
+        )
+    return groups
+
+
+def _dask_like(value):
+    return type(value).__module__.split(".")[0] == "dask"
+
+
+def check_group_solver(solver, owner):
+    """Refuse, before any spend, a solver with no group-level analysis here."""
+    if solver not in GROUP_SOLVERS:
+        raise ValueError(
+            f"{owner}: solver={solver!r} does not support groups= (its privacy analysis "
+            "samples or allocates rows, or is per row). Solvers that fit with groups: "
+            f"{', '.join(sorted(GROUP_SOLVERS))}; pass one as solver=... (or 'auto')."
+        )
+
+
+def kept_group_rows(groups, max_group_rows):
+    """Indices of the rows each group keeps: its first ``max_group_rows`` rows, in input order.
+
+    Whether a row is kept depends on the rows of its own group only (their
+    order), never on other groups: adding or removing a group leaves every
+    other group's kept rows as they were, so the kept data sets differ by
+    one group of at most ``max_group_rows`` rows.  Returns None when every
+    row is kept (no copy of X is needed).  Private: call it in the private
+    phase.
+    """
+    _, inverse = np.unique(groups, return_inverse=True)
+    inverse = inverse.ravel()
+    order = np.argsort(inverse, kind="stable")
+    sorted_groups = inverse[order]
+    starts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]])
+    rank = np.empty(inverse.size, dtype=np.intp)
+    rank[order] = np.arange(inverse.size) - np.repeat(starts, np.diff(np.r_[starts, inverse.size]))
+    keep = rank < int(max_group_rows)
+    return None if keep.all() else np.flatnonzero(keep)

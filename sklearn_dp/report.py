@@ -71,6 +71,7 @@ from sklearn.exceptions import NotFittedError
 
 from ._dp_events import NEIGHBORING_RELATION, ApproximateDpEvent, _flatten
 from ._event_epsilon import _fold_gaussians, accountant_event
+from ._protocol import unit_of_privacy
 from ._saving import RECORD_ATTRIBUTE, library_versions
 from ._zcdp import approximate_zcdp
 from .budget import LedgerEntry, PrivacyBudget
@@ -94,7 +95,6 @@ REPORT_FORMAT = "sklearn_dp.privacy_report/1"
 #: Width of the PLD's loss grid (dp_accounting's default).
 PLD_DISCRETIZATION = 1e-4
 
-_NEIGHBOURING_TEXT = "add or remove one row"
 _UNIT_TEXT = {
     "estimator": "one row of X together with its label (and its sample weight, if any)",
     "transformer": "one row of X",
@@ -452,6 +452,33 @@ def _number(value):
     return value if math.isfinite(value) else repr(value)
 
 
+def _group_rows(obj, kind, leaves):
+    """The largest group a fit protects (``max_group_rows_``), or None for one row.
+
+    A Pipeline is reported per group only if every private step is
+    group-level (a row-level step protects a group only by group privacy),
+    with the most rows any step uses of one group.
+    """
+    if kind in ("estimator", "transformer", "search"):
+        return getattr(obj, "max_group_rows_", None)
+    if kind == "pipeline" and leaves:
+        units = [
+            getattr(step, "max_group_rows_", None)
+            for _, step in leaves
+            if "dp_event_" in vars(step)
+        ]
+        if units and all(unit is not None for unit in units):
+            return max(units)
+    return None
+
+
+def _group_unit(max_rows):
+    return (
+        f"one group of rows (all rows of one person, account or other unit passed as "
+        f"groups=), of which at most {int(max_rows)} rows are used"
+    )
+
+
 def _describe(obj):
     """``(kind, steps)`` of ``obj``; ``steps`` are the DP leaves of a Pipeline."""
     from ._composition import _allow_list, _leaves
@@ -616,12 +643,13 @@ def privacy_report(obj, *, false_positive_rates: Sequence[float] = FALSE_POSITIV
     kind, leaves = _describe(obj)
     epsilon, delta = _guarantee(obj, kind)
     attack = _attack(obj, rates)
+    group_rows = _group_rows(obj, kind, leaves)
     report = {
         "format": REPORT_FORMAT,
         "object": type(obj).__name__,
         "kind": kind,
-        "unit_of_privacy": _UNIT_TEXT[kind],
-        "neighbouring_relation": _NEIGHBOURING_TEXT,
+        "unit_of_privacy": _UNIT_TEXT[kind] if group_rows is None else _group_unit(group_rows),
+        "neighbouring_relation": unit_of_privacy(group_rows),
         "epsilon": _number(epsilon),
         "delta": _number(delta),
         "attack": {

@@ -41,6 +41,7 @@ from sklearn_dp import (
     PrivacyBudget,
     privacy_spent,
 )
+from sklearn_dp._protocol import kept_group_rows
 from sklearn_dp.accounting import NEIGHBORING_RELATION, ApproximateDpEvent, epsilon_of_event
 from sklearn_dp.decomposition import DPPCA
 from sklearn_dp.model_selection import DPGridSearchCV, DPRandomizedSearchCV, RowwiseKFold
@@ -673,7 +674,7 @@ def test_released_models_do_not_hold_the_secret_generator():
 # --------------------------------------------------------------------------
 
 
-def _observe_search(search, X, y):
+def _observe_search(search, X, y, groups=None):
     stream = io.StringIO()
     error = None
     with warnings.catch_warnings(record=True) as caught:
@@ -681,7 +682,7 @@ def _observe_search(search, X, y):
         with trace_releases(substitute=_Substitute([0, 1])) as trace:
             with contextlib.redirect_stdout(stream), contextlib.redirect_stderr(stream):
                 try:
-                    search.fit(X, y)
+                    search.fit(X, y, **({} if groups is None else dict(groups=groups)))
                 except Exception as exc:
                     error = (type(exc).__name__, str(exc))
     attributes = {}
@@ -1409,4 +1410,74 @@ def test_frank_wolfe_penalty_ball_refusal_precedes_any_spend_in_a_search():
     )
     with pytest.raises(ValueError, match="ball its penalty implies"):
         search.fit(X, y)
+    assert budget.ledger == []
+
+
+# --------------------------------------------------------------------------
+# Group-level searches: D and D plus one hostile group of max_group_rows rows
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "refit, classes, pipeline",
+    [(True, [0, 1], False), (False, [0, 1], False), (True, None, False), (True, [0, 1], True)],
+    ids=["refit", "no-refit", "labels-released", "pipeline"],
+)
+def test_substitution_over_a_search_with_hostile_groups(refit, classes, pipeline):
+    k = 3
+    X, y = _data(n=40)
+    groups = np.arange(40) % 9  # groups of 4 or 5 rows: some rows are dropped
+    # The hostile group's label sorts after every other (groups draw their
+    # parts in label order, so the other groups keep their draws), and its
+    # rows are spread through the data.
+    at = [0, 20, 40]
+    X_prime = np.insert(X, at, np.full(3, 1e12), axis=0)
+    y_prime = np.insert(y, at, 1 if classes else 7)
+    groups_prime = np.insert(groups, at, 999)
+    estimator = DPLogisticRegression(classes=classes, max_iter=5, verbose=2, solver="dp_gd")
+    space = GRID
+    if pipeline:
+        estimator = _pipeline(estimator)
+        space = PIPELINE_GRID
+    a, b = (
+        _observe_search(
+            DPGridSearchCV(
+                estimator,
+                space,
+                refit=refit,
+                verbose=1,
+                budget=_twin_budget(),
+                epsilon=2.0,
+                delta=1e-5,
+                random_state=0,
+                refit_fraction=0.5,
+                max_group_rows=k,
+            ),
+            Xi,
+            yi,
+            gi,
+        )
+        for Xi, yi, gi in ((X, y, groups), (X_prime, y_prime, groups_prime))
+    )
+    _assert_same_search(a, b)
+    assert a["attributes"]["max_group_rows_"] == k
+    # The split is by group: every group's kept rows are in one part.
+    (allocation,) = [s for s in a["trace"].samples if s.kind == "allocation"]
+    kept = groups[kept_group_rows(groups, k)]
+    for group in np.unique(kept):
+        assert np.unique(allocation.output[kept == group]).size == 1
+
+
+def test_search_refuses_a_candidate_solver_without_groups_before_the_spend():
+    X, y = _data(n=40)
+    budget = PrivacyBudget(5, 1e-4, composition="basic")
+    search = _search(
+        estimator=DPLogisticRegression(classes=[0, 1], solver="dp_sgd"),
+        budget=budget,
+        max_group_rows=2,
+    )
+    with pytest.raises(ValueError, match="does not support groups"):
+        search.fit(X, y, groups=np.arange(40) % 7)
+    with pytest.raises(ValueError, match="needs max_group_rows"):
+        _search(budget=budget).fit(X, y, groups=np.arange(40) % 7)
     assert budget.ledger == []

@@ -622,3 +622,89 @@ def test_default_schedules_and_honest_warnings_under_substitution(estimator, sol
     seen = _run_pair(estimator, solver, dict(params, epsilon=0.05), pair)
     if solver != "dp_cd":
         assert seen["warnings"], "the warning under test did not fire"
+
+
+# --------------------------------------------------------------------------
+# Group-level fits: D and D plus one hostile group of max_group_rows rows
+# --------------------------------------------------------------------------
+
+MAX_GROUP_ROWS = 3
+
+
+def _group_cases():
+    from sklearn_dp._protocol import GROUP_SOLVERS
+
+    for (estimator, solver), params in CONFIGS.items():
+        if solver in GROUP_SOLVERS:
+            yield pytest.param(estimator, solver, params, id=f"{estimator}-{solver}")
+
+
+def _hostile_group_pair(estimator):
+    """D with groups of 1 to 5 rows; D' adds a group of k hostile rows spread through D.
+
+    The hostile rows are interleaved with the others (each group keeps its
+    first rows in input order, so the insertion must not change what the
+    other groups keep) and all equal, so every sum they enter moves by k
+    times a row's bound.
+    """
+    X, y = _data(estimator)
+    groups = np.arange(N_ROWS) % 11  # groups of 3 or 4 rows: some rows are dropped
+    row = HOSTILE["huge"](X.shape[1])
+    label = HOSTILE_LABEL[_task(estimator)]
+    at = [0, N_ROWS // 2, N_ROWS]
+    X_prime = np.insert(X, at, row, axis=0)
+    y_prime = np.insert(y, at, label)
+    groups_prime = np.insert(groups, at, 99)
+    return (X, y, groups), (X_prime, y_prime, groups_prime)
+
+
+@pytest.mark.parametrize("estimator, solver, params", list(_group_cases()))
+def test_substitution_with_hostile_groups(estimator, solver, params):
+    (X, y, g), (X_prime, y_prime, g_prime) = _hostile_group_pair(estimator)
+    params = dict(params, max_group_rows=MAX_GROUP_ROWS)
+    a, b = (
+        _observe(_model(estimator, solver, params), Xi, yi, [0, 1], dict(groups=gi))
+        for Xi, yi, gi in ((X, y, g), (X_prime, y_prime, g_prime))
+    )
+    assert a["error"] is None, a["error"]
+    assert a["error"] == b["error"], f"exceptions differ: {a['error']} != {b['error']}"
+    assert a["warnings"] == b["warnings"], "warnings differ"
+    assert a["printed"] == b["printed"], "printed output differs"
+    _assert_same(a["attributes"], b["attributes"])
+    assert a["attributes"]["max_group_rows_"] == MAX_GROUP_ROWS
+    # Each pre-noise value moves by at most its declared (group) sensitivity.
+    _check_sensitivities(a["trace"], b["trace"])
+    # ... which is k times the row-level one, with k times the noise.
+    rows = _observe(_model(estimator, solver, dict(params)), X, y, [0, 1])
+    assert len(rows["trace"].releases) == len(a["trace"].releases)
+    for r, u in zip(a["trace"].releases, rows["trace"].releases):
+        assert r.label == u.label
+        assert r.sensitivity == pytest.approx(MAX_GROUP_ROWS * u.sensitivity, rel=1e-12)
+        assert r.scale == pytest.approx(MAX_GROUP_ROWS * u.scale, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "transformer, params",
+    [
+        ("DPStandardScaler", {}),
+        ("DPStandardScaler", dict(bounds=(-1.0, 1.0))),
+        ("DPMinMaxScaler", {}),
+        ("DPPCA", dict(n_components=2)),
+    ],
+)
+def test_substitution_transformers_with_hostile_groups(transformer, params):
+    (X, _, g), (X_prime, _, g_prime) = _hostile_group_pair("DPSCORegressor")
+    params = dict(params, max_group_rows=MAX_GROUP_ROWS)
+    a, b = (
+        _observe(_model(transformer, None, params), Xi, None, [0, 1], dict(groups=gi))
+        for Xi, gi in ((X, g), (X_prime, g_prime))
+    )
+    assert a["error"] is None, a["error"]
+    assert a["error"] == b["error"] and a["warnings"] == b["warnings"]
+    _assert_same(a["attributes"], b["attributes"])
+    assert a["attributes"]["max_group_rows_"] == MAX_GROUP_ROWS
+    _check_sensitivities(a["trace"], b["trace"])
+    rows = _observe(_model(transformer, None, dict(params)), X, None, [0, 1])
+    for r, u in zip(a["trace"].releases, rows["trace"].releases, strict=True):
+        assert r.sensitivity == pytest.approx(MAX_GROUP_ROWS * u.sensitivity, rel=1e-12)
+        assert r.scale == pytest.approx(MAX_GROUP_ROWS * u.scale, rel=1e-12)

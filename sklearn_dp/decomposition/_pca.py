@@ -41,7 +41,7 @@ from ..preprocessing._base import _DPTransformer
 from ..solvers._noisy_steps import release, release_symmetric
 
 if TYPE_CHECKING:
-    from .._typing import Auto, MatrixLike, RandomStateLike
+    from .._typing import ArrayLike, Auto, MatrixLike, RandomStateLike
     from ..budget import PrivacyBudget
 
 __all__ = ["DPPCA", "MEAN_PRECISION_SHARE", "ROW_WINDOW", "pca_multipliers"]
@@ -160,6 +160,12 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, _DPTransformer):
         only (the seed regenerates the noise; a fit charged to a budget keys
         it with its ledger entry).  A ``Generator`` or ``RandomState`` is
         refused when ``epsilon`` is finite (docs/randomness.md).
+    max_group_rows : int or None, default=None
+        With ``fit(X, groups=...)``: the most rows one group (a person, an
+        account) may contribute; each group keeps its first
+        ``max_group_rows`` rows in input order, and the guarantee protects
+        one whole group.  Public.  Ignored without ``groups``.  See
+        :doc:`/guide/groups`.
 
     Attributes
     ----------
@@ -190,6 +196,10 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, _DPTransformer):
         Only when ``X`` has string column names.
     privacy_spent_ : tuple of (float, float)
     dp_event_ : dp_accounting.DpEvent
+    max_group_rows_ : int
+        Only after a fit with ``groups=``: the unit of privacy was one group
+        of at most this many rows, and ``dp_event_`` and ``privacy_spent_``
+        hold under "add or remove one group" (:doc:`/guide/groups`).
 
     Privacy
     -------
@@ -210,6 +220,11 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, _DPTransformer):
     covariance ``S / n~ - mean mean^T`` (times ``n~ / (n~ - 1)``), its
     eigendecomposition and ``transform`` are post-processing of these
     releases and cost nothing more.
+    With ``fit(X, groups=g)`` the unit is one group instead: (epsilon,
+    delta)-DP with respect to adding or removing one group of at most
+    ``max_group_rows`` rows (each group keeps its first ``max_group_rows``
+    rows; every release has ``max_group_rows`` times its row sensitivity and
+    noise, and the count is of kept rows).
     """
 
     _parameter_constraints = {
@@ -229,6 +244,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, _DPTransformer):
         whiten: bool = False,
         budget: PrivacyBudget | None = None,
         random_state: RandomStateLike = None,
+        max_group_rows: int | None = None,
     ) -> None:
         self.n_components = n_components
         self.epsilon = epsilon
@@ -237,6 +253,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, _DPTransformer):
         self.whiten = whiten
         self.budget = budget
         self.random_state = random_state
+        self.max_group_rows = max_group_rows
 
     def _plan(self, X):
         """``(X validated, FitPlan)``: the public checks and the plan of ``fit``."""
@@ -291,7 +308,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, _DPTransformer):
         return X, plan
 
     @restore_on_failure
-    def fit(self, X: MatrixLike, y: None = None) -> DPPCA:
+    def fit(self, X: MatrixLike, y: None = None, groups: ArrayLike | None = None) -> DPPCA:
         """Release the mean and the second-moment matrix of the rows, keep the leading components.
 
         Parameters
@@ -301,13 +318,19 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, _DPTransformer):
             to it.
         y : None
             Ignored.
+        groups : array-like of shape (n_samples,), default=None
+            The group (person, account, ...) each row belongs to (private).
+            With it the guarantee is for adding or removing one whole group
+            of at most ``max_group_rows`` rows (each group keeps its first
+            ``max_group_rows`` rows); every release has ``max_group_rows``
+            times its row sensitivity and noise.  Needs ``max_group_rows``.
 
         Returns
         -------
         self : DPPCA
             The fitted transformer.
         """
-        X, plan = self._plan(X)
+        X, plan = self._with_groups(*self._plan(X), groups)
         context = plan.context
         auto, k = context["auto"], context["n_features_out"]
         sum_multiplier, gram_multiplier = context["multipliers"]

@@ -47,9 +47,11 @@ from .._data import check_feature_bound
 from .._labels import LABEL_DELTA_FRACTION, LABEL_EPSILON_FRACTION, release_labels
 from .._limits import MAX_EPSILON, MAX_SCALE, MIN_EPSILON, MIN_SCALE
 from .._protocol import (
+    GROUP_SOLVERS,
     PRIVACY_PARAMETER_CONSTRAINTS,
     FitPlan,
     PrivatePhase,
+    check_groups,
     debug_mode,
     restore_on_failure,
 )
@@ -112,6 +114,9 @@ class PublicSetting:
         The fit's privacy parameters.
     discover_labels : bool
         Whether the label set is still to be released privately.
+    max_group_rows : int or None
+        The unit of privacy: None for one row, ``k`` for one group of at
+        most ``k`` rows (a fit with ``groups=``).
     """
 
     n_features: int
@@ -122,6 +127,7 @@ class PublicSetting:
     epsilon: float
     delta: float
     discover_labels: bool = False
+    max_group_rows: int | None = None
 
 
 def _is_auto(value):
@@ -251,6 +257,11 @@ class FitRequest:
         ``initial_point(bounds, problem) -> ndarray or None``: a warm start
         (a previous fit's released coefficients in the new fit's units),
         passed as ``coef_init`` to solvers that take one.
+    groups : ndarray of shape (n_samples,) or None
+        The group of each row (private), with ``groups=``.
+    max_group_rows : int or None
+        The unit of privacy: None for one row; ``k`` for one group of at
+        most ``k`` rows (each group keeps its first ``k`` rows).
     """
 
     X: object
@@ -263,6 +274,8 @@ class FitRequest:
     sample_weight: object = None
     weighted: bool | None = None
     initial_point: Callable | None = None
+    groups: object = None
+    max_group_rows: int | None = None
 
 
 def penalty_strengths(penalty, strength, l1_ratio):
@@ -489,12 +502,25 @@ class BaseDPEstimator(SavedWithoutLedger, BaseEstimator):
     def _auto_solver(self, problem, public):
         # With the privacy modes also at epsilon=inf: the noiseless fit runs
         # the solver the private fit would (the same solver with no noise).
-        return choose_solver(
-            self._auto_preferences,
-            estimator=type(self).__name__,
-            context=(self, problem, public),
-            problem_for=lambda spec: self._support_problem(spec, problem, public),
-        )
+        preferences = self._auto_preferences
+        grouped = getattr(public, "max_group_rows", None) is not None
+        if grouped:
+            preferences = [c for c in preferences if c.solver in GROUP_SOLVERS]
+        try:
+            return choose_solver(
+                preferences,
+                estimator=type(self).__name__,
+                context=(self, problem, public),
+                problem_for=lambda spec: self._support_problem(spec, problem, public),
+            )
+        except ValueError as exc:
+            if not grouped:
+                raise
+            raise ValueError(
+                f"{exc} With groups=, only these solvers can run: "
+                f"{', '.join(sorted(GROUP_SOLVERS))} (the others sample rows or have a per-row "
+                "analysis); fit without groups, or choose a problem one of them solves."
+            ) from None
 
     def _resolve_solver(self, problem, public):
         name = self.solver
@@ -696,17 +722,31 @@ class BaseDPEstimator(SavedWithoutLedger, BaseEstimator):
         """
         raise NotImplementedError  # pragma: no cover - each estimator defines it
 
-    def _fit(self, X, y, sample_weight=None):
+    def _group_request(self, request, groups):
+        """``request`` with the fit's unit of privacy: rows, or groups (public checks only)."""
+        if groups is None:
+            return request
+        request.groups = check_groups(
+            groups, request.X.shape[0], self.max_group_rows, type(self).__name__
+        )
+        request.max_group_rows = int(self.max_group_rows)
+        return request
+
+    def _fit(self, X, y, sample_weight=None, groups=None):
         """``fit``: the request, its plan, the protocol, the fitted attributes."""
-        request = self._fit_request(X, y, sample_weight)
+        request = self._group_request(self._fit_request(X, y, sample_weight), groups)
         data, result, bounds = self._fit_solver(request, plan_fit(self, request))
         request.store(data, result, bounds)
+        if groups is None:
+            self.__dict__.pop("max_group_rows_", None)
+        else:
+            self.max_group_rows_ = request.max_group_rows
         if not math.isinf(self.epsilon):
             for message in released_fit_warnings(self):
                 warnings.warn(message, UserWarning, stacklevel=user_stacklevel())
         return self
 
-    def _fit_plan(self, X, y=None, sample_weight=None):
+    def _fit_plan(self, X, y=None, sample_weight=None, groups=None):
         """The :class:`~sklearn_dp._protocol.FitPlan` of ``fit(X, y)``, from public inputs only.
 
         Runs ``fit``'s public checks on ``X`` and ``y`` and plans the fit; no
@@ -716,7 +756,9 @@ class BaseDPEstimator(SavedWithoutLedger, BaseEstimator):
         """
         saved = dict(self.__dict__)
         try:
-            return plan_fit(self, self._fit_request(X, y, sample_weight))
+            return plan_fit(
+                self, self._group_request(self._fit_request(X, y, sample_weight), groups)
+            )
         finally:
             self.__dict__.clear()
             self.__dict__.update(saved)

@@ -37,7 +37,9 @@ from .._protocol import (
     COUNT_EPSILON_FRACTION,
     FitPlan,
     SolverPlanner,
+    check_group_solver,
     check_sampler_range,
+    kept_group_rows,
     open_phase,
     record_spend,
     release_count,
@@ -75,12 +77,16 @@ def plan_fit(estimator, request):
     """
     X, y, problem = request.X, request.y, request.problem
     name = type(estimator).__name__
-    public = estimator._public_setting(X, problem, request.discover_labels)
+    public = _with_unit(estimator._public_setting(X, problem, request.discover_labels), request)
     spec = estimator._resolve_solver(problem, public)
     dask_input = _dask.is_dask_array(X)
     if dask_input:
         # Before the reservation: a solver without a Dask path spends nothing.
         _dask.check_solver(spec.name)
+    if request.max_group_rows is not None:
+        if dask_input:
+            raise ValueError(f"{name}: groups= is not supported with Dask arrays.")
+        check_group_solver(spec.name, name)
     # Zero rows of the input's schema, for the public checks and plans
     # (copies: the plan keeps no view of the private arrays).
     X0, y0 = (
@@ -182,6 +188,7 @@ def plan_fit(estimator, request):
         solver_plan=solver_plan,
         event=event,
         fixed=event is not None and planner.fixed,
+        max_group_rows=request.max_group_rows,
         context=dict(
             spec=spec,
             public=public,
@@ -192,6 +199,29 @@ def plan_fit(estimator, request):
             schema=(X0, y0),
             planner=planner,
         ),
+    )
+
+
+def _with_unit(public, request):
+    """The public setting with the fit's unit of privacy (groups of at most k rows, or rows)."""
+    if request.max_group_rows is None:
+        return public
+    return dataclasses.replace(public, max_group_rows=request.max_group_rows)
+
+
+def _keep_group_rows(request):
+    """The request on the rows each group keeps (its first ``max_group_rows``; private)."""
+    if request.max_group_rows is None:
+        return request
+    keep = kept_group_rows(request.groups, request.max_group_rows)
+    if keep is None:
+        return request
+    weights = request.sample_weight
+    return dataclasses.replace(
+        request,
+        X=request.X[keep],
+        y=request.y[keep],
+        sample_weight=None if weights is None else np.asarray(weights)[keep],
     )
 
 
@@ -259,6 +289,9 @@ def run_fit(estimator, request, plan):
     """
     context = plan.context
     with open_phase(plan, estimator.budget, estimator.random_state) as phase:
+        # With groups=, each group's first max_group_rows rows; every release
+        # below protects one group (the phase's unit of privacy).
+        request = _keep_group_rows(request)
         # The label set (a classifier without public classes) and the solver for it.
         spec, X, y, problem, public = _prepare(estimator, request, plan, phase)
         # The number of rows (of a Dask array: a sum over its chunks).
@@ -325,7 +358,9 @@ def _prepare(estimator, request, plan, phase):
     if request.prepare is not None:
         X, y, problem = request.prepare(X, y, phase)
         if request.discover_labels:
-            public = estimator._public_setting(X, problem, discover_labels=True)
+            public = _with_unit(
+                estimator._public_setting(X, problem, discover_labels=True), request
+            )
             try:
                 spec = estimator._resolve_solver(problem, public)
             except ValueError as exc:

@@ -197,6 +197,13 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
         (docs/randomness.md).
     verbose : int, default=0
         Print progress of long fits to stderr.
+    max_group_rows : int or None, default=None
+        With ``fit(X, y, groups=...)``: the most rows one group (a person,
+        an account) may contribute; each group keeps its first
+        ``max_group_rows`` rows in input order and the rest are dropped, and
+        the guarantee protects one whole group.  Public: choose it without
+        looking at the data.  Ignored without ``groups`` (the guarantee is
+        then per row).  See :doc:`/guide/groups`.
 
     Attributes
     ----------
@@ -213,6 +220,10 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
     solver_ : str
     privacy_spent_ : tuple of (float, float)
     dp_event_ : dp_accounting.DpEvent
+    max_group_rows_ : int
+        Only after a fit with ``groups=``: the unit of privacy was one group
+        of at most this many rows, and ``dp_event_`` and ``privacy_spent_``
+        hold under "add or remove one group" (:doc:`/guide/groups`).
     bse_, coef_covariance_, interval_center_ : ndarray
         Only after a fit with ``solver_options={"inference": True}`` (solver
         ``dp_ssp`` or ``dp_newton``, squared loss): standard errors, covariance and the centre of
@@ -266,6 +277,11 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
     attribute, printed progress, warnings, exceptions) is a function of
     public inputs and of the noisy releases only; see
     ``docs/guide/privacy_model.md``.
+    With ``fit(..., groups=g)`` the unit is one group instead: the fit is
+    (epsilon, delta)-DP with respect to adding or removing one group of at
+    most ``max_group_rows`` rows (each group keeps its first
+    ``max_group_rows`` rows; every release has ``max_group_rows`` times its
+    row sensitivity and noise, and the count is of kept rows).
     """
 
     _parameter_constraints = {
@@ -323,6 +339,7 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
         budget: PrivacyBudget | None = None,
         random_state: RandomStateLike = None,
         verbose: int = 0,
+        max_group_rows: int | None = None,
     ) -> None:
         self.epsilon = epsilon
         self.delta = delta
@@ -351,6 +368,7 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
         self.budget = budget
         self.random_state = random_state
         self.verbose = verbose
+        self.max_group_rows = max_group_rows
 
     # Conditions read public inputs only (solver_ is released; n is private).
     _auto_preferences = (
@@ -439,7 +457,11 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
 
     @restore_on_failure
     def fit(
-        self, X: MatrixLike, y: ArrayLike, sample_weight: ArrayLike | None = None
+        self,
+        X: MatrixLike,
+        y: ArrayLike,
+        sample_weight: ArrayLike | None = None,
+        groups: ArrayLike | None = None,
     ) -> DPSCORegressor:
         """Fit the model with differential privacy.
 
@@ -460,13 +482,23 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
             alone; ``epsilon=inf`` refuses them, as scikit-learn does.  Needs a solver
             that fits weighted rows (``dp_newton``, ``dp_ssp``, ``dp_gd``,
             ``dp_sgd``, ``objective_perturbation``, ``output_perturbation``).
+        groups : array-like of shape (n_samples,), default=None
+            The group (person, account, ...) each row belongs to (private;
+            scikit-learn's name for it, as in ``GroupKFold``).  With it the
+            guarantee is for adding or removing one whole group of at most
+            ``max_group_rows`` rows (each group keeps its first
+            ``max_group_rows`` rows), and every sensitivity is a group's.
+            Needs ``max_group_rows``, and a solver without row sampling
+            (``dp_sgd``, ``dp_svrg``, the mirror-descent solvers,
+            ``vr_frank_wolfe``, ``resque`` and ``objective_perturbation`` are
+            refused before anything is spent).
 
         Returns
         -------
         self : DPSCORegressor
             The fitted estimator.
         """
-        return self._fit(X, y, sample_weight)
+        return self._fit(X, y, sample_weight, groups)
 
     def _fit_request(self, X, y, sample_weight=None):
         self._validate_params()

@@ -65,12 +65,20 @@ def select(
     schedule_rng,
     count_rng,
     run_seeds,
+    groups=None,
 ):
-    """The private part: K runs, noisy scores, the best run.  Returns only the best run."""
+    """The private part: K runs, noisy scores, the best run.  Returns only the best run.
+
+    With ``groups`` each group draws its part (training or validation) and
+    the runs fit at group level on the training part.
+    """
     low, high = score_bounds
     middle, half_width = 0.5 * (low + high), 0.5 * (high - low)
     parts = rowwise_parts(
-        X.shape[0], [1.0 - search.validation_fraction, search.validation_fraction], split_rng
+        X.shape[0],
+        [1.0 - search.validation_fraction, search.validation_fraction],
+        split_rng,
+        groups=groups,
     )
     train, validation = np.flatnonzero(parts == 0), np.flatnonzero(parts == 1)
     X_train, y_train = X[train], y[train]
@@ -176,8 +184,11 @@ def run_candidate(
         return None
 
 
-def release_label_set(owner, X, y, epsilon, delta, rng):
-    """Release the label set once for the whole search; drop rows whose label is not released."""
+def release_label_set(owner, X, y, epsilon, delta, rng, groups=None):
+    """Release the label set once for the whole search; drop rows whose label is not released.
+
+    Returns ``(X, y, labels, groups)`` (``groups`` filtered with the rows).
+    """
     released, _, _ = release_labels(y, epsilon, delta, rng)
     if released.size < 2:
         raise public_error(
@@ -191,7 +202,8 @@ def release_label_set(owner, X, y, epsilon, delta, rng):
     if not np.all(keep):
         # A per-row rule: neighbours stay neighbours.
         X, y = X[keep], y[keep]
-    return X, y, released.tolist()
+        groups = None if groups is None else groups[keep]
+    return X, y, released.tolist(), groups
 
 
 def results_table(candidates, index, score):

@@ -40,8 +40,15 @@ from sklearn.model_selection import ParameterGrid, ParameterSampler
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from .. import _random
-from .._protocol import FitPlan, PrivatePhase, reserve
+from .. import _noise, _random
+from .._protocol import (
+    FitPlan,
+    PrivatePhase,
+    check_group_solver,
+    check_groups,
+    kept_group_rows,
+    reserve,
+)
 from .._saving import SavedWithoutLedger, keep_entries
 from .._sklearn_compat import HasMethods, Interval, StrOptions
 from ..accounting import ApproximateDpEvent
@@ -81,6 +88,19 @@ __all__ = ["DPGridSearchCV", "DPRandomizedSearchCV"]
 SCORINGS = ("accuracy", "neg_mean_absolute_error", "neg_mean_squared_error")
 
 
+def _record_unit(search, group_rows):
+    """``max_group_rows_`` on the search and on its best estimator's DP fits (group level only)."""
+    best = search.best_estimator_
+    fitted = [search, best] + [step for _, step in getattr(best, "steps", ()) if step is not None]
+    for obj in fitted:
+        if not hasattr(obj, "__dict__") or (obj is not search and "dp_event_" not in vars(obj)):
+            continue
+        if group_rows is None:
+            obj.__dict__.pop("max_group_rows_", None)
+        else:
+            obj.max_group_rows_ = group_rows
+
+
 def _delegate(method):
     def check(self):
         if hasattr(self, "best_estimator_"):
@@ -109,6 +129,7 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
         "refit_fraction": [Interval(Real, 0.01, 0.99, closed="both")],
         "random_state": ["random_state", np.random.Generator],
         "verbose": ["verbose"],
+        "max_group_rows": [Interval(Integral, 1, None, closed="left"), None],
     }
 
     def __init__(
@@ -131,6 +152,7 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
         refit_fraction: float = 0.8,
         random_state: RandomStateLike = None,
         verbose: int = 0,
+        max_group_rows: int | None = None,
     ) -> None:
         self.estimator = estimator
         self.epsilon = epsilon
@@ -147,6 +169,7 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
         self.refit_fraction = refit_fraction
         self.random_state = random_state
         self.verbose = verbose
+        self.max_group_rows = max_group_rows
 
     # -- public checks ---------------------------------------------------------
 
@@ -214,13 +237,21 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
     # -- fit ----------------------------------------------------------------------
 
     @restore_on_failure
-    def fit(self, X: MatrixLike, y: ArrayLike) -> BaseDPSearchCV:
+    def fit(self, X: MatrixLike, y: ArrayLike, groups: ArrayLike | None = None) -> BaseDPSearchCV:
         """Select a candidate privately (and refit it, if ``refit``).
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        groups : array-like of shape (n_samples,), default=None
+            The group (person, account, ...) each row belongs to (private).
+            With it the whole search protects one group of at most
+            ``max_group_rows`` rows: each group keeps its first
+            ``max_group_rows`` rows, draws its part (training or validation)
+            as a whole, as scikit-learn's group-aware splitters do, and every
+            run, score and the refit are fitted at group level.  Needs
+            ``max_group_rows`` and candidates whose solvers support groups.
 
         Returns
         -------
@@ -258,6 +289,10 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
         # A Pipeline's input is validated as its final estimator validates its own.
         validator = clone(final_estimator(self.estimator)).set_params(budget=None)
         X, y = validator._validate_fit_data(X, y, y_numeric=not is_classifier(validator))
+        group_rows = None
+        if groups is not None:
+            groups = check_groups(groups, X.shape[0], self.max_group_rows, name)
+            group_rows = int(self.max_group_rows)
         classes = validator._check_labels(y) if is_classifier(validator) else None
         discover_labels = is_classifier(validator) and classes is None
         # With classes=None the search first releases the label set (a
@@ -275,6 +310,9 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
         plan = plan_selection(
             self, candidates, X_public, y_public, count[0] + runs[0], runs[1], fixed, count[0]
         )
+        if group_rows is not None:
+            for solver in sorted(set(plan.solvers)):
+                check_group_solver(solver, name)
         label_event = (
             ApproximateDpEvent(label_epsilon, label_delta, "label set") if discover_labels else None
         )
@@ -308,6 +346,7 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
                 private=True,
                 shares={"labels": label, "count": count, "runs": runs},
                 event=selection_event,
+                max_group_rows=group_rows,
             )
         ]
         if self.refit:
@@ -321,6 +360,7 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
                     delta=delta_refit,
                     private=True,
                     shares={},
+                    max_group_rows=group_rows,
                 )
             )
         reservation = refit_reservation = None
@@ -340,10 +380,16 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
                 )
 
         try:
-            with PrivatePhase(name, reservation) as phase:
+            with PrivatePhase(name, reservation, max_group_rows=group_rows) as phase:
+                if group_rows is not None:
+                    # Each group's first max_group_rows rows; every release of
+                    # the selection (runs included) protects one group.
+                    keep = kept_group_rows(groups, group_rows)
+                    if keep is not None:
+                        X, y, groups = X[keep], y[keep], groups[keep]
                 if discover_labels:
-                    X, y, labels = release_label_set(
-                        name, X, y, label_epsilon, label_delta, label_rng
+                    X, y, labels, groups = release_label_set(
+                        name, X, y, label_epsilon, label_delta, label_rng, groups=groups
                     )
                     fixed = {classes_parameter: labels}
                 best = select(
@@ -360,6 +406,7 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
                     schedule_rng,
                     count_rng,
                     run_seeds,
+                    groups=groups,
                 )
                 phase.event = selection_event
         except BaseException as exc:
@@ -403,7 +450,9 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
             # of its own releases) reach the caller.  Its entry was reserved
             # above; it is settled here.
             try:
-                fit_target(refit_model, X, y, f"{name}.refit")
+                # At group level: X holds at most max_group_rows rows per group.
+                with _noise.contribution_bound(group_rows):
+                    fit_target(refit_model, X, y, f"{name}.refit")
             except BaseException as exc:
                 if refit_reservation is not None:
                     refit_reservation.fail(exc)
@@ -423,6 +472,7 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
             float(delta_selection + delta_refit),
         )
         keep_entries(self, [reservation, refit_reservation])
+        _record_unit(self, group_rows)
         if self.verbose:
             print(
                 f"[{name}] selected {self.best_params_} (noisy validation {scoring}: "
@@ -567,6 +617,12 @@ _SHARED_DOC = """
         ``RandomState`` objects are refused (docs/randomness.md).
     verbose : int, default=0
         Print the public plan and the released result (never a run).
+    max_group_rows : int or None, default=None
+        With ``fit(X, y, groups=...)``: the most rows one group (a person,
+        an account) may contribute; each group keeps its first
+        ``max_group_rows`` rows in input order, and the whole search
+        protects one group.  Public.  Ignored without ``groups``.  See
+        :doc:`/guide/groups`.
 
     Attributes
     ----------
@@ -602,6 +658,10 @@ _SHARED_DOC = """
         ``ComposedDpEvent([selection_dp_event_, refit])`` with a refit, else
         ``selection_dp_event_``; ``refit`` is ``best_estimator_.dp_event_``
         (for a Pipeline, its DP steps' events composed, in order).
+    max_group_rows_ : int
+        Only after a fit with ``groups=``: the unit of privacy was one group
+        of at most this many rows, and ``dp_event_`` and ``privacy_spent_``
+        hold under "add or remove one group" (:doc:`/guide/groups`).
     selection_dp_event_ : dp_accounting.DpEvent
         The selection: ``ComposedDpEvent([LaplaceDpEvent(count),
         RepeatAndSelectDpEvent(run, n_candidates, shape)])``, which
@@ -689,6 +749,14 @@ _SHARED_DOC = """
     clock of ``fit`` grows with ``K``: the search does not record it, and
     timing must stay out of what an adversary sees.  The row count is never
     used for a public decision (the parts are drawn per row).
+
+    With ``fit(X, y, groups=g)`` the unit is one group instead: the search
+    is (epsilon, delta)-DP with respect to adding or removing one group of
+    at most ``max_group_rows`` rows.  Each group keeps its first
+    ``max_group_rows`` rows and draws its part as a whole (so one group
+    lands in one part), every release of the selection and of the refit has
+    ``max_group_rows`` times its row sensitivity and noise, and candidates
+    whose solvers sample rows are refused before the spend.
 """
 
 
@@ -755,6 +823,7 @@ class DPGridSearchCV(BaseDPSearchCV):
         refit_fraction: float = 0.8,
         random_state: RandomStateLike = None,
         verbose: int = 0,
+        max_group_rows: int | None = None,
     ) -> None:
         super().__init__(
             estimator,
@@ -772,6 +841,7 @@ class DPGridSearchCV(BaseDPSearchCV):
             refit_fraction=refit_fraction,
             random_state=random_state,
             verbose=verbose,
+            max_group_rows=max_group_rows,
         )
         self.param_grid = param_grid
 
@@ -843,6 +913,7 @@ class DPRandomizedSearchCV(BaseDPSearchCV):
         refit_fraction: float = 0.8,
         random_state: RandomStateLike = None,
         verbose: int = 0,
+        max_group_rows: int | None = None,
     ) -> None:
         super().__init__(
             estimator,
@@ -860,6 +931,7 @@ class DPRandomizedSearchCV(BaseDPSearchCV):
             refit_fraction=refit_fraction,
             random_state=random_state,
             verbose=verbose,
+            max_group_rows=max_group_rows,
         )
         self.param_distributions = param_distributions
         self.n_iter = n_iter

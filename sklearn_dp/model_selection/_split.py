@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["RowwiseKFold", "rowwise_parts"]
 
 
-def rowwise_parts(n_rows, probabilities, rng):
+def rowwise_parts(n_rows, probabilities, rng, groups=None):
     """Part of each row, drawn independently with public ``probabilities``.
 
     Parameters
@@ -50,6 +50,9 @@ def rowwise_parts(n_rows, probabilities, rng):
     probabilities : array-like of shape (n_parts,)
         Public probability of each part; they must sum to 1.
     rng : numpy.random.Generator
+    groups : array-like of shape (n_rows,), optional
+        The group of each row: each group then draws one part and all its
+        rows go there (so adding or removing a group changes one part).
 
     Returns
     -------
@@ -66,7 +69,9 @@ def rowwise_parts(n_rows, probabilities, rng):
     sized from ``n_rows``.
     """
     probabilities = np.asarray(probabilities, dtype=float)
-    return _noise.allocate_rows(int(n_rows), probabilities, rng)
+    if groups is not None:
+        groups = np.unique(np.asarray(groups), return_inverse=True)[1].ravel()
+    return _noise.allocate_rows(int(n_rows), probabilities, rng, groups=groups)
 
 
 class RowwiseKFold:
@@ -168,13 +173,16 @@ class RowwiseKFold:
             return np.random.default_rng(int(self.random_state))
         return make_rng(self.random_state)
 
-    def folds(self, X: MatrixLike) -> np.ndarray:
+    def folds(self, X: MatrixLike, groups: ArrayLike | None = None) -> np.ndarray:
         """The fold of each row of ``X`` (an array of fold numbers).
 
         Parameters
         ----------
         X : array-like or sparse matrix of shape (n_samples, n_features)
             Only its number of rows is read.
+        groups : array-like of shape (n_samples,), optional
+            The group of each row: each group draws its fold and all its
+            rows go there (as ``GroupKFold``, a group is never split).
 
         Returns
         -------
@@ -182,7 +190,7 @@ class RowwiseKFold:
             The fold number of each row.
         """
         probabilities = self._probabilities()
-        return rowwise_parts(_num_rows(X), probabilities, self._rng())
+        return rowwise_parts(_num_rows(X), probabilities, self._rng(), groups=groups)
 
     def split(
         self, X: MatrixLike, y: object = None, groups: object = None
@@ -193,14 +201,19 @@ class RowwiseKFold:
         ----------
         X : array-like or sparse matrix of shape (n_samples, n_features)
             Only its number of rows is read.
-        y, groups : ignored
-            For compatibility (folds do not look at labels or groups).
+        y : ignored
+            For compatibility (folds do not look at labels).
+        groups : array-like of shape (n_samples,), optional
+            The group of each row: each group draws its own fold, so a
+            group is never split between training and test (the folds of a
+            group-level fit, ``fit(..., groups=...)``, stay neighbours when a
+            group is added or removed).
 
         Yields
         ------
         train, test : ndarray of int
         """
-        folds = self.folds(X)
+        folds = self.folds(X, groups)
         for k in range(self.n_splits):
             yield np.flatnonzero(folds != k), np.flatnonzero(folds == k)
 

@@ -8,6 +8,7 @@ reserves the plan's spend and releases its statistics in the private phase of
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -17,7 +18,14 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 
 from .. import _noise, _random
 from .._bounds import _event, feature_columns, release_upper_bound
-from .._protocol import PRIVACY_PARAMETER_CONSTRAINTS, FitPlan, open_phase, record_spend
+from .._protocol import (
+    PRIVACY_PARAMETER_CONSTRAINTS,
+    FitPlan,
+    check_groups,
+    kept_group_rows,
+    open_phase,
+    record_spend,
+)
 from .._saving import SavedWithoutLedger
 from .._sklearn_compat import finite_checks
 from .._validation import validate_private
@@ -70,7 +78,17 @@ class _DPTransformer(SavedWithoutLedger, OneToOneFeatureMixin, TransformerMixin,
             )
         return X
 
-    def _fit_plan(self, X, y=None):
+    def _with_groups(self, X, plan, groups):
+        """``(X, plan)`` with the fit's unit of privacy: rows, or groups (public checks only)."""
+        if groups is None:
+            return X, plan
+        groups = check_groups(groups, X.shape[0], self.max_group_rows, type(self).__name__)
+        context = dict(plan.context, groups=groups)
+        return X, dataclasses.replace(
+            plan, max_group_rows=int(self.max_group_rows), context=context
+        )
+
+    def _fit_plan(self, X, y=None, groups=None):
         """The :class:`~sklearn_dp._protocol.FitPlan` of ``fit(X)``, from public inputs only.
 
         Runs ``fit``'s public checks and plans its releases from the input's
@@ -79,7 +97,7 @@ class _DPTransformer(SavedWithoutLedger, OneToOneFeatureMixin, TransformerMixin,
         """
         saved = dict(self.__dict__)
         try:
-            return self._plan(X)[1]
+            return self._with_groups(*self._plan(X), groups)[1]
         finally:
             self.__dict__.clear()
             self.__dict__.update(saved)
@@ -107,10 +125,19 @@ class _DPTransformer(SavedWithoutLedger, OneToOneFeatureMixin, TransformerMixin,
     def _run_private(self, X, plan, release):
         """Reserve ``plan``'s spend, run ``release(X, rng) -> event`` in the private phase."""
         with open_phase(plan, self.budget, self.random_state) as phase:
+            if plan.max_group_rows is not None:
+                # Each group's first max_group_rows rows; every release below
+                # protects one group (the phase's unit of privacy).
+                keep = kept_group_rows(plan.context["groups"], plan.max_group_rows)
+                X = X if keep is None else X[keep]
             event = release(X, phase.rng)
             if plan.private:
                 phase.event = event
         record_spend(self, plan, phase.event, phase.reservation)
+        if plan.max_group_rows is None:
+            self.__dict__.pop("max_group_rows_", None)
+        else:
+            self.max_group_rows_ = plan.max_group_rows
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

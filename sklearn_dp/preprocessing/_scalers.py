@@ -109,6 +109,12 @@ class DPStandardScaler(_DPTransformer):
         only (the seed regenerates the noise; a fit charged to a budget keys
         it with its ledger entry).  A ``Generator`` or ``RandomState`` is
         refused when ``epsilon`` is finite (docs/randomness.md).
+    max_group_rows : int or None, default=None
+        With ``fit(X, groups=...)``: the most rows one group (a person, an
+        account) may contribute; each group keeps its first
+        ``max_group_rows`` rows in input order, and the guarantee protects
+        one whole group.  Public.  Ignored without ``groups``.  See
+        :doc:`/guide/groups`.
 
     Attributes
     ----------
@@ -126,6 +132,10 @@ class DPStandardScaler(_DPTransformer):
         Only when ``X`` has string column names.
     privacy_spent_ : tuple of (float, float)
     dp_event_ : dp_accounting.DpEvent
+    max_group_rows_ : int
+        Only after a fit with ``groups=``: the unit of privacy was one group
+        of at most this many rows, and ``dp_event_`` and ``privacy_spent_``
+        hold under "add or remove one group" (:doc:`/guide/groups`).
 
     Privacy
     -------
@@ -147,6 +157,11 @@ class DPStandardScaler(_DPTransformer):
     With few rows per feature the statistics are noisy (the standard
     deviation falls back to about the feature's released range): see
     ``docs/guide/choosing_parameters.md``.
+    With ``fit(X, groups=g)`` the unit is one group instead: (epsilon,
+    delta)-DP with respect to adding or removing one group of at most
+    ``max_group_rows`` rows (each group keeps its first ``max_group_rows``
+    rows; every release has ``max_group_rows`` times its row sensitivity and
+    noise, and the count is of kept rows).
     """
 
     _parameter_constraints = {
@@ -168,6 +183,7 @@ class DPStandardScaler(_DPTransformer):
         clip: bool = True,
         budget: PrivacyBudget | None = None,
         random_state: RandomStateLike = None,
+        max_group_rows: int | None = None,
     ) -> None:
         self.epsilon = epsilon
         self.delta = delta
@@ -177,6 +193,7 @@ class DPStandardScaler(_DPTransformer):
         self.clip = clip
         self.budget = budget
         self.random_state = random_state
+        self.max_group_rows = max_group_rows
 
     def _plan(self, X):
         """``(X validated, FitPlan)``: the public checks and the plan of ``fit``."""
@@ -214,7 +231,9 @@ class DPStandardScaler(_DPTransformer):
         return X, plan
 
     @restore_on_failure
-    def fit(self, X: MatrixLike, y: None = None) -> DPStandardScaler:
+    def fit(
+        self, X: MatrixLike, y: None = None, groups: ArrayLike | None = None
+    ) -> DPStandardScaler:
         """Compute the DP mean and standard deviation of each feature.
 
         Parameters
@@ -222,13 +241,19 @@ class DPStandardScaler(_DPTransformer):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : None
             Ignored.
+        groups : array-like of shape (n_samples,), default=None
+            The group (person, account, ...) each row belongs to (private).
+            With it the guarantee is for adding or removing one whole group
+            of at most ``max_group_rows`` rows (each group keeps its first
+            ``max_group_rows`` rows); every release has ``max_group_rows``
+            times its row sensitivity and noise.  Needs ``max_group_rows``.
 
         Returns
         -------
         self : DPStandardScaler
             The fitted scaler.
         """
-        X, plan = self._plan(X)
+        X, plan = self._with_groups(*self._plan(X), groups)
         d, auto, given = plan.context["n_features"], plan.context["auto"], plan.options["bounds"]
         private, pure = plan.private, self.delta == 0
         epsilon_count, epsilon_each = plan.shares["count"], plan.shares["bound"]
@@ -399,6 +424,12 @@ class DPMinMaxScaler(_DPTransformer):
         only (the seed regenerates the noise; a fit charged to a budget keys
         it with its ledger entry).  A ``Generator`` or ``RandomState`` is
         refused when ``epsilon`` is finite (docs/randomness.md).
+    max_group_rows : int or None, default=None
+        With ``fit(X, groups=...)``: the most rows one group (a person, an
+        account) may contribute; each group keeps its first
+        ``max_group_rows`` rows in input order, and the guarantee protects
+        one whole group.  Public.  Ignored without ``groups``.  See
+        :doc:`/guide/groups`.
 
     Attributes
     ----------
@@ -409,6 +440,10 @@ class DPMinMaxScaler(_DPTransformer):
     n_features_in_ : int
     privacy_spent_ : tuple of (float, float)
     dp_event_ : dp_accounting.DpEvent
+    max_group_rows_ : int
+        Only after a fit with ``groups=``: the unit of privacy was one group
+        of at most this many rows, and ``dp_event_`` and ``privacy_spent_``
+        hold under "add or remove one group" (:doc:`/guide/groups`).
 
     Privacy
     -------
@@ -420,6 +455,11 @@ class DPMinMaxScaler(_DPTransformer):
     the range is ``[c_j - h_j, c_j + h_j]``.  ``transform`` costs nothing.
     The range is a robust one, not the exact minimum and maximum: it
     excludes a sparse tail of extreme values (which are then clipped).
+    With ``fit(X, groups=g)`` the unit is one group instead: (epsilon,
+    delta)-DP with respect to adding or removing one group of at most
+    ``max_group_rows`` rows (each group keeps its first ``max_group_rows``
+    rows; every release has ``max_group_rows`` times its row sensitivity and
+    noise, and the count is of kept rows).
     """
 
     _parameter_constraints = {
@@ -439,6 +479,7 @@ class DPMinMaxScaler(_DPTransformer):
         clip: bool = True,
         budget: PrivacyBudget | None = None,
         random_state: RandomStateLike = None,
+        max_group_rows: int | None = None,
     ) -> None:
         self.epsilon = epsilon
         self.delta = delta
@@ -447,6 +488,7 @@ class DPMinMaxScaler(_DPTransformer):
         self.clip = clip
         self.budget = budget
         self.random_state = random_state
+        self.max_group_rows = max_group_rows
 
     def _plan(self, X):
         """``(X validated, FitPlan)``: the public checks and the plan of ``fit``."""
@@ -497,7 +539,7 @@ class DPMinMaxScaler(_DPTransformer):
         return X, plan
 
     @restore_on_failure
-    def fit(self, X: MatrixLike, y: None = None) -> DPMinMaxScaler:
+    def fit(self, X: MatrixLike, y: None = None, groups: ArrayLike | None = None) -> DPMinMaxScaler:
         """Release the range of each feature.
 
         Parameters
@@ -506,13 +548,19 @@ class DPMinMaxScaler(_DPTransformer):
             The private data; entries are clipped to the released ranges.
         y : None
             Ignored.
+        groups : array-like of shape (n_samples,), default=None
+            The group (person, account, ...) each row belongs to (private).
+            With it the guarantee is for adding or removing one whole group
+            of at most ``max_group_rows`` rows (each group keeps its first
+            ``max_group_rows`` rows); every release has ``max_group_rows``
+            times its row sensitivity and noise.  Needs ``max_group_rows``.
 
         Returns
         -------
         self : DPMinMaxScaler
             The fitted scaler.
         """
-        X, plan = self._plan(X)
+        X, plan = self._with_groups(*self._plan(X), groups)
         if "public_ranges" in plan.context:
             self._set_range(*plan.context["public_ranges"])
             record_spend(self, plan, plan.event)

@@ -590,9 +590,15 @@ def audit_estimator(
     statistic: Callable[[BaseEstimator], float] | None = None,
     confidence: float = 0.95,
     n_jobs: int | None = None,
+    groups: ArrayLike | None = None,
     **audit_options: Any,
 ) -> AuditResult:
     """Audit a whole estimator on D = (X, y) against D' = D plus one canary row.
+
+    With ``groups`` the audit is at group level: D is fitted with
+    ``groups=groups`` and D' adds one canary *group* of the estimator's
+    ``max_group_rows`` copies of the canary row (all equal: the tightest
+    group for every sum it enters).
 
     Parameters
     ----------
@@ -614,6 +620,9 @@ def audit_estimator(
         Confidence of the bound.
     n_jobs : int, optional
         Runs in parallel with joblib.
+    groups : array-like of shape (n_samples,), optional
+        The group of each row of D: audit the group-level guarantee (the
+        estimator must set ``max_group_rows``).
     **audit_options
         Passed to :func:`audit_mechanism` (``calibration_runs``,
         ``seed_offset``, ``candidates``, ``include_observed``, ``criterion``).
@@ -632,8 +641,21 @@ def audit_estimator(
     """
     X = np.asarray(X, dtype=float)
     canary_x = np.asarray(canary_x, dtype=float).reshape(1, -1)
-    X_prime = np.vstack([X, canary_x])
-    y_prime = np.append(np.asarray(y), canary_y)
+    copies = 1
+    fit_d, fit_prime = {}, {}
+    if groups is not None:
+        copies = estimator.get_params()["max_group_rows"]
+        if copies is None:
+            raise ValueError("audit_estimator with groups needs an estimator with max_group_rows.")
+        groups = np.asarray(groups)
+        # A label no row of D holds, of the groups' type.
+        new_group = (
+            groups.max() + 1 if groups.dtype.kind in "iuf" else f"canary-{len(np.unique(groups))}"
+        )
+        fit_d = dict(groups=groups)
+        fit_prime = dict(groups=np.append(groups, [new_group] * copies))
+    X_prime = np.vstack([X] + [canary_x] * copies)
+    y_prime = np.append(np.asarray(y), [canary_y] * copies)
 
     if statistic is None:
 
@@ -643,7 +665,10 @@ def audit_estimator(
 
     def run(with_canary, seed):
         model = clone(estimator).set_params(random_state=seed, budget=None)
-        model.fit(X_prime, y_prime) if with_canary else model.fit(X, y)
+        if with_canary:
+            model.fit(X_prime, y_prime, **fit_prime)
+        else:
+            model.fit(X, y, **fit_d)
         return statistic(model)
 
     return audit_mechanism(

@@ -714,3 +714,82 @@ def estimator_variants():
             )
         )
     return audits
+
+
+# --------------------------------------------------------------------------
+# Group level: D against D plus one canary group of max_group_rows rows
+# --------------------------------------------------------------------------
+
+#: Rows of the canary group (the fits' ``max_group_rows``).
+GROUP_ROWS = 8
+
+# solver -> (estimator, task, claimed epsilon, params)
+_GROUP_CONFIGS = {
+    "dp_gd": (DPLogisticRegression, "classification", 2.0, _CONFIGS["dp_gd"][2][2]),
+    "dp_newton": (
+        DPLogisticRegression,
+        "classification",
+        2.0,
+        dict(solver="dp_newton", max_iter=2, solver_options=_NEWTON_STRONG, **_LOGISTIC),
+    ),
+    "output_perturbation": (
+        _CONFIGS["output_perturbation"][2][0],
+        _CONFIGS["output_perturbation"][2][1],
+        _CONFIGS["output_perturbation"][0],
+        _CONFIGS["output_perturbation"][2][2],
+    ),
+}
+
+
+def _group_run(estimator, task, *, n=20, group_level=True, **params):
+    """D (each row its own group) and D' = D plus a group of GROUP_ROWS canary rows."""
+    (X, y), (X_one, y_one) = canary_data(n, task=task)
+    X_prime = np.vstack([X] + [X_one[-1:]] * GROUP_ROWS)
+    y_prime = np.append(y, [y_one[-1]] * GROUP_ROWS)
+    groups = [np.arange(n), np.append(np.arange(n), [n] * GROUP_ROWS)]
+    datasets = [(X, y), (X_prime, y_prime)]
+
+    def make_run(epsilon):
+        def run(with_canary, seed):
+            Xi, yi = datasets[int(with_canary)]
+            model = estimator(
+                epsilon=epsilon,
+                random_state=seed,
+                fit_intercept=False,
+                max_group_rows=GROUP_ROWS,
+                **params,
+            )
+            fit = dict(groups=groups[int(with_canary)]) if group_level else {}
+            model.fit(Xi, yi, **fit)
+            return float(np.ravel(model.coef_)[1])
+
+        return run
+
+    return make_run
+
+
+def group_audits(*, group_level=True):
+    """Audits of group-level fits: D against D plus one canary group of GROUP_ROWS rows.
+
+    ``group_level=False`` is the positive control: the same data sets, fitted
+    at row level (no ``groups``) while the audit claims the same epsilon for
+    the group: the canary group then moves the fit by GROUP_ROWS times a
+    row's sensitivity, and the audit must find more than the claim.
+    """
+    audits = []
+    for solver, (estimator, task, epsilon, params) in _GROUP_CONFIGS.items():
+        delta = _delta(solver)
+        params = {"delta": delta, **params}
+        audits.append(
+            SolverAudit(
+                solver,
+                "group" if group_level else "group-control",
+                estimator.__name__,
+                epsilon,
+                delta,
+                _group_run(estimator, task, group_level=group_level, **params),
+                f"a canary group of {GROUP_ROWS} equal rows, max_group_rows={GROUP_ROWS}",
+                params,
+            )
+        )
+    return audits
