@@ -381,7 +381,14 @@ def _point_tpr(epsilon, delta, rates):
 
 def _event_tpr(event, rates, discretization=PLD_DISCRETIZATION):
     """``(tpr, basis)`` from the PLD of ``event``, or None when no PLD describes it."""
-    if any(isinstance(leaf, dpe.NonPrivateDpEvent) for leaf, _ in _flatten(event)):
+    leaves = [leaf for leaf, _ in _flatten(event)]
+    # A part with delta >= 1 promises nothing (dp_accounting cannot build its
+    # distribution): the attack may be perfect.
+    if any(
+        isinstance(leaf, dpe.NonPrivateDpEvent)
+        or (isinstance(leaf, ApproximateDpEvent) and leaf.approximate_delta >= 1.0)
+        for leaf in leaves
+    ):
         return np.ones_like(rates), "non-private"
     pld = _event_pld(event, discretization)
     if pld is None:

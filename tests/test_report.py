@@ -125,6 +125,14 @@ def test_attack_view_of_a_non_private_fit_is_certain_detection():
     json.dumps(report, allow_nan=False)
 
 
+def test_attack_view_of_an_event_with_delta_one_is_certain_detection():
+    # dp_accounting cannot build a distribution for delta = 1; such a part
+    # promises nothing, alone or composed with private parts.
+    vacuous = ApproximateDpEvent(1.0, 1.0, "label set")
+    for event in (vacuous, dpe.ComposedDpEvent([dpe.GaussianDpEvent(2.0), vacuous])):
+        np.testing.assert_array_equal(membership_tpr(event, [0.001, 0.1]), [1.0, 1.0])
+
+
 _FAST_CONFIGS = [
     ("DPLogisticRegression", "dp_gd"),  # Gaussian steps, a pure bound, the count
     ("DPLasso", "frank_wolfe"),  # zCDP-only parts: the (epsilon, delta) curve
