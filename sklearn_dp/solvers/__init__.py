@@ -392,6 +392,9 @@ register_solver(
             "hessian_share": [Interval(Real, 0, 1, closed="neither"), None],
             "floor_scale": [Interval(Real, 0, MAX_SCALE, closed="both"), None],
             "hessian_steps": [COUNT, None],
+            "hessian": [StrOptions({"exact", "bound"})],
+            "eigenvalue": [StrOptions({"auto", "clip", "add"})],
+            "momentum": [StrOptions({"auto", "nesterov"}), None],
         },
         dask=True,
     )

@@ -40,7 +40,6 @@ from .._clipped_sums import clipped_gradient_sum
 from ._common import Progress, make_rng
 from ._gradient_descent import gradient_bound, project_l2_ball
 from ._noisy_steps import (
-    check_options,
     gaussian_plan,
     noisy_steps,
     plan_of_call,
@@ -279,8 +278,6 @@ def dp_accmd(
     """
     if loss.smoothness is None:
         raise ValueError(f"dp_accmd needs a smooth loss; {loss.name!r} is not smooth.")
-    if plan is None:  # a direct call (estimators check the options before the spend)
-        check_options("dp_accmd", locals())
     _check_ball(alpha, radius)
     plan = plan_of_call("dp_accmd", locals())
     X, y = data.design, data.y  # an operator on the caller's X (no bounded copy)

@@ -19,7 +19,6 @@ from .._data import row_sum
 from ._common import Progress, make_rng
 from ._noise_warnings import noise_excess_proxy
 from ._noisy_steps import (
-    check_options,
     gaussian_plan,
     noisy_steps,
     plan_of_call,
@@ -402,14 +401,12 @@ def dp_gd(
     n_params = data.design.n_columns * n_outputs
     if loss.smoothness is None:
         raise ValueError(f"dp_gd needs a smooth loss; {loss.name!r} is not smooth.")
-    if plan is None:  # a direct call (estimators check the options before the spend)
-        check_options("dp_gd", locals())
+    plan = plan_of_call("dp_gd", locals())
     _pl_constant(schedule, pl_constant, alpha)
     if output == "auto":
         output = {None: "tail_average", "pl": "last", "gradient_norm": "random"}[schedule]
     if momentum == "auto":
         momentum = "nesterov" if schedule is None else None
-    plan = plan_of_call("dp_gd", locals())
     bound = gradient_bound(loss, data.row_norm_bound, clip_norm, private=not math.isinf(epsilon))
     if step_size is None:
         step_size = 1.0 / (loss.smoothness * data.row_norm_bound**2 + alpha)

@@ -182,14 +182,16 @@ def plan_of_call(name, arguments):
 
     The plan it was handed (``plan=``: the one an estimator was charged
     for), or for a direct call :func:`~sklearn_dp.solvers.plan_call` of
-    these arguments: the options are checked against the registry's
-    declared types and ranges, as the estimators check them, and planned as
-    the estimators plan them (the public stand-in for the row count is
-    ``data.n_public``, ``row_norm_bound`` the data's public bound).
+    these arguments, planned as the estimators plan them (the public
+    stand-in for the row count is ``data.n_public``, ``row_norm_bound`` the
+    data's public bound).  Either way the options are checked, once, against
+    the registry's declared types and ranges, as the estimators check them
+    before the spend: a direct call refuses what an estimator refuses.
     """
     from ._registry import get_solver, plan_call
 
     if arguments.get("plan") is not None:
+        check_options(name, arguments)
         return arguments["plan"]
     data = arguments["data"]
     # Its options and n_outputs, alpha, l1_ratio: all the plan reads of the call.

@@ -123,19 +123,15 @@ def second_order_fits(public, max_columns=AUTO_MAX_COLUMNS):
     return public.n_features + int(public.fit_intercept) <= max_columns
 
 
-_HESSIANS = ("exact", "bound")
-_MOMENTA = ("auto", "nesterov", None)
-_MODIFICATIONS = ("auto", "clip", "add")
-
-
-def _check_options(hessian, eigenvalue, momentum, size):
-    # The numeric options' ranges are the registry's (option_constraints).
-    if momentum not in _MOMENTA:
-        raise ValueError(f"momentum must be one of {_MOMENTA}, got {momentum!r}.")
-    if hessian not in _HESSIANS:
-        raise ValueError(f"hessian must be one of {_HESSIANS}, got {hessian!r}.")
-    if eigenvalue not in _MODIFICATIONS:
-        raise ValueError(f"eigenvalue must be one of {_MODIFICATIONS}, got {eigenvalue!r}.")
+def _check_problem(loss_name, n_outputs, inference, hessian, n_columns, multi_output=False):
+    """Refuse what dp_newton cannot fit (public inputs); the size of its curvature matrix."""
+    # The options' types and ranges are the registry's (option_constraints).
+    if inference and (loss_name not in _INFERENCE_LOSSES or multi_output or int(n_outputs) != 1):
+        raise ValueError(
+            "dp_newton's inference=True supports the squared loss and the binary log-loss "
+            f"only; got loss={loss_name!r} with {n_outputs} output(s)."
+        )
+    size = _curvature_size(hessian, n_columns, n_outputs)
     if size > MAX_HESSIAN_SIZE:
         what = (
             "a Gram matrix of (features plus intercept)"
@@ -146,20 +142,14 @@ def _check_options(hessian, eigenvalue, momentum, size):
             f"dp_newton releases {what} = {size} rows and columns; it supports at most "
             f"{MAX_HESSIAN_SIZE}. Use dp_gd for wider problems."
         )
+    return size
 
 
 def check_dp_newton(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
     """Public checks of dp_newton's options (run before the reservation)."""
-    if options.get("inference") and (loss_name not in _INFERENCE_LOSSES or n_outputs != 1):
-        raise ValueError(
-            "dp_newton's inference=True supports the squared loss and the binary log-loss "
-            f"only; got loss={loss_name!r} with {n_outputs} output(s)."
-        )
     hessian = options.get("hessian", DEFAULT_HESSIAN)
-    size = _curvature_size(hessian, public.n_features + int(public.fit_intercept), n_outputs)
-    _check_options(
-        hessian, options.get("eigenvalue", "auto"), options.get("momentum", "auto"), size
-    )
+    n_columns = public.n_features + int(public.fit_intercept)
+    _check_problem(loss_name, n_outputs, options.get("inference"), hessian, n_columns)
 
 
 def _curvature_size(hessian, n_columns, n_outputs):
@@ -434,17 +424,9 @@ def dp_newton(
             f"dp_newton needs a smooth GLM loss ({', '.join(sorted(loss_names(smooth=True)))}); "
             f"got {loss.name!r}."
         )
-    if inference and (
-        loss.name not in _INFERENCE_LOSSES or loss.multi_output or int(n_outputs) != 1
-    ):
-        raise ValueError(
-            "dp_newton's inference=True supports the squared loss and the binary log-loss "
-            f"only; got loss={loss.name!r} with {n_outputs} output(s)."
-        )
-    n_columns = data.design.n_columns
-    size = _curvature_size(hessian, n_columns, n_outputs)
-    _check_options(hessian, eigenvalue, momentum, size)
     plan = plan_of_call("dp_newton", locals())
+    n_columns = data.design.n_columns
+    size = _check_problem(loss.name, n_outputs, inference, hessian, n_columns, loss.multi_output)
     if momentum == "auto":
         momentum = "nesterov" if hessian == "bound" else None
     default_eigenvalue, default_floor = loss.newton_eigenvalue_floor
