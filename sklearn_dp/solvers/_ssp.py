@@ -66,7 +66,7 @@ DEFAULT_MAX_SWEEPS = 1000
 DEFAULT_TOL = 1e-7
 
 
-def _check_options(loss_name, n_outputs, *, shares, ridge, label_bound):
+def _check_options(loss_name, n_outputs, shares, ridge):
     if loss_name != "squared" or n_outputs != 1:
         raise ValueError("dp_ssp fits the squared loss with one output only.")
     if shares is not None:
@@ -82,12 +82,9 @@ def _check_options(loss_name, n_outputs, *, shares, ridge, label_bound):
             )
         if ridge == "adaptive" and values[2] <= 0:
             raise ValueError("ridge='adaptive' needs a share > 0 for the smallest eigenvalue.")
-    # The labels' clip bounds a sensitivity: checked for direct callers too.
-    # The ranges of ridge and constraint are the registry's (option_constraints).
-    if not (
-        isinstance(label_bound, (int, float)) and math.isfinite(label_bound) and label_bound > 0
-    ):
-        raise ValueError(f"label_bound must be a finite float > 0, got {label_bound!r}.")
+    # The ranges of label_bound (the labels' clip, a sensitivity), ridge and
+    # constraint are the registry's (option_constraints), checked for direct
+    # callers too (plan_of_call).
 
 
 def check_dp_ssp(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
@@ -99,13 +96,7 @@ def check_dp_ssp(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, opti
             "dp_ssp's inference=True needs an L2 penalty or none and no radius (the "
             "intervals of an L1 penalty or a constraint are not normal)."
         )
-    _check_options(
-        loss_name,
-        n_outputs,
-        shares=options.get("shares"),
-        ridge=options.get("ridge", "adaptive"),
-        label_bound=options.get("label_bound", 1.0),
-    )
+    _check_options(loss_name, n_outputs, options.get("shares"), options.get("ridge", "adaptive"))
 
 
 def ssp_multipliers(epsilon, delta, shares):
@@ -412,7 +403,7 @@ def dp_ssp(
     coefficients, adds ``B^2`` to the sensitivities (times ``max_weight``)
     and composes with the others into the same one Gaussian mechanism.
     """
-    _check_options(loss.name, n_outputs, shares=shares, ridge=ridge, label_bound=label_bound)
+    _check_options(loss.name, n_outputs, shares, ridge)
     m = data.design.n_columns
     plan = plan_of_call("dp_ssp", locals())
     sigma_gram, sigma_xty, sigma_eig = plan.details["multipliers"]
