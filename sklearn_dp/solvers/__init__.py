@@ -181,28 +181,25 @@ _register_builtin(
     "pure epsilon-DP with delta=0",
     check=check_output_perturbation,
 )
-register_solver(
-    SolverSpec(
-        name="dp_cd",
-        event_reads_bounds=False,
-        run=dp_cd,
-        plan=plan_dp_cd,
-        losses=_GLM_LOSSES,
-        penalties=frozenset({None, "l2", "l1", "elasticnet"}),
-        multiclass=True,
-        geometry="linf",
-        constraints=frozenset({None}),
-        summary=(
-            "DP (block) coordinate descent with uniform, importance, tau-nice or full sampling; "
-            "separable L1/L2 penalties; exact Gaussian composition"
-        ),
-        check=check_dp_cd,
-        option_constraints={
-            **{name: [COUNT, None] for name in ("block_size", "n_outer", "tau")},
-            "normalizer": [POSITIVE, None],
-            "step_scale": [POSITIVE],
-        },
-    )
+_register_builtin(
+    name="dp_cd",
+    run=dp_cd,
+    plan=plan_dp_cd,
+    losses=_GLM_LOSSES,
+    penalties=frozenset({None, "l2", "l1", "elasticnet"}),
+    multiclass=True,
+    geometry="linf",
+    constraints=frozenset({None}),
+    summary=(
+        "DP (block) coordinate descent with uniform, importance, tau-nice or full sampling; "
+        "separable L1/L2 penalties; exact Gaussian composition"
+    ),
+    check=check_dp_cd,
+    option_constraints={
+        **{name: [COUNT, None] for name in ("block_size", "n_outer", "tau")},
+        "normalizer": [POSITIVE, None],
+        "step_scale": [POSITIVE],
+    },
 )
 
 # l1-geometry solvers (Asi, Feldman, Koren, Talwar 2021; docs/solvers/lasso.md): rows
@@ -225,86 +222,71 @@ _L1_BALL = dict(
 # frank_wolfe: diabetes bound 6.2 / 1.6 / 0.91 / 0.57 / 0.34 at epsilon
 # 0.1 / 0.5 / 1 / 2 / 5 with R^2 -1.33 / 0.062 / 0.19 / 0.24 / 0.27; the sparse
 # regression (30k rows) 0.48 ... 0.045, R^2 >= 0.67: threshold 3.
-register_solver(
-    SolverSpec(
-        name="frank_wolfe",
-        event_reads_bounds=False,
-        run=frank_wolfe,
-        plan=plan_frank_wolfe,
-        losses=frozenset({"squared", "huber"}),
-        **_L1_BALL,
-        pure_dp=True,
-        summary="noisy Frank-Wolfe over an l1 ball; exponential mechanism per step, pure or zCDP",
-        check=check_frank_wolfe,
-        bound_warning=3.0,
-    )
+_register_builtin(
+    name="frank_wolfe",
+    run=frank_wolfe,
+    plan=plan_frank_wolfe,
+    losses=frozenset({"squared", "huber"}),
+    **_L1_BALL,
+    pure_dp=True,
+    summary="noisy Frank-Wolfe over an l1 ball; exponential mechanism per step, pure or zCDP",
+    check=check_frank_wolfe,
+    bound_warning=3.0,
 )
 # vr_frank_wolfe: diabetes (all rows below R^2 0: -16.6 ... -1.3, bound >= 0.34);
 # the sparse regression -0.46 at epsilon 0.1 (bound 0.48), >= 0.20 at 0.5 and
 # above (bound <= 0.18): threshold 0.25.
-register_solver(
-    SolverSpec(
-        name="vr_frank_wolfe",
-        event_reads_bounds=False,
-        run=vr_frank_wolfe,
-        plan=plan_vr_frank_wolfe,
-        losses=frozenset({"squared", "huber"}),
-        **_L1_BALL,
-        pure_dp=True,
-        summary="one-pass variance-reduced Frank-Wolfe over an l1 ball (Asi et al. 2021, Alg. 3)",
-        check=check_vr_frank_wolfe,
-        option_constraints={"n_phases": [COUNT, None]},
-        bound_warning=0.25,
-    )
+_register_builtin(
+    name="vr_frank_wolfe",
+    run=vr_frank_wolfe,
+    plan=plan_vr_frank_wolfe,
+    losses=frozenset({"squared", "huber"}),
+    **_L1_BALL,
+    pure_dp=True,
+    summary="one-pass variance-reduced Frank-Wolfe over an l1 ball (Asi et al. 2021, Alg. 3)",
+    check=check_vr_frank_wolfe,
+    option_constraints={"n_phases": [COUNT, None]},
+    bound_warning=0.25,
 )
-register_solver(
-    SolverSpec(
-        name="mirror_descent",
-        event_reads_bounds=False,
-        run=mirror_descent,
-        plan=plan_mirror_descent,
-        losses=frozenset({"squared", "huber", "absolute"}),
-        **_L1_BALL,
-        summary="noisy minibatch mirror descent, p-norm map, l1 / lp geometry (Alg. 1/5)",
-        check=check_mirror_descent,
-    )
+_register_builtin(
+    name="mirror_descent",
+    run=mirror_descent,
+    plan=plan_mirror_descent,
+    losses=frozenset({"squared", "huber", "absolute"}),
+    **_L1_BALL,
+    summary="noisy minibatch mirror descent, p-norm map, l1 / lp geometry (Alg. 1/5)",
+    check=check_mirror_descent,
 )
-register_solver(
-    SolverSpec(
-        name="localized_mirror_descent",
-        event_reads_bounds=False,
-        run=localized_mirror_descent,
-        plan=plan_localized_mirror_descent,
-        losses=frozenset({"squared", "huber", "absolute"}),
-        **_L1_BALL,
-        summary="localized noisy mirror descent on disjoint phases, l1 / lp geometry (Alg. 2/6)",
-        check=check_localized_mirror_descent,
-    )
+_register_builtin(
+    name="localized_mirror_descent",
+    run=localized_mirror_descent,
+    plan=plan_localized_mirror_descent,
+    losses=frozenset({"squared", "huber", "absolute"}),
+    **_L1_BALL,
+    summary="localized noisy mirror descent on disjoint phases, l1 / lp geometry (Alg. 2/6)",
+    check=check_localized_mirror_descent,
 )
 
 
-register_solver(
-    SolverSpec(
-        name="resque",
-        event_reads_bounds=False,
-        run=resque,
-        plan=plan_resque,
-        losses=GLOBALLY_LIPSCHITZ_LOSSES,
-        penalties=frozenset({None, "l2"}),
-        summary=(
-            "ReSQue ball acceleration (one batched query round per ball subproblem) with "
-            "Poisson-subsampled Gaussian steps on weight-capped ReSQue gradients; PLD accounting"
-        ),
-        check=check_resque,
-        option_constraints={
-            "max_inner": [COUNT, None],
-            "n_probes": [COUNT],
-            "passes": [POSITIVE, None],
-            "max_weight": [Interval(Real, 1, MAX_SCALE, closed="both")],
-            "restart": ["boolean"],
-            "n_jobs": [Integral, None],
-        },
-    )
+_register_builtin(
+    name="resque",
+    run=resque,
+    plan=plan_resque,
+    losses=GLOBALLY_LIPSCHITZ_LOSSES,
+    penalties=frozenset({None, "l2"}),
+    summary=(
+        "ReSQue ball acceleration (one batched query round per ball subproblem) with "
+        "Poisson-subsampled Gaussian steps on weight-capped ReSQue gradients; PLD accounting"
+    ),
+    check=check_resque,
+    option_constraints={
+        "max_inner": [COUNT, None],
+        "n_probes": [COUNT],
+        "passes": [POSITIVE, None],
+        "max_weight": [Interval(Real, 1, MAX_SCALE, closed="both")],
+        "restart": ["boolean"],
+        "n_jobs": [Integral, None],
+    },
 )
 
 # Solvers of Wang, Ye and Xu (2017), "DP-ERM revisited" (docs/solvers/erm_revisited.md).
