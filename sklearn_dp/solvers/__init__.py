@@ -381,7 +381,6 @@ _register_builtin(
     option_constraints={
         "ridge": [StrOptions({"adaptive"}), Interval(Real, 0, MAX_SCALE, closed="both")],
         "constraint": [StrOptions({"l1", "l2"}), None],
-        "label_bound": [POSITIVE],
     },
     dask=True,
 )

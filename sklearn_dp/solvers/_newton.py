@@ -231,7 +231,7 @@ def _solve_dense(H, rhs, lam):
     return rhs / lam  # pragma: no cover
 
 
-def _line_search(dphi, slope0, n_rounds=None, width=None):
+def _line_search(dphi, slope0, n_rounds=LINE_SEARCH_ROUNDS, width=LINE_SEARCH_WIDTH):
     """A step ``t >= 0`` near the minimiser of a convex ``phi`` with ``phi'(0) = slope0 < 0``.
 
     ``dphi(ts)`` returns ``phi'`` at every point of the array ``ts`` (one
@@ -248,8 +248,6 @@ def _line_search(dphi, slope0, n_rounds=None, width=None):
     when ``phi'`` is nearly a step function (a Huber band or a saturated
     softmax crossed by a long direction).  Returns ``lo``.
     """
-    n_rounds = LINE_SEARCH_ROUNDS if n_rounds is None else n_rounds
-    width = LINE_SEARCH_WIDTH if width is None else width
     first, up, down, fractions = _grids(width)
     lo, f_lo = 0.0, slope0
     hi, f_hi = math.inf, math.inf

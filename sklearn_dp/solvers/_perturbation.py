@@ -306,24 +306,19 @@ def _positive(value):
     return isinstance(value, Real) and not isinstance(value, bool) and 0 < value < math.inf
 
 
-def _check(solver, loss_name, alpha, options):
-    if loss_name not in SMOOTH_LOSSES:
-        raise ValueError(
-            f"{solver} needs a smooth convex loss with bounded derivative and bounded second "
-            f"derivative ({', '.join(sorted(SMOOTH_LOSSES))}); got loss={loss_name!r}. "
-            "Use dp_sgd for non-smooth losses."
-        )
+def _check(solver, alpha, options):
+    # The registry admits the losses of the proofs only (SolverSpec.losses).
     _check_options(solver, alpha, options.get("gradient_tol"), options.get("max_iter"))
 
 
 def check_output_perturbation(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
     """Public checks of ``output_perturbation`` (``SolverSpec.check``), before any spend.
 
-    Raises a ValueError for a loss these proofs do not cover, ``alpha <= 0``,
-    a bad ``gradient_tol`` or a Newton budget below ``MIN_NEWTON_STEPS``.  A
-    function of public inputs only.
+    Raises a ValueError for ``alpha <= 0``, a bad ``gradient_tol`` or a
+    Newton budget below ``MIN_NEWTON_STEPS`` (the registry refuses a loss
+    these proofs do not cover before).  A function of public inputs only.
     """
-    _check("output_perturbation", loss_name, alpha, options)
+    _check("output_perturbation", alpha, options)
 
 
 def check_objective_perturbation(
@@ -334,7 +329,7 @@ def check_objective_perturbation(
     As :func:`check_output_perturbation`, plus ``epsilon_split`` and
     ``residual_fraction`` in (0, 1) with a sum below 1.
     """
-    _check("objective_perturbation", loss_name, alpha, options)
+    _check("objective_perturbation", alpha, options)
     _check_splits(
         options.get("epsilon_split", DEFAULT_EPSILON_SPLIT),
         options.get("residual_fraction", DEFAULT_RESIDUAL_FRACTION),

@@ -22,7 +22,6 @@ from dp_accounting import dp_event as dpe
 
 from .. import accounting
 from .._clipped_sums import (
-    clipped_residual_squares,
     curvature_bound,
     newton_sums,
     svec,
@@ -32,7 +31,7 @@ from .._data import row_sum
 from .._losses import loss_names
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._gradient_descent import gradient_bound
-from ._noisy_steps import plan_of_call, release
+from ._noisy_steps import plan_of_call, release, release_residual_squares
 
 __all__ = [
     "dp_newton",
@@ -40,7 +39,6 @@ __all__ = [
     "check_dp_newton",
     "newton_multipliers",
     "hessian_noise_norm",
-    "modified_newton_direction",
     "modified_eigendecomposition",
     "DEFAULT_NEWTON_STEPS",
     "DEFAULT_NEWTON_STEPS_NOISELESS",
@@ -131,7 +129,8 @@ def _check_problem(loss_name, n_outputs, inference, hessian, n_columns, multi_ou
             "dp_newton's inference=True supports the squared loss and the binary log-loss "
             f"only; got loss={loss_name!r} with {n_outputs} output(s)."
         )
-    size = _curvature_size(hessian, n_columns, n_outputs)
+    # Rows of the matrix dp_newton releases and decomposes.
+    size = n_columns if hessian == "bound" else n_columns * int(n_outputs)
     if size > MAX_HESSIAN_SIZE:
         what = (
             "a Gram matrix of (features plus intercept)"
@@ -150,11 +149,6 @@ def check_dp_newton(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, o
     hessian = options.get("hessian", DEFAULT_HESSIAN)
     n_columns = public.n_features + int(public.fit_intercept)
     _check_problem(loss_name, n_outputs, options.get("inference"), hessian, n_columns)
-
-
-def _curvature_size(hessian, n_columns, n_outputs):
-    """Rows of the matrix dp_newton releases and decomposes."""
-    return n_columns if hessian == "bound" else n_columns * int(n_outputs)
 
 
 def _hessian_releases(n_steps, hessian, loss, hessian_steps=None):
@@ -240,7 +234,12 @@ def hessian_noise_norm(noise_std, size):
 
 
 def modified_eigendecomposition(H, floor, eigenvalue="clip", overwrite=False):
-    """``(mod(lambda), V)`` for ``H = V diag(lambda) V^T``: see :func:`modified_newton_direction`.
+    """``(mod(lambda), V)`` for the eigen-decomposition ``H = V diag(lambda) V^T``.
+
+    ``"clip"`` raises every eigenvalue to ``floor``; ``"add"`` adds ``floor``
+    to every eigenvalue after raising negative ones to 0; the modified
+    Newton direction is ``V diag(1 / mod(lambda)) V^T g``.  Post-processing
+    of released values only.
 
     ``overwrite=True`` lets LAPACK work in ``H``'s own buffer (its values are
     then lost): no working copy of the matrix.
@@ -257,17 +256,6 @@ def modified_eigendecomposition(H, floor, eigenvalue="clip", overwrite=False):
     else:
         lam = np.maximum(lam, 0.0) + floor
     return lam, V
-
-
-def modified_newton_direction(H, g, floor, eigenvalue="clip"):
-    """``V diag(1 / mod(lambda)) V^T g`` for the eigen-decomposition ``H = V diag(lambda) V^T``.
-
-    ``"clip"`` raises every eigenvalue to ``floor``; ``"add"`` adds ``floor``
-    to every eigenvalue after raising negative ones to 0.  Post-processing of
-    released values only.
-    """
-    lam, V = modified_eigendecomposition(H, floor, eigenvalue)
-    return V @ ((V.T @ g) / lam[:, None])
 
 
 def dp_newton(
@@ -352,7 +340,7 @@ def dp_newton(
     hessian_steps : int, optional
         With ``hessian="exact"``: how many steps release a fresh Hessian.
     eigenvalue : {"auto", "clip", "add"}, default="auto"
-        The eigenvalue modification (see :func:`modified_newton_direction`);
+        The eigenvalue modification (see :func:`modified_eigendecomposition`);
         ``"auto"``: the loss's ``newton_eigenvalue_floor`` (``"clip"`` for
         classification losses, ``"add"`` for regression losses).
     floor_scale : float, optional
@@ -591,18 +579,10 @@ def _inference_release(
     if loss.name == "squared":
         bound_r = 0.5 * float(loss.derivative_bound)
         sensitivity = weight_bound * bound_r**2
-        squares = row_sum(
-            data,
-            lambda part: clipped_residual_squares(
-                part.design,
-                part.y,
-                W[:, 0],
-                bound_r,
-                sample_weight=getattr(part, "sample_weight", None),
-            ),
+        squares = release_residual_squares(
+            data, W[:, 0], bound_r, sensitivity, std * sensitivity, rng
         )
-        released = release(squares, sensitivity, std * sensitivity, rng, "residual squares")
-        result.update(residual_squares=float(released[0]), residual_noise_std=std * sensitivity)
+        result.update(residual_squares=squares, residual_noise_std=std * sensitivity)
         return result
     sensitivity = weight_bound * beta * R2
 

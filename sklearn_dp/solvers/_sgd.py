@@ -194,10 +194,7 @@ def dp_sgd(
     # The expected batch size from the public stand-in for n (an upper
     # confidence bound when it is a DP count), never the drawn batch size.
     expected_batch = rate * data.normalizer
-    arguments = SimpleNamespace(**locals())
-    _, W_tail = noisy_descent(
-        "dp_sgd", arguments, gradient_sum, rng, sensitivity, noise_std, expected_batch, step_size
-    )
+    _, W_tail = noisy_descent("dp_sgd", SimpleNamespace(**locals()), expected_batch)
     # Public values only (step, noise, expected batch from the released row
     # count): the honest warning.
     proxy = noise_excess_proxy(step_size, noise_std, rate * data.n_public, n_columns * n_outputs)

@@ -22,12 +22,12 @@ import numpy as np
 from dp_accounting import dp_event as dpe
 
 from .. import accounting
-from .._clipped_sums import clipped_residual_squares, smallest_eigenvalue, sufficient_statistics
+from .._clipped_sums import smallest_eigenvalue, sufficient_statistics
 from .._data import row_sum
 from .._public_errors import public_error
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._l1_geometry import project_l1_ball
-from ._noisy_steps import plan_of_call, release, release_symmetric
+from ._noisy_steps import plan_of_call, release, release_residual_squares, release_symmetric
 
 __all__ = [
     "dp_ssp",
@@ -66,7 +66,7 @@ DEFAULT_MAX_SWEEPS = 1000
 DEFAULT_TOL = 1e-7
 
 
-def _check_options(loss_name, n_outputs, shares, ridge):
+def _check_options(loss_name, n_outputs, *, shares, ridge, label_bound):
     if loss_name != "squared" or n_outputs != 1:
         raise ValueError("dp_ssp fits the squared loss with one output only.")
     if shares is not None:
@@ -82,9 +82,12 @@ def _check_options(loss_name, n_outputs, shares, ridge):
             )
         if ridge == "adaptive" and values[2] <= 0:
             raise ValueError("ridge='adaptive' needs a share > 0 for the smallest eigenvalue.")
-    # The ranges of label_bound (the labels' clip, a sensitivity), ridge and
-    # constraint are the registry's (option_constraints), checked for direct
-    # callers too (plan_of_call).
+    # The labels' clip bounds a sensitivity: checked for direct callers too.
+    # The ranges of ridge and constraint are the registry's (option_constraints).
+    if not (
+        isinstance(label_bound, (int, float)) and math.isfinite(label_bound) and label_bound > 0
+    ):
+        raise ValueError(f"label_bound must be a finite float > 0, got {label_bound!r}.")
 
 
 def check_dp_ssp(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
@@ -96,7 +99,13 @@ def check_dp_ssp(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, opti
             "dp_ssp's inference=True needs an L2 penalty or none and no radius (the "
             "intervals of an L1 penalty or a constraint are not normal)."
         )
-    _check_options(loss_name, n_outputs, options.get("shares"), options.get("ridge", "adaptive"))
+    _check_options(
+        loss_name,
+        n_outputs,
+        shares=options.get("shares"),
+        ridge=options.get("ridge", "adaptive"),
+        label_bound=options.get("label_bound", 1.0),
+    )
 
 
 def ssp_multipliers(epsilon, delta, shares):
@@ -403,7 +412,7 @@ def dp_ssp(
     coefficients, adds ``B^2`` to the sensitivities (times ``max_weight``)
     and composes with the others into the same one Gaussian mechanism.
     """
-    _check_options(loss.name, n_outputs, shares, ridge)
+    _check_options(loss.name, n_outputs, shares=shares, ridge=ridge, label_bound=label_bound)
     m = data.design.n_columns
     plan = plan_of_call("dp_ssp", locals())
     sigma_gram, sigma_xty, sigma_eig = plan.details["multipliers"]
@@ -468,20 +477,10 @@ def dp_ssp(
     info = dict(statistics=statistics)
     if plan.details.get("inference"):
         # The residual scale at the released coefficients (public once released).
+        sensitivity = weight_bound * float(label_bound) ** 2
         residual_std = plan.details["inference_multiplier"] * weight_bound * float(label_bound) ** 2
-        squares = row_sum(
-            data,
-            lambda part: clipped_residual_squares(
-                part.design,
-                part.y,
-                w,
-                label_bound,
-                y_bound=label_bound,
-                sample_weight=getattr(part, "sample_weight", None),
-            ),
-        )
-        noisy_squares = release(
-            squares, weight_bound * float(label_bound) ** 2, residual_std, rng, "residual squares"
+        squares = release_residual_squares(
+            data, w, label_bound, sensitivity, residual_std, rng, label_bound
         )
         info["inference"] = dict(
             kind="ssp",
@@ -492,7 +491,7 @@ def dp_ssp(
             penalized=data.penalized.copy(),
             gram_noise_std=gram_std,
             xty_noise_std=sigma_xty * xty_sensitivity,
-            residual_squares=float(noisy_squares[0]),
+            residual_squares=squares,
             residual_noise_std=residual_std,
             n_columns=m,
         )

@@ -179,8 +179,7 @@ def svrg_noise_multipliers(epsilon, delta, sampling_probability, n_epochs, n_inn
     """
     if math.isinf(epsilon):
         return 0.0, 0.0
-    if not 0.0 < snapshot_share < 1.0:
-        raise ValueError(f"snapshot_share must be in (0, 1), got {snapshot_share!r}.")
+    # snapshot_share is in its declared range (FRACTION, checked before any plan).
     # One Gaussian step with multiplier s is mu-GDP with mu = 1/s, so T steps
     # with multiplier s_snap are (sqrt(T) / s_snap)-GDP.
     single = accounting.gaussian_noise_multiplier(epsilon, delta, 1)
