@@ -536,7 +536,7 @@ def dp_newton(
     info = {}
     if plan.details.get("inference"):
         info["inference"] = _inference_release(
-            data, loss, W, rng, plan, eigen, momenta, weight_bound, gradient_std, bound, beta
+            data, loss, W, rng, plan, eigen, momenta, weight_bound, gradient_std, beta
         )
         info["inference"].update(
             alpha=float(alpha),
@@ -551,9 +551,7 @@ def dp_newton(
     return SolverResult(coef=W, n_iter=plan.n_steps, plan=plan, info=info)
 
 
-def _inference_release(
-    data, loss, W, rng, plan, eigen, momenta, weight_bound, gradient_std, bound, beta
-):
+def _inference_release(data, loss, W, rng, plan, eigen, momenta, weight_bound, gradient_std, beta):
     """The extra release of ``inference=True`` at the final coefficients, and what the steps used.
 
     Returns the values the confidence intervals need: released values and
