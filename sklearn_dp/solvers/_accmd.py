@@ -126,8 +126,7 @@ def plan_dp_accmd(n_samples, n_params, epsilon, delta, call):
             raise ValueError(
                 "The default dp_accmd plan needs the public loss, row_norm_bound and radius."
             )
-        private = not math.isinf(epsilon)
-        clip = gradient_bound(loss, row_norm_bound, call.clip_norm, private=private)
+        clip = gradient_bound(loss, row_norm_bound, call.clip_norm, private=not math.isinf(epsilon))
         max_iter = accmd_iterations(
             n_samples,
             n_params,

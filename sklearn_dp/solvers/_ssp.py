@@ -138,8 +138,7 @@ def plan_dp_ssp(n_samples, n_params, epsilon, delta, call):
     details = dict(shares=tuple(float(v) for v in values[:3]), inference=bool(inference))
     n_releases = int(np.count_nonzero(values))
     if math.isinf(epsilon):
-        details["multipliers"] = (0.0, 0.0, 0.0)
-        details["inference_multiplier"] = 0.0
+        details.update(multipliers=(0.0, 0.0, 0.0), inference_multiplier=0.0)
         return PrivacyPlan(dpe.NonPrivateDpEvent(), 0.0, n_releases, details)
     multipliers = ssp_multipliers(epsilon, delta, values)
     details["multipliers"] = multipliers[:3]
