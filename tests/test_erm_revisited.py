@@ -54,7 +54,6 @@ from sklearn_dp.solvers._svrg import (
 )
 from sklearn_dp.solvers._svrg_schedule import (
     MAX_VARIANCE_RATIO,
-    svrg_contraction,
     svrg_inner_steps,
     svrg_max_step_size,
     svrg_pp_step_size,
@@ -77,6 +76,13 @@ def _bounded(X, y, *, fit_intercept=False, data_norm=1.0):
 # --------------------------------------------------------------------------
 # Public hyper-parameters: exact values for given inputs
 # --------------------------------------------------------------------------
+
+
+def svrg_contraction(smoothness, strong_convexity, step_size, batch_size, inner_steps):
+    """The factor A of condition (4): per-epoch contraction of the expected gap, noise aside."""
+    a = 8.0 * smoothness * step_size / batch_size
+    m = inner_steps
+    return 1.0 / (step_size * (1.0 - a) * strong_convexity * m) + a * (m + 1) / (m * (1.0 - a))
 
 
 def test_svrg_step_and_epoch_length_match_the_corrected_spec():

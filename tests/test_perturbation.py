@@ -29,6 +29,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _helpers import minimize_strongly_convex
 from dp_accounting import dp_event as dpe
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -621,7 +622,7 @@ def test_inner_solve_meets_its_certificate_on_hard_problems(name, with_noise):
     calls = []
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        solve = _newton.minimize_strongly_convex(
+        solve = minimize_strongly_convex(
             data.X,
             data.y,
             loss,
@@ -642,7 +643,7 @@ def test_unreachable_certificate_still_releases_without_raising():
     # A solve stopped (by a monkeypatched budget of 1 step) far from the
     # minimiser: no exception, no printed value; the release is made.
     data, loss, K, lam = HARD_PROBLEMS["lad-like"]
-    solve = _newton.minimize_strongly_convex(
+    solve = minimize_strongly_convex(
         data.X, data.y, loss, n_outputs=K, regularization=lam, n_steps=1
     )
     assert np.all(np.isfinite(solve.coef))

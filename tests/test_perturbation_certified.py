@@ -24,6 +24,7 @@ import math
 
 import numpy as np
 import pytest
+from _helpers import minimize_strongly_convex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -578,7 +579,7 @@ def test_hard_problems_are_certified(seed):
         n_public=data.n_samples,
         noise_norm=float(np.linalg.norm(b)),
     )
-    public = _newton.minimize_strongly_convex(
+    public = minimize_strongly_convex(
         data.X, data.y, loss, n_outputs=K, regularization=lam, linear_term=b
     )
     assert public.gradient_norm > _newton.CERTIFICATE_MARGIN * tol  # the former failure

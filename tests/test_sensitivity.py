@@ -34,7 +34,6 @@ from sklearn_dp.accounting import (
 )
 from sklearn_dp.solvers import dp_gd, dp_sgd, plan_call
 from sklearn_dp.solvers._gradient_descent import DEFAULT_CLIP_FRACTION, gradient_bound
-from sklearn_dp.solvers._sgd import poisson_batch
 
 LOSS_NAMES = ["binary", "multinomial", "squared", "huber", "absolute"]
 N_CLASSES = 3
@@ -499,7 +498,7 @@ def test_poisson_batch_size_is_binomial_and_rows_uniform():
     counts = np.zeros(n)
     pair = 0
     for i in range(draws):
-        batch = poisson_batch(rng, n, q)
+        batch = _noise.poisson_sample(n, q, rng)
         assert np.all(np.diff(batch) > 0)  # sorted, no repeats
         assert batch.size == 0 or (batch[0] >= 0 and batch[-1] < n)
         sizes[i] = batch.size

@@ -50,6 +50,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _helpers import minimize_strongly_convex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.special import expit, softmax
@@ -94,7 +95,6 @@ from sklearn_dp.solvers._l1_geometry import (
     make_domain,
 )
 from sklearn_dp.solvers._mirror_descent import _resolve_p
-from sklearn_dp.solvers._newton import minimize_strongly_convex
 from sklearn_dp.solvers._perturbation import _smooth_glm
 from sklearn_dp.solvers._svrg import _difference_bound
 from sklearn_dp.testing import trace_releases

@@ -101,6 +101,13 @@ _GLM_LOSSES = loss_names(smooth=True)
 # loss type) or for default step counts that also need the row count (dp_gd's
 # schedules, dp_accmd, frank_wolfe, the SVRG family: no plan before it).
 # tests/test_protocol.py checks the events at very different bounds.
+
+
+def _register_builtin(**fields):
+    """Register a built-in solver: a :class:`SolverSpec` with ``event_reads_bounds=False``."""
+    return register_solver(SolverSpec(event_reads_bounds=False, **fields))
+
+
 # Noise warnings (``noise_warning``): ``(regression, classification)``
 # thresholds on the public proxy of the excess loss the step noise causes
 # (solvers/_noise_warnings.py), measured with ``benchmarks/bench_solvers.py``
@@ -111,46 +118,40 @@ _GLM_LOSSES = loss_names(smooth=True)
 # solvers' docs pages).  Each entry says what it was measured between.
 # dp_gd: regression rows below R^2 0 have proxy >= 0.061, rows above <= 0.018;
 # classification below the majority >= 1.4, above <= 0.36.
-register_solver(
-    SolverSpec(
-        name="dp_gd",
-        event_reads_bounds=False,
-        run=dp_gd,
-        plan=plan_dp_gd,
-        losses=_GLM_LOSSES,
-        penalties=frozenset({None, "l2"}),
-        multiclass=True,
-        summary="full-batch noisy gradient descent; exact Gaussian composition",
-        check=check_dp_gd,
-        sample_weight=True,
-        option_constraints={
-            "initial_gap": [POSITIVE, None],
-            "pl_constant": [POSITIVE, None],
-            "output": [StrOptions({"auto", "tail_average", "last", "random"})],
-            "momentum": [StrOptions({"auto", "nesterov"}), None],
-            "schedule": [StrOptions({"pl", "gradient_norm"}), None],
-        },
-        dask=True,
-        noise_warning=(0.03, 1.0),
-    )
+_register_builtin(
+    name="dp_gd",
+    run=dp_gd,
+    plan=plan_dp_gd,
+    losses=_GLM_LOSSES,
+    penalties=frozenset({None, "l2"}),
+    multiclass=True,
+    summary="full-batch noisy gradient descent; exact Gaussian composition",
+    check=check_dp_gd,
+    sample_weight=True,
+    option_constraints={
+        "initial_gap": [POSITIVE, None],
+        "pl_constant": [POSITIVE, None],
+        "output": [StrOptions({"auto", "tail_average", "last", "random"})],
+        "momentum": [StrOptions({"auto", "nesterov"}), None],
+        "schedule": [StrOptions({"pl", "gradient_norm"}), None],
+    },
+    dask=True,
+    noise_warning=(0.03, 1.0),
 )
 # dp_sgd, at its default (10% batches): regression below >= 0.0066 (diabetes
 # at epsilon 5, R^2 -0.08), above <= 0.0017 (sparse regression at epsilon 0.1,
 # R^2 0.67); classification below >= 1.4, above <= 0.38.
-register_solver(
-    SolverSpec(
-        name="dp_sgd",
-        event_reads_bounds=False,
-        run=dp_sgd,
-        plan=plan_dp_sgd,
-        losses=_GLM_LOSSES | {"absolute", "quantile"},  # any loss with a clipped gradient
-        penalties=frozenset({None, "l2"}),
-        multiclass=True,
-        summary="Poisson-subsampled DP-SGD; PLD accounting",
-        sample_weight=True,
-        noise_warning=(0.004, 1.0),
-        option_constraints={"momentum": [StrOptions({"nesterov"}), None]},
-    )
+_register_builtin(
+    name="dp_sgd",
+    run=dp_sgd,
+    plan=plan_dp_sgd,
+    losses=_GLM_LOSSES | {"absolute", "quantile"},  # any loss with a clipped gradient
+    penalties=frozenset({None, "l2"}),
+    multiclass=True,
+    summary="Poisson-subsampled DP-SGD; PLD accounting",
+    sample_weight=True,
+    noise_warning=(0.004, 1.0),
+    option_constraints={"momentum": [StrOptions({"nesterov"}), None]},
 )
 # The perturbation baselines: strongly convex (an L2 penalty), unconstrained,
 # pure epsilon-DP with delta=0; unweighted (the certified inner solve is).
@@ -161,53 +162,44 @@ _PERTURBATION = dict(
     constraints=frozenset({None}),
     pure_dp=True,
 )
-register_solver(
-    SolverSpec(
-        name="objective_perturbation",
-        event_reads_bounds=False,
-        run=objective_perturbation,
-        plan=plan_objective_perturbation,
-        **_PERTURBATION,
-        summary="objective perturbation (Chaudhuri et al. 2011; Gaussian: Kifer et al. 2012); "
-        "fixed-budget Newton solve; pure epsilon-DP with delta=0",
-        check=check_objective_perturbation,
-        option_constraints={"epsilon_split": [FRACTION], "residual_fraction": [FRACTION]},
-    )
+_register_builtin(
+    name="objective_perturbation",
+    run=objective_perturbation,
+    plan=plan_objective_perturbation,
+    **_PERTURBATION,
+    summary="objective perturbation (Chaudhuri et al. 2011; Gaussian: Kifer et al. 2012); "
+    "fixed-budget Newton solve; pure epsilon-DP with delta=0",
+    check=check_objective_perturbation,
+    option_constraints={"epsilon_split": [FRACTION], "residual_fraction": [FRACTION]},
 )
-register_solver(
-    SolverSpec(
-        name="output_perturbation",
-        event_reads_bounds=False,
-        run=output_perturbation,
-        plan=plan_output_perturbation,
-        **_PERTURBATION,
-        summary="output perturbation (Chaudhuri et al. 2011): certified minimiser plus noise; "
-        "pure epsilon-DP with delta=0",
-        check=check_output_perturbation,
-    )
+_register_builtin(
+    name="output_perturbation",
+    run=output_perturbation,
+    plan=plan_output_perturbation,
+    **_PERTURBATION,
+    summary="output perturbation (Chaudhuri et al. 2011): certified minimiser plus noise; "
+    "pure epsilon-DP with delta=0",
+    check=check_output_perturbation,
 )
-register_solver(
-    SolverSpec(
-        name="dp_cd",
-        event_reads_bounds=False,
-        run=dp_cd,
-        plan=plan_dp_cd,
-        losses=_GLM_LOSSES,
-        penalties=frozenset({None, "l2", "l1", "elasticnet"}),
-        multiclass=True,
-        geometry="linf",
-        constraints=frozenset({None}),
-        summary=(
-            "DP (block) coordinate descent with uniform, importance, tau-nice or full sampling; "
-            "separable L1/L2 penalties; exact Gaussian composition"
-        ),
-        check=check_dp_cd,
-        option_constraints={
-            **{name: [COUNT, None] for name in ("block_size", "n_outer", "tau")},
-            "normalizer": [POSITIVE, None],
-            "step_scale": [POSITIVE],
-        },
-    )
+_register_builtin(
+    name="dp_cd",
+    run=dp_cd,
+    plan=plan_dp_cd,
+    losses=_GLM_LOSSES,
+    penalties=frozenset({None, "l2", "l1", "elasticnet"}),
+    multiclass=True,
+    geometry="linf",
+    constraints=frozenset({None}),
+    summary=(
+        "DP (block) coordinate descent with uniform, importance, tau-nice or full sampling; "
+        "separable L1/L2 penalties; exact Gaussian composition"
+    ),
+    check=check_dp_cd,
+    option_constraints={
+        **{name: [COUNT, None] for name in ("block_size", "n_outer", "tau")},
+        "normalizer": [POSITIVE, None],
+        "step_scale": [POSITIVE],
+    },
 )
 
 # l1-geometry solvers (Asi, Feldman, Koren, Talwar 2021; docs/solvers/lasso.md): rows
@@ -230,88 +222,73 @@ _L1_BALL = dict(
 # frank_wolfe: diabetes bound 6.2 / 1.6 / 0.91 / 0.57 / 0.34 at epsilon
 # 0.1 / 0.5 / 1 / 2 / 5 with R^2 -1.33 / 0.062 / 0.19 / 0.24 / 0.27; the sparse
 # regression (30k rows) 0.48 ... 0.045, R^2 >= 0.67: threshold 3.
-register_solver(
-    SolverSpec(
-        name="frank_wolfe",
-        event_reads_bounds=False,
-        run=frank_wolfe,
-        plan=plan_frank_wolfe,
-        losses=frozenset({"squared", "huber"}),
-        **_L1_BALL,
-        pure_dp=True,
-        summary="noisy Frank-Wolfe over an l1 ball; exponential mechanism per step, pure or zCDP",
-        check=check_frank_wolfe,
-        bound_warning=3.0,
-    )
+_register_builtin(
+    name="frank_wolfe",
+    run=frank_wolfe,
+    plan=plan_frank_wolfe,
+    losses=frozenset({"squared", "huber"}),
+    **_L1_BALL,
+    pure_dp=True,
+    summary="noisy Frank-Wolfe over an l1 ball; exponential mechanism per step, pure or zCDP",
+    check=check_frank_wolfe,
+    bound_warning=3.0,
 )
 # vr_frank_wolfe: diabetes (all rows below R^2 0: -16.6 ... -1.3, bound >= 0.34);
 # the sparse regression -0.46 at epsilon 0.1 (bound 0.48), >= 0.20 at 0.5 and
 # above (bound <= 0.18): threshold 0.25.
-register_solver(
-    SolverSpec(
-        name="vr_frank_wolfe",
-        event_reads_bounds=False,
-        run=vr_frank_wolfe,
-        plan=plan_vr_frank_wolfe,
-        losses=frozenset({"squared", "huber"}),
-        **_L1_BALL,
-        pure_dp=True,
-        summary="one-pass variance-reduced Frank-Wolfe over an l1 ball (Asi et al. 2021, Alg. 3)",
-        check=check_vr_frank_wolfe,
-        option_constraints={"n_phases": [COUNT, None]},
-        bound_warning=0.25,
-    )
+_register_builtin(
+    name="vr_frank_wolfe",
+    run=vr_frank_wolfe,
+    plan=plan_vr_frank_wolfe,
+    losses=frozenset({"squared", "huber"}),
+    **_L1_BALL,
+    pure_dp=True,
+    summary="one-pass variance-reduced Frank-Wolfe over an l1 ball (Asi et al. 2021, Alg. 3)",
+    check=check_vr_frank_wolfe,
+    option_constraints={"n_phases": [COUNT, None]},
+    bound_warning=0.25,
 )
-register_solver(
-    SolverSpec(
-        name="mirror_descent",
-        event_reads_bounds=False,
-        run=mirror_descent,
-        plan=plan_mirror_descent,
-        losses=frozenset({"squared", "huber", "absolute"}),
-        **_L1_BALL,
-        summary="noisy minibatch mirror descent, p-norm map, l1 / lp geometry (Alg. 1/5)",
-        check=check_mirror_descent,
-    )
+_register_builtin(
+    name="mirror_descent",
+    run=mirror_descent,
+    plan=plan_mirror_descent,
+    losses=frozenset({"squared", "huber", "absolute"}),
+    **_L1_BALL,
+    summary="noisy minibatch mirror descent, p-norm map, l1 / lp geometry (Alg. 1/5)",
+    check=check_mirror_descent,
 )
-register_solver(
-    SolverSpec(
-        name="localized_mirror_descent",
-        event_reads_bounds=False,
-        run=localized_mirror_descent,
-        plan=plan_localized_mirror_descent,
-        losses=frozenset({"squared", "huber", "absolute"}),
-        **_L1_BALL,
-        summary="localized noisy mirror descent on disjoint phases, l1 / lp geometry (Alg. 2/6)",
-        check=check_localized_mirror_descent,
-    )
+_register_builtin(
+    name="localized_mirror_descent",
+    run=localized_mirror_descent,
+    plan=plan_localized_mirror_descent,
+    losses=frozenset({"squared", "huber", "absolute"}),
+    **_L1_BALL,
+    summary="localized noisy mirror descent on disjoint phases, l1 / lp geometry (Alg. 2/6)",
+    check=check_localized_mirror_descent,
 )
 
 
-register_solver(
-    SolverSpec(
-        name="resque",
-        event_reads_bounds=False,
-        run=resque,
-        plan=plan_resque,
-        losses=GLOBALLY_LIPSCHITZ_LOSSES,
-        penalties=frozenset({None, "l2"}),
-        summary=(
-            "ReSQue ball acceleration (one batched query round per ball subproblem) with "
-            "Poisson-subsampled Gaussian steps on weight-capped ReSQue gradients; PLD accounting"
-        ),
-        check=check_resque,
-        option_constraints={
-            "max_inner": [COUNT, None],
-            "n_probes": [COUNT],
-            "passes": [POSITIVE, None],
-            "max_weight": [Interval(Real, 1, MAX_SCALE, closed="both")],
-            "restart": ["boolean"],
-            "inner": [StrOptions({"epoch_sgd", "acsa"})],
-            "multilevel": ["boolean"],
-            "n_jobs": [Integral, None],
-        },
-    )
+_register_builtin(
+    name="resque",
+    run=resque,
+    plan=plan_resque,
+    losses=GLOBALLY_LIPSCHITZ_LOSSES,
+    penalties=frozenset({None, "l2"}),
+    summary=(
+        "ReSQue ball acceleration (one batched query round per ball subproblem) with "
+        "Poisson-subsampled Gaussian steps on weight-capped ReSQue gradients; PLD accounting"
+    ),
+    check=check_resque,
+    option_constraints={
+        "max_inner": [COUNT, None],
+        "n_probes": [COUNT],
+        "passes": [POSITIVE, None],
+        "max_weight": [Interval(Real, 1, MAX_SCALE, closed="both")],
+        "restart": ["boolean"],
+        "inner": [StrOptions({"epoch_sgd", "acsa"})],
+        "multilevel": ["boolean"],
+        "n_jobs": [Integral, None],
+    },
 )
 
 # Solvers of Wang, Ye and Xu (2017), "DP-ERM revisited" (docs/solvers/erm_revisited.md).
@@ -327,97 +304,85 @@ _SVRG = dict(
 
 # dp_svrg (proxy of the inner steps, difference bound 2 C): regression below
 # >= 2.3, above <= 0.69; classification below >= 3.5, above <= 2.9.
-register_solver(
-    SolverSpec(
-        name="dp_svrg",
-        event_reads_bounds=False,
-        run=dp_svrg,
-        plan=plan_dp_svrg,
-        penalties=frozenset({"l2", "elasticnet"}),
-        summary="noisy proximal SVRG (strongly convex: needs an L2 penalty); Poisson inner "
-        "mini-batches, PLD accounting",
-        check=check_dp_svrg,
-        **_SVRG,
-        noise_warning=(1.0, 3.2),
-    )
+_register_builtin(
+    name="dp_svrg",
+    run=dp_svrg,
+    plan=plan_dp_svrg,
+    penalties=frozenset({"l2", "elasticnet"}),
+    summary="noisy proximal SVRG (strongly convex: needs an L2 penalty); Poisson inner "
+    "mini-batches, PLD accounting",
+    check=check_dp_svrg,
+    **_SVRG,
+    noise_warning=(1.0, 3.2),
 )
 # dp_svrg_pp: regression below >= 0.49, above <= 0.12; classification: the rows
 # below the majority (digits at epsilon 0.1 / 0.5) and above it (breast cancer
 # at 0.1 / 0.5) overlap, so only the extreme (digits at 0.1, proxy 169) is
 # reported.
-register_solver(
-    SolverSpec(
-        name="dp_svrg_pp",
-        event_reads_bounds=False,
-        run=dp_svrg_pp,
-        plan=plan_dp_svrg_pp,
-        penalties=frozenset({None, "l2", "l1", "elasticnet"}),
-        summary="noisy proximal SVRG++ with doubling epochs (convex; L1/L2/none); PLD accounting",
-        **_SVRG,
-        noise_warning=(0.25, 100.0),
-    )
+_register_builtin(
+    name="dp_svrg_pp",
+    run=dp_svrg_pp,
+    plan=plan_dp_svrg_pp,
+    penalties=frozenset({None, "l2", "l1", "elasticnet"}),
+    summary="noisy proximal SVRG++ with doubling epochs (convex; L1/L2/none); PLD accounting",
+    **_SVRG,
+    noise_warning=(0.25, 100.0),
 )
-register_solver(
-    SolverSpec(
-        name="dp_accmd",
-        event_reads_bounds=False,
-        run=dp_accmd,
-        plan=plan_dp_accmd,
-        losses=_GLM_LOSSES,
-        penalties=frozenset({None}),
-        multiclass=True,
-        constraints=frozenset({"l2", "l1"}),
-        summary="noisy accelerated mirror descent over an L2 or L1 ball (needs radius, no "
-        "penalty); exact Gaussian composition",
-        check=check_dp_accmd,
-        option_constraints={"constraint": [StrOptions({"l2", "l1"})]},
-    )
+_register_builtin(
+    name="dp_accmd",
+    run=dp_accmd,
+    plan=plan_dp_accmd,
+    losses=_GLM_LOSSES,
+    penalties=frozenset({None}),
+    multiclass=True,
+    constraints=frozenset({"l2", "l1"}),
+    summary="noisy accelerated mirror descent over an L2 or L1 ball (needs radius, no "
+    "penalty); exact Gaussian composition",
+    check=check_dp_accmd,
+    option_constraints={"constraint": [StrOptions({"l2", "l1"})]},
 )
 
 # Second-order methods and sufficient statistics (docs/solvers/second_order.md).
 
-register_solver(
-    SolverSpec(
-        name="dp_newton",
-        event_reads_bounds=False,
-        run=dp_newton,
-        plan=plan_dp_newton,
-        losses=_GLM_LOSSES,
-        penalties=frozenset({None, "l2"}),
-        multiclass=True,
-        constraints=frozenset({None}),
-        summary="private Newton steps: noisy gradient and noisy Hessian per step, eigenvalues "
-        "raised to a public floor (Ganesh et al. 2023); exact Gaussian composition",
-        check=check_dp_newton,
-        sample_weight=True,
-        option_constraints={
-            "hessian_share": [Interval(Real, 0, 1, closed="neither"), None],
-            "floor_scale": [Interval(Real, 0, MAX_SCALE, closed="both"), None],
-            "hessian_steps": [COUNT, None],
-        },
-        dask=True,
-    )
+_register_builtin(
+    name="dp_newton",
+    run=dp_newton,
+    plan=plan_dp_newton,
+    losses=_GLM_LOSSES,
+    penalties=frozenset({None, "l2"}),
+    multiclass=True,
+    constraints=frozenset({None}),
+    summary="private Newton steps: noisy gradient and noisy Hessian per step, eigenvalues "
+    "raised to a public floor (Ganesh et al. 2023); exact Gaussian composition",
+    check=check_dp_newton,
+    sample_weight=True,
+    option_constraints={
+        "hessian_share": [Interval(Real, 0, 1, closed="neither"), None],
+        "floor_scale": [Interval(Real, 0, MAX_SCALE, closed="both"), None],
+        "hessian_steps": [COUNT, None],
+        "hessian": [StrOptions({"exact", "bound"})],
+        "eigenvalue": [StrOptions({"auto", "clip", "add"})],
+        "momentum": [StrOptions({"auto", "nesterov"}), None],
+    },
+    dask=True,
 )
 
 
-register_solver(
-    SolverSpec(
-        name="dp_ssp",
-        event_reads_bounds=False,
-        run=dp_ssp,
-        plan=plan_dp_ssp,
-        losses=frozenset({"squared"}),
-        penalties=frozenset({None, "l2", "l1", "elasticnet"}),
-        constraints=frozenset({None, "l1", "l2"}),
-        summary="sufficient statistics perturbation (AdaSSP, Wang 2018): one Gaussian release "
-        "of X^T X and X^T y and a noisy smallest eigenvalue for an adaptive ridge; ridge, "
-        "Lasso, elastic-net and balls solved on the released statistics",
-        check=check_dp_ssp,
-        sample_weight=True,
-        option_constraints={
-            "ridge": [StrOptions({"adaptive"}), Interval(Real, 0, MAX_SCALE, closed="both")],
-            "constraint": [StrOptions({"l1", "l2"}), None],
-        },
-        dask=True,
-    )
+_register_builtin(
+    name="dp_ssp",
+    run=dp_ssp,
+    plan=plan_dp_ssp,
+    losses=frozenset({"squared"}),
+    penalties=frozenset({None, "l2", "l1", "elasticnet"}),
+    constraints=frozenset({None, "l1", "l2"}),
+    summary="sufficient statistics perturbation (AdaSSP, Wang 2018): one Gaussian release "
+    "of X^T X and X^T y and a noisy smallest eigenvalue for an adaptive ridge; ridge, "
+    "Lasso, elastic-net and balls solved on the released statistics",
+    check=check_dp_ssp,
+    sample_weight=True,
+    option_constraints={
+        "ridge": [StrOptions({"adaptive"}), Interval(Real, 0, MAX_SCALE, closed="both")],
+        "constraint": [StrOptions({"l1", "l2"}), None],
+    },
+    dask=True,
 )

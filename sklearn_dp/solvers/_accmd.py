@@ -40,7 +40,6 @@ from .._clipped_sums import clipped_gradient_sum
 from ._common import Progress, make_rng
 from ._gradient_descent import gradient_bound, project_l2_ball
 from ._noisy_steps import (
-    check_options,
     gaussian_plan,
     noisy_steps,
     plan_of_call,
@@ -127,8 +126,7 @@ def plan_dp_accmd(n_samples, n_params, epsilon, delta, call):
             raise ValueError(
                 "The default dp_accmd plan needs the public loss, row_norm_bound and radius."
             )
-        private = not math.isinf(epsilon)
-        clip = gradient_bound(loss, row_norm_bound, call.clip_norm, private=private)
+        clip = gradient_bound(loss, row_norm_bound, call.clip_norm, private=not math.isinf(epsilon))
         max_iter = accmd_iterations(
             n_samples,
             n_params,
@@ -279,8 +277,6 @@ def dp_accmd(
     """
     if loss.smoothness is None:
         raise ValueError(f"dp_accmd needs a smooth loss; {loss.name!r} is not smooth.")
-    if plan is None:  # a direct call (estimators check the options before the spend)
-        check_options("dp_accmd", locals())
     _check_ball(alpha, radius)
     plan = plan_of_call("dp_accmd", locals())
     X, y = data.design, data.y  # an operator on the caller's X (no bounded copy)

@@ -95,9 +95,7 @@ class Progress:
         self.start = time.perf_counter()
 
     def __call__(self, iteration, **values):
-        if not self.verbose:
-            return
-        if iteration % self.every and iteration != self.total:
+        if not self.verbose or (iteration % self.every and iteration != self.total):
             return
         shown = " ".join(f"{k}={v:.4g}" for k, v in values.items())
         elapsed = time.perf_counter() - self.start

@@ -19,7 +19,6 @@ from .._data import row_sum
 from ._common import Progress, make_rng
 from ._noise_warnings import noise_excess_proxy
 from ._noisy_steps import (
-    check_options,
     gaussian_plan,
     noisy_steps,
     plan_of_call,
@@ -110,26 +109,28 @@ def project_l2_ball(W, radius):
     return W if norm <= radius else W * (radius / norm)
 
 
-def noisy_descent(name, a, gradient_sum, rng, sensitivity, noise_std, normalizer, step_size):
+def noisy_descent(name, a, normalizer):
     """The steps of dp_gd and dp_sgd on the engine (:func:`~._noisy_steps.noisy_steps`).
 
-    ``a`` holds the solver's arguments (``data``, ``n_outputs``, ``plan``,
-    ``alpha``, ``momentum``, ``radius``, ``coef_init``, ``verbose`` and an
-    optional ``callback`` for the engine).  Each step asks
-    ``gradient_sum(V)`` for a (clipped) gradient sum at the look-ahead point
-    ``V``, of add/remove-one sensitivity ``sensitivity``, releases it with
-    ``N(0, noise_std^2)`` noise through the noise gateway, divides by the
-    public ``normalizer``, adds the penalty gradient ``alpha * V`` and steps
-    from ``coef_init`` (a released or public point: a warm start; default
-    0).  Everything after the noisy sum is post-processing, so the momentum,
-    the projection onto the L2 ball of ``radius`` (when given) and the
-    averaging do not change privacy.  Returns the last iterate and the
-    average of the second half of the run.
+    ``a`` holds the solver's arguments and settings (``data``,
+    ``n_outputs``, ``plan``, ``alpha``, ``momentum``, ``radius``,
+    ``coef_init``, ``verbose``, ``gradient_sum``, ``sensitivity``,
+    ``noise_std``, ``rng``, ``step_size`` and an optional ``callback`` for
+    the engine).  Each step asks ``gradient_sum(V)`` for a (clipped)
+    gradient sum at the look-ahead point ``V``, of add/remove-one
+    sensitivity ``sensitivity``, releases it with ``N(0, noise_std^2)``
+    noise through the noise gateway, divides by the public ``normalizer``,
+    adds the penalty gradient ``alpha * V`` and steps from ``coef_init`` (a
+    released or public point: a warm start; default 0).  Everything after
+    the noisy sum is post-processing, so the momentum, the projection onto
+    the L2 ball of ``radius`` (when given) and the averaging do not change
+    privacy.  Returns the last iterate and the average of the second half of
+    the run.
     """
     alpha, n_steps = a.alpha, a.plan.n_steps
     momentum_cap = 0.0
     if a.momentum == "nesterov":
-        kappa = (1.0 / step_size) / alpha if alpha > 0 else math.inf
+        kappa = (1.0 / a.step_size) / alpha if alpha > 0 else math.inf
         momentum_cap = 1.0 if math.isinf(kappa) else (math.sqrt(kappa) - 1) / (math.sqrt(kappa) + 1)
     shape, initial = (a.data.design.n_columns, a.n_outputs), a.coef_init
     W = np.zeros(shape) if initial is None else np.array(initial, dtype=float).reshape(shape)
@@ -139,10 +140,10 @@ def noisy_descent(name, a, gradient_sum, rng, sensitivity, noise_std, normalizer
     def step(t, W):
         beta = min(t / (t + 3.0), momentum_cap)
         V = W + beta * (W - previous[0]) if beta > 0 else W
-        grad = release(gradient_sum(V), sensitivity, noise_std, rng) / normalizer
+        grad = release(a.gradient_sum(V), a.sensitivity, a.noise_std, a.rng) / normalizer
         grad[penalized] += alpha * V[penalized]
         previous[0] = W
-        return project_l2_ball(V - step_size * grad, a.radius), float(np.linalg.norm(grad))
+        return project_l2_ball(V - a.step_size * grad, a.radius), float(np.linalg.norm(grad))
 
     progress = Progress(name, n_steps, a.verbose)
     callback = getattr(a, "callback", None)
@@ -402,14 +403,12 @@ def dp_gd(
     n_params = data.design.n_columns * n_outputs
     if loss.smoothness is None:
         raise ValueError(f"dp_gd needs a smooth loss; {loss.name!r} is not smooth.")
-    if plan is None:  # a direct call (estimators check the options before the spend)
-        check_options("dp_gd", locals())
+    plan = plan_of_call("dp_gd", locals())
     _pl_constant(schedule, pl_constant, alpha)
     if output == "auto":
         output = {None: "tail_average", "pl": "last", "gradient_norm": "random"}[schedule]
     if momentum == "auto":
         momentum = "nesterov" if schedule is None else None
-    plan = plan_of_call("dp_gd", locals())
     bound = gradient_bound(loss, data.row_norm_bound, clip_norm, private=not math.isinf(epsilon))
     if step_size is None:
         step_size = 1.0 / (loss.smoothness * data.row_norm_bound**2 + alpha)
@@ -439,10 +438,7 @@ def dp_gd(
 
         return row_sum(data, part_sum)
 
-    arguments = SimpleNamespace(**locals())
-    W, W_tail = noisy_descent(
-        "dp_gd", arguments, gradient_sum, rng, sensitivity, noise_std, data.normalizer, step_size
-    )
+    W, W_tail = noisy_descent("dp_gd", SimpleNamespace(**locals()), data.normalizer)
     # chosen["random"] is x_tau, kept by the callback when output="random".
     coef = {"tail_average": W_tail, "last": W, **chosen}[output]
     # Public values only (step, noise, released row count): the honest warning.

@@ -68,7 +68,7 @@ import functools
 import inspect
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -82,7 +82,6 @@ from .._memo import memoize
 from .._public_errors import public_error
 
 __all__ = [
-    "minimize_strongly_convex",
     "certified_minimize",
     "accelerated_descent",
     "accelerated_steps",
@@ -119,7 +118,7 @@ _CG_RTOL = "rtol" if "rtol" in inspect.signature(cg).parameters else "tol"
 
 @dataclass(frozen=True)
 class InnerSolve:
-    """The result of :func:`minimize_strongly_convex`.
+    """The result of the inner solve (:func:`certified_minimize`).
 
     Attributes
     ----------
@@ -131,9 +130,8 @@ class InnerSolve:
         noise: for tests and direct callers only, never printed or returned
         by the solvers.
     stage : {"newton", "newton-extended", "accelerated"}
-        Which stage of :func:`certified_minimize` returned ``coef`` (the
-        fixed-budget Newton solve of :func:`minimize_strongly_convex` is
-        ``"newton"``).  Private, like ``gradient_norm``: for tests only.
+        Which stage of :func:`certified_minimize` returned ``coef`` (its
+        fixed-budget Newton solve is ``"newton"``).  Private, like ``gradient_norm``: for tests only.
     extra_steps : int
         Steps run after the public Newton budget (extension and accelerated
         stages); private, for tests only.
@@ -233,7 +231,7 @@ def _solve_dense(H, rhs, lam):
     return rhs / lam  # pragma: no cover
 
 
-def _line_search(dphi, slope0, n_rounds=None, width=None):
+def _line_search(dphi, slope0, n_rounds=LINE_SEARCH_ROUNDS, width=LINE_SEARCH_WIDTH):
     """A step ``t >= 0`` near the minimiser of a convex ``phi`` with ``phi'(0) = slope0 < 0``.
 
     ``dphi(ts)`` returns ``phi'`` at every point of the array ``ts`` (one
@@ -250,8 +248,6 @@ def _line_search(dphi, slope0, n_rounds=None, width=None):
     when ``phi'`` is nearly a step function (a Huber band or a saturated
     softmax crossed by a long direction).  Returns ``lo``.
     """
-    n_rounds = LINE_SEARCH_ROUNDS if n_rounds is None else n_rounds
-    width = LINE_SEARCH_WIDTH if width is None else width
     first, up, down, fractions = _grids(width)
     lo, f_lo = 0.0, slope0
     hi, f_hi = math.inf, math.inf
@@ -335,56 +331,6 @@ class _DirectionalDerivatives:
             derivative = self.loss.derivative(stacked, np.tile(self.y[start:stop], m))
             total += (derivative.reshape(m, size, n_outputs) * Dc).sum(axis=(1, 2))
         return total
-
-
-def minimize_strongly_convex(
-    X,
-    y,
-    loss,
-    *,
-    n_outputs,
-    regularization,
-    linear_term=None,
-    n_steps=DEFAULT_NEWTON_STEPS,
-    progress=None,
-):
-    """Minimise ``sum_i l(x_i W, y_i) + regularization/2 ||W||^2 + <linear_term, W>``.
-
-    Exactly ``n_steps`` safeguarded Newton steps from ``W = 0`` (see the
-    module docstring); returns the iterate with the smallest gradient norm.
-
-    Parameters
-    ----------
-    X : Design, ndarray or sparse matrix of shape (n_samples, n_columns)
-        The bounded rows (``BoundedData.design``: products without a copy of
-        the caller's X; a matrix is wrapped).
-    y : ndarray of shape (n_samples,)
-    loss : BinaryLogisticLoss, MultinomialLoss or HuberLoss
-    n_outputs : int
-    regularization : float
-        ``Lambda > 0``.
-    linear_term : ndarray of shape (n_columns, n_outputs), optional
-    n_steps : int
-        Newton steps (public).
-    progress : callable, optional
-        Called as ``progress(step)`` after each step, with the public step
-        number only.
-
-    Returns
-    -------
-    InnerSolve
-        ``coef`` and its ``gradient_norm`` (private: see :class:`InnerSolve`).
-
-    Notes
-    -----
-    Never raises because of the data and always runs the same number of
-    Newton steps and line-search evaluations.  The Newton system is solved
-    densely up to ``DENSE_HESSIAN_MAX_PARAMS`` coefficients, otherwise by
-    conjugate gradients on Hessian-vector products (two mat-vecs each, at
-    most ``CG_ITERATIONS``).
-    """
-    options = dict(n_outputs=n_outputs, regularization=regularization, linear_term=linear_term)
-    return _silenced(_minimize)(X, y, loss, n_steps=int(n_steps), progress=progress, **options)
 
 
 def _minimize(
@@ -624,8 +570,7 @@ def certified_minimize(
     CERTIFICATE_MARGIN * tol``:
 
     1. the public phase: exactly ``n_steps`` safeguarded Newton steps
-       (:func:`minimize_strongly_convex`, with ``progress`` called after
-       each); if the best iterate's gradient norm is at most ``target``, it
+       (``progress`` is called after each); if the best iterate's gradient norm is at most ``target``, it
        is returned (Lemma 2: ``||W - W*|| <= ||grad F(W)|| / Lambda``);
     2. otherwise up to ``EXTENSION_NEWTON_STEPS`` more Newton steps from it,
        stopping as soon as an iterate's gradient norm is at most ``target``
@@ -690,23 +635,16 @@ def certified_minimize(
     # (A second point that verifies is better than the first, which did not.)
     best = second if second.gradient_norm < first.gradient_norm else first
     if second.gradient_norm <= target or not accelerate:
-        return InnerSolve(
-            coef=best.coef,
-            gradient_norm=best.gradient_norm,
-            stage="newton-extended",
-            extra_steps=EXTENSION_NEWTON_STEPS,
-        )
+        return replace(best, stage="newton-extended", extra_steps=EXTENSION_NEWTON_STEPS)
     shape = (X.shape[1], n_outputs)
 
     def certificate(W):
         return gradient_norm(X, y, loss, W, regularization=lam, linear_term=linear_term)
 
     zero_norm = certificate(np.zeros(shape))
-    start, r0 = (
-        (best.coef, best.gradient_norm)
-        if best.gradient_norm <= zero_norm
-        else (np.zeros(shape), zero_norm)
-    )
+    start, r0 = best.coef, best.gradient_norm
+    if r0 > zero_norm:  # the accelerated stage starts at the better of the two
+        start, r0 = np.zeros(shape), zero_norm
     smoothness = smoothness_bound(X, loss.smoothness, lam)
     n_accelerated = accelerated_steps(r0, target, smoothness, lam)
     if public_smoothness is not None and public_gradient_bound is not None:

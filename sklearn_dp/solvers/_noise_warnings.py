@@ -84,15 +84,15 @@ def is_classification(loss_name):
 
 
 def _noise_threshold(name, loss_name):
-    """``name``'s threshold on the noise proxy for ``loss_name``'s kind of loss."""
-    return _threshold(name, "noise_warning")[is_classification(loss_name)]
+    """``name``'s threshold on the noise proxy for ``loss_name``'s kind of loss (None: none)."""
+    thresholds = _threshold(name, "noise_warning")
+    return None if thresholds is None else thresholds[is_classification(loss_name)]
 
 
 def is_quiet(name, loss_name, proxy, fraction=1.0):
     """Whether ``proxy`` stays below ``fraction`` of ``name``'s threshold for ``loss_name`` (public)."""
-    if _threshold(name, "noise_warning") is None:
-        return True
-    return proxy < fraction * _noise_threshold(name, loss_name)
+    threshold = _noise_threshold(name, loss_name)
+    return threshold is None or proxy < fraction * threshold
 
 
 def noise_dominated_warning(name, loss_name, proxy, *, epsilon):
@@ -101,10 +101,8 @@ def noise_dominated_warning(name, loss_name, proxy, *, epsilon):
     The text names the proxy, the threshold and what to do instead.  Inputs
     are public (see the module docstring).
     """
-    if _threshold(name, "noise_warning") is None or not proxy > 0 or math.isinf(epsilon):
-        return None
     threshold = _noise_threshold(name, loss_name)
-    if proxy < threshold:
+    if threshold is None or not proxy > 0 or math.isinf(epsilon) or proxy < threshold:
         return None
     kind = "classification" if is_classification(loss_name) else "regression"
     trivial = "the majority class" if kind == "classification" else "the mean label (R^2 0)"

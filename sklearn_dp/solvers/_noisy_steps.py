@@ -39,7 +39,8 @@ import math
 import numpy as np
 
 from .. import _noise, accounting
-from .._clipped_sums import svec, unsvec
+from .._clipped_sums import clipped_residual_squares, svec, unsvec
+from .._data import row_sum
 from ._common import PrivacyPlan, SolverResult, add_warnings, check_finite_iterate
 from ._declared_options import check_declared_options
 from ._noise_warnings import noise_dominated_warning
@@ -47,6 +48,7 @@ from ._noise_warnings import noise_dominated_warning
 __all__ = [
     "release",
     "release_symmetric",
+    "release_residual_squares",
     "noisy_steps",
     "gaussian_plan",
     "check_options",
@@ -79,6 +81,23 @@ def release_symmetric(matrix, sensitivity, noise_std, rng, label="gram matrix"):
     """
     m = np.shape(matrix)[0]
     return unsvec(release(svec(matrix), sensitivity, noise_std, rng, label), m)
+
+
+def release_residual_squares(data, coef, bound, sensitivity, noise_std, rng, y_bound=None):
+    """The gateway release of ``sum_i min(r_i^2, bound^2)`` at a released ``coef`` (one number).
+
+    The residual scale of the confidence intervals
+    (:func:`sklearn_dp._clipped_sums.clipped_residual_squares`, labels first
+    clipped to ``y_bound`` when given), summed over the row chunks of
+    ``data``; ``sensitivity`` is ``bound^2`` times the rows' weight bound.
+    """
+
+    def part_sum(part):
+        weights = getattr(part, "sample_weight", None)
+        return clipped_residual_squares(part.design, part.y, coef, bound, y_bound, weights)
+
+    squares = row_sum(data, part_sum)
+    return float(release(squares, sensitivity, noise_std, rng, "residual squares")[0])
 
 
 def noisy_steps(
@@ -183,7 +202,8 @@ def plan_of_call(name, arguments):
     The plan it was handed (``plan=``: the one an estimator was charged
     for), or for a direct call :func:`~sklearn_dp.solvers.plan_call` of
     these arguments: the options are checked against the registry's
-    declared types and ranges, as the estimators check them, and planned as
+    declared types and ranges, as the estimators check them before the
+    spend (a direct call refuses what an estimator refuses), and planned as
     the estimators plan them (the public stand-in for the row count is
     ``data.n_public``, ``row_norm_bound`` the data's public bound).
     """

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from numbers import Real
+from types import SimpleNamespace
 
 import numpy as np
 from dp_accounting import dp_event as dpe
@@ -134,9 +135,12 @@ def _smooth_glm(loss, row_norm_bound, n_outputs, solver):
 
 
 def _check_splits(epsilon_split, residual_fraction):
-    """Objective perturbation's shares of epsilon, each in its declared range, with a sum below 1."""
-    splits = dict(epsilon_split=epsilon_split, residual_fraction=residual_fraction)
-    check_options("objective_perturbation", splits)
+    """Objective perturbation's shares of epsilon, with a sum below 1.
+
+    Each is in its declared range (the registry's ``option_constraints``):
+    the estimators and :func:`~sklearn_dp.solvers.plan_call` check them
+    before they plan, and a direct call of the solver in ``plan_of_call``.
+    """
     if epsilon_split + residual_fraction >= 1:
         raise ValueError("epsilon_split + residual_fraction must be < 1 (the noise needs a share).")
     return float(epsilon_split), float(residual_fraction)
@@ -302,24 +306,19 @@ def _positive(value):
     return isinstance(value, Real) and not isinstance(value, bool) and 0 < value < math.inf
 
 
-def _check(solver, loss_name, alpha, options):
-    if loss_name not in SMOOTH_LOSSES:
-        raise ValueError(
-            f"{solver} needs a smooth convex loss with bounded derivative and bounded second "
-            f"derivative ({', '.join(sorted(SMOOTH_LOSSES))}); got loss={loss_name!r}. "
-            "Use dp_sgd for non-smooth losses."
-        )
+def _check(solver, alpha, options):
+    # The registry admits the losses of the proofs only (SolverSpec.losses).
     _check_options(solver, alpha, options.get("gradient_tol"), options.get("max_iter"))
 
 
 def check_output_perturbation(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
     """Public checks of ``output_perturbation`` (``SolverSpec.check``), before any spend.
 
-    Raises a ValueError for a loss these proofs do not cover, ``alpha <= 0``,
-    a bad ``gradient_tol`` or a Newton budget below ``MIN_NEWTON_STEPS``.  A
-    function of public inputs only.
+    Raises a ValueError for ``alpha <= 0``, a bad ``gradient_tol`` or a
+    Newton budget below ``MIN_NEWTON_STEPS`` (the registry refuses a loss
+    these proofs do not cover before).  A function of public inputs only.
     """
-    _check("output_perturbation", loss_name, alpha, options)
+    _check("output_perturbation", alpha, options)
 
 
 def check_objective_perturbation(
@@ -330,23 +329,11 @@ def check_objective_perturbation(
     As :func:`check_output_perturbation`, plus ``epsilon_split`` and
     ``residual_fraction`` in (0, 1) with a sum below 1.
     """
-    _check("objective_perturbation", loss_name, alpha, options)
+    _check("objective_perturbation", alpha, options)
     _check_splits(
         options.get("epsilon_split", DEFAULT_EPSILON_SPLIT),
         options.get("residual_fraction", DEFAULT_RESIDUAL_FRACTION),
     )
-
-
-def _certification(plan, private, solver):
-    """The plan's :class:`CertificationBounds` (None without noise)."""
-    if not private:
-        return None
-    if "certification" not in plan.details:
-        raise ValueError(
-            f"{solver}: the plan holds no bounds of the certified solve; plan with the loss, "
-            "the row bound and alpha."
-        )
-    return plan.details["certification"]
 
 
 def _scale(noise, sensitivity, epsilon, multiplier):
@@ -369,19 +356,66 @@ def _release(value, pure, sensitivity, scale, rng, label):
     return _noise.gaussian(value, sensitivity=sensitivity, noise_std=scale, rng=rng, label=label)
 
 
-def _certified_solve(data, glm, solver, bounds, *, n_outputs, n_steps, verbose, **kwargs):
-    """The certified solve (:func:`certified_minimize`), its last stage sized by ``bounds``."""
-    return certified_minimize(
-        data.design,
-        data.y,
-        glm.loss,
-        n_outputs=n_outputs,
-        n_steps=n_steps,
-        progress=Progress(solver, n_steps, verbose),
-        accelerate=bounds is not None,
-        public_smoothness=None if bounds is None else bounds.smoothness,
-        **kwargs,
-    )
+class _CertifiedRun:
+    """What both solvers do around their noise: checks, plan, certified solve, result.
+
+    Built from the solver's ``locals()``.  ``bounds`` are the plan's
+    :class:`CertificationBounds` (None without noise), ``tol`` the solve's
+    tolerance on the objective's gradient (``gradient_tol * G``), ``noise``
+    the plan's kind of noise and ``pure`` whether it is L2 Laplace noise.
+    """
+
+    def __init__(self, solver, arguments):
+        a = self.arguments = SimpleNamespace(**arguments)
+        gradient_tol, self.n_steps = _check_options(solver, a.alpha, a.gradient_tol, a.max_iter)
+        self.solver = solver
+        self.glm = _smooth_glm(a.loss, a.data.row_norm_bound, a.n_outputs, solver)
+        self.plan = plan_of_call(solver, arguments)
+        self.noise = self.plan.details["noise"]
+        self.pure = self.noise != "gaussian"
+        self.bounds = None
+        if self.noise != "none":
+            if "certification" not in self.plan.details:
+                raise ValueError(
+                    f"{solver}: the plan holds no bounds of the certified solve; plan with the "
+                    "loss, the row bound and alpha."
+                )
+            self.bounds = self.plan.details["certification"]
+        self.tol = gradient_tol * self.glm.gradient_bound
+
+    def solve(self, regularization, public_gradient_bound, linear_term=None):
+        """The certified minimiser (:func:`certified_minimize`), its last stage sized by ``bounds``.
+
+        ``public_gradient_bound`` bounds the objective's gradient at 0 from
+        public values (and data-independent noise); read with ``bounds`` only.
+        """
+        a, bounds = self.arguments, self.bounds
+        return certified_minimize(
+            a.data.design,
+            a.data.y,
+            self.glm.loss,
+            n_outputs=a.n_outputs,
+            regularization=regularization,
+            tol=self.tol,
+            linear_term=linear_term,
+            n_steps=self.n_steps,
+            progress=Progress(self.solver, self.n_steps, a.verbose),
+            accelerate=bounds is not None,
+            public_smoothness=None if bounds is None else bounds.smoothness,
+            public_gradient_bound=None if bounds is None else public_gradient_bound,
+        ).coef
+
+    def result(self, coef, info=None, **details):
+        """The solver's result, with the public constants of its solve added to the plan's details."""
+        self.plan.details.update(
+            details,
+            gradient_tol=self.tol,
+            gradient_bound=self.glm.gradient_bound,
+            newton_steps=self.n_steps,
+            loss=repr(self.glm.loss),
+        )
+        coef = np.asarray(coef, dtype=float)
+        return SolverResult(coef=coef, n_iter=1, plan=self.plan, info=info or {})
 
 
 def output_perturbation(
@@ -471,50 +505,25 @@ def output_perturbation(
     ``data.n_public`` (a DP count from the estimators; the row count itself
     when called directly), the bounds, alpha, the tolerance, the budget.
     """
-    gradient_tol, n_steps = _check_options("output_perturbation", alpha, gradient_tol, max_iter)
-    glm = _smooth_glm(loss, data.row_norm_bound, n_outputs, "output_perturbation")
+    run = _CertifiedRun("output_perturbation", locals())
+    glm, plan = run.glm, run.plan
     n_params = data.n_columns * n_outputs
-    plan = plan_of_call("output_perturbation", locals())
-    bounds = _certification(plan, not math.isinf(epsilon), "output_perturbation")
-    tol = gradient_tol * glm.gradient_bound
     # Lambda = n * alpha with the public stand-in for n: the row count is
     # private under add/remove, and the sensitivity G / Lambda needs a Lambda
     # that is the same on neighbouring data sets.
     regularization = data.n_public * float(alpha)
-    sensitivity = (glm.gradient_bound + 2.0 * tol) / regularization
-    noise = plan.details["noise"]
-    pure = noise != "gaussian"
-    scale = _scale(noise, sensitivity, plan.details.get("epsilon_noise"), plan.noise_multiplier)
-    solve = _certified_solve(
-        data,
-        glm,
-        "output_perturbation",
-        bounds,
-        n_outputs=n_outputs,
-        n_steps=n_steps,
-        verbose=verbose,
-        regularization=regularization,
-        tol=tol,
-        public_gradient_bound=None if bounds is None else bounds.initial_gradient_bound,
-    )
+    sensitivity = (glm.gradient_bound + 2.0 * run.tol) / regularization
+    epsilon_noise = plan.details.get("epsilon_noise")
+    scale = _scale(run.noise, sensitivity, epsilon_noise, plan.noise_multiplier)
+    public_gradient_bound = None if run.bounds is None else run.bounds.initial_gradient_bound
+    solution = run.solve(regularization, public_gradient_bound)
     rng = make_rng(random_state)
-    coef = _release(solve.coef, pure, sensitivity, scale, rng, "minimiser")
+    coef = _release(solution, run.pure, sensitivity, scale, rng, "minimiser")
     info = {}
-    add_warnings(info, output_noise_warning(loss, n_params, n_outputs, float(alpha), scale, pure))
+    warning = output_noise_warning(loss, n_params, n_outputs, float(alpha), scale, run.pure)
+    add_warnings(info, warning)
     details = dict(sensitivity=sensitivity, noise_scale=scale, regularization=regularization)
-    return _result(plan, coef, glm, tol, n_steps, info, **details)
-
-
-def _result(plan, coef, glm, tol, n_steps, info=None, **details):
-    """The solver's result, with the public constants of its solve added to the plan's details."""
-    plan.details.update(
-        details,
-        gradient_tol=tol,
-        gradient_bound=glm.gradient_bound,
-        newton_steps=n_steps,
-        loss=repr(glm.loss),
-    )
-    return SolverResult(coef=np.asarray(coef, dtype=float), n_iter=1, plan=plan, info=info or {})
+    return run.result(coef, info, **details)
 
 
 def output_noise_warning(loss, n_params, n_outputs, alpha, scale, pure):
@@ -651,64 +660,39 @@ def objective_perturbation(
     Public: ``data.n_public``, the bounds, alpha, the splits, the tolerance
     and the budget.  The proof: docs/solvers/perturbation.md, "Proofs".
     """
-    gradient_tol, n_steps = _check_options("objective_perturbation", alpha, gradient_tol, max_iter)
-    glm = _smooth_glm(loss, data.row_norm_bound, n_outputs, "objective_perturbation")
-    n_columns = data.n_columns
-    n_params = n_columns * n_outputs
-    plan = plan_of_call("objective_perturbation", locals())
-    details = plan.details
+    run = _CertifiedRun("objective_perturbation", locals())
+    glm, plan = run.glm, run.plan
+    details, tol, G = plan.details, run.tol, run.glm.gradient_bound
+    n_params = data.n_columns * n_outputs
     base_regularization = data.n_public * float(alpha)  # public stand-in for n
     regularization = max(base_regularization, glm.regularization_needed(details["epsilon_det"]))
     epsilon_det = glm.epsilon_det(regularization)
     if epsilon_det > details["epsilon_det"] * (1 + 1e-12):  # pragma: no cover - by construction
         raise AssertionError("Determinant term over its budget; please report this.")
-    G = glm.gradient_bound
-    noise = details["noise"]
-    pure = noise != "gaussian"
-    b_scale = _scale(noise, G, details.get("epsilon_noise"), plan.noise_multiplier)
-    private = noise != "none"
-    bounds = _certification(plan, private, "objective_perturbation")
-    tol = gradient_tol * G
+    b_scale = _scale(run.noise, G, details.get("epsilon_noise"), plan.noise_multiplier)
     # b is the rounding of an exact continuous noise vector N on a grid g, with
     # ||b - N|| <= sqrt(m) g / 2: the solve lands within tol / Lambda (half of it
     # for rounding) plus sqrt(m) g / (2 Lambda) of the exact minimiser for N.
     coupling = 0.0
-    if private:
+    if run.noise != "none":
         grid = _noise.objective_noise_grid(b_scale, n_params, 2.0 * COUPLING_SHARE * tol)
         coupling = math.sqrt(n_params) * grid.spacing
     residual_sensitivity = (2.0 * tol + coupling) / regularization
-    residual_scale = _scale(
-        noise,
-        residual_sensitivity,
-        details.get("epsilon_residual"),
-        details.get("residual_noise_multiplier"),
-    )
+    residual_multiplier = details.get("residual_noise_multiplier")
+    epsilon_residual = details.get("epsilon_residual")
+    residual_scale = _scale(run.noise, residual_sensitivity, epsilon_residual, residual_multiplier)
 
     def solve(b):
         # The accelerated stage's step count: public constants and the norm of
         # b (data-independent noise), ||grad J_b(0)|| <= n_public G + ||b||.
-        public_gradient_bound = None
-        if bounds is not None:
-            public_gradient_bound = max(float(data.n_public), 1.0) * G + float(np.linalg.norm(b))
-        return _certified_solve(
-            data,
-            glm,
-            "objective_perturbation",
-            bounds,
-            n_outputs=n_outputs,
-            n_steps=n_steps,
-            verbose=verbose,
-            regularization=regularization,
-            tol=tol,
-            linear_term=b,
-            public_gradient_bound=public_gradient_bound,
-        ).coef
+        public_gradient_bound = max(float(data.n_public), 1.0) * G + float(np.linalg.norm(b))
+        return run.solve(regularization, public_gradient_bound, linear_term=b)
 
     rng = make_rng(random_state)
     W = _noise.objective_perturbation(
         solve,
-        shape=(n_columns, n_outputs),
-        noise="l2_laplace" if pure else "gaussian",
+        shape=(data.n_columns, n_outputs),
+        noise="l2_laplace" if run.pure else "gaussian",
         scale=b_scale,
         coupling=2.0 * COUPLING_SHARE * tol,
         sensitivity=G,
@@ -716,13 +700,9 @@ def objective_perturbation(
         label="perturbed minimiser",
     )
     residual = "inexact-solve residual"
-    coef = _release(W, pure, residual_sensitivity, residual_scale, rng, residual)
-    return _result(
-        plan,
+    coef = _release(W, run.pure, residual_sensitivity, residual_scale, rng, residual)
+    return run.result(
         coef,
-        glm,
-        tol,
-        n_steps,
         regularization=regularization,
         extra_regularization=regularization - base_regularization,
         epsilon_det_actual=epsilon_det,

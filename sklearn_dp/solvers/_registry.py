@@ -53,25 +53,14 @@ __all__ = [
     "choose_solver",
 ]
 
-#: Arguments every solver receives from the estimator (not user options).
-SOLVER_ARGUMENTS = frozenset(
-    {
-        "n_outputs",
-        "alpha",
-        "l1_ratio",
-        "epsilon",
-        "delta",
-        "coef_init",
-        "random_state",
-        "verbose",
-        "plan",
-    }
-)
-
 #: Arguments of a solver that its plan does not read from the call: the plan
 #: is given its own epsilon and delta (the solver's share), and the others do
 #: not shape the mechanism.
 NOT_PLANNED = frozenset({"epsilon", "delta", "coef_init", "random_state", "verbose", "plan"})
+
+#: Arguments every solver receives from the estimator (not user options):
+#: those its plan does not read, and the problem's shape and penalty.
+SOLVER_ARGUMENTS = NOT_PLANNED | {"n_outputs", "alpha", "l1_ratio"}
 
 #: Constraints of a count, a positive public scale and a share of epsilon
 #: (for the ``option_constraints`` of specs).
@@ -482,11 +471,12 @@ def _fitting_solvers(problem_for):
     return [s.name for s in SOLVERS.values() if not unsupported_reasons(s, **problem_for(s))]
 
 
-def _hint(problem):
-    alternatives = _fitting_solvers(lambda spec: problem)
-    if alternatives:
-        return f" Solvers that fit: {', '.join(alternatives)} (or solver='auto')."
-    return " No registered solver fits this combination; change the loss, penalty or delta."
+def _hint(problem_for, advice, changes):
+    """The registered solvers that fit (then ``advice``), or the ``changes`` to make when none does."""
+    fitting = _fitting_solvers(problem_for)
+    if fitting:
+        return f" Solvers that fit: {', '.join(fitting)}{advice}."
+    return f" No registered solver fits this combination; change the {changes}."
 
 
 def check_solver_supports(spec, *, estimator, **problem):
@@ -500,7 +490,7 @@ def check_solver_supports(spec, *, estimator, **problem):
             f"{estimator}: solver={spec.name!r} does not support "
             + "; ".join(problems)
             + "."
-            + _hint(problem)
+            + _hint(lambda spec: problem, " (or solver='auto')", "loss, penalty or delta")
         )
 
 
@@ -556,16 +546,9 @@ def choose_solver(preferences, *, estimator, context, problem_for) -> str:
         if not reasons:
             return choice.solver
         passed_over.append(f"{choice.solver}: {'; '.join(reasons)}")
-    fitting = _fitting_solvers(problem_for)
-    hint = (
-        f" Solvers that fit: {', '.join(fitting)}; pass one as solver=."
-        if fitting
-        else " No registered solver fits this combination; change the loss, penalty, "
-        "constraint or delta."
-    )
     raise ValueError(
         f"{estimator}: solver='auto' found no solver for this problem ("
         + " | ".join(passed_over)
         + ")."
-        + hint
+        + _hint(problem_for, "; pass one as solver=", "loss, penalty, constraint or delta")
     )

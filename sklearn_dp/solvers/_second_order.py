@@ -22,7 +22,6 @@ from dp_accounting import dp_event as dpe
 
 from .. import accounting
 from .._clipped_sums import (
-    clipped_residual_squares,
     curvature_bound,
     newton_sums,
     svec,
@@ -32,7 +31,7 @@ from .._data import row_sum
 from .._losses import loss_names
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._gradient_descent import gradient_bound
-from ._noisy_steps import plan_of_call, release
+from ._noisy_steps import plan_of_call, release, release_residual_squares
 
 __all__ = [
     "dp_newton",
@@ -40,7 +39,6 @@ __all__ = [
     "check_dp_newton",
     "newton_multipliers",
     "hessian_noise_norm",
-    "modified_newton_direction",
     "modified_eigendecomposition",
     "DEFAULT_NEWTON_STEPS",
     "DEFAULT_NEWTON_STEPS_NOISELESS",
@@ -123,19 +121,16 @@ def second_order_fits(public, max_columns=AUTO_MAX_COLUMNS):
     return public.n_features + int(public.fit_intercept) <= max_columns
 
 
-_HESSIANS = ("exact", "bound")
-_MOMENTA = ("auto", "nesterov", None)
-_MODIFICATIONS = ("auto", "clip", "add")
-
-
-def _check_options(hessian, eigenvalue, momentum, size):
-    # The numeric options' ranges are the registry's (option_constraints).
-    if momentum not in _MOMENTA:
-        raise ValueError(f"momentum must be one of {_MOMENTA}, got {momentum!r}.")
-    if hessian not in _HESSIANS:
-        raise ValueError(f"hessian must be one of {_HESSIANS}, got {hessian!r}.")
-    if eigenvalue not in _MODIFICATIONS:
-        raise ValueError(f"eigenvalue must be one of {_MODIFICATIONS}, got {eigenvalue!r}.")
+def _check_problem(loss_name, n_outputs, inference, hessian, n_columns, multi_output=False):
+    """Refuse what dp_newton cannot fit (public inputs); the size of its curvature matrix."""
+    # The options' types and ranges are the registry's (option_constraints).
+    if inference and (loss_name not in _INFERENCE_LOSSES or multi_output or int(n_outputs) != 1):
+        raise ValueError(
+            "dp_newton's inference=True supports the squared loss and the binary log-loss "
+            f"only; got loss={loss_name!r} with {n_outputs} output(s)."
+        )
+    # Rows of the matrix dp_newton releases and decomposes.
+    size = n_columns if hessian == "bound" else n_columns * int(n_outputs)
     if size > MAX_HESSIAN_SIZE:
         what = (
             "a Gram matrix of (features plus intercept)"
@@ -146,25 +141,14 @@ def _check_options(hessian, eigenvalue, momentum, size):
             f"dp_newton releases {what} = {size} rows and columns; it supports at most "
             f"{MAX_HESSIAN_SIZE}. Use dp_gd for wider problems."
         )
+    return size
 
 
 def check_dp_newton(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
     """Public checks of dp_newton's options (run before the reservation)."""
-    if options.get("inference") and (loss_name not in _INFERENCE_LOSSES or n_outputs != 1):
-        raise ValueError(
-            "dp_newton's inference=True supports the squared loss and the binary log-loss "
-            f"only; got loss={loss_name!r} with {n_outputs} output(s)."
-        )
     hessian = options.get("hessian", DEFAULT_HESSIAN)
-    size = _curvature_size(hessian, public.n_features + int(public.fit_intercept), n_outputs)
-    _check_options(
-        hessian, options.get("eigenvalue", "auto"), options.get("momentum", "auto"), size
-    )
-
-
-def _curvature_size(hessian, n_columns, n_outputs):
-    """Rows of the matrix dp_newton releases and decomposes."""
-    return n_columns if hessian == "bound" else n_columns * int(n_outputs)
+    n_columns = public.n_features + int(public.fit_intercept)
+    _check_problem(loss_name, n_outputs, options.get("inference"), hessian, n_columns)
 
 
 def _hessian_releases(n_steps, hessian, loss, hessian_steps=None):
@@ -250,7 +234,12 @@ def hessian_noise_norm(noise_std, size):
 
 
 def modified_eigendecomposition(H, floor, eigenvalue="clip", overwrite=False):
-    """``(mod(lambda), V)`` for ``H = V diag(lambda) V^T``: see :func:`modified_newton_direction`.
+    """``(mod(lambda), V)`` for the eigen-decomposition ``H = V diag(lambda) V^T``.
+
+    ``"clip"`` raises every eigenvalue to ``floor``; ``"add"`` adds ``floor``
+    to every eigenvalue after raising negative ones to 0; the modified
+    Newton direction is ``V diag(1 / mod(lambda)) V^T g``.  Post-processing
+    of released values only.
 
     ``overwrite=True`` lets LAPACK work in ``H``'s own buffer (its values are
     then lost): no working copy of the matrix.
@@ -267,17 +256,6 @@ def modified_eigendecomposition(H, floor, eigenvalue="clip", overwrite=False):
     else:
         lam = np.maximum(lam, 0.0) + floor
     return lam, V
-
-
-def modified_newton_direction(H, g, floor, eigenvalue="clip"):
-    """``V diag(1 / mod(lambda)) V^T g`` for the eigen-decomposition ``H = V diag(lambda) V^T``.
-
-    ``"clip"`` raises every eigenvalue to ``floor``; ``"add"`` adds ``floor``
-    to every eigenvalue after raising negative ones to 0.  Post-processing of
-    released values only.
-    """
-    lam, V = modified_eigendecomposition(H, floor, eigenvalue)
-    return V @ ((V.T @ g) / lam[:, None])
 
 
 def dp_newton(
@@ -362,7 +340,7 @@ def dp_newton(
     hessian_steps : int, optional
         With ``hessian="exact"``: how many steps release a fresh Hessian.
     eigenvalue : {"auto", "clip", "add"}, default="auto"
-        The eigenvalue modification (see :func:`modified_newton_direction`);
+        The eigenvalue modification (see :func:`modified_eigendecomposition`);
         ``"auto"``: the loss's ``newton_eigenvalue_floor`` (``"clip"`` for
         classification losses, ``"add"`` for regression losses).
     floor_scale : float, optional
@@ -434,17 +412,9 @@ def dp_newton(
             f"dp_newton needs a smooth GLM loss ({', '.join(sorted(loss_names(smooth=True)))}); "
             f"got {loss.name!r}."
         )
-    if inference and (
-        loss.name not in _INFERENCE_LOSSES or loss.multi_output or int(n_outputs) != 1
-    ):
-        raise ValueError(
-            "dp_newton's inference=True supports the squared loss and the binary log-loss "
-            f"only; got loss={loss.name!r} with {n_outputs} output(s)."
-        )
-    n_columns = data.design.n_columns
-    size = _curvature_size(hessian, n_columns, n_outputs)
-    _check_options(hessian, eigenvalue, momentum, size)
     plan = plan_of_call("dp_newton", locals())
+    n_columns = data.design.n_columns
+    size = _check_problem(loss.name, n_outputs, inference, hessian, n_columns, loss.multi_output)
     if momentum == "auto":
         momentum = "nesterov" if hessian == "bound" else None
     default_eigenvalue, default_floor = loss.newton_eigenvalue_floor
@@ -566,7 +536,7 @@ def dp_newton(
     info = {}
     if plan.details.get("inference"):
         info["inference"] = _inference_release(
-            data, loss, W, rng, plan, eigen, momenta, weight_bound, gradient_std, bound, beta
+            data, loss, W, rng, plan, eigen, momenta, weight_bound, gradient_std, beta
         )
         info["inference"].update(
             alpha=float(alpha),
@@ -581,9 +551,7 @@ def dp_newton(
     return SolverResult(coef=W, n_iter=plan.n_steps, plan=plan, info=info)
 
 
-def _inference_release(
-    data, loss, W, rng, plan, eigen, momenta, weight_bound, gradient_std, bound, beta
-):
+def _inference_release(data, loss, W, rng, plan, eigen, momenta, weight_bound, gradient_std, beta):
     """The extra release of ``inference=True`` at the final coefficients, and what the steps used.
 
     Returns the values the confidence intervals need: released values and
@@ -609,18 +577,10 @@ def _inference_release(
     if loss.name == "squared":
         bound_r = 0.5 * float(loss.derivative_bound)
         sensitivity = weight_bound * bound_r**2
-        squares = row_sum(
-            data,
-            lambda part: clipped_residual_squares(
-                part.design,
-                part.y,
-                W[:, 0],
-                bound_r,
-                sample_weight=getattr(part, "sample_weight", None),
-            ),
+        squares = release_residual_squares(
+            data, W[:, 0], bound_r, sensitivity, std * sensitivity, rng
         )
-        released = release(squares, sensitivity, std * sensitivity, rng, "residual squares")
-        result.update(residual_squares=float(released[0]), residual_noise_std=std * sensitivity)
+        result.update(residual_squares=squares, residual_noise_std=std * sensitivity)
         return result
     sensitivity = weight_bound * beta * R2
 

@@ -20,7 +20,7 @@ from ._gradient_descent import gradient_bound, noisy_descent
 from ._noise_warnings import noise_excess_proxy
 from ._noisy_steps import gaussian_plan, plan_of_call, solver_result
 
-__all__ = ["dp_sgd", "plan_dp_sgd", "poisson_batch"]
+__all__ = ["dp_sgd", "plan_dp_sgd"]
 
 #: Default Poisson sampling rate (expected batch: 10% of the rows).
 DEFAULT_SAMPLING_RATE = 0.1
@@ -69,16 +69,6 @@ def plan_dp_sgd(n_samples, n_params, epsilon, delta, call):
         epochs = DEFAULT_EPOCHS_NOISELESS if math.isinf(epsilon) else DEFAULT_EPOCHS
         max_iter = math.ceil(epochs / rate)
     return gaussian_plan(epsilon, delta, max_iter, dict(sampling_probability=rate), rate)
-
-
-def poisson_batch(rng, n_samples, rate):
-    """Indices of a Poisson sample: draw its size, then the rows (no per-row coins).
-
-    The size of a Poisson sample is Binomial(n, rate) and, given the size, the
-    rows are a uniformly random subset: the same distribution as n independent
-    coins, at the cost of one draw plus the batch.
-    """
-    return _noise.poisson_sample(n_samples, rate, rng)
 
 
 def dp_sgd(
@@ -204,10 +194,7 @@ def dp_sgd(
     # The expected batch size from the public stand-in for n (an upper
     # confidence bound when it is a DP count), never the drawn batch size.
     expected_batch = rate * data.normalizer
-    arguments = SimpleNamespace(**locals())
-    _, W_tail = noisy_descent(
-        "dp_sgd", arguments, gradient_sum, rng, sensitivity, noise_std, expected_batch, step_size
-    )
+    _, W_tail = noisy_descent("dp_sgd", SimpleNamespace(**locals()), expected_batch)
     # Public values only (step, noise, expected batch from the released row
     # count): the honest warning.
     proxy = noise_excess_proxy(step_size, noise_std, rate * data.n_public, n_columns * n_outputs)

@@ -22,12 +22,12 @@ import numpy as np
 from dp_accounting import dp_event as dpe
 
 from .. import accounting
-from .._clipped_sums import clipped_residual_squares, smallest_eigenvalue, sufficient_statistics
+from .._clipped_sums import smallest_eigenvalue, sufficient_statistics
 from .._data import row_sum
 from .._public_errors import public_error
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._l1_geometry import project_l1_ball
-from ._noisy_steps import plan_of_call, release, release_symmetric
+from ._noisy_steps import plan_of_call, release, release_residual_squares, release_symmetric
 
 __all__ = [
     "dp_ssp",
@@ -138,8 +138,7 @@ def plan_dp_ssp(n_samples, n_params, epsilon, delta, call):
     details = dict(shares=tuple(float(v) for v in values[:3]), inference=bool(inference))
     n_releases = int(np.count_nonzero(values))
     if math.isinf(epsilon):
-        details["multipliers"] = (0.0, 0.0, 0.0)
-        details["inference_multiplier"] = 0.0
+        details.update(multipliers=(0.0, 0.0, 0.0), inference_multiplier=0.0)
         return PrivacyPlan(dpe.NonPrivateDpEvent(), 0.0, n_releases, details)
     multipliers = ssp_multipliers(epsilon, delta, values)
     details["multipliers"] = multipliers[:3]
@@ -477,20 +476,10 @@ def dp_ssp(
     info = dict(statistics=statistics)
     if plan.details.get("inference"):
         # The residual scale at the released coefficients (public once released).
+        sensitivity = weight_bound * float(label_bound) ** 2
         residual_std = plan.details["inference_multiplier"] * weight_bound * float(label_bound) ** 2
-        squares = row_sum(
-            data,
-            lambda part: clipped_residual_squares(
-                part.design,
-                part.y,
-                w,
-                label_bound,
-                y_bound=label_bound,
-                sample_weight=getattr(part, "sample_weight", None),
-            ),
-        )
-        noisy_squares = release(
-            squares, weight_bound * float(label_bound) ** 2, residual_std, rng, "residual squares"
+        squares = release_residual_squares(
+            data, w, label_bound, sensitivity, residual_std, rng, label_bound
         )
         info["inference"] = dict(
             kind="ssp",
@@ -501,7 +490,7 @@ def dp_ssp(
             penalized=data.penalized.copy(),
             gram_noise_std=gram_std,
             xty_noise_std=sigma_xty * xty_sensitivity,
-            residual_squares=float(noisy_squares[0]),
+            residual_squares=squares,
             residual_noise_std=residual_std,
             n_columns=m,
         )

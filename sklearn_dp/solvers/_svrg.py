@@ -68,6 +68,7 @@ PLD accountant certifies the whole composition.
 
 from __future__ import annotations
 
+import inspect
 import math
 from types import SimpleNamespace
 
@@ -178,8 +179,7 @@ def svrg_noise_multipliers(epsilon, delta, sampling_probability, n_epochs, n_inn
     """
     if math.isinf(epsilon):
         return 0.0, 0.0
-    if not 0.0 < snapshot_share < 1.0:
-        raise ValueError(f"snapshot_share must be in (0, 1), got {snapshot_share!r}.")
+    # snapshot_share is in its declared range (FRACTION, checked before any plan).
     # One Gaussian step with multiplier s is mu-GDP with mu = 1/s, so T steps
     # with multiplier s_snap are (sqrt(T) / s_snap)-GDP.
     single = accounting.gaussian_noise_multiplier(epsilon, delta, 1)
@@ -651,27 +651,7 @@ def dp_svrg(
     return _fit_svrg("dp_svrg", locals())
 
 
-def dp_svrg_pp(
-    data,
-    loss,
-    *,
-    n_outputs,
-    alpha,
-    epsilon,
-    delta,
-    l1_ratio=0.0,
-    max_iter=None,
-    batch_size=None,
-    step_size=None,
-    inner_steps=None,
-    clip_norm=None,
-    difference_bound="smoothness",
-    snapshot_share=DEFAULT_SNAPSHOT_SHARE,
-    output="average",
-    random_state=None,
-    verbose=0,
-    plan=None,
-):
+def dp_svrg_pp(data, loss, **options):
     """DP-SVRG++: noisy proximal SVRG++ for a convex (not necessarily strongly convex) objective.
 
     Minimises ``mean_i l(x_i @ W, y_i) + alpha * (l1_ratio ||W||_1 +
@@ -729,4 +709,13 @@ def dp_svrg_pp(
     Assumptions of the utility guarantee (Theorem 4.4): convex, smooth loss;
     no strong convexity needed.
     """
-    return _fit_svrg("dp_svrg_pp", locals())
+    # dp_svrg's keyword-only parameters and defaults (__signature__, below).
+    arguments = _SIGNATURE.bind(data, loss, **options)
+    arguments.apply_defaults()
+    return _fit_svrg("dp_svrg_pp", arguments.arguments)
+
+
+# The two solvers take the same arguments: the registry, help() and the
+# documentation read dp_svrg_pp's from its signature.
+_SIGNATURE = inspect.signature(dp_svrg)
+dp_svrg_pp.__signature__ = _SIGNATURE

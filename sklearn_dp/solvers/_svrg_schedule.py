@@ -94,17 +94,8 @@ def svrg_sampling(n_samples, batch_size=None):
     if batch_size is None:
         rate = min(1.0, _two_digits(default_svrg_batch_size(n_samples) / n_samples))
         return rate, max(1.0, _two_digits(rate * n_samples))
-    if int(batch_size) != batch_size or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
+    # A given batch_size is a count >= 1: the registry's constraint (COUNT).
     return min(1.0, _two_digits(batch_size / n_samples)), float(batch_size)
-
-
-def _contraction_inputs(smoothness, step_size, batch_size):
-    # a = 8 L eta / b: the variance constant of Prox-SVRG's analysis (the
-    # paper's 8L, eq. 35) divided by the mini-batch size, since a Poisson
-    # mini-batch of expected size b normalised by b has variance at most
-    # (1/b) mean_i ||d_i||^2.
-    return 8.0 * smoothness * step_size / batch_size
 
 
 def svrg_step_size(smoothness, batch_size=1):
@@ -138,7 +129,11 @@ def svrg_inner_steps(smoothness, strong_convexity, step_size, batch_size=1):
     """
     if not strong_convexity > 0:
         raise ValueError("dp_svrg needs a strongly convex objective (an L2 penalty alpha > 0).")
-    a = _contraction_inputs(smoothness, step_size, batch_size)
+    # a = 8 L eta / b: the variance constant of Prox-SVRG's analysis (the
+    # paper's 8L, eq. 35) divided by the mini-batch size, since a Poisson
+    # mini-batch of expected size b normalised by b has variance at most
+    # (1/b) mean_i ||d_i||^2.
+    a = 8.0 * smoothness * step_size / batch_size
     if a >= 1.0 / 3.0:
         raise ValueError(
             f"step_size={step_size:.4g} is too large for the dp_svrg analysis with batch_size="
@@ -173,13 +168,6 @@ def default_svrg_inner_steps(smoothness, strong_convexity, step_size, batch_size
     theory = svrg_inner_steps(smoothness, strong_convexity, step_size, batch_size)
     cap = SVRG_MAX_EPOCH_PASSES * float(n_samples) / float(batch_size)
     return _ceil_to_grid(max(1.0, min(float(theory), cap)))
-
-
-def svrg_contraction(smoothness, strong_convexity, step_size, batch_size, inner_steps):
-    """The factor A of (4) (per-epoch contraction of the expected gap, noise aside)."""
-    a = _contraction_inputs(smoothness, step_size, batch_size)
-    m = inner_steps
-    return 1.0 / (step_size * (1.0 - a) * strong_convexity * m) + a * (m + 1) / (m * (1.0 - a))
 
 
 def svrg_pp_step_size(smoothness, batch_size=1):
