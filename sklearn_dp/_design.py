@@ -163,6 +163,21 @@ def _as_2d(V):
     return (V[:, None], True) if V.ndim == 1 else (V, False)
 
 
+def _row_slice(X, start, stop):
+    """Rows ``start:stop`` of X: a view (for CSR, of its arrays: scipy's slicing copies them).
+
+    Callers that modify a block in place check ``np.shares_memory`` first.
+    """
+    if not sp.issparse(X):
+        return X[start:stop]
+    lo, hi = X.indptr[start], X.indptr[stop]
+    return sp.csr_matrix(
+        (X.data[lo:hi], X.indices[lo:hi], X.indptr[start : stop + 1] - lo),
+        shape=(stop - start, X.shape[1]),
+        copy=False,
+    )
+
+
 def _float64(block):
     if sp.issparse(block):
         return sp.csr_matrix(block, dtype=np.float64)
@@ -271,7 +286,7 @@ class Design:
                 patch_rows = self.patch_rows[lo:hi] - start
                 patch = self.patch[lo:hi]
         block = Design(
-            self.X[start:stop],
+            _row_slice(self.X, start, stop),
             row_scale=None if self.row_scale is None else self.row_scale[start:stop],
             excess=None if self.excess is None else self.excess[start:stop],
             entry_bound=self.entry_bound,
@@ -351,7 +366,7 @@ class Design:
         # X has millions of rows.
         out = np.zeros((self.n_features, U.shape[1]))
         for start, stop in self._blocks():
-            out += np.asarray(_float64(self.X[start:stop]).T @ U[start:stop])
+            out += np.asarray(_float64(_row_slice(self.X, start, stop)).T @ U[start:stop])
         return out
 
     def rmatmul(self, V):
@@ -417,7 +432,7 @@ class Design:
                 U = part.copy()
                 U[rows[lo:hi] - start] = 0.0
                 U[patched[p_lo:p_hi] - start] = 0.0
-            out += np.asarray(_float64(self.X[start:stop]).T @ U)
+            out += np.asarray(_float64(_row_slice(self.X, start, stop)).T @ U)
             if hi > lo:
                 index = rows[lo:hi]
                 raw = self.X[index]  # fancy indexing: a copy of these rows only
@@ -433,7 +448,7 @@ class Design:
 
     def _bounded_block(self, start, stop):
         """Rows start:stop bounded (before ``row_scale``), float64 (dense or CSR)."""
-        block = _float64(self.X[start:stop])
+        block = _float64(_row_slice(self.X, start, stop))
         if self.excess is not None:
             sub = self.excess[start:stop]
             if sub.nnz:

@@ -460,3 +460,32 @@ def test_float32_hostile_row_scores_stay_finite_and_within_the_sensitivity():
         assert np.all(np.isfinite(b.value)), a.label
         diff = np.asarray(b.value, float) - np.asarray(a.value, float)
         assert np.linalg.norm(diff.ravel()) <= a.sensitivity * (1 + 1e-9), a.label
+
+
+@pytest.mark.parametrize("geometry", ["l2", "linf"])
+def test_passes_over_a_sparse_X_never_modify_it(geometry):
+    # Blocks of a CSR X are views of its arrays: a block clipped in place
+    # must be copied first.
+    rng = np.random.default_rng(5)
+    X = sp.random(600, 7, density=0.4, format="csr", random_state=5)
+    X.data *= 5.0
+    X.data[::17] = 1e9  # far beyond the bound: patched rows
+    X.data[::5] = 3.0  # beyond the bound: excess entries
+    before = (X.data.copy(), X.indices.copy(), X.indptr.copy())
+    kwargs = {"data_norm": 1.0} if geometry == "l2" else {"feature_bound": 1.0}
+    data = bound_data(X, np.zeros(600), fit_intercept=True, geometry=geometry, **kwargs)
+    design = data.design
+    design.gram()
+    design.gram(rng.uniform(-1, 1, 600))
+    design.rmatmul(rng.normal(size=600))
+    design.matmul(rng.normal(size=design.n_columns))
+    design._row_norms(None, 2, True)
+    design.row_norms(np.inf)
+    design.materialize()
+    design.columns([0, 3, 7])
+    for start, stop in design.blocks():
+        block = design.row_block(start, stop)
+        block.gram(np.ones(stop - start))
+        block.rmatmul(np.ones(stop - start))
+    for array, original in zip((X.data, X.indices, X.indptr), before):
+        np.testing.assert_array_equal(array, original)
