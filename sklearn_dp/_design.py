@@ -163,10 +163,23 @@ def _as_2d(V):
     return (V[:, None], True) if V.ndim == 1 else (V, False)
 
 
+def _nonfinite_rows(Z):
+    """Indices of the rows of ``Z`` with an inf or NaN entry.
+
+    One sum first: it is finite when every entry is (the common case), and a
+    sum that overflows only costs the full check.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(np.sum(Z)):
+            return np.zeros(0, dtype=np.intp)
+    return np.flatnonzero(~np.all(np.isfinite(Z), axis=1))
+
+
 def _row_slice(X, start, stop):
     """Rows ``start:stop`` of X: a view (for CSR, of its arrays: scipy's slicing copies them).
 
-    Callers that modify a block in place check ``np.shares_memory`` first.
+    Callers that modify a block in place check ``np.may_share_memory`` first (a
+    bounds check: conservative, and cheap where ``np.shares_memory`` solves for overlap).
     """
     if not sp.issparse(X):
         return X[start:stop]
@@ -318,7 +331,7 @@ class Design:
             # entries that float64 represents exactly, and that the row scale brings
             # back within the bound: such rows are recomputed in float64, so one
             # hostile row can never turn a score (hence a release) into inf or NaN.
-            bad = np.flatnonzero(~np.all(np.isfinite(Z), axis=1))
+            bad = _nonfinite_rows(Z)
             if bad.size:
                 Z[bad] = np.asarray(_float64(self.X[bad]) @ W)
         else:
@@ -351,7 +364,7 @@ class Design:
         # would turn that row's clipped gradient into NaN, and one hostile
         # row would change the whole release.  Such rows are recomputed from
         # their bounded float64 values (the factor applied first).
-        bad = np.flatnonzero(~np.all(np.isfinite(Z), axis=1))
+        bad = _nonfinite_rows(Z)
         if bad.size and np.all(np.isfinite(W2)):
             bounded = self.rows(bad).materialize()
             Z[bad] = np.asarray(bounded @ W2, dtype=np.float64)
@@ -453,9 +466,9 @@ class Design:
             sub = self.excess[start:stop]
             if sub.nnz:
                 if sp.issparse(block):
-                    if np.shares_memory(block.data, self.X.data):
+                    if np.may_share_memory(block.data, self.X.data):
                         block = block.copy()
-                elif np.shares_memory(block, self.X):
+                elif np.may_share_memory(block, self.X):
                     block = block.copy()
                 block = self._clip_entries(block, sub)
         if self.patch_rows is not None:
@@ -473,7 +486,7 @@ class Design:
                     )
                     block = sp.csr_matrix(block + rows @ sp.csr_matrix(values))
                 else:
-                    if np.shares_memory(block, self.X):
+                    if np.may_share_memory(block, self.X):
                         block = block.copy()
                     block[local] = values.toarray() if sp.issparse(values) else values
         return block
@@ -517,7 +530,7 @@ class Design:
                 _add_sparse_gram(G, block, block, self._gram_slab(d))
             else:
                 if factor is not None:
-                    if np.shares_memory(block, self.X):
+                    if np.may_share_memory(block, self.X):
                         block = block * factor[:, None]
                     else:  # already a copy (a converted float32 block): scale it in place
                         block *= factor[:, None]
