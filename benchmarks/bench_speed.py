@@ -240,7 +240,7 @@ def logistic_methods():
     return [
         Method("sklearn lbfgs", lambda e, s, **k: LogisticRegression(), reference=True),
         Method(
-            "default (auto: dp_newton)",
+            "default (auto)",
             dp(),
             solver_path=_solver_path("dp_newton", "log_loss", dict(kind="logistic")),
         ),
@@ -276,7 +276,7 @@ def ridge_methods():
     return [
         Method("sklearn Ridge", lambda e, s, n=None: Ridge(alpha=RIDGE_ALPHA * n), reference=True),
         Method(
-            "default (auto: dp_newton)",
+            "default (auto)",
             dp(),
             solver_path=_solver_path("dp_newton", "squared", dict(kind="ridge")),
         ),
