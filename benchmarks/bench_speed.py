@@ -2,21 +2,27 @@
 
 One command, one run, one report::
 
-    PYTHONPATH=. python benchmarks/bench_speed.py                 # full (about 30 min, 2 cores)
-    PYTHONPATH=. python benchmarks/bench_speed.py --quick         # smoke test (about 2 min)
-    PYTHONPATH=. python benchmarks/bench_speed.py --threads 1     # cap BLAS / OpenMP threads
+    PYTHONPATH=. python benchmarks/bench_speed.py                 # full (hours on 2 cores)
+    PYTHONPATH=. python benchmarks/bench_speed.py --quick         # the small cells only
+    PYTHONPATH=. python benchmarks/bench_speed.py --threads 0     # the libraries' own threads
     PYTHONPATH=. python benchmarks/bench_speed.py --sizes 1e5x100 --formats dense64 --skip-accuracy
+    PYTHONPATH=. python benchmarks/bench_speed.py --quick --defaults-only --skip-memory \
+        --skip-accuracy                                          # the time grid alone
 
 Three parts, each against scikit-learn on the same data in the same run:
 
-1. **Fit time and memory** at (n, d) in {(1e4, 20), (1e5, 100), (1e6, 20), (1e6, 100)},
-   for dense float64 and float32 X and a sparse CSR case: `DPLogisticRegression` against
+1. **Fit time and memory** at every (n, d) in {1e4, 1e5, 1e6} x {20, 100, 1000, 5000}
+   (cells whose data would not fit in `--max-gb` are skipped, with the reason printed; `--quick`:
+   the cells up to 1e5 rows and 1e8 entries), for dense float64 and float32 X and CSR
+   (`sparse_density`: 1% of the entries, at least 5 a row): `DPLogisticRegression` against
    `LogisticRegression` (lbfgs), `DPSCORegressor` (squared loss) against `Ridge`, `DPLasso`
    (penalised) against `Lasso`; each DP estimator with its default solver (`auto`), the
    old default and the alternatives the defaults were chosen from.  The fit time is the
    median over `--repeats` fits, after a warm-up fit on 1000 rows with the same public
    settings (so the noise calibration, a one-off cost of a few milliseconds to a second, is
-   cached, as in any repeated fit); the ratio is to the scikit-learn fit on the same data.
+   cached, as in any repeated fit); the ratio is of CPU time (`time.process_time`, every
+   thread of the process) to the scikit-learn fit's on the same data, with BLAS and OpenMP
+   pinned to one thread (threadpoolctl; `--threads`); wall-clock seconds are reported beside.
    Memory: the peak of `tracemalloc` (numpy's allocations are traced) during a second,
    untimed fit (tracing slows Python-level loops), X
    allocated before, over `X.nbytes` ("allocated beyond X"); and the same for the solver
@@ -61,11 +67,12 @@ from _common import add_threads_argument, environment, limit_threads, log
 from _datasets import load_dataset
 
 RESULTS = Path(__file__).resolve().parent / "results"
-SIZES = ["1e4x20", "1e5x100", "1e6x20", "1e6x100"]
-QUICK_SIZES = ["1e4x20", "1e5x100"]
+ROWS = ["1e4", "1e5", "1e6"]
+WIDTHS = ["20", "100", "1000", "5000"]
+SIZES = [f"{n}x{d}" for n in ROWS for d in WIDTHS]
 FORMATS = ["dense64", "dense32", "csr"]
-#: The sparse case: one shape, 1% density (rows of ~5 nonzeros... see make_X).
-SPARSE_SHAPE = "1e5x500"
+#: Default cap on the memory a cell may need (X and the copies the fits make).
+MAX_GB = 4.0
 EPSILONS = [0.1, 0.5, 1.0, 2.0, 5.0]
 QUICK_EPSILONS = [0.5, 1.0, 5.0]
 DELTA = 1e-5
@@ -85,6 +92,27 @@ def parse_size(text):
     return int(float(n)), int(float(d))
 
 
+#: The small cells (``--quick``): up to 1e5 rows and 1e7 entries.
+QUICK_SIZES = [s for s in SIZES if parse_size(s)[0] <= 10**5 and math.prod(parse_size(s)) <= 10**7]
+
+
+def sparse_density(d):
+    """1% of the entries, at least 5 a row (a narrow CSR X is not almost empty)."""
+    return min(1.0, max(0.01, 5.0 / d))
+
+
+def cell_bytes(n, d, fmt):
+    """Bytes of X in format ``fmt``."""
+    if fmt == "csr":
+        return int(n * d * sparse_density(d)) * 12 + 8 * (n + 1)
+    return n * d * (4 if fmt == "dense32" else 8)
+
+
+def cell_memory(n, d, fmt):
+    """What a cell needs at its peak, roughly: X, a float64 copy (scikit-learn's), the labels."""
+    return cell_bytes(n, d, fmt) + n * d * 8 + 64 * n
+
+
 # --------------------------------------------------------------------------
 # Data
 # --------------------------------------------------------------------------
@@ -100,8 +128,9 @@ def make_X(n, d, kind, seed):
     return rng.uniform(-1.0, 1.0, size=(n, d))
 
 
-def make_sparse(n, d, seed, density=0.01):
+def make_sparse(n, d, seed, density=None):
     """CSR with ``density`` nonzeros N(0, 1 / (density d)) per entry (row norms about 1)."""
+    density = sparse_density(d) if density is None else density
     rng = np.random.default_rng(seed)
     X = sp.random(
         n,
@@ -211,7 +240,7 @@ def logistic_methods():
     return [
         Method("sklearn lbfgs", lambda e, s, **k: LogisticRegression(), reference=True),
         Method(
-            "default (auto: dp_newton)",
+            "default (auto)",
             dp(),
             solver_path=_solver_path("dp_newton", "log_loss", dict(kind="logistic")),
         ),
@@ -247,7 +276,7 @@ def ridge_methods():
     return [
         Method("sklearn Ridge", lambda e, s, n=None: Ridge(alpha=RIDGE_ALPHA * n), reference=True),
         Method(
-            "default (auto: dp_newton)",
+            "default (auto)",
             dp(),
             solver_path=_solver_path("dp_newton", "squared", dict(kind="ridge")),
         ),
@@ -321,17 +350,21 @@ def build(method, problem, epsilon, seed, n):
 # --------------------------------------------------------------------------
 
 
-def measure(fit, X):
-    """(seconds, peak bytes allocated during the fit) with X allocated before.
+def measure(fit, X, memory=True):
+    """(wall seconds, CPU seconds, peak bytes allocated during the fit) with X allocated before.
 
     Two fits: one timed without tracing, one traced for memory (tracemalloc
     slows every allocation, so a timed fit under it penalises solvers that
     loop in Python over many small steps far more than compiled ones).
+    ``memory=False`` skips the second (peak NaN).
     """
     gc.collect()
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     fit()
     elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu_start
+    if not memory:
+        return elapsed, cpu, math.nan
     gc.collect()
     tracemalloc.start()
     try:
@@ -339,7 +372,7 @@ def measure(fit, X):
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    return elapsed, peak
+    return elapsed, cpu, peak
 
 
 def nbytes(X):
@@ -355,6 +388,7 @@ class Row:
     fmt: str
     method: str
     seconds: float = math.nan
+    cpu: float = math.nan
     ratio: float = math.nan
     memory: float = math.nan
     solver_memory: float = math.nan
@@ -362,7 +396,7 @@ class Row:
     extra: dict = field(default_factory=dict)
 
 
-def speed_case(problem, size, fmt, repeats, log):
+def speed_case(problem, size, fmt, repeats, log, memory=True, defaults_only=False):
     title, methods_of, kind, labels = PROBLEMS[problem]
     n, d = parse_size(size)
     if fmt == "csr":
@@ -377,36 +411,44 @@ def speed_case(problem, size, fmt, repeats, log):
     for method in methods_of():
         if n >= 10**6 and not method.large:
             continue
+        if defaults_only and not (method.reference or method.name.startswith("default")):
+            continue
         row = Row(problem, size, fmt, method.name)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 build(method, problem, 1.0, 0, min(n, 1000)).fit(X[:1000], y[:1000])  # warm-up
-                timings, peaks = [], []
+                timings, cpus, peaks = [], [], []
                 for r in range(repeats):
                     estimator = build(method, problem, 1.0, r, n)
-                    seconds, peak = measure(lambda: estimator.fit(X, y), X)  # noqa: F821 (del below)
+                    seconds, cpu, peak = measure(
+                        lambda: estimator.fit(X, y),  # noqa: F821 (del below)
+                        X,
+                        memory,
+                    )
                     timings.append(seconds)
+                    cpus.append(cpu)
                     peaks.append(peak)
                 row.seconds = float(np.median(timings))
+                row.cpu = float(np.median(cpus))
                 row.memory = max(peaks) / size_X
-                if method.solver_path is not None:
-                    _, peak = measure(lambda: method.solver_path(X, y), X)  # noqa: F821
+                if memory and method.solver_path is not None:
+                    _, _, peak = measure(lambda: method.solver_path(X, y), X)  # noqa: F821
                     row.solver_memory = peak / size_X
                 if not method.reference:
                     row.extra["solver_"] = estimator.solver_
         except Exception as exc:  # a method that fails is reported, not fatal
             row.error = f"{type(exc).__name__}: {exc}"[:120]
         if method.reference:
-            reference_seconds = row.seconds
+            reference_seconds = row.cpu
         rows.append(row)
         log(
-            f"  {problem} {size} {fmt} {method.name}: {row.seconds:.3f} s, memory "
-            f"{row.memory:.2f}x{' ' + row.error if row.error else ''}"
+            f"  {problem} {size} {fmt} {method.name}: {row.cpu:.3f} s CPU, {row.seconds:.3f} s "
+            f"wall, memory {row.memory:.2f}x{' ' + row.error if row.error else ''}"
         )
     for row in rows:
         if reference_seconds:
-            row.ratio = row.seconds / reference_seconds
+            row.ratio = row.cpu / reference_seconds
     del X, y
     gc.collect()
     return rows
@@ -518,8 +560,9 @@ def speed_section(rows):
                     f"{r.size}",
                     r.fmt,
                     r.method,
-                    "failed" if r.error else f"{r.seconds:.3f}",
+                    "failed" if r.error else f"{r.cpu:.3f}",
                     "" if r.error or math.isnan(r.ratio) else f"{r.ratio:.2f}",
+                    "" if r.error else f"{r.seconds:.3f}",
                     "" if math.isnan(r.memory) else f"{r.memory:.2f}",
                     "" if math.isnan(r.solver_memory) else f"{r.solver_memory:.2f}",
                     r.extra.get("solver_", "") or (r.error[:60] if r.error else ""),
@@ -533,8 +576,9 @@ def speed_section(rows):
                     "n x d",
                     "X",
                     "method",
-                    "fit (s)",
-                    "ratio to sklearn",
+                    "fit CPU (s)",
+                    "CPU ratio to sklearn",
+                    "fit wall (s)",
                     "memory / X (fit)",
                     "memory / X (solver path)",
                     "solver_ / note",
@@ -576,6 +620,38 @@ def accuracy_section(results, epsilons):
             "",
         ]
     return parts
+
+
+def steps_section(rows):
+    """The largest step in the defaults' CPU time between neighbouring sizes and widths."""
+    times = {
+        (r.problem, r.fmt, *parse_size(r.size)): r.cpu
+        for r in rows
+        if r.method.startswith("default") and not r.error
+    }
+    lines = []
+    for (problem, fmt, n, d), cpu in sorted(times.items()):
+        for neighbour in ((n * 10, d), (n, _next_width(d))):
+            other = times.get((problem, fmt, *neighbour))
+            if other is not None:
+                # Per entry of X: a step in time per entry is a cliff, growth with size is not.
+                step = (other / (neighbour[0] * neighbour[1])) / (cpu / (n * d))
+                lines.append(
+                    (step, f"{problem} {fmt} {n:.0e}x{d} -> {neighbour[0]:.0e}x{neighbour[1]}")
+                )
+    if not lines:
+        return []
+    step, where = max(lines)
+    return [
+        f"Largest step in the defaults' CPU time per entry of X between neighbouring cells: "
+        f"{step:.2f}x ({where}).",
+        "",
+    ]
+
+
+def _next_width(d):
+    widths = [int(w) for w in WIDTHS]
+    return widths[widths.index(d) + 1] if d in widths[:-1] else None
 
 
 def targets_section(rows, accuracy):
@@ -621,7 +697,12 @@ def targets_section(rows, accuracy):
         )
     worst = {}
     for r in rows:
-        if r.method.startswith("default") and r.fmt in ("dense64", "dense32") and not r.error:
+        if (
+            r.method.startswith("default")
+            and r.fmt in ("dense64", "dense32")
+            and not r.error
+            and not math.isnan(r.memory)
+        ):
             key = (r.problem, r.fmt)
             worst[key] = max(worst.get(key, 0.0), r.memory)
     for (problem, fmt), value in sorted(worst.items()):
@@ -646,9 +727,25 @@ def targets_section(rows, accuracy):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--quick", action="store_true", help="sizes 1e4x20 and 1e5x100, fewer seeds and epsilons"
+        "--quick",
+        action="store_true",
+        help=f"the small cells {QUICK_SIZES}, fewer seeds and epsilons",
     )
     parser.add_argument("--sizes", nargs="+", help=f"subset of {SIZES} (any NxD works)")
+    parser.add_argument(
+        "--max-gb",
+        type=float,
+        default=MAX_GB,
+        help="skip cells whose data and copies would need more (GB; default %(default)s)",
+    )
+    parser.add_argument(
+        "--defaults-only",
+        action="store_true",
+        help="time the defaults and scikit-learn only (not the alternatives)",
+    )
+    parser.add_argument(
+        "--skip-memory", action="store_true", help="no traced second fit (time only)"
+    )
     parser.add_argument("--formats", nargs="+", choices=FORMATS)
     parser.add_argument("--problems", nargs="+", choices=list(PROBLEMS))
     parser.add_argument(
@@ -657,7 +754,12 @@ def main(argv=None):
         default=None,
         help="fits per timing (default 3 below 1e6 rows, 1 at 1e6)",
     )
-    add_threads_argument(parser)
+    add_threads_argument(
+        parser,
+        help="cap BLAS/OpenMP threads (threadpoolctl) for every fit; default 1 (CPU-time "
+        "ratios of single-threaded fits); 0 for the libraries' own defaults",
+    )
+    parser.set_defaults(threads=1)
     parser.add_argument("--skip-speed", action="store_true")
     parser.add_argument("--skip-accuracy", action="store_true")
     parser.add_argument("--output", help="report path (default results/speed[_quick].md)")
@@ -671,19 +773,32 @@ def main(argv=None):
     load_start = os.getloadavg()[0]
     wall = time.perf_counter()
 
-    rows = []
+    rows, skipped = [], []
     if not args.skip_speed:
         for problem in problems:
             for size in sizes:
                 for fmt in formats:
-                    if fmt == "csr":
+                    n, d = parse_size(size)
+                    need = cell_memory(n, d, fmt) / 2**30
+                    if need > args.max_gb:
+                        reason = (
+                            f"{problem} {size} {fmt}: skipped, needs about {need:.1f} GB "
+                            f"(X and a float64 copy) > --max-gb {args.max_gb:g}"
+                        )
+                        log(reason)
+                        skipped.append(reason)
                         continue
-                    repeats = args.repeats or (1 if parse_size(size)[0] >= 10**6 else 3)
+                    repeats = args.repeats or (1 if n * d >= 10**8 or n >= 10**6 else 3)
                     log(f"speed: {problem} {size} {fmt}")
-                    rows += speed_case(problem, size, fmt, repeats, log)
-            if "csr" in formats:
-                log(f"speed: {problem} {SPARSE_SHAPE} csr")
-                rows += speed_case(problem, SPARSE_SHAPE, "csr", args.repeats or 3, log)
+                    rows += speed_case(
+                        problem,
+                        size,
+                        fmt,
+                        repeats,
+                        log,
+                        memory=not args.skip_memory,
+                        defaults_only=args.defaults_only,
+                    )
 
     accuracy = []
     if not args.skip_accuracy:
@@ -725,13 +840,18 @@ def main(argv=None):
             "## Fit time and memory",
             "",
             "Fit time: median of the timed fits at epsilon=1 after a warm-up (calibration "
-            "cached), without tracing. Ratio: to the scikit-learn fit of the same data in the "
-            "same run. Memory: tracemalloc peak during a second (untimed) fit over the size of "
+            "cached), without tracing; CPU time of the process and wall-clock time. Ratio: of CPU "
+            "times, to the scikit-learn fit of the same data in the same run. Memory: "
+            "tracemalloc peak during a second (untimed) fit over the size of "
             'X (X allocated before); "solver path": `bound_data` and the solver function '
             "alone, without the estimators' input validation (which keeps float32 X as "
-            f"float32). Sparse: CSR {SPARSE_SHAPE}, 1% density.",
+            "float32). CSR: 1% of the entries, at least 5 a row. "
+            f"Threads: {args.threads or 'the libraries own defaults'}.",
             "",
         ] + speed_section(rows)
+        if skipped:
+            parts += ["Skipped cells:", ""] + [f"- {reason}" for reason in skipped] + [""]
+        parts += steps_section(rows)
     if accuracy:
         parts += ["## Accuracy against epsilon", ""] + accuracy_section(
             [(case, table) for case, table in accuracy], epsilons

@@ -83,7 +83,9 @@ def _row_norms_rescaled(X):
     # blocks of rows, so no converted copy of X is made.
     norms = np.empty(X.shape[0])
     with np.errstate(over="ignore"):
-        for start, stop in block_ranges(*X.shape, X.nnz if sp.issparse(X) else None):
+        for start, stop in block_ranges(
+            *X.shape, X.nnz if sp.issparse(X) else None, X.dtype.itemsize
+        ):
             block = X[start:stop]
             if sp.issparse(block):
                 squares = np.asarray(block.data, dtype=np.float64) ** 2
@@ -315,7 +317,11 @@ def _entrywise(X, bound):
     indptr, cols, values, huge_rows = None, [], [], []
     # Block by block of rows: temporaries are the size of a block, not of X.
     # Entries come row by row, so the excess is built as CSR directly.
-    ranges = fine_block_ranges(n, d, X.nnz) if sp.issparse(X) else block_ranges(n, d)
+    ranges = (
+        fine_block_ranges(n, d, X.nnz)
+        if sp.issparse(X)
+        else block_ranges(n, d, None, X.dtype.itemsize)
+    )
     for start, stop in ranges:
         if sp.issparse(X):
             lo, hi = X.indptr[start], X.indptr[stop]
@@ -381,26 +387,53 @@ def _entrywise(X, bound):
     return excess, patch_rows, patch
 
 
-def _l2_scaling(X, bound):
-    """``(row_scale, patch_rows, patch)`` scaling every row of X to L2 norm at most ``bound``.
+def _l2_scaling(X, bound, intercept=None):
+    """``(row_scale, patch_rows, patch, norms)`` scaling every row of X to L2 norm at most ``bound``.
 
     Rows whose norm over- or underflows (see :func:`_row_norm_factors`) are
     patched: their values divided by their largest entry, with that entry
-    folded into their scale.
+    folded into their scale.  ``norms`` are the L2 norms of the rows of the
+    design (``X~``: the scaled rows, then the ``intercept`` column when it is
+    not None), from the same pass over X: the values
+    :meth:`sklearn_dp._design.Design.row_norms` computes (each row's norm
+    before its factor, times the factor as stored), bit for bit, in float32
+    (rounded up) for float32 X, so a fit makes one row-norm pass, not two.
     """
     norms, redo, row_max = _row_norms_rescaled(X)
+    float32 = X.dtype == np.float32
+    design_norms = np.empty(norms.shape, dtype=np.float32 if float32 else np.float64)
     # row_scale = min(scale, bound / max(norms, tiny)), in the norms' buffer
-    # (one n-vector: the same values as with a dense scale vector).
-    redo_norms = norms[redo]  # (a copy: the buffer is overwritten)
+    # (one n-vector: the same values as with a dense scale vector), block by
+    # block, each block's design norms taken from its norms before they are
+    # overwritten.
     row_scale = norms
-    with np.errstate(over="ignore", divide="ignore"):
-        np.maximum(row_scale, np.finfo(float).tiny, out=row_scale)
-        np.divide(float(bound), row_scale, out=row_scale)
-        np.minimum(row_scale, 1.0, out=row_scale)
-        if redo.size:
-            row_scale[redo] = np.minimum(
-                row_max, float(bound) / np.maximum(redo_norms, np.finfo(float).tiny)
-            )
+    low = np.empty(norms.shape, dtype=np.float32) if float32 else None
+    tiny = np.finfo(float).tiny
+    for start, stop in block_ranges(*X.shape, X.nnz if sp.issparse(X) else None, X.dtype.itemsize):
+        part = row_scale[start:stop]
+        before = part.copy()  # each row's norm before its factor (a block's temporary)
+        with np.errstate(over="ignore", divide="ignore"):
+            np.maximum(part, tiny, out=part)
+            np.divide(float(bound), part, out=part)
+            np.minimum(part, 1.0, out=part)
+            lo, hi = np.searchsorted(redo, [start, stop])
+            if hi > lo:
+                part[redo[lo:hi] - start] = np.minimum(
+                    row_max[lo:hi], float(bound) / np.maximum(before[redo[lo:hi] - start], tiny)
+                )
+        stored = part
+        if float32:
+            # float32 factors for float32 X (half the memory), each rounded *down*
+            # to a float32: a scaled row's norm stays within the bound.
+            rounded = part.astype(np.float32)
+            high = rounded > part
+            rounded[high] = np.nextafter(rounded[high], np.float32(0.0))
+            low[start:stop] = stored = rounded
+        with np.errstate(over="ignore"):
+            np.multiply(before, stored, out=before)
+        if intercept is not None:
+            np.hypot(before, intercept, out=before)
+        design_norms[start:stop] = _rounded_up(before, design_norms.dtype)
     patch_rows = patch = None
     if redo.size:
         patch_rows = redo
@@ -411,21 +444,21 @@ def _l2_scaling(X, bound):
             patch = raw
         else:
             patch = np.asarray(raw, dtype=np.float64) / row_max[:, None]
-    # A factor of 1 everywhere needs no vector.
+    # A factor of 1 everywhere needs no vector (and leaves the norms as they are).
     if np.all(row_scale == 1.0):
-        return None, patch_rows, patch
-    if X.dtype == np.float32:
-        # float32 factors for float32 X (half the memory), each rounded *down*
-        # to a float32: a scaled row's norm stays within the bound.
-        low = np.empty(row_scale.shape, dtype=np.float32)
-        for start, stop in block_ranges(*X.shape, X.nnz if sp.issparse(X) else None):
-            part = row_scale[start:stop]
-            rounded = part.astype(np.float32)
-            high = rounded > part
-            rounded[high] = np.nextafter(rounded[high], np.float32(0.0))
-            low[start:stop] = rounded
-        row_scale = low
-    return row_scale, patch_rows, patch
+        return None, patch_rows, patch, design_norms
+    return (low if float32 else row_scale), patch_rows, patch, design_norms
+
+
+def _rounded_up(values, dtype):
+    """float64 ``values`` as ``dtype``; for float32, each rounded *up* (an upper bound)."""
+    if dtype == np.float64:
+        return values
+    with np.errstate(over="ignore"):
+        rounded = values.astype(dtype)
+    low = rounded < values
+    rounded[low] = np.nextafter(rounded[low], dtype.type(np.inf))
+    return rounded
 
 
 def bound_data(
@@ -460,7 +493,7 @@ def bound_data(
     ``weight_bound`` is then ``max_weight`` (1.0 without weights).
     """
     n_features = X.shape[1]
-    row_scale = excess = patch_rows = patch = None
+    row_scale = excess = patch_rows = patch = design_norms = None
     if geometry == "l2" and data_norm is None and feature_bound is not None:
         # Entrywise bounds imply the L2 bound sqrt(sum_j feature_bound_j^2):
         # the L2 solvers also run on data with per-feature bounds only.
@@ -474,7 +507,9 @@ def bound_data(
                 "||X[i]||_2; longer rows are scaled down) or feature_bound (public bounds "
                 "on |X[i, j]|, which imply one)."
             )
-        row_scale, patch_rows, patch = _l2_scaling(X, data_norm)
+        row_scale, patch_rows, patch, design_norms = _l2_scaling(
+            X, data_norm, float(intercept_scaling) if fit_intercept else None
+        )
         norm_bound = float(data_norm)
         entry_bound = None
     elif geometry == "linf":
@@ -496,6 +531,7 @@ def bound_data(
         patch_rows=patch_rows,
         patch=patch,
         intercept=float(intercept_scaling) if fit_intercept else None,
+        row_norms=design_norms,
     )
     if fit_intercept:
         norm_bound = float(np.hypot(norm_bound, intercept_scaling))

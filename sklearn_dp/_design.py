@@ -42,8 +42,6 @@ float32 values, so clipping holds as in float64.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import scipy.sparse as sp
 
@@ -68,35 +66,46 @@ BLOCK_ROWS = 65536
 #: whole matrix, and the block costs no memory to speak of next to X.
 GRAM_BLOCK_BYTES = 1 << 22
 
-#: A block holds at most about this share of the rows (so a float64 working
-#: copy of a block of a small or float32 X stays a small fraction of X: 1/32
-#: of a float32 X), but at least ``MIN_BLOCK_ROWS`` rows.
-BLOCK_SHARE = 1.0 / 64.0
+#: A block's float64 working copy holds at most about this share of X's own
+#: bytes (so the copy of a block of a small or float32 X stays a small
+#: fraction of X), but at least ``MIN_BLOCK_BYTES``: below that, a pass's
+#: fixed cost per block (a few numpy calls and a block design) outweighs its
+#: arithmetic (a pass over a small X in 64 blocks cost 3x one in one).
+BLOCK_BYTES_SHARE = 1.0 / 16.0
+#: The same share for a sparse X: a sparse block's products make several
+#: temporaries of its size (transposes, scaled copies, slabs of a Gram update).
+SPARSE_BLOCK_BYTES_SHARE = 1.0 / 64.0
+MIN_BLOCK_BYTES = 1 << 16
 MIN_BLOCK_ROWS = 128
 
 
-def block_rows(n_rows, n_features, nnz=None):
+def block_rows(n_rows, n_features, nnz=None, itemsize=8):
     """Rows per block of a blockwise pass over X.
 
-    About ``GRAM_BLOCK_BYTES`` of float64 (for a sparse X with ``nnz`` stored
-    entries, of its CSR rows: 12 bytes an entry) and at most ``BLOCK_SHARE``
-    of the rows (at least ``MIN_BLOCK_ROWS``, at most ``BLOCK_ROWS``): a
-    block's copy stays small next to X whatever its shape (a fixed count of
-    rows would copy all of a small X, and a wide block most of a float32
-    one), and sparse blocks are not so small that per-block overhead
-    dominates.
+    Sized by bytes, not by a share of the rows: a block's float64 working
+    copy (for a sparse X with ``nnz`` stored entries, of its CSR rows: 12
+    bytes an entry) is about ``GRAM_BLOCK_BYTES``, at most
+    ``BLOCK_BYTES_SHARE`` of X's bytes (``itemsize`` bytes an entry of a
+    dense X; ``SPARSE_BLOCK_BYTES_SHARE`` of a sparse X's), at least
+    ``MIN_BLOCK_BYTES`` (and ``MIN_BLOCK_ROWS`` rows), and at most
+    ``BLOCK_ROWS`` rows.  A block's copy stays small next to X whatever its
+    shape, and a pass over a small dense X makes a few blocks, not dozens
+    (its fit would otherwise be mostly per-block overhead).
     """
+    n_rows = int(n_rows)
     if nnz is None:
         per_row = 8 * max(1, int(n_features))
+        share = n_rows * max(1, int(n_features)) * int(itemsize) * BLOCK_BYTES_SHARE
     else:
-        per_row = 12 * max(1.0, nnz / max(1, int(n_rows)))
-    share = math.ceil(int(n_rows) * BLOCK_SHARE)
-    return int(max(MIN_BLOCK_ROWS, min(BLOCK_ROWS, GRAM_BLOCK_BYTES // per_row, share)))
+        per_row = 12 * max(1.0, nnz / max(1, n_rows))
+        share = 12 * max(float(nnz), n_rows) * SPARSE_BLOCK_BYTES_SHARE
+    budget = min(GRAM_BLOCK_BYTES, max(MIN_BLOCK_BYTES, share))
+    return int(max(MIN_BLOCK_ROWS, min(BLOCK_ROWS, budget // per_row)))
 
 
-def block_ranges(n_rows, n_features, nnz=None):
+def block_ranges(n_rows, n_features, nnz=None, itemsize=8):
     """``(start, stop)`` of the row blocks of a pass over X (see :func:`block_rows`)."""
-    step = block_rows(n_rows, n_features, nnz)
+    step = block_rows(n_rows, n_features, nnz, itemsize)
     return [(start, min(start + step, n_rows)) for start in range(0, n_rows, step)]
 
 
@@ -154,6 +163,34 @@ def _as_2d(V):
     return (V[:, None], True) if V.ndim == 1 else (V, False)
 
 
+def _nonfinite_rows(Z):
+    """Indices of the rows of ``Z`` with an inf or NaN entry.
+
+    One sum first: it is finite when every entry is (the common case), and a
+    sum that overflows only costs the full check.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(np.sum(Z)):
+            return np.zeros(0, dtype=np.intp)
+    return np.flatnonzero(~np.all(np.isfinite(Z), axis=1))
+
+
+def _row_slice(X, start, stop):
+    """Rows ``start:stop`` of X: a view (for CSR, of its arrays: scipy's slicing copies them).
+
+    Callers that modify a block in place check ``np.may_share_memory`` first (a
+    bounds check: conservative, and cheap where ``np.shares_memory`` solves for overlap).
+    """
+    if not sp.issparse(X):
+        return X[start:stop]
+    lo, hi = X.indptr[start], X.indptr[stop]
+    return sp.csr_matrix(
+        (X.data[lo:hi], X.indices[lo:hi], X.indptr[start : stop + 1] - lo),
+        shape=(stop - start, X.shape[1]),
+        copy=False,
+    )
+
+
 def _float64(block):
     if sp.issparse(block):
         return sp.csr_matrix(block, dtype=np.float64)
@@ -183,6 +220,11 @@ class Design:
     patch : ndarray or CSR matrix of shape (len(patch_rows), d), float64
     intercept : float or None
         Value of the constant intercept column; None for none.
+    row_norms : ndarray of shape (n,) or None
+        The L2 norms of the rows of ``X~`` (intercept included) as
+        :meth:`row_norms` computes them, float64 or (for float32 X) float32
+        rounded up, when the pass that bounded the rows has them already
+        (``bound_data``): a fit then makes one row-norm pass, not two.
     """
 
     def __init__(
@@ -195,6 +237,7 @@ class Design:
         patch_rows=None,
         patch=None,
         intercept=None,
+        row_norms=None,
     ):
         self.X = X
         self.n_rows, self.n_features = X.shape
@@ -226,12 +269,13 @@ class Design:
         self.shape = (self.n_rows, self.n_columns)
         self.sparse = sp.issparse(X)
         self.dtype = X.dtype
+        self._l2_norms = row_norms
 
     def _blocks(self):
         """``(start, stop)`` of the row blocks of a pass over X (see :func:`block_rows`)."""
         if getattr(self, "_one_block", False):  # a block of a larger design: one pass
             return [(0, self.n_rows)] if self.n_rows else []
-        return block_ranges(self.n_rows, self.n_features, self.X.nnz if self.sparse else None)
+        return block_ranges(*self._block_shape())
 
     def blocks(self):
         """``(start, stop)`` of the row blocks of a blockwise pass over ``X~``.
@@ -255,20 +299,26 @@ class Design:
                 patch_rows = self.patch_rows[lo:hi] - start
                 patch = self.patch[lo:hi]
         block = Design(
-            self.X[start:stop],
+            _row_slice(self.X, start, stop),
             row_scale=None if self.row_scale is None else self.row_scale[start:stop],
             excess=None if self.excess is None else self.excess[start:stop],
             entry_bound=self.entry_bound,
             patch_rows=patch_rows,
             patch=patch,
             intercept=self.intercept,
+            row_norms=None if self._l2_norms is None else self._l2_norms[start:stop],
         )
         block._one_block = True
         return block
 
     def _gram_block_rows(self):
         """Rows per block of a blockwise product (see :func:`block_rows`)."""
-        return block_rows(self.n_rows, self.n_features, self.X.nnz if self.sparse else None)
+        return block_rows(*self._block_shape())
+
+    def _block_shape(self):
+        """``(n_rows, n_features, nnz, itemsize)``: what :func:`block_rows` sizes blocks from."""
+        nnz = self.X.nnz if self.sparse else None
+        return self.n_rows, self.n_features, nnz, self.X.dtype.itemsize
 
     # -- products ----------------------------------------------------------------
 
@@ -281,7 +331,7 @@ class Design:
             # entries that float64 represents exactly, and that the row scale brings
             # back within the bound: such rows are recomputed in float64, so one
             # hostile row can never turn a score (hence a release) into inf or NaN.
-            bad = np.flatnonzero(~np.all(np.isfinite(Z), axis=1))
+            bad = _nonfinite_rows(Z)
             if bad.size:
                 Z[bad] = np.asarray(_float64(self.X[bad]) @ W)
         else:
@@ -314,7 +364,7 @@ class Design:
         # would turn that row's clipped gradient into NaN, and one hostile
         # row would change the whole release.  Such rows are recomputed from
         # their bounded float64 values (the factor applied first).
-        bad = np.flatnonzero(~np.all(np.isfinite(Z), axis=1))
+        bad = _nonfinite_rows(Z)
         if bad.size and np.all(np.isfinite(W2)):
             bounded = self.rows(bad).materialize()
             Z[bad] = np.asarray(bounded @ W2, dtype=np.float64)
@@ -329,7 +379,7 @@ class Design:
         # X has millions of rows.
         out = np.zeros((self.n_features, U.shape[1]))
         for start, stop in self._blocks():
-            out += np.asarray(_float64(self.X[start:stop]).T @ U[start:stop])
+            out += np.asarray(_float64(_row_slice(self.X, start, stop)).T @ U[start:stop])
         return out
 
     def rmatmul(self, V):
@@ -395,7 +445,7 @@ class Design:
                 U = part.copy()
                 U[rows[lo:hi] - start] = 0.0
                 U[patched[p_lo:p_hi] - start] = 0.0
-            out += np.asarray(_float64(self.X[start:stop]).T @ U)
+            out += np.asarray(_float64(_row_slice(self.X, start, stop)).T @ U)
             if hi > lo:
                 index = rows[lo:hi]
                 raw = self.X[index]  # fancy indexing: a copy of these rows only
@@ -411,14 +461,14 @@ class Design:
 
     def _bounded_block(self, start, stop):
         """Rows start:stop bounded (before ``row_scale``), float64 (dense or CSR)."""
-        block = _float64(self.X[start:stop])
+        block = _float64(_row_slice(self.X, start, stop))
         if self.excess is not None:
             sub = self.excess[start:stop]
             if sub.nnz:
                 if sp.issparse(block):
-                    if np.shares_memory(block.data, self.X.data):
+                    if np.may_share_memory(block.data, self.X.data):
                         block = block.copy()
-                elif np.shares_memory(block, self.X):
+                elif np.may_share_memory(block, self.X):
                     block = block.copy()
                 block = self._clip_entries(block, sub)
         if self.patch_rows is not None:
@@ -436,7 +486,7 @@ class Design:
                     )
                     block = sp.csr_matrix(block + rows @ sp.csr_matrix(values))
                 else:
-                    if np.shares_memory(block, self.X):
+                    if np.may_share_memory(block, self.X):
                         block = block.copy()
                     block[local] = values.toarray() if sp.issparse(values) else values
         return block
@@ -480,7 +530,7 @@ class Design:
                 _add_sparse_gram(G, block, block, self._gram_slab(d))
             else:
                 if factor is not None:
-                    if np.shares_memory(block, self.X):
+                    if np.may_share_memory(block, self.X):
                         block = block * factor[:, None]
                     else:  # already a copy (a converted float32 block): scale it in place
                         block *= factor[:, None]
@@ -546,6 +596,7 @@ class Design:
             patch_rows=patch_rows,
             patch=patch,
             intercept=self.intercept,
+            row_norms=None if self._l2_norms is None else self._l2_norms[index],
         )
 
     def columns(self, cols, format=None, out=None):
@@ -756,8 +807,13 @@ class Design:
         ``ord=2``: L2, under/overflow-safe; ``ord=np.inf``: largest absolute
         entry (exactly that of the materialised row).  float64 by default;
         ``dtype=np.float32`` gives each norm rounded up to a float32 (an upper
-        bound, for clip factors: half the memory).
+        bound, for clip factors: half the memory).  The norms the bounding
+        pass computed (``row_norms=``) are returned when they are those asked
+        for (the same values: no second pass over X).
         """
+        cached = self._l2_norms
+        if ord == 2 and cached is not None and cached.dtype == np.dtype(dtype):
+            return cached
         return self._row_norms(None, ord, self.intercept is not None, dtype)
 
     def _finish_norms(self, norms, ord, with_intercept, start=0, stop=None):

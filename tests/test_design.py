@@ -195,32 +195,54 @@ def test_columns_norms_and_column_views_match_the_materialised_matrix(
         np.testing.assert_array_equal(view.toarray(), sub)
 
 
-def test_blocks_of_rows_are_a_small_share_of_the_rows():
+def test_blocks_of_rows_are_sized_by_bytes_and_a_small_share_of_X():
     from sklearn_dp._design import (
-        BLOCK_SHARE,
+        BLOCK_BYTES_SHARE,
         GRAM_BLOCK_BYTES,
+        MIN_BLOCK_BYTES,
         MIN_BLOCK_ROWS,
+        SPARSE_BLOCK_BYTES_SHARE,
         block_ranges,
         block_rows,
     )
 
-    for n, d, nnz in [
-        (0, 3, None),
-        (10, 3, None),
-        (20000, 50, None),
-        (10**6, 100, None),
-        (10**6, 10**5, None),
-        (10**5, 500, 10**6),
-        (10**5, 500, 0),
+    for n, d, nnz, itemsize in [
+        (0, 3, None, 8),
+        (10, 3, None, 8),
+        (20000, 50, None, 8),
+        (20000, 20, None, 4),
+        (10**6, 100, None, 8),
+        (10**6, 100, None, 4),
+        (10**6, 10**5, None, 8),
+        (10**5, 500, 10**6, 8),
+        (10**5, 500, 0, 8),
     ]:
-        ranges = block_ranges(n, d, nnz)
-        step = block_rows(n, d, nnz)
+        ranges = block_ranges(n, d, nnz, itemsize)
+        step = block_rows(n, d, nnz, itemsize)
         assert [start for start, _ in ranges] == list(range(0, n, step))
         assert all(stop - start <= step for start, stop in ranges)
         assert (ranges[-1][1] if ranges else 0) == n
-        assert step <= max(MIN_BLOCK_ROWS, np.ceil(n * BLOCK_SHARE))
         per_row = 8 * d if nnz is None else 12 * max(1, nnz / n)
+        share = (
+            n * d * itemsize * BLOCK_BYTES_SHARE
+            if nnz is None
+            else 12 * max(nnz, n) * SPARSE_BLOCK_BYTES_SHARE
+        )
+        # The float64 copy of a block: a small share of X, or 64 kB at most.
+        assert step * per_row <= max(MIN_BLOCK_ROWS * per_row, MIN_BLOCK_BYTES, share)
         assert step <= max(MIN_BLOCK_ROWS, GRAM_BLOCK_BYTES / per_row)
+
+
+@pytest.mark.parametrize("n, d", [(10**4, 20), (10**4, 100), (3 * 10**4, 20)])
+def test_a_pass_over_a_small_X_makes_few_blocks(n, d):
+    # Each block costs a few numpy calls and a block design: 64 blocks a pass
+    # (a share of the rows) made small fits several times slower than one.
+    X = np.zeros((n, d))
+    # (A block's float64 copy stays within 1/16 of X's bytes, or 64 kB: the
+    # memory beyond X of a fit stays small.)
+    assert len(Design(X).blocks()) <= 16
+    # A float32 X has half the bytes: blocks of half the rows.
+    assert len(Design(X.astype(np.float32)).blocks()) <= 2 * 16 + 1
 
 
 def test_bounded_data_computes_row_norms_on_first_use():
@@ -229,6 +251,63 @@ def test_bounded_data_computes_row_norms_on_first_use():
     assert data._row_norms is None
     np.testing.assert_allclose(data.row_norms, row_l2_norms(data.X), rtol=1e-12)
     assert data.row_norms is data.row_norms
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_the_bounding_pass_gives_the_row_norms_of_a_separate_pass_bit_for_bit(
+    sparse, dtype, fit_intercept, monkeypatch
+):
+    import sklearn_dp._design as design_module
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(700, 9)) * rng.choice([1e-3, 1.0, 30.0], size=(700, 1))
+    X[5] = 0.0
+    X[17, 2] = 1e-160 if dtype == np.float64 else 1e-30  # underflowing squares
+    X[40, :] = 1e200 if dtype == np.float64 else 3e38  # overflowing squares
+    X = X.astype(dtype)
+    if sparse:
+        X[rng.random(X.shape) < 0.6] = 0.0
+        X = sp.csr_matrix(X)
+    fresh = bound_data(X, np.zeros(700), fit_intercept=fit_intercept, data_norm=2.0)
+    # Blocks of 128 rows in the bounding pass, the default ones in the other.
+    monkeypatch.setattr(design_module, "MIN_BLOCK_BYTES", 8)
+    monkeypatch.setattr(design_module, "GRAM_BLOCK_BYTES", 8)
+    data = bound_data(X, np.zeros(700), fit_intercept=fit_intercept, data_norm=2.0)
+    monkeypatch.undo()
+    out = np.float32 if dtype == np.float32 else np.float64
+    cached = data.design.row_norms(dtype=out)
+    assert cached is data.design._l2_norms
+    separate = fresh.design._row_norms(None, 2, fit_intercept, out)
+    np.testing.assert_array_equal(cached, separate)
+    assert cached.dtype == out
+    np.testing.assert_array_equal(
+        data.design.row_block(100, 300).row_norms(dtype=out), cached[100:300]
+    )
+    np.testing.assert_array_equal(
+        data.design.rows([3, 40, 17]).row_norms(dtype=out), cached[[3, 40, 17]]
+    )
+    # Upper bounds of the exact norms of the bounded rows (what clipping relies on).
+    exact = row_l2_norms(data.X)
+    assert np.all(cached >= exact * (1 - 1e-12))
+
+
+def test_a_fit_makes_one_row_norm_pass(monkeypatch):
+    calls = []
+    original = Design._row_norms
+
+    def counted(self, *args, **kwargs):
+        calls.append(self.n_rows)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Design, "_row_norms", counted)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 5))
+    y = (X[:, 0] > 0).astype(int)
+    for dtype in (np.float64, np.float32):
+        DPLogisticRegression(data_norm=2.0, classes=[0, 1], random_state=0).fit(X.astype(dtype), y)
+    assert calls == []  # the bounding pass's norms are used, no second pass
 
 
 @pytest.mark.parametrize("sparse", [False, True])
@@ -381,3 +460,32 @@ def test_float32_hostile_row_scores_stay_finite_and_within_the_sensitivity():
         assert np.all(np.isfinite(b.value)), a.label
         diff = np.asarray(b.value, float) - np.asarray(a.value, float)
         assert np.linalg.norm(diff.ravel()) <= a.sensitivity * (1 + 1e-9), a.label
+
+
+@pytest.mark.parametrize("geometry", ["l2", "linf"])
+def test_passes_over_a_sparse_X_never_modify_it(geometry):
+    # Blocks of a CSR X are views of its arrays: a block clipped in place
+    # must be copied first.
+    rng = np.random.default_rng(5)
+    X = sp.random(600, 7, density=0.4, format="csr", random_state=5)
+    X.data *= 5.0
+    X.data[::17] = 1e9  # far beyond the bound: patched rows
+    X.data[::5] = 3.0  # beyond the bound: excess entries
+    before = (X.data.copy(), X.indices.copy(), X.indptr.copy())
+    kwargs = {"data_norm": 1.0} if geometry == "l2" else {"feature_bound": 1.0}
+    data = bound_data(X, np.zeros(600), fit_intercept=True, geometry=geometry, **kwargs)
+    design = data.design
+    design.gram()
+    design.gram(rng.uniform(-1, 1, 600))
+    design.rmatmul(rng.normal(size=600))
+    design.matmul(rng.normal(size=design.n_columns))
+    design._row_norms(None, 2, True)
+    design.row_norms(np.inf)
+    design.materialize()
+    design.columns([0, 3, 7])
+    for start, stop in design.blocks():
+        block = design.row_block(start, stop)
+        block.gram(np.ones(stop - start))
+        block.rmatmul(np.ones(stop - start))
+    for array, original in zip((X.data, X.indices, X.indptr), before):
+        np.testing.assert_array_equal(array, original)
