@@ -94,6 +94,8 @@ __all__ = [
     "feature_columns",
     "planned_events",
     "SCALING_EPSILON_FRACTION",
+    "SCALING_MIN_EVIDENCE",
+    "scale_release_epsilon",
     "FeatureScales",
     "release_feature_scales",
     "feature_scale_utilities",
@@ -134,6 +136,12 @@ LABEL_RANGE_EPSILON_FRACTION = 0.15
 #: scales of ``feature_scaling=True`` (:func:`release_feature_scales`), split
 #: evenly over the features.  Measured with ``benchmarks/bench_raw_tables.py``.
 SCALING_EPSILON_FRACTION = 0.2
+#: The per-feature releases are used only if ``n~ * epsilon_release`` (the
+#: released row count times the epsilon of one release) reaches this: below,
+#: an exponential mechanism over the grids here picks a scale nearly at random,
+#: and the fit falls back to one bound for all features (decided from the
+#: released count and public values).  Measured with ``benchmarks/bench_raw_tables.py``.
+SCALING_MIN_EVIDENCE = 10.0
 
 
 @dataclass(frozen=True)
@@ -529,6 +537,11 @@ class FeatureScales:
 
 def _scale_parts(centered):
     return ("magnitude", "centre", "half-width") if centered else ("magnitude",)
+
+
+def scale_release_epsilon(n_features, epsilon, centered):
+    """The epsilon of each release of :func:`release_feature_scales` (public)."""
+    return epsilon / (max(n_features, 1) * len(_scale_parts(centered)))
 
 
 def planned_scale_events(n_features, epsilon, centered):

@@ -338,6 +338,26 @@ def test_feature_scaling_sparse_weighted_and_warm_start():
     assert model.score(X, y) > 0.7
 
 
+def test_few_rows_per_release_fall_back_to_one_bound_from_the_released_count():
+    X, score = _raw_table(200)
+    y = (score > 0).astype(int)
+    kwargs = dict(epsilon=1.0, classes=[0, 1], feature_scaling=True, random_state=0)
+    with trace_releases() as trace, pytest.warns(UserWarning, match="fell back to one bound"):
+        model = DPLogisticRegression(**kwargs).fit(X, y)
+    labels = [r.label for r in trace.releases]
+    assert labels == ["row count", "row norm bound"] + [
+        label for label in labels[2:] if label not in ("row count", "row norm bound")
+    ]
+    assert not any("feature scales" in label for label in labels)
+    assert not hasattr(model, "feature_scale_")
+    # The same event as the scaled branch: the branch is not part of the plan.
+    big_X, big_score = _raw_table(20000)
+    scaled = DPLogisticRegression(**kwargs).fit(big_X, (big_score > 0).astype(int))
+    assert hasattr(scaled, "feature_scale_")
+    assert model.dp_event_ == scaled.dp_event_
+    assert model.privacy_spent_ == scaled.privacy_spent_
+
+
 def test_given_bounds_and_dask_keep_the_single_bound():
     X, score = _raw_table(300)
     model = DPSCORegressor(epsilon=1.0, data_norm=1e5, feature_scaling=True, random_state=0)

@@ -409,10 +409,17 @@ def _scaling_cases():
             continue
         params = {k: v for k, v in params.items() if k not in ("feature_bound", "data_norm")}
         params["feature_scaling"] = True
-        for kind in FAST_HOSTILE:
-            for sparse in (False, True) if solver == "dp_gd" else (False,):
-                name = f"{estimator}-{solver}-{kind}" + ("-sparse" if sparse else "")
-                yield pytest.param(estimator, solver, params, kind, sparse, id=name)
+        # epsilon=20: enough per release on the 40 rows for the per-feature
+        # path; epsilon=1: its fallback (decided from the released count).
+        for epsilon in (20.0, 1.0) if solver in ("dp_gd", "dp_newton") else (20.0,):
+            for kind in FAST_HOSTILE:
+                for sparse in (False, True) if solver == "dp_gd" else (False,):
+                    name = f"{estimator}-{solver}-eps{epsilon:g}-{kind}" + (
+                        "-sparse" if sparse else ""
+                    )
+                    yield pytest.param(
+                        estimator, solver, dict(params, epsilon=epsilon), kind, sparse, id=name
+                    )
 
 
 @pytest.mark.parametrize("estimator, solver, params, kind, sparse", list(_scaling_cases()))
@@ -432,8 +439,9 @@ def test_substitution_feature_scaling(estimator, solver, params, kind, sparse):
         observed = _run_pair(estimator, solver, params, pair)
         assert observed["error"] is None, observed["error"]
     labels = [r.label for r in observed["trace"].releases]
-    assert any("feature scales" in label for label in labels), labels
-    assert "feature_scale_" in observed["attributes"]
+    scaled = params["epsilon"] > 1.0
+    assert scaled == any("feature scales" in label for label in labels), labels
+    assert scaled == ("feature_scale_" in observed["attributes"])
 
 
 #: Solvers of BOUNDS_CONFIGS whose own substitution test still fails on main

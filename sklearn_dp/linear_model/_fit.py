@@ -248,21 +248,14 @@ def _scaling_request(estimator, spec, bound_request, dask_input, X):
 def _scaling_shares(scaling, bound_request, bound_epsilons, epsilon_rest, private):
     """``(bound_request, bound_epsilons, scale_epsilon)`` of a fit with per-feature scaling.
 
-    A ``"data_norm"`` is still released (a bound of the standardised rows'
-    norms); a ``"feature_bound"`` is not (standardised entries lie in
-    ``[-1, 1]``): its share goes to the scales.
+    The rows' bound keeps its share and its event: with the scales, a
+    ``"data_norm"`` bounds the standardised rows and a ``"feature_bound"``
+    is not needed (standardised entries lie in ``[-1, 1]``); without them
+    (the fallback), either is released as without scaling.
     """
-    rows, labels = bound_request
-    epsilon_rows, epsilon_labels = bound_epsilons
     if not private:
-        scale_epsilon = math.inf
-    else:
-        scale_epsilon = _bounds.SCALING_EPSILON_FRACTION * epsilon_rest
-    if rows == "feature_bound":
-        if private:
-            scale_epsilon += epsilon_rows
-        return (None, labels), (0.0, epsilon_labels), scale_epsilon
-    return bound_request, bound_epsilons, scale_epsilon
+        return bound_request, bound_epsilons, math.inf
+    return bound_request, bound_epsilons, _bounds.SCALING_EPSILON_FRACTION * epsilon_rest
 
 
 def _bounds_epsilons(request, epsilon_rest, private):
@@ -338,27 +331,26 @@ def run_fit(estimator, request, plan):
         if request.discover_labels and plan.private:
             _warn_label_set(estimator, problem, count.estimate, phase)
         # The "auto" bounds, then the problem and options in the fit's units.
-        scaling = context["scaling"]
-        scales, scale_events = None, []
-        if scaling is not None:
-            scales, scale_events = _bounds.release_feature_scales(
-                X,
-                epsilon=plan.shares["scales"],
-                n_public=count.estimate,
-                rng=phase.rng,
-                centered=scaling["centered"],
-            )
+        scales, scale_events = _release_scales(estimator, X, plan, count, phase)
+        request_rows, request_labels = context["bound_request"]
+        skipped = []
+        if scales is not None and request_rows == "feature_bound":
+            # Standardised entries lie in [-1, 1]: the planned feature bound
+            # is not released (its event stays: the plan did not depend on
+            # which branch the released count would take).
+            skipped = planned_events((request_rows, False), plan.shares["bounds"])
+            request_rows = None
         released, bound_events = _release_bounds(
             estimator,
             X,
             y,
-            context["bound_request"],
+            (request_rows, request_labels),
             plan.shares["bounds"],
             count,
             phase.rng,
             scales,
         )
-        bound_events = scale_events + bound_events
+        bound_events = scale_events + skipped + bound_events
         bounds = _scaled_bounds(estimator, spec, X.shape[1], released, context, scales)
         if request.finish is not None:
             y, problem = request.finish(y, bounds)
@@ -456,6 +448,36 @@ def _warn_label_set(estimator, problem, n_public, phase):
     )
     if message is not None:
         phase.warn(message)
+
+
+def _release_scales(estimator, X, plan, count, phase):
+    """The per-feature scales, or None (no scaling, or the fallback); and their planned events.
+
+    The events are those planned whatever the branch: the fallback, decided
+    from the released count and public values, runs fewer mechanisms than it
+    was charged for, never others, and the solver's share stays the one
+    planned with them.
+    """
+    scaling = plan.context["scaling"]
+    if scaling is None:
+        return None, []
+    d, epsilon, centered = X.shape[1], plan.shares["scales"], scaling["centered"]
+    events = _bounds.planned_scale_events(d, epsilon, centered) if plan.private else []
+    each = _bounds.scale_release_epsilon(d, epsilon, centered)
+    if count.estimate * each < _bounds.SCALING_MIN_EVIDENCE:
+        phase.warn(
+            f"{type(estimator).__name__}: feature_scaling=True fell back to one bound for all "
+            f"features: with about {count.estimate:.0f} rows (the fit's DP row count) and {d} "
+            f"features, each per-feature release would get epsilon {each:.3g}, too little to be "
+            f"reliable (rows times epsilon >= {_bounds.SCALING_MIN_EVIDENCE:g} per release). "
+            "Raise epsilon, fit on more rows, or scale the features with public ranges first "
+            "(PublicRangeScaler)."
+        )
+        return None, events
+    scales, _ = _bounds.release_feature_scales(
+        X, epsilon=epsilon, n_public=count.estimate, rng=phase.rng, centered=centered
+    )
+    return scales, events
 
 
 def _scaled_bounds(estimator, spec, n_features, released, context, scales):
