@@ -99,6 +99,7 @@ __all__ = [
     "FeatureScales",
     "release_feature_scales",
     "feature_scale_utilities",
+    "FEATURE_GRID",
     "planned_scale_events",
 ]
 
@@ -581,6 +582,14 @@ FEATURE_TILT = 0.002
 FEATURE_PRIOR = 8.0
 
 
+#: Candidates of a feature's scales: :data:`GRID` continued to 1e10, so that
+#: a half-width up to ``2 M + |c|`` (``M <= 1e8`` on :data:`GRID`, ``|c| <=
+#: 2 M``) always has a candidate above every distance it bounds (otherwise a
+#: centre far off the data would leave every candidate equally bad, and a
+#: random one would turn the feature into a huge constant).
+FEATURE_GRID = 10.0 ** (np.arange(-64, 81) / 8.0)
+
+
 def _with_prior(utilities, epsilon):
     """``utilities`` plus the base measure :data:`FEATURE_PRIOR` (sensitivity 0; none at ``inf``)."""
     if math.isinf(epsilon):
@@ -590,23 +599,35 @@ def _with_prior(utilities, epsilon):
 
 
 def feature_scale_utilities(values, n_public, *, window=WINDOW, cap=None):
-    """Utilities of the candidates of :data:`GRID` for the scale of one feature.
+    """Utilities of the candidates of :data:`FEATURE_GRID` for the scale of one feature.
 
     Those of :func:`upper_bound_utilities` on the *nonzero* ``|values|``,
-    with ``window`` and a tilt of :data:`FEATURE_TILT` (up to ``cap``,
-    public, when given: :func:`capped_utilities`).  Zeros count against
+    with ``window`` and a tilt of :data:`FEATURE_TILT`, for the candidates up
+    to ``cap`` (public; default the largest of :data:`GRID`).  Zeros count against
     every candidate alike, so on a mostly-zero column (a rare one-hot
     category, a capital gain) they would leave the choice to the tilt,
     which then picks the smallest candidate and blows the nonzero entries up
     by orders of magnitude.  Adding a row adds 0 or 1 to one count:
     sensitivity 1, monotone.
     """
-    scores = np.abs(np.asarray(values, dtype=np.float64))
+    scores = _sorted_scores(np.abs(np.asarray(values, dtype=np.float64)))
     scores = scores[scores > 0]
-    above, small = upper_bound_counts(scores, window=window)
-    tilt = FEATURE_TILT * float(n_public) * np.arange(GRID.size) / GRID.size
-    utilities = -(above + small).astype(np.float64) - tilt
-    return utilities if cap is None else capped_utilities(utilities, cap)
+    # Candidates of FEATURE_GRID up to cap (default: those of GRID); the
+    # smallest always stays.
+    cap = GRID[-1] if cap is None else cap
+    grid = FEATURE_GRID[: max(1, int(np.searchsorted(FEATURE_GRID, cap, side="right")))]
+    above = scores.size - np.searchsorted(scores, grid, side="right")
+    small = np.searchsorted(scores, grid / float(window), side="left")
+    tilt = FEATURE_TILT * float(n_public) * np.arange(grid.size) / GRID.size
+    return -(above + small).astype(np.float64) - tilt
+
+
+def _release_feature_bound(utilities, epsilon, rng, label):
+    """The exponential mechanism on :func:`feature_scale_utilities` (sensitivity 1, monotone)."""
+    scale = 0.0 if math.isinf(epsilon) else 1.0 / float(epsilon)
+    utilities = _with_prior(utilities, epsilon)
+    index = _noise.exponential(utilities, sensitivity=1.0, scale=scale, rng=rng, label=label)
+    return float(FEATURE_GRID[index])
 
 
 #: Number of steps of the centre's grid on each side of 0 (:func:`feature_center_candidates`).
@@ -656,12 +677,9 @@ def release_feature_scales(X, *, epsilon, n_public, rng, centered):
         return FeatureScales(center, scale, clip), []
     each = epsilon / (n_features * len(_scale_parts(centered)))
     for j, column in feature_columns(X):
-        magnitude = release_upper_bound_from_utilities(
-            _with_prior(feature_scale_utilities(column, n_public), each),
-            epsilon=each,
-            rng=rng,
-            label="feature scales (magnitude)",
-        ).value
+        magnitude = _release_feature_bound(
+            feature_scale_utilities(column, n_public), each, rng, "feature scales (magnitude)"
+        )
         clip[j] = magnitude
         if not centered:
             scale[j] = magnitude
@@ -687,12 +705,12 @@ def release_feature_scales(X, *, epsilon, n_public, rng, centered):
         # column, and blow up its rare other value.
         cap = 2.0 * magnitude + abs(center[j])
         above, below = (
-            release_upper_bound_from_utilities(
-                _with_prior(feature_scale_utilities(side, n_public, cap=cap), each),
-                epsilon=each,
-                rng=rng,
-                label=f"feature scales (half-width, {name})",
-            ).value
+            _release_feature_bound(
+                feature_scale_utilities(side, n_public, cap=cap),
+                each,
+                rng,
+                f"feature scales (half-width, {name})",
+            )
             for side, name in (
                 (np.maximum(column - center[j], 0.0), "above"),
                 (np.maximum(center[j] - column, 0.0), "below"),

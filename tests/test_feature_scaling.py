@@ -20,6 +20,7 @@ from sklearn.preprocessing import StandardScaler
 
 from sklearn_dp import DPLogisticRegression, DPSCORegressor, PrivacyBudget, _bounds
 from sklearn_dp._bounds import (
+    FEATURE_GRID,
     FEATURE_PRIOR,
     FEATURE_TILT,
     GRID,
@@ -82,6 +83,9 @@ def test_feature_scale_utilities_are_exact_and_ignore_zeros():
     # A rare 0/1 column: the zeros do not push the scale below the ones.
     rare = np.r_[np.zeros(990), np.ones(10)]
     assert GRID[np.argmax(feature_scale_utilities(rare, 1000.0))] == 1.0
+    # Half-widths: candidates beyond GRID, up to the cap.
+    wide = feature_scale_utilities(np.full(10, 3e8), 10.0, cap=4e8)
+    assert FEATURE_GRID[np.argmax(wide)] >= 3e8
 
 
 @pytest.mark.parametrize("hostile", [-1e300, -3.0, 0.0, 1e-300, 2.0, 1e12, 1e300])
@@ -112,7 +116,7 @@ def test_two_sided_half_width_is_one_epsilon_release(hostile):
         laws = [
             _log_law(
                 feature_scale_utilities(side, 25.0, cap=cap)
-                + FEATURE_PRIOR * np.arange(np.size(GRID[GRID <= cap])) / GRID.size / epsilon,
+                + FEATURE_PRIOR * np.arange(np.sum(FEATURE_GRID <= cap)) / GRID.size / epsilon,
                 epsilon,
             )
             for side in (np.maximum(values - center, 0.0), np.maximum(center - values, 0.0))
@@ -146,7 +150,7 @@ def test_release_feature_scales_noise_scales_and_events(centered):
         expected = feature_scale_utilities(X[:, j], 300.0)
         expected = expected + FEATURE_PRIOR * np.arange(GRID.size) / GRID.size / each
         np.testing.assert_allclose(record.value, expected)
-        assert scales.clip[j] == GRID[record.output]
+        assert scales.clip[j] == FEATURE_GRID[record.output]
     if centered:
         centres = [r for r in releases if "centre" in r.label]
         for j, record in enumerate(centres):
