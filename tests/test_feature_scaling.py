@@ -393,3 +393,14 @@ def test_feature_scaling_is_off_by_default_and_a_public_parameter():
         warnings.simplefilter("ignore")
         with pytest.raises(Exception, match="feature_scaling"):
             DPSCORegressor(feature_scaling="yes").fit(*_raw_table(50))
+
+
+def test_dp_accounting_reads_the_event_of_a_scaled_fit():
+    from sklearn_dp.accounting import accountant_epsilon
+
+    X, score = _raw_table(3000)
+    model = DPLogisticRegression(epsilon=1.0, feature_scaling=True, random_state=0)
+    model.fit(X, (score > 0).astype(int))
+    assert hasattr(model, "feature_scale_")
+    assert accountant_epsilon(model.dp_event_, 1e-5, "pld") <= 1.0 + 1e-3
+    assert 1.0 <= accountant_epsilon(model.dp_event_, 1e-5, "rdp") < 1.5
