@@ -138,9 +138,7 @@ def plan_fit(estimator, request):
     bound_epsilons = _bounds_epsilons(bound_request, epsilon_rest, private)
     scale_epsilon = 0.0
     if scaling is not None:
-        bound_request, bound_epsilons, scale_epsilon = _scaling_shares(
-            scaling, bound_request, bound_epsilons, epsilon_rest, private
-        )
+        scale_epsilon = _scale_epsilon(epsilon_rest, private)
     planned_bound_events = planned_events(bound_request, bound_epsilons) if private else []
     if scaling is not None and private:
         # Released first, so listed first (the events the releases record).
@@ -245,17 +243,15 @@ def _scaling_request(estimator, spec, bound_request, dask_input, X):
     return {"centered": centered, "rows": rows}
 
 
-def _scaling_shares(scaling, bound_request, bound_epsilons, epsilon_rest, private):
-    """``(bound_request, bound_epsilons, scale_epsilon)`` of a fit with per-feature scaling.
+def _scale_epsilon(epsilon_rest, private):
+    """Epsilon of the per-feature scales (public): a documented share.
 
-    The rows' bound keeps its share and its event: with the scales, a
+    The rows' bound keeps its own share and event: with the scales, a
     ``"data_norm"`` bounds the standardised rows and a ``"feature_bound"``
     is not needed (standardised entries lie in ``[-1, 1]``); without them
     (the fallback), either is released as without scaling.
     """
-    if not private:
-        return bound_request, bound_epsilons, math.inf
-    return bound_request, bound_epsilons, _bounds.SCALING_EPSILON_FRACTION * epsilon_rest
+    return _bounds.SCALING_EPSILON_FRACTION * epsilon_rest if private else math.inf
 
 
 def _bounds_epsilons(request, epsilon_rest, private):

@@ -206,8 +206,8 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
     feature_center_, feature_scale_ : ndarray of shape (n_features,)
         With ``feature_scaling=True``: the released centres and scales the
         fit standardised the features with (``feature_bound_`` is then the
-        entrywise clip of the raw values, ``|feature_center_| +
-        feature_scale_``, and ``data_norm_`` its L2 norm).
+        released entrywise clip of the raw values, and ``data_norm_`` its L2
+        norm).  Absent when the fit fell back to one bound for all features.
     classes_ : ndarray of shape (n_classes,)
     data_norm_ : float
         The L2 bound on the rows of ``X`` the fit used (given, released, or

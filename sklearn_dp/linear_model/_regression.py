@@ -215,8 +215,8 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
     feature_center_, feature_scale_ : ndarray of shape (n_features,)
         With ``feature_scaling=True``: the released centres and scales the
         fit standardised the features with (``feature_bound_`` is then the
-        entrywise clip of the raw values, ``|feature_center_| +
-        feature_scale_``, and ``data_norm_`` its L2 norm).
+        released entrywise clip of the raw values, and ``data_norm_`` its L2
+        norm).  Absent when the fit fell back to one bound for all features.
     coef_ : ndarray of shape (n_features,)
     intercept_ : float
     data_norm_, feature_bound_, intercept_scaling_ : float, ndarray or None
