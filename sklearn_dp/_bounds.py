@@ -93,6 +93,14 @@ __all__ = [
     "release_feature_bound",
     "feature_columns",
     "planned_events",
+    "SCALING_EPSILON_FRACTION",
+    "SCALING_MIN_EVIDENCE",
+    "scale_release_epsilon",
+    "FeatureScales",
+    "release_feature_scales",
+    "feature_scale_utilities",
+    "FEATURE_GRID",
+    "planned_scale_events",
 ]
 
 #: Candidates for a bound of nonnegative scores: 10^-8 .. 10^8, 8 per decade.
@@ -125,6 +133,16 @@ BOUNDS_EPSILON_FRACTION = 0.1
 #: release about as reliable as the half of BOUNDS_EPSILON_FRACTION a
 #: two-release range would give.  Measured with ``benchmarks/bench_raw_tables.py``.
 LABEL_RANGE_EPSILON_FRACTION = 0.15
+#: Share of a fit's epsilon (after the label set) spent on the per-feature
+#: scales of ``feature_scaling=True`` (:func:`release_feature_scales`), split
+#: evenly over the features.  Measured with ``benchmarks/bench_raw_tables.py``.
+SCALING_EPSILON_FRACTION = 0.2
+#: The per-feature releases are used only if ``n~ * epsilon_release`` (the
+#: released row count times the epsilon of one release) reaches this: below,
+#: an exponential mechanism over the grids here picks a scale nearly at random,
+#: and the fit falls back to one bound for all features (decided from the
+#: released count and public values).  Measured with ``benchmarks/bench_raw_tables.py``.
+SCALING_MIN_EVIDENCE = 10.0
 
 
 @dataclass(frozen=True)
@@ -411,14 +429,19 @@ class BoundReleases:
 IN_MEMORY = BoundReleases(release_row_norm_bound, release_feature_bound, release_range)
 
 
-def release_bounds(X, y, request, epsilons, *, n_public, rng, window, releases=IN_MEMORY):
+def release_bounds(
+    X, y, request, epsilons, *, n_public, rng, window, releases=IN_MEMORY, scales=None
+):
     """The bounds of a fit's ``request``, released: ``(released, events)``.
 
     ``request`` is ``(rows, labels)``: ``rows`` None, ``"data_norm"`` or
     ``"feature_bound"``; ``labels`` False, True or ``"symmetric"`` (a public
     centre 0: the half-width only).  ``epsilons`` are the rows' and the labels'
     shares.  ``released`` maps ``"data_norm"`` / ``"feature_bound"`` to the
-    released bound and ``"labels"`` to ``(center, half_width)``.
+    released bound and ``"labels"`` to ``(center, half_width)``.  With
+    released per-feature ``scales`` (:class:`FeatureScales`, in memory only),
+    ``"data_norm"`` bounds the rows in standardised units
+    (:func:`sklearn_dp._scaled_design.standardized_norms`).
     """
     rows, labels = request
     epsilon_rows, epsilon_labels = epsilons
@@ -427,7 +450,19 @@ def release_bounds(X, y, request, epsilons, *, n_public, rng, window, releases=I
         release = {"data_norm": releases.row_norm_bound, "feature_bound": releases.feature_bound}[
             rows
         ]
-        bound = release(X, epsilon=epsilon_rows, n_public=n_public, rng=rng, window=window)
+        if scales is not None and rows == "data_norm":
+            from ._scaled_design import standardized_norms
+
+            bound = release_upper_bound(
+                standardized_norms(X, scales.center, scales.scale, scales.clip),
+                epsilon=epsilon_rows,
+                n_public=n_public,
+                rng=rng,
+                label="row norm bound",
+                window=window,
+            )
+        else:
+            bound = release(X, epsilon=epsilon_rows, n_public=n_public, rng=rng, window=window)
         released[rows] = bound.value
         events += bound.events
     if labels:
@@ -490,3 +525,198 @@ def planned_events(request, epsilons):
         for part in ("magnitude", "centre", "half-width"):
             events.append(_event(epsilon_labels / 3.0, f"label range ({part})"))
     return events
+
+
+@dataclass(frozen=True)
+class FeatureScales:
+    """Released per-feature centres and scales (public from now on)."""
+
+    center: np.ndarray
+    scale: np.ndarray
+    clip: np.ndarray
+
+
+def _scale_parts(centered):
+    return ("magnitude", "centre", "half-width") if centered else ("magnitude",)
+
+
+def scale_release_epsilon(n_features, epsilon, centered):
+    """The epsilon of each release of :func:`release_feature_scales` (public)."""
+    return epsilon / (max(n_features, 1) * len(_scale_parts(centered)))
+
+
+def planned_scale_events(n_features, epsilon, centered):
+    """The events of :func:`release_feature_scales`, known before the data.
+
+    One exponential mechanism per feature and part, each pure
+    ``epsilon / (n_features * parts)``-DP: ``parts`` is 3 with centres
+    (magnitude, centre, half-width: :func:`release_range`), 1 without (the
+    magnitude only).  Grouped as one ``SelfComposedDpEvent`` per part.
+    """
+    if n_features == 0 or math.isinf(epsilon):
+        return []
+    from dp_accounting import dp_event as dpe
+
+    parts = _scale_parts(centered)
+    each = epsilon / (n_features * len(parts))
+    return [
+        dpe.SelfComposedDpEvent(_event(each, f"feature scales ({part})"), n_features)
+        for part in parts
+    ]
+
+
+#: The tilt of the features' scales, far below :data:`TILT`: it only breaks
+#: ties among equally good bounds.  The most a bound can gain from it,
+#: dropping from 1 to the smallest candidate, is ``FEATURE_TILT * n / 2``
+#: rows: less than the rows of a one-hot category of 0.1% of the rows, whose
+#: scale must stay 1 (a smaller one blows its entries up).
+FEATURE_TILT = 0.002
+#: A data-independent preference for *larger* scales, in units of the
+#: release's temperature: the base measure ``exp(FEATURE_PRIOR * k / K)`` of
+#: the exponential mechanism (no privacy cost: it does not depend on the
+#: data).  Where the data decide (``n * epsilon`` large) it changes nothing;
+#: where they do not (a rare 0/1 column, few rows per feature) it draws a
+#: large scale, which shrinks the feature's coefficient towards 0, instead of
+#: a tiny one, which multiplies it by orders of magnitude on rows beyond the
+#: clip.
+FEATURE_PRIOR = 8.0
+
+
+#: Candidates of a feature's scales: :data:`GRID` continued to 1e10, so that
+#: a half-width up to ``2 M + |c|`` (``M <= 1e8`` on :data:`GRID`, ``|c| <=
+#: 2 M``) always has a candidate above every distance it bounds (otherwise a
+#: centre far off the data would leave every candidate equally bad, and a
+#: random one would turn the feature into a huge constant).
+FEATURE_GRID = 10.0 ** (np.arange(-64, 81) / 8.0)
+
+
+def _with_prior(utilities, epsilon):
+    """``utilities`` plus the base measure :data:`FEATURE_PRIOR` (sensitivity 0; none at ``inf``)."""
+    if math.isinf(epsilon):
+        return utilities
+    k = np.arange(utilities.size)
+    return utilities + FEATURE_PRIOR * k / GRID.size / float(epsilon)
+
+
+def feature_scale_utilities(values, n_public, *, window=WINDOW, cap=None):
+    """Utilities of the candidates of :data:`FEATURE_GRID` for the scale of one feature.
+
+    Those of :func:`upper_bound_utilities` on the *nonzero* ``|values|``,
+    with ``window`` and a tilt of :data:`FEATURE_TILT`, for the candidates up
+    to ``cap`` (public; default the largest of :data:`GRID`).  Zeros count against
+    every candidate alike, so on a mostly-zero column (a rare one-hot
+    category, a capital gain) they would leave the choice to the tilt,
+    which then picks the smallest candidate and blows the nonzero entries up
+    by orders of magnitude.  Adding a row adds 0 or 1 to one count:
+    sensitivity 1, monotone.
+    """
+    scores = _sorted_scores(np.abs(np.asarray(values, dtype=np.float64)))
+    scores = scores[scores > 0]
+    # Candidates of FEATURE_GRID up to cap (default: those of GRID); the
+    # smallest always stays.
+    cap = GRID[-1] if cap is None else cap
+    grid = FEATURE_GRID[: max(1, int(np.searchsorted(FEATURE_GRID, cap, side="right")))]
+    above = scores.size - np.searchsorted(scores, grid, side="right")
+    small = np.searchsorted(scores, grid / float(window), side="left")
+    tilt = FEATURE_TILT * float(n_public) * np.arange(grid.size) / GRID.size
+    return -(above + small).astype(np.float64) - tilt
+
+
+def _release_feature_bound(utilities, epsilon, rng, label):
+    """The exponential mechanism on :func:`feature_scale_utilities` (sensitivity 1, monotone)."""
+    scale = 0.0 if math.isinf(epsilon) else 1.0 / float(epsilon)
+    utilities = _with_prior(utilities, epsilon)
+    index = _noise.exponential(utilities, sensitivity=1.0, scale=scale, rng=rng, label=label)
+    return float(FEATURE_GRID[index])
+
+
+#: Number of steps of the centre's grid on each side of 0 (:func:`feature_center_candidates`).
+FEATURE_CENTER_STEPS = 256
+
+
+def feature_center_candidates(magnitude):
+    """The centres a feature may take for a released magnitude ``M``: ``2 k M / 256``, ``|k| <= 256``.
+
+    Evenly spaced, unlike :data:`CENTER_GRID` (dense near 0): a feature's
+    median falls between the candidates of a gap in its values (two modes,
+    integer steps) as often as not, and the median's utility is then about
+    as bad for every candidate on one side of the data; on a grid dense near
+    0 most of those lie near 0 and one of them is drawn, however far 0 is
+    from the data (a longitude near -120 centred at 0.003).  The magnitude
+    (window 2) may clip a long upper tail, hence the span ``[-2 M, 2 M]``;
+    a spacing of ``M / 128`` is below the half-width released after the centre, so a
+    coarse centre costs the standardisation nothing.
+    """
+    steps = np.arange(-FEATURE_CENTER_STEPS, FEATURE_CENTER_STEPS + 1)
+    return 2.0 * float(magnitude) * steps / FEATURE_CENTER_STEPS
+
+
+def release_feature_scales(X, *, epsilon, n_public, rng, centered):
+    """Per-feature DP centres and scales of X: ``(FeatureScales, events)``.
+
+    For each feature ``j`` (one column at a time, :func:`feature_columns`),
+    a magnitude ``M_j`` (an upper bound of ``|x_j|``, window :data:`WINDOW`),
+    which is also the fit's entrywise clip of the raw values; with
+    ``centered`` two more releases on the clipped values, as in
+    :func:`release_range`: a centre ``c_j`` (a DP median among
+    :func:`feature_center_candidates`) and a half-width ``h_j``, the larger
+    of upper bounds of ``x_j - c_j`` on the rows above the centre and of
+    ``c_j - x_j`` on the rows below it (both up to ``2 M_j + |c_j|``; one
+    release by parallel composition: a row moves one of the two); without,
+    ``c_j = 0`` and ``h_j = M_j``.  The bounds use
+    :func:`feature_scale_utilities` (sensitivity 1, monotone), the centre the
+    median's utility (sensitivity 1/2).  Each release is pure
+    ``epsilon / (d * parts)``-DP (``parts`` = 3 or 1), so the whole is pure
+    ``epsilon``-DP by basic composition, and ``epsilon^2 / (8 d parts)``-zCDP,
+    which dp_accounting composes more tightly with the rest of the fit.
+    ``n_public`` (the fit's released count, public) sets the tilt.
+    """
+    n_features = X.shape[1]
+    center, scale, clip = np.zeros(n_features), np.ones(n_features), np.ones(n_features)
+    if n_features == 0:
+        return FeatureScales(center, scale, clip), []
+    each = epsilon / (n_features * len(_scale_parts(centered)))
+    for j, column in feature_columns(X):
+        magnitude = _release_feature_bound(
+            feature_scale_utilities(column, n_public), each, rng, "feature scales (magnitude)"
+        )
+        clip[j] = magnitude
+        if not centered:
+            scale[j] = magnitude
+            continue
+        # The centre and half-width of the values the fit uses, clipped to
+        # the magnitude: consistent with it even when it is far too small (a
+        # rare 0/1 column's few ones missed: {0, M} is then centred and
+        # scaled as {0, 1} would be).
+        column = np.clip(column, -magnitude, magnitude)
+        candidates = feature_center_candidates(magnitude)
+        center[j] = release_center_on(
+            *center_counts_on(column, candidates),
+            candidates,
+            epsilon=each,
+            rng=rng,
+            label="feature scales (centre)",
+        ).value
+        # The distances above and below the centre, each bounded on its own
+        # rows (a row is above, below or at the centre: it moves one of the
+        # two utilities, so the pair is one epsilon-DP release by parallel
+        # composition).  One bound of both |x - c| would be pulled down by
+        # the many rows just off a centre drawn near the bulk of a 0/1
+        # column, and blow up its rare other value.
+        cap = 2.0 * magnitude + abs(center[j])
+        above, below = (
+            _release_feature_bound(
+                feature_scale_utilities(side, n_public, cap=cap),
+                each,
+                rng,
+                f"feature scales (half-width, {name})",
+            )
+            for side, name in (
+                (np.maximum(column - center[j], 0.0), "above"),
+                (np.maximum(center[j] - column, 0.0), "below"),
+            )
+        )
+        scale[j] = max(above, below)
+    # One release per feature and part, as planned (the events name parts, not features).
+    events = [] if math.isinf(epsilon) else planned_scale_events(n_features, epsilon, centered)
+    return FeatureScales(center, scale, clip), events

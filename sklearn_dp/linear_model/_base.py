@@ -159,6 +159,11 @@ class FitBounds:
     y_center, y_scale : float
         Regressors: labels are clipped to ``[y_center - y_scale, y_center +
         y_scale]`` and fitted as ``(y - y_center) / y_scale``.
+    feature_center, feature_scale, feature_clip : ndarray or None
+        With per-feature scaling (``feature_scaling=True``): the released
+        centres, scales and raw clips; the fit works on ``(clip(x, +-feature_clip)
+        - feature_center) / feature_scale``, and ``data_norm`` and
+        ``feature_bound`` are in those units.
     """
 
     data_norm: float | None
@@ -168,6 +173,9 @@ class FitBounds:
     entry_bound: object = None
     y_center: float = 0.0
     y_scale: float = 1.0
+    feature_center: object = None
+    feature_scale: object = None
+    feature_clip: object = None
 
 
 def public_scale(*, zero=False):
@@ -707,6 +715,16 @@ class BaseDPEstimator(SavedWithoutLedger, BaseEstimator):
         self.data_norm_ = bounds.row_bound
         self.feature_bound_ = None if bounds.entry_bound is None else bounds.entry_bound.copy()
         self.intercept_scaling_ = bounds.intercept_scaling
+        if bounds.feature_scale is not None:
+            # In the caller's units: the fit clipped every raw entry to
+            # feature_bound_ (released), and data_norm_ is their L2 norm.
+            self.feature_center_ = bounds.feature_center.copy()
+            self.feature_scale_ = bounds.feature_scale.copy()
+            self.feature_bound_ = bounds.feature_clip.copy()
+            self.data_norm_ = float(np.linalg.norm(self.feature_bound_))
+        else:
+            self.__dict__.pop("feature_center_", None)
+            self.__dict__.pop("feature_scale_", None)
         if self._bounds_labels:
             self.y_bound_ = bounds.y_scale
             self.y_center_ = bounds.y_center

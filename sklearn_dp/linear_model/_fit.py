@@ -27,11 +27,12 @@ import math
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 
 from .. import _bounds, _dask, _random
 from .._bounds import planned_events
-from .._data import bound_data
+from .._data import BoundedData, bound_data, clip_weights
 from .._labels import LABEL_DELTA_FRACTION, LABEL_EPSILON_FRACTION
 from .._protocol import (
     COUNT_EPSILON_FRACTION,
@@ -45,6 +46,7 @@ from .._protocol import (
     release_count,
 )
 from .._public_errors import public_error
+from .._scaled_design import scaled_design, to_caller_units, to_fit_units
 from .._warnings import user_stacklevel
 from ..accounting import ApproximateDpEvent
 from ._released_warnings import label_set_warning
@@ -95,6 +97,7 @@ def plan_fit(estimator, request):
         else (X[:0].copy(), y[:0].copy())
     )
     bound_request = estimator._bound_request(spec)
+    scaling = _scaling_request(estimator, spec, bound_request, dask_input, X)
     # The bounds the solver's geometry needs, checked on zero rows (public).
     planned = estimator._resolve_bounds(spec, X.shape[1], request=bound_request)
     kwargs = estimator._solver_kwargs(spec, problem, planned)
@@ -139,7 +142,16 @@ def plan_fit(estimator, request):
     # "auto" bounds: a share each, released by the exponential mechanism
     # (pure epsilon-DP; known before the data, so part of the reservation).
     bound_epsilons = _bounds_epsilons(bound_request, epsilon_rest, private)
+    scale_epsilon = 0.0
+    if scaling is not None:
+        scale_epsilon = _scale_epsilon(epsilon_rest, private)
     planned_bound_events = planned_events(bound_request, bound_epsilons) if private else []
+    if scaling is not None and private:
+        # Released first, so listed first (the events the releases record).
+        planned_bound_events = (
+            _bounds.planned_scale_events(X.shape[1], scale_epsilon, scaling["centered"])
+            + planned_bound_events
+        )
     # The solver gets what the count and the bounds leave: at least the
     # basic-composition remainder, more where numerical composition of
     # the mechanisms certifies it.
@@ -148,7 +160,9 @@ def plan_fit(estimator, request):
         functools.partial(_plan_arguments, estimator, spec, X0, y0),
         epsilon=epsilon_rest,
         delta=delta_rest,
-        floor=epsilon_rest - epsilon_count - sum(bound_epsilons) if private else math.inf,
+        floor=epsilon_rest - epsilon_count - sum(bound_epsilons) - scale_epsilon
+        if private
+        else math.inf,
     )
     share, solver_plan, event = math.inf, None, None
     if private:
@@ -159,7 +173,9 @@ def plan_fit(estimator, request):
         # value can change it: a released label set changes the problem;
         # released bounds enter the plan's inputs, which only a solver that
         # declares so keeps out of its event.
-        released_inputs = discover or (any(bound_request) and spec.event_reads_bounds)
+        released_inputs = discover or (
+            (any(bound_request) or scaling is not None) and spec.event_reads_bounds
+        )
         share, solver_plan = planner.before_data(
             problem, planned, kwargs, prefix, public_inputs=not released_inputs
         )
@@ -183,6 +199,7 @@ def plan_fit(estimator, request):
             "labels": (label_epsilon, label_delta),
             "count": epsilon_count,
             "bounds": bound_epsilons,
+            "scales": scale_epsilon,
             "solver": (share, delta_rest),
         },
         solver_plan=solver_plan,
@@ -193,6 +210,7 @@ def plan_fit(estimator, request):
             spec=spec,
             public=public,
             bound_request=bound_request,
+            scaling=scaling,
             weighted=bool(weighted),
             initial_point=initial_point,
             dask_input=dask_input,
@@ -223,6 +241,47 @@ def _keep_group_rows(request):
         y=request.y[keep],
         sample_weight=None if weights is None else np.asarray(weights)[keep],
     )
+
+
+def _scaling_request(estimator, spec, bound_request, dask_input, X):
+    """Per-feature scaling of this fit, from public inputs: None, or its settings.
+
+    On when the estimator asks for it (``feature_scaling=True``) and the
+    rows' bound is ``"auto"`` (a bound given by the user is in the caller's
+    units and is used as it is).  Centred only where a centre costs no
+    accuracy elsewhere: dense X, an intercept to absorb it, and the L2
+    geometry (the entrywise geometries clip symmetrically around 0).  Dask
+    input keeps the single row bound.
+    """
+    if not getattr(estimator, "feature_scaling", False):
+        return None
+    rows, _ = bound_request
+    if rows is None or dask_input or X.shape[1] == 0:
+        return None
+    if (getattr(estimator, "solver_options", None) or {}).get("inference"):
+        raise ValueError(
+            f"{type(estimator).__name__}: solver_options={{'inference': True}} is not "
+            "available with feature_scaling=True; pass feature_scaling=False, or scale "
+            "the features first."
+        )
+    centered = (
+        rows == "data_norm"
+        and spec.geometry == "l2"
+        and bool(estimator.fit_intercept)
+        and not sp.issparse(X)
+    )
+    return {"centered": centered, "rows": rows}
+
+
+def _scale_epsilon(epsilon_rest, private):
+    """Epsilon of the per-feature scales (public): a documented share.
+
+    The rows' bound keeps its own share and event: with the scales, a
+    ``"data_norm"`` bounds the standardised rows and a ``"feature_bound"``
+    is not needed (standardised entries lie in ``[-1, 1]``); without them
+    (the fallback), either is released as without scaling.
+    """
+    return _bounds.SCALING_EPSILON_FRACTION * epsilon_rest if private else math.inf
 
 
 def _bounds_epsilons(request, epsilon_rest, private):
@@ -301,10 +360,27 @@ def run_fit(estimator, request, plan):
         if request.discover_labels and plan.private:
             _warn_label_set(estimator, problem, count.estimate, phase)
         # The "auto" bounds, then the problem and options in the fit's units.
+        scales, scale_events = _release_scales(estimator, X, plan, count, phase)
+        request_rows, request_labels = context["bound_request"]
+        skipped = []
+        if scales is not None and request_rows == "feature_bound":
+            # Standardised entries lie in [-1, 1]: the planned feature bound
+            # is not released (its event stays: the plan did not depend on
+            # which branch the released count would take).
+            skipped = planned_events((request_rows, False), plan.shares["bounds"])
+            request_rows = None
         released, bound_events = _release_bounds(
-            estimator, X, y, context["bound_request"], plan.shares["bounds"], count, phase.rng
+            estimator,
+            X,
+            y,
+            (request_rows, request_labels),
+            plan.shares["bounds"],
+            count,
+            phase.rng,
+            scales,
         )
-        bounds = estimator._resolve_bounds(spec, X.shape[1], released, context["bound_request"])
+        bound_events = scale_events + skipped + bound_events
+        bounds = _scaled_bounds(estimator, spec, X.shape[1], released, context, scales)
         if request.finish is not None:
             y, problem = request.finish(y, bounds)
         kwargs = plan.options
@@ -337,6 +413,15 @@ def run_fit(estimator, request, plan):
             verbose=estimator.verbose,
             **_run_options(plan, spec, kwargs, bounds, problem, solver_plan),
         )
+        if scales is not None:
+            # Post-processing of released values: the model in the caller's units.
+            result.coef = to_caller_units(
+                result.coef,
+                scales.center,
+                scales.scale,
+                data.intercept_scaling,
+                data.fit_intercept,
+            )
         if plan.private:
             phase.event = _fit_event(phase.label_event, count.event, bound_events, result.dp_event)
         # Solvers do not warn; they hand warnings computed from public values
@@ -396,7 +481,56 @@ def _warn_label_set(estimator, problem, n_public, phase):
         phase.warn(message)
 
 
-def _release_bounds(estimator, X, y, request, epsilons, count, rng):
+def _release_scales(estimator, X, plan, count, phase):
+    """The per-feature scales, or None (no scaling, or the fallback); and their planned events.
+
+    The events are those planned whatever the branch: the fallback, decided
+    from the released count and public values, runs fewer mechanisms than it
+    was charged for, never others, and the solver's share stays the one
+    planned with them.
+    """
+    scaling = plan.context["scaling"]
+    if scaling is None:
+        return None, []
+    d, epsilon, centered = X.shape[1], plan.shares["scales"], scaling["centered"]
+    events = _bounds.planned_scale_events(d, epsilon, centered) if plan.private else []
+    each = _bounds.scale_release_epsilon(d, epsilon, centered)
+    if count.estimate * each < _bounds.SCALING_MIN_EVIDENCE:
+        phase.warn(
+            f"{type(estimator).__name__}: feature_scaling=True fell back to one bound for all "
+            f"features: with about {count.estimate:.0f} rows (the fit's DP row count) and {d} "
+            f"features, each per-feature release would get epsilon {each:.3g}, too little to be "
+            f"reliable (rows times epsilon >= {_bounds.SCALING_MIN_EVIDENCE:g} per release). "
+            "Raise epsilon, fit on more rows, or scale the features with public ranges first "
+            "(PublicRangeScaler)."
+        )
+        return None, events
+    scales, _ = _bounds.release_feature_scales(
+        X, epsilon=epsilon, n_public=count.estimate, rng=phase.rng, centered=centered
+    )
+    return scales, events
+
+
+def _scaled_bounds(estimator, spec, n_features, released, context, scales):
+    """The fit's :class:`FitBounds`; with per-feature scales, in standardised units."""
+    request = context["bound_request"]
+    if scales is None:
+        return estimator._resolve_bounds(spec, n_features, released, request)
+    rows, labels = request
+    if context["scaling"]["rows"] == "feature_bound":
+        # Standardised entries lie in [-1, 1]: the entrywise bound 1, public.
+        released = dict(released, feature_bound=1.0)
+        rows = "feature_bound"
+    bounds = estimator._resolve_bounds(spec, n_features, released, (rows, labels))
+    return dataclasses.replace(
+        bounds,
+        feature_center=scales.center,
+        feature_scale=scales.scale,
+        feature_clip=scales.clip,
+    )
+
+
+def _release_bounds(estimator, X, y, request, epsilons, count, rng, scales=None):
     """Release the bounds of ``request``; ``(released, events)``."""
     return _bounds.release_bounds(
         X,
@@ -407,6 +541,7 @@ def _release_bounds(estimator, X, y, request, epsilons, count, rng):
         rng=rng,
         window=getattr(_bounds, estimator._row_window),
         releases=_dask.BOUND_RELEASES if _dask.is_dask_array(X) else _bounds.IN_MEMORY,
+        scales=scales,
     )
 
 
@@ -429,6 +564,15 @@ def _bound(estimator, plan, spec, X, y, bounds, count, sample_weight):
     """The data clipped to the fit's bounds (rows, labels, weights), normalised by the count."""
     weighted = plan.context["weighted"]
     max_weight = float(getattr(estimator, "max_weight", 1.0))
+    if bounds.feature_scale is not None:
+        data = _bound_scaled(estimator, spec, X, y, bounds, count)
+        data.sample_weight, data.weight_bound = clip_weights(
+            sample_weight if weighted else None, max_weight
+        )
+        if weighted and data.sample_weight is None:
+            data.sample_weight = np.ones(data.n_samples)
+            data.weight_bound = max_weight
+        return data
     data = (_dask.bound_dask_data if plan.context["dask_input"] else bound_data)(
         X,
         y,
@@ -449,11 +593,57 @@ def _bound(estimator, plan, spec, X, y, bounds, count, sample_weight):
     return data
 
 
+def _bound_scaled(estimator, spec, X, y, bounds, count):
+    """The data in standardised units (:class:`~sklearn_dp._scaled_design.StandardizedDesign`)."""
+    geometry = "l2" if bounds.data_norm is not None else "linf"
+    intercept = float(bounds.intercept_scaling) if estimator.fit_intercept else None
+    design, _ = scaled_design(
+        X,
+        center=bounds.feature_center,
+        scale=bounds.feature_scale,
+        clip=bounds.feature_clip,
+        geometry=geometry,
+        row_bound=bounds.data_norm,
+        intercept=intercept,
+    )
+    if geometry == "l2":
+        norm_bound, entry_bound = float(bounds.data_norm), None
+    else:
+        entry_bound = np.ones(X.shape[1])
+        norm_bound = float(np.sqrt(X.shape[1]))
+    if estimator.fit_intercept:
+        norm_bound = float(np.hypot(norm_bound, bounds.intercept_scaling))
+        if entry_bound is not None:
+            entry_bound = np.append(entry_bound, float(bounds.intercept_scaling))
+    penalized = np.ones(design.n_columns, dtype=bool)
+    if estimator.fit_intercept:
+        penalized[-1] = False
+    return BoundedData(
+        design=design,
+        y=y,
+        row_norm_bound=norm_bound,
+        penalized=penalized,
+        fit_intercept=bool(estimator.fit_intercept),
+        intercept_scaling=float(bounds.intercept_scaling),
+        feature_bound=entry_bound,
+        n_public=count.estimate,
+        normalizer=count.normalizer,
+    )
+
+
 def _run_options(plan, spec, kwargs, bounds, problem, solver_plan):
     """The solver's options, with its warm start and the plan its share was certified for."""
     initial_point = plan.context["initial_point"]
     if initial_point is not None and spec.warm_start:
         start = initial_point(bounds, problem)
+        if start is not None and bounds.feature_scale is not None:
+            start = to_fit_units(
+                start,
+                bounds.feature_center,
+                bounds.feature_scale,
+                bounds.intercept_scaling,
+                bool(plan.context["public"].fit_intercept),
+            )
         if start is not None:
             kwargs = dict(kwargs, coef_init=start)
     if solver_plan is not None and spec.takes_plan:

@@ -100,6 +100,18 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
         ``data_norm``); None refuses those solvers.  A given bound also
         bounds the rows in L2 for the other solvers when ``data_norm`` is
         ``"auto"`` (then nothing is released).
+    feature_scaling : bool, default=False
+        Fit in per-feature standardised units, with each feature's location
+        and scale released privately (a share of epsilon split over the
+        features), and report ``coef_`` and ``intercept_`` in the caller's
+        units, as a DP scaler followed by this model would, in one fit and
+        one ledger entry.  Used only while the rows' bound is ``"auto"``
+        (``data_norm``, or ``feature_bound`` for the solvers that bound rows
+        entrywise).  Helps on features of very different scales and enough
+        rows per feature; on few rows and many features the per-feature
+        releases cost more than they give (see
+        ``docs/guide/choosing_parameters.md``).  The released values are
+        ``feature_center_`` and ``feature_scale_``.
     classes : array-like or None, default=None
         The public set of labels.  With ``classes`` given (recommended), labels
         outside it raise an error before anything is spent, and classes
@@ -198,6 +210,11 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
 
     Attributes
     ----------
+    feature_center_, feature_scale_ : ndarray of shape (n_features,)
+        With ``feature_scaling=True``: the released centres and scales the
+        fit standardised the features with (``feature_bound_`` is then the
+        released entrywise clip of the raw values, and ``data_norm_`` its L2
+        norm).  Absent when the fit fell back to one bound for all features.
     classes_ : ndarray of shape (n_classes,)
     data_norm_ : float
         The L2 bound on the rows of ``X`` the fit used (given, released, or
@@ -302,6 +319,7 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
         "constraint": [StrOptions({"l2", "l1"})],
         "data_norm": [*public_scale(), StrOptions({"auto"})],
         "feature_bound": [*public_scale(), "array-like", StrOptions({"auto"}), None],
+        "feature_scaling": ["boolean"],
         "classes": ["array-like", None],
         "class_weight": [dict, StrOptions({"balanced"}), None],
         "max_weight": [*public_scale()],
@@ -323,6 +341,7 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
         constraint: Literal["l2", "l1"] = "l2",
         data_norm: float | Auto = "auto",
         feature_bound: FeatureBound = "auto",
+        feature_scaling: bool = False,
         classes: ArrayLike | None = None,
         class_weight: dict[Any, float] | None = None,
         max_weight: float = 1.0,
@@ -349,6 +368,7 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
         self.constraint = constraint
         self.data_norm = data_norm
         self.feature_bound = feature_bound
+        self.feature_scaling = feature_scaling
         self.classes = classes
         self.class_weight = class_weight
         self.max_weight = max_weight

@@ -1,0 +1,406 @@
+"""Per-feature scaling (``feature_scaling=True``): releases, the standardised design, the fit.
+
+The releases are exponential mechanisms over public grids: their utilities
+are checked against a brute-force count, their output law exactly on
+neighbouring data (add/remove one row), their noise scales through the
+gateway's trace, and their events against the planned ones.  The
+standardised design is checked product by product against the matrix it
+stands for; the fit against scikit-learn without noise.
+"""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from dp_accounting import dp_event as dpe
+from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.preprocessing import StandardScaler
+
+from sklearn_dp import DPLogisticRegression, DPSCORegressor, PrivacyBudget, _bounds
+from sklearn_dp._bounds import (
+    FEATURE_GRID,
+    FEATURE_PRIOR,
+    FEATURE_TILT,
+    GRID,
+    WINDOW,
+    feature_center_candidates,
+    feature_scale_utilities,
+    planned_scale_events,
+    release_feature_scales,
+)
+from sklearn_dp._scaled_design import (
+    scaled_design,
+    standardized_norms,
+    to_caller_units,
+    to_fit_units,
+)
+from sklearn_dp.accounting import EXPONENTIAL_MECHANISM, PureEpsilonDpEvent, epsilon_of_event
+from sklearn_dp.testing import trace_releases
+
+
+def _raw_table(n=600, seed=0):
+    """Columns in natural units: an income, an offset latitude, a 0/1 flag, a rare category."""
+    rng = np.random.default_rng(seed)
+    income = rng.lognormal(np.log(30_000), 0.5, n)
+    latitude = rng.normal(36.0, 1.5, n)
+    flag = (rng.random(n) < 0.4).astype(float)
+    rare = (rng.random(n) < 0.03).astype(float)
+    X = np.column_stack([income, latitude, flag, rare])
+    score = 2.0 * (income - 30_000) / 15_000 - 1.5 * (latitude - 36.0) + flag - 0.5
+    return X, score
+
+
+def brute_feature_utilities(values, n_public, window=WINDOW):
+    scores = np.abs(np.asarray(values, dtype=float))
+    scores = scores[scores > 0]
+    K = GRID.size
+    return np.array(
+        [
+            -(np.sum(scores > b) + np.sum(scores < b / window)) - FEATURE_TILT * n_public * k / K
+            for k, b in enumerate(GRID)
+        ]
+    )
+
+
+def _log_law(utilities, epsilon):
+    from scipy.special import logsumexp
+
+    z = np.asarray(utilities, dtype=float) * epsilon
+    return z - logsumexp(z)
+
+
+# -- the releases ------------------------------------------------------------------
+
+
+def test_feature_scale_utilities_are_exact_and_ignore_zeros():
+    rng = np.random.default_rng(0)
+    values = np.concatenate([np.zeros(50), rng.normal(3.0, 2.0, 40)])
+    np.testing.assert_allclose(
+        feature_scale_utilities(values, 90.0), brute_feature_utilities(values, 90.0)
+    )
+    # A rare 0/1 column: the zeros do not push the scale below the ones.
+    rare = np.r_[np.zeros(990), np.ones(10)]
+    assert GRID[np.argmax(feature_scale_utilities(rare, 1000.0))] == 1.0
+    # Half-widths: candidates beyond GRID, up to the cap.
+    wide = feature_scale_utilities(np.full(10, 3e8), 10.0, cap=4e8)
+    assert FEATURE_GRID[np.argmax(wide)] >= 3e8
+
+
+@pytest.mark.parametrize("hostile", [-1e300, -3.0, 0.0, 1e-300, 2.0, 1e12, 1e300])
+@pytest.mark.parametrize("epsilon", [0.05, 1.0])
+def test_feature_scale_release_is_epsilon_dp_exactly(hostile, epsilon):
+    # With the prior (data-independent) the law on D and on D plus a hostile
+    # row differ by at most epsilon in log-probability, for every output.
+    rng = np.random.default_rng(1)
+    values = rng.normal(5.0, 2.0, 30)
+    prior = FEATURE_PRIOR * np.arange(GRID.size) / GRID.size / epsilon
+    log_p = _log_law(feature_scale_utilities(values, 30.0) + prior, epsilon)
+    log_q = _log_law(feature_scale_utilities(np.append(values, hostile), 30.0) + prior, epsilon)
+    assert np.max(np.abs(log_p - log_q)) <= epsilon * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("hostile", [-1e300, -2.0, 0.5, 1.0, 7.0, 1e300])
+def test_two_sided_half_width_is_one_epsilon_release(hostile):
+    # Given the released centre, a row lies above it, below it or on it: it
+    # moves one of the two utilities, so the pair's joint law moves by at
+    # most epsilon (parallel composition), not 2 epsilon.
+    epsilon, center, magnitude = 0.7, 1.0, 10.0
+    rng = np.random.default_rng(2)
+    column = np.clip(rng.normal(1.0, 1.5, 25), -magnitude, magnitude)
+    cap = 2.0 * magnitude + abs(center)
+
+    def joint(values):
+        values = np.clip(values, -magnitude, magnitude)
+        laws = [
+            _log_law(
+                feature_scale_utilities(side, 25.0, cap=cap)
+                + FEATURE_PRIOR * np.arange(np.sum(FEATURE_GRID <= cap)) / GRID.size / epsilon,
+                epsilon,
+            )
+            for side in (np.maximum(values - center, 0.0), np.maximum(center - values, 0.0))
+        ]
+        return laws[0][:, None] + laws[1][None, :]
+
+    ratio = joint(column) - joint(np.append(column, hostile))
+    assert np.max(np.abs(ratio)) <= epsilon * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("centered", [True, False])
+def test_release_feature_scales_noise_scales_and_events(centered):
+    X, _ = _raw_table(300)
+    epsilon = 0.6
+    d = X.shape[1]
+    parts = 3 if centered else 1
+    each = epsilon / (d * parts)
+    with trace_releases() as trace:
+        scales, events = release_feature_scales(
+            X, epsilon=epsilon, n_public=300.0, rng=np.random.default_rng(0), centered=centered
+        )
+    releases = trace.releases
+    # Centred: magnitude, centre, and the two sides (one release together).
+    assert len(releases) == d * (4 if centered else 1)
+    for record in releases:
+        assert record.mechanism == "exponential"
+        assert record.scale == pytest.approx(1.0 / each, rel=1e-12)
+        assert record.sensitivity == (0.5 if "centre" in record.label else 1.0)
+    magnitudes = [r for r in releases if "magnitude" in r.label]
+    for j, record in enumerate(magnitudes):
+        expected = feature_scale_utilities(X[:, j], 300.0)
+        expected = expected + FEATURE_PRIOR * np.arange(GRID.size) / GRID.size / each
+        np.testing.assert_allclose(record.value, expected)
+        assert scales.clip[j] == FEATURE_GRID[record.output]
+    if centered:
+        centres = [r for r in releases if "centre" in r.label]
+        for j, record in enumerate(centres):
+            assert scales.center[j] == feature_center_candidates(scales.clip[j])[record.output]
+    else:
+        np.testing.assert_array_equal(scales.scale, scales.clip)
+        np.testing.assert_array_equal(scales.center, 0.0)
+    assert events == planned_scale_events(d, epsilon, centered)
+    assert events == [
+        dpe.SelfComposedDpEvent(
+            PureEpsilonDpEvent(each, f"{EXPONENTIAL_MECHANISM}: feature scales ({part})"), d
+        )
+        for part in (("magnitude", "centre", "half-width") if centered else ("magnitude",))
+    ]
+    assert epsilon_of_event(dpe.ComposedDpEvent(events), 0.0) == pytest.approx(epsilon)
+
+
+def test_rare_flag_never_gets_a_scale_that_blows_it_up():
+    # Few rows per release: the prior draws large scales, never tiny ones.
+    X, _ = _raw_table(200)
+    small = []
+    for seed in range(20):
+        scales, _ = release_feature_scales(
+            X[:, 3:], epsilon=0.01, n_public=200.0, rng=np.random.default_rng(seed), centered=True
+        )
+        small.append(scales.clip[0] < 0.1 or scales.scale[0] < 0.1)
+    assert sum(small) <= 2
+
+
+# -- the standardised design --------------------------------------------------------
+
+
+def _reference(X, center, scale, clip, geometry, row_bound, intercept):
+    Z = np.clip(np.asarray(X.toarray() if sp.issparse(X) else X, float), -clip, clip) - center
+    Z = Z / scale
+    if geometry == "l2":
+        norms = np.linalg.norm(Z, axis=1)
+        Z = Z * np.minimum(1.0, row_bound / np.maximum(norms, 1e-300))[:, None]
+    if intercept is not None:
+        Z = np.hstack([Z, np.full((Z.shape[0], 1), intercept)])
+    return Z
+
+
+@pytest.mark.parametrize("kind", ["dense", "float32", "sparse"])
+@pytest.mark.parametrize("geometry", ["l2", "linf"])
+@pytest.mark.parametrize("intercept", [None, 1.7])
+def test_standardized_design_products_match_the_matrix(kind, geometry, intercept):
+    rng = np.random.default_rng(3)
+    X = rng.normal([30.0, 0.0, 5.0, 0.0], [5.0, 1.0, 0.1, 1e3], size=(300, 4))
+    X[rng.random(X.shape) < 0.3] = 0.0
+    X[5] = [1e12, -1e12, 1e30, 0.0]  # far beyond every clip: patched rows
+    centered = kind != "sparse" and geometry == "l2"
+    center = np.array([30.0, 0.0, 5.0, 0.0]) if centered else np.zeros(4)
+    clip = np.array([60.0, 3.0, 6.0, 3e3])
+    scale = np.array([10.0, 2.0, 0.3, 2e3]) if centered else clip
+    if kind == "sparse":
+        X = sp.csr_matrix(X)
+    elif kind == "float32":
+        X = X.astype(np.float32)
+    design, used = scaled_design(
+        X,
+        center=center,
+        scale=scale,
+        clip=clip,
+        geometry=geometry,
+        row_bound=1.5,
+        intercept=intercept,
+    )
+    np.testing.assert_array_equal(used, clip)
+    S = _reference(X, center, scale, clip, geometry, 1.5, intercept)
+    np.testing.assert_allclose(design.toarray(), S, rtol=1e-6, atol=1e-9)
+    # float32 X: scores are float32 products (sums over rows accumulate in float64).
+    loose = dict(rtol=1e-4, atol=1e-5) if kind == "float32" else dict(rtol=1e-6, atol=1e-8)
+    W = rng.normal(size=(S.shape[1], 2))
+    V = rng.normal(size=(S.shape[0], 2))
+    weights = rng.uniform(0, 2, S.shape[0])
+    np.testing.assert_allclose(design.matmul(W), S @ W, **loose)
+    np.testing.assert_allclose(design.matmul(W[:, 0]), S @ W[:, 0], **loose)
+    np.testing.assert_allclose(design.rmatmul(V), S.T @ V, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(design.gram(), S.T @ S, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(
+        design.gram(weights), S.T @ (weights[:, None] * S), rtol=1e-6, atol=1e-8
+    )
+    np.testing.assert_allclose(design.row_norms(), np.linalg.norm(S, axis=1), rtol=1e-6)
+    cols = [0, 2] + ([4] if intercept is not None else [])
+    block = design.columns(cols)
+    block = block.toarray() if sp.issparse(block) else block
+    np.testing.assert_allclose(block, S[:, cols], rtol=1e-6, atol=1e-9)
+    view = design.column_view(cols)
+    np.testing.assert_allclose(view.matmul(W[: len(cols)]), S[:, cols] @ W[: len(cols)], **loose)
+    np.testing.assert_allclose(view.row_norms(), np.linalg.norm(S[:, cols], axis=1), rtol=1e-6)
+    rows = [5, 0, 17]
+    np.testing.assert_allclose(design.rows(rows).toarray(), S[rows], rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(design.row_block(10, 40).matmul(W), S[10:40] @ W, **loose)
+    materialized = design.materialize()
+    assert sp.issparse(materialized) == (kind == "sparse")
+    if geometry == "l2":
+        assert np.all(np.linalg.norm(S[:, :4], axis=1) <= 1.5 * (1 + 1e-12))
+        np.testing.assert_allclose(
+            standardized_norms(X, center, scale, clip)[:3],
+            np.linalg.norm(_reference(X, center, scale, clip, "linf", 0, None)[:3], axis=1),
+        )
+    else:
+        assert np.all(np.abs(S[:, :4]) <= 1.0 + 1e-12)
+
+
+def test_caller_units_are_the_same_model():
+    rng = np.random.default_rng(4)
+    X = rng.normal([30.0, -120.0], [5.0, 1.0], size=(50, 2))
+    center, scale, a = np.array([30.0, -120.0]), np.array([10.0, 3.0]), 2.5
+    W = rng.normal(size=(3, 2))
+    S = np.hstack([(X - center) / scale, np.full((50, 1), a)])
+    raw = to_caller_units(W, center, scale, a, True)
+    np.testing.assert_allclose(np.hstack([X, np.full((50, 1), a)]) @ raw, S @ W, rtol=1e-10)
+    np.testing.assert_allclose(to_fit_units(raw, center, scale, a, True), W, rtol=1e-10)
+    np.testing.assert_allclose(
+        to_fit_units(to_caller_units(W[:2], center, scale, a, False), center, scale, a, False),
+        W[:2],
+    )
+
+
+# -- the estimators -------------------------------------------------------------------
+
+
+def test_infinite_epsilon_reaches_the_standardised_non_private_fit():
+    X, score = _raw_table(2000)
+    y = (score > 0).astype(int)
+    model = DPLogisticRegression(epsilon=math.inf, feature_scaling=True, C=1e4).fit(X, y)
+    reference = LogisticRegression(C=1e4, max_iter=1000).fit(StandardScaler().fit_transform(X), y)
+    assert model.score(X, y) >= reference.score(StandardScaler().fit_transform(X), y) - 0.01
+    regressor = DPSCORegressor(epsilon=math.inf, feature_scaling=True, alpha=1e-6).fit(X, score)
+    ridge = Ridge(alpha=1e-6).fit(X, score)
+    assert regressor.score(X, score) >= ridge.score(X, score) - 0.01
+
+
+def test_feature_scaling_fit_releases_accounts_and_reports_raw_units():
+    X, score = _raw_table(3000)
+    y = (score > 0).astype(int)
+    budget = PrivacyBudget(2.0, 1e-5)
+    with trace_releases() as trace:
+        model = DPLogisticRegression(
+            epsilon=1.0, classes=[0, 1], feature_scaling=True, budget=budget, random_state=0
+        ).fit(X, y)
+    labels = [r.label for r in trace.releases]
+    d = X.shape[1]
+    assert labels[0] == "row count"
+    assert sum("feature scales" in label for label in labels) == 4 * d
+    assert labels.index("row norm bound") > max(
+        i for i, label in enumerate(labels) if "feature scales" in label
+    )
+    assert [e.status for e in budget.ledger] == ["completed"]
+    assert epsilon_of_event(model.dp_event_, 1e-5) <= 1.0 + 1e-9
+    share = _bounds.SCALING_EPSILON_FRACTION * 1.0
+    assert planned_scale_events(d, share, True) == model.dp_event_.events[1:4]
+    assert model.feature_center_.shape == model.feature_scale_.shape == (d,)
+    np.testing.assert_array_equal(model.feature_bound_, model.feature_bound_)
+    assert model.data_norm_ == pytest.approx(np.linalg.norm(model.feature_bound_))
+    # Raw units: predictions from coef_ and intercept_ as scikit-learn's.
+    assert model.score(X, y) > 0.85
+    np.testing.assert_allclose(
+        model.decision_function(X), X @ model.coef_.ravel() + model.intercept_[0]
+    )
+
+
+def test_feature_scaling_with_dp_cd_scales_without_centring():
+    X, score = _raw_table(2000)
+    y = (score > 0).astype(int)
+    with trace_releases() as trace:
+        model = DPLogisticRegression(
+            epsilon=2.0, classes=[0, 1], solver="dp_cd", feature_scaling=True, random_state=0
+        ).fit(X, y)
+    labels = [r.label for r in trace.releases]
+    assert not any("centre" in label or label == "feature bound" for label in labels)
+    np.testing.assert_array_equal(model.feature_center_, 0.0)
+    np.testing.assert_array_equal(model.feature_scale_, model.feature_bound_)
+    assert model.score(X, y) > 0.7
+
+
+def test_feature_scaling_sparse_weighted_and_warm_start():
+    X, score = _raw_table(1500)
+    y = (score > 0).astype(int)
+    weights = np.random.default_rng(0).uniform(0, 1, X.shape[0])
+    model = DPLogisticRegression(
+        epsilon=2.0, classes=[0, 1], feature_scaling=True, random_state=0, warm_start=True
+    )
+    model.fit(sp.csr_matrix(X), y, sample_weight=weights)
+    np.testing.assert_array_equal(model.feature_center_, 0.0)  # sparse: never centred
+    model.fit(X, y)  # a warm start from the previous raw-unit model
+    assert model.score(X, y) > 0.7
+
+
+def test_few_rows_per_release_fall_back_to_one_bound_from_the_released_count():
+    X, score = _raw_table(200)
+    y = (score > 0).astype(int)
+    kwargs = dict(epsilon=1.0, classes=[0, 1], feature_scaling=True, random_state=0)
+    with trace_releases() as trace, pytest.warns(UserWarning, match="fell back to one bound"):
+        model = DPLogisticRegression(**kwargs).fit(X, y)
+    labels = [r.label for r in trace.releases]
+    assert labels == ["row count", "row norm bound"] + [
+        label for label in labels[2:] if label not in ("row count", "row norm bound")
+    ]
+    assert not any("feature scales" in label for label in labels)
+    assert not hasattr(model, "feature_scale_")
+    # The same event as the scaled branch: the branch is not part of the plan.
+    big_X, big_score = _raw_table(20000)
+    scaled = DPLogisticRegression(**kwargs).fit(big_X, (big_score > 0).astype(int))
+    assert hasattr(scaled, "feature_scale_")
+    assert model.dp_event_ == scaled.dp_event_
+    assert model.privacy_spent_ == scaled.privacy_spent_
+
+
+def test_given_bounds_and_dask_keep_the_single_bound():
+    X, score = _raw_table(300)
+    model = DPSCORegressor(epsilon=1.0, data_norm=1e5, feature_scaling=True, random_state=0)
+    with trace_releases() as trace:
+        model.fit(X, score)
+    assert not any("feature scales" in r.label for r in trace.releases)
+    assert not hasattr(model, "feature_scale_")
+
+
+def test_feature_scaling_refuses_inference_before_the_spend():
+    X, score = _raw_table(300)
+    budget = PrivacyBudget(1.0, 1e-5)
+    model = DPSCORegressor(
+        epsilon=1.0,
+        solver="dp_ssp",
+        feature_scaling=True,
+        solver_options={"inference": True},
+        budget=budget,
+    )
+    with pytest.raises(ValueError, match="feature_scaling"):
+        model.fit(X, score)
+    assert budget.ledger == []
+
+
+def test_feature_scaling_is_off_by_default_and_a_public_parameter():
+    assert DPLogisticRegression().feature_scaling is False
+    assert DPSCORegressor().get_params()["feature_scaling"] is False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(Exception, match="feature_scaling"):
+            DPSCORegressor(feature_scaling="yes").fit(*_raw_table(50))
+
+
+def test_dp_accounting_reads_the_event_of_a_scaled_fit():
+    from sklearn_dp.accounting import accountant_epsilon
+
+    X, score = _raw_table(3000)
+    model = DPLogisticRegression(epsilon=1.0, feature_scaling=True, random_state=0)
+    model.fit(X, (score > 0).astype(int))
+    assert hasattr(model, "feature_scale_")
+    assert accountant_epsilon(model.dp_event_, 1e-5, "pld") <= 1.0 + 1e-3
+    assert 1.0 <= accountant_epsilon(model.dp_event_, 1e-5, "rdp") < 1.5
