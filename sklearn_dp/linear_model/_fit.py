@@ -45,6 +45,7 @@ from .._protocol import (
 from .._public_errors import public_error
 from .._warnings import user_stacklevel
 from ..accounting import ApproximateDpEvent
+from ..solvers._common import Progress
 from ._released_warnings import label_set_warning
 
 __all__ = ["plan_fit", "run_fit", "check_weights_supported"]
@@ -258,12 +259,16 @@ def run_fit(estimator, request, plan):
     Sets ``dp_event_`` and ``privacy_spent_``; the estimator stores the rest.
     """
     context = plan.context
+    # The phases of a long fit, before the solver's own lines: public values
+    # and released ones only (the count printed is the released count).
+    progress = Progress(type(estimator).__name__, 0, estimator.verbose)
     with open_phase(plan, estimator.budget, estimator.random_state) as phase:
         # The label set (a classifier without public classes) and the solver for it.
         spec, X, y, problem, public = _prepare(estimator, request, plan, phase)
         # The number of rows (of a Dask array: a sum over its chunks).
         n_rows = _dask.row_count(X) if context["dask_input"] else X.shape[0]
         count = release_count(n_rows, plan.shares["count"], phase.rng)
+        progress.note(f"row count released: {count.estimate:.0f}")
         _warn_weak_delta(estimator, count.estimate, phase)
         if request.discover_labels and plan.private:
             _warn_label_set(estimator, problem, count.estimate, phase)
@@ -271,6 +276,11 @@ def run_fit(estimator, request, plan):
         released, bound_events = _release_bounds(
             estimator, X, y, context["bound_request"], plan.shares["bounds"], count, phase.rng
         )
+        if released:
+            shown = ", ".join(
+                f"{k}={' '.join(f'{x:.4g}' for x in np.ravel(v))}" for k, v in released.items()
+            )
+            progress.note(f"bounds released: {shown}")
         bounds = estimator._resolve_bounds(spec, X.shape[1], released, context["bound_request"])
         if request.finish is not None:
             y, problem = request.finish(y, bounds)
@@ -293,6 +303,7 @@ def run_fit(estimator, request, plan):
         )
         # Bound the data and run the solver on it.
         data = _bound(estimator, plan, spec, X, y, bounds, count, phase.sample_weight)
+        progress.note(f"rows bounded; running solver {spec.name}")
         result = spec.run(
             data,
             problem.make_loss(data),

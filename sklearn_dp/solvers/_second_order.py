@@ -524,11 +524,16 @@ def dp_newton(
             momenta[-1] = since_restart / (since_restart + 3.0)
             V = W + momenta[-1] * (W - W_previous)
         g_sum, H_sum = row_sum(data, lambda part: sums(part, V, curvature))
+        if curvature is not None:
+            # The first pass (with the d x d curvature sum) is most of a fit's time.
+            progress.note(f"step {t + 1}: gradient and {size} x {size} curvature sums done")
         if curvature == "bound":  # the Gram matrix is drawn before the gradient
             eigen = release_curvature()
+            progress.note("gram matrix released and decomposed")
         g_noisy = release(g_sum, gradient_sensitivity, gradient_std, rng)
         if curvature == "exact":  # the Hessian after it
             eigen = release_curvature()
+            progress.note(f"step {t + 1}: hessian sum released and decomposed")
         grad = g_noisy / normalizer
         grad[data.penalized] += alpha * V[data.penalized]
         lam, vectors = eigen
