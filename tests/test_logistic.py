@@ -127,6 +127,15 @@ def test_verbose_shows_every_phase_of_the_default_fit(binary_data, capsys):
     assert lines == printed(X[::-1][:-3] * 0.7, y[::-1][:-3])
 
 
+def test_verbose_bounds_line_shows_a_long_vector_by_its_range():
+    from sklearn_dp.linear_model._fit import _shown
+
+    released = {"feature_bound": np.arange(10.0), "labels": (0.5, 2.0), "data_norm": 3.0}
+    assert _shown(released) == (
+        "feature_bound=0..9 (10 values), labels center=0.5 half-width=2, data_norm=3"
+    )
+
+
 def test_sparse_matches_dense(binary_data):
     X, y = binary_data
     dense = _fit(X, y, epsilon=1.0)

@@ -277,10 +277,7 @@ def run_fit(estimator, request, plan):
             estimator, X, y, context["bound_request"], plan.shares["bounds"], count, phase.rng
         )
         if released:
-            shown = ", ".join(
-                f"{k}={' '.join(f'{x:.4g}' for x in np.ravel(v))}" for k, v in released.items()
-            )
-            progress.note(f"bounds released: {shown}")
+            progress.note(f"bounds released: {_shown(released)}")
         bounds = estimator._resolve_bounds(spec, X.shape[1], released, context["bound_request"])
         if request.finish is not None:
             y, problem = request.finish(y, bounds)
@@ -323,6 +320,20 @@ def run_fit(estimator, request, plan):
             phase.warn(message)
     record_spend(estimator, plan, phase.event, phase.reservation)
     return spec, data, result, bounds
+
+
+def _shown(released):
+    """The released bounds in a line (a long vector by its range and length)."""
+    parts = []
+    for name, value in released.items():
+        values = np.ravel(np.asarray(value, dtype=float))
+        if name == "labels":  # (center, half_width)
+            parts.append(f"labels center={values[0]:.4g} half-width={values[1]:.4g}")
+        elif values.size > 4:
+            parts.append(f"{name}={values.min():.4g}..{values.max():.4g} ({values.size} values)")
+        else:
+            parts.append(f"{name}={' '.join(f'{x:.4g}' for x in values)}")
+    return ", ".join(parts)
 
 
 def _prepare(estimator, request, plan, phase):
