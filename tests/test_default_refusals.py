@@ -49,8 +49,8 @@ def test_default_l1_radius_is_sqrt_d_times_the_worst_case_radius():
 
 
 def test_auto_steers_away_from_the_default_ball():
-    # Wider than dp_ssp's 64 features, no radius: dp_cd without a ball.
-    X, y = _regression(n=200, d=70)
+    # Wider than dp_ssp's 128 features, no radius: dp_cd without a ball.
+    X, y = _regression(n=200, d=130)
     model = DPLasso(epsilon=1.0, feature_bound=0.5, y_bound=2.0, max_iter=2, random_state=0).fit(
         X, y
     )
@@ -66,7 +66,7 @@ def test_auto_steers_away_from_the_default_ball():
         epsilon=1.0, delta=0.0, feature_bound=0.5, y_bound=2.0, max_iter=5, random_state=0
     ).fit(X, y)
     assert model.solver_ == "frank_wolfe"
-    assert model.radius_ == pytest.approx(default_l1_radius(2.0, 0.5, 70))
+    assert model.radius_ == pytest.approx(default_l1_radius(2.0, 0.5, 130))
 
 
 @pytest.mark.parametrize("solver", ["vr_frank_wolfe", "frank_wolfe"])

@@ -245,7 +245,7 @@ def test_penalised_epsilon_inf_matches_sklearn_lasso(sparse_data):
 
 def test_penalised_form_uses_the_implied_ball(sparse_data):
     X, y = sparse_data
-    # solver="auto" solves the penalised form with dp_ssp up to 64 features
+    # solver="auto" solves the penalised form with dp_ssp up to 128 features
     # and with dp_cd (no ball needed) beyond; Frank-Wolfe works on
     # the implied public ball with delta=0 (where no Gaussian solver fits; with
     # delta > 0 it is refused there).
@@ -255,7 +255,7 @@ def test_penalised_form_uses_the_implied_ball(sparse_data):
         .solver_
         == "dp_ssp"
     )
-    wide = np.hstack([X, np.zeros((X.shape[0], 40))])
+    wide = np.hstack([X, np.zeros((X.shape[0], 130 - X.shape[1]))])
     assert (
         DPLasso(epsilon=1.0, alpha=0.5, y_bound=2.0, feature_bound=1.0, random_state=0)
         .fit(wide, y)

@@ -102,6 +102,40 @@ def test_verbose_prints_progress(binary_data, capsys):
     assert "[dp_gd] iter 20/20" in err
 
 
+def test_verbose_shows_every_phase_of_the_default_fit(binary_data, capsys):
+    """The row count, the bounds, the curvature pass and its release each print a line
+    before the steps, and every line is a function of the releases: with every release
+    substituted by a data-independent value, two different data sets print the same."""
+    X, y = binary_data
+
+    def printed(X, y):
+        with (
+            warnings.catch_warnings(),
+            trace_releases(substitute=lambda release: np.full(np.shape(release.output), 0.5)),
+        ):
+            warnings.simplefilter("ignore")
+            DPLogisticRegression(verbose=1, random_state=0).fit(X, y)
+        return [line.rsplit(" (", 1)[0] for line in capsys.readouterr().err.splitlines()]
+
+    lines = printed(X, y)
+    assert lines[0] == "[DPLogisticRegression] row count released: 1"
+    assert lines[1].startswith("[DPLogisticRegression] bounds released: data_norm=")
+    assert lines[2] == "[DPLogisticRegression] rows bounded; running solver dp_newton"
+    assert any("curvature sums done" in line for line in lines)
+    assert any("gram matrix released" in line for line in lines)
+    assert lines[-1].startswith("[dp_newton] iter 5/5")
+    assert lines == printed(X[::-1][:-3] * 0.7, y[::-1][:-3])
+
+
+def test_verbose_bounds_line_shows_a_long_vector_by_its_range():
+    from sklearn_dp.linear_model._fit import _shown
+
+    released = {"feature_bound": np.arange(10.0), "labels": (0.5, 2.0), "data_norm": 3.0}
+    assert _shown(released) == (
+        "feature_bound=0..9 (10 values), labels center=0.5 half-width=2, data_norm=3"
+    )
+
+
 def test_sparse_matches_dense(binary_data):
     X, y = binary_data
     dense = _fit(X, y, epsilon=1.0)

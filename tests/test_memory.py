@@ -75,7 +75,8 @@ def _estimator(problem):
         ("logistic", 20000, 100, "dp_newton"),
         ("ridge", 20000, 100, "dp_newton"),
         ("lasso", 20000, 40, "dp_ssp"),
-        ("lasso", 6000, 80, "dp_cd"),
+        ("lasso", 6000, 80, "dp_ssp"),
+        ("lasso", 4000, 140, "dp_cd"),
         # Narrow X: a float64 n-vector is 0.1x of a float32 X with 20 columns,
         # so per-row vectors are formed block by block and the ones a fit
         # keeps (labels, row norms) are float32 for float32 X.

@@ -394,3 +394,20 @@ def test_a_direct_call_refuses_options_outside_their_declared_ranges(options, ma
         dp_ssp(
             data, get_loss("squared"), n_outputs=1, alpha=0.0, epsilon=1.0, delta=1e-5, **options
         )
+
+
+def test_verbose_shows_the_pass_and_the_release_before_the_solve(capsys):
+    """DPLasso's default fit prints its pass and its release, and only what the releases
+    determine: with every release substituted, two different data sets print the same."""
+    rng = np.random.default_rng(0)
+
+    def printed(X, y):
+        with trace_releases(substitute=lambda release: np.full(np.shape(release.output), 0.5)):
+            DPLasso(feature_bound=1.0, y_bound=2.0, verbose=1, random_state=0).fit(X, y)
+        return [line.rsplit(" (", 1)[0] for line in capsys.readouterr().err.splitlines()]
+
+    X = rng.uniform(-1, 1, (300, 5))
+    lines = printed(X, X[:, 0])
+    assert "[dp_ssp] pass over the rows done (6 x 6 gram matrix and X^T y)" in lines
+    assert "[dp_ssp] sufficient statistics released" in lines
+    assert lines == printed(-X[:250], X[:250, 1] + 1.0)

@@ -49,6 +49,7 @@ from .._public_errors import public_error
 from .._scaled_design import scaled_design, to_caller_units, to_fit_units
 from .._warnings import user_stacklevel
 from ..accounting import ApproximateDpEvent
+from ..solvers._common import Progress
 from ._released_warnings import label_set_warning
 
 __all__ = ["plan_fit", "run_fit", "check_weights_supported"]
@@ -347,6 +348,9 @@ def run_fit(estimator, request, plan):
     Sets ``dp_event_`` and ``privacy_spent_``; the estimator stores the rest.
     """
     context = plan.context
+    # The phases of a long fit, before the solver's own lines: public values
+    # and released ones only (the count printed is the released count).
+    progress = Progress(type(estimator).__name__, 0, estimator.verbose)
     with open_phase(plan, estimator.budget, estimator.random_state) as phase:
         # With groups=, each group's first max_group_rows rows; every release
         # below protects one group (the phase's unit of privacy).
@@ -356,6 +360,7 @@ def run_fit(estimator, request, plan):
         # The number of rows (of a Dask array: a sum over its chunks).
         n_rows = _dask.row_count(X) if context["dask_input"] else X.shape[0]
         count = release_count(n_rows, plan.shares["count"], phase.rng)
+        progress.note(f"row count released: {count.estimate:.0f}")
         _warn_weak_delta(estimator, count.estimate, phase)
         if request.discover_labels and plan.private:
             _warn_label_set(estimator, problem, count.estimate, phase)
@@ -380,6 +385,8 @@ def run_fit(estimator, request, plan):
             scales,
         )
         bound_events = scale_events + skipped + bound_events
+        if released:
+            progress.note(f"bounds released: {_shown(released)}")
         bounds = _scaled_bounds(estimator, spec, X.shape[1], released, context, scales)
         if request.finish is not None:
             y, problem = request.finish(y, bounds)
@@ -402,6 +409,7 @@ def run_fit(estimator, request, plan):
         )
         # Bound the data and run the solver on it.
         data = _bound(estimator, plan, spec, X, y, bounds, count, phase.sample_weight)
+        progress.note(f"rows bounded; running solver {spec.name}")
         result = spec.run(
             data,
             problem.make_loss(data),
@@ -430,6 +438,20 @@ def run_fit(estimator, request, plan):
             phase.warn(message)
     record_spend(estimator, plan, phase.event, phase.reservation)
     return spec, data, result, bounds
+
+
+def _shown(released):
+    """The released bounds in a line (a long vector by its range and length)."""
+    parts = []
+    for name, value in released.items():
+        values = np.ravel(np.asarray(value, dtype=float))
+        if name == "labels":  # (center, half_width)
+            parts.append(f"labels center={values[0]:.4g} half-width={values[1]:.4g}")
+        elif values.size > 4:
+            parts.append(f"{name}={values.min():.4g}..{values.max():.4g} ({values.size} values)")
+        else:
+            parts.append(f"{name}={' '.join(f'{x:.4g}' for x in values)}")
+    return ", ".join(parts)
 
 
 def _prepare(estimator, request, plan, phase):

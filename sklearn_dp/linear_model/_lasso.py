@@ -162,7 +162,7 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         squared loss with an l1 ball (or, for the penalised form, an L1
         penalty, such as ``"dp_cd"``), and ``"dp_ssp"`` (one release of
         ``X^T X`` and ``X^T y``; both forms, and :meth:`path` for free).
-        ``"auto"`` picks ``"dp_ssp"`` with ``delta > 0`` up to 64 features
+        ``"auto"`` picks ``"dp_ssp"`` with ``delta > 0`` up to 128 features
         (its Gram release gets noisier with the width: with fewer than about
         ``10 d^2`` rows prefer ``"dp_cd"``), beyond that ``"dp_cd"`` whenever
         no ``radius`` is given and ``delta > 0`` (the penalised form with

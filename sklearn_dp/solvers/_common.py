@@ -94,6 +94,12 @@ class Progress:
         self.every = max(1, self.total // 10) if self.verbose == 1 else 1
         self.start = time.perf_counter()
 
+    def note(self, text):
+        """One line for a phase of the fit (a pass, a release), whatever the level."""
+        if self.verbose:
+            elapsed = time.perf_counter() - self.start
+            print(f"[{self.solver}] {text} ({elapsed:.2f}s)", file=sys.stderr, flush=True)
+
     def __call__(self, iteration, **values):
         if not self.verbose or (iteration % self.every and iteration != self.total):
             return

@@ -420,6 +420,7 @@ def dp_ssp(
     R2 = weight_bound * float(data.row_norm_bound) ** 2
     xty_sensitivity = weight_bound * float(data.row_norm_bound) * float(label_bound)
     rng = make_rng(random_state)
+    progress = Progress("dp_ssp", 1, verbose)
 
     gram, xty = row_sum(
         data,
@@ -427,6 +428,7 @@ def dp_ssp(
             part.design, part.y, label_bound, getattr(part, "sample_weight", None)
         ),
     )
+    progress.note(f"pass over the rows done ({m} x {m} gram matrix and X^T y)")
     gram_std = sigma_gram * R2
     noisy_gram = release_symmetric(gram, R2, gram_std, rng, "gram matrix")
     noisy_xty = release(xty, xty_sensitivity, sigma_xty * xty_sensitivity, rng, "X^T y")
@@ -438,6 +440,7 @@ def dp_ssp(
     else:
         lower, ridge_value = None, float(ridge)
     del gram
+    progress.note("sufficient statistics released")
     repaired = repair_gram(noisy_gram)
     normalizer = float(data.normalizer)
     statistics = dict(
@@ -465,7 +468,7 @@ def dp_ssp(
         tol=DEFAULT_TOL if tol is None else float(tol),
     )
     check_finite_iterate(w, "dp_ssp")
-    Progress("dp_ssp", 1, verbose)(1, ridge=ridge_value, iterations=float(iterations))
+    progress(1, ridge=ridge_value, iterations=float(iterations))
     plan.details.update(
         gram_noise_std=gram_std,
         xty_noise_std=sigma_xty * xty_sensitivity,
