@@ -149,13 +149,23 @@ class StandardizedDesign(Design):
     def rmatmul(self, V):
         """``S^T @ V`` for V of shape (n,) or (n, k), as float64."""
         V2, flat = _as_2d(np.asarray(V, dtype=np.float64))
-        out = self.inner.rmatmul(V2)
         d = self.n_features
-        if self.centered:
-            r = self.inner.row_scale
-            weighted = V2 if r is None else V2 * np.asarray(r, dtype=np.float64)[:, None]
-            out[:d] -= np.outer(self.center, weighted.sum(axis=0))
-        out[:d] /= self.scale[:, None]
+        if not self.centered:
+            out = self.inner.rmatmul(V2)
+            out[:d] /= self.scale[:, None]
+            return out[:, 0] if flat else out
+        # A centre subtracted from a sum over the raw rows (X^T V - c sum(V))
+        # would leave that sum's rounding, which grows with the raw magnitude
+        # (up to m, against a standardised row's h), in the result: a row's
+        # pre-noise contribution could then exceed what its standardised
+        # bounded values allow.  Every term is a standardised row's instead.
+        out = np.zeros((self.n_columns, V2.shape[1]))
+        for start, stop in self._blocks():
+            block = self._bounded_block(start, stop)
+            out[:d] += block.T @ V2[start:stop]
+            block = None  # one block alive at a time
+        if self.intercept is not None:
+            out[d] = self.intercept * V2.sum(axis=0)
         return out[:, 0] if flat else out
 
     def gram(self, weights=None):

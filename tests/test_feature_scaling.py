@@ -257,6 +257,25 @@ def test_standardized_design_products_match_the_matrix(kind, geometry, intercept
         assert np.all(np.abs(S[:, :4]) <= 1.0 + 1e-12)
 
 
+def test_centred_sums_over_rows_hold_only_standardised_terms():
+    # A column far from zero with a small spread: a centre subtracted from
+    # the raw sum (X^T v - c sum(v)) would carry the raw sum's rounding,
+    # about n * 2**-53 * m / h, into the result; summing standardised rows
+    # keeps the error at the size of the standardised terms.
+    rng = np.random.default_rng(0)
+    n = 20_000
+    X = np.column_stack([1e9 + rng.uniform(-1.0, 1.0, n), rng.normal(size=n)])
+    center, scale, clip = np.array([1e9, 0.0]), np.array([1.0, 1.0]), np.array([2e9, 5.0])
+    design, _ = scaled_design(
+        X, center=center, scale=scale, clip=clip, geometry="l2", row_bound=10.0, intercept=1.0
+    )
+    V = rng.uniform(-1.0, 1.0, n)
+    exact_standardised = np.array(
+        [math.fsum((X[:, 0] - 1e9) * V), math.fsum(X[:, 1] * V), math.fsum(V)]
+    )
+    np.testing.assert_allclose(design.rmatmul(V), exact_standardised, rtol=0, atol=1e-9)
+
+
 def test_caller_units_are_the_same_model():
     rng = np.random.default_rng(4)
     X = rng.normal([30.0, -120.0], [5.0, 1.0], size=(50, 2))
