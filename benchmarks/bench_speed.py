@@ -309,7 +309,7 @@ def lasso_methods():
 
     return [
         Method("sklearn Lasso", lambda e, s: Lasso(alpha=LASSO_ALPHA), reference=True),
-        # auto: dp_ssp up to 64 features (delta > 0), dp_cd beyond; the solver
+        # auto: dp_ssp up to 128 features (delta > 0), dp_cd beyond; the solver
         # path follows the same rule.
         Method(
             "default (auto: dp_ssp / dp_cd)",
