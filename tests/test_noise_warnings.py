@@ -197,8 +197,16 @@ def test_fw_public_error_bound_exact_value():
 @pytest.mark.parametrize("solver", ["frank_wolfe", "vr_frank_wolfe"])
 def test_frank_wolfe_small_data_warns_through_the_estimator(solver):
     X, y = _regression()
+    # A given ball of the dense cap's size (the default radius keeps the
+    # public bound small, so it does not warn).
     model = DPLasso(
-        epsilon=0.1, delta=1e-5, solver=solver, feature_bound=1.0, y_bound=160.0, random_state=0
+        epsilon=0.1,
+        delta=1e-5,
+        solver=solver,
+        radius=500.0,
+        feature_bound=1.0,
+        y_bound=160.0,
+        random_state=0,
     )
     with pytest.warns(UserWarning, match=rf"{solver}: the noise of its vertex choices"):
         model.fit(X, y)

@@ -153,6 +153,8 @@ class FitBounds:
     y_center, y_scale : float
         Regressors: labels are clipped to ``[y_center - y_scale, y_center +
         y_scale]`` and fitted as ``(y - y_center) / y_scale``.
+    n_public : float or None
+        The DP row count (a released value), once released; None before.
     """
 
     data_norm: float | None
@@ -162,6 +164,7 @@ class FitBounds:
     entry_bound: object = None
     y_center: float = 0.0
     y_scale: float = 1.0
+    n_public: float | None = None
 
 
 def public_scale(*, zero=False):

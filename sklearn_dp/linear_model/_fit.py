@@ -272,6 +272,9 @@ def run_fit(estimator, request, plan):
             estimator, X, y, context["bound_request"], plan.shares["bounds"], count, phase.rng
         )
         bounds = estimator._resolve_bounds(spec, X.shape[1], released, context["bound_request"])
+        # The released count travels with the bounds: a public default (e.g.
+        # DPLasso's radius) may depend on it.
+        bounds = dataclasses.replace(bounds, n_public=count.estimate)
         if request.finish is not None:
             y, problem = request.finish(y, bounds)
         kwargs = plan.options
