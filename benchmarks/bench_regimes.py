@@ -21,8 +21,10 @@ Usage::
 
     PYTHONPATH=. python benchmarks/bench_regimes.py            # 5 seeds, d in {2000, 10000}
     PYTHONPATH=. python benchmarks/bench_regimes.py --quick    # 1 seed, d = 2000, fewer solvers
+    PYTHONPATH=. python benchmarks/bench_regimes.py --dims 2000 --epsilons 1 --seeds 5 --methods "auto (default)"
 
-Writes ``benchmarks/results/regimes.md`` (``regimes_quick.md`` with ``--quick``).
+Writes ``benchmarks/results/regimes.md`` (``regimes_quick.md`` with ``--quick``,
+``regimes_partial.md`` with ``--methods``).
 """
 
 from __future__ import annotations
@@ -120,7 +122,7 @@ def run(dims, epsilons, seeds, methods, timeout, log):
     return rows
 
 
-def report(rows, epsilons, seeds, quick, command):
+def report(rows, epsilons, seeds, quick, command, partial=False):
     lines = [
         "# l1 solvers in the d >> n sparse regime",
         "",
@@ -143,6 +145,8 @@ def report(rows, epsilons, seeds, quick, command):
     lines.append(md_table(header, body))
     lines += ["", environment()]
     name = "regimes_quick.md" if quick else "regimes.md"
+    if partial:
+        name = "regimes_partial.md"
     (RESULTS_DIR / name).write_text("\n".join(lines) + "\n")
     return RESULTS_DIR / name
 
@@ -154,11 +158,14 @@ def main(argv=None):
     parser.add_argument("--dims", type=int, nargs="+", default=None)
     parser.add_argument("--epsilons", type=float, nargs="+", default=None)
     parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument(
+        "--methods", nargs="+", default=None, choices=list(METHODS), help="default: all"
+    )
     args = parser.parse_args(argv)
     dims = args.dims or ([2000] if args.quick else [2000, 10000])
     epsilons = args.epsilons or ([1.0, 5.0] if args.quick else [0.5, 1.0, 2.0, 5.0])
     seeds = range(args.seeds or (1 if args.quick else 5))
-    methods = QUICK_METHODS if args.quick else list(METHODS)
+    methods = args.methods or (QUICK_METHODS if args.quick else list(METHODS))
 
     def log(message):
         print(message, file=sys.stderr, flush=True)
@@ -167,7 +174,7 @@ def main(argv=None):
     command = "PYTHONPATH=. python benchmarks/bench_regimes.py " + " ".join(
         argv if argv is not None else sys.argv[1:]
     )
-    path = report(rows, epsilons, seeds, args.quick, command.strip())
+    path = report(rows, epsilons, seeds, args.quick, command.strip(), partial=bool(args.methods))
     print(path.read_text())
 
 

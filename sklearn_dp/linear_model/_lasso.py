@@ -15,6 +15,7 @@ from .. import _dask
 from .._bounds import BOUNDS_EPSILON_FRACTION, LABEL_RANGE_EPSILON_FRACTION
 from .._data import scale_labels
 from .._losses import get_loss
+from .._memo import memoize
 from .._protocol import COUNT_EPSILON_FRACTION
 from .._sklearn_compat import Interval, StrOptions
 from ..solvers import AutoChoice, get_solver
@@ -98,31 +99,31 @@ def default_l1_radius(
     float
         The radius, in the units of ``y_bound / feature_bound``.
     """
-    from ..solvers._frank_wolfe import fw_public_error_bound
-
     d = max(1, int(n_features))
     cap = math.sqrt(d)
     if n_samples is not None and not math.isinf(epsilon):
-        n_samples, epsilon, delta = float(n_samples), float(epsilon), float(delta)
-
-        def excess(radius):
-            return fw_public_error_bound(n_samples, d, epsilon, delta, radius)
-
-        if excess(cap) > DEFAULT_RADIUS_ERROR_BOUND:
-            # The bound grows with the radius: bisection in log-radius.
-            lo, hi = cap * 1e-6, cap
-            if excess(lo) > DEFAULT_RADIUS_ERROR_BOUND:
-                cap = lo
-            else:
-                for _ in range(40):
-                    middle = math.sqrt(lo * hi)
-                    lo, hi = (
-                        (middle, hi)
-                        if excess(middle) <= DEFAULT_RADIUS_ERROR_BOUND
-                        else (lo, middle)
-                    )
-                cap = lo
+        cap = _noise_level_radius(float(n_samples), d, float(epsilon), float(delta), cap)
     return cap * float(y_bound) / float(feature_bound)
+
+
+@memoize(maxsize=256)
+def _noise_level_radius(n_samples, d, epsilon, delta, cap):
+    """The largest radius in ``(0, cap]`` whose Frank-Wolfe public bound stays at the threshold."""
+    from ..solvers._frank_wolfe import fw_public_error_bound
+
+    def excess(radius):
+        return fw_public_error_bound(n_samples, d, epsilon, delta, radius)
+
+    if excess(cap) <= DEFAULT_RADIUS_ERROR_BOUND:
+        return cap
+    lo, hi = cap * 1e-6, cap
+    if excess(lo) > DEFAULT_RADIUS_ERROR_BOUND:
+        return lo
+    # The bound grows with the radius: bisection in log-radius.
+    for _ in range(40):
+        middle = math.sqrt(lo * hi)
+        lo, hi = (middle, hi) if excess(middle) <= DEFAULT_RADIUS_ERROR_BOUND else (lo, middle)
+    return lo
 
 
 def alpha_for_l1_radius(radius, y_bound):
