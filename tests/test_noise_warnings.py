@@ -166,6 +166,7 @@ def test_frank_wolfe_warning_rule(name, n_public, d, epsilon, warns):
     assert {s.name: s.bound_warning for s in SOLVERS.values() if s.bound_warning} == {
         "frank_wolfe": 3.0,
         "vr_frank_wolfe": 0.25,
+        "localized_mirror_descent": 3.0,
     }
     radius = math.sqrt(d)
     bound = fw_public_error_bound(n_public, d, epsilon, 1e-5, radius)
@@ -197,8 +198,16 @@ def test_fw_public_error_bound_exact_value():
 @pytest.mark.parametrize("solver", ["frank_wolfe", "vr_frank_wolfe"])
 def test_frank_wolfe_small_data_warns_through_the_estimator(solver):
     X, y = _regression()
+    # A given ball of the dense cap's size (the default radius keeps the
+    # public bound small, so it does not warn).
     model = DPLasso(
-        epsilon=0.1, delta=1e-5, solver=solver, feature_bound=1.0, y_bound=160.0, random_state=0
+        epsilon=0.1,
+        delta=1e-5,
+        solver=solver,
+        radius=500.0,
+        feature_bound=1.0,
+        y_bound=160.0,
+        random_state=0,
     )
     with pytest.warns(UserWarning, match=rf"{solver}: the noise of its vertex choices"):
         model.fit(X, y)
@@ -413,3 +422,34 @@ def test_noiseless_fits_never_warn_about_released_values():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         DPLogisticRegression(epsilon=math.inf, data_norm=1.0, C=1e-6).fit(X, y)
+
+
+# ------------------------------------------- localized mirror descent's own bound
+
+
+def test_localized_mirror_descent_warns_where_its_bound_is_vacuous():
+    # d >> the rows' worth of signal: Theorem 4's bound (constant 1) is far
+    # above the zero model's loss, and the fit stays near it.
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1.0, 1.0, size=(400, 300))
+    y = X[:, :3] @ np.array([0.5, -0.5, 0.5]) + 0.1 * rng.normal(size=400)
+    model = DPLasso(
+        epsilon=1.0,
+        solver="localized_mirror_descent",
+        feature_bound=1.0,
+        y_bound=2.0,
+        random_state=0,
+    )
+    with pytest.warns(UserWarning, match=r"localized_mirror_descent: its public error bound"):
+        model.fit(X, y)
+
+
+def test_localized_mirror_descent_bound_warning_threshold():
+    from sklearn_dp.solvers._mirror_descent import _localized_bound_warning
+
+    threshold = SOLVERS["localized_mirror_descent"].bound_warning
+    name = "localized_mirror_descent"
+    assert _localized_bound_warning(name, "squared", threshold * 0.99, 1.0) is None
+    assert "vacuous" in _localized_bound_warning(name, "squared", threshold, 1.0)
+    # Classification is not measured: quiet.
+    assert _localized_bound_warning(name, "log_loss", 100 * threshold, 1.0) is None

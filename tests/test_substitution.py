@@ -103,6 +103,8 @@ SLOW_CONFIGS = {
     ("DPSCORegressor", "dp_sgd", "quantile"): dict(loss="quantile", max_iter=3),
     ("DPSCORegressor", "resque", "huber"): dict(loss="huber"),
     ("DPLasso", "frank_wolfe", "penalised"): dict(alpha=0.1, radius=2.0, max_iter=5),
+    # The default radius and step count follow the released row count.
+    ("DPLasso", "frank_wolfe", "default-radius"): dict(),
     ("DPLogisticRegression", "dp_newton", "multiclass"): dict(max_iter=3),
     ("DPLogisticRegression", "dp_newton", "bound"): dict(
         max_iter=3, solver_options=dict(hessian="bound", momentum="nesterov")
@@ -650,7 +652,8 @@ _DEFAULT_SCHEDULES = [
     ("DPSCORegressor", "dp_svrg_pp", dict(penalty="l1")),
     ("DPLasso", "dp_svrg_pp", dict(alpha=0.1)),
     ("DPLasso", "frank_wolfe", dict(alpha=0.1, delta=0.0)),
-    ("DPLasso", "vr_frank_wolfe", dict()),
+    # A large ball (the default radius keeps the public bound small).
+    ("DPLasso", "vr_frank_wolfe", dict(radius=10.0)),
     ("DPSCORegressor", "dp_sgd", dict()),
     ("DPSCORegressor", "dp_gd", dict()),
     ("DPLasso", "dp_cd", dict(alpha=0.1)),

@@ -164,6 +164,8 @@ class FitBounds:
         centres, scales and raw clips; the fit works on ``(clip(x, +-feature_clip)
         - feature_center) / feature_scale``, and ``data_norm`` and
         ``feature_bound`` are in those units.
+    n_public : float or None
+        The DP row count (a released value), once released; None before.
     """
 
     data_norm: float | None
@@ -176,6 +178,7 @@ class FitBounds:
     feature_center: object = None
     feature_scale: object = None
     feature_clip: object = None
+    n_public: float | None = None
 
 
 def public_scale(*, zero=False):

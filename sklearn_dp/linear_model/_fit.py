@@ -388,6 +388,9 @@ def run_fit(estimator, request, plan):
         if released:
             progress.note(f"bounds released: {_shown(released)}")
         bounds = _scaled_bounds(estimator, spec, X.shape[1], released, context, scales)
+        # The released count travels with the bounds: a public default (e.g.
+        # DPLasso's radius) may depend on it.
+        bounds = dataclasses.replace(bounds, n_public=count.estimate)
         if request.finish is not None:
             y, problem = request.finish(y, bounds)
         kwargs = plan.options

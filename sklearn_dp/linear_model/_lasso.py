@@ -12,8 +12,11 @@ from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _dask
+from .._bounds import BOUNDS_EPSILON_FRACTION, LABEL_RANGE_EPSILON_FRACTION
 from .._data import scale_labels
 from .._losses import get_loss
+from .._memo import memoize
+from .._protocol import COUNT_EPSILON_FRACTION
 from .._sklearn_compat import Interval, StrOptions
 from ..solvers import AutoChoice, get_solver
 from ..solvers._second_order import AUTO_SSP_ENTRYWISE_MAX_FEATURES
@@ -46,25 +49,81 @@ def l1_radius_for_alpha(alpha, y_bound):
     return float(y_bound) ** 2 / (2.0 * float(alpha))
 
 
-def default_l1_radius(y_bound, feature_bound, n_features):
-    """The default l1 radius of DPLasso's constrained form: ``sqrt(d) y_bound / feature_bound``.
+#: The default radius keeps Frank-Wolfe's public excess-risk bound at or below
+#: this, in the fit's scaled units (labels divided by their bound: the zero
+#: model's risk is at most 1/2).  Measured with benchmarks/bench_regimes.py.
+DEFAULT_RADIUS_ERROR_BOUND = 0.35
 
-    From public values only (``d = n_features``, the label bound and the
-    largest feature bound).  The worst-case radius ``y_bound / feature_bound``
-    (the largest l1 norm whose predictions ``|x @ coef| <= ||x||_inf
-    ||coef||_1`` stay in the label range for every row of the box) is the
-    limit on real data: on diabetes (d = 10) the least-squares solution has
-    an l1 norm three times larger, so every l1 solver stopped at R^2 0.32
-    where least squares gets 0.33.  Predictions of typical rows
-    scale with ``||coef||_2`` (features are not all at their bound with
-    aligned signs), so ``||coef||_2 <= y_bound / feature_bound`` is the scale
-    that keeps them in the label range, and ``||coef||_1 <= sqrt(d)
-    ||coef||_2`` gives this radius.  Measured (one split, epsilon 1 / 5 /
-    inf): Frank-Wolfe, mirror descent and dp_ssp are as good or better with
-    it on diabetes and on the 30k-row sparse regression.  Pass ``radius``
-    (or ``alpha``, the penalised form) when a better public value is known.
+
+def default_l1_radius(
+    y_bound, feature_bound, n_features, *, n_samples=None, epsilon=math.inf, delta=0.0
+):
+    """The default l1 radius of DPLasso's constrained form, from public values only.
+
+    The smaller of two radii:
+
+    * the **dense cap** ``sqrt(d) y_bound / feature_bound`` (``d =
+      n_features``): the worst-case radius ``y_bound / feature_bound`` (the
+      largest l1 norm whose predictions ``|x @ coef| <= ||x||_inf ||coef||_1``
+      stay in the label range for every row of the box) times ``sqrt(d)``,
+      since typical predictions scale with ``||coef||_2`` and ``||coef||_1 <=
+      sqrt(d) ||coef||_2``.  The worst-case radius alone was the limit on
+      diabetes (d = 10), whose least-squares solution has 3x its l1 norm;
+    * the **noise-level radius**: the largest radius whose Frank-Wolfe
+      excess-risk bound (Talwar, Thakurta and Zhang 2015; the bound
+      ``frank_wolfe``'s default schedule minimises, which grows with the
+      radius: the curvature ``~ radius^2 / T`` and the selection noise ``~
+      radius ln(d) / (n eps0)``) stays at :data:`DEFAULT_RADIUS_ERROR_BOUND`
+      in units of ``y_bound^2``.  A larger ball only lets the noise of each
+      step move the iterate further: with ``d`` in the thousands the dense cap
+      is so large that Frank-Wolfe recovered none of a 5-sparse support at
+      epsilon 1 (``benchmarks/bench_regimes.py``).  Without ``n_samples``
+      (before the row count is released) only the cap applies.
+
+    Parameters
+    ----------
+    y_bound : float
+        The label bound (the fit's scale: 1.0 in scaled units).
+    feature_bound : float
+        The largest feature bound.
+    n_features : int
+        The number of features ``d``.
+    n_samples : float or None, default=None
+        The DP row count that stands in for n (a released value).
+    epsilon, delta : float
+        The privacy parameters of the solver's share (``inf``: no noise, the
+        cap alone).
+
+    Returns
+    -------
+    float
+        The radius, in the units of ``y_bound / feature_bound``.
     """
-    return math.sqrt(max(1, int(n_features))) * float(y_bound) / float(feature_bound)
+    d = max(1, int(n_features))
+    cap = math.sqrt(d)
+    if n_samples is not None and not math.isinf(epsilon):
+        cap = _noise_level_radius(float(n_samples), d, float(epsilon), float(delta), cap)
+    return cap * float(y_bound) / float(feature_bound)
+
+
+@memoize(maxsize=256)
+def _noise_level_radius(n_samples, d, epsilon, delta, cap):
+    """The largest radius in ``(0, cap]`` whose Frank-Wolfe public bound stays at the threshold."""
+    from ..solvers._frank_wolfe import fw_public_error_bound
+
+    def excess(radius):
+        return fw_public_error_bound(n_samples, d, epsilon, delta, radius)
+
+    if excess(cap) <= DEFAULT_RADIUS_ERROR_BOUND:
+        return cap
+    lo, hi = cap * 1e-6, cap
+    if excess(lo) > DEFAULT_RADIUS_ERROR_BOUND:
+        return lo
+    # The bound grows with the radius: bisection in log-radius.
+    for _ in range(40):
+        middle = math.sqrt(lo * hi)
+        lo, hi = (middle, hi) if excess(middle) <= DEFAULT_RADIUS_ERROR_BOUND else (lo, middle)
+    return lo
 
 
 def alpha_for_l1_radius(radius, y_bound):
@@ -96,9 +155,12 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
     (:func:`l1_radius_for_alpha`), which provably contains the penalised
     solution, so the problem is unchanged and nothing is read from the data;
     solvers for unconstrained penalised problems get no ball.  With neither,
-    ``radius = sqrt(n_features) y_bound / max(feature_bound)``
-    (:func:`default_l1_radius`: public values only; the worst-case radius
-    ``y_bound / max(feature_bound)`` was the limit on real data).
+    the radius is :func:`default_l1_radius` (public and released values
+    only): the largest ball on which Frank-Wolfe's public error bound at the
+    DP row count, ``n_features``, epsilon and delta stays small, at most
+    ``sqrt(n_features) y_bound / max(feature_bound)``.  With ``d`` in the
+    thousands and a sparse truth it is a fraction of the dense cap: a
+    larger ball only lets the noise move the iterate further.
 
     **Intercept.** The intercept is neither penalised nor part of the l1 ball
     (as in scikit-learn's ``Lasso``): it is constrained to ``|intercept| <=
@@ -164,11 +226,10 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         ``X^T X`` and ``X^T y``; both forms, and :meth:`path` for free).
         ``"auto"`` picks ``"dp_ssp"`` with ``delta > 0`` up to 128 features
         (its Gram release gets noisier with the width: with fewer than about
-        ``10 d^2`` rows prefer ``"dp_cd"``), beyond that ``"dp_cd"`` whenever
-        no ``radius`` is given and ``delta > 0`` (the penalised form with
-        ``alpha``, least squares without a ball otherwise: the default
-        radius is a public guess, not the user's constraint), and
-        ``"frank_wolfe"`` otherwise (see docs/solvers/second_order.md and
+        ``10 d^2`` rows prefer ``"dp_cd"``), beyond that ``"dp_cd"`` for the
+        penalised form (``alpha`` without ``radius``, ``delta > 0``), and
+        ``"frank_wolfe"`` otherwise: on the user's ``radius`` or on the
+        default ball (see docs/solvers/second_order.md and
         docs/solvers/lasso.md for measurements).
     max_iter, learning_rate, batch_size : int, float, int or None
         Passed to solvers that use them (a warning says when one does not).
@@ -247,10 +308,10 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
     ``|y|``, a centre within it and a half-width, a third each; 10% for the
     half-width alone without an intercept), recorded in
     ``dp_event_`` and used as public values from then on (the default radius
-    ``y_bound / max(feature_bound)`` is then a function of released values).
+    is then a function of released values: the bounds and the DP row count).
     The number of rows is protected: 5% of epsilon buys a Laplace count that
-    stands in for n (averaging, step counts, and the radius implied by
-    ``alpha``), jointly calibrated with the solver.
+    stands in for n (averaging, step counts, the radius implied by
+    ``alpha`` and the default radius), jointly calibrated with the solver.
     Entries of ``X`` are clipped to ``feature_bound`` and labels to
     ``y_bound``; per-sample gradients are clipped to ``clip_norm`` (its
     default above), so one row moves every noisy quantity by a known
@@ -367,16 +428,22 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         # an L1 proximal step solves directly; Frank-Wolfe would need the
         # (loose) public ball of radius y_bound^2 / (2 alpha), whose vertices
         # make its steps very noisy.  The constrained form is Frank-Wolfe's.
-        # Without a radius from the user, the ball is only the public default
-        # (default_l1_radius), a guess that limits the fit when the solution is
-        # larger: auto steers away from the constrained form then,
-        # to dp_cd on the unconstrained (alpha = 0) or penalised problem.
+        # With neither radius nor alpha, wide X is the sparse regime the l1
+        # ball is for: Frank-Wolfe on the default ball, whose radius follows
+        # the noise level (default_l1_radius).  dp_cd there fits least
+        # squares without a ball, which the noise swamps when d is in the
+        # thousands (n = 5000, d = 2000, 5-sparse, epsilon 1: R^2 -48 and no
+        # true feature among its 5 largest, Frank-Wolfe 0.6 and 5 of 5;
+        # benchmarks/bench_regimes.py).
         AutoChoice(
             "dp_cd",
-            when=lambda est, problem, public: est.radius is None,
+            when=lambda est, problem, public: est.radius is None and est.alpha is not None,
             why="the penalised form, wide X",
         ),
-        AutoChoice("frank_wolfe", why="the constrained form (a radius), or pure epsilon-DP"),
+        AutoChoice(
+            "frank_wolfe",
+            why="the constrained form (a radius or the default ball), or pure epsilon-DP",
+        ),
     )
 
     def _form(self, spec, alpha):
@@ -410,13 +477,38 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         entry = bounds.entry_bound
         return float(np.max(entry)) if entry is not None and np.size(entry) else 1.0
 
-    def _scaled_radius(self, scale, max_feature_bound):
+    def _scaled_radius(self, spec, bounds):
         """l1 radius for scaled labels (y - center) / scale; None only if the solver needs no ball."""
+        scale = bounds.y_scale
         if self.radius is not None:
             return float(self.radius) / scale
         if self.alpha:
             return l1_radius_for_alpha(self.alpha / scale, 1.0)
-        return default_l1_radius(1.0, max_feature_bound, self._n_features())
+        return default_l1_radius(
+            1.0,
+            self._max_feature_bound(bounds),
+            self._n_features(),
+            n_samples=bounds.n_public,
+            epsilon=self._solver_epsilon_floor(spec),
+            delta=float(self.delta),
+        )
+
+    def _solver_epsilon_floor(self, spec):
+        """The least epsilon the solver gets (public): what the count and the "auto" bounds leave.
+
+        The fit's planner may certify a little more by numerical composition;
+        the default radius uses this public floor, known before the data.
+        """
+        epsilon = float(self.epsilon)
+        if math.isinf(epsilon):
+            return epsilon
+        rows, labels = self._bound_request(spec)
+        share = 1.0 - COUNT_EPSILON_FRACTION
+        if rows:
+            share -= BOUNDS_EPSILON_FRACTION
+        if labels:
+            share -= LABEL_RANGE_EPSILON_FRACTION if labels == "range" else BOUNDS_EPSILON_FRACTION
+        return epsilon * share
 
     def _n_features(self):
         # Public: the width of X (set by the input validation before any spend).
@@ -427,11 +519,7 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
         scale = bounds.y_scale
         alpha = 0.0 if self.alpha is None else float(self.alpha) / scale
         penalty, constraint = self._form(spec, alpha)
-        radius = (
-            None
-            if constraint is None
-            else self._scaled_radius(scale, self._max_feature_bound(bounds))
-        )
+        radius = None if constraint is None else self._scaled_radius(spec, bounds)
         return FitProblem(
             loss_name="squared",
             make_loss=self._make_loss,
@@ -593,7 +681,7 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Coefficients for many penalties from the statistics this fit released: no new spend.
 
-        After a fit with ``solver="dp_ssp"`` (the default for up to 64
+        After a fit with ``solver="dp_ssp"`` (the default for up to 128
         features with ``delta > 0``) every least-squares problem on the data
         is post-processing of the released ``X^T X`` and ``X^T y``
         (:attr:`released_statistics_`), so a whole regularisation path, in

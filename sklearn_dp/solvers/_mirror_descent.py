@@ -28,7 +28,14 @@ from scipy.special import gammaln
 from .. import _noise, accounting
 from .._clipped_sums import clipped_sum
 from .._memo import memoize
-from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
+from ._common import (
+    PrivacyPlan,
+    Progress,
+    SolverResult,
+    add_warnings,
+    check_finite_iterate,
+    make_rng,
+)
 from ._gradient_descent import gradient_bound
 from ._l1_geometry import allocate_rows, check_l1_options, checked_domain, public_setup
 from ._noisy_steps import plan_of_call
@@ -511,7 +518,34 @@ def _mirror_descent_fit(solver, kind, args):
             round_radius = min(round_radius, 2.0 * math.sqrt(2.0 * bound / lam))
     check_finite_iterate(x, solver)
     plan.details.update(clip_norm=clip2, p=p, lipschitz=lipschitz, strong_convexity=lam)
-    return SolverResult(coef=x[:, None], n_iter=plan.n_steps, plan=plan)
+    info = {}
+    if kind != "plain" and private:
+        add_warnings(info, _localized_bound_warning(solver, loss.name, bound, epsilon))
+    return SolverResult(coef=x[:, None], n_iter=plan.n_steps, plan=plan, info=info)
+
+
+def _localized_bound_warning(solver, loss_name, bound, epsilon):
+    """The honest warning of ``localized_mirror_descent``: its public error bound is vacuous.
+
+    ``bound`` is the seed's Theorem 4 / 13 rate with constant 1 (public:
+    the released row count, d, the bounds, the radius, epsilon, delta), in
+    the units of the fit's (scaled) labels, where the zero model's loss is
+    of order 1.  Above the registry's ``bound_warning`` the paper's
+    guarantee says nothing at this size, and the base step it prescribes
+    keeps the output near its start (the zero model).
+    """
+    from ._noise_warnings import _threshold, is_classification
+
+    threshold = _threshold(solver, "bound_warning")
+    if threshold is None or is_classification(loss_name) or bound < threshold:
+        return None
+    return (
+        f"{solver}: its public error bound (Asi et al. 2021, Theorem 4, constant 1) is "
+        f"{bound:.3g} at epsilon={epsilon:g} with this row count, radius and number of "
+        f"features, above {threshold:g}: the paper's guarantee is vacuous here and its base "
+        "step keeps the model near the zero model. Use solver='frank_wolfe' or "
+        "'mirror_descent', more rows, a larger epsilon or a smaller radius."
+    )
 
 
 def mirror_descent(
