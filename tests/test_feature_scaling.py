@@ -305,6 +305,26 @@ def test_infinite_epsilon_reaches_the_standardised_non_private_fit():
     assert regressor.score(X, score) >= ridge.score(X, score) - 0.01
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_predictions_clip_rows_to_the_released_feature_bound(sparse):
+    # The model is linear in the rows clipped to feature_bound_: a row far
+    # beyond a feature's clip must not multiply a standardised coefficient
+    # by its raw value.
+    X, score = _raw_table(2000)
+    y = (score > 0).astype(int)
+    classifier = DPLogisticRegression(
+        epsilon=math.inf, feature_scaling=True, classes=[0, 1], C=1e4
+    ).fit(X, y)
+    regressor = DPSCORegressor(epsilon=math.inf, feature_scaling=True, alpha=1e-6).fit(X, score)
+    far = X[:50] * 1e6
+    for model in (classifier, regressor):
+        clipped = np.clip(far, -model.feature_bound_, model.feature_bound_)
+        rows = sp.csr_matrix(far) if sparse else far
+        scores = model.decision_function(rows) if model is classifier else model.predict(rows)
+        expected = clipped @ np.ravel(model.coef_) + np.ravel(model.intercept_)
+        np.testing.assert_allclose(scores, expected, rtol=1e-10, atol=1e-10)
+
+
 def test_feature_scaling_fit_releases_accounts_and_reports_raw_units():
     X, score = _raw_table(3000)
     y = (score > 0).astype(int)

@@ -461,8 +461,24 @@ class BaseDPEstimator(SavedWithoutLedger, BaseEstimator):
         return coef.copy(), intercept.copy()
 
     def _validate_predict_data(self, X):
-        """``validate_data(reset=False)`` for rows to predict on (private too, often)."""
-        return self._validate_private(X, reset=False)
+        """``validate_data(reset=False)`` for rows to predict on (private too, often).
+
+        After a fit with per-feature scaling the model is linear in the rows
+        clipped to ``feature_bound_`` (what it was fitted on), so the rows are
+        clipped the same way: a feature whose released clip lies far below its
+        values (a rare 0/1 column, a timestamp) would otherwise multiply a
+        standardised coefficient by the raw value.
+        """
+        X = self._validate_private(X, reset=False)
+        if getattr(self, "feature_scale_", None) is None:
+            return X
+        clip = np.asarray(self.feature_bound_, dtype=np.float64)
+        if sp.issparse(X):
+            X = X.tocsr(copy=True)
+            bound = clip[X.indices]
+            X.data = np.clip(X.data, -bound, bound).astype(X.dtype, copy=False)
+            return X
+        return np.clip(X, -clip, clip).astype(X.dtype, copy=False)
 
     def _validate_private(self, X, y="no_validation", x_dtype=np.float64, **kwargs):
         return validate_private(self, X, y, x_dtype, **kwargs)
