@@ -405,11 +405,6 @@ def test_substitution_inference(estimator, solver, params, kind):
     ],
 )
 def test_substitution_bounds(estimator, solver, params, variant, kind):
-    if solver in NOT_PORTED:
-        # The bound releases and the bound attributes only (the solver's own
-        # releases are checked by test_substitution once it is ported).
-        _run_bounds_only(estimator, solver, params, _hostile_pair(estimator, kind), variant)
-        return
     observed = _run_pair(estimator, solver, params, _hostile_pair(estimator, kind), variant)
     assert observed["error"] is None, observed["error"]
     labels = [r.label for r in observed["trace"].releases]
@@ -440,53 +435,12 @@ def _scaling_cases():
 
 @pytest.mark.parametrize("estimator, solver, params, kind, sparse", list(_scaling_cases()))
 def test_substitution_feature_scaling(estimator, solver, params, kind, sparse):
-    pair = _hostile_pair(estimator, kind, sparse=sparse)
-    if solver in NOT_PORTED:
-        (X, y), (X_prime, y_prime) = pair
-        seen = [
-            _observe(_model(estimator, solver, dict(params, verbose=0)), Xi, yi, [0, 1])
-            for Xi, yi in ((X, y), (X_prime, y_prime))
-        ]
-        assert seen[0]["error"] is None and seen[1]["error"] is None
-        for key in _BOUND_ATTRIBUTES + ("feature_center_", "feature_scale_"):
-            _assert_same(seen[0]["attributes"].get(key), seen[1]["attributes"].get(key), key)
-        observed = seen[0]
-    else:
-        observed = _run_pair(estimator, solver, params, pair)
-        assert observed["error"] is None, observed["error"]
+    observed = _run_pair(estimator, solver, params, _hostile_pair(estimator, kind, sparse=sparse))
+    assert observed["error"] is None, observed["error"]
     labels = [r.label for r in observed["trace"].releases]
     scaled = params["epsilon"] > 1.0
     assert scaled == any("feature scales" in label for label in labels), labels
     assert scaled == ("feature_scale_" in observed["attributes"])
-
-
-#: Solvers of BOUNDS_CONFIGS whose own substitution test still fails on main
-#: (being ported to the protocol by their owners).
-NOT_PORTED = {"dp_cd", "frank_wolfe", "dp_svrg_pp"}
-_BOUND_ATTRIBUTES = ("data_norm_", "feature_bound_", "intercept_scaling_", "y_bound_", "y_center_")
-
-
-def _run_bounds_only(estimator, solver, params, pair, variant):
-    (X, y), (X_prime, y_prime) = pair
-    seen = [
-        _observe(_model(estimator, solver, params, variant), Xi, yi, [0, 1])
-        for Xi, yi in ((X, y), (X_prime, y_prime))
-    ]
-    a, b = seen
-    assert a["error"] is None and b["error"] is None
-    for key in _BOUND_ATTRIBUTES:
-        _assert_same(a["attributes"].get(key), b["attributes"].get(key), key)
-    bound_releases = [
-        [r for r in observed["trace"].releases if "bound" in r.label or "range" in r.label]
-        for observed in seen
-    ]
-    assert bound_releases[0], "no bound release"
-
-    class _Trace:
-        def __init__(self, releases):
-            self.releases = releases
-
-    _check_sensitivities(_Trace(bound_releases[0]), _Trace(bound_releases[1]))
 
 
 @pytest.mark.parametrize(
