@@ -364,9 +364,10 @@ def penalty_ball_warning(name, alpha, l1_ratio, radius):
 #: Fewest default private steps: a Frank-Wolfe iterate after T steps is an average
 #: of T vertices (each a single coefficient at +-radius), and measured fits
 #: need a few tens of them before the noise matters: on diabetes (d = 10 and an
-#: intercept interval, n = 353) 25 steps fit as well as 40 at epsilon 0.5 to 5
-#: and 20 lose 0.1 R^2 at epsilon 5 (benchmarks/bench_lasso.py).
-MIN_DEFAULT_ITERATIONS = 25
+#: intercept interval, n = 353; benchmarks/bench_lasso.py's settings, 25 splits)
+#: 32 steps fit within 0.04 R^2 of 40 at epsilon 0.5 to 32, 25 steps lose
+#: 0.03 to 0.04 at epsilon 4 to 16, and 20 lose 0.1 at epsilon 5.
+MIN_DEFAULT_ITERATIONS = 32
 
 
 #: The worst-case Frank-Wolfe bound 2 beta D^2 / (T + 2) overstates the
@@ -383,8 +384,10 @@ BOUND_MIN_ITERATIONS = 40
 #: share of the budget, and where the selection noise dominates (d in the
 #: thousands) the bound's T is about twice what measured fits want.  At n =
 #: 5000, d = 2000, a 5-sparse truth and epsilon 1 (benchmarks/bench_regimes.py)
-#: the bound's T = 63 gave R^2 0.57 against 0.81 at 20 to 25 steps.
-STEP_CURVATURE_WEIGHT = 0.03
+#: the bound's T = 63 gave R^2 0.57, this weight's 39 steps 0.71 (median of 5
+#: seeds; single fits at 20 to 30 steps reach 0.71 to 0.83).  A weight of 0.03
+#: (27 steps there, R^2 0.74) cost diabetes 0.03 to 0.04 R^2 at epsilon 4 to 16.
+STEP_CURVATURE_WEIGHT = 0.05
 
 
 def _fw_error_bound(n_samples, n_params, radius, n_steps, eps0, weight=OPTIMISATION_WEIGHT):
@@ -422,7 +425,7 @@ def _minimising_iterations(n_samples, n_params, epsilon, delta, radius, weight, 
 
 @memoize(maxsize=1024)
 def default_frank_wolfe_iterations(n_samples, n_params, epsilon, delta, radius=1.0):
-    """Default number of private steps: in [25, 2000] (1000 without noise).
+    """Default number of private steps: in [32, 2000] (1000 without noise).
 
     The T minimising :func:`_fw_error_bound` with the curvature weighted by
     :data:`STEP_CURVATURE_WEIGHT`, at least :data:`MIN_DEFAULT_ITERATIONS`.
@@ -532,8 +535,8 @@ def frank_wolfe(
         Target guarantee; ``delta=0`` gives pure epsilon-DP.  ``epsilon=inf``
         runs the same steps with an exact linear minimisation.
     max_iter : int, optional
-        Number of steps T; by default the T in [25, 2000] that minimises a
-        public bound (a damped deterministic FW error ``0.24 radius^2 / (T +
+        Number of steps T; by default the T in [32, 2000] that minimises a
+        public bound (a damped deterministic FW error ``0.4 radius^2 / (T +
         2)`` plus the selection noise, for unit feature bound and clip; see
         :func:`default_frank_wolfe_iterations`); 1000 when ``epsilon=inf``.
     clip_norm : float, optional
