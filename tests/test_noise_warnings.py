@@ -183,13 +183,19 @@ def test_frank_wolfe_warning_rule(name, n_public, d, epsilon, warns):
 
 def test_fw_public_error_bound_exact_value():
     from sklearn_dp.solvers._frank_wolfe import (
+        BOUND_MIN_ITERATIONS,
+        OPTIMISATION_WEIGHT,
         _fw_error_bound,
-        default_frank_wolfe_iterations,
+        _minimising_iterations,
         fw_public_error_bound,
         zcdp_budget,
     )
 
-    t = default_frank_wolfe_iterations(353.0, 10, 0.5, 1e-5, math.sqrt(10))
+    # The bound's own schedule (weight 0.1, at least 40 steps), not the default
+    # step count: the default radius and the warning are calibrated against it.
+    args = (353.0, 10, 0.5, 1e-5, math.sqrt(10))
+    t = _minimising_iterations(*args, OPTIMISATION_WEIGHT, BOUND_MIN_ITERATIONS)
+    assert t >= 40
     eps0 = max(0.5 / t * (1 - 1e-12), math.sqrt(8 * zcdp_budget(0.5, 1e-5) / t))
     expected = _fw_error_bound(353.0, 10, math.sqrt(10), t, eps0)
     assert fw_public_error_bound(353.0, 10, 0.5, 1e-5, math.sqrt(10)) == expected
