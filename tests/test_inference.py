@@ -325,3 +325,82 @@ def test_logistic_inference_without_public_classes_is_refused_before_the_spend(s
     with pytest.raises(ValueError, match="pass classes="):
         estimator.fit(X, y)
     assert budget.ledger == []
+
+
+# -- audit: the extra release on neighbouring data ----------------------------------------
+
+
+def _residual_squares_audit(solver, epsilon):
+    """``run(with_canary, seed)``: the released sum of squared residuals of a fit.
+
+    D is the regression canary data set; D' adds the row ``x = 0`` with the
+    label at its bound: a row that no other release sees (its gradient and
+    Gram terms are zero) and whose residual is the release's full
+    sensitivity, so the statistic is the extra release alone.  Solver level
+    (the row count is public, as in the other solver audits).
+    """
+    from sklearn_dp._data import bound_data
+    from sklearn_dp._losses import get_loss
+    from sklearn_dp.solvers import get_solver
+    from sklearn_dp.testing._audit_configs import DELTA, canary_data
+
+    (X, y), _ = canary_data(20, task="regression")
+    X_prime, y_prime = np.vstack([X, np.zeros((1, X.shape[1]))]), np.append(y, 1.0)
+    datasets = [
+        bound_data(Xi, np.clip(yi, -1.0, 1.0), fit_intercept=False, geometry="l2", data_norm=1.0)
+        for Xi, yi in ((X, y), (X_prime, y_prime))
+    ]
+    loss = get_loss("squared", residual_bound=2.0)
+    function = get_solver(solver).run
+
+    def run(with_canary, seed):
+        result = function(
+            datasets[int(with_canary)],
+            loss,
+            n_outputs=1,
+            alpha=0.0,
+            epsilon=epsilon,
+            delta=DELTA,
+            random_state=seed,
+            inference=True,
+        )
+        return float(result.info["inference"]["residual_squares"])
+
+    return run
+
+
+def _inference_release_epsilon(solver, epsilon, delta):
+    """The epsilon of the extra release alone (its own Gaussian in the fit's composition)."""
+    from sklearn_dp._losses import get_loss
+
+    options = {} if solver == "dp_ssp" else dict(loss=get_loss("squared", residual_bound=2.0))
+    plan = plan_call(solver, 20, 2, epsilon, delta, inference=True, **options)
+    multiplier = plan.details["inference_multiplier"]
+    (event,) = [e for e in plan.event.events if getattr(e, "noise_multiplier", None) == multiplier]
+    return pld.PLDAccountant().compose(event).get_epsilon(delta)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("solver", ["dp_ssp", "dp_newton"])
+def test_residual_squares_release_audit_and_noise_off_control(solver):
+    from sklearn_dp.testing import audit_mechanism
+    from sklearn_dp.testing._audit_configs import DELTA
+
+    # The fit's epsilon where the extra release alone claims about 1 (dp_ssp
+    # gives it 5% of the precision, dp_newton 2%).
+    epsilon = {"dp_ssp": 4.0, "dp_newton": 7.0}[solver]
+    claim = _inference_release_epsilon(solver, epsilon, DELTA)
+    assert 0.5 < claim < 2.0
+    result = audit_mechanism(
+        _residual_squares_audit(solver, epsilon), claimed_epsilon=claim, delta=DELTA, n_runs=1000
+    )
+    assert result.consistent, result
+    # Positive control: the same release without its noise (the claim kept).
+    broken = audit_mechanism(
+        _residual_squares_audit(solver, math.inf),
+        claimed_epsilon=claim,
+        delta=DELTA,
+        n_runs=1000,
+        seed_offset=1,
+    )
+    assert not broken.consistent, broken
