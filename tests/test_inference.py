@@ -299,7 +299,7 @@ def test_averaged_step_covariance_is_the_recursion_simulated():
     w = np.array([0.5, 1.0])
     info = dict(momenta=momenta, gradient_noise_std=1.0, normalizer=1.0)
     centers = []
-    for _ in range(20000):
+    for _ in range(4000):
         W = W_previous = w.copy()  # from the optimum: only the noise moves the steps
         steps = []
         for c in momenta:
@@ -309,7 +309,8 @@ def test_averaged_step_covariance_is_the_recursion_simulated():
             W_previous, W = W, V - P @ gradient
         centers.append(newton_averaged_step(dict(info, steps=steps), P, H)[0])
     _, covariance = newton_averaged_step(dict(info, steps=steps), P, H)
-    np.testing.assert_allclose(np.cov(np.array(centers), rowvar=False), covariance, rtol=0.05)
+    # 4,000 draws: the variances to about 2% (one standard error).
+    np.testing.assert_allclose(np.cov(np.array(centers), rowvar=False), covariance, rtol=0.1)
 
 
 def test_newton_squared_intervals_average_the_released_gradients():
