@@ -389,50 +389,71 @@ def test_logistic_inference_without_public_classes_is_refused_before_the_spend(s
 # -- audit: the extra release on neighbouring data ----------------------------------------
 
 
-def _residual_squares_audit(solver, epsilon):
-    """``run(with_canary, seed)``: the released sum of squared residuals of a fit.
+def _inference_release_audit(solver, loss, epsilon):
+    """``run(with_canary, seed)``: the extra release of a fit with ``inference=True``.
 
-    D is the regression canary data set; D' adds the row ``x = 0`` with the
-    label at its bound: a row that no other release sees (its gradient and
-    Gram terms are zero) and whose residual is the release's full
-    sensitivity, so the statistic is the extra release alone.  Solver level
-    (the row count is public, as in the other solver audits).
+    Solver level (the row count is public, as in the other solver audits),
+    on the canary data sets, with the canary that puts the release at its
+    full sensitivity:
+
+    * the squared loss's sum of squared residuals: D' adds the row ``x = 0``
+      with the label at its bound, a row that no other release sees (its
+      gradient and Gram terms are zero) and whose residual is the release's
+      full sensitivity; the statistic is the released sum;
+    * the log-loss's Hessian sum: D' adds the usual canary ``(0, R)`` with
+      label 1, along the column D leaves at zero, and a tiny public
+      ``clip_norm`` keeps its gradient, and so its coefficient, at about
+      zero, where its Hessian term ``s (1 - s) R^2`` is the full ``R^2 / 4``;
+      the statistic is the released sum's entry on that column.
     """
     from sklearn_dp._data import bound_data
     from sklearn_dp._losses import get_loss
     from sklearn_dp.solvers import get_solver
     from sklearn_dp.testing._audit_configs import DELTA, canary_data
 
-    (X, y), _ = canary_data(20, task="regression")
-    X_prime, y_prime = np.vstack([X, np.zeros((1, X.shape[1]))]), np.append(y, 1.0)
+    if loss == "squared":
+        (X, y), _ = canary_data(20, task="regression")
+        X_prime, y_prime = np.vstack([X, np.zeros((1, X.shape[1]))]), np.append(y, 1.0)
+        pairs = [(X, np.clip(y, -1.0, 1.0)), (X_prime, np.clip(y_prime, -1.0, 1.0))]
+        options = {}
+    else:
+        (X, y), (X_prime, y_prime) = canary_data(20, task="classification")
+        pairs = [(X, np.where(y == 1, 1.0, -1.0)), (X_prime, np.where(y_prime == 1, 1.0, -1.0))]
+        options = dict(clip_norm=1e-9, max_iter=2)
     datasets = [
-        bound_data(Xi, np.clip(yi, -1.0, 1.0), fit_intercept=False, geometry="l2", data_norm=1.0)
-        for Xi, yi in ((X, y), (X_prime, y_prime))
+        bound_data(Xi, yi, fit_intercept=False, geometry="l2", data_norm=1.0) for Xi, yi in pairs
     ]
-    loss = get_loss("squared", residual_bound=2.0)
+    loss_object = get_loss(loss, residual_bound=2.0) if loss == "squared" else get_loss(loss)
     function = get_solver(solver).run
 
     def run(with_canary, seed):
         result = function(
             datasets[int(with_canary)],
-            loss,
+            loss_object,
             n_outputs=1,
             alpha=0.0,
             epsilon=epsilon,
             delta=DELTA,
             random_state=seed,
             inference=True,
+            **options,
         )
-        return float(result.info["inference"]["residual_squares"])
+        info = result.info["inference"]
+        if loss == "squared":
+            return float(info["residual_squares"])
+        return float(info["hessian"][1, 1])
 
     return run
 
 
-def _inference_release_epsilon(solver, epsilon, delta):
+def _inference_release_epsilon(solver, loss, epsilon, delta):
     """The epsilon of the extra release alone (its own Gaussian in the fit's composition)."""
     from sklearn_dp._losses import get_loss
 
-    options = {} if solver == "dp_ssp" else dict(loss=get_loss("squared", residual_bound=2.0))
+    options = {}
+    if solver == "dp_newton":
+        glm = get_loss(loss, residual_bound=2.0) if loss == "squared" else get_loss(loss)
+        options = dict(loss=glm, max_iter=2)
     plan = plan_call(solver, 20, 2, epsilon, delta, inference=True, **options)
     multiplier = plan.details["inference_multiplier"]
     (event,) = [e for e in plan.event.events if getattr(e, "noise_multiplier", None) == multiplier]
@@ -440,23 +461,28 @@ def _inference_release_epsilon(solver, epsilon, delta):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("solver", ["dp_ssp", "dp_newton"])
-def test_residual_squares_release_audit_and_noise_off_control(solver):
+@pytest.mark.parametrize(
+    "solver, loss, epsilon",
+    # The fit's epsilon where the extra release alone claims about 1 (its
+    # share of the precision: dp_ssp 5%, dp_newton 2% squared, 10% log-loss).
+    [("dp_ssp", "squared", 4.0), ("dp_newton", "squared", 7.0), ("dp_newton", "log_loss", 3.0)],
+)
+def test_inference_release_audit_and_noise_off_control(solver, loss, epsilon):
     from sklearn_dp.testing import audit_mechanism
     from sklearn_dp.testing._audit_configs import DELTA
 
-    # The fit's epsilon where the extra release alone claims about 1 (dp_ssp
-    # gives it 5% of the precision, dp_newton 2%).
-    epsilon = {"dp_ssp": 4.0, "dp_newton": 7.0}[solver]
-    claim = _inference_release_epsilon(solver, epsilon, DELTA)
+    claim = _inference_release_epsilon(solver, loss, epsilon, DELTA)
     assert 0.5 < claim < 2.0
     result = audit_mechanism(
-        _residual_squares_audit(solver, epsilon), claimed_epsilon=claim, delta=DELTA, n_runs=1000
+        _inference_release_audit(solver, loss, epsilon),
+        claimed_epsilon=claim,
+        delta=DELTA,
+        n_runs=1000,
     )
     assert result.consistent, result
     # Positive control: the same release without its noise (the claim kept).
     broken = audit_mechanism(
-        _residual_squares_audit(solver, math.inf),
+        _inference_release_audit(solver, loss, math.inf),
         claimed_epsilon=claim,
         delta=DELTA,
         n_runs=1000,
