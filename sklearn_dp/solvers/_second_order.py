@@ -490,6 +490,8 @@ def dp_newton(
     since_restart = 0
     eigen = H_sum = None
     momenta = []
+    # The points and released gradients of the steps (intervals only: post-processing).
+    released_steps = []
     for t in range(plan.n_steps):
         # A fresh curvature release at each of the first steps (one for the bound).
         curvature = hessian if t < plan.details["hessian_releases"] else None
@@ -513,6 +515,8 @@ def dp_newton(
             progress.note(f"step {t + 1}: hessian sum released and decomposed")
         grad = g_noisy / normalizer
         grad[data.penalized] += alpha * V[data.penalized]
+        if plan.details.get("inference"):
+            released_steps.append((V[:, 0].copy(), grad[:, 0].copy()))
         lam, vectors = eigen
         if bound:  # the same block for every class
             step = vectors @ ((vectors.T @ grad) / lam[:, None])
@@ -551,6 +555,7 @@ def dp_newton(
             data, loss, W, rng, plan, eigen, momenta, weight_bound, gradient_std, beta
         )
         info["inference"].update(
+            steps=released_steps,
             alpha=float(alpha),
             penalized=data.penalized.copy(),
             start=start,
