@@ -69,6 +69,7 @@ __all__ = [
     "GROUP_SOLVERS",
     "check_groups",
     "check_group_solver",
+    "group_codes",
     "kept_group_rows",
     "unit_of_privacy",
 ]
@@ -735,6 +736,16 @@ def check_groups(groups, n_rows, max_group_rows, owner):
             f"{owner}: groups must be a 1-d array with one group label per row of X "
             "(the same length as X). Its values are not read before the spend."
         )
+    if groups.dtype.kind not in GROUP_LABEL_KINDS:
+        # Decided from the dtype alone: object labels (strings mixed with
+        # None, NaN, pd.NA or numbers) have no total order, and a sort of
+        # them raises or splits one group in many, after the spend.
+        raise TypeError(
+            f"{owner}: groups has dtype {groups.dtype}; group ids must be numbers, "
+            "strings, booleans or dates. Cast group ids to str or int and fill missing "
+            "ids first, e.g. groups=np.asarray(ids, dtype=str) or "
+            "series.fillna(-1).to_numpy(dtype=int)."
+        )
     return groups
 
 
@@ -752,6 +763,38 @@ def check_group_solver(solver, owner):
         )
 
 
+#: Dtype kinds accepted for group ids: those where equality is an
+#: equivalence that numpy sorts totally (missing values handled by
+#: :func:`group_codes`).  Object arrays are refused before the spend.
+GROUP_LABEL_KINDS = "biufcUSmM"
+
+
+def group_codes(groups):
+    """The group of each row as an integer ``0 .. G - 1``: the one factorisation of group ids.
+
+    Rows with equal ids share a code; every missing id (NaN, in any float or
+    complex component, and NaT) is one id of its own, "missing", whose rows
+    form one group.  Total for the dtypes :func:`check_groups` accepts: it
+    never raises on their values, so it may run in the private phase (and
+    must: the codes are private).
+    """
+    groups = np.asarray(groups).ravel()
+    kind = groups.dtype.kind
+    if kind in "fc":
+        missing = np.isnan(groups)
+    elif kind in "mM":
+        missing = np.isnat(groups)
+    else:
+        missing = np.zeros(groups.shape, dtype=bool)
+    codes = np.empty(groups.shape, dtype=np.intp)
+    # np.unique merges NaN only from numpy 1.24 on: missing ids get their
+    # code apart, after the present ones.
+    present, inverse = np.unique(groups[~missing], return_inverse=True)
+    codes[~missing] = inverse.ravel()
+    codes[missing] = present.size
+    return codes
+
+
 def kept_group_rows(groups, max_group_rows):
     """Indices of the rows each group keeps: its first ``max_group_rows`` rows, in input order.
 
@@ -762,8 +805,7 @@ def kept_group_rows(groups, max_group_rows):
     row is kept (no copy of X is needed).  Private: call it in the private
     phase.
     """
-    _, inverse = np.unique(groups, return_inverse=True)
-    inverse = inverse.ravel()
+    inverse = group_codes(groups)
     order = np.argsort(inverse, kind="stable")
     sorted_groups = inverse[order]
     starts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]])

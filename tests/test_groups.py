@@ -26,6 +26,7 @@ from sklearn_dp import (
 from sklearn_dp._protocol import (
     COUNT_EPSILON_FRACTION,
     GROUP_SOLVERS,
+    group_codes,
     kept_group_rows,
     release_count,
 )
@@ -67,6 +68,56 @@ def test_adding_a_group_leaves_the_other_groups_rows_unchanged():
     assert back.tolist() == kept.tolist()
     assert is_new[kept_more].sum() == 3
     assert original.size == more.size
+
+
+@pytest.mark.parametrize(
+    "groups, codes",
+    [
+        (np.array([1.0, np.nan, 1.0, np.nan, 1.0]), [0, 1, 0, 1, 0]),
+        (np.array([np.nan, 2.0, -0.0, 0.0, np.nan]), [2, 1, 0, 0, 2]),
+        (np.array([1j, complex(np.nan, 0), complex(0, np.nan), 1j]), [0, 1, 1, 0]),
+        (np.array(["2020-01-01", "NaT", "NaT", "2020-01-01"], dtype="M8[D]"), [0, 1, 1, 0]),
+        (np.array(["b", "a", "b"]), [1, 0, 1]),
+        (np.array([True, False, True]), [1, 0, 1]),
+        (np.array([], dtype=float), []),
+    ],
+    ids=["float", "signed-zero", "complex", "datetime", "str", "bool", "empty"],
+)
+def test_group_codes_make_every_missing_id_one_group(groups, codes):
+    assert group_codes(groups).tolist() == codes
+
+
+def test_missing_ids_are_one_group_that_keeps_its_first_rows():
+    groups = np.array([1.0, np.nan, 1.0, np.nan, 1.0, np.nan])
+    assert kept_group_rows(groups, 1).tolist() == [0, 1]
+
+
+@pytest.mark.parametrize(
+    "groups",
+    [
+        [1.0, float("nan")] * 60,
+        ["user"] * 119 + [None],
+        ["user"] * 119 + [3],
+        [float("nan")] * 120,
+    ],
+    ids=["object-nan", "str-none", "str-int", "all-nan"],
+)
+def test_object_group_ids_are_refused_before_the_spend(groups):
+    # The dtype alone decides (public): object ids have no total order.
+    X, y, _ = _data()
+    budget = PrivacyBudget(10.0, 1e-3)
+    model = DPLogisticRegression(classes=[0, 1], max_group_rows=2, budget=budget)
+    with pytest.raises(TypeError, match="Cast group ids to str or int"):
+        model.fit(X, y, groups=np.array(groups, dtype=object))
+    assert budget.ledger == []
+
+
+def test_rowwise_kfold_keeps_rows_with_missing_ids_together():
+    from sklearn_dp.model_selection import RowwiseKFold
+
+    groups = np.where(np.arange(200) % 3 == 0, np.nan, np.arange(200) % 7)
+    folds = RowwiseKFold(n_splits=4, random_state=0).folds(np.zeros((200, 1)), groups)
+    assert np.unique(folds[np.isnan(groups)]).size == 1
 
 
 # -- the gateway's multiplier: exact sensitivities and noise scales -----------------

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import _noise
+from .._protocol import group_codes
 from .._sklearn_compat import Interval, validate_parameter_constraints
 from ..solvers._common import make_rng
 
@@ -70,7 +71,7 @@ def rowwise_parts(n_rows, probabilities, rng, groups=None):
     """
     probabilities = np.asarray(probabilities, dtype=float)
     if groups is not None:
-        groups = np.unique(np.asarray(groups), return_inverse=True)[1].ravel()
+        groups = group_codes(groups)
     return _noise.allocate_rows(int(n_rows), probabilities, rng, groups=groups)
 
 
