@@ -8,7 +8,9 @@ test with whole hostile groups is in ``tests/test_substitution.py``.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 import warnings
 
 import numpy as np
@@ -208,6 +210,60 @@ def test_label_histogram_threshold_covers_k_new_labels_of_one_group():
 def test_row_level_samplers_refuse_a_group_unit(call):
     with _noise.contribution_bound(2), pytest.raises(RuntimeError, match="group"):
         call(np.random.default_rng(0))
+
+
+@contextlib.contextmanager
+def _group_fit_in_another_thread(k):
+    entered, done = threading.Event(), threading.Event()
+
+    def hold():
+        with _noise.contribution_bound(k):
+            entered.set()
+            done.wait(30)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    entered.wait(30)
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+
+
+def test_row_level_fit_samples_while_a_group_fit_runs_in_another_thread():
+    with _group_fit_in_another_thread(5):
+        assert _noise.group_rows() == 5  # the noise: never less for the group fit
+        with _noise.contribution_bound(None):  # this thread's row-level fit
+            assert _noise.fit_rows() == 1
+            _noise.poisson_sample(10, 0.5, np.random.default_rng(0))
+            _noise.allocate_rows(10, [0.5, 0.5], np.random.default_rng(0))
+        # A thread with no fit of its own (a solver's worker) takes the largest unit.
+        with pytest.raises(RuntimeError, match="group"):
+            _noise.poisson_sample(10, 0.5, np.random.default_rng(0))
+
+
+def test_label_threshold_is_the_running_fits_own_unit():
+    scale, threshold = 2.0, 10.0
+    with _group_fit_in_another_thread(4), trace_releases() as trace:
+        with _noise.contribution_bound(None):
+            _noise.thresholded_histogram(
+                np.array([0, 1]),
+                np.array([100, 3]),
+                scale=scale,
+                threshold=threshold,
+                rng=np.random.default_rng(0),
+            )
+    (release,) = trace.releases
+    assert (release.sensitivity, release.scale, release.threshold) == (1.0, scale, threshold)
+
+
+def test_a_fit_inside_a_group_fit_keeps_the_group_unit():
+    with _noise.contribution_bound(3), _noise.contribution_bound(None):
+        assert _noise.fit_rows() == 3
+        with pytest.raises(RuntimeError, match="group"):
+            _noise.poisson_sample(10, 0.5, np.random.default_rng(0))
+    assert _noise.fit_rows() == 1
 
 
 # -- estimators ---------------------------------------------------------------------
