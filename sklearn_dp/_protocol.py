@@ -68,6 +68,7 @@ __all__ = [
     "restore_on_failure",
     "GROUP_SOLVERS",
     "check_groups",
+    "check_group_options",
     "check_group_solver",
     "group_codes",
     "kept_group_rows",
@@ -753,13 +754,28 @@ def _dask_like(value):
     return type(value).__module__.split(".")[0] == "dask"
 
 
-def check_group_solver(solver, owner):
-    """Refuse, before any spend, a solver with no group-level analysis here."""
+def check_group_solver(solver, owner, solver_options=None):
+    """Refuse, before any spend, a solver or option with no group-level analysis here.
+
+    ``solver_options={"inference": True}`` is refused too: its intervals
+    assume independent rows, which the rows of one group are not.
+    """
     if solver not in GROUP_SOLVERS:
         raise ValueError(
             f"{owner}: solver={solver!r} does not support groups= (its privacy analysis "
             "samples or allocates rows, or is per row). Solvers that fit with groups: "
             f"{', '.join(sorted(GROUP_SOLVERS))}; pass one as solver=... (or 'auto')."
+        )
+    check_group_options(solver_options, owner)
+
+
+def check_group_options(solver_options, owner):
+    """Refuse, before any spend, ``solver_options`` with no group-level meaning here."""
+    if (solver_options or {}).get("inference"):
+        raise ValueError(
+            f"{owner}: solver_options={{'inference': True}} does not support groups=: "
+            "its standard errors and confidence intervals assume independent rows, and "
+            "the rows of one group are not. Fit without inference, or without groups."
         )
 
 

@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 import pytest
 from dp_accounting import dp_event as dpe
+from sklearn.base import clone
 
 from sklearn_dp import (
     DPLasso,
@@ -366,6 +367,39 @@ def test_max_group_rows_below_one_is_refused(bad):
         "max_group_rows",
         groups=groups,
     )
+
+
+@pytest.mark.parametrize(
+    "model, task",
+    [
+        (DPLogisticRegression(classes=[0, 1], solver="dp_newton"), "classification"),
+        (DPLogisticRegression(classes=[0, 1], solver="auto"), "classification"),
+        (DPSCORegressor(y_bound=1.0, solver="dp_ssp"), "regression"),
+    ],
+    ids=["dp_newton", "auto", "dp_ssp"],
+)
+def test_inference_with_groups_is_refused_before_the_spend(model, task):
+    # Its intervals assume independent rows; a group's rows are not.
+    X, y, groups = _data()
+    model = clone(model).set_params(max_group_rows=2, solver_options={"inference": True})
+    target = y if task == "classification" else 0.3 * X[:, 0]
+    _refused(model, X, target, "assume independent rows", groups=groups)
+
+
+def test_search_with_inference_candidates_and_groups_is_refused_before_the_spend():
+    from sklearn_dp.model_selection import DPGridSearchCV
+
+    X, y, groups = _data()
+    budget = PrivacyBudget(10.0, 1e-3, composition="basic")
+    search = DPGridSearchCV(
+        DPLogisticRegression(classes=[0, 1], solver="dp_newton"),
+        {"solver_options": [None, {"inference": True}]},
+        max_group_rows=2,
+        budget=budget,
+    )
+    with pytest.raises(ValueError, match="assume independent rows"):
+        search.fit(X, y, groups=groups)
+    assert budget.ledger == []
 
 
 @pytest.mark.parametrize("solver", sorted(set(SOLVERS) - GROUP_SOLVERS))

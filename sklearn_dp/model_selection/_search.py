@@ -44,6 +44,7 @@ from .. import _noise, _random
 from .._protocol import (
     FitPlan,
     PrivatePhase,
+    check_group_options,
     check_group_solver,
     check_groups,
     kept_group_rows,
@@ -313,6 +314,11 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
         if group_rows is not None:
             for solver in sorted(set(plan.solvers)):
                 check_group_solver(solver, name)
+            base = self.estimator.get_params(deep=True)
+            for candidate in candidates:
+                for key, value in {**base, **candidate}.items():
+                    if key.split("__")[-1] == "solver_options" and isinstance(value, dict):
+                        check_group_options(value, name)
         label_event = (
             ApproximateDpEvent(label_epsilon, label_delta, "label set") if discover_labels else None
         )
