@@ -196,6 +196,7 @@ __all__ = [
     "contribution_bound",
     "fit_rows",
     "group_rows",
+    "released_rows",
 ]
 
 MECHANISMS = (
@@ -410,6 +411,16 @@ def fit_rows():
     return stack[-1] if stack else group_rows()
 
 
+def released_rows():
+    """The multiplier (rows per unit) that this thread's last grid release applied.
+
+    Public computations that use a release's noise scale (a confidence
+    margin, a ridge sized to the noise) multiply the planned scale by it:
+    the scale actually added.  1 before any release.
+    """
+    return getattr(_THREAD_UNIT, "released", 1)
+
+
 def _refuse_group_level(what):
     """Row-level mechanisms that a group bound does not cover: refused under a group unit."""
     if fit_rows() > 1:
@@ -479,6 +490,7 @@ def _grid_release(mechanism, value, sensitivity, norm, scale, rng, label, law):
     """
     grid_of, sampler, offset = law
     rows = group_rows()
+    _THREAD_UNIT.released = rows
     sensitivity = rows * _check_sensitivity(sensitivity, norm)
     scale = rows * float(scale)
     array = np.asarray(value, dtype=float)

@@ -692,7 +692,9 @@ def release_count(n_samples, epsilon_count, rng):
         float(n_samples), sensitivity=1.0, scale=scale, rng=rng, label="row count"
     )
     estimate = max(1.0, noisy)
-    return PrivateCount(estimate, estimate + COUNT_UPPER_SCALES * scale, dpe.LaplaceDpEvent(scale))
+    # The margin uses the scale actually added (k times ``scale`` in a group fit).
+    upper = estimate + COUNT_UPPER_SCALES * scale * _noise.released_rows()
+    return PrivateCount(estimate, upper, dpe.LaplaceDpEvent(scale))
 
 
 # -- the unit of privacy: one row, or one group of at most k rows ----------------

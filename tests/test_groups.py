@@ -28,12 +28,13 @@ from sklearn_dp import (
 )
 from sklearn_dp._protocol import (
     COUNT_EPSILON_FRACTION,
+    COUNT_UPPER_SCALES,
     GROUP_SOLVERS,
     group_codes,
     kept_group_rows,
     release_count,
 )
-from sklearn_dp.solvers import SOLVERS
+from sklearn_dp.solvers import SOLVERS, dp_newton, dp_ssp
 from sklearn_dp.testing import trace_releases
 
 
@@ -165,6 +166,37 @@ def test_count_of_kept_rows_has_group_sensitivity():
     assert release.scale == 5.0 / 0.5
     # The event is the row-level one: Laplace of scale 1 / epsilon per unit.
     assert count.event == dpe.LaplaceDpEvent(1.0 / 0.5)
+    # The upper bound's margin is in units of the noise actually added.
+    assert count.normalizer == pytest.approx(count.estimate + COUNT_UPPER_SCALES * 5.0 / 0.5)
+
+
+def _solver_details(solver, k, **options):
+    from sklearn_dp._data import bound_data
+    from sklearn_dp._losses import get_loss
+
+    X, y, _ = _data(200)
+    data = bound_data(X, 2.0 * y - 1.0, fit_intercept=True, data_norm=2.0)
+    loss = get_loss("squared" if solver == "dp_ssp" else "log_loss")
+    zero = lambda release: np.zeros_like(np.asarray(release.value, dtype=float))
+    with trace_releases(substitute=zero), _noise.contribution_bound(k):
+        result = (dp_ssp if solver == "dp_ssp" else dp_newton)(
+            data, loss, n_outputs=1, alpha=0.0, epsilon=0.5, delta=1e-6, random_state=0, **options
+        )
+    return {**result.plan.details, **result.info.get("statistics", {})}
+
+
+def test_adassp_ridge_covers_the_group_noise():
+    # The released eigenvalue (substituted: 0) is below the noise; the ridge
+    # is then RIDGE_SCALE sqrt(2 m) times the Gram noise actually added.
+    row, group = (_solver_details("dp_ssp", k, label_bound=1.0) for k in (1, 4))
+    assert group["ridge"] == pytest.approx(4 * row["ridge"], rel=1e-12)
+    assert group["min_eigenvalue_lower"] == pytest.approx(4 * row["min_eigenvalue_lower"])
+
+
+def test_newton_eigenvalue_floor_covers_the_group_noise():
+    row, group = (_solver_details("dp_newton", k, floor_scale=1.0) for k in (1, 4))
+    assert row["floor"] > 1e-6  # the noise term, not the relative floor, decides
+    assert group["floor"] == pytest.approx(4 * row["floor"], rel=1e-12)
 
 
 def test_label_histogram_threshold_covers_k_new_labels_of_one_group():
