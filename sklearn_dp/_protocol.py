@@ -438,6 +438,7 @@ def reserve(budget, plans):
                     event=plan.event,
                     estimator=ledger_name(plan),
                     solver=plan.solver,
+                    unit="row" if plan.max_group_rows is None else "group",
                 )
             )
         except BaseException as exc:

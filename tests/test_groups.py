@@ -491,13 +491,63 @@ def test_ledger_entry_names_the_group_unit():
     budget = PrivacyBudget(5.0, 1e-4)
     params = dict(classes=[0, 1], solver="dp_gd", max_iter=3, random_state=0, budget=budget)
     DPLogisticRegression(max_group_rows=3, **params).fit(X, y, groups=groups)
-    DPLogisticRegression(max_group_rows=3, **params).fit(X, y)
+    DPLogisticRegression(max_group_rows=2, **params).fit(X, y, groups=groups)
     names = [entry.estimator for entry in budget.ledger]
     assert names == [
         "DPLogisticRegression (add or remove one group of at most 3 rows)",
-        "DPLogisticRegression",
+        "DPLogisticRegression (add or remove one group of at most 2 rows)",
     ]
     assert privacy_report(budget)["ledger"][0]["estimator"] == names[0]
+
+
+def _fit_on(budget, k, groups=None):
+    X, y, g = _data()
+    model = DPLogisticRegression(
+        classes=[0, 1], solver="dp_gd", max_iter=2, random_state=0, budget=budget, max_group_rows=k
+    )
+    return model.fit(X, y, groups=None if groups is None else g)
+
+
+@pytest.mark.parametrize("first", ["row", "group"])
+def test_a_budget_refuses_a_second_unit_of_privacy_before_the_spend(first):
+    budget = PrivacyBudget(5.0, 1e-4)
+    _fit_on(budget, 3, groups=True if first == "group" else None)
+    with pytest.raises(ValueError, match="separate PrivacyBudget for each unit"):
+        _fit_on(budget, 3, groups=None if first == "group" else True)
+    assert [entry.unit for entry in budget.ledger] == [first]
+    with pytest.raises(ValueError, match="unit of privacy"):
+        budget.check(0.1, unit="row" if first == "group" else "group")
+
+
+def test_group_fits_of_any_size_compose_on_one_budget():
+    budget = PrivacyBudget(5.0, 1e-4)
+    _fit_on(budget, 2, groups=True)
+    _fit_on(budget, 5, groups=True)
+    assert [entry.unit for entry in budget.ledger] == ["group", "group"]
+    report = privacy_report(budget)
+    assert report["neighbouring_relation"] == "add or remove one group"
+    assert [entry["unit"] for entry in report["ledger"]] == ["group", "group"]
+    assert privacy_report(PrivacyBudget(1.0))["neighbouring_relation"] == "add or remove one row"
+
+
+def test_sqlite_ledger_records_the_unit_and_reads_old_ledgers_as_rows(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "ledger.sqlite"
+    budget = PrivacyBudget(5.0, 1e-4, storage=path)
+    _fit_on(budget, 3, groups=True)
+    assert [e.unit for e in PrivacyBudget(5.0, 1e-4, storage=path).ledger] == ["group"]
+    # A ledger written before the unit was recorded: no unit column.
+    old = tmp_path / "old.sqlite"
+    PrivacyBudget(5.0, 1e-4, storage=old).spend(0.5, estimator="DPLogisticRegression")
+    with sqlite3.connect(old) as conn:
+        conn.execute("ALTER TABLE ledger DROP COLUMN unit")
+    reopened = PrivacyBudget(5.0, 1e-4, storage=old)
+    assert [e.unit for e in reopened.ledger] == ["row"]
+    with pytest.raises(ValueError, match="unit of privacy"):
+        _fit_on(reopened, 3, groups=True)
+    _fit_on(reopened, None)
+    assert [e.unit for e in reopened.ledger] == ["row", "row"]
 
 
 # -- statistical audits: D against D plus one canary group --------------------------

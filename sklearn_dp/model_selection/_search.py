@@ -371,7 +371,11 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
             )
         reservation = refit_reservation = None
         if budget is not None:
-            budget.check(epsilon_selection + epsilon_refit, delta_selection + delta_refit)
+            budget.check(
+                epsilon_selection + epsilon_refit,
+                delta_selection + delta_refit,
+                unit="row" if group_rows is None else "group",
+            )
             reservation, *refit = reserve(budget, plans)
             refit_reservation = refit[0] if refit else None
             if self.random_state is not None:
