@@ -434,6 +434,22 @@ def test_search_with_inference_candidates_and_groups_is_refused_before_the_spend
     assert budget.ledger == []
 
 
+@pytest.mark.parametrize("name", ["DPStandardScaler", "DPMinMaxScaler", "DPPCA"])
+def test_transformers_refuse_dask_input_with_groups_before_the_spend(name):
+    da = pytest.importorskip("dask.array")
+    from sklearn_dp.decomposition import DPPCA
+    from sklearn_dp.preprocessing import DPMinMaxScaler, DPStandardScaler
+
+    make = dict(DPStandardScaler=DPStandardScaler, DPMinMaxScaler=DPMinMaxScaler, DPPCA=DPPCA)
+    X, _, groups = _data()
+    budget = PrivacyBudget(10.0, 1e-3)
+    params = dict(n_components=2, delta=1e-6) if name == "DPPCA" else {}
+    model = make[name](max_group_rows=2, budget=budget, **params)
+    with pytest.raises(ValueError, match="not supported with Dask"):
+        model.fit(da.from_array(X, chunks=40), groups=groups)
+    assert budget.ledger == []
+
+
 @pytest.mark.parametrize("solver", sorted(set(SOLVERS) - GROUP_SOLVERS))
 def test_solvers_without_a_group_analysis_are_refused_before_the_spend(solver):
     X, y, groups = _data()
