@@ -72,6 +72,7 @@ __all__ = [
     "check_group_solver",
     "group_codes",
     "kept_group_rows",
+    "warn_unused_group_bound",
     "unit_of_privacy",
 ]
 
@@ -751,6 +752,18 @@ def check_groups(groups, n_rows, max_group_rows, owner):
             "series.fillna(-1).to_numpy(dtype=int)."
         )
     return groups
+
+
+def warn_unused_group_bound(max_group_rows, owner):
+    """Warn (from public inputs) that ``max_group_rows`` is set but ``fit`` got no ``groups``."""
+    if max_group_rows is not None:
+        warnings.warn(
+            f"{owner}: max_group_rows={max_group_rows!r} is set but fit() got no groups=, so "
+            "the unit of privacy is one row, not one group. Pass groups=... (the person of "
+            "each row) for a guarantee per person, or leave max_group_rows=None.",
+            UserWarning,
+            stacklevel=user_stacklevel(),
+        )
 
 
 def _dask_like(value):

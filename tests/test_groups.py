@@ -478,6 +478,28 @@ def test_without_groups_max_group_rows_changes_nothing():
     assert a.dp_event_ == b.dp_event_
 
 
+def test_max_group_rows_without_groups_warns_before_the_fit():
+    from sklearn_dp.model_selection import DPGridSearchCV
+    from sklearn_dp.preprocessing import DPStandardScaler
+
+    X, y, groups = _data()
+    model = DPLogisticRegression(classes=[0, 1], solver="dp_gd", max_iter=2, max_group_rows=3)
+    for fit in (
+        lambda: clone(model).fit(X, y),
+        lambda: DPStandardScaler(bounds=(-1, 1), max_group_rows=3).fit(X),
+        lambda: DPGridSearchCV(
+            clone(model).set_params(max_group_rows=None), {"C": [1.0]}, max_group_rows=3
+        ).fit(X, y),
+    ):
+        with pytest.warns(UserWarning, match="no groups=, so the unit of privacy is one row"):
+            fit()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clone(model).fit(X, y, groups=groups)
+        clone(model).set_params(max_group_rows=None).fit(X, y)
+    assert not [w for w in caught if "no groups=" in str(w.message)]
+
+
 def test_report_states_the_group_unit():
     X, y, groups = _data()
     model = DPLogisticRegression(
@@ -519,7 +541,12 @@ def test_ledger_entry_names_the_group_unit():
 def _fit_on(budget, k, groups=None):
     X, y, g = _data()
     model = DPLogisticRegression(
-        classes=[0, 1], solver="dp_gd", max_iter=2, random_state=0, budget=budget, max_group_rows=k
+        classes=[0, 1],
+        solver="dp_gd",
+        max_iter=2,
+        random_state=0,
+        budget=budget,
+        max_group_rows=None if groups is None else k,
     )
     return model.fit(X, y, groups=None if groups is None else g)
 

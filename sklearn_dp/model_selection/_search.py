@@ -49,6 +49,7 @@ from .._protocol import (
     check_groups,
     kept_group_rows,
     reserve,
+    warn_unused_group_bound,
 )
 from .._saving import SavedWithoutLedger, keep_entries
 from .._sklearn_compat import HasMethods, Interval, StrOptions
@@ -291,7 +292,9 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
         validator = clone(final_estimator(self.estimator)).set_params(budget=None)
         X, y = validator._validate_fit_data(X, y, y_numeric=not is_classifier(validator))
         group_rows = None
-        if groups is not None:
+        if groups is None:
+            warn_unused_group_bound(self.max_group_rows, name)
+        else:
             groups = check_groups(groups, X.shape[0], self.max_group_rows, name)
             group_rows = int(self.max_group_rows)
         classes = validator._check_labels(y) if is_classifier(validator) else None

@@ -25,6 +25,7 @@ from .._protocol import (
     kept_group_rows,
     open_phase,
     record_spend,
+    warn_unused_group_bound,
 )
 from .._saving import SavedWithoutLedger
 from .._sklearn_compat import finite_checks
@@ -85,6 +86,7 @@ class _DPTransformer(SavedWithoutLedger, OneToOneFeatureMixin, TransformerMixin,
             raise ValueError(f"{type(self).__name__}: groups= is not supported with Dask arrays.")
         X, plan = self._plan(X)
         if groups is None:
+            warn_unused_group_bound(self.max_group_rows, type(self).__name__)
             return X, plan
         groups = check_groups(groups, X.shape[0], self.max_group_rows, type(self).__name__)
         context = dict(plan.context, groups=groups)
