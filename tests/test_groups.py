@@ -662,6 +662,47 @@ def test_audit_estimator_adds_a_whole_canary_group():
     assert len(set(prime)) == 1 and prime[0] not in set(groups)
 
 
+@pytest.mark.parametrize(
+    "groups",
+    [
+        np.where(np.arange(60) % 3 == 0, np.nan, np.arange(60) % 7),  # NaN is the maximum
+        np.array(["canary-2", "a"] * 30),  # a label a made-up canary name collides with
+    ],
+    ids=["nan", "canary-name"],
+)
+def test_audit_canary_group_is_new_whatever_the_labels(groups):
+    from sklearn_dp._protocol import group_codes
+    from sklearn_dp.testing import audit_estimator
+
+    X, y, _ = _data(60)
+    seen = []
+
+    class Recorder(DPLogisticRegression):
+        def fit(self, X, y, sample_weight=None, groups=None):
+            seen.append(np.asarray(groups))
+            return self  # only the labels the audit passes matter here
+
+    estimator = Recorder(epsilon=1.0, classes=[0, 1], solver="dp_gd", max_iter=2, max_group_rows=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        audit_estimator(
+            estimator,
+            X,
+            y,
+            np.array([0.0, 5.0, 0.0]),
+            1,
+            n_runs=200,
+            groups=groups,
+            statistic=lambda model: 0.0,
+        )
+    d = next(g for g in seen if g.size == 60)
+    prime = next(g for g in seen if g.size == 63)
+    # D keeps its partition; the canary rows are one group of their own.
+    assert group_codes(d).tolist() == group_codes(groups).tolist()
+    assert group_codes(prime[:60]).tolist() == group_codes(groups).tolist()
+    assert len(set(prime[60:].tolist())) == 1 and prime[60] not in set(prime[:60].tolist())
+
+
 def test_auto_without_a_group_solver_says_which_solvers_run_with_groups():
     X, y, groups = _data()
     model = DPSCORegressor(loss="absolute", max_group_rows=2, budget=PrivacyBudget(5.0, 1e-4))
