@@ -808,10 +808,17 @@ def group_codes(groups):
     complex component, and NaT) is one id of its own, "missing", whose rows
     form one group.  Total for the dtypes :func:`check_groups` accepts: it
     never raises on their values, so it may run in the private phase (and
-    must: the codes are private).
+    must: the codes are private).  Other dtypes (object arrays) raise a
+    TypeError decided by the dtype alone.
     """
     groups = np.asarray(groups).ravel()
     kind = groups.dtype.kind
+    if kind not in GROUP_LABEL_KINDS:
+        # From the dtype alone (public); a fit has refused it before its spend.
+        raise TypeError(
+            f"groups has dtype {groups.dtype}; group ids must be numbers, strings, booleans "
+            "or dates. Cast group ids to str or int and fill missing ids first."
+        )
     if kind in "fc":
         missing = np.isnan(groups)
     elif kind in "mM":

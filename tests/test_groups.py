@@ -116,6 +116,14 @@ def test_object_group_ids_are_refused_before_the_spend(groups):
     assert budget.ledger == []
 
 
+def test_rowwise_kfold_refuses_object_group_ids():
+    from sklearn_dp.model_selection import RowwiseKFold
+
+    groups = np.array([1.0, float("nan")] * 10, dtype=object)
+    with pytest.raises(TypeError, match="Cast group ids"):
+        RowwiseKFold(n_splits=2, random_state=0).folds(np.zeros((20, 1)), groups)
+
+
 def test_rowwise_kfold_keeps_rows_with_missing_ids_together():
     from sklearn_dp.model_selection import RowwiseKFold
 

@@ -183,7 +183,9 @@ class RowwiseKFold:
             Only its number of rows is read.
         groups : array-like of shape (n_samples,), optional
             The group of each row: each group draws its fold and all its
-            rows go there (as ``GroupKFold``, a group is never split).
+            rows go there (as ``GroupKFold``, a group is never split).  Ids
+            are numbers, strings, booleans or dates; rows with a missing id
+            (NaN, NaT) are one group; object arrays raise a TypeError.
 
         Returns
         -------
@@ -208,7 +210,7 @@ class RowwiseKFold:
             The group of each row: each group draws its own fold, so a
             group is never split between training and test (the folds of a
             group-level fit, ``fit(..., groups=...)``, stay neighbours when a
-            group is added or removed).
+            group is added or removed).  Ids as in :meth:`folds`.
 
         Yields
         ------
