@@ -79,6 +79,10 @@ class LedgerEntry:
         On a ``composition="zcdp"`` budget, the delta of the spend's
         approximate-DP parts, charged to the budget's delta pool (0 for a
         spend without any).
+    unit : {"row", "group"}
+        The unit of privacy of the spend: one row, or one group (a fit with
+        ``groups=``).  One budget holds spends of one unit only.  Entries
+        of ledgers written before the unit was recorded are ``"row"``.
     """
 
     estimator: str
@@ -92,6 +96,7 @@ class LedgerEntry:
     rho: float | None = None
     id: int | None = None
     pool_delta: float | None = None
+    unit: str = "row"
 
     def __repr__(self):
         when = datetime.datetime.fromtimestamp(self.timestamp).isoformat(timespec="seconds")
@@ -101,6 +106,8 @@ class LedgerEntry:
         rho = "" if self.rho is None else f", rho={self.rho:.6g}"
         if self.pool_delta:
             rho += f", pool_delta={self.pool_delta:.6g}"
+        if self.unit != "row":
+            rho += f", unit={self.unit!r}"
         event = "" if self.event is None else f", event={self.event!r}"
         return (
             f"LedgerEntry({self.estimator!r}{solver}, epsilon={self.epsilon:.6g}, "
@@ -283,6 +290,7 @@ _LEDGER_COLUMNS = (
     "error",
     "rho",
     "pool_delta",
+    "unit",
 )
 _META_COLUMNS = ("id", "schema_version", "epsilon", "delta", "created", "composition")
 
@@ -445,7 +453,7 @@ class _SQLiteStorage:
                     "estimator TEXT NOT NULL, solver TEXT, epsilon REAL NOT NULL, "
                     "delta REAL NOT NULL, event BLOB, event_repr TEXT, "
                     "timestamp REAL NOT NULL, status TEXT NOT NULL, error TEXT, rho REAL, "
-                    "pool_delta REAL)"
+                    "pool_delta REAL, unit TEXT)"
                 )
                 now = time.time()
                 chosen = composition if composition is not None else default_composition
@@ -466,6 +474,11 @@ class _SQLiteStorage:
                 stored = conn.execute("SELECT schema_version FROM budget WHERE id = 1").fetchone()
                 if stored is not None and stored[0] != _SCHEMA_VERSION:
                     raise self._version_error(stored[0])
+            if budget_columns == _META_COLUMNS and ledger_columns == _LEDGER_COLUMNS[:-1]:
+                # A ledger written before the unit was recorded: its entries
+                # are row-level (NULL reads as "row"); new ones record theirs.
+                conn.execute("ALTER TABLE ledger ADD COLUMN unit TEXT")
+                ledger_columns = _LEDGER_COLUMNS
             if (budget_columns, ledger_columns) != (_META_COLUMNS, _LEDGER_COLUMNS):
                 raise self._schema_error(
                     f"tables with columns {budget_columns} and {ledger_columns}"
@@ -505,7 +518,7 @@ class _SQLiteStorage:
 
     _SELECT = (
         "SELECT id, estimator, solver, epsilon, delta, event, timestamp, status, error, rho, "
-        "pool_delta FROM ledger"
+        "pool_delta, unit FROM ledger"
     )
 
     def _read_rows(self, conn):
@@ -532,6 +545,7 @@ class _SQLiteStorage:
             error,
             rho,
             pool_delta,
+            unit,
         ) = record
         event = None
         if blob is not None:
@@ -555,6 +569,7 @@ class _SQLiteStorage:
             None if rho is None else float(rho),
             int(entry_id),
             None if pool_delta is None else float(pool_delta),
+            "row" if unit is None else unit,
         )
         row = _Row(entry, None if blob is None else bytes(blob))
         with self._cache_lock:
@@ -602,7 +617,8 @@ class _SQLiteStorage:
         entry = row.entry
         cursor = conn.execute(
             "INSERT INTO ledger (estimator, solver, epsilon, delta, event, event_repr, "
-            "timestamp, status, error, rho, pool_delta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "timestamp, status, error, rho, pool_delta, unit) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 entry.estimator,
                 entry.solver,
@@ -615,6 +631,7 @@ class _SQLiteStorage:
                 entry.error,
                 entry.rho,
                 entry.pool_delta,
+                entry.unit,
             ),
         )
         return int(cursor.lastrowid)

@@ -194,7 +194,9 @@ __all__ = [
     "allocate_rows",
     "active_tracers",
     "contribution_bound",
+    "fit_rows",
     "group_rows",
+    "released_rows",
 ]
 
 MECHANISMS = (
@@ -354,9 +356,18 @@ def _check_sensitivity(sensitivity, norm):
 # which do not inherit context variables); while several fits run at once,
 # every release uses the largest active ``k``: a row-level fit running at the
 # same time gets more noise than it needs, never a group-level fit less.
+#
+# Refusals (row-level samplers) and the label set's threshold read the unit
+# of the fit running in the calling thread instead (:func:`fit_rows`): a
+# row-level fit must not fail, after its charge, because a group-level fit
+# runs in another thread.  Phases nest by taking the larger ``k`` (a fit
+# inside a group-level fit protects the group); a thread that runs no phase
+# of its own (a joblib worker of a solver) falls back to the largest active
+# ``k``, which is never less than the unit of the fit it works for.
 
 _UNITS: list[int] = []
 _UNITS_LOCK = threading.Lock()
+_THREAD_UNIT = threading.local()
 
 
 class contribution_bound:
@@ -373,9 +384,12 @@ class contribution_bound:
     def __enter__(self):
         with _UNITS_LOCK:
             _UNITS.append(self.max_rows)
+        stack = _THREAD_UNIT.__dict__.setdefault("stack", [])
+        stack.append(max(self.max_rows, stack[-1] if stack else 1))
         return self
 
     def __exit__(self, *exc_info):
+        _THREAD_UNIT.stack.pop()
         with _UNITS_LOCK:
             _UNITS.remove(self.max_rows)
         return False
@@ -387,9 +401,29 @@ def group_rows():
         return max(_UNITS, default=1)
 
 
+def fit_rows():
+    """The rows of one unit of privacy of the fit running in this thread.
+
+    The innermost :class:`contribution_bound` entered by this thread (the
+    largest ``k`` of the nested ones); without one, :func:`group_rows`.
+    """
+    stack = getattr(_THREAD_UNIT, "stack", None)
+    return stack[-1] if stack else group_rows()
+
+
+def released_rows():
+    """The multiplier (rows per unit) that this thread's last grid release applied.
+
+    Public computations that use a release's noise scale (a confidence
+    margin, a ridge sized to the noise) multiply the planned scale by it:
+    the scale actually added.  1 before any release.
+    """
+    return getattr(_THREAD_UNIT, "released", 1)
+
+
 def _refuse_group_level(what):
     """Row-level mechanisms that a group bound does not cover: refused under a group unit."""
-    if group_rows() > 1:
+    if fit_rows() > 1:
         raise RuntimeError(
             f"{what} has no group-level analysis here; it cannot run in a fit with groups= "
             "(the fit should have refused this solver before its spend)."
@@ -456,6 +490,7 @@ def _grid_release(mechanism, value, sensitivity, norm, scale, rng, label, law):
     """
     grid_of, sampler, offset = law
     rows = group_rows()
+    _THREAD_UNIT.released = rows
     sensitivity = rows * _check_sensitivity(sensitivity, norm)
     scale = rows * float(scale)
     array = np.asarray(value, dtype=float)
@@ -746,7 +781,8 @@ def thresholded_histogram(keys, counts, *, scale, threshold, rng, label=""):
     """
     keys = np.asarray(keys)
     counts = np.asarray(counts, dtype=float)
-    rows = group_rows()
+    # Scale and threshold from the same unit: this fit's own (see fit_rows).
+    rows = fit_rows()
     if rows > 1 and scale > 0:
         # One group moves the counts by at most k in L1 (Laplace of k times
         # the scale: the same epsilon), and can hold up to k keys of its own,

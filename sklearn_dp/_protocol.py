@@ -68,8 +68,11 @@ __all__ = [
     "restore_on_failure",
     "GROUP_SOLVERS",
     "check_groups",
+    "check_group_options",
     "check_group_solver",
+    "group_codes",
     "kept_group_rows",
+    "warn_unused_group_bound",
     "unit_of_privacy",
 ]
 
@@ -436,6 +439,7 @@ def reserve(budget, plans):
                     event=plan.event,
                     estimator=ledger_name(plan),
                     solver=plan.solver,
+                    unit="row" if plan.max_group_rows is None else "group",
                 )
             )
         except BaseException as exc:
@@ -690,7 +694,9 @@ def release_count(n_samples, epsilon_count, rng):
         float(n_samples), sensitivity=1.0, scale=scale, rng=rng, label="row count"
     )
     estimate = max(1.0, noisy)
-    return PrivateCount(estimate, estimate + COUNT_UPPER_SCALES * scale, dpe.LaplaceDpEvent(scale))
+    # The margin uses the scale actually added (k times ``scale`` in a group fit).
+    upper = estimate + COUNT_UPPER_SCALES * scale * _noise.released_rows()
+    return PrivateCount(estimate, upper, dpe.LaplaceDpEvent(scale))
 
 
 # -- the unit of privacy: one row, or one group of at most k rows ----------------
@@ -735,21 +741,97 @@ def check_groups(groups, n_rows, max_group_rows, owner):
             f"{owner}: groups must be a 1-d array with one group label per row of X "
             "(the same length as X). Its values are not read before the spend."
         )
+    if groups.dtype.kind not in GROUP_LABEL_KINDS:
+        # Decided from the dtype alone: object labels (strings mixed with
+        # None, NaN, pd.NA or numbers) have no total order, and a sort of
+        # them raises or splits one group in many, after the spend.
+        raise TypeError(
+            f"{owner}: groups has dtype {groups.dtype}; group ids must be numbers, "
+            "strings, booleans or dates. Cast group ids to str or int and fill missing "
+            "ids first, e.g. groups=np.asarray(ids, dtype=str) or "
+            "series.fillna(-1).to_numpy(dtype=int)."
+        )
     return groups
+
+
+def warn_unused_group_bound(max_group_rows, owner):
+    """Warn (from public inputs) that ``max_group_rows`` is set but ``fit`` got no ``groups``."""
+    if max_group_rows is not None:
+        warnings.warn(
+            f"{owner}: max_group_rows={max_group_rows!r} is set but fit() got no groups=, so "
+            "the unit of privacy is one row, not one group. Pass groups=... (the person of "
+            "each row) for a guarantee per person, or leave max_group_rows=None.",
+            UserWarning,
+            stacklevel=user_stacklevel(),
+        )
 
 
 def _dask_like(value):
     return type(value).__module__.split(".")[0] == "dask"
 
 
-def check_group_solver(solver, owner):
-    """Refuse, before any spend, a solver with no group-level analysis here."""
+def check_group_solver(solver, owner, solver_options=None):
+    """Refuse, before any spend, a solver or option with no group-level analysis here.
+
+    ``solver_options={"inference": True}`` is refused too: its intervals
+    assume independent rows, which the rows of one group are not.
+    """
     if solver not in GROUP_SOLVERS:
         raise ValueError(
             f"{owner}: solver={solver!r} does not support groups= (its privacy analysis "
             "samples or allocates rows, or is per row). Solvers that fit with groups: "
             f"{', '.join(sorted(GROUP_SOLVERS))}; pass one as solver=... (or 'auto')."
         )
+    check_group_options(solver_options, owner)
+
+
+def check_group_options(solver_options, owner):
+    """Refuse, before any spend, ``solver_options`` with no group-level meaning here."""
+    if (solver_options or {}).get("inference"):
+        raise ValueError(
+            f"{owner}: solver_options={{'inference': True}} does not support groups=: "
+            "its standard errors and confidence intervals assume independent rows, and "
+            "the rows of one group are not. Fit without inference, or without groups."
+        )
+
+
+#: Dtype kinds accepted for group ids: those where equality is an
+#: equivalence that numpy sorts totally (missing values handled by
+#: :func:`group_codes`).  Object arrays are refused before the spend.
+GROUP_LABEL_KINDS = "biufcUSmM"
+
+
+def group_codes(groups):
+    """The group of each row as an integer ``0 .. G - 1``: the one factorisation of group ids.
+
+    Rows with equal ids share a code; every missing id (NaN, in any float or
+    complex component, and NaT) is one id of its own, "missing", whose rows
+    form one group.  Total for the dtypes :func:`check_groups` accepts: it
+    never raises on their values, so it may run in the private phase (and
+    must: the codes are private).  Other dtypes (object arrays) raise a
+    TypeError decided by the dtype alone.
+    """
+    groups = np.asarray(groups).ravel()
+    kind = groups.dtype.kind
+    if kind not in GROUP_LABEL_KINDS:
+        # From the dtype alone (public); a fit has refused it before its spend.
+        raise TypeError(
+            f"groups has dtype {groups.dtype}; group ids must be numbers, strings, booleans "
+            "or dates. Cast group ids to str or int and fill missing ids first."
+        )
+    if kind in "fc":
+        missing = np.isnan(groups)
+    elif kind in "mM":
+        missing = np.isnat(groups)
+    else:
+        missing = np.zeros(groups.shape, dtype=bool)
+    codes = np.empty(groups.shape, dtype=np.intp)
+    # np.unique merges NaN only from numpy 1.24 on: missing ids get their
+    # code apart, after the present ones.
+    present, inverse = np.unique(groups[~missing], return_inverse=True)
+    codes[~missing] = inverse.ravel()
+    codes[missing] = present.size
+    return codes
 
 
 def kept_group_rows(groups, max_group_rows):
@@ -762,8 +844,7 @@ def kept_group_rows(groups, max_group_rows):
     row is kept (no copy of X is needed).  Private: call it in the private
     phase.
     """
-    _, inverse = np.unique(groups, return_inverse=True)
-    inverse = inverse.ravel()
+    inverse = group_codes(groups)
     order = np.argsort(inverse, kind="stable")
     sorted_groups = inverse[order]
     starts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]])

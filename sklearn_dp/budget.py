@@ -185,6 +185,37 @@ def _check_spend_args(epsilon, delta, event):
     return float(epsilon), float(delta)
 
 
+UNITS = ("row", "group")
+
+
+def _check_unit_name(unit):
+    if unit not in UNITS:
+        raise ValueError(f"unit must be one of {UNITS}, got {unit!r}.")
+    return unit
+
+
+def _check_unit(rows, unit):
+    """Refuse a spend whose unit of privacy is not that of the ledger's entries.
+
+    Spends compose into one guarantee only under one neighbouring relation:
+    a row-level fit's epsilon says nothing about a person with many rows,
+    and adding it to group-level spends would state a total that holds
+    under neither relation.  Group-level fits with different
+    ``max_group_rows`` compose: a fit that keeps at most ``k`` rows of each
+    group is DP for adding or removing one group of any size.
+    """
+    other = next((row.entry.unit for row in rows if row.entry.unit != unit), None)
+    if other is None:
+        return
+    names = {"row": "one row", "group": "one group (fits with groups=)"}
+    raise ValueError(
+        f"This budget holds spends whose unit of privacy is {names[other]}; this spend's "
+        f"unit is {names[unit]}. Their epsilons do not add up to a guarantee under either "
+        "neighbouring relation. Use a separate PrivacyBudget for each unit of privacy. "
+        "Nothing was spent."
+    )
+
+
 def _default_composition(delta):
     return "zcdp" if delta > 0 else "basic"
 
@@ -653,13 +684,15 @@ class PrivacyBudget:
             _basic_refusal(self, rows, epsilon, delta, (basic_eps, basic_delta))
         )
 
-    def _admission(self, epsilon, delta, event, estimator, solver, status):
+    def _admission(self, epsilon, delta, event, estimator, solver, status, unit="row"):
         """The row to record and the ``decide(rows)`` that admits it (and sets its charge)."""
         charges = self._charges(epsilon, delta, event)
         row = self._new_row(epsilon, delta, event, estimator, solver, status, (None, None))
+        row.entry = dataclasses.replace(row.entry, unit=unit)
         chosen = []
 
         def decide(rows):
+            _check_unit(rows, unit)
             charge = self._admit(rows, epsilon, delta, charges)
             row.entry = dataclasses.replace(row.entry, rho=charge[0], pool_delta=charge[1])
             chosen.append(charge)
@@ -686,7 +719,14 @@ class PrivacyBudget:
         )
         return _Row(entry, _pickle_event(event))
 
-    def check(self, epsilon: float, delta: float = 0.0, event: dpe.DpEvent | None = None) -> None:
+    def check(
+        self,
+        epsilon: float,
+        delta: float = 0.0,
+        event: dpe.DpEvent | None = None,
+        *,
+        unit: str = "row",
+    ) -> None:
         """Raise :class:`BudgetExceededError` if spending ``(epsilon, delta)`` would not fit.
 
         Parameters
@@ -695,6 +735,8 @@ class PrivacyBudget:
             The guarantee the planned fit would claim.
         event : dp_accounting.DpEvent, optional
             The planned fit's mechanism (needed by ``composition="zcdp"``).
+        unit : {"row", "group"}, default="row"
+            The spend's unit of privacy (see :meth:`reserve`).
 
         Raises
         ------
@@ -703,10 +745,15 @@ class PrivacyBudget:
         BudgetStorageError
             The ledger cannot be used (locked or corrupted file, or an
             in-memory budget in another process).
+        ValueError
+            The budget holds spends of the other unit of privacy.
         """
         epsilon, delta = _check_spend_args(epsilon, delta, event)
+        unit = _check_unit_name(unit)
         self._storage.check_usable()
-        self._admit(self._storage.rows(), epsilon, delta, self._charges(epsilon, delta, event))
+        rows = self._storage.rows()
+        _check_unit(rows, unit)
+        self._admit(rows, epsilon, delta, self._charges(epsilon, delta, event))
 
     def reserve(
         self,
@@ -716,6 +763,7 @@ class PrivacyBudget:
         event: dpe.DpEvent | None = None,
         estimator: str = "manual",
         solver: str | None = None,
+        unit: str = "row",
     ) -> Reservation:
         """Atomically check a spend and record it, before the data is touched.
 
@@ -730,6 +778,12 @@ class PrivacyBudget:
             Who spends (an estimator passes its class name).
         solver : str, optional
             The solver that will run the fit.
+        unit : {"row", "group"}, default="row"
+            The spend's unit of privacy: one row, or one group (a fit with
+            ``groups=``; group fits with different ``max_group_rows``
+            compose, each being DP for a group of any size).  A budget holds
+            spends of one unit only: a spend of the other unit is refused
+            with a ValueError, and nothing is recorded.
 
         Returns
         -------
@@ -743,10 +797,16 @@ class PrivacyBudget:
             The spend does not fit; nothing is recorded.
         BudgetStorageError
             The ledger cannot be used; nothing is recorded.
+        ValueError
+            The budget holds spends of the other unit of privacy; nothing
+            is recorded.
         """
         epsilon, delta = _check_spend_args(epsilon, delta, event)
         self._storage.check_usable()
-        row, decide, chosen = self._admission(epsilon, delta, event, estimator, solver, RESERVED)
+        unit = _check_unit_name(unit)
+        row, decide, chosen = self._admission(
+            epsilon, delta, event, estimator, solver, RESERVED, unit
+        )
         entry_id = self._storage.append_if(decide, row)
         return Reservation(self, entry_id, epsilon, delta, *chosen[-1])
 
@@ -758,6 +818,7 @@ class PrivacyBudget:
         event: dpe.DpEvent | None = None,
         estimator: str = "manual",
         solver: str | None = None,
+        unit: str = "row",
     ) -> None:
         """Atomically check a spend and record it as one completed ledger entry.
 
@@ -774,6 +835,8 @@ class PrivacyBudget:
             Who spends.
         solver : str, optional
             The solver that ran the fit.
+        unit : {"row", "group"}, default="row"
+            The spend's unit of privacy (see :meth:`reserve`).
 
         Raises
         ------
@@ -781,10 +844,14 @@ class PrivacyBudget:
             The spend does not fit; nothing is recorded.
         BudgetStorageError
             The ledger cannot be used; nothing is recorded.
+        ValueError
+            The budget holds spends of the other unit of privacy; nothing
+            is recorded.
         """
         epsilon, delta = _check_spend_args(epsilon, delta, event)
         self._storage.check_usable()
-        row, decide, _ = self._admission(epsilon, delta, event, estimator, solver, COMPLETED)
+        unit = _check_unit_name(unit)
+        row, decide, _ = self._admission(epsilon, delta, event, estimator, solver, COMPLETED, unit)
         self._storage.append_if(decide, row)
 
     # -- sharing ---------------------------------------------------------------

@@ -542,6 +542,7 @@ def _entry_dict(entry: LedgerEntry):
         "rho": _number(entry.rho),
         "pool_delta": _number(entry.pool_delta),
         "status": entry.status,
+        "unit": entry.unit,
         "error": entry.error,
         "time": when.isoformat(timespec="seconds"),
         "dp_event": None if entry.event is None else event_to_dict(entry.event),
@@ -681,6 +682,15 @@ def privacy_report(obj, *, false_positive_rates: Sequence[float] = FALSE_POSITIV
             step.pop("versions", None)
     else:
         rows = obj.ledger
+        if any(entry.unit == "group" for entry in rows):
+            # A budget holds spends of one unit only (PrivacyBudget.reserve).
+            report.update(
+                unit_of_privacy=(
+                    "one group of rows (all rows of one person, account or other unit "
+                    "passed as groups=), of which each fit uses at most its max_group_rows"
+                ),
+                neighbouring_relation="add or remove one group",
+            )
         report.update(
             epsilon_limit=_number(obj.epsilon),
             delta_limit=_number(obj.delta),

@@ -8,12 +8,15 @@ test with whole hostile groups is in ``tests/test_substitution.py``.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 import warnings
 
 import numpy as np
 import pytest
 from dp_accounting import dp_event as dpe
+from sklearn.base import clone
 
 from sklearn_dp import (
     DPLasso,
@@ -25,11 +28,13 @@ from sklearn_dp import (
 )
 from sklearn_dp._protocol import (
     COUNT_EPSILON_FRACTION,
+    COUNT_UPPER_SCALES,
     GROUP_SOLVERS,
+    group_codes,
     kept_group_rows,
     release_count,
 )
-from sklearn_dp.solvers import SOLVERS
+from sklearn_dp.solvers import SOLVERS, dp_newton, dp_ssp
 from sklearn_dp.testing import trace_releases
 
 
@@ -67,6 +72,64 @@ def test_adding_a_group_leaves_the_other_groups_rows_unchanged():
     assert back.tolist() == kept.tolist()
     assert is_new[kept_more].sum() == 3
     assert original.size == more.size
+
+
+@pytest.mark.parametrize(
+    "groups, codes",
+    [
+        (np.array([1.0, np.nan, 1.0, np.nan, 1.0]), [0, 1, 0, 1, 0]),
+        (np.array([np.nan, 2.0, -0.0, 0.0, np.nan]), [2, 1, 0, 0, 2]),
+        (np.array([1j, complex(np.nan, 0), complex(0, np.nan), 1j]), [0, 1, 1, 0]),
+        (np.array(["2020-01-01", "NaT", "NaT", "2020-01-01"], dtype="M8[D]"), [0, 1, 1, 0]),
+        (np.array(["b", "a", "b"]), [1, 0, 1]),
+        (np.array([True, False, True]), [1, 0, 1]),
+        (np.array([], dtype=float), []),
+    ],
+    ids=["float", "signed-zero", "complex", "datetime", "str", "bool", "empty"],
+)
+def test_group_codes_make_every_missing_id_one_group(groups, codes):
+    assert group_codes(groups).tolist() == codes
+
+
+def test_missing_ids_are_one_group_that_keeps_its_first_rows():
+    groups = np.array([1.0, np.nan, 1.0, np.nan, 1.0, np.nan])
+    assert kept_group_rows(groups, 1).tolist() == [0, 1]
+
+
+@pytest.mark.parametrize(
+    "groups",
+    [
+        [1.0, float("nan")] * 60,
+        ["user"] * 119 + [None],
+        ["user"] * 119 + [3],
+        [float("nan")] * 120,
+    ],
+    ids=["object-nan", "str-none", "str-int", "all-nan"],
+)
+def test_object_group_ids_are_refused_before_the_spend(groups):
+    # The dtype alone decides (public): object ids have no total order.
+    X, y, _ = _data()
+    budget = PrivacyBudget(10.0, 1e-3)
+    model = DPLogisticRegression(classes=[0, 1], max_group_rows=2, budget=budget)
+    with pytest.raises(TypeError, match="Cast group ids to str or int"):
+        model.fit(X, y, groups=np.array(groups, dtype=object))
+    assert budget.ledger == []
+
+
+def test_rowwise_kfold_refuses_object_group_ids():
+    from sklearn_dp.model_selection import RowwiseKFold
+
+    groups = np.array([1.0, float("nan")] * 10, dtype=object)
+    with pytest.raises(TypeError, match="Cast group ids"):
+        RowwiseKFold(n_splits=2, random_state=0).folds(np.zeros((20, 1)), groups)
+
+
+def test_rowwise_kfold_keeps_rows_with_missing_ids_together():
+    from sklearn_dp.model_selection import RowwiseKFold
+
+    groups = np.where(np.arange(200) % 3 == 0, np.nan, np.arange(200) % 7)
+    folds = RowwiseKFold(n_splits=4, random_state=0).folds(np.zeros((200, 1)), groups)
+    assert np.unique(folds[np.isnan(groups)]).size == 1
 
 
 # -- the gateway's multiplier: exact sensitivities and noise scales -----------------
@@ -111,6 +174,37 @@ def test_count_of_kept_rows_has_group_sensitivity():
     assert release.scale == 5.0 / 0.5
     # The event is the row-level one: Laplace of scale 1 / epsilon per unit.
     assert count.event == dpe.LaplaceDpEvent(1.0 / 0.5)
+    # The upper bound's margin is in units of the noise actually added.
+    assert count.normalizer == pytest.approx(count.estimate + COUNT_UPPER_SCALES * 5.0 / 0.5)
+
+
+def _solver_details(solver, k, **options):
+    from sklearn_dp._data import bound_data
+    from sklearn_dp._losses import get_loss
+
+    X, y, _ = _data(200)
+    data = bound_data(X, 2.0 * y - 1.0, fit_intercept=True, data_norm=2.0)
+    loss = get_loss("squared" if solver == "dp_ssp" else "log_loss")
+    zero = lambda release: np.zeros_like(np.asarray(release.value, dtype=float))
+    with trace_releases(substitute=zero), _noise.contribution_bound(k):
+        result = (dp_ssp if solver == "dp_ssp" else dp_newton)(
+            data, loss, n_outputs=1, alpha=0.0, epsilon=0.5, delta=1e-6, random_state=0, **options
+        )
+    return {**result.plan.details, **result.info.get("statistics", {})}
+
+
+def test_adassp_ridge_covers_the_group_noise():
+    # The released eigenvalue (substituted: 0) is below the noise; the ridge
+    # is then RIDGE_SCALE sqrt(2 m) times the Gram noise actually added.
+    row, group = (_solver_details("dp_ssp", k, label_bound=1.0) for k in (1, 4))
+    assert group["ridge"] == pytest.approx(4 * row["ridge"], rel=1e-12)
+    assert group["min_eigenvalue_lower"] == pytest.approx(4 * row["min_eigenvalue_lower"])
+
+
+def test_newton_eigenvalue_floor_covers_the_group_noise():
+    row, group = (_solver_details("dp_newton", k, floor_scale=1.0) for k in (1, 4))
+    assert row["floor"] > 1e-6  # the noise term, not the relative floor, decides
+    assert group["floor"] == pytest.approx(4 * row["floor"], rel=1e-12)
 
 
 def test_label_histogram_threshold_covers_k_new_labels_of_one_group():
@@ -157,6 +251,60 @@ def test_label_histogram_threshold_covers_k_new_labels_of_one_group():
 def test_row_level_samplers_refuse_a_group_unit(call):
     with _noise.contribution_bound(2), pytest.raises(RuntimeError, match="group"):
         call(np.random.default_rng(0))
+
+
+@contextlib.contextmanager
+def _group_fit_in_another_thread(k):
+    entered, done = threading.Event(), threading.Event()
+
+    def hold():
+        with _noise.contribution_bound(k):
+            entered.set()
+            done.wait(30)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    entered.wait(30)
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+
+
+def test_row_level_fit_samples_while_a_group_fit_runs_in_another_thread():
+    with _group_fit_in_another_thread(5):
+        assert _noise.group_rows() == 5  # the noise: never less for the group fit
+        with _noise.contribution_bound(None):  # this thread's row-level fit
+            assert _noise.fit_rows() == 1
+            _noise.poisson_sample(10, 0.5, np.random.default_rng(0))
+            _noise.allocate_rows(10, [0.5, 0.5], np.random.default_rng(0))
+        # A thread with no fit of its own (a solver's worker) takes the largest unit.
+        with pytest.raises(RuntimeError, match="group"):
+            _noise.poisson_sample(10, 0.5, np.random.default_rng(0))
+
+
+def test_label_threshold_is_the_running_fits_own_unit():
+    scale, threshold = 2.0, 10.0
+    with _group_fit_in_another_thread(4), trace_releases() as trace:
+        with _noise.contribution_bound(None):
+            _noise.thresholded_histogram(
+                np.array([0, 1]),
+                np.array([100, 3]),
+                scale=scale,
+                threshold=threshold,
+                rng=np.random.default_rng(0),
+            )
+    (release,) = trace.releases
+    assert (release.sensitivity, release.scale, release.threshold) == (1.0, scale, threshold)
+
+
+def test_a_fit_inside_a_group_fit_keeps_the_group_unit():
+    with _noise.contribution_bound(3), _noise.contribution_bound(None):
+        assert _noise.fit_rows() == 3
+        with pytest.raises(RuntimeError, match="group"):
+            _noise.poisson_sample(10, 0.5, np.random.default_rng(0))
+    assert _noise.fit_rows() == 1
 
 
 # -- estimators ---------------------------------------------------------------------
@@ -261,6 +409,55 @@ def test_max_group_rows_below_one_is_refused(bad):
     )
 
 
+@pytest.mark.parametrize(
+    "model, task",
+    [
+        (DPLogisticRegression(classes=[0, 1], solver="dp_newton"), "classification"),
+        (DPLogisticRegression(classes=[0, 1], solver="auto"), "classification"),
+        (DPSCORegressor(y_bound=1.0, solver="dp_ssp"), "regression"),
+    ],
+    ids=["dp_newton", "auto", "dp_ssp"],
+)
+def test_inference_with_groups_is_refused_before_the_spend(model, task):
+    # Its intervals assume independent rows; a group's rows are not.
+    X, y, groups = _data()
+    model = clone(model).set_params(max_group_rows=2, solver_options={"inference": True})
+    target = y if task == "classification" else 0.3 * X[:, 0]
+    _refused(model, X, target, "assume independent rows", groups=groups)
+
+
+def test_search_with_inference_candidates_and_groups_is_refused_before_the_spend():
+    from sklearn_dp.model_selection import DPGridSearchCV
+
+    X, y, groups = _data()
+    budget = PrivacyBudget(10.0, 1e-3, composition="basic")
+    search = DPGridSearchCV(
+        DPLogisticRegression(classes=[0, 1], solver="dp_newton"),
+        {"solver_options": [None, {"inference": True}]},
+        max_group_rows=2,
+        budget=budget,
+    )
+    with pytest.raises(ValueError, match="assume independent rows"):
+        search.fit(X, y, groups=groups)
+    assert budget.ledger == []
+
+
+@pytest.mark.parametrize("name", ["DPStandardScaler", "DPMinMaxScaler", "DPPCA"])
+def test_transformers_refuse_dask_input_with_groups_before_the_spend(name):
+    da = pytest.importorskip("dask.array")
+    from sklearn_dp.decomposition import DPPCA
+    from sklearn_dp.preprocessing import DPMinMaxScaler, DPStandardScaler
+
+    make = dict(DPStandardScaler=DPStandardScaler, DPMinMaxScaler=DPMinMaxScaler, DPPCA=DPPCA)
+    X, _, groups = _data()
+    budget = PrivacyBudget(10.0, 1e-3)
+    params = dict(n_components=2, delta=1e-6) if name == "DPPCA" else {}
+    model = make[name](max_group_rows=2, budget=budget, **params)
+    with pytest.raises(ValueError, match="not supported with Dask"):
+        model.fit(da.from_array(X, chunks=40), groups=groups)
+    assert budget.ledger == []
+
+
 @pytest.mark.parametrize("solver", sorted(set(SOLVERS) - GROUP_SOLVERS))
 def test_solvers_without_a_group_analysis_are_refused_before_the_spend(solver):
     X, y, groups = _data()
@@ -287,6 +484,28 @@ def test_without_groups_max_group_rows_changes_nothing():
         b = DPLogisticRegression(max_group_rows=4, **params).fit(X, y)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     assert a.dp_event_ == b.dp_event_
+
+
+def test_max_group_rows_without_groups_warns_before_the_fit():
+    from sklearn_dp.model_selection import DPGridSearchCV
+    from sklearn_dp.preprocessing import DPStandardScaler
+
+    X, y, groups = _data()
+    model = DPLogisticRegression(classes=[0, 1], solver="dp_gd", max_iter=2, max_group_rows=3)
+    for fit in (
+        lambda: clone(model).fit(X, y),
+        lambda: DPStandardScaler(bounds=(-1, 1), max_group_rows=3).fit(X),
+        lambda: DPGridSearchCV(
+            clone(model).set_params(max_group_rows=None), {"C": [1.0]}, max_group_rows=3
+        ).fit(X, y),
+    ):
+        with pytest.warns(UserWarning, match="no groups=, so the unit of privacy is one row"):
+            fit()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clone(model).fit(X, y, groups=groups)
+        clone(model).set_params(max_group_rows=None).fit(X, y)
+    assert not [w for w in caught if "no groups=" in str(w.message)]
 
 
 def test_report_states_the_group_unit():
@@ -318,13 +537,68 @@ def test_ledger_entry_names_the_group_unit():
     budget = PrivacyBudget(5.0, 1e-4)
     params = dict(classes=[0, 1], solver="dp_gd", max_iter=3, random_state=0, budget=budget)
     DPLogisticRegression(max_group_rows=3, **params).fit(X, y, groups=groups)
-    DPLogisticRegression(max_group_rows=3, **params).fit(X, y)
+    DPLogisticRegression(max_group_rows=2, **params).fit(X, y, groups=groups)
     names = [entry.estimator for entry in budget.ledger]
     assert names == [
         "DPLogisticRegression (add or remove one group of at most 3 rows)",
-        "DPLogisticRegression",
+        "DPLogisticRegression (add or remove one group of at most 2 rows)",
     ]
     assert privacy_report(budget)["ledger"][0]["estimator"] == names[0]
+
+
+def _fit_on(budget, k, groups=None):
+    X, y, g = _data()
+    model = DPLogisticRegression(
+        classes=[0, 1],
+        solver="dp_gd",
+        max_iter=2,
+        random_state=0,
+        budget=budget,
+        max_group_rows=None if groups is None else k,
+    )
+    return model.fit(X, y, groups=None if groups is None else g)
+
+
+@pytest.mark.parametrize("first", ["row", "group"])
+def test_a_budget_refuses_a_second_unit_of_privacy_before_the_spend(first):
+    budget = PrivacyBudget(5.0, 1e-4)
+    _fit_on(budget, 3, groups=True if first == "group" else None)
+    with pytest.raises(ValueError, match="separate PrivacyBudget for each unit"):
+        _fit_on(budget, 3, groups=None if first == "group" else True)
+    assert [entry.unit for entry in budget.ledger] == [first]
+    with pytest.raises(ValueError, match="unit of privacy"):
+        budget.check(0.1, unit="row" if first == "group" else "group")
+
+
+def test_group_fits_of_any_size_compose_on_one_budget():
+    budget = PrivacyBudget(5.0, 1e-4)
+    _fit_on(budget, 2, groups=True)
+    _fit_on(budget, 5, groups=True)
+    assert [entry.unit for entry in budget.ledger] == ["group", "group"]
+    report = privacy_report(budget)
+    assert report["neighbouring_relation"] == "add or remove one group"
+    assert [entry["unit"] for entry in report["ledger"]] == ["group", "group"]
+    assert privacy_report(PrivacyBudget(1.0))["neighbouring_relation"] == "add or remove one row"
+
+
+def test_sqlite_ledger_records_the_unit_and_reads_old_ledgers_as_rows(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "ledger.sqlite"
+    budget = PrivacyBudget(5.0, 1e-4, storage=path)
+    _fit_on(budget, 3, groups=True)
+    assert [e.unit for e in PrivacyBudget(5.0, 1e-4, storage=path).ledger] == ["group"]
+    # A ledger written before the unit was recorded: no unit column.
+    old = tmp_path / "old.sqlite"
+    PrivacyBudget(5.0, 1e-4, storage=old).spend(0.5, estimator="DPLogisticRegression")
+    with sqlite3.connect(old) as conn:
+        conn.execute("ALTER TABLE ledger DROP COLUMN unit")
+    reopened = PrivacyBudget(5.0, 1e-4, storage=old)
+    assert [e.unit for e in reopened.ledger] == ["row"]
+    with pytest.raises(ValueError, match="unit of privacy"):
+        _fit_on(reopened, 3, groups=True)
+    _fit_on(reopened, None)
+    assert [e.unit for e in reopened.ledger] == ["row", "row"]
 
 
 # -- statistical audits: D against D plus one canary group --------------------------
@@ -394,6 +668,47 @@ def test_audit_estimator_adds_a_whole_canary_group():
     assert sizes == {60, 63}
     (prime,) = {tuple(g[60:]) for size, g in seen if size == 63}
     assert len(set(prime)) == 1 and prime[0] not in set(groups)
+
+
+@pytest.mark.parametrize(
+    "groups",
+    [
+        np.where(np.arange(60) % 3 == 0, np.nan, np.arange(60) % 7),  # NaN is the maximum
+        np.array(["canary-2", "a"] * 30),  # a label a made-up canary name collides with
+    ],
+    ids=["nan", "canary-name"],
+)
+def test_audit_canary_group_is_new_whatever_the_labels(groups):
+    from sklearn_dp._protocol import group_codes
+    from sklearn_dp.testing import audit_estimator
+
+    X, y, _ = _data(60)
+    seen = []
+
+    class Recorder(DPLogisticRegression):
+        def fit(self, X, y, sample_weight=None, groups=None):
+            seen.append(np.asarray(groups))
+            return self  # only the labels the audit passes matter here
+
+    estimator = Recorder(epsilon=1.0, classes=[0, 1], solver="dp_gd", max_iter=2, max_group_rows=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        audit_estimator(
+            estimator,
+            X,
+            y,
+            np.array([0.0, 5.0, 0.0]),
+            1,
+            n_runs=200,
+            groups=groups,
+            statistic=lambda model: 0.0,
+        )
+    d = next(g for g in seen if g.size == 60)
+    prime = next(g for g in seen if g.size == 63)
+    # D keeps its partition; the canary rows are one group of their own.
+    assert group_codes(d).tolist() == group_codes(groups).tolist()
+    assert group_codes(prime[:60]).tolist() == group_codes(groups).tolist()
+    assert len(set(prime[60:].tolist())) == 1 and prime[60] not in set(prime[:60].tolist())
 
 
 def test_auto_without_a_group_solver_says_which_solvers_run_with_groups():

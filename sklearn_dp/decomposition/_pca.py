@@ -330,7 +330,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, _DPTransformer):
         self : DPPCA
             The fitted transformer.
         """
-        X, plan = self._with_groups(*self._plan(X), groups)
+        X, plan = self._with_groups(X, groups)
         context = plan.context
         auto, k = context["auto"], context["n_features_out"]
         sum_multiplier, gram_multiplier = context["multipliers"]

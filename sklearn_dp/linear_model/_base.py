@@ -54,6 +54,7 @@ from .._protocol import (
     check_groups,
     debug_mode,
     restore_on_failure,
+    warn_unused_group_bound,
 )
 from .._saving import SavedWithoutLedger
 from .._sklearn_compat import (
@@ -762,6 +763,7 @@ class BaseDPEstimator(SavedWithoutLedger, BaseEstimator):
     def _group_request(self, request, groups):
         """``request`` with the fit's unit of privacy: rows, or groups (public checks only)."""
         if groups is None:
+            warn_unused_group_bound(self.max_group_rows, type(self).__name__)
             return request
         request.groups = check_groups(
             groups, request.X.shape[0], self.max_group_rows, type(self).__name__

@@ -89,7 +89,7 @@ def plan_fit(estimator, request):
     if request.max_group_rows is not None:
         if dask_input:
             raise ValueError(f"{name}: groups= is not supported with Dask arrays.")
-        check_group_solver(spec.name, name)
+        check_group_solver(spec.name, name, estimator.solver_options)
     # Zero rows of the input's schema, for the public checks and plans
     # (copies: the plan keeps no view of the private arrays).
     X0, y0 = (

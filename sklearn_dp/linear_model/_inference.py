@@ -46,7 +46,9 @@ logistic model), that the public bounds do not clip the data (rows inside
 range), that the fit converged, and that the noise is small enough for the
 first-order expansion (large ``n epsilon``).  Where the bounds clip, the
 estimate is biased toward the clipped problem and the intervals can miss
-the truth: see ``docs/guide/inference.md``.
+the truth: see ``docs/guide/inference.md``.  They also assume independent
+rows, so a fit with ``groups=`` refuses ``inference=True`` before its spend
+(:func:`sklearn_dp._protocol.check_group_options`).
 """
 
 from __future__ import annotations

@@ -44,10 +44,12 @@ from .. import _noise, _random
 from .._protocol import (
     FitPlan,
     PrivatePhase,
+    check_group_options,
     check_group_solver,
     check_groups,
     kept_group_rows,
     reserve,
+    warn_unused_group_bound,
 )
 from .._saving import SavedWithoutLedger, keep_entries
 from .._sklearn_compat import HasMethods, Interval, StrOptions
@@ -290,7 +292,9 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
         validator = clone(final_estimator(self.estimator)).set_params(budget=None)
         X, y = validator._validate_fit_data(X, y, y_numeric=not is_classifier(validator))
         group_rows = None
-        if groups is not None:
+        if groups is None:
+            warn_unused_group_bound(self.max_group_rows, name)
+        else:
             groups = check_groups(groups, X.shape[0], self.max_group_rows, name)
             group_rows = int(self.max_group_rows)
         classes = validator._check_labels(y) if is_classifier(validator) else None
@@ -313,6 +317,11 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
         if group_rows is not None:
             for solver in sorted(set(plan.solvers)):
                 check_group_solver(solver, name)
+            base = self.estimator.get_params(deep=True)
+            for candidate in candidates:
+                for key, value in {**base, **candidate}.items():
+                    if key.split("__")[-1] == "solver_options" and isinstance(value, dict):
+                        check_group_options(value, name)
         label_event = (
             ApproximateDpEvent(label_epsilon, label_delta, "label set") if discover_labels else None
         )
@@ -365,7 +374,11 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
             )
         reservation = refit_reservation = None
         if budget is not None:
-            budget.check(epsilon_selection + epsilon_refit, delta_selection + delta_refit)
+            budget.check(
+                epsilon_selection + epsilon_refit,
+                delta_selection + delta_refit,
+                unit="row" if group_rows is None else "group",
+            )
             reservation, *refit = reserve(budget, plans)
             refit_reservation = refit[0] if refit else None
             if self.random_state is not None:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import _noise
+from .._protocol import group_codes
 from .._sklearn_compat import Interval, validate_parameter_constraints
 from ..solvers._common import make_rng
 
@@ -70,7 +71,7 @@ def rowwise_parts(n_rows, probabilities, rng, groups=None):
     """
     probabilities = np.asarray(probabilities, dtype=float)
     if groups is not None:
-        groups = np.unique(np.asarray(groups), return_inverse=True)[1].ravel()
+        groups = group_codes(groups)
     return _noise.allocate_rows(int(n_rows), probabilities, rng, groups=groups)
 
 
@@ -182,7 +183,9 @@ class RowwiseKFold:
             Only its number of rows is read.
         groups : array-like of shape (n_samples,), optional
             The group of each row: each group draws its fold and all its
-            rows go there (as ``GroupKFold``, a group is never split).
+            rows go there (as ``GroupKFold``, a group is never split).  Ids
+            are numbers, strings, booleans or dates; rows with a missing id
+            (NaN, NaT) are one group; object arrays raise a TypeError.
 
         Returns
         -------
@@ -207,7 +210,7 @@ class RowwiseKFold:
             The group of each row: each group draws its own fold, so a
             group is never split between training and test (the folds of a
             group-level fit, ``fit(..., groups=...)``, stay neighbours when a
-            group is added or removed).
+            group is added or removed).  Ids as in :meth:`folds`.
 
         Yields
         ------

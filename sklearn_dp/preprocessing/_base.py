@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 
-from .. import _noise, _random
+from .. import _dask, _noise, _random
 from .._bounds import _event, feature_columns, release_upper_bound
 from .._protocol import (
     PRIVACY_PARAMETER_CONSTRAINTS,
@@ -25,6 +25,7 @@ from .._protocol import (
     kept_group_rows,
     open_phase,
     record_spend,
+    warn_unused_group_bound,
 )
 from .._saving import SavedWithoutLedger
 from .._sklearn_compat import finite_checks
@@ -78,9 +79,14 @@ class _DPTransformer(SavedWithoutLedger, OneToOneFeatureMixin, TransformerMixin,
             )
         return X
 
-    def _with_groups(self, X, plan, groups):
-        """``(X, plan)`` with the fit's unit of privacy: rows, or groups (public checks only)."""
+    def _with_groups(self, X, groups):
+        """``self._plan(X)`` with the fit's unit of privacy: rows, or groups (public checks only)."""
+        if groups is not None and _dask.is_dask_array(X):
+            # Checked on the input: planning reads a Dask array into memory.
+            raise ValueError(f"{type(self).__name__}: groups= is not supported with Dask arrays.")
+        X, plan = self._plan(X)
         if groups is None:
+            warn_unused_group_bound(self.max_group_rows, type(self).__name__)
             return X, plan
         groups = check_groups(groups, X.shape[0], self.max_group_rows, type(self).__name__)
         context = dict(plan.context, groups=groups)
@@ -97,7 +103,7 @@ class _DPTransformer(SavedWithoutLedger, OneToOneFeatureMixin, TransformerMixin,
         """
         saved = dict(self.__dict__)
         try:
-            return self._with_groups(*self._plan(X), groups)[1]
+            return self._with_groups(X, groups)[1]
         finally:
             self.__dict__.clear()
             self.__dict__.update(saved)

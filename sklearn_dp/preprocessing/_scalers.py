@@ -253,7 +253,7 @@ class DPStandardScaler(_DPTransformer):
         self : DPStandardScaler
             The fitted scaler.
         """
-        X, plan = self._with_groups(*self._plan(X), groups)
+        X, plan = self._with_groups(X, groups)
         d, auto, given = plan.context["n_features"], plan.context["auto"], plan.options["bounds"]
         private, pure = plan.private, self.delta == 0
         epsilon_count, epsilon_each = plan.shares["count"], plan.shares["bound"]
@@ -560,7 +560,7 @@ class DPMinMaxScaler(_DPTransformer):
         self : DPMinMaxScaler
             The fitted scaler.
         """
-        X, plan = self._with_groups(*self._plan(X), groups)
+        X, plan = self._with_groups(X, groups)
         if "public_ranges" in plan.context:
             self._set_range(*plan.context["public_ranges"])
             record_spend(self, plan, plan.event)

@@ -20,7 +20,7 @@ import numpy as np
 import scipy.linalg
 from dp_accounting import dp_event as dpe
 
-from .. import accounting
+from .. import _noise, accounting
 from .._clipped_sums import (
     curvature_bound,
     newton_sums,
@@ -448,6 +448,7 @@ def dp_newton(
     # Expected spectral norm of the noise of the averaged Hessian (for
     # "bound": of the noise on curvature_bound * G, the same on every class block).
     nu = hessian_noise_norm((hessian_std * beta if bound else hessian_std) / normalizer, size)
+    nu *= _noise.group_rows()  # the noise the gateway adds: k times in a group fit
     floor = max(float(floor_scale) * nu, RELATIVE_FLOOR * beta * R2)
     # The bound is one block for all classes (I_K (x) beta G); the exact
     # Hessian has class-major coefficients, as W.ravel("F").

@@ -21,7 +21,7 @@ import math
 import numpy as np
 from dp_accounting import dp_event as dpe
 
-from .. import accounting
+from .. import _noise, accounting
 from .._clipped_sums import smallest_eigenvalue, sufficient_statistics
 from .._data import row_sum
 from .._public_errors import public_error
@@ -435,8 +435,10 @@ def dp_ssp(
     if ridge == "adaptive":
         eig_std = sigma_eig * R2
         noisy_eig = release(smallest_eigenvalue(gram), R2, eig_std, rng, "smallest eigenvalue")
-        lower = noisy_eig - EIGENVALUE_CONFIDENCE * eig_std
-        ridge_value = adaptive_ridge(gram_std, m, lower)
+        # The noise actually added: k times the planned one in a group fit.
+        rows = _noise.released_rows()
+        lower = noisy_eig - EIGENVALUE_CONFIDENCE * eig_std * rows
+        ridge_value = adaptive_ridge(gram_std * rows, m, lower)
     else:
         lower, ridge_value = None, float(ridge)
     del gram

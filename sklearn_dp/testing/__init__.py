@@ -51,6 +51,7 @@ from scipy import stats
 from sklearn.base import clone
 
 from .. import _noise
+from .._protocol import check_groups, group_codes
 from ..accounting import epsilon_of_event
 
 if TYPE_CHECKING:
@@ -595,8 +596,9 @@ def audit_estimator(
 ) -> AuditResult:
     """Audit a whole estimator on D = (X, y) against D' = D plus one canary row.
 
-    With ``groups`` the audit is at group level: D is fitted with
-    ``groups=groups`` and D' adds one canary *group* of the estimator's
+    With ``groups`` the audit is at group level: D is fitted with its
+    groups (as integer codes of the same partition) and D' adds one canary
+    *group*, of a code no row of D holds, of the estimator's
     ``max_group_rows`` copies of the canary row (all equal: the tightest
     group for every sum it enters).
 
@@ -647,13 +649,13 @@ def audit_estimator(
         copies = estimator.get_params()["max_group_rows"]
         if copies is None:
             raise ValueError("audit_estimator with groups needs an estimator with max_group_rows.")
-        groups = np.asarray(groups)
-        # A label no row of D holds, of the groups' type.
-        new_group = (
-            groups.max() + 1 if groups.dtype.kind in "iuf" else f"canary-{len(np.unique(groups))}"
-        )
-        fit_d = dict(groups=groups)
-        fit_prime = dict(groups=np.append(groups, [new_group] * copies))
+        # The fits see D's groups as the library's own codes 0 .. G - 1 (the
+        # same partition of the rows), and the canary group as code G: a
+        # label no row of D holds, whatever D's labels are (a NaN maximum, or
+        # a string that a made-up name would collide with).
+        codes = group_codes(check_groups(groups, X.shape[0], copies, "audit_estimator"))
+        fit_d = dict(groups=codes)
+        fit_prime = dict(groups=np.append(codes, np.full(copies, codes.max(initial=-1) + 1)))
     X_prime = np.vstack([X] + [canary_x] * copies)
     y_prime = np.append(np.asarray(y), [canary_y] * copies)
 
