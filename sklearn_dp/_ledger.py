@@ -81,8 +81,7 @@ class LedgerEntry:
         spend without any).
     unit : {"row", "group"}
         The unit of privacy of the spend: one row, or one group (a fit with
-        ``groups=``).  One budget holds spends of one unit only.  Entries
-        of ledgers written before the unit was recorded are ``"row"``.
+        ``groups=``).  One budget holds spends of one unit only.
     """
 
     estimator: str
@@ -474,11 +473,6 @@ class _SQLiteStorage:
                 stored = conn.execute("SELECT schema_version FROM budget WHERE id = 1").fetchone()
                 if stored is not None and stored[0] != _SCHEMA_VERSION:
                     raise self._version_error(stored[0])
-            if budget_columns == _META_COLUMNS and ledger_columns == _LEDGER_COLUMNS[:-1]:
-                # A ledger written before the unit was recorded: its entries
-                # are row-level (NULL reads as "row"); new ones record theirs.
-                conn.execute("ALTER TABLE ledger ADD COLUMN unit TEXT")
-                ledger_columns = _LEDGER_COLUMNS
             if (budget_columns, ledger_columns) != (_META_COLUMNS, _LEDGER_COLUMNS):
                 raise self._schema_error(
                     f"tables with columns {budget_columns} and {ledger_columns}"

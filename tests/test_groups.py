@@ -581,24 +581,15 @@ def test_group_fits_of_any_size_compose_on_one_budget():
     assert privacy_report(PrivacyBudget(1.0))["neighbouring_relation"] == "add or remove one row"
 
 
-def test_sqlite_ledger_records_the_unit_and_reads_old_ledgers_as_rows(tmp_path):
-    import sqlite3
-
+def test_sqlite_ledger_records_the_unit(tmp_path):
     path = tmp_path / "ledger.sqlite"
     budget = PrivacyBudget(5.0, 1e-4, storage=path)
     _fit_on(budget, 3, groups=True)
-    assert [e.unit for e in PrivacyBudget(5.0, 1e-4, storage=path).ledger] == ["group"]
-    # A ledger written before the unit was recorded: no unit column.
-    old = tmp_path / "old.sqlite"
-    PrivacyBudget(5.0, 1e-4, storage=old).spend(0.5, estimator="DPLogisticRegression")
-    with sqlite3.connect(old) as conn:
-        conn.execute("ALTER TABLE ledger DROP COLUMN unit")
-    reopened = PrivacyBudget(5.0, 1e-4, storage=old)
-    assert [e.unit for e in reopened.ledger] == ["row"]
+    reopened = PrivacyBudget(5.0, 1e-4, storage=path)
+    assert [e.unit for e in reopened.ledger] == ["group"]
     with pytest.raises(ValueError, match="unit of privacy"):
-        _fit_on(reopened, 3, groups=True)
-    _fit_on(reopened, None)
-    assert [e.unit for e in reopened.ledger] == ["row", "row"]
+        _fit_on(reopened, None)
+    assert [e.unit for e in PrivacyBudget(5.0, 1e-4, storage=path).ledger] == ["group"]
 
 
 # -- statistical audits: D against D plus one canary group --------------------------
