@@ -33,7 +33,7 @@ from dp_accounting import dp_event as dpe
 from .. import _bounds, _dask, _random
 from .._bounds import planned_events
 from .._data import BoundedData, bound_data, clip_weights
-from .._labels import LABEL_DELTA_FRACTION, LABEL_EPSILON_FRACTION
+from .._labels import LABEL_DELTA_FRACTION, label_epsilon
 from .._protocol import (
     COUNT_EPSILON_FRACTION,
     FitPlan,
@@ -132,10 +132,10 @@ def plan_fit(estimator, request):
             "privately (it needs delta > 0); pass classes=[...], the public label set."
         )
     discover = request.discover_labels
-    label_epsilon = LABEL_EPSILON_FRACTION * estimator.epsilon if discover else 0.0
+    label_share = label_epsilon(estimator.epsilon) if discover else 0.0
     label_delta = LABEL_DELTA_FRACTION * estimator.delta if discover else 0.0
     # The count, the bounds and the solver share what the labels leave.
-    epsilon_rest = estimator.epsilon - label_epsilon
+    epsilon_rest = estimator.epsilon - label_share
     delta_rest = estimator.delta - label_delta
     # Under add/remove neighbouring the row count is private: a share of
     # epsilon buys a noisy count that stands in for n (see PrivateCount).
@@ -201,7 +201,7 @@ def plan_fit(estimator, request):
             # Noise the gateway would refuse after the charge: refused now.
             check_sampler_range(solver_plan.event, name)
             event = _fit_event(
-                ApproximateDpEvent(label_epsilon, label_delta, "label set") if discover else None,
+                ApproximateDpEvent(label_share, label_delta, "label set") if discover else None,
                 dpe.LaplaceDpEvent(1.0 / epsilon_count),
                 planned_bound_events,
                 solver_plan.event,
@@ -214,7 +214,7 @@ def plan_fit(estimator, request):
         delta=estimator.delta,
         private=private,
         shares={
-            "labels": (label_epsilon, label_delta),
+            "labels": (label_share, label_delta),
             "count": epsilon_count,
             "bounds": bound_epsilons,
             "scales": scale_epsilon,
