@@ -70,7 +70,8 @@ import scipy.sparse as sp
 from . import _noise
 from ._data import row_l2_norms
 from ._design import BLOCK_ROWS
-from .accounting import EXPONENTIAL_MECHANISM, PureEpsilonDpEvent
+from ._memo import memoize
+from .accounting import EXPONENTIAL_MECHANISM, PureEpsilonDpEvent, epsilon_of_event
 
 __all__ = [
     "GRID",
@@ -95,7 +96,9 @@ __all__ = [
     "planned_events",
     "SCALING_EPSILON_FRACTION",
     "SCALING_MIN_EVIDENCE",
+    "SCALING_FLOOR_PART",
     "scale_release_epsilon",
+    "composed_release_epsilon",
     "FeatureScales",
     "release_feature_scales",
     "feature_scale_utilities",
@@ -540,16 +543,93 @@ def _scale_parts(centered):
     return ("magnitude", "centre", "half-width") if centered else ("magnitude",)
 
 
-def scale_release_epsilon(n_features, epsilon, centered):
-    """The epsilon of each release of :func:`release_feature_scales` (public)."""
-    return epsilon / (max(n_features, 1) * len(_scale_parts(centered)))
+def composed_release_epsilon(n_releases, epsilon_share, delta, prefix):
+    """Epsilon of each of ``n_releases`` exponential mechanisms so that they cost about ``epsilon_share``.
+
+    Basic composition gives ``epsilon_share / n_releases``; with ``delta >
+    0`` zCDP composition (``epsilon^2 / 8`` each) allows more when there are
+    many (per-feature bounds), and the larger is used: the largest epsilon
+    each whose composition with ``prefix`` costs at most ``epsilon_share``
+    more than ``prefix`` under :func:`~sklearn_dp.accounting.epsilon_of_event`
+    (bisection).  A choice of shares only: every fit's whole event is
+    checked against its (epsilon, delta) by the calibration that follows.
+    """
+    from dp_accounting import dp_event as dpe
+
+    basic = epsilon_share / n_releases
+    if delta == 0:
+        return basic
+    base = epsilon_of_event(prefix, delta)
+
+    def cost(each):
+        ems = dpe.SelfComposedDpEvent(
+            PureEpsilonDpEvent(each, "exponential mechanism: bound"), n_releases
+        )
+        return epsilon_of_event(dpe.ComposedDpEvent([prefix, ems]), delta) - base
+
+    if cost(basic * 1.01) > epsilon_share:
+        return basic
+    low, high = basic, 2.0 * basic
+    while cost(high) <= epsilon_share:
+        low, high = high, 2.0 * high
+    for _ in range(30):
+        middle = 0.5 * (low + high)
+        if cost(middle) <= epsilon_share:
+            low = middle
+        else:
+            high = middle
+    return low
 
 
-def planned_scale_events(n_features, epsilon, centered):
+#: With ``delta > 0`` the per-feature releases are composed as zCDP
+#: (:func:`scale_release_epsilon`), so each may take a larger epsilon than
+#: ``share / releases``; their epsilons summed (basic composition, which is
+#: what certifies a solver planned from released values: the fit's
+#: ``floor``) then exceed the share.  They may take at most this part of the
+#: basic-composition remainder left to such a solver (the rest of the fit
+#: is certified numerically).  Measured with ``benchmarks/bench_raw_tables.py``.
+SCALING_FLOOR_PART = 0.5
+
+
+@memoize(maxsize=1024)
+def scale_release_epsilon(n_features, epsilon, centered, delta=0.0, count_epsilon=None, most=None):
+    """The epsilon of each release of :func:`release_feature_scales` (public).
+
+    ``epsilon / (n_features * parts)`` (basic composition) with ``delta =
+    0`` or no ``count_epsilon``.  Otherwise the ``n_features * parts``
+    exponential mechanisms are composed as ``n_features * parts * e^2 /
+    8``-zCDP (bounded range, Cesar and Rogers 2021) after the row count (a
+    Laplace mechanism of epsilon ``count_epsilon``):
+    :func:`composed_release_epsilon` finds the largest ``e`` whose
+    composition with the count costs at most ``epsilon`` more than the count
+    at ``delta``; with ``most``, the releases' summed epsilons
+    (``n_features * parts * e``) are kept at or below it.  Never below the
+    basic ``e``.  A choice of noise only: the fit's whole event, with these
+    releases at ``e`` each, is what its solver's share is certified against.
+    """
+    releases = max(n_features, 1) * len(_scale_parts(centered))
+    basic = epsilon / releases
+    if delta == 0 or count_epsilon is None or math.isinf(epsilon):
+        return basic
+    from dp_accounting import dp_event as dpe
+
+    count = dpe.LaplaceDpEvent(1.0 / float(count_epsilon))
+    each = composed_release_epsilon(releases, float(epsilon), float(delta), count)
+    if most is not None:
+        each = min(each, float(most) / releases)
+    return max(basic, each)
+
+
+def scale_release_cost(n_features, centered, each):
+    """The summed epsilons of :func:`release_feature_scales` (basic composition; public)."""
+    return max(n_features, 1) * len(_scale_parts(centered)) * float(each)
+
+
+def planned_scale_events(n_features, epsilon, centered, each=None):
     """The events of :func:`release_feature_scales`, known before the data.
 
-    One exponential mechanism per feature and part, each pure
-    ``epsilon / (n_features * parts)``-DP: ``parts`` is 3 with centres
+    One exponential mechanism per feature and part, each pure ``each``-DP
+    (default ``epsilon / (n_features * parts)``): ``parts`` is 3 with centres
     (magnitude, centre, half-width: :func:`release_range`), 1 without (the
     magnitude only).  Grouped as one ``SelfComposedDpEvent`` per part.
     """
@@ -558,7 +638,8 @@ def planned_scale_events(n_features, epsilon, centered):
     from dp_accounting import dp_event as dpe
 
     parts = _scale_parts(centered)
-    each = epsilon / (n_features * len(parts))
+    if each is None:
+        each = epsilon / (n_features * len(parts))
     return [
         dpe.SelfComposedDpEvent(_event(each, f"feature scales ({part})"), n_features)
         for part in parts
@@ -651,7 +732,7 @@ def feature_center_candidates(magnitude):
     return 2.0 * float(magnitude) * steps / FEATURE_CENTER_STEPS
 
 
-def release_feature_scales(X, *, epsilon, n_public, rng, centered):
+def release_feature_scales(X, *, epsilon, n_public, rng, centered, each=None):
     """Per-feature DP centres and scales of X: ``(FeatureScales, events)``.
 
     For each feature ``j`` (one column at a time, :func:`feature_columns`),
@@ -666,16 +747,18 @@ def release_feature_scales(X, *, epsilon, n_public, rng, centered):
     ``c_j = 0`` and ``h_j = M_j``.  The bounds use
     :func:`feature_scale_utilities` (sensitivity 1, monotone), the centre the
     median's utility (sensitivity 1/2).  Each release is pure
-    ``epsilon / (d * parts)``-DP (``parts`` = 3 or 1), so the whole is pure
-    ``epsilon``-DP by basic composition, and ``epsilon^2 / (8 d parts)``-zCDP,
-    which dp_accounting composes more tightly with the rest of the fit.
+    ``each``-DP (default ``epsilon / (d * parts)``, ``parts`` = 3 or 1; the
+    fit passes :func:`scale_release_epsilon`), so the whole is pure
+    ``d * parts * each``-DP by basic composition, and ``d * parts * each^2 /
+    8``-zCDP, which composes more tightly with the rest of the fit.
     ``n_public`` (the fit's released count, public) sets the tilt.
     """
     n_features = X.shape[1]
     center, scale, clip = np.zeros(n_features), np.ones(n_features), np.ones(n_features)
     if n_features == 0:
         return FeatureScales(center, scale, clip), []
-    each = epsilon / (n_features * len(_scale_parts(centered)))
+    if each is None:
+        each = epsilon / (n_features * len(_scale_parts(centered)))
     for j, column in feature_columns(X):
         magnitude = _release_feature_bound(
             feature_scale_utilities(column, n_public), each, rng, "feature scales (magnitude)"
@@ -718,5 +801,7 @@ def release_feature_scales(X, *, epsilon, n_public, rng, centered):
         )
         scale[j] = max(above, below)
     # One release per feature and part, as planned (the events name parts, not features).
-    events = [] if math.isinf(epsilon) else planned_scale_events(n_features, epsilon, centered)
+    events = (
+        [] if math.isinf(epsilon) else planned_scale_events(n_features, epsilon, centered, each)
+    )
     return FeatureScales(center, scale, clip), events

@@ -33,7 +33,7 @@ from dp_accounting import dp_event as dpe
 from .. import _bounds, _dask, _random
 from .._bounds import planned_events
 from .._data import BoundedData, bound_data, clip_weights
-from .._labels import LABEL_DELTA_FRACTION, LABEL_EPSILON_FRACTION
+from .._labels import LABEL_DELTA_FRACTION, label_epsilon
 from .._protocol import (
     COUNT_EPSILON_FRACTION,
     FitPlan,
@@ -132,10 +132,10 @@ def plan_fit(estimator, request):
             "privately (it needs delta > 0); pass classes=[...], the public label set."
         )
     discover = request.discover_labels
-    label_epsilon = LABEL_EPSILON_FRACTION * estimator.epsilon if discover else 0.0
+    label_share = label_epsilon(estimator.epsilon) if discover else 0.0
     label_delta = LABEL_DELTA_FRACTION * estimator.delta if discover else 0.0
     # The count, the bounds and the solver share what the labels leave.
-    epsilon_rest = estimator.epsilon - label_epsilon
+    epsilon_rest = estimator.epsilon - label_share
     delta_rest = estimator.delta - label_delta
     # Under add/remove neighbouring the row count is private: a share of
     # epsilon buys a noisy count that stands in for n (see PrivateCount).
@@ -143,16 +143,33 @@ def plan_fit(estimator, request):
     # "auto" bounds: a share each, released by the exponential mechanism
     # (pure epsilon-DP; known before the data, so part of the reservation).
     bound_epsilons = _bounds_epsilons(bound_request, epsilon_rest, private)
-    scale_epsilon = 0.0
+    scale_epsilon = scale_cost = 0.0
     if scaling is not None:
         scale_epsilon = _scale_epsilon(epsilon_rest, private)
+        scaling = dict(scaling, each=math.inf)
     planned_bound_events = planned_events(bound_request, bound_epsilons) if private else []
     if scaling is not None and private:
-        # Released first, so listed first (the events the releases record).
-        planned_bound_events = (
-            _bounds.planned_scale_events(X.shape[1], scale_epsilon, scaling["centered"])
-            + planned_bound_events
+        # Composed as zCDP, the releases' summed epsilons may exceed their
+        # share, by a part of the basic-composition remainder at most.
+        remainder = epsilon_rest - epsilon_count - sum(bound_epsilons) - scale_epsilon
+        scaling["each"] = _bounds.scale_release_epsilon(
+            X.shape[1],
+            scale_epsilon,
+            scaling["centered"],
+            delta_rest,
+            epsilon_count,
+            scale_epsilon + _bounds.SCALING_FLOOR_PART * max(remainder, 0.0),
         )
+        scale_events = _bounds.planned_scale_events(
+            X.shape[1], scale_epsilon, scaling["centered"], scaling["each"]
+        )
+        # What the releases cost under basic composition (more than the
+        # share when they are composed as zCDP): the floor below must hold
+        # for a solver planned from released values, which is composed with
+        # them adaptively.
+        scale_cost = _bounds.scale_release_cost(X.shape[1], scaling["centered"], scaling["each"])
+        # Released first, so listed first (the events the releases record).
+        planned_bound_events = scale_events + planned_bound_events
     # The solver gets what the count and the bounds leave: at least the
     # basic-composition remainder, more where numerical composition of
     # the mechanisms certifies it.
@@ -161,7 +178,7 @@ def plan_fit(estimator, request):
         functools.partial(_plan_arguments, estimator, spec, X0, y0),
         epsilon=epsilon_rest,
         delta=delta_rest,
-        floor=epsilon_rest - epsilon_count - sum(bound_epsilons) - scale_epsilon
+        floor=epsilon_rest - epsilon_count - sum(bound_epsilons) - scale_cost
         if private
         else math.inf,
     )
@@ -184,7 +201,7 @@ def plan_fit(estimator, request):
             # Noise the gateway would refuse after the charge: refused now.
             check_sampler_range(solver_plan.event, name)
             event = _fit_event(
-                ApproximateDpEvent(label_epsilon, label_delta, "label set") if discover else None,
+                ApproximateDpEvent(label_share, label_delta, "label set") if discover else None,
                 dpe.LaplaceDpEvent(1.0 / epsilon_count),
                 planned_bound_events,
                 solver_plan.event,
@@ -197,7 +214,7 @@ def plan_fit(estimator, request):
         delta=estimator.delta,
         private=private,
         shares={
-            "labels": (label_epsilon, label_delta),
+            "labels": (label_share, label_delta),
             "count": epsilon_count,
             "bounds": bound_epsilons,
             "scales": scale_epsilon,
@@ -518,8 +535,8 @@ def _release_scales(estimator, X, plan, count, phase):
     if scaling is None:
         return None, []
     d, epsilon, centered = X.shape[1], plan.shares["scales"], scaling["centered"]
-    events = _bounds.planned_scale_events(d, epsilon, centered) if plan.private else []
-    each = _bounds.scale_release_epsilon(d, epsilon, centered)
+    each = scaling["each"]
+    events = _bounds.planned_scale_events(d, epsilon, centered, each) if plan.private else []
     if count.estimate * each < _bounds.SCALING_MIN_EVIDENCE:
         phase.warn(
             f"{type(estimator).__name__}: feature_scaling=True fell back to one bound for all "
@@ -531,7 +548,7 @@ def _release_scales(estimator, X, plan, count, phase):
         )
         return None, events
     scales, _ = _bounds.release_feature_scales(
-        X, epsilon=epsilon, n_public=count.estimate, rng=phase.rng, centered=centered
+        X, epsilon=epsilon, n_public=count.estimate, rng=phase.rng, centered=centered, each=each
     )
     return scales, events
 

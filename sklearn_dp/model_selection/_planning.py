@@ -18,9 +18,9 @@ from scipy import optimize
 from sklearn.base import BaseEstimator, clone
 from sklearn.pipeline import Pipeline
 
+from .._labels import label_epsilon
 from ..linear_model._base import (
     LABEL_DELTA_FRACTION,
-    LABEL_EPSILON_FRACTION,
     MAX_EPSILON,
     MIN_EPSILON,
 )
@@ -353,7 +353,7 @@ def search_shares(search, discover_labels):
     holds the first three.
     """
     if discover_labels:
-        label = (LABEL_EPSILON_FRACTION * search.epsilon, LABEL_DELTA_FRACTION * search.delta)
+        label = (label_epsilon(search.epsilon), LABEL_DELTA_FRACTION * search.delta)
     else:
         label = (0.0, 0.0)
     count = (VALIDATION_COUNT_FRACTION * search.epsilon, 0.0)

@@ -30,7 +30,7 @@ from .._protocol import (
 from .._saving import SavedWithoutLedger
 from .._sklearn_compat import finite_checks
 from .._validation import validate_private
-from ..accounting import PureEpsilonDpEvent, calibrate_noise_multiplier, epsilon_of_event
+from ..accounting import calibrate_noise_multiplier, epsilon_of_event
 
 
 def _check_ranges(ranges, n_features, name="ranges"):
@@ -149,42 +149,6 @@ class _DPTransformer(SavedWithoutLedger, OneToOneFeatureMixin, TransformerMixin,
         tags = super().__sklearn_tags__()
         tags.non_deterministic = self.random_state is None and not math.isinf(self.epsilon)
         return tags
-
-
-def _em_epsilon(n_releases, epsilon_share, delta, prefix):
-    """Epsilon of each of ``n_releases`` exponential mechanisms so that they cost about ``epsilon_share``.
-
-    Basic composition gives ``epsilon_share / n_releases``; with ``delta >
-    0`` zCDP composition (``epsilon^2 / 8`` each) allows more when there are
-    many (per-feature bounds), and the larger is used: the largest epsilon
-    each whose composition with ``prefix`` costs at most ``epsilon_share``
-    more than ``prefix`` under :func:`~sklearn_dp.accounting.epsilon_of_event`
-    (bisection).  A choice of shares only: every fit's whole event is
-    checked against its (epsilon, delta) by the calibration that follows.
-    """
-    basic = epsilon_share / n_releases
-    if delta == 0:
-        return basic
-    base = epsilon_of_event(prefix, delta)
-
-    def cost(each):
-        ems = dpe.SelfComposedDpEvent(
-            PureEpsilonDpEvent(each, "exponential mechanism: bound"), n_releases
-        )
-        return epsilon_of_event(dpe.ComposedDpEvent([prefix, ems]), delta) - base
-
-    if cost(basic * 1.01) > epsilon_share:
-        return basic
-    low, high = basic, 2.0 * basic
-    while cost(high) <= epsilon_share:
-        low, high = high, 2.0 * high
-    for _ in range(30):
-        middle = 0.5 * (low + high)
-        if cost(middle) <= epsilon_share:
-            low = middle
-        else:
-            high = middle
-    return low
 
 
 def _bound_events(epsilon_each, n_features, what):

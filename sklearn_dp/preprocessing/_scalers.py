@@ -10,7 +10,7 @@ import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 from sklearn.utils.validation import check_is_fitted
 
-from .._bounds import feature_columns
+from .._bounds import composed_release_epsilon, feature_columns
 from .._memo import memoize
 from .._protocol import (
     COUNT_EPSILON_FRACTION,
@@ -25,7 +25,6 @@ from ._base import (
     _calibrate_sums,
     _check_ranges,
     _DPTransformer,
-    _em_epsilon,
     _noisy_sums,
     _release_feature_bounds,
     _sums_event,
@@ -52,7 +51,9 @@ def _standard_plan(n_features, epsilon, delta, auto):
     count = dpe.LaplaceDpEvent(1.0 / (COUNT_EPSILON_FRACTION * epsilon))
     prefix, each = [count], math.inf
     if auto:
-        each = _em_epsilon(n_features, STANDARD_BOUNDS_FRACTION * epsilon, delta, count)
+        each = composed_release_epsilon(
+            n_features, STANDARD_BOUNDS_FRACTION * epsilon, delta, count
+        )
         prefix += _bound_events(each, n_features, "bound")
     return each, _calibrate_sums(prefix, epsilon, delta, delta == 0)
 
@@ -61,9 +62,11 @@ def _standard_plan(n_features, epsilon, delta, auto):
 def _minmax_plan(n_features, epsilon, delta):
     """``(epsilon of each bound, of each half-width, noise multiplier of the sums)`` of DPMinMaxScaler."""
     count = dpe.LaplaceDpEvent(1.0 / (COUNT_EPSILON_FRACTION * epsilon))
-    bound_each = _em_epsilon(n_features, MINMAX_BOUNDS_FRACTION * epsilon, delta, count)
+    bound_each = composed_release_epsilon(
+        n_features, MINMAX_BOUNDS_FRACTION * epsilon, delta, count
+    )
     bounds = _bound_events(bound_each, n_features, "bound")
-    width_each = _em_epsilon(
+    width_each = composed_release_epsilon(
         n_features, MINMAX_WIDTHS_FRACTION * epsilon, delta, dpe.ComposedDpEvent([count] + bounds)
     )
     prefix = [count] + bounds + _bound_events(width_each, n_features, "half-width")
