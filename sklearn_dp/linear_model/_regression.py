@@ -291,6 +291,10 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
     block's share of the clip;
     ``solver="resque"`` multiplies the bound by the cap on its ReSQue weights
     (see ``docs/solvers/resque.md``).
+    With ``constraint="lp"`` the exponent ``p`` and the radius are public
+    too; ``"mirror_descent"`` clips each per-sample gradient in L2 as it does
+    for the l1 ball, so its noise, its ``dp_event_`` and its guarantee do not
+    depend on ``p`` (only the public step size and bounds do).
     With ``sample_weight``, one row with its weight is one record (the
     neighbouring relation is unchanged): each row's terms in the released
     sums are multiplied by its weight, clipped to the public ``max_weight``,
