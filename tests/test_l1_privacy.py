@@ -58,12 +58,12 @@ def canary_data(n=200, seed=0):
     return (X, y), (X_prime, y_prime)
 
 
-def canary_coefficient(epsilon, delta, solver, **params):
+def canary_coefficient(epsilon, delta, solver, estimator=DPLasso, **params):
     datasets = canary_data()
 
     def run(dataset, seed):
         X, y = datasets[dataset]
-        model = DPLasso(
+        model = estimator(
             epsilon=epsilon,
             delta=delta,
             radius=1.0,
@@ -102,6 +102,24 @@ def test_audit_does_not_exceed_claimed_epsilon(solver, epsilon, delta, params):
     run = canary_coefficient(epsilon, delta, solver, **params)
     eps_lb = audit(run, n_runs=300, delta=max(delta, 1e-12), claimed_epsilon=epsilon)
     assert eps_lb <= epsilon, f"audit found epsilon >= {eps_lb:.3f} > claimed {epsilon}"
+
+
+def test_audit_of_mirror_descent_over_an_lp_ball():
+    from sklearn_dp import DPSCORegressor
+
+    run = canary_coefficient(
+        2.0,
+        DELTA,
+        "mirror_descent",
+        estimator=DPSCORegressor,
+        constraint="lp",
+        p=1.5,
+        max_iter=3,
+        batch_size=10**6,
+        clip_norm=0.5,
+    )
+    eps_lb = audit(run, n_runs=300, delta=DELTA, claimed_epsilon=2.0)
+    assert eps_lb <= 2.0, f"audit found epsilon >= {eps_lb:.3f} > claimed 2.0"
 
 
 @pytest.mark.slow

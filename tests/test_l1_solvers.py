@@ -998,3 +998,207 @@ def test_default_frank_wolfe_steps_are_public_and_floored():
 
     best = min(range(32, 2001), key=bound)
     assert fw_module.default_frank_wolfe_iterations(n, d, eps, delta, r) == best
+
+
+# --------------------------------------------------------------------------
+# The lp ball (constraint="lp", 1 < p <= 2): mirror descent only
+# --------------------------------------------------------------------------
+
+
+def _lp_reference(data, loss, radius, p):
+    """The non-private optimum over ``||x||_p <= radius`` by a generic solver (SLSQP)."""
+    X, y = data.design.toarray() if hasattr(data.design, "toarray") else data.design, data.y
+
+    def objective(w):
+        return float(np.mean(loss.value((X @ w)[:, None], y)))
+
+    def gradient(w):
+        return X.T @ loss.derivative((X @ w)[:, None], y).ravel() / X.shape[0]
+
+    ball = {"type": "ineq", "fun": lambda w: radius**p - np.sum(np.abs(w) ** p)}
+    res = minimize(
+        objective,
+        np.zeros(X.shape[1]),
+        jac=gradient,
+        constraints=[ball],
+        method="SLSQP",
+        options={"ftol": 1e-14, "maxiter": 2000},
+    )
+    return res.x, objective(res.x)
+
+
+@pytest.mark.parametrize("p", [1.3, 1.7, 2.0])
+def test_lp_ball_mirror_descent_epsilon_inf_reaches_constrained_optimum(p):
+    data, loss = _sparse_problem(n=400, d=8)
+    radius = 0.5  # active: the unconstrained optimum has ||w||_p about 0.7
+    _, best = _lp_reference(data, loss, radius, p)
+    res = SOLVERS["mirror_descent"].run(
+        data,
+        loss,
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=math.inf,
+        delta=0.0,
+        radius=radius,
+        constraint="lp",
+        p=p,
+        max_iter=2000,
+        random_state=0,
+    )
+    w = res.coef[:, 0]
+    assert res.plan.details["p"] == p  # the ball's own exponent, never raised to 1 + 1/ln d
+    assert pnorm(w, p) <= radius * (1 + 1e-12)
+    assert pnorm(w, p) == pytest.approx(radius, rel=1e-6)  # on the boundary, as x* is
+    value = float(np.mean(loss.value(data.design.matmul(w)[:, None], data.y)))
+    assert -1e-9 <= value - best < 1e-6
+
+
+def test_lp_ball_estimator_epsilon_inf_reaches_constrained_optimum():
+    from sklearn_dp import DPSCORegressor
+
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-1, 1, size=(300, 5))
+    y = np.clip(X @ np.array([0.8, -0.5, 0.0, 0.3, 0.0]) + 0.05 * rng.normal(size=300), -1, 1)
+    p, radius = 1.5, 0.6
+    model = DPSCORegressor(
+        epsilon=math.inf,
+        constraint="lp",
+        p=p,
+        radius=radius,
+        feature_bound=1.0,
+        y_bound=1.0,
+        fit_intercept=False,
+        alpha=0.0,
+        penalty=None,
+        max_iter=2000,
+    ).fit(X, y)
+    assert model.solver_ == "mirror_descent"
+    data = bound_data(X, y, fit_intercept=False, geometry="linf", feature_bound=1.0)
+    loss = get_loss("squared", residual_bound=4.0)
+    ref, best = _lp_reference(data, loss, radius, p)
+    np.testing.assert_allclose(model.coef_, ref, atol=1e-3)
+    value = float(np.mean(loss.value((X @ model.coef_)[:, None], y)))
+    assert -1e-9 <= value - best < 1e-6
+
+
+@pytest.mark.parametrize("loss", ["absolute", "huber"])
+def test_lp_ball_releases_the_noise_of_the_l1_ball(loss):
+    # The noise depends on the L2 clip and the schedule, never on the geometry:
+    # the same settings release the same number of sums at the same scales.
+    from sklearn_dp import DPSCORegressor
+    from sklearn_dp.testing import trace_releases
+
+    rng = np.random.default_rng(2)
+    X = rng.uniform(-1, 1, size=(400, 6))
+    y = X[:, 0] - 0.5 * X[:, 1] + 0.1 * rng.normal(size=400)
+    settings = dict(
+        epsilon=1.0,
+        delta=1e-6,
+        loss=loss,
+        solver="mirror_descent",
+        radius=1.0,
+        feature_bound=1.0,
+        y_bound=2.0,
+        max_iter=20,
+        random_state=0,
+    )
+    traced = {}
+    for constraint, extra in (("l1", {}), ("lp", {"p": 1.5})):
+        with trace_releases() as trace:
+            model = DPSCORegressor(constraint=constraint, **settings, **extra).fit(X, y)
+        traced[constraint] = (
+            [(r.mechanism, r.norm, r.sensitivity, r.scale) for r in trace.releases],
+            model.privacy_spent_,
+            repr(model.dp_event_),
+        )
+    assert traced["lp"] == traced["l1"]
+    gaussians = [r for r in traced["lp"][0] if r[0] == "gaussian"]
+    assert len(gaussians) == 20
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        (dict(constraint="lp", p=1.0), "p"),
+        (dict(constraint="lp", p=2.5), "p"),
+        (dict(constraint="lp", p=0.5), "p"),
+        (dict(constraint="lp"), "needs radius= .* and p="),
+        (dict(constraint="l1", p=1.5), "used only with constraint='lp'"),
+        (dict(p=1.5), "used only with constraint='lp'"),
+    ],
+)
+def test_lp_ball_bad_parameters_are_refused_before_the_spend(params, match):
+    from sklearn_dp import DPSCORegressor, PrivacyBudget
+
+    params = {"radius": 1.0, **params} if "needs radius" not in match else params
+    budget = PrivacyBudget(10.0, 1e-3)
+    X, y = np.random.default_rng(0).uniform(-1, 1, size=(50, 3)), np.zeros(50)
+    model = DPSCORegressor(
+        epsilon=1.0, delta=1e-6, feature_bound=1.0, y_bound=1.0, budget=budget, **params
+    )
+    with pytest.raises(ValueError, match=match):
+        model.fit(X, y)
+    assert budget.spent == (0.0, 0.0) and not budget.ledger
+
+
+@pytest.mark.parametrize("solver", ["frank_wolfe", "vr_frank_wolfe", "localized_mirror_descent"])
+def test_lp_ball_is_refused_by_other_l1_solvers_before_the_spend(solver):
+    from sklearn_dp import DPSCORegressor, PrivacyBudget
+    from sklearn_dp.testing import trace_releases
+
+    budget = PrivacyBudget(10.0, 1e-3)
+    X, y = np.random.default_rng(0).uniform(-1, 1, size=(50, 3)), np.zeros(50)
+    model = DPSCORegressor(
+        epsilon=1.0,
+        delta=1e-6,
+        solver=solver,
+        constraint="lp",
+        p=1.5,
+        radius=1.0,
+        feature_bound=1.0,
+        y_bound=1.0,
+        budget=budget,
+    )
+    with trace_releases() as trace, pytest.raises(ValueError, match="constraint='lp'"):
+        model.fit(X, y)
+    assert budget.spent == (0.0, 0.0) and not budget.ledger
+    assert not trace.releases
+
+
+@pytest.mark.parametrize(
+    "options, match",
+    [
+        (dict(p=None), "needs the ball's exponent p"),
+        (dict(p=1.5, strongly_convex=True), "strongly_convex"),
+        (dict(p=1.5, intercept_bound=1.0), "intercept_bound"),
+    ],
+)
+def test_lp_ball_direct_calls_refuse_what_it_does_not_support(options, match):
+    data, loss = _sparse_problem(n=100, d=5)
+    with pytest.raises(ValueError, match=match):
+        SOLVERS["mirror_descent"].run(
+            data,
+            loss,
+            n_outputs=1,
+            alpha=0.1,
+            l1_ratio=0.0,
+            epsilon=1.0,
+            delta=1e-6,
+            radius=1.0,
+            constraint="lp",
+            random_state=0,
+            **options,
+        )
+    with pytest.raises(ValueError, match="does not optimise over an lp ball"):
+        SOLVERS["localized_mirror_descent"].run(
+            data,
+            loss,
+            n_outputs=1,
+            alpha=0.0,
+            epsilon=1.0,
+            delta=1e-6,
+            radius=1.0,
+            constraint="lp",
+            p=1.5,
+            random_state=0,
+        )

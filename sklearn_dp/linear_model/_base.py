@@ -209,10 +209,12 @@ class FitProblem:
         0 for L2, 1 for L1.
     n_outputs : int
     multiclass : bool
-    constraint : {None, "l2", "l1"}
+    constraint : {None, "l2", "l1", "lp"}
         Ball the coefficients are constrained to.
     radius : float or None
         Its radius, in the solver's units.
+    p : float or None
+        Exponent of the ``"lp"`` ball (None for the others).
     """
 
     loss_name: str
@@ -224,6 +226,7 @@ class FitProblem:
     multiclass: bool = False
     constraint: str | None = None
     radius: float | None = None
+    p: float | None = None
 
 
 @dataclass
@@ -603,6 +606,8 @@ class BaseDPEstimator(SavedWithoutLedger, BaseEstimator):
             kwargs["radius"] = problem.radius
             if "constraint" in spec.options:
                 kwargs["constraint"] = problem.constraint
+            if problem.p is not None:
+                kwargs["p"] = problem.p
         extra = dict(self.solver_options or {})
         unknown = sorted(set(extra) - set(spec.options))
         if unknown:

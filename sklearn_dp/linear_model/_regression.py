@@ -16,6 +16,7 @@ from .._data import scale_labels
 from .._losses import get_loss, loss_names
 from .._sklearn_compat import Interval, StrOptions
 from ..solvers import AutoChoice
+from ..solvers._pnorm import pnorm
 from ..solvers._second_order import second_order_fits
 from ._base import (
     BaseDPEstimator,
@@ -95,8 +96,14 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
         ``intercept_scaling``) to the ball of this radius in the ``constraint``
         norm.  With the squared loss it also bounds each residual by
         ``radius * row_bound + y_bound``, which sets the gradient bound.
-    constraint : {"l2", "l1"}, default="l2"
-        Norm of the constraint ball (used only with ``radius``).
+    constraint : {"l2", "l1", "lp"}, default="l2"
+        Norm of the constraint ball (used only with ``radius``).  ``"lp"`` is
+        the ball ``||(coef, intercept)||_p <= radius`` for the exponent ``p``
+        (needs ``radius``, ``p`` and ``feature_bound``; solved by
+        ``"mirror_descent"``, which ``"auto"`` picks).
+    p : float in (1, 2] or None, default=None
+        Exponent of the ``constraint="lp"`` ball (and of mirror descent's
+        map); public.  Only with ``constraint="lp"``.
     fit_intercept : bool, default=True
         Fit an unpenalised intercept through a constant column of value
         ``intercept_scaling``.
@@ -164,7 +171,10 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
         (and ``feature_bound``) also the l1-geometry solvers
         ``"frank_wolfe"``, ``"vr_frank_wolfe"``, ``"mirror_descent"`` and
         ``"localized_mirror_descent"`` (the intercept is then part of the l1
-        ball).  ``"auto"`` picks, with ``constraint="l1"`` and a radius,
+        ball); with ``constraint="lp"`` only ``"mirror_descent"`` (the
+        Frank-Wolfe solvers need a polytope, and the localised phases an
+        intersection of two lp balls, which neither offers).
+        ``"auto"`` picks, with ``constraint="l1"`` and a radius,
         ``frank_wolfe`` for smooth losses and ``mirror_descent`` for the
         absolute loss; otherwise ``objective_perturbation`` when ``delta=0``,
         ``dp_sgd`` for the absolute and quantile losses, for the ``"l1"`` and
@@ -281,6 +291,10 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
     block's share of the clip;
     ``solver="resque"`` multiplies the bound by the cap on its ReSQue weights
     (see ``docs/solvers/resque.md``).
+    With ``constraint="lp"`` the exponent ``p`` and the radius are public
+    too; ``"mirror_descent"`` clips each per-sample gradient in L2 as it does
+    for the l1 ball, so its noise, its ``dp_event_`` and its guarantee do not
+    depend on ``p`` (only the public step size and bounds do).
     With ``sample_weight``, one row with its weight is one record (the
     neighbouring relation is unchanged): each row's terms in the released
     sums are multiplied by its weight, clipped to the public ``max_weight``,
@@ -313,7 +327,8 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
         "alpha": [*public_scale(zero=True)],
         "l1_ratio": [Interval(Real, 0, 1, closed="both"), None],
         "radius": [*public_scale(), None],
-        "constraint": [StrOptions({"l2", "l1"})],
+        "constraint": [StrOptions({"l2", "l1", "lp"})],
+        "p": [Interval(Real, 1, 2, closed="right"), None],
         "fit_intercept": ["boolean"],
         "intercept_scaling": [*public_scale(), StrOptions({"auto"})],
         "data_norm": [*public_scale(), StrOptions({"auto"})],
@@ -341,7 +356,8 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
         alpha: float = 1e-4,
         l1_ratio: float | None = None,
         radius: float | None = None,
-        constraint: Literal["l2", "l1"] = "l2",
+        constraint: Literal["l2", "l1", "lp"] = "l2",
+        p: float | None = None,
         fit_intercept: bool = True,
         intercept_scaling: float | Auto = "auto",
         data_norm: float | Auto = "auto",
@@ -372,6 +388,7 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
         self.l1_ratio = l1_ratio
         self.radius = radius
         self.constraint = constraint
+        self.p = p
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
         self.data_norm = data_norm
@@ -408,8 +425,8 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
         ),
         AutoChoice(
             "mirror_descent",
-            when=lambda est, problem, public: problem.constraint == "l1",
-            why="l1 geometry, non-smooth losses",
+            when=lambda est, problem, public: problem.constraint in ("l1", "lp"),
+            why="l1 geometry, non-smooth losses; the only solver over an lp ball",
         ),
         AutoChoice(
             "objective_perturbation",
@@ -458,6 +475,10 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
                 if self.constraint == "l1" and data.feature_bound is not None:
                     # |x @ w| <= ||x||_inf ||w||_1 in l1 geometry (rows bounded entrywise).
                     row_norm_bound = float(np.max(data.feature_bound))
+                elif self.constraint == "lp" and data.feature_bound is not None:
+                    # |x @ w| <= ||x||_q ||w||_p (Hoelder, 1/p + 1/q = 1).
+                    q = self.p / (self.p - 1.0)
+                    row_norm_bound = min(row_norm_bound, pnorm(data.feature_bound, q))
                 residual_bound = self.radius / scale * row_norm_bound + 1.0
             else:
                 residual_bound = 2.0
@@ -480,6 +501,7 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
             l1_ratio=l1_ratio,
             constraint=None if self.radius is None else self.constraint,
             radius=None if self.radius is None else self.radius / scale,
+            p=self.p if self.radius is not None and self.constraint == "lp" else None,
         )
 
     @restore_on_failure
@@ -527,8 +549,22 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
         """
         return self._fit(X, y, sample_weight, groups)
 
+    def _check_lp_parameters(self):
+        """``p`` goes with ``constraint="lp"`` and a radius (public parameters only)."""
+        if self.constraint == "lp" and (self.p is None or self.radius is None):
+            raise ValueError(
+                "constraint='lp' needs radius= (the lp radius of the coefficients, intercept "
+                "included) and p= (the exponent, 1 < p <= 2)."
+            )
+        if self.p is not None and self.constraint != "lp":
+            raise ValueError(
+                f"p={self.p!r} is the exponent of an lp ball: it is used only with "
+                f"constraint='lp' (got constraint={self.constraint!r})."
+            )
+
     def _fit_request(self, X, y, sample_weight=None):
         self._validate_params()
+        self._check_lp_parameters()
         self._check_privacy_request()
         X, y = self._validate_fit_data(X, y, y_numeric=True)
         sample_weight = self._check_sample_weight(sample_weight, X)

@@ -253,9 +253,13 @@ _register_builtin(
     run=mirror_descent,
     plan=plan_mirror_descent,
     losses=frozenset({"squared", "huber", "absolute"}),
-    **_L1_BALL,
+    # Also an lp ball (1 < p <= 2, Alg. 5): the exact Bregman step solves it, and the
+    # privacy analysis depends only on the L2 clip, not on p.  Frank-Wolfe stays
+    # l1-only: its private analysis needs a polytope with finitely many vertices.
+    **{**_L1_BALL, "constraints": frozenset({"l1", "lp"})},
     summary="noisy minibatch mirror descent, p-norm map, l1 / lp geometry (Alg. 1/5)",
     check=check_mirror_descent,
+    option_constraints={"constraint": [StrOptions({"l1", "lp"})]},
 )
 # localized_mirror_descent: its own public bound (Asi et al. 2021, Theorem 4,
 # constant 1; DPLasso defaults, epsilon 0.5 / 1 / 5): diabetes 7.0 / 6.0 / 5.5

@@ -17,6 +17,7 @@ with dp_accounting's PLD accountant.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from dataclasses import dataclass
@@ -37,7 +38,13 @@ from ._common import (
     make_rng,
 )
 from ._gradient_descent import gradient_bound
-from ._l1_geometry import allocate_rows, check_l1_options, checked_domain, public_setup
+from ._l1_geometry import (
+    L1Domain,
+    allocate_rows,
+    check_l1_options,
+    checked_domain,
+    public_setup,
+)
 from ._noisy_steps import plan_of_call
 from ._pnorm import bregman_step, default_p, pnorm, pnorm_mirror_gradient
 
@@ -224,8 +231,16 @@ def plan_localized_mirror_descent(n_samples, n_params, epsilon, delta, call):
 # --------------------------------------------------------------------------
 
 
-def _resolve_p(p, n_columns):
-    """The mirror-map exponent: 1 + 1/ln d for l1 geometry (``p=None`` or p below it)."""
+def _resolve_p(p, n_columns, constraint="l1"):
+    """The mirror-map exponent: 1 + 1/ln d for l1 geometry (``p=None`` or p below it).
+
+    Over an lp ball (``constraint="lp"``) the map's exponent is the ball's
+    own ``p``: the exact Bregman step handles an lp ball only in the map's
+    exponent, and ``||x||_p^2 / (2 (p - 1))`` is 1-strongly convex in
+    ``||.||_p`` for every ``1 < p <= 2``.
+    """
+    if constraint == "lp":
+        return float(p)
     l1_p = default_p(n_columns)
     if p is None:
         return l1_p
@@ -267,6 +282,47 @@ def _noise_q_norm_sq(noise_std, n_columns, q):
     return n_columns ** (2.0 / q) * _gaussian_q_moment(q) * noise_std**2
 
 
+@dataclass(frozen=True)
+class _LpDomain(L1Domain):
+    """The lp ball ``||x||_p <= radius`` on every coordinate (intercept included).
+
+    It reuses :class:`L1Domain`'s fields (every coordinate in ``ball``, no
+    boxes; ``radius`` is the lp radius): the Bregman step gets an infinite l1
+    radius and the lp ball as its ``p_radius`` around the map's centre 0, so
+    only a run centred at 0 can use it.
+    """
+
+    p: float = 2.0
+
+    @property
+    def vertex_radius(self):
+        """Largest ``||x||_p`` on the domain (``D_psi(x*, 0) <= kappa radius^2``; ``||x||_q <= it``)."""
+        return float(self.radius)
+
+    @property
+    def diameter(self):
+        return 2.0 * float(self.radius)
+
+    def contains(self, x, rtol=1e-9):
+        return pnorm(x, self.p) <= self.radius * (1 + rtol)
+
+
+def _domain(solver, args, p):
+    """The fit's domain: the l1 polytope of :func:`checked_domain`, or the lp ball."""
+    domain = checked_domain(solver, args)
+    if args.constraint != "lp":
+        return domain
+    n_columns = len(domain.ball)
+    return _LpDomain(
+        **{
+            **{f.name: getattr(domain, f.name) for f in dataclasses.fields(L1Domain)},
+            "ball": np.ones(n_columns, dtype=bool),
+            "box": np.full(n_columns, np.inf),
+        },
+        p=p,
+    )
+
+
 # --------------------------------------------------------------------------
 # The shared loop
 # --------------------------------------------------------------------------
@@ -290,6 +346,10 @@ class _Runs:
         self.kappa = 1.0 / (2.0 * (p - 1.0))
         # The fixed arguments of every Bregman step: the exponent and the polytope.
         self.geometry = dict(p=p, ball=domain.ball, radius=domain.radius, box=domain.box)
+        self.lp_radius = math.inf
+        if isinstance(domain, _LpDomain):
+            # The lp ball is the step's p_radius around the centre 0; no l1 ball.
+            self.lp_radius, self.geometry["radius"] = domain.radius, math.inf
         self.lipschitz, self.smoothness = lipschitz, smoothness
         self.private = not math.isinf(args.epsilon)
         self.rng = make_rng(args.random_state)
@@ -372,6 +432,10 @@ class _Runs:
                 eta = 1.0 / smoothness
         if step_size is not None:
             eta = float(step_size)
+        if self.lp_radius < math.inf:
+            # The lp ball is centred at 0, the map at the round's start: only one
+            # round from 0 (no strongly convex wrapper, refused by the checks).
+            round_radius = min(round_radius, self.lp_radius)
         last, average = self.run(rows, phase, center, 0.0, round_radius, self.solver, eta=eta)
         self.plan.details.setdefault("step_sizes", []).append(eta)
         # Exact steps of 1 / beta descend: the last iterate is the best one.
@@ -434,9 +498,40 @@ _STRONGLY_CONVEX_MESSAGE = (
 )
 
 
+def _check_lp(solver, options):
+    """Refuse, from public options only, what the lp ball does not support."""
+    constraint = options.get("constraint", "l1")
+    if constraint not in ("l1", "lp"):
+        raise ValueError(f"{solver}: constraint must be 'l1' or 'lp', got {constraint!r}.")
+    if constraint != "lp":
+        return
+    if solver != "mirror_descent":
+        # Its phases centre the map at the previous output, so each step would be
+        # over the intersection of two lp balls, which the exact step does not solve.
+        raise ValueError(
+            f"{solver} does not optimise over an lp ball; use solver='mirror_descent' "
+            "with constraint='lp', or constraint='l1'."
+        )
+    p = options.get("p")
+    if p is None or not 1.0 < float(p) <= 2.0:
+        raise ValueError(f"constraint='lp' needs the ball's exponent p in (1, 2], got p={p!r}.")
+    if options.get("strongly_convex", False):
+        raise ValueError(
+            f"{solver}: strongly_convex=True restricts later rounds to lp balls around "
+            "their start, which cannot be intersected with the constraint='lp' ball; "
+            "use constraint='l1' or strongly_convex=False."
+        )
+    if options.get("intercept_bound") is not None:
+        raise ValueError(
+            f"{solver}: constraint='lp' puts every coordinate (the intercept too) in the "
+            "lp ball; intercept_bound is for constraint='l1'."
+        )
+
+
 def _registry_check(solver):
     def check(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
         check_l1_options(solver, n_outputs=n_outputs, options=options)
+        _check_lp(solver, options)
         # strongly_convex=True needs a public L2 penalty on every coefficient.
         if options.get("strongly_convex", False) and (
             public.fit_intercept
@@ -476,11 +571,12 @@ def _mirror_descent_fit(solver, kind, args):
     data, loss, epsilon = args.data, args.loss, args.epsilon
     strongly_convex = args.strongly_convex
     with public_setup():  # public inputs and the released row count only
-        domain = checked_domain(solver, args)
+        _check_lp(solver, vars(args))
+        p = _resolve_p(args.p, n_columns, args.constraint)
+        domain = _domain(solver, args, p)
         # Public stand-in for the row count (a DP count from the estimators): the
         # true n is private under add/remove and only indexes rows.
         n_samples = data.n_public
-        p = _resolve_p(args.p, n_columns)
         q = p / (p - 1.0)
         lam = _strong_convexity(domain, n_columns, p) if strongly_convex else 0.0
         if strongly_convex and lam <= 0:
