@@ -292,6 +292,36 @@ def release_center_on(at_or_below, size, candidates, *, epsilon, rng, label):
     return BoundRelease(float(candidates[index]), events)
 
 
+def interval_center_utilities(at_or_below, size):
+    """Utilities of the intervals between consecutive candidates for the median (sensitivity 1/2).
+
+    Interval ``k`` is ``(c_k, c_{k+1}]``; its utility is
+    ``-max(#{v <= c_k} - n/2, n/2 - #{v <= c_{k+1}}, 0)``: 0 for the
+    interval that holds the median, and minus the rows between it and the
+    median elsewhere.  Adding a row moves each count by 0 or 1 and ``n/2``
+    by 1/2, so each term moves by at most 1/2, and so does their maximum.
+    Unlike the utility of a single candidate, it does not stay flat across
+    the intervals outside a feature's span narrower than the grid.
+    """
+    at_or_below = np.asarray(at_or_below, dtype=np.float64)
+    half = 0.5 * float(size)
+    return -np.maximum(np.maximum(at_or_below[:-1] - half, half - at_or_below[1:]), 0.0)
+
+
+def release_interval_center(at_or_below, size, candidates, *, epsilon, rng, label):
+    """The DP median among the intervals ``(c_k, c_{k+1}]`` between ``candidates``: its end ``c_{k+1}``.
+
+    The interval's closed end, a candidate: a feature whose median is a
+    candidate (the 0 of a mostly-zero column) is centred exactly there, so
+    the rows at the median stay exactly at the centre.
+    """
+    utilities = interval_center_utilities(at_or_below, size)
+    scale = 0.0 if math.isinf(epsilon) else 1.0 / float(epsilon)
+    index = _noise.exponential(utilities, sensitivity=0.5, scale=scale, rng=rng, label=label)
+    events = [] if math.isinf(epsilon) else [_event(epsilon, label)]
+    return BoundRelease(float(candidates[index + 1]), events)
+
+
 def capped_utilities(utilities, cap):
     """The utilities of the candidates of :data:`GRID` up to ``cap`` (public): a prefix.
 
@@ -725,8 +755,9 @@ def feature_center_candidates(magnitude):
     0 most of those lie near 0 and one of them is drawn, however far 0 is
     from the data (a longitude near -120 centred at 0.003).  The magnitude
     (window 2) may clip a long upper tail, hence the span ``[-2 M, 2 M]``;
-    a spacing of ``M / 128`` is below the half-width released after the centre, so a
-    coarse centre costs the standardisation nothing.
+    the median is released among the intervals between them
+    (:func:`release_interval_center`), so a feature narrower than the spacing
+    ``M / 128`` is still centred within one interval of its values.
     """
     steps = np.arange(-FEATURE_CENTER_STEPS, FEATURE_CENTER_STEPS + 1)
     return 2.0 * float(magnitude) * steps / FEATURE_CENTER_STEPS
@@ -739,8 +770,8 @@ def release_feature_scales(X, *, epsilon, n_public, rng, centered, each=None):
     a magnitude ``M_j`` (an upper bound of ``|x_j|``, window :data:`WINDOW`),
     which is also the fit's entrywise clip of the raw values; with
     ``centered`` two more releases on the clipped values, as in
-    :func:`release_range`: a centre ``c_j`` (a DP median among
-    :func:`feature_center_candidates`) and a half-width ``h_j``, the larger
+    :func:`release_range`: a centre ``c_j`` (a DP median among the intervals
+    between :func:`feature_center_candidates`) and a half-width ``h_j``, the larger
     of upper bounds of ``x_j - c_j`` on the rows above the centre and of
     ``c_j - x_j`` on the rows below it (both up to ``2 M_j + |c_j|``; one
     release by parallel composition: a row moves one of the two); without,
@@ -773,7 +804,7 @@ def release_feature_scales(X, *, epsilon, n_public, rng, centered, each=None):
         # scaled as {0, 1} would be).
         column = np.clip(column, -magnitude, magnitude)
         candidates = feature_center_candidates(magnitude)
-        center[j] = release_center_on(
+        center[j] = release_interval_center(
             *center_counts_on(column, candidates),
             candidates,
             epsilon=each,

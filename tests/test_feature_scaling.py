@@ -95,6 +95,32 @@ def test_feature_scale_utilities_are_exact_and_ignore_zeros():
     assert FEATURE_GRID[np.argmax(wide)] >= 3e8
 
 
+@pytest.mark.parametrize("hostile", [-1e300, -130.0, -120.0, -119.97, 0.0, 1e300])
+def test_interval_centre_utilities_move_by_at_most_one_half(hostile):
+    rng = np.random.default_rng(2)
+    values = -120.0 + 0.05 * rng.normal(size=200)
+    candidates = feature_center_candidates(128.0)
+    before = _bounds.interval_center_utilities(*_bounds.center_counts_on(values, candidates))
+    after = _bounds.interval_center_utilities(
+        *_bounds.center_counts_on(np.append(values, hostile), candidates)
+    )
+    assert before.shape == (candidates.size - 1,)
+    assert np.max(np.abs(before - after)) <= 0.5
+
+
+def test_narrow_feature_far_from_zero_is_centred_within_one_interval():
+    # A longitude near -120 with a spread far below the grid's spacing: the
+    # median of single candidates was flat outside the data and drew a
+    # centre anywhere in [-2M, 2M]; the interval holding the data wins.
+    rng = np.random.default_rng(3)
+    X = (-120.0 + 0.05 * rng.normal(size=2000))[:, None]
+    scales, _ = release_feature_scales(
+        X, epsilon=3.0, n_public=2000.0, rng=np.random.default_rng(4), centered=True
+    )
+    spacing = 2.0 * scales.clip[0] / _bounds.FEATURE_CENTER_STEPS
+    assert abs(scales.center[0] + 120.0) <= spacing
+
+
 @pytest.mark.parametrize("hostile", [-1e300, -3.0, 0.0, 1e-300, 2.0, 1e12, 1e300])
 @pytest.mark.parametrize("epsilon", [0.05, 1.0])
 def test_feature_scale_release_is_epsilon_dp_exactly(hostile, epsilon):
@@ -161,7 +187,8 @@ def test_release_feature_scales_noise_scales_and_events(centered):
     if centered:
         centres = [r for r in releases if "centre" in r.label]
         for j, record in enumerate(centres):
-            assert scales.center[j] == feature_center_candidates(scales.clip[j])[record.output]
+            candidates = feature_center_candidates(scales.clip[j])
+            assert scales.center[j] == candidates[record.output + 1]
     else:
         np.testing.assert_array_equal(scales.scale, scales.clip)
         np.testing.assert_array_equal(scales.center, 0.0)
