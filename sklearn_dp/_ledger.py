@@ -114,6 +114,37 @@ class LedgerEntry:
         )
 
 
+UNITS = ("row", "group")
+
+
+def _check_unit_name(unit):
+    if unit not in UNITS:
+        raise ValueError(f"unit must be one of {UNITS}, got {unit!r}.")
+    return unit
+
+
+def _check_unit(rows, unit):
+    """Refuse a spend whose unit of privacy is not that of the ledger's entries.
+
+    Spends compose into one guarantee only under one neighbouring relation:
+    a row-level fit's epsilon says nothing about a person with many rows,
+    and adding it to group-level spends would state a total that holds
+    under neither relation.  Group-level fits with different
+    ``max_group_rows`` compose: a fit that keeps at most ``k`` rows of each
+    group is DP for adding or removing one group of any size.
+    """
+    other = next((row.entry.unit for row in rows if row.entry.unit != unit), None)
+    if other is None:
+        return
+    names = {"row": "one row", "group": "one group (fits with groups=)"}
+    raise ValueError(
+        f"This budget holds spends whose unit of privacy is {names[other]}; this spend's "
+        f"unit is {names[unit]}. Their epsilons do not add up to a guarantee under either "
+        "neighbouring relation. Use a separate PrivacyBudget for each unit of privacy. "
+        "Nothing was spent."
+    )
+
+
 class _Row:
     """A ledger entry plus the pickled bytes of its event."""
 

@@ -4,7 +4,7 @@ A fitted estimator, transformer or search that is pickled (``pickle``,
 ``joblib.dump``, a joblib worker returning it) keeps its report (its
 ``dp_event_``, ``privacy_spent_`` and a copy of its own ledger entries) but no
 handle on the budget's ledger: its ``budget`` becomes a read-only stand-in
-(:func:`sklearn_dp.budget.saved_budget`) that refuses every check, spend and
+(:func:`saved_budget`) that refuses every check, spend and
 ledger read.  A saved model therefore loads anywhere, even where an SQLite
 ledger file does not exist, and a refit of a loaded model raises
 :class:`~sklearn_dp.exceptions.BudgetStorageError` before it reads the data
@@ -20,11 +20,16 @@ the live budget too (they never leave the process).
 from __future__ import annotations
 
 import copy
+import os
 import platform
+import secrets
+import threading
+import weakref
 
 import numpy as np
 
-from .budget import PrivacyBudget, saved_budget
+from ._ledger import _DetachedStorage, _Row, _SavedStorage, _SQLiteStorage
+from .budget import _MEMORY_BUDGETS, _REGISTRY_LOCK, PrivacyBudget
 from .exceptions import BudgetStorageError
 
 __all__ = ["SavedWithoutLedger", "ledger_entries"]
@@ -33,6 +38,69 @@ __all__ = ["SavedWithoutLedger", "ledger_entries"]
 #: besides its fitted attributes: copies of its ledger entries and the versions
 #: of the libraries that fitted it.
 RECORD_ATTRIBUTE = "_privacy_record_"
+
+
+# The stand-in of each live budget in saved models: one object per budget, so
+# that the steps of a saved Pipeline still share one budget once loaded.
+_SAVED_BUDGETS: weakref.WeakKeyDictionary[PrivacyBudget, PrivacyBudget] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _bare_budget(epsilon, delta, composition, timeout, budget_id, storage):
+    """A budget over ``storage`` without ``__init__`` (which may create a ledger)."""
+    budget = PrivacyBudget.__new__(PrivacyBudget)
+    budget._epsilon = epsilon
+    budget._delta = delta
+    budget._composition = composition
+    budget._timeout = timeout
+    budget._cache = {}
+    budget._cache_lock = threading.Lock()
+    budget._uuid = budget_id
+    budget._storage = storage
+    if isinstance(storage, _SQLiteStorage):
+        budget._opening = secrets.token_hex(16)
+    return budget
+
+
+def _reopen_sqlite_budget(epsilon, delta, path, timeout, composition="basic", created=None):
+    # The ledger must exist (and be the same one): a copy never creates a new ledger.
+    storage = _SQLiteStorage(
+        path, epsilon, delta, composition, timeout, create=False, created=created
+    )
+    return _bare_budget(epsilon, delta, composition, timeout, None, storage)
+
+
+def _restore_memory_budget(budget_id, pid, epsilon, delta, snapshot, timeout, composition="basic"):
+    if pid == os.getpid():
+        with _REGISTRY_LOCK:
+            original = _MEMORY_BUDGETS.get(budget_id)
+        if original is not None:
+            return original
+    storage = _DetachedStorage([_Row(entry, blob) for entry, blob in snapshot])
+    return _bare_budget(epsilon, delta, composition, timeout, budget_id, storage)
+
+
+def saved_budget(budget):
+    """The stand-in of ``budget`` in a saved fitted model: its limits, no handle on its ledger.
+
+    The stand-in (a :class:`PrivacyBudget` that refuses every check, spend
+    and ledger read with :class:`BudgetStorageError`) keeps ``epsilon``,
+    ``delta`` and ``composition``, and neither the ledger file's path nor the
+    entries of other fits.  The same object for every call with one budget.
+    """
+    if isinstance(budget._storage, _SavedStorage):
+        return budget
+    with _REGISTRY_LOCK:
+        saved = _SAVED_BUDGETS.get(budget)
+        if saved is None:
+            saved = _restore_saved_budget(budget._epsilon, budget._delta, budget._composition)
+            _SAVED_BUDGETS[budget] = saved
+    return saved
+
+
+def _restore_saved_budget(epsilon, delta, composition):
+    return _bare_budget(epsilon, delta, composition, 30.0, None, _SavedStorage())
 
 
 def _is_fitted(state):

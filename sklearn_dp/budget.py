@@ -48,13 +48,15 @@ budget passed to an estimator keeps counting inside ``GridSearchCV``,
 (``storage="budget.sqlite"``) can count; an in-memory budget that reaches
 another process refuses to spend instead of silently starting from zero.
 A *fitted* model pickles with a read-only stand-in for its budget
-(:func:`saved_budget`: the limits, no handle on the ledger), so that a saved
-model loads anywhere and a refit of it is refused instead of uncounted.
+(``sklearn_dp._saving.saved_budget``: the limits, no handle on the ledger), so
+that a saved model loads anywhere and a refit of it is refused instead of uncounted.
 
 Where the parts live: this module keeps the budget and its reservations;
 the filters' arithmetic (the rho limit, the pool, the charges of a spend) and
 the messages of a refused spend are in ``sklearn_dp._admission``, the
-ledger's storage (in memory or in an SQLite file) in ``sklearn_dp._ledger``.
+ledger's storage (in memory or in an SQLite file) and the unit-of-privacy
+checks in ``sklearn_dp._ledger``, the functions that restore a pickled budget
+(and the read-only stand-in of saved models) in ``sklearn_dp._saving``.
 """
 
 from __future__ import annotations
@@ -89,7 +91,8 @@ from ._ledger import (
     FAILED,
     RESERVED,
     LedgerEntry,
-    _DetachedStorage,
+    _check_unit,
+    _check_unit_name,
     _MemoryStorage,
     _pickle_event,
     _Row,
@@ -115,11 +118,6 @@ COMPOSITIONS = ("basic", "zcdp")
 # same process (joblib's threading backend, a pickle round-trip in a notebook)
 # returns the very object that counts instead of a copy that would not.
 _MEMORY_BUDGETS: weakref.WeakValueDictionary[str, PrivacyBudget] = weakref.WeakValueDictionary()
-# The stand-in of each live budget in saved models: one object per budget, so
-# that the steps of a saved Pipeline still share one budget once loaded.
-_SAVED_BUDGETS: weakref.WeakKeyDictionary[PrivacyBudget, PrivacyBudget] = (
-    weakref.WeakKeyDictionary()
-)
 _REGISTRY_LOCK = threading.Lock()
 
 
@@ -183,37 +181,6 @@ def _check_spend_args(epsilon, delta, event):
     if event is not None:
         check_event(event)  # a malformed event would be charged what it (mis)states
     return float(epsilon), float(delta)
-
-
-UNITS = ("row", "group")
-
-
-def _check_unit_name(unit):
-    if unit not in UNITS:
-        raise ValueError(f"unit must be one of {UNITS}, got {unit!r}.")
-    return unit
-
-
-def _check_unit(rows, unit):
-    """Refuse a spend whose unit of privacy is not that of the ledger's entries.
-
-    Spends compose into one guarantee only under one neighbouring relation:
-    a row-level fit's epsilon says nothing about a person with many rows,
-    and adding it to group-level spends would state a total that holds
-    under neither relation.  Group-level fits with different
-    ``max_group_rows`` compose: a fit that keeps at most ``k`` rows of each
-    group is DP for adding or removing one group of any size.
-    """
-    other = next((row.entry.unit for row in rows if row.entry.unit != unit), None)
-    if other is None:
-        return
-    names = {"row": "one row", "group": "one group (fits with groups=)"}
-    raise ValueError(
-        f"This budget holds spends whose unit of privacy is {names[other]}; this spend's "
-        f"unit is {names[unit]}. Their epsilons do not add up to a guarantee under either "
-        "neighbouring relation. Use a separate PrivacyBudget for each unit of privacy. "
-        "Nothing was spent."
-    )
 
 
 def _default_composition(delta):
@@ -866,6 +833,9 @@ class PrivacyBudget:
         return self
 
     def __reduce__(self):
+        # The restoring functions live with the saving policy (which imports this module).
+        from ._saving import _reopen_sqlite_budget, _restore_memory_budget, _restore_saved_budget
+
         if isinstance(self._storage, _SavedStorage):
             return (_restore_saved_budget, (self._epsilon, self._delta, self._composition))
         if isinstance(self._storage, _SQLiteStorage):
@@ -907,59 +877,3 @@ class PrivacyBudget:
             f"composition={self._composition!r}, "
             f"{state}, storage={self._storage.describe()})"
         )
-
-
-def _bare_budget(epsilon, delta, composition, timeout, budget_id, storage):
-    """A budget over ``storage`` without ``__init__`` (which may create a ledger)."""
-    budget = PrivacyBudget.__new__(PrivacyBudget)
-    budget._epsilon = epsilon
-    budget._delta = delta
-    budget._composition = composition
-    budget._timeout = timeout
-    budget._cache = {}
-    budget._cache_lock = threading.Lock()
-    budget._uuid = budget_id
-    budget._storage = storage
-    if isinstance(storage, _SQLiteStorage):
-        budget._opening = secrets.token_hex(16)
-    return budget
-
-
-def _reopen_sqlite_budget(epsilon, delta, path, timeout, composition="basic", created=None):
-    # The ledger must exist (and be the same one): a copy never creates a new ledger.
-    storage = _SQLiteStorage(
-        path, epsilon, delta, composition, timeout, create=False, created=created
-    )
-    return _bare_budget(epsilon, delta, composition, timeout, None, storage)
-
-
-def _restore_memory_budget(budget_id, pid, epsilon, delta, snapshot, timeout, composition="basic"):
-    if pid == os.getpid():
-        with _REGISTRY_LOCK:
-            original = _MEMORY_BUDGETS.get(budget_id)
-        if original is not None:
-            return original
-    storage = _DetachedStorage([_Row(entry, blob) for entry, blob in snapshot])
-    return _bare_budget(epsilon, delta, composition, timeout, budget_id, storage)
-
-
-def saved_budget(budget):
-    """The stand-in of ``budget`` in a saved fitted model: its limits, no handle on its ledger.
-
-    The stand-in (a :class:`PrivacyBudget` that refuses every check, spend
-    and ledger read with :class:`BudgetStorageError`) keeps ``epsilon``,
-    ``delta`` and ``composition``, and neither the ledger file's path nor the
-    entries of other fits.  The same object for every call with one budget.
-    """
-    if isinstance(budget._storage, _SavedStorage):
-        return budget
-    with _REGISTRY_LOCK:
-        saved = _SAVED_BUDGETS.get(budget)
-        if saved is None:
-            saved = _restore_saved_budget(budget._epsilon, budget._delta, budget._composition)
-            _SAVED_BUDGETS[budget] = saved
-    return saved
-
-
-def _restore_saved_budget(epsilon, delta, composition):
-    return _bare_budget(epsilon, delta, composition, 30.0, None, _SavedStorage())

@@ -69,15 +69,14 @@ from ._pipeline import (
     fit_event,
     fit_target,
     released,
-    target_budgets,
 )
 from ._planning import (
-    RESERVED_PARAMETERS,
     plan_selection,
     search_shares,
     stand_in,
 )
 from ._runs import release_label_set, results_table, score_range, select
+from ._search_checks import check_candidates, record_unit, search_budget, search_scoring
 
 if TYPE_CHECKING:
     from .._typing import ArrayLike, MatrixLike, RandomStateLike
@@ -88,19 +87,6 @@ __all__ = ["DPGridSearchCV", "DPRandomizedSearchCV"]
 
 #: Scores the searches can release: per-row terms with a public range.
 SCORINGS = ("accuracy", "neg_mean_absolute_error", "neg_mean_squared_error")
-
-
-def _record_unit(search, group_rows):
-    """``max_group_rows_`` on the search and on its best estimator's DP fits (group level only)."""
-    best = search.best_estimator_
-    fitted = [search, best] + [step for _, step in getattr(best, "steps", ()) if step is not None]
-    for obj in fitted:
-        if not hasattr(obj, "__dict__") or (obj is not search and "dp_event_" not in vars(obj)):
-            continue
-        if group_rows is None:
-            obj.__dict__.pop("max_group_rows_", None)
-        else:
-            obj.max_group_rows_ = group_rows
 
 
 def _delegate(method):
@@ -181,61 +167,6 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
     def _check_estimator(self):
         check_target(self.estimator, type(self).__name__)
 
-    def _check_candidates(self, candidates):
-        name = type(self).__name__
-        if not candidates:
-            raise ValueError(f"{name}: the parameter grid has no candidate.")
-        for params in candidates:
-            reserved = sorted(
-                key for key in params if key.rsplit("__", 1)[-1] in RESERVED_PARAMETERS
-            )
-            if reserved:
-                raise ValueError(
-                    f"{name}: {reserved} cannot be searched: the search sets epsilon and "
-                    "delta of every run from its own guarantee, shares its budget and seeds "
-                    "the runs itself."
-                )
-            # A candidate may replace a Pipeline's step: each is checked whole.
-            check_target(clone(self.estimator).set_params(**params), name)
-
-    def _budget(self):
-        own = self.budget
-        inner = [budget for budget in target_budgets(self.estimator) if budget is not None]
-        if any(budget is not inner[0] for budget in inner) or (
-            own is not None and inner and own is not inner[0]
-        ):
-            raise ValueError(
-                f"{type(self).__name__}: the search and its estimator hold different budgets; "
-                "set budget= on the search only (the runs are charged inside the search's "
-                "entry)."
-            )
-        return own if own is not None else (inner[0] if inner else None)
-
-    def _scoring(self):
-        if self.scoring is not None:
-            scoring = self.scoring
-        else:
-            scoring = "accuracy" if is_classifier(self.estimator) else "neg_mean_absolute_error"
-        if is_classifier(self.estimator) != (scoring == "accuracy"):
-            raise ValueError(
-                f"{type(self).__name__}: scoring={scoring!r} does not fit a "
-                f"{'classifier' if is_classifier(self.estimator) else 'regressor'}."
-            )
-        if scoring == "accuracy":
-            return scoring, None
-        bound = self.score_bound
-        if bound is None:
-            y_bound = getattr(final_estimator(self.estimator), "y_bound", None)
-            if y_bound is None or isinstance(y_bound, str):
-                # y_bound="auto" is released by each fit: not public before the search.
-                raise ValueError(
-                    f"{type(self).__name__}: scoring={scoring!r} needs score_bound, a public "
-                    "bound on the absolute error of one row (the estimator's y_bound is "
-                    f"{y_bound!r}, not a public number)."
-                )
-            bound = 2.0 * float(y_bound)
-        return scoring, float(bound)
-
     # -- fit ----------------------------------------------------------------------
 
     @restore_on_failure
@@ -276,10 +207,10 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
             _random.split(rng, 7)
         )
         candidates = self._candidates(candidate_rng)
-        self._check_candidates(candidates)
-        scoring, bound = self._scoring()
+        check_candidates(self, candidates)
+        scoring, bound = search_scoring(self)
         low, high = score_range(scoring, bound)
-        budget = self._budget()
+        budget = search_budget(self)
         if budget is not None and budget.composition != "basic":
             raise ValueError(
                 f"{name}: the budget uses composition={budget.composition!r}, and private "
@@ -485,7 +416,7 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
             float(delta_selection + delta_refit),
         )
         keep_entries(self, [reservation, refit_reservation])
-        _record_unit(self, group_rows)
+        record_unit(self, group_rows)
         if self.verbose:
             print(
                 f"[{name}] selected {self.best_params_} (noisy validation {scoring}: "
