@@ -375,6 +375,21 @@ def _query_round(source, center, rows, starts, round_index, parallel):
 # --------------------------------------------------------------------------
 
 
+def _step_sum(round_, index, point, setting):
+    """The exact sum of inner step ``index``'s capped ReSQue gradients at ``point`` (not released).
+
+    The queries ``starts[index]:starts[index + 1]`` of the round, weighted
+    ``min(w_i(point), w_max)`` (``rho`` and ``w_max`` are the ``setting``'s).
+    """
+    batch = slice(round_.starts[index], round_.starts[index + 1])
+    queries = (round_.xi[batch], round_.derivative[batch], round_.features[batch])
+    scale = 1.0 / (2.0 * setting.smoothing_radius**2)
+    max_weight = setting.max_weight
+    return capped_resque_sum(
+        *queries, point - round_.center, scale, math.log(max_weight), max_weight
+    )
+
+
 def _epoch_sgd(round_, *, lam, start, project, epochs, setting, normalizer, release, averages=None):
     """EpochSGD (docs/solvers/resque.md) for ``F_rho(x) + lam / 2 ||x - c||^2`` over the ball.
 
@@ -389,18 +404,13 @@ def _epoch_sgd(round_, *, lam, start, project, epochs, setting, normalizer, rele
     regularisation-only step from it.  ``averages``, a list when given,
     receives every epoch's average (the last is the returned point).
     """
-    center, starts, max_weight = round_.center, round_.starts, setting.max_weight
-    scale = 1.0 / (2.0 * setting.smoothing_radius**2)
-    max_log_weight = math.log(max_weight)
+    center = round_.center
     eta = 1.0 / (4.0 * lam)
     x = project(start)
     done = 0  # the steps of the earlier epochs
 
     def sgd_step(t, x):
-        batch = slice(starts[done + t], starts[done + t + 1])
-        queries = (round_.xi[batch], round_.derivative[batch], round_.features[batch])
-        exact = capped_resque_sum(*queries, x - center, scale, max_log_weight, max_weight)
-        gradient = release(exact) / normalizer
+        gradient = release(_step_sum(round_, done + t, x, setting)) / normalizer
         if setting.alpha_mask is not None:
             gradient = gradient + setting.alpha_mask * x
         return project((x - eta * gradient + pull) * shrink), None
@@ -494,20 +504,14 @@ def _acsa(round_, *, lam, start, project, stages, smoothness, setting, normalize
     combinations and projections), so every weight is taken within ``r`` of
     the centre, as for EpochSGD.
     """
-    center, starts, max_weight = round_.center, round_.starts, setting.max_weight
-    scale = 1.0 / (2.0 * setting.smoothing_radius**2)
-    max_log_weight = math.log(max_weight)
+    center = round_.center
     x_ag = project(start)
     first = 0  # the first release of the current step
 
     def gradient_at(point, n_releases):
         total = np.zeros_like(point)
         for index in range(first, first + n_releases):
-            batch = slice(starts[index], starts[index + 1])
-            queries = (round_.xi[batch], round_.derivative[batch], round_.features[batch])
-            total += release(
-                capped_resque_sum(*queries, point - center, scale, max_log_weight, max_weight)
-            )
+            total += release(_step_sum(round_, index, point, setting))
         gradient = total / (normalizer * n_releases) + lam * (point - center)
         if setting.alpha_mask is not None:
             gradient = gradient + setting.alpha_mask * point
@@ -601,39 +605,31 @@ class _BallOracle:
         ``level - 1`` and ``level``), from the same run, so their difference
         has the small variance multilevel Monte Carlo needs.
         """
-        s = self.setting
         base = self.n_steps(lam)
-        n_steps = base * 2**level
-        rows, starts = self.sample(n_steps)
-        round_ = _query_round(self.source, center, rows, starts, self.rounds, self.parallel)
-        self.rounds += 1
-        self.steps += n_steps
-        self.updates += n_steps
+        round_ = self._round(center, base * 2**level, base * 2**level)
         head = epoch_lengths(base)
         averages = []
         _epoch_sgd(
             round_,
-            lam=lam,
-            start=center,
-            project=partial(_project_domain, center=center, r=s.ball_radius, R=s.domain_radius),
             epochs=head + [base * 2**m for m in range(level)],
-            setting=s,
-            normalizer=float(s.batch_size),
-            release=self.release,
             averages=averages,
+            **self._ball_arguments(center, lam, center),
         )
         return averages[len(head) + level - 2], averages[-1]
 
-    def __call__(self, center, lam, start):
-        s = self.setting
-        stages = self.acsa_stages(lam) if s.inner == "acsa" else None
-        n_steps = self.n_steps(lam) if stages is None else sum(map(sum, stages))
+    def _round(self, center, n_steps, n_updates):
+        """The Poisson batches and evaluated queries of one round of ``n_steps`` steps (counted)."""
         rows, starts = self.sample(n_steps)
         round_ = _query_round(self.source, center, rows, starts, self.rounds, self.parallel)
         self.rounds += 1
         self.steps += n_steps
-        self.updates += n_steps if stages is None else sum(map(len, stages))
-        solver_arguments = dict(
+        self.updates += n_updates
+        return round_
+
+    def _ball_arguments(self, center, lam, start):
+        """The keywords :func:`_epoch_sgd` and :func:`_acsa` share for the ball around ``center``."""
+        s = self.setting
+        return dict(
             lam=lam,
             start=start,
             project=partial(_project_domain, center=center, r=s.ball_radius, R=s.domain_radius),
@@ -643,6 +639,14 @@ class _BallOracle:
             normalizer=float(s.batch_size),
             release=self.release,
         )
+
+    def __call__(self, center, lam, start):
+        s = self.setting
+        stages = self.acsa_stages(lam) if s.inner == "acsa" else None
+        n_steps = self.n_steps(lam) if stages is None else sum(map(sum, stages))
+        n_updates = n_steps if stages is None else sum(map(len, stages))
+        round_ = self._round(center, n_steps, n_updates)
+        arguments = self._ball_arguments(center, lam, start)
         if stages is not None:
-            return _acsa(round_, stages=stages, smoothness=s.smoothness + lam, **solver_arguments)
-        return _epoch_sgd(round_, epochs=epoch_lengths(n_steps), **solver_arguments)
+            return _acsa(round_, stages=stages, smoothness=s.smoothness + lam, **arguments)
+        return _epoch_sgd(round_, epochs=epoch_lengths(n_steps), **arguments)
