@@ -113,27 +113,6 @@ RESTART = True
 # --------------------------------------------------------------------------
 
 
-def _check_schedule(schedule, private):
-    """Refuse an unknown schedule, and the theory schedule of a private fit."""
-    if schedule not in ("budget", "theory"):
-        raise ValueError(f"schedule must be 'budget' or 'theory', got {schedule!r}.")
-    if schedule == "theory" and private:
-        raise ValueError(
-            "schedule='theory' sizes each subproblem from a proximal weight chosen on the "
-            "data, so its number of noisy steps is not public; it is only available with "
-            "epsilon=inf. Use schedule='budget' for private fits."
-        )
-
-
-def _check_multilevel(multilevel, inner):
-    """Refuse the multilevel calls with another ball oracle than EpochSGD."""
-    if multilevel and inner != "epoch_sgd":
-        raise ValueError(
-            "multilevel=True needs inner='epoch_sgd': its extra calls take two coupled "
-            "points from one EpochSGD run (the averages at half and at all of its steps)."
-        )
-
-
 def check_resque_arguments(*, loss_name, n_outputs, private, multi_output=False, **options):
     """Raise a ValueError for a problem or an option ``resque`` refuses; public inputs only.
 
@@ -155,8 +134,8 @@ def check_resque_arguments(*, loss_name, n_outputs, private, multi_output=False,
         not given take the defaults of :func:`resque`'s signature.
     """
     options = {**OPTION_DEFAULTS, **options}
-    radius, constraint, tol, max_weight, n_jobs = (
-        options[name] for name in ("radius", "constraint", "tol", "max_weight", "n_jobs")
+    radius, tol, max_weight, n_jobs = (
+        options[name] for name in ("radius", "tol", "max_weight", "n_jobs")
     )
     if n_outputs != 1:
         raise ValueError("resque fits single-output losses only (binary, regression).")
@@ -175,11 +154,6 @@ def check_resque_arguments(*, loss_name, n_outputs, private, multi_output=False,
             "solver='auto'), which converge on it; or, to run resque anyway on a schedule "
             "of your own, pass both radius= (the L2 ball) and solver_options={'tol': ...}."
         )
-    if constraint not in (None, "l2"):
-        raise ValueError(
-            f"resque supports only an L2-ball constraint, got constraint={constraint!r}: "
-            "its smoothing and ball subproblems are Euclidean."
-        )
     # Not a declared range: a non-private fit may use the unbiased estimator (inf).
     if not (isinstance(max_weight, Real) and max_weight >= 1):
         raise ValueError(f"max_weight must be a float >= 1, got {max_weight!r}.")
@@ -187,10 +161,10 @@ def check_resque_arguments(*, loss_name, n_outputs, private, multi_output=False,
         raise ValueError("A private fit needs a finite max_weight (it sets the sensitivity).")
     if n_jobs is not None and (isinstance(n_jobs, (bool, np.bool_)) or n_jobs == 0):
         raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}.")
-    # The other options' types and ranges, as the registry declares them.
+    # The other options' types and ranges, as the registry declares them (the
+    # schedule and the ball oracle are checked by the plan, which every fit makes
+    # before the spend).
     check_declared_options("resque", {k: v for k, v in options.items() if k != "max_weight"})
-    _check_schedule(options["schedule"], private)
-    _check_multilevel(options["multilevel"], options["inner"])
 
 
 def check_resque(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
@@ -288,8 +262,17 @@ def plan_resque(n_samples, n_params, epsilon, delta, call):
         ``batch_size``, ``sampling_probability``, ``n_probes``, ``schedule``.
     """
     private, schedule, n_probes = not math.isinf(epsilon), call.schedule, call.n_probes
-    _check_schedule(schedule, private)
-    _check_multilevel(call.multilevel, call.inner)
+    if schedule == "theory" and private:
+        raise ValueError(
+            "schedule='theory' sizes each subproblem from a proximal weight chosen on the "
+            "data, so its number of noisy steps is not public; it is only available with "
+            "epsilon=inf. Use schedule='budget' for private fits."
+        )
+    if call.multilevel and call.inner != "epoch_sgd":
+        raise ValueError(
+            "multilevel=True needs inner='epoch_sgd': its extra calls take two coupled "
+            "points from one EpochSGD run (the averages at half and at all of its steps)."
+        )
     if n_samples is None:
         return None  # the schedule needs the (not yet released) public row count
     tol = default_tolerance(n_samples, n_params, epsilon, delta) if call.tol is None else call.tol
