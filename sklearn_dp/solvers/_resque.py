@@ -134,9 +134,7 @@ def check_resque_arguments(*, loss_name, n_outputs, private, multi_output=False,
         not given take the defaults of :func:`resque`'s signature.
     """
     options = {**OPTION_DEFAULTS, **options}
-    radius, tol, max_weight, n_jobs = (
-        options[name] for name in ("radius", "tol", "max_weight", "n_jobs")
-    )
+    max_weight, n_jobs = options["max_weight"], options["n_jobs"]
     if n_outputs != 1:
         raise ValueError("resque fits single-output losses only (binary, regression).")
     if loss_name not in GLOBALLY_LIPSCHITZ_LOSSES or multi_output:
@@ -145,7 +143,7 @@ def check_resque_arguments(*, loss_name, n_outputs, private, multi_output=False,
             f"{loss_name!r} is not: its derivative is bounded at most on a ball of scores, "
             "and ReSQue queries lie far outside any ball."
         )
-    if loss_name in SMOOTH_LOSSES_WITHOUT_DEFAULT and (radius is None or tol is None):
+    if loss_name in SMOOTH_LOSSES_WITHOUT_DEFAULT and None in (options["radius"], options["tol"]):
         raise ValueError(
             f"resque has no default schedule that converges on the smooth {loss_name!r} "
             "loss: its ball acceleration moves too little per outer iteration to reach the "
@@ -313,8 +311,8 @@ def plan_resque(n_samples, n_params, epsilon, delta, call):
 # --------------------------------------------------------------------------
 
 
-def _public_setting(data, loss, *, alpha, epsilon, delta, plan, options):
-    """Everything public a fit runs with: its plan, the geometry and the noise.
+def _public_setting(data, loss, plan, *, alpha, radius, max_weight, max_inner):
+    """Everything public a fit of ``plan`` runs with: the geometry and the noise.
 
     Computed from the public stand-in for the row count (``data.n_public``),
     the public bounds and the options of :func:`resque`, before the data is
@@ -323,11 +321,6 @@ def _public_setting(data, loss, *, alpha, epsilon, delta, plan, options):
     ``plan``, ``max_inner`` and ``alpha_mask`` (the L2 penalty's weight per
     coordinate, or None).
     """
-    radius, max_weight, max_inner = (options[k] for k in ("radius", "max_weight", "max_inner"))
-    # A direct call's schedule comes from the public stand-in for the row count
-    # (a DP count from the estimators): the true n is private under add/remove.
-    arguments = dict(options, data=data, loss=loss, n_outputs=1, alpha=alpha, plan=plan)
-    plan = plan_of_call("resque", dict(arguments, epsilon=epsilon, delta=delta))
     details = plan.details
     constrained = radius is not None
     R = float(radius) if constrained else DEFAULT_RADIUS_SCALE / data.row_norm_bound
@@ -716,23 +709,23 @@ def resque(
     public.
     """
     arguments = locals()
-    options = {name: arguments[name] for name in OPTION_NAMES}
     check_resque_arguments(
         loss_name=loss.name,
         multi_output=loss.multi_output,
         n_outputs=n_outputs,
         private=not math.isinf(epsilon),
-        **options,
+        **{name: arguments[name] for name in OPTION_NAMES},
     )
+    # A direct call's schedule comes from the public stand-in for the row count
+    # (a DP count from the estimators): the true n is private under add/remove.
+    plan = plan_of_call("resque", arguments)
     setting = _public_setting(
-        data, loss, alpha=alpha, epsilon=epsilon, delta=delta, plan=plan, options=options
+        data, loss, plan, alpha=alpha, radius=radius, max_weight=max_weight, max_inner=max_inner
     )
     with _workers(n_jobs) as parallel:
         rng = make_rng(random_state)
         oracle = _BallOracle(data, loss, setting, rng, parallel)
-        proximal_point = None
-        if multilevel:
-            proximal_point = _multilevel_estimator(oracle, setting, rng)
+        proximal_point = _multilevel_estimator(oracle, setting, rng) if multilevel else None
         coef, trace = ball_acceleration(
             oracle,
             np.zeros(data.n_columns),
