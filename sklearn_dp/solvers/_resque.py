@@ -35,12 +35,11 @@ from types import SimpleNamespace
 import numpy as np
 from joblib import Parallel
 
-from .. import accounting
 from .._losses import loss_names
 from .._public_errors import public_error
-from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
+from ._common import Progress, SolverResult, check_finite_iterate, make_rng
 from ._declared_options import check_declared_options
-from ._noisy_steps import plan_of_call
+from ._noisy_steps import gaussian_plan, plan_of_call
 from ._registry import SOLVER_ARGUMENTS
 from ._resque_oracle import _BallOracle, _project_ball
 
@@ -298,12 +297,7 @@ def plan_resque(n_samples, n_params, epsilon, delta, call):
         inner=call.inner,
         multilevel_counts=levels,
     )
-    n_steps = 0 if theory else calls * inner_steps
-    if not private:
-        return PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, n_steps, details)
-    sigma = accounting.subsampled_gaussian_noise_multiplier(epsilon, delta, rate, n_steps)
-    event = accounting.subsampled_gaussian_steps_event(sigma, rate, n_steps)
-    return PrivacyPlan(event, sigma, n_steps, details)
+    return gaussian_plan(epsilon, delta, 0 if theory else calls * inner_steps, details, rate)
 
 
 # --------------------------------------------------------------------------
