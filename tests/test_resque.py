@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from _helpers import resque_gradient, resque_weights
 from scipy.optimize import linprog, nnls
 from scipy.special import erf
 from scipy.stats import norm
@@ -31,8 +32,6 @@ from sklearn_dp.solvers._resque_oracle import (
     acsa_theory_layout,
     epoch_lengths,
     project_two_balls,
-    resque_gradient,
-    resque_weights,
 )
 from sklearn_dp.testing import audit_mechanism, trace_releases
 
