@@ -735,11 +735,8 @@ def resque(
         )
     check_finite_iterate(coef, "resque")
     _check_release_count(oracle, setting)
-    info = dict(
-        query_depth=oracle.rounds,
-        n_queries=oracle.steps * setting.batch_size,
-        n_releases=oracle.steps,
-    )
+    steps = oracle.steps
+    info = dict(query_depth=oracle.rounds, n_queries=steps * setting.batch_size, n_releases=steps)
     for key in ("n_outer", "inner_steps", "smoothing_radius", "ball_radius", "radius"):
         info[key] = getattr(setting, key)
     info.update(trace)
