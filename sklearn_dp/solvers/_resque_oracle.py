@@ -53,6 +53,7 @@ from joblib import delayed
 from .. import _noise
 from .._clipped_sums import capped_resque_sum, resque_query_derivatives
 from ._noisy_steps import noisy_steps
+from ._noisy_steps import release as gateway_release
 
 __all__ = [
     "project_two_balls",
@@ -487,9 +488,7 @@ class _BallOracle:
         """The Gaussian mechanism on one step's exact sum (sensitivity ``w_max L``)."""
         self.releases += 1
         s = self.setting
-        return _noise.gaussian(
-            exact, sensitivity=s.sensitivity, noise_std=s.noise_std, rng=self.rng, label=STEP_LABEL
-        )
+        return gateway_release(exact, s.sensitivity, s.noise_std, self.rng, STEP_LABEL)
 
     def acsa_stages(self, lam):
         """Releases per step of each ACSA stage of a subproblem with weight ``lam`` (public)."""
