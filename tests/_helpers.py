@@ -6,6 +6,8 @@ arguments always gets the same rows.  Modules whose data carry a purpose of
 their own (outliers, scales, sparsity patterns) keep their own generators.
 """
 
+import math
+
 import numpy as np
 
 from sklearn_dp.solvers import _newton
@@ -121,3 +123,82 @@ def minimize_strongly_convex(
     options = dict(n_outputs=n_outputs, regularization=regularization, linear_term=linear_term)
     solve = _newton._silenced(_newton._minimize)
     return solve(X, y, loss, n_steps=int(n_steps), progress=progress, **options)
+
+
+# The ReSQue estimator, as the paper defines it: the reference the tests hold
+# the library's capped sums (sklearn_dp._clipped_sums.capped_resque_sum) to.
+
+
+def resque_log_weights(x, center, xi, rho):
+    """Logarithm of the ReSQue weights ``w_xi(x)`` for each row of ``xi``.
+
+    ``log w = (2 <x - c, xi> - ||x - c||^2) / (2 rho^2)``: the log-likelihood
+    ratio of ``N(x - c, rho^2 I)`` to ``N(0, rho^2 I)`` at ``xi``.  Computed in
+    closed form, never as a ratio of two Gaussian densities (whose
+    ``(2 pi rho^2)^(-d/2)`` factors under- or overflow).
+
+    Parameters
+    ----------
+    x, center : ndarray of shape (d,)
+    xi : ndarray of shape (m, d)
+        The Gaussian perturbations the queries were made at (``center + xi``).
+    rho : float
+        Smoothing radius (standard deviation of each coordinate of ``xi``).
+
+    Returns
+    -------
+    ndarray of shape (m,)
+    """
+    offset = np.asarray(x, dtype=float) - np.asarray(center, dtype=float)
+    return (2.0 * (xi @ offset) - offset @ offset) / (2.0 * rho**2)
+
+
+def resque_weights(x, center, xi, rho, max_weight=None):
+    """ReSQue weights ``w_xi(x)``, capped at ``max_weight`` if given (see resque_log_weights)."""
+    log_weights = resque_log_weights(x, center, xi, rho)
+    if max_weight is None or not math.isfinite(max_weight):
+        return np.exp(log_weights)
+    # Cap in log space (no overflow), then exactly: exp(log(3)) rounds above 3.
+    np.minimum(log_weights, math.log(max_weight), out=log_weights)
+    return np.minimum(np.exp(log_weights), max_weight)
+
+
+def resque_gradient(x, center, xi, subgradients, rho, *, max_weight=None, average=True):
+    """ReSQue estimates of the gradient of the Gaussian-smoothed loss at ``x``.
+
+    Parameters
+    ----------
+    x : ndarray of shape (d,)
+        Point at which the gradient of ``f_rho = f * N(0, rho^2 I)`` is wanted.
+    center : ndarray of shape (d,)
+        Reference point the queries were made around.
+    xi : ndarray of shape (m, d)
+        Perturbations, ``xi ~ N(0, rho^2 I)`` i.i.d..
+    subgradients : ndarray of shape (m, d)
+        ``g(center + xi_i)``: (stochastic) subgradients of ``f`` at the query
+        points.
+    rho : float
+        Smoothing radius.
+    max_weight : float, optional
+        Cap on the weights (biased, but bounds each term by ``max_weight``
+        times ``||g||``); ``None`` for the exact, unbiased estimator.
+    average : bool, default=True
+        Return the mean of the m estimates, or all of them.
+
+    Returns
+    -------
+    ndarray of shape (d,) or (m, d)
+        ``mean_i w_i(x) g_i`` or the rows ``w_i(x) g_i``.
+
+    Notes
+    -----
+    Unbiased for ``grad f_rho(x)`` for every ``x`` and ``center`` (Lemma 1 of
+    the paper): substituting ``z = center + xi`` gives
+    ``E w g = int N(z; x, rho^2 I) E g(z) dz``.  Its second moment is at most
+    ``L^2 exp(||x - center||^2 / rho^2)`` when ``E ||g||^2 <= L^2`` (at most
+    ``3 L^2`` within ``rho`` of the centre), with equality when ``||g|| = L``.
+    """
+    weights = resque_weights(x, center, xi, rho, max_weight)
+    if average:
+        return weights @ subgradients / len(weights)
+    return weights[:, None] * subgradients

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from _helpers import resque_gradient, resque_weights
 from scipy.optimize import linprog, nnls
 from scipy.special import erf
 from scipy.stats import norm
@@ -31,8 +32,6 @@ from sklearn_dp.solvers._resque_oracle import (
     acsa_theory_layout,
     epoch_lengths,
     project_two_balls,
-    resque_gradient,
-    resque_weights,
 )
 from sklearn_dp.testing import audit_mechanism, trace_releases
 
@@ -855,7 +854,7 @@ def test_solver_refusals():
         resque(data, get_loss("squared", residual_bound=3.0), epsilon=1.0, **common)
     with pytest.raises(ValueError, match="finite max_weight"):
         resque(data, AbsoluteLoss(), epsilon=1.0, max_weight=math.inf, **common)
-    with pytest.raises(ValueError, match="L2-ball"):
+    with pytest.raises(ValueError, match="'constraint' parameter of resque"):
         resque(data, AbsoluteLoss(), epsilon=1.0, radius=1.0, constraint="l1", **common)
     with pytest.raises(ValueError, match="single-output"):
         resque(data, AbsoluteLoss(), epsilon=1.0, n_outputs=2, alpha=0.0, delta=1e-5)
@@ -870,7 +869,7 @@ def test_solver_refusals():
 # Refused by the registry's check (SolverSpec.check), before the reservation.
 _REFUSED = [
     (dict(solver_options={"schedule": "theory"}), "only available with epsilon=inf"),
-    (dict(solver_options={"schedule": "fast"}), "schedule must be"),
+    (dict(solver_options={"schedule": "fast"}), "'schedule' parameter"),
     (dict(n_jobs=0), "n_jobs"),
 ]
 
@@ -914,7 +913,7 @@ def test_check_is_registered_and_shared_with_the_solver():
         ({"n_probes": 0}, "n_probes"),
         ({"max_inner": 0}, "max_inner"),
         ({"radius": 0.0}, "radius"),
-        ({"constraint": "l1"}, "L2-ball"),
+        ({"constraint": "l1"}, "constraint"),
     ]:
         with pytest.raises(ValueError, match=message):
             spec.check(**arguments, options=options)

@@ -296,6 +296,8 @@ _register_builtin(
         "max_weight": [Interval(Real, 1, MAX_SCALE, closed="both")],
         "restart": ["boolean"],
         "inner": [StrOptions({"epoch_sgd", "acsa"})],
+        "schedule": [StrOptions({"budget", "theory"})],
+        "constraint": [StrOptions({"l2"}), None],
         "multilevel": ["boolean"],
         "n_jobs": [Integral, None],
     },

@@ -126,15 +126,10 @@ def frank_wolfe_warning(name, loss_name, n_public, n_params, epsilon, delta, rad
     """
     from ._frank_wolfe import fw_public_error_bound
 
-    if (
-        _threshold(name, "bound_warning") is None
-        or is_classification(loss_name)
-        or math.isinf(epsilon)
-        or radius is None
-    ):
+    threshold = _threshold(name, "bound_warning")
+    if threshold is None or is_classification(loss_name) or math.isinf(epsilon) or radius is None:
         return None
     bound = fw_public_error_bound(n_public, n_params, epsilon, delta, radius)
-    threshold = _threshold(name, "bound_warning")
     if bound < threshold:
         return None
     return (

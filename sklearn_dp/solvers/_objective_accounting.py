@@ -73,6 +73,23 @@ def _chi_delta_integral(epsilon, mu, chi_dof):
     return total
 
 
+def _bisect(holds, good, bad, rtol=1e-12):
+    """Bisect between ``good`` (where ``holds``) and ``bad`` (where not); the good end.
+
+    At most 200 halvings, until the ends are within ``rtol`` of the larger
+    (both are >= 0).
+    """
+    for _ in range(200):
+        if abs(bad - good) <= rtol * max(good, bad):
+            break
+        mid = 0.5 * (good + bad)
+        if holds(mid):
+            good = mid
+        else:
+            bad = mid
+    return good
+
+
 @memoize(maxsize=1024)
 def objective_gaussian_epsilon(noise_multiplier, delta, chi_dof):
     """Smallest epsilon >= 0 with ``objective_gaussian_delta(epsilon) <= delta`` (an upper end)."""
@@ -87,15 +104,9 @@ def objective_gaussian_epsilon(noise_multiplier, delta, chi_dof):
         lo, hi = hi, 2.0 * hi
         if hi > 1e6:  # pragma: no cover
             return math.inf
-    for _ in range(200):
-        if hi - lo <= 1e-13 * hi:
-            break
-        mid = 0.5 * (lo + hi)
-        if objective_gaussian_delta(mid, noise_multiplier, chi_dof) <= delta:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return _bisect(
+        lambda mid: objective_gaussian_delta(mid, noise_multiplier, chi_dof) <= delta, hi, lo, 1e-13
+    )
 
 
 @memoize(maxsize=1024)
@@ -117,15 +128,8 @@ def objective_gaussian_noise_multiplier(epsilon, delta, chi_dof):
         hi, lo = lo, lo / 2.0
     while objective_gaussian_delta(epsilon, 1.0 / hi, chi_dof) <= delta:
         lo, hi = hi, 2.0 * hi
-    for _ in range(200):
-        if hi - lo <= 1e-12 * hi:
-            break
-        mid = 0.5 * (lo + hi)
-        if objective_gaussian_delta(epsilon, 1.0 / mid, chi_dof) <= delta:
-            lo = mid
-        else:
-            hi = mid
-    sigma = 1.0 / lo
+    mu = _bisect(lambda mid: objective_gaussian_delta(epsilon, 1.0 / mid, chi_dof) <= delta, lo, hi)
+    sigma = 1.0 / mu
     if objective_gaussian_delta(epsilon, sigma, chi_dof) > delta:  # pragma: no cover
         raise AssertionError("Objective perturbation calibration failed its own check.")
     return float(sigma)

@@ -35,12 +35,11 @@ from types import SimpleNamespace
 import numpy as np
 from joblib import Parallel
 
-from .. import accounting
 from .._losses import loss_names
 from .._public_errors import public_error
-from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
+from ._common import Progress, SolverResult, check_finite_iterate, make_rng
 from ._declared_options import check_declared_options
-from ._noisy_steps import plan_of_call
+from ._noisy_steps import gaussian_plan, plan_of_call
 from ._registry import SOLVER_ARGUMENTS
 from ._resque_oracle import _BallOracle, _project_ball
 
@@ -113,27 +112,6 @@ RESTART = True
 # --------------------------------------------------------------------------
 
 
-def _check_schedule(schedule, private):
-    """Refuse an unknown schedule, and the theory schedule of a private fit."""
-    if schedule not in ("budget", "theory"):
-        raise ValueError(f"schedule must be 'budget' or 'theory', got {schedule!r}.")
-    if schedule == "theory" and private:
-        raise ValueError(
-            "schedule='theory' sizes each subproblem from a proximal weight chosen on the "
-            "data, so its number of noisy steps is not public; it is only available with "
-            "epsilon=inf. Use schedule='budget' for private fits."
-        )
-
-
-def _check_multilevel(multilevel, inner):
-    """Refuse the multilevel calls with another ball oracle than EpochSGD."""
-    if multilevel and inner != "epoch_sgd":
-        raise ValueError(
-            "multilevel=True needs inner='epoch_sgd': its extra calls take two coupled "
-            "points from one EpochSGD run (the averages at half and at all of its steps)."
-        )
-
-
 def check_resque_arguments(*, loss_name, n_outputs, private, multi_output=False, **options):
     """Raise a ValueError for a problem or an option ``resque`` refuses; public inputs only.
 
@@ -155,9 +133,7 @@ def check_resque_arguments(*, loss_name, n_outputs, private, multi_output=False,
         not given take the defaults of :func:`resque`'s signature.
     """
     options = {**OPTION_DEFAULTS, **options}
-    radius, constraint, tol, max_weight, n_jobs = (
-        options[name] for name in ("radius", "constraint", "tol", "max_weight", "n_jobs")
-    )
+    max_weight, n_jobs = options["max_weight"], options["n_jobs"]
     if n_outputs != 1:
         raise ValueError("resque fits single-output losses only (binary, regression).")
     if loss_name not in GLOBALLY_LIPSCHITZ_LOSSES or multi_output:
@@ -166,7 +142,7 @@ def check_resque_arguments(*, loss_name, n_outputs, private, multi_output=False,
             f"{loss_name!r} is not: its derivative is bounded at most on a ball of scores, "
             "and ReSQue queries lie far outside any ball."
         )
-    if loss_name in SMOOTH_LOSSES_WITHOUT_DEFAULT and (radius is None or tol is None):
+    if loss_name in SMOOTH_LOSSES_WITHOUT_DEFAULT and None in (options["radius"], options["tol"]):
         raise ValueError(
             f"resque has no default schedule that converges on the smooth {loss_name!r} "
             "loss: its ball acceleration moves too little per outer iteration to reach the "
@@ -175,11 +151,6 @@ def check_resque_arguments(*, loss_name, n_outputs, private, multi_output=False,
             "solver='auto'), which converge on it; or, to run resque anyway on a schedule "
             "of your own, pass both radius= (the L2 ball) and solver_options={'tol': ...}."
         )
-    if constraint not in (None, "l2"):
-        raise ValueError(
-            f"resque supports only an L2-ball constraint, got constraint={constraint!r}: "
-            "its smoothing and ball subproblems are Euclidean."
-        )
     # Not a declared range: a non-private fit may use the unbiased estimator (inf).
     if not (isinstance(max_weight, Real) and max_weight >= 1):
         raise ValueError(f"max_weight must be a float >= 1, got {max_weight!r}.")
@@ -187,10 +158,10 @@ def check_resque_arguments(*, loss_name, n_outputs, private, multi_output=False,
         raise ValueError("A private fit needs a finite max_weight (it sets the sensitivity).")
     if n_jobs is not None and (isinstance(n_jobs, (bool, np.bool_)) or n_jobs == 0):
         raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}.")
-    # The other options' types and ranges, as the registry declares them.
+    # The other options' types and ranges, as the registry declares them (the
+    # schedule and the ball oracle are checked by the plan, which every fit makes
+    # before the spend).
     check_declared_options("resque", {k: v for k, v in options.items() if k != "max_weight"})
-    _check_schedule(options["schedule"], private)
-    _check_multilevel(options["multilevel"], options["inner"])
 
 
 def check_resque(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
@@ -288,8 +259,17 @@ def plan_resque(n_samples, n_params, epsilon, delta, call):
         ``batch_size``, ``sampling_probability``, ``n_probes``, ``schedule``.
     """
     private, schedule, n_probes = not math.isinf(epsilon), call.schedule, call.n_probes
-    _check_schedule(schedule, private)
-    _check_multilevel(call.multilevel, call.inner)
+    if schedule == "theory" and private:
+        raise ValueError(
+            "schedule='theory' sizes each subproblem from a proximal weight chosen on the "
+            "data, so its number of noisy steps is not public; it is only available with "
+            "epsilon=inf. Use schedule='budget' for private fits."
+        )
+    if call.multilevel and call.inner != "epoch_sgd":
+        raise ValueError(
+            "multilevel=True needs inner='epoch_sgd': its extra calls take two coupled "
+            "points from one EpochSGD run (the averages at half and at all of its steps)."
+        )
     if n_samples is None:
         return None  # the schedule needs the (not yet released) public row count
     tol = default_tolerance(n_samples, n_params, epsilon, delta) if call.tol is None else call.tol
@@ -317,12 +297,7 @@ def plan_resque(n_samples, n_params, epsilon, delta, call):
         inner=call.inner,
         multilevel_counts=levels,
     )
-    n_steps = 0 if theory else calls * inner_steps
-    if not private:
-        return PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, n_steps, details)
-    sigma = accounting.subsampled_gaussian_noise_multiplier(epsilon, delta, rate, n_steps)
-    event = accounting.subsampled_gaussian_steps_event(sigma, rate, n_steps)
-    return PrivacyPlan(event, sigma, n_steps, details)
+    return gaussian_plan(epsilon, delta, 0 if theory else calls * inner_steps, details, rate)
 
 
 # --------------------------------------------------------------------------
@@ -330,8 +305,8 @@ def plan_resque(n_samples, n_params, epsilon, delta, call):
 # --------------------------------------------------------------------------
 
 
-def _public_setting(data, loss, *, alpha, epsilon, delta, plan, options):
-    """Everything public a fit runs with: its plan, the geometry and the noise.
+def _public_setting(data, loss, plan, *, alpha, radius, max_weight, max_inner):
+    """Everything public a fit of ``plan`` runs with: the geometry and the noise.
 
     Computed from the public stand-in for the row count (``data.n_public``),
     the public bounds and the options of :func:`resque`, before the data is
@@ -340,11 +315,6 @@ def _public_setting(data, loss, *, alpha, epsilon, delta, plan, options):
     ``plan``, ``max_inner`` and ``alpha_mask`` (the L2 penalty's weight per
     coordinate, or None).
     """
-    radius, max_weight, max_inner = (options[k] for k in ("radius", "max_weight", "max_inner"))
-    # A direct call's schedule comes from the public stand-in for the row count
-    # (a DP count from the estimators): the true n is private under add/remove.
-    arguments = dict(options, data=data, loss=loss, n_outputs=1, alpha=alpha, plan=plan)
-    plan = plan_of_call("resque", dict(arguments, epsilon=epsilon, delta=delta))
     details = plan.details
     constrained = radius is not None
     R = float(radius) if constrained else DEFAULT_RADIUS_SCALE / data.row_norm_bound
@@ -733,23 +703,23 @@ def resque(
     public.
     """
     arguments = locals()
-    options = {name: arguments[name] for name in OPTION_NAMES}
     check_resque_arguments(
         loss_name=loss.name,
         multi_output=loss.multi_output,
         n_outputs=n_outputs,
         private=not math.isinf(epsilon),
-        **options,
+        **{name: arguments[name] for name in OPTION_NAMES},
     )
+    # A direct call's schedule comes from the public stand-in for the row count
+    # (a DP count from the estimators): the true n is private under add/remove.
+    plan = plan_of_call("resque", arguments)
     setting = _public_setting(
-        data, loss, alpha=alpha, epsilon=epsilon, delta=delta, plan=plan, options=options
+        data, loss, plan, alpha=alpha, radius=radius, max_weight=max_weight, max_inner=max_inner
     )
     with _workers(n_jobs) as parallel:
         rng = make_rng(random_state)
         oracle = _BallOracle(data, loss, setting, rng, parallel)
-        proximal_point = None
-        if multilevel:
-            proximal_point = _multilevel_estimator(oracle, setting, rng)
+        proximal_point = _multilevel_estimator(oracle, setting, rng) if multilevel else None
         coef, trace = ball_acceleration(
             oracle,
             np.zeros(data.n_columns),
@@ -765,11 +735,8 @@ def resque(
         )
     check_finite_iterate(coef, "resque")
     _check_release_count(oracle, setting)
-    info = dict(
-        query_depth=oracle.rounds,
-        n_queries=oracle.steps * setting.batch_size,
-        n_releases=oracle.steps,
-    )
+    steps = oracle.steps
+    info = dict(query_depth=oracle.rounds, n_queries=steps * setting.batch_size, n_releases=steps)
     for key in ("n_outer", "inner_steps", "smoothing_radius", "ball_radius", "radius"):
         info[key] = getattr(setting, key)
     info.update(trace)

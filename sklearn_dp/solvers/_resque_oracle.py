@@ -52,14 +52,10 @@ from joblib import delayed
 
 from .. import _noise
 from .._clipped_sums import capped_resque_sum, resque_query_derivatives
-from ._common import make_rng
 from ._noisy_steps import noisy_steps
+from ._noisy_steps import release as gateway_release
 
 __all__ = [
-    "resque_log_weights",
-    "resque_weights",
-    "resque_gradient",
-    "gaussian_queries",
     "project_two_balls",
     "epoch_lengths",
     "acsa_stage_steps",
@@ -75,94 +71,6 @@ FIRST_EPOCH = 16
 QUERY_CHUNK = 4096
 #: Label of the inner steps' releases in traces.
 STEP_LABEL = "resque step sum"
-
-
-# --------------------------------------------------------------------------
-# The ReSQue estimator
-# --------------------------------------------------------------------------
-
-
-def resque_log_weights(x, center, xi, rho):
-    """Logarithm of the ReSQue weights ``w_xi(x)`` for each row of ``xi``.
-
-    ``log w = (2 <x - c, xi> - ||x - c||^2) / (2 rho^2)``: the log-likelihood
-    ratio of ``N(x - c, rho^2 I)`` to ``N(0, rho^2 I)`` at ``xi``.  Computed in
-    closed form, never as a ratio of two Gaussian densities (whose
-    ``(2 pi rho^2)^(-d/2)`` factors under- or overflow).
-
-    Parameters
-    ----------
-    x, center : ndarray of shape (d,)
-    xi : ndarray of shape (m, d)
-        The Gaussian perturbations the queries were made at (``center + xi``).
-    rho : float
-        Smoothing radius (standard deviation of each coordinate of ``xi``).
-
-    Returns
-    -------
-    ndarray of shape (m,)
-    """
-    offset = np.asarray(x, dtype=float) - np.asarray(center, dtype=float)
-    return (2.0 * (xi @ offset) - offset @ offset) / (2.0 * rho**2)
-
-
-def resque_weights(x, center, xi, rho, max_weight=None):
-    """ReSQue weights ``w_xi(x)``, capped at ``max_weight`` if given (see resque_log_weights)."""
-    log_weights = resque_log_weights(x, center, xi, rho)
-    if max_weight is None or not math.isfinite(max_weight):
-        return np.exp(log_weights)
-    # Cap in log space (no overflow), then exactly: exp(log(3)) rounds above 3.
-    np.minimum(log_weights, math.log(max_weight), out=log_weights)
-    return np.minimum(np.exp(log_weights), max_weight)
-
-
-def resque_gradient(x, center, xi, subgradients, rho, *, max_weight=None, average=True):
-    """ReSQue estimates of the gradient of the Gaussian-smoothed loss at ``x``.
-
-    Parameters
-    ----------
-    x : ndarray of shape (d,)
-        Point at which the gradient of ``f_rho = f * N(0, rho^2 I)`` is wanted.
-    center : ndarray of shape (d,)
-        Reference point the queries were made around.
-    xi : ndarray of shape (m, d)
-        Perturbations, ``xi ~ N(0, rho^2 I)`` i.i.d. (see :func:`gaussian_queries`).
-    subgradients : ndarray of shape (m, d)
-        ``g(center + xi_i)``: (stochastic) subgradients of ``f`` at the query
-        points.
-    rho : float
-        Smoothing radius.
-    max_weight : float, optional
-        Cap on the weights (biased, but bounds each term by ``max_weight``
-        times ``||g||``); ``None`` for the exact, unbiased estimator.
-    average : bool, default=True
-        Return the mean of the m estimates, or all of them.
-
-    Returns
-    -------
-    ndarray of shape (d,) or (m, d)
-        ``mean_i w_i(x) g_i`` or the rows ``w_i(x) g_i``.
-
-    Notes
-    -----
-    Unbiased for ``grad f_rho(x)`` for every ``x`` and ``center`` (Lemma 1 of
-    the paper): substituting ``z = center + xi`` gives
-    ``E w g = int N(z; x, rho^2 I) E g(z) dz``.  Its second moment is at most
-    ``L^2 exp(||x - center||^2 / rho^2)`` when ``E ||g||^2 <= L^2`` (at most
-    ``3 L^2`` within ``rho`` of the centre), with equality when ``||g|| = L``.
-    """
-    weights = resque_weights(x, center, xi, rho, max_weight)
-    if average:
-        return weights @ subgradients / len(weights)
-    return weights[:, None] * subgradients
-
-
-def gaussian_queries(center, rho, n_queries, rng):
-    """Query points ``center + xi`` and the perturbations ``xi ~ N(0, rho^2 I)``."""
-    rng = make_rng(rng)
-    center = np.asarray(center, dtype=float)
-    xi = rho * rng.standard_normal((int(n_queries), center.size))
-    return center + xi, xi
 
 
 # --------------------------------------------------------------------------
@@ -375,6 +283,21 @@ def _query_round(source, center, rows, starts, round_index, parallel):
 # --------------------------------------------------------------------------
 
 
+def _step_sum(round_, index, point, setting):
+    """The exact sum of inner step ``index``'s capped ReSQue gradients at ``point`` (not released).
+
+    The queries ``starts[index]:starts[index + 1]`` of the round, weighted
+    ``min(w_i(point), w_max)`` (``rho`` and ``w_max`` are the ``setting``'s).
+    """
+    batch = slice(round_.starts[index], round_.starts[index + 1])
+    queries = (round_.xi[batch], round_.derivative[batch], round_.features[batch])
+    scale = 1.0 / (2.0 * setting.smoothing_radius**2)
+    max_weight = setting.max_weight
+    return capped_resque_sum(
+        *queries, point - round_.center, scale, math.log(max_weight), max_weight
+    )
+
+
 def _epoch_sgd(round_, *, lam, start, project, epochs, setting, normalizer, release, averages=None):
     """EpochSGD (docs/solvers/resque.md) for ``F_rho(x) + lam / 2 ||x - c||^2`` over the ball.
 
@@ -389,18 +312,13 @@ def _epoch_sgd(round_, *, lam, start, project, epochs, setting, normalizer, rele
     regularisation-only step from it.  ``averages``, a list when given,
     receives every epoch's average (the last is the returned point).
     """
-    center, starts, max_weight = round_.center, round_.starts, setting.max_weight
-    scale = 1.0 / (2.0 * setting.smoothing_radius**2)
-    max_log_weight = math.log(max_weight)
+    center = round_.center
     eta = 1.0 / (4.0 * lam)
     x = project(start)
     done = 0  # the steps of the earlier epochs
 
     def sgd_step(t, x):
-        batch = slice(starts[done + t], starts[done + t + 1])
-        queries = (round_.xi[batch], round_.derivative[batch], round_.features[batch])
-        exact = capped_resque_sum(*queries, x - center, scale, max_log_weight, max_weight)
-        gradient = release(exact) / normalizer
+        gradient = release(_step_sum(round_, done + t, x, setting)) / normalizer
         if setting.alpha_mask is not None:
             gradient = gradient + setting.alpha_mask * x
         return project((x - eta * gradient + pull) * shrink), None
@@ -494,20 +412,14 @@ def _acsa(round_, *, lam, start, project, stages, smoothness, setting, normalize
     combinations and projections), so every weight is taken within ``r`` of
     the centre, as for EpochSGD.
     """
-    center, starts, max_weight = round_.center, round_.starts, setting.max_weight
-    scale = 1.0 / (2.0 * setting.smoothing_radius**2)
-    max_log_weight = math.log(max_weight)
+    center = round_.center
     x_ag = project(start)
     first = 0  # the first release of the current step
 
     def gradient_at(point, n_releases):
         total = np.zeros_like(point)
         for index in range(first, first + n_releases):
-            batch = slice(starts[index], starts[index + 1])
-            queries = (round_.xi[batch], round_.derivative[batch], round_.features[batch])
-            total += release(
-                capped_resque_sum(*queries, point - center, scale, max_log_weight, max_weight)
-            )
+            total += release(_step_sum(round_, index, point, setting))
         gradient = total / (normalizer * n_releases) + lam * (point - center)
         if setting.alpha_mask is not None:
             gradient = gradient + setting.alpha_mask * point
@@ -576,9 +488,7 @@ class _BallOracle:
         """The Gaussian mechanism on one step's exact sum (sensitivity ``w_max L``)."""
         self.releases += 1
         s = self.setting
-        return _noise.gaussian(
-            exact, sensitivity=s.sensitivity, noise_std=s.noise_std, rng=self.rng, label=STEP_LABEL
-        )
+        return gateway_release(exact, s.sensitivity, s.noise_std, self.rng, STEP_LABEL)
 
     def acsa_stages(self, lam):
         """Releases per step of each ACSA stage of a subproblem with weight ``lam`` (public)."""
@@ -601,39 +511,31 @@ class _BallOracle:
         ``level - 1`` and ``level``), from the same run, so their difference
         has the small variance multilevel Monte Carlo needs.
         """
-        s = self.setting
         base = self.n_steps(lam)
-        n_steps = base * 2**level
-        rows, starts = self.sample(n_steps)
-        round_ = _query_round(self.source, center, rows, starts, self.rounds, self.parallel)
-        self.rounds += 1
-        self.steps += n_steps
-        self.updates += n_steps
+        round_ = self._round(center, base * 2**level, base * 2**level)
         head = epoch_lengths(base)
         averages = []
         _epoch_sgd(
             round_,
-            lam=lam,
-            start=center,
-            project=partial(_project_domain, center=center, r=s.ball_radius, R=s.domain_radius),
             epochs=head + [base * 2**m for m in range(level)],
-            setting=s,
-            normalizer=float(s.batch_size),
-            release=self.release,
             averages=averages,
+            **self._ball_arguments(center, lam, center),
         )
         return averages[len(head) + level - 2], averages[-1]
 
-    def __call__(self, center, lam, start):
-        s = self.setting
-        stages = self.acsa_stages(lam) if s.inner == "acsa" else None
-        n_steps = self.n_steps(lam) if stages is None else sum(map(sum, stages))
+    def _round(self, center, n_steps, n_updates):
+        """The Poisson batches and evaluated queries of one round of ``n_steps`` steps (counted)."""
         rows, starts = self.sample(n_steps)
         round_ = _query_round(self.source, center, rows, starts, self.rounds, self.parallel)
         self.rounds += 1
         self.steps += n_steps
-        self.updates += n_steps if stages is None else sum(map(len, stages))
-        solver_arguments = dict(
+        self.updates += n_updates
+        return round_
+
+    def _ball_arguments(self, center, lam, start):
+        """The keywords :func:`_epoch_sgd` and :func:`_acsa` share for the ball around ``center``."""
+        s = self.setting
+        return dict(
             lam=lam,
             start=start,
             project=partial(_project_domain, center=center, r=s.ball_radius, R=s.domain_radius),
@@ -643,6 +545,14 @@ class _BallOracle:
             normalizer=float(s.batch_size),
             release=self.release,
         )
+
+    def __call__(self, center, lam, start):
+        s = self.setting
+        stages = self.acsa_stages(lam) if s.inner == "acsa" else None
+        n_steps = self.n_steps(lam) if stages is None else sum(map(sum, stages))
+        n_updates = n_steps if stages is None else sum(map(len, stages))
+        round_ = self._round(center, n_steps, n_updates)
+        arguments = self._ball_arguments(center, lam, start)
         if stages is not None:
-            return _acsa(round_, stages=stages, smoothness=s.smoothness + lam, **solver_arguments)
-        return _epoch_sgd(round_, epochs=epoch_lengths(n_steps), **solver_arguments)
+            return _acsa(round_, stages=stages, smoothness=s.smoothness + lam, **arguments)
+        return _epoch_sgd(round_, epochs=epoch_lengths(n_steps), **arguments)

@@ -471,12 +471,9 @@ def dp_ssp(
     )
     check_finite_iterate(w, "dp_ssp")
     progress(1, ridge=ridge_value, iterations=float(iterations))
+    noise = dict(gram_noise_std=gram_std, xty_noise_std=sigma_xty * xty_sensitivity)
     plan.details.update(
-        gram_noise_std=gram_std,
-        xty_noise_std=sigma_xty * xty_sensitivity,
-        ridge=ridge_value,
-        gram_sensitivity=R2,
-        xty_sensitivity=xty_sensitivity,
+        noise, ridge=ridge_value, gram_sensitivity=R2, xty_sensitivity=xty_sensitivity
     )
     info = dict(statistics=statistics)
     if plan.details.get("inference"):
@@ -493,8 +490,7 @@ def dp_ssp(
             normalizer=normalizer,
             alpha=float(alpha),
             penalized=data.penalized.copy(),
-            gram_noise_std=gram_std,
-            xty_noise_std=sigma_xty * xty_sensitivity,
+            **noise,
             residual_squares=squares,
             residual_noise_std=residual_std,
             n_columns=m,
