@@ -285,11 +285,17 @@ def center_counts_on(values, candidates):
 
 def release_center_on(at_or_below, size, candidates, *, epsilon, rng, label):
     """The DP median (sensitivity 1/2) among public ``candidates`` from their counts."""
-    utilities = center_utilities_from_counts(at_or_below, size)
+    index, events = _release_median(
+        center_utilities_from_counts(at_or_below, size), epsilon, rng, label
+    )
+    return BoundRelease(float(candidates[index]), events)
+
+
+def _release_median(utilities, epsilon, rng, label):
+    """The index a median's exponential mechanism (sensitivity 1/2) picks, and its events."""
     scale = 0.0 if math.isinf(epsilon) else 1.0 / float(epsilon)
     index = _noise.exponential(utilities, sensitivity=0.5, scale=scale, rng=rng, label=label)
-    events = [] if math.isinf(epsilon) else [_event(epsilon, label)]
-    return BoundRelease(float(candidates[index]), events)
+    return index, ([] if math.isinf(epsilon) else [_event(epsilon, label)])
 
 
 def interval_center_utilities(at_or_below, size):
@@ -315,10 +321,9 @@ def release_interval_center(at_or_below, size, candidates, *, epsilon, rng, labe
     candidate (the 0 of a mostly-zero column) is centred exactly there, so
     the rows at the median stay exactly at the centre.
     """
-    utilities = interval_center_utilities(at_or_below, size)
-    scale = 0.0 if math.isinf(epsilon) else 1.0 / float(epsilon)
-    index = _noise.exponential(utilities, sensitivity=0.5, scale=scale, rng=rng, label=label)
-    events = [] if math.isinf(epsilon) else [_event(epsilon, label)]
+    index, events = _release_median(
+        interval_center_utilities(at_or_below, size), epsilon, rng, label
+    )
     return BoundRelease(float(candidates[index + 1]), events)
 
 
