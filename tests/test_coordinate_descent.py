@@ -754,7 +754,7 @@ def test_bad_solver_inputs(problem):
             BinaryLogisticLoss(),
             **common,
         )
-    with pytest.raises(ValueError, match="output must be"):
+    with pytest.raises(ValueError, match="'output' parameter of dp_cd must be a str among"):
         dp_cd(data, BinaryLogisticLoss(), output="tail", **common)
     with pytest.raises(ValueError, match="smoothness must be one of"):
         dp_cd(data, BinaryLogisticLoss(), smoothness="hessian", **common)

@@ -16,7 +16,7 @@ from .._losses import loss_names
 from .._sklearn_compat import Interval, StrOptions
 from ._accmd import check_dp_accmd, dp_accmd, plan_dp_accmd
 from ._common import PrivacyPlan, SolverResult
-from ._coordinate_descent import check_dp_cd, dp_cd, plan_dp_cd
+from ._coordinate_descent import dp_cd, plan_dp_cd
 from ._frank_wolfe import check_frank_wolfe, check_vr_frank_wolfe, frank_wolfe, plan_frank_wolfe
 from ._gradient_descent import check_dp_gd, dp_gd, plan_dp_gd
 from ._mirror_descent import (
@@ -194,11 +194,11 @@ _register_builtin(
         "DP (block) coordinate descent with uniform, importance, tau-nice or full sampling; "
         "separable L1/L2 penalties; exact Gaussian composition"
     ),
-    check=check_dp_cd,
     option_constraints={
         **{name: [COUNT, None] for name in ("block_size", "n_outer", "tau")},
         "normalizer": [POSITIVE, None],
         "step_scale": [POSITIVE],
+        "output": [StrOptions({"average", "tail_average", "last"}), None],
     },
 )
 

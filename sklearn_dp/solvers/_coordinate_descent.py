@@ -31,7 +31,6 @@ import scipy.sparse as sp
 
 from .._clipped_sums import block_clipped_gradient_sum
 from ._cd_sampling import (
-    _check_positive_int,
     block_clip_thresholds,
     block_probabilities,
     check_smoothness_rule,
@@ -42,15 +41,12 @@ from ._cd_sampling import (
 from ._common import Progress, SolverResult, check_finite_iterate, make_rng, moved_less_than
 from ._gradient_descent import gradient_bound
 from ._l1_geometry import public_setup
-from ._noisy_steps import check_options, gaussian_plan, noisy_steps, plan_of_call, release
+from ._noisy_steps import gaussian_plan, noisy_steps, plan_of_call, release
 
-__all__ = ["dp_cd", "plan_dp_cd", "check_dp_cd", "noiseless_coordinate_smoothness"]
+__all__ = ["dp_cd", "plan_dp_cd", "noiseless_coordinate_smoothness"]
 
 #: Default number of passes (epochs) over the coordinates.
 DEFAULT_CD_EPOCHS = 10
-
-OUTPUTS = ("average", "tail_average", "last")
-
 
 # --------------------------------------------------------------------------
 # Privacy plan
@@ -74,7 +70,7 @@ NONPRIVATE_CD_EPOCHS = 400
 NONPRIVATE_CD_TOL = 1e-3
 
 
-def default_cd_epochs(epsilon=None):
+def default_cd_epochs(epsilon):
     """Default number of passes of dp_cd, a function of the public epsilon only.
 
     ``DEFAULT_CD_EPOCHS`` (10) up to epsilon = 1, then ``10 epsilon``, at most
@@ -84,25 +80,10 @@ def default_cd_epochs(epsilon=None):
     public bounds, so ten passes stop far from the optimum once the noise is
     small (the majority class at every epsilon on unit-norm rows).
     """
-    if epsilon is None:
-        return DEFAULT_CD_EPOCHS
     epsilon = float(epsilon)
     if math.isinf(epsilon):
         return NONPRIVATE_CD_EPOCHS
     return int(min(MAX_DEFAULT_CD_EPOCHS, max(DEFAULT_CD_EPOCHS, math.ceil(10 * epsilon))))
-
-
-def _schedule(structure, max_iter, n_outer, epsilon=None):
-    epochs = (
-        default_cd_epochs(epsilon)
-        if max_iter is None
-        else _check_positive_int(max_iter, "max_iter")
-    )
-    total = epochs * structure.steps_per_epoch
-    n_outer = epochs if n_outer is None else _check_positive_int(n_outer, "n_outer")
-    n_outer = min(n_outer, total)
-    n_inner = math.ceil(total / n_outer)
-    return epochs, n_inner, n_outer
 
 
 @public_setup()  # a plan reads public inputs (and the released row count) only
@@ -143,14 +124,17 @@ def plan_dp_cd(n_samples, n_params, epsilon, delta, call):
     differential privacy composition); ``z`` is the smallest multiplier for
     which the analytic Gaussian mechanism meets (epsilon, delta).
     """
-    n_outputs = _check_positive_int(call.n_outputs, "n_outputs")
-    if n_params % n_outputs:
-        raise ValueError(f"n_params={n_params} is not a multiple of n_outputs={n_outputs}.")
+    if n_params % call.n_outputs:
+        raise ValueError(f"n_params={n_params} is not a multiple of n_outputs={call.n_outputs}.")
     structure = sampling_structure(
-        n_params // n_outputs, call.sampling, call.blocks, call.block_size, call.tau
+        n_params // call.n_outputs, call.sampling, call.blocks, call.block_size, call.tau
     )
-    epochs, n_inner, n_outer = _schedule(structure, call.max_iter, call.n_outer, epsilon)
-    n_steps = n_inner * n_outer
+    check_smoothness_rule(call.smoothness, structure)
+    # max_iter and n_outer are counts (the registry's constraints, checked before a plan).
+    epochs = default_cd_epochs(epsilon) if call.max_iter is None else call.max_iter
+    total = epochs * structure.steps_per_epoch
+    n_outer = min(epochs if call.n_outer is None else call.n_outer, total)
+    n_inner = math.ceil(total / n_outer)
     details = dict(
         structure=structure,
         epochs=epochs,
@@ -158,40 +142,12 @@ def plan_dp_cd(n_samples, n_params, epsilon, delta, call):
         n_outer=n_outer,
         steps_per_epoch=structure.steps_per_epoch,
     )
-    return gaussian_plan(epsilon, delta, n_steps, details)
+    return gaussian_plan(epsilon, delta, n_inner * n_outer, details)
 
 
 # --------------------------------------------------------------------------
 # The solver
 # --------------------------------------------------------------------------
-
-
-def _check_options(*, l1_ratio=0.0, output=None):
-    """The options of dp_cd that neither the registry, its plan nor its public constants check."""
-    if output is not None and output not in OUTPUTS:
-        raise ValueError(f"output must be one of {OUTPUTS}, got {output!r}.")
-    if not 0.0 <= l1_ratio <= 1.0:
-        raise ValueError(f"l1_ratio must be in [0, 1], got {l1_ratio!r}.")
-
-
-def check_dp_cd(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
-    """Refuse ``dp_cd`` options from public inputs only (``SolverSpec.check``).
-
-    Estimators call it before they reserve the spend, so a refused
-    configuration costs nothing; :func:`dp_cd` (through :func:`plan_dp_cd`
-    and :func:`smoothness_constants`) refuses the same options for direct
-    callers.  (Whether a user's ``smoothness`` array dominates the Hessian
-    under the feature bounds is checked by the solver, from public bounds
-    only.)  The ranges of the numeric options are the registry's.
-    """
-    get = options.get
-    _check_options(l1_ratio=float(l1_ratio or 0.0), output=get("output"))
-    n_columns = public.n_features + int(public.fit_intercept)
-    structure = sampling_structure(
-        n_columns, get("sampling", "uniform"), get("blocks"), get("block_size"), get("tau")
-    )
-    _schedule(structure, get("max_iter"), get("n_outer"))
-    check_smoothness_rule(get("smoothness", "auto"), structure)
 
 
 #: Share of the size of X that dp_cd may hold in copies of column blocks.
@@ -536,9 +492,8 @@ def dp_cd(
                 "dp_cd needs public per-column bounds (data.feature_bound): bound the data with "
                 "geometry='linf' (pass feature_bound to the estimator)."
             )
-        _check_options(l1_ratio=l1_ratio, output=output)
-        if plan is None:  # a direct call (estimators check the registry's ranges first)
-            check_options("dp_cd", locals())
+        if not 0.0 <= l1_ratio <= 1.0:
+            raise ValueError(f"l1_ratio must be in [0, 1], got {l1_ratio!r}.")
         feature_bound = np.asarray(data.feature_bound, dtype=float)
         if feature_bound.shape != (n_columns,):
             raise ValueError(
