@@ -446,15 +446,13 @@ def unsupported_reasons(
 
     ``delta=None`` skips the privacy-mode checks (a noiseless reference fit).
     """
-    problems = []
-    if loss not in spec.losses:
-        problems.append(f"loss={loss!r} (it supports {sorted(spec.losses)})")
-    if penalty not in spec.penalties:
-        shown = sorted(spec.penalties, key=str)
-        problems.append(f"penalty={penalty!r} (it supports {shown})")
-    if constraint not in spec.constraints:
-        shown = sorted(spec.constraints, key=str)
-        problems.append(f"constraint={constraint!r} (it supports {shown})")
+    supported = {"loss": spec.losses, "penalty": spec.penalties, "constraint": spec.constraints}
+    given = {"loss": loss, "penalty": penalty, "constraint": constraint}
+    problems = [
+        f"{key}={given[key]!r} (it supports {sorted(values, key=str)})"
+        for key, values in supported.items()
+        if given[key] not in values
+    ]
     if multiclass and not spec.multiclass:
         problems.append("more than two classes")
     if sparse and not spec.sparse:
@@ -466,14 +464,9 @@ def unsupported_reasons(
     return problems
 
 
-def _fitting_solvers(problem_for):
-    """Registered solvers with no :func:`unsupported_reasons` for ``problem_for(spec)``."""
-    return [s.name for s in SOLVERS.values() if not unsupported_reasons(s, **problem_for(s))]
-
-
 def _hint(problem_for, advice, changes):
     """The registered solvers that fit (then ``advice``), or the ``changes`` to make when none does."""
-    fitting = _fitting_solvers(problem_for)
+    fitting = [s.name for s in SOLVERS.values() if not unsupported_reasons(s, **problem_for(s))]
     if fitting:
         return f" Solvers that fit: {', '.join(fitting)}{advice}."
     return f" No registered solver fits this combination; change the {changes}."

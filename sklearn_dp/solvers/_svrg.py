@@ -177,8 +177,6 @@ def svrg_noise_multipliers(epsilon, delta, sampling_probability, n_epochs, n_inn
     Gaussian snapshots alone); the inner steps get the smallest multiplier for
     which the PLD accountant certifies the composition of both.
     """
-    if math.isinf(epsilon):
-        return 0.0, 0.0
     # snapshot_share is in its declared range (FRACTION, checked before any plan).
     # One Gaussian step with multiplier s is mu-GDP with mu = 1/s, so T steps
     # with multiplier s_snap are (sqrt(T) / s_snap)-GDP.
@@ -271,12 +269,12 @@ def _plan_svrg(name, n_samples, n_params, epsilon, delta, call):
     if loss.smoothness is None:
         raise ValueError(f"This solver needs a smooth loss; {loss.name!r} is not smooth.")
     smoothness = float(loss.smoothness) * float(call.row_norm_bound) ** 2
-    n_epochs = call.max_iter
-    if call.max_iter is None and math.isinf(epsilon):
+    if call.max_iter is not None:
+        n_epochs = int(call.max_iter)
+    elif math.isinf(epsilon):
         n_epochs = DEFAULT_SVRG_PP_EPOCHS_NOISELESS if pp else DEFAULT_SVRG_EPOCHS_NOISELESS
-    elif call.max_iter is None:
+    else:
         n_epochs = DEFAULT_SVRG_PP_EPOCHS if pp else default_svrg_epochs(n_samples, epsilon)
-    n_epochs = int(n_epochs)
     step_size, inner_steps = call.step_size, call.inner_steps
     if not pp and step_size is not None and inner_steps is None and call.batch_size is not None:
         _check_public_step(smoothness, step_size, call.batch_size)
@@ -449,9 +447,8 @@ def _fit_svrg(name, arguments):
     iterates of a noiseless run); a given max_iter runs in full.
     """
     a = SimpleNamespace(**arguments)
-    data, loss, plan = a.data, a.loss, a.plan
-    if loss.smoothness is None:
-        raise ValueError(f"This solver needs a smooth loss; {loss.name!r} is not smooth.")
+    data, loss = a.data, a.loss
+    # A direct call's plan refuses a loss that is not smooth (the estimators' registry does).
     plan = plan_of_call(name, arguments)
     clip = gradient_bound(loss, data.row_norm_bound, a.clip_norm, private=not math.isinf(a.epsilon))
     rng = make_rng(a.random_state)
