@@ -84,9 +84,8 @@ def accmd_constants(constraint, radius, n_params):
     """
     if constraint == "l2":
         return 0.5, radius**2 * n_params
-    if constraint == "l1":
-        return math.log(2 * n_params), radius**2 * (2.0 * math.log(2 * n_params) + 1.0)
-    raise ValueError(f"constraint must be 'l2' or 'l1', got {constraint!r}.")
+    # "l1": the registry's StrOptions admit no other ball.
+    return math.log(2 * n_params), radius**2 * (2.0 * math.log(2 * n_params) + 1.0)
 
 
 def accmd_iterations(

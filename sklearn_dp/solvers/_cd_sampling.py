@@ -118,21 +118,15 @@ def sampling_structure(n_columns, sampling="uniform", blocks=None, block_size=No
         steps = math.ceil(n_columns / tau)
         return SamplingStructure("tau_nice", None, tau, "uniform", steps, n_columns)
 
-    if sampling == "full":
-        partition = [np.arange(n_columns)]
-        weighting = "uniform"
+    if blocks is not None:
+        partition = _check_partition(blocks, n_columns)
     else:
-        weighting = sampling
-        if blocks is not None:
-            partition = _check_partition(blocks, n_columns)
-        elif block_size is not None:
+        # Contiguous blocks: one of every column for full sampling, single coordinates by default.
+        if block_size is not None:
             block_size = _check_positive_int(block_size, "block_size", upper=n_columns)
-            partition = [
-                np.arange(start, min(start + block_size, n_columns))
-                for start in range(0, n_columns, block_size)
-            ]
-        else:
-            partition = [np.array([j]) for j in range(n_columns)]
+        size = n_columns if sampling == "full" else block_size or 1
+        partition = [np.arange(j, min(j + size, n_columns)) for j in range(0, n_columns, size)]
+    weighting = "uniform" if sampling == "full" else sampling
     return SamplingStructure(
         "partition", tuple(partition), None, weighting, len(partition), n_columns
     )

@@ -104,12 +104,7 @@ class Progress:
         if not self.verbose or (iteration % self.every and iteration != self.total):
             return
         shown = " ".join(f"{k}={v:.4g}" for k, v in values.items())
-        elapsed = time.perf_counter() - self.start
-        print(
-            f"[{self.solver}] iter {iteration}/{self.total} {shown} ({elapsed:.2f}s)",
-            file=sys.stderr,
-            flush=True,
-        )
+        self.note(f"iter {iteration}/{self.total} {shown}")
 
 
 def moved_less_than(W, previous, tolerance):
