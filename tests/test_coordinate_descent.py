@@ -562,7 +562,7 @@ def test_verbose_lines_are_functions_of_the_releases(problem, capsys):
 
 
 def test_public_option_refusals_spend_nothing(binary):
-    """Options dp_cd refuses are refused by its SolverSpec.check, before the reservation."""
+    """The registry's constraints and dp_cd's plan refuse its bad options before the spend."""
     X, y = binary
     bad = [
         dict(sampling="tau_nice"),

@@ -74,7 +74,8 @@ def default_cd_epochs(epsilon):
     """Default number of passes of dp_cd, a function of the public epsilon only.
 
     ``DEFAULT_CD_EPOCHS`` (10) up to epsilon = 1, then ``10 epsilon``, at most
-    :data:`MAX_DEFAULT_CD_EPOCHS` (50, also without noise).  Ten passes are
+    :data:`MAX_DEFAULT_CD_EPOCHS` (50); :data:`NONPRIVATE_CD_EPOCHS` (400)
+    without noise (``epsilon=inf``).  Ten passes are
     what the noise allows at small epsilon (every pass adds noise), but the
     step ``1 / M_j`` uses the worst-case curvature ``beta X_j^2`` of the
     public bounds, so ten passes stop far from the optimum once the noise is
@@ -101,9 +102,11 @@ def plan_dp_cd(n_samples, n_params, epsilon, delta, call):
     call : SolverCall
         The arguments of the run (a :class:`~sklearn_dp.solvers.SolverCall`):
         ``n_outputs`` (columns of the coefficient matrix); ``max_iter``, the
-        number of passes (epochs), default ``DEFAULT_CD_EPOCHS``, a pass
+        number of passes (epochs), default :func:`default_cd_epochs`, a pass
         being ``steps_per_epoch`` steps; ``sampling``, ``blocks``,
-        ``block_size``, ``tau`` (see :func:`sampling_structure`);
+        ``block_size``, ``tau`` (see :func:`sampling_structure`), and the
+        ``smoothness`` rule, refused here (before any spend) when no public
+        bound can validate it (:func:`check_smoothness_rule`);
         ``n_outer``, the outer rounds ``T``, default one round per pass (the
         ``max_iter * steps_per_epoch`` steps are split into ``T`` rounds of
         ``K = ceil(total / T)`` inner steps).
@@ -356,7 +359,8 @@ def dp_cd(
         part is in the smooth objective (``M_j`` grows by it), the L1 part is
         applied by its proximal map.
     max_iter : int, optional
-        Number of passes (epochs); default ``DEFAULT_CD_EPOCHS`` (10).  A pass
+        Number of passes (epochs); default :func:`default_cd_epochs` (10 up
+        to epsilon 1, ``10 epsilon`` up to 50, and 400 at ``epsilon=inf``).  A pass
         is one step per block of a partition (``n_columns`` steps for single
         coordinates, 1 for full sampling), ``ceil(n_columns / tau)`` steps for
         tau-nice sampling; it costs about one full gradient.
