@@ -400,7 +400,6 @@ def dp_gd(
     """
     # The bounded design as an operator on the caller's X: no clipped,
     # scaled or intercept-augmented copy (float32 stays float32).
-    n_params = data.design.n_columns * n_outputs
     if loss.smoothness is None:
         raise ValueError(f"dp_gd needs a smooth loss; {loss.name!r} is not smooth.")
     plan = plan_of_call("dp_gd", locals())
@@ -442,7 +441,7 @@ def dp_gd(
     # chosen["random"] is x_tau, kept by the callback when output="random".
     coef = {"tail_average": W_tail, "last": W, **chosen}[output]
     # Public values only (step, noise, released row count): the honest warning.
-    proxy = noise_excess_proxy(step_size, noise_std, data.n_public, n_params)
+    proxy = noise_excess_proxy(step_size, noise_std, data.n_public, coef.size)
     # Per-sample gradient evaluations from the public stand-in for n (the
     # true row count is private): exact for a direct call without a DP count.
     info = dict(gradient_evaluations=float(data.n_public * plan.n_steps))
