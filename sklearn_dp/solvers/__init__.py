@@ -94,6 +94,8 @@ __all__ = [
 
 # Smooth GLM losses (bounded curvature), read off the loss classes.
 _GLM_LOSSES = loss_names(smooth=True)
+# ... and multinomial models of them, fitted jointly (one mechanism).
+_GLM_MULTICLASS = dict(losses=_GLM_LOSSES, multiclass=True)
 
 # Every built-in solver declares event_reads_bounds=False: its plans read the
 # inputs derived from the bounds only for details its run uses (the
@@ -122,9 +124,8 @@ _register_builtin(
     name="dp_gd",
     run=dp_gd,
     plan=plan_dp_gd,
-    losses=_GLM_LOSSES,
+    **_GLM_MULTICLASS,
     penalties=frozenset({None, "l2"}),
-    multiclass=True,
     summary="full-batch noisy gradient descent; exact Gaussian composition",
     check=check_dp_gd,
     sample_weight=True,
@@ -185,9 +186,8 @@ _register_builtin(
     name="dp_cd",
     run=dp_cd,
     plan=plan_dp_cd,
-    losses=_GLM_LOSSES,
+    **_GLM_MULTICLASS,
     penalties=frozenset({None, "l2", "l1", "elasticnet"}),
-    multiclass=True,
     geometry="linf",
     constraints=frozenset({None}),
     summary=(
@@ -305,8 +305,7 @@ _register_builtin(
 
 # Solvers of Wang, Ye and Xu (2017), "DP-ERM revisited" (docs/solvers/erm_revisited.md).
 _SVRG = dict(
-    losses=_GLM_LOSSES,
-    multiclass=True,
+    **_GLM_MULTICLASS,
     constraints=frozenset({None}),
     option_constraints={
         "difference_bound": [StrOptions({"smoothness", "clip"})],
@@ -344,9 +343,8 @@ _register_builtin(
     name="dp_accmd",
     run=dp_accmd,
     plan=plan_dp_accmd,
-    losses=_GLM_LOSSES,
+    **_GLM_MULTICLASS,
     penalties=frozenset({None}),
-    multiclass=True,
     constraints=frozenset({"l2", "l1"}),
     summary="noisy accelerated mirror descent over an L2 or L1 ball (needs radius, no "
     "penalty); exact Gaussian composition",
