@@ -103,6 +103,7 @@ __all__ = [
     "release_feature_scales",
     "feature_scale_utilities",
     "FEATURE_GRID",
+    "FEATURE_HALF_WIDTH_WINDOW",
     "planned_scale_events",
 ]
 
@@ -746,6 +747,17 @@ def _release_feature_bound(utilities, epsilon, rng, label):
     return float(FEATURE_GRID[index])
 
 
+#: The window of a feature's half-width around its released centre, tighter
+#: than the magnitude's (:data:`WINDOW`): the utility is flat between the
+#: largest distance and ``window`` times the smallest of the bulk (a 0/1
+#: column's distances are one value), so with window 10 a scale up to ten
+#: times too large is as likely as the right one, and shrinks the feature's
+#: standardised values (and its share of the signal) as much.  The
+#: magnitude keeps window 10: it is the clip of the raw values, which must
+#: cover the bulk.  Measured with ``benchmarks/bench_raw_tables.py``.
+FEATURE_HALF_WIDTH_WINDOW = 4.0
+
+
 #: Number of steps of the centre's grid on each side of 0 (:func:`feature_center_candidates`).
 FEATURE_CENTER_STEPS = 256
 
@@ -778,7 +790,8 @@ def release_feature_scales(X, *, epsilon, n_public, rng, centered, each=None):
     :func:`release_range`: a centre ``c_j`` (a DP median among the intervals
     between :func:`feature_center_candidates`) and a half-width ``h_j``, the larger
     of upper bounds of ``x_j - c_j`` on the rows above the centre and of
-    ``c_j - x_j`` on the rows below it (both up to ``2 M_j + |c_j|``; one
+    ``c_j - x_j`` on the rows below it (window
+    :data:`FEATURE_HALF_WIDTH_WINDOW`, up to ``2 M_j + |c_j|``; one
     release by parallel composition: a row moves one of the two); without,
     ``c_j = 0`` and ``h_j = M_j``.  The bounds use
     :func:`feature_scale_utilities` (sensitivity 1, monotone), the centre the
@@ -825,7 +838,7 @@ def release_feature_scales(X, *, epsilon, n_public, rng, centered, each=None):
         cap = 2.0 * magnitude + abs(center[j])
         above, below = (
             _release_feature_bound(
-                feature_scale_utilities(side, n_public, cap=cap),
+                feature_scale_utilities(side, n_public, window=FEATURE_HALF_WIDTH_WINDOW, cap=cap),
                 each,
                 rng,
                 f"feature scales (half-width, {name})",

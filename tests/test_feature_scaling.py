@@ -22,6 +22,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn_dp import DPLogisticRegression, DPSCORegressor, PrivacyBudget, _bounds
 from sklearn_dp._bounds import (
     FEATURE_GRID,
+    FEATURE_HALF_WIDTH_WINDOW,
     FEATURE_PRIOR,
     FEATURE_TILT,
     GRID,
@@ -201,6 +202,37 @@ def test_release_feature_scales_noise_scales_and_events(centered):
         for part in (("magnitude", "centre", "half-width") if centered else ("magnitude",))
     ]
     assert epsilon_of_event(dpe.ComposedDpEvent(events), 0.0) == pytest.approx(epsilon)
+
+
+def test_half_widths_use_the_tighter_window():
+    # A 0/1 column's distances to its centre are one value: with the
+    # magnitude's window (10) every candidate up to ten times it would be as
+    # good, and a draw would shrink the column's signal as much.
+    X, _ = _raw_table(300)
+    epsilon, d = 0.6, X.shape[1]
+    each = epsilon / (3 * d)
+    with trace_releases() as trace:
+        scales, _ = release_feature_scales(
+            X, epsilon=epsilon, n_public=300.0, rng=np.random.default_rng(1), centered=True
+        )
+    sides = [r for r in trace.releases if "half-width" in r.label]
+    assert len(sides) == 2 * d
+    for j in range(d):
+        column = np.clip(X[:, j], -scales.clip[j], scales.clip[j])
+        cap = 2.0 * scales.clip[j] + abs(scales.center[j])
+        for record, side in zip(
+            sides[2 * j : 2 * j + 2],
+            (
+                np.maximum(column - scales.center[j], 0.0),
+                np.maximum(scales.center[j] - column, 0.0),
+            ),
+        ):
+            expected = feature_scale_utilities(
+                side, 300.0, window=FEATURE_HALF_WIDTH_WINDOW, cap=cap
+            )
+            expected = expected + FEATURE_PRIOR * np.arange(expected.size) / GRID.size / each
+            np.testing.assert_allclose(record.value, expected)
+    assert FEATURE_HALF_WIDTH_WINDOW == 4.0 < WINDOW
 
 
 def test_rare_flag_never_gets_a_scale_that_blows_it_up():
