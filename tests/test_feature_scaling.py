@@ -123,6 +123,25 @@ def test_narrow_feature_far_from_zero_is_centred_within_one_interval():
     assert abs(scales.center[0] + 120.0) <= spacing
 
 
+def test_two_modes_are_centred_between_them_under_a_wide_magnitude():
+    # A longitude of two regions (near -122 and -118): its median lies in
+    # the gap.  A magnitude drawn six times too wide (the prior prefers wide
+    # bounds where the data do not decide) must still leave a grid fine
+    # enough to centre it within a fraction of its spread.
+    rng = np.random.default_rng(5)
+    north = rng.random(12_000) < 0.5
+    values = np.where(north, rng.normal(-122.0, 0.7, 12_000), rng.normal(-118.2, 0.6, 12_000))
+    candidates = feature_center_candidates(749.9)
+    center = _bounds.release_interval_center(
+        *_bounds.center_counts_on(values, candidates),
+        candidates,
+        epsilon=math.inf,
+        rng=np.random.default_rng(0),
+        label="feature scales (centre)",
+    ).value
+    assert abs(center - np.median(values)) <= 0.5
+
+
 @pytest.mark.parametrize("hostile", [-1e300, -3.0, 0.0, 1e-300, 2.0, 1e12, 1e300])
 @pytest.mark.parametrize("epsilon", [0.05, 1.0])
 def test_feature_scale_release_is_epsilon_dp_exactly(hostile, epsilon):
