@@ -103,6 +103,7 @@ __all__ = [
     "release_feature_scales",
     "feature_scale_utilities",
     "FEATURE_GRID",
+    "FEATURE_HALF_WIDTH_WINDOW",
     "planned_scale_events",
 ]
 
@@ -746,12 +747,32 @@ def _release_feature_bound(utilities, epsilon, rng, label):
     return float(FEATURE_GRID[index])
 
 
-#: Number of steps of the centre's grid on each side of 0 (:func:`feature_center_candidates`).
-FEATURE_CENTER_STEPS = 256
+#: The window of a feature's half-width around its released centre, tighter
+#: than the magnitude's (:data:`WINDOW`): the utility is flat between the
+#: largest distance and ``window`` times the smallest of the bulk (a 0/1
+#: column's distances are one value), so with window 10 a scale up to ten
+#: times too large is as likely as the right one, and shrinks the feature's
+#: standardised values (and its share of the signal) as much.  The
+#: magnitude keeps window 10: it is the clip of the raw values, which must
+#: cover the bulk.  Measured with ``benchmarks/bench_raw_tables.py``.
+FEATURE_HALF_WIDTH_WINDOW = 4.0
+
+
+#: Number of steps of the centre's grid on each side of 0
+#: (:func:`feature_center_candidates`).  Fine: the magnitude is often drawn
+#: several times above a feature's values where the data do not tell the
+#: candidates apart (the prior prefers wide bounds), and a centre is only
+#: as close to the median as one step ``M / (STEPS / 2)``; with 256 a
+#: longitude near -120 (spread 2) whose magnitude came out as 750 was
+#: centred 3 off.  More candidates cost the median's release little: the
+#: intervals outside the data have the worst utility.
+FEATURE_CENTER_STEPS = 4096
 
 
 def feature_center_candidates(magnitude):
-    """The centres a feature may take for a released magnitude ``M``: ``2 k M / 256``, ``|k| <= 256``.
+    """The centres a feature may take for a released magnitude ``M``: ``2 k M / S``, ``|k| <= S``.
+
+    ``S`` is :data:`FEATURE_CENTER_STEPS`.
 
     Evenly spaced, unlike :data:`CENTER_GRID` (dense near 0): a feature's
     median falls between the candidates of a gap in its values (two modes,
@@ -762,7 +783,7 @@ def feature_center_candidates(magnitude):
     (window 2) may clip a long upper tail, hence the span ``[-2 M, 2 M]``;
     the median is released among the intervals between them
     (:func:`release_interval_center`), so a feature narrower than the spacing
-    ``M / 128`` is still centred within one interval of its values.
+    ``2 M / S`` is still centred within one interval of its values.
     """
     steps = np.arange(-FEATURE_CENTER_STEPS, FEATURE_CENTER_STEPS + 1)
     return 2.0 * float(magnitude) * steps / FEATURE_CENTER_STEPS
@@ -778,7 +799,8 @@ def release_feature_scales(X, *, epsilon, n_public, rng, centered, each=None):
     :func:`release_range`: a centre ``c_j`` (a DP median among the intervals
     between :func:`feature_center_candidates`) and a half-width ``h_j``, the larger
     of upper bounds of ``x_j - c_j`` on the rows above the centre and of
-    ``c_j - x_j`` on the rows below it (both up to ``2 M_j + |c_j|``; one
+    ``c_j - x_j`` on the rows below it (window
+    :data:`FEATURE_HALF_WIDTH_WINDOW`, up to ``2 M_j + |c_j|``; one
     release by parallel composition: a row moves one of the two); without,
     ``c_j = 0`` and ``h_j = M_j``.  The bounds use
     :func:`feature_scale_utilities` (sensitivity 1, monotone), the centre the
@@ -825,7 +847,7 @@ def release_feature_scales(X, *, epsilon, n_public, rng, centered, each=None):
         cap = 2.0 * magnitude + abs(center[j])
         above, below = (
             _release_feature_bound(
-                feature_scale_utilities(side, n_public, cap=cap),
+                feature_scale_utilities(side, n_public, window=FEATURE_HALF_WIDTH_WINDOW, cap=cap),
                 each,
                 rng,
                 f"feature scales (half-width, {name})",

@@ -40,6 +40,7 @@ __all__ = [
     "scaled_design",
     "to_caller_units",
     "to_fit_units",
+    "bound_like_fit",
 ]
 
 
@@ -358,3 +359,46 @@ def scaled_design(X, *, center, scale, clip, geometry, row_bound, intercept):
         intercept=intercept,
     )
     return StandardizedDesign(inner, center, scale), clip
+
+
+def bound_like_fit(X, *, center, scale, clip, row_bound=None):
+    """Rows to predict on, bounded as the fit bounded its rows, in the caller's units.
+
+    The fit used ``c + r (clip(x, +-m) - c)`` for a row ``x``, with ``r``
+    the factor that brings the standardised row ``(clip(x) - c) / h`` to L2
+    norm at most ``row_bound`` (none when it is None: the entrywise
+    geometries).  The fitted model is linear in these rows; a row beyond
+    them (a rare 0/1 column whose released scale is tiny, a feature far off
+    its released centre) would otherwise have its standardised values, and
+    the prediction, blown up by orders of magnitude the fit never saw.
+    All the inputs are released values.  Returns a new array (CSR for
+    sparse ``X``, whose centre is always 0) of ``X``'s dtype.
+    """
+    clip = np.asarray(clip, dtype=np.float64)
+    center = np.asarray(center, dtype=np.float64)
+    scale = np.asarray(scale, dtype=np.float64)
+    if sp.issparse(X):
+        X = X.tocsr(copy=True)
+        bound = clip[X.indices]
+        data = np.clip(np.asarray(X.data, dtype=np.float64), -bound, bound)
+        if row_bound is not None:
+            standardized = sp.csr_matrix((data / scale[X.indices], X.indices, X.indptr), X.shape)
+            factor = _row_factors(standardized, row_bound)
+            data *= np.repeat(factor, np.diff(X.indptr))
+        X.data = data.astype(X.dtype, copy=False)
+        return X
+    clipped = np.clip(np.asarray(X, dtype=np.float64), -clip, clip)
+    if row_bound is not None:
+        offset = clipped - center
+        factor = _row_factors(offset / scale, row_bound)
+        clipped = center + factor[:, None] * offset
+    return clipped.astype(X.dtype, copy=False)
+
+
+def _row_factors(standardized, row_bound):
+    """``min(1, row_bound / ||row||_2)`` per row of a standardised block (dense or CSR)."""
+    from ._data import row_l2_norms
+
+    norms = row_l2_norms(standardized)
+    with np.errstate(divide="ignore"):
+        return np.minimum(1.0, float(row_bound) / np.maximum(norms, np.finfo(float).tiny))

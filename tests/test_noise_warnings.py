@@ -421,6 +421,35 @@ def test_a_released_label_set_that_may_miss_classes_warns_and_public_classes_do_
     assert not any("left out" in str(w.message) for w in caught)
 
 
+def test_label_range_warning_rule():
+    from sklearn_dp.linear_model._released_warnings import (
+        LABEL_RANGE_MIN_EVIDENCE,
+        label_range_warning,
+    )
+
+    assert LABEL_RANGE_MIN_EVIDENCE == 10.0
+    assert label_range_warning("R", 400.0, 0.025) is None  # 10 rows x epsilon
+    message = label_range_warning("R", 309.0, 0.025)
+    assert "about 309 rows" in message and "7.73" in message and "y_bound=" in message
+
+
+def test_a_label_range_from_too_little_evidence_warns_and_a_given_bound_does_not():
+    # 300 rows at epsilon 0.5: each of the range's three releases gets
+    # 0.5 * 0.15 / 3 = 0.025, about 7.5 rows times epsilon; at epsilon 2, 30.
+    X, y = _regression()
+    y = y + 150.0  # labels far from 0, as a table's are
+
+    def messages(**params):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            DPSCORegressor(random_state=0, **params).fit(X, y)
+        return [str(w.message) for w in caught if "label range" in str(w.message)]
+
+    assert any("rows times epsilon" in m for m in messages(epsilon=0.5))
+    assert not messages(epsilon=2.0)
+    assert not messages(epsilon=0.5, y_bound=400.0)
+
+
 def test_noiseless_fits_never_warn_about_released_values():
     from sklearn.datasets import load_wine
 

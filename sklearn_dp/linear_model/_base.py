@@ -468,21 +468,25 @@ class BaseDPEstimator(SavedWithoutLedger, BaseEstimator):
         """``validate_data(reset=False)`` for rows to predict on (private too, often).
 
         After a fit with per-feature scaling the model is linear in the rows
-        clipped to ``feature_bound_`` (what it was fitted on), so the rows are
-        clipped the same way: a feature whose released clip lies far below its
-        values (a rare 0/1 column, a timestamp) would otherwise multiply a
-        standardised coefficient by the raw value.
+        bounded as it was fitted on them (clipped to ``feature_bound_``, then
+        scaled in standardised units to the released row bound), so the rows
+        are bounded the same way: a feature whose released clip lies far
+        below its values (a timestamp), or whose released scale lies far
+        below its spread (a rare 0/1 column), would otherwise multiply a
+        standardised coefficient by orders of magnitude the fit never saw.
         """
         X = self._validate_private(X, reset=False)
         if getattr(self, "feature_scale_", None) is None:
             return X
-        clip = np.asarray(self.feature_bound_, dtype=np.float64)
-        if sp.issparse(X):
-            X = X.tocsr(copy=True)
-            bound = clip[X.indices]
-            X.data = np.clip(X.data, -bound, bound).astype(X.dtype, copy=False)
-            return X
-        return np.clip(X, -clip, clip).astype(X.dtype, copy=False)
+        from .._scaled_design import bound_like_fit
+
+        return bound_like_fit(
+            X,
+            center=self.feature_center_,
+            scale=self.feature_scale_,
+            clip=self.feature_bound_,
+            row_bound=getattr(self, "_standardized_row_bound", None),
+        )
 
     def _validate_private(self, X, y="no_validation", x_dtype=np.float64, **kwargs):
         return validate_private(self, X, y, x_dtype, **kwargs)
@@ -747,9 +751,13 @@ class BaseDPEstimator(SavedWithoutLedger, BaseEstimator):
             self.feature_scale_ = bounds.feature_scale.copy()
             self.feature_bound_ = bounds.feature_clip.copy()
             self.data_norm_ = float(np.linalg.norm(self.feature_bound_))
+            # The standardised rows' L2 bound (None: bounded entrywise), so
+            # that predictions bound a row as the fit did.
+            self._standardized_row_bound = bounds.data_norm
         else:
             self.__dict__.pop("feature_center_", None)
             self.__dict__.pop("feature_scale_", None)
+            self.__dict__.pop("_standardized_row_bound", None)
         if self._bounds_labels:
             self.y_bound_ = bounds.y_scale
             self.y_center_ = bounds.y_center

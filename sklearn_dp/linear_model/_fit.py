@@ -50,7 +50,7 @@ from .._scaled_design import scaled_design, to_caller_units, to_fit_units
 from .._warnings import user_stacklevel
 from ..accounting import ApproximateDpEvent
 from ..solvers._common import Progress
-from ._released_warnings import label_set_warning
+from ._released_warnings import label_range_warning, label_set_warning
 
 __all__ = ["plan_fit", "run_fit", "check_weights_supported"]
 
@@ -381,6 +381,8 @@ def run_fit(estimator, request, plan):
         _warn_weak_delta(estimator, count.estimate, phase)
         if request.discover_labels and plan.private:
             _warn_label_set(estimator, problem, count.estimate, phase)
+        if plan.private:
+            _warn_label_range(estimator, plan, count.estimate, phase)
         # The "auto" bounds, then the problem and options in the fit's units.
         scales, scale_events = _release_scales(estimator, X, plan, count, phase)
         request_rows, request_labels = context["bound_request"]
@@ -518,6 +520,19 @@ def _warn_label_set(estimator, problem, n_public, phase):
         n_public,
         phase.label_epsilon,
         phase.label_delta,
+    )
+    if message is not None:
+        phase.warn(message)
+
+
+def _warn_label_range(estimator, plan, n_public, phase):
+    # From the released count and the label range's public share.
+    labels = plan.context["bound_request"][1]
+    if not labels:
+        return
+    parts = 1 if labels == "symmetric" else 3
+    message = label_range_warning(
+        type(estimator).__name__, n_public, plan.shares["bounds"][1] / parts
     )
     if message is not None:
         phase.warn(message)

@@ -112,8 +112,8 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
         releases cost more than they give (see
         ``docs/guide/choosing_parameters.md``).  The released values are
         ``feature_center_`` and ``feature_scale_``; the model is fitted on the
-        rows clipped to ``feature_bound_``, and predictions clip rows the
-        same way.
+        rows clipped to ``feature_bound_`` and, in standardised units, scaled
+        to the released row bound, and predictions bound rows the same way.
     classes : array-like or None, default=None
         The public set of labels.  With ``classes`` given (recommended), labels
         outside it raise an error before anything is spent, and classes

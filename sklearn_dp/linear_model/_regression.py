@@ -132,8 +132,8 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
         releases cost more than they give (see
         ``docs/guide/choosing_parameters.md``).  The released values are
         ``feature_center_`` and ``feature_scale_``; the model is fitted on the
-        rows clipped to ``feature_bound_``, and predictions clip rows the
-        same way.
+        rows clipped to ``feature_bound_`` and, in standardised units, scaled
+        to the released row bound, and predictions bound rows the same way.
     y_bound : float or "auto", default="auto"
         Bound on the labels.  A number: labels are clipped to
         ``[-y_bound, y_bound]`` (public, free).  ``"auto"``: a label range is

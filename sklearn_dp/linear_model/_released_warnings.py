@@ -14,6 +14,8 @@ import numpy as np
 __all__ = [
     "released_fit_warnings",
     "label_set_warning",
+    "label_range_warning",
+    "LABEL_RANGE_MIN_EVIDENCE",
     "prediction_spreads",
     "NARROW_REGRESSION",
     "NARROW_LABELS",
@@ -27,11 +29,18 @@ NARROW_REGRESSION = 0.01
 #: magnitude clipped the labels to (nearly) a single value.
 NARROW_LABELS = 1e-3
 
+#: A label range released from fewer than this many rows per unit of its
+#: releases' epsilon (``n~ * epsilon_release``) is unreliable: its
+#: exponential mechanisms need about ``n * epsilon >= 10`` (see
+#: :mod:`sklearn_dp._bounds`), and below it a range far too narrow (every
+#: label clipped to about one value) or far too wide is drawn often.
+LABEL_RANGE_MIN_EVIDENCE = 10.0
+
 _WHAT_TO_DO = (
     "Raise epsilon, fit on more rows, or give the bounds from public knowledge "
     "(data_norm= or feature_bound=, and y_bound= for a regressor); on features of very "
-    "different scales, scale them first (a public range with PublicRangeScaler, or "
-    "DPStandardScaler)."
+    "different scales, pass feature_scaling=True (per-feature scales released inside the "
+    "fit) or scale them first (a public range with PublicRangeScaler, or DPStandardScaler)."
 )
 
 
@@ -129,4 +138,27 @@ def label_set_warning(name, n_classes, n_public, epsilon, delta):
         "DP row count). The rows of a left-out class take no part in the fit, and the model "
         "never predicts it. Pass classes=[...], the public label set: every class is kept "
         "and the share of epsilon spent on the label set goes to the model."
+    )
+
+
+def label_range_warning(name, n_public, epsilon_release):
+    """A message when the label range is released from too little evidence, or None.
+
+    From public values and releases only: the released row count ``n~`` and
+    the epsilon of each of the label range's releases.  Below
+    :data:`LABEL_RANGE_MIN_EVIDENCE` the released range may miss the labels
+    entirely (a regressor that predicts about one value far from them: an
+    R^2 of -4 on a table whose labels lie in 25..346) or be orders of
+    magnitude too wide (noise to match), whatever the data.
+    """
+    evidence = float(n_public) * float(epsilon_release)
+    if not evidence < LABEL_RANGE_MIN_EVIDENCE:
+        return None
+    return (
+        f"{name}: the label range (y_bound='auto') is released from about {n_public:.0f} rows "
+        f"(the fit's DP row count) at epsilon {epsilon_release:.3g} per release: rows times "
+        f"epsilon is {evidence:.3g}, below the {LABEL_RANGE_MIN_EVIDENCE:g} a reliable range "
+        "needs, so the range may miss the labels (the model then predicts about one value "
+        "far from them) or be far too wide. Pass y_bound= (a public bound on |y - centre|, "
+        "e.g. from the label's documented range) or raise epsilon."
     )
