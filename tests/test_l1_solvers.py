@@ -14,7 +14,7 @@ from sklearn_dp._losses import get_loss
 from sklearn_dp.accounting import epsilon_of_event
 from sklearn_dp.solvers import SOLVERS, plan_call
 from sklearn_dp.solvers._frank_wolfe import frank_wolfe_step_epsilon, vertex_scales, zcdp_budget
-from sklearn_dp.solvers._l1_geometry import l1_objective, make_domain, reference_solve
+from sklearn_dp.solvers._l1_geometry import make_domain
 from sklearn_dp.solvers._mirror_descent import (
     mirror_descent_phases,
 )
@@ -22,10 +22,10 @@ from sklearn_dp.solvers._pnorm import (
     bregman_step,
     default_p,
     pnorm,
-    pnorm_bregman_divergence,
     pnorm_mirror_gradient,
 )
 from sklearn_dp.solvers._vr_frank_wolfe import vr_frank_wolfe_schedule
+from sklearn_dp.testing._l1_reference import l1_objective, pnorm_bregman_divergence, reference_solve
 
 # --------------------------------------------------------------------------
 # The exact Bregman step
@@ -955,8 +955,8 @@ def test_mirror_descent_epsilon_inf_takes_exact_full_batch_steps():
     [
         ("mirror_descent", dict(p=3.0), "'p' parameter of mirror_descent"),
         ("localized_mirror_descent", dict(clip_norm=-1.0), "'clip_norm' parameter"),
-        ("frank_wolfe", dict(output="median"), "output must be"),
-        ("vr_frank_wolfe", dict(schedule="fast"), "schedule must be"),
+        ("frank_wolfe", dict(output="median"), "'output' parameter of frank_wolfe"),
+        ("vr_frank_wolfe", dict(schedule="fast"), "'schedule' parameter of vr_frank_wolfe"),
         ("vr_frank_wolfe", dict(n_phases=0), "'n_phases' parameter"),
         ("frank_wolfe", dict(radius=None), "needs radius"),
     ],

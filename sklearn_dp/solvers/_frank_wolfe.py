@@ -448,22 +448,14 @@ def fw_public_error_bound(n_samples, n_params, epsilon, delta, radius):
     this bound with thresholds measured against it.
     """
     epsilon, delta, radius = float(epsilon), float(delta), float(radius)
+    n_samples, n_params = float(n_samples), int(n_params)
     if math.isinf(epsilon):
         t = DEFAULT_NONPRIVATE_ITERATIONS
-    else:
-        t = _minimising_iterations(
-            float(n_samples),
-            int(n_params),
-            epsilon,
-            delta,
-            radius,
-            OPTIMISATION_WEIGHT,
-            BOUND_MIN_ITERATIONS,
-        )
-    eps0 = math.inf
-    if not math.isinf(epsilon):
-        eps0 = _step_epsilon(epsilon, zcdp_budget(epsilon, delta) if delta > 0 else 0.0, t)
-    return _fw_error_bound(float(n_samples), int(n_params), radius, t, eps0)
+        return _fw_error_bound(n_samples, n_params, radius, t, math.inf)
+    public = (n_samples, n_params, epsilon, delta, radius)
+    t = _minimising_iterations(*public, OPTIMISATION_WEIGHT, BOUND_MIN_ITERATIONS)
+    eps0 = _step_epsilon(epsilon, zcdp_budget(epsilon, delta) if delta > 0 else 0.0, t)
+    return _fw_error_bound(n_samples, n_params, radius, t, eps0)
 
 
 @public_setup()  # a plan reads public inputs (and the released row count) only

@@ -500,10 +500,8 @@ _STRONGLY_CONVEX_MESSAGE = (
 
 def _check_lp(solver, options):
     """Refuse, from public options only, what the lp ball does not support."""
-    constraint = options.get("constraint", "l1")
-    if constraint not in ("l1", "lp"):
-        raise ValueError(f"{solver}: constraint must be 'l1' or 'lp', got {constraint!r}.")
-    if constraint != "lp":
+    # The values of constraint are the registry's (option_constraints).
+    if options.get("constraint", "l1") != "lp":
         return
     if solver != "mirror_descent":
         # Its phases centre the map at the previous output, so each step would be

@@ -20,8 +20,9 @@ from .._design import block_rows
 from .._memo import memoize
 from ..accounting import PureEpsilonDpEvent
 from ._common import PrivacyPlan
+from ._declared_options import check_declared_options
 from ._frank_wolfe import FrankWolfeSteps, frank_wolfe_setup, vertex_scales, zcdp_budget
-from ._l1_geometry import allocate_rows, check_choices, linf_row_norms, public_setup
+from ._l1_geometry import allocate_rows, linf_row_norms, public_setup
 
 __all__ = ["vr_frank_wolfe", "plan_vr_frank_wolfe", "vr_frank_wolfe_schedule"]
 
@@ -112,7 +113,7 @@ def plan_vr_frank_wolfe(n_samples, n_params, epsilon, delta, call):
     (a :class:`~sklearn_dp.solvers.SolverCall`).
     """
     schedule, n_phases = call.schedule, call.n_phases
-    check_choices(dict(schedule=schedule))
+    check_declared_options("vr_frank_wolfe", dict(schedule=schedule))
     if n_samples is None:
         return None  # the schedule needs the (not yet released) public row count
     every_row = math.isinf(epsilon)
