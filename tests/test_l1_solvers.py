@@ -1202,3 +1202,71 @@ def test_lp_ball_direct_calls_refuse_what_it_does_not_support(options, match):
             p=1.5,
             random_state=0,
         )
+
+
+# --------------------------------------------------------------------------
+# frank_wolfe's debiasing refit (least squares on the released support)
+# --------------------------------------------------------------------------
+
+
+def _refit_fit(epsilon=1.0, delta=1e-5, refit=0.4):
+    from sklearn_dp.testing import trace_releases
+
+    data, loss = _sparse_problem(n=400, d=30)
+    kwargs = dict(n_outputs=1, alpha=0.0, radius=1.5, intercept_bound=2.5, max_iter=20)
+    with trace_releases() as trace:
+        res = SOLVERS["frank_wolfe"].run(
+            data, loss, epsilon=epsilon, delta=delta, refit=refit, random_state=0, **kwargs
+        )
+    return data, res, trace
+
+
+def test_frank_wolfe_refit_noise_scales_exact():
+    data, res, trace = _refit_fit()
+    by_label = {r.label: r for r in trace.releases if r.label.startswith("refit")}
+    gram, xty = by_label["refit gram matrix"], by_label["refit X^T y"]
+    rho = zcdp_budget(1.0, 1e-5)
+    multiplier = 1.0 / math.sqrt(0.4 * rho)
+    assert res.plan.details["refit_multiplier"] == pytest.approx(multiplier, rel=1e-12)
+    # The support (public: a function of the vertices, the intercept column
+    # included) and the bound of its rows: every column is bounded by 1 here.
+    m = res.plan.details["refit_support"]
+    assert np.all(data.feature_bound == 1.0) and 2 <= m <= 21 and len(xty.value) == m
+    bound_sq = float(m)
+    assert gram.sensitivity == pytest.approx(bound_sq) and gram.norm == "l2"
+    assert gram.scale == pytest.approx(multiplier * bound_sq)
+    assert xty.sensitivity == pytest.approx(math.sqrt(bound_sq))
+    assert xty.scale == pytest.approx(multiplier * math.sqrt(bound_sq))
+    # Steps and refit compose to rho-zCDP: at most (epsilon, delta), and no slack.
+    steps_rho = 20 * res.plan.details["step_epsilon"] ** 2 / 8
+    assert steps_rho + 1.0 / multiplier**2 == pytest.approx(rho, rel=1e-9)
+    assert 0.99 < epsilon_of_event(res.plan.event, 1e-5) <= 1.0
+
+
+def test_frank_wolfe_refit_without_noise_is_least_squares_on_the_support():
+    from types import SimpleNamespace
+
+    from sklearn_dp.solvers._common import PrivacyPlan
+
+    data, _ = _sparse_problem(n=400, d=30)
+    w = np.zeros(31)
+    w[:4] = [0.5, -0.3, 0.2, 0.01]  # the last below REFIT_THRESHOLD of the largest
+    domain = make_domain(data, radius=5.0, intercept_bound=2.5, alpha=0.0, l1_ratio=0.0)
+    args = SimpleNamespace(data=data, alpha=0.0, l1_ratio=0.0, intercept_bound=2.5)
+    plan = PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, 1, dict(refit_multiplier=0.0))
+    refitted = fw_module.refit_support(args, w, domain, plan, np.random.default_rng(0))
+    Z = data.design.columns([0, 1, 2, 30])
+    expected = np.linalg.lstsq(Z, data.y, rcond=None)[0]
+    assert np.count_nonzero(refitted) == 4 and refitted[3] == 0
+    np.testing.assert_allclose(refitted[[0, 1, 2, 30]], expected, atol=1e-5)
+
+
+def test_frank_wolfe_refit_is_planned_only_with_noise_and_delta():
+    # epsilon=inf: the T steps reach the optimum, no refit and nothing spent.
+    _, res, trace = _refit_fit(epsilon=math.inf)
+    assert "refit_multiplier" not in res.plan.details
+    assert not any(r.label.startswith("refit") for r in trace.releases)
+    # delta = 0: Gaussian releases are not pure DP, a public refusal.
+    with pytest.raises(ValueError, match="refit releases Gaussian") as raised:
+        _refit_fit(delta=0.0)
+    assert getattr(raised.value, "__sklearn_dp_public__", False)

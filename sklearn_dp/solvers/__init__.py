@@ -231,7 +231,10 @@ _register_builtin(
     pure_dp=True,
     summary="noisy Frank-Wolfe over an l1 ball; exponential mechanism per step, pure or zCDP",
     check=check_frank_wolfe,
-    option_constraints={"output": [StrOptions({"tail_average", "last"})]},
+    option_constraints={
+        "output": [StrOptions({"tail_average", "last"})],
+        "refit": [Interval(Real, 0, 1, closed="left")],
+    },
     bound_warning=3.0,
 )
 # vr_frank_wolfe: diabetes (all rows below R^2 0: -16.6 ... -1.3, bound >= 0.34);
