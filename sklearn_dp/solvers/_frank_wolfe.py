@@ -270,11 +270,10 @@ def frank_wolfe_setup(solver, args):
     solver's arguments), and plans it as the estimators would unless
     ``args.plan`` is the plan to run.
     """
-    data = args.data
     domain = checked_domain(solver, args)
     plan = plan_of_call(solver, vars(args))
     private = not math.isinf(args.epsilon)
-    clip = linf_gradient_bound(args.loss, data, args.clip_norm, private, solver)
+    clip = linf_gradient_bound(args.loss, args.data, args.clip_norm, private, solver)
     return domain, plan, clip
 
 
@@ -396,37 +395,32 @@ BOUND_MIN_ITERATIONS = 40
 STEP_CURVATURE_WEIGHT = 0.05
 
 
-def _fw_error_bound(n_samples, n_params, radius, n_steps, eps0, weight=OPTIMISATION_WEIGHT):
+def _fw_error_bound(n_samples, n_params, epsilon, delta, radius, weight, n_steps):
     """Public proxy of the excess risk of T noisy FW steps (unit feature bound and clip).
 
     ``weight * 2 beta D^2 / (T + 2)`` (deterministic FW, ``beta = 1``, ``D = 2
-    radius``; ``weight``: :data:`OPTIMISATION_WEIGHT`) plus the expected excess
-    score of one exponential mechanism over ``m = 2 d`` vertices, ``scale *
-    ln(m)`` with ``scale = 2 radius C / (n eps0)`` and ``C = 1`` (a residual
-    clipped at the label bound).
+    radius``; ``weight``: :data:`OPTIMISATION_WEIGHT` or
+    :data:`STEP_CURVATURE_WEIGHT`) plus the expected excess score of one
+    exponential mechanism over ``m = 2 d`` vertices, ``scale * ln(m)`` with
+    ``scale = 2 radius C / (n eps0)``, ``C = 1`` (a residual clipped at the
+    label bound) and ``eps0`` the per-step epsilon of
+    :func:`frank_wolfe_step_epsilon`.  ``n_steps``: an array of step counts.
     """
     optimisation = weight * 8.0 * radius**2 / (n_steps + 2.0)
-    if math.isinf(eps0):
+    if math.isinf(epsilon):
         return optimisation
+    rho = zcdp_budget(float(epsilon), float(delta)) if delta > 0 else 0.0
+    eps0 = np.maximum(epsilon / n_steps * (1.0 - 1e-12), np.sqrt(8.0 * rho / n_steps))
     return optimisation + 2.0 * radius / (n_samples * eps0) * math.log(2 * max(n_params, 1))
-
-
-def _step_epsilon(epsilon, rho, n_steps):
-    """The per-step epsilon of :func:`frank_wolfe_step_epsilon`, without building events."""
-    return max(epsilon / n_steps * (1.0 - 1e-12), math.sqrt(8.0 * rho / n_steps))
 
 
 @memoize(maxsize=1024)
 def _minimising_iterations(n_samples, n_params, epsilon, delta, radius, weight, fewest):
     """The first T in ``[fewest, 2000]`` minimising :func:`_fw_error_bound` with ``weight``."""
-    rho = zcdp_budget(float(epsilon), float(delta)) if delta > 0 else 0.0
-    # _fw_error_bound and _step_epsilon over every candidate at once, with the
-    # same operations in the same order (the same floats); the first minimum.
     t = np.arange(fewest, MAX_DEFAULT_ITERATIONS + 1, dtype=float)
-    eps0 = np.maximum(epsilon / t * (1.0 - 1e-12), np.sqrt(8.0 * rho / t))
-    optimisation = weight * 8.0 * radius**2 / (t + 2.0)
-    noise = 2.0 * radius / (n_samples * eps0) * math.log(2 * max(n_params, 1))
-    return fewest + int(np.argmin(optimisation + noise))
+    return fewest + int(
+        np.argmin(_fw_error_bound(n_samples, n_params, epsilon, delta, radius, weight, t))
+    )
 
 
 @memoize(maxsize=1024)
@@ -453,15 +447,11 @@ def fw_public_error_bound(n_samples, n_params, epsilon, delta, radius):
     (:func:`~sklearn_dp.solvers._noise_warnings.frank_wolfe_warning`) compare
     this bound with thresholds measured against it.
     """
-    epsilon, delta, radius = float(epsilon), float(delta), float(radius)
-    n_samples, n_params = float(n_samples), int(n_params)
-    if math.isinf(epsilon):
-        t = DEFAULT_NONPRIVATE_ITERATIONS
-        return _fw_error_bound(n_samples, n_params, radius, t, math.inf)
-    public = (n_samples, n_params, epsilon, delta, radius)
-    t = _minimising_iterations(*public, OPTIMISATION_WEIGHT, BOUND_MIN_ITERATIONS)
-    eps0 = _step_epsilon(epsilon, zcdp_budget(epsilon, delta) if delta > 0 else 0.0, t)
-    return _fw_error_bound(n_samples, n_params, radius, t, eps0)
+    public = (float(n_samples), int(n_params), float(epsilon), float(delta), float(radius))
+    t = DEFAULT_NONPRIVATE_ITERATIONS
+    if not math.isinf(epsilon):
+        t = _minimising_iterations(*public, OPTIMISATION_WEIGHT, BOUND_MIN_ITERATIONS)
+    return float(_fw_error_bound(*public, OPTIMISATION_WEIGHT, np.array([float(t)]))[0])
 
 
 @public_setup()  # a plan reads public inputs (and the released row count) only
@@ -512,8 +502,7 @@ def _refit_plan(epsilon, delta, n_steps, share):
     _check_refit(share, delta)
     rho = zcdp_budget(epsilon, delta)
     eps0 = math.sqrt(8.0 * (1.0 - share) * rho / n_steps)
-    step = accounting.dpe.ZCDpEvent(eps0**2 / 8.0)
-    steps = step if n_steps == 1 else accounting.dpe.SelfComposedDpEvent(step, n_steps)
+    steps = accounting.dpe.SelfComposedDpEvent(accounting.dpe.ZCDpEvent(eps0**2 / 8.0), n_steps)
     multiplier = 1.0 / math.sqrt(share * rho)
     gaussian = accounting.dpe.GaussianDpEvent(multiplier)
     event = accounting.dpe.ComposedDpEvent([steps, gaussian, gaussian])

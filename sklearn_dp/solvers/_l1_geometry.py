@@ -83,12 +83,6 @@ class L1Domain:
     def has_l1_penalty(self):
         return bool(np.any(self.l1_penalty > 0))
 
-    def contains(self, x, rtol=1e-9):
-        """Whether ``x`` is feasible (up to a relative tolerance)."""
-        inside_ball = np.sum(np.abs(x[self.ball])) <= self.radius * (1 + rtol)
-        inside_box = np.all(np.abs(x[~self.ball]) <= self.box[~self.ball] * (1 + rtol))
-        return bool(inside_ball and inside_box)
-
 
 @contextlib.contextmanager
 def public_setup():

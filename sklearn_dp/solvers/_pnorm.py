@@ -166,11 +166,9 @@ class _Problem:
         """Dual values ``p tau sign(u)|u|^(p-1)`` of ``x_j = -box_j`` and ``x_j = +box_j``."""
         ptau = math.exp(log_ptau)
         c = self.c[self.box_index]
-        up, down = self.box_values - c, -self.box_values - c
-        return (
-            ptau * np.sign(down) * np.abs(down) ** (self.p - 1.0),
-            ptau * np.sign(up) * np.abs(up) ** (self.p - 1.0),
-        )
+        ends = np.stack([-self.box_values - c, self.box_values - c])  # x_j = -box_j, +box_j
+        low, high = ptau * np.sign(ends) * np.abs(ends) ** (self.p - 1.0)
+        return low, high
 
     def dual_point(self, log_ptau, mu):
         """The solution and its optimal dual variable ``w`` (the gradient of the mirror term).

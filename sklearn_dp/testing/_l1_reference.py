@@ -13,7 +13,7 @@ import numpy as np
 from ..solvers._l1_geometry import project_l1_ball
 from ..solvers._pnorm import pnorm, pnorm_mirror_gradient
 
-__all__ = ["l1_objective", "reference_solve", "pnorm_bregman_divergence"]
+__all__ = ["l1_objective", "reference_solve", "pnorm_bregman_divergence", "in_domain"]
 
 
 def l1_objective(data, loss, w, domain):
@@ -91,3 +91,14 @@ def pnorm_bregman_divergence(x, y, center, p, kappa):
         - kappa * pnorm(uy, p) ** 2
         - pnorm_mirror_gradient(uy, p, kappa) @ (ux - uy)
     )
+
+
+def in_domain(domain, x, rtol=1e-9):
+    """Whether ``x`` is in the polytope of an :class:`~sklearn_dp.solvers._l1_geometry.L1Domain`.
+
+    Up to a relative tolerance: the l1 ball on the ``ball`` coordinates and
+    the box bound on the others.
+    """
+    inside_ball = np.sum(np.abs(x[domain.ball])) <= domain.radius * (1 + rtol)
+    inside_box = np.all(np.abs(x[~domain.ball]) <= domain.box[~domain.ball] * (1 + rtol))
+    return bool(inside_ball and inside_box)
