@@ -41,9 +41,9 @@ RESIDUAL_BOUND = 2.0
 #: runs Frank-Wolfe).  At n = 5000, d = 2000, a 5-sparse truth and epsilon 1
 #: (benchmarks/bench_regimes.py, 5 seeds) the test R^2 median is 0.71 without
 #: it, 0.82 / 0.84 / 0.82 with shares 0.3 / 0.4 / 0.5 (LassoCV 0.87).  On
-#: diabetes (d = 10, n = 353; frank_wolfe at epsilon 2 to 8) a refit cost 0.03
-#: to 0.1 R^2: the Gram release of a few hundred rows is too noisy, so narrow X
-#: keeps refit=0.
+#: diabetes (d = 10, n = 353; frank_wolfe at epsilon 1 to 16) a refit cost 0.2
+#: to 0.9 R^2: the Gram release of a few hundred rows is mostly noise, so
+#: narrow X keeps refit=0 (docs/solvers/lasso.md).
 DEFAULT_REFIT_SHARE = 0.4
 
 
