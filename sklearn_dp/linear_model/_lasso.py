@@ -254,7 +254,11 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
     solver_options : dict or None, default=None
         Further solver-specific options (for example ``{"schedule":
         "approximate"}`` for ``vr_frank_wolfe``, ``{"p": 1.5}`` for mirror
-        descent).
+        descent).  ``frank_wolfe`` on more than 128 features with ``delta >
+        0`` spends, by default, 40% of its zCDP budget on a debiasing refit
+        (least squares on the released support from two Gaussian releases,
+        inside the same ball and the same ``dp_event_``); ``{"refit": 0.0}``
+        turns it off, another share in ``[0, 1)`` replaces it.
     budget : PrivacyBudget or None, default=None
         Shared budget checked before the fit touches the data and charged
         once, atomically, after it succeeds.
