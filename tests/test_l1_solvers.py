@@ -410,9 +410,9 @@ def test_frank_wolfe_gains_at_most_one_nonzero_per_step(monkeypatch, solver, alp
     original = fw_module.select_vertex
 
     def recording(*args, **kwargs):
-        vertex, height = original(*args, **kwargs)
+        vertex = original(*args, **kwargs)
         vertices.append(vertex)
-        return vertex, height
+        return vertex
 
     # Both solvers step through frank_wolfe's FrankWolfeSteps.
     monkeypatch.setattr(fw_module, "select_vertex", recording)

@@ -121,7 +121,7 @@ def frank_wolfe_step_epsilon(epsilon, delta, n_steps):
 
 
 def select_vertex(gradient, domain, scales, rng, *, unit, label="vertex"):
-    """Vertex of the polytope (and its epigraph height) minimising ``<vertex, gradient>``, privately.
+    """Vertex of the polytope minimising ``<vertex, gradient>`` (plus its penalty), privately.
 
     The polytope is a product: the l1 ball, and an interval per box
     coordinate.  The ball part's candidates are ``+-radius e_j`` (scores
@@ -154,9 +154,8 @@ def select_vertex(gradient, domain, scales, rng, *, unit, label="vertex"):
     Returns
     -------
     vertex : ndarray of shape (n_columns,)
-    height : float
-        The vertex's epigraph coordinate ``sum_j l1_penalty_j |vertex_j|`` (the
-        penalty value at the vertex).
+        The chosen vertex.  Its epigraph coordinate (the penalty at the
+        vertex) enters the scores only: a step does not need it.
     """
     ball_scale, box_scales = scales
     ball_index = np.flatnonzero(domain.ball)
@@ -166,19 +165,16 @@ def select_vertex(gradient, domain, scales, rng, *, unit, label="vertex"):
         -scores, sensitivity=radius * unit, scale=ball_scale, rng=rng, label=f"{label} (l1 ball)"
     )
     vertex = np.zeros_like(gradient)
-    height = 0.0
     k = ball_index.size
-    if choice < 2 * k:
-        j = ball_index[choice % k]
-        vertex[j] = radius if choice < k else -radius
-        height = domain.l1_penalty[j] * radius
+    if choice < 2 * k:  # else the origin (with an L1 penalty)
+        vertex[ball_index[choice % k]] = radius if choice < k else -radius
     for j, box_scale, scores_j in zip(np.flatnonzero(~domain.ball), box_scales, box_scores):
         box = domain.box[j]
         side = _noise.exponential(
             -scores_j, sensitivity=box * unit, scale=box_scale, rng=rng, label=f"{label} (box {j})"
         )
         vertex[j] = box if side == 0 else -box
-    return vertex, height
+    return vertex
 
 
 def vertex_scales(domain, unit, eps0):
@@ -231,7 +227,7 @@ class FrankWolfeSteps:
         self.k += 1
         # The vertex's epigraph height is not needed: the penalty is in its score.
         label = f"{self.solver} vertex {self.k}"
-        vertex, _ = select_vertex(gradient, self.domain, scales, self.rng, unit=unit, label=label)
+        vertex = select_vertex(gradient, self.domain, scales, self.rng, unit=unit, label=label)
         eta = 2.0 / (self.k + 1.0)
         w = (1.0 - eta) * w + eta * vertex
         if self.k >= self.tail_start:
