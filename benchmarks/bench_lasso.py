@@ -61,7 +61,8 @@ from sklearn.metrics import r2_score
 from sklearn_dp import DPLasso, DPSCORegressor
 from sklearn_dp._data import bound_data
 from sklearn_dp._losses import get_loss
-from sklearn_dp.solvers._l1_geometry import make_domain, reference_solve
+from sklearn_dp.solvers._l1_geometry import make_domain
+from sklearn_dp.testing._l1_reference import reference_solve
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import environment, fmt_median_iqr, md_table

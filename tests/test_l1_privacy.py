@@ -104,6 +104,15 @@ def test_audit_does_not_exceed_claimed_epsilon(solver, epsilon, delta, params):
     assert eps_lb <= epsilon, f"audit found epsilon >= {eps_lb:.3f} > claimed {epsilon}"
 
 
+@pytest.mark.slow  # about 35 s
+def test_audit_of_frank_wolfe_with_its_refit():
+    # The refit's support holds the canary column only when a vertex chose
+    # it; its Gram and X^T y releases then carry the canary's row.
+    run = canary_coefficient(2.0, DELTA, "frank_wolfe", max_iter=4, solver_options={"refit": 0.5})
+    eps_lb = audit(run, n_runs=300, delta=DELTA, claimed_epsilon=2.0)
+    assert eps_lb <= 2.0, f"audit found epsilon >= {eps_lb:.3f} > claimed 2.0"
+
+
 def test_audit_of_mirror_descent_over_an_lp_ball():
     from sklearn_dp import DPSCORegressor
 

@@ -14,7 +14,7 @@ from sklearn_dp._losses import get_loss
 from sklearn_dp.accounting import epsilon_of_event
 from sklearn_dp.solvers import SOLVERS, plan_call
 from sklearn_dp.solvers._frank_wolfe import frank_wolfe_step_epsilon, vertex_scales, zcdp_budget
-from sklearn_dp.solvers._l1_geometry import l1_objective, make_domain, reference_solve
+from sklearn_dp.solvers._l1_geometry import make_domain
 from sklearn_dp.solvers._mirror_descent import (
     mirror_descent_phases,
 )
@@ -22,10 +22,15 @@ from sklearn_dp.solvers._pnorm import (
     bregman_step,
     default_p,
     pnorm,
-    pnorm_bregman_divergence,
     pnorm_mirror_gradient,
 )
 from sklearn_dp.solvers._vr_frank_wolfe import vr_frank_wolfe_schedule
+from sklearn_dp.testing._l1_reference import (
+    in_domain,
+    l1_objective,
+    pnorm_bregman_divergence,
+    reference_solve,
+)
 
 # --------------------------------------------------------------------------
 # The exact Bregman step
@@ -405,9 +410,9 @@ def test_frank_wolfe_gains_at_most_one_nonzero_per_step(monkeypatch, solver, alp
     original = fw_module.select_vertex
 
     def recording(*args, **kwargs):
-        vertex, height = original(*args, **kwargs)
+        vertex = original(*args, **kwargs)
         vertices.append(vertex)
-        return vertex, height
+        return vertex
 
     # Both solvers step through frank_wolfe's FrankWolfeSteps.
     monkeypatch.setattr(fw_module, "select_vertex", recording)
@@ -491,7 +496,7 @@ def test_frank_wolfe_epsilon_inf_reaches_reference(alpha, l1_ratio, radius):
         intercept_bound=1 + radius,
     )
     w = res.coef[:, 0]
-    assert domain.contains(w)
+    assert in_domain(domain, w)
     gap = l1_objective(data, loss, w, domain) - best
     # Frank-Wolfe: F(x_t) - F* <= 2 beta D^2 / (t + 2) (beta = 1 as |x_ij| <= 1, D the l1
     # diameter), so the average of the iterates t > T/2 is within 2 beta D^2 / (T/2 + 2).
@@ -527,7 +532,7 @@ def test_mirror_descent_epsilon_inf_reaches_reference(p):
             random_state=0,
         )
         w = res.coef[:, 0]
-        assert domain.contains(w)
+        assert in_domain(domain, w)
         q_p = res.plan.details["p"]
         d_psi = pnorm(ref, q_p) ** 2 / (2 * (q_p - 1))
         gap = l1_objective(data, loss, w, domain) - best
@@ -600,7 +605,7 @@ def test_localized_mirror_descent_iterates_stay_local():
     )
     domain = make_domain(data, radius=0.6, intercept_bound=1.6, alpha=0.0, l1_ratio=0.0, solver="t")
     w = res.coef[:, 0]
-    assert domain.contains(w)
+    assert in_domain(domain, w)
     assert l1_objective(data, loss, w, domain) < l1_objective(data, loss, np.zeros_like(w), domain)
 
 
@@ -681,7 +686,7 @@ def test_lp_geometry_runs_and_stays_feasible(solver):
             random_state=0,
         )
         assert res.plan.details["p"] == (default_p(21) if p == 1.0 else p)
-        assert domain.contains(res.coef[:, 0])
+        assert in_domain(domain, res.coef[:, 0])
 
 
 # --------------------------------------------------------------------------
@@ -955,8 +960,8 @@ def test_mirror_descent_epsilon_inf_takes_exact_full_batch_steps():
     [
         ("mirror_descent", dict(p=3.0), "'p' parameter of mirror_descent"),
         ("localized_mirror_descent", dict(clip_norm=-1.0), "'clip_norm' parameter"),
-        ("frank_wolfe", dict(output="median"), "output must be"),
-        ("vr_frank_wolfe", dict(schedule="fast"), "schedule must be"),
+        ("frank_wolfe", dict(output="median"), "'output' parameter of frank_wolfe"),
+        ("vr_frank_wolfe", dict(schedule="fast"), "'schedule' parameter of vr_frank_wolfe"),
         ("vr_frank_wolfe", dict(n_phases=0), "'n_phases' parameter"),
         ("frank_wolfe", dict(radius=None), "needs radius"),
     ],
@@ -992,9 +997,10 @@ def test_default_frank_wolfe_steps_are_public_and_floored():
     n, d, eps, delta, r = 5000.0, 2000, 0.95, 1e-5, 1.31
     rho = zcdp_budget(eps, delta)
 
-    def bound(t):
-        eps0 = fw_module._step_epsilon(eps, rho, t)
-        return fw_module._fw_error_bound(n, d, r, t, eps0, fw_module.STEP_CURVATURE_WEIGHT)
+    def bound(t):  # damped FW error plus the selection noise (one step at a time)
+        eps0 = max(eps / t * (1.0 - 1e-12), math.sqrt(8.0 * rho / t))
+        weight = fw_module.STEP_CURVATURE_WEIGHT
+        return weight * 8.0 * r**2 / (t + 2.0) + 2.0 * r / (n * eps0) * math.log(2 * d)
 
     best = min(range(32, 2001), key=bound)
     assert fw_module.default_frank_wolfe_iterations(n, d, eps, delta, r) == best
@@ -1202,3 +1208,71 @@ def test_lp_ball_direct_calls_refuse_what_it_does_not_support(options, match):
             p=1.5,
             random_state=0,
         )
+
+
+# --------------------------------------------------------------------------
+# frank_wolfe's debiasing refit (least squares on the released support)
+# --------------------------------------------------------------------------
+
+
+def _refit_fit(epsilon=1.0, delta=1e-5, refit=0.4):
+    from sklearn_dp.testing import trace_releases
+
+    data, loss = _sparse_problem(n=400, d=30)
+    kwargs = dict(n_outputs=1, alpha=0.0, radius=1.5, intercept_bound=2.5, max_iter=20)
+    with trace_releases() as trace:
+        res = SOLVERS["frank_wolfe"].run(
+            data, loss, epsilon=epsilon, delta=delta, refit=refit, random_state=0, **kwargs
+        )
+    return data, res, trace
+
+
+def test_frank_wolfe_refit_noise_scales_exact():
+    data, res, trace = _refit_fit()
+    by_label = {r.label: r for r in trace.releases if r.label.startswith("refit")}
+    gram, xty = by_label["refit gram matrix"], by_label["refit X^T y"]
+    rho = zcdp_budget(1.0, 1e-5)
+    multiplier = 1.0 / math.sqrt(0.4 * rho)
+    assert res.plan.details["refit_multiplier"] == pytest.approx(multiplier, rel=1e-12)
+    # The support (public: a function of the vertices, the intercept column
+    # included) and the bound of its rows: every column is bounded by 1 here.
+    m = res.plan.details["refit_support"]
+    assert np.all(data.feature_bound == 1.0) and 2 <= m <= 21 and len(xty.value) == m
+    bound_sq = float(m)
+    assert gram.sensitivity == pytest.approx(bound_sq) and gram.norm == "l2"
+    assert gram.scale == pytest.approx(multiplier * bound_sq)
+    assert xty.sensitivity == pytest.approx(math.sqrt(bound_sq))
+    assert xty.scale == pytest.approx(multiplier * math.sqrt(bound_sq))
+    # Steps and refit compose to rho-zCDP: at most (epsilon, delta), and no slack.
+    steps_rho = 20 * res.plan.details["step_epsilon"] ** 2 / 8
+    assert steps_rho + 1.0 / multiplier**2 == pytest.approx(rho, rel=1e-9)
+    assert 0.99 < epsilon_of_event(res.plan.event, 1e-5) <= 1.0
+
+
+def test_frank_wolfe_refit_without_noise_is_least_squares_on_the_support():
+    from types import SimpleNamespace
+
+    from sklearn_dp.solvers._common import PrivacyPlan
+
+    data, _ = _sparse_problem(n=400, d=30)
+    w = np.zeros(31)
+    w[:4] = [0.5, -0.3, 0.2, 0.01]  # the last below REFIT_THRESHOLD of the largest
+    domain = make_domain(data, radius=5.0, intercept_bound=2.5, alpha=0.0, l1_ratio=0.0)
+    args = SimpleNamespace(data=data, alpha=0.0, l1_ratio=0.0, intercept_bound=2.5)
+    plan = PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, 1, dict(refit_multiplier=0.0))
+    refitted = fw_module.refit_support(args, w, domain, plan, np.random.default_rng(0))
+    Z = data.design.columns([0, 1, 2, 30])
+    expected = np.linalg.lstsq(Z, data.y, rcond=None)[0]
+    assert np.count_nonzero(refitted) == 4 and refitted[3] == 0
+    np.testing.assert_allclose(refitted[[0, 1, 2, 30]], expected, atol=1e-5)
+
+
+def test_frank_wolfe_refit_is_planned_only_with_noise_and_delta():
+    # epsilon=inf: the T steps reach the optimum, no refit and nothing spent.
+    _, res, trace = _refit_fit(epsilon=math.inf)
+    assert "refit_multiplier" not in res.plan.details
+    assert not any(r.label.startswith("refit") for r in trace.releases)
+    # delta = 0: Gaussian releases are not pure DP, a public refusal.
+    with pytest.raises(ValueError, match="refit releases Gaussian") as raised:
+        _refit_fit(delta=0.0)
+    assert getattr(raised.value, "__sklearn_dp_public__", False)

@@ -20,7 +20,8 @@ from sklearn_dp.solvers import (
     register_solver,
     unregister_solver,
 )
-from sklearn_dp.solvers._l1_geometry import make_domain, reference_solve
+from sklearn_dp.solvers._l1_geometry import make_domain
+from sklearn_dp.testing._l1_reference import reference_solve
 
 L1_SOLVERS = ["frank_wolfe", "vr_frank_wolfe", "mirror_descent", "localized_mirror_descent"]
 
@@ -454,9 +455,9 @@ def test_feature_bound_implies_the_l2_row_bound():
 @pytest.mark.parametrize(
     "solver, options, message",
     [
-        ("frank_wolfe", dict(output="median"), "output must be"),
-        ("vr_frank_wolfe", dict(schedule="fast"), "schedule must be"),
-        ("vr_frank_wolfe", dict(output="median"), "output must be"),
+        ("frank_wolfe", dict(output="median"), "'output' parameter of .*frank_wolfe"),
+        ("vr_frank_wolfe", dict(schedule="fast"), "'schedule' parameter of .*vr_frank_wolfe"),
+        ("vr_frank_wolfe", dict(output="median"), "'output' parameter of .*vr_frank_wolfe"),
         ("mirror_descent", dict(strongly_convex=True), "strongly convex from public"),
         ("localized_mirror_descent", dict(strongly_convex=True), "strongly convex from public"),
     ],
@@ -541,3 +542,41 @@ def test_a_tight_ball_with_auto_y_bound_is_not_refused_on_the_placeholder_scale(
     assert model.solver_ == "frank_wolfe"
     assert 10.0 * 0.3 / model.y_bound_**2 < 0.5  # tight in the fit's units: no ball warning
     assert not any("at least as loose" in str(w.message) for w in caught)
+
+
+def test_dplasso_refits_frank_wolfe_by_default_on_wide_x_only():
+    from sklearn_dp.testing import trace_releases
+
+    rng = np.random.default_rng(0)
+    for n_features, delta, refits in [(150, 1e-5, True), (150, 0.0, False), (20, 1e-5, False)]:
+        X = rng.uniform(-1, 1, size=(300, n_features))
+        y = X[:, 0] - X[:, 1] + 0.1 * rng.normal(size=300)
+        model = DPLasso(epsilon=2.0, delta=delta, solver="frank_wolfe", max_iter=5, random_state=0)
+        with trace_releases() as trace:
+            model.fit(X, y)
+        labels = {r.label for r in trace.releases}
+        assert ("refit gram matrix" in labels) is refits, (n_features, delta)
+        # One ledger entry's event covers the refit's releases too.
+        gaussians = repr(model.dp_event_).count("GaussianDpEvent")
+        assert (gaussians == 2) is refits
+    # The user's share wins, and refit=0 turns it off.
+    model = DPLasso(epsilon=2.0, solver="frank_wolfe", max_iter=5, solver_options={"refit": 0.0})
+    with trace_releases() as trace:
+        model.fit(X[:, :5].repeat(30, axis=1), y)
+    assert not any(r.label.startswith("refit") for r in trace.releases)
+
+
+def test_dplasso_refit_with_pure_dp_is_refused_before_the_spend(sparse_data):
+    X, y = sparse_data
+    budget = PrivacyBudget(10.0, 1e-3)
+    model = DPLasso(
+        epsilon=1.0,
+        delta=0.0,
+        radius=1.0,
+        solver="frank_wolfe",
+        budget=budget,
+        solver_options={"refit": 0.3},
+    )
+    with pytest.raises(ValueError, match="needs delta > 0"):
+        model.fit(X, y)
+    assert budget.ledger == []

@@ -185,7 +185,6 @@ def test_fw_public_error_bound_exact_value():
     from sklearn_dp.solvers._frank_wolfe import (
         BOUND_MIN_ITERATIONS,
         OPTIMISATION_WEIGHT,
-        _fw_error_bound,
         _minimising_iterations,
         fw_public_error_bound,
         zcdp_budget,
@@ -197,7 +196,10 @@ def test_fw_public_error_bound_exact_value():
     t = _minimising_iterations(*args, OPTIMISATION_WEIGHT, BOUND_MIN_ITERATIONS)
     assert t >= 40
     eps0 = max(0.5 / t * (1 - 1e-12), math.sqrt(8 * zcdp_budget(0.5, 1e-5) / t))
-    expected = _fw_error_bound(353.0, 10, math.sqrt(10), t, eps0)
+    # Damped FW error plus the expected excess score of one selection (m = 2 d).
+    r = math.sqrt(10)
+    expected = OPTIMISATION_WEIGHT * 8.0 * r**2 / (t + 2.0)
+    expected += 2.0 * r / (353.0 * eps0) * math.log(2 * 10)
     assert fw_public_error_bound(353.0, 10, 0.5, 1e-5, math.sqrt(10)) == expected
 
 
@@ -488,3 +490,17 @@ def test_localized_mirror_descent_bound_warning_threshold():
     assert "vacuous" in _localized_bound_warning(name, "squared", threshold, 1.0)
     # Classification is not measured: quiet.
     assert _localized_bound_warning(name, "log_loss", 100 * threshold, 1.0) is None
+
+
+def test_vr_frank_wolfe_warns_in_the_sparse_regime_at_the_default_ball():
+    # n = 5000, d = 2000 (bench_regimes.py), epsilon 5 of which 3.5 reaches the
+    # solver: the default ball grows with the released count, and vr's
+    # warning (Frank-Wolfe's public bound, threshold 0.25) fires at every n the
+    # docs list, from public values only.
+    from sklearn_dp.linear_model._lasso import default_l1_radius
+    from sklearn_dp.solvers._noise_warnings import frank_wolfe_warning
+
+    for n in (5e3, 8e4, 1e6):
+        radius = default_l1_radius(1.0, 1.0, 2000, n_samples=n, epsilon=3.5, delta=1e-5)
+        text = frank_wolfe_warning("vr_frank_wolfe", "squared", n, 2001, 3.5, 1e-5, radius)
+        assert text is not None and "vr_frank_wolfe" in text

@@ -231,6 +231,10 @@ _register_builtin(
     pure_dp=True,
     summary="noisy Frank-Wolfe over an l1 ball; exponential mechanism per step, pure or zCDP",
     check=check_frank_wolfe,
+    option_constraints={
+        "output": [StrOptions({"tail_average", "last"})],
+        "refit": [Interval(Real, 0, 1, closed="left")],
+    },
     bound_warning=3.0,
 )
 # vr_frank_wolfe: diabetes (all rows below R^2 0: -16.6 ... -1.3, bound >= 0.34);
@@ -245,7 +249,11 @@ _register_builtin(
     pure_dp=True,
     summary="one-pass variance-reduced Frank-Wolfe over an l1 ball (Asi et al. 2021, Alg. 3)",
     check=check_vr_frank_wolfe,
-    option_constraints={"n_phases": [COUNT, None]},
+    option_constraints={
+        "n_phases": [COUNT, None],
+        "schedule": [StrOptions({"pure", "approximate"})],
+        "output": [StrOptions({"tail_average", "last"})],
+    },
     bound_warning=0.25,
 )
 _register_builtin(
@@ -274,6 +282,7 @@ _register_builtin(
     **_L1_BALL,
     summary="localized noisy mirror descent on disjoint phases, l1 / lp geometry (Alg. 2/6)",
     check=check_localized_mirror_descent,
+    option_constraints={"constraint": [StrOptions({"l1", "lp"})]},
     bound_warning=3.0,
 )
 

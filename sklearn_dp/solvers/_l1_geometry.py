@@ -23,7 +23,6 @@ clipped sums at two mat-vecs.
 from __future__ import annotations
 
 import contextlib
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,12 +37,10 @@ __all__ = [
     "L1Domain",
     "make_domain",
     "check_l1_options",
-    "check_choices",
     "checked_domain",
     "public_setup",
     "linf_row_norms",
     "linf_gradient_bound",
-    "l1_objective",
     "slot_probabilities",
     "allocate_rows",
 ]
@@ -86,12 +83,6 @@ class L1Domain:
     def has_l1_penalty(self):
         return bool(np.any(self.l1_penalty > 0))
 
-    def contains(self, x, rtol=1e-9):
-        """Whether ``x`` is feasible (up to a relative tolerance)."""
-        inside_ball = np.sum(np.abs(x[self.ball])) <= self.radius * (1 + rtol)
-        inside_box = np.all(np.abs(x[~self.ball]) <= self.box[~self.ball] * (1 + rtol))
-        return bool(inside_ball and inside_box)
-
 
 @contextlib.contextmanager
 def public_setup():
@@ -108,17 +99,14 @@ def public_setup():
         raise public_error(exc) from None
 
 
-#: The string options of the l1-geometry solvers and their values.
-_CHOICES = {"output": ("tail_average", "last"), "schedule": ("pure", "approximate")}
-
-
 def check_l1_options(solver, *, n_outputs, options):
     """Refuse, from public inputs only, what every l1-geometry solver refuses.
 
     One output (regression or binary classification), a ``radius`` in
     ``options``, the declared types and ranges of the ``options``
-    (:func:`~sklearn_dp.solvers._declared_options.check_declared_options`)
-    and the values of the string options (``output``, ``schedule``).
+    (:func:`~sklearn_dp.solvers._declared_options.check_declared_options`:
+    the registry's ranges, and the values of the string options ``output``
+    and ``schedule``).
     The estimators call it (through ``SolverSpec.check``) before they
     reserve the spend; the solvers call it again for direct callers.
     """
@@ -130,15 +118,6 @@ def check_l1_options(solver, *, n_outputs, options):
             "a public bound on the l1 norm of the coefficients."
         )
     check_declared_options(solver, options)
-    check_choices(options)
-
-
-def check_choices(options):
-    """Refuse a string option (``output``, ``schedule``) outside its values."""
-    for name, choices in _CHOICES.items():
-        if name in options and options[name] not in choices:
-            shown = " or ".join(map(repr, choices))
-            raise ValueError(f"{name} must be {shown}, got {options[name]!r}.")
 
 
 def checked_domain(solver, args):
@@ -236,12 +215,6 @@ def allocate_rows(rng, n_rows, n_public, sizes):
     return _noise.allocate_rows(int(n_rows), slot_probabilities(n_public, sizes), rng)
 
 
-def l1_objective(data, loss, w, domain):
-    """Mean loss plus the penalty (no clipping, no noise): for references and tests."""
-    value = float(np.mean(loss.value(data.design.matmul(w)[:, None], data.y)))
-    return value + float(domain.l1_penalty @ np.abs(w) + 0.5 * domain.l2_penalty @ (w * w))
-
-
 def project_l1_ball(v, radius):
     """Euclidean projection onto ``{||x||_1 <= radius}`` (sort-based, Duchi et al. 2008)."""
     if np.sum(np.abs(v)) <= radius:
@@ -252,64 +225,3 @@ def project_l1_ball(v, radius):
     k = np.flatnonzero(u - cumulative / index > 0)[-1]
     threshold = cumulative[k] / (k + 1.0)
     return np.sign(v) * np.maximum(np.abs(v) - threshold, 0.0)
-
-
-def reference_solve(data, loss, domain, *, max_iter=100_000, tol=1e-13):
-    """Non-private high-precision minimiser over the polytope (accelerated proximal gradient).
-
-    For smooth losses: FISTA with step ``1 / L``, ``L = smoothness * ||X||_2^2 / n
-    + max l2`` (read off the data: this is a reference, not a private
-    solver), prox = soft-threshold by the L1 penalty then projection onto the
-    l1 ball (exact for this pair) and clipping to the boxes; restarts when
-    the objective goes up.  Stops when an iterate moves less than ``tol``.
-    """
-    import scipy.sparse.linalg as spla
-
-    design, y = data.design, data.y
-    n, n_columns = design.shape
-    if loss.smoothness is None:
-        raise ValueError("reference_solve needs a smooth loss.")
-    if min(design.shape) > 1:
-        operator = spla.LinearOperator(
-            design.shape, matvec=design.matmul, rmatvec=design.rmatmul, dtype=np.float64
-        )
-        top = spla.svds(operator, k=1, return_singular_vectors=False)[0]
-    else:
-        top = math.sqrt(float(np.sum(design.row_norms() ** 2)))
-    lipschitz = loss.smoothness * top**2 / n + float(np.max(domain.l2_penalty, initial=0.0))
-    step = 1.0 / lipschitz
-
-    def grad(w):
-        return (
-            design.rmatmul(loss.derivative(design.matmul(w)[:, None], y)[:, 0]) / n
-            + domain.l2_penalty * w
-        )
-
-    def prox(v):
-        w = np.sign(v) * np.maximum(np.abs(v) - step * domain.l1_penalty, 0.0)
-        w[domain.ball] = project_l1_ball(w[domain.ball], domain.radius)
-        w[~domain.ball] = np.clip(
-            w[~domain.ball], -domain.box[~domain.ball], domain.box[~domain.ball]
-        )
-        return w
-
-    w = np.zeros(n_columns)
-    z, t, value = w.copy(), 1.0, l1_objective(data, loss, w, domain)
-    stalled = 0
-    for _ in range(max_iter):
-        w_next = prox(z - step * grad(z))
-        value_next = l1_objective(data, loss, w_next, domain)
-        if value_next > value:  # adaptive restart (O'Donoghue and Candes)
-            z, t = w.copy(), 1.0
-            stalled += 1
-            if stalled > 50:
-                break
-            continue
-        t_next = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
-        z = w_next + (t - 1.0) / t_next * (w_next - w)
-        moved = np.max(np.abs(w_next - w))
-        stalled = stalled + 1 if value - value_next <= 1e-16 * abs(value) else 0
-        w, t, value = w_next, t_next, value_next
-        if moved < tol or stalled > 50:
-            break
-    return w

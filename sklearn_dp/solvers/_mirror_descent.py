@@ -17,7 +17,6 @@ with dp_accounting's PLD accountant.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 from dataclasses import dataclass
@@ -242,12 +241,10 @@ def _resolve_p(p, n_columns, constraint="l1"):
     if constraint == "lp":
         return float(p)
     l1_p = default_p(n_columns)
-    if p is None:
-        return l1_p
-    p = float(p)  # in [1, 2]: the registry's declared range, checked before
-    # Below 1 + 1/ln d the lp and l1 norms are within a factor e: the l1 map is
-    # better there (seed section 2.4), and p = 1 itself has no strongly convex p-norm map.
-    return max(p, l1_p)
+    # p is in [1, 2] (the registry's declared range, checked before).  Below
+    # 1 + 1/ln d the lp and l1 norms are within a factor e: the l1 map is better
+    # there (seed section 2.4), and p = 1 itself has no strongly convex p-norm map.
+    return l1_p if p is None else max(float(p), l1_p)
 
 
 def _gaussian_q_moment(q):
@@ -303,9 +300,6 @@ class _LpDomain(L1Domain):
     def diameter(self):
         return 2.0 * float(self.radius)
 
-    def contains(self, x, rtol=1e-9):
-        return pnorm(x, self.p) <= self.radius * (1 + rtol)
-
 
 def _domain(solver, args, p):
     """The fit's domain: the l1 polytope of :func:`checked_domain`, or the lp ball."""
@@ -313,14 +307,8 @@ def _domain(solver, args, p):
     if args.constraint != "lp":
         return domain
     n_columns = len(domain.ball)
-    return _LpDomain(
-        **{
-            **{f.name: getattr(domain, f.name) for f in dataclasses.fields(L1Domain)},
-            "ball": np.ones(n_columns, dtype=bool),
-            "box": np.full(n_columns, np.inf),
-        },
-        p=p,
-    )
+    every = dict(ball=np.ones(n_columns, dtype=bool), box=np.full(n_columns, np.inf))
+    return _LpDomain(**{**vars(domain), **every}, p=p)
 
 
 # --------------------------------------------------------------------------
@@ -336,10 +324,9 @@ class _Runs:
     """
 
     def __init__(self, solver, args, domain, plan, *, p, clip2, lipschitz, smoothness):
-        data = args.data
         # The bounded design as an operator on the caller's X: each step copies its
         # Poisson batch's rows only (``design.rows``), never the whole matrix.
-        self.X, self.y, self.row_norms = data.design, data.y, data.row_norms
+        self.X, self.y, self.row_norms = args.data.design, args.data.y, args.data.row_norms
         self.solver, self.args, self.domain, self.plan = solver, args, domain, plan
         self.loss = args.loss
         self.scale, self.clip2, self.p, self.q = plan.noise_multiplier, clip2, p, p / (p - 1.0)
@@ -408,8 +395,9 @@ class _Runs:
         self.offset += phase.steps
         return x.copy(), total / weight_total
 
-    def plain_round(self, rows, phase, center, first, round_radius):
+    def plain_round(self, rows, phases, center, r, round_radius):
         """Algorithm 1/5: one run at the mirror-descent step; its output and public error bound."""
+        phase, first = phases[0], r == 0
         lipschitz, smoothness, step_size = self.lipschitz, self.smoothness, self.args.step_size
         # D_psi(x*, centre) = kappa ||x* - centre||_p^2: the centre is 0 in the first
         # round (||x*||_p <= ||x*||_1 <= vertex_radius), x_{r-1} afterwards.
@@ -443,11 +431,12 @@ class _Runs:
         # Public excess-risk bound of this round (expected, mirror descent lemma).
         return x, d_psi / (eta * phase.steps) + eta * g_sq / 2.0
 
-    def localized_round(self, rows, phases, start, n_rows, round_radius):
+    def localized_round(self, rows, phases, start, r, round_radius):
         """Algorithm 2/6: phases on disjoint blocks, each a regularised, localised run.
 
         Returns the last phase's output and the round's public error bound.
         """
+        n_rows = self.plan.details["round_sizes"][r]
         args, lipschitz, p, n_columns = self.args, self.lipschitz, self.p, len(start)
         diameter = min(self.domain.diameter, 2 * round_radius)
         # Base step (Theorem 4 / 13):
@@ -500,10 +489,8 @@ _STRONGLY_CONVEX_MESSAGE = (
 
 def _check_lp(solver, options):
     """Refuse, from public options only, what the lp ball does not support."""
-    constraint = options.get("constraint", "l1")
-    if constraint not in ("l1", "lp"):
-        raise ValueError(f"{solver}: constraint must be 'l1' or 'lp', got {constraint!r}.")
-    if constraint != "lp":
+    # The values of constraint are the registry's (option_constraints).
+    if options.get("constraint", "l1") != "lp":
         return
     if solver != "mirror_descent":
         # Its phases centre the map at the previous output, so each step would be
@@ -592,21 +579,15 @@ def _mirror_descent_fit(solver, kind, args):
     runs = _Runs(
         solver, args, domain, plan, p=p, clip2=clip2, lipschitz=lipschitz, smoothness=smoothness
     )
-    if strongly_convex:
-        # Disjoint random blocks, one per round (the gateway's allocation).
+    round_blocks = [np.arange(n_rows)]
+    if strongly_convex:  # disjoint random blocks, one per round (the gateway's allocation)
         round_blocks = _allocate(runs.rng, n_rows, n_samples, round_sizes)
-    else:
-        round_blocks = [np.arange(n_rows)]
+    run_round = runs.plain_round if kind == "plain" else runs.localized_round
     x = np.zeros(n_columns)
     round_radius = math.inf
     for r in sorted({ph.round for ph in phases}):
         round_phases = [ph for ph in phases if ph.round == r]
-        if kind == "plain":
-            x, bound = runs.plain_round(round_blocks[r], round_phases[0], x, r == 0, round_radius)
-        else:
-            x, bound = runs.localized_round(
-                round_blocks[r], round_phases, x, round_sizes[r], round_radius
-            )
+        x, bound = run_round(round_blocks[r], round_phases, x, r, round_radius)
         if strongly_convex:
             # lambda-strong convexity: F(x) - F* >= lambda/2 ||x - x*||_p^2, so the next
             # round can be restricted to the lp ball of radius sqrt(2 bound / lambda)

@@ -44,7 +44,6 @@ from scipy.optimize import brentq
 __all__ = [
     "pnorm",
     "pnorm_mirror_gradient",
-    "pnorm_bregman_divergence",
     "default_p",
     "bregman_step",
     "BregmanStepResult",
@@ -82,16 +81,6 @@ def pnorm_mirror_gradient(u, p, kappa):
     if norm == 0.0:
         return np.zeros_like(u)
     return 2.0 * kappa * norm * np.sign(u) * (np.abs(u) / norm) ** (p - 1.0)
-
-
-def pnorm_bregman_divergence(x, y, center, p, kappa):
-    """``D(x, y) = psi(x) - psi(y) - <grad psi(y), x - y>``, ``psi = kappa ||. - center||_p^2``."""
-    ux, uy = np.asarray(x) - center, np.asarray(y) - center
-    return float(
-        kappa * pnorm(ux, p) ** 2
-        - kappa * pnorm(uy, p) ** 2
-        - pnorm_mirror_gradient(uy, p, kappa) @ (ux - uy)
-    )
 
 
 class BregmanStepResult:
@@ -177,11 +166,9 @@ class _Problem:
         """Dual values ``p tau sign(u)|u|^(p-1)`` of ``x_j = -box_j`` and ``x_j = +box_j``."""
         ptau = math.exp(log_ptau)
         c = self.c[self.box_index]
-        up, down = self.box_values - c, -self.box_values - c
-        return (
-            ptau * np.sign(down) * np.abs(down) ** (self.p - 1.0),
-            ptau * np.sign(up) * np.abs(up) ** (self.p - 1.0),
-        )
+        ends = np.stack([-self.box_values - c, self.box_values - c])  # x_j = -box_j, +box_j
+        low, high = ptau * np.sign(ends) * np.abs(ends) ** (self.p - 1.0)
+        return low, high
 
     def dual_point(self, log_ptau, mu):
         """The solution and its optimal dual variable ``w`` (the gradient of the mirror term).

@@ -9,6 +9,7 @@ vertex only.  The vertex selection, its accounting and the option checks are
 
 from __future__ import annotations
 
+import itertools
 import math
 from types import SimpleNamespace
 
@@ -21,7 +22,7 @@ from .._memo import memoize
 from ..accounting import PureEpsilonDpEvent
 from ._common import PrivacyPlan
 from ._frank_wolfe import FrankWolfeSteps, frank_wolfe_setup, vertex_scales, zcdp_budget
-from ._l1_geometry import allocate_rows, check_choices, linf_row_norms, public_setup
+from ._l1_geometry import allocate_rows, linf_row_norms, public_setup
 
 __all__ = ["vr_frank_wolfe", "plan_vr_frank_wolfe", "vr_frank_wolfe_schedule"]
 
@@ -48,15 +49,13 @@ def _vr_selection_epsilon(epsilon, delta, schedule):
 
 
 def _vr_error_bound(n_samples, n_params, epsilon, delta, n_phases, schedule):
-    """Public pre-tuning bound of the seed (section 4.1) for unit bounds, or inf if infeasible.
+    """Public pre-tuning bound of the seed (section 4.1) for unit bounds, at a feasible T.
 
     ``D (L + beta D) sqrt(ln d / b) + beta D^2 / 2^T + lambda_T ln m`` with
     ``D = 2``, ``L = C = 2``, ``beta = 1`` (|x_ij| <= 1, |y| <= 1, radius 1) and
     ``lambda_T`` the Gumbel scale of the last phase.
     """
-    b = _samples_per_root(n_samples, n_phases)
-    if b < 2**n_phases or b < 1:
-        return math.inf
+    b = _samples_per_root(n_samples, n_phases)  # >= 2^T: T is feasible
     d = max(n_params, 2)
     eps_selection, _ = _vr_selection_epsilon(epsilon, delta, schedule)
     sampling = 2.0 * (2.0 + 2.0) * math.sqrt(math.log(d) / b)
@@ -85,13 +84,13 @@ def vr_frank_wolfe_schedule(n_samples, n_params, epsilon, delta, schedule="pure"
                 f"got n_samples = {n_samples:.4g} (the public row count: the fit's DP row count)."
             )
         return n_phases, b
-    best, best_t = math.inf, None
-    t = 1
-    while _samples_per_root(n_samples, t) >= 2**t:
-        bound = _vr_error_bound(n_samples, n_params, float(epsilon), float(delta), t, schedule)
-        if bound < best:
-            best, best_t = bound, t
-        t += 1
+    # Every T whose root batch holds a slot per leaf (its bound is then finite);
+    # the first minimiser.
+    feasible = itertools.takewhile(
+        lambda t: _samples_per_root(n_samples, t) >= 2**t, itertools.count(1)
+    )
+    public = (n_samples, n_params, float(epsilon), float(delta))
+    best_t = min(feasible, key=lambda t: _vr_error_bound(*public, t, schedule), default=None)
     if best_t is None:
         raise ValueError(
             f"vr_frank_wolfe needs at least 3 rows; got n_samples = {n_samples:.4g} (the public "
@@ -112,7 +111,6 @@ def plan_vr_frank_wolfe(n_samples, n_params, epsilon, delta, call):
     (a :class:`~sklearn_dp.solvers.SolverCall`).
     """
     schedule, n_phases = call.schedule, call.n_phases
-    check_choices(dict(schedule=schedule))
     if n_samples is None:
         return None  # the schedule needs the (not yet released) public row count
     every_row = math.isinf(epsilon)
@@ -339,14 +337,11 @@ def vr_frank_wolfe(
 
 
 def _right_child_sizes(t, b):
-    """Sizes of the right children of a depth-t tree, in depth-first order."""
-    sizes = []
+    """Sizes of the right children of a depth-t tree, in depth-first order.
 
-    def walk(depth):
-        if depth < t:
-            walk(depth + 1)  # left subtree first
-            sizes.append(b / 2 ** (depth + 1))  # then the right child of this vertex
-            walk(depth + 1)
-
-    walk(0)
-    return sizes
+    Each internal vertex, met in order (left subtree, the vertex's right
+    child, right subtree), is the i-th of ``2^t - 1``; i with ``z`` trailing
+    zero bits is at depth ``t - 1 - z``, so its right child (depth ``t - z``)
+    gets ``b / 2^(t - z)`` rows.
+    """
+    return [b / 2 ** (t - ((i & -i).bit_length() - 1)) for i in range(1, 2**t)]
