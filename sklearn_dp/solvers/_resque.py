@@ -43,16 +43,7 @@ from ._noisy_steps import gaussian_plan, plan_of_call
 from ._registry import SOLVER_ARGUMENTS
 from ._resque_oracle import _BallOracle, _project_ball
 
-__all__ = [
-    "outer_iterations",
-    "multilevel_counts",
-    "default_tolerance",
-    "ball_acceleration",
-    "check_resque",
-    "check_resque_arguments",
-    "plan_resque",
-    "resque",
-]
+__all__ = ["check_resque", "plan_resque", "resque"]
 
 #: Cap on the ReSQue weight in private fits; it bounds each per-sample term by
 #: ``max_weight * L`` (the sensitivity).  3 matches the paper's 3 L^2 second

@@ -55,14 +55,6 @@ from .._clipped_sums import capped_resque_sum, resque_query_derivatives
 from ._noisy_steps import noisy_steps
 from ._noisy_steps import release as gateway_release
 
-__all__ = [
-    "project_two_balls",
-    "epoch_lengths",
-    "acsa_stage_steps",
-    "acsa_budget_layout",
-    "acsa_theory_layout",
-]
-
 #: Length of EpochSGD's first epoch (docs/solvers/resque.md).
 FIRST_EPOCH = 16
 #: Queries per random stream of perturbations (a step's batch is cut into runs
