@@ -1348,7 +1348,7 @@ def test_sco_noise_scale_is_exact_and_phases_are_disjoint(monkeypatch):
     )
 
 
-def test_sco_epsilon_inf_reaches_the_population_optimum():
+def test_sco_epsilon_inf_ends_near_the_whole_sample_optimum():
     """Without noise the localised phases end near the optimum of the whole sample's risk."""
     X, y = _lad_problem(n=4000)
     data = bound_data(X, y, fit_intercept=True, data_norm=1.0)
