@@ -22,11 +22,14 @@ Usage::
     python benchmarks/bench_resque.py            # full run (about 6 minutes)
     python benchmarks/bench_resque.py --quick    # smoke test (writes resque_quick.*)
     python benchmarks/bench_resque.py --options  # ball oracles: EpochSGD, ACSA, multilevel
+    python benchmarks/bench_resque.py --depth    # parallel depth against DP-SGD at equal accuracy
 
 Writes ``benchmarks/results/resque.md`` and ``benchmarks/results/resque.png``
 (``--options``: ``benchmarks/results/resque_options.md``: ``resque``'s inner
 solvers and Proposition 2's multilevel calls at equal epsilon and gradient
-budget, accuracy and parallel depth).
+budget, accuracy and parallel depth; ``--depth``: ``benchmarks/results/resque_depth.md``,
+the query depth ``resque`` needs for an accuracy beside the fewest sequential steps
+with which ``dp_sgd``, over a grid of batch sizes and step counts, reaches it).
 """
 
 from __future__ import annotations
@@ -375,6 +378,122 @@ def options_main(seeds, log, started):
     print(text)
 
 
+#: resque's target tolerances (multiples of the default) and dp_sgd's grid of
+#: expected batches (fractions of n; 1 is full-batch DP-GD) and step counts.
+DEPTH_TOL_FACTORS = (1.0, 0.3, 0.1)
+DEPTH_SGD_BATCHES = (0.003, 0.03, 0.3, 1.0)
+DEPTH_SGD_STEPS = (10, 30, 100, 300, 1000, 3000)
+#: Grid points beyond this many expected passes over the data are skipped.
+DEPTH_MAX_PASSES = 30
+
+
+def depth_comparison(dataset, epsilons, seeds, log):
+    """Per epsilon and tol: resque's median excess and query depth; dp_sgd's least depth to match."""
+    n, d = dataset.X.shape
+    bounded = bound_data(dataset.X, dataset.y, fit_intercept=True, data_norm=dataset.data_norm)
+    _, f_star = lad_optimum(bounded)
+
+    def median_excess(params, eps, **extra):
+        values, model = [], None
+        for seed in seeds:
+            model = make(dataset, eps, seed, params, **extra).fit(dataset.X, dataset.y)
+            values.append(np.mean(np.abs(dataset.y - model.predict(dataset.X))) - f_star)
+        return float(np.median(values)), model
+
+    rows = []
+    for eps in epsilons:
+        # dp_sgd's (excess, steps, batch) over the grid; depth = sequential steps.
+        grid = []
+        for fraction in DEPTH_SGD_BATCHES:
+            batch = max(1, round(fraction * n))
+            for steps in DEPTH_SGD_STEPS:
+                if batch * steps > DEPTH_MAX_PASSES * n:
+                    continue
+                params = dict(solver="dp_sgd", batch_size=batch, max_iter=steps)
+                grid.append((median_excess(params, eps)[0], steps, batch))
+        log(f"  {dataset.name} eps={eps:g}: dp_sgd grid done")
+        rate = default_tolerance(n, d + 1, eps, n**-1.1) / DEFAULT_TOL_FACTOR
+        for factor in DEPTH_TOL_FACTORS:
+            excess, model = median_excess(
+                dict(solver="resque"),
+                eps,
+                solver_options={"tol": factor * DEFAULT_TOL_FACTOR * rate},
+            )
+            matched = [(steps, batch) for value, steps, batch in grid if value <= excess]
+            steps, batch = min(matched) if matched else (None, None)
+            # Theorem 1 (constants and logarithms dropped): ReSQue's query depth
+            # d^(1/3) e^(-2/3) against SGD's e^(-2), e = excess / (L R).
+            accuracy = excess / (bounded.row_norm_bound * dataset.radius / dataset.y_bound)
+            claim = accuracy ** (-4 / 3) / (d + 1) ** (1 / 3)
+            rows.append(
+                [
+                    fmt_eps(eps),
+                    f"{factor:g}",
+                    fmt(excess),
+                    str(model.query_depth_),
+                    str(model.n_iter_),
+                    "-" if steps is None else f"{steps} (batch {batch})",
+                    "-" if steps is None else f"{steps / model.query_depth_:.2g}",
+                    f"{claim:.2g}",
+                ]
+            )
+            log(f"  {dataset.name} eps={eps:g} tol x{factor:g}: {rows[-1][2:]}")
+    return f_star, rows
+
+
+def depth_main(seeds, log, started, sizes=(10_000, 100_000)):
+    lines = [
+        "# resque's parallel depth beside DP-SGD's at equal accuracy",
+        "",
+        "Command: `python benchmarks/bench_resque.py --depth`. "
+        f"sklearn_dp {sklearn_dp.__version__}, scikit-learn {sklearn.__version__}, "
+        f"numpy {np.__version__}, Python {platform.python_version()}, "
+        f"{platform.machine()} (2 cores shared with other jobs).",
+        "",
+        'Every fit: `DPSCORegressor(loss="absolute", penalty=None, radius=2, data_norm=1, '
+        "y_bound=1, delta=n^-1.1)` on the synthetic LAD data. For resque at each target "
+        "`tol` (a multiple of its default, the DP-SCO rate): the median excess empirical "
+        f"risk over {len(seeds)} seeds and its query depth (sequential rounds of independent "
+        "gradient queries) and sequential inner steps. For dp_sgd: every expected batch in "
+        f"{[f'{b:g} n' for b in DEPTH_SGD_BATCHES]} and step count in "
+        f"{list(DEPTH_SGD_STEPS)} up to {DEPTH_MAX_PASSES} expected passes (its default step "
+        "size); its depth at equal accuracy is "
+        "the fewest steps whose median excess is at most resque's (- when none in the grid "
+        "is). Ratio: that depth over resque's query depth (above 1: resque needs fewer "
+        "rounds). Paper: Theorem 1's ratio of SGD's depth e^-2 to ReSQue's d^(1/3) e^(-2/3) "
+        "at accuracy e = excess / (L R), constants and logarithms dropped.",
+        "",
+    ]
+    for n in sizes:
+        dataset = synthetic(n)
+        log(dataset.title)
+        f_star, rows = depth_comparison(dataset, (1.0, math.inf), seeds, log)
+        lines += [
+            f"## {dataset.title} (F* = {fmt(f_star)})",
+            "",
+            md_table(
+                [
+                    "epsilon",
+                    "tol / default",
+                    "resque excess",
+                    "resque query depth",
+                    "resque sequential steps",
+                    "dp_sgd depth at equal accuracy",
+                    "ratio",
+                    "paper's ratio",
+                ],
+                rows,
+            ),
+            "",
+        ]
+        RESULTS_DIR.mkdir(exist_ok=True)
+        (RESULTS_DIR / "resque_depth.md").write_text("\n".join(lines))
+    lines.append(f"Total {time.perf_counter() - started:.0f} s.")
+    text = "\n".join(lines)
+    (RESULTS_DIR / "resque_depth.md").write_text(text)
+    print(text)
+
+
 # --------------------------------------------------------------------------
 # Report
 # --------------------------------------------------------------------------
@@ -477,6 +596,9 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="small smoke test")
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--options", action="store_true", help="compare resque's ball oracles only")
+    parser.add_argument(
+        "--depth", action="store_true", help="resque's depth against dp_sgd at equal accuracy"
+    )
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore", UserWarning)
 
@@ -495,6 +617,9 @@ def main(argv=None):
 
     if args.options:
         options_main(seeds, log, started)
+        return
+    if args.depth:
+        depth_main(seeds, log, started, sizes=(10_000,) if quick else (10_000, 100_000))
         return
 
     results = {}

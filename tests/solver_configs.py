@@ -97,6 +97,7 @@ OPTION_CONFIGS = {
     ("DPSCORegressor", "resque", "multilevel"): dict(
         loss="absolute", solver_options={"multilevel": True}
     ),
+    ("DPSCORegressor", "resque", "sco"): dict(loss="absolute", solver_options={"sco": True}),
     ("DPSCORegressor", "mirror_descent", "lp"): dict(
         constraint="lp", p=1.5, radius=2.0, feature_bound=1.0, max_iter=5
     ),

@@ -14,7 +14,7 @@ from scipy.stats import norm
 
 import sklearn_dp.solvers._resque as resque_module
 import sklearn_dp.solvers._resque_oracle as oracle_module
-from sklearn_dp import DPSCORegressor, PrivacyBudget
+from sklearn_dp import DPSCORegressor, PrivacyBudget, accounting
 from sklearn_dp._data import bound_data
 from sklearn_dp._losses import AbsoluteLoss, HingeLoss, QuantileLoss, get_loss
 from sklearn_dp.accounting import epsilon_of_event, subsampled_gaussian_noise_multiplier
@@ -323,7 +323,7 @@ def test_acsa_recursion_solves_a_smooth_strongly_convex_ball_problem(monkeypatch
         project=functools.partial(oracle_module._project_domain, center=center, r=r, R=None),
         stages=stages,
         smoothness=s + lam,
-        setting=SimpleNamespace(max_weight=3.0, smoothing_radius=1.0, alpha_mask=None),
+        setting=SimpleNamespace(max_weight=3.0, smoothing_radius=1.0, alpha_mask=None, anchor=None),
         normalizer=1.0,
         release=lambda exact: exact,
     )
@@ -890,7 +890,7 @@ def test_public_checks_run_before_the_reservation(params, message):
 def test_check_is_registered_and_shared_with_the_solver():
     spec = get_solver("resque")
     assert spec.check is resque_module.check_resque
-    assert set(spec.options) == set(resque_module.OPTION_NAMES)
+    assert {"tol", "inner", "multilevel", "sco"} <= set(spec.options)
     from sklearn_dp.linear_model._base import PublicSetting
 
     public = PublicSetting(
@@ -1262,3 +1262,117 @@ def test_query_count_does_not_reveal_the_row_count():
         for seed in (0, 1)
     ]
     assert len({info["n_queries"] for info in infos}) == 1
+
+
+# --------------------------------------------------------------------------
+# The ERM-to-SCO reduction (sco=True): localisation on disjoint phases
+# --------------------------------------------------------------------------
+
+
+def test_sco_plan_is_one_phase_of_the_first_share():
+    """P = floor(log2(n / b)) phases; the first (share 2^-1 / (1 - 2^-P)) sets the schedule."""
+    n, d, epsilon, delta = 5000, 9, 2.0, 1e-6
+    plan = plan_call("resque", n, d, epsilon, delta, sco=True)
+    n_phases = math.floor(math.log2(n / 32))
+    assert n_phases == 7 and plan.details["n_phases"] == n_phases
+    first = n / (2 * (1 - 2.0**-n_phases))
+    # The schedule and event of a fit on the first phase's rows alone.
+    alone = plan_call("resque", first, d, epsilon, delta)
+    assert plan.details == dict(alone.details, n_phases=n_phases)
+    assert plan.event == alone.event and plan.n_steps == alone.n_steps
+    assert plan.details["sampling_probability"] == float(f"{32 / first:.2g}")
+    assert plan_call("resque", n, d, epsilon, delta).details["n_phases"] == 1
+    # Too few rows for two phases of a batch each: one phase.
+    assert plan_call("resque", 50, d, epsilon, delta, sco=True).details["n_phases"] == 1
+
+
+def test_sco_noise_scale_is_exact_and_phases_are_disjoint(monkeypatch):
+    """Every phase makes the plan's releases on its own rows, at the plan's noise; the
+    fit's event is one phase's (parallel composition over the allocation)."""
+    n, d = 1000, 3
+    data = bound_data(np.zeros((n, d)), np.zeros(n), fit_intercept=False, data_norm=2.0)
+    rounds, normalizers = [], []
+    real_round, real_sgd = oracle_module._query_round, oracle_module._epoch_sgd
+
+    def capture_round(source, center, rows, *args):
+        rounds.append(rows)
+        return real_round(source, center, rows, *args)
+
+    def capture_sgd(round_, **kwargs):
+        normalizers.append(kwargs["normalizer"])
+        return real_sgd(round_, **kwargs)
+
+    monkeypatch.setattr(oracle_module, "_query_round", capture_round)
+    monkeypatch.setattr(oracle_module, "_epoch_sgd", capture_sgd)
+    epsilon, delta = 1.0, 1e-5
+    with trace_releases() as trace:
+        result = resque(
+            data,
+            QuantileLoss(0.7),
+            n_outputs=1,
+            alpha=0.0,
+            epsilon=epsilon,
+            delta=delta,
+            radius=1.0,
+            tol=0.2,
+            max_weight=2.0,
+            sco=True,
+            random_state=0,
+        )
+    details, n_phases = result.plan.details, result.info["n_phases"]
+    assert n_phases == math.floor(math.log2(n / 32)) == 4
+    rate = details["sampling_probability"]
+    sigma = subsampled_gaussian_noise_multiplier(epsilon, delta, rate, result.plan.n_steps)
+    assert result.plan.noise_multiplier == sigma
+    assert result.plan.event == accounting.subsampled_gaussian_steps_event(
+        sigma, rate, result.plan.n_steps
+    )
+    sensitivity = 2.0 * 0.7 * 2.0
+    releases = trace.releases
+    assert len(releases) == n_phases * result.plan.n_steps == result.info["n_releases"]
+    assert all(r.sensitivity == pytest.approx(sensitivity, rel=1e-15) for r in releases)
+    assert all(r.scale == details["noise_std"] == sigma * r.sensitivity for r in releases)
+    # One allocation of the rows to the phases, with the public shares 2^-k / (1 - 2^-P).
+    (allocation,) = [s for s in trace.samples if s.kind == "allocation"]
+    shares = 0.5 ** np.arange(1, n_phases + 1)
+    np.testing.assert_allclose(allocation.parameters["probabilities"], shares / shares.sum())
+    phase_of = np.asarray(allocation.output)
+    # Each phase's rounds query its own rows only, with the phase's public expected batch.
+    per_phase = len(rounds) // n_phases
+    for phase in range(n_phases):
+        rows = np.concatenate(rounds[phase * per_phase : (phase + 1) * per_phase])
+        assert np.all(phase_of[rows] == phase)
+        assert set(normalizers[phase * per_phase : (phase + 1) * per_phase]) == {32 * 0.5**phase}
+    assert result.info["n_queries"] == sum(
+        result.plan.n_steps * 32 * 0.5**phase for phase in range(n_phases)
+    )
+
+
+def test_sco_epsilon_inf_ends_near_the_whole_sample_optimum():
+    """Without noise the localised phases end near the optimum of the whole sample's risk."""
+    X, y = _lad_problem(n=4000)
+    data = bound_data(X, y, fit_intercept=True, data_norm=1.0)
+    w_star, f_star = lad_reference(data.X, y)
+    result = resque(
+        data,
+        AbsoluteLoss(),
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=math.inf,
+        delta=1e-6,
+        radius=2 * np.linalg.norm(w_star),
+        sco=True,
+        random_state=0,
+    )
+    excess = np.mean(np.abs(data.X @ result.coef[:, 0] - y)) - f_star
+    assert result.plan.noise_multiplier == 0.0 and result.info["n_phases"] == 6
+    assert 0 <= excess <= 0.01 * f_star, excess
+
+
+@pytest.mark.slow
+def test_sco_audit_on_neighbouring_data_stays_below_epsilon():
+    """Two phases (batch 5 of 20 rows): the canary changes the data of one phase only."""
+    epsilon = 2.0
+    run = _canary_run(epsilon, sco=True, batch_size=5)
+    eps_lb = _audit(run, n_runs=100, claimed_epsilon=epsilon)
+    assert eps_lb <= epsilon, f"audit found epsilon >= {eps_lb:.3f} > claimed {epsilon}"

@@ -308,6 +308,7 @@ _register_builtin(
         "schedule": [StrOptions({"budget", "theory"})],
         "constraint": [StrOptions({"l2"}), None],
         "multilevel": ["boolean"],
+        "sco": ["boolean"],
         "n_jobs": [Integral, None],
     },
 )

@@ -26,7 +26,6 @@ the paper's mechanism is not offered).
 
 from __future__ import annotations
 
-import inspect
 import math
 from contextlib import nullcontext
 from numbers import Real
@@ -35,24 +34,16 @@ from types import SimpleNamespace
 import numpy as np
 from joblib import Parallel
 
+from .. import _noise
 from .._losses import loss_names
 from .._public_errors import public_error
 from ._common import Progress, SolverResult, check_finite_iterate, make_rng
 from ._declared_options import check_declared_options
 from ._noisy_steps import gaussian_plan, plan_of_call
-from ._registry import SOLVER_ARGUMENTS
+from ._registry import SOLVERS
 from ._resque_oracle import _BallOracle, _project_ball
 
-__all__ = [
-    "outer_iterations",
-    "multilevel_counts",
-    "default_tolerance",
-    "ball_acceleration",
-    "check_resque",
-    "check_resque_arguments",
-    "plan_resque",
-    "resque",
-]
+__all__ = ["check_resque", "plan_resque", "resque"]
 
 #: Cap on the ReSQue weight in private fits; it bounds each per-sample term by
 #: ``max_weight * L`` (the sensitivity).  3 matches the paper's 3 L^2 second
@@ -129,10 +120,10 @@ def check_resque_arguments(*, loss_name, n_outputs, private, multi_output=False,
         Whether the loss is a multi-output one (direct calls pass
         ``loss.multi_output``).
     **options
-        The solver's options (see :func:`resque`; :data:`OPTION_NAMES`); those
-        not given take the defaults of :func:`resque`'s signature.
+        The solver's options (see :func:`resque`); those not given take the
+        defaults of its signature (the registry's ``call_defaults``).
     """
-    options = {**OPTION_DEFAULTS, **options}
+    options = {**SOLVERS["resque"].call_defaults, **options}
     max_weight, n_jobs = options["max_weight"], options["n_jobs"]
     if n_outputs != 1:
         raise ValueError("resque fits single-output losses only (binary, regression).")
@@ -175,7 +166,7 @@ def check_resque(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, opti
         loss_name=loss_name,
         n_outputs=n_outputs,
         private=not math.isinf(public.epsilon),
-        **{key: value for key, value in options.items() if key in OPTION_NAMES},
+        **{key: value for key, value in options.items() if key in SOLVERS["resque"].options},
     )
 
 
@@ -247,16 +238,19 @@ def plan_resque(n_samples, n_params, epsilon, delta, call):
         subproblem as the paper's EpochSGD does, from its proximal weight),
         ``inner`` and ``multilevel`` (the extra calls of
         :func:`multilevel_counts`, each ``2^j`` subproblems' steps, share the
-        gradient budget).
+        gradient budget) and ``sco`` (``P = max(1, floor(log2(n /
+        batch_size)))`` localisation phases on disjoint data, each scheduled
+        as a fit on the first phase's ``n_1 = n / (2 (1 - 2^-P))`` rows).
 
     Returns
     -------
     PrivacyPlan
         ``event`` is ``n_steps = K * n_probes * T_in`` Poisson-subsampled
-        Gaussian steps at rate ``batch_size / n``, noise multiplier relative
-        to the per-sample bound ``max_weight * L``.  ``details`` holds the
-        schedule: ``tol``, ``n_outer`` (K), ``inner_steps`` (T_in),
-        ``batch_size``, ``sampling_probability``, ``n_probes``, ``schedule``.
+        Gaussian steps at rate ``batch_size / n`` (``/ n_1`` with ``sco``:
+        one phase's event), noise multiplier relative to the per-sample bound
+        ``max_weight * L``.  ``details`` holds the schedule: ``tol``,
+        ``n_outer`` (K), ``inner_steps`` (T_in), ``batch_size``,
+        ``sampling_probability``, ``n_probes``, ``schedule``, ``n_phases``.
     """
     private, schedule, n_probes = not math.isinf(epsilon), call.schedule, call.n_probes
     if schedule == "theory" and private:
@@ -272,10 +266,13 @@ def plan_resque(n_samples, n_params, epsilon, delta, call):
         )
     if n_samples is None:
         return None  # the schedule needs the (not yet released) public row count
-    tol = default_tolerance(n_samples, n_params, epsilon, delta) if call.tol is None else call.tol
     batch_size = DEFAULT_BATCH_SIZE if call.batch_size is None else call.batch_size
     batch_size = max(1, min(batch_size, math.floor(n_samples)))
     passes = DEFAULT_PASSES if call.passes is None else call.passes
+    n_phases = max(1, math.floor(math.log2(n_samples / batch_size))) if call.sco else 1
+    if call.sco:  # the first phase (the largest share, 2^-1 / (1 - 2^-P)) sets the schedule
+        n_samples = n_samples / (2.0 * (1.0 - 0.5**n_phases))
+    tol = default_tolerance(n_samples, n_params, epsilon, delta) if call.tol is None else call.tol
     n_outer = outer_iterations(n_params, tol)
     # Two significant digits: n_samples is a noisy count, and a rounded rate
     # lets fits share one (cached) calibration.
@@ -296,6 +293,7 @@ def plan_resque(n_samples, n_params, epsilon, delta, call):
         inner_steps=None if theory else inner_steps,
         inner=call.inner,
         multilevel_counts=levels,
+        n_phases=n_phases,
     )
     return gaussian_plan(epsilon, delta, 0 if theory else calls * inner_steps, details, rate)
 
@@ -345,6 +343,8 @@ def _public_setting(data, loss, plan, *, alpha, radius, max_weight, max_inner):
         alpha_mask=alpha * data.penalized.astype(float) if alpha > 0 else None,
         # ACSA's step sizes: F_rho is (L / rho)-smooth, plus the public penalty.
         smoothness=lipschitz_data / rho + alpha,
+        anchor=None,
+        anchor_weight=0.0,
     )
 
 
@@ -363,7 +363,6 @@ def ball_acceleration(
     n_outer,
     n_probes=1,
     domain_radius=None,
-    lambda_start=None,
     restart=RESTART,
     progress=None,
     proximal_point=None,
@@ -391,8 +390,6 @@ def ball_acceleration(
         lambda warm-starts the next iteration.
     domain_radius : float, optional
         R: keep ``v`` (and, through ``solve_ball``, ``x``) in ``B_R``.
-    lambda_start : float, optional
-        First lambda; default ``sqrt(lambda_min * lambda_max)``.
     restart : bool
         Reset ``A = 0, v = x`` after an iteration whose step goes uphill
         along the new prox gradient (``<lam (y - x_new), x_new - x> > 0``).
@@ -415,7 +412,7 @@ def ball_acceleration(
     x = np.array(x0, dtype=float)
     v = x.copy()
     A = 0.0
-    lam = math.sqrt(lambda_min * lambda_max) if lambda_start is None else float(lambda_start)
+    lam = math.sqrt(lambda_min * lambda_max)  # the first probe's weight
     low, high = STEP_WINDOW[0] * ball_radius, STEP_WINDOW[1] * ball_radius
     trace = {"lambdas": [], "step_lengths": [], "A": [], "restarts": 0}
     for k in range(n_outer):
@@ -478,12 +475,9 @@ def _multilevel_estimator(oracle, setting, rng):
     level when the call's first level is distributed as the accepted probe.
     """
     n_outer = setting.n_outer
+    levels = [level for level, count in setting.multilevel_counts for _ in range(count)]
     level_of = np.zeros(n_outer, dtype=np.int64)
-    order = rng.permutation(n_outer)
-    first = 0
-    for level, count in setting.multilevel_counts:
-        level_of[order[first : first + count]] = level
-        first += count
+    level_of[rng.permutation(n_outer)[: len(levels)]] = levels
 
     def proximal_point(k, y, lam, x_new):
         level = int(level_of[k])
@@ -494,6 +488,18 @@ def _multilevel_estimator(oracle, setting, rng):
         return x_new + (fine - coarse) / probability
 
     return proximal_point
+
+
+def _phase_rows(data, setting, rng):
+    """The rows of each localisation phase: row i goes to phase k with probability ``~2^-k``.
+
+    Independently of the other rows, through the noise gateway's allocation
+    (public probabilities ``2^-k / (1 - 2^-P)``, k = 1..P), so a row added or
+    removed changes the data of one phase only.
+    """
+    shares = 0.5 ** np.arange(1, setting.n_phases + 1)
+    slots = _noise.allocate_rows(data.design.n_rows, shares / shares.sum(), rng)
+    return [np.flatnonzero(slots == phase) for phase in range(setting.n_phases)]
 
 
 def _workers(n_jobs):
@@ -511,7 +517,8 @@ def _check_release_count(oracle, setting):
     rounds of ``inner_steps`` steps, or theory-schedule steps sized from
     released values), so this fires on a bug only, never on data.
     """
-    expected = setting.plan.n_steps if setting.schedule == "budget" else oracle.steps
+    expected = setting.plan.n_steps * setting.n_phases
+    expected = expected if setting.schedule == "budget" else oracle.steps
     if oracle.releases != oracle.steps or oracle.steps != expected:
         message = (
             f"resque ran {oracle.steps} noisy steps with {oracle.releases} releases but "
@@ -540,6 +547,7 @@ def resque(
     restart=RESTART,
     inner="epoch_sgd",
     multilevel=False,
+    sco=False,
     n_jobs=None,
     random_state=None,
     verbose=0,
@@ -637,6 +645,19 @@ def resque(
         ``2^j`` and ``2^(j-1)`` times the steps; ``p_j = floor(K / 2^j) / K``),
         whose bias is that of the most accurate level.  The extra steps
         share the gradient budget (``passes``).
+    sco : bool, default=False
+        The paper's ERM-to-SCO reduction (Theorem 4, iterative localisation):
+        ``P = max(1, floor(log2(n / batch_size)))`` phases on disjoint data,
+        each row allocated to phase ``i`` with probability ``2^-i / (1 -
+        2^-P)`` independently of the others.  Phase i minimises its own rows'
+        empirical risk plus ``1 / (2 eta_i n_i) ||x - x_(i-1)||^2``, centred at
+        the previous phase's output (``x_0 = 0``), ``eta_i = 4^-i R / (L n_1
+        tol)``, with the whole ball acceleration of a fit on the first
+        phase's rows (tol, K, inner steps and the sampling rate; later phases
+        sample their fewer rows at that rate, so their expected batch halves
+        from phase to phase).  Returns the last phase's output.  Targets the
+        population risk rather than the empirical risk; the query depth is
+        ``P`` times a single fit's.
     n_jobs : int, optional
         joblib threads that evaluate the queries of a round in tasks of at
         least ``QUERY_CHUNK`` queries; results do not depend on it.
@@ -654,14 +675,14 @@ def resque(
     SolverResult
         ``n_iter`` is the number of sequential inner steps (EpochSGD: one
         noisy release each; ACSA: one or more, ``info["n_releases"]`` in
-        all).  ``info``
-        holds ``query_depth`` (rounds of queries: one per subproblem,
-        ``K * n_probes``), ``n_queries`` (the nominal number of per-sample
-        gradient evaluations, steps times the public expected batch size:
-        the realised Poisson batch sizes would reveal the row count),
-        ``n_outer``, ``inner_steps``, ``smoothing_radius``, ``ball_radius``,
-        ``radius``, ``restarts`` and the accepted ``lambdas``,
-        ``step_lengths`` and ``A`` per outer iteration.
+        all).  ``info`` holds ``query_depth`` (rounds of queries: one per
+        subproblem, ``K * n_probes`` per phase), ``n_queries`` (the nominal
+        number of per-sample gradient evaluations, steps times the public
+        expected batch size: the realised Poisson batch sizes would reveal
+        the row count), ``n_outer``, ``inner_steps``, ``smoothing_radius``,
+        ``ball_radius``, ``radius``, ``n_phases`` (1 without ``sco``),
+        ``restarts`` and the accepted ``lambdas``, ``step_lengths`` and ``A``
+        per outer iteration (of every phase, in order).
 
     Raises
     ------
@@ -687,7 +708,13 @@ def resque(
     (L2).  The ``K * n_probes * T_in`` steps are adaptive Poisson-subsampled
     Gaussian mechanisms (PLD accounting, :func:`plan_resque`); the line
     search, projections, averaging and acceleration only post-process the
-    noisy sums.
+    noisy sums.  With ``sco``, the phases run on disjoint data (the
+    allocation is public randomness drawn through
+    :func:`sklearn_dp._noise.allocate_rows`), each makes the same steps at
+    the same rate and noise, and a row added or removed changes the data of
+    its own phase only: by joint convexity of the hockey-stick divergence
+    over the allocation (parallel composition), the fit is as private as one
+    phase, and its ``DpEvent`` is one phase's event.
 
     Every observable is a function of public values and the releases: all
     counts (``n_iter``, ``query_depth``, ``n_queries``) are fixed from public
@@ -708,7 +735,7 @@ def resque(
         multi_output=loss.multi_output,
         n_outputs=n_outputs,
         private=not math.isinf(epsilon),
-        **{name: arguments[name] for name in OPTION_NAMES},
+        **{name: arguments[name] for name in SOLVERS["resque"].options},
     )
     # A direct call's schedule comes from the public stand-in for the row count
     # (a DP count from the estimators): the true n is private under add/remove.
@@ -720,34 +747,29 @@ def resque(
         rng = make_rng(random_state)
         oracle = _BallOracle(data, loss, setting, rng, parallel)
         proximal_point = _multilevel_estimator(oracle, setting, rng) if multilevel else None
-        coef, trace = ball_acceleration(
-            oracle,
-            np.zeros(data.n_columns),
-            ball_radius=setting.ball_radius,
-            lambda_min=setting.lambda_min,
-            lambda_max=setting.lambda_max,
-            n_outer=setting.n_outer,
-            n_probes=setting.n_probes,
-            domain_radius=setting.domain_radius,
-            restart=bool(restart),
-            progress=Progress("resque", setting.n_outer, verbose),
-            proximal_point=proximal_point,
-        )
+        coef, traces = np.zeros(data.n_columns), []
+        for phase, rows in enumerate(_phase_rows(data, setting, rng) if sco else [None]):
+            if rows is not None:
+                oracle.start_phase(phase, rows, coef)
+            coef, trace = ball_acceleration(
+                oracle,
+                coef,
+                ball_radius=setting.ball_radius,
+                lambda_min=setting.lambda_min,
+                lambda_max=setting.lambda_max,
+                n_outer=setting.n_outer,
+                n_probes=setting.n_probes,
+                domain_radius=setting.domain_radius,
+                restart=bool(restart),
+                progress=Progress("resque", setting.n_outer, verbose),
+                proximal_point=proximal_point,
+            )
+            traces.append(trace)
     check_finite_iterate(coef, "resque")
     _check_release_count(oracle, setting)
     steps = oracle.steps
-    info = dict(query_depth=oracle.rounds, n_queries=steps * setting.batch_size, n_releases=steps)
-    for key in ("n_outer", "inner_steps", "smoothing_radius", "ball_radius", "radius"):
+    info = dict(query_depth=oracle.rounds, n_queries=round(oracle.queries), n_releases=steps)
+    for key in ("n_outer", "inner_steps", "smoothing_radius", "ball_radius", "radius", "n_phases"):
         info[key] = getattr(setting, key)
-    info.update(trace)
+    info.update({key: sum((t[key] for t in traces), type(value)()) for key, value in trace.items()})
     return SolverResult(coef=coef[:, None], n_iter=oracle.updates, plan=setting.plan, info=info)
-
-
-#: The options of :func:`resque` and their defaults, read off its signature (as
-#: the registry's ``options``): what :func:`check_resque_arguments` checks.
-OPTION_DEFAULTS = {
-    name: parameter.default
-    for name, parameter in inspect.signature(resque).parameters.items()
-    if parameter.kind is parameter.KEYWORD_ONLY and name not in SOLVER_ARGUMENTS
-}
-OPTION_NAMES = tuple(OPTION_DEFAULTS)

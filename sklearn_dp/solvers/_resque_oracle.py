@@ -55,14 +55,6 @@ from .._clipped_sums import capped_resque_sum, resque_query_derivatives
 from ._noisy_steps import noisy_steps
 from ._noisy_steps import release as gateway_release
 
-__all__ = [
-    "project_two_balls",
-    "epoch_lengths",
-    "acsa_stage_steps",
-    "acsa_budget_layout",
-    "acsa_theory_layout",
-]
-
 #: Length of EpochSGD's first epoch (docs/solvers/resque.md).
 FIRST_EPOCH = 16
 #: Queries per random stream of perturbations (a step's batch is cut into runs
@@ -298,6 +290,19 @@ def _step_sum(round_, index, point, setting):
     )
 
 
+def _penalised(gradient, x, setting):
+    """``gradient`` plus the exact gradients at ``x`` of the public penalties of the ``setting``.
+
+    The L2 penalty (``alpha_mask``) and, in a localisation phase, the pull
+    ``anchor_weight * (x - anchor)`` towards the previous phase's output.
+    """
+    if setting.alpha_mask is not None:
+        gradient = gradient + setting.alpha_mask * x
+    if setting.anchor is not None:
+        gradient = gradient + setting.anchor_weight * (x - setting.anchor)
+    return gradient
+
+
 def _epoch_sgd(round_, *, lam, start, project, epochs, setting, normalizer, release, averages=None):
     """EpochSGD (docs/solvers/resque.md) for ``F_rho(x) + lam / 2 ||x - c||^2`` over the ball.
 
@@ -319,9 +324,7 @@ def _epoch_sgd(round_, *, lam, start, project, epochs, setting, normalizer, rele
 
     def sgd_step(t, x):
         gradient = release(_step_sum(round_, done + t, x, setting)) / normalizer
-        if setting.alpha_mask is not None:
-            gradient = gradient + setting.alpha_mask * x
-        return project((x - eta * gradient + pull) * shrink), None
+        return project((x - eta * _penalised(gradient, x, setting) + pull) * shrink), None
 
     for length in epochs:
         shrink = 1.0 / (1.0 + eta * lam)
@@ -421,9 +424,7 @@ def _acsa(round_, *, lam, start, project, stages, smoothness, setting, normalize
         for index in range(first, first + n_releases):
             total += release(_step_sum(round_, index, point, setting))
         gradient = total / (normalizer * n_releases) + lam * (point - center)
-        if setting.alpha_mask is not None:
-            gradient = gradient + setting.alpha_mask * point
-        return gradient
+        return _penalised(gradient, point, setting)
 
     for releases in stages:
 
@@ -465,6 +466,22 @@ class _BallOracle:
         entropy = int(rng.integers(2**63))
         self.source = _QuerySource(data.design, data.y, loss, setting.smoothing_radius, entropy)
         self.rounds = self.steps = self.releases = self.updates = 0
+        self.rows = np.arange(data.design.n_rows)
+        self.normalizer, self.queries = setting.batch_size, 0.0
+
+    def start_phase(self, phase, rows, anchor):
+        """Solve the next ball subproblems on ``rows`` only, pulled towards ``anchor`` (localisation).
+
+        Phase ``phase`` (from 0) samples its rows at the plan's rate, so its
+        public expected batch is ``batch_size / 2^phase``, and adds the public
+        pull ``anchor_weight * (x - anchor)`` to every gradient: phase i (from 1)
+        weighs it ``1 / (eta_i n_i)`` with ``eta_i = 4^-i eta``, ``eta = R / (L n_1
+        tol)`` and ``n_i = 2^(1 - i) n_1``.
+        """
+        s = self.setting
+        self.rows, self.normalizer = rows, s.batch_size * 0.5**phase
+        s.anchor = anchor.copy()
+        s.anchor_weight = 8.0 ** (phase + 1) * s.tol * s.lipschitz / (2 * s.radius)
 
     def n_steps(self, lam):
         """Inner steps of a subproblem with proximal weight ``lam`` (public)."""
@@ -475,30 +492,11 @@ class _BallOracle:
         n_queries = math.ceil(768.0 * s.lipschitz**2 / (lam**2 * s.ball_radius**2))
         return math.ceil(min(n_queries, s.max_inner) / s.batch_size)
 
-    def sample(self, n_steps):
-        """Concatenated Poisson batches of ``n_steps`` steps and where each starts."""
-        # n_rows only indexes rows: the gateway samples them.
-        n_rows, rate = self.source.design.n_rows, self.setting.sampling_probability
-        batches = [_noise.poisson_sample(n_rows, rate, self.rng) for _ in range(n_steps)]
-        rows = np.concatenate(batches) if batches else np.zeros(0, dtype=np.intp)
-        starts = np.cumsum([0] + [len(batch) for batch in batches], dtype=np.int64)
-        return rows, starts
-
     def release(self, exact):
         """The Gaussian mechanism on one step's exact sum (sensitivity ``w_max L``)."""
         self.releases += 1
         s = self.setting
         return gateway_release(exact, s.sensitivity, s.noise_std, self.rng, STEP_LABEL)
-
-    def acsa_stages(self, lam):
-        """Releases per step of each ACSA stage of a subproblem with weight ``lam`` (public)."""
-        s = self.setting
-        n_steps = acsa_stage_steps(lam, s.smoothness + lam)
-        if s.schedule == "budget":
-            return acsa_budget_layout(s.inner_steps, n_steps)
-        return acsa_theory_layout(
-            n_steps, lam, s.lipschitz, s.ball_radius, s.batch_size, s.max_inner
-        )
 
     def multilevel_pair(self, center, lam, level):
         """Proposition 2's extra ball call at ``2^level`` times the accuracy: two coupled points.
@@ -525,10 +523,15 @@ class _BallOracle:
 
     def _round(self, center, n_steps, n_updates):
         """The Poisson batches and evaluated queries of one round of ``n_steps`` steps (counted)."""
-        rows, starts = self.sample(n_steps)
+        # len(rows) only indexes rows (the phase's, or all): the gateway samples them.
+        rows, rate = self.rows, self.setting.sampling_probability
+        batches = [rows[_noise.poisson_sample(len(rows), rate, self.rng)] for _ in range(n_steps)]
+        starts = np.cumsum([0] + [len(batch) for batch in batches], dtype=np.int64)
+        rows = np.concatenate(batches) if batches else np.zeros(0, dtype=np.intp)
         round_ = _query_round(self.source, center, rows, starts, self.rounds, self.parallel)
         self.rounds += 1
         self.steps += n_steps
+        self.queries += n_steps * self.normalizer
         self.updates += n_updates
         return round_
 
@@ -542,17 +545,25 @@ class _BallOracle:
             setting=s,
             # The public expected batch, never the realised batch size (it
             # would reveal the row count).
-            normalizer=float(s.batch_size),
+            normalizer=self.normalizer,
             release=self.release,
         )
 
     def __call__(self, center, lam, start):
         s = self.setting
-        stages = self.acsa_stages(lam) if s.inner == "acsa" else None
-        n_steps = self.n_steps(lam) if stages is None else sum(map(sum, stages))
-        n_updates = n_steps if stages is None else sum(map(len, stages))
-        round_ = self._round(center, n_steps, n_updates)
         arguments = self._ball_arguments(center, lam, start)
-        if stages is not None:
-            return _acsa(round_, stages=stages, smoothness=s.smoothness + lam, **arguments)
-        return _epoch_sgd(round_, epochs=epoch_lengths(n_steps), **arguments)
+        if s.inner == "epoch_sgd":
+            n_steps = self.n_steps(lam)
+            round_ = self._round(center, n_steps, n_steps)
+            return _epoch_sgd(round_, epochs=epoch_lengths(n_steps), **arguments)
+        # ACSA: releases per step of each stage (public).
+        smoothness = s.smoothness + s.anchor_weight + lam
+        n_steps = acsa_stage_steps(lam, smoothness)
+        if s.schedule == "budget":
+            stages = acsa_budget_layout(s.inner_steps, n_steps)
+        else:
+            stages = acsa_theory_layout(
+                n_steps, lam, s.lipschitz, s.ball_radius, s.batch_size, s.max_inner
+            )
+        round_ = self._round(center, sum(map(sum, stages)), sum(map(len, stages)))
+        return _acsa(round_, stages=stages, smoothness=smoothness, **arguments)
