@@ -31,7 +31,7 @@ from .._data import row_sum
 from .._losses import loss_names
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._gradient_descent import gradient_bound
-from ._noisy_steps import plan_of_call, release, release_residual_squares
+from ._noisy_steps import plan_of_call, release, release_residual_squares, release_symmetric
 
 __all__ = [
     "dp_newton",
@@ -552,10 +552,22 @@ def dp_newton(
     )
     info = {}
     if plan.details.get("inference"):
-        info["inference"] = _inference_release(
-            data, loss, W, rng, plan, eigen, momenta, weight_bound, gradient_std, beta
+        lam, vectors = eigen
+        released = _inference_release(
+            data, loss, W, rng, plan, weight_bound, lambda part: sums(part, W, "exact")[1]
         )
-        info["inference"].update(
+        info["inference"] = dict(
+            released,
+            kind="newton",
+            loss=loss.name,
+            curvature_values=lam.copy(),
+            curvature_vectors=vectors.copy(),
+            momenta=tuple(momenta),
+            gradient_noise_std=gradient_std,
+            normalizer=normalizer,
+            n_columns=n_columns,
+            floor=floor,
+            eigenvalue=eigenvalue,
             steps=released_steps,
             alpha=float(alpha),
             penalized=data.penalized.copy(),
@@ -569,49 +581,21 @@ def dp_newton(
     return SolverResult(coef=W, n_iter=plan.n_steps, plan=plan, info=info)
 
 
-def _inference_release(data, loss, W, rng, plan, eigen, momenta, weight_bound, gradient_std, beta):
-    """The extra release of ``inference=True`` at the final coefficients, and what the steps used.
+def _inference_release(data, loss, W, rng, plan, weight_bound, hessian_sum):
+    """The extra release of ``inference=True`` at the final (released) coefficients.
 
-    Returns the values the confidence intervals need: released values and
-    their post-processing (the modified curvature of the steps, their
-    momentum coefficients, the noise scales), never a private value.
+    The sum of clipped squared residuals (squared loss) or the Hessian sum
+    ``hessian_sum(part)`` (binary log-loss), with its noise scale: the
+    released values the confidence intervals need besides the steps' own.
     """
-    R2 = float(data.row_norm_bound) ** 2
-    std = plan.details["inference_multiplier"]
-    normalizer = float(data.normalizer)
-    lam, vectors = eigen
-    result = dict(
-        kind="newton",
-        loss=loss.name,
-        curvature_values=lam.copy(),
-        curvature_vectors=vectors.copy(),
-        momenta=tuple(momenta),
-        gradient_noise_std=gradient_std,
-        normalizer=normalizer,
-        n_columns=data.design.n_columns,
-        floor=float(plan.details["floor"]),
-        eigenvalue=plan.details["eigenvalue"],
-    )
+    multiplier = plan.details["inference_multiplier"]
     if loss.name == "squared":
         bound_r = 0.5 * float(loss.derivative_bound)
         sensitivity = weight_bound * bound_r**2
-        squares = release_residual_squares(
-            data, W[:, 0], bound_r, sensitivity, std * sensitivity, rng
-        )
-        result.update(residual_squares=squares, residual_noise_std=std * sensitivity)
-        return result
-    sensitivity = weight_bound * beta * R2
-
-    def hessian(part):
-        weight = getattr(part, "sample_weight", None)
-        _, H = newton_sums(
-            part.design, part.y, W, loss, None, part.row_norms, hessian=True, sample_weight=weight
-        )
-        return H
-
-    m = data.design.n_columns
-    released = release(
-        svec(row_sum(data, hessian)), sensitivity, std * sensitivity, rng, "hessian sum"
-    )
-    result.update(hessian=unsvec(released, m), hessian_noise_std=std * sensitivity)
-    return result
+        std = multiplier * sensitivity
+        squares = release_residual_squares(data, W[:, 0], bound_r, sensitivity, std, rng)
+        return dict(residual_squares=squares, residual_noise_std=std)
+    sensitivity = weight_bound * curvature_bound(loss) * float(data.row_norm_bound) ** 2
+    std = multiplier * sensitivity
+    hessian = release_symmetric(row_sum(data, hessian_sum), sensitivity, std, rng, "hessian sum")
+    return dict(hessian=hessian, hessian_noise_std=std)
