@@ -484,12 +484,9 @@ def dp_ssp(
             data, w, label_bound, sensitivity, residual_std, rng, label_bound
         )
         info["inference"] = dict(
+            statistics,
             kind="ssp",
-            gram=repaired,
-            ridge=ridge_value,
-            normalizer=normalizer,
             alpha=float(alpha),
-            penalized=data.penalized.copy(),
             **noise,
             residual_squares=squares,
             residual_noise_std=residual_std,
