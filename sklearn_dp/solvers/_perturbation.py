@@ -276,20 +276,24 @@ def _objective_noise_norm(plan, glm, n_params):
 # --------------------------------------------------------------------------
 
 
-def _check_options(solver, alpha, gradient_tol=None, max_iter=None):
+def _check_options(solver, alpha, options):
     """The public option checks both solvers share; returns ``(gradient_tol, n_steps)``.
 
+    ``options`` maps option names to values (an estimator's options, or a
+    direct call's ``locals()``); their declared ranges are the registry's.
     ``alpha=None`` (a strength that scales with the private row count, known
     only inside the fit) skips the penalty check.
     """
-    if alpha is not None and not _positive(alpha):
+    positive = isinstance(alpha, Real) and not isinstance(alpha, bool) and 0 < alpha < math.inf
+    if alpha is not None and not positive:
         raise ValueError(
             f"{solver} needs an L2 penalty (alpha > 0): its privacy proof rests on the strong "
             "convexity the penalty gives. Use penalty='l2' with a finite C (or alpha > 0)."
         )
+    gradient_tol, max_iter = options.get("gradient_tol"), options.get("max_iter")
     if isinstance(gradient_tol, bool):  # the declared range would take True for 1.0
         raise ValueError(f"gradient_tol must be a finite float > 0, got {gradient_tol!r}.")
-    check_options(solver, dict(gradient_tol=gradient_tol, max_iter=max_iter))
+    check_options(solver, options)
     n_steps = DEFAULT_NEWTON_STEPS if max_iter is None else int(max_iter)
     if n_steps < MIN_NEWTON_STEPS:
         raise ValueError(
@@ -301,16 +305,6 @@ def _check_options(solver, alpha, gradient_tol=None, max_iter=None):
     return float(DEFAULT_GRADIENT_TOL if gradient_tol is None else gradient_tol), n_steps
 
 
-def _positive(value):
-    """Whether ``value`` is a finite number > 0 (not a bool)."""
-    return isinstance(value, Real) and not isinstance(value, bool) and 0 < value < math.inf
-
-
-def _check(solver, alpha, options):
-    # The registry admits the losses of the proofs only (SolverSpec.losses).
-    _check_options(solver, alpha, options.get("gradient_tol"), options.get("max_iter"))
-
-
 def check_output_perturbation(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
     """Public checks of ``output_perturbation`` (``SolverSpec.check``), before any spend.
 
@@ -318,7 +312,7 @@ def check_output_perturbation(*, loss_name, n_outputs, penalty, alpha, l1_ratio,
     Newton budget below ``MIN_NEWTON_STEPS`` (the registry refuses a loss
     these proofs do not cover before).  A function of public inputs only.
     """
-    _check("output_perturbation", alpha, options)
+    _check_options("output_perturbation", alpha, options)
 
 
 def check_objective_perturbation(
@@ -329,7 +323,7 @@ def check_objective_perturbation(
     As :func:`check_output_perturbation`, plus ``epsilon_split`` and
     ``residual_fraction`` in (0, 1) with a sum below 1.
     """
-    _check("objective_perturbation", alpha, options)
+    _check_options("objective_perturbation", alpha, options)
     _check_splits(
         options.get("epsilon_split", DEFAULT_EPSILON_SPLIT),
         options.get("residual_fraction", DEFAULT_RESIDUAL_FRACTION),
@@ -367,7 +361,7 @@ class _CertifiedRun:
 
     def __init__(self, solver, arguments):
         a = self.arguments = SimpleNamespace(**arguments)
-        gradient_tol, self.n_steps = _check_options(solver, a.alpha, a.gradient_tol, a.max_iter)
+        gradient_tol, self.n_steps = _check_options(solver, a.alpha, arguments)
         self.solver = solver
         self.glm = _smooth_glm(a.loss, a.data.row_norm_bound, a.n_outputs, solver)
         self.plan = plan_of_call(solver, arguments)
@@ -515,13 +509,13 @@ def output_perturbation(
     sensitivity = (glm.gradient_bound + 2.0 * run.tol) / regularization
     epsilon_noise = plan.details.get("epsilon_noise")
     scale = _scale(run.noise, sensitivity, epsilon_noise, plan.noise_multiplier)
-    public_gradient_bound = None if run.bounds is None else run.bounds.initial_gradient_bound
-    solution = run.solve(regularization, public_gradient_bound)
+    solution = run.solve(regularization, getattr(run.bounds, "initial_gradient_bound", None))
     rng = make_rng(random_state)
     coef = _release(solution, run.pure, sensitivity, scale, rng, "minimiser")
     info = {}
-    warning = output_noise_warning(loss, n_params, n_outputs, float(alpha), scale, run.pure)
-    add_warnings(info, warning)
+    add_warnings(
+        info, output_noise_warning(loss, n_params, n_outputs, float(alpha), scale, run.pure)
+    )
     details = dict(sensitivity=sensitivity, noise_scale=scale, regularization=regularization)
     return run.result(coef, info, **details)
 

@@ -66,7 +66,9 @@ DEFAULT_MAX_SWEEPS = 1000
 DEFAULT_TOL = 1e-7
 
 
-def _check_options(loss_name, n_outputs, *, shares, ridge, label_bound):
+def _check_options(loss_name, n_outputs, options):
+    """Refuse what dp_ssp cannot fit; ``options`` maps option names to values (public inputs)."""
+    shares, label_bound = options.get("shares"), options.get("label_bound", 1.0)
     if loss_name != "squared" or n_outputs != 1:
         raise ValueError("dp_ssp fits the squared loss with one output only.")
     if shares is not None:
@@ -80,7 +82,7 @@ def _check_options(loss_name, n_outputs, *, shares, ridge, label_bound):
                 "shares must be three nonnegative floats (Gram matrix, X^T y, smallest "
                 f"eigenvalue), the first two > 0; got {shares!r}."
             )
-        if ridge == "adaptive" and values[2] <= 0:
+        if options.get("ridge", "adaptive") == "adaptive" and values[2] <= 0:
             raise ValueError("ridge='adaptive' needs a share > 0 for the smallest eigenvalue.")
     # The labels' clip bounds a sensitivity: checked for direct callers too.
     # The ranges of ridge and constraint are the registry's (option_constraints).
@@ -99,13 +101,7 @@ def check_dp_ssp(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, opti
             "dp_ssp's inference=True needs an L2 penalty or none and no radius (the "
             "intervals of an L1 penalty or a constraint are not normal)."
         )
-    _check_options(
-        loss_name,
-        n_outputs,
-        shares=options.get("shares"),
-        ridge=options.get("ridge", "adaptive"),
-        label_bound=options.get("label_bound", 1.0),
-    )
+    _check_options(loss_name, n_outputs, options)
 
 
 def ssp_multipliers(epsilon, delta, shares):
@@ -411,7 +407,7 @@ def dp_ssp(
     coefficients, adds ``B^2`` to the sensitivities (times ``max_weight``)
     and composes with the others into the same one Gaussian mechanism.
     """
-    _check_options(loss.name, n_outputs, shares=shares, ridge=ridge, label_bound=label_bound)
+    _check_options(loss.name, n_outputs, locals())
     m = data.design.n_columns
     plan = plan_of_call("dp_ssp", locals())
     sigma_gram, sigma_xty, sigma_eig = plan.details["multipliers"]
