@@ -709,10 +709,8 @@ class CertificationBounds:
 
 def certification_bounds(glm, *, regularization, n_public, noise_norm, gradient_tol=None):
     """The :class:`CertificationBounds` of a configuration (public inputs only)."""
-    if gradient_tol is None:
-        gradient_tol = DEFAULT_GRADIENT_TOL
-    G = glm.gradient_bound
-    R = glm.row_norm_bound
+    gradient_tol = DEFAULT_GRADIENT_TOL if gradient_tol is None else gradient_tol
+    G, R = glm.gradient_bound, glm.row_norm_bound
     lam = float(regularization)
     n_rows = max(float(n_public), 1.0)
     smoothness = lam + float(glm.loss.smoothness) * R**2 * n_rows * (1.0 + _EIGENVALUE_SLACK)

@@ -22,6 +22,7 @@ accountant of Gaussian objective perturbation
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from numbers import Real
@@ -155,19 +156,20 @@ def _certify(solver, n_samples, call, **extra):
     conclusive and comes before any spend), with ``Lambda = max(n alpha,
     Lambda_needed)`` (``Lambda_needed`` from ``extra["epsilon_det"]``, 0
     without it) and ``noise_norm = extra["noise_norm"](glm)`` (0 without it).
-    Returns the :class:`CertificationBounds`, or None without the loss, the
-    row bound and ``alpha`` (or for a loss these solvers do not take).
+    Returns the plan details ``{"certification": CertificationBounds}``, or
+    no details without the loss, the row bound and ``alpha`` (or for a loss
+    these solvers do not take).
     """
     loss, row_norm_bound, alpha = call.loss, call.row_norm_bound, call.alpha
     if None in (loss, row_norm_bound, alpha):
-        return None
+        return {}
     try:
         glm = _smooth_glm(loss, row_norm_bound, call.n_outputs, "plan")
     except ValueError:
-        return None
+        return {}
     n_public = 1.0 if n_samples is None else float(n_samples)
     epsilon_det = extra.get("epsilon_det", math.inf)
-    return check_certifiable(
+    bounds = check_certifiable(
         solver,
         glm,
         regularization=max(n_public * float(alpha), glm.regularization_needed(epsilon_det)),
@@ -175,6 +177,7 @@ def _certify(solver, n_samples, call, **extra):
         noise_norm=extra["noise_norm"](glm) if "noise_norm" in extra else 0.0,
         gradient_tol=call.gradient_tol,
     )
+    return dict(certification=bounds)
 
 
 def plan_output_perturbation(n_samples, n_params, epsilon, delta, call):
@@ -198,8 +201,7 @@ def plan_output_perturbation(n_samples, n_params, epsilon, delta, call):
     """
     if math.isinf(epsilon):
         return PrivacyPlan(dpe.NonPrivateDpEvent(), 0.0, 1, dict(noise="none"))
-    bounds = _certify("output_perturbation", n_samples, call)
-    details = {} if bounds is None else dict(certification=bounds)
+    details = _certify("output_perturbation", n_samples, call)
     if delta == 0:
         event = accounting.PureEpsilonDpEvent(epsilon, "output_perturbation")
         multiplier = math.sqrt(n_params + 1.0) / epsilon
@@ -252,19 +254,13 @@ def plan_objective_perturbation(n_samples, n_params, epsilon, delta, call):
         )
         details.update(noise="gaussian", chi_dof=chi_dof, residual_noise_multiplier=residual_sigma)
         plan = PrivacyPlan(event, sigma, 1, details)
-    bounds = _certify(
-        "objective_perturbation",
-        n_samples,
-        call,
-        epsilon_det=epsilon_det,
-        noise_norm=lambda glm: _objective_noise_norm(plan, glm, n_params),
-    )
-    if bounds is not None:
-        details["certification"] = bounds
+    noise_norm = functools.partial(_objective_noise_norm, plan, n_params=n_params)
+    extra = dict(epsilon_det=epsilon_det, noise_norm=noise_norm)
+    details.update(_certify("objective_perturbation", n_samples, call, **extra))
     return plan
 
 
-def _objective_noise_norm(plan, glm, n_params):
+def _objective_noise_norm(plan, glm, *, n_params):
     """The expected norm of objective perturbation's ``b`` (public): its scale for the check."""
     if plan.details["noise"] == "gaussian":  # E||b|| <= sqrt(E||b||^2) = sigma G sqrt(m)
         return plan.noise_multiplier * glm.gradient_bound * math.sqrt(n_params)

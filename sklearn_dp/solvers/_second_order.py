@@ -158,13 +158,6 @@ def check_dp_newton(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, o
     _check_problem(loss_name, n_outputs, options.get("inference"), hessian, n_columns)
 
 
-def _hessian_releases(n_steps, hessian, loss, hessian_steps=None):
-    """How many Hessian releases a fit makes: one for the bound or a constant Hessian."""
-    if hessian == "bound" or (loss is not None and loss.constant_curvature):
-        return 1
-    return int(n_steps) if hessian_steps is None else max(1, min(int(hessian_steps), n_steps))
-
-
 def newton_multipliers(epsilon, delta, n_steps, n_hessian, hessian_share, inference_share=0.0):
     """``(sigma_gradient, sigma_hessian, sigma_total)``: noise multipliers of one release each.
 
@@ -208,7 +201,10 @@ def plan_dp_newton(n_samples, n_params, epsilon, delta, call):
             max_iter = max(max_iter, INFERENCE_NEWTON_STEPS)
     n_steps = int(max_iter)
     share = DEFAULT_HESSIAN_SHARE if share is None else float(share)
-    n_hessian = _hessian_releases(n_steps, hessian, call.loss, call.hessian_steps)
+    # One curvature release for the bound or a constant Hessian, else one per step.
+    steps = n_steps if call.hessian_steps is None else max(1, min(int(call.hessian_steps), n_steps))
+    constant = hessian == "bound" or (call.loss is not None and call.loss.constant_curvature)
+    n_hessian = 1 if constant else steps
     details = dict(
         hessian=hessian, hessian_share=share, hessian_releases=n_hessian, inference=inference
     )
