@@ -64,6 +64,7 @@ curvature (the configuration where the Armijo search failed).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import math
@@ -220,14 +221,11 @@ def _solve_dense(H, rhs, lam):
         step, info = _potrs(factor, rhs, lower=1)
         if info == 0 and np.all(np.isfinite(step)):
             return step
-    try:
+    with contextlib.suppress(np.linalg.LinAlgError, ValueError):  # a fixed rule, never seen
         values, vectors = np.linalg.eigh(H)
-        values = np.maximum(values, lam)
-        step = vectors @ ((vectors.T @ rhs) / values)
+        step = vectors @ ((vectors.T @ rhs) / np.maximum(values, lam))
         if np.all(np.isfinite(step)):
             return step
-    except (np.linalg.LinAlgError, ValueError):  # pragma: no cover - eigh on finite input
-        pass
     return rhs / lam  # pragma: no cover
 
 
@@ -292,45 +290,39 @@ def _grids(width):
     return first, up, 4.0 ** (-interior), interior / width
 
 
-class _DirectionalDerivatives:
-    """``sum_i <dl/dz(z_i + t delta_i, y_i), delta_i>`` for every ``t`` of a batch.
+def _directional_derivatives(loss, y, n_outputs, width):
+    """``sum_i <dl/dz(z_i + t delta_i, y_i), delta_i>`` for every ``t`` of a batch: a function.
 
-    One vectorised evaluation of the loss's derivative at all the points of
-    a round, by chunks of rows so memory stays bounded (single-output losses:
-    an ``n x width`` array; multinomial: ``width`` stacked copies of the rows).
+    The function, called as ``f(Z, Delta, ts)``, evaluates the loss's
+    derivative at all the points of a round at once, by chunks of rows so
+    memory stays bounded (single-output losses: an ``n x width`` array;
+    multinomial: ``width`` stacked copies of the rows).
     """
+    n_samples = len(y)
+    chunk = max(1, _LINE_SEARCH_CHUNK // max(1, width * n_outputs))
+    column = np.asarray(y, dtype=float)[:, None]
 
-    def __init__(self, loss, y, n_outputs, width):
-        self.loss = loss
-        self.y = y
-        self.n_samples = len(y)
-        self.chunk = max(1, _LINE_SEARCH_CHUNK // max(1, width * n_outputs))
-        self.single = n_outputs == 1 and not loss.multi_output
-        self.column = np.asarray(y, dtype=float)[:, None] if self.single else None
-
-    def __call__(self, Z, Delta, ts):
-        m = len(ts)
-        if self.single:
-            total = np.zeros(m)
-            for start in range(0, self.n_samples, self.chunk):
-                rows = slice(start, start + self.chunk)
-                z, delta, y = Z[rows, 0:1], Delta[rows, 0], self.column[rows]
-                U = z + delta[:, None] * ts
-                D = self.loss.scalar_derivative(U, y)
-                total += delta @ D
-            return total
-        n_outputs = Z.shape[1]
-        total = np.zeros(m)
-        for start in range(0, self.n_samples, self.chunk):
-            stop = min(start + self.chunk, self.n_samples)
-            Zc, Dc = Z[start:stop], Delta[start:stop]
-            size = stop - start
-            stacked = (Zc[None, :, :] + ts[:, None, None] * Dc[None, :, :]).reshape(
-                m * size, n_outputs
-            )
-            derivative = self.loss.derivative(stacked, np.tile(self.y[start:stop], m))
-            total += (derivative.reshape(m, size, n_outputs) * Dc).sum(axis=(1, 2))
+    def single(Z, Delta, ts):
+        total = np.zeros(len(ts))
+        for start in range(0, n_samples, chunk):
+            rows = slice(start, start + chunk)
+            delta = Delta[rows, 0]
+            U = Z[rows, 0:1] + delta[:, None] * ts
+            total += delta @ loss.scalar_derivative(U, column[rows])
         return total
+
+    def joint(Z, Delta, ts):
+        total = np.zeros(len(ts))
+        for start in range(0, n_samples, chunk):
+            stop = min(start + chunk, n_samples)
+            Zc, Dc = Z[start:stop], Delta[start:stop]
+            stacked = Zc[None, :, :] + ts[:, None, None] * Dc[None, :, :]
+            labels = np.tile(y[start:stop], len(ts))
+            derivative = loss.derivative(stacked.reshape(-1, n_outputs), labels)
+            total += (derivative.reshape(stacked.shape) * Dc).sum(axis=(1, 2))
+        return total
+
+    return single if n_outputs == 1 and not loss.multi_output else joint
 
 
 def _minimize(
@@ -384,7 +376,7 @@ def _minimize(
         step, _ = cg(operator, grad.ravel(), atol=0.0, maxiter=CG_ITERATIONS, **{_CG_RTOL: forcing})
         return -step.reshape(shape)
 
-    directional = _DirectionalDerivatives(loss, y, n_outputs, LINE_SEARCH_WIDTH)
+    directional = _directional_derivatives(loss, y, n_outputs, LINE_SEARCH_WIDTH)
     if start is None:
         W = np.zeros(shape)
         Z = np.zeros((X.shape[0], n_outputs))
@@ -469,11 +461,10 @@ def smoothness_bound(X, curvature, regularization):
         trace = float(np.trace(gram))
         sigma = trace * (1.0 + _EIGENVALUE_SLACK)
         if np.all(np.isfinite(gram)):
-            try:
+            # (eigvalsh does not fail on a finite symmetric matrix; a fixed rule if it does.)
+            with contextlib.suppress(np.linalg.LinAlgError):
                 top = float(np.linalg.eigvalsh(gram)[-1])
                 sigma = min(sigma, top + _EIGENVALUE_SLACK * trace)
-            except np.linalg.LinAlgError:  # pragma: no cover - eigh on a finite symmetric matrix
-                pass
     if not math.isfinite(sigma):
         sigma = float(np.sum(np.square(X.row_norms()))) * (1.0 + _EIGENVALUE_SLACK)
     return float(regularization) + float(curvature) * max(sigma, 0.0)
