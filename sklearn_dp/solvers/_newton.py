@@ -82,25 +82,6 @@ from .._design import Design
 from .._memo import memoize
 from .._public_errors import public_error
 
-__all__ = [
-    "certified_minimize",
-    "accelerated_descent",
-    "accelerated_steps",
-    "smoothness_bound",
-    "gradient_norm",
-    "CERTIFICATE_MARGIN",
-    "EXTENSION_NEWTON_STEPS",
-    "InnerSolve",
-    "DEFAULT_NEWTON_STEPS",
-    "LINE_SEARCH_ROUNDS",
-    "LINE_SEARCH_WIDTH",
-    "DENSE_HESSIAN_MAX_PARAMS",
-    "DEFAULT_GRADIENT_TOL",
-    "CertificationBounds",
-    "certification_bounds",
-    "check_certifiable",
-]
-
 #: Newton steps of the inner solve (public; every solve runs exactly this many).
 DEFAULT_NEWTON_STEPS = 50
 #: Rounds of each line search, and points evaluated per round (public, fixed).

@@ -33,24 +33,6 @@ from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, 
 from ._gradient_descent import gradient_bound
 from ._noisy_steps import plan_of_call, release, release_residual_squares, release_symmetric
 
-__all__ = [
-    "dp_newton",
-    "plan_dp_newton",
-    "check_dp_newton",
-    "newton_multipliers",
-    "hessian_noise_norm",
-    "modified_eigendecomposition",
-    "DEFAULT_NEWTON_STEPS",
-    "DEFAULT_NEWTON_STEPS_NOISELESS",
-    "DEFAULT_HESSIAN_SHARE",
-    "DEFAULT_HESSIAN",
-    "MAX_HESSIAN_SIZE",
-    "AUTO_MAX_COLUMNS",
-    "AUTO_SSP_ENTRYWISE_MAX_FEATURES",
-    "second_order_fits",
-    "INFERENCE_SHARE",
-]
-
 #: Default number of steps (each: one gradient release and, with
 #: ``hessian="exact"``, one Hessian release).  Measured in
 #: ``benchmarks/bench_speed.py`` and docs/solvers/second_order.md: five

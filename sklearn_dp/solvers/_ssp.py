@@ -29,19 +29,6 @@ from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, 
 from ._l1_geometry import project_l1_ball
 from ._noisy_steps import plan_of_call, release, release_residual_squares, release_symmetric
 
-__all__ = [
-    "dp_ssp",
-    "plan_dp_ssp",
-    "check_dp_ssp",
-    "ssp_multipliers",
-    "adaptive_ridge",
-    "repair_gram",
-    "solve_statistics",
-    "DEFAULT_SHARES",
-    "EIGENVALUE_CONFIDENCE",
-    "INFERENCE_SHARE",
-]
-
 #: Default shares of the precision ``1 / sigma^2`` for the Gram matrix,
 #: ``X^T y`` and the smallest eigenvalue (AdaSSP splits epsilon in thirds).
 DEFAULT_SHARES = (0.45, 0.45, 0.1)
