@@ -21,12 +21,7 @@ import scipy.linalg
 from dp_accounting import dp_event as dpe
 
 from .. import _noise, accounting
-from .._clipped_sums import (
-    curvature_bound,
-    newton_sums,
-    svec,
-    unsvec,
-)
+from .._clipped_sums import curvature_bound, newton_sums, svec, unsvec
 from .._data import row_sum
 from .._losses import loss_names
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng

@@ -428,24 +428,20 @@ def dp_ssp(
     progress.note("sufficient statistics released")
     repaired = repair_gram(noisy_gram)
     normalizer = float(data.normalizer)
+    # What solve_statistics needs to solve again (DPLasso.path): released values only.
     statistics = dict(
         gram=repaired,
         xty=noisy_xty,
         ridge=ridge_value,
         normalizer=normalizer,
         penalized=data.penalized.copy(),
-        min_eigenvalue_lower=lower,
     )
     if not np.all(np.isfinite(repaired)) or not np.all(np.isfinite(noisy_xty)):
         raise public_error(ValueError("dp_ssp: the released statistics are not finite."))
     w, iterations = solve_statistics(
-        repaired,
-        noisy_xty,
-        normalizer=normalizer,
-        ridge=ridge_value,
+        **statistics,
         alpha=alpha,
         l1_ratio=l1_ratio,
-        penalized=data.penalized,
         constraint=constraint,
         radius=radius,
         intercept_bound=intercept_bound,
@@ -458,7 +454,7 @@ def dp_ssp(
     plan.details.update(
         noise, ridge=ridge_value, gram_sensitivity=R2, xty_sensitivity=xty_sensitivity
     )
-    info = dict(statistics=statistics)
+    info = dict(statistics=dict(statistics, min_eigenvalue_lower=lower))
     if plan.details.get("inference"):
         # The residual scale at the released coefficients (public once released).
         sensitivity = weight_bound * float(label_bound) ** 2
