@@ -95,9 +95,8 @@ def _reference(data, loss, K, lam, B):
         data.X,
         data.y,
         loss,
-        n_outputs=K,
-        regularization=lam,
-        linear_term=None if np.isscalar(B) else B,
+        lam=float(lam),
+        B=_newton._linear_term(None if np.isscalar(B) else B, (data.X.shape[1], K)),
         n_steps=200,
         progress=None,
     )
@@ -211,8 +210,8 @@ def _garbage_first_phase(monkeypatch, rng, spread):
         result = original(X, y, loss, **kwargs)
         if kwargs.get("start") is None:  # the public phase
             far = result.coef + rng.normal(size=result.coef.shape) * spread
-            lam = kwargs["regularization"]
-            B = kwargs["linear_term"]
+            lam = kwargs["lam"]
+            B = kwargs["B"]
             return _newton.InnerSolve(
                 coef=far,
                 gradient_norm=_newton.gradient_norm(

@@ -306,32 +306,18 @@ def _directional_derivatives(loss, y, n_outputs, width):
     return single if n_outputs == 1 and not loss.multi_output else joint
 
 
-def _minimize(
-    X,
-    y,
-    loss,
-    *,
-    n_outputs,
-    regularization,
-    linear_term,
-    n_steps,
-    progress=None,
-    start=None,
-    stop_below=None,
-):
+def _minimize(X, y, loss, *, lam, B, n_steps, progress=None, start=None, stop_below=None):
     """The Newton iteration; ``start`` and ``stop_below`` serve the certified solve only.
 
-    ``start`` is the first iterate (default ``0``); with ``stop_below`` the
+    Minimises ``F`` with ``Lambda = lam`` and the linear term ``B``, an
+    array of the coefficients' shape ``(n_columns, n_outputs)`` (zeros for
+    none).  ``start`` is the first iterate (default ``0``); with ``stop_below`` the
     iteration ends as soon as an iterate's gradient norm is at most that value
     (an internal decision of the certified solve's extension phase, whose only
     observable effect is run time; the public phase never passes it).
     """
     X = _as_design(X)
-    n_columns = X.shape[1]
-    shape = (n_columns, n_outputs)
-    n_params = n_columns * n_outputs
-    lam = float(regularization)
-    B = _linear_term(linear_term, shape)
+    shape, n_params, n_outputs = B.shape, B.size, B.shape[1]
     multinomial = loss.multi_output
 
     def direction(Z, grad, forcing):
@@ -599,7 +585,8 @@ def certified_minimize(
     lam = float(regularization)
     target = CERTIFICATE_MARGIN * float(tol)
     kwargs = dict(n_outputs=n_outputs, regularization=lam, linear_term=linear_term)
-    newton = functools.partial(_minimize, X, y, loss, **kwargs)
+    B = _linear_term(linear_term, (X.shape[1], n_outputs))
+    newton = functools.partial(_minimize, X, y, loss, lam=lam, B=B)
     first = newton(n_steps=int(n_steps), progress=progress)
     if first.gradient_norm <= target:
         return first
