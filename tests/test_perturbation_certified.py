@@ -320,8 +320,8 @@ def test_accelerated_step_count_is_public(monkeypatch, kind):
     glm = perturbation._smooth_glm(loss, datasets[0].row_norm_bound, K, "test")
     tol = _newton.DEFAULT_GRADIENT_TOL * glm.gradient_bound
     b = rng.normal(size=(datasets[0].n_columns, K))
-    bounds = _newton.certification_bounds(
-        glm, regularization=lam, n_public=n_public, noise_norm=float(np.linalg.norm(b))
+    bounds = _newton.check_certifiable(
+        "test", glm, regularization=lam, n_public=n_public, noise_norm=float(np.linalg.norm(b))
     )
     expected = _newton.accelerated_steps(
         bounds.initial_gradient_bound, bounds.target, bounds.smoothness, lam

@@ -666,27 +666,6 @@ class CertificationBounds:
     initial_gradient_bound: float = math.inf
 
 
-def certification_bounds(glm, *, regularization, n_public, noise_norm, gradient_tol=None):
-    """The :class:`CertificationBounds` of a configuration (public inputs only)."""
-    gradient_tol = DEFAULT_GRADIENT_TOL if gradient_tol is None else gradient_tol
-    G, R = glm.gradient_bound, glm.row_norm_bound
-    lam = float(regularization)
-    n_rows = max(float(n_public), 1.0)
-    smoothness = lam + float(glm.loss.smoothness) * R**2 * n_rows * (1.0 + _EIGENVALUE_SLACK)
-    kappa = smoothness / lam
-    target = CERTIFICATE_MARGIN * float(gradient_tol) * G
-    initial = n_rows * G + float(noise_norm)
-    steps = accelerated_steps(initial, target, smoothness, lam)
-    return CertificationBounds(
-        condition_number=kappa,
-        rounding_scale=UNIT_ROUNDOFF * (kappa + n_rows) * (G + noise_norm),
-        target=target,
-        accelerated_steps=steps,
-        smoothness=smoothness,
-        initial_gradient_bound=initial,
-    )
-
-
 def check_certifiable(solver, glm, *, regularization, n_public, noise_norm, gradient_tol=None):
     """Refuse, from public values, a configuration whose solve cannot be certified in practice.
 
@@ -703,15 +682,33 @@ def check_certifiable(solver, glm, *, regularization, n_public, noise_norm, grad
     released row count) saying what to change.  Both quantities grow with the
     row count, so a check for fewer rows than the fit's is a conclusive
     refusal, not a conclusive acceptance.
+
+    Returns
+    -------
+    CertificationBounds
+        The bounds of the configuration, which the certified solve runs with.
     """
-    conditions = dict(regularization=regularization, n_public=n_public, noise_norm=noise_norm)
-    bounds = certification_bounds(glm, gradient_tol=gradient_tol, **conditions)
+    gradient_tol = DEFAULT_GRADIENT_TOL if gradient_tol is None else gradient_tol
+    G, R = glm.gradient_bound, glm.row_norm_bound
+    lam = float(regularization)
+    n_rows = max(float(n_public), 1.0)
+    smoothness = lam + float(glm.loss.smoothness) * R**2 * n_rows * (1.0 + _EIGENVALUE_SLACK)
+    kappa = smoothness / lam
+    target = CERTIFICATE_MARGIN * float(gradient_tol) * G
+    initial = n_rows * G + float(noise_norm)
+    bounds = CertificationBounds(
+        condition_number=kappa,
+        rounding_scale=UNIT_ROUNDOFF * (kappa + n_rows) * (G + noise_norm),
+        target=target,
+        accelerated_steps=accelerated_steps(initial, target, smoothness, lam),
+        smoothness=smoothness,
+        initial_gradient_bound=initial,
+    )
     penalty = "Use a stronger L2 penalty (a larger alpha, a smaller C)"
     other = "solver='dp_gd' (delta > 0)"
-    G = glm.gradient_bound
     setting = (
         f"With L2 strength Lambda={regularization:.3g} for {n_public:.6g} (public) rows of norm "
-        f"at most {glm.row_norm_bound:.3g}, the condition number is up to "
+        f"at most {R:.3g}, the condition number is up to "
         f"{bounds.condition_number:.3g}, and"
     )
     if bounds.rounding_scale > bounds.target:

@@ -189,9 +189,7 @@ def plan_dp_newton(n_samples, n_params, epsilon, delta, call):
         details.update(hessian_multiplier=0.0, inference_multiplier=0.0)
         return PrivacyPlan(dpe.NonPrivateDpEvent(), 0.0, n_steps, details)
     inference_share = INFERENCE_SHARE["log_loss" if log_loss else "squared"] if inference else 0.0
-    sg, sh, total = newton_multipliers(
-        epsilon, delta, n_steps, n_hessian, share, inference_share=inference_share
-    )
+    sg, sh, total = newton_multipliers(epsilon, delta, n_steps, n_hessian, share, inference_share)
     si = total / math.sqrt(inference_share) if inference else math.inf
     details.update(hessian_multiplier=sh, total_multiplier=total, inference_multiplier=si)
     parts = [
@@ -200,8 +198,7 @@ def plan_dp_newton(n_samples, n_params, epsilon, delta, call):
     ]
     if inference:
         parts.append(dpe.GaussianDpEvent(si))
-    event = dpe.ComposedDpEvent(parts)
-    return PrivacyPlan(event, sg, n_steps, details)
+    return PrivacyPlan(dpe.ComposedDpEvent(parts), sg, n_steps, details)
 
 
 def hessian_noise_norm(noise_std, size):
