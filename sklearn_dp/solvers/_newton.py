@@ -246,9 +246,7 @@ def _line_search(dphi, slope0, n_rounds=LINE_SEARCH_ROUNDS, width=LINE_SEARCH_WI
             if f_hi != math.inf and f_hi > f_lo:
                 secant = lo - f_lo * (hi - lo) / (f_hi - f_lo)
                 secant = min(max(secant, lo + 1e-12 * (hi - lo)), hi - 1e-12 * (hi - lo))
-            ts = np.empty(width)
-            ts[:-1] = points
-            ts[-1] = secant
+            ts = np.append(points, secant)
         values = dphi(ts).tolist()
         points = ts.tolist()
         # A slope that is not finite counts as an overshoot (a fixed rule).

@@ -192,12 +192,11 @@ def plan_output_perturbation(n_samples, n_params, epsilon, delta, call):
     details = _certify("output_perturbation", n_samples, call)
     if delta == 0:
         event = accounting.PureEpsilonDpEvent(epsilon, "output_perturbation")
-        multiplier = math.sqrt(n_params + 1.0) / epsilon
-        return PrivacyPlan(
-            event, multiplier, 1, dict(details, noise="l2_laplace", epsilon_noise=epsilon)
-        )
+        details.update(noise="l2_laplace", epsilon_noise=epsilon)
+        return PrivacyPlan(event, math.sqrt(n_params + 1.0) / epsilon, 1, details)
     sigma = accounting.gaussian_noise_multiplier(epsilon, delta, 1)
-    return PrivacyPlan(dpe.GaussianDpEvent(sigma), sigma, 1, dict(details, noise="gaussian"))
+    details.update(noise="gaussian")
+    return PrivacyPlan(dpe.GaussianDpEvent(sigma), sigma, 1, details)
 
 
 def plan_objective_perturbation(n_samples, n_params, epsilon, delta, call):
@@ -351,14 +350,12 @@ class _CertifiedRun:
         self.plan = plan_of_call(solver, arguments)
         self.noise = self.plan.details["noise"]
         self.pure = self.noise != "gaussian"
-        self.bounds = None
-        if self.noise != "none":
-            if "certification" not in self.plan.details:
-                raise ValueError(
-                    f"{solver}: the plan holds no bounds of the certified solve; plan with the "
-                    "loss, the row bound and alpha."
-                )
-            self.bounds = self.plan.details["certification"]
+        self.bounds = self.plan.details.get("certification")  # (None without noise)
+        if self.noise != "none" and self.bounds is None:
+            raise ValueError(
+                f"{solver}: the plan holds no bounds of the certified solve; plan with the "
+                "loss, the row bound and alpha."
+            )
         self.tol = gradient_tol * self.glm.gradient_bound
 
     def solve(self, regularization, public_gradient_bound, linear_term=None):
@@ -491,8 +488,7 @@ def output_perturbation(
     # that is the same on neighbouring data sets.
     regularization = data.n_public * float(alpha)
     sensitivity = (glm.gradient_bound + 2.0 * run.tol) / regularization
-    epsilon_noise = plan.details.get("epsilon_noise")
-    scale = _scale(run.noise, sensitivity, epsilon_noise, plan.noise_multiplier)
+    scale = _scale(run.noise, sensitivity, plan.details.get("epsilon_noise"), plan.noise_multiplier)
     solution = run.solve(regularization, getattr(run.bounds, "initial_gradient_bound", None))
     rng = make_rng(random_state)
     coef = _release(solution, run.pure, sensitivity, scale, rng, "minimiser")

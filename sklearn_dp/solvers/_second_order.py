@@ -228,11 +228,7 @@ def modified_eigendecomposition(H, floor, eigenvalue="clip", overwrite=False):
         lam, V = scipy.linalg.eigh(H.T, overwrite_a=True, check_finite=False, driver="evr")
     else:
         lam, V = np.linalg.eigh(H)
-    if eigenvalue == "clip":
-        lam = np.maximum(lam, floor)
-    else:
-        lam = np.maximum(lam, 0.0) + floor
-    return lam, V
+    return (np.maximum(lam, floor) if eigenvalue == "clip" else np.maximum(lam, 0.0) + floor), V
 
 
 def dp_newton(

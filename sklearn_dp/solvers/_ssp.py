@@ -26,6 +26,7 @@ from .._clipped_sums import smallest_eigenvalue, sufficient_statistics
 from .._data import row_sum
 from .._public_errors import public_error
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
+from ._gradient_descent import project_l2_ball
 from ._l1_geometry import project_l1_ball
 from ._noisy_steps import plan_of_call, release, release_residual_squares, release_symmetric
 
@@ -197,9 +198,7 @@ def _projected_gradient(Q, c, l1, l2, box, ball, constraint, radius, w, max_step
         if constraint == "l1":
             v[ball] = project_l1_ball(v[ball], radius)
         elif constraint == "l2":
-            norm = np.linalg.norm(v[ball])
-            if norm > radius:
-                v[ball] *= radius / norm
+            v[ball] = project_l2_ball(v[ball], radius)
         return np.clip(v, -box, box)
 
     w = prox(w)
