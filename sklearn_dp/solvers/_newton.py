@@ -72,13 +72,12 @@ import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.linalg.lapack import dpotrf as _potrf
 from scipy.linalg.lapack import dpotrs as _potrs
 from scipy.sparse.linalg import LinearOperator, cg
 from scipy.special import softmax
 
-from .._design import Design
+from .._design import as_design
 from .._memo import memoize
 from .._public_errors import public_error
 
@@ -123,13 +122,6 @@ class InnerSolve:
     gradient_norm: float
     stage: str = "newton"
     extra_steps: int = 0
-
-
-def _as_design(X):
-    """The bounded design as an operator: a :class:`Design` as it is, a matrix wrapped (no copy)."""
-    if isinstance(X, Design):
-        return X
-    return Design(sp.csr_matrix(X) if sp.issparse(X) else np.asarray(X))
 
 
 def _silenced(function):
@@ -314,7 +306,7 @@ def _minimize(X, y, loss, *, lam, B, n_steps, progress=None, start=None, stop_be
     (an internal decision of the certified solve's extension phase, whose only
     observable effect is run time; the public phase never passes it).
     """
-    X = _as_design(X)
+    X = as_design(X)
     shape, n_params, n_outputs = B.shape, B.size, B.shape[1]
     multinomial = loss.multi_output
 
@@ -419,7 +411,7 @@ def smoothness_bound(X, curvature, regularization):
     ``Lambda``.  Computed from the private data: for the certified solve's
     internal step count only.
     """
-    X = _as_design(X)
+    X = as_design(X)
     sigma = math.inf
     if X.shape[1] <= DENSE_HESSIAN_MAX_PARAMS:
         gram = X.gram()
@@ -478,7 +470,7 @@ def accelerated_descent(
     ``x_T``.  A step to a non-finite point (which bounded inputs and a valid
     ``L`` do not produce) is not taken and ends the iteration, by a fixed rule.
     """
-    X = _as_design(X)
+    X = as_design(X)
     shape = (X.shape[1], n_outputs)
     lam, L = float(regularization), float(smoothness)
     B = _linear_term(linear_term, shape)
@@ -499,7 +491,7 @@ def gradient_norm(X, y, loss, W, *, regularization, linear_term=None):
     """``||grad F(W)||_F`` (``inf`` if not finite): the certificate of ``W``."""
     W = np.asarray(W, dtype=float)
     B = _linear_term(linear_term, W.shape)
-    return _norm(_gradient(_as_design(X), y, loss, W, float(regularization), B))
+    return _norm(_gradient(as_design(X), y, loss, W, float(regularization), B))
 
 
 @_silenced
@@ -579,7 +571,7 @@ def certified_minimize(
         With ``stage`` and ``extra_steps`` telling which stage returned the
         point (private: for tests).
     """
-    X = _as_design(X)
+    X = as_design(X)
     lam = float(regularization)
     target = CERTIFICATE_MARGIN * float(tol)
     kwargs = dict(n_outputs=n_outputs, regularization=lam, linear_term=linear_term)
