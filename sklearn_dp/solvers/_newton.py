@@ -599,10 +599,8 @@ def certified_minimize(
     if public_smoothness is not None and public_gradient_bound is not None:
         # The public count; the proven private one only when the public
         # constants fail to bound the actual ones (then it is larger).
-        n_accelerated = max(
-            n_accelerated,
-            accelerated_steps(public_gradient_bound, target, public_smoothness, lam),
-        )
+        public_steps = accelerated_steps(public_gradient_bound, target, public_smoothness, lam)
+        n_accelerated = max(n_accelerated, public_steps)
     coef = accelerated_descent(
         X, y, loss, start=start, smoothness=smoothness, n_steps=n_accelerated, **kwargs
     )

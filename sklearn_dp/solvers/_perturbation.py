@@ -109,13 +109,8 @@ def _smooth_glm(loss, row_norm_bound, n_outputs, solver):
         raise ValueError(f"{solver}: the loss {loss!r} lacks a derivative bound.")
     if not (row_norm_bound > 0 and math.isfinite(row_norm_bound)):
         raise ValueError(f"row_norm_bound must be finite and > 0, got {row_norm_bound!r}.")
-    return _SmoothGLM(
-        loss=loss,
-        gradient_bound=float(loss.derivative_bound) * float(row_norm_bound),
-        hessian_rank=rank,
-        direction_curvature=curvature,
-        row_norm_bound=float(row_norm_bound),
-    )
+    R = float(row_norm_bound)
+    return _SmoothGLM(loss, float(loss.derivative_bound) * R, rank, curvature, row_norm_bound=R)
 
 
 # --------------------------------------------------------------------------

@@ -49,10 +49,11 @@ DEFAULT_HESSIAN = "bound"
 DEFAULT_HESSIAN_SHARE = 0.25
 
 #: Share of the fit's precision that ``inference=True`` spends on its extra
-#: release, by loss: the Hessian sum of the binary log-loss (a matrix whose
-#: noise enters the intervals' sampling part), or the sum of squared
-#: residuals of the squared loss (one number); the gradient and curvature
-#: releases share the rest as ``hessian_share`` says.
+#: release, by loss (the keys are the losses whose intervals it supports):
+#: the Hessian sum of the binary log-loss (a matrix whose noise enters the
+#: intervals' sampling part), or the sum of squared residuals of the squared
+#: loss (one number); the gradient and curvature releases share the rest as
+#: ``hessian_share`` says.
 INFERENCE_SHARE = {"log_loss": 0.1, "squared": 0.02}
 
 #: Default number of steps with ``inference=True`` for the log-loss: the
@@ -61,8 +62,6 @@ INFERENCE_SHARE = {"log_loss": 0.1, "squared": 0.02}
 #: (benchmarks/bench_inference.py); ten leave a negligible one.
 INFERENCE_NEWTON_STEPS = 10
 
-#: Losses whose confidence intervals ``inference=True`` supports.
-_INFERENCE_LOSSES = ("log_loss", "squared")
 
 #: Relative floor that stays without noise (epsilon=inf), times the
 #: largest curvature ``curvature_bound * R^2``: keeps steps finite along
@@ -108,7 +107,7 @@ def second_order_fits(public, max_columns=AUTO_MAX_COLUMNS):
 def _check_problem(loss_name, n_outputs, inference, hessian, n_columns, multi_output=False):
     """Refuse what dp_newton cannot fit (public inputs); the size of its curvature matrix."""
     # The options' types and ranges are the registry's (option_constraints).
-    if inference and (loss_name not in _INFERENCE_LOSSES or multi_output or int(n_outputs) != 1):
+    if inference and (loss_name not in INFERENCE_SHARE or multi_output or int(n_outputs) != 1):
         raise ValueError(
             "dp_newton's inference=True supports the squared loss and the binary log-loss "
             f"only; got loss={loss_name!r} with {n_outputs} output(s)."

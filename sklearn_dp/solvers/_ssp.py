@@ -127,10 +127,8 @@ def plan_dp_ssp(n_samples, n_params, epsilon, delta, call):
     multipliers = ssp_multipliers(epsilon, delta, values)
     details["multipliers"] = multipliers[:3]
     details["inference_multiplier"] = multipliers[3] if inference else math.inf
-    event = dpe.ComposedDpEvent(
-        [dpe.GaussianDpEvent(float(s)) for s in multipliers if math.isfinite(s)]
-    )
-    return PrivacyPlan(event, multipliers[0], n_releases, details)
+    events = [dpe.GaussianDpEvent(float(s)) for s in multipliers if math.isfinite(s)]
+    return PrivacyPlan(dpe.ComposedDpEvent(events), multipliers[0], n_releases, details)
 
 
 def repair_gram(gram):
