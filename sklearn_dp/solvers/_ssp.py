@@ -26,6 +26,7 @@ from .._clipped_sums import smallest_eigenvalue, sufficient_statistics
 from .._data import row_sum
 from .._public_errors import public_error
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
+from ._declared_options import check_declared_options
 from ._gradient_descent import project_l2_ball
 from ._l1_geometry import project_l1_ball
 from ._noisy_steps import plan_of_call, release, release_residual_squares, release_symmetric
@@ -56,7 +57,7 @@ DEFAULT_TOL = 1e-7
 
 def _check_options(loss_name, n_outputs, options):
     """Refuse what dp_ssp cannot fit; ``options`` maps option names to values (public inputs)."""
-    shares, label_bound = options.get("shares"), options.get("label_bound", 1.0)
+    shares = options.get("shares")
     if loss_name != "squared" or n_outputs != 1:
         raise ValueError("dp_ssp fits the squared loss with one output only.")
     if shares is not None:
@@ -72,12 +73,9 @@ def _check_options(loss_name, n_outputs, options):
             )
         if options.get("ridge", "adaptive") == "adaptive" and values[2] <= 0:
             raise ValueError("ridge='adaptive' needs a share > 0 for the smallest eigenvalue.")
-    # The labels' clip bounds a sensitivity: checked for direct callers too.
-    # The ranges of ridge and constraint are the registry's (option_constraints).
-    if not (
-        isinstance(label_bound, (int, float)) and math.isfinite(label_bound) and label_bound > 0
-    ):
-        raise ValueError(f"label_bound must be a finite float > 0, got {label_bound!r}.")
+    # The declared ranges (label_bound, ridge, constraint, ...), for direct
+    # callers too: the labels' clip bounds a sensitivity.
+    check_declared_options("dp_ssp", options)
 
 
 def check_dp_ssp(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
