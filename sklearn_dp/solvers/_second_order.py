@@ -115,11 +115,9 @@ def _check_problem(loss_name, n_outputs, inference, hessian, n_columns, multi_ou
     # Rows of the matrix dp_newton releases and decomposes.
     size = n_columns if hessian == "bound" else n_columns * int(n_outputs)
     if size > MAX_HESSIAN_SIZE:
-        what = (
-            "a Gram matrix of (features plus intercept)"
-            if hessian == "bound"
-            else "a Hessian of (features plus intercept) x classes"
-        )
+        what = "a Gram matrix of (features plus intercept)"
+        if hessian != "bound":
+            what = "a Hessian of (features plus intercept) x classes"
         raise ValueError(
             f"dp_newton releases {what} = {size} rows and columns; it supports at most "
             f"{MAX_HESSIAN_SIZE}. Use dp_gd for wider problems."

@@ -185,8 +185,7 @@ def _coordinate_descent(Q, c, l1, l2, box, w, max_sweeps, tol):
 def _projected_gradient(Q, c, l1, l2, box, ball, constraint, radius, w, max_steps, tol):
     """Accelerated proximal gradient (FISTA) with the projection onto the ball and the box."""
     lipschitz = float(np.linalg.eigvalsh(Q)[-1]) + float(np.max(l2, initial=0.0))
-    lipschitz = max(lipschitz, 1e-300)
-    step = 1.0 / lipschitz
+    step = 1.0 / max(lipschitz, 1e-300)
 
     def prox(v):
         v = np.sign(v) * np.maximum(np.abs(v) - step * l1, 0.0)
@@ -264,10 +263,8 @@ def solve_statistics(
     w = np.zeros(m) if coef_init is None else np.array(coef_init, dtype=float)
     w, iterations = _coordinate_descent(Q, c, l1, l2, box, w, max_iter, tol)
     if has_ball:
-        inside = (
-            np.sum(np.abs(w[ball])) if constraint == "l1" else np.linalg.norm(w[ball])
-        ) <= radius * (1 + 1e-12)
-        if not inside:
+        norm = np.sum(np.abs(w[ball])) if constraint == "l1" else np.linalg.norm(w[ball])
+        if not norm <= radius * (1 + 1e-12):  # outside the ball (or not finite)
             w, iterations = _projected_gradient(
                 Q, c, l1, l2, box, ball, constraint, float(radius), w, 20 * max_iter, tol
             )
