@@ -130,15 +130,15 @@ def _check_splits(epsilon_split, residual_fraction):
     return float(epsilon_split), float(residual_fraction)
 
 
-def _certify(solver, n_samples, call, **extra):
+def _certify(solver, n_samples, call, *, epsilon_det=math.inf, noise_norm=None):
     """The public conditions of the certified solve, from a plan's public inputs.
 
     Runs :func:`check_certifiable` for ``n_samples`` public rows, or, before
     the row count is released (``n_samples=None``), for one row (the
     conditions only get harder with more rows, so a refusal then is
     conclusive and comes before any spend), with ``Lambda = max(n alpha,
-    Lambda_needed)`` (``Lambda_needed`` from ``extra["epsilon_det"]``, 0
-    without it) and ``noise_norm = extra["noise_norm"](glm)`` (0 without it).
+    Lambda_needed)`` (``Lambda_needed`` from ``epsilon_det``, 0 without it)
+    and the noise norm ``noise_norm(glm)`` (0 without it).
     Returns the plan details ``{"certification": CertificationBounds}``, or
     no details without the loss, the row bound and ``alpha`` (or for a loss
     these solvers do not take).
@@ -151,13 +151,12 @@ def _certify(solver, n_samples, call, **extra):
     except ValueError:
         return {}
     n_public = 1.0 if n_samples is None else float(n_samples)
-    epsilon_det = extra.get("epsilon_det", math.inf)
     bounds = check_certifiable(
         solver,
         glm,
         regularization=max(n_public * float(alpha), glm.regularization_needed(epsilon_det)),
         n_public=n_public,
-        noise_norm=extra["noise_norm"](glm) if "noise_norm" in extra else 0.0,
+        noise_norm=0.0 if noise_norm is None else noise_norm(glm),
         gradient_tol=call.gradient_tol,
     )
     return dict(certification=bounds)
@@ -237,8 +236,8 @@ def plan_objective_perturbation(n_samples, n_params, epsilon, delta, call):
         details.update(noise="gaussian", chi_dof=chi_dof, residual_noise_multiplier=residual_sigma)
         plan = PrivacyPlan(event, sigma, 1, details)
     noise_norm = functools.partial(_objective_noise_norm, plan, n_params=n_params)
-    extra = dict(epsilon_det=epsilon_det, noise_norm=noise_norm)
-    details.update(_certify("objective_perturbation", n_samples, call, **extra))
+    certify = functools.partial(_certify, epsilon_det=epsilon_det, noise_norm=noise_norm)
+    details.update(certify("objective_perturbation", n_samples, call))
     return plan
 
 
@@ -321,20 +320,14 @@ def _scale(noise, sensitivity, epsilon, multiplier):
     return multiplier * sensitivity
 
 
-def _release(value, pure, sensitivity, scale, rng, label):
-    """One release of ``value`` through the gateway: L2 Laplace noise if ``pure``, else Gaussian."""
-    if pure:
-        return _noise.l2_laplace(value, sensitivity=sensitivity, scale=scale, rng=rng, label=label)
-    return _noise.gaussian(value, sensitivity=sensitivity, noise_std=scale, rng=rng, label=label)
-
-
 class _CertifiedRun:
     """What both solvers do around their noise: checks, plan, certified solve, result.
 
     Built from the solver's ``locals()``.  ``bounds`` are the plan's
     :class:`CertificationBounds` (None without noise), ``tol`` the solve's
     tolerance on the objective's gradient (``gradient_tol * G``), ``noise``
-    the plan's kind of noise and ``pure`` whether it is L2 Laplace noise.
+    the plan's kind of noise, ``pure`` whether it is L2 Laplace noise and
+    ``rng`` the generator of the releases.
     """
 
     def __init__(self, solver, arguments):
@@ -352,6 +345,14 @@ class _CertifiedRun:
                 "loss, the row bound and alpha."
             )
         self.tol = gradient_tol * self.glm.gradient_bound
+        self.rng = make_rng(a.random_state)
+
+    def release(self, value, sensitivity, scale, label):
+        """One release of ``value`` through the gateway: L2 Laplace noise if ``pure``, else Gaussian."""
+        common = dict(sensitivity=sensitivity, rng=self.rng, label=label)
+        if self.pure:
+            return _noise.l2_laplace(value, scale=scale, **common)
+        return _noise.gaussian(value, noise_std=scale, **common)
 
     def solve(self, regularization, public_gradient_bound, linear_term=None):
         """The certified minimiser (:func:`certified_minimize`), its last stage sized by ``bounds``.
@@ -384,8 +385,7 @@ class _CertifiedRun:
             newton_steps=self.n_steps,
             loss=repr(self.glm.loss),
         )
-        coef = np.asarray(coef, dtype=float)
-        return SolverResult(coef=coef, n_iter=1, plan=self.plan, info=info or {})
+        return SolverResult(np.asarray(coef, dtype=float), 1, self.plan, info or {})
 
 
 def output_perturbation(
@@ -485,8 +485,7 @@ def output_perturbation(
     sensitivity = (glm.gradient_bound + 2.0 * run.tol) / regularization
     scale = _scale(run.noise, sensitivity, plan.details.get("epsilon_noise"), plan.noise_multiplier)
     solution = run.solve(regularization, getattr(run.bounds, "initial_gradient_bound", None))
-    rng = make_rng(random_state)
-    coef = _release(solution, run.pure, sensitivity, scale, rng, "minimiser")
+    coef = run.release(solution, sensitivity, scale, "minimiser")
     info = {}
     add_warnings(
         info, output_noise_warning(loss, n_params, n_outputs, float(alpha), scale, run.pure)
@@ -657,7 +656,6 @@ def objective_perturbation(
         public_gradient_bound = max(float(data.n_public), 1.0) * G + float(np.linalg.norm(b))
         return run.solve(regularization, public_gradient_bound, linear_term=b)
 
-    rng = make_rng(random_state)
     W = _noise.objective_perturbation(
         solve,
         shape=(data.n_columns, n_outputs),
@@ -665,11 +663,10 @@ def objective_perturbation(
         scale=b_scale,
         coupling=2.0 * COUPLING_SHARE * tol,
         sensitivity=G,
-        rng=rng,
+        rng=run.rng,
         label="perturbed minimiser",
     )
-    residual = "inexact-solve residual"
-    coef = _release(W, run.pure, residual_sensitivity, residual_scale, rng, residual)
+    coef = run.release(W, residual_sensitivity, residual_scale, "inexact-solve residual")
     return run.result(
         coef,
         regularization=regularization,
