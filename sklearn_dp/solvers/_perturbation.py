@@ -235,17 +235,15 @@ def plan_objective_perturbation(n_samples, n_params, epsilon, delta, call):
         )
         details.update(noise="gaussian", chi_dof=chi_dof, residual_noise_multiplier=residual_sigma)
         plan = PrivacyPlan(event, sigma, 1, details)
-    noise_norm = functools.partial(_objective_noise_norm, plan, n_params=n_params)
+
+    def noise_norm(glm):  # the expected norm of b (public): its scale for the check
+        if delta > 0:  # E||b|| <= sqrt(E||b||^2) = sigma G sqrt(m)
+            return plan.noise_multiplier * glm.gradient_bound * math.sqrt(n_params)
+        return n_params * glm.gradient_bound / epsilon_noise  # Gamma(m, G / eps) mean
+
     certify = functools.partial(_certify, epsilon_det=epsilon_det, noise_norm=noise_norm)
     details.update(certify("objective_perturbation", n_samples, call))
     return plan
-
-
-def _objective_noise_norm(plan, glm, *, n_params):
-    """The expected norm of objective perturbation's ``b`` (public): its scale for the check."""
-    if plan.details["noise"] == "gaussian":  # E||b|| <= sqrt(E||b||^2) = sigma G sqrt(m)
-        return plan.noise_multiplier * glm.gradient_bound * math.sqrt(n_params)
-    return n_params * glm.gradient_bound / plan.details["epsilon_noise"]  # Gamma(m, G / eps) mean
 
 
 # --------------------------------------------------------------------------

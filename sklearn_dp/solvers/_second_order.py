@@ -99,9 +99,7 @@ def second_order_fits(public, max_columns=AUTO_MAX_COLUMNS):
     ``public`` is the estimator's ``PublicSetting`` (n_features,
     fit_intercept): public inputs only, never the row count.
     """
-    if public is None:
-        return False
-    return public.n_features + int(public.fit_intercept) <= max_columns
+    return public is not None and public.n_features + int(public.fit_intercept) <= max_columns
 
 
 def _check_problem(loss_name, n_outputs, inference, hessian, n_columns, multi_output=False):

@@ -146,10 +146,6 @@ def adaptive_ridge(noise_std, size, min_eigenvalue):
     return max(0.0, RIDGE_SCALE * math.sqrt(2.0 * size) * noise_std - max(0.0, min_eigenvalue))
 
 
-def _soft(value, threshold):
-    return math.copysign(max(abs(value) - threshold, 0.0), value)
-
-
 def _coordinate_descent(Q, c, l1, l2, box, w, max_sweeps, tol):
     """Cyclic coordinate descent on ``w^T Q w / 2 - c^T w + sum_j l1_j |w_j| + l2_j w_j^2 / 2``.
 
@@ -169,7 +165,7 @@ def _coordinate_descent(Q, c, l1, l2, box, w, max_sweeps, tol):
             old = w[j]
             # Minimise over w_j with the others fixed.
             rest = grad[j] - Q[j, j] * old
-            new = _soft(-rest, l1[j]) / diag[j]
+            new = math.copysign(max(abs(rest) - l1[j], 0.0), -rest) / diag[j]  # soft threshold
             if box[j] < math.inf:
                 new = min(max(new, -box[j]), box[j])
             if new != old:
