@@ -143,9 +143,7 @@ def newton_multipliers(epsilon, delta, n_steps, n_hessian, hessian_share, infere
     multiplier is ``sigma_total / sqrt(inference_share)``) and the others
     split what is left.
     """
-    total = accounting.gaussian_noise_multiplier(epsilon, delta, 1)
-    if total == 0.0:
-        return 0.0, 0.0, 0.0
+    total = accounting.gaussian_noise_multiplier(epsilon, delta, 1)  # 0 at epsilon=inf: no noise
     rest = 1.0 - inference_share
     sg = total * math.sqrt(n_steps / ((1.0 - hessian_share) * rest))
     sh = total * math.sqrt(n_hessian / (hessian_share * rest))
