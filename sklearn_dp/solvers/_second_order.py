@@ -524,7 +524,6 @@ def dp_newton(
             momenta=tuple(momenta),
             gradient_noise_std=gradient_std,
             normalizer=normalizer,
-            n_columns=n_columns,
             floor=floor,
             eigenvalue=eigenvalue,
             steps=released_steps,
@@ -533,7 +532,6 @@ def dp_newton(
             start=start,
             hessian_mode=hessian,
             curvature_bound=beta,
-            curvature_noise_std=hessian_std,
             row_norm_bound=float(data.row_norm_bound),
             intercept_scaling=float(data.intercept_scaling) if data.fit_intercept else None,
         )

@@ -457,6 +457,5 @@ def dp_ssp(
             **noise,
             residual_squares=squares,
             residual_noise_std=residual_std,
-            n_columns=m,
         )
     return SolverResult(coef=w[:, None], n_iter=max(1, int(iterations)), plan=plan, info=info)
