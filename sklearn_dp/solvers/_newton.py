@@ -479,8 +479,7 @@ def accelerated_descent(
     x_previous = x
     for _ in range(int(n_steps)):
         point = x + momentum * (x - x_previous)
-        grad = _gradient(X, y, loss, point, lam, B)
-        x_next = point - grad / L
+        x_next = point - _gradient(X, y, loss, point, lam, B) / L
         if not np.all(np.isfinite(x_next)):  # pragma: no cover - a fixed rule
             break
         x_previous, x = x, x_next
@@ -585,15 +584,14 @@ def certified_minimize(
     best = second if second.gradient_norm < first.gradient_norm else first
     if second.gradient_norm <= target or not accelerate:
         return replace(best, stage="newton-extended", extra_steps=EXTENSION_NEWTON_STEPS)
-    shape = (X.shape[1], n_outputs)
 
     def certificate(W):
         return gradient_norm(X, y, loss, W, regularization=lam, linear_term=linear_term)
 
-    zero_norm = certificate(np.zeros(shape))
+    zero_norm = certificate(np.zeros_like(B))
     start, r0 = best.coef, best.gradient_norm
     if r0 > zero_norm:  # the accelerated stage starts at the better of the two
-        start, r0 = np.zeros(shape), zero_norm
+        start, r0 = np.zeros_like(B), zero_norm
     smoothness = smoothness_bound(X, loss.smoothness, lam)
     n_accelerated = accelerated_steps(r0, target, smoothness, lam)
     if public_smoothness is not None and public_gradient_bound is not None:

@@ -484,10 +484,9 @@ def output_perturbation(
     scale = _scale(run.noise, sensitivity, plan.details.get("epsilon_noise"), plan.noise_multiplier)
     solution = run.solve(regularization, getattr(run.bounds, "initial_gradient_bound", None))
     coef = run.release(solution, sensitivity, scale, "minimiser")
+    warning = output_noise_warning(loss, n_params, n_outputs, float(alpha), scale, run.pure)
     info = {}
-    add_warnings(
-        info, output_noise_warning(loss, n_params, n_outputs, float(alpha), scale, run.pure)
-    )
+    add_warnings(info, warning)
     details = dict(sensitivity=sensitivity, noise_scale=scale, regularization=regularization)
     return run.result(coef, info, **details)
 
