@@ -311,10 +311,8 @@ def _minimize(X, y, loss, *, lam, B, n_steps, progress=None, start=None, stop_be
     multinomial = loss.multi_output
 
     def direction(Z, grad, forcing):
-        if multinomial:
-            P = softmax(Z, axis=1)
-        else:
-            curvature = loss.curvature(Z, y)
+        P = softmax(Z, axis=1) if multinomial else None
+        curvature = None if multinomial else loss.curvature(Z, y)
         if n_params <= DENSE_HESSIAN_MAX_PARAMS:
             H = _multinomial_hessian(X, P) if multinomial else X.gram(curvature)
             H.flat[:: n_params + 1] += lam

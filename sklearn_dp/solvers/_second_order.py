@@ -469,11 +469,10 @@ def dp_newton(
         if curvature == "bound":  # the Gram matrix is drawn before the gradient
             eigen = release_curvature()
             progress.note("gram matrix released and decomposed")
-        g_noisy = release(g_sum, gradient_sensitivity, gradient_std, rng)
+        grad = release(g_sum, gradient_sensitivity, gradient_std, rng) / normalizer
         if curvature == "exact":  # the Hessian after it
             eigen = release_curvature()
             progress.note(f"step {t + 1}: hessian sum released and decomposed")
-        grad = g_noisy / normalizer
         grad[data.penalized] += alpha * V[data.penalized]
         if plan.details.get("inference"):
             released_steps.append((V[:, 0].copy(), grad[:, 0].copy()))

@@ -393,12 +393,11 @@ def dp_ssp(
     rng = make_rng(random_state)
     progress = Progress("dp_ssp", 1, verbose)
 
-    gram, xty = row_sum(
-        data,
-        lambda part: sufficient_statistics(
-            part.design, part.y, label_bound, getattr(part, "sample_weight", None)
-        ),
-    )
+    def statistics_of(part):  # one pass over the rows (of each chunk: row_sum)
+        weight = getattr(part, "sample_weight", None)
+        return sufficient_statistics(part.design, part.y, label_bound, weight)
+
+    gram, xty = row_sum(data, statistics_of)
     progress.note(f"pass over the rows done ({m} x {m} gram matrix and X^T y)")
     gram_std = sigma_gram * R2
     noisy_gram = release_symmetric(gram, R2, gram_std, rng, "gram matrix")
