@@ -299,10 +299,8 @@ def check_objective_perturbation(
     ``residual_fraction`` in (0, 1) with a sum below 1.
     """
     _check_options("objective_perturbation", alpha, options)
-    _check_splits(
-        options.get("epsilon_split", DEFAULT_EPSILON_SPLIT),
-        options.get("residual_fraction", DEFAULT_RESIDUAL_FRACTION),
-    )
+    epsilon_split = options.get("epsilon_split", DEFAULT_EPSILON_SPLIT)
+    _check_splits(epsilon_split, options.get("residual_fraction", DEFAULT_RESIDUAL_FRACTION))
 
 
 def _scale(noise, sensitivity, epsilon, multiplier):

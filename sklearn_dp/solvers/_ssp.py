@@ -80,9 +80,8 @@ def _check_options(loss_name, n_outputs, options):
 
 def check_dp_ssp(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
     """Public checks of dp_ssp's options (run before the reservation)."""
-    if options.get("inference") and (
-        (l1_ratio or 0) > 0 or options.get("radius") is not None or penalty not in (None, "l2")
-    ):
+    plain = not (l1_ratio or 0) > 0 and options.get("radius") is None and penalty in (None, "l2")
+    if options.get("inference") and not plain:
         raise ValueError(
             "dp_ssp's inference=True needs an L2 penalty or none and no radius (the "
             "intervals of an L1 penalty or a constraint are not normal)."
@@ -445,16 +444,14 @@ def dp_ssp(
     if plan.details.get("inference"):
         # The residual scale at the released coefficients (public once released).
         sensitivity = weight_bound * float(label_bound) ** 2
-        residual_std = plan.details["inference_multiplier"] * weight_bound * float(label_bound) ** 2
-        squares = release_residual_squares(
-            data, w, label_bound, sensitivity, residual_std, rng, label_bound
-        )
+        std = plan.details["inference_multiplier"] * weight_bound * float(label_bound) ** 2
+        squares = release_residual_squares(data, w, label_bound, sensitivity, std, rng, label_bound)
         info["inference"] = dict(
             statistics,
             kind="ssp",
             alpha=float(alpha),
             **noise,
             residual_squares=squares,
-            residual_noise_std=residual_std,
+            residual_noise_std=std,
         )
     return SolverResult(coef=w[:, None], n_iter=max(1, int(iterations)), plan=plan, info=info)
