@@ -76,10 +76,7 @@ def _bisect(holds, good, bad, rtol=1e-12):
         if abs(bad - good) <= rtol * max(good, bad):
             break
         mid = 0.5 * (good + bad)
-        if holds(mid):
-            good = mid
-        else:
-            bad = mid
+        good, bad = (mid, bad) if holds(mid) else (good, mid)
     return good
 
 
