@@ -194,7 +194,7 @@ def _solve_dense(H, rhs, lam):
         step, info = _potrs(factor, rhs, lower=1)
         if info == 0 and np.all(np.isfinite(step)):
             return step
-    with contextlib.suppress(np.linalg.LinAlgError, ValueError):  # a fixed rule, never seen
+    with contextlib.suppress(np.linalg.LinAlgError, ValueError):  # (eigh fails on non-finite H)
         values, vectors = np.linalg.eigh(H)
         step = vectors @ ((vectors.T @ rhs) / np.maximum(values, lam))
         if np.all(np.isfinite(step)):

@@ -237,7 +237,7 @@ def plan_objective_perturbation(n_samples, n_params, epsilon, delta, call):
         plan = PrivacyPlan(event, sigma, 1, details)
 
     def noise_norm(glm):  # the expected norm of b (public): its scale for the check
-        if delta > 0:  # E||b|| <= sqrt(E||b||^2) = sigma G sqrt(m)
+        if details["noise"] == "gaussian":  # E||b|| <= sqrt(E||b||^2) = sigma G sqrt(m)
             return plan.noise_multiplier * glm.gradient_bound * math.sqrt(n_params)
         return n_params * glm.gradient_bound / epsilon_noise  # Gamma(m, G / eps) mean
 
