@@ -120,9 +120,11 @@ def minimize_strongly_convex(
     conjugate gradients on Hessian-vector products (two mat-vecs each, at
     most ``CG_ITERATIONS``).
     """
-    options = dict(n_outputs=n_outputs, regularization=regularization, linear_term=linear_term)
+    B = _newton._linear_term(linear_term, (X.shape[1], n_outputs))
     solve = _newton._silenced(_newton._minimize)
-    return solve(X, y, loss, n_steps=int(n_steps), progress=progress, **options)
+    return solve(
+        X, y, loss, lam=float(regularization), B=B, n_steps=int(n_steps), progress=progress
+    )
 
 
 # The ReSQue estimator, as the paper defines it: the reference the tests hold

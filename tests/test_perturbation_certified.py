@@ -95,9 +95,8 @@ def _reference(data, loss, K, lam, B):
         data.X,
         data.y,
         loss,
-        n_outputs=K,
-        regularization=lam,
-        linear_term=None if np.isscalar(B) else B,
+        lam=float(lam),
+        B=_newton._linear_term(None if np.isscalar(B) else B, (data.X.shape[1], K)),
         n_steps=200,
         progress=None,
     )
@@ -211,8 +210,8 @@ def _garbage_first_phase(monkeypatch, rng, spread):
         result = original(X, y, loss, **kwargs)
         if kwargs.get("start") is None:  # the public phase
             far = result.coef + rng.normal(size=result.coef.shape) * spread
-            lam = kwargs["regularization"]
-            B = kwargs["linear_term"]
+            lam = kwargs["lam"]
+            B = kwargs["B"]
             return _newton.InnerSolve(
                 coef=far,
                 gradient_norm=_newton.gradient_norm(
@@ -321,8 +320,8 @@ def test_accelerated_step_count_is_public(monkeypatch, kind):
     glm = perturbation._smooth_glm(loss, datasets[0].row_norm_bound, K, "test")
     tol = _newton.DEFAULT_GRADIENT_TOL * glm.gradient_bound
     b = rng.normal(size=(datasets[0].n_columns, K))
-    bounds = _newton.certification_bounds(
-        glm, regularization=lam, n_public=n_public, noise_norm=float(np.linalg.norm(b))
+    bounds = _newton.check_certifiable(
+        "test", glm, regularization=lam, n_public=n_public, noise_norm=float(np.linalg.norm(b))
     )
     expected = _newton.accelerated_steps(
         bounds.initial_gradient_bound, bounds.target, bounds.smoothness, lam

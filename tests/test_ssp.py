@@ -384,6 +384,8 @@ def test_bad_options_are_refused_before_any_spend(options, match):
         (dict(ridge=-1.0), "ridge"),
         (dict(constraint="linf", radius=1.0), "constraint"),
         (dict(tol=-1.0), "tol"),
+        (dict(label_bound=0.0), "label_bound"),
+        (dict(label_bound=float("inf")), "label_bound"),
     ],
 )
 def test_a_direct_call_refuses_options_outside_their_declared_ranges(options, match):

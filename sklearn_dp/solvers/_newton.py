@@ -64,6 +64,7 @@ curvature (the configuration where the Armijo search failed).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import math
@@ -71,34 +72,14 @@ import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.linalg.lapack import dpotrf as _potrf
 from scipy.linalg.lapack import dpotrs as _potrs
 from scipy.sparse.linalg import LinearOperator, cg
 from scipy.special import softmax
 
-from .._design import Design
+from .._design import as_design
 from .._memo import memoize
 from .._public_errors import public_error
-
-__all__ = [
-    "certified_minimize",
-    "accelerated_descent",
-    "accelerated_steps",
-    "smoothness_bound",
-    "gradient_norm",
-    "CERTIFICATE_MARGIN",
-    "EXTENSION_NEWTON_STEPS",
-    "InnerSolve",
-    "DEFAULT_NEWTON_STEPS",
-    "LINE_SEARCH_ROUNDS",
-    "LINE_SEARCH_WIDTH",
-    "DENSE_HESSIAN_MAX_PARAMS",
-    "DEFAULT_GRADIENT_TOL",
-    "CertificationBounds",
-    "certification_bounds",
-    "check_certifiable",
-]
 
 #: Newton steps of the inner solve (public; every solve runs exactly this many).
 DEFAULT_NEWTON_STEPS = 50
@@ -141,13 +122,6 @@ class InnerSolve:
     gradient_norm: float
     stage: str = "newton"
     extra_steps: int = 0
-
-
-def _as_design(X):
-    """The bounded design as an operator: a :class:`Design` as it is, a matrix wrapped (no copy)."""
-    if isinstance(X, Design):
-        return X
-    return Design(sp.csr_matrix(X) if sp.issparse(X) else np.asarray(X))
 
 
 def _silenced(function):
@@ -220,14 +194,11 @@ def _solve_dense(H, rhs, lam):
         step, info = _potrs(factor, rhs, lower=1)
         if info == 0 and np.all(np.isfinite(step)):
             return step
-    try:
+    with contextlib.suppress(np.linalg.LinAlgError, ValueError):  # (eigh fails on non-finite H)
         values, vectors = np.linalg.eigh(H)
-        values = np.maximum(values, lam)
-        step = vectors @ ((vectors.T @ rhs) / values)
+        step = vectors @ ((vectors.T @ rhs) / np.maximum(values, lam))
         if np.all(np.isfinite(step)):
             return step
-    except (np.linalg.LinAlgError, ValueError):  # pragma: no cover - eigh on finite input
-        pass
     return rhs / lam  # pragma: no cover
 
 
@@ -267,9 +238,7 @@ def _line_search(dphi, slope0, n_rounds=LINE_SEARCH_ROUNDS, width=LINE_SEARCH_WI
             if f_hi != math.inf and f_hi > f_lo:
                 secant = lo - f_lo * (hi - lo) / (f_hi - f_lo)
                 secant = min(max(secant, lo + 1e-12 * (hi - lo)), hi - 1e-12 * (hi - lo))
-            ts = np.empty(width)
-            ts[:-1] = points
-            ts[-1] = secant
+            ts = np.append(points, secant)
         values = dphi(ts).tolist()
         points = ts.tolist()
         # A slope that is not finite counts as an overshoot (a fixed rule).
@@ -292,80 +261,58 @@ def _grids(width):
     return first, up, 4.0 ** (-interior), interior / width
 
 
-class _DirectionalDerivatives:
-    """``sum_i <dl/dz(z_i + t delta_i, y_i), delta_i>`` for every ``t`` of a batch.
+def _directional_derivatives(loss, y, n_outputs, width):
+    """``sum_i <dl/dz(z_i + t delta_i, y_i), delta_i>`` for every ``t`` of a batch: a function.
 
-    One vectorised evaluation of the loss's derivative at all the points of
-    a round, by chunks of rows so memory stays bounded (single-output losses:
-    an ``n x width`` array; multinomial: ``width`` stacked copies of the rows).
+    The function, called as ``f(Z, Delta, ts)``, evaluates the loss's
+    derivative at all the points of a round at once, by chunks of rows so
+    memory stays bounded (single-output losses: an ``n x width`` array;
+    multinomial: ``width`` stacked copies of the rows).
     """
+    n_samples = len(y)
+    chunk = max(1, _LINE_SEARCH_CHUNK // max(1, width * n_outputs))
+    column = np.asarray(y, dtype=float)[:, None]
 
-    def __init__(self, loss, y, n_outputs, width):
-        self.loss = loss
-        self.y = y
-        self.n_samples = len(y)
-        self.chunk = max(1, _LINE_SEARCH_CHUNK // max(1, width * n_outputs))
-        self.single = n_outputs == 1 and not loss.multi_output
-        self.column = np.asarray(y, dtype=float)[:, None] if self.single else None
-
-    def __call__(self, Z, Delta, ts):
-        m = len(ts)
-        if self.single:
-            total = np.zeros(m)
-            for start in range(0, self.n_samples, self.chunk):
-                rows = slice(start, start + self.chunk)
-                z, delta, y = Z[rows, 0:1], Delta[rows, 0], self.column[rows]
-                U = z + delta[:, None] * ts
-                D = self.loss.scalar_derivative(U, y)
-                total += delta @ D
-            return total
-        n_outputs = Z.shape[1]
-        total = np.zeros(m)
-        for start in range(0, self.n_samples, self.chunk):
-            stop = min(start + self.chunk, self.n_samples)
-            Zc, Dc = Z[start:stop], Delta[start:stop]
-            size = stop - start
-            stacked = (Zc[None, :, :] + ts[:, None, None] * Dc[None, :, :]).reshape(
-                m * size, n_outputs
-            )
-            derivative = self.loss.derivative(stacked, np.tile(self.y[start:stop], m))
-            total += (derivative.reshape(m, size, n_outputs) * Dc).sum(axis=(1, 2))
+    def single(Z, Delta, ts):
+        total = np.zeros(len(ts))
+        for start in range(0, n_samples, chunk):
+            rows = slice(start, start + chunk)
+            delta = Delta[rows, 0]
+            U = Z[rows, 0:1] + delta[:, None] * ts
+            total += delta @ loss.scalar_derivative(U, column[rows])
         return total
 
+    def joint(Z, Delta, ts):
+        total = np.zeros(len(ts))
+        for start in range(0, n_samples, chunk):
+            stop = min(start + chunk, n_samples)
+            Zc, Dc = Z[start:stop], Delta[start:stop]
+            stacked = Zc[None, :, :] + ts[:, None, None] * Dc[None, :, :]
+            labels = np.tile(y[start:stop], len(ts))
+            derivative = loss.derivative(stacked.reshape(-1, n_outputs), labels)
+            total += (derivative.reshape(stacked.shape) * Dc).sum(axis=(1, 2))
+        return total
 
-def _minimize(
-    X,
-    y,
-    loss,
-    *,
-    n_outputs,
-    regularization,
-    linear_term,
-    n_steps,
-    progress=None,
-    start=None,
-    stop_below=None,
-):
+    return single if n_outputs == 1 and not loss.multi_output else joint
+
+
+def _minimize(X, y, loss, *, lam, B, n_steps, progress=None, start=None, stop_below=None):
     """The Newton iteration; ``start`` and ``stop_below`` serve the certified solve only.
 
-    ``start`` is the first iterate (default ``0``); with ``stop_below`` the
+    Minimises ``F`` with ``Lambda = lam`` and the linear term ``B``, an
+    array of the coefficients' shape ``(n_columns, n_outputs)`` (zeros for
+    none).  ``start`` is the first iterate (default ``0``); with ``stop_below`` the
     iteration ends as soon as an iterate's gradient norm is at most that value
     (an internal decision of the certified solve's extension phase, whose only
     observable effect is run time; the public phase never passes it).
     """
-    X = _as_design(X)
-    n_columns = X.shape[1]
-    shape = (n_columns, n_outputs)
-    n_params = n_columns * n_outputs
-    lam = float(regularization)
-    B = _linear_term(linear_term, shape)
+    X = as_design(X)
+    shape, n_params, n_outputs = B.shape, B.size, B.shape[1]
     multinomial = loss.multi_output
 
     def direction(Z, grad, forcing):
-        if multinomial:
-            P = softmax(Z, axis=1)
-        else:
-            curvature = loss.curvature(Z, y)
+        P = softmax(Z, axis=1) if multinomial else None
+        curvature = None if multinomial else loss.curvature(Z, y)
         if n_params <= DENSE_HESSIAN_MAX_PARAMS:
             H = _multinomial_hessian(X, P) if multinomial else X.gram(curvature)
             H.flat[:: n_params + 1] += lam
@@ -384,7 +331,7 @@ def _minimize(
         step, _ = cg(operator, grad.ravel(), atol=0.0, maxiter=CG_ITERATIONS, **{_CG_RTOL: forcing})
         return -step.reshape(shape)
 
-    directional = _DirectionalDerivatives(loss, y, n_outputs, LINE_SEARCH_WIDTH)
+    directional = _directional_derivatives(loss, y, n_outputs, LINE_SEARCH_WIDTH)
     if start is None:
         W = np.zeros(shape)
         Z = np.zeros((X.shape[0], n_outputs))
@@ -462,18 +409,17 @@ def smoothness_bound(X, curvature, regularization):
     ``Lambda``.  Computed from the private data: for the certified solve's
     internal step count only.
     """
-    X = _as_design(X)
+    X = as_design(X)
     sigma = math.inf
     if X.shape[1] <= DENSE_HESSIAN_MAX_PARAMS:
         gram = X.gram()
         trace = float(np.trace(gram))
         sigma = trace * (1.0 + _EIGENVALUE_SLACK)
         if np.all(np.isfinite(gram)):
-            try:
+            # (eigvalsh does not fail on a finite symmetric matrix; a fixed rule if it does.)
+            with contextlib.suppress(np.linalg.LinAlgError):
                 top = float(np.linalg.eigvalsh(gram)[-1])
                 sigma = min(sigma, top + _EIGENVALUE_SLACK * trace)
-            except np.linalg.LinAlgError:  # pragma: no cover - eigh on a finite symmetric matrix
-                pass
     if not math.isfinite(sigma):
         sigma = float(np.sum(np.square(X.row_norms()))) * (1.0 + _EIGENVALUE_SLACK)
     return float(regularization) + float(curvature) * max(sigma, 0.0)
@@ -522,7 +468,7 @@ def accelerated_descent(
     ``x_T``.  A step to a non-finite point (which bounded inputs and a valid
     ``L`` do not produce) is not taken and ends the iteration, by a fixed rule.
     """
-    X = _as_design(X)
+    X = as_design(X)
     shape = (X.shape[1], n_outputs)
     lam, L = float(regularization), float(smoothness)
     B = _linear_term(linear_term, shape)
@@ -531,8 +477,7 @@ def accelerated_descent(
     x_previous = x
     for _ in range(int(n_steps)):
         point = x + momentum * (x - x_previous)
-        grad = _gradient(X, y, loss, point, lam, B)
-        x_next = point - grad / L
+        x_next = point - _gradient(X, y, loss, point, lam, B) / L
         if not np.all(np.isfinite(x_next)):  # pragma: no cover - a fixed rule
             break
         x_previous, x = x, x_next
@@ -543,7 +488,7 @@ def gradient_norm(X, y, loss, W, *, regularization, linear_term=None):
     """``||grad F(W)||_F`` (``inf`` if not finite): the certificate of ``W``."""
     W = np.asarray(W, dtype=float)
     B = _linear_term(linear_term, W.shape)
-    return _norm(_gradient(_as_design(X), y, loss, W, float(regularization), B))
+    return _norm(_gradient(as_design(X), y, loss, W, float(regularization), B))
 
 
 @_silenced
@@ -623,11 +568,12 @@ def certified_minimize(
         With ``stage`` and ``extra_steps`` telling which stage returned the
         point (private: for tests).
     """
-    X = _as_design(X)
+    X = as_design(X)
     lam = float(regularization)
     target = CERTIFICATE_MARGIN * float(tol)
     kwargs = dict(n_outputs=n_outputs, regularization=lam, linear_term=linear_term)
-    newton = functools.partial(_minimize, X, y, loss, **kwargs)
+    B = _linear_term(linear_term, (X.shape[1], n_outputs))
+    newton = functools.partial(_minimize, X, y, loss, lam=lam, B=B)
     first = newton(n_steps=int(n_steps), progress=progress)
     if first.gradient_norm <= target:
         return first
@@ -636,24 +582,21 @@ def certified_minimize(
     best = second if second.gradient_norm < first.gradient_norm else first
     if second.gradient_norm <= target or not accelerate:
         return replace(best, stage="newton-extended", extra_steps=EXTENSION_NEWTON_STEPS)
-    shape = (X.shape[1], n_outputs)
 
     def certificate(W):
         return gradient_norm(X, y, loss, W, regularization=lam, linear_term=linear_term)
 
-    zero_norm = certificate(np.zeros(shape))
+    zero_norm = certificate(np.zeros_like(B))
     start, r0 = best.coef, best.gradient_norm
     if r0 > zero_norm:  # the accelerated stage starts at the better of the two
-        start, r0 = np.zeros(shape), zero_norm
+        start, r0 = np.zeros_like(B), zero_norm
     smoothness = smoothness_bound(X, loss.smoothness, lam)
     n_accelerated = accelerated_steps(r0, target, smoothness, lam)
     if public_smoothness is not None and public_gradient_bound is not None:
         # The public count; the proven private one only when the public
         # constants fail to bound the actual ones (then it is larger).
-        n_accelerated = max(
-            n_accelerated,
-            accelerated_steps(public_gradient_bound, target, public_smoothness, lam),
-        )
+        public_steps = accelerated_steps(public_gradient_bound, target, public_smoothness, lam)
+        n_accelerated = max(n_accelerated, public_steps)
     coef = accelerated_descent(
         X, y, loss, start=start, smoothness=smoothness, n_steps=n_accelerated, **kwargs
     )
@@ -707,29 +650,6 @@ class CertificationBounds:
     initial_gradient_bound: float = math.inf
 
 
-def certification_bounds(glm, *, regularization, n_public, noise_norm, gradient_tol=None):
-    """The :class:`CertificationBounds` of a configuration (public inputs only)."""
-    if gradient_tol is None:
-        gradient_tol = DEFAULT_GRADIENT_TOL
-    G = glm.gradient_bound
-    R = glm.row_norm_bound
-    lam = float(regularization)
-    n_rows = max(float(n_public), 1.0)
-    smoothness = lam + float(glm.loss.smoothness) * R**2 * n_rows * (1.0 + _EIGENVALUE_SLACK)
-    kappa = smoothness / lam
-    target = CERTIFICATE_MARGIN * float(gradient_tol) * G
-    initial = n_rows * G + float(noise_norm)
-    steps = accelerated_steps(initial, target, smoothness, lam)
-    return CertificationBounds(
-        condition_number=kappa,
-        rounding_scale=UNIT_ROUNDOFF * (kappa + n_rows) * (G + noise_norm),
-        target=target,
-        accelerated_steps=steps,
-        smoothness=smoothness,
-        initial_gradient_bound=initial,
-    )
-
-
 def check_certifiable(solver, glm, *, regularization, n_public, noise_norm, gradient_tol=None):
     """Refuse, from public values, a configuration whose solve cannot be certified in practice.
 
@@ -746,15 +666,33 @@ def check_certifiable(solver, glm, *, regularization, n_public, noise_norm, grad
     released row count) saying what to change.  Both quantities grow with the
     row count, so a check for fewer rows than the fit's is a conclusive
     refusal, not a conclusive acceptance.
+
+    Returns
+    -------
+    CertificationBounds
+        The bounds of the configuration, which the certified solve runs with.
     """
-    conditions = dict(regularization=regularization, n_public=n_public, noise_norm=noise_norm)
-    bounds = certification_bounds(glm, gradient_tol=gradient_tol, **conditions)
+    gradient_tol = DEFAULT_GRADIENT_TOL if gradient_tol is None else gradient_tol
+    G, R = glm.gradient_bound, glm.row_norm_bound
+    lam = float(regularization)
+    n_rows = max(float(n_public), 1.0)
+    smoothness = lam + float(glm.loss.smoothness) * R**2 * n_rows * (1.0 + _EIGENVALUE_SLACK)
+    kappa = smoothness / lam
+    target = CERTIFICATE_MARGIN * float(gradient_tol) * G
+    initial = n_rows * G + float(noise_norm)
+    bounds = CertificationBounds(
+        condition_number=kappa,
+        rounding_scale=UNIT_ROUNDOFF * (kappa + n_rows) * (G + noise_norm),
+        target=target,
+        accelerated_steps=accelerated_steps(initial, target, smoothness, lam),
+        smoothness=smoothness,
+        initial_gradient_bound=initial,
+    )
     penalty = "Use a stronger L2 penalty (a larger alpha, a smaller C)"
     other = "solver='dp_gd' (delta > 0)"
-    G = glm.gradient_bound
     setting = (
         f"With L2 strength Lambda={regularization:.3g} for {n_public:.6g} (public) rows of norm "
-        f"at most {glm.row_norm_bound:.3g}, the condition number is up to "
+        f"at most {R:.3g}, the condition number is up to "
         f"{bounds.condition_number:.3g}, and"
     )
     if bounds.rounding_scale > bounds.target:

@@ -20,13 +20,6 @@ from scipy import integrate, stats
 from .. import accounting
 from .._memo import memoize
 
-__all__ = [
-    "objective_gaussian_delta",
-    "objective_gaussian_epsilon",
-    "objective_gaussian_noise_multiplier",
-    "ObjectivePerturbationDpEvent",
-]
-
 
 def objective_gaussian_delta(epsilon, noise_multiplier, chi_dof):
     """``E[(1 - exp(epsilon - mu^2/2 - mu T))_+]``, ``T ~ chi(chi_dof)``, ``mu = 1/noise_multiplier``.
@@ -83,10 +76,7 @@ def _bisect(holds, good, bad, rtol=1e-12):
         if abs(bad - good) <= rtol * max(good, bad):
             break
         mid = 0.5 * (good + bad)
-        if holds(mid):
-            good = mid
-        else:
-            bad = mid
+        good, bad = (mid, bad) if holds(mid) else (good, mid)
     return good
 
 

@@ -22,6 +22,7 @@ accountant of Gaussian objective perturbation
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from numbers import Real
@@ -41,18 +42,6 @@ from ._newton import (
 )
 from ._noisy_steps import check_options, plan_of_call
 from ._objective_accounting import ObjectivePerturbationDpEvent, objective_gaussian_noise_multiplier
-
-__all__ = [
-    "output_perturbation",
-    "objective_perturbation",
-    "plan_output_perturbation",
-    "plan_objective_perturbation",
-    "check_output_perturbation",
-    "check_objective_perturbation",
-    "MIN_NEWTON_STEPS",
-    "DEFAULT_EPSILON_SPLIT",
-    "DEFAULT_RESIDUAL_FRACTION",
-]
 
 #: Fewest Newton steps accepted (``max_iter``): a smaller budget would rarely meet the certificate.
 MIN_NEWTON_STEPS = 10
@@ -120,13 +109,8 @@ def _smooth_glm(loss, row_norm_bound, n_outputs, solver):
         raise ValueError(f"{solver}: the loss {loss!r} lacks a derivative bound.")
     if not (row_norm_bound > 0 and math.isfinite(row_norm_bound)):
         raise ValueError(f"row_norm_bound must be finite and > 0, got {row_norm_bound!r}.")
-    return _SmoothGLM(
-        loss=loss,
-        gradient_bound=float(loss.derivative_bound) * float(row_norm_bound),
-        hessian_rank=rank,
-        direction_curvature=curvature,
-        row_norm_bound=float(row_norm_bound),
-    )
+    R = float(row_norm_bound)
+    return _SmoothGLM(loss, float(loss.derivative_bound) * R, rank, curvature, row_norm_bound=R)
 
 
 # --------------------------------------------------------------------------
@@ -146,35 +130,36 @@ def _check_splits(epsilon_split, residual_fraction):
     return float(epsilon_split), float(residual_fraction)
 
 
-def _certify(solver, n_samples, call, **extra):
+def _certify(solver, n_samples, call, *, epsilon_det=math.inf, noise_norm=None):
     """The public conditions of the certified solve, from a plan's public inputs.
 
     Runs :func:`check_certifiable` for ``n_samples`` public rows, or, before
     the row count is released (``n_samples=None``), for one row (the
     conditions only get harder with more rows, so a refusal then is
     conclusive and comes before any spend), with ``Lambda = max(n alpha,
-    Lambda_needed)`` (``Lambda_needed`` from ``extra["epsilon_det"]``, 0
-    without it) and ``noise_norm = extra["noise_norm"](glm)`` (0 without it).
-    Returns the :class:`CertificationBounds`, or None without the loss, the
-    row bound and ``alpha`` (or for a loss these solvers do not take).
+    Lambda_needed)`` (``Lambda_needed`` from ``epsilon_det``, 0 without it)
+    and the noise norm ``noise_norm(glm)`` (0 without it).
+    Returns the plan details ``{"certification": CertificationBounds}``, or
+    no details without the loss, the row bound and ``alpha`` (or for a loss
+    these solvers do not take).
     """
     loss, row_norm_bound, alpha = call.loss, call.row_norm_bound, call.alpha
     if None in (loss, row_norm_bound, alpha):
-        return None
+        return {}
     try:
         glm = _smooth_glm(loss, row_norm_bound, call.n_outputs, "plan")
     except ValueError:
-        return None
+        return {}
     n_public = 1.0 if n_samples is None else float(n_samples)
-    epsilon_det = extra.get("epsilon_det", math.inf)
-    return check_certifiable(
+    bounds = check_certifiable(
         solver,
         glm,
         regularization=max(n_public * float(alpha), glm.regularization_needed(epsilon_det)),
         n_public=n_public,
-        noise_norm=extra["noise_norm"](glm) if "noise_norm" in extra else 0.0,
+        noise_norm=0.0 if noise_norm is None else noise_norm(glm),
         gradient_tol=call.gradient_tol,
     )
+    return dict(certification=bounds)
 
 
 def plan_output_perturbation(n_samples, n_params, epsilon, delta, call):
@@ -198,16 +183,14 @@ def plan_output_perturbation(n_samples, n_params, epsilon, delta, call):
     """
     if math.isinf(epsilon):
         return PrivacyPlan(dpe.NonPrivateDpEvent(), 0.0, 1, dict(noise="none"))
-    bounds = _certify("output_perturbation", n_samples, call)
-    details = {} if bounds is None else dict(certification=bounds)
+    details = _certify("output_perturbation", n_samples, call)
     if delta == 0:
         event = accounting.PureEpsilonDpEvent(epsilon, "output_perturbation")
-        multiplier = math.sqrt(n_params + 1.0) / epsilon
-        return PrivacyPlan(
-            event, multiplier, 1, dict(details, noise="l2_laplace", epsilon_noise=epsilon)
-        )
+        details.update(noise="l2_laplace", epsilon_noise=epsilon)
+        return PrivacyPlan(event, math.sqrt(n_params + 1.0) / epsilon, 1, details)
     sigma = accounting.gaussian_noise_multiplier(epsilon, delta, 1)
-    return PrivacyPlan(dpe.GaussianDpEvent(sigma), sigma, 1, dict(details, noise="gaussian"))
+    details.update(noise="gaussian")
+    return PrivacyPlan(dpe.GaussianDpEvent(sigma), sigma, 1, details)
 
 
 def plan_objective_perturbation(n_samples, n_params, epsilon, delta, call):
@@ -252,23 +235,15 @@ def plan_objective_perturbation(n_samples, n_params, epsilon, delta, call):
         )
         details.update(noise="gaussian", chi_dof=chi_dof, residual_noise_multiplier=residual_sigma)
         plan = PrivacyPlan(event, sigma, 1, details)
-    bounds = _certify(
-        "objective_perturbation",
-        n_samples,
-        call,
-        epsilon_det=epsilon_det,
-        noise_norm=lambda glm: _objective_noise_norm(plan, glm, n_params),
-    )
-    if bounds is not None:
-        details["certification"] = bounds
+
+    def noise_norm(glm):  # the expected norm of b (public): its scale for the check
+        if details["noise"] == "gaussian":  # E||b|| <= sqrt(E||b||^2) = sigma G sqrt(m)
+            return plan.noise_multiplier * glm.gradient_bound * math.sqrt(n_params)
+        return n_params * glm.gradient_bound / epsilon_noise  # Gamma(m, G / eps) mean
+
+    certify = functools.partial(_certify, epsilon_det=epsilon_det, noise_norm=noise_norm)
+    details.update(certify("objective_perturbation", n_samples, call))
     return plan
-
-
-def _objective_noise_norm(plan, glm, n_params):
-    """The expected norm of objective perturbation's ``b`` (public): its scale for the check."""
-    if plan.details["noise"] == "gaussian":  # E||b|| <= sqrt(E||b||^2) = sigma G sqrt(m)
-        return plan.noise_multiplier * glm.gradient_bound * math.sqrt(n_params)
-    return n_params * glm.gradient_bound / plan.details["epsilon_noise"]  # Gamma(m, G / eps) mean
 
 
 # --------------------------------------------------------------------------
@@ -276,20 +251,24 @@ def _objective_noise_norm(plan, glm, n_params):
 # --------------------------------------------------------------------------
 
 
-def _check_options(solver, alpha, gradient_tol=None, max_iter=None):
+def _check_options(solver, alpha, options):
     """The public option checks both solvers share; returns ``(gradient_tol, n_steps)``.
 
+    ``options`` maps option names to values (an estimator's options, or a
+    direct call's ``locals()``); their declared ranges are the registry's.
     ``alpha=None`` (a strength that scales with the private row count, known
     only inside the fit) skips the penalty check.
     """
-    if alpha is not None and not _positive(alpha):
+    positive = isinstance(alpha, Real) and not isinstance(alpha, bool) and 0 < alpha < math.inf
+    if alpha is not None and not positive:
         raise ValueError(
             f"{solver} needs an L2 penalty (alpha > 0): its privacy proof rests on the strong "
             "convexity the penalty gives. Use penalty='l2' with a finite C (or alpha > 0)."
         )
+    gradient_tol, max_iter = options.get("gradient_tol"), options.get("max_iter")
     if isinstance(gradient_tol, bool):  # the declared range would take True for 1.0
         raise ValueError(f"gradient_tol must be a finite float > 0, got {gradient_tol!r}.")
-    check_options(solver, dict(gradient_tol=gradient_tol, max_iter=max_iter))
+    check_options(solver, options)
     n_steps = DEFAULT_NEWTON_STEPS if max_iter is None else int(max_iter)
     if n_steps < MIN_NEWTON_STEPS:
         raise ValueError(
@@ -301,16 +280,6 @@ def _check_options(solver, alpha, gradient_tol=None, max_iter=None):
     return float(DEFAULT_GRADIENT_TOL if gradient_tol is None else gradient_tol), n_steps
 
 
-def _positive(value):
-    """Whether ``value`` is a finite number > 0 (not a bool)."""
-    return isinstance(value, Real) and not isinstance(value, bool) and 0 < value < math.inf
-
-
-def _check(solver, alpha, options):
-    # The registry admits the losses of the proofs only (SolverSpec.losses).
-    _check_options(solver, alpha, options.get("gradient_tol"), options.get("max_iter"))
-
-
 def check_output_perturbation(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
     """Public checks of ``output_perturbation`` (``SolverSpec.check``), before any spend.
 
@@ -318,7 +287,7 @@ def check_output_perturbation(*, loss_name, n_outputs, penalty, alpha, l1_ratio,
     Newton budget below ``MIN_NEWTON_STEPS`` (the registry refuses a loss
     these proofs do not cover before).  A function of public inputs only.
     """
-    _check("output_perturbation", alpha, options)
+    _check_options("output_perturbation", alpha, options)
 
 
 def check_objective_perturbation(
@@ -329,11 +298,9 @@ def check_objective_perturbation(
     As :func:`check_output_perturbation`, plus ``epsilon_split`` and
     ``residual_fraction`` in (0, 1) with a sum below 1.
     """
-    _check("objective_perturbation", alpha, options)
-    _check_splits(
-        options.get("epsilon_split", DEFAULT_EPSILON_SPLIT),
-        options.get("residual_fraction", DEFAULT_RESIDUAL_FRACTION),
-    )
+    _check_options("objective_perturbation", alpha, options)
+    epsilon_split = options.get("epsilon_split", DEFAULT_EPSILON_SPLIT)
+    _check_splits(epsilon_split, options.get("residual_fraction", DEFAULT_RESIDUAL_FRACTION))
 
 
 def _scale(noise, sensitivity, epsilon, multiplier):
@@ -349,39 +316,39 @@ def _scale(noise, sensitivity, epsilon, multiplier):
     return multiplier * sensitivity
 
 
-def _release(value, pure, sensitivity, scale, rng, label):
-    """One release of ``value`` through the gateway: L2 Laplace noise if ``pure``, else Gaussian."""
-    if pure:
-        return _noise.l2_laplace(value, sensitivity=sensitivity, scale=scale, rng=rng, label=label)
-    return _noise.gaussian(value, sensitivity=sensitivity, noise_std=scale, rng=rng, label=label)
-
-
 class _CertifiedRun:
     """What both solvers do around their noise: checks, plan, certified solve, result.
 
     Built from the solver's ``locals()``.  ``bounds`` are the plan's
     :class:`CertificationBounds` (None without noise), ``tol`` the solve's
     tolerance on the objective's gradient (``gradient_tol * G``), ``noise``
-    the plan's kind of noise and ``pure`` whether it is L2 Laplace noise.
+    the plan's kind of noise, ``pure`` whether it is L2 Laplace noise and
+    ``rng`` the generator of the releases.
     """
 
     def __init__(self, solver, arguments):
         a = self.arguments = SimpleNamespace(**arguments)
-        gradient_tol, self.n_steps = _check_options(solver, a.alpha, a.gradient_tol, a.max_iter)
+        gradient_tol, self.n_steps = _check_options(solver, a.alpha, arguments)
         self.solver = solver
         self.glm = _smooth_glm(a.loss, a.data.row_norm_bound, a.n_outputs, solver)
         self.plan = plan_of_call(solver, arguments)
         self.noise = self.plan.details["noise"]
         self.pure = self.noise != "gaussian"
-        self.bounds = None
-        if self.noise != "none":
-            if "certification" not in self.plan.details:
-                raise ValueError(
-                    f"{solver}: the plan holds no bounds of the certified solve; plan with the "
-                    "loss, the row bound and alpha."
-                )
-            self.bounds = self.plan.details["certification"]
+        self.bounds = self.plan.details.get("certification")  # (None without noise)
+        if self.noise != "none" and self.bounds is None:
+            raise ValueError(
+                f"{solver}: the plan holds no bounds of the certified solve; plan with the "
+                "loss, the row bound and alpha."
+            )
         self.tol = gradient_tol * self.glm.gradient_bound
+        self.rng = make_rng(a.random_state)
+
+    def release(self, value, sensitivity, scale, label):
+        """One release of ``value`` through the gateway: L2 Laplace noise if ``pure``, else Gaussian."""
+        common = dict(sensitivity=sensitivity, rng=self.rng, label=label)
+        if self.pure:
+            return _noise.l2_laplace(value, scale=scale, **common)
+        return _noise.gaussian(value, noise_std=scale, **common)
 
     def solve(self, regularization, public_gradient_bound, linear_term=None):
         """The certified minimiser (:func:`certified_minimize`), its last stage sized by ``bounds``.
@@ -414,8 +381,7 @@ class _CertifiedRun:
             newton_steps=self.n_steps,
             loss=repr(self.glm.loss),
         )
-        coef = np.asarray(coef, dtype=float)
-        return SolverResult(coef=coef, n_iter=1, plan=self.plan, info=info or {})
+        return SolverResult(np.asarray(coef, dtype=float), 1, self.plan, info or {})
 
 
 def output_perturbation(
@@ -513,14 +479,11 @@ def output_perturbation(
     # that is the same on neighbouring data sets.
     regularization = data.n_public * float(alpha)
     sensitivity = (glm.gradient_bound + 2.0 * run.tol) / regularization
-    epsilon_noise = plan.details.get("epsilon_noise")
-    scale = _scale(run.noise, sensitivity, epsilon_noise, plan.noise_multiplier)
-    public_gradient_bound = None if run.bounds is None else run.bounds.initial_gradient_bound
-    solution = run.solve(regularization, public_gradient_bound)
-    rng = make_rng(random_state)
-    coef = _release(solution, run.pure, sensitivity, scale, rng, "minimiser")
-    info = {}
+    scale = _scale(run.noise, sensitivity, plan.details.get("epsilon_noise"), plan.noise_multiplier)
+    solution = run.solve(regularization, getattr(run.bounds, "initial_gradient_bound", None))
+    coef = run.release(solution, sensitivity, scale, "minimiser")
     warning = output_noise_warning(loss, n_params, n_outputs, float(alpha), scale, run.pure)
+    info = {}
     add_warnings(info, warning)
     details = dict(sensitivity=sensitivity, noise_scale=scale, regularization=regularization)
     return run.result(coef, info, **details)
@@ -688,7 +651,6 @@ def objective_perturbation(
         public_gradient_bound = max(float(data.n_public), 1.0) * G + float(np.linalg.norm(b))
         return run.solve(regularization, public_gradient_bound, linear_term=b)
 
-    rng = make_rng(random_state)
     W = _noise.objective_perturbation(
         solve,
         shape=(data.n_columns, n_outputs),
@@ -696,11 +658,10 @@ def objective_perturbation(
         scale=b_scale,
         coupling=2.0 * COUPLING_SHARE * tol,
         sensitivity=G,
-        rng=rng,
+        rng=run.rng,
         label="perturbed minimiser",
     )
-    residual = "inexact-solve residual"
-    coef = _release(W, run.pure, residual_sensitivity, residual_scale, rng, residual)
+    coef = run.release(W, residual_sensitivity, residual_scale, "inexact-solve residual")
     return run.result(
         coef,
         regularization=regularization,

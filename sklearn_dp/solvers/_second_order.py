@@ -21,35 +21,12 @@ import scipy.linalg
 from dp_accounting import dp_event as dpe
 
 from .. import _noise, accounting
-from .._clipped_sums import (
-    curvature_bound,
-    newton_sums,
-    svec,
-    unsvec,
-)
+from .._clipped_sums import curvature_bound, newton_sums, svec, unsvec
 from .._data import row_sum
 from .._losses import loss_names
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
 from ._gradient_descent import gradient_bound
-from ._noisy_steps import plan_of_call, release, release_residual_squares
-
-__all__ = [
-    "dp_newton",
-    "plan_dp_newton",
-    "check_dp_newton",
-    "newton_multipliers",
-    "hessian_noise_norm",
-    "modified_eigendecomposition",
-    "DEFAULT_NEWTON_STEPS",
-    "DEFAULT_NEWTON_STEPS_NOISELESS",
-    "DEFAULT_HESSIAN_SHARE",
-    "DEFAULT_HESSIAN",
-    "MAX_HESSIAN_SIZE",
-    "AUTO_MAX_COLUMNS",
-    "AUTO_SSP_ENTRYWISE_MAX_FEATURES",
-    "second_order_fits",
-    "INFERENCE_SHARE",
-]
+from ._noisy_steps import plan_of_call, release, release_residual_squares, release_symmetric
 
 #: Default number of steps (each: one gradient release and, with
 #: ``hessian="exact"``, one Hessian release).  Measured in
@@ -72,10 +49,11 @@ DEFAULT_HESSIAN = "bound"
 DEFAULT_HESSIAN_SHARE = 0.25
 
 #: Share of the fit's precision that ``inference=True`` spends on its extra
-#: release, by loss: the Hessian sum of the binary log-loss (a matrix whose
-#: noise enters the intervals' sampling part), or the sum of squared
-#: residuals of the squared loss (one number); the gradient and curvature
-#: releases share the rest as ``hessian_share`` says.
+#: release, by loss (the keys are the losses whose intervals it supports):
+#: the Hessian sum of the binary log-loss (a matrix whose noise enters the
+#: intervals' sampling part), or the sum of squared residuals of the squared
+#: loss (one number); the gradient and curvature releases share the rest as
+#: ``hessian_share`` says.
 INFERENCE_SHARE = {"log_loss": 0.1, "squared": 0.02}
 
 #: Default number of steps with ``inference=True`` for the log-loss: the
@@ -84,8 +62,6 @@ INFERENCE_SHARE = {"log_loss": 0.1, "squared": 0.02}
 #: (benchmarks/bench_inference.py); ten leave a negligible one.
 INFERENCE_NEWTON_STEPS = 10
 
-#: Losses whose confidence intervals ``inference=True`` supports.
-_INFERENCE_LOSSES = ("log_loss", "squared")
 
 #: Relative floor that stays without noise (epsilon=inf), times the
 #: largest curvature ``curvature_bound * R^2``: keeps steps finite along
@@ -123,15 +99,13 @@ def second_order_fits(public, max_columns=AUTO_MAX_COLUMNS):
     ``public`` is the estimator's ``PublicSetting`` (n_features,
     fit_intercept): public inputs only, never the row count.
     """
-    if public is None:
-        return False
-    return public.n_features + int(public.fit_intercept) <= max_columns
+    return public is not None and public.n_features + int(public.fit_intercept) <= max_columns
 
 
 def _check_problem(loss_name, n_outputs, inference, hessian, n_columns, multi_output=False):
     """Refuse what dp_newton cannot fit (public inputs); the size of its curvature matrix."""
     # The options' types and ranges are the registry's (option_constraints).
-    if inference and (loss_name not in _INFERENCE_LOSSES or multi_output or int(n_outputs) != 1):
+    if inference and (loss_name not in INFERENCE_SHARE or multi_output or int(n_outputs) != 1):
         raise ValueError(
             "dp_newton's inference=True supports the squared loss and the binary log-loss "
             f"only; got loss={loss_name!r} with {n_outputs} output(s)."
@@ -139,11 +113,9 @@ def _check_problem(loss_name, n_outputs, inference, hessian, n_columns, multi_ou
     # Rows of the matrix dp_newton releases and decomposes.
     size = n_columns if hessian == "bound" else n_columns * int(n_outputs)
     if size > MAX_HESSIAN_SIZE:
-        what = (
-            "a Gram matrix of (features plus intercept)"
-            if hessian == "bound"
-            else "a Hessian of (features plus intercept) x classes"
-        )
+        what = "a Gram matrix of (features plus intercept)"
+        if hessian != "bound":
+            what = "a Hessian of (features plus intercept) x classes"
         raise ValueError(
             f"dp_newton releases {what} = {size} rows and columns; it supports at most "
             f"{MAX_HESSIAN_SIZE}. Use dp_gd for wider problems."
@@ -156,13 +128,6 @@ def check_dp_newton(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, o
     hessian = options.get("hessian", DEFAULT_HESSIAN)
     n_columns = public.n_features + int(public.fit_intercept)
     _check_problem(loss_name, n_outputs, options.get("inference"), hessian, n_columns)
-
-
-def _hessian_releases(n_steps, hessian, loss, hessian_steps=None):
-    """How many Hessian releases a fit makes: one for the bound or a constant Hessian."""
-    if hessian == "bound" or (loss is not None and loss.constant_curvature):
-        return 1
-    return int(n_steps) if hessian_steps is None else max(1, min(int(hessian_steps), n_steps))
 
 
 def newton_multipliers(epsilon, delta, n_steps, n_hessian, hessian_share, inference_share=0.0):
@@ -178,9 +143,7 @@ def newton_multipliers(epsilon, delta, n_steps, n_hessian, hessian_share, infere
     multiplier is ``sigma_total / sqrt(inference_share)``) and the others
     split what is left.
     """
-    total = accounting.gaussian_noise_multiplier(epsilon, delta, 1)
-    if total == 0.0:
-        return 0.0, 0.0, 0.0
+    total = accounting.gaussian_noise_multiplier(epsilon, delta, 1)  # 0 at epsilon=inf: no noise
     rest = 1.0 - inference_share
     sg = total * math.sqrt(n_steps / ((1.0 - hessian_share) * rest))
     sh = total * math.sqrt(n_hessian / (hessian_share * rest))
@@ -208,7 +171,10 @@ def plan_dp_newton(n_samples, n_params, epsilon, delta, call):
             max_iter = max(max_iter, INFERENCE_NEWTON_STEPS)
     n_steps = int(max_iter)
     share = DEFAULT_HESSIAN_SHARE if share is None else float(share)
-    n_hessian = _hessian_releases(n_steps, hessian, call.loss, call.hessian_steps)
+    # One curvature release for the bound or a constant Hessian, else one per step.
+    steps = n_steps if call.hessian_steps is None else max(1, min(int(call.hessian_steps), n_steps))
+    constant = hessian == "bound" or (call.loss is not None and call.loss.constant_curvature)
+    n_hessian = 1 if constant else steps
     details = dict(
         hessian=hessian, hessian_share=share, hessian_releases=n_hessian, inference=inference
     )
@@ -216,9 +182,7 @@ def plan_dp_newton(n_samples, n_params, epsilon, delta, call):
         details.update(hessian_multiplier=0.0, inference_multiplier=0.0)
         return PrivacyPlan(dpe.NonPrivateDpEvent(), 0.0, n_steps, details)
     inference_share = INFERENCE_SHARE["log_loss" if log_loss else "squared"] if inference else 0.0
-    sg, sh, total = newton_multipliers(
-        epsilon, delta, n_steps, n_hessian, share, inference_share=inference_share
-    )
+    sg, sh, total = newton_multipliers(epsilon, delta, n_steps, n_hessian, share, inference_share)
     si = total / math.sqrt(inference_share) if inference else math.inf
     details.update(hessian_multiplier=sh, total_multiplier=total, inference_multiplier=si)
     parts = [
@@ -227,8 +191,7 @@ def plan_dp_newton(n_samples, n_params, epsilon, delta, call):
     ]
     if inference:
         parts.append(dpe.GaussianDpEvent(si))
-    event = dpe.ComposedDpEvent(parts)
-    return PrivacyPlan(event, sg, n_steps, details)
+    return PrivacyPlan(dpe.ComposedDpEvent(parts), sg, n_steps, details)
 
 
 def hessian_noise_norm(noise_std, size):
@@ -258,11 +221,7 @@ def modified_eigendecomposition(H, floor, eigenvalue="clip", overwrite=False):
         lam, V = scipy.linalg.eigh(H.T, overwrite_a=True, check_finite=False, driver="evr")
     else:
         lam, V = np.linalg.eigh(H)
-    if eigenvalue == "clip":
-        lam = np.maximum(lam, floor)
-    else:
-        lam = np.maximum(lam, 0.0) + floor
-    return lam, V
+    return (np.maximum(lam, floor) if eigenvalue == "clip" else np.maximum(lam, 0.0) + floor), V
 
 
 def dp_newton(
@@ -510,11 +469,10 @@ def dp_newton(
         if curvature == "bound":  # the Gram matrix is drawn before the gradient
             eigen = release_curvature()
             progress.note("gram matrix released and decomposed")
-        g_noisy = release(g_sum, gradient_sensitivity, gradient_std, rng)
+        grad = release(g_sum, gradient_sensitivity, gradient_std, rng) / normalizer
         if curvature == "exact":  # the Hessian after it
             eigen = release_curvature()
             progress.note(f"step {t + 1}: hessian sum released and decomposed")
-        grad = g_noisy / normalizer
         grad[data.penalized] += alpha * V[data.penalized]
         if plan.details.get("inference"):
             released_steps.append((V[:, 0].copy(), grad[:, 0].copy()))
@@ -552,66 +510,48 @@ def dp_newton(
     )
     info = {}
     if plan.details.get("inference"):
-        info["inference"] = _inference_release(
-            data, loss, W, rng, plan, eigen, momenta, weight_bound, gradient_std, beta
+        lam, vectors = eigen
+        released = _inference_release(
+            data, loss, W, rng, plan, weight_bound, lambda part: sums(part, W, "exact")[1]
         )
-        info["inference"].update(
+        info["inference"] = dict(
+            released,
+            kind="newton",
+            loss=loss.name,
+            curvature_values=lam.copy(),
+            curvature_vectors=vectors.copy(),
+            momenta=tuple(momenta),
+            gradient_noise_std=gradient_std,
+            normalizer=normalizer,
+            floor=floor,
+            eigenvalue=eigenvalue,
             steps=released_steps,
             alpha=float(alpha),
             penalized=data.penalized.copy(),
             start=start,
             hessian_mode=hessian,
             curvature_bound=beta,
-            curvature_noise_std=hessian_std,
             row_norm_bound=float(data.row_norm_bound),
             intercept_scaling=float(data.intercept_scaling) if data.fit_intercept else None,
         )
     return SolverResult(coef=W, n_iter=plan.n_steps, plan=plan, info=info)
 
 
-def _inference_release(data, loss, W, rng, plan, eigen, momenta, weight_bound, gradient_std, beta):
-    """The extra release of ``inference=True`` at the final coefficients, and what the steps used.
+def _inference_release(data, loss, W, rng, plan, weight_bound, hessian_sum):
+    """The extra release of ``inference=True`` at the final (released) coefficients.
 
-    Returns the values the confidence intervals need: released values and
-    their post-processing (the modified curvature of the steps, their
-    momentum coefficients, the noise scales), never a private value.
+    The sum of clipped squared residuals (squared loss) or the Hessian sum
+    ``hessian_sum(part)`` (binary log-loss), with its noise scale: the
+    released values the confidence intervals need besides the steps' own.
     """
-    R2 = float(data.row_norm_bound) ** 2
-    std = plan.details["inference_multiplier"]
-    normalizer = float(data.normalizer)
-    lam, vectors = eigen
-    result = dict(
-        kind="newton",
-        loss=loss.name,
-        curvature_values=lam.copy(),
-        curvature_vectors=vectors.copy(),
-        momenta=tuple(momenta),
-        gradient_noise_std=gradient_std,
-        normalizer=normalizer,
-        n_columns=data.design.n_columns,
-        floor=float(plan.details["floor"]),
-        eigenvalue=plan.details["eigenvalue"],
-    )
+    multiplier = plan.details["inference_multiplier"]
     if loss.name == "squared":
         bound_r = 0.5 * float(loss.derivative_bound)
         sensitivity = weight_bound * bound_r**2
-        squares = release_residual_squares(
-            data, W[:, 0], bound_r, sensitivity, std * sensitivity, rng
-        )
-        result.update(residual_squares=squares, residual_noise_std=std * sensitivity)
-        return result
-    sensitivity = weight_bound * beta * R2
-
-    def hessian(part):
-        weight = getattr(part, "sample_weight", None)
-        _, H = newton_sums(
-            part.design, part.y, W, loss, None, part.row_norms, hessian=True, sample_weight=weight
-        )
-        return H
-
-    m = data.design.n_columns
-    released = release(
-        svec(row_sum(data, hessian)), sensitivity, std * sensitivity, rng, "hessian sum"
-    )
-    result.update(hessian=unsvec(released, m), hessian_noise_std=std * sensitivity)
-    return result
+        std = multiplier * sensitivity
+        squares = release_residual_squares(data, W[:, 0], bound_r, sensitivity, std, rng)
+        return dict(residual_squares=squares, residual_noise_std=std)
+    sensitivity = weight_bound * curvature_bound(loss) * float(data.row_norm_bound) ** 2
+    std = multiplier * sensitivity
+    hessian = release_symmetric(row_sum(data, hessian_sum), sensitivity, std, rng, "hessian sum")
+    return dict(hessian=hessian, hessian_noise_std=std)

@@ -26,21 +26,10 @@ from .._clipped_sums import smallest_eigenvalue, sufficient_statistics
 from .._data import row_sum
 from .._public_errors import public_error
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
+from ._declared_options import check_declared_options
+from ._gradient_descent import project_l2_ball
 from ._l1_geometry import project_l1_ball
 from ._noisy_steps import plan_of_call, release, release_residual_squares, release_symmetric
-
-__all__ = [
-    "dp_ssp",
-    "plan_dp_ssp",
-    "check_dp_ssp",
-    "ssp_multipliers",
-    "adaptive_ridge",
-    "repair_gram",
-    "solve_statistics",
-    "DEFAULT_SHARES",
-    "EIGENVALUE_CONFIDENCE",
-    "INFERENCE_SHARE",
-]
 
 #: Default shares of the precision ``1 / sigma^2`` for the Gram matrix,
 #: ``X^T y`` and the smallest eigenvalue (AdaSSP splits epsilon in thirds).
@@ -66,7 +55,9 @@ DEFAULT_MAX_SWEEPS = 1000
 DEFAULT_TOL = 1e-7
 
 
-def _check_options(loss_name, n_outputs, *, shares, ridge, label_bound):
+def _check_options(loss_name, n_outputs, options):
+    """Refuse what dp_ssp cannot fit; ``options`` maps option names to values (public inputs)."""
+    shares = options.get("shares")
     if loss_name != "squared" or n_outputs != 1:
         raise ValueError("dp_ssp fits the squared loss with one output only.")
     if shares is not None:
@@ -80,32 +71,22 @@ def _check_options(loss_name, n_outputs, *, shares, ridge, label_bound):
                 "shares must be three nonnegative floats (Gram matrix, X^T y, smallest "
                 f"eigenvalue), the first two > 0; got {shares!r}."
             )
-        if ridge == "adaptive" and values[2] <= 0:
+        if options.get("ridge", "adaptive") == "adaptive" and values[2] <= 0:
             raise ValueError("ridge='adaptive' needs a share > 0 for the smallest eigenvalue.")
-    # The labels' clip bounds a sensitivity: checked for direct callers too.
-    # The ranges of ridge and constraint are the registry's (option_constraints).
-    if not (
-        isinstance(label_bound, (int, float)) and math.isfinite(label_bound) and label_bound > 0
-    ):
-        raise ValueError(f"label_bound must be a finite float > 0, got {label_bound!r}.")
+    # The declared ranges (label_bound, ridge, constraint, ...), for direct
+    # callers too: the labels' clip bounds a sensitivity.
+    check_declared_options("dp_ssp", options)
 
 
 def check_dp_ssp(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
     """Public checks of dp_ssp's options (run before the reservation)."""
-    if options.get("inference") and (
-        (l1_ratio or 0) > 0 or options.get("radius") is not None or penalty not in (None, "l2")
-    ):
+    plain = not (l1_ratio or 0) > 0 and options.get("radius") is None and penalty in (None, "l2")
+    if options.get("inference") and not plain:
         raise ValueError(
             "dp_ssp's inference=True needs an L2 penalty or none and no radius (the "
             "intervals of an L1 penalty or a constraint are not normal)."
         )
-    _check_options(
-        loss_name,
-        n_outputs,
-        shares=options.get("shares"),
-        ridge=options.get("ridge", "adaptive"),
-        label_bound=options.get("label_bound", 1.0),
-    )
+    _check_options(loss_name, n_outputs, options)
 
 
 def ssp_multipliers(epsilon, delta, shares):
@@ -143,10 +124,8 @@ def plan_dp_ssp(n_samples, n_params, epsilon, delta, call):
     multipliers = ssp_multipliers(epsilon, delta, values)
     details["multipliers"] = multipliers[:3]
     details["inference_multiplier"] = multipliers[3] if inference else math.inf
-    event = dpe.ComposedDpEvent(
-        [dpe.GaussianDpEvent(float(s)) for s in multipliers if math.isfinite(s)]
-    )
-    return PrivacyPlan(event, multipliers[0], n_releases, details)
+    events = [dpe.GaussianDpEvent(float(s)) for s in multipliers if math.isfinite(s)]
+    return PrivacyPlan(dpe.ComposedDpEvent(events), multipliers[0], n_releases, details)
 
 
 def repair_gram(gram):
@@ -164,10 +143,6 @@ def adaptive_ridge(noise_std, size, min_eigenvalue):
     confidence bound on the smallest eigenvalue.
     """
     return max(0.0, RIDGE_SCALE * math.sqrt(2.0 * size) * noise_std - max(0.0, min_eigenvalue))
-
-
-def _soft(value, threshold):
-    return math.copysign(max(abs(value) - threshold, 0.0), value)
 
 
 def _coordinate_descent(Q, c, l1, l2, box, w, max_sweeps, tol):
@@ -189,7 +164,7 @@ def _coordinate_descent(Q, c, l1, l2, box, w, max_sweeps, tol):
             old = w[j]
             # Minimise over w_j with the others fixed.
             rest = grad[j] - Q[j, j] * old
-            new = _soft(-rest, l1[j]) / diag[j]
+            new = math.copysign(max(abs(rest) - l1[j], 0.0), -rest) / diag[j]  # soft threshold
             if box[j] < math.inf:
                 new = min(max(new, -box[j]), box[j])
             if new != old:
@@ -205,8 +180,7 @@ def _coordinate_descent(Q, c, l1, l2, box, w, max_sweeps, tol):
 def _projected_gradient(Q, c, l1, l2, box, ball, constraint, radius, w, max_steps, tol):
     """Accelerated proximal gradient (FISTA) with the projection onto the ball and the box."""
     lipschitz = float(np.linalg.eigvalsh(Q)[-1]) + float(np.max(l2, initial=0.0))
-    lipschitz = max(lipschitz, 1e-300)
-    step = 1.0 / lipschitz
+    step = 1.0 / max(lipschitz, 1e-300)
 
     def prox(v):
         v = np.sign(v) * np.maximum(np.abs(v) - step * l1, 0.0)
@@ -214,9 +188,7 @@ def _projected_gradient(Q, c, l1, l2, box, ball, constraint, radius, w, max_step
         if constraint == "l1":
             v[ball] = project_l1_ball(v[ball], radius)
         elif constraint == "l2":
-            norm = np.linalg.norm(v[ball])
-            if norm > radius:
-                v[ball] *= radius / norm
+            v[ball] = project_l2_ball(v[ball], radius)
         return np.clip(v, -box, box)
 
     w = prox(w)
@@ -286,10 +258,8 @@ def solve_statistics(
     w = np.zeros(m) if coef_init is None else np.array(coef_init, dtype=float)
     w, iterations = _coordinate_descent(Q, c, l1, l2, box, w, max_iter, tol)
     if has_ball:
-        inside = (
-            np.sum(np.abs(w[ball])) if constraint == "l1" else np.linalg.norm(w[ball])
-        ) <= radius * (1 + 1e-12)
-        if not inside:
+        norm = np.sum(np.abs(w[ball])) if constraint == "l1" else np.linalg.norm(w[ball])
+        if not norm <= radius * (1 + 1e-12):  # outside the ball (or not finite)
             w, iterations = _projected_gradient(
                 Q, c, l1, l2, box, ball, constraint, float(radius), w, 20 * max_iter, tol
             )
@@ -411,7 +381,7 @@ def dp_ssp(
     coefficients, adds ``B^2`` to the sensitivities (times ``max_weight``)
     and composes with the others into the same one Gaussian mechanism.
     """
-    _check_options(loss.name, n_outputs, shares=shares, ridge=ridge, label_bound=label_bound)
+    _check_options(loss.name, n_outputs, locals())
     m = data.design.n_columns
     plan = plan_of_call("dp_ssp", locals())
     sigma_gram, sigma_xty, sigma_eig = plan.details["multipliers"]
@@ -422,12 +392,11 @@ def dp_ssp(
     rng = make_rng(random_state)
     progress = Progress("dp_ssp", 1, verbose)
 
-    gram, xty = row_sum(
-        data,
-        lambda part: sufficient_statistics(
-            part.design, part.y, label_bound, getattr(part, "sample_weight", None)
-        ),
-    )
+    def statistics_of(part):  # one pass over the rows (of each chunk: row_sum)
+        weight = getattr(part, "sample_weight", None)
+        return sufficient_statistics(part.design, part.y, label_bound, weight)
+
+    gram, xty = row_sum(data, statistics_of)
     progress.note(f"pass over the rows done ({m} x {m} gram matrix and X^T y)")
     gram_std = sigma_gram * R2
     noisy_gram = release_symmetric(gram, R2, gram_std, rng, "gram matrix")
@@ -445,24 +414,20 @@ def dp_ssp(
     progress.note("sufficient statistics released")
     repaired = repair_gram(noisy_gram)
     normalizer = float(data.normalizer)
+    # What solve_statistics needs to solve again (DPLasso.path): released values only.
     statistics = dict(
         gram=repaired,
         xty=noisy_xty,
         ridge=ridge_value,
         normalizer=normalizer,
         penalized=data.penalized.copy(),
-        min_eigenvalue_lower=lower,
     )
     if not np.all(np.isfinite(repaired)) or not np.all(np.isfinite(noisy_xty)):
         raise public_error(ValueError("dp_ssp: the released statistics are not finite."))
     w, iterations = solve_statistics(
-        repaired,
-        noisy_xty,
-        normalizer=normalizer,
-        ridge=ridge_value,
+        **statistics,
         alpha=alpha,
         l1_ratio=l1_ratio,
-        penalized=data.penalized,
         constraint=constraint,
         radius=radius,
         intercept_bound=intercept_bound,
@@ -475,24 +440,18 @@ def dp_ssp(
     plan.details.update(
         noise, ridge=ridge_value, gram_sensitivity=R2, xty_sensitivity=xty_sensitivity
     )
-    info = dict(statistics=statistics)
+    info = dict(statistics=dict(statistics, min_eigenvalue_lower=lower))
     if plan.details.get("inference"):
         # The residual scale at the released coefficients (public once released).
         sensitivity = weight_bound * float(label_bound) ** 2
-        residual_std = plan.details["inference_multiplier"] * weight_bound * float(label_bound) ** 2
-        squares = release_residual_squares(
-            data, w, label_bound, sensitivity, residual_std, rng, label_bound
-        )
+        std = plan.details["inference_multiplier"] * weight_bound * float(label_bound) ** 2
+        squares = release_residual_squares(data, w, label_bound, sensitivity, std, rng, label_bound)
         info["inference"] = dict(
+            statistics,
             kind="ssp",
-            gram=repaired,
-            ridge=ridge_value,
-            normalizer=normalizer,
             alpha=float(alpha),
-            penalized=data.penalized.copy(),
             **noise,
             residual_squares=squares,
-            residual_noise_std=residual_std,
-            n_columns=m,
+            residual_noise_std=std,
         )
     return SolverResult(coef=w[:, None], n_iter=max(1, int(iterations)), plan=plan, info=info)
