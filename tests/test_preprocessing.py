@@ -196,6 +196,24 @@ def test_standard_scaler_sparse_without_centring():
     np.testing.assert_allclose(out.toarray(), dense.transform(X.toarray()))
 
 
+def test_standard_scaler_count_and_mean_post_processing():
+    from sklearn_dp.preprocessing._scalers import combined_count, shrunk_mean
+
+    # Inverse-variance average of a Laplace count (variance 2 b^2) and the
+    # sums' constant column (variance s^2); an exact count wins; at least 1.
+    assert combined_count(100.0, 10.0, 130.0, 20.0) == pytest.approx(
+        (100 / 200 + 130 / 400) / (1 / 200 + 1 / 400)
+    )
+    assert combined_count(None, 0.0, 130.0, 20.0) == 130.0
+    assert combined_count(100.0, 0.0, 130.0, 0.0) == 100.0
+    assert combined_count(None, 0.0, -5.0, 20.0) == 1.0
+    # Shrinkage to the range's centre: the posterior mean under a normal
+    # prior of spread 0.3 (in units of the bound) around it.
+    assert shrunk_mean(0.5, 0.0) == 0.5
+    assert shrunk_mean(0.5, 0.3) == pytest.approx(0.25)
+    np.testing.assert_allclose(shrunk_mean(np.array([0.2, -0.4]), 0.6), [0.04, -0.08])
+
+
 def _exponential_probabilities(utilities, epsilon):
     weights = np.exp(epsilon * (utilities - utilities.max()))
     return weights / weights.sum()
