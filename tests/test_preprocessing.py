@@ -301,14 +301,24 @@ def test_minmax_scaler_releases_and_range():
         + [f"feature {j} half-width" for j in range(d)]
     )
     sums = trace.releases[1 + d]
-    assert sums.mechanism == "gaussian" and sums.sensitivity == pytest.approx(math.sqrt(d))
+    # The sums and the row count (a constant column): sensitivity sqrt(d + 1).
+    assert sums.mechanism == "gaussian" and sums.sensitivity == pytest.approx(math.sqrt(d + 1))
+    assert sums.scale == pytest.approx(
+        scaler.dp_event_.events[-1].noise_multiplier * math.sqrt(d + 1)
+    )
     bounds = np.array([GRID[r.used] for r in trace.releases[1 : 1 + d]])
-    np.testing.assert_allclose(sums.value, np.clip(X / bounds, -1, 1).sum(axis=0), rtol=1e-12)
-    centers = bounds * np.clip(sums.used / trace.releases[0].used, -1, 1)
+    expected = np.append(np.clip(X / bounds, -1, 1).sum(axis=0), n)
+    np.testing.assert_allclose(sums.value, expected, rtol=1e-12)
+    # The count: the Laplace count (scale 1 / (0.05 epsilon)) and the
+    # constant column, averaged by inverse variance.
+    laplace_var, column_var = 2 * 20.0**2, sums.scale**2
+    w = (1 / laplace_var) / (1 / laplace_var + 1 / column_var)
+    n_hat = w * trace.releases[0].used + (1 - w) * sums.used[d]
+    centers = bounds * np.clip(sums.used[:d] / n_hat, -1, 1)
     for j in range(d):
         r = trace.releases[2 + d + j]
-        np.testing.assert_array_equal(
-            r.value, upper_bound_utilities(np.abs(X[:, j] - centers[j]), trace.releases[0].used)
+        np.testing.assert_allclose(
+            r.value, upper_bound_utilities(np.abs(X[:, j] - centers[j]), n_hat), rtol=1e-12
         )
     assert epsilon_of_event(scaler.dp_event_, 1e-5) <= 1.0 * (1 + 1e-9)
     # A robust range: most of the data inside, not far wider than the data.

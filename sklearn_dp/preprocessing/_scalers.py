@@ -541,10 +541,15 @@ class DPMinMaxScaler(_DPTransformer):
     -------
     epsilon-DP (and, with zCDP composition over many features,
     (epsilon, delta)-DP) with respect to adding or removing one row.
-    Releases the row count (Laplace, 5% of epsilon), then for each feature
-    a DP median ``c_j`` and a DP bound ``h_j`` on ``|X[i, j] - c_j|``
-    (exponential mechanisms over public grids, see :mod:`sklearn_dp._bounds`);
-    the range is ``[c_j - h_j, c_j + h_j]``.  ``transform`` costs nothing.
+    Releases the row count (Laplace, 5% of epsilon); for each feature a
+    DP bound ``B_j`` of ``|X[i, j]|`` (exponential mechanism, 35% of
+    epsilon together); the sums of ``clip(X[i, j] / B_j, -1, 1)`` over the
+    rows and the number of rows (a constant column), as one Gaussian
+    mechanism of L2 sensitivity ``sqrt(d + 1)`` (Laplace of L1 sensitivity
+    ``d + 1`` when ``delta=0``), which give a centre ``c_j`` (the released
+    sum over the inverse-variance average of the two released counts); and
+    for each feature a DP bound ``h_j`` of ``|X[i, j] - c_j|`` (40%; see
+    :mod:`sklearn_dp._bounds`).  The range is ``[c_j - h_j, c_j + h_j]``.  ``transform`` costs nothing.
     The range is a robust one, not the exact minimum and maximum: it
     excludes a sparse tail of extreme values (which are then clipped).
     With ``fit(X, groups=g)`` the unit is one group instead: (epsilon,
@@ -661,15 +666,17 @@ class DPMinMaxScaler(_DPTransformer):
         epsilon_count = plan.shares["count"]
         bound_each, width_each = plan.shares["bound"], plan.shares["half-width"]
         multiplier = plan.context["multiplier"]
-        # One row moves the d sums of u (each in [-1, 1]) by sqrt(d) in L2, d in L1.
-        sensitivity_l2, sensitivity_l1 = math.sqrt(d), float(d)
+        # One row moves the d sums of u (each in [-1, 1]) and the row count (a
+        # constant column) by sqrt(d + 1) in L2, d + 1 in L1.
+        sensitivity_l2, sensitivity_l1 = math.sqrt(d + 1.0), d + 1.0
 
         def release(X, rng):
             count = release_count(X.shape[0], epsilon_count, rng)
             bounds, bound_events = _release_feature_bounds(X, bound_each, count.estimate, rng)
-            sums = np.zeros(d)
+            sums = np.zeros(d + 1)
             for j, column in feature_columns(X):
                 sums[j] = np.sum(np.clip(column / bounds[j], -1.0, 1.0))
+            sums[d] = X.shape[0]
             noisy = _noisy_sums(
                 sums,
                 sensitivity_l2=sensitivity_l2,
@@ -679,9 +686,14 @@ class DPMinMaxScaler(_DPTransformer):
                 rng=rng,
                 label="feature sums",
             )
-            centers = bounds * np.clip(noisy / count.estimate, -1.0, 1.0)
+            # The row count: the Laplace count averaged with the sums' constant
+            # column (post-processing of both).
+            noise_std = multiplier * (sensitivity_l1 * math.sqrt(2.0) if pure else sensitivity_l2)
+            rows = _noise.released_rows()
+            n = combined_count(count.estimate, rows / epsilon_count, noisy[d], noise_std * rows)
+            centers = bounds * np.clip(noisy[:d] / n, -1.0, 1.0)
             widths, width_events = _release_feature_bounds(
-                X, width_each, count.estimate, rng, what="half-width", centers=centers
+                X, width_each, n, rng, what="half-width", centers=centers
             )
             self._set_range(centers - widths, centers + widths)
             if not private:
