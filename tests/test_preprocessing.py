@@ -682,3 +682,24 @@ def test_scalers_plan_from_public_inputs_and_fit_reserves_that_plan(scaler):
         assert reserved == [] and plan.event == fitted.dp_event_
     else:
         assert reserved == [plan.event]
+
+
+@pytest.mark.slow
+def test_standard_scaler_with_given_bounds_audit_stays_below_the_claim():
+    # The count is a coordinate of the sums: adding the canary moves every
+    # released value, the count included; the audit must not see more than
+    # the claimed epsilon.
+    from sklearn_dp.testing import audit_mechanism
+
+    epsilon, delta = 2.0, 1e-5
+    base = np.zeros((20, 2))
+    canary = np.vstack([base, [[1.0, 1.0]]])
+
+    def run(with_canary, seed):
+        scaler = DPStandardScaler(
+            epsilon=epsilon, delta=delta, bounds=(-1.0, 1.0), random_state=seed
+        ).fit(canary if with_canary else base)
+        return float(np.sum(scaler.mean_))
+
+    result = audit_mechanism(run, claimed_epsilon=epsilon, delta=delta, n_runs=1000)
+    assert result.epsilon_lower_bound <= epsilon
