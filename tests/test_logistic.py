@@ -183,7 +183,7 @@ def test_label_set_released_privately():
 
 
 @pytest.mark.parametrize(
-    "epsilon, expected", [(2.0, 0.4), (1.0, 0.2), (0.5, 0.1), (0.35, 0.1), (0.2, 0.08)]
+    "epsilon, expected", [(2.0, 0.4), (1.0, 0.2), (0.5, 0.14), (0.35, 0.14), (0.2, 0.08)]
 )
 def test_label_set_epsilon_has_a_floor_within_a_cap(epsilon, expected):
     assert label_epsilon(epsilon) == pytest.approx(expected)
@@ -203,6 +203,23 @@ def test_label_set_keeps_a_class_of_150_rows_at_small_epsilon():
     for seed in range(5):
         model = DPLogisticRegression(epsilon=0.35, random_state=seed).fit(X, y)
         assert model.classes_.tolist() == [0, 1]
+
+
+def test_label_set_keeps_a_minority_of_15_percent_of_650_rows_at_epsilon_half():
+    # A threshold of 116 rows (label epsilon 0.1) dropped the minority class
+    # of such a table in 38 of 40 seeds and the fit raised; at 0.14 the
+    # threshold is 83 rows.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(650, 3)) / 4
+    y = np.repeat([0, 1], [552, 98])
+    kept = 0
+    for seed in range(10):
+        try:
+            model = DPLogisticRegression(epsilon=0.5, random_state=seed).fit(X, y)
+        except ValueError:
+            continue
+        kept += model.classes_.tolist() == [0, 1]
+    assert kept >= 8
 
 
 def test_label_release_threshold_and_noise_scale():

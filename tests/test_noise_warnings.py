@@ -413,7 +413,9 @@ def test_a_released_label_set_that_may_miss_classes_warns_and_public_classes_do_
     X, y = X[:1350], y[:1350]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        DPLogisticRegression(epsilon=0.5, max_iter=5, random_state=0).fit(X, y)
+        # At epsilon 0.2 the label set gets 0.08: classes of about 135 rows
+        # sit near its threshold (at 0.5 they no longer do).
+        DPLogisticRegression(epsilon=0.2, max_iter=5, random_state=0).fit(X, y)
     assert any("left out" in str(w.message) for w in caught)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -118,10 +118,11 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
         The public set of labels.  With ``classes`` given (recommended), labels
         outside it raise an error before anything is spent, and classes
         absent from ``y`` are still part of the model.  If None, the label set
-        is released privately: 20% of epsilon and half of delta buy a
-        thresholded noisy histogram of the labels present (labels held by
-        few rows, about ``1 + log(1 / delta) / (0.2 epsilon)`` or fewer, are
-        likely left out, and their rows with them); it needs ``delta > 0``.
+        is released privately: 20% of epsilon (at least 0.14, at most 40%)
+        and half of delta buy a thresholded noisy histogram of the labels
+        present (labels held by few rows, about ``1 + log(1 / delta) /
+        epsilon_labels`` or fewer, are likely left out, and their rows with
+        them); it needs ``delta > 0``.
     class_weight : dict or None, default=None
         Public weights of the classes, ``{label: weight}`` (labels not in
         the dict weigh 1), as in scikit-learn: each row's weight is its
@@ -261,8 +262,9 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
     epsilon; ``PureEpsilonDpEvent`` in ``dp_event_``), after the row count
     and before the solver, which uses it as a public value; it is composed
     with the count and the solver numerically.  Without ``classes`` the label set is
-    released by a thresholded noisy histogram (20% of epsilon, half of
-    delta; an ``ApproximateDpEvent`` in ``dp_event_``), and labels held by
+    released by a thresholded noisy histogram (20% of epsilon, at least
+    0.14 and at most 40%, and half of delta; an ``ApproximateDpEvent`` in
+    ``dp_event_``), and labels held by
     few rows are left out with their rows.
     The number of rows is protected: 5% of epsilon buys a Laplace count of
     the rows, which stands in for n wherever n would be used (averaging,

@@ -639,8 +639,8 @@ _SHARED_DOC = """
     ranks runs exactly as the mean does, because every run is scored on the
     same validation rows.
 
-    The guarantee is split by basic composition: 20% of epsilon and half of
-    delta for the label set (``classes=None`` only), 5% of epsilon for the
+    The guarantee is split by basic composition: 20% of epsilon (at least
+    0.14, at most 40%) and half of delta for the label set (``classes=None`` only), 5% of epsilon for the
     validation row count, then ``refit_fraction`` of the rest for the refit
     and the remainder for the runs.  The per-run epsilon is the largest for
     which ``ComposedDpEvent([Laplace(count), RepeatAndSelect(run,
