@@ -197,7 +197,7 @@ def report(datasets, outcomes, seeds, options, wall, command, epsilon=EPSILON):
         "average, a geometric number, 30% of the rows drawn for validation), plus one run of the "
         "default candidate (`C=1, max_iter=5`: what the estimator fits as given). The best run "
         "replaces the default only if its noisy score beats the default's by more than the best "
-        "of as many runs of equal candidates would with probability 5% (`prefer_default=True`). "
+        "of as many runs of equal candidates would with probability 1% (`prefer_default=True`). "
         f"The whole search is ({epsilon:g}, {DELTA:g})-DP.",
         "- **search, refit 50%**: the same with `refit_fraction=0.5` (the default is 0.9).",
         f"- **search, no refit**: the same with `refit=False` (all of epsilon {epsilon:g} on the "

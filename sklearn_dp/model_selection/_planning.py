@@ -52,7 +52,7 @@ VALIDATION_COUNT_SELECTION_FRACTION = 0.2
 
 #: With the default candidate in the grid, the chance that the selection
 #: replaces it when every candidate scores what it scores (a false switch).
-DEFAULT_EVIDENCE_LEVEL = 0.05
+DEFAULT_EVIDENCE_LEVEL = 0.01
 
 #: Parameters of the candidates that the search sets itself.
 RESERVED_PARAMETERS = ("epsilon", "delta", "budget", "random_state", "verbose")

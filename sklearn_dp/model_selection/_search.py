@@ -572,7 +572,7 @@ _SHARED_DOC = """
         as ``max_iter`` at the solver's default number of steps), run it
         once more and select the best run only if its noisy score beats the
         default's by more than the best of ``K`` runs of equal candidates
-        would with probability 5%; else select the default candidate.  The
+        would with probability 1%; else select the default candidate.  The
         extra run is part of the selection's event.  False: the best run,
         whatever its margin.
     random_state : None or int, default=None
@@ -672,7 +672,7 @@ _SHARED_DOC = """
     own run, with ``prefer_default``) meets the selection's share under
     dp_accounting's RDP accountant.  The default candidate's run is kept
     unless the best run's noisy score sum exceeds its own by more than
-    ``t`` times the score's noise, where ``t`` is the 95% quantile of
+    ``t`` times the score's noise, where ``t`` is the 99% quantile of
     ``max(Z_1, ..., Z_K) - Z_0`` for independent draws ``Z`` of the noise
     and ``K`` drawn as the runs are: a public margin, compared with released
     scores.  One run is accounted as the candidate
