@@ -60,8 +60,8 @@ EPSILON, DELTA = 2.0, 1e-5
 # One private search on one budget
 # --------------------------------
 # The budget holds exactly the search's guarantee.  The search reserves two
-# entries before it reads any row: the selection (20% of the guarantee) and
-# the refit (80%).  A private search needs a budget with basic composition
+# entries before it reads any row: the selection (10% of the guarantee) and
+# the refit (90%).  A private search needs a budget with basic composition
 # (its selection has a Renyi-DP curve, not a zCDP bound; zCDP is the default
 # rule for budgets with delta > 0).
 X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2, random_state=0, stratify=y)
@@ -92,9 +92,9 @@ print(
 
 # %%
 # The noisy validation accuracy is the best of about ten noisy scores of
-# runs trained at a small epsilon (the runs share 19% of the budget): it is
+# runs trained at a small epsilon (the runs share 8% of the budget): it is
 # optimistic and coarse, and it is clipped to 1.  The selection only has to
-# tell good candidates from bad ones; the refit (76% of the budget) is the
+# tell good candidates from bad ones; the refit (90% of the budget) is the
 # model you keep.
 #
 # Anyone can recompute the selection's guarantee: its event is
@@ -213,8 +213,10 @@ fig.tight_layout()
 # makes every fit so noisy that its refit is much worse, and its selection
 # is still a leak.  But tuning is not free: on this data the default
 # estimator with the whole budget is as good as the tuned refit, because the
-# grid's candidates are close and the refit gets 80% of the budget.  Tune when
-# the grid holds candidates that really differ; see
+# grid's candidates are close and the refit gets 90% of the budget.  Tune when
+# the grid holds candidates that really differ, and put the estimator's own
+# settings in the grid: the search then keeps them unless a candidate is
+# clearly better (``prefer_default``); see
 # ``benchmarks/results/search.md`` for four data sets.
 print(f"example ran in {time.perf_counter() - start:.1f} s")
 if matplotlib.get_backend().lower() != "agg":  # an interactive session: show the window

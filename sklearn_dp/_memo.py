@@ -8,14 +8,34 @@ candidates run, which the selection keeps secret: anyone in the process
 could read them after the search.  :func:`memoize` keeps only the entries:
 a hit changes nothing, so what the cache holds is a function of the keys
 ever computed (here: public plans), never of how often they were used.
+
+Some keys are not public: inside a search's runs, a noise scale can depend
+on a run's own released value (a released row bound sets the sensitivity of
+the next release), and those values, like the number of runs, stay secret.
+Within :func:`frozen` a cache only reads: a miss is computed and not kept.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import threading
 
-__all__ = ["memoize"]
+__all__ = ["memoize", "frozen"]
+
+_FROZEN = contextvars.ContextVar("sklearn_dp_memo_frozen", default=False)
+
+
+@contextlib.contextmanager
+def frozen():
+    """Within this block no cache of :func:`memoize` gains an entry (hits still read)."""
+    token = _FROZEN.set(True)
+    try:
+        yield
+    finally:
+        _FROZEN.reset(token)
+
 
 # Separates positional from keyword arguments in a key (as functools does).
 _KEYWORDS = object()
@@ -49,6 +69,8 @@ def memoize(maxsize):
             except KeyError:
                 pass
             value = function(*args, **kwargs)
+            if _FROZEN.get():
+                return value
             with lock:
                 if key not in entries:
                     if len(entries) >= maxsize:

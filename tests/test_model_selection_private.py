@@ -111,9 +111,9 @@ def test_selection_event_rebuilt_from_its_parts_and_recomputed():
     X, y = _data()
     search = _search().fit(X, y)
     eps_sel, delta_sel = search.selection_privacy_spent_
-    # 5% of epsilon for the validation count; the refit takes half of the
-    # rest, the runs the other half: the selection is the count and the runs.
-    assert (eps_sel, delta_sel) == pytest.approx((0.1 + 0.95, 5e-6))
+    # The refit takes half; the selection's half holds the validation count
+    # (5% of epsilon) and the runs.
+    assert (eps_sel, delta_sel) == pytest.approx((0.1 + 0.9, 5e-6))
     # The candidates' own fit events at the per-run fit epsilon (one fit on
     # the real data: the event is planned from public inputs only).
     fit_epsilon = search.run_epsilon_
@@ -141,10 +141,12 @@ def test_selection_event_rebuilt_from_its_parts_and_recomputed():
     assert run.events[0] == count
     folded = run.events[1].noise_multiplier
     assert folded == pytest.approx(steps.event.noise_multiplier / math.sqrt(steps.count), rel=1e-12)
+    # The grid holds the estimator's own C: its run follows the selection's.
     expected = dpe.ComposedDpEvent(
         [
             dpe.LaplaceDpEvent(1.0 / (planning_module.VALIDATION_COUNT_FRACTION * 2.0)),
             dpe.RepeatAndSelectDpEvent(run, 10.0, 1.0),
+            run,
         ]
     )
     # ... because the score's Gaussian noise has that multiplier (see
@@ -161,8 +163,8 @@ def test_selection_event_rebuilt_from_its_parts_and_recomputed():
     assert recomputed >= eps_sel * (1 - 5e-3)
     # The whole search: selection plus refit by basic composition.
     refit = search.best_estimator_
-    assert refit.privacy_spent_ == pytest.approx((0.95, 5e-6))
-    assert epsilon_of_event(refit.dp_event_, 5e-6) <= 0.95 * (1 + 1e-9)
+    assert refit.privacy_spent_ == pytest.approx((1.0, 5e-6))
+    assert epsilon_of_event(refit.dp_event_, 5e-6) <= 1.0 * (1 + 1e-9)
     assert search.privacy_spent_ == (2.0, 1e-5)
     assert search.dp_event_ == dpe.ComposedDpEvent([search.selection_dp_event_, refit.dp_event_])
 
@@ -423,17 +425,18 @@ def test_label_set_released_once_by_the_search():
     search = _search(estimator=DPLogisticRegression(max_iter=20)).fit(X, y)
     np.testing.assert_array_equal(search.classes_, ["neg", "pos"])
     assert list(search.best_estimator_.classes) == ["neg", "pos"]
-    # 20% of epsilon and half of delta for the labels, 5% of epsilon for the
-    # validation count; the refit takes half of the rest, the runs the other half.
+    # 20% of epsilon and half of delta for the labels; the refit takes half of
+    # the rest, the validation count (5% of the rest) and the runs the other half.
     label, rest = search.selection_dp_event_.events
     assert label == ApproximateDpEvent(0.4, 5e-6, "label set")
-    assert search.selection_privacy_spent_ == pytest.approx((0.4 + 0.1 + 0.75, 5e-6 + 2.5e-6))
-    assert search.best_estimator_.privacy_spent_ == pytest.approx((0.75, 2.5e-6))
+    assert search.selection_privacy_spent_ == pytest.approx((0.4 + 0.8, 5e-6 + 2.5e-6))
+    assert rest.events[0].noise_multiplier == pytest.approx(1.0 / 0.08)
+    assert search.best_estimator_.privacy_spent_ == pytest.approx((0.8, 2.5e-6))
     assert search.privacy_spent_ == pytest.approx((2.0, 1e-5))
-    # The count and the runs meet what the label release leaves, under RDP ...
-    assert 0.85 * (1 - 5e-3) <= _rdp_epsilon_by_hand(rest, 2.5e-6) <= 0.85
+    # The count and the runs meet their part of what the label release leaves, under RDP ...
+    assert 0.8 * (1 - 5e-3) <= _rdp_epsilon_by_hand(rest, 2.5e-6) <= 0.8
     # ... and the whole selection by basic composition with the label release.
-    assert epsilon_of_event(search.selection_dp_event_, 7.5e-6) <= 1.25 * (1 + 1e-9)
+    assert epsilon_of_event(search.selection_dp_event_, 7.5e-6) <= 1.2 * (1 + 1e-9)
     # One label release in the whole search: the runs and the refit get it as public.
     with trace_releases() as trace:
         _search(estimator=DPLogisticRegression(max_iter=20)).fit(X, y)
@@ -651,7 +654,8 @@ def test_number_of_runs_is_not_readable_from_the_caches(monkeypatch, solver):
         search = DPGridSearchCV(estimator, grid, epsilon=2.0, refit=False, random_state=0)
         with trace_releases() as trace:
             search.fit(X, y)
-        assert sum(r.label == "validation score" for r in trace.releases) == n_runs
+        # The runs and the default candidate's own run (C=1 is in the grid).
+        assert sum(r.label == "validation score" for r in trace.releases) == n_runs + 1
         states.append({name: _cache_state(function) for name, function in caches.items()})
     assert states[0] == states[1] == states[2]
 
@@ -861,6 +865,37 @@ def test_substitution_over_a_regression_search():
 # --------------------------------------------------------------------------
 
 
+def test_runs_leave_no_cache_entry_of_their_own(monkeypatch):
+    """A key computed inside the runs (it can hold a run's released value) is not kept."""
+    from sklearn_dp import _memo
+
+    calls = []
+
+    @_memo.memoize(maxsize=8)
+    def calibrate(value):
+        calls.append(value)
+        return 2 * value
+
+    assert calibrate(1) == 2  # a public key, computed outside the runs: kept
+    with _memo.frozen():
+        assert calibrate(1) == 2 and calibrate(3) == 6 and calibrate(3) == 6
+    assert calls == [1, 3, 3]  # the hit read; the miss computed, not kept
+    assert calibrate(3) == 6 and calls == [1, 3, 3, 3]
+    # The search's runs run frozen: a search of 6 runs whose auto bounds set the
+    # scales of later releases leaves the caches as one of 1 run does.
+    X, y = _data()
+    frozen_calls = []
+    original = runs_module.frozen
+
+    def spy():
+        frozen_calls.append(1)
+        return original()
+
+    monkeypatch.setattr(runs_module, "frozen", spy)
+    _search(refit=False).fit(X, y)
+    assert frozen_calls == [1]
+
+
 def test_searched_pipeline_event_and_ledger_are_exact():
     """One entry for the selection, one for the refit; both events rebuilt from the steps' plans."""
     X, y = _data()
@@ -875,7 +910,7 @@ def test_searched_pipeline_event_and_ledger_are_exact():
         ("DPGridSearchCV.refit", "completed"),
     ]
     # The search's shares are those of a bare estimator's search.
-    assert search.selection_privacy_spent_ == pytest.approx((0.1 + 0.95, 5e-6))
+    assert search.selection_privacy_spent_ == pytest.approx((0.1 + 0.9, 5e-6))
     assert (ledger[0].epsilon, ledger[0].delta) == search.selection_privacy_spent_
     assert ledger[0].event == search.selection_dp_event_
 
@@ -903,21 +938,23 @@ def test_searched_pipeline_event_and_ledger_are_exact():
         events.append(dpe.ComposedDpEvent([scaler_event, model._fit_plan(X, y).event]))
     run, mechanism, multiplier = run_event(events, score_epsilon=1.0)
     assert mechanism == "gaussian"
-    assert search.selection_dp_event_ == selection_event(run, 1.0 / (0.05 * 2.0), 10.0, 1.0)
+    assert search.selection_dp_event_ == selection_event(
+        run, 1.0 / (0.05 * 2.0), 10.0, 1.0, default_run=True
+    )
     recomputed = _rdp_epsilon_by_hand(search.selection_dp_event_, 5e-6)
     assert search.selection_privacy_spent_[0] * (1 - 5e-3) <= recomputed
     assert recomputed <= search.selection_privacy_spent_[0]
     # The refit: its share divided in the same proportions, its steps' events composed.
     refit = search.best_estimator_
     scaler, model = refit.named_steps["dpstandardscaler"], refit.named_steps["dplogisticregression"]
-    (scaler_epsilon, scaler_delta), (model_epsilon, model_delta) = shares(0.95, 5e-6)
+    (scaler_epsilon, scaler_delta), (model_epsilon, model_delta) = shares(1.0, 5e-6)
     assert scaler.privacy_spent_ == (scaler_epsilon, scaler_delta)
     assert model.privacy_spent_ == (model_epsilon, model_delta)
-    assert (ledger[1].epsilon, ledger[1].delta) == pytest.approx((0.95, 5e-6))
+    assert (ledger[1].epsilon, ledger[1].delta) == pytest.approx((1.0, 5e-6))
     assert ledger[1].event == dpe.ComposedDpEvent([scaler.dp_event_, model.dp_event_])
     assert search.dp_event_ == dpe.ComposedDpEvent([ledger[0].event, ledger[1].event])
     # privacy_spent vouches for the released pipeline (the refit's share) ...
-    assert privacy_spent(refit) == pytest.approx((0.95, 5e-6))
+    assert privacy_spent(refit) == pytest.approx((1.0, 5e-6))
     # ... and the search's own spend covers everything.
     assert search.privacy_spent_ == (2.0, 1e-5)
     assert budget.spent == pytest.approx(search.privacy_spent_)
@@ -977,7 +1014,7 @@ def test_searched_pipeline_with_public_steps_of_the_allow_list():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         search = _search(estimator=estimator, param_grid=PIPELINE_GRID).fit(X, y)
-        assert privacy_spent(search.best_estimator_) == pytest.approx((0.95, 5e-6))
+        assert privacy_spent(search.best_estimator_) == pytest.approx((1.0, 5e-6))
     assert search.best_estimator_.named_steps["dplogisticregression"].coef_.shape == (1, 28)
 
 
@@ -1178,6 +1215,90 @@ def test_rowwise_kfold_in_a_leaky_grid_search_keeps_fold_fits_neighbours():
 
 
 # --------------------------------------------------------------------------
+# The default candidate
+# --------------------------------------------------------------------------
+
+
+def test_default_candidate_is_what_the_estimator_fits_as_given():
+    from sklearn.model_selection import ParameterGrid
+
+    X_public, y_public = planning_module.stand_in(np.zeros((2, 3)), [0, 1])
+    grid = [dict(p) for p in ParameterGrid({"C": [0.1, 1.0, 10.0], "max_iter": [3, 5, 10]})]
+
+    def find(estimator, candidates=grid):
+        return planning_module.default_candidate(
+            estimator, candidates, {}, X_public, y_public, 1.0, 1e-5
+        )
+
+    # C=1 as set, max_iter left to the solver (dp_newton's 5 steps: the same plan).
+    estimator = DPLogisticRegression(classes=[0, 1], data_norm=1.0)
+    assert grid[find(estimator)] == {"C": 1.0, "max_iter": 5}
+    assert grid[find(estimator.set_params(max_iter=10))] == {"C": 1.0, "max_iter": 10}
+    # No candidate with the estimator's own C; two candidates that fit the same;
+    # a parameter the estimator does not have: no default candidate.
+    assert find(DPLogisticRegression(classes=[0, 1], data_norm=1.0, C=2.0)) is None
+    assert find(estimator, [{"C": 1.0}, {"C": 1}]) is None
+    assert find(estimator, [{"C": 1.0, "unknown": 1}]) is None
+
+
+def test_evidence_threshold_is_the_chance_margin_of_the_best_run():
+    from scipy import stats
+
+    from sklearn_dp.model_selection._selection import evidence_threshold
+
+    # One run: the difference of two draws of the noise.
+    assert evidence_threshold(1.0, 1.0, "gaussian", 0.05) == pytest.approx(
+        math.sqrt(2) * stats.norm.ppf(0.95), rel=1e-6
+    )
+    t = evidence_threshold(1.0, 1.0, "laplace", 0.05)
+    # The difference of two Laplace(1) draws: P(D > t) = exp(-t) (2 + t) / 4.
+    assert math.exp(-t) * (2 + t) / 4 == pytest.approx(0.05, rel=1e-6)
+    # The best of a geometric number of runs (mean 10), by simulation.
+    rng = np.random.default_rng(0)
+    runs = rng.geometric(tnb_gamma(10.0, 1.0), size=200_000)
+    best = stats.norm.ppf(rng.uniform(size=runs.size) ** (1.0 / runs))
+    default = rng.normal(size=runs.size)
+    margin = evidence_threshold(10.0, 1.0, "gaussian", 0.05)
+    assert np.mean(best - default > margin) == pytest.approx(0.05, abs=0.003)
+    # More runs, a larger margin; Poisson runs may be none at all.
+    assert evidence_threshold(3.0, 1.0, "gaussian", 0.05) < margin
+    assert evidence_threshold(10.0, math.inf, "gaussian", 0.05) > 0
+
+
+def test_best_run_replaces_the_default_only_beyond_the_margin():
+    keep = runs_module.keep_default_unless_beaten
+    default = (1, "default model", 10.0)
+    assert keep(None, default, 1, 3.0) is default  # no run, or every run failed
+    assert keep((0, "model", 13.0), default, 1, 3.0) is default  # within the margin
+    assert keep((0, "model", 13.5), default, 1, 3.0) == (0, "model", 13.5)
+    assert keep((1, "model", 30.0), default, 1, 3.0) is default  # the default won
+    assert keep((0, "model", 1.0), None, 1, 3.0) == (0, "model", 1.0)  # its run failed
+    assert keep(None, None, 1, 3.0) is None
+
+
+def test_search_keeps_the_default_unless_a_candidate_is_clearly_better():
+    X, y = _data(n=3000)
+
+    def search(grid, seed, **options):
+        estimator = DPLogisticRegression(
+            classes=[0, 1], max_iter=10, solver="dp_gd", data_norm=1.0, C=1e-4
+        )
+        return _search(estimator=estimator, param_grid=grid, random_state=seed, **options).fit(X, y)
+
+    # C=1e-4 (the estimator's own) predicts one class (accuracy 0.52), C=1 fits
+    # (0.93): found whenever a run draws it (no run does with probability 0.09).
+    better = [search({"C": [1e-4, 1.0]}, seed).best_params_ for seed in range(4)]
+    assert better.count({"C": 1.0}) >= 3
+    # Equal candidates: the default stays.
+    equal = [search({"C": [1e-4, 1.00001e-4]}, seed).best_params_ for seed in range(4)]
+    assert equal == [{"C": 1e-4}] * 4
+    # Without the default's run: the selection's event as before, the best run kept.
+    plain = search({"C": [1e-4, 1.0]}, 0, prefer_default=False)
+    assert len(plain.selection_dp_event_.events) == 2
+    assert len(search({"C": [1e-4, 1.0]}, 0).selection_dp_event_.events) == 3
+
+
+# --------------------------------------------------------------------------
 # API
 # --------------------------------------------------------------------------
 
@@ -1191,11 +1312,13 @@ def test_default_shares():
         delta=1e-5,
         random_state=0,
     ).fit(X, y)
-    # 5% for the validation count, then 20% / 80% between the runs and the refit.
-    assert search.selection_privacy_spent_ == pytest.approx((0.1 + 0.38, 2e-6))
-    assert search.best_estimator_.privacy_spent_ == pytest.approx((1.52, 8e-6))
+    # 90% for the refit; the selection's 10% holds the validation count (a
+    # fifth of it, below 5% of epsilon) and the runs.
+    assert search.selection_privacy_spent_ == pytest.approx((0.04 + 0.16, 1e-6))
+    assert search.selection_dp_event_.events[0].noise_multiplier == pytest.approx(1.0 / 0.04)
+    assert search.best_estimator_.privacy_spent_ == pytest.approx((1.8, 9e-6))
     assert search.privacy_spent_ == (2.0, 1e-5)
-    assert 0.48 * (1 - 5e-3) <= rdp_epsilon(search.selection_dp_event_, 2e-6) <= 0.48
+    assert 0.2 * (1 - 5e-3) <= rdp_epsilon(search.selection_dp_event_, 1e-6) <= 0.2
 
 
 def test_search_api_and_delegation():

@@ -25,7 +25,13 @@ from ..linear_model._base import (
     MIN_EPSILON,
 )
 from ._pipeline import final_prefix, plan_pipeline
-from ._selection import rdp_epsilon, rdp_supports, run_event, selection_event
+from ._selection import (
+    evidence_threshold,
+    rdp_epsilon,
+    rdp_supports,
+    run_event,
+    selection_event,
+)
 
 __all__ = [
     "SearchPlan",
@@ -34,11 +40,19 @@ __all__ = [
     "search_shares",
     "stand_in",
     "largest_passing",
+    "default_candidate",
 ]
 
-#: Share of the total epsilon spent on the validation row count, released
-#: once to turn the best run's noisy score sum into a mean (``best_score_``).
+#: Share of the epsilon (after the label release) spent on the validation
+#: row count, released once to turn the best run's noisy score sum into a
+#: mean (``best_score_``) ...
 VALIDATION_COUNT_FRACTION = 0.05
+#: ... and at most this share of the selection's part.
+VALIDATION_COUNT_SELECTION_FRACTION = 0.2
+
+#: With the default candidate in the grid, the chance that the selection
+#: replaces it when every candidate scores what it scores (a false switch).
+DEFAULT_EVIDENCE_LEVEL = 0.01
 
 #: Parameters of the candidates that the search sets itself.
 RESERVED_PARAMETERS = ("epsilon", "delta", "budget", "random_state", "verbose")
@@ -99,6 +113,19 @@ class SearchPlan:
     candidate_events : list of DpEvent
         Each candidate's own fit event (a run whose fit reports another one
         outputs nothing).
+    solvers : list of str
+        Each candidate's solver.
+    default_index : int or None
+        The candidate that fits what the estimator fits as given (see
+        :func:`default_candidate`), run once more and kept unless the
+        selection's evidence beats the noise; None: no such candidate, or
+        ``prefer_default=False``.
+    evidence_threshold : float or None
+        The margin by which the best run's noisy score sum must beat the
+        default's for the best run to be kept, relative to the score's
+        sensitivity, as :attr:`score_noise_multiplier` is
+        (:func:`~sklearn_dp.model_selection._selection.evidence_threshold`
+        times that multiplier).
     """
 
     def __init__(
@@ -112,6 +139,8 @@ class SearchPlan:
         event,
         candidate_events,
         solvers,
+        default_index=None,
+        evidence_threshold=None,
     ):
         self.fit_epsilon = fit_epsilon
         self.score_mechanism = score_mechanism
@@ -122,6 +151,8 @@ class SearchPlan:
         self.event = event
         self.candidate_events = candidate_events
         self.solvers = solvers
+        self.default_index = default_index
+        self.evidence_threshold = evidence_threshold
 
 
 def _public_value(value):
@@ -166,6 +197,59 @@ def _settings(estimator):
     return repr(sorted(items, key=lambda item: item[0]))
 
 
+def _same_value(first, second):
+    """Whether two parameter values are equal (values without a plain truth value are not)."""
+    if first is second:
+        return True
+    try:
+        return bool(first == second) and type(first) is not np.ndarray
+    except Exception:
+        return False
+
+
+def default_candidate(estimator, candidates, fixed, X_public, y_public, epsilon, delta):
+    """Index of the one candidate that fits what ``estimator`` fits as given, or None.
+
+    A candidate matches when each of its parameters equals the estimator's
+    own value, or the estimator leaves that parameter to its default
+    (``None``) and setting it changes neither the solver nor the mechanism
+    planned (a grid over ``max_iter`` holding the solver's default number
+    of steps).  None unless exactly one candidate matches.  Public: the
+    parameters and the plans only.
+    """
+    own = estimator.get_params(deep=True)
+    base = plan_target(clone(estimator).set_params(**fixed), epsilon, delta, X_public, y_public)
+    same_plan = {}
+
+    def matches(key, value):
+        if key not in own:
+            return False
+        if _same_value(own[key], value):
+            return True
+        if own[key] is not None:
+            return False
+        if (key, repr(value)) not in same_plan:
+            try:
+                planned = plan_target(
+                    clone(estimator).set_params(**fixed, **{key: value}),
+                    epsilon,
+                    delta,
+                    X_public,
+                    y_public,
+                )
+            except Exception:
+                planned = None
+            same_plan[key, repr(value)] = planned == base
+        return same_plan[key, repr(value)]
+
+    found = [
+        index
+        for index, params in enumerate(candidates)
+        if all(matches(key, value) for key, value in params.items())
+    ]
+    return found[0] if len(found) == 1 else None
+
+
 def plan_selection(search, candidates, X_public, y_public, epsilon, delta, fixed, count_epsilon):
     """The largest per-run fit epsilon whose selection event meets (epsilon, delta) under RDP.
 
@@ -197,6 +281,7 @@ def plan_selection(search, candidates, X_public, y_public, epsilon, delta, fixed
         mean,
         shape,
         score_fraction,
+        bool(search.prefer_default),
     )
     # A frozen step's output depends on its fitted state, not on its
     # parameters: such a search is planned afresh every time.
@@ -260,7 +345,9 @@ def plan_selection(search, candidates, X_public, y_public, epsilon, delta, fixed
             run,
             mechanism,
             multiplier,
-            selection_event(run, 1.0 / count_epsilon, mean, shape),
+            selection_event(
+                run, 1.0 / count_epsilon, mean, shape, default_run=default_index is not None
+            ),
         )
 
     def excess(log_fit_epsilon):
@@ -271,6 +358,13 @@ def plan_selection(search, candidates, X_public, y_public, epsilon, delta, fixed
     lo = math.log(MIN_EPSILON)
     hi = math.log(min(epsilon, MAX_EPSILON))
     check_events(plans(math.exp(hi)))
+    default_index = (
+        default_candidate(
+            search.estimator, candidates, fixed, X_public, y_public, math.exp(hi), delta
+        )
+        if search.prefer_default
+        else None
+    )
     if classes in fixed:
         check_label_set_independence(math.exp(hi))
     log_fit = largest_passing(excess, lo, hi, math.log(epsilon / (1.0 + math.log(mean))))
@@ -294,6 +388,12 @@ def plan_selection(search, candidates, X_public, y_public, epsilon, delta, fixed
         event=event,
         candidate_events=[event for event, _ in candidate_plans],
         solvers=[solver for _, solver in candidate_plans],
+        default_index=default_index,
+        evidence_threshold=(
+            None
+            if default_index is None
+            else evidence_threshold(mean, shape, mechanism, DEFAULT_EVIDENCE_LEVEL) * multiplier
+        ),
     )
     if cacheable:
         if len(_PLAN_CACHE) > 256:
@@ -347,20 +447,28 @@ def search_shares(search, discover_labels):
 
     Returns ``(label, count, runs, refit)``, each ``(epsilon, delta)``:
     the label release (when the search releases the label set: the
-    estimators' share of the total), the validation row count (a share
-    of the total epsilon), the runs, and the refit (``refit_fraction`` of
-    what the label release and the count leave).  The selection's entry
-    holds the first three.
+    estimators' share of the total), the validation row count, the runs,
+    and the refit.  The refit takes ``refit_fraction`` of what the label
+    release leaves: the count only normalises the released score, so it
+    comes out of the selection's part (5% of what the labels leave, at most
+    a fifth of the selection's part), not out of the model kept.  The
+    selection's entry holds the first three.
     """
     if discover_labels:
         label = (label_epsilon(search.epsilon), LABEL_DELTA_FRACTION * search.delta)
     else:
         label = (0.0, 0.0)
-    count = (VALIDATION_COUNT_FRACTION * search.epsilon, 0.0)
-    rest = (search.epsilon - label[0] - count[0], search.delta - label[1])
+    rest = (search.epsilon - label[0], search.delta - label[1])
     if search.refit:
         refit = (search.refit_fraction * rest[0], search.refit_fraction * rest[1])
     else:
         refit = (0.0, 0.0)
-    runs = (rest[0] - refit[0], rest[1] - refit[1])
+    selection = (rest[0] - refit[0], rest[1] - refit[1])
+    count = (
+        min(
+            VALIDATION_COUNT_FRACTION * rest[0], VALIDATION_COUNT_SELECTION_FRACTION * selection[0]
+        ),
+        0.0,
+    )
+    runs = (selection[0] - count[0], selection[1])
     return label, count, runs, refit

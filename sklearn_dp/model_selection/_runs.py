@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from .. import _noise, _random
+from .._memo import frozen
 from .._public_errors import public_error
 from ..linear_model._base import release_labels
 from ._pipeline import candidate_model, configure, fit_event, fit_target
@@ -20,6 +21,7 @@ from ._split import rowwise_parts
 
 __all__ = [
     "select",
+    "keep_default_unless_beaten",
     "run_candidate",
     "row_scores",
     "score_range",
@@ -92,9 +94,27 @@ def select(
     )
     shape = math.inf if search.distribution == "poisson" else float(search.shape)
     n_runs = draw_number_of_runs(search.n_candidates, shape, schedule_rng)
-    best = None
-    for _ in range(n_runs):
-        index = int(schedule_rng.integers(len(candidates)))
+    scale = plan.score_noise_multiplier * half_width
+
+    def noisy_score(value, score_rng):
+        if plan.score_mechanism == "gaussian":
+            return _noise.gaussian(
+                value,
+                sensitivity=half_width,
+                noise_std=scale,
+                rng=score_rng,
+                label="validation score",
+            )
+        return _noise.laplace(
+            value,
+            sensitivity=half_width,
+            scale=scale,
+            rng=score_rng,
+            label="validation score",
+        )
+
+    def one_run(index):
+        """(index, model, noisy score sum) of a run of candidate ``index``, or None."""
         fit_rng, score_rng = _random.split(run_seeds, 2)
         outcome = run_candidate(
             search,
@@ -111,27 +131,26 @@ def select(
             fit_rng,
         )
         if outcome is None:
-            continue  # a failed run outputs nothing; it is never selected
+            return None  # a failed run outputs nothing; it is never selected
         model, value = outcome
-        scale = plan.score_noise_multiplier * half_width
-        if plan.score_mechanism == "gaussian":
-            noisy = _noise.gaussian(
-                value,
-                sensitivity=half_width,
-                noise_std=scale,
-                rng=score_rng,
-                label="validation score",
-            )
-        else:
-            noisy = _noise.laplace(
-                value,
-                sensitivity=half_width,
-                scale=scale,
-                rng=score_rng,
-                label="validation score",
-            )
-        if best is None or noisy > best[2]:
-            best = (index, model, noisy)
+        return index, model, noisy_score(value, score_rng)
+
+    # The default candidate's own run (accounted after the repeated runs in
+    # the selection's event; the order of independent runs changes nothing).
+    # The caches keep nothing a run computes: its keys can hold its own
+    # released values (a released row bound sets later sensitivities), and
+    # which of them exist would tell the runs' releases and their number.
+    with frozen():
+        default = None if plan.default_index is None else one_run(plan.default_index)
+        best = None
+        for _ in range(n_runs):
+            outcome = one_run(int(schedule_rng.integers(len(candidates))))
+            if outcome is not None and (best is None or outcome[2] > best[2]):
+                best = outcome
+    if plan.default_index is not None:
+        best = keep_default_unless_beaten(
+            best, default, plan.default_index, plan.evidence_threshold * half_width
+        )
     if best is None:
         # The selection's output is "nothing" (no run, or every run failed).
         raise public_error(
@@ -142,6 +161,25 @@ def select(
             )
         )
     return best[0], best[1], best[2], noisy_count
+
+
+def keep_default_unless_beaten(best, default, default_index, margin):
+    """The default candidate's run, unless the best run beats it by more than ``margin``.
+
+    ``best`` and ``default`` are ``(index, model, noisy score sum)`` or None
+    (no run, or a failed run).  The best run replaces the default only when
+    its noisy score sum exceeds the default's by more than the public
+    ``margin``, which the best of the random number of runs exceeds with
+    probability at most ``DEFAULT_EVIDENCE_LEVEL`` when every candidate
+    scores what the default scores.  Both are noisy sums over the same
+    validation rows, so they compare without the row count.  The decision
+    reads released values only.
+    """
+    if default is None:
+        return best  # the default's run output nothing: nothing to compare with
+    if best is None or best[0] == default_index or best[2] - default[2] <= margin:
+        return default
+    return best
 
 
 def run_candidate(

@@ -16,7 +16,9 @@ makes.  These searches release only the result of a private selection
    runs ``K`` (truncated negative binomial or Poisson); each run trains a
    uniformly drawn candidate on the training part (``budget=None``: its cost
    is inside the search's event) and releases its validation score with
-   the Laplace mechanism; the best run is selected.  Nothing but the
+   the Laplace mechanism; the best run is selected (with the default
+   candidate in the grid, only if it beats that candidate's own run by a
+   public margin).  Nothing but the
    selected run leaves this phase: not ``K``, not which candidates ran, not
    the other scores, not the runs' warnings or errors.
 4. *Refit* (optional): one more private fit, of the selected candidate on
@@ -115,6 +117,7 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
         "score_fraction": [Interval(Real, 0.01, 0.99, closed="both")],
         "refit": ["boolean"],
         "refit_fraction": [Interval(Real, 0.01, 0.99, closed="both")],
+        "prefer_default": ["boolean"],
         "random_state": ["random_state", np.random.Generator],
         "verbose": ["verbose"],
         "max_group_rows": [Interval(Integral, 1, None, closed="left"), None],
@@ -137,7 +140,8 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
         validation_fraction: float = 0.3,
         score_fraction: float = 0.25,
         refit: bool = True,
-        refit_fraction: float = 0.8,
+        refit_fraction: float = 0.9,
+        prefer_default: bool = True,
         random_state: RandomStateLike = None,
         verbose: int = 0,
         max_group_rows: int | None = None,
@@ -155,6 +159,7 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
         self.score_fraction = score_fraction
         self.refit = refit
         self.refit_fraction = refit_fraction
+        self.prefer_default = prefer_default
         self.random_state = random_state
         self.verbose = verbose
         self.max_group_rows = max_group_rows
@@ -266,6 +271,13 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
                 f"{plan.fit_epsilon:.4g}, score with {plan.score_mechanism} noise of "
                 f"multiplier {plan.score_noise_multiplier:.4g}; "
                 f"selection (epsilon={epsilon_selection:.4g}, delta={delta_selection:.3g})"
+                + (
+                    ""
+                    if plan.default_index is None
+                    else f"; default candidate {candidates[plan.default_index]} kept unless "
+                    "the best run's score sum beats its own by "
+                    f"{plan.evidence_threshold * 0.5 * (high - low):.4g}"
+                )
                 + (
                     f", refit (epsilon={epsilon_refit:.4g}, delta={delta_refit:.3g})"
                     if self.refit
@@ -544,14 +556,25 @@ _SHARED_DOC = """
         guarantee.  With False, ``best_estimator_`` is the selected run's
         model (trained on the training part only) and the whole guarantee
         goes to the selection.
-    refit_fraction : float, default=0.8
+    refit_fraction : float, default=0.9
         Share of the guarantee for the refit (with ``refit=True``), after the
-        label release if any.  The selection only has to tell good
-        candidates from bad ones, and the refit is the model you keep:
-        ``benchmarks/bench_search.py`` measures the trade-off (0.8 beat 0.5
-        on every data set there; on the two smallest, about 130 training
-        rows, the selection then picked a grossly bad candidate in 3 of 10
-        splits: lower it for small data sets).
+        label release if any; the selection (validation row count and runs)
+        gets the rest.  The selection only has to tell good candidates from
+        bad ones, and the refit is the model you keep:
+        ``benchmarks/bench_search.py`` measures the trade-off (0.9 beat 0.5
+        on every data set there, 120 to 1437 training rows, where a run's
+        score is mostly noise; lower it on large data sets whose candidates
+        differ, where the selection is cheap).
+    prefer_default : bool, default=True
+        When the {what} holds the candidate the estimator fits as given
+        (each parameter at the estimator's own value, or at the value that
+        plans the same fit when the estimator leaves it to ``None``, such
+        as ``max_iter`` at the solver's default number of steps), run it
+        once more and select the best run only if its noisy score beats the
+        default's by more than the best of ``K`` runs of equal candidates
+        would with probability 1%; else select the default candidate.  The
+        extra run is part of the selection's event.  False: the best run,
+        whatever its margin.
     random_state : None or int, default=None
         Source of the split, of ``K``, of the candidates drawn and of all
         noise.  None (for anything you release): a cryptographically secure
@@ -640,12 +663,19 @@ _SHARED_DOC = """
     same validation rows.
 
     The guarantee is split by basic composition: 20% of epsilon (at least
-    0.14, at most 40%) and half of delta for the label set (``classes=None`` only), 5% of epsilon for the
-    validation row count, then ``refit_fraction`` of the rest for the refit
-    and the remainder for the runs.  The per-run epsilon is the largest for
+    0.14, at most 40%) and half of delta for the label set (``classes=None``
+    only), ``refit_fraction`` of the rest for the refit, and the remainder
+    for the selection: the validation row count (5% of the rest, at most a
+    fifth of the selection's part) and the runs.  The per-run epsilon is the largest for
     which ``ComposedDpEvent([Laplace(count), RepeatAndSelect(run,
-    n_candidates, shape)])`` meets the count's and the runs' share under
-    dp_accounting's RDP accountant.  One run is accounted as the candidate
+    n_candidates, shape)])`` (followed by ``run``, the default candidate's
+    own run, with ``prefer_default``) meets the selection's share under
+    dp_accounting's RDP accountant.  The default candidate's run is kept
+    unless the best run's noisy score sum exceeds its own by more than
+    ``t`` times the score's noise, where ``t`` is the 99% quantile of
+    ``max(Z_1, ..., Z_K) - Z_0`` for independent draws ``Z`` of the noise
+    and ``K`` drawn as the runs are: a public margin, compared with released
+    scores.  One run is accounted as the candidate
     fits that no other dominates at every order (a grid over ``C``, or over
     ``dp_gd``'s number of steps, pays for one fit; ``dp_gd`` beside
     ``dp_sgd`` pays for both, a pessimistic bound on their mixture); the
@@ -681,9 +711,16 @@ _SHARED_DOC = """
     they raise or warn escapes.  ``privacy_spent(best_estimator_)`` reports
     the refit's share only; ``privacy_spent_`` covers the whole search.
 
+    The default candidate's run (``prefer_default``) is one more run of a
+    candidate fixed before the data is read, composed with the repeated
+    runs in the selection's event; whether the best run replaces it is a
+    comparison of the two released noisy scores with a margin computed
+    from the public plan.
+
     What is public: the candidates, the estimator's public settings (a
     Pipeline's steps and their parameters), the
-    plan (per-run epsilons), the schema of the input.  What is released:
+    plan (per-run epsilons, the default candidate and its margin), the
+    schema of the input.  What is released:
     the selected candidate, its noisy score, the selected run's model (or
     the refit), the noisy validation row count (through ``best_score_``).
     What stays secret: the number of runs ``K`` (publishing it with the
@@ -764,7 +801,8 @@ class DPGridSearchCV(BaseDPSearchCV):
         validation_fraction: float = 0.3,
         score_fraction: float = 0.25,
         refit: bool = True,
-        refit_fraction: float = 0.8,
+        refit_fraction: float = 0.9,
+        prefer_default: bool = True,
         random_state: RandomStateLike = None,
         verbose: int = 0,
         max_group_rows: int | None = None,
@@ -783,6 +821,7 @@ class DPGridSearchCV(BaseDPSearchCV):
             score_fraction=score_fraction,
             refit=refit,
             refit_fraction=refit_fraction,
+            prefer_default=prefer_default,
             random_state=random_state,
             verbose=verbose,
             max_group_rows=max_group_rows,
@@ -854,7 +893,8 @@ class DPRandomizedSearchCV(BaseDPSearchCV):
         validation_fraction: float = 0.3,
         score_fraction: float = 0.25,
         refit: bool = True,
-        refit_fraction: float = 0.8,
+        refit_fraction: float = 0.9,
+        prefer_default: bool = True,
         random_state: RandomStateLike = None,
         verbose: int = 0,
         max_group_rows: int | None = None,
@@ -873,6 +913,7 @@ class DPRandomizedSearchCV(BaseDPSearchCV):
             score_fraction=score_fraction,
             refit=refit,
             refit_fraction=refit_fraction,
+            prefer_default=prefer_default,
             random_state=random_state,
             verbose=verbose,
             max_group_rows=max_group_rows,

@@ -50,6 +50,7 @@ __all__ = [
     "run_event",
     "canonical_event",
     "gaussian_part",
+    "evidence_threshold",
 ]
 
 
@@ -325,16 +326,63 @@ def run_event(fit_events, score_epsilon):
     return dpe.ComposedDpEvent(fits + [dpe.LaplaceDpEvent(multiplier)]), "laplace", multiplier
 
 
-def selection_event(run, count_noise_multiplier, mean, shape):
+def selection_event(run, count_noise_multiplier, mean, shape, default_run=False):
     """The DpEvent of a private selection (without its refit).
 
     ``ComposedDpEvent([LaplaceDpEvent(count), RepeatAndSelectDpEvent(run,
     mean, shape)])``: the validation row count, released once to normalise
-    the best score, and the best of the random number of runs.
+    the best score, and the best of the random number of runs.  With
+    ``default_run``, one more ``run`` follows: the default candidate's own
+    run, whose noisy score the best run's is compared with (any candidate's
+    run is bounded by ``run`` at every order, see :func:`run_event`).
     """
-    return dpe.ComposedDpEvent(
-        [
-            dpe.LaplaceDpEvent(float(count_noise_multiplier)),
-            dpe.RepeatAndSelectDpEvent(run, float(mean), float(shape)),
-        ]
-    )
+    events = [
+        dpe.LaplaceDpEvent(float(count_noise_multiplier)),
+        dpe.RepeatAndSelectDpEvent(run, float(mean), float(shape)),
+    ]
+    if default_run:
+        events.append(run)
+    return dpe.ComposedDpEvent(events)
+
+
+def _pgf(mean, shape):
+    """``u -> E[u^K]`` for the number of runs (vectorised over ``u``)."""
+    if math.isinf(shape):
+        return lambda u: np.exp(float(mean) * (np.asarray(u) - 1.0))
+    k_max = 64
+    while True:
+        pmf = runs_pmf(mean, shape, k_max)
+        if pmf.sum() >= 1.0 - 1e-12 or k_max >= 1 << 16:
+            break
+        k_max *= 4
+    pmf = pmf / pmf.sum()
+    return lambda u: np.polynomial.polynomial.polyval(np.asarray(u), pmf)
+
+
+@memoize(maxsize=64)
+def evidence_threshold(mean, shape, mechanism, level):
+    """How far the best of ``K`` noisy scores beats an equal candidate's by chance.
+
+    The smallest ``t`` (in units of the score noise: its standard deviation
+    for ``"gaussian"``, its scale for ``"laplace"``) with
+    ``P(max(Z_1, ..., Z_K) - Z_0 > t) <= level``, where the ``Z`` are
+    independent draws of the score noise and ``K`` follows the
+    distribution of the number of runs (``K = 0``: no run, never above).
+    When every candidate scores what the default scores, the best run's
+    noisy score beats the default's by more than ``t`` with probability at
+    most ``level``: a larger margin is evidence that the selected candidate
+    is better.  Public: a function of the plan only.
+    """
+    from scipy import integrate, optimize, stats
+
+    noise = stats.norm if mechanism == "gaussian" else stats.laplace
+    pgf = _pgf(float(mean), float(shape))
+
+    def above(t):
+        # P(max_k Z_k > Z_0 + t) = 1 - E_{Z_0}[pgf(F(Z_0 + t))].
+        value, _ = integrate.quad(
+            lambda z: noise.pdf(z) * pgf(noise.cdf(z + t)), -40.0, 40.0, limit=200, points=[0.0]
+        )
+        return (1.0 - value) - float(level)
+
+    return float(optimize.brentq(above, -40.0, 80.0, xtol=1e-9))
