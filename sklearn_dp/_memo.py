@@ -18,23 +18,36 @@ Within :func:`frozen` a cache only reads: a miss is computed and not kept.
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import functools
 import threading
 
-__all__ = ["memoize", "frozen"]
+__all__ = ["memoize", "frozen", "is_frozen"]
 
-_FROZEN = contextvars.ContextVar("sklearn_dp_memo_frozen", default=False)
+# A count, not a context variable: threads a run starts (a threaded Dask
+# scheduler, joblib's threading backend) do not inherit context variables,
+# and a cache entry added from one of them would be as readable as any.
+# Freezing the whole process while a search runs costs other threads only
+# their cache writes, never a result.
+_frozen_depth = 0
+_frozen_lock = threading.Lock()
 
 
 @contextlib.contextmanager
 def frozen():
-    """Within this block no cache of :func:`memoize` gains an entry (hits still read)."""
-    token = _FROZEN.set(True)
+    """Within this block no cache of :func:`memoize` gains an entry, in any thread (hits still read)."""
+    global _frozen_depth
+    with _frozen_lock:
+        _frozen_depth += 1
     try:
         yield
     finally:
-        _FROZEN.reset(token)
+        with _frozen_lock:
+            _frozen_depth -= 1
+
+
+def is_frozen():
+    """Whether a :func:`frozen` block is open anywhere in the process."""
+    return _frozen_depth > 0
 
 
 # Separates positional from keyword arguments in a key (as functools does).
@@ -69,7 +82,7 @@ def memoize(maxsize):
             except KeyError:
                 pass
             value = function(*args, **kwargs)
-            if _FROZEN.get():
+            if is_frozen():
                 return value
             with lock:
                 if key not in entries:

@@ -74,7 +74,7 @@ from ._event_epsilon import (
     epsilon_of_event,
     epsilon_of_events,
 )
-from ._memo import memoize
+from ._memo import is_frozen, memoize
 from ._zcdp import approximate_zcdp, epsilon_of_zcdp, zcdp_rho
 
 __all__ = [
@@ -442,12 +442,15 @@ _PAIR_CACHE: dict = {}
 def _cached_pair_epsilon(first, second, delta, grid):
     # Keyed on the reprs: composed events hold lists and are not hashable.
     key = (repr(first), repr(second), float(delta), float(grid))
-    if key not in _PAIR_CACHE:
+    if key in _PAIR_CACHE:
+        return _PAIR_CACHE[key]
+    # The coarse grid is pessimistic: a share it certifies is certified.
+    value = _event_epsilon_fast(dpe.ComposedDpEvent([first, second]), delta, grid)
+    if not is_frozen():  # a key computed in a search's runs can hold their releases
         if len(_PAIR_CACHE) > 4096:
             _PAIR_CACHE.clear()
-        # The coarse grid is pessimistic: a share it certifies is certified.
-        _PAIR_CACHE[key] = _event_epsilon_fast(dpe.ComposedDpEvent([first, second]), delta, grid)
-    return _PAIR_CACHE[key]
+        _PAIR_CACHE[key] = value
+    return value
 
 
 def largest_share(make_event, prefix_event, epsilon, delta, floor, *, max_plans=4, tolerance=1e-3):

@@ -896,6 +896,34 @@ def test_runs_leave_no_cache_entry_of_their_own(monkeypatch):
     assert frozen_calls == [1]
 
 
+def test_frozen_caches_keep_nothing_computed_in_other_threads():
+    """Threads started inside a search's runs (a threaded scheduler) do not write the caches."""
+    import threading
+
+    from sklearn_dp import _memo, accounting
+
+    calls = []
+
+    @_memo.memoize(maxsize=8)
+    def calibrate(value):
+        calls.append(value)
+        return 2 * value
+
+    pair = (dpe.GaussianDpEvent(3.21), dpe.GaussianDpEvent(4.32), 1e-6, 1e-3)
+    accounting._PAIR_CACHE.clear()
+    with _memo.frozen():
+        worker = threading.Thread(
+            target=lambda: (calibrate(5), accounting._cached_pair_epsilon(*pair))
+        )
+        worker.start()
+        worker.join()
+    assert not _memo.is_frozen()
+    assert not accounting._PAIR_CACHE
+    assert calibrate(5) == 10 and calls == [5, 5]  # the worker's miss was not kept
+    accounting._cached_pair_epsilon(*pair)
+    assert len(accounting._PAIR_CACHE) == 1  # outside the block, a public key is kept
+
+
 def test_searched_pipeline_event_and_ledger_are_exact():
     """One entry for the selection, one for the refit; both events rebuilt from the steps' plans."""
     X, y = _data()
