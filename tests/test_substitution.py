@@ -241,8 +241,9 @@ def _observe(model, X, y, classes, fit_kwargs=None):
                     error = (type(exc).__name__, str(exc))
     attributes = {}
     if error is None:
+        # Private fitted attributes too: they are pickled with the model.
         for key, value in vars(model).items():
-            if key.endswith("_") and not key.startswith("_"):
+            if key.endswith("_"):
                 attributes[key] = value
     return dict(
         attributes=attributes,
