@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from sklearn_dp import DPLogisticRegression
+from sklearn_dp import DPLogisticRegression, DPSCORegressor
 from sklearn_dp._data import bound_data, clip_rows_l2, clip_rows_linf, row_l2_norms
 from sklearn_dp._design import BLOCK_ROWS, Design
 from sklearn_dp.testing import trace_releases
@@ -551,7 +551,6 @@ def test_float32_releases_move_by_at_most_their_sensitivity_on_adversarial_rows(
     # rows accumulated in float64) under substitution: one hostile row moves
     # each pre-noise value by at most its declared sensitivity, and nothing
     # else a user sees changes.
-    from sklearn_dp import DPSCORegressor
     from test_substitution import _assert_same, _check_sensitivities, _observe
 
     X = _float32_adversarial()
