@@ -482,8 +482,7 @@ def _l2_scaling(X, bound, intercept=None):
             # float32 factors for float32 X (half the memory), each rounded *down*
             # to a float32: a scaled row's norm stays within the bound.
             rounded = part.astype(np.float32)
-            high = rounded > part
-            rounded[high] = np.nextafter(rounded[high], np.float32(0.0))
+            np.nextafter(rounded, np.float32(0.0), out=rounded, where=rounded > part)
             low[start:stop] = stored = rounded
         with np.errstate(over="ignore"):
             np.multiply(before, stored, out=before)

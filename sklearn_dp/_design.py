@@ -210,8 +210,8 @@ def _rounded_up(values, dtype):
         return values
     with np.errstate(over="ignore"):
         rounded = values.astype(dtype)
-    low = rounded < values
-    rounded[low] = np.nextafter(rounded[low], dtype.type(np.inf))
+    # In place where the conversion rounded down (no gather of those rows).
+    np.nextafter(rounded, dtype.type(np.inf), out=rounded, where=rounded < values)
     return rounded
 
 
