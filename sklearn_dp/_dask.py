@@ -8,7 +8,9 @@ in memory (:func:`sklearn_dp._data.bound_data`: clipping is per row) and
 summed where it lives, the chunk sums are added up in a tree on the workers,
 and only the reduced value (a vector, a ``d x d`` matrix or counts over a
 public grid) reaches the client, which adds the noise through the gateway
-(:mod:`sklearn_dp._noise`) as for in-memory data.  A sum over rows is the sum
+(:mod:`sklearn_dp._noise`) as for in-memory data.  A chunk is bounded once per
+fit, in the solver's first pass, and its factors stay on its worker for the
+later passes (:class:`_ChunkBounds`).  A sum over rows is the sum
 of its chunks' sums, so the pre-noise values, their sensitivities and the
 noise (drawn on the client, in the same order from the same generator) are
 those of the in-memory fit: with the same ``random_state`` the models agree
