@@ -143,6 +143,51 @@ def _count_passes(fit):
     return result, calls["passes"], dict(all=seconds, solver=solver_seconds)
 
 
+def _passes_against_numpy(X, y, numpy_rows, repeats=3):
+    """Gradient passes of a Dask fit against bare NumPy passes, alternated in one process.
+
+    The Dask pass is the solver's (``DaskDesign.sum_over_chunks`` of the
+    ``dp_newton`` gradient kernel on the bounded chunks, after the pass that
+    bounds them); the NumPy pass is ``X.T @ f(X @ w)`` in float32 over the
+    first ``numpy_rows`` rows in the client's memory, scaled to the Dask
+    array's rows.  Alternating them, one after the other, exposes both to the
+    same load of a shared machine.  Returns the medians (seconds) and the
+    ratio.
+    """
+    from sklearn_dp import _dask
+    from sklearn_dp._clipped_sums import newton_sums
+    from sklearn_dp._losses import get_loss
+
+    loss = get_loss("log_loss")
+    d = X.shape[1]
+    labels = y.map_blocks(lambda b: np.where(b == 1, 1.0, -1.0), dtype=np.float64)
+    data = _dask.bound_dask_data(X, labels, fit_intercept=True, data_norm=2.0)
+    W = np.full((d + 1, 1), 0.01)
+
+    def gradient(part):
+        g, _ = newton_sums(part.design, part.y, W, loss, 1.0, part.row_norms, hessian=False)
+        return g
+
+    start = time.perf_counter()
+    data.sum_over_chunks(gradient)  # bounds the chunks, keeps their factors
+    first = time.perf_counter() - start
+    rows = min(int(numpy_rows), int(X.shape[0]))
+    X_memory = np.ascontiguousarray(X[:rows].compute())
+    y_memory = np.asarray(y[:rows].compute(), dtype=np.float32)
+    w = np.full(d, 0.01, dtype=np.float32)
+    dask_seconds, numpy_seconds = [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        data.sum_over_chunks(gradient)
+        dask_seconds.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        z = X_memory @ w
+        X_memory.T @ (1.0 / (1.0 + np.exp(-z)) - y_memory).astype(np.float32)
+        numpy_seconds.append((time.perf_counter() - start) * X.shape[0] / rows)
+    dask_pass, numpy_pass = float(np.median(dask_seconds)), float(np.median(numpy_seconds))
+    return dict(first=first, dask=dask_pass, numpy=numpy_pass, ratio=dask_pass / numpy_pass)
+
+
 def part_dask(args, rows):
     import dask
 
@@ -166,6 +211,7 @@ def part_dask(args, rows):
     seconds = time.perf_counter() - start
     X_test, y_test = _chunk(10**6, args.test_rows, args.features)
     accuracy = float(np.mean(model.predict(X_test) == y_test))
+    passes_against_numpy = _passes_against_numpy(X, y, args.numpy_rows)
     if client is not None:
         client.close()
         cluster.close()
@@ -174,6 +220,7 @@ def part_dask(args, rows):
         seconds=seconds,
         passes=passes,
         pass_seconds=pass_seconds,
+        passes_against_numpy=passes_against_numpy,
         peak_mb=_peak_mb(),
         accuracy=accuracy,
         coef=model.coef_.ravel().tolist(),
@@ -237,6 +284,8 @@ def _run_part(args, part, rows):
         args.scheduler,
         "--test-rows",
         str(args.test_rows),
+        "--numpy-rows",
+        str(args.numpy_rows),
     ]
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     out = subprocess.run(command, check=True, capture_output=True, text=True, env=env)
@@ -261,6 +310,18 @@ def _pass_line(big, memory, rows):
     )
 
 
+def _alternated_line(big, args):
+    p = big["passes_against_numpy"]
+    return (
+        f"* Alternated in one process ({args.scheduler} scheduler, {args.workers} workers), "
+        f"3 times each: a gradient pass of the Dask fit over the {big['rows']:.3g} rows "
+        f"{p['dask']:.2f} s (median; its first pass, which bounds the chunks, {p['first']:.2f} "
+        f"s) against a bare NumPy pass (float32, X @ w and X.T @ r) over as many rows "
+        f"{p['numpy']:.2f} s (scaled from {min(args.numpy_rows, big['rows']):.3g} rows in "
+        f"memory): **{p['ratio']:.2f}x** a NumPy pass per pass."
+    )
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=float, default=1e7)
@@ -268,6 +329,12 @@ def main():
     parser.add_argument("--features", type=int, default=50)
     parser.add_argument("--chunk-rows", type=int, default=250_000)
     parser.add_argument("--test-rows", type=int, default=200_000)
+    parser.add_argument(
+        "--numpy-rows",
+        type=float,
+        default=1e6,
+        help="rows of the in-memory NumPy pass that Dask passes are compared with",
+    )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--scheduler", choices=("threads", "distributed"), default="threads")
     parser.add_argument("--quick", action="store_true", help="small sizes, a few seconds")
@@ -282,6 +349,7 @@ def main():
         return
     if args.quick:
         args.rows, args.memory_rows, args.chunk_rows, args.test_rows = 2e5, 1e5, 25_000, 20_000
+        args.numpy_rows = 1e5
     rows, memory_rows = int(args.rows), int(min(args.memory_rows, args.rows))
     directory = tempfile.mkdtemp(prefix="bench_dask_")
     args.path = directory
@@ -321,6 +389,7 @@ def main():
         f"* Dask vs in-memory fit on the same {memory['rows']:.3g} rows, same random_state: "
         f"max |coef difference| = {difference:.2e} (coefficients up to {scale:.2f}).",
         _pass_line(big, memory, rows),
+        _alternated_line(big, args),
         f"* A bare NumPy gradient pass (X @ w, X.T @ r, float32) over {memory['rows']:.3g} "
         f"in-memory rows: {memory['numpy_pass']:.3f} s, i.e. "
         f"{memory['numpy_pass'] * rows / memory['rows']:.2f} s scaled to {rows:.3g} rows; the "
