@@ -235,6 +235,11 @@ def test_each_chunk_is_bounded_once_per_dask_fit(monkeypatch, name, params, kind
     memory, _ = _fit(name, params, X, y)
     np.testing.assert_allclose(lazy.coef_, memory.coef_, rtol=1e-7, atol=1e-9)
     assert _data.bound_data is original_bound
+    # The kept per-row values live as long as the fit, not in the fitted model.
+    import gc
+
+    gc.collect()
+    assert not any(isinstance(o, _dask._ChunkBounds) for o in gc.get_objects())
 
 
 def test_budget_is_charged_once_per_dask_fit():
