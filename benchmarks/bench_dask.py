@@ -172,7 +172,8 @@ def _passes_against_numpy(X, y, numpy_rows, repeats=3):
     data.sum_over_chunks(gradient)  # bounds the chunks, keeps their factors
     first = time.perf_counter() - start
     rows = min(int(numpy_rows), int(X.shape[0]))
-    X_memory = np.ascontiguousarray(X[:rows].compute())
+    # A fresh copy: an array gathered from workers may be unaligned (no BLAS).
+    X_memory = np.array(X[:rows].compute(), order="C", copy=True)
     y_memory = np.asarray(y[:rows].compute(), dtype=np.float32)
     w = np.full(d, 0.01, dtype=np.float32)
     dask_seconds, numpy_seconds = [], []

@@ -153,6 +153,17 @@ def reduce_chunks(func, *arrays, combine=_add, split_every=SPLIT_EVERY, keep=Non
     return result.compute()
 
 
+def _aligned(block):
+    """A chunk as a NumPy array whose items are aligned (a copy of the chunk if they are not).
+
+    A chunk that a worker received from another (deserialised from network
+    frames) can start at any byte; NumPy does not hand unaligned arrays to
+    BLAS, and its own loops on them are many times slower.
+    """
+    block = np.asarray(block)
+    return block if block.flags.aligned else np.array(block, copy=True)
+
+
 class _ChunkBounds:
     """One row chunk's bounding without its rows: kept on its worker between passes.
 
@@ -165,7 +176,7 @@ class _ChunkBounds:
     """
 
     def __init__(self, X_chunk, y_chunk, bound_args):
-        part = bound_data(np.asarray(X_chunk), np.asarray(y_chunk), **bound_args)
+        part = bound_data(_aligned(X_chunk), np.asarray(y_chunk), **bound_args)
         self.factors = part.design.factors()
         part.design = None
         self.part = part
@@ -173,7 +184,7 @@ class _ChunkBounds:
     def attach(self, X_chunk):
         """The chunk's BoundedData on its rows ``X_chunk`` (no bounding pass)."""
         part = copy.copy(self.part)
-        part.design = Design(np.asarray(X_chunk), **self.factors)
+        part.design = Design(_aligned(X_chunk), **self.factors)
         return part
 
     def remember(self, part):
@@ -544,7 +555,7 @@ def label_histogram(y):
 
 
 def _score_counts(block, score, window):
-    return _bounds.upper_bound_counts(score(np.asarray(block)), window=window)
+    return _bounds.upper_bound_counts(score(_aligned(block)), window=window)
 
 
 def _spread_counts(block, center, window):

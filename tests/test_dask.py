@@ -551,3 +551,20 @@ def test_larger_fits_on_a_local_cluster():
                 np.testing.assert_allclose(lazy.coef_, memory.coef_, rtol=1e-6, atol=1e-8)
     finally:
         cluster.close()
+
+
+def test_unaligned_chunks_are_aligned_before_their_products():
+    # A chunk received from another worker may start at any byte: NumPy does
+    # not hand such arrays to BLAS (its own loops are many times slower), so
+    # the chunk is copied once, aligned; the values are the same.
+    X, _ = _classification(n=300, d=5, dtype=np.float32)
+    raw = np.empty(X.nbytes + 1, dtype=np.uint8)[1:]
+    unaligned = raw.view(np.float32).reshape(X.shape)
+    unaligned[...] = X
+    assert not unaligned.flags.aligned
+    aligned = _dask._aligned(unaligned)
+    assert aligned.flags.aligned
+    np.testing.assert_array_equal(aligned, X)
+    assert _dask._aligned(X) is X  # aligned chunks are used as they are
+    bounds = _dask._ChunkBounds(unaligned, np.zeros(300), dict(fit_intercept=True, data_norm=1.0))
+    assert bounds.attach(unaligned).design.X.flags.aligned
