@@ -396,7 +396,8 @@ def main():
         f"{memory['numpy_pass'] * rows / memory['rows']:.2f} s scaled to {rows:.3g} rows; the "
         f"Dask fit's time per pass at {rows:.3g} rows is "
         f"{big['seconds'] / big['passes'] / (memory['numpy_pass'] * rows / memory['rows']):.2f}x "
-        "that (its passes also bound each chunk's rows, and the first also sums the Gram matrix).",
+        "that (fit time over passes: it also counts the noise calibration, the bound releases and the "
+        "first pass, which bounds the chunks and sums the Gram matrix).",
     ]
     text = "\n".join(lines)
     print(text)
