@@ -105,14 +105,18 @@ def block_rows(n_rows, n_features, nnz=None, itemsize=8):
     ``BLOCK_BYTES_SHARE`` of X's bytes (``itemsize`` bytes an entry of a
     dense X; ``SPARSE_BLOCK_BYTES_SHARE`` of a sparse X's), at least
     ``MIN_BLOCK_BYTES`` (and ``MIN_BLOCK_ROWS`` rows), and at most
-    ``BLOCK_ROWS`` rows.  A block's copy stays small next to X whatever its
+    ``BLOCK_ROWS`` rows.  A dense float32 X is blocked as a float64 X of its
+    shape (``itemsize`` counts as 8).  A block's copy stays small next to X whatever its
     shape, and a pass over a small dense X makes a few blocks, not dozens
     (its fit would otherwise be mostly per-block overhead).
     """
     n_rows = int(n_rows)
     if nnz is None:
         per_row = 8 * max(1, int(n_features))
-        share = n_rows * max(1, int(n_features)) * int(itemsize) * BLOCK_BYTES_SHARE
+        # A float32 X gets the blocks of the float64 X of its shape (their
+        # float64 copies are 1/8 of its own bytes, not 1/16): halving them
+        # doubled the per-block costs that dominate a pass over a small X.
+        share = n_rows * max(1, int(n_features)) * max(8, int(itemsize)) * BLOCK_BYTES_SHARE
     else:
         per_row = 12 * max(1.0, nnz / max(1, n_rows))
         share = 12 * max(float(nnz), n_rows) * SPARSE_BLOCK_BYTES_SHARE
