@@ -176,7 +176,7 @@ class _ChunkBounds:
     """
 
     def __init__(self, X_chunk, y_chunk, bound_args):
-        part = bound_data(_aligned(X_chunk), np.asarray(y_chunk), **bound_args)
+        part = bound_data(_aligned(X_chunk), _aligned(y_chunk), **bound_args)
         self.factors = part.design.factors()
         part.design = None
         self.part = part
