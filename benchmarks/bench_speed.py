@@ -649,6 +649,43 @@ def steps_section(rows):
     ]
 
 
+def dtype_section(rows):
+    """float32 against float64 fit time, cell by cell, for the defaults and scikit-learn."""
+    times = {(r.problem, r.size, r.fmt, r.method): r.cpu for r in rows if not r.error}
+    table = []
+    for (problem, size, fmt, method), cpu in times.items():
+        if fmt != "dense32" or not method.startswith(("default", "sklearn")):
+            continue
+        other = times.get((problem, size, "dense64", method))
+        if other:
+            table.append(
+                [problem, size, method, f"{other:.3f}", f"{cpu:.3f}", f"{cpu / other:.2f}"]
+            )
+    if not table:
+        return []
+    return [
+        "### float32 against float64",
+        "",
+        "CPU time of the same fit on the same data as float64 and as float32 X. The DP fits "
+        "compute per-row values (scores, row norms) in float32 and accumulate every released "
+        "sum over rows in float64 (a float32 sum of n bounded terms can be off by more than "
+        'the sensitivity; docs/threat_model.md, "Floating point").',
+        "",
+        _markdown(
+            [
+                "problem",
+                "n x d",
+                "method",
+                "float64 CPU (s)",
+                "float32 CPU (s)",
+                "float32 / float64",
+            ],
+            table,
+        ),
+        "",
+    ]
+
+
 def _next_width(d):
     widths = [int(w) for w in WIDTHS]
     return widths[widths.index(d) + 1] if d in widths[:-1] else None
@@ -852,6 +889,7 @@ def main(argv=None):
         if skipped:
             parts += ["Skipped cells:", ""] + [f"- {reason}" for reason in skipped] + [""]
         parts += steps_section(rows)
+        parts += dtype_section(rows)
     if accuracy:
         parts += ["## Accuracy against epsilon", ""] + accuracy_section(
             [(case, table) for case, table in accuracy], epsilons

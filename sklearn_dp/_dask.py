@@ -8,7 +8,9 @@ in memory (:func:`sklearn_dp._data.bound_data`: clipping is per row) and
 summed where it lives, the chunk sums are added up in a tree on the workers,
 and only the reduced value (a vector, a ``d x d`` matrix or counts over a
 public grid) reaches the client, which adds the noise through the gateway
-(:mod:`sklearn_dp._noise`) as for in-memory data.  A sum over rows is the sum
+(:mod:`sklearn_dp._noise`) as for in-memory data.  A chunk is bounded once per
+fit, in the solver's first pass, and its factors stay on its worker for the
+later passes (:class:`_ChunkBounds`).  A sum over rows is the sum
 of its chunks' sums, so the pre-noise values, their sensitivities and the
 noise (drawn on the client, in the same order from the same generator) are
 those of the in-memory fit: with the same ``random_state`` the models agree
@@ -36,6 +38,7 @@ import numpy as np
 
 from . import _bounds
 from ._data import BoundedData, bound_data, row_l2_norms
+from ._design import Design
 
 __all__ = [
     "dask_solvers",
@@ -119,17 +122,21 @@ def _sum_all(combine, *results):
     return functools.reduce(combine, results)
 
 
-def reduce_chunks(func, *arrays, combine=_add, split_every=SPLIT_EVERY):
+def reduce_chunks(func, *arrays, combine=_add, split_every=SPLIT_EVERY, keep=None):
     """``combine`` of ``func(*blocks)`` over the row chunks of ``arrays`` (computed).
 
     ``arrays`` are Dask arrays with the same row chunks and one chunk across
-    their other axes.  ``func`` runs on each chunk where it lives; the results
-    are combined in a tree of ``split_every`` on the workers, and only the
-    final result comes to the client.  Runs on the current scheduler (a
-    ``dask.distributed`` client when one is active).
+    their other axes, or lists of one Dask delayed object per row chunk.
+    ``func`` runs on each chunk where it lives; the results are combined in a
+    tree of ``split_every`` on the workers, and only the final result comes
+    to the client.  ``keep``: a list of per-chunk delayed objects computed in
+    the same run and kept where they are computed (``dask.persist``: on the
+    workers of a ``dask.distributed`` cluster, never sent to the client); it
+    is replaced, in place, by the persisted objects.  Runs on the current
+    scheduler (a ``dask.distributed`` client when one is active).
     """
     dask, _ = require_dask()
-    blocks = [a.to_delayed().ravel() for a in arrays]
+    blocks = [list(a) if isinstance(a, list) else a.to_delayed().ravel() for a in arrays]
     task = dask.delayed(func, pure=False)
     parts = [task(*chunk) for chunk in zip(*blocks)]
     if not parts:
@@ -139,12 +146,58 @@ def reduce_chunks(func, *arrays, combine=_add, split_every=SPLIT_EVERY):
         parts = [
             total(combine, *parts[i : i + split_every]) for i in range(0, len(parts), split_every)
         ]
-    return parts[0].compute()
+    if not keep:
+        return parts[0].compute()
+    result, *kept = dask.persist(parts[0], *keep)
+    keep[:] = kept
+    return result.compute()
 
 
-def _bounded_kernel(X_chunk, y_chunk, bound_args, kernel):
-    part = bound_data(np.asarray(X_chunk), np.asarray(y_chunk), **bound_args)
-    return kernel(part)
+def _aligned(block):
+    """A chunk as a NumPy array whose items are aligned (a copy of the chunk if they are not).
+
+    A chunk that a worker received from another (deserialised from network
+    frames) can start at any byte; NumPy does not hand unaligned arrays to
+    BLAS, and its own loops on them are many times slower.
+    """
+    block = np.asarray(block)
+    return block if block.flags.aligned else np.array(block, copy=True)
+
+
+class _ChunkBounds:
+    """One row chunk's bounding without its rows: kept on its worker between passes.
+
+    Bounding a chunk (its row norms and factors) costs more than a pass of
+    products over it; it is done once per fit.  This holds the chunk's
+    :class:`~sklearn_dp._data.BoundedData` without ``X`` (the factors of its
+    design, its labels, its public attributes), so that later passes read
+    the chunk's rows and multiply.  Private per-row values: it lives on the
+    worker (a persisted Dask object), for the duration of the fit.
+    """
+
+    def __init__(self, X_chunk, y_chunk, bound_args):
+        part = bound_data(_aligned(X_chunk), _aligned(y_chunk), **bound_args)
+        self.factors = part.design.factors()
+        part.design = None
+        self.part = part
+
+    def attach(self, X_chunk):
+        """The chunk's BoundedData on its rows ``X_chunk`` (no bounding pass)."""
+        part = copy.copy(self.part)
+        part.design = Design(_aligned(X_chunk), **self.factors)
+        return part
+
+    def remember(self, part):
+        """Keep the row norms a kernel computed on ``part`` (one norm pass a fit)."""
+        if self.part._row_norms is None and part._row_norms is not None:
+            self.part._row_norms = part._row_norms
+
+
+def _bounded_kernel(X_chunk, bounds, kernel):
+    part = bounds.attach(X_chunk)
+    result = kernel(part)
+    bounds.remember(part)
+    return result
 
 
 class DaskDesign:
@@ -152,7 +205,9 @@ class DaskDesign:
 
     Holds the public shape and the bounding parameters; its only product is
     :meth:`sum_over_chunks` (sums over rows, reduced).  Per-row values (scores,
-    norms, scale factors) exist only inside a chunk's task.
+    norms, scale factors) exist only on the workers: each chunk is bounded
+    once, in the fit's first pass, and its factors are kept there
+    (:class:`_ChunkBounds`, persisted) for the later passes.
     """
 
     def __init__(self, X, y, bound_args, n_columns):
@@ -163,11 +218,22 @@ class DaskDesign:
         self.n_columns = int(n_columns)
         self.dtype = X.dtype
         self.sparse = False
+        self._bounds = None
 
     def sum_over_chunks(self, kernel):
         """``sum_c kernel(bound_data(X_c, y_c, ...))`` over the row chunks ``c``, as NumPy."""
-        func = functools.partial(_bounded_kernel, bound_args=self.bound_args, kernel=kernel)
-        return reduce_chunks(func, self.X, self.y)
+        func = functools.partial(_bounded_kernel, kernel=kernel)
+        if self._bounds is not None:
+            return reduce_chunks(func, self.X, self._bounds)
+        dask, _ = require_dask()
+        bound = dask.delayed(_ChunkBounds, pure=False)
+        bounds = [
+            bound(x, y, self.bound_args)
+            for x, y in zip(self.X.to_delayed().ravel(), self.y.to_delayed().ravel())
+        ]
+        total = reduce_chunks(func, self.X, bounds, keep=bounds)
+        self._bounds = bounds
+        return total
 
 
 class DaskBoundedData:
@@ -489,7 +555,7 @@ def label_histogram(y):
 
 
 def _score_counts(block, score, window):
-    return _bounds.upper_bound_counts(score(np.asarray(block)), window=window)
+    return _bounds.upper_bound_counts(score(_aligned(block)), window=window)
 
 
 def _spread_counts(block, center, window):

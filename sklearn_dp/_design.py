@@ -33,11 +33,26 @@ subtraction, so a row's pre-noise contribution would exceed what its
 bounded values allow.  The rows E are summed from their exactly clipped
 values instead, so every term of a sum over rows is a bounded row's term.
 
-float32 input stays float32: scores (``X W``, a short sum per row) are
-computed in float32, and sums over rows (gradient sums, Gram matrices)
-accumulate in float64, block by block, so a sum over a million rows is as
-exact as in float64.  The bounds of a row are computed in float64 from its
-float32 values, so clipping holds as in float64.
+float32 input stays float32, and what is computed in float32 follows one
+rule: a per-row quantity may be rounded, a sum over rows that is released
+may not.
+
+* Per row, in float32: the scores ``X W`` (a short sum per row) and the
+  L2 norms that bound a row (``sklearn_dp._data.row_l2_norms``: a float32
+  sum of squares turned into a proven upper bound).  Whatever their
+  rounding, each row's term is clipped or scaled afterwards from a bound at
+  least its norm (factors rounded down, norms rounded up), so one row moves
+  a release by at most its sensitivity, and a row's rounding depends on
+  that row alone, not on the other rows.
+* Over rows, in float64: gradient sums ``X~^T v`` and Gram matrices.  A
+  float32 sum of ``n`` bounded terms is off by up to about ``n 2**-24``
+  times the sum of ``|terms|``, data-dependent and far beyond any
+  sensitivity (a row's term is at most the sensitivity; a million rows
+  make the error up to 6% of the sum): no release may carry that.  Each
+  block of float32 rows is converted to float64 (exactly; a float32
+  factor times a float32 entry is exact in float64 too) and multiplied
+  with float64 BLAS, so a float32 pass reads half the bytes of a float64
+  one from memory and does the arithmetic of a float64 pass.
 """
 
 from __future__ import annotations
@@ -90,14 +105,18 @@ def block_rows(n_rows, n_features, nnz=None, itemsize=8):
     ``BLOCK_BYTES_SHARE`` of X's bytes (``itemsize`` bytes an entry of a
     dense X; ``SPARSE_BLOCK_BYTES_SHARE`` of a sparse X's), at least
     ``MIN_BLOCK_BYTES`` (and ``MIN_BLOCK_ROWS`` rows), and at most
-    ``BLOCK_ROWS`` rows.  A block's copy stays small next to X whatever its
+    ``BLOCK_ROWS`` rows.  A dense float32 X is blocked as a float64 X of its
+    shape (``itemsize`` counts as 8).  A block's copy stays small next to X whatever its
     shape, and a pass over a small dense X makes a few blocks, not dozens
     (its fit would otherwise be mostly per-block overhead).
     """
     n_rows = int(n_rows)
     if nnz is None:
         per_row = 8 * max(1, int(n_features))
-        share = n_rows * max(1, int(n_features)) * int(itemsize) * BLOCK_BYTES_SHARE
+        # A float32 X gets the blocks of the float64 X of its shape (their
+        # float64 copies are 1/8 of its own bytes, not 1/16): halving them
+        # doubled the per-block costs that dominate a pass over a small X.
+        share = n_rows * max(1, int(n_features)) * max(8, int(itemsize)) * BLOCK_BYTES_SHARE
     else:
         per_row = 12 * max(1.0, nnz / max(1, n_rows))
         share = 12 * max(float(nnz), n_rows) * SPARSE_BLOCK_BYTES_SHARE
@@ -188,6 +207,18 @@ def _row_slice(X, start, stop):
     )
 
 
+def _rounded_up(values, dtype):
+    """float64 ``values`` as ``dtype``; for float32, each rounded *up* (an upper bound)."""
+    dtype = np.dtype(dtype)
+    if dtype == np.float64:
+        return values
+    with np.errstate(over="ignore"):
+        rounded = values.astype(dtype)
+    # In place where the conversion rounded down (no gather of those rows).
+    np.nextafter(rounded, dtype.type(np.inf), out=rounded, where=rounded < values)
+    return rounded
+
+
 def _float64(block):
     if sp.issparse(block):
         return sp.csr_matrix(block, dtype=np.float64)
@@ -267,6 +298,22 @@ class Design:
         self.sparse = sp.issparse(X)
         self.dtype = X.dtype
         self._l2_norms = row_norms
+
+    def factors(self):
+        """What bounds the rows, without ``X``: ``Design(X, **design.factors())`` is this design.
+
+        Per-row values (private): a Dask fit keeps them on the worker that
+        holds the chunk, so its passes do not bound the chunk again.
+        """
+        return dict(
+            row_scale=self.row_scale,
+            excess=self.excess,
+            entry_bound=self.entry_bound,
+            patch_rows=self.patch_rows,
+            patch=self.patch,
+            intercept=self.intercept,
+            row_norms=self._l2_norms,
+        )
 
     def _blocks(self):
         """``(start, stop)`` of the row blocks of a pass over X (see :func:`block_rows`)."""
@@ -776,7 +823,24 @@ class Design:
         every = features is None or (
             features.size == self.n_features and np.all(features == np.arange(self.n_features))
         )
+        # float32 rows not clipped entrywise: L2 norms from the float32 values
+        # (the bounds row_l2_norms computes there, those of the bounding pass).
+        in_float32 = ord == 2 and self.dtype == np.float32 and not self.sparse
+        in_float32 = in_float32 and self.excess is None
         for start, stop in self._blocks():
+            if in_float32:
+                block = _row_slice(self.X, start, stop)
+                part = row_l2_norms(block if every else block[:, features])
+                if self.patch_rows is not None:
+                    lo, hi = np.searchsorted(self.patch_rows, [start, stop])
+                    if hi > lo:
+                        values = np.asarray(self.patch[lo:hi], dtype=np.float64)
+                        part[self.patch_rows[lo:hi] - start] = row_l2_norms(
+                            values if every else values[:, features]
+                        )
+                part = self._finish_norms(part, ord, with_intercept, start, stop)
+                norms[start:stop] = _rounded_up(part, dtype)
+                continue
             block = self._bounded_block(start, stop)
             if not every:
                 block = block[:, features]
@@ -788,14 +852,7 @@ class Design:
                 part = np.max(np.abs(block), axis=1) if block.shape[1] else np.zeros(stop - start)
             block = None  # one block alive at a time
             part = self._finish_norms(part, ord, with_intercept, start, stop)
-            if dtype == np.float64:
-                norms[start:stop] = part
-            else:
-                with np.errstate(over="ignore"):
-                    rounded = part.astype(dtype)
-                low = rounded < part
-                rounded[low] = np.nextafter(rounded[low], dtype.type(np.inf))
-                norms[start:stop] = rounded
+            norms[start:stop] = _rounded_up(part, dtype)
         return norms
 
     def row_norms(self, ord=2, dtype=np.float64):

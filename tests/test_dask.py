@@ -189,6 +189,59 @@ def test_predictions_on_dask_input_are_lazy_dask_arrays(method):
         model.predict(da.from_array(X[:, :2], chunks=500))
 
 
+@pytest.mark.parametrize(
+    "name, params, kind",
+    [
+        ("DPLogisticRegression", dict(solver="dp_newton", classes=[0, 1]), "binary32"),
+        ("DPSCORegressor", dict(solver="dp_gd", feature_bound=1.0, max_iter=4), "regression"),
+    ],
+)
+def test_each_chunk_is_bounded_once_per_dask_fit(monkeypatch, name, params, kind):
+    # Bounding a chunk (its row norms and factors) costs more than a pass of
+    # products over it: it is done once per fit and kept with the chunk, and
+    # the row norms a kernel computes are kept too; every later pass only
+    # multiplies.  The model is the one of the in-memory fit.
+    from sklearn_dp import _data, _design
+
+    X, y = _case_data(kind)
+    Xd, yd = _dask_pair(X, y, rows=500)
+    bounded, norm_passes = [], []
+    original_bound, original_norms = _dask.bound_data, _design.Design._row_norms
+
+    def counted_bound(X_chunk, *args, **kwargs):
+        if X_chunk.shape[0]:
+            bounded.append(X_chunk.shape[0])
+        return original_bound(X_chunk, *args, **kwargs)
+
+    def counted_norms(self, *args, **kwargs):
+        norm_passes.append(self.n_rows)
+        return original_norms(self, *args, **kwargs)
+
+    passes = []
+    original_reduce = _dask.reduce_chunks
+
+    def counted_reduce(*args, **kwargs):
+        passes.append(1)
+        return original_reduce(*args, **kwargs)
+
+    monkeypatch.setattr(_dask, "bound_data", counted_bound)
+    monkeypatch.setattr(_design.Design, "_row_norms", counted_norms)
+    monkeypatch.setattr(_dask, "reduce_chunks", counted_reduce)
+    lazy, _ = _fit(name, params, Xd, yd)
+    monkeypatch.undo()
+    assert len(passes) >= 3  # the bound releases, the count, the solver's passes
+    assert sorted(bounded) == sorted(Xd.chunks[0])  # each chunk once
+    assert sum(norm_passes) <= X.shape[0]
+    memory, _ = _fit(name, params, X, y)
+    np.testing.assert_allclose(lazy.coef_, memory.coef_, rtol=1e-7, atol=1e-9)
+    assert _data.bound_data is original_bound
+    # The kept per-row values live as long as the fit, not in the fitted model.
+    import gc
+
+    gc.collect()
+    assert not any(isinstance(o, _dask._ChunkBounds) for o in gc.get_objects())
+
+
 def test_budget_is_charged_once_per_dask_fit():
     X, y = _classification()
     budget = PrivacyBudget(3.0, 1e-5, composition="basic")
@@ -498,3 +551,20 @@ def test_larger_fits_on_a_local_cluster():
                 np.testing.assert_allclose(lazy.coef_, memory.coef_, rtol=1e-6, atol=1e-8)
     finally:
         cluster.close()
+
+
+def test_unaligned_chunks_are_aligned_before_their_products():
+    # A chunk received from another worker may start at any byte: NumPy does
+    # not hand such arrays to BLAS (its own loops are many times slower), so
+    # the chunk is copied once, aligned; the values are the same.
+    X, _ = _classification(n=300, d=5, dtype=np.float32)
+    raw = np.empty(X.nbytes + 1, dtype=np.uint8)[1:]
+    unaligned = raw.view(np.float32).reshape(X.shape)
+    unaligned[...] = X
+    assert not unaligned.flags.aligned
+    aligned = _dask._aligned(unaligned)
+    assert aligned.flags.aligned
+    np.testing.assert_array_equal(aligned, X)
+    assert _dask._aligned(X) is X  # aligned chunks are used as they are
+    bounds = _dask._ChunkBounds(unaligned, np.zeros(300), dict(fit_intercept=True, data_norm=1.0))
+    assert bounds.attach(unaligned).design.X.flags.aligned
