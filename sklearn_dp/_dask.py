@@ -9,8 +9,8 @@ summed where it lives, the chunk sums are added up in a tree on the workers,
 and only the reduced value (a vector, a ``d x d`` matrix or counts over a
 public grid) reaches the client, which adds the noise through the gateway
 (:mod:`sklearn_dp._noise`) as for in-memory data.  A chunk is bounded once per
-fit, in the solver's first pass, and its factors stay on its worker for the
-later passes (:class:`_ChunkBounds`).  A sum over rows is the sum
+fit, in the solver's first pass, and its rows stay with their factors on its
+worker for the later passes (:class:`_ChunkBounds`), which never read X again.  A sum over rows is the sum
 of its chunks' sums, so the pre-noise values, their sensitivities and the
 noise (drawn on the client, in the same order from the same generator) are
 those of the in-memory fit: with the same ``random_state`` the models agree
@@ -38,7 +38,6 @@ import numpy as np
 
 from . import _bounds
 from ._data import BoundedData, bound_data, row_l2_norms
-from ._design import Design
 
 __all__ = [
     "dask_solvers",
@@ -165,39 +164,25 @@ def _aligned(block):
 
 
 class _ChunkBounds:
-    """One row chunk's bounding without its rows: kept on its worker between passes.
+    """One row chunk, bounded, with its rows: kept on its worker between passes.
 
     Bounding a chunk (its row norms and factors) costs more than a pass of
     products over it; it is done once per fit.  This holds the chunk's
-    :class:`~sklearn_dp._data.BoundedData` without ``X`` (the factors of its
-    design, its labels, its public attributes), so that later passes read
-    the chunk's rows and multiply.  Private per-row values: it lives on the
-    worker (a persisted Dask object), for the duration of the fit.
+    :class:`~sklearn_dp._data.BoundedData` (the rows it bounded, their
+    factors, the labels, the public attributes), so that later passes
+    multiply without reading X again.  The rows stay with their factors: a
+    later read of X could return other values (a source that changes, a
+    non-deterministic recompute), and factors computed for one set of rows
+    bound nothing on another.  Private per-row values: it lives on the worker
+    (a persisted Dask object), for the duration of the fit.
     """
 
     def __init__(self, X_chunk, y_chunk, bound_args):
-        part = bound_data(_aligned(X_chunk), _aligned(y_chunk), **bound_args)
-        self.factors = part.design.factors()
-        part.design = None
-        self.part = part
-
-    def attach(self, X_chunk):
-        """The chunk's BoundedData on its rows ``X_chunk`` (no bounding pass)."""
-        part = copy.copy(self.part)
-        part.design = Design(_aligned(X_chunk), **self.factors)
-        return part
-
-    def remember(self, part):
-        """Keep the row norms a kernel computed on ``part`` (one norm pass a fit)."""
-        if self.part._row_norms is None and part._row_norms is not None:
-            self.part._row_norms = part._row_norms
+        self.part = bound_data(_aligned(X_chunk), _aligned(y_chunk), **bound_args)
 
 
-def _bounded_kernel(X_chunk, bounds, kernel):
-    part = bounds.attach(X_chunk)
-    result = kernel(part)
-    bounds.remember(part)
-    return result
+def _bounded_kernel(bounds, kernel):
+    return kernel(bounds.part)
 
 
 class DaskDesign:
@@ -206,7 +191,7 @@ class DaskDesign:
     Holds the public shape and the bounding parameters; its only product is
     :meth:`sum_over_chunks` (sums over rows, reduced).  Per-row values (scores,
     norms, scale factors) exist only on the workers: each chunk is bounded
-    once, in the fit's first pass, and its factors are kept there
+    once, in the fit's first pass, and kept there with its factors
     (:class:`_ChunkBounds`, persisted) for the later passes.
     """
 
@@ -224,14 +209,14 @@ class DaskDesign:
         """``sum_c kernel(bound_data(X_c, y_c, ...))`` over the row chunks ``c``, as NumPy."""
         func = functools.partial(_bounded_kernel, kernel=kernel)
         if self._bounds is not None:
-            return reduce_chunks(func, self.X, self._bounds)
+            return reduce_chunks(func, self._bounds)
         dask, _ = require_dask()
         bound = dask.delayed(_ChunkBounds, pure=False)
         bounds = [
             bound(x, y, self.bound_args)
             for x, y in zip(self.X.to_delayed().ravel(), self.y.to_delayed().ravel())
         ]
-        total = reduce_chunks(func, self.X, bounds, keep=bounds)
+        total = reduce_chunks(func, bounds, keep=bounds)
         self._bounds = bounds
         return total
 

@@ -299,22 +299,6 @@ class Design:
         self.dtype = X.dtype
         self._l2_norms = row_norms
 
-    def factors(self):
-        """What bounds the rows, without ``X``: ``Design(X, **design.factors())`` is this design.
-
-        Per-row values (private): a Dask fit keeps them on the worker that
-        holds the chunk, so its passes do not bound the chunk again.
-        """
-        return dict(
-            row_scale=self.row_scale,
-            excess=self.excess,
-            entry_bound=self.entry_bound,
-            patch_rows=self.patch_rows,
-            patch=self.patch,
-            intercept=self.intercept,
-            row_norms=self._l2_norms,
-        )
-
     def _blocks(self):
         """``(start, stop)`` of the row blocks of a pass over X (see :func:`block_rows`)."""
         if getattr(self, "_one_block", False):  # a block of a larger design: one pass

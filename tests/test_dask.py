@@ -553,6 +553,45 @@ def test_larger_fits_on_a_local_cluster():
         cluster.close()
 
 
+@pytest.mark.parametrize("first_changed_read", [1, 2, 3, 4])
+def test_a_chunk_that_changes_between_reads_is_never_multiplied_by_stale_factors(
+    first_changed_read,
+):
+    # A source that returns other values on a later read (a growing file, a
+    # non-deterministic graph): the later passes multiply the rows the first
+    # pass bounded, so every release stays within its sensitivity.
+    import itertools
+
+    reads = itertools.count()
+    base = np.random.default_rng(0).normal(size=(400, 3)) * 0.01
+
+    def chunk(block):
+        out = block.copy()
+        if next(reads) >= first_changed_read:  # from this read on, one row turns hostile
+            out[0] = 1e6
+        return out
+
+    with dask.config.set(scheduler="synchronous"):
+        X = da.from_array(base, chunks=(400, 3)).map_blocks(chunk, dtype=float)
+        y = da.from_array(np.arange(400) % 2, chunks=400)
+        model = DPLogisticRegression(
+            epsilon=1.0,
+            solver="dp_gd",
+            data_norm=1.0,
+            fit_intercept=False,
+            classes=[0, 1],
+            max_iter=5,
+            random_state=0,
+        )
+        with trace_releases() as trace:
+            model.fit(X, y)
+    gradient_sums = [r for r in trace.releases if r.value is not None and r.sensitivity == 0.5]
+    assert len(gradient_sums) == 5
+    for release in gradient_sums:
+        # 400 rows of norm <= 1, each term scaled by |l'| <= 1/2.
+        assert np.linalg.norm(np.asarray(release.value, dtype=float)) <= 200.0 + 1e-9
+
+
 def test_unaligned_chunks_are_aligned_before_their_products():
     # A chunk received from another worker may start at any byte: NumPy does
     # not hand such arrays to BLAS (its own loops are many times slower), so
@@ -567,4 +606,4 @@ def test_unaligned_chunks_are_aligned_before_their_products():
     np.testing.assert_array_equal(aligned, X)
     assert _dask._aligned(X) is X  # aligned chunks are used as they are
     bounds = _dask._ChunkBounds(unaligned, np.zeros(300), dict(fit_intercept=True, data_norm=1.0))
-    assert bounds.attach(unaligned).design.X.flags.aligned
+    assert bounds.part.design.X.flags.aligned
