@@ -386,6 +386,7 @@ def test_bad_options_are_refused_before_any_spend(options, match):
         (dict(tol=-1.0), "tol"),
         (dict(label_bound=0.0), "label_bound"),
         (dict(label_bound=float("inf")), "label_bound"),
+        (dict(label_bound=1e300), "label_bound"),
     ],
 )
 def test_a_direct_call_refuses_options_outside_their_declared_ranges(options, match):
@@ -413,3 +414,33 @@ def test_verbose_shows_the_pass_and_the_release_before_the_solve(capsys):
     assert "[dp_ssp] pass over the rows done (6 x 6 gram matrix and X^T y)" in lines
     assert "[dp_ssp] sufficient statistics released" in lines
     assert lines == printed(-X[:250], X[:250, 1] + 1.0)
+
+
+def test_l1_projection_of_values_beyond_the_radius_resolution():
+    # A radius below the resolution of the largest entry: the sort-based rule
+    # finds no index in floats; the projection still lands on the ball's vertex.
+    from sklearn_dp.solvers._l1_geometry import project_l1_ball
+
+    projected = project_l1_ball(np.array([1e30, -3.0, 2.0]), 1e-8)
+    assert np.all(np.isfinite(projected)) and projected[0] >= 0 and np.all(projected[1:] == 0)
+
+
+def test_lasso_ssp_with_the_largest_declared_label_bound_fits():
+    # The largest declared label bound gives noise far beyond the l1 radius:
+    # the fit completes (a poor model), it does not fail after its charge.
+    from sklearn.datasets import make_regression
+
+    from sklearn_dp import DPLasso
+
+    X, y = make_regression(60, 4, random_state=0)
+    model = DPLasso(
+        epsilon=1.0,
+        solver="dp_ssp",
+        feature_bound=300.0,
+        y_bound=300.0,
+        radius=1.0,
+        solver_options={"label_bound": 1e30},
+        random_state=0,
+    )
+    model.fit(X, y)
+    assert np.all(np.isfinite(model.coef_))

@@ -403,7 +403,7 @@ _register_builtin(
     option_constraints={
         "ridge": [StrOptions({"adaptive"}), Interval(Real, 0, MAX_SCALE, closed="both")],
         "constraint": [StrOptions({"l1", "l2"}), None],
-        "label_bound": [Interval(Real, 0, float("inf"), closed="neither")],
+        "label_bound": [POSITIVE],
     },
     dask=True,
 )

@@ -222,6 +222,9 @@ def project_l1_ball(v, radius):
     u = np.sort(np.abs(v))[::-1]
     cumulative = np.cumsum(u) - radius
     index = np.arange(1, u.size + 1)
-    k = np.flatnonzero(u - cumulative / index > 0)[-1]
+    # The first entry always qualifies (u[0] - (u[0] - radius) = radius > 0),
+    # but not in floats when radius is below u[0]'s resolution.
+    positive = np.flatnonzero(u - cumulative / index > 0)
+    k = positive[-1] if positive.size else 0
     threshold = cumulative[k] / (k + 1.0)
     return np.sign(v) * np.maximum(np.abs(v) - threshold, 0.0)
