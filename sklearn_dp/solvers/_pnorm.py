@@ -96,15 +96,13 @@ class BregmanStepResult:
 class _Problem:
     """The data of one step, with the per-coordinate closed forms."""
 
-    def __init__(self, s, center, kappa, p, ball, radius, box, l1_weights, p_radius):
+    def __init__(self, s, center, kappa, p, ball, box, l1_weights, p_radius):
         self.s = np.asarray(s, dtype=float)
         self.c = np.asarray(center, dtype=float)
         self.kappa = float(kappa)
         self.p = float(p)
         self.exponent = 1.0 / (self.p - 1.0)  # q - 1, the inverse of the power p - 1
         self.ball = ball
-        self.radius = radius
-        self.box = box  # per-coordinate bound (inf on ball coordinates)
         self.has_box = bool(np.any(np.isfinite(box)))
         self.box_index = np.flatnonzero(np.isfinite(box))
         self.box_values = box[self.box_index]
@@ -267,14 +265,12 @@ class _Problem:
 
 def _bracket_decreasing(f, start, upper=math.inf, step=2.0):
     """[lo, hi] with f(lo) > 0 >= f(hi) for a decreasing f; lo=None if f <= 0 down to ~0."""
-    f_start = f(start)
-    if f_start > 0.0:
+    if f(start) > 0.0:
         lo, step_size = start, step
         while True:
             hi = min(lo + step_size, upper)
-            if f(hi) <= 0.0:
-                return lo, hi
-            if hi >= upper:  # cannot happen when the caller checked the upper end
+            # hi >= upper cannot stop it when the caller checked the upper end.
+            if f(hi) <= 0.0 or hi >= upper:
                 return lo, hi
             lo, step_size = hi, 2.0 * step_size
     hi, step_size = start, step
@@ -337,7 +333,7 @@ def bregman_step(
         np.full(d, np.inf) if box is None else np.where(ball, np.inf, np.asarray(box, dtype=float))
     )
     l1_weights = np.zeros(d) if l1_weights is None else np.asarray(l1_weights, dtype=float)
-    problem = _Problem(s, center, kappa, p, ball, float(radius), box, l1_weights, float(p_radius))
+    problem = _Problem(s, center, kappa, p, ball, box, l1_weights, float(p_radius))
     warm_log_rho = math.log(warm.rho) if warm is not None and warm.rho > 0 else None
 
     x, rho, log_ptau = problem.solve_tau(0.0, warm_log_rho)
