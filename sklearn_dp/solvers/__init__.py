@@ -15,6 +15,7 @@ from .._limits import MAX_SCALE
 from .._losses import loss_names
 from .._sklearn_compat import Interval, StrOptions
 from ._accmd import check_dp_accmd, dp_accmd, plan_dp_accmd
+from ._cd_sampling import SAMPLINGS, SMOOTHNESS_RULES
 from ._common import PrivacyPlan, SolverResult
 from ._coordinate_descent import dp_cd, plan_dp_cd
 from ._frank_wolfe import check_frank_wolfe, check_vr_frank_wolfe, frank_wolfe, plan_frank_wolfe
@@ -199,6 +200,8 @@ _register_builtin(
         "normalizer": [POSITIVE, None],
         "step_scale": [POSITIVE],
         "output": [StrOptions({"average", "tail_average", "last"}), None],
+        "sampling": [StrOptions(set(SAMPLINGS))],
+        "smoothness": [StrOptions(set(SMOOTHNESS_RULES)), "array-like"],
     },
 )
 
