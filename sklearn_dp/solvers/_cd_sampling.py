@@ -14,18 +14,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = [
-    "SamplingStructure",
-    "sampling_structure",
-    "check_smoothness_rule",
-    "smoothness_constants",
-    "block_probabilities",
-    "block_clip_thresholds",
-    "set_clip_threshold",
-    "SAMPLINGS",
-    "SMOOTHNESS_RULES",
-]
-
 SAMPLINGS = ("uniform", "importance", "tau_nice", "full")
 SMOOTHNESS_RULES = ("auto", "coordinate", "gershgorin", "eso", "scalar")
 

@@ -32,17 +32,6 @@ from .._public_errors import public_error
 from ._declared_options import check_declared_options
 from ._gradient_descent import gradient_bound
 
-__all__ = [
-    "L1Domain",
-    "make_domain",
-    "check_l1_options",
-    "checked_domain",
-    "public_setup",
-    "linf_gradient_bound",
-    "slot_probabilities",
-    "allocate_rows",
-]
-
 
 @dataclass(frozen=True)
 class L1Domain:

@@ -52,10 +52,8 @@ __all__ = [
     "localized_mirror_descent",
     "plan_mirror_descent",
     "plan_localized_mirror_descent",
-    "mirror_descent_phases",
     "check_mirror_descent",
     "check_localized_mirror_descent",
-    "Phase",
 ]
 
 #: Cap on the number of steps of one (sub)run unless ``max_iter`` is given;

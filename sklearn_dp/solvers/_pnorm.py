@@ -41,14 +41,6 @@ import math
 import numpy as np
 from scipy.optimize import brentq
 
-__all__ = [
-    "pnorm",
-    "pnorm_mirror_gradient",
-    "default_p",
-    "bregman_step",
-    "BregmanStepResult",
-]
-
 _TINY = np.finfo(float).tiny
 _LOG_TINY = math.log(_TINY)
 
