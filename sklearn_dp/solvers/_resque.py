@@ -734,25 +734,19 @@ def resque(
     with _workers(n_jobs) as parallel:
         rng = make_rng(random_state)
         oracle = _BallOracle(data, loss, setting, rng, parallel)
-        proximal_point = _multilevel_estimator(oracle, setting, rng) if multilevel else None
+        estimate = _multilevel_estimator(oracle, setting, rng) if multilevel else None
         coef, traces = np.zeros(data.n_columns), []
         for phase, rows in enumerate(_phase_rows(data, setting, rng) if sco else [None]):
             if rows is not None:
                 oracle.start_phase(phase, rows, coef)
             progress = Progress("resque", setting.n_outer, verbose)
             coef, trace = ball_acceleration(
-                oracle,
-                coef,
-                setting,
-                restart=bool(restart),
-                progress=progress,
-                proximal_point=proximal_point,
+                oracle, coef, setting, restart=restart, progress=progress, proximal_point=estimate
             )
             traces.append(trace)
     check_finite_iterate(coef, "resque")
     _check_release_count(oracle, setting)
-    steps = oracle.steps
-    info = dict(query_depth=oracle.rounds, n_queries=round(oracle.queries), n_releases=steps)
+    info = dict(query_depth=oracle.rounds, n_queries=round(oracle.queries), n_releases=oracle.steps)
     for key in ("n_outer", "inner_steps", "smoothing_radius", "ball_radius", "radius", "n_phases"):
         info[key] = getattr(setting, key)
     info.update({key: sum((t[key] for t in traces), type(value)()) for key, value in trace.items()})
