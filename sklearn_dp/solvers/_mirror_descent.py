@@ -513,30 +513,35 @@ def _check_lp(solver, options):
         )
 
 
-def _registry_check(solver):
-    def check(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
-        check_l1_options(solver, n_outputs=n_outputs, options=options)
-        _check_lp(solver, options)
-        # strongly_convex=True needs a public L2 penalty on every coefficient.
-        if options.get("strongly_convex", False) and (
-            public.fit_intercept
-            or public.n_features == 0
-            or penalty not in ("l2", "elasticnet")
-            or 1.0 - float(l1_ratio or 0.0) <= 0
-            or (alpha is not None and not alpha > 0)
-        ):
-            raise ValueError(_STRONGLY_CONVEX_MESSAGE.format(solver=solver))
-
-    check.__name__ = f"check_{solver}"
-    check.__doc__ = (
-        f"Refuse ``{solver}`` options from public inputs only (``SolverSpec.check``): called "
-        "by the estimators before they reserve the spend."
-    )
-    return check
+def _public_check(solver, *, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
+    """The registry check of ``solver`` (its keywords: what ``SolverSpec.check`` receives)."""
+    check_l1_options(solver, n_outputs=n_outputs, options=options)
+    _check_lp(solver, options)
+    # strongly_convex=True needs a public L2 penalty on every coefficient.
+    if options.get("strongly_convex", False) and (
+        public.fit_intercept
+        or public.n_features == 0
+        or penalty not in ("l2", "elasticnet")
+        or 1.0 - float(l1_ratio or 0.0) <= 0
+        or (alpha is not None and not alpha > 0)
+    ):
+        raise ValueError(_STRONGLY_CONVEX_MESSAGE.format(solver=solver))
 
 
-check_mirror_descent = _registry_check("mirror_descent")
-check_localized_mirror_descent = _registry_check("localized_mirror_descent")
+def check_mirror_descent(**arguments):
+    """Refuse ``mirror_descent`` options from public inputs only (``SolverSpec.check``).
+
+    Called by the estimators before they reserve the spend.
+    """
+    _public_check("mirror_descent", **arguments)
+
+
+def check_localized_mirror_descent(**arguments):
+    """Refuse ``localized_mirror_descent`` options from public inputs only (``SolverSpec.check``).
+
+    Called by the estimators before they reserve the spend.
+    """
+    _public_check("localized_mirror_descent", **arguments)
 
 
 def _strong_convexity(domain, n_columns, p):
