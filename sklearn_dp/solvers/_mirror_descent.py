@@ -284,29 +284,21 @@ class _LpDomain(L1Domain):
     It reuses :class:`L1Domain`'s fields (every coordinate in ``ball``, no
     boxes; ``radius`` is the lp radius): the Bregman step gets an infinite l1
     radius and the lp ball as its ``p_radius`` around the map's centre 0, so
-    only a run centred at 0 can use it.
+    only a run centred at 0 can use it.  Without boxes its ``vertex_radius``
+    is the lp radius, the largest ``||x||_p`` on the domain (so
+    ``D_psi(x*, 0) <= kappa radius^2`` and ``||x||_q <= radius``), and its
+    ``diameter`` twice it.
     """
 
-    p: float = 2.0
 
-    @property
-    def vertex_radius(self):
-        """Largest ``||x||_p`` on the domain (``D_psi(x*, 0) <= kappa radius^2``; ``||x||_q <= it``)."""
-        return float(self.radius)
-
-    @property
-    def diameter(self):
-        return 2.0 * float(self.radius)
-
-
-def _domain(solver, args, p):
+def _domain(solver, args):
     """The fit's domain: the l1 polytope of :func:`checked_domain`, or the lp ball."""
     domain = checked_domain(solver, args)
     if args.constraint != "lp":
         return domain
     n_columns = len(domain.ball)
     every = dict(ball=np.ones(n_columns, dtype=bool), box=np.full(n_columns, np.inf))
-    return _LpDomain(**{**vars(domain), **every}, p=p)
+    return _LpDomain(**{**vars(domain), **every})
 
 
 # --------------------------------------------------------------------------
@@ -563,7 +555,7 @@ def _mirror_descent_fit(solver, kind, args):
     with public_setup():  # public inputs and the released row count only
         _check_lp(solver, vars(args))
         p = _resolve_p(args.p, n_columns, args.constraint)
-        domain = _domain(solver, args, p)
+        domain = _domain(solver, args)
         # Public stand-in for the row count (a DP count from the estimators): the
         # true n is private under add/remove and only indexes rows.
         n_samples = data.n_public
