@@ -78,11 +78,10 @@ def pnorm_mirror_gradient(u, p, kappa):
 class BregmanStepResult:
     """The solution of :func:`bregman_step` and its multipliers (for warm starts and tests)."""
 
-    __slots__ = ("x", "w", "mu", "rho", "tau", "evaluations")
+    __slots__ = ("x", "w", "mu", "rho", "tau")
 
-    def __init__(self, x, w, mu, rho, tau, evaluations):
+    def __init__(self, x, w, mu, rho, tau):
         self.x, self.w, self.mu, self.rho, self.tau = x, w, mu, rho, tau
-        self.evaluations = evaluations
 
 
 class _Problem:
@@ -100,7 +99,6 @@ class _Problem:
         self.box_values = box[self.box_index]
         self.m0 = l1_weights
         self.p_radius = p_radius
-        self.evaluations = 0
         # sign(c) |c|^(p-1): theta(-c_j) = -p tau * this.
         self.c_power = np.sign(self.c) * np.abs(self.c) ** (self.p - 1.0)
         self.centered = not np.any(self.c)
@@ -124,7 +122,6 @@ class _Problem:
         Only coordinates whose dual value is non-zero move away from the
         centre, so the powers (the expensive part) are taken on those alone.
         """
-        self.evaluations += 1
         theta, shifted, weights = self._theta(log_ptau, mu)
         moving_mask = theta != 0.0
         moving = np.flatnonzero(moving_mask)
@@ -189,7 +186,6 @@ class _Problem:
         """
         if not self.centered:
             return lambda log_ptau: self.coordinates(log_ptau, mu)[1]
-        self.evaluations += 1
         theta = self._theta(None, mu)[0]
         q = self.p / (self.p - 1.0)
         free = np.abs(theta[self.ball])
@@ -360,4 +356,4 @@ def bregman_step(
         x = center + (x - center) * (p_radius / rho)
         rho = float(p_radius)
     tau = math.exp(log_ptau) / p
-    return BregmanStepResult(x, w, float(mu), float(rho), tau, problem.evaluations)
+    return BregmanStepResult(x, w, float(mu), float(rho), tau)
