@@ -9,6 +9,7 @@ their own (outliers, scales, sparsity patterns) keep their own generators.
 import math
 
 import numpy as np
+import scipy.sparse as sp
 
 from sklearn_dp.solvers import _newton
 
@@ -204,3 +205,16 @@ def resque_gradient(x, center, xi, subgradients, rho, *, max_weight=None, averag
     if average:
         return weights @ subgradients / len(weights)
     return weights[:, None] * subgradients
+
+
+def linf_row_norms(X):
+    """``||x_i||_inf`` of each row of a dense or CSR matrix, or of a bounded design.
+
+    The solvers read ``design.row_norms(np.inf)``; this reference also takes
+    the plain matrices the tests build.
+    """
+    if hasattr(X, "row_norms"):
+        return X.row_norms(np.inf)
+    if sp.issparse(X):
+        return np.asarray(abs(X).max(axis=1).todense()).ravel()
+    return np.abs(X).max(axis=1) if X.shape[1] else np.zeros(X.shape[0])

@@ -722,7 +722,7 @@ def test_plan_schedule_and_structure():
 @pytest.mark.parametrize(
     "options, message",
     [
-        (dict(sampling="bogus"), "sampling must be one of"),
+        (dict(sampling="bogus"), "'sampling' parameter of dp_cd must be a str among"),
         (dict(sampling="tau_nice"), "needs tau"),
         (dict(sampling="tau_nice", tau=9), "exceeds the number of columns"),
         (dict(sampling="full", block_size=2), "does not take blocks"),
@@ -756,7 +756,7 @@ def test_bad_solver_inputs(problem):
         )
     with pytest.raises(ValueError, match="'output' parameter of dp_cd must be a str among"):
         dp_cd(data, BinaryLogisticLoss(), output="tail", **common)
-    with pytest.raises(ValueError, match="smoothness must be one of"):
+    with pytest.raises(ValueError, match="'smoothness' parameter of dp_cd must be a str among"):
         dp_cd(data, BinaryLogisticLoss(), smoothness="hessian", **common)
     with pytest.raises(ValueError, match="step_scale"):
         dp_cd(data, BinaryLogisticLoss(), step_scale=0.0, **common)

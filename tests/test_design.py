@@ -407,9 +407,10 @@ def test_entries_far_beyond_their_bound_move_a_clipped_sum_by_at_most_its_sensit
     # the fact, the running sum would reach ~1e12 and its rounding (growing
     # with n) would survive the subtraction, so one more row would move the
     # Frank-Wolfe gradient sum by more than the clip (by 1.3% of it at this n, float64).
+    from _helpers import linf_row_norms
+
     from sklearn_dp._clipped_sums import clipped_sum
     from sklearn_dp._losses import get_loss
-    from sklearn_dp.solvers._l1_geometry import linf_row_norms
 
     n, d, clip = 1_000_000, 3, 1.0
     rng = np.random.default_rng(0)

@@ -347,8 +347,9 @@ def test_clip_bounds_every_gradient_in_l_infinity():
         X[:, :-1], np.clip(y, -1, 1), fit_intercept=True, geometry="linf", feature_bound=1.0
     )
     assert np.abs(bounded.X).max() <= 1.0
+    from _helpers import linf_row_norms
+
     from sklearn_dp._clipped_sums import clipped_sum
-    from sklearn_dp.solvers._l1_geometry import linf_row_norms
 
     w = np.full(bounded.n_columns, 0.3)
     full = clipped_sum(bounded.X, bounded.y, w, loss, 0.5, linf_row_norms(bounded.X))
@@ -698,8 +699,9 @@ def test_frank_wolfe_selections_are_gateway_exponential_mechanisms():
     """Per step: one release for the l1 ball (utilities -scores, sensitivity radius * C / N)
     and one for the intercept's interval (box * C / N), at the calibrated temperatures;
     together they spend eps0."""
+    from _helpers import linf_row_norms
+
     from sklearn_dp._clipped_sums import frank_wolfe_gradient, vertex_scores
-    from sklearn_dp.solvers._l1_geometry import linf_row_norms
     from sklearn_dp.testing import trace_releases
 
     data, loss = _sparse_problem(n=400, d=30)

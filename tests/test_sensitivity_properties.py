@@ -50,7 +50,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from _helpers import minimize_strongly_convex
+from _helpers import linf_row_norms, minimize_strongly_convex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.special import expit, softmax
@@ -89,11 +89,7 @@ from sklearn_dp.solvers._coordinate_descent import (
 )
 from sklearn_dp.solvers._frank_wolfe import vertex_scales
 from sklearn_dp.solvers._gradient_descent import gradient_bound
-from sklearn_dp.solvers._l1_geometry import (
-    linf_gradient_bound,
-    linf_row_norms,
-    make_domain,
-)
+from sklearn_dp.solvers._l1_geometry import linf_gradient_bound, make_domain
 from sklearn_dp.solvers._mirror_descent import _resolve_p
 from sklearn_dp.solvers._perturbation import _smooth_glm
 from sklearn_dp.solvers._svrg import _difference_bound

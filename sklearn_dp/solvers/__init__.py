@@ -15,6 +15,7 @@ from .._limits import MAX_SCALE
 from .._losses import loss_names
 from .._sklearn_compat import Interval, StrOptions
 from ._accmd import check_dp_accmd, dp_accmd, plan_dp_accmd
+from ._cd_sampling import SAMPLINGS, SMOOTHNESS_RULES
 from ._common import PrivacyPlan, SolverResult
 from ._coordinate_descent import dp_cd, plan_dp_cd
 from ._frank_wolfe import check_frank_wolfe, check_vr_frank_wolfe, frank_wolfe, plan_frank_wolfe
@@ -199,6 +200,8 @@ _register_builtin(
         "normalizer": [POSITIVE, None],
         "step_scale": [POSITIVE],
         "output": [StrOptions({"average", "tail_average", "last"}), None],
+        "sampling": [StrOptions(set(SAMPLINGS))],
+        "smoothness": [StrOptions(set(SMOOTHNESS_RULES)), "array-like"],
     },
 )
 
@@ -211,6 +214,8 @@ _L1_BALL = dict(
     geometry="linf",
     constraints=frozenset({"l1"}),
 )
+# The Frank-Wolfe pair: exponential-mechanism steps (pure or zCDP) on smooth regression losses.
+_FRANK_WOLFE = dict(losses=frozenset({"squared", "huber"}), **_L1_BALL, pure_dp=True)
 
 # Frank-Wolfe warnings (``bound_warning``): regression thresholds on the public
 # error bound of frank_wolfe's default number of steps (n_public, d, epsilon,
@@ -226,9 +231,7 @@ _register_builtin(
     name="frank_wolfe",
     run=frank_wolfe,
     plan=plan_frank_wolfe,
-    losses=frozenset({"squared", "huber"}),
-    **_L1_BALL,
-    pure_dp=True,
+    **_FRANK_WOLFE,
     summary="noisy Frank-Wolfe over an l1 ball; exponential mechanism per step, pure or zCDP",
     check=check_frank_wolfe,
     option_constraints={
@@ -244,9 +247,7 @@ _register_builtin(
     name="vr_frank_wolfe",
     run=vr_frank_wolfe,
     plan=plan_vr_frank_wolfe,
-    losses=frozenset({"squared", "huber"}),
-    **_L1_BALL,
-    pure_dp=True,
+    **_FRANK_WOLFE,
     summary="one-pass variance-reduced Frank-Wolfe over an l1 ball (Asi et al. 2021, Alg. 3)",
     check=check_vr_frank_wolfe,
     option_constraints={

@@ -14,18 +14,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = [
-    "SamplingStructure",
-    "sampling_structure",
-    "check_smoothness_rule",
-    "smoothness_constants",
-    "block_probabilities",
-    "block_clip_thresholds",
-    "set_clip_threshold",
-    "SAMPLINGS",
-    "SMOOTHNESS_RULES",
-]
-
 SAMPLINGS = ("uniform", "importance", "tau_nice", "full")
 SMOOTHNESS_RULES = ("auto", "coordinate", "gershgorin", "eso", "scalar")
 
@@ -87,7 +75,8 @@ def sampling_structure(n_columns, sampling="uniform", blocks=None, block_size=No
         Number of coefficients per output, the intercept column included (it
         is the last column).
     sampling : {"uniform", "importance", "tau_nice", "full"}
-        ``"uniform"`` / ``"importance"`` draw one block of a partition per step
+        One of ``SAMPLINGS`` (the registry's declared values, checked before
+        the plan).  ``"uniform"`` / ``"importance"`` draw one block of a partition per step
         (single coordinates unless ``blocks`` or ``block_size`` is given), with
         equal probabilities or probabilities proportional to the block's
         largest smoothness constant; ``"tau_nice"`` draws ``tau`` distinct
@@ -102,8 +91,6 @@ def sampling_structure(n_columns, sampling="uniform", blocks=None, block_size=No
         Subset size of ``"tau_nice"`` sampling.
     """
     n_columns = _check_positive_int(n_columns, "n_columns")
-    if sampling not in SAMPLINGS:
-        raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}.")
     if sampling in ("tau_nice", "full") and (blocks is not None or block_size is not None):
         raise ValueError(f"sampling={sampling!r} does not take blocks or block_size.")
     if sampling != "tau_nice" and tau is not None:
@@ -173,18 +160,13 @@ def _block_validity(ratios, structure):
 def check_smoothness_rule(rule, structure):
     """Refuse a ``smoothness`` option that no public bound can validate; returns the rule.
 
-    A string must be one of ``SMOOTHNESS_RULES`` (``"coordinate"`` only for
-    single coordinates); an array must hold one finite constant > 0 per
-    column (it is returned as a float array).  Whether an array dominates
-    the Hessian under the feature bounds is checked by
-    :func:`smoothness_constants`.
+    A string is one of ``SMOOTHNESS_RULES`` (the registry's declared values,
+    checked before the plan; ``"coordinate"`` only for single coordinates);
+    an array must hold one finite constant > 0 per column (it is returned as
+    a float array).  Whether an array dominates the Hessian under the
+    feature bounds is checked by :func:`smoothness_constants`.
     """
     if isinstance(rule, str):
-        if rule not in SMOOTHNESS_RULES:
-            raise ValueError(
-                f"smoothness must be one of {SMOOTHNESS_RULES} or an array of constants, "
-                f"got {rule!r}."
-            )
         if rule == "coordinate" and not structure.singletons:
             raise ValueError(
                 "smoothness='coordinate' (the Hessian diagonal, beta * X_j**2) is only valid when "

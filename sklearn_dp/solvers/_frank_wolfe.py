@@ -46,22 +46,13 @@ from ._l1_geometry import (
     check_l1_options,
     checked_domain,
     linf_gradient_bound,
-    linf_row_norms,
     public_setup,
 )
 from ._noise_warnings import frank_wolfe_warning
 from ._noisy_steps import plan_of_call, release, release_symmetric
 from ._ssp import repair_gram, solve_statistics
 
-__all__ = [
-    "frank_wolfe",
-    "plan_frank_wolfe",
-    "check_frank_wolfe",
-    "check_vr_frank_wolfe",
-    "select_vertex",
-    "zcdp_budget",
-    "frank_wolfe_step_epsilon",
-]
+__all__ = ["frank_wolfe", "plan_frank_wolfe", "check_frank_wolfe", "check_vr_frank_wolfe"]
 
 #: Frank-Wolfe steps without noise (epsilon=inf) unless max_iter says otherwise.
 DEFAULT_NONPRIVATE_ITERATIONS = 1000
@@ -274,17 +265,16 @@ def frank_wolfe_setup(solver, args):
 
 
 def check_frank_wolfe(
-    *, loss_name=None, n_outputs, penalty=None, alpha=None, l1_ratio=None, public=None, options
+    *, loss_name=None, n_outputs, penalty=None, alpha=None, l1_ratio=None, public, options
 ):
     """Refuse ``frank_wolfe`` options from public inputs only (``SolverSpec.check``).
 
-    Called by the estimators before they reserve the spend, and by
-    :func:`frank_wolfe` itself.
+    Called by the estimators before they reserve the spend (a direct call of
+    :func:`frank_wolfe` checks its options through its plan and its domain).
     """
     check_l1_options("frank_wolfe", n_outputs=n_outputs, options=options)
-    if public is not None:
-        _check_refit(options.get("refit"), public.delta)
-    if public is not None and public.delta > 0:
+    _check_refit(options.get("refit"), public.delta)
+    if public.delta > 0:
         # With delta = 0 no other solver fits the penalised Lasso (dp_cd and
         # dp_ssp add Gaussian noise): frank_wolfe stays, and warns when its
         # public error bound is large (see _noise_warnings.frank_wolfe_warning).
@@ -693,7 +683,7 @@ def frank_wolfe(
         # the public normaliser, never the private row count.
         unit = clip / data.normalizer
         scales = vertex_scales(domain, unit, plan.details.get("step_epsilon", math.inf))
-    row_scale = linf_row_norms(X)
+    row_scale = X.row_norms(np.inf)  # each row's ||x_i||_inf, without a copy of X
     steps = FrankWolfeSteps("frank_wolfe", args, domain, plan)
     w = np.zeros(X.n_columns)
     for _ in range(plan.n_steps):

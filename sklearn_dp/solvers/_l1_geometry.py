@@ -26,24 +26,11 @@ import contextlib
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from .. import _noise
 from .._public_errors import public_error
 from ._declared_options import check_declared_options
 from ._gradient_descent import gradient_bound
-
-__all__ = [
-    "L1Domain",
-    "make_domain",
-    "check_l1_options",
-    "checked_domain",
-    "public_setup",
-    "linf_row_norms",
-    "linf_gradient_bound",
-    "slot_probabilities",
-    "allocate_rows",
-]
 
 
 @dataclass(frozen=True)
@@ -157,15 +144,6 @@ def make_domain(data, *, radius, intercept_bound, alpha, l1_ratio, solver=None):
         l1_penalty=alpha * l1_ratio * penalized,
         l2_penalty=alpha * (1.0 - l1_ratio) * penalized,
     )
-
-
-def linf_row_norms(X):
-    """``||x_i||_inf`` of each row (dense, CSR or a bounded design, without a copy of X)."""
-    if hasattr(X, "row_norms"):
-        return X.row_norms(np.inf)
-    if sp.issparse(X):
-        return np.asarray(abs(X).max(axis=1).todense()).ravel()
-    return np.abs(X).max(axis=1) if X.shape[1] else np.zeros(X.shape[0])
 
 
 def _feature_bound(data, solver):

@@ -52,10 +52,8 @@ __all__ = [
     "localized_mirror_descent",
     "plan_mirror_descent",
     "plan_localized_mirror_descent",
-    "mirror_descent_phases",
     "check_mirror_descent",
     "check_localized_mirror_descent",
-    "Phase",
 ]
 
 #: Cap on the number of steps of one (sub)run unless ``max_iter`` is given;
@@ -286,29 +284,21 @@ class _LpDomain(L1Domain):
     It reuses :class:`L1Domain`'s fields (every coordinate in ``ball``, no
     boxes; ``radius`` is the lp radius): the Bregman step gets an infinite l1
     radius and the lp ball as its ``p_radius`` around the map's centre 0, so
-    only a run centred at 0 can use it.
+    only a run centred at 0 can use it.  Without boxes its ``vertex_radius``
+    is the lp radius, the largest ``||x||_p`` on the domain (so
+    ``D_psi(x*, 0) <= kappa radius^2`` and ``||x||_q <= radius``), and its
+    ``diameter`` twice it.
     """
 
-    p: float = 2.0
 
-    @property
-    def vertex_radius(self):
-        """Largest ``||x||_p`` on the domain (``D_psi(x*, 0) <= kappa radius^2``; ``||x||_q <= it``)."""
-        return float(self.radius)
-
-    @property
-    def diameter(self):
-        return 2.0 * float(self.radius)
-
-
-def _domain(solver, args, p):
+def _domain(solver, args):
     """The fit's domain: the l1 polytope of :func:`checked_domain`, or the lp ball."""
     domain = checked_domain(solver, args)
     if args.constraint != "lp":
         return domain
     n_columns = len(domain.ball)
     every = dict(ball=np.ones(n_columns, dtype=bool), box=np.full(n_columns, np.inf))
-    return _LpDomain(**{**vars(domain), **every}, p=p)
+    return _LpDomain(**{**vars(domain), **every})
 
 
 # --------------------------------------------------------------------------
@@ -515,30 +505,35 @@ def _check_lp(solver, options):
         )
 
 
-def _registry_check(solver):
-    def check(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
-        check_l1_options(solver, n_outputs=n_outputs, options=options)
-        _check_lp(solver, options)
-        # strongly_convex=True needs a public L2 penalty on every coefficient.
-        if options.get("strongly_convex", False) and (
-            public.fit_intercept
-            or public.n_features == 0
-            or penalty not in ("l2", "elasticnet")
-            or 1.0 - float(l1_ratio or 0.0) <= 0
-            or (alpha is not None and not alpha > 0)
-        ):
-            raise ValueError(_STRONGLY_CONVEX_MESSAGE.format(solver=solver))
-
-    check.__name__ = f"check_{solver}"
-    check.__doc__ = (
-        f"Refuse ``{solver}`` options from public inputs only (``SolverSpec.check``): called "
-        "by the estimators before they reserve the spend."
-    )
-    return check
+def _public_check(solver, *, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
+    """The registry check of ``solver`` (its keywords: what ``SolverSpec.check`` receives)."""
+    check_l1_options(solver, n_outputs=n_outputs, options=options)
+    _check_lp(solver, options)
+    # strongly_convex=True needs a public L2 penalty on every coefficient.
+    if options.get("strongly_convex", False) and (
+        public.fit_intercept
+        or public.n_features == 0
+        or penalty not in ("l2", "elasticnet")
+        or 1.0 - float(l1_ratio or 0.0) <= 0
+        or (alpha is not None and not alpha > 0)
+    ):
+        raise ValueError(_STRONGLY_CONVEX_MESSAGE.format(solver=solver))
 
 
-check_mirror_descent = _registry_check("mirror_descent")
-check_localized_mirror_descent = _registry_check("localized_mirror_descent")
+def check_mirror_descent(**arguments):
+    """Refuse ``mirror_descent`` options from public inputs only (``SolverSpec.check``).
+
+    Called by the estimators before they reserve the spend.
+    """
+    _public_check("mirror_descent", **arguments)
+
+
+def check_localized_mirror_descent(**arguments):
+    """Refuse ``localized_mirror_descent`` options from public inputs only (``SolverSpec.check``).
+
+    Called by the estimators before they reserve the spend.
+    """
+    _public_check("localized_mirror_descent", **arguments)
 
 
 def _strong_convexity(domain, n_columns, p):
@@ -560,7 +555,7 @@ def _mirror_descent_fit(solver, kind, args):
     with public_setup():  # public inputs and the released row count only
         _check_lp(solver, vars(args))
         p = _resolve_p(args.p, n_columns, args.constraint)
-        domain = _domain(solver, args, p)
+        domain = _domain(solver, args)
         # Public stand-in for the row count (a DP count from the estimators): the
         # true n is private under add/remove and only indexes rows.
         n_samples = data.n_public

@@ -45,17 +45,6 @@ from ._common import PrivacyPlan, SolverResult, add_warnings, check_finite_itera
 from ._declared_options import check_declared_options
 from ._noise_warnings import noise_dominated_warning
 
-__all__ = [
-    "release",
-    "release_symmetric",
-    "release_residual_squares",
-    "noisy_steps",
-    "gaussian_plan",
-    "check_options",
-    "plan_of_call",
-    "solver_result",
-]
-
 
 def release(total, sensitivity, noise_std, rng, label="clipped gradient sum"):
     """The gateway release of a clipped sum: ``total + N(0, noise_std^2 I)`` on the gateway's grid.

@@ -41,14 +41,6 @@ import math
 import numpy as np
 from scipy.optimize import brentq
 
-__all__ = [
-    "pnorm",
-    "pnorm_mirror_gradient",
-    "default_p",
-    "bregman_step",
-    "BregmanStepResult",
-]
-
 _TINY = np.finfo(float).tiny
 _LOG_TINY = math.log(_TINY)
 
@@ -86,31 +78,27 @@ def pnorm_mirror_gradient(u, p, kappa):
 class BregmanStepResult:
     """The solution of :func:`bregman_step` and its multipliers (for warm starts and tests)."""
 
-    __slots__ = ("x", "w", "mu", "rho", "tau", "evaluations")
+    __slots__ = ("x", "w", "mu", "rho", "tau")
 
-    def __init__(self, x, w, mu, rho, tau, evaluations):
+    def __init__(self, x, w, mu, rho, tau):
         self.x, self.w, self.mu, self.rho, self.tau = x, w, mu, rho, tau
-        self.evaluations = evaluations
 
 
 class _Problem:
     """The data of one step, with the per-coordinate closed forms."""
 
-    def __init__(self, s, center, kappa, p, ball, radius, box, l1_weights, p_radius):
+    def __init__(self, s, center, kappa, p, ball, box, l1_weights, p_radius):
         self.s = np.asarray(s, dtype=float)
         self.c = np.asarray(center, dtype=float)
         self.kappa = float(kappa)
         self.p = float(p)
         self.exponent = 1.0 / (self.p - 1.0)  # q - 1, the inverse of the power p - 1
         self.ball = ball
-        self.radius = radius
-        self.box = box  # per-coordinate bound (inf on ball coordinates)
         self.has_box = bool(np.any(np.isfinite(box)))
         self.box_index = np.flatnonzero(np.isfinite(box))
         self.box_values = box[self.box_index]
         self.m0 = l1_weights
         self.p_radius = p_radius
-        self.evaluations = 0
         # sign(c) |c|^(p-1): theta(-c_j) = -p tau * this.
         self.c_power = np.sign(self.c) * np.abs(self.c) ** (self.p - 1.0)
         self.centered = not np.any(self.c)
@@ -134,7 +122,6 @@ class _Problem:
         Only coordinates whose dual value is non-zero move away from the
         centre, so the powers (the expensive part) are taken on those alone.
         """
-        self.evaluations += 1
         theta, shifted, weights = self._theta(log_ptau, mu)
         moving_mask = theta != 0.0
         moving = np.flatnonzero(moving_mask)
@@ -199,7 +186,6 @@ class _Problem:
         """
         if not self.centered:
             return lambda log_ptau: self.coordinates(log_ptau, mu)[1]
-        self.evaluations += 1
         theta = self._theta(None, mu)[0]
         q = self.p / (self.p - 1.0)
         free = np.abs(theta[self.ball])
@@ -267,14 +253,12 @@ class _Problem:
 
 def _bracket_decreasing(f, start, upper=math.inf, step=2.0):
     """[lo, hi] with f(lo) > 0 >= f(hi) for a decreasing f; lo=None if f <= 0 down to ~0."""
-    f_start = f(start)
-    if f_start > 0.0:
+    if f(start) > 0.0:
         lo, step_size = start, step
         while True:
             hi = min(lo + step_size, upper)
-            if f(hi) <= 0.0:
-                return lo, hi
-            if hi >= upper:  # cannot happen when the caller checked the upper end
+            # hi >= upper cannot stop it when the caller checked the upper end.
+            if f(hi) <= 0.0 or hi >= upper:
                 return lo, hi
             lo, step_size = hi, 2.0 * step_size
     hi, step_size = start, step
@@ -337,7 +321,7 @@ def bregman_step(
         np.full(d, np.inf) if box is None else np.where(ball, np.inf, np.asarray(box, dtype=float))
     )
     l1_weights = np.zeros(d) if l1_weights is None else np.asarray(l1_weights, dtype=float)
-    problem = _Problem(s, center, kappa, p, ball, float(radius), box, l1_weights, float(p_radius))
+    problem = _Problem(s, center, kappa, p, ball, box, l1_weights, float(p_radius))
     warm_log_rho = math.log(warm.rho) if warm is not None and warm.rho > 0 else None
 
     x, rho, log_ptau = problem.solve_tau(0.0, warm_log_rho)
@@ -372,4 +356,4 @@ def bregman_step(
         x = center + (x - center) * (p_radius / rho)
         rho = float(p_radius)
     tau = math.exp(log_ptau) / p
-    return BregmanStepResult(x, w, float(mu), float(rho), tau, problem.evaluations)
+    return BregmanStepResult(x, w, float(mu), float(rho), tau)

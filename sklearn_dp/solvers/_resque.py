@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 from contextlib import nullcontext
-from numbers import Real
 from types import SimpleNamespace
 
 import numpy as np
@@ -142,17 +141,15 @@ def check_resque_arguments(*, loss_name, n_outputs, private, multi_output=False,
             "solver='auto'), which converge on it; or, to run resque anyway on a schedule "
             "of your own, pass both radius= (the L2 ball) and solver_options={'tol': ...}."
         )
-    # Not a declared range: a non-private fit may use the unbiased estimator (inf).
-    if not (isinstance(max_weight, Real) and max_weight >= 1):
-        raise ValueError(f"max_weight must be a float >= 1, got {max_weight!r}.")
-    if private and math.isinf(max_weight):
+    # Before the declared range [1, MAX_SCALE], which refuses inf in every fit: why a private one.
+    if private and max_weight == math.inf:
         raise ValueError("A private fit needs a finite max_weight (it sets the sensitivity).")
     if n_jobs is not None and (isinstance(n_jobs, (bool, np.bool_)) or n_jobs == 0):
         raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}.")
     # The other options' types and ranges, as the registry declares them (the
     # schedule and the ball oracle are checked by the plan, which every fit makes
     # before the spend).
-    check_declared_options("resque", {k: v for k, v in options.items() if k != "max_weight"})
+    check_declared_options("resque", options)
 
 
 def check_resque(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
@@ -354,18 +351,7 @@ def _public_setting(data, loss, plan, *, alpha, radius, max_weight, max_inner):
 
 
 def ball_acceleration(
-    solve_ball,
-    x0,
-    *,
-    ball_radius,
-    lambda_min,
-    lambda_max,
-    n_outer,
-    n_probes=1,
-    domain_radius=None,
-    restart=RESTART,
-    progress=None,
-    proximal_point=None,
+    solve_ball, x0, setting, *, restart=RESTART, progress=None, proximal_point=None
 ):
     """Monteiro-Svaiter acceleration with ball-constrained proximal steps (docs/solvers/resque.md).
 
@@ -376,20 +362,17 @@ def ball_acceleration(
         ``F(x) + lam / 2 ||x - y||^2`` over ``B_r(y)`` (intersected with
         ``B_R``), started from ``start``.
     x0 : ndarray of shape (d,)
-    ball_radius : float
-        r.
-    lambda_min, lambda_max : float
-        Range of the proximal weight (``lambda_*`` and ``2 L / r``).
-    n_outer : int
-        Number of outer iterations (fixed, public).
-    n_probes : int
-        Subproblems per iteration.  Every probe is solved (fixed count, so
-        the cost and privacy are public); lambda moves by ``LAMBDA_FACTOR``
-        (or bisects once bracketed) when the step ``||x - y||`` leaves
-        ``STEP_WINDOW * r``, and the last probe is accepted.  The adjusted
-        lambda warm-starts the next iteration.
-    domain_radius : float, optional
-        R: keep ``v`` (and, through ``solve_ball``, ``x``) in ``B_R``.
+    setting : namespace
+        The fit's public setting (:func:`_public_setting`); read here:
+        ``ball_radius`` (r); ``lambda_min`` and ``lambda_max``, the range of
+        the proximal weight (``lambda_*`` and ``2 L / r``); ``n_outer``, the
+        number of outer iterations (fixed, public); ``n_probes``, the
+        subproblems per iteration (every probe is solved: a fixed count, so
+        the cost and privacy are public; lambda moves by ``LAMBDA_FACTOR``,
+        or bisects once bracketed, when the step ``||x - y||`` leaves
+        ``STEP_WINDOW * r``, and the last probe is accepted; the adjusted
+        lambda warm-starts the next iteration); ``domain_radius``, R or
+        None: keep ``v`` (and, through ``solve_ball``, ``x``) in ``B_R``.
     restart : bool
         Reset ``A = 0, v = x`` after an iteration whose step goes uphill
         along the new prox gradient (``<lam (y - x_new), x_new - x> > 0``).
@@ -409,16 +392,21 @@ def ball_acceleration(
         Per outer iteration, the accepted ``lambdas`` and ``step_lengths``
         and ``A``; and the number of ``restarts``.
     """
+    ball_radius, lambda_min, lambda_max = (
+        setting.ball_radius,
+        setting.lambda_min,
+        setting.lambda_max,
+    )
     x = np.array(x0, dtype=float)
     v = x.copy()
     A = 0.0
     lam = math.sqrt(lambda_min * lambda_max)  # the first probe's weight
     low, high = STEP_WINDOW[0] * ball_radius, STEP_WINDOW[1] * ball_radius
     trace = {"lambdas": [], "step_lengths": [], "A": [], "restarts": 0}
-    for k in range(n_outer):
+    for k in range(setting.n_outer):
         bracket = [lambda_min, lambda_max]
         x_new = None
-        for _ in range(n_probes):
+        for _ in range(setting.n_probes):
             lam_k = lam  # this probe's weight (lam moves on below)
             a = (1.0 + math.sqrt(1.0 + 4.0 * lam_k * A)) / (2.0 * lam_k)
             y = (A * x + a * v) / (A + a)
@@ -448,8 +436,8 @@ def ball_acceleration(
             if estimate is not None:
                 gradient = lam_k * (y - estimate)
             v = v - a * gradient
-            if domain_radius is not None:
-                v = _project_ball(v, np.zeros_like(v), domain_radius)
+            if setting.domain_radius is not None:
+                v = _project_ball(v, np.zeros_like(v), setting.domain_radius)
             A += a
         trace["restarts"] += int(restarted)
         trace["lambdas"].append(lam_k)
@@ -746,29 +734,19 @@ def resque(
     with _workers(n_jobs) as parallel:
         rng = make_rng(random_state)
         oracle = _BallOracle(data, loss, setting, rng, parallel)
-        proximal_point = _multilevel_estimator(oracle, setting, rng) if multilevel else None
+        estimate = _multilevel_estimator(oracle, setting, rng) if multilevel else None
         coef, traces = np.zeros(data.n_columns), []
         for phase, rows in enumerate(_phase_rows(data, setting, rng) if sco else [None]):
             if rows is not None:
                 oracle.start_phase(phase, rows, coef)
+            progress = Progress("resque", setting.n_outer, verbose)
             coef, trace = ball_acceleration(
-                oracle,
-                coef,
-                ball_radius=setting.ball_radius,
-                lambda_min=setting.lambda_min,
-                lambda_max=setting.lambda_max,
-                n_outer=setting.n_outer,
-                n_probes=setting.n_probes,
-                domain_radius=setting.domain_radius,
-                restart=bool(restart),
-                progress=Progress("resque", setting.n_outer, verbose),
-                proximal_point=proximal_point,
+                oracle, coef, setting, restart=restart, progress=progress, proximal_point=estimate
             )
             traces.append(trace)
     check_finite_iterate(coef, "resque")
     _check_release_count(oracle, setting)
-    steps = oracle.steps
-    info = dict(query_depth=oracle.rounds, n_queries=round(oracle.queries), n_releases=steps)
+    info = dict(query_depth=oracle.rounds, n_queries=round(oracle.queries), n_releases=oracle.steps)
     for key in ("n_outer", "inner_steps", "smoothing_radius", "ball_radius", "radius", "n_phases"):
         info[key] = getattr(setting, key)
     info.update({key: sum((t[key] for t in traces), type(value)()) for key, value in trace.items()})

@@ -164,13 +164,12 @@ class _QueryRound(NamedTuple):
 
     For GLMs a query of sample i at ``center + xi`` returns the scalar
     ``l'(<x_i, center + xi>, y_i)``; the subgradient is that scalar times
-    ``x_i``.  The round stores the scalars, the perturbations and the rows
-    (never per-query gradient vectors).  ``starts[t]:starts[t + 1]`` are the
+    ``x_i``.  The round stores the scalars, the perturbations and the rows'
+    features (never per-query gradient vectors).  ``starts[t]:starts[t + 1]`` are the
     queries of inner step t.
     """
 
     center: np.ndarray
-    rows: np.ndarray
     starts: np.ndarray
     xi: np.ndarray
     features: np.ndarray
@@ -267,7 +266,7 @@ def _query_round(source, center, rows, starts, round_index, parallel):
         empty = np.zeros((0, source.design.n_columns))
         parts = [(empty, empty, np.zeros(0))]
     xi, features, derivative = (np.concatenate(part) for part in zip(*parts))
-    return _QueryRound(center, rows, starts, xi, features, derivative)
+    return _QueryRound(center, starts, xi, features, derivative)
 
 
 # --------------------------------------------------------------------------

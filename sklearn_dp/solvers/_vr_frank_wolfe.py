@@ -22,7 +22,7 @@ from .._memo import memoize
 from ..accounting import PureEpsilonDpEvent
 from ._common import PrivacyPlan
 from ._frank_wolfe import FrankWolfeSteps, frank_wolfe_setup, vertex_scales, zcdp_budget
-from ._l1_geometry import allocate_rows, linf_row_norms, public_setup
+from ._l1_geometry import allocate_rows, public_setup
 
 __all__ = ["vr_frank_wolfe", "plan_vr_frank_wolfe", "vr_frank_wolfe_schedule"]
 
@@ -282,7 +282,7 @@ def vr_frank_wolfe(
         every_row = plan.details.get("every_row_at_every_vertex", False)
         if every_row:
             sizes[:] = data.normalizer  # every vertex averages over every row
-    row_scale = linf_row_norms(X)
+    row_scale = X.row_norms(np.inf)  # each row's ||x_i||_inf, without a copy of X
     steps = FrankWolfeSteps("vr_frank_wolfe", args, domain, plan)
     uses = np.zeros(n_rows, dtype=np.int64)
     allocation = None  # epsilon=inf: no allocation, every vertex's slot is the whole data
