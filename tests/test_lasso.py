@@ -580,3 +580,22 @@ def test_dplasso_refit_with_pure_dp_is_refused_before_the_spend(sparse_data):
     with pytest.raises(ValueError, match="needs delta > 0"):
         model.fit(X, y)
     assert budget.ledger == []
+
+
+def test_frank_wolfe_refit_with_a_loss_other_than_squared_is_refused_before_the_spend(sparse_data):
+    # The refit is least squares on the support: with the Huber loss it would
+    # silently fit another model.
+    X, y = sparse_data
+    budget = PrivacyBudget(10.0, 1e-3)
+    model = DPSCORegressor(
+        epsilon=1.0,
+        loss="huber",
+        radius=1.0,
+        constraint="l1",
+        solver="frank_wolfe",
+        budget=budget,
+        solver_options={"refit": 0.4},
+    )
+    with pytest.raises(ValueError, match="needs loss='squared'"):
+        model.fit(X, y)
+    assert budget.ledger == []

@@ -273,7 +273,7 @@ def check_frank_wolfe(
     :func:`frank_wolfe` checks its options through its plan and its domain).
     """
     check_l1_options("frank_wolfe", n_outputs=n_outputs, options=options)
-    _check_refit(options.get("refit"), public.delta)
+    _check_refit(options.get("refit"), public.delta, loss_name)
     if public.delta > 0:
         # With delta = 0 no other solver fits the penalised Lasso (dp_cd and
         # dp_ssp add Gaussian noise): frank_wolfe stays, and warns when its
@@ -459,6 +459,7 @@ def plan_frank_wolfe(n_samples, n_params, epsilon, delta, call):
     if math.isinf(epsilon):
         return PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, max_iter)
     if call.refit:
+        _check_refit(call.refit, delta, getattr(call.loss, "name", None))
         return _refit_plan(float(epsilon), float(delta), max_iter, float(call.refit))
     eps0, event = frank_wolfe_step_epsilon(float(epsilon), float(delta), max_iter)
     accounting_name = "pure" if accounting.is_pure_event(event) else "zcdp"
@@ -485,7 +486,6 @@ def _refit_plan(epsilon, delta, n_steps, share):
     2``-zCDP.  The composition is ``rho``-zCDP, which dp_accounting's RDP
     accountant converts to at most (epsilon, delta).
     """
-    _check_refit(share, delta)
     rho = zcdp_budget(epsilon, delta)
     eps0 = math.sqrt(8.0 * (1.0 - share) * rho / n_steps)
     steps = accounting.dpe.SelfComposedDpEvent(accounting.dpe.ZCDpEvent(eps0**2 / 8.0), n_steps)
@@ -496,11 +496,18 @@ def _refit_plan(epsilon, delta, n_steps, share):
     return PrivacyPlan(event, 2.0 / eps0, n_steps, details)
 
 
-def _check_refit(refit, delta):
+def _check_refit(refit, delta, loss_name=None):
     if refit and delta <= 0:
         raise ValueError(
             "frank_wolfe's refit releases Gaussian statistics and needs delta > 0; "
             "use refit=0 for pure epsilon-DP."
+        )
+    if refit and loss_name not in (None, "squared"):
+        # The refit is least squares on the support: with another loss it
+        # would silently change the model, not debias it.
+        raise ValueError(
+            f"frank_wolfe's refit is a least-squares refit and needs loss='squared', got "
+            f"{loss_name!r}; use refit=0 with this loss."
         )
 
 

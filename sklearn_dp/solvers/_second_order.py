@@ -28,6 +28,8 @@ from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, 
 from ._gradient_descent import gradient_bound
 from ._noisy_steps import plan_of_call, release, release_residual_squares, release_symmetric
 
+__all__ = ["check_dp_newton", "dp_newton", "plan_dp_newton"]
+
 #: Default number of steps (each: one gradient release and, with
 #: ``hessian="exact"``, one Hessian release).  Measured in
 #: ``benchmarks/bench_speed.py`` and docs/solvers/second_order.md: five
