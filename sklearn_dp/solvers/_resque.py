@@ -599,8 +599,9 @@ def resque(
         Line-search probes (subproblems) per outer iteration.
     max_weight : float, default=3.0
         Cap on the ReSQue weights.  Private fits need a finite cap (it sets
-        the sensitivity ``max_weight * L``); ``inf`` (non-private only) gives
-        the unbiased estimator.
+        the sensitivity ``max_weight * L``); at most ``1e30``, like every
+        scale option (at ``epsilon=inf`` a cap that large gives, in effect,
+        the unbiased estimator).
     schedule : {"budget", "theory"}, default="budget"
         ``"theory"`` (epsilon=inf only): each subproblem makes the paper's
         ``T = ceil(768 L^2 / (lambda^2 r^2))`` queries (EpochSGD with
