@@ -211,7 +211,7 @@ def test_columns_norms_and_column_views_match_the_materialised_matrix(
 
 
 def test_blocks_of_rows_are_sized_by_bytes_and_a_small_share_of_X():
-    from sklearn_dp._design import (
+    from sklearn_dp._blocks import (
         BLOCK_BYTES_SHARE,
         GRAM_BLOCK_BYTES,
         MIN_BLOCK_BYTES,
@@ -275,7 +275,7 @@ def test_bounded_data_computes_row_norms_on_first_use():
 def test_the_bounding_pass_gives_the_row_norms_of_a_separate_pass_bit_for_bit(
     sparse, dtype, fit_intercept, monkeypatch
 ):
-    import sklearn_dp._design as design_module
+    import sklearn_dp._blocks as blocks_module
 
     rng = np.random.default_rng(3)
     X = rng.normal(size=(700, 9)) * rng.choice([1e-3, 1.0, 30.0], size=(700, 1))
@@ -288,8 +288,8 @@ def test_the_bounding_pass_gives_the_row_norms_of_a_separate_pass_bit_for_bit(
         X = sp.csr_matrix(X)
     fresh = bound_data(X, np.zeros(700), fit_intercept=fit_intercept, data_norm=2.0)
     # Blocks of 128 rows in the bounding pass, the default ones in the other.
-    monkeypatch.setattr(design_module, "MIN_BLOCK_BYTES", 8)
-    monkeypatch.setattr(design_module, "GRAM_BLOCK_BYTES", 8)
+    monkeypatch.setattr(blocks_module, "MIN_BLOCK_BYTES", 8)
+    monkeypatch.setattr(blocks_module, "GRAM_BLOCK_BYTES", 8)
     data = bound_data(X, np.zeros(700), fit_intercept=fit_intercept, data_norm=2.0)
     monkeypatch.undo()
     out = np.float32 if dtype == np.float32 else np.float64
@@ -331,9 +331,9 @@ def test_a_fit_makes_one_row_norm_pass(monkeypatch):
 def test_gram_with_weights_of_any_sign_and_small_blocks(sparse, dtype, monkeypatch):
     """Nonnegative weights take the symmetric (syrk) path, weights of any sign the general one;
     both match the materialised matrix, also when the rows span many blocks."""
-    import sklearn_dp._design as design_module
+    import sklearn_dp._blocks as blocks_module
 
-    monkeypatch.setattr(design_module, "GRAM_BLOCK_BYTES", 8 * 7 * 16)  # 256 rows a block
+    monkeypatch.setattr(blocks_module, "GRAM_BLOCK_BYTES", 8 * 7 * 16)  # 256 rows a block
     X = _data("outliers", dtype, n=1000)
     if sparse:
         X[np.abs(X) < 0.5] = 0.0
