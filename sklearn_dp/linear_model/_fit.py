@@ -165,6 +165,8 @@ def plan_fit(estimator, request):
             scale_epsilon,
             scaling["centered"],
             delta_rest,
+            # No count release (it comes with the label set): no count to
+            # compose the scales with, so their basic-composition epsilons.
             epsilon_count or None,
             scale_epsilon + _bounds.SCALING_FLOOR_PART * max(remainder, 0.0),
         )
