@@ -717,7 +717,8 @@ def clipped_residual_squares(design, y, coef, residual_bound, y_bound=None, samp
         labels = np.asarray(y[start:stop], dtype=np.float64)
         if y_bound is not None:
             labels = clip_labels_to(labels, y_bound)
-        squares = np.minimum(np.square(labels - part.matmul(coef)[:, 0]), bound)
+        with np.errstate(over="ignore"):  # a square beyond the float range is clipped anyway
+            squares = np.minimum(np.square(labels - part.matmul(coef)[:, 0]), bound)
         if sample_weight is not None:
             squares *= sample_weight[start:stop]
         total += float(np.sum(squares))
