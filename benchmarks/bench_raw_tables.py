@@ -42,13 +42,23 @@ public category lists, as ``OneHotEncoder(categories=...)`` would give them):
     200 features whose scales range from 0.01 to 10^4 (some with offsets),
     a quarter of them 0/1 flags; 4,000 training rows, accuracy.
 
+With ``--scaled``, the tables per-feature scaling must not hurt (what a
+default would meet on data that needs no scaling): ``breast_cancer_scaled``
+(standardised as handed over), ``digits`` and ``wine`` as loaded,
+standard-normal tables of 10,000 rows (``scaled_logistic_10k``,
+``scaled_ridge_10k``) and six standard-normal columns beside one-hot
+columns of 4 and 8 categories on 3,000 rows (``onehot_logistic_3k``,
+``onehot_ridge_3k``).
+
 Nothing a fit uses is computed from the data except through its own DP
 releases.  Usage::
 
     PYTHONPATH=. python benchmarks/bench_raw_tables.py --quick   # a few minutes on 2 cores
     PYTHONPATH=. python benchmarks/bench_raw_tables.py           # 5 seeds, every table
+    PYTHONPATH=. python benchmarks/bench_raw_tables.py --scaled --methods defaults feature_scaling
 
-Writes ``benchmarks/results/raw_tables.md`` (``--quick``: ``raw_tables_quick.md``).
+Writes ``benchmarks/results/raw_tables.md`` (``--quick``: ``raw_tables_quick.md``;
+``--scaled``: ``raw_tables_scaled.md``).
 """
 
 from __future__ import annotations
