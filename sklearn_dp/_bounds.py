@@ -802,16 +802,19 @@ def feature_center_candidates(magnitude):
     return 2.0 * float(magnitude) * steps / FEATURE_CENTER_STEPS
 
 
-#: Features whose released magnitude is at most this are on the unit scale
-#: already (0/1 columns, standardised ones): they keep their units, clipped
-#: to this public value, and get no centre or half-width (their releases
-#: are skipped).  A standard normal column's magnitude comes out between
-#: 1.3 and 7.5; 10 also took in occupancies and incomes in natural units,
-#: which then went uncentred.  Measured with ``benchmarks/bench_raw_tables.py``.
+#: With centres, features whose released magnitude is at most this are on
+#: the unit scale already (0/1 columns, standardised ones): they keep their
+#: units, clipped to this public value, and get no centre or half-width
+#: (their releases are skipped).  A standard normal column's magnitude comes
+#: out between 1.3 and 7.5; 10 also took in occupancies and incomes in
+#: natural units, which then went uncentred.  Without centres (the
+#: entrywise solvers) the rule is not used: scaled to this value, one-hot
+#: columns lost 6 points of accuracy with ``dp_cd`` on 3,000 rows.
+#: Measured with ``benchmarks/bench_raw_tables.py``.
 FEATURE_UNIT_MAGNITUDE = 4.0
 
 
-def release_feature_scales(X, *, epsilon, n_public, rng, centered, each=None, unit_scale=1.0):
+def release_feature_scales(X, *, epsilon, n_public, rng, centered, each=None):
     """Per-feature DP centres and scales of X: ``(FeatureScales, events)``.
 
     For each feature ``j`` (one column at a time, :func:`feature_columns`),
@@ -833,13 +836,13 @@ def release_feature_scales(X, *, epsilon, n_public, rng, centered, each=None, un
     8``-zCDP, which composes more tightly with the rest of the fit.
     ``n_public`` (the fit's released count, public) sets the tilt.
 
-    A feature whose magnitude is at most :data:`FEATURE_UNIT_MAGNITUDE` is
-    on the unit scale already: its clip is that public value, its centre 0
-    and its scale ``unit_scale`` (1 where a row bound is released on the
-    standardised rows; :data:`FEATURE_UNIT_MAGNITUDE` where the standardised
-    entries must lie in ``[-1, 1]``), and its other two releases are not
-    run (a function of the released magnitude: fewer mechanisms than
-    charged, never others).
+    With ``centered``, a feature whose magnitude is at most
+    :data:`FEATURE_UNIT_MAGNITUDE` is on the unit scale already: its clip
+    is that public value, its centre 0 and its scale 1, and its other two
+    releases are not run (a function of the released magnitude: fewer
+    mechanisms than charged, never others).  Without centres a magnitude
+    ``M`` scales ``clip(x, +-M) / M`` into ``[-1, 1]``, which keeps a 0/1
+    column's two values apart whatever ``M``.
     """
     n_features = X.shape[1]
     center, scale, clip = np.zeros(n_features), np.ones(n_features), np.ones(n_features)
@@ -852,14 +855,13 @@ def release_feature_scales(X, *, epsilon, n_public, rng, centered, each=None, un
             feature_scale_utilities(column, n_public), each, rng, "feature scales (magnitude)"
         )
         clip[j] = magnitude
-        if magnitude <= FEATURE_UNIT_MAGNITUDE:
+        if centered and magnitude <= FEATURE_UNIT_MAGNITUDE:
             # Already on the unit scale (a 0/1 column, a standardised one):
             # kept as it is, as the single row bound keeps it, clipped to
             # the public unit magnitude (a magnitude drawn too small would
             # clip a 0/1 column's ones away), with no centre or half-width,
             # whose noise would only move a column that needs neither.
             clip[j] = FEATURE_UNIT_MAGNITUDE
-            scale[j] = unit_scale
             continue
         if not centered:
             scale[j] = magnitude

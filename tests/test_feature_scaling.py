@@ -201,8 +201,8 @@ def test_release_feature_scales_noise_scales_and_events(centered):
     releases = trace.releases
     # Centred: magnitude, centre, and the two sides (one release together),
     # the last three only for features not on the unit scale already.
-    scaled = scales.clip > FEATURE_UNIT_MAGNITUDE
-    assert 0 < np.sum(scaled) < d
+    scaled = scales.clip > FEATURE_UNIT_MAGNITUDE if centered else np.ones(d, dtype=bool)
+    assert 0 < np.sum(scaled) < d or not centered
     assert len(releases) == d + (3 * np.sum(scaled) if centered else 0)
     for record in releases:
         assert record.mechanism == "exponential"
@@ -220,11 +220,10 @@ def test_release_feature_scales_noise_scales_and_events(centered):
         for j, record in zip(np.flatnonzero(scaled), centres, strict=True):
             candidates = feature_center_candidates(scales.clip[j])
             assert scales.center[j] == candidates[record.output + 1]
+        np.testing.assert_array_equal(scales.scale[~scaled], 1.0)
+        np.testing.assert_array_equal(scales.center[~scaled], 0.0)
     else:
-        np.testing.assert_array_equal(scales.scale[scaled], scales.clip[scaled])
-    np.testing.assert_array_equal(scales.scale[~scaled], 1.0)
-    np.testing.assert_array_equal(scales.center[~scaled], 0.0)
-    if not centered:
+        np.testing.assert_array_equal(scales.scale, scales.clip)
         np.testing.assert_array_equal(scales.center, 0.0)
     assert events == planned_scale_events(d, epsilon, centered)
     assert events == [
@@ -703,15 +702,9 @@ def test_unit_scale_features_keep_their_units_and_skip_centre_and_half_width():
     assert sum("magnitude" in label for label in labels) == 3
     assert sum("centre" in label for label in labels) == 1
     assert sum("half-width" in label for label in labels) == 2
-    with trace_releases() as trace:
-        scales, _ = release_feature_scales(
-            X,
-            epsilon=3.0,
-            n_public=float(n),
-            rng=np.random.default_rng(0),
-            centered=False,
-            unit_scale=FEATURE_UNIT_MAGNITUDE,
-        )
-    # Where the standardised entries must lie in [-1, 1].
-    np.testing.assert_array_equal(scales.scale[:2], FEATURE_UNIT_MAGNITUDE)
-    assert np.all(scales.clip / scales.scale <= 1.0)
+    # Without centres every feature is scaled by its magnitude into [-1, 1].
+    scales, _ = release_feature_scales(
+        X, epsilon=3.0, n_public=float(n), rng=np.random.default_rng(0), centered=False
+    )
+    np.testing.assert_array_equal(scales.scale, scales.clip)
+    np.testing.assert_array_equal(scales.center, 0.0)

@@ -562,17 +562,8 @@ def _release_scales(estimator, X, plan, count, phase):
             "(PublicRangeScaler)."
         )
         return None, events
-    # A row bound released on the standardised rows takes unit-scale
-    # features as they are; the entrywise bound 1 needs them in [-1, 1].
-    unit_scale = 1.0 if scaling["rows"] == "data_norm" else _bounds.FEATURE_UNIT_MAGNITUDE
     scales, _ = _bounds.release_feature_scales(
-        X,
-        epsilon=epsilon,
-        n_public=count.estimate,
-        rng=phase.rng,
-        centered=centered,
-        each=each,
-        unit_scale=unit_scale,
+        X, epsilon=epsilon, n_public=count.estimate, rng=phase.rng, centered=centered, each=each
     )
     return scales, events
 
