@@ -66,6 +66,8 @@ from sklearn_dp._clipped_sums import (
     frank_wolfe_gradient,
     l2_clipped_derivatives,
     resque_query_derivatives,
+    sufficient_statistics,
+    svec,
     svrg_difference_sum,
     svrg_snapshot_sum,
     vertex_scores,
@@ -641,6 +643,40 @@ def test_vertex_scales_spend_exactly_eps0_on_the_score_sensitivities(
     deltas = [radius * unit] + [box * unit] * n_box
     spent = sum(2.0 * delta / scale for delta, scale in zip(deltas, [ball_scale, *box_scales]))
     assert spent == pytest.approx(eps0, rel=1e-12)
+
+
+@prop(60)
+@given(
+    case=l1_cases(losses=("squared",)),
+    fit_intercept=st.booleans(),
+    columns=st.sets(st.integers(0, 4), min_size=1),
+)
+def test_frank_wolfe_refit_statistics_move_by_at_most_their_sensitivities(
+    case, fit_intercept, columns
+):
+    """The refit's ``X_S^T X_S`` moves by ``svec(x_S x_S^T)`` (Frobenius norm at most ``R_S^2``)
+    and ``X_S^T y`` by ``clip(y) x_S`` (at most ``R_S``), ``R_S^2 = sum_{j in S} feature_bound_j^2``."""
+    _, feature_bound, nb = case
+    small, big = bound_both(
+        nb, fit_intercept=fit_intercept, geometry="linf", feature_bound=feature_bound
+    )
+    support = np.array(sorted(j for j in columns if j < small.n_columns) or [0])
+    bound_sq = float(np.sum(small.feature_bound[support] ** 2))  # as refit_support computes it
+    stats = [sufficient_statistics(d.design.column_view(support), d.y, 1.0) for d in (small, big)]
+    grams = [svec(G) for G, _ in stats]
+    xtys = [b for _, b in stats]
+    moved_gram, moved_xty = change(nb, *grams), change(nb, *xtys)
+    assert np.linalg.norm(moved_gram) <= bound_sq * (1 + REL) + slack(*grams)
+    assert np.linalg.norm(moved_xty) <= math.sqrt(bound_sq) * (1 + REL) + slack(*xtys)
+    x_new = dense_row(big.X, nb.index)[support]
+    sign = -1.0 if nb.removed else 1.0
+    np.testing.assert_allclose(
+        moved_gram, sign * svec(np.outer(x_new, x_new)), rtol=1e-7, atol=slack(*grams) + 1e-15
+    )
+    y_new = float(np.clip(nb.label, -1.0, 1.0))
+    np.testing.assert_allclose(
+        moved_xty, sign * y_new * x_new, rtol=1e-7, atol=slack(*xtys) + 1e-15
+    )
 
 
 # --------------------------------------------------------------------------
@@ -1478,7 +1514,10 @@ KERNEL_PROPERTIES = {
     "sklearn_dp._clipped_sums.svrg_difference_sum": _SVRG,
     "sklearn_dp._clipped_sums.newton_sums": _NEWTON,
     "sklearn_dp._clipped_sums.curvature_bound": _NEWTON,
-    "sklearn_dp._clipped_sums.sufficient_statistics": _SSP,
+    "sklearn_dp._clipped_sums.sufficient_statistics": [
+        *_SSP,
+        (THIS, "test_frank_wolfe_refit_statistics_move_by_at_most_their_sensitivities"),
+    ],
     "sklearn_dp._clipped_sums.smallest_eigenvalue": _SSP,
     "sklearn_dp._clipped_sums.clip_labels_to": _SSP,
     "sklearn_dp._clipped_sums.clipped_residual_squares": [
