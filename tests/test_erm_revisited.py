@@ -39,7 +39,7 @@ from sklearn_dp.solvers import (
     dp_svrg_pp,
     plan_call,
 )
-from sklearn_dp.solvers._accmd import accmd_iterations, accmd_smoothness
+from sklearn_dp.solvers._accmd import accmd_iterations, accmd_row_bound
 from sklearn_dp.solvers._gradient_descent import (
     gradient_norm_iterations,
     initial_gap_bound,
@@ -197,14 +197,10 @@ def test_accmd_entrywise_smoothness_is_the_l1_constant_of_the_largest_entry_boun
     bounds = np.append(np.full(d, 0.5), 2.0)  # the intercept column's bound is the largest
     row_norm = float(np.linalg.norm(bounds))
     loss = get_loss("log_loss")
-    assert accmd_smoothness(loss, row_norm, bounds, R, "l2") == pytest.approx(
-        beta * row_norm**2 * R**2
-    )
-    assert accmd_smoothness(loss, row_norm, bounds, R, "entrywise") == pytest.approx(
-        beta * 4.0 * R**2
-    )
+    assert accmd_row_bound(row_norm, bounds, "l2") == row_norm
+    assert accmd_row_bound(row_norm, bounds, "entrywise") == 2.0
     with pytest.raises(ValueError, match="feature_bound"):
-        accmd_smoothness(loss, row_norm, None, R, "entrywise")
+        accmd_row_bound(row_norm, None, "entrywise")
     # The plan's default T uses it (the L1 width and Bregman bound unchanged).
     n, eps, delta, C = 5000, 1.0, 1e-5, 0.5 * 0.5 * row_norm
     entry = np.full(d + 1, 0.5)

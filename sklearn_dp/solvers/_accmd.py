@@ -59,7 +59,7 @@ from ._noisy_steps import (
     solver_result,
 )
 
-__all__ = ["dp_accmd", "plan_dp_accmd", "check_dp_accmd", "accmd_iterations", "accmd_smoothness"]
+__all__ = ["dp_accmd", "plan_dp_accmd", "check_dp_accmd", "accmd_iterations", "accmd_row_bound"]
 
 #: Iterations used when epsilon is infinite (the noise-optimal formula is unbounded).
 NON_PRIVATE_ITERATIONS = 500
@@ -98,22 +98,21 @@ def check_dp_accmd(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, op
     _check_smoothness(options.get("smoothness", "l2"), options.get("constraint", "l2"))
 
 
-def accmd_smoothness(loss, row_norm_bound, feature_bound, radius, smoothness):
-    """``L'``, the smoothness constant of the mean loss in ``||.||_C = ||.||_ball / R`` (public).
+def accmd_row_bound(row_norm_bound, feature_bound, smoothness):
+    """The rows' bound ``B`` in ``L' = loss.smoothness * B**2 * R**2`` (public).
 
-    ``"l2"``: ``loss.smoothness * row_norm_bound**2 * R**2`` (Lemma 5.1, any
-    rows).  ``"entrywise"`` (L1 ball): ``loss.smoothness *
-    max(feature_bound)**2 * R**2``, the L1-norm constant of rows bounded
-    entrywise (see the module docstring).
+    ``"l2"``: the L2 row bound (Lemma 5.1, any rows); ``"entrywise"`` (L1
+    ball): ``max_j feature_bound_j``, the bound of the L1-norm smoothness of
+    rows bounded entrywise (see the module docstring).
     """
     if smoothness == "l2":
-        return loss.smoothness * row_norm_bound**2 * radius**2
+        return row_norm_bound
     if feature_bound is None:
         raise ValueError(
             "dp_accmd: smoothness='entrywise' needs rows bounded entrywise: pass "
             "feature_bound (a public bound on |X[i, j]|) and no data_norm."
         )
-    return loss.smoothness * float(np.max(feature_bound)) ** 2 * radius**2
+    return float(np.max(feature_bound))
 
 
 def accmd_constants(constraint, radius, n_params):
@@ -129,32 +128,21 @@ def accmd_constants(constraint, radius, n_params):
 
 
 def accmd_iterations(
-    n_samples,
-    n_params,
-    epsilon,
-    delta,
-    *,
-    smoothness,
-    row_norm_bound,
-    radius,
-    constraint,
-    clip,
-    smooth_c=None,
+    n_samples, n_params, epsilon, delta, *, smoothness, row_norm_bound, radius, constraint, clip
 ):
     """Default T from public inputs: the minimiser of the explicit bound of docs/solvers/erm_revisited.md (eqs. 74-76).
 
     ``E F(y_T) - F* <~ 8 L' B / T^2 + T^2 sigma_1^2 C^2 W / (6 L' n^2)`` (the
     noise of T full-batch steps has per-step std ``sqrt(T) sigma_1 C / n`` for
     the exact single-step multiplier ``sigma_1``), minimised at
-    ``T = (48 L'^2 B n^2 / (sigma_1^2 C^2 W))^(1/4)``.  ``smooth_c`` is
-    ``L'`` (:func:`accmd_smoothness`); None: the L2 constant
-    ``smoothness * row_norm_bound**2 * radius**2``.
+    ``T = (48 L'^2 B n^2 / (sigma_1^2 C^2 W))^(1/4)``, with
+    ``L' = smoothness * row_norm_bound**2 * radius**2`` (``row_norm_bound``:
+    :func:`accmd_row_bound`).
     """
     if math.isinf(epsilon):
         return NON_PRIVATE_ITERATIONS
     single = accounting.gaussian_noise_multiplier(epsilon, delta, 1)
-    if smooth_c is None:
-        smooth_c = smoothness * row_norm_bound**2 * radius**2
+    smooth_c = smoothness * row_norm_bound**2 * radius**2
     bregman, width = accmd_constants(constraint, radius, n_params)
     value = (48.0 * smooth_c**2 * bregman * n_samples**2 / (single**2 * clip**2 * width)) ** 0.25
     return int(min(MAX_DEFAULT_ITERATIONS, max(1, math.ceil(value))))
@@ -171,7 +159,7 @@ def plan_dp_accmd(n_samples, n_params, epsilon, delta, call):
     """
     if call.smoothness == "entrywise" and call.feature_bound is None:
         # Before the count: a refusal that costs nothing (public bounds only).
-        accmd_smoothness(call.loss, call.row_norm_bound, None, call.radius, "entrywise")
+        accmd_row_bound(call.row_norm_bound, None, "entrywise")
     max_iter = call.max_iter
     if max_iter is None:
         if n_samples is None:
@@ -182,20 +170,16 @@ def plan_dp_accmd(n_samples, n_params, epsilon, delta, call):
                 "The default dp_accmd plan needs the public loss, row_norm_bound and radius."
             )
         clip = gradient_bound(loss, row_norm_bound, call.clip_norm, private=not math.isinf(epsilon))
-        smooth_c = accmd_smoothness(
-            loss, row_norm_bound, call.feature_bound, radius, call.smoothness
-        )
         max_iter = accmd_iterations(
             n_samples,
             n_params,
             epsilon,
             delta,
             smoothness=loss.smoothness,
-            row_norm_bound=row_norm_bound,
+            row_norm_bound=accmd_row_bound(row_norm_bound, call.feature_bound, call.smoothness),
             radius=radius,
             constraint=call.constraint,
             clip=clip,
-            smooth_c=smooth_c,
         )
     return gaussian_plan(epsilon, delta, max_iter)
 
@@ -299,7 +283,7 @@ def dp_accmd(
         from the rows' L2 bound (Lemma 5.1), ``"entrywise"`` (L1 ball, rows
         bounded entrywise by ``feature_bound``) from their largest entry
         bound, the L1-norm smoothness, d times smaller for d equal entry
-        bounds (see :func:`accmd_smoothness`).
+        bounds (see :func:`accmd_row_bound`).
     max_iter : int, optional
         T; default the minimiser of the explicit utility bound of docs/solvers/erm_revisited.md (see
         :func:`accmd_iterations`), at most ``MAX_DEFAULT_ITERATIONS``, and
@@ -351,7 +335,8 @@ def dp_accmd(
     shape = (X.n_columns, n_outputs)
     clip = gradient_bound(loss, data.row_norm_bound, clip_norm, private=not math.isinf(epsilon))
     noise_std = plan.noise_multiplier * clip
-    smooth_c = accmd_smoothness(loss, data.row_norm_bound, data.feature_bound, radius, smoothness)
+    row_bound = accmd_row_bound(data.row_norm_bound, data.feature_bound, smoothness)
+    smooth_c = loss.smoothness * row_bound**2 * radius**2
     rng = make_rng(random_state)
     mirror = (_L2Mirror if constraint == "l2" else _L1Mirror)(shape, radius)
 
