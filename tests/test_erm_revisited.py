@@ -261,6 +261,31 @@ def test_accmd_entrywise_smoothness_without_noise_reaches_the_l1_constrained_opt
     assert gaps["l2"] > 5 * gaps["entrywise"]
 
 
+def test_accmd_without_noise_finds_the_vertex_of_the_smooth_lower_bound_family():
+    # Asi et al. (2021), Theorem 11's family: squared loss on the L1 ball of radius D with
+    # ||a_i||_inf <= 1 and |b_i| <= D; at b_i = a_i @ x* for a signed vertex x*, F* = 0.
+    rng = np.random.default_rng(0)
+    A = rng.choice([-1.0, 1.0], size=(200, 30))
+    truth = np.zeros(30)
+    truth[7] = -1.0
+    data = bound_data(A, A @ truth, fit_intercept=False, feature_bound=1.0)
+    loss = get_loss("squared", residual_bound=2.0)
+    W = dp_accmd(
+        data,
+        loss,
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=math.inf,
+        delta=0.0,
+        radius=1.0,
+        constraint="l1",
+        smoothness="entrywise",
+        max_iter=300,
+    ).coef[:, 0]
+    assert np.argmax(np.abs(W)) == 7 and W[7] < 0
+    assert 0.5 * np.mean((A @ W - A @ truth) ** 2) < 1e-3
+
+
 # --------------------------------------------------------------------------
 # Noise calibration and noise scales
 # --------------------------------------------------------------------------
