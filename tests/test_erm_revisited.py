@@ -236,6 +236,8 @@ def test_accmd_entrywise_smoothness_refuses_the_l2_ball_and_l2_bounded_rows_befo
         DPSCORegressor(
             solver="dp_accmd", constraint="l1", data_norm=2.0, **common, **entrywise
         ).fit(X, y)
+    with pytest.raises(ValueError, match="pass a number as feature_bound"):
+        DPSCORegressor(solver="dp_accmd", constraint="l1", **common, **entrywise).fit(X, y)
     assert budget.ledger == []
 
 

@@ -109,8 +109,8 @@ def accmd_row_bound(row_norm_bound, feature_bound, smoothness):
         return row_norm_bound
     if feature_bound is None:
         raise ValueError(
-            "dp_accmd: smoothness='entrywise' needs rows bounded entrywise: pass "
-            "feature_bound (a public bound on |X[i, j]|) and no data_norm."
+            "dp_accmd: smoothness='entrywise' needs rows bounded entrywise: pass a number as "
+            "feature_bound (a public bound on |X[i, j]|) and leave data_norm at its default."
         )
     return float(np.max(feature_bound))
 
