@@ -33,6 +33,7 @@ import copy
 import functools
 import math
 import numbers
+import threading
 
 import numpy as np
 
@@ -181,8 +182,46 @@ class _ChunkBounds:
         self.part = bound_data(_aligned(X_chunk), _aligned(y_chunk), **bound_args)
 
 
+#: Per worker thread: the float64 buffer that chunk products convert float32 blocks into.
+_WORKSPACE = threading.local()
+
+
+def _workspace(size):
+    """A float64 buffer of at least ``size`` items, one per thread, reused from pass to pass.
+
+    Dask's worker processes tell the C allocator to hand every large free
+    back to the system (``MALLOC_TRIM_THRESHOLD_``), so a float64 copy of a
+    float32 block made afresh in every pass is paged in afresh too: on a
+    ``LocalCluster`` that cost several times the product itself.
+    """
+    space = getattr(_WORKSPACE, "buffer", None)
+    if space is None or space.size < size:
+        space = _WORKSPACE.buffer = np.empty(size)
+    return space
+
+
 def _bounded_kernel(bounds, kernel):
-    return kernel(bounds.part)
+    """``kernel(bounds.part)`` on a worker, float32 blocks converted into the thread's buffer.
+
+    The buffer is wiped afterwards: private rows stay in the chunk, which
+    lives as long as the fit, not in a buffer that outlives it.
+    """
+    part = bounds.part
+    designs = [part.design, getattr(part.design, "inner", None)]
+    designs = [d for d in designs if d is not None and d.dtype == np.float32 and not d.sparse]
+    space = None
+    if designs and part.n_samples:
+        rows = max(stop - start for start, stop in part.design.blocks())
+        space = _workspace(rows * part.design.n_features)
+    for design in designs:
+        design.workspace = space
+    try:
+        return kernel(part)
+    finally:
+        for design in designs:
+            design.workspace = None
+        if space is not None:
+            space.fill(0.0)
 
 
 class DaskDesign:

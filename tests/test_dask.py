@@ -607,3 +607,38 @@ def test_unaligned_chunks_are_aligned_before_their_products():
     assert _dask._aligned(X) is X  # aligned chunks are used as they are
     bounds = _dask._ChunkBounds(unaligned, np.zeros(300), dict(fit_intercept=True, data_norm=1.0))
     assert bounds.part.design.X.flags.aligned
+
+
+def test_later_passes_over_a_kept_float32_chunk_make_no_float64_copy_of_it():
+    # Dask's workers hand every large free back to the system, so a float64
+    # copy of a float32 block made afresh in every pass is paged in afresh
+    # (on a LocalCluster several times the cost of the product): a pass over
+    # a kept chunk converts its blocks into one reused buffer, with the sums
+    # of fresh copies, and leaves no rows in it.
+    import tracemalloc
+
+    from sklearn_dp._clipped_sums import newton_sums
+    from sklearn_dp._losses import get_loss
+
+    X, y = _classification(n=20000, d=20, dtype=np.float32)
+    bounds = _dask._ChunkBounds(
+        X, np.where(y == 1, 1.0, -1.0), dict(fit_intercept=True, data_norm=1.0)
+    )
+    loss, W = get_loss("log_loss"), np.full((21, 1), 0.1)
+
+    def gradient(part):
+        return newton_sums(part.design, part.y, W, loss, 0.5, part.row_norms, hessian=False)[0]
+
+    expected = gradient(bounds.part)  # fresh float64 copies of the blocks
+    np.testing.assert_array_equal(_dask._bounded_kernel(bounds, gradient), expected)
+    tracemalloc.start()
+    try:
+        got = _dask._bounded_kernel(bounds, gradient)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    np.testing.assert_array_equal(got, expected)
+    block_rows = max(stop - start for start, stop in bounds.part.design.blocks())
+    assert peak < block_rows * X.shape[1] * 8 / 2  # no float64 block was allocated
+    assert bounds.part.design.workspace is None  # the buffer is not kept with the chunk
+    assert not np.any(_dask._WORKSPACE.buffer)  # and holds no rows after the pass
