@@ -10,7 +10,9 @@ and only the reduced value (a vector, a ``d x d`` matrix or counts over a
 public grid) reaches the client, which adds the noise through the gateway
 (:mod:`sklearn_dp._noise`) as for in-memory data.  A chunk is bounded once per
 fit, in the solver's first pass, and its rows stay with their factors on its
-worker for the later passes (:class:`_ChunkBounds`), which never read X again.  A sum over rows is the sum
+worker for the later passes (:class:`_ChunkBounds`), which never read X again;
+on a ``dask.distributed`` cluster a later pass runs one task per worker
+thread, over the chunks that worker holds (:func:`worker_groups`).  A sum over rows is the sum
 of its chunks' sums, so the pre-noise values, their sensitivities and the
 noise (drawn on the client, in the same order from the same generator) are
 those of the in-memory fit: with the same ``random_state`` the models agree
@@ -58,6 +60,7 @@ __all__ = [
     "release_feature_bound",
     "bound_dask_data",
     "reduce_chunks",
+    "worker_groups",
     "map_rows",
     "map_labels",
     "filter_rows",
@@ -122,7 +125,44 @@ def _sum_all(combine, *results):
     return functools.reduce(combine, results)
 
 
-def reduce_chunks(func, *arrays, combine=_add, split_every=SPLIT_EVERY, keep=None):
+def _group_sum(func, combine, *chunks):
+    """``combine`` of ``func(chunk)`` over chunks that live on one worker: one task."""
+    return functools.reduce(combine, [func(chunk) for chunk in chunks])
+
+
+def worker_groups(objects):
+    """Indices of persisted ``objects``, grouped by the worker thread that runs them, or None.
+
+    On a ``dask.distributed`` cluster, each worker's objects (``who_has``,
+    asked anew at each call: the scheduler may have moved some) are split
+    into one group per thread of that worker; a pass then runs one task per
+    group, next to its data, instead of one per chunk: a task costs the
+    scheduler, the client and the worker a few milliseconds each, and with
+    many chunks that was a sizeable part of a pass.  None without a
+    ``dask.distributed`` client (the threaded scheduler's tasks cost little).
+    """
+    try:
+        from distributed import futures_of
+    except ImportError:
+        return None
+    futures = [futures_of(obj) for obj in objects]
+    if not futures or any(len(f) != 1 for f in futures):
+        return None
+    client = futures[0][0].client
+    holders = client.who_has([f[0] for f in futures])
+    threads = client.nthreads()
+    by_worker = {}
+    for index, (future,) in enumerate(futures):
+        where = sorted(holders.get(future.key) or ())
+        by_worker.setdefault(where[0] if where else None, []).append(index)
+    groups = []
+    for worker, indices in by_worker.items():
+        n = max(1, min(len(indices), int(threads.get(worker, 1)) if worker else 1))
+        groups += [indices[i::n] for i in range(n)]
+    return groups
+
+
+def reduce_chunks(func, *arrays, combine=_add, split_every=SPLIT_EVERY, keep=None, groups=None):
     """``combine`` of ``func(*blocks)`` over the row chunks of ``arrays`` (computed).
 
     ``arrays`` are Dask arrays with the same row chunks and one chunk across
@@ -132,13 +172,20 @@ def reduce_chunks(func, *arrays, combine=_add, split_every=SPLIT_EVERY, keep=Non
     to the client.  ``keep``: a list of per-chunk delayed objects computed in
     the same run and kept where they are computed (``dask.persist``: on the
     workers of a ``dask.distributed`` cluster, never sent to the client); it
-    is replaced, in place, by the persisted objects.  Runs on the current
-    scheduler (a ``dask.distributed`` client when one is active).
+    is replaced, in place, by the persisted objects.  ``groups``: lists of
+    chunk indices (of one list of delayed objects, :func:`worker_groups`),
+    each group summed in one task.  Runs on the current scheduler (a
+    ``dask.distributed`` client when one is active).
     """
     dask, _ = require_dask()
     blocks = [list(a) if isinstance(a, list) else a.to_delayed().ravel() for a in arrays]
-    task = dask.delayed(func, pure=False)
-    parts = [task(*chunk) for chunk in zip(*blocks)]
+    if groups is not None:
+        (chunks,) = blocks
+        task = dask.delayed(_group_sum, pure=False)
+        parts = [task(func, combine, *[chunks[i] for i in group]) for group in groups]
+    else:
+        task = dask.delayed(func, pure=False)
+        parts = [task(*chunk) for chunk in zip(*blocks)]
     if not parts:
         raise ValueError("no chunks to reduce")
     total = dask.delayed(_sum_all, pure=False)
@@ -248,7 +295,7 @@ class DaskDesign:
         """``sum_c kernel(bound_data(X_c, y_c, ...))`` over the row chunks ``c``, as NumPy."""
         func = functools.partial(_bounded_kernel, kernel=kernel)
         if self._bounds is not None:
-            return reduce_chunks(func, self._bounds)
+            return reduce_chunks(func, self._bounds, groups=worker_groups(self._bounds))
         dask, _ = require_dask()
         bound = dask.delayed(_ChunkBounds, pure=False)
         bounds = [

@@ -518,19 +518,26 @@ def _local_cluster(n_workers=2):
     return distributed, cluster
 
 
-def test_fit_on_a_local_cluster_with_worker_processes():
+@pytest.fixture(scope="module")
+def local_cluster():
+    """A LocalCluster of two one-thread worker processes on loopback, closed after the module."""
     distributed, cluster = _local_cluster()
-    X, y = _classification(n=2000)
     try:
-        with distributed.Client(cluster) as client:
-            model = DPLogisticRegression(
-                epsilon=1.0, delta=1e-6, solver="dp_newton", random_state=5
-            ).fit(*_dask_pair(X, y, rows=400))
-            # The tasks ran on the workers (their processes), not on the client.
-            assert client.run(lambda: True)
-            predicted = model.predict(da.from_array(X, chunks=400)).compute()
+        yield distributed, cluster
     finally:
         cluster.close()
+
+
+def test_fit_on_a_local_cluster_with_worker_processes(local_cluster):
+    distributed, cluster = local_cluster
+    X, y = _classification(n=2000)
+    with distributed.Client(cluster) as client:
+        model = DPLogisticRegression(
+            epsilon=1.0, delta=1e-6, solver="dp_newton", random_state=5
+        ).fit(*_dask_pair(X, y, rows=400))
+        # The tasks ran on the workers (their processes), not on the client.
+        assert client.run(lambda: True)
+        predicted = model.predict(da.from_array(X, chunks=400)).compute()
     reference = DPLogisticRegression(
         epsilon=1.0, delta=1e-6, solver="dp_newton", random_state=5
     ).fit(X, y)
@@ -538,19 +545,53 @@ def test_fit_on_a_local_cluster_with_worker_processes():
     np.testing.assert_array_equal(predicted, reference.predict(X))
 
 
+def test_later_passes_on_a_cluster_run_one_task_per_worker_thread(local_cluster):
+    # A task costs the scheduler, the client and the worker a few
+    # milliseconds each: a pass over the kept chunks runs one task per
+    # worker thread, next to its chunks (no chunk moves), with the sums of
+    # one task per chunk.
+    from sklearn_dp._clipped_sums import newton_sums
+    from sklearn_dp._data import bound_data
+    from sklearn_dp._losses import get_loss
+
+    distributed, cluster = local_cluster
+    X, y = _classification(n=3000, d=5, dtype=np.float32)
+    labels = np.where(y == 1, 1.0, -1.0)
+    loss, W = get_loss("log_loss"), np.full((6, 1), 0.1)
+
+    def gradient(part):
+        return newton_sums(part.design, part.y, W, loss, 0.5, part.row_norms, hessian=False)[0]
+
+    expected = gradient(bound_data(X, labels, fit_intercept=True, data_norm=1.0))
+    with distributed.Client(cluster) as client:
+        data = _dask.bound_dask_data(
+            da.from_array(X, chunks=300),
+            da.from_array(labels, chunks=300),
+            fit_intercept=True,
+            data_norm=1.0,
+        )
+        data.sum_over_chunks(gradient)  # bounds and keeps the 10 chunks
+        with distributed.get_task_stream(client) as stream:
+            total = data.sum_over_chunks(gradient)
+        threads = sum(client.nthreads().values())
+    kernels = [t for t in stream.data if "_group_sum" in str(t["key"])]
+    assert len(kernels) == threads
+    assert not [t for t in stream.data if "_bounded_kernel" in str(t["key"])]
+    transfers = [s for t in stream.data for s in t["startstops"] if s["action"] == "transfer"]
+    assert sum(s.get("nbytes", 0) for s in transfers) < 10_000  # sums move, chunks do not
+    np.testing.assert_allclose(total, expected, rtol=1e-10)
+
+
 @pytest.mark.slow
-def test_larger_fits_on_a_local_cluster():
-    distributed, cluster = _local_cluster()
-    try:
-        with distributed.Client(cluster):
-            for name, params, kind in CASES.values():
-                X, y = _case_data(kind)
-                X, y = np.repeat(X, 20, axis=0), np.repeat(y, 20)
-                memory, _ = _fit(name, params, X, y)
-                lazy, _ = _fit(name, params, *_dask_pair(X, y, rows=7000))
-                np.testing.assert_allclose(lazy.coef_, memory.coef_, rtol=1e-6, atol=1e-8)
-    finally:
-        cluster.close()
+def test_larger_fits_on_a_local_cluster(local_cluster):
+    distributed, cluster = local_cluster
+    with distributed.Client(cluster):
+        for name, params, kind in CASES.values():
+            X, y = _case_data(kind)
+            X, y = np.repeat(X, 20, axis=0), np.repeat(y, 20)
+            memory, _ = _fit(name, params, X, y)
+            lazy, _ = _fit(name, params, *_dask_pair(X, y, rows=7000))
+            np.testing.assert_allclose(lazy.coef_, memory.coef_, rtol=1e-6, atol=1e-8)
 
 
 @pytest.mark.parametrize("first_changed_read", [1, 2, 3, 4])
