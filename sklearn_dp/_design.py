@@ -429,7 +429,7 @@ class Design:
             part = scaled[start:stop]
             lo, hi = np.searchsorted(rows, [start, stop])
             if 8 * (hi - lo) > stop - start:
-                out += np.asarray(self._bounded_block(start, stop).T @ part)
+                out += np.asarray(self._bounded_block(start, stop, scratch=True).T @ part)
                 continue
             p_lo, p_hi = np.searchsorted(patched, [start, stop])
             U = part
@@ -451,9 +451,17 @@ class Design:
                 out += np.asarray(self.patch[p_lo:p_hi].T @ scaled[patched[p_lo:p_hi]])
         return out
 
-    def _bounded_block(self, start, stop):
-        """Rows start:stop bounded (before ``row_scale``), float64 (dense or CSR)."""
-        block = _float64(_row_slice(self.X, start, stop))
+    def _bounded_block(self, start, stop, scratch=False):
+        """Rows start:stop bounded (before ``row_scale``), float64 (dense or CSR).
+
+        ``scratch``: for a block used at once, a dense float32 block may be
+        converted into ``workspace`` (see :meth:`_float64_rows`), which the
+        next such block overwrites.
+        """
+        if scratch:
+            block = self._float64_rows(start, stop)
+        else:
+            block = _float64(_row_slice(self.X, start, stop))
         if self.excess is not None:
             sub = self.excess[start:stop]
             if sub.nnz:
@@ -508,7 +516,7 @@ class Design:
         column = np.zeros(d)
         total = 0.0
         for start, stop in self._blocks():
-            block = self._bounded_block(start, stop)
+            block = self._bounded_block(start, stop, scratch=True)
             root = None if w is None else np.sqrt(w[start:stop])
             factor = root
             if self.row_scale is not None:

@@ -650,12 +650,13 @@ def test_unaligned_chunks_are_aligned_before_their_products():
     assert bounds.part.design.X.flags.aligned
 
 
-def test_later_passes_over_a_kept_float32_chunk_make_no_float64_copy_of_it():
+def test_passes_over_a_float32_chunk_convert_its_blocks_into_one_reused_buffer():
     # Dask's workers hand every large free back to the system, so a float64
     # copy of a float32 block made afresh in every pass is paged in afresh
-    # (on a LocalCluster several times the cost of the product): a pass over
-    # a kept chunk converts its blocks into one reused buffer, with the sums
-    # of fresh copies, and leaves no rows in it.
+    # (on a LocalCluster several times the cost of the product): the
+    # products and the Gram matrix of a pass over a kept chunk convert its
+    # blocks into one reused buffer, with the sums of fresh copies, and leave
+    # no rows in it.
     import tracemalloc
 
     from sklearn_dp._clipped_sums import newton_sums
@@ -667,18 +668,21 @@ def test_later_passes_over_a_kept_float32_chunk_make_no_float64_copy_of_it():
     )
     loss, W = get_loss("log_loss"), np.full((21, 1), 0.1)
 
-    def gradient(part):
-        return newton_sums(part.design, part.y, W, loss, 0.5, part.row_norms, hessian=False)[0]
+    def sums(part):  # a gradient sum and (the first pass's) Gram matrix
+        gradient = newton_sums(part.design, part.y, W, loss, 0.5, part.row_norms, hessian=False)
+        return gradient[0], part.design.gram()
 
-    expected = gradient(bounds.part)  # fresh float64 copies of the blocks
-    np.testing.assert_array_equal(_dask._bounded_kernel(bounds, gradient), expected)
+    expected = sums(bounds.part)  # fresh float64 copies of the blocks
+    for got, want in zip(_dask._bounded_kernel(bounds, sums), expected):
+        np.testing.assert_array_equal(got, want)
     tracemalloc.start()
     try:
-        got = _dask._bounded_kernel(bounds, gradient)
+        result = _dask._bounded_kernel(bounds, sums)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    np.testing.assert_array_equal(got, expected)
+    for got, want in zip(result, expected):
+        np.testing.assert_array_equal(got, want)
     block_rows = max(stop - start for start, stop in bounds.part.design.blocks())
     assert peak < block_rows * X.shape[1] * 8 / 2  # no float64 block was allocated
     assert bounds.part.design.workspace is None  # the buffer is not kept with the chunk
