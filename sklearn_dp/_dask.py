@@ -34,6 +34,7 @@ from __future__ import annotations
 import copy
 import functools
 import math
+import mmap
 import numbers
 import threading
 
@@ -211,6 +212,27 @@ def _aligned(block):
     return block if block.flags.aligned else np.array(block, copy=True)
 
 
+def _mapped(block):
+    """Whether ``block`` views memory mapped from a file (``np.memmap``, ``mmap``)."""
+    while block is not None:
+        if isinstance(block, (np.memmap, mmap.mmap)):
+            return True
+        block = getattr(block, "base", None)
+    return False
+
+
+def _owned(block):
+    """A chunk to keep: aligned, and a copy in the process's memory if it maps a file.
+
+    A memory-mapped chunk (``da.from_npy_stack(..., mmap_mode="r")``,
+    ``np.load(..., mmap_mode="r")``) is a view of the file: a write to the
+    file during the fit would change the kept rows under the factors computed
+    for them, and a row could then exceed its bound in a later pass.
+    """
+    block = np.asarray(block)
+    return np.array(block, copy=True) if _mapped(block) else _aligned(block)
+
+
 class _ChunkBounds:
     """One row chunk, bounded, with its rows: kept on its worker between passes.
 
@@ -221,12 +243,13 @@ class _ChunkBounds:
     multiply without reading X again.  The rows stay with their factors: a
     later read of X could return other values (a source that changes, a
     non-deterministic recompute), and factors computed for one set of rows
-    bound nothing on another.  Private per-row values: it lives on the worker
+    bound nothing on another; for the same reason a chunk that maps a file
+    is kept as a copy (:func:`_owned`).  Private per-row values: it lives on the worker
     (a persisted Dask object), for the duration of the fit.
     """
 
     def __init__(self, X_chunk, y_chunk, bound_args):
-        self.part = bound_data(_aligned(X_chunk), _aligned(y_chunk), **bound_args)
+        self.part = bound_data(_owned(X_chunk), _owned(y_chunk), **bound_args)
 
 
 #: Per worker thread: the float64 buffer that chunk products convert float32 blocks into.

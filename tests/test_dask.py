@@ -650,15 +650,14 @@ def test_unaligned_chunks_are_aligned_before_their_products():
     assert bounds.part.design.X.flags.aligned
 
 
-def test_passes_over_a_float32_chunk_convert_its_blocks_into_one_reused_buffer():
+def test_passes_over_a_float32_chunk_convert_its_blocks_into_one_reused_buffer(monkeypatch):
     # Dask's workers hand every large free back to the system, so a float64
     # copy of a float32 block made afresh in every pass is paged in afresh
     # (on a LocalCluster several times the cost of the product): the
     # products and the Gram matrix of a pass over a kept chunk convert its
     # blocks into one reused buffer, with the sums of fresh copies, and leave
     # no rows in it.
-    import tracemalloc
-
+    from sklearn_dp import _design
     from sklearn_dp._clipped_sums import newton_sums
     from sklearn_dp._losses import get_loss
 
@@ -673,17 +672,40 @@ def test_passes_over_a_float32_chunk_convert_its_blocks_into_one_reused_buffer()
         return gradient[0], part.design.gram()
 
     expected = sums(bounds.part)  # fresh float64 copies of the blocks
-    for got, want in zip(_dask._bounded_kernel(bounds, sums), expected):
-        np.testing.assert_array_equal(got, want)
-    tracemalloc.start()
-    try:
-        result = _dask._bounded_kernel(bounds, sums)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    fresh = []
+    original = _design._float64
+
+    def counted(block):
+        fresh.append(block.shape)
+        return original(block)
+
+    monkeypatch.setattr(_design, "_float64", counted)
+    result = _dask._bounded_kernel(bounds, sums)
+    monkeypatch.undo()
     for got, want in zip(result, expected):
         np.testing.assert_array_equal(got, want)
-    block_rows = max(stop - start for start, stop in bounds.part.design.blocks())
-    assert peak < block_rows * X.shape[1] * 8 / 2  # no float64 block was allocated
+    assert fresh == []  # no float64 copy of a block was made
     assert bounds.part.design.workspace is None  # the buffer is not kept with the chunk
     assert not np.any(_dask._WORKSPACE.buffer)  # and holds no rows after the pass
+
+
+def test_a_memory_mapped_chunk_is_kept_as_a_copy(tmp_path):
+    # A chunk read with mmap_mode="r" is a view of its file: a write to the
+    # file during the fit would change the kept rows under the factors
+    # computed for them, and a row could exceed its bound in a later pass.
+    X, y = _classification(n=200, d=3)
+    X = X * 10.0  # rows longer than the bound: every one is scaled down
+    path = tmp_path / "X.npy"
+    np.save(path, X)
+    mapped = np.load(path, mmap_mode="r")
+    bounds = _dask._ChunkBounds(mapped, y, dict(fit_intercept=False, data_norm=1.0))
+    writer = np.load(path, mmap_mode="r+")
+    writer[:] = 1e6  # the file changes after the chunk was bounded
+    writer.flush()
+    kept = bounds.part.design
+    np.testing.assert_array_equal(kept.X, X)
+    assert not np.shares_memory(kept.X, mapped)
+    norms = np.linalg.norm(kept.materialize(), axis=1)
+    assert np.all(norms <= 1.0 + 1e-12)
+    in_memory = _dask._ChunkBounds(X, y, dict(fit_intercept=False, data_norm=1.0))
+    assert in_memory.part.design.X is X  # chunks in memory are used as they are
