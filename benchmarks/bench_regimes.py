@@ -1,4 +1,27 @@
-"""Each l1 solver in the regime its paper claims: d >> n sparse regression.
+"""Each solver in the regime its paper claims to win, measured (``--regime``).
+
+* ``l1`` (default): every l1 solver of ``DPLasso`` on d >> n sparse
+  regression (below).
+* ``accmd``: DP-AccMD (Wang, Ye and Xu 2017, Algorithm 3) on the same sparse
+  data, rows bounded entrywise (``feature_bound=1``), with the default
+  smoothness constant (L2 row bound, Lemma 5.1) and with
+  ``smoothness="entrywise"`` (the L1-norm constant), beside ``frank_wolfe``
+  on the same problem (no intercept: dp_accmd's ball would hold it).
+* ``cd``: importance-sampled DP-CD (Maranjyan, Sadiev and Richtarik 2024) at
+  small epsilon on features of very different public ranges, with the
+  default diagonal rule (Gershgorin for blocks and full sampling) and with
+  ``smoothness="eso"``, against ``dp_gd`` (the problems of
+  ``bench_coordinate_descent.py``; relative objective gap, lower is better).
+* ``lower_bound``: the smooth lower-bound family of Asi, Feldman, Koren and
+  Talwar (2021, Theorem 11 via Talwar, Thakurta and Zhang 2015): squared loss
+  on the l1 ball of radius D with ``||a_i||_inf <= 1`` and ``|b_i| <= D``, at
+  a vertex-packing instance (rows uniform in {-1, 1}^d, labels
+  ``b_i = a_i @ x*`` for a signed vertex ``x* = D s e_j``, so ``F* = 0``);
+  the excess empirical loss of each l1 solver next to the lower-bound rate
+  ``D^2 min((n eps)^(-2/3), sqrt(d) / (n eps))`` (constants unknown: read
+  the ratio's trend, not its value).
+
+The l1 regime:
 
 Asi, Feldman, Koren and Talwar (2021) claim excess population risk that grows
 like log(d), not sqrt(d), for l1-geometry methods on l1-bounded problems: the
@@ -22,9 +45,13 @@ Usage::
     PYTHONPATH=. python benchmarks/bench_regimes.py            # 5 seeds, d in {2000, 10000}
     PYTHONPATH=. python benchmarks/bench_regimes.py --quick    # 1 seed, d = 2000, fewer solvers
     PYTHONPATH=. python benchmarks/bench_regimes.py --dims 2000 --epsilons 1 --seeds 5 --methods "auto (default)"
+    PYTHONPATH=. python benchmarks/bench_regimes.py --regime accmd --dims 2000 --epsilons 1 5 --seeds 3
+    PYTHONPATH=. python benchmarks/bench_regimes.py --regime cd --seeds 5
+    PYTHONPATH=. python benchmarks/bench_regimes.py --regime lower_bound --seeds 3
 
 Writes ``benchmarks/results/regimes.md`` (``regimes_quick.md`` with ``--quick``,
-``regimes_partial.md`` with ``--methods``).
+``regimes_partial.md`` with ``--methods``); the other regimes write
+``regimes_<regime>.md``.
 """
 
 from __future__ import annotations
@@ -36,6 +63,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse
+import math
 import sys
 import time
 import warnings
@@ -45,10 +73,10 @@ import numpy as np
 from sklearn.linear_model import LassoCV
 from sklearn.metrics import r2_score
 
-from sklearn_dp import DPLasso
+from sklearn_dp import DPLasso, DPSCORegressor
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import environment, md_table
+from _common import add_threads_argument, environment, limit_threads, md_table
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 N_TRAIN, N_TEST, K_SPARSE, NOISE = 5000, 2000, 5, 0.1
@@ -151,30 +179,344 @@ def report(rows, epsilons, seeds, quick, command, partial=False):
     return RESULTS_DIR / name
 
 
+# -- DP-AccMD on entrywise-bounded rows ---------------------------------------
+
+#: Label -> DPLasso keyword arguments of the AccMD regime (no intercept, rows in [-1, 1]).
+ACCMD_METHODS = {
+    "dp_accmd (L2 smoothness, default)": dict(solver="dp_accmd"),
+    "dp_accmd (smoothness='entrywise')": dict(
+        solver="dp_accmd", solver_options={"smoothness": "entrywise"}
+    ),
+    "frank_wolfe": dict(solver="frank_wolfe"),
+}
+
+
+def run_accmd(dims, epsilons, seeds, methods, timeout, log):
+    rows = {}
+    for d in dims:
+        for seed in seeds:
+            X, y, truth = sparse_problem(N_TRAIN + N_TEST, d, seed)
+            Xt, yt, Xs, ys = X[:N_TRAIN], y[:N_TRAIN], X[N_TRAIN:], y[N_TRAIN:]
+            cv = LassoCV(n_jobs=1, fit_intercept=False).fit(Xt, yt)
+            rows.setdefault((d, "LassoCV (non-private)", "-"), []).append(
+                (r2_score(ys, cv.predict(Xs)), recovered(cv.coef_, truth), 0.0, "-")
+            )
+            for label in methods:
+                for eps in epsilons:
+                    start = time.perf_counter()
+                    with warnings.catch_warnings(record=True) as caught:
+                        warnings.simplefilter("always")
+                        model = DPLasso(
+                            epsilon=eps,
+                            random_state=seed,
+                            fit_intercept=False,
+                            feature_bound=1.0,
+                            **ACCMD_METHODS[label],
+                        ).fit(Xt, yt)
+                    seconds = time.perf_counter() - start
+                    rows.setdefault((d, label, eps), []).append(
+                        (
+                            r2_score(ys, model.predict(Xs)),
+                            recovered(model.coef_, truth),
+                            seconds,
+                            f"{model.n_iter_} steps, radius {model.radius_:.3g}"
+                            + (", warned" if caught else ""),
+                        )
+                    )
+                    log(f"d={d} seed={seed} {label} eps={eps}: {rows[(d, label, eps)][-1]}")
+                    if seconds > timeout:
+                        log(f"  {label} slower than {timeout}s: its larger epsilons skipped")
+                        break
+    return rows
+
+
+def report_accmd(rows, seeds, command, name):
+    lines = [
+        "# DP-AccMD on rows bounded entrywise (d >> n, sparse truth)",
+        "",
+        f"Command: `{command}`",
+        "",
+        f"The sparse data of the l1 regime (n = {N_TRAIN} training rows, {N_TEST} test rows, "
+        "rows uniform in [-1, 1]^d, 5-sparse truth +-0.2, noise 0.1); "
+        "`DPLasso(fit_intercept=False, feature_bound=1.0)` at its default radius, delta 1e-5, "
+        f"LassoCV without intercept; {len(seeds)} seed(s), medians. Cells: test R^2, true "
+        "features among the 5 largest coefficients, seconds; the last column: steps and "
+        "radius on the first seed.",
+        "",
+    ]
+    header = ["d", "method", "epsilon", "R^2", "recovered (of 5)", "seconds", "what ran"]
+    body = [
+        [
+            d,
+            label,
+            eps,
+            f"{np.median([v[0] for v in values]):.3f}",
+            f"{np.median([v[1] for v in values]):g}",
+            f"{np.median([v[2] for v in values]):.1f}",
+            values[0][3],
+        ]
+        for (d, label, eps), values in rows.items()
+    ]
+    lines += [md_table(header, body), "", environment()]
+    path = RESULTS_DIR / name
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+# -- importance-sampled DP-CD at small epsilon ----------------------------------
+
+#: Label -> (bench_coordinate_descent method or None for dp_cd options, dp_cd options).
+CD_METHODS = {
+    "dp_gd (scalar step)": ("dp_gd", None),
+    "dp_cd uniform, single coordinates": (None, dict(sampling="uniform")),
+    "dp_cd importance, single coordinates": (None, dict(sampling="importance")),
+    "dp_cd importance, blocks, default diagonal (gershgorin)": (
+        None,
+        dict(sampling="importance", blocks=True),
+    ),
+    "dp_cd importance, blocks, smoothness='eso'": (
+        None,
+        dict(sampling="importance", blocks=True, smoothness="eso"),
+    ),
+    "dp_cd full, default diagonal (gershgorin)": (None, dict(sampling="full")),
+    "dp_cd full, smoothness='eso'": (None, dict(sampling="full", smoothness="eso")),
+}
+CD_PROBLEMS = ("synthetic_large", "synthetic_spread", "diabetes", "breast_cancer")
+CD_EPSILONS = (0.1, 0.3, 1.0, 3.0)
+CD_PASSES = 10
+
+
+def run_cd(problems, epsilons, seeds, methods, log):
+    import bench_coordinate_descent as cd
+
+    gaps = {}
+    for name in problems:
+        problem = cd.PROBLEMS[name]()
+        for seed in seeds:
+            X_train, _, y_train, _ = problem.split(seed)
+            f, v_star, f_star, _ = cd.reference_optimum(problem, X_train, y_train)
+            f_zero = f(np.zeros_like(v_star))[0]
+            for label in methods:
+                method, options = CD_METHODS[label]
+                for eps in epsilons:
+                    model, scale = cd.make_estimator(
+                        method or "cd_full", problem, eps, CD_PASSES, seed
+                    )
+                    if options is not None:
+                        options = dict(options)
+                        if options.pop("blocks", False):
+                            options["blocks"] = problem.blocks
+                        model.set_params(solver_options=options)
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        model.fit(X_train / scale, y_train)
+                    w = cd.raw_coefficients(model, scale)
+                    relative = (f(w)[0] - f_star) / (f_zero - f_star)
+                    gaps.setdefault((name, label, eps), []).append(relative)
+            log(f"{name} seed={seed} done")
+    return gaps
+
+
+def report_cd(gaps, problems, epsilons, seeds, methods, command, name):
+    lines = [
+        "# Importance-sampled DP-CD at small epsilon: which diagonal keeps the gain",
+        "",
+        f"Command: `{command}`",
+        "",
+        "Problems of `benchmarks/bench_coordinate_descent.py` (public feature ranges over 4 to "
+        f"10 decades); {CD_PASSES} passes per fit, delta 1e-5, {len(seeds)} seed(s). Cells: "
+        "median relative objective gap `(f - f*) / (f(0) - f*)` (lower is better; 1 is the "
+        "zero model) and, in brackets, `dp_gd`'s median gap divided by it (above 1: better "
+        "than `dp_gd`).",
+        "",
+    ]
+    for problem in problems:
+        lines += [f"## {problem}", ""]
+        body = []
+        for label in methods:
+            cells = [label]
+            for eps in epsilons:
+                gap = float(np.median(gaps[(problem, label, eps)]))
+                reference = gaps.get((problem, "dp_gd (scalar step)", eps))
+                ratio = "" if reference is None else f" ({np.median(reference) / gap:.2g}x)"
+                cells.append(f"{gap:.3g}{ratio}")
+            body.append(cells)
+        lines += [md_table(["method"] + [f"eps {e:g}" for e in epsilons], body), ""]
+    lines.append(environment())
+    path = RESULTS_DIR / name
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+# -- the smooth lower-bound family ------------------------------------------------
+
+#: Label -> DPSCORegressor keyword arguments on the lower-bound instance.
+LOWER_BOUND_METHODS = {
+    "frank_wolfe": dict(solver="frank_wolfe"),
+    "vr_frank_wolfe": dict(solver="vr_frank_wolfe"),
+    "mirror_descent": dict(solver="mirror_descent"),
+    "dp_accmd (smoothness='entrywise')": dict(
+        solver="dp_accmd", solver_options={"smoothness": "entrywise"}
+    ),
+}
+LOWER_BOUND_D, LOWER_BOUND_RADIUS = 1000, 1.0
+LOWER_BOUND_NS = (1000, 4000, 16000)
+LOWER_BOUND_EPSILONS = (0.5, 2.0)
+
+
+def vertex_instance(n, d, radius, seed):
+    """Rows uniform in {-1, 1}^d, labels ``a_i @ x*`` for a signed vertex ``x*`` (F* = 0)."""
+    rng = np.random.default_rng(seed)
+    A = rng.choice([-1.0, 1.0], size=(n, d))
+    truth = np.zeros(d)
+    truth[rng.integers(d)] = radius * rng.choice([-1.0, 1.0])
+    return A, A @ truth, truth
+
+
+def run_lower_bound(ns, epsilons, seeds, methods, log):
+    d, radius = LOWER_BOUND_D, LOWER_BOUND_RADIUS
+    rows = {}
+    for n in ns:
+        for seed in seeds:
+            A, b, _ = vertex_instance(n, d, radius, seed)
+            for label in methods:
+                for eps in epsilons:
+                    start = time.perf_counter()
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        model = DPSCORegressor(
+                            epsilon=eps,
+                            penalty=None,
+                            constraint="l1",
+                            radius=radius,
+                            fit_intercept=False,
+                            feature_bound=1.0,
+                            y_bound=radius,
+                            random_state=seed,
+                            **LOWER_BOUND_METHODS[label],
+                        ).fit(A, b)
+                    # DPSCORegressor minimises the squared loss / 2: F = mean (a.x - b)^2 / 2.
+                    excess = 0.5 * float(np.mean((A @ np.ravel(model.coef_) - b) ** 2))
+                    rows.setdefault((n, label, eps), []).append(
+                        (excess, time.perf_counter() - start)
+                    )
+                    log(f"n={n} seed={seed} {label} eps={eps}: {rows[(n, label, eps)][-1]}")
+    return rows
+
+
+def lower_bound_rate(n, d, radius, epsilon):
+    """``D^2 min((n eps)^(-2/3), sqrt(d) / (n eps))`` (Theorem 11 with L D = D^2; no constant)."""
+    return radius**2 * min((n * epsilon) ** (-2.0 / 3.0), math.sqrt(d) / (n * epsilon))
+
+
+def report_lower_bound(rows, seeds, command, name):
+    d, radius = LOWER_BOUND_D, LOWER_BOUND_RADIUS
+    lines = [
+        "# The smooth lower-bound family of the l1 ball (Asi et al. 2021, Theorem 11)",
+        "",
+        f"Command: `{command}`",
+        "",
+        f"d = {d}, radius D = {radius:g}; rows uniform in {{-1, 1}}^d (`feature_bound=1`), "
+        "labels `a_i @ x*` for a signed vertex `x* = D s e_j` (so `F* = 0` and `|b_i| <= D`), "
+        "`DPSCORegressor(constraint='l1', radius=D, penalty=None, fit_intercept=False, "
+        f"y_bound=D)`, delta 1e-5; {len(seeds)} seed(s), medians. Cells: excess empirical "
+        "loss `F(x) - F*` with `F = mean (a.x - b)^2 / 2`, the lower-bound rate "
+        "`D^2 min((n eps)^(-2/3), sqrt(d) / (n eps))` (no constant) and their ratio. The "
+        "theorem's hard family is the fingerprinting-code instance of Talwar, Thakurta and "
+        "Zhang (2015), not reproduced here; this instance is in the same family (quadratic, "
+        "`||a||_inf <= 1`, `|b| <= D`) and is hard for selection (one of 2d vertices).",
+        "",
+    ]
+    header = ["n", "method", "epsilon", "excess", "rate", "excess / rate", "seconds"]
+    body = []
+    for (n, label, eps), values in rows.items():
+        excess = float(np.median([v[0] for v in values]))
+        rate = lower_bound_rate(n, d, radius, eps)
+        seconds = float(np.median([v[1] for v in values]))
+        body.append(
+            [
+                n,
+                label,
+                eps,
+                f"{excess:.3g}",
+                f"{rate:.3g}",
+                f"{excess / rate:.3g}",
+                f"{seconds:.1f}",
+            ]
+        )
+    lines += [md_table(header, body), "", environment()]
+    path = RESULTS_DIR / name
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+REGIMES = ("l1", "accmd", "cd", "lower_bound")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--regime", choices=REGIMES, default="l1")
     parser.add_argument("--quick", action="store_true", help="1 seed, d = 2000, fewer solvers")
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--dims", type=int, nargs="+", default=None)
     parser.add_argument("--epsilons", type=float, nargs="+", default=None)
     parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument("--methods", nargs="+", default=None, help="default: all of the regime")
     parser.add_argument(
-        "--methods", nargs="+", default=None, choices=list(METHODS), help="default: all"
+        "--problems", nargs="+", default=None, help=f"cd regime; default {CD_PROBLEMS}"
     )
+    parser.add_argument(
+        "--ns", type=int, nargs="+", default=None, help=f"lower_bound; default {LOWER_BOUND_NS}"
+    )
+    add_threads_argument(parser)
     args = parser.parse_args(argv)
-    dims = args.dims or ([2000] if args.quick else [2000, 10000])
-    epsilons = args.epsilons or ([1.0, 5.0] if args.quick else [0.5, 1.0, 2.0, 5.0])
-    seeds = range(args.seeds or (1 if args.quick else 5))
-    methods = args.methods or (QUICK_METHODS if args.quick else list(METHODS))
+    limit_threads(args.threads)
+    table = dict(l1=METHODS, accmd=ACCMD_METHODS, cd=CD_METHODS, lower_bound=LOWER_BOUND_METHODS)[
+        args.regime
+    ]
+    unknown = sorted(set(args.methods or ()) - set(table))
+    if unknown:
+        parser.error(f"unknown methods for --regime {args.regime}: {unknown}; know {list(table)}")
 
     def log(message):
         print(message, file=sys.stderr, flush=True)
 
-    rows = run(dims, epsilons, seeds, methods, args.timeout, log)
     command = "PYTHONPATH=. python benchmarks/bench_regimes.py " + " ".join(
         argv if argv is not None else sys.argv[1:]
     )
-    path = report(rows, epsilons, seeds, args.quick, command.strip(), partial=bool(args.methods))
+    command = command.strip()
+    suffix = "_partial" if args.methods else ""
+    if args.regime == "accmd":
+        dims = args.dims or [2000, 10000]
+        seeds = range(args.seeds or 3)
+        rows = run_accmd(
+            dims, args.epsilons or [1.0, 5.0], seeds, args.methods or list(table), args.timeout, log
+        )
+        path = report_accmd(rows, seeds, command, f"regimes_accmd{suffix}.md")
+    elif args.regime == "cd":
+        problems, epsilons = args.problems or list(CD_PROBLEMS), args.epsilons or CD_EPSILONS
+        seeds, methods = range(args.seeds or 5), args.methods or list(table)
+        gaps = run_cd(problems, epsilons, seeds, methods, log)
+        path = report_cd(
+            gaps, problems, epsilons, seeds, methods, command, f"regimes_cd{suffix}.md"
+        )
+    elif args.regime == "lower_bound":
+        seeds = range(args.seeds or 3)
+        rows = run_lower_bound(
+            args.ns or LOWER_BOUND_NS,
+            args.epsilons or LOWER_BOUND_EPSILONS,
+            seeds,
+            args.methods or list(table),
+            log,
+        )
+        path = report_lower_bound(rows, seeds, command, f"regimes_lower_bound{suffix}.md")
+    else:
+        dims = args.dims or ([2000] if args.quick else [2000, 10000])
+        epsilons = args.epsilons or ([1.0, 5.0] if args.quick else [0.5, 1.0, 2.0, 5.0])
+        seeds = range(args.seeds or (1 if args.quick else 5))
+        methods = args.methods or (QUICK_METHODS if args.quick else list(METHODS))
+        rows = run(dims, epsilons, seeds, methods, args.timeout, log)
+        path = report(rows, epsilons, seeds, args.quick, command, partial=bool(args.methods))
     print(path.read_text())
 
 

@@ -17,7 +17,7 @@ private (private selection, Liu and Talwar 2019; Papernot and Steinke 2022):
 * the selected candidate is refitted on all rows with most of the budget.
 
 This example tunes ``C`` and the solver on the breast cancer data at a total
-epsilon of 2, shows the two ledger entries the search leaves and recomputes
+epsilon of 2, shows the ledger entry the search leaves and recomputes
 its event with dp_accounting, then compares with the leaky ``GridSearchCV``
 at the same total epsilon (its fits charged by basic composition, its
 selection not charged at all), the default estimator and non-private
@@ -59,9 +59,9 @@ EPSILON, DELTA = 2.0, 1e-5
 # %%
 # One private search on one budget
 # --------------------------------
-# The budget holds exactly the search's guarantee.  The search reserves two
-# entries before it reads any row: the selection (10% of the guarantee) and
-# the refit (90%).  A private search needs a budget with basic composition
+# The budget holds exactly the search's guarantee.  The search reserves one
+# entry before it reads any row, for the selection (10% of the guarantee)
+# and the refit (90%).  A private search needs a budget with basic composition
 # (its selection has a Renyi-DP curve, not a zCDP bound; zCDP is the default
 # rule for budgets with delta > 0).
 X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2, random_state=0, stratify=y)
@@ -208,7 +208,7 @@ fig.tight_layout()
 # Reading the figure
 # ------------------
 # The private search is an honest way to tune on private data: one
-# guarantee, two ledger entries, and nothing of the runs but the winner is
+# guarantee, one ledger entry, and nothing of the runs but the winner is
 # released.  Spreading the same epsilon over the fits of a ``GridSearchCV``
 # makes every fit so noisy that its refit is much worse, and its selection
 # is still a leak.  But tuning is not free: on this data the default

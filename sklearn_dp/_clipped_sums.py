@@ -670,6 +670,8 @@ def sufficient_statistics(design, y, y_bound, sample_weight=None):
     ``sample_weight`` in ``[0, max_weight]`` the statistics are ``X~^T W X~``
     and ``X~^T W y`` (``W = diag(sample_weight)``) and both sensitivities are
     multiplied by ``max_weight`` (one row adds ``w x x^T`` and ``w y x``).
+    ``design`` may be a :class:`~sklearn_dp._design.ColumnView` (the
+    statistics of a support, ``R`` the bound of the rows restricted to it).
     """
     if not hasattr(design, "row_block"):
         labels = clip_labels_to(y, y_bound)
@@ -683,7 +685,7 @@ def sufficient_statistics(design, y, y_bound, sample_weight=None):
         labels = clip_labels_to(y[start:stop], y_bound)
         if sample_weight is not None:
             labels *= sample_weight[start:stop]
-        cross += design.row_block(start, stop).rmatmul(labels)
+        cross += _transpose_product(design.row_block(start, stop), labels)
     return gram, cross
 
 
@@ -717,7 +719,8 @@ def clipped_residual_squares(design, y, coef, residual_bound, y_bound=None, samp
         labels = np.asarray(y[start:stop], dtype=np.float64)
         if y_bound is not None:
             labels = clip_labels_to(labels, y_bound)
-        squares = np.minimum(np.square(labels - part.matmul(coef)[:, 0]), bound)
+        with np.errstate(over="ignore"):  # a square beyond the float range is clipped anyway
+            squares = np.minimum(np.square(labels - part.matmul(coef)[:, 0]), bound)
         if sample_weight is not None:
             squares *= sample_weight[start:stop]
         total += float(np.sum(squares))

@@ -10,7 +10,9 @@ and only the reduced value (a vector, a ``d x d`` matrix or counts over a
 public grid) reaches the client, which adds the noise through the gateway
 (:mod:`sklearn_dp._noise`) as for in-memory data.  A chunk is bounded once per
 fit, in the solver's first pass, and its rows stay with their factors on its
-worker for the later passes (:class:`_ChunkBounds`), which never read X again.  A sum over rows is the sum
+worker for the later passes (:class:`_ChunkBounds`), which never read X again;
+on a ``dask.distributed`` cluster a later pass runs one task per worker
+thread, over the chunks that worker holds (:func:`worker_groups`).  A sum over rows is the sum
 of its chunks' sums, so the pre-noise values, their sensitivities and the
 noise (drawn on the client, in the same order from the same generator) are
 those of the in-memory fit: with the same ``random_state`` the models agree
@@ -32,7 +34,9 @@ from __future__ import annotations
 import copy
 import functools
 import math
+import mmap
 import numbers
+import threading
 
 import numpy as np
 
@@ -57,6 +61,7 @@ __all__ = [
     "release_feature_bound",
     "bound_dask_data",
     "reduce_chunks",
+    "worker_groups",
     "map_rows",
     "map_labels",
     "filter_rows",
@@ -121,7 +126,44 @@ def _sum_all(combine, *results):
     return functools.reduce(combine, results)
 
 
-def reduce_chunks(func, *arrays, combine=_add, split_every=SPLIT_EVERY, keep=None):
+def _group_sum(func, combine, *chunks):
+    """``combine`` of ``func(chunk)`` over chunks that live on one worker: one task."""
+    return functools.reduce(combine, [func(chunk) for chunk in chunks])
+
+
+def worker_groups(objects):
+    """Indices of persisted ``objects``, grouped by the worker thread that runs them, or None.
+
+    On a ``dask.distributed`` cluster, each worker's objects (``who_has``,
+    asked anew at each call: the scheduler may have moved some) are split
+    into one group per thread of that worker; a pass then runs one task per
+    group, next to its data, instead of one per chunk: a task costs the
+    scheduler, the client and the worker a few milliseconds each, and with
+    many chunks that was a sizeable part of a pass.  None without a
+    ``dask.distributed`` client (the threaded scheduler's tasks cost little).
+    """
+    try:
+        from distributed import futures_of
+    except ImportError:
+        return None
+    futures = [futures_of(obj) for obj in objects]
+    if not futures or any(len(f) != 1 for f in futures):
+        return None
+    client = futures[0][0].client
+    holders = client.who_has([f[0] for f in futures])
+    threads = client.nthreads()
+    by_worker = {}
+    for index, (future,) in enumerate(futures):
+        where = sorted(holders.get(future.key) or ())
+        by_worker.setdefault(where[0] if where else None, []).append(index)
+    groups = []
+    for worker, indices in by_worker.items():
+        n = max(1, min(len(indices), int(threads.get(worker, 1)) if worker else 1))
+        groups += [indices[i::n] for i in range(n)]
+    return groups
+
+
+def reduce_chunks(func, *arrays, combine=_add, split_every=SPLIT_EVERY, keep=None, groups=None):
     """``combine`` of ``func(*blocks)`` over the row chunks of ``arrays`` (computed).
 
     ``arrays`` are Dask arrays with the same row chunks and one chunk across
@@ -131,13 +173,20 @@ def reduce_chunks(func, *arrays, combine=_add, split_every=SPLIT_EVERY, keep=Non
     to the client.  ``keep``: a list of per-chunk delayed objects computed in
     the same run and kept where they are computed (``dask.persist``: on the
     workers of a ``dask.distributed`` cluster, never sent to the client); it
-    is replaced, in place, by the persisted objects.  Runs on the current
-    scheduler (a ``dask.distributed`` client when one is active).
+    is replaced, in place, by the persisted objects.  ``groups``: lists of
+    chunk indices (of one list of delayed objects, :func:`worker_groups`),
+    each group summed in one task.  Runs on the current scheduler (a
+    ``dask.distributed`` client when one is active).
     """
     dask, _ = require_dask()
     blocks = [list(a) if isinstance(a, list) else a.to_delayed().ravel() for a in arrays]
-    task = dask.delayed(func, pure=False)
-    parts = [task(*chunk) for chunk in zip(*blocks)]
+    if groups is not None:
+        (chunks,) = blocks
+        task = dask.delayed(_group_sum, pure=False)
+        parts = [task(func, combine, *[chunks[i] for i in group]) for group in groups]
+    else:
+        task = dask.delayed(func, pure=False)
+        parts = [task(*chunk) for chunk in zip(*blocks)]
     if not parts:
         raise ValueError("no chunks to reduce")
     total = dask.delayed(_sum_all, pure=False)
@@ -163,6 +212,27 @@ def _aligned(block):
     return block if block.flags.aligned else np.array(block, copy=True)
 
 
+def _mapped(block):
+    """Whether ``block`` views memory mapped from a file (``np.memmap``, ``mmap``)."""
+    while block is not None:
+        if isinstance(block, (np.memmap, mmap.mmap)):
+            return True
+        block = getattr(block, "base", None)
+    return False
+
+
+def _owned(block):
+    """A chunk to keep: aligned, and a copy in the process's memory if it maps a file.
+
+    A memory-mapped chunk (``da.from_npy_stack(..., mmap_mode="r")``,
+    ``np.load(..., mmap_mode="r")``) is a view of the file: a write to the
+    file during the fit would change the kept rows under the factors computed
+    for them, and a row could then exceed its bound in a later pass.
+    """
+    block = np.asarray(block)
+    return np.array(block, copy=True) if _mapped(block) else _aligned(block)
+
+
 class _ChunkBounds:
     """One row chunk, bounded, with its rows: kept on its worker between passes.
 
@@ -173,16 +243,55 @@ class _ChunkBounds:
     multiply without reading X again.  The rows stay with their factors: a
     later read of X could return other values (a source that changes, a
     non-deterministic recompute), and factors computed for one set of rows
-    bound nothing on another.  Private per-row values: it lives on the worker
+    bound nothing on another; for the same reason a chunk that maps a file
+    is kept as a copy (:func:`_owned`).  Private per-row values: it lives on the worker
     (a persisted Dask object), for the duration of the fit.
     """
 
     def __init__(self, X_chunk, y_chunk, bound_args):
-        self.part = bound_data(_aligned(X_chunk), _aligned(y_chunk), **bound_args)
+        self.part = bound_data(_owned(X_chunk), _owned(y_chunk), **bound_args)
+
+
+#: Per worker thread: the float64 buffer that chunk products convert float32 blocks into.
+_WORKSPACE = threading.local()
+
+
+def _workspace(size):
+    """A float64 buffer of at least ``size`` items, one per thread, reused from pass to pass.
+
+    Dask's worker processes tell the C allocator to hand every large free
+    back to the system (``MALLOC_TRIM_THRESHOLD_``), so a float64 copy of a
+    float32 block made afresh in every pass is paged in afresh too: on a
+    ``LocalCluster`` that cost several times the product itself.
+    """
+    space = getattr(_WORKSPACE, "buffer", None)
+    if space is None or space.size < size:
+        space = _WORKSPACE.buffer = np.empty(size)
+    return space
 
 
 def _bounded_kernel(bounds, kernel):
-    return kernel(bounds.part)
+    """``kernel(bounds.part)`` on a worker, float32 blocks converted into the thread's buffer.
+
+    The buffer is wiped afterwards: private rows stay in the chunk, which
+    lives as long as the fit, not in a buffer that outlives it.
+    """
+    part = bounds.part
+    designs = [part.design, getattr(part.design, "inner", None)]
+    designs = [d for d in designs if d is not None and d.dtype == np.float32 and not d.sparse]
+    space = None
+    if designs and part.n_samples:
+        rows = max(stop - start for start, stop in part.design.blocks())
+        space = _workspace(rows * part.design.n_features)
+    for design in designs:
+        design.workspace = space
+    try:
+        return kernel(part)
+    finally:
+        for design in designs:
+            design.workspace = None
+        if space is not None:
+            space.fill(0.0)
 
 
 class DaskDesign:
@@ -209,7 +318,7 @@ class DaskDesign:
         """``sum_c kernel(bound_data(X_c, y_c, ...))`` over the row chunks ``c``, as NumPy."""
         func = functools.partial(_bounded_kernel, kernel=kernel)
         if self._bounds is not None:
-            return reduce_chunks(func, self._bounds)
+            return reduce_chunks(func, self._bounds, groups=worker_groups(self._bounds))
         dask, _ = require_dask()
         bound = dask.delayed(_ChunkBounds, pure=False)
         bounds = [

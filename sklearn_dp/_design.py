@@ -239,6 +239,12 @@ class Design:
         self.sparse = sp.issparse(X)
         self.dtype = X.dtype
         self._l2_norms = row_norms
+        # A float64 buffer that the products X^T U convert dense float32
+        # blocks into (None: a fresh array per block).  Set by callers that
+        # make many passes in a process whose allocator returns every large
+        # free to the system (Dask workers): each fresh block is then paged
+        # in again, which costs more than the product itself.
+        self.workspace = None
 
     def _blocks(self):
         """``(start, stop)`` of the row blocks of a pass over X (see :func:`block_rows`)."""
@@ -278,6 +284,7 @@ class Design:
             row_norms=None if self._l2_norms is None else self._l2_norms[start:stop],
         )
         block._one_block = True
+        block.workspace = getattr(self, "workspace", None)
         return block
 
     def _gram_block_rows(self):
@@ -339,6 +346,22 @@ class Design:
             Z[bad] = np.asarray(bounded @ W2, dtype=np.float64)
         return Z[:, 0] if flat else Z
 
+    def _float64_rows(self, start, stop):
+        """Rows ``start:stop`` of X as float64, for a product used at once (no copy for float64 X).
+
+        A converted dense block is written into ``workspace`` when it is set
+        and large enough: it is overwritten by the next block.
+        """
+        block = _row_slice(self.X, start, stop)
+        space = getattr(self, "workspace", None)
+        if space is None or sp.issparse(block) or block.dtype == np.float64:
+            return _float64(block)
+        if space.size < block.size:
+            return _float64(block)
+        out = space[: block.size].reshape(block.shape)
+        np.copyto(out, block)
+        return out
+
     def _x_transpose_dot(self, U):
         """``X^T U`` for U of shape (n, k), accumulated in float64."""
         if self.dtype == np.float64:
@@ -348,7 +371,7 @@ class Design:
         # X has millions of rows.
         out = np.zeros((self.n_features, U.shape[1]))
         for start, stop in self._blocks():
-            out += np.asarray(_float64(_row_slice(self.X, start, stop)).T @ U[start:stop])
+            out += np.asarray(self._float64_rows(start, stop).T @ U[start:stop])
         return out
 
     def rmatmul(self, V):
@@ -406,7 +429,7 @@ class Design:
             part = scaled[start:stop]
             lo, hi = np.searchsorted(rows, [start, stop])
             if 8 * (hi - lo) > stop - start:
-                out += np.asarray(self._bounded_block(start, stop).T @ part)
+                out += np.asarray(self._bounded_block(start, stop, scratch=True).T @ part)
                 continue
             p_lo, p_hi = np.searchsorted(patched, [start, stop])
             U = part
@@ -414,7 +437,7 @@ class Design:
                 U = part.copy()
                 U[rows[lo:hi] - start] = 0.0
                 U[patched[p_lo:p_hi] - start] = 0.0
-            out += np.asarray(_float64(_row_slice(self.X, start, stop)).T @ U)
+            out += np.asarray(self._float64_rows(start, stop).T @ U)
             if hi > lo:
                 index = rows[lo:hi]
                 raw = self.X[index]  # fancy indexing: a copy of these rows only
@@ -428,9 +451,17 @@ class Design:
                 out += np.asarray(self.patch[p_lo:p_hi].T @ scaled[patched[p_lo:p_hi]])
         return out
 
-    def _bounded_block(self, start, stop):
-        """Rows start:stop bounded (before ``row_scale``), float64 (dense or CSR)."""
-        block = _float64(_row_slice(self.X, start, stop))
+    def _bounded_block(self, start, stop, scratch=False):
+        """Rows start:stop bounded (before ``row_scale``), float64 (dense or CSR).
+
+        ``scratch``: for a block used at once, a dense float32 block may be
+        converted into ``workspace`` (see :meth:`_float64_rows`), which the
+        next such block overwrites.
+        """
+        if scratch:
+            block = self._float64_rows(start, stop)
+        else:
+            block = _float64(_row_slice(self.X, start, stop))
         if self.excess is not None:
             sub = self.excess[start:stop]
             if sub.nnz:
@@ -485,7 +516,7 @@ class Design:
         column = np.zeros(d)
         total = 0.0
         for start, stop in self._blocks():
-            block = self._bounded_block(start, stop)
+            block = self._bounded_block(start, stop, scratch=True)
             root = None if w is None else np.sqrt(w[start:stop])
             factor = root
             if self.row_scale is not None:

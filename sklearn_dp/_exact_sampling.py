@@ -238,6 +238,21 @@ def _bernoulli_exp(bits, numerator, denominator):
     return _bernoulli_exp_fraction(bits, rest, denominator) & _exp_minus_one_runs(bits, whole)
 
 
+def _bernoulli_exp_of_squares(bits, offset, denominator):
+    """Bernoulli(exp(-offset^2 / denominator)) per entry of an int64 array ``offset``.
+
+    The squares are formed in int64 while ``|offset| < 2**31`` (one
+    vectorised draw for those entries), in Python integers beyond (one coin
+    each, after the vectorised draw, in entry order).
+    """
+    small = np.abs(offset) < _SQUARE_SAFE
+    accept = np.zeros(offset.size, dtype=bool)
+    accept[small] = _bernoulli_exp(bits, offset[small] ** 2, denominator)
+    for i in np.flatnonzero(~small):
+        accept[i] = _bernoulli_exp_big(bits, int(offset[i]) ** 2, denominator)
+    return accept
+
+
 def _fill(size, propose, factor):
     """``size`` accepted draws of a rejection sampler, in proposal order.
 
@@ -442,13 +457,7 @@ def sample_discrete_gaussian(rng, s, size):
 
     def propose(n):
         y = sample_discrete_laplace(bits, s, n)
-        offset = np.abs(y) - s
-        small = np.abs(offset) < _SQUARE_SAFE
-        accept = np.zeros(n, dtype=bool)
-        accept[small] = _bernoulli_exp(bits, offset[small] ** 2, denominator)
-        for i in np.flatnonzero(~small):
-            accept[i] = _bernoulli_exp_big(bits, int(offset[i]) ** 2, denominator)
-        return y, accept
+        return y, _bernoulli_exp_of_squares(bits, np.abs(y) - s, denominator)
 
     return _fill(size, propose, 1.45)
 
@@ -476,13 +485,7 @@ def _half_discrete_gaussian(bits, s, size):
 
     def propose(n):
         k = sample_geometric(bits, s, n)
-        offset = k - s
-        small = np.abs(offset) < _SQUARE_SAFE
-        accept = np.zeros(n, dtype=bool)
-        accept[small] = _bernoulli_exp(bits, offset[small] ** 2, denominator)
-        for i in np.flatnonzero(~small):
-            accept[i] = _bernoulli_exp_big(bits, int(offset[i]) ** 2, denominator)
-        return k, accept
+        return k, _bernoulli_exp_of_squares(bits, k - s, denominator)
 
     return _fill(size, propose, 1.45)
 

@@ -6,7 +6,8 @@ With per-feature scaling (``feature_scaling=True``) a fit works on
 
 * ``c`` (centres) and ``h`` (scales): one released value per feature
   (:func:`sklearn_dp._bounds.release_feature_scales`); ``c = 0`` for sparse
-  X, for a model without intercept and for the entrywise geometries;
+  X, for a model without intercept, for the entrywise geometries and for
+  the features on the unit scale already (``h = 1``);
 * ``m``: the entrywise clip of the raw values (the released magnitudes,
   on whose clipped values ``c`` and ``h`` were released), applied by the
   :class:`~sklearn_dp._design.Design` of X (its exact, zero-copy entrywise

@@ -10,6 +10,7 @@ recomputed from the definition.
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -332,6 +333,43 @@ def test_smoothness_rules_by_hand():
     )
     with pytest.raises(ValueError, match="only valid when single coordinates"):
         smoothness_constants(bound, beta, l2, blocks, "coordinate")
+
+
+def test_noise_amplification_of_a_diagonal_relative_to_gershgorin_by_hand():
+    from sklearn_dp.solvers._cd_sampling import noise_amplification_warning
+
+    bound = np.array([0.5, 41.0, 1.0, 40.0])
+    beta, l2 = 0.25, np.zeros(4)
+    blocks = sampling_structure(4, blocks=[[0, 1], [2, 3]])
+    gershgorin = smoothness_constants(bound, beta, l2, blocks)
+    assert noise_amplification_warning(gershgorin, bound, beta, l2, blocks) is None
+    # eso: r_j = 1/2, amplification (X_0 + X_1) / (2 X_0) = 41.5 on the first block.
+    eso = smoothness_constants(bound, beta, l2, blocks, "eso")
+    assert "41.5 times" in noise_amplification_warning(eso, bound, beta, l2, blocks)
+    # Blocks of similar ranges: (0.5 + 1) / (2 * 0.5) = 1.5 at most, no warning.
+    similar = sampling_structure(4, blocks=[[0, 2], [1, 3]])
+    eso = smoothness_constants(bound, beta, l2, similar, "eso")
+    assert noise_amplification_warning(eso, bound, beta, l2, similar) is None
+
+
+def test_eso_on_blocks_of_mixed_ranges_warns_from_public_bounds_only():
+    X, y = make_regression(n_samples=200, n_features=2, random_state=0)
+    X = X / np.abs(X).max(axis=0) * np.array([0.5, 41.0])
+    options = dict(sampling="importance", blocks=[[0, 1]])
+    fit = lambda **extra: DPSCORegressor(
+        solver="dp_cd",
+        epsilon=1.0,
+        feature_bound=[0.5, 41.0],
+        y_bound=300.0,
+        max_iter=2,
+        random_state=0,
+        solver_options={**options, **extra},
+    ).fit(X, y)
+    with pytest.warns(UserWarning, match="amplify the noise"):
+        fit(smoothness="eso")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        fit()
 
 
 @pytest.mark.parametrize("rule", ["gershgorin", "eso", "scalar"])

@@ -518,19 +518,26 @@ def _local_cluster(n_workers=2):
     return distributed, cluster
 
 
-def test_fit_on_a_local_cluster_with_worker_processes():
+@pytest.fixture(scope="module")
+def local_cluster():
+    """A LocalCluster of two one-thread worker processes on loopback, closed after the module."""
     distributed, cluster = _local_cluster()
-    X, y = _classification(n=2000)
     try:
-        with distributed.Client(cluster) as client:
-            model = DPLogisticRegression(
-                epsilon=1.0, delta=1e-6, solver="dp_newton", random_state=5
-            ).fit(*_dask_pair(X, y, rows=400))
-            # The tasks ran on the workers (their processes), not on the client.
-            assert client.run(lambda: True)
-            predicted = model.predict(da.from_array(X, chunks=400)).compute()
+        yield distributed, cluster
     finally:
         cluster.close()
+
+
+def test_fit_on_a_local_cluster_with_worker_processes(local_cluster):
+    distributed, cluster = local_cluster
+    X, y = _classification(n=2000)
+    with distributed.Client(cluster) as client:
+        model = DPLogisticRegression(
+            epsilon=1.0, delta=1e-6, solver="dp_newton", random_state=5
+        ).fit(*_dask_pair(X, y, rows=400))
+        # The tasks ran on the workers (their processes), not on the client.
+        assert client.run(lambda: True)
+        predicted = model.predict(da.from_array(X, chunks=400)).compute()
     reference = DPLogisticRegression(
         epsilon=1.0, delta=1e-6, solver="dp_newton", random_state=5
     ).fit(X, y)
@@ -538,19 +545,53 @@ def test_fit_on_a_local_cluster_with_worker_processes():
     np.testing.assert_array_equal(predicted, reference.predict(X))
 
 
+def test_later_passes_on_a_cluster_run_one_task_per_worker_thread(local_cluster):
+    # A task costs the scheduler, the client and the worker a few
+    # milliseconds each: a pass over the kept chunks runs one task per
+    # worker thread, next to its chunks (no chunk moves), with the sums of
+    # one task per chunk.
+    from sklearn_dp._clipped_sums import newton_sums
+    from sklearn_dp._data import bound_data
+    from sklearn_dp._losses import get_loss
+
+    distributed, cluster = local_cluster
+    X, y = _classification(n=3000, d=5, dtype=np.float32)
+    labels = np.where(y == 1, 1.0, -1.0)
+    loss, W = get_loss("log_loss"), np.full((6, 1), 0.1)
+
+    def gradient(part):
+        return newton_sums(part.design, part.y, W, loss, 0.5, part.row_norms, hessian=False)[0]
+
+    expected = gradient(bound_data(X, labels, fit_intercept=True, data_norm=1.0))
+    with distributed.Client(cluster) as client:
+        data = _dask.bound_dask_data(
+            da.from_array(X, chunks=300),
+            da.from_array(labels, chunks=300),
+            fit_intercept=True,
+            data_norm=1.0,
+        )
+        data.sum_over_chunks(gradient)  # bounds and keeps the 10 chunks
+        with distributed.get_task_stream(client) as stream:
+            total = data.sum_over_chunks(gradient)
+        threads = sum(client.nthreads().values())
+    kernels = [t for t in stream.data if "_group_sum" in str(t["key"])]
+    assert len(kernels) == threads
+    assert not [t for t in stream.data if "_bounded_kernel" in str(t["key"])]
+    transfers = [s for t in stream.data for s in t["startstops"] if s["action"] == "transfer"]
+    assert sum(s.get("nbytes", 0) for s in transfers) < 10_000  # sums move, chunks do not
+    np.testing.assert_allclose(total, expected, rtol=1e-10)
+
+
 @pytest.mark.slow
-def test_larger_fits_on_a_local_cluster():
-    distributed, cluster = _local_cluster()
-    try:
-        with distributed.Client(cluster):
-            for name, params, kind in CASES.values():
-                X, y = _case_data(kind)
-                X, y = np.repeat(X, 20, axis=0), np.repeat(y, 20)
-                memory, _ = _fit(name, params, X, y)
-                lazy, _ = _fit(name, params, *_dask_pair(X, y, rows=7000))
-                np.testing.assert_allclose(lazy.coef_, memory.coef_, rtol=1e-6, atol=1e-8)
-    finally:
-        cluster.close()
+def test_larger_fits_on_a_local_cluster(local_cluster):
+    distributed, cluster = local_cluster
+    with distributed.Client(cluster):
+        for name, params, kind in CASES.values():
+            X, y = _case_data(kind)
+            X, y = np.repeat(X, 20, axis=0), np.repeat(y, 20)
+            memory, _ = _fit(name, params, X, y)
+            lazy, _ = _fit(name, params, *_dask_pair(X, y, rows=7000))
+            np.testing.assert_allclose(lazy.coef_, memory.coef_, rtol=1e-6, atol=1e-8)
 
 
 @pytest.mark.parametrize("first_changed_read", [1, 2, 3, 4])
@@ -607,3 +648,64 @@ def test_unaligned_chunks_are_aligned_before_their_products():
     assert _dask._aligned(X) is X  # aligned chunks are used as they are
     bounds = _dask._ChunkBounds(unaligned, np.zeros(300), dict(fit_intercept=True, data_norm=1.0))
     assert bounds.part.design.X.flags.aligned
+
+
+def test_passes_over_a_float32_chunk_convert_its_blocks_into_one_reused_buffer(monkeypatch):
+    # Dask's workers hand every large free back to the system, so a float64
+    # copy of a float32 block made afresh in every pass is paged in afresh
+    # (on a LocalCluster several times the cost of the product): the
+    # products and the Gram matrix of a pass over a kept chunk convert its
+    # blocks into one reused buffer, with the sums of fresh copies, and leave
+    # no rows in it.
+    from sklearn_dp import _design
+    from sklearn_dp._clipped_sums import newton_sums
+    from sklearn_dp._losses import get_loss
+
+    X, y = _classification(n=20000, d=20, dtype=np.float32)
+    bounds = _dask._ChunkBounds(
+        X, np.where(y == 1, 1.0, -1.0), dict(fit_intercept=True, data_norm=1.0)
+    )
+    loss, W = get_loss("log_loss"), np.full((21, 1), 0.1)
+
+    def sums(part):  # a gradient sum and (the first pass's) Gram matrix
+        gradient = newton_sums(part.design, part.y, W, loss, 0.5, part.row_norms, hessian=False)
+        return gradient[0], part.design.gram()
+
+    expected = sums(bounds.part)  # fresh float64 copies of the blocks
+    fresh = []
+    original = _design._float64
+
+    def counted(block):
+        fresh.append(block.shape)
+        return original(block)
+
+    monkeypatch.setattr(_design, "_float64", counted)
+    result = _dask._bounded_kernel(bounds, sums)
+    monkeypatch.undo()
+    for got, want in zip(result, expected):
+        np.testing.assert_array_equal(got, want)
+    assert fresh == []  # no float64 copy of a block was made
+    assert bounds.part.design.workspace is None  # the buffer is not kept with the chunk
+    assert not np.any(_dask._WORKSPACE.buffer)  # and holds no rows after the pass
+
+
+def test_a_memory_mapped_chunk_is_kept_as_a_copy(tmp_path):
+    # A chunk read with mmap_mode="r" is a view of its file: a write to the
+    # file during the fit would change the kept rows under the factors
+    # computed for them, and a row could exceed its bound in a later pass.
+    X, y = _classification(n=200, d=3)
+    X = X * 10.0  # rows longer than the bound: every one is scaled down
+    path = tmp_path / "X.npy"
+    np.save(path, X)
+    mapped = np.load(path, mmap_mode="r")
+    bounds = _dask._ChunkBounds(mapped, y, dict(fit_intercept=False, data_norm=1.0))
+    writer = np.load(path, mmap_mode="r+")
+    writer[:] = 1e6  # the file changes after the chunk was bounded
+    writer.flush()
+    kept = bounds.part.design
+    np.testing.assert_array_equal(kept.X, X)
+    assert not np.shares_memory(kept.X, mapped)
+    norms = np.linalg.norm(kept.materialize(), axis=1)
+    assert np.all(norms <= 1.0 + 1e-12)
+    in_memory = _dask._ChunkBounds(X, y, dict(fit_intercept=False, data_norm=1.0))
+    assert in_memory.part.design.X is X  # chunks in memory are used as they are

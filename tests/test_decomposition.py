@@ -360,8 +360,10 @@ def test_search_over_a_dppca_pipeline_plans_the_changed_width():
     pca, clf = best.named_steps["pca"], best.named_steps["clf"]
     assert pca.n_components_ == search.best_params_["pca__n_components"]
     assert clf.n_features_in_ == pca.n_components_
-    # The refit reserved the event it planned on the narrower stand-in.
-    assert budget.ledger[1].event == dpe.ComposedDpEvent([pca.dp_event_, clf.dp_event_])
+    # The refit's part of the search's entry is the event it planned on the
+    # narrower stand-in.
+    refit_event = dpe.ComposedDpEvent([pca.dp_event_, clf.dp_event_])
+    assert budget.ledger[0].event == dpe.ComposedDpEvent([search.selection_dp_event_, refit_event])
     assert search.privacy_spent_ == (2.0, 1e-5)
     assert budget.spent == pytest.approx(search.privacy_spent_)
 

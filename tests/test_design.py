@@ -353,6 +353,76 @@ def test_gram_with_weights_of_any_sign_and_small_blocks(sparse, dtype, monkeypat
         )
 
 
+@pytest.mark.parametrize("standardized", [False, True])
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_column_view_statistics_are_those_of_its_columns_block_by_block(
+    standardized, sparse, dtype, monkeypatch
+):
+    """A column view's row blocks are its columns' rows bit for bit; its Gram matrix and
+    sufficient statistics match the materialised columns over many blocks, and are those of
+    the copied columns bit for bit when the rows make one block."""
+    import sklearn_dp._blocks as blocks_module
+    from sklearn_dp._clipped_sums import clip_labels_to, sufficient_statistics
+    from sklearn_dp._scaled_design import scaled_design
+
+    def make(n):
+        X = _data("outliers", dtype, n=n)
+        if sparse:
+            X[np.abs(X) < 0.5] = 0.0
+            X = sp.csr_matrix(X)
+        if standardized:
+            center = np.zeros(7) if sparse else np.linspace(-0.5, 0.5, 7)
+            return scaled_design(
+                X,
+                center=center,
+                scale=np.full(7, 2.0),
+                clip=np.full(7, 3.0),
+                geometry="l2",
+                row_bound=1.5,
+                intercept=1.5,
+            )[0]
+        return bound_data(
+            X, np.zeros(n), fit_intercept=True, intercept_scaling=1.5, data_norm=2.0
+        ).design
+
+    rng = np.random.default_rng(4)
+    cols = np.array([0, 2, 5, 7])  # the intercept last
+    design = make(300)
+    assert len(design.blocks()) == 1
+    y = 3.0 * rng.normal(size=300)
+    Z = design.columns(cols)
+    gram, cross = sufficient_statistics(design.column_view(cols), y, 1.0)
+    expected = Z.T @ Z
+    np.testing.assert_array_equal(gram, expected.toarray() if sparse else expected)
+    np.testing.assert_array_equal(cross, Z.T @ clip_labels_to(y, 1.0))
+
+    monkeypatch.setattr(blocks_module, "GRAM_BLOCK_BYTES", 8 * 8 * 16)  # 128 rows a block
+    design = make(1000)
+    assert len(design.blocks()) > 4
+    view = design.column_view(cols)
+    # A narrow view's blocks copy about a full-width block's bytes: fewer, longer blocks.
+    assert 1 < len(view.blocks()) < len(design.blocks())
+    assert design.column_view(np.arange(8)).blocks() == design.blocks()
+    sub = design.columns(cols)
+    sub = sub.toarray() if sparse else sub
+    for start, stop in view.blocks():
+        block = view.row_block(start, stop)
+        assert sp.issparse(block) == sparse
+        np.testing.assert_array_equal(block.toarray() if sparse else block, sub[start:stop])
+    for weights in (None, rng.uniform(0, 2, size=1000), rng.normal(size=1000)):
+        w = np.ones(1000) if weights is None else weights
+        np.testing.assert_allclose(
+            view.gram(weights), sub.T @ (w[:, None] * sub), rtol=1e-10, atol=1e-12
+        )
+    y = 3.0 * rng.normal(size=1000)
+    gram, cross = sufficient_statistics(view, y, 1.0)
+    np.testing.assert_allclose(gram, sub.T @ sub, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(cross, sub.T @ np.clip(y, -1, 1), rtol=1e-10, atol=1e-12)
+    empty = Design(np.zeros((0, 7), dtype=dtype), intercept=1.5).column_view(cols)
+    np.testing.assert_array_equal(empty.gram(), np.zeros((4, 4)))
+
+
 @pytest.mark.parametrize("sparse", [False, True])
 def test_float32_rows_keep_their_bound_exactly(sparse):
     """float32 X is never rounded after clipping: the bounded values (and every product

@@ -25,6 +25,7 @@ from sklearn_dp._bounds import (
     FEATURE_HALF_WIDTH_WINDOW,
     FEATURE_PRIOR,
     FEATURE_TILT,
+    FEATURE_UNIT_MAGNITUDE,
     GRID,
     WINDOW,
     feature_center_candidates,
@@ -71,6 +72,11 @@ def brute_feature_utilities(values, n_public, window=WINDOW):
             for k, b in enumerate(GRID)
         ]
     )
+
+
+def _prior(size, epsilon):
+    """The base measure of the first ``size`` candidates of FEATURE_GRID, in utility units."""
+    return -FEATURE_PRIOR * np.abs(np.log10(FEATURE_GRID[:size])) / epsilon
 
 
 def _log_law(utilities, epsilon):
@@ -149,7 +155,7 @@ def test_feature_scale_release_is_epsilon_dp_exactly(hostile, epsilon):
     # row differ by at most epsilon in log-probability, for every output.
     rng = np.random.default_rng(1)
     values = rng.normal(5.0, 2.0, 30)
-    prior = FEATURE_PRIOR * np.arange(GRID.size) / GRID.size / epsilon
+    prior = _prior(GRID.size, epsilon)
     log_p = _log_law(feature_scale_utilities(values, 30.0) + prior, epsilon)
     log_q = _log_law(feature_scale_utilities(np.append(values, hostile), 30.0) + prior, epsilon)
     assert np.max(np.abs(log_p - log_q)) <= epsilon * (1 + 1e-9)
@@ -170,7 +176,7 @@ def test_two_sided_half_width_is_one_epsilon_release(hostile):
         laws = [
             _log_law(
                 feature_scale_utilities(side, 25.0, cap=cap)
-                + FEATURE_PRIOR * np.arange(np.sum(FEATURE_GRID <= cap)) / GRID.size / epsilon,
+                + _prior(np.sum(FEATURE_GRID <= cap), epsilon),
                 epsilon,
             )
             for side in (np.maximum(values - center, 0.0), np.maximum(center - values, 0.0))
@@ -193,8 +199,11 @@ def test_release_feature_scales_noise_scales_and_events(centered):
             X, epsilon=epsilon, n_public=300.0, rng=np.random.default_rng(0), centered=centered
         )
     releases = trace.releases
-    # Centred: magnitude, centre, and the two sides (one release together).
-    assert len(releases) == d * (4 if centered else 1)
+    # Centred: magnitude, centre, and the two sides (one release together),
+    # the last three only for features not on the unit scale already.
+    scaled = scales.clip > FEATURE_UNIT_MAGNITUDE if centered else np.ones(d, dtype=bool)
+    assert 0 < np.sum(scaled) < d or not centered
+    assert len(releases) == d + (3 * np.sum(scaled) if centered else 0)
     for record in releases:
         assert record.mechanism == "exponential"
         assert record.scale == pytest.approx(1.0 / each, rel=1e-12)
@@ -202,14 +211,17 @@ def test_release_feature_scales_noise_scales_and_events(centered):
     magnitudes = [r for r in releases if "magnitude" in r.label]
     for j, record in enumerate(magnitudes):
         expected = feature_scale_utilities(X[:, j], 300.0)
-        expected = expected + FEATURE_PRIOR * np.arange(GRID.size) / GRID.size / each
+        expected = expected + _prior(GRID.size, each)
         np.testing.assert_allclose(record.value, expected)
-        assert scales.clip[j] == FEATURE_GRID[record.output]
+        magnitude = FEATURE_GRID[record.output]
+        assert scales.clip[j] == (magnitude if scaled[j] else FEATURE_UNIT_MAGNITUDE)
     if centered:
         centres = [r for r in releases if "centre" in r.label]
-        for j, record in enumerate(centres):
+        for j, record in zip(np.flatnonzero(scaled), centres, strict=True):
             candidates = feature_center_candidates(scales.clip[j])
             assert scales.center[j] == candidates[record.output + 1]
+        np.testing.assert_array_equal(scales.scale[~scaled], 1.0)
+        np.testing.assert_array_equal(scales.center[~scaled], 0.0)
     else:
         np.testing.assert_array_equal(scales.scale, scales.clip)
         np.testing.assert_array_equal(scales.center, 0.0)
@@ -235,12 +247,13 @@ def test_half_widths_use_the_tighter_window():
             X, epsilon=epsilon, n_public=300.0, rng=np.random.default_rng(1), centered=True
         )
     sides = [r for r in trace.releases if "half-width" in r.label]
-    assert len(sides) == 2 * d
-    for j in range(d):
+    scaled = np.flatnonzero(scales.clip > FEATURE_UNIT_MAGNITUDE)
+    assert len(sides) == 2 * scaled.size > 0
+    for i, j in enumerate(scaled):
         column = np.clip(X[:, j], -scales.clip[j], scales.clip[j])
         cap = 2.0 * scales.clip[j] + abs(scales.center[j])
         for record, side in zip(
-            sides[2 * j : 2 * j + 2],
+            sides[2 * i : 2 * i + 2],
             (
                 np.maximum(column - scales.center[j], 0.0),
                 np.maximum(scales.center[j] - column, 0.0),
@@ -249,7 +262,7 @@ def test_half_widths_use_the_tighter_window():
             expected = feature_scale_utilities(
                 side, 300.0, window=FEATURE_HALF_WIDTH_WINDOW, cap=cap
             )
-            expected = expected + FEATURE_PRIOR * np.arange(expected.size) / GRID.size / each
+            expected = expected + _prior(expected.size, each)
             np.testing.assert_allclose(record.value, expected)
     assert FEATURE_HALF_WIDTH_WINDOW == 4.0 < WINDOW
 
@@ -442,15 +455,20 @@ def test_a_tiny_released_scale_never_makes_predictions_explode():
     # bound; predictions must do the same, not extrapolate by 1e8.
     X, score = _raw_table(3000)
     X_test, score_test = _raw_table(1000, seed=1)
-    half_widths = []
+    magnitudes = []
+    rare = 3
 
     def substitute(release):
         if release.mechanism != "exponential":
             return release.value
-        if "half-width" in release.label and "feature scales" in release.label:
-            half_widths.append(release.label)
-            if len(half_widths) in (7, 8):  # the rare column's two sides
-                return 0
+        ours = "feature scales" in release.label
+        if ours and "magnitude" in release.label:
+            magnitudes.append(release.label)
+            if len(magnitudes) == rare + 1:
+                # Drawn above the unit scale, so the column gets a half-width.
+                return int(np.searchsorted(FEATURE_GRID, 10.0))
+        if ours and "half-width" in release.label and len(magnitudes) == rare + 1:
+            return 0
         return int(np.argmax(release.value))
 
     with trace_releases(substitute=substitute):
@@ -641,3 +659,53 @@ def test_dp_accounting_reads_the_event_of_a_scaled_fit():
     assert accountant_epsilon(model.dp_event_, 1e-5, "pld") <= 1.0 + 1e-3
     # RDP (the pure parts as zCDP) is a valid but looser bound: finite.
     assert math.isfinite(accountant_epsilon(model.dp_event_, 1e-5, "rdp"))
+
+
+def test_zero_one_column_stays_on_the_unit_scale_with_few_rows_per_release():
+    # A 0/1 column's utility is flat over [1, 10) and equally bad elsewhere;
+    # with little evidence (rows of ones times epsilon small) the base
+    # measure decides, and must keep it near 1 (left as it is, the single
+    # row bound's treatment) rather than spread it over the grid's decades,
+    # where it is shrunk to nothing or has its ones clipped away.
+    rng = np.random.default_rng(3)
+    column = (rng.random(3000) < 0.3).astype(float)
+    each = 0.003
+    with trace_releases() as trace:
+        scales, _ = release_feature_scales(
+            column[:, None], epsilon=3 * each, n_public=3000.0, rng=rng, centered=True
+        )
+    (record,) = trace.releases
+    law = np.exp(_log_law(record.value, each))
+    unit = (FEATURE_GRID[: law.size] >= 1.0) & (FEATURE_GRID[: law.size] <= FEATURE_UNIT_MAGNITUDE)
+    assert law[unit].sum() > 0.5
+    if scales.clip[0] == FEATURE_UNIT_MAGNITUDE:
+        assert (scales.center[0], scales.scale[0]) == (0.0, 1.0)
+
+
+def test_unit_scale_features_keep_their_units_and_skip_centre_and_half_width():
+    # Standard-normal and 0/1 columns need no scaling: they are used as the
+    # single row bound uses them (clipped to the public unit magnitude), and
+    # only their magnitude is released; the income column is standardised.
+    rng = np.random.default_rng(4)
+    n = 4000
+    X = np.column_stack(
+        [rng.normal(size=n), (rng.random(n) < 0.4).astype(float), rng.lognormal(10, 0.5, n)]
+    )
+    with trace_releases() as trace:
+        scales, _ = release_feature_scales(
+            X, epsilon=3.0, n_public=float(n), rng=np.random.default_rng(0), centered=True
+        )
+    np.testing.assert_array_equal(scales.clip[:2], FEATURE_UNIT_MAGNITUDE)
+    np.testing.assert_array_equal(scales.scale[:2], 1.0)
+    np.testing.assert_array_equal(scales.center[:2], 0.0)
+    assert scales.clip[2] > FEATURE_UNIT_MAGNITUDE and scales.center[2] > 1e4
+    labels = [r.label for r in trace.releases]
+    assert sum("magnitude" in label for label in labels) == 3
+    assert sum("centre" in label for label in labels) == 1
+    assert sum("half-width" in label for label in labels) == 2
+    # Without centres every feature is scaled by its magnitude into [-1, 1].
+    scales, _ = release_feature_scales(
+        X, epsilon=3.0, n_public=float(n), rng=np.random.default_rng(0), centered=False
+    )
+    np.testing.assert_array_equal(scales.scale, scales.clip)
+    np.testing.assert_array_equal(scales.center, 0.0)

@@ -66,6 +66,17 @@ from sklearn_dp.testing import trace_releases
 
 N_ROWS = 400
 GRID = {"C": [0.1, 1.0, 10.0]}
+#: The rule that skips the runs on small tables, as shipped (the fixture below
+#: turns it off so that the tests of the runs see runs).
+SKIP_MARGIN_SHARE = runs_module.SKIP_MARGIN_SHARE
+
+
+@pytest.fixture(autouse=True)
+def _runs_never_skipped(monkeypatch):
+    """The runs run whatever the released count (the skip has its own tests)."""
+    monkeypatch.setattr(runs_module, "SKIP_MARGIN_SHARE", math.inf)
+
+
 PIPELINE_GRID = {"dplogisticregression__C": [0.1, 1.0, 10.0]}
 
 
@@ -158,9 +169,14 @@ def test_selection_event_rebuilt_from_its_parts_and_recomputed():
     assert all(r.sensitivity == 0.5 and r.scale == pytest.approx(0.5 * folded) for r in scores)
     assert search.selection_dp_event_ == expected
     recomputed = _rdp_epsilon_by_hand(search.selection_dp_event_, delta_sel)
-    # Within the claim, and tight (the per-run epsilon is the largest that fits).
+    # Within the claim ...
     assert recomputed <= eps_sel
-    assert recomputed >= eps_sel * (1 - 5e-3)
+    # ... and tight: the runs may be skipped (a default candidate and a
+    # refit), so the count (pure 0.1-DP) is paid by basic composition and
+    # the runs alone meet the rest with the largest per-run epsilon.
+    runs_alone = dpe.ComposedDpEvent(search.selection_dp_event_.events[1:])
+    assert (eps_sel - 0.1) * (1 - 5e-3) <= _rdp_epsilon_by_hand(runs_alone, delta_sel)
+    assert _rdp_epsilon_by_hand(runs_alone, delta_sel) <= eps_sel - 0.1
     # The whole search: selection plus refit by basic composition.
     refit = search.best_estimator_
     assert refit.privacy_spent_ == pytest.approx((1.0, 5e-6))
@@ -433,8 +449,11 @@ def test_label_set_released_once_by_the_search():
     assert rest.events[0].noise_multiplier == pytest.approx(1.0 / 0.08)
     assert search.best_estimator_.privacy_spent_ == pytest.approx((0.8, 2.5e-6))
     assert search.privacy_spent_ == pytest.approx((2.0, 1e-5))
-    # The count and the runs meet their part of what the label release leaves, under RDP ...
-    assert 0.8 * (1 - 5e-3) <= _rdp_epsilon_by_hand(rest, 2.5e-6) <= 0.8
+    # The count (pure 0.08-DP) and the runs meet their part of what the label
+    # release leaves: the runs alone meet the rest under RDP ...
+    assert _rdp_epsilon_by_hand(rest, 2.5e-6) <= 0.8
+    runs_alone = dpe.ComposedDpEvent(rest.events[1:])
+    assert 0.72 * (1 - 5e-3) <= _rdp_epsilon_by_hand(runs_alone, 2.5e-6) <= 0.72
     # ... and the whole selection by basic composition with the label release.
     assert epsilon_of_event(search.selection_dp_event_, 7.5e-6) <= 1.2 * (1 + 1e-9)
     # One label release in the whole search: the runs and the refit get it as public.
@@ -478,16 +497,16 @@ def test_reservations_precede_every_release_and_sample():
     budget.reserve = reserve
     with trace_releases() as trace:
         search = _search(budget=budget).fit(X, y)
-    assert seen == [0, 0]
+    # One entry for the whole search (the selection and the refit), reserved
+    # before anything is read.
+    assert seen == [0]
     ledger = budget.ledger
-    assert [(e.estimator, e.status) for e in ledger] == [
-        ("DPGridSearchCV", "completed"),
-        ("DPGridSearchCV.refit", "completed"),
-    ]
-    assert (ledger[0].epsilon, ledger[0].delta) == search.selection_privacy_spent_
-    assert ledger[0].event == search.selection_dp_event_
-    assert (ledger[1].epsilon, ledger[1].delta) == search.best_estimator_.privacy_spent_
-    assert ledger[1].event == search.best_estimator_.dp_event_
+    assert [(e.estimator, e.status) for e in ledger] == [("DPGridSearchCV", "completed")]
+    assert (ledger[0].epsilon, ledger[0].delta) == search.privacy_spent_
+    assert ledger[0].event == search.dp_event_
+    assert search.dp_event_ == dpe.ComposedDpEvent(
+        [search.selection_dp_event_, search.best_estimator_.dp_event_]
+    )
     assert budget.spent == pytest.approx(search.privacy_spent_)
     # The runs spend nothing on the ledger: their cost is in the selection's event.
     assert trace.samples[0].kind == "allocation"
@@ -546,7 +565,7 @@ def test_non_dp_estimator_and_two_budgets_refused():
         _search(estimator=inner, budget=PrivacyBudget(5.0, 1e-4, composition="basic")).fit(X, y)
     # The estimator's budget is used when the search has none.
     search = _search(estimator=inner).fit(X, y)
-    assert len(inner.budget.ledger) == 2
+    assert len(inner.budget.ledger) == 1
     assert search.best_estimator_.budget is inner.budget
 
 
@@ -563,10 +582,8 @@ def test_failed_runs_release_nothing_and_a_failed_selection_stays_charged():
         with pytest.raises(RuntimeError, match="returned no candidate") as caught:
             _search(estimator=diverging, budget=budget).fit(X, y)
     assert "diverged" not in str(caught.value)
-    assert [(e.status, e.error) for e in budget.ledger] == [
-        ("failed", "RuntimeError"),
-        ("failed", "RuntimeError"),
-    ]
+    # The search's one entry (the selection and the refit) stays charged.
+    assert [(e.status, e.error) for e in budget.ledger] == [("failed", "RuntimeError")]
 
 
 def test_runs_warn_nothing_and_print_nothing():
@@ -925,7 +942,7 @@ def test_frozen_caches_keep_nothing_computed_in_other_threads():
 
 
 def test_searched_pipeline_event_and_ledger_are_exact():
-    """One entry for the selection, one for the refit; both events rebuilt from the steps' plans."""
+    """One entry for the whole search; the selection's and the refit's events rebuilt from the steps' plans."""
     X, y = _data()
     budget = PrivacyBudget(5.0, 1e-4, composition="basic")
     estimator = _pipeline(
@@ -933,14 +950,11 @@ def test_searched_pipeline_event_and_ledger_are_exact():
     )
     search = _search(estimator=estimator, param_grid=PIPELINE_GRID, budget=budget).fit(X, y)
     ledger = budget.ledger
-    assert [(e.estimator, e.status) for e in ledger] == [
-        ("DPGridSearchCV", "completed"),
-        ("DPGridSearchCV.refit", "completed"),
-    ]
+    assert [(e.estimator, e.status) for e in ledger] == [("DPGridSearchCV", "completed")]
     # The search's shares are those of a bare estimator's search.
     assert search.selection_privacy_spent_ == pytest.approx((0.1 + 0.9, 5e-6))
-    assert (ledger[0].epsilon, ledger[0].delta) == search.selection_privacy_spent_
-    assert ledger[0].event == search.selection_dp_event_
+    assert (ledger[0].epsilon, ledger[0].delta) == search.privacy_spent_
+    assert ledger[0].event == search.dp_event_
 
     def shares(epsilon, delta):
         # The user's proportions: 0.3 : 0.7 of epsilon, 2e-6 : 8e-6 of delta.
@@ -970,17 +984,21 @@ def test_searched_pipeline_event_and_ledger_are_exact():
         run, 1.0 / (0.05 * 2.0), 10.0, 1.0, default_run=True
     )
     recomputed = _rdp_epsilon_by_hand(search.selection_dp_event_, 5e-6)
-    assert search.selection_privacy_spent_[0] * (1 - 5e-3) <= recomputed
     assert recomputed <= search.selection_privacy_spent_[0]
+    # The runs alone meet what the count (pure 0.1-DP) leaves, tightly.
+    runs_alone = _rdp_epsilon_by_hand(
+        dpe.ComposedDpEvent(search.selection_dp_event_.events[1:]), 5e-6
+    )
+    assert 0.9 * (1 - 5e-3) <= runs_alone <= 0.9
     # The refit: its share divided in the same proportions, its steps' events composed.
     refit = search.best_estimator_
     scaler, model = refit.named_steps["dpstandardscaler"], refit.named_steps["dplogisticregression"]
     (scaler_epsilon, scaler_delta), (model_epsilon, model_delta) = shares(1.0, 5e-6)
     assert scaler.privacy_spent_ == (scaler_epsilon, scaler_delta)
     assert model.privacy_spent_ == (model_epsilon, model_delta)
-    assert (ledger[1].epsilon, ledger[1].delta) == pytest.approx((1.0, 5e-6))
-    assert ledger[1].event == dpe.ComposedDpEvent([scaler.dp_event_, model.dp_event_])
-    assert search.dp_event_ == dpe.ComposedDpEvent([ledger[0].event, ledger[1].event])
+    assert search.dp_event_ == dpe.ComposedDpEvent(
+        [search.selection_dp_event_, dpe.ComposedDpEvent([scaler.dp_event_, model.dp_event_])]
+    )
     # privacy_spent vouches for the released pipeline (the refit's share) ...
     assert privacy_spent(refit) == pytest.approx((1.0, 5e-6))
     # ... and the search's own spend covers everything.
@@ -1004,7 +1022,7 @@ def test_searched_pipeline_reserves_before_any_release_and_fits_every_step_priva
         search = _search(
             estimator=estimator, param_grid=PIPELINE_GRID, budget=budget, n_candidates=3
         ).fit(X, y)
-    assert seen == [0, 0]
+    assert seen == [0]
     labels = [r.label for r in trace.releases]
     runs = labels.count("validation score")
     # Every run and the refit fit the DP scaler on the private rows.
@@ -1346,7 +1364,70 @@ def test_default_shares():
     assert search.selection_dp_event_.events[0].noise_multiplier == pytest.approx(1.0 / 0.04)
     assert search.best_estimator_.privacy_spent_ == pytest.approx((1.8, 9e-6))
     assert search.privacy_spent_ == (2.0, 1e-5)
-    assert 0.2 * (1 - 5e-3) <= rdp_epsilon(search.selection_dp_event_, 1e-6) <= 0.2
+    assert rdp_epsilon(search.selection_dp_event_, 1e-6) <= 0.2
+    # The runs alone meet what the count leaves (the runs may be skipped).
+    runs_alone = dpe.ComposedDpEvent(search.selection_dp_event_.events[1:])
+    assert 0.16 * (1 - 5e-3) <= rdp_epsilon(runs_alone, 1e-6) <= 0.16
+
+
+def test_runs_cannot_separate_from_the_margin_and_the_released_count(monkeypatch):
+    monkeypatch.setattr(runs_module, "SKIP_MARGIN_SHARE", SKIP_MARGIN_SHARE)
+    # A margin of 278 score-sum units (accuracy, range 1): the runs are
+    # skipped below 4 * 278 validation rows.
+    assert runs_module.runs_cannot_separate(278.0, 1000.0, 1.0)
+    assert not runs_module.runs_cannot_separate(278.0, 1200.0, 1.0)
+    # A negative released count counts as one row.
+    assert runs_module.runs_cannot_separate(0.3, -50.0, 1.0)
+    assert runs_module.SKIP_MARGIN_SHARE == 0.25
+
+
+def test_runs_skipped_on_a_small_table_give_their_share_to_the_default_refit(monkeypatch):
+    monkeypatch.setattr(runs_module, "SKIP_MARGIN_SHARE", SKIP_MARGIN_SHARE)
+    X, y = _data(n=100)
+    budget = PrivacyBudget(5.0, 1e-4, composition="basic")
+    with trace_releases() as trace:
+        search = _search(budget=budget).fit(X, y)
+    # About 30 validation rows cannot show the margin the runs' epsilon
+    # needs (tens of rows): no run, the default candidate refitted.
+    assert search.runs_skipped_
+    labels = [r.label for r in trace.releases]
+    assert labels[0] == "validation row count" and "validation score" not in labels
+    assert search.best_params_ == {"C": 1.0} and search.best_index_ == 1
+    assert math.isnan(search.best_score_) and math.isnan(search.best_score_noise_)
+    assert np.isnan(search.cv_results_["mean_test_score"]).all()
+    # The count (pure 0.1-DP) is the selection; the refit gets everything else.
+    assert search.selection_privacy_spent_ == pytest.approx((0.1, 0.0))
+    assert search.selection_dp_event_ == dpe.LaplaceDpEvent(10.0)
+    refit = search.best_estimator_
+    assert refit.privacy_spent_ == pytest.approx((1.9, 1e-5))
+    assert search.privacy_spent_ == pytest.approx((2.0, 1e-5))
+    assert search.dp_event_ == dpe.ComposedDpEvent([dpe.LaplaceDpEvent(10.0), refit.dp_event_])
+    assert epsilon_of_event(search.dp_event_, 1e-5) <= 2.0 * (1 + 1e-9)
+    assert [(e.estimator, e.epsilon, e.status) for e in budget.ledger] == [
+        ("DPGridSearchCV", pytest.approx(2.0), "completed")
+    ]
+    assert budget.ledger[0].event == search.dp_event_
+    # No default candidate in the grid, or no refit: the runs always run.
+    for options in ({"param_grid": {"C": [0.1, 10.0]}}, {"refit": False}):
+        other = _search(**options).fit(X, y)
+        assert not other.runs_skipped_ and not math.isnan(other.best_score_)
+
+
+@pytest.mark.parametrize(
+    "classes, pipeline",
+    [([0, 1], False), (None, False), ([0, 1], True)],
+    ids=["refit", "labels-released", "pipeline"],
+)
+@pytest.mark.parametrize("kind", ["huge", "tiny"])
+def test_substitution_over_a_search_that_skips_its_runs(kind, classes, pipeline, monkeypatch):
+    monkeypatch.setattr(runs_module, "SKIP_MARGIN_SHARE", SKIP_MARGIN_SHARE)
+    a, b = _search_pair(kind, True, classes, pipeline=pipeline)
+    assert a["error"] is None and b["error"] is None, (a["error"], b["error"])
+    assert a["attributes"]["runs_skipped_"] and b["attributes"]["runs_skipped_"]
+    assert a["warnings"] == b["warnings"]
+    assert a["printed"] == b["printed"]
+    _assert_same(a["attributes"], b["attributes"])
+    _check_sensitivities(a["trace"], b["trace"])
 
 
 def test_search_api_and_delegation():
@@ -1489,8 +1570,10 @@ def test_sklearn_conformance(estimator, check):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("refit", [True, False])
-def test_audit_of_a_search(refit):
+@pytest.mark.parametrize(
+    "refit, skip", [(True, False), (False, False), (True, True)], ids=["refit", "no-refit", "skip"]
+)
+def test_audit_of_a_search(refit, skip, monkeypatch):
     """A lower bound on the whole search's epsilon, with a canary only it can move.
 
     D: 40 rows whose last feature is 0; D': plus a canary with that feature
@@ -1504,6 +1587,10 @@ def test_audit_of_a_search(refit):
     """
     from sklearn_dp.testing import audit_mechanism
 
+    if skip:
+        # The shipped rule: on 40 rows the runs are skipped and the refit
+        # takes their share.
+        monkeypatch.setattr(runs_module, "SKIP_MARGIN_SHARE", SKIP_MARGIN_SHARE)
     rng = np.random.default_rng(0)
     X = np.column_stack([rng.uniform(-0.5, 0.5, size=(40, 2)), np.zeros(40)])
     y = (X[:, 0] > 0).astype(int)
@@ -1522,6 +1609,9 @@ def test_audit_of_a_search(refit):
                 random_state=seed,
             )
             search.fit(X_prime, y_prime) if with_canary else search.fit(X, y)
+            if epsilon == claimed:
+                # (The power control's runs, at epsilon 50, are not skipped.)
+                assert search.runs_skipped_ == skip
             return float(search.best_estimator_.coef_.ravel()[2])
 
         return audit_mechanism(run, claimed_epsilon=claimed, delta=1e-5, n_runs=300)

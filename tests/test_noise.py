@@ -419,6 +419,23 @@ def test_bernoulli_of_exp_beyond_int64_is_exact_in_python_integers():
     assert np.mean(draws) == pytest.approx(math.exp(-0.5), abs=0.04)
 
 
+def test_bernoulli_of_exp_of_squares_has_its_rate_on_both_sides_of_int64_squares():
+    # 2**31 - 1 is squared in int64, 2**31 in Python integers: the same rate,
+    # about exp(-1) with the denominator 2**62; a zero offset always accepts.
+    rng = np.random.default_rng(10)
+    offsets = np.tile(np.array([0, 2**31 - 1, -(2**31 - 1), 2**31, -(2**31)]), 1500)
+    bits = _exact_sampling._Bits(rng, offsets.size)
+    coins = _exact_sampling._bernoulli_exp_of_squares(bits, offsets, 2**62)
+    assert coins.dtype == bool and coins.shape == offsets.shape
+    assert np.all(coins[offsets == 0])
+    for inside in (True, False):
+        chosen = coins[
+            (np.abs(offsets) < 2**31) & (offsets != 0) if inside else np.abs(offsets) >= 2**31
+        ]
+        p = math.exp(-(((2**31 - 1) if inside else 2**31) ** 2) / 2**62)
+        assert chosen.mean() == pytest.approx(p, abs=5 * math.sqrt(p * (1 - p) / chosen.size))
+
+
 def test_exponential_mechanism_samples_the_gibbs_law_of_the_rounded_utilities():
     rng = np.random.default_rng(9)
     utilities = np.array([0.0, 0.7, 1.3, 2.0, -1.0])

@@ -230,6 +230,31 @@ def _exponential_probabilities(utilities, epsilon):
     return weights / weights.sum()
 
 
+@pytest.mark.parametrize("scaler", [DPStandardScaler, DPMinMaxScaler])
+@pytest.mark.parametrize("delta", [1e-5, 0.0])
+def test_scalers_noise_std_of_their_sums_is_the_gateways(scaler, delta):
+    from sklearn_dp.preprocessing._scalers import summed_noise_std
+
+    # Gaussian: the std is multiplier * L2 sensitivity; Laplace: sqrt(2) times
+    # its scale, multiplier * L1 sensitivity.
+    assert summed_noise_std(0.5, 3.0, 9.0, False) == 1.5
+    assert summed_noise_std(0.5, 3.0, 9.0, True) == 0.5 * (9.0 * math.sqrt(2.0))
+    X = _data(500)
+    d = X.shape[1]
+    with trace_releases() as trace:
+        fitted = scaler(epsilon=1.0, delta=delta, random_state=0).fit(X)
+    (sums,) = [r for r in trace.releases if r.label.startswith("feature sums")]
+    width = 2 * d + 1 if scaler is DPStandardScaler else d + 1
+    multiplier = fitted.dp_event_.events[-1].noise_multiplier
+    noise_std = summed_noise_std(multiplier, math.sqrt(width), float(width), delta == 0)
+    if delta == 0:
+        assert sums.mechanism == "laplace" and sums.sensitivity == width
+        assert noise_std == pytest.approx(math.sqrt(2.0) * sums.scale, rel=1e-15)
+    else:
+        assert sums.mechanism == "gaussian" and sums.sensitivity == math.sqrt(width)
+        assert noise_std == sums.scale
+
+
 def test_standard_scaler_bound_the_rows_cannot_decide_leans_large():
     # 398 rows of a positive feature and the epsilon each bound gets at 30
     # features and epsilon 0.3: the exponential mechanism is then nearly

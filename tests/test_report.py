@@ -378,7 +378,7 @@ def test_reports_of_transformers_pipelines_searches_and_budgets():
         random_state=0,
     ).fit(X, y)
     search_report = privacy_report(search)
-    assert search_report["kind"] == "search" and len(search_report["ledger"]) == 2
+    assert search_report["kind"] == "search" and len(search_report["ledger"]) == 1
     assert search_report["attack"]["basis"] == "epsilon-delta"
     budget_report = privacy_report(budget)
     assert budget_report["kind"] == "budget" and len(budget_report["ledger"]) == 2

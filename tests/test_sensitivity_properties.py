@@ -42,6 +42,8 @@ the examples of every property here by ``THOROUGH_FACTOR``).
 from __future__ import annotations
 
 import ast
+import importlib
+import importlib.util
 import math
 import os
 from dataclasses import dataclass
@@ -59,10 +61,13 @@ from sklearn_dp._clipped_sums import (
     block_clipped_gradient_sum,
     capped_resque_sum,
     clipped_gradient_sum,
+    clipped_residual_squares,
     clipped_sum,
     frank_wolfe_gradient,
     l2_clipped_derivatives,
     resque_query_derivatives,
+    sufficient_statistics,
+    svec,
     svrg_difference_sum,
     svrg_snapshot_sum,
     vertex_scores,
@@ -638,6 +643,40 @@ def test_vertex_scales_spend_exactly_eps0_on_the_score_sensitivities(
     deltas = [radius * unit] + [box * unit] * n_box
     spent = sum(2.0 * delta / scale for delta, scale in zip(deltas, [ball_scale, *box_scales]))
     assert spent == pytest.approx(eps0, rel=1e-12)
+
+
+@prop(60)
+@given(
+    case=l1_cases(losses=("squared",)),
+    fit_intercept=st.booleans(),
+    columns=st.sets(st.integers(0, 4), min_size=1),
+)
+def test_frank_wolfe_refit_statistics_move_by_at_most_their_sensitivities(
+    case, fit_intercept, columns
+):
+    """The refit's ``X_S^T X_S`` moves by ``svec(x_S x_S^T)`` (Frobenius norm at most ``R_S^2``)
+    and ``X_S^T y`` by ``clip(y) x_S`` (at most ``R_S``), ``R_S^2 = sum_{j in S} feature_bound_j^2``."""
+    _, feature_bound, nb = case
+    small, big = bound_both(
+        nb, fit_intercept=fit_intercept, geometry="linf", feature_bound=feature_bound
+    )
+    support = np.array(sorted(j for j in columns if j < small.n_columns) or [0])
+    bound_sq = float(np.sum(small.feature_bound[support] ** 2))  # as refit_support computes it
+    stats = [sufficient_statistics(d.design.column_view(support), d.y, 1.0) for d in (small, big)]
+    grams = [svec(G) for G, _ in stats]
+    xtys = [b for _, b in stats]
+    moved_gram, moved_xty = change(nb, *grams), change(nb, *xtys)
+    assert np.linalg.norm(moved_gram) <= bound_sq * (1 + REL) + slack(*grams)
+    assert np.linalg.norm(moved_xty) <= math.sqrt(bound_sq) * (1 + REL) + slack(*xtys)
+    x_new = dense_row(big.X, nb.index)[support]
+    sign = -1.0 if nb.removed else 1.0
+    np.testing.assert_allclose(
+        moved_gram, sign * svec(np.outer(x_new, x_new)), rtol=1e-7, atol=slack(*grams) + 1e-15
+    )
+    y_new = float(np.clip(nb.label, -1.0, 1.0))
+    np.testing.assert_allclose(
+        moved_xty, sign * y_new * x_new, rtol=1e-7, atol=slack(*xtys) + 1e-15
+    )
 
 
 # --------------------------------------------------------------------------
@@ -1390,68 +1429,111 @@ def test_perturbation_noise_is_calibrated_to_the_tested_sensitivity(loss_name, d
 
 
 # --------------------------------------------------------------------------
+# Inference: the clipped residual squares released after a fit
+# --------------------------------------------------------------------------
+
+
+@prop(100)
+@given(
+    nb=neighbours("squared_unbounded", "l2", 1.0),
+    fit_intercept=st.booleans(),
+    residual_bound=st.sampled_from([1e-3, 0.5, 2.0, 1e6]),
+    y_bound=st.sampled_from([None, 0.5, 3.0]),
+    coef=iterates(5),
+)
+def test_clipped_residual_squares_move_by_at_most_the_squared_residual_bound(
+    nb, fit_intercept, residual_bound, y_bound, coef
+):
+    small, big = bound_both(nb, fit_intercept=fit_intercept, data_norm=1.0)
+    coef = np.pad(coef, (0, max(0, small.n_columns - coef.size)))[: small.n_columns]
+    sums = [
+        clipped_residual_squares(d.design, d.y, coef, residual_bound, y_bound=y_bound)
+        for d in (small, big)
+    ]
+    moved = change(nb, *sums)
+    assert abs(moved[0]) <= residual_bound**2 * (1 + REL) + slack(*sums)
+    # Exactly the added row's own term, from the definition.
+    x_new = big.design.row_block(nb.index, nb.index + 1).matmul(coef[:, None])[0, 0]
+    label = nb.label if y_bound is None else min(max(nb.label, -y_bound), y_bound)
+    with np.errstate(over="ignore"):
+        own = min((label - x_new) ** 2, residual_bound**2)
+    sign = -1.0 if nb.removed else 1.0
+    np.testing.assert_allclose(moved[0], sign * own, rtol=1e-7, atol=slack(*sums) + 1e-15)
+
+
+# --------------------------------------------------------------------------
 # Every registered solver is covered by a property
 # --------------------------------------------------------------------------
 
 HERE = Path(__file__).resolve().parent
 THIS = HERE / "test_sensitivity_properties.py"
 
-#: solver -> the hypothesis properties of its pre-noise quantity (file, test function).
-PROPERTY_TESTS = {
-    "dp_gd": [
-        (HERE / "test_sensitivity.py", "test_adding_any_row_moves_clipped_sum_by_at_most_clip"),
-        (
-            HERE / "test_sensitivity.py",
-            "test_adding_a_bounded_row_moves_the_sum_by_at_most_the_gradient_bound",
-        ),
+_SUM = HERE / "test_sensitivity.py"
+_GRADIENT_SUM = [
+    (_SUM, "test_adding_any_row_moves_clipped_sum_by_at_most_clip"),
+    (_SUM, "test_adding_a_bounded_row_moves_the_sum_by_at_most_the_gradient_bound"),
+    (THIS, "test_dp_accmd_gradient_sum_moves_by_at_most_the_clip"),
+]
+_FRANK_WOLFE = [
+    (THIS, "test_frank_wolfe_gradient_and_scores_move_by_at_most_the_score_sensitivity"),
+    (THIS, "test_vertex_scales_spend_exactly_eps0_on_the_score_sensitivities"),
+]
+_SVRG = [(THIS, "test_svrg_snapshot_and_difference_sums_move_by_at_most_their_sensitivities")]
+_SSP = [(HERE / "test_ssp.py", "test_sufficient_statistics_move_by_at_most_their_sensitivities")]
+_NEWTON = [(HERE / "test_second_order.py", "test_newton_sums_move_by_at_most_their_sensitivities")]
+_RESQUE = [(THIS, "test_resque_step_sum_moves_by_at_most_max_weight_times_lipschitz")]
+_VR_FRANK_WOLFE = [
+    (THIS, "test_vr_frank_wolfe_root_and_correction_move_by_at_most_clip_over_slot_size")
+]
+_MINIMISER = [
+    (HERE / "test_perturbation.py", "test_minimiser_sensitivity_is_at_most_the_stated_bound"),
+    (THIS, "test_objective_perturbation_noise_preimage_moves_by_at_most_G"),
+    (THIS, "test_objective_perturbation_minimiser_moves_by_at_most_G_over_lambda"),
+]
+
+#: What a solver computes before the noise (a function it imports), and the hypothesis
+#: properties that test it.  Every function of ``sklearn_dp._clipped_sums`` that the solver
+#: package imports must be listed; the other entries are the pre-noise computations that live
+#: beside their solvers.  Which of them a registered solver uses is read off its module (and
+#: the solver modules it imports), so a solver built on listed kernels needs no entry here.
+KERNEL_PROPERTIES = {
+    "sklearn_dp._clipped_sums.clipped_gradient_sum": _GRADIENT_SUM,
+    "sklearn_dp._clipped_sums.block_clipped_gradient_sum": [
+        (THIS, "test_dp_cd_block_sums_move_by_at_most_their_thresholds")
     ],
-    "dp_sgd": [
-        (HERE / "test_sensitivity.py", "test_adding_any_row_moves_clipped_sum_by_at_most_clip"),
-        (
-            HERE / "test_sensitivity.py",
-            "test_adding_a_bounded_row_moves_the_sum_by_at_most_the_gradient_bound",
-        ),
+    "sklearn_dp._clipped_sums.frank_wolfe_gradient": _FRANK_WOLFE,
+    "sklearn_dp._clipped_sums.vertex_scores": _FRANK_WOLFE,
+    "sklearn_dp._clipped_sums.vr_root_estimate": _VR_FRANK_WOLFE,
+    "sklearn_dp._clipped_sums.vr_correction": _VR_FRANK_WOLFE,
+    "sklearn_dp._clipped_sums.clipped_sum": [
+        (THIS, "test_mirror_descent_batch_sum_moves_by_at_most_the_l2_clip")
     ],
-    "output_perturbation": [
-        (HERE / "test_perturbation.py", "test_minimiser_sensitivity_is_at_most_the_stated_bound"),
+    "sklearn_dp._clipped_sums.capped_resque_sum": _RESQUE,
+    "sklearn_dp._clipped_sums.resque_query_derivatives": _RESQUE,
+    "sklearn_dp._clipped_sums.svrg_snapshot_sum": _SVRG,
+    "sklearn_dp._clipped_sums.svrg_difference_sum": _SVRG,
+    "sklearn_dp._clipped_sums.newton_sums": _NEWTON,
+    "sklearn_dp._clipped_sums.curvature_bound": _NEWTON,
+    "sklearn_dp._clipped_sums.sufficient_statistics": [
+        *_SSP,
+        (THIS, "test_frank_wolfe_refit_statistics_move_by_at_most_their_sensitivities"),
     ],
-    "objective_perturbation": [
-        (THIS, "test_objective_perturbation_noise_preimage_moves_by_at_most_G"),
-        (THIS, "test_objective_perturbation_minimiser_moves_by_at_most_G_over_lambda"),
+    "sklearn_dp._clipped_sums.smallest_eigenvalue": _SSP,
+    "sklearn_dp._clipped_sums.clip_labels_to": _SSP,
+    "sklearn_dp._clipped_sums.clipped_residual_squares": [
+        (THIS, "test_clipped_residual_squares_move_by_at_most_the_squared_residual_bound")
     ],
-    "dp_cd": [(THIS, "test_dp_cd_block_sums_move_by_at_most_their_thresholds")],
-    "frank_wolfe": [
-        (THIS, "test_frank_wolfe_gradient_and_scores_move_by_at_most_the_score_sensitivity"),
-        (THIS, "test_vertex_scales_spend_exactly_eps0_on_the_score_sensitivities"),
+    "sklearn_dp.solvers._l1_geometry.allocate_rows": [
+        (THIS, "test_row_allocation_is_independent_per_row")
     ],
-    "vr_frank_wolfe": [
-        (THIS, "test_vr_frank_wolfe_root_and_correction_move_by_at_most_clip_over_slot_size"),
-        (THIS, "test_vertex_scales_spend_exactly_eps0_on_the_score_sensitivities"),
-        (THIS, "test_row_allocation_is_independent_per_row"),
-    ],
-    "mirror_descent": [
-        (THIS, "test_mirror_descent_batch_sum_moves_by_at_most_the_l2_clip"),
-        (THIS, "test_row_allocation_is_independent_per_row"),  # strongly_convex rounds
-    ],
-    "localized_mirror_descent": [
-        (THIS, "test_mirror_descent_batch_sum_moves_by_at_most_the_l2_clip"),
-        (THIS, "test_row_allocation_is_independent_per_row"),
-    ],
-    "resque": [(THIS, "test_resque_step_sum_moves_by_at_most_max_weight_times_lipschitz")],
-    "dp_svrg": [
-        (THIS, "test_svrg_snapshot_and_difference_sums_move_by_at_most_their_sensitivities"),
-    ],
-    "dp_svrg_pp": [
-        (THIS, "test_svrg_snapshot_and_difference_sums_move_by_at_most_their_sensitivities"),
-    ],
-    "dp_accmd": [(THIS, "test_dp_accmd_gradient_sum_moves_by_at_most_the_clip")],
-    "dp_newton": [
-        (HERE / "test_second_order.py", "test_newton_sums_move_by_at_most_their_sensitivities"),
-    ],
-    "dp_ssp": [
-        (HERE / "test_ssp.py", "test_sufficient_statistics_move_by_at_most_their_sensitivities"),
-    ],
+    "sklearn_dp.solvers._newton.certified_minimize": _MINIMISER,
 }
+
+#: Functions of ``_clipped_sums`` that release nothing themselves (reshapes of released values).
+NOT_PRE_NOISE = {"sklearn_dp._clipped_sums.svec", "sklearn_dp._clipped_sums.unsvec"}
+
+#: Solver modules every solver imports for the shared machinery; their kernels are checked once.
+SHARED_SOLVER_MODULES = {"_common", "_noisy_steps", "_registry", "_declared_options"}
 
 #: The private row count is not a registered solver, but every estimator fit releases it.
 ROW_COUNT_TESTS = [(THIS, "test_row_count_moves_by_at_most_one")]
@@ -1470,21 +1552,66 @@ def _hypothesis_tests(path):
     return names
 
 
+def _imported_functions(module_name):
+    """``module.name`` of every name a module imports with ``from ... import``."""
+    module = importlib.import_module(module_name)
+    tree = ast.parse(Path(module.__file__).read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            source = importlib.util.resolve_name(
+                "." * node.level + (node.module or ""), module.__package__
+            )
+            for alias in node.names:
+                yield f"{source}.{alias.name}"
+
+
+def _solver_kernels(spec):
+    """The pre-noise functions a registered solver's module and its solver modules import."""
+    modules = {spec.run.__module__}
+    for name in _imported_functions(spec.run.__module__):
+        source = name.rsplit(".", 1)[0]
+        if source.startswith("sklearn_dp.solvers._"):
+            if source.rsplit(".", 1)[1] not in SHARED_SOLVER_MODULES:
+                modules.add(source)
+    return {
+        name
+        for module in modules
+        for name in _imported_functions(module)
+        if name in KERNEL_PROPERTIES or name.startswith("sklearn_dp._clipped_sums.")
+    }
+
+
 def test_every_registered_solver_has_a_sensitivity_property():
-    missing = sorted(set(SOLVERS) - set(PROPERTY_TESTS))
-    assert not missing, (
-        f"Registered solvers without a sensitivity property: {missing}. Add a hypothesis "
-        "test of the quantity each of their steps noises (tests/test_sensitivity_properties.py) "
-        "and list it in PROPERTY_TESTS."
-    )
-    stale = sorted(set(PROPERTY_TESTS) - set(SOLVERS))
-    assert not stale, f"PROPERTY_TESTS lists solvers that are not registered: {stale}."
     found = {}
-    for name, tests in [*PROPERTY_TESTS.items(), ("row count", ROW_COUNT_TESTS)]:
-        assert tests, name
+
+    def check(owner, tests):
+        assert tests, owner
         for path, function in tests:
             if path not in found:
                 found[path] = _hypothesis_tests(path)
             assert function in found[path], (
-                f"{name}: {path.name}::{function} is not a hypothesis property (renamed?)."
+                f"{owner}: {path.name}::{function} is not a hypothesis property (renamed?)."
             )
+
+    for solver, spec in sorted(SOLVERS.items()):
+        kernels = _solver_kernels(spec) - NOT_PRE_NOISE
+        assert kernels, (
+            f"{solver} imports none of the pre-noise functions of KERNEL_PROPERTIES: compute what "
+            "it releases with a function of sklearn_dp._clipped_sums, give that function a "
+            "hypothesis property and list it in KERNEL_PROPERTIES."
+        )
+        unlisted = sorted(kernels - set(KERNEL_PROPERTIES))
+        assert not unlisted, (
+            f"{solver} releases what {unlisted} compute, which no sensitivity property covers: add "
+            "a hypothesis property (tests/test_sensitivity_properties.py) and list it in "
+            "KERNEL_PROPERTIES."
+        )
+    shared = {
+        name
+        for module in SHARED_SOLVER_MODULES
+        for name in _imported_functions(f"sklearn_dp.solvers.{module}")
+        if name.startswith("sklearn_dp._clipped_sums.")
+    }
+    assert not sorted(shared - NOT_PRE_NOISE - set(KERNEL_PROPERTIES))
+    for kernel, tests in [*KERNEL_PROPERTIES.items(), ("row count", ROW_COUNT_TESTS)]:
+        check(kernel, tests)

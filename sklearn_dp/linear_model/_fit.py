@@ -357,6 +357,7 @@ def _plan_arguments(estimator, spec, X0, y0, problem, n_public, bounds, kwargs):
         alpha=alpha,
         loss=problem.make_loss(zero_rows),
         row_norm_bound=zero_rows.row_norm_bound,
+        feature_bound=zero_rows.feature_bound,
     )
     return n_params, call
 

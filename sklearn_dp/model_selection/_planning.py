@@ -14,6 +14,7 @@ import sys
 
 import numpy as np
 import scipy.sparse as sp
+from dp_accounting import dp_event as dpe
 from scipy import optimize
 from sklearn.base import BaseEstimator, clone
 from sklearn.pipeline import Pipeline
@@ -126,6 +127,12 @@ class SearchPlan:
         sensitivity, as :attr:`score_noise_multiplier` is
         (:func:`~sklearn_dp.model_selection._selection.evidence_threshold`
         times that multiplier).
+    skippable : bool
+        Whether the runs may be skipped, from the released validation row
+        count, for a refit of the default candidate with the runs' share
+        (a default candidate and a refit).  The runs are then calibrated
+        without the count, which is paid by basic composition: whichever
+        branch the count picks, what follows it costs the same.
     """
 
     def __init__(
@@ -141,6 +148,7 @@ class SearchPlan:
         solvers,
         default_index=None,
         evidence_threshold=None,
+        skippable=False,
     ):
         self.fit_epsilon = fit_epsilon
         self.score_mechanism = score_mechanism
@@ -153,6 +161,7 @@ class SearchPlan:
         self.solvers = solvers
         self.default_index = default_index
         self.evidence_threshold = evidence_threshold
+        self.skippable = skippable
 
 
 def _public_value(value):
@@ -254,7 +263,14 @@ def plan_selection(search, candidates, X_public, y_public, epsilon, delta, fixed
     """The largest per-run fit epsilon whose selection event meets (epsilon, delta) under RDP.
 
     ``epsilon`` covers the validation count (Laplace, ``count_epsilon``)
-    and the repeated runs together: the RDP accountant composes them.
+    and the repeated runs together.  Where the runs cannot be skipped the
+    RDP accountant composes the count and the runs.  Where they can (a
+    default candidate and a refit, :attr:`SearchPlan.skippable`), the count
+    chooses between the runs and a refit that takes their share: it is then
+    paid by basic composition (pure ``count_epsilon``-DP) and the runs alone
+    meet the rest, so that what follows the count is
+    ``(epsilon - count_epsilon, delta)``-DP in both branches (adaptive
+    composition of a mechanism chosen from a released value).
 
     ``fixed`` holds parameters set on every candidate (a placeholder
     label set when the search releases the labels itself).  See
@@ -282,6 +298,7 @@ def plan_selection(search, candidates, X_public, y_public, epsilon, delta, fixed
         shape,
         score_fraction,
         bool(search.prefer_default),
+        bool(search.refit),
     )
     # A frozen step's output depends on its fitted state, not on its
     # parameters: such a search is planned afresh every time.
@@ -353,6 +370,11 @@ def plan_selection(search, candidates, X_public, y_public, epsilon, delta, fixed
     def excess(log_fit_epsilon):
         fit_epsilon = math.exp(log_fit_epsilon)
         event = build(fit_epsilon, plans(fit_epsilon))[3]
+        if skippable:
+            # The runs alone (the event without its count) meet what the
+            # count leaves.
+            runs_alone = dpe.ComposedDpEvent(event.events[1:])
+            return rdp_epsilon(runs_alone, delta) - (epsilon - count_epsilon)
         return rdp_epsilon(event, delta) - epsilon
 
     lo = math.log(MIN_EPSILON)
@@ -365,6 +387,7 @@ def plan_selection(search, candidates, X_public, y_public, epsilon, delta, fixed
         if search.prefer_default
         else None
     )
+    skippable = default_index is not None and bool(search.refit)
     if classes in fixed:
         check_label_set_independence(math.exp(hi))
     log_fit = largest_passing(excess, lo, hi, math.log(epsilon / (1.0 + math.log(mean))))
@@ -394,6 +417,7 @@ def plan_selection(search, candidates, X_public, y_public, epsilon, delta, fixed
             if default_index is None
             else evidence_threshold(mean, shape, mechanism, DEFAULT_EVIDENCE_LEVEL) * multiplier
         ),
+        skippable=skippable,
     )
     if cacheable:
         if len(_PLAN_CACHE) > 256:

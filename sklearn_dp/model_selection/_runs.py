@@ -20,6 +20,8 @@ from ._selection import draw_number_of_runs
 from ._split import rowwise_parts
 
 __all__ = [
+    "SKIP_MARGIN_SHARE",
+    "runs_cannot_separate",
     "select",
     "keep_default_unless_beaten",
     "run_candidate",
@@ -28,6 +30,26 @@ __all__ = [
     "release_label_set",
     "results_table",
 ]
+
+
+#: The runs are skipped (for a refit of the default candidate with their share)
+#: when the margin a run must beat the default's noisy score by exceeds this
+#: share of the validation part's score range: 25 points of accuracy.  With
+#: the runs' small epsilon that margin is hundreds of rows; on fewer
+#: validation rows the runs could replace the default only by chance (at most
+#: 1%) or for a gain no grid around a working default shows.
+SKIP_MARGIN_SHARE = 0.25
+
+
+def runs_cannot_separate(margin, noisy_count, width):
+    """Whether the runs can only replace the default for a gain above :data:`SKIP_MARGIN_SHARE`.
+
+    ``margin`` is the public margin on the score sums (see
+    :func:`keep_default_unless_beaten`), ``noisy_count`` the released
+    validation row count and ``width`` the score's public range: only
+    released values and the plan decide.
+    """
+    return margin > SKIP_MARGIN_SHARE * width * max(1.0, float(noisy_count))
 
 
 def row_scores(scoring, y_true, y_pred, bound):
@@ -73,6 +95,11 @@ def select(
 
     With ``groups`` each group draws its part (training or validation) and
     the runs fit at group level on the training part.
+
+    Returns ``(index, model, noisy score sum, noisy count)``; where the
+    plan allows it and the released count says the runs cannot separate
+    candidates (:func:`runs_cannot_separate`), no run is made and the
+    default candidate is returned with ``model`` and the score sum None.
     """
     low, high = score_bounds
     middle, half_width = 0.5 * (low + high), 0.5 * (high - low)
@@ -92,6 +119,11 @@ def select(
         rng=count_rng,
         label="validation row count",
     )
+    if plan.skippable and runs_cannot_separate(
+        plan.evidence_threshold * half_width, noisy_count, high - low
+    ):
+        # A decision on a released value: the refit gets the runs' share.
+        return plan.default_index, None, None, noisy_count
     shape = math.inf if search.distribution == "poisson" else float(search.shape)
     n_runs = draw_number_of_runs(search.n_candidates, shape, schedule_rng)
     scale = plan.score_noise_multiplier * half_width

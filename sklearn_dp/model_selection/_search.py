@@ -18,11 +18,14 @@ makes.  These searches release only the result of a private selection
    is inside the search's event) and releases its validation score with
    the Laplace mechanism; the best run is selected (with the default
    candidate in the grid, only if it beats that candidate's own run by a
-   public margin).  Nothing but the
+   public margin; on tables too small for the runs to beat that margin, as
+   the released count shows, no run is made and the default's refit takes
+   their share).  Nothing but the
    selected run leaves this phase: not ``K``, not which candidates ran, not
    the other scores, not the runs' warnings or errors.
 4. *Refit* (optional): one more private fit, of the selected candidate on
-   all rows, with its own share of the guarantee and its own ledger entry.
+   all rows, with its own share of the guarantee, in the search's one
+   ledger entry.
 """
 
 from __future__ import annotations
@@ -77,7 +80,7 @@ from ._planning import (
     search_shares,
     stand_in,
 )
-from ._runs import release_label_set, results_table, score_range, select
+from ._runs import SKIP_MARGIN_SHARE, release_label_set, results_table, score_range, select
 from ._search_checks import check_candidates, record_unit, search_budget, search_scoring
 from ._search_doc import SHARED_DOC
 
@@ -239,8 +242,9 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
         # With classes=None the search first releases the label set (a
         # thresholded noisy histogram, as the estimators do) with a share of
         # the guarantee; the runs and the refit then get it as public.  The
-        # release is part of the selection's ledger entry.
-        label, count, runs, (epsilon_refit, delta_refit) = search_shares(self, discover_labels)
+        # release is part of the selection.
+        label, count, runs, refit_share = search_shares(self, discover_labels)
+        epsilon_refit, delta_refit = refit_share
         label_epsilon, label_delta = label
         epsilon_selection = label[0] + count[0] + runs[0]
         delta_selection = label[1] + count[1] + runs[1]
@@ -278,6 +282,13 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
                     else f"; default candidate {candidates[plan.default_index]} kept unless "
                     "the best run's score sum beats its own by "
                     f"{plan.evidence_threshold * 0.5 * (high - low):.4g}"
+                    + (
+                        " (no run, and a refit with the runs' share, below "
+                        f"{plan.evidence_threshold * 0.5 / SKIP_MARGIN_SHARE:.4g} "
+                        "released validation rows)"
+                        if plan.skippable
+                        else ""
+                    )
                 )
                 + (
                     f", refit (epsilon={epsilon_refit:.4g}, delta={delta_refit:.3g})"
@@ -287,44 +298,29 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
                 file=sys.stdout,
             )
 
-        # Charge before touching: the selection and the refit are reserved
-        # before the first read of a private value.
-        plans = [
-            FitPlan(
-                owner=name,
-                solver="+".join(sorted(set(plan.solvers))),
-                options={},
-                epsilon=epsilon_selection,
-                delta=delta_selection,
-                private=True,
-                shares={"labels": label, "count": count, "runs": runs},
-                event=selection_event,
-                max_group_rows=group_rows,
-            )
-        ]
-        if self.refit:
-            # The refit's own entry; its event is known once it has run.
-            plans.append(
-                FitPlan(
-                    owner=f"{name}.refit",
-                    solver=None,
-                    options={},
-                    epsilon=epsilon_refit,
-                    delta=delta_refit,
-                    private=True,
-                    shares={},
-                    max_group_rows=group_rows,
-                )
-            )
-        reservation = refit_reservation = None
+        # Charge before touching: the whole search (the selection and the
+        # refit) is reserved as one ledger entry before the first read of a
+        # private value.  Both branches the released count can take (the
+        # runs and a refit, or a refit with the runs' share) spend it all.
+        plan_search = FitPlan(
+            owner=name,
+            solver="+".join(sorted(set(plan.solvers))),
+            options={},
+            epsilon=epsilon_selection + epsilon_refit,
+            delta=delta_selection + delta_refit,
+            private=True,
+            shares={"labels": label, "count": count, "runs": runs, "refit": refit_share},
+            event=None if self.refit else selection_event,
+            max_group_rows=group_rows,
+        )
+        reservation = None
         if budget is not None:
             budget.check(
                 epsilon_selection + epsilon_refit,
                 delta_selection + delta_refit,
                 unit="row" if group_rows is None else "group",
             )
-            reservation, *refit = reserve(budget, plans)
-            refit_reservation = refit[0] if refit else None
+            (reservation,) = reserve(budget, [plan_search])
             if self.random_state is not None:
                 # A seeded search would draw the same split, runs and noise as
                 # every other search with that seed: key its private streams
@@ -337,7 +333,10 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
                 )
 
         try:
-            with PrivatePhase(name, reservation, max_group_rows=group_rows) as phase:
+            # With a refit the entry is settled after it (below).
+            with PrivatePhase(
+                name, None if self.refit else reservation, max_group_rows=group_rows
+            ) as phase:
                 if group_rows is not None:
                     # Each group's first max_group_rows rows; every release of
                     # the selection (runs included) protects one group.
@@ -367,29 +366,40 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
                 )
                 phase.event = selection_event
         except BaseException as exc:
-            if refit_reservation is not None:
-                # The refit never ran; its entry stays charged, marked failed.
-                refit_reservation.fail(exc)
+            if self.refit and reservation is not None:
+                # The refit never ran; the entry stays charged, marked failed.
+                reservation.fail(exc)
             raise
         index, model, noisy_sum, noisy_count = best
-        middle = 0.5 * (low + high)
-        score = float(np.clip(middle + noisy_sum / max(1.0, noisy_count), low, high))
+        # No run was made: the released count showed the runs could not
+        # separate candidates; the default's refit gets their share.
+        skipped = noisy_sum is None
+        if skipped:
+            epsilon_selection, delta_selection = label[0] + count[0], label[1] + count[1]
+            epsilon_refit, delta_refit = epsilon_refit + runs[0], delta_refit + runs[1]
+            count_event = dpe.LaplaceDpEvent(1.0 / count[0])
+            selection_event = (
+                dpe.ComposedDpEvent([label_event, count_event]) if discover_labels else count_event
+            )
+            score = math.nan
+        else:
+            middle = 0.5 * (low + high)
+            score = float(np.clip(middle + noisy_sum / max(1.0, noisy_count), low, high))
 
         self.best_index_ = int(index)
         self.best_params_ = dict(candidates[index])
         self.best_score_ = score
+        self.runs_skipped_ = bool(skipped)
         # The noise on best_score_ (public plan over the released count).
         spread = plan.score_noise_multiplier * 0.5 * (high - low)
         if plan.score_mechanism == "laplace":
             spread *= math.sqrt(2.0)
-        self.best_score_noise_ = float(spread / max(1.0, noisy_count))
+        self.best_score_noise_ = math.nan if skipped else float(spread / max(1.0, noisy_count))
         self.scorer_ = scoring
         self.score_bound_ = bound
         self.multimetric_ = False
         self.n_splits_ = 1
         self.cv_results_ = results_table(candidates, index, score)
-        self.selection_dp_event_ = selection_event
-        self.selection_privacy_spent_ = (float(epsilon_selection), float(delta_selection))
         self.run_epsilon_ = float(plan.fit_epsilon)
         self.n_features_in_ = int(X.shape[1])
 
@@ -411,29 +421,36 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
                 with _noise.contribution_bound(group_rows):
                     fit_target(refit_model, X, y, f"{name}.refit")
             except BaseException as exc:
-                if refit_reservation is not None:
-                    refit_reservation.fail(exc)
+                if reservation is not None:
+                    reservation.fail(exc)
                 raise
             refit_event = fit_event(refit_model)
-            if refit_reservation is not None:
-                refit_reservation.complete(refit_event)
             self.refit_time_ = time.perf_counter() - refit_start
             self.best_estimator_ = released(refit_model, self.estimator)
             self.dp_event_ = dpe.ComposedDpEvent([selection_event, refit_event])
+            if reservation is not None:
+                reservation.complete(self.dp_event_)
         else:
             # The selected run's model is part of the selection's output.
             self.best_estimator_ = released(model, self.estimator)
             self.dp_event_ = selection_event
+        self.selection_dp_event_ = selection_event
+        self.selection_privacy_spent_ = (float(epsilon_selection), float(delta_selection))
         self.privacy_spent_ = (
             float(epsilon_selection + epsilon_refit),
             float(delta_selection + delta_refit),
         )
-        keep_entries(self, [reservation, refit_reservation])
+        keep_entries(self, [reservation])
         record_unit(self, group_rows)
         if self.verbose:
             print(
-                f"[{name}] selected {self.best_params_} (noisy validation {scoring}: "
-                f"{self.best_score_:.4g}); spent epsilon={self.privacy_spent_[0]:.4g}, "
+                f"[{name}] selected {self.best_params_} "
+                + (
+                    "(runs skipped: the released validation count is too small for them); "
+                    if skipped
+                    else f"(noisy validation {scoring}: {self.best_score_:.4g}); "
+                )
+                + f"spent epsilon={self.privacy_spent_[0]:.4g}, "
                 f"delta={self.privacy_spent_[1]:.3g}",
                 file=sys.stdout,
             )
@@ -506,7 +523,7 @@ class DPGridSearchCV(BaseDPSearchCV):
     noisy validation score on the disjoint validation part; only the best
     run is released (Liu and Talwar 2019; Papernot and Steinke 2022).  The
     selected candidate is then refitted on all rows (``refit=True``).  One
-    ledger entry for the selection and one for the refit.
+    ledger entry for the whole search.
 """
         + SHARED_DOC.format(
             space="""param_grid : dict or list of dicts
@@ -530,7 +547,7 @@ class DPGridSearchCV(BaseDPSearchCV):
     >>> sorted(search.best_params_)
     ['C']
     >>> len(budget.ledger), search.privacy_spent_
-    (2, (2.0, 1e-05))
+    (1, (2.0, 1e-05))
     """
     )
 

@@ -26,9 +26,9 @@ SHARED_DOC = """
     delta : float, default=1e-5
         Total delta, in (0, 1): Renyi-DP selection needs delta > 0.
     budget : PrivacyBudget or None, default=None
-        Charged with one entry for the selection (with the label release,
-        if any) and one for the refit,
-        reserved together before any private value is read.  Default: the
+        Charged with one entry for the whole search (the label release, if
+        any, the selection and the refit), reserved before any private
+        value is read.  Default: the
         estimator's budget, if it has one.  A ``composition="zcdp"`` budget
         refuses the search (its selection event has no zCDP bound).
     n_candidates : float, default=10
@@ -79,8 +79,12 @@ SHARED_DOC = """
         once more and select the best run only if its noisy score beats the
         default's by more than the best of ``K`` runs of equal candidates
         would with probability 1%; else select the default candidate.  The
-        extra run is part of the selection's event.  False: the best run,
-        whatever its margin.
+        extra run is part of the selection's event.  With ``refit=True``,
+        when that margin exceeds a quarter of the validation part's score
+        range at the released validation row count (on small tables, where
+        the runs could replace the default only by chance), no run is made
+        and the default candidate's refit also gets the runs' share
+        (``runs_skipped_``).  False: the best run, whatever its margin.
     random_state : None or int, default=None
         Source of the split, of ``K``, of the candidates drawn and of all
         noise.  None (for anything you release): a cryptographically secure
@@ -108,9 +112,16 @@ SHARED_DOC = """
         the noisy validation row count, clipped to the score's range.  It is
         the largest of the runs' noisy scores, so it is optimistic (by one or
         two times ``best_score_noise_`` with ten runs); it ranks nothing.
+        NaN when the runs were skipped (no score was released).
     best_score_noise_ : float
         Standard deviation of the noise on ``best_score_`` (in score units,
-        from the public plan and the released count).
+        from the public plan and the released count); NaN when the runs
+        were skipped.
+    runs_skipped_ : bool
+        Whether the released validation row count showed that the runs
+        could not separate candidates (see ``prefer_default``): no run was
+        made, the default candidate was selected and its refit took the
+        runs' share.  A function of the released count and the public plan.
     best_estimator_ : estimator
         The refit (or, with ``refit=False``, the selected run's model).
     cv_results_ : dict of arrays
@@ -126,7 +137,7 @@ SHARED_DOC = """
         The epsilon each run's candidate is fitted at, from the public plan.
     privacy_spent_ : tuple of float
         ``(epsilon, delta)`` of the selection and the refit together (basic
-        composition of the two ledger entries).
+        composition), the search's ledger entry.
     dp_event_ : dp_accounting.DpEvent
         ``ComposedDpEvent([selection_dp_event_, refit])`` with a refit, else
         ``selection_dp_event_``; ``refit`` is ``best_estimator_.dp_event_``
@@ -141,9 +152,12 @@ SHARED_DOC = """
         dp_accounting's RDP accountant recomputes to at most
         ``selection_privacy_spent_``; with ``classes=None``, preceded by the
         label release's ``ApproximateDpEvent`` (basic composition: subtract
-        its epsilon and delta first).
+        its epsilon and delta first).  When the runs were skipped: the
+        count's ``LaplaceDpEvent`` alone (after the label release, if any).
     selection_privacy_spent_ : tuple of float
-        ``(epsilon, delta)`` of the selection's ledger entry.
+        ``(epsilon, delta)`` of the selection (the label release, the count
+        and the runs, or the label release and the count when the runs were
+        skipped).
     n_features_in_ : int
     classes_ : ndarray
         The selected estimator's classes (classifiers).
@@ -176,7 +190,9 @@ SHARED_DOC = """
     which ``ComposedDpEvent([Laplace(count), RepeatAndSelect(run,
     n_candidates, shape)])`` (followed by ``run``, the default candidate's
     own run, with ``prefer_default``) meets the selection's share under
-    dp_accounting's RDP accountant.  The default candidate's run is kept
+    dp_accounting's RDP accountant; when the runs can be skipped (a default
+    candidate and a refit) the count is paid by basic composition and the
+    runs alone meet the rest of the selection's share.  The default candidate's run is kept
     unless the best run's noisy score sum exceeds its own by more than
     ``t`` times the score's noise, where ``t`` is the 99% quantile of
     ``max(Z_1, ..., Z_K) - Z_0`` for independent draws ``Z`` of the noise
@@ -223,19 +239,31 @@ SHARED_DOC = """
     comparison of the two released noisy scores with a margin computed
     from the public plan.
 
+    Whether the runs are skipped is decided from the released validation
+    row count and the public plan (post-processing).  The count is pure
+    ``epsilon_count``-DP; what follows it is ``(epsilon - label -
+    epsilon_count, delta - label)``-DP in either branch (the runs, calibrated
+    without the count, and the refit by basic composition; or the default's
+    refit at that whole share), so the search is ``(epsilon, delta)``-DP by
+    the adaptive composition of mechanisms chosen from released values,
+    with the same guarantee in both branches.  The ledger entry charges the
+    whole search in both.
+
     What is public: the candidates, the estimator's public settings (a
     Pipeline's steps and their parameters), the
     plan (per-run epsilons, the default candidate and its margin), the
     schema of the input.  What is released:
     the selected candidate, its noisy score, the selected run's model (or
-    the refit), the noisy validation row count (through ``best_score_``).
+    the refit), the noisy validation row count (through ``best_score_``,
+    and whether the runs were skipped).
     What stays secret: the number of runs ``K`` (publishing it with the
     selection breaks the bound, which comes from ``K`` being random and
     unseen), which candidates ran, their scores and models, the split.  No
     run prints, warns or raises: a failed run outputs nothing.  The wall
     clock of ``fit`` grows with ``K``: the search does not record it, and
-    timing must stay out of what an adversary sees.  The row count is never
-    used for a public decision (the parts are drawn per row).
+    timing must stay out of what an adversary sees.  The true row count is
+    never used for a public decision (the parts are drawn per row; only the
+    released validation count decides whether the runs are skipped).
 
     With ``fit(X, y, groups=g)`` the unit is one group instead: the search
     is (epsilon, delta)-DP with respect to adding or removing one group of

@@ -107,6 +107,15 @@ def combined_count(laplace_count, laplace_scale, summed_count, summed_std):
     return max(1.0, float(value))
 
 
+def summed_noise_std(multiplier, sensitivity_l2, sensitivity_l1, pure):
+    """Standard deviation of the noise on each of a scaler's summed releases (public).
+
+    Gaussian of std ``multiplier * sensitivity_l2``, or for pure DP Laplace
+    of scale ``multiplier * sensitivity_l1`` (std ``sqrt(2)`` times the scale).
+    """
+    return multiplier * (sensitivity_l1 * math.sqrt(2.0) if pure else sensitivity_l2)
+
+
 def shrunk_mean(mean_u, noise_std):
     """``mean_u * tau^2 / (tau^2 + noise_std^2)``, ``tau = STANDARD_MEAN_SPREAD`` (public post-processing)."""
     tau2 = STANDARD_MEAN_SPREAD**2
@@ -392,7 +401,7 @@ class DPStandardScaler(_DPTransformer):
             )
             # The noise of each released sum (public; the gateway's unit
             # multiplier of a group fit scales every noise alike).
-            noise_std = multiplier * (sensitivity_l1 * math.sqrt(2.0) if pure else sensitivity_l2)
+            noise_std = summed_noise_std(multiplier, sensitivity_l2, sensitivity_l1, pure)
             noise_std *= _noise.released_rows()
             # The row count: the sums' constant column, averaged with the
             # count released before the bounds (both already paid for).
@@ -719,7 +728,7 @@ class DPMinMaxScaler(_DPTransformer):
             )
             # The row count: the Laplace count averaged with the sums' constant
             # column (post-processing of both).
-            noise_std = multiplier * (sensitivity_l1 * math.sqrt(2.0) if pure else sensitivity_l2)
+            noise_std = summed_noise_std(multiplier, sensitivity_l2, sensitivity_l1, pure)
             rows = _noise.released_rows()
             n = combined_count(count.estimate, rows / epsilon_count, noisy[d], noise_std * rows)
             centers = bounds * np.clip(noisy[:d] / n, -1.0, 1.0)

@@ -360,7 +360,10 @@ _register_builtin(
     summary="noisy accelerated mirror descent over an L2 or L1 ball (needs radius, no "
     "penalty); exact Gaussian composition",
     check=check_dp_accmd,
-    option_constraints={"constraint": [StrOptions({"l2", "l1"})]},
+    option_constraints={
+        "constraint": [StrOptions({"l2", "l1"})],
+        "smoothness": [StrOptions({"l2", "entrywise"})],
+    },
 )
 
 # Second-order methods and sufficient statistics (docs/solvers/second_order.md).

@@ -21,6 +21,18 @@ row_norm_bound**2`` (``||v||_2 <= R ||v||_C`` for both balls: Lemma 5.1 of
 erm_revisited.md, with the radius instead of the diameter, which suffices for a
 centrally symmetric set).
 
+The proof of the utility bound (Theorem 5.4) uses only that F is L'-smooth
+in ``||.||_C`` (Definition 3.2 with that norm); Lemma 5.1 is one way to get
+such an L' from the L2 constant.  On the L1 ball a direct bound is tighter:
+``v^T x_i x_i^T v <= ||x_i||_inf^2 ||v||_1^2``, so F is
+``loss.smoothness * max_j feature_bound_j**2``-smooth in the L1 norm and
+``L' = loss.smoothness * max_j feature_bound_j**2 * R^2`` in ``||.||_C``
+(option ``smoothness="entrywise"``, for rows bounded entrywise).  For rows
+whose d entries share one bound b this is ``b^2`` instead of ``d b^2``: the
+default constant makes the steps d times too short, and the fit stays near
+the zero model when d is large.  The privacy analysis is unchanged (L' is a
+public step-size constant; the noise is calibrated to the L2 clip).
+
 * L2 ball: mirror map ``||x||^2 / (2 R^2)``; the mirror step is a projected
   gradient step ``z <- Proj(z - alpha R^2 g)``.
 * L1 ball: ``x = R (u+ - u-)`` with ``(u+, u-)`` on the 2d-simplex and the
@@ -47,7 +59,7 @@ from ._noisy_steps import (
     solver_result,
 )
 
-__all__ = ["dp_accmd", "plan_dp_accmd", "check_dp_accmd", "accmd_iterations"]
+__all__ = ["dp_accmd", "plan_dp_accmd", "check_dp_accmd", "accmd_iterations", "accmd_row_bound"]
 
 #: Iterations used when epsilon is infinite (the noise-optimal formula is unbounded).
 NON_PRIVATE_ITERATIONS = 500
@@ -67,13 +79,40 @@ def _check_ball(alpha, radius):
         raise ValueError("dp_accmd needs a finite constraint radius > 0 (pass radius=...).")
 
 
+def _check_smoothness(smoothness, constraint):
+    if smoothness == "entrywise" and constraint != "l1":
+        raise ValueError(
+            "dp_accmd: smoothness='entrywise' bounds the smoothness in the L1 norm, which "
+            "only the L1 ball uses; pass constraint='l1' or smoothness='l2'."
+        )
+
+
 def check_dp_accmd(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
     """Public check of a ``dp_accmd`` fit (registered as ``SolverSpec.check``).
 
     The registry's constraints check each option; this checks that there is
-    no penalty and that there is a radius.
+    no penalty, that there is a radius, and that ``smoothness="entrywise"``
+    comes with the L1 ball.
     """
     _check_ball(0.0 if penalty is None else alpha, options.get("radius"))
+    _check_smoothness(options.get("smoothness", "l2"), options.get("constraint", "l2"))
+
+
+def accmd_row_bound(row_norm_bound, feature_bound, smoothness):
+    """The rows' bound ``B`` in ``L' = loss.smoothness * B**2 * R**2`` (public).
+
+    ``"l2"``: the L2 row bound (Lemma 5.1, any rows); ``"entrywise"`` (L1
+    ball): ``max_j feature_bound_j``, the bound of the L1-norm smoothness of
+    rows bounded entrywise (see the module docstring).
+    """
+    if smoothness == "l2":
+        return row_norm_bound
+    if feature_bound is None:
+        raise ValueError(
+            "dp_accmd: smoothness='entrywise' needs rows bounded entrywise: pass a number as "
+            "feature_bound (a public bound on |X[i, j]|) and leave data_norm at its default."
+        )
+    return float(np.max(feature_bound))
 
 
 def accmd_constants(constraint, radius, n_params):
@@ -96,7 +135,9 @@ def accmd_iterations(
     ``E F(y_T) - F* <~ 8 L' B / T^2 + T^2 sigma_1^2 C^2 W / (6 L' n^2)`` (the
     noise of T full-batch steps has per-step std ``sqrt(T) sigma_1 C / n`` for
     the exact single-step multiplier ``sigma_1``), minimised at
-    ``T = (48 L'^2 B n^2 / (sigma_1^2 C^2 W))^(1/4)``.
+    ``T = (48 L'^2 B n^2 / (sigma_1^2 C^2 W))^(1/4)``, with
+    ``L' = smoothness * row_norm_bound**2 * radius**2`` (``row_norm_bound``:
+    :func:`accmd_row_bound`).
     """
     if math.isinf(epsilon):
         return NON_PRIVATE_ITERATIONS
@@ -116,6 +157,9 @@ def plan_dp_accmd(n_samples, n_params, epsilon, delta, call):
     ``call`` holds the arguments of the run
     (a :class:`~sklearn_dp.solvers.SolverCall`).
     """
+    if call.smoothness == "entrywise" and call.feature_bound is None:
+        # Before the count: a refusal that costs nothing (public bounds only).
+        accmd_row_bound(call.row_norm_bound, None, "entrywise")
     max_iter = call.max_iter
     if max_iter is None:
         if n_samples is None:
@@ -132,7 +176,7 @@ def plan_dp_accmd(n_samples, n_params, epsilon, delta, call):
             epsilon,
             delta,
             smoothness=loss.smoothness,
-            row_norm_bound=row_norm_bound,
+            row_norm_bound=accmd_row_bound(row_norm_bound, call.feature_bound, call.smoothness),
             radius=radius,
             constraint=call.constraint,
             clip=clip,
@@ -196,6 +240,7 @@ def dp_accmd(
     delta,
     radius=None,
     constraint="l2",
+    smoothness="l2",
     max_iter=None,
     clip_norm=None,
     random_state=None,
@@ -233,6 +278,12 @@ def dp_accmd(
         Radius R of the constraint ball (public; required).
     constraint : {"l2", "l1"}, default="l2"
         The ball's norm (the L1 ball is the paper's high-dimensional case).
+    smoothness : {"l2", "entrywise"}, default="l2"
+        How ``L'`` (the step sizes and the default T) is bounded: ``"l2"``
+        from the rows' L2 bound (Lemma 5.1), ``"entrywise"`` (L1 ball, rows
+        bounded entrywise by ``feature_bound``) from their largest entry
+        bound, the L1-norm smoothness, d times smaller for d equal entry
+        bounds (see :func:`accmd_row_bound`).
     max_iter : int, optional
         T; default the minimiser of the explicit utility bound of docs/solvers/erm_revisited.md (see
         :func:`accmd_iterations`), at most ``MAX_DEFAULT_ITERATIONS``, and
@@ -263,7 +314,8 @@ def dp_accmd(
     public constants, so the output ``y_T`` is post-processing.  The sums are
     averaged with ``data.normalizer`` and the default T uses
     ``data.n_public`` (a DP count from the estimators; a direct call without
-    one treats n as public).  Public: the bounds, R, T, the mirror map.
+    one treats n as public).  Public: the bounds, R, T, the mirror map, the
+    smoothness constant.
     Every observable (coefficients, ``n_iter``, details,
     ``info["gradient_evaluations"] = n_public * T``, the progress lines,
     which print the norm of the noisy averaged gradient, and exceptions) is
@@ -277,12 +329,14 @@ def dp_accmd(
     if loss.smoothness is None:
         raise ValueError(f"dp_accmd needs a smooth loss; {loss.name!r} is not smooth.")
     _check_ball(alpha, radius)
+    _check_smoothness(smoothness, constraint)
     plan = plan_of_call("dp_accmd", locals())
     X, y = data.design, data.y  # an operator on the caller's X (no bounded copy)
     shape = (X.n_columns, n_outputs)
     clip = gradient_bound(loss, data.row_norm_bound, clip_norm, private=not math.isinf(epsilon))
     noise_std = plan.noise_multiplier * clip
-    smooth_c = loss.smoothness * data.row_norm_bound**2 * radius**2
+    row_bound = accmd_row_bound(data.row_norm_bound, data.feature_bound, smoothness)
+    smooth_c = loss.smoothness * row_bound**2 * radius**2
     rng = make_rng(random_state)
     mirror = (_L2Mirror if constraint == "l2" else _L1Mirror)(shape, radius)
 

@@ -17,6 +17,11 @@ import numpy as np
 SAMPLINGS = ("uniform", "importance", "tau_nice", "full")
 SMOOTHNESS_RULES = ("auto", "coordinate", "gershgorin", "eso", "scalar")
 
+#: Noise amplification of a diagonal, relative to Gershgorin's, above which a fit warns
+#: (``eso`` diverged on blocks with amplification 41.5, kept its gain at 2.4:
+#: ``benchmarks/bench_regimes.py --regime cd``).
+NOISE_AMPLIFICATION_WARNING = 10.0
+
 # Relative slack when checking that a diagonal is a valid smoothness bound;
 # the Gershgorin rule sits exactly on the boundary of validity.
 _VALIDITY_TOLERANCE = 1e-9
@@ -330,3 +335,29 @@ def set_clip_threshold(clip_norm, feature_bound, cols):
     feature_bound = np.asarray(feature_bound, dtype=float)
     feature_norm = float(np.sqrt(np.sum(feature_bound**2)))
     return clip_norm * np.sqrt(np.sum(feature_bound[cols] ** 2)) / feature_norm
+
+
+def noise_amplification_warning(M, feature_bound, loss_smoothness, l2, structure):
+    """The warning for a diagonal that amplifies a block's noise on its narrow coordinates.
+
+    A block's noise is isotropic in raw units (one clip per block); the step
+    ``1 / M_j`` makes it noise of relative size ``r_j / X_j`` on coordinate j
+    in units of the bounds (``r_j = beta X_j^2 / (M_j - l2_j)``).  Gershgorin
+    makes that ``1 / sum_{k in A} X_k`` on every coordinate of a block; the
+    amplification is ``max_A max_{j in A} r_j sum_{k in A} X_k / X_j`` (1 for
+    Gershgorin and single coordinates; tau-nice sampling is not checked).
+    Public inputs only; None when it is below ``NOISE_AMPLIFICATION_WARNING``.
+    """
+    if structure.kind != "partition":
+        return None
+    X = np.asarray(feature_bound, dtype=float)
+    ratio = float(loss_smoothness) * X**2 / (np.asarray(M) - np.asarray(l2))
+    worst = max(float(np.max(ratio[b] * np.sum(X[b]) / X[b])) for b in structure.blocks)
+    if worst < NOISE_AMPLIFICATION_WARNING:
+        return None
+    return (
+        f"dp_cd: these smoothness constants amplify the noise of a block on its narrowest "
+        f"coordinates up to {worst:.3g} times more than the default (Gershgorin) diagonal, "
+        "because the block's public feature ranges differ widely; the fit may end worse than "
+        "the zero model. Use smoothness='auto', or blocks of features with similar ranges."
+    )

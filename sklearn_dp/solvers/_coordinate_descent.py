@@ -34,6 +34,7 @@ from ._cd_sampling import (
     block_clip_thresholds,
     block_probabilities,
     check_smoothness_rule,
+    noise_amplification_warning,
     sampling_structure,
     set_clip_threshold,
     smoothness_constants,
@@ -628,4 +629,7 @@ def dp_cd(
         l1_ratio=l1_ratio,
         normalizer=float(normalizer),
     )
-    return SolverResult(coef=W, n_iter=steps_done, plan=plan)
+    # Public inputs only (the diagonal, the bounds, the sampling).
+    text = private and noise_amplification_warning(M, feature_bound, loss.smoothness, l2, structure)
+    info = {"warnings": [text]} if text else {}
+    return SolverResult(coef=W, n_iter=steps_done, plan=plan, info=info)

@@ -30,7 +30,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from .. import _noise, accounting
-from .._clipped_sums import clip_labels_to, frank_wolfe_gradient, vertex_scores
+from .._clipped_sums import frank_wolfe_gradient, sufficient_statistics, vertex_scores
 from .._data import row_sum
 from .._memo import memoize
 from ..accounting import PureEpsilonDpEvent
@@ -518,7 +518,9 @@ def refit_support(args, w, domain, plan, rng):
     least :data:`REFIT_THRESHOLD` times the largest, and the coordinates out
     of the ball) is a function of the released vertices.  The gateway
     releases ``X_S^T X_S`` (:func:`~sklearn_dp.solvers._noisy_steps.release_symmetric`)
-    and ``X_S^T y`` (labels clipped to ``[-1, 1]``) with the plan's
+    and ``X_S^T y`` (labels clipped to ``[-1, 1]``), dp_ssp's
+    :func:`~sklearn_dp._clipped_sums.sufficient_statistics` of the columns
+    ``S`` (block by block of rows, no copy of ``X_S``), with the plan's
     multiplier; rows restricted to ``S`` have L2 norm at most ``R_S =
     sqrt(sum_{j in S} feature_bound_j^2)``, so the sensitivities are ``R_S^2``
     and ``R_S``.  Then, as post-processing, the PSD repair and the penalised
@@ -531,13 +533,10 @@ def refit_support(args, w, domain, plan, rng):
     if support.size == 0:
         return w  # nothing to refit (a public decision: the iterate is released)
     bound_sq = float(np.sum(args.data.feature_bound[support] ** 2))
-
-    def statistics(part):
-        Z = part.design.columns(support)
-        gram = Z.T @ Z
-        return getattr(gram, "toarray", lambda: gram)(), Z.T @ clip_labels_to(part.y, 1.0)
-
-    gram, xty = row_sum(args.data, statistics)
+    gram, xty = row_sum(
+        args.data,
+        lambda part: sufficient_statistics(part.design.column_view(support), part.y, 1.0),
+    )
     multiplier = plan.details["refit_multiplier"]
     gram = release_symmetric(gram, bound_sq, multiplier * bound_sq, rng, "refit gram matrix")
     root = math.sqrt(bound_sq)

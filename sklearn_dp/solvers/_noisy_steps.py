@@ -212,6 +212,7 @@ def plan_of_call(name, arguments):
         arguments["delta"],
         loss=arguments["loss"],
         row_norm_bound=data.row_norm_bound,
+        feature_bound=data.feature_bound,
         **keywords,
     )
 

@@ -225,7 +225,8 @@ class SolverCall:
     receives: each keyword-only parameter of the solver's function (less
     :data:`NOT_PLANNED`) at the value of the call, or at the default of the
     solver's signature, and the public stand-ins ``loss`` (the loss with the
-    public bounds) and ``row_norm_bound`` (the rows' public bound).
+    public bounds), ``row_norm_bound`` (the rows' public bound) and
+    ``feature_bound`` (their public entrywise bounds, or None).
     ``alpha`` is None when the strength scales with the private row count
     and the count is not released yet.  Read them as attributes:
     ``call.max_iter``.
@@ -274,7 +275,9 @@ class SolverCall:
         return {name: self._values.get(name) for name in names}
 
 
-def solver_call(spec, options, *, n_outputs, alpha, loss, row_norm_bound) -> SolverCall:
+def solver_call(
+    spec, options, *, n_outputs, alpha, loss, row_norm_bound, feature_bound=None
+) -> SolverCall:
     """The :class:`SolverCall` a plan of ``spec`` receives, from public inputs only.
 
     Parameters
@@ -296,6 +299,9 @@ def solver_call(spec, options, *, n_outputs, alpha, loss, row_norm_bound) -> Sol
         bounding of zero rows, which carries the public bounds only).
     row_norm_bound : float or None
         The rows' public bound.
+    feature_bound : ndarray or None
+        The public entrywise bound of each column (intercept included) when
+        the rows are bounded entrywise, else None.
 
     Returns
     -------
@@ -306,6 +312,7 @@ def solver_call(spec, options, *, n_outputs, alpha, loss, row_norm_bound) -> Sol
         for name, default in spec.call_defaults.items()
     }
     values.update(n_outputs=n_outputs, alpha=alpha, loss=loss, row_norm_bound=row_norm_bound)
+    values.update(feature_bound=feature_bound)
     return SolverCall(values)
 
 
@@ -320,6 +327,7 @@ def plan_call(
     alpha=0.0,
     loss=None,
     row_norm_bound=None,
+    feature_bound=None,
     **options,
 ):
     """The privacy plan of a call of ``solver``, from public inputs only.
@@ -348,6 +356,9 @@ def plan_call(
         The loss with its public constants (plans that need it refuse None).
     row_norm_bound : float, default=None
         The rows' public bound (plans that need it refuse None).
+    feature_bound : ndarray, default=None
+        The rows' public entrywise bounds, intercept column included (plans
+        that need them refuse None).
     **options
         The solver's options (and ``l1_ratio`` for the solvers that take it);
         the others are at the defaults of its signature.
@@ -378,7 +389,13 @@ def plan_call(
         )
     check_declared_options(solver, options)
     call = solver_call(
-        spec, options, n_outputs=n_outputs, alpha=alpha, loss=loss, row_norm_bound=row_norm_bound
+        spec,
+        options,
+        n_outputs=n_outputs,
+        alpha=alpha,
+        loss=loss,
+        row_norm_bound=row_norm_bound,
+        feature_bound=feature_bound,
     )
     return spec.plan(n_samples, n_params, epsilon, delta, call)
 
