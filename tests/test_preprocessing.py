@@ -110,16 +110,18 @@ def test_standard_scaler_releases_exactly_what_it_claims(delta):
     )
     # The statistics are these released values, post-processed: the count
     # is the inverse-variance average of the Laplace count (scale
-    # 1 / (0.05 epsilon)) and the sums' constant column; the mean is shrunk
-    # by tau^2 / (tau^2 + s^2), tau = 0.3, s its noise; the variance is the
-    # second moment about that mean, clipped at its noise level.
+    # 1 / (0.05 epsilon)) and the sums' constant column; the means are
+    # shrunk towards their average (positive-part James-Stein, s the noise
+    # of each); the variance is the second moment about that mean, clipped
+    # at its noise level.
     noisy = last.used
     laplace_var = 2 * (1 / (0.05 * epsilon)) ** 2
     w = (1 / laplace_var) / (1 / laplace_var + 1 / noise_std**2)
     n_hat = w * count + (1 - w) * noisy[2 * d]
     mean_hat = np.clip(noisy[:d] / n_hat, -1, 1)
     s = noise_std / n_hat
-    mean_u = mean_hat * 0.09 / (0.09 + s**2)
+    g = mean_hat.mean()
+    mean_u = g + (mean_hat - g) * max(0.0, 1 - (d - 3) * s**2 / np.sum((mean_hat - g) ** 2))
     np.testing.assert_allclose(scaler.mean_, bounds * mean_u)
     square = np.clip(noisy[d : 2 * d] / n_hat, 0, 1)
     var_u = np.clip(square - 2 * mean_u * mean_hat + mean_u**2, s, 1)
@@ -197,7 +199,7 @@ def test_standard_scaler_sparse_without_centring():
 
 
 def test_standard_scaler_count_and_mean_post_processing():
-    from sklearn_dp.preprocessing._scalers import combined_count, shrunk_mean
+    from sklearn_dp.preprocessing._scalers import combined_count, pooled_mean, shrunk_mean
 
     # Inverse-variance average of a Laplace count (variance 2 b^2) and the
     # sums' constant column (variance s^2); an exact count wins; at least 1.
@@ -212,6 +214,15 @@ def test_standard_scaler_count_and_mean_post_processing():
     assert shrunk_mean(0.5, 0.0) == 0.5
     assert shrunk_mean(0.5, 0.3) == pytest.approx(0.25)
     np.testing.assert_allclose(shrunk_mean(np.array([0.2, -0.4]), 0.6), [0.04, -0.08])
+    # From four features on, towards their average instead: by the factor
+    # 1 - (d - 3) s^2 / sum((m - g)^2), at least 0.
+    m = np.array([0.1, 0.3, 0.5, 0.7])  # average 0.4, sum of squares 0.2
+    np.testing.assert_allclose(pooled_mean(m, 0.0), m)
+    np.testing.assert_allclose(pooled_mean(m, 0.2), 0.4 + (m - 0.4) * (1 - 0.04 / 0.2))
+    np.testing.assert_allclose(pooled_mean(m, 1.0), [0.4] * 4)
+    np.testing.assert_allclose(pooled_mean(np.full(5, 0.3), 0.5), [0.3] * 5)
+    # Fewer: shrunk_mean.
+    np.testing.assert_allclose(pooled_mean(np.array([0.2, -0.4]), 0.6), [0.04, -0.08])
 
 
 def _exponential_probabilities(utilities, epsilon):

@@ -194,6 +194,32 @@ def test_output_scale_does_not_reveal_the_row_count(solver):
     assert eps_lb <= epsilon, f"audit found epsilon >= {eps_lb:.3f} > claimed {epsilon}"
 
 
+def test_output_scale_does_not_reveal_the_row_count_taken_from_the_label_set():
+    # Without classes the count is the sum of the label set's noisy counts:
+    # the noise divided by it must not tell n from n + 1 either.
+    n, d, epsilon = 200, 200, 1.0
+    y = np.arange(n) % 2
+    X, X_prime = np.zeros((n, d)), np.zeros((n + 1, d))
+    datasets = ((X, y), (X_prime, np.append(y, 1)))
+
+    def run(dataset, seed):
+        Xi, yi = datasets[dataset]
+        model = DPLogisticRegression(
+            epsilon=epsilon,
+            delta=DELTA,
+            solver="dp_gd",
+            max_iter=1,
+            fit_intercept=False,
+            penalty=None,
+            data_norm=1.0,
+            random_state=seed,
+        ).fit(Xi, yi)
+        return -float(np.sum(model.coef_**2))
+
+    eps_lb = audit(run, n_runs=200, claimed_epsilon=epsilon)
+    assert eps_lb <= epsilon, f"audit found epsilon >= {eps_lb:.3f} > claimed {epsilon}"
+
+
 def _gaussian_pair_epsilon(delta, p, q):
     """Exact epsilon at delta of the pair of 1-d Gaussians p = (mean, std), q = (mean, std),
     both directions (hockey-stick divergence by quadrature on a fine grid)."""

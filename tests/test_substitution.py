@@ -209,7 +209,11 @@ class _Substitute:
         self.calls += 1
         rng = np.random.default_rng(self.calls)
         if release.mechanism == "thresholded_laplace":
-            return np.asarray(self.classes, dtype=np.asarray(release.output).dtype)
+            keys = np.asarray(self.classes, dtype=np.asarray(release.output).dtype)
+            if release.released_counts is not None:
+                # The label set's noisy counts (the fit's row count): data-independent too.
+                return keys, np.full(keys.size, N_ROWS / keys.size)
+            return keys
         if release.label == "row count":
             return float(N_ROWS)
         if release.mechanism == "exponential":

@@ -138,8 +138,16 @@ def plan_fit(estimator, request):
     epsilon_rest = estimator.epsilon - label_share
     delta_rest = estimator.delta - label_delta
     # Under add/remove neighbouring the row count is private: a share of
-    # epsilon buys a noisy count that stands in for n (see PrivateCount).
-    epsilon_count = COUNT_EPSILON_FRACTION * epsilon_rest if private else math.inf
+    # epsilon buys a noisy count that stands in for n (see PrivateCount).  A
+    # released label set already holds one (the sum of the released labels'
+    # noisy counts, label_set_count), released before anything needs n.
+    count_from_labels = discover and private
+    epsilon_count = (
+        (0.0 if count_from_labels else COUNT_EPSILON_FRACTION * epsilon_rest)
+        if private
+        else math.inf
+    )
+    count_events = [] if count_from_labels else [dpe.LaplaceDpEvent(1.0 / epsilon_count)]
     # "auto" bounds: a share each, released by the exponential mechanism
     # (pure epsilon-DP; known before the data, so part of the reservation).
     bound_epsilons = _bounds_epsilons(bound_request, epsilon_rest, private)
@@ -157,7 +165,9 @@ def plan_fit(estimator, request):
             scale_epsilon,
             scaling["centered"],
             delta_rest,
-            epsilon_count,
+            # No count release (it comes with the label set): no count to
+            # compose the scales with, so their basic-composition epsilons.
+            epsilon_count or None,
             scale_epsilon + _bounds.SCALING_FLOOR_PART * max(remainder, 0.0),
         )
         scale_events = _bounds.planned_scale_events(
@@ -184,9 +194,7 @@ def plan_fit(estimator, request):
     )
     share, solver_plan, event = math.inf, None, None
     if private:
-        prefix = dpe.ComposedDpEvent(
-            [dpe.LaplaceDpEvent(1.0 / epsilon_count)] + planned_bound_events
-        )
+        prefix = dpe.ComposedDpEvent(count_events + planned_bound_events)
         # The solver's event is fixed before the data only if no released
         # value can change it: a released label set changes the problem;
         # released bounds enter the plan's inputs, which only a solver that
@@ -202,7 +210,7 @@ def plan_fit(estimator, request):
             check_sampler_range(solver_plan.event, name)
             event = _fit_event(
                 ApproximateDpEvent(label_share, label_delta, "label set") if discover else None,
-                dpe.LaplaceDpEvent(1.0 / epsilon_count),
+                count_events[0] if count_events else None,
                 planned_bound_events,
                 solver_plan.event,
             )
@@ -376,8 +384,12 @@ def run_fit(estimator, request, plan):
         # The label set (a classifier without public classes) and the solver for it.
         spec, X, y, problem, public = _prepare(estimator, request, plan, phase)
         # The number of rows (of a Dask array: a sum over its chunks).
-        n_rows = _dask.row_count(X) if context["dask_input"] else X.shape[0]
-        count = release_count(n_rows, plan.shares["count"], phase.rng)
+        if phase.label_count is not None:
+            # The sum of the released labels' noisy counts: no release of its own.
+            count = phase.label_count
+        else:
+            n_rows = _dask.row_count(X) if context["dask_input"] else X.shape[0]
+            count = release_count(n_rows, plan.shares["count"], phase.rng)
         progress.note(f"row count released: {count.estimate:.0f}")
         _warn_weak_delta(estimator, count.estimate, phase)
         if request.discover_labels and plan.private:
@@ -484,6 +496,8 @@ def _prepare(estimator, request, plan, phase):
     X, y, problem = request.X, request.y, request.problem
     phase.label_epsilon, phase.label_delta = plan.shares["labels"]
     phase.label_event = None
+    # Set by a label release that also gives the row count (label_set_count).
+    phase.label_count = None
     phase.sample_weight = request.sample_weight
     if request.prepare is not None:
         X, y, problem = request.prepare(X, y, phase)
@@ -614,7 +628,10 @@ def _replan(estimator, plan, spec, problem, count, bounds, kwargs, bound_events)
         planner = planner.for_solver(
             spec.plan, functools.partial(_plan_arguments, estimator, spec, *context["schema"])
         )
-    prefix = dpe.ComposedDpEvent([dpe.LaplaceDpEvent(1.0 / plan.shares["count"])] + bound_events)
+    count_events = (
+        [] if plan.shares["count"] == 0 else [dpe.LaplaceDpEvent(1.0 / plan.shares["count"])]
+    )
+    prefix = dpe.ComposedDpEvent(count_events + bound_events)
     return planner.after_release(problem, count.estimate, bounds, kwargs, prefix)
 
 
@@ -715,6 +732,9 @@ def _run_options(plan, spec, kwargs, bounds, problem, solver_plan):
 
 
 def _fit_event(label_event, count_event, bound_events, solver_event):
-    """The whole fit's event: the label set (if released), the count, the bounds, the solver."""
-    parts = [count_event] + list(bound_events) + [solver_event]
+    """The whole fit's event: the label set (if released), the count (if released), the bounds, the solver."""
+    if isinstance(count_event, dpe.NoOpDpEvent):  # the count came with the label set
+        count_event = None
+    parts = ([count_event] if count_event is not None else []) + list(bound_events)
+    parts.append(solver_event)
     return dpe.ComposedDpEvent(([label_event] if label_event is not None else []) + parts)

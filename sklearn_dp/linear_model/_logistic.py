@@ -14,6 +14,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _dask
+from .._labels import label_set_count
 from .._losses import get_loss
 from .._public_errors import public_error
 from .._sklearn_compat import Interval, StrOptions
@@ -269,6 +270,8 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
     The number of rows is protected: 5% of epsilon buys a Laplace count of
     the rows, which stands in for n wherever n would be used (averaging,
     ``1 / (C n)``, sampling rates), jointly calibrated with the solver.
+    Without ``classes`` there is no such release: the label set's noisy
+    counts (released with it) sum to the count of the rows fitted.
     Rows are clipped to ``data_norm``; for the logistic loss the per-sample
     gradient is then bounded by ``data_norm`` (by ``sqrt(2) * data_norm`` for
     the multinomial loss, one joint mechanism over all classes, not a split
@@ -658,9 +661,12 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
             if math.isinf(self.epsilon):
                 found = _dask.label_histogram(y)[0] if dask_input else np.unique(y)
             else:
-                found, phase.label_event, _ = release_labels(
-                    y, phase.label_epsilon, phase.label_delta, phase.rng
+                found, phase.label_event, _, counts = release_labels(
+                    y, phase.label_epsilon, phase.label_delta, phase.rng, with_counts=True
                 )
+                # The fit's row count: the rows kept below are those of the
+                # released labels, whose noisy counts are part of the release.
+                phase.label_count = label_set_count(counts, phase.label_epsilon)
             if found.size < 2:
                 raise public_error(
                     ValueError(

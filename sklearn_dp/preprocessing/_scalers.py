@@ -122,6 +122,35 @@ def shrunk_mean(mean_u, noise_std):
     return mean_u * (tau2 / (tau2 + float(noise_std) ** 2))
 
 
+#: Fewest features for :func:`pooled_mean` to pool them (the positive-part
+#: James-Stein estimator towards the features' average improves on the raw
+#: means from four on).
+POOLED_MIN_FEATURES = 4
+
+
+def pooled_mean(mean_u, noise_std):
+    """The features' noisy means shrunk towards their average (public post-processing).
+
+    ``g + (m - g) * max(0, 1 - (d - 3) s^2 / sum((m - g)^2))`` with ``m``
+    the ``d`` released means (in units of their bounds), ``g`` their average
+    and ``s`` the noise of each (Efron and Morris, JASA 1973): where the
+    noise dominates the spread of the means, each moves towards what the
+    features share (on a table of positive measurements, all lie on one
+    side of the centre ``0`` that :func:`shrunk_mean` would pull them to);
+    where the means differ well beyond the noise they stay.  Below
+    :data:`POOLED_MIN_FEATURES` features: :func:`shrunk_mean`.
+    """
+    mean_u = np.asarray(mean_u, dtype=float)
+    d = mean_u.size
+    if d < POOLED_MIN_FEATURES:
+        return shrunk_mean(mean_u, noise_std)
+    average = float(np.mean(mean_u))
+    spread = float(np.sum((mean_u - average) ** 2))
+    variance = float(noise_std) ** 2
+    factor = max(0.0, 1.0 - (d - 3) * variance / spread) if spread > 0 else 0.0
+    return average + (mean_u - average) * factor
+
+
 @memoize(maxsize=256)
 def _minmax_plan(n_features, epsilon, delta):
     """``(epsilon of each bound, of each half-width, noise multiplier of the sums)`` of DPMinMaxScaler."""
@@ -220,11 +249,12 @@ class DPStandardScaler(_DPTransformer):
     sensitivity ``sqrt(2 d + 1)`` (Laplace of L1 sensitivity ``2 d + 1``
     when ``delta=0``), calibrated so that the whole fit meets (epsilon,
     delta).  The rest is post-processing of these releases: the row count
-    ``n~`` is the inverse-variance average of the released counts;
-    ``m_j = sum(u_j) / n~`` has noise of a standard deviation ``s`` known
-    from the mechanism, and where it dominates the mean is shrunk to the
-    public default ``c_j``: ``mean_ = c + h * m * tau^2 / (tau^2 + s^2)``
-    with ``tau = 0.3`` (unchanged when ``s`` is small);
+    ``n~`` is the inverse-variance average of the released counts; ``m_j = sum(u_j) / n~`` has noise of a standard
+    deviation ``s`` known from the mechanism, and where it dominates the
+    spread of the means they are shrunk towards their average (positive-part
+    James-Stein; with fewer than four features, towards the public default
+    ``c_j``: ``mean_ = c + h * m * tau^2 / (tau^2 + s^2)`` with ``tau =
+    0.3``), unchanged when ``s`` is small;
     ``var_ = h^2 * v`` with ``v`` the second moment of ``u`` about that
     mean, clipped to ``[s', 1]`` at the noise level ``s'`` of its estimate,
     so a near-zero spread estimate falls back to about the released range
@@ -383,10 +413,11 @@ class DPStandardScaler(_DPTransformer):
             )
             mean_hat = np.clip(noisy[:d] / n, -1.0, 1.0)
             square_u = np.clip(noisy[d : 2 * d] / n, 0.0, 1.0)
-            # Where the noise dominates the mean, shrink it to the centre of
-            # the feature's range (a public default); the spread is then
-            # the second moment about the centre used.
-            mean_u = shrunk_mean(mean_hat, noise_std / n) if private else mean_hat
+            # Where the noise dominates the means, shrink them towards their
+            # average (with few features, to the centre of each range: a
+            # public default); the spread is then the second moment about
+            # the centre used.
+            mean_u = pooled_mean(mean_hat, noise_std / n) if private else mean_hat
             # Clip the variance at the noise level of its estimate (public)
             # rather than let a near-zero estimate blow the feature up: with
             # few rows per feature the scale falls back to about the released
