@@ -5,7 +5,7 @@ With per-feature scaling (``feature_scaling=True``) a fit works on
     S = [diag(r) (clip(X, +-m) - 1 c^T) diag(1 / h), a 1]
 
 * ``c`` (centres) and ``h`` (scales): one released value per feature
-  (:func:`sklearn_dp._bounds.release_feature_scales`); ``c = 0`` for sparse
+  (:func:`sklearn_dp._feature_scales.release_feature_scales`); ``c = 0`` for sparse
   X, for a model without intercept, for the entrywise geometries and for
   the features on the unit scale already (``h = 1``);
 * ``m``: the entrywise clip of the raw values (the released magnitudes,

@@ -19,15 +19,14 @@ from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.preprocessing import StandardScaler
 
-from sklearn_dp import DPLogisticRegression, DPSCORegressor, PrivacyBudget, _bounds
-from sklearn_dp._bounds import (
+from sklearn_dp import DPLogisticRegression, DPSCORegressor, PrivacyBudget, _bounds, _feature_scales
+from sklearn_dp._bounds import GRID, WINDOW
+from sklearn_dp._feature_scales import (
     FEATURE_GRID,
     FEATURE_HALF_WIDTH_WINDOW,
     FEATURE_PRIOR,
     FEATURE_TILT,
     FEATURE_UNIT_MAGNITUDE,
-    GRID,
-    WINDOW,
     feature_center_candidates,
     feature_scale_utilities,
     planned_scale_events,
@@ -125,7 +124,7 @@ def test_narrow_feature_far_from_zero_is_centred_within_one_interval():
     scales, _ = release_feature_scales(
         X, epsilon=3.0, n_public=2000.0, rng=np.random.default_rng(4), centered=True
     )
-    spacing = 2.0 * scales.clip[0] / _bounds.FEATURE_CENTER_STEPS
+    spacing = 2.0 * scales.clip[0] / _feature_scales.FEATURE_CENTER_STEPS
     assert abs(scales.center[0] + 120.0) <= spacing
 
 
@@ -481,8 +480,8 @@ def _scale_each(d, share, delta_rest, epsilon_rest, bound_shares, centered=True)
     """The per-release epsilon a fit plans, from its documented shares."""
     count = COUNT_EPSILON_FRACTION * epsilon_rest
     remainder = epsilon_rest - count - sum(bound_shares) * epsilon_rest - share
-    most = share + _bounds.SCALING_FLOOR_PART * remainder
-    return _bounds.scale_release_epsilon(d, share, centered, delta_rest, count, most)
+    most = share + _feature_scales.SCALING_FLOOR_PART * remainder
+    return _feature_scales.scale_release_epsilon(d, share, centered, delta_rest, count, most)
 
 
 @pytest.mark.parametrize("d, centered", [(4, True), (13, True), (13, False), (30, True)])
@@ -490,9 +489,9 @@ def test_scale_release_epsilon_composes_the_releases_as_zcdp(d, centered):
     share, delta, count = 0.2, 1e-5, 0.05
     releases = d * (3 if centered else 1)
     basic = share / releases
-    assert _bounds.scale_release_epsilon(d, share, centered) == basic
-    assert _bounds.scale_release_epsilon(d, share, centered, 0.0, count) == basic
-    each = _bounds.scale_release_epsilon(d, share, centered, delta, count)
+    assert _feature_scales.scale_release_epsilon(d, share, centered) == basic
+    assert _feature_scales.scale_release_epsilon(d, share, centered, 0.0, count) == basic
+    each = _feature_scales.scale_release_epsilon(d, share, centered, delta, count)
     # Bounded range: each release is each^2 / 8-zCDP (Cesar and Rogers
     # 2021), the count (Laplace) count^2 / 2-zCDP; together they cost the
     # count's epsilon plus the share, converted at delta.
@@ -504,9 +503,9 @@ def test_scale_release_epsilon_composes_the_releases_as_zcdp(d, centered):
         assert each > 2.5 * basic
     # The cap on the summed epsilons (what a solver planned from released
     # values is certified with), never below basic composition.
-    capped = _bounds.scale_release_epsilon(d, share, centered, delta, count, 1.5 * share)
+    capped = _feature_scales.scale_release_epsilon(d, share, centered, delta, count, 1.5 * share)
     assert releases * capped == pytest.approx(min(releases * each, 1.5 * share))
-    assert _bounds.scale_release_epsilon(d, share, centered, delta, count, 0.0) == basic
+    assert _feature_scales.scale_release_epsilon(d, share, centered, delta, count, 0.0) == basic
 
 
 def test_feature_scaling_composed_releases_keep_the_guarantee():

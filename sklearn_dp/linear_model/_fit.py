@@ -30,7 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
 
-from .. import _bounds, _dask, _random
+from .. import _bounds, _dask, _feature_scales, _random
 from .._bounds import planned_events
 from .._data import BoundedData, bound_data, clip_weights
 from .._labels import LABEL_DELTA_FRACTION, label_epsilon
@@ -160,7 +160,7 @@ def plan_fit(estimator, request):
         # Composed as zCDP, the releases' summed epsilons may exceed their
         # share, by a part of the basic-composition remainder at most.
         remainder = epsilon_rest - epsilon_count - sum(bound_epsilons) - scale_epsilon
-        scaling["each"] = _bounds.scale_release_epsilon(
+        scaling["each"] = _feature_scales.scale_release_epsilon(
             X.shape[1],
             scale_epsilon,
             scaling["centered"],
@@ -168,16 +168,18 @@ def plan_fit(estimator, request):
             # No count release (it comes with the label set): no count to
             # compose the scales with, so their basic-composition epsilons.
             epsilon_count or None,
-            scale_epsilon + _bounds.SCALING_FLOOR_PART * max(remainder, 0.0),
+            scale_epsilon + _feature_scales.SCALING_FLOOR_PART * max(remainder, 0.0),
         )
-        scale_events = _bounds.planned_scale_events(
+        scale_events = _feature_scales.planned_scale_events(
             X.shape[1], scale_epsilon, scaling["centered"], scaling["each"]
         )
         # What the releases cost under basic composition (more than the
         # share when they are composed as zCDP): the floor below must hold
         # for a solver planned from released values, which is composed with
         # them adaptively.
-        scale_cost = _bounds.scale_release_cost(X.shape[1], scaling["centered"], scaling["each"])
+        scale_cost = _feature_scales.scale_release_cost(
+            X.shape[1], scaling["centered"], scaling["each"]
+        )
         # Released first, so listed first (the events the releases record).
         planned_bound_events = scale_events + planned_bound_events
     # The solver gets what the count and the bounds leave: at least the
@@ -566,7 +568,9 @@ def _release_scales(estimator, X, plan, count, phase):
         return None, []
     d, epsilon, centered = X.shape[1], plan.shares["scales"], scaling["centered"]
     each = scaling["each"]
-    events = _bounds.planned_scale_events(d, epsilon, centered, each) if plan.private else []
+    events = (
+        _feature_scales.planned_scale_events(d, epsilon, centered, each) if plan.private else []
+    )
     if count.estimate * each < _bounds.SCALING_MIN_EVIDENCE:
         phase.warn(
             f"{type(estimator).__name__}: feature_scaling=True fell back to one bound for all "
@@ -577,7 +581,7 @@ def _release_scales(estimator, X, plan, count, phase):
             "(PublicRangeScaler)."
         )
         return None, events
-    scales, _ = _bounds.release_feature_scales(
+    scales, _ = _feature_scales.release_feature_scales(
         X, epsilon=epsilon, n_public=count.estimate, rng=phase.rng, centered=centered, each=each
     )
     return scales, events

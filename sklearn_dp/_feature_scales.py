@@ -1,0 +1,344 @@
+"""Per-feature scales released privately: what ``feature_scaling=True`` standardises with.
+
+Each feature's magnitude (and, for a centred fit, its centre and half-width)
+is released by an exponential mechanism over a public grid, as the bounds of
+:mod:`sklearn_dp._bounds` are; the releases of all features are composed as
+zCDP where that allows each a larger epsilon.  The released values are
+public from then on: :class:`sklearn_dp._scaled_design.StandardizedDesign`
+works in those units and the estimator reports its coefficients in the
+caller's.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _noise
+from ._bounds import (
+    GRID,
+    WINDOW,
+    _event,
+    _sorted_scores,
+    center_counts_on,
+    composed_release_epsilon,
+    feature_columns,
+    release_interval_center,
+)
+from ._memo import memoize
+
+__all__ = [
+    "SCALING_FLOOR_PART",
+    "scale_release_epsilon",
+    "scale_release_cost",
+    "FeatureScales",
+    "release_feature_scales",
+    "feature_scale_utilities",
+    "FEATURE_GRID",
+    "FEATURE_HALF_WIDTH_WINDOW",
+    "planned_scale_events",
+]
+
+
+@dataclass(frozen=True)
+class FeatureScales:
+    """Released per-feature centres and scales (public from now on)."""
+
+    center: np.ndarray
+    scale: np.ndarray
+    clip: np.ndarray
+
+
+def _scale_parts(centered):
+    return ("magnitude", "centre", "half-width") if centered else ("magnitude",)
+
+
+#: With ``delta > 0`` the per-feature releases are composed as zCDP
+#: (:func:`scale_release_epsilon`), so each may take a larger epsilon than
+#: ``share / releases``; their epsilons summed (basic composition, which is
+#: what certifies a solver planned from released values: the fit's
+#: ``floor``) then exceed the share.  They may take at most this part of the
+#: basic-composition remainder left to such a solver (the rest of the fit
+#: is certified numerically).  Measured with ``benchmarks/bench_raw_tables.py``.
+SCALING_FLOOR_PART = 0.5
+
+
+@memoize(maxsize=1024)
+def scale_release_epsilon(n_features, epsilon, centered, delta=0.0, count_epsilon=None, most=None):
+    """The epsilon of each release of :func:`release_feature_scales` (public).
+
+    ``epsilon / (n_features * parts)`` (basic composition) with ``delta =
+    0`` or no ``count_epsilon``.  Otherwise the ``n_features * parts``
+    exponential mechanisms are composed as ``n_features * parts * e^2 /
+    8``-zCDP (bounded range, Cesar and Rogers 2021) after the row count (a
+    Laplace mechanism of epsilon ``count_epsilon``):
+    :func:`composed_release_epsilon` finds the largest ``e`` whose
+    composition with the count costs at most ``epsilon`` more than the count
+    at ``delta``; with ``most``, the releases' summed epsilons
+    (``n_features * parts * e``) are kept at or below it.  Never below the
+    basic ``e``.  A choice of noise only: the fit's whole event, with these
+    releases at ``e`` each, is what its solver's share is certified against.
+    """
+    releases = max(n_features, 1) * len(_scale_parts(centered))
+    basic = epsilon / releases
+    if delta == 0 or count_epsilon is None or math.isinf(epsilon):
+        return basic
+    from dp_accounting import dp_event as dpe
+
+    count = dpe.LaplaceDpEvent(1.0 / float(count_epsilon))
+    each = composed_release_epsilon(releases, float(epsilon), float(delta), count)
+    if most is not None:
+        each = min(each, float(most) / releases)
+    return max(basic, each)
+
+
+def scale_release_cost(n_features, centered, each):
+    """The summed epsilons of :func:`release_feature_scales` (basic composition; public)."""
+    return max(n_features, 1) * len(_scale_parts(centered)) * float(each)
+
+
+def planned_scale_events(n_features, epsilon, centered, each=None):
+    """The events of :func:`release_feature_scales`, known before the data.
+
+    One exponential mechanism per feature and part, each pure ``each``-DP
+    (default ``epsilon / (n_features * parts)``): ``parts`` is 3 with centres
+    (magnitude, centre, half-width: :func:`release_range`), 1 without (the
+    magnitude only).  Grouped as one ``SelfComposedDpEvent`` per part.
+    """
+    if n_features == 0 or math.isinf(epsilon):
+        return []
+    from dp_accounting import dp_event as dpe
+
+    parts = _scale_parts(centered)
+    if each is None:
+        each = epsilon / (n_features * len(parts))
+    return [
+        dpe.SelfComposedDpEvent(_event(each, f"feature scales ({part})"), n_features)
+        for part in parts
+    ]
+
+
+#: The tilt of the features' scales, far below :data:`TILT`: it only breaks
+#: ties among equally good bounds.  The most a bound can gain from it,
+#: dropping from 1 to the smallest candidate, is ``FEATURE_TILT * n / 2``
+#: rows: less than the rows of a one-hot category of 0.1% of the rows, whose
+#: scale must stay 1 (a smaller one blows its entries up).
+FEATURE_TILT = 0.002
+#: A data-independent preference for scales near 1, in units of the
+#: release's temperature per decade: the base measure ``exp(-FEATURE_PRIOR *
+#: |log10 b|)`` of the exponential mechanism over the candidates ``b`` (no
+#: privacy cost: it does not depend on the data).  Where the data decide
+#: (``n * epsilon`` large, a dense column in natural units) it changes
+#: little: a magnitude of 10^4 pays 4 units against the rows it would clip.
+#: Where they do not (a 0/1 column, whose utility is flat over ``[1, 10)``
+#: and equally bad everywhere else, with few rows per feature) it keeps the
+#: draw near 1, where the column needs no scaling, instead of spreading it
+#: over the 18 decades of the grid, where a large draw shrinks the column to
+#: nothing and a small one clips its ones away.  A steeper preference (2 per
+#: decade) pulled longitudes and populations below their values on 3,000
+#: rows at epsilon=0.5.  Measured with ``benchmarks/bench_raw_tables.py``.
+FEATURE_PRIOR = 1.0
+
+
+#: Candidates of a feature's scales: :data:`GRID` continued to 1e10, so that
+#: a half-width up to ``2 M + |c|`` (``M <= 1e8`` on :data:`GRID`, ``|c| <=
+#: 2 M``) always has a candidate above every distance it bounds (otherwise a
+#: centre far off the data would leave every candidate equally bad, and a
+#: random one would turn the feature into a huge constant).
+FEATURE_GRID = 10.0 ** (np.arange(-64, 81) / 8.0)
+
+
+def _with_prior(utilities, epsilon):
+    """``utilities`` plus the base measure :data:`FEATURE_PRIOR` (sensitivity 0; none at ``inf``).
+
+    ``utilities`` are those of the candidates of :data:`FEATURE_GRID` from
+    its smallest on (:func:`feature_scale_utilities`).
+    """
+    if math.isinf(epsilon):
+        return utilities
+    return utilities - FEATURE_PRIOR * _decades_from_one(utilities.size) / float(epsilon)
+
+
+def _decades_from_one(size):
+    """``|log10 b|`` of the first ``size`` candidates ``b`` of :data:`FEATURE_GRID` (public)."""
+    return np.abs(np.log10(FEATURE_GRID[:size]))
+
+
+def feature_scale_utilities(values, n_public, *, window=WINDOW, cap=None):
+    """Utilities of the candidates of :data:`FEATURE_GRID` for the scale of one feature.
+
+    Those of :func:`upper_bound_utilities` on the *nonzero* ``|values|``,
+    with ``window`` and a tilt of :data:`FEATURE_TILT`, for the candidates up
+    to ``cap`` (public; default the largest of :data:`GRID`).  Zeros count against
+    every candidate alike, so on a mostly-zero column (a rare one-hot
+    category, a capital gain) they would leave the choice to the tilt,
+    which then picks the smallest candidate and blows the nonzero entries up
+    by orders of magnitude.  Adding a row adds 0 or 1 to one count:
+    sensitivity 1, monotone.
+    """
+    scores = _sorted_scores(np.abs(np.asarray(values, dtype=np.float64)))
+    scores = scores[scores > 0]
+    # Candidates of FEATURE_GRID up to cap (default: those of GRID); the
+    # smallest always stays.
+    cap = GRID[-1] if cap is None else cap
+    grid = FEATURE_GRID[: max(1, int(np.searchsorted(FEATURE_GRID, cap, side="right")))]
+    above = scores.size - np.searchsorted(scores, grid, side="right")
+    small = np.searchsorted(scores, grid / float(window), side="left")
+    tilt = FEATURE_TILT * float(n_public) * np.arange(grid.size) / GRID.size
+    return -(above + small).astype(np.float64) - tilt
+
+
+def _release_feature_bound(utilities, epsilon, rng, label):
+    """The exponential mechanism on :func:`feature_scale_utilities` (sensitivity 1, monotone)."""
+    scale = 0.0 if math.isinf(epsilon) else 1.0 / float(epsilon)
+    utilities = _with_prior(utilities, epsilon)
+    index = _noise.exponential(utilities, sensitivity=1.0, scale=scale, rng=rng, label=label)
+    return float(FEATURE_GRID[index])
+
+
+#: The window of a feature's half-width around its released centre, tighter
+#: than the magnitude's (:data:`WINDOW`): the utility is flat between the
+#: largest distance and ``window`` times the smallest of the bulk (a 0/1
+#: column's distances are one value), so with window 10 a scale up to ten
+#: times too large is as likely as the right one, and shrinks the feature's
+#: standardised values (and its share of the signal) as much.  The
+#: magnitude keeps window 10: it is the clip of the raw values, which must
+#: cover the bulk.  Measured with ``benchmarks/bench_raw_tables.py``.
+FEATURE_HALF_WIDTH_WINDOW = 4.0
+
+
+#: Number of steps of the centre's grid on each side of 0
+#: (:func:`feature_center_candidates`).  Fine: the magnitude is often drawn
+#: several times above a feature's values where the data do not tell the
+#: candidates apart (the prior prefers wide bounds), and a centre is only
+#: as close to the median as one step ``M / (STEPS / 2)``; with 256 a
+#: longitude near -120 (spread 2) whose magnitude came out as 750 was
+#: centred 3 off.  More candidates cost the median's release little: the
+#: intervals outside the data have the worst utility.
+FEATURE_CENTER_STEPS = 4096
+
+
+def feature_center_candidates(magnitude):
+    """The centres a feature may take for a released magnitude ``M``: ``2 k M / S``, ``|k| <= S``.
+
+    ``S`` is :data:`FEATURE_CENTER_STEPS`.
+
+    Evenly spaced, unlike :data:`CENTER_GRID` (dense near 0): a feature's
+    median falls between the candidates of a gap in its values (two modes,
+    integer steps) as often as not, and the median's utility is then about
+    as bad for every candidate on one side of the data; on a grid dense near
+    0 most of those lie near 0 and one of them is drawn, however far 0 is
+    from the data (a longitude near -120 centred at 0.003).  The magnitude
+    (window 2) may clip a long upper tail, hence the span ``[-2 M, 2 M]``;
+    the median is released among the intervals between them
+    (:func:`release_interval_center`), so a feature narrower than the spacing
+    ``2 M / S`` is still centred within one interval of its values.
+    """
+    steps = np.arange(-FEATURE_CENTER_STEPS, FEATURE_CENTER_STEPS + 1)
+    return 2.0 * float(magnitude) * steps / FEATURE_CENTER_STEPS
+
+
+#: With centres, features whose released magnitude is at most this are on
+#: the unit scale already (0/1 columns, standardised ones): they keep their
+#: units, clipped to this public value, and get no centre or half-width
+#: (their releases are skipped).  A standard normal column's magnitude comes
+#: out between 1.3 and 7.5; 10 also took in occupancies and incomes in
+#: natural units, which then went uncentred.  Without centres (the
+#: entrywise solvers) the rule is not used: scaled to this value, one-hot
+#: columns lost 6 points of accuracy with ``dp_cd`` on 3,000 rows.
+#: Measured with ``benchmarks/bench_raw_tables.py``.
+FEATURE_UNIT_MAGNITUDE = 4.0
+
+
+def release_feature_scales(X, *, epsilon, n_public, rng, centered, each=None):
+    """Per-feature DP centres and scales of X: ``(FeatureScales, events)``.
+
+    For each feature ``j`` (one column at a time, :func:`feature_columns`),
+    a magnitude ``M_j`` (an upper bound of ``|x_j|``, window :data:`WINDOW`),
+    which is also the fit's entrywise clip of the raw values; with
+    ``centered`` two more releases on the clipped values, as in
+    :func:`release_range`: a centre ``c_j`` (a DP median among the intervals
+    between :func:`feature_center_candidates`) and a half-width ``h_j``, the larger
+    of upper bounds of ``x_j - c_j`` on the rows above the centre and of
+    ``c_j - x_j`` on the rows below it (window
+    :data:`FEATURE_HALF_WIDTH_WINDOW`, up to ``2 M_j + |c_j|``; one
+    release by parallel composition: a row moves one of the two); without,
+    ``c_j = 0`` and ``h_j = M_j``.  The bounds use
+    :func:`feature_scale_utilities` (sensitivity 1, monotone), the centre the
+    median's utility (sensitivity 1/2).  Each release is pure
+    ``each``-DP (default ``epsilon / (d * parts)``, ``parts`` = 3 or 1; the
+    fit passes :func:`scale_release_epsilon`), so the whole is pure
+    ``d * parts * each``-DP by basic composition, and ``d * parts * each^2 /
+    8``-zCDP, which composes more tightly with the rest of the fit.
+    ``n_public`` (the fit's released count, public) sets the tilt.
+
+    With ``centered``, a feature whose magnitude is at most
+    :data:`FEATURE_UNIT_MAGNITUDE` is on the unit scale already: its clip
+    is that public value, its centre 0 and its scale 1, and its other two
+    releases are not run (a function of the released magnitude: fewer
+    mechanisms than charged, never others).  Without centres a magnitude
+    ``M`` scales ``clip(x, +-M) / M`` into ``[-1, 1]``, which keeps a 0/1
+    column's two values apart whatever ``M``.
+    """
+    n_features = X.shape[1]
+    center, scale, clip = np.zeros(n_features), np.ones(n_features), np.ones(n_features)
+    if n_features == 0:
+        return FeatureScales(center, scale, clip), []
+    if each is None:
+        each = epsilon / (n_features * len(_scale_parts(centered)))
+    for j, column in feature_columns(X):
+        magnitude = _release_feature_bound(
+            feature_scale_utilities(column, n_public), each, rng, "feature scales (magnitude)"
+        )
+        clip[j] = magnitude
+        if centered and magnitude <= FEATURE_UNIT_MAGNITUDE:
+            # Already on the unit scale (a 0/1 column, a standardised one):
+            # kept as it is, as the single row bound keeps it, clipped to
+            # the public unit magnitude (a magnitude drawn too small would
+            # clip a 0/1 column's ones away), with no centre or half-width,
+            # whose noise would only move a column that needs neither.
+            clip[j] = FEATURE_UNIT_MAGNITUDE
+            continue
+        if not centered:
+            scale[j] = magnitude
+            continue
+        # The centre and half-width of the values the fit uses, clipped to
+        # the magnitude: consistent with it even when it is far too small (a
+        # rare 0/1 column's few ones missed: {0, M} is then centred and
+        # scaled as {0, 1} would be).
+        column = np.clip(column, -magnitude, magnitude)
+        candidates = feature_center_candidates(magnitude)
+        center[j] = release_interval_center(
+            *center_counts_on(column, candidates),
+            candidates,
+            epsilon=each,
+            rng=rng,
+            label="feature scales (centre)",
+        ).value
+        # The distances above and below the centre, each bounded on its own
+        # rows (a row is above, below or at the centre: it moves one of the
+        # two utilities, so the pair is one epsilon-DP release by parallel
+        # composition).  One bound of both |x - c| would be pulled down by
+        # the many rows just off a centre drawn near the bulk of a 0/1
+        # column, and blow up its rare other value.
+        cap = 2.0 * magnitude + abs(center[j])
+        above, below = (
+            _release_feature_bound(
+                feature_scale_utilities(side, n_public, window=FEATURE_HALF_WIDTH_WINDOW, cap=cap),
+                each,
+                rng,
+                f"feature scales (half-width, {name})",
+            )
+            for side, name in (
+                (np.maximum(column - center[j], 0.0), "above"),
+                (np.maximum(center[j] - column, 0.0), "below"),
+            )
+        )
+        scale[j] = max(above, below)
+    # One release per feature and part, as planned (the events name parts, not features).
+    events = (
+        [] if math.isinf(epsilon) else planned_scale_events(n_features, epsilon, centered, each)
+    )
+    return FeatureScales(center, scale, clip), events
