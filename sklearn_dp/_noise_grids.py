@@ -9,8 +9,90 @@ functions here choose ``k`` and the scale in steps from public inputs only
 rationals, so that the noise to sensitivity ratio the accounting recorded
 still holds once the rounding is added to the sensitivity; :func:`_rounded`
 and :func:`_released` put a value on its grid and add the noise to it in
-exact integer arithmetic.  Why and how each grid is safe: the module
-docstring of :mod:`sklearn_dp._noise`.
+exact integer arithmetic.  The grid and the rounding in the scale: the
+module docstring of :mod:`sklearn_dp._noise`.
+
+Each law, on its grid
+---------------------
+* **Gaussian.**  ``Z`` is the discrete Gaussian ``N_Z(0, s^2)`` per entry
+  (Canonne, Kamath and Steinke 2020, "The Discrete Gaussian for
+  Differential Privacy", NeurIPS; CKS below).  Its zCDP is exactly the
+  continuous Gaussian's: ``M(x) = x + N_Z(0, s^2)^m`` on integer vectors of
+  L2 distance ``D`` is ``D^2 / (2 s^2)``-zCDP (CKS Theorem 14), so every
+  zCDP and Renyi statement of the accounting holds as recorded.  For
+  (epsilon, delta) and the privacy-loss-distribution accounting, CKS
+  Theorem 15 bounds the multivariate discrete Gaussian's privacy profile by
+  the continuous Gaussian's with epsilon moved by ``tau = 10 sum_{k=1}^{m-1}
+  exp(-2 pi^2 s^2 k / (k + 1))``.  With ``s >= 2**10``, ``tau <= 10 m
+  exp(-pi^2 2**20) < 10**-4000000`` per release: the discrete release is
+  dominated by the pair (continuous Gaussian ``P``, ``e^-tau Q + (1 -
+  e^-tau)`` at a point outside ``P``'s support), which adds ``tau`` to
+  every composed epsilon and ``1 - e^-tau <= tau`` to delta.  The ``1 +
+  2**-30`` margin on ``s`` lowers the continuous epsilon by orders of
+  magnitude more than any number of releases times ``tau`` (argued, not
+  computed: a relative change ``2**-30`` of a Gaussian multiplier moves
+  epsilon by about ``2**-30`` epsilon, over ``10**-9`` epsilon; this
+  bound is far below float64 resolution of any recorded epsilon).
+* **Laplace.**  ``Z = floor(L)``, ``L`` continuous Laplace of scale ``t``
+  steps (``t`` from :func:`laplace_grid`), sampled exactly
+  (:func:`sample_floored_laplace`), then shifted by half a step (``Z +
+  1/2`` has mean 0).  ``rint(value / g) + floor(L) = floor(rint(value / g)
+  + L)`` for the integer vector ``rint(value / g)``: the release is a
+  post-processing of the continuous Laplace mechanism on the rounded value,
+  of scale ``t >= (b / Delta) (Delta / g + m)``, so it is pure ``Delta /
+  b``-DP and its privacy profile is dominated by the continuous
+  ``LaplaceDpEvent(b / Delta)`` that the accounting records (the profile of
+  a Laplace pair is increasing in the shift).  Exact, with no gap term.
+  (A discrete Laplace on the grid is also exactly ``Delta_steps / t``-DP,
+  but its privacy profile is not dominated by the continuous Laplace's,
+  which PLD accounting composes; the floored Laplace is.)
+* **Exponential mechanism.**  Utilities rounded to the grid of
+  :func:`exponential_grid` (one utility moves by at most ``Delta / g + 1``
+  steps) and the index drawn exactly from the Gibbs distribution
+  ``exp(-(max - a_i) / T)`` of the rounded utilities ``a_i`` at an integer
+  temperature ``T >= scale / g + scale / Delta`` steps: uniform proposals
+  accepted with an exact Bernoulli(exp(-gap / T)) coin (CKS Algorithms 1
+  and 2's construction).  The epsilon-DP and bounded-range statements hold
+  for the rounded utilities with ``(Delta / g + 1) / T <= Delta / scale``;
+  rounding is monotone, so monotone utilities stay monotone.  Exact.
+* **Thresholded histogram.**  The counts are integers and the grid divides
+  1: exact floored Laplace noise on ``count / g``, released above an
+  integer cutoff chosen in exact rationals so that epsilon and delta are at
+  most the stated ones (:func:`histogram_cutoff`).  Exact.
+* **L2 Laplace** (:func:`l2_laplace`: pure-DP output perturbation and the
+  pure residual release of objective perturbation).  The K-norm mechanism
+  of the L2 ball, density ``~ exp(-||b||_2 / t)`` (Chaudhuri, Monteleoni
+  and Sarwate's "Gamma-norm" noise), on the Gaussian's grid and inflated
+  scale (the rounded value moves by at most ``Delta / g + sqrt(m)`` steps in
+  L2): ``g * (rint(value / g) + floor(X) + 1/2)`` is a post-processing of
+  the continuous mechanism on the rounded value, pure ``Delta / t``-DP.
+  ``floor(X)`` is sampled exactly (:func:`sample_floored_l2_laplace`):
+  ``X = t R Z / ||Z||`` with an exact Gamma(m, 1) radius (a sum of
+  exponentials, each a geometric integer part plus a fraction kept with an
+  exact coin) and exact Gaussian coordinates (below), every real known by
+  its leading bits and refined until the floors, computed on exact integer
+  intervals, are decided.  (A rejection sampler from a product of discrete
+  Laplace laws, the obvious lattice construction, would accept with a
+  probability exponentially small in ``m``.)  Exact.
+* **Objective perturbation's linear term** (:func:`objective_perturbation`).
+  No value is released: the noise ``b`` enters the objective and the solver
+  releases the perturbed minimiser, then adds residual noise to it through
+  :func:`gaussian` or :func:`l2_laplace`.  ``b`` is the rounding ``g *
+  (floor(N / g) + 1/2)``, entry by entry, of an exact continuous ``N`` (the
+  L2 Laplace law for pure DP, i.i.d. Gaussian entries for (epsilon,
+  delta)), on a grid ``g = 2**k`` from public inputs
+  (:func:`objective_noise_grid`); ``floor(N / g)`` is sampled exactly:
+  :func:`sample_floored_l2_laplace`, or :func:`sample_rounded_gaussian` (a
+  cell of the grid proposed from a one-sided discrete Gaussian, kept with an
+  exact Bernoulli coin of a lazily drawn uniform real: the kept point has
+  exactly the Gaussian density).  So ``||b - N||_2 <= sqrt(m) g / 2``
+  always: the minimiser for ``b`` is within ``sqrt(m) g / (2 Lambda)`` of
+  the one for ``N`` (strong convexity), which is DP by the
+  objective-perturbation theorem, and the solver adds that distance, twice,
+  to its residual release's sensitivity (docs/solvers/perturbation.md,
+  "Exact noise").  Exact, up to one floating-point tail: ``b`` is exact in
+  float64 while ``|floor(N / g)| < 2**52``, which fails with probability
+  below ``exp(m - 2**24)`` (the scale is at most ``2**26 + 1`` steps).
 """
 
 from __future__ import annotations
