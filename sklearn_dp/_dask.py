@@ -34,7 +34,6 @@ from __future__ import annotations
 import copy
 import functools
 import math
-import mmap
 import numbers
 import threading
 
@@ -42,6 +41,7 @@ import numpy as np
 
 from . import _bounds
 from ._data import BoundedData, bound_data, row_l2_norms
+from ._validation import maps_a_file
 
 __all__ = [
     "dask_solvers",
@@ -212,15 +212,6 @@ def _aligned(block):
     return block if block.flags.aligned else np.array(block, copy=True)
 
 
-def _mapped(block):
-    """Whether ``block`` views memory mapped from a file (``np.memmap``, ``mmap``)."""
-    while block is not None:
-        if isinstance(block, (np.memmap, mmap.mmap)):
-            return True
-        block = getattr(block, "base", None)
-    return False
-
-
 def _owned(block):
     """A chunk to keep: aligned, and a copy in the process's memory if it maps a file.
 
@@ -230,7 +221,7 @@ def _owned(block):
     for them, and a row could then exceed its bound in a later pass.
     """
     block = np.asarray(block)
-    return np.array(block, copy=True) if _mapped(block) else _aligned(block)
+    return np.array(block, copy=True) if maps_a_file(block) else _aligned(block)
 
 
 class _ChunkBounds:

@@ -8,6 +8,8 @@ which value.
 
 from __future__ import annotations
 
+import mmap
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -79,6 +81,32 @@ def _canonical(X):
     return X
 
 
+def maps_a_file(array):
+    """Whether ``array`` views memory mapped from a file (``np.memmap``, ``mmap``)."""
+    while array is not None:
+        if isinstance(array, (np.memmap, mmap.mmap)):
+            return True
+        array = getattr(array, "base", None)
+    return False
+
+
+def in_process_memory(X):
+    """``X``, or a copy of it in the process's memory if it maps a file.
+
+    A fit computes each row's clip factor once and applies it on every later
+    pass over the rows.  Rows read from a memory-mapped file could change
+    between the passes (another process writing the file): the factors
+    computed for the old values would then bound nothing, and a row could move
+    a release by far more than its sensitivity.  A copy taken before the fit
+    reads the rows fixes the values every pass sees.  (Data beyond memory:
+    Dask, whose chunks are kept the same way.)
+    """
+    if sp.issparse(X):
+        parts = (X.data, X.indices, X.indptr)
+        return X.copy() if any(maps_a_file(part) for part in parts) else X
+    return np.array(X, copy=True) if maps_a_file(X) else X
+
+
 def validate_private(estimator, X, y="no_validation", x_dtype=np.float64, **kwargs):
     """``validate_data`` for private data, with messages that show no private value.
 
@@ -120,6 +148,12 @@ def validate_private(estimator, X, y="no_validation", x_dtype=np.float64, **kwar
                 "data to a float array before fitting."
             ) from None
         raise
+    if kwargs.get("reset", True):
+        validated = (
+            (in_process_memory(validated[0]),) + tuple(validated[1:])
+            if isinstance(validated, tuple)
+            else in_process_memory(validated)
+        )
     if isinstance(validated, tuple):
         labels = validated[1]
         # scikit-learn checks finiteness before it converts an object array to

@@ -843,3 +843,62 @@ def test_solvers_declaring_bound_free_events_plan_one_event_at_any_bound(config)
         plan = cls(solver=solver, delta=delta, random_state=0, **params)._fit_plan(X, y)
         events.append(plan.event)
     assert all(event == events[0] for event in events)
+
+
+def _fit_on_a_file_written_mid_fit(path, X, y, write):
+    """Releases of a dp_gd fit on ``np.load(path, mmap_mode="r")``; with ``write``, another
+    writer sets the file's last row to 1e6 right after the first gradient release."""
+    np.save(path, X)
+    mapped = np.load(path, mmap_mode="r")
+    writer = np.load(path, mmap_mode="r+")
+    gradients = []
+
+    def substitute(release):
+        if release.label == "clipped gradient sum":
+            gradients.append(np.array(release.value, dtype=float))
+            if write and len(gradients) == 1:
+                writer[-1] = 1e6
+                writer.flush()
+        value = np.asarray(release.value, dtype=float)
+        return np.zeros(value.shape) if value.ndim else float(len(X))
+
+    model = DPLogisticRegression(
+        classes=[0, 1], solver="dp_gd", data_norm=1.0, max_iter=3, epsilon=1.0, random_state=0
+    )
+    with trace_releases(substitute=substitute):
+        model.fit(mapped, y)
+    return gradients
+
+
+def test_a_memory_mapped_X_is_read_once_so_a_write_during_the_fit_moves_no_release(tmp_path):
+    # Each row's clip factor is computed once per fit; a file written between
+    # two passes would put rows under factors computed for other values.
+    X, y = binary_data(n=200, d=3)
+    path = tmp_path / "X.npy"
+    unchanged = _fit_on_a_file_written_mid_fit(path, X, y, write=False)
+    written = _fit_on_a_file_written_mid_fit(path, X, y, write=True)
+    assert len(written) == len(unchanged) == 3
+    for got, want in zip(written, unchanged):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_in_process_memory_copies_what_maps_a_file_and_nothing_else(tmp_path):
+    from sklearn_dp._validation import in_process_memory
+
+    X = np.arange(12.0).reshape(4, 3)
+    assert in_process_memory(X) is X
+    np.save(tmp_path / "X.npy", X)
+    mapped = np.load(tmp_path / "X.npy", mmap_mode="r")
+    copied = in_process_memory(mapped)
+    np.testing.assert_array_equal(copied, X)
+    assert not np.shares_memory(copied, mapped)
+    sparse = sp.csr_matrix(X)
+    assert in_process_memory(sparse) is sparse
+    np.save(tmp_path / "data.npy", sparse.data)
+    sparse_mapped = sp.csr_matrix(
+        (np.load(tmp_path / "data.npy", mmap_mode="r"), sparse.indices, sparse.indptr),
+        shape=X.shape,
+    )
+    copied = in_process_memory(sparse_mapped)
+    assert not np.shares_memory(copied.data, sparse_mapped.data)
+    np.testing.assert_array_equal(copied.toarray(), X)
