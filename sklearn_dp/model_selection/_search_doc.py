@@ -164,7 +164,9 @@ SHARED_DOC = """
     refit_time_ : float
         Seconds the refit took (it does not depend on the number of runs).
         The selection's time is not recorded: it grows with the number of
-        runs (see Privacy).
+        runs (see Privacy).  Like any run time (the estimators' ``verbose``
+        lines, your own timer around ``fit``) it grows with the row count
+        and is outside the guarantee: do not publish it.
     n_splits_ : int
         1: one row-wise train/validation split.
     multimetric_ : bool
