@@ -141,7 +141,12 @@ SHARED_DOC = """
     dp_event_ : dp_accounting.DpEvent
         ``ComposedDpEvent([selection_dp_event_, refit])`` with a refit, else
         ``selection_dp_event_``; ``refit`` is ``best_estimator_.dp_event_``
-        (for a Pipeline, its DP steps' events composed, in order).
+        (for a Pipeline, its DP steps' events composed, in order).  When
+        the search may skip its runs, this is the event of the branch that
+        ran, chosen from the released count: an accountant that composes it
+        as a fixed sequence describes that branch only, and the guarantee of
+        the whole adaptive search is ``privacy_spent_`` (both branches cost
+        the same by basic composition).
     max_group_rows_ : int
         Only after a fit with ``groups=``: the unit of privacy was one group
         of at most this many rows, and ``dp_event_`` and ``privacy_spent_``
