@@ -217,8 +217,52 @@ def test_frank_wolfe_small_data_warns_through_the_estimator(solver):
         y_bound=160.0,
         random_state=0,
     )
-    with pytest.warns(UserWarning, match=rf"{solver}: the noise of its vertex choices"):
+    # vr_frank_wolfe returns the zero model there (its fallback, below).
+    text = "returned the zero model" if solver == "vr_frank_wolfe" else "the noise of its vertex"
+    with pytest.warns(UserWarning, match=rf"{solver}: {text}"):
         model.fit(X, y)
+
+
+def test_vr_frank_wolfe_returns_the_zero_model_where_its_bound_is_vacuous():
+    """Decided from the released count before any row is read: no selection, the zero model
+    (the label centre), n_iter_ 0, a warning naming what to do, and the fit's charge stands."""
+    from sklearn_dp import PrivacyBudget
+    from sklearn_dp.testing import trace_releases
+
+    X, y = _regression()
+    budget = PrivacyBudget(10.0, 1e-3, composition="basic")
+    model = DPLasso(
+        epsilon=1.0, solver="vr_frank_wolfe", radius=500.0, feature_bound=1.0, y_bound=160.0
+    )
+    with trace_releases() as trace, pytest.warns(UserWarning) as caught:
+        model.set_params(budget=budget, random_state=0).fit(X, y)
+    texts = [str(w.message) for w in caught if "vr_frank_wolfe" in str(w.message)]
+    assert len(texts) == 1 and "returned the zero model" in texts[0]
+    assert "solver='frank_wolfe'" in texts[0] and "more rows" in texts[0]
+    assert "larger epsilon" in texts[0] and "charge stands" in texts[0]
+    assert "noise of its vertex choices" not in texts[0]
+    assert not np.any(model.coef_) and model.n_iter_ == 0
+    assert model.intercept_ == pytest.approx(model.y_center_)
+    # Only the count (and bounds) ran: no allocation and no vertex selection.
+    assert [r.label for r in trace.releases] == ["row count"]
+    assert not trace.samples
+    assert budget.spent == pytest.approx(model.privacy_spent_)
+    assert model.privacy_spent_[0] == pytest.approx(1.0) and len(budget.ledger) == 1
+
+
+def test_vr_frank_wolfe_runs_where_its_bound_is_not_vacuous():
+    from sklearn_dp.solvers._noise_warnings import frank_wolfe_warning
+
+    X, y = _regression(n=3000)
+    params = dict(solver="vr_frank_wolfe", radius=5.0, feature_bound=1.0, y_bound=160.0)
+    model = DPLasso(epsilon=20.0, random_state=0, **params)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(X, y)
+    assert not [w for w in caught if "zero model" in str(w.message)]
+    assert model.n_iter_ > 0 and np.any(model.coef_)
+    radius = 5.0 / 160.0  # the radius in the fit's label units
+    assert frank_wolfe_warning("vr_frank_wolfe", "squared", 3000.0, 11, 20.0, 1e-5, radius) is None
 
 
 def test_frank_wolfe_stays_for_the_pure_penalised_form_and_warns():

@@ -281,10 +281,11 @@ def check_frank_wolfe(
         check_penalty_ball("frank_wolfe", penalty, alpha, l1_ratio, options.get("radius"))
 
 
-def check_vr_frank_wolfe(
-    *, loss_name=None, n_outputs, penalty=None, alpha=None, l1_ratio=None, public=None, options
-):
-    """Refuse ``vr_frank_wolfe`` options from public inputs only (``SolverSpec.check``)."""
+def check_vr_frank_wolfe(*, n_outputs, penalty=None, alpha=None, l1_ratio=None, options, **_):
+    """Refuse ``vr_frank_wolfe`` options from public inputs only (``SolverSpec.check``).
+
+    The loss and the public values (``loss_name``, ``public``) do not enter its checks.
+    """
     check_l1_options("vr_frank_wolfe", n_outputs=n_outputs, options=options)
     check_penalty_ball("vr_frank_wolfe", penalty, alpha, l1_ratio, options.get("radius"))
 
@@ -404,9 +405,8 @@ def _fw_error_bound(n_samples, n_params, epsilon, delta, radius, weight, n_steps
 def _minimising_iterations(n_samples, n_params, epsilon, delta, radius, weight, fewest):
     """The first T in ``[fewest, 2000]`` minimising :func:`_fw_error_bound` with ``weight``."""
     t = np.arange(fewest, MAX_DEFAULT_ITERATIONS + 1, dtype=float)
-    return fewest + int(
-        np.argmin(_fw_error_bound(n_samples, n_params, epsilon, delta, radius, weight, t))
-    )
+    bounds = _fw_error_bound(n_samples, n_params, epsilon, delta, radius, weight, t)
+    return fewest + int(np.argmin(bounds))
 
 
 @memoize(maxsize=1024)
@@ -697,6 +697,5 @@ def frank_wolfe(
             X, data.y, w, loss, clip, row_scale, data.normalizer, domain
         )
         w = steps.step(w, gradient, scales, unit)
-    sensitivity = domain.vertex_radius * unit
-    details = dict(clip_norm=clip, sensitivity=sensitivity, gumbel_scales=scales)
+    details = dict(clip_norm=clip, sensitivity=domain.vertex_radius * unit, gumbel_scales=scales)
     return steps.result(w, {}, **details, n_vertices_max=plan.n_steps)

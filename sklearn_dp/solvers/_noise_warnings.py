@@ -122,7 +122,10 @@ def frank_wolfe_warning(name, loss_name, n_public, n_params, epsilon, delta, rad
     (:func:`~sklearn_dp.solvers._frank_wolfe._fw_error_bound` at
     :func:`~sklearn_dp.solvers._frank_wolfe.default_frank_wolfe_iterations`
     steps), a function of the released row count, the number of parameters,
-    epsilon, delta and the radius only.
+    epsilon, delta and the radius only.  For ``vr_frank_wolfe`` it is also its
+    fallback's decision: where it warns, the solver returns the zero model
+    without a selection (:func:`~sklearn_dp.solvers.vr_frank_wolfe`), and the
+    text says so.
     """
     from ._frank_wolfe import fw_public_error_bound
 
@@ -132,6 +135,14 @@ def frank_wolfe_warning(name, loss_name, n_public, n_params, epsilon, delta, rad
     bound = fw_public_error_bound(n_public, n_params, epsilon, delta, radius)
     if bound < threshold:
         return None
+    if name == "vr_frank_wolfe":  # its fits are then below the zero model: it returns that
+        return (
+            "vr_frank_wolfe: returned the zero model (every coefficient 0: the model predicts "
+            f"its label centre) without running: its public error bound at epsilon={epsilon:g} "
+            f"with this row count, radius and number of features ({bound:.3g}, above "
+            f"{threshold:g}) is vacuous. The fit's charge stands. Use solver='frank_wolfe' (or "
+            "'dp_ssp' / 'dp_cd' for the penalised form), more rows or a larger epsilon."
+        )
     return (
         f"{name}: the noise of its vertex choices likely outweighs the signal at "
         f"epsilon={epsilon:g} with this row count, radius and number of features (public "

@@ -20,9 +20,10 @@ from .._clipped_sums import vr_correction, vr_root_estimate
 from .._design import block_rows
 from .._memo import memoize
 from ..accounting import PureEpsilonDpEvent
-from ._common import PrivacyPlan
+from ._common import PrivacyPlan, SolverResult
 from ._frank_wolfe import FrankWolfeSteps, frank_wolfe_setup, vertex_scales, zcdp_budget
 from ._l1_geometry import allocate_rows, public_setup
+from ._noise_warnings import frank_wolfe_warning
 
 __all__ = ["vr_frank_wolfe", "plan_vr_frank_wolfe", "vr_frank_wolfe_schedule"]
 
@@ -60,9 +61,7 @@ def _vr_error_bound(n_samples, n_params, epsilon, delta, n_phases, schedule):
     eps_selection, _ = _vr_selection_epsilon(epsilon, delta, schedule)
     sampling = 2.0 * (2.0 + 2.0) * math.sqrt(math.log(d) / b)
     optimisation = 4.0 / 2**n_phases
-    noise = 0.0
-    if not math.isinf(eps_selection):
-        noise = 2 ** (n_phases + 1) * 2.0 / (b * eps_selection) * math.log(2 * d)
+    noise = 2 ** (n_phases + 1) * 2.0 / (b * eps_selection) * math.log(2 * d)  # 0 if eps is inf
     return sampling + optimisation + noise
 
 
@@ -216,11 +215,21 @@ def vr_frank_wolfe(
     ``NONPRIVATE_VR_PHASES`` phases unless ``n_phases`` is given (1022
     Frank-Wolfe steps, about ``frank_wolfe``'s 1000).
 
+    **Fallback.**  Where the public error bound of its honest warning
+    (:func:`~sklearn_dp.solvers._noise_warnings.frank_wolfe_warning`: the
+    released row count, d, epsilon, delta and the radius, against the
+    registry's ``bound_warning``) is vacuous, every measured fit predicted
+    worse than the zero model (docs/solvers/lasso.md), so the solver returns
+    that model (every coefficient 0; the estimators then predict the label
+    centre) with ``n_iter = 0`` and a warning naming what to do instead
+    (``frank_wolfe``, more rows, a larger epsilon), before it reads a row or
+    draws any noise.
+
     Returns
     -------
     SolverResult
         ``info["sample_uses"]`` counts the gradient evaluations of each row
-        (at most 2 when private: the one-pass property).
+        (at most 2 when private: the one-pass property; 0 for the fallback).
 
     Privacy
     -------
@@ -261,6 +270,10 @@ def vr_frank_wolfe(
     each vertex's computation to be private against a change of the whole
     vertex batch, not of one row), so the approximate schedule is certified
     by composition alone and is never less noisy than the pure one.
+    The fallback's decision reads public values and the released row count
+    only, and releases nothing; its fit keeps the whole planned charge and
+    ``dp_event`` (the reservation stands once made, even though the
+    solver's share is not drawn), so the guarantee is the planned one.
     Public: the bounds, radius, alpha, T and b; the row count is private: the estimators pass a
     DP count (``data.n_public``, ``data.normalizer``); a direct call on data without one treats
     n as public.
@@ -272,6 +285,13 @@ def vr_frank_wolfe(
     n_rows, n_columns = X.shape
     with public_setup():  # public inputs and the released row count only
         domain, plan, clip = frank_wolfe_setup("vr_frank_wolfe", args)
+        # The fallback: where the honest warning's public bound is vacuous, the
+        # zero model, decided from released values before any row is read.
+        public = (data.n_public, data.n_columns, epsilon, delta, radius)
+        vacuous = frank_wolfe_warning("vr_frank_wolfe", loss.name, *public)
+        if vacuous is not None:
+            info = dict(sample_uses=np.zeros(n_rows, dtype=np.int64), warnings=[vacuous])
+            return SolverResult(coef=np.zeros((n_columns, 1)), n_iter=0, plan=plan, info=info)
         T, b = plan.details["n_phases"], plan.details["root_batch"]
         unit = clip / b  # l-inf change of a root estimate from one row
         phase_scales = [vertex_scales(domain, unit, eps) for eps in plan.details["leaf_epsilons"]]
@@ -330,10 +350,8 @@ def vr_frank_wolfe(
     # Per-row diagnostics (private: for tests of the one-pass property; no
     # estimator exposes them).
     info = dict(sample_uses=uses, allocation=allocation, slot_sizes=sizes)
-    sensitivity_root = domain.vertex_radius * unit
-    return steps.result(
-        w, info, clip_norm=clip, sensitivity_root=sensitivity_root, gumbel_scales=phase_scales
-    )
+    details = dict(clip_norm=clip, sensitivity_root=domain.vertex_radius * unit)
+    return steps.result(w, info, **details, gumbel_scales=phase_scales)
 
 
 def _right_child_sizes(t, b):
