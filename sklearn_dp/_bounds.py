@@ -86,6 +86,8 @@ __all__ = [
     "upper_bound_utilities",
     "center_utilities",
     "release_upper_bound",
+    "selection_event",
+    "sorted_scores",
     "release_center",
     "release_range",
     "row_linf_norms",
@@ -148,7 +150,8 @@ class BoundRelease:
     events: list = field(default_factory=list)
 
 
-def _sorted_scores(values):
+def sorted_scores(values):
+    """``values`` as a sorted float64 vector (the counts over a grid are searches in it)."""
     values = np.asarray(values, dtype=np.float64).ravel()
     return np.sort(values)
 
@@ -160,7 +163,7 @@ def upper_bound_counts(scores, *, window=None):
     sums of the chunks' counts (how Dask fits compute them).
     """
     window = WINDOW if window is None else float(window)
-    s = _sorted_scores(scores)
+    s = sorted_scores(scores)
     above = s.size - np.searchsorted(s, GRID, side="right")
     small = np.searchsorted(s, GRID / window, side="left")
     return above, small
@@ -185,7 +188,7 @@ def upper_bound_utilities(scores, n_public, *, n_zeros=0, window=None):
 
 def center_counts(values):
     """``(at_or_below, size)``: per candidate c of :data:`CENTER_GRID`, ``#{v <= c}``; and ``#v``."""
-    s = _sorted_scores(values)
+    s = sorted_scores(values)
     return np.searchsorted(s, CENTER_GRID, side="right"), s.size
 
 
@@ -199,7 +202,8 @@ def center_utilities(values):
     return center_utilities_from_counts(*center_counts(values))
 
 
-def _event(epsilon, what):
+def selection_event(epsilon, what):
+    """The event of one exponential-mechanism selection at ``epsilon`` (pure DP), named ``what``."""
     return PureEpsilonDpEvent(epsilon, f"{EXPONENTIAL_MECHANISM}: {what}")
 
 
@@ -237,7 +241,7 @@ def release_upper_bound_from_utilities(utilities, *, epsilon, rng, label):
     """The exponential mechanism of :func:`release_upper_bound` on its utilities (sensitivity 1)."""
     scale = 0.0 if math.isinf(epsilon) else 1.0 / float(epsilon)
     index = _noise.exponential(utilities, sensitivity=1.0, scale=scale, rng=rng, label=label)
-    events = [] if math.isinf(epsilon) else [_event(epsilon, label)]
+    events = [] if math.isinf(epsilon) else [selection_event(epsilon, label)]
     return BoundRelease(float(GRID[index]), events)
 
 
@@ -253,7 +257,7 @@ def release_center_from_utilities(utilities, *, epsilon, rng, label):
     # Sensitivity 1/2, not monotone: scale 2 * (1/2) / epsilon.
     scale = 0.0 if math.isinf(epsilon) else 1.0 / float(epsilon)
     index = _noise.exponential(utilities, sensitivity=0.5, scale=scale, rng=rng, label=label)
-    events = [] if math.isinf(epsilon) else [_event(epsilon, label)]
+    events = [] if math.isinf(epsilon) else [selection_event(epsilon, label)]
     return BoundRelease(float(CENTER_GRID[index]), events)
 
 
@@ -271,7 +275,7 @@ def center_candidates(magnitude):
 
 def center_counts_on(values, candidates):
     """``(at_or_below, size)`` of :func:`center_counts` on the given ``candidates``."""
-    s = _sorted_scores(values)
+    s = sorted_scores(values)
     return np.searchsorted(s, candidates, side="right"), s.size
 
 
@@ -287,7 +291,7 @@ def _release_median(utilities, epsilon, rng, label):
     """The index a median's exponential mechanism (sensitivity 1/2) picks, and its events."""
     scale = 0.0 if math.isinf(epsilon) else 1.0 / float(epsilon)
     index = _noise.exponential(utilities, sensitivity=0.5, scale=scale, rng=rng, label=label)
-    return index, ([] if math.isinf(epsilon) else [_event(epsilon, label)])
+    return index, ([] if math.isinf(epsilon) else [selection_event(epsilon, label)])
 
 
 def interval_center_utilities(at_or_below, size):
@@ -546,14 +550,14 @@ def planned_events(request, epsilons):
     epsilon_rows, epsilon_labels = epsilons
     events = []
     if rows == "data_norm":
-        events.append(_event(epsilon_rows, "row norm bound"))
+        events.append(selection_event(epsilon_rows, "row norm bound"))
     elif rows == "feature_bound":
-        events.append(_event(epsilon_rows, "feature bound"))
+        events.append(selection_event(epsilon_rows, "feature bound"))
     if labels == "symmetric":  # a public centre 0 (no intercept): the half-width only
-        events.append(_event(epsilon_labels, "label range (half-width)"))
+        events.append(selection_event(epsilon_labels, "label range (half-width)"))
     elif labels:
         for part in ("magnitude", "centre", "half-width"):
-            events.append(_event(epsilon_labels / 3.0, f"label range ({part})"))
+            events.append(selection_event(epsilon_labels / 3.0, f"label range ({part})"))
     return events
 
 

@@ -20,12 +20,12 @@ from . import _noise
 from ._bounds import (
     GRID,
     WINDOW,
-    _event,
-    _sorted_scores,
     center_counts_on,
     composed_release_epsilon,
     feature_columns,
     release_interval_center,
+    selection_event,
+    sorted_scores,
 )
 from ._memo import memoize
 
@@ -115,7 +115,7 @@ def planned_scale_events(n_features, epsilon, centered, each=None):
     if each is None:
         each = epsilon / (n_features * len(parts))
     return [
-        dpe.SelfComposedDpEvent(_event(each, f"feature scales ({part})"), n_features)
+        dpe.SelfComposedDpEvent(selection_event(each, f"feature scales ({part})"), n_features)
         for part in parts
     ]
 
@@ -178,7 +178,7 @@ def feature_scale_utilities(values, n_public, *, window=WINDOW, cap=None):
     by orders of magnitude.  Adding a row adds 0 or 1 to one count:
     sensitivity 1, monotone.
     """
-    scores = _sorted_scores(np.abs(np.asarray(values, dtype=np.float64)))
+    scores = sorted_scores(np.abs(np.asarray(values, dtype=np.float64)))
     scores = scores[scores > 0]
     # Candidates of FEATURE_GRID up to cap (default: those of GRID); the
     # smallest always stays.

@@ -148,12 +148,12 @@ def validate_private(estimator, X, y="no_validation", x_dtype=np.float64, **kwar
                 "data to a float array before fitting."
             ) from None
         raise
-    if kwargs.get("reset", True):
-        validated = (
-            (in_process_memory(validated[0]),) + tuple(validated[1:])
-            if isinstance(validated, tuple)
-            else in_process_memory(validated)
-        )
+    reading_rows = kwargs.get("reset", True)
+
+    def prepared(X):
+        # A fit reads its rows on several passes; prediction reads them once.
+        return _canonical(in_process_memory(X) if reading_rows else X)
+
     if isinstance(validated, tuple):
         labels = validated[1]
         # scikit-learn checks finiteness before it converts an object array to
@@ -168,5 +168,5 @@ def validate_private(estimator, X, y="no_validation", x_dtype=np.float64, **kwar
                 f"{name}: y contains NaN, infinity or a missing value (such as None in an "
                 "object array); pass finite labels."
             )
-        return (_canonical(validated[0]),) + tuple(validated[1:])
-    return _canonical(validated)
+        return (prepared(validated[0]),) + tuple(validated[1:])
+    return prepared(validated)

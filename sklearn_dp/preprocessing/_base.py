@@ -20,10 +20,10 @@ from .. import _dask, _noise, _random
 from .._bounds import (
     GRID,
     TILT,
-    _event,
     feature_columns,
     release_upper_bound,
     release_upper_bound_from_utilities,
+    selection_event,
     upper_bound_counts,
 )
 from .._protocol import (
@@ -160,7 +160,7 @@ class _DPTransformer(SavedWithoutLedger, OneToOneFeatureMixin, TransformerMixin,
 
 
 def _bound_events(epsilon_each, n_features, what):
-    return [_event(epsilon_each, f"feature {j} {what}") for j in range(n_features)]
+    return [selection_event(epsilon_each, f"feature {j} {what}") for j in range(n_features)]
 
 
 def _release_feature_bounds(
