@@ -437,10 +437,7 @@ def dp_newton(
         del value
         H = unsvec(released, size)
         del released
-        if bound:
-            H *= beta / normalizer
-        else:
-            H /= normalizer
+        H *= (beta if bound else 1.0) / normalizer
         H[np.diag_indices(size)] += alpha * block_penalized
         return modified_eigendecomposition(H, floor, eigenvalue, overwrite=True)
 
@@ -464,10 +461,13 @@ def dp_newton(
         if momentum == "nesterov" and since_restart > 0:
             momenta[-1] = since_restart / (since_restart + 3.0)
             V = W + momenta[-1] * (W - W_previous)
+        # A pass with the d x d curvature sum is most of a fit's time: a line before and after.
+        sums_text = f"step {t + 1}: gradient and {size} x {size} curvature sums"
+        if curvature is not None:
+            progress.note(f"{sums_text}: one pass over the rows")
         g_sum, H_sum = row_sum(data, lambda part: sums(part, V, curvature))
         if curvature is not None:
-            # The first pass (with the d x d curvature sum) is most of a fit's time.
-            progress.note(f"step {t + 1}: gradient and {size} x {size} curvature sums done")
+            progress.note(f"{sums_text} done")
         if curvature == "bound":  # the Gram matrix is drawn before the gradient
             eigen = release_curvature()
             progress.note("gram matrix released and decomposed")
