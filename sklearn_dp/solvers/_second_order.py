@@ -46,6 +46,15 @@ DEFAULT_NEWTON_STEPS_NOISELESS = 10
 #: Default curvature model: the Gram matrix released once (see dp_newton).
 DEFAULT_HESSIAN = "bound"
 
+#: A secant pair ``(s, y)`` of two released gradients updates the curvature only
+#: where ``s^T y`` is at least this many times ``||s||`` times the expected
+#: norm of the noise of ``y`` (public: the gradients' noise scale and the
+#: released count); below it the noise would decide the update.
+SECANT_NOISE_MARGIN = 3.0
+
+#: Secant pairs the quasi-Newton steps keep (the most recent ones).
+SECANT_MEMORY = 10
+
 #: Default share of the fit's precision (``1 / sigma^2`` of the one Gaussian
 #: the fit composes into) that goes to the Hessian releases.
 DEFAULT_HESSIAN_SHARE = 0.25
@@ -205,6 +214,39 @@ def hessian_noise_norm(noise_std, size):
     return math.sqrt(2.0 * size) * float(noise_std)
 
 
+def secant_pair(s, y, bound_curvature, noise_norm):
+    """``(s, y)`` as a pair of the quasi-Newton update, or None where noise would decide it.
+
+    Accepted where ``s^T y >= SECANT_NOISE_MARGIN ||s|| noise_norm``
+    (``noise_norm`` the expected norm of the noise of ``y``; with no noise,
+    where ``s^T y > 0``), with ``y`` shrunk so that ``s^T y`` is at most
+    ``bound_curvature = s^T B s``: no Hessian of the loss exceeds the bound
+    ``B``.  Post-processing of released gradients and public scales.
+    """
+    sy = float(np.sum(s * y))
+    if not sy > SECANT_NOISE_MARGIN * float(np.linalg.norm(s)) * noise_norm:
+        return None
+    return s, y * min(1.0, bound_curvature / sy)
+
+
+def secant_direction(grad, pairs, inverse_bound):
+    """``H^{-1} grad`` for the inverse curvature ``inverse_bound`` updated by secant ``pairs``.
+
+    The L-BFGS two-loop recursion (Nocedal and Wright 2006, *Numerical
+    Optimization*, Algorithm 7.4) with ``inverse_bound`` (a function) as the
+    initial inverse Hessian; with no pairs, ``inverse_bound(grad)``.
+    """
+    q, coefficients = grad.copy(), []
+    for s, y in reversed(pairs):
+        rho = 1.0 / float(np.sum(s * y))
+        coefficients.append((rho, rho * float(np.sum(s * q))))
+        q -= coefficients[-1][1] * y
+    r = inverse_bound(q)
+    for (s, y), (rho, a) in zip(pairs, reversed(coefficients)):
+        r += (a - rho * float(np.sum(y * r))) * s
+    return r
+
+
 def modified_eigendecomposition(H, floor, eigenvalue="clip", overwrite=False):
     """``(mod(lambda), V)`` for the eigen-decomposition ``H = V diag(lambda) V^T``.
 
@@ -242,6 +284,7 @@ def dp_newton(
     floor_scale=None,
     hessian_steps=None,
     momentum="auto",
+    secant=True,
     coef_init=None,
     inference=False,
     random_state=None,
@@ -449,6 +492,12 @@ def dp_newton(
     since_restart = 0
     eigen = H_sum = None
     momenta = []
+    # Quasi-Newton: secant pairs of the released gradients refine the bound
+    # where the count makes their noise small (never with the intervals,
+    # which model the bound's steps).
+    secant = secant and bound and not (loss.constant_curvature or plan.details.get("inference"))
+    secant_noise = math.sqrt(2.0 * W.size) * gradient_std / normalizer * _noise.group_rows()
+    last, pairs = None, []
     # The points and released gradients of the steps (intervals only: post-processing).
     released_steps = []
     for t in range(plan.n_steps):
@@ -458,7 +507,7 @@ def dp_newton(
         # (below): post-processing of released gradients.
         V = W
         momenta.append(0.0)
-        if momentum == "nesterov" and since_restart > 0:
+        if momentum == "nesterov" and since_restart > 0 and not pairs:
             momenta[-1] = since_restart / (since_restart + 3.0)
             V = W + momenta[-1] * (W - W_previous)
         # A pass with the d x d curvature sum is most of a fit's time: a line before and after.
@@ -480,7 +529,17 @@ def dp_newton(
             released_steps.append((V[:, 0].copy(), grad[:, 0].copy()))
         lam, vectors = eigen
         if bound:  # the same block for every class
-            step = vectors @ ((vectors.T @ grad) / lam[:, None])
+
+            def inverse_bound(G):
+                return vectors @ ((vectors.T @ G) / lam[:, None])
+
+            if secant and last is not None:
+                s_k = V - last[0]
+                curved = float(np.sum((vectors.T @ s_k) ** 2 * lam[:, None]))
+                pair = secant_pair(s_k, grad - last[1], curved, secant_noise)
+                pairs = pairs if pair is None else (pairs + [pair])[-SECANT_MEMORY:]
+            last = (V, grad)
+            step = secant_direction(grad, pairs, inverse_bound)
         else:  # class-major coefficients, as W.ravel("F")
             flat = grad.ravel(order="F")
             step = (vectors @ ((vectors.T @ flat) / lam)).reshape(grad.shape, order="F")
