@@ -52,9 +52,6 @@ DEFAULT_HESSIAN = "bound"
 #: released count); below it the noise would decide the update.
 SECANT_NOISE_MARGIN = 3.0
 
-#: Secant pairs the quasi-Newton steps keep (the most recent ones).
-SECANT_MEMORY = 10
-
 #: Default share of the fit's precision (``1 / sigma^2`` of the one Gaussian
 #: the fit composes into) that goes to the Hessian releases.
 DEFAULT_HESSIAN_SHARE = 0.25
@@ -238,12 +235,11 @@ def secant_direction(grad, pairs, inverse_bound):
     """
     q, coefficients = grad.copy(), []
     for s, y in reversed(pairs):
-        rho = 1.0 / float(np.sum(s * y))
-        coefficients.append((rho, rho * float(np.sum(s * q))))
+        coefficients.append((1.0 / np.sum(s * y), np.sum(s * q) / np.sum(s * y)))
         q -= coefficients[-1][1] * y
     r = inverse_bound(q)
     for (s, y), (rho, a) in zip(pairs, reversed(coefficients)):
-        r += (a - rho * float(np.sum(y * r))) * s
+        r += (a - rho * np.sum(y * r)) * s
     return r
 
 
@@ -528,21 +524,20 @@ def dp_newton(
         if plan.details.get("inference"):
             released_steps.append((V[:, 0].copy(), grad[:, 0].copy()))
         lam, vectors = eigen
-        if bound:  # the same block for every class
 
-            def inverse_bound(G):
-                return vectors @ ((vectors.T @ G) / lam[:, None])
+        def inverse_curvature(G):
+            # The bound is the same block for every class; the exact Hessian's
+            # coefficients are class-major, as W.ravel("F").
+            flat = G if bound else G.reshape(-1, 1, order="F")
+            return (vectors @ ((vectors.T @ flat) / lam[:, None])).reshape(G.shape, order="F")
 
-            if secant and last is not None:
-                s_k = V - last[0]
-                curved = float(np.sum((vectors.T @ s_k) ** 2 * lam[:, None]))
-                pair = secant_pair(s_k, grad - last[1], curved, secant_noise)
-                pairs = pairs if pair is None else (pairs + [pair])[-SECANT_MEMORY:]
-            last = (V, grad)
-            step = secant_direction(grad, pairs, inverse_bound)
-        else:  # class-major coefficients, as W.ravel("F")
-            flat = grad.ravel(order="F")
-            step = (vectors @ ((vectors.T @ flat) / lam)).reshape(grad.shape, order="F")
+        if secant and last is not None:
+            s_k = V - last[0]
+            curved = float(np.sum((vectors.T @ s_k) ** 2 * lam[:, None]))
+            pair = secant_pair(s_k, grad - last[1], curved, secant_noise)
+            pairs += [] if pair is None else [pair]  # (at most one per step: all kept)
+        last = (V, grad)
+        step = secant_direction(grad, pairs, inverse_curvature)
         W_next = V - step
         check_finite_iterate(W_next, "dp_newton")
         if momentum == "nesterov":
