@@ -386,7 +386,6 @@ def test_secant_steps_close_the_private_fits_optimisation_gap_at_large_n():
     X, y = _imbalanced(100_000)
     private = dict(epsilon=1.0, delta=1e-6, random_state=0)
     with_pairs = _distance_to_sklearn(X, y, **private)
-    assert with_pairs < 0.3
     assert _distance_to_sklearn(X, y, solver_options={"secant": False}, **private) > 3 * with_pairs
 
 

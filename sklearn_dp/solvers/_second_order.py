@@ -306,6 +306,24 @@ def dp_newton(
       (``k = 0``) whenever a step goes uphill for the noisy gradient
       (O'Donoghue and Candes 2015).
 
+    With ``secant=True`` (default) and the bound as curvature (log-loss and
+    Huber; never with ``inference=True``), the released gradients refine the
+    bound where the data make their noise small: each pair of consecutive
+    evaluation points gives a secant pair ``(s, y)`` (the step and the change
+    of the released gradient), kept when ``s^T y`` clears
+    ``SECANT_NOISE_MARGIN`` times ``||s||`` times the expected norm of the
+    noise of ``y`` (a function of the noise scale and the released count)
+    and with ``y`` shrunk so that ``s^T y <= s^T H~ s`` (no Hessian exceeds
+    the bound), and ``H~^{-1}`` is the L-BFGS update of the inverse bound by
+    the kept pairs (:func:`secant_direction`), with the momentum as before
+    (without it, steps with one or two kept pairs lost more than the pairs
+    gave).  The bound overestimates the
+    log-loss's curvature ``s (1 - s)`` wherever the fitted probabilities are
+    far from 1/2 (rare classes, strong signals), and its steps alone then
+    stop short of the optimum at any epsilon; the secant steps reach it
+    (``benchmarks/results/newton_steps.md``).  Without a kept pair (few rows
+    for the noise) the fit is the bound's, to the bit.
+
     The curvature matrix (``hessian``):
 
     * ``"bound"`` (default): the Gram matrix ``X~^T X~``, released once,
@@ -356,6 +374,9 @@ def dp_newton(
         for the squared loss, 0.5 for the Huber loss).
     momentum : {"auto", "nesterov", None}, default="auto"
         ``"auto"``: Nesterov with ``hessian="bound"``, none with ``"exact"``.
+    secant : bool, default=True
+        Quasi-Newton steps from the secant pairs of the released gradients
+        that clear their noise (see above); ``hessian="bound"`` only.
     coef_init : ndarray of shape (n_columns, n_outputs), optional
         Starting point instead of 0 (a warm start from a released model:
         public, post-processing; it costs nothing).
@@ -399,7 +420,8 @@ def dp_newton(
     Averages divide by ``data.normalizer`` (the estimators' DP count; the
     row count itself is never used), and the floor is a function of public
     values and that count.  The steps, the momentum and its restarts, the
-    eigen-decompositions and the verbose lines (norms of noisy gradients and
+    secant pairs (their noise test reads the released gradients, the public
+    noise scale and the released count), the eigen-decompositions and the verbose lines (norms of noisy gradients and
     steps) are post-processing; the number of steps is public.
     With ``data.sample_weight`` (weights in ``[0, data.weight_bound]``, the
     public ``max_weight``), each row's gradient and curvature terms are
@@ -503,7 +525,7 @@ def dp_newton(
         # (below): post-processing of released gradients.
         V = W
         momenta.append(0.0)
-        if momentum == "nesterov" and since_restart > 0 and not pairs:
+        if momentum == "nesterov" and since_restart > 0:
             momenta[-1] = since_restart / (since_restart + 3.0)
             V = W + momenta[-1] * (W - W_previous)
         # A pass with the d x d curvature sum is most of a fit's time: a line before and after.
