@@ -243,7 +243,7 @@ def secant_direction(grad, pairs, inverse_bound):
     return r
 
 
-def modified_eigendecomposition(H, floor, eigenvalue="clip", overwrite=False):
+def modified_eigendecomposition(H, floor, eigenvalue="clip"):
     """``(mod(lambda), V)`` for the eigen-decomposition ``H = V diag(lambda) V^T``.
 
     ``"clip"`` raises every eigenvalue to ``floor``; ``"add"`` adds ``floor``
@@ -251,16 +251,13 @@ def modified_eigendecomposition(H, floor, eigenvalue="clip", overwrite=False):
     Newton direction is ``V diag(1 / mod(lambda)) V^T g``.  Post-processing
     of released values only.
 
-    ``overwrite=True`` lets LAPACK work in ``H``'s own buffer (its values are
-    then lost): no working copy of the matrix.
+    LAPACK works in ``H``'s own buffer when it can (a C-ordered float64
+    ``H``, whose values are then lost): no working copy of the matrix.
     """
-    if overwrite and H.flags.c_contiguous and H.dtype == np.float64:
-        # H is symmetric: its transpose is the same matrix, Fortran-ordered,
-        # which LAPACK decomposes in place (syevr: a workspace of O(m), where
-        # numpy's syevd takes 2 m^2 more, allocated outside numpy).
-        lam, V = scipy.linalg.eigh(H.T, overwrite_a=True, check_finite=False, driver="evr")
-    else:
-        lam, V = np.linalg.eigh(H)
+    # H is symmetric: its transpose is the same matrix, Fortran-ordered,
+    # which LAPACK decomposes in place (syevr: a workspace of O(m), where
+    # numpy's syevd takes 2 m^2 more, allocated outside numpy).
+    lam, V = scipy.linalg.eigh(H.T, overwrite_a=True, check_finite=False, driver="evr")
     return (np.maximum(lam, floor) if eigenvalue == "clip" else np.maximum(lam, 0.0) + floor), V
 
 
@@ -500,7 +497,7 @@ def dp_newton(
         del released
         H *= (beta if bound else 1.0) / normalizer
         H[np.diag_indices(size)] += alpha * block_penalized
-        return modified_eigendecomposition(H, floor, eigenvalue, overwrite=True)
+        return modified_eigendecomposition(H, floor, eigenvalue)
 
     W = np.zeros((n_columns, n_outputs))
     if coef_init is not None:  # warm start: a released model (post-processing)
