@@ -52,6 +52,14 @@ DEFAULT_HESSIAN = "bound"
 #: released count); below it the noise would decide the update.
 SECANT_NOISE_MARGIN = 3.0
 
+#: Floor of that noise scale, times the gradient clip: the rounding of the
+#: averaged gradients, below which secant pairs (tiny steps near the optimum,
+#: without noise) carry no information.
+SECANT_ROUNDING = 1e-9
+
+#: Secant pairs the quasi-Newton steps keep (the most recent ones).
+SECANT_MEMORY = 10
+
 #: Default share of the fit's precision (``1 / sigma^2`` of the one Gaussian
 #: the fit composes into) that goes to the Hessian releases.
 DEFAULT_HESSIAN_SHARE = 0.25
@@ -511,7 +519,10 @@ def dp_newton(
     # where the count makes their noise small (never with the intervals,
     # which model the bound's steps).
     secant = secant and bound and not (loss.constant_curvature or plan.details.get("inference"))
-    secant_noise = math.sqrt(2.0 * W.size) * gradient_std / normalizer * _noise.group_rows()
+    secant_noise = max(
+        math.sqrt(2.0 * W.size) * gradient_std / normalizer * _noise.group_rows(),
+        SECANT_ROUNDING * clip,
+    )
     last, pairs = None, []
     # The points and released gradients of the steps (intervals only: post-processing).
     released_steps = []
@@ -554,7 +565,7 @@ def dp_newton(
             s_k = V - last[0]
             curved = float(np.sum((vectors.T @ s_k) ** 2 * lam[:, None]))
             pair = secant_pair(s_k, grad - last[1], curved, secant_noise)
-            pairs += [] if pair is None else [pair]  # (at most one per step: all kept)
+            pairs = pairs if pair is None else (pairs + [pair])[-SECANT_MEMORY:]
         last = (V, grad)
         step = secant_direction(grad, pairs, inverse_curvature)
         W_next = V - step
