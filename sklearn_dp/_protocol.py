@@ -29,6 +29,7 @@ Estimators, the DP scalers and the DP searches all follow it:
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import functools
 import math
@@ -51,7 +52,13 @@ from .accounting import largest_share
 from .budget import PrivacyBudget
 from .exceptions import PrivacyLeakWarning, PrivateFitError
 
+#: When the running fit's private phase began (``time.perf_counter``), so
+#: that the progress lines of one fit (the estimator's and its solver's) show
+#: the time since one start; None outside a fit.
+FIT_CLOCK = contextvars.ContextVar("fit_clock", default=None)
+
 __all__ = [
+    "FIT_CLOCK",
     "PRIVACY_PARAMETER_CONSTRAINTS",
     "FitPlan",
     "SolverPlanner",

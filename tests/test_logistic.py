@@ -122,10 +122,26 @@ def test_verbose_shows_every_phase_of_the_default_fit(binary_data, capsys):
     assert lines[0] == "[DPLogisticRegression] row count released: 1"
     assert lines[1].startswith("[DPLogisticRegression] bounds released: data_norm=")
     assert lines[2] == "[DPLogisticRegression] rows bounded; running solver dp_newton"
-    assert any("curvature sums done" in line for line in lines)
+    # The long curvature pass is announced before it runs, and its end after.
+    assert lines[3] == (
+        "[dp_newton] step 1: gradient and 6 x 6 curvature sums: one pass over the rows"
+    )
+    assert lines[4] == "[dp_newton] step 1: gradient and 6 x 6 curvature sums done"
     assert any("gram matrix released" in line for line in lines)
     assert lines[-1].startswith("[dp_newton] iter 5/5")
     assert lines == printed(X[::-1][:-3] * 0.7, y[::-1][:-3])
+
+
+def test_verbose_lines_of_one_fit_share_one_clock(binary_data, capsys):
+    """The estimator's and the solver's lines show the time since the same start."""
+    X, y = binary_data
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        DPLogisticRegression(verbose=1, random_state=0).fit(X, y)
+    lines = capsys.readouterr().err.splitlines()
+    seconds = [float(line.rsplit("(", 1)[1].rstrip("s)")) for line in lines]
+    assert any(line.startswith("[dp_newton]") for line in lines)
+    assert seconds == sorted(seconds)
 
 
 def test_verbose_bounds_line_shows_a_long_vector_by_its_range():

@@ -355,6 +355,123 @@ def test_epsilon_inf_reaches_sklearn_binary_logistic_regression(hessian, steps):
     np.testing.assert_allclose(model.intercept_, reference.intercept_, rtol=1e-6, atol=1e-7)
 
 
+def _imbalanced(n, d=5, seed=0):
+    """About 6% positives: the log-loss's curvature is far below the bound 1/4 there."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) / np.sqrt(d)
+    z = X @ (3 * rng.normal(size=d)) - 4.0
+    return X, (rng.random(n) < expit(z)).astype(int)
+
+
+def _distance_to_sklearn(X, y, **params):
+    reference = LogisticRegression(C=1.0, tol=1e-12, max_iter=10000).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = DPLogisticRegression(data_norm=3.0, classes=[0, 1], **params).fit(X, y)
+    return max(
+        np.abs(model.coef_ - reference.coef_).max(),
+        np.abs(model.intercept_ - reference.intercept_).max(),
+    )
+
+
+def test_epsilon_inf_default_steps_reach_the_optimum_on_imbalanced_classes():
+    """The secant pairs of the gradients correct the bound where the curvature is far below
+    it: the default ten noiseless steps reach the optimum, the bound's steps alone do not."""
+    X, y = _imbalanced(4000)
+    assert _distance_to_sklearn(X, y, epsilon=math.inf) < 0.01
+    assert _distance_to_sklearn(X, y, epsilon=math.inf, solver_options={"secant": False}) > 0.1
+
+
+def test_secant_steps_close_the_private_fits_optimisation_gap_at_large_n():
+    X, y = _imbalanced(100_000)
+    private = dict(epsilon=1.0, delta=1e-6, random_state=0)
+    with_pairs = _distance_to_sklearn(X, y, **private)
+    assert _distance_to_sklearn(X, y, solver_options={"secant": False}, **private) > 3 * with_pairs
+
+
+def test_secant_pairs_below_the_noise_leave_a_small_fit_unchanged():
+    """At 400 rows no pair passes the noise test: the fit is the bound's, to the bit."""
+    X, y = _imbalanced(400)
+    fits = [
+        DPLogisticRegression(
+            epsilon=1.0, delta=1e-6, data_norm=3.0, classes=[0, 1], random_state=0, **options
+        ).fit(X, y)
+        for options in ({}, {"solver_options": {"secant": False}})
+    ]
+    np.testing.assert_array_equal(fits[0].coef_, fits[1].coef_)
+    np.testing.assert_array_equal(fits[0].intercept_, fits[1].intercept_)
+
+
+def test_secant_steps_are_a_function_of_the_releases_only(monkeypatch):
+    """With every release substituted (gradients that shrink along one direction, so
+    that secant pairs pass the noise test), a data set and the same plus a hostile row
+    give the same model: the quasi-Newton steps read nothing but releases."""
+    accepted = []
+
+    def spy(*args):
+        pair = secant_pair(*args)
+        accepted.append(pair is not None)
+        return pair
+
+    secant_pair = module.secant_pair
+    monkeypatch.setattr(module, "secant_pair", spy)
+    X, y = _imbalanced(60)
+    u = np.linspace(1.0, 2.0, X.shape[1] + 1)[:, None]
+
+    def substitute(release):
+        if release.label == "row count":
+            return 60.0
+        if release.label == "gram matrix":
+            return svec(60.0 * np.eye(X.shape[1] + 1))
+        substitute.gradients += 1
+        return 1e4 * u / 2.0**substitute.gradients
+
+    models = []
+    for rows, labels in ((X, y), (np.vstack([X, [[1e6] * X.shape[1]]]), np.append(y, 1))):
+        substitute.gradients = 0
+        with trace_releases(substitute=substitute), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            models.append(
+                DPLogisticRegression(
+                    epsilon=1.0, delta=1e-6, data_norm=3.0, classes=[0, 1], random_state=0
+                ).fit(rows, labels)
+            )
+    assert sum(accepted) >= 4  # the pairs did change the steps
+    np.testing.assert_array_equal(models[0].coef_, models[1].coef_)
+    np.testing.assert_array_equal(models[0].intercept_, models[1].intercept_)
+
+
+def test_secant_pair_passes_the_noise_test_and_never_exceeds_the_bound():
+    s = np.array([[3.0], [4.0]])  # ||s|| = 5
+    y = np.array([[2.0], [0.5]])  # s^T y = 8
+    margin = module.SECANT_NOISE_MARGIN
+    assert module.secant_pair(s, y, 100.0, 8.0 / (5 * margin) * 1.01) is None
+    kept_s, kept_y = module.secant_pair(s, y, 100.0, 8.0 / (5 * margin) * 0.99)
+    np.testing.assert_array_equal(kept_s, s)
+    np.testing.assert_array_equal(kept_y, y)
+    # A secant curvature above the bound's (s^T B s = 4) is shrunk to it.
+    _, shrunk = module.secant_pair(s, y, 4.0, 0.0)
+    assert float(np.sum(s * shrunk)) == pytest.approx(4.0)
+    assert module.secant_pair(s, -y, 100.0, 0.0) is None  # negative curvature: never
+    assert module.secant_pair(s, np.full_like(y, np.nan), 100.0, 0.0) is None
+
+
+def test_secant_direction_is_the_bound_step_without_pairs_and_meets_the_secant_equation():
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(4, 4))
+    B = A @ A.T + 4 * np.eye(4)
+
+    def inverse_bound(G):
+        return np.linalg.solve(B, G)
+
+    g = rng.normal(size=(4, 1))
+    np.testing.assert_allclose(module.secant_direction(g, [], inverse_bound), inverse_bound(g))
+    s = rng.normal(size=(4, 1))
+    y = 0.3 * B @ s
+    # The updated inverse curvature maps the last gradient change to its step.
+    np.testing.assert_allclose(module.secant_direction(y, [(s, y)], inverse_bound), s)
+
+
 def test_epsilon_inf_reaches_sklearn_multinomial_logistic_regression():
     X, y = _classification(k=3)
     reference = LogisticRegression(C=2.0, tol=1e-12, max_iter=10000).fit(X, y)

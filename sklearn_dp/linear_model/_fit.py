@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import time
 import warnings
 
 import numpy as np
@@ -36,6 +37,7 @@ from .._data import BoundedData, bound_data, clip_weights
 from .._labels import LABEL_DELTA_FRACTION, label_epsilon
 from .._protocol import (
     COUNT_EPSILON_FRACTION,
+    FIT_CLOCK,
     FitPlan,
     SolverPlanner,
     check_group_solver,
@@ -375,6 +377,14 @@ def run_fit(estimator, request, plan):
     the :class:`~sklearn_dp.linear_model._base.FitBounds` the fit used.
     Sets ``dp_event_`` and ``privacy_spent_``; the estimator stores the rest.
     """
+    clock = FIT_CLOCK.set(time.perf_counter())
+    try:
+        return _run_fit(estimator, request, plan)
+    finally:
+        FIT_CLOCK.reset(clock)
+
+
+def _run_fit(estimator, request, plan):
     context = plan.context
     # The phases of a long fit, before the solver's own lines: public values
     # and released ones only (the count printed is the released count).

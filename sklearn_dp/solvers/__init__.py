@@ -389,6 +389,7 @@ _register_builtin(
         "hessian": [StrOptions({"exact", "bound"})],
         "eigenvalue": [StrOptions({"auto", "clip", "add"})],
         "momentum": [StrOptions({"auto", "nesterov"}), None],
+        "secant": ["boolean"],
     },
     dask=True,
 )

@@ -10,7 +10,7 @@ import numpy as np
 from dp_accounting import dp_event as dpe
 
 # The row count is the protocol's (sklearn_dp._protocol); re-exported for solvers.
-from .._protocol import COUNT_EPSILON_FRACTION, PrivateCount, release_count
+from .._protocol import COUNT_EPSILON_FRACTION, FIT_CLOCK, PrivateCount, release_count
 from .._public_errors import public_error
 from .._random import make_rng
 from ..exceptions import ConvergenceError
@@ -92,7 +92,8 @@ class Progress:
         self.total = int(total)
         self.verbose = int(verbose or 0)
         self.every = max(1, self.total // 10) if self.verbose == 1 else 1
-        self.start = time.perf_counter()
+        # One clock for every line of a fit (the estimator's and its solver's).
+        self.start = FIT_CLOCK.get() or time.perf_counter()
 
     def note(self, text):
         """One line for a phase of the fit (a pass, a release), whatever the level."""

@@ -46,6 +46,20 @@ DEFAULT_NEWTON_STEPS_NOISELESS = 10
 #: Default curvature model: the Gram matrix released once (see dp_newton).
 DEFAULT_HESSIAN = "bound"
 
+#: A secant pair ``(s, y)`` of two released gradients updates the curvature only
+#: where ``s^T y`` is at least this many times ``||s||`` times the expected
+#: norm of the noise of ``y`` (public: the gradients' noise scale and the
+#: released count); below it the noise would decide the update.
+SECANT_NOISE_MARGIN = 3.0
+
+#: Floor of that noise scale, times the gradient clip: the rounding of the
+#: averaged gradients, below which secant pairs (tiny steps near the optimum,
+#: without noise) carry no information.
+SECANT_ROUNDING = 1e-9
+
+#: Secant pairs the quasi-Newton steps keep (the most recent ones).
+SECANT_MEMORY = 10
+
 #: Default share of the fit's precision (``1 / sigma^2`` of the one Gaussian
 #: the fit composes into) that goes to the Hessian releases.
 DEFAULT_HESSIAN_SHARE = 0.25
@@ -205,7 +219,39 @@ def hessian_noise_norm(noise_std, size):
     return math.sqrt(2.0 * size) * float(noise_std)
 
 
-def modified_eigendecomposition(H, floor, eigenvalue="clip", overwrite=False):
+def secant_pair(s, y, bound_curvature, noise_norm):
+    """``(s, y)`` as a pair of the quasi-Newton update, or None where noise would decide it.
+
+    Accepted where ``s^T y >= SECANT_NOISE_MARGIN ||s|| noise_norm``
+    (``noise_norm`` the expected norm of the noise of ``y``; with no noise,
+    where ``s^T y > 0``), with ``y`` shrunk so that ``s^T y`` is at most
+    ``bound_curvature = s^T B s``: no Hessian of the loss exceeds the bound
+    ``B``.  Post-processing of released gradients and public scales.
+    """
+    sy = float(np.sum(s * y))
+    if not sy > SECANT_NOISE_MARGIN * float(np.linalg.norm(s)) * noise_norm:
+        return None
+    return s, y * min(1.0, bound_curvature / sy)
+
+
+def secant_direction(grad, pairs, inverse_bound):
+    """``H^{-1} grad`` for the inverse curvature ``inverse_bound`` updated by secant ``pairs``.
+
+    The L-BFGS two-loop recursion (Nocedal and Wright 2006, *Numerical
+    Optimization*, Algorithm 7.4) with ``inverse_bound`` (a function) as the
+    initial inverse Hessian; with no pairs, ``inverse_bound(grad)``.
+    """
+    q, coefficients = grad.copy(), []
+    for s, y in reversed(pairs):
+        coefficients.append((1.0 / np.sum(s * y), np.sum(s * q) / np.sum(s * y)))
+        q -= coefficients[-1][1] * y
+    r = inverse_bound(q)
+    for (s, y), (rho, a) in zip(pairs, reversed(coefficients)):
+        r += (a - rho * np.sum(y * r)) * s
+    return r
+
+
+def modified_eigendecomposition(H, floor, eigenvalue="clip"):
     """``(mod(lambda), V)`` for the eigen-decomposition ``H = V diag(lambda) V^T``.
 
     ``"clip"`` raises every eigenvalue to ``floor``; ``"add"`` adds ``floor``
@@ -213,16 +259,13 @@ def modified_eigendecomposition(H, floor, eigenvalue="clip", overwrite=False):
     Newton direction is ``V diag(1 / mod(lambda)) V^T g``.  Post-processing
     of released values only.
 
-    ``overwrite=True`` lets LAPACK work in ``H``'s own buffer (its values are
-    then lost): no working copy of the matrix.
+    LAPACK works in ``H``'s own buffer when it can (a C-ordered float64
+    ``H``, whose values are then lost): no working copy of the matrix.
     """
-    if overwrite and H.flags.c_contiguous and H.dtype == np.float64:
-        # H is symmetric: its transpose is the same matrix, Fortran-ordered,
-        # which LAPACK decomposes in place (syevr: a workspace of O(m), where
-        # numpy's syevd takes 2 m^2 more, allocated outside numpy).
-        lam, V = scipy.linalg.eigh(H.T, overwrite_a=True, check_finite=False, driver="evr")
-    else:
-        lam, V = np.linalg.eigh(H)
+    # H is symmetric: its transpose is the same matrix, Fortran-ordered,
+    # which LAPACK decomposes in place (syevr: a workspace of O(m), where
+    # numpy's syevd takes 2 m^2 more, allocated outside numpy).
+    lam, V = scipy.linalg.eigh(H.T, overwrite_a=True, check_finite=False, driver="evr")
     return (np.maximum(lam, floor) if eigenvalue == "clip" else np.maximum(lam, 0.0) + floor), V
 
 
@@ -242,6 +285,7 @@ def dp_newton(
     floor_scale=None,
     hessian_steps=None,
     momentum="auto",
+    secant=True,
     coef_init=None,
     inference=False,
     random_state=None,
@@ -266,6 +310,24 @@ def dp_newton(
       look-ahead point ``W_t + k / (k + 3) (W_t - W_{t-1})``, restarted
       (``k = 0``) whenever a step goes uphill for the noisy gradient
       (O'Donoghue and Candes 2015).
+
+    With ``secant=True`` (default) and the bound as curvature (log-loss and
+    Huber; never with ``inference=True``), the released gradients refine the
+    bound where the data make their noise small: each pair of consecutive
+    evaluation points gives a secant pair ``(s, y)`` (the step and the change
+    of the released gradient), kept when ``s^T y`` clears
+    ``SECANT_NOISE_MARGIN`` times ``||s||`` times the expected norm of the
+    noise of ``y`` (a function of the noise scale and the released count)
+    and with ``y`` shrunk so that ``s^T y <= s^T H~ s`` (no Hessian exceeds
+    the bound), and ``H~^{-1}`` is the L-BFGS update of the inverse bound by
+    the kept pairs (:func:`secant_direction`), with the momentum as before
+    (without it, steps with one or two kept pairs lost more than the pairs
+    gave).  The bound overestimates the
+    log-loss's curvature ``s (1 - s)`` wherever the fitted probabilities are
+    far from 1/2 (rare classes, strong signals), and its steps alone then
+    stop short of the optimum at any epsilon; the secant steps reach it
+    (``benchmarks/results/newton_steps.md``).  Without a kept pair (few rows
+    for the noise) the fit is the bound's, to the bit.
 
     The curvature matrix (``hessian``):
 
@@ -317,6 +379,9 @@ def dp_newton(
         for the squared loss, 0.5 for the Huber loss).
     momentum : {"auto", "nesterov", None}, default="auto"
         ``"auto"``: Nesterov with ``hessian="bound"``, none with ``"exact"``.
+    secant : bool, default=True
+        Quasi-Newton steps from the secant pairs of the released gradients
+        that clear their noise (see above); ``hessian="bound"`` only.
     coef_init : ndarray of shape (n_columns, n_outputs), optional
         Starting point instead of 0 (a warm start from a released model:
         public, post-processing; it costs nothing).
@@ -360,7 +425,8 @@ def dp_newton(
     Averages divide by ``data.normalizer`` (the estimators' DP count; the
     row count itself is never used), and the floor is a function of public
     values and that count.  The steps, the momentum and its restarts, the
-    eigen-decompositions and the verbose lines (norms of noisy gradients and
+    secant pairs (their noise test reads the released gradients, the public
+    noise scale and the released count), the eigen-decompositions and the verbose lines (norms of noisy gradients and
     steps) are post-processing; the number of steps is public.
     With ``data.sample_weight`` (weights in ``[0, data.weight_bound]``, the
     public ``max_weight``), each row's gradient and curvature terms are
@@ -437,12 +503,9 @@ def dp_newton(
         del value
         H = unsvec(released, size)
         del released
-        if bound:
-            H *= beta / normalizer
-        else:
-            H /= normalizer
+        H *= (beta if bound else 1.0) / normalizer
         H[np.diag_indices(size)] += alpha * block_penalized
-        return modified_eigendecomposition(H, floor, eigenvalue, overwrite=True)
+        return modified_eigendecomposition(H, floor, eigenvalue)
 
     W = np.zeros((n_columns, n_outputs))
     if coef_init is not None:  # warm start: a released model (post-processing)
@@ -452,6 +515,15 @@ def dp_newton(
     since_restart = 0
     eigen = H_sum = None
     momenta = []
+    # Quasi-Newton: secant pairs of the released gradients refine the bound
+    # where the count makes their noise small (never with the intervals,
+    # which model the bound's steps).
+    secant = secant and bound and not (loss.constant_curvature or plan.details.get("inference"))
+    secant_noise = max(
+        math.sqrt(2.0 * W.size) * gradient_std / normalizer * _noise.group_rows(),
+        SECANT_ROUNDING * clip,
+    )
+    last, pairs = None, []
     # The points and released gradients of the steps (intervals only: post-processing).
     released_steps = []
     for t in range(plan.n_steps):
@@ -464,10 +536,13 @@ def dp_newton(
         if momentum == "nesterov" and since_restart > 0:
             momenta[-1] = since_restart / (since_restart + 3.0)
             V = W + momenta[-1] * (W - W_previous)
+        # A pass with the d x d curvature sum is most of a fit's time: a line before and after.
+        sums_text = f"step {t + 1}: gradient and {size} x {size} curvature sums"
+        if curvature is not None:
+            progress.note(f"{sums_text}: one pass over the rows")
         g_sum, H_sum = row_sum(data, lambda part: sums(part, V, curvature))
         if curvature is not None:
-            # The first pass (with the d x d curvature sum) is most of a fit's time.
-            progress.note(f"step {t + 1}: gradient and {size} x {size} curvature sums done")
+            progress.note(f"{sums_text} done")
         if curvature == "bound":  # the Gram matrix is drawn before the gradient
             eigen = release_curvature()
             progress.note("gram matrix released and decomposed")
@@ -479,11 +554,20 @@ def dp_newton(
         if plan.details.get("inference"):
             released_steps.append((V[:, 0].copy(), grad[:, 0].copy()))
         lam, vectors = eigen
-        if bound:  # the same block for every class
-            step = vectors @ ((vectors.T @ grad) / lam[:, None])
-        else:  # class-major coefficients, as W.ravel("F")
-            flat = grad.ravel(order="F")
-            step = (vectors @ ((vectors.T @ flat) / lam)).reshape(grad.shape, order="F")
+
+        def inverse_curvature(G):
+            # The bound is the same block for every class; the exact Hessian's
+            # coefficients are class-major, as W.ravel("F").
+            flat = G if bound else G.reshape(-1, 1, order="F")
+            return (vectors @ ((vectors.T @ flat) / lam[:, None])).reshape(G.shape, order="F")
+
+        if secant and last is not None:
+            s_k = V - last[0]
+            curved = float(np.sum((vectors.T @ s_k) ** 2 * lam[:, None]))
+            pair = secant_pair(s_k, grad - last[1], curved, secant_noise)
+            pairs = pairs if pair is None else (pairs + [pair])[-SECANT_MEMORY:]
+        last = (V, grad)
+        step = secant_direction(grad, pairs, inverse_curvature)
         W_next = V - step
         check_finite_iterate(W_next, "dp_newton")
         if momentum == "nesterov":
