@@ -22,7 +22,9 @@ __all__ = [
     "LABEL_DELTA_FRACTION",
     "LABEL_EPSILON_MIN",
     "LABEL_EPSILON_MAX_FRACTION",
+    "label_candidates",
     "label_epsilon",
+    "label_thresholds",
     "release_labels",
     "label_set_count",
 ]
@@ -62,18 +64,107 @@ def label_epsilon(epsilon):
     return min(share, LABEL_EPSILON_MAX_FRACTION * epsilon)
 
 
-def release_labels(y, epsilon, delta, rng, *, with_counts=False):
-    """Release the set of labels present in ``y`` with a thresholded noisy histogram.
+#: The labels a numeric label vector most often uses (``0..K-1``, ``1..K``,
+#: ``-1/+1``): public candidates, so their noisy counts can be released
+#: whether the labels are present or not, with no threshold for privacy (see
+#: :func:`release_labels`).  Labels outside it take the thresholded path.
+LABEL_CANDIDATES = (-1, 31)
+#: How often an absent candidate next to the released labels is released
+#: (each of the at most two cells beside a run of released labels).
+LABEL_EDGE_FALSE_RATE = 0.025
+#: How often any absent candidate is released on its own, over all of them.
+LABEL_FAR_FALSE_RATE = 0.01
+#: Of the largest noisy count, the share a neighbour of released labels needs
+#: (no more than the thresholded path's threshold): absent labels next to a
+#: large class stay out as on that path.
+LABEL_EDGE_SHARE = 0.125
 
-    Each distinct label's count gets ``Laplace(1 / epsilon)`` noise and the
-    label is released if the noisy count exceeds ``1 + log(1 / (2 delta)) /
-    epsilon``: ``(epsilon, delta)``-DP under add/remove-one neighbouring (see
-    :func:`sklearn_dp._noise.thresholded_histogram`).  A label held by a few
-    rows is almost never released; one held by many rows (several times the
-    threshold) always is.
+
+def label_candidates(dtype):
+    """The public candidate labels of a label vector of this dtype, or None (public).
+
+    Integers ``-1..31`` in the dtype (``0..31`` unsigned, ``False, True``
+    for booleans); None for strings and objects, whose labels have no
+    public candidates.
+    """
+    kind = np.dtype(dtype).kind
+    if kind == "b":
+        return np.array([False, True])
+    low, high = LABEL_CANDIDATES
+    if kind == "u":
+        return np.arange(0, high + 1).astype(dtype)
+    if kind in "if":
+        return np.arange(low, high + 1).astype(dtype)
+    return None
+
+
+def label_thresholds(scale, n_candidates):
+    """The noisy counts a candidate label must exceed: ``(edge, far)`` (public).
+
+    A candidate next to released labels is released above ``edge``, any
+    other above ``far``; an absent candidate's noisy count (Laplace of
+    ``scale``) passes them with probability :data:`LABEL_EDGE_FALSE_RATE`
+    and :data:`LABEL_FAR_FALSE_RATE` over ``n_candidates``.
+    """
+    edge = scale * math.log(1.0 / (2.0 * LABEL_EDGE_FALSE_RATE))
+    far = scale * math.log(n_candidates / (2.0 * LABEL_FAR_FALSE_RATE))
+    return edge, far
+
+
+def _select_candidates(noisy, candidates, scale, threshold):
+    """The candidates released from their noisy counts (post-processing).
+
+    Labels come in runs of consecutive integers from 0 or 1 (and ``-1,
+    +1``): a run grows from 0 and 1 to each neighbour whose noisy count
+    exceeds the ``edge`` threshold, and any candidate above the ``far``
+    threshold starts one too (:func:`label_thresholds`).  Where the largest
+    noisy count is large, the ``edge`` threshold (and ``far`` with it) rises
+    to :data:`LABEL_EDGE_SHARE` of it, up to ``threshold`` (the thresholded
+    path's): an absent neighbour is then as rarely released as an absent
+    label on that path, and a class of that share is still kept.  Returns
+    the mask of released candidates and the ``edge`` threshold applied.
+    """
+    edge, far = label_thresholds(scale, candidates.size)
+    edge = max(edge, min(threshold, LABEL_EDGE_SHARE * float(np.max(noisy))))
+    chosen = noisy > max(far, edge)
+    values = candidates.astype(np.int64).tolist()
+    position = {v: i for i, v in enumerate(values)}
+    seeds = [position[v] for v in (0, 1) if v in position]
+    chosen[seeds] |= noisy[seeds] > edge
+    grown = True
+    while grown:
+        grown = False
+        for i in np.flatnonzero(chosen).tolist():
+            v = values[i]
+            near = [v - 1, v + 1] + ([-v] if abs(v) == 1 else [])
+            for j in (position.get(u) for u in near):
+                if j is not None and not chosen[j] and noisy[j] > edge:
+                    chosen[j] = grown = True
+    return chosen, edge
+
+
+def release_labels(y, epsilon, delta, rng, *, with_counts=False):
+    """Release the set of labels present in ``y`` with noisy histograms.
+
+    Labels among the public candidates of ``y``'s dtype
+    (:func:`label_candidates`: small integers) get a Laplace histogram over
+    all the candidates, present or not: ``Laplace(1 / epsilon)`` noise on
+    each count (L1 sensitivity 1, pure epsilon-DP), and the labels are
+    chosen from the noisy counts alone (:func:`_select_candidates`;
+    post-processing).  Every other label's count gets the same noise and is
+    released if it exceeds ``1 + log(1 / (2 delta)) / epsilon``, the
+    thresholded histogram (:func:`sklearn_dp._noise.thresholded_histogram`).
+    One row counts in one of the two histograms, the other's input is the
+    same: together ``(epsilon, delta)``-DP under add/remove-one neighbouring
+    (a group of ``k`` rows split between them moves their counts by ``k``
+    in L1 together, which the ``k``-fold scales cover).  A label held by a
+    few rows is almost never released; one held by many rows always is.
+    Candidates need no privacy threshold, only one that keeps absent
+    labels out: about ``3 / epsilon`` rows next to a released label, where
+    the thresholded path needs ``1 + log(1 / (2 delta)) / epsilon``.
 
     With ``with_counts`` the noisy count of each released label is
-    released too (the histogram's own output, no further privacy cost; see
+    released too (the histograms' own output, no further privacy cost; see
     :func:`label_set_count`).
 
     Returns
@@ -82,6 +173,9 @@ def release_labels(y, epsilon, delta, rng, *, with_counts=False):
         The released labels, sorted.
     event : ApproximateDpEvent
     threshold : float
+        The lowest count a label needs to be released: the candidates'
+        ``edge`` threshold where all released labels are candidates, the
+        thresholded histogram's otherwise.
     counts : ndarray
         Only with ``with_counts``: the noisy count of each released label.
     """
@@ -92,20 +186,40 @@ def release_labels(y, epsilon, delta, rng, *, with_counts=False):
         keys, counts = _dask.label_histogram(y)
     else:
         keys, counts = np.unique(y, return_counts=True)
-    released = _noise.thresholded_histogram(
-        keys,
-        counts,
-        scale=scale,
-        threshold=threshold,
-        rng=rng,
-        label="label set",
-        with_counts=with_counts,
-    )
     event = ApproximateDpEvent(epsilon, delta, "thresholded Laplace histogram of the labels")
+    candidates = label_candidates(np.asarray(keys).dtype)
+    lowest = threshold
+    chosen_keys, chosen_counts = keys[:0], np.zeros(0)
+    if candidates is not None:
+        inside = np.isin(keys, candidates)
+        cell_counts = np.zeros(candidates.size)
+        cell_counts[np.searchsorted(candidates, keys[inside])] = counts[inside]
+        noisy = np.asarray(
+            _noise.laplace(
+                cell_counts, sensitivity=1.0, scale=scale, rng=rng, label="label set (candidates)"
+            ),
+            dtype=np.float64,
+        )
+        rows = _noise.released_rows()
+        chosen, edge = _select_candidates(noisy, candidates, scale * rows, threshold * rows)
+        chosen_keys, chosen_counts = candidates[chosen], noisy[chosen]
+        keys, counts = keys[~inside], counts[~inside]
+    released, noisy_counts = _noise.thresholded_histogram(
+        keys, counts, scale=scale, threshold=threshold, rng=rng, label="label set", with_counts=True
+    )
+    if candidates is not None:
+        # Only labels outside the candidates are the thresholded path's.
+        outside = ~np.isin(released, candidates)
+        released, noisy_counts = released[outside], noisy_counts[outside]
+        if released.size == 0 and chosen_keys.size:
+            lowest = edge / rows
+        released = np.concatenate([chosen_keys, released.astype(chosen_keys.dtype)])
+        noisy_counts = np.concatenate([chosen_counts, noisy_counts])
+        order = np.argsort(released, kind="stable")
+        released, noisy_counts = released[order], noisy_counts[order]
     if with_counts:
-        classes, noisy = released
-        return _canonical_labels(classes), event, threshold, noisy
-    return _canonical_labels(released), event, threshold
+        return _canonical_labels(released), event, lowest, noisy_counts
+    return _canonical_labels(released), event, lowest
 
 
 def label_set_count(noisy_counts, epsilon):

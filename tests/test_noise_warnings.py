@@ -443,18 +443,20 @@ def test_label_set_warning_rule():
 
     # epsilon 0.1, delta 5e-6: threshold 1 + 10 log(1e5) = 116.1, plus two scales: 136.1;
     # against the share of an eleventh class, n / 11.
-    assert label_set_warning("M", 10, 1500.0, 0.1, 5e-6) is None
-    message = label_set_warning("M", 10, 1490.0, 0.1, 5e-6)
+    threshold = 1 + 10 * math.log(1e5)
+    assert label_set_warning("M", 10, 1500.0, threshold, 10.0) is None
+    message = label_set_warning("M", 10, 1490.0, threshold, 10.0)
     assert "holds 10 classes" in message and "about 136 rows" in message
     assert "classes=[...]" in message
-    assert label_set_warning("M", 2, 100_000.0, 0.1, 5e-6) is None
+    assert label_set_warning("M", 2, 100_000.0, threshold, 10.0) is None
 
 
 def test_a_released_label_set_that_may_miss_classes_warns_and_public_classes_do_not():
     from sklearn.datasets import load_digits
 
     X, y = load_digits(return_X_y=True)
-    X, y = X[:1350], y[:1350]
+    # String labels have no public candidates: the thresholded path.
+    X, y = X[:1350], np.array([f"digit {v}" for v in y[:1350]])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         # At epsilon 0.2 the label set gets 0.08: classes of about 135 rows
@@ -463,9 +465,9 @@ def test_a_released_label_set_that_may_miss_classes_warns_and_public_classes_do_
     assert any("left out" in str(w.message) for w in caught)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        DPLogisticRegression(epsilon=0.5, max_iter=5, classes=list(range(10)), random_state=0).fit(
-            X, y
-        )
+        DPLogisticRegression(
+            epsilon=0.5, max_iter=5, classes=sorted(set(y.tolist())), random_state=0
+        ).fit(X, y)
     assert not any("left out" in str(w.message) for w in caught)
 
 

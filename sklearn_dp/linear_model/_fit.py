@@ -500,6 +500,8 @@ def _prepare(estimator, request, plan, phase):
     phase.label_event = None
     # Set by a label release that also gives the row count (label_set_count).
     phase.label_count = None
+    # The count a label needed to be released (set by the label release).
+    phase.label_threshold = None
     phase.sample_weight = request.sample_weight
     if request.prepare is not None:
         X, y, problem = request.prepare(X, y, phase)
@@ -535,8 +537,8 @@ def _warn_label_set(estimator, problem, n_public, phase):
         type(estimator).__name__,
         problem.n_outputs if problem.multiclass else 2,
         n_public,
-        phase.label_epsilon,
-        phase.label_delta,
+        phase.label_threshold,
+        1.0 / phase.label_epsilon,
     )
     if message is not None:
         phase.warn(message)

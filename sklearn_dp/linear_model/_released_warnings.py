@@ -117,18 +117,20 @@ def released_fit_warnings(estimator):
     return messages
 
 
-def label_set_warning(name, n_classes, n_public, epsilon, delta):
+def label_set_warning(name, n_classes, n_public, threshold, scale):
     """A message when the released label set may have left out a class, or None.
 
-    From public values and releases only: the label release's threshold
-    (``1 + log(1 / (2 delta)) / epsilon``, its noise scale ``1 / epsilon``),
-    the number of released classes and the released row count.  A class of
+    From public values and releases only: the count a label needed to be
+    released (``threshold``, from the public shares and the released counts:
+    :func:`sklearn_dp._labels.release_labels`), its noise ``scale``, the
+    number of released classes and the released row count.  A class of
     the size of the released classes' average share, ``n / (K + 1)``, is
     left out with a fair chance when it is within two noise scales of the
     threshold.
     """
-    scale = 1.0 / epsilon
-    likely_dropped = 1.0 + scale * np.log(1.0 / (2.0 * delta)) + 2.0 * scale
+    if threshold is None:
+        return None
+    likely_dropped = float(threshold) + 2.0 * float(scale)
     if likely_dropped < n_public / (n_classes + 1):
         return None
     return (
