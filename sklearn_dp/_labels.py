@@ -73,7 +73,7 @@ LABEL_CANDIDATES = (-1, 31)
 #: (each of the at most two cells beside a run of released labels).
 LABEL_EDGE_FALSE_RATE = 0.025
 #: How often any absent candidate is released on its own, over all of them.
-LABEL_FAR_FALSE_RATE = 0.01
+LABEL_FAR_FALSE_RATE = 0.002
 #: Of the largest noisy count, the share a neighbour of released labels needs
 #: (no more than the thresholded path's threshold): absent labels next to a
 #: large class stay out as on that path.

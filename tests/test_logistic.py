@@ -287,7 +287,7 @@ def test_candidate_labels_are_chosen_in_runs_from_their_noisy_counts():
     scale = 5.0
     edge, far = label_thresholds(scale, candidates.size)
     assert edge == pytest.approx(5.0 * math.log(20.0))
-    assert far == pytest.approx(5.0 * math.log(33 / 0.02))
+    assert far == pytest.approx(5.0 * math.log(33 / 0.004))
 
     def chosen(counts, threshold=60.0):
         noisy = np.zeros(candidates.size)
