@@ -2,8 +2,10 @@
 
 Under add/remove-one neighbouring the labels present in ``y`` are private (one
 row can hold the only copy of a label).  A classifier without a public
-``classes`` spends a share of its epsilon and delta on a thresholded noisy
-histogram of the labels; estimators and searches alike.
+``classes`` spends a share of its epsilon and delta on noisy counts of the
+labels (:func:`release_labels`): a Laplace histogram over public candidate
+labels (small integers) and a thresholded histogram of the others;
+estimators and searches alike.
 """
 
 from __future__ import annotations
