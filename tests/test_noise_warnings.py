@@ -552,3 +552,40 @@ def test_vr_frank_wolfe_warns_in_the_sparse_regime_at_the_default_ball():
         radius = default_l1_radius(1.0, 1.0, 2000, n_samples=n, epsilon=3.5, delta=1e-5)
         text = frank_wolfe_warning("vr_frank_wolfe", "squared", n, 2001, 3.5, 1e-5, radius)
         assert text is not None and "vr_frank_wolfe" in text
+
+
+def test_faint_label_warning_rule():
+    from sklearn_dp.linear_model._released_warnings import faint_label_warning
+
+    # Threshold 15, scale 5: a released count below 25 is within noise of it.
+    message = faint_label_warning("M", np.array([0, 1, 2]), [100.0, 24.0, 200.0], 15.0, 5.0)
+    assert "1 (about 24 rows)" in message and "0 (" not in message
+    assert "hold no rows" in message and "classes=[...]" in message
+    assert faint_label_warning("M", np.array([0, 1]), [26.0, 200.0], 15.0, 5.0) is None
+    assert faint_label_warning("M", np.array([0, 1]), [1.0, 2.0], None, 5.0) is None
+
+
+def test_a_label_released_with_a_faint_count_warns_through_fit():
+    from sklearn_dp.testing import trace_releases
+
+    # The label 2 is released with a noisy count of 20 rows (above the edge
+    # threshold of 15 at epsilon 1) although no row holds it: the fit warns.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] > 0).astype(int)
+
+    def substitute(release):
+        if release.label == "label set (candidates)":
+            counts = np.zeros(33)
+            counts[1:4] = [100.0, 100.0, 20.0]
+            return counts
+        if release.label == "label set":
+            return np.zeros(0, dtype=int), np.zeros(0)
+        return release.output
+
+    with warnings.catch_warnings(record=True) as caught, trace_releases(substitute=substitute):
+        warnings.simplefilter("always")
+        model = DPLogisticRegression(epsilon=1.0, max_iter=3, random_state=0).fit(X, y)
+    assert model.classes_.tolist() == [0, 1, 2]
+    messages = [str(w.message) for w in caught if "within noise" in str(w.message)]
+    assert len(messages) == 1 and "2 (about 20 rows)" in messages[0]

@@ -669,6 +669,7 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
                 # The fit's row count: the rows kept below are those of the
                 # released labels, whose noisy counts are part of the release.
                 phase.label_count = label_set_count(counts, phase.label_epsilon)
+                phase.label_counts = (found, counts)
             if found.size < 2:
                 raise public_error(
                     ValueError(

@@ -14,6 +14,7 @@ import numpy as np
 __all__ = [
     "released_fit_warnings",
     "label_set_warning",
+    "faint_label_warning",
     "label_range_warning",
     "LABEL_RANGE_MIN_EVIDENCE",
     "prediction_spreads",
@@ -140,6 +141,31 @@ def label_set_warning(name, n_classes, n_public, threshold, scale):
         "DP row count). The rows of a left-out class take no part in the fit, and the model "
         "never predicts it. Pass classes=[...], the public label set: every class is kept "
         "and the share of epsilon spent on the label set goes to the model."
+    )
+
+
+def faint_label_warning(name, classes, counts, threshold, scale):
+    """A message when a released label's noisy count is within noise of its threshold, or None.
+
+    From the released labels and their noisy counts (the label release's
+    output) and its public threshold and noise ``scale``: a label released
+    with a noisy count below ``threshold + 2 * scale`` may hold no rows at
+    all (small integer labels are released from noisy counts of public
+    candidates, present or not: :func:`sklearn_dp._labels.release_labels`),
+    or be a class the release nearly left out.
+    """
+    if threshold is None or counts is None:
+        return None
+    limit = float(threshold) + 2.0 * float(scale)
+    faint = [(c, n) for c, n in zip(np.asarray(classes).tolist(), counts) if n < limit]
+    if not faint:
+        return None
+    shown = ", ".join(f"{c!r} (about {n:.0f} rows)" for c, n in faint)
+    return (
+        f"{name}: the label set was released privately, and its noisy counts of {shown} are "
+        f"within noise of the release threshold ({float(threshold):.0f} rows): such a label may "
+        "hold no rows at all (the model keeps a column for it that only lowers its score) or "
+        "be a class the release nearly left out. Pass classes=[...], the public label set."
     )
 
 
