@@ -71,15 +71,31 @@ def label_epsilon(epsilon):
 #: whether the labels are present or not, with no threshold for privacy (see
 #: :func:`release_labels`).  Labels outside it take the thresholded path.
 LABEL_CANDIDATES = (-1, 31)
-#: How often an absent candidate next to the released labels is released
-#: (each of the at most two cells beside a run of released labels).
+#: How often an absent 0 or 1 is released (0 beside 1..K, 1 beside -1/0):
+#: labels 0 and 1 start the runs of the commonest conventions.
 LABEL_EDGE_FALSE_RATE = 0.025
+#: How often an absent candidate beside a run is released (``K + 1`` beside
+#: ``0..K``): a run grows beyond 0 and 1 on a higher bar, since a table with
+#: one class more than its labels' run is rarer than one whose labels start
+#: at 0 or 1.
+LABEL_GROWTH_FALSE_RATE = 0.015
+#: How often an absent 1 between released 0 and 2 is released: the
+#: commonest label, inside a run, needs the lowest bar.
+LABEL_GAP_FALSE_RATE = 0.1
+#: How often the second of 0 and -1 beside a released 1 is released where
+#: it is absent: ``-1, 0, +1`` is a rare convention, ``0, 1`` and ``-1, +1``
+#: are common.
+LABEL_PAIR_FALSE_RATE = 0.0025
 #: How often any absent candidate is released on its own, over all of them.
 LABEL_FAR_FALSE_RATE = 0.002
-#: Of the largest noisy count, the share a neighbour of released labels needs
-#: (no more than the thresholded path's threshold): absent labels next to a
-#: large class stay out as on that path.
+#: Of the largest noisy count, the share 0 and 1 need (no more than the
+#: thresholded path's threshold): absent labels beside a large class stay
+#: out as on that path.
 LABEL_EDGE_SHARE = 0.125
+#: Of the largest noisy count, the share any other candidate needs: a
+#: class a fifth of the largest is kept, an absent one beside a large class
+#: almost never released.
+LABEL_GROWTH_SHARE = 0.2
 
 
 def label_candidates(dtype):
@@ -103,46 +119,83 @@ def label_candidates(dtype):
 def label_thresholds(scale, n_candidates):
     """The noisy counts a candidate label must exceed: ``(edge, far)`` (public).
 
-    A candidate next to released labels is released above ``edge``, any
-    other above ``far``; an absent candidate's noisy count (Laplace of
-    ``scale``) passes them with probability :data:`LABEL_EDGE_FALSE_RATE`
-    and :data:`LABEL_FAR_FALSE_RATE` over ``n_candidates``.
+    Labels 0 and 1 are released above ``edge``, a candidate away from the
+    released labels above ``far``; an absent candidate's noisy count
+    (Laplace of ``scale``) passes them with probability
+    :data:`LABEL_EDGE_FALSE_RATE` and :data:`LABEL_FAR_FALSE_RATE` over
+    ``n_candidates``.  The other bars are in :func:`_candidate_bars`.
     """
     edge = scale * math.log(1.0 / (2.0 * LABEL_EDGE_FALSE_RATE))
     far = scale * math.log(n_candidates / (2.0 * LABEL_FAR_FALSE_RATE))
     return edge, far
 
 
+def _candidate_bars(noisy, scale, n_candidates, threshold):
+    """The bars of :func:`_select_candidates` from the noisy counts (public).
+
+    Each at least ``scale * log(1 / (2 rate))`` for its false-release rate,
+    and beside a large class raised to its share of the largest noisy count,
+    up to ``threshold`` (the thresholded path's).
+    """
+    largest = float(np.max(noisy))
+
+    def bar(rate, share=LABEL_GROWTH_SHARE):
+        return max(scale * math.log(1.0 / (2.0 * rate)), min(threshold, share * largest))
+
+    edge, far = label_thresholds(scale, n_candidates)
+    return {
+        "edge": bar(LABEL_EDGE_FALSE_RATE, LABEL_EDGE_SHARE),
+        "growth": bar(LABEL_GROWTH_FALSE_RATE),
+        "gap": scale * math.log(1.0 / (2.0 * LABEL_GAP_FALSE_RATE)),
+        "pair": bar(LABEL_PAIR_FALSE_RATE),
+        "far": max(far, bar(LABEL_GROWTH_FALSE_RATE)),
+    }
+
+
 def _select_candidates(noisy, candidates, scale, threshold):
     """The candidates released from their noisy counts (post-processing).
 
-    Labels come in runs of consecutive integers from 0 or 1 (and ``-1,
-    +1``): a run grows from 0 and 1 to each neighbour whose noisy count
-    exceeds the ``edge`` threshold, and any candidate above the ``far``
-    threshold starts one too (:func:`label_thresholds`).  Where the largest
-    noisy count is large, the ``edge`` threshold (and ``far`` with it) rises
-    to :data:`LABEL_EDGE_SHARE` of it, up to ``threshold`` (the thresholded
-    path's): an absent neighbour is then as rarely released as an absent
-    label on that path, and a class of that share is still kept.  Returns
-    the mask of released candidates and the ``edge`` threshold applied.
+    Labels come in runs of consecutive integers from 0 or 1, or as ``-1,
+    +1``.  Labels 0 and 1 are released above the ``edge`` bar; of 0 and -1
+    beside a released 1 the larger is released above ``edge`` and the
+    other above the ``pair`` bar (``-1, 0, +1`` is rare); 1 between
+    released 0 and 2 needs only the low ``gap`` bar; a run grows by each
+    neighbour above the ``growth`` bar, and any candidate above the
+    ``far`` bar starts one.  The bars (:func:`_candidate_bars`) are set by how often each
+    releases an absent label, and rise with the largest noisy count.
+    Returns the mask of released candidates and the ``edge`` bar applied.
     """
-    edge, far = label_thresholds(scale, candidates.size)
-    edge = max(edge, min(threshold, LABEL_EDGE_SHARE * float(np.max(noisy))))
-    chosen = noisy > max(far, edge)
+    bars = _candidate_bars(noisy, scale, candidates.size, threshold)
     values = candidates.astype(np.int64).tolist()
     position = {v: i for i, v in enumerate(values)}
-    seeds = [position[v] for v in (0, 1) if v in position]
-    chosen[seeds] |= noisy[seeds] > edge
+    chosen = noisy > bars["far"]
+
+    def count(v):
+        return noisy[position[v]] if v in position else -math.inf
+
+    def choose(v, bar):
+        if v in position and count(v) > bar:
+            chosen[position[v]] = True
+
+    choose(1, bars["edge"])
+    first, second = (-1, 0) if count(-1) > count(0) else (0, -1)
+    if first == 0 or chosen[position[1]]:
+        choose(first, bars["edge"])
+    if first in position and chosen[position[first]]:
+        choose(second, bars["pair"])
+    if 2 in position and chosen[position[0]] and count(1) > bars["gap"]:
+        # 1 between 0 and 2: the commonest label, inside a run.
+        if count(2) > bars["growth"]:
+            chosen[position[1]] = chosen[position[2]] = True
     grown = True
     while grown:
         grown = False
         for i in np.flatnonzero(chosen).tolist():
-            v = values[i]
-            near = [v - 1, v + 1] + ([-v] if abs(v) == 1 else [])
-            for j in (position.get(u) for u in near):
-                if j is not None and not chosen[j] and noisy[j] > edge:
-                    chosen[j] = grown = True
-    return chosen, edge
+            for near in (values[i] - 1, values[i] + 1):
+                if near in position and near not in (-1, 0) and not chosen[position[near]]:
+                    if count(near) > bars["growth"]:
+                        chosen[position[near]] = grown = True
+    return chosen, bars["edge"]
 
 
 def release_labels(y, epsilon, delta, rng, *, with_counts=False):
@@ -162,7 +215,7 @@ def release_labels(y, epsilon, delta, rng, *, with_counts=False):
     in L1 together, which the ``k``-fold scales cover).  A label held by a
     few rows is almost never released; one held by many rows always is.
     Candidates need no privacy threshold, only one that keeps absent
-    labels out: about ``3 / epsilon`` rows next to a released label, where
+    labels out: about ``3 / epsilon`` rows for 0 and 1, more beyond them, where
     the thresholded path needs ``1 + log(1 / (2 delta)) / epsilon``.
 
     With ``with_counts`` the noisy count of each released label is

@@ -279,15 +279,29 @@ def test_candidate_label_sets_by_dtype():
 
 
 def test_candidate_labels_are_chosen_in_runs_from_their_noisy_counts():
-    """Post-processing: runs grown from 0 and 1 above the edge threshold, the far ones above
-    the far threshold; the edge rises to an eighth of the largest count, up to the threshold."""
-    from sklearn_dp._labels import _select_candidates, label_candidates, label_thresholds
+    """Post-processing: 0 and 1 above the edge bar, a run's neighbours above the higher
+    growth bar, the second of 0 and -1 above the pair bar, 1 between 0 and 2 above the gap
+    bar, the far ones above the far bar; the bars rise with the largest count."""
+    from sklearn_dp._labels import (
+        _candidate_bars,
+        _select_candidates,
+        label_candidates,
+        label_thresholds,
+    )
 
     candidates = label_candidates(np.int64)
     scale = 5.0
     edge, far = label_thresholds(scale, candidates.size)
     assert edge == pytest.approx(5.0 * math.log(20.0))
     assert far == pytest.approx(5.0 * math.log(33 / 0.004))
+    bars = _candidate_bars(np.zeros(candidates.size), scale, candidates.size, 60.0)
+    assert bars["edge"] == pytest.approx(edge)
+    assert bars["growth"] == pytest.approx(5.0 * math.log(1 / 0.03))
+    assert bars["gap"] == pytest.approx(5.0 * math.log(5.0))
+    assert bars["pair"] == pytest.approx(5.0 * math.log(200.0))
+    assert bars["far"] == pytest.approx(far)
+    growth, gap, pair = bars["growth"], bars["gap"], bars["pair"]
+    assert gap < edge < growth < pair < far
 
     def chosen(counts, threshold=60.0):
         noisy = np.zeros(candidates.size)
@@ -296,20 +310,37 @@ def test_candidate_labels_are_chosen_in_runs_from_their_noisy_counts():
         mask, applied = _select_candidates(noisy, candidates, scale, threshold)
         return candidates[mask].tolist(), applied
 
-    # 0..2 kept just above the edge; 3 (absent) just below it stays out.
-    assert chosen({0: edge + 1, 1: edge + 1, 2: edge + 1, 3: edge - 1}) == ([0, 1, 2], edge)
+    # 0 and 1 just above the edge bar; 2 needs the growth bar.
+    assert chosen({0: edge + 1, 1: edge + 1, 2: edge + 1}) == ([0, 1], edge)
+    assert chosen({0: edge + 1, 1: edge + 1, 2: growth + 1, 3: growth - 1})[0] == [0, 1, 2]
+    # 1 between 0 and 2 needs only the gap bar.
+    assert chosen({0: edge + 1, 1: gap + 1, 2: growth + 1})[0] == [0, 1, 2]
+    assert chosen({0: edge + 1, 1: gap - 1, 2: growth + 1})[0] == [0]
     # 1..3: the run starts at 1.
     assert chosen({1: 20.0, 2: 20.0, 3: 20.0})[0] == [1, 2, 3]
-    # -1 and +1 are neighbours.
+    # -1 and +1 are a pair; of -1 and 0 beside 1 the second needs the pair bar.
     assert chosen({-1: 20.0, 1: 20.0})[0] == [-1, 1]
-    # A label away from a run needs the far threshold.
+    assert chosen({-1: 20.0, 0: edge + 0.5, 1: 20.0})[0] == [-1, 1]
+    assert chosen({-1: pair + 1, 0: pair + 0.5, 1: 20.0})[0] == [-1, 0, 1]
+    assert chosen({-1: edge + 1, 0: 100.0, 1: 100.0})[0] == [0, 1]
+    # -1 without +1 needs the far bar.
+    assert chosen({-1: 20.0, 0: 10.0})[0] == []
+    # A label away from a run needs the far bar.
     assert chosen({0: 20.0, 1: 20.0, 5: far - 1})[0] == [0, 1]
     assert chosen({0: 20.0, 1: 20.0, 5: far + 1})[0] == [0, 1, 5]
     assert chosen({3: far + 1, 4: 20.0})[0] == [3, 4]
-    # Beside a class of 400 rows the edge is 50 (an eighth); beside 4000, the threshold 60.
+    # Beside a class of 400 rows 0 and 1 need 50 (an eighth), others 80 (a fifth);
+    # with the threshold at 60 (as beside 4000), 60.
     assert chosen({0: 400.0, 1: 51.0}) == ([0, 1], 50.0)
     assert chosen({0: 400.0, 1: 49.0})[0] == [0]
+    assert chosen({0: 400.0, 1: 400.0, 2: 79.0}, threshold=100.0)[0] == [0, 1]
+    assert chosen({0: 400.0, 1: 400.0, 2: 81.0}, threshold=100.0)[0] == [0, 1, 2]
+    assert chosen({0: 400.0, 1: 400.0, 2: 61.0})[0] == [0, 1, 2]
     assert chosen({0: 4000.0, 1: 59.0}) == ([0], 60.0)
+    # Booleans and unsigned labels have no -1.
+    bools = label_candidates(bool)
+    mask, _ = _select_candidates(np.array([30.0, 30.0]), bools, scale, 60.0)
+    assert bools[mask].tolist() == [False, True]
 
 
 def test_label_release_with_counts_releases_the_noisy_counts_on_its_grid():
@@ -348,7 +379,7 @@ def test_label_release_with_counts_releases_the_noisy_counts_on_its_grid():
 def test_candidate_labels_of_small_tables_are_kept():
     # Iris and wine (35-50 training rows a class) at epsilon 1: a label
     # epsilon of 0.2 and the thresholded path's 59 rows dropped every class;
-    # a candidate beside 0 or 1 needs 15.
+    # 0 and 1 need 15 rows, 2 beside them 18 (1 between 0 and 2 needs 8).
     y = np.repeat([0, 1, 2], [35, 35, 35])
     rng = np.random.default_rng(0)
     kept = sum(release_labels(y, 0.2, 5e-6, rng)[0].tolist() == [0, 1, 2] for _ in range(400))
