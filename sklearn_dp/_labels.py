@@ -79,8 +79,9 @@ LABEL_EDGE_FALSE_RATE = 0.025
 #: one class more than its labels' run is rarer than one whose labels start
 #: at 0 or 1.
 LABEL_GROWTH_FALSE_RATE = 0.015
-#: How often an absent 1 between released 0 and 2 is released: the
-#: commonest label, inside a run, needs the lowest bar.
+#: How often an absent second label of a run from 0 or 1 is released
+#: (1 between released 0 and 2, 2 between 1 and 3): inside a run, it needs
+#: the lowest bar.
 LABEL_GAP_FALSE_RATE = 0.1
 #: How often the second of 0 and -1 beside a released 1 is released where
 #: it is absent: ``-1, 0, +1`` is a rare convention, ``0, 1`` and ``-1, +1``
@@ -158,8 +159,9 @@ def _select_candidates(noisy, candidates, scale, threshold):
     Labels come in runs of consecutive integers from 0 or 1, or as ``-1,
     +1``.  Labels 0 and 1 are released above the ``edge`` bar; of 0 and -1
     beside a released 1 the larger is released above ``edge`` and the
-    other above the ``pair`` bar (``-1, 0, +1`` is rare); 1 between
-    released 0 and 2 needs only the low ``gap`` bar; a run grows by each
+    other above the ``pair`` bar (``-1, 0, +1`` is rare, and so is -1
+    beside ``1, 2``); the second label of a run from 0 or 1 (1 between 0
+    and 2, 2 between 1 and 3) needs only the low ``gap`` bar; a run grows by each
     neighbour above the ``growth`` bar, and any candidate above the
     ``far`` bar starts one.  The bars (:func:`_candidate_bars`) are set by how often each
     releases an absent label, and rise with the largest noisy count.
@@ -179,14 +181,20 @@ def _select_candidates(noisy, candidates, scale, threshold):
 
     choose(1, bars["edge"])
     first, second = (-1, 0) if count(-1) > count(0) else (0, -1)
-    if first == 0 or chosen[position[1]]:
-        choose(first, bars["edge"])
+    if first == 0:
+        choose(0, bars["edge"])
+    elif chosen[position[1]]:
+        # -1 pairs with +1 alone: beside 1, 2 it is as rare as -1, 0, +1.
+        choose(-1, bars["pair"] if count(2) > bars["growth"] else bars["edge"])
     if first in position and chosen[position[first]]:
         choose(second, bars["pair"])
-    if 2 in position and chosen[position[0]] and count(1) > bars["gap"]:
-        # 1 between 0 and 2: the commonest label, inside a run.
-        if count(2) > bars["growth"]:
-            chosen[position[1]] = chosen[position[2]] = True
+    # The second label of a run from 0 or 1 (1 between 0 and 2, 2 between 1
+    # and 3), inside it, needs only the gap bar.
+    start = 0 if chosen[position[0]] else 1
+    inside, end = start + 1, start + 2
+    if end in position and chosen[position[start]] and count(inside) > bars["gap"]:
+        if count(end) > bars["growth"]:
+            chosen[position[inside]] = chosen[position[end]] = True
     grown = True
     while grown:
         grown = False
