@@ -161,10 +161,11 @@ def _select_candidates(noisy, candidates, scale, threshold):
     beside a released 1 the larger is released above ``edge`` and the
     other above the ``pair`` bar (``-1, 0, +1`` is rare, and so is -1
     beside ``1, 2``); the second label of a run from 0 or 1 (1 between 0
-    and 2, 2 between 1 and 3) needs only the low ``gap`` bar; a run grows by each
-    neighbour above the ``growth`` bar, and any candidate above the
-    ``far`` bar starts one.  The bars (:func:`_candidate_bars`) are set by how often each
-    releases an absent label, and rise with the largest noisy count.
+    and 2, 2 between 1 and 3) needs only the low ``gap`` bar; a run grows
+    by each neighbour above the ``growth`` bar, and any candidate above the
+    ``far`` bar starts one.  The bars (:func:`_candidate_bars`) are set by
+    how often each releases an absent label, and rise with the largest
+    noisy count.
     Returns the mask of released candidates and the ``edge`` bar applied.
     """
     bars = _candidate_bars(noisy, scale, candidates.size, threshold)
@@ -223,8 +224,8 @@ def release_labels(y, epsilon, delta, rng, *, with_counts=False):
     in L1 together, which the ``k``-fold scales cover).  A label held by a
     few rows is almost never released; one held by many rows always is.
     Candidates need no privacy threshold, only one that keeps absent
-    labels out: about ``3 / epsilon`` rows for 0 and 1, more beyond them, where
-    the thresholded path needs ``1 + log(1 / (2 delta)) / epsilon``.
+    labels out: about ``3 / epsilon`` rows for 0 and 1, more beyond them,
+    where the thresholded path needs ``1 + log(1 / (2 delta)) / epsilon``.
 
     With ``with_counts`` the noisy count of each released label is
     released too (the histograms' own output, no further privacy cost; see
