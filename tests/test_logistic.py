@@ -109,17 +109,20 @@ def test_verbose_shows_every_phase_of_the_default_fit(binary_data, capsys):
     substituted by a data-independent value, two different data sets print the same."""
     X, y = binary_data
 
+    def substitute(release):
+        if release.label == "label set (candidates)":
+            # Labels 0 and 1 (candidates -1..31) with 20 rows each.
+            return np.isin(np.arange(33), [1, 2]) * 20.0
+        return np.full(np.shape(release.output), 0.5)
+
     def printed(X, y):
-        with (
-            warnings.catch_warnings(),
-            trace_releases(substitute=lambda release: np.full(np.shape(release.output), 0.5)),
-        ):
+        with warnings.catch_warnings(), trace_releases(substitute=substitute):
             warnings.simplefilter("ignore")
             DPLogisticRegression(verbose=1, random_state=0).fit(X, y)
         return [line.rsplit(" (", 1)[0] for line in capsys.readouterr().err.splitlines()]
 
     lines = printed(X, y)
-    assert lines[0] == "[DPLogisticRegression] row count released: 1"
+    assert lines[0] == "[DPLogisticRegression] row count released: 40"
     assert lines[1].startswith("[DPLogisticRegression] bounds released: data_norm=")
     assert lines[2] == "[DPLogisticRegression] rows bounded; running solver dp_newton"
     # The long curvature pass is announced before it runs, and its end after.
@@ -240,7 +243,8 @@ def test_label_set_keeps_a_minority_of_15_percent_of_650_rows_at_epsilon_half():
 
 def test_label_release_threshold_and_noise_scale():
     """Exact: Laplace scale 1 / epsilon_labels, threshold 1 + scale * log(1 / (2 delta_labels))."""
-    y = np.repeat([0, 1, 2], [1000, 1000, 3])
+    # String labels have no public candidates: the thresholded histogram alone.
+    y = np.repeat(["a", "b", "c"], [1000, 1000, 3])
     with trace_releases() as trace:
         _, event, threshold = release_labels(y, 0.1, 5e-6, np.random.default_rng(0))
     (release,) = trace.releases
@@ -248,23 +252,130 @@ def test_label_release_threshold_and_noise_scale():
     assert release.scale == 10.0 and release.sensitivity == 1.0 and release.norm == "l1"
     assert threshold == pytest.approx(1 + 10.0 * math.log(1 / 1e-5))
     assert release.threshold == threshold
-    assert release.candidates.tolist() == [0, 1, 2]
+    assert release.candidates.tolist() == ["a", "b", "c"]
     assert release.value.tolist() == [1000, 1000, 3]
-    assert release.output.tolist() == [0, 1]
+    assert release.output.tolist() == ["a", "b"]
     assert event.epsilon(5e-6) == pytest.approx(0.1) and event.epsilon(4e-6) == math.inf
+
+
+def test_candidate_labels_release_and_noise_scale():
+    """Exact: a Laplace histogram over the public candidates -1..31 (scale 1 / epsilon,
+    L1 sensitivity 1), and the thresholded histogram over the other labels."""
+    from sklearn_dp._labels import label_candidates
+
+    y = np.repeat([0, 1, 2, 500], [1000, 1000, 3, 900])
+    with trace_releases() as trace:
+        classes, event, threshold = release_labels(y, 0.1, 5e-6, np.random.default_rng(0))
+    candidates, rest = trace.releases
+    assert candidates.mechanism == "laplace" and candidates.label == "label set (candidates)"
+    assert candidates.scale == 10.0 and candidates.sensitivity == 1.0
+    assert candidates.norm == "l1"
+    expected = np.zeros(33)
+    expected[1:4] = [1000, 1000, 3]
+    np.testing.assert_array_equal(candidates.value, expected)
+    assert label_candidates(np.int64).tolist() == list(range(-1, 32))
+    assert rest.mechanism == "thresholded_laplace" and rest.scale == 10.0
+    assert rest.candidates.tolist() == [500] and rest.value.tolist() == [900]
+    assert rest.threshold == pytest.approx(1 + 10.0 * math.log(1 / 1e-5))
+    assert classes.tolist() == [0, 1, 500]
+    # A label outside the candidates was released: the threshold that applied is that path's.
+    assert threshold == rest.threshold
+    assert event.epsilon(5e-6) == pytest.approx(0.1) and event.epsilon(4e-6) == math.inf
+
+
+def test_candidate_label_sets_by_dtype():
+    from sklearn_dp._labels import label_candidates
+
+    assert label_candidates(bool).tolist() == [False, True]
+    assert label_candidates(np.uint8).tolist() == list(range(32))
+    assert label_candidates(np.float32).tolist() == [float(v) for v in range(-1, 32)]
+    assert label_candidates(np.float32).dtype == np.float32
+    assert label_candidates(np.dtype("<U3")) is None
+    assert label_candidates(object) is None
+
+
+def test_candidate_labels_are_chosen_in_runs_from_their_noisy_counts():
+    """Post-processing: 0 and 1 above the edge bar, a run's neighbours above the higher
+    growth bar, the second of 0 and -1 above the pair bar, the second label of a run from 0
+    or 1 above the gap bar, the far ones above the far bar; the bars rise with the largest
+    count."""
+    from sklearn_dp._labels import (
+        _candidate_bars,
+        _select_candidates,
+        label_candidates,
+        label_thresholds,
+    )
+
+    candidates = label_candidates(np.int64)
+    scale = 5.0
+    edge, far = label_thresholds(scale, candidates.size)
+    assert edge == pytest.approx(5.0 * math.log(20.0))
+    assert far == pytest.approx(5.0 * math.log(33 / 0.004))
+    bars = _candidate_bars(np.zeros(candidates.size), scale, candidates.size, 60.0)
+    assert bars["edge"] == pytest.approx(edge)
+    assert bars["growth"] == pytest.approx(5.0 * math.log(1 / 0.03))
+    assert bars["gap"] == pytest.approx(5.0 * math.log(5.0))
+    assert bars["pair"] == pytest.approx(5.0 * math.log(200.0))
+    assert bars["far"] == pytest.approx(far)
+    growth, gap, pair = bars["growth"], bars["gap"], bars["pair"]
+    assert gap < edge < growth < pair < far
+
+    def chosen(counts, threshold=60.0):
+        noisy = np.zeros(candidates.size)
+        for label, count in counts.items():
+            noisy[label + 1] = count
+        mask, applied = _select_candidates(noisy, candidates, scale, threshold)
+        return candidates[mask].tolist(), applied
+
+    # 0 and 1 just above the edge bar; 2 needs the growth bar.
+    assert chosen({0: edge + 1, 1: edge + 1, 2: edge + 1}) == ([0, 1], edge)
+    assert chosen({0: edge + 1, 1: edge + 1, 2: growth + 1, 3: growth - 1})[0] == [0, 1, 2]
+    # 1 between 0 and 2 needs only the gap bar.
+    assert chosen({0: edge + 1, 1: gap + 1, 2: growth + 1})[0] == [0, 1, 2]
+    assert chosen({0: edge + 1, 1: gap - 1, 2: growth + 1})[0] == [0]
+    # 1..3: the run starts at 1; 2 between 1 and 3 needs only the gap bar.
+    assert chosen({1: 20.0, 2: 20.0, 3: 20.0})[0] == [1, 2, 3]
+    assert chosen({1: 20.0, 2: gap + 1, 3: growth + 1})[0] == [1, 2, 3]
+    assert chosen({1: 20.0, 2: gap - 1, 3: growth + 1})[0] == [1]
+    # -1 and +1 are a pair; of -1 and 0 beside 1 the second needs the pair bar.
+    assert chosen({-1: 20.0, 1: 20.0})[0] == [-1, 1]
+    assert chosen({-1: 20.0, 0: edge + 0.5, 1: 20.0})[0] == [-1, 1]
+    assert chosen({-1: pair + 1, 0: pair + 0.5, 1: 20.0})[0] == [-1, 0, 1]
+    assert chosen({-1: edge + 1, 0: 100.0, 1: 100.0})[0] == [0, 1]
+    # Beside 1, 2 (a run from 1), -1 needs the pair bar.
+    assert chosen({-1: 20.0, 1: 20.0, 2: 20.0})[0] == [1, 2]
+    assert chosen({-1: pair + 1, 1: 20.0, 2: 20.0})[0] == [-1, 1, 2]
+    # -1 without +1 needs the far bar.
+    assert chosen({-1: 20.0, 0: 10.0})[0] == []
+    # A label away from a run needs the far bar.
+    assert chosen({0: 20.0, 1: 20.0, 5: far - 1})[0] == [0, 1]
+    assert chosen({0: 20.0, 1: 20.0, 5: far + 1})[0] == [0, 1, 5]
+    assert chosen({3: far + 1, 4: 20.0})[0] == [3, 4]
+    # Beside a class of 400 rows 0 and 1 need 50 (an eighth), others 80 (a fifth);
+    # with the threshold at 60 (as beside 4000), 60.
+    assert chosen({0: 400.0, 1: 51.0}) == ([0, 1], 50.0)
+    assert chosen({0: 400.0, 1: 49.0})[0] == [0]
+    assert chosen({0: 400.0, 1: 400.0, 2: 79.0}, threshold=100.0)[0] == [0, 1]
+    assert chosen({0: 400.0, 1: 400.0, 2: 81.0}, threshold=100.0)[0] == [0, 1, 2]
+    assert chosen({0: 400.0, 1: 400.0, 2: 61.0})[0] == [0, 1, 2]
+    assert chosen({0: 4000.0, 1: 59.0}) == ([0], 60.0)
+    # Booleans and unsigned labels have no -1.
+    bools = label_candidates(bool)
+    mask, _ = _select_candidates(np.array([30.0, 30.0]), bools, scale, 60.0)
+    assert bools[mask].tolist() == [False, True]
 
 
 def test_label_release_with_counts_releases_the_noisy_counts_on_its_grid():
     """Exact: the noisy count of each released label, from the histogram's own noise."""
     from sklearn_dp._noise_grids import histogram_cutoff
 
-    y = np.repeat([0, 1, 2], [1000, 700, 3])
+    y = np.repeat(["a", "b", "c"], [1000, 700, 3])
     with trace_releases() as trace:
         classes, _, threshold, counts = release_labels(
             y, 0.1, 5e-6, np.random.default_rng(0), with_counts=True
         )
     (release,) = trace.releases
-    assert classes.tolist() == [0, 1] and counts.shape == (2,)
+    assert classes.tolist() == ["a", "b"] and counts.shape == (2,)
     np.testing.assert_array_equal(release.released_counts, counts)
     # On the histogram's grid: count + floored Laplace noise, in steps of 2**k.
     grid, _ = histogram_cutoff(10.0, threshold)
@@ -278,6 +389,41 @@ def test_label_release_with_counts_releases_the_noisy_counts_on_its_grid():
         np.array([0, 1]), np.array([5, 9]), scale=0.0, threshold=2.0, rng=None, with_counts=True
     )
     assert keys.tolist() == [0, 1] and exact.tolist() == [5.0, 9.0]
+    # Candidate labels: their counts are the candidate histogram's output.
+    with trace_releases() as trace:
+        classes, _, _, counts = release_labels(
+            np.repeat([0, 1], [1000, 700]), 0.1, 5e-6, np.random.default_rng(0), with_counts=True
+        )
+    assert classes.tolist() == [0, 1]
+    np.testing.assert_array_equal(counts, trace.releases[0].output[1:3])
+
+
+def test_candidate_labels_of_small_tables_are_kept():
+    # Iris and wine (35-50 training rows a class) at epsilon 1: a label
+    # epsilon of 0.2 and the thresholded path's 59 rows dropped every class;
+    # 0 and 1 need 15 rows, 2 beside them 18 (1 between 0 and 2 needs 8).
+    y = np.repeat([0, 1, 2], [35, 35, 35])
+    rng = np.random.default_rng(0)
+    kept = sum(release_labels(y, 0.2, 5e-6, rng)[0].tolist() == [0, 1, 2] for _ in range(400))
+    assert kept >= 0.93 * 400
+
+
+def test_absent_candidate_labels_are_rarely_released():
+    # A label no row holds, released from its noise alone: binary labels
+    # beside classes of 250 and 148 rows (breast cancer) at a label epsilon of
+    # 0.12, in about 0.4% of releases (2.5% with one bar for every neighbour
+    # of a run); three classes of 35 (iris) at 0.2, in about 2% (5%).
+    rng = np.random.default_rng(0)
+    for y, epsilon, present, limit in (
+        (np.repeat([0, 1], [250, 148]), 0.12, {0, 1}, 0.01),
+        (np.repeat([-1, 1], [250, 148]), 0.12, {-1, 1}, 0.01),
+        (np.repeat([0, 1, 2], 35), 0.2, {0, 1, 2}, 0.03),
+    ):
+        absent = sum(
+            bool(set(release_labels(y, epsilon, 5e-6, rng)[0].tolist()) - present)
+            for _ in range(1000)
+        )
+        assert absent <= limit * 1000
 
 
 def test_label_set_count_is_the_sum_of_the_released_counts():
@@ -302,8 +448,8 @@ def test_classifier_without_classes_takes_its_row_count_from_the_label_set(binar
     with trace_releases() as trace:
         model.fit(X, y)
     labels = [r.label for r in trace.releases]
-    assert labels[0] == "label set" and "row count" not in labels
-    assert np.sum(trace.releases[0].used_counts) > 0
+    assert labels[:2] == ["label set (candidates)", "label set"] and "row count" not in labels
+    assert np.sum(trace.releases[0].used) > 0
 
     def leaves(event):
         if isinstance(event, dpe.ComposedDpEvent):
@@ -320,11 +466,12 @@ def test_classifier_without_classes_takes_its_row_count_from_the_label_set(binar
 
 
 def test_label_held_by_one_row_is_released_with_probability_at_most_delta():
-    # The delta of the mechanism, measured: a new label on one row passes the
-    # threshold with probability exp(-(threshold - 1) / scale) / 2 = delta.
-    y = np.array([5] * 1 + [0] * 2000)
+    # The delta of the mechanism, measured: a new label (outside the public
+    # candidates) on one row passes the threshold with probability
+    # exp(-(threshold - 1) / scale) / 2 = delta.
+    y = np.array([500] * 1 + [0] * 2000)
     rng = np.random.default_rng(1)
-    released = sum(5 in release_labels(y, 1.0, 0.05, rng)[0].tolist() for _ in range(4000))
+    released = sum(500 in release_labels(y, 1.0, 0.05, rng)[0].tolist() for _ in range(4000))
     # delta = 0.05: 200 expected; 5 sigma either side.
     assert 200 - 5 * 14 < released < 200 + 5 * 14
 

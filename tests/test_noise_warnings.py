@@ -443,18 +443,20 @@ def test_label_set_warning_rule():
 
     # epsilon 0.1, delta 5e-6: threshold 1 + 10 log(1e5) = 116.1, plus two scales: 136.1;
     # against the share of an eleventh class, n / 11.
-    assert label_set_warning("M", 10, 1500.0, 0.1, 5e-6) is None
-    message = label_set_warning("M", 10, 1490.0, 0.1, 5e-6)
+    threshold = 1 + 10 * math.log(1e5)
+    assert label_set_warning("M", 10, 1500.0, threshold, 10.0) is None
+    message = label_set_warning("M", 10, 1490.0, threshold, 10.0)
     assert "holds 10 classes" in message and "about 136 rows" in message
     assert "classes=[...]" in message
-    assert label_set_warning("M", 2, 100_000.0, 0.1, 5e-6) is None
+    assert label_set_warning("M", 2, 100_000.0, threshold, 10.0) is None
 
 
 def test_a_released_label_set_that_may_miss_classes_warns_and_public_classes_do_not():
     from sklearn.datasets import load_digits
 
     X, y = load_digits(return_X_y=True)
-    X, y = X[:1350], y[:1350]
+    # String labels have no public candidates: the thresholded path.
+    X, y = X[:1350], np.array([f"digit {v}" for v in y[:1350]])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         # At epsilon 0.2 the label set gets 0.08: classes of about 135 rows
@@ -463,9 +465,9 @@ def test_a_released_label_set_that_may_miss_classes_warns_and_public_classes_do_
     assert any("left out" in str(w.message) for w in caught)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        DPLogisticRegression(epsilon=0.5, max_iter=5, classes=list(range(10)), random_state=0).fit(
-            X, y
-        )
+        DPLogisticRegression(
+            epsilon=0.5, max_iter=5, classes=sorted(set(y.tolist())), random_state=0
+        ).fit(X, y)
     assert not any("left out" in str(w.message) for w in caught)
 
 
@@ -550,3 +552,41 @@ def test_vr_frank_wolfe_warns_in_the_sparse_regime_at_the_default_ball():
         radius = default_l1_radius(1.0, 1.0, 2000, n_samples=n, epsilon=3.5, delta=1e-5)
         text = frank_wolfe_warning("vr_frank_wolfe", "squared", n, 2001, 3.5, 1e-5, radius)
         assert text is not None and "vr_frank_wolfe" in text
+
+
+def test_faint_label_warning_rule():
+    from sklearn_dp.linear_model._released_warnings import faint_label_warning
+
+    # Threshold 15, scale 5: a released count below 25 is within noise of it.
+    message = faint_label_warning("M", np.array([0, 1, 2]), [100.0, 24.0, 200.0], 15.0, 5.0)
+    assert "1 (about 24 rows)" in message and "0 (" not in message
+    assert "hold no rows" in message and "classes=[...]" in message
+    assert faint_label_warning("M", np.array([0, 1]), [26.0, 200.0], 15.0, 5.0) is None
+    assert faint_label_warning("M", np.array([0, 1]), [1.0, 2.0], None, 5.0) is None
+
+
+def test_a_label_released_with_a_faint_count_warns_through_fit():
+    from sklearn_dp.testing import trace_releases
+
+    # The label 2 is released with a noisy count of 22 rows (above the growth
+    # bar of 20 beside classes of 100 at epsilon 1, within two noise scales
+    # of the edge bar of 15) although no row holds it: the fit warns.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] > 0).astype(int)
+
+    def substitute(release):
+        if release.label == "label set (candidates)":
+            counts = np.zeros(33)
+            counts[1:4] = [100.0, 100.0, 22.0]
+            return counts
+        if release.label == "label set":
+            return np.zeros(0, dtype=int), np.zeros(0)
+        return release.output
+
+    with warnings.catch_warnings(record=True) as caught, trace_releases(substitute=substitute):
+        warnings.simplefilter("always")
+        model = DPLogisticRegression(epsilon=1.0, max_iter=3, random_state=0).fit(X, y)
+    assert model.classes_.tolist() == [0, 1, 2]
+    messages = [str(w.message) for w in caught if "within noise" in str(w.message)]
+    assert len(messages) == 1 and "2 (about 22 rows)" in messages[0]

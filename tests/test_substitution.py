@@ -30,6 +30,7 @@ import scipy.sparse as sp
 from solver_configs import CONFIGS, OPTION_CONFIGS
 
 from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor, PrivacyBudget
+from sklearn_dp._labels import label_candidates
 from sklearn_dp.decomposition import DPPCA
 from sklearn_dp.preprocessing import DPMinMaxScaler, DPStandardScaler, PublicRangeScaler
 from sklearn_dp.solvers import SOLVERS
@@ -64,6 +65,11 @@ INFERENCE_CONFIGS = {
 SLOW_CONFIGS = {
     ("DPLogisticRegression", "dp_gd", "multiclass"): dict(max_iter=5),
     ("DPLogisticRegression", "dp_gd", "labels-released"): dict(max_iter=5, classes=None),
+    # The hostile row's new label lies outside the public candidate labels:
+    # the thresholded path of the label release.
+    ("DPLogisticRegression", "dp_gd", "labels-released-outside-candidates"): dict(
+        max_iter=5, classes=None
+    ),
     ("DPLogisticRegression", "dp_gd", "momentum-off"): dict(
         max_iter=5, solver_options=dict(momentum=None, output="last")
     ),
@@ -213,6 +219,14 @@ class _Substitute:
     def __call__(self, release):
         self.calls += 1
         rng = np.random.default_rng(self.calls)
+        if release.label == "label set (candidates)":
+            # Noisy counts of all the public candidate labels: the classes' alone,
+            # far above the noise (its scale includes a group's multiplier).
+            candidates = label_candidates(np.int64).tolist()
+            counts = np.zeros(np.shape(release.output))
+            each = max(N_ROWS / len(self.classes), 100.0 * release.scale)
+            counts[[candidates.index(c) for c in self.classes]] = each
+            return counts
         if release.mechanism == "thresholded_laplace":
             keys = np.asarray(self.classes, dtype=np.asarray(release.output).dtype)
             if release.released_counts is not None:
@@ -324,7 +338,9 @@ def _hostile_pair(estimator, kind, variant="", sparse=False):
     row = HOSTILE[kind](X.shape[1])
     label = HOSTILE_LABEL[_task(estimator)]
     if variant == "labels-released":
-        label = 7  # a label no other row holds
+        label = 7  # a label no other row holds (a public candidate label)
+    elif variant == "labels-released-outside-candidates":
+        label = 1000  # a label no other row holds, outside the candidates
     X_prime = np.vstack([X, row])
     y_prime = np.append(y, label)
     if sparse:

@@ -52,7 +52,7 @@ from .._scaled_design import scaled_design, to_caller_units, to_fit_units
 from .._warnings import user_stacklevel
 from ..accounting import ApproximateDpEvent
 from ..solvers._common import Progress
-from ._released_warnings import label_range_warning, label_set_warning
+from ._released_warnings import faint_label_warning, label_range_warning, label_set_warning
 
 __all__ = ["plan_fit", "run_fit", "check_weights_supported"]
 
@@ -510,6 +510,10 @@ def _prepare(estimator, request, plan, phase):
     phase.label_event = None
     # Set by a label release that also gives the row count (label_set_count).
     phase.label_count = None
+    # The count a label needed to be released, and the released labels with
+    # their noisy counts (set by the label release).
+    phase.label_threshold = None
+    phase.label_counts = None
     phase.sample_weight = request.sample_weight
     if request.prepare is not None:
         X, y, problem = request.prepare(X, y, phase)
@@ -545,8 +549,16 @@ def _warn_label_set(estimator, problem, n_public, phase):
         type(estimator).__name__,
         problem.n_outputs if problem.multiclass else 2,
         n_public,
-        phase.label_epsilon,
-        phase.label_delta,
+        phase.label_threshold,
+        1.0 / phase.label_epsilon,
+    )
+    if message is not None:
+        phase.warn(message)
+    message = faint_label_warning(
+        type(estimator).__name__,
+        *(phase.label_counts or (None, None)),
+        phase.label_threshold,
+        1.0 / phase.label_epsilon,
     )
     if message is not None:
         phase.warn(message)

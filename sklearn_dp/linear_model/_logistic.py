@@ -120,10 +120,10 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
         outside it raise an error before anything is spent, and classes
         absent from ``y`` are still part of the model.  If None, the label set
         is released privately: 20% of epsilon (at least 0.14, at most 40%)
-        and half of delta buy a thresholded noisy histogram of the labels
-        present (labels held by few rows, about ``1 + log(1 / delta) /
-        epsilon_labels`` or fewer, are likely left out, and their rows with
-        them); it needs ``delta > 0``.
+        and half of delta buy noisy counts of the labels (labels held by few
+        rows are likely left out, and their rows with them: about ``3 /
+        epsilon_labels`` rows or fewer for small integer labels, ``1 +
+        log(1 / delta) / epsilon_labels`` for others); it needs ``delta > 0``.
     class_weight : dict or None, default=None
         Public weights of the classes, ``{label: weight}`` (labels not in
         the dict weigh 1), as in scikit-learn: each row's weight is its
@@ -263,10 +263,12 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
     epsilon; ``PureEpsilonDpEvent`` in ``dp_event_``), after the row count
     and before the solver, which uses it as a public value; it is composed
     with the count and the solver numerically.  Without ``classes`` the label set is
-    released by a thresholded noisy histogram (20% of epsilon, at least
-    0.14 and at most 40%, and half of delta; an ``ApproximateDpEvent`` in
-    ``dp_event_``), and labels held by
-    few rows are left out with their rows.
+    released from noisy counts (20% of epsilon, at least 0.14 and at most
+    40%, and half of delta; an ``ApproximateDpEvent`` in ``dp_event_``): a
+    Laplace histogram over the public candidate labels ``-1..31`` of a
+    numeric ``y`` and a thresholded histogram of the other labels
+    (:func:`sklearn_dp._labels.release_labels`), and labels held by few rows
+    are left out with their rows.
     The number of rows is protected: 5% of epsilon buys a Laplace count of
     the rows, which stands in for n wherever n would be used (averaging,
     ``1 / (C n)``, sampling rates), jointly calibrated with the solver.
@@ -661,12 +663,13 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
             if math.isinf(self.epsilon):
                 found = _dask.label_histogram(y)[0] if dask_input else np.unique(y)
             else:
-                found, phase.label_event, _, counts = release_labels(
+                found, phase.label_event, phase.label_threshold, counts = release_labels(
                     y, phase.label_epsilon, phase.label_delta, phase.rng, with_counts=True
                 )
                 # The fit's row count: the rows kept below are those of the
                 # released labels, whose noisy counts are part of the release.
                 phase.label_count = label_set_count(counts, phase.label_epsilon)
+                phase.label_counts = (found, counts)
             if found.size < 2:
                 raise public_error(
                     ValueError(

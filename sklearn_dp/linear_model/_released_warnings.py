@@ -14,6 +14,7 @@ import numpy as np
 __all__ = [
     "released_fit_warnings",
     "label_set_warning",
+    "faint_label_warning",
     "label_range_warning",
     "LABEL_RANGE_MIN_EVIDENCE",
     "prediction_spreads",
@@ -117,18 +118,20 @@ def released_fit_warnings(estimator):
     return messages
 
 
-def label_set_warning(name, n_classes, n_public, epsilon, delta):
+def label_set_warning(name, n_classes, n_public, threshold, scale):
     """A message when the released label set may have left out a class, or None.
 
-    From public values and releases only: the label release's threshold
-    (``1 + log(1 / (2 delta)) / epsilon``, its noise scale ``1 / epsilon``),
-    the number of released classes and the released row count.  A class of
+    From public values and releases only: the count a label needed to be
+    released (``threshold``, from the public shares and the released counts:
+    :func:`sklearn_dp._labels.release_labels`), its noise ``scale``, the
+    number of released classes and the released row count.  A class of
     the size of the released classes' average share, ``n / (K + 1)``, is
     left out with a fair chance when it is within two noise scales of the
     threshold.
     """
-    scale = 1.0 / epsilon
-    likely_dropped = 1.0 + scale * np.log(1.0 / (2.0 * delta)) + 2.0 * scale
+    if threshold is None:
+        return None
+    likely_dropped = float(threshold) + 2.0 * float(scale)
     if likely_dropped < n_public / (n_classes + 1):
         return None
     return (
@@ -138,6 +141,31 @@ def label_set_warning(name, n_classes, n_public, epsilon, delta):
         "DP row count). The rows of a left-out class take no part in the fit, and the model "
         "never predicts it. Pass classes=[...], the public label set: every class is kept "
         "and the share of epsilon spent on the label set goes to the model."
+    )
+
+
+def faint_label_warning(name, classes, counts, threshold, scale):
+    """A message when a released label's noisy count is within noise of its threshold, or None.
+
+    From the released labels and their noisy counts (the label release's
+    output) and its public threshold and noise ``scale``: a label released
+    with a noisy count below ``threshold + 2 * scale`` may hold no rows at
+    all (small integer labels are released from noisy counts of public
+    candidates, present or not: :func:`sklearn_dp._labels.release_labels`),
+    or be a class the release nearly left out.
+    """
+    if threshold is None or counts is None:
+        return None
+    limit = float(threshold) + 2.0 * float(scale)
+    faint = [(c, n) for c, n in zip(np.asarray(classes).tolist(), counts) if n < limit]
+    if not faint:
+        return None
+    shown = ", ".join(f"{c!r} (about {n:.0f} rows)" for c, n in faint)
+    return (
+        f"{name}: the label set was released privately, and its noisy counts of {shown} are "
+        f"within noise of the release threshold ({float(threshold):.0f} rows): such a label may "
+        "hold no rows at all (the model keeps a column for it that only lowers its score) or "
+        "be a class the release nearly left out. Pass classes=[...], the public label set."
     )
 
 
