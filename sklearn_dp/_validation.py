@@ -107,6 +107,39 @@ def in_process_memory(X):
     return np.array(X, copy=True) if maps_a_file(X) else X
 
 
+def _label_kind(value_type):
+    if issubclass(value_type, (bool, np.bool_)):
+        return "boolean"
+    if issubclass(value_type, (int, np.integer)):
+        return "integer"
+    if issubclass(value_type, (float, np.floating)):
+        return "float"
+    if issubclass(value_type, (str, np.str_)):
+        return "string"
+    return None  # left to scikit-learn's checks (None, nested sequences, ...)
+
+
+def _check_label_kinds(name, y):
+    """Refuse class labels given as a list (or object array) that mixes kinds of value.
+
+    numpy infers a list's dtype from all its elements, so one row labelled
+    ``1.0`` among Python ints, or ``"a"`` among numbers, would change the
+    dtype of ``classes_`` and of every prediction: that row's presence would
+    show (an object array keeps each label's own type).  A typed array carries
+    its dtype with it (public); a list must agree with itself.  A schema check: before any spend.
+    """
+    if not isinstance(y, (list, tuple)) and str(getattr(y, "dtype", "")) != "object":
+        return
+    kinds = {_label_kind(value_type) for value_type in set(map(type, y))} - {None}
+    if len(kinds) > 1:
+        raise ValueError(
+            f"{name}: y is a list or object array whose labels mix kinds of value "
+            f"({', '.join(sorted(kinds))}); the type of the labels is public, so pass them "
+            "as an array of one dtype (for example np.asarray(y, dtype=int)) or as a list "
+            "of one kind."
+        )
+
+
 def validate_private(estimator, X, y="no_validation", x_dtype=np.float64, **kwargs):
     """``validate_data`` for private data, with messages that show no private value.
 
@@ -116,6 +149,8 @@ def validate_private(estimator, X, y="no_validation", x_dtype=np.float64, **kwar
     value; CSR input is canonicalised (duplicate entries summed).
     """
     name = type(estimator).__name__
+    if not kwargs.get("y_numeric", True):
+        _check_label_kinds(name, y)
     for part, value in (("X", X), ("y", y)):
         dtype = getattr(value, "dtype", None)
         if dtype is not None and getattr(dtype, "kind", None) == "c":

@@ -34,6 +34,7 @@ from sklearn_dp import (
 )
 from sklearn_dp.exceptions import ConvergenceError, PrivateFitError
 from sklearn_dp.linear_model._base import PrivatePhase
+from sklearn_dp.model_selection import DPGridSearchCV
 from sklearn_dp.solvers import SOLVERS, _registry
 from sklearn_dp.testing import trace_releases
 
@@ -902,3 +903,38 @@ def test_in_process_memory_copies_what_maps_a_file_and_nothing_else(tmp_path):
     copied = in_process_memory(sparse_mapped)
     assert not np.shares_memory(copied.data, sparse_mapped.data)
     np.testing.assert_array_equal(copied.toarray(), X)
+
+
+@pytest.mark.parametrize(
+    "extra_label",
+    [1.0, np.float32(0), "1", True],
+    ids=["float", "numpy-float", "string", "boolean"],
+)
+@pytest.mark.parametrize("container", [list, lambda y: np.asarray(y, dtype=object)])
+def test_a_label_of_another_kind_in_a_list_is_refused_before_the_spend(extra_label, container):
+    # numpy infers a list's dtype from every element: one row labelled 1.0
+    # among ints would turn classes_ and predict() into floats, showing the row.
+    X, y = binary_data(n=60, d=3)
+    labels = [int(v) for v in y] + [extra_label]
+    budget = PrivacyBudget(5.0, 1e-3)
+    model = DPLogisticRegression(epsilon=1.0, data_norm=1.0, budget=budget)
+    with pytest.raises(ValueError, match="mix kinds of value"):
+        model.fit(np.vstack([X, np.zeros((1, 3))]), container(labels))
+    assert budget.ledger == []
+    budget = PrivacyBudget(5.0, 1e-3, composition="basic")
+    search = DPGridSearchCV(
+        DPLogisticRegression(data_norm=1.0), {"C": [1.0]}, epsilon=1.0, budget=budget
+    )
+    with pytest.raises(ValueError, match="mix kinds of value"):
+        search.fit(np.vstack([X, np.zeros((1, 3))]), container(labels))
+    assert budget.ledger == []
+
+
+def test_labels_of_one_kind_in_a_list_keep_their_type():
+    X, y = binary_data(n=60, d=3)
+    ints = DPLogisticRegression(epsilon=float("inf"), data_norm=1.0).fit(X, [int(v) for v in y])
+    floats = DPLogisticRegression(epsilon=float("inf"), data_norm=1.0).fit(X, [float(v) for v in y])
+    assert ints.classes_.dtype.kind == "i" and floats.classes_.dtype.kind == "f"
+    # Regression labels are numbers whatever their Python type.
+    values = [1, 2.5] * 30
+    DPSCORegressor(epsilon=float("inf"), data_norm=1.0, y_bound=3.0).fit(X, values)
