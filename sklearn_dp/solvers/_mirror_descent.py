@@ -323,10 +323,8 @@ class _Runs:
         self.kappa = 1.0 / (2.0 * (p - 1.0))
         # The fixed arguments of every Bregman step: the exponent and the polytope.
         self.geometry = dict(p=p, ball=domain.ball, radius=domain.radius, box=domain.box)
-        self.lp_radius = math.inf
-        if isinstance(domain, _LpDomain):
-            # The lp ball is the step's p_radius around the centre 0; no l1 ball.
-            self.lp_radius, self.geometry["radius"] = domain.radius, math.inf
+        if isinstance(domain, _LpDomain):  # the lp ball around 0 instead of the l1 ball
+            self.geometry.update(radius=math.inf, outer=domain.radius)
         self.lipschitz, self.smoothness = lipschitz, smoothness
         self.private = not math.isinf(args.epsilon)
         self.rng = make_rng(args.random_state)
@@ -410,10 +408,6 @@ class _Runs:
                 eta = 1.0 / smoothness
         if step_size is not None:
             eta = float(step_size)
-        if self.lp_radius < math.inf:
-            # The lp ball is centred at 0, the map at the round's start: only one
-            # round from 0 (no strongly convex wrapper, refused by the checks).
-            round_radius = min(round_radius, self.lp_radius)
         last, average = self.run(rows, phase, center, 0.0, round_radius, self.solver, eta=eta)
         self.plan.details.setdefault("step_sizes", []).append(eta)
         # Exact steps of 1 / beta descend: the last iterate is the best one.
@@ -437,8 +431,14 @@ class _Runs:
             noise_term = math.sqrt(n_columns * math.log(1.0 / args.delta) * (1.0 + log_d * (p < 2)))
             eta = min(eta, args.epsilon / noise_term)
         eta *= diameter / lipschitz
+        if self.smoothness is not None:
+            # The theorem's constants make phase 1's regulariser (lambda_1 kappa =
+            # 32 kappa / (eta n)) far stronger than the data's curvature, and later
+            # phases never leave its bias: cap it at a public 1% of the smoothness.
+            eta = max(eta, 3200.0 * self.kappa / (self.smoothness * n_rows))
         if args.step_size is not None:
             eta = float(args.step_size)
+        self.plan.details.setdefault("step_sizes", []).append(eta)
         # Rows of the round go to phase i with probability block_i / n_rows (public), so
         # overall each row lands in (round, phase) independently with a public probability.
         blocks = _allocate(self.rng, rows.size, n_rows, [ph.block for ph in phases])
@@ -482,22 +482,9 @@ def _check_lp(solver, options):
     # The values of constraint are the registry's (option_constraints).
     if options.get("constraint", "l1") != "lp":
         return
-    if solver != "mirror_descent":
-        # Its phases centre the map at the previous output, so each step would be
-        # over the intersection of two lp balls, which the exact step does not solve.
-        raise ValueError(
-            f"{solver} does not optimise over an lp ball; use solver='mirror_descent' "
-            "with constraint='lp', or constraint='l1'."
-        )
     p = options.get("p")
     if p is None or not 1.0 < float(p) <= 2.0:
         raise ValueError(f"constraint='lp' needs the ball's exponent p in (1, 2], got p={p!r}.")
-    if options.get("strongly_convex", False):
-        raise ValueError(
-            f"{solver}: strongly_convex=True restricts later rounds to lp balls around "
-            "their start, which cannot be intersected with the constraint='lp' ball; "
-            "use constraint='l1' or strongly_convex=False."
-        )
     if options.get("intercept_bound") is not None:
         raise ValueError(
             f"{solver}: constraint='lp' puts every coordinate (the intercept too) in the "
