@@ -38,7 +38,6 @@ from ._common import (
 )
 from ._gradient_descent import gradient_bound
 from ._l1_geometry import (
-    L1Domain,
     allocate_rows,
     check_l1_options,
     checked_domain,
@@ -277,30 +276,6 @@ def _noise_q_norm_sq(noise_std, n_columns, q):
     return n_columns ** (2.0 / q) * _gaussian_q_moment(q) * noise_std**2
 
 
-@dataclass(frozen=True)
-class _LpDomain(L1Domain):
-    """The lp ball ``||x||_p <= radius`` on every coordinate (intercept included).
-
-    It reuses :class:`L1Domain`'s fields (every coordinate in ``ball``, no
-    boxes; ``radius`` is the lp radius): the Bregman step gets an infinite l1
-    radius and the lp ball as its ``p_radius`` around the map's centre 0, so
-    only a run centred at 0 can use it.  Without boxes its ``vertex_radius``
-    is the lp radius, the largest ``||x||_p`` on the domain (so
-    ``D_psi(x*, 0) <= kappa radius^2`` and ``||x||_q <= radius``), and its
-    ``diameter`` twice it.
-    """
-
-
-def _domain(solver, args):
-    """The fit's domain: the l1 polytope of :func:`checked_domain`, or the lp ball."""
-    domain = checked_domain(solver, args)
-    if args.constraint != "lp":
-        return domain
-    n_columns = len(domain.ball)
-    every = dict(ball=np.ones(n_columns, dtype=bool), box=np.full(n_columns, np.inf))
-    return _LpDomain(**{**vars(domain), **every})
-
-
 # --------------------------------------------------------------------------
 # The shared loop
 # --------------------------------------------------------------------------
@@ -323,7 +298,11 @@ class _Runs:
         self.kappa = 1.0 / (2.0 * (p - 1.0))
         # The fixed arguments of every Bregman step: the exponent and the polytope.
         self.geometry = dict(p=p, ball=domain.ball, radius=domain.radius, box=domain.box)
-        if isinstance(domain, _LpDomain):  # the lp ball around 0 instead of the l1 ball
+        if args.constraint == "lp":
+            # The lp ball around 0 instead of the l1 ball.  Its domain (no
+            # intercept_bound: every coordinate in ``ball``, no boxes) has the lp
+            # radius as ``vertex_radius``, the largest ||x||_p on it (so D_psi(x*, 0)
+            # <= kappa radius^2 and ||x||_q <= radius), and twice it as ``diameter``.
             self.geometry.update(radius=math.inf, outer=domain.radius)
         self.lipschitz, self.smoothness = lipschitz, smoothness
         self.private = not math.isinf(args.epsilon)
@@ -542,7 +521,7 @@ def _mirror_descent_fit(solver, kind, args):
     with public_setup():  # public inputs and the released row count only
         _check_lp(solver, vars(args))
         p = _resolve_p(args.p, n_columns, args.constraint)
-        domain = _domain(solver, args)
+        domain = checked_domain(solver, args)
         # Public stand-in for the row count (a DP count from the estimators): the
         # true n is private under add/remove and only indexes rows.
         n_samples = data.n_public

@@ -97,7 +97,7 @@ class _Problem:
         self.p_radius = p_radius
         # With an outer lp ball ``||x||_p <= outer`` the multiplier ``mu`` is that
         # ball's (of ``||x||_p^p / p``), not the l1 ball's (then absent).
-        self.outer, self.last, self.solved = outer, None, {}
+        self.outer = outer
         # sign(c) |c|^(p-1): theta(-c_j) = -p tau * this.
         self.c_power = np.sign(self.c) * np.abs(self.c) ** (self.p - 1.0)
         self.centered = not np.any(self.c)
@@ -122,14 +122,8 @@ class _Problem:
         centre, so the powers (the expensive part) are taken on those alone.
         """
         if mu and self.outer < math.inf:  # the outer ball's term (never centred: bregman_step)
-            # Warm started from the last solve; remembered, so that the searches
-            # see one value (to the last ulp) at each point they revisit.
-            if (log_ptau, mu) not in self.solved:
-                a, m, last = math.exp(log_ptau), self.m0, self.last
-                self.last = _separable_minimisers(self.s, self.c, a, mu, m, self.p, last)
-                self.solved[log_ptau, mu] = (self.last, pnorm(self.last - self.c, self.p))
-            x, rho = self.solved[log_ptau, mu]
-            return x.copy(), rho
+            x = _separable_minimisers(self.s, self.c, math.exp(log_ptau), mu, self.m0, self.p)
+            return x, pnorm(x - self.c, self.p)
         theta, shifted, weights = self._theta(log_ptau, mu)
         moving_mask = theta != 0.0
         moving = np.flatnonzero(moving_mask)
@@ -259,14 +253,14 @@ class _Problem:
         return brentq(gap, log_ptau_min, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=300)
 
 
-def _separable_minimisers(s, c, a, nu, m, p, start=None):
+def _separable_minimisers(s, c, a, nu, m, p):
     """``argmin_v -s_j v + (a |v - c_j|^p + nu |v|^p) / p + m_j |v|`` for every j (a, nu > 0).
 
     The derivative of the smooth part, ``a phi(v - c_j) + nu phi(v)`` with
     ``phi(t) = sign(t) |t|^(p-1)``, is increasing: past the kink at 0 the
-    minimiser is its root on one side of 0, found by Newton steps kept inside
-    a bracket (bisection otherwise) down to the last representable interval,
-    from ``start`` (a nearby problem's solution) where it lies in the bracket.
+    minimiser is its root on one side of 0, found by bisection down to
+    adjacent floats (Newton steps cycle around the inflection at ``c_j`` and
+    stall where the derivative is infinite).
     """
 
     def phi(t, power=p - 1.0):
@@ -278,26 +272,13 @@ def _separable_minimisers(s, c, a, nu, m, p, start=None):
     reach = phi(target / (a + nu), 1.0 / (p - 1.0))
     lo = np.where(slope_at_zero < 0, 0.0, np.minimum(c, 0.0) + np.minimum(reach, 0.0))
     hi = np.where(slope_at_zero > 0, 0.0, np.maximum(c, 0.0) + np.maximum(reach, 0.0))
-    v, last_move = 0.5 * (lo + hi), hi - lo
-    if start is not None:
-        v = np.where((start > lo) & (start < hi), start, v)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for _ in range(300):
-            excess = a * phi(v - c) + nu * phi(v) - target
-            hi, lo = np.where(excess >= 0, v, hi), np.where(excess <= 0, v, lo)
-            curvature = (p - 1.0) * (a * np.abs(v - c) ** (p - 2.0) + nu * np.abs(v) ** (p - 2.0))
-            newton = v - excess / curvature
-            # Newton only while it halves its moves inside the bracket (it can cycle
-            # around the inflection at c_j, and stalls where the curvature is infinite).
-            moves = (newton > lo) & (newton < hi) & (np.abs(newton - v) < 0.5 * last_move)
-            done = (hi - lo <= 4 * np.spacing(np.maximum(-lo, hi))) | (
-                moves & (np.abs(newton - v) <= 2 * np.spacing(v))
-            )
-            if np.all(done):
-                break
-            new = np.where(moves, newton, 0.5 * (lo + hi))
-            v, last_move = new, np.abs(new - v)
-    return np.where(np.abs(slope_at_zero) <= m, 0.0, v)
+    for _ in range(2200):  # at most ~2100 halvings between two floats
+        middle = 0.5 * (lo + hi)
+        if not np.any((lo < middle) & (middle < hi)):
+            break
+        above = a * phi(middle - c) + nu * phi(middle) > target
+        lo, hi = np.where(above, lo, middle), np.where(above, middle, hi)
+    return np.where(np.abs(slope_at_zero) <= m, 0.0, 0.5 * (lo + hi))
 
 
 def _bracket_decreasing(f, start, upper=math.inf, step=2.0):
