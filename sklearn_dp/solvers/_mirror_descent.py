@@ -721,9 +721,10 @@ def localized_mirror_descent(
     convex variant) on a fresh disjoint block of about ``n / 2^i`` rows (seed
     erratum E8: fresh data, not a reused prefix), on the regularised objective
     ``F(x) + ||x - x_{i-1}||_p^2 / (eta_i n_i (p - 1))`` centred at the previous
-    phase's output, over the polytope intersected with the lp ball of radius
-    ``R_i = 2 L eta_i n_i (p - 1)`` around it (which contains the regularised
-    minimiser).  Steps ``2 / (lambda_i (k + 1))`` with ``lambda_i = 2 / (eta_i
+    phase's output, over the polytope (or the ``constraint="lp"`` ball)
+    intersected with the lp ball of radius ``R_i = 2 L eta_i n_i (p - 1)``
+    around it (which contains the regularised minimiser); each step is exact
+    over that intersection.  Steps ``2 / (lambda_i (k + 1))`` with ``lambda_i = 2 / (eta_i
     n_i)``, the regulariser folded exactly into each Bregman step (composite
     step), and a weighted average ``sum_k k x_k`` as the phase output.  The
     base step is ``eta = (D / L) min{1 / sqrt((p-1) n), epsilon / sqrt(d
@@ -742,7 +743,11 @@ def localized_mirror_descent(
         ln d), sqrt(d) / epsilon_i)``, ``epsilon_i = epsilon / 2^i`` (seed
         erratum E9: ``sqrt(d) / epsilon_i``, not ``sqrt(d / epsilon_i)``).
     step_size : float, optional
-        Overrides the base step eta.
+        Overrides the base step eta.  Default: the theorem's eta, raised for
+        smooth losses to at least ``3200 kappa / (beta_p n)`` (``beta_p``: the
+        public smoothness in ``||.||_p``), which keeps phase 1's regulariser
+        weight ``32 kappa / (eta n)`` at most 1% of the smoothness (the
+        theorem's constants otherwise keep the output near its start).
     plan : PrivacyPlan or None
         The plan to run, as :func:`plan_localized_mirror_descent` computed it
         for these arguments (estimators hand down the plan their budget was
