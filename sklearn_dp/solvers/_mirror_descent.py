@@ -404,17 +404,17 @@ class _Runs:
         diameter = min(self.domain.diameter, 2 * round_radius)
         # Base step (Theorem 4 / 13):
         # (D / L) min{1 / sqrt((p - 1) n), eps / sqrt(d ln(1/delta) (1 + ln d [p < 2]))}.
-        eta = 1.0 / math.sqrt((p - 1.0) * n_rows)
-        if self.private:
-            log_d = _log_d(n_columns)
-            noise_term = math.sqrt(n_columns * math.log(1.0 / args.delta) * (1.0 + log_d * (p < 2)))
-            eta = min(eta, args.epsilon / noise_term)
-        eta *= diameter / lipschitz
+        eta = diameter / (lipschitz * math.sqrt((p - 1.0) * n_rows))
         if self.smoothness is not None:
             # The theorem's constants make phase 1's regulariser (lambda_1 kappa =
             # 32 kappa / (eta n)) far stronger than the data's curvature, and later
-            # phases never leave its bias: cap it at a public 1% of the smoothness.
+            # phases never leave its bias: its statistical term is raised to cap that
+            # weight at a public 1% of the smoothness; its privacy term still caps eta.
             eta = max(eta, 3200.0 * self.kappa / (self.smoothness * n_rows))
+        if self.private:
+            log_d = _log_d(n_columns)
+            noise_term = math.sqrt(n_columns * math.log(1.0 / args.delta) * (1.0 + log_d * (p < 2)))
+            eta = min(eta, args.epsilon * diameter / (lipschitz * noise_term))
         if args.step_size is not None:
             eta = float(args.step_size)
         self.plan.details.setdefault("step_sizes", []).append(eta)
@@ -743,11 +743,12 @@ def localized_mirror_descent(
         ln d), sqrt(d) / epsilon_i)``, ``epsilon_i = epsilon / 2^i`` (seed
         erratum E9: ``sqrt(d) / epsilon_i``, not ``sqrt(d / epsilon_i)``).
     step_size : float, optional
-        Overrides the base step eta.  Default: the theorem's eta, raised for
-        smooth losses to at least ``3200 kappa / (beta_p n)`` (``beta_p``: the
-        public smoothness in ``||.||_p``), which keeps phase 1's regulariser
-        weight ``32 kappa / (eta n)`` at most 1% of the smoothness (the
-        theorem's constants otherwise keep the output near its start).
+        Overrides the base step eta.  Default: the theorem's eta, whose
+        statistical term is raised for smooth losses to at least ``3200 kappa /
+        (beta_p n)`` (``beta_p``: the public smoothness in ``||.||_p``), which
+        keeps phase 1's regulariser weight ``32 kappa / (eta n)`` at most 1% of
+        the smoothness (the theorem's constants otherwise keep the output near
+        its start, even at ``epsilon=inf``); its privacy term still caps it.
     plan : PrivacyPlan or None
         The plan to run, as :func:`plan_localized_mirror_descent` computed it
         for these arguments (estimators hand down the plan their budget was
