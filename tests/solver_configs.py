@@ -101,6 +101,9 @@ OPTION_CONFIGS = {
     ("DPSCORegressor", "mirror_descent", "lp"): dict(
         constraint="lp", p=1.5, radius=2.0, feature_bound=1.0, max_iter=5
     ),
+    ("DPSCORegressor", "localized_mirror_descent", "lp"): dict(
+        constraint="lp", p=1.5, radius=2.0, feature_bound=1.0, max_iter=5
+    ),
     ("DPLasso", "frank_wolfe", "refit"): dict(max_iter=5, solver_options={"refit": 0.4}),
     ("DPSCORegressor", "dp_accmd", "entrywise"): dict(
         penalty=None,

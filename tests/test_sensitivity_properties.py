@@ -777,11 +777,12 @@ def test_row_allocation_is_independent_per_row(n, n_public, sizes, seed):
     fit_intercept=st.booleans(),
     clip_norm=st.sampled_from([None, 1e-3, 0.4, 100.0]),
     p=st.sampled_from([None, 1.0, 1.5, 2.0]),
+    constraint=st.sampled_from(["l1", "lp"]),
     in_batch=st.booleans(),
     w=iterates(8),
 )
 def test_mirror_descent_batch_sum_moves_by_at_most_the_l2_clip(
-    case, fit_intercept, clip_norm, p, in_batch, w
+    case, fit_intercept, clip_norm, p, constraint, in_batch, w
 ):
     loss_name, _, nb = case
     loss, small, big, _ = _l1_setup(case, fit_intercept, None, 0.0, 0.0, 1.0, "mirror_descent")
@@ -802,7 +803,8 @@ def test_mirror_descent_batch_sum_moves_by_at_most_the_l2_clip(
     ]
     moved = change(nb, *sums)
     assert np.linalg.norm(moved) <= clip2 * (1 + REL) + slack(*sums)
-    q = _resolve_p(p, n_columns)
+    # The dual norm of the map's exponent: the l1 geometry's, or an lp ball's own p.
+    q = _resolve_p(1.5 if constraint == "lp" and p in (None, 1.0) else p, n_columns, constraint)
     q = q / (q - 1.0)
     assert np.sum(np.abs(moved) ** q) ** (1 / q) <= clip2 * (1 + REL) + slack(*sums)
     if not in_batch:

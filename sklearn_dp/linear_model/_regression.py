@@ -100,7 +100,8 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
         Norm of the constraint ball (used only with ``radius``).  ``"lp"`` is
         the ball ``||(coef, intercept)||_p <= radius`` for the exponent ``p``
         (needs ``radius``, ``p`` and ``feature_bound``; solved by
-        ``"mirror_descent"``, which ``"auto"`` picks).
+        ``"mirror_descent"``, which ``"auto"`` picks, and
+        ``"localized_mirror_descent"``).
     p : float in (1, 2] or None, default=None
         Exponent of the ``constraint="lp"`` ball (and of mirror descent's
         map); public.  Only with ``constraint="lp"``.
@@ -171,9 +172,10 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
         (and ``feature_bound``) also the l1-geometry solvers
         ``"frank_wolfe"``, ``"vr_frank_wolfe"``, ``"mirror_descent"`` and
         ``"localized_mirror_descent"`` (the intercept is then part of the l1
-        ball); with ``constraint="lp"`` only ``"mirror_descent"`` (the
-        Frank-Wolfe solvers need a polytope, and the localised phases an
-        intersection of two lp balls, which neither offers).
+        ball); with ``constraint="lp"`` only ``"mirror_descent"`` and
+        ``"localized_mirror_descent"`` (the Frank-Wolfe solvers need a
+        polytope; each localised step is exact over the intersection of the
+        lp ball and its localisation ball).
         ``"auto"`` picks, with ``constraint="l1"`` and a radius,
         ``frank_wolfe`` for smooth losses and ``mirror_descent`` for the
         absolute loss; otherwise ``objective_perturbation`` when ``delta=0``,
@@ -292,9 +294,10 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
     ``solver="resque"`` multiplies the bound by the cap on its ReSQue weights
     (see ``docs/solvers/resque.md``).
     With ``constraint="lp"`` the exponent ``p`` and the radius are public
-    too; ``"mirror_descent"`` clips each per-sample gradient in L2 as it does
-    for the l1 ball, so its noise, its ``dp_event_`` and its guarantee do not
-    depend on ``p`` (only the public step size and bounds do).
+    too; ``"mirror_descent"`` and ``"localized_mirror_descent"`` clip each
+    per-sample gradient in L2 as they do for the l1 ball, so their noise,
+    their ``dp_event_`` and their guarantee do not depend on ``p`` (only the
+    public step size and bounds do).
     With ``sample_weight``, one row with its weight is one record (the
     neighbouring relation is unchanged): each row's terms in the released
     sums are multiplied by its weight, clipped to the public ``max_weight``,

@@ -282,7 +282,9 @@ _register_builtin(
     run=localized_mirror_descent,
     plan=plan_localized_mirror_descent,
     losses=frozenset({"squared", "huber", "absolute"}),
-    **_L1_BALL,
+    # Also an lp ball (Alg. 6): each step is exact over its intersection with the
+    # phase's localisation ball (._pnorm.bregman_step's outer ball).
+    **{**_L1_BALL, "constraints": frozenset({"l1", "lp"})},
     summary="localized noisy mirror descent on disjoint phases, l1 / lp geometry (Alg. 2/6)",
     check=check_localized_mirror_descent,
     option_constraints={"constraint": [StrOptions({"l1", "lp"})]},

@@ -38,7 +38,6 @@ from ._common import (
 )
 from ._gradient_descent import gradient_bound
 from ._l1_geometry import (
-    L1Domain,
     allocate_rows,
     check_l1_options,
     checked_domain,
@@ -277,30 +276,6 @@ def _noise_q_norm_sq(noise_std, n_columns, q):
     return n_columns ** (2.0 / q) * _gaussian_q_moment(q) * noise_std**2
 
 
-@dataclass(frozen=True)
-class _LpDomain(L1Domain):
-    """The lp ball ``||x||_p <= radius`` on every coordinate (intercept included).
-
-    It reuses :class:`L1Domain`'s fields (every coordinate in ``ball``, no
-    boxes; ``radius`` is the lp radius): the Bregman step gets an infinite l1
-    radius and the lp ball as its ``p_radius`` around the map's centre 0, so
-    only a run centred at 0 can use it.  Without boxes its ``vertex_radius``
-    is the lp radius, the largest ``||x||_p`` on the domain (so
-    ``D_psi(x*, 0) <= kappa radius^2`` and ``||x||_q <= radius``), and its
-    ``diameter`` twice it.
-    """
-
-
-def _domain(solver, args):
-    """The fit's domain: the l1 polytope of :func:`checked_domain`, or the lp ball."""
-    domain = checked_domain(solver, args)
-    if args.constraint != "lp":
-        return domain
-    n_columns = len(domain.ball)
-    every = dict(ball=np.ones(n_columns, dtype=bool), box=np.full(n_columns, np.inf))
-    return _LpDomain(**{**vars(domain), **every})
-
-
 # --------------------------------------------------------------------------
 # The shared loop
 # --------------------------------------------------------------------------
@@ -323,10 +298,12 @@ class _Runs:
         self.kappa = 1.0 / (2.0 * (p - 1.0))
         # The fixed arguments of every Bregman step: the exponent and the polytope.
         self.geometry = dict(p=p, ball=domain.ball, radius=domain.radius, box=domain.box)
-        self.lp_radius = math.inf
-        if isinstance(domain, _LpDomain):
-            # The lp ball is the step's p_radius around the centre 0; no l1 ball.
-            self.lp_radius, self.geometry["radius"] = domain.radius, math.inf
+        if args.constraint == "lp":
+            # The lp ball around 0 instead of the l1 ball.  Its domain (no
+            # intercept_bound: every coordinate in ``ball``, no boxes) has the lp
+            # radius as ``vertex_radius``, the largest ||x||_p on it (so D_psi(x*, 0)
+            # <= kappa radius^2 and ||x||_q <= radius), and twice it as ``diameter``.
+            self.geometry.update(radius=math.inf, outer=domain.radius)
         self.lipschitz, self.smoothness = lipschitz, smoothness
         self.private = not math.isinf(args.epsilon)
         self.rng = make_rng(args.random_state)
@@ -410,10 +387,6 @@ class _Runs:
                 eta = 1.0 / smoothness
         if step_size is not None:
             eta = float(step_size)
-        if self.lp_radius < math.inf:
-            # The lp ball is centred at 0, the map at the round's start: only one
-            # round from 0 (no strongly convex wrapper, refused by the checks).
-            round_radius = min(round_radius, self.lp_radius)
         last, average = self.run(rows, phase, center, 0.0, round_radius, self.solver, eta=eta)
         self.plan.details.setdefault("step_sizes", []).append(eta)
         # Exact steps of 1 / beta descend: the last iterate is the best one.
@@ -431,14 +404,20 @@ class _Runs:
         diameter = min(self.domain.diameter, 2 * round_radius)
         # Base step (Theorem 4 / 13):
         # (D / L) min{1 / sqrt((p - 1) n), eps / sqrt(d ln(1/delta) (1 + ln d [p < 2]))}.
-        eta = 1.0 / math.sqrt((p - 1.0) * n_rows)
+        eta = diameter / (lipschitz * math.sqrt((p - 1.0) * n_rows))
+        if self.smoothness is not None:
+            # The theorem's constants make phase 1's regulariser (lambda_1 kappa =
+            # 32 kappa / (eta n)) far stronger than the data's curvature, and later
+            # phases never leave its bias: its statistical term is raised to cap that
+            # weight at a public 1% of the smoothness; its privacy term still caps eta.
+            eta = max(eta, 3200.0 * self.kappa / (self.smoothness * n_rows))
         if self.private:
             log_d = _log_d(n_columns)
             noise_term = math.sqrt(n_columns * math.log(1.0 / args.delta) * (1.0 + log_d * (p < 2)))
-            eta = min(eta, args.epsilon / noise_term)
-        eta *= diameter / lipschitz
+            eta = min(eta, args.epsilon * diameter / (lipschitz * noise_term))
         if args.step_size is not None:
             eta = float(args.step_size)
+        self.plan.details.setdefault("step_sizes", []).append(eta)
         # Rows of the round go to phase i with probability block_i / n_rows (public), so
         # overall each row lands in (round, phase) independently with a public probability.
         blocks = _allocate(self.rng, rows.size, n_rows, [ph.block for ph in phases])
@@ -482,22 +461,9 @@ def _check_lp(solver, options):
     # The values of constraint are the registry's (option_constraints).
     if options.get("constraint", "l1") != "lp":
         return
-    if solver != "mirror_descent":
-        # Its phases centre the map at the previous output, so each step would be
-        # over the intersection of two lp balls, which the exact step does not solve.
-        raise ValueError(
-            f"{solver} does not optimise over an lp ball; use solver='mirror_descent' "
-            "with constraint='lp', or constraint='l1'."
-        )
     p = options.get("p")
     if p is None or not 1.0 < float(p) <= 2.0:
         raise ValueError(f"constraint='lp' needs the ball's exponent p in (1, 2], got p={p!r}.")
-    if options.get("strongly_convex", False):
-        raise ValueError(
-            f"{solver}: strongly_convex=True restricts later rounds to lp balls around "
-            "their start, which cannot be intersected with the constraint='lp' ball; "
-            "use constraint='l1' or strongly_convex=False."
-        )
     if options.get("intercept_bound") is not None:
         raise ValueError(
             f"{solver}: constraint='lp' puts every coordinate (the intercept too) in the "
@@ -555,7 +521,7 @@ def _mirror_descent_fit(solver, kind, args):
     with public_setup():  # public inputs and the released row count only
         _check_lp(solver, vars(args))
         p = _resolve_p(args.p, n_columns, args.constraint)
-        domain = _domain(solver, args)
+        domain = checked_domain(solver, args)
         # Public stand-in for the row count (a DP count from the estimators): the
         # true n is private under add/remove and only indexes rows.
         n_samples = data.n_public
@@ -755,9 +721,10 @@ def localized_mirror_descent(
     convex variant) on a fresh disjoint block of about ``n / 2^i`` rows (seed
     erratum E8: fresh data, not a reused prefix), on the regularised objective
     ``F(x) + ||x - x_{i-1}||_p^2 / (eta_i n_i (p - 1))`` centred at the previous
-    phase's output, over the polytope intersected with the lp ball of radius
-    ``R_i = 2 L eta_i n_i (p - 1)`` around it (which contains the regularised
-    minimiser).  Steps ``2 / (lambda_i (k + 1))`` with ``lambda_i = 2 / (eta_i
+    phase's output, over the polytope (or the ``constraint="lp"`` ball)
+    intersected with the lp ball of radius ``R_i = 2 L eta_i n_i (p - 1)``
+    around it (which contains the regularised minimiser); each step is exact
+    over that intersection.  Steps ``2 / (lambda_i (k + 1))`` with ``lambda_i = 2 / (eta_i
     n_i)``, the regulariser folded exactly into each Bregman step (composite
     step), and a weighted average ``sum_k k x_k`` as the phase output.  The
     base step is ``eta = (D / L) min{1 / sqrt((p-1) n), epsilon / sqrt(d
@@ -776,7 +743,12 @@ def localized_mirror_descent(
         ln d), sqrt(d) / epsilon_i)``, ``epsilon_i = epsilon / 2^i`` (seed
         erratum E9: ``sqrt(d) / epsilon_i``, not ``sqrt(d / epsilon_i)``).
     step_size : float, optional
-        Overrides the base step eta.
+        Overrides the base step eta.  Default: the theorem's eta, whose
+        statistical term is raised for smooth losses to at least ``3200 kappa /
+        (beta_p n)`` (``beta_p``: the public smoothness in ``||.||_p``), which
+        keeps phase 1's regulariser weight ``32 kappa / (eta n)`` at most 1% of
+        the smoothness (the theorem's constants otherwise keep the output near
+        its start, even at ``epsilon=inf``); its privacy term still caps it.
     plan : PrivacyPlan or None
         The plan to run, as :func:`plan_localized_mirror_descent` computed it
         for these arguments (estimators hand down the plan their budget was

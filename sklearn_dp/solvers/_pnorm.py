@@ -37,6 +37,7 @@ solution satisfies the KKT conditions to about 1e-12 (tests check them).  With
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 
 import numpy as np
 from scipy.optimize import brentq
@@ -75,19 +76,14 @@ def pnorm_mirror_gradient(u, p, kappa):
     return 2.0 * kappa * norm * np.sign(u) * (np.abs(u) / norm) ** (p - 1.0)
 
 
-class BregmanStepResult:
-    """The solution of :func:`bregman_step` and its multipliers (for warm starts and tests)."""
-
-    __slots__ = ("x", "w", "mu", "rho", "tau")
-
-    def __init__(self, x, w, mu, rho, tau):
-        self.x, self.w, self.mu, self.rho, self.tau = x, w, mu, rho, tau
+#: The solution of :func:`bregman_step` and its multipliers (for warm starts and tests).
+BregmanStepResult = namedtuple("BregmanStepResult", "x w mu rho tau")
 
 
 class _Problem:
     """The data of one step, with the per-coordinate closed forms."""
 
-    def __init__(self, s, center, kappa, p, ball, box, l1_weights, p_radius):
+    def __init__(self, s, center, kappa, p, ball, box, l1_weights, p_radius, outer):
         self.s = np.asarray(s, dtype=float)
         self.c = np.asarray(center, dtype=float)
         self.kappa = float(kappa)
@@ -99,6 +95,9 @@ class _Problem:
         self.box_values = box[self.box_index]
         self.m0 = l1_weights
         self.p_radius = p_radius
+        # With an outer lp ball ``||x||_p <= outer`` the multiplier ``mu`` is that
+        # ball's (of ``||x||_p^p / p``), not the l1 ball's (then absent).
+        self.outer = outer
         # sign(c) |c|^(p-1): theta(-c_j) = -p tau * this.
         self.c_power = np.sign(self.c) * np.abs(self.c) ** (self.p - 1.0)
         self.centered = not np.any(self.c)
@@ -109,7 +108,7 @@ class _Problem:
         A soft-threshold of ``s`` by the weights around ``t = theta(-c)`` (0
         when centred: then theta does not depend on tau).
         """
-        weights = self.m0 + mu * self.ball if mu else self.m0
+        weights = self.m0 + mu * self.ball if mu and self.outer == math.inf else self.m0
         if self.centered:
             return np.sign(self.s) * np.maximum(np.abs(self.s) - weights, 0.0), self.s, weights
         t = -math.exp(log_ptau) * self.c_power
@@ -122,6 +121,9 @@ class _Problem:
         Only coordinates whose dual value is non-zero move away from the
         centre, so the powers (the expensive part) are taken on those alone.
         """
+        if mu and self.outer < math.inf:  # the outer ball's term (never centred: bregman_step)
+            x = _separable_minimisers(self.s, self.c, math.exp(log_ptau), mu, self.m0, self.p)
+            return x, pnorm(x - self.c, self.p)
         theta, shifted, weights = self._theta(log_ptau, mu)
         moving_mask = theta != 0.0
         moving = np.flatnonzero(moving_mask)
@@ -167,6 +169,12 @@ class _Problem:
         """
         theta = self._theta(log_ptau, mu)[0]
         x, rho = self.coordinates(log_ptau, mu)
+        if mu and self.outer < math.inf:  # the mirror term's part of the dual coordinate
+            return (
+                x,
+                rho,
+                math.exp(log_ptau) * np.sign(x - self.c) * np.abs(x - self.c) ** (self.p - 1),
+            )
         if self.has_box:
             low, high = self._box_duals(log_ptau)
             theta[self.box_index] = np.clip(theta[self.box_index], low, high)
@@ -208,12 +216,6 @@ class _Problem:
     def solve_tau(self, mu, warm_log_rho):
         """Inner solve: (x, rho, log p tau) for a fixed l1 multiplier ``mu``."""
         rho_of = self.rho_function(mu)
-        if self.p == 2.0:
-            log_ptau = math.log(2.0 * self.kappa)
-            if rho_of(log_ptau) > self.p_radius:
-                log_ptau = self._solve_ball(rho_of, log_ptau)
-            x, rho = self.coordinates(log_ptau, mu)
-            return x, rho, log_ptau
 
         def gap(log_rho):
             rho = rho_of(self.log_ptau_of_rho(log_rho))
@@ -251,6 +253,34 @@ class _Problem:
         return brentq(gap, log_ptau_min, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=300)
 
 
+def _separable_minimisers(s, c, a, nu, m, p):
+    """``argmin_v -s_j v + (a |v - c_j|^p + nu |v|^p) / p + m_j |v|`` for every j (a, nu > 0).
+
+    The derivative of the smooth part, ``a phi(v - c_j) + nu phi(v)`` with
+    ``phi(t) = sign(t) |t|^(p-1)``, is increasing: past the kink at 0 the
+    minimiser is its root on one side of 0, found by bisection down to
+    adjacent floats (Newton steps cycle around the inflection at ``c_j`` and
+    stall where the derivative is infinite).
+    """
+
+    def phi(t, power=p - 1.0):
+        return np.sign(t) * np.abs(t) ** power
+
+    slope_at_zero = a * phi(-c) - s
+    target = s + m * np.sign(slope_at_zero)  # the side of 0 where the minimiser lies
+    # (a + nu) phi(v - max(c, 0)) bounds the derivative below for v >= max(c, 0): a bracket.
+    reach = phi(target / (a + nu), 1.0 / (p - 1.0))
+    lo = np.where(slope_at_zero < 0, 0.0, np.minimum(c, 0.0) + np.minimum(reach, 0.0))
+    hi = np.where(slope_at_zero > 0, 0.0, np.maximum(c, 0.0) + np.maximum(reach, 0.0))
+    for _ in range(2200):  # at most ~2100 halvings between two floats
+        middle = 0.5 * (lo + hi)
+        if not np.any((lo < middle) & (middle < hi)):
+            break
+        above = a * phi(middle - c) + nu * phi(middle) > target
+        lo, hi = np.where(above, lo, middle), np.where(above, middle, hi)
+    return np.where(np.abs(slope_at_zero) <= m, 0.0, 0.5 * (lo + hi))
+
+
 def _bracket_decreasing(f, start, upper=math.inf, step=2.0):
     """[lo, hi] with f(lo) > 0 >= f(hi) for a decreasing f; lo=None if f <= 0 down to ~0."""
     if f(start) > 0.0:
@@ -282,6 +312,7 @@ def bregman_step(
     box=None,
     l1_weights=None,
     p_radius=math.inf,
+    outer=math.inf,
     warm=None,
 ):
     """Exact minimiser of ``-<s, x> + kappa ||x - c||_p^2 + sum_j m_j |x_j|`` over the domain.
@@ -304,13 +335,18 @@ def bregman_step(
         Penalty weights ``m_j`` (for a composite step with an L1 penalty).
     p_radius : float, default=inf
         Radius of the lp ball ``||x - c||_p <= p_radius``.
+    outer : float, default=inf
+        Radius of an lp ball ``||x||_p <= outer`` around 0 (the constraint of an
+        lp domain, for a map centred elsewhere), instead of the l1 ball (whose
+        ``radius`` must then be inf).
     warm : BregmanStepResult, optional
         The previous step's solution, to start the searches near their roots.
 
     Returns
     -------
     BregmanStepResult
-        ``x`` and the multipliers: ``mu`` (l1 ball), ``rho = ||x - c||_p`` and
+        ``x`` and the multipliers: ``mu`` (l1 ball, or the ``outer`` ball's of
+        ``||x||_p^p / p``), ``rho = ||x - c||_p`` and
         ``tau`` (so that ``p tau = 2 kappa rho^(2-p)`` unless the lp ball is active).
     """
     if not 1.0 < p <= 2.0:
@@ -321,19 +357,26 @@ def bregman_step(
         np.full(d, np.inf) if box is None else np.where(ball, np.inf, np.asarray(box, dtype=float))
     )
     l1_weights = np.zeros(d) if l1_weights is None else np.asarray(l1_weights, dtype=float)
-    problem = _Problem(s, center, kappa, p, ball, box, l1_weights, float(p_radius))
+    if outer < math.inf and not np.any(center):  # then the same ball as p_radius's
+        p_radius, outer = min(p_radius, outer), math.inf
+    problem = _Problem(s, center, kappa, p, ball, box, l1_weights, float(p_radius), float(outer))
     warm_log_rho = math.log(warm.rho) if warm is not None and warm.rho > 0 else None
 
     x, rho, log_ptau = problem.solve_tau(0.0, warm_log_rho)
+
+    def violation(x_):
+        # The l1 ball's excess, or the outer lp ball's (one of them at most is finite).
+        return pnorm(x_, p) - outer if outer < math.inf else np.sum(np.abs(x_[ball])) - radius
+
     mu = 0.0
-    if np.sum(np.abs(x[ball])) > radius:
+    if violation(x) > 0:
         last = {"log_rho": math.log(rho) if rho > 0 else warm_log_rho}
 
         def excess(mu_):
             x_, rho_, _ = problem.solve_tau(mu_, last["log_rho"])
             if rho_ > 0:
                 last["log_rho"] = math.log(rho_)
-            return float(np.sum(np.abs(x_[ball])) - radius)
+            return float(violation(x_))
 
         guess = warm.mu if warm is not None and warm.mu > 0 else None
         scale = float(np.max(np.abs(s[ball]), initial=0.0)) + 1.0
@@ -348,10 +391,9 @@ def bregman_step(
         x, rho, log_ptau = problem.solve_tau(mu, last["log_rho"])
     x, rho, w = problem.dual_point(log_ptau, mu)
     # Last-ulp safety: the root finds stop within rounding of the boundary;
-    # pull back onto the l1 ball and the lp ball so every iterate is feasible.
-    total = float(np.sum(np.abs(x[ball])))
-    if total > radius:
-        x[ball] *= radius / total
+    # pull back onto the l1 ball and the lp balls so every iterate is feasible.
+    if violation(x) > 0:
+        x[ball] *= (outer / pnorm(x, p)) if outer < math.inf else radius / np.sum(np.abs(x[ball]))
     if rho > p_radius:
         x = center + (x - center) * (p_radius / rho)
         rho = float(p_radius)
