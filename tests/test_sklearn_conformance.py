@@ -80,6 +80,11 @@ The other checks run only in the full lists, since no solver can change their ou
   ``check_positive_only_tag_during_fit``: no array API, no ``partial_fit``, no
   positive-only tag.
 
+With ``-m slow``, the solver and variant configurations run the rest of the
+full list too (``test_sklearn_compatible_estimator_every_check_on_every_solver``):
+the whole solver x check cross product, for a change that might make one of
+the checks above depend on the solver after all.
+
 Expected failures are listed per configuration with the reason, as strict
 xfails: a new failure is seen, and a fixed one too; only a failure that
 depends on the noise draw (:data:`NOISE_DEPENDENT`) is not strict.  Those that
@@ -449,11 +454,11 @@ def _estimator_id(estimator):
     return re.sub(r"\s", "", str(estimator))
 
 
-def _cases(estimator, only=None):
+def _cases(estimator, only=None, skip=frozenset()):
     expected = _expected_failed_checks(estimator)
     for instance, check in estimator_checks_generator(estimator, legacy=True):
         check_id = _check_id(check)
-        if only is not None and check_id not in only:
+        if (only is not None and check_id not in only) or check_id in skip:
             continue
         name = _check_name(check)
         reason = expected.get(name)
@@ -469,8 +474,21 @@ def _all_cases():
         yield from _cases(estimator, only=SOLVER_CHECKS)
 
 
+def _cross_product_rest():
+    """The rest of the full list on every solver and variant configuration."""
+    for estimator in [*_solver_configurations(), *VARIANTS]:
+        yield from _cases(estimator, skip=SOLVER_CHECKS)
+
+
 @pytest.mark.parametrize("estimator, check", list(_all_cases()))
 def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("estimator, check", list(_cross_product_rest()))
+def test_sklearn_compatible_estimator_every_check_on_every_solver(estimator, check):
+    """The full solver x check cross product (with the default run, every check everywhere)."""
     check(estimator)
 
 
