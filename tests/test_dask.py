@@ -518,6 +518,11 @@ def _local_cluster(n_workers=2):
     return distributed, cluster
 
 
+#: The tests that share the module's cluster run on one pytest-xdist worker,
+#: which starts it once (the other worker starts none).
+ON_THE_SHARED_CLUSTER = pytest.mark.xdist_group("local_cluster")
+
+
 @pytest.fixture(scope="module")
 def local_cluster():
     """A LocalCluster of two one-thread worker processes on loopback, closed after the module."""
@@ -528,6 +533,7 @@ def local_cluster():
         cluster.close()
 
 
+@ON_THE_SHARED_CLUSTER
 def test_fit_on_a_local_cluster_with_worker_processes(local_cluster):
     distributed, cluster = local_cluster
     X, y = _classification(n=2000)
@@ -545,6 +551,7 @@ def test_fit_on_a_local_cluster_with_worker_processes(local_cluster):
     np.testing.assert_array_equal(predicted, reference.predict(X))
 
 
+@ON_THE_SHARED_CLUSTER
 def test_later_passes_on_a_cluster_run_one_task_per_worker_thread(local_cluster):
     # A task costs the scheduler, the client and the worker a few
     # milliseconds each: a pass over the kept chunks runs one task per
@@ -583,6 +590,7 @@ def test_later_passes_on_a_cluster_run_one_task_per_worker_thread(local_cluster)
 
 
 @pytest.mark.slow
+@ON_THE_SHARED_CLUSTER
 def test_larger_fits_on_a_local_cluster(local_cluster):
     distributed, cluster = local_cluster
     with distributed.Client(cluster):

@@ -85,9 +85,11 @@ def test_extras_hold_what_their_commands_need():
     names = {
         key: {re.split(r"[<>=~! ;\[]", r)[0].lower() for r in reqs} for key, reqs in extras.items()
     }
-    # pytest and hypothesis run the tests; pandas lets scikit-learn's estimator
-    # checks run their DataFrame cases instead of skipping them.
-    assert {"pytest", "hypothesis", "pandas"} <= names["test"]
+    # pytest and hypothesis run the tests (pytest-xdist: addopts has -n 2);
+    # pandas lets scikit-learn's estimator checks run their DataFrame cases
+    # instead of skipping them.
+    assert {"pytest", "pytest-xdist", "hypothesis", "pandas"} <= names["test"]
+    assert "-n 2" in _project_table()["tool"]["pytest"]["ini_options"]["addopts"]
     # The default run builds the docs, runs the examples and executes the
     # notebooks: the test extra pulls in the docs extra (which has matplotlib).
     assert "sklearn_dp[docs]" in extras["test"]

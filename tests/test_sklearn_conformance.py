@@ -27,7 +27,7 @@ asserts something that the solver computes or touches:
   ``check_readonly_memmap_input`` (a solver must not write into X),
   ``check_fit2d_1sample`` and ``check_fit2d_1feature`` (degenerate shapes reach
   the solver's plan and checks);
-* dtypes: ``check_estimators_dtypes``, ``check_regressors_int``,
+* dtypes: ``check_estimators_dtypes``,
   ``check_transformer_preserve_dtypes`` (float32 stays float32 in the solver);
 * what the fit computes: ``check_classifiers_train``,
   ``check_regressors_train`` (accuracy, held strictly for noiseless fits) and
@@ -35,7 +35,8 @@ asserts something that the solver computes or touches:
   and label encodings reach the solver's multinomial path),
   ``check_transformer_general``;
 * sample_weight, which a solver fits or refuses (``SolverSpec.sample_weight``):
-  ``check_sample_weights_*``, ``check_all_zero_sample_weights_error``,
+  ``check_sample_weights_list``, ``_shape`` and ``_not_overwritten``,
+  ``check_all_zero_sample_weights_error``,
   ``check_classifiers_one_label_sample_weights``;
 * ``n_iter_``: ``check_non_transformer_estimators_n_iter``,
   ``check_transformer_n_iter``;
@@ -49,6 +50,12 @@ The other checks run only in the full lists, since no solver can change their ou
 
 * API, tags, cloning, parameters, ``repr`` and unfitted behaviour (tags depend
   on ``epsilon`` and the estimator, never on the solver);
+* conversions the estimator makes before a solver sees the data: integer
+  features and labels (``check_regressors_int``; the solver receives float64,
+  as in ``check_estimators_dtypes``' integer cases), weights given as a pandas
+  Series or an array-like object (``check_sample_weights_pandas_series``,
+  ``check_sample_weights_not_an_array``; the estimator makes them the ndarray
+  that ``check_sample_weights_list``'s list becomes);
 * input validation that raises before the solver is reached: NaN/inf, complex,
   object, empty or one-dimensional data, a regression target given to a
   classifier, ``y=None``, a one-label ``y`` (the classifier refuses a label set
@@ -79,6 +86,11 @@ The other checks run only in the full lists, since no solver can change their ou
 * ``check_array_api_input``, ``check_estimators_partial_fit_n_features``,
   ``check_positive_only_tag_during_fit``: no array API, no ``partial_fit``, no
   positive-only tag.
+
+With ``-m slow``, the solver and variant configurations run the rest of the
+full list too (``test_sklearn_compatible_estimator_every_check_on_every_solver``):
+the whole solver x check cross product, for a change that might make one of
+the checks above depend on the solver after all.
 
 Expected failures are listed per configuration with the reason, as strict
 xfails: a new failure is seen, and a fixed one too; only a failure that
@@ -278,7 +290,6 @@ SOLVER_CHECKS = frozenset(
         "check_fit2d_1sample",
         "check_fit2d_1feature",
         "check_estimators_dtypes",
-        "check_regressors_int",
         "check_transformer_preserve_dtypes",
         "check_classifiers_train",
         "check_classifiers_train(readonly_memmap=True,X_dtype=float32)",
@@ -286,8 +297,6 @@ SOLVER_CHECKS = frozenset(
         "check_regressors_train(readonly_memmap=True,X_dtype=float32)",
         "check_classifiers_classes",
         "check_transformer_general",
-        "check_sample_weights_pandas_series",
-        "check_sample_weights_not_an_array",
         "check_sample_weights_list",
         "check_sample_weights_shape",
         "check_sample_weights_not_overwritten",
@@ -450,11 +459,11 @@ def _estimator_id(estimator):
     return re.sub(r"\s", "", str(estimator))
 
 
-def _cases(estimator, only=None):
+def _cases(estimator, only=None, skip=frozenset()):
     expected = _expected_failed_checks(estimator)
     for instance, check in estimator_checks_generator(estimator, legacy=True):
         check_id = _check_id(check)
-        if only is not None and check_id not in only:
+        if (only is not None and check_id not in only) or check_id in skip:
             continue
         name = _check_name(check)
         reason = expected.get(name)
@@ -470,8 +479,21 @@ def _all_cases():
         yield from _cases(estimator, only=SOLVER_CHECKS)
 
 
+def _cross_product_rest():
+    """The rest of the full list on every solver and variant configuration."""
+    for estimator in [*_solver_configurations(), *VARIANTS]:
+        yield from _cases(estimator, skip=SOLVER_CHECKS)
+
+
 @pytest.mark.parametrize("estimator, check", list(_all_cases()))
 def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("estimator, check", list(_cross_product_rest()))
+def test_sklearn_compatible_estimator_every_check_on_every_solver(estimator, check):
+    """The full solver x check cross product (with the default run, every check everywhere)."""
     check(estimator)
 
 
