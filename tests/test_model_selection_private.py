@@ -1652,6 +1652,39 @@ def test_a_released_pipeline_is_vouched_for_by_the_whole_search():
     )
 
 
+@pytest.mark.parametrize("kind", ["huge", "tiny"])
+def test_substitution_over_a_search_whose_count_composes_with_the_default_refit(kind, monkeypatch):
+    """Skipped runs, the count composed with the default's refit numerically (plan_skip)."""
+    monkeypatch.setattr(runs_module, "SKIP_MARGIN_SHARE", SKIP_MARGIN_SHARE)
+    X, y = _data(n=40)
+    X_prime, y_prime = np.vstack([X, HOSTILE_ROWS[kind](3)[None, :]]), np.append(y, 1)
+    estimator = DPLogisticRegression(classes=[0, 1], data_norm=1.0, verbose=2)
+    a, b = [
+        _observe_search(
+            DPGridSearchCV(
+                estimator,
+                {"C": [0.1, 1.0, 10.0]},
+                epsilon=1.0,
+                verbose=1,
+                budget=_twin_budget(),
+                random_state=0,
+            ),
+            Xi,
+            yi,
+        )
+        for Xi, yi in ((X, y), (X_prime, y_prime))
+    ]
+    assert a["error"] is None and b["error"] is None, (a["error"], b["error"])
+    assert a["attributes"]["runs_skipped_"] and b["attributes"]["runs_skipped_"]
+    assert a["warnings"] == b["warnings"]
+    assert a["printed"] == b["printed"]
+    _assert_same(a["attributes"], b["attributes"])
+    _check_sensitivities(a["trace"], b["trace"])
+    # The refit took more than basic composition leaves (1 - 0.02).
+    refit = a["attributes"]["best_estimator_"]["model"]
+    assert refit["privacy_spent_"][0] > 0.99
+
+
 def test_search_api_and_delegation():
     X, y = _data(n=1000)
     search = _search(budget=PrivacyBudget(2.0, 1e-5, composition="basic")).fit(X, y)
