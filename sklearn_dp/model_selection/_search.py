@@ -19,8 +19,8 @@ makes.  These searches release only the result of a private selection
    the Laplace mechanism; the best run is selected (with the default
    candidate in the grid, only if it beats that candidate's own run by a
    public margin; on tables too small for the runs to beat that margin, as
-   the released count shows, no run is made and the default's refit takes
-   their share).  Nothing but the
+   the released count shows, no run is made and the default is refitted
+   with what the count leaves, the two composed numerically).  Nothing but the
    selected run leaves this phase: not ``K``, not which candidates ran, not
    the other scores, not the runs' warnings or errors.
 4. *Refit* (optional): one more private fit, of the selected candidate on
