@@ -215,7 +215,7 @@ def report(datasets, outcomes, seeds, options, wall, command, epsilon=EPSILON):
         "validation count, no run is made and the default is refitted at the largest epsilon "
         "whose composition with the count (2% of epsilon) meets the whole under the PLD "
         "accountant, as the default composes its own count and steps (99.7% of epsilon at "
-        "epsilon 1); the runs and their refit then keep about half of delta. "
+        "epsilon 1); the runs and their refit then keep 70% of delta. "
         f"The whole search is ({epsilon:g}, {DELTA:g})-DP.",
         "- **search, refit 50%**: the same with `refit_fraction=0.5` (the default is 0.9).",
         f"- **search, no refit**: the same with `refit=False` (all of epsilon {epsilon:g} on the "

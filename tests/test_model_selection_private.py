@@ -1450,6 +1450,54 @@ def test_gaussian_delta_is_the_analytic_gaussian_curve():
         )
 
 
+def _laplace_gaussian_delta(laplace_scale, noise_multiplier, epsilon):
+    """The exact delta of a Laplace mechanism (sensitivity 1) composed with a Gaussian one.
+
+    The hockey-stick divergence of independent parts decomposes over the
+    Laplace part's privacy loss L: E[delta_G(epsilon - L)], with L = 1/b
+    below 0 (probability 1/2), -1/b from 1 (probability e^(-1/b) / 2) and
+    (1 - 2c) / b at c in between; integrated with scipy.
+    """
+    from scipy import integrate
+
+    loss = 1.0 / laplace_scale
+
+    def curve(value):
+        return _gaussian_delta_by_hand(noise_multiplier, value)
+
+    middle, _ = integrate.quad(
+        lambda c: (
+            math.exp(-c / laplace_scale) / (2 * laplace_scale) * curve(epsilon - (1 - 2 * c) * loss)
+        ),
+        0.0,
+        1.0,
+        epsabs=0.0,
+        epsrel=1e-12,
+    )
+    return 0.5 * curve(epsilon - loss) + 0.5 * math.exp(-loss) * curve(epsilon + loss) + middle
+
+
+def test_reference_delta_is_below_the_exact_curve():
+    from sklearn_dp.accounting import PureEpsilonDpEvent
+
+    gaussian = dpe.GaussianDpEvent(3.8)
+    for epsilon in (0.9, 1.0, 1.1):
+        exact = _gaussian_delta_by_hand(3.8, epsilon)
+        assert planning_module.reference_delta(gaussian, epsilon) == pytest.approx(exact, 1e-9)
+        # Randomized response composed with a Gaussian: two atoms, exact.
+        pure = dpe.ComposedDpEvent([PureEpsilonDpEvent(0.1, "exponential mechanism"), gaussian])
+        high = math.exp(0.1) / (1 + math.exp(0.1))
+        exact = high * _gaussian_delta_by_hand(3.8, epsilon - 0.1)
+        exact += (1 - high) * _gaussian_delta_by_hand(3.8, epsilon + 0.1)
+        lower = planning_module.reference_delta(pure, epsilon)
+        assert exact * (1 - 1e-3) <= lower <= exact * (1 + 1e-12)
+        # A Laplace part composed with a Gaussian.
+        laplace = dpe.ComposedDpEvent([dpe.LaplaceDpEvent(20.0), gaussian])
+        exact = _laplace_gaussian_delta(20.0, 3.8, epsilon)
+        lower = planning_module.reference_delta(laplace, epsilon)
+        assert exact * (1 - 1e-3) <= lower <= exact * (1 + 1e-12)
+
+
 def _pld_epsilon(event, delta):
     """Epsilon of ``event`` at ``delta`` by dp_accounting's own PLD accountant."""
     from dp_accounting.pld import pld_privacy_accountant
@@ -1469,8 +1517,8 @@ def test_the_count_is_accounted_with_the_branch_it_picks(classes, monkeypatch):
     so the skipping search's refit is within 0.5% of the default fit's
     noise at the same total epsilon (it was 2% with the count paid by basic
     composition).  Run or skipped, the search spends (epsilon, delta): the
-    runs and their refit keep a delta below the Gaussian curve of the
-    default's refit at epsilon + epsilon_count.
+    runs and their refit keep a delta below the curve of the default's
+    refit at epsilon + epsilon_count.
     """
     from sklearn_dp.model_selection._selection import canonical_event, gaussian_part
 
@@ -1519,7 +1567,8 @@ def test_the_count_is_accounted_with_the_branch_it_picks(classes, monkeypatch):
     ]
 
     # On a large table the runs run: they and their refit keep a delta below
-    # the exact Gaussian curve of the skip branch's refit at rest + count.
+    # the curve of the skip branch's refit at rest + count (its own count
+    # and its steps: computed exactly here), above its Gaussian part's.
     large = binary_data(n=20000, half_width=0.5, noise=0.1)
     budget = PrivacyBudget(1.0, 1e-5, composition="basic")
     search = DPGridSearchCV(
@@ -1528,10 +1577,16 @@ def test_the_count_is_accounted_with_the_branch_it_picks(classes, monkeypatch):
     assert not search.runs_skipped_
     branch_delta = search.selection_privacy_spent_[1] - label[1]
     branch_delta += search.best_estimator_.privacy_spent_[1]
-    bound = _gaussian_delta_by_hand(sigma_refit, rest[0] + count_epsilon)
-    assert branch_delta <= bound
-    assert branch_delta == pytest.approx(bound, rel=1e-4)
-    assert branch_delta < rest[1]
+    own_count, steps = refit.dp_event_.events
+    exact = _laplace_gaussian_delta(
+        own_count.noise_multiplier,
+        gaussian_part(canonical_event(steps)),
+        rest[0] + count_epsilon,
+    )
+    assert branch_delta <= exact
+    assert branch_delta == pytest.approx(exact, rel=2e-3)
+    assert branch_delta > _gaussian_delta_by_hand(sigma_refit, rest[0] + count_epsilon)
+    assert 0.6 * rest[1] < branch_delta < rest[1]
     # The epsilons add up by basic composition to what the count leaves.
     assert search.selection_privacy_spent_[0] + search.best_estimator_.privacy_spent_[
         0

@@ -211,7 +211,7 @@ SHARED_DOC = """
     share, and the count is accounted with the branch it picks (see
     Privacy): the runs and their refit then share the delta under which
     the count composed with the default's refit still meets the
-    guarantee (about half of it at the defaults).  The default candidate's run is kept
+    guarantee (60% to 73% of it for the default logistic fit).  The default candidate's run is kept
     unless the best run's noisy score sum exceeds its own by more than
     ``t`` times the score's noise, where ``t`` is the 99% quantile of
     ``max(Z_1, ..., Z_K) - Z_0`` for independent draws ``Z`` of the noise
@@ -272,8 +272,8 @@ SHARED_DOC = """
     event meets ``(epsilon - label, delta - label)`` under dp_accounting's
     PLD accountant; in the other the runs (calibrated without the count)
     and their refit are ``(epsilon - label - epsilon_count, delta_b)``-DP
-    by basic composition, with ``delta_b`` the exact delta of the Gaussian
-    part of ``R``'s event at ``epsilon - label + epsilon_count``.  For
+    by basic composition, with ``delta_b`` a lower bound on the delta of
+    ``R``'s event at ``epsilon - label + epsilon_count``.  For
     neighbours, the search's hockey-stick divergence at ``e^eps`` is the
     average over the count's output ``c`` of the picked branch's divergence
     at ``e^(eps - L(c))``, where the count's privacy loss ``L(c)`` lies in
@@ -283,9 +283,9 @@ SHARED_DOC = """
     Su 2022, with one dominating pair for every branch, on the range of the
     count's loss).  The search is ``(epsilon, delta)``-DP in both branches;
     the label release composes by basic composition.  Where ``R`` has no
-    full-data Gaussian part, both branches get ``(epsilon - label -
-    epsilon_count, delta - label)`` and the count is paid by basic
-    composition.  The ledger entry charges the whole search in both.
+    full-data Gaussian part (or ``delta_b`` would fall below a quarter of
+    delta), both branches get ``(epsilon - label - epsilon_count, delta -
+    label)`` and the count is paid by basic composition.  The ledger entry charges the whole search in both.
 
     What is public: the candidates, the estimator's public settings (a
     Pipeline's steps and their parameters), the
