@@ -212,8 +212,10 @@ def report(datasets, outcomes, seeds, options, wall, command, epsilon=EPSILON):
         "replaces the default only if its noisy score beats the default's by more than the best "
         "of as many runs of equal candidates would with probability 1% (`prefer_default=True`). "
         "When that margin exceeds 25% of the validation part's score range at the released "
-        "validation count, no run is made and the default's refit also gets the runs' share "
-        "(all but the count: 98% of epsilon). "
+        "validation count, no run is made and the default is refitted at the largest epsilon "
+        "whose composition with the count (2% of epsilon) meets the whole under the PLD "
+        "accountant, as the default composes its own count and steps (99.7% of epsilon at "
+        "epsilon 1); the runs and their refit then keep 70% of delta. "
         f"The whole search is ({epsilon:g}, {DELTA:g})-DP.",
         "- **search, refit 50%**: the same with `refit_fraction=0.5` (the default is 0.9).",
         f"- **search, no refit**: the same with `refit=False` (all of epsilon {epsilon:g} on the "

@@ -25,7 +25,7 @@ from .exceptions import PrivacyLeakWarning
 if TYPE_CHECKING:
     from sklearn.base import BaseEstimator
 
-__all__ = ["privacy_spent", "CHECKED_SKLEARN", "COMPOSITIONS"]
+__all__ = ["privacy_spent", "CHECKED_SKLEARN", "COMPOSITIONS", "vouch", "vouched_by"]
 
 #: The scikit-learn releases (major.minor) whose source the allow-list was
 #: read against (1.6.1, 1.7.2, 1.8.0 and 1.9.1).  On any other release every
@@ -247,11 +247,55 @@ def _is_search(step):
     return hasattr(step, "cv_results_") or "param_grid" in params or "param_distributions" in params
 
 
-def _leaves(step, path, allowed):
-    """The DP steps under ``step`` as ``(path, step)``; raises :class:`_Refused` on anything else."""
+#: The attribute a private search sets on the model it releases
+#: (``best_estimator_``): its parameters (which candidate won, the share its
+#: refit was fitted at) were chosen from the search's releases, so what
+#: vouches for it is the whole search.  A dict with ``owner``,
+#: ``privacy_spent`` and ``dp_event``.
+VOUCHED_ATTRIBUTE = "vouched_by_"
+
+
+def vouched_by(step):
+    """The record of the search that released ``step`` (:data:`VOUCHED_ATTRIBUTE`), or None."""
+    return getattr(step, "__dict__", {}).get(VOUCHED_ATTRIBUTE)
+
+
+def vouch(model, owner, spent, event):
+    """Mark ``model`` as released by the search ``owner``, whose guarantee is ``spent`` (``event``)."""
+    setattr(
+        model,
+        VOUCHED_ATTRIBUTE,
+        {
+            "owner": str(owner),
+            "privacy_spent": (float(spent[0]), float(spent[1])),
+            "dp_event": event,
+        },
+    )
+
+
+def spent_of(step):
+    """``(epsilon, delta)`` that vouches for ``step``: its search's, else its own ``privacy_spent_``."""
+    record = vouched_by(step)
+    return record["privacy_spent"] if record is not None else tuple(step.privacy_spent_)
+
+
+def event_of(step):
+    """The event that describes ``step``: its search's, else its own ``dp_event_``."""
+    record = vouched_by(step)
+    return record["dp_event"] if record is not None else step.dp_event_
+
+
+def _leaves(step, path, allowed, *, vouched=True):
+    """The DP steps under ``step`` as ``(path, step)``; raises :class:`_Refused` on anything else.
+
+    A model released by a private search (:func:`vouched_by`) is one leaf,
+    whatever it holds, unless ``vouched`` is False (its own steps then).
+    """
     name = path or type(step).__name__
     if step is None or (isinstance(step, str) and step in ("drop", "passthrough")):
         return []
+    if vouched and vouched_by(step) is not None:
+        return [(name, step)]
     if _is_ours(step):
         if not (hasattr(step, "dp_event_") and hasattr(step, "privacy_spent_")):
             raise _Refused(name, step, "it is not fitted (no dp_event_)")
@@ -346,6 +390,11 @@ def privacy_spent(
     **What is vouched for.** Steps of this package contribute their recorded
     spend (:class:`~sklearn_dp.preprocessing.PublicRangeScaler` and
     :class:`~sklearn_dp.preprocessing.RowWiseTransformer` spend nothing).
+    A model a private search released (its ``best_estimator_``, an
+    estimator or a Pipeline) contributes the whole search's
+    ``privacy_spent_``, not its own fit's share: which candidate won, and
+    the share its refit was fitted at, were chosen from the search's
+    releases.
     Of scikit-learn, only these steps and parameter values, which are
     row-wise and read nothing from the data but its schema (checked against
     the source of scikit-learn 1.6 to 1.9, :data:`CHECKED_SKLEARN`; on
@@ -434,18 +483,17 @@ def privacy_spent(
     spends = [
         (path, step)
         for path, step in steps
-        if not isinstance(step.dp_event_, dpe.NoOpDpEvent)
-        and tuple(step.privacy_spent_) != (0.0, 0.0)
+        if not isinstance(event_of(step), dpe.NoOpDpEvent) and spent_of(step) != (0.0, 0.0)
     ]
     if not spends:
         return (0.0, 0.0)
-    if any(math.isinf(float(step.privacy_spent_[0])) for _, step in spends):
+    if any(math.isinf(float(spent_of(step)[0])) for _, step in spends):
         return (math.inf, 0.0)
     shared = _shared_budget(spends)
     if composition is None:
         composition = shared.composition if shared is not None else "basic"
-    total_epsilon = math.fsum(float(step.privacy_spent_[0]) for _, step in spends)
-    total_delta = math.fsum(float(step.privacy_spent_[1]) for _, step in spends)
+    total_epsilon = math.fsum(float(spent_of(step)[0]) for _, step in spends)
+    total_delta = math.fsum(float(spent_of(step)[1]) for _, step in spends)
     if composition == "basic":
         if delta is None:
             return (total_epsilon, total_delta)
@@ -459,9 +507,7 @@ def privacy_spent(
     # approximate-zCDP description (a label set read off the data takes its
     # delta from the pool), or its own (epsilon, delta) guarantee.
     charges = [
-        _approximate_charges(
-            float(step.privacy_spent_[0]), float(step.privacy_spent_[1]), step.dp_event_
-        )[0]
+        _approximate_charges(float(spent_of(step)[0]), float(spent_of(step)[1]), event_of(step))[0]
         for _, step in spends
     ]
     rho = math.fsum(charge[0] for charge in charges)

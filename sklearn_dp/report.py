@@ -436,9 +436,11 @@ def _attack(obj, rates):
                 "(its recorded (epsilon, delta) then bounds the curve)."
             )
         return {"tpr": found[0], "basis": found[1]}
+    from ._composition import vouched_by
+
     kind, _ = _describe(obj)
     epsilon, delta = _guarantee(obj, kind)
-    if kind in ("estimator", "transformer"):
+    if kind in ("estimator", "transformer") and vouched_by(obj) is None:
         planned = (vars(obj).get(RECORD_ATTRIBUTE) or {}).get("planned", False)
         if planned or not math.isfinite(epsilon):
             found = _event_tpr(obj.dp_event_, rates)
@@ -507,7 +509,9 @@ def _describe(obj):
         hasattr(obj, name) for name in ("steps", "transformers", "transformer_list")
     ):
         try:
-            leaves = _leaves(obj, "", _allow_list())
+            # A Pipeline a search released: its own steps (its guarantee is
+            # the search's, see _guarantee).
+            leaves = _leaves(obj, "", _allow_list(), vouched=False)
         except Exception:
             leaves = None
         return "pipeline", leaves
@@ -517,9 +521,23 @@ def _describe(obj):
     )
 
 
+def _is_private_step(step):
+    """Whether ``step`` is a private fit (public steps of this package spend nothing)."""
+    from ._composition import vouched_by
+    from .linear_model._base import BaseDPEstimator
+    from .preprocessing._base import _DPTransformer
+
+    return isinstance(step, (BaseDPEstimator, _DPTransformer)) or vouched_by(step) is not None
+
+
 def _guarantee(obj, kind):
+    from ._composition import vouched_by
+
     if kind == "budget":
         return obj.spent
+    if kind in ("estimator", "pipeline") and vouched_by(obj) is not None:
+        # Released by a private search: the search's guarantee vouches for it.
+        return tuple(float(v) for v in vouched_by(obj)["privacy_spent"])
     if kind == "pipeline":
         import warnings
 
@@ -566,7 +584,9 @@ def _zcdp_view(event):
 
 
 def _fit_section(obj, kind):
-    event = obj.dp_event_
+    from ._composition import event_of
+
+    event = event_of(obj)
     record = vars(obj).get(RECORD_ATTRIBUTE) or {}
     solver = getattr(obj, "solver_", None)
     return {
@@ -620,6 +640,11 @@ def privacy_report(obj, *, false_positive_rates: Sequence[float] = FALSE_POSITIV
           (versions at fit time).  For a Pipeline, ``steps``: the report of
           each private step under its path.  For a budget: its limits,
           ``composition``, ``remaining`` and every ledger entry.
+        * ``vouched_by``: only for a model a private search released (its
+          ``best_estimator_``): the search's class.  ``epsilon``, ``delta``
+          (and for an estimator ``dp_event``) are then the whole search's,
+          which vouches for the model: which candidate won, and the share
+          it was fitted at, were chosen from the search's releases.
         * ``versions``: of Python, sklearn_dp, dp_accounting, scikit-learn,
           numpy and scipy that wrote the report.
 
@@ -647,6 +672,8 @@ def privacy_report(obj, *, false_positive_rates: Sequence[float] = FALSE_POSITIV
     [0.002, 0.02, 0.156]
     >>> text = json.dumps(report, allow_nan=False)
     """
+    from ._composition import vouched_by
+
     rates = _check_rates(false_positive_rates)
     kind, leaves = _describe(obj)
     epsilon, delta = _guarantee(obj, kind)
@@ -666,6 +693,11 @@ def privacy_report(obj, *, false_positive_rates: Sequence[float] = FALSE_POSITIV
             "basis": attack["basis"],
         },
     }
+    vouched = vouched_by(obj) if kind in ("estimator", "pipeline") else None
+    if vouched is not None:
+        # Which candidate won and the share it was fitted at were chosen
+        # from the search's releases.
+        report["vouched_by"] = vouched["owner"]
     if kind in ("estimator", "transformer", "search"):
         report.update(_fit_section(obj, kind))
     elif kind == "pipeline":
@@ -675,7 +707,7 @@ def privacy_report(obj, *, false_positive_rates: Sequence[float] = FALSE_POSITIV
             else {
                 path: privacy_report(step, false_positive_rates=rates)
                 for path, step in leaves
-                if "dp_event_" in vars(step)
+                if "dp_event_" in vars(step) and _is_private_step(step)
             }
         )
         for step in (report["steps"] or {}).values():

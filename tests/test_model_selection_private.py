@@ -123,8 +123,12 @@ def test_selection_event_rebuilt_from_its_parts_and_recomputed():
     search = _search().fit(X, y)
     eps_sel, delta_sel = search.selection_privacy_spent_
     # The refit takes half; the selection's half holds the validation count
-    # (5% of epsilon) and the runs.
-    assert (eps_sel, delta_sel) == pytest.approx((0.1 + 0.9, 5e-6))
+    # (5% of epsilon) and the runs.  The runs may be skipped (a default
+    # candidate and a refit): the runs and the refit share the delta the
+    # count leaves them (test_the_count_is_accounted_with_the_branch_it_picks).
+    branch_delta = delta_sel + search.best_estimator_.privacy_spent_[1]
+    assert 0.25e-5 <= branch_delta < 1e-5
+    assert (eps_sel, delta_sel) == pytest.approx((0.1 + 0.9, 0.5 * branch_delta))
     # The candidates' own fit events at the per-run fit epsilon (one fit on
     # the real data: the event is planned from public inputs only).
     fit_epsilon = search.run_epsilon_
@@ -177,10 +181,10 @@ def test_selection_event_rebuilt_from_its_parts_and_recomputed():
     runs_alone = dpe.ComposedDpEvent(search.selection_dp_event_.events[1:])
     assert (eps_sel - 0.1) * (1 - 5e-3) <= _rdp_epsilon_by_hand(runs_alone, delta_sel)
     assert _rdp_epsilon_by_hand(runs_alone, delta_sel) <= eps_sel - 0.1
-    # The whole search: selection plus refit by basic composition.
+    # The runs' branch: selection plus refit by basic composition.
     refit = search.best_estimator_
-    assert refit.privacy_spent_ == pytest.approx((1.0, 5e-6))
-    assert epsilon_of_event(refit.dp_event_, 5e-6) <= 1.0 * (1 + 1e-9)
+    assert refit.privacy_spent_ == pytest.approx((1.0, delta_sel))
+    assert epsilon_of_event(refit.dp_event_, delta_sel) <= 1.0 * (1 + 1e-9)
     assert search.privacy_spent_ == (2.0, 1e-5)
     assert search.dp_event_ == dpe.ComposedDpEvent([search.selection_dp_event_, refit.dp_event_])
 
@@ -443,19 +447,23 @@ def test_label_set_released_once_by_the_search():
     assert list(search.best_estimator_.classes) == ["neg", "pos"]
     # 20% of epsilon and half of delta for the labels; the refit takes half of
     # the rest, the validation count (5% of the rest) and the runs the other half.
+    # The runs and their refit share the delta the count leaves them (the
+    # runs may be skipped): half each.
     label, rest = search.selection_dp_event_.events
     assert label == ApproximateDpEvent(0.4, 5e-6, "label set")
-    assert search.selection_privacy_spent_ == pytest.approx((0.4 + 0.8, 5e-6 + 2.5e-6))
+    runs_delta = search.selection_privacy_spent_[1] - 5e-6
+    assert 0.25 * 5e-6 <= 2 * runs_delta < 5e-6
+    assert search.selection_privacy_spent_ == pytest.approx((0.4 + 0.8, 5e-6 + runs_delta))
     assert rest.events[0].noise_multiplier == pytest.approx(1.0 / 0.08)
-    assert search.best_estimator_.privacy_spent_ == pytest.approx((0.8, 2.5e-6))
+    assert search.best_estimator_.privacy_spent_ == pytest.approx((0.8, runs_delta))
     assert search.privacy_spent_ == pytest.approx((2.0, 1e-5))
     # The count (pure 0.08-DP) and the runs meet their part of what the label
     # release leaves: the runs alone meet the rest under RDP ...
-    assert _rdp_epsilon_by_hand(rest, 2.5e-6) <= 0.8
+    assert _rdp_epsilon_by_hand(rest, runs_delta) <= 0.8
     runs_alone = dpe.ComposedDpEvent(rest.events[1:])
-    assert 0.72 * (1 - 5e-3) <= _rdp_epsilon_by_hand(runs_alone, 2.5e-6) <= 0.72
+    assert 0.72 * (1 - 5e-3) <= _rdp_epsilon_by_hand(runs_alone, runs_delta) <= 0.72
     # ... and the whole selection by basic composition with the label release.
-    assert epsilon_of_event(search.selection_dp_event_, 7.5e-6) <= 1.2 * (1 + 1e-9)
+    assert epsilon_of_event(search.selection_dp_event_, 5e-6 + runs_delta) <= 1.2 * (1 + 1e-9)
     # One label release in the whole search: the runs and the refit get it as public.
     with trace_releases() as trace:
         _search(estimator=DPLogisticRegression(max_iter=20)).fit(X, y)
@@ -999,10 +1007,11 @@ def test_searched_pipeline_event_and_ledger_are_exact():
     assert search.dp_event_ == dpe.ComposedDpEvent(
         [search.selection_dp_event_, dpe.ComposedDpEvent([scaler.dp_event_, model.dp_event_])]
     )
-    # privacy_spent vouches for the released pipeline (the refit's share) ...
-    assert privacy_spent(refit) == pytest.approx((1.0, 5e-6))
-    # ... and the search's own spend covers everything.
+    # The search's own spend covers everything, and vouches for the released
+    # pipeline (its candidate and its share were chosen from the search's
+    # releases).
     assert search.privacy_spent_ == (2.0, 1e-5)
+    assert privacy_spent(refit) == search.privacy_spent_
     assert budget.spent == pytest.approx(search.privacy_spent_)
 
 
@@ -1060,7 +1069,7 @@ def test_searched_pipeline_with_public_steps_of_the_allow_list():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         search = _search(estimator=estimator, param_grid=PIPELINE_GRID).fit(X, y)
-        assert privacy_spent(search.best_estimator_) == pytest.approx((1.0, 5e-6))
+        assert privacy_spent(search.best_estimator_) == search.privacy_spent_
     assert search.best_estimator_.named_steps["dplogisticregression"].coef_.shape == (1, 28)
 
 
@@ -1359,15 +1368,19 @@ def test_default_shares():
         random_state=0,
     ).fit(X, y)
     # 90% for the refit; the selection's 10% holds the validation count (a
-    # fifth of it, below 5% of epsilon) and the runs.
-    assert search.selection_privacy_spent_ == pytest.approx((0.04 + 0.16, 1e-6))
+    # fifth of it, below 5% of epsilon) and the runs.  Of delta, the runs and
+    # their refit share what the count leaves them (the runs may be skipped).
+    delta_sel = search.selection_privacy_spent_[1]
+    branch_delta = delta_sel + search.best_estimator_.privacy_spent_[1]
+    assert 0.25e-5 <= branch_delta < 1e-5
+    assert search.selection_privacy_spent_ == pytest.approx((0.04 + 0.16, 0.1 * branch_delta))
     assert search.selection_dp_event_.events[0].noise_multiplier == pytest.approx(1.0 / 0.04)
-    assert search.best_estimator_.privacy_spent_ == pytest.approx((1.8, 9e-6))
+    assert search.best_estimator_.privacy_spent_ == pytest.approx((1.8, 0.9 * branch_delta))
     assert search.privacy_spent_ == (2.0, 1e-5)
-    assert rdp_epsilon(search.selection_dp_event_, 1e-6) <= 0.2
-    # The runs alone meet what the count leaves (the runs may be skipped).
+    assert rdp_epsilon(search.selection_dp_event_, delta_sel) <= 0.2
+    # The runs alone meet what the count leaves.
     runs_alone = dpe.ComposedDpEvent(search.selection_dp_event_.events[1:])
-    assert 0.16 * (1 - 5e-3) <= rdp_epsilon(runs_alone, 1e-6) <= 0.16
+    assert 0.16 * (1 - 5e-3) <= rdp_epsilon(runs_alone, delta_sel) <= 0.16
 
 
 def test_runs_cannot_separate_from_the_margin_and_the_released_count(monkeypatch):
@@ -1381,7 +1394,7 @@ def test_runs_cannot_separate_from_the_margin_and_the_released_count(monkeypatch
     assert runs_module.SKIP_MARGIN_SHARE == 0.25
 
 
-def test_runs_skipped_on_a_small_table_give_their_share_to_the_default_refit(monkeypatch):
+def test_runs_skipped_on_a_small_table_refit_the_default_with_what_the_count_leaves(monkeypatch):
     monkeypatch.setattr(runs_module, "SKIP_MARGIN_SHARE", SKIP_MARGIN_SHARE)
     X, y = _data(n=100)
     budget = PrivacyBudget(5.0, 1e-4, composition="basic")
@@ -1395,11 +1408,13 @@ def test_runs_skipped_on_a_small_table_give_their_share_to_the_default_refit(mon
     assert search.best_params_ == {"C": 1.0} and search.best_index_ == 1
     assert math.isnan(search.best_score_) and math.isnan(search.best_score_noise_)
     assert np.isnan(search.cv_results_["mean_test_score"]).all()
-    # The count (pure 0.1-DP) is the selection; the refit gets everything else.
+    # The count (pure 0.1-DP) is the selection; the refit gets the largest
+    # epsilon whose composition with the count meets (2, 1e-5) under PLD.
     assert search.selection_privacy_spent_ == pytest.approx((0.1, 0.0))
     assert search.selection_dp_event_ == dpe.LaplaceDpEvent(10.0)
     refit = search.best_estimator_
-    assert refit.privacy_spent_ == pytest.approx((1.9, 1e-5))
+    assert refit.privacy_spent_[1] == pytest.approx(1e-5)
+    assert 1.95 < refit.privacy_spent_[0] < 2.0
     assert search.privacy_spent_ == pytest.approx((2.0, 1e-5))
     assert search.dp_event_ == dpe.ComposedDpEvent([dpe.LaplaceDpEvent(10.0), refit.dp_event_])
     assert epsilon_of_event(search.dp_event_, 1e-5) <= 2.0 * (1 + 1e-9)
@@ -1428,6 +1443,315 @@ def test_substitution_over_a_search_that_skips_its_runs(kind, classes, pipeline,
     assert a["printed"] == b["printed"]
     _assert_same(a["attributes"], b["attributes"])
     _check_sensitivities(a["trace"], b["trace"])
+
+
+def _gaussian_delta_by_hand(noise_multiplier, epsilon):
+    """The analytic Gaussian mechanism's delta (Balle and Wang 2018), with scipy's normal."""
+    from scipy.stats import norm
+
+    mu = 1.0 / noise_multiplier
+    return norm.cdf(-epsilon / mu + mu / 2) - math.exp(epsilon) * norm.cdf(-epsilon / mu - mu / 2)
+
+
+def test_gaussian_delta_is_the_analytic_gaussian_curve():
+    from dp_accounting import gaussian_mechanism
+
+    for sigma, epsilon in [(3.8, 1.0), (3.8, 1.02), (1.0, 0.5), (20.0, 0.05), (0.5, 8.0)]:
+        delta = planning_module.gaussian_delta(sigma, epsilon)
+        assert delta == pytest.approx(_gaussian_delta_by_hand(sigma, epsilon), rel=1e-9)
+        assert gaussian_mechanism.get_epsilon_gaussian(sigma, delta) == pytest.approx(
+            epsilon, rel=1e-6
+        )
+
+
+def _laplace_gaussian_delta(laplace_scale, noise_multiplier, epsilon):
+    """The exact delta of a Laplace mechanism (sensitivity 1) composed with a Gaussian one.
+
+    The hockey-stick divergence of independent parts decomposes over the
+    Laplace part's privacy loss L: E[delta_G(epsilon - L)], with L = 1/b
+    below 0 (probability 1/2), -1/b from 1 (probability e^(-1/b) / 2) and
+    (1 - 2c) / b at c in between; integrated with scipy.
+    """
+    from scipy import integrate
+
+    loss = 1.0 / laplace_scale
+
+    def curve(value):
+        return _gaussian_delta_by_hand(noise_multiplier, value)
+
+    middle, _ = integrate.quad(
+        lambda c: (
+            math.exp(-c / laplace_scale) / (2 * laplace_scale) * curve(epsilon - (1 - 2 * c) * loss)
+        ),
+        0.0,
+        1.0,
+        epsabs=0.0,
+        epsrel=1e-12,
+    )
+    return 0.5 * curve(epsilon - loss) + 0.5 * math.exp(-loss) * curve(epsilon + loss) + middle
+
+
+def test_reference_delta_is_below_the_exact_curve():
+    from sklearn_dp.accounting import PureEpsilonDpEvent
+
+    gaussian = dpe.GaussianDpEvent(3.8)
+    for epsilon in (0.9, 1.0, 1.1):
+        exact = _gaussian_delta_by_hand(3.8, epsilon)
+        assert planning_module.reference_delta(gaussian, epsilon) == pytest.approx(exact, 1e-9)
+        # Randomized response composed with a Gaussian: two atoms, exact.
+        pure = dpe.ComposedDpEvent([PureEpsilonDpEvent(0.1, "exponential mechanism"), gaussian])
+        high = math.exp(0.1) / (1 + math.exp(0.1))
+        exact = high * _gaussian_delta_by_hand(3.8, epsilon - 0.1)
+        exact += (1 - high) * _gaussian_delta_by_hand(3.8, epsilon + 0.1)
+        lower = planning_module.reference_delta(pure, epsilon)
+        assert exact * (1 - 1e-3) <= lower <= exact * (1 + 1e-12)
+        # A Laplace part composed with a Gaussian.
+        laplace = dpe.ComposedDpEvent([dpe.LaplaceDpEvent(20.0), gaussian])
+        exact = _laplace_gaussian_delta(20.0, 3.8, epsilon)
+        lower = planning_module.reference_delta(laplace, epsilon)
+        assert exact * (1 - 1e-3) <= lower <= exact * (1 + 1e-12)
+
+
+def _pld_epsilon(event, delta):
+    """Epsilon of ``event`` at ``delta`` by dp_accounting's own PLD accountant."""
+    from dp_accounting.pld import pld_privacy_accountant
+
+    accountant = pld_privacy_accountant.PLDAccountant(
+        neighboring_relation=NEIGHBORING_RELATION, value_discretization_interval=1e-4
+    )
+    accountant.compose(event)
+    return accountant.get_epsilon(delta)
+
+
+@pytest.mark.parametrize("classes", [[0, 1], None], ids=["classes", "labels-released"])
+def test_the_count_is_accounted_with_the_branch_it_picks(classes, monkeypatch):
+    """Skipped runs: the count and the default's refit compose numerically, as in a fit.
+
+    The default estimator composes its own count and steps the same way,
+    so the skipping search's refit is within 0.5% of the default fit's
+    noise at the same total epsilon (it was 2% with the count paid by basic
+    composition).  Run or skipped, the search spends (epsilon, delta): the
+    runs and their refit keep a delta below the curve of the default's
+    refit at epsilon + epsilon_count.
+    """
+    from sklearn_dp.model_selection._selection import canonical_event, gaussian_part
+
+    monkeypatch.setattr(runs_module, "SKIP_MARGIN_SHARE", SKIP_MARGIN_SHARE)
+    estimator = DPLogisticRegression(classes=classes, data_norm=1.0)
+    grid = {"C": [0.1, 1.0, 10.0], "max_iter": [3, 5, 10]}
+    epsilon, delta = 1.0, 1e-5
+    label = (0.0, 0.0)
+    if classes is None:
+        from sklearn_dp._labels import label_epsilon
+        from sklearn_dp.linear_model._base import LABEL_DELTA_FRACTION
+
+        label = (label_epsilon(epsilon), LABEL_DELTA_FRACTION * delta)
+    rest = (epsilon - label[0], delta - label[1])
+    count_epsilon = 0.02 * rest[0]
+    small = binary_data(n=150, half_width=0.5, noise=0.1)
+    budget = PrivacyBudget(1.0, 1e-5, composition="basic")
+    search = DPGridSearchCV(
+        estimator, grid, epsilon=epsilon, delta=delta, budget=budget, random_state=0
+    ).fit(*small)
+    assert search.runs_skipped_
+    refit = search.best_estimator_
+    refit_epsilon, refit_delta = refit.privacy_spent_
+    assert refit_delta == pytest.approx(rest[1])
+    # Better than basic composition ...
+    assert refit_epsilon > rest[0] - count_epsilon + 0.5 * count_epsilon
+    # ... and certified by dp_accounting's PLD accountant, with the count.
+    count_event = (
+        search.selection_dp_event_ if classes is not None else search.selection_dp_event_.events[1]
+    )
+    assert count_event.noise_multiplier == pytest.approx(1.0 / count_epsilon)
+    composed = dpe.ComposedDpEvent([count_event, refit.dp_event_])
+    assert _pld_epsilon(composed, rest[1]) <= rest[0] * (1 + 1e-9)
+    if classes is not None:
+        assert search.dp_event_ == composed
+    # Within 0.5% of the default fit's noise at the same total epsilon.
+    default = DPLogisticRegression(
+        classes=[0, 1], data_norm=1.0, epsilon=rest[0], delta=rest[1], random_state=0
+    ).fit(*small)
+    sigma_default = gaussian_part(canonical_event(default.dp_event_))
+    sigma_refit = gaussian_part(canonical_event(refit.dp_event_))
+    assert sigma_default <= sigma_refit <= 1.005 * sigma_default
+    assert search.privacy_spent_ == (epsilon, delta)
+    assert [(e.epsilon, e.delta) for e in budget.ledger] == [
+        (pytest.approx(epsilon), pytest.approx(delta))
+    ]
+
+    # On a large table the runs run: they and their refit keep a delta below
+    # the curve of the skip branch's refit at rest + count (its own count
+    # and its steps: computed exactly here), above its Gaussian part's.
+    large = binary_data(n=20000, half_width=0.5, noise=0.1)
+    budget = PrivacyBudget(1.0, 1e-5, composition="basic")
+    search = DPGridSearchCV(
+        estimator, grid, epsilon=epsilon, delta=delta, budget=budget, random_state=0
+    ).fit(*large)
+    assert not search.runs_skipped_
+    branch_delta = search.selection_privacy_spent_[1] - label[1]
+    branch_delta += search.best_estimator_.privacy_spent_[1]
+    own_count, steps = refit.dp_event_.events
+    exact = _laplace_gaussian_delta(
+        own_count.noise_multiplier,
+        gaussian_part(canonical_event(steps)),
+        rest[0] + count_epsilon,
+    )
+    assert branch_delta <= exact
+    assert branch_delta == pytest.approx(exact, rel=2e-3)
+    assert branch_delta > _gaussian_delta_by_hand(sigma_refit, rest[0] + count_epsilon)
+    assert 0.6 * rest[1] < branch_delta < rest[1]
+    # The epsilons add up by basic composition to what the count leaves.
+    assert search.selection_privacy_spent_[0] + search.best_estimator_.privacy_spent_[
+        0
+    ] == pytest.approx(epsilon)
+    assert search.privacy_spent_ == (epsilon, delta)
+    assert [(e.epsilon, e.delta) for e in budget.ledger] == [
+        (pytest.approx(epsilon), pytest.approx(delta))
+    ]
+
+
+def test_a_skippable_search_meets_its_guarantee_over_both_branches(monkeypatch):
+    """The guarantee recomputed from the decomposition over the count's output.
+
+    For neighbours, the search's delta at eps is the average over the count's
+    output c of the picked branch's delta at eps - L(c), where the count's
+    privacy loss L(c) lies in [-epsilon_count, epsilon_count].  Taking at
+    each c the larger of the two branches' curves (the runs' branch by its
+    (1 - epsilon_count, branch delta) guarantee, the refit's by
+    dp_accounting's PLD accountant) and integrating over the Laplace count
+    (an upper Riemann sum: the curves fall as eps - L(c) grows) bounds the
+    search's delta, whichever branch each c picks.
+    """
+    from dp_accounting.pld import pld_privacy_accountant
+
+    monkeypatch.setattr(runs_module, "SKIP_MARGIN_SHARE", SKIP_MARGIN_SHARE)
+    estimator = DPLogisticRegression(classes=[0, 1], data_norm=1.0)
+    epsilon, delta, count_epsilon = 1.0, 1e-5, 0.02
+    small = DPGridSearchCV(estimator, {"C": [0.1, 1.0]}, epsilon=epsilon, random_state=0)
+    small.fit(*binary_data(n=150, half_width=0.5, noise=0.1))
+    large = DPGridSearchCV(estimator, {"C": [0.1, 1.0]}, epsilon=epsilon, random_state=0)
+    large.fit(*binary_data(n=20000, half_width=0.5, noise=0.1))
+    assert small.runs_skipped_ and not large.runs_skipped_
+    runs_epsilon = large.selection_privacy_spent_[0] - count_epsilon
+    runs_epsilon += large.best_estimator_.privacy_spent_[0]
+    runs_delta = large.selection_privacy_spent_[1] + large.best_estimator_.privacy_spent_[1]
+    assert runs_epsilon == pytest.approx(epsilon - count_epsilon)
+    accountant = pld_privacy_accountant.PLDAccountant(
+        neighboring_relation=NEIGHBORING_RELATION, value_discretization_interval=1e-4
+    )
+    accountant.compose(small.best_estimator_.dp_event_)
+
+    def bound(runs_delta):
+        def worse_branch(shifted):
+            runs = runs_delta if shifted >= runs_epsilon - 1e-12 else 1.0
+            return max(runs, accountant.get_delta(shifted))
+
+        # Laplace(0, b) against Laplace(1, b): L(c) = epsilon_count for c <= 0,
+        # -epsilon_count for c >= 1, (1 - 2c) epsilon_count in between.
+        scale = 1.0 / count_epsilon
+        total = 0.5 * worse_branch(epsilon - count_epsilon)
+        total += 0.5 * math.exp(-1.0 / scale) * worse_branch(epsilon + count_epsilon)
+        edges = np.linspace(0.0, 1.0, 41)
+        for low, high in zip(edges[:-1], edges[1:]):
+            mass = 0.5 * (math.exp(-low / scale) - math.exp(-high / scale))
+            total += mass * worse_branch(epsilon - (1.0 - 2.0 * low) * count_epsilon)
+        return total
+
+    assert bound(runs_delta) <= delta
+    # With the whole delta, the runs' branch would break the guarantee.
+    assert bound(delta) > delta
+
+
+@pytest.mark.parametrize("refit", [True, False])
+def test_the_released_model_is_vouched_for_by_the_whole_search(refit):
+    """privacy_spent and privacy_report of best_estimator_ give the search's spend.
+
+    Which candidate won, and the share the released model was fitted at,
+    were chosen from the search's releases: the model's own fit share does
+    not vouch for it.
+    """
+    import pickle
+
+    from sklearn_dp import privacy_report
+
+    X, y = _data()
+    search = _search(refit=refit).fit(X, y)
+    best = search.best_estimator_
+    assert best.privacy_spent_ != search.privacy_spent_
+    assert privacy_spent(best) == search.privacy_spent_
+    report = privacy_report(best)
+    assert (report["epsilon"], report["delta"]) == search.privacy_spent_
+    assert report["vouched_by"] == "DPGridSearchCV"
+    assert report["attack"]["basis"] == "epsilon-delta"
+    from sklearn_dp.report import event_to_dict
+
+    assert report["dp_event"] == event_to_dict(search.dp_event_)
+    # It travels with the model, and composes with other steps.
+    loaded = pickle.loads(pickle.dumps(best))
+    assert privacy_spent(loaded) == search.privacy_spent_
+    scaler = DPStandardScaler(epsilon=0.5, delta=1e-6, bounds=(-1.0, 1.0), random_state=0).fit(X)
+    combined = make_pipeline(scaler, best)
+    assert privacy_spent(combined) == pytest.approx(
+        (search.privacy_spent_[0] + 0.5, search.privacy_spent_[1] + 1e-6)
+    )
+    # A fresh clone is unfitted and vouched for by nothing.
+    from sklearn.base import clone
+
+    assert "vouched_by_" not in vars(clone(best))
+
+
+def test_a_released_pipeline_is_vouched_for_by_the_whole_search():
+    from sklearn_dp import privacy_report
+
+    X, y = _data()
+    estimator = _pipeline(DPLogisticRegression(classes=[0, 1], max_iter=5))
+    search = _search(estimator=estimator, param_grid=PIPELINE_GRID, n_candidates=3).fit(X, y)
+    best = search.best_estimator_
+    assert privacy_spent(best) == search.privacy_spent_
+    report = privacy_report(best)
+    assert (report["epsilon"], report["delta"]) == search.privacy_spent_
+    assert report["vouched_by"] == "DPGridSearchCV"
+    # Its steps report their own fits.
+    steps = report["steps"]
+    assert sorted(steps) == ["dplogisticregression", "dpstandardscaler"]
+    model = best.named_steps["dplogisticregression"]
+    assert (steps["dplogisticregression"]["epsilon"], steps["dplogisticregression"]["delta"]) == (
+        model.privacy_spent_
+    )
+
+
+@pytest.mark.parametrize("kind", ["huge", "tiny"])
+def test_substitution_over_a_search_whose_count_composes_with_the_default_refit(kind, monkeypatch):
+    """Skipped runs, the count composed with the default's refit numerically (plan_skip)."""
+    monkeypatch.setattr(runs_module, "SKIP_MARGIN_SHARE", SKIP_MARGIN_SHARE)
+    X, y = _data(n=40)
+    X_prime, y_prime = np.vstack([X, HOSTILE_ROWS[kind](3)[None, :]]), np.append(y, 1)
+    estimator = DPLogisticRegression(classes=[0, 1], data_norm=1.0, verbose=2)
+    a, b = [
+        _observe_search(
+            DPGridSearchCV(
+                estimator,
+                {"C": [0.1, 1.0, 10.0]},
+                epsilon=1.0,
+                verbose=1,
+                budget=_twin_budget(),
+                random_state=0,
+            ),
+            Xi,
+            yi,
+        )
+        for Xi, yi in ((X, y), (X_prime, y_prime))
+    ]
+    assert a["error"] is None and b["error"] is None, (a["error"], b["error"])
+    assert a["attributes"]["runs_skipped_"] and b["attributes"]["runs_skipped_"]
+    assert a["warnings"] == b["warnings"]
+    assert a["printed"] == b["printed"]
+    _assert_same(a["attributes"], b["attributes"])
+    _check_sensitivities(a["trace"], b["trace"])
+    # The refit took more than basic composition leaves (1 - 0.02).
+    refit = a["attributes"]["best_estimator_"]["model"]
+    assert refit["privacy_spent_"][0] > 0.99
 
 
 def test_search_api_and_delegation():

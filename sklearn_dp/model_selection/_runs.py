@@ -122,7 +122,7 @@ def select(
     if plan.skippable and runs_cannot_separate(
         plan.evidence_threshold * half_width, noisy_count, high - low
     ):
-        # A decision on a released value: the refit gets the runs' share.
+        # A decision on a released value: the default's refit follows (plan_skip).
         return plan.default_index, None, None, noisy_count
     shape = math.inf if search.distribution == "poisson" else float(search.shape)
     n_runs = draw_number_of_runs(search.n_candidates, shape, schedule_rng)

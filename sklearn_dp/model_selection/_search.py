@@ -19,8 +19,8 @@ makes.  These searches release only the result of a private selection
    the Laplace mechanism; the best run is selected (with the default
    candidate in the grid, only if it beats that candidate's own run by a
    public margin; on tables too small for the runs to beat that margin, as
-   the released count shows, no run is made and the default's refit takes
-   their share).  Nothing but the
+   the released count shows, no run is made and the default is refitted
+   with what the count leaves, the two composed numerically).  Nothing but the
    selected run leaves this phase: not ``K``, not which candidates ran, not
    the other scores, not the runs' warnings or errors.
 4. *Refit* (optional): one more private fit, of the selected candidate on
@@ -46,6 +46,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _noise, _random
+from .._composition import vouch
 from .._protocol import (
     FitPlan,
     PrivatePhase,
@@ -56,6 +57,7 @@ from .._protocol import (
     reserve,
     warn_unused_group_bound,
 )
+from .._public_errors import public_error
 from .._saving import SavedWithoutLedger, keep_entries
 from .._sklearn_compat import HasMethods, Interval, StrOptions
 from ..accounting import ApproximateDpEvent
@@ -77,6 +79,7 @@ from ._pipeline import (
 )
 from ._planning import (
     plan_selection,
+    plan_skip,
     search_shares,
     stand_in,
 )
@@ -244,16 +247,39 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
         # the guarantee; the runs and the refit then get it as public.  The
         # release is part of the selection.
         label, count, runs, refit_share = search_shares(self, discover_labels)
-        epsilon_refit, delta_refit = refit_share
         label_epsilon, label_delta = label
-        epsilon_selection = label[0] + count[0] + runs[0]
-        delta_selection = label[1] + count[1] + runs[1]
         classes_parameter = f"{final_prefix(self.estimator)}classes"
         # A placeholder label set for planning.
         fixed = {classes_parameter: [0, 1]} if discover_labels else {}
         X_public, y_public = stand_in(X, [0, 1] if discover_labels else classes)
+        rest = (self.epsilon - label_epsilon, self.delta - label_delta)
+        skip = plan_skip(self, candidates, X_public, y_public, fixed, rest, count[0])
+        if skip.skippable:
+            # The count picks the runs or the default's refit; the runs and
+            # their refit keep the delta under which the count composed with
+            # that refit still meets the guarantee (plan_skip).
+            scale = skip.branch_delta / rest[1]
+            runs = (runs[0], runs[1] * scale)
+            refit_share = (refit_share[0], refit_share[1] * scale)
+        epsilon_refit, delta_refit = refit_share
+        epsilon_selection = label[0] + count[0] + runs[0]
+        delta_selection = label[1] + count[1] + runs[1]
+        # What the whole search guarantees, whichever branch runs.
+        guarantee = (
+            (float(self.epsilon), float(self.delta))
+            if skip.skippable
+            else (epsilon_selection + epsilon_refit, delta_selection + delta_refit)
+        )
         plan = plan_selection(
-            self, candidates, X_public, y_public, count[0] + runs[0], runs[1], fixed, count[0]
+            self,
+            candidates,
+            X_public,
+            y_public,
+            count[0] + runs[0],
+            runs[1],
+            fixed,
+            count[0],
+            skip.default_index,
         )
         if group_rows is not None:
             for solver in sorted(set(plan.solvers)):
@@ -283,7 +309,8 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
                     "the best run's score sum beats its own by "
                     f"{plan.evidence_threshold * 0.5 * (high - low):.4g}"
                     + (
-                        " (no run, and a refit with the runs' share, below "
+                        " (no run, and a refit of the default at epsilon="
+                        f"{skip.refit_epsilon:.4g}, below "
                         f"{plan.evidence_threshold * 0.5 / SKIP_MARGIN_SHARE:.4g} "
                         "released validation rows)"
                         if plan.skippable
@@ -300,14 +327,14 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
 
         # Charge before touching: the whole search (the selection and the
         # refit) is reserved as one ledger entry before the first read of a
-        # private value.  Both branches the released count can take (the
-        # runs and a refit, or a refit with the runs' share) spend it all.
+        # private value.  Whichever branch the released count takes (the
+        # runs and a refit, or the default's refit), the search meets it.
         plan_search = FitPlan(
             owner=name,
             solver="+".join(sorted(set(plan.solvers))),
             options={},
-            epsilon=epsilon_selection + epsilon_refit,
-            delta=delta_selection + delta_refit,
+            epsilon=guarantee[0],
+            delta=guarantee[1],
             private=True,
             shares={"labels": label, "count": count, "runs": runs, "refit": refit_share},
             event=None if self.refit else selection_event,
@@ -316,8 +343,8 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
         reservation = None
         if budget is not None:
             budget.check(
-                epsilon_selection + epsilon_refit,
-                delta_selection + delta_refit,
+                guarantee[0],
+                guarantee[1],
                 unit="row" if group_rows is None else "group",
             )
             (reservation,) = reserve(budget, [plan_search])
@@ -372,11 +399,11 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
             raise
         index, model, noisy_sum, noisy_count = best
         # No run was made: the released count showed the runs could not
-        # separate candidates; the default's refit gets their share.
+        # separate candidates; the default's refit, composed with the count.
         skipped = noisy_sum is None
         if skipped:
             epsilon_selection, delta_selection = label[0] + count[0], label[1] + count[1]
-            epsilon_refit, delta_refit = epsilon_refit + runs[0], delta_refit + runs[1]
+            epsilon_refit, delta_refit = skip.refit_epsilon, skip.refit_delta
             count_event = dpe.LaplaceDpEvent(1.0 / count[0])
             selection_event = (
                 dpe.ComposedDpEvent([label_event, count_event]) if discover_labels else count_event
@@ -420,11 +447,20 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
                 # At group level: X holds at most max_group_rows rows per group.
                 with _noise.contribution_bound(group_rows):
                     fit_target(refit_model, X, y, f"{name}.refit")
+                refit_event = fit_event(refit_model)
+                if skipped and skip.refit_event is not None and refit_event != skip.refit_event:
+                    # Never expected: the plan is the refit's own pre-data plan,
+                    # and the guarantee composes the count with it.
+                    raise public_error(
+                        RuntimeError(
+                            f"{name}: the default's refit ran another mechanism than "
+                            "planned; the spend stands."
+                        )
+                    )
             except BaseException as exc:
                 if reservation is not None:
                     reservation.fail(exc)
                 raise
-            refit_event = fit_event(refit_model)
             self.refit_time_ = time.perf_counter() - refit_start
             self.best_estimator_ = released(refit_model, self.estimator)
             self.dp_event_ = dpe.ComposedDpEvent([selection_event, refit_event])
@@ -436,10 +472,10 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
             self.dp_event_ = selection_event
         self.selection_dp_event_ = selection_event
         self.selection_privacy_spent_ = (float(epsilon_selection), float(delta_selection))
-        self.privacy_spent_ = (
-            float(epsilon_selection + epsilon_refit),
-            float(delta_selection + delta_refit),
-        )
+        self.privacy_spent_ = (float(guarantee[0]), float(guarantee[1]))
+        # The released model's parameters were chosen from the search's
+        # releases: privacy_spent and privacy_report read the search's spend.
+        vouch(self.best_estimator_, name, self.privacy_spent_, self.dp_event_)
         keep_entries(self, [reservation])
         record_unit(self, group_rows)
         if self.verbose:

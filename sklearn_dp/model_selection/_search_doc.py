@@ -83,8 +83,10 @@ SHARED_DOC = """
         when that margin exceeds a quarter of the validation part's score
         range at the released validation row count (on small tables, where
         the runs could replace the default only by chance), no run is made
-        and the default candidate's refit also gets the runs' share
-        (``runs_skipped_``).  False: the best run, whatever its margin.
+        and the default candidate is refitted with all that the count
+        leaves, the count and the refit composed numerically, as an
+        estimator composes its own count and steps (``runs_skipped_``).
+        False: the best run, whatever its margin.
     random_state : None or int, default=None
         Source of the split, of ``K``, of the candidates drawn and of all
         noise.  None (for anything you release): a cryptographically secure
@@ -120,10 +122,14 @@ SHARED_DOC = """
     runs_skipped_ : bool
         Whether the released validation row count showed that the runs
         could not separate candidates (see ``prefer_default``): no run was
-        made, the default candidate was selected and its refit took the
-        runs' share.  A function of the released count and the public plan.
+        made, the default candidate was selected and refitted with all that
+        the count leaves.  A function of the released count and the public
+        plan.
     best_estimator_ : estimator
         The refit (or, with ``refit=False``, the selected run's model).
+        Its ``vouched_by_`` (a dict: ``owner``, ``privacy_spent``,
+        ``dp_event``) names the search, whose guarantee
+        :func:`sklearn_dp.privacy_spent` reports for it (see Privacy).
     cv_results_ : dict of arrays
         ``params`` and ``param_<name>`` for every candidate of the {what},
         ``mean_test_score`` (NaN except the selected candidate),
@@ -136,8 +142,9 @@ SHARED_DOC = """
     run_epsilon_ : float
         The epsilon each run's candidate is fitted at, from the public plan.
     privacy_spent_ : tuple of float
-        ``(epsilon, delta)`` of the selection and the refit together (basic
-        composition), the search's ledger entry.
+        ``(epsilon, delta)`` of the whole search (the selection and the
+        refit, whichever branch the released count picked), the search's
+        ledger entry.
     dp_event_ : dp_accounting.DpEvent
         ``ComposedDpEvent([selection_dp_event_, refit])`` with a refit, else
         ``selection_dp_event_``; ``refit`` is ``best_estimator_.dp_event_``
@@ -145,8 +152,10 @@ SHARED_DOC = """
         the search may skip its runs, this is the event of the branch that
         ran, chosen from the released count: an accountant that composes it
         as a fixed sequence describes that branch only, and the guarantee of
-        the whole adaptive search is ``privacy_spent_`` (both branches cost
-        the same by basic composition).
+        the whole adaptive search is ``privacy_spent_`` (see Privacy).  With
+        skipped runs it is the count composed with the default's refit,
+        which dp_accounting's PLD accountant recomputes to at most
+        ``privacy_spent_`` (less the label release, if any).
     max_group_rows_ : int
         Only after a fit with ``groups=``: the unit of privacy was one group
         of at most this many rows, and ``dp_event_`` and ``privacy_spent_``
@@ -198,8 +207,11 @@ SHARED_DOC = """
     n_candidates, shape)])`` (followed by ``run``, the default candidate's
     own run, with ``prefer_default``) meets the selection's share under
     dp_accounting's RDP accountant; when the runs can be skipped (a default
-    candidate and a refit) the count is paid by basic composition and the
-    runs alone meet the rest of the selection's share.  The default candidate's run is kept
+    candidate and a refit) the runs alone meet the rest of the selection's
+    share, and the count is accounted with the branch it picks (see
+    Privacy): the runs and their refit then share the delta under which
+    the count composed with the default's refit still meets the
+    guarantee (60% to 73% of it for the default logistic fit).  The default candidate's run is kept
     unless the best run's noisy score sum exceeds its own by more than
     ``t`` times the score's noise, where ``t`` is the 99% quantile of
     ``max(Z_1, ..., Z_K) - Z_0`` for independent draws ``Z`` of the noise
@@ -237,8 +249,15 @@ SHARED_DOC = """
     its public steps read nothing but the input's schema (the allow-list of
     :func:`sklearn_dp.privacy_spent`).  The public steps' fits and the
     transforms of private rows run in a private phase of their own: nothing
-    they raise or warn escapes.  ``privacy_spent(best_estimator_)`` reports
-    the refit's share only; ``privacy_spent_`` covers the whole search.
+    they raise or warn escapes.
+
+    ``best_estimator_`` is vouched for by the whole search: which candidate
+    won, and the share its refit was fitted at, were chosen from the
+    search's releases.  The search marks it (``vouched_by_``), so
+    :func:`sklearn_dp.privacy_spent` and :func:`sklearn_dp.privacy_report`
+    of the released model (an estimator or a Pipeline, also pickled or
+    inside another Pipeline) report ``privacy_spent_``; its steps keep their
+    own fit's ``privacy_spent_`` and ``dp_event_``.
 
     The default candidate's run (``prefer_default``) is one more run of a
     candidate fixed before the data is read, composed with the repeated
@@ -247,14 +266,26 @@ SHARED_DOC = """
     from the public plan.
 
     Whether the runs are skipped is decided from the released validation
-    row count and the public plan (post-processing).  The count is pure
-    ``epsilon_count``-DP; what follows it is ``(epsilon - label -
-    epsilon_count, delta - label)``-DP in either branch (the runs, calibrated
-    without the count, and the refit by basic composition; or the default's
-    refit at that whole share), so the search is ``(epsilon, delta)``-DP by
-    the adaptive composition of mechanisms chosen from released values,
-    with the same guarantee in both branches.  The ledger entry charges the
-    whole search in both.
+    row count and the public plan (post-processing).  The count ``C`` is
+    pure ``epsilon_count``-DP.  In one branch the default candidate's refit
+    ``R`` runs at the largest epsilon for which ``C`` composed with ``R``'s
+    event meets ``(epsilon - label, delta - label)`` under dp_accounting's
+    PLD accountant; in the other the runs (calibrated without the count)
+    and their refit are ``(epsilon - label - epsilon_count, delta_b)``-DP
+    by basic composition, with ``delta_b`` a lower bound on the delta of
+    ``R``'s event at ``epsilon - label + epsilon_count``.  For
+    neighbours, the search's hockey-stick divergence at ``e^eps`` is the
+    average over the count's output ``c`` of the picked branch's divergence
+    at ``e^(eps - L(c))``, where the count's privacy loss ``L(c)`` lies in
+    ``[-epsilon_count, epsilon_count]``; on that range both branches are
+    below the curve of ``R``'s event, so the search is below ``C``
+    composed with ``R`` (the composition theorem of f-DP, Dong, Roth and
+    Su 2022, with one dominating pair for every branch, on the range of the
+    count's loss).  The search is ``(epsilon, delta)``-DP in both branches;
+    the label release composes by basic composition.  Where ``R`` has no
+    full-data Gaussian part (or ``delta_b`` would fall below a quarter of
+    delta), both branches get ``(epsilon - label - epsilon_count, delta -
+    label)`` and the count is paid by basic composition.  The ledger entry charges the whole search in both.
 
     What is public: the candidates, the estimator's public settings (a
     Pipeline's steps and their parameters), the
