@@ -9,6 +9,7 @@ against the source of the scikit-learn versions in :data:`CHECKED_SKLEARN`.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import warnings
 from typing import TYPE_CHECKING
@@ -255,9 +256,53 @@ def _is_search(step):
 VOUCHED_ATTRIBUTE = "vouched_by_"
 
 
+def _public_value(value):
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (np.ndarray, np.generic)):
+        return repr(np.asarray(value).tolist())
+    if isinstance(value, (list, tuple)):
+        return tuple(_public_value(part) for part in value)
+    if isinstance(value, dict):
+        return tuple(sorted((str(key), _public_value(part)) for key, part in value.items()))
+    # Estimators are described by their own parameters (get_params(deep=True));
+    # budgets, generators and other objects by their type only.
+    return type(value).__name__
+
+
+def _released_state(model):
+    """A digest of what a search released: every step's class and parameters, each DP fit's event and spend.
+
+    A record whose state no longer matches (the model fitted again, a step
+    replaced or reconfigured) vouches for nothing: the model is then checked
+    as any other.
+    """
+    parts = [("", model)]
+    if hasattr(model, "get_params"):
+        parts += sorted(model.get_params(deep=True).items(), key=lambda item: item[0])
+    state = []
+    for key, value in parts:
+        if hasattr(value, "get_params"):
+            state.append((key, type(value).__name__))
+            for attribute in ("dp_event_", "privacy_spent_"):
+                if attribute in getattr(value, "__dict__", {}):
+                    state.append((key, attribute, repr(getattr(value, attribute))))
+        else:
+            state.append((key, _public_value(value)))
+    return hashlib.sha256(repr(state).encode()).hexdigest()
+
+
 def vouched_by(step):
-    """The record of the search that released ``step`` (:data:`VOUCHED_ATTRIBUTE`), or None."""
-    return getattr(step, "__dict__", {}).get(VOUCHED_ATTRIBUTE)
+    """The record of the search that released ``step`` (:data:`VOUCHED_ATTRIBUTE`), or None.
+
+    None also when ``step`` changed since the search released it (fitted
+    again, a step replaced): the search's guarantee covers what it released,
+    not what the model became.
+    """
+    record = getattr(step, "__dict__", {}).get(VOUCHED_ATTRIBUTE)
+    if record is None or record.get("state") != _released_state(step):
+        return None
+    return record
 
 
 def vouch(model, owner, spent, event):
@@ -269,6 +314,7 @@ def vouch(model, owner, spent, event):
             "owner": str(owner),
             "privacy_spent": (float(spent[0]), float(spent[1])),
             "dp_event": event,
+            "state": _released_state(model),
         },
     )
 

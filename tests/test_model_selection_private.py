@@ -30,6 +30,7 @@ from dp_accounting import dp_event as dpe
 from dp_accounting.rdp import rdp_privacy_accountant as rdp
 from sklearn.model_selection import KFold
 from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 from test_substitution import _TIME, _assert_same, _check_sensitivities, _Substitute
 
@@ -39,6 +40,7 @@ from sklearn_dp import (
     DPLogisticRegression,
     DPSCORegressor,
     PrivacyBudget,
+    PrivacyLeakWarning,
     privacy_spent,
 )
 from sklearn_dp._protocol import kept_group_rows
@@ -1699,6 +1701,23 @@ def test_the_released_model_is_vouched_for_by_the_whole_search(refit):
     from sklearn.base import clone
 
     assert "vouched_by_" not in vars(clone(best))
+
+
+def test_a_released_model_fitted_again_or_changed_is_vouched_for_by_nothing():
+    """The search's guarantee covers what it released, not what the model became."""
+    X, y = _data()
+    best = _search().fit(X, y).best_estimator_
+    best.set_params(epsilon=50.0).fit(X, y)
+    assert privacy_spent(best) == best.privacy_spent_ == (50.0, best.delta)
+
+    estimator = _pipeline(DPLogisticRegression(classes=[0, 1], max_iter=5))
+    search = _search(estimator=estimator, param_grid=PIPELINE_GRID, n_candidates=3).fit(X, y)
+    released = search.best_estimator_
+    assert privacy_spent(released) == search.privacy_spent_
+    # A step swapped for a scikit-learn step that reads the data: checked, and refused.
+    released.steps[0] = (released.steps[0][0], StandardScaler().fit(X))
+    with pytest.warns(PrivacyLeakWarning, match="cannot be vouched for"):
+        assert privacy_spent(released)[0] == float("inf")
 
 
 def test_a_released_pipeline_is_vouched_for_by_the_whole_search():
