@@ -19,6 +19,7 @@ from dp_accounting.pld import pld_privacy_accountant
 from sklearn_dp._bounds import selection_event
 from sklearn_dp._protocol import SolverPlanner
 from sklearn_dp.accounting import NEIGHBORING_RELATION
+from sklearn_dp.exceptions import PrivateFitError
 from sklearn_dp.solvers import SolverCall
 from sklearn_dp.solvers._noisy_steps import gaussian_plan
 
@@ -67,8 +68,12 @@ def _worst_mixture_delta(fixed, other):
     for direction in ("_pmf_remove", "_pmf_add"):
         pmf = getattr(prefix, direction).to_dense_pmf()
         losses = (pmf._lower_loss + np.arange(len(pmf._probs))) * pmf._discretization
+        # Merged on a grid of 1e-3, each loss rounded up: the curves fall, so
+        # the sum only grows.
+        keys, inverse = np.unique(np.ceil(losses / 1e-3 - 1e-9), return_inverse=True)
+        masses = np.bincount(inverse, weights=pmf._probs)
         total = pmf._infinity_mass
-        for loss, mass in zip(losses, pmf._probs):
+        for loss, mass in zip(keys * 1e-3, masses):
             if mass > 0:
                 total += mass * max(
                     getattr(c, direction).get_delta_for_epsilon(EPSILON - loss) for c in curves
@@ -106,3 +111,81 @@ def test_a_gaussian_branch_at_the_floor_keeps_its_delta():
     assert floor_share == FLOOR
     assert other == _more_steps(FLOOR, DELTA)
     assert _worst_mixture_delta(fixed.event, other.event) <= DELTA
+
+
+class _Extremes:
+    """Data-independent releases: the row count and each bound's index at one extreme."""
+
+    def __init__(self, count, position):
+        self.count, self.position, self.calls = count, position, 0
+
+    def __call__(self, release):
+        self.calls += 1
+        if release.mechanism == "thresholded_laplace":
+            keys = np.asarray([0, 1], dtype=np.asarray(release.output).dtype)
+            if release.released_counts is not None:
+                return keys, np.full(keys.size, self.count / keys.size)
+            return keys
+        if release.label == "row count":
+            return float(self.count)
+        if release.mechanism == "exponential":
+            return 0 if self.position == "low" else np.size(release.value) // 2
+        shape = np.shape(release.output)
+        noise = 0.05 * np.random.default_rng(self.calls).standard_normal(shape)
+        return noise if shape else float(noise)
+
+
+def _configs():
+    from solver_configs import CONFIGS
+
+    cases = []
+    for (estimator, solver), params in sorted(CONFIGS.items()):
+        cases.append(pytest.param(estimator, solver, params, id=f"{estimator}-{solver}"))
+        if estimator == "DPLogisticRegression":
+            released = dict(params, classes=None)
+            cases.append(
+                pytest.param(estimator, solver, released, id=f"{estimator}-{solver}-labels")
+            )
+    return cases
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("estimator, solver, params", _configs())
+def test_each_builtin_solver_takes_one_branch_whatever_the_released_values(
+    monkeypatch, estimator, solver, params
+):
+    """The built-in solvers are never a mixture: the share and its delta follow public inputs only.
+
+    A plan made before the count reads no released value into its event
+    (``event_reads_bounds=False``), so the branch is decided by public inputs
+    (and a released label set, composed before by basic composition); no
+    fit's delta is cut.
+    """
+    from solver_configs import _ESTIMATORS
+
+    from sklearn_dp.testing import trace_releases
+
+    seen = []
+    after_release = SolverPlanner._after_release
+
+    def recording(self, *args):
+        share, delta = after_release(self, *args)
+        seen.append((share, delta == self.delta))
+        return share, delta
+
+    monkeypatch.setattr(SolverPlanner, "_after_release", recording)
+    cls, base = _ESTIMATORS[estimator]
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.5, 0.5, size=(40, 3))
+    y = np.arange(40) % 2 if estimator == "DPLogisticRegression" else X @ [0.5, 0.0, -0.5]
+    for count in (3.0, 1e4):
+        for position in ("low", "middle"):
+            model = cls(epsilon=1.0, random_state=0, solver=solver, **{**base, **params})
+            with trace_releases(substitute=_Extremes(count, position)):
+                try:
+                    model.fit(X, y)
+                except (ValueError, PrivateFitError):
+                    pass  # a refusal from the released values (public)
+    assert seen
+    assert len({share for share, _ in seen}) == 1, seen
+    assert all(kept for _, kept in seen), seen
