@@ -138,21 +138,32 @@ class _Extremes:
 def _configs():
     from solver_configs import CONFIGS
 
+    from sklearn_dp._protocol import GROUP_SOLVERS
+
     cases = []
     for (estimator, solver), params in sorted(CONFIGS.items()):
-        cases.append(pytest.param(estimator, solver, params, id=f"{estimator}-{solver}"))
+        name = f"{estimator}-{solver}"
+        cases.append(pytest.param(estimator, solver, params, False, id=name))
         if estimator == "DPLogisticRegression":
             released = dict(params, classes=None)
-            cases.append(
-                pytest.param(estimator, solver, released, id=f"{estimator}-{solver}-labels")
-            )
+            cases.append(pytest.param(estimator, solver, released, False, id=f"{name}-labels"))
+        if solver in GROUP_SOLVERS:
+            grouped = dict(params, max_group_rows=2)
+            cases.append(pytest.param(estimator, solver, grouped, True, id=f"{name}-groups"))
+        if solver in ("dp_gd", "dp_newton") and estimator != "DPLasso":
+            bounds = {k: v for k, v in params.items() if k not in ("feature_bound", "data_norm")}
+            for epsilon in (20.0, 1.0):  # per-feature scales, and their fallback
+                scaled = dict(bounds, feature_scaling=True, epsilon=epsilon)
+                cases.append(
+                    pytest.param(estimator, solver, scaled, False, id=f"{name}-scaled{epsilon:g}")
+                )
     return cases
 
 
 @pytest.mark.filterwarnings("ignore")
-@pytest.mark.parametrize("estimator, solver, params", _configs())
+@pytest.mark.parametrize("estimator, solver, params, grouped", _configs())
 def test_each_builtin_solver_takes_one_branch_whatever_the_released_values(
-    monkeypatch, estimator, solver, params
+    monkeypatch, estimator, solver, params, grouped
 ):
     """The built-in solvers are never a mixture: the share and its delta follow public inputs only.
 
@@ -180,10 +191,11 @@ def test_each_builtin_solver_takes_one_branch_whatever_the_released_values(
     y = np.arange(40) % 2 if estimator == "DPLogisticRegression" else X @ [0.5, 0.0, -0.5]
     for count in (3.0, 1e4):
         for position in ("low", "middle"):
-            model = cls(epsilon=1.0, random_state=0, solver=solver, **{**base, **params})
+            model = cls(random_state=0, solver=solver, **{"epsilon": 1.0, **base, **params})
+            fit_params = dict(groups=np.arange(40) % 13) if grouped else {}
             with trace_releases(substitute=_Extremes(count, position)):
                 try:
-                    model.fit(X, y)
+                    model.fit(X, y, **fit_params)
                 except (ValueError, PrivateFitError):
                     pass  # a refusal from the released values (public)
     assert seen
