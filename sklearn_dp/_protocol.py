@@ -48,7 +48,7 @@ from ._limits import MAX_EPSILON, MIN_EPSILON
 from ._saving import keep_entries
 from ._sklearn_compat import Interval, Options
 from ._warnings import user_stacklevel
-from .accounting import largest_share
+from .accounting import branch_excess, largest_share
 from .budget import PrivacyBudget
 from .exceptions import PrivacyLeakWarning, PrivateFitError
 
@@ -227,6 +227,17 @@ class SolverPlanner:
     values (a sampling rate from the noisy count, steps from released bounds)
     is fully adaptive and gets the ``floor``.
 
+    Which branch a fit takes may depend on the released values (a plan from
+    released bounds equal to the one certified before the data, or not), so
+    a fit is a mixture of the two.  It meets the guarantee because the
+    numerical branch runs one mechanism ``A`` for all released values (the
+    share is searched at the placeholders), whose composition with the
+    (pure) count and bounds is certified, and the floor's mechanism ``B`` is
+    planned at a delta for which ``B``'s curve exceeds ``A``'s by no more
+    than ``A`` leaves of delta on ``[floor, 2 epsilon - floor]``
+    (:func:`~sklearn_dp.accounting.branch_excess`; the privacy model guide
+    gives the argument).  Gaussian ``B``s never need a cut.
+
     A plan before the data (``n_public=None``, placeholder bounds) is either
     None (it needs released values) or the plan the released values give for
     the same problem and options: so when the problem and options did not
@@ -264,26 +275,28 @@ class SolverPlanner:
         planner._planned_bounds = self._planned_bounds
         return planner
 
-    def _planned(self, arguments, n_public, epsilon):
+    def _planned(self, arguments, n_public, epsilon, delta=None):
         """``(slot, plan)``: the plans at these inputs, and the one for this call if computed."""
         n_params, call = arguments
-        slot = self._plans.setdefault((n_params, _key(n_public), float(epsilon)), [])
+        delta = self.delta if delta is None else float(delta)
+        slot = self._plans.setdefault((n_params, _key(n_public), float(epsilon), delta), [])
         for read, values, plan in slot:
             if _key(call.values_of(read)) == values:
                 return slot, plan
         return slot, _NOT_PLANNED
 
-    def plan(self, arguments, n_public, epsilon):
+    def plan(self, arguments, n_public, epsilon, delta=None):
         """The solver's plan for ``arguments = (n_params, call)`` (computed once)."""
-        slot, plan = self._planned(arguments, n_public, epsilon)
+        delta = self.delta if delta is None else float(delta)
+        slot, plan = self._planned(arguments, n_public, epsilon, delta)
         if plan is _NOT_PLANNED:
             call = arguments[1].watched()
-            plan = self._plan(n_public, arguments[0], epsilon, self.delta, call)
+            plan = self._plan(n_public, arguments[0], epsilon, delta, call)
             slot.append((call.read, _key(call.values_of(call.read)), plan))
         return plan
 
-    def _event(self, arguments, n_public, epsilon):
-        plan = self.plan(arguments, n_public, epsilon)
+    def _event(self, arguments, n_public, epsilon, delta=None):
+        plan = self.plan(arguments, n_public, epsilon, delta)
         return None if plan is None else plan.event
 
     def _search(self, arguments, n_public, prefix):
@@ -318,9 +331,9 @@ class SolverPlanner:
         reports is the one this share was certified for.
         """
         try:
-            share = self._after_release(problem, n_public, bounds, options, prefix)
+            share, delta = self._after_release(problem, n_public, bounds, options, prefix)
             released = self._arguments(problem, n_public, bounds, options)
-            return share, self.plan(released, n_public, share)
+            return share, self.plan(released, n_public, share, delta)
         finally:
             # The plans are not needed while the solver runs (a plan's event
             # can be large: one entry per step).
@@ -343,32 +356,69 @@ class SolverPlanner:
             # from released values agrees.
             before = None if before is None else before.event
             if before is None and before_share == self.floor:
+                # No plan before the count: every released value gets the floor.
                 self.plan(released, n_public, self.floor)
-                return self.floor
+                return self.floor, self.delta
             if before is not None and self._event(released, n_public, before_share) == before:
                 self.fixed = fixed
-                return before_share
+                return before_share, self.delta
         return self._full_search(released, at_placeholders, n_public, prefix)
 
     def _full_search(self, released, at_placeholders, n_public, prefix):
         # The problem or options changed with released values (a released
-        # label set, a released label scale): search again from them.
+        # label set, a released label scale), or the plan from released
+        # values disagrees with the one before the data.  The share is
+        # searched at the placeholders (public inputs and the label set), so
+        # the mechanism of the numerical branch is one for all released
+        # counts and bounds.
         floor = self.floor
         if self._event(released, n_public, floor) != self._event(at_placeholders, None, floor):
             # The profile is chosen from released values: the floor, whatever
             # the search would certify (each candidate is a calibration).
-            return floor
-        share = self._search(released, n_public, prefix)
+            return self._floor_branch(released, at_placeholders, n_public, prefix)
+        share = self._search(at_placeholders, None, prefix)
         if share <= floor:
-            return share
+            return share, self.delta
         # Numerical (PLD) composition of the count and bounds with the
         # solver is valid when the solver's privacy profile is fixed before
         # the data; a profile chosen from released values is fully adaptive
         # composition, for which only basic composition (or a zCDP/RDP
         # filter) is proven.  Such solvers get the basic-composition share.
         if self._event(released, n_public, share) == self._event(at_placeholders, None, share):
-            return share
-        return floor
+            return share, self.delta
+        return self._floor_branch(released, at_placeholders, n_public, prefix)
+
+    def _floor_branch(self, released, at_placeholders, n_public, prefix):
+        """``(floor, delta)`` of the basic-composition branch, its delta lowered where it must be.
+
+        Which branch runs depends on released values, so the fit is a mixture
+        of the two (see the class docstring): when other released values run
+        the numerical share's fixed mechanism, this branch's delta is cut by
+        4 until :func:`~sklearn_dp.accounting.branch_excess` certifies the
+        mixture at the fit's guarantee.
+        """
+        floor, delta = self.floor, self.delta
+        fixed = None
+        if self._event(at_placeholders, None, floor) is not None:
+            share = self._search(at_placeholders, None, prefix)
+            fixed = self._event(at_placeholders, None, share) if share > floor else None
+        for _ in range(_FLOOR_DELTA_CUTS):
+            event = self._event(released, n_public, floor, delta)
+            if fixed is None or event is None:
+                return floor, delta
+            bound = branch_excess(prefix, fixed, event, self.epsilon, floor)
+            if bound <= self.delta:
+                return floor, delta
+            delta *= 0.25
+        raise ValueError(
+            "The solver's plan from the released values cannot be composed with the plan "
+            "certified before the data at the fit's guarantee: register the solver with "
+            "event_reads_bounds=False if its event ignores the bounds, or give the bounds."
+        )
+
+
+#: How many times the basic-composition branch's delta may be cut by 4 before a fit refuses.
+_FLOOR_DELTA_CUTS = 12
 
 
 def _noise_multipliers(event):

@@ -57,7 +57,7 @@ from ._dp_events import (
     ClosedFormDpEvent,
     PureEpsilonDpEvent,
     _check_steps,
-    _flatten,  # noqa: F401
+    _flatten,
     check_event,  # noqa: F401
     gaussian_steps_event,
     is_pure_event,
@@ -68,7 +68,7 @@ from ._event_epsilon import (
     _check_delta,
     _coarse_grid,
     _epsilon,
-    _fold_gaussians,  # noqa: F401
+    _fold_gaussians,
     accountant_epsilon,
     accountant_event,
     epsilon_of_event,
@@ -89,6 +89,7 @@ __all__ = [
     "epsilon_of_event",
     "epsilon_of_events",
     "largest_share",
+    "branch_excess",
     "is_pure_event",
     "PureEpsilonDpEvent",
     "ClosedFormDpEvent",
@@ -513,3 +514,124 @@ def largest_share(make_event, prefix_event, epsilon, delta, floor, *, max_plans=
             break
         candidate = predicted
     return certified
+
+
+#: The PLD grid of :func:`branch_excess`, and the steps of its curve comparison.
+_BRANCH_GRID = 1e-4
+_BRANCH_STEPS = 64
+
+
+def _optimistic_pld(event):
+    """dp_accounting's optimistic PLD of ``event``'s parts it reads (every loss rounded down), or None.
+
+    Full-data Gaussian parts are folded into one Gaussian; Poisson-subsampled
+    Gaussian and Laplace parts are read too; any other part is left out.  A
+    product's divergence is at least that of a sub-product (its marginal, a
+    post-processing), so each direction's curve is a lower bound on that of
+    any pair dominating ``event`` (such as the pessimistic one a
+    certification composes).
+    """
+    from dp_accounting.pld import privacy_loss_distribution as pld_module
+
+    grid = dict(
+        value_discretization_interval=_BRANCH_GRID,
+        pessimistic_estimate=False,
+        use_connect_dots=False,
+    )
+    inverse_square, plds = 0.0, []
+    for leaf, count in _flatten(event):
+        if isinstance(leaf, dpe.GaussianDpEvent) and leaf.noise_multiplier > 0:
+            inverse_square += count / float(leaf.noise_multiplier) ** 2
+            continue
+        if isinstance(leaf, dpe.LaplaceDpEvent) and leaf.noise_multiplier > 0:
+            part = pld_module.from_laplace_mechanism(float(leaf.noise_multiplier), **grid)
+        elif (
+            isinstance(leaf, dpe.PoissonSampledDpEvent)
+            and isinstance(leaf.event, dpe.GaussianDpEvent)
+            and leaf.event.noise_multiplier > 0
+        ):
+            part = pld_module.from_gaussian_mechanism(
+                float(leaf.event.noise_multiplier),
+                sampling_prob=float(leaf.sampling_probability),
+                **grid,
+            )
+        else:
+            continue
+        plds.append(part if count == 1 else part.self_compose(int(count)))
+    if inverse_square > 0:
+        plds.append(pld_module.from_gaussian_mechanism(inverse_square**-0.5, **grid))
+    if not plds:
+        return None
+    composed = plds[0]
+    for part in plds[1:]:
+        composed = composed.compose(part)
+    return composed
+
+
+def _pessimistic_pld(event):
+    from dp_accounting.pld import pld_privacy_accountant
+
+    accountant = pld_privacy_accountant.PLDAccountant(
+        NEIGHBORING_RELATION, value_discretization_interval=_BRANCH_GRID
+    )
+    event = _fold_gaussians(event)
+    if not accountant.supports(event):
+        return None
+    accountant.compose(event)
+    return accountant._pld
+
+
+def branch_excess(prefix_event, fixed_event, other_event, epsilon, floor):
+    """Upper bound on the delta at ``epsilon`` of any mixture of two branches after ``prefix_event``.
+
+    ``prefix_event`` is pure ``epsilon - floor``-DP; a branch picked from its
+    output runs ``fixed_event`` (the same mechanism for every output) or
+    ``other_event`` (each such output possibly another one, each bounded by
+    this call).  For neighbours ``D, D'``, with ``o`` the prefix's output and
+    ``L(o)`` in ``[-(epsilon - floor), epsilon - floor]`` its privacy loss,
+    the whole run's hockey-stick divergence at ``epsilon`` is
+    ``sum_o p(o) delta_{M(o)}(epsilon - L(o))`` (in each direction of
+    add/remove).  With ``A`` the fixed event and ``B`` the other, it is at
+    most ``sum_o p(o) delta_A(epsilon - L(o)) + max_x (delta_B(x) -
+    delta_A(x))_+`` over ``x`` in ``[floor, 2 epsilon - floor]``.  The first
+    term is the prefix composed with ``A`` by dp_accounting's PLD accountant
+    (pessimistic: dominating pairs compose, Zhu, Dong and Wang 2022); the
+    second is bounded on a grid ``x_0 < ... < x_m`` by ``delta_B(x_i) -
+    delta_A(x_{i+1})``, ``B``'s pessimistic curve against ``A``'s optimistic
+    one (both curves fall).
+
+    Parameters
+    ----------
+    prefix_event : dp_accounting.DpEvent
+        What runs first (pure DP: the count and the bound releases).
+    fixed_event : dp_accounting.DpEvent
+        The branch that is one mechanism for every output of the prefix.
+    other_event : dp_accounting.DpEvent
+        The mechanism of the other branch for this output.
+    epsilon : float
+        The guarantee's epsilon.
+    floor : float
+        ``epsilon`` less the prefix's pure epsilon.
+
+    Returns
+    -------
+    float
+        The bound, in the larger direction of add/remove; inf when a part
+        cannot be accounted.
+    """
+    composed = _pessimistic_pld(dpe.ComposedDpEvent([prefix_event, fixed_event]))
+    other = _pessimistic_pld(other_event)
+    if composed is None or other is None:
+        return math.inf
+    fixed = _optimistic_pld(fixed_event)
+    grid = [floor + (epsilon - floor) * 2.0 * i / _BRANCH_STEPS for i in range(_BRANCH_STEPS + 1)]
+    worst = 0.0
+    for direction in ("_pmf_remove", "_pmf_add"):
+        lower = [0.0] * len(grid)
+        if fixed is not None:
+            lower = [float(getattr(fixed, direction).get_delta_for_epsilon(x)) for x in grid]
+        upper = [float(getattr(other, direction).get_delta_for_epsilon(x)) for x in grid]
+        excess = max([0.0] + [upper[i] - lower[i + 1] for i in range(_BRANCH_STEPS)])
+        shared = float(getattr(composed, direction).get_delta_for_epsilon(epsilon))
+        worst = max(worst, shared + excess)
+    return worst
