@@ -725,3 +725,35 @@ def clipped_residual_squares(design, y, coef, residual_bound, y_bound=None, samp
             squares *= sample_weight[start:stop]
         total += float(np.sum(squares))
     return np.array([total])
+
+
+def gram_sketch(design, sketch, sample_weight=None):
+    """``X~^T diag(w) X~ Omega``: the Gram matrix times a public sketch, without the Gram matrix.
+
+    Parameters
+    ----------
+    design : Design
+        The bounded rows (L2 norm at most ``R``) and the intercept column.
+    sketch : ndarray of shape (n_columns, k)
+        A public matrix of spectral norm at most 1 (orthonormal columns).
+    sample_weight : ndarray of shape (n,), optional
+        Per-row weights in ``[0, max_weight]``.
+
+    Returns
+    -------
+    ndarray of shape (n_columns, k)
+        Add/remove-one sensitivity in Frobenius norm (the L2 norm of the
+        array): ``max_weight * R^2``, since one row adds ``w x x^T Omega``,
+        of norm ``w ||x|| ||Omega^T x|| <= w R^2``.  Not clipped: the row
+        bound bounds it.
+    """
+    out = np.zeros((design.n_columns, sketch.shape[1]))
+    blocks = design.blocks() if hasattr(design, "row_block") else [(0, design.n_rows)]
+    for start, stop in blocks:
+        part = design.row_block(start, stop) if hasattr(design, "row_block") else design
+        Z = part.matmul(sketch)
+        if sample_weight is not None:
+            Z *= np.asarray(sample_weight[start:stop], dtype=np.float64)[:, None]
+        out += part.rmatmul(Z)
+        del Z, part
+    return out

@@ -414,7 +414,13 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
             "steps or more and 10-20x faster (benchmarks/results/speed.md), up to the "
             "width where its d x d Gram matrix costs more than dp_gd's passes",
         ),
-        AutoChoice("dp_gd", why="L2 penalty or none, beyond dp_newton's width or in an L2 ball"),
+        AutoChoice(
+            "dp_nystrom",
+            why="beyond dp_newton's width: a rank-16 sketch of the Gram matrix and ten steps, "
+            "0.8-1.0x lbfgs where dp_gd's 100 steps took 5x, and more accurate "
+            "(benchmarks/results/speed.md)",
+        ),
+        AutoChoice("dp_gd", why="L2 penalty or none in an L2 ball"),
         AutoChoice(
             "dp_cd",
             when=lambda est, problem, public: _given(est.feature_bound),

@@ -28,6 +28,7 @@ from ._mirror_descent import (
     plan_localized_mirror_descent,
     plan_mirror_descent,
 )
+from ._nystrom import dp_nystrom, plan_dp_nystrom
 from ._perturbation import (
     check_objective_perturbation,
     check_output_perturbation,
@@ -89,6 +90,7 @@ __all__ = [
     "dp_svrg_pp",
     "dp_accmd",
     "dp_newton",
+    "dp_nystrom",
     "dp_ssp",
 ]
 
@@ -389,6 +391,28 @@ _register_builtin(
         "hessian": [StrOptions({"exact", "bound"})],
         "eigenvalue": [StrOptions({"auto", "clip", "add"})],
         "momentum": [StrOptions({"auto", "nesterov"}), None],
+    },
+    dask=True,
+)
+
+
+# Wide and sparse X (docs/solvers/second_order.md): a sketch of the Gram
+# matrix instead of the whole of it.
+_register_builtin(
+    name="dp_nystrom",
+    run=dp_nystrom,
+    plan=plan_dp_nystrom,
+    losses=_GLM_LOSSES,
+    penalties=frozenset({None, "l2"}),
+    multiclass=True,
+    constraints=frozenset({None}),
+    summary="private Newton-type steps preconditioned by a released Nystrom sketch of the "
+    "Gram matrix (rank k: O(n d k), for wide and sparse X); exact Gaussian composition",
+    sample_weight=True,
+    option_constraints={
+        "rank": [COUNT],
+        "hessian_share": [Interval(Real, 0, 1, closed="neither"), None],
+        "floor_scale": [Interval(Real, 0, MAX_SCALE, closed="both"), None],
     },
     dask=True,
 )
