@@ -412,7 +412,6 @@ _register_builtin(
     option_constraints={
         "rank": [COUNT],
         "hessian_share": [Interval(Real, 0, 1, closed="neither"), None],
-        "floor_scale": [Interval(Real, 0, MAX_SCALE, closed="both"), None],
     },
     dask=True,
 )

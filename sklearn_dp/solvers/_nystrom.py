@@ -28,10 +28,9 @@ from dp_accounting import dp_event as dpe
 from .. import _noise, accounting
 from .._clipped_sums import curvature_bound, gram_sketch, newton_sums
 from .._data import row_sum
-from .._losses import loss_names
-from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
+from ._common import PrivacyPlan, Progress, make_rng
 from ._gradient_descent import gradient_bound
-from ._noisy_steps import plan_of_call, release
+from ._noisy_steps import noisy_steps, plan_of_call, release, solver_result
 from ._second_order import DEFAULT_HESSIAN_SHARE, RELATIVE_FLOOR, newton_multipliers
 
 __all__ = ["dp_nystrom", "plan_dp_nystrom"]
@@ -46,8 +45,10 @@ DEFAULT_RANK = 16
 #: Default steps with noise and without it (epsilon is public).
 DEFAULT_STEPS = 10
 DEFAULT_STEPS_NOISELESS = 30
-#: Default floor on the curvature, in units of the spectral norm of its noise.
-DEFAULT_FLOOR_SCALE = 1.0
+#: Floor on the curvature, in units of the spectral norm of its noise.
+FLOOR_SCALE = 1.0
+#: With noise, the momentum restarts at least every this many steps.
+RESTART_STEPS = 5
 
 
 def plan_dp_nystrom(n_samples, n_params, epsilon, delta, call):
@@ -93,23 +94,20 @@ def public_sketch(n_columns, rank, rng, intercept):
 
 
 def nystrom_curvature(sketched, sketch, floor):
-    """``(values, vectors, rest)``: the Nystrom approximation of a Gram matrix from its sketch.
+    """``(values, vectors)``: the Nystrom approximation of a Gram matrix from its sketch.
 
     ``sketched`` is the (noisy, scaled) ``G Omega``.  The core ``Omega^T G
     Omega`` is symmetrised and its eigenvalues raised to ``floor``; the
     approximation ``A core^{-1} A^T = U diag(values) U^T`` comes from the SVD
-    of ``A core^{-1/2}``.  ``rest`` is the curvature assumed on the
-    directions the sketch does not span: its smallest eigenvalue.  Every
-    value is at least ``floor``.  Post-processing of released values.
+    of ``A core^{-1/2}``.  Every value is at least ``floor``.
+    Post-processing of released values.
     """
     core = sketch.T @ sketched
     core = 0.5 * (core + core.T)
     lam, Q = np.linalg.eigh(core)
     factor = sketched @ (Q / np.sqrt(np.maximum(lam, floor)))
     U, s, _ = np.linalg.svd(factor, full_matrices=False)
-    values = np.maximum(s**2, floor)
-    rest = float(values.min()) if U.shape[1] < U.shape[0] else math.inf
-    return values, U, rest
+    return np.maximum(s**2, floor), U
 
 
 def dp_nystrom(
@@ -124,7 +122,6 @@ def dp_nystrom(
     clip_norm=None,
     rank=DEFAULT_RANK,
     hessian_share=None,
-    floor_scale=None,
     coef_init=None,
     random_state=None,
     verbose=0,
@@ -141,7 +138,7 @@ def dp_nystrom(
     matrix ``X~^T X~`` from one noisy release of ``X~^T X~ Omega`` (``Omega``
     public, ``rank`` orthonormal columns), divided by the normaliser, plus
     ``alpha``; directions outside the sketch get its smallest eigenvalue;
-    every eigenvalue is raised to the floor ``max(floor_scale * nu, 1e-8 *
+    every eigenvalue is raised to the floor ``max(nu, 1e-8 *
     beta R^2)`` (``nu`` the expected spectral norm of the sketch's noise).
 
     Parameters
@@ -167,8 +164,6 @@ def dp_nystrom(
         least their number).
     hessian_share : float in (0, 1), optional
         Share of the precision spent on the sketch; default 0.25.
-    floor_scale : float, optional
-        The floor in units of the sketch noise's spectral norm; default 1.
     coef_init : ndarray of shape (n_columns, n_outputs), optional
         Starting point (a released model: post-processing).
     random_state : None, int, RandomState or Generator
@@ -202,81 +197,61 @@ def dp_nystrom(
     """
     beta = curvature_bound(loss)
     if beta is None:
-        raise ValueError(
-            f"dp_nystrom needs a smooth GLM loss ({', '.join(sorted(loss_names(smooth=True)))}); "
-            f"got {loss.name!r}."
-        )
+        raise ValueError(f"dp_nystrom needs a smooth GLM loss; got {loss.name!r}.")
     plan = plan_of_call("dp_nystrom", locals())
-    n_columns = data.design.n_columns
     private = not math.isinf(epsilon)
     clip = gradient_bound(loss, data.row_norm_bound, clip_norm, private=private)
-    R2 = float(data.row_norm_bound) ** 2
+    R2, normalizer = float(data.row_norm_bound) ** 2, float(data.normalizer)
     weight_bound = float(getattr(data, "weight_bound", 1.0))
-    gradient_sensitivity = weight_bound * clip
-    sketch_sensitivity = weight_bound * R2
-    gradient_std = plan.noise_multiplier * gradient_sensitivity
-    sketch_std = plan.details["hessian_multiplier"] * sketch_sensitivity
-    normalizer = float(data.normalizer)
+    gradient_std = plan.noise_multiplier * weight_bound * clip
+    sketch_std = plan.details["hessian_multiplier"] * weight_bound * R2
     rng = make_rng(random_state)
     progress = Progress("dp_nystrom", plan.n_steps, verbose)
-    sketch = public_sketch(n_columns, int(rank), rng, data.fit_intercept)
-    width = sketch.shape[1]
-    # Expected spectral norm of the noise of the scaled (n_columns, width) sketch.
-    nu = beta * sketch_std / normalizer * (math.sqrt(n_columns) + math.sqrt(width))
-    nu *= _noise.group_rows()  # the noise the gateway adds: k times in a group fit
-    scale = default_floor = DEFAULT_FLOOR_SCALE if floor_scale is None else float(floor_scale)
-    floor = max(scale * nu, RELATIVE_FLOOR * beta * R2)
+    sketch = public_sketch(data.design.n_columns, int(rank), rng, data.fit_intercept)
+    m, k = sketch.shape
+    # The expected spectral norm of the scaled sketch's noise (k times in a group fit).
+    nu = beta * sketch_std / normalizer * (math.sqrt(m) + math.sqrt(k)) * _noise.group_rows()
+    floor = max(FLOOR_SCALE * nu, RELATIVE_FLOOR * beta * R2)
 
     def sketch_sum(part):
         return gram_sketch(part.design, sketch, getattr(part, "sample_weight", None))
 
-    sketched = release(row_sum(data, sketch_sum), sketch_sensitivity, sketch_std, rng, "sketch")
-    progress.note(f"{n_columns} x {width} curvature sketch released")
-    sketched *= beta / normalizer
-    values, vectors, rest = nystrom_curvature(sketched, sketch, floor)
-    values, rest = values + alpha, rest + alpha
-
-    def precondition(grad):
-        inside = vectors.T @ grad
-        outside = (grad - vectors @ inside) / rest if math.isfinite(rest) else 0.0
-        return vectors @ (inside / values[:, None]) + outside
+    sketched = release(row_sum(data, sketch_sum), weight_bound * R2, sketch_std, rng, "sketch")
+    progress.note(f"{m} x {k} curvature sketch released")
+    values, vectors = nystrom_curvature(sketched * (beta / normalizer), sketch, floor)
+    # Directions outside the sketch: its smallest eigenvalue (none when k = m).
+    rest = values.min() + alpha if k < m else math.inf
+    values = values + alpha
 
     def gradient_sum(part, V):
         weight = getattr(part, "sample_weight", None)
-        g, _ = newton_sums(
+        return newton_sums(
             part.design, part.y, V, loss, clip, part.row_norms, hessian=False, sample_weight=weight
-        )
-        return g
+        )[0]
 
-    W = np.zeros((n_columns, n_outputs))
-    if coef_init is not None:  # warm start: a released model (post-processing)
-        W = np.array(coef_init, dtype=float).reshape(n_columns, n_outputs)
-    W_previous, since_restart = W, 0
-    for t in range(plan.n_steps):
-        momentum = since_restart / (since_restart + 3.0)
-        V = W + momentum * (W - W_previous) if since_restart else W
-        g_sum = row_sum(data, lambda part, V=V: gradient_sum(part, V))
-        grad = release(g_sum, gradient_sensitivity, gradient_std, rng) / normalizer
+    momentum = dict(previous=None, run=0)
+
+    def step(t, W):
+        previous = W if momentum["previous"] is None else momentum["previous"]
+        run = momentum["run"]
+        V = W + run / (run + 3.0) * (W - previous)
+        g_sum = row_sum(data, lambda part: gradient_sum(part, V))
+        grad = release(g_sum, weight_bound * clip, gradient_std, rng) / normalizer
         grad[data.penalized] += alpha * V[data.penalized]
-        step = precondition(grad)
-        W_next = V - step
-        check_finite_iterate(W_next, "dp_nystrom")
-        # Restart when the step goes uphill for the noisy gradient; with noise
-        # also on a public schedule, so momentum does not pile up the noise.
+        inside = vectors.T @ grad
+        W_next = V - vectors @ (inside / values[:, None]) - (grad - vectors @ inside) / rest
+        # Restart when the step goes uphill for the noisy gradient, and with
+        # noise every RESTART_STEPS steps (momentum would pile up the noise).
         uphill = float(np.sum(grad * (W_next - W))) > 0
-        since_restart = 0 if uphill else since_restart + 1
-        if private and since_restart >= DEFAULT_STEPS // 2:
-            since_restart = 0
-        W_previous, W = W, W_next
-        progress(
-            t + 1, grad_norm=float(np.linalg.norm(grad)), step_norm=float(np.linalg.norm(step))
-        )
-    plan.details.update(
-        clip_norm=clip,
-        noise_std=gradient_std,
-        sketch_noise_std=sketch_std,
-        sketch_sensitivity=sketch_sensitivity,
-        floor=floor,
-        floor_scale=default_floor,
+        run = 0 if uphill or (private and run + 1 >= RESTART_STEPS) else run + 1
+        momentum.update(previous=W, run=run)
+        return W_next, float(np.linalg.norm(grad))
+
+    W = np.zeros((m, n_outputs))
+    if coef_init is not None:  # warm start: a released model (post-processing)
+        W = np.array(coef_init, dtype=float).reshape(m, n_outputs)
+    W, _ = noisy_steps(step, W, plan.n_steps, name="dp_nystrom", progress=progress)
+    details = dict(clip_norm=clip, noise_std=gradient_std, sketch_noise_std=sketch_std, floor=floor)
+    return solver_result(
+        "dp_nystrom", plan, W, loss, epsilon, sketch_sensitivity=weight_bound * R2, **details
     )
-    return SolverResult(coef=W, n_iter=plan.n_steps, plan=plan)
