@@ -260,7 +260,7 @@ def logistic_methods():
 
 def _second_order_default(X):
     """The solver ``auto`` picks for a smooth L2 fit of X with an intercept (public width)."""
-    return "dp_newton" if X.shape[1] + 1 <= 1000 else "dp_nystrom"
+    return "dp_newton" if X.shape[1] + 1 <= 1000 and not sp.issparse(X) else "dp_nystrom"
 
 
 def ridge_methods():
