@@ -402,12 +402,10 @@ _register_builtin(
     name="dp_nystrom",
     run=dp_nystrom,
     plan=plan_dp_nystrom,
-    losses=_GLM_LOSSES,
+    **_GLM_MULTICLASS,
     penalties=frozenset({None, "l2"}),
-    multiclass=True,
     constraints=frozenset({None}),
-    summary="private Newton-type steps preconditioned by a released Nystrom sketch of the "
-    "Gram matrix (rank k: O(n d k), for wide and sparse X); exact Gaussian composition",
+    summary="Newton-type steps on a released rank-k Nystrom sketch of the Gram matrix",
     sample_weight=True,
     option_constraints={
         "rank": [COUNT],
