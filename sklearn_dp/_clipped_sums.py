@@ -727,8 +727,8 @@ def clipped_residual_squares(design, y, coef, residual_bound, y_bound=None, samp
     return np.array([total])
 
 
-def gram_sketch(design, sketch, sample_weight=None):
-    """``X~^T diag(w) X~ Omega``: the Gram matrix times a public sketch, without the Gram matrix.
+def gram_sketch(design, sketch, row_bound, sample_weight=None):
+    """``X~^T diag(w) Z``, ``Z ~ X~ Omega``: the Gram matrix times a public sketch, without it.
 
     Parameters
     ----------
@@ -736,6 +736,8 @@ def gram_sketch(design, sketch, sample_weight=None):
         The bounded rows (L2 norm at most ``R``) and the intercept column.
     sketch : ndarray of shape (n_columns, k)
         A public matrix of spectral norm at most 1 (orthonormal columns).
+    row_bound : float
+        The public row bound ``R``.
     sample_weight : ndarray of shape (n,), optional
         Per-row weights in ``[0, max_weight]``.
 
@@ -743,17 +745,23 @@ def gram_sketch(design, sketch, sample_weight=None):
     -------
     ndarray of shape (n_columns, k)
         Add/remove-one sensitivity in Frobenius norm (the L2 norm of the
-        array): ``max_weight * R^2``, since one row adds ``w x x^T Omega``,
-        of norm ``w ||x|| ||Omega^T x|| <= w R^2``.  Not clipped: the row
-        bound bounds it.
+        array): ``max_weight * R^2``.  One row adds ``w x z^T``, of norm
+        ``w ||x|| ||z||``, where ``z = Omega^T x`` (of norm at most
+        ``||x|| <= R``) is computed like a score (in float32 for float32 X,
+        rounded by up to about ``d 2**-24`` relative) and then scaled to L2
+        norm at most ``R``: the bound holds whatever that rounding.
     """
+    bound = float(row_bound)
     out = np.zeros((design.n_columns, sketch.shape[1]))
     blocks = design.blocks() if hasattr(design, "row_block") else [(0, design.n_rows)]
     for start, stop in blocks:
         part = design.row_block(start, stop) if hasattr(design, "row_block") else design
         Z = part.matmul(sketch)
+        norms = np.linalg.norm(Z, axis=1)
+        factor = np.minimum(1.0, bound / np.maximum(norms, np.finfo(float).tiny))
         if sample_weight is not None:
-            Z *= np.asarray(sample_weight[start:stop], dtype=np.float64)[:, None]
+            factor *= np.asarray(sample_weight[start:stop], dtype=np.float64)
+        Z *= factor[:, None]
         out += part.rmatmul(Z)
         del Z, part
     return out

@@ -44,12 +44,50 @@ def test_gram_sketch_moves_by_at_most_R_squared(case, fit_intercept, rank, seed)
     rng = np.random.default_rng(seed)
     sketch = module.public_sketch(small.n_columns, rank, rng, fit_intercept)
     assert np.linalg.norm(sketch, 2) <= 1.0
-    sums = [gram_sketch(d.design, sketch) for d in (small, big)]
+    sums = [gram_sketch(d.design, sketch, d.row_norm_bound) for d in (small, big)]
     moved = change(nb, *sums)
     assert np.linalg.norm(moved) <= small.row_norm_bound**2 * (1 + 1e-12) + slack(*sums)
     x_new = dense_row(big.design.materialize(), nb.index)
     expected = np.outer(x_new, x_new @ sketch) * (-1.0 if nb.removed else 1.0)
     np.testing.assert_allclose(moved, expected, rtol=1e-7, atol=slack(*sums) + 1e-15)
+
+
+@prop(20)
+@given(
+    width=st.sampled_from([2**13 + 1, 20000, 60000]),
+    scale=st.sampled_from([1.0, 3e4]),
+    fit_intercept=st.booleans(),
+    sparse=st.booleans(),
+    other_rows=st.integers(0, 2),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_gram_sketch_of_wide_float32_rows_moves_by_at_most_R_squared(
+    width, scale, fit_intercept, sparse, other_rows, seed
+):
+    """float32 rows wider than the float32 norm bound's width, along a sketch column.
+
+    Their norms are float64 norms without slack, and ``x^T Omega`` computed in
+    float32 rounds by up to about ``d 2**-24`` relative: the row's term must
+    stay within ``R^2`` anyway, far inside the gateway's ``2**-30`` margin.
+    """
+    rng = np.random.default_rng(seed)
+    rank = 16
+    sketch = module.public_sketch(width + fit_intercept, rank, rng, fit_intercept)
+    column = sketch[:width, rng.integers(int(fit_intercept), rank)]
+    hostile = column + 1e-7 * rng.standard_normal(width)
+    hostile = (scale * hostile / np.linalg.norm(hostile)).astype(np.float32)
+    others = rng.standard_normal((other_rows, width)).astype(np.float32) / 50
+    X_small, X_big = others, np.vstack([others, hostile])
+    if sparse:
+        X_small, X_big = sp.csr_matrix(X_small), sp.csr_matrix(X_big)
+    small, big = (
+        bound_data(X, np.zeros(X.shape[0]), fit_intercept=fit_intercept, data_norm=1.0)
+        for X in (X_small, X_big)
+    )
+    sums = [gram_sketch(d.design, sketch, d.row_norm_bound) for d in (small, big)]
+    moved = sums[1] - sums[0]
+    rounding = 2.0**-40 * (1.0 + sum(float(np.sum(np.abs(s))) for s in sums))
+    assert np.linalg.norm(moved) <= big.row_norm_bound**2 * (1 + 2.0**-40) + rounding
 
 
 def test_gram_sketch_with_weights_and_sparse_rows_is_the_weighted_product():
@@ -61,7 +99,9 @@ def test_gram_sketch_with_weights_and_sparse_rows_is_the_weighted_product():
     dense = data.design.materialize()
     dense = dense.toarray() if sp.issparse(dense) else dense
     expected = dense.T @ (weights[:, None] * (dense @ sketch))
-    np.testing.assert_allclose(gram_sketch(data.design, sketch, weights), expected, atol=1e-12)
+    np.testing.assert_allclose(
+        gram_sketch(data.design, sketch, data.row_norm_bound, weights), expected, atol=1e-12
+    )
 
 
 def test_public_sketch_is_orthonormal_and_holds_the_intercept():

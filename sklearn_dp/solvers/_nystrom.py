@@ -201,7 +201,8 @@ def dp_nystrom(
     plan = plan_of_call("dp_nystrom", locals())
     private = not math.isinf(epsilon)
     clip = gradient_bound(loss, data.row_norm_bound, clip_norm, private=private)
-    R2, normalizer = float(data.row_norm_bound) ** 2, float(data.normalizer)
+    R, normalizer = float(data.row_norm_bound), float(data.normalizer)
+    R2 = R**2
     weight_bound = float(getattr(data, "weight_bound", 1.0))
     gradient_std = plan.noise_multiplier * weight_bound * clip
     sketch_std = plan.details["hessian_multiplier"] * weight_bound * R2
@@ -214,7 +215,7 @@ def dp_nystrom(
     floor = max(FLOOR_SCALE * nu, RELATIVE_FLOOR * beta * R2)
 
     def sketch_sum(part):
-        return gram_sketch(part.design, sketch, getattr(part, "sample_weight", None))
+        return gram_sketch(part.design, sketch, R, getattr(part, "sample_weight", None))
 
     sketched = release(row_sum(data, sketch_sum), weight_bound * R2, sketch_std, rng, "sketch")
     progress.note(f"{m} x {k} curvature sketch released")
