@@ -20,6 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._data import row_l2_norms
+from ._design import Design
 
 __all__ = [
     "clip_scale",
@@ -747,15 +748,22 @@ def gram_sketch(design, sketch, row_bound, sample_weight=None):
         Add/remove-one sensitivity in Frobenius norm (the L2 norm of the
         array): ``max_weight * R^2``.  One row adds ``w x z^T``, of norm
         ``w ||x|| ||z||``, where ``z = Omega^T x`` (of norm at most
-        ``||x|| <= R``) is computed like a score (in float32 for float32 X,
-        rounded by up to about ``d 2**-24`` relative) and then scaled to L2
-        norm at most ``R``: the bound holds whatever that rounding.
+        ``||x|| <= R``) is computed in float64 (float32 rows converted
+        exactly) and then scaled to L2 norm at most ``R``: the bound holds
+        whatever the rounding of ``z``.
     """
     bound = float(row_bound)
     out = np.zeros((design.n_columns, sketch.shape[1]))
     blocks = design.blocks() if hasattr(design, "row_block") else [(0, design.n_rows)]
     for start, stop in blocks:
         part = design.row_block(start, stop) if hasattr(design, "row_block") else design
+        if part.dtype != np.float64:
+            # A float32 product rounds each row's z by up to about d 2**-24
+            # relative, and how depends on the other rows of the block (the BLAS
+            # kernel their number selects): one row would move the others' terms
+            # far beyond float64 rounding.  The block's bounded rows, converted
+            # exactly, are multiplied in float64 instead.
+            part = Design(part.materialize())
         Z = part.matmul(sketch)
         norms = np.linalg.norm(Z, axis=1)
         factor = np.minimum(1.0, bound / np.maximum(norms, np.finfo(float).tiny))

@@ -67,8 +67,10 @@ def test_gram_sketch_of_wide_float32_rows_moves_by_at_most_R_squared(
     """float32 rows wider than the float32 norm bound's width, along a sketch column.
 
     Their norms are float64 norms without slack, and ``x^T Omega`` computed in
-    float32 rounds by up to about ``d 2**-24`` relative: the row's term must
-    stay within ``R^2`` anyway, far inside the gateway's ``2**-30`` margin.
+    float32 rounds by up to about ``d 2**-24`` relative, differently for the
+    other rows once the hostile row joins their block (another BLAS kernel):
+    the release must move by at most ``R^2`` anyway, far inside the gateway's
+    ``2**-30`` margin.
     """
     rng = np.random.default_rng(seed)
     rank = 16
