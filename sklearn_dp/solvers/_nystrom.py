@@ -58,18 +58,16 @@ def plan_dp_nystrom(n_samples, n_params, epsilon, delta, call):
     ``details["hessian_multiplier"]`` the sketch's; the two kinds compose
     exactly into one Gaussian (:func:`~._second_order.newton_multipliers`).
     """
-    n_steps = call.max_iter
-    if n_steps is None:
-        n_steps = DEFAULT_STEPS_NOISELESS if math.isinf(epsilon) else DEFAULT_STEPS
+    default_steps = DEFAULT_STEPS_NOISELESS if math.isinf(epsilon) else DEFAULT_STEPS
+    n_steps = int(call.max_iter or default_steps)  # a given max_iter is at least 1
     share = DEFAULT_HESSIAN_SHARE if call.hessian_share is None else float(call.hessian_share)
-    details = dict(hessian_share=share, rank=int(call.rank))
+    details = dict(hessian_share=share, rank=int(call.rank), hessian_multiplier=0.0)
     if math.isinf(epsilon):
-        details.update(hessian_multiplier=0.0)
-        return PrivacyPlan(dpe.NonPrivateDpEvent(), 0.0, int(n_steps), details)
-    sg, sh, total = newton_multipliers(epsilon, delta, int(n_steps), 1, share)
+        return PrivacyPlan(dpe.NonPrivateDpEvent(), 0.0, n_steps, details)
+    sg, sh, total = newton_multipliers(epsilon, delta, n_steps, 1, share)
     details.update(hessian_multiplier=sh, total_multiplier=total)
-    parts = [accounting.gaussian_steps_event(sg, int(n_steps)), dpe.GaussianDpEvent(sh)]
-    return PrivacyPlan(dpe.ComposedDpEvent(parts), sg, int(n_steps), details)
+    parts = [accounting.gaussian_steps_event(sg, n_steps), dpe.GaussianDpEvent(sh)]
+    return PrivacyPlan(dpe.ComposedDpEvent(parts), sg, n_steps, details)
 
 
 def public_sketch(n_columns, rank, rng, intercept):
@@ -233,9 +231,8 @@ def dp_nystrom(
     momentum = dict(previous=None, run=0)
 
     def step(t, W):
-        previous = W if momentum["previous"] is None else momentum["previous"]
         run = momentum["run"]
-        V = W + run / (run + 3.0) * (W - previous)
+        V = W + run / (run + 3.0) * (W - momentum["previous"]) if run else W
         g_sum = row_sum(data, lambda part: gradient_sum(part, V))
         grad = release(g_sum, weight_bound * clip, gradient_std, rng) / normalizer
         grad[data.penalized] += alpha * V[data.penalized]
@@ -248,10 +245,9 @@ def dp_nystrom(
         momentum.update(previous=W, run=run)
         return W_next, float(np.linalg.norm(grad))
 
-    W = np.zeros((m, n_outputs))
-    if coef_init is not None:  # warm start: a released model (post-processing)
-        W = np.array(coef_init, dtype=float).reshape(m, n_outputs)
-    W, _ = noisy_steps(step, W, plan.n_steps, name="dp_nystrom", progress=progress)
+    # A warm start is a released model (post-processing).
+    W = np.zeros((m, n_outputs)) if coef_init is None else np.array(coef_init, dtype=float)
+    W, _ = noisy_steps(step, W.reshape(m, -1), plan.n_steps, name="dp_nystrom", progress=progress)
     details = dict(clip_norm=clip, noise_std=gradient_std, sketch_noise_std=sketch_std, floor=floor)
     return solver_result(
         "dp_nystrom", plan, W, loss, epsilon, sketch_sensitivity=weight_bound * R2, **details
