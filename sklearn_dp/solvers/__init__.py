@@ -136,7 +136,6 @@ _register_builtin(
         "initial_gap": [POSITIVE, None],
         "pl_constant": [POSITIVE, None],
         "output": [StrOptions({"auto", "tail_average", "last", "random"})],
-        "momentum": [StrOptions({"auto", "nesterov"}), None],
         "schedule": [StrOptions({"pl", "gradient_norm"}), None],
     },
     dask=True,
@@ -385,12 +384,10 @@ _register_builtin(
     check=check_dp_newton,
     sample_weight=True,
     option_constraints={
-        "hessian_share": [Interval(Real, 0, 1, closed="neither"), None],
         "floor_scale": [Interval(Real, 0, MAX_SCALE, closed="both"), None],
         "hessian_steps": [COUNT, None],
         "hessian": [StrOptions({"exact", "bound"})],
         "eigenvalue": [StrOptions({"auto", "clip", "add"})],
-        "momentum": [StrOptions({"auto", "nesterov"}), None],
     },
     dask=True,
 )
@@ -407,10 +404,7 @@ _register_builtin(
     constraints=frozenset({None}),
     summary="Newton-type steps on a released rank-k Nystrom sketch of the Gram matrix",
     sample_weight=True,
-    option_constraints={
-        "rank": [COUNT],
-        "hessian_share": [Interval(Real, 0, 1, closed="neither"), None],
-    },
+    option_constraints={"rank": [COUNT]},
     dask=True,
 )
 
