@@ -20,7 +20,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._data import row_l2_norms
-from ._design import Design
 
 __all__ = [
     "clip_scale",
@@ -763,7 +762,7 @@ def gram_sketch(design, sketch, row_bound, sample_weight=None):
             # kernel their number selects): one row would move the others' terms
             # far beyond float64 rounding.  The block's bounded rows, converted
             # exactly, are multiplied in float64 instead.
-            part = Design(part.materialize())
+            part = part.in_float64()
         Z = part.matmul(sketch)
         norms = np.linalg.norm(Z, axis=1)
         factor = np.minimum(1.0, bound / np.maximum(norms, np.finfo(float).tiny))
