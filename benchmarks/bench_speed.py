@@ -242,7 +242,9 @@ def logistic_methods():
         Method(
             "default (auto)",
             dp(),
-            solver_path=_solver_path("dp_newton", "log_loss", dict(kind="logistic")),
+            solver_path=lambda X, y: _solver_path(
+                _second_order_default(X), "log_loss", dict(kind="logistic")
+            )(X, y),
         ),
         Method(
             "dp_newton, hessian='exact'",
@@ -251,8 +253,14 @@ def logistic_methods():
                 "dp_newton", "log_loss", dict(kind="logistic", hessian="exact")
             ),
         ),
-        Method("dp_gd (old default)", dp("dp_gd")),
+        Method("dp_nystrom", dp("dp_nystrom")),
+        Method("dp_gd (old default beyond 1000 columns)", dp("dp_gd")),
     ]
+
+
+def _second_order_default(X):
+    """The solver ``auto`` picks for a smooth L2 fit of X with an intercept (public width)."""
+    return "dp_newton" if X.shape[1] + 1 <= 1000 and not sp.issparse(X) else "dp_nystrom"
 
 
 def ridge_methods():
@@ -278,14 +286,17 @@ def ridge_methods():
         Method(
             "default (auto)",
             dp(),
-            solver_path=_solver_path("dp_newton", "squared", dict(kind="ridge")),
+            solver_path=lambda X, y: _solver_path(
+                _second_order_default(X), "squared", dict(kind="ridge")
+            )(X, y),
         ),
         Method(
             "dp_ssp",
             dp("dp_ssp"),
             solver_path=_solver_path("dp_ssp", "squared", dict(kind="ridge")),
         ),
-        Method("dp_gd (old default)", dp("dp_gd")),
+        Method("dp_nystrom", dp("dp_nystrom")),
+        Method("dp_gd (old default beyond 1000 columns)", dp("dp_gd")),
     ]
 
 

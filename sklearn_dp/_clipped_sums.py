@@ -725,3 +725,50 @@ def clipped_residual_squares(design, y, coef, residual_bound, y_bound=None, samp
             squares *= sample_weight[start:stop]
         total += float(np.sum(squares))
     return np.array([total])
+
+
+def gram_sketch(design, sketch, row_bound, sample_weight=None):
+    """``X~^T diag(w) Z``, ``Z ~ X~ Omega``: the Gram matrix times a public sketch, without it.
+
+    Parameters
+    ----------
+    design : Design
+        The bounded rows (L2 norm at most ``R``) and the intercept column.
+    sketch : ndarray of shape (n_columns, k)
+        A public matrix of spectral norm at most 1 (orthonormal columns).
+    row_bound : float
+        The public row bound ``R``.
+    sample_weight : ndarray of shape (n,), optional
+        Per-row weights in ``[0, max_weight]``.
+
+    Returns
+    -------
+    ndarray of shape (n_columns, k)
+        Add/remove-one sensitivity in Frobenius norm (the L2 norm of the
+        array): ``max_weight * R^2``.  One row adds ``w x z^T``, of norm
+        ``w ||x|| ||z||``, where ``z = Omega^T x`` (of norm at most
+        ``||x|| <= R``) is computed in float64 (float32 rows converted
+        exactly) and then scaled to L2 norm at most ``R``: the bound holds
+        whatever the rounding of ``z``.
+    """
+    bound = float(row_bound)
+    out = np.zeros((design.n_columns, sketch.shape[1]))
+    blocks = design.blocks() if hasattr(design, "row_block") else [(0, design.n_rows)]
+    for start, stop in blocks:
+        part = design.row_block(start, stop) if hasattr(design, "row_block") else design
+        if part.dtype != np.float64:
+            # A float32 product rounds each row's z by up to about d 2**-24
+            # relative, and how depends on the other rows of the block (the BLAS
+            # kernel their number selects): one row would move the others' terms
+            # far beyond float64 rounding.  The block's bounded rows, converted
+            # exactly, are multiplied in float64 instead.
+            part = part.in_float64()
+        Z = part.matmul(sketch)
+        norms = np.linalg.norm(Z, axis=1)
+        factor = np.minimum(1.0, bound / np.maximum(norms, np.finfo(float).tiny))
+        if sample_weight is not None:
+            factor *= np.asarray(sample_weight[start:stop], dtype=np.float64)
+        Z *= factor[:, None]
+        out += part.rmatmul(Z)
+        del Z, part
+    return out

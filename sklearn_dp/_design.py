@@ -491,6 +491,17 @@ class Design:
                     block[local] = values.toarray() if sp.issparse(values) else values
         return block
 
+    def in_float64(self):
+        """The same bounded rows over a float64 copy of X, for products used at once (a block's).
+
+        float32 entries (and their factors) convert exactly; the copy may be
+        written into ``workspace`` (see :meth:`_float64_rows`).
+        """
+        if self.dtype == np.float64:
+            return self
+        block = self._bounded_block(0, self.n_rows, scratch=True)
+        return Design(block, row_scale=self.row_scale, intercept=self.intercept)
+
     def _gram_slab(self, d):
         """Columns per slab of a sparse Gram update (see :func:`_add_sparse_gram`)."""
         # Temporaries of a slab: at most SPARSE_GRAM_SHARE of X, or half the size

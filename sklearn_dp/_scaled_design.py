@@ -131,6 +131,12 @@ class StandardizedDesign(Design):
                 block *= factor[:, None]
         return block
 
+    def in_float64(self):
+        """The same rows of ``S`` as a float64 design (for a block of rows: a copy of it)."""
+        if self.dtype == np.float64:
+            return self
+        return Design(self._bounded_block(0, self.n_rows), intercept=self.intercept)
+
     # -- products ----------------------------------------------------------------
 
     def matmul(self, W):

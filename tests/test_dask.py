@@ -87,6 +87,12 @@ CASES = {
         dict(solver="dp_newton", delta=1e-6, solver_options=dict(hessian="exact")),
         "multiclass",
     ),
+    "logistic-nystrom-multinomial-low-rank": (
+        "DPLogisticRegression",
+        dict(solver="dp_nystrom", delta=1e-6, solver_options=dict(rank=2)),
+        "multiclass",
+    ),
+    "regressor-nystrom-float32": ("DPSCORegressor", dict(solver="dp_nystrom"), "regression32"),
     "logistic-gd-given-bounds": (
         "DPLogisticRegression",
         dict(solver="dp_gd", classes=[0, 1], data_norm=2.0, max_iter=15),
@@ -475,6 +481,7 @@ DASK_SUBSTITUTION = [
     ("DPLogisticRegression", "dp_newton", dict(max_iter=3)),
     ("DPLogisticRegression", "dp_gd", dict(max_iter=4)),
     ("DPSCORegressor", "dp_newton", dict(max_iter=3)),
+    ("DPLogisticRegression", "dp_nystrom", dict(max_iter=3, solver_options=dict(rank=2))),
     ("DPLasso", "dp_ssp", dict()),
 ]
 

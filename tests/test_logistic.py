@@ -77,12 +77,14 @@ def test_multiclass_is_one_joint_mechanism(iris):
 
 def test_auto_solver_choice(binary_data):
     X, y = binary_data
-    # dp_newton for the L2 / no penalty without a ball; dp_gd for a
-    # design too wide for its Gram matrix (a public property: n_features) or a ball.
+    # dp_newton for the L2 / no penalty without a ball on dense X; dp_nystrom
+    # for a design too wide for its Gram matrix (a public property: n_features)
+    # or sparse X (public too); dp_gd for a ball.
     assert _fit(X, y).solver_ == "dp_newton"
     assert _fit(X, y, penalty=None).solver_ == "dp_newton"
     wide = np.hstack([X, np.zeros((X.shape[0], 1000))])
-    assert _fit(wide, y, max_iter=2).solver_ == "dp_gd"
+    assert _fit(wide, y, max_iter=2).solver_ == "dp_nystrom"
+    assert _fit(sp.csr_matrix(X), y, max_iter=2).solver_ == "dp_nystrom"
     assert _fit(X, y, radius=5.0).solver_ == "dp_gd"
 
 
@@ -156,10 +158,11 @@ def test_verbose_bounds_line_shows_a_long_vector_by_its_range():
     )
 
 
-def test_sparse_matches_dense(binary_data):
+@pytest.mark.parametrize("solver", ["dp_newton", "dp_nystrom"])
+def test_sparse_matches_dense(binary_data, solver):
     X, y = binary_data
-    dense = _fit(X, y, epsilon=1.0)
-    sparse = _fit(sp.csr_matrix(X), y, epsilon=1.0)
+    dense = _fit(X, y, epsilon=1.0, solver=solver)
+    sparse = _fit(sp.csr_matrix(X), y, epsilon=1.0, solver=solver)
     np.testing.assert_allclose(dense.coef_, sparse.coef_, rtol=1e-10, atol=1e-12)
 
 

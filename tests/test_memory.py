@@ -97,13 +97,13 @@ def test_default_fits_allocate_at_most_0_3x_of_X(problem, n, d, solver, fmt):
 @pytest.mark.parametrize(
     "problem, n, d, solver, limit",
     [
-        ("logistic", 20000, 200, "dp_newton", LIMIT),
-        ("ridge", 20000, 200, "dp_newton", LIMIT),
+        ("logistic", 20000, 200, "dp_nystrom", LIMIT),
+        ("ridge", 20000, 200, "dp_nystrom", LIMIT),
         ("lasso", 4000, 200, "dp_cd", 0.42),
     ],
 )
 def test_sparse_default_fits_allocate_little_beyond_X(problem, n, d, solver, limit):
-    """CSR: 0.3x for dp_newton (Gram blocks by column slabs, kernels by row blocks).
+    """CSR: 0.3x for dp_nystrom (the sketch and kernels by row blocks).
 
     dp_cd stays within 0.42x (not yet the 0.3x target): at 20 stored entries a
     row, its scores and labels (float64 n-vectors) and the column cache (0.1x)

@@ -34,7 +34,7 @@ from sklearn_dp.testing import trace_releases
 
 # The perturbation solvers' certified inner solve is unweighted: they refuse weights
 # (test_perturbation_solvers_refuse_weights_before_the_reservation).
-WEIGHTED_SOLVERS = ("dp_gd", "dp_sgd", "dp_newton")
+WEIGHTED_SOLVERS = ("dp_gd", "dp_sgd", "dp_newton", "dp_nystrom")
 
 
 def _classification(n=200, d=4, seed=0):

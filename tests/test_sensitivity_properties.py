@@ -1518,6 +1518,13 @@ KERNEL_PROPERTIES = {
     "sklearn_dp._clipped_sums.svrg_difference_sum": _SVRG,
     "sklearn_dp._clipped_sums.newton_sums": _NEWTON,
     "sklearn_dp._clipped_sums.curvature_bound": _NEWTON,
+    "sklearn_dp._clipped_sums.gram_sketch": [
+        (HERE / "test_nystrom.py", "test_gram_sketch_moves_by_at_most_R_squared"),
+        (
+            HERE / "test_nystrom.py",
+            "test_gram_sketch_of_wide_float32_rows_moves_by_at_most_R_squared",
+        ),
+    ],
     "sklearn_dp._clipped_sums.sufficient_statistics": [
         *_SSP,
         (THIS, "test_frank_wolfe_refit_statistics_move_by_at_most_their_sensitivities"),

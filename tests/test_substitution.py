@@ -124,6 +124,11 @@ SLOW_CONFIGS = {
     ("DPSCORegressor", "dp_newton", "huber"): dict(loss="huber", penalty=None, max_iter=3),
     # No intercept: the label half-width around the public centre 0 only.
     ("DPSCORegressor", "dp_newton", "no-intercept"): dict(fit_intercept=False, max_iter=3),
+    ("DPLogisticRegression", "dp_nystrom", "multiclass"): dict(max_iter=3),
+    ("DPLogisticRegression", "dp_nystrom", "low-rank"): dict(
+        max_iter=3, solver_options=dict(rank=2)
+    ),
+    ("DPSCORegressor", "dp_nystrom", "huber"): dict(loss="huber", penalty=None, max_iter=3),
     ("DPSCORegressor", "dp_ssp", "elasticnet"): dict(penalty="elasticnet", l1_ratio=0.5),
     ("DPSCORegressor", "dp_ssp", "l1-ball"): dict(constraint="l1", radius=0.5, penalty=None),
     ("DPSCORegressor", "dp_ssp", "fixed-ridge"): dict(solver_options=dict(ridge=1.0)),
@@ -584,6 +589,9 @@ WEIGHTED_CONFIGS = {
     ("DPSCORegressor", "dp_gd", "weights"): dict(max_iter=5),
     ("DPSCORegressor", "dp_newton", "weights"): dict(max_iter=3),
     ("DPSCORegressor", "dp_ssp", "weights"): dict(),
+    ("DPLogisticRegression", "dp_nystrom", "weights"): dict(
+        max_iter=3, solver_options=dict(rank=2)
+    ),
     ("DPLasso", "dp_ssp", "weights"): dict(alpha=0.1),
 }
 

@@ -451,11 +451,16 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
         ),
         AutoChoice(
             "dp_newton",
-            when=lambda est, problem, public: second_order_fits(public),
+            when=lambda est, problem, public: second_order_fits(public) and not public.sparse,
             why="as accurate as dp_gd, 8-20x faster (benchmarks/results/speed.md), unless "
             "the design is too wide for its Gram matrix or the coefficients are in a ball",
         ),
-        AutoChoice("dp_gd", why="smooth losses beyond dp_newton's width or in an L2 ball"),
+        AutoChoice(
+            "dp_nystrom",
+            why="smooth losses on sparse X or beyond dp_newton's width: a sketch of the Gram "
+            "matrix instead of all of it (docs/solvers/nystrom.md)",
+        ),
+        AutoChoice("dp_gd", why="smooth losses in an L2 ball"),
         AutoChoice(
             "dp_cd",
             when=lambda est, problem, public: _given(est.feature_bound),

@@ -28,6 +28,7 @@ from ._mirror_descent import (
     plan_localized_mirror_descent,
     plan_mirror_descent,
 )
+from ._nystrom import dp_nystrom, plan_dp_nystrom
 from ._perturbation import (
     check_objective_perturbation,
     check_output_perturbation,
@@ -89,6 +90,7 @@ __all__ = [
     "dp_svrg_pp",
     "dp_accmd",
     "dp_newton",
+    "dp_nystrom",
     "dp_ssp",
 ]
 
@@ -134,7 +136,6 @@ _register_builtin(
         "initial_gap": [POSITIVE, None],
         "pl_constant": [POSITIVE, None],
         "output": [StrOptions({"auto", "tail_average", "last", "random"})],
-        "momentum": [StrOptions({"auto", "nesterov"}), None],
         "schedule": [StrOptions({"pl", "gradient_norm"}), None],
     },
     dask=True,
@@ -385,14 +386,28 @@ _register_builtin(
     check=check_dp_newton,
     sample_weight=True,
     option_constraints={
-        "hessian_share": [Interval(Real, 0, 1, closed="neither"), None],
         "floor_scale": [Interval(Real, 0, MAX_SCALE, closed="both"), None],
         "hessian_steps": [COUNT, None],
         "hessian": [StrOptions({"exact", "bound"})],
         "eigenvalue": [StrOptions({"auto", "clip", "add"})],
-        "momentum": [StrOptions({"auto", "nesterov"}), None],
         "secant": ["boolean"],
     },
+    dask=True,
+)
+
+
+# Wide and sparse X (docs/solvers/second_order.md): a sketch of the Gram
+# matrix instead of the whole of it.
+_register_builtin(
+    name="dp_nystrom",
+    run=dp_nystrom,
+    plan=plan_dp_nystrom,
+    **_GLM_MULTICLASS,
+    penalties=frozenset({None, "l2"}),
+    constraints=frozenset({None}),
+    summary="Newton-type steps on a released rank-k Nystrom sketch of the Gram matrix",
+    sample_weight=True,
+    option_constraints={"rank": [COUNT]},
     dask=True,
 )
 

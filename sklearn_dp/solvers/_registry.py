@@ -29,7 +29,7 @@ from numbers import Integral, Real
 from types import MappingProxyType
 
 from .._limits import MAX_SCALE, MIN_FRACTION, MIN_SCALE
-from .._sklearn_compat import Interval
+from .._sklearn_compat import Interval, StrOptions
 from ._declared_options import check_declared_options
 
 __all__ = [
@@ -68,7 +68,7 @@ COUNT = Interval(Integral, 1, None, closed="left")
 POSITIVE = Interval(Real, MIN_SCALE, MAX_SCALE, closed="both")
 FRACTION = Interval(Real, MIN_FRACTION, 1, closed="left")
 
-#: Types and ranges of the numeric options several solvers share
+#: Types and ranges of the options several solvers share
 #: (``solver_options`` bypasses the estimators' own parameter validation).
 #: Each solver documents what they mean; None is the default where it has one.
 #: Options not listed here or in a spec's ``option_constraints`` (strings and
@@ -81,6 +81,8 @@ OPTION_CONSTRAINTS = {
         for name in ("step_size", "clip_norm", "radius", "gradient_tol", "tol", "intercept_bound")
     },
     "snapshot_share": [FRACTION],
+    "hessian_share": [Interval(Real, 0, 1, closed="neither"), None],
+    "momentum": [StrOptions({"auto", "nesterov"}), None],
     "p": [Interval(Real, 1, 2, closed="both"), None],
     "strongly_convex": ["boolean"],
     "inference": ["boolean"],

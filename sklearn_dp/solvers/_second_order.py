@@ -134,7 +134,7 @@ def _check_problem(loss_name, n_outputs, inference, hessian, n_columns, multi_ou
             what = "a Hessian of (features plus intercept) x classes"
         raise ValueError(
             f"dp_newton releases {what} = {size} rows and columns; it supports at most "
-            f"{MAX_HESSIAN_SIZE}. Use dp_gd for wider problems."
+            f"{MAX_HESSIAN_SIZE}. Use dp_nystrom for wider problems."
         )
     return size
 

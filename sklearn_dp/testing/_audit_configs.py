@@ -179,6 +179,7 @@ _SVRG_STRONG_NOTE = (
 #: The second-order solvers audited where the canary's coefficient is linear
 #: in the release that carries (almost) all of the budget.
 _NEWTON_STRONG = dict(hessian="bound", hessian_share=0.01, floor_scale=1e6)
+_NYSTROM_STRONG = dict(hessian_share=0.01)
 _SSP_STRONG = dict(shares=(0.01, 0.99, 0.0), ridge=1e4)
 
 
@@ -492,6 +493,25 @@ _CONFIGS = {
         "curvature (public options), so the canary's coefficient is its noisy gradient entry "
         "over the floor: linear in the release that carries the budget",
     ),
+    "dp_nystrom": (
+        2.0,
+        dict(
+            loss="log_loss",
+            task="classification",
+            geometry="l2",
+            clip_norm=0.05,
+            max_iter=1,
+            **_NYSTROM_STRONG,
+        ),
+        (
+            DPLogisticRegression,
+            "classification",
+            dict(solver="dp_nystrom", max_iter=1, solver_options=_NYSTROM_STRONG, **_LOGISTIC),
+        ),
+        "one step; 99% of the precision on the gradient release, so the sketch's noise puts "
+        "the floor far above the curvature of 20 rows: the canary's coefficient is its noisy "
+        "gradient entry over a data-independent curvature",
+    ),
     "dp_ssp": (
         2.0,
         dict(loss="squared", task="regression", geometry="l2", **_SSP_STRONG),
@@ -521,6 +541,7 @@ _STRONG = {
     "dp_svrg": 3.0,  # estimator level only (its solver level was not weak)
     "dp_svrg_pp": 3.0,
     "dp_newton": 3.0,
+    "dp_nystrom": 3.0,
     "dp_ssp": 3.0,
 }
 
