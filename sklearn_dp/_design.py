@@ -37,13 +37,17 @@ float32 input stays float32, and what is computed in float32 follows one
 rule: a per-row quantity may be rounded, a sum over rows that is released
 may not.
 
-* Per row, in float32: the scores ``X W`` (a short sum per row) and the
-  L2 norms that bound a row (``sklearn_dp._data.row_l2_norms``: a float32
-  sum of squares turned into a proven upper bound).  Whatever their
-  rounding, each row's term is clipped or scaled afterwards from a bound at
-  least its norm (factors rounded down, norms rounded up), so one row moves
-  a release by at most its sensitivity, and a row's rounding depends on
-  that row alone, not on the other rows.
+* Per row, in float32: the L2 norms that bound a row
+  (``sklearn_dp._data.row_l2_norms``: a float32 sum of squares turned into
+  a proven upper bound).  Whatever their rounding, each row's term is
+  clipped or scaled afterwards from a bound at least its norm (factors
+  rounded down, norms rounded up), so one row moves a release by at most
+  its sensitivity.
+* The scores ``X W`` are float64 products of converted blocks: BLAS rounds
+  a row's dot product differently by where the row falls in its block (a
+  group of rows or the remainder), so an added row changes the other rows'
+  rounding.  In float32 that moved a release by 5 times the gateway's
+  margin; in float64 it measured below 1e-15 of the sensitivity, far inside it.
 * Over rows, in float64: gradient sums ``X~^T v`` and Gram matrices.  A
   float32 sum of ``n`` bounded terms is off by up to about ``n 2**-24``
   times the sum of ``|terms|``, data-dependent and far beyond any
@@ -301,15 +305,14 @@ class Design:
     def _features_dot(self, W):
         """Bounded (before ``row_scale``) features times W, (n, k) float64."""
         if self.dtype == np.float32:
+            # Converted blocks, float64 products: a float32 BLAS product rounds a
+            # row's score differently by where the row falls in its block, so one
+            # added row would move the other rows' scores (and their clipped
+            # terms) by float32 roundings, beyond the release's sensitivity.
+            Z = np.empty((self.n_rows, W.shape[1]))
             with np.errstate(over="ignore", invalid="ignore"):
-                Z = np.asarray(self.X @ W.astype(np.float32)).astype(np.float64)
-            # A float32 product overflows (inf, or inf - inf = NaN) for rows of huge
-            # entries that float64 represents exactly, and that the row scale brings
-            # back within the bound: such rows are recomputed in float64, so one
-            # hostile row can never turn a score (hence a release) into inf or NaN.
-            bad = _nonfinite_rows(Z)
-            if bad.size:
-                Z[bad] = np.asarray(_float64(self.X[bad]) @ W)
+                for start, stop in self._blocks():
+                    Z[start:stop] = np.asarray(self._float64_rows(start, stop) @ W)
         else:
             # Overflow here is repaired in matmul (rows recomputed from bounded values).
             with np.errstate(over="ignore", invalid="ignore"):

@@ -684,3 +684,28 @@ def test_float32_row_norm_bounds_do_not_depend_on_the_row_position():
         padded = np.vstack([np.ones((shift, X.shape[1]), np.float32), X])
         np.testing.assert_array_equal(row_l2_norms(padded)[shift:], base)
     assert np.all(base >= row_l2_norms(X.astype(np.float64)))
+
+
+@pytest.mark.parametrize("seed", [24, 31])
+def test_an_added_float32_row_moves_no_other_rows_score(seed):
+    # BLAS rounds a float32 row's dot product by where the row falls in its
+    # block; an added row must not move the other rows' clipped terms.
+    from sklearn_dp._clipped_sums import clipped_gradient_sum
+    from sklearn_dp._data import bound_data
+    from sklearn_dp._losses import BinaryLogisticLoss
+
+    loss = BinaryLogisticLoss()
+    rng = np.random.default_rng(seed)
+    d = 9000
+    X = (rng.standard_normal((1, d)) / np.sqrt(d)).astype(np.float32)
+    y = rng.choice([-1.0, 1.0], size=1)
+    W = rng.standard_normal((d, 1)) * 3
+    hostile = (W[:, 0] / np.linalg.norm(W)).astype(np.float32)
+    label = -float(np.sign(hostile.astype(float) @ W[:, 0]))
+    for at in (0, 1):
+        sums = []
+        for XX, yy in ((X, y), (np.insert(X, at, hostile, axis=0), np.insert(y, at, label))):
+            data = bound_data(XX, yy, fit_intercept=False, data_norm=1.0)
+            C = 0.25 * data.row_norm_bound
+            sums.append(clipped_gradient_sum(data.design, data.y, W, loss, C, data.row_norms))
+        assert np.linalg.norm(sums[1] - sums[0]) <= C * (1 + 2.0**-30)
