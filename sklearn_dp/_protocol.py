@@ -52,9 +52,8 @@ from .accounting import branch_excess, largest_share
 from .budget import PrivacyBudget
 from .exceptions import PrivacyLeakWarning, PrivateFitError
 
-#: When the running fit's private phase began (``time.perf_counter``), so
-#: that the progress lines of one fit (the estimator's and its solver's) show
-#: the time since one start; None outside a fit.
+#: When the running fit's private phase began (``time.perf_counter``): one
+#: clock for the estimator's and the solver's progress lines; None outside a fit.
 FIT_CLOCK = contextvars.ContextVar("fit_clock", default=None)
 
 __all__ = [
@@ -227,16 +226,13 @@ class SolverPlanner:
     values (a sampling rate from the noisy count, steps from released bounds)
     is fully adaptive and gets the ``floor``.
 
-    Which branch a fit takes may depend on the released values (a plan from
-    released bounds equal to the one certified before the data, or not), so
-    a fit is a mixture of the two.  It meets the guarantee because the
-    numerical branch runs one mechanism ``A`` for all released values (the
-    share is searched at the placeholders), whose composition with the
-    (pure) count and bounds is certified, and the floor's mechanism ``B`` is
-    planned at a delta for which ``B``'s curve exceeds ``A``'s by no more
-    than ``A`` leaves of delta on ``[floor, 2 epsilon - floor]``
-    (:func:`~sklearn_dp.accounting.branch_excess`; the privacy model guide
-    gives the argument).  Gaussian ``B``s never need a cut.
+    The branch may depend on released values, so a fit is a mixture: the
+    numerical branch runs one mechanism ``A`` (its share searched at the
+    placeholders) whose composition with the count and bounds is certified,
+    and the floor's ``B`` gets a delta at which its curve exceeds ``A``'s by
+    no more than ``A`` leaves of delta on ``[floor, 2 epsilon - floor]``
+    (:func:`~sklearn_dp.accounting.branch_excess`; argument in the privacy
+    model guide).  Gaussian ``B``s never need a cut.
 
     A plan before the data (``n_public=None``, placeholder bounds) is either
     None (it needs released values) or the plan the released values give for
@@ -365,12 +361,10 @@ class SolverPlanner:
         return self._full_search(released, at_placeholders, n_public, prefix)
 
     def _full_search(self, released, at_placeholders, n_public, prefix):
-        # The problem or options changed with released values (a released
-        # label set, a released label scale), or the plan from released
-        # values disagrees with the one before the data.  The share is
-        # searched at the placeholders (public inputs and the label set), so
-        # the mechanism of the numerical branch is one for all released
-        # counts and bounds.
+        # The problem or options changed with released values (a label set,
+        # a label scale), or the plan from released values disagrees with the
+        # one before the data.  The share is searched at the placeholders, so
+        # the numerical branch is one mechanism for all released counts and bounds.
         floor = self.floor
         if self._event(released, n_public, floor) != self._event(at_placeholders, None, floor):
             # The profile is chosen from released values: the floor, whatever
@@ -379,11 +373,7 @@ class SolverPlanner:
         share = self._search(at_placeholders, None, prefix)
         if share <= floor:
             return share, self.delta
-        # Numerical (PLD) composition of the count and bounds with the
-        # solver is valid when the solver's privacy profile is fixed before
-        # the data; a profile chosen from released values is fully adaptive
-        # composition, for which only basic composition (or a zCDP/RDP
-        # filter) is proven.  Such solvers get the basic-composition share.
+        # A profile chosen from released values gets the floor (see the class).
         if self._event(released, n_public, share) == self._event(at_placeholders, None, share):
             return share, self.delta
         return self._floor_branch(released, at_placeholders, n_public, prefix)
@@ -391,11 +381,9 @@ class SolverPlanner:
     def _floor_branch(self, released, at_placeholders, n_public, prefix):
         """``(floor, delta)`` of the basic-composition branch, its delta lowered where it must be.
 
-        Which branch runs depends on released values, so the fit is a mixture
-        of the two (see the class docstring): when other released values run
-        the numerical share's fixed mechanism, this branch's delta is cut by
-        4 until :func:`~sklearn_dp.accounting.branch_excess` certifies the
-        mixture at the fit's guarantee.
+        When other released values would run the numerical share's mechanism
+        (the class docstring), this branch's delta is cut by 4 until
+        :func:`~sklearn_dp.accounting.branch_excess` certifies the mixture.
         """
         floor, delta = self.floor, self.delta
         fixed = None
