@@ -43,11 +43,10 @@ may not.
   clipped or scaled afterwards from a bound at least its norm (factors
   rounded down, norms rounded up), so one row moves a release by at most
   its sensitivity.
-* The scores ``X W`` are float64 products of converted blocks: BLAS rounds
-  a row's dot product differently by where the row falls in its block (a
-  group of rows or the remainder), so an added row changes the other rows'
-  rounding.  In float32 that moved a release by 5 times the gateway's
-  margin; in float64 it measured below 1e-15 of the sensitivity, far inside it.
+* The scores ``X W`` are float64 products of converted blocks: BLAS rounds a
+  row's dot product by where the row falls in its block, so an added row
+  changes the other rows' rounding (in float32 by 5 times the gateway's
+  margin on a release; in float64 below 1e-15 of the sensitivity).
 * Over rows, in float64: gradient sums ``X~^T v`` and Gram matrices.  A
   float32 sum of ``n`` bounded terms is off by up to about ``n 2**-24``
   times the sum of ``|terms|``, data-dependent and far beyond any
@@ -309,9 +308,12 @@ class Design:
             # row's score differently by where the row falls in its block, so one
             # added row would move the other rows' scores (and their clipped
             # terms) by float32 roundings, beyond the release's sensitivity.
+            # Half the usual rows a block: float64 copies of about 1/16 of X's bytes.
+            step = max(MIN_BLOCK_ROWS, block_rows(self.n_rows, self.n_features) // 2)
             Z = np.empty((self.n_rows, W.shape[1]))
             with np.errstate(over="ignore", invalid="ignore"):
-                for start, stop in self._blocks():
+                for start in range(0, self.n_rows, step):
+                    stop = min(start + step, self.n_rows)
                     Z[start:stop] = np.asarray(self._float64_rows(start, stop) @ W)
         else:
             # Overflow here is repaired in matmul (rows recomputed from bounded values).

@@ -762,6 +762,10 @@ _FLOAT_NOISE_SAMPLERS = {
 #: before any private value is read at them (their noise is the gateway's).
 _FLOAT_DRAWS_ALLOWED = {
     "sklearn_dp/solvers/_resque_oracle.py": {"standard_normal"},
+    # dp_nystrom's sketch matrix Omega is public randomness drawn before any
+    # private value is read (orthonormalised; the release X^T X Omega gets
+    # the gateway's noise).
+    "sklearn_dp/solvers/_nystrom.py": {"standard_normal"},
     # The parametric bootstrap of confidence intervals simulates noise on
     # released values (post-processing; no private value is read).
     "sklearn_dp/linear_model/_inference.py": {"standard_normal"},
