@@ -757,11 +757,8 @@ def gram_sketch(design, sketch, row_bound, sample_weight=None):
     for start, stop in blocks:
         part = design.row_block(start, stop) if hasattr(design, "row_block") else design
         if part.dtype != np.float64:
-            # A float32 product rounds each row's z by up to about d 2**-24
-            # relative, and how depends on the other rows of the block (the BLAS
-            # kernel their number selects): one row would move the others' terms
-            # far beyond float64 rounding.  The block's bounded rows, converted
-            # exactly, are multiplied in float64 instead.
+            # One exact float64 copy of the block's bounded rows serves both
+            # products (a float32 design converts its rows in each of them).
             part = part.in_float64()
         Z = part.matmul(sketch)
         norms = np.linalg.norm(Z, axis=1)
