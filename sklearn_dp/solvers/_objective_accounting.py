@@ -148,11 +148,9 @@ class ObjectivePerturbationDpEvent(accounting.ClosedFormDpEvent):
     def __init__(
         self, epsilon_det, noise_multiplier, chi_dof, residual_noise_multiplier, residual_fraction
     ):
-        object.__setattr__(self, "epsilon_det", float(epsilon_det))
-        object.__setattr__(self, "noise_multiplier", float(noise_multiplier))
-        object.__setattr__(self, "chi_dof", int(chi_dof))
-        object.__setattr__(self, "residual_noise_multiplier", float(residual_noise_multiplier))
-        object.__setattr__(self, "residual_fraction", float(residual_fraction))
+        arguments = locals()
+        for name in self.__slots__:
+            object.__setattr__(self, name, (int if name == "chi_dof" else float)(arguments[name]))
 
     def epsilon(self, delta):
         delta = float(delta)

@@ -33,7 +33,7 @@ from dp_accounting import dp_event as dpe
 
 from .. import _noise, accounting
 from .._losses import loss_names
-from ._common import PrivacyPlan, Progress, SolverResult, add_warnings, make_rng
+from ._common import PrivacyPlan, Progress, SolverResult, make_rng
 from ._newton import (
     DEFAULT_GRADIENT_TOL,
     DEFAULT_NEWTON_STEPS,
@@ -492,8 +492,7 @@ def output_perturbation(
     solution = run.solve(regularization, getattr(run.bounds, "initial_gradient_bound", None))
     coef = run.release(solution, sensitivity, scale, "minimiser")
     warning = output_noise_warning(loss, n_params, n_outputs, float(alpha), scale, run.pure)
-    info = {}
-    add_warnings(info, warning)
+    info = dict(warnings=[warning]) if warning else {}
     details = dict(sensitivity=sensitivity, noise_scale=scale, regularization=regularization)
     return run.result(coef, info, **details)
 

@@ -392,14 +392,10 @@ def ball_acceleration(
         Per outer iteration, the accepted ``lambdas`` and ``step_lengths``
         and ``A``; and the number of ``restarts``.
     """
-    ball_radius, lambda_min, lambda_max = (
-        setting.ball_radius,
-        setting.lambda_min,
-        setting.lambda_max,
-    )
+    ball_radius = setting.ball_radius
+    lambda_min, lambda_max = setting.lambda_min, setting.lambda_max
     x = np.array(x0, dtype=float)
-    v = x.copy()
-    A = 0.0
+    v, A = x.copy(), 0.0
     lam = math.sqrt(lambda_min * lambda_max)  # the first probe's weight
     low, high = STEP_WINDOW[0] * ball_radius, STEP_WINDOW[1] * ball_radius
     trace = {"lambdas": [], "step_lengths": [], "A": [], "restarts": 0}

@@ -283,10 +283,8 @@ def _step_sum(round_, index, point, setting):
     batch = slice(round_.starts[index], round_.starts[index + 1])
     queries = (round_.xi[batch], round_.derivative[batch], round_.features[batch])
     scale = 1.0 / (2.0 * setting.smoothing_radius**2)
-    max_weight = setting.max_weight
-    return capped_resque_sum(
-        *queries, point - round_.center, scale, math.log(max_weight), max_weight
-    )
+    cap = setting.max_weight
+    return capped_resque_sum(*queries, point - round_.center, scale, math.log(cap), cap)
 
 
 def _penalised(gradient, x, setting):
@@ -456,9 +454,7 @@ class _BallOracle:
     """
 
     def __init__(self, data, loss, setting, rng, parallel):
-        self.setting = setting
-        self.rng = rng
-        self.parallel = parallel
+        self.setting, self.rng, self.parallel = setting, rng, parallel
         # The zero-copy design: a round copies the rows it queries, never all of
         # X.  The entropy of the (public) perturbations is drawn before any data
         # is read.

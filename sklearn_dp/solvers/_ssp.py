@@ -415,13 +415,12 @@ def dp_ssp(
     del gram
     progress.note("sufficient statistics released")
     repaired = repair_gram(noisy_gram)
-    normalizer = float(data.normalizer)
     # What solve_statistics needs to solve again (DPLasso.path): released values only.
     statistics = dict(
         gram=repaired,
         xty=noisy_xty,
         ridge=ridge_value,
-        normalizer=normalizer,
+        normalizer=float(data.normalizer),
         penalized=data.penalized.copy(),
     )
     if not np.all(np.isfinite(repaired)) or not np.all(np.isfinite(noisy_xty)):
