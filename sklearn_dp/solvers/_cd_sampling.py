@@ -250,8 +250,8 @@ def smoothness_constants(feature_bound, loss_smoothness, l2, structure, rule="au
         M = np.empty_like(X)
         if structure.kind == "tau_nice":
             tau = structure.tau
-            if rule in ("coordinate", "eso"):
-                M[:] = (tau if rule == "eso" else 1) * squared
+            if rule == "eso":  # "coordinate" needs single coordinates (refused above)
+                M[:] = tau * squared
             elif rule == "gershgorin":
                 # The worst tau-set containing j adds the tau - 1 largest other bounds.
                 order = np.sort(X)[::-1]
@@ -264,12 +264,10 @@ def smoothness_constants(feature_bound, loss_smoothness, l2, structure, rule="au
                 M[:] = beta * np.sum(np.sort(X**2)[::-1][:tau])
         else:
             for block in structure.blocks:
-                if rule == "coordinate":
-                    M[block] = squared[block]
+                if rule in ("coordinate", "eso"):  # coordinate: singletons only, size 1
+                    M[block] = block.size * squared[block]
                 elif rule == "gershgorin":
                     M[block] = beta * X[block] * np.sum(X[block])
-                elif rule == "eso":
-                    M[block] = block.size * squared[block]
                 else:
                     M[block] = beta * np.sum(X[block] ** 2)
         M = M + l2
