@@ -162,13 +162,14 @@ def _block_validity(ratios, structure):
     return max(float(np.sum(ratios[block])) for block in structure.blocks)
 
 
-def check_smoothness_rule(rule, structure):
+def check_smoothness_rule(rule, structure, l2=0.0):
     """Refuse a ``smoothness`` option that no public bound can validate; returns the rule.
 
     A string is one of ``SMOOTHNESS_RULES`` (the registry's declared values,
     checked before the plan; ``"coordinate"`` only for single coordinates);
-    an array must hold one finite constant > 0 per column (it is returned as
-    a float array).  Whether an array dominates the Hessian under the
+    an array must hold one finite constant per column, larger than the L2
+    penalty strength ``l2`` (0 before the penalty is known; it is returned
+    as a float array).  Whether an array dominates the Hessian under the
     feature bounds is checked by :func:`smoothness_constants`.
     """
     if isinstance(rule, str):
@@ -191,7 +192,7 @@ def check_smoothness_rule(rule, structure):
             f"smoothness array must have one constant per column ({structure.n_columns}, the "
             f"intercept column last), got shape {M.shape}."
         )
-    if not np.all(np.isfinite(M)) or np.any(M <= 0):
+    if not np.all(np.isfinite(M)) or np.any(M <= l2):
         raise ValueError(
             "smoothness constants must be finite and larger than the L2 penalty strength."
         )
@@ -243,15 +244,15 @@ def smoothness_constants(feature_bound, loss_smoothness, l2, structure, rule="au
     beta = float(loss_smoothness)
     l2 = np.asarray(l2, dtype=float)
     squared = beta * X**2
-    rule = check_smoothness_rule(rule, structure)
+    rule = check_smoothness_rule(rule, structure, l2)
     if isinstance(rule, str):
         if rule == "auto":
             rule = "coordinate" if structure.singletons else "gershgorin"
         M = np.empty_like(X)
         if structure.kind == "tau_nice":
             tau = structure.tau
-            if rule in ("coordinate", "eso"):
-                M[:] = (tau if rule == "eso" else 1) * squared
+            if rule == "eso":  # "coordinate" needs single coordinates (refused above)
+                M[:] = tau * squared
             elif rule == "gershgorin":
                 # The worst tau-set containing j adds the tau - 1 largest other bounds.
                 order = np.sort(X)[::-1]
@@ -264,21 +265,15 @@ def smoothness_constants(feature_bound, loss_smoothness, l2, structure, rule="au
                 M[:] = beta * np.sum(np.sort(X**2)[::-1][:tau])
         else:
             for block in structure.blocks:
-                if rule == "coordinate":
-                    M[block] = squared[block]
+                if rule in ("coordinate", "eso"):  # coordinate: singletons only, size 1
+                    M[block] = block.size * squared[block]
                 elif rule == "gershgorin":
                     M[block] = beta * X[block] * np.sum(X[block])
-                elif rule == "eso":
-                    M[block] = block.size * squared[block]
                 else:
                     M[block] = beta * np.sum(X[block] ** 2)
         M = M + l2
     else:
-        M = rule
-        if np.any(M <= l2):
-            raise ValueError(
-                "smoothness constants must be finite and larger than the L2 penalty strength."
-            )
+        M = rule  # checked above against the L2 penalty
     curvature = M - l2
     with np.errstate(divide="ignore"):
         ratios = np.where(squared > 0, squared / np.maximum(curvature, np.finfo(float).tiny), 0.0)

@@ -290,8 +290,12 @@ def check_vr_frank_wolfe(*, n_outputs, penalty=None, alpha=None, l1_ratio=None, 
     check_penalty_ball("vr_frank_wolfe", penalty, alpha, l1_ratio, options.get("radius"))
 
 
-def _ball_is_loose(l1_strength, radius):
-    """Whether the l1 ball of ``radius`` is at least the penalty's own ball ``1 / (2 l1_strength)``."""
+def _ball_is_loose(alpha, l1_ratio, radius):
+    """Whether the l1 ball of ``radius`` is at least the penalty's own ball ``1 / (2 l1_strength)``.
+
+    ``l1_strength`` is ``alpha * l1_ratio`` (``alpha`` when ``l1_ratio`` is None).
+    """
+    l1_strength = float(alpha) * (1.0 if l1_ratio is None else float(l1_ratio))
     return l1_strength > 0 and float(radius) * l1_strength >= 0.5 * (1 - 1e-9)
 
 
@@ -316,8 +320,7 @@ def check_penalty_ball(name, penalty, alpha, l1_ratio, radius):
     """
     if penalty not in ("l1", "elasticnet") or alpha is None or radius is None:
         return
-    l1 = float(alpha) * (1.0 if penalty == "l1" or l1_ratio is None else float(l1_ratio))
-    if _ball_is_loose(l1, radius):
+    if _ball_is_loose(alpha, None if penalty == "l1" else l1_ratio, radius):
         raise ValueError(
             f"{name} does not fit the penalised Lasso over the ball its penalty implies "
             f"(radius {float(radius):.3g}, at least 1 / (2 alpha)): its steps over that "
@@ -338,7 +341,7 @@ def penalty_ball_warning(name, alpha, l1_ratio, radius):
     """
     if alpha is None or radius is None or not math.isfinite(float(radius)):
         return None
-    if not _ball_is_loose(float(alpha) * (1.0 if l1_ratio is None else float(l1_ratio)), radius):
+    if not _ball_is_loose(alpha, l1_ratio, radius):
         return None
     return (
         f"{name}: the l1 ball (radius {float(radius):.3g} in the fit's label units) is at "

@@ -146,15 +146,6 @@ def make_domain(data, *, radius, intercept_bound, alpha, l1_ratio, solver=None):
     )
 
 
-def _feature_bound(data, solver):
-    if data.feature_bound is None:
-        raise ValueError(
-            f"{solver} bounds rows entrywise: the data must be bounded with feature_bound "
-            "(geometry='linf')."
-        )
-    return np.asarray(data.feature_bound, dtype=float)
-
-
 def linf_gradient_bound(loss, data, clip_norm, private, solver):
     """Public l-infinity bound ``C`` on each per-sample gradient (the clip).
 
@@ -162,7 +153,12 @@ def linf_gradient_bound(loss, data, clip_norm, private, solver):
     ``clip_norm=None`` clips at ``DEFAULT_CLIP_FRACTION`` of that when private
     (as every solver of the library does), not at all otherwise.
     """
-    row_bound = float(np.max(_feature_bound(data, solver)))
+    if data.feature_bound is None:
+        raise ValueError(
+            f"{solver} bounds rows entrywise: the data must be bounded with feature_bound "
+            "(geometry='linf')."
+        )
+    row_bound = float(np.max(np.asarray(data.feature_bound, dtype=float)))
     return gradient_bound(loss, row_bound, clip_norm, private=private)
 
 

@@ -271,8 +271,6 @@ def _pnorm_smoothness(loss, data, q, domain):
 
 def _noise_q_norm_sq(noise_std, n_columns, q):
     """``E ||N(0, noise_std^2 I_d)||_q^2`` bound: ``d^(2/q) (E|Z|^q)^(2/q) noise_std^2``."""
-    if noise_std == 0:
-        return 0.0
     return n_columns ** (2.0 / q) * _gaussian_q_moment(q) * noise_std**2
 
 

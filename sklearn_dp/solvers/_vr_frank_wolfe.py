@@ -139,8 +139,9 @@ def plan_vr_frank_wolfe(n_samples, n_params, epsilon, delta, call):
     else:
         # One scale for every leaf (seed Theorem 7), set by the deepest slots.
         leaf = [eps_selection / 2.0**n_phases] * n_phases
+    details.update(leaf_epsilons=leaf, accounting=how)
     if every_row:  # infinite leaf epsilons: exact selections
-        details.update(every_row_at_every_vertex=True, leaf_epsilons=leaf, accounting=how)
+        details.update(every_row_at_every_vertex=True)
         return PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, n_steps, details)
     if how == "zcdp":
         event = accounting.dpe.ZCDpEvent(eps_selection**2 / 8.0)
@@ -150,7 +151,7 @@ def plan_vr_frank_wolfe(n_samples, n_params, epsilon, delta, call):
             "vr_frank_wolfe: one pass, random allocation of rows to tree vertices; "
             "per-row composition of exponential mechanisms",
         )
-    details.update(leaf_epsilons=leaf, accounting=how, selection_epsilon=eps_selection)
+    details.update(selection_epsilon=eps_selection)
     return PrivacyPlan(event, 2.0 / leaf[0], n_steps, details)
 
 
