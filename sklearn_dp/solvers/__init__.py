@@ -9,6 +9,8 @@ is refused with one clear message in one place.
 
 from __future__ import annotations
 
+import sys
+from functools import partial
 from numbers import Integral, Real
 
 from .._limits import MAX_SCALE
@@ -19,7 +21,7 @@ from ._cd_sampling import SAMPLINGS, SMOOTHNESS_RULES
 from ._common import PrivacyPlan, SolverResult
 from ._coordinate_descent import dp_cd, plan_dp_cd
 from ._frank_wolfe import check_frank_wolfe, check_vr_frank_wolfe, frank_wolfe, plan_frank_wolfe
-from ._gradient_descent import check_dp_gd, dp_gd, plan_dp_gd
+from ._gradient_descent import dp_gd
 from ._mirror_descent import (
     check_localized_mirror_descent,
     check_mirror_descent,
@@ -29,14 +31,7 @@ from ._mirror_descent import (
     plan_mirror_descent,
 )
 from ._nystrom import dp_nystrom, plan_dp_nystrom
-from ._perturbation import (
-    check_objective_perturbation,
-    check_output_perturbation,
-    objective_perturbation,
-    output_perturbation,
-    plan_objective_perturbation,
-    plan_output_perturbation,
-)
+from ._perturbation import check_perturbation, objective_perturbation, output_perturbation
 from ._registry import (
     COUNT,
     FRACTION,
@@ -52,16 +47,11 @@ from ._registry import (
     unregister_solver,
     unsupported_reasons,
 )
-from ._resque import (
-    GLOBALLY_LIPSCHITZ_LOSSES,
-    check_resque,
-    plan_resque,
-    resque,
-)
-from ._second_order import check_dp_newton, dp_newton, plan_dp_newton
-from ._sgd import dp_sgd, plan_dp_sgd
-from ._ssp import check_dp_ssp, dp_ssp, plan_dp_ssp
-from ._svrg import check_dp_svrg, dp_svrg, dp_svrg_pp, plan_dp_svrg, plan_dp_svrg_pp
+from ._resque import GLOBALLY_LIPSCHITZ_LOSSES, resque
+from ._second_order import dp_newton
+from ._sgd import dp_sgd
+from ._ssp import dp_ssp
+from ._svrg import dp_svrg, dp_svrg_pp
 from ._vr_frank_wolfe import plan_vr_frank_wolfe, vr_frank_wolfe
 
 __all__ = [
@@ -108,9 +98,17 @@ _GLM_MULTICLASS = dict(losses=_GLM_LOSSES, multiclass=True)
 # tests/test_protocol.py checks the events at very different bounds.
 
 
-def _register_builtin(**fields):
-    """Register a built-in solver: a :class:`SolverSpec` with ``event_reads_bounds=False``."""
-    return register_solver(SolverSpec(event_reads_bounds=False, **fields))
+def _register_builtin(run, **fields):
+    """Register the built-in solver ``run``: a :class:`SolverSpec` with ``event_reads_bounds=False``.
+
+    Unless ``fields`` say otherwise, it is named after its function, its plan
+    is its module's ``plan_<name>`` and its check the module's
+    ``check_<name>`` (None without one).
+    """
+    module, name = sys.modules[run.__module__], fields.setdefault("name", run.__name__)
+    fields.setdefault("plan", getattr(module, f"plan_{name}"))
+    fields.setdefault("check", getattr(module, f"check_{name}", None))
+    return register_solver(SolverSpec(run=run, event_reads_bounds=False, **fields))
 
 
 # Noise warnings (``noise_warning``): ``(regression, classification)``
@@ -124,13 +122,10 @@ def _register_builtin(**fields):
 # dp_gd: regression rows below R^2 0 have proxy >= 0.061, rows above <= 0.018;
 # classification below the majority >= 1.4, above <= 0.36.
 _register_builtin(
-    name="dp_gd",
-    run=dp_gd,
-    plan=plan_dp_gd,
+    dp_gd,
     **_GLM_MULTICLASS,
     penalties=frozenset({None, "l2"}),
     summary="full-batch noisy gradient descent; exact Gaussian composition",
-    check=check_dp_gd,
     sample_weight=True,
     option_constraints={
         "initial_gap": [POSITIVE, None],
@@ -145,9 +140,7 @@ _register_builtin(
 # at epsilon 5, R^2 -0.08), above <= 0.0017 (sparse regression at epsilon 0.1,
 # R^2 0.67); classification below >= 1.4, above <= 0.38.
 _register_builtin(
-    name="dp_sgd",
-    run=dp_sgd,
-    plan=plan_dp_sgd,
+    dp_sgd,
     losses=_GLM_LOSSES | {"absolute", "quantile"},  # any loss with a clipped gradient
     penalties=frozenset({None, "l2"}),
     multiclass=True,
@@ -166,23 +159,19 @@ _PERTURBATION = dict(
     pure_dp=True,
 )
 _register_builtin(
-    name="objective_perturbation",
-    run=objective_perturbation,
-    plan=plan_objective_perturbation,
+    objective_perturbation,
     **_PERTURBATION,
     summary="objective perturbation (Chaudhuri et al. 2011; Gaussian: Kifer et al. 2012); "
     "fixed-budget Newton solve; pure epsilon-DP with delta=0",
-    check=check_objective_perturbation,
+    check=partial(check_perturbation, "objective_perturbation"),
     option_constraints={"epsilon_split": [FRACTION], "residual_fraction": [FRACTION]},
 )
 _register_builtin(
-    name="output_perturbation",
-    run=output_perturbation,
-    plan=plan_output_perturbation,
+    output_perturbation,
     **_PERTURBATION,
     summary="output perturbation (Chaudhuri et al. 2011): certified minimiser plus noise; "
     "pure epsilon-DP with delta=0",
-    check=check_output_perturbation,
+    check=partial(check_perturbation, "output_perturbation"),
 )
 _register_builtin(
     name="dp_cd",
@@ -294,27 +283,21 @@ _register_builtin(
 
 
 _register_builtin(
-    name="resque",
-    run=resque,
-    plan=plan_resque,
+    resque,
     losses=GLOBALLY_LIPSCHITZ_LOSSES,
     penalties=frozenset({None, "l2"}),
     summary=(
         "ReSQue ball acceleration (one batched query round per ball subproblem) with "
         "Poisson-subsampled Gaussian steps on weight-capped ReSQue gradients; PLD accounting"
     ),
-    check=check_resque,
     option_constraints={
         "max_inner": [COUNT, None],
         "n_probes": [COUNT],
         "passes": [POSITIVE, None],
         "max_weight": [Interval(Real, 1, MAX_SCALE, closed="both")],
-        "restart": ["boolean"],
         "inner": [StrOptions({"epoch_sgd", "acsa"})],
         "schedule": [StrOptions({"budget", "theory"})],
         "constraint": [StrOptions({"l2"}), None],
-        "multilevel": ["boolean"],
-        "sco": ["boolean"],
         "n_jobs": [Integral, None],
     },
 )
@@ -332,13 +315,10 @@ _SVRG = dict(
 # dp_svrg (proxy of the inner steps, difference bound 2 C): regression below
 # >= 2.3, above <= 0.69; classification below >= 3.5, above <= 2.9.
 _register_builtin(
-    name="dp_svrg",
-    run=dp_svrg,
-    plan=plan_dp_svrg,
+    dp_svrg,
     penalties=frozenset({"l2", "elasticnet"}),
     summary="noisy proximal SVRG (strongly convex: needs an L2 penalty); Poisson inner "
     "mini-batches, PLD accounting",
-    check=check_dp_svrg,
     **_SVRG,
     noise_warning=(1.0, 3.2),
 )
@@ -347,9 +327,7 @@ _register_builtin(
 # at 0.1 / 0.5) overlap, so only the extreme (digits at 0.1, proxy 169) is
 # reported.
 _register_builtin(
-    name="dp_svrg_pp",
-    run=dp_svrg_pp,
-    plan=plan_dp_svrg_pp,
+    dp_svrg_pp,
     penalties=frozenset({None, "l2", "l1", "elasticnet"}),
     summary="noisy proximal SVRG++ with doubling epochs (convex; L1/L2/none); PLD accounting",
     **_SVRG,
@@ -374,23 +352,19 @@ _register_builtin(
 # Second-order methods and sufficient statistics (docs/solvers/second_order.md).
 
 _register_builtin(
-    name="dp_newton",
-    run=dp_newton,
-    plan=plan_dp_newton,
+    dp_newton,
     losses=_GLM_LOSSES,
     penalties=frozenset({None, "l2"}),
     multiclass=True,
     constraints=frozenset({None}),
     summary="private Newton steps: noisy gradient and noisy Hessian per step, eigenvalues "
     "raised to a public floor (Ganesh et al. 2023); exact Gaussian composition",
-    check=check_dp_newton,
     sample_weight=True,
     option_constraints={
         "floor_scale": [Interval(Real, 0, MAX_SCALE, closed="both"), None],
         "hessian_steps": [COUNT, None],
         "hessian": [StrOptions({"exact", "bound"})],
         "eigenvalue": [StrOptions({"auto", "clip", "add"})],
-        "secant": ["boolean"],
     },
     dask=True,
 )
@@ -413,16 +387,13 @@ _register_builtin(
 
 
 _register_builtin(
-    name="dp_ssp",
-    run=dp_ssp,
-    plan=plan_dp_ssp,
+    dp_ssp,
     losses=frozenset({"squared"}),
     penalties=frozenset({None, "l2", "l1", "elasticnet"}),
     constraints=frozenset({None, "l1", "l2"}),
     summary="sufficient statistics perturbation (AdaSSP, Wang 2018): one Gaussian release "
     "of X^T X and X^T y and a noisy smallest eigenvalue for an adaptive ridge; ridge, "
     "Lasso, elastic-net and balls solved on the released statistics",
-    check=check_dp_ssp,
     sample_weight=True,
     option_constraints={
         "ridge": [StrOptions({"adaptive"}), Interval(Real, 0, MAX_SCALE, closed="both")],

@@ -22,7 +22,6 @@ accountant of Gaussian objective perturbation
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 from numbers import Real
@@ -44,8 +43,7 @@ from ._noisy_steps import check_options, plan_of_call
 from ._objective_accounting import ObjectivePerturbationDpEvent, objective_gaussian_noise_multiplier
 
 __all__ = [
-    "check_objective_perturbation",
-    "check_output_perturbation",
+    "check_perturbation",
     "objective_perturbation",
     "output_perturbation",
     "plan_objective_perturbation",
@@ -114,8 +112,6 @@ def _smooth_glm(loss, row_norm_bound, n_outputs, solver):
         rank, curvature = loss.score_hessian_bound(n_outputs)
     except ValueError as exc:
         raise ValueError(f"{solver}: {exc}") from None
-    if loss.derivative_bound is None:  # pragma: no cover
-        raise ValueError(f"{solver}: the loss {loss!r} lacks a derivative bound.")
     if not (row_norm_bound > 0 and math.isfinite(row_norm_bound)):
         raise ValueError(f"row_norm_bound must be finite and > 0, got {row_norm_bound!r}.")
     R = float(row_norm_bound)
@@ -171,6 +167,18 @@ def _certify(solver, n_samples, call, *, epsilon_det=math.inf, noise_norm=None):
     return dict(certification=bounds)
 
 
+def _plan(noise, event, noise_multiplier, details, epsilon_noise=None):
+    """The plan of one perturbation fit whose noise law is ``noise`` ("none": ``event`` None).
+
+    ``details["noise"]`` names the law the solver samples; ``epsilon_noise``,
+    when given, is the epsilon that scales pure (L2 Laplace) noise.
+    """
+    details["noise"] = noise
+    if epsilon_noise is not None:
+        details["epsilon_noise"] = epsilon_noise
+    return PrivacyPlan(event or dpe.NonPrivateDpEvent(), noise_multiplier, 1, details)
+
+
 def plan_output_perturbation(n_samples, n_params, epsilon, delta, call):
     """Privacy plan of ``output_perturbation``: one noisy release of the minimiser.
 
@@ -191,15 +199,13 @@ def plan_output_perturbation(n_samples, n_params, epsilon, delta, call):
     scales the L2 Laplace noise by it.
     """
     if math.isinf(epsilon):
-        return PrivacyPlan(dpe.NonPrivateDpEvent(), 0.0, 1, dict(noise="none"))
+        return _plan("none", None, 0.0, {})
     details = _certify("output_perturbation", n_samples, call)
     if delta == 0:
         event = accounting.PureEpsilonDpEvent(epsilon, "output_perturbation")
-        details.update(noise="l2_laplace", epsilon_noise=epsilon)
-        return PrivacyPlan(event, math.sqrt(n_params + 1.0) / epsilon, 1, details)
+        return _plan("l2_laplace", event, math.sqrt(n_params + 1.0) / epsilon, details, epsilon)
     sigma = accounting.gaussian_noise_multiplier(epsilon, delta, 1)
-    details.update(noise="gaussian")
-    return PrivacyPlan(dpe.GaussianDpEvent(sigma), sigma, 1, details)
+    return _plan("gaussian", dpe.GaussianDpEvent(sigma), sigma, details)
 
 
 def plan_objective_perturbation(n_samples, n_params, epsilon, delta, call):
@@ -219,9 +225,7 @@ def plan_objective_perturbation(n_samples, n_params, epsilon, delta, call):
     """
     epsilon_split, residual_fraction = _check_splits(call.epsilon_split, call.residual_fraction)
     if math.isinf(epsilon):
-        return PrivacyPlan(
-            dpe.NonPrivateDpEvent(), 0.0, 1, dict(noise="none", epsilon_det=math.inf)
-        )
+        return _plan("none", None, 0.0, dict(epsilon_det=math.inf))
     epsilon_det = epsilon_split * epsilon
     epsilon_residual = residual_fraction * epsilon * (1 - _ROUNDING_MARGIN)
     epsilon_noise = (epsilon - epsilon_det - epsilon_residual) * (1 - _ROUNDING_MARGIN)
@@ -230,8 +234,7 @@ def plan_objective_perturbation(n_samples, n_params, epsilon, delta, call):
     )
     if delta == 0:
         event = accounting.PureEpsilonDpEvent(epsilon, "objective_perturbation")
-        details.update(noise="l2_laplace")
-        plan = PrivacyPlan(event, math.sqrt(n_params + 1.0) / epsilon_noise, 1, details)
+        plan = _plan("l2_laplace", event, math.sqrt(n_params + 1.0) / epsilon_noise, details)
     else:
         chi_dof = call.n_outputs - 1 if call.n_outputs > 1 else 1
         delta_residual = residual_fraction * delta
@@ -242,16 +245,18 @@ def plan_objective_perturbation(n_samples, n_params, epsilon, delta, call):
         event = ObjectivePerturbationDpEvent(
             epsilon_det, sigma, chi_dof, residual_sigma, residual_fraction
         )
-        details.update(noise="gaussian", chi_dof=chi_dof, residual_noise_multiplier=residual_sigma)
-        plan = PrivacyPlan(event, sigma, 1, details)
+        details.update(chi_dof=chi_dof, residual_noise_multiplier=residual_sigma)
+        plan = _plan("gaussian", event, sigma, details)
 
     def noise_norm(glm):  # the expected norm of b (public): its scale for the check
         if details["noise"] == "gaussian":  # E||b|| <= sqrt(E||b||^2) = sigma G sqrt(m)
             return plan.noise_multiplier * glm.gradient_bound * math.sqrt(n_params)
         return n_params * glm.gradient_bound / epsilon_noise  # Gamma(m, G / eps) mean
 
-    certify = functools.partial(_certify, epsilon_det=epsilon_det, noise_norm=noise_norm)
-    details.update(certify("objective_perturbation", n_samples, call))
+    solver = "objective_perturbation"
+    details.update(
+        _certify(solver, n_samples, call, epsilon_det=epsilon_det, noise_norm=noise_norm)
+    )
     return plan
 
 
@@ -289,40 +294,19 @@ def _check_options(solver, alpha, options):
     return float(DEFAULT_GRADIENT_TOL if gradient_tol is None else gradient_tol), n_steps
 
 
-def check_output_perturbation(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
-    """Public checks of ``output_perturbation`` (``SolverSpec.check``), before any spend.
+def check_perturbation(solver, *, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
+    """Public checks of ``solver`` (``SolverSpec.check``, ``solver`` bound), before any spend.
 
-    Raises a ValueError for ``alpha <= 0``, a bad ``gradient_tol`` or a
-    Newton budget below ``MIN_NEWTON_STEPS`` (the registry refuses a loss
-    these proofs do not cover before).  A function of public inputs only.
+    For both solvers, a ValueError for ``alpha <= 0``, a bad
+    ``gradient_tol`` or a Newton budget below ``MIN_NEWTON_STEPS`` (the
+    registry refuses a loss these proofs do not cover before); for
+    ``objective_perturbation``, also for ``epsilon_split`` and
+    ``residual_fraction`` with a sum of 1 or more (output perturbation has
+    neither: their defaults pass).  A function of public inputs only.
     """
-    _check_options("output_perturbation", alpha, options)
-
-
-def check_objective_perturbation(
-    *, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options
-):
-    """Public checks of ``objective_perturbation`` (``SolverSpec.check``), before any spend.
-
-    As :func:`check_output_perturbation`, plus ``epsilon_split`` and
-    ``residual_fraction`` in (0, 1) with a sum below 1.
-    """
-    _check_options("objective_perturbation", alpha, options)
+    _check_options(solver, alpha, options)
     epsilon_split = options.get("epsilon_split", DEFAULT_EPSILON_SPLIT)
     _check_splits(epsilon_split, options.get("residual_fraction", DEFAULT_RESIDUAL_FRACTION))
-
-
-def _scale(noise, sensitivity, epsilon, multiplier):
-    """The noise scale of one release (0 without noise).
-
-    ``sensitivity / epsilon`` for L2 Laplace noise, ``multiplier *
-    sensitivity`` (the standard deviation) for Gaussian noise.
-    """
-    if noise == "none":
-        return 0.0
-    if noise == "l2_laplace":
-        return sensitivity / epsilon
-    return multiplier * sensitivity
 
 
 class _CertifiedRun:
@@ -351,6 +335,16 @@ class _CertifiedRun:
             )
         self.tol = gradient_tol * self.glm.gradient_bound
         self.rng = make_rng(a.random_state)
+
+    def scale(self, sensitivity, epsilon, multiplier):
+        """The noise scale of one release (0 without noise).
+
+        ``sensitivity / epsilon`` for L2 Laplace noise, ``multiplier *
+        sensitivity`` (the standard deviation) for Gaussian noise.
+        """
+        if self.noise == "none":
+            return 0.0
+        return sensitivity / epsilon if self.pure else multiplier * sensitivity
 
     def release(self, value, sensitivity, scale, label):
         """One release of ``value`` through the gateway: L2 Laplace noise if ``pure``, else Gaussian."""
@@ -488,7 +482,7 @@ def output_perturbation(
     # that is the same on neighbouring data sets.
     regularization = data.n_public * float(alpha)
     sensitivity = (glm.gradient_bound + 2.0 * run.tol) / regularization
-    scale = _scale(run.noise, sensitivity, plan.details.get("epsilon_noise"), plan.noise_multiplier)
+    scale = run.scale(sensitivity, plan.details.get("epsilon_noise"), plan.noise_multiplier)
     solution = run.solve(regularization, getattr(run.bounds, "initial_gradient_bound", None))
     coef = run.release(solution, sensitivity, scale, "minimiser")
     warning = output_noise_warning(loss, n_params, n_outputs, float(alpha), scale, run.pure)
@@ -640,7 +634,7 @@ def objective_perturbation(
     epsilon_det = glm.epsilon_det(regularization)
     if epsilon_det > details["epsilon_det"] * (1 + 1e-12):  # pragma: no cover - by construction
         raise AssertionError("Determinant term over its budget; please report this.")
-    b_scale = _scale(run.noise, G, details.get("epsilon_noise"), plan.noise_multiplier)
+    b_scale = run.scale(G, details.get("epsilon_noise"), plan.noise_multiplier)
     # b is the rounding of an exact continuous noise vector N on a grid g, with
     # ||b - N|| <= sqrt(m) g / 2: the solve lands within tol / Lambda (half of it
     # for rounding) plus sqrt(m) g / (2 Lambda) of the exact minimiser for N.
@@ -651,7 +645,7 @@ def objective_perturbation(
     residual_sensitivity = (2.0 * tol + coupling) / regularization
     residual_multiplier = details.get("residual_noise_multiplier")
     epsilon_residual = details.get("epsilon_residual")
-    residual_scale = _scale(run.noise, residual_sensitivity, epsilon_residual, residual_multiplier)
+    residual_scale = run.scale(residual_sensitivity, epsilon_residual, residual_multiplier)
 
     def solve(b):
         # The accelerated stage's step count: public constants and the norm of

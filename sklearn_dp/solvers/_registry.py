@@ -12,7 +12,8 @@ A solver is added by writing its module (a free function, its ``plan_*`` and
 * whether it takes a warm start is whether its function has ``coef_init``;
 * the types and ranges of its numeric options come from
   :data:`OPTION_CONSTRAINTS` (shared names) and the spec's own
-  ``option_constraints``;
+  ``option_constraints``; an option whose default is True or False is a flag
+  (``"boolean"``) unless they say otherwise;
 * ``solver="auto"`` is an ordered preference list per estimator, filtered by
   :func:`unsupported_reasons`, the same check that refuses an explicit
   ``solver=`` (:func:`choose_solver`): auto can never pick a solver the
@@ -84,8 +85,6 @@ OPTION_CONSTRAINTS = {
     "hessian_share": [Interval(Real, 0, 1, closed="neither"), None],
     "momentum": [StrOptions({"auto", "nesterov"}), None],
     "p": [Interval(Real, 1, 2, closed="both"), None],
-    "strongly_convex": ["boolean"],
-    "inference": ["boolean"],
 }
 
 
@@ -143,7 +142,9 @@ class SolverSpec:
         before they reserve the spend.
     option_constraints : dict
         Constraints (scikit-learn's parameter-validation format) of options
-        of this solver that :data:`OPTION_CONSTRAINTS` does not list.
+        of this solver that :data:`OPTION_CONSTRAINTS` does not list (an
+        option whose default is True or False needs none: it is a flag,
+        ``"boolean"``).
     dask : bool
         Whether it fits on Dask arrays (every release a full-batch sum over
         row chunks, :mod:`sklearn_dp._dask`); other solvers refuse Dask
@@ -215,8 +216,10 @@ class SolverSpec:
         return "coef_init" in inspect.signature(self.run).parameters
 
     def constraints_of(self, options) -> dict:
-        """The validation constraints of those of ``options`` that have one."""
-        table = {**OPTION_CONSTRAINTS, **self.option_constraints}
+        """The validation constraints of those of ``options`` that have one (flags: ``"boolean"``)."""
+        defaults = self.call_defaults
+        flags = {key: ["boolean"] for key in defaults if isinstance(defaults[key], bool)}
+        table = {**flags, **OPTION_CONSTRAINTS, **self.option_constraints}
         return {key: table[key] for key in options if key in table}
 
 

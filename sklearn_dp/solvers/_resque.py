@@ -102,7 +102,7 @@ RESTART = True
 # --------------------------------------------------------------------------
 
 
-def check_resque_arguments(*, loss_name, n_outputs, private, multi_output=False, **options):
+def check_resque_arguments(loss_name, n_outputs, private, options, multi_output=False):
     """Raise a ValueError for a problem or an option ``resque`` refuses; public inputs only.
 
     Shared by the registry's :func:`check_resque` (estimators call it before
@@ -115,14 +115,20 @@ def check_resque_arguments(*, loss_name, n_outputs, private, multi_output=False,
     n_outputs : int
     private : bool
         Whether epsilon is finite.
+    options : mapping
+        The solver's options (see :func:`resque`) among other names, which
+        are ignored (an estimator's options, or a direct call's
+        ``locals()``); those not given take the defaults of its signature
+        (the registry's ``call_defaults``).
     multi_output : bool, default=False
         Whether the loss is a multi-output one (direct calls pass
         ``loss.multi_output``).
-    **options
-        The solver's options (see :func:`resque`); those not given take the
-        defaults of its signature (the registry's ``call_defaults``).
     """
-    options = {**SOLVERS["resque"].call_defaults, **options}
+    spec = SOLVERS["resque"]
+    options = {
+        **spec.call_defaults,
+        **{key: options[key] for key in spec.options if key in options},
+    }
     max_weight, n_jobs = options["max_weight"], options["n_jobs"]
     if n_outputs != 1:
         raise ValueError("resque fits single-output losses only (binary, regression).")
@@ -159,12 +165,7 @@ def check_resque(*, loss_name, n_outputs, penalty, alpha, l1_ratio, public, opti
     the options it will pass; ``penalty``, ``alpha`` and ``l1_ratio`` are
     checked by the registry's support checks and the estimators.
     """
-    check_resque_arguments(
-        loss_name=loss_name,
-        n_outputs=n_outputs,
-        private=not math.isinf(public.epsilon),
-        **{key: value for key, value in options.items() if key in SOLVERS["resque"].options},
-    )
+    check_resque_arguments(loss_name, n_outputs, not math.isinf(public.epsilon), options)
 
 
 # --------------------------------------------------------------------------
@@ -715,13 +716,8 @@ def resque(
     public.
     """
     arguments = locals()
-    check_resque_arguments(
-        loss_name=loss.name,
-        multi_output=loss.multi_output,
-        n_outputs=n_outputs,
-        private=not math.isinf(epsilon),
-        **{name: arguments[name] for name in SOLVERS["resque"].options},
-    )
+    private = not math.isinf(epsilon)
+    check_resque_arguments(loss.name, n_outputs, private, arguments, loss.multi_output)
     # A direct call's schedule comes from the public stand-in for the row count
     # (a DP count from the estimators): the true n is private under add/remove.
     plan = plan_of_call("resque", arguments)
