@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from .._sklearn_compat import validate_parameter_constraints
 
-__all__ = ["check_declared_options"]
-
 
 def check_declared_options(solver, options):
     """Raise a ValueError for an option of ``solver`` outside its declared type or range.

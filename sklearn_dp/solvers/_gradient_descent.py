@@ -26,9 +26,6 @@ from ._noisy_steps import (
     solver_result,
 )
 
-__all__ = ["dp_gd", "plan_dp_gd", "check_dp_gd", "gradient_bound", "noisy_descent"]
-
-
 #: Default clip as a fraction of the loss's own gradient bound.  Most
 #: per-sample gradients of a fitted GLM are far below the worst case, so a
 #: tighter clip buys much less noise for a small bias (see benchmarks/).

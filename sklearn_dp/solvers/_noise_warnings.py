@@ -32,14 +32,6 @@ import math
 
 from .._losses import loss_names
 
-__all__ = [
-    "frank_wolfe_warning",
-    "noise_excess_proxy",
-    "noise_dominated_warning",
-    "is_quiet",
-    "is_classification",
-]
-
 #: Classification losses (bounded effect of noise on accuracy); every other
 #: loss uses the regression thresholds.
 _CLASSIFICATION_LOSSES = loss_names(classification=True)

@@ -42,14 +42,6 @@ from ._newton import (
 from ._noisy_steps import check_options, plan_of_call
 from ._objective_accounting import ObjectivePerturbationDpEvent, objective_gaussian_noise_multiplier
 
-__all__ = [
-    "check_perturbation",
-    "objective_perturbation",
-    "output_perturbation",
-    "plan_objective_perturbation",
-    "plan_output_perturbation",
-]
-
 #: Fewest Newton steps accepted (``max_iter``): a smaller budget would rarely meet the certificate.
 MIN_NEWTON_STEPS = 10
 #: Share of epsilon given to the Jacobian-determinant term of objective perturbation.

@@ -33,27 +33,6 @@ from .._limits import MAX_SCALE, MIN_FRACTION, MIN_SCALE
 from .._sklearn_compat import Interval, StrOptions
 from ._declared_options import check_declared_options
 
-__all__ = [
-    "SolverSpec",
-    "SolverCall",
-    "solver_call",
-    "plan_call",
-    "SOLVERS",
-    "SOLVER_ARGUMENTS",
-    "OPTION_CONSTRAINTS",
-    "COUNT",
-    "POSITIVE",
-    "FRACTION",
-    "AutoChoice",
-    "register_solver",
-    "unregister_solver",
-    "get_solver",
-    "registered_solvers",
-    "unsupported_reasons",
-    "check_solver_supports",
-    "choose_solver",
-]
-
 #: Arguments of a solver that its plan does not read from the call: the plan
 #: is given its own epsilon and delta (the solver's share), and the others do
 #: not shape the mechanism.

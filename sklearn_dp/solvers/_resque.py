@@ -42,8 +42,6 @@ from ._noisy_steps import gaussian_plan, plan_of_call
 from ._registry import SOLVERS
 from ._resque_oracle import _BallOracle, _project_ball
 
-__all__ = ["check_resque", "plan_resque", "resque"]
-
 #: Cap on the ReSQue weight in private fits; it bounds each per-sample term by
 #: ``max_weight * L`` (the sensitivity).  3 matches the paper's 3 L^2 second
 #: moment bound; with r = rho / 2 the capping bias is below 0.005 L.

@@ -28,8 +28,6 @@ from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, 
 from ._gradient_descent import gradient_bound
 from ._noisy_steps import plan_of_call, release, release_residual_squares, release_symmetric
 
-__all__ = ["check_dp_newton", "dp_newton", "plan_dp_newton"]
-
 #: Default number of steps (each: one gradient release and, with
 #: ``hessian="exact"``, one Hessian release).  Measured in
 #: ``benchmarks/bench_speed.py`` and docs/solvers/second_order.md: five
@@ -507,9 +505,8 @@ def dp_newton(
         H[np.diag_indices(size)] += alpha * block_penalized
         return modified_eigendecomposition(H, floor, eigenvalue)
 
-    W = np.zeros((n_columns, n_outputs))
-    if coef_init is not None:  # warm start: a released model (post-processing)
-        W = np.array(coef_init, dtype=float).reshape(n_columns, n_outputs)
+    shape = (n_columns, n_outputs)  # a warm start, coef_init, is a released model (post-processing)
+    W = np.zeros(shape) if coef_init is None else np.array(coef_init, dtype=float).reshape(shape)
     start = W[:, 0].copy()
     W_previous = W
     since_restart = 0

@@ -20,8 +20,6 @@ from ._gradient_descent import gradient_bound, noisy_descent
 from ._noise_warnings import noise_excess_proxy
 from ._noisy_steps import gaussian_plan, plan_of_call, solver_result
 
-__all__ = ["dp_sgd", "plan_dp_sgd"]
-
 #: Default Poisson sampling rate (expected batch: 10% of the rows).
 DEFAULT_SAMPLING_RATE = 0.1
 #: Default number of expected passes over the data.

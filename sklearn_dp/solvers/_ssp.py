@@ -31,8 +31,6 @@ from ._gradient_descent import project_l2_ball
 from ._l1_geometry import project_l1_ball
 from ._noisy_steps import plan_of_call, release, release_residual_squares, release_symmetric
 
-__all__ = ["check_dp_ssp", "dp_ssp", "plan_dp_ssp"]
-
 #: Default shares of the precision ``1 / sigma^2`` for the Gram matrix,
 #: ``X^T y`` and the smallest eigenvalue (AdaSSP splits epsilon in thirds).
 DEFAULT_SHARES = (0.45, 0.45, 0.1)

@@ -97,8 +97,6 @@ from ._svrg_schedule import (
     svrg_step_size,
 )
 
-__all__ = ["dp_svrg", "dp_svrg_pp", "plan_dp_svrg", "plan_dp_svrg_pp", "check_dp_svrg"]
-
 #: Fraction of the (Gaussian-DP) budget spent on the snapshot gradients.
 #: Measured in prototype runs on the 200000-row data of benchmarks/bench_erm_revisited.py
 #: (0.75 beat 0.5, which beat 1/3): with the smoothness bound
