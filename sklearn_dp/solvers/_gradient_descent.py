@@ -18,13 +18,7 @@ from .._clipped_sums import clipped_gradient_sum
 from .._data import row_sum
 from ._common import Progress, make_rng
 from ._noise_warnings import noise_excess_proxy
-from ._noisy_steps import (
-    gaussian_plan,
-    noisy_steps,
-    plan_of_call,
-    release,
-    solver_result,
-)
+from ._noisy_steps import gaussian_plan, noisy_steps, plan_of_call, release, solver_result
 
 #: Default clip as a fraction of the loss's own gradient bound.  Most
 #: per-sample gradients of a fitted GLM are far below the worst case, so a

@@ -42,7 +42,6 @@ from .. import _noise, accounting
 from .._clipped_sums import clipped_residual_squares, svec, unsvec
 from .._data import row_sum
 from ._common import PrivacyPlan, SolverResult, add_warnings, check_finite_iterate
-from ._declared_options import check_declared_options
 from ._noise_warnings import noise_dominated_warning
 
 
@@ -169,20 +168,6 @@ def gaussian_plan(epsilon, delta, n_steps, details=None, rate=None):
         sigma = accounting.subsampled_gaussian_noise_multiplier(epsilon, delta, rate, n_steps)
         event = accounting.subsampled_gaussian_steps_event(sigma, rate, n_steps)
     return PrivacyPlan(event, sigma, n_steps, details)
-
-
-def check_options(name, values):
-    """Refuse, from public inputs only, an option of solver ``name`` outside its registry constraints.
-
-    ``values`` maps names to values (a solver's ``locals()``); its options
-    are checked with the constraints the estimators apply to
-    ``solver_options`` before the spend, so a direct call refuses what an
-    estimator refuses.
-    """
-    from ._registry import get_solver
-
-    options = get_solver(name).options
-    check_declared_options(name, {key: values[key] for key in options if key in values})
 
 
 def plan_of_call(name, arguments):

@@ -33,13 +33,14 @@ from dp_accounting import dp_event as dpe
 from .. import _noise, accounting
 from .._losses import loss_names
 from ._common import PrivacyPlan, Progress, SolverResult, make_rng
+from ._declared_options import check_declared_options
 from ._newton import (
     DEFAULT_GRADIENT_TOL,
     DEFAULT_NEWTON_STEPS,
     certified_minimize,
     check_certifiable,
 )
-from ._noisy_steps import check_options, plan_of_call
+from ._noisy_steps import plan_of_call
 from ._objective_accounting import ObjectivePerturbationDpEvent, objective_gaussian_noise_multiplier
 
 #: Fewest Newton steps accepted (``max_iter``): a smaller budget would rarely meet the certificate.
@@ -274,7 +275,7 @@ def _check_options(solver, alpha, options):
     gradient_tol, max_iter = options.get("gradient_tol"), options.get("max_iter")
     if isinstance(gradient_tol, bool):  # the declared range would take True for 1.0
         raise ValueError(f"gradient_tol must be a finite float > 0, got {gradient_tol!r}.")
-    check_options(solver, options)
+    check_declared_options(solver, options)  # names without a declared range are skipped
     n_steps = DEFAULT_NEWTON_STEPS if max_iter is None else int(max_iter)
     if n_steps < MIN_NEWTON_STEPS:
         raise ValueError(
