@@ -41,9 +41,8 @@ from sklearn_dp.solvers import (
 )
 from sklearn_dp.solvers._accmd import accmd_iterations, accmd_row_bound
 from sklearn_dp.solvers._gradient_descent import (
-    gradient_norm_iterations,
     initial_gap_bound,
-    pl_iterations,
+    schedule_iterations,
 )
 from sklearn_dp.solvers._svrg import (
     difference_release,
@@ -158,12 +157,16 @@ def test_dp_gd_schedule_step_counts():
     single = gaussian_noise_multiplier(eps, delta, 1)
     L, mu, C, e0 = 0.26, 0.01, 0.5, math.log(2)
     expected = math.ceil((L / mu) * math.log(2 * mu**2 * n**2 * e0 / (L * d * single**2 * C**2)))
-    got = pl_iterations(n, d, eps, delta, smoothness=L, pl_constant=mu, clip=C, initial_gap=e0)
+    constants = dict(smoothness=L, clip=C, initial_gap=e0)
+    got = schedule_iterations("pl", n, d, eps, delta, pl_constant=mu, **constants)
     assert got == expected
     expected = math.ceil(n / (single * C) * math.sqrt(2 * L * e0 / d))
-    assert (
-        gradient_norm_iterations(n, d, eps, delta, smoothness=L, clip=C, initial_gap=e0) == expected
-    )
+    assert schedule_iterations("gradient_norm", n, d, eps, delta, **constants) == expected
+    # Without noise: (L / mu) ln(1e12) steps for "pl", the cap for "gradient_norm".
+    inf = math.inf
+    expected = math.ceil((L / mu) * math.log(1e12))
+    assert schedule_iterations("pl", n, d, inf, delta, pl_constant=mu, **constants) == expected
+    assert schedule_iterations("gradient_norm", n, d, inf, delta, **constants) == 5000
     assert initial_gap_bound(LOGISTIC) == pytest.approx(math.log(2))
     assert initial_gap_bound(get_loss("log_loss", n_classes=3), 3) == pytest.approx(math.log(3))
     assert initial_gap_bound(get_loss("squared", residual_bound=2.0)) == pytest.approx(0.5)

@@ -429,8 +429,8 @@ def test_solver_share_chosen_from_released_values_uses_basic_composition():
     profiles fixed before the data, so the solver gets what basic composition
     leaves.  A profile fixed in advance (dp_gd) keeps the numerical share.
     """
+    from sklearn_dp._protocol import COUNT_EPSILON_FRACTION
     from sklearn_dp.accounting import epsilon_of_event
-    from sklearn_dp.solvers._common import COUNT_EPSILON_FRACTION
 
     X, y = _data(n=400)
     common = dict(

@@ -17,9 +17,9 @@ import sklearn_dp.solvers._resque_oracle as oracle_module
 from sklearn_dp import DPSCORegressor, PrivacyBudget, accounting
 from sklearn_dp._data import bound_data
 from sklearn_dp._losses import AbsoluteLoss, HingeLoss, QuantileLoss, get_loss
+from sklearn_dp._protocol import COUNT_EPSILON_FRACTION
 from sklearn_dp.accounting import epsilon_of_event, subsampled_gaussian_noise_multiplier
 from sklearn_dp.solvers import SOLVERS, _registry, get_solver, plan_call, resque
-from sklearn_dp.solvers._common import COUNT_EPSILON_FRACTION
 from sklearn_dp.solvers._resque import (
     _multilevel_estimator,
     default_tolerance,

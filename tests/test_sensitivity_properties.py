@@ -84,8 +84,8 @@ from sklearn_dp._losses import (
     QuantileLoss,
     SquaredLoss,
 )
+from sklearn_dp._protocol import release_count
 from sklearn_dp.solvers import SOLVERS
-from sklearn_dp.solvers._common import release_count
 from sklearn_dp.solvers._coordinate_descent import (
     _ColumnBlocks,
     block_clip_thresholds,

@@ -9,22 +9,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from dp_accounting import dp_event as dpe
 
-# The row count is the protocol's (sklearn_dp._protocol); re-exported for solvers.
-from .._protocol import COUNT_EPSILON_FRACTION, FIT_CLOCK, PrivateCount, release_count
+from .._protocol import FIT_CLOCK
 from .._public_errors import public_error
-from .._random import make_rng
+from .._random import make_rng  # noqa: F401 - the solvers' generators, from one place
 from ..exceptions import ConvergenceError
-
-__all__ = [
-    "SolverResult",
-    "PrivacyPlan",
-    "PrivateCount",
-    "COUNT_EPSILON_FRACTION",
-    "release_count",
-    "make_rng",
-    "Progress",
-    "check_finite_iterate",
-]
 
 
 @dataclass(frozen=True)

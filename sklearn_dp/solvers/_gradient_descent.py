@@ -156,38 +156,38 @@ def initial_gap_bound(loss, n_outputs=1):
     return float(np.max(loss.value(scores, np.array([-1.0, 1.0]))))
 
 
-def pl_iterations(
-    n_samples, n_params, epsilon, delta, *, smoothness, pl_constant, clip, initial_gap
+def schedule_iterations(
+    schedule, n_samples, n_params, epsilon, delta, smoothness, clip, initial_gap, pl_constant=None
 ):
-    """Steps of DP-GD under the PL condition (Theorem 6.2, with the exact noise).
+    """Steps of DP-GD's ``schedule`` (with the exact noise), at most ``MAX_SCHEDULE_ITERATIONS``.
 
-    With step ``1 / L``, ``E F(x_T) - F* <= (1 - mu/L)^T e_0 + d s^2 / (2 mu)``
-    where ``s^2 = T sigma_1^2 C^2 / n^2`` is the per-coordinate noise variance
-    of the averaged gradient (``sigma_1`` the exact one-step multiplier); the
-    minimiser over T is ``(L / mu) ln(2 mu^2 n^2 e_0 / (L d sigma_1^2 C^2))``
-    (docs/solvers/gradient_descent.md: the tighter geometric sum, not the paper's loose one).
+    ``"pl"`` (Theorem 6.2): with step ``1 / L``, ``E F(x_T) - F* <= (1 -
+    mu/L)^T e_0 + d s^2 / (2 mu)`` where ``s^2 = T sigma_1^2 C^2 / n^2`` is
+    the per-coordinate noise variance of the averaged gradient (``sigma_1``
+    the exact one-step multiplier, ``mu`` the ``pl_constant``); the minimiser
+    over T is ``(L / mu) ln(2 mu^2 n^2 e_0 / (L d sigma_1^2 C^2))``
+    (docs/solvers/gradient_descent.md: the tighter geometric sum, not the
+    paper's loose one).
+
+    ``"gradient_norm"`` (Theorem 6.3): ``E ||grad F(x_tau)||^2 <= 2 L e_0 / T
+    + d s^2`` (B.9, eqs. 85-87), minimised at ``T = (n / (sigma_1 C)) sqrt(2
+    L e_0 / d)``.
+
+    Without noise (``epsilon=inf``): ``(L / mu) ln(1e12)`` steps for ``"pl"``,
+    the cap for ``"gradient_norm"``.
     """
-    if math.isinf(epsilon):
+    if schedule != "pl":
+        if math.isinf(epsilon):
+            return MAX_SCHEDULE_ITERATIONS
+        single = accounting.gaussian_noise_multiplier(epsilon, delta, 1)
+        value = n_samples / (single * clip) * math.sqrt(2.0 * smoothness * initial_gap / n_params)
+    elif math.isinf(epsilon):
         value = (smoothness / pl_constant) * math.log(1e12)
     else:
         single = accounting.gaussian_noise_multiplier(epsilon, delta, 1)
         noise = smoothness * n_params * single**2 * clip**2
         ratio = 2.0 * pl_constant**2 * n_samples**2 * initial_gap / noise
         value = (smoothness / pl_constant) * math.log(max(ratio, math.e))
-    return int(min(MAX_SCHEDULE_ITERATIONS, max(1, math.ceil(value))))
-
-
-def gradient_norm_iterations(n_samples, n_params, epsilon, delta, *, smoothness, clip, initial_gap):
-    """Steps of DP-GD for the gradient-norm guarantee (Theorem 6.3, with the exact noise).
-
-    ``E ||grad F(x_tau)||^2 <= 2 L e_0 / T + d s^2`` with ``s^2 = T sigma_1^2
-    C^2 / n^2`` (B.9, eqs. 85-87), minimised at
-    ``T = (n / (sigma_1 C)) sqrt(2 L e_0 / d)``.
-    """
-    if math.isinf(epsilon):
-        return MAX_SCHEDULE_ITERATIONS
-    single = accounting.gaussian_noise_multiplier(epsilon, delta, 1)
-    value = n_samples / (single * clip) * math.sqrt(2.0 * smoothness * initial_gap / n_params)
     return int(min(MAX_SCHEDULE_ITERATIONS, max(1, math.ceil(value))))
 
 
@@ -209,8 +209,7 @@ def plan_dp_gd(n_samples, n_params, epsilon, delta, call):
         The arguments of the run (a :class:`~sklearn_dp.solvers.SolverCall`).
         The number of steps is ``max_iter``; without it,
         ``DEFAULT_GD_ITERATIONS``, or the step count of the paper's
-        ``schedule`` (``"pl"``: :func:`pl_iterations`, ``"gradient_norm"``:
-        :func:`gradient_norm_iterations`), which need the public ``loss``,
+        ``schedule`` (:func:`schedule_iterations`), which need the public ``loss``,
         ``row_norm_bound``, ``alpha`` and ``clip_norm``.
     """
     max_iter, schedule = call.max_iter, call.schedule
@@ -230,8 +229,7 @@ def plan_dp_gd(n_samples, n_params, epsilon, delta, call):
         )
         if schedule == "pl":
             constants["pl_constant"] = _pl_constant(schedule, call.pl_constant, alpha)
-        iterations = pl_iterations if schedule == "pl" else gradient_norm_iterations
-        max_iter = iterations(n_samples, n_params, epsilon, delta, **constants)
+        max_iter = schedule_iterations(schedule, n_samples, n_params, epsilon, delta, **constants)
     return gaussian_plan(epsilon, delta, max_iter)
 
 
@@ -311,11 +309,11 @@ def dp_gd(
           penalty makes a convex objective mu-strongly convex, hence PL;
           the loss need not be convex), and is L-smooth.  Plain steps of
           ``1 / L``, last iterate, ``T = (L / mu) ln(2 mu^2 n^2 e_0 / (L d
-          sigma_1^2 C^2))`` (see :func:`pl_iterations`).
+          sigma_1^2 C^2))`` (see :func:`schedule_iterations`).
         * ``"gradient_norm"`` (Theorem 6.3): any L-smooth loss, possibly
           non-convex; bounds ``E ||grad F(x_tau)||^2``.  Plain steps of
           ``1 / L``, random iterate, ``T = (n / (sigma_1 C)) sqrt(2 L e_0 /
-          d)`` (see :func:`gradient_norm_iterations`).
+          d)`` (see :func:`schedule_iterations`).
 
         Both are capped at ``MAX_SCHEDULE_ITERATIONS`` steps.  ``max_iter``,
         ``output`` and ``momentum`` override what the schedule sets.

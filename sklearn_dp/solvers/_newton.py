@@ -583,10 +583,7 @@ def certified_minimize(
     if second.gradient_norm <= target or not accelerate:
         return replace(best, stage="newton-extended", extra_steps=EXTENSION_NEWTON_STEPS)
 
-    def certificate(W):
-        return gradient_norm(X, y, loss, W, regularization=lam, linear_term=linear_term)
-
-    zero_norm = certificate(np.zeros_like(B))
+    zero_norm = _norm(_gradient(X, y, loss, np.zeros_like(B), lam, B))  # the certificate of 0
     start, r0 = best.coef, best.gradient_norm
     if r0 > zero_norm:  # the accelerated stage starts at the better of the two
         start, r0 = np.zeros_like(B), zero_norm
@@ -602,7 +599,7 @@ def certified_minimize(
     )
     return InnerSolve(
         coef=np.array(coef, dtype=float),
-        gradient_norm=certificate(coef),
+        gradient_norm=_norm(_gradient(X, y, loss, coef, lam, B)),
         stage="accelerated",
         extra_steps=EXTENSION_NEWTON_STEPS + n_accelerated,
     )

@@ -46,14 +46,9 @@ def _threshold(name, kind):
     return None if spec is None else getattr(spec, kind)
 
 
-_ALTERNATIVES = {
-    "regression": (
-        "solver='dp_newton' or 'dp_ssp' (squared loss) or 'dp_cd', which spend the budget on "
-        "far fewer noisy releases"
-    ),
-    "classification": (
-        "solver='dp_newton' or 'dp_cd', which spend the budget on far fewer noisy releases"
-    ),
+_TRIVIAL_AND_ALTERNATIVES = {  # by whether the loss is a classification loss
+    False: ("the mean label (R^2 0)", "solver='dp_newton' or 'dp_ssp' (squared loss) or 'dp_cd'"),
+    True: ("the majority class", "solver='dp_newton' or 'dp_cd'"),
 }
 
 
@@ -96,14 +91,13 @@ def noise_dominated_warning(name, loss_name, proxy, *, epsilon):
     threshold = _noise_threshold(name, loss_name)
     if threshold is None or not proxy > 0 or math.isinf(epsilon) or proxy < threshold:
         return None
-    kind = "classification" if is_classification(loss_name) else "regression"
-    trivial = "the majority class" if kind == "classification" else "the mean label (R^2 0)"
+    trivial, alternatives = _TRIVIAL_AND_ALTERNATIVES[is_classification(loss_name)]
     return (
         f"{name}: the noise of its steps likely outweighs the signal at epsilon={epsilon:g} "
         f"with this row count and these bounds (public estimate of the excess loss from noise "
         f"{proxy:.3g}, above {threshold:g}): the model may predict worse than {trivial}. Use "
-        f"{_ALTERNATIVES[kind]}; or a larger epsilon, tighter public bounds (y_bound, "
-        "data_norm) or more rows."
+        f"{alternatives}, which spend the budget on far fewer noisy releases; or a larger "
+        "epsilon, tighter public bounds (y_bound, data_norm) or more rows."
     )
 
 
