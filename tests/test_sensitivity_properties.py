@@ -1544,7 +1544,7 @@ KERNEL_PROPERTIES = {
 NOT_PRE_NOISE = {"sklearn_dp._clipped_sums.svec", "sklearn_dp._clipped_sums.unsvec"}
 
 #: Solver modules every solver imports for the shared machinery; their kernels are checked once.
-SHARED_SOLVER_MODULES = {"_common", "_noisy_steps", "_registry", "_declared_options"}
+SHARED_SOLVER_MODULES = {"_common", "_noisy_steps", "_registry"}
 
 #: The private row count is not a registered solver, but every estimator fit releases it.
 ROW_COUNT_TESTS = [(THIS, "test_row_count_moves_by_at_most_one")]

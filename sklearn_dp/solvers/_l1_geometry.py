@@ -29,8 +29,8 @@ import numpy as np
 
 from .. import _noise
 from .._public_errors import public_error
-from ._declared_options import check_declared_options
 from ._gradient_descent import gradient_bound
+from ._registry import check_declared_options
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ def check_l1_options(solver, *, n_outputs, options):
 
     One output (regression or binary classification), a ``radius`` in
     ``options``, the declared types and ranges of the ``options``
-    (:func:`~sklearn_dp.solvers._declared_options.check_declared_options`:
+    (:func:`~sklearn_dp.solvers._registry.check_declared_options`:
     the registry's ranges, and the values of the string options ``output``
     and ``schedule``).
     The estimators call it (through ``SolverSpec.check``) before they

@@ -33,7 +33,6 @@ from dp_accounting import dp_event as dpe
 from .. import _noise, accounting
 from .._losses import loss_names
 from ._common import PrivacyPlan, Progress, SolverResult, make_rng
-from ._declared_options import check_declared_options
 from ._newton import (
     DEFAULT_GRADIENT_TOL,
     DEFAULT_NEWTON_STEPS,
@@ -42,6 +41,7 @@ from ._newton import (
 )
 from ._noisy_steps import plan_of_call
 from ._objective_accounting import ObjectivePerturbationDpEvent, objective_gaussian_noise_multiplier
+from ._registry import check_declared_options
 
 #: Fewest Newton steps accepted (``max_iter``): a smaller budget would rarely meet the certificate.
 MIN_NEWTON_STEPS = 10

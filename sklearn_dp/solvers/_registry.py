@@ -30,8 +30,7 @@ from numbers import Integral, Real
 from types import MappingProxyType
 
 from .._limits import MAX_SCALE, MIN_FRACTION, MIN_SCALE
-from .._sklearn_compat import Interval, StrOptions
-from ._declared_options import check_declared_options
+from .._sklearn_compat import Interval, StrOptions, validate_parameter_constraints
 
 #: Arguments of a solver that its plan does not read from the call: the plan
 #: is given its own epsilon and delta (the solver's share), and the others do
@@ -298,6 +297,28 @@ def solver_call(
     values.update(n_outputs=n_outputs, alpha=alpha, loss=loss, row_norm_bound=row_norm_bound)
     values.update(feature_bound=feature_bound)
     return SolverCall(values)
+
+
+def check_declared_options(solver, options):
+    """Raise a ValueError for an option of ``solver`` outside its declared type or range.
+
+    The estimators validate ``solver_options`` against these constraints
+    (:data:`OPTION_CONSTRAINTS` and a spec's ``option_constraints``) before
+    they reserve the spend; direct calls of a solver, its ``plan`` and its
+    ``check`` run the same validation here, so each range is declared once.
+
+    Parameters
+    ----------
+    solver : str
+        A registered solver name.
+    options : dict
+        Option names and values (public inputs); names without a declared
+        constraint are left to the solver's own checks.
+    """
+    constraints = SOLVERS[solver].constraints_of(options)
+    validate_parameter_constraints(
+        constraints, {key: options[key] for key in constraints}, caller_name=solver
+    )
 
 
 def plan_call(

@@ -37,9 +37,8 @@ from .. import _noise
 from .._losses import loss_names
 from .._public_errors import public_error
 from ._common import Progress, SolverResult, check_finite_iterate, make_rng
-from ._declared_options import check_declared_options
 from ._noisy_steps import gaussian_plan, plan_of_call
-from ._registry import SOLVERS
+from ._registry import SOLVERS, check_declared_options
 from ._resque_oracle import _BallOracle, _project_ball
 
 #: Cap on the ReSQue weight in private fits; it bounds each per-sample term by

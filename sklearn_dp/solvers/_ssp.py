@@ -26,10 +26,10 @@ from .._clipped_sums import smallest_eigenvalue, sufficient_statistics
 from .._data import row_sum
 from .._public_errors import public_error
 from ._common import PrivacyPlan, Progress, SolverResult, check_finite_iterate, make_rng
-from ._declared_options import check_declared_options
 from ._gradient_descent import project_l2_ball
 from ._l1_geometry import project_l1_ball
 from ._noisy_steps import plan_of_call, release, release_residual_squares, release_symmetric
+from ._registry import check_declared_options
 
 #: Default shares of the precision ``1 / sigma^2`` for the Gram matrix,
 #: ``X^T y`` and the smallest eigenvalue (AdaSSP splits epsilon in thirds).

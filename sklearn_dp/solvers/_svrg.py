@@ -423,6 +423,12 @@ def difference_release(
     return release(total, bound, multiplier * bound, rng, "svrg gradient difference sum")
 
 
+def _difference_bound(kind, clip, row_smoothness, W, W_snapshot):
+    if kind == "clip":
+        return 2.0 * clip
+    return min(2.0 * clip, row_smoothness * float(np.linalg.norm(W - W_snapshot)))
+
+
 # --------------------------------------------------------------------------
 # The solvers
 # --------------------------------------------------------------------------
@@ -467,9 +473,7 @@ def _fit_svrg(name, arguments):
 
         def inner_step(t, W):
             batch = _noise.poisson_sample(n_samples, rate, rng)
-            bound = 2.0 * clip  # the paper's bound; the smoothness one is adaptive (see Privacy)
-            if a.difference_bound == "smoothness":
-                bound = min(bound, row_smoothness * float(np.linalg.norm(W - W_snapshot)))
+            bound = _difference_bound(a.difference_bound, clip, row_smoothness, W, W_snapshot)
             bounds_used.append(bound)
             rows = (X.rows(batch), y[batch], row_norms[batch], D_snapshot[batch])
             noisy = difference_release(*rows, W, loss, clip, bound, multiplier, rng)
