@@ -228,6 +228,8 @@ def plan_objective_perturbation(n_samples, n_params, epsilon, delta, call):
     if delta == 0:
         event = accounting.PureEpsilonDpEvent(epsilon, "objective_perturbation")
         plan = _plan("l2_laplace", event, math.sqrt(n_params + 1.0) / epsilon_noise, details)
+        # The expected norm of b (public), its scale for the check: Gamma(m, G / eps)'s mean.
+        noise_norm = lambda glm: n_params * glm.gradient_bound / epsilon_noise
     else:
         chi_dof = call.n_outputs - 1 if call.n_outputs > 1 else 1
         delta_residual = residual_fraction * delta
@@ -240,12 +242,8 @@ def plan_objective_perturbation(n_samples, n_params, epsilon, delta, call):
         )
         details.update(chi_dof=chi_dof, residual_noise_multiplier=residual_sigma)
         plan = _plan("gaussian", event, sigma, details)
-
-    def noise_norm(glm):  # the expected norm of b (public): its scale for the check
-        if details["noise"] == "gaussian":  # E||b|| <= sqrt(E||b||^2) = sigma G sqrt(m)
-            return plan.noise_multiplier * glm.gradient_bound * math.sqrt(n_params)
-        return n_params * glm.gradient_bound / epsilon_noise  # Gamma(m, G / eps) mean
-
+        # E||b|| <= sqrt(E||b||^2) = sigma G sqrt(m)
+        noise_norm = lambda glm: sigma * glm.gradient_bound * math.sqrt(n_params)
     solver = "objective_perturbation"
     details.update(
         _certify(solver, n_samples, call, epsilon_det=epsilon_det, noise_norm=noise_norm)
