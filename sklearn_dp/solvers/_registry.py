@@ -290,13 +290,9 @@ def solver_call(
     -------
     SolverCall
     """
-    values = {
-        name: options[name] if name in options else default
-        for name, default in spec.call_defaults.items()
-    }
+    values = {name: options.get(name, default) for name, default in spec.call_defaults.items()}
     values.update(n_outputs=n_outputs, alpha=alpha, loss=loss, row_norm_bound=row_norm_bound)
-    values.update(feature_bound=feature_bound)
-    return SolverCall(values)
+    return SolverCall(dict(values, feature_bound=feature_bound))
 
 
 def check_declared_options(solver, options):
