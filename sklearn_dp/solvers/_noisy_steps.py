@@ -185,20 +185,13 @@ def plan_of_call(name, arguments):
 
     if arguments.get("plan") is not None:
         return arguments["plan"]
-    data = arguments["data"]
+    data, epsilon, delta = arguments["data"], arguments["epsilon"], arguments["delta"]
     # Its options and n_outputs, alpha, l1_ratio: all the plan reads of the call.
     keywords = {key: arguments[key] for key in get_solver(name).call_defaults if key in arguments}
     n_params = data.design.n_columns * keywords["n_outputs"]
+    public = dict(row_norm_bound=data.row_norm_bound, feature_bound=data.feature_bound)
     return plan_call(
-        name,
-        data.n_public,
-        n_params,
-        arguments["epsilon"],
-        arguments["delta"],
-        loss=arguments["loss"],
-        row_norm_bound=data.row_norm_bound,
-        feature_bound=data.feature_bound,
-        **keywords,
+        name, data.n_public, n_params, epsilon, delta, loss=arguments["loss"], **public, **keywords
     )
 
 

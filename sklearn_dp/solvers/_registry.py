@@ -389,15 +389,8 @@ def plan_call(
             f"{unknown} are not options of solver={solver!r}; it accepts {sorted(spec.options)}."
         )
     check_declared_options(solver, options)
-    call = solver_call(
-        spec,
-        options,
-        n_outputs=n_outputs,
-        alpha=alpha,
-        loss=loss,
-        row_norm_bound=row_norm_bound,
-        feature_bound=feature_bound,
-    )
+    public = dict(n_outputs=n_outputs, alpha=alpha, loss=loss, row_norm_bound=row_norm_bound)
+    call = solver_call(spec, options, feature_bound=feature_bound, **public)
     return spec.plan(n_samples, n_params, epsilon, delta, call)
 
 

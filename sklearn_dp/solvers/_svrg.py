@@ -122,14 +122,10 @@ def svrg_event(snapshot_multiplier, difference_multiplier, sampling_probability,
     The parts are a tuple (not a list) so that the event is hashable: budgets
     and the estimators' joint calibration with the row count cache on events.
     """
-    return dpe.ComposedDpEvent(
-        (
-            accounting.gaussian_steps_event(snapshot_multiplier, n_epochs),
-            accounting.subsampled_gaussian_steps_event(
-                difference_multiplier, sampling_probability, n_inner
-            ),
-        )
-    )
+    snapshots = accounting.gaussian_steps_event(snapshot_multiplier, n_epochs)
+    rate = sampling_probability
+    inner = accounting.subsampled_gaussian_steps_event(difference_multiplier, rate, n_inner)
+    return dpe.ComposedDpEvent((snapshots, inner))
 
 
 def approximate_difference_multiplier(epsilon, delta, rate, n_inner, snapshot_share):
