@@ -239,13 +239,12 @@ def _line_search(dphi, slope0, n_rounds=LINE_SEARCH_ROUNDS, width=LINE_SEARCH_WI
                 secant = lo - f_lo * (hi - lo) / (f_hi - f_lo)
                 secant = min(max(secant, lo + 1e-12 * (hi - lo)), hi - 1e-12 * (hi - lo))
             ts = np.append(points, secant)
-        values = dphi(ts).tolist()
-        points = ts.tolist()
+        slopes = list(zip(ts.tolist(), dphi(ts).tolist()))
         # A slope that is not finite counts as an overshoot (a fixed rule).
-        for t, f in zip(points, values):
+        for t, f in slopes:
             if not f < 0 and lo < t < hi:
                 hi, f_hi = t, (f if math.isfinite(f) else math.inf)
-        for t, f in zip(points, values):
+        for t, f in slopes:
             if f < 0 and lo < t < hi:
                 lo, f_lo = t, f
     return lo

@@ -430,12 +430,10 @@ def _acsa(round_, *, lam, start, project, stages, smoothness, setting, normalize
             x, aggregate = W
             a = 2.0 / (t + 2.0)
             g = 4.0 * smoothness / ((t + 1.0) * (t + 2.0))
-            middle = ((1 - a) * (lam + g) * aggregate + a * ((1 - a) * lam + g) * x) / (
-                g + (1 - a * a) * lam
-            )
+            c1 = (1 - a) * lam + g
+            middle = ((1 - a) * (lam + g) * aggregate + a * c1 * x) / (g + (1 - a * a) * lam)
             gradient = gradient_at(middle, releases[t])
             first += releases[t]
-            c1 = (1 - a) * lam + g
             x = project((c1 * x + a * lam * middle - a * gradient) / (c1 + a * lam))
             return np.stack([x, a * x + (1 - a) * aggregate]), None
 
