@@ -38,11 +38,6 @@ DEFAULT_GD_ITERATIONS_NOISELESS = 400
 #: ``"gradient_norm"``), whose formulas grow with n and the condition number.
 MAX_SCHEDULE_ITERATIONS = 5000
 
-_NEEDS_PL_CONSTANT = (
-    "schedule='pl' needs a Polyak-Lojasiewicz constant: pass pl_constant > 0 "
-    "(a public lower bound), or use an L2 penalty (alpha is then the default)."
-)
-
 
 def _pl_constant(schedule, pl_constant, alpha):
     """The PL constant of ``schedule='pl'`` (default ``alpha``); refuses none > 0.
@@ -52,7 +47,10 @@ def _pl_constant(schedule, pl_constant, alpha):
     """
     if schedule == "pl" and pl_constant is None:
         if alpha is not None and not alpha > 0:
-            raise ValueError(_NEEDS_PL_CONSTANT)
+            raise ValueError(
+                "schedule='pl' needs a Polyak-Lojasiewicz constant: pass pl_constant > 0 "
+                "(a public lower bound), or use an L2 penalty (alpha is then the default)."
+            )
         return alpha
     return pl_constant
 

@@ -472,8 +472,7 @@ def accelerated_descent(
     lam, L = float(regularization), float(smoothness)
     B = _linear_term(linear_term, shape)
     momentum = (math.sqrt(L) - math.sqrt(lam)) / (math.sqrt(L) + math.sqrt(lam))
-    x = np.array(start, dtype=float).reshape(shape)
-    x_previous = x
+    x = x_previous = np.array(start, dtype=float).reshape(shape)
     for _ in range(int(n_steps)):
         point = x + momentum * (x - x_previous)
         x_next = point - _gradient(X, y, loss, point, lam, B) / L
