@@ -44,16 +44,16 @@ __all__ = ["dp_nystrom", "plan_dp_nystrom"]
 DEFAULT_RANK = 16
 #: Widest dense design (features plus intercept) for which ``solver="auto"``
 #: keeps dp_newton; dp_nystrom beyond.  Measured (benchmarks/results/
-#: width_switch.md; CPU time over scikit-learn's, one thread, epsilon 1, and
-#: test score; dp_newton / dp_nystrom): at 200 features dp_newton is the
-#: faster (logistic 1e5 rows 0.77x / 0.98x, ridge 0.63x / 0.79x; 1e4 rows
-#: 1.6x / 1.4x) at the same accuracy (logistic 0.811 / 0.809, ridge 0.788 /
-#: 0.766), at 256 the two cost about the same, and from 500 dp_nystrom is the
-#: faster and at least as accurate (1e5 x 500 logistic 1.01x / 0.70x, 0.809
-#: / 0.810; ridge 0.65x / 0.46x, R^2 0.570 / 0.742).  Switching where the
-#: times cross leaves no step in time or accuracy; the old switch at 1000
-#: columns dropped the time 2.7x.  The width is public; the row count is not
-#: consulted.
+#: width_switch.md; CPU time over scikit-learn's, one thread, and test score,
+#: epsilon 1; dp_newton / dp_nystrom): at 200 features dp_newton is the faster
+#: on 1e5 rows (logistic 0.77x / 0.98x, ridge 0.63x / 0.79x) and about as
+#: accurate (logistic 0.811 / 0.809, ridge 0.788 / 0.766); at 256 the times
+#: are within 1.5x of each other either way; from 500 dp_nystrom is the faster
+#: everywhere and as accurate, within 0.02 at 1e4 rows, and far ahead on ridge
+#: at 1e5 rows (1e5 x 500: logistic 1.01x / 0.70x, 0.809 / 0.810; ridge 0.65x
+#: / 0.46x, R^2 0.570 / 0.742).  Switching where the times cross leaves no
+#: step in time or accuracy; the old switch at 1000 columns dropped the time
+#: 2.7x.  The width is public; the row count is not consulted.
 AUTO_NEWTON_MAX_COLUMNS = 256
 #: Default steps with noise and without it (epsilon is public).
 DEFAULT_STEPS = 10
