@@ -61,6 +61,8 @@ from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor
 from sklearn_dp._data import bound_data
 from sklearn_dp._losses import get_loss
 from sklearn_dp.solvers import get_solver
+from sklearn_dp.solvers._nystrom import AUTO_NEWTON_MAX_COLUMNS
+from sklearn_dp.solvers._second_order import AUTO_SSP_ENTRYWISE_MAX_FEATURES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import add_threads_argument, environment, limit_threads, log
@@ -260,7 +262,8 @@ def logistic_methods():
 
 def _second_order_default(X):
     """The solver ``auto`` picks for a smooth L2 fit of X with an intercept (public width)."""
-    return "dp_newton" if X.shape[1] + 1 <= 1000 and not sp.issparse(X) else "dp_nystrom"
+    narrow = X.shape[1] + 1 <= AUTO_NEWTON_MAX_COLUMNS
+    return "dp_newton" if narrow and not sp.issparse(X) else "dp_nystrom"
 
 
 def ridge_methods():
@@ -326,7 +329,9 @@ def lasso_methods():
             "default (auto: dp_ssp / dp_cd)",
             dp(),
             solver_path=lambda X, y: _solver_path(
-                "dp_ssp" if X.shape[1] <= 64 else "dp_cd", "squared", dict(kind="lasso")
+                "dp_ssp" if X.shape[1] <= AUTO_SSP_ENTRYWISE_MAX_FEATURES else "dp_cd",
+                "squared",
+                dict(kind="lasso"),
             )(X, y),
         ),
         Method("dp_cd (old default)", dp("dp_cd")),

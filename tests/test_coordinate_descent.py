@@ -98,7 +98,10 @@ def reference_dp_cd(
         if structure.kind == "partition" and len(structure.blocks) > 1:
             b = len(structure.blocks)
             if structure.weighting == "uniform":
-                draws = rng.integers(b, size=n_inner)
+                # Random reshuffling: each pass a fresh permutation of the blocks
+                # (a narrow X: the column cache holds one block, so no chunks).
+                passes = -(-n_inner // b)
+                draws = np.concatenate([rng.permutation(b) for _ in range(passes)])[:n_inner]
             else:
                 draws = rng.choice(b, size=n_inner, p=probabilities)
         for k in range(n_inner):
@@ -1370,3 +1373,30 @@ def test_row_steps_average_every_iterate_and_a_callback_stops_the_run():
     )
     assert seen == [0, 1, 2, 3, 4]
     np.testing.assert_array_equal(last, noisy_steps(full_step, start.copy(), 4, name="test")[0])
+
+
+def test_reshuffled_draws_visit_every_block_once_a_pass_by_contiguous_chunks():
+    from sklearn_dp._design import Design
+    from sklearn_dp.solvers import _coordinate_descent
+
+    draws = _coordinate_descent.reshuffled_draws(np.random.default_rng(0), 23, 23 * 3 + 5, 4)
+    assert draws.shape == (74,)
+    for start in range(0, 69, 23):
+        one_pass = draws[start : start + 23]
+        np.testing.assert_array_equal(np.sort(one_pass), np.arange(23))
+        # Chunks of 4 consecutive blocks (the last one shorter), each in order.
+        at = 0
+        while at < 23:
+            first = int(one_pass[at])
+            size = min(4, 23 - first)
+            assert first % 4 == 0
+            np.testing.assert_array_equal(one_pass[at : at + size], np.arange(first, first + size))
+            at += size
+    assert len(set(map(tuple, draws[:69].reshape(3, 23)))) > 1  # a fresh order each pass
+    # The chunk is the cache's share of the columns: public (width, dtype, block sizes).
+    X = np.zeros((7, 200))
+    singles = [np.array([j]) for j in range(200)]
+    assert _coordinate_descent._ColumnBlocks(Design(X), singles).chunk == 20
+    assert _coordinate_descent._ColumnBlocks(Design(X.astype(np.float32)), singles).chunk == 10
+    pairs = [np.arange(j, j + 2) for j in range(0, 200, 2)]
+    assert _coordinate_descent._ColumnBlocks(Design(X), pairs).chunk == 10

@@ -253,3 +253,27 @@ def test_private_wide_sparse_fit_beats_the_majority_and_prints_each_step(capsys)
     assert model.score(X, y) >= max(y.mean(), 1 - y.mean())
     err = capsys.readouterr().err
     assert "curvature sketch released" in err and "[dp_nystrom] iter 10/10 grad_norm=" in err
+
+
+@pytest.mark.parametrize(
+    "make, labels",
+    [
+        (lambda: DPLogisticRegression(data_norm=1.0, classes=[0, 1], random_state=0), "binary"),
+        (lambda: DPSCORegressor(data_norm=1.0, y_bound=1.0, random_state=0), "real"),
+    ],
+)
+def test_auto_switches_from_dp_newton_to_dp_nystrom_at_a_public_width(make, labels):
+    """Dense X: dp_newton up to AUTO_NEWTON_MAX_COLUMNS columns (intercept included), then dp_nystrom."""
+    rng = np.random.default_rng(0)
+    widest = module.AUTO_NEWTON_MAX_COLUMNS
+    for n_features, intercept, solver in [
+        (widest - 1, True, "dp_newton"),
+        (widest, True, "dp_nystrom"),
+        (widest, False, "dp_newton"),
+    ]:
+        X = rng.normal(size=(200, n_features)) / math.sqrt(n_features)
+        y = (X[:, 0] > 0).astype(int) if labels == "binary" else np.clip(X[:, 0], -1, 1)
+        model = make().set_params(fit_intercept=intercept)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert model.fit(X, y).solver_ == solver

@@ -19,6 +19,7 @@ from .._losses import get_loss
 from .._public_errors import public_error
 from .._sklearn_compat import Interval, StrOptions
 from ..solvers import AutoChoice
+from ..solvers._nystrom import AUTO_NEWTON_MAX_COLUMNS
 from ..solvers._second_order import second_order_fits
 from ._base import (
     BaseDPEstimator,
@@ -168,9 +169,10 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
         ``dp_accmd`` for an L1-ball constraint, for the ``"l1"`` and
         ``"elasticnet"`` penalties ``dp_cd`` (``dp_svrg_pp`` when no
         ``feature_bound`` is given, which dp_cd needs), otherwise ``dp_newton``
-        up to 1000 columns (features plus intercept) without ``radius`` and
-        ``dp_gd`` beyond or with an L2 ball (never a function of the private
-        row count: the number of features is public).
+        on dense X up to 256 columns (features plus intercept), ``dp_nystrom``
+        on sparse X or beyond, without ``radius``, and ``dp_gd`` with an L2
+        ball (never a function of the private row count: the number of
+        features is public).
     max_iter : int or None, default=None
         Number of noisy steps (for ``dp_cd``: passes over the coordinates; for
         ``dp_svrg`` and ``dp_svrg_pp``: epochs); None uses the solver's default
@@ -411,10 +413,12 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
         ),
         AutoChoice(
             "dp_newton",
-            when=lambda est, problem, public: second_order_fits(public) and not public.sparse,
+            when=lambda est, problem, public: (
+                second_order_fits(public, AUTO_NEWTON_MAX_COLUMNS) and not public.sparse
+            ),
             why="one Gram matrix and five accelerated steps: as accurate as dp_gd's 100 "
             "steps or more and 10-20x faster (benchmarks/results/speed.md), up to the "
-            "width where its d x d Gram matrix costs more than dp_gd's passes",
+            "width where its d x d Gram matrix costs more than dp_nystrom's sketch",
         ),
         AutoChoice(
             "dp_nystrom",

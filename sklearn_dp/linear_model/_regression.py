@@ -16,6 +16,7 @@ from .._data import scale_labels
 from .._losses import get_loss, loss_names
 from .._sklearn_compat import Interval, StrOptions
 from ..solvers import AutoChoice
+from ..solvers._nystrom import AUTO_NEWTON_MAX_COLUMNS
 from ..solvers._pnorm import pnorm
 from ..solvers._second_order import second_order_fits
 from ._base import (
@@ -181,8 +182,9 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
         absolute loss; otherwise ``objective_perturbation`` when ``delta=0``,
         ``dp_sgd`` for the absolute and quantile losses, for the ``"l1"`` and
         ``"elasticnet"`` penalties ``dp_ssp`` with the squared loss (up to 1000
-        columns) and ``dp_cd`` otherwise, then ``dp_newton`` up to 1000 columns
-        without ``radius`` and ``dp_gd`` beyond or with an L2 ball (the
+        columns) and ``dp_cd`` otherwise, then ``dp_newton`` on dense X up to
+        256 columns (features plus intercept), ``dp_nystrom`` on sparse X or
+        beyond, without ``radius``, and ``dp_gd`` with an L2 ball (the
         number of features is public, the row count never consulted); and ``"resque"`` (ReSQue ball
         acceleration for Lipschitz losses: absolute, quantile, Huber; over the
         L2 ball of ``radius``, or unconstrained), which ``"auto"`` never picks:
@@ -451,7 +453,9 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
         ),
         AutoChoice(
             "dp_newton",
-            when=lambda est, problem, public: second_order_fits(public) and not public.sparse,
+            when=lambda est, problem, public: (
+                second_order_fits(public, AUTO_NEWTON_MAX_COLUMNS) and not public.sparse
+            ),
             why="as accurate as dp_gd, 8-20x faster (benchmarks/results/speed.md), unless "
             "the design is too wide for its Gram matrix or the coefficients are in a ball",
         ),

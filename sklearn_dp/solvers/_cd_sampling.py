@@ -82,9 +82,9 @@ def sampling_structure(n_columns, sampling="uniform", blocks=None, block_size=No
     sampling : {"uniform", "importance", "tau_nice", "full"}
         One of ``SAMPLINGS`` (the registry's declared values, checked before
         the plan).  ``"uniform"`` / ``"importance"`` draw one block of a partition per step
-        (single coordinates unless ``blocks`` or ``block_size`` is given), with
-        equal probabilities or probabilities proportional to the block's
-        largest smoothness constant; ``"tau_nice"`` draws ``tau`` distinct
+        (single coordinates unless ``blocks`` or ``block_size`` is given):
+        every block once a pass in a random order, or with probabilities
+        proportional to the block's largest smoothness constant; ``"tau_nice"`` draws ``tau`` distinct
         coordinates uniformly; ``"full"`` updates every coordinate.
     blocks : sequence of sequences of int, optional
         A partition of the columns (indices into the columns of the bounded

@@ -128,8 +128,6 @@ def plan_dp_cd(n_samples, n_params, epsilon, delta, call):
     differential privacy composition); ``z`` is the smallest multiplier for
     which the analytic Gaussian mechanism meets (epsilon, delta).
     """
-    if n_params % call.n_outputs:
-        raise ValueError(f"n_params={n_params} is not a multiple of n_outputs={call.n_outputs}.")
     structure = sampling_structure(
         n_params // call.n_outputs, call.sampling, call.blocks, call.block_size, call.tau
     )
@@ -156,6 +154,10 @@ def plan_dp_cd(n_samples, n_params, epsilon, delta, call):
 
 #: Share of the size of X that dp_cd may hold in copies of column blocks.
 COLUMN_CACHE_SHARE = 0.1
+#: Share of the columns (of a float64 X) in a chunk of the default draw order
+#: (:func:`reshuffled_draws`): one refill of the default cache.  The order is
+#: part of the algorithm, so it does not follow a change of the cache's size.
+DRAW_CHUNK_SHARE = 0.1
 
 
 def _nbytes(X):
@@ -190,6 +192,10 @@ class _ColumnBlocks:
         self.blocks = blocks
         self.sparse = design.sparse
         self.budget = COLUMN_CACHE_SHARE * _nbytes(design.X) if budget is None else budget
+        # Blocks per chunk of the draw order, public (width, dtype, block sizes): what
+        # fits in a refill of the default cache (float64 copies of the caller's dtype).
+        share = DRAW_CHUNK_SHARE * design.X.dtype.itemsize / 8 * design.n_features
+        self.chunk = max(1, int(share / (max(map(len, blocks)) if blocks else 1)))
         self._cache = {}
         self._buffer = None  # dense: one buffer of the budget's size, reused by every refill
 
@@ -215,12 +221,12 @@ class _ColumnBlocks:
         if not self.sparse:
             need = self.design.n_rows * union.size
             if self._buffer is None or self._buffer.size < need:
-                self._buffer = None
+                self._buffer = None  # the old buffer goes before the new one is made
                 full = int(self.budget) // 8 if math.isfinite(self.budget) else 0
                 self._buffer = np.empty(max(need, full))
             copy = self.design.columns(union, out=self._buffer)
             # Views of one Fortran-ordered array: each block is contiguous.
-            return [(None, copy[:, a:b]) for a, b in zip(edges[:-1], edges[1:])]
+            return [(slice(None), copy[:, a:b]) for a, b in zip(edges[:-1], edges[1:])]
         copy = self.design.columns(union, format="csc")
         entries = []
         for a, b in zip(edges[:-1], edges[1:]):
@@ -237,7 +243,8 @@ class _ColumnBlocks:
     def block(self, key, cols, upcoming=None):
         """``(rows, block)`` for the columns ``cols``.
 
-        ``rows``: the rows the block holds (None: all); ``block``: a matrix or
+        ``rows``: the rows the block holds (``slice(None)`` for all of them, so
+        that ``Z[rows]`` is a view of ``Z``); ``block``: a matrix or
         a :class:`~sklearn_dp._design.ColumnView` of those rows.  ``key`` is
         the block's index in the partition (None for a set drawn for this step
         only); ``upcoming`` the indices of the blocks drawn next (from this one on).
@@ -245,7 +252,7 @@ class _ColumnBlocks:
         if key is not None and key in self._cache:
             return self._cache[key]
         if self._cost(cols) > self.budget:
-            return None, self.design.column_view(cols)
+            return slice(None), self.design.column_view(cols)
         if key is None:
             self._cache.clear()  # the buffer is reused
             return self._extract([cols])[0]
@@ -265,6 +272,22 @@ class _ColumnBlocks:
         entries = self._extract([self.blocks[index] for index in chosen])
         self._cache = dict(zip(chosen, entries))
         return self._cache[key]
+
+
+def reshuffled_draws(rng, n_blocks, n_draws, chunk):
+    """Block indices of ``n_draws`` steps: every pass visits each block once (random reshuffling).
+
+    A pass takes the chunks of ``chunk`` consecutive blocks in a random order
+    and the blocks of a chunk in order, so the copies of column blocks
+    (:class:`_ColumnBlocks`, whose cache holds a chunk) are made from
+    contiguous column ranges of row-major X: about one read of X per pass,
+    where independent uniform draws read all of X at every refill of the
+    cache.  Public randomness; ``chunk`` is a function of public inputs.
+    """
+    chunks = np.array_split(np.arange(n_blocks), range(chunk, n_blocks, chunk))
+    n_passes = -(-n_draws // n_blocks)  # a fresh order of the chunks for each pass
+    order = [chunks[i] for _ in range(n_passes) for i in rng.permutation(len(chunks))]
+    return np.concatenate(order)[:n_draws]
 
 
 def _block_product(X_block, change):
@@ -367,9 +390,11 @@ def dp_cd(
         tau-nice sampling; it costs about one full gradient.
     sampling : {"uniform", "importance", "tau_nice", "full"}, default="uniform"
         How the set ``U`` is drawn: one block of a partition (single
-        coordinates unless ``blocks``/``block_size`` is given) uniformly
-        (DP-CD) or with probability proportional to the block's largest
-        ``M_j`` (importance sampling); ``tau`` distinct coordinates uniformly;
+        coordinates unless ``blocks``/``block_size`` is given), each pass
+        visiting every block once in a random order (DP-CD with random
+        reshuffling, by chunks of consecutive blocks:
+        :func:`reshuffled_draws`), or with probability proportional to the
+        block's largest ``M_j`` (importance sampling); ``tau`` distinct coordinates uniformly;
         or every coordinate (diagonally preconditioned full-batch DP-GD).
     blocks : sequence of sequences of int, optional
         A partition of the columns of the bounded data (intercept column last);
@@ -406,9 +431,8 @@ def dp_cd(
         without restarts, the average of the iterates of its second half, or
         the last iterate.  Default: ``"average"`` with noise, ``"last"``
         without (``epsilon=inf``: averaging only tames noise, and halves the
-        progress of a pass).  Without noise the default schedule also visits
-        the blocks of a uniform partition in a fresh random order each pass
-        (random reshuffling) and stops once a pass moves no coefficient by
+        progress of a pass).  Without noise the default schedule also
+        stops once a pass moves no coefficient by
         more than :data:`NONPRIVATE_CD_TOL` (1e-3) of the largest (nothing is
         private then; a given ``max_iter`` runs in full).
         All three are post-processing.  In the benchmark the paper's
@@ -554,8 +578,6 @@ def dp_cd(
             cols = np.sort(rng.choice(n_columns, size=structure.tau, replace=False))
             rows, X_block = columns.block(None, cols)
             block_bound = set_clip_threshold(clip, feature_bound, cols)
-        # The rows the block holds (all of them: a slice, whose Z[...] is a view of Z).
-        rows = slice(None) if rows is None else rows
         # The Gaussian mechanism of the gateway on the block's clipped gradient sum
         # (sensitivity block_bound in L2, noise z * block_bound).
         total = block_clipped_gradient_sum(X_block, Z[rows], y[rows], loss, block_bound)
@@ -565,8 +587,7 @@ def dp_cd(
         grad += l2[cols, None] * old
         new = old - step_sizes[cols, None] * grad
         if has_l1:
-            t = threshold[cols, None]
-            new = np.sign(new) * np.maximum(np.abs(new) - t, 0.0)
+            new = np.sign(new) * np.maximum(np.abs(new) - threshold[cols, None], 0.0)
         change = new - old
         Z[rows] += _block_product(X_block, change)
         steps_done += 1
@@ -596,16 +617,8 @@ def dp_cd(
         Z = design.matmul(W)
         draws = np.zeros(n_inner, dtype=np.int64)  # a single block: block 0 at every step
         if structure.kind == "partition" and len(structure.blocks) > 1:
-            if stop_tol is not None and structure.weighting == "uniform":
-                # Without noise, the default schedule visits the blocks in a fresh
-                # random order each pass (random reshuffling), which converges in
-                # fewer passes than draws with replacement.
-                n_blocks = len(structure.blocks)
-                draws = np.concatenate(
-                    [rng.permutation(n_blocks) for _ in range(-(-n_inner // n_blocks))]
-                )[:n_inner]
-            elif structure.weighting == "uniform":
-                draws = rng.integers(len(structure.blocks), size=n_inner)
+            if structure.weighting == "uniform":
+                draws = reshuffled_draws(rng, len(structure.blocks), n_inner, columns.chunk)
             else:
                 draws = rng.choice(len(structure.blocks), size=n_inner, p=probabilities)
         stop = end_of_pass if stop_tol is not None and output == "last" else None

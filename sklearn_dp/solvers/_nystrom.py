@@ -1,8 +1,8 @@
 """Private Newton steps on a released low-rank sketch of the curvature (``dp_nystrom``).
 
 ``dp_newton`` releases the d x d Gram matrix once and decomposes it: O(n d^2)
-flops, d^2 / 2 noisy entries and an O(d^3) decomposition, which beyond about
-a thousand columns cost more than first-order steps.  ``dp_nystrom`` releases
+flops, d^2 / 2 noisy entries and an O(d^3) decomposition, which beyond a few
+hundred columns cost more than a sketch (``AUTO_NEWTON_MAX_COLUMNS``).  ``dp_nystrom`` releases
 instead the Gram matrix times a public random matrix ``Omega`` with ``k``
 orthonormal columns (``X^T X Omega``: two products of X with ``k`` columns,
 ``d k`` noisy entries), builds from it the Nystrom approximation of the Gram
@@ -42,6 +42,19 @@ __all__ = ["dp_nystrom", "plan_dp_nystrom"]
 #: 1e5 x 1e4 rank 16 costs 0.9-1.05x lbfgs and rank 64 2.2x, at the same
 #: accuracy: beyond the few directions the noise leaves, the floor decides.
 DEFAULT_RANK = 16
+#: Widest dense design (features plus intercept) for which ``solver="auto"``
+#: keeps dp_newton; dp_nystrom beyond.  Measured (benchmarks/results/
+#: width_switch.md; CPU time over scikit-learn's, one thread, and test score,
+#: epsilon 1; dp_newton / dp_nystrom): at 200 features dp_newton is the faster
+#: on 1e5 rows (logistic 0.77x / 0.98x, ridge 0.63x / 0.79x) and about as
+#: accurate (logistic 0.811 / 0.809, ridge 0.788 / 0.766); at 256 the times
+#: are within 1.5x of each other either way; from 500 dp_nystrom is the faster
+#: everywhere and as accurate, within 0.02 at 1e4 rows, and far ahead on ridge
+#: at 1e5 rows (1e5 x 500: logistic 1.01x / 0.70x, 0.809 / 0.810; ridge 0.65x
+#: / 0.46x, R^2 0.570 / 0.742).  Switching where the times cross leaves no
+#: step in time or accuracy; the old switch at 1000 columns dropped the time
+#: 2.7x.  The width is public; the row count is not consulted.
+AUTO_NEWTON_MAX_COLUMNS = 256
 #: Default steps with noise and without it (epsilon is public).
 DEFAULT_STEPS = 10
 DEFAULT_STEPS_NOISELESS = 30
