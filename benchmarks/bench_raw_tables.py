@@ -405,13 +405,18 @@ def run(table_list, epsilons, seeds, failures, warned, methods=tuple(METHODS[:-1
     return results
 
 
-def _fmt(values, digits=3):
+def _number(value, digits=3):
+    # Regression scores can be catastrophically negative: show them as they are.
+    return f"{value:.{digits}f}" if abs(value) < 1e4 else f"{value:.3g}"
+
+
+def _fmt(values, digits=3, worst=False):
     finite = [v for v in values if not math.isnan(v)]
     if not finite:
         return "failed"
-    m = median(finite)
-    # Regression scores can be catastrophically negative: show them as they are.
-    text = f"{m:.{digits}f}" if abs(m) < 1e4 else f"{m:.3g}"
+    text = _number(median(finite), digits)
+    if worst:
+        text += f" ({_number(min(finite), digits)})"
     if len(finite) < len(values):
         text += f" ({len(values) - len(finite)} failed)"
     return text
@@ -458,12 +463,24 @@ def targets(results, epsilons):
     return lines
 
 
-def report(table_list, results, epsilons, seeds, failures, warned, command, seconds, methods=None):
+def report(
+    table_list,
+    results,
+    epsilons,
+    seeds,
+    failures,
+    warned,
+    command,
+    seconds,
+    methods=None,
+    worst=False,
+):
     methods = list(methods or METHODS[:-1])
+    what = "medians (worst seed)" if worst else "medians"
     out = [
         "# Raw tables in natural units: defaults vs StandardScaler + model\n",
         f"Command: `{command}`  \n{environment()}  \n"
-        f"Seeds: {list(seeds)}; medians over the seeds; {seconds / 60:.1f} min.\n",
+        f"Seeds: {list(seeds)}; {what} over the seeds; {seconds / 60:.1f} min.\n",
         "Columns: `defaults` = the private estimator at its defaults but epsilon "
         "(`DPLogisticRegression(epsilon)` / `DPSCORegressor(epsilon)`); `feature_scaling` = "
         "the same with `feature_scaling=True`; `DP scaler + model` = "
@@ -483,7 +500,7 @@ def report(table_list, results, epsilons, seeds, failures, warned, command, seco
         ]
         for epsilon in epsilons:
             for method in methods:
-                row.append(_fmt(results[(table.name, method, epsilon)]))
+                row.append(_fmt(results[(table.name, method, epsilon)], worst=worst))
         rows.append(row)
     out.append(md_table(headers, rows) + "\n")
     out.append("## Targets\n")
@@ -518,6 +535,9 @@ def main(argv=None):
         "--epsilons", nargs="*", type=float, default=[0.5, 1.0, 2.0], help="epsilons"
     )
     parser.add_argument("--output", default=None, help="report path")
+    parser.add_argument(
+        "--worst", action="store_true", help="show the worst seed beside each median"
+    )
     add_threads_argument(parser)
     args = parser.parse_args(argv)
     limit_threads(args.threads)
@@ -558,6 +578,7 @@ def main(argv=None):
         command.strip(),
         time.perf_counter() - start,
         methods,
+        worst=args.worst,
     )
     print(text)
     path = args.output or RESULTS_DIR / (

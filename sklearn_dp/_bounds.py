@@ -48,10 +48,16 @@ Centre of signed values (labels, features of the scalers)
     A label range's centre takes the candidates of this grid within a
     released magnitude only (:func:`center_candidates`).
 
-A range is ``[c - h, c + h]``: a magnitude ``M`` (an upper bound of
-``|v_i|``), a centre ``c`` (a median among the centres within ``M``) and an upper
-bound ``h <= M + |c|`` of ``|v_i - c|``, a third of epsilon each
-(:func:`release_range`).
+A range is ``[c - h, c + h]``, released as one event of its whole epsilon
+(:func:`release_range`).  With enough evidence (released rows times
+epsilon at least :data:`RANGE_REFINE_EVIDENCE`): a magnitude ``M`` (an upper
+bound of ``|v_i|``), a centre ``c`` (a median among the centres within
+``M``) and an upper bound ``h <= M + |c|`` of ``|v_i - c|``, a third of
+epsilon each.  Below it, a third of epsilon per release is too little for
+any of them (a centre near 0 and a half-width of 10 were drawn for labels
+in 25..346 in most fits), and the range is one exponential mechanism on the
+whole epsilon over *signed magnitudes*: ``[-M, M]``, ``[0, M]`` or
+``[-M, 0]`` (:func:`signed_magnitude_counts`).
 
 Each release goes through the noise gateway (:func:`sklearn_dp._noise.exponential`)
 and is recorded as ``PureEpsilonDpEvent(epsilon, "exponential mechanism: ...")``
@@ -82,6 +88,13 @@ __all__ = [
     "TILT",
     "BOUNDS_EPSILON_FRACTION",
     "LABEL_RANGE_EPSILON_FRACTION",
+    "RANGE_REFINE_EVIDENCE",
+    "SIGNED_PREFERENCE",
+    "LOW_RANGE_EVIDENCE",
+    "LOW_EVIDENCE_WINDOW",
+    "signed_magnitude_window",
+    "signed_magnitude_counts",
+    "release_signed_magnitude",
     "BoundRelease",
     "upper_bound_utilities",
     "center_utilities",
@@ -130,6 +143,36 @@ BOUNDS_EPSILON_FRACTION = 0.1
 #: release about as reliable as the half of BOUNDS_EPSILON_FRACTION a
 #: two-release range would give.  Measured with ``benchmarks/bench_raw_tables.py``.
 LABEL_RANGE_EPSILON_FRACTION = 0.15
+#: A range with a released centre is refined by three releases (magnitude,
+#: centre, half-width, a third of its epsilon each) only from this many
+#: released rows times the range's epsilon: about 33 per release, where
+#: they clipped half the labels in at most 0.2% of 600 simulated draws
+#: (diabetes' labels, and Gaussian labels centred at 0 or far from it),
+#: against 7% to 33% at 46; below, one release of a signed magnitude on the
+#: whole epsilon (:func:`release_signed_magnitude`), measured on diabetes
+#: with ``benchmarks/bench_raw_tables.py --worst``.
+RANGE_REFINE_EVIDENCE = 100.0
+#: Utility, in shares of the released row count, by which a one-signed range
+#: (``[0, M]`` or ``[-M, 0]``, half as wide) is preferred to ``[-M, M]``
+#: when they clip equally many rows: labels of one sign then get the
+#: narrower range in most fits, and labels of both signs lose nothing
+#: (half of them lie on the other side).
+SIGNED_PREFERENCE = 0.02
+#: Below this many released rows times the range's epsilon the signed
+#: magnitude's window is :data:`LOW_EVIDENCE_WINDOW` instead of the labels'
+#: 4, and the fit warns (:mod:`sklearn_dp.linear_model._released_warnings`).
+LOW_RANGE_EVIDENCE = 20.0
+#: A wider window counts fewer rows near 0 against a good range (of
+#: diabetes' labels, 14% lie below a sixth of 400, 33% below a quarter), so
+#: its margin over the ranges that miss every label or are far
+#: too wide grows, and these are drawn several times less often: at 14 rows
+#: times epsilon, 4% instead of 11% of simulated draws on Gaussian labels
+#: centred at 0 clip half of them, 0.3% instead of 1.3% are over 100 times
+#: too wide; the range is up to 1.3 times wider.  On diabetes at epsilon 0.3
+#: (100 splits, defaults) the worst R^2 rose from -8.6e5 to -1.75 (median
+#: -0.003 to -0.08); 10 was more robust still in simulation but cost more
+#: on diabetes (median -0.14, 14 fits below -1 instead of 6).
+LOW_EVIDENCE_WINDOW = 6.0
 #: Share of a fit's epsilon (after the label set) spent on the per-feature
 #: scales of ``feature_scaling=True`` (:func:`release_feature_scales`), split
 #: evenly over the features.  Measured with ``benchmarks/bench_raw_tables.py``.
@@ -334,11 +377,70 @@ def capped_utilities(utilities, cap):
     return utilities[: max(1, int(np.searchsorted(GRID, cap, side="right")))]
 
 
+def signed_magnitude_counts(values, *, window=None):
+    """Rows handled badly by each signed magnitude: shape ``(3, GRID.size)``.
+
+    Rows 0, 1, 2 are the ranges ``[-b, b]``, ``[0, b]`` and ``[-b, 0]`` for
+    each candidate ``b`` of :data:`GRID`.  A row counts against a range if it
+    lies outside it or within ``b / window`` of its end at 0 (the window
+    term of :func:`upper_bound_utilities`, on the side the range opens to):
+    ``#{|v| > b} + #{|v| < b / window}``, ``#{v > b} + #{v < b / window}``
+    and ``#{v < -b} + #{v > -b / window}``.  Counts over public candidates:
+    the counts of a union of row chunks are the sums of the chunks' counts.
+    """
+    window = WINDOW if window is None else float(window)
+    s = sorted_scores(values)
+    above = s.size - np.searchsorted(s, GRID, side="right")
+    below = np.searchsorted(s, -GRID, side="left")
+    under_small = np.searchsorted(s, GRID / window, side="left")
+    over_small = s.size - np.searchsorted(s, -GRID / window, side="right")
+    small = under_small - np.searchsorted(s, -GRID / window, side="right")
+    return np.stack([above + below + small, above + under_small, below + over_small])
+
+
+def signed_magnitude_window(n_public, epsilon, window):
+    """The signed magnitude's window: :data:`LOW_EVIDENCE_WINDOW` below :data:`LOW_RANGE_EVIDENCE`."""
+    return LOW_EVIDENCE_WINDOW if float(n_public) * epsilon < LOW_RANGE_EVIDENCE else window
+
+
+def release_signed_magnitude(counts, *, epsilon, n_public, rng, label):
+    """A DP range ``(center, half_width)`` from :func:`signed_magnitude_counts`: pure epsilon-DP.
+
+    One exponential mechanism over the ``3 * GRID.size`` signed magnitudes.
+    Each row lies in at most one of the counted sets of a candidate, and
+    adding a row never lowers a count: sensitivity 1, monotone, so
+    probabilities ``exp(epsilon * u)`` with ``u`` minus the count (less
+    :data:`SIGNED_PREFERENCE` times the public ``n_public`` for ``[-b, b]``).
+    Returns ``(0, b)``, ``(b / 2, b / 2)`` or ``(-b / 2, b / 2)``.
+    """
+    utilities = -np.asarray(counts, dtype=np.float64)
+    utilities[0] -= SIGNED_PREFERENCE * max(float(n_public), 0.0)
+    scale = 0.0 if math.isinf(epsilon) else 1.0 / float(epsilon)
+    index = _noise.exponential(
+        utilities.ravel(), sensitivity=1.0, scale=scale, rng=rng, label=label
+    )
+    sign, k = divmod(index, GRID.size)
+    bound = float(GRID[k])
+    return (0.0, bound) if sign == 0 else ((1.5 - sign) * bound, 0.5 * bound)
+
+
+def range_events(epsilon, label):
+    """The event of a label range with a released centre: one of its whole epsilon.
+
+    Its releases (one, or three of a third each) compose to pure
+    ``epsilon``-DP whichever the released count chose (basic composition,
+    the split being a function of public values).
+    """
+    return [] if math.isinf(epsilon) else [selection_event(epsilon, label)]
+
+
 def release_range(values, *, epsilon, n_public, rng, label, window=None, center=None):
-    """A DP range ``(center, half_width)`` of signed ``values``: a third of epsilon each release.
+    """A DP range ``(center, half_width)`` of signed ``values``: pure epsilon-DP, one event.
 
     ``values`` lie mostly in ``[center - half_width, center + half_width]``.
-    Three releases, each pure ``epsilon / 3``-DP, each restricted by the
+    Below :data:`RANGE_REFINE_EVIDENCE` (``n_public * epsilon``, public), one
+    release of a signed magnitude (:func:`release_signed_magnitude`).  From
+    it, three releases, each pure ``epsilon / 3``-DP, each restricted by the
     ones before it, so that no release can be far off the others:
 
     1. the *magnitude* ``M``, a DP upper bound of ``|values|``
@@ -354,7 +456,8 @@ def release_range(values, *, epsilon, n_public, rng, label, window=None, center=
        ``|v - c|`` wherever ``|v| <= M``).
 
     With a public ``center`` (0 for a model without intercept) only the
-    half-width is released, on the whole of ``epsilon``.
+    half-width is released, on the whole of ``epsilon``.  The events are
+    :func:`range_events` (with a released centre).
 
     Returns
     -------
@@ -372,8 +475,19 @@ def release_range(values, *, epsilon, n_public, rng, label, window=None, center=
             window=window,
         )
         return float(center), width.value, width.events
-    third = epsilon / 3.0
     values = np.asarray(values, dtype=np.float64)
+    if float(n_public) * epsilon < RANGE_REFINE_EVIDENCE:
+        center, half_width = release_signed_magnitude(
+            signed_magnitude_counts(
+                values, window=signed_magnitude_window(n_public, epsilon, window)
+            ),
+            epsilon=epsilon,
+            n_public=n_public,
+            rng=rng,
+            label=f"{label} (signed magnitude)",
+        )
+        return center, half_width, range_events(epsilon, label)
+    third = epsilon / 3.0
     magnitude = release_upper_bound(
         np.abs(values),
         epsilon=third,
@@ -399,7 +513,7 @@ def release_range(values, *, epsilon, n_public, rng, label, window=None, center=
         rng=rng,
         label=f"{label} (half-width)",
     )
-    return center.value, width.value, magnitude.events + center.events + width.events
+    return center.value, width.value, range_events(epsilon, label)
 
 
 def row_linf_norms(X):
@@ -556,8 +670,7 @@ def planned_events(request, epsilons):
     if labels == "symmetric":  # a public centre 0 (no intercept): the half-width only
         events.append(selection_event(epsilon_labels, "label range (half-width)"))
     elif labels:
-        for part in ("magnitude", "centre", "half-width"):
-            events.append(selection_event(epsilon_labels / 3.0, f"label range ({part})"))
+        events += range_events(epsilon_labels, "label range")
     return events
 
 

@@ -674,6 +674,12 @@ def release_range(y, *, epsilon, n_public, rng, label, window=None, center=None)
             label=f"{label} (half-width)",
         )
         return float(center), width.value, width.events
+    if float(n_public) * epsilon < _bounds.RANGE_REFINE_EVIDENCE:
+        counts = reduce_chunks(functools.partial(_bounds.signed_magnitude_counts, window=window), y)
+        center, half_width = _bounds.release_signed_magnitude(
+            counts, epsilon=epsilon, n_public=n_public, rng=rng, label=f"{label} (signed magnitude)"
+        )
+        return center, half_width, _bounds.range_events(epsilon, label)
     third = epsilon / 3.0
     above, small = reduce_chunks(functools.partial(_spread_counts, center=0.0, window=window), y)
     magnitude = _bounds.release_upper_bound_from_utilities(
@@ -699,7 +705,7 @@ def release_range(y, *, epsilon, n_public, rng, label, window=None, center=None)
         rng=rng,
         label=f"{label} (half-width)",
     )
-    return center.value, width.value, magnitude.events + center.events + width.events
+    return center.value, width.value, _bounds.range_events(epsilon, label)
 
 
 def release_row_norm_bound(X, *, epsilon, n_public, rng, window=None):

@@ -105,6 +105,12 @@ CASES = {
     ),
     "logistic-auto-solver": ("DPLogisticRegression", dict(classes=[0, 1]), "binary"),
     "regressor-newton-auto-bounds": ("DPSCORegressor", dict(solver="dp_newton"), "regression"),
+    # 400 rows x 0.15: the label range is one signed magnitude (3,000: three releases).
+    "regressor-newton-auto-bounds-few-rows": (
+        "DPSCORegressor",
+        dict(solver="dp_newton"),
+        "regression-few-rows",
+    ),
     "regressor-gd-huber": (
         "DPSCORegressor",
         dict(solver="dp_gd", loss="huber", max_iter=10, y_bound=3.0),
@@ -135,6 +141,8 @@ def _case_data(kind):
         return _classification(dtype=np.float32 if kind.endswith("32") else np.float64)
     if kind == "multiclass":
         return _classification(classes=3)
+    if kind == "regression-few-rows":
+        return _regression(n=400)
     return _regression(dtype=np.float32 if kind.endswith("32") else np.float64)
 
 

@@ -477,15 +477,15 @@ def test_label_range_warning_rule():
         label_range_warning,
     )
 
-    assert LABEL_RANGE_MIN_EVIDENCE == 10.0
-    assert label_range_warning("R", 400.0, 0.025) is None  # 10 rows x epsilon
-    message = label_range_warning("R", 309.0, 0.025)
-    assert "about 309 rows" in message and "7.73" in message and "y_bound=" in message
+    assert LABEL_RANGE_MIN_EVIDENCE == 20.0
+    assert label_range_warning("R", 400.0, 0.05) is None  # 20 rows x epsilon
+    message = label_range_warning("R", 309.0, 0.05)
+    assert "about 309 rows" in message and "15.5" in message and "y_bound=" in message
 
 
 def test_a_label_range_from_too_little_evidence_warns_and_a_given_bound_does_not():
-    # 300 rows at epsilon 0.5: each of the range's three releases gets
-    # 0.5 * 0.15 / 3 = 0.025, about 7.5 rows times epsilon; at epsilon 2, 30.
+    # 300 rows at epsilon 0.3: the range gets 0.3 * 0.15 = 0.045, about 13.5
+    # rows times epsilon; at epsilon 2, 90.
     X, y = _regression()
     y = y + 150.0  # labels far from 0, as a table's are
 
@@ -495,9 +495,9 @@ def test_a_label_range_from_too_little_evidence_warns_and_a_given_bound_does_not
             DPSCORegressor(random_state=0, **params).fit(X, y)
         return [str(w.message) for w in caught if "label range" in str(w.message)]
 
-    assert any("rows times epsilon" in m for m in messages(epsilon=0.5))
+    assert any("rows times epsilon" in m for m in messages(epsilon=0.3))
     assert not messages(epsilon=2.0)
-    assert not messages(epsilon=0.5, y_bound=400.0)
+    assert not messages(epsilon=0.3, y_bound=400.0)
 
 
 def test_noiseless_fits_never_warn_about_released_values():

@@ -152,6 +152,9 @@ BOUNDS_CONFIGS = {
         max_iter=2, feature_bound="auto", verbose=0
     ),
     ("DPSCORegressor", "dp_gd", "auto-data-norm-and-label-range"): dict(max_iter=5),
+    # 40 rows x 20 x 0.15 = 120: the range's three releases (above, its one
+    # signed magnitude).
+    ("DPSCORegressor", "dp_gd", "auto-label-range-refined"): dict(max_iter=5, epsilon=20.0),
     ("DPSCORegressor", "dp_gd", "given-bounds"): dict(max_iter=5, data_norm=1.0, y_bound=1.0),
     ("DPSCORegressor", "frank_wolfe", "auto-feature-bound"): dict(
         constraint="l1", radius=2.0, max_iter=5, verbose=0
@@ -441,6 +444,10 @@ def test_substitution_bounds(estimator, solver, params, variant, kind):
     labels = [r.label for r in observed["trace"].releases]
     given = variant == "given-bounds"
     assert given == (not any("bound" in label or "range" in label for label in labels))
+    if estimator == "DPSCORegressor" and "label-range" in variant:
+        refined = variant == "auto-label-range-refined"
+        assert ("label range (centre)" in labels) == refined
+        assert ("label range (signed magnitude)" in labels) == (not refined)
 
 
 def _scaling_cases():

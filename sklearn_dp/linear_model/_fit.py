@@ -320,7 +320,7 @@ def _bounds_epsilons(request, epsilon_rest, private):
     if not private:
         return (math.inf if rows else 0.0), (math.inf if labels else 0.0)
     share = _bounds.BOUNDS_EPSILON_FRACTION * epsilon_rest
-    # A range with a released centre is three releases (a public centre: one).
+    # A range with a released centre takes a larger share (a public centre: the width only).
     label_share = (
         _bounds.LABEL_RANGE_EPSILON_FRACTION
         if labels == "range"
@@ -569,10 +569,8 @@ def _warn_label_range(estimator, plan, n_public, phase):
     labels = plan.context["bound_request"][1]
     if not labels:
         return
-    parts = 1 if labels == "symmetric" else 3
-    message = label_range_warning(
-        type(estimator).__name__, n_public, plan.shares["bounds"][1] / parts
-    )
+    # One event of its whole share, whatever the releases it runs.
+    message = label_range_warning(type(estimator).__name__, n_public, plan.shares["bounds"][1])
     if message is not None:
         phase.warn(message)
 

@@ -206,9 +206,11 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
     y_bound : float or "auto", default="auto"
         Bound on the labels.  A number: labels are clipped to
         ``[-y_bound, y_bound]``.  ``"auto"``: a label range is released (15%
-        of epsilon: a DP bound ``M`` on ``|y|``, a DP median ``y_center_``
-        among centres within ``M`` and a DP half-width ``y_bound_ <= M +
-        |y_center_|``; 10% for the half-width alone without an intercept).
+        of epsilon, one event: a DP bound ``M`` on ``|y|``, a DP median
+        ``y_center_`` among centres within ``M`` and a DP half-width
+        ``y_bound_ <= M + |y_center_|``; below 100 released rows times that
+        epsilon, one signed magnitude ``[-M, M]``, ``[0, M]`` or ``[-M, 0]``;
+        10% for the half-width alone without an intercept).
         Fits run on labels centred and divided by the half-width (and
         coefficients likewise); the results are mapped back.
     fit_intercept : bool, default=True
@@ -320,9 +322,10 @@ class DPLasso(RegressorMixin, BaseDPEstimator):
     that are given (``feature_bound``, ``y_bound``), ``radius``, ``alpha``
     and every hyper-parameter.  ``"auto"`` bounds are released after the row
     count by pure epsilon-DP exponential mechanisms over public grids (10% of
-    epsilon for the feature bound, 15% for the label range: a bound on
-    ``|y|``, a centre within it and a half-width, a third each; 10% for the
-    half-width alone without an intercept), recorded in
+    epsilon for the feature bound, 15% for the label range, one event: a
+    bound on ``|y|``, a centre within it and a half-width, a third each, or
+    below 100 released rows times that epsilon one signed magnitude; 10% for
+    the half-width alone without an intercept), recorded in
     ``dp_event_`` and used as public values from then on (the default radius
     is then a function of released values: the bounds and the DP row count).
     The number of rows is protected: 5% of epsilon buys a Laplace count that

@@ -139,10 +139,12 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
     y_bound : float or "auto", default="auto"
         Bound on the labels.  A number: labels are clipped to
         ``[-y_bound, y_bound]`` (public, free).  ``"auto"``: a label range is
-        released privately (15% of epsilon: a DP bound ``M`` on ``|y|``, a DP
-        median ``y_center_`` among centres within ``M`` and a DP bound
-        ``y_bound_ <= M + |y_center_|`` on ``|y - y_center_|``; without an
-        intercept 10%, the bound on ``|y|`` only), labels are clipped to
+        released privately (15% of epsilon, one event: a DP bound ``M`` on
+        ``|y|``, a DP median ``y_center_`` among centres within ``M`` and a
+        DP bound ``y_bound_ <= M + |y_center_|`` on ``|y - y_center_|``; or,
+        below 100 released rows times that epsilon, one signed magnitude
+        ``[-M, M]``, ``[0, M]`` or ``[-M, 0]``; without an intercept 10%,
+        the bound on ``|y|`` only), labels are clipped to
         it and the fit runs on ``(y - y_center_) / y_bound_``, so labels in
         natural units need no preprocessing.
     max_weight : float, default=1.0
