@@ -83,14 +83,14 @@ def _left(limit, used):
 
 
 def _approximate_charges(epsilon, delta, event):
-    """The valid ``(rho, pool_delta, kind)`` charges of a spend, in the order they are tried.
+    """The valid ``(rho, pool_delta, kind)`` charges of a spend, the description first.
 
     The event's own description (:func:`~sklearn_dp.accounting.approximate_zcdp`)
     when it has one, and the spend's ``(epsilon, delta)``-DP guarantee, which
     is ``delta``-approximately ``epsilon^2 / 2``-zCDP (Bun and Steinke 2016,
-    Proposition 1.13; for ``delta = 0``, their Proposition 1.4).  The first
-    is tried first; the second admits subsampled mechanisms (which the first
-    charges without amplification) at small epsilons.  A noiseless event
+    Proposition 1.13; for ``delta = 0``, their Proposition 1.4).  The budget
+    tries the smaller rho first; the second admits subsampled mechanisms
+    (which the first charges without amplification).  A noiseless event
     (rho = inf) has only its own description: its claimed guarantee would be
     false.
     """

@@ -631,9 +631,10 @@ class PrivacyBudget:
         """The charge under which the spend fits the ledger ``rows``, or BudgetExceededError."""
         if self._composition == "zcdp":
             rho_limit, pool = self.rho_limit, self.delta_pool
-            for rho, pool_delta, _ in charges:
-                # Any charge valid for the mechanism may be taken; the choice
-                # depends on the ledger only (earlier outputs), as a filter allows.
+            # Any charge valid for the mechanism may be taken; the choice
+            # depends on the ledger only (earlier outputs), as a filter allows.
+            # The smaller rho is tried first: rho is what the filter runs out of.
+            for rho, pool_delta, _ in sorted(charges, key=lambda charge: charge[:2]):
                 if self._rho_sum(rows, rho) <= rho_limit * (1 + _RTOL) and self._pool_sum(
                     rows, pool_delta
                 ) <= pool * (1 + _RTOL):

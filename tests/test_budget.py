@@ -339,7 +339,7 @@ def test_zcdp_limit_is_the_conversion_of_the_budget():
     # The classical bound rho + 2 sqrt(rho log(1 / delta)) is looser: more rho fits.
     assert rho + 2 * np.sqrt(rho * np.log(1 / (1e-5 - pool))) > 10.0
     assert budget.remaining == pytest.approx((10.0, pool), rel=1e-6)
-    budget.spend(1.0, 1e-6, event=dpe.GaussianDpEvent(float(np.sqrt(0.5 / rho))))  # all of it
+    budget.spend(10.0, 1e-6, event=dpe.GaussianDpEvent(float(np.sqrt(0.5 / rho))))  # all of it
     assert budget.remaining == (0.0, pool)
     with pytest.raises(BudgetExceededError, match="rho"):
         budget.spend(0.01, 0.0)
@@ -1062,3 +1062,18 @@ def test_zcdp_charges_a_spend_its_own_guarantee_when_its_mechanism_is_costlier()
         budget.spend(0.1, 1e-6, event=dpe.GaussianDpEvent(0.0))
     with pytest.raises(BudgetExceededError, match="own \\(epsilon, delta\\)-DP guarantee"):
         budget.spend(1.0, 1e-5, event=subsampled)
+
+
+def test_zcdp_takes_the_smaller_rho_of_two_valid_charges_when_both_fit():
+    # A subsampled Gaussian whose description (no amplification) fits the
+    # budget but costs more rho than its (epsilon, delta) guarantee.
+    subsampled = dpe.SelfComposedDpEvent(
+        dpe.PoissonSampledDpEvent(0.1, dpe.GaussianDpEvent(4.0)), 20
+    )
+    own_rho = 0.5 * 0.5**2
+    described_rho = 20 / (2 * 4.0**2)
+    assert described_rho > own_rho
+    budget = PrivacyBudget(10.0, 1e-5)
+    budget.spend(0.5, 1e-6, event=subsampled)
+    (entry,) = budget.ledger
+    assert (entry.rho, entry.pool_delta) == (pytest.approx(own_rho), 1e-6)
