@@ -48,7 +48,7 @@ from ._limits import MAX_EPSILON, MIN_EPSILON
 from ._saving import keep_entries
 from ._sklearn_compat import Interval, Options
 from ._warnings import user_stacklevel
-from .accounting import branch_excess, largest_share
+from .accounting import largest_share, mixture_delta
 from .budget import PrivacyBudget
 from .exceptions import PrivacyLeakWarning, PrivateFitError
 
@@ -231,7 +231,7 @@ class SolverPlanner:
     placeholders) whose composition with the count and bounds is certified,
     and the floor's ``B`` gets a delta at which its curve exceeds ``A``'s by
     no more than ``A`` leaves of delta on ``[floor, 2 epsilon - floor]``
-    (:func:`~sklearn_dp.accounting.branch_excess`; argument in the privacy
+    (:func:`~sklearn_dp.accounting.mixture_delta`; argument in the privacy
     model guide).  Gaussian ``B``s never need a cut.
 
     A plan before the data (``n_public=None``, placeholder bounds) is either
@@ -383,7 +383,7 @@ class SolverPlanner:
 
         When other released values would run the numerical share's mechanism
         (the class docstring), this branch's delta is cut by 4 until
-        :func:`~sklearn_dp.accounting.branch_excess` certifies the mixture.
+        :func:`~sklearn_dp.accounting.mixture_delta` certifies the mixture.
         """
         floor, delta = self.floor, self.delta
         fixed = None
@@ -394,7 +394,7 @@ class SolverPlanner:
             event = self._event(released, n_public, floor, delta)
             if fixed is None or event is None:
                 return floor, delta
-            bound = branch_excess(prefix, fixed, event, self.epsilon, floor)
+            bound = mixture_delta(prefix, fixed, event, self.epsilon, self.epsilon - floor)
             if bound <= self.delta:
                 return floor, delta
             delta *= 0.25

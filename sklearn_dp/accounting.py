@@ -44,12 +44,14 @@ import math
 from collections.abc import Callable
 from numbers import Real
 
+import numpy as np
 from dp_accounting import dp_event as dpe
 from dp_accounting import gaussian_mechanism
 from scipy import optimize
 
 # The names marked F401 are not in __all__, but the rest of the package
 # imports them from here.
+from ._dp_accounting_compat import accountant_pld, pld_directions
 from ._dp_events import (
     EXPONENTIAL_MECHANISM,  # noqa: F401
     NEIGHBORING_RELATION,
@@ -89,7 +91,7 @@ __all__ = [
     "epsilon_of_event",
     "epsilon_of_events",
     "largest_share",
-    "branch_excess",
+    "mixture_delta",
     "is_pure_event",
     "PureEpsilonDpEvent",
     "ClosedFormDpEvent",
@@ -516,20 +518,22 @@ def largest_share(make_event, prefix_event, epsilon, delta, floor, *, max_plans=
     return certified
 
 
-#: The PLD grid of :func:`branch_excess`, and the steps of its curve comparison.
+#: The PLD grid of :func:`mixture_delta`, and the steps of its curve comparison.
 _BRANCH_GRID = 1e-4
 _BRANCH_STEPS = 64
 
 
-def _optimistic_pld(event):
-    """dp_accounting's optimistic PLD of ``event``'s parts it reads (every loss rounded down), or None.
+def _lower_pld(event):
+    """A PLD whose curve, in each direction, is below that of the pairs dp_accounting composes for ``event``.
 
-    Full-data Gaussian parts are folded into one Gaussian; Poisson-subsampled
-    Gaussian and Laplace parts are read too; any other part is left out.  A
+    dp_accounting's optimistic PLD (every loss rounded down, the truncated
+    tails dropped) of the parts it reads with a known pair: full-data
+    Gaussian parts (folded into one), Laplace and discrete Laplace parts (a
+    pure part, :class:`PureEpsilonDpEvent`, is the discrete Laplace event of
+    randomized response, the pair its ``PLDAccountant`` composes for it),
+    and Poisson-subsampled Gaussian parts.  Any other part is left out: a
     product's divergence is at least that of a sub-product (its marginal, a
-    post-processing), so each direction's curve is a lower bound on that of
-    any pair dominating ``event`` (such as the pessimistic one a
-    certification composes).
+    post-processing).  None when no part is read (the zero curve).
     """
     from dp_accounting.pld import privacy_loss_distribution as pld_module
 
@@ -546,6 +550,14 @@ def _optimistic_pld(event):
         if isinstance(leaf, dpe.LaplaceDpEvent) and leaf.noise_multiplier > 0:
             part = pld_module.from_laplace_mechanism(float(leaf.noise_multiplier), **grid)
         elif (
+            isinstance(leaf, dpe.DiscreteLaplaceDpEvent)
+            and leaf.noise_parameter > 0
+            and leaf.sensitivity >= 1
+        ):
+            part = pld_module.from_discrete_laplace_mechanism(
+                float(leaf.noise_parameter), sensitivity=int(leaf.sensitivity), **grid
+            )
+        elif (
             isinstance(leaf, dpe.PoissonSampledDpEvent)
             and isinstance(leaf.event, dpe.GaussianDpEvent)
             and leaf.event.noise_multiplier > 0
@@ -553,6 +565,7 @@ def _optimistic_pld(event):
             part = pld_module.from_gaussian_mechanism(
                 float(leaf.event.noise_multiplier),
                 sampling_prob=float(leaf.sampling_probability),
+                neighboring_relation=NEIGHBORING_RELATION,
                 **grid,
             )
         else:
@@ -568,7 +581,8 @@ def _optimistic_pld(event):
     return composed
 
 
-def _pessimistic_pld(event):
+def _upper_pld(event):
+    """dp_accounting's pessimistic PLD of ``event`` (its accountant's), or None where it reads no part."""
     from dp_accounting.pld import pld_privacy_accountant
 
     accountant = pld_privacy_accountant.PLDAccountant(
@@ -578,60 +592,110 @@ def _pessimistic_pld(event):
     if not accountant.supports(event):
         return None
     accountant.compose(event)
-    return accountant._pld
+    return accountant_pld(accountant)
 
 
-def branch_excess(prefix_event, fixed_event, other_event, epsilon, floor):
-    """Upper bound on the delta at ``epsilon`` of any mixture of two branches after ``prefix_event``.
+def _guarantee_curve(epsilon, delta):
+    """The largest curve of an ``(epsilon, delta)``-DP mechanism, as a function (both directions).
 
-    ``prefix_event`` is pure ``epsilon - floor``-DP; a branch picked from its
-    output runs ``fixed_event`` (the same mechanism for every output) or
-    ``other_event`` (each such output possibly another one, each bounded by
-    this call).  For neighbours ``D, D'``, with ``o`` the prefix's output and
-    ``L(o)`` in ``[-(epsilon - floor), epsilon - floor]`` its privacy loss,
-    the whole run's hockey-stick divergence at ``epsilon`` is
-    ``sum_o p(o) delta_{M(o)}(epsilon - L(o))`` (in each direction of
-    add/remove).  With ``A`` the fixed event and ``B`` the other, it is at
-    most ``sum_o p(o) delta_A(epsilon - L(o)) + max_x (delta_B(x) -
-    delta_A(x))_+`` over ``x`` in ``[floor, 2 epsilon - floor]``.  The first
-    term is the prefix composed with ``A`` by dp_accounting's PLD accountant
-    (pessimistic: dominating pairs compose, Zhu, Dong and Wang 2022); the
-    second is bounded on a grid ``x_0 < ... < x_m`` by ``delta_B(x_i) -
-    delta_A(x_{i+1})``, ``B``'s pessimistic curve against ``A``'s optimistic
-    one (both curves fall).
+    That of its dominating pair (Kairouz, Oh and Viswanath 2015):
+    ``delta + (1 - delta) (e^epsilon - e^x) / (1 + e^epsilon)`` below
+    ``epsilon`` (down to ``-epsilon``; 1 further down), ``delta`` from
+    ``epsilon`` on.
+    """
+
+    def curve(xs):
+        xs = np.asarray(xs, dtype=float)
+        below = delta + (1.0 - delta) * (math.exp(epsilon) - np.exp(xs)) / (1.0 + math.exp(epsilon))
+        return np.where(xs >= epsilon, delta, np.where(xs >= -epsilon, below, 1.0))
+
+    return curve
+
+
+def mixture_delta(prefix_event, reference_event, other, epsilon, prefix_epsilon):
+    """Upper bound on the delta at ``epsilon`` of a pure-DP release followed by one of two branches it picks.
+
+    The one argument behind every branch picked from released values: a
+    fit's basic-composition share against its numerical one
+    (``SolverPlanner``), a search's runs against the default's refit
+    (``plan_skip``).  ``prefix_event`` is pure ``prefix_epsilon``-DP; from its output ``o``
+    one of two branches runs: the reference ``A`` (``reference_event``, one
+    mechanism for every output) or another ``B(o)`` (each covered by
+    ``other``).  For neighbours ``D, D'``, with ``L(o)`` in
+    ``[-prefix_epsilon, prefix_epsilon]`` the prefix's privacy loss, the
+    whole run's hockey-stick divergence at ``epsilon`` is ``sum_o p(o)
+    delta_{M(o)}(epsilon - L(o))`` in each direction of add/remove.  Let
+    ``dom_A`` be the curve of the pair dominating ``A`` that the prefix is
+    composed with, ``up_B`` one above every ``B``'s curve and ``low_A``
+    one below ``dom_A``.  A branch's curve is at most ``dom_A + (up_B -
+    low_A)_+``, so the sum is at most
+
+        sum_o p(o) dom_A(epsilon - L(o))  +  max_x (up_B(x) - low_A(x))_+
+
+    over ``x`` in ``[epsilon - prefix_epsilon, epsilon + prefix_epsilon]``.
+    The first term is the prefix composed with ``A`` (dominating pairs
+    compose, adaptively too: Zhu, Dong and Wang 2022, Theorem 10), here by
+    dp_accounting's PLD accountant (pessimistic); the second is bounded on a
+    grid ``x_0 < ... < x_m`` by ``up_B(x_i) - low_A(x_{i+1})`` (both curves
+    fall).
+
+    Which curves are sound.  ``dom_A`` may be any pair that dominates
+    ``A``; here it is the product of the pairs dp_accounting's PLD accountant
+    composes for ``A``'s parts, since that accountant computes the first
+    term.  So ``low_A`` must lie below that product's curve: it is the
+    optimistic PLD of a sub-product of the same pairs (``_lower_pld``).
+    It need not lie below ``A``'s true curve, which may be lower where
+    randomized response stands for a pure part (a lower bound of the true
+    curve would do too, but would leave such parts out).  ``up_B`` must
+    lie above ``B``'s true curve, for all neighbours: ``B``'s pessimistic PLD (dominating pairs, each loss rounded
+    up) or, for a branch known only by an ``(epsilon_B, delta_B)``
+    guarantee, the curve of that guarantee's dominating pair.  Where ``B``'s
+    curve stays below ``A``'s on the range the excess is zero, and the
+    guarantee is the first term: the prefix composed with ``A`` alone.
 
     Parameters
     ----------
     prefix_event : dp_accounting.DpEvent
-        What runs first (pure DP: the count and the bound releases).
-    fixed_event : dp_accounting.DpEvent
+        What runs first: pure ``prefix_epsilon``-DP (a row count, bound releases).
+    reference_event : dp_accounting.DpEvent
         The branch that is one mechanism for every output of the prefix.
-    other_event : dp_accounting.DpEvent
-        The mechanism of the other branch for this output.
+    other : dp_accounting.DpEvent or tuple of float
+        The other branch's mechanism for this output, or an ``(epsilon_B,
+        delta_B)`` guarantee that covers it for every output.
     epsilon : float
-        The guarantee's epsilon.
-    floor : float
-        ``epsilon`` less the prefix's pure epsilon.
+        The epsilon of the guarantee.
+    prefix_epsilon : float
+        The prefix's pure epsilon.
 
     Returns
     -------
     float
-        The bound, in the larger direction of add/remove; inf when a part
-        cannot be accounted.
+        The bound, in the larger direction of add/remove; inf when a part of
+        the prefix, the reference or the other event cannot be accounted.
     """
-    composed = _pessimistic_pld(dpe.ComposedDpEvent([prefix_event, fixed_event]))
-    other = _pessimistic_pld(other_event)
-    if composed is None or other is None:
+    composed = _upper_pld(dpe.ComposedDpEvent([prefix_event, reference_event]))
+    if isinstance(other, dpe.DpEvent):
+        other_pld = _upper_pld(other)
+        if other_pld is None:
+            return math.inf
+        other_curves = [pmf.get_delta_for_epsilon for pmf in pld_directions(other_pld)]
+    else:
+        other_curves = [_guarantee_curve(float(other[0]), float(other[1]))]
+    if composed is None:
         return math.inf
-    fixed = _optimistic_pld(fixed_event)
-    grid = [floor + (epsilon - floor) * 2.0 * i / _BRANCH_STEPS for i in range(_BRANCH_STEPS + 1)]
+    lower = _lower_pld(reference_event)
+    # A hair beyond the prefix's loss range, which its epsilon's float may miss.
+    reach = float(prefix_epsilon) * (1.0 + 1e-9)
+    grid = [epsilon - reach + 2.0 * reach * i / _BRANCH_STEPS for i in range(_BRANCH_STEPS + 1)]
+    shared = pld_directions(composed)
+    lows = [None] if lower is None else pld_directions(lower)
+    directions = max(len(shared), len(lows), len(other_curves))
     worst = 0.0
-    for direction in ("_pmf_remove", "_pmf_add"):
-        lower = [0.0] * len(grid)
-        if fixed is not None:
-            lower = [float(getattr(fixed, direction).get_delta_for_epsilon(x)) for x in grid]
-        upper = [float(getattr(other, direction).get_delta_for_epsilon(x)) for x in grid]
-        excess = max([0.0] + [upper[i] - lower[i + 1] for i in range(_BRANCH_STEPS)])
-        shared = float(getattr(composed, direction).get_delta_for_epsilon(epsilon))
-        worst = max(worst, shared + excess)
+    for d in range(directions):
+        low = lows[min(d, len(lows) - 1)]
+        low_values = np.zeros(len(grid)) if low is None else low.get_delta_for_epsilon(grid)
+        up_values = np.asarray(other_curves[min(d, len(other_curves) - 1)](grid), dtype=float)
+        excess = max(0.0, float(np.max(up_values[:-1] - np.asarray(low_values)[1:])))
+        first = float(shared[min(d, len(shared) - 1)].get_delta_for_epsilon(epsilon))
+        worst = max(worst, first + excess)
     return worst

@@ -69,6 +69,12 @@ from dp_accounting.pld import pld_privacy_accountant, privacy_loss_distribution
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
+from ._dp_accounting_compat import (
+    DpAccountingInternalsError,
+    accountant_pld,
+    pld_directions,
+    pmf_atoms,
+)
 from ._dp_events import NEIGHBORING_RELATION, ApproximateDpEvent, _flatten
 from ._event_epsilon import _fold_gaussians, accountant_event
 from ._protocol import unit_of_privacy
@@ -303,9 +309,7 @@ def _event_pld(event: dpe.DpEvent, discretization: float = PLD_DISCRETIZATION):
     if not accountant.supports(readable):
         return None
     accountant.compose(readable)
-    # dp_accounting keeps the composed distribution in a private attribute
-    # (0.6 has no public getter); this is the only place that reads it.
-    pld = accountant._pld
+    pld = accountant_pld(accountant)
     for part in extra:
         pld = pld.compose(part)
     return pld
@@ -314,18 +318,12 @@ def _event_pld(event: dpe.DpEvent, discretization: float = PLD_DISCRETIZATION):
 def _dense_directions(pld):
     """``[(losses, probs, infinity_mass)]`` of each direction of ``pld``, or None.
 
-    Read off dp_accounting's private attributes (0.6 has no public accessor);
-    None when they are not there, and the public (slower) profile is used.
+    Read off dp_accounting's internals (0.6 has no public accessor); None
+    when they are not there, and the public (slower) profile is used.
     """
     try:
-        pmfs = [pld._pmf_remove] if pld._symmetric else [pld._pmf_remove, pld._pmf_add]
-        out = []
-        for pmf in pmfs:
-            dense = pmf.to_dense_pmf()
-            losses = (np.arange(dense.size) + dense._lower_loss) * dense._discretization
-            out.append((losses, np.asarray(dense._probs, dtype=float), dense._infinity_mass))
-        return out
-    except AttributeError:  # pragma: no cover - another dp_accounting layout
+        return [pmf_atoms(pmf) for pmf in pld_directions(pld)]
+    except DpAccountingInternalsError:  # pragma: no cover - another dp_accounting layout
         return None
 
 

@@ -218,3 +218,38 @@ def linf_row_norms(X):
     if sp.issparse(X):
         return np.asarray(abs(X).max(axis=1).todense()).ravel()
     return np.abs(X).max(axis=1) if X.shape[1] else np.zeros(X.shape[0])
+
+
+def gaussian_curve(noise_multiplier, epsilon):
+    """The analytic Gaussian mechanism's delta at ``epsilon`` (Balle and Wang 2018), with scipy's normal."""
+    from scipy.stats import norm
+
+    mu = 1.0 / noise_multiplier
+    return norm.cdf(-epsilon / mu + mu / 2) - math.exp(epsilon) * norm.cdf(-epsilon / mu - mu / 2)
+
+
+def laplace_gaussian_curve(laplace_scale, noise_multiplier, epsilon):
+    """The exact delta of a Laplace mechanism (sensitivity 1) composed with a Gaussian one.
+
+    The hockey-stick divergence of independent parts decomposes over the
+    Laplace part's privacy loss L: E[delta_G(epsilon - L)], with L = 1/b
+    below 0 (probability 1/2), -1/b from 1 (probability e^(-1/b) / 2) and
+    (1 - 2c) / b at c in between; integrated with scipy.
+    """
+    from scipy import integrate
+
+    loss = 1.0 / laplace_scale
+
+    def curve(value):
+        return gaussian_curve(noise_multiplier, value)
+
+    middle, _ = integrate.quad(
+        lambda c: (
+            math.exp(-c / laplace_scale) / (2 * laplace_scale) * curve(epsilon - (1 - 2 * c) * loss)
+        ),
+        0.0,
+        1.0,
+        epsabs=0.0,
+        epsrel=1e-12,
+    )
+    return 0.5 * curve(epsilon - loss) + 0.5 * math.exp(-loss) * curve(epsilon + loss) + middle

@@ -17,6 +17,7 @@ from dp_accounting.rdp import rdp_privacy_accountant
 from scipy.stats import norm
 
 from sklearn_dp import _event_epsilon, accounting
+from sklearn_dp._dp_accounting_compat import accountant_pld
 from sklearn_dp.accounting import (
     NEIGHBORING_RELATION,
     PureEpsilonDpEvent,
@@ -313,7 +314,7 @@ def _pld_bound(pure_epsilons, rest_events, delta):
     accountant = pld_privacy_accountant.PLDAccountant(NEIGHBORING_RELATION)
     for event in rest_events:
         accountant.compose(event)
-    pld = accountant._pld
+    pld = accountant_pld(accountant)
     for epsilon in pure_epsilons:
         pld = pld.compose(
             privacy_loss_distribution.from_privacy_parameters(

@@ -17,6 +17,7 @@ from dp_accounting import dp_event as dpe
 from dp_accounting.pld import pld_privacy_accountant
 
 from sklearn_dp._bounds import selection_event
+from sklearn_dp._dp_accounting_compat import accountant_pld, pld_directions, pmf_atoms
 from sklearn_dp._labels import label_candidates
 from sklearn_dp._protocol import SolverPlanner
 from sklearn_dp.accounting import NEIGHBORING_RELATION
@@ -52,7 +53,13 @@ def _planner(other):
 def _pld(event):
     accountant = pld_privacy_accountant.PLDAccountant(NEIGHBORING_RELATION, 1e-4)
     accountant.compose(event)
-    return accountant._pld
+    return accountant_pld(accountant)
+
+
+def _direction(pld, index):
+    """Direction ``index`` (0: remove, 1: add) of ``pld``: both are one for a symmetric one."""
+    directions = pld_directions(pld)
+    return directions[min(index, len(directions) - 1)]
 
 
 def _worst_mixture_delta(fixed, other):
@@ -66,18 +73,17 @@ def _worst_mixture_delta(fixed, other):
     """
     prefix, curves = _pld(PREFIX), [_pld(fixed), _pld(other)]
     worst = 0.0
-    for direction in ("_pmf_remove", "_pmf_add"):
-        pmf = getattr(prefix, direction).to_dense_pmf()
-        losses = (pmf._lower_loss + np.arange(len(pmf._probs))) * pmf._discretization
+    for direction in (0, 1):
+        losses, probabilities, infinity_mass = pmf_atoms(_direction(prefix, direction))
         # Merged on a grid of 1e-3, each loss rounded up: the curves fall, so
         # the sum only grows.
         keys, inverse = np.unique(np.ceil(losses / 1e-3 - 1e-9), return_inverse=True)
-        masses = np.bincount(inverse, weights=pmf._probs)
-        total = pmf._infinity_mass
+        masses = np.bincount(inverse, weights=probabilities)
+        total = infinity_mass
         for loss, mass in zip(keys * 1e-3, masses):
             if mass > 0:
                 total += mass * max(
-                    getattr(c, direction).get_delta_for_epsilon(EPSILON - loss) for c in curves
+                    _direction(c, direction).get_delta_for_epsilon(EPSILON - loss) for c in curves
                 )
         worst = max(worst, total)
     return worst

@@ -16,13 +16,12 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 from dp_accounting import dp_event as dpe
-from dp_accounting.pld import pld_privacy_accountant
 from scipy import optimize
 from sklearn.base import BaseEstimator, clone
 from sklearn.pipeline import Pipeline
 
 from .._labels import label_epsilon
-from ..accounting import NEIGHBORING_RELATION, _flatten, accountant_event, largest_share
+from ..accounting import largest_share, mixture_delta
 from ..linear_model._base import (
     LABEL_DELTA_FRACTION,
     MAX_EPSILON,
@@ -30,9 +29,7 @@ from ..linear_model._base import (
 )
 from ._pipeline import final_prefix, plan_pipeline
 from ._selection import (
-    canonical_event,
     evidence_threshold,
-    gaussian_part,
     rdp_epsilon,
     rdp_supports,
     run_event,
@@ -44,8 +41,6 @@ __all__ = [
     "SkipPlan",
     "plan_selection",
     "plan_skip",
-    "gaussian_delta",
-    "reference_delta",
     "plan_target",
     "search_shares",
     "stand_in",
@@ -465,121 +460,20 @@ class SkipPlan(NamedTuple):
 _SKIP_CACHE: dict = {}
 
 
-def gaussian_delta(noise_multiplier, epsilon):
-    """The delta at ``epsilon`` of the Gaussian mechanism of ``noise_multiplier`` (exact).
-
-    ``Phi(-epsilon / mu + mu / 2) - e^epsilon Phi(-epsilon / mu - mu / 2)``
-    with ``mu = 1 / noise_multiplier`` (Balle and Wang 2018, Theorem 8),
-    in log space: the hockey-stick divergence of ``N(0, s^2)`` and
-    ``N(1, s^2)`` at ``e^epsilon``, in either order.
-    """
-    from scipy.special import log_ndtr
-
-    mu = 1.0 / float(noise_multiplier)
-    first = log_ndtr(-epsilon / mu + 0.5 * mu)
-    second = epsilon + log_ndtr(-epsilon / mu - 0.5 * mu)
-    return float(math.exp(first) * -math.expm1(second - first)) if second < first else 0.0
-
-
-#: Bins of a Laplace part's continuous privacy loss in :func:`reference_delta`,
-#: and the grid its losses are rounded down to.
-_LAPLACE_BINS = 256
-_LOSS_GRID = 1e-5
-
-
-def _loss_atoms(leaf):
-    """``(losses, probabilities)`` of ``leaf``'s privacy loss under its first distribution, rounded down.
-
-    A pure part is binary randomized response (what dp_accounting's PLD
-    composes for a discrete Laplace event of sensitivity 1); a Laplace part
-    of scale ``b`` (sensitivity 1) compares ``Laplace(0, b)`` with
-    ``Laplace(1, b)``: loss ``1 / b`` for outputs at most 0 (probability
-    1/2), ``-1 / b`` from 1 on (probability ``e^(-1/b) / 2``), ``(1 - 2c) /
-    b`` at ``c`` in between, binned with each bin's smallest loss.  None for
-    other parts.
-    """
-    if isinstance(leaf, dpe.DiscreteLaplaceDpEvent) and leaf.sensitivity == 1:
-        epsilon = float(leaf.noise_parameter)
-        high = 1.0 / (1.0 + math.exp(-epsilon))
-        return np.array([epsilon, -epsilon]), np.array([high, 1.0 - high])
-    if isinstance(leaf, dpe.LaplaceDpEvent) and leaf.noise_multiplier > 0:
-        epsilon = 1.0 / float(leaf.noise_multiplier)
-        edges = np.linspace(0.0, 1.0, _LAPLACE_BINS + 1)
-        masses = 0.5 * (np.exp(-epsilon * edges[:-1]) - np.exp(-epsilon * edges[1:]))
-        losses = np.concatenate([[epsilon, -epsilon], (1.0 - 2.0 * edges[1:]) * epsilon])
-        probabilities = np.concatenate([[0.5, 0.5 * math.exp(-epsilon)], masses])
-        return losses, probabilities
-    return None
-
-
-def reference_delta(event, epsilon):
-    """A lower bound on the delta at ``epsilon`` of the product of ``event``'s dominating pairs.
-
-    The pairs are those dp_accounting's PLD accountant composes for the
-    parts (:func:`_loss_atoms`; full-data Gaussian parts folded into one,
-    :func:`gaussian_part`).  Over independent parts the hockey-stick
-    divergence decomposes: ``delta(epsilon) = E[delta_G(epsilon - L)]``,
-    where ``delta_G`` is the Gaussian part's exact curve
-    (:func:`gaussian_delta`) and ``L`` the summed privacy loss of the other
-    parts under the first distribution.  Their losses are rounded down
-    (``delta_G`` falls as its argument grows, so the expectation only
-    drops), and parts of another kind are left out (a part of an output is
-    post-processing of it: the divergence only drops).  The curves are
-    symmetric, so the bound holds in both orders.  0 without a Gaussian
-    part.
-    """
-    sigma = gaussian_part(event)
-    if sigma is None:
-        return 0.0
-    losses, probabilities = np.zeros(1), np.ones(1)
-    for leaf, count in _flatten(event):
-        atoms = None if isinstance(leaf, dpe.GaussianDpEvent) else _loss_atoms(leaf)
-        for _ in range(count if atoms is not None else 0):
-            summed = (losses[:, None] + atoms[0][None, :]).ravel()
-            weights = (probabilities[:, None] * atoms[1][None, :]).ravel()
-            # Merged on a grid, each sum rounded down.
-            keys = np.floor(summed / _LOSS_GRID).astype(np.int64)
-            keys, inverse = np.unique(keys, return_inverse=True)
-            losses = keys * _LOSS_GRID
-            probabilities = np.bincount(inverse, weights=weights)
-    curve = [gaussian_delta(sigma, epsilon - loss) for loss in losses]
-    return float(math.fsum(p * d for p, d in zip(probabilities, curve)))
-
-
-#: The runs' delta is set below the reference curve by this factor (rounding
-#: in the curve's evaluation must not put it above).
-BRANCH_DELTA_MARGIN = 0.999
-
 #: Below this share of delta for the runs and their refit, the count is
 #: paid by basic composition instead: the runs' noise would grow more than
 #: the default refit's shrinks (their Gaussian noise grows as the square
 #: root of log(1 / delta): 6% at a quarter of delta 1e-5; the refit's
 #: shrinks by about the count's share, 2%).  The default logistic fit keeps
-#: 60% to 73% of delta for the runs (epsilon 4 to 0.5, public or "auto"
+#: 62% to 73% of delta for the runs (epsilon 4 to 0.5, public or "auto"
 #: row bounds).
 MIN_BRANCH_DELTA_SHARE = 0.25
 
-
-def _pld_epsilon(event, delta):
-    """Epsilon of ``event`` at ``delta`` by dp_accounting's PLD accountant alone, or inf.
-
-    The bound :func:`plan_skip` needs: the count composed with the product
-    of the dominating pairs of the refit's parts (randomized response for a
-    pure part), which the PLD accountant composes, pessimistically.
-    """
-    readable, apart = accountant_event(event, "pld")
-    if apart:
-        return math.inf
-    accountant = pld_privacy_accountant.PLDAccountant(
-        NEIGHBORING_RELATION, value_discretization_interval=_PLD_GRID
-    )
-    if not accountant.supports(readable):
-        return math.inf
-    accountant.compose(readable)
-    return float(accountant.get_epsilon(delta))
-
-
-_PLD_GRID = 1e-4
+#: The runs' delta is set this much below the largest that
+#: :func:`~sklearn_dp.accounting.mixture_delta` certifies (it is certified
+#: again at the value set, so this only keeps that check from failing on
+#: the last bits of the floats).
+BRANCH_DELTA_MARGIN = 0.999
 
 
 def plan_skip(search, candidates, X_public, y_public, fixed, rest, count_epsilon):
@@ -593,35 +487,20 @@ def plan_skip(search, candidates, X_public, y_public, fixed, rest, count_epsilon
     dp_accounting's PLD accountant (the same numerical composition an
     estimator makes of its own count and steps); or the runs and their
     refit, which together are ``(epsilon_rest - count_epsilon,
-    branch_delta)``-DP by basic composition.  The whole search is then
-    ``rest``-DP, whichever branch the count picks:
+    branch_delta)``-DP by basic composition.  The whole search is
+    ``rest``-DP whichever branch the count picks (conditional on the split
+    of the rows, which does not depend on their values) when
+    :func:`~sklearn_dp.accounting.mixture_delta`, with ``C`` as the
+    prefix, ``R`` as the reference and the runs' guarantee as the other
+    branch, bounds the mixture by ``rest``'s delta: ``branch_delta`` is the
+    largest delta for which it does (at most ``rest``'s), found in one
+    probe, as the bound grows one for one with it above ``R``'s curve at
+    ``epsilon + count_epsilon``.
 
-    For neighbours ``D, D'`` (conditional on the split of the rows, which
-    does not depend on their values), the hockey-stick divergence of the
-    search's output at ``e^epsilon`` decomposes over the count's output
-    ``c``, whose privacy loss ``L(c)`` lies in
-    ``[-count_epsilon, count_epsilon]``, into ``sum_c P_D(c)
-    delta_b(c)(epsilon - L(c))``, where ``delta_b`` is the divergence of
-    the branch ``b(c)`` run on ``D, D'``.  Let ``delta_R`` be the curve of
-    ``R``'s event.  The refit's branch is below it everywhere.  The runs'
-    branch is below ``branch_delta`` at every ``epsilon' >= epsilon -
-    count_epsilon``, and ``branch_delta`` is at most ``delta_R(epsilon +
-    count_epsilon)`` (the lower bound :func:`reference_delta`), so below
-    ``delta_R`` at every ``epsilon' <= epsilon + count_epsilon``.  So the sum is at most
-    ``sum_c P_D(c) delta_R(epsilon - L(c))``, the divergence of ``C``
-    composed with ``R``, which the PLD accountant bounds by ``rest``'s
-    delta (in both orders of ``D, D'``: the curves above are symmetric).
-    The decomposition is the one behind the composition theorem of f-DP,
-    where each mechanism chosen from a released value must be dominated by
-    one fixed pair (Dong, Roth and Su 2022): here the pair of ``R``'s
-    event, on the range of the count's privacy loss only.
-
-    Where the default's refit has no full-data Gaussian part, where the
-    PLD accountant alone (each pure part as randomized response) certifies
-    no more than basic composition, or where ``branch_delta`` would fall
-    below :data:`MIN_BRANCH_DELTA_SHARE` of delta, both branches get
-    ``(epsilon_rest - count_epsilon, delta_rest)`` and the count is paid
-    by basic composition.
+    Where the default's refit gets no more than basic composition, or where
+    ``branch_delta`` would fall below :data:`MIN_BRANCH_DELTA_SHARE` of
+    delta, both branches get ``(epsilon_rest - count_epsilon, delta_rest)``
+    and the count is paid by basic composition.
     """
     epsilon, delta = float(rest[0]), float(rest[1])
     key = _plan_key(search, candidates, X_public, y_public, fixed, epsilon, delta, count_epsilon)
@@ -652,19 +531,17 @@ def plan_skip(search, candidates, X_public, y_public, fixed, rest, count_epsilon
         count_event = dpe.LaplaceDpEvent(1.0 / count_epsilon)
         refit_epsilon = largest_share(refit_event, count_event, epsilon, delta, basic)
         event = refit_event(refit_epsilon) if refit_epsilon > basic else None
-        gaussian = None if event is None else gaussian_part(canonical_event(event))
-        branch_delta = (
-            0.0
-            if gaussian is None
-            else BRANCH_DELTA_MARGIN * reference_delta(event, epsilon + count_epsilon)
-        )
-        if (
-            branch_delta >= MIN_BRANCH_DELTA_SHARE * delta
-            and _pld_epsilon(dpe.ComposedDpEvent([count_event, event]), delta) <= epsilon
+        branch_delta = 0.0
+        if event is not None:
+            # Above the refit's curve the bound grows one for one with the
+            # runs' delta: one probe at delta finds the largest that fits.
+            probe = mixture_delta(count_event, event, (basic, delta), epsilon, count_epsilon)
+            branch_delta = min(delta, BRANCH_DELTA_MARGIN * (2.0 * delta - probe))
+        if branch_delta >= MIN_BRANCH_DELTA_SHARE * delta and (
+            mixture_delta(count_event, event, (basic, branch_delta), epsilon, count_epsilon)
+            <= delta
         ):
-            skip = SkipPlan(
-                default_index, True, refit_epsilon, delta, min(delta, branch_delta), event
-            )
+            skip = SkipPlan(default_index, True, refit_epsilon, delta, branch_delta, event)
         else:
             skip = SkipPlan(default_index, True, basic, delta, delta)
     if cacheable:
