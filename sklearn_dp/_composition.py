@@ -612,7 +612,10 @@ def privacy_spent(
     The input's schema (number of columns, names, dtypes) is public here as
     for every estimator of this package, and a value that scikit-learn's
     validation refuses (an ``inf`` where ``NaN`` is the missing value) is
-    outside the steps' domain.
+    outside the steps' domain: their messages are scikit-learn's and can
+    quote the value (``FunctionTransformer(validate=True)`` on a string
+    cell); :class:`~sklearn_dp.preprocessing.RowWiseTransformer` is a
+    validated identity whose messages show no value.
 
     Anything else (for example scikit-learn's ``StandardScaler``, or a
     scikit-learn ``GridSearchCV``) read the data outside any guarantee: it is

@@ -35,7 +35,8 @@ from .._protocol import (
     release_count,
     restore_on_failure,
 )
-from .._sklearn_compat import Interval, StrOptions, validate_data
+from .._sklearn_compat import Interval, StrOptions
+from .._validation import validate_rows
 from ..accounting import calibrate_noise_multiplier
 from ..linear_model._base import public_scale
 from ..preprocessing._base import _DPTransformer
@@ -426,7 +427,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, _DPTransformer):
             ``explained_variance_`` when ``whiten``.
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64)
+        X = validate_rows(self, X, reset=False, accept_sparse="csr", dtype=np.float64)
         scores = np.asarray(X @ self.components_.T) - self.components_ @ self.mean_
         if self.whiten:
             scores /= self._whitening()
