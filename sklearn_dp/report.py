@@ -471,30 +471,32 @@ def _group_rows(obj, kind, leaves):
     if kind in ("estimator", "transformer", "search"):
         return getattr(obj, "max_group_rows_", None)
     if kind == "pipeline" and leaves:
-        units = [
-            getattr(step, "max_group_rows_", None)
-            for _, step in leaves
-            if "dp_event_" in vars(step)
-        ]
+        units = [getattr(step, "max_group_rows_", None) for step in _spending_steps(leaves)]
         if units and all(unit is not None for unit in units):
             return max(units)
     return None
 
 
-def _mixed_units(kind, leaves):
-    """Whether a Pipeline's private steps protect different units (rows and groups)."""
-    from ._composition import _unit_of, event_of
+def _spending_steps(leaves):
+    """The private steps among a Pipeline's leaves (public steps of this package spend nothing)."""
+    from ._composition import event_of
 
-    if kind != "pipeline" or not leaves:
-        return False
-    spending = [
+    return [
         step
         for _, step in leaves
         if "dp_event_" in vars(step)
         and _is_private_step(step)
         and not isinstance(event_of(step), dpe.NoOpDpEvent)
     ]
-    return len({_unit_of(step) for step in spending}) > 1
+
+
+def _mixed_units(kind, leaves):
+    """Whether a Pipeline's private steps protect different units (rows and groups)."""
+    from ._composition import _unit_of
+
+    if kind != "pipeline" or not leaves:
+        return False
+    return len({_unit_of(step) for step in _spending_steps(leaves)}) > 1
 
 
 #: The unit of a Pipeline whose private steps protect different units.

@@ -231,10 +231,12 @@ def test_steps_of_one_unit_of_privacy_compose_and_the_report_names_it():
         scaler = DPStandardScaler(epsilon=1.0, max_group_rows=5, random_state=0)
         scaler.fit(X, groups=groups)
         model = _model(epsilon=1.0, max_group_rows=5).fit(scaler.transform(X), y, groups=groups)
-    pipe = make_pipeline(scaler, model)
+    # A public step spends nothing and protects any unit.
+    pipe = make_pipeline(PublicRangeScaler((-10.0, 10.0)).fit(X), scaler, model)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert privacy_spent(pipe) == (2.0, 2e-5)
     report = privacy_report(pipe)
     assert report["epsilon"] == 2.0
     assert "group" in report["unit_of_privacy"]
+    assert report["neighbouring_relation"] == "add or remove one group of at most 5 rows"
