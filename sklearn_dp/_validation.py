@@ -150,6 +150,12 @@ def _public_message(name, message):
             "Reshape your data with X.reshape(-1, 1) if it has a single feature "
             "or X.reshape(1, -1) if it is a single sample."
         )
+    if "Complex data not supported" in message:
+        # scikit-learn's message prints the array after this phrase.
+        return (
+            f"{name}: Complex data not supported: X has complex values; pass real "
+            "numbers (for example X.real, if the imaginary part is known to be 0)."
+        )
     if "inconsistent numbers of samples" in message:
         return (
             f"{name}: X and y have inconsistent numbers of samples (rows); pass one "
