@@ -144,7 +144,7 @@ def _column_transformer(params):
 
 
 def _same_values(fitted, given):
-    """Whether two category lists hold the same values in the same order (NaN equal to NaN)."""
+    """Whether two lists (categories, column selections) hold the same values in order (NaN equal)."""
     fitted, given = list(fitted), list(given)
     if len(fitted) != len(given):
         return False
@@ -297,7 +297,7 @@ def _allow_list():
                 "kw_args",
                 "validate",
             ),
-            # func=None at fit: the fitted state is the schema only.
+            # Its fit learns the schema only, whatever its parameters then.
             _function_transformer,
             None,
         ),
@@ -604,9 +604,9 @@ def privacy_spent(
     ``statistics_`` must be its constant ``fill_value``, an encoder's
     ``categories_`` the given categories with none grouped as infrequent
     and none dropped, a ``ColumnTransformer``'s fitted column selections
-    those of its parameters and its output dense.  Steps whose private
-    fitted steps protect different units of privacy (one row for some, one
-    group, with ``groups=``, for others) do not compose: the result is then
+    those of its parameters and its output dense.  Private steps that
+    protect different units of privacy (one row for some, one group, with
+    ``groups=``, for others) do not compose: the result is then
     ``(inf, 0.0)`` with a warning.
 
     The input's schema (number of columns, names, dtypes) is public here as
