@@ -143,17 +143,108 @@ def _column_transformer(params):
     return None
 
 
+def _same_values(fitted, given):
+    """Whether two lists (categories, column selections) hold the same values in order (NaN equal)."""
+    fitted, given = list(fitted), list(given)
+    if len(fitted) != len(given):
+        return False
+    for a, b in zip(fitted, given, strict=True):
+        both_nan = isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b)
+        if not (both_nan or bool(a == b)):
+            return False
+    return True
+
+
+def _encoder_state(step, params):
+    """The fitted categories must be the given ones, none of them grouped as infrequent."""
+    if not hasattr(step, "categories_"):
+        return None
+    given = params["categories"]
+    if len(step.categories_) != len(given) or not all(
+        _same_values(np.asarray(fitted, dtype=object).tolist(), list(public))
+        for fitted, public in zip(step.categories_, given, strict=True)
+    ):
+        return (
+            "its fitted categories_ are not the categories its parameters give: it was "
+            "fitted with other parameters (categories read off the private rows); fit it "
+            "again"
+        )
+    try:
+        infrequent = step.infrequent_categories_
+    except AttributeError:  # no infrequent grouping at fit
+        infrequent = ()
+    # A fit without grouping leaves an earlier fit's groups in place, unused
+    # (scikit-learn's flag says whether transform reads them).
+    grouped = getattr(step, "_infrequent_enabled", True)
+    if grouped and any(part is not None for part in infrequent):
+        return "its fit grouped categories as infrequent by counting the private rows; fit it again"
+    if getattr(step, "drop_idx_", None) is not None:
+        return "its fit chose columns to drop; fit it again with drop=None"
+    return None
+
+
+def _imputer_state(step, params):
+    """The fitted fill values must be the constant its parameters give, and no indicator."""
+    if not hasattr(step, "statistics_"):
+        return None
+    statistics = np.asarray(step.statistics_, dtype=object).ravel().tolist()
+    fills = [params["fill_value"]] if params["fill_value"] is not None else [0, "missing_value"]
+    constant = any(
+        all(not isinstance(value, float) or not math.isnan(value) for value in statistics)
+        and all(value == fill for value in statistics)
+        for fill in fills
+    )
+    if not constant or getattr(step, "indicator_", None) is not None:
+        return (
+            "its fitted statistics_ are not the constant fill_value (or it keeps a missing "
+            "indicator): it was fitted with other parameters, and fills with statistics of "
+            "the private rows; fit it again"
+        )
+    return None
+
+
+def _column_transformer_state(step, params):
+    """The fitted output format and column selections must be those the parameters give."""
+    if not hasattr(step, "transformers_"):
+        return None
+    if getattr(step, "sparse_output_", False):
+        return "its fit chose a sparse output from the density of the private rows; fit it again"
+    fitted = {name: columns for name, _, columns in step.transformers_}
+    for name, _, columns in params["transformers"]:
+        if callable(columns):  # make_column_selector: the schema only
+            continue
+        if name not in fitted or not _same_values(
+            np.atleast_1d(np.asarray(fitted[name], dtype=object)).tolist(),
+            np.atleast_1d(np.asarray(columns, dtype=object)).tolist(),
+        ):
+            return (
+                f"its fitted column selection of {name!r} is not the one its parameters give "
+                "(it was fitted with other columns, maybe selected from the private values); "
+                "fit it again"
+            )
+    return None
+
+
 def _allow_list():
-    """``{class: (known parameters, check)}``: scikit-learn steps vouched for, and how.
+    """``{class: (known parameters, check, fitted_check)}``: scikit-learn steps vouched for, and how.
 
     Each ``check(params)`` returns None when the parameter values keep the
     step row-wise and blind to the data, else the reason it is refused.  A
     parameter outside ``known`` is refused too (a release may add one).
+    Parameters can be changed after a fit (``set_params``), so
+    ``fitted_check(step, params)`` checks that what the step learned in its
+    fit is what those parameters give on any data (None when it is, or when
+    the step is not fitted).
     """
     from sklearn.compose import ColumnTransformer
     from sklearn.impute import SimpleImputer
     from sklearn.pipeline import FeatureUnion, Pipeline
-    from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, OrdinalEncoder
+    from sklearn.preprocessing import (
+        FunctionTransformer,
+        OneHotEncoder,
+        OrdinalEncoder,
+        PolynomialFeatures,
+    )
 
     allowed = {
         OneHotEncoder: (
@@ -168,6 +259,7 @@ def _allow_list():
                 "sparse_output",
             ),
             _one_hot_encoder,
+            _encoder_state,
         ),
         OrdinalEncoder: (
             (
@@ -180,6 +272,7 @@ def _allow_list():
                 "unknown_value",
             ),
             _ordinal_encoder,
+            _encoder_state,
         ),
         SimpleImputer: (
             (
@@ -191,6 +284,7 @@ def _allow_list():
                 "strategy",
             ),
             _simple_imputer,
+            _imputer_state,
         ),
         FunctionTransformer: (
             (
@@ -203,9 +297,14 @@ def _allow_list():
                 "kw_args",
                 "validate",
             ),
+            # Its fit learns the schema only, whatever its parameters then.
             _function_transformer,
+            None,
         ),
-        Pipeline: (("memory", "steps", "transform_input", "verbose"), None),
+        # Its fit reads the column count only, and what it learns (the degrees
+        # and the number of outputs) comes from its parameters and that count.
+        PolynomialFeatures: (("degree", "include_bias", "interaction_only", "order"), None, None),
+        Pipeline: (("memory", "steps", "transform_input", "verbose"), None, None),
         FeatureUnion: (
             (
                 "n_jobs",
@@ -214,6 +313,7 @@ def _allow_list():
                 "verbose",
                 "verbose_feature_names_out",
             ),
+            None,
             None,
         ),
         ColumnTransformer: (
@@ -230,6 +330,7 @@ def _allow_list():
                 "verbose_feature_names_out",
             ),
             _column_transformer,
+            _column_transformer_state,
         ),
     }
     try:
@@ -237,10 +338,32 @@ def _allow_list():
     except ImportError:  # pragma: no cover - scikit-learn < 1.6
         pass
     else:
-        # Fitted before the pipeline, by the user's account on public data;
-        # its fit inside the pipeline does nothing.
-        allowed[FrozenEstimator] = (("estimator",), None)
+        # Its fit inside the pipeline does nothing, but the step it holds was
+        # fitted before, maybe on the private rows: that step is checked as
+        # if it were not frozen (see _leaves).
+        allowed[FrozenEstimator] = (("estimator",), None, None)
     return allowed
+
+
+def is_frozen(step):
+    """Whether ``step`` is scikit-learn's ``FrozenEstimator`` (it holds an estimator fitted before)."""
+    return type(step).__name__ == "FrozenEstimator" and hasattr(step, "estimator")
+
+
+def allow_list_problem(step, entry, *, fitted=True):
+    """Why the allow-listed ``step`` (its ``entry`` of :func:`_allow_list`) is refused, or None.
+
+    Its parameters and, if ``fitted``, what it learned in its fit (which may
+    have used other parameters); a step that will be fitted again (a clone in
+    a search) is checked on its parameters only.
+    """
+    known, check, fitted_check = entry
+    params = step.get_params(deep=False)
+    return (
+        _unknown_params(params, known)
+        or (check(params) if check else None)
+        or (fitted_check(step, params) if fitted and fitted_check else None)
+    )
 
 
 def _is_search(step):
@@ -372,13 +495,16 @@ def _leaves(step, path, allowed, *, vouched=True):
             f"the allow-list was checked against scikit-learn {', '.join(CHECKED_SKLEARN)} "
             f"only, and this is scikit-learn {sklearn.__version__}",
         )
-    known, check = entry
-    params = step.get_params(deep=False)
-    reason = _unknown_params(params, known) or (check(params) if check else None)
+    reason = allow_list_problem(step, entry)
     if reason:
         raise _Refused(name, step, reason)
     prefix = f"{path}." if path else ""
-    if hasattr(step, "named_steps"):  # Pipeline
+    if is_frozen(step):
+        # Its fit in the pipeline does nothing, but the step it holds was
+        # fitted before, maybe on these rows: checked as if not frozen (a
+        # step of this package contributes its recorded spend).
+        children = [("estimator", step.estimator)]
+    elif hasattr(step, "named_steps"):  # Pipeline
         children = [(n, s) for n, s in step.steps]
     elif hasattr(step, "transformer_list"):  # FeatureUnion
         children = [(n, s) for n, s in step.transformer_list]
@@ -465,13 +591,31 @@ def privacy_spent(
       function cannot be checked (and its default ``check_inverse`` samples
       private rows); assert a function row-wise with
       :class:`~sklearn_dp.preprocessing.RowWiseTransformer`;
-    * ``FrozenEstimator`` (fitted beforehand, by the user's account on
-      public data), ``"passthrough"`` and ``"drop"``.
+    * ``PolynomialFeatures`` (its fit reads the column count only);
+    * ``FrozenEstimator``: the step it holds was fitted before, maybe on the
+      same private rows, so it is checked as if it were not frozen (a step
+      of this package contributes its recorded spend, ``inf`` for
+      ``epsilon=inf``; a scikit-learn step must be on this list, with its
+      parameters and fitted state; anything else is refused);
+    * ``"passthrough"`` and ``"drop"``.
+
+    Parameters can change after a fit (``set_params``), so the fitted state
+    of each allow-listed step is checked too: a ``SimpleImputer``'s
+    ``statistics_`` must be its constant ``fill_value``, an encoder's
+    ``categories_`` the given categories with none grouped as infrequent
+    and none dropped, a ``ColumnTransformer``'s fitted column selections
+    those of its parameters and its output dense.  Private steps that
+    protect different units of privacy (one row for some, one group, with
+    ``groups=``, for others) do not compose: the result is then
+    ``(inf, 0.0)`` with a warning.
 
     The input's schema (number of columns, names, dtypes) is public here as
     for every estimator of this package, and a value that scikit-learn's
     validation refuses (an ``inf`` where ``NaN`` is the missing value) is
-    outside the steps' domain.
+    outside the steps' domain: their messages are scikit-learn's and can
+    quote the value (``FunctionTransformer(validate=True)`` on a string
+    cell); :class:`~sklearn_dp.preprocessing.RowWiseTransformer` is a
+    validated identity whose messages show no value.
 
     Anything else (for example scikit-learn's ``StandardScaler``, or a
     scikit-learn ``GridSearchCV``) read the data outside any guarantee: it is
@@ -531,15 +675,66 @@ def privacy_spent(
         for path, step in steps
         if not isinstance(event_of(step), dpe.NoOpDpEvent) and spent_of(step) != (0.0, 0.0)
     ]
-    if not spends:
-        return (0.0, 0.0)
-    if any(math.isinf(float(spent_of(step)[0])) for _, step in spends):
+    units = {_unit_of(step) for _, step in spends}
+    if len(units) > 1:
+        rows = [path for path, step in spends if _unit_of(step) == "row"]
+        warnings.warn(
+            f"The private steps protect different units of privacy: {rows} one row, the "
+            "others one group (fits with groups=). Their epsilons do not add up to a "
+            "guarantee for either; fit every private step with the same groups=. The "
+            "pipeline's guarantee is reported as epsilon=inf.",
+            PrivacyLeakWarning,
+            stacklevel=user_stacklevel(),
+        )
         return (math.inf, 0.0)
     shared = _shared_budget(spends)
     if composition is None:
         composition = shared.composition if shared is not None else "basic"
-    total_epsilon = math.fsum(float(spent_of(step)[0]) for _, step in spends)
-    total_delta = math.fsum(float(spent_of(step)[1]) for _, step in spends)
+    return compose_spends(
+        [(spent_of(step), event_of(step)) for _, step in spends],
+        delta,
+        composition=composition,
+        budget=shared,
+    )
+
+
+def _unit_of(step):
+    """``"group"`` if the fit protected groups (``max_group_rows_``), else ``"row"``.
+
+    A search records the unit on itself and on the DP steps of the Pipeline
+    it released.
+    """
+    fits = [step] + [part for _, part in getattr(step, "steps", ())]
+    return "group" if any("max_group_rows_" in getattr(f, "__dict__", {}) for f in fits) else "row"
+
+
+def compose_spends(spends, delta=None, *, composition="basic", budget=None):
+    """``(epsilon, delta)`` of fits on the same rows, composed adaptively.
+
+    Parameters
+    ----------
+    spends : list of ((float, float), DpEvent)
+        Each fit's recorded ``privacy_spent_`` and ``dp_event_``, of one
+        unit of privacy.
+    delta : float, optional
+        As for :func:`privacy_spent`.
+    composition : {"basic", "zcdp"}, default="basic"
+        The rule (those of :class:`~sklearn_dp.PrivacyBudget`).
+    budget : PrivacyBudget, optional
+        The budget every fit was charged to, if one: ``"zcdp"`` then
+        converts at its delta by default.
+
+    Returns
+    -------
+    (epsilon, delta) : tuple of float
+    """
+    spends = [((float(spent[0]), float(spent[1])), event) for spent, event in spends]
+    if not spends:
+        return (0.0, 0.0)
+    if any(math.isinf(spent[0]) for spent, _ in spends):
+        return (math.inf, 0.0)
+    total_epsilon = math.fsum(spent[0] for spent, _ in spends)
+    total_delta = math.fsum(spent[1] for spent, _ in spends)
     if composition == "basic":
         if delta is None:
             return (total_epsilon, total_delta)
@@ -552,15 +747,12 @@ def privacy_spent(
     # Each step is charged as the budget charges it: its mechanism's
     # approximate-zCDP description (a label set read off the data takes its
     # delta from the pool), or its own (epsilon, delta) guarantee.
-    charges = [
-        _approximate_charges(float(spent_of(step)[0]), float(spent_of(step)[1]), event_of(step))[0]
-        for _, step in spends
-    ]
+    charges = [_approximate_charges(spent[0], spent[1], event)[0] for spent, event in spends]
     rho = math.fsum(charge[0] for charge in charges)
     pool = math.fsum(charge[1] for charge in charges)
     if delta is None:
-        if shared is not None and shared.delta > 0:
-            conversion = shared.delta - (shared.delta_pool or 0.0)
+        if budget is not None and budget.delta > 0:
+            conversion = budget.delta - (budget.delta_pool or 0.0)
         else:
             conversion = total_delta
     else:

@@ -8,6 +8,7 @@ which value.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 
 import numpy as np
@@ -16,7 +17,7 @@ import scipy.sparse as sp
 from ._design import fine_block_ranges
 from ._sklearn_compat import validate_data
 
-__all__ = ["validate_private"]
+__all__ = ["public_validation_errors", "validate_private", "validate_rows"]
 
 # Messages of numpy / scikit-learn conversions that would show private values
 # (numpy's "could not convert string to float: '<value>'", scikit-learn's
@@ -140,6 +141,63 @@ def _check_label_kinds(name, y):
         )
 
 
+def _public_message(name, message):
+    """A message without data for a validation error whose ``message`` may show some, or None."""
+    if "Expected 2D array" in message:
+        got = "a scalar" if "scalar" in message else "a 1-d array"
+        return (
+            f"{name}: X must be 2-d, of shape (n_samples, n_features); got {got}. "
+            "Reshape your data with X.reshape(-1, 1) if it has a single feature "
+            "or X.reshape(1, -1) if it is a single sample."
+        )
+    if "Complex data not supported" in message:
+        # scikit-learn's message prints the array after this phrase.
+        return (
+            f"{name}: Complex data not supported: X has complex values; pass real "
+            "numbers (for example X.real, if the imaginary part is known to be 0)."
+        )
+    if "inconsistent numbers of samples" in message:
+        return (
+            f"{name}: X and y have inconsistent numbers of samples (rows); pass one "
+            "label per row of X."
+        )
+    if any(marker in message for marker in _NON_NUMERIC_MARKERS):
+        return (
+            f"{name}: X and y must hold real numbers in a rectangular array: found a "
+            "non-numeric entry (such as a string or None), a ragged row or a complex "
+            "value. Encode categorical columns with a public encoding and convert the "
+            "data to a float array first."
+        )
+    return None
+
+
+@contextlib.contextmanager
+def public_validation_errors(name):
+    """Re-raise a validation error that may show private values with a message that shows none.
+
+    numpy's and scikit-learn's own messages quote a cell that is not a
+    number, or print a 1-d or complex array whole.
+    """
+    try:
+        yield
+    except (ValueError, TypeError) as exc:
+        message = _public_message(name, str(exc))
+        if message is None:
+            raise
+        raise ValueError(message) from None
+
+
+def validate_rows(estimator, X, **kwargs):
+    """``validate_data(estimator, X, **kwargs)`` with messages that show no private value.
+
+    For rows that are transformed or scored, and for the fits that read only
+    the input's schema: no copy and no canonicalisation beyond what
+    ``kwargs`` ask of scikit-learn.
+    """
+    with public_validation_errors(type(estimator).__name__):
+        return validate_data(estimator, X, **kwargs)
+
+
 def validate_private(estimator, X, y="no_validation", x_dtype=np.float64, **kwargs):
     """``validate_data`` for private data, with messages that show no private value.
 
@@ -159,30 +217,8 @@ def validate_private(estimator, X, y="no_validation", x_dtype=np.float64, **kwar
                 f"real numbers (for example {part}.real, if the imaginary part is known "
                 "to be 0)."
             )
-    try:
+    with public_validation_errors(name):
         validated = validate_data(estimator, X, y, accept_sparse="csr", dtype=x_dtype, **kwargs)
-    except (ValueError, TypeError) as exc:
-        message = str(exc)
-        if "Expected 2D array" in message:
-            got = "a scalar" if "scalar" in message else "a 1-d array"
-            raise ValueError(
-                f"{name}: X must be 2-d, of shape (n_samples, n_features); got {got}. "
-                "Reshape your data with X.reshape(-1, 1) if it has a single feature "
-                "or X.reshape(1, -1) if it is a single sample."
-            ) from None
-        if "inconsistent numbers of samples" in message:
-            raise ValueError(
-                f"{name}: X and y have inconsistent numbers of samples (rows); pass one "
-                "label per row of X."
-            ) from None
-        if any(marker in message for marker in _NON_NUMERIC_MARKERS):
-            raise ValueError(
-                f"{name}: X and y must hold real numbers in a rectangular array: found a "
-                "non-numeric entry (such as a string or None), a ragged row or a complex "
-                "value. Encode categorical columns with a public encoding and convert the "
-                "data to a float array before fitting."
-            ) from None
-        raise
     reading_rows = kwargs.get("reset", True)
 
     def prepared(X):

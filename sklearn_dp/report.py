@@ -469,14 +469,40 @@ def _group_rows(obj, kind, leaves):
     if kind in ("estimator", "transformer", "search"):
         return getattr(obj, "max_group_rows_", None)
     if kind == "pipeline" and leaves:
-        units = [
-            getattr(step, "max_group_rows_", None)
-            for _, step in leaves
-            if "dp_event_" in vars(step)
-        ]
+        units = [getattr(step, "max_group_rows_", None) for step in _spending_steps(leaves)]
         if units and all(unit is not None for unit in units):
             return max(units)
     return None
+
+
+def _spending_steps(leaves):
+    """The private steps among a Pipeline's leaves (public steps of this package spend nothing)."""
+    from ._composition import event_of
+
+    return [
+        step
+        for _, step in leaves
+        if "dp_event_" in vars(step)
+        and _is_private_step(step)
+        and not isinstance(event_of(step), dpe.NoOpDpEvent)
+    ]
+
+
+def _mixed_units(kind, leaves):
+    """Whether a Pipeline's private steps protect different units (rows and groups)."""
+    from ._composition import _unit_of
+
+    if kind != "pipeline" or not leaves:
+        return False
+    return len({_unit_of(step) for step in _spending_steps(leaves)}) > 1
+
+
+#: The unit of a Pipeline whose private steps protect different units.
+_MIXED_UNIT = (
+    "none: some private steps protect one row, others one group (fits with groups=); "
+    "their epsilons do not add up to a guarantee for either (epsilon is reported as "
+    "inf). Fit every private step with the same groups="
+)
 
 
 def _group_unit(max_rows):
@@ -677,12 +703,21 @@ def privacy_report(obj, *, false_positive_rates: Sequence[float] = FALSE_POSITIV
     epsilon, delta = _guarantee(obj, kind)
     attack = _attack(obj, rates)
     group_rows = _group_rows(obj, kind, leaves)
+    mixed = _mixed_units(kind, leaves)
     report = {
         "format": REPORT_FORMAT,
         "object": type(obj).__name__,
         "kind": kind,
-        "unit_of_privacy": _UNIT_TEXT[kind] if group_rows is None else _group_unit(group_rows),
-        "neighbouring_relation": unit_of_privacy(group_rows),
+        "unit_of_privacy": (
+            _MIXED_UNIT
+            if mixed
+            else _UNIT_TEXT[kind]
+            if group_rows is None
+            else _group_unit(group_rows)
+        ),
+        "neighbouring_relation": (
+            "none (the steps protect different units)" if mixed else unit_of_privacy(group_rows)
+        ),
         "epsilon": _number(epsilon),
         "delta": _number(delta),
         "attack": {

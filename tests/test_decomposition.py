@@ -146,6 +146,16 @@ def test_dppca_given_data_norm_spends_on_the_sums_only():
     assert epsilon_of_event(model.dp_event_, DELTA) <= 1.0 * (1 + 1e-9)
 
 
+@pytest.mark.parametrize("data_norm", [1e200, 1e-200])
+def test_dppca_data_norm_outside_the_public_scale_range_is_refused_before_any_spend(data_norm):
+    # Its square is the second-moment matrix's sensitivity: far outside the
+    # range it overflows (or vanishes) after the charge.
+    budget = PrivacyBudget(10.0, 1e-4)
+    with pytest.raises(ValueError, match="data_norm"):
+        DPPCA(2, data_norm=data_norm, budget=budget).fit(_data(200))
+    assert budget.ledger == []
+
+
 def test_release_symmetric_mirrors_the_noise_of_the_upper_triangle():
     # The release dp_ssp and DPPCA share: noise std s on the diagonal,
     # s / sqrt(2) off it, symmetric; the traced value is svec (Frobenius = L2).

@@ -1080,13 +1080,9 @@ def test_searched_pipeline_with_public_steps_of_the_allow_list():
 
 def _refused_pipelines():
     from sklearn.compose import ColumnTransformer
+    from sklearn.frozen import FrozenEstimator
     from sklearn.linear_model import LogisticRegression
-    from sklearn.preprocessing import (
-        FunctionTransformer,
-        OrdinalEncoder,
-        PolynomialFeatures,
-        StandardScaler,
-    )
+    from sklearn.preprocessing import FunctionTransformer, OrdinalEncoder, StandardScaler
 
     other = PrivacyBudget(5.0, 1e-4, composition="basic")
     return {
@@ -1096,7 +1092,16 @@ def _refused_pipelines():
             PIPELINE_GRID,
             "RowWiseTransformer",
         ),
-        "unfrozen": ([PolynomialFeatures()], PIPELINE_GRID, "FrozenEstimator"),
+        "frozen-off-the-allow-list": (
+            [FrozenEstimator(StandardScaler().fit(np.zeros((2, 3))))],
+            PIPELINE_GRID,
+            "frozenestimator.estimator",
+        ),
+        "frozen-dp-step": (
+            [FrozenEstimator(DPStandardScaler(epsilon=math.inf).fit(np.zeros((2, 3))))],
+            PIPELINE_GRID,
+            "outside the search's guarantee",
+        ),
         "dp-step-in-a-container": (
             [ColumnTransformer([("s", DPStandardScaler(), [0, 1])], sparse_threshold=0)],
             PIPELINE_GRID,

@@ -28,6 +28,7 @@ from sklearn_dp.accounting import (
     epsilon_of_zcdp,
     zcdp_rho,
 )
+from sklearn_dp.decomposition import DPPCA
 from sklearn_dp.exceptions import PrivacyLeakWarning
 from sklearn_dp.preprocessing import (
     DPMinMaxScaler,
@@ -739,3 +740,46 @@ def test_standard_scaler_with_given_bounds_audit_stays_below_the_claim():
 
     result = audit_mechanism(run, claimed_epsilon=epsilon, delta=delta, n_runs=1000)
     assert result.epsilon_lower_bound <= epsilon
+
+
+# -- validation messages show no private value ------------------------------------
+
+
+def _malformed_rows():
+    import pandas as pd
+
+    secret = "ALICE-SSN-123-45-6789"
+    return {
+        "string-cell": (np.array([[0.1, 0.2], [0.3, secret]], dtype=object), secret),
+        "complex-cell": (np.array([[0.1, 0.2], [31337.25 + 2j, 0.5]]), "31337"),
+        "dataframe": (pd.DataFrame({"a": [0.1, 0.3], "b": ["0.2", secret]}), secret),
+    }
+
+
+def _fitted_steps():
+    X = np.random.default_rng(0).normal(size=(200, 2))
+    return {
+        "PublicRangeScaler": PublicRangeScaler((-3.0, 3.0)).fit(X),
+        "RowWiseTransformer": RowWiseTransformer(np.tanh).fit(X),
+        "DPStandardScaler": DPStandardScaler(epsilon=1.0, random_state=0).fit(X),
+        "DPMinMaxScaler": DPMinMaxScaler(epsilon=1.0, random_state=0).fit(X),
+        "DPPCA": DPPCA(1, epsilon=1.0, random_state=0).fit(X),
+    }
+
+
+@pytest.mark.parametrize("rows", sorted(_malformed_rows()))
+@pytest.mark.parametrize("step", sorted(_fitted_steps()))
+def test_validation_messages_show_no_private_value(step, rows):
+    fitted = _fitted_steps()[step]
+    X, secret = _malformed_rows()[rows]
+    methods = [fitted.transform]
+    if hasattr(fitted, "inverse_transform") and step != "DPPCA":
+        methods.append(fitted.inverse_transform)
+    if step in ("PublicRangeScaler", "RowWiseTransformer"):
+        methods.append(clone(fitted).fit)
+    for method in methods:
+        with pytest.raises(ValueError) as raised:
+            method(X)
+        message = str(raised.value)
+        assert secret not in message and "[[" not in message, (method, message)
+        assert message.startswith(f"{step}: "), message

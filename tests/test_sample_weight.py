@@ -10,7 +10,9 @@
   all are zero depends on every row): they fit zero effective rows.
 * ``epsilon=inf`` reaches scikit-learn's weighted optimum.
 * ``sample_weight=None`` is the unweighted fit, bit for bit.
-* ``warm_start`` is post-processing: same cost, same event, one more ledger entry.
+* ``warm_start`` charges the new fit only (one more ledger entry), but the
+  model carries both fits' releases: its ``dp_event_`` and ``privacy_spent_``
+  compose the previous fit's with the new one's.
 * float32 input gives float32 ``coef_`` and ``intercept_``.
 """
 
@@ -20,12 +22,20 @@ import math
 
 import numpy as np
 import pytest
+from dp_accounting import dp_event as dpe
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.datasets import make_classification, make_regression
 from sklearn.linear_model import LogisticRegression, Ridge
 
-from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor, PrivacyBudget
+from sklearn_dp import (
+    DPLasso,
+    DPLogisticRegression,
+    DPSCORegressor,
+    PrivacyBudget,
+    privacy_report,
+    privacy_spent,
+)
 from sklearn_dp._clipped_sums import clipped_gradient_sum, newton_sums, sufficient_statistics, svec
 from sklearn_dp._data import bound_data
 from sklearn_dp._losses import get_loss
@@ -455,7 +465,7 @@ def test_class_weight_refusals_before_the_reservation(class_weight, fragment):
 # -- warm_start -----------------------------------------------------------------
 
 
-def test_warm_start_costs_what_a_cold_fit_costs():
+def test_warm_start_charges_its_own_fit_and_reports_the_composed_guarantee():
     X, y = _classification()
     budget = PrivacyBudget(10.0, 1e-3, composition="basic")
     model = DPLogisticRegression(
@@ -468,16 +478,43 @@ def test_warm_start_costs_what_a_cold_fit_costs():
         max_iter=10,
     )
     model.fit(X, y)
-    first_event = repr(model.dp_event_)
+    first_event = model.dp_event_
     first = model.coef_.copy()
+    model.set_params(epsilon=0.5)
     model.fit(X, y)
+    second_event = model.dp_event_.events[1]
     assert len(budget.ledger) == 2
-    assert budget.spent == pytest.approx((2.0, 2e-5))
-    assert repr(model.dp_event_) == first_event
-    assert model.privacy_spent_ == (1.0, 1e-5)
+    assert [entry.epsilon for entry in budget.ledger] == [1.0, 0.5]
+    assert budget.spent == pytest.approx((1.5, 2e-5))
+    assert model.dp_event_ == dpe.ComposedDpEvent([first_event, second_event])
+    assert model.privacy_spent_ == (1.5, 2e-5)
+    assert privacy_spent(model) == (1.5, 2e-5)
+    assert privacy_report(model)["epsilon"] == 1.5
     assert not np.array_equal(model.coef_, first)
-    entries = budget.ledger
-    assert entries[0].epsilon == entries[1].epsilon and entries[0].delta == entries[1].delta
+    # A cold fit reports its own spend again.
+    model.set_params(warm_start=False).fit(X, y)
+    assert model.privacy_spent_ == (0.5, 1e-5)
+
+
+def test_warm_start_from_a_non_private_fit_reports_no_guarantee():
+    X, y = _classification()
+    model = DPLogisticRegression(
+        epsilon=math.inf, classes=[0, 1], warm_start=True, solver="dp_gd", max_iter=5
+    ).fit(X, y)
+    model.set_params(epsilon=1.0, random_state=0).fit(X, y)
+    assert model.privacy_spent_ == (math.inf, 0.0)
+    assert privacy_report(model)["epsilon"] == "inf"
+
+
+def test_warm_start_ignored_by_the_solver_reports_its_own_fit():
+    X, y = _classification()
+    model = DPLogisticRegression(
+        epsilon=1.0, classes=[0, 1], random_state=0, solver="output_perturbation"
+    ).fit(X, y)
+    model.set_params(warm_start=True)
+    with pytest.warns(UserWarning, match="warm_start=True is ignored"):
+        model.fit(X, y)
+    assert model.privacy_spent_ == (1.0, 1e-5)
 
 
 @pytest.mark.parametrize("solver", ["dp_gd", "dp_newton", "dp_sgd"])

@@ -35,8 +35,10 @@ from .._protocol import (
     release_count,
     restore_on_failure,
 )
-from .._sklearn_compat import Interval, StrOptions, validate_data
+from .._sklearn_compat import Interval, StrOptions
+from .._validation import validate_rows
 from ..accounting import calibrate_noise_multiplier
+from ..linear_model._base import public_scale
 from ..preprocessing._base import _DPTransformer
 from ..solvers._noisy_steps import release, release_symmetric
 
@@ -139,8 +141,9 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, _DPTransformer):
         released with the Gaussian mechanism, which needs ``delta > 0``:
         ``delta=0`` is refused before anything is spent.
     data_norm : float or "auto", default="auto"
-        Bound on the L2 norm of each row of ``X``.  Longer rows are scaled
-        down to it (clipped, not rejected).  A number is public knowledge
+        Bound on the L2 norm of each row of ``X``, in ``[1e-30, 1e30]``.
+        Longer rows are scaled down to it (clipped, not rejected).  A number
+        is public knowledge
         and costs nothing; ``"auto"`` estimates it privately with 10% of
         epsilon (an exponential mechanism over the public grid 1e-8..1e8, as
         for the estimators' ``data_norm``, see
@@ -230,7 +233,9 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, _DPTransformer):
     _parameter_constraints = {
         **_DPTransformer._privacy_parameter_constraints,
         "n_components": [Interval(Integral, 1, None, closed="left"), None],
-        "data_norm": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+        # A public scale, within the range the gateway handles: the Gram
+        # matrix's sensitivity is data_norm ** 2.
+        "data_norm": [StrOptions({"auto"}), *public_scale()],
         "whiten": ["boolean"],
     }
 
@@ -422,7 +427,7 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, _DPTransformer):
             ``explained_variance_`` when ``whiten``.
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64)
+        X = validate_rows(self, X, reset=False, accept_sparse="csr", dtype=np.float64)
         scores = np.asarray(X @ self.components_.T) - self.components_ @ self.mean_
         if self.whiten:
             scores /= self._whitening()

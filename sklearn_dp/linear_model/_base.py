@@ -444,9 +444,9 @@ class BaseDPEstimator(SavedWithoutLedger, BaseEstimator):
     def _warm_start_model(self, n_features, n_outputs=None):
         """The previous fit's released ``(coef_, intercept_)`` for a warm start, or None.
 
-        Public (the previous model is a release; reusing it is
-        post-processing): its shape is checked against the new fit's public
-        shape here, before any spend.  Returns 2-d ``coef`` (n_outputs,
+        Public (the previous model is a release, whose guarantee the new
+        fit's composes with): its shape is checked against the new fit's
+        public shape here, before any spend.  Returns 2-d ``coef`` (n_outputs,
         n_features) and 1-d ``intercept`` copies.
         """
         if not getattr(self, "warm_start", False) or not hasattr(self, "coef_"):

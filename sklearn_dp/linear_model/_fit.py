@@ -48,6 +48,7 @@ from .._protocol import (
     release_count,
 )
 from .._public_errors import public_error
+from .._saving import RECORD_ATTRIBUTE
 from .._scaled_design import scaled_design, to_caller_units, to_fit_units
 from .._warnings import user_stacklevel
 from ..accounting import ApproximateDpEvent
@@ -386,6 +387,7 @@ def run_fit(estimator, request, plan):
 
 def _run_fit(estimator, request, plan):
     context = plan.context
+    previous = _previous_release(estimator)
     # The phases of a long fit, before the solver's own lines: public values
     # and released ones only (the count printed is the released count).
     progress = Progress(type(estimator).__name__, 0, estimator.verbose)
@@ -466,7 +468,7 @@ def _run_fit(estimator, request, plan):
             delta=plan.shares["solver"][1],
             random_state=phase.rng,
             verbose=estimator.verbose,
-            **_run_options(plan, spec, kwargs, bounds, problem, solver_plan),
+            **(options := _run_options(plan, spec, kwargs, bounds, problem, solver_plan)),
         )
         if scales is not None:
             # Post-processing of released values: the model in the caller's units.
@@ -484,7 +486,50 @@ def _run_fit(estimator, request, plan):
         for message in result.info.pop("warnings", ()):
             phase.warn(message)
     record_spend(estimator, plan, phase.event, phase.reservation)
+    if "coef_init" in options:
+        _compose_with_previous(estimator, previous, plan.max_group_rows)
     return spec, data, result, bounds
+
+
+def _previous_release(estimator):
+    """``(privacy_spent, dp_event, group-level, planned)`` of the fit a warm start would reuse, or None."""
+    from .._composition import event_of, spent_of
+
+    if "dp_event_" not in vars(estimator):
+        return None
+    record = vars(estimator).get(RECORD_ATTRIBUTE) or {}
+    return (
+        spent_of(estimator),
+        event_of(estimator),
+        "max_group_rows_" in vars(estimator),
+        bool(record.get("planned", False)),
+    )
+
+
+def _compose_with_previous(estimator, previous, max_group_rows):
+    """A warm-started fit's guarantee: the previous fit's composed with its own.
+
+    The fit started from the previous ``coef_``, a release of the same rows,
+    so what it releases carries both fits (adaptive composition, as
+    :func:`sklearn_dp.privacy_spent` composes the steps of a Pipeline).  The
+    budget was charged this fit's spend only: the previous one was charged
+    when it ran.  Fits of different units of privacy do not compose.
+    """
+    from .._composition import compose_spends
+
+    if previous is None:
+        return
+    spent, event, group_level, planned = previous
+    estimator.dp_event_ = dpe.ComposedDpEvent([event, estimator.dp_event_])
+    if group_level != (max_group_rows is not None):
+        estimator.privacy_spent_ = (math.inf, 0.0)
+    else:
+        estimator.privacy_spent_ = compose_spends(
+            [(spent, event), (estimator.privacy_spent_, None)], composition="basic"
+        )
+    record = vars(estimator).get(RECORD_ATTRIBUTE)
+    if record is not None:
+        record["planned"] = bool(record.get("planned")) and planned
 
 
 def _shown(released):

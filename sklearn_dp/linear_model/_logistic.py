@@ -144,9 +144,10 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
     warm_start : bool, default=False
         Start from the previous fit's ``coef_`` and ``intercept_`` (with the
         solvers that take an initial point: ``dp_newton``, ``dp_gd``,
-        ``dp_sgd``; the others warn and start cold).  Reusing a released
-        model is post-processing: the new fit costs what a cold fit costs
-        and is recorded on ``budget`` as usual.  The previous model must
+        ``dp_sgd``; the others warn and start cold).  The new fit
+        charges ``budget`` what a cold fit charges, but its model carries the
+        previous release of the same rows too: ``dp_event_`` and
+        ``privacy_spent_`` compose the previous fit's with the new one's.  The previous model must
         have the new fit's shape (checked before anything is spent); when
         the label set is released privately and differs from the previous
         ``classes_``, the fit starts cold.

@@ -43,7 +43,8 @@ from .._composition import (
     _allow_list,
     _is_search,
     _sklearn_release,
-    _unknown_params,
+    allow_list_problem,
+    is_frozen,
 )
 from .._protocol import PrivatePhase
 from ..linear_model._base import BaseDPEstimator
@@ -101,8 +102,12 @@ def _non_finite(value):
     return isinstance(value, float) and not math.isfinite(value)
 
 
-def _check_public(step, path, allowed):
-    """Refuse ``step`` unless it reads nothing but the schema (the allow-list of privacy_spent)."""
+def _check_public(step, path, allowed, *, frozen=False):
+    """Refuse ``step`` unless it reads nothing but the schema (the allow-list of privacy_spent).
+
+    ``frozen``: ``step`` sits in a ``FrozenEstimator``, which the search does
+    not fit again, so what it learned in its earlier fit is checked too.
+    """
     if step is None or (isinstance(step, str) and step in ("drop", "passthrough")):
         return
     if isinstance(step, _PUBLIC_OURS):
@@ -125,10 +130,9 @@ def _check_public(step, path, allowed):
             "guarantee: it is not on the allow-list of row-wise, data-blind scikit-learn steps "
             "of sklearn_dp.privacy_spent. Use DPStandardScaler, DPMinMaxScaler or DPPCA (they "
             "spend a share of the search's epsilon), PublicRangeScaler with public ranges, "
-            "RowWiseTransformer(func) for a row-wise function of public constants, a "
-            "scikit-learn step fitted on public rows and wrapped in "
-            "sklearn.frozen.FrozenEstimator (for example PolynomialFeatures), or transform X "
-            "with public parameters before the search."
+            "RowWiseTransformer(func) for a row-wise function of public constants, or "
+            "transform X with public parameters before the search (a FrozenEstimator does "
+            "not help: what it holds is checked as if it were not frozen)."
         )
     if _sklearn_release() not in CHECKED_SKLEARN:
         raise _Refused(
@@ -136,9 +140,8 @@ def _check_public(step, path, allowed):
             f"scikit-learn {', '.join(CHECKED_SKLEARN)} only; use the sklearn_dp steps "
             "(PublicRangeScaler, RowWiseTransformer) instead."
         )
-    known, check = entry
     params = step.get_params(deep=False)
-    reason = _unknown_params(params, known) or (check(params) if check else None)
+    reason = allow_list_problem(step, entry, fitted=frozen)
     if reason is None and params.get("verbose"):
         # Inside a search it would also print one line per run, and the
         # number of runs must stay secret.
@@ -152,11 +155,20 @@ def _check_public(step, path, allowed):
         reason = "memory= stores the private rows on disk; pass memory=None"
     if reason:
         raise _Refused(f"step {path!r} ({type(step).__name__}): {reason}.")
-    if type(step).__name__ == "FrozenEstimator":
-        # Fitted beforehand (by the user's account on public data); its fit
-        # does nothing.  It forwards attributes: do not look into it.
-        return
-    if hasattr(step, "steps"):
+    if is_frozen(step):
+        # Its fit does nothing, but the step it holds was fitted before, maybe
+        # on these rows: checked as if it were not frozen.
+        inner = step.estimator
+        if isinstance(inner, (_DPTransformer, BaseDPEstimator)):
+            raise _Refused(
+                f"step {path!r} holds a frozen {type(inner).__name__}: it was fitted before "
+                "the search, and its spend is outside the search's guarantee. Put it in the "
+                "Pipeline unfrozen (the search fits it with a share of its epsilon), or "
+                "transform X with it before the search and compose the two guarantees with "
+                "sklearn_dp.privacy_spent."
+            )
+        children, frozen = [("estimator", inner)], True
+    elif hasattr(step, "steps"):
         children = list(step.steps)
     elif hasattr(step, "transformer_list"):
         children = list(step.transformer_list)
@@ -166,7 +178,7 @@ def _check_public(step, path, allowed):
     else:
         return
     for name, child in children:
-        _check_public(child, f"{path}.{name}", allowed)
+        _check_public(child, f"{path}.{name}", allowed, frozen=frozen)
 
 
 def check_target(estimator, owner):

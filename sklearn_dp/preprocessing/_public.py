@@ -12,7 +12,7 @@ from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from .._sklearn_compat import validate_data
+from .._validation import public_validation_errors, validate_rows
 from ._base import _check_ranges
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ class PublicRangeScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             The fitted scaler.
         """
         self._validate_params()
-        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32])
+        X = validate_rows(self, X, accept_sparse="csr", dtype=[np.float64, np.float32])
         lo, hi = _check_ranges(self.ranges, X.shape[1])
         self.scale_ = 2.0 / (hi - lo)
         self.offset_ = -1.0 - lo * self.scale_
@@ -98,7 +98,7 @@ class PublicRangeScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             The scaled data.
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=[np.float64, np.float32])
+        X = validate_rows(self, X, reset=False, accept_sparse="csr", dtype=[np.float64, np.float32])
         if sp.issparse(X):
             if np.any(self.offset_ != 0):
                 raise ValueError(
@@ -126,7 +126,7 @@ class PublicRangeScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             The data on its original scale.
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=[np.float64, np.float32])
+        X = validate_rows(self, X, reset=False, accept_sparse="csr", dtype=[np.float64, np.float32])
         if sp.issparse(X):
             return sp.csr_matrix(X @ sp.diags(1.0 / self.scale_))
         return (X - self.offset_) / self.scale_
@@ -198,14 +198,17 @@ class RowWiseTransformer(TransformerMixin, BaseEstimator):
         self : RowWiseTransformer
             The fitted transformer.
         """
-        self.transformer_ = FunctionTransformer(
+        transformer = FunctionTransformer(
             func=self.func,
             kw_args=self.kw_args,
             feature_names_out=self.feature_names_out,
             validate=True,
             accept_sparse=True,
             check_inverse=False,
-        ).fit(X)
+        )
+        # scikit-learn's own messages would quote a private cell.
+        with public_validation_errors(type(self).__name__):
+            self.transformer_ = transformer.fit(X)
         for name in ("n_features_in_", "feature_names_in_"):
             if hasattr(self.transformer_, name):
                 setattr(self, name, getattr(self.transformer_, name))
@@ -227,7 +230,8 @@ class RowWiseTransformer(TransformerMixin, BaseEstimator):
             ``func(X, **kw_args)``.
         """
         check_is_fitted(self)
-        return self.transformer_.transform(X)
+        with public_validation_errors(type(self).__name__):
+            return self.transformer_.transform(X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -20,7 +20,8 @@ from .._protocol import (
     release_count,
     restore_on_failure,
 )
-from .._sklearn_compat import StrOptions, validate_data
+from .._sklearn_compat import StrOptions
+from .._validation import validate_rows
 from ._base import (
     _bound_events,
     _calibrate_sums,
@@ -458,7 +459,7 @@ class DPStandardScaler(_DPTransformer):
             The scaled data.
         """
         check_is_fitted(self)
-        X = validate_data(
+        X = validate_rows(
             self,
             X,
             reset=False,
@@ -496,7 +497,7 @@ class DPStandardScaler(_DPTransformer):
             The data on its original scale.
         """
         check_is_fitted(self)
-        X = validate_data(
+        X = validate_rows(
             self,
             X,
             reset=False,
@@ -767,7 +768,7 @@ class DPMinMaxScaler(_DPTransformer):
             The scaled data.
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], copy=True)
+        X = validate_rows(self, X, reset=False, dtype=[np.float64, np.float32], copy=True)
         X = X * self.scale_ + self.min_
         if self.clip:
             X = np.clip(X, self.feature_range[0], self.feature_range[1])
@@ -787,5 +788,5 @@ class DPMinMaxScaler(_DPTransformer):
             The data on its original scale.
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], copy=True)
+        X = validate_rows(self, X, reset=False, dtype=[np.float64, np.float32], copy=True)
         return (X - self.min_) / self.scale_
