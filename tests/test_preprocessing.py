@@ -783,3 +783,17 @@ def test_validation_messages_show_no_private_value(step, rows):
         message = str(raised.value)
         assert secret not in message and "[[" not in message, (method, message)
         assert message.startswith(f"{step}: "), message
+
+
+@pytest.mark.parametrize("bounds", [(-1e300, 1e300), (0.0, 1e-300), (-1e308, 1e308)])
+@pytest.mark.parametrize("make", [DPStandardScaler, DPMinMaxScaler, PublicRangeScaler])
+def test_ranges_outside_the_public_scales_are_refused_before_any_spend(make, bounds):
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    if make is PublicRangeScaler:
+        model = make(ranges=bounds)
+    else:
+        model = make(bounds=bounds, budget=PrivacyBudget(10.0, 1e-4))
+    with pytest.raises(ValueError, match="rescale the data by a public constant"):
+        model.fit(X)
+    if make is not PublicRangeScaler:
+        assert model.budget.ledger == []

@@ -26,6 +26,7 @@ from .._bounds import (
     selection_event,
     upper_bound_counts,
 )
+from .._limits import MAX_SCALE, MIN_SCALE
 from .._protocol import (
     PRIVACY_PARAMETER_CONSTRAINTS,
     FitPlan,
@@ -59,6 +60,13 @@ def _check_ranges(ranges, n_features, name="ranges"):
     lo, hi = array[:, 0].copy(), array[:, 1].copy()
     if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(hi > lo)):
         raise ValueError(f"{name}: every range must be finite with min < max.")
+    # A range far outside the public scales overflows the sums' squares or
+    # their noise; the check runs before the spend, on public values only.
+    if np.any(np.maximum(np.abs(lo), np.abs(hi)) > MAX_SCALE) or np.any(hi - lo < MIN_SCALE):
+        raise ValueError(
+            f"{name}: every range must lie within [-{MAX_SCALE:g}, {MAX_SCALE:g}] and be at "
+            f"least {MIN_SCALE:g} wide; rescale the data by a public constant to bring it there."
+        )
     return lo, hi
 
 
