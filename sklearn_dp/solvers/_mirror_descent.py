@@ -40,8 +40,11 @@ from ._gradient_descent import gradient_bound
 from ._l1_geometry import (
     allocate_rows,
     check_l1_options,
+    check_strongly_convex,
     checked_domain,
     public_setup,
+    strong_convexity,
+    strongly_convex_rounds,
 )
 from ._noisy_steps import plan_of_call
 from ._pnorm import bregman_step, default_p, pnorm, pnorm_mirror_gradient
@@ -116,12 +119,7 @@ def _steps(n_rows, batch, max_iter):
 
 def _rounds(n_samples, strongly_convex):
     """Expected block sizes of the strongly convex reduction (seed section 5), or [n]."""
-    if not strongly_convex:
-        return [float(n_samples)]
-    log_n = math.log2(max(n_samples, 4))
-    k = max(1, math.ceil(math.log2(log_n)))
-    sizes = [2 ** (i - 2) * n_samples / log_n for i in range(1, k + 1)]
-    return [s for s in sizes if s >= 2] or [float(n_samples)]
+    return strongly_convex_rounds(n_samples) if strongly_convex else [float(n_samples)]
 
 
 @memoize(maxsize=512)
@@ -448,12 +446,6 @@ def _allocate(rng, n_rows, n_public, blocks):
     return [np.flatnonzero(allocation == i) for i in range(len(sizes))]
 
 
-_STRONGLY_CONVEX_MESSAGE = (
-    "{solver}: strongly_convex=True needs an objective that is strongly convex from public "
-    "knowledge: an L2 (elastic-net) penalty on every coefficient and no intercept."
-)
-
-
 def _check_lp(solver, options):
     """Refuse, from public options only, what the lp ball does not support."""
     # The values of constraint are the registry's (option_constraints).
@@ -473,15 +465,9 @@ def _public_check(solver, *, loss_name, n_outputs, penalty, alpha, l1_ratio, pub
     """The registry check of ``solver`` (its keywords: what ``SolverSpec.check`` receives)."""
     check_l1_options(solver, n_outputs=n_outputs, options=options)
     _check_lp(solver, options)
-    # strongly_convex=True needs a public L2 penalty on every coefficient.
-    if options.get("strongly_convex", False) and (
-        public.fit_intercept
-        or public.n_features == 0
-        or penalty not in ("l2", "elasticnet")
-        or 1.0 - float(l1_ratio or 0.0) <= 0
-        or (alpha is not None and not alpha > 0)
-    ):
-        raise ValueError(_STRONGLY_CONVEX_MESSAGE.format(solver=solver))
+    check_strongly_convex(
+        solver, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, public=public, options=options
+    )
 
 
 def check_mirror_descent(**arguments):
@@ -500,14 +486,6 @@ def check_localized_mirror_descent(**arguments):
     _public_check("localized_mirror_descent", **arguments)
 
 
-def _strong_convexity(domain, n_columns, p):
-    """Public modulus of strong convexity of the objective w.r.t. ||.||_p (from the L2 penalty)."""
-    if np.any(domain.l2_penalty == 0):
-        return 0.0
-    # (a/2)||x||_2^2 is a-strongly convex in ||.||_2, and ||x||_2 >= d^(1/2 - 1/p) ||x||_p.
-    return float(np.min(domain.l2_penalty)) * n_columns ** (1.0 - 2.0 / p)
-
-
 def _mirror_descent_fit(solver, kind, args):
     """The fit of :func:`mirror_descent` (``kind="plain"``) or its localised form.
 
@@ -524,9 +502,7 @@ def _mirror_descent_fit(solver, kind, args):
         # true n is private under add/remove and only indexes rows.
         n_samples = data.n_public
         q = p / (p - 1.0)
-        lam = _strong_convexity(domain, n_columns, p) if strongly_convex else 0.0
-        if strongly_convex and lam <= 0:
-            raise ValueError(_STRONGLY_CONVEX_MESSAGE.format(solver=solver))
+        lam = strong_convexity(solver, domain, p) if strongly_convex else 0.0
         plan = plan_of_call(solver, vars(args))
         private = not math.isinf(epsilon)
         clip2 = gradient_bound(loss, data.row_norm_bound, args.clip_norm, private=private)
