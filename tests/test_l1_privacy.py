@@ -178,6 +178,21 @@ def test_audit_does_not_exceed_claimed_epsilon_thorough(solver, epsilon, delta, 
     assert eps_lb <= epsilon, f"audit found epsilon >= {eps_lb:.3f} > claimed {epsilon}"
 
 
+@pytest.mark.slow
+def test_audit_of_vr_frank_wolfe_strongly_convex_rounds():
+    # The canary's row lands in one round's slot at most, and the rounds after it
+    # start from (and are restricted around) that round's released output.
+    from sklearn_dp import DPSCORegressor
+
+    options = {"n_phases": 1, "strongly_convex": True, "output": "last"}
+    run = canary_coefficient(
+        2.0, 0.0, "vr_frank_wolfe", estimator=DPSCORegressor, constraint="l1", alpha=0.5,
+        clip_norm=1.0, solver_options=options,
+    )  # fmt: skip
+    eps_lb = audit(run, n_runs=3000, delta=1e-12, claimed_epsilon=2.0, seed_offset=11)
+    assert eps_lb <= 2.0, f"audit found epsilon >= {eps_lb:.3f} > claimed 2.0"
+
+
 def _replace_plan(monkeypatch, solver, original, broken):
     """Make ``broken`` the plan of ``solver`` for the estimators (its registry entry)."""
     import dataclasses

@@ -327,17 +327,12 @@ def vr_frank_wolfe(
                 raise ValueError(L1_PART_MESSAGE)
             feature_bound = float(np.max(data.feature_bound))
             smoothness = (loss.smoothness or 1.0) * feature_bound**2 + np.max(domain.l2_penalty)
-        rounds, details = plan.details["rounds"], plan.details
+        rounds, eps0 = plan.details["rounds"], plan.details["selection_epsilon"]
         # Public slot sizes in DFS order, round after round: per phase the root (b),
         # then the right children at depth j (b / 2^j each) in traversal order.
-        sizes = [
-            size
-            for T, b in rounds
-            for t in range(1, T + 1)
-            for size in (b, *_right_child_sizes(t, b))
-        ]
+        sizes = [s for T, b in rounds for t in range(1, T + 1) for s in _phase_sizes(t, b)]
         sizes = np.asarray(sizes, dtype=float)
-        every_row = details.get("every_row_at_every_vertex", False)
+        every_row = plan.details.get("every_row_at_every_vertex", False)
         if every_row:
             sizes[:] = data.normalizer  # every vertex averages over every row
     row_scale = X.row_norms(np.inf)  # each row's ||x_i||_inf, without a copy of X
@@ -387,9 +382,9 @@ def vr_frank_wolfe(
         # A later round of the strongly convex reduction runs over the l1 ball of
         # the public radius around the previous output (released), when that ball
         # is smaller than the polytope's.
-        local = local_radius < domain.radius
+        local = local_radius < radius
         round_domain = dataclasses.replace(domain, radius=local_radius) if local else domain
-        leaf = _leaf_epsilons(details["selection_epsilon"], T, details["schedule"])
+        leaf = _leaf_epsilons(eps0, T, schedule)
         phase_scales = [vertex_scales(round_domain, clip / b, eps) for eps in leaf]
         all_scales.append(phase_scales)
         radii.append(local_radius if local else math.inf)
@@ -399,19 +394,12 @@ def vr_frank_wolfe(
             w = visit(0, t, w, estimate(slot, vr_root_estimate, w), clip / sizes[slot])
         w = steps.output(w)
         if local:  # back into the polytope (the ball may leave it): post-processing
-            w = project_l1_ball(w, domain.radius)
+            w = project_l1_ball(w, radius)
         if strongly_convex:
             # modulus-strong convexity in ||.||_1: ||x - x*||_1^2 <= 2 (F(x) - F*) / modulus;
             # twice that radius for slack against the bound's expectation.
-            error = _vr_error_bound(
-                math.inf if every_row else b,
-                n_columns,
-                details["selection_epsilon"],
-                T,
-                2.0 * min(local_radius, domain.radius),
-                clip,
-                smoothness,
-            )
+            batch, diameter = math.inf if every_row else b, 2.0 * min(local_radius, radius)
+            error = _vr_error_bound(batch, n_columns, eps0, T, diameter, clip, smoothness)
             local_radius = min(local_radius, 2.0 * math.sqrt(2.0 * error / modulus))
     # Per-row diagnostics (private: for tests of the one-pass property; no
     # estimator exposes them).
@@ -422,12 +410,12 @@ def vr_frank_wolfe(
     return steps.result(w, info, **details, gumbel_scales=scales)
 
 
-def _right_child_sizes(t, b):
-    """Sizes of the right children of a depth-t tree, in depth-first order.
+def _phase_sizes(t, b):
+    """Slot sizes of a phase's depth-t tree in depth-first order: the root's, then the right children's.
 
     Each internal vertex, met in order (left subtree, the vertex's right
     child, right subtree), is the i-th of ``2^t - 1``; i with ``z`` trailing
     zero bits is at depth ``t - 1 - z``, so its right child (depth ``t - z``)
     gets ``b / 2^(t - z)`` rows.
     """
-    return [b / 2 ** (t - ((i & -i).bit_length() - 1)) for i in range(1, 2**t)]
+    return [b, *(b / 2 ** (t - ((i & -i).bit_length() - 1)) for i in range(1, 2**t))]
