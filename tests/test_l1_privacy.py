@@ -19,6 +19,7 @@ Frank-Wolfe step.
 
 import numpy as np
 import pytest
+from _helpers import without_bound_fallback
 
 import sklearn_dp.solvers._frank_wolfe as fw_module
 import sklearn_dp.solvers._vr_frank_wolfe as vr_module
@@ -29,15 +30,11 @@ DELTA = 1e-5
 
 
 @pytest.fixture(autouse=True)
-def _vr_frank_wolfe_runs_its_steps(monkeypatch):
-    """The audits test vr_frank_wolfe's selections: on the canary's 200 rows its public
-    bound is vacuous, and it would return its fallback (the zero model) without one."""
-    import dataclasses
-
-    from sklearn_dp.solvers import SOLVERS, _registry
-
-    spec = dataclasses.replace(SOLVERS["vr_frank_wolfe"], bound_warning=None)
-    monkeypatch.setitem(_registry._REGISTRY, "vr_frank_wolfe", spec)
+def _runs_its_steps(monkeypatch):
+    """The audits test the solvers' releases: on the canary's 200 rows the public bounds of
+    vr_frank_wolfe and localized_mirror_descent are vacuous, and they would return their
+    fallback (the zero model) without a release."""
+    without_bound_fallback(monkeypatch, "vr_frank_wolfe", "localized_mirror_descent")
 
 
 def audit(run, n_runs, delta, claimed_epsilon, seed_offset=0):

@@ -32,7 +32,6 @@ from ._common import (
     PrivacyPlan,
     Progress,
     SolverResult,
-    add_warnings,
     check_finite_iterate,
     make_rng,
 )
@@ -45,6 +44,7 @@ from ._l1_geometry import (
     public_setup,
     strong_convexity,
     strongly_convex_rounds,
+    zero_model_result,
 )
 from ._noisy_steps import plan_of_call
 from ._pnorm import bregman_step, default_p, pnorm, pnorm_mirror_gradient
@@ -408,8 +408,7 @@ class _Runs:
             # weight at a public 1% of the smoothness; its privacy term still caps eta.
             eta = max(eta, 3200.0 * self.kappa / (self.smoothness * n_rows))
         if self.private:
-            log_d = _log_d(n_columns)
-            noise_term = math.sqrt(n_columns * math.log(1.0 / args.delta) * (1.0 + log_d * (p < 2)))
+            noise_term = _noise_term(n_columns, args.delta, p)
             eta = min(eta, args.epsilon * diameter / (lipschitz * noise_term))
         if args.step_size is not None:
             eta = float(args.step_size)
@@ -427,11 +426,21 @@ class _Runs:
             if ph.index == 1:
                 p_radius = min(p_radius, round_radius)
             _, x = self.run(rows[block], ph, x, lam_i, p_radius, f"{self.solver} phase {ph.index}")
-        # Theorem 13's rate with constant 1 (public; used only by the strongly convex wrapper).
-        bound = lipschitz * diameter * (1.0 / math.sqrt((p - 1.0) * n_rows))
-        if self.private:
-            bound += lipschitz * diameter * noise_term / ((p - 1.0) * n_rows * args.epsilon)
-        return x, bound
+        return x, _localized_bound(lipschitz, diameter, p, n_rows, n_columns, args)
+
+
+def _noise_term(n_columns, delta, p):
+    """``sqrt(d ln(1/delta) (1 + ln d [p < 2]))``, the privacy term of Theorems 4 and 13."""
+    return math.sqrt(n_columns * math.log(1.0 / delta) * (1.0 + _log_d(n_columns) * (p < 2)))
+
+
+def _localized_bound(lipschitz, diameter, p, n_rows, n_columns, args):
+    """Theorem 4 / 13's rate with constant 1 (public): ``L D (1 / sqrt((p-1) n) + noise / ((p-1) n eps))``."""
+    bound = lipschitz * diameter / math.sqrt((p - 1.0) * n_rows)
+    if not math.isinf(args.epsilon):
+        noise = _noise_term(n_columns, args.delta, p)
+        bound += lipschitz * diameter * noise / ((p - 1.0) * n_rows * args.epsilon)
+    return bound
 
 
 def _allocate(rng, n_rows, n_public, blocks):
@@ -510,6 +519,13 @@ def _mirror_descent_fit(solver, kind, args):
         # The l2 part of the penalty adds at most l2 * ||x||_q <= l2 * vertex_radius.
         lipschitz += float(np.max(domain.l2_penalty, initial=0.0)) * domain.vertex_radius
         smoothness = _pnorm_smoothness(loss, data, q, domain)
+        if kind != "plain" and private:
+            # The fallback: where its public bound is vacuous, the zero model,
+            # decided from released values before any row is read.
+            bound = _localized_bound(lipschitz, domain.diameter, p, n_samples, n_columns, args)
+            vacuous = _localized_bound_warning(solver, loss.name, bound, epsilon)
+            if vacuous is not None:
+                return zero_model_result(n_rows, n_columns, plan, vacuous)
     phases, round_sizes = plan.details["phases"], plan.details["round_sizes"]
     runs = _Runs(
         solver, args, domain, plan, p=p, clip2=clip2, lipschitz=lipschitz, smoothness=smoothness
@@ -530,10 +546,7 @@ def _mirror_descent_fit(solver, kind, args):
             round_radius = min(round_radius, 2.0 * math.sqrt(2.0 * bound / lam))
     check_finite_iterate(x, solver)
     plan.details.update(clip_norm=clip2, p=p, lipschitz=lipschitz, strong_convexity=lam)
-    info = {}
-    if kind != "plain" and private:
-        add_warnings(info, _localized_bound_warning(solver, loss.name, bound, epsilon))
-    return SolverResult(coef=x[:, None], n_iter=plan.n_steps, plan=plan, info=info)
+    return SolverResult(coef=x[:, None], n_iter=plan.n_steps, plan=plan)
 
 
 def _localized_bound_warning(solver, loss_name, bound, epsilon):
@@ -544,7 +557,8 @@ def _localized_bound_warning(solver, loss_name, bound, epsilon):
     the units of the fit's (scaled) labels, where the zero model's loss is
     of order 1.  Above the registry's ``bound_warning`` the paper's
     guarantee says nothing at this size, and the base step it prescribes
-    keeps the output near its start (the zero model).
+    keeps the output near its start (the zero model): the solver then
+    returns that model without running (its fallback), and the text says so.
     """
     from ._noise_warnings import _threshold, is_classification
 
@@ -552,11 +566,12 @@ def _localized_bound_warning(solver, loss_name, bound, epsilon):
     if threshold is None or is_classification(loss_name) or bound < threshold:
         return None
     return (
-        f"{solver}: its public error bound (Asi et al. 2021, Theorem 4, constant 1) is "
-        f"{bound:.3g} at epsilon={epsilon:g} with this row count, radius and number of "
-        f"features, above {threshold:g}: the paper's guarantee is vacuous here and its base "
-        "step keeps the model near the zero model. Use solver='frank_wolfe' or "
-        "'mirror_descent', more rows, a larger epsilon or a smaller radius."
+        f"{solver}: returned the zero model (every coefficient 0: the model predicts its label "
+        f"centre) without running: its public error bound (Asi et al. 2021, Theorem 4, constant "
+        f"1) at epsilon={epsilon:g} with this row count, radius and number of features "
+        f"({bound:.3g}, above {threshold:g}) is vacuous. The fit's charge stands. Use "
+        "solver='frank_wolfe' or 'mirror_descent' (or 'dp_ssp' / 'dp_cd' for the penalised "
+        "form), more rows or a larger epsilon."
     )
 
 
@@ -727,6 +742,15 @@ def localized_mirror_descent(
         The plan to run, as :func:`plan_localized_mirror_descent` computed it
         for these arguments (estimators hand down the plan their budget was
         charged for); None plans here.
+
+    **Fallback.**  Where its public error bound (Theorem 4 / 13's rate with
+    constant 1 from the released row count, d, the bounds, the radius,
+    epsilon and delta) reaches the registry's ``bound_warning``, the fit
+    returns the zero model (every coefficient 0; the estimators then predict
+    the label centre) with ``n_iter = 0`` and a warning naming the
+    alternatives, before it reads a row or draws any noise, as
+    :func:`~sklearn_dp.solvers.vr_frank_wolfe` does; the planned charge and
+    ``dp_event`` stand.
 
     Returns
     -------
