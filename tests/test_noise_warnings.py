@@ -19,7 +19,7 @@ import pytest
 from _helpers import regression_data
 
 from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor
-from sklearn_dp.solvers import SOLVERS, plan_call
+from sklearn_dp.solvers import SOLVERS, _mirror_descent, plan_call
 from sklearn_dp.solvers._frank_wolfe import check_frank_wolfe, check_penalty_ball
 from sklearn_dp.solvers._noise_warnings import (
     noise_dominated_warning,
@@ -523,6 +523,7 @@ def test_localized_mirror_descent_returns_the_zero_model_where_its_bound_is_vacu
     X = rng.uniform(-1.0, 1.0, size=(400, 300))
     y = X[:, :3] @ np.array([0.5, -0.5, 0.5]) + 0.1 * rng.normal(size=400)
     budget = PrivacyBudget(10.0, 1e-3, composition="basic")
+    assert _mirror_descent.FALLBACK_BOUND > SOLVERS["localized_mirror_descent"].bound_warning
     model = DPLasso(
         epsilon=1.0,
         solver="localized_mirror_descent",
@@ -542,6 +543,26 @@ def test_localized_mirror_descent_returns_the_zero_model_where_its_bound_is_vacu
     assert [r.label for r in trace.releases] == ["row count"] and not trace.samples
     assert budget.spent == pytest.approx(model.privacy_spent_)
     assert model.privacy_spent_[0] == pytest.approx(1.0) and len(budget.ledger) == 1
+
+
+@pytest.mark.parametrize("alpha", [None, 1.0], ids=["constrained", "penalised"])
+def test_localized_mirror_descent_warns_and_runs_below_its_fallback(alpha):
+    # A vacuous bound below FALLBACK_BOUND (the constrained form), or any
+    # bound with an L1 penalty (the penalty, not the ball, sets the scale): it warns and runs.
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1.0, 1.0, size=(400, 10))
+    y = X[:, :3] @ np.array([0.5, -0.5, 0.5]) + 0.1 * rng.normal(size=400)
+    model = DPLasso(
+        epsilon=1.0,
+        alpha=alpha,
+        solver="localized_mirror_descent",
+        feature_bound=1.0,
+        y_bound=2.0,
+        random_state=0,
+    )
+    with pytest.warns(UserWarning, match=r"localized_mirror_descent: its public error bound"):
+        model.fit(X, y)
+    assert model.n_iter_ > 0
 
 
 def test_localized_mirror_descent_runs_where_its_bound_is_not_vacuous():

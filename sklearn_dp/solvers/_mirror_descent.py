@@ -519,13 +519,16 @@ def _mirror_descent_fit(solver, kind, args):
         # The l2 part of the penalty adds at most l2 * ||x||_q <= l2 * vertex_radius.
         lipschitz += float(np.max(domain.l2_penalty, initial=0.0)) * domain.vertex_radius
         smoothness = _pnorm_smoothness(loss, data, q, domain)
+        warning = None
         if kind != "plain" and private:
-            # The fallback: where its public bound is vacuous, the zero model,
-            # decided from released values before any row is read.
+            # The fallback: where its public bound is far above vacuous and the ball
+            # sets the scale (a penalty, not the ball, confines penalised fits), the
+            # zero model, decided from released values before any row is read.
             bound = _localized_bound(lipschitz, domain.diameter, p, n_samples, n_columns, args)
-            vacuous = _localized_bound_warning(solver, loss.name, bound, epsilon)
-            if vacuous is not None:
-                return zero_model_result(n_rows, n_columns, plan, vacuous)
+            fallback = bound >= FALLBACK_BOUND and not domain.has_l1_penalty
+            warning = _localized_bound_warning(solver, loss.name, bound, epsilon, fallback)
+            if fallback and warning is not None:
+                return zero_model_result(n_rows, n_columns, plan, warning)
     phases, round_sizes = plan.details["phases"], plan.details["round_sizes"]
     runs = _Runs(
         solver, args, domain, plan, p=p, clip2=clip2, lipschitz=lipschitz, smoothness=smoothness
@@ -546,10 +549,21 @@ def _mirror_descent_fit(solver, kind, args):
             round_radius = min(round_radius, 2.0 * math.sqrt(2.0 * bound / lam))
     check_finite_iterate(x, solver)
     plan.details.update(clip_norm=clip2, p=p, lipschitz=lipschitz, strong_convexity=lam)
-    return SolverResult(coef=x[:, None], n_iter=plan.n_steps, plan=plan)
+    info = {} if warning is None else dict(warnings=[warning])
+    return SolverResult(coef=x[:, None], n_iter=plan.n_steps, plan=plan, info=info)
 
 
-def _localized_bound_warning(solver, loss_name, bound, epsilon):
+#: localized_mirror_descent returns the zero model where its public bound (in
+#: the fit's label units) is at least this, on the constrained form (DPLasso
+#: defaults, one seed): n = 5000, d = 2000 (benchmarks/bench_regimes.py) 105 /
+#: 70 / 31 at epsilon 0.5 / 1 / 5 with R^2 0.00 / 0.00 / 0.06 against 0.00 for
+#: the zero model; below it the fits beat the zero model (the label centre,
+#: R^2 -0.19 on diabetes): diabetes 11 ... 5.5 with R^2 -0.16 ... 0.00, the
+#: 30k-row, d = 30 sparse regression 8.3 at epsilon 0.1 with R^2 0.30.
+FALLBACK_BOUND = 20.0
+
+
+def _localized_bound_warning(solver, loss_name, bound, epsilon, fallback=False):
     """The honest warning of ``localized_mirror_descent``: its public error bound is vacuous.
 
     ``bound`` is the seed's Theorem 4 / 13 rate with constant 1 (public:
@@ -557,21 +571,24 @@ def _localized_bound_warning(solver, loss_name, bound, epsilon):
     the units of the fit's (scaled) labels, where the zero model's loss is
     of order 1.  Above the registry's ``bound_warning`` the paper's
     guarantee says nothing at this size, and the base step it prescribes
-    keeps the output near its start (the zero model): the solver then
-    returns that model without running (its fallback), and the text says so.
+    keeps the output near its start (the zero model); with ``fallback`` the
+    solver returns that model without running, and the text says so.
     """
     from ._noise_warnings import _threshold, is_classification
 
     threshold = _threshold(solver, "bound_warning")
     if threshold is None or is_classification(loss_name) or bound < threshold:
         return None
+    what, charge = "its", ""
+    if fallback:
+        what = "returned the zero model (the model predicts its label centre) without running: its"
+        charge = ". The fit's charge stands"
     return (
-        f"{solver}: returned the zero model (every coefficient 0: the model predicts its label "
-        f"centre) without running: its public error bound (Asi et al. 2021, Theorem 4, constant "
-        f"1) at epsilon={epsilon:g} with this row count, radius and number of features "
-        f"({bound:.3g}, above {threshold:g}) is vacuous. The fit's charge stands. Use "
-        "solver='frank_wolfe' or 'mirror_descent' (or 'dp_ssp' / 'dp_cd' for the penalised "
-        "form), more rows or a larger epsilon."
+        f"{solver}: {what} public error bound (Asi et al. 2021, Theorem 4, constant 1) at "
+        f"epsilon={epsilon:g} with this row count, radius and number of features ({bound:.3g}, "
+        f"above {threshold:g}) is vacuous{charge}. Use solver='frank_wolfe' or 'mirror_descent' "
+        "(or 'dp_ssp' / 'dp_cd' for the penalised form), more rows, a larger epsilon or a "
+        "smaller radius."
     )
 
 
@@ -743,9 +760,11 @@ def localized_mirror_descent(
         for these arguments (estimators hand down the plan their budget was
         charged for); None plans here.
 
-    **Fallback.**  Where its public error bound (Theorem 4 / 13's rate with
-    constant 1 from the released row count, d, the bounds, the radius,
-    epsilon and delta) reaches the registry's ``bound_warning``, the fit
+    **Honest warning and fallback.**  Where its public error bound (Theorem
+    4 / 13's rate with constant 1 from the released row count, d, the
+    bounds, the radius, epsilon and delta) reaches the registry's
+    ``bound_warning``, the fit warns.  Where it reaches ``FALLBACK_BOUND``
+    without an L1 penalty (the ball, not a penalty, sets the scale), the fit
     returns the zero model (every coefficient 0; the estimators then predict
     the label centre) with ``n_iter = 0`` and a warning naming the
     alternatives, before it reads a row or draws any noise, as
