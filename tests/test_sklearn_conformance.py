@@ -229,7 +229,12 @@ SOLVER_PARAMS = {
     # Without noise as well: on the checks' small data sets its public bound is
     # vacuous, and it returns its fallback (the zero model, n_iter_ 0).
     ("DPSCORegressor", "localized_mirror_descent"): dict(
-        epsilon=float("inf"), constraint="l1", radius=2.0, feature_bound=1.0, max_iter=20
+        epsilon=float("inf"),
+        loss="absolute",
+        constraint="l1",
+        radius=2.0,
+        feature_bound=3.0,
+        max_iter=20,
     ),
 }
 
