@@ -234,6 +234,19 @@ def vr_frank_wolfe(
         the data, instead of the seed's wasteful ``b = n / log2(n)^2``.
     output : {"tail_average", "last"}, default="tail_average"
         As in :func:`frank_wolfe` (the seed returns the last iterate).
+    strongly_convex : bool, default=False
+        The reduction of seed section 5 (Theorem 9) for an objective that is
+        strongly convex from public knowledge (an L2 penalty on every
+        coefficient, no intercept, no L1 part): ``ceil(log2 log2 n)`` rounds
+        on disjoint blocks of ``2^(i-2) n / log2 n`` rows, each a whole run
+        (its own T and b) started at the previous round's output.  Round i + 1
+        runs over the l1 ball of radius ``R = 2 sqrt(2 Delta_i / lambda)``
+        around that output (``Delta_i``: the round's public pre-tuning bound,
+        ``lambda = alpha / d``: the l1 modulus), when R is below ``radius``:
+        the vertices ``x_i +- R e_j`` (the spec's approximation of the
+        intersection with the polytope), then the output projected back onto
+        the polytope.  ``plan.details["rounds"]`` holds each round's (T, b),
+        ``details["round_radii"]`` each round's R (inf: the polytope).
     plan : PrivacyPlan or None
         The plan to run, as :func:`plan_vr_frank_wolfe` computed it for these
         arguments (estimators hand down the plan their budget was charged
@@ -300,6 +313,14 @@ def vr_frank_wolfe(
     each vertex's computation to be private against a change of the whole
     vertex batch, not of one row), so the approximate schedule is certified
     by composition alone and is never less noisy than the pure one.
+    With ``strongly_convex`` the allocation spans the slots of every round,
+    so a row sits in one slot of one round; each round is calibrated to the
+    whole guarantee, the rounds after it see the row only through released
+    outputs (their centres) and public radii, and the fit's event is the
+    single run's (parallel composition: every round has the same event).  A
+    local round's scores ``<x_i +- R e_j, g>`` move by ``R`` times the
+    estimate's change (the common term cancels in the mechanism), the
+    sensitivity it declares.
     The fallback's decision reads public values and the released row count
     only, and releases nothing; its fit keeps the whole planned charge and
     ``dp_event`` (the reservation stands once made, even though the
