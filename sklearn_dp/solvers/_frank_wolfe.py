@@ -295,9 +295,7 @@ def check_frank_wolfe(
         check_penalty_ball("frank_wolfe", penalty, alpha, l1_ratio, options.get("radius"))
 
 
-def check_vr_frank_wolfe(
-    *, n_outputs, penalty=None, alpha=None, l1_ratio=None, public, options, **_
-):
+def check_vr_frank_wolfe(*, n_outputs, penalty, alpha, l1_ratio, public, options, **_):
     """Refuse ``vr_frank_wolfe`` options from public inputs only (``SolverSpec.check``).
 
     The loss (``loss_name``) does not enter its checks.  ``strongly_convex=True``
@@ -305,18 +303,7 @@ def check_vr_frank_wolfe(
     """
     check_l1_options("vr_frank_wolfe", n_outputs=n_outputs, options=options)
     check_penalty_ball("vr_frank_wolfe", penalty, alpha, l1_ratio, options.get("radius"))
-    check_strongly_convex(
-        "vr_frank_wolfe", penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, public=public,
-        options=options,
-    )  # fmt: skip
-    if options.get("strongly_convex", False) and penalty == "elasticnet" and l1_ratio:
-        raise ValueError(L1_PART_MESSAGE)
-
-
-L1_PART_MESSAGE = (
-    "vr_frank_wolfe: strongly_convex=True runs its later rounds over an l1 ball around the "
-    "previous output, where an L1 penalty has no vertex form: use penalty='l2'."
-)
+    check_strongly_convex("vr_frank_wolfe", penalty, alpha, l1_ratio, public, options, False)
 
 
 def _ball_is_loose(alpha, l1_ratio, radius):

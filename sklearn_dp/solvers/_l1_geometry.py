@@ -218,32 +218,38 @@ def zero_model_result(n_rows, n_columns, plan, warning):
     return SolverResult(coef=np.zeros((n_columns, 1)), n_iter=0, plan=plan, info=info)
 
 
-STRONGLY_CONVEX_MESSAGE = (
-    "{solver}: strongly_convex=True needs an objective that is strongly convex from public "
-    "knowledge: an L2 (elastic-net) penalty on every coefficient and no intercept."
-)
+def _not_strongly_convex(solver, l1_part):
+    """The refusal of ``strongly_convex=True`` (``l1_part``: whether an L1 part is allowed)."""
+    extra = "" if l1_part else ", and no L1 part (its rounds' vertices x +- R e_j have none)"
+    return ValueError(
+        f"{solver}: strongly_convex=True needs an objective that is strongly convex from "
+        f"public knowledge: an L2 (elastic-net) penalty on every coefficient and no intercept{extra}."
+    )
 
 
-def check_strongly_convex(solver, *, penalty, alpha, l1_ratio, public, options):
+def check_strongly_convex(solver, penalty, alpha, l1_ratio, public, options, l1_part=True):
     """Refuse ``strongly_convex=True`` unless the objective is strongly convex from public inputs."""
+    l1 = float(l1_ratio or 0.0)
     if options.get("strongly_convex", False) and (
         public.fit_intercept
         or public.n_features == 0
         or penalty not in ("l2", "elasticnet")
-        or 1.0 - float(l1_ratio or 0.0) <= 0
+        or 1.0 - l1 <= 0
         or (alpha is not None and not alpha > 0)
+        or (not l1_part and penalty == "elasticnet" and l1 > 0)
     ):
-        raise ValueError(STRONGLY_CONVEX_MESSAGE.format(solver=solver))
+        raise _not_strongly_convex(solver, l1_part)
 
 
-def strong_convexity(solver, domain, p=1.0):
+def strong_convexity(solver, domain, p=1.0, l1_part=True):
     """Public modulus of strong convexity of the objective w.r.t. ||.||_p, from the L2 penalty.
 
     ``(a / 2) ||x||_2^2`` is a-strongly convex in ``||.||_2``, and ``||x||_2 >=
-    d^(1/2 - 1/p) ||x||_p``.  Raises (public inputs only) when it is 0.
+    d^(1/2 - 1/p) ||x||_p``.  Raises (public inputs only) when it is 0, or
+    on an L1 penalty unless ``l1_part``.
     """
-    if np.any(domain.l2_penalty == 0):
-        raise ValueError(STRONGLY_CONVEX_MESSAGE.format(solver=solver))
+    if np.any(domain.l2_penalty == 0) or (not l1_part and domain.has_l1_penalty):
+        raise _not_strongly_convex(solver, l1_part)
     return float(np.min(domain.l2_penalty)) * domain.l2_penalty.size ** (1.0 - 2.0 / p)
 
 

@@ -474,9 +474,7 @@ def _public_check(solver, *, loss_name, n_outputs, penalty, alpha, l1_ratio, pub
     """The registry check of ``solver`` (its keywords: what ``SolverSpec.check`` receives)."""
     check_l1_options(solver, n_outputs=n_outputs, options=options)
     _check_lp(solver, options)
-    check_strongly_convex(
-        solver, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, public=public, options=options
-    )
+    check_strongly_convex(solver, penalty, alpha, l1_ratio, public, options)
 
 
 def check_mirror_descent(**arguments):

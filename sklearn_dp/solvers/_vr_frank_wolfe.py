@@ -23,7 +23,6 @@ from .._memo import memoize
 from ..accounting import PureEpsilonDpEvent
 from ._common import PrivacyPlan
 from ._frank_wolfe import (
-    L1_PART_MESSAGE,
     FrankWolfeSteps,
     frank_wolfe_setup,
     vertex_scales,
@@ -97,21 +96,11 @@ def vr_frank_wolfe_schedule(n_samples, n_params, epsilon, delta, schedule="pure"
     ``b = n / log2(n)^2``, which leaves most of it unused; T minimises the
     pre-tuning bound (:func:`_vr_error_bound`) unless given.
     """
-    if n_phases is not None:
-        n_phases = int(n_phases)
-        b = _samples_per_root(n_samples, n_phases)
-        if b < 2**n_phases:
-            raise ValueError(
-                f"vr_frank_wolfe with n_phases={n_phases} needs at least "
-                f"{math.ceil(2**n_phases * (n_phases + n_phases * (n_phases + 1) / 4))} rows; "
-                f"got n_samples = {n_samples:.4g} (the public row count: the fit's DP row count)."
-            )
-        return n_phases, b
-    # Every T whose root batch holds a slot per leaf (its bound is then finite);
-    # the first minimiser.
-    feasible = itertools.takewhile(
-        lambda t: _samples_per_root(n_samples, t) >= 2**t, itertools.count(1)
-    )
+    # Every T whose root batch holds a slot per leaf (its bound is then finite):
+    # the given one, or the first minimiser of the bound.
+    first = 1 if n_phases is None else int(n_phases)
+    candidates = itertools.count(first) if n_phases is None else [first]
+    feasible = itertools.takewhile(lambda t: _samples_per_root(n_samples, t) >= 2**t, candidates)
     eps_selection, _ = _vr_selection_epsilon(epsilon, delta, schedule)
 
     def bound(t):
@@ -119,9 +108,11 @@ def vr_frank_wolfe_schedule(n_samples, n_params, epsilon, delta, schedule="pure"
 
     best_t = min(feasible, key=bound, default=None)
     if best_t is None:
+        given = "" if n_phases is None else f" with n_phases={first}"
+        rows = math.ceil(2**first * (first + first * (first + 1) / 4))
         raise ValueError(
-            f"vr_frank_wolfe needs at least 3 rows; got n_samples = {n_samples:.4g} (the public "
-            "row count: the fit's DP row count)."
+            f"vr_frank_wolfe{given} needs at least {rows} rows; got n_samples = "
+            f"{n_samples:.4g} (the public row count: the fit's DP row count)."
         )
     return best_t, _samples_per_root(n_samples, best_t)
 
@@ -343,9 +334,7 @@ def vr_frank_wolfe(
         if vacuous is not None:
             return zero_model_result(n_rows, n_columns, plan, vacuous)
         if strongly_convex:
-            modulus = strong_convexity("vr_frank_wolfe", domain)  # in ||.||_1
-            if domain.has_l1_penalty:
-                raise ValueError(L1_PART_MESSAGE)
+            modulus = strong_convexity("vr_frank_wolfe", domain, l1_part=False)  # in ||.||_1
             feature_bound = float(np.max(data.feature_bound))
             smoothness = (loss.smoothness or 1.0) * feature_bound**2 + np.max(domain.l2_penalty)
         rounds, eps0 = plan.details["rounds"], plan.details["selection_epsilon"]
