@@ -33,8 +33,16 @@ problem (the score is the proxy here; tests/test_default_convergence.py checks t
 gap).  Fits longer than ``--timeout`` seconds are stopped and the solver's remaining cells on
 that data set are skipped (marked ``timeout``).
 
-Results: ``benchmarks/results/solvers.md`` (``solvers_quick.md`` with ``--quick``) and, with
-``--docs``, ``docs/solvers/table.md``.
+Results: ``benchmarks/results/solvers.md`` (``solvers_quick.md`` with ``--quick``,
+``solvers_partial.md`` with ``--solvers``) and, with
+``--docs``, ``docs/solvers/table.md``.  ``--docs`` with ``--solvers`` re-measures those
+solvers only and rewrites their rows (and their refusal and warning lines) in the docs table,
+leaving every other row as it was; the run's other settings must be the table's (its
+``Command:`` line), and the table's header gains a line naming the rows, the command, the
+date and the versions of the update::
+
+    PYTHONPATH=. python benchmarks/bench_solvers.py --quick --docs --threads 1 --seeds 1 \
+        --timeout 120 --solvers vr_frank_wolfe,localized_mirror_descent
 """
 
 from __future__ import annotations
@@ -58,7 +66,7 @@ from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor
 from sklearn_dp.solvers import SOLVERS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import add_threads_argument, limit_threads, log
+from _common import add_threads_argument, environment, limit_threads, log
 from _datasets import load_dataset
 
 HERE = Path(__file__).resolve().parent
@@ -397,7 +405,129 @@ def case_table(rows, epsilons):
     return _markdown(header, table), target5, verdicts
 
 
-def main(argv=None):
+#: Options that change what a docs table measures: an update of some of its rows must
+#: use the table's own values (``--timeout`` may differ: on a loaded machine the
+#: table's cap can stop fits it let finish; the update line shows the command).
+_TABLE_SETTINGS = ("quick", "seeds", "large_seeds")
+
+
+def _table_rows(lines):
+    """{first cell: line index} of the markdown table rows in ``lines``."""
+    return {
+        line.split("|")[1].strip(): i
+        for i, line in enumerate(lines)
+        if line.startswith("| ") and not line.startswith("| solver ")
+    }
+
+
+_NOTES = ("Refused before any spend (public checks):", "Warnings:")
+
+
+def _split_notes(lines):
+    """The lines of a docs-table section before its notes, and {title: bullet lines}."""
+    titles = [i for i, line in enumerate(lines) if line in _NOTES]
+    notes = {}
+    for i in titles:
+        bullets = lines[i + 2 :]
+        end = next((k for k, line in enumerate(bullets) if not line.startswith("- ")), None)
+        notes[lines[i]] = bullets[:end]
+    return lines[: titles[0] if titles else len(lines)], notes
+
+
+def _merge_section(old, new, solvers):
+    """``old`` (a section of the docs table) with ``solvers``' rows and notes taken from ``new``.
+
+    The table is re-rendered so that its columns stay aligned; a solver's refusal and
+    warning lines are replaced (or dropped) with its new ones.
+    """
+    old_lines, new_lines = old.split("\n"), new.split("\n")
+    old_rows, new_rows = _table_rows(old_lines), _table_rows(new_lines)
+    cells = {i: [c.strip() for c in old_lines[i].split("|")[1:-1]] for i in old_rows.values()}
+    reference = next(i for label, i in old_rows.items() if label.startswith("non-private"))
+    for solver in solvers:
+        if solver in new_rows:
+            row = [c.strip() for c in new_lines[new_rows[solver]].split("|")[1:-1]]
+            cells[old_rows.get(solver, reference - 0.5)] = row  # a new row: above the reference
+        elif solver in old_rows:  # refused now: its row goes, its refusal is in the notes
+            del cells[old_rows[solver]]
+    header = next(line for line in new_lines if line.startswith("| solver "))
+    header = [c.strip() for c in header.split("|")[1:-1]]
+    table = _markdown(header, [cells[k] for k in sorted(cells)]).split("\n")
+    first = min(old_rows.values()) - 2  # the header and the rule above the rows
+    body = old_lines[:first] + table + old_lines[first + 2 + len(old_rows) :]
+    body, old_notes = _split_notes(body)
+    new_notes = _split_notes(new_lines)[1]
+    for title in _NOTES:
+        # A solver's line in place of its old one (or dropped), a new one at the end.
+        fresh = {
+            solver: line
+            for solver in solvers
+            for line in new_notes.get(title, [])
+            if line.startswith(f"- `{solver}`:")
+        }
+        bullets = []
+        for line in old_notes.get(title, []):
+            solver = line[3:].split("`", 1)[0]
+            bullets += (
+                [fresh.pop(solver)] if solver in fresh else [] if solver in solvers else [line]
+            )
+        bullets += list(fresh.values())
+        if bullets:
+            body += [title, "", *bullets, ""]
+    return "\n".join(body)
+
+
+def update_docs_table(report, solvers, argv, command):
+    """Rewrite ``solvers``' rows of :data:`DOCS_TABLE` from ``report`` (a run of those solvers)."""
+    text = DOCS_TABLE.read_text()
+    table_command = text.split("Command: `", 1)[1].split("`", 1)[0]
+    table_args = _parser().parse_args(table_command.split("bench_solvers.py", 1)[1].split())
+    for name in _TABLE_SETTINGS:
+        if getattr(table_args, name) != getattr(argv, name):
+            raise SystemExit(
+                f"--{name.replace('_', '-')} differs from the docs table's command "
+                f"({table_command}): re-measured rows must use its settings."
+            )
+    old_parts, new_parts = text.split("\n## "), report.split("\n## ")
+    new_sections = {part.split("\n", 1)[0]: part for part in new_parts[1:]}
+    merged = [
+        _merge_section(part, new_sections[part.split("\n", 1)[0]], solvers)
+        if part.split("\n", 1)[0] in new_sections
+        else part
+        for part in old_parts[1:]
+    ]
+    head = old_parts[0].split("\n")
+    summary = [(row[-2], row[-1]) for part in merged for row in _verdicts(part)]
+    n5 = sum(1 for ok5, _ in summary if ok5 == "MET")
+    ninf = sum(1 for _, okinf in summary if okinf == "MET")
+    head = [
+        f"Targets: eps=5 target met by {n5}/{len(summary)} rows; eps=inf within 1% of "
+        f"non-private by {ninf}/{len(summary)} rows."
+        if line.startswith("Targets:")
+        else line
+        for line in head
+    ]
+    at = next(i for i, line in enumerate(head) if line.startswith("Cells:"))
+    head[at:at] = [
+        f"Rows of {', '.join(f'`{s}`' for s in solvers)} re-measured on "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} with `{command}` ({environment()}).",
+        "",
+    ]
+    DOCS_TABLE.write_text("\n## ".join(["\n".join(head)] + merged))
+
+
+def _verdicts(section):
+    """(eps=5 verdict, eps=inf verdict) of each solver row of a docs-table section."""
+    lines = section.split("\n")
+    rows = _table_rows(lines)
+    return [
+        [c.strip() for c in lines[i].split("|")[1:-1]][-3:-1]
+        for label, i in rows.items()
+        if not label.startswith(("non-private", "trivial predictor"))
+    ]
+
+
+def _parser():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--quick", action="store_true", help="1 seed on the large data sets, 30 s timeout"
@@ -410,7 +540,11 @@ def main(argv=None):
     add_threads_argument(parser)
     parser.add_argument("--output", default=None)
     parser.add_argument("--docs", action="store_true", help=f"also write {DOCS_TABLE}")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
     limit_threads(args.threads)
     large_seeds = args.large_seeds or (1 if args.quick else args.seeds)
     timeout = args.timeout or (30.0 if args.quick else 120.0)
@@ -481,10 +615,12 @@ def main(argv=None):
     out = (
         Path(args.output)
         if args.output
-        else RESULTS / ("solvers_quick.md" if args.quick else "solvers.md")
+        else RESULTS / ("solvers_partial.md" if wanted else f"solvers{'_quick' * args.quick}.md")
     )
     out.write_text(report)
-    if args.docs:
+    if args.docs and wanted is not None:
+        update_docs_table(report, sorted(wanted), args, command.strip())
+    elif args.docs:
         DOCS_TABLE.write_text(report)
     log(f"wrote {out} ({elapsed:.0f} s)")
 

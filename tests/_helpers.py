@@ -253,3 +253,19 @@ def laplace_gaussian_curve(laplace_scale, noise_multiplier, epsilon):
         epsrel=1e-12,
     )
     return 0.5 * curve(epsilon - loss) + 0.5 * math.exp(-loss) * curve(epsilon + loss) + middle
+
+
+def without_bound_fallback(monkeypatch, *solvers):
+    """Let ``solvers`` run where their public error bound is vacuous (no fallback, no warning).
+
+    ``vr_frank_wolfe`` and ``localized_mirror_descent`` return the zero model
+    without a release where their bound reaches the registry's
+    ``bound_warning``; tests of their releases on small data switch that off.
+    """
+    import dataclasses
+
+    from sklearn_dp.solvers import SOLVERS, _registry
+
+    for solver in solvers:
+        spec = dataclasses.replace(SOLVERS[solver], bound_warning=None)
+        monkeypatch.setitem(_registry._REGISTRY, solver, spec)

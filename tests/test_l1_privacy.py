@@ -19,6 +19,7 @@ Frank-Wolfe step.
 
 import numpy as np
 import pytest
+from _helpers import without_bound_fallback
 
 import sklearn_dp.solvers._frank_wolfe as fw_module
 import sklearn_dp.solvers._vr_frank_wolfe as vr_module
@@ -29,15 +30,11 @@ DELTA = 1e-5
 
 
 @pytest.fixture(autouse=True)
-def _vr_frank_wolfe_runs_its_steps(monkeypatch):
-    """The audits test vr_frank_wolfe's selections: on the canary's 200 rows its public
-    bound is vacuous, and it would return its fallback (the zero model) without one."""
-    import dataclasses
-
-    from sklearn_dp.solvers import SOLVERS, _registry
-
-    spec = dataclasses.replace(SOLVERS["vr_frank_wolfe"], bound_warning=None)
-    monkeypatch.setitem(_registry._REGISTRY, "vr_frank_wolfe", spec)
+def _runs_its_steps(monkeypatch):
+    """The audits test the solvers' releases: on the canary's 200 rows the public bounds of
+    vr_frank_wolfe and localized_mirror_descent are vacuous, and they would return their
+    fallback (the zero model) without a release."""
+    without_bound_fallback(monkeypatch, "vr_frank_wolfe", "localized_mirror_descent")
 
 
 def audit(run, n_runs, delta, claimed_epsilon, seed_offset=0):
@@ -176,6 +173,21 @@ def test_audit_does_not_exceed_claimed_epsilon_thorough(solver, epsilon, delta, 
         run, n_runs=3000, delta=max(delta, 1e-12), claimed_epsilon=epsilon, seed_offset=7
     )
     assert eps_lb <= epsilon, f"audit found epsilon >= {eps_lb:.3f} > claimed {epsilon}"
+
+
+@pytest.mark.slow
+def test_audit_of_vr_frank_wolfe_strongly_convex_rounds():
+    # The canary's row lands in one round's slot at most, and the rounds after it
+    # start from (and are restricted around) that round's released output.
+    from sklearn_dp import DPSCORegressor
+
+    options = {"n_phases": 1, "strongly_convex": True, "output": "last"}
+    run = canary_coefficient(
+        2.0, 0.0, "vr_frank_wolfe", estimator=DPSCORegressor, constraint="l1", alpha=0.5,
+        clip_norm=1.0, solver_options=options,
+    )  # fmt: skip
+    eps_lb = audit(run, n_runs=3000, delta=1e-12, claimed_epsilon=2.0, seed_offset=11)
+    assert eps_lb <= 2.0, f"audit found epsilon >= {eps_lb:.3f} > claimed 2.0"
 
 
 def _replace_plan(monkeypatch, solver, original, broken):

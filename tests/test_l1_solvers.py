@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from _helpers import without_bound_fallback
 from scipy.optimize import minimize
 
 import sklearn_dp.solvers._frank_wolfe as fw_module
@@ -396,7 +397,7 @@ def test_vr_frank_wolfe_is_one_pass():
     assert sizes.sum() == b * (T + T * (T + 1) / 4) <= 3000
     # right children at depth j hold b / 2^j rows: 2^(j-1) of them per depth
     for t in range(1, T + 1):
-        right = sorted(vr_module._right_child_sizes(t, b), reverse=True)
+        right = sorted(vr_module._phase_sizes(t, b)[1:], reverse=True)
         expected = sorted(
             [b / 2**j for j in range(1, t + 1) for _ in range(2 ** (j - 1))], reverse=True
         )
@@ -830,9 +831,10 @@ def test_vr_frank_wolfe_leaves_declare_the_sensitivity_of_their_path():
 
 
 @pytest.mark.parametrize("name", ["mirror_descent", "localized_mirror_descent"])
-def test_mirror_descent_steps_are_gateway_gaussians_on_poisson_samples(name):
+def test_mirror_descent_steps_are_gateway_gaussians_on_poisson_samples(name, monkeypatch):
     from sklearn_dp.testing import trace_releases
 
+    without_bound_fallback(monkeypatch, name)  # 600 rows: its bound is vacuous
     data, loss = _sparse_problem(n=600, d=10)
     with trace_releases() as trace:
         res = SOLVERS[name].run(
@@ -1392,3 +1394,138 @@ def test_frank_wolfe_refit_is_planned_only_with_noise_and_delta():
     with pytest.raises(ValueError, match="refit releases Gaussian") as raised:
         _refit_fit(delta=0.0)
     assert getattr(raised.value, "__sklearn_dp_public__", False)
+
+
+# --------------------------------------------------------------------------
+# vr_frank_wolfe's strongly convex reduction (Asi et al. 2021, Theorem 9)
+# --------------------------------------------------------------------------
+
+
+def _strongly_convex_problem(n=4000, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, d))
+    y = np.clip(X @ (0.4 * np.linspace(1, -1, d)) + 0.1 * rng.normal(size=n), -1, 1)
+    data = bound_data(X, y, fit_intercept=False, geometry="linf", feature_bound=1.0)
+    return data, get_loss("squared", residual_bound=4.0)
+
+
+def _strongly_convex_run(data, loss, **params):
+    settings = dict(n_outputs=1, alpha=1.0, l1_ratio=0.0, delta=0.0, radius=2.0)
+    settings.update(params)
+    return SOLVERS["vr_frank_wolfe"].run(data, loss, strongly_convex=True, **settings)
+
+
+def test_vr_frank_wolfe_strongly_convex_epsilon_inf_reaches_the_optimum():
+    # alpha = 1 on d = 4 coordinates: 1/4-strongly convex in ||.||_1, so the
+    # public bounds shrink the l1 ball of each later round around the last output.
+    data, loss = _strongly_convex_problem()
+    domain = make_domain(data, radius=2.0, intercept_bound=None, alpha=1.0, l1_ratio=0.0)
+    best = l1_objective(data, loss, reference_solve(data, loss, domain), domain)
+    zero = l1_objective(data, loss, np.zeros(4), domain)
+    res = _strongly_convex_run(data, loss, epsilon=math.inf, random_state=0)
+    details = res.plan.details
+    # ceil(log2 log2 n) rounds, every row at every vertex (nothing spent)
+    assert len(details["rounds"]) == math.ceil(math.log2(math.log2(4000)))
+    assert details["rounds"][0] == (vr_module.NONPRIVATE_VR_PHASES, 4000.0)
+    radii = details["round_radii"]
+    assert radii[0] == math.inf and all(r < 2.0 for r in radii[1:])
+    assert radii[1:] == sorted(radii[1:], reverse=True)
+    w = res.coef[:, 0]
+    assert in_domain(domain, w)
+    assert 0 <= l1_objective(data, loss, w, domain) - best <= 1e-4 * (zero - best)
+
+
+@pytest.mark.parametrize("delta, schedule", [(0.0, "pure"), (1e-6, "approximate")])
+def test_vr_frank_wolfe_strongly_convex_rounds_are_disjoint_and_compose_in_parallel(
+    delta, schedule
+):
+    from sklearn_dp.solvers._l1_geometry import strongly_convex_rounds
+
+    data, loss = _strongly_convex_problem(n=3000, d=6)
+    settings = dict(epsilon=2.0, delta=delta, schedule=schedule, random_state=0)
+    res = _strongly_convex_run(data, loss, **settings)
+    plain = SOLVERS["vr_frank_wolfe"].run(
+        data, loss, n_outputs=1, alpha=1.0, l1_ratio=0.0, radius=2.0, **settings
+    )
+    # Each round is calibrated alone on disjoint rows: the event of a single run.
+    assert res.dp_event == plain.dp_event
+    assert epsilon_of_event(res.dp_event, delta) <= 2.0
+    details = res.plan.details
+    blocks = strongly_convex_rounds(3000)
+    assert len(blocks) > 1
+    expected = [vr_frank_wolfe_schedule(n, 6, 2.0, delta, schedule, None) for n in blocks]
+    assert details["rounds"] == expected
+    assert res.n_iter == sum(2 ** (t + 1) - 2 for t, _ in expected)
+    # one allocation over the slots of every round: each row in one slot at most
+    allocation, sizes = res.info["allocation"], res.info["slot_sizes"]
+    assert sizes.size == res.n_iter and sizes.sum() <= 3000  # a slot per leaf
+    assert np.all(res.info["sample_uses"] <= 2)
+    assert np.all((res.info["sample_uses"] == 0) == (allocation == sizes.size))
+
+
+def test_vr_frank_wolfe_strongly_convex_local_rounds_declare_their_radius(monkeypatch):
+    """A local round chooses among centre +- R e_j: its scores move by R times the
+    estimate's change, and its Gumbel scales are calibrated to that."""
+    from sklearn_dp.solvers._l1_geometry import L1Domain
+    from sklearn_dp.testing import trace_releases
+
+    data, loss = _strongly_convex_problem(n=3000, d=5)
+    plan = plan_call("vr_frank_wolfe", 3000, 5, 4.0, 0.0, radius=2.0, strongly_convex=True)
+    # A small public error bound after each round (the private bounds at this n
+    # never localise): later rounds run over l1 balls of radius 2 sqrt(2e-4 / (1/5)).
+    monkeypatch.setattr(vr_module, "_vr_error_bound", lambda *args: 1e-4)
+    with trace_releases() as trace:
+        res = _strongly_convex_run(
+            data, loss, epsilon=4.0, clip_norm=0.5, plan=plan, random_state=0
+        )
+    details = res.plan.details
+    local = 2.0 * math.sqrt(2.0 * 1e-4 / 0.2)
+    assert details["round_radii"] == [math.inf] + [pytest.approx(local)] * (
+        len(details["rounds"]) - 1
+    )
+    releases = iter(trace.releases)
+    for (T, b), radius in zip(details["rounds"], details["round_radii"]):
+        radius = min(radius, 2.0)
+        round_domain = L1Domain(
+            radius, np.ones(5, bool), np.full(5, np.inf), np.zeros(5), np.ones(5)
+        )
+        leaf = vr_module._leaf_epsilons(4.0, T, "pure")
+        for t in range(1, T + 1):
+            scale, _ = vertex_scales(round_domain, 0.5 / b, leaf[t - 1])
+            for leaf_index in range(2**t):
+                release = next(releases)
+                unit = 0.5 * 2 ** _right_depth(leaf_index, t) / b
+                assert release.sensitivity == pytest.approx(radius * unit, rel=1e-12)
+                assert release.scale == pytest.approx(scale, rel=1e-12)
+                if leaf_index == 0:  # the root slot's rows: exactly the phase's leaf epsilon
+                    assert 2 * release.sensitivity / release.scale == pytest.approx(leaf[t - 1])
+    assert next(releases, None) is None
+    assert np.abs(res.coef).sum() <= 2.0 * (1 + 1e-12)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [dict(alpha=0.0), dict(l1_ratio=0.1), dict(intercept=True)],
+    ids=["no-l2", "l1-part", "intercept"],
+)
+def test_vr_frank_wolfe_strongly_convex_needs_a_public_l2_penalty_only(params):
+    from sklearn_dp import DPSCORegressor
+
+    intercept = params.pop("intercept", False)
+    penalty = "elasticnet" if "l1_ratio" in params else "l2"
+    model = DPSCORegressor(
+        epsilon=1.0,
+        delta=0.0,
+        solver="vr_frank_wolfe",
+        constraint="l1",
+        radius=1.0,
+        feature_bound=1.0,
+        penalty=penalty,
+        alpha=params.get("alpha", 1.0),
+        fit_intercept=intercept,
+        solver_options={"strongly_convex": True},
+        **({"l1_ratio": params["l1_ratio"]} if "l1_ratio" in params else {}),
+    )
+    X = np.random.default_rng(0).uniform(-1, 1, size=(50, 3))
+    with pytest.raises(ValueError, match="strongly_convex=True"):
+        model.fit(X, X[:, 0])

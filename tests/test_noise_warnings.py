@@ -19,7 +19,7 @@ import pytest
 from _helpers import regression_data
 
 from sklearn_dp import DPLasso, DPLogisticRegression, DPSCORegressor
-from sklearn_dp.solvers import SOLVERS, plan_call
+from sklearn_dp.solvers import SOLVERS, _mirror_descent, plan_call
 from sklearn_dp.solvers._frank_wolfe import check_frank_wolfe, check_penalty_ball
 from sklearn_dp.solvers._noise_warnings import (
     noise_dominated_warning,
@@ -512,14 +512,49 @@ def test_noiseless_fits_never_warn_about_released_values():
 # ------------------------------------------- localized mirror descent's own bound
 
 
-def test_localized_mirror_descent_warns_where_its_bound_is_vacuous():
-    # d >> the rows' worth of signal: Theorem 4's bound (constant 1) is far
-    # above the zero model's loss, and the fit stays near it.
+def test_localized_mirror_descent_returns_the_zero_model_where_its_bound_is_vacuous():
+    """d >> the rows' worth of signal: Theorem 4's bound (constant 1) is far above the
+    zero model's loss.  Decided from the released count before any row is read: no
+    release but the count, the zero model, n_iter_ 0, and the fit's charge stands."""
+    from sklearn_dp import PrivacyBudget
+    from sklearn_dp.testing import trace_releases
+
     rng = np.random.default_rng(0)
     X = rng.uniform(-1.0, 1.0, size=(400, 300))
     y = X[:, :3] @ np.array([0.5, -0.5, 0.5]) + 0.1 * rng.normal(size=400)
+    budget = PrivacyBudget(10.0, 1e-3, composition="basic")
+    assert _mirror_descent.FALLBACK_BOUND > SOLVERS["localized_mirror_descent"].bound_warning
     model = DPLasso(
         epsilon=1.0,
+        solver="localized_mirror_descent",
+        feature_bound=1.0,
+        y_bound=2.0,
+        budget=budget,
+        random_state=0,
+    )
+    with trace_releases() as trace, pytest.warns(UserWarning) as caught:
+        model.fit(X, y)
+    texts = [str(w.message) for w in caught if "localized_mirror_descent" in str(w.message)]
+    assert len(texts) == 1 and "returned the zero model" in texts[0]
+    assert "its public error bound" in texts[0] and "charge stands" in texts[0]
+    assert "solver='frank_wolfe'" in texts[0] and "more rows" in texts[0]
+    assert not np.any(model.coef_) and model.n_iter_ == 0
+    assert model.intercept_ == pytest.approx(model.y_center_)
+    assert [r.label for r in trace.releases] == ["row count"] and not trace.samples
+    assert budget.spent == pytest.approx(model.privacy_spent_)
+    assert model.privacy_spent_[0] == pytest.approx(1.0) and len(budget.ledger) == 1
+
+
+@pytest.mark.parametrize("alpha", [None, 1.0], ids=["constrained", "penalised"])
+def test_localized_mirror_descent_warns_and_runs_below_its_fallback(alpha):
+    # A vacuous bound below FALLBACK_BOUND (the constrained form), or any
+    # bound with an L1 penalty (the penalty, not the ball, sets the scale): it warns and runs.
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1.0, 1.0, size=(400, 10))
+    y = X[:, :3] @ np.array([0.5, -0.5, 0.5]) + 0.1 * rng.normal(size=400)
+    model = DPLasso(
+        epsilon=1.0,
+        alpha=alpha,
         solver="localized_mirror_descent",
         feature_bound=1.0,
         y_bound=2.0,
@@ -527,6 +562,26 @@ def test_localized_mirror_descent_warns_where_its_bound_is_vacuous():
     )
     with pytest.warns(UserWarning, match=r"localized_mirror_descent: its public error bound"):
         model.fit(X, y)
+    assert model.n_iter_ > 0
+
+
+def test_localized_mirror_descent_runs_where_its_bound_is_not_vacuous():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1.0, 1.0, size=(3000, 5))
+    y = X[:, :3] @ np.array([0.5, -0.5, 0.5]) + 0.1 * rng.normal(size=3000)
+    model = DPLasso(
+        epsilon=5.0,
+        solver="localized_mirror_descent",
+        feature_bound=1.0,
+        y_bound=2.0,
+        radius=2.0,
+        random_state=0,
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(X, y)
+    assert not [w for w in caught if "zero model" in str(w.message)]
+    assert model.n_iter_ > 0 and np.any(model.coef_)
 
 
 def test_localized_mirror_descent_bound_warning_threshold():

@@ -266,7 +266,8 @@ _register_builtin(
 # constant 1; DPLasso defaults, epsilon 0.5 / 1 / 5): diabetes 7.0 / 6.0 / 5.5
 # with R^2 -4.6 / 0.01 / 0.02; a 30k-row, d = 30 sparse regression 2.5 / 1.8 /
 # 1.2 with R^2 0.60 / 0.64 / 0.64; n = 5000, d = 2000
-# (benchmarks/bench_regimes.py) above 10 with R^2 about 0: threshold 3.
+# (benchmarks/bench_regimes.py) above 10 with R^2 about 0: threshold 3.  From
+# _mirror_descent.FALLBACK_BOUND (20) on, it returns the zero model instead.
 _register_builtin(
     name="localized_mirror_descent",
     run=localized_mirror_descent,

@@ -44,6 +44,7 @@ from ._common import (
 )
 from ._l1_geometry import (
     check_l1_options,
+    check_strongly_convex,
     checked_domain,
     linf_gradient_bound,
     public_setup,
@@ -207,29 +208,45 @@ class FrankWolfeSteps:
     """
 
     def __init__(self, solver, args, domain, plan):
-        self.solver, self.args, self.domain, self.plan = solver, args, domain, plan
+        self.solver, self.args, self.plan = solver, args, plan
         self.rng = make_rng(args.random_state)
         self.progress = Progress(solver, plan.n_steps, args.verbose)
-        self.k = 0
-        self.tail_start, self.tail_total, self.tail_count = plan.n_steps // 2 + 1, None, 0
+        self.count = 0  # steps of every run so far: the progress lines and release labels
+        self.restart(domain, plan.n_steps)
+
+    def restart(self, domain, n_steps, centre=None):
+        """Start a run of ``n_steps`` steps over ``domain`` (shifted to ``centre``)."""
+        self.domain, self.centre, self.k = domain, centre, 0
+        self.tail_start, self.tail_total, self.tail_count = n_steps // 2 + 1, None, 0
 
     def step(self, w, gradient, scales, unit):
         """One step from ``w`` along ``gradient`` (exact: private) with :func:`select_vertex`."""
         self.k += 1
+        self.count += 1
         # The vertex's epigraph height is not needed: the penalty is in its score.
-        label = f"{self.solver} vertex {self.k}"
+        label = f"{self.solver} vertex {self.count}"
         vertex = select_vertex(gradient, self.domain, scales, self.rng, unit=unit, label=label)
+        if self.centre is not None:
+            # The scores of centre + vertex differ from the vertex's by <centre, gradient>,
+            # the same for every candidate: the exponential mechanism is unchanged.
+            vertex = vertex + self.centre
         eta = 2.0 / (self.k + 1.0)
         w = (1.0 - eta) * w + eta * vertex
         if self.k >= self.tail_start:
             self.tail_total = w.copy() if self.tail_total is None else self.tail_total + w
             self.tail_count += 1
         # Released quantities only: the iterate is a function of the chosen vertices.
-        self.progress(self.k, eta=eta, nonzeros=np.count_nonzero(w), l1_norm=float(np.abs(w).sum()))
+        l1_norm = float(np.abs(w).sum())
+        self.progress(self.count, eta=eta, nonzeros=np.count_nonzero(w), l1_norm=l1_norm)
         return w
 
+    def output(self, w):
+        """The run's output: the tail average of its iterates or its last iterate ``w``."""
+        check_finite_iterate(w, self.solver)
+        return self.tail_total / self.tail_count if self.args.output == "tail_average" else w
+
     def result(self, w, info, **details):
-        """The :class:`SolverResult` of the run ending at ``w``, with its honest warnings.
+        """The :class:`SolverResult` of the output ``w`` (:meth:`output`), with its honest warnings.
 
         ``details`` go into the plan's details.  The warnings: the public
         error bound (:func:`~sklearn_dp.solvers._noise_warnings.frank_wolfe_warning`:
@@ -238,9 +255,6 @@ class FrankWolfeSteps:
         the fit's units).
         """
         a, name, plan = self.args, self.solver, self.plan
-        check_finite_iterate(w, name)
-        if a.output == "tail_average":
-            w = self.tail_total / self.tail_count
         if plan.details.get("refit_multiplier") is not None:
             w = refit_support(a, w, self.domain, plan, self.rng)
         plan.details.update(details)
@@ -281,13 +295,15 @@ def check_frank_wolfe(
         check_penalty_ball("frank_wolfe", penalty, alpha, l1_ratio, options.get("radius"))
 
 
-def check_vr_frank_wolfe(*, n_outputs, penalty=None, alpha=None, l1_ratio=None, options, **_):
+def check_vr_frank_wolfe(*, n_outputs, penalty, alpha, l1_ratio, public, options, **_):
     """Refuse ``vr_frank_wolfe`` options from public inputs only (``SolverSpec.check``).
 
-    The loss and the public values (``loss_name``, ``public``) do not enter its checks.
+    The loss (``loss_name``) does not enter its checks.  ``strongly_convex=True``
+    needs a public L2 penalty on every coefficient, no intercept and no L1 part.
     """
     check_l1_options("vr_frank_wolfe", n_outputs=n_outputs, options=options)
     check_penalty_ball("vr_frank_wolfe", penalty, alpha, l1_ratio, options.get("radius"))
+    check_strongly_convex("vr_frank_wolfe", penalty, alpha, l1_ratio, public, options, False)
 
 
 def _ball_is_loose(alpha, l1_ratio, radius):
@@ -701,4 +717,4 @@ def frank_wolfe(
         )
         w = steps.step(w, gradient, scales, unit)
     details = dict(clip_norm=clip, sensitivity=domain.vertex_radius * unit, gumbel_scales=scales)
-    return steps.result(w, {}, **details, n_vertices_max=plan.n_steps)
+    return steps.result(steps.output(w), {}, **details, n_vertices_max=plan.n_steps)

@@ -23,12 +23,14 @@ clipped sums at two mat-vecs.
 from __future__ import annotations
 
 import contextlib
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from .. import _noise
 from .._public_errors import public_error
+from ._common import SolverResult
 from ._gradient_descent import gradient_bound
 from ._registry import check_declared_options
 
@@ -202,3 +204,63 @@ def project_l1_ball(v, radius):
     k = positive[-1] if positive.size else 0
     threshold = cumulative[k] / (k + 1.0)
     return np.sign(v) * np.maximum(np.abs(v) - threshold, 0.0)
+
+
+def zero_model_result(n_rows, n_columns, plan, warning):
+    """The fallback of a solver whose public error bound is vacuous: the zero model, unrun.
+
+    Every coefficient 0 (the estimators then predict the label centre),
+    ``n_iter = 0``, no row read and no noise drawn; ``warning`` (a function of
+    public values and the released row count) names the alternatives.  The
+    fit keeps its planned charge and ``dp_event``.
+    """
+    info = dict(sample_uses=np.zeros(n_rows, dtype=np.int64), warnings=[warning])
+    return SolverResult(coef=np.zeros((n_columns, 1)), n_iter=0, plan=plan, info=info)
+
+
+def _not_strongly_convex(solver, l1_part):
+    """The refusal of ``strongly_convex=True`` (``l1_part``: whether an L1 part is allowed)."""
+    extra = "" if l1_part else ", and no L1 part (its rounds' vertices x +- R e_j have none)"
+    return ValueError(
+        f"{solver}: strongly_convex=True needs an objective that is strongly convex from "
+        f"public knowledge: an L2 (elastic-net) penalty on every coefficient and no intercept{extra}."
+    )
+
+
+def check_strongly_convex(solver, penalty, alpha, l1_ratio, public, options, l1_part=True):
+    """Refuse ``strongly_convex=True`` unless the objective is strongly convex from public inputs."""
+    l1 = float(l1_ratio or 0.0)
+    if options.get("strongly_convex", False) and (
+        public.fit_intercept
+        or public.n_features == 0
+        or penalty not in ("l2", "elasticnet")
+        or 1.0 - l1 <= 0
+        or (alpha is not None and not alpha > 0)
+        or (not l1_part and penalty == "elasticnet" and l1 > 0)
+    ):
+        raise _not_strongly_convex(solver, l1_part)
+
+
+def strong_convexity(solver, domain, p=1.0, l1_part=True):
+    """Public modulus of strong convexity of the objective w.r.t. ||.||_p, from the L2 penalty.
+
+    ``(a / 2) ||x||_2^2`` is a-strongly convex in ``||.||_2``, and ``||x||_2 >=
+    d^(1/2 - 1/p) ||x||_p``.  Raises (public inputs only) when it is 0, or
+    on an L1 penalty unless ``l1_part``.
+    """
+    if np.any(domain.l2_penalty == 0) or (not l1_part and domain.has_l1_penalty):
+        raise _not_strongly_convex(solver, l1_part)
+    return float(np.min(domain.l2_penalty)) * domain.l2_penalty.size ** (1.0 - 2.0 / p)
+
+
+def strongly_convex_rounds(n_samples):
+    """Expected block sizes of the strongly convex reduction (Asi et al. 2021, section 5).
+
+    ``ceil(log2 log2 n)`` rounds on disjoint blocks of ``2^(i-2) n / log2 n``
+    rows (their sum is below n); blocks of fewer than 3 rows are dropped
+    (a single round of n if none is left).
+    """
+    log_n = math.log2(max(n_samples, 4))
+    k = max(1, math.ceil(math.log2(log_n)))
+    sizes = [2 ** (i - 2) * n_samples / log_n for i in range(1, k + 1)]
+    return [s for s in sizes if s >= 3] or [float(n_samples)]

@@ -32,7 +32,6 @@ from ._common import (
     PrivacyPlan,
     Progress,
     SolverResult,
-    add_warnings,
     check_finite_iterate,
     make_rng,
 )
@@ -40,8 +39,12 @@ from ._gradient_descent import gradient_bound
 from ._l1_geometry import (
     allocate_rows,
     check_l1_options,
+    check_strongly_convex,
     checked_domain,
     public_setup,
+    strong_convexity,
+    strongly_convex_rounds,
+    zero_model_result,
 )
 from ._noisy_steps import plan_of_call
 from ._pnorm import bregman_step, default_p, pnorm, pnorm_mirror_gradient
@@ -116,12 +119,7 @@ def _steps(n_rows, batch, max_iter):
 
 def _rounds(n_samples, strongly_convex):
     """Expected block sizes of the strongly convex reduction (seed section 5), or [n]."""
-    if not strongly_convex:
-        return [float(n_samples)]
-    log_n = math.log2(max(n_samples, 4))
-    k = max(1, math.ceil(math.log2(log_n)))
-    sizes = [2 ** (i - 2) * n_samples / log_n for i in range(1, k + 1)]
-    return [s for s in sizes if s >= 2] or [float(n_samples)]
+    return strongly_convex_rounds(n_samples) if strongly_convex else [float(n_samples)]
 
 
 @memoize(maxsize=512)
@@ -410,8 +408,7 @@ class _Runs:
             # weight at a public 1% of the smoothness; its privacy term still caps eta.
             eta = max(eta, 3200.0 * self.kappa / (self.smoothness * n_rows))
         if self.private:
-            log_d = _log_d(n_columns)
-            noise_term = math.sqrt(n_columns * math.log(1.0 / args.delta) * (1.0 + log_d * (p < 2)))
+            noise_term = _noise_term(n_columns, args.delta, p)
             eta = min(eta, args.epsilon * diameter / (lipschitz * noise_term))
         if args.step_size is not None:
             eta = float(args.step_size)
@@ -429,11 +426,21 @@ class _Runs:
             if ph.index == 1:
                 p_radius = min(p_radius, round_radius)
             _, x = self.run(rows[block], ph, x, lam_i, p_radius, f"{self.solver} phase {ph.index}")
-        # Theorem 13's rate with constant 1 (public; used only by the strongly convex wrapper).
-        bound = lipschitz * diameter * (1.0 / math.sqrt((p - 1.0) * n_rows))
-        if self.private:
-            bound += lipschitz * diameter * noise_term / ((p - 1.0) * n_rows * args.epsilon)
-        return x, bound
+        return x, _localized_bound(lipschitz, diameter, p, n_rows, n_columns, args)
+
+
+def _noise_term(n_columns, delta, p):
+    """``sqrt(d ln(1/delta) (1 + ln d [p < 2]))``, the privacy term of Theorems 4 and 13."""
+    return math.sqrt(n_columns * math.log(1.0 / delta) * (1.0 + _log_d(n_columns) * (p < 2)))
+
+
+def _localized_bound(lipschitz, diameter, p, n_rows, n_columns, args):
+    """Theorem 4 / 13's rate with constant 1 (public): ``L D (1 / sqrt((p-1) n) + noise / ((p-1) n eps))``."""
+    bound = lipschitz * diameter / math.sqrt((p - 1.0) * n_rows)
+    if not math.isinf(args.epsilon):
+        noise = _noise_term(n_columns, args.delta, p)
+        bound += lipschitz * diameter * noise / ((p - 1.0) * n_rows * args.epsilon)
+    return bound
 
 
 def _allocate(rng, n_rows, n_public, blocks):
@@ -446,12 +453,6 @@ def _allocate(rng, n_rows, n_public, blocks):
     sizes = np.asarray(blocks, dtype=float)
     allocation = allocate_rows(rng, n_rows, n_public, sizes)
     return [np.flatnonzero(allocation == i) for i in range(len(sizes))]
-
-
-_STRONGLY_CONVEX_MESSAGE = (
-    "{solver}: strongly_convex=True needs an objective that is strongly convex from public "
-    "knowledge: an L2 (elastic-net) penalty on every coefficient and no intercept."
-)
 
 
 def _check_lp(solver, options):
@@ -473,15 +474,7 @@ def _public_check(solver, *, loss_name, n_outputs, penalty, alpha, l1_ratio, pub
     """The registry check of ``solver`` (its keywords: what ``SolverSpec.check`` receives)."""
     check_l1_options(solver, n_outputs=n_outputs, options=options)
     _check_lp(solver, options)
-    # strongly_convex=True needs a public L2 penalty on every coefficient.
-    if options.get("strongly_convex", False) and (
-        public.fit_intercept
-        or public.n_features == 0
-        or penalty not in ("l2", "elasticnet")
-        or 1.0 - float(l1_ratio or 0.0) <= 0
-        or (alpha is not None and not alpha > 0)
-    ):
-        raise ValueError(_STRONGLY_CONVEX_MESSAGE.format(solver=solver))
+    check_strongly_convex(solver, penalty, alpha, l1_ratio, public, options)
 
 
 def check_mirror_descent(**arguments):
@@ -500,14 +493,6 @@ def check_localized_mirror_descent(**arguments):
     _public_check("localized_mirror_descent", **arguments)
 
 
-def _strong_convexity(domain, n_columns, p):
-    """Public modulus of strong convexity of the objective w.r.t. ||.||_p (from the L2 penalty)."""
-    if np.any(domain.l2_penalty == 0):
-        return 0.0
-    # (a/2)||x||_2^2 is a-strongly convex in ||.||_2, and ||x||_2 >= d^(1/2 - 1/p) ||x||_p.
-    return float(np.min(domain.l2_penalty)) * n_columns ** (1.0 - 2.0 / p)
-
-
 def _mirror_descent_fit(solver, kind, args):
     """The fit of :func:`mirror_descent` (``kind="plain"``) or its localised form.
 
@@ -524,9 +509,7 @@ def _mirror_descent_fit(solver, kind, args):
         # true n is private under add/remove and only indexes rows.
         n_samples = data.n_public
         q = p / (p - 1.0)
-        lam = _strong_convexity(domain, n_columns, p) if strongly_convex else 0.0
-        if strongly_convex and lam <= 0:
-            raise ValueError(_STRONGLY_CONVEX_MESSAGE.format(solver=solver))
+        lam = strong_convexity(solver, domain, p) if strongly_convex else 0.0
         plan = plan_of_call(solver, vars(args))
         private = not math.isinf(epsilon)
         clip2 = gradient_bound(loss, data.row_norm_bound, args.clip_norm, private=private)
@@ -534,6 +517,16 @@ def _mirror_descent_fit(solver, kind, args):
         # The l2 part of the penalty adds at most l2 * ||x||_q <= l2 * vertex_radius.
         lipschitz += float(np.max(domain.l2_penalty, initial=0.0)) * domain.vertex_radius
         smoothness = _pnorm_smoothness(loss, data, q, domain)
+        warning = None
+        if kind != "plain" and private:
+            # The fallback: where its public bound is far above vacuous and the ball
+            # sets the scale (a penalty, not the ball, confines penalised fits), the
+            # zero model, decided from released values before any row is read.
+            bound = _localized_bound(lipschitz, domain.diameter, p, n_samples, n_columns, args)
+            fallback = bound >= FALLBACK_BOUND and not domain.has_l1_penalty
+            warning = _localized_bound_warning(solver, loss.name, bound, epsilon, fallback)
+            if fallback and warning is not None:
+                return zero_model_result(n_rows, n_columns, plan, warning)
     phases, round_sizes = plan.details["phases"], plan.details["round_sizes"]
     runs = _Runs(
         solver, args, domain, plan, p=p, clip2=clip2, lipschitz=lipschitz, smoothness=smoothness
@@ -554,13 +547,21 @@ def _mirror_descent_fit(solver, kind, args):
             round_radius = min(round_radius, 2.0 * math.sqrt(2.0 * bound / lam))
     check_finite_iterate(x, solver)
     plan.details.update(clip_norm=clip2, p=p, lipschitz=lipschitz, strong_convexity=lam)
-    info = {}
-    if kind != "plain" and private:
-        add_warnings(info, _localized_bound_warning(solver, loss.name, bound, epsilon))
+    info = {} if warning is None else dict(warnings=[warning])
     return SolverResult(coef=x[:, None], n_iter=plan.n_steps, plan=plan, info=info)
 
 
-def _localized_bound_warning(solver, loss_name, bound, epsilon):
+#: localized_mirror_descent returns the zero model where its public bound (in
+#: the fit's label units) is at least this, on the constrained form (DPLasso
+#: defaults, one seed): n = 5000, d = 2000 (benchmarks/bench_regimes.py) 105 /
+#: 70 / 31 at epsilon 0.5 / 1 / 5 with R^2 0.00 / 0.00 / 0.06 against 0.00 for
+#: the zero model; below it the fits beat the zero model (the label centre,
+#: R^2 -0.19 on diabetes): diabetes 11 ... 5.5 with R^2 -0.16 ... 0.00, the
+#: 30k-row, d = 30 sparse regression 4.9 at epsilon 0.1 with R^2 0.21.
+FALLBACK_BOUND = 20.0
+
+
+def _localized_bound_warning(solver, loss_name, bound, epsilon, fallback=False):
     """The honest warning of ``localized_mirror_descent``: its public error bound is vacuous.
 
     ``bound`` is the seed's Theorem 4 / 13 rate with constant 1 (public:
@@ -568,19 +569,24 @@ def _localized_bound_warning(solver, loss_name, bound, epsilon):
     the units of the fit's (scaled) labels, where the zero model's loss is
     of order 1.  Above the registry's ``bound_warning`` the paper's
     guarantee says nothing at this size, and the base step it prescribes
-    keeps the output near its start (the zero model).
+    keeps the output near its start (the zero model); with ``fallback`` the
+    solver returns that model without running, and the text says so.
     """
     from ._noise_warnings import _threshold, is_classification
 
     threshold = _threshold(solver, "bound_warning")
     if threshold is None or is_classification(loss_name) or bound < threshold:
         return None
+    what, charge = "its", ""
+    if fallback:
+        what = "returned the zero model (the model predicts its label centre) without running: its"
+        charge = ". The fit's charge stands"
     return (
-        f"{solver}: its public error bound (Asi et al. 2021, Theorem 4, constant 1) is "
-        f"{bound:.3g} at epsilon={epsilon:g} with this row count, radius and number of "
-        f"features, above {threshold:g}: the paper's guarantee is vacuous here and its base "
-        "step keeps the model near the zero model. Use solver='frank_wolfe' or "
-        "'mirror_descent', more rows, a larger epsilon or a smaller radius."
+        f"{solver}: {what} public error bound (Asi et al. 2021, Theorem 4, constant 1) at "
+        f"epsilon={epsilon:g} with this row count, radius and number of features ({bound:.3g}, "
+        f"above {threshold:g}) is vacuous{charge}. Use solver='frank_wolfe' or 'mirror_descent' "
+        "(or 'dp_ssp' / 'dp_cd' for the penalised form), more rows, a larger epsilon or a "
+        "smaller radius."
     )
 
 
@@ -751,6 +757,17 @@ def localized_mirror_descent(
         The plan to run, as :func:`plan_localized_mirror_descent` computed it
         for these arguments (estimators hand down the plan their budget was
         charged for); None plans here.
+
+    **Honest warning and fallback.**  Where its public error bound (Theorem
+    4 / 13's rate with constant 1 from the released row count, d, the
+    bounds, the radius, epsilon and delta) reaches the registry's
+    ``bound_warning``, the fit warns.  Where it reaches ``FALLBACK_BOUND``
+    without an L1 penalty (the ball, not a penalty, sets the scale), the fit
+    returns the zero model (every coefficient 0; the estimators then predict
+    the label centre) with ``n_iter = 0`` and a warning naming the
+    alternatives, before it reads a row or draws any noise, as
+    :func:`~sklearn_dp.solvers.vr_frank_wolfe` does; the planned charge and
+    ``dp_event`` stand.
 
     Returns
     -------

@@ -9,6 +9,7 @@ vertex only.  The vertex selection, its accounting and the option checks are
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from types import SimpleNamespace
@@ -20,9 +21,21 @@ from .._clipped_sums import vr_correction, vr_root_estimate
 from .._design import block_rows
 from .._memo import memoize
 from ..accounting import PureEpsilonDpEvent
-from ._common import PrivacyPlan, SolverResult
-from ._frank_wolfe import FrankWolfeSteps, frank_wolfe_setup, vertex_scales, zcdp_budget
-from ._l1_geometry import allocate_rows, public_setup
+from ._common import PrivacyPlan
+from ._frank_wolfe import (
+    FrankWolfeSteps,
+    frank_wolfe_setup,
+    vertex_scales,
+    zcdp_budget,
+)
+from ._l1_geometry import (
+    allocate_rows,
+    project_l1_ball,
+    public_setup,
+    strong_convexity,
+    strongly_convex_rounds,
+    zero_model_result,
+)
 from ._noise_warnings import frank_wolfe_warning
 
 __all__ = ["vr_frank_wolfe", "plan_vr_frank_wolfe", "vr_frank_wolfe_schedule"]
@@ -49,20 +62,30 @@ def _vr_selection_epsilon(epsilon, delta, schedule):
     return (eps_zcdp, "zcdp") if eps_zcdp > epsilon else (float(epsilon), "pure")
 
 
-def _vr_error_bound(n_samples, n_params, epsilon, delta, n_phases, schedule):
-    """Public pre-tuning bound of the seed (section 4.1) for unit bounds, at a feasible T.
+def _vr_error_bound(
+    root_batch, n_params, eps_selection, n_phases, diameter=2.0, lipschitz=2.0, smoothness=1.0
+):
+    """Public pre-tuning bound of the seed (section 4.1), by default for unit bounds.
 
     ``D (L + beta D) sqrt(ln d / b) + beta D^2 / 2^T + lambda_T ln m`` with
-    ``D = 2``, ``L = C = 2``, ``beta = 1`` (|x_ij| <= 1, |y| <= 1, radius 1) and
-    ``lambda_T`` the Gumbel scale of the last phase.
+    ``lambda_T = 2^T D L / (b eps)`` the Gumbel scale of the last phase; the
+    defaults ``D = 2``, ``L = C = 2``, ``beta = 1`` are |x_ij| <= 1, |y| <= 1
+    and radius 1.  ``root_batch`` is inf when every vertex uses every row.
     """
-    b = _samples_per_root(n_samples, n_phases)  # >= 2^T: T is feasible
     d = max(n_params, 2)
-    eps_selection, _ = _vr_selection_epsilon(epsilon, delta, schedule)
-    sampling = 2.0 * (2.0 + 2.0) * math.sqrt(math.log(d) / b)
-    optimisation = 4.0 / 2**n_phases
-    noise = 2 ** (n_phases + 1) * 2.0 / (b * eps_selection) * math.log(2 * d)  # 0 if eps is inf
+    sampling = diameter * (lipschitz + smoothness * diameter) * math.sqrt(math.log(d) / root_batch)
+    optimisation = smoothness * diameter**2 / 2**n_phases
+    noise = 2**n_phases * diameter * lipschitz / (root_batch * eps_selection) * math.log(2 * d)
     return sampling + optimisation + noise
+
+
+def _leaf_epsilons(eps_selection, n_phases, schedule):
+    """Epsilon of one leaf's selection in each phase for a row of the root batch."""
+    if schedule == "pure":
+        # lambda_t = 2^(t+1) R C / (b eps): each row is eps-DP whatever its depth.
+        return [eps_selection / 2.0**t for t in range(1, n_phases + 1)]
+    # One scale for every leaf (seed Theorem 7), set by the deepest slots.
+    return [eps_selection / 2.0**n_phases] * n_phases
 
 
 @memoize(maxsize=1024)
@@ -73,27 +96,23 @@ def vr_frank_wolfe_schedule(n_samples, n_params, epsilon, delta, schedule="pure"
     ``b = n / log2(n)^2``, which leaves most of it unused; T minimises the
     pre-tuning bound (:func:`_vr_error_bound`) unless given.
     """
-    if n_phases is not None:
-        n_phases = int(n_phases)
-        b = _samples_per_root(n_samples, n_phases)
-        if b < 2**n_phases:
-            raise ValueError(
-                f"vr_frank_wolfe with n_phases={n_phases} needs at least "
-                f"{math.ceil(2**n_phases * (n_phases + n_phases * (n_phases + 1) / 4))} rows; "
-                f"got n_samples = {n_samples:.4g} (the public row count: the fit's DP row count)."
-            )
-        return n_phases, b
-    # Every T whose root batch holds a slot per leaf (its bound is then finite);
-    # the first minimiser.
-    feasible = itertools.takewhile(
-        lambda t: _samples_per_root(n_samples, t) >= 2**t, itertools.count(1)
-    )
-    public = (n_samples, n_params, float(epsilon), float(delta))
-    best_t = min(feasible, key=lambda t: _vr_error_bound(*public, t, schedule), default=None)
+    # Every T whose root batch holds a slot per leaf (its bound is then finite):
+    # the given one, or the first minimiser of the bound.
+    first = 1 if n_phases is None else int(n_phases)
+    candidates = itertools.count(first) if n_phases is None else [first]
+    feasible = itertools.takewhile(lambda t: _samples_per_root(n_samples, t) >= 2**t, candidates)
+    eps_selection, _ = _vr_selection_epsilon(epsilon, delta, schedule)
+
+    def bound(t):
+        return _vr_error_bound(_samples_per_root(n_samples, t), n_params, eps_selection, t)
+
+    best_t = min(feasible, key=bound, default=None)
     if best_t is None:
+        given = "" if n_phases is None else f" with n_phases={first}"
+        rows = math.ceil(2**first * (first + first * (first + 1) / 4))
         raise ValueError(
-            f"vr_frank_wolfe needs at least 3 rows; got n_samples = {n_samples:.4g} (the public "
-            "row count: the fit's DP row count)."
+            f"vr_frank_wolfe{given} needs at least {rows} rows; got n_samples = "
+            f"{n_samples:.4g} (the public row count: the fit's DP row count)."
         )
     return best_t, _samples_per_root(n_samples, best_t)
 
@@ -113,36 +132,37 @@ def plan_vr_frank_wolfe(n_samples, n_params, epsilon, delta, call):
     if n_samples is None:
         return None  # the schedule needs the (not yet released) public row count
     every_row = math.isinf(epsilon)
+    blocks = strongly_convex_rounds(n_samples) if call.strongly_convex else [float(n_samples)]
     if every_row:
         # Without noise nothing is spent and the one-pass split has no purpose:
         # every tree vertex uses every row (its estimates are exact gradients),
         # over enough phases for about as many steps as frank_wolfe takes.
         n_phases = NONPRIVATE_VR_PHASES if n_phases is None else int(n_phases)
-        root = used = float(n_samples)
+        rounds = [(n_phases, float(n_samples))] * len(blocks)
+        used = float(n_samples)
     else:
-        n_phases, root = vr_frank_wolfe_schedule(
-            n_samples, n_params, float(epsilon), float(delta), schedule, n_phases
-        )
-        used = root * (n_phases + n_phases * (n_phases + 1) / 4.0)
-    n_steps = 2 ** (n_phases + 1) - 2
+        public = (n_params, float(epsilon), float(delta), schedule, n_phases)
+        rounds = [vr_frank_wolfe_schedule(block, *public) for block in blocks]
+        used = sum(b * (t + t * (t + 1) / 4.0) for t, b in rounds)
+    n_steps = sum(2 ** (t + 1) - 2 for t, _ in rounds)
+    eps_selection, how = _vr_selection_epsilon(epsilon, delta, schedule)
+    leaf = _leaf_epsilons(eps_selection, rounds[0][0], schedule)
     details = dict(
-        n_phases=n_phases,
-        root_batch=root,
+        n_phases=rounds[0][0],
+        root_batch=rounds[0][1],
+        rounds=rounds,
         samples_used=used,
         n_fw_steps=n_steps,
         schedule=schedule,
+        leaf_epsilons=leaf,
+        accounting=how,
+        selection_epsilon=eps_selection,
     )
-    eps_selection, how = _vr_selection_epsilon(epsilon, delta, schedule)
-    if schedule == "pure":
-        # lambda_t = 2^(t+1) R C / (b eps): each row is eps-DP whatever its depth.
-        leaf = [eps_selection / 2.0**t for t in range(1, n_phases + 1)]
-    else:
-        # One scale for every leaf (seed Theorem 7), set by the deepest slots.
-        leaf = [eps_selection / 2.0**n_phases] * n_phases
-    details.update(leaf_epsilons=leaf, accounting=how)
     if every_row:  # infinite leaf epsilons: exact selections
         details.update(every_row_at_every_vertex=True)
         return PrivacyPlan(accounting.dpe.NonPrivateDpEvent(), 0.0, n_steps, details)
+    # The rounds of the strongly convex reduction hold disjoint rows, each round is
+    # calibrated alone: parallel composition, the event of a single round.
     if how == "zcdp":
         event = accounting.dpe.ZCDpEvent(eps_selection**2 / 8.0)
     else:
@@ -151,7 +171,6 @@ def plan_vr_frank_wolfe(n_samples, n_params, epsilon, delta, call):
             "vr_frank_wolfe: one pass, random allocation of rows to tree vertices; "
             "per-row composition of exponential mechanisms",
         )
-    details.update(selection_epsilon=eps_selection)
     return PrivacyPlan(event, 2.0 / leaf[0], n_steps, details)
 
 
@@ -171,6 +190,7 @@ def vr_frank_wolfe(
     schedule="pure",
     n_phases=None,
     output="tail_average",
+    strongly_convex=False,
     random_state=None,
     verbose=0,
     plan=None,
@@ -205,6 +225,19 @@ def vr_frank_wolfe(
         the data, instead of the seed's wasteful ``b = n / log2(n)^2``.
     output : {"tail_average", "last"}, default="tail_average"
         As in :func:`frank_wolfe` (the seed returns the last iterate).
+    strongly_convex : bool, default=False
+        The reduction of seed section 5 (Theorem 9) for an objective that is
+        strongly convex from public knowledge (an L2 penalty on every
+        coefficient, no intercept, no L1 part): ``ceil(log2 log2 n)`` rounds
+        on disjoint blocks of ``2^(i-2) n / log2 n`` rows, each a whole run
+        (its own T and b) started at the previous round's output.  Round i + 1
+        runs over the l1 ball of radius ``R = 2 sqrt(2 Delta_i / lambda)``
+        around that output (``Delta_i``: the round's public pre-tuning bound,
+        ``lambda = alpha / d``: the l1 modulus), when R is below ``radius``:
+        the vertices ``x_i +- R e_j`` (the spec's approximation of the
+        intersection with the polytope), then the output projected back onto
+        the polytope.  ``plan.details["rounds"]`` holds each round's (T, b),
+        ``details["round_radii"]`` each round's R (inf: the polytope).
     plan : PrivacyPlan or None
         The plan to run, as :func:`plan_vr_frank_wolfe` computed it for these
         arguments (estimators hand down the plan their budget was charged
@@ -271,6 +304,14 @@ def vr_frank_wolfe(
     each vertex's computation to be private against a change of the whole
     vertex batch, not of one row), so the approximate schedule is certified
     by composition alone and is never less noisy than the pure one.
+    With ``strongly_convex`` the allocation spans the slots of every round,
+    so a row sits in one slot of one round; each round is calibrated to the
+    whole guarantee, the rounds after it see the row only through released
+    outputs (their centres) and public radii, and the fit's event is the
+    single run's (parallel composition: every round has the same event).  A
+    local round's scores ``<x_i +- R e_j, g>`` move by ``R`` times the
+    estimate's change (the common term cancels in the mechanism), the
+    sensitivity it declares.
     The fallback's decision reads public values and the released row count
     only, and releases nothing; its fit keeps the whole planned charge and
     ``dp_event`` (the reservation stands once made, even though the
@@ -291,14 +332,15 @@ def vr_frank_wolfe(
         public = (data.n_public, data.n_columns, epsilon, delta, radius)
         vacuous = frank_wolfe_warning("vr_frank_wolfe", loss.name, *public)
         if vacuous is not None:
-            info = dict(sample_uses=np.zeros(n_rows, dtype=np.int64), warnings=[vacuous])
-            return SolverResult(coef=np.zeros((n_columns, 1)), n_iter=0, plan=plan, info=info)
-        T, b = plan.details["n_phases"], plan.details["root_batch"]
-        unit = clip / b  # l-inf change of a root estimate from one row
-        phase_scales = [vertex_scales(domain, unit, eps) for eps in plan.details["leaf_epsilons"]]
-        # Public slot sizes in DFS order: per phase the root (b), then the right
-        # children at depth j (b / 2^j each) in the order the traversal meets them.
-        sizes = [size for t in range(1, T + 1) for size in (b, *_right_child_sizes(t, b))]
+            return zero_model_result(n_rows, n_columns, plan, vacuous)
+        if strongly_convex:
+            modulus = strong_convexity("vr_frank_wolfe", domain, l1_part=False)  # in ||.||_1
+            feature_bound = float(np.max(data.feature_bound))
+            smoothness = (loss.smoothness or 1.0) * feature_bound**2 + np.max(domain.l2_penalty)
+        rounds, eps0 = plan.details["rounds"], plan.details["selection_epsilon"]
+        # Public slot sizes in DFS order, round after round: per phase the root (b),
+        # then the right children at depth j (b / 2^j each) in traversal order.
+        sizes = [s for T, b in rounds for t in range(1, T + 1) for s in _phase_sizes(t, b)]
         sizes = np.asarray(sizes, dtype=float)
         every_row = plan.details.get("every_row_at_every_vertex", False)
         if every_row:
@@ -308,7 +350,8 @@ def vr_frank_wolfe(
     uses = np.zeros(n_rows, dtype=np.int64)
     allocation = None  # epsilon=inf: no allocation, every vertex's slot is the whole data
     if not every_row:
-        # Every row draws its slot (the gateway's allocation, public probabilities).
+        # Every row draws its slot (the gateway's allocation, public probabilities):
+        # the rounds of the strongly convex reduction get disjoint rows.
         allocation = allocate_rows(steps.rng, n_rows, data.n_public, sizes)
         order = np.argsort(allocation, kind="stable")
         starts = np.searchsorted(allocation[order], np.arange(len(sizes) + 2))
@@ -344,23 +387,45 @@ def vr_frank_wolfe(
         v_right = v_node + estimate(slot, vr_correction, w_left, w_node)
         return visit(depth + 1, t, w_left, v_right, max(v_unit, clip / sizes[slot]))
 
-    w = np.zeros(n_columns)
-    for t in range(1, T + 1):
-        slot = next(slots)
-        w = visit(0, t, w, estimate(slot, vr_root_estimate, w), clip / sizes[slot])
+    w, local_radius, all_scales, radii = np.zeros(n_columns), math.inf, [], []
+    for T, b in rounds:
+        # A later round of the strongly convex reduction runs over the l1 ball of
+        # the public radius around the previous output (released), when that ball
+        # is smaller than the polytope's.
+        local = local_radius < radius
+        round_domain = dataclasses.replace(domain, radius=local_radius) if local else domain
+        leaf = _leaf_epsilons(eps0, T, schedule)
+        phase_scales = [vertex_scales(round_domain, clip / b, eps) for eps in leaf]
+        all_scales.append(phase_scales)
+        radii.append(local_radius if local else math.inf)
+        steps.restart(round_domain, 2 ** (T + 1) - 2, w.copy() if local else None)
+        for t in range(1, T + 1):
+            slot = next(slots)
+            w = visit(0, t, w, estimate(slot, vr_root_estimate, w), clip / sizes[slot])
+        w = steps.output(w)
+        if local:  # back into the polytope (the ball may leave it): post-processing
+            w = project_l1_ball(w, radius)
+        if strongly_convex:
+            # modulus-strong convexity in ||.||_1: ||x - x*||_1^2 <= 2 (F(x) - F*) / modulus;
+            # twice that radius for slack against the bound's expectation.
+            batch, diameter = math.inf if every_row else b, 2.0 * min(local_radius, radius)
+            error = _vr_error_bound(batch, n_columns, eps0, T, diameter, clip, smoothness)
+            local_radius = min(local_radius, 2.0 * math.sqrt(2.0 * error / modulus))
     # Per-row diagnostics (private: for tests of the one-pass property; no
     # estimator exposes them).
     info = dict(sample_uses=uses, allocation=allocation, slot_sizes=sizes)
-    details = dict(clip_norm=clip, sensitivity_root=domain.vertex_radius * unit)
-    return steps.result(w, info, **details, gumbel_scales=phase_scales)
+    unit = clip / rounds[0][1]  # l-inf change of a root estimate from one row
+    details = dict(clip_norm=clip, sensitivity_root=domain.vertex_radius * unit, round_radii=radii)
+    scales = all_scales[0] if len(all_scales) == 1 else all_scales
+    return steps.result(w, info, **details, gumbel_scales=scales)
 
 
-def _right_child_sizes(t, b):
-    """Sizes of the right children of a depth-t tree, in depth-first order.
+def _phase_sizes(t, b):
+    """Slot sizes of a phase's depth-t tree in depth-first order: the root's, then the right children's.
 
     Each internal vertex, met in order (left subtree, the vertex's right
     child, right subtree), is the i-th of ``2^t - 1``; i with ``z`` trailing
     zero bits is at depth ``t - 1 - z``, so its right child (depth ``t - z``)
     gets ``b / 2^(t - z)`` rows.
     """
-    return [b / 2 ** (t - ((i & -i).bit_length() - 1)) for i in range(1, 2**t)]
+    return [b, *(b / 2 ** (t - ((i & -i).bit_length() - 1)) for i in range(1, 2**t))]
