@@ -1220,10 +1220,15 @@ def test_audit_acsa_on_neighbouring_data():
 
 
 def test_audit_detects_under_noised_steps(monkeypatch):
-    """Positive control: noise 100x below the calibration is caught by the same audit.
+    """Positive control: noise 100x below the calibration fails the fast audit above.
 
-    (Not 20x: the noise of the released row count varies the sampling rate
-    between runs, which costs the audit some power.)"""
+    The same runs and claim as ``test_audit_on_neighbouring_data_stays_below_epsilon``:
+    that audit would refute the claim of a mechanism with this bug.  Resampled
+    from 1000 runs per data set of the under-noised mechanism, its bound stays
+    at or below epsilon in 1 of 2400 resamples (a 200-run audit held to
+    epsilon + 0.5 misses in 2 of 2400).  (Not 20x: the noise of the released
+    row count varies the sampling rate between runs, which costs the audit
+    some power.)"""
     real_plan = resque_module.plan_resque
 
     def under_noised(*args, **kwargs):
@@ -1238,8 +1243,8 @@ def test_audit_detects_under_noised_steps(monkeypatch):
         _registry._REGISTRY, "resque", dataclasses.replace(SOLVERS["resque"], plan=under_noised)
     )
     epsilon = 2.0
-    eps_lb = _audit(_canary_run(epsilon), n_runs=200, claimed_epsilon=epsilon)
-    assert eps_lb > epsilon + 0.5, eps_lb
+    eps_lb = _audit(_canary_run(epsilon), n_runs=100, claimed_epsilon=epsilon)
+    assert eps_lb > epsilon, eps_lb
 
 
 def test_query_count_does_not_reveal_the_row_count():
