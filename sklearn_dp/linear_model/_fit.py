@@ -596,11 +596,11 @@ def _warn_label_range(estimator, plan, n_public, phase):
 def _release_scales(estimator, X, plan, count, phase):
     """The per-feature scales, or None (no scaling, or the fallback); and their planned events.
 
-    The events are those planned whatever the branch: the fallback, decided
-    from the released count and public values, and ``"auto"``'s decision
-    not to scale, from a released count, run fewer mechanisms than they
-    were charged for, never others, and the solver's share stays the one
-    planned with them.
+    The events are those planned whatever the branch: ``"auto"``'s decision
+    not to scale (from its own released count, always released) and the
+    fallback (from the released row count and public values) run fewer
+    exponential mechanisms than they were charged for, never others, and the
+    solver's share stays the one planned with them.
     """
     scaling = plan.context["scaling"]
     if scaling is None:
@@ -608,6 +608,10 @@ def _release_scales(estimator, X, plan, count, phase):
     d, epsilon, centered = X.shape[1], plan.shares["scales"], scaling["centered"]
     each = scaling["each"]
     events = _scale_events(d, epsilon, scaling) if plan.private else []
+    if scaling["auto"] and not _feature_scales.release_needs_scaling(
+        X, epsilon=scaling["probe"], n_public=count.estimate, rng=phase.rng
+    ):
+        return None, events
     if count.estimate * each < _bounds.SCALING_MIN_EVIDENCE:
         if scaling["auto"]:
             # The default keeps one bound quietly, as without scaling.
@@ -620,10 +624,6 @@ def _release_scales(estimator, X, plan, count, phase):
             "Raise epsilon, fit on more rows, or scale the features with public ranges first "
             "(PublicRangeScaler)."
         )
-        return None, events
-    if scaling["auto"] and not _feature_scales.release_needs_scaling(
-        X, epsilon=scaling["probe"], n_public=count.estimate, rng=phase.rng
-    ):
         return None, events
     scales, _ = _feature_scales.release_feature_scales(
         X, epsilon=epsilon, n_public=count.estimate, rng=phase.rng, centered=centered, each=each
