@@ -469,8 +469,9 @@ def report(table_list, results, epsilons, seeds, failures, warned, command, seco
         f"Command: `{command}`  \n{environment()}  \n"
         f"Seeds: {list(seeds)}; medians over the seeds; {seconds / 60:.1f} min.\n",
         "Columns: `defaults` = the private estimator at its defaults but epsilon "
-        "(`DPLogisticRegression(epsilon)` / `DPSCORegressor(epsilon)`); `feature_scaling` = "
-        "the same with `feature_scaling=True`; `DP scaler + model` = "
+        "(`DPLogisticRegression(epsilon)` / `DPSCORegressor(epsilon)`, so "
+        '`feature_scaling="auto"`); `feature_scaling` = the same with `feature_scaling=True`; '
+        "`no scaling` = the same with `feature_scaling=False`; `DP scaler + model` = "
         f"`DPStandardScaler({SCALER_SHARE:g} eps)` + the model at {1 - SCALER_SHARE:g} eps "
         f"on one `PrivacyBudget(eps, {DELTA:g}, composition='basic')`; `non-private` = `StandardScaler` + "
         "`LogisticRegression()` / `Ridge()`.\n",
