@@ -172,7 +172,10 @@ def plan_fit(estimator, request):
             delta_rest,
             # No count release (it comes with the label set): no count to
             # compose the scales with, so their basic-composition epsilons.
-            epsilon_count or None,
+            # The default ("auto") takes them too: composed as zCDP, the
+            # exponential mechanisms are read by dp_accounting's PLD (which
+            # knows no bounded range) above the fit's claim.
+            None if scaling["auto"] else (epsilon_count or None),
             scale_epsilon + _feature_scales.SCALING_FLOOR_PART * max(remainder, 0.0),
         )
         scale_events = _scale_events(X.shape[1], scale_epsilon, scaling)
