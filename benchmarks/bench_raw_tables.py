@@ -6,9 +6,11 @@ same split per seed:
 
 * **defaults**: the private estimator with every parameter at its default
   but ``epsilon`` (``DPLogisticRegression(epsilon)``, ``DPSCORegressor(epsilon)``:
-  no ``classes=``, ``"auto"`` bounds);
+  no ``classes=``, ``"auto"`` bounds, ``feature_scaling="auto"``);
 * **feature_scaling**: the same with ``feature_scaling=True`` (per-feature
-  scales released privately inside the fit);
+  scales released privately inside the fit whenever there are enough rows);
+* **no scaling**: the same with ``feature_scaling=False`` (one bound for all
+  features: the defaults before ``"auto"``);
 * **DP scaler + model**: ``DPStandardScaler(epsilon=0.3 * eps)`` then the
   model at ``0.7 * eps``, both charged to one
   ``PrivacyBudget(eps, 1e-5, composition="basic")``;
@@ -345,6 +347,8 @@ def fit_method(method, table, epsilon, seed, X_train, y_train):
         return _model(table, epsilon, seed).fit(X_train, y_train)
     if method == "feature_scaling":
         return _model(table, epsilon, seed, feature_scaling=True).fit(X_train, y_train)
+    if method == "no scaling":
+        return _model(table, epsilon, seed, feature_scaling=False).fit(X_train, y_train)
     if method == "DP scaler + model":
         budget = PrivacyBudget(epsilon, DELTA, composition="basic")
         scaler_epsilon = SCALER_SHARE * epsilon
@@ -366,7 +370,7 @@ def fit_method(method, table, epsilon, seed, X_train, y_train):
     raise ValueError(method)
 
 
-METHODS = ["defaults", "feature_scaling", "DP scaler + model", "non-private"]
+METHODS = ["defaults", "feature_scaling", "no scaling", "DP scaler + model", "non-private"]
 
 
 def run(table_list, epsilons, seeds, failures, warned, methods=tuple(METHODS[:-1])):
@@ -482,8 +486,9 @@ def report(
         f"Command: `{command}`  \n{environment()}  \n"
         f"Seeds: {list(seeds)}; {what} over the seeds; {seconds / 60:.1f} min.\n",
         "Columns: `defaults` = the private estimator at its defaults but epsilon "
-        "(`DPLogisticRegression(epsilon)` / `DPSCORegressor(epsilon)`); `feature_scaling` = "
-        "the same with `feature_scaling=True`; `DP scaler + model` = "
+        "(`DPLogisticRegression(epsilon)` / `DPSCORegressor(epsilon)`, so "
+        '`feature_scaling="auto"`); `feature_scaling` = the same with `feature_scaling=True`; '
+        "`no scaling` = the same with `feature_scaling=False`; `DP scaler + model` = "
         f"`DPStandardScaler({SCALER_SHARE:g} eps)` + the model at {1 - SCALER_SHARE:g} eps "
         f"on one `PrivacyBudget(eps, {DELTA:g}, composition='basic')`; `non-private` = `StandardScaler` + "
         "`LogisticRegression()` / `Ridge()`.\n",
@@ -503,6 +508,34 @@ def report(
                 row.append(_fmt(results[(table.name, method, epsilon)], worst=worst))
         rows.append(row)
     out.append(md_table(headers, rows) + "\n")
+    if "defaults" in methods and "no scaling" in methods:
+        out.append(
+            "## Paired: defaults minus no scaling (same split and seed), points of the metric\n"
+        )
+        paired = []
+        for table in table_list:
+            for epsilon in epsilons:
+                a = np.array(results[(table.name, "defaults", epsilon)])
+                b = np.array(results[(table.name, "no scaling", epsilon)])
+                diff = 100 * (a - b)
+                diff = diff[np.isfinite(diff)]
+                se = diff.std(ddof=1) / np.sqrt(diff.size) if diff.size > 1 else math.nan
+                paired.append(
+                    [
+                        table.name,
+                        f"{epsilon:g}",
+                        str(diff.size),
+                        f"{diff.mean():+.2f} +- {se:.2f}",
+                        f"{np.median(diff):+.2f}",
+                    ]
+                )
+        out.append(
+            md_table(
+                ["table", "eps", "splits", "mean +- s.e.", "median"],
+                paired,
+            )
+            + "\n"
+        )
     out.append("## Targets\n")
     out += targets(results, epsilons)
     if failures:

@@ -110,6 +110,7 @@ __all__ = [
     "planned_events",
     "SCALING_EPSILON_FRACTION",
     "SCALING_MIN_EVIDENCE",
+    "AUTO_SCALING_EPSILON_FRACTION",
     "composed_release_epsilon",
 ]
 
@@ -183,6 +184,13 @@ SCALING_EPSILON_FRACTION = 0.2
 #: and the fit falls back to one bound for all features (decided from the
 #: released count and public values).  Measured with ``benchmarks/bench_raw_tables.py``.
 SCALING_MIN_EVIDENCE = 10.0
+#: Share of a fit's epsilon (after the label set) spent, with
+#: ``feature_scaling="auto"``, on deciding whether to scale at all: a noisy
+#: count of the rows holding an entry in natural units
+#: (:func:`~sklearn_dp._feature_scales.release_needs_scaling`), charged on
+#: top of :data:`SCALING_EPSILON_FRACTION`.  Measured with
+#: ``benchmarks/bench_raw_tables.py``.
+AUTO_SCALING_EPSILON_FRACTION = 0.02
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,10 @@ __all__ = [
     "FEATURE_GRID",
     "FEATURE_HALF_WIDTH_WINDOW",
     "planned_scale_events",
+    "AUTO_SCALING_MAGNITUDE",
+    "AUTO_SCALING_ROWS",
+    "auto_scaling_event",
+    "release_needs_scaling",
 ]
 
 
@@ -342,3 +346,51 @@ def release_feature_scales(X, *, epsilon, n_public, rng, centered, each=None):
         [] if math.isinf(epsilon) else planned_scale_events(n_features, epsilon, centered, each)
     )
     return FeatureScales(center, scale, clip), events
+
+
+#: ``feature_scaling="auto"`` scales the features of a table whose rows hold
+#: entries above this in absolute value: columns in natural units (an income
+#: in dollars, a population, an age, a longitude) beside others.  A
+#: standard normal entry is above it with probability 1e-219; pixel
+#: intensities up to 16 (``load_digits``) fit one row bound about as well as
+#: scaled ones.  Measured with ``benchmarks/bench_raw_tables.py`` (``--scaled`` too).
+AUTO_SCALING_MAGNITUDE = 10.0**1.5
+#: ... when the noisy count of such rows is at least this share of the
+#: released row count.  A natural-unit column is dense in most tables (every
+#: row has an income); a quarter keeps the rare false decision of a table
+#: with none away (Laplace noise of scale ``1 / epsilon`` rows against
+#: ``n / 4`` rows) and still scales a table whose only large column is
+#: filled in a quarter of the rows.
+AUTO_SCALING_ROWS = 0.25
+
+
+def auto_scaling_event(epsilon):
+    """The event of :func:`release_needs_scaling` (a Laplace count; known before the data)."""
+    from dp_accounting import dp_event as dpe
+
+    return dpe.LaplaceDpEvent(1.0 / float(epsilon))
+
+
+def release_needs_scaling(X, *, epsilon, n_public, rng):
+    """Whether ``feature_scaling="auto"`` scales X: a DP count of its rows with a large entry.
+
+    The number of rows with some ``|x_ij| > AUTO_SCALING_MAGNITUDE``
+    (:data:`AUTO_SCALING_MAGNITUDE`; adding or removing a row moves it by at
+    most 1: sensitivity 1) is released by the Laplace mechanism, pure
+    ``epsilon``-DP; the features are scaled when it is at least
+    :data:`AUTO_SCALING_ROWS` times ``n_public`` (the fit's released row
+    count).  A function of released values and public constants only.
+    """
+    large = np.zeros(X.shape[0], dtype=bool)
+    for _, column in feature_columns(X):
+        large |= np.abs(column) > AUTO_SCALING_MAGNITUDE
+    count = float(np.count_nonzero(large))
+    if not math.isinf(epsilon):
+        count = _noise.laplace(
+            count,
+            sensitivity=1.0,
+            scale=1.0 / float(epsilon),
+            rng=rng,
+            label="feature scales (rows with a large entry)",
+        )
+    return bool(count >= AUTO_SCALING_ROWS * float(n_public))

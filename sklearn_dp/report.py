@@ -693,7 +693,7 @@ def privacy_report(obj, *, false_positive_rates: Sequence[float] = FALSE_POSITIV
     >>> report["epsilon"], report["attack"]["basis"]
     (1.0, 'pld')
     >>> [round(t, 3) for t in report["attack"]["true_positive_rates"]]
-    [0.002, 0.02, 0.156]
+    [0.002, 0.02, 0.155]
     >>> text = json.dumps(report, allow_nan=False)
     """
     from ._composition import vouched_by

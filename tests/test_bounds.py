@@ -441,7 +441,7 @@ def test_logistic_auto_bound_is_released_and_accounted():
     budget = PrivacyBudget(2.0, 1e-5)
     with trace_releases() as trace:
         model = DPLogisticRegression(
-            epsilon=1.0, classes=[0, 1], budget=budget, random_state=0
+            epsilon=1.0, classes=[0, 1], budget=budget, random_state=0, feature_scaling=False
         ).fit(X, y)
     labels = [r.label for r in trace.releases]
     assert labels[:2] == ["row count", "row norm bound"]
@@ -485,7 +485,7 @@ def test_regressor_auto_label_range_centres_and_scales_labels():
     X = rng.normal(size=(3000, 4))
     y = 250.0 + X @ np.array([30.0, -20.0, 10.0, 0.0]) + rng.normal(0, 5, size=3000)
     with trace_releases() as trace:
-        model = DPSCORegressor(epsilon=2.0, random_state=0).fit(X, y)
+        model = DPSCORegressor(epsilon=2.0, random_state=0, feature_scaling=False).fit(X, y)
     labels = [r.label for r in trace.releases]
     assert labels[:5] == [
         "row count",

@@ -1,4 +1,4 @@
-"""Per-feature scaling (``feature_scaling=True``): releases, the standardised design, the fit.
+"""Per-feature scaling (``feature_scaling``): releases, the standardised design, the fit.
 
 The releases are exponential mechanisms over public grids: their utilities
 are checked against a brute-force count, their output law exactly on
@@ -639,20 +639,147 @@ def test_feature_scaling_refuses_inference_before_the_spend():
     assert budget.ledger == []
 
 
-def test_feature_scaling_is_off_by_default_and_a_public_parameter():
-    assert DPLogisticRegression().feature_scaling is False
-    assert DPSCORegressor().get_params()["feature_scaling"] is False
+def test_feature_scaling_is_auto_by_default_and_a_public_parameter():
+    assert DPLogisticRegression().feature_scaling == "auto"
+    assert DPSCORegressor().get_params()["feature_scaling"] == "auto"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with pytest.raises(Exception, match="feature_scaling"):
             DPSCORegressor(feature_scaling="yes").fit(*_raw_table(50))
 
 
-def test_dp_accounting_reads_the_event_of_a_scaled_fit():
+# -- feature_scaling="auto" ------------------------------------------------------------
+
+
+def _unit_table(n, seed=0):
+    """Already-scaled data: standard-normal columns beside one-hot 0/1 columns."""
+    rng = np.random.default_rng(seed)
+    numeric = rng.normal(size=(n, 3))
+    category = rng.choice(4, n, p=[0.5, 0.3, 0.19, 0.01])
+    X = np.column_stack([numeric, np.eye(4)[category]])
+    score = numeric @ np.array([1.0, -0.5, 0.3]) + np.array([0.0, 0.5, -0.5, 1.0])[category]
+    return X, score
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("epsilon", [0.05, 0.7])
+def test_auto_scaling_decision_is_one_laplace_count_of_rows_with_a_large_entry(sparse, epsilon):
+    X, _ = _raw_table(500)
+    unit, _ = _unit_table(500)
+    # Income above the threshold in every row; the rest only here and there.
+    X = np.vstack([X[:200], unit[:300, : X.shape[1]]])
+    expected = np.count_nonzero(np.any(np.abs(X) > _feature_scales.AUTO_SCALING_MAGNITUDE, axis=1))
+    assert expected == 200
+    data = sp.csr_matrix(X) if sparse else X
+    with trace_releases() as trace:
+        decision = _feature_scales.release_needs_scaling(
+            data, epsilon=epsilon, n_public=500.0, rng=np.random.default_rng(0)
+        )
+    (record,) = trace.releases
+    assert record.mechanism == "laplace"
+    assert record.value == expected
+    assert record.sensitivity == 1.0
+    assert record.scale == pytest.approx(1.0 / epsilon, rel=1e-12)
+    assert decision == (record.output >= _feature_scales.AUTO_SCALING_ROWS * 500.0)
+    assert _feature_scales.auto_scaling_event(epsilon) == dpe.LaplaceDpEvent(1.0 / epsilon)
+    # Without noise, the exact count decides.
+    assert _feature_scales.release_needs_scaling(
+        data, epsilon=math.inf, n_public=500.0, rng=None
+    ) == (200 >= _feature_scales.AUTO_SCALING_ROWS * 500.0)
+
+
+def _auto_events(model):
+    return [
+        e for e in model.dp_event_.events if "feature scales" in repr(e) or "Laplace" in repr(e)
+    ]
+
+
+def test_auto_scaling_keeps_one_bound_on_unit_scale_data_and_pays_the_same():
+    X, score = _unit_table(4000)
+    raw, raw_score = _raw_table(4000)
+    raw = np.column_stack([raw, raw[:, :3]])  # the same number of features
+    kwargs = dict(epsilon=1.0, random_state=0)
+    with trace_releases() as trace:
+        model = DPSCORegressor(**kwargs).fit(X, score)
+    labels = [r.label for r in trace.releases]
+    scaling = [label for label in labels if "feature scales" in label]
+    assert scaling == ["feature scales (rows with a large entry)"]
+    assert labels.index(scaling[0]) == labels.index("row count") + 1
+    assert not hasattr(model, "feature_scale_")
+    assert model.score(X, score) > 0.6
+    # The branch is not part of the plan: a raw table of the same shape is
+    # scaled, with the same event and spend.
+    scaled = DPSCORegressor(**kwargs).fit(raw, raw_score)
+    assert hasattr(scaled, "feature_scale_")
+    assert scaled.dp_event_ == model.dp_event_
+    assert scaled.privacy_spent_ == model.privacy_spent_
+    share = _bounds.AUTO_SCALING_EPSILON_FRACTION * (1.0 - 0.0)
+    assert model.dp_event_.events[1] == dpe.LaplaceDpEvent(1.0 / share)
+    assert epsilon_of_event(model.dp_event_, 1e-5) <= 1.0 + 1e-9
+
+
+def test_auto_scaling_scales_raw_tables_in_the_callers_units():
+    X, score = _raw_table(3000)
+    y = (score > 0).astype(int)
+    with trace_releases() as trace:
+        model = DPLogisticRegression(epsilon=1.0, random_state=0).fit(X, y)
+    labels = [r.label for r in trace.releases]
+    probe = labels.index("feature scales (rows with a large entry)")
+    assert probe < labels.index("feature scales (magnitude)")
+    assert model.feature_scale_.shape == (X.shape[1],)
+    assert model.score(X, y) > 0.85
+    np.testing.assert_allclose(
+        model.decision_function(X),
+        _bounded_like_fit(model, X) @ model.coef_.ravel() + model.intercept_[0],
+    )
+
+
+@pytest.mark.parametrize("decide", [0.0, 1e6])
+def test_auto_scaling_decides_from_the_released_count_only(decide):
+    # The released count swapped for a value independent of the data: the
+    # decision follows it on raw and unit-scale tables alike.
+    def substitute(release):
+        if release.label == "feature scales (rows with a large entry)":
+            return decide
+        if release.mechanism == "exponential":
+            return int(np.argmax(release.value))
+        return release.value
+
+    for X, score in (_raw_table(3000), _unit_table(3000)):
+        with trace_releases(substitute=substitute):
+            model = DPSCORegressor(epsilon=1.0, random_state=0).fit(X, score)
+        assert hasattr(model, "feature_scale_") == (decide > 0)
+
+
+def test_auto_scaling_keeps_one_bound_quietly_with_few_rows_or_inference():
+    X, score = _raw_table(200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        with trace_releases() as trace:
+            model = DPSCORegressor(epsilon=1.0, y_bound=10.0, random_state=0).fit(X, score)
+    # The decision is released (every charged noise multiplier has its
+    # release), the scales are not: too few rows per release.
+    scaling = [r.label for r in trace.releases if "feature scales" in r.label]
+    assert scaling == ["feature scales (rows with a large entry)"]
+    assert not hasattr(model, "feature_scale_")
+    # Inference needs the caller's units: "auto" keeps one bound (True refuses).
+    X, score = _raw_table(3000)
+    model = DPSCORegressor(
+        epsilon=1.0, solver="dp_ssp", solver_options={"inference": True}, random_state=0
+    )
+    with trace_releases() as trace, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(X, score)
+    assert not any("feature scales" in r.label for r in trace.releases)
+    assert hasattr(model, "bse_")
+
+
+@pytest.mark.parametrize("setting", [True, "auto"])
+def test_dp_accounting_reads_the_event_of_a_scaled_fit(setting):
     from sklearn_dp.accounting import accountant_epsilon
 
     X, score = _raw_table(3000)
-    model = DPLogisticRegression(epsilon=1.0, feature_scaling=True, random_state=0)
+    model = DPLogisticRegression(epsilon=1.0, feature_scaling=setting, random_state=0)
     model.fit(X, (score > 0).astype(int))
     assert hasattr(model, "feature_scale_")
     assert accountant_epsilon(model.dp_event_, 1e-5, "pld") <= 1.0 + 1e-3

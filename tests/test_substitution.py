@@ -481,6 +481,29 @@ def test_substitution_feature_scaling(estimator, solver, params, kind, sparse):
     assert scaled == ("feature_scale_" in observed["attributes"])
 
 
+def _auto_scaling_cases():
+    # feature_scaling="auto" (the default) on the per-feature path: its
+    # decision, a released count, then the scales or none (the substituted
+    # count decides, whatever the data).
+    for case in _scaling_cases():
+        estimator, solver, params, kind, sparse = case.values
+        if params["epsilon"] > 1.0 and solver in ("dp_gd", "dp_newton"):
+            params = dict(params, feature_scaling="auto")
+            yield pytest.param(
+                estimator, solver, params, kind, sparse, id=case.id.replace("-eps", "-auto-eps")
+            )
+
+
+@pytest.mark.parametrize("estimator, solver, params, kind, sparse", list(_auto_scaling_cases()))
+def test_substitution_auto_feature_scaling(estimator, solver, params, kind, sparse):
+    observed = _run_pair(estimator, solver, params, _hostile_pair(estimator, kind, sparse=sparse))
+    assert observed["error"] is None, observed["error"]
+    labels = [r.label for r in observed["trace"].releases]
+    assert "feature scales (rows with a large entry)" in labels, labels
+    scaled = "feature scales (magnitude)" in labels
+    assert scaled == ("feature_scale_" in observed["attributes"])
+
+
 @pytest.mark.parametrize(
     "transformer, params, kind",
     [

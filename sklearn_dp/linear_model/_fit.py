@@ -157,12 +157,15 @@ def plan_fit(estimator, request):
     scale_epsilon = scale_cost = 0.0
     if scaling is not None:
         scale_epsilon = _scale_epsilon(epsilon_rest, private)
-        scaling = dict(scaling, each=math.inf)
+        probe = _bounds.AUTO_SCALING_EPSILON_FRACTION * epsilon_rest if private else math.inf
+        scaling = dict(scaling, each=math.inf, probe=probe if scaling["auto"] else 0.0)
+        # The decision of "auto" is paid like the scales it may skip.
+        scale_cost = scaling["probe"] if private else 0.0
     planned_bound_events = planned_events(bound_request, bound_epsilons) if private else []
     if scaling is not None and private:
         # Composed as zCDP, the releases' summed epsilons may exceed their
         # share, by a part of the basic-composition remainder at most.
-        remainder = epsilon_rest - epsilon_count - sum(bound_epsilons) - scale_epsilon
+        remainder = epsilon_rest - epsilon_count - sum(bound_epsilons) - scale_epsilon - scale_cost
         scaling["each"] = _feature_scales.scale_release_epsilon(
             X.shape[1],
             scale_epsilon,
@@ -170,17 +173,18 @@ def plan_fit(estimator, request):
             delta_rest,
             # No count release (it comes with the label set): no count to
             # compose the scales with, so their basic-composition epsilons.
-            epsilon_count or None,
+            # The default ("auto") takes them too: composed as zCDP, the
+            # exponential mechanisms are read by dp_accounting's PLD (which
+            # knows no bounded range) above the fit's claim.
+            None if scaling["auto"] else (epsilon_count or None),
             scale_epsilon + _feature_scales.SCALING_FLOOR_PART * max(remainder, 0.0),
         )
-        scale_events = _feature_scales.planned_scale_events(
-            X.shape[1], scale_epsilon, scaling["centered"], scaling["each"]
-        )
+        scale_events = _scale_events(X.shape[1], scale_epsilon, scaling)
         # What the releases cost under basic composition (more than the
         # share when they are composed as zCDP): the floor below must hold
         # for a solver planned from released values, which is composed with
         # them adaptively.
-        scale_cost = _feature_scales.scale_release_cost(
+        scale_cost += _feature_scales.scale_release_cost(
             X.shape[1], scaling["centered"], scaling["each"]
         )
         # Released first, so listed first (the events the releases record).
@@ -277,19 +281,24 @@ def _keep_group_rows(request):
 def _scaling_request(estimator, spec, bound_request, dask_input, X):
     """Per-feature scaling of this fit, from public inputs: None, or its settings.
 
-    On when the estimator asks for it (``feature_scaling=True``) and the
-    rows' bound is ``"auto"`` (a bound given by the user is in the caller's
-    units and is used as it is).  Centred only where a centre costs no
-    accuracy elsewhere: dense X, an intercept to absorb it, and the L2
-    geometry (the entrywise geometries clip symmetrically around 0).  Dask
-    input keeps the single row bound.
+    On when the estimator asks for it (``feature_scaling=True``, or
+    ``"auto"``, which decides from the released magnitudes) and the rows'
+    bound is ``"auto"`` (a bound given by the user is in the caller's units
+    and is used as it is).  Centred only where a centre costs no accuracy
+    elsewhere: dense X, an intercept to absorb it, and the L2 geometry (the
+    entrywise geometries clip symmetrically around 0).  Dask input keeps
+    the single row bound, and so does ``"auto"`` with ``inference`` (which
+    ``True`` refuses).
     """
-    if not getattr(estimator, "feature_scaling", False):
+    setting = getattr(estimator, "feature_scaling", False)
+    if setting is False:
         return None
     rows, _ = bound_request
     if rows is None or dask_input or X.shape[1] == 0:
         return None
     if (getattr(estimator, "solver_options", None) or {}).get("inference"):
+        if setting == "auto":
+            return None
         raise ValueError(
             f"{type(estimator).__name__}: solver_options={{'inference': True}} is not "
             "available with feature_scaling=True; pass feature_scaling=False, or scale "
@@ -301,7 +310,17 @@ def _scaling_request(estimator, spec, bound_request, dask_input, X):
         and bool(estimator.fit_intercept)
         and not sp.issparse(X)
     )
-    return {"centered": centered, "rows": rows}
+    return {"centered": centered, "rows": rows, "auto": setting == "auto"}
+
+
+def _scale_events(n_features, epsilon, scaling):
+    """The planned events of the per-feature scales, after the decision of ``"auto"`` if any."""
+    events = _feature_scales.planned_scale_events(
+        n_features, epsilon, scaling["centered"], scaling["each"]
+    )
+    if scaling["auto"]:
+        events = [_feature_scales.auto_scaling_event(scaling["probe"])] + events
+    return events
 
 
 def _scale_epsilon(epsilon_rest, private):
@@ -623,20 +642,26 @@ def _warn_label_range(estimator, plan, n_public, phase):
 def _release_scales(estimator, X, plan, count, phase):
     """The per-feature scales, or None (no scaling, or the fallback); and their planned events.
 
-    The events are those planned whatever the branch: the fallback, decided
-    from the released count and public values, runs fewer mechanisms than it
-    was charged for, never others, and the solver's share stays the one
-    planned with them.
+    The events are those planned whatever the branch: ``"auto"``'s decision
+    not to scale (from its own released count, always released) and the
+    fallback (from the released row count and public values) run fewer
+    exponential mechanisms than they were charged for, never others, and the
+    solver's share stays the one planned with them.
     """
     scaling = plan.context["scaling"]
     if scaling is None:
         return None, []
     d, epsilon, centered = X.shape[1], plan.shares["scales"], scaling["centered"]
     each = scaling["each"]
-    events = (
-        _feature_scales.planned_scale_events(d, epsilon, centered, each) if plan.private else []
-    )
+    events = _scale_events(d, epsilon, scaling) if plan.private else []
+    if scaling["auto"] and not _feature_scales.release_needs_scaling(
+        X, epsilon=scaling["probe"], n_public=count.estimate, rng=phase.rng
+    ):
+        return None, events
     if count.estimate * each < _bounds.SCALING_MIN_EVIDENCE:
+        if scaling["auto"]:
+            # The default keeps one bound quietly, as without scaling.
+            return None, events
         phase.warn(
             f"{type(estimator).__name__}: feature_scaling=True fell back to one bound for all "
             f"features: with about {count.estimate:.0f} rows (the fit's DP row count) and {d} "

@@ -102,20 +102,27 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
         ``data_norm``); None refuses those solvers.  A given bound also
         bounds the rows in L2 for the other solvers when ``data_norm`` is
         ``"auto"`` (then nothing is released).
-    feature_scaling : bool, default=False
+    feature_scaling : bool or "auto", default="auto"
         Fit in per-feature standardised units, with each feature's location
         and scale released privately (a share of epsilon split over the
         features), and report ``coef_`` and ``intercept_`` in the caller's
         units, as a DP scaler followed by this model would, in one fit and
         one ledger entry.  Used only while the rows' bound is ``"auto"``
         (``data_norm``, or ``feature_bound`` for the solvers that bound rows
-        entrywise).  Helps on features of very different scales and enough
-        rows per feature; on few rows and many features the per-feature
-        releases cost more than they give (see
-        ``docs/guide/choosing_parameters.md``).  The released values are
-        ``feature_center_`` and ``feature_scale_``; the model is fitted on the
-        rows clipped to ``feature_bound_`` and, in standardised units, scaled
-        to the released row bound, and predictions bound rows the same way.
+        entrywise).  ``"auto"`` releases each feature's magnitude first and
+        scales only if one of them is far from the unit scale (a column in
+        natural units, e.g. an income in dollars): already-scaled and 0/1
+        columns keep one bound for all features, and the centres and
+        half-widths they were charged for are not released.  ``True``
+        scales whenever there are enough rows per feature; ``False`` never.
+        Helps on features of very different scales and enough rows per
+        feature; on few rows and many features the per-feature releases
+        cost more than they give, and the fit keeps one bound (``True``
+        warns; see ``docs/guide/choosing_parameters.md``).  The released
+        values are ``feature_center_`` and ``feature_scale_``; the model is
+        fitted on the rows clipped to ``feature_bound_`` and, in
+        standardised units, scaled to the released row bound, and
+        predictions bound rows the same way.
     classes : array-like or None, default=None
         The public set of labels.  With ``classes`` given (recommended), labels
         outside it raise an error before anything is spent, and classes
@@ -218,10 +225,11 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
     Attributes
     ----------
     feature_center_, feature_scale_ : ndarray of shape (n_features,)
-        With ``feature_scaling=True``: the released centres and scales the
-        fit standardised the features with (``feature_bound_`` is then the
+        When the fit scaled its features (``feature_scaling=True``, or
+        ``"auto"`` on features far from the unit scale): the released
+        centres and scales the fit standardised the features with (``feature_bound_`` is then the
         released entrywise clip of the raw values, and ``data_norm_`` its L2
-        norm).  Absent when the fit fell back to one bound for all features.
+        norm).  Absent when the fit kept one bound for all features.
     classes_ : ndarray of shape (n_classes,)
     data_norm_ : float
         The L2 bound on the rows of ``X`` the fit used (given, released, or
@@ -331,7 +339,7 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
         "constraint": [StrOptions({"l2", "l1"})],
         "data_norm": [*public_scale(), StrOptions({"auto"})],
         "feature_bound": [*public_scale(), "array-like", StrOptions({"auto"}), None],
-        "feature_scaling": ["boolean"],
+        "feature_scaling": ["boolean", StrOptions({"auto"})],
         "classes": ["array-like", None],
         "class_weight": [dict, StrOptions({"balanced"}), None],
         "max_weight": [*public_scale()],
@@ -353,7 +361,7 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
         constraint: Literal["l2", "l1"] = "l2",
         data_norm: float | Auto = "auto",
         feature_bound: FeatureBound = "auto",
-        feature_scaling: bool = False,
+        feature_scaling: bool | str = "auto",
         classes: ArrayLike | None = None,
         class_weight: dict[Any, float] | None = None,
         max_weight: float = 1.0,

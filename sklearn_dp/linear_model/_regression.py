@@ -122,20 +122,27 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
         (l1-geometry and coordinate-wise solvers).  A number is public and
         free; ``"auto"`` releases one bound on ``max_j |X[i, j]|`` when such
         a solver runs (10% of epsilon); None refuses those solvers.
-    feature_scaling : bool, default=False
+    feature_scaling : bool or "auto", default="auto"
         Fit in per-feature standardised units, with each feature's location
         and scale released privately (a share of epsilon split over the
         features), and report ``coef_`` and ``intercept_`` in the caller's
         units, as a DP scaler followed by this model would, in one fit and
         one ledger entry.  Used only while the rows' bound is ``"auto"``
         (``data_norm``, or ``feature_bound`` for the solvers that bound rows
-        entrywise).  Helps on features of very different scales and enough
-        rows per feature; on few rows and many features the per-feature
-        releases cost more than they give (see
-        ``docs/guide/choosing_parameters.md``).  The released values are
-        ``feature_center_`` and ``feature_scale_``; the model is fitted on the
-        rows clipped to ``feature_bound_`` and, in standardised units, scaled
-        to the released row bound, and predictions bound rows the same way.
+        entrywise).  ``"auto"`` releases each feature's magnitude first and
+        scales only if one of them is far from the unit scale (a column in
+        natural units, e.g. an income in dollars): already-scaled and 0/1
+        columns keep one bound for all features, and the centres and
+        half-widths they were charged for are not released.  ``True``
+        scales whenever there are enough rows per feature; ``False`` never.
+        Helps on features of very different scales and enough rows per
+        feature; on few rows and many features the per-feature releases
+        cost more than they give, and the fit keeps one bound (``True``
+        warns; see ``docs/guide/choosing_parameters.md``).  The released
+        values are ``feature_center_`` and ``feature_scale_``; the model is
+        fitted on the rows clipped to ``feature_bound_`` and, in
+        standardised units, scaled to the released row bound, and
+        predictions bound rows the same way.
     y_bound : float or "auto", default="auto"
         Bound on the labels.  A number: labels are clipped to
         ``[-y_bound, y_bound]`` (public, free).  ``"auto"``: a label range is
@@ -239,10 +246,11 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
     Attributes
     ----------
     feature_center_, feature_scale_ : ndarray of shape (n_features,)
-        With ``feature_scaling=True``: the released centres and scales the
-        fit standardised the features with (``feature_bound_`` is then the
+        When the fit scaled its features (``feature_scaling=True``, or
+        ``"auto"`` on features far from the unit scale): the released
+        centres and scales the fit standardised the features with (``feature_bound_`` is then the
         released entrywise clip of the raw values, and ``data_norm_`` its L2
-        norm).  Absent when the fit fell back to one bound for all features.
+        norm).  Absent when the fit kept one bound for all features.
     coef_ : ndarray of shape (n_features,)
     intercept_ : float
     data_norm_, feature_bound_, intercept_scaling_ : float, ndarray or None
@@ -341,7 +349,7 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
         "intercept_scaling": [*public_scale(), StrOptions({"auto"})],
         "data_norm": [*public_scale(), StrOptions({"auto"})],
         "feature_bound": [*public_scale(), "array-like", StrOptions({"auto"}), None],
-        "feature_scaling": ["boolean"],
+        "feature_scaling": ["boolean", StrOptions({"auto"})],
         "y_bound": [*public_scale(), StrOptions({"auto"})],
         "batch_size": [Interval(Integral, 1, None, closed="left"), None],
         "max_weight": [*public_scale()],
@@ -370,7 +378,7 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
         intercept_scaling: float | Auto = "auto",
         data_norm: float | Auto = "auto",
         feature_bound: FeatureBound = "auto",
-        feature_scaling: bool = False,
+        feature_scaling: bool | str = "auto",
         y_bound: float | Auto = "auto",
         max_weight: float = 1.0,
         warm_start: bool = False,
