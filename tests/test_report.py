@@ -211,7 +211,8 @@ def _bound_reading_solver(name):
     """
     import dataclasses
 
-    from sklearn_dp.solvers import SolverSpec, plan_call, plan_dp_gd
+    from sklearn_dp.solvers import SolverSpec, plan_call
+    from sklearn_dp.solvers._gradient_descent import plan_dp_gd
 
     spec = SOLVERS["dp_gd"]
 
