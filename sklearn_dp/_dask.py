@@ -655,7 +655,9 @@ def _center_counts(block, candidates):
 def release_upper_bound_of_rows(X, score, *, epsilon, n_public, rng, label, window):
     """:func:`sklearn_dp._bounds.release_upper_bound` of ``score(rows)``, by chunk counts."""
     above, small = reduce_chunks(functools.partial(_score_counts, score=score, window=window), X)
-    utilities = _bounds.upper_bound_utilities_from_counts(above, small, n_public)
+    utilities = _bounds.upper_bound_utilities_from_counts(
+        above, small, _bounds.tilt_weight(n_public, epsilon)
+    )
     return _bounds.release_upper_bound_from_utilities(
         utilities, epsilon=epsilon, rng=rng, label=label
     )
@@ -668,7 +670,9 @@ def release_range(y, *, epsilon, n_public, rng, label, window=None, center=None)
             functools.partial(_spread_counts, center=float(center), window=window), y
         )
         width = _bounds.release_upper_bound_from_utilities(
-            _bounds.upper_bound_utilities_from_counts(above, small, n_public),
+            _bounds.upper_bound_utilities_from_counts(
+                above, small, _bounds.tilt_weight(n_public, epsilon)
+            ),
             epsilon=epsilon,
             rng=rng,
             label=f"{label} (half-width)",

@@ -53,7 +53,12 @@ from .._scaled_design import scaled_design, to_caller_units, to_fit_units
 from .._warnings import user_stacklevel
 from ..accounting import ApproximateDpEvent
 from ..solvers._common import Progress
-from ._released_warnings import faint_label_warning, label_range_warning, label_set_warning
+from ._released_warnings import (
+    faint_label_warning,
+    label_range_warning,
+    label_set_warning,
+    row_bound_warning,
+)
 
 __all__ = ["plan_fit", "run_fit", "check_weights_supported"]
 
@@ -430,6 +435,8 @@ def _run_fit(estimator, request, plan):
             phase.rng,
             scales,
         )
+        if plan.private and request_rows is not None:
+            _warn_row_bound(estimator, request_rows, plan, count.estimate, phase)
         bound_events = scale_events + skipped + bound_events
         if released:
             progress.note(f"bounds released: {_shown(released)}")
@@ -604,6 +611,15 @@ def _warn_label_set(estimator, problem, n_public, phase):
         *(phase.label_counts or (None, None)),
         phase.label_threshold,
         1.0 / phase.label_epsilon,
+    )
+    if message is not None:
+        phase.warn(message)
+
+
+def _warn_row_bound(estimator, parameter, plan, n_public, phase):
+    # From the released count and the row bound's public share.
+    message = row_bound_warning(
+        type(estimator).__name__, parameter, n_public, plan.shares["bounds"][0]
     )
     if message is not None:
         phase.warn(message)
