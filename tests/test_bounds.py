@@ -250,14 +250,20 @@ def _raw_diabetes_norms():
 
 
 @pytest.mark.parametrize("epsilon", [0.03, 0.1])
-def test_row_norm_bound_release_is_tilted_only_from_the_tilt_evidence(epsilon):
+def test_regressor_row_bound_is_tilted_only_from_the_tilt_evidence(epsilon):
     norms = _raw_diabetes_norms()
     X = np.diag(norms)  # rows with these norms
     with trace_releases() as trace:
-        _bounds.release_row_norm_bound(
-            X, epsilon=epsilon, n_public=309.0, rng=np.random.default_rng(0), window=4.0
-        )
-    (release,) = trace.releases
+        for lean in (True, False):
+            _bounds.release_row_norm_bound(
+                X,
+                epsilon=epsilon,
+                n_public=309.0,
+                rng=np.random.default_rng(0),
+                window=4.0,
+                lean=lean,
+            )
+    release, unleaning = trace.releases
     assert release.sensitivity == 1.0 and release.scale == pytest.approx(1.0 / epsilon)
     k = np.arange(GRID.size) / GRID.size
     counts = np.array([np.sum(norms > b) + np.sum(norms < b / 4.0) for b in GRID])
@@ -266,6 +272,10 @@ def test_row_norm_bound_release_is_tilted_only_from_the_tilt_evidence(epsilon):
     else:
         expected = -counts - _bounds.TILT * 309.0 * k
     np.testing.assert_allclose(release.value, expected, rtol=1e-12, atol=1e-9)
+    # Without the lean (classifiers, PCA) the tilt at every evidence.
+    np.testing.assert_allclose(
+        unleaning.value, -counts - _bounds.TILT * 309.0 * k, rtol=1e-12, atol=1e-9
+    )
 
 
 def test_row_norm_bound_at_low_evidence_rarely_falls_below_the_rows():
