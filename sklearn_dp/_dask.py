@@ -652,10 +652,12 @@ def _center_counts(block, candidates):
     return _bounds.center_counts_on(np.asarray(block), candidates)
 
 
-def release_upper_bound_of_rows(X, score, *, epsilon, n_public, rng, label, window):
+def release_upper_bound_of_rows(X, score, *, epsilon, n_public, rng, label, window, lean):
     """:func:`sklearn_dp._bounds.release_upper_bound` of ``score(rows)``, by chunk counts."""
     above, small = reduce_chunks(functools.partial(_score_counts, score=score, window=window), X)
-    utilities = _bounds.upper_bound_utilities_from_counts(above, small, n_public)
+    utilities = _bounds.upper_bound_utilities_from_counts(
+        above, small, _bounds.tilt_weight(n_public, epsilon) if lean else n_public
+    )
     return _bounds.release_upper_bound_from_utilities(
         utilities, epsilon=epsilon, rng=rng, label=label
     )
@@ -708,7 +710,7 @@ def release_range(y, *, epsilon, n_public, rng, label, window=None, center=None)
     return center.value, width.value, _bounds.range_events(epsilon, label)
 
 
-def release_row_norm_bound(X, *, epsilon, n_public, rng, window=None):
+def release_row_norm_bound(X, *, epsilon, n_public, rng, window=None, lean=False):
     """:func:`sklearn_dp._bounds.release_row_norm_bound` of a Dask array, by chunk counts."""
     return release_upper_bound_of_rows(
         X,
@@ -718,10 +720,11 @@ def release_row_norm_bound(X, *, epsilon, n_public, rng, window=None):
         rng=rng,
         label="row norm bound",
         window=window,
+        lean=lean,
     )
 
 
-def release_feature_bound(X, *, epsilon, n_public, rng, window=None):
+def release_feature_bound(X, *, epsilon, n_public, rng, window=None, lean=False):
     """:func:`sklearn_dp._bounds.release_feature_bound` of a Dask array, by chunk counts."""
     return release_upper_bound_of_rows(
         X,
@@ -731,6 +734,7 @@ def release_feature_bound(X, *, epsilon, n_public, rng, window=None):
         rng=rng,
         label="feature bound",
         window=window,
+        lean=lean,
     )
 
 

@@ -99,7 +99,8 @@ def test_center_utilities_are_exact(values):
 @given(
     scores=SCORES,
     row=SCORES.map(lambda s: s[:1] or [0.0]),
-    n_public=st.floats(0, 1e4),
+    # Negative: the lean to larger bounds at low evidence (tilt_weight).
+    n_public=st.floats(-1e4, 1e4),
     window=st.sampled_from([1.5, 2.0, 4.0, 10.0]),
 )
 def test_upper_bound_utility_sensitivity_one_and_monotone(scores, row, n_public, window):
@@ -176,7 +177,9 @@ def test_upper_bound_is_epsilon_dp_and_bounded_range_exactly(hostile, epsilon, n
     # (epsilon-bounded range, hence epsilon^2 / 8-zCDP).
     rng = np.random.default_rng(n)
     scores = rng.lognormal(mean=0.5, sigma=1.0, size=n)
-    n_public = float(n)  # a released count: the same on both (adaptive composition)
+    # A released count, the same on both (adaptive composition); below the
+    # tilt's evidence the public lean to larger bounds.
+    n_public = _bounds.tilt_weight(float(n), epsilon)
     log_p = em_log_probabilities(
         upper_bound_utilities(scores, n_public, window=window), 1.0 / epsilon
     )
@@ -227,6 +230,68 @@ def test_release_range_spends_a_third_on_each_part_with_enough_evidence():
         trace.releases[2].value,
         capped_utilities(upper_bound_utilities(np.abs(y - center), 2000.0), magnitude + center),
     )
+
+
+def test_tilt_weight_is_the_count_from_the_tilt_evidence_and_a_lean_below():
+    assert _bounds.TILT_MIN_EVIDENCE == 30.0 and _bounds.LOW_EVIDENCE_LEAN == 4.0
+    assert _bounds.tilt_weight(300.0, 0.1) == 300.0  # 30 rows times epsilon
+    assert _bounds.tilt_weight(300.0, math.inf) == 300.0
+    lean = _bounds.tilt_weight(299.0, 0.1)
+    assert lean == pytest.approx(-4.0 / (0.5 * 0.1))
+    # The public term of the utilities rises by LOW_EVIDENCE_LEAN temperatures across the grid.
+    utilities = upper_bound_utilities([], lean)
+    assert 0.1 * (utilities[-1] - utilities[0]) == pytest.approx(4.0 * (GRID.size - 1) / GRID.size)
+
+
+def _raw_diabetes_norms():
+    from sklearn.datasets import load_diabetes
+
+    return row_l2_norms(load_diabetes(return_X_y=True, scaled=False)[0][:309])
+
+
+@pytest.mark.parametrize("epsilon", [0.03, 0.1])
+def test_regressor_row_bound_is_tilted_only_from_the_tilt_evidence(epsilon):
+    norms = _raw_diabetes_norms()
+    X = np.diag(norms)  # rows with these norms
+    with trace_releases() as trace:
+        for lean in (True, False):
+            _bounds.release_row_norm_bound(
+                X,
+                epsilon=epsilon,
+                n_public=309.0,
+                rng=np.random.default_rng(0),
+                window=4.0,
+                lean=lean,
+            )
+    release, unleaning = trace.releases
+    assert release.sensitivity == 1.0 and release.scale == pytest.approx(1.0 / epsilon)
+    k = np.arange(GRID.size) / GRID.size
+    counts = np.array([np.sum(norms > b) + np.sum(norms < b / 4.0) for b in GRID])
+    if 309 * epsilon < _bounds.TILT_MIN_EVIDENCE:
+        expected = -counts + _bounds.LOW_EVIDENCE_LEAN * k / epsilon
+    else:
+        expected = -counts - _bounds.TILT * 309.0 * k
+    np.testing.assert_allclose(release.value, expected, rtol=1e-12, atol=1e-9)
+    # Without the lean (classifiers, PCA) the tilt at every evidence.
+    np.testing.assert_allclose(
+        unleaning.value, -counts - _bounds.TILT * 309.0 * k, rtol=1e-12, atol=1e-9
+    )
+
+
+def test_row_norm_bound_at_low_evidence_rarely_falls_below_the_rows():
+    """Raw diabetes at 9 rows times epsilon: the tilt drew bounds of 1e-5 against norms of 300."""
+    norms = _raw_diabetes_norms()
+    epsilon, n_public = 0.03, 309.0
+    far_below = GRID < norms.min() / 10
+
+    def law(weight):
+        utilities = upper_bound_utilities(norms, weight, window=4.0)
+        return em_probabilities(utilities, 1.0 / epsilon)
+
+    assert law(n_public)[far_below].sum() > 0.015  # the tilt to smaller bounds
+    leaning = law(_bounds.tilt_weight(n_public, epsilon))
+    assert leaning[far_below].sum() < 0.001
+    assert leaning[GRID > 10 * norms.max()].sum() < 0.005
 
 
 def test_center_candidates_lie_within_the_magnitude():

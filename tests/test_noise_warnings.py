@@ -429,10 +429,11 @@ def test_a_constant_classifier_warns_through_fit():
     from sklearn.datasets import load_wine
 
     X, y = load_wine(return_X_y=True)
+    # A row bound far below the rows (norms in the hundreds) leaves no signal.
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model = DPLogisticRegression(
-            epsilon=1.0, classes=[0, 1, 2], random_state=0, feature_scaling=False
+            epsilon=1.0, classes=[0, 1, 2], data_norm=1e-6, random_state=0
         ).fit(X, y)
     messages = [str(w.message) for w in caught if "constant predictor" in str(w.message)]
     assert len(np.unique(model.predict(X))) == 1
@@ -483,6 +484,35 @@ def test_label_range_warning_rule():
     assert label_range_warning("R", 400.0, 0.05) is None  # 20 rows x epsilon
     message = label_range_warning("R", 309.0, 0.05)
     assert "about 309 rows" in message and "15.5" in message and "y_bound=" in message
+
+
+def test_row_bound_warning_rule():
+    from sklearn_dp.linear_model._released_warnings import (
+        ROW_BOUND_MIN_EVIDENCE,
+        row_bound_warning,
+    )
+
+    assert ROW_BOUND_MIN_EVIDENCE == 15.0
+    assert row_bound_warning("R", "data_norm", 500.0, 0.03) is None  # 15 rows x epsilon
+    message = row_bound_warning("R", "data_norm", 309.0, 0.03)
+    assert "about 309 rows" in message and "9.27" in message and "data_norm=" in message
+
+
+def test_a_row_bound_from_too_little_evidence_warns_and_a_given_bound_does_not():
+    # 300 rows at epsilon 0.3: the row bound gets about 0.03, 9 rows times
+    # epsilon; at epsilon 1, 30.
+    X, y = _regression()
+
+    def messages(**params):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            DPSCORegressor(random_state=0, **params).fit(X, y)
+        return [str(w.message) for w in caught if "row bound" in str(w.message)]
+
+    (message,) = messages(epsilon=0.3)
+    assert "data_norm='auto'" in message and "rows times epsilon" in message
+    assert not messages(epsilon=1.0)
+    assert not messages(epsilon=0.3, data_norm=5.0)
 
 
 def test_a_label_range_from_too_little_evidence_warns_and_a_given_bound_does_not():

@@ -648,6 +648,10 @@ class BaseDPEstimator(SavedWithoutLedger, BaseEstimator):
     #: Name of the constant of ``sklearn_dp._bounds`` that sets the window of
     #: the rows' bound (see ``docs/guide/choosing_parameters.md``).
     _row_window = "REGRESSOR_ROW_WINDOW"
+    #: Whether the rows' bound leans to larger candidates at low evidence
+    #: (``sklearn_dp._bounds.tilt_weight``): a bound far below the rows makes
+    #: a regressor's predictions on new, unclipped rows explode.
+    _lean_row_bound = True
 
     def _bound_request(self, spec):
         """Which bounds this fit estimates privately, from public inputs only.

@@ -53,7 +53,12 @@ from .._scaled_design import scaled_design, to_caller_units, to_fit_units
 from .._warnings import user_stacklevel
 from ..accounting import ApproximateDpEvent
 from ..solvers._common import Progress
-from ._released_warnings import faint_label_warning, label_range_warning, label_set_warning
+from ._released_warnings import (
+    faint_label_warning,
+    label_range_warning,
+    label_set_warning,
+    row_bound_warning,
+)
 
 __all__ = ["plan_fit", "run_fit", "check_weights_supported"]
 
@@ -449,6 +454,8 @@ def _run_fit(estimator, request, plan):
             phase.rng,
             scales,
         )
+        if plan.private and request_rows is not None:
+            _warn_row_bound(estimator, request_rows, plan, count.estimate, phase)
         bound_events = scale_events + skipped + bound_events
         if released:
             progress.note(f"bounds released: {_shown(released)}")
@@ -628,6 +635,15 @@ def _warn_label_set(estimator, problem, n_public, phase):
         phase.warn(message)
 
 
+def _warn_row_bound(estimator, parameter, plan, n_public, phase):
+    # From the released count and the row bound's public share.
+    message = row_bound_warning(
+        type(estimator).__name__, parameter, n_public, plan.shares["bounds"][0]
+    )
+    if message is not None:
+        phase.warn(message)
+
+
 def _warn_label_range(estimator, plan, n_public, phase):
     # From the released count and the label range's public share.
     labels = plan.context["bound_request"][1]
@@ -708,6 +724,7 @@ def _release_bounds(estimator, X, y, request, epsilons, count, rng, scales=None)
         window=getattr(_bounds, estimator._row_window),
         releases=_dask.BOUND_RELEASES if _dask.is_dask_array(X) else _bounds.IN_MEMORY,
         scales=scales,
+        lean=estimator._lean_row_bound,
     )
 
 

@@ -406,6 +406,9 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
 
     # Classifiers clip rows tighter than regressors (see sklearn_dp._bounds).
     _row_window = "CLASSIFIER_ROW_WINDOW"
+    # A bound far below the rows costs a classifier little (clipping keeps
+    # the rows' directions), one far above them its signal: no lean.
+    _lean_row_bound = False
 
     # Not a function of n anywhere: the chosen solver is released (solver_)
     # and the row count is private, so a size threshold would leak at its edge.
