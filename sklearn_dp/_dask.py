@@ -677,6 +677,7 @@ def release_range(y, *, epsilon, n_public, rng, label, window=None, center=None)
         )
         return float(center), width.value, width.events
     if float(n_public) * epsilon < _bounds.RANGE_REFINE_EVIDENCE:
+        window = _bounds.signed_magnitude_window(n_public, epsilon, window)
         counts = reduce_chunks(functools.partial(_bounds.signed_magnitude_counts, window=window), y)
         center, half_width = _bounds.release_signed_magnitude(
             counts, epsilon=epsilon, n_public=n_public, rng=rng, label=f"{label} (signed magnitude)"

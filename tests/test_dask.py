@@ -732,3 +732,31 @@ def test_a_memory_mapped_chunk_is_kept_as_a_copy(tmp_path):
     assert np.all(norms <= 1.0 + 1e-12)
     in_memory = _dask._ChunkBounds(X, y, dict(fit_intercept=False, data_norm=1.0))
     assert in_memory.part.design.X is X  # chunks in memory are used as they are
+
+
+def test_dask_label_range_at_low_evidence_uses_the_in_memory_utilities():
+    # Below the low-evidence threshold the signed magnitude widens its window;
+    # a Dask fit must release over the same utilities as an in-memory one.
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(60, 3))
+    y = 100 + 50 * rng.normal(size=60)
+
+    def fixed(release):
+        if release.label == "row count":
+            return 60.0
+        if release.mechanism == "exponential":
+            return 0
+        return np.zeros(np.shape(release.output)) if np.shape(release.output) else 0.0
+
+    utilities = {}
+    for kind in ("numpy", "dask"):
+        data = (
+            (X, y)
+            if kind == "numpy"
+            else (da.from_array(X, chunks=20), da.from_array(y, chunks=20))
+        )
+        with trace_releases(substitute=fixed) as trace:
+            DPSCORegressor(epsilon=1.0, delta=1e-5, solver="dp_gd", max_iter=2).fit(*data)
+        (signed,) = [r for r in trace.releases if "signed" in r.label]
+        utilities[kind] = np.asarray(signed.value)
+    np.testing.assert_array_equal(utilities["numpy"], utilities["dask"])
