@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from dp_accounting import dp_event as dpe
 from sklearn.base import ClassNamePrefixFeaturesOutMixin
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_array, check_is_fitted
 
 from .._bounds import (
     BOUNDS_EPSILON_FRACTION,
@@ -36,7 +36,7 @@ from .._protocol import (
     restore_on_failure,
 )
 from .._sklearn_compat import Interval, StrOptions
-from .._validation import validate_rows
+from .._validation import public_validation_errors, validate_rows
 from ..accounting import calibrate_noise_multiplier
 from ..linear_model._base import public_scale
 from ..preprocessing._base import _DPTransformer
@@ -448,8 +448,9 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, _DPTransformer):
             the square root of ``explained_variance_`` when ``whiten``).
         """
         check_is_fitted(self)
-        X = np.asarray(X, dtype=np.float64)
-        if X.ndim != 2 or X.shape[1] != self.n_components_:
+        with public_validation_errors(type(self).__name__):
+            X = check_array(X, dtype=np.float64)
+        if X.shape[1] != self.n_components_:
             raise ValueError(
                 f"DPPCA.inverse_transform: X must have shape (n_samples, {self.n_components_})."
             )
