@@ -49,15 +49,6 @@ from ._l1_geometry import (
 from ._noisy_steps import plan_of_call
 from ._pnorm import bregman_step, default_p, pnorm, pnorm_mirror_gradient
 
-__all__ = [
-    "mirror_descent",
-    "localized_mirror_descent",
-    "plan_mirror_descent",
-    "plan_localized_mirror_descent",
-    "check_mirror_descent",
-    "check_localized_mirror_descent",
-]
-
 #: Cap on the number of steps of one (sub)run unless ``max_iter`` is given;
 #: the seed's T = n^2 / b^2 is 10^4 to 10^6 without noise.
 DEFAULT_MAX_STEPS = 2000
