@@ -441,9 +441,8 @@ def _allocate(rng, n_rows, n_public, blocks):
     (``n_public``); every one of the ``n_rows`` actual rows draws its block,
     through the noise gateway's allocation (:func:`._l1_geometry.allocate_rows`).
     """
-    sizes = np.asarray(blocks, dtype=float)
-    allocation = allocate_rows(rng, n_rows, n_public, sizes)
-    return [np.flatnonzero(allocation == i) for i in range(len(sizes))]
+    allocation = allocate_rows(rng, n_rows, n_public, blocks)
+    return [np.flatnonzero(allocation == i) for i in range(len(blocks))]
 
 
 def _check_lp(solver, options):
