@@ -233,20 +233,6 @@ def _resolve_p(p, n_columns, constraint="l1"):
     return l1_p if p is None else max(float(p), l1_p)
 
 
-def _gaussian_q_moment(q):
-    """``(E|Z|^q)^(2/q)`` for a standard normal Z."""
-    log_moment = 0.5 * q * math.log(2.0) + gammaln((q + 1) / 2) - 0.5 * math.log(math.pi)
-    return math.exp(2.0 / q * log_moment)
-
-
-def _dual_lipschitz(loss, data, clip2, q):
-    """Public bound on ||clipped per-sample gradient||_q (q >= 2)."""
-    bound = clip2  # ||g||_q <= ||g||_2 <= clip2
-    if loss.derivative_bound is not None and data.feature_bound is not None:
-        bound = min(bound, float(loss.derivative_bound) * pnorm(data.feature_bound, q))
-    return bound
-
-
 def _pnorm_smoothness(loss, data, q, domain):
     """Smoothness of the objective w.r.t. ||.||_p (dual ||.||_q), from public bounds, or None.
 
@@ -260,7 +246,9 @@ def _pnorm_smoothness(loss, data, q, domain):
 
 def _noise_q_norm_sq(noise_std, n_columns, q):
     """``E ||N(0, noise_std^2 I_d)||_q^2`` bound: ``d^(2/q) (E|Z|^q)^(2/q) noise_std^2``."""
-    return n_columns ** (2.0 / q) * _gaussian_q_moment(q) * noise_std**2
+    # log E|Z|^q for a standard normal Z.
+    log_moment = 0.5 * q * math.log(2.0) + gammaln((q + 1) / 2) - 0.5 * math.log(math.pi)
+    return n_columns ** (2.0 / q) * math.exp(2.0 / q * log_moment) * noise_std**2
 
 
 # --------------------------------------------------------------------------
@@ -503,7 +491,10 @@ def _mirror_descent_fit(solver, kind, args):
         plan = plan_of_call(solver, vars(args))
         private = not math.isinf(epsilon)
         clip2 = gradient_bound(loss, data.row_norm_bound, args.clip_norm, private=private)
-        lipschitz = _dual_lipschitz(loss, data, clip2, q)
+        # Public bound on ||clipped per-sample gradient||_q (q >= 2): ||g||_q <= ||g||_2 <= clip2.
+        lipschitz = clip2
+        if loss.derivative_bound is not None and data.feature_bound is not None:
+            lipschitz = min(lipschitz, float(loss.derivative_bound) * pnorm(data.feature_bound, q))
         # The l2 part of the penalty adds at most l2 * ||x||_q <= l2 * vertex_radius.
         lipschitz += float(np.max(domain.l2_penalty, initial=0.0)) * domain.vertex_radius
         smoothness = _pnorm_smoothness(loss, data, q, domain)
