@@ -16,21 +16,14 @@ from numbers import Integral, Real
 from .._limits import MAX_SCALE
 from .._losses import loss_names
 from .._sklearn_compat import Interval, StrOptions
-from ._accmd import check_dp_accmd, dp_accmd, plan_dp_accmd
+from ._accmd import dp_accmd
 from ._cd_sampling import SAMPLINGS, SMOOTHNESS_RULES
 from ._common import PrivacyPlan, SolverResult
-from ._coordinate_descent import dp_cd, plan_dp_cd
-from ._frank_wolfe import check_frank_wolfe, check_vr_frank_wolfe, frank_wolfe, plan_frank_wolfe
+from ._coordinate_descent import dp_cd
+from ._frank_wolfe import check_vr_frank_wolfe, frank_wolfe
 from ._gradient_descent import dp_gd
-from ._mirror_descent import (
-    check_localized_mirror_descent,
-    check_mirror_descent,
-    localized_mirror_descent,
-    mirror_descent,
-    plan_localized_mirror_descent,
-    plan_mirror_descent,
-)
-from ._nystrom import dp_nystrom, plan_dp_nystrom
+from ._mirror_descent import localized_mirror_descent, mirror_descent
+from ._nystrom import dp_nystrom
 from ._perturbation import check_perturbation, objective_perturbation, output_perturbation
 from ._registry import (
     COUNT,
@@ -52,7 +45,7 @@ from ._second_order import dp_newton
 from ._sgd import dp_sgd
 from ._ssp import dp_ssp
 from ._svrg import dp_svrg, dp_svrg_pp
-from ._vr_frank_wolfe import plan_vr_frank_wolfe, vr_frank_wolfe
+from ._vr_frank_wolfe import vr_frank_wolfe
 
 __all__ = [
     "SolverSpec",
@@ -174,9 +167,7 @@ _register_builtin(
     check=partial(check_perturbation, "output_perturbation"),
 )
 _register_builtin(
-    name="dp_cd",
-    run=dp_cd,
-    plan=plan_dp_cd,
+    dp_cd,
     **_GLM_MULTICLASS,
     penalties=frozenset({None, "l2", "l1", "elasticnet"}),
     geometry="linf",
@@ -218,12 +209,9 @@ _FRANK_WOLFE = dict(losses=frozenset({"squared", "huber"}), **_L1_BALL, pure_dp=
 # 0.1 / 0.5 / 1 / 2 / 5 with R^2 -1.33 / 0.062 / 0.19 / 0.24 / 0.27; the sparse
 # regression (30k rows) 0.48 ... 0.045, R^2 >= 0.67: threshold 3.
 _register_builtin(
-    name="frank_wolfe",
-    run=frank_wolfe,
-    plan=plan_frank_wolfe,
+    frank_wolfe,
     **_FRANK_WOLFE,
     summary="noisy Frank-Wolfe over an l1 ball; exponential mechanism per step, pure or zCDP",
-    check=check_frank_wolfe,
     option_constraints={
         "output": [StrOptions({"tail_average", "last"})],
         "refit": [Interval(Real, 0, 1, closed="left")],
@@ -236,9 +224,7 @@ _register_builtin(
 # zero model instead (its fallback: diabetes -0.19 at every epsilon against
 # -1.9 ... -0.28 run, the sparse regression -0.06 at 0.1 against -5.1).
 _register_builtin(
-    name="vr_frank_wolfe",
-    run=vr_frank_wolfe,
-    plan=plan_vr_frank_wolfe,
+    vr_frank_wolfe,
     **_FRANK_WOLFE,
     summary="one-pass variance-reduced Frank-Wolfe over an l1 ball (Asi et al. 2021, Alg. 3)",
     check=check_vr_frank_wolfe,
@@ -250,16 +236,13 @@ _register_builtin(
     bound_warning=0.25,
 )
 _register_builtin(
-    name="mirror_descent",
-    run=mirror_descent,
-    plan=plan_mirror_descent,
+    mirror_descent,
     losses=frozenset({"squared", "huber", "absolute"}),
     # Also an lp ball (1 < p <= 2, Alg. 5): the exact Bregman step solves it, and the
     # privacy analysis depends only on the L2 clip, not on p.  Frank-Wolfe stays
     # l1-only: its private analysis needs a polytope with finitely many vertices.
     **{**_L1_BALL, "constraints": frozenset({"l1", "lp"})},
     summary="noisy minibatch mirror descent, p-norm map, l1 / lp geometry (Alg. 1/5)",
-    check=check_mirror_descent,
     option_constraints={"constraint": [StrOptions({"l1", "lp"})]},
 )
 # localized_mirror_descent: its own public bound (Asi et al. 2021, Theorem 4,
@@ -269,15 +252,12 @@ _register_builtin(
 # (benchmarks/bench_regimes.py) above 10 with R^2 about 0: threshold 3.  From
 # _mirror_descent.FALLBACK_BOUND (20) on, it returns the zero model instead.
 _register_builtin(
-    name="localized_mirror_descent",
-    run=localized_mirror_descent,
-    plan=plan_localized_mirror_descent,
+    localized_mirror_descent,
     losses=frozenset({"squared", "huber", "absolute"}),
     # Also an lp ball (Alg. 6): each step is exact over its intersection with the
     # phase's localisation ball (._pnorm.bregman_step's outer ball).
     **{**_L1_BALL, "constraints": frozenset({"l1", "lp"})},
     summary="localized noisy mirror descent on disjoint phases, l1 / lp geometry (Alg. 2/6)",
-    check=check_localized_mirror_descent,
     option_constraints={"constraint": [StrOptions({"l1", "lp"})]},
     bound_warning=3.0,
 )
@@ -335,15 +315,12 @@ _register_builtin(
     noise_warning=(0.25, 100.0),
 )
 _register_builtin(
-    name="dp_accmd",
-    run=dp_accmd,
-    plan=plan_dp_accmd,
+    dp_accmd,
     **_GLM_MULTICLASS,
     penalties=frozenset({None}),
     constraints=frozenset({"l2", "l1"}),
     summary="noisy accelerated mirror descent over an L2 or L1 ball (needs radius, no "
     "penalty); exact Gaussian composition",
-    check=check_dp_accmd,
     option_constraints={
         "constraint": [StrOptions({"l2", "l1"})],
         "smoothness": [StrOptions({"l2", "entrywise"})],
@@ -374,9 +351,7 @@ _register_builtin(
 # Wide and sparse X (docs/solvers/second_order.md): a sketch of the Gram
 # matrix instead of the whole of it.
 _register_builtin(
-    name="dp_nystrom",
-    run=dp_nystrom,
-    plan=plan_dp_nystrom,
+    dp_nystrom,
     **_GLM_MULTICLASS,
     penalties=frozenset({None, "l2"}),
     constraints=frozenset({None}),

@@ -59,8 +59,6 @@ from ._noisy_steps import (
     solver_result,
 )
 
-__all__ = ["dp_accmd", "plan_dp_accmd", "check_dp_accmd", "accmd_iterations", "accmd_row_bound"]
-
 #: Iterations used when epsilon is infinite (the noise-optimal formula is unbounded).
 NON_PRIVATE_ITERATIONS = 500
 

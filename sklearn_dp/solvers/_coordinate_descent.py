@@ -44,8 +44,6 @@ from ._gradient_descent import gradient_bound
 from ._l1_geometry import public_setup
 from ._noisy_steps import gaussian_plan, noisy_steps, plan_of_call, release
 
-__all__ = ["dp_cd", "plan_dp_cd", "noiseless_coordinate_smoothness"]
-
 #: Default number of passes (epochs) over the coordinates.
 DEFAULT_CD_EPOCHS = 10
 

@@ -53,8 +53,6 @@ from ._noise_warnings import frank_wolfe_warning
 from ._noisy_steps import plan_of_call, release, release_symmetric
 from ._ssp import repair_gram, solve_statistics
 
-__all__ = ["frank_wolfe", "plan_frank_wolfe", "check_frank_wolfe", "check_vr_frank_wolfe"]
-
 #: Frank-Wolfe steps without noise (epsilon=inf) unless max_iter says otherwise.
 DEFAULT_NONPRIVATE_ITERATIONS = 1000
 #: Upper end of the search for the number of private steps.

@@ -49,15 +49,6 @@ from ._l1_geometry import (
 from ._noisy_steps import plan_of_call
 from ._pnorm import bregman_step, default_p, pnorm, pnorm_mirror_gradient
 
-__all__ = [
-    "mirror_descent",
-    "localized_mirror_descent",
-    "plan_mirror_descent",
-    "plan_localized_mirror_descent",
-    "check_mirror_descent",
-    "check_localized_mirror_descent",
-]
-
 #: Cap on the number of steps of one (sub)run unless ``max_iter`` is given;
 #: the seed's T = n^2 / b^2 is 10^4 to 10^6 without noise.
 DEFAULT_MAX_STEPS = 2000
@@ -242,20 +233,6 @@ def _resolve_p(p, n_columns, constraint="l1"):
     return l1_p if p is None else max(float(p), l1_p)
 
 
-def _gaussian_q_moment(q):
-    """``(E|Z|^q)^(2/q)`` for a standard normal Z."""
-    log_moment = 0.5 * q * math.log(2.0) + gammaln((q + 1) / 2) - 0.5 * math.log(math.pi)
-    return math.exp(2.0 / q * log_moment)
-
-
-def _dual_lipschitz(loss, data, clip2, q):
-    """Public bound on ||clipped per-sample gradient||_q (q >= 2)."""
-    bound = clip2  # ||g||_q <= ||g||_2 <= clip2
-    if loss.derivative_bound is not None and data.feature_bound is not None:
-        bound = min(bound, float(loss.derivative_bound) * pnorm(data.feature_bound, q))
-    return bound
-
-
 def _pnorm_smoothness(loss, data, q, domain):
     """Smoothness of the objective w.r.t. ||.||_p (dual ||.||_q), from public bounds, or None.
 
@@ -269,7 +246,9 @@ def _pnorm_smoothness(loss, data, q, domain):
 
 def _noise_q_norm_sq(noise_std, n_columns, q):
     """``E ||N(0, noise_std^2 I_d)||_q^2`` bound: ``d^(2/q) (E|Z|^q)^(2/q) noise_std^2``."""
-    return n_columns ** (2.0 / q) * _gaussian_q_moment(q) * noise_std**2
+    # log E|Z|^q for a standard normal Z.
+    log_moment = 0.5 * q * math.log(2.0) + gammaln((q + 1) / 2) - 0.5 * math.log(math.pi)
+    return n_columns ** (2.0 / q) * math.exp(2.0 / q * log_moment) * noise_std**2
 
 
 # --------------------------------------------------------------------------
@@ -450,9 +429,8 @@ def _allocate(rng, n_rows, n_public, blocks):
     (``n_public``); every one of the ``n_rows`` actual rows draws its block,
     through the noise gateway's allocation (:func:`._l1_geometry.allocate_rows`).
     """
-    sizes = np.asarray(blocks, dtype=float)
-    allocation = allocate_rows(rng, n_rows, n_public, sizes)
-    return [np.flatnonzero(allocation == i) for i in range(len(sizes))]
+    allocation = allocate_rows(rng, n_rows, n_public, blocks)
+    return [np.flatnonzero(allocation == i) for i in range(len(blocks))]
 
 
 def _check_lp(solver, options):
@@ -513,7 +491,10 @@ def _mirror_descent_fit(solver, kind, args):
         plan = plan_of_call(solver, vars(args))
         private = not math.isinf(epsilon)
         clip2 = gradient_bound(loss, data.row_norm_bound, args.clip_norm, private=private)
-        lipschitz = _dual_lipschitz(loss, data, clip2, q)
+        # Public bound on ||clipped per-sample gradient||_q (q >= 2): ||g||_q <= ||g||_2 <= clip2.
+        lipschitz = clip2
+        if loss.derivative_bound is not None and data.feature_bound is not None:
+            lipschitz = min(lipschitz, float(loss.derivative_bound) * pnorm(data.feature_bound, q))
         # The l2 part of the penalty adds at most l2 * ||x||_q <= l2 * vertex_radius.
         lipschitz += float(np.max(domain.l2_penalty, initial=0.0)) * domain.vertex_radius
         smoothness = _pnorm_smoothness(loss, data, q, domain)

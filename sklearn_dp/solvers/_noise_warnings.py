@@ -42,8 +42,7 @@ def _threshold(name, kind):
     ``bound_warning``; where they are measured is said in the registry), or None."""
     from ._registry import SOLVERS
 
-    spec = SOLVERS.get(name)
-    return None if spec is None else getattr(spec, kind)
+    return getattr(SOLVERS.get(name), kind, None)
 
 
 _TRIVIAL_AND_ALTERNATIVES = {  # by whether the loss is a classification loss

@@ -33,8 +33,6 @@ from ._gradient_descent import gradient_bound
 from ._noisy_steps import noisy_steps, plan_of_call, release, solver_result
 from ._second_order import DEFAULT_HESSIAN_SHARE, RELATIVE_FLOOR, newton_multipliers
 
-__all__ = ["dp_nystrom", "plan_dp_nystrom"]
-
 #: Default rank of the sketch (columns of ``Omega``).  Measured (logistic,
 #: epsilon 1 and 5, benchmarks/bench_speed.py data): at 1e5 x 1001 dense,
 #: ranks 16 / 32 / 64 reach the same test accuracy (0.810 / 0.809 / 0.810 at

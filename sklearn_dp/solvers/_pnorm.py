@@ -90,7 +90,6 @@ class _Problem:
         self.p = float(p)
         self.exponent = 1.0 / (self.p - 1.0)  # q - 1, the inverse of the power p - 1
         self.ball = ball
-        self.has_box = bool(np.any(np.isfinite(box)))
         self.box_index = np.flatnonzero(np.isfinite(box))
         self.box_values = box[self.box_index]
         self.m0 = l1_weights
@@ -137,7 +136,7 @@ class _Problem:
                 # At the kink theta = t the exact solution is x_j = 0; c_j + v_j would
                 # leave a rounding residue there.
                 x[np.abs(shifted) <= weights] = 0.0
-        if self.has_box:
+        if self.box_index.size:
             low, high = self._box_duals(log_ptau)
             theta_box = theta[self.box_index]
             # Decide clipping in dual coordinates (exact): x_j reaches +-box_j exactly
@@ -156,8 +155,7 @@ class _Problem:
         ptau = math.exp(log_ptau)
         c = self.c[self.box_index]
         ends = np.stack([-self.box_values - c, self.box_values - c])  # x_j = -box_j, +box_j
-        low, high = ptau * np.sign(ends) * np.abs(ends) ** (self.p - 1.0)
-        return low, high
+        return ptau * np.sign(ends) * np.abs(ends) ** (self.p - 1.0)
 
     def dual_point(self, log_ptau, mu):
         """The solution and its optimal dual variable ``w`` (the gradient of the mirror term).
@@ -167,15 +165,12 @@ class _Problem:
         rather than recomputed from ``u = x - c``, which rounding can flatten
         to 0 when ``|u_j|`` is far below ``|c_j|``.
         """
-        theta = self._theta(log_ptau, mu)[0]
         x, rho = self.coordinates(log_ptau, mu)
         if mu and self.outer < math.inf:  # the mirror term's part of the dual coordinate
-            return (
-                x,
-                rho,
-                math.exp(log_ptau) * np.sign(x - self.c) * np.abs(x - self.c) ** (self.p - 1),
-            )
-        if self.has_box:
+            u = x - self.c
+            return x, rho, math.exp(log_ptau) * np.sign(u) * np.abs(u) ** (self.p - 1)
+        theta = self._theta(log_ptau, mu)[0]
+        if self.box_index.size:
             low, high = self._box_duals(log_ptau)
             theta[self.box_index] = np.clip(theta[self.box_index], low, high)
         return x, rho, theta
@@ -200,7 +195,6 @@ class _Problem:
         top = float(free.max(initial=0.0))
         log_sum = q * math.log(top) + math.log(np.sum((free / top) ** q)) if top > 0 else -math.inf
         theta_box = theta[self.box_index]
-        box_values = self.box_values
         e, p = self.exponent, self.p
 
         def rho(log_ptau):
@@ -208,7 +202,7 @@ class _Problem:
             if theta_box.size:
                 with np.errstate(divide="ignore"):
                     v = np.exp(np.minimum(e * (np.log(np.abs(theta_box)) - log_ptau), 700.0))
-                total += float(np.sum(np.minimum(v, box_values) ** p))
+                total += float(np.sum(np.minimum(v, self.box_values) ** p))
             return total ** (1.0 / p)
 
         return rho

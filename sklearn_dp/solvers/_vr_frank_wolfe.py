@@ -38,8 +38,6 @@ from ._l1_geometry import (
 )
 from ._noise_warnings import frank_wolfe_warning
 
-__all__ = ["vr_frank_wolfe", "plan_vr_frank_wolfe", "vr_frank_wolfe_schedule"]
-
 #: vr_frank_wolfe's phases without noise (every vertex on every row): 2^10 - 2 = 1022
 #: Frank-Wolfe steps, about frank_wolfe's DEFAULT_NONPRIVATE_ITERATIONS.
 NONPRIVATE_VR_PHASES = 9
