@@ -68,7 +68,8 @@ def _categories_problem(categories):
     if isinstance(categories, str):
         return (
             'categories="auto" lists the values present in the private rows; pass the '
-            "public categories (categories=[[...], ...])"
+            "categories known without the private rows (categories=[[...], ...], not the "
+            "fitted categories_) and fit again"
         )
     if any(isinstance(c, bytes) for cats in categories for c in cats):
         return "bytes categories make a type mismatch error name a private value's type"
