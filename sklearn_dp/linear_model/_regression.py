@@ -129,10 +129,11 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
         units, as a DP scaler followed by this model would, in one fit and
         one ledger entry.  Used only while the rows' bound is ``"auto"``
         (``data_norm``, or ``feature_bound`` for the solvers that bound rows
-        entrywise).  ``"auto"`` releases each feature's magnitude first and
-        scales only if one of them is far from the unit scale (a column in
-        natural units, e.g. an income in dollars): already-scaled and 0/1
-        columns keep one bound for all features, and the centres and
+        entrywise). ``"auto"`` first releases a Laplace count (2% of epsilon) of
+        the rows holding an entry beyond 10^1.5 in absolute value, and scales
+        only if that count is at least a quarter of the released row count
+        (columns in natural units, e.g. an income in dollars): already-scaled
+        and 0/1 columns keep one bound for all features, and the centres and
         half-widths they were charged for are not released.  ``True``
         scales whenever there are enough rows per feature; ``False`` never.
         Helps on features of very different scales and enough rows per
