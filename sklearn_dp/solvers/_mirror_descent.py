@@ -433,25 +433,9 @@ def _allocate(rng, n_rows, n_public, blocks):
     return [np.flatnonzero(allocation == i) for i in range(len(blocks))]
 
 
-def _check_lp(solver, options):
-    """Refuse, from public options only, what the lp ball does not support."""
-    # The values of constraint are the registry's (option_constraints).
-    if options.get("constraint", "l1") != "lp":
-        return
-    p = options.get("p")
-    if p is None or not 1.0 < float(p) <= 2.0:
-        raise ValueError(f"constraint='lp' needs the ball's exponent p in (1, 2], got p={p!r}.")
-    if options.get("intercept_bound") is not None:
-        raise ValueError(
-            f"{solver}: constraint='lp' puts every coordinate (the intercept too) in the "
-            "lp ball; intercept_bound is for constraint='l1'."
-        )
-
-
 def _public_check(solver, *, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
     """The registry check of ``solver`` (its keywords: what ``SolverSpec.check`` receives)."""
     check_l1_options(solver, n_outputs=n_outputs, options=options)
-    _check_lp(solver, options)
     check_strongly_convex(solver, penalty, alpha, l1_ratio, public, options)
 
 
@@ -480,9 +464,8 @@ def _mirror_descent_fit(solver, kind, args):
     data, loss, epsilon = args.data, args.loss, args.epsilon
     strongly_convex = args.strongly_convex
     with public_setup():  # public inputs and the released row count only
-        _check_lp(solver, vars(args))
-        p = _resolve_p(args.p, n_columns, args.constraint)
         domain = checked_domain(solver, args)
+        p = _resolve_p(args.p, n_columns, args.constraint)
         # Public stand-in for the row count (a DP count from the estimators): the
         # true n is private under add/remove and only indexes rows.
         n_samples = data.n_public
