@@ -1103,7 +1103,7 @@ def test_lp_ball_frank_wolfe_noise_scales_are_exact():
         )  # fmt: skip
     T = res.n_iter
     # The default step count: the first minimiser of the public bound
-    # 2 beta D^2 / (T + 2) + D sqrt(T E||N(0, (sigma_1 C / n)^2 I)||_q^2).
+    # w 2 beta D^2 / (T + 2) + D sqrt(T E||N(0, (sigma_1 C / n)^2 I)||_q^2).
     q, diameter = p / (p - 1), 2 * radius
     clip = 0.5 * loss.derivative_bound * data.row_norm_bound  # the default L2 clip
     beta = loss.smoothness * pnorm(data.feature_bound, q) ** 2
@@ -1112,7 +1112,8 @@ def test_lp_ball_frank_wolfe_noise_scales_are_exact():
     moment = 2 ** (q / 2) * math.gamma((q + 1) / 2) / math.sqrt(math.pi)
     noise_q = (data.n_columns * moment) ** (1 / q) * sigma_1
     t = np.arange(1, 2001)
-    bounds = 2 * beta * diameter**2 / (t + 2) + diameter * noise_q * np.sqrt(t)
+    weight = fw_module.STEP_CURVATURE_WEIGHT
+    bounds = weight * 2 * beta * diameter**2 / (t + 2) + diameter * noise_q * np.sqrt(t)
     assert T == t[np.argmin(bounds)]
     assert res.plan.details["clip_norm"] == pytest.approx(clip)
     # T full-data Gaussian steps, each of L2 sensitivity C: one Gaussian of multiplier sigma / sqrt(T).
