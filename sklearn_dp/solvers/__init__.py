@@ -22,7 +22,7 @@ from ._common import PrivacyPlan, SolverResult
 from ._coordinate_descent import dp_cd
 from ._frank_wolfe import check_vr_frank_wolfe, frank_wolfe
 from ._gradient_descent import dp_gd
-from ._mirror_descent import localized_mirror_descent, mirror_descent
+from ._mirror_descent import check_options, localized_mirror_descent, mirror_descent
 from ._nystrom import dp_nystrom
 from ._perturbation import check_perturbation, objective_perturbation, output_perturbation
 from ._registry import (
@@ -249,6 +249,7 @@ _register_builtin(
     # privacy analysis depends only on the L2 clip, not on p.
     **{**_L1_BALL, "constraints": frozenset({"l1", "lp"})},
     summary="noisy minibatch mirror descent, p-norm map, l1 / lp geometry (Alg. 1/5)",
+    check=partial(check_options, "mirror_descent"),
     option_constraints={"constraint": [StrOptions({"l1", "lp"})]},
 )
 # localized_mirror_descent: its own public bound (Asi et al. 2021, Theorem 4,
@@ -264,6 +265,7 @@ _register_builtin(
     # phase's localisation ball (._pnorm.bregman_step's outer ball).
     **{**_L1_BALL, "constraints": frozenset({"l1", "lp"})},
     summary="localized noisy mirror descent on disjoint phases, l1 / lp geometry (Alg. 2/6)",
+    check=partial(check_options, "localized_mirror_descent"),
     option_constraints={"constraint": [StrOptions({"l1", "lp"})]},
     bound_warning=3.0,
 )

@@ -701,8 +701,7 @@ def frank_wolfe(
         linear term over the ball, ``-radius sign(g) |g|^(q-1) /
         ||g||_q^(q-1)`` (:func:`lp_ball_vertex`).  Needs ``delta > 0`` and
         ``p``; refuses an L1 penalty part, ``intercept_bound`` and ``refit``.
-        The default T minimises the public bound ``2 beta D^2 / (T + 2) + D
-        E||xi||_q`` (:func:`default_lp_iterations`).
+        The default T minimises a public bound (:func:`default_lp_iterations`).
     p : float in (1, 2], optional
         Exponent of the lp ball (``constraint="lp"`` only).
     l1_ratio : float

@@ -123,9 +123,7 @@ def _check_lp(solver, options):
             "lp ball; intercept_bound is for constraint='l1'."
         )
     if options.get("refit"):
-        raise ValueError(
-            "frank_wolfe's refit is over the l1 polytope: use refit=0 with an lp ball."
-        )
+        raise ValueError("frank_wolfe's refit is over the l1 polytope: use refit=0 here.")
 
 
 def checked_domain(solver, args):

@@ -433,26 +433,14 @@ def _allocate(rng, n_rows, n_public, blocks):
     return [np.flatnonzero(allocation == i) for i in range(len(blocks))]
 
 
-def _public_check(solver, *, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
-    """The registry check of ``solver`` (its keywords: what ``SolverSpec.check`` receives)."""
+def check_options(solver, *, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
+    """Refuse the options of ``solver`` (either mirror-descent solver) from public inputs only.
+
+    The registry's check of both (``SolverSpec.check``, with the solver's
+    name bound), which the estimators call before they reserve the spend.
+    """
     check_l1_options(solver, n_outputs=n_outputs, options=options)
     check_strongly_convex(solver, penalty, alpha, l1_ratio, public, options)
-
-
-def check_mirror_descent(**arguments):
-    """Refuse ``mirror_descent`` options from public inputs only (``SolverSpec.check``).
-
-    Called by the estimators before they reserve the spend.
-    """
-    _public_check("mirror_descent", **arguments)
-
-
-def check_localized_mirror_descent(**arguments):
-    """Refuse ``localized_mirror_descent`` options from public inputs only (``SolverSpec.check``).
-
-    Called by the estimators before they reserve the spend.
-    """
-    _public_check("localized_mirror_descent", **arguments)
 
 
 def _mirror_descent_fit(solver, kind, args):
