@@ -20,6 +20,9 @@
   the excess empirical loss of each l1 solver next to the lower-bound rate
   ``D^2 min((n eps)^(-2/3), sqrt(d) / (n eps))`` (constants unknown: read
   the ratio's trend, not its value).
+* ``lp``: ``frank_wolfe`` over an lp ball (Gaussian noisy gradients; the
+  paper gives no private Frank-Wolfe there) against ``mirror_descent`` (seed
+  Algorithm 5) on the same squared-loss problem: relative objective gap.
 * ``strongly_convex``: the strongly convex reduction of Asi, Feldman, Koren
   and Talwar (2021, section 5; Theorems 8 and 9) against the same solver
   without it, on a ridge-penalised squared loss over an l1 ball (rows
@@ -56,6 +59,7 @@ Usage::
     PYTHONPATH=. python benchmarks/bench_regimes.py --regime cd --seeds 5
     PYTHONPATH=. python benchmarks/bench_regimes.py --regime lower_bound --seeds 3
     PYTHONPATH=. python benchmarks/bench_regimes.py --regime strongly_convex --seeds 3
+    PYTHONPATH=. python benchmarks/bench_regimes.py --regime lp --seeds 3
 
 Writes ``benchmarks/results/regimes.md`` (``regimes_quick.md`` with ``--quick``,
 ``regimes_partial.md`` with ``--methods``); the other regimes write
@@ -535,7 +539,87 @@ def report_strongly_convex(gaps, ns, alphas, epsilons, seeds, methods, command, 
     return path
 
 
-REGIMES = ("l1", "accmd", "cd", "lower_bound", "strongly_convex")
+# -- Frank-Wolfe over an lp ball ------------------------------------------------------
+
+#: Label -> solver on the lp-ball problem (both release Gaussian sums, delta 1e-6).
+LP_METHODS = {"frank_wolfe": "frank_wolfe", "mirror_descent": "mirror_descent"}
+LP_NS, LP_DIMS, LP_P, LP_EPSILONS = (10_000, 100_000), (20, 200), 1.5, (1.0, 5.0, math.inf)
+
+
+def run_lp(ns, dims, epsilons, seeds, methods, log):
+    from scipy.optimize import minimize
+
+    from sklearn_dp._data import bound_data
+    from sklearn_dp._losses import get_loss
+    from sklearn_dp.solvers import SOLVERS
+
+    gaps, p = {}, LP_P
+    for n in ns:
+        for d in dims:
+            # |x @ w| <= ||x||_q ||w||_p <= d^(1/q) on the unit lp ball (Hoelder).
+            loss = get_loss("squared", residual_bound=d ** (1 - 1 / p) + 1.0)
+            for seed in seeds:
+                rng = np.random.default_rng(seed)
+                X = rng.uniform(-1, 1, size=(n, d))
+                truth = rng.choice([-1.0, 1.0], size=d) * 1.2 / d ** (1 / p)  # outside the ball
+                y = np.clip(X @ truth + NOISE * rng.normal(size=n), -1, 1)
+                data = bound_data(X, y, fit_intercept=False, geometry="linf", feature_bound=1.0)
+
+                def objective(w):
+                    return float(np.mean(loss.value((X @ w)[:, None], y)))
+
+                ball = {"type": "ineq", "fun": lambda w: 1.0 - np.sum(np.abs(w) ** p)}
+                best = minimize(
+                    objective, np.zeros(d), constraints=[ball], method="SLSQP",
+                    options={"ftol": 1e-14, "maxiter": 1000},
+                ).fun  # fmt: skip
+                zero = objective(np.zeros(d))
+                for label in methods:
+                    for eps in epsilons:
+                        start = time.process_time()
+                        res = SOLVERS[LP_METHODS[label]].run(
+                            data, loss, n_outputs=1, alpha=0.0, epsilon=eps, delta=1e-6,
+                            radius=1.0, constraint="lp", p=p, random_state=seed,
+                        )  # fmt: skip
+                        seconds = time.process_time() - start
+                        gap = (objective(res.coef[:, 0]) - best) / (zero - best)
+                        gaps.setdefault((n, d, label, eps), []).append((gap, seconds, res.n_iter))
+                log(f"n={n} d={d} seed={seed} done")
+    return gaps
+
+
+def report_lp(gaps, ns, dims, epsilons, seeds, methods, command, name):
+    lines = [
+        "# Frank-Wolfe over an lp ball (Gaussian noisy gradients) against mirror descent",
+        "",
+        f"Command: `{command}`",
+        "",
+        f"Squared loss over the unit lp ball, p = {LP_P}, no intercept, rows uniform in "
+        "[-1, 1]^d, a dense truth of lp norm 1.2 (outside the ball: the constraint is active), "
+        "labels clipped to [-1, 1]; delta 1e-6, default steps and clips; solvers called "
+        f"directly with the row count public; {len(seeds)} seed(s). Cells: median relative "
+        "objective gap `(F - F*) / (F(0) - F*)` on the training rows (F* by SLSQP; lower is "
+        "better, 1 is the zero model), then the median CPU seconds and steps.",
+        "",
+    ]
+    header = ["n", "d", "method"] + [f"eps {e:g}" for e in epsilons]
+    body = []
+    for n in ns:
+        for d in dims:
+            for label in methods:
+                cells = []
+                for eps in epsilons:
+                    values = np.array(gaps[(n, d, label, eps)])
+                    gap, secs, steps = np.median(values, axis=0)
+                    cells.append(f"{gap:.3g} ({secs:.1f} s, T = {steps:g})")
+                body.append([f"{n:,}", d, label, *cells])
+    lines += [md_table(header, body), "", environment()]
+    path = RESULTS_DIR / name
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+REGIMES = ("l1", "accmd", "cd", "lower_bound", "strongly_convex", "lp")
 
 
 def main(argv=None):
@@ -562,6 +646,7 @@ def main(argv=None):
         cd=CD_METHODS,
         lower_bound=LOWER_BOUND_METHODS,
         strongly_convex=STRONGLY_CONVEX_METHODS,
+        lp=LP_METHODS,
     )[args.regime]
     unknown = sorted(set(args.methods or ()) - set(table))
     if unknown:
@@ -613,6 +698,13 @@ def main(argv=None):
             methods,
             command,
             f"regimes_strongly_convex{suffix}.md",
+        )
+    elif args.regime == "lp":
+        ns, dims, epsilons = args.ns or LP_NS, args.dims or LP_DIMS, args.epsilons or LP_EPSILONS
+        seeds, methods = range(args.seeds or 3), args.methods or list(table)
+        gaps = run_lp(ns, dims, epsilons, seeds, methods, log)
+        path = report_lp(
+            gaps, ns, dims, epsilons, seeds, methods, command, f"regimes_lp{suffix}.md"
         )
     else:
         dims = args.dims or ([2000] if args.quick else [2000, 10000])

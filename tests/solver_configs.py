@@ -104,6 +104,9 @@ OPTION_CONFIGS = {
     ("DPSCORegressor", "localized_mirror_descent", "lp"): dict(
         constraint="lp", p=1.5, radius=2.0, feature_bound=1.0, max_iter=5
     ),
+    ("DPSCORegressor", "frank_wolfe", "lp"): dict(
+        constraint="lp", p=1.5, radius=2.0, feature_bound=1.0, max_iter=5
+    ),
     ("DPLasso", "frank_wolfe", "refit"): dict(max_iter=5, solver_options={"refit": 0.4}),
     # The strongly convex reduction: rounds on disjoint rows.  At epsilon 1 on
     # the 40 rows vr_frank_wolfe's public bound is vacuous (its fallback); here

@@ -660,7 +660,7 @@ def _default_fits():
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).parent))
-    from solver_configs import CONFIGS
+    from solver_configs import CONFIGS, OPTION_CONFIGS
 
     fits = [
         pytest.param(name, None, {}, id=f"{name}-default")
@@ -675,6 +675,9 @@ def _default_fits():
         # dp_sgd calibrates by PLD for every noisy row count (seconds per fit).
         marks = [pytest.mark.slow] if solver == "dp_sgd" else []
         fits.append(pytest.param(name, solver, params, marks=marks, id=f"{name}-{solver}"))
+    for (name, solver, option), params in OPTION_CONFIGS.items():
+        if option == "lp":  # the lp ball's events (frank_wolfe's: Gaussian, not selections)
+            fits.append(pytest.param(name, solver, params, id=f"{name}-{solver}-{option}"))
     return fits
 
 

@@ -140,6 +140,24 @@ def test_audit_of_mirror_descent_over_an_lp_ball():
     assert eps_lb <= 2.0, f"audit found epsilon >= {eps_lb:.3f} > claimed 2.0"
 
 
+@pytest.mark.slow
+def test_audit_of_frank_wolfe_over_an_lp_ball():
+    from sklearn_dp import DPSCORegressor
+
+    run = canary_coefficient(
+        2.0,
+        DELTA,
+        "frank_wolfe",
+        estimator=DPSCORegressor,
+        constraint="lp",
+        p=1.5,
+        max_iter=3,
+        clip_norm=0.5,
+    )
+    eps_lb = audit(run, n_runs=300, delta=DELTA, claimed_epsilon=2.0)
+    assert eps_lb <= 2.0, f"audit found epsilon >= {eps_lb:.3f} > claimed 2.0"
+
+
 @pytest.mark.slow  # about 15 minutes: 1200 fits whose localised steps are slow
 def test_audit_of_localized_mirror_descent_over_an_lp_ball():
     from sklearn_dp import DPSCORegressor

@@ -1064,6 +1064,89 @@ def test_lp_ball_mirror_descent_epsilon_inf_reaches_constrained_optimum(p):
     assert -1e-9 <= value - best < 1e-6
 
 
+@pytest.mark.parametrize("p", [1.3, 1.7, 2.0])
+def test_lp_ball_frank_wolfe_epsilon_inf_reaches_constrained_optimum(p):
+    data, loss = _sparse_problem(n=400, d=8)
+    radius = 0.5  # active: the unconstrained optimum has ||w||_p about 0.7
+    _, best = _lp_reference(data, loss, radius, p)
+    res = SOLVERS["frank_wolfe"].run(
+        data, loss, n_outputs=1, alpha=0.0, epsilon=math.inf, delta=0.0, radius=radius,
+        constraint="lp", p=p, random_state=0,
+    )  # fmt: skip
+    w = res.coef[:, 0]
+    assert res.n_iter == fw_module.DEFAULT_NONPRIVATE_ITERATIONS
+    assert pnorm(w, p) <= radius * (1 + 1e-12)
+    value = float(np.mean(loss.value(data.design.matmul(w)[:, None], data.y)))
+    assert -1e-9 <= value - best < 1e-6
+
+
+def test_lp_ball_vertex_is_the_exact_linear_minimiser():
+    rng = np.random.default_rng(3)
+    for p in (1.1, 1.5, 2.0):
+        g = rng.normal(size=6) * rng.uniform(0.1, 10)
+        v = fw_module.lp_ball_vertex(g, p, 0.7)
+        q = p / (p - 1)
+        assert pnorm(v, p) == pytest.approx(0.7, rel=1e-12)
+        assert v @ g == pytest.approx(-0.7 * pnorm(g, q), rel=1e-12)  # Hoelder's equality case
+    assert not np.any(fw_module.lp_ball_vertex(np.zeros(3), 1.5, 1.0))
+
+
+def test_lp_ball_frank_wolfe_noise_scales_are_exact():
+    from sklearn_dp.testing import trace_releases
+
+    data, loss = _sparse_problem(n=600, d=6)
+    eps, delta, p, radius = 1.0, 1e-6, 1.5, 1.0
+    with trace_releases() as trace:
+        res = SOLVERS["frank_wolfe"].run(
+            data, loss, n_outputs=1, alpha=0.0, epsilon=eps, delta=delta, radius=radius,
+            constraint="lp", p=p, random_state=0,
+        )  # fmt: skip
+    T = res.n_iter
+    # The default step count: the first minimiser of the public bound
+    # w 2 beta D^2 / (T + 2) + D sqrt(T E||N(0, (sigma_1 C / n)^2 I)||_q^2).
+    q, diameter = p / (p - 1), 2 * radius
+    clip = 0.5 * loss.derivative_bound * data.row_norm_bound  # the default L2 clip
+    beta = loss.smoothness * pnorm(data.feature_bound, q) ** 2
+    sigma_1 = accounting.gaussian_noise_multiplier(eps, delta, 1) * clip / data.n_public
+    # E||N(0, I_d)||_q^2 <= (E||N||_q^q)^(2/q) = (d E|Z|^q)^(2/q) (Jensen).
+    moment = 2 ** (q / 2) * math.gamma((q + 1) / 2) / math.sqrt(math.pi)
+    noise_q = (data.n_columns * moment) ** (1 / q) * sigma_1
+    t = np.arange(1, 2001)
+    weight = fw_module.STEP_CURVATURE_WEIGHT
+    bounds = weight * 2 * beta * diameter**2 / (t + 2) + diameter * noise_q * np.sqrt(t)
+    assert T == t[np.argmin(bounds)]
+    assert res.plan.details["clip_norm"] == pytest.approx(clip)
+    # T full-data Gaussian steps, each of L2 sensitivity C: one Gaussian of multiplier sigma / sqrt(T).
+    sigma = accounting.gaussian_noise_multiplier(eps, delta, T)
+    assert res.plan.noise_multiplier == pytest.approx(sigma, rel=1e-12)
+    assert len(trace.releases) == T
+    for release in trace.releases:
+        assert (release.mechanism, release.norm) == ("gaussian", "l2")
+        assert release.sensitivity == pytest.approx(clip, rel=1e-12)
+        assert release.scale == pytest.approx(sigma * clip, rel=1e-12)
+    assert res.plan.event == accounting.gaussian_steps_event(sigma, T)
+    assert accounting.epsilon_of_event(res.plan.event, delta) <= eps * (1 + 1e-9)
+
+
+def test_lp_ball_frank_wolfe_estimator_epsilon_inf_reaches_constrained_optimum():
+    from sklearn_dp import DPSCORegressor
+
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-1, 1, size=(300, 5))
+    y = np.clip(X @ np.array([0.8, -0.5, 0.0, 0.3, 0.0]) + 0.05 * rng.normal(size=300), -1, 1)
+    p, radius = 1.5, 0.6
+    model = DPSCORegressor(
+        epsilon=math.inf, constraint="lp", p=p, radius=radius, feature_bound=1.0, y_bound=1.0,
+        fit_intercept=False, alpha=0.0, penalty=None, solver="frank_wolfe", max_iter=3000,
+    ).fit(X, y)  # fmt: skip
+    data = bound_data(X, y, fit_intercept=False, geometry="linf", feature_bound=1.0)
+    loss = get_loss("squared", residual_bound=4.0)
+    _, best = _lp_reference(data, loss, radius, p)
+    value = float(np.mean(loss.value((X @ model.coef_)[:, None], y)))
+    assert model.solver_ == "frank_wolfe" and model.n_iter_ == 3000
+    assert -1e-9 <= value - best < 1e-6
+
+
 def test_lp_ball_estimator_epsilon_inf_reaches_constrained_optimum():
     from sklearn_dp import DPSCORegressor
 
@@ -1279,25 +1362,29 @@ def test_lp_ball_bad_parameters_are_refused_before_the_spend(params, match):
     assert budget.spent == (0.0, 0.0) and not budget.ledger
 
 
-@pytest.mark.parametrize("solver", ["frank_wolfe", "vr_frank_wolfe"])
-def test_lp_ball_is_refused_by_other_l1_solvers_before_the_spend(solver):
+@pytest.mark.parametrize(
+    "settings, match",
+    [
+        (dict(solver="vr_frank_wolfe"), "does not support constraint='lp'"),
+        (dict(solver="frank_wolfe", delta=0.0), "needs delta > 0"),
+        (dict(solver="frank_wolfe", penalty="l1", alpha=0.1), "no L1 part"),
+        (dict(solver="frank_wolfe", solver_options={"refit": 0.5}), "refit=0"),
+    ],
+)
+def test_lp_ball_refusals_come_before_the_spend(settings, match):
     from sklearn_dp import DPSCORegressor, PrivacyBudget
     from sklearn_dp.testing import trace_releases
 
     budget = PrivacyBudget(10.0, 1e-3)
     X, y = np.random.default_rng(0).uniform(-1, 1, size=(50, 3)), np.zeros(50)
     model = DPSCORegressor(
-        epsilon=1.0,
-        delta=1e-6,
-        solver=solver,
-        constraint="lp",
-        p=1.5,
-        radius=1.0,
-        feature_bound=1.0,
-        y_bound=1.0,
-        budget=budget,
+        **{
+            **dict(epsilon=1.0, delta=1e-6, constraint="lp", p=1.5, radius=1.0),
+            **dict(feature_bound=1.0, y_bound=1.0, budget=budget),
+            **settings,
+        }
     )
-    with trace_releases() as trace, pytest.raises(ValueError, match="constraint='lp'"):
+    with trace_releases() as trace, pytest.raises(ValueError, match=match):
         model.fit(X, y)
     assert budget.spent == (0.0, 0.0) and not budget.ledger
     assert not trace.releases

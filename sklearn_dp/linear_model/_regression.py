@@ -101,8 +101,8 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
         Norm of the constraint ball (used only with ``radius``).  ``"lp"`` is
         the ball ``||(coef, intercept)||_p <= radius`` for the exponent ``p``
         (needs ``radius``, ``p`` and ``feature_bound``; solved by
-        ``"mirror_descent"``, which ``"auto"`` picks, and
-        ``"localized_mirror_descent"``).
+        ``"mirror_descent"``, which ``"auto"`` picks,
+        ``"localized_mirror_descent"`` and ``"frank_wolfe"``).
     p : float in (1, 2] or None, default=None
         Exponent of the ``constraint="lp"`` ball (and of mirror descent's
         map); public.  Only with ``constraint="lp"``.
@@ -184,10 +184,12 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
         (and ``feature_bound``) also the l1-geometry solvers
         ``"frank_wolfe"``, ``"vr_frank_wolfe"``, ``"mirror_descent"`` and
         ``"localized_mirror_descent"`` (the intercept is then part of the l1
-        ball); with ``constraint="lp"`` only ``"mirror_descent"`` and
-        ``"localized_mirror_descent"`` (the Frank-Wolfe solvers need a
-        polytope; each localised step is exact over the intersection of the
-        lp ball and its localisation ball).
+        ball); with ``constraint="lp"`` only ``"mirror_descent"``,
+        ``"localized_mirror_descent"`` (each localised step is exact over the
+        intersection of the lp ball and its localisation ball) and
+        ``"frank_wolfe"`` with Gaussian noisy gradients (``delta > 0``, no L1
+        penalty; ``"vr_frank_wolfe"`` selects polytope vertices privately and
+        is refused).
         ``"auto"`` picks, with ``constraint="l1"`` and a radius,
         ``frank_wolfe`` for smooth losses and ``mirror_descent`` for the
         absolute loss; otherwise ``objective_perturbation`` when ``delta=0``,
@@ -311,7 +313,12 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
     too; ``"mirror_descent"`` and ``"localized_mirror_descent"`` clip each
     per-sample gradient in L2 as they do for the l1 ball, so their noise,
     their ``dp_event_`` and their guarantee do not depend on ``p`` (only the
-    public step size and bounds do).
+    public step size and bounds do).  ``"frank_wolfe"`` over an lp ball
+    releases, at each of its T steps, the full-data sum of per-sample
+    gradients clipped to L2 norm C with Gaussian noise (sensitivity C); the
+    T releases compose into one Gaussian mechanism of multiplier
+    ``sigma / sqrt(T)``, and each step's minimisation over the ball is
+    post-processing.
     With ``sample_weight``, one row with its weight is one record (the
     neighbouring relation is unchanged): each row's terms in the released
     sums are multiplied by its weight, clipped to the public ``max_weight``,
@@ -443,7 +450,7 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
         AutoChoice(
             "mirror_descent",
             when=lambda est, problem, public: problem.constraint in ("l1", "lp"),
-            why="l1 geometry, non-smooth losses; the only solver over an lp ball",
+            why="l1 geometry, non-smooth losses; over an lp ball it beat frank_wolfe at d = 20",
         ),
         AutoChoice(
             "objective_perturbation",

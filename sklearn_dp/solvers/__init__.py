@@ -22,7 +22,7 @@ from ._common import PrivacyPlan, SolverResult
 from ._coordinate_descent import dp_cd
 from ._frank_wolfe import check_vr_frank_wolfe, frank_wolfe
 from ._gradient_descent import dp_gd
-from ._mirror_descent import localized_mirror_descent, mirror_descent
+from ._mirror_descent import check_options, localized_mirror_descent, mirror_descent
 from ._nystrom import dp_nystrom
 from ._perturbation import check_perturbation, objective_perturbation, output_perturbation
 from ._registry import (
@@ -210,9 +210,15 @@ _FRANK_WOLFE = dict(losses=frozenset({"squared", "huber"}), **_L1_BALL, pure_dp=
 # regression (30k rows) 0.48 ... 0.045, R^2 >= 0.67: threshold 3.
 _register_builtin(
     frank_wolfe,
-    **_FRANK_WOLFE,
-    summary="noisy Frank-Wolfe over an l1 ball; exponential mechanism per step, pure or zCDP",
+    # Also an lp ball (1 < p <= 2) with Gaussian noisy gradients (delta > 0): the
+    # exponential mechanism needs a polytope's finitely many vertices.
+    **{**_FRANK_WOLFE, "constraints": frozenset({"l1", "lp"})},
+    summary=(
+        "noisy Frank-Wolfe over an l1 ball (exponential mechanism per step, pure or zCDP) "
+        "or an lp ball (Gaussian noisy gradients)"
+    ),
     option_constraints={
+        "constraint": [StrOptions({"l1", "lp"})],
         "output": [StrOptions({"tail_average", "last"})],
         "refit": [Interval(Real, 0, 1, closed="left")],
     },
@@ -229,6 +235,7 @@ _register_builtin(
     summary="one-pass variance-reduced Frank-Wolfe over an l1 ball (Asi et al. 2021, Alg. 3)",
     check=check_vr_frank_wolfe,
     option_constraints={
+        "constraint": [StrOptions({"l1"})],
         "n_phases": [COUNT, None],
         "schedule": [StrOptions({"pure", "approximate"})],
         "output": [StrOptions({"tail_average", "last"})],
@@ -239,10 +246,10 @@ _register_builtin(
     mirror_descent,
     losses=frozenset({"squared", "huber", "absolute"}),
     # Also an lp ball (1 < p <= 2, Alg. 5): the exact Bregman step solves it, and the
-    # privacy analysis depends only on the L2 clip, not on p.  Frank-Wolfe stays
-    # l1-only: its private analysis needs a polytope with finitely many vertices.
+    # privacy analysis depends only on the L2 clip, not on p.
     **{**_L1_BALL, "constraints": frozenset({"l1", "lp"})},
     summary="noisy minibatch mirror descent, p-norm map, l1 / lp geometry (Alg. 1/5)",
+    check=partial(check_options, "mirror_descent"),
     option_constraints={"constraint": [StrOptions({"l1", "lp"})]},
 )
 # localized_mirror_descent: its own public bound (Asi et al. 2021, Theorem 4,
@@ -258,6 +265,7 @@ _register_builtin(
     # phase's localisation ball (._pnorm.bregman_step's outer ball).
     **{**_L1_BALL, "constraints": frozenset({"l1", "lp"})},
     summary="localized noisy mirror descent on disjoint phases, l1 / lp geometry (Alg. 2/6)",
+    check=partial(check_options, "localized_mirror_descent"),
     option_constraints={"constraint": [StrOptions({"l1", "lp"})]},
     bound_warning=3.0,
 )

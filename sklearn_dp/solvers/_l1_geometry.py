@@ -107,6 +107,23 @@ def check_l1_options(solver, *, n_outputs, options):
             "a public bound on the l1 norm of the coefficients."
         )
     check_declared_options(solver, options)
+    _check_lp(solver, options)
+
+
+def _check_lp(solver, options):
+    """Refuse, from public options only, what the lp ball (``constraint="lp"``) does not support."""
+    p, lp = options.get("p"), options.get("constraint", "l1") == "lp"
+    if not lp:
+        return
+    if p is None or not 1.0 < float(p) <= 2.0:
+        raise ValueError(f"constraint='lp' needs the ball's exponent p in (1, 2], got p={p!r}.")
+    if options.get("intercept_bound") is not None:
+        raise ValueError(
+            f"{solver}: constraint='lp' puts every coordinate (the intercept too) in the "
+            "lp ball; intercept_bound is for constraint='l1'."
+        )
+    if options.get("refit"):
+        raise ValueError("frank_wolfe's refit is over the l1 polytope: use refit=0 here.")
 
 
 def checked_domain(solver, args):

@@ -433,42 +433,14 @@ def _allocate(rng, n_rows, n_public, blocks):
     return [np.flatnonzero(allocation == i) for i in range(len(blocks))]
 
 
-def _check_lp(solver, options):
-    """Refuse, from public options only, what the lp ball does not support."""
-    # The values of constraint are the registry's (option_constraints).
-    if options.get("constraint", "l1") != "lp":
-        return
-    p = options.get("p")
-    if p is None or not 1.0 < float(p) <= 2.0:
-        raise ValueError(f"constraint='lp' needs the ball's exponent p in (1, 2], got p={p!r}.")
-    if options.get("intercept_bound") is not None:
-        raise ValueError(
-            f"{solver}: constraint='lp' puts every coordinate (the intercept too) in the "
-            "lp ball; intercept_bound is for constraint='l1'."
-        )
+def check_options(solver, *, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
+    """Refuse the options of ``solver`` (either mirror-descent solver) from public inputs only.
 
-
-def _public_check(solver, *, loss_name, n_outputs, penalty, alpha, l1_ratio, public, options):
-    """The registry check of ``solver`` (its keywords: what ``SolverSpec.check`` receives)."""
+    The registry's check of both (``SolverSpec.check``, with the solver's
+    name bound), which the estimators call before they reserve the spend.
+    """
     check_l1_options(solver, n_outputs=n_outputs, options=options)
-    _check_lp(solver, options)
     check_strongly_convex(solver, penalty, alpha, l1_ratio, public, options)
-
-
-def check_mirror_descent(**arguments):
-    """Refuse ``mirror_descent`` options from public inputs only (``SolverSpec.check``).
-
-    Called by the estimators before they reserve the spend.
-    """
-    _public_check("mirror_descent", **arguments)
-
-
-def check_localized_mirror_descent(**arguments):
-    """Refuse ``localized_mirror_descent`` options from public inputs only (``SolverSpec.check``).
-
-    Called by the estimators before they reserve the spend.
-    """
-    _public_check("localized_mirror_descent", **arguments)
 
 
 def _mirror_descent_fit(solver, kind, args):
@@ -480,9 +452,8 @@ def _mirror_descent_fit(solver, kind, args):
     data, loss, epsilon = args.data, args.loss, args.epsilon
     strongly_convex = args.strongly_convex
     with public_setup():  # public inputs and the released row count only
-        _check_lp(solver, vars(args))
-        p = _resolve_p(args.p, n_columns, args.constraint)
         domain = checked_domain(solver, args)
+        p = _resolve_p(args.p, n_columns, args.constraint)
         # Public stand-in for the row count (a DP count from the estimators): the
         # true n is private under add/remove and only indexes rows.
         n_samples = data.n_public
