@@ -393,6 +393,35 @@ def _release_median(utilities, epsilon, rng, label):
     return index, ([] if math.isinf(epsilon) else [selection_event(epsilon, label)])
 
 
+def interval_center_utilities(at_or_below, size):
+    """Utilities of the intervals between consecutive candidates for the median (sensitivity 1/2).
+
+    Interval ``k`` is ``(c_k, c_{k+1}]``; its utility is
+    ``-max(#{v <= c_k} - n/2, n/2 - #{v <= c_{k+1}}, 0)``: 0 for the
+    interval that holds the median, and minus the rows between it and the
+    median elsewhere.  Adding a row moves each count by 0 or 1 and ``n/2``
+    by 1/2, so each term moves by at most 1/2, and so does their maximum.
+    Unlike the utility of a single candidate, it does not stay flat across
+    the intervals outside a feature's span narrower than the grid.
+    """
+    at_or_below = np.asarray(at_or_below, dtype=np.float64)
+    half = 0.5 * float(size)
+    return -np.maximum(np.maximum(at_or_below[:-1] - half, half - at_or_below[1:]), 0.0)
+
+
+def release_interval_center(at_or_below, size, candidates, *, epsilon, rng, label):
+    """The DP median among the intervals ``(c_k, c_{k+1}]`` between ``candidates``: its end ``c_{k+1}``.
+
+    The interval's closed end, a candidate: a feature whose median is a
+    candidate (the 0 of a mostly-zero column) is centred exactly there, so
+    the rows at the median stay exactly at the centre.
+    """
+    index, events = _release_median(
+        interval_center_utilities(at_or_below, size), epsilon, rng, label
+    )
+    return BoundRelease(float(candidates[index + 1]), events)
+
+
 def capped_utilities(utilities, cap):
     """The utilities of the candidates of :data:`GRID` up to ``cap`` (public): a prefix.
 

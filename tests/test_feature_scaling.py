@@ -1,12 +1,12 @@
 """Per-feature scaling (``feature_scaling``): releases, the standardised design, the fit.
 
-The centred scales are two vector releases (a histogram of magnitudes, the
-clipped sums and sums of squares): their exact values, sensitivities and
-noise through the gateway's trace, and their events against the planned
-ones.  The uncentred magnitudes are exponential mechanisms over a public
-grid: their utilities are checked against a brute-force count, their output
-law exactly on neighbouring data (add/remove one row), their noise scales
-and events likewise.  The
+The per-feature releases are exponential mechanisms over public grids: their
+utilities are checked against a brute-force count, their output law exactly
+on neighbouring data (add/remove one row), their noise scales through the
+gateway's trace, and their events against the planned ones.  The vector
+releases of many features (a histogram of magnitudes, the clipped sums and
+sums of squares) likewise: their exact values, sensitivities, noise and
+events.  The
 standardised design is checked product by product against the matrix it
 stands for; the fit against scikit-learn without noise.
 """
@@ -27,15 +27,18 @@ from sklearn_dp._bounds import GRID, WINDOW
 from sklearn_dp._feature_scales import (
     CENTERED_NOISE_FACTOR,
     FEATURE_GRID,
+    FEATURE_HALF_WIDTH_WINDOW,
     FEATURE_PRIOR,
     FEATURE_TILT,
     FEATURE_UNIT_MAGNITUDE,
     MAGNITUDE_EDGES,
     SCALE_REACH,
     SCALES_DELTA_FRACTION,
+    VECTOR_MIN_FEATURES,
     centered_count_noise,
     centered_scale_events,
     centered_scale_multiplier,
+    feature_center_candidates,
     feature_scale_utilities,
     planned_scale_events,
     release_centered_scales,
@@ -106,124 +109,54 @@ def test_feature_scale_utilities_are_exact_and_ignore_zeros():
     # A rare 0/1 column: the zeros do not push the scale below the ones.
     rare = np.r_[np.zeros(990), np.ones(10)]
     assert GRID[np.argmax(feature_scale_utilities(rare, 1000.0))] == 1.0
+    # Half-widths: candidates beyond GRID, up to the cap.
+    wide = feature_scale_utilities(np.full(10, 3e8), 10.0, cap=4e8)
+    assert FEATURE_GRID[np.argmax(wide)] >= 3e8
 
 
-def _centered_trace(X, multiplier, pure=False, n_public=None, seed=0):
-    with trace_releases() as trace:
-        scales = release_centered_scales(
-            X,
-            multiplier=multiplier,
-            pure=pure,
-            n_public=float(X.shape[0] if n_public is None else n_public),
-            rng=np.random.default_rng(seed),
-        )
-    return scales, trace.releases
-
-
-def _magnitude_counts(X):
-    """Brute force: the counts of each feature's nonzero |x| in the bins of MAGNITUDE_EDGES."""
-    edges = np.r_[0.0, MAGNITUDE_EDGES, np.inf]
-    counts = np.zeros((X.shape[1], edges.size - 1))
-    for j in range(X.shape[1]):
-        for value in np.abs(X[:, j]):
-            if value > 0:
-                counts[j, np.flatnonzero((edges[:-1] <= value) & (value < edges[1:]))[0]] += 1
-    return counts
-
-
-@pytest.mark.parametrize("pure", [False, True])
-def test_centred_scales_release_exact_values_sensitivities_and_noise(pure):
-    X, _ = _raw_table(300)
-    d, multiplier = X.shape[1], 3.0
-    scales, (histogram, sums, about) = _centered_trace(X, multiplier, pure)
-    # The histogram: a row adds 1 to one bin of each feature (zeros to none).
-    np.testing.assert_array_equal(histogram.value, _magnitude_counts(X))
-    # Features whose noisy mode is the bin of 1 keep their units.
-    mode = np.argmax(histogram.output, axis=1)
-    unit = mode == np.searchsorted(MAGNITUDE_EDGES, 1.0, side="right")
-    assert unit[2] and not unit[0] and not unit[1]
-    top = MAGNITUDE_EDGES[np.minimum(mode + 1, MAGNITUDE_EDGES.size - 1)]
-    np.testing.assert_array_equal(scales.clip, np.where(unit, FEATURE_UNIT_MAGNITUDE, top))
-    # The sums of w and w^2 of the other features: first w = clip(x / M),
-    # then about that centre in units of SCALE_REACH of that spread.
-    k = int(np.sum(~unit))
-    n = float(X.shape[0])
-    floor = centered_count_noise(multiplier, 2 * k, pure) / n
-    clipped = np.clip(X[:, ~unit], -top[~unit], top[~unit])
-
-    def moments(record, center, reach):
-        w = np.clip((clipped - center) / reach, -1.0, 1.0)
-        np.testing.assert_allclose(record.value, np.vstack([w.sum(axis=0), (w * w).sum(axis=0)]))
-        mean = np.clip(record.output[0] / n, -1.0, 1.0)
-        second = np.clip(record.output[1] / n - mean**2, floor, 1.0)
-        return center + reach * mean, reach * np.sqrt(second)
-
-    center, spread = moments(sums, 0.0, top[~unit])
-    center, spread = moments(about, center, SCALE_REACH * spread)
-    np.testing.assert_allclose(scales.center[~unit], center)
-    np.testing.assert_allclose(scales.scale[~unit], spread)
-    np.testing.assert_array_equal(scales.center[unit], 0.0)
-    np.testing.assert_array_equal(scales.scale[unit], 1.0)
-    for record, sensitivity in ((histogram, d), (sums, 2 * k), (about, 2 * k)):
-        if pure:
-            assert record.mechanism == "laplace"
-            assert record.sensitivity == sensitivity
-            assert record.scale == pytest.approx(multiplier * sensitivity, rel=1e-12)
-        else:
-            assert record.mechanism == "gaussian"
-            assert record.sensitivity == pytest.approx(math.sqrt(sensitivity), rel=1e-12)
-            assert record.scale == pytest.approx(multiplier * math.sqrt(sensitivity), rel=1e-12)
-    assert centered_scale_events(multiplier, pure) == [
-        dpe.SelfComposedDpEvent(
-            (dpe.LaplaceDpEvent if pure else dpe.GaussianDpEvent)(multiplier), 3
-        )
-    ]
-
-
-@pytest.mark.parametrize("hostile", [-1e300, -130.0, 0.0, 1e-300, 1.0, 3e4, 1e300])
-def test_centred_scales_sensitivities_hold_for_a_hostile_row(hostile):
-    # Adding one row moves the histogram by at most one count per feature
-    # and the sums of u and u^2 by at most 1 each: L2 sqrt(d) and sqrt(2 k),
-    # L1 d and 2 k, with the sums taken at the same released magnitudes.
-    X, _ = _raw_table(300)
-    d = X.shape[1]
-    Y = np.vstack([X, np.full((1, d), hostile)])
-    before, after = _magnitude_counts(X), _magnitude_counts(Y)
-    assert np.sum(np.abs(after - before)) <= d
-    assert np.linalg.norm(after - before) <= math.sqrt(d) + 1e-12
-    magnitudes = np.array([1e5, 1e2, 10.0, 1e-3])
-    for center, reach in ((0.0, magnitudes), (np.array([3e4, 36.0, 0.5, 0.0]), magnitudes / 7)):
-        u = np.clip((np.clip(X, -magnitudes, magnitudes) - center) / reach, -1, 1)
-        v = np.clip((np.clip(Y, -magnitudes, magnitudes) - center) / reach, -1, 1)
-        change = np.r_[v.sum(0) - u.sum(0), (v * v).sum(0) - (u * u).sum(0)]
-        assert np.sum(np.abs(change)) <= 2 * d + 1e-12
-        assert np.linalg.norm(change) <= math.sqrt(2 * d) + 1e-12
-
-
-def test_features_far_from_zero_are_centred_and_scaled_in_their_magnitudes_units():
-    # A longitude near -120 with a spread of 2 and an income in dollars:
-    # with little noise the centre lands within the spread and the scale
-    # near it, however far the values lie from 0 (the first moments, in
-    # units of the magnitude, see the longitude's spread as noise; the
-    # second, about their centre, resolve it).  A longitude of spread 0.05
-    # is centred within about its spread, and its scale is never narrower
-    # than its spread (the noise of the second moment bounds it below).
-    rng = np.random.default_rng(3)
-    n = 4000
-    X = np.column_stack(
-        [
-            -120.0 + 2.0 * rng.normal(size=n),
-            rng.lognormal(10, 0.5, n),
-            -120.0 + 0.05 * rng.normal(size=n),
-        ]
+@pytest.mark.parametrize("hostile", [-1e300, -130.0, -120.0, -119.97, 0.0, 1e300])
+def test_interval_centre_utilities_move_by_at_most_one_half(hostile):
+    rng = np.random.default_rng(2)
+    values = -120.0 + 0.05 * rng.normal(size=200)
+    candidates = feature_center_candidates(128.0)
+    before = _bounds.interval_center_utilities(*_bounds.center_counts_on(values, candidates))
+    after = _bounds.interval_center_utilities(
+        *_bounds.center_counts_on(np.append(values, hostile), candidates)
     )
-    for seed in range(3):
-        scales, _ = _centered_trace(X, 0.5, seed=seed)
-        for j in range(2):
-            assert abs(scales.center[j] - X[:, j].mean()) < 0.2 * X[:, j].std()
-            assert 0.7 < scales.scale[j] / X[:, j].std() < 1.4
-        assert abs(scales.center[2] + 120.0) < 0.05
-        assert scales.scale[2] > X[:, 2].std()
+    assert before.shape == (candidates.size - 1,)
+    assert np.max(np.abs(before - after)) <= 0.5
+
+
+def test_narrow_feature_far_from_zero_is_centred_within_one_interval():
+    # A longitude near -120 with a spread far below the grid's spacing: the
+    # median of single candidates was flat outside the data and drew a
+    # centre anywhere in [-2M, 2M]; the interval holding the data wins.
+    rng = np.random.default_rng(3)
+    X = (-120.0 + 0.05 * rng.normal(size=2000))[:, None]
+    scales, _ = release_feature_scales(
+        X, epsilon=3.0, n_public=2000.0, rng=np.random.default_rng(4), centered=True
+    )
+    spacing = 2.0 * scales.clip[0] / _feature_scales.FEATURE_CENTER_STEPS
+    assert abs(scales.center[0] + 120.0) <= spacing
+
+
+def test_two_modes_are_centred_between_them_under_a_wide_magnitude():
+    # A longitude of two regions (near -122 and -118): its median lies in
+    # the gap.  A magnitude drawn six times too wide (the prior prefers wide
+    # bounds where the data do not decide) must still leave a grid fine
+    # enough to centre it within a fraction of its spread.
+    rng = np.random.default_rng(5)
+    north = rng.random(12_000) < 0.5
+    values = np.where(north, rng.normal(-122.0, 0.7, 12_000), rng.normal(-118.2, 0.6, 12_000))
+    candidates = feature_center_candidates(749.9)
+    center = _bounds.release_interval_center(
+        *_bounds.center_counts_on(values, candidates),
+        candidates,
+        epsilon=math.inf,
+        rng=np.random.default_rng(0),
+        label="feature scales (centre)",
+    ).value
+    assert abs(center - np.median(values)) <= 0.5
 
 
 @pytest.mark.parametrize("hostile", [-1e300, -3.0, 0.0, 1e-300, 2.0, 1e12, 1e300])
@@ -239,49 +172,122 @@ def test_feature_scale_release_is_epsilon_dp_exactly(hostile, epsilon):
     assert np.max(np.abs(log_p - log_q)) <= epsilon * (1 + 1e-9)
 
 
-def test_release_feature_scales_noise_scales_and_events():
+@pytest.mark.parametrize("hostile", [-1e300, -2.0, 0.5, 1.0, 7.0, 1e300])
+def test_two_sided_half_width_is_one_epsilon_release(hostile):
+    # Given the released centre, a row lies above it, below it or on it: it
+    # moves one of the two utilities, so the pair's joint law moves by at
+    # most epsilon (parallel composition), not 2 epsilon.
+    epsilon, center, magnitude = 0.7, 1.0, 10.0
+    rng = np.random.default_rng(2)
+    column = np.clip(rng.normal(1.0, 1.5, 25), -magnitude, magnitude)
+    cap = 2.0 * magnitude + abs(center)
+
+    def joint(values):
+        values = np.clip(values, -magnitude, magnitude)
+        laws = [
+            _log_law(
+                feature_scale_utilities(side, 25.0, cap=cap)
+                + _prior(np.sum(FEATURE_GRID <= cap), epsilon),
+                epsilon,
+            )
+            for side in (np.maximum(values - center, 0.0), np.maximum(center - values, 0.0))
+        ]
+        return laws[0][:, None] + laws[1][None, :]
+
+    ratio = joint(column) - joint(np.append(column, hostile))
+    assert np.max(np.abs(ratio)) <= epsilon * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("centered", [True, False])
+def test_release_feature_scales_noise_scales_and_events(centered):
     X, _ = _raw_table(300)
     epsilon = 0.6
     d = X.shape[1]
-    each = epsilon / d
+    parts = 3 if centered else 1
+    each = epsilon / (d * parts)
     with trace_releases() as trace:
         scales, events = release_feature_scales(
-            X, epsilon=epsilon, n_public=300.0, rng=np.random.default_rng(0)
+            X, epsilon=epsilon, n_public=300.0, rng=np.random.default_rng(0), centered=centered
         )
     releases = trace.releases
-    assert len(releases) == d
-    for j, record in enumerate(releases):
+    # Centred: magnitude, centre, and the two sides (one release together),
+    # the last three only for features not on the unit scale already.
+    scaled = scales.clip > FEATURE_UNIT_MAGNITUDE if centered else np.ones(d, dtype=bool)
+    assert 0 < np.sum(scaled) < d or not centered
+    assert len(releases) == d + (3 * np.sum(scaled) if centered else 0)
+    for record in releases:
         assert record.mechanism == "exponential"
         assert record.scale == pytest.approx(1.0 / each, rel=1e-12)
-        assert record.sensitivity == 1.0
-        expected = feature_scale_utilities(X[:, j], 300.0) + _prior(GRID.size, each)
+        assert record.sensitivity == (0.5 if "centre" in record.label else 1.0)
+    magnitudes = [r for r in releases if "magnitude" in r.label]
+    for j, record in enumerate(magnitudes):
+        expected = feature_scale_utilities(X[:, j], 300.0)
+        expected = expected + _prior(GRID.size, each)
         np.testing.assert_allclose(record.value, expected)
-        assert scales.clip[j] == FEATURE_GRID[record.output]
-    np.testing.assert_array_equal(scales.scale, scales.clip)
-    np.testing.assert_array_equal(scales.center, 0.0)
-    assert events == planned_scale_events(d, epsilon)
+        magnitude = FEATURE_GRID[record.output]
+        assert scales.clip[j] == (magnitude if scaled[j] else FEATURE_UNIT_MAGNITUDE)
+    if centered:
+        centres = [r for r in releases if "centre" in r.label]
+        for j, record in zip(np.flatnonzero(scaled), centres, strict=True):
+            candidates = feature_center_candidates(scales.clip[j])
+            assert scales.center[j] == candidates[record.output + 1]
+        np.testing.assert_array_equal(scales.scale[~scaled], 1.0)
+        np.testing.assert_array_equal(scales.center[~scaled], 0.0)
+    else:
+        np.testing.assert_array_equal(scales.scale, scales.clip)
+        np.testing.assert_array_equal(scales.center, 0.0)
+    assert events == planned_scale_events(d, epsilon, centered)
     assert events == [
         dpe.SelfComposedDpEvent(
-            PureEpsilonDpEvent(each, f"{EXPONENTIAL_MECHANISM}: feature scales (magnitude)"), d
+            PureEpsilonDpEvent(each, f"{EXPONENTIAL_MECHANISM}: feature scales ({part})"), d
         )
+        for part in (("magnitude", "centre", "half-width") if centered else ("magnitude",))
     ]
     assert epsilon_of_event(dpe.ComposedDpEvent(events), 0.0) == pytest.approx(epsilon)
 
 
-@pytest.mark.parametrize("seed", range(5))
-def test_standardised_values_stay_bounded_whatever_the_noise(seed):
-    # Few rows, much noise: the magnitude M may come out anywhere, but the
-    # centres and spreads are in its units and each spread is floored at
-    # sqrt(floor) times its units (the noise of the mean): the first spread
-    # at M sqrt(floor), the scale at 4 times that times sqrt(floor), while
-    # |clip(x) - c| stays below 6 M.  No standardised value exceeds 1.5 / floor.
+def test_half_widths_use_the_tighter_window():
+    # A 0/1 column's distances to its centre are one value: with the
+    # magnitude's window (10) every candidate up to ten times it would be as
+    # good, and a draw would shrink the column's signal as much.
+    X, _ = _raw_table(300)
+    epsilon, d = 0.6, X.shape[1]
+    each = epsilon / (3 * d)
+    with trace_releases() as trace:
+        scales, _ = release_feature_scales(
+            X, epsilon=epsilon, n_public=300.0, rng=np.random.default_rng(1), centered=True
+        )
+    sides = [r for r in trace.releases if "half-width" in r.label]
+    scaled = np.flatnonzero(scales.clip > FEATURE_UNIT_MAGNITUDE)
+    assert len(sides) == 2 * scaled.size > 0
+    for i, j in enumerate(scaled):
+        column = np.clip(X[:, j], -scales.clip[j], scales.clip[j])
+        cap = 2.0 * scales.clip[j] + abs(scales.center[j])
+        for record, side in zip(
+            sides[2 * i : 2 * i + 2],
+            (
+                np.maximum(column - scales.center[j], 0.0),
+                np.maximum(scales.center[j] - column, 0.0),
+            ),
+        ):
+            expected = feature_scale_utilities(
+                side, 300.0, window=FEATURE_HALF_WIDTH_WINDOW, cap=cap
+            )
+            expected = expected + _prior(expected.size, each)
+            np.testing.assert_allclose(record.value, expected)
+    assert FEATURE_HALF_WIDTH_WINDOW == 4.0 < WINDOW
+
+
+def test_rare_flag_never_gets_a_scale_that_blows_it_up():
+    # Few rows per release: the prior draws large scales, never tiny ones.
     X, _ = _raw_table(200)
-    multiplier = 30.0
-    scales, _ = _centered_trace(X, multiplier, seed=seed)
-    scaled = scales.clip != FEATURE_UNIT_MAGNITUDE
-    floor = centered_count_noise(multiplier, 2 * int(np.sum(scaled)), False) / 200.0
-    Z = (np.clip(X, -scales.clip, scales.clip) - scales.center) / scales.scale
-    assert np.all(np.abs(Z[:, scaled]) <= 1.5 / min(floor, 1.0) + 1e-9)
+    small = []
+    for seed in range(20):
+        scales, _ = release_feature_scales(
+            X[:, 3:], epsilon=0.01, n_public=200.0, rng=np.random.default_rng(seed), centered=True
+        )
+        small.append(scales.clip[0] < 0.1 or scales.scale[0] < 0.1)
+    assert sum(small) <= 2
 
 
 # -- the standardised design --------------------------------------------------------
@@ -436,16 +442,12 @@ def test_predictions_bound_rows_as_the_fit_did(sparse):
         epsilon=math.inf, feature_scaling=True, classes=[0, 1], C=1e4
     ).fit(X, y)
     regressor = DPSCORegressor(epsilon=math.inf, feature_scaling=True, alpha=1e-6).fit(X, score)
+    far = X[:50] * 1e6
+    far[:5] = X[:5]  # rows within the bounds predict as the linear model
     for model in (classifier, regressor):
         if sparse:
             # Sparse X is never centred: refit so that the centres are 0.
             model = clone(model).fit(sp.csr_matrix(X), y if model is classifier else score)
-        # Rows within the bounds (the fit's clip leaves them as they are)
-        # predict as the linear model.
-        within = np.flatnonzero(np.all(_bounded_like_fit(model, X) == X, axis=1))[:5]
-        assert within.size == 5
-        far = X[:50] * 1e6
-        far[:5] = X[within]
         rows = sp.csr_matrix(far) if sparse else far
         bounded = _bounded_like_fit(model, far)
         scores = (
@@ -453,141 +455,94 @@ def test_predictions_bound_rows_as_the_fit_did(sparse):
         )
         expected = bounded @ np.ravel(model.coef_) + np.ravel(model.intercept_)
         np.testing.assert_allclose(scores, expected, rtol=1e-10, atol=1e-8)
-        inside = X[within] @ np.ravel(model.coef_) + np.ravel(model.intercept_)
+        inside = X[:5] @ np.ravel(model.coef_) + np.ravel(model.intercept_)
         np.testing.assert_allclose(scores[:5], inside, rtol=1e-10, atol=1e-8)
 
 
 def test_a_tiny_released_scale_never_makes_predictions_explode():
-    # The rare 0/1 column's magnitude released far below its ones (what an
-    # unlucky draw at few rows can give): its clip, centre and scale are all
-    # tiny, and a one is large in standardised units.  The fit scaled those
-    # rows down to the row bound; predictions must do the same, not
-    # extrapolate by 1e8.
+    # The rare 0/1 column's half-width released as the smallest candidate
+    # (what an unlucky draw at few rows per release can give): its ones are
+    # huge in standardised units.  The fit scaled those rows down to the row
+    # bound; predictions must do the same, not extrapolate by 1e8.
     X, score = _raw_table(3000)
     X_test, score_test = _raw_table(1000, seed=1)
+    magnitudes = []
     rare = 3
 
     def substitute(release):
-        if release.label == "feature scales (magnitudes)":
-            counts = np.array(release.value)
-            counts[rare] = 0.0
-            counts[rare, 0] = 3000.0  # the mode in the smallest bin
-            return counts
-        if release.mechanism == "exponential":
-            return int(np.argmax(release.value))
-        return release.value
+        if release.mechanism != "exponential":
+            return release.value
+        ours = "feature scales" in release.label
+        if ours and "magnitude" in release.label:
+            magnitudes.append(release.label)
+            if len(magnitudes) == rare + 1:
+                # Drawn above the unit scale, so the column gets a half-width.
+                return int(np.searchsorted(FEATURE_GRID, 10.0))
+        if ours and "half-width" in release.label and len(magnitudes) == rare + 1:
+            return 0
+        return int(np.argmax(release.value))
 
     with trace_releases(substitute=substitute):
         model = DPSCORegressor(epsilon=1.0, feature_scaling=True, random_state=0).fit(X, score)
-    assert model.feature_scale_[rare] < 1e-6
+    assert model.feature_scale_[3] < 1e-6
     assert model.score(X_test, score_test) > 0.5
 
 
-def _scale_each(d, share, delta_rest, epsilon_rest, bound_shares):
-    """The per-release epsilon of an uncentred fit's magnitudes, from its documented shares."""
+def _scale_each(d, share, delta_rest, epsilon_rest, bound_shares, centered=True):
+    """The per-release epsilon a fit plans, from its documented shares."""
     count = COUNT_EPSILON_FRACTION * epsilon_rest
     remainder = epsilon_rest - count - sum(bound_shares) * epsilon_rest - share
     most = share + _feature_scales.SCALING_FLOOR_PART * remainder
-    return _feature_scales.scale_release_epsilon(d, share, delta_rest, count, most)
+    return _feature_scales.scale_release_epsilon(d, share, centered, delta_rest, count, most)
 
 
-def _centred_multiplier(share, delta_rest, epsilon_rest, bound_shares, count=True):
-    """The noise multiplier of a centred fit's scales, and their basic cost, from its shares."""
-    count = COUNT_EPSILON_FRACTION * epsilon_rest if count else 0.0
-    remainder = epsilon_rest - count - sum(bound_shares) * epsilon_rest - share
-    most = share + _feature_scales.SCALING_FLOOR_PART * remainder
-    return centered_scale_multiplier(share, epsilon_rest, delta_rest, count or None, most)
-
-
-@pytest.mark.parametrize("d", [13, 30, 100])
-def test_scale_release_epsilon_composes_the_releases_as_zcdp(d):
+@pytest.mark.parametrize("d, centered", [(4, True), (13, True), (13, False), (30, True)])
+def test_scale_release_epsilon_composes_the_releases_as_zcdp(d, centered):
     share, delta, count = 0.2, 1e-5, 0.05
-    basic = share / d
-    assert _feature_scales.scale_release_epsilon(d, share) == basic
-    assert _feature_scales.scale_release_epsilon(d, share, 0.0, count) == basic
-    each = _feature_scales.scale_release_epsilon(d, share, delta, count)
+    releases = d * (3 if centered else 1)
+    basic = share / releases
+    assert _feature_scales.scale_release_epsilon(d, share, centered) == basic
+    assert _feature_scales.scale_release_epsilon(d, share, centered, 0.0, count) == basic
+    each = _feature_scales.scale_release_epsilon(d, share, centered, delta, count)
     # Bounded range: each release is each^2 / 8-zCDP (Cesar and Rogers
     # 2021), the count (Laplace) count^2 / 2-zCDP; together they cost the
     # count's epsilon plus the share, converted at delta.
-    rho = count**2 / 2 + d * each**2 / 8
+    rho = count**2 / 2 + releases * each**2 / 8
     assert epsilon_of_zcdp(rho, delta) == pytest.approx(count + share, rel=1e-6)
     assert epsilon_of_zcdp(rho, delta) <= count + share
     assert each > basic
-    if d >= 30:
+    if releases >= 39:
         assert each > 2.5 * basic
     # The cap on the summed epsilons (what a solver planned from released
     # values is certified with), never below basic composition.
-    capped = _feature_scales.scale_release_epsilon(d, share, delta, count, 1.5 * share)
-    assert d * capped == pytest.approx(min(d * each, 1.5 * share))
-    assert _feature_scales.scale_release_epsilon(d, share, delta, count, 0.0) == basic
-
-
-@pytest.mark.parametrize("count", [None, 0.05])
-def test_centred_scale_multiplier_takes_its_share_as_gaussians_compose(count):
-    from sklearn_dp.accounting import calibrate_noise_multiplier
-
-    share, total, delta = 0.2, 1.0, 1e-5
-    prefix = [] if count is None else [dpe.LaplaceDpEvent(1.0 / count)]
-
-    def gaussian(target):
-        return calibrate_noise_multiplier(
-            lambda s: dpe.ComposedDpEvent(prefix + [dpe.GaussianDpEvent(s)]), target, delta
-        )
-
-    # Uncapped: the least noise the share allows is that of the releases
-    # which, with a Gaussian meeting total - share, compose into the
-    # Gaussian meeting total (Gaussians compose exactly); the releases take
-    # CENTERED_NOISE_FACTOR times it.
-    multiplier, cost = centered_scale_multiplier(share, total, delta, count, 10.0)
-    least = multiplier / CENTERED_NOISE_FACTOR
-    combined = (3.0 / least**2 + gaussian(total - share) ** -2) ** -0.5
-    assert combined == pytest.approx(gaussian(total), rel=1e-3)
-    releases = dpe.ComposedDpEvent(centered_scale_events(multiplier, False))
-    assert cost == pytest.approx(epsilon_of_event(releases, SCALES_DELTA_FRACTION * delta))
-    # The basic-composition cost is capped (before the factor), and the
-    # noise never exceeds what the share alone needs at the scales' delta.
-    capped, capped_cost = centered_scale_multiplier(share, total, delta, count, 0.3)
-    assert capped >= multiplier
-    at_cap = dpe.ComposedDpEvent(centered_scale_events(capped / CENTERED_NOISE_FACTOR, False))
-    assert epsilon_of_event(at_cap, SCALES_DELTA_FRACTION * delta) <= 0.3 + 1e-6
-    most, _ = centered_scale_multiplier(share, total, delta, count, 0.0)
-    alone = dpe.ComposedDpEvent(centered_scale_events(most / CENTERED_NOISE_FACTOR, False))
-    assert epsilon_of_event(alone, SCALES_DELTA_FRACTION * delta) == pytest.approx(share, rel=1e-6)
-    # Pure DP: three Laplace mechanisms whose epsilons sum to the share over
-    # the factor.
-    pure, pure_cost = centered_scale_multiplier(share, total, 0.0)
-    assert pure == pytest.approx(CENTERED_NOISE_FACTOR * 3.0 / share)
-    assert pure_cost == pytest.approx(share / CENTERED_NOISE_FACTOR)
-    assert epsilon_of_event(
-        dpe.ComposedDpEvent(centered_scale_events(pure, True)), 0.0
-    ) == pytest.approx(pure_cost)
+    capped = _feature_scales.scale_release_epsilon(d, share, centered, delta, count, 1.5 * share)
+    assert releases * capped == pytest.approx(min(releases * each, 1.5 * share))
+    assert _feature_scales.scale_release_epsilon(d, share, centered, delta, count, 0.0) == basic
 
 
 def test_feature_scaling_composed_releases_keep_the_guarantee():
     """The whole event and the basic-composition floor both stay within epsilon."""
     X, score = _raw_table(3000)
     y = (score > 0).astype(int)
+    d = X.shape[1]
     for solver in ("dp_gd", "dp_sgd"):
         model = DPLogisticRegression(
             epsilon=1.0, classes=[0, 1], feature_scaling=True, solver=solver, random_state=0
         )
         plan = model._fit_plan(X, y)
-        multiplier, cost = _centred_multiplier(plan.shares["scales"], 1e-5, 1.0, (0.1, 0.0))
-        assert plan.context["scaling"]["multiplier"] == multiplier
+        each = _scale_each(d, plan.shares["scales"], 1e-5, 1.0, (0.1, 0.0))
+        assert each > plan.shares["scales"] / (3 * d)
         # Basic composition of every part: what certifies a solver whose
-        # noise is planned from released values (the floor); the scales'
-        # Gaussians take their part of delta, the solver the rest.
-        planner = plan.context["planner"]
-        basic = plan.shares["count"] + sum(plan.shares["bounds"]) + cost
-        assert basic + planner.floor == pytest.approx(1.0)
-        assert planner.floor >= 0.5 * (1.0 - plan.shares["count"] - 0.1 - plan.shares["scales"])
-        assert (
-            plan.shares["solver"][1]
-            == planner.delta
-            == pytest.approx((1 - SCALES_DELTA_FRACTION) * 1e-5)
-        )
+        # noise is planned from released values (the floor).
+        floor = plan.context["planner"].floor
+        basic = plan.shares["count"] + sum(plan.shares["bounds"]) + 3 * d * each
+        assert basic + floor == pytest.approx(1.0)
+        assert floor >= 0.5 * (1.0 - plan.shares["count"] - 0.1 - plan.shares["scales"])
         model.fit(X, y)
-        assert centered_scale_events(multiplier, False) == model.dp_event_.events[1:2]
+        assert (
+            planned_scale_events(d, plan.shares["scales"], True, each)
+            == (model.dp_event_.events[1:4])
+        )
         assert epsilon_of_event(model.dp_event_, 1e-5) <= 1.0 + 1e-9
         # dp_accounting's own RDP accountant reads the whole event.
         assert math.isfinite(accountant_epsilon(model.dp_event_, 1e-5, "rdp"))
@@ -604,18 +559,17 @@ def test_feature_scaling_fit_releases_accounts_and_reports_raw_units():
     labels = [r.label for r in trace.releases]
     d = X.shape[1]
     assert labels[0] == "row count"
-    assert [label for label in labels if "feature scales" in label] == [
-        "feature scales (magnitudes)",
-        "feature scales (sums)",
-        "feature scales (sums about the centres)",
-    ]
-    assert labels.index("row norm bound") > labels.index("feature scales (sums about the centres)")
+    assert sum("feature scales" in label for label in labels) == 4 * d
+    assert labels.index("row norm bound") > max(
+        i for i, label in enumerate(labels) if "feature scales" in label
+    )
     assert [e.status for e in budget.ledger] == ["completed"]
     assert epsilon_of_event(model.dp_event_, 1e-5) <= 1.0 + 1e-9
     share = _bounds.SCALING_EPSILON_FRACTION * 1.0
-    multiplier, _ = _centred_multiplier(share, 1e-5, 1.0, (0.1, 0.0))
-    assert centered_scale_events(multiplier, False) == model.dp_event_.events[1:2]
+    each = _scale_each(d, share, 1e-5, 1.0, (0.1, 0.0))
+    assert planned_scale_events(d, share, True, each) == model.dp_event_.events[1:4]
     assert model.feature_center_.shape == model.feature_scale_.shape == (d,)
+    np.testing.assert_array_equal(model.feature_bound_, model.feature_bound_)
     assert model.data_norm_ == pytest.approx(np.linalg.norm(model.feature_bound_))
     # Raw units: predictions from coef_ and intercept_ as scikit-learn's, on
     # the rows bounded as the fit bounded them.
@@ -783,7 +737,7 @@ def test_auto_scaling_scales_raw_tables_in_the_callers_units():
         model = DPLogisticRegression(epsilon=1.0, random_state=0).fit(X, y)
     labels = [r.label for r in trace.releases]
     probe = labels.index("feature scales (rows with a large entry)")
-    assert probe < labels.index("feature scales (magnitudes)")
+    assert probe < labels.index("feature scales (magnitude)")
     assert model.feature_scale_.shape == (X.shape[1],)
     assert model.score(X, y) > 0.85
     np.testing.assert_allclose(
@@ -845,7 +799,243 @@ def test_dp_accounting_reads_the_event_of_a_scaled_fit(setting):
     assert math.isfinite(accountant_epsilon(model.dp_event_, 1e-5, "rdp"))
 
 
-def test_zero_one_column_stays_on_the_unit_scale():
+def test_zero_one_column_stays_on_the_unit_scale_with_few_rows_per_release():
+    # A 0/1 column's utility is flat over [1, 10) and equally bad elsewhere;
+    # with little evidence (rows of ones times epsilon small) the base
+    # measure decides, and must keep it near 1 (left as it is, the single
+    # row bound's treatment) rather than spread it over the grid's decades,
+    # where it is shrunk to nothing or has its ones clipped away.
+    rng = np.random.default_rng(3)
+    column = (rng.random(3000) < 0.3).astype(float)
+    each = 0.003
+    with trace_releases() as trace:
+        scales, _ = release_feature_scales(
+            column[:, None], epsilon=3 * each, n_public=3000.0, rng=rng, centered=True
+        )
+    (record,) = trace.releases
+    law = np.exp(_log_law(record.value, each))
+    unit = (FEATURE_GRID[: law.size] >= 1.0) & (FEATURE_GRID[: law.size] <= FEATURE_UNIT_MAGNITUDE)
+    assert law[unit].sum() > 0.5
+    if scales.clip[0] == FEATURE_UNIT_MAGNITUDE:
+        assert (scales.center[0], scales.scale[0]) == (0.0, 1.0)
+
+
+def test_unit_scale_features_keep_their_units_and_skip_centre_and_half_width():
+    # Standard-normal and 0/1 columns need no scaling: they are used as the
+    # single row bound uses them (clipped to the public unit magnitude), and
+    # only their magnitude is released; the income column is standardised.
+    rng = np.random.default_rng(4)
+    n = 4000
+    X = np.column_stack(
+        [rng.normal(size=n), (rng.random(n) < 0.4).astype(float), rng.lognormal(10, 0.5, n)]
+    )
+    with trace_releases() as trace:
+        scales, _ = release_feature_scales(
+            X, epsilon=3.0, n_public=float(n), rng=np.random.default_rng(0), centered=True
+        )
+    np.testing.assert_array_equal(scales.clip[:2], FEATURE_UNIT_MAGNITUDE)
+    np.testing.assert_array_equal(scales.scale[:2], 1.0)
+    np.testing.assert_array_equal(scales.center[:2], 0.0)
+    assert scales.clip[2] > FEATURE_UNIT_MAGNITUDE and scales.center[2] > 1e4
+    labels = [r.label for r in trace.releases]
+    assert sum("magnitude" in label for label in labels) == 3
+    assert sum("centre" in label for label in labels) == 1
+    assert sum("half-width" in label for label in labels) == 2
+    # Without centres every feature is scaled by its magnitude into [-1, 1].
+    scales, _ = release_feature_scales(
+        X, epsilon=3.0, n_public=float(n), rng=np.random.default_rng(0), centered=False
+    )
+    np.testing.assert_array_equal(scales.scale, scales.clip)
+    np.testing.assert_array_equal(scales.center, 0.0)
+
+
+# -- the vector releases of many features (release_centered_scales) --------------------
+
+
+def _centered_trace(X, multiplier, pure=False, n_public=None, seed=0):
+    with trace_releases() as trace:
+        scales = release_centered_scales(
+            X,
+            multiplier=multiplier,
+            pure=pure,
+            n_public=float(X.shape[0] if n_public is None else n_public),
+            rng=np.random.default_rng(seed),
+        )
+    return scales, trace.releases
+
+
+def _magnitude_counts(X):
+    """Brute force: the counts of each feature's nonzero |x| in the bins of MAGNITUDE_EDGES."""
+    edges = np.r_[0.0, MAGNITUDE_EDGES, np.inf]
+    counts = np.zeros((X.shape[1], edges.size - 1))
+    for j in range(X.shape[1]):
+        for value in np.abs(X[:, j]):
+            if value > 0:
+                counts[j, np.flatnonzero((edges[:-1] <= value) & (value < edges[1:]))[0]] += 1
+    return counts
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_centred_scales_release_exact_values_sensitivities_and_noise(pure):
+    X, _ = _raw_table(300)
+    d, multiplier = X.shape[1], 3.0
+    scales, (histogram, sums, about) = _centered_trace(X, multiplier, pure)
+    # The histogram: a row adds 1 to one bin of each feature (zeros to none).
+    np.testing.assert_array_equal(histogram.value, _magnitude_counts(X))
+    # Features whose noisy mode is the bin of 1 keep their units.
+    mode = np.argmax(histogram.output, axis=1)
+    unit = mode == np.searchsorted(MAGNITUDE_EDGES, 1.0, side="right")
+    assert unit[2] and not unit[0] and not unit[1]
+    top = MAGNITUDE_EDGES[np.minimum(mode + 1, MAGNITUDE_EDGES.size - 1)]
+    np.testing.assert_array_equal(scales.clip, np.where(unit, FEATURE_UNIT_MAGNITUDE, top))
+    # The sums of w and w^2 of the other features: first w = clip(x / M),
+    # then about that centre in units of SCALE_REACH of that spread.
+    k = int(np.sum(~unit))
+    n = float(X.shape[0])
+    floor = centered_count_noise(multiplier, 2 * k, pure) / n
+    clipped = np.clip(X[:, ~unit], -top[~unit], top[~unit])
+
+    def moments(record, center, reach):
+        w = np.clip((clipped - center) / reach, -1.0, 1.0)
+        np.testing.assert_allclose(record.value, np.vstack([w.sum(axis=0), (w * w).sum(axis=0)]))
+        mean = np.clip(record.output[0] / n, -1.0, 1.0)
+        second = np.clip(record.output[1] / n - mean**2, floor, 1.0)
+        return center + reach * mean, reach * np.sqrt(second)
+
+    center, spread = moments(sums, 0.0, top[~unit])
+    center, spread = moments(about, center, SCALE_REACH * spread)
+    np.testing.assert_allclose(scales.center[~unit], center)
+    np.testing.assert_allclose(scales.scale[~unit], spread)
+    np.testing.assert_array_equal(scales.center[unit], 0.0)
+    np.testing.assert_array_equal(scales.scale[unit], 1.0)
+    for record, sensitivity in ((histogram, d), (sums, 2 * k), (about, 2 * k)):
+        if pure:
+            assert record.mechanism == "laplace"
+            assert record.sensitivity == sensitivity
+            assert record.scale == pytest.approx(multiplier * sensitivity, rel=1e-12)
+        else:
+            assert record.mechanism == "gaussian"
+            assert record.sensitivity == pytest.approx(math.sqrt(sensitivity), rel=1e-12)
+            assert record.scale == pytest.approx(multiplier * math.sqrt(sensitivity), rel=1e-12)
+    assert centered_scale_events(multiplier, pure) == [
+        dpe.SelfComposedDpEvent(
+            (dpe.LaplaceDpEvent if pure else dpe.GaussianDpEvent)(multiplier), 3
+        )
+    ]
+
+
+@pytest.mark.parametrize("hostile", [-1e300, -130.0, 0.0, 1e-300, 1.0, 3e4, 1e300])
+def test_centred_scales_sensitivities_hold_for_a_hostile_row(hostile):
+    # Adding one row moves the histogram by at most one count per feature
+    # and the sums of u and u^2 by at most 1 each: L2 sqrt(d) and sqrt(2 k),
+    # L1 d and 2 k, with the sums taken at the same released magnitudes.
+    X, _ = _raw_table(300)
+    d = X.shape[1]
+    Y = np.vstack([X, np.full((1, d), hostile)])
+    before, after = _magnitude_counts(X), _magnitude_counts(Y)
+    assert np.sum(np.abs(after - before)) <= d
+    assert np.linalg.norm(after - before) <= math.sqrt(d) + 1e-12
+    magnitudes = np.array([1e5, 1e2, 10.0, 1e-3])
+    for center, reach in ((0.0, magnitudes), (np.array([3e4, 36.0, 0.5, 0.0]), magnitudes / 7)):
+        u = np.clip((np.clip(X, -magnitudes, magnitudes) - center) / reach, -1, 1)
+        v = np.clip((np.clip(Y, -magnitudes, magnitudes) - center) / reach, -1, 1)
+        change = np.r_[v.sum(0) - u.sum(0), (v * v).sum(0) - (u * u).sum(0)]
+        assert np.sum(np.abs(change)) <= 2 * d + 1e-12
+        assert np.linalg.norm(change) <= math.sqrt(2 * d) + 1e-12
+
+
+def test_features_far_from_zero_are_centred_and_scaled_in_their_magnitudes_units():
+    # A longitude near -120 with a spread of 2 and an income in dollars:
+    # with little noise the centre lands within the spread and the scale
+    # near it, however far the values lie from 0 (the first moments, in
+    # units of the magnitude, see the longitude's spread as noise; the
+    # second, about their centre, resolve it).  A longitude of spread 0.05
+    # is centred within about its spread, and its scale is never narrower
+    # than its spread (the noise of the second moment bounds it below).
+    rng = np.random.default_rng(3)
+    n = 4000
+    X = np.column_stack(
+        [
+            -120.0 + 2.0 * rng.normal(size=n),
+            rng.lognormal(10, 0.5, n),
+            -120.0 + 0.05 * rng.normal(size=n),
+        ]
+    )
+    for seed in range(3):
+        scales, _ = _centered_trace(X, 0.5, seed=seed)
+        for j in range(2):
+            assert abs(scales.center[j] - X[:, j].mean()) < 0.2 * X[:, j].std()
+            assert 0.7 < scales.scale[j] / X[:, j].std() < 1.4
+        assert abs(scales.center[2] + 120.0) < 0.05
+        assert scales.scale[2] > X[:, 2].std()
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_standardised_values_stay_bounded_whatever_the_noise(seed):
+    # Few rows, much noise: the magnitude M may come out anywhere, but the
+    # centres and spreads are in its units and each spread is floored at
+    # sqrt(floor) times its units (the noise of the mean): the first spread
+    # at M sqrt(floor), the scale at 4 times that times sqrt(floor), while
+    # |clip(x) - c| stays below 6 M.  No standardised value exceeds 1.5 / floor.
+    X, _ = _raw_table(200)
+    multiplier = 30.0
+    scales, _ = _centered_trace(X, multiplier, seed=seed)
+    scaled = scales.clip != FEATURE_UNIT_MAGNITUDE
+    floor = centered_count_noise(multiplier, 2 * int(np.sum(scaled)), False) / 200.0
+    Z = (np.clip(X, -scales.clip, scales.clip) - scales.center) / scales.scale
+    assert np.all(np.abs(Z[:, scaled]) <= 1.5 / min(floor, 1.0) + 1e-9)
+
+
+def _centred_multiplier(share, delta_rest, epsilon_rest, bound_shares, count=True):
+    """The noise multiplier of a centred fit's scales, and their basic cost, from its shares."""
+    count = COUNT_EPSILON_FRACTION * epsilon_rest if count else 0.0
+    remainder = epsilon_rest - count - sum(bound_shares) * epsilon_rest - share
+    most = share + _feature_scales.SCALING_FLOOR_PART * remainder
+    return centered_scale_multiplier(share, epsilon_rest, delta_rest, count or None, most)
+
+
+@pytest.mark.parametrize("count", [None, 0.05])
+def test_centred_scale_multiplier_takes_its_share_as_gaussians_compose(count):
+    from sklearn_dp.accounting import calibrate_noise_multiplier
+
+    share, total, delta = 0.2, 1.0, 1e-5
+    prefix = [] if count is None else [dpe.LaplaceDpEvent(1.0 / count)]
+
+    def gaussian(target):
+        return calibrate_noise_multiplier(
+            lambda s: dpe.ComposedDpEvent(prefix + [dpe.GaussianDpEvent(s)]), target, delta
+        )
+
+    # Uncapped: the least noise the share allows is that of the releases
+    # which, with a Gaussian meeting total - share, compose into the
+    # Gaussian meeting total (Gaussians compose exactly); the releases take
+    # CENTERED_NOISE_FACTOR times it.
+    multiplier, cost = centered_scale_multiplier(share, total, delta, count, 10.0)
+    least = multiplier / CENTERED_NOISE_FACTOR
+    combined = (3.0 / least**2 + gaussian(total - share) ** -2) ** -0.5
+    assert combined == pytest.approx(gaussian(total), rel=1e-3)
+    releases = dpe.ComposedDpEvent(centered_scale_events(multiplier, False))
+    assert cost == pytest.approx(epsilon_of_event(releases, SCALES_DELTA_FRACTION * delta))
+    # The basic-composition cost is capped (before the factor), and the
+    # noise never exceeds what the share alone needs at the scales' delta.
+    capped, capped_cost = centered_scale_multiplier(share, total, delta, count, 0.3)
+    assert capped >= multiplier
+    at_cap = dpe.ComposedDpEvent(centered_scale_events(capped / CENTERED_NOISE_FACTOR, False))
+    assert epsilon_of_event(at_cap, SCALES_DELTA_FRACTION * delta) <= 0.3 + 1e-6
+    most, _ = centered_scale_multiplier(share, total, delta, count, 0.0)
+    alone = dpe.ComposedDpEvent(centered_scale_events(most / CENTERED_NOISE_FACTOR, False))
+    assert epsilon_of_event(alone, SCALES_DELTA_FRACTION * delta) == pytest.approx(share, rel=1e-6)
+    # Pure DP: three Laplace mechanisms whose epsilons sum to the share over
+    # the factor.
+    pure, pure_cost = centered_scale_multiplier(share, total, 0.0)
+    assert pure == pytest.approx(CENTERED_NOISE_FACTOR * 3.0 / share)
+    assert pure_cost == pytest.approx(share / CENTERED_NOISE_FACTOR)
+    assert epsilon_of_event(
+        dpe.ComposedDpEvent(centered_scale_events(pure, True)), 0.0
+    ) == pytest.approx(pure_cost)
+
+
+def test_vector_releases_keep_a_zero_one_column_on_the_unit_scale():
     # A 0/1 column's nonzero entries all lie in the bin of 1, its mode
     # whatever the share of ones: it keeps its units, as the single row
     # bound keeps it, clipped to the public unit magnitude.
@@ -861,7 +1051,7 @@ def test_zero_one_column_stays_on_the_unit_scale():
         assert len(releases) == 1  # no sums: nothing to standardise
 
 
-def test_unit_scale_features_keep_their_units_and_only_the_others_are_summed():
+def test_vector_releases_sum_only_the_features_off_the_unit_scale():
     # Standard-normal and 0/1 columns need no scaling: they are used as the
     # single row bound uses them (clipped to the public unit magnitude); the
     # income column is standardised, and so is a column of tiny values.
@@ -882,9 +1072,58 @@ def test_unit_scale_features_keep_their_units_and_only_the_others_are_summed():
     assert scales.clip[2] > FEATURE_UNIT_MAGNITUDE and scales.center[2] > 1e4
     assert scales.clip[3] < 1.0 and 0.005 < scales.scale[3] < 0.02
     assert sums.value.shape == (2, 2)
-    # Without centres every feature is scaled by its magnitude into [-1, 1].
-    scales, _ = release_feature_scales(
-        X, epsilon=3.0, n_public=float(n), rng=np.random.default_rng(0)
+
+
+def _wide_table(n, d=60, seed=0):
+    """Many features in natural units: offsets, scales from 0.01 to 10^4, 0/1 flags."""
+    rng = np.random.default_rng(seed)
+    Z = rng.normal(size=(n, d))
+    scales = 10.0 ** rng.uniform(-2, 4, d)
+    X = Z * scales + np.where(rng.random(d) < 0.3, 5.0, 0.0) * scales
+    X[:, : d // 4] = (Z[:, : d // 4] > 0.5).astype(float)
+    return X, (Z[:, :10] @ rng.normal(size=10) > 0).astype(int)
+
+
+@pytest.mark.parametrize("setting", [True, "auto"])
+def test_many_features_take_the_vector_releases_and_keep_the_guarantee(setting):
+    X, y = _wide_table(4000)
+    d = X.shape[1]
+    assert d >= VECTOR_MIN_FEATURES
+    model = DPLogisticRegression(epsilon=1.0, feature_scaling=setting, random_state=0)
+    plan = model._fit_plan(X, y)
+    scaling = plan.context["scaling"]
+    assert scaling["vector"] and scaling["multiplier"] > 0
+    # The label set comes with its count: no count release before the scales.
+    epsilon_rest = 1.0 - plan.shares["labels"][0]
+    delta_rest = 1e-5 - plan.shares["labels"][1]
+    share = plan.shares["scales"]
+    bounds = sum(plan.shares["bounds"])
+    remainder = epsilon_rest - bounds - share - scaling["probe"]
+    most = share + _feature_scales.SCALING_FLOOR_PART * remainder
+    multiplier, cost = centered_scale_multiplier(share, epsilon_rest, delta_rest, None, most)
+    assert scaling["multiplier"] == multiplier
+    planner = plan.context["planner"]
+    assert planner.floor == pytest.approx(epsilon_rest - bounds - scaling["probe"] - cost)
+    assert planner.floor > 0.3 * epsilon_rest
+    assert (
+        plan.shares["solver"][1]
+        == planner.delta
+        == pytest.approx((1 - SCALES_DELTA_FRACTION) * delta_rest)
     )
-    np.testing.assert_array_equal(scales.scale, scales.clip)
-    np.testing.assert_array_equal(scales.center, 0.0)
+    with trace_releases() as trace:
+        model.fit(X, y)
+    labels = [r.label for r in trace.releases]
+    assert [label for label in labels if label.startswith("feature scales (")][-3:] == [
+        "feature scales (magnitudes)",
+        "feature scales (sums)",
+        "feature scales (sums about the centres)",
+    ]
+    assert hasattr(model, "feature_scale_")
+    scale_events = centered_scale_events(multiplier, False)
+    assert all(repr(e) in repr(model.dp_event_) for e in scale_events)
+    assert epsilon_of_event(model.dp_event_, 1e-5) <= 1.0 + 1e-9
+    # dp_accounting's own accountants read the whole event: the Gaussian
+    # releases exactly, so the PLD reading stays at the claim.
+    assert accountant_epsilon(model.dp_event_, 1e-5, "pld") <= 1.0 + 1e-3
+    assert math.isfinite(accountant_epsilon(model.dp_event_, 1e-5, "rdp"))
+    assert model.score(X, y) > 0.7

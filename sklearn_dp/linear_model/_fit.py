@@ -169,6 +169,8 @@ def plan_fit(estimator, request):
             each=math.inf,
             multiplier=0.0,
             pure=private and delta_rest == 0,
+            # Many features: vector releases over all of them at once.
+            vector=scaling["centered"] and X.shape[1] >= _feature_scales.VECTOR_MIN_FEATURES,
             probe=probe if scaling["auto"] else 0.0,
         )
         # The decision of "auto" is paid like the scales it may skip.
@@ -179,7 +181,7 @@ def plan_fit(estimator, request):
         # share, by a part of the basic-composition remainder at most.
         remainder = epsilon_rest - epsilon_count - sum(bound_epsilons) - scale_epsilon - scale_cost
         most = scale_epsilon + _feature_scales.SCALING_FLOOR_PART * max(remainder, 0.0)
-        if scaling["centered"]:
+        if scaling["vector"]:
             # Gaussian (or, with delta = 0, Laplace) releases over all
             # features, read exactly by every accountant: composed with the
             # count numerically, in the default too.
@@ -194,6 +196,7 @@ def plan_fit(estimator, request):
             scaling["each"] = _feature_scales.scale_release_epsilon(
                 X.shape[1],
                 scale_epsilon,
+                scaling["centered"],
                 delta_rest,
                 # No count release (it comes with the label set): no count to
                 # compose the scales with, so their basic-composition epsilons.
@@ -207,7 +210,9 @@ def plan_fit(estimator, request):
             # share when they are composed as zCDP): the floor below must hold
             # for a solver planned from released values, which is composed with
             # them adaptively.
-            cost = _feature_scales.scale_release_cost(X.shape[1], scaling["each"])
+            cost = _feature_scales.scale_release_cost(
+                X.shape[1], scaling["centered"], scaling["each"]
+            )
         scale_cost += cost
         # Released first, so listed first (the events the releases record).
         planned_bound_events = _scale_events(X.shape[1], scale_epsilon, scaling) + (
@@ -339,10 +344,12 @@ def _scaling_request(estimator, spec, bound_request, dask_input, X):
 
 def _scale_events(n_features, epsilon, scaling):
     """The planned events of the per-feature scales, after the decision of ``"auto"`` if any."""
-    if scaling["centered"]:
+    if scaling["vector"]:
         events = _feature_scales.centered_scale_events(scaling["multiplier"], scaling["pure"])
     else:
-        events = _feature_scales.planned_scale_events(n_features, epsilon, scaling["each"])
+        events = _feature_scales.planned_scale_events(
+            n_features, epsilon, scaling["centered"], scaling["each"]
+        )
     if scaling["auto"]:
         events = [_feature_scales.auto_scaling_event(scaling["probe"])] + events
     return events
@@ -687,14 +694,14 @@ def _release_scales(estimator, X, plan, count, phase):
     scaling = plan.context["scaling"]
     if scaling is None:
         return None, []
-    d, epsilon, centered = X.shape[1], plan.shares["scales"], scaling["centered"]
+    d, epsilon, vector = X.shape[1], plan.shares["scales"], scaling["vector"]
     each = scaling["each"]
     events = _scale_events(d, epsilon, scaling) if plan.private else []
     if scaling["auto"] and not _feature_scales.release_needs_scaling(
         X, epsilon=scaling["probe"], n_public=count.estimate, rng=phase.rng
     ):
         return None, events
-    if centered:
+    if vector:
         noise = _feature_scales.centered_count_noise(scaling["multiplier"], d, scaling["pure"])
         enough = count.estimate >= _feature_scales.CENTERED_MIN_EVIDENCE * noise
         reason = (
@@ -719,7 +726,7 @@ def _release_scales(estimator, X, plan, count, phase):
             "public ranges first (PublicRangeScaler)."
         )
         return None, events
-    if centered:
+    if vector:
         scales = _feature_scales.release_centered_scales(
             X,
             multiplier=scaling["multiplier"],
@@ -729,7 +736,12 @@ def _release_scales(estimator, X, plan, count, phase):
         )
     else:
         scales, _ = _feature_scales.release_feature_scales(
-            X, epsilon=epsilon, n_public=count.estimate, rng=phase.rng, each=each
+            X,
+            epsilon=epsilon,
+            n_public=count.estimate,
+            rng=phase.rng,
+            centered=scaling["centered"],
+            each=each,
         )
     return scales, events
 
