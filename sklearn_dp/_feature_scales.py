@@ -370,13 +370,15 @@ def release_feature_scales(X, *, epsilon, n_public, rng, centered, each=None):
 #: (:func:`release_feature_scales`), whose rank-based utilities centre and
 #: scale a narrow feature far from 0 (a longitude) more precisely, and which
 #: the fit's numerical composition charges less where they are not used.
-#: Measured with ``benchmarks/bench_raw_tables.py`` (10 splits, medians,
-#: epsilon 0.5 / 1 / 2): at 13 features the vector releases scored R^2
-#: 0.660 / 0.681 / 0.695 with ``True`` on 12,000 housing rows against
-#: 0.689 / 0.705 / 0.706, and 0.470 against 0.545 at epsilon 0.5 on 3,000;
-#: at 200 features on 4,000 rows the per-feature releases fall back (0.509
-#: accuracy at epsilon 1, where the vector releases reach 0.646).
-VECTOR_MIN_FEATURES = 50
+#: Measured with ``benchmarks/bench_raw_tables.py`` (medians of 10 splits;
+#: of 40 for ``--scaled``), the vector releases against the per-feature
+#: ones: at 13 features, R^2 0.660 / 0.681 / 0.695 against 0.689 / 0.705 /
+#: 0.706 with ``True`` on 12,000 housing rows at epsilon 0.5 / 1 / 2, and
+#: 0.470 against 0.545 at epsilon 0.5 on 3,000; at 64 (``load_digits``),
+#: accuracy 0.720 against 0.827 with ``True`` at epsilon 2; at 200 features
+#: on 4,000 rows the per-feature releases fall back (0.509 accuracy at
+#: epsilon 1) where the vector releases reach 0.646.
+VECTOR_MIN_FEATURES = 100
 #: Edges of the bins of ``|x|`` in which :func:`release_centered_scales`
 #: counts each feature's nonzero entries: half-decades from 10^-8.25 to
 #: 10^10.25 (the span of :data:`FEATURE_GRID`), 1 in the middle of a bin, so

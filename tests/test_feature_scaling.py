@@ -1074,7 +1074,7 @@ def test_vector_releases_sum_only_the_features_off_the_unit_scale():
     assert sums.value.shape == (2, 2)
 
 
-def _wide_table(n, d=60, seed=0):
+def _wide_table(n, d=120, seed=0):
     """Many features in natural units: offsets, scales from 0.01 to 10^4, 0/1 flags."""
     rng = np.random.default_rng(seed)
     Z = rng.normal(size=(n, d))
