@@ -688,7 +688,7 @@ def _release_scales(estimator, X, plan, count, phase):
     The events are those planned whatever the branch: ``"auto"``'s decision
     not to scale (from its own released count, always released) and the
     fallback (from the released row count and public values) run fewer
-    exponential mechanisms than they were charged for, never others, and the
+    mechanisms than they were charged for, never others, and the
     solver's share stays the one planned with them.
     """
     scaling = plan.context["scaling"]
