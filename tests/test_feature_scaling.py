@@ -1,9 +1,12 @@
 """Per-feature scaling (``feature_scaling``): releases, the standardised design, the fit.
 
-The releases are exponential mechanisms over public grids: their utilities
-are checked against a brute-force count, their output law exactly on
-neighbouring data (add/remove one row), their noise scales through the
-gateway's trace, and their events against the planned ones.  The
+The per-feature releases are exponential mechanisms over public grids: their
+utilities are checked against a brute-force count, their output law exactly
+on neighbouring data (add/remove one row), their noise scales through the
+gateway's trace, and their events against the planned ones.  The vector
+releases of many features (a histogram of magnitudes, the clipped sums and
+sums of squares) likewise: their exact values, sensitivities, noise and
+events.  The
 standardised design is checked product by product against the matrix it
 stands for; the fit against scikit-learn without noise.
 """
@@ -22,14 +25,23 @@ from sklearn.preprocessing import StandardScaler
 from sklearn_dp import DPLogisticRegression, DPSCORegressor, PrivacyBudget, _bounds, _feature_scales
 from sklearn_dp._bounds import GRID, WINDOW
 from sklearn_dp._feature_scales import (
+    CENTERED_NOISE_FACTOR,
     FEATURE_GRID,
     FEATURE_HALF_WIDTH_WINDOW,
     FEATURE_PRIOR,
     FEATURE_TILT,
     FEATURE_UNIT_MAGNITUDE,
+    MAGNITUDE_EDGES,
+    SCALE_REACH,
+    SCALES_DELTA_FRACTION,
+    VECTOR_MIN_FEATURES,
+    centered_count_noise,
+    centered_scale_events,
+    centered_scale_multiplier,
     feature_center_candidates,
     feature_scale_utilities,
     planned_scale_events,
+    release_centered_scales,
     release_feature_scales,
 )
 from sklearn_dp._protocol import COUNT_EPSILON_FRACTION
@@ -835,3 +847,283 @@ def test_unit_scale_features_keep_their_units_and_skip_centre_and_half_width():
     )
     np.testing.assert_array_equal(scales.scale, scales.clip)
     np.testing.assert_array_equal(scales.center, 0.0)
+
+
+# -- the vector releases of many features (release_centered_scales) --------------------
+
+
+def _centered_trace(X, multiplier, pure=False, n_public=None, seed=0):
+    with trace_releases() as trace:
+        scales = release_centered_scales(
+            X,
+            multiplier=multiplier,
+            pure=pure,
+            n_public=float(X.shape[0] if n_public is None else n_public),
+            rng=np.random.default_rng(seed),
+        )
+    return scales, trace.releases
+
+
+def _magnitude_counts(X):
+    """Brute force: the counts of each feature's nonzero |x| in the bins of MAGNITUDE_EDGES."""
+    edges = np.r_[0.0, MAGNITUDE_EDGES, np.inf]
+    counts = np.zeros((X.shape[1], edges.size - 1))
+    for j in range(X.shape[1]):
+        for value in np.abs(X[:, j]):
+            if value > 0:
+                counts[j, np.flatnonzero((edges[:-1] <= value) & (value < edges[1:]))[0]] += 1
+    return counts
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_centred_scales_release_exact_values_sensitivities_and_noise(pure):
+    X, _ = _raw_table(300)
+    d, multiplier = X.shape[1], 3.0
+    scales, (histogram, sums, about) = _centered_trace(X, multiplier, pure)
+    # The histogram: a row adds 1 to one bin of each feature (zeros to none).
+    np.testing.assert_array_equal(histogram.value, _magnitude_counts(X))
+    # Features whose noisy mode is the bin of 1 keep their units.
+    mode = np.argmax(histogram.output, axis=1)
+    unit = mode == np.searchsorted(MAGNITUDE_EDGES, 1.0, side="right")
+    assert unit[2] and not unit[0] and not unit[1]
+    top = MAGNITUDE_EDGES[np.minimum(mode + 1, MAGNITUDE_EDGES.size - 1)]
+    np.testing.assert_array_equal(scales.clip, np.where(unit, FEATURE_UNIT_MAGNITUDE, top))
+    # The sums of w and w^2 of the other features: first w = clip(x / M),
+    # then about that centre in units of SCALE_REACH of that spread.
+    k = int(np.sum(~unit))
+    n = float(X.shape[0])
+    floor = centered_count_noise(multiplier, 2 * k, pure) / n
+    clipped = np.clip(X[:, ~unit], -top[~unit], top[~unit])
+
+    def moments(record, center, reach):
+        w = np.clip((clipped - center) / reach, -1.0, 1.0)
+        np.testing.assert_allclose(record.value, np.vstack([w.sum(axis=0), (w * w).sum(axis=0)]))
+        mean = np.clip(record.output[0] / n, -1.0, 1.0)
+        second = np.clip(record.output[1] / n - mean**2, floor, 1.0)
+        return center + reach * mean, reach * np.sqrt(second)
+
+    center, spread = moments(sums, 0.0, top[~unit])
+    center, spread = moments(about, center, SCALE_REACH * spread)
+    np.testing.assert_allclose(scales.center[~unit], center)
+    np.testing.assert_allclose(scales.scale[~unit], spread)
+    np.testing.assert_array_equal(scales.center[unit], 0.0)
+    np.testing.assert_array_equal(scales.scale[unit], 1.0)
+    for record, sensitivity in ((histogram, d), (sums, 2 * k), (about, 2 * k)):
+        if pure:
+            assert record.mechanism == "laplace"
+            assert record.sensitivity == sensitivity
+            assert record.scale == pytest.approx(multiplier * sensitivity, rel=1e-12)
+        else:
+            assert record.mechanism == "gaussian"
+            assert record.sensitivity == pytest.approx(math.sqrt(sensitivity), rel=1e-12)
+            assert record.scale == pytest.approx(multiplier * math.sqrt(sensitivity), rel=1e-12)
+    assert centered_scale_events(multiplier, pure) == [
+        dpe.SelfComposedDpEvent(
+            (dpe.LaplaceDpEvent if pure else dpe.GaussianDpEvent)(multiplier), 3
+        )
+    ]
+
+
+@pytest.mark.parametrize("hostile", [-1e300, -130.0, 0.0, 1e-300, 1.0, 3e4, 1e300])
+def test_centred_scales_sensitivities_hold_for_a_hostile_row(hostile):
+    # Adding one row moves the histogram by at most one count per feature
+    # and the sums of u and u^2 by at most 1 each: L2 sqrt(d) and sqrt(2 k),
+    # L1 d and 2 k, with the sums taken at the same released magnitudes.
+    X, _ = _raw_table(300)
+    d = X.shape[1]
+    Y = np.vstack([X, np.full((1, d), hostile)])
+    before, after = _magnitude_counts(X), _magnitude_counts(Y)
+    assert np.sum(np.abs(after - before)) <= d
+    assert np.linalg.norm(after - before) <= math.sqrt(d) + 1e-12
+    magnitudes = np.array([1e5, 1e2, 10.0, 1e-3])
+    for center, reach in ((0.0, magnitudes), (np.array([3e4, 36.0, 0.5, 0.0]), magnitudes / 7)):
+        u = np.clip((np.clip(X, -magnitudes, magnitudes) - center) / reach, -1, 1)
+        v = np.clip((np.clip(Y, -magnitudes, magnitudes) - center) / reach, -1, 1)
+        change = np.r_[v.sum(0) - u.sum(0), (v * v).sum(0) - (u * u).sum(0)]
+        assert np.sum(np.abs(change)) <= 2 * d + 1e-12
+        assert np.linalg.norm(change) <= math.sqrt(2 * d) + 1e-12
+
+
+def test_features_far_from_zero_are_centred_and_scaled_in_their_magnitudes_units():
+    # A longitude near -120 with a spread of 2 and an income in dollars:
+    # with little noise the centre lands within the spread and the scale
+    # near it, however far the values lie from 0 (the first moments, in
+    # units of the magnitude, see the longitude's spread as noise; the
+    # second, about their centre, resolve it).  A longitude of spread 0.05
+    # is centred within about its spread, and its scale is never narrower
+    # than its spread (the noise of the second moment bounds it below).
+    rng = np.random.default_rng(3)
+    n = 4000
+    X = np.column_stack(
+        [
+            -120.0 + 2.0 * rng.normal(size=n),
+            rng.lognormal(10, 0.5, n),
+            -120.0 + 0.05 * rng.normal(size=n),
+        ]
+    )
+    for seed in range(3):
+        scales, _ = _centered_trace(X, 0.5, seed=seed)
+        for j in range(2):
+            assert abs(scales.center[j] - X[:, j].mean()) < 0.2 * X[:, j].std()
+            assert 0.7 < scales.scale[j] / X[:, j].std() < 1.4
+        assert abs(scales.center[2] + 120.0) < 0.05
+        assert scales.scale[2] > X[:, 2].std()
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_standardised_values_stay_bounded_whatever_the_noise(seed):
+    # Few rows, much noise: the magnitude M may come out anywhere, but the
+    # centres and spreads are in its units and each spread is floored at
+    # sqrt(floor) times its units (the noise of the mean): the first spread
+    # at M sqrt(floor), the scale at 4 times that times sqrt(floor), while
+    # |clip(x) - c| stays below 6 M.  No standardised value exceeds 1.5 / floor.
+    X, _ = _raw_table(200)
+    multiplier = 30.0
+    scales, _ = _centered_trace(X, multiplier, seed=seed)
+    scaled = scales.clip != FEATURE_UNIT_MAGNITUDE
+    floor = centered_count_noise(multiplier, 2 * int(np.sum(scaled)), False) / 200.0
+    Z = (np.clip(X, -scales.clip, scales.clip) - scales.center) / scales.scale
+    assert np.all(np.abs(Z[:, scaled]) <= 1.5 / min(floor, 1.0) + 1e-9)
+
+
+def _centred_multiplier(share, delta_rest, epsilon_rest, bound_shares, count=True):
+    """The noise multiplier of a centred fit's scales, and their basic cost, from its shares."""
+    count = COUNT_EPSILON_FRACTION * epsilon_rest if count else 0.0
+    remainder = epsilon_rest - count - sum(bound_shares) * epsilon_rest - share
+    most = share + _feature_scales.SCALING_FLOOR_PART * remainder
+    return centered_scale_multiplier(share, epsilon_rest, delta_rest, count or None, most)
+
+
+@pytest.mark.parametrize("count", [None, 0.05])
+def test_centred_scale_multiplier_takes_its_share_as_gaussians_compose(count):
+    from sklearn_dp.accounting import calibrate_noise_multiplier
+
+    share, total, delta = 0.2, 1.0, 1e-5
+    prefix = [] if count is None else [dpe.LaplaceDpEvent(1.0 / count)]
+
+    def gaussian(target):
+        return calibrate_noise_multiplier(
+            lambda s: dpe.ComposedDpEvent(prefix + [dpe.GaussianDpEvent(s)]), target, delta
+        )
+
+    # Uncapped: the least noise the share allows is that of the releases
+    # which, with a Gaussian meeting total - share, compose into the
+    # Gaussian meeting total (Gaussians compose exactly); the releases take
+    # CENTERED_NOISE_FACTOR times it.
+    multiplier, cost = centered_scale_multiplier(share, total, delta, count, 10.0)
+    least = multiplier / CENTERED_NOISE_FACTOR
+    combined = (3.0 / least**2 + gaussian(total - share) ** -2) ** -0.5
+    assert combined == pytest.approx(gaussian(total), rel=1e-3)
+    releases = dpe.ComposedDpEvent(centered_scale_events(multiplier, False))
+    assert cost == pytest.approx(epsilon_of_event(releases, SCALES_DELTA_FRACTION * delta))
+    # The basic-composition cost is capped (before the factor), and the
+    # noise never exceeds what the share alone needs at the scales' delta.
+    capped, capped_cost = centered_scale_multiplier(share, total, delta, count, 0.3)
+    assert capped >= multiplier
+    at_cap = dpe.ComposedDpEvent(centered_scale_events(capped / CENTERED_NOISE_FACTOR, False))
+    assert epsilon_of_event(at_cap, SCALES_DELTA_FRACTION * delta) <= 0.3 + 1e-6
+    most, _ = centered_scale_multiplier(share, total, delta, count, 0.0)
+    alone = dpe.ComposedDpEvent(centered_scale_events(most / CENTERED_NOISE_FACTOR, False))
+    assert epsilon_of_event(alone, SCALES_DELTA_FRACTION * delta) == pytest.approx(share, rel=1e-6)
+    # Pure DP: three Laplace mechanisms whose epsilons sum to the share over
+    # the factor.
+    pure, pure_cost = centered_scale_multiplier(share, total, 0.0)
+    assert pure == pytest.approx(CENTERED_NOISE_FACTOR * 3.0 / share)
+    assert pure_cost == pytest.approx(share / CENTERED_NOISE_FACTOR)
+    assert epsilon_of_event(
+        dpe.ComposedDpEvent(centered_scale_events(pure, True)), 0.0
+    ) == pytest.approx(pure_cost)
+
+
+def test_vector_releases_keep_a_zero_one_column_on_the_unit_scale():
+    # A 0/1 column's nonzero entries all lie in the bin of 1, its mode
+    # whatever the share of ones: it keeps its units, as the single row
+    # bound keeps it, clipped to the public unit magnitude.
+    rng = np.random.default_rng(3)
+    for share in (0.03, 0.3, 0.9):
+        column = (rng.random(3000) < share).astype(float)
+        scales, releases = _centered_trace(column[:, None], 1.0, seed=1)
+        assert (scales.clip[0], scales.center[0], scales.scale[0]) == (
+            FEATURE_UNIT_MAGNITUDE,
+            0.0,
+            1.0,
+        )
+        assert len(releases) == 1  # no sums: nothing to standardise
+
+
+def test_vector_releases_sum_only_the_features_off_the_unit_scale():
+    # Standard-normal and 0/1 columns need no scaling: they are used as the
+    # single row bound uses them (clipped to the public unit magnitude); the
+    # income column is standardised, and so is a column of tiny values.
+    rng = np.random.default_rng(4)
+    n = 4000
+    X = np.column_stack(
+        [
+            rng.normal(size=n),
+            (rng.random(n) < 0.4).astype(float),
+            rng.lognormal(10, 0.5, n),
+            0.01 * rng.normal(size=n),
+        ]
+    )
+    scales, (_, sums, _) = _centered_trace(X, 0.5)
+    np.testing.assert_array_equal(scales.clip[:2], FEATURE_UNIT_MAGNITUDE)
+    np.testing.assert_array_equal(scales.scale[:2], 1.0)
+    np.testing.assert_array_equal(scales.center[:2], 0.0)
+    assert scales.clip[2] > FEATURE_UNIT_MAGNITUDE and scales.center[2] > 1e4
+    assert scales.clip[3] < 1.0 and 0.005 < scales.scale[3] < 0.02
+    assert sums.value.shape == (2, 2)
+
+
+def _wide_table(n, d=120, seed=0):
+    """Many features in natural units: offsets, scales from 0.01 to 10^4, 0/1 flags."""
+    rng = np.random.default_rng(seed)
+    Z = rng.normal(size=(n, d))
+    scales = 10.0 ** rng.uniform(-2, 4, d)
+    X = Z * scales + np.where(rng.random(d) < 0.3, 5.0, 0.0) * scales
+    X[:, : d // 4] = (Z[:, : d // 4] > 0.5).astype(float)
+    return X, (Z[:, :10] @ rng.normal(size=10) > 0).astype(int)
+
+
+@pytest.mark.parametrize("setting", [True, "auto"])
+def test_many_features_take_the_vector_releases_and_keep_the_guarantee(setting):
+    X, y = _wide_table(4000)
+    d = X.shape[1]
+    assert d >= VECTOR_MIN_FEATURES
+    model = DPLogisticRegression(epsilon=1.0, feature_scaling=setting, random_state=0)
+    plan = model._fit_plan(X, y)
+    scaling = plan.context["scaling"]
+    assert scaling["vector"] and scaling["multiplier"] > 0
+    # The label set comes with its count: no count release before the scales.
+    epsilon_rest = 1.0 - plan.shares["labels"][0]
+    delta_rest = 1e-5 - plan.shares["labels"][1]
+    share = plan.shares["scales"]
+    bounds = sum(plan.shares["bounds"])
+    remainder = epsilon_rest - bounds - share - scaling["probe"]
+    most = share + _feature_scales.SCALING_FLOOR_PART * remainder
+    multiplier, cost = centered_scale_multiplier(share, epsilon_rest, delta_rest, None, most)
+    assert scaling["multiplier"] == multiplier
+    planner = plan.context["planner"]
+    assert planner.floor == pytest.approx(epsilon_rest - bounds - scaling["probe"] - cost)
+    assert planner.floor > 0.3 * epsilon_rest
+    assert (
+        plan.shares["solver"][1]
+        == planner.delta
+        == pytest.approx((1 - SCALES_DELTA_FRACTION) * delta_rest)
+    )
+    with trace_releases() as trace:
+        model.fit(X, y)
+    labels = [r.label for r in trace.releases]
+    assert [label for label in labels if label.startswith("feature scales (")][-3:] == [
+        "feature scales (magnitudes)",
+        "feature scales (sums)",
+        "feature scales (sums about the centres)",
+    ]
+    assert hasattr(model, "feature_scale_")
+    scale_events = centered_scale_events(multiplier, False)
+    assert all(repr(e) in repr(model.dp_event_) for e in scale_events)
+    assert epsilon_of_event(model.dp_event_, 1e-5) <= 1.0 + 1e-9
+    # dp_accounting's own accountants read the whole event: the Gaussian
+    # releases exactly, so the PLD reading stays at the claim.
+    assert accountant_epsilon(model.dp_event_, 1e-5, "pld") <= 1.0 + 1e-3
+    assert math.isfinite(accountant_epsilon(model.dp_event_, 1e-5, "rdp"))
+    assert model.score(X, y) > 0.7

@@ -160,10 +160,19 @@ def plan_fit(estimator, request):
     # (pure epsilon-DP; known before the data, so part of the reservation).
     bound_epsilons = _bounds_epsilons(bound_request, epsilon_rest, private)
     scale_epsilon = scale_cost = 0.0
+    delta_solver = delta_rest
     if scaling is not None:
         scale_epsilon = _scale_epsilon(epsilon_rest, private)
         probe = _bounds.AUTO_SCALING_EPSILON_FRACTION * epsilon_rest if private else math.inf
-        scaling = dict(scaling, each=math.inf, probe=probe if scaling["auto"] else 0.0)
+        scaling = dict(
+            scaling,
+            each=math.inf,
+            multiplier=0.0,
+            pure=private and delta_rest == 0,
+            # Many features: vector releases over all of them at once.
+            vector=scaling["centered"] and X.shape[1] >= _feature_scales.VECTOR_MIN_FEATURES,
+            probe=probe if scaling["auto"] else 0.0,
+        )
         # The decision of "auto" is paid like the scales it may skip.
         scale_cost = scaling["probe"] if private else 0.0
     planned_bound_events = planned_events(bound_request, bound_epsilons) if private else []
@@ -171,29 +180,44 @@ def plan_fit(estimator, request):
         # Composed as zCDP, the releases' summed epsilons may exceed their
         # share, by a part of the basic-composition remainder at most.
         remainder = epsilon_rest - epsilon_count - sum(bound_epsilons) - scale_epsilon - scale_cost
-        scaling["each"] = _feature_scales.scale_release_epsilon(
-            X.shape[1],
-            scale_epsilon,
-            scaling["centered"],
-            delta_rest,
-            # No count release (it comes with the label set): no count to
-            # compose the scales with, so their basic-composition epsilons.
-            # The default ("auto") takes them too: composed as zCDP, the
-            # exponential mechanisms are read by dp_accounting's PLD (which
-            # knows no bounded range) above the fit's claim.
-            None if scaling["auto"] else (epsilon_count or None),
-            scale_epsilon + _feature_scales.SCALING_FLOOR_PART * max(remainder, 0.0),
-        )
-        scale_events = _scale_events(X.shape[1], scale_epsilon, scaling)
-        # What the releases cost under basic composition (more than the
-        # share when they are composed as zCDP): the floor below must hold
-        # for a solver planned from released values, which is composed with
-        # them adaptively.
-        scale_cost += _feature_scales.scale_release_cost(
-            X.shape[1], scaling["centered"], scaling["each"]
-        )
+        most = scale_epsilon + _feature_scales.SCALING_FLOOR_PART * max(remainder, 0.0)
+        if scaling["vector"]:
+            # Gaussian (or, with delta = 0, Laplace) releases over all
+            # features, read exactly by every accountant: composed with the
+            # count numerically, in the default too.
+            scaling["multiplier"], cost = _feature_scales.centered_scale_multiplier(
+                scale_epsilon, epsilon_rest, delta_rest, epsilon_count or None, most
+            )
+            # In the basic composition that certifies the solver's floor
+            # the Gaussian releases take their own part of delta.
+            if not scaling["pure"]:
+                delta_solver = delta_rest * (1.0 - _feature_scales.SCALES_DELTA_FRACTION)
+        else:
+            scaling["each"] = _feature_scales.scale_release_epsilon(
+                X.shape[1],
+                scale_epsilon,
+                scaling["centered"],
+                delta_rest,
+                # No count release (it comes with the label set): no count to
+                # compose the scales with, so their basic-composition epsilons.
+                # The default ("auto") takes them too: composed as zCDP, the
+                # exponential mechanisms are read by dp_accounting's PLD (which
+                # knows no bounded range) above the fit's claim.
+                None if scaling["auto"] else (epsilon_count or None),
+                most,
+            )
+            # What the releases cost under basic composition (more than the
+            # share when they are composed as zCDP): the floor below must hold
+            # for a solver planned from released values, which is composed with
+            # them adaptively.
+            cost = _feature_scales.scale_release_cost(
+                X.shape[1], scaling["centered"], scaling["each"]
+            )
+        scale_cost += cost
         # Released first, so listed first (the events the releases record).
-        planned_bound_events = scale_events + planned_bound_events
+        planned_bound_events = _scale_events(X.shape[1], scale_epsilon, scaling) + (
+            planned_bound_events
+        )
     # The solver gets what the count and the bounds leave: at least the
     # basic-composition remainder, more where numerical composition of
     # the mechanisms certifies it.
@@ -201,7 +225,7 @@ def plan_fit(estimator, request):
         spec.plan,
         functools.partial(_plan_arguments, estimator, spec, X0, y0),
         epsilon=epsilon_rest,
-        delta=delta_rest,
+        delta=delta_solver,
         floor=epsilon_rest - epsilon_count - sum(bound_epsilons) - scale_cost
         if private
         else math.inf,
@@ -240,7 +264,7 @@ def plan_fit(estimator, request):
             "count": epsilon_count,
             "bounds": bound_epsilons,
             "scales": scale_epsilon,
-            "solver": (share, delta_rest),
+            "solver": (share, delta_solver),
         },
         solver_plan=solver_plan,
         event=event,
@@ -320,9 +344,12 @@ def _scaling_request(estimator, spec, bound_request, dask_input, X):
 
 def _scale_events(n_features, epsilon, scaling):
     """The planned events of the per-feature scales, after the decision of ``"auto"`` if any."""
-    events = _feature_scales.planned_scale_events(
-        n_features, epsilon, scaling["centered"], scaling["each"]
-    )
+    if scaling["vector"]:
+        events = _feature_scales.centered_scale_events(scaling["multiplier"], scaling["pure"])
+    else:
+        events = _feature_scales.planned_scale_events(
+            n_features, epsilon, scaling["centered"], scaling["each"]
+        )
     if scaling["auto"]:
         events = [_feature_scales.auto_scaling_event(scaling["probe"])] + events
     return events
@@ -661,35 +688,61 @@ def _release_scales(estimator, X, plan, count, phase):
     The events are those planned whatever the branch: ``"auto"``'s decision
     not to scale (from its own released count, always released) and the
     fallback (from the released row count and public values) run fewer
-    exponential mechanisms than they were charged for, never others, and the
+    mechanisms than they were charged for, never others, and the
     solver's share stays the one planned with them.
     """
     scaling = plan.context["scaling"]
     if scaling is None:
         return None, []
-    d, epsilon, centered = X.shape[1], plan.shares["scales"], scaling["centered"]
+    d, epsilon, vector = X.shape[1], plan.shares["scales"], scaling["vector"]
     each = scaling["each"]
     events = _scale_events(d, epsilon, scaling) if plan.private else []
     if scaling["auto"] and not _feature_scales.release_needs_scaling(
         X, epsilon=scaling["probe"], n_public=count.estimate, rng=phase.rng
     ):
         return None, events
-    if count.estimate * each < _bounds.SCALING_MIN_EVIDENCE:
+    if vector:
+        noise = _feature_scales.centered_count_noise(scaling["multiplier"], d, scaling["pure"])
+        enough = count.estimate >= _feature_scales.CENTERED_MIN_EVIDENCE * noise
+        reason = (
+            f"the noise of each released count of the per-feature releases (standard "
+            f"deviation {noise:.3g} rows) is too large to be reliable (rows >= "
+            f"{_feature_scales.CENTERED_MIN_EVIDENCE:g} times it)"
+        )
+    else:
+        enough = count.estimate * each >= _bounds.SCALING_MIN_EVIDENCE
+        reason = (
+            f"each per-feature release would get epsilon {each:.3g}, too little to be "
+            f"reliable (rows times epsilon >= {_bounds.SCALING_MIN_EVIDENCE:g} per release)"
+        )
+    if not enough:
         if scaling["auto"]:
             # The default keeps one bound quietly, as without scaling.
             return None, events
         phase.warn(
             f"{type(estimator).__name__}: feature_scaling=True fell back to one bound for all "
             f"features: with about {count.estimate:.0f} rows (the fit's DP row count) and {d} "
-            f"features, each per-feature release would get epsilon {each:.3g}, too little to be "
-            f"reliable (rows times epsilon >= {_bounds.SCALING_MIN_EVIDENCE:g} per release). "
-            "Raise epsilon, fit on more rows, or scale the features with public ranges first "
-            "(PublicRangeScaler)."
+            f"features, {reason}. Raise epsilon, fit on more rows, or scale the features with "
+            "public ranges first (PublicRangeScaler)."
         )
         return None, events
-    scales, _ = _feature_scales.release_feature_scales(
-        X, epsilon=epsilon, n_public=count.estimate, rng=phase.rng, centered=centered, each=each
-    )
+    if vector:
+        scales = _feature_scales.release_centered_scales(
+            X,
+            multiplier=scaling["multiplier"],
+            pure=scaling["pure"],
+            n_public=count.estimate,
+            rng=phase.rng,
+        )
+    else:
+        scales, _ = _feature_scales.release_feature_scales(
+            X,
+            epsilon=epsilon,
+            n_public=count.estimate,
+            rng=phase.rng,
+            centered=scaling["centered"],
+            each=each,
+        )
     return scales, events
 
 

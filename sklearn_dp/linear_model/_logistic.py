@@ -113,11 +113,13 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
         the rows holding an entry beyond 10^1.5 in absolute value, and scales
         only if that count is at least a quarter of the released row count
         (columns in natural units, e.g. an income in dollars): already-scaled
-        and 0/1 columns keep one bound for all features, and the centres and
-        half-widths they were charged for are not released.  ``True``
+        and 0/1 columns keep one bound for all features, and the scales
+        they were charged for are not released.  ``True``
         scales whenever there are enough rows per feature; ``False`` never.
-        Helps on features of very different scales and enough rows per
-        feature; on few rows and many features the per-feature releases
+        From 100 features on (with centres), the scales come from three
+        vector releases over all features, whose noise grows with
+        ``sqrt(d)``.  Helps on features of very different scales and enough
+        rows per feature; on few rows and many features the per-feature releases
         cost more than they give, and the fit keeps one bound (``True``
         warns; see ``docs/guide/choosing_parameters.md``).  The released
         values are ``feature_center_`` and ``feature_scale_``; the model is
