@@ -638,8 +638,12 @@ def accuracy_section(results, epsilons):
     return parts
 
 
+#: A step in CPU time per entry of X above this between neighbouring cells is a cliff.
+CLIFF = 1.5
+
+
 def steps_section(rows):
-    """The largest step in the defaults' CPU time between neighbouring sizes and widths."""
+    """The steps in the defaults' CPU time between neighbouring sizes and widths (cliffs listed)."""
     times = {
         (r.problem, r.fmt, *parse_size(r.size)): r.cpu
         for r in rows
@@ -658,9 +662,15 @@ def steps_section(rows):
     if not lines:
         return []
     step, where = max(lines)
+    cliffs = [f"- {value:.2f}x: {cells}" for value, cells in sorted(lines, reverse=True)]
+    cliffs = cliffs[: sum(value > CLIFF for value, _ in lines)]
     return [
         f"Largest step in the defaults' CPU time per entry of X between neighbouring cells: "
         f"{step:.2f}x ({where}).",
+        "",
+        f"Steps above {CLIFF}x (cliffs), largest first:" if cliffs else f"No step above {CLIFF}x.",
+        "",
+        *cliffs,
         "",
     ]
 

@@ -625,6 +625,11 @@ def newton_sums(design, y, W, loss, clip_norm, row_norms, *, hessian=True, sampl
     blocks = design.blocks() if hasattr(design, "row_block") else [(0, design.n_rows)]
     for start, stop in blocks:
         part = design.row_block(start, stop) if hasattr(design, "row_block") else design
+        if part.dtype != np.float64 and not zero and hasattr(part, "in_float64"):
+            # One exact float64 copy of the block's bounded rows serves every
+            # product of the block (a float32 design converts its rows in each
+            # of them: two or three conversions a block instead of one).
+            part = part.in_float64()
         y_part = y[start:stop]
         weight = None if sample_weight is None else sample_weight[start:stop]
         Z = np.zeros((stop - start, k)) if zero else part.matmul(W)

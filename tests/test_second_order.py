@@ -217,6 +217,62 @@ def test_float32_sums_keep_their_sensitivities_under_rounding(sparse):
     assert np.linalg.norm(moved) <= R**2 * (1 + 1e-9)
 
 
+@pytest.mark.parametrize("position", [0, 2500, 5000])
+def test_float32_newton_sums_over_several_row_blocks_keep_their_sensitivities(position):
+    """float32 X over several row blocks (each converted to float64 once for its products).
+
+    A hostile row inserted before, inside or after the others shifts every later
+    row to another place in its block: the gradient sum still moves by at most
+    the clip and the Hessian sum by at most ``curvature_bound * R^2``, at a
+    point W where every score is a product.
+    """
+    rng = np.random.default_rng(5)
+    X = (rng.normal(size=(5000, 6)) * 3).astype(np.float32)
+    X[::7] *= np.float32(1e4)
+    row = np.array([[3e37, -2e37, 1e37, 0, 5, -7]], dtype=np.float32)
+    y = rng.choice([-1.0, 1.0], size=5000).astype(np.float32)
+    small = bound_data(X, y, fit_intercept=True, data_norm=1.7)
+    big = bound_data(
+        np.insert(X, position, row, axis=0),
+        np.insert(y, position, np.float32(1.0)),
+        fit_intercept=True,
+        data_norm=1.7,
+    )
+    assert len(small.design.blocks()) > 2
+    loss = get_loss("log_loss", n_classes=2)
+    W = rng.normal(size=(7, 1)) * 3
+    R = big.row_norm_bound
+    clip = 0.5 * R
+    g_small, H_small = newton_sums(small.design, small.y, W, loss, clip, small.row_norms)
+    g_big, H_big = newton_sums(big.design, big.y, W, loss, clip, big.row_norms)
+    assert np.linalg.norm(g_big - g_small) <= clip * (1 + 1e-9)
+    moved = np.linalg.norm(svec(H_big) - svec(H_small))
+    assert moved <= curvature_bound(loss) * R**2 * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("seed", [24, 31])
+def test_an_added_float32_row_moves_no_other_rows_newton_gradient_term(seed):
+    # BLAS rounds a float32 row's dot product by where the row falls in its
+    # block: newton_sums' scores (float64 products of the converted block)
+    # must not let an added row move the other rows' clipped terms.
+    loss = get_loss("log_loss", n_classes=2)
+    rng = np.random.default_rng(seed)
+    d = 9000
+    X = (rng.standard_normal((1, d)) / np.sqrt(d)).astype(np.float32)
+    y = rng.choice([-1.0, 1.0], size=1)
+    W = rng.standard_normal((d, 1)) * 3
+    hostile = (W[:, 0] / np.linalg.norm(W)).astype(np.float32)
+    label = -float(np.sign(hostile.astype(float) @ W[:, 0]))
+    for at in (0, 1):
+        sums = []
+        for XX, yy in ((X, y), (np.insert(X, at, hostile, axis=0), np.insert(y, at, label))):
+            data = bound_data(XX, yy, fit_intercept=False, data_norm=1.0)
+            C = 0.25 * data.row_norm_bound
+            g, _ = newton_sums(data.design, data.y, W, loss, C, data.row_norms, hessian=False)
+            sums.append(g)
+        assert np.linalg.norm(sums[1] - sums[0]) <= C * (1 + 2.0**-30)
+
+
 # --------------------------------------------------------------------------
 # Exact noise scales and calibration
 # --------------------------------------------------------------------------

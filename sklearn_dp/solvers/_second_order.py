@@ -104,6 +104,10 @@ AUTO_MAX_COLUMNS = 1000
 #: ten passes of single-column steps cost 4-6x scikit-learn's Lasso at
 #: n = 1e5, dp_ssp 0.3-0.4x).  The row count is private, so the width alone
 #: decides: below the crossover (few rows per squared feature) dp_ssp loses.
+#: The switch is a ~10x step in fit time (1e5 rows: 0.11 s at 128 columns,
+#: 1.5 s at 129); a larger width moves the step without removing it (the two
+#: times meet only near 1000-2000 columns, where dp_ssp's R^2 at 1e5 rows is
+#: 0.13 against dp_cd's 0.77: benchmarks/results/width_switch_lasso.md).
 AUTO_SSP_ENTRYWISE_MAX_FEATURES = 128
 
 
