@@ -243,10 +243,10 @@ class MultinomialLoss(GLMLoss):
 #: The noise level (spectral norm of the averaged Gram matrix's noise over
 #: ``R^2``, public) from which the squared loss's dp_newton floor is the full
 #: two noise norms; below it the floor falls linearly to one.  Measured with
-#: benchmarks/bench_raw_tables.py's regression tables (20 splits, epsilon 0.5
-#: to 2): diabetes (309 rows) lies at 0.065 to 0.18 and keeps two norms, the
-#: 3,000-row tables lie at 0.015 to 0.033 (R^2 +1.6 to +2.4 points against
-#: two norms), 10,000 rows of 20 standard-normal features at 0.006 (-0.2 to
+#: benchmarks/bench_regressor_defaults.py (paired splits, epsilon 0.5 to 2):
+#: diabetes (309 rows) lies at 0.065 to 0.18 and keeps two norms, the
+#: 3,000-row tables at 0.015 to 0.033 (R^2 +0.9 to +2.1 points against two
+#: norms), 10,000 rows of 20 standard-normal features at 0.006 (-0.2 to
 #: +0.2); a threshold of 0.1 gained 0.5 more on the 3,000-row tables but lost
 #: 1.8 points on diabetes at epsilon 2.
 SQUARED_FLOOR_NOISE = 0.05

@@ -366,10 +366,10 @@ class DPSCORegressor(InferenceMixin, RegressorMixin, BaseDPEstimator):
     # the centres miss.  The rows' bound R as its column (the default
     # otherwise) doubles the squared row bound, hence every noise against the
     # data; one standardised unit (a feature's scale) keeps it at R^2 + 1.
-    # bench_raw_tables.py, 20 paired splits: housing_3k +2.4 (s.e. 1.0) points
-    # of R^2 at epsilon 1, +1.7 (0.5) at 2, +7.4 (1.0) with feature_scaling=True
-    # at 0.5; housing_12k +0.5 (0.2) at 1, +1.1 (0.2) at 0.5 (0.5 and 2 did
-    # no better than 1).
+    # benchmarks/bench_regressor_defaults.py, 16 paired splits: housing_3k
+    # +2.8 (s.e. 1.2) points of R^2 at epsilon 1, +1.6 (0.5) at 2, +8.0 (1.0)
+    # with feature_scaling=True at 0.5; housing_12k +0.6 (0.2) at 1, +1.2
+    # (0.3) at 0.5 (columns of 0.5 and 2 did no better than 1).
     _standardized_intercept_scaling = 1.0
 
     def __init__(
