@@ -83,6 +83,17 @@ class GLMLoss:
         """
         return ("clip", 0.3) if self.is_classification else ("add", 2.0)
 
+    def newton_floor_scale(self, relative_noise):
+        """dp_newton's default floor, in noise norms, at a public relative noise level.
+
+        ``relative_noise`` is the expected spectral norm of the averaged
+        curvature's noise over the largest curvature one row can have
+        (``curvature_bound * R^2``): a function of the noise scale, the row
+        bound and the released row count only.  By default the floor of
+        :attr:`newton_eigenvalue_floor` at every noise level.
+        """
+        return self.newton_eigenvalue_floor[1]
+
     def value(self, Z, y):  # pragma: no cover - interface
         raise NotImplementedError
 
@@ -229,6 +240,18 @@ class MultinomialLoss(GLMLoss):
         return n_outputs - 1, 1.0 / n_outputs
 
 
+#: The noise level (spectral norm of the averaged Gram matrix's noise over
+#: ``R^2``, public) from which the squared loss's dp_newton floor is the full
+#: two noise norms; below it the floor falls linearly to one.  Measured with
+#: benchmarks/bench_regressor_defaults.py (paired splits, epsilon 0.5 to 2):
+#: diabetes (309 rows) lies at 0.065 to 0.18 and keeps two norms, the
+#: 3,000-row tables at 0.015 to 0.033 (R^2 +0.9 to +2.1 points against two
+#: norms), 10,000 rows of 20 standard-normal features at 0.006 (-0.2 to
+#: +0.2); a threshold of 0.1 gained 0.5 more on the 3,000-row tables but lost
+#: 1.8 points on diabetes at epsilon 2.
+SQUARED_FLOOR_NOISE = 0.05
+
+
 class SquaredLoss(GLMLoss):
     """``(z - y)^2 / 2``: smooth (1), derivative unbounded unless scores are.
 
@@ -248,6 +271,22 @@ class SquaredLoss(GLMLoss):
 
     def __init__(self, residual_bound=None):
         self.derivative_bound = None if residual_bound is None else float(residual_bound)
+
+    def newton_floor_scale(self, relative_noise):
+        """Two noise norms added to every eigenvalue where the noise is large, one where it is small.
+
+        ``1 + min(1, relative_noise / SQUARED_FLOOR_NOISE)``.  One noise norm
+        added keeps the released Gram matrix plus the floor above the true
+        one along every direction (Weyl's inequality, at the expected norm
+        of the noise), so the steps do not overshoot; the second norm is a
+        margin that pays where the noise is large against the curvature
+        (it damps the steps, like a ridge) and costs where it is small: the
+        five steps then stop short of the optimum along the directions of
+        small curvature (the noiseless fit of the 3,000-row housing table
+        loses 4.6 points of R^2 to the floor of two).  Measured in
+        docs/solvers/second_order.md.
+        """
+        return 1.0 + min(1.0, relative_noise / SQUARED_FLOOR_NOISE)
 
     def __repr__(self):
         return f"SquaredLoss(residual_bound={self.derivative_bound!r})"

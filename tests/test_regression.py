@@ -117,3 +117,45 @@ def test_bad_regression_input(data):
     y_nan[1] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         DPSCORegressor().fit(X, y_nan)
+
+
+def _natural_units_table(n=3000, seed=0):
+    rng = np.random.default_rng(seed)
+    income = rng.lognormal(np.log(30_000), 0.5, n)
+    latitude = rng.normal(36.0, 1.5, n)
+    flag = (rng.random(n) < 0.4).astype(float)
+    X = np.column_stack([income, latitude, flag])
+    y = 2e4 * (income - 30_000) / 15_000 - 1.5e4 * (latitude - 36.0) + rng.normal(0, 1e4, n)
+    return X, y
+
+
+def test_scaled_fit_gives_the_intercept_column_one_standardised_unit():
+    from sklearn_dp.testing import trace_releases
+
+    X, y = _natural_units_table()
+    with trace_releases() as trace:
+        model = DPSCORegressor(epsilon=2.0, feature_scaling=True, random_state=0).fit(X, y)
+    assert hasattr(model, "feature_scale_")
+    assert model.intercept_scaling_ == 1.0
+    # The Gram matrix's sensitivity is the squared row bound of the fit's
+    # rows: the standardised rows' released bound, and the column of 1.
+    (gram,) = [r for r in trace.releases if r.label == "gram matrix"]
+    assert gram.sensitivity == pytest.approx(model._standardized_row_bound**2 + 1.0, rel=1e-12)
+    # A given intercept_scaling is used as it is; without scaling "auto" is the rows' bound.
+    given = DPSCORegressor(
+        epsilon=2.0, feature_scaling=True, intercept_scaling=3.0, random_state=0
+    ).fit(X, y)
+    assert hasattr(given, "feature_scale_") and given.intercept_scaling_ == 3.0
+    unscaled = DPSCORegressor(epsilon=2.0, feature_scaling=False, random_state=0).fit(X, y)
+    assert unscaled.intercept_scaling_ == unscaled.data_norm_
+
+
+def test_scaled_classifier_keeps_the_rows_bound_as_intercept_column():
+    from sklearn_dp import DPLogisticRegression
+
+    X, y = _natural_units_table()
+    model = DPLogisticRegression(
+        epsilon=2.0, feature_scaling=True, classes=[0, 1], random_state=0
+    ).fit(X, (y > np.median(y)).astype(int))
+    assert hasattr(model, "feature_scale_")
+    assert model.intercept_scaling_ == model._standardized_row_bound

@@ -382,6 +382,46 @@ def test_modified_direction_floors_eigenvalues():
     np.testing.assert_allclose(add, [1 / 4.5, 1 / 0.501, 2.0])
 
 
+def test_squared_loss_floor_falls_from_two_noise_norms_to_one_as_the_noise_shrinks():
+    from sklearn_dp._losses import SQUARED_FLOOR_NOISE
+
+    squared = get_loss("squared", residual_bound=2.0)
+    assert squared.newton_eigenvalue_floor == ("add", 2.0)
+    for relative, scale in [(0.0, 1.0), (0.25, 1.25), (0.5, 1.5), (1.0, 2.0), (40.0, 2.0)]:
+        assert squared.newton_floor_scale(relative * SQUARED_FLOOR_NOISE) == pytest.approx(scale)
+    # The other losses keep their one floor at every noise level.
+    for loss, floor in [(get_loss("log_loss"), 0.3), (get_loss("huber", epsilon_huber=1.0), 0.5)]:
+        assert [loss.newton_floor_scale(r) for r in (0.0, 0.01, 10.0)] == [floor] * 3
+
+
+@pytest.mark.parametrize("n", [40, 4000])
+def test_default_squared_floor_is_the_rule_at_the_public_noise_ratio(n):
+    # Few rows: the noise is large against R^2 (two norms); many: near one.
+    data = _link_data("squared", n=n)
+    result = dp_newton(
+        data, make_loss("squared"), n_outputs=1, alpha=0.0, epsilon=1.0, delta=1e-6, random_state=0
+    )
+    details = result.plan.details
+    R2 = data.row_norm_bound**2
+    nu = hessian_noise_norm(details["hessian_noise_std"] / data.normalizer, data.n_columns)
+    ratio = nu / R2  # public: the noise scale, the row bound and the count
+    expected_scale = 1.0 + min(1.0, ratio / 0.05)
+    assert details["floor"] == pytest.approx(expected_scale * nu, rel=1e-12)
+    assert (expected_scale == 2.0) if n == 40 else (1.0 < expected_scale < 1.5)
+    # An explicit floor_scale still wins.
+    given = dp_newton(
+        data,
+        make_loss("squared"),
+        n_outputs=1,
+        alpha=0.0,
+        epsilon=1.0,
+        delta=1e-6,
+        random_state=0,
+        floor_scale=2.0,
+    )
+    assert given.plan.details["floor"] == pytest.approx(2.0 * nu, rel=1e-12)
+
+
 # --------------------------------------------------------------------------
 # epsilon = inf: the non-private optimum
 # --------------------------------------------------------------------------

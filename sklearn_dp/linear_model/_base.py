@@ -645,6 +645,10 @@ class BaseDPEstimator(SavedWithoutLedger, BaseEstimator):
 
     #: Whether the estimator bounds labels (regressors: ``y_bound``).
     _bounds_labels = False
+    #: ``intercept_scaling="auto"`` when the fit scales its features: None
+    #: keeps the rows' bound (as without scaling); a number is the intercept
+    #: column's value in standardised units.
+    _standardized_intercept_scaling = None
     #: Name of the constant of ``sklearn_dp._bounds`` that sets the window of
     #: the rows' bound (see ``docs/guide/choosing_parameters.md``).
     _row_window = "REGRESSOR_ROW_WINDOW"

@@ -757,6 +757,9 @@ def _scaled_bounds(estimator, spec, n_features, released, context, scales):
         released = dict(released, feature_bound=1.0)
         rows = "feature_bound"
     bounds = estimator._resolve_bounds(spec, n_features, released, (rows, labels))
+    standardized_intercept = estimator._standardized_intercept_scaling
+    if standardized_intercept is not None and estimator.intercept_scaling == "auto":
+        bounds = dataclasses.replace(bounds, intercept_scaling=standardized_intercept)
     return dataclasses.replace(
         bounds,
         feature_center=scales.center,

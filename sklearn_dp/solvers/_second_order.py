@@ -377,8 +377,10 @@ def dp_newton(
         classification losses, ``"add"`` for regression losses).
     floor_scale : float, optional
         The floor in units of the curvature noise's spectral norm; default
-        from the loss's ``newton_eigenvalue_floor`` (0.3 for the log-loss, 2
-        for the squared loss, 0.5 for the Huber loss).
+        the loss's ``newton_floor_scale`` at the public ratio ``nu / (beta
+        R^2)`` (0.3 for the log-loss, 0.5 for the Huber loss; for the
+        squared loss 2 from a ratio of 0.05 on, falling linearly to 1 as
+        the ratio falls to 0).
     momentum : {"auto", "nesterov", None}, default="auto"
         ``"auto"``: Nesterov with ``hessian="bound"``, none with ``"exact"``.
     secant : bool, default=True
@@ -453,9 +455,7 @@ def dp_newton(
     size = _check_problem(loss.name, n_outputs, inference, hessian, n_columns, loss.multi_output)
     if momentum == "auto":
         momentum = "nesterov" if hessian == "bound" else None
-    default_eigenvalue, default_floor = loss.newton_eigenvalue_floor
-    eigenvalue = default_eigenvalue if eigenvalue == "auto" else eigenvalue
-    floor_scale = default_floor if floor_scale is None else floor_scale
+    eigenvalue = loss.newton_eigenvalue_floor[0] if eigenvalue == "auto" else eigenvalue
     private = not math.isinf(epsilon)
     # Intervals need the unclipped estimator: with inference=True the default
     # clip of the log-loss is its own bound (clipping at half of it moves the
@@ -478,6 +478,8 @@ def dp_newton(
     # "bound": of the noise on curvature_bound * G, the same on every class block).
     nu = hessian_noise_norm((hessian_std * beta if bound else hessian_std) / normalizer, size)
     nu *= _noise.group_rows()  # the noise the gateway adds: k times in a group fit
+    if floor_scale is None:  # the noise relative to the largest curvature: public
+        floor_scale = loss.newton_floor_scale(nu / (beta * R2))
     floor = max(float(floor_scale) * nu, RELATIVE_FLOOR * beta * R2)
     # The bound is one block for all classes (I_K (x) beta G); the exact
     # Hessian has class-major coefficients, as W.ravel("F").
