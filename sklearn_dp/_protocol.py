@@ -387,33 +387,36 @@ class SolverPlanner:
         released = self._arguments(problem, n_public, bounds, options)
         at_placeholders = self._arguments(problem, None, self._planned_bounds, options)
         decision, skipped, rest = list(decision), list(skipped), list(rest)
-        try:
-            charged = self._search(
-                at_placeholders, None, dpe.ComposedDpEvent(decision + skipped + rest)
+        charged = self._search(
+            at_placeholders, None, dpe.ComposedDpEvent(decision + skipped + rest)
+        )
+        share = self._search(at_placeholders, None, dpe.ComposedDpEvent(decision + rest))
+        if share <= charged:
+            return None
+        # Both solvers' events are the ones planned before the data (a
+        # solver's plan before the count is the one released values give).
+        charged_event = self._event(at_placeholders, None, charged)
+        event = self._event(at_placeholders, None, share)
+        if None in (charged_event, event) or self._event(released, n_public, share) != event:
+            return None
+        # (A smaller share does not help: the bound's first term falls with
+        # it, but the other branch's excess over this one grows.)
+        if decision and (
+            _branch_mixture_delta(
+                dpe.ComposedDpEvent(decision),
+                dpe.ComposedDpEvent(rest + [event]),
+                dpe.ComposedDpEvent(skipped + rest + [charged_event]),
+                self.epsilon,
+                decision_epsilon,
             )
-            share = self._search(at_placeholders, None, dpe.ComposedDpEvent(decision + rest))
-            if share <= charged:
-                return None
-            events = [
-                (self._event(at_placeholders, None, s), self._event(released, n_public, s))
-                for s in (charged, share)
-            ]
-            if any(planned is None or planned != ran for planned, ran in events):
-                return None
-            if decision:
-                bound = _branch_mixture_delta(
-                    dpe.ComposedDpEvent(decision),
-                    dpe.ComposedDpEvent(rest + [events[1][0]]),
-                    dpe.ComposedDpEvent(skipped + rest + [events[0][0]]),
-                    self.epsilon,
-                    decision_epsilon,
-                )
-                if bound > self.delta:
-                    return None
-            self.fixed = False
-            return share, self.plan(released, n_public, share)
-        finally:
-            self._plans.clear()
+            > self.delta
+        ):
+            return None
+        self.fixed = False
+        plan = self.plan(released, n_public, share)
+        # Not needed while the solver runs (None leaves them to after_release).
+        self._plans.clear()
+        return share, plan
 
     def _full_search(self, released, at_placeholders, n_public, prefix):
         # The problem or options changed with released values (a label set,

@@ -506,6 +506,18 @@ def _auto_scaling_cases():
                     branch,
                     id=case.id.replace("-eps", f"-auto-{branch}-eps"),
                 )
+            if estimator == "DPLogisticRegression" and params["epsilon"] == 1.0:
+                # A released label set: the unscaled branch gives the scales'
+                # share to the solver (a mixture of the two branches).
+                yield pytest.param(
+                    estimator,
+                    solver,
+                    dict(params, classes=None),
+                    kind,
+                    sparse,
+                    "unscaled-labels",
+                    id=case.id.replace("-eps", "-auto-unscaled-labels-eps"),
+                )
 
 
 @pytest.mark.parametrize(
@@ -522,9 +534,12 @@ def test_substitution_auto_feature_scaling(estimator, solver, params, kind, spar
     assert scaled == (branch == "scaled")
     assert scaled == ("feature_scale_" in observed["attributes"])
     # The scaled branch's event lists the scales' releases; the other one
-    # lists them too where it keeps their charge (a mixture not certified).
+    # lists them too where it keeps their charge (no certified mixture, or a
+    # fit whose event is fixed before the data).
     event = repr(observed["attributes"]["dp_event_"])
     assert not scaled or "feature scales (magnitude)" in event
+    if branch == "unscaled-labels" and not sparse:
+        assert "feature scales (magnitude)" not in event
 
 
 @pytest.mark.parametrize(

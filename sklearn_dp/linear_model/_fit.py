@@ -167,7 +167,7 @@ def plan_fit(estimator, request):
             scaling,
             each=math.inf,
             probe=probe if scaling["auto"] else 0.0,
-            spare=private and _spares_scale_share(estimator),
+            spare=False,
         )
         # The decision of "auto" is paid like the scales it may skip.
         scale_cost = scaling["probe"] if private else 0.0
@@ -224,6 +224,10 @@ def plan_fit(estimator, request):
         share, solver_plan = planner.before_data(
             problem, planned, kwargs, prefix, public_inputs=not released_inputs
         )
+        if scaling is not None:
+            # Only where no fixed event is lost: a mixture of two branches has
+            # no one event whose curve is the fit's (privacy_report).
+            scaling["spare"] = not planner.fixed and _spares_scale_share(estimator)
         if solver_plan is not None:
             # Noise the gateway would refuse after the charge: refused now.
             check_sampler_range(solver_plan.event, name)
@@ -249,9 +253,7 @@ def plan_fit(estimator, request):
         },
         solver_plan=solver_plan,
         event=event,
-        # A fit that may give the scales' share to its solver is a mixture of
-        # two mechanisms: its event is not one fixed before the data.
-        fixed=event is not None and planner.fixed and not (scaling or {}).get("spare"),
+        fixed=event is not None and planner.fixed,
         max_group_rows=request.max_group_rows,
         context=dict(
             spec=spec,
@@ -341,8 +343,10 @@ def _spares_scale_share(estimator):
     Not in a private search's runs and refits, which are accounted as the
     event planned for them before the data, nor on a zCDP budget, which
     reserves the planned event's rho (the solver's larger share would
-    exceed it).  Elsewhere the fit is a mixture of two branches picked by
-    pure-DP releases (:meth:`~sklearn_dp._protocol.SolverPlanner.after_skipped_releases`).
+    exceed it); and only for a fit whose event is not fixed before the data
+    anyway (a released label set picks its problem): the fit is then a
+    mixture of two branches picked by pure-DP releases
+    (:meth:`~sklearn_dp._protocol.SolverPlanner.after_skipped_releases`).
     """
     budget = estimator.budget
     return not isinstance(estimator.random_state, _random.SecretStream) and (
