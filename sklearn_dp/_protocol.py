@@ -45,6 +45,7 @@ from dp_accounting import dp_event as dpe
 
 from . import _noise, _noise_grids, _random
 from ._limits import MAX_EPSILON, MIN_EPSILON
+from ._memo import memoize
 from ._saving import keep_entries
 from ._sklearn_compat import Interval, Options
 from ._warnings import user_stacklevel
@@ -360,6 +361,63 @@ class SolverPlanner:
                 return before_share, self.delta
         return self._full_search(released, at_placeholders, n_public, prefix)
 
+    def after_skipped_releases(
+        self, problem, n_public, bounds, options, decision, skipped, rest, decision_epsilon
+    ):
+        """``(share, plan)`` of a branch that skips releases the plan charged, or None.
+
+        The fit planned, and charged, ``decision + skipped + rest`` before the
+        solver (branch ``A``: its share is searched at the placeholders, as in
+        :meth:`after_release`).  The released outputs of ``decision`` (pure
+        DP: a row count, the count that decides whether to scale) picked a
+        branch ``B`` that runs ``decision + rest`` and not ``skipped``; its
+        share is the largest whose composition with ``decision + rest`` is
+        certified, also at the placeholders.  The fit is then a mixture of
+        ``A`` and ``B`` picked by ``decision`` (pure
+        ``decision_epsilon``-DP); ``B``, one mechanism for
+        every output, is the reference of
+        :func:`~sklearn_dp.accounting.mixture_delta` and ``A`` the other
+        branch (the argument in the privacy model guide).  Returned only when
+        that bound meets the fit's delta and both branches' solver events
+        cannot depend on released values (a plan before the count that the
+        released values confirm; the caller checks that the event reads no
+        released bound); otherwise None, and the branch keeps the charged
+        share and event, which cover it (it runs fewer mechanisms).
+        """
+        released = self._arguments(problem, n_public, bounds, options)
+        at_placeholders = self._arguments(problem, None, self._planned_bounds, options)
+        decision, skipped, rest = list(decision), list(skipped), list(rest)
+        charged = self._search(
+            at_placeholders, None, dpe.ComposedDpEvent(decision + skipped + rest)
+        )
+        share = self._search(at_placeholders, None, dpe.ComposedDpEvent(decision + rest))
+        if share <= charged:
+            return None
+        # Both solvers' events are the ones planned before the data (a
+        # solver's plan before the count is the one released values give).
+        charged_event = self._event(at_placeholders, None, charged)
+        event = self._event(at_placeholders, None, share)
+        if None in (charged_event, event) or self._event(released, n_public, share) != event:
+            return None
+        # (A smaller share does not help: the bound's first term falls with
+        # it, but the other branch's excess over this one grows.)
+        if decision and (
+            _branch_mixture_delta(
+                dpe.ComposedDpEvent(decision),
+                dpe.ComposedDpEvent(rest + [event]),
+                dpe.ComposedDpEvent(skipped + rest + [charged_event]),
+                self.epsilon,
+                decision_epsilon,
+            )
+            > self.delta
+        ):
+            return None
+        self.fixed = False
+        plan = self.plan(released, n_public, share)
+        # Not needed while the solver runs (None leaves them to after_release).
+        self._plans.clear()
+        return share, plan
+
     def _full_search(self, released, at_placeholders, n_public, prefix):
         # The problem or options changed with released values (a label set,
         # a label scale), or the plan from released values disagrees with the
@@ -403,6 +461,31 @@ class SolverPlanner:
             "certified before the data at the fit's guarantee: register the solver with "
             "event_reads_bounds=False if its event ignores the bounds, or give the bounds."
         )
+
+
+class _ByValue:
+    """An event compared and hashed by value (dp_accounting's composed events hold lists)."""
+
+    def __init__(self, event):
+        self.event, self._key = event, _key(event)
+
+    def __eq__(self, other):
+        return isinstance(other, _ByValue) and self._key == other._key
+
+    def __hash__(self):
+        return hash(self._key)
+
+
+def _branch_mixture_delta(decision, reference, other, epsilon, decision_epsilon):
+    """:func:`~sklearn_dp.accounting.mixture_delta`, once per public plan (a PLD each call)."""
+    return _cached_mixture_delta(
+        _ByValue(decision), _ByValue(reference), _ByValue(other), epsilon, decision_epsilon
+    )
+
+
+@memoize(maxsize=256)
+def _cached_mixture_delta(decision, reference, other, epsilon, decision_epsilon):
+    return mixture_delta(decision.event, reference.event, other.event, epsilon, decision_epsilon)
 
 
 #: How many times the basic-composition branch's delta may be cut by 4 before a fit refuses.

@@ -57,6 +57,8 @@ from sklearn_dp.accounting import (
     accountant_epsilon,
     epsilon_of_event,
     epsilon_of_zcdp,
+    largest_share,
+    mixture_delta,
 )
 from sklearn_dp.testing import trace_releases
 
@@ -1127,3 +1129,118 @@ def test_many_features_take_the_vector_releases_and_keep_the_guarantee(setting):
     assert accountant_epsilon(model.dp_event_, 1e-5, "pld") <= 1.0 + 1e-3
     assert math.isfinite(accountant_epsilon(model.dp_event_, 1e-5, "rdp"))
     assert model.score(X, y) > 0.7
+
+
+# -- the scales' share when none are released ------------------------------------------
+
+
+def _digits_fit(substitute=None, **params):
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    params = {"random_state": 0, **params}
+    model = DPLogisticRegression(epsilon=1.0, **params)
+    plan = model._fit_plan(X, y)
+    with trace_releases(substitute=substitute) as trace:
+        model.fit(X, y)
+    return model, plan, trace
+
+
+def test_a_fit_without_scales_gives_their_share_to_its_solver():
+    model, plan, trace = _digits_fit()
+    labels = [r.label for r in trace.releases]
+    # Pixel intensities up to 16: "auto" decides against the scales.
+    assert "feature scales (rows with a large entry)" in labels
+    assert not any("feature scales (magnitude)" in label for label in labels)
+    _, decision, bound, solver = model.dp_event_.events
+    rest = 1.0 - plan.shares["labels"][0]  # what the label set leaves
+    decision_epsilon = _bounds.AUTO_SCALING_EPSILON_FRACTION * rest
+    assert decision == dpe.LaplaceDpEvent(1.0 / decision_epsilon)
+    assert bound == _bounds.selection_event(
+        _bounds.BOUNDS_EPSILON_FRACTION * rest, "row norm bound"
+    )
+    # The charged plan: the scales' releases too.
+    charged = plan.event.events
+    assert charged[1] == decision and charged[-2] == bound
+    scales = charged[2:-2]
+    assert scales == _feature_scales.planned_scale_events(
+        64, plan.shares["scales"], True, plan.context["scaling"]["each"]
+    )
+    # The solver's share: the largest whose composition with what ran is
+    # certified (dp_accounting's PLD), from the planner's own search on the
+    # released label set's problem; the charged branch's, with the scales.
+    planner = plan.context["planner"]
+    arguments = planner._arguments(model._problem(10), None, planner._planned_bounds, plan.options)
+
+    def make_event(share):
+        return planner._event(arguments, None, share)
+
+    delta = plan.shares["solver"][1]
+    share = largest_share(
+        make_event, dpe.ComposedDpEvent([decision, bound]), rest, delta, planner.floor
+    )
+    charged_share = largest_share(
+        make_event, dpe.ComposedDpEvent([decision, *scales, bound]), rest, delta, planner.floor
+    )
+    assert share > charged_share
+    assert solver == make_event(share)
+    # The gateway's Gaussian noise is the event's.
+    multipliers = [e.noise_multiplier for e in (solver.events[0].event, solver.events[1])]
+    gaussians = [r for r in trace.releases if r.mechanism == "gaussian"]
+    np.testing.assert_allclose(
+        sorted(r.scale / r.sensitivity for r in gaussians),
+        sorted([multipliers[0]] * solver.events[0].count + [multipliers[1]]),
+        rtol=1e-9,
+    )
+    # Both branches, picked by the decision (pure DP) after the label set
+    # (composed by basic composition), meet what the label set leaves.
+    bound_delta = mixture_delta(
+        decision,
+        dpe.ComposedDpEvent([bound, solver]),
+        dpe.ComposedDpEvent([*scales, bound, make_event(charged_share)]),
+        rest,
+        decision_epsilon,
+    )
+    assert bound_delta <= delta
+    assert model.privacy_spent_ == (1.0, 1e-5)
+    assert epsilon_of_event(model.dp_event_, 1e-5) <= 1.0 + 1e-9
+    assert math.isfinite(accountant_epsilon(model.dp_event_, 1e-5, "rdp"))
+
+
+def test_a_fit_with_public_classes_keeps_its_fixed_event_without_scales():
+    # Its event is fixed before the data (privacy_report shows its curve): a
+    # mixture of two branches would lose that, so it keeps the charge.
+    model, plan, trace = _digits_fit(classes=np.arange(10))
+    assert not any(r.label == "feature scales (magnitude)" for r in trace.releases)
+    assert plan.fixed
+    assert model.dp_event_ == plan.event
+
+
+def test_a_fit_with_scales_keeps_the_charged_event():
+    X, score = _raw_table(3000)
+    y = (score > 0).astype(int)
+    model = DPLogisticRegression(epsilon=1.0, random_state=0)
+    plan = model._fit_plan(X, y)
+    model.fit(X, y)
+    assert hasattr(model, "feature_scale_")
+    # The plan's solver is the placeholder problem's; the rest as charged
+    # (the label set's event is named by its mechanism once it ran).
+    assert model.dp_event_.events[1:-1] == plan.event.events[1:-1]
+    assert model.privacy_spent_ == (1.0, 1e-5)
+
+
+@pytest.mark.parametrize("where", ["zcdp budget", "search run"])
+def test_zcdp_budgets_and_search_runs_keep_the_charged_share_without_scales(where):
+    # A zCDP budget reserves the planned event's rho, which a larger share
+    # would exceed; a private search accounts each run as its planned event.
+    from sklearn_dp import _random
+
+    if where == "zcdp budget":
+        budget = PrivacyBudget(2.0, 1e-4, composition="zcdp")
+        model, plan, trace = _digits_fit(budget=budget)
+        assert budget.spent[0] <= 2.0
+    else:
+        stream = _random.SecretStream(np.random.default_rng(0), _random._SEARCH_TOKEN)
+        model, plan, trace = _digits_fit(random_state=stream)
+    assert not any(r.label == "feature scales (magnitude)" for r in trace.releases)
+    assert "feature scales (magnitude)" in repr(model.dp_event_)

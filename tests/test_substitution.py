@@ -220,9 +220,12 @@ def _model(estimator, solver, params, variant=""):
 class _Substitute:
     """Data-independent outputs: a function of the release's position and public shape only."""
 
-    def __init__(self, classes):
+    def __init__(self, classes, large_rows=None):
         self.calls = 0
         self.classes = classes
+        # The count of rows with a large entry ("auto" scaling's decision);
+        # None: small noise, which keeps one bound.
+        self.large_rows = large_rows
 
     def __call__(self, release):
         self.calls += 1
@@ -243,6 +246,8 @@ class _Substitute:
             return keys
         if release.label == "row count":
             return float(N_ROWS)
+        if release.label == "feature scales (rows with a large entry)" and self.large_rows:
+            return float(self.large_rows)
         if release.mechanism == "exponential":
             # A data-independent candidate within a decade of the grid's
             # middle (bounds near 1, centres near 0): extreme released bounds
@@ -257,10 +262,10 @@ class _Substitute:
 _TIME = re.compile(r"\(\d+(\.\d+)?s\)")
 
 
-def _observe(model, X, y, classes, fit_kwargs=None):
+def _observe(model, X, y, classes, fit_kwargs=None, large_rows=None):
     """Fit under substitution; everything a user can see, plus the trace."""
     stream = io.StringIO()
-    substitute = _Substitute(classes)
+    substitute = _Substitute(classes, large_rows)
     error = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -368,14 +373,14 @@ def _sparse_duplicates_pair(estimator):
     return (X, y), (X_prime, np.append(y, HOSTILE_LABEL[_task(estimator)]))
 
 
-def _run_pair(estimator, solver, params, pair, variant="", weights=None):
+def _run_pair(estimator, solver, params, pair, variant="", weights=None, large_rows=None):
     classes = [0, 1, 2] if variant == "multiclass" else [0, 1]
     (X, y), (X_prime, y_prime) = pair
     fit_kwargs = [None, None]
     if weights is not None:
         fit_kwargs = [dict(sample_weight=w) for w in weights]
     seen = [
-        _observe(_model(estimator, solver, params, variant), Xi, yi, classes, kwargs)
+        _observe(_model(estimator, solver, params, variant), Xi, yi, classes, kwargs, large_rows)
         for (Xi, yi), kwargs in zip(((X, y), (X_prime, y_prime)), fit_kwargs)
     ]
     a, b = seen
@@ -517,25 +522,58 @@ def test_substitution_vector_feature_scaling(estimator, solver, params, kind, mo
 
 def _auto_scaling_cases():
     # feature_scaling="auto" (the default) on the per-feature path: its
-    # decision, a released count, then the scales or none (the substituted
-    # count decides, whatever the data).
+    # decision, a released count, then the scales (the substituted count at
+    # every row) or none, whose share goes to the solver (a count near 0):
+    # the substituted count decides, whatever the data.
     for case in _scaling_cases():
         estimator, solver, params, kind, sparse = case.values
-        if params["epsilon"] > 1.0 and solver in ("dp_gd", "dp_newton"):
+        if solver in ("dp_gd", "dp_newton"):
             params = dict(params, feature_scaling="auto")
-            yield pytest.param(
-                estimator, solver, params, kind, sparse, id=case.id.replace("-eps", "-auto-eps")
-            )
+            # At epsilon=1 the released count is too small for the scales.
+            for branch in ("unscaled", "scaled") if params["epsilon"] > 1.0 else ("unscaled",):
+                yield pytest.param(
+                    estimator,
+                    solver,
+                    params,
+                    kind,
+                    sparse,
+                    branch,
+                    id=case.id.replace("-eps", f"-auto-{branch}-eps"),
+                )
+            if estimator == "DPLogisticRegression" and params["epsilon"] == 1.0:
+                # A released label set: the unscaled branch gives the scales'
+                # share to the solver (a mixture of the two branches).
+                yield pytest.param(
+                    estimator,
+                    solver,
+                    dict(params, classes=None),
+                    kind,
+                    sparse,
+                    "unscaled-labels",
+                    id=case.id.replace("-eps", "-auto-unscaled-labels-eps"),
+                )
 
 
-@pytest.mark.parametrize("estimator, solver, params, kind, sparse", list(_auto_scaling_cases()))
-def test_substitution_auto_feature_scaling(estimator, solver, params, kind, sparse):
-    observed = _run_pair(estimator, solver, params, _hostile_pair(estimator, kind, sparse=sparse))
+@pytest.mark.parametrize(
+    "estimator, solver, params, kind, sparse, branch", list(_auto_scaling_cases())
+)
+def test_substitution_auto_feature_scaling(estimator, solver, params, kind, sparse, branch):
+    pair = _hostile_pair(estimator, kind, sparse=sparse)
+    large_rows = N_ROWS if branch == "scaled" else None
+    observed = _run_pair(estimator, solver, params, pair, large_rows=large_rows)
     assert observed["error"] is None, observed["error"]
     labels = [r.label for r in observed["trace"].releases]
     assert "feature scales (rows with a large entry)" in labels, labels
     scaled = any(label.startswith("feature scales (magnitude") for label in labels)
+    assert scaled == (branch == "scaled")
     assert scaled == ("feature_scale_" in observed["attributes"])
+    # The scaled branch's event lists the scales' releases; the other one
+    # lists them too where it keeps their charge (no certified mixture, or a
+    # fit whose event is fixed before the data).
+    event = repr(observed["attributes"]["dp_event_"])
+    assert not scaled or "feature scales (magnitude)" in event
+    if branch == "unscaled-labels" and not sparse:
+        assert "feature scales (magnitude)" not in event
 
 
 @pytest.mark.parametrize(

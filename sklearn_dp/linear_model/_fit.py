@@ -172,6 +172,7 @@ def plan_fit(estimator, request):
             # Many features: vector releases over all of them at once.
             vector=scaling["centered"] and X.shape[1] >= _feature_scales.VECTOR_MIN_FEATURES,
             probe=probe if scaling["auto"] else 0.0,
+            spare=False,
         )
         # The decision of "auto" is paid like the scales it may skip.
         scale_cost = scaling["probe"] if private else 0.0
@@ -243,6 +244,10 @@ def plan_fit(estimator, request):
         share, solver_plan = planner.before_data(
             problem, planned, kwargs, prefix, public_inputs=not released_inputs
         )
+        if scaling is not None:
+            # Only where no fixed event is lost: a mixture of two branches has
+            # no one event whose curve is the fit's (privacy_report).
+            scaling["spare"] = not planner.fixed and _spares_scale_share(estimator)
         if solver_plan is not None:
             # Noise the gateway would refuse after the charge: refused now.
             check_sampler_range(solver_plan.event, name)
@@ -353,6 +358,23 @@ def _scale_events(n_features, epsilon, scaling):
     if scaling["auto"]:
         events = [_feature_scales.auto_scaling_event(scaling["probe"])] + events
     return events
+
+
+def _spares_scale_share(estimator):
+    """Whether a fit that releases no scales may give their share to its solver (public).
+
+    Not in a private search's runs and refits, which are accounted as the
+    event planned for them before the data, nor on a zCDP budget, which
+    reserves the planned event's rho (the solver's larger share would
+    exceed it); and only for a fit whose event is not fixed before the data
+    anyway (a released label set picks its problem): the fit is then a
+    mixture of two branches picked by pure-DP releases
+    (:meth:`~sklearn_dp._protocol.SolverPlanner.after_skipped_releases`).
+    """
+    budget = estimator.budget
+    return not isinstance(estimator.random_state, _random.SecretStream) and (
+        budget is None or budget.rho_limit is None
+    )
 
 
 def _scale_epsilon(epsilon_rest, private):
@@ -483,6 +505,7 @@ def _run_fit(estimator, request, plan):
         )
         if plan.private and request_rows is not None:
             _warn_row_bound(estimator, request_rows, plan, count.estimate, phase)
+        released_bound_events = bound_events
         bound_events = scale_events + skipped + bound_events
         if released:
             progress.note(f"bounds released: {_shown(released)}")
@@ -506,9 +529,18 @@ def _run_fit(estimator, request, plan):
             except ValueError as exc:
                 raise public_error(ValueError(str(exc))) from None
         # Re-plan the solver's share from the released values, once.
-        epsilon_solver, solver_plan = _replan(
-            estimator, plan, spec, problem, count, bounds, kwargs, bound_events
-        )
+        unscaled = None
+        if scales is None and scale_events:
+            # No scales released: their share may go to the solver.
+            unscaled = _replan_unscaled(
+                estimator, plan, spec, problem, count, bounds, kwargs, released_bound_events
+            )
+        if unscaled is not None:
+            epsilon_solver, solver_plan, bound_events = unscaled
+        else:
+            epsilon_solver, solver_plan = _replan(
+                estimator, plan, spec, problem, count, bounds, kwargs, bound_events
+            )
         # Bound the data and run the solver on it.
         data = _bound(estimator, plan, spec, X, y, bounds, count, phase.sample_weight)
         progress.note(f"rows bounded; running solver {spec.name}")
@@ -800,6 +832,48 @@ def _replan(estimator, plan, spec, problem, count, bounds, kwargs, bound_events)
     )
     prefix = dpe.ComposedDpEvent(count_events + bound_events)
     return planner.after_release(problem, count.estimate, bounds, kwargs, prefix)
+
+
+def _replan_unscaled(estimator, plan, spec, problem, count, bounds, kwargs, bound_events):
+    """``(epsilon, plan, events)`` of the solver when no scales were released, or None.
+
+    The plan charged the scales' releases; a fit that released none (the
+    decision of ``"auto"``, or too few rows for them) gives their share to
+    the solver when :meth:`~sklearn_dp._protocol.SolverPlanner.after_skipped_releases`
+    certifies the mixture of the two branches, picked by the pure-DP
+    releases before them (the row count, the decision's count).  ``events``
+    are those of what ran before the solver.  None keeps the charged share
+    (and the charged events, which cover the releases not run).
+    """
+    scaling = plan.context["scaling"]
+    if not (plan.private and scaling["spare"]) or spec.event_reads_bounds:
+        return None
+    planner = plan.context["planner"]
+    if spec is not plan.context["spec"]:
+        planner = planner.for_solver(
+            spec.plan, functools.partial(_plan_arguments, estimator, spec, *plan.context["schema"])
+        )
+    decision, decision_epsilon = [], 0.0
+    if plan.shares["count"] != 0:
+        decision.append(dpe.LaplaceDpEvent(1.0 / plan.shares["count"]))
+        decision_epsilon += plan.shares["count"]
+    if scaling["auto"]:
+        decision.append(_feature_scales.auto_scaling_event(scaling["probe"]))
+        decision_epsilon += scaling["probe"]
+    skipped = _feature_scales.planned_scale_events(
+        plan.context["schema"][0].shape[1],
+        plan.shares["scales"],
+        scaling["centered"],
+        scaling["each"],
+    )
+    found = planner.after_skipped_releases(
+        problem, count.estimate, bounds, kwargs, decision, skipped, bound_events, decision_epsilon
+    )
+    if found is None:
+        return None
+    share, solver_plan = found
+    # The count has its own place in the fit's event; the decision comes first.
+    return share, solver_plan, decision[len(decision) - int(scaling["auto"]) :] + bound_events
 
 
 def _bound(estimator, plan, spec, X, y, bounds, count, sample_weight):
