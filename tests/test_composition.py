@@ -97,6 +97,10 @@ def test_frozen_allow_listed_and_public_steps_spend_nothing():
             ),
             id="stale-imputer",
         ),
+        pytest.param(
+            lambda X: SimpleImputer(strategy="constant", keep_empty_features=True).fit(X),
+            id="imputer-fitted-without-a-record",
+        ),
     ],
 )
 def test_search_refuses_a_frozen_step_it_cannot_vouch_for_before_any_spend(frozen):
@@ -309,6 +313,16 @@ def test_frozen_allow_listed_step_is_vouched_for_by_the_record_of_its_own_fit():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert privacy_spent(model) == model[-1].privacy_spent_
+    # A search accepts it too.
+    budget = PrivacyBudget(20.0, 1e-4, composition="basic")
+    search = DPGridSearchCV(
+        make_pipeline(FrozenEstimator(recorded), _model()),
+        {"dplogisticregression__C": [0.1, 1.0]},
+        epsilon=1.0,
+        delta=1e-5,
+        budget=budget,
+    ).fit(X, y)
+    assert privacy_spent(search.best_estimator_) == search.privacy_spent_
     # Fitted alone, then frozen: nothing recorded the parameters of its fit.
     alone = SimpleImputer(strategy="constant", keep_empty_features=True).fit(X)
     model = make_pipeline(FrozenEstimator(alone), _model(epsilon=1.0)).fit(X, y)
