@@ -71,7 +71,6 @@ and is recorded as ``PureEpsilonDpEvent(epsilon, "exponential mechanism: ...")``
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -109,6 +108,7 @@ __all__ = [
     "selection_event",
     "sorted_scores",
     "release_center",
+    "RowCounts",
     "release_range",
     "row_linf_norms",
     "release_row_norm_bound",
@@ -490,7 +490,42 @@ def range_events(epsilon, label):
     return [] if math.isinf(epsilon) else [selection_event(epsilon, label)]
 
 
-def release_range(values, *, epsilon, n_public, rng, label, window=None, center=None):
+class RowCounts:
+    """The counts of the private rows that the ``"auto"`` bound releases read, in memory.
+
+    The releases (:func:`release_range`, :func:`release_row_norm_bound`,
+    :func:`release_feature_bound`) read the rows only through these counts
+    over public candidates, and the counts of a union of row chunks are the
+    sums of the chunks' counts: ``sklearn_dp._dask.ChunkCounts`` computes the
+    same counts chunk by chunk on a Dask array, and the release logic is the
+    same for both.
+    """
+
+    def __init__(self, rows):
+        self.rows = rows
+
+    def spread(self, center, window):
+        """:func:`upper_bound_counts` of ``|rows - center|`` (labels)."""
+        return upper_bound_counts(
+            np.abs(np.asarray(self.rows, dtype=np.float64) - center), window=window
+        )
+
+    def at_or_below(self, candidates):
+        """:func:`center_counts_on` of the rows (labels) on public ``candidates``."""
+        return center_counts_on(self.rows, candidates)
+
+    def signed_magnitude(self, window):
+        """:func:`signed_magnitude_counts` of the rows (labels)."""
+        return signed_magnitude_counts(self.rows, window=window)
+
+    def scores(self, score, window):
+        """:func:`upper_bound_counts` of ``score(rows)``, one nonnegative score per row."""
+        return upper_bound_counts(score(self.rows), window=window)
+
+
+def release_range(
+    values, *, epsilon, n_public, rng, label, window=None, center=None, counts=RowCounts
+):
     """A DP range ``(center, half_width)`` of signed ``values``: pure epsilon-DP, one event.
 
     ``values`` lie mostly in ``[center - half_width, center + half_width]``.
@@ -513,30 +548,31 @@ def release_range(values, *, epsilon, n_public, rng, label, window=None, center=
 
     With a public ``center`` (0 for a model without intercept) only the
     half-width is released, on the whole of ``epsilon``.  The events are
-    :func:`range_events` (with a released centre).
+    :func:`range_events` (with a released centre).  ``counts`` reads the
+    values (:class:`RowCounts`, or ``sklearn_dp._dask.ChunkCounts`` for a
+    Dask array).
 
     Returns
     -------
     center, half_width : float
     events : list of DpEvent
     """
-    if center is not None:
-        spread = np.abs(np.asarray(values, dtype=np.float64) - float(center))
-        width = release_upper_bound(
-            spread,
-            epsilon=epsilon,
-            n_public=n_public,
-            rng=rng,
-            label=f"{label} (half-width)",
-            window=window,
+    rows = counts(values)
+
+    def upper_bound(spread_center, epsilon, what, cap=None):
+        utilities = upper_bound_utilities_from_counts(*rows.spread(spread_center, window), n_public)
+        if cap is not None:
+            utilities = capped_utilities(utilities, cap)
+        return release_upper_bound_from_utilities(
+            utilities, epsilon=epsilon, rng=rng, label=f"{label} ({what})"
         )
+
+    if center is not None:
+        width = upper_bound(float(center), epsilon, "half-width")
         return float(center), width.value, width.events
-    values = np.asarray(values, dtype=np.float64)
     if float(n_public) * epsilon < RANGE_REFINE_EVIDENCE:
         center, half_width = release_signed_magnitude(
-            signed_magnitude_counts(
-                values, window=signed_magnitude_window(n_public, epsilon, window)
-            ),
+            rows.signed_magnitude(signed_magnitude_window(n_public, epsilon, window)),
             epsilon=epsilon,
             n_public=n_public,
             rng=rng,
@@ -544,31 +580,16 @@ def release_range(values, *, epsilon, n_public, rng, label, window=None, center=
         )
         return center, half_width, range_events(epsilon, label)
     third = epsilon / 3.0
-    magnitude = release_upper_bound(
-        np.abs(values),
-        epsilon=third,
-        n_public=n_public,
-        rng=rng,
-        label=f"{label} (magnitude)",
-        window=window,
-    )
+    magnitude = upper_bound(0.0, third, "magnitude")
     candidates = center_candidates(magnitude.value)
     center = release_center_on(
-        *center_counts_on(values, candidates),
+        *rows.at_or_below(candidates),
         candidates,
         epsilon=third,
         rng=rng,
         label=f"{label} (centre)",
     )
-    width = release_upper_bound_from_utilities(
-        capped_utilities(
-            upper_bound_utilities(np.abs(values - center.value), n_public, window=window),
-            magnitude.value + abs(center.value),
-        ),
-        epsilon=third,
-        rng=rng,
-        label=f"{label} (half-width)",
-    )
+    width = upper_bound(center.value, third, "half-width", cap=magnitude.value + abs(center.value))
     return center.value, width.value, range_events(epsilon, label)
 
 
@@ -592,49 +613,46 @@ def row_linf_norms(X):
     return out
 
 
-def release_row_norm_bound(X, *, epsilon, n_public, rng, window=None, lean=False):
+def _release_row_bound(X, score, *, epsilon, n_public, rng, label, window, lean, counts):
+    """:func:`release_upper_bound` of ``score(X)`` (one score per row), read through ``counts``."""
+    utilities = upper_bound_utilities_from_counts(
+        *counts(X).scores(score, window), tilt_weight(n_public, epsilon) if lean else n_public
+    )
+    return release_upper_bound_from_utilities(utilities, epsilon=epsilon, rng=rng, label=label)
+
+
+def release_row_norm_bound(X, *, epsilon, n_public, rng, window=None, lean=False, counts=RowCounts):
     """A DP bound on ``||X[i]||_2`` (``data_norm``); ``lean``: :func:`tilt_weight` (regressors)."""
-    return release_upper_bound(
-        row_l2_norms(X),
+    return _release_row_bound(
+        X,
+        row_l2_norms,
         epsilon=epsilon,
-        n_public=tilt_weight(n_public, epsilon) if lean else n_public,
+        n_public=n_public,
         rng=rng,
         label="row norm bound",
         window=window,
+        lean=lean,
+        counts=counts,
     )
 
 
-def release_feature_bound(X, *, epsilon, n_public, rng, window=None, lean=False):
+def release_feature_bound(X, *, epsilon, n_public, rng, window=None, lean=False, counts=RowCounts):
     """A DP bound on ``max_j |X[i, j]|`` (one ``feature_bound`` for every feature); ``lean`` as above."""
-    return release_upper_bound(
-        row_linf_norms(X),
+    return _release_row_bound(
+        X,
+        row_linf_norms,
         epsilon=epsilon,
-        n_public=tilt_weight(n_public, epsilon) if lean else n_public,
+        n_public=n_public,
         rng=rng,
         label="feature bound",
         window=window,
+        lean=lean,
+        counts=counts,
     )
 
 
-@dataclass(frozen=True)
-class BoundReleases:
-    """The ``"auto"`` bound releases of one data backend.
-
-    In memory: :data:`IN_MEMORY`; on Dask arrays: ``sklearn_dp._dask.BOUND_RELEASES``
-    (the same releases, their counts summed over the chunks).  Each has the
-    signature of the in-memory function of the same role.
-    """
-
-    row_norm_bound: Callable
-    feature_bound: Callable
-    label_range: Callable
-
-
-IN_MEMORY = BoundReleases(release_row_norm_bound, release_feature_bound, release_range)
-
-
 def release_bounds(
-    X, y, request, epsilons, *, n_public, rng, window, releases=IN_MEMORY, scales=None, lean=False
+    X, y, request, epsilons, *, n_public, rng, window, counts=RowCounts, scales=None, lean=False
 ):
     """The bounds of a fit's ``request``, released: ``(released, events)``.
 
@@ -648,13 +666,14 @@ def release_bounds(
     (:func:`sklearn_dp._scaled_design.standardized_norms`).  With ``lean``
     (regressors), the row bound's tilt is :func:`tilt_weight`'s: a bound far
     below the rows makes a regressor's predictions on new rows explode, one
-    far above them only flattens them.
+    far above them only flattens them.  ``counts`` reads the rows
+    (:class:`RowCounts`, or ``sklearn_dp._dask.ChunkCounts`` for Dask arrays).
     """
     rows, labels = request
     epsilon_rows, epsilon_labels = epsilons
     released, events = {}, []
     if rows is not None:
-        release = {"data_norm": releases.row_norm_bound, "feature_bound": releases.feature_bound}[
+        release = {"data_norm": release_row_norm_bound, "feature_bound": release_feature_bound}[
             rows
         ]
         if scales is not None and rows == "data_norm":
@@ -670,12 +689,18 @@ def release_bounds(
             )
         else:
             bound = release(
-                X, epsilon=epsilon_rows, n_public=n_public, rng=rng, window=window, lean=lean
+                X,
+                epsilon=epsilon_rows,
+                n_public=n_public,
+                rng=rng,
+                window=window,
+                lean=lean,
+                counts=counts,
             )
         released[rows] = bound.value
         events += bound.events
     if labels:
-        center, half_width, label_events = releases.label_range(
+        center, half_width, label_events = release_range(
             y,
             epsilon=epsilon_labels,
             n_public=n_public,
@@ -683,6 +708,7 @@ def release_bounds(
             label="label range",
             window=LABEL_WINDOW,
             center=0.0 if labels == "symmetric" else None,
+            counts=counts,
         )
         released["labels"] = (center, half_width)
         events += label_events

@@ -56,7 +56,9 @@ def _sklearn_release():
 
 
 def _is_ours(step):
-    return type(step).__module__.split(".")[0] == "sklearn_dp"
+    """A step of this package that records its own spend (not :class:`sklearn_dp.pipeline.Pipeline`)."""
+    module = type(step).__module__
+    return module.split(".")[0] == "sklearn_dp" and module != "sklearn_dp.pipeline"
 
 
 def _unknown_params(params, known):
@@ -247,6 +249,8 @@ def _allow_list():
         PolynomialFeatures,
     )
 
+    from .pipeline import Pipeline as RecordingPipeline
+
     allowed = {
         OneHotEncoder: (
             (
@@ -306,6 +310,7 @@ def _allow_list():
         # and the number of outputs) comes from its parameters and that count.
         PolynomialFeatures: (("degree", "include_bias", "interaction_only", "order"), None, None),
         Pipeline: (("memory", "steps", "transform_input", "verbose"), None, None),
+        RecordingPipeline: (("memory", "steps", "transform_input", "verbose"), None, None),
         FeatureUnion: (
             (
                 "n_jobs",
@@ -355,8 +360,9 @@ def allow_list_problem(step, entry, *, fitted=True):
     """Why the allow-listed ``step`` (its ``entry`` of :func:`_allow_list`) is refused, or None.
 
     Its parameters and, if ``fitted``, what it learned in its fit (which may
-    have used other parameters); a step that will be fitted again (a clone in
-    a search) is checked on its parameters only.
+    have used other parameters) and the record of the parameters it was
+    fitted with (:func:`record_fit`); a step that will be fitted again (a
+    clone in a search) is checked on its parameters only.
     """
     known, check, fitted_check = entry
     params = step.get_params(deep=False)
@@ -364,7 +370,115 @@ def allow_list_problem(step, entry, *, fitted=True):
         _unknown_params(params, known)
         or (check(params) if check else None)
         or (fitted_check(step, params) if fitted and fitted_check else None)
+        or (_record_problem(step, params) if fitted and check else None)
     )
+
+
+#: The private attribute in which :func:`record_fit` keeps, on an allow-listed
+#: scikit-learn step, a snapshot of the parameters it was fitted with.
+FIT_RECORD_ATTRIBUTE = "_sklearn_dp_fitted_with"
+
+
+class _Same:
+    """A parameter value compared by identity (a function, an estimator): equal only to itself."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __eq__(self, other):
+        return isinstance(other, _Same) and other.value is self.value
+
+    def __hash__(self):
+        return id(self.value)
+
+    def __getstate__(self):
+        return self.value
+
+    def __setstate__(self, value):
+        self.value = value
+
+
+def _snapshot(value):
+    """``value`` as a comparable description: data by value, any other object by identity.
+
+    Types are kept (``1`` is not ``1.0`` nor ``True``) and NaN equals NaN, so
+    a snapshot equals another exactly when the parameters are the same.
+    """
+    if value is None or isinstance(value, (bool, int, str, bytes)):
+        return (type(value).__name__, value)
+    if isinstance(value, float):
+        return ("float", "nan" if math.isnan(value) else value)
+    if isinstance(value, np.generic):
+        return (str(value.dtype), _snapshot(value.item()))
+    if isinstance(value, np.ndarray) and value.dtype != object:
+        return ("ndarray", str(value.dtype), value.shape, value.tobytes())
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return (type(value).__name__, tuple(_snapshot(part) for part in value))
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((repr(k), _snapshot(v)) for k, v in value.items())))
+    # A function or an estimator may change behind an equal-looking value;
+    # its identity survives pickling together with the step that holds it.
+    return _Same(value)
+
+
+def _params_snapshot(step):
+    return _snapshot(step.get_params(deep=False))
+
+
+def _record_problem(step, params):
+    """Why the record of the parameters ``step`` was fitted with does not vouch for them, or None."""
+    recorded = getattr(step, "__dict__", {}).get(FIT_RECORD_ATTRIBUTE)
+    if recorded is None:
+        return (
+            "no record of the parameters it was fitted with: privacy_spent cannot tell "
+            "parameters set before the fit from values copied from what a fit on the private "
+            "rows learned (categories_, statistics_) or set after it; fit it inside "
+            "sklearn_dp.pipeline.make_pipeline (or sklearn_dp.pipeline.Pipeline), which "
+            "records each step's parameters when it fits them"
+        )
+    if recorded != _snapshot(params):
+        return (
+            "its parameters changed after its fit (set_params): what it learned came from "
+            "the parameters it was fitted with; fit it again"
+        )
+    return None
+
+
+def _fitted_children(step):
+    """``[(name, child)]`` of a fitted container, as fitted (a ColumnTransformer's ``transformers_``)."""
+    if is_frozen(step):
+        return [("estimator", step.estimator)]
+    if hasattr(step, "named_steps"):  # Pipeline
+        return list(step.steps)
+    if hasattr(step, "transformer_list"):  # FeatureUnion
+        return list(step.transformer_list)
+    if hasattr(step, "transformers"):  # ColumnTransformer: the fitted ones, remainder included
+        # A step given no column is never fitted: it read nothing.
+        return [
+            (n, s)
+            for n, s, columns in getattr(step, "transformers_", ())
+            if not _no_columns(columns)
+        ]
+    return []
+
+
+def record_fit(step):
+    """Record, on every allow-listed step that ``step`` just fitted, the parameters it was fitted with.
+
+    Called right after the fit by :class:`sklearn_dp.pipeline.Pipeline` and
+    the private searches: :func:`privacy_spent` then vouches for such a step
+    only while its parameters are the recorded ones.  The step a
+    ``FrozenEstimator`` holds was not fitted here and keeps its own record.
+    """
+    if step is None or isinstance(step, str) or is_frozen(step):
+        return
+    entry = _allow_list().get(type(step))
+    if entry is not None and entry[1] is not None:
+        setattr(step, FIT_RECORD_ATTRIBUTE, _params_snapshot(step))
+    for _, child in _fitted_children(step):
+        record_fit(child)
 
 
 def _is_search(step):
@@ -500,24 +614,13 @@ def _leaves(step, path, allowed, *, vouched=True):
     if reason:
         raise _Refused(name, step, reason)
     prefix = f"{path}." if path else ""
-    if is_frozen(step):
-        # Its fit in the pipeline does nothing, but the step it holds was
-        # fitted before, maybe on these rows: checked as if not frozen (a
-        # step of this package contributes its recorded spend).
-        children = [("estimator", step.estimator)]
-    elif hasattr(step, "named_steps"):  # Pipeline
-        children = [(n, s) for n, s in step.steps]
-    elif hasattr(step, "transformer_list"):  # FeatureUnion
-        children = [(n, s) for n, s in step.transformer_list]
-    elif hasattr(step, "transformers"):  # ColumnTransformer: the fitted ones, remainder included
-        if not hasattr(step, "transformers_"):
-            raise _Refused(name, step, "it is not fitted")
-        # A step given no column is never fitted: it read nothing.
-        children = [(n, s) for n, s, columns in step.transformers_ if not _no_columns(columns)]
-    else:
-        return []
+    if hasattr(step, "transformers") and not hasattr(step, "transformers_"):
+        raise _Refused(name, step, "it is not fitted")
+    # A frozen step's fit in the pipeline does nothing, but the step it holds
+    # was fitted before, maybe on these rows: checked as if not frozen (a
+    # step of this package contributes its recorded spend).
     found = []
-    for child_name, child in children:
+    for child_name, child in _fitted_children(step):
         found.extend(_leaves(child, f"{prefix}{child_name}", allowed))
     return found
 
@@ -605,7 +708,15 @@ def privacy_spent(
     ``statistics_`` must be its constant ``fill_value``, an encoder's
     ``categories_`` the given categories with none grouped as infrequent
     and none dropped, a ``ColumnTransformer``'s fitted column selections
-    those of its parameters and its output dense.  Private steps that
+    those of its parameters and its output dense.  And a step whose
+    parameters decide whether its fit reads the private rows (the encoders,
+    ``SimpleImputer``, ``FunctionTransformer``, ``ColumnTransformer``) is
+    vouched for only if :class:`sklearn_dp.pipeline.Pipeline` or a private
+    search recorded the parameters it was fitted with, and only while its
+    parameters are those: values copied after the fit from what it learned
+    are refused, and so is such a step fitted by a scikit-learn
+    ``Pipeline`` or alone (no record).  Where parameters came from before
+    the fit cannot be checked: they are the user's public claim.  Private steps that
     protect different units of privacy (one row for some, one group, with
     ``groups=``, for others) do not compose: the result is then
     ``(inf, 0.0)`` with a warning.

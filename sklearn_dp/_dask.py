@@ -40,7 +40,7 @@ import threading
 import numpy as np
 
 from . import _bounds
-from ._data import BoundedData, bound_data, row_l2_norms
+from ._data import BoundedData, bound_data
 from ._validation import maps_a_file
 
 __all__ = [
@@ -56,9 +56,7 @@ __all__ = [
     "refuse_weights",
     "row_count",
     "label_histogram",
-    "BOUND_RELEASES",
-    "release_row_norm_bound",
-    "release_feature_bound",
+    "ChunkCounts",
     "bound_dask_data",
     "reduce_chunks",
     "worker_groups",
@@ -652,95 +650,31 @@ def _center_counts(block, candidates):
     return _bounds.center_counts_on(np.asarray(block), candidates)
 
 
-def release_upper_bound_of_rows(X, score, *, epsilon, n_public, rng, label, window, lean):
-    """:func:`sklearn_dp._bounds.release_upper_bound` of ``score(rows)``, by chunk counts."""
-    above, small = reduce_chunks(functools.partial(_score_counts, score=score, window=window), X)
-    utilities = _bounds.upper_bound_utilities_from_counts(
-        above, small, _bounds.tilt_weight(n_public, epsilon) if lean else n_public
-    )
-    return _bounds.release_upper_bound_from_utilities(
-        utilities, epsilon=epsilon, rng=rng, label=label
-    )
+class ChunkCounts(_bounds.RowCounts):
+    """:class:`sklearn_dp._bounds.RowCounts` of a Dask array: each chunk's counts, summed.
 
+    The ``"auto"`` bound releases of :mod:`sklearn_dp._bounds` read the rows
+    only through these counts over public candidates; only the summed counts
+    reach the client.
+    """
 
-def release_range(y, *, epsilon, n_public, rng, label, window=None, center=None):
-    """:func:`sklearn_dp._bounds.release_range` of a Dask array, by chunk counts."""
-    if center is not None:  # a public centre: the half-width only, on all of epsilon
-        above, small = reduce_chunks(
-            functools.partial(_spread_counts, center=float(center), window=window), y
+    def spread(self, center, window):
+        return reduce_chunks(
+            functools.partial(_spread_counts, center=center, window=window), self.rows
         )
-        width = _bounds.release_upper_bound_from_utilities(
-            _bounds.upper_bound_utilities_from_counts(above, small, n_public),
-            epsilon=epsilon,
-            rng=rng,
-            label=f"{label} (half-width)",
+
+    def at_or_below(self, candidates):
+        return reduce_chunks(functools.partial(_center_counts, candidates=candidates), self.rows)
+
+    def signed_magnitude(self, window):
+        return reduce_chunks(
+            functools.partial(_bounds.signed_magnitude_counts, window=window), self.rows
         )
-        return float(center), width.value, width.events
-    if float(n_public) * epsilon < _bounds.RANGE_REFINE_EVIDENCE:
-        window = _bounds.signed_magnitude_window(n_public, epsilon, window)
-        counts = reduce_chunks(functools.partial(_bounds.signed_magnitude_counts, window=window), y)
-        center, half_width = _bounds.release_signed_magnitude(
-            counts, epsilon=epsilon, n_public=n_public, rng=rng, label=f"{label} (signed magnitude)"
+
+    def scores(self, score, window):
+        return reduce_chunks(
+            functools.partial(_score_counts, score=score, window=window), self.rows
         )
-        return center, half_width, _bounds.range_events(epsilon, label)
-    third = epsilon / 3.0
-    above, small = reduce_chunks(functools.partial(_spread_counts, center=0.0, window=window), y)
-    magnitude = _bounds.release_upper_bound_from_utilities(
-        _bounds.upper_bound_utilities_from_counts(above, small, n_public),
-        epsilon=third,
-        rng=rng,
-        label=f"{label} (magnitude)",
-    )
-    candidates = _bounds.center_candidates(magnitude.value)
-    at_or_below, size = reduce_chunks(functools.partial(_center_counts, candidates=candidates), y)
-    center = _bounds.release_center_on(
-        at_or_below, size, candidates, epsilon=third, rng=rng, label=f"{label} (centre)"
-    )
-    above, small = reduce_chunks(
-        functools.partial(_spread_counts, center=center.value, window=window), y
-    )
-    width = _bounds.release_upper_bound_from_utilities(
-        _bounds.capped_utilities(
-            _bounds.upper_bound_utilities_from_counts(above, small, n_public),
-            magnitude.value + abs(center.value),
-        ),
-        epsilon=third,
-        rng=rng,
-        label=f"{label} (half-width)",
-    )
-    return center.value, width.value, _bounds.range_events(epsilon, label)
-
-
-def release_row_norm_bound(X, *, epsilon, n_public, rng, window=None, lean=False):
-    """:func:`sklearn_dp._bounds.release_row_norm_bound` of a Dask array, by chunk counts."""
-    return release_upper_bound_of_rows(
-        X,
-        row_l2_norms,
-        epsilon=epsilon,
-        n_public=n_public,
-        rng=rng,
-        label="row norm bound",
-        window=window,
-        lean=lean,
-    )
-
-
-def release_feature_bound(X, *, epsilon, n_public, rng, window=None, lean=False):
-    """:func:`sklearn_dp._bounds.release_feature_bound` of a Dask array, by chunk counts."""
-    return release_upper_bound_of_rows(
-        X,
-        _bounds.row_linf_norms,
-        epsilon=epsilon,
-        n_public=n_public,
-        rng=rng,
-        label="feature bound",
-        window=window,
-        lean=lean,
-    )
-
-
-#: The ``"auto"`` bound releases on Dask arrays (for :func:`sklearn_dp._bounds.release_bounds`).
-BOUND_RELEASES = _bounds.BoundReleases(release_row_norm_bound, release_feature_bound, release_range)
 
 
 # -- row-wise maps (lazy) ----------------------------------------------------------------

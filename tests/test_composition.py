@@ -8,8 +8,8 @@ import pytest
 from sklearn.compose import ColumnTransformer
 from sklearn.frozen import FrozenEstimator
 from sklearn.impute import SimpleImputer
-from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import (
+    FunctionTransformer,
     OneHotEncoder,
     OrdinalEncoder,
     PolynomialFeatures,
@@ -19,6 +19,7 @@ from sklearn.preprocessing import (
 from sklearn_dp import DPLogisticRegression, PrivacyBudget, privacy_report, privacy_spent
 from sklearn_dp.exceptions import PrivacyLeakWarning
 from sklearn_dp.model_selection import DPGridSearchCV
+from sklearn_dp.pipeline import make_pipeline
 from sklearn_dp.preprocessing import DPStandardScaler, PublicRangeScaler
 
 
@@ -95,6 +96,10 @@ def test_frozen_allow_listed_and_public_steps_spend_nothing():
                 .set_params(strategy="constant", keep_empty_features=True)
             ),
             id="stale-imputer",
+        ),
+        pytest.param(
+            lambda X: SimpleImputer(strategy="constant", keep_empty_features=True).fit(X),
+            id="imputer-fitted-without-a-record",
         ),
     ],
 )
@@ -201,6 +206,148 @@ def test_allow_list_checks_the_fitted_state_not_only_the_parameters(name):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert privacy_spent(model) == model[-1].privacy_spent_
+
+
+# --------------------------------------------------------------------------
+# The parameters an allow-listed step was fitted with are recorded at the fit
+# --------------------------------------------------------------------------
+
+
+def _copied_after_fit():
+    """``{name: (step fitted on the private rows, its learned values copied into parameters)}``."""
+    return {
+        "one-hot-categories": (
+            OneHotEncoder(handle_unknown="ignore"),
+            lambda step: dict(categories=[list(c) for c in step.categories_]),
+        ),
+        "ordinal-categories": (
+            OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=-1),
+            lambda step: dict(categories=[list(c) for c in step.categories_]),
+        ),
+        "imputer-fill-value": (
+            SimpleImputer(strategy="median", keep_empty_features=True),
+            lambda step: dict(strategy="constant", fill_value=float(step.statistics_[0])),
+        ),
+        "function-swapped": (
+            # Its fit checks the inverse on private rows (and warns if it fails).
+            FunctionTransformer(np.log1p, inverse_func=np.expm1),
+            lambda step: dict(func=None, inverse_func=None),
+        ),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_copied_after_fit()))
+def test_parameters_copied_from_what_a_fit_learned_are_not_vouched_for(name):
+    step, copied = _copied_after_fit()[name]
+    X = np.random.default_rng(1).integers(0, 3, size=(200, 1)).astype(float)
+    y = np.arange(200) % 2
+    model = make_pipeline(step, _model(epsilon=1.0)).fit(X, y)
+    step.set_params(**copied(step))
+    # What the step holds now agrees with its parameters: only the record
+    # of the fit tells that they were set after it.
+    with pytest.warns(PrivacyLeakWarning, match="changed after its fit"):
+        assert privacy_spent(model) == (math.inf, 0.0)
+    assert privacy_report(model)["epsilon"] == "inf"
+    # Fitted again with those parameters, it is vouched for.
+    model.fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert privacy_spent(model) == model[-1].privacy_spent_
+
+
+def test_allow_listed_step_fitted_without_a_record_is_not_vouched_for():
+    from sklearn.pipeline import make_pipeline as unrecorded_pipeline
+
+    X = np.random.default_rng(1).integers(0, 3, size=(200, 1)).astype(float)
+    y = np.arange(200) % 2
+    encoder = OneHotEncoder(categories=[[0.0, 1.0, 2.0]], handle_unknown="ignore")
+    model = unrecorded_pipeline(encoder, _model(epsilon=1.0)).fit(X, y)
+    with pytest.warns(PrivacyLeakWarning, match="sklearn_dp.pipeline.make_pipeline"):
+        assert privacy_spent(model) == (math.inf, 0.0)
+    # A step whose parameters cannot make its fit read the rows needs no record.
+    polynomial = unrecorded_pipeline(PolynomialFeatures(2), _model(epsilon=1.0)).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert privacy_spent(polynomial) == polynomial[-1].privacy_spent_
+
+
+def test_recorded_parameters_survive_pickling_and_copies():
+    import copy
+    import io
+    import pickle
+
+    import joblib
+
+    X = np.random.default_rng(1).integers(0, 3, size=(200, 1)).astype(float)
+    y = np.arange(200) % 2
+    model = make_pipeline(
+        ColumnTransformer(
+            [
+                (
+                    "onehot",
+                    OneHotEncoder(categories=[[0.0, 1.0, 2.0]], handle_unknown="ignore"),
+                    [0],
+                ),
+                ("identity", FunctionTransformer(), [0]),
+            ],
+            sparse_threshold=0,
+        ),
+        _model(epsilon=1.0),
+    ).fit(X, y)
+    buffer = io.BytesIO()
+    joblib.dump(model, buffer)
+    buffer.seek(0)
+    copies = [pickle.loads(pickle.dumps(model)), joblib.load(buffer), copy.deepcopy(model)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for saved in [model, *copies]:
+            assert privacy_spent(saved) == model[-1].privacy_spent_
+
+
+def test_frozen_allow_listed_step_is_vouched_for_by_the_record_of_its_own_fit():
+    X = np.random.default_rng(1).integers(0, 3, size=(200, 1)).astype(float)
+    y = np.arange(200) % 2
+    imputer = SimpleImputer(strategy="constant", keep_empty_features=True)
+    recorded = make_pipeline(imputer).fit(X)
+    model = make_pipeline(FrozenEstimator(recorded), _model(epsilon=1.0)).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert privacy_spent(model) == model[-1].privacy_spent_
+    # A search accepts it too.
+    budget = PrivacyBudget(20.0, 1e-4, composition="basic")
+    search = DPGridSearchCV(
+        make_pipeline(FrozenEstimator(recorded), _model()),
+        {"dplogisticregression__C": [0.1, 1.0]},
+        epsilon=1.0,
+        delta=1e-5,
+        budget=budget,
+    ).fit(X, y)
+    assert privacy_spent(search.best_estimator_) == search.privacy_spent_
+    # Fitted alone, then frozen: nothing recorded the parameters of its fit.
+    alone = SimpleImputer(strategy="constant", keep_empty_features=True).fit(X)
+    model = make_pipeline(FrozenEstimator(alone), _model(epsilon=1.0)).fit(X, y)
+    with pytest.warns(PrivacyLeakWarning, match="no record"):
+        assert privacy_spent(model) == (math.inf, 0.0)
+
+
+def test_recording_pipeline_behaves_as_scikit_learn_pipeline():
+    from sklearn.base import clone
+    from sklearn.pipeline import Pipeline as SklearnPipeline
+    from sklearn.pipeline import make_pipeline as sklearn_make_pipeline
+
+    steps = (PolynomialFeatures(2), _model(epsilon=1.0))
+    ours, theirs = make_pipeline(*steps), sklearn_make_pipeline(*steps)
+    assert isinstance(ours, SklearnPipeline)
+    assert [name for name, _ in ours.steps] == [name for name, _ in theirs.steps]
+    assert type(clone(ours)) is type(ours) and type(ours[:1]) is type(ours)
+    for method in ("fit_transform", "fit_predict", "predict", "transform"):
+        assert hasattr(ours, method) == hasattr(theirs, method)
+    transformer = make_pipeline(FunctionTransformer(), PolynomialFeatures(2))
+    X = np.arange(6.0).reshape(3, 2)
+    np.testing.assert_array_equal(transformer.fit_transform(X), transformer.transform(X))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert privacy_spent(transformer) == (0.0, 0.0)
 
 
 # --------------------------------------------------------------------------

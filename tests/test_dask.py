@@ -769,3 +769,34 @@ def test_dask_label_range_at_low_evidence_uses_the_in_memory_utilities():
         (signed,) = [r for r in trace.releases if "signed" in r.label]
         utilities[kind] = np.asarray(signed.value)
     np.testing.assert_array_equal(utilities["numpy"], utilities["dask"])
+
+
+def _bound_releases(counts, X, y, n_public, epsilon, center):
+    """What the label range and the row bounds release through ``counts``, with a fixed seed."""
+    rng = np.random.default_rng(7)
+    with trace_releases() as trace:
+        label_range = _bounds.release_range(
+            y, epsilon=epsilon, n_public=n_public, rng=rng, label="r", center=center, counts=counts
+        )
+        for release in (_bounds.release_row_norm_bound, _bounds.release_feature_bound):
+            for lean in (False, True):
+                release(X, epsilon=epsilon, n_public=n_public, rng=rng, lean=lean, counts=counts)
+    fingerprint = [
+        (r.label, r.mechanism, r.sensitivity, r.scale, np.asarray(r.value).tolist(), r.output)
+        for r in trace.releases
+    ]
+    return label_range, fingerprint
+
+
+# n_public * epsilon below and above the thresholds of the low-evidence window
+# (20), the tilt (30) and the three-part range (100).
+@pytest.mark.parametrize("n_public, epsilon", [(12.0, 1.0), (25.0, 1.0), (60.0, 1.0), (900.0, 0.5)])
+@pytest.mark.parametrize("center", [None, 0.0])
+def test_dask_bound_releases_read_the_same_counts_as_in_memory(n_public, epsilon, center):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(90, 3)) * 4.0
+    y = 30.0 + 10.0 * rng.normal(size=90)
+    chunked = (da.from_array(X, chunks=(25, -1)), da.from_array(y, chunks=25))
+    in_memory = _bound_releases(_bounds.RowCounts, X, y, n_public, epsilon, center)
+    on_dask = _bound_releases(_dask.ChunkCounts, *chunked, n_public, epsilon, center)
+    assert on_dask == in_memory

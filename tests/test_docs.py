@@ -78,6 +78,7 @@ PUBLIC_MODULES = [
     "sklearn_dp.linear_model",
     "sklearn_dp.preprocessing",
     "sklearn_dp.decomposition",
+    "sklearn_dp.pipeline",
     "sklearn_dp.solvers",
     "sklearn_dp.testing",
 ]

@@ -1075,6 +1075,11 @@ def test_searched_pipeline_with_public_steps_of_the_allow_list():
         warnings.simplefilter("error")
         search = _search(estimator=estimator, param_grid=PIPELINE_GRID).fit(X, y)
         assert privacy_spent(search.best_estimator_) == search.privacy_spent_
+        # The search recorded the parameters it fitted the public steps with:
+        # without its mark, the released model's own steps are vouched for.
+        released = search.best_estimator_
+        del released.__dict__["vouched_by_"]
+        assert math.isfinite(privacy_spent(released)[0])
     assert search.best_estimator_.named_steps["dplogisticregression"].coef_.shape == (1, 28)
 
 

@@ -11,7 +11,7 @@ from sklearn.base import clone
 from sklearn.compose import ColumnTransformer
 from sklearn.impute import SimpleImputer
 from sklearn.model_selection import GridSearchCV
-from sklearn.pipeline import FeatureUnion, make_pipeline
+from sklearn.pipeline import FeatureUnion
 from sklearn.preprocessing import (
     FunctionTransformer,
     OneHotEncoder,
@@ -30,6 +30,7 @@ from sklearn_dp.accounting import (
 )
 from sklearn_dp.decomposition import DPPCA
 from sklearn_dp.exceptions import PrivacyLeakWarning
+from sklearn_dp.pipeline import make_pipeline
 from sklearn_dp.preprocessing import (
     DPMinMaxScaler,
     DPStandardScaler,

@@ -810,7 +810,7 @@ def _release_bounds(estimator, X, y, request, epsilons, count, rng, scales=None)
         n_public=count.estimate,
         rng=rng,
         window=getattr(_bounds, estimator._row_window),
-        releases=_dask.BOUND_RELEASES if _dask.is_dask_array(X) else _bounds.IN_MEMORY,
+        counts=_dask.ChunkCounts if _dask.is_dask_array(X) else _bounds.RowCounts,
         scales=scales,
         lean=estimator._lean_row_bound,
     )

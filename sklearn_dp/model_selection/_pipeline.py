@@ -45,6 +45,7 @@ from .._composition import (
     _sklearn_release,
     allow_list_problem,
     is_frozen,
+    record_fit,
 )
 from .._protocol import PrivatePhase
 from ..linear_model._base import BaseDPEstimator
@@ -295,6 +296,7 @@ def fit_target(model, X, y, owner):
         else:
             with PrivatePhase(owner, None):
                 Xt = step.fit(Xt, y).transform(Xt)
+            record_fit(step)
     steps[-1][1].fit(Xt, y)
     return model
 
