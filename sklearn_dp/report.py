@@ -48,7 +48,10 @@ its releases compose adaptively, and the fit's guarantee rests on basic
 composition), and for Pipelines, searches and
 budgets (whose parts compose adaptively too), the curve is the one of the
 recorded ``(epsilon, delta)`` guarantee, the one that is proven; the report
-says which (``attack["basis"]``).
+says which (``attack["basis"]``).  Where the PLD describes the fit, the curve
+is the lower of the two (both bound every test: the recorded guarantee is the
+tighter one where it rests on a zCDP reading of an exponential mechanism that
+the PLD takes at its worst-case pure-DP dominating pair).
 
 A random guess has ``TPR = alpha``; the gap above it is what the fit can give
 away, at worst, about any one row.
@@ -443,7 +446,13 @@ def _attack(obj, rates):
         if planned or not math.isfinite(epsilon):
             found = _event_tpr(obj.dp_event_, rates)
             if found is not None:
-                return {"tpr": found[0], "basis": found[1]}
+                tpr, basis = found
+                if math.isfinite(epsilon):
+                    # Both curves bound every test; the recorded guarantee can be
+                    # the tighter one where it rests on a zCDP reading of a part
+                    # that the PLD takes at its worst-case pure-DP dominating pair.
+                    tpr = np.minimum(tpr, _point_tpr(epsilon, delta, rates))
+                return {"tpr": tpr, "basis": basis}
     return {"tpr": _point_tpr(epsilon, delta, rates), "basis": "epsilon-delta"}
 
 

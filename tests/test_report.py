@@ -153,10 +153,12 @@ def _check_attack_view(model):
         np.testing.assert_allclose(got, np.clip(np.maximum(point, RATES), 0, 1), atol=1e-12)
         return
     assert report["attack"]["basis"] == "pld"
-    np.testing.assert_allclose(got, _reference_tpr(pld, RATES), rtol=0, atol=1e-6)
-    # The PLD never claims more than the fit's recorded guarantee.
-    assert pld.get_epsilon_for_delta(delta) <= epsilon * (1 + 1e-3) if delta > 0 else True
-    assert np.all(got <= point + 1e-3)
+    # Both the PLD and the recorded guarantee bound every test: the report
+    # shows the lower curve (the PLD can read a pure-DP part above the zCDP
+    # reading that the recorded guarantee rests on).
+    expected = np.minimum(_reference_tpr(pld, RATES), np.clip(np.maximum(point, RATES), 0, 1))
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-6)
+    assert np.all(got <= point + 1e-6)
 
 
 @pytest.mark.parametrize("config", _FAST_CONFIGS, ids="-".join)
