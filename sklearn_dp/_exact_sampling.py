@@ -581,8 +581,16 @@ def _geometric_guess(word, t):
 
 
 def _one_geometric(bits, t):
-    word = bits.one(_WORD)
-    return _settle_geometric(bits, [word, 62], t, _geometric_guess(word, t))
+    # sample_geometric for one draw: the same guess and float checks, in Python floats.
+    word = bits._next_word()
+    guess = max(0, _geometric_guess(word, t))
+    low = guess / t
+    at_guess = _exp_estimate_one(low)
+    if _surely_below(word, 62, low, at_guess) and _surely_above(
+        word, 62, low, at_guess * _exp_step(t)
+    ):
+        return guess
+    return _settle_geometric(bits, [word, 62], t, guess)
 
 
 def _one_discrete_laplace(bits, t):
@@ -599,8 +607,15 @@ def _one_floored_laplace(bits, t):
 
 
 def _one_gaussian_coin(bits, magnitude, s):
-    # CKS Algorithm 3's acceptance, exp(-(|y| - s)^2 / (2 s^2)), on 31 fresh bits.
-    return _one_below_exp(bits, [bits.one(2**31), 31], (magnitude - s) ** 2, 2 * s * s)
+    # _gaussian_coins for one entry (the offset divided by s in one correct rounding).
+    half = bits.one(2**31)
+    x = ((magnitude - s) / s) ** 2 * 0.5
+    estimate = _exp_estimate_one(x)
+    if _surely_below(half, 31, x, estimate):
+        return True
+    if _surely_above(half, 31, x, estimate):
+        return False
+    return _exact_below_exp(bits, [half, 31], (magnitude - s) ** 2, 2 * s * s)
 
 
 def _one_discrete_gaussian(bits, s):
