@@ -40,7 +40,7 @@ integer bounds of ``exp(-N / D)`` and more bits of ``U``
 function of the uniform integers alone, and has exactly the stated law;
 floats only decide what the exact comparison would decide, and a float
 logarithm only guesses where to compare.  The samplers are vectorised over
-the released vector (chunks of ``2**15`` entries), and releases of at most
+the released vector (chunks of at most ``2**14`` entries), and releases of at most
 32 entries are sampled one value at a time in Python (numpy's per-call cost
 dominates short vectors).  Scales are at most ``MAX_SAMPLER_STEPS =
 2**30`` steps (a release past it, which only an absurdly small epsilon asks
@@ -382,12 +382,17 @@ def _exp_table(values):
     return out
 
 
-# exp(-n) for n = 0 .. 63 and exp(-m / 64) for m = 0 .. 63, each the float64
-# nearest to 200-bit bounds of the exact value (within 1.01 * 2**-53, relative).
+# exp(-n), exp(-m / 64) and exp(-k / 1024) for n, m < 64 and k < 16, each the
+# float64 nearest to 200-bit bounds of the exact value (within 1.01 * 2**-53,
+# relative), and their products exp(-i / 1024), i < 2**16, rounded after each
+# multiplication (within 5.03 * 2**-53).
 _EXP_WHOLE = _exp_table([Fraction(n) for n in range(64)])
 _EXP_SIXTY_FOURTHS = _exp_table([Fraction(m, 64) for m in range(64)])
-_EXP_WHOLE_ARRAY = np.array(_EXP_WHOLE)
-_EXP_SIXTY_FOURTHS_ARRAY = np.array(_EXP_SIXTY_FOURTHS)
+_EXP_THOUSAND_TWENTY_FOURTHS = _exp_table([Fraction(k, 1024) for k in range(16)])
+_EXP_TABLE = (
+    np.multiply.outer(np.array(_EXP_WHOLE), np.array(_EXP_SIXTY_FOURTHS))[:, :, None]
+    * np.array(_EXP_THOUSAND_TWENTY_FOURTHS)
+).ravel()
 # From this exponent on the estimate is 0: the exact value is below 2**-92.
 _EXP_CUTOFF = 64.0
 #: The float screen's relative margin is ``(1 + x) * _SCREEN_MARGIN`` for an
@@ -397,40 +402,41 @@ _SCREEN_MARGIN = 2.0**-48
 
 
 def _exp_polynomial(rest):
-    # exp(-b) for 0 <= b < 1/64: Taylor to degree 6 (remainder below 2**-54).
-    return 1.0 - rest * (
-        1.0 - rest * (0.5 - rest * (1.0 / 6 - rest * (1.0 / 24 - rest * (1.0 / 120 - rest / 720))))
-    )
+    # exp(-b) for 0 <= b < 2**-10: Taylor to degree 4 (remainder below 2**-56).
+    return 1.0 - rest * (1.0 - rest * (0.5 - rest * (1.0 / 6 - rest * (1.0 / 24))))
 
 
 def _exp_estimate(x):
     """``exp(-x)`` for an array ``0 <= x``, within ``2**-50`` (relative) of the exact value; 0 from 64 on.
 
     Only IEEE float64 operations, each exact or correctly rounded (no
-    library ``exp``): ``x = i / 64 + b`` with ``i = floor(64 x)`` and ``b``
-    in ``[0, 1/64)`` (both exact: Sterbenz), and ``exp(-x) = exp(-floor(i /
-    64)) exp(-(i mod 64) / 64) exp(-b)``, two table entries (each within
-    ``1.01 * 2**-53``) and a degree-6 Taylor polynomial (truncation below
-    ``2**-54``; its rounding, dominated by the last subtraction from 1,
-    below ``1.2 * 2**-53``); with the two products, below ``6 * 2**-53 <
-    2**-50``.
+    library ``exp``): ``x = i / 1024 + b`` with ``i = floor(1024 x)`` and
+    ``b`` in ``[0, 2**-10)`` (both exact: Sterbenz), ``exp(-i / 1024)`` from
+    a table (within ``5.03 * 2**-53``) and ``exp(-b)`` from a degree-4
+    Taylor polynomial (truncation below ``2**-56``; its rounding, dominated
+    by the last subtraction from 1, below ``1.01 * 2**-53``); with their
+    product, below ``7.2 * 2**-53 < 2**-50``.
     """
     inside = x < _EXP_CUTOFF
     x = np.where(inside, x, 0.0)
-    steps = np.floor(x * 64.0)
-    rest = x - steps / 64.0
-    index = steps.astype(np.int64)
-    table = _EXP_WHOLE_ARRAY[index >> 6] * _EXP_SIXTY_FOURTHS_ARRAY[index & 63]
+    steps = np.floor(x * 1024.0)
+    rest = x - steps / 1024.0
+    table = _EXP_TABLE[steps.astype(np.int64)]
     return np.where(inside, table * _exp_polynomial(rest), 0.0)
 
 
 def _exp_estimate_one(x):
-    """:func:`_exp_estimate` of one Python float (the same operations)."""
+    """:func:`_exp_estimate` of one Python float (the same operations and roundings)."""
     if not x < _EXP_CUTOFF:
         return 0.0
-    steps = math.floor(x * 64.0)
-    rest = x - steps / 64.0
-    return _EXP_WHOLE[steps >> 6] * _EXP_SIXTY_FOURTHS[steps & 63] * _exp_polynomial(rest)
+    steps = math.floor(x * 1024.0)
+    rest = x - steps / 1024.0
+    table = (
+        _EXP_WHOLE[steps >> 10]
+        * _EXP_SIXTY_FOURTHS[(steps >> 4) & 63]
+        * _EXP_THOUSAND_TWENTY_FOURTHS[steps & 15]
+    )
+    return table * _exp_polynomial(rest)
 
 
 def _screen(leading, width, x, estimate):
@@ -531,9 +537,11 @@ def _uniform_big(bits, bound):
             return value
 
 
-# Long releases are sampled in chunks of this many entries, which bounds the
-# samplers' temporary memory (some 10 MB) whatever the release's size.
-_CHUNK = 2**15
+# Long releases are sampled in equal chunks of at most this many entries,
+# which bounds the samplers' temporary memory (a few MB) whatever the
+# release's size; smaller chunks cost more calls, larger ones fall out of
+# cache (measured: 2**13 to 2**15 within 20% of each other, 2**14 best).
+_CHUNK = 2**14
 # Short releases (a count, one coordinate, a gradient of a few dozen
 # entries) are sampled one value at a time in Python: the same algorithms,
 # without numpy's per-call cost, which dominates short vectors.
@@ -706,9 +714,12 @@ def sample_floored_laplace(rng, t, size):
 
 
 def _in_chunks(sampler, bits, parameter, size):
-    # Chunks bound the temporaries of the vectorised rejection loops.
+    # Equal chunks of at most _CHUNK entries bound the temporaries of the
+    # vectorised loops (and keep them in cache).
+    count = -(-size // _CHUNK)
+    edges = [size * i // count for i in range(count + 1)]
     return np.concatenate(
-        [sampler(bits, parameter, min(_CHUNK, size - start)) for start in range(0, size, _CHUNK)]
+        [sampler(bits, parameter, stop - start) for start, stop in zip(edges, edges[1:])]
     )
 
 

@@ -73,10 +73,10 @@ def test_exp_estimate_is_within_its_stated_error_of_the_exact_value():
     rng = np.random.default_rng(0)
     x = np.concatenate(
         [
-            rng.uniform(0, 64, 3000),
-            rng.uniform(0, 2**-6, 500),
-            np.arange(0, 64, 1 / 64),  # every table entry, with b = 0
-            np.nextafter(np.arange(1, 64 * 64) / 64, 0),  # b just below 1/64
+            rng.uniform(0, 64, 1500),
+            rng.uniform(0, 2**-10, 500),
+            np.arange(0, 64, 1 / 1024)[::29],  # table entries, with b = 0
+            np.nextafter(np.arange(1, 64 * 1024)[::31] / 1024, 0),  # b just below 2**-10
             [0.0, 63.999999999999],
         ]
     )
