@@ -32,8 +32,8 @@ the comparison has probability ``exp(-N / D)`` exactly, so a coin is one
 draw instead of the rounds of CKS Algorithm 1, and the geometric is one
 word.  Each comparison is decided by a float screen whose error is bounded
 from IEEE float64 arithmetic alone (:func:`_exp_estimate` uses no library
-``exp``; :func:`_screen` keeps a margin of three times the bound) or, for
-the few it leaves undecided (about one coin in ``2**30``, one geometric in
+``exp``; :func:`_screen` keeps a margin of over twice the bound) or, for
+the few it leaves undecided (about one coin in ``2**31``, one geometric in
 ``2**26`` at ``t = 2**20`` and in ``2**16`` at ``t = 2**30``), by exact
 integer bounds of ``exp(-N / D)`` and more bits of ``U``
 (:func:`_exact_below_exp`).  The output is a
@@ -444,19 +444,20 @@ def _screen(leading, width, x, estimate):
 
     ``U`` is a uniform real in ``[w / 2**width, (w + 1) / 2**width)`` (``w =
     leading``, an integer below ``2**62``); ``x`` is a float within ``4 *
-    2**-53`` (relative) of the exponent ``E >= 0``, ``estimate`` within
-    ``2**-50 + 2**-51.9`` of :func:`_exp_estimate` of ``x`` (one more
-    correctly rounded product with a correctly rounded constant is allowed).
-    Then ``estimate`` is within ``2**-49.6 + x * 2**-50.8`` (relative) of
-    ``exp(-E)`` (the error of ``x`` moves ``exp(-x)`` by at most ``4 x
-    2**-53``), and from ``x = 64`` on ``estimate`` is 0 while ``exp(-E) <
-    2**-92``.  The margin ``(1 + x) * 2**-48`` is over three times that
-    error plus the rounding of the comparison's own operands (``2**-52``,
-    relative), so ``below`` (where ``(w + 1) / 2**width < exp(-E)`` for
-    certain) and ``above`` (where ``w / 2**width > exp(-E)``) are exact
-    decisions.  The rest, ``U`` within about ``(1 + x) 2**-48`` (relative)
-    of ``exp(-E)``, or ``exp(-E)`` inside ``U``'s interval, is decided
-    exactly (:func:`_exact_below_exp`).
+    2**-53`` (relative) of the exponent ``E >= 0``; ``estimate`` is
+    :func:`_exp_estimate` of ``x`` (within ``7.2 * 2**-53`` of ``exp(-x)``),
+    possibly times a constant within ``1.01 * 2**-53`` of ``exp(-c)`` for
+    ``E + c`` (one more rounded product: ``9.2 * 2**-53`` in all).  The
+    error of ``x`` moves ``exp(-x)`` by at most ``4.01 x 2**-53``, so
+    ``estimate`` is within ``(9.2 + 4.01 x) 2**-53`` (relative) of
+    ``exp(-E)``; from ``x = 64`` on ``estimate`` is 0 while ``exp(-E) <
+    2**-92``.  The margin ``(1 + x) 2**-48 = 32 (1 + x) 2**-53`` is more
+    than twice that error plus the rounding of the comparison's own
+    operands (``3 * 2**-53``), so ``below`` (where ``(w + 1) / 2**width <
+    exp(-E)`` for certain) and ``above`` (where ``w / 2**width > exp(-E)``)
+    are exact decisions.  The rest, ``exp(-E)`` inside ``U``'s interval
+    widened by about ``(1 + x) 2**-48`` (relative), is decided exactly
+    (:func:`_exact_below_exp`).
     """
     return _surely_below(leading, width, x, estimate), _surely_above(leading, width, x, estimate)
 
@@ -617,7 +618,8 @@ def _one_floored_laplace(bits, t):
 def _one_gaussian_coin(bits, magnitude, s):
     # _gaussian_coins for one entry (the offset divided by s in one correct rounding).
     half = bits.one(2**31)
-    x = ((magnitude - s) / s) ** 2 * 0.5
+    ratio = (magnitude - s) / s
+    x = ratio * ratio * 0.5
     estimate = _exp_estimate_one(x)
     if _surely_below(half, 31, x, estimate):
         return True
@@ -727,7 +729,7 @@ def _gaussian_coins(bits, magnitude, s):
     """CKS Algorithm 3's acceptance, ``U < exp(-(|y| - s)^2 / (2 s^2))``, per entry of ``magnitude = |y|``.
 
     ``U`` is a fresh uniform real per entry, known by 31 leading bits (two
-    per word: the screen decides all but about one comparison in ``2**29``).
+    per word: the screen decides all but about one comparison in ``2**31``).
     The exponent is estimated as ``((|y| - s) / s)^2 / 2`` (three rounded
     operations on exact operands: within ``4 * 2**-53``, relative).
     """

@@ -156,7 +156,7 @@ def test_exact_path_alone_gives_the_floored_laplace(exact_only, size):
     [
         _exact_sampling._SCALAR_SIZE,
         _exact_sampling._SCALAR_SIZE + 1,
-        pytest.param(_exact_sampling._CHUNK + 1, marks=pytest.mark.slow),
+        _exact_sampling._CHUNK + 1,
     ],
 )
 def test_batch_boundaries_keep_the_pmfs(size):
