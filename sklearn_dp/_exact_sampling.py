@@ -78,13 +78,12 @@ __all__ = [
     "sample_floored_l2_laplace",
 ]
 
-#: The most grid steps a release's noise scale may take: the vectorised
-#: samplers square scales in int64 (the discrete Gaussian's ``2 s^2`` must stay
-#: below ``2**62``) and scale geometric draws by them.
+#: The most grid steps a release's noise scale may take: the rounded
+#: Gaussian's screen compares with ``2 s^2`` in int64, and the geometric's
+#: float checks leave about one draw in ``2**46 / t`` to the exact path (one
+#: in ``2**16`` at this cap).
 MAX_SAMPLER_STEPS = 2**30
 
-# Squares of integers below this bound fit an int64.
-_SQUARE_SAFE = 2**31
 # Largest bound of one uniform integer draw; the words of :class:`_Bits`.
 _ONE_DRAW = 2**62
 _WORD = 2**62
