@@ -53,8 +53,9 @@ proofs: it cannot be seeded (its randomness comes from the operating system
 only, and the documented reproducible demo mode needs seeded noise), and its
 vector Gaussian on a ``2**k`` grid was 2 to 16 times slower than the
 previous version of these samplers, measured back to back, which these
-are 3 to 7 times faster than at 1,000 entries and more
-(benchmarks/results/exact_sampling.md).  The tests cross-check these
+are about 3 times faster than at 1,000 entries and 9 to 13 times from
+10,000 on (0.05 to 0.19 microseconds per entry; numpy's float normal 0.02
+to 0.04; benchmarks/results/exact_sampling.md).  The tests cross-check these
 samplers against the exact pmfs, with and without the float screen, and,
 when OpenDP is installed, against its samples.
 """
