@@ -419,21 +419,21 @@ def test_bernoulli_of_exp_beyond_int64_is_exact_in_python_integers():
     assert np.mean(draws) == pytest.approx(math.exp(-0.5), abs=0.04)
 
 
-def test_bernoulli_of_exp_of_squares_has_its_rate_on_both_sides_of_int64_squares():
-    # 2**31 - 1 is squared in int64, 2**31 in Python integers: the same rate,
-    # about exp(-1) with the denominator 2**62; a zero offset always accepts.
+def test_gaussian_acceptance_has_its_rate_beyond_int64_squares_and_the_float_cutoff():
+    # Offsets |y| - s of 2**31 square beyond int64 (decided in Python integers when
+    # the screen cannot); an exponent of 64 or more has a float estimate of 0.
     rng = np.random.default_rng(10)
-    offsets = np.tile(np.array([0, 2**31 - 1, -(2**31 - 1), 2**31, -(2**31)]), 1500)
-    bits = _exact_sampling._Bits(rng, offsets.size)
-    coins = _exact_sampling._bernoulli_exp_of_squares(bits, offsets, 2**62)
-    assert coins.dtype == bool and coins.shape == offsets.shape
-    assert np.all(coins[offsets == 0])
-    for inside in (True, False):
-        chosen = coins[
-            (np.abs(offsets) < 2**31) & (offsets != 0) if inside else np.abs(offsets) >= 2**31
-        ]
-        p = math.exp(-(((2**31 - 1) if inside else 2**31) ** 2) / 2**62)
+    s = 2**30
+    magnitudes = np.tile(np.array([s, s + 2**31, 3 * s, 13 * s], dtype=np.int64), 4000)
+    bits = _exact_sampling._Bits(rng, magnitudes.size)
+    coins = _exact_sampling._gaussian_coins(bits, magnitudes, s)
+    assert coins.dtype == bool and coins.shape == magnitudes.shape
+    assert np.all(coins[magnitudes == s])
+    for magnitude in (s + 2**31, 3 * s):
+        chosen = coins[magnitudes == magnitude]
+        p = math.exp(-((magnitude - s) ** 2) / (2 * s * s))
         assert chosen.mean() == pytest.approx(p, abs=5 * math.sqrt(p * (1 - p) / chosen.size))
+    assert not np.any(coins[magnitudes == 13 * s])
 
 
 def test_exponential_mechanism_samples_the_gibbs_law_of_the_rounded_utilities():
