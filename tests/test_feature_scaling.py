@@ -1244,3 +1244,21 @@ def test_zcdp_budgets_and_search_runs_keep_the_charged_share_without_scales(wher
         model, plan, trace = _digits_fit(random_state=stream)
     assert not any(r.label == "feature scales (magnitude)" for r in trace.releases)
     assert "feature scales (magnitude)" in repr(model.dp_event_)
+
+
+def test_unscaled_branch_of_a_wide_table_gives_the_vector_releases_share_to_the_solver():
+    # Many features: the charged scales are the vector releases, and the
+    # branch that releases none composes against those (not per-feature ones).
+    rng = np.random.default_rng(0)
+    d = _feature_scales.VECTOR_MIN_FEATURES + 20
+    X = rng.normal(size=(1500, d))
+    y = (X[:, 0] + rng.logistic(size=1500) > 0).astype(int)
+    with trace_releases() as trace:
+        model = DPLogisticRegression(epsilon=1.0, random_state=0).fit(X, y)
+    labels = [r.label for r in trace.releases]
+    assert not any(label.startswith("feature scales (magnitude") for label in labels)
+    assert "feature scales" not in repr(model.dp_event_).replace(
+        "feature scales (rows with a large entry)", ""
+    )
+    assert epsilon_of_event(model.dp_event_, 1e-5) <= 1.0 + 1e-9
+    assert model.privacy_spent_ == (1.0, 1e-5)

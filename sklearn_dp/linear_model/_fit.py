@@ -860,11 +860,10 @@ def _replan_unscaled(estimator, plan, spec, problem, count, bounds, kwargs, boun
     if scaling["auto"]:
         decision.append(_feature_scales.auto_scaling_event(scaling["probe"]))
         decision_epsilon += scaling["probe"]
-    skipped = _feature_scales.planned_scale_events(
-        plan.context["schema"][0].shape[1],
-        plan.shares["scales"],
-        scaling["centered"],
-        scaling["each"],
+    # The scales' events as charged (per feature, or the vector releases of
+    # many features), without the decision's count, which is in ``decision``.
+    skipped = _scale_events(
+        plan.context["schema"][0].shape[1], plan.shares["scales"], dict(scaling, auto=False)
     )
     found = planner.after_skipped_releases(
         problem, count.estimate, bounds, kwargs, decision, skipped, bound_events, decision_epsilon
