@@ -555,10 +555,14 @@ def _is_private_step(step):
 
 
 def _guarantee(obj, kind):
-    from ._composition import vouched_by
+    from ._composition import stale_record, vouched_by
 
     if kind == "budget":
         return obj.spent
+    if kind in ("estimator", "transformer", "pipeline") and stale_record(obj):
+        # Changed since a search released it: its own spend leaves out the
+        # selection that chose it.
+        return (math.inf, 0.0)
     if kind in ("estimator", "pipeline") and vouched_by(obj) is not None:
         # Released by a private search: the search's guarantee vouches for it.
         return tuple(float(v) for v in vouched_by(obj)["privacy_spent"])

@@ -57,7 +57,7 @@ The other checks run only in the full lists, since no solver can change their ou
   ``check_sample_weights_not_an_array``; the estimator makes them the ndarray
   that ``check_sample_weights_list``'s list becomes);
 * input validation that raises before the solver is reached: NaN/inf, complex,
-  object, empty or one-dimensional data, a regression target given to a
+  object or one-dimensional data (empty data is fitted: an expected failure), a regression target given to a
   classifier, ``y=None``, a one-label ``y`` (the classifier refuses a label set
   of fewer than two classes before it calls a solver), predicting on 1d or
   wrongly shaped rows, ``n_features_in_``;
@@ -398,8 +398,22 @@ def _held_to_accuracy(estimator):
     return is_regressor(estimator) and not get_tags(estimator).regressor_tags.poor_score
 
 
+#: Why no estimator or transformer of this package refuses zero rows.
+EMPTY_DATA_IS_A_DATA_SET = (
+    "a private fit on zero rows runs after its charge instead of raising: the row count is "
+    "private, and a refusal of n=0 when n=1 fits would tell the empty data set from its "
+    "one-row neighbour with certainty (also inside a search, on an empty training part); "
+    "the fit returns a model of the noisy releases (tests/test_substitution.py)"
+)
+
+
 def _expected_failed_checks(estimator):
     expected = dict(EXPECTED_FAILURES.get(type(estimator).__name__, {}))
+    if not (is_classifier(estimator) and estimator.classes is None):
+        # A classifier that releases its label set raises after the charge:
+        # on zero rows the released set holds fewer than two classes (a
+        # function of the release, as on one row), a ValueError.
+        expected["check_estimators_empty_data_messages"] = EMPTY_DATA_IS_A_DATA_SET
     solver = _resolved_solver(estimator)
     if solver is None:
         return expected
