@@ -434,11 +434,14 @@ def _attack(obj, rates):
                 "(its recorded (epsilon, delta) then bounds the curve)."
             )
         return {"tpr": found[0], "basis": found[1]}
-    from ._composition import vouched_by
+    from ._composition import stale_record, vouched_by
 
     kind, _ = _describe(obj)
     epsilon, delta = _guarantee(obj, kind)
-    if kind in ("estimator", "transformer") and vouched_by(obj) is None:
+    # A model changed since a search released it: its own event leaves out
+    # the selection, so only its (infinite) guarantee describes it.
+    own = vouched_by(obj) is None and not stale_record(obj)
+    if kind in ("estimator", "transformer") and own:
         planned = (vars(obj).get(RECORD_ATTRIBUTE) or {}).get("planned", False)
         if planned or not math.isfinite(epsilon):
             found = _event_tpr(obj.dp_event_, rates)

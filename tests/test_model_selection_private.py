@@ -1675,7 +1675,11 @@ def test_a_released_model_fitted_again_or_changed_is_vouched_for_by_nothing():
     assert best.privacy_spent_ == (50.0, best.delta)
     with pytest.warns(PrivacyLeakWarning, match="changed after the private search"):
         assert privacy_spent(best) == (float("inf"), 0.0)
-    assert privacy_report(best)["epsilon"] == "inf"
+    report = privacy_report(best)
+    assert report["epsilon"] == "inf"
+    # Not the curve of its own event, which leaves out the selection.
+    assert report["attack"]["basis"] == "epsilon-delta"
+    assert set(report["attack"]["true_positive_rates"]) == {1.0}
     best = _search().fit(X, y).best_estimator_
     best.coef_ = best.coef_ + 1.0
     with pytest.warns(PrivacyLeakWarning, match="changed after the private search"):
