@@ -28,6 +28,7 @@ import pytest
 from _helpers import binary_data, gaussian_curve, laplace_gaussian_curve, regression_data
 from dp_accounting import dp_event as dpe
 from dp_accounting.rdp import rdp_privacy_accountant as rdp
+from sklearn.base import is_classifier
 from sklearn.model_selection import KFold
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -1900,7 +1901,16 @@ def _conformance_estimators():
 
 
 def _expected_failed(estimator):
-    return EXPECTED_FAILURES
+    expected = dict(EXPECTED_FAILURES)
+    if not is_classifier(estimator.estimator):
+        # A search on zero rows runs after its charge (an empty data set is a
+        # data set: its refusal would tell it from a one-row neighbour).  The
+        # classifier search releases its label set, which on zero rows holds
+        # fewer than two classes: a ValueError after the charge, as on one row.
+        expected["check_estimators_empty_data_messages"] = (
+            "a private search on zero rows runs after its charge instead of raising"
+        )
+    return expected
 
 
 @parametrize_with_checks(_conformance_estimators(), expected_failed_checks=_expected_failed)
