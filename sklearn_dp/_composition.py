@@ -105,7 +105,25 @@ def _ordinal_encoder(params):
         )
     if params["min_frequency"] is not None or params["max_categories"] is not None:
         return "min_frequency / max_categories count the private rows of each category"
+    for name in ("unknown_value", "encoded_missing_value"):
+        if _overflows(params[name], params["dtype"]):
+            return f"{name}={params[name]!r} overflows to inf in dtype {params['dtype']}"
     return None
+
+
+def _overflows(value, dtype):
+    """Whether a numeric parameter becomes ``inf`` in ``dtype``: the next DP step would refuse the rows it fills."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+        return False
+    try:
+        limit = float(np.finfo(dtype).max)
+    except (TypeError, ValueError):
+        return False
+    try:
+        value = float(value)
+    except OverflowError:
+        return True
+    return math.isfinite(value) and abs(value) > limit
 
 
 def _simple_imputer(params):
@@ -117,6 +135,23 @@ def _simple_imputer(params):
         return (
             "keep_empty_features=False warns about (and from scikit-learn 1.8 drops) the "
             "columns whose private values are all missing; pass keep_empty_features=True"
+        )
+    if _overflows(params["fill_value"], np.float32):
+        # The imputer keeps its input's dtype: float32 rows would get inf.
+        return f"fill_value={params['fill_value']!r} overflows to inf in float32"
+    return None
+
+
+def _polynomial_features(params):
+    degree = params["degree"]
+    highest = degree[1] if isinstance(degree, tuple) else degree
+    if highest > 1:
+        return (
+            f"degree={degree!r}: its products can overflow a finite private row to inf, which "
+            "the next DP step refuses (so whether the fit fails would depend on one row); "
+            "expand the features after a clipping step, with "
+            "sklearn_dp.preprocessing.RowWiseTransformer(func), whose output saturates at "
+            "the float range"
         )
     return None
 
@@ -307,8 +342,13 @@ def _allow_list():
             None,
         ),
         # Its fit reads the column count only, and what it learns (the degrees
-        # and the number of outputs) comes from its parameters and that count.
-        PolynomialFeatures: (("degree", "include_bias", "interaction_only", "order"), None, None),
+        # and the number of outputs) comes from its parameters and that count;
+        # degree 1 only (products overflow).
+        PolynomialFeatures: (
+            ("degree", "include_bias", "interaction_only", "order"),
+            _polynomial_features,
+            None,
+        ),
         Pipeline: (("memory", "steps", "transform_input", "verbose"), None, None),
         RecordingPipeline: (("memory", "steps", "transform_input", "verbose"), None, None),
         FeatureUnion: (
@@ -508,39 +548,77 @@ def _public_value(value):
     return type(value).__name__
 
 
-def _released_state(model):
-    """A digest of what a search released: every step's class and parameters, each DP fit's event and spend.
+def _fitted_state(value, seen):
+    """A description of ``value`` by what fits computed: fitted attributes, nested fitted steps."""
+    if hasattr(value, "get_params"):
+        if id(value) in seen:
+            return type(value).__name__
+        seen.add(id(value))
+        attributes = sorted(
+            (name, part)
+            for name, part in vars(value).items()
+            if name.endswith("_") and not name.startswith("_") and name != VOUCHED_ATTRIBUTE
+        )
+        return (
+            type(value).__name__,
+            tuple((name, _fitted_state(part, seen)) for name, part in attributes),
+        )
+    if isinstance(value, (list, tuple)):
+        return tuple(_fitted_state(part, seen) for part in value)
+    if isinstance(value, dict):
+        return tuple(sorted((str(key), _fitted_state(part, seen)) for key, part in value.items()))
+    if isinstance(value, dpe.DpEvent):
+        return repr(value)
+    return _public_value(value)
 
-    A record whose state no longer matches (the model fitted again, a step
-    replaced or reconfigured) vouches for nothing: the model is then checked
-    as any other.
+
+def _released_state(model):
+    """A digest of what a search released: every step's class and fitted state (coef_, dp_event_, ...).
+
+    Parameters are left out: a parameter changed after the fit (``verbose``,
+    ``warm_start``) changes nothing the search computed.  A record whose
+    state no longer matches (the model fitted again, a coefficient set by
+    hand, a step replaced) is stale: it vouches for nothing, and neither
+    does the model's own smaller spend (:func:`stale_record`).
     """
     parts = [("", model)]
     if hasattr(model, "get_params"):
-        parts += sorted(model.get_params(deep=True).items(), key=lambda item: item[0])
-    state = []
-    for key, value in parts:
-        if hasattr(value, "get_params"):
-            state.append((key, type(value).__name__))
-            for attribute in ("dp_event_", "privacy_spent_"):
-                if attribute in getattr(value, "__dict__", {}):
-                    state.append((key, attribute, repr(getattr(value, attribute))))
-        else:
-            state.append((key, _public_value(value)))
+        parts += sorted(
+            (
+                (key, value)
+                for key, value in model.get_params(deep=True).items()
+                if hasattr(value, "get_params")
+            ),
+            key=lambda item: item[0],
+        )
+    seen = set()
+    state = [(key, _fitted_state(value, seen)) for key, value in parts]
     return hashlib.sha256(repr(state).encode()).hexdigest()
 
 
 def vouched_by(step):
     """The record of the search that released ``step`` (:data:`VOUCHED_ATTRIBUTE`), or None.
 
-    None also when ``step`` changed since the search released it (fitted
-    again, a step replaced): the search's guarantee covers what it released,
-    not what the model became.
+    None also when ``step``'s fitted state changed since the search released
+    it (fitted again, a coefficient set, a step replaced): the search's
+    guarantee covers what it released, not what the model became (see
+    :func:`stale_record`).
     """
     record = getattr(step, "__dict__", {}).get(VOUCHED_ATTRIBUTE)
     if record is None or record.get("state") != _released_state(step):
         return None
     return record
+
+
+def stale_record(step):
+    """Whether ``step`` holds a search's record that its fitted state no longer matches.
+
+    Such a model was released by a search and then changed; its own
+    ``privacy_spent_`` leaves out the selection that chose it, so nothing
+    vouches for it: :func:`privacy_spent` reports ``epsilon = inf``.
+    """
+    record = getattr(step, "__dict__", {}).get(VOUCHED_ATTRIBUTE)
+    return record is not None and record.get("state") != _released_state(step)
 
 
 def vouch(model, owner, spent, event):
@@ -558,14 +636,19 @@ def vouch(model, owner, spent, event):
 
 
 def spent_of(step):
-    """``(epsilon, delta)`` that vouches for ``step``: its search's, else its own ``privacy_spent_``."""
+    """``(epsilon, delta)`` that vouches for ``step``: its search's, else its own ``privacy_spent_``.
+
+    ``(inf, 0.0)`` for a model changed since a search released it.
+    """
+    if stale_record(step):
+        return (math.inf, 0.0)
     record = vouched_by(step)
     return record["privacy_spent"] if record is not None else tuple(step.privacy_spent_)
 
 
 def event_of(step):
-    """The event that describes ``step``: its search's, else its own ``dp_event_``."""
-    record = vouched_by(step)
+    """The event that describes ``step``: its search's (also once changed), else its own ``dp_event_``."""
+    record = getattr(step, "__dict__", {}).get(VOUCHED_ATTRIBUTE)
     return record["dp_event"] if record is not None else step.dp_event_
 
 
@@ -580,6 +663,16 @@ def _leaves(step, path, allowed, *, vouched=True):
         return []
     if vouched and vouched_by(step) is not None:
         return [(name, step)]
+    if stale_record(step):
+        raise _Refused(
+            name,
+            step,
+            "it changed after the private search that released it (fitted again, a "
+            "coefficient set or a step replaced): the search's guarantee covers what it "
+            "released, and the model's own spend leaves out the selection that chose it; "
+            "warm-start the model as the search released it (warm_start=True composes the "
+            "search's guarantee), or fit a clone",
+        )
     if _is_ours(step):
         if not (hasattr(step, "dp_event_") and hasattr(step, "privacy_spent_")):
             raise _Refused(name, step, "it is not fitted (no dp_event_)")
@@ -687,15 +780,22 @@ def privacy_spent(
       ``min_frequency`` / ``max_categories`` (``"error"`` raises and
       ``"warn"`` or ``drop`` warn on a private row's unknown value);
     * ``OrdinalEncoder`` with public ``categories``, ``handle_unknown=
-      "use_encoded_value"``, no ``min_frequency`` / ``max_categories``;
+      "use_encoded_value"``, no ``min_frequency`` / ``max_categories``, and
+      codes finite in its ``dtype``;
     * ``SimpleImputer(strategy="constant", keep_empty_features=True)``
       without ``add_indicator`` (otherwise the columns kept depend on which
-      private values are missing);
+      private values are missing), with a ``fill_value`` finite in float32
+      (every step here maps finite rows to finite rows: the next DP step
+      refuses non-finite ones);
     * ``FunctionTransformer()`` with ``func=None`` (the identity): any other
       function cannot be checked (and its default ``check_inverse`` samples
       private rows); assert a function row-wise with
       :class:`~sklearn_dp.preprocessing.RowWiseTransformer`;
-    * ``PolynomialFeatures`` (its fit reads the column count only);
+    * ``PolynomialFeatures`` of degree at most 1 (its fit reads the column
+      count only; a product of finite values can overflow to ``inf``, which
+      the next DP step would refuse, depending on one row: for a polynomial
+      expansion use :class:`~sklearn_dp.preprocessing.RowWiseTransformer`,
+      whose output saturates at the float range);
     * ``FrozenEstimator``: the step it holds was fitted before, maybe on the
       same private rows, so it is checked as if it were not frozen (a step
       of this package contributes its recorded spend, ``inf`` for

@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from ._design import fine_block_ranges
 from ._sklearn_compat import validate_data
 
-__all__ = ["public_validation_errors", "validate_private", "validate_rows"]
+__all__ = ["public_validation_errors", "saturate", "validate_private", "validate_rows"]
 
 # Messages of numpy / scikit-learn conversions that would show private values
 # (numpy's "could not convert string to float: '<value>'", scikit-learn's
@@ -187,6 +187,30 @@ def public_validation_errors(name):
         raise ValueError(message) from None
 
 
+def saturate(X):
+    """``X`` with each infinity replaced by the largest finite value of its dtype, keeping its sign.
+
+    The transforms of this package map finite rows to finite rows.  The
+    next DP step refuses non-finite input (before its spend, as a malformed
+    schema), so a finite private row that a transform overflowed to ``inf``
+    would make a pipeline, or a private search over it, fail exactly when
+    that row is in the data.  NaN is left as it is (no finite row gives one
+    here).  ``X`` is returned as it is when every value is finite, else a
+    copy.
+    """
+    values = X.data if sp.issparse(X) else X
+    if not (isinstance(values, np.ndarray) and values.dtype.kind == "f"):
+        return X
+    if np.all(np.isfinite(values)):
+        return X
+    limit = np.finfo(values.dtype).max
+    if sp.issparse(X):
+        X = X.copy()
+        X.data = np.clip(X.data, -limit, limit)
+        return X
+    return np.clip(values, -limit, limit)
+
+
 def validate_rows(estimator, X, **kwargs):
     """``validate_data(estimator, X, **kwargs)`` with messages that show no private value.
 
@@ -194,6 +218,7 @@ def validate_rows(estimator, X, **kwargs):
     the input's schema: no copy and no canonicalisation beyond what
     ``kwargs`` ask of scikit-learn.
     """
+    kwargs.setdefault("ensure_min_samples", 0)
     with public_validation_errors(type(estimator).__name__):
         return validate_data(estimator, X, **kwargs)
 
@@ -218,7 +243,9 @@ def validate_private(estimator, X, y="no_validation", x_dtype=np.float64, **kwar
                 "to be 0)."
             )
     with public_validation_errors(name):
-        validated = validate_data(estimator, X, y, accept_sparse="csr", dtype=x_dtype, **kwargs)
+        validated = validate_data(
+            estimator, X, y, accept_sparse="csr", dtype=x_dtype, ensure_min_samples=0, **kwargs
+        )
     reading_rows = kwargs.get("reset", True)
 
     def prepared(X):

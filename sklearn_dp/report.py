@@ -437,11 +437,14 @@ def _attack(obj, rates):
                 "(its recorded (epsilon, delta) then bounds the curve)."
             )
         return {"tpr": found[0], "basis": found[1]}
-    from ._composition import vouched_by
+    from ._composition import stale_record, vouched_by
 
     kind, _ = _describe(obj)
     epsilon, delta = _guarantee(obj, kind)
-    if kind in ("estimator", "transformer") and vouched_by(obj) is None:
+    # A model changed since a search released it: its own event leaves out
+    # the selection, so only its (infinite) guarantee describes it.
+    own = vouched_by(obj) is None and not stale_record(obj)
+    if kind in ("estimator", "transformer") and own:
         planned = (vars(obj).get(RECORD_ATTRIBUTE) or {}).get("planned", False)
         if planned or not math.isfinite(epsilon):
             found = _event_tpr(obj.dp_event_, rates)
@@ -564,10 +567,14 @@ def _is_private_step(step):
 
 
 def _guarantee(obj, kind):
-    from ._composition import vouched_by
+    from ._composition import stale_record, vouched_by
 
     if kind == "budget":
         return obj.spent
+    if kind in ("estimator", "transformer", "pipeline") and stale_record(obj):
+        # Changed since a search released it: its own spend leaves out the
+        # selection that chose it.
+        return (math.inf, 0.0)
     if kind in ("estimator", "pipeline") and vouched_by(obj) is not None:
         # Released by a private search: the search's guarantee vouches for it.
         return tuple(float(v) for v in vouched_by(obj)["privacy_spent"])

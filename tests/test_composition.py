@@ -76,7 +76,7 @@ def test_frozen_allow_listed_and_public_steps_spend_nothing():
     X, y = _data()
     model = make_pipeline(
         FrozenEstimator(PublicRangeScaler((-3.0, 3.0)).fit(X)),
-        FrozenEstimator(PolynomialFeatures(2).fit(np.zeros((1, 3)))),
+        FrozenEstimator(PolynomialFeatures(1).fit(np.zeros((1, 3)))),
         _model(epsilon=1.0),
     ).fit(X, y)
     with warnings.catch_warnings():
@@ -387,3 +387,50 @@ def test_steps_of_one_unit_of_privacy_compose_and_the_report_names_it():
     assert report["epsilon"] == 2.0
     assert "group" in report["unit_of_privacy"]
     assert report["neighbouring_relation"] == "add or remove one group of at most 5 rows"
+
+
+@pytest.mark.parametrize("degree", [2, (1, 3)])
+def test_polynomial_features_that_can_overflow_a_finite_row_are_refused(degree):
+    X, y = _data()
+    model = make_pipeline(PolynomialFeatures(degree), _model(epsilon=1.0)).fit(X, y)
+    with pytest.warns(PrivacyLeakWarning, match="overflow"):
+        assert privacy_spent(model) == (math.inf, 0.0)
+    search = DPGridSearchCV(
+        make_pipeline(PolynomialFeatures(degree), _model()), {"dplogisticregression__C": [1.0]}
+    )
+    with pytest.raises(TypeError, match="overflow"):
+        search.fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        pytest.param(
+            OrdinalEncoder(
+                categories=[[0.0, 1.0, 2.0]],
+                dtype=np.float32,
+                handle_unknown="use_encoded_value",
+                unknown_value=10**40,
+            ),
+            id="ordinal-code",
+        ),
+        pytest.param(
+            SimpleImputer(
+                missing_values=-1.0,
+                strategy="constant",
+                fill_value=1e300,
+                keep_empty_features=True,
+            ),
+            id="imputer-fill",
+        ),
+    ],
+)
+def test_allow_listed_steps_whose_parameter_overflows_a_finite_row_are_refused(step):
+    X, y = _data()
+    X = np.column_stack([np.arange(len(X)) % 3, X[:, 1:]]).astype(np.float32)
+    model = make_pipeline(
+        ColumnTransformer([("step", step, [0])], remainder="passthrough", sparse_threshold=0),
+        _model(epsilon=1.0),
+    ).fit(X, y)
+    with pytest.warns(PrivacyLeakWarning, match="overflows to inf"):
+        assert privacy_spent(model) == (math.inf, 0.0)

@@ -425,3 +425,36 @@ def test_audit_of_dppca_finds_too_little_noise_and_not_the_real_mechanism(monkey
 def test_dppca_is_clonable_with_its_parameters():
     model = DPPCA(3, epsilon=0.7, delta=1e-6, data_norm=2.0, whiten=True, random_state=4)
     assert clone(model).get_params() == model.get_params()
+
+
+@pytest.mark.parametrize("whiten", [False, True])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_transform_maps_finite_rows_to_finite_rows(whiten, sparse):
+    X = _data(n=400, d=3)
+    pca = DPPCA(n_components=2, epsilon=1.0, whiten=whiten, random_state=0).fit(X)
+    huge = np.finfo(np.float64).max
+    # Entries near the float range of both signs: +inf and -inf partial sums.
+    rows = np.array([[huge, huge, huge], [huge, -huge, huge], [1e-300, -huge, 0.0]])
+    out = pca.transform(sp.csr_matrix(rows) if sparse else rows)
+    assert np.all(np.isfinite(out))
+    # Ordinary rows are projected as before.
+    np.testing.assert_array_equal(
+        pca.transform(X[:5]),
+        (X[:5] @ pca.components_.T - pca.components_ @ pca.mean_)
+        / (pca._whitening() if whiten else 1.0),
+    )
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_pipeline_after_dppca_fits_whether_or_not_a_row_overflows(dtype):
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=400)
+    X = (np.outer(z, [1.0, 1.0, 1.0]) + 0.1 * rng.normal(size=(400, 3))).astype(dtype)
+    y = (z > 0).astype(int)
+    huge = np.finfo(dtype).max
+    for A, b in ((X, y), (np.vstack([X, np.full((1, 3), huge, dtype)]), np.append(y, 1))):
+        model = make_pipeline(
+            DPPCA(n_components=2, epsilon=1.0, random_state=0),
+            DPLogisticRegression(epsilon=1.0, classes=[0, 1], max_iter=5, random_state=0),
+        ).fit(A, b)
+        assert np.all(np.isfinite(model[-1].coef_))

@@ -798,3 +798,42 @@ def test_ranges_outside_the_public_scales_are_refused_before_any_spend(make, bou
         model.fit(X)
     if make is not PublicRangeScaler:
         assert model.budget.ledger == []
+
+
+# --------------------------------------------------------------------------
+# Finite rows stay finite: the next DP step never refuses a finite private row
+# --------------------------------------------------------------------------
+
+_HUGE = np.finfo(np.float64).max
+
+
+@pytest.mark.parametrize(
+    "transformer",
+    [
+        pytest.param(PublicRangeScaler(ranges=(-0.1, 0.1), clip=False), id="public-range"),
+        pytest.param(DPStandardScaler(epsilon=1.0, clip=False, random_state=0), id="standard"),
+        pytest.param(DPMinMaxScaler(epsilon=1.0, clip=False, random_state=0), id="minmax"),
+        pytest.param(RowWiseTransformer(np.square), id="row-wise"),
+    ],
+)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_transform_maps_finite_rows_to_finite_rows(transformer, dtype):
+    X = (_data(n=400, d=3) * 0.01).astype(dtype)
+    fitted = clone(transformer).fit(X)
+    huge = np.finfo(dtype).max
+    rows = np.array([[huge, -huge, huge / 3], [-huge, 0.0, 1.0]], dtype=dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = fitted.transform(rows)
+    assert np.all(np.isfinite(out))
+
+
+def test_pipeline_fits_whether_or_not_a_row_overflows_an_unclipped_scaler():
+    X = _data(n=400, d=3) * 0.01
+    y = (X[:, 0] > X[:, 0].mean()).astype(int)
+    for A, b in ((X, y), (np.vstack([X, [_HUGE, 0.0, -_HUGE]]), np.append(y, 1))):
+        model = make_pipeline(
+            DPStandardScaler(epsilon=1.0, clip=False, random_state=0),
+            DPLogisticRegression(epsilon=1.0, classes=[0, 1], max_iter=5, random_state=0),
+        ).fit(A, b)
+        assert np.all(np.isfinite(model[-1].coef_))

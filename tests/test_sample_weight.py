@@ -502,6 +502,31 @@ def test_warm_start_charges_its_own_fit_and_reports_the_composed_guarantee():
     assert model.privacy_spent_ == (0.5, 1e-5)
 
 
+def test_warm_start_from_a_coef_set_by_hand_is_a_public_starting_point():
+    X, y = _classification()
+    budget = PrivacyBudget(10.0, 1e-3, composition="basic")
+    params = dict(epsilon=0.5, warm_start=True, budget=budget, solver="dp_gd", max_iter=3)
+    model = DPLogisticRegression(classes=[0, 1], **params)
+    model.coef_, model.intercept_ = np.zeros((1, X.shape[1])), np.zeros(1)
+    model.fit(X, y)
+    assert model.privacy_spent_ == (0.5, 1e-5)
+    assert list(model.classes_) == [0, 1]
+    # What it needs is said before anything is spent.
+    unlabelled = DPLogisticRegression(**params)
+    unlabelled.coef_, unlabelled.intercept_ = np.zeros((1, X.shape[1])), np.zeros(1)
+    with pytest.raises(ValueError, match="set by hand needs classes="):
+        unlabelled.fit(X, y)
+    no_intercept = DPLogisticRegression(classes=[0, 1], **params)
+    no_intercept.coef_ = np.zeros((1, X.shape[1]))
+    with pytest.raises(ValueError, match="Set intercept_ too"):
+        no_intercept.fit(X, y)
+    regressor = DPSCORegressor(**params)
+    regressor.coef_ = np.zeros(X.shape[1])
+    with pytest.raises(ValueError, match="Set intercept_ too"):
+        regressor.fit(X, y.astype(float))
+    assert len(budget.ledger) == 1
+
+
 def test_warm_start_from_a_non_private_fit_reports_no_guarantee():
     X, y = _classification()
     model = DPLogisticRegression(

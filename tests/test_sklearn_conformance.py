@@ -57,7 +57,7 @@ The other checks run only in the full lists, since no solver can change their ou
   ``check_sample_weights_not_an_array``; the estimator makes them the ndarray
   that ``check_sample_weights_list``'s list becomes);
 * input validation that raises before the solver is reached: NaN/inf, complex,
-  object, empty or one-dimensional data, a regression target given to a
+  object or one-dimensional data (empty data is fitted: an expected failure), a regression target given to a
   classifier, ``y=None``, a one-label ``y`` (the classifier refuses a label set
   of fewer than two classes before it calls a solver), predicting on 1d or
   wrongly shaped rows, ``n_features_in_``;
@@ -375,6 +375,13 @@ NOISE_DEPENDENT = {
     ("DPSCORegressor", "check_estimators_dtypes"),
 }
 
+#: Expected failures that a fit may still pass with a ValueError raised after
+#: its charge, as a function of its releases: on zero rows, a classifier whose
+#: released label set holds fewer than two classes, or a solver that needs more
+#: released rows (vr_frank_wolfe, localized_mirror_descent), refuses as it
+#: would on one row.  Not strict.
+RELEASE_DEPENDENT_CHECKS = frozenset({"check_estimators_empty_data_messages"})
+
 #: The checks of SOLVER_CHECKS that fit a classifier on more than two classes.
 MULTICLASS_CHECKS = (
     "check_estimators_overwrite_params",
@@ -398,8 +405,18 @@ def _held_to_accuracy(estimator):
     return is_regressor(estimator) and not get_tags(estimator).regressor_tags.poor_score
 
 
+#: Why no estimator or transformer of this package refuses zero rows.
+EMPTY_DATA_IS_A_DATA_SET = (
+    "a private fit on zero rows runs after its charge instead of raising: the row count is "
+    "private, and a refusal of n=0 when n=1 fits would tell the empty data set from its "
+    "one-row neighbour with certainty (also inside a search, on an empty training part); "
+    "the fit returns a model of the noisy releases (tests/test_substitution.py)"
+)
+
+
 def _expected_failed_checks(estimator):
     expected = dict(EXPECTED_FAILURES.get(type(estimator).__name__, {}))
+    expected["check_estimators_empty_data_messages"] = EMPTY_DATA_IS_A_DATA_SET
     solver = _resolved_solver(estimator)
     if solver is None:
         return expected
@@ -486,7 +503,9 @@ def _cases(estimator, only=None, skip=frozenset()):
             continue
         name = _check_name(check)
         reason = expected.get(name)
-        strict = (type(estimator).__name__, name) not in NOISE_DEPENDENT
+        strict = (type(estimator).__name__, name) not in NOISE_DEPENDENT and (
+            name not in RELEASE_DEPENDENT_CHECKS
+        )
         marks = [pytest.mark.xfail(reason=reason, strict=strict)] if reason else []
         yield pytest.param(instance, check, marks=marks, id=f"{_estimator_id(instance)}-{check_id}")
 

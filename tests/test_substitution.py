@@ -895,3 +895,24 @@ def test_substitution_with_hostile_groups_of_any_label_kind(model, params, kind)
     assert a["warnings"] == b["warnings"]
     _assert_same(a["attributes"], b["attributes"])
     _check_sensitivities(a["trace"], b["trace"])
+
+
+def _empty_pair(estimator, variant=""):
+    """D is the empty data set (its public schema: 0 rows of N_FEATURES), D' one hostile row."""
+    X, y = _data(estimator, variant)
+    return (X[:0], y[:0]), (np.full((1, N_FEATURES), 1e12), y[1:2])
+
+
+def _empty_cases():
+    for (estimator, solver), params in CONFIGS.items():
+        yield pytest.param(estimator, solver, params, id=f"{estimator}-{solver}")
+    for (transformer, variant), params in TRANSFORMER_CONFIGS.items():
+        yield pytest.param(transformer, None, params, id=f"{transformer}-{variant}")
+
+
+@pytest.mark.parametrize("estimator, solver, params", list(_empty_cases()))
+def test_empty_data_set_fits_as_its_one_row_neighbour(estimator, solver, params):
+    """A fit on no rows runs after its charge, indistinguishable (under substitution) from one row."""
+    pair = _empty_pair("regression" if estimator in TRANSFORMERS else estimator)
+    observed = _run_pair(estimator, solver, params, pair)
+    assert observed["error"] is None, observed["error"]

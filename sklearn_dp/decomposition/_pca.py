@@ -36,7 +36,7 @@ from .._protocol import (
     restore_on_failure,
 )
 from .._sklearn_compat import Interval, StrOptions
-from .._validation import public_validation_errors, validate_rows
+from .._validation import public_validation_errors, saturate, validate_rows
 from ..accounting import calibrate_noise_multiplier
 from ..linear_model._base import public_scale
 from ..preprocessing._base import _DPTransformer
@@ -63,6 +63,11 @@ MEAN_PRECISION_SHARE = 0.25
 #: clipping a long row shrinks its contribution to the covariance (a bias),
 #: so the bound sits near the largest rows, as for regressors.
 ROW_WINDOW = REGRESSOR_ROW_WINDOW
+
+
+#: The power of two by which ``transform`` scales a row whose projection
+#: overflows to an undefined value (entries near the float range of both signs).
+_SHRINK = 2.0**-600
 
 
 def _gaussian_events(multiplier):
@@ -424,14 +429,26 @@ class DPPCA(ClassNamePrefixFeaturesOutMixin, _DPTransformer):
         -------
         X_new : ndarray of shape (n_samples, n_components)
             ``(X - mean_) @ components_.T``, divided by the square root of
-            ``explained_variance_`` when ``whiten``.
+            ``explained_variance_`` when ``whiten``.  Finite for finite
+            input: a score beyond the float range saturates at the largest
+            float of its sign (so that the next DP step never refuses a
+            finite private row).
         """
         check_is_fitted(self)
         X = validate_rows(self, X, reset=False, accept_sparse="csr", dtype=np.float64)
-        scores = np.asarray(X @ self.components_.T) - self.components_ @ self.mean_
-        if self.whiten:
-            scores /= self._whitening()
-        return scores
+        with np.errstate(over="ignore", invalid="ignore"):
+            products = np.asarray(X @ self.components_.T)
+            undefined = np.flatnonzero(np.isnan(products).any(axis=1))
+            if undefined.size:
+                # A finite row near the float range: partial sums of +inf and
+                # -inf.  Projected scaled down by a power of two (exact), then
+                # scaled back, it overflows to a signed infinity instead.
+                shrunk = np.asarray((X[undefined] * _SHRINK) @ self.components_.T)
+                products[undefined] = shrunk / _SHRINK
+            scores = products - self.components_ @ self.mean_
+            if self.whiten:
+                scores /= self._whitening()
+        return saturate(scores)
 
     def inverse_transform(self, X: MatrixLike) -> np.ndarray:
         """Map scores back to the feature space (costs nothing).

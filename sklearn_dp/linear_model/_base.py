@@ -452,6 +452,12 @@ class BaseDPEstimator(SavedWithoutLedger, BaseEstimator):
         if not getattr(self, "warm_start", False) or not hasattr(self, "coef_"):
             return None
         name = type(self).__name__
+        if not hasattr(self, "intercept_"):
+            raise ValueError(
+                f"{name}: warm_start=True starts from coef_ and intercept_, and only coef_ is "
+                "set. Set intercept_ too (zeros of shape (n_outputs,) for none), or set "
+                "warm_start=False."
+            )
         coef = np.atleast_2d(np.asarray(self.coef_, dtype=np.float64))
         intercept = np.atleast_1d(np.asarray(self.intercept_, dtype=np.float64))
         if coef.shape[1] != n_features or (n_outputs is not None and coef.shape[0] != n_outputs):

@@ -600,7 +600,7 @@ def _compose_with_previous(estimator, previous, max_group_rows):
     budget was charged this fit's spend only: the previous one was charged
     when it ran.  Fits of different units of privacy do not compose.
     """
-    from .._composition import compose_spends
+    from .._composition import VOUCHED_ATTRIBUTE, compose_spends
 
     if previous is None:
         return
@@ -615,6 +615,8 @@ def _compose_with_previous(estimator, previous, max_group_rows):
     record = vars(estimator).get(RECORD_ATTRIBUTE)
     if record is not None:
         record["planned"] = bool(record.get("planned")) and planned
+    # A search's record is now composed into the model's own guarantee.
+    vars(estimator).pop(VOUCHED_ATTRIBUTE, None)
 
 
 def _shown(released):

@@ -160,7 +160,9 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
         ``privacy_spent_`` compose the previous fit's with the new one's.  The previous model must
         have the new fit's shape (checked before anything is spent); when
         the label set is released privately and differs from the previous
-        ``classes_``, the fit starts cold.
+        ``classes_``, the fit starts cold.  A ``coef_`` and ``intercept_``
+        set by hand are a public starting point (nothing to compose); their
+        rows stand for ``classes``, which must then be given.
     solver : str, default="auto"
         ``"dp_newton"`` (private Newton-type steps: noisy gradients with a
         noisy Gram matrix or Hessian as curvature; see
@@ -648,6 +650,16 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
             _dask.refuse_weights(type(self).__name__)
         previous = None
         if self.warm_start and hasattr(self, "coef_"):
+            if "classes_" not in vars(self):
+                # A coef_ set by hand (a public starting point): its rows stand
+                # for the public label set.
+                if classes is None:
+                    raise ValueError(
+                        "DPLogisticRegression: warm_start=True with a coef_ set by hand needs "
+                        "classes=[...], the public label set its rows stand for (a fitted "
+                        "model has classes_). Pass classes=, or set warm_start=False."
+                    )
+                self.classes_ = classes.copy()
             n_outputs = None
             if classes is not None:
                 n_outputs = 1 if classes.size == 2 else classes.size

@@ -473,6 +473,11 @@ class BaseDPSearchCV(SavedWithoutLedger, MetaEstimatorMixin, BaseEstimator):
         self.selection_dp_event_ = selection_event
         self.selection_privacy_spent_ = (float(epsilon_selection), float(delta_selection))
         self.privacy_spent_ = (float(guarantee[0]), float(guarantee[1]))
+        if self.dp_event_ is selection_event and "privacy_spent_" in vars(self.best_estimator_):
+            # The selected run's model is the selection's output: it claims
+            # the search's guarantee, never its run's smaller share.
+            self.best_estimator_.privacy_spent_ = self.privacy_spent_
+            self.best_estimator_.dp_event_ = self.dp_event_
         # The released model's parameters were chosen from the search's
         # releases: privacy_spent and privacy_report read the search's spend.
         vouch(self.best_estimator_, name, self.privacy_spent_, self.dp_event_)

@@ -126,9 +126,10 @@ SHARED_DOC = """
         the count leaves.  A function of the released count and the public
         plan.
     best_estimator_ : estimator
-        The refit (or, with ``refit=False``, the selected run's model).
-        Its ``vouched_by_`` (a dict: ``owner``, ``privacy_spent``,
-        ``dp_event``) names the search, whose guarantee
+        The refit (or, with ``refit=False``, the selected run's model, whose
+        ``privacy_spent_`` and ``dp_event_`` are then the search's: it is the
+        selection's output).  Its ``vouched_by_`` (a dict: ``owner``,
+        ``privacy_spent``, ``dp_event``) names the search, whose guarantee
         :func:`sklearn_dp.privacy_spent` reports for it (see Privacy).
     cv_results_ : dict of arrays
         ``params`` and ``param_<name>`` for every candidate of the {what},
@@ -257,7 +258,13 @@ SHARED_DOC = """
     :func:`sklearn_dp.privacy_spent` and :func:`sklearn_dp.privacy_report`
     of the released model (an estimator or a Pipeline, also pickled or
     inside another Pipeline) report ``privacy_spent_``; its steps keep their
-    own fit's ``privacy_spent_`` and ``dp_event_``.
+    own fit's ``privacy_spent_`` and ``dp_event_``.  Parameters set on it
+    afterwards (``set_params``) change nothing the search computed and keep
+    that record; a change of its fitted state (fitted again, a coefficient
+    set by hand, a step replaced) voids it, and the model is then reported
+    with ``epsilon = inf`` (its own spend leaves out the selection that
+    chose it).  A warm start from it (``warm_start=True``) composes the
+    search's guarantee with the new fit's.
 
     The default candidate's run (``prefer_default``) is one more run of a
     candidate fixed before the data is read, composed with the repeated

@@ -12,7 +12,7 @@ from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import public_validation_errors, validate_rows
+from .._validation import public_validation_errors, saturate, validate_rows
 from ._base import _check_ranges
 
 if TYPE_CHECKING:
@@ -35,7 +35,9 @@ class PublicRangeScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         ``(min, max)`` of each feature, or one pair for all features.
     clip : bool, default=True
         Clip values outside the range to [-1, 1] (keeps ``sqrt(n_features)``
-        a true bound on the row norms).
+        a true bound on the row norms).  Unclipped, a value beyond the float
+        range saturates at the largest float of its sign: finite rows stay
+        finite.
 
     Attributes
     ----------
@@ -105,11 +107,12 @@ class PublicRangeScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                     "PublicRangeScaler: sparse input keeps its zeros only for ranges symmetric "
                     "around 0 (min = -max); densify X or use symmetric ranges."
                 )
-            X = sp.csr_matrix(X @ sp.diags(self.scale_))
+            X = saturate(sp.csr_matrix(X @ sp.diags(self.scale_)))
             if self.clip:
                 np.clip(X.data, -1.0, 1.0, out=X.data)
             return X
-        X = X * self.scale_ + self.offset_
+        with np.errstate(over="ignore"):
+            X = saturate(X * self.scale_ + self.offset_)
         return np.clip(X, -1.0, 1.0) if self.clip else X
 
     def inverse_transform(self, X: MatrixLike) -> MatrixLike:
@@ -146,9 +149,10 @@ class RowWiseTransformer(TransformerMixin, BaseEstimator):
     privacy_spent` cannot check that a function is row-wise, so it refuses
     one.  Wrapping the function here is the user's assertion that it is:
     each output row depends on its own input row and on public constants
-    only, and the function raises, warns and prints nothing that depends on
-    the values (``np.log1p``, a public affine map, a fixed polynomial
-    expansion).  ``fit`` learns nothing from the data and never calls the
+    only, the function raises, warns and prints nothing that depends on
+    the values, and it gives no NaN for a finite row (``np.log1p``, a public
+    affine map, a fixed polynomial expansion); an output beyond the float
+    range saturates at the largest float of its sign.  ``fit`` learns nothing from the data and never calls the
     function on it (no inverse check).
 
     Parameters
@@ -164,8 +168,9 @@ class RowWiseTransformer(TransformerMixin, BaseEstimator):
     Attributes
     ----------
     transformer_ : FunctionTransformer
-        The function, wrapped with ``check_inverse=False`` (and ``validate=True``:
-        the input is a finite numeric array, dense or sparse).
+        The function, wrapped with ``check_inverse=False`` (the input is
+        validated first: a finite numeric array, dense or sparse, of any
+        number of rows).
     n_features_in_ : int
     privacy_spent_ : (0.0, 0.0)
     dp_event_ : NoOpDpEvent
@@ -202,16 +207,14 @@ class RowWiseTransformer(TransformerMixin, BaseEstimator):
             func=self.func,
             kw_args=self.kw_args,
             feature_names_out=self.feature_names_out,
-            validate=True,
+            validate=False,
             accept_sparse=True,
             check_inverse=False,
         )
-        # scikit-learn's own messages would quote a private cell.
-        with public_validation_errors(type(self).__name__):
-            self.transformer_ = transformer.fit(X)
-        for name in ("n_features_in_", "feature_names_in_"):
-            if hasattr(self.transformer_, name):
-                setattr(self, name, getattr(self.transformer_, name))
+        # Validated here, with messages that quote no private cell, and on
+        # zero rows too (the empty data set is a data set).
+        X = validate_rows(self, X, accept_sparse=True)
+        self.transformer_ = transformer.fit(X)
         self.dp_event_ = dpe.NoOpDpEvent()
         self.privacy_spent_ = (0.0, 0.0)
         return self
@@ -227,11 +230,17 @@ class RowWiseTransformer(TransformerMixin, BaseEstimator):
         Returns
         -------
         X_new : array-like
-            ``func(X, **kw_args)``.
+            ``func(X, **kw_args)``, an infinity in a float array replaced by
+            the largest float of its sign (numpy's overflow warning
+            silenced), so that the next DP step never refuses a finite
+            private row.  A NaN is left as it is: a ``func`` that turns a
+            finite row into NaN breaks the assertion above.
         """
         check_is_fitted(self)
-        with public_validation_errors(type(self).__name__):
-            return self.transformer_.transform(X)
+        X = validate_rows(self, X, reset=False, accept_sparse=True)
+        # An overflow saturates (below) instead of warning about a private row.
+        with public_validation_errors(type(self).__name__), np.errstate(over="ignore"):
+            return saturate(self.transformer_.transform(X))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

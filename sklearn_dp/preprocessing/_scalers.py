@@ -21,7 +21,7 @@ from .._protocol import (
     restore_on_failure,
 )
 from .._sklearn_compat import StrOptions
-from .._validation import validate_rows
+from .._validation import saturate, validate_rows
 from ._base import (
     _bound_events,
     _calibrate_sums,
@@ -197,7 +197,9 @@ class DPStandardScaler(_DPTransformer):
     clip : bool, default=True
         ``transform`` clips values to each feature's range ``bounds_``
         first, as the fit did: a noisy range then gives a bounded feature
-        (at worst a constant one), never an exploding one.
+        (at worst a constant one), never an exploding one.  Unclipped, a
+        value beyond the float range saturates at the largest float of its
+        sign: finite rows stay finite.
     budget : PrivacyBudget or None, default=None
         Shared budget, charged once per fit, before the data is read.
     random_state : None or int, default=None
@@ -474,12 +476,13 @@ class DPStandardScaler(_DPTransformer):
             if self.clip:
                 lo, hi = self.bounds_[:, 0], self.bounds_[:, 1]
                 np.clip(X.data, lo[X.indices], hi[X.indices], out=X.data)
-            return sp.csr_matrix(X @ sp.diags(1.0 / self.scale_))
+            return saturate(sp.csr_matrix(X @ sp.diags(1.0 / self.scale_)))
         if self.clip:
             X = np.clip(X, self.bounds_[:, 0], self.bounds_[:, 1])
-        if self.with_mean:
-            X = X - self.mean_
-        return X / self.scale_
+        with np.errstate(over="ignore"):
+            if self.with_mean:
+                X = X - self.mean_
+            return saturate(X / self.scale_)
 
     def inverse_transform(self, X: MatrixLike, copy: bool | None = None) -> MatrixLike:
         """Undo :meth:`transform`.
@@ -547,7 +550,8 @@ class DPMinMaxScaler(_DPTransformer):
         with ``feature_range``).
     clip : bool, default=True
         Clip transformed values to ``feature_range`` (a released range does
-        not contain every value).
+        not contain every value).  Unclipped, a value beyond the float range
+        saturates at the largest float of its sign: finite rows stay finite.
     budget : PrivacyBudget or None, default=None
         Shared budget, charged once per fit, before the data is read.
     random_state : None or int, default=None
@@ -769,7 +773,8 @@ class DPMinMaxScaler(_DPTransformer):
         """
         check_is_fitted(self)
         X = validate_rows(self, X, reset=False, dtype=[np.float64, np.float32], copy=True)
-        X = X * self.scale_ + self.min_
+        with np.errstate(over="ignore"):
+            X = saturate(X * self.scale_ + self.min_)
         if self.clip:
             X = np.clip(X, self.feature_range[0], self.feature_range[1])
         return X
