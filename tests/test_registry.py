@@ -84,13 +84,18 @@ def test_every_registered_option_is_a_keyword_parameter(name):
     assert spec.options, name
     assert not set(spec.options) & SOLVER_ARGUMENTS
     # Each numeric option a user sets is validated before any spend by one
-    # table: the shared names plus the spec's own, and every flag (an option
-    # whose default is True or False) as a boolean.
+    # table: the shared names plus the spec's own, every flag (an option
+    # whose default is True or False) as a boolean, and a constraint option
+    # as the names of the spec's constraint sets.
     table = {**OPTION_CONSTRAINTS, **spec.option_constraints}
     flags = {key for key, value in spec.call_defaults.items() if isinstance(value, bool)}
     constraints = spec.constraints_of(spec.options)
-    assert set(constraints) == set(spec.options) & (set(table) | flags)
+    assert set(constraints) == set(spec.options) & (set(table) | flags | {"constraint"})
     assert all(constraints[key] == ["boolean"] for key in flags)
+    if "constraint" in constraints:
+        names, *unconstrained = constraints["constraint"]
+        assert names.options == set(spec.constraints) - {None}
+        assert unconstrained == ([None] if None in spec.constraints else [])
 
 
 def test_register_refuses_kwargs_and_constraints_of_unknown_options():

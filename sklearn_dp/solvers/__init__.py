@@ -145,9 +145,8 @@ _register_builtin(
 # The perturbation baselines: strongly convex (an L2 penalty), unconstrained,
 # pure epsilon-DP with delta=0; unweighted (the certified inner solve is).
 _PERTURBATION = dict(
-    losses=_GLM_LOSSES,
+    **_GLM_MULTICLASS,
     penalties=frozenset({"l2"}),
-    multiclass=True,
     constraints=frozenset({None}),
     pure_dp=True,
 )
@@ -218,7 +217,6 @@ _register_builtin(
         "or an lp ball (Gaussian noisy gradients)"
     ),
     option_constraints={
-        "constraint": [StrOptions({"l1", "lp"})],
         "output": [StrOptions({"tail_average", "last"})],
         "refit": [Interval(Real, 0, 1, closed="left")],
     },
@@ -235,7 +233,6 @@ _register_builtin(
     summary="one-pass variance-reduced Frank-Wolfe over an l1 ball (Asi et al. 2021, Alg. 3)",
     check=check_vr_frank_wolfe,
     option_constraints={
-        "constraint": [StrOptions({"l1"})],
         "n_phases": [COUNT, None],
         "schedule": [StrOptions({"pure", "approximate"})],
         "output": [StrOptions({"tail_average", "last"})],
@@ -250,7 +247,6 @@ _register_builtin(
     **{**_L1_BALL, "constraints": frozenset({"l1", "lp"})},
     summary="noisy minibatch mirror descent, p-norm map, l1 / lp geometry (Alg. 1/5)",
     check=partial(check_options, "mirror_descent"),
-    option_constraints={"constraint": [StrOptions({"l1", "lp"})]},
 )
 # localized_mirror_descent: its own public bound (Asi et al. 2021, Theorem 4,
 # constant 1; DPLasso defaults, epsilon 0.5 / 1 / 5): diabetes 7.0 / 6.0 / 5.5
@@ -266,7 +262,6 @@ _register_builtin(
     **{**_L1_BALL, "constraints": frozenset({"l1", "lp"})},
     summary="localized noisy mirror descent on disjoint phases, l1 / lp geometry (Alg. 2/6)",
     check=partial(check_options, "localized_mirror_descent"),
-    option_constraints={"constraint": [StrOptions({"l1", "lp"})]},
     bound_warning=3.0,
 )
 
@@ -286,7 +281,6 @@ _register_builtin(
         "max_weight": [Interval(Real, 1, MAX_SCALE, closed="both")],
         "inner": [StrOptions({"epoch_sgd", "acsa"})],
         "schedule": [StrOptions({"budget", "theory"})],
-        "constraint": [StrOptions({"l2"}), None],
         "n_jobs": [Integral, None],
     },
 )
@@ -330,29 +324,30 @@ _register_builtin(
     summary="noisy accelerated mirror descent over an L2 or L1 ball (needs radius, no "
     "penalty); exact Gaussian composition",
     option_constraints={
-        "constraint": [StrOptions({"l2", "l1"})],
         "smoothness": [StrOptions({"l2", "entrywise"})],
     },
 )
 
 # Second-order methods and sufficient statistics (docs/solvers/second_order.md).
-
+# The Newton-type pair: smooth GLMs, unconstrained, weighted rows, Dask arrays.
+_NEWTON_TYPE = dict(
+    **_GLM_MULTICLASS,
+    penalties=frozenset({None, "l2"}),
+    constraints=frozenset({None}),
+    sample_weight=True,
+    dask=True,
+)
 _register_builtin(
     dp_newton,
-    losses=_GLM_LOSSES,
-    penalties=frozenset({None, "l2"}),
-    multiclass=True,
-    constraints=frozenset({None}),
+    **_NEWTON_TYPE,
     summary="private Newton steps: noisy gradient and noisy Hessian per step, eigenvalues "
     "raised to a public floor (Ganesh et al. 2023); exact Gaussian composition",
-    sample_weight=True,
     option_constraints={
         "floor_scale": [Interval(Real, 0, MAX_SCALE, closed="both"), None],
         "hessian_steps": [COUNT, None],
         "hessian": [StrOptions({"exact", "bound"})],
         "eigenvalue": [StrOptions({"auto", "clip", "add"})],
     },
-    dask=True,
 )
 
 
@@ -360,13 +355,9 @@ _register_builtin(
 # matrix instead of the whole of it.
 _register_builtin(
     dp_nystrom,
-    **_GLM_MULTICLASS,
-    penalties=frozenset({None, "l2"}),
-    constraints=frozenset({None}),
+    **_NEWTON_TYPE,
     summary="Newton-type steps on a released rank-k Nystrom sketch of the Gram matrix",
-    sample_weight=True,
     option_constraints={"rank": [COUNT]},
-    dask=True,
 )
 
 
@@ -381,7 +372,6 @@ _register_builtin(
     sample_weight=True,
     option_constraints={
         "ridge": [StrOptions({"adaptive"}), Interval(Real, 0, MAX_SCALE, closed="both")],
-        "constraint": [StrOptions({"l1", "l2"}), None],
         "label_bound": [POSITIVE],
     },
     dask=True,

@@ -113,18 +113,6 @@ def accmd_row_bound(row_norm_bound, feature_bound, smoothness):
     return float(np.max(feature_bound))
 
 
-def accmd_constants(constraint, radius, n_params):
-    """``(bregman_bound, width)`` of the ball: ``sup B_w(x, x_0)`` and ``W = E sup_{w in C} <w, v>^2``.
-
-    ``W`` is in the normalised geometry (``v ~ N(0, I)``): ``R^2 d`` for the
-    L2 ball, ``R^2 E ||v||_inf^2 <= R^2 (2 ln(2d) + 1)`` for the L1 ball.
-    """
-    if constraint == "l2":
-        return 0.5, radius**2 * n_params
-    # "l1": the registry's StrOptions admit no other ball.
-    return math.log(2 * n_params), radius**2 * (2.0 * math.log(2 * n_params) + 1.0)
-
-
 def accmd_iterations(
     n_samples, n_params, epsilon, delta, *, smoothness, row_norm_bound, radius, constraint, clip
 ):
@@ -141,7 +129,12 @@ def accmd_iterations(
         return NON_PRIVATE_ITERATIONS
     single = accounting.gaussian_noise_multiplier(epsilon, delta, 1)
     smooth_c = smoothness * row_norm_bound**2 * radius**2
-    bregman, width = accmd_constants(constraint, radius, n_params)
+    # The ball's ``sup B_w(x, x_0)`` and ``W = E sup_{w in C} <w, v>^2`` in the normalised
+    # geometry (v ~ N(0, I)): R^2 d for the L2 ball, R^2 E ||v||_inf^2 <= R^2 (2 ln(2d) + 1)
+    # for the L1 ball (the registry's StrOptions admit no other).
+    bregman, width = 0.5, radius**2 * n_params
+    if constraint != "l2":
+        bregman, width = math.log(2 * n_params), radius**2 * (2.0 * math.log(2 * n_params) + 1.0)
     value = (48.0 * smooth_c**2 * bregman * n_samples**2 / (single**2 * clip**2 * width)) ** 0.25
     return int(min(MAX_DEFAULT_ITERATIONS, max(1, math.ceil(value))))
 

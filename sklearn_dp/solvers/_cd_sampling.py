@@ -155,13 +155,6 @@ def _check_partition(blocks, n_columns):
 # --------------------------------------------------------------------------
 
 
-def _block_validity(ratios, structure):
-    """Largest ``sum_{j in U} beta X_j^2 / (M_j - lambda_j)`` over the sets U the sampling draws."""
-    if structure.kind == "tau_nice":
-        return float(np.sum(np.sort(ratios)[::-1][: structure.tau]))
-    return max(float(np.sum(ratios[block])) for block in structure.blocks)
-
-
 def check_smoothness_rule(rule, structure, l2=0.0):
     """Refuse a ``smoothness`` option that no public bound can validate; returns the rule.
 
@@ -277,7 +270,11 @@ def smoothness_constants(feature_bound, loss_smoothness, l2, structure, rule="au
     curvature = M - l2
     with np.errstate(divide="ignore"):
         ratios = np.where(squared > 0, squared / np.maximum(curvature, np.finfo(float).tiny), 0.0)
-    worst = _block_validity(ratios, structure)
+    # The largest sum_{j in U} beta X_j^2 / (M_j - lambda_j) over the sets U the sampling draws.
+    if structure.kind == "tau_nice":
+        worst = float(np.sum(np.sort(ratios)[::-1][: structure.tau]))
+    else:
+        worst = max(float(np.sum(ratios[block])) for block in structure.blocks)
     if worst > 1 + _VALIDITY_TOLERANCE:
         raise ValueError(
             "The smoothness constants are not a valid bound for this sampling under the public "

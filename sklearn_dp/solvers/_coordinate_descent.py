@@ -158,12 +158,6 @@ COLUMN_CACHE_SHARE = 0.1
 DRAW_CHUNK_SHARE = 0.1
 
 
-def _nbytes(X):
-    if sp.issparse(X):
-        return X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
-    return X.nbytes
-
-
 class _ColumnBlocks:
     """Column blocks of the bounded design for the steps of dp_cd, without a copy of all of X.
 
@@ -189,7 +183,9 @@ class _ColumnBlocks:
         self.design = design
         self.blocks = blocks
         self.sparse = design.sparse
-        self.budget = COLUMN_CACHE_SHARE * _nbytes(design.X) if budget is None else budget
+        X = design.X
+        nbytes = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes if self.sparse else X.nbytes
+        self.budget = COLUMN_CACHE_SHARE * nbytes if budget is None else budget
         # Blocks per chunk of the draw order, public (width, dtype, block sizes): what
         # fits in a refill of the default cache (float64 copies of the caller's dtype).
         share = DRAW_CHUNK_SHARE * design.X.dtype.itemsize / 8 * design.n_features

@@ -56,6 +56,7 @@ from ._l1_geometry import (
 from ._mirror_descent import _noise_q_norm_sq
 from ._noise_warnings import frank_wolfe_warning
 from ._noisy_steps import gaussian_plan, plan_of_call, release, release_symmetric
+from ._objective_accounting import bisect
 from ._pnorm import pnorm
 from ._ssp import repair_gram, solve_statistics
 
@@ -83,12 +84,7 @@ def zcdp_budget(epsilon, delta):
     lo, hi = 0.0, max(epsilon, 1.0)
     while eps_of(hi) <= epsilon:
         lo, hi = hi, 2.0 * hi
-    for _ in range(100):
-        middle = 0.5 * (lo + hi)
-        lo, hi = (middle, hi) if eps_of(middle) <= epsilon else (lo, middle)
-        if hi - lo <= 1e-10 * hi:
-            break
-    return lo
+    return bisect(lambda rho: eps_of(rho) <= epsilon, lo, hi, 1e-10, max_halvings=100)
 
 
 @memoize(maxsize=1024)

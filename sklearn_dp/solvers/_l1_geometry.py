@@ -95,7 +95,8 @@ def check_l1_options(solver, *, n_outputs, options):
     ``options``, the declared types and ranges of the ``options``
     (:func:`~sklearn_dp.solvers._registry.check_declared_options`:
     the registry's ranges, and the values of the string options ``output``
-    and ``schedule``).
+    and ``schedule``), and over an lp ball (``constraint="lp"``) an exponent
+    p in (1, 2], no ``intercept_bound`` and no ``refit``.
     The estimators call it (through ``SolverSpec.check``) before they
     reserve the spend; the solvers call it again for direct callers.
     """
@@ -107,14 +108,10 @@ def check_l1_options(solver, *, n_outputs, options):
             "a public bound on the l1 norm of the coefficients."
         )
     check_declared_options(solver, options)
-    _check_lp(solver, options)
-
-
-def _check_lp(solver, options):
-    """Refuse, from public options only, what the lp ball (``constraint="lp"``) does not support."""
-    p, lp = options.get("p"), options.get("constraint", "l1") == "lp"
-    if not lp:
+    if options.get("constraint", "l1") != "lp":
         return
+    # What the lp ball does not support.
+    p = options.get("p")
     if p is None or not 1.0 < float(p) <= 2.0:
         raise ValueError(f"constraint='lp' needs the ball's exponent p in (1, 2], got p={p!r}.")
     if options.get("intercept_bound") is not None:
@@ -181,31 +178,23 @@ def linf_gradient_bound(loss, data, clip_norm, private, solver):
     return gradient_bound(loss, row_bound, clip_norm, private=private)
 
 
-def slot_probabilities(n_public, sizes):
-    """Probabilities of the slots of public expected ``sizes`` (and of no slot, last).
+def allocate_rows(rng, n_rows, n_public, sizes):
+    """Independent random allocation of rows to slots of public expected sizes.
 
-    Slot k has probability ``sizes[k] / n_public`` (``n_public``: the public
-    stand-in for the row count) and "no slot" the rest; if the sizes add up to
-    more than ``n_public`` they are normalised instead.  Public: a function of
-    public inputs only.
+    Row i goes to slot k with probability ``sizes[k] / n_public`` (``n_public``:
+    the public stand-in for the row count) and to no slot (index
+    ``len(sizes)``) with the rest; if the sizes add up to more than
+    ``n_public`` they are normalised instead.  The probabilities are public (a
+    function of public inputs only), and each row draws independently of the
+    other rows, so adding or removing a row leaves the others' slots
+    unchanged.  The draw goes through the noise gateway
+    (:func:`sklearn_dp._noise.allocate_rows`): every one of the ``n_rows``
+    actual rows draws its slot.  Returns the slot index of each row.
     """
     sizes = np.asarray(sizes, dtype=float)
     probabilities = np.append(sizes / n_public, max(0.0, 1.0 - sizes.sum() / n_public))
     probabilities = np.maximum(probabilities, 0.0)
-    return probabilities / probabilities.sum()
-
-
-def allocate_rows(rng, n_rows, n_public, sizes):
-    """Independent random allocation of rows to slots of public expected sizes.
-
-    Row i goes to slot k with probability ``sizes[k] / n_public`` and to no
-    slot (index ``len(sizes)``) with the rest (:func:`slot_probabilities`),
-    independently of the other rows, so adding or removing a row leaves the
-    others' slots unchanged.  The draw goes through the noise gateway
-    (:func:`sklearn_dp._noise.allocate_rows`): every one of the ``n_rows``
-    actual rows draws its slot.  Returns the slot index of each row.
-    """
-    return _noise.allocate_rows(int(n_rows), slot_probabilities(n_public, sizes), rng)
+    return _noise.allocate_rows(int(n_rows), probabilities / probabilities.sum(), rng)
 
 
 def project_l1_ball(v, radius):

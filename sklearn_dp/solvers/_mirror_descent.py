@@ -233,17 +233,6 @@ def _resolve_p(p, n_columns, constraint="l1"):
     return l1_p if p is None else max(float(p), l1_p)
 
 
-def _pnorm_smoothness(loss, data, q, domain):
-    """Smoothness of the objective w.r.t. ||.||_p (dual ||.||_q), from public bounds, or None.
-
-    ``||grad f(w) - grad f(v)||_q <= l'' ||x||_q |x @ (w - v)| <= l'' ||x||_q^2 ||w - v||_p``.
-    """
-    if loss.smoothness is None or data.feature_bound is None:
-        return None
-    l2_part = float(np.max(domain.l2_penalty, initial=0.0))
-    return float(loss.smoothness) * pnorm(data.feature_bound, q) ** 2 + l2_part
-
-
 def _noise_q_norm_sq(noise_std, n_columns, q):
     """``E ||N(0, noise_std^2 I_d)||_q^2`` bound: ``d^(2/q) (E|Z|^q)^(2/q) noise_std^2``."""
     # log E|Z|^q for a standard normal Z.
@@ -467,8 +456,13 @@ def _mirror_descent_fit(solver, kind, args):
         if loss.derivative_bound is not None and data.feature_bound is not None:
             lipschitz = min(lipschitz, float(loss.derivative_bound) * pnorm(data.feature_bound, q))
         # The l2 part of the penalty adds at most l2 * ||x||_q <= l2 * vertex_radius.
-        lipschitz += float(np.max(domain.l2_penalty, initial=0.0)) * domain.vertex_radius
-        smoothness = _pnorm_smoothness(loss, data, q, domain)
+        l2_part = float(np.max(domain.l2_penalty, initial=0.0))
+        lipschitz += l2_part * domain.vertex_radius
+        # Smoothness w.r.t. ||.||_p (dual ||.||_q) from public bounds, or None:
+        # ||grad f(w) - grad f(v)||_q <= l'' ||x||_q |x @ (w - v)| <= l'' ||x||_q^2 ||w - v||_p.
+        smoothness = None
+        if loss.smoothness is not None and data.feature_bound is not None:
+            smoothness = float(loss.smoothness) * pnorm(data.feature_bound, q) ** 2 + l2_part
         warning = None
         if kind != "plain" and private:
             # The fallback: where its public bound is far above vacuous and the ball

@@ -67,8 +67,7 @@ def release_symmetric(matrix, sensitivity, noise_std, rng, label="gram matrix"):
     symmetric matrix with noise variance ``noise_std^2`` on the diagonal and
     ``noise_std^2 / 2`` off it.
     """
-    m = np.shape(matrix)[0]
-    return unsvec(release(svec(matrix), sensitivity, noise_std, rng, label), m)
+    return unsvec(release(svec(matrix), sensitivity, noise_std, rng, label), np.shape(matrix)[0])
 
 
 def release_residual_squares(data, coef, bound, sensitivity, noise_std, rng, y_bound=None):

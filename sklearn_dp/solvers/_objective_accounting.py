@@ -66,13 +66,13 @@ def _chi_delta_integral(epsilon, mu, chi_dof):
     return total
 
 
-def _bisect(holds, good, bad, rtol=1e-12):
+def bisect(holds, good, bad, rtol=1e-12, max_halvings=200):
     """Bisect between ``good`` (where ``holds``) and ``bad`` (where not); the good end.
 
-    At most 200 halvings, until the ends are within ``rtol`` of the larger
-    (both are >= 0).
+    At most ``max_halvings`` halvings, until the ends are within ``rtol`` of
+    the larger (both are >= 0).
     """
-    for _ in range(200):
+    for _ in range(max_halvings):
         if abs(bad - good) <= rtol * max(good, bad):
             break
         mid = 0.5 * (good + bad)
@@ -94,7 +94,7 @@ def objective_gaussian_epsilon(noise_multiplier, delta, chi_dof):
         lo, hi = hi, 2.0 * hi
         if hi > 1e6:  # pragma: no cover
             return math.inf
-    return _bisect(
+    return bisect(
         lambda mid: objective_gaussian_delta(mid, noise_multiplier, chi_dof) <= delta, hi, lo, 1e-13
     )
 
@@ -118,7 +118,7 @@ def objective_gaussian_noise_multiplier(epsilon, delta, chi_dof):
         hi, lo = lo, lo / 2.0
     while objective_gaussian_delta(epsilon, 1.0 / hi, chi_dof) <= delta:
         lo, hi = hi, 2.0 * hi
-    mu = _bisect(lambda mid: objective_gaussian_delta(epsilon, 1.0 / mid, chi_dof) <= delta, lo, hi)
+    mu = bisect(lambda mid: objective_gaussian_delta(epsilon, 1.0 / mid, chi_dof) <= delta, lo, hi)
     sigma = 1.0 / mu
     if objective_gaussian_delta(epsilon, sigma, chi_dof) > delta:  # pragma: no cover
         raise AssertionError("Objective perturbation calibration failed its own check.")

@@ -160,15 +160,12 @@ def _certify(solver, n_samples, call, *, epsilon_det=math.inf, noise_norm=None):
     return dict(certification=bounds)
 
 
-def _plan(noise, event, noise_multiplier, details, epsilon_noise=None):
+def _plan(noise, event, noise_multiplier, details):
     """The plan of one perturbation fit whose noise law is ``noise`` ("none": ``event`` None).
 
-    ``details["noise"]`` names the law the solver samples; ``epsilon_noise``,
-    when given, is the epsilon that scales pure (L2 Laplace) noise.
+    ``details["noise"]`` names the law the solver samples.
     """
     details["noise"] = noise
-    if epsilon_noise is not None:
-        details["epsilon_noise"] = epsilon_noise
     return PrivacyPlan(event or dpe.NonPrivateDpEvent(), noise_multiplier, 1, details)
 
 
@@ -194,9 +191,10 @@ def plan_output_perturbation(n_samples, n_params, epsilon, delta, call):
     if math.isinf(epsilon):
         return _plan("none", None, 0.0, {})
     details = _certify("output_perturbation", n_samples, call)
-    if delta == 0:
+    if delta == 0:  # the epsilon that scales the L2 Laplace noise
         event = accounting.PureEpsilonDpEvent(epsilon, "output_perturbation")
-        return _plan("l2_laplace", event, math.sqrt(n_params + 1.0) / epsilon, details, epsilon)
+        details["epsilon_noise"] = epsilon
+        return _plan("l2_laplace", event, math.sqrt(n_params + 1.0) / epsilon, details)
     sigma = accounting.gaussian_noise_multiplier(epsilon, delta, 1)
     return _plan("gaussian", dpe.GaussianDpEvent(sigma), sigma, details)
 

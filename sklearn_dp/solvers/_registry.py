@@ -122,7 +122,8 @@ class SolverSpec:
         Constraints (scikit-learn's parameter-validation format) of options
         of this solver that :data:`OPTION_CONSTRAINTS` does not list (an
         option whose default is True or False needs none: it is a flag,
-        ``"boolean"``).
+        ``"boolean"``; a ``constraint`` option takes the names of
+        ``constraints``).
     dask : bool
         Whether it fits on Dask arrays (every release a full-batch sum over
         row chunks, :mod:`sklearn_dp._dask`); other solvers refuse Dask
@@ -194,10 +195,17 @@ class SolverSpec:
         return "coef_init" in inspect.signature(self.run).parameters
 
     def constraints_of(self, options) -> dict:
-        """The validation constraints of those of ``options`` that have one (flags: ``"boolean"``)."""
+        """The validation constraints of those of ``options`` that have one (flags: ``"boolean"``).
+
+        A ``constraint`` option takes the names of :attr:`constraints` (and None
+        when it optimises unconstrained too), so each solver declares its sets once.
+        """
         defaults = self.call_defaults
-        flags = {key: ["boolean"] for key in defaults if isinstance(defaults[key], bool)}
-        table = {**flags, **OPTION_CONSTRAINTS, **self.option_constraints}
+        derived = {key: ["boolean"] for key in defaults if isinstance(defaults[key], bool)}
+        if "constraint" in defaults:
+            names = StrOptions(set(self.constraints) - {None})
+            derived["constraint"] = [names, None] if None in self.constraints else [names]
+        table = {**derived, **OPTION_CONSTRAINTS, **self.option_constraints}
         return {key: table[key] for key in options if key in table}
 
 

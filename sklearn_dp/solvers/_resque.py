@@ -484,31 +484,6 @@ def _phase_rows(data, setting, rng):
     return [np.flatnonzero(slots == phase) for phase in range(setting.n_phases)]
 
 
-def _workers(n_jobs):
-    """joblib's public context manager for the query rounds (threads), or none for one job."""
-    if n_jobs is None or n_jobs == 1:
-        return nullcontext(None)
-    return Parallel(n_jobs=n_jobs, prefer="threads")
-
-
-def _check_release_count(oracle, setting):
-    """The steps run are the steps accounted for (the budget schedule) and each was released once.
-
-    Both sides are public: the loops of :func:`ball_acceleration` and
-    :func:`_epoch_sgd` run a fixed number of times (``n_outer * n_probes``
-    rounds of ``inner_steps`` steps, or theory-schedule steps sized from
-    released values), so this fires on a bug only, never on data.
-    """
-    expected = setting.plan.n_steps * setting.n_phases
-    expected = expected if setting.schedule == "budget" else oracle.steps
-    if oracle.releases != oracle.steps or oracle.steps != expected:
-        message = (
-            f"resque ran {oracle.steps} noisy steps with {oracle.releases} releases but "
-            f"accounted for {expected} (a bug)."
-        )
-        raise public_error(AssertionError(message))
-
-
 def resque(
     data,
     loss,
@@ -721,7 +696,9 @@ def resque(
     setting = _public_setting(
         data, loss, plan, alpha=alpha, radius=radius, max_weight=max_weight, max_inner=max_inner
     )
-    with _workers(n_jobs) as parallel:
+    # joblib's context manager for the query rounds (threads), or none for one job.
+    one_job = n_jobs is None or n_jobs == 1
+    with nullcontext(None) if one_job else Parallel(n_jobs=n_jobs, prefer="threads") as parallel:
         rng = make_rng(random_state)
         oracle = _BallOracle(data, loss, setting, rng, parallel)
         estimate = _multilevel_estimator(oracle, setting, rng) if multilevel else None
@@ -735,7 +712,19 @@ def resque(
             )
             traces.append(trace)
     check_finite_iterate(coef, "resque")
-    _check_release_count(oracle, setting)
+    # The steps run are the steps accounted for (the budget schedule) and each was
+    # released once.  Both sides are public: the loops of ball_acceleration and
+    # _epoch_sgd run a fixed number of times (n_outer * n_probes rounds of
+    # inner_steps steps, or theory-schedule steps sized from released values), so
+    # this fires on a bug only, never on data.
+    expected = setting.plan.n_steps * setting.n_phases
+    expected = expected if setting.schedule == "budget" else oracle.steps
+    if oracle.releases != oracle.steps or oracle.steps != expected:
+        message = (
+            f"resque ran {oracle.steps} noisy steps with {oracle.releases} releases but "
+            f"accounted for {expected} (a bug)."
+        )
+        raise public_error(AssertionError(message))
     info = dict(query_depth=oracle.rounds, n_queries=round(oracle.queries), n_releases=oracle.steps)
     for key in ("n_outer", "inner_steps", "smoothing_radius", "ball_radius", "radius", "n_phases"):
         info[key] = getattr(setting, key)
