@@ -410,8 +410,17 @@ def allow_list_problem(step, entry, *, fitted=True):
         _unknown_params(params, known)
         or (check(params) if check else None)
         or (fitted_check(step, params) if fitted and fitted_check else None)
-        or (_record_problem(step, params) if fitted and check else None)
+        or (_record_problem(step, params) if fitted and type(step).__name__ in _RECORDED else None)
     )
+
+
+#: The allow-listed steps whose parameters decide whether their fit reads the
+#: rows (categories, a fill value, a function): vouched for only with a record
+#: of the parameters they were fitted with.  The others' fits read the schema
+#: only, whatever their parameters.
+_RECORDED = frozenset(
+    {"OneHotEncoder", "OrdinalEncoder", "SimpleImputer", "FunctionTransformer", "ColumnTransformer"}
+)
 
 
 #: The private attribute in which :func:`record_fit` keeps, on an allow-listed

@@ -265,7 +265,7 @@ def test_allow_listed_step_fitted_without_a_record_is_not_vouched_for():
     with pytest.warns(PrivacyLeakWarning, match="sklearn_dp.pipeline.make_pipeline"):
         assert privacy_spent(model) == (math.inf, 0.0)
     # A step whose parameters cannot make its fit read the rows needs no record.
-    polynomial = unrecorded_pipeline(PolynomialFeatures(2), _model(epsilon=1.0)).fit(X, y)
+    polynomial = unrecorded_pipeline(PolynomialFeatures(1), _model(epsilon=1.0)).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert privacy_spent(polynomial) == polynomial[-1].privacy_spent_
@@ -335,14 +335,14 @@ def test_recording_pipeline_behaves_as_scikit_learn_pipeline():
     from sklearn.pipeline import Pipeline as SklearnPipeline
     from sklearn.pipeline import make_pipeline as sklearn_make_pipeline
 
-    steps = (PolynomialFeatures(2), _model(epsilon=1.0))
+    steps = (PolynomialFeatures(1), _model(epsilon=1.0))
     ours, theirs = make_pipeline(*steps), sklearn_make_pipeline(*steps)
     assert isinstance(ours, SklearnPipeline)
     assert [name for name, _ in ours.steps] == [name for name, _ in theirs.steps]
     assert type(clone(ours)) is type(ours) and type(ours[:1]) is type(ours)
     for method in ("fit_transform", "fit_predict", "predict", "transform"):
         assert hasattr(ours, method) == hasattr(theirs, method)
-    transformer = make_pipeline(FunctionTransformer(), PolynomialFeatures(2))
+    transformer = make_pipeline(FunctionTransformer(), PolynomialFeatures(1))
     X = np.arange(6.0).reshape(3, 2)
     np.testing.assert_array_equal(transformer.fit_transform(X), transformer.transform(X))
     with warnings.catch_warnings():
