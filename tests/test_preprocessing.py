@@ -134,7 +134,9 @@ def test_standard_scaler_releases_exactly_what_it_claims(delta):
     # largest of the four mean errors is below 0.18 standard deviations in 99%
     # of seeds with delta = 0).
     assert np.all(np.abs(scaler.mean_ - X.mean(axis=0)) <= 0.25 * X.std(axis=0))
-    np.testing.assert_allclose(scaler.scale_, X.std(axis=0), rtol=0.2)
+    # The spreads are noisier (the largest relative error of the four is
+    # below 0.23 with delta > 0 and 0.51 with delta = 0 in 99% of seeds).
+    np.testing.assert_allclose(scaler.scale_, X.std(axis=0), rtol=0.3 if delta else 0.6)
 
 
 def test_standard_scaler_given_bounds_spend_on_sums_only_and_inf_is_exact():
