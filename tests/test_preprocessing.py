@@ -841,3 +841,21 @@ def test_pipeline_fits_whether_or_not_a_row_overflows_an_unclipped_scaler():
             DPLogisticRegression(epsilon=1.0, classes=[0, 1], max_iter=5, random_state=0),
         ).fit(A, b)
         assert np.all(np.isfinite(model[-1].coef_))
+
+
+def test_row_wise_function_on_a_sparse_matrix_keeps_each_row_to_itself():
+    # A scipy sparse matrix multiplies as a matrix (np.square(X) is X @ X):
+    # the function must see elementwise operations, or every row would mix
+    # with the others (and n != d would raise, depending on the row count).
+    rng = np.random.default_rng(0)
+    for n in (4, 6):
+        X = sp.csr_matrix(rng.normal(size=(n, 4)))
+        changed = X.tolil()
+        changed[n - 1, :] = 1e200
+        changed = changed.tocsr()
+        transformer = RowWiseTransformer(np.square).fit(X)
+        out, out_changed = transformer.transform(X), transformer.transform(changed)
+        assert sp.issparse(out) and not isinstance(out, sp.sparray)
+        np.testing.assert_array_equal(out.toarray(), X.toarray() ** 2)
+        np.testing.assert_array_equal(out.toarray()[:-1], out_changed.toarray()[:-1])
+        assert np.all(np.isfinite(out_changed.toarray()))

@@ -238,9 +238,16 @@ class RowWiseTransformer(TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self)
         X = validate_rows(self, X, reset=False, accept_sparse=True)
+        matrix = sp.issparse(X) and not isinstance(X, sp.sparray)
+        if matrix:
+            # A scipy sparse *matrix* multiplies as a matrix (``X * X``,
+            # ``np.square(X)`` are ``X @ X``: every row mixed with the others);
+            # the function sees a sparse array, whose operations are elementwise.
+            X = sp.csr_array(X)
         # An overflow saturates (below) instead of warning about a private row.
         with public_validation_errors(type(self).__name__), np.errstate(over="ignore"):
-            return saturate(self.transformer_.transform(X))
+            out = saturate(self.transformer_.transform(X))
+        return sp.csr_matrix(out) if matrix and sp.issparse(out) else out
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
