@@ -1061,6 +1061,35 @@ def test_audit_does_not_exceed_claimed_epsilon(solver, epsilon, kwargs):
     assert eps_lb <= epsilon, f"audit found epsilon >= {eps_lb:.3f} > claimed {epsilon}"
 
 
+def test_audit_of_accmd_entrywise_smoothness():
+    # Rows bounded entrywise (the canary's column clipped to 1): the entrywise
+    # constant lengthens the steps on the same T Gaussian releases.
+    datasets = [
+        bound_data(data.X, data.y, fit_intercept=False, feature_bound=1.0)
+        for data in _canary_datasets()
+    ]
+
+    def run(dataset, seed):
+        result = dp_accmd(
+            datasets[dataset],
+            LOGISTIC,
+            n_outputs=1,
+            alpha=0.0,
+            epsilon=2.0,
+            delta=AUDIT_DELTA,
+            radius=2.0,
+            constraint="l1",
+            smoothness="entrywise",
+            max_iter=4,
+            clip_norm=0.05,
+            random_state=seed,
+        )
+        return result.coef[1, 0]
+
+    eps_lb = _audit(run, n_runs=150, claimed_epsilon=2.0)
+    assert eps_lb <= 2.0, f"audit found epsilon >= {eps_lb:.3f} > claimed 2.0"
+
+
 def test_audit_detects_under_noised_svrg(monkeypatch):
     """Positive control: 20x too little noise on every release is caught."""
     original = _svrg.svrg_noise_multipliers
