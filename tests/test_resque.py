@@ -1270,7 +1270,7 @@ def test_audit_acsa_on_neighbouring_data():
 def test_audit_multilevel_on_neighbouring_data():
     """Proposition 2's extra ball calls: more releases, each calibrated in the same event."""
     epsilon = 2.0
-    eps_lb = _audit(_canary_run(epsilon, multilevel=True), n_runs=500, claimed_epsilon=epsilon)
+    eps_lb = _audit(_canary_run(epsilon, multilevel=True), n_runs=200, claimed_epsilon=epsilon)
     assert eps_lb <= epsilon, f"audit found epsilon >= {eps_lb:.3f} > claimed {epsilon}"
 
 
