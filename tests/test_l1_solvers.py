@@ -566,6 +566,27 @@ def test_mirror_descent_epsilon_inf_reaches_reference_precisely():
     assert 0 <= l1_objective(data, loss, res.coef[:, 0], domain) - best < 1e-4
 
 
+@pytest.mark.parametrize("solver", ["frank_wolfe", "mirror_descent"])
+def test_epsilon_inf_finds_the_vertex_of_the_smooth_lower_bound_family(solver):
+    # Asi et al. (2021), Theorem 11's family: squared loss on the l1 ball of
+    # radius D, ||a_i||_inf <= 1, b_i = a_i @ x* for a signed vertex x* (F* = 0).
+    rng = np.random.default_rng(0)
+    A = rng.choice([-1.0, 1.0], size=(300, 40))
+    truth = np.zeros(40)
+    truth[11] = -1.0
+    data = bound_data(A, A @ truth, fit_intercept=False, geometry="linf", feature_bound=1.0)
+    loss = get_loss("squared", residual_bound=2.0)
+    extra = {"batch_size": 300} if solver == "mirror_descent" else {}
+    res = SOLVERS[solver].run(
+        data, loss, n_outputs=1, alpha=0.0, epsilon=math.inf, delta=0.0, radius=1.0,
+        max_iter=2000, random_state=0, **extra,
+    )  # fmt: skip
+    w = res.coef[:, 0]
+    assert np.abs(w).sum() <= 1.0 + 1e-9
+    assert np.argmax(np.abs(w)) == 11 and w[11] < 0
+    assert 0.5 * np.mean((A @ w - A @ truth) ** 2) < 1e-3
+
+
 def test_vr_frank_wolfe_epsilon_inf_uses_every_row_and_converges():
     # Without noise nothing is spent: every tree vertex uses every row (exact
     # gradient estimates), over NONPRIVATE_VR_PHASES phases (the one-pass split
