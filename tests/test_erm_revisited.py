@@ -266,6 +266,56 @@ def test_accmd_entrywise_smoothness_without_noise_reaches_the_l1_constrained_opt
     assert gaps["l2"] > 5 * gaps["entrywise"]
 
 
+def test_accmd_entrywise_smoothness_noise_scales_are_exact():
+    """The entrywise constant changes the default T only: T full-batch releases of
+    the clipped gradient sum (sensitivity C), each with noise sigma_T C, sigma_T
+    calibrated for T Gaussian steps."""
+    n, d, epsilon, delta, radius, bound = 500, 40, 1.0, 1e-5, 1.5, 0.5
+    data = bound_data(np.zeros((n, d)), np.ones(n), fit_intercept=False, feature_bound=bound)
+    clip = 0.5 * bound * math.sqrt(d)  # default fraction of the logistic loss's bound
+    steps = {}
+    for smoothness in ("l2", "entrywise"):
+        with trace_releases() as trace:
+            result = dp_accmd(
+                data,
+                LOGISTIC,
+                n_outputs=1,
+                alpha=0.0,
+                epsilon=epsilon,
+                delta=delta,
+                radius=radius,
+                constraint="l1",
+                smoothness=smoothness,
+                random_state=0,
+            )
+        expected_steps = accmd_iterations(
+            n,
+            d,
+            epsilon,
+            delta,
+            smoothness=LOGISTIC.smoothness,
+            row_norm_bound=bound if smoothness == "entrywise" else bound * math.sqrt(d),
+            radius=radius,
+            constraint="l1",
+            clip=clip,
+        )
+        sigma = gaussian_noise_multiplier(epsilon, delta, expected_steps)
+        assert result.n_iter == result.plan.n_steps == expected_steps
+        assert result.plan.noise_multiplier == sigma
+        assert result.dp_event == gaussian_steps_event(sigma, expected_steps)
+        releases = trace.releases
+        assert len(releases) == expected_steps
+        assert {(r.mechanism, r.label, r.norm) for r in releases} == {
+            ("gaussian", "clipped gradient sum", "l2")
+        }
+        assert all(r.sensitivity == pytest.approx(clip, rel=1e-15) for r in releases)
+        assert all(r.scale == pytest.approx(sigma * clip, rel=1e-15) for r in releases)
+        assert all(np.array_equal(r.value, np.zeros((d, 1))) for r in releases)
+        steps[smoothness] = expected_steps
+    # sqrt(d) times smaller a row bound: T (proportional to the bound) shrinks with it.
+    assert steps["entrywise"] < steps["l2"]
+
+
 def test_accmd_without_noise_finds_the_vertex_of_the_smooth_lower_bound_family():
     # Asi et al. (2021), Theorem 11's family: squared loss on the L1 ball of radius D with
     # ||a_i||_inf <= 1 and |b_i| <= D; at b_i = a_i @ x* for a signed vertex x*, F* = 0.
@@ -1009,6 +1059,35 @@ AUDITS = [
 def test_audit_does_not_exceed_claimed_epsilon(solver, epsilon, kwargs):
     eps_lb = _audit(_canary_run(solver, epsilon, **kwargs), n_runs=150, claimed_epsilon=epsilon)
     assert eps_lb <= epsilon, f"audit found epsilon >= {eps_lb:.3f} > claimed {epsilon}"
+
+
+def test_audit_of_accmd_entrywise_smoothness():
+    # Rows bounded entrywise (the canary's column clipped to 1): the entrywise
+    # constant lengthens the steps on the same T Gaussian releases.
+    datasets = [
+        bound_data(data.X, data.y, fit_intercept=False, feature_bound=1.0)
+        for data in _canary_datasets()
+    ]
+
+    def run(dataset, seed):
+        result = dp_accmd(
+            datasets[dataset],
+            LOGISTIC,
+            n_outputs=1,
+            alpha=0.0,
+            epsilon=2.0,
+            delta=AUDIT_DELTA,
+            radius=2.0,
+            constraint="l1",
+            smoothness="entrywise",
+            max_iter=4,
+            clip_norm=0.05,
+            random_state=seed,
+        )
+        return result.coef[1, 0]
+
+    eps_lb = _audit(run, n_runs=150, claimed_epsilon=2.0)
+    assert eps_lb <= 2.0, f"audit found epsilon >= {eps_lb:.3f} > claimed 2.0"
 
 
 def test_audit_detects_under_noised_svrg(monkeypatch):

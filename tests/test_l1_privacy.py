@@ -208,6 +208,20 @@ def test_audit_of_vr_frank_wolfe_strongly_convex_rounds():
     assert eps_lb <= 2.0, f"audit found epsilon >= {eps_lb:.3f} > claimed 2.0"
 
 
+@pytest.mark.slow
+def test_audit_of_mirror_descent_strongly_convex_rounds():
+    # Rounds on disjoint rows, each starting from the last round's output:
+    # the canary's row lands in one round and moves the ones after it.
+    from sklearn_dp import DPSCORegressor
+
+    run = canary_coefficient(
+        2.0, DELTA, "mirror_descent", estimator=DPSCORegressor, constraint="l1", alpha=0.5,
+        max_iter=3, clip_norm=0.5, solver_options={"strongly_convex": True},
+    )  # fmt: skip
+    eps_lb = audit(run, n_runs=500, delta=DELTA, claimed_epsilon=2.0, seed_offset=13)
+    assert eps_lb <= 2.0, f"audit found epsilon >= {eps_lb:.3f} > claimed 2.0"
+
+
 def _replace_plan(monkeypatch, solver, original, broken):
     """Make ``broken`` the plan of ``solver`` for the estimators (its registry entry)."""
     import dataclasses

@@ -566,6 +566,27 @@ def test_mirror_descent_epsilon_inf_reaches_reference_precisely():
     assert 0 <= l1_objective(data, loss, res.coef[:, 0], domain) - best < 1e-4
 
 
+@pytest.mark.parametrize("solver", ["frank_wolfe", "mirror_descent"])
+def test_epsilon_inf_finds_the_vertex_of_the_smooth_lower_bound_family(solver):
+    # Asi et al. (2021), Theorem 11's family: squared loss on the l1 ball of
+    # radius D, ||a_i||_inf <= 1, b_i = a_i @ x* for a signed vertex x* (F* = 0).
+    rng = np.random.default_rng(0)
+    A = rng.choice([-1.0, 1.0], size=(300, 40))
+    truth = np.zeros(40)
+    truth[11] = -1.0
+    data = bound_data(A, A @ truth, fit_intercept=False, geometry="linf", feature_bound=1.0)
+    loss = get_loss("squared", residual_bound=2.0)
+    extra = {"batch_size": 300} if solver == "mirror_descent" else {}
+    res = SOLVERS[solver].run(
+        data, loss, n_outputs=1, alpha=0.0, epsilon=math.inf, delta=0.0, radius=1.0,
+        max_iter=2000, random_state=0, **extra,
+    )  # fmt: skip
+    w = res.coef[:, 0]
+    assert np.abs(w).sum() <= 1.0 + 1e-9
+    assert np.argmax(np.abs(w)) == 11 and w[11] < 0
+    assert 0.5 * np.mean((A @ w - A @ truth) ** 2) < 1e-3
+
+
 def test_vr_frank_wolfe_epsilon_inf_uses_every_row_and_converges():
     # Without noise nothing is spent: every tree vertex uses every row (exact
     # gradient estimates), over NONPRIVATE_VR_PHASES phases (the one-pass split
@@ -653,6 +674,51 @@ def test_strongly_convex_wrapper_rounds_and_accounting():
             p = res.plan.details["p"]
             assert res.plan.details["strong_convexity"] == pytest.approx(0.05 * 20 ** (1 - 2 / p))
     assert all(gap >= 0 for gap in gaps.values())
+
+
+def test_strongly_convex_wrapper_noise_scales_are_exact():
+    """Every round's steps release the clipped gradient sum of a Poisson batch
+    (sensitivity C in L2) with noise sigma C, sigma calibrated for the
+    composition of every round's steps at their own sampling rates."""
+    from sklearn_dp.testing import trace_releases
+
+    n, d, epsilon, delta = 4000, 20, 2.0, 1e-6
+    data = bound_data(
+        np.zeros((n, d)), np.zeros(n), fit_intercept=False, geometry="linf", feature_bound=1.0
+    )
+    loss = get_loss("squared", residual_bound=2.0)
+    with trace_releases() as trace:
+        res = SOLVERS["mirror_descent"].run(
+            data,
+            loss,
+            n_outputs=1,
+            alpha=0.05,
+            l1_ratio=0.0,
+            epsilon=epsilon,
+            delta=delta,
+            radius=1.0,
+            strongly_convex=True,
+            max_iter=30,
+            random_state=0,
+        )
+    phases, clip = res.plan.details["phases"], res.plan.details["clip_norm"]
+    assert [ph.round for ph in phases] == list(range(len(phases))) and len(phases) > 1
+    sigma = res.plan.noise_multiplier
+    assert res.dp_event == accounting.dpe.ComposedDpEvent(
+        [
+            accounting.subsampled_gaussian_steps_event(sigma, ph.sampling_probability, ph.steps)
+            for ph in phases
+        ]
+    )
+    assert 0.97 * epsilon <= epsilon_of_event(res.dp_event, delta) <= epsilon
+    releases = [r for r in trace.releases if r.mechanism == "gaussian"]
+    assert len(releases) == res.plan.n_steps == sum(ph.steps for ph in phases)
+    assert all(r.norm == "l2" and r.sensitivity == clip for r in releases)
+    assert all(r.scale == pytest.approx(sigma * clip, rel=1e-15) for r in releases)
+    assert all(np.array_equal(r.value, np.zeros_like(r.value)) for r in releases)
+    # Each round's batches come from the gateway's Poisson sampler at its phase's rate.
+    rates = sorted({s.parameters["rate"] for s in trace.samples if s.kind == "poisson"})
+    assert rates == pytest.approx(sorted({ph.sampling_probability for ph in phases}))
 
 
 def test_strongly_convex_wrapper_needs_public_strong_convexity():

@@ -809,6 +809,53 @@ def test_noise_scale_is_exact(monkeypatch, inner, function):
     assert abs(noise.mean()) <= 5 * std / math.sqrt(noise.size)
 
 
+def test_multilevel_noise_scale_is_exact():
+    """Proposition 2's extra ball calls release like every other step.
+
+    All per-sample gradients zero: every release, of the K ball calls and of
+    the extra calls alike, is pure noise of std sigma w_max L, sigma
+    calibrated for all of the plan's steps at the public sampling rate.
+    """
+    n, d = 400, 3
+    data = bound_data(np.zeros((n, d)), np.zeros(n), fit_intercept=False, data_norm=2.0)
+    epsilon, delta = 1.0, 1e-5
+    with trace_releases() as trace:
+        result = resque(
+            data,
+            QuantileLoss(0.7),
+            n_outputs=1,
+            alpha=0.0,
+            epsilon=epsilon,
+            delta=delta,
+            radius=1.0,
+            tol=0.05,
+            max_weight=2.0,
+            multilevel=True,
+            random_state=0,
+        )
+    k, details = result.info["n_outer"], result.plan.details
+    counts = multilevel_counts(k)
+    assert counts  # the extra calls ran
+    assert result.plan.n_steps == details["inner_steps"] * (k + sum(c * 2**j for j, c in counts))
+    sigma = subsampled_gaussian_noise_multiplier(epsilon, delta, 32 / n, result.plan.n_steps)
+    sensitivity = 2.0 * 0.7 * 2.0  # max_weight * derivative bound * row bound
+    assert result.plan.noise_multiplier == sigma
+    assert details["noise_std"] == pytest.approx(sigma * sensitivity, rel=1e-15)
+    releases = trace.releases
+    assert len(releases) == result.plan.n_steps == result.n_iter
+    assert all(r.mechanism == "gaussian" and r.norm == "l2" for r in releases)
+    assert all(r.label == oracle_module.STEP_LABEL for r in releases)
+    assert all(r.sensitivity == pytest.approx(sensitivity, rel=1e-15) for r in releases)
+    assert all(r.scale == details["noise_std"] for r in releases)
+    assert all(np.array_equal(r.value, np.zeros(d)) for r in releases)
+    assert {(s.kind, s.parameters["rate"]) for s in trace.samples} == {("poisson", 32 / n)}
+    assert len(trace.samples) == result.plan.n_steps
+    noise = np.array([r.output for r in releases])
+    std = details["noise_std"]
+    assert abs(noise.std() / std - 1) <= 5 / math.sqrt(2 * noise.size)
+    assert abs(noise.mean()) <= 5 * std / math.sqrt(noise.size)
+
+
 def test_per_sample_term_is_bounded_by_the_sensitivity():
     """min(w, w_max) * l'(x_i @ (c + xi)) * x_i has norm <= w_max * L for any rows and points."""
     rng = np.random.default_rng(11)
@@ -1216,6 +1263,14 @@ def test_audit_acsa_on_neighbouring_data():
     """ACSA makes the same releases at other points and averages them per step."""
     epsilon = 2.0
     eps_lb = _audit(_canary_run(epsilon, inner="acsa"), n_runs=500, claimed_epsilon=epsilon)
+    assert eps_lb <= epsilon, f"audit found epsilon >= {eps_lb:.3f} > claimed {epsilon}"
+
+
+@pytest.mark.slow
+def test_audit_multilevel_on_neighbouring_data():
+    """Proposition 2's extra ball calls: more releases, each calibrated in the same event."""
+    epsilon = 2.0
+    eps_lb = _audit(_canary_run(epsilon, multilevel=True), n_runs=200, claimed_epsilon=epsilon)
     assert eps_lb <= epsilon, f"audit found epsilon >= {eps_lb:.3f} > claimed {epsilon}"
 
 
