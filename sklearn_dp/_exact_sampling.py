@@ -62,12 +62,13 @@ when OpenDP is installed, against its samples.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import math
 from fractions import Fraction
 
 import numpy as np
+
+from ._memo import memoize
 
 __all__ = [
     "MAX_SAMPLER_STEPS",
@@ -305,9 +306,10 @@ def _bernoulli_exp(bits, numerator, denominator):
 # --------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=64)
 def _exp_minus_one_bounds(precision):
-    # exp(-1), the base of every whole part (cached: the fallback asks for few precisions).
+    # exp(-1), the base of every whole part.  Not cached: the precisions the
+    # exact fallback asks for follow the secret uniform draws, and a cache's
+    # entries would keep them readable.
     return _exp_series_bounds(1, 1, precision)
 
 
@@ -678,8 +680,10 @@ def sample_geometric(rng, t, size):
     return guess
 
 
-@functools.lru_cache(maxsize=64)
+@memoize(64)
 def _exp_step(t):
+    # (No hit counts: a search's runs call it once per release, and their
+    # number stays secret; see sklearn_dp._memo.)
     # exp(-1 / t), the float64 nearest to 200-bit bounds (within 1.01 * 2**-53).
     return _exp_table([Fraction(1, t)])[0]
 

@@ -816,7 +816,9 @@ def release_count(n_samples, epsilon_count, rng):
     the exact count with a no-op event.
     """
     if np.isinf(epsilon_count):
-        return PrivateCount(float(n_samples), float(n_samples), dpe.NoOpDpEvent())
+        # At least one row, as the released estimate (a fit on zero rows runs).
+        exact = max(1.0, float(n_samples))
+        return PrivateCount(exact, exact, dpe.NoOpDpEvent())
     scale = 1.0 / epsilon_count
     noisy = _noise.laplace(
         float(n_samples), sensitivity=1.0, scale=scale, rng=rng, label="row count"

@@ -905,8 +905,14 @@ def test_supported_pairs_fit_and_spend_once(estimator, solver, budget_kind, ledg
         check_event=True,
     )
     # A noisy row count below a solver's minimum (vr_frank_wolfe needs 3 rows
-    # on this small data set) is a public refusal after the charge.
-    assert outcome.fitted or "public row count" in str(outcome.error), outcome
+    # on this small data set), or one whose L2 strength 1 / (C n) is too weak
+    # for output perturbation's certified solve, is a public refusal after
+    # the charge (from released values).
+    assert (
+        outcome.fitted
+        or "public row count" in str(outcome.error)
+        or "cannot be certified in double precision" in str(outcome.error)
+    ), outcome
 
 
 @pytest.mark.slow

@@ -527,14 +527,15 @@ class DPLogisticRegression(InferenceMixin, ClassifierMixin, BaseDPEstimator):
     def _problem(self, n_classes):
         multiclass = n_classes > 2
         # scikit-learn's C * sum(loss) + penalty is, on the average loss, a
-        # penalty of strength 1 / (C n); n is the fit's public stand-in.
+        # penalty of strength 1 / (C n); n is the fit's public stand-in (at
+        # least one row: a non-private fit on zero rows has n = 0).
         alpha, l1_ratio = penalty_strengths(self.penalty, 1.0, self.l1_ratio)
         inverse_C = alpha / self.C
         return FitProblem(
             loss_name="log_loss",
             make_loss=lambda data: get_loss("log_loss", n_classes=n_classes),
             penalty=self.penalty,
-            alpha=lambda n_public: inverse_C / n_public,
+            alpha=lambda n_public: inverse_C / max(n_public, 1.0),
             l1_ratio=l1_ratio,
             n_outputs=n_classes if multiclass else 1,
             multiclass=multiclass,
